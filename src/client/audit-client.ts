@@ -1,0 +1,204 @@
+import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
+import { OPERATIONS } from './operations.js';
+import { DEFAULT_RETRY_POLICY, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
+import type {
+  AppendMessageInput,
+  BigIntLike,
+  CreateRunInput,
+  CreateThreadInput,
+  FinishRunInput,
+  LeaseInput,
+  Message,
+  ModelAudit,
+  ModelFinishedInput,
+  ModelStartedInput,
+  Observation,
+  Run,
+  RunDetails,
+  RunLease,
+  Thread,
+  ThreadAudits,
+  ToolAudit,
+  ToolErrorInput,
+  ToolFinishedInput,
+  ToolStartedInput,
+} from './types.js';
+
+export interface AuditClientOptions {
+  /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
+  url: string;
+  /** A JWT sent as `Authorization: Bearer <token>`. */
+  token: string;
+  /** Id of the monotonic clock the filled-in readings come from; defaults to this process's. */
+  clockId?: string;
+  /** Replaces the global fetch (tests, proxies). */
+  fetch?: FetchLike;
+  retry?: Partial<RetryPolicy>;
+}
+
+/**
+ * A typed client of the audit server for agent runtimes (the lifecycle calls, as a `worker`)
+ * and for their owners (threads, runs, audits). Lifecycle calls are retried with the identical
+ * request after transport failures; GraphQL errors are thrown as final `AuditApiError`s.
+ */
+export class AuditClient {
+  readonly clockId: string;
+  private readonly transport: GraphQLHttpTransport;
+
+  constructor(options: AuditClientOptions) {
+    this.clockId = options.clockId ?? PROCESS_CLOCK_ID;
+    const fetchImpl = options.fetch ?? ((url, init) => fetch(url, init));
+    this.transport = new GraphQLHttpTransport(options.url, options.token, fetchImpl, {
+      ...DEFAULT_RETRY_POLICY,
+      ...options.retry,
+    });
+  }
+
+  // ---- Worker: the run lifecycle ----
+
+  /** QUEUED -> RUNNING with this worker as owner. Never retried: the first attempt may have committed. */
+  async claimRun(runId: string, leaseSeconds?: number): Promise<RunLease> {
+    return this.transport.execute(OPERATIONS.claimRun, { input: { runId, leaseSeconds } });
+  }
+
+  /** Extends an unexpired lease; returns it with its new expiry. */
+  async renewLease(lease: LeaseInput, leaseSeconds?: number): Promise<RunLease> {
+    return this.transport.execute(OPERATIONS.renewLease, { lease: leaseRef(lease), leaseSeconds });
+  }
+
+  async recordModelStarted(input: ModelStartedInput): Promise<ModelAudit> {
+    return this.transport.execute(OPERATIONS.recordModelStarted, {
+      input: {
+        lease: leaseRef(input.lease),
+        operationId: input.operationId,
+        sequence: toBigIntString(input.sequence),
+        model: input.model,
+        input: input.input,
+        ...this.observe(input),
+      },
+    });
+  }
+
+  /** Closes the model call; each declared tool call becomes a PENDING ToolCall. */
+  async recordModelFinished(input: ModelFinishedInput): Promise<ModelAudit> {
+    return this.transport.execute(OPERATIONS.recordModelFinished, {
+      input: {
+        lease: leaseRef(input.lease),
+        operationId: input.operationId,
+        status: input.status,
+        output: input.output,
+        error: input.error,
+        usage: input.usage,
+        toolCalls: input.toolCalls?.map(({ id, name, args }) => ({ id, name, args })),
+        sequence: optionalBigInt(input.sequence),
+        ...this.observe(input),
+      },
+    });
+  }
+
+  async recordToolStarted(input: ToolStartedInput): Promise<ToolAudit> {
+    return this.transport.execute(OPERATIONS.recordToolStarted, {
+      input: {
+        lease: leaseRef(input.lease),
+        toolCallId: input.toolCallId,
+        name: input.name,
+        effectiveInput: input.effectiveInput,
+        sequence: toBigIntString(input.sequence),
+        namespace: input.namespace,
+        ...this.observe(input),
+      },
+    });
+  }
+
+  /** An `output.status` of "error" records a controlled failure (FAILED), anything else COMPLETED. */
+  async recordToolFinished(input: ToolFinishedInput): Promise<ToolAudit> {
+    return this.transport.execute(OPERATIONS.recordToolFinished, {
+      input: {
+        lease: leaseRef(input.lease),
+        toolCallId: input.toolCallId,
+        output: input.output,
+        sequence: optionalBigInt(input.sequence),
+        namespace: input.namespace,
+        ...this.observe(input),
+      },
+    });
+  }
+
+  /** A bare error (perhaps an interrupt): the audit stays RUNNING until the run's verdict. */
+  async recordToolError(input: ToolErrorInput): Promise<ToolAudit> {
+    return this.transport.execute(OPERATIONS.recordToolError, {
+      input: {
+        lease: leaseRef(input.lease),
+        toolCallId: input.toolCallId,
+        error: input.error,
+        sequence: optionalBigInt(input.sequence),
+        namespace: input.namespace,
+        ...this.observe(input),
+      },
+    });
+  }
+
+  /**
+   * Ends the run and closes what is still open in it. After a transport failure it is retried,
+   * but an ended run answers every lifecycle write with LEASE_LOST: a LEASE_LOST with
+   * `attempts > 1` may mean the first attempt committed.
+   */
+  async finishRun(input: FinishRunInput): Promise<Run> {
+    return this.transport.execute(OPERATIONS.finishRun, {
+      input: {
+        lease: leaseRef(input.lease),
+        status: input.status,
+        error: input.error,
+        stateMessages: input.stateMessages,
+      },
+    });
+  }
+
+  // ---- Owner side (not retried unless a read) ----
+
+  /** The caller becomes the thread's owner. */
+  async createThread(input: CreateThreadInput = {}): Promise<Thread> {
+    return this.transport.execute(OPERATIONS.createThread, { input: { title: input.title } });
+  }
+
+  async appendMessage(input: AppendMessageInput): Promise<Message> {
+    const { threadId, role, content } = input;
+    return this.transport.execute(OPERATIONS.appendMessage, { input: { threadId, role, content } });
+  }
+
+  /** A QUEUED run; `resumeFromRunId` names an ended run of the same thread. */
+  async createRun(input: CreateRunInput): Promise<Run> {
+    const { threadId, resumeFromRunId } = input;
+    return this.transport.execute(OPERATIONS.createRun, { input: { threadId, resumeFromRunId } });
+  }
+
+  /** Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease. */
+  async cancelRun(runId: string): Promise<Run> {
+    return this.transport.execute(OPERATIONS.cancelRun, { runId });
+  }
+
+  /** The newest `limit` (1 to 500, server default 500) audits of a thread, oldest first. Superadmin owners only. */
+  async threadAudits(threadId: string, limit?: number): Promise<ThreadAudits> {
+    return this.transport.execute(OPERATIONS.threadAudits, { threadId, limit });
+  }
+
+  /** The run with its ToolCall projection, or null when it does not exist. */
+  async run(id: string): Promise<RunDetails | null> {
+    return this.transport.execute(OPERATIONS.run, { id });
+  }
+
+  // Read once per call, before the first attempt, so retries replay the same observation.
+  private observe(input: Observation): { observedAt: string; clock: { clockId: string; nanos: string } | null } {
+    const clock = input.clock === undefined ? readClock(this.clockId) : input.clock && toClockInput(input.clock);
+    const observedAt = input.observedAt === undefined ? new Date() : input.observedAt;
+    return { observedAt: typeof observedAt === 'string' ? observedAt : observedAt.toISOString(), clock };
+  }
+}
+
+function leaseRef(lease: LeaseInput): LeaseInput {
+  return { runId: lease.runId, epoch: lease.epoch };
+}
+
+function optionalBigInt(value: BigIntLike | null | undefined): string | null | undefined {
+  return value === undefined || value === null ? value : toBigIntString(value);
+}

@@ -1,0 +1,64 @@
+/** The `extensions.code` values the contract defines (SEMANTICS.md, "Errors"). */
+export const AUDIT_ERROR_CODES = [
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'BAD_USER_INPUT',
+  'LEASE_LOST',
+  'LEASE_EXPIRED',
+  'MODEL_NOT_FOUND',
+  'NAMESPACE_REJECTED',
+  'CONFLICT',
+  'INVALID_TRANSITION',
+  'INTERNAL_SERVER_ERROR',
+] as const;
+
+export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
+
+/** The request or its response was lost on the way (network, gateway, timeout, unreadable body). */
+export const TRANSPORT_ERROR = 'TRANSPORT_ERROR';
+
+/** One entry of a GraphQL response's `errors`. */
+export interface GraphQLErrorPayload {
+  message: string;
+  path?: ReadonlyArray<string | number>;
+  extensions?: { code?: string; [key: string]: unknown };
+}
+
+export interface AuditApiErrorDetails {
+  code: AuditErrorCode | typeof TRANSPORT_ERROR | (string & {});
+  operationName: string;
+  retryable: boolean;
+  httpStatus?: number;
+  graphqlErrors?: readonly GraphQLErrorPayload[];
+  cause?: unknown;
+}
+
+/**
+ * A failed API call. `code` is the GraphQL `extensions.code`, or `TRANSPORT_ERROR` when no
+ * GraphQL answer arrived. `retryable` is true only for transient transport failures; every
+ * GraphQL error is final. `attempts` says how many times the request was sent.
+ */
+export class AuditApiError extends Error {
+  readonly code: AuditApiErrorDetails['code'];
+  readonly operationName: string;
+  readonly retryable: boolean;
+  readonly httpStatus: number | undefined;
+  readonly graphqlErrors: readonly GraphQLErrorPayload[];
+  attempts = 1;
+
+  constructor(message: string, details: AuditApiErrorDetails) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'AuditApiError';
+    this.code = details.code;
+    this.operationName = details.operationName;
+    this.retryable = details.retryable;
+    this.httpStatus = details.httpStatus;
+    this.graphqlErrors = details.graphqlErrors ?? [];
+  }
+}
+
+/** True when `error` is an AuditApiError, optionally with one of the given codes. */
+export function isAuditApiError(error: unknown, ...codes: string[]): error is AuditApiError {
+  return error instanceof AuditApiError && (codes.length === 0 || codes.includes(error.code));
+}

@@ -1,0 +1,15 @@
+export { AuditClient, type AuditClientOptions } from './audit-client.js';
+export {
+  AUDIT_ERROR_CODES,
+  AuditApiError,
+  TRANSPORT_ERROR,
+  isAuditApiError,
+  type AuditApiErrorDetails,
+  type AuditErrorCode,
+  type GraphQLErrorPayload,
+} from './errors.js';
+export { LEASE_GONE_CODES, LeaseKeeper, type LeaseKeeperOptions, type LeaseRenewer } from './lease-keeper.js';
+export { PROCESS_CLOCK_ID, SequenceCounter, readClock } from './clock.js';
+export { DEFAULT_RETRY_POLICY, type FetchLike, type RetryPolicy } from './transport.js';
+export { OPERATIONS, type Operation } from './operations.js';
+export type * from './types.js';

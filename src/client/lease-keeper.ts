@@ -1,0 +1,96 @@
+import { isAuditApiError, type AuditApiError } from './errors.js';
+import type { LeaseInput, RunLease } from './types.js';
+
+/** Renewal answers after which the lease cannot come back: the run moved on without this worker. */
+export const LEASE_GONE_CODES = [
+  'LEASE_LOST',
+  'LEASE_EXPIRED',
+  'INVALID_TRANSITION',
+  'NOT_FOUND',
+  'FORBIDDEN',
+  'UNAUTHENTICATED',
+] as const;
+
+export interface LeaseRenewer {
+  renewLease(lease: LeaseInput, leaseSeconds?: number): Promise<RunLease>;
+}
+
+export interface LeaseKeeperOptions {
+  /** Length requested on each renewal; pass what claimRun was given. Default: the lease's remaining length. */
+  leaseSeconds?: number;
+  /** Called once when renewal fails with one of LEASE_GONE_CODES; stop writing for this run. */
+  onLost?: (error: AuditApiError) => void;
+  /** A renewal failed for a reason that may pass (transport, internal error); the keeper tries again. */
+  onRenewError?: (error: unknown) => void;
+}
+
+/**
+ * Keeps a run's lease alive by renewing it at about a third of its length, so one or two
+ * renewals may fail before it expires. Its timers are unref'd: it never keeps a process alive.
+ */
+export class LeaseKeeper {
+  private current: RunLease;
+  private readonly leaseMs: number;
+  private readonly leaseSeconds: number;
+  private readonly lostController = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly client: LeaseRenewer,
+    lease: RunLease,
+    private readonly options: LeaseKeeperOptions = {},
+  ) {
+    this.current = lease;
+    this.leaseSeconds = options.leaseSeconds ?? Math.max(1, Math.round(msUntil(lease.expiresAt) / 1000));
+    this.leaseMs = this.leaseSeconds * 1000;
+    this.schedule();
+  }
+
+  /** The newest lease; pass it to lifecycle calls. */
+  get lease(): RunLease {
+    return this.current;
+  }
+
+  /** Aborted, with the AuditApiError as reason, when the lease is lost. */
+  get signal(): AbortSignal {
+    return this.lostController.signal;
+  }
+
+  /** Stops renewing. The lease itself stays until it expires or the run ends. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    // The server may clamp the requested length, so the granted expiry can be sooner; a skewed
+    // local clock could make that look like "now", hence the floor.
+    const lengthMs = Math.min(this.leaseMs, msUntil(this.current.expiresAt));
+    const delayMs = Math.max(Math.min(1_000, this.leaseMs / 3), lengthMs / 3);
+    this.timer = setTimeout(() => void this.renew(), delayMs);
+    this.timer.unref?.();
+  }
+
+  private async renew(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      this.current = await this.client.renewLease(this.current, this.leaseSeconds);
+    } catch (error) {
+      if (this.stopped) return;
+      if (isAuditApiError(error, ...LEASE_GONE_CODES)) {
+        this.stop();
+        this.lostController.abort(error);
+        this.options.onLost?.(error);
+        return;
+      }
+      this.options.onRenewError?.(error);
+    }
+    this.schedule();
+  }
+}
+
+function msUntil(isoTime: string): number {
+  return Date.parse(isoTime) - Date.now();
+}

@@ -1,0 +1,123 @@
+import { AuditApiError, TRANSPORT_ERROR, type GraphQLErrorPayload } from './errors.js';
+import type { Operation } from './operations.js';
+
+export interface RetryPolicy {
+  /** Total sends of one replayable request, the first included. */
+  maxAttempts: number;
+  /** Backoff before the second attempt; it doubles per attempt, with jitter. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** Per attempt; a timed-out attempt counts as a transport failure. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 5,
+  baseDelayMs: 100,
+  maxDelayMs: 3_000,
+  timeoutMs: 30_000,
+};
+
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+// Statuses a proxy or load balancer answers with when the server did not (or may not have).
+const GATEWAY_STATUSES = new Set([502, 503, 504]);
+
+/** Full jitter over the upper half: spreads retries of many workers without going near zero. */
+export function backoffDelayMs(policy: RetryPolicy, failedAttempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (failedAttempt - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/** POSTs GraphQL over HTTP and retries replayable operations after transport failures. */
+export class GraphQLHttpTransport {
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+    private readonly fetchImpl: FetchLike,
+    private readonly policy: RetryPolicy,
+  ) {}
+
+  async execute<T>(operation: Operation, variables: Record<string, unknown>): Promise<T> {
+    // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
+    const body = JSON.stringify({ query: operation.document, operationName: operation.name, variables });
+    const maxAttempts = operation.replayable ? Math.max(1, this.policy.maxAttempts) : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.sendOnce<T>(operation, body);
+      } catch (error) {
+        if (!(error instanceof AuditApiError)) throw error;
+        if (!error.retryable || attempt >= maxAttempts) {
+          error.attempts = attempt;
+          throw error;
+        }
+        await sleep(backoffDelayMs(this.policy, attempt));
+      }
+    }
+  }
+
+  private async sendOnce<T>(operation: Operation, body: string): Promise<T> {
+    const transportFailure = (message: string, retryable: boolean, extra: { httpStatus?: number; cause?: unknown } = {}) =>
+      new AuditApiError(`${operation.name}: ${message}`, {
+        code: TRANSPORT_ERROR,
+        operationName: operation.name,
+        retryable,
+        ...extra,
+      });
+
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.fetchImpl(this.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json, application/json',
+          authorization: `Bearer ${this.token}`,
+        },
+        body,
+        signal: AbortSignal.timeout(this.policy.timeoutMs),
+      });
+      if (GATEWAY_STATUSES.has(response.status)) {
+        await response.body?.cancel().catch(() => undefined);
+        throw transportFailure(`HTTP ${response.status}`, true, { httpStatus: response.status });
+      }
+      text = await response.text();
+    } catch (error) {
+      if (error instanceof AuditApiError) throw error;
+      const reason = error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'network error';
+      throw transportFailure(`${reason}: ${error instanceof Error ? error.message : String(error)}`, true, { cause: error });
+    }
+
+    let payload: { data?: Record<string, unknown> | null; errors?: GraphQLErrorPayload[] };
+    try {
+      payload = JSON.parse(text) as typeof payload;
+    } catch (error) {
+      throw transportFailure(`HTTP ${response.status} with a body that is not JSON`, false, {
+        httpStatus: response.status,
+        cause: error,
+      });
+    }
+    const [first] = payload.errors ?? [];
+    if (first) {
+      throw new AuditApiError(`${operation.name}: ${first.message}`, {
+        code: first.extensions?.code ?? 'UNKNOWN',
+        operationName: operation.name,
+        retryable: false,
+        httpStatus: response.status,
+        graphqlErrors: payload.errors,
+      });
+    }
+    const result = payload.data?.[operation.field];
+    if (result === undefined) {
+      throw transportFailure(`HTTP ${response.status} without data.${operation.field}`, false, {
+        httpStatus: response.status,
+      });
+    }
+    return result as T;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { AuditApiError, AuditClient, type FetchLike } from '../../src/client/index.js';
+import { fakeFetch, graphqlData, graphqlError, hang, httpStatus, networkError, variablesOf } from './fake-fetch.js';
+
+const lease = { runId: 'run-1', owner: 'worker-1', epoch: 3, expiresAt: '2030-01-01T00:00:00.000Z' };
+const toolAudit = { __typename: 'ToolAudit', id: 'audit-1', status: 'RUNNING' };
+
+function clientWith(fetchImpl: FetchLike, maxAttempts = 4) {
+  return new AuditClient({
+    url: 'http://audit.test/graphql',
+    token: 'worker-token',
+    clockId: 'test-clock',
+    fetch: fetchImpl,
+    retry: { maxAttempts, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 1_000 },
+  });
+}
+
+const startTool = (client: AuditClient) =>
+  client.recordToolStarted({ lease, toolCallId: 'call-1', name: 'search', effectiveInput: { q: 'x' }, sequence: 7n });
+
+async function rejectionOf(promise: Promise<unknown>): Promise<AuditApiError> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(AuditApiError);
+  return error as AuditApiError;
+}
+
+describe('AuditClient retries', () => {
+  it('replays the byte-identical request after transport failures, then returns the result', async () => {
+    const fetchImpl = fakeFetch(networkError, httpStatus(503), httpStatus(502), graphqlData('recordToolStarted', toolAudit));
+    const result = await startTool(clientWith(fetchImpl));
+
+    expect(result).toEqual(toolAudit);
+    expect(fetchImpl.requests).toHaveLength(4);
+    const [first, ...replays] = fetchImpl.requests.map((request) => request.body);
+    for (const replay of replays) expect(replay).toBe(first);
+  });
+
+  it('sends the bearer token and the lease without the extra RunLease fields', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordToolStarted', toolAudit));
+    await startTool(clientWith(fetchImpl));
+
+    const [request] = fetchImpl.requests;
+    expect(request!.url).toBe('http://audit.test/graphql');
+    expect(request!.headers.authorization).toBe('Bearer worker-token');
+    expect(variablesOf(request!).input).toMatchObject({ lease: { runId: 'run-1', epoch: 3 }, sequence: '7' });
+    expect(variablesOf(request!).input.lease).toEqual({ runId: 'run-1', epoch: 3 });
+  });
+
+  it('fills in observedAt and a monotonic clock reading once, and keeps them across retries', async () => {
+    const fetchImpl = fakeFetch(networkError, graphqlData('recordToolStarted', toolAudit));
+    const before = Date.now();
+    await startTool(clientWith(fetchImpl));
+
+    const [first, second] = fetchImpl.requests.map(variablesOf);
+    expect(first!.input.clock!.clockId).toBe('test-clock');
+    expect(first!.input.clock!.nanos).toMatch(/^\d+$/);
+    expect(Date.parse(first!.input.observedAt)).toBeGreaterThanOrEqual(before);
+    expect(second!.input.clock).toEqual(first!.input.clock);
+    expect(second!.input.observedAt).toBe(first!.input.observedAt);
+  });
+
+  it('keeps a caller-supplied observation, converting bigint and Date', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordToolFinished', toolAudit));
+    await clientWith(fetchImpl).recordToolFinished({
+      lease,
+      toolCallId: 'call-1',
+      output: { content: 'done', status: 'success' },
+      sequence: 9,
+      observedAt: new Date('2026-11-29T21:00:00.123Z'),
+      clock: { clockId: 'runtime-clock', nanos: 123456789012345678901n },
+    });
+
+    expect(variablesOf(fetchImpl.requests[0]!).input).toMatchObject({
+      sequence: '9',
+      observedAt: '2026-11-29T21:00:00.123Z',
+      clock: { clockId: 'runtime-clock', nanos: '123456789012345678901' },
+    });
+  });
+
+  it('retries an attempt that timed out', async () => {
+    const fetchImpl = fakeFetch(hang, graphqlData('recordToolStarted', toolAudit));
+    const client = new AuditClient({
+      url: 'http://audit.test/graphql',
+      token: 't',
+      fetch: fetchImpl,
+      retry: { baseDelayMs: 1, timeoutMs: 20 },
+    });
+
+    await expect(startTool(client)).resolves.toEqual(toolAudit);
+    expect(fetchImpl.requests).toHaveLength(2);
+  });
+
+  it.each(['CONFLICT', 'LEASE_LOST', 'LEASE_EXPIRED', 'INTERNAL_SERVER_ERROR'])('never retries the GraphQL error %s', async (code) => {
+    const fetchImpl = fakeFetch(graphqlError(code), graphqlData('recordToolStarted', toolAudit));
+    const error = await rejectionOf(startTool(clientWith(fetchImpl)));
+
+    expect(fetchImpl.requests).toHaveLength(1);
+    expect(error.code).toBe(code);
+    expect(error.retryable).toBe(false);
+    expect(error.attempts).toBe(1);
+    expect(error.operationName).toBe('RecordToolStarted');
+  });
+
+  it('reads the GraphQL error code even from a non-2xx answer', async () => {
+    const fetchImpl = fakeFetch(() => Response.json({ errors: [{ message: 'no', extensions: { code: 'UNAUTHENTICATED' } }] }, { status: 401 }));
+    const error = await rejectionOf(startTool(clientWith(fetchImpl)));
+
+    expect(error).toMatchObject({ code: 'UNAUTHENTICATED', httpStatus: 401, retryable: false });
+  });
+
+  it('gives up after maxAttempts transport failures with a retryable error', async () => {
+    const fetchImpl = fakeFetch(httpStatus(504));
+    const error = await rejectionOf(startTool(clientWith(fetchImpl, 3)));
+
+    expect(fetchImpl.requests).toHaveLength(3);
+    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: true, httpStatus: 504, attempts: 3 });
+  });
+
+  it('does not retry an HTTP error that is not a gateway failure', async () => {
+    const fetchImpl = fakeFetch(httpStatus(500), graphqlData('recordToolStarted', toolAudit));
+    const error = await rejectionOf(startTool(clientWith(fetchImpl)));
+
+    expect(fetchImpl.requests).toHaveLength(1);
+    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: false, httpStatus: 500 });
+  });
+
+  it('surfaces a transport failure of claimRun at once: a replayed claim could have won already', async () => {
+    const fetchImpl = fakeFetch(networkError, graphqlData('claimRun', lease));
+    const error = await rejectionOf(clientWith(fetchImpl).claimRun('run-1', 10));
+
+    expect(fetchImpl.requests).toHaveLength(1);
+    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: true, attempts: 1 });
+  });
+
+  it('does not retry owner-side creations', async () => {
+    const fetchImpl = fakeFetch(httpStatus(503), graphqlData('createThread', { id: 't' }));
+    await rejectionOf(clientWith(fetchImpl).createThread({ title: 'x' }));
+
+    expect(fetchImpl.requests).toHaveLength(1);
+  });
+
+  it('retries every lifecycle call and reads', async () => {
+    const client = (field: string) => {
+      const fetchImpl = fakeFetch(networkError, graphqlData(field, {}));
+      return { fetchImpl, client: clientWith(fetchImpl) };
+    };
+    const calls: Array<[string, (c: AuditClient) => Promise<unknown>]> = [
+      ['renewLease', (c) => c.renewLease(lease, 10)],
+      ['recordModelStarted', (c) => c.recordModelStarted({ lease, operationId: 'm1', sequence: '1' })],
+      ['recordModelFinished', (c) => c.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED' })],
+      ['recordToolError', (c) => c.recordToolError({ lease, toolCallId: 'call-1', error: { message: 'boom' } })],
+      ['finishRun', (c) => c.finishRun({ lease, status: 'COMPLETED' })],
+      ['threadAudits', (c) => c.threadAudits('thread-1', 10)],
+      ['run', (c) => c.run('run-1')],
+    ];
+    for (const [field, call] of calls) {
+      const subject = client(field);
+      await call(subject.client);
+      expect(subject.fetchImpl.requests, field).toHaveLength(2);
+    }
+  });
+});

@@ -1,0 +1,99 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AuditApiError, LeaseKeeper, type LeaseInput, type RunLease } from '../../src/client/index.js';
+
+const LEASE_SECONDS = 30;
+
+function leaseFor(epoch: number): RunLease {
+  return { runId: 'run-1', owner: 'worker-1', epoch, expiresAt: new Date(Date.now() + LEASE_SECONDS * 1000).toISOString() };
+}
+
+const apiError = (code: string, retryable = false) =>
+  new AuditApiError(code, { code, operationName: 'RenewLease', retryable });
+
+describe('LeaseKeeper', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('renews at about a third of the lease and exposes the newest lease', async () => {
+    const renewLease = vi.fn(async (lease: LeaseInput) => ({ ...leaseFor(lease.epoch), expiresAt: new Date(Date.now() + 30_000).toISOString() }));
+    const keeper = new LeaseKeeper({ renewLease }, leaseFor(1), { leaseSeconds: LEASE_SECONDS });
+
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(renewLease).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(renewLease).toHaveBeenCalledTimes(1);
+    expect(renewLease).toHaveBeenCalledWith(expect.objectContaining({ runId: 'run-1', epoch: 1 }), LEASE_SECONDS);
+    expect(Date.parse(keeper.lease.expiresAt)).toBe(Date.now() + 30_000);
+
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(renewLease).toHaveBeenCalledTimes(2);
+    keeper.stop();
+  });
+
+  it('calls onLost and aborts its signal when renewal fails with LEASE_LOST, then stops', async () => {
+    const lost = apiError('LEASE_LOST');
+    const renewLease = vi.fn<(lease: LeaseInput, seconds?: number) => Promise<RunLease>>().mockRejectedValue(lost);
+    const onLost = vi.fn();
+    const keeper = new LeaseKeeper({ renewLease }, leaseFor(1), { leaseSeconds: LEASE_SECONDS, onLost });
+
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(onLost).toHaveBeenCalledExactlyOnceWith(lost);
+    expect(keeper.signal.aborted).toBe(true);
+    expect(keeper.signal.reason).toBe(lost);
+
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(renewLease).toHaveBeenCalledTimes(1);
+  });
+
+  it('keeps trying after a transient failure, reporting it to onRenewError', async () => {
+    const transient = apiError('TRANSPORT_ERROR', true);
+    const renewLease = vi
+      .fn<(lease: LeaseInput, seconds?: number) => Promise<RunLease>>()
+      .mockRejectedValueOnce(transient)
+      .mockImplementation(async () => leaseFor(1));
+    const onLost = vi.fn();
+    const onRenewError = vi.fn();
+    const keeper = new LeaseKeeper({ renewLease }, leaseFor(1), { leaseSeconds: LEASE_SECONDS, onLost, onRenewError });
+
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(onRenewError).toHaveBeenCalledExactlyOnceWith(transient);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(renewLease).toHaveBeenCalledTimes(2);
+    expect(onLost).not.toHaveBeenCalled();
+    expect(keeper.signal.aborted).toBe(false);
+    keeper.stop();
+  });
+
+  it('renews no more after stop()', async () => {
+    const renewLease = vi.fn(async () => leaseFor(1));
+    const keeper = new LeaseKeeper({ renewLease }, leaseFor(1), { leaseSeconds: LEASE_SECONDS });
+    keeper.stop();
+
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(renewLease).not.toHaveBeenCalled();
+  });
+
+  it('renews sooner when the server granted less than was asked', async () => {
+    const renewLease = vi.fn(async () => leaseFor(1));
+    const granted = { ...leaseFor(1), expiresAt: new Date(Date.now() + 3_000).toISOString() };
+    const keeper = new LeaseKeeper({ renewLease }, granted, { leaseSeconds: 3600 });
+
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(renewLease).toHaveBeenCalledTimes(1);
+    keeper.stop();
+  });
+
+  it('does not keep the process alive', () => {
+    vi.useRealTimers();
+    const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout');
+    const keeper = new LeaseKeeper({ renewLease: vi.fn() }, leaseFor(1), { leaseSeconds: LEASE_SECONDS });
+    const timer = setTimeoutSpy.mock.results.at(-1)!.value as NodeJS.Timeout;
+    expect(timer.hasRef()).toBe(false);
+    keeper.stop();
+    setTimeoutSpy.mockRestore();
+  });
+});
