@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SignJWT, jwtVerify } from 'jose';
+import { DomainError, unauthenticated } from '../domain/errors.js';
+import { isRole, type Principal, type Role } from './principal.js';
+
+const ALGORITHM = 'HS256';
+
+export interface TokenVerifier {
+  verify(authorization: string | undefined | null): Promise<Principal | null>;
+}
+
+/**
+ * Reads `Authorization: Bearer <JWT>`. No header: anonymous (null). A header that is not a
+ * valid, unexpired HS256 token with a known role: UNAUTHENTICATED, never anonymous.
+ */
+export function createTokenVerifier(secret: string): TokenVerifier {
+  const key = new TextEncoder().encode(secret);
+  return {
+    async verify(authorization) {
+      if (authorization === undefined || authorization === null || authorization === '') return null;
+      const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
+      if (!match) throw unauthenticated('The authorization header must be "Bearer <JWT>"');
+      try {
+        const { payload } = await jwtVerify(match[1]!, key, { algorithms: [ALGORITHM] });
+        if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
+          throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+        }
+        return { sub: payload.sub, role: payload.role };
+      } catch (error) {
+        if (error instanceof DomainError) throw error;
+        throw unauthenticated('The token is invalid or expired');
+      }
+    },
+  };
+}
+
+export async function mintToken(secret: string, principal: { sub: string; role: Role }, expiresIn = '30d'): Promise<string> {
+  return new SignJWT({ role: principal.role })
+    .setProtectedHeader({ alg: ALGORITHM })
+    .setSubject(principal.sub)
+    .setIssuedAt()
+    .setExpirationTime(expiresIn)
+    .sign(new TextEncoder().encode(secret));
+}
+
+/** The embedded default's secret: generated once and kept under the data directory. */
+export function loadOrCreateLocalSecret(dataDir: string): string {
+  const file = join(dataDir, 'jwt-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, secret + '\n', { mode: 0o600 });
+  return secret;
+}

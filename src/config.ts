@@ -1,0 +1,48 @@
+export interface Config {
+  port: number;
+  host: string;
+  /** Unset: embedded PGlite under `dataDir`; `postgres://…`: that server. */
+  databaseUrl?: string;
+  /** Where the embedded default keeps its database and generated JWT secret. */
+  dataDir: string;
+  /** DATA_DIR=:memory: keeps the embedded database in memory (tests, demos). */
+  embeddedInMemory: boolean;
+  jwtSecret?: string;
+  redisUrl?: string;
+  leaseMinSeconds: number;
+  leaseMaxSeconds: number;
+  leaseSweepIntervalMs: number;
+  maxJsonBytes: number;
+}
+
+function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new Error('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const config: Config = {
+    port: intFromEnv(env, 'PORT', 4000),
+    host: env.HOST || '127.0.0.1',
+    databaseUrl,
+    dataDir: env.DATA_DIR || '.data',
+    embeddedInMemory: env.DATA_DIR === ':memory:',
+    jwtSecret: env.AUTH_JWT_SECRET || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    leaseMinSeconds: intFromEnv(env, 'LEASE_MIN_SECONDS', 1),
+    leaseMaxSeconds: intFromEnv(env, 'LEASE_MAX_SECONDS', 3600),
+    leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),
+    maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
+  };
+  if (config.leaseMinSeconds > config.leaseMaxSeconds) {
+    throw new Error('LEASE_MIN_SECONDS must not exceed LEASE_MAX_SECONDS');
+  }
+  return config;
+}

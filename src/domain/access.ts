@@ -1,0 +1,57 @@
+import type { Principal } from '../auth/principal.js';
+import type { Tx } from '../db/transaction.js';
+import { forbidden, notFound, unauthenticated } from './errors.js';
+import { rowId } from './ids.js';
+
+interface OwnedThread {
+  id: string;
+  ownerId: string;
+}
+
+export function requirePrincipal(principal: Principal | null | undefined): Principal {
+  if (!principal) throw unauthenticated();
+  return principal;
+}
+
+const isStaff = (principal: Principal) => principal.role === 'admin' || principal.role === 'superadmin';
+
+/** Threads, their history, runs and the ToolCall projection: the owner, admin or superadmin. */
+export function canReadThread(principal: Principal, thread: OwnedThread): boolean {
+  return thread.ownerId === principal.sub || isStaff(principal);
+}
+
+export function assertCanReadThread(principal: Principal, thread: OwnedThread): void {
+  if (!canReadThread(principal, thread)) throw forbidden('Only the thread owner or an admin may do this');
+}
+
+/**
+ * Audit data: superadmins on threads they own, nobody else. Another role is FORBIDDEN; a
+ * superadmin on someone else's thread gets NOT_FOUND so the thread's existence is not revealed.
+ */
+export function assertCanReadAudits(principal: Principal, thread: OwnedThread | null, threadId: string): void {
+  if (principal.role !== 'superadmin') throw forbidden('Audit data is for super administrators only');
+  if (!thread || thread.ownerId !== principal.sub) throw notFound('Thread', threadId);
+}
+
+export function canReadAudits(principal: Principal, thread: OwnedThread): boolean {
+  return principal.role === 'superadmin' && thread.ownerId === principal.sub;
+}
+
+export async function findThread(tx: Tx, threadId: string) {
+  return tx.thread.findUnique({ where: { id: rowId(threadId, 'Thread') } });
+}
+
+export async function loadReadableThread(tx: Tx, principal: Principal, threadId: string) {
+  const thread = await findThread(tx, threadId);
+  if (!thread) throw notFound('Thread', threadId);
+  assertCanReadThread(principal, thread);
+  return thread;
+}
+
+/** For audit reads: the role is checked before the thread is looked up. */
+export async function loadAuditThread(tx: Tx, principal: Principal, threadId: string) {
+  if (principal.role !== 'superadmin') throw forbidden('Audit data is for super administrators only');
+  const thread = await findThread(tx, threadId);
+  assertCanReadAudits(principal, thread, threadId);
+  return thread!;
+}

@@ -1,0 +1,40 @@
+import type { Tx } from '../db/transaction.js';
+import type { Message, MessageRole } from '../generated/prisma/client.js';
+import { invalidTransition } from './errors.js';
+import type { LockedRun } from './lease.js';
+import { durationMs, clockOf, type Observation } from './observation.js';
+
+/** Audit rows are keyed by (run, role, operation id): a model and a tool call may share an id. */
+export function findAudit(tx: Tx, runId: string, role: MessageRole, operationId: string) {
+  return tx.message.findUnique({ where: { runId_role_operationId: { runId, role, operationId } } });
+}
+
+export async function requireAudit(tx: Tx, run: LockedRun, role: MessageRole, operationId: string): Promise<Message> {
+  const audit = await findAudit(tx, run.id, role, operationId);
+  if (!audit) {
+    const what = role === 'TOOL' ? 'tool call' : 'model call';
+    throw invalidTransition(`No ${what} ${operationId} was started in run ${run.id}`);
+  }
+  return audit;
+}
+
+/** The columns a start observation writes. */
+export const startColumns = (observation: Observation) => ({
+  sequence: observation.sequence!,
+  startedAt: observation.observedAt,
+  startClockId: observation.clock?.clockId ?? null,
+  startClockNanos: observation.clock?.nanos ?? null,
+});
+
+/** The columns a terminal (or error) observation writes, with the duration on one clock. */
+export const endColumns = (audit: Message, observation: Observation) => ({
+  finishedAt: observation.observedAt,
+  finishedSequence: observation.sequence ?? null,
+  endClockId: observation.clock?.clockId ?? null,
+  endClockNanos: observation.clock?.nanos ?? null,
+  durationMs: durationMs(clockOf(audit.startClockId, audit.startClockNanos), observation.clock ?? null),
+});
+
+/** A replayed terminal may omit its sequence; one that names a different sequence differs. */
+export const sameFinishedSequence = (audit: Message, observation: Observation) =>
+  observation.sequence === undefined || observation.sequence === null || observation.sequence === audit.finishedSequence;

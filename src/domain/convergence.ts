@@ -1,0 +1,159 @@
+import type { Principal } from '../auth/principal.js';
+import type { AuditStatus, Message, Prisma, RunStatus } from '../generated/prisma/client.js';
+import { assertCanReadThread } from './access.js';
+import { command, type CommandScope, type DomainDeps } from './command.js';
+import { invalidTransition, notFound } from './errors.js';
+import { auditChanged, runChanged } from './events.js';
+import { isJsonObject } from './json.js';
+import { lockRun, requireLease, type LeaseProof, type LockedRun } from './lease.js';
+import { checkJsonFields } from './observation.js';
+import { mirrorOntoToolCall } from './tool-call-projection.js';
+
+/** How a run ends; a lease expiry is a FAILED run whose open work is ABANDONED, not failed. */
+export type RunEnding = 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED' | 'LEASE_EXPIRED';
+
+interface ClosingRule {
+  runStatus: RunStatus;
+  /** A tool audit holding a bare error, waiting for this verdict. */
+  awaitingTool: AuditStatus;
+  /** Any other RUNNING audit, model or tool. */
+  open: AuditStatus;
+  /** Only COMPLETED and FAILED runs complete bare errors from the final state. */
+  reconcilesFromState: boolean;
+}
+
+/** SEMANTICS.md, "Run terminal convergence"; the ToolCall follows via the projection. */
+const CLOSING_RULES: Record<RunEnding, ClosingRule> = {
+  COMPLETED: { runStatus: 'COMPLETED', awaitingTool: 'ABANDONED', open: 'ABANDONED', reconcilesFromState: true },
+  FAILED: { runStatus: 'FAILED', awaitingTool: 'FAILED', open: 'FAILED', reconcilesFromState: true },
+  LEASE_EXPIRED: { runStatus: 'FAILED', awaitingTool: 'ABANDONED', open: 'ABANDONED', reconcilesFromState: false },
+  CANCELLED: { runStatus: 'CANCELLED', awaitingTool: 'CANCELLED', open: 'CANCELLED', reconcilesFromState: false },
+  INTERRUPTED: { runStatus: 'INTERRUPTED', awaitingTool: 'INTERRUPTED', open: 'INTERRUPTED', reconcilesFromState: false },
+};
+
+const CLOSING_CODE: Record<RunEnding, string> = {
+  COMPLETED: 'RUN_COMPLETED',
+  FAILED: 'RUN_FAILED',
+  LEASE_EXPIRED: 'LEASE_EXPIRED',
+  CANCELLED: 'RUN_CANCELLED',
+  INTERRUPTED: 'RUN_INTERRUPTED',
+};
+
+/**
+ * The last state message reporting an error for `toolCallId`. Earlier messages with a reused id
+ * are superseded by it; a call this run never persisted is never looked up at all.
+ */
+function lastStateError(stateMessages: unknown[], toolCallId: string): Prisma.InputJsonValue | null {
+  for (let index = stateMessages.length - 1; index >= 0; index--) {
+    const message = stateMessages[index];
+    if (isJsonObject(message) && message.tool_call_id === toolCallId && message.status === 'error') {
+      return message as Prisma.InputJsonValue;
+    }
+  }
+  return null;
+}
+
+function closingData(audit: Message, ending: RunEnding, stateMessages: unknown[]): Prisma.MessageUpdateInput {
+  const rule = CLOSING_RULES[ending];
+  const reason = { code: CLOSING_CODE[ending], message: `Closed when the run ended (${ending})` };
+  const data: Prisma.MessageUpdateInput = {
+    status: audit.awaitingRunTerminal ? rule.awaitingTool : rule.open,
+    finishedAt: audit.finishedAt ?? new Date(),
+    awaitingRunTerminal: false,
+    // A bare error already recorded is the better explanation; keep it.
+    error: audit.error === null ? reason : (audit.error as Prisma.InputJsonValue),
+  };
+  if (audit.awaitingRunTerminal && rule.reconcilesFromState) {
+    const output = lastStateError(stateMessages, audit.operationId!);
+    if (output !== null) Object.assign(data, { status: 'FAILED', output });
+  }
+  return data;
+}
+
+/**
+ * Ends a locked run and, in the same transaction, closes every audit still open in it and their
+ * ToolCalls. The caller holds the run's row lock, so each run is converged exactly once.
+ */
+export async function endRun(
+  { tx, emit }: CommandScope,
+  run: LockedRun,
+  ending: RunEnding,
+  error: unknown,
+  stateMessages: unknown[] = [],
+) {
+  const ended = await tx.run.update({
+    where: { id: run.id },
+    data: {
+      status: CLOSING_RULES[ending].runStatus,
+      finishedAt: new Date(),
+      error: (error ?? undefined) as Prisma.InputJsonValue | undefined,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    },
+  });
+  const open = await tx.message.findMany({
+    where: { runId: run.id, status: 'RUNNING', messageType: { in: ['model_audit', 'tool_audit'] } },
+    orderBy: { sequence: 'asc' },
+  });
+  for (const audit of open) {
+    const closed = await tx.message.update({ where: { id: audit.id }, data: closingData(audit, ending, stateMessages) });
+    if (closed.messageType === 'tool_audit') await mirrorOntoToolCall(tx, closed);
+    emit(auditChanged(closed));
+  }
+  emit(runChanged(ended));
+  return ended;
+}
+
+export interface FinishRunInput {
+  lease: LeaseProof;
+  status: 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED';
+  error?: unknown;
+  stateMessages?: unknown[] | null;
+}
+
+/** The worker's verdict on its run. */
+export const finishRun = command(async (scope, principal: Principal, input: FinishRunInput) => {
+  const stateMessages = input.stateMessages ?? [];
+  checkJsonFields(scope.deps.limits, { error: input.error, ...Object.fromEntries(stateMessages.map((m, i) => [`stateMessages[${i}]`, m])) });
+  const run = await requireLease(scope.tx, principal, input.lease);
+  return endRun(scope, run, input.status, input.error, stateMessages);
+});
+
+/** The owner or an admin ends a QUEUED or RUNNING run at once; the lease is revoked with it. */
+export const cancelRun = command(async (scope, principal: Principal, runId: string) => {
+  const run = await lockRun(scope.tx, runId);
+  if (!run) throw notFound('Run', runId);
+  const thread = await scope.tx.thread.findUniqueOrThrow({ where: { id: run.threadId } });
+  assertCanReadThread(principal, thread);
+  if (run.status !== 'QUEUED' && run.status !== 'RUNNING') {
+    throw invalidTransition(`Run ${run.id} has already ended (${run.status})`);
+  }
+  return endRun(scope, run, 'CANCELLED', { code: 'CANCELLED', cancelledBy: principal.sub });
+});
+
+/** Ends one run whose lease expired, unless another sweeper or writer got there first. */
+const expireLease = command(async (scope, runId: string) => {
+  const run = await lockRun(scope.tx, runId);
+  if (!run || run.status !== 'RUNNING' || !run.expired) return false;
+  await endRun(scope, run, 'LEASE_EXPIRED', { code: 'LEASE_EXPIRED', message: `The lease of ${run.leaseOwner} expired` });
+  return true;
+});
+
+/**
+ * Converges every run whose lease has expired. Safe with several instances sweeping at once:
+ * each run is re-checked under its row lock, so exactly one sweeper ends it.
+ */
+export async function sweepExpiredLeases(deps: DomainDeps, batchSize = 100): Promise<number> {
+  let ended = 0;
+  for (;;) {
+    const due = await deps.prisma.$queryRawUnsafe<{ id: string }[]>(
+      `SELECT id FROM run WHERE status = 'RUNNING' AND lease_expires_at <= now() ORDER BY lease_expires_at LIMIT $1`,
+      batchSize,
+    );
+    let endedInBatch = 0;
+    for (const { id } of due) if (await expireLease(deps, id)) endedInBatch++;
+    ended += endedInBatch;
+    // A short batch is the last; a batch other sweepers took entirely means they are on it.
+    if (due.length < batchSize || endedInBatch === 0) return ended;
+  }
+}

@@ -1,0 +1,33 @@
+/** The contract's expected failure codes (SEMANTICS.md, "Errors"). */
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'BAD_USER_INPUT'
+  | 'LEASE_LOST'
+  | 'LEASE_EXPIRED'
+  | 'MODEL_NOT_FOUND'
+  | 'NAMESPACE_REJECTED'
+  | 'CONFLICT'
+  | 'INVALID_TRANSITION';
+
+/**
+ * An expected failure of a domain rule. The GraphQL layer maps it to `extensions.code` in one
+ * place (src/graphql/errors.ts); anything that is not a DomainError is masked as internal.
+ */
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const unauthenticated = (message = 'A valid bearer token is required') => new DomainError('UNAUTHENTICATED', message);
+export const forbidden = (message = 'Not allowed') => new DomainError('FORBIDDEN', message);
+export const notFound = (what: string, id: string) => new DomainError('NOT_FOUND', `${what} ${id} not found`);
+export const badInput = (message: string) => new DomainError('BAD_USER_INPUT', message);
+export const invalidTransition = (message: string) => new DomainError('INVALID_TRANSITION', message);
+export const conflict = (message: string) => new DomainError('CONFLICT', message);

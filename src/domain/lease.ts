@@ -1,0 +1,109 @@
+import type { Principal } from '../auth/principal.js';
+import type { Tx } from '../db/transaction.js';
+import type { RunStatus } from '../generated/prisma/client.js';
+import { command, type Limits } from './command.js';
+import { DomainError, invalidTransition, notFound } from './errors.js';
+import { runChanged } from './events.js';
+import { rowId } from './ids.js';
+
+/** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
+export interface LeaseProof {
+  runId: string;
+  epoch: number;
+}
+
+export interface RunLease {
+  runId: string;
+  owner: string;
+  epoch: number;
+  expiresAt: Date;
+}
+
+export interface LockedRun {
+  id: string;
+  threadId: string;
+  status: RunStatus;
+  leaseOwner: string | null;
+  leaseEpoch: number;
+  leaseExpiresAt: Date | null;
+  resumedFromId: string | null;
+  /** Judged by the database clock, so that every instance agrees. */
+  expired: boolean;
+}
+
+const LOCKED_RUN_COLUMNS = `id, thread_id AS "threadId", status::text AS status, lease_owner AS "leaseOwner",
+  lease_epoch AS "leaseEpoch", lease_expires_at AS "leaseExpiresAt", resumed_from_id AS "resumedFromId",
+  coalesce(lease_expires_at <= now(), false) AS expired`;
+
+export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undefined) =>
+  Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
+
+/** Locks the run row for the rest of the transaction: every writer of a run queues here. */
+export async function lockRun(tx: Tx, runId: string): Promise<LockedRun | null> {
+  const rows = await tx.$queryRawUnsafe<LockedRun[]>(
+    `SELECT ${LOCKED_RUN_COLUMNS} FROM run WHERE id = $1::uuid FOR UPDATE`,
+    rowId(runId, 'Run'),
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * The fence of every lifecycle write: the run must be RUNNING, leased by the caller, at the
+ * presented epoch, and unexpired. Returns the run locked until the transaction ends.
+ */
+export async function requireLease(tx: Tx, principal: Principal, lease: LeaseProof): Promise<LockedRun> {
+  const run = await lockRun(tx, lease.runId);
+  if (!run) throw notFound('Run', lease.runId);
+  if (run.status !== 'RUNNING') throw new DomainError('LEASE_LOST', `Run ${run.id} is ${run.status}, not RUNNING`);
+  if (run.leaseOwner !== principal.sub) throw new DomainError('LEASE_LOST', `The lease of run ${run.id} is held by another worker`);
+  if (run.leaseEpoch !== lease.epoch) {
+    throw new DomainError('LEASE_LOST', `Lease epoch ${lease.epoch} is stale; the current epoch is ${run.leaseEpoch}`);
+  }
+  if (run.expired) throw new DomainError('LEASE_EXPIRED', `The lease of run ${run.id} has expired`);
+  return run;
+}
+
+const toLease = (row: { id: string; leaseOwner: string | null; leaseEpoch: number; leaseExpiresAt: Date | null }): RunLease => ({
+  runId: row.id,
+  owner: row.leaseOwner!,
+  epoch: row.leaseEpoch,
+  expiresAt: row.leaseExpiresAt!,
+});
+
+/** QUEUED -> RUNNING in one conditional update: of racing claims exactly one matches. */
+export const claimRun = command(
+  async ({ tx, deps, emit }, principal: Principal, input: { runId: string; leaseSeconds?: number | null }) => {
+    const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
+    const rows = await tx.$queryRawUnsafe<LockedRun[]>(
+      `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1,
+         lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(started_at, now())
+       WHERE id = $1::uuid AND status = 'QUEUED'
+       RETURNING ${LOCKED_RUN_COLUMNS}`,
+      rowId(input.runId, 'Run'),
+      principal.sub,
+      seconds,
+    );
+    const claimed = rows[0];
+    if (!claimed) {
+      const run = await tx.run.findUnique({ where: { id: rowId(input.runId, 'Run') }, select: { status: true } });
+      if (!run) throw notFound('Run', input.runId);
+      throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
+    }
+    emit(runChanged(claimed));
+    return toLease(claimed);
+  },
+);
+
+/** Extends an unexpired lease; the epoch stays, so writes in flight remain valid. */
+export const renewLease = command(
+  async ({ tx, deps }, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) => {
+    await requireLease(tx, principal, lease);
+    const rows = await tx.$queryRawUnsafe<LockedRun[]>(
+      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid
+       RETURNING ${LOCKED_RUN_COLUMNS}`,
+      rowId(lease.runId, 'Run'),
+      clampLeaseSeconds(deps.limits, leaseSeconds),
+    );
+    return toLease(rows[0]!);
+  },
+);

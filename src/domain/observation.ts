@@ -1,0 +1,45 @@
+import type { Limits } from './command.js';
+import { badInput } from './errors.js';
+import { assertJsonSize } from './json.js';
+import { nonBlank } from './ids.js';
+
+/** One reading of a monotonic clock; durations exist only between readings of one clockId. */
+export interface ClockReading {
+  clockId: string;
+  nanos: bigint;
+}
+
+/** When and where in the runtime's root stream a lifecycle event was observed. */
+export interface Observation {
+  sequence?: bigint | null;
+  observedAt: Date;
+  clock?: ClockReading | null;
+}
+
+const MAX_INT = 2_147_483_647;
+
+/** Whole milliseconds between two readings of the same clock, never negative; else null. */
+export function durationMs(start: ClockReading | null, end: ClockReading | null): number | null {
+  if (!start || !end || start.clockId !== end.clockId) return null;
+  const nanos = end.nanos - start.nanos;
+  if (nanos <= 0n) return 0;
+  return Math.min(MAX_INT, Number(nanos / 1_000_000n));
+}
+
+export function clockOf(clockId: string | null, nanos: bigint | null): ClockReading | null {
+  return clockId !== null && nanos !== null ? { clockId, nanos } : null;
+}
+
+export function checkObservation(observation: Observation): void {
+  if (observation.sequence !== undefined && observation.sequence !== null && observation.sequence < 0n) {
+    throw badInput('sequence must be a non-negative integer');
+  }
+  if (observation.clock) {
+    nonBlank(observation.clock.clockId, 'clock.clockId');
+    if (observation.clock.nanos < 0n) throw badInput('clock.nanos must be non-negative');
+  }
+}
+
+export function checkJsonFields(limits: Limits, fields: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(fields)) assertJsonSize(value, limits.maxJsonBytes, name);
+}

@@ -1,0 +1,154 @@
+import type { Principal } from '../auth/principal.js';
+import type { Message, Prisma } from '../generated/prisma/client.js';
+import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns } from './audit-rows.js';
+import { command, type CommandScope } from './command.js';
+import { findDeclaringToolCall } from './declaring-model.js';
+import { DomainError, badInput, conflict, invalidTransition } from './errors.js';
+import { auditChanged } from './events.js';
+import { nonBlank } from './ids.js';
+import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
+import { requireLease, type LeaseProof, type LockedRun } from './lease.js';
+import { checkJsonFields, checkObservation, type Observation } from './observation.js';
+import { mirrorOntoToolCall } from './tool-call-projection.js';
+
+interface ToolEvent extends Observation {
+  lease: LeaseProof;
+  toolCallId: string;
+  /** The runtime namespace the event came from; only the root (empty) is audited. */
+  namespace?: string[] | null;
+}
+
+export interface ToolStarted extends ToolEvent {
+  name: string;
+  effectiveInput?: unknown;
+  sequence: bigint;
+}
+
+export interface ToolFinished extends ToolEvent {
+  /** The raw tool message envelope, e.g. {content, status, id, name, artifact}. */
+  output?: unknown;
+}
+
+export interface ToolErrored extends ToolEvent {
+  error?: unknown;
+}
+
+const ENDED_TOOL_CALL = ['COMPLETED', 'FAILED', 'CANCELLED'];
+
+/** Checks shared by every tool event, then the lease; returns the run locked. */
+async function admitToolEvent({ tx }: CommandScope, principal: Principal, event: ToolEvent): Promise<LockedRun> {
+  nonBlank(event.toolCallId, 'toolCallId');
+  checkObservation(event);
+  if (event.namespace && event.namespace.length > 0) {
+    throw new DomainError('NAMESPACE_REJECTED', `Events from sub-agent namespace "${event.namespace.join('/')}" are not audited`);
+  }
+  return requireLease(tx, principal, event.lease);
+}
+
+function effectiveInputOf(value: unknown): JsonObject {
+  if (value === undefined || value === null) return {};
+  if (!isJsonObject(value)) throw badInput('effectiveInput must be a JSON object');
+  return value;
+}
+
+/**
+ * Opens the RUNNING tool audit bound to its declaring model call and moves the ToolCall to
+ * RUNNING. An identical replay returns the existing row unchanged (first startedAt and
+ * monotonic origin kept), whatever its status.
+ */
+export const recordToolStarted = command(async (scope, principal: Principal, input: ToolStarted) => {
+  const { tx, deps, emit } = scope;
+  nonBlank(input.name, 'name');
+  const effectiveInput = effectiveInputOf(input.effectiveInput);
+  checkJsonFields(deps.limits, { effectiveInput });
+  const run = await admitToolEvent(scope, principal, input);
+
+  const existing = await findAudit(tx, run.id, 'TOOL', input.toolCallId);
+  if (existing) {
+    const same = existing.name === input.name && existing.sequence === input.sequence && jsonEqual(existing.input, effectiveInput);
+    if (!same) throw conflict(`Tool call ${input.toolCallId} was already started with a different name, input or sequence`);
+    return existing;
+  }
+
+  const toolCall = await findDeclaringToolCall(tx, run, input.toolCallId);
+  if (ENDED_TOOL_CALL.includes(toolCall.status)) {
+    throw invalidTransition(`Tool call ${input.toolCallId} has already ended (${toolCall.status})`);
+  }
+  const audit = await tx.message.create({
+    data: {
+      threadId: run.threadId,
+      runId: run.id,
+      role: 'TOOL',
+      messageType: 'tool_audit',
+      operationId: input.toolCallId,
+      name: input.name,
+      status: 'RUNNING',
+      input: effectiveInput,
+      toolCallRowId: toolCall.id,
+      ...startColumns(input),
+    },
+  });
+  await mirrorOntoToolCall(tx, audit);
+  emit(auditChanged(audit));
+  return audit;
+});
+
+/** Terminal replays compare the raw output with the late-filled `id` and `name` ignored. */
+function comparableOutput(output: unknown): unknown {
+  if (!isJsonObject(output)) return output;
+  const { id: _id, name: _name, ...rest } = output;
+  return rest;
+}
+
+async function close(scope: CommandScope, audit: Message, data: Prisma.MessageUpdateInput): Promise<Message> {
+  const updated = await scope.tx.message.update({ where: { id: audit.id }, data });
+  await mirrorOntoToolCall(scope.tx, updated);
+  scope.emit(auditChanged(updated));
+  return updated;
+}
+
+/** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once. */
+export const recordToolFinished = command(async (scope, principal: Principal, input: ToolFinished) => {
+  if (!isJsonObject(input.output)) throw badInput('output must be the tool message envelope, a JSON object');
+  checkJsonFields(scope.deps.limits, { output: input.output });
+  const run = await admitToolEvent(scope, principal, input);
+  const audit = await requireAudit(scope.tx, run, 'TOOL', input.toolCallId);
+
+  if (audit.status !== 'RUNNING') {
+    const same =
+      audit.output !== null &&
+      sameFinishedSequence(audit, input) &&
+      jsonEqual(comparableOutput(audit.output), comparableOutput(input.output));
+    if (!same) throw conflict(`Tool call ${input.toolCallId} already ended (${audit.status}) with a different result`);
+    return audit;
+  }
+  return close(scope, audit, {
+    status: input.output.status === 'error' ? 'FAILED' : 'COMPLETED',
+    output: input.output as Prisma.InputJsonValue,
+    awaitingRunTerminal: false,
+    ...endColumns(audit, input),
+  });
+});
+
+/**
+ * A bare error may be an interrupt: the observation is saved and the audit stays RUNNING,
+ * awaiting the run's verdict. The same error again is a no-op.
+ */
+export const recordToolError = command(async (scope, principal: Principal, input: ToolErrored) => {
+  checkJsonFields(scope.deps.limits, { error: input.error });
+  const run = await admitToolEvent(scope, principal, input);
+  const audit = await requireAudit(scope.tx, run, 'TOOL', input.toolCallId);
+
+  if (audit.status !== 'RUNNING') throw conflict(`Tool call ${input.toolCallId} has already ended (${audit.status})`);
+  if (audit.awaitingRunTerminal) {
+    if (!jsonEqual(audit.error, input.error) || !sameFinishedSequence(audit, input)) {
+      throw conflict(`Tool call ${input.toolCallId} already recorded a different error`);
+    }
+    return audit;
+  }
+  return close(scope, audit, {
+    error: input.error as Prisma.InputJsonValue,
+    awaitingRunTerminal: true,
+    ...endColumns(audit, input),
+  });
+});

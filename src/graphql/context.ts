@@ -1,0 +1,13 @@
+import type { Principal } from '../auth/principal.js';
+import type { DomainDeps } from '../domain/command.js';
+import type { PubSub } from '../realtime/pubsub.js';
+import type { Loaders } from './loaders.js';
+
+export interface GraphQLContext {
+  /** Null for an anonymous request (only introspection works then). */
+  principal: Principal | null;
+  deps: DomainDeps;
+  pubsub: PubSub;
+  requestId: string;
+  loaders: Loaders;
+}

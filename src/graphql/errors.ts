@@ -1,0 +1,48 @@
+import { createGraphQLError } from 'graphql-yoga';
+import { GraphQLError } from 'graphql';
+import { DomainError } from '../domain/errors.js';
+
+function originalOf(error: unknown): unknown {
+  let current = error;
+  while (current instanceof GraphQLError && current.originalError && current.originalError !== current) {
+    current = current.originalError;
+  }
+  return current;
+}
+
+/**
+ * The one place where failures become what a client sees: a DomainError keeps its message and
+ * gets the contract's `extensions.code`; GraphQL's own validation and input errors pass through;
+ * anything else (a bug, a database failure) is masked and logged with the request id.
+ */
+export function maskError(error: unknown, requestId: () => string | undefined): Error {
+  const original = originalOf(error);
+  const outer = error instanceof GraphQLError ? error : undefined;
+  if (original instanceof DomainError) {
+    return createGraphQLError(original.message, {
+      nodes: outer?.nodes,
+      path: outer?.path,
+      extensions: { code: original.code },
+    });
+  }
+  // A GraphQLError raised on purpose: by graphql-js (parse, validation, variable coercion),
+  // by yoga, by GraphQL Armor, or by our scalars.
+  if (original instanceof GraphQLError && outer) {
+    const code = outer.extensions?.code ?? original.extensions?.code;
+    if (typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR') return outer;
+    // graphql-js's own request errors carry no code; those raised while executing (a path) are bugs.
+    if (code === undefined && !outer.path) {
+      return createGraphQLError(outer.message, {
+        nodes: outer.nodes,
+        extensions: { ...outer.extensions, code: 'BAD_USER_INPUT' },
+      });
+    }
+  }
+  const id = requestId() ?? 'unknown';
+  console.error(`[request ${id}] unexpected error:`, original);
+  return createGraphQLError('Unexpected error.', {
+    nodes: outer?.nodes,
+    path: outer?.path,
+    extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: id },
+  });
+}

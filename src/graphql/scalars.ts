@@ -1,0 +1,69 @@
+import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import { builder } from './builder.js';
+
+const badInput = (message: string) => new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
+
+// RFC 3339 with an explicit offset or Z; a local time without a zone is ambiguous.
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
+function parseDateTime(value: unknown): Date {
+  if (typeof value !== 'string' || !RFC3339.test(value)) {
+    throw badInput('DateTime must be an RFC 3339 string with a time zone, e.g. 2026-11-29T21:00:00.123Z');
+  }
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) throw badInput(`Invalid DateTime "${value}"`);
+  return date;
+}
+
+builder.scalarType('DateTime', {
+  description: 'An RFC 3339 timestamp with a time zone, e.g. 2026-11-29T21:00:00.123Z.',
+  serialize: (value) => (value instanceof Date ? value.toISOString() : String(value)),
+  parseValue: parseDateTime,
+  parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
+});
+
+function parseBigInt(value: unknown): bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
+  if (typeof value === 'string' && /^-?\d+$/.test(value)) {
+    const parsed = BigInt(value);
+    if (parsed >= -(2n ** 63n) && parsed < 2n ** 63n) return parsed;
+  }
+  throw badInput('BigInt must be a 64-bit integer, carried as a decimal string');
+}
+
+builder.scalarType('BigInt', {
+  description: 'A 64-bit signed integer, carried as a decimal string.',
+  serialize: (value) => String(value),
+  parseValue: parseBigInt,
+  parseLiteral: (ast) =>
+    parseBigInt(ast.kind === Kind.STRING || ast.kind === Kind.INT ? ast.value : undefined),
+});
+
+function jsonLiteral(ast: ValueNode, variables?: Record<string, unknown> | null): unknown {
+  switch (ast.kind) {
+    case Kind.STRING:
+    case Kind.BOOLEAN:
+      return ast.value;
+    case Kind.INT:
+    case Kind.FLOAT:
+      return Number(ast.value);
+    case Kind.NULL:
+      return null;
+    case Kind.LIST:
+      return ast.values.map((item) => jsonLiteral(item, variables));
+    case Kind.OBJECT:
+      return Object.fromEntries(ast.fields.map((field) => [field.name.value, jsonLiteral(field.value, variables)]));
+    case Kind.VARIABLE:
+      return variables?.[ast.name.value] ?? null;
+    default:
+      throw badInput('Not a JSON value');
+  }
+}
+
+builder.scalarType('JSON', {
+  description: 'Any JSON value.',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: (ast, variables) => jsonLiteral(ast, variables),
+});

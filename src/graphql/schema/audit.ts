@@ -1,0 +1,238 @@
+import { loadAuditThread, requirePrincipal } from '../../domain/access.js';
+import { badInput } from '../../domain/errors.js';
+import { recordModelFinished, recordModelStarted } from '../../domain/model-audits.js';
+import { recordToolError, recordToolFinished, recordToolStarted } from '../../domain/tool-audits.js';
+import { builder } from '../builder.js';
+import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
+import { ClockReadingInput, LeaseInput } from './lifecycle-inputs.js';
+
+export const AuditRef = builder.prismaInterface('Message', {
+  variant: 'Audit',
+  description: "One entry of a run's audit timeline: a model call or a tool execution.",
+  resolveType: (row) => (row.role === 'TOOL' ? 'ToolAudit' : 'ModelAudit'),
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    runId: t.id({ resolve: (row) => row.runId! }),
+    run: t.relation('run', { nullable: false, onNull: 'error' }),
+    role: t.expose('role', { type: MessageRoleEnum }),
+    operationId: t.string({
+      description: 'Model call id for model audits; the tool_call_id for tool audits.',
+      resolve: (row) => row.operationId!,
+    }),
+    sequence: t.field({
+      type: 'BigInt',
+      description: "The runtime's root stream sequence number of the start event.",
+      resolve: (row) => row.sequence!,
+    }),
+    finishedSequence: t.expose('finishedSequence', {
+      type: 'BigInt',
+      nullable: true,
+      description: 'The sequence number of the terminal (or error) event, once there is one.',
+    }),
+    status: t.field({ type: AuditStatusEnum, resolve: (row) => row.status! }),
+    startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
+    finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
+    durationMs: t.exposeInt('durationMs', {
+      nullable: true,
+      description: 'Backend duration on one monotonic clock; null when start and end were not read on the same clock.',
+    }),
+  }),
+});
+
+export const ModelAuditRef = builder.prismaObject('Message', {
+  variant: 'ModelAudit',
+  interfaces: [AuditRef],
+  fields: (t) => ({
+    model: t.exposeString('name', { nullable: true }),
+    input: t.expose('input', { type: 'JSON', nullable: true }),
+    output: t.expose('output', { type: 'JSON', nullable: true }),
+    error: t.expose('error', { type: 'JSON', nullable: true }),
+    usage: t.expose('usage', { type: 'JSON', nullable: true }),
+    toolCalls: t.relation('declaredToolCalls', { query: { orderBy: { position: 'asc' } } }),
+  }),
+});
+
+export const ToolAuditRef = builder.prismaObject('Message', {
+  variant: 'ToolAudit',
+  interfaces: [AuditRef],
+  fields: (t) => ({
+    toolCallId: t.string({ resolve: (row) => row.operationId! }),
+    name: t.string({ resolve: (row) => row.name! }),
+    effectiveInput: t.expose('input', { type: 'JSON', nullable: true }),
+    output: t.expose('output', {
+      type: 'JSON',
+      nullable: true,
+      description: 'The raw tool output envelope as the runtime reported it.',
+    }),
+    error: t.expose('error', { type: 'JSON', nullable: true }),
+    awaitingRunTerminal: t.exposeBoolean('awaitingRunTerminal', {
+      description: "True while a bare tool error waits for the run's terminal verdict.",
+    }),
+    toolCall: t.relation('toolCall', { nullable: false, onNull: 'error' }),
+    declaredBy: t.field({
+      type: ModelAuditRef,
+      select: { toolCall: { select: { declaredBy: true } } },
+      resolve: (row) => row.toolCall!.declaredBy,
+    }),
+  }),
+});
+
+const MAX_AUDITS = 500;
+
+const ThreadAuditsRef = builder
+  .objectRef<{ threadId: string; items: unknown[]; truncated: boolean }>('ThreadAudits')
+  .implement({
+    fields: (t) => ({
+      threadId: t.exposeID('threadId'),
+      items: t.field({
+        type: [AuditRef],
+        description: 'At most `limit` entries: the newest ones, returned oldest first (run creation, then sequence).',
+        resolve: (parent) => parent.items as never,
+      }),
+      truncated: t.exposeBoolean('truncated', {
+        description: 'True when the thread has more audit entries than were returned.',
+      }),
+    }),
+  });
+
+builder.queryField('threadAudits', (t) =>
+  t.field({
+    type: ThreadAuditsRef,
+    description: 'Super administrators only, and only on threads they own. `limit` is 1 to 500.',
+    authScopes: { authenticated: true },
+    args: { threadId: t.arg.id({ required: true }), limit: t.arg.int({ defaultValue: MAX_AUDITS }) },
+    resolve: async (_root, { threadId, limit }, { deps, principal }) => {
+      const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
+      if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
+      // One more than asked tells whether the thread holds more, without a count query.
+      const newestFirst = await deps.prisma.message.findMany({
+        where: { threadId: thread.id, messageType: { in: ['model_audit', 'tool_audit'] } },
+        orderBy: [{ run: { createdOrder: 'desc' } }, { sequence: 'desc' }, { role: 'desc' }, { id: 'desc' }],
+        take: limit + 1,
+      });
+      return {
+        threadId: thread.id,
+        items: newestFirst.slice(0, limit).reverse(),
+        truncated: newestFirst.length > limit,
+      };
+    },
+  }),
+);
+
+const DeclaredToolCallInput = builder.inputType('DeclaredToolCallInput', {
+  fields: (t) => ({
+    id: t.string({ required: true }),
+    name: t.string({ required: true }),
+    args: t.field({ type: 'JSON' }),
+  }),
+});
+
+
+const ModelStartedInput = builder.inputType('ModelStartedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    operationId: t.string({ required: true }),
+    sequence: t.field({ type: 'BigInt', required: true }),
+    model: t.string(),
+    input: t.field({ type: 'JSON' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+  }),
+});
+
+const ModelFinishedInput = builder.inputType('ModelFinishedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    operationId: t.string({ required: true }),
+    status: t.field({ type: AuditStatusEnum, required: true, description: 'COMPLETED or FAILED.' }),
+    output: t.field({ type: 'JSON' }),
+    error: t.field({ type: 'JSON' }),
+    usage: t.field({ type: 'JSON' }),
+    toolCalls: t.field({
+      type: [DeclaredToolCallInput],
+      defaultValue: [],
+      description: 'The tool calls the model declared; each becomes a PENDING ToolCall.',
+    }),
+    sequence: t.field({ type: 'BigInt' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+  }),
+});
+
+const namespaceArg = { description: 'The runtime namespace the event came from; only the root namespace (empty) is accepted.' };
+
+const ToolStartedInput = builder.inputType('ToolStartedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    toolCallId: t.string({ required: true }),
+    name: t.string({ required: true }),
+    effectiveInput: t.field({ type: 'JSON' }),
+    sequence: t.field({ type: 'BigInt', required: true }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+    namespace: t.stringList({ defaultValue: [], ...namespaceArg }),
+  }),
+});
+
+const ToolFinishedInput = builder.inputType('ToolFinishedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    toolCallId: t.string({ required: true }),
+    output: t.field({
+      type: 'JSON',
+      required: true,
+      description: 'The raw tool message envelope, e.g. {content, status, id, name, artifact}.',
+    }),
+    sequence: t.field({ type: 'BigInt' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+    namespace: t.stringList({ defaultValue: [] }),
+  }),
+});
+
+const ToolErrorInput = builder.inputType('ToolErrorInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    toolCallId: t.string({ required: true }),
+    error: t.field({ type: 'JSON', required: true }),
+    sequence: t.field({ type: 'BigInt' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+    namespace: t.stringList({ defaultValue: [] }),
+  }),
+});
+
+const worker = { role: 'worker' } as const;
+
+builder.mutationFields((t) => ({
+  recordModelStarted: t.prismaField({
+    type: ModelAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ModelStartedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordModelStarted(deps, requirePrincipal(principal), input),
+  }),
+  recordModelFinished: t.prismaField({
+    type: ModelAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ModelFinishedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordModelFinished(deps, requirePrincipal(principal), input),
+  }),
+  recordToolStarted: t.prismaField({
+    type: ToolAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ToolStartedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordToolStarted(deps, requirePrincipal(principal), input),
+  }),
+  recordToolFinished: t.prismaField({
+    type: ToolAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ToolFinishedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordToolFinished(deps, requirePrincipal(principal), input),
+  }),
+  recordToolError: t.prismaField({
+    type: ToolAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ToolErrorInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordToolError(deps, requirePrincipal(principal), input),
+  }),
+}));

@@ -1,0 +1,11 @@
+import { lexicographicSortSchema } from 'graphql';
+import { builder } from '../builder.js';
+import '../scalars.js';
+import './enums.js';
+import './thread.js';
+import './run.js';
+import './audit.js';
+import './tool-call.js';
+import './subscriptions.js';
+
+export const schema = lexicographicSortSchema(builder.toSchema());

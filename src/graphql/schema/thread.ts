@@ -1,0 +1,83 @@
+import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
+import { badInput } from '../../domain/errors.js';
+import { appendMessage, createThread } from '../../domain/threads.js';
+import { builder } from '../builder.js';
+import { MessageRoleEnum } from './enums.js';
+
+const MAX_HISTORY_PAGE = 1000;
+
+builder.prismaObject('Thread', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    title: t.exposeString('title', { nullable: true }),
+    ownerId: t.exposeString('ownerId', { description: 'The `sub` of the principal who created the thread.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    messages: t.relation('messages', {
+      description: 'Ordinary conversation history, oldest first. Never contains audit rows.',
+      args: { first: t.arg.int({ defaultValue: 100 }) },
+      query: ({ first }) => {
+        if (first == null || first < 0 || first > MAX_HISTORY_PAGE) {
+          throw badInput(`first must be between 0 and ${MAX_HISTORY_PAGE}`);
+        }
+        return { where: { messageType: 'chat' }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], take: first };
+      },
+    }),
+    messageCount: t.int({
+      description: 'Count of ordinary messages. Audit rows are never counted.',
+      resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
+    }),
+    runs: t.relation('runs', { query: { orderBy: { createdOrder: 'asc' } } }),
+  }),
+});
+
+builder.prismaObject('Message', {
+  description: 'An ordinary conversation message (history, memory and dashboard views read these).',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    role: t.expose('role', { type: MessageRoleEnum }),
+    content: t.expose('content', { type: 'JSON', nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+const CreateThreadInput = builder.inputType('CreateThreadInput', {
+  fields: (t) => ({ title: t.string() }),
+});
+
+const AppendMessageInput = builder.inputType('AppendMessageInput', {
+  fields: (t) => ({
+    threadId: t.id({ required: true }),
+    role: t.field({ type: MessageRoleEnum, required: true }),
+    content: t.field({ type: 'JSON', required: true }),
+  }),
+});
+
+builder.queryField('thread', (t) =>
+  t.prismaField({
+    type: 'Thread',
+    nullable: true,
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _root, { id }, { deps, principal }) => {
+      const thread = await loadReadableThread(deps.prisma, requirePrincipal(principal), id);
+      return deps.prisma.thread.findUnique({ ...query, where: { id: thread.id } });
+    },
+  }),
+);
+
+builder.mutationFields((t) => ({
+  createThread: t.prismaField({
+    type: 'Thread',
+    description: 'Any authenticated user; the caller becomes the owner.',
+    authScopes: { authenticated: true },
+    args: { input: t.arg({ type: CreateThreadInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => createThread(deps, requirePrincipal(principal), input),
+  }),
+  appendMessage: t.prismaField({
+    type: 'Message',
+    description: 'The thread owner. Ordinary history only.',
+    authScopes: { authenticated: true },
+    args: { input: t.arg({ type: AppendMessageInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => appendMessage(deps, requirePrincipal(principal), input),
+  }),
+}));

@@ -1,0 +1,143 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import { createTokenVerifier, loadOrCreateLocalSecret } from '../auth/jwt.js';
+import type { Config } from '../config.js';
+import { openDatabase, type Database } from '../db/database.js';
+import { migrate } from '../db/migrate.js';
+import type { DomainDeps } from '../domain/command.js';
+import { createPubSubFor } from '../realtime/pubsub.js';
+import { startLeaseSweeper } from './lease-sweeper.js';
+import { createGraphQLServer } from './yoga.js';
+
+export type App = Awaited<ReturnType<typeof buildApp>>;
+
+/** Requests larger than this are refused before they are parsed (413). */
+const bodyLimit = (config: Config) => Math.max(8 * 1024 * 1024, config.maxJsonBytes * 4);
+
+function jwtSecretOf(config: Config): { secret: string; generated: boolean } {
+  if (config.jwtSecret) return { secret: config.jwtSecret, generated: false };
+  if (config.databaseUrl) throw new Error('AUTH_JWT_SECRET must be set when DATABASE_URL points at a server');
+  return { secret: loadOrCreateLocalSecret(config.dataDir), generated: true };
+}
+
+/**
+ * Wires the server: database (migrated), pub/sub, GraphQL over HTTP, SSE and graphql-ws, health
+ * probes and the lease sweeper. `start` listens; `stop` drains and closes everything.
+ */
+export async function buildApp(config: Config, options: { database?: Database } = {}) {
+  const { secret, generated } = jwtSecretOf(config);
+  const db =
+    options.database ??
+    (await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir }));
+  await migrate(db.driver);
+
+  const pubsub = await createPubSubFor(config);
+  const deps: DomainDeps = {
+    prisma: db.prisma,
+    publish: pubsub.publishEvents,
+    limits: {
+      leaseMinSeconds: config.leaseMinSeconds,
+      leaseMaxSeconds: config.leaseMaxSeconds,
+      maxJsonBytes: config.maxJsonBytes,
+    },
+  };
+  const yoga = createGraphQLServer({ deps, pubsub: pubsub.pubsub, verifier: createTokenVerifier(secret) });
+
+  const ready = async () => {
+    try {
+      await db.driver.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  const limit = bodyLimit(config);
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    if (path === '/readyz') {
+      const ok = await ready();
+      return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
+    }
+    if (Number(req.headers['content-length'] ?? 0) > limit) {
+      res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+      return void res.end(JSON.stringify({ errors: [{ message: `Request body exceeds ${limit} bytes`, extensions: { code: 'BAD_USER_INPUT' } }] }));
+    }
+    return yoga(req, res);
+  };
+
+  const server: Server = createServer((req, res) => void handle(req, res));
+  const wsServer = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limit });
+  // graphql-ws goes through yoga's envelop, so auth, masking and limits apply to it too.
+  const wsDisposable = useServer(
+    {
+      execute: (args: any) => args.rootValue.execute(args),
+      subscribe: (args: any) => args.rootValue.subscribe(args),
+      onSubscribe: async (ctx, _id, params) => {
+        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          ...ctx,
+          connectionParams: ctx.connectionParams,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params,
+        });
+        const args = {
+          schema,
+          operationName: params.operationName,
+          document: parse(params.query),
+          variableValues: params.variables,
+          contextValue: await contextFactory(),
+          rootValue: { execute, subscribe },
+        };
+        const errors = validate(args.schema, args.document);
+        if (errors.length) return errors;
+        return args;
+      },
+    },
+    wsServer,
+  );
+
+  const sweeper = startLeaseSweeper(deps, config.leaseSweepIntervalMs);
+  // A crash-restarted server first closes what it left open.
+  await sweeper.sweep();
+
+  let stopping: Promise<void> | null = null;
+  return {
+    config,
+    db,
+    deps,
+    yoga,
+    server,
+    jwtSecret: secret,
+    jwtSecretGenerated: generated,
+    sweeper,
+    async start(port = config.port, host = config.host): Promise<string> {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => resolve());
+      });
+      const address = server.address() as AddressInfo;
+      return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}/graphql`;
+    },
+    /** Stops accepting, lets in-flight requests finish, then closes sockets and the database. */
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        await sweeper.stop();
+        const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+        server.closeIdleConnections();
+        await wsDisposable.dispose();
+        wsServer.close();
+        const forceAfter = setTimeout(() => server.closeAllConnections(), 10_000);
+        forceAfter.unref();
+        await closed;
+        clearTimeout(forceAfter);
+        await pubsub.close();
+        await db.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,22 @@
+import type { DomainDeps } from '../domain/command.js';
+import { sweepExpiredLeases } from '../domain/convergence.js';
+
+/** Ends runs whose lease expired, every `intervalMs`; sweeps never overlap in one process. */
+export function startLeaseSweeper(deps: DomainDeps, intervalMs: number) {
+  let running: Promise<unknown> | null = null;
+  const sweep = () => {
+    running ??= sweepExpiredLeases(deps)
+      .catch((error: unknown) => console.error('[lease-sweeper] sweep failed:', error))
+      .finally(() => (running = null));
+    return running;
+  };
+  const timer = setInterval(sweep, intervalMs);
+  timer.unref();
+  return {
+    sweep,
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

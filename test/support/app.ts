@@ -1,0 +1,56 @@
+import { mintToken } from '../../src/auth/jwt.js';
+import type { Role } from '../../src/auth/principal.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { buildApp, type App } from '../../src/server/app.js';
+import { createScratchDatabase, onPostgres } from './database.js';
+
+export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256';
+
+export interface GraphQLResponse<T = any> {
+  data?: T | null;
+  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string; [key: string]: unknown } }[];
+}
+
+export interface TestApp {
+  app: App;
+  config: Config;
+  /** A token for `sub` with `role`, signed with the test secret. */
+  token(sub: string, role: Role): Promise<string>;
+  /** Runs one operation in process through yoga's fetch. */
+  gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
+  /** Stops the app and drops its scratch database. */
+  close(): Promise<void>;
+}
+
+/** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
+export async function startTestApp(env: Record<string, string> = {}, options: { databaseUrl?: string } = {}): Promise<TestApp> {
+  const scratch = options.databaseUrl || !onPostgres ? null : await createScratchDatabase();
+  const config = loadConfig({
+    AUTH_JWT_SECRET: TEST_JWT_SECRET,
+    DATA_DIR: ':memory:',
+    LEASE_SWEEP_INTERVAL_MS: '200',
+    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratch ? { DATABASE_URL: scratch.url } : {}),
+    ...env,
+  });
+  const app = await buildApp(config);
+  return {
+    app,
+    config,
+    token: (sub, role) => mintToken(TEST_JWT_SECRET, { sub, role }),
+    async gql(query, variables, token) {
+      const response = await app.yoga.fetch('http://test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ query, variables }),
+      });
+      return (await response.json()) as GraphQLResponse;
+    },
+    async close() {
+      await app.stop();
+      await scratch?.drop();
+    },
+  };
+}
+
+/** The `extensions.code` of the first error, for compact assertions. */
+export const errorCode = (response: GraphQLResponse) => response.errors?.[0]?.extensions?.code;

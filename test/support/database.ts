@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * Where the suites run: TEST_DATABASE_URL (an admin URL such as
+ * postgres://postgres@127.0.0.1:5432/postgres) runs them on real PostgreSQL, one fresh database
+ * per test file; unset, on the embedded default (in-memory PGlite).
+ */
+export const postgresAdminUrl = process.env.TEST_DATABASE_URL || undefined;
+export const onPostgres = postgresAdminUrl !== undefined;
+export const backendName = onPostgres ? 'PostgreSQL' : 'PGlite';
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+/** Creates an empty database on the server; the returned `drop` removes it. */
+export async function createScratchDatabase(adminUrl = requirePostgresUrl()) {
+  const name = `audit_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    url: withDatabase(adminUrl, name),
+    async drop() {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/**
+ * Suites that only mean something on a real server (multi-instance, cross-process races) call
+ * this: in CI a missing TEST_DATABASE_URL is a failure, never a silent skip.
+ */
+export function requirePostgresUrl(): string {
+  if (!postgresAdminUrl) throw new Error('TEST_DATABASE_URL must point at PostgreSQL for this suite');
+  return postgresAdminUrl;
+}
