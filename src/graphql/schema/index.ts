@@ -6,6 +6,7 @@ import './thread.js';
 import './run.js';
 import './audit.js';
 import './tool-call.js';
+import './lifecycle.js';
 import './subscriptions.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -1,10 +1,8 @@
 import { requirePrincipal } from '../../domain/access.js';
-import { cancelRun, finishRun } from '../../domain/convergence.js';
-import { claimRun, renewLease } from '../../domain/lease.js';
+import { cancelRun } from '../../domain/convergence.js';
 import { createRun, loadReadableRun } from '../../domain/runs.js';
 import { builder } from '../builder.js';
-import { RunStatusEnum, RunTerminalStatusEnum } from './enums.js';
-import { LeaseInput } from './lifecycle-inputs.js';
+import { RunStatusEnum } from './enums.js';
 
 builder.prismaObject('Run', {
   fields: (t) => ({
@@ -51,28 +49,6 @@ const CreateRunInput = builder.inputType('CreateRunInput', {
   }),
 });
 
-const ClaimRunInput = builder.inputType('ClaimRunInput', {
-  fields: (t) => ({
-    runId: t.id({ required: true }),
-    leaseSeconds: t.int({ defaultValue: 30, description: 'Lease length; the server clamps it to its configured bounds.' }),
-  }),
-});
-
-const FinishRunInput = builder.inputType('FinishRunInput', {
-  fields: (t) => ({
-    lease: t.field({ type: LeaseInput, required: true }),
-    status: t.field({ type: RunTerminalStatusEnum, required: true }),
-    error: t.field({ type: 'JSON' }),
-    stateMessages: t.field({
-      type: ['JSON'],
-      defaultValue: [],
-      description: "The final state's messages (the full checkpoint), used only to complete bare tool errors.",
-    }),
-  }),
-});
-
-const worker = { role: 'worker' } as const;
-
 builder.queryField('run', (t) =>
   t.prismaField({
     type: 'Run',
@@ -100,28 +76,5 @@ builder.mutationFields((t) => ({
     authScopes: { authenticated: true },
     args: { runId: t.arg.id({ required: true }) },
     resolve: (_query, _root, { runId }, { deps, principal }) => cancelRun(deps, requirePrincipal(principal), runId),
-  }),
-  claimRun: t.field({
-    type: RunLeaseRef,
-    description: 'Workers only. QUEUED -> RUNNING with the caller as owner and a new epoch.',
-    authScopes: worker,
-    args: { input: t.arg({ type: ClaimRunInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => claimRun(deps, requirePrincipal(principal), input),
-  }),
-  renewLease: t.field({
-    type: RunLeaseRef,
-    authScopes: worker,
-    args: {
-      lease: t.arg({ type: LeaseInput, required: true }),
-      leaseSeconds: t.arg.int({ defaultValue: 30 }),
-    },
-    resolve: (_root, { lease, leaseSeconds }, { deps, principal }) =>
-      renewLease(deps, requirePrincipal(principal), lease, leaseSeconds),
-  }),
-  finishRun: t.prismaField({
-    type: 'Run',
-    authScopes: worker,
-    args: { input: t.arg({ type: FinishRunInput, required: true }) },
-    resolve: (_query, _root, { input }, { deps, principal }) => finishRun(deps, requirePrincipal(principal), input),
   }),
 }));

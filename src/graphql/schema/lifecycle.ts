@@ -1,0 +1,187 @@
+import { requirePrincipal } from '../../domain/access.js';
+import { finishRun } from '../../domain/convergence.js';
+import { claimRun, renewLease } from '../../domain/lease.js';
+import { recordModelFinished, recordModelStarted } from '../../domain/model-audits.js';
+import { recordToolError, recordToolFinished, recordToolStarted } from '../../domain/tool-audits.js';
+import { builder } from '../builder.js';
+import { ModelAuditRef, ToolAuditRef } from './audit.js';
+import { AuditStatusEnum, RunTerminalStatusEnum } from './enums.js';
+import { RunLeaseRef } from './run.js';
+
+// The agent runtime's write path: every mutation here is for workers and fenced by the lease.
+export const LeaseInput = builder.inputType('LeaseInput', {
+  description: 'Proof that the caller holds the run\'s current lease. The owner is the authenticated worker.',
+  fields: (t) => ({
+    runId: t.id({ required: true }),
+    epoch: t.int({ required: true }),
+  }),
+});
+
+export const ClockReadingInput = builder.inputType('ClockReadingInput', {
+  description: 'One reading of a monotonic clock. Durations are computed only between readings of the same clockId.',
+  fields: (t) => ({
+    clockId: t.string({ required: true }),
+    nanos: t.field({ type: 'BigInt', required: true }),
+  }),
+});
+
+const ClaimRunInput = builder.inputType('ClaimRunInput', {
+  fields: (t) => ({
+    runId: t.id({ required: true }),
+    leaseSeconds: t.int({ defaultValue: 30, description: 'Lease length; the server clamps it to its configured bounds.' }),
+  }),
+});
+
+const FinishRunInput = builder.inputType('FinishRunInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    status: t.field({ type: RunTerminalStatusEnum, required: true }),
+    error: t.field({ type: 'JSON' }),
+    stateMessages: t.field({
+      type: ['JSON'],
+      defaultValue: [],
+      description: "The final state's messages (the full checkpoint), used only to complete bare tool errors.",
+    }),
+  }),
+});
+
+const DeclaredToolCallInput = builder.inputType('DeclaredToolCallInput', {
+  fields: (t) => ({
+    id: t.string({ required: true }),
+    name: t.string({ required: true }),
+    args: t.field({ type: 'JSON' }),
+  }),
+});
+
+
+const ModelStartedInput = builder.inputType('ModelStartedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    operationId: t.string({ required: true }),
+    sequence: t.field({ type: 'BigInt', required: true }),
+    model: t.string(),
+    input: t.field({ type: 'JSON' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+  }),
+});
+
+const ModelFinishedInput = builder.inputType('ModelFinishedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    operationId: t.string({ required: true }),
+    status: t.field({ type: AuditStatusEnum, required: true, description: 'COMPLETED or FAILED.' }),
+    output: t.field({ type: 'JSON' }),
+    error: t.field({ type: 'JSON' }),
+    usage: t.field({ type: 'JSON' }),
+    toolCalls: t.field({
+      type: [DeclaredToolCallInput],
+      defaultValue: [],
+      description: 'The tool calls the model declared; each becomes a PENDING ToolCall.',
+    }),
+    sequence: t.field({ type: 'BigInt' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+  }),
+});
+
+const namespaceArg = { description: 'The runtime namespace the event came from; only the root namespace (empty) is accepted.' };
+
+const ToolStartedInput = builder.inputType('ToolStartedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    toolCallId: t.string({ required: true }),
+    name: t.string({ required: true }),
+    effectiveInput: t.field({ type: 'JSON' }),
+    sequence: t.field({ type: 'BigInt', required: true }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+    namespace: t.stringList({ defaultValue: [], ...namespaceArg }),
+  }),
+});
+
+const ToolFinishedInput = builder.inputType('ToolFinishedInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    toolCallId: t.string({ required: true }),
+    output: t.field({
+      type: 'JSON',
+      required: true,
+      description: 'The raw tool message envelope, e.g. {content, status, id, name, artifact}.',
+    }),
+    sequence: t.field({ type: 'BigInt' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+    namespace: t.stringList({ defaultValue: [] }),
+  }),
+});
+
+const ToolErrorInput = builder.inputType('ToolErrorInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    toolCallId: t.string({ required: true }),
+    error: t.field({ type: 'JSON', required: true }),
+    sequence: t.field({ type: 'BigInt' }),
+    observedAt: t.field({ type: 'DateTime', required: true }),
+    clock: t.field({ type: ClockReadingInput }),
+    namespace: t.stringList({ defaultValue: [] }),
+  }),
+});
+
+const worker = { role: 'worker' } as const;
+
+builder.mutationFields((t) => ({
+  claimRun: t.field({
+    type: RunLeaseRef,
+    description: 'Workers only. QUEUED -> RUNNING with the caller as owner and a new epoch.',
+    authScopes: worker,
+    args: { input: t.arg({ type: ClaimRunInput, required: true }) },
+    resolve: (_root, { input }, { deps, principal }) => claimRun(deps, requirePrincipal(principal), input),
+  }),
+  renewLease: t.field({
+    type: RunLeaseRef,
+    authScopes: worker,
+    args: {
+      lease: t.arg({ type: LeaseInput, required: true }),
+      leaseSeconds: t.arg.int({ defaultValue: 30 }),
+    },
+    resolve: (_root, { lease, leaseSeconds }, { deps, principal }) =>
+      renewLease(deps, requirePrincipal(principal), lease, leaseSeconds),
+  }),
+  finishRun: t.prismaField({
+    type: 'Run',
+    authScopes: worker,
+    args: { input: t.arg({ type: FinishRunInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => finishRun(deps, requirePrincipal(principal), input),
+  }),
+  recordModelStarted: t.prismaField({
+    type: ModelAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ModelStartedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordModelStarted(deps, requirePrincipal(principal), input),
+  }),
+  recordModelFinished: t.prismaField({
+    type: ModelAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ModelFinishedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordModelFinished(deps, requirePrincipal(principal), input),
+  }),
+  recordToolStarted: t.prismaField({
+    type: ToolAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ToolStartedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordToolStarted(deps, requirePrincipal(principal), input),
+  }),
+  recordToolFinished: t.prismaField({
+    type: ToolAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ToolFinishedInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordToolFinished(deps, requirePrincipal(principal), input),
+  }),
+  recordToolError: t.prismaField({
+    type: ToolAuditRef,
+    authScopes: worker,
+    args: { input: t.arg({ type: ToolErrorInput, required: true }) },
+    resolve: (_query, _root, { input }, { deps, principal }) => recordToolError(deps, requirePrincipal(principal), input),
+  }),
+}));
