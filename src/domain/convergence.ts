@@ -53,12 +53,12 @@ function lastStateError(stateMessages: unknown[], toolCallId: string): Prisma.In
   return null;
 }
 
-function closingData(audit: Message, ending: RunEnding, stateMessages: unknown[]): Prisma.MessageUpdateInput {
+function closingData(audit: Message, ending: RunEnding, endedAt: Date, stateMessages: unknown[]): Prisma.MessageUpdateInput {
   const rule = CLOSING_RULES[ending];
   const reason = { code: CLOSING_CODE[ending], message: `Closed when the run ended (${ending})` };
   const data: Prisma.MessageUpdateInput = {
     status: audit.awaitingRunTerminal ? rule.awaitingTool : rule.open,
-    finishedAt: audit.finishedAt ?? new Date(),
+    finishedAt: audit.finishedAt ?? endedAt,
     awaitingRunTerminal: false,
     // A bare error already recorded is the better explanation; keep it.
     error: audit.error === null ? reason : (audit.error as Prisma.InputJsonValue),
@@ -81,11 +81,13 @@ export async function endRun(
   error: unknown,
   stateMessages: unknown[] = [],
 ) {
+  // One instant for the run and everything it closes: they ended together.
+  const endedAt = new Date();
   const ended = await tx.run.update({
     where: { id: run.id },
     data: {
       status: CLOSING_RULES[ending].runStatus,
-      finishedAt: new Date(),
+      finishedAt: endedAt,
       error: (error ?? undefined) as Prisma.InputJsonValue | undefined,
       leaseOwner: null,
       leaseExpiresAt: null,
@@ -96,7 +98,7 @@ export async function endRun(
     orderBy: { sequence: 'asc' },
   });
   for (const audit of open) {
-    const closed = await tx.message.update({ where: { id: audit.id }, data: closingData(audit, ending, stateMessages) });
+    const closed = await tx.message.update({ where: { id: audit.id }, data: closingData(audit, ending, endedAt, stateMessages) });
     if (closed.messageType === 'tool_audit') await mirrorOntoToolCall(tx, closed);
     emit(auditChanged(closed));
   }
