@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { GraphQLError } from 'graphql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { Principal } from '../auth/principal.js';
@@ -38,7 +39,15 @@ export function createGraphQLServer(options: {
     graphqlEndpoint: '/graphql',
     landingPage: false,
     graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'WS' },
-    logging: 'warn',
+    logging: {
+      debug: () => {},
+      info: () => {},
+      warn: (...args: unknown[]) => console.warn(...args),
+      // Client errors are answers, not incidents; unexpected failures are logged by maskError.
+      error: (...args: unknown[]) => {
+        if (!args.some((arg) => arg instanceof DomainError || arg instanceof GraphQLError)) console.error(...args);
+      },
+    },
     maskedErrors: { maskError: (error) => maskError(error, () => randomUUID()) },
     context: async ({ request, connectionParams }) => ({
       principal: await principalOf(

@@ -1,0 +1,61 @@
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_JWT_SECRET, errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+const CREATE_THREAD = `mutation { createThread(input: { title: "auth" }) { id ownerId } }`;
+const sign = (claims: Record<string, unknown>, secret = TEST_JWT_SECRET, expiresIn: string | number = '1h') =>
+  new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime(expiresIn).sign(new TextEncoder().encode(secret));
+
+async function createThreadWith(authorization: string | undefined) {
+  const response = await t.app.yoga.fetch('http://test/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+    body: JSON.stringify({ query: CREATE_THREAD }),
+  });
+  return (await response.json()) as { data?: any; errors?: any[] };
+}
+
+describe(`authentication (${backendName})`, () => {
+  it('a valid token makes its sub the owner', async () => {
+    const response = await createThreadWith(`Bearer ${await t.token('alice', 'user')}`);
+    expect(response.errors).toBeUndefined();
+    expect(response.data.createThread.ownerId).toBe('alice');
+  });
+
+  it.each([
+    ['missing', async () => undefined],
+    ['not a bearer header', async () => 'Basic abc'],
+    ['malformed', async () => 'Bearer not-a-jwt'],
+    ['wrongly signed', async () => `Bearer ${await sign({ sub: 'alice', role: 'user' }, 'another-secret-another-secret-1234')}`],
+    ['expired', async () => `Bearer ${await sign({ sub: 'alice', role: 'user' }, TEST_JWT_SECRET, Math.floor(Date.now() / 1000) - 10)}`],
+    ['without sub', async () => `Bearer ${await sign({ role: 'user' })}`],
+    ['with an unknown role', async () => `Bearer ${await sign({ sub: 'alice', role: 'root' })}`],
+  ])('a %s token is UNAUTHENTICATED and changes nothing', async (_case, header) => {
+    const before = await t.app.db.prisma.thread.count();
+    const response = await createThreadWith(await header());
+    expect(errorCode(response)).toBe('UNAUTHENTICATED');
+    expect(response.data ?? null).toBeNull();
+    expect(await t.app.db.prisma.thread.count()).toBe(before);
+  });
+
+  it('introspection works without a token', async () => {
+    const response = await t.gql(`{ __schema { queryType { name } } }`);
+    expect(response.errors).toBeUndefined();
+    expect(response.data.__schema.queryType.name).toBe('Query');
+  });
+
+  it('a wrong role is FORBIDDEN: only workers may claim runs', async () => {
+    const owner = await t.token('bob', 'superadmin');
+    const thread = await t.gql(CREATE_THREAD, {}, owner);
+    const run = await t.gql(`mutation($id: ID!) { createRun(input: { threadId: $id }) { id } }`, { id: thread.data.createThread.id }, owner);
+    const claim = await t.gql(`mutation($id: ID!) { claimRun(input: { runId: $id }) { epoch } }`, { id: run.data.createRun.id }, owner);
+    expect(errorCode(claim)).toBe('FORBIDDEN');
+  });
+});
