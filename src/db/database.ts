@@ -29,13 +29,24 @@ export interface DatabaseOptions {
   /** PGlite data directory; unset keeps the embedded database in memory (tests). */
   dataDir?: string;
   poolSize?: number;
+  /** Sees every SQL statement Prisma sends (tests count them to prove that reads are batched). */
+  onQuery?: (sql: string) => void;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  return options.url ? openPostgres(options.url, options.poolSize ?? 10) : openPglite(options.dataDir);
+  return options.url
+    ? openPostgres(options.url, options.poolSize ?? 10, options.onQuery)
+    : openPglite(options.dataDir, options.onQuery);
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<Database> {
+function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string) => void): PrismaClient {
+  if (!onQuery) return new PrismaClient({ adapter });
+  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
+  client.$on('query', (event) => onQuery(event.query));
+  return client;
+}
+
+async function openPostgres(url: string, poolSize: number, onQuery?: (sql: string) => void): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
@@ -55,7 +66,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     },
     close: () => pool.end(),
   };
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const prisma = prismaClient(new PrismaPg(pool), onQuery);
   return {
     kind: 'postgres',
     prisma,
@@ -67,7 +78,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   };
 }
 
-async function openPglite(dataDir?: string): Promise<Database> {
+async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
   const pglite = new PGlite(dataDir ? join(dataDir, 'pglite') : undefined);
   await pglite.waitReady;
@@ -77,7 +88,7 @@ async function openPglite(dataDir?: string): Promise<Database> {
   };
   // PGlite is one in-process session: "a session" is the database itself.
   const driver: SqlDriver = { ...session, withSession: (fn) => fn(session), close: () => pglite.close() };
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
   return {
     kind: 'pglite',
     prisma,

@@ -1,5 +1,7 @@
+import { queryFromInfo } from '@pothos/plugin-prisma';
 import { loadAuditThread, requirePrincipal } from '../../domain/access.js';
 import { badInput } from '../../domain/errors.js';
+import type { Message } from '../../generated/prisma/client.js';
 import { builder } from '../builder.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
 
@@ -68,7 +70,7 @@ export const ToolAuditRef = builder.prismaObject('Message', {
     toolCall: t.relation('toolCall', { nullable: false, onNull: 'error' }),
     declaredBy: t.field({
       type: ModelAuditRef,
-      select: { toolCall: { select: { declaredBy: true } } },
+      select: (_args, _context, nestedSelection) => ({ toolCall: { select: { declaredBy: nestedSelection(true) } } }),
       resolve: (row) => row.toolCall!.declaredBy,
     }),
   }),
@@ -77,14 +79,14 @@ export const ToolAuditRef = builder.prismaObject('Message', {
 const MAX_AUDITS = 500;
 
 const ThreadAuditsRef = builder
-  .objectRef<{ threadId: string; items: unknown[]; truncated: boolean }>('ThreadAudits')
+  .objectRef<{ threadId: string; items: Message[]; truncated: boolean }>('ThreadAudits')
   .implement({
     fields: (t) => ({
       threadId: t.exposeID('threadId'),
       items: t.field({
         type: [AuditRef],
         description: 'At most `limit` entries: the newest ones, returned oldest first (run creation, then sequence).',
-        resolve: (parent) => parent.items as never,
+        resolve: (parent) => parent.items,
       }),
       truncated: t.exposeBoolean('truncated', {
         description: 'True when the thread has more audit entries than were returned.',
@@ -98,11 +100,14 @@ builder.queryField('threadAudits', (t) =>
     description: 'Super administrators only, and only on threads they own. `limit` is 1 to 500.',
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }), limit: t.arg.int({ defaultValue: MAX_AUDITS }) },
-    resolve: async (_root, { threadId, limit }, { deps, principal }) => {
+    resolve: async (_root, { threadId, limit }, context, info) => {
+      const { deps, principal } = context;
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
       // One more than asked tells whether the thread holds more, without a count query.
       const newestFirst = await deps.prisma.message.findMany({
+        // Every relation selected under `items`, in any fragment, is loaded with the rows.
+        ...queryFromInfo({ context, info, path: ['items'] }),
         where: { threadId: thread.id, messageType: { in: ['model_audit', 'tool_audit'] } },
         orderBy: [{ run: { createdOrder: 'desc' } }, { sequence: 'desc' }, { role: 'desc' }, { id: 'desc' }],
         take: limit + 1,

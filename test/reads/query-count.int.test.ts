@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createThread } from '../support/lifecycle.js';
+import { insertAudits, insertRun, startObservedApp, type ObservedApp } from './support.js';
+
+let t: ObservedApp;
+let owner: string;
+let threadId: string;
+const chat: string[] = [];
+const APPEND = `mutation($input: AppendMessageInput!) { appendMessage(input: $input) { id } }`;
+
+// Five resumed runs of 100 audits each: limit 10 reads one run, limit 500 reads all five.
+beforeAll(async () => {
+  t = await startObservedApp();
+  owner = await t.token('query-count-owner', 'superadmin');
+  threadId = await createThread(t, owner);
+  for (const text of ['first', 'second']) {
+    const appended = await t.gql(APPEND, { input: { threadId, role: 'USER', content: text } }, owner);
+    chat.push(appended.data.appendMessage.id);
+  }
+  let previous: string | null = null;
+  for (let run = 0; run < 5; run++) {
+    const runId: string = await insertRun(t.app.db.prisma, threadId, previous);
+    await insertAudits(t.app.db.prisma, { threadId, runId, count: 100 });
+    previous = runId;
+  }
+});
+afterAll(() => t.close());
+
+const EVERY_NESTED_FIELD = `query($threadId: ID!, $limit: Int) {
+  threadAudits(threadId: $threadId, limit: $limit) {
+    threadId truncated
+    items {
+      __typename id runId role operationId sequence status
+      run {
+        id status
+        thread { id ownerId messageCount }
+        resumedFrom { id status }
+        toolCalls { id status output declaredBy { id operationId } }
+      }
+      ... on ToolAudit {
+        toolCallId output
+        toolCall { id status output declaredBy { id toolCalls { id status } } }
+        declaredBy { id operationId toolCalls { id toolCallId } }
+      }
+      ... on ModelAudit { model toolCalls { id toolCallId declaredBy { id operationId } } }
+    }
+  }
+}`;
+
+// The same relation twice with different arguments cannot share one query: the second is loaded
+// by the plugin's fallback, which Prisma must still batch across items.
+const CONFLICTING_ALIASES = `query($threadId: ID!, $limit: Int) {
+  threadAudits(threadId: $threadId, limit: $limit) {
+    items {
+      id
+      run { thread { oldest: messages(first: 1) { id } page: messages(first: 5) { id } } }
+      ... on ToolAudit { toolCall { id } }
+    }
+  }
+}`;
+
+/** A query with every item checked, so a bound on an incomplete response proves nothing. */
+function checkFull(items: any[]) {
+  for (const item of items) {
+    expect(item.run.thread).toEqual({ id: threadId, ownerId: 'query-count-owner', messageCount: 2 });
+    expect(item.run.toolCalls).toHaveLength(50);
+    expect(item.run.toolCalls.every((call: any) => call.declaredBy.id)).toBe(true);
+    if (item.__typename === 'ToolAudit') {
+      expect(item.toolCall.declaredBy.toolCalls).toEqual([{ id: item.toolCall.id, status: 'COMPLETED' }]);
+      expect(item.declaredBy).toEqual({ id: item.toolCall.declaredBy.id, operationId: expect.stringMatching(/^model-/), toolCalls: [{ id: item.toolCall.id, toolCallId: item.toolCallId }] });
+    } else {
+      expect(item.toolCalls).toEqual([{ id: expect.any(String), toolCallId: expect.any(String), declaredBy: { id: item.id, operationId: item.operationId } }]);
+    }
+  }
+  expect(items.filter((item) => item.run.resumedFrom !== null).length).toBeGreaterThan(0);
+}
+
+describe('one threadAudits call issues a bounded number of SQL statements', () => {
+  it('with every nested field selected: the same count for 10 items as for 500', async () => {
+    const small = await t.measure(EVERY_NESTED_FIELD, { threadId, limit: 10 }, owner);
+    const large = await t.measure(EVERY_NESTED_FIELD, { threadId, limit: 500 }, owner);
+    expect(small.response.errors).toBeUndefined();
+    expect(large.response.errors).toBeUndefined();
+    expect(small.response.data.threadAudits.items).toHaveLength(10);
+    expect(large.response.data.threadAudits.items).toHaveLength(500);
+    checkFull(small.response.data.threadAudits.items);
+    checkFull(large.response.data.threadAudits.items);
+
+    expect(large.statements.length).toBe(small.statements.length);
+    // One statement per relation level: thread check, audits, and each nested relation batched.
+    expect(large.statements.length).toBeLessThanOrEqual(16);
+  });
+
+  it('with a relation selected twice under different arguments: still the same count', async () => {
+    const small = await t.measure(CONFLICTING_ALIASES, { threadId, limit: 10 }, owner);
+    const large = await t.measure(CONFLICTING_ALIASES, { threadId, limit: 500 }, owner);
+    expect(small.response.errors).toBeUndefined();
+    expect(large.response.errors).toBeUndefined();
+    expect(large.response.data.threadAudits.items).toHaveLength(500);
+    for (const item of [...small.response.data.threadAudits.items, ...large.response.data.threadAudits.items]) {
+      expect(item.run.thread).toEqual({ oldest: [{ id: chat[0] }], page: chat.map((id) => ({ id })) });
+    }
+    expect(large.statements.length).toBe(small.statements.length);
+    expect(large.statements.length).toBeLessThanOrEqual(16);
+  });
+});
