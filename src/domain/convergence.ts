@@ -153,7 +153,14 @@ export async function sweepExpiredLeases(deps: DomainDeps, batchSize = 100): Pro
       batchSize,
     );
     let endedInBatch = 0;
-    for (const { id } of due) if (await expireLease(deps, id)) endedInBatch++;
+    for (const { id } of due) {
+      try {
+        if (await expireLease(deps, id)) endedInBatch++;
+      } catch (error) {
+        // One run that cannot be converged must not keep every run behind it open; the next sweep retries it.
+        console.error(`[lease-sweeper] could not end run ${id}:`, error);
+      }
+    }
     ended += endedInBatch;
     // A short batch is the last; a batch other sweepers took entirely means they are on it.
     if (due.length < batchSize || endedInBatch === 0) return ended;

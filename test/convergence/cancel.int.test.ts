@@ -90,12 +90,13 @@ describe(`races on ${backendName}`, () => {
       must(await session.toolStarted('t-open', 'search'));
       must(await session.modelStarted('m-open'));
 
-      const finishing = session.finish('COMPLETED', {
-        stateMessages: [{ tool_call_id: 't-await', status: 'error', content: 'from state' }],
-      });
-      const cancelling = cancelRun(t, ctx.owner, ctx.runId);
+      const finishing = () =>
+        session.finish('COMPLETED', { stateMessages: [{ tool_call_id: 't-await', status: 'error', content: 'from state' }] });
+      const cancelling = () => cancelRun(t, ctx.owner, ctx.runId);
       // Alternate who is sent first, so both orders are exercised.
-      const [finish, cancel] = i % 2 === 0 ? await Promise.all([finishing, cancelling]) : (await Promise.all([cancelling, finishing])).reverse();
+      let finish, cancel;
+      if (i % 2 === 0) [finish, cancel] = await Promise.all([finishing(), cancelling()]);
+      else [cancel, finish] = await Promise.all([cancelling(), finishing()]);
 
       const cancelWon = !cancel.errors;
       expect(cancelWon, `iteration ${i}: exactly one winner`).toBe(!!finish.errors);

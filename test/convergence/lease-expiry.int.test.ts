@@ -1,0 +1,233 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { sweepExpiredLeases } from '../../src/domain/convergence.js';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+import { WorkerSession, actors, claim, createRun, createThread, must } from '../support/lifecycle.js';
+import { auditsOf, eventually, readRun, subscribe, waitForLeaseExpiry, type Subscription } from './helpers.js';
+
+// SEMANTICS.md: the server sweeps expired leases; several instances may sweep at once and each
+// run is converged exactly once; a restarted server sweeps once at start-up.
+
+const NEVER = '3600000';
+const LEASE_ENV = { LEASE_MIN_SECONDS: '1' };
+
+let cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+/**
+ * Server instances sharing one database: two apps on a scratch PostgreSQL database, or on PGlite
+ * (one in-process database) the same app twice.
+ */
+async function instances(env: Record<string, string>): Promise<TestApp[]> {
+  if (!onPostgres) {
+    const t = await startTestApp(env);
+    cleanups.push(() => t.close());
+    return [t, t];
+  }
+  const scratch = await createScratchDatabase();
+  cleanups.push(() => scratch.drop());
+  const apps: TestApp[] = [];
+  for (let i = 0; i < 2; i++) {
+    const t = await startTestApp(env, { databaseUrl: scratch.url });
+    cleanups.push(() => t.close());
+    apps.push(t);
+  }
+  return apps;
+}
+
+/** A running run with a bare tool error, a running tool and a running model call. */
+async function openWork(session: WorkerSession) {
+  await session.declare('m1', [
+    { id: 't-await', name: 'search' },
+    { id: 't-open', name: 'search' },
+  ]);
+  must(await session.toolStarted('t-await', 'search'));
+  must(await session.toolError('t-await', { message: 'bare' }));
+  must(await session.toolStarted('t-open', 'search'));
+  must(await session.modelStarted('m-open'));
+}
+
+const RUN_CHANGED = `subscription($threadId: ID!) { runChanged(threadId: $threadId) { id status } }`;
+const AUDIT_CHANGED = `subscription($threadId: ID!) { auditChanged(threadId: $threadId) { id runId operationId status } }`;
+
+const seen = (sub: Subscription, operationId: string, status: string) =>
+  sub.events.some((event) => event.data?.auditChanged?.operationId === operationId && event.data.auditChanged.status === status);
+
+/**
+ * Live subscriptions on every distinct instance (each publishes only its own events here). A
+ * marker run on each instance proves its streams are live, and later fences them: once the
+ * marker's next event arrives, everything published before it has been delivered.
+ */
+async function watch(apps: TestApp[], owner: string, worker: string, threadId: string) {
+  const watched: { runs: Subscription; audits: Subscription; marker: WorkerSession; markerId: string }[] = [];
+  for (const t of new Set(apps)) {
+    const runs = await subscribe(t, RUN_CHANGED, { threadId }, owner);
+    const audits = await subscribe(t, AUDIT_CHANGED, { threadId }, owner);
+    cleanups.push(() => runs.close(), () => audits.close());
+    const markerId = await createRun(t, owner, threadId);
+    const marker = await claim(t, worker, markerId, 600);
+    must(await marker.modelStarted('marker'));
+    await eventually(async () => audits.events.length, () => seen(audits, 'marker', 'RUNNING'));
+    await eventually(async () => runs.events.length, () => runs.events.some((event) => event.data?.runChanged?.id === markerId));
+    watched.push({ runs, audits, marker, markerId });
+  }
+  return {
+    async fence() {
+      for (const { runs, audits, marker, markerId } of watched) {
+        must(await marker.modelFinished('marker'));
+        must(await marker.finish('COMPLETED'));
+        await eventually(async () => audits.events.length, () => seen(audits, 'marker', 'COMPLETED'));
+        await eventually(
+          async () => runs.events.length,
+          () => runs.events.some((event) => event.data?.runChanged?.id === markerId && event.data.runChanged.status === 'COMPLETED'),
+        );
+      }
+    },
+    runEvents: () => watched.flatMap(({ runs }) => runs.events.map((event) => event.data.runChanged)),
+    auditEvents: () => watched.flatMap(({ audits }) => audits.events.map((event) => event.data.auditChanged)),
+  };
+}
+
+/** `count` runs in one thread, each with open work, each claimed with a 30 s lease. */
+async function runsWithOpenWork(t: TestApp, count: number) {
+  const who = await actors(t);
+  const threadId = await createThread(t, who.owner);
+  const runs = [];
+  for (let i = 0; i < count; i++) {
+    const runId = await createRun(t, who.owner, threadId);
+    const session = await claim(t, who.worker, runId, 30);
+    await openWork(session);
+    runs.push({ runId, session });
+  }
+  return { ...who, threadId, runs };
+}
+
+/** Every run ended once, as FAILED LEASE_EXPIRED, with its open audits ABANDONED, once each. */
+async function expectConvergedOnce(t: TestApp, ctx: Awaited<ReturnType<typeof runsWithOpenWork>>, watcher: Awaited<ReturnType<typeof watch>>) {
+  const runEvents = watcher.runEvents();
+  const auditEvents = watcher.auditEvents();
+  for (const { runId, session } of ctx.runs) {
+    const run = await readRun(t, ctx.owner, runId);
+    expect(run).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' }, leaseOwner: null });
+    expect(runEvents.filter((event) => event.id === runId), runId).toEqual([{ id: runId, status: 'FAILED' }]);
+
+    const audits = await auditsOf(t, ctx.owner, ctx.threadId, runId);
+    for (const key of ['Tool:t-await', 'Tool:t-open', 'Model:m-open']) {
+      expect(audits[key], key).toMatchObject({ status: 'ABANDONED' });
+      expect(auditEvents.filter((event) => event.id === audits[key].id), key).toEqual([
+        { id: audits[key].id, runId, operationId: audits[key].operationId, status: 'ABANDONED' },
+      ]);
+    }
+    expect(audits['Tool:t-await'].awaitingRunTerminal).toBe(false);
+    expect(audits['Tool:t-open'].finishedAt).toBe(run.finishedAt);
+    expect(audits['Model:m-open'].finishedAt).toBe(run.finishedAt);
+    expect(run.toolCalls.map((call: any) => call.status)).toEqual(['FAILED', 'FAILED']);
+    expect(errorCode(await session.modelStarted('late'))).toBe('LEASE_LOST');
+  }
+  // Nothing else was converged: only the marker runs' own audits remain.
+  const ours = new Set(ctx.runs.map(({ runId }) => runId));
+  expect(auditEvents.filter((event) => ours.has(event.runId))).toHaveLength(ctx.runs.length * 3);
+}
+
+describe(`lease expiry on ${backendName}`, () => {
+  it('an unexpired lease is never swept', async () => {
+    const [t] = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
+    const ctx = await runsWithOpenWork(t!, 1);
+    expect(await sweepExpiredLeases(t!.app.deps)).toBe(0);
+    expect(await readRun(t!, ctx.owner, ctx.runs[0]!.runId)).toMatchObject({ status: 'RUNNING' });
+    must(await ctx.runs[0]!.session.modelFinished('m-open'));
+  });
+
+  it('a run that cannot be converged does not keep the others open', async () => {
+    const [t] = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
+    const ctx = await runsWithOpenWork(t!, 2);
+    const [poisoned, healthy] = ctx.runs as [(typeof ctx.runs)[0], (typeof ctx.runs)[0]];
+    // A tool audit that lost its ToolCall (the foreign key is ON DELETE SET NULL) cannot be mirrored.
+    await t!.app.db.driver.query(`UPDATE message SET tool_call_row_id = NULL WHERE run_id = $1::uuid AND operation_id = 't-open'`, [
+      poisoned.runId,
+    ]);
+    // The poisoned run expires first, so it is first in the sweep's order.
+    must(await poisoned.session.renew(1));
+    must(await healthy.session.renew(1));
+    await waitForLeaseExpiry(healthy.session);
+
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    cleanups.push(async () => logged.mockRestore());
+    expect(await sweepExpiredLeases(t!.app.deps)).toBe(1);
+    expect(logged).toHaveBeenCalledWith(expect.stringContaining(poisoned.runId), expect.anything());
+    expect(await readRun(t!, ctx.owner, healthy.runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
+    expect(await readRun(t!, ctx.owner, poisoned.runId)).toMatchObject({ status: 'RUNNING' });
+    expect(errorCode(await poisoned.session.modelFinished('m-open'))).toBe('LEASE_EXPIRED');
+  });
+
+  it('sweeps racing on every instance converge each expired run exactly once', async () => {
+    const apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
+    const t = apps[0]!;
+    const ctx = await runsWithOpenWork(t, 6);
+    const watcher = await watch(apps, ctx.owner, ctx.worker, ctx.threadId);
+    for (const { session } of ctx.runs) must(await session.renew(1));
+    // Expired but not yet swept: the worker is told so, and nothing changes.
+    for (const { session } of ctx.runs) await waitForLeaseExpiry(session);
+
+    const sweeps = await Promise.all([...apps, ...apps].map((app) => sweepExpiredLeases(app.app.deps)));
+    expect(sweeps.reduce((sum, ended) => sum + ended, 0)).toBe(ctx.runs.length);
+
+    await watcher.fence();
+    await expectConvergedOnce(t, ctx, watcher);
+  });
+
+  it('the instances’ own interval sweepers converge each expired run exactly once', async () => {
+    const apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: '50' });
+    const t = apps[0]!;
+    const ctx = await runsWithOpenWork(t, 6);
+    const watcher = await watch(apps, ctx.owner, ctx.worker, ctx.threadId);
+    for (const { session } of ctx.runs) must(await session.renew(1));
+
+    for (const { runId } of ctx.runs) await eventually(() => readRun(t, ctx.owner, runId), (run) => run.status !== 'RUNNING');
+    await watcher.fence();
+    await expectConvergedOnce(t, ctx, watcher);
+  });
+});
+
+describe('the start-up sweep', () => {
+  it('closes a run whose lease expired while no server was running', async () => {
+    // The same database across two server lifetimes: a scratch PostgreSQL database, or a PGlite data directory.
+    let env: Record<string, string>;
+    let databaseUrl: string | undefined;
+    if (onPostgres) {
+      const scratch = await createScratchDatabase();
+      cleanups.push(() => scratch.drop());
+      databaseUrl = scratch.url;
+      env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER };
+    } else {
+      const dataDir = mkdtempSync(join(tmpdir(), 'audit-startup-sweep-'));
+      cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+      env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER, DATA_DIR: dataDir };
+    }
+
+    const first = await startTestApp(env, { databaseUrl });
+    const ctx = await runsWithOpenWork(first, 1);
+    const { runId, session } = ctx.runs[0]!;
+    const lease = must(await session.renew(1));
+    await first.close();
+
+    // Wait out the lease with no server up (the database's clock is this machine's).
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(lease.expiresAt) - Date.now()) + 500));
+
+    // Its interval sweeper never fires during the test: only the start-up sweep can close the run.
+    const second = await startTestApp(env, { databaseUrl });
+    cleanups.push(() => second.close());
+    const run = await readRun(second, ctx.owner, runId);
+    expect(run).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
+    const audits = await auditsOf(second, ctx.owner, ctx.threadId, runId);
+    for (const key of ['Tool:t-await', 'Tool:t-open', 'Model:m-open']) expect(audits[key], key).toMatchObject({ status: 'ABANDONED' });
+    expect(run.toolCalls.map((call: any) => call.status)).toEqual(['FAILED', 'FAILED']);
+    expect(errorCode(await new WorkerSession(second, session.token, session.lease).modelStarted('late'))).toBe('LEASE_LOST');
+  });
+});
