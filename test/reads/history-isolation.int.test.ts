@@ -30,8 +30,7 @@ beforeAll(async () => {
   t = await startTestApp();
   who = await actors(t);
   threadId = await createThread(t, who.owner);
-  await append(chat[0]);
-  await append(chat[1]);
+  for (const message of chat.slice(0, 2)) await append(message);
   const runId = await createRun(t, who.owner, threadId);
   const session = await claim(t, who.worker, runId);
   await session.declare('m1', [
@@ -44,8 +43,7 @@ beforeAll(async () => {
   must(await session.toolStarted('call-3', 'search'));
   must(await session.toolError('call-3', { message: 'interrupted' }));
   must(await session.finish('INTERRUPTED'));
-  await append(chat[2]);
-  await append(chat[3]);
+  for (const message of chat.slice(2)) await append(message);
 });
 afterAll(() => t.close());
 

@@ -114,3 +114,66 @@ export async function insertAudits(
   await prisma.message.createMany({ data: audits.filter((audit) => audit.role === 'TOOL') });
   return audits.map((audit) => audit.id);
 }
+
+export interface SseSubscription {
+  /** The `data` payloads received so far. */
+  events: GraphQLResponse[];
+  /** Resolves once `count` payloads have arrived. */
+  received(count: number): Promise<GraphQLResponse[]>;
+  close(): Promise<void>;
+}
+
+/** A subscription over SSE through yoga's in-process fetch, as a browser UI would open it. */
+export async function subscribeOverSse(
+  t: TestApp,
+  query: string,
+  variables: Record<string, unknown>,
+  token: string,
+): Promise<SseSubscription> {
+  const controller = new AbortController();
+  const response = await t.app.yoga.fetch('http://test/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+    signal: controller.signal,
+  });
+  if (response.status !== 200 || !response.body) throw new Error(`SSE subscription refused: ${response.status}`);
+  const events: GraphQLResponse[] = [];
+  let wake = () => {};
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  const pump = (async () => {
+    let buffer = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += value;
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const data = buffer
+            .slice(0, end)
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trim())
+            .join('\n');
+          buffer = buffer.slice(end + 2);
+          if (data) events.push(JSON.parse(data) as GraphQLResponse);
+          wake();
+        }
+      }
+    } catch {
+      // aborted by close()
+    }
+  })();
+  return {
+    events,
+    async received(count) {
+      while (events.length < count) await new Promise<void>((resolve) => (wake = resolve));
+      return events.slice(0, count);
+    },
+    async close() {
+      controller.abort();
+      await reader.cancel().catch(() => {});
+      await pump;
+    },
+  };
+}
