@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
-import { claim, claimRunMutation, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
+import { WorkerSession, claim, claimRunMutation, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
 import { auditsOf, cancelRun, readRun } from './helpers.js';
 
 // SEMANTICS.md, "Runs and leases": cancelRun, and a cancel racing the worker's own verdict.
@@ -123,6 +123,23 @@ describe(`races on ${backendName}`, () => {
     }
     expect(winners.cancel + winners.finish).toBe(ITERATIONS);
     console.info(`[cancel vs finishRun on ${backendName}] winners:`, winners);
+  });
+
+  it(`cancel vs claimRun on a QUEUED run: the run ends CANCELLED either way, and a winning claim's lease is dead (${ITERATIONS} runs)`, async () => {
+    const { owner, worker, threadId } = await runningRun(t);
+    for (let i = 0; i < ITERATIONS; i++) {
+      const runId = await createRun(t, owner, threadId);
+      const [claimed, cancel] = await Promise.all([t.gql(claimRunMutation, { input: { runId } }, worker), cancelRun(t, owner, runId)]);
+      expect(cancel.errors, `iteration ${i}`).toBeUndefined();
+      expect(await readRun(t, owner, runId)).toMatchObject({ status: 'CANCELLED', leaseOwner: null });
+      if (claimed.errors) {
+        expect(errorCode(claimed)).toBe('INVALID_TRANSITION');
+      } else {
+        const lease = claimed.data.result;
+        expect(errorCode(await t.gql(claimRunMutation, { input: { runId } }, worker))).toBe('INVALID_TRANSITION');
+        expect(errorCode(await new WorkerSession(t, worker, { runId, epoch: lease.epoch }).modelStarted('m1'))).toBe('LEASE_LOST');
+      }
+    }
   });
 
   it(`cancel vs a tool's terminal: the audit shows the finish only if it committed first (${ITERATIONS} runs)`, async () => {

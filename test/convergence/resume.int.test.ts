@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { claim, createRun, must, runningRun, type WorkerSession } from '../support/lifecycle.js';
-import { auditsOf, cancelRun, readRun } from './helpers.js';
+import { auditsOf, cancelRun, eventually, readRun } from './helpers.js';
 
 // SEMANTICS.md: an INTERRUPTED run hands its open tool calls back as PENDING, and a resume
 // starts the same tool_call_id again, bound to the model call that declared it.
@@ -95,6 +95,7 @@ describe('endings that close the ToolCall for good', () => {
     ['cancelRun', 'CANCELLED'],
     ['finishRun FAILED', 'FAILED'],
     ['finishRun COMPLETED', 'FAILED'],
+    ['lease expiry', 'FAILED'],
   ] as const)('after %s a resume cannot start the closed call, but can start a never-started one', async (ending, toolCallStatus) => {
     const ctx = await runningRun(t);
     await ctx.session.declare('m1', [
@@ -103,7 +104,10 @@ describe('endings that close the ToolCall for good', () => {
     ]);
     must(await ctx.session.toolStarted('t-1', 'search'));
     if (ending === 'cancelRun') must(await cancelRun(t, ctx.owner, ctx.runId));
-    else must(await ctx.session.finish(ending === 'finishRun FAILED' ? 'FAILED' : 'COMPLETED'));
+    else if (ending === 'lease expiry') {
+      must(await ctx.session.renew(1));
+      await eventually(() => readRun(t, ctx.owner, ctx.runId), (run) => run.status === 'FAILED');
+    } else must(await ctx.session.finish(ending === 'finishRun FAILED' ? 'FAILED' : 'COMPLETED'));
     expect(await declaredToolCall(ctx, 't-1')).toMatchObject({ status: toolCallStatus });
 
     const next = await resume(ctx, ctx.runId);
