@@ -3,8 +3,11 @@
 //
 //   npm run simulate -- [--url http://127.0.0.1:4000/graphql]
 //     [--scenario all|normal|tool-error|cancel|interrupt-resume|parallel|large-output]
-//     [--owner-token <jwt>] [--worker-token <jwt>]
+//     [--thread <id>] [--step-ms 40] [--owner-token <jwt>] [--worker-token <jwt>]
 //
+// Each scenario checks the statuses it reads back and the process exits 1 if one differs.
+// `--thread` runs the scenarios in an existing thread of the owner, e.g. one a dashboard is
+// already subscribed to; `--step-ms` slows the runs down to watch them live.
 // Tokens: the flags, else AUDIT_OWNER_TOKEN / AUDIT_WORKER_TOKEN, else minted here from
 // AUTH_JWT_SECRET or the embedded server's .data/jwt-secret.
 import { randomUUID } from 'node:crypto';
@@ -22,6 +25,7 @@ import {
   type DeclaredToolCallInput,
   type JsonObject,
   type JsonValue,
+  type AuditStatus,
   type ThreadAuditItem,
 } from '../client/index.js';
 
@@ -32,21 +36,27 @@ const SCENARIOS = {
   'interrupt-resume': interruptResumeScenario,
   parallel: parallelScenario,
   'large-output': largeOutputScenario,
-} satisfies Record<string, (sim: Simulator) => Promise<string>>;
+} satisfies Record<string, (sim: Simulator) => Promise<AuditStatus[]>>;
 type ScenarioName = keyof typeof SCENARIOS;
 
 const LEASE_SECONDS = 15;
 const MODEL = 'simulated-model-1';
-// Long enough for a live dashboard to show RUNNING, short enough to keep a run under a second.
-const STEP_MS = 40;
 
 interface Simulator {
   owner: AuditClient;
   worker: AuditClient;
   log: (line: string) => void;
+  /** The thread to run in; unset: each scenario creates its own. */
+  threadId?: string;
+  /** The pause between steps: long enough for a live dashboard to show RUNNING. */
+  stepMs: number;
+  /** The runs the scenario created, in order; its report and check look only at them. */
+  runIds: string[];
   /** Every keeper the scenario started, stopped when it ends however it ends. */
   keepers: LeaseKeeper[];
 }
+
+const step = (sim: Simulator, factor = 1) => pause(sim.stepMs * factor);
 
 /** The worker's hold on one claimed run: its lease and its stream sequence. */
 interface ClaimedRun {
@@ -58,10 +68,10 @@ interface ClaimedRun {
 // ---- Building blocks: one call of the runtime each ----
 
 async function newThread(sim: Simulator, title: string, userText: string): Promise<string> {
-  const thread = await sim.owner.createThread({ title: `simulator: ${title}` });
-  await sim.owner.appendMessage({ threadId: thread.id, role: 'USER', content: userText });
-  sim.log(`thread ${thread.id} created with a user message`);
-  return thread.id;
+  sim.threadId ??= (await sim.owner.createThread({ title: `simulator: ${title}` })).id;
+  await sim.owner.appendMessage({ threadId: sim.threadId, role: 'USER', content: userText });
+  sim.log(`thread ${sim.threadId}: user message appended`);
+  return sim.threadId;
 }
 
 async function startRun(sim: Simulator, threadId: string, resumeFromRunId?: string): Promise<ClaimedRun> {
@@ -72,6 +82,7 @@ async function startRun(sim: Simulator, threadId: string, resumeFromRunId?: stri
     onLost: (error) => sim.log(`lease keeper: lease lost (${error.code})`),
   });
   sim.keepers.push(keeper);
+  sim.runIds.push(run.id);
   sim.log(`run ${run.id} created${resumeFromRunId ? ` resuming ${resumeFromRunId}` : ''}, claimed at epoch ${lease.epoch}`);
   return { runId: run.id, keeper, sequence: new SequenceCounter(1) };
 }
@@ -96,7 +107,7 @@ async function modelCall(
     model: MODEL,
     input: { messages: [{ role: 'user', content: 'simulated prompt' }] },
   });
-  await pause(STEP_MS);
+  await step(sim);
   const audit = await sim.worker.recordModelFinished({
     lease: run.keeper.lease,
     operationId,
@@ -133,22 +144,22 @@ async function finishRun(sim: Simulator, run: ClaimedRun, input: { status: 'COMP
   sim.log(`run ${finished.id} finished: ${finished.status}`);
 }
 
-// ---- Scenarios: each returns its thread id ----
+// ---- Scenarios: each returns the statuses its audits must end with, in timeline order ----
 
-async function normalScenario(sim: Simulator): Promise<string> {
+async function normalScenario(sim: Simulator): Promise<AuditStatus[]> {
   const threadId = await newThread(sim, 'normal', 'What is the weather in Paris?');
   const run = await startRun(sim, threadId);
   const weather = declare('get_weather', { city: 'Paris' });
   await modelCall(sim, run, 'model-1', 'Let me look that up.', [weather]);
   await toolStarted(sim, run, weather, { city: 'Paris', units: 'metric' });
-  await pause(STEP_MS);
+  await step(sim);
   await toolFinished(sim, run, weather, toolMessage(weather, 'Sunny, 21 °C'));
   await modelCall(sim, run, 'model-2', 'It is sunny and 21 °C in Paris.');
   await finishRun(sim, run, { status: 'COMPLETED' });
-  return threadId;
+  return ['COMPLETED', 'COMPLETED', 'COMPLETED'];
 }
 
-async function toolErrorScenario(sim: Simulator): Promise<string> {
+async function toolErrorScenario(sim: Simulator): Promise<AuditStatus[]> {
   const threadId = await newThread(sim, 'tool-error', 'Email me invoice 42.');
   const run = await startRun(sim, threadId);
   const lookup = declare('lookup_invoice', { invoice: 42 });
@@ -156,11 +167,11 @@ async function toolErrorScenario(sim: Simulator): Promise<string> {
   await modelCall(sim, run, 'model-1', 'Looking up the invoice and sending it.', [lookup, email]);
 
   await toolStarted(sim, run, lookup, { invoice: 42 });
-  await pause(STEP_MS);
+  await step(sim);
   await toolFinished(sim, run, lookup, toolMessage(lookup, 'Invoice 42 not found', 'error'));
 
   await toolStarted(sim, run, email, { to: 'me@example.com', subject: 'Invoice 42' });
-  await pause(STEP_MS);
+  await step(sim);
   const bareError = { type: 'ConnectionError', message: 'SMTP server timed out' };
   const errored = await sim.worker.recordToolError({ lease: run.keeper.lease, toolCallId: email.id, error: bareError, sequence: run.sequence.next() });
   sim.log(`tool send_email (${email.id}) bare error recorded: ${errored.status}, awaitingRunTerminal=${errored.awaitingRunTerminal}`);
@@ -170,16 +181,16 @@ async function toolErrorScenario(sim: Simulator): Promise<string> {
     error: { message: 'send_email failed' },
     stateMessages: [toolMessage(email, bareError.message, 'error')],
   });
-  return threadId;
+  return ['COMPLETED', 'FAILED', 'FAILED'];
 }
 
-async function cancelScenario(sim: Simulator): Promise<string> {
+async function cancelScenario(sim: Simulator): Promise<AuditStatus[]> {
   const threadId = await newThread(sim, 'cancel', 'Export every order since 2019.');
   const run = await startRun(sim, threadId);
   const exportCall = declare('export_orders', { since: '2019-01-01' });
   await modelCall(sim, run, 'model-1', 'Starting the export.', [exportCall]);
   await toolStarted(sim, run, exportCall, { since: '2019-01-01', format: 'csv' });
-  await pause(STEP_MS);
+  await step(sim);
 
   const cancelled = await sim.owner.cancelRun(run.runId);
   sim.log(`owner cancelled the run while the tool ran: ${cancelled.status}`);
@@ -190,16 +201,16 @@ async function cancelScenario(sim: Simulator): Promise<string> {
     if (!isAuditApiError(error, 'LEASE_LOST')) throw error;
     sim.log(`worker's next write was refused: ${error.code} (${error.message})`);
   }
-  return threadId;
+  return ['COMPLETED', 'CANCELLED'];
 }
 
-async function interruptResumeScenario(sim: Simulator): Promise<string> {
+async function interruptResumeScenario(sim: Simulator): Promise<AuditStatus[]> {
   const threadId = await newThread(sim, 'interrupt-resume', 'Pay supplier invoice 7.');
   const first = await startRun(sim, threadId);
   const payment = declare('pay_invoice', { invoice: 7, amount: 120 });
   await modelCall(sim, first, 'model-1', 'Paying the invoice (needs approval).', [payment]);
   await toolStarted(sim, first, payment, { invoice: 7, amount: 120 });
-  await pause(STEP_MS);
+  await step(sim);
   await finishRun(sim, first, { status: 'INTERRUPTED' });
   const interrupted = await sim.owner.run(first.runId);
   const pending = interrupted?.toolCalls.find((call) => call.toolCallId === payment.id);
@@ -207,14 +218,14 @@ async function interruptResumeScenario(sim: Simulator): Promise<string> {
 
   const resumed = await startRun(sim, threadId, first.runId);
   await toolStarted(sim, resumed, payment, { invoice: 7, amount: 120, approved: true });
-  await pause(STEP_MS);
+  await step(sim);
   await toolFinished(sim, resumed, payment, toolMessage(payment, 'paid, reference PAY-7'));
   await modelCall(sim, resumed, 'model-2', 'The invoice is paid.');
   await finishRun(sim, resumed, { status: 'COMPLETED' });
-  return threadId;
+  return ['COMPLETED', 'INTERRUPTED', 'COMPLETED', 'COMPLETED'];
 }
 
-async function parallelScenario(sim: Simulator): Promise<string> {
+async function parallelScenario(sim: Simulator): Promise<AuditStatus[]> {
   const threadId = await newThread(sim, 'parallel', 'Compare prices at three shops.');
   const run = await startRun(sim, threadId);
   const shops = ['north', 'south', 'east'];
@@ -223,19 +234,19 @@ async function parallelScenario(sim: Simulator): Promise<string> {
 
   await allSettledOrThrow(calls.map((call, index) => toolStarted(sim, run, call, { shop: shops[index]!, item: 'kettle' })));
   // Finish in the order east, north, south: not the order they were declared or started.
-  const finishDelays = [2, 3, 1].map((factor) => factor * STEP_MS);
+  const finishFactors = [2, 3, 1];
   await allSettledOrThrow(
     calls.map(async (call, index) => {
-      await pause(finishDelays[index]!);
+      await step(sim, finishFactors[index]);
       await toolFinished(sim, run, call, toolMessage(call, { shop: shops[index]!, price: 20 + index }));
     }),
   );
   await modelCall(sim, run, 'model-2', 'The north shop is cheapest.');
   await finishRun(sim, run, { status: 'COMPLETED' });
-  return threadId;
+  return ['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED'];
 }
 
-async function largeOutputScenario(sim: Simulator): Promise<string> {
+async function largeOutputScenario(sim: Simulator): Promise<AuditStatus[]> {
   const threadId = await newThread(sim, 'large-output', 'Dump the access log.');
   const run = await startRun(sim, threadId);
   const dump = declare('read_log', { file: 'access.log' });
@@ -243,11 +254,11 @@ async function largeOutputScenario(sim: Simulator): Promise<string> {
   await toolStarted(sim, run, dump, { file: 'access.log', lines: 3000 });
   const content = Array.from({ length: 3000 }, (_, i) => `${String(i).padStart(5, '0')} GET /item/${i} 200 ${'x'.repeat(80)}`).join('\n');
   sim.log(`tool output is ${Math.round(Buffer.byteLength(content) / 1024)} KB`);
-  await pause(STEP_MS);
+  await step(sim);
   await toolFinished(sim, run, dump, toolMessage(dump, content));
   await modelCall(sim, run, 'model-2', 'The log has 3000 lines.');
   await finishRun(sim, run, { status: 'COMPLETED' });
-  return threadId;
+  return ['COMPLETED', 'COMPLETED', 'COMPLETED'];
 }
 
 /** Like Promise.all, but lets every call end before reporting the first failure. */
@@ -262,31 +273,44 @@ function describeAudit(item: ThreadAuditItem): string {
   const what = item.__typename === 'ToolAudit' ? `tool  ${item.name}` : `model ${item.model ?? ''}`;
   const sequence = item.finishedSequence ? `${item.sequence}..${item.finishedSequence}` : item.sequence;
   const duration = item.durationMs === null ? '-' : `${item.durationMs} ms`;
-  return `seq ${sequence.padEnd(6)} ${what.padEnd(26)} ${item.operationId.padEnd(14)} ${item.status.padEnd(10)} ${duration}  run ${item.runId}`;
+  return `seq ${sequence.padEnd(6)} ${what.padEnd(26)} ${item.operationId.padEnd(14)} ${item.status.padEnd(11)} ${duration.padEnd(7)} run ${item.runId}`;
 }
 
-function graphiqlQuery(threadId: string): string {
-  return `query {
+/** Prints the audits of the scenario's runs and checks that they ended as `expected`. */
+async function reportAndCheck(sim: Simulator, expected: AuditStatus[]): Promise<void> {
+  const { items } = await sim.owner.threadAudits(sim.threadId!);
+  const audits = items.filter((item) => sim.runIds.includes(item.runId));
+  sim.log(`read back through threadAudits: ${audits.length} audits`);
+  for (const item of audits) sim.log(`  ${describeAudit(item)}`);
+  const statuses = audits.map((item) => item.status);
+  if (statuses.join() !== expected.join()) {
+    throw new Error(`expected the audits to end ${expected.join(', ')}; they ended ${statuses.join(', ') || 'missing'}`);
+  }
+}
+
+const timelineQuery = (threadId: string) => `query {
   threadAudits(threadId: "${threadId}") {
     truncated
     items {
       __typename runId operationId sequence finishedSequence status startedAt finishedAt durationMs
-      ... on ModelAudit { model toolCalls { toolCallId name status } }
+      ... on ModelAudit { model input output toolCalls { toolCallId name status } }
       ... on ToolAudit {
-        toolCallId name effectiveInput error awaitingRunTerminal
-        toolCall { status declaredInput effectiveInput }
+        toolCallId name effectiveInput output error awaitingRunTerminal
+        toolCall { status declaredInput effectiveInput output }
         run { status }
       }
     }
   }
 }`;
-}
 
-async function report(sim: Simulator, threadId: string): Promise<void> {
-  const audits = await sim.owner.threadAudits(threadId);
-  sim.log(`thread ${threadId}: ${audits.items.length} audits${audits.truncated ? ' (truncated)' : ''}`);
-  for (const item of audits.items) sim.log(`  ${describeAudit(item)}`);
-}
+const liveSubscription = (threadId: string) => `subscription {
+  auditChanged(threadId: "${threadId}") {
+    __typename runId operationId sequence status durationMs
+    ... on ToolAudit { name effectiveInput error toolCall { status output } }
+  }
+}`;
+
+const indent = (text: string) => text.replace(/^/gm, '    ');
 
 // ---- Tokens and main ----
 
@@ -319,14 +343,17 @@ async function main(): Promise<void> {
     options: {
       url: { type: 'string', default: 'http://127.0.0.1:4000/graphql' },
       scenario: { type: 'string', default: 'all' },
+      thread: { type: 'string' },
+      'step-ms': { type: 'string', default: '40' },
       'owner-token': { type: 'string' },
       'worker-token': { type: 'string' },
     },
   });
   const names = Object.keys(SCENARIOS) as ScenarioName[];
   const chosen = values.scenario === 'all' ? names : names.filter((name) => name === values.scenario);
-  if (chosen.length === 0) {
-    console.error(`unknown scenario "${values.scenario}"; one of: all, ${names.join(', ')}`);
+  const stepMs = Number(values['step-ms']);
+  if (chosen.length === 0 || !Number.isInteger(stepMs) || stepMs < 0) {
+    console.error(`usage: --scenario all|${names.join('|')} [--thread <id>] [--step-ms <non-negative integer>]`);
     process.exitCode = 2;
     return;
   }
@@ -334,27 +361,44 @@ async function main(): Promise<void> {
   const tokens = await resolveTokens({ ownerToken: values['owner-token'], workerToken: values['worker-token'] });
   const owner = new AuditClient({ url: values.url, token: tokens.owner });
   const worker = new AuditClient({ url: values.url, token: tokens.worker });
-  let failures = 0;
+  const outcomes: { name: ScenarioName; threadId?: string; ok: boolean }[] = [];
 
   for (const name of chosen) {
     console.log(`\n== ${name} ==`);
-    const sim: Simulator = { owner, worker, log: (line) => console.log(`  ${line}`), keepers: [] };
+    const sim: Simulator = {
+      owner,
+      worker,
+      log: (line) => console.log(`  ${line}`),
+      threadId: values.thread,
+      stepMs,
+      runIds: [],
+      keepers: [],
+    };
     try {
-      const threadId = await SCENARIOS[name](sim);
-      await report(sim, threadId);
-      console.log(`\n  GraphiQL query for this thread:\n${graphiqlQuery(threadId).replace(/^/gm, '    ')}`);
+      const expected = await SCENARIOS[name](sim);
+      await reportAndCheck(sim, expected);
+      outcomes.push({ name, threadId: sim.threadId, ok: true });
     } catch (error) {
-      failures += 1;
       const code = isAuditApiError(error) ? ` [${error.code}]` : '';
       console.error(`  FAILED${code}: ${error instanceof Error ? error.message : String(error)}`);
+      outcomes.push({ name, threadId: sim.threadId, ok: false });
     } finally {
       for (const keeper of sim.keepers) keeper.stop();
     }
   }
 
-  console.log(`\nOpen GraphiQL at ${values.url} and paste a query above, with these request headers:`);
-  console.log(`  {"Authorization": "Bearer ${tokens.owner}"}`);
-  console.log(`\n${chosen.length - failures} of ${chosen.length} scenarios completed.`);
+  console.log('\n== where to look ==');
+  for (const { name, threadId, ok } of outcomes) console.log(`  ${name.padEnd(17)} ${ok ? 'ok    ' : 'FAILED'} thread ${threadId ?? '-'}`);
+  const threadId = outcomes.find((outcome) => outcome.threadId)?.threadId ?? '<thread id>';
+  console.log(`\nOpen GraphiQL at ${values.url} with the request headers`);
+  console.log(`    {"Authorization": "Bearer ${tokens.owner}"}`);
+  console.log(`and read a timeline:\n${indent(timelineQuery(threadId))}`);
+  console.log(`\nTo watch runs live, run this subscription in another GraphiQL tab:\n${indent(liveSubscription(threadId))}`);
+  console.log('then run scenarios into that thread, slowed down:');
+  console.log(`    npm run simulate -- --url ${values.url} --thread ${threadId} --scenario normal --step-ms 1000`);
+
+  const failures = outcomes.filter((outcome) => !outcome.ok).length;
+  console.log(`\n${chosen.length - failures} of ${chosen.length} scenarios completed as expected.`);
   if (failures > 0) process.exitCode = 1;
 }
 

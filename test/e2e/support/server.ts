@@ -1,0 +1,146 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as pause } from 'node:timers/promises';
+import { mintToken } from '../../../src/auth/jwt.js';
+import type { Role } from '../../../src/auth/principal.js';
+import { createScratchDatabase, onPostgres } from '../../support/database.js';
+import { withTimeout } from './wait.js';
+
+export const E2E_JWT_SECRET = 'e2e-secret-that-is-long-enough-for-hs256';
+
+/** A token for `sub` with `role`, signed with the secret every e2e server is started with. */
+export const tokenFor = (sub: string, role: Role) => mintToken(E2E_JWT_SECRET, { sub, role }, '1h');
+
+/** Unique subs per call, so scenarios sharing one server never share an owner. */
+let actorCount = 0;
+export async function e2eActors() {
+  const suffix = `${process.pid}-${++actorCount}`;
+  const ownerSub = `e2e-owner-${suffix}`;
+  const workerSub = `e2e-worker-${suffix}`;
+  return { ownerSub, owner: await tokenFor(ownerSub, 'superadmin'), workerSub, worker: await tokenFor(workerSub, 'worker') };
+}
+
+/**
+ * Where the servers of one test file keep their data: a fresh PostgreSQL database when
+ * TEST_DATABASE_URL is set, else an embedded PGlite directory. Several server processes may
+ * use it one after another (a restart reads what the previous one wrote).
+ */
+export interface E2EStorage {
+  env: Record<string, string>;
+  describe: string;
+  remove(): Promise<void>;
+}
+
+export async function createE2EStorage(): Promise<E2EStorage> {
+  if (onPostgres) {
+    const scratch = await createScratchDatabase();
+    return { env: { DATABASE_URL: scratch.url, DATA_DIR: '' }, describe: 'PostgreSQL', remove: scratch.drop };
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'audit-e2e-'));
+  return {
+    env: { DATABASE_URL: '', DATA_DIR: dataDir },
+    describe: `embedded PGlite in ${dataDir}`,
+    remove: async () => rmSync(dataDir, { recursive: true, force: true }),
+  };
+}
+
+export interface ServerProcess {
+  /** http://127.0.0.1:<port>/graphql */
+  url: string;
+  /** ws://127.0.0.1:<port>/graphql */
+  wsUrl: string;
+  child: ChildProcess;
+  /** Everything the process printed so far, for failure messages. */
+  output(): string;
+  /** Resolves with the exit code (or the signal's name) once the process has exited. */
+  exited: Promise<number | NodeJS.Signals>;
+  /** Sends `signal` and waits for the exit, at most `timeoutMs`. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | NodeJS.Signals>;
+}
+
+const running = new Set<ServerProcess>();
+const REPO_ROOT = join(import.meta.dirname, '../../..');
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+async function waitUntilReady(server: ServerProcess, timeoutMs: number): Promise<void> {
+  const readyz = server.url.replace(/\/graphql$/, '/readyz');
+  const deadline = Date.now() + timeoutMs;
+  let exitedWith: number | string | undefined;
+  void server.exited.then((code) => (exitedWith = code));
+  while (Date.now() < deadline) {
+    if (exitedWith !== undefined) throw new Error(`The server exited (${exitedWith}) before it was ready:\n${server.output()}`);
+    const ready = await fetch(readyz).then(
+      (response) => response.status === 200,
+      () => false,
+    );
+    if (ready) return;
+    await pause(100);
+  }
+  throw new Error(`The server was not ready within ${timeoutMs} ms:\n${server.output()}`);
+}
+
+/**
+ * Starts `src/main.ts` in its own process, as `npm run serve` does, on a free port with
+ * `storage`, and waits for /readyz. Call `killServers()` in afterAll.
+ */
+export async function startServer(storage: E2EStorage, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      ...storage.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      AUTH_JWT_SECRET: E2E_JWT_SECRET,
+      REDIS_URL: '',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal!)));
+
+  const server: ServerProcess = {
+    url: `http://127.0.0.1:${port}/graphql`,
+    wsUrl: `ws://127.0.0.1:${port}/graphql`,
+    child,
+    output: () => output,
+    exited,
+    async stop(signal = 'SIGTERM', timeoutMs = 30_000) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return withTimeout(exited, timeoutMs, () => `The server did not exit after ${signal}:\n${output}`);
+    },
+  };
+  running.add(server);
+  void exited.then(() => running.delete(server));
+  try {
+    await waitUntilReady(server, 90_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return server;
+}
+
+/** SIGKILLs every server process still running; for afterAll, whatever the tests did. */
+export async function killServers(): Promise<void> {
+  await Promise.all(
+    [...running].map((server) => {
+      server.child.kill('SIGKILL');
+      return server.exited;
+    }),
+  );
+}
