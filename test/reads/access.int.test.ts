@@ -168,4 +168,19 @@ describe('ToolCall.declaredBy is audit data', () => {
       { toolCallId: 'call-1', declaredBy: { id: superThread.modelAuditId, operationId: 'm1' } },
     ]);
   });
+
+  it('a worker that owns a thread does not read audits through a mutation outside the run lifecycle', async () => {
+    const threadId = await createThread(t, tokens.worker!);
+    const first = await createRun(t, tokens.worker!, threadId);
+    const session = await claim(t, tokens.worker!, first);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+    const response = await t.gql(
+      `mutation($threadId: ID!) { createRun(input: { threadId: $threadId }) { id thread { runs { toolCalls { declaredBy { id } } } } } }`,
+      { threadId },
+      tokens.worker,
+    );
+    expect(response.errors?.map((error) => [error.path, error.extensions?.code])).toEqual([
+      [['createRun', 'thread', 'runs', 0, 'toolCalls', 0, 'declaredBy'], 'FORBIDDEN'],
+    ]);
+  });
 });
