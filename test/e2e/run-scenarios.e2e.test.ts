@@ -15,7 +15,7 @@ import {
   type ToolAuditWithLinks,
 } from '../../src/client/index.js';
 import { backendName } from '../support/database.js';
-import { LiveConnection } from './support/live.js';
+import { LiveConnection, firstDelivered } from './support/live.js';
 import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
 import { withTimeout } from './support/wait.js';
 
@@ -68,26 +68,15 @@ async function openThread(title: string) {
   const tools = live.subscribe(TOOL_STATUS_CHANGED, { threadId });
   const runs = live.subscribe<{ id: string; status: string }>(RUN_CHANGED, { threadId });
 
-  /**
-   * graphql-ws never confirms that a subscription is listening, so the first run of a thread
-   * is the probe: until runChanged delivers it, it is cancelled and another one created. The
-   * audit streams were subscribed before it on the same socket, and have no event before the
-   * run is claimed.
-   */
+  // The audit streams were subscribed first on the same socket, and have no event before a claim.
   async function startRun(resumeFromRunId?: string, leaseSeconds = 30): Promise<Claimed> {
-    for (let attempt = 1; ; attempt++) {
-      const run = await owner.createRun({ threadId, resumeFromRunId });
-      const seen = await runs.waitUntil((events) => events.some((event) => event.id === run.id), 1_000).then(
-        () => true,
-        () => false,
-      );
-      if (seen) {
-        const lease = await worker.claimRun(run.id, leaseSeconds);
-        return { runId: run.id, lease, sequence: new SequenceCounter(1) };
-      }
-      if (attempt === 20) throw new Error(`runChanged never delivered a created run: ${JSON.stringify(runs.events)}`);
-      await owner.cancelRun(run.id);
-    }
+    const runId = await firstDelivered(
+      runs,
+      async () => (await owner.createRun({ threadId, resumeFromRunId })).id,
+      (id) => owner.cancelRun(id),
+    );
+    const lease = await worker.claimRun(runId, leaseSeconds);
+    return { runId, lease, sequence: new SequenceCounter(1) };
   }
 
   return { who, owner, worker, threadId, audits, tools, startRun };

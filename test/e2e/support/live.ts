@@ -93,3 +93,26 @@ export class LiveConnection {
     await this.client.dispose();
   }
 }
+
+/**
+ * graphql-ws never confirms that a subscription is listening, so the first event proves it:
+ * `create` makes something whose event `stream` carries with the returned id; until one is
+ * delivered, each is handed to `discard` and another one created. Returns the delivered id.
+ */
+export async function firstDelivered(
+  stream: LiveStream<{ id: string }>,
+  create: () => Promise<string>,
+  discard: (id: string) => Promise<unknown>,
+  attempts = 20,
+): Promise<string> {
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    const id = await create();
+    const delivered = await stream.waitUntil((events) => events.some((event) => event.id === id), 1_000).then(
+      () => true,
+      () => false,
+    );
+    if (delivered) return id;
+    await discard(id);
+  }
+  throw new Error(`the subscription delivered none of ${attempts} probes: ${JSON.stringify(stream.events)}`);
+}

@@ -144,3 +144,26 @@ export async function killServers(): Promise<void> {
     }),
   );
 }
+
+/** Runs a TypeScript entry point of the project (e.g. a CLI) to its end, at most `timeoutMs`. */
+export async function runScript(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 120_000,
+): Promise<{ code: number | NodeJS.Signals; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal!)));
+  try {
+    return { code: await withTimeout(exited, timeoutMs, () => `${script} did not finish:\n${output}`), output };
+  } finally {
+    child.kill('SIGKILL');
+  }
+}

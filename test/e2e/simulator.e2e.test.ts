@@ -1,0 +1,60 @@
+// `npm run simulate` against the server process: every scenario runs, checks what it reads
+// back, and a dashboard subscribed to the thread sees each audit reach its final state.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient } from '../../src/client/index.js';
+import { backendName } from '../support/database.js';
+import { LiveConnection, firstDelivered } from './support/live.js';
+import { createE2EStorage, e2eActors, killServers, runScript, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+
+let storage: E2EStorage;
+let server: ServerProcess;
+let live: LiveConnection | undefined;
+
+beforeAll(async () => {
+  storage = await createE2EStorage();
+  server = await startServer(storage);
+}, 120_000);
+
+afterAll(async () => {
+  await live?.close();
+  await killServers();
+  await storage?.remove();
+});
+
+describe(`the simulator against the server process (${backendName})`, () => {
+  it('runs every scenario into a watched thread; the live stream ends where threadAudits does', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const { id: threadId } = await owner.createThread({ title: 'watched by a dashboard' });
+    live = await LiveConnection.open(server.wsUrl, who.owner);
+    const audits = live.subscribe<{ id: string; status: string }>(
+      `subscription ($threadId: ID!) { auditChanged(threadId: $threadId) { id status } }`,
+      { threadId },
+    );
+    const runs = live.subscribe<{ id: string }>(`subscription ($threadId: ID!) { runChanged(threadId: $threadId) { id } }`, { threadId });
+    const probe = await firstDelivered(
+      runs,
+      async () => (await owner.createRun({ threadId })).id,
+      (id) => owner.cancelRun(id),
+    );
+    await owner.cancelRun(probe);
+
+    const { code, output } = await runScript('src/cli/simulate.ts', [
+      '--url', server.url,
+      '--thread', threadId,
+      '--step-ms', '0',
+      '--owner-token', who.owner,
+      '--worker-token', who.worker,
+    ]);
+    expect(code, output).toBe(0);
+    expect(output).toContain('6 of 6 scenarios completed as expected.');
+    expect(output).toContain(`--thread ${threadId}`);
+
+    const { items, truncated } = await owner.threadAudits(threadId);
+    expect(truncated).toBe(false);
+    // normal 3, tool error 3, cancel 2, interrupt and resume 4, parallel 5, large output 3.
+    expect(items).toHaveLength(20);
+    const lastStatus = (id: string) => audits.events.filter((event) => event.id === id).at(-1)?.status;
+    await audits.waitUntil(() => items.every((item) => lastStatus(item.id) === item.status));
+  }, 180_000);
+});
