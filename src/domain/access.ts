@@ -24,15 +24,7 @@ export function assertCanReadThread(principal: Principal, thread: OwnedThread): 
   if (!canReadThread(principal, thread)) throw forbidden('Only the thread owner or an admin may do this');
 }
 
-/**
- * Audit data: superadmins on threads they own, nobody else. Another role is FORBIDDEN; a
- * superadmin on someone else's thread gets NOT_FOUND so the thread's existence is not revealed.
- */
-export function assertCanReadAudits(principal: Principal, thread: OwnedThread | null, threadId: string): void {
-  if (principal.role !== 'superadmin') throw forbidden('Audit data is for super administrators only');
-  if (!thread || thread.ownerId !== principal.sub) throw notFound('Thread', threadId);
-}
-
+/** Audit data: superadmins on threads they own, nobody else. */
 export function canReadAudits(principal: Principal, thread: OwnedThread): boolean {
   return principal.role === 'superadmin' && thread.ownerId === principal.sub;
 }
@@ -48,10 +40,13 @@ export async function loadReadableThread(tx: Tx, principal: Principal, threadId:
   return thread;
 }
 
-/** For audit reads: the role is checked before the thread is looked up. */
+/**
+ * For audit reads. Another role is FORBIDDEN before the thread is looked up; a superadmin on
+ * someone else's thread gets NOT_FOUND, so the thread's existence is not revealed.
+ */
 export async function loadAuditThread(tx: Tx, principal: Principal, threadId: string) {
   if (principal.role !== 'superadmin') throw forbidden('Audit data is for super administrators only');
   const thread = await findThread(tx, threadId);
-  assertCanReadAudits(principal, thread, threadId);
-  return thread!;
+  if (!thread || !canReadAudits(principal, thread)) throw notFound('Thread', threadId);
+  return thread;
 }
