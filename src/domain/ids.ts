@@ -1,4 +1,5 @@
 import { badInput, notFound } from './errors.js';
+import { assertStorableText } from './json.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -15,5 +16,6 @@ export function rowId(value: string, what: string): string {
 /** Runtime-chosen identifiers (operation ids, tool_call_ids, clock ids): any non-blank string. */
 export function nonBlank(value: string, field: string): string {
   if (value.trim() === '') throw badInput(`${field} must not be blank`);
+  assertStorableText(value, field);
   return value;
 }

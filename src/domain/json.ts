@@ -6,12 +6,48 @@ export type JsonObject = { [key: string]: JsonValue };
 export const isJsonObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** One JSON value may be at most `maxBytes` of UTF-8 JSON; nothing is ever silently cut. */
-export function assertJsonSize(value: unknown, maxBytes: number, field: string): void {
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Text is stored exactly as given or refused: PostgreSQL text and jsonb cannot hold NUL
+ * characters or unpaired UTF-16 surrogates.
+ */
+export function assertStorableText(value: string, field: string): void {
+  if (value.includes('\0') || UNPAIRED_SURROGATE.test(value)) {
+    throw badInput(`${field} contains a NUL character or an unpaired surrogate, which cannot be stored`);
+  }
+}
+
+/** Deeper values are refused: serialising them recursively could exhaust the stack. */
+export const MAX_JSON_DEPTH = 1000;
+
+function assertStorableTree(value: unknown, field: string, depth: number): void {
+  if (typeof value === 'string') return assertStorableText(value, field);
+  if (typeof value !== 'object' || value === null) return;
+  if (depth > MAX_JSON_DEPTH) throw badInput(`${field} is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (Array.isArray(value)) {
+    for (const item of value) assertStorableTree(item, field, depth + 1);
+    return;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    assertStorableText(key, field);
+    assertStorableTree(item, field, depth + 1);
+  }
+}
+
+/**
+ * One JSON value is stored whole or refused: at most `maxBytes` of UTF-8 JSON, at most
+ * MAX_JSON_DEPTH levels deep, only storable text. Nothing is ever silently cut.
+ */
+export function assertStorableJson(value: unknown, maxBytes: number, field: string): void {
   if (value === undefined || value === null) return;
+  assertStorableTree(value, field, 1);
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (bytes > maxBytes) throw badInput(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes}`);
 }
+
+/** @deprecated The old name of assertStorableJson, kept until its last caller moves. */
+export const assertJsonSize = assertStorableJson;
 
 /** Structural equality of JSON values, insensitive to object key order. */
 export function jsonEqual(a: unknown, b: unknown): boolean {

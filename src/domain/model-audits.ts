@@ -5,7 +5,7 @@ import { command } from './command.js';
 import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
 import { nonBlank } from './ids.js';
-import { jsonEqual } from './json.js';
+import { assertStorableText, jsonEqual } from './json.js';
 import { requireLease, type LeaseProof } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
 
@@ -38,6 +38,7 @@ const json = (value: unknown) => (value ?? undefined) as Prisma.InputJsonValue |
 /** Creates the RUNNING model audit; an identical replay returns it, keeping the first observation. */
 export const recordModelStarted = command(async ({ tx, deps, emit }, principal: Principal, input: ModelStarted) => {
   nonBlank(input.operationId, 'operationId');
+  if (input.model != null) assertStorableText(input.model, 'model');
   checkObservation(input);
   checkJsonFields(deps.limits, { input: input.input });
   const run = await requireLease(tx, principal, input.lease);

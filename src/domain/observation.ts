@@ -1,6 +1,6 @@
 import type { Limits } from './command.js';
 import { badInput } from './errors.js';
-import { assertJsonSize } from './json.js';
+import { assertStorableJson } from './json.js';
 import { nonBlank } from './ids.js';
 
 /** One reading of a monotonic clock; durations exist only between readings of one clockId. */
@@ -41,5 +41,5 @@ export function checkObservation(observation: Observation): void {
 }
 
 export function checkJsonFields(limits: Limits, fields: Record<string, unknown>): void {
-  for (const [name, value] of Object.entries(fields)) assertJsonSize(value, limits.maxJsonBytes, name);
+  for (const [name, value] of Object.entries(fields)) assertStorableJson(value, limits.maxJsonBytes, name);
 }

@@ -9,7 +9,7 @@ import { nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
 import { requireLease, type LeaseProof, type LockedRun } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
-import { mirrorOntoToolCall } from './tool-call-projection.js';
+import { lockToolCall, mirrorOntoToolCall } from './tool-call-projection.js';
 
 interface ToolEvent extends Observation {
   lease: LeaseProof;
@@ -32,8 +32,6 @@ export interface ToolFinished extends ToolEvent {
 export interface ToolErrored extends ToolEvent {
   error?: unknown;
 }
-
-const ENDED_TOOL_CALL = ['COMPLETED', 'FAILED', 'CANCELLED'];
 
 /** Checks shared by every tool event, then the lease; returns the run locked. */
 async function admitToolEvent({ tx }: CommandScope, principal: Principal, event: ToolEvent): Promise<LockedRun> {
@@ -71,8 +69,15 @@ export const recordToolStarted = command(async (scope, principal: Principal, inp
   }
 
   const toolCall = await findDeclaringToolCall(tx, run, input.toolCallId);
-  if (ENDED_TOOL_CALL.includes(toolCall.status)) {
-    throw invalidTransition(`Tool call ${input.toolCallId} has already ended (${toolCall.status})`);
+  // Only the declared intent starts: an ended call never runs again, and a RUNNING one is being
+  // executed by another run (a sibling resume of the same ancestor).
+  const status = await lockToolCall(tx, toolCall.id);
+  if (status !== 'PENDING') {
+    throw invalidTransition(
+      status === 'RUNNING'
+        ? `Tool call ${input.toolCallId} is already running in another run`
+        : `Tool call ${input.toolCallId} has already ended (${status})`,
+    );
   }
   const audit = await tx.message.create({
     data: {

@@ -51,6 +51,18 @@ export function projectToolAudit(audit: Message): Prisma.ToolCallUpdateInput {
   };
 }
 
+/**
+ * Locks a ToolCall row for the rest of the transaction and returns its current status, so that
+ * two runs cannot both take the same declared call.
+ */
+export async function lockToolCall(tx: Tx, id: string): Promise<ToolCallStatus> {
+  const rows = await tx.$queryRawUnsafe<{ status: ToolCallStatus }[]>(
+    'SELECT status::text AS status FROM tool_call WHERE id = $1::uuid FOR UPDATE',
+    id,
+  );
+  return rows[0]!.status;
+}
+
 export async function mirrorOntoToolCall(tx: Tx, audit: Message): Promise<void> {
   await tx.toolCall.update({ where: { id: audit.toolCallRowId! }, data: projectToolAudit(audit) });
 }

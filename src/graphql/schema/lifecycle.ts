@@ -130,6 +130,11 @@ const ToolErrorInput = builder.inputType('ToolErrorInput', {
 
 const worker = { role: 'worker' } as const;
 
+// A prismaField promises the plugin that its result was loaded with `query`; the domain
+// commands return the row they wrote without it. So the audit mutations are plain fields (the
+// plugin then loads nested selections such as ToolAudit.declaredBy itself), and finishRun
+// re-reads its run with `query`.
+
 builder.mutationFields((t) => ({
   claimRun: t.field({
     type: RunLeaseRef,
@@ -152,36 +157,39 @@ builder.mutationFields((t) => ({
     type: 'Run',
     authScopes: worker,
     args: { input: t.arg({ type: FinishRunInput, required: true }) },
-    resolve: (_query, _root, { input }, { deps, principal }) => finishRun(deps, requirePrincipal(principal), input),
+    resolve: async (query, _root, { input }, { deps, principal }) => {
+      const run = await finishRun(deps, requirePrincipal(principal), input);
+      return deps.prisma.run.findUniqueOrThrow({ ...query, where: { id: run.id } });
+    },
   }),
-  recordModelStarted: t.prismaField({
+  recordModelStarted: t.field({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelStartedInput, required: true }) },
-    resolve: (_query, _root, { input }, { deps, principal }) => recordModelStarted(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, { deps, principal }) => recordModelStarted(deps, requirePrincipal(principal), input),
   }),
-  recordModelFinished: t.prismaField({
+  recordModelFinished: t.field({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelFinishedInput, required: true }) },
-    resolve: (_query, _root, { input }, { deps, principal }) => recordModelFinished(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, { deps, principal }) => recordModelFinished(deps, requirePrincipal(principal), input),
   }),
-  recordToolStarted: t.prismaField({
+  recordToolStarted: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolStartedInput, required: true }) },
-    resolve: (_query, _root, { input }, { deps, principal }) => recordToolStarted(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, { deps, principal }) => recordToolStarted(deps, requirePrincipal(principal), input),
   }),
-  recordToolFinished: t.prismaField({
+  recordToolFinished: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolFinishedInput, required: true }) },
-    resolve: (_query, _root, { input }, { deps, principal }) => recordToolFinished(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, { deps, principal }) => recordToolFinished(deps, requirePrincipal(principal), input),
   }),
-  recordToolError: t.prismaField({
+  recordToolError: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolErrorInput, required: true }) },
-    resolve: (_query, _root, { input }, { deps, principal }) => recordToolError(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, { deps, principal }) => recordToolError(deps, requirePrincipal(principal), input),
   }),
 }));

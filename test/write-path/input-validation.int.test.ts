@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { WorkerSession, must, runningRun } from '../support/lifecycle.js';
+import { expectRejected, toolAuditOf, type Scene } from './support.js';
+
+const MAX_JSON_BYTES = 1024;
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ MAX_JSON_BYTES: String(MAX_JSON_BYTES) });
+});
+afterAll(() => t.close());
+
+/** A running run with a declared call-1, an open model call m-open and an open tool call call-open. */
+async function busyRun() {
+  const run = await runningRun(t);
+  const { session } = run;
+  await session.declare('m-declare', [
+    { id: 'call-1', name: 'search' },
+    { id: 'call-open', name: 'search' },
+  ]);
+  must(await session.toolStarted('call-open', 'search'));
+  must(await session.modelStarted('m-open'));
+  return { session, scene: { t, owner: run.owner, threadId: run.threadId } as Scene };
+}
+
+/** A JSON object whose UTF-8 serialisation is exactly `bytes` long, built from `unit` characters. */
+function jsonOfBytes(bytes: number, unit = 'x') {
+  const overhead = Buffer.byteLength(JSON.stringify({ data: '' }));
+  const unitBytes = Buffer.byteLength(unit);
+  const value = { data: unit.repeat(Math.floor((bytes - overhead) / unitBytes)) };
+  expect(Buffer.byteLength(JSON.stringify(value))).toBe(bytes);
+  return value;
+}
+
+/** An object nested `depth` levels deep. */
+function nested(depth: number): Record<string, unknown> {
+  let value: Record<string, unknown> = { leaf: true };
+  for (let level = 1; level < depth; level++) value = { a: value };
+  return value;
+}
+
+const CASES: [string, (s: WorkerSession) => Promise<any>][] = [
+  ['a blank toolCallId on start', (s) => s.toolStarted('  ', 'search')],
+  ['a blank toolCallId on finish', (s) => s.toolFinished('', { content: 'x' })],
+  ['a blank toolCallId on error', (s) => s.toolError(' ', { message: 'x' })],
+  ['a blank tool name', (s) => s.toolStarted('call-1', ' ')],
+  ['a blank model operationId on start', (s) => s.modelStarted(' ')],
+  ['a blank model operationId on finish', (s) => s.modelFinished('')],
+  ['a blank declared tool_call_id', (s) => s.modelFinished('m-open', [{ id: ' ', name: 'search' }])],
+  ['a blank declared tool name', (s) => s.modelFinished('m-open', [{ id: 'call-9', name: '' }])],
+  ['a blank lease runId', (s) => new WorkerSession(t, s.token, { ...s.lease, runId: ' ' }).modelStarted('m-new')],
+  ['a blank clockId', (s) => s.toolStarted('call-1', 'search', { clock: { clockId: ' ', nanos: '1' } })],
+  ['a negative clock reading', (s) => s.toolStarted('call-1', 'search', { clock: { clockId: 'c', nanos: '-1' } })],
+  ['a negative tool start sequence', (s) => s.toolStarted('call-1', 'search', { sequence: '-1' })],
+  ['a negative tool finish sequence', (s) => s.toolFinished('call-open', { content: 'x' }, { sequence: '-1' })],
+  ['a negative tool error sequence', (s) => s.toolError('call-open', { message: 'x' }, { sequence: '-1' })],
+  ['a negative model start sequence', (s) => s.modelStarted('m-new', { sequence: '-5' })],
+  ['a negative model finish sequence', (s) => s.modelFinished('m-open', [], { sequence: '-5' })],
+  ['a sequence beyond 64 bits', (s) => s.toolStarted('call-1', 'search', { sequence: '9223372036854775808' })],
+  ['a sequence that is not an integer', (s) => s.toolStarted('call-1', 'search', { sequence: '1.5' })],
+  ['an effective input that is an array', (s) => s.toolStarted('call-1', 'search', { effectiveInput: [1, 2] })],
+  ['an effective input that is a string', (s) => s.toolStarted('call-1', 'search', { effectiveInput: 'q=1' })],
+  ['an effective input that is a number', (s) => s.toolStarted('call-1', 'search', { effectiveInput: 42 })],
+  ['a tool output that is not an envelope', (s) => s.toolFinished('call-open', 'plain text')],
+  ['a model finish status RUNNING', (s) => s.modelFinished('m-open', [], { status: 'RUNNING' })],
+  ['a model finish status CANCELLED', (s) => s.modelFinished('m-open', [], { status: 'CANCELLED' })],
+  ['a model finish status ABANDONED', (s) => s.modelFinished('m-open', [], { status: 'ABANDONED' })],
+  ['an unknown model finish status', (s) => s.modelFinished('m-open', [], { status: 'DONE' })],
+  ['an observedAt without a time zone', (s) => s.modelStarted('m-new', { observedAt: '2026-11-29T21:00:00' })],
+  ['an oversized effective input', (s) => s.toolStarted('call-1', 'search', { effectiveInput: jsonOfBytes(MAX_JSON_BYTES + 1) })],
+  ['an oversized tool output', (s) => s.toolFinished('call-open', { content: 'x'.repeat(MAX_JSON_BYTES) })],
+  ['an oversized tool error', (s) => s.toolError('call-open', jsonOfBytes(MAX_JSON_BYTES + 1))],
+  ['an oversized model input', (s) => s.modelStarted('m-new', { input: jsonOfBytes(MAX_JSON_BYTES + 1) })],
+  ['an oversized model output', (s) => s.modelFinished('m-open', [], { output: jsonOfBytes(MAX_JSON_BYTES + 1) })],
+  ['an oversized model usage', (s) => s.modelFinished('m-open', [], { usage: jsonOfBytes(MAX_JSON_BYTES + 1) })],
+  ['an oversized model error', (s) => s.modelFinished('m-open', [], { status: 'FAILED', error: jsonOfBytes(MAX_JSON_BYTES + 1) })],
+  [
+    'oversized declared tool arguments',
+    (s) => s.modelFinished('m-open', [{ id: 'call-9', name: 'search', args: jsonOfBytes(MAX_JSON_BYTES + 1) }]),
+  ],
+  ['a value over the limit in bytes, not characters', (s) => s.toolStarted('call-1', 'search', { effectiveInput: jsonOfBytes(MAX_JSON_BYTES + 1, 'é') })],
+  ['a NUL character in a JSON string', (s) => s.toolStarted('call-1', 'search', { effectiveInput: { q: 'a\u0000b' } })],
+  ['a NUL character in a JSON key', (s) => s.toolFinished('call-open', { content: 'x', ['k\u0000']: 1 })],
+  ['an unpaired surrogate in a JSON string', (s) => s.toolError('call-open', { message: ['ok', 'bad \ud800'] })],
+  ['a NUL character in a toolCallId', (s) => s.toolStarted('call-\u0000', 'search')],
+  ['a NUL character in a tool name', (s) => s.toolStarted('call-1', 'sea\u0000rch')],
+  ['an unpaired surrogate in a model name', (s) => s.modelStarted('m-new', { model: 'gpt-\udc00' })],
+  ['a NUL character in a clockId', (s) => s.modelStarted('m-new', { clock: { clockId: 'c\u0000', nanos: '1' } })],
+];
+
+describe('malformed lifecycle input', () => {
+  it.each(CASES)('%s is BAD_USER_INPUT and changes nothing', async (_what, write) => {
+    const { session, scene } = await busyRun();
+    await expectRejected(scene, 'BAD_USER_INPUT', () => write(session));
+  });
+});
+
+describe('the JSON size limit (MAX_JSON_BYTES)', () => {
+  it('accepts a value of exactly the limit, stored whole', async () => {
+    const { session } = await busyRun();
+    const largest = jsonOfBytes(MAX_JSON_BYTES);
+    const started = must(await session.toolStarted('call-1', 'search', { effectiveInput: largest }));
+    expect(started.effectiveInput).toEqual(largest);
+    const multibyte = jsonOfBytes(MAX_JSON_BYTES - 1, 'é');
+    expect(must(await session.toolFinished('call-1', multibyte)).output).toEqual(multibyte);
+  });
+
+  it('names the field and the limit in the error', async () => {
+    const { session, scene } = await busyRun();
+    const response = await expectRejected(scene, 'BAD_USER_INPUT', () =>
+      session.toolStarted('call-1', 'search', { effectiveInput: jsonOfBytes(MAX_JSON_BYTES + 1) }),
+    );
+    expect(response.message).toMatch(/effectiveInput/);
+    expect(response.message).toMatch(String(MAX_JSON_BYTES));
+  });
+
+});
+
+describe('with the default limit', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  async function declaredRun() {
+    const { session, owner, threadId } = await runningRun(app);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+    return { session, scene: { t: app, owner, threadId } as Scene };
+  }
+
+  it('accepts 1 MiB and refuses one byte more', async () => {
+    const { session, scene } = await declaredRun();
+    await expectRejected(scene, 'BAD_USER_INPUT', () =>
+      session.toolStarted('call-1', 'search', { effectiveInput: jsonOfBytes(1024 * 1024 + 1) }),
+    );
+    must(await session.toolStarted('call-1', 'search', { effectiveInput: jsonOfBytes(1024 * 1024) }));
+  });
+
+  it('refuses JSON nested deeper than 1000 levels', async () => {
+    const { session, scene } = await declaredRun();
+    const response = await expectRejected(scene, 'BAD_USER_INPUT', () =>
+      session.toolStarted('call-1', 'search', { effectiveInput: nested(1001) }),
+    );
+    expect(response.message).toMatch(/nested deeper than 1000/);
+  });
+
+  it('stores deep values and any valid Unicode exactly as given', async () => {
+    const { session, scene } = await declaredRun();
+    const deep = nested(1000);
+    const text = { q: 'emoji 🧪, accents é, CJK 漢字, controls \t\n\u0001' };
+    must(await session.toolStarted('call-1', 'search', { effectiveInput: deep }));
+    must(await session.toolFinished('call-1', { content: text }));
+    const audit = await toolAuditOf(scene, session.lease.runId, 'call-1');
+    expect(audit.effectiveInput).toEqual(deep);
+    expect(audit.output).toEqual({ content: text });
+    expect(audit.toolCall.output).toEqual(text);
+  });
+});

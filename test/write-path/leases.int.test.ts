@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import {
+  WorkerSession,
+  actors,
+  claim,
+  claimRunMutation,
+  createRun,
+  createThread,
+  must,
+  runningRun,
+} from '../support/lifecycle.js';
+import { RUN_STATE, expectRejected, waitPast, type Scene } from './support.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  // A 1-second lease is allowed; the sweeper stays out of the way so an expired lease is seen as such.
+  t = await startTestApp({ LEASE_MIN_SECONDS: '1', LEASE_MAX_SECONDS: '60', LEASE_SWEEP_INTERVAL_MS: '600000' });
+});
+afterAll(() => t.close());
+
+const runOf = async (scene: Scene, runId: string) => (await t.gql(RUN_STATE, { id: runId }, scene.owner)).data.run;
+
+/** A running run with an open model audit and an open tool audit, so that every write has a target. */
+async function busyRun() {
+  const run = await runningRun(t);
+  const { session } = run;
+  must(await session.modelStarted('m-declare'));
+  must(await session.modelFinished('m-declare', [
+    { id: 'call-open', name: 'search' },
+    { id: 'call-pending', name: 'search' },
+  ]));
+  must(await session.toolStarted('call-open', 'search'));
+  must(await session.modelStarted('m-open'));
+  return { ...run, scene: { t, owner: run.owner, threadId: run.threadId } };
+}
+
+/** Each lifecycle write, aimed at something it could legitimately change. */
+const WRITES: [string, (session: WorkerSession) => Promise<any>][] = [
+  ['recordModelStarted', (s) => s.modelStarted('m-new')],
+  ['recordModelFinished', (s) => s.modelFinished('m-open')],
+  ['recordToolStarted', (s) => s.toolStarted('call-pending', 'search')],
+  ['recordToolFinished', (s) => s.toolFinished('call-open', { content: 'done' })],
+  ['recordToolError', (s) => s.toolError('call-open', { message: 'boom' })],
+  ['renewLease', (s) => s.renew(30)],
+  ['finishRun', (s) => s.finish('COMPLETED')],
+];
+
+describe('claimRun', () => {
+  it('lets exactly one of many concurrent claims win; every other gets INVALID_TRANSITION', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    const tokens = await Promise.all(Array.from({ length: 12 }, (_, i) => t.token(`racer-${i}`, 'worker')));
+
+    const results = await Promise.all(tokens.map((token) => t.gql(claimRunMutation, { input: { runId } }, token)));
+
+    const winners = results.filter((result) => !result.errors);
+    expect(winners).toHaveLength(1);
+    expect(results.filter((result) => errorCode(result) === 'INVALID_TRANSITION')).toHaveLength(tokens.length - 1);
+    const lease = winners[0]!.data.result;
+    expect(lease).toMatchObject({ runId, epoch: 1 });
+    expect(await runOf({ t, owner: who.owner, threadId }, runId)).toMatchObject({
+      status: 'RUNNING',
+      leaseOwner: lease.owner,
+      leaseEpoch: 1,
+      leaseExpiresAt: lease.expiresAt,
+    });
+  });
+
+  it('refuses a run that is not QUEUED and a run that does not exist', async () => {
+    const { session, worker, owner, threadId, runId } = await runningRun(t);
+    expect(errorCode(await t.gql(claimRunMutation, { input: { runId } }, worker))).toBe('INVALID_TRANSITION');
+    must(await session.finish('COMPLETED'));
+    const scene = { t, owner, threadId };
+    await expectRejected(scene, 'INVALID_TRANSITION', () => t.gql(claimRunMutation, { input: { runId } }, worker));
+    const missing = '00000000-0000-4000-8000-000000000000';
+    expect(errorCode(await t.gql(claimRunMutation, { input: { runId: missing } }, worker))).toBe('NOT_FOUND');
+  });
+
+  it('clamps the lease length to LEASE_MIN_SECONDS and LEASE_MAX_SECONDS', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const scene = { t, owner: who.owner, threadId };
+    const leaseLength = async (leaseSeconds: number) => {
+      const runId = await createRun(t, who.owner, threadId);
+      const lease = must(await t.gql(claimRunMutation, { input: { runId, leaseSeconds } }, who.worker));
+      const run = await runOf(scene, runId);
+      // Claimed at startedAt, in the same statement that set the expiry.
+      return new Date(lease.expiresAt).getTime() - new Date(run.startedAt).getTime();
+    };
+    expect(await leaseLength(0)).toBe(1000);
+    expect(await leaseLength(-5)).toBe(1000);
+    expect(await leaseLength(5)).toBe(5000);
+    expect(await leaseLength(100_000)).toBe(60_000);
+  });
+});
+
+describe('the lease fence on every lifecycle write', () => {
+  it.each(WRITES)('%s with a stale or future epoch is LEASE_LOST and changes nothing', async (_name, write) => {
+    const { session, scene } = await busyRun();
+    for (const epoch of [0, 2]) {
+      const stale = new WorkerSession(t, session.token, { ...session.lease, epoch });
+      await expectRejected(scene, 'LEASE_LOST', () => write(stale));
+    }
+    // The same write with the current lease goes through: the epoch alone was the reason.
+    must(await write(session));
+  });
+
+  it.each(WRITES)("%s with another worker's token is LEASE_LOST and changes nothing", async (_name, write) => {
+    const { session, scene } = await busyRun();
+    const intruder = new WorkerSession(t, await t.token('intruder', 'worker'), session.lease);
+    await expectRejected(scene, 'LEASE_LOST', () => write(intruder));
+    must(await write(session));
+  });
+
+  it.each(WRITES)('%s after the run ended is LEASE_LOST', async (_name, write) => {
+    const { session, scene } = await busyRun();
+    must(await session.finish('FAILED'));
+    await expectRejected(scene, 'LEASE_LOST', () => write(session));
+  });
+
+  it('names a run that does not exist: NOT_FOUND', async () => {
+    const { session } = await runningRun(t);
+    const ghost = new WorkerSession(t, session.token, { runId: '00000000-0000-4000-8000-000000000000', epoch: 1 });
+    expect(errorCode(await ghost.modelStarted('m1'))).toBe('NOT_FOUND');
+  });
+});
+
+describe('an expired lease', () => {
+  it('rejects every write, renewal included, with LEASE_EXPIRED and changes nothing', async () => {
+    const { session, scene, runId } = await busyRun();
+    const shortened = must(await session.renew(1));
+    await waitPast(shortened.expiresAt);
+
+    for (const [, write] of WRITES) await expectRejected(scene, 'LEASE_EXPIRED', () => write(session));
+    // Nothing but the sweeper ends the run: it is still RUNNING under the expired lease.
+    expect(await runOf(scene, runId)).toMatchObject({ status: 'RUNNING', leaseEpoch: 1, leaseExpiresAt: shortened.expiresAt });
+  });
+
+  it('is still reported as LEASE_LOST to a worker that never held it', async () => {
+    const { session, scene } = await busyRun();
+    const shortened = must(await session.renew(1));
+    await waitPast(shortened.expiresAt);
+    const intruder = new WorkerSession(t, await t.token('intruder', 'worker'), session.lease);
+    await expectRejected(scene, 'LEASE_LOST', () => intruder.modelStarted('m-new'));
+  });
+});
+
+describe('renewLease', () => {
+  it('keeps the epoch and lets writes go on past the original expiry', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    const session = await claim(t, who.worker, runId, 1);
+    const original = (await runOf({ t, owner: who.owner, threadId }, runId)).leaseExpiresAt;
+
+    const renewed = must(await session.renew(30));
+    expect(renewed).toMatchObject({ runId, epoch: 1 });
+    expect(new Date(renewed.expiresAt).getTime()).toBeGreaterThan(new Date(original).getTime());
+    await waitPast(original);
+
+    const audit = must(await session.modelStarted('m-after-renew'));
+    expect(audit.status).toBe('RUNNING');
+    expect(await runOf({ t, owner: who.owner, threadId }, runId)).toMatchObject({
+      status: 'RUNNING',
+      leaseExpiresAt: renewed.expiresAt,
+    });
+  });
+});
+
+describe('who may call the lifecycle mutations', () => {
+  it.each(WRITES)('%s is FORBIDDEN to every role but worker and UNAUTHENTICATED without a token', async (_name, write) => {
+    const { session, scene } = await busyRun();
+    for (const role of ['user', 'admin', 'superadmin'] as const) {
+      const other = new WorkerSession(t, await t.token(`not-a-worker-${role}`, role), session.lease);
+      await expectRejected(scene, 'FORBIDDEN', () => write(other));
+    }
+    // The thread's own owner is no worker either.
+    await expectRejected(scene, 'FORBIDDEN', () => write(new WorkerSession(t, scene.owner, session.lease)));
+    await expectRejected(scene, 'UNAUTHENTICATED', () => write(new WorkerSession(t, '', session.lease)));
+  });
+
+  it('claimRun is FORBIDDEN to every role but worker and UNAUTHENTICATED without a token', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    const scene = { t, owner: who.owner, threadId };
+    for (const role of ['user', 'admin', 'superadmin'] as const) {
+      const token = await t.token(`not-a-worker-${role}`, role);
+      await expectRejected(scene, 'FORBIDDEN', () => t.gql(claimRunMutation, { input: { runId } }, token));
+    }
+    await expectRejected(scene, 'UNAUTHENTICATED', () => t.gql(claimRunMutation, { input: { runId } }, null));
+    expect((await runOf(scene, runId)).status).toBe('QUEUED');
+  });
+});
