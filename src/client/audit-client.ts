@@ -1,4 +1,5 @@
 import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
+import { isAuditApiError } from './errors.js';
 import { OPERATIONS } from './operations.js';
 import { DEFAULT_RETRY_POLICY, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
 import type {
@@ -56,9 +57,24 @@ export class AuditClient {
 
   // ---- Worker: the run lifecycle ----
 
-  /** QUEUED -> RUNNING with this worker as owner. Never retried: the first attempt may have committed. */
+  /**
+   * QUEUED -> RUNNING with this worker as owner. Retried after transport failures: a second
+   * claim never takes the run twice. When a retry answers INVALID_TRANSITION, an earlier attempt
+   * may have won unseen; a run is claimed once, from epoch 0, so renewing epoch 1 succeeds
+   * exactly when that claim was this worker's (give every worker process its own `sub`).
+   */
   async claimRun(runId: string, leaseSeconds?: number): Promise<RunLease> {
-    return this.transport.execute(OPERATIONS.claimRun, { input: { runId, leaseSeconds } });
+    try {
+      return await this.transport.execute<RunLease>(OPERATIONS.claimRun, { input: { runId, leaseSeconds } });
+    } catch (error) {
+      if (!isAuditApiError(error, 'INVALID_TRANSITION') || error.attempts === 1) throw error;
+      try {
+        return await this.renewLease({ runId, epoch: 1 }, leaseSeconds);
+      } catch (renewError) {
+        // LEASE_LOST: the claim that won was another worker's.
+        throw isAuditApiError(renewError, 'LEASE_LOST') ? error : renewError;
+      }
+    }
   }
 
   /** Extends an unexpired lease; returns it with its new expiry. */

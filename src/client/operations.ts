@@ -41,8 +41,9 @@ const MESSAGE_FIELDS = /* GraphQL */ `
 
 /**
  * `replayable`: sending the identical request twice has the effect of sending it once (the
- * server treats an identical lifecycle replay as a no-op, reads change nothing), so the client
- * may retry it after a transport failure. claimRun is not: the first attempt may have won.
+ * server treats an identical lifecycle replay as a no-op, a second claim of a run is refused,
+ * reads change nothing), so the client may retry it after a transport failure. Creations are
+ * not: a replay would create a second thread, run or message.
  */
 export interface Operation {
   name: string;
@@ -72,7 +73,7 @@ export const OPERATIONS = {
   cancelRun: operation('CancelRun', 'cancelRun', false, /* GraphQL */ `
     mutation CancelRun($runId: ID!) { cancelRun(runId: $runId) { ...RunFields } }`,
     [RUN_FIELDS]),
-  claimRun: operation('ClaimRun', 'claimRun', false, /* GraphQL */ `
+  claimRun: operation('ClaimRun', 'claimRun', true, /* GraphQL */ `
     mutation ClaimRun($input: ClaimRunInput!) { claimRun(input: $input) { ...RunLeaseFields } }`,
     [RUN_LEASE_FIELDS]),
   renewLease: operation('RenewLease', 'renewLease', true, /* GraphQL */ `

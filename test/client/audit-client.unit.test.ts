@@ -127,12 +127,30 @@ describe('AuditClient retries', () => {
     expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: false, httpStatus: 500 });
   });
 
-  it('surfaces a transport failure of claimRun at once: a replayed claim could have won already', async () => {
-    const fetchImpl = fakeFetch(networkError, graphqlData('claimRun', lease));
+  it('replays a claim after a transport failure; a claim that won unseen is recovered by renewing epoch 1', async () => {
+    const fetchImpl = fakeFetch(networkError, graphqlError('INVALID_TRANSITION'), graphqlData('renewLease', lease));
+    const claimed = await clientWith(fetchImpl).claimRun('run-1', 10);
+
+    expect(claimed).toEqual(lease);
+    const sent = fetchImpl.requests.map((request) => JSON.parse(request.body) as { operationName: string; variables: unknown });
+    expect(sent.map((request) => request.operationName)).toEqual(['ClaimRun', 'ClaimRun', 'RenewLease']);
+    expect(sent[2]!.variables).toEqual({ lease: { runId: 'run-1', epoch: 1 }, leaseSeconds: 10 });
+  });
+
+  it('reports the INVALID_TRANSITION of a replayed claim when the claim that won was not this worker\'s', async () => {
+    const fetchImpl = fakeFetch(networkError, graphqlError('INVALID_TRANSITION'), graphqlError('LEASE_LOST'));
     const error = await rejectionOf(clientWith(fetchImpl).claimRun('run-1', 10));
 
+    expect(error).toMatchObject({ code: 'INVALID_TRANSITION', operationName: 'ClaimRun', attempts: 2 });
+    expect(fetchImpl.requests).toHaveLength(3);
+  });
+
+  it('takes a first-attempt INVALID_TRANSITION of a claim as final', async () => {
+    const fetchImpl = fakeFetch(graphqlError('INVALID_TRANSITION'), graphqlData('renewLease', lease));
+    const error = await rejectionOf(clientWith(fetchImpl).claimRun('run-1'));
+
+    expect(error).toMatchObject({ code: 'INVALID_TRANSITION', attempts: 1 });
     expect(fetchImpl.requests).toHaveLength(1);
-    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: true, attempts: 1 });
   });
 
   it('does not retry owner-side creations', async () => {

@@ -6,6 +6,7 @@ import {
   AuditApiError,
   AuditClient,
   LeaseKeeper,
+  type AuditClientOptions,
   SequenceCounter,
   type DeclaredToolCallInput,
   type JsonObject,
@@ -16,6 +17,7 @@ import {
 } from '../../src/client/index.js';
 import { backendName } from '../support/database.js';
 import { LiveConnection, firstDelivered } from './support/live.js';
+import { losingFirstResponses } from './support/lossy-fetch.js';
 import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
 import { withTimeout } from './support/wait.js';
 
@@ -56,10 +58,10 @@ interface Claimed {
 }
 
 /** A fresh owner, worker and thread, with a dashboard subscribed to the thread's live streams. */
-async function openThread(title: string) {
+async function openThread(title: string, workerOptions: Partial<AuditClientOptions> = {}) {
   const who = await e2eActors();
   const owner = new AuditClient({ url: server.url, token: who.owner });
-  const worker = new AuditClient({ url: server.url, token: who.worker });
+  const worker = new AuditClient({ url: server.url, token: who.worker, ...workerOptions });
   const { id: threadId } = await owner.createThread({ title });
 
   const live = await LiveConnection.open(server.wsUrl, who.owner);
@@ -443,5 +445,63 @@ describe(`run scenarios against the server process (${backendName})`, () => {
     const auditEvents = await audits.waitFor(9);
     expect(lastEventOf(auditEvents, completed!.id)).toMatchObject({ status: 'COMPLETED', output: envelope });
     expect(lastEventOf(auditEvents, interrupted!.id)).toMatchObject({ status: 'INTERRUPTED' });
+  });
+
+  it('lost responses: every lifecycle call is replayed after it committed, and the timeline is as if sent once', async () => {
+    const network = losingFirstResponses();
+    const { owner, worker, threadId, audits, startRun } = await openThread('lost responses', {
+      fetch: network,
+      retry: { baseDelayMs: 1, maxDelayMs: 5 },
+    });
+    // The claim's answer is lost too: the replayed claim is refused, and renewing epoch 1 recovers the lease.
+    const run = await startRun();
+    expect(run.lease).toMatchObject({ runId: run.runId, epoch: 1 });
+
+    const search = { id: 'call-search', name: 'search', args: { q: 'audit' } };
+    const fetchPage = { id: 'call-fetch', name: 'fetch_page', args: { url: 'https://example.com' } };
+    const declaring = await modelCall(worker, run, 'model-1', [search, fetchPage]);
+    expect(declaring.finished.toolCalls.map((call) => call.status)).toEqual(['PENDING', 'PENDING']);
+
+    const started = await worker.recordToolStarted({ lease: run.lease, toolCallId: search.id, name: search.name, effectiveInput: search.args, sequence: run.sequence.next() });
+    const result = toolMessage(search, '3 results');
+    const finished = await worker.recordToolFinished({ lease: run.lease, toolCallId: search.id, output: result, sequence: run.sequence.next() });
+    expect(finished).toMatchObject({ id: started.id, status: 'COMPLETED', startedAt: started.startedAt });
+    await worker.recordToolStarted({ lease: run.lease, toolCallId: fetchPage.id, name: fetchPage.name, effectiveInput: fetchPage.args, sequence: run.sequence.next() });
+    const timeout = { type: 'TimeoutError', message: 'no answer in 10 s' };
+    const errored = await worker.recordToolError({ lease: run.lease, toolCallId: fetchPage.id, error: timeout, sequence: run.sequence.next() });
+    expect(errored).toMatchObject({ status: 'RUNNING', awaitingRunTerminal: true, error: timeout });
+    await worker.renewLease(run.lease, 60);
+
+    // An ended run refuses every lifecycle write, the replayed finish included: LEASE_LOST after
+    // more than one attempt is the one ambiguous answer, and the owner's read settles it.
+    const finishing = await rejectionOf(worker.finishRun({ lease: run.lease, status: 'FAILED', error: { message: 'fetch_page timed out' } }));
+    expect(finishing).toMatchObject({ code: 'LEASE_LOST', attempts: 2 });
+    expect(await owner.run(run.runId)).toMatchObject({ status: 'FAILED', error: { message: 'fetch_page timed out' } });
+
+    expect(network.lost).toEqual([
+      'ClaimRun',
+      'RenewLease',
+      'RecordModelStarted',
+      'RecordModelFinished',
+      'RecordToolStarted',
+      'RecordToolFinished',
+      'RecordToolStarted',
+      'RecordToolError',
+      'RenewLease',
+      'FinishRun',
+    ]);
+
+    const { items } = await owner.threadAudits(threadId);
+    expect(items.map((item) => [item.operationId, item.sequence, item.finishedSequence, item.status])).toEqual([
+      ['model-1', '1', '2', 'COMPLETED'],
+      ['call-search', '3', '4', 'COMPLETED'],
+      ['call-fetch', '5', '6', 'FAILED'],
+    ]);
+    expect(toolAudits(items)[0]).toMatchObject({ output: result, toolCall: { status: 'COMPLETED', output: '3 results' } });
+    expect(toolAudits(items)[1]).toMatchObject({ error: timeout, toolCall: { status: 'FAILED' } });
+
+    // A replay changes nothing, so it publishes nothing: one event per change, the convergence last.
+    const events = await audits.waitUntil((all) => all.some((event) => event.operationId === 'call-fetch' && event.status === 'FAILED'));
+    expect(events.map((event) => event.operationId)).toEqual(['model-1', 'model-1', 'call-search', 'call-search', 'call-fetch', 'call-fetch', 'call-fetch']);
   });
 });

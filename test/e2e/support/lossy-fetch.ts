@@ -1,0 +1,20 @@
+import type { FetchLike } from '../../../src/client/index.js';
+
+/**
+ * A network that loses the first response to every distinct request: the server receives it
+ * and commits, the caller sees a transport failure. Retries of the identical body get through.
+ */
+export function losingFirstResponses(): FetchLike & { lost: string[] } {
+  const seen = new Set<string>();
+  const lost: string[] = [];
+  const fetchImpl: FetchLike = async (url, init) => {
+    const response = await fetch(url, init);
+    const body = String(init.body);
+    if (seen.has(body)) return response;
+    seen.add(body);
+    await response.arrayBuffer();
+    lost.push((JSON.parse(body) as { operationName: string }).operationName);
+    throw new TypeError('fetch failed: the connection was reset after the request was sent');
+  };
+  return Object.assign(fetchImpl, { lost });
+}
