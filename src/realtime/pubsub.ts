@@ -1,35 +1,147 @@
-import { createPubSub } from 'graphql-yoga';
+import { setMaxListeners } from 'node:events';
 import type { Config } from '../config.js';
 import type { DomainEvent } from '../domain/events.js';
+import { connectRedisBus } from './redis-bus.js';
+import { StreamInterrupted, SubscriptionQueue } from './subscription-queue.js';
+
+export { StreamInterrupted } from './subscription-queue.js';
 
 type AuditEvent = Extract<DomainEvent, { kind: 'audit' }>;
 type RunEvent = Extract<DomainEvent, { kind: 'run' }>;
 
 /** Topics are scoped by thread id; payloads are ids only (they travel as JSON through Redis). */
 export interface Topics {
-  [key: string]: [string, unknown];
-  audit: [threadId: string, event: AuditEvent];
-  run: [threadId: string, event: RunEvent];
+  audit: AuditEvent;
+  run: RunEvent;
+}
+export type Topic = keyof Topics;
+
+/** What a subscriber receives: events, and possibly one StreamInterrupted as the last value. */
+export type Delivery<K extends Topic> = Topics[K] | StreamInterrupted;
+
+/** How far a subscriber may fall behind before it is interrupted (docs/subscriptions.md). */
+export const DEFAULT_MAX_PENDING_EVENTS = 256;
+
+export interface PubSub {
+  /** Never throws and never waits for subscribers or for Redis. */
+  publish<K extends Topic>(topic: K, threadId: string, event: Topics[K]): void;
+  /**
+   * The thread's events from now on, in publish order. Resolves once they are flowing (with
+   * Redis: once the channel is subscribed), so nothing committed after that is missed.
+   */
+  subscribe<K extends Topic>(topic: K, threadId: string): Promise<AsyncIterableIterator<Delivery<K>>>;
+  /** Subscriptions whose events are flowing, for readiness probes. */
+  subscriberCount(topic: Topic, threadId: string): number;
 }
 
-export type PubSub = ReturnType<typeof createPubSub<Topics>>;
-
-export function createInProcessPubSub(): PubSub {
-  return createPubSub<Topics>();
+/** Where events travel: within this process, or through Redis to every instance. */
+export interface EventBus {
+  target: EventTarget;
+  /** Resolves once `channel`'s events reach `target`; rejects when they cannot. */
+  listening(channel: string): Promise<unknown>;
+  /** False while the bus cannot deliver (Redis unreachable). */
+  available(): boolean;
+  /** Calls `listener` whenever events may have been lost (the Redis connection dropped). */
+  onEventsLost(listener: () => void): void;
+  close(): Promise<void>;
 }
 
-/** The domain's event sink: routes committed events to their thread topics. */
+const channelOf = (topic: Topic, threadId: string) => `${topic}:${threadId}`;
+
+const unavailable = () =>
+  new StreamInterrupted(
+    'PUBSUB_UNAVAILABLE',
+    'The event bus is unavailable, so events may have been missed. Re-read the current state and subscribe again.',
+  );
+
+export function createPubSub(bus: EventBus, maxPendingEvents = DEFAULT_MAX_PENDING_EVENTS) {
+  const open = new Map<{ interrupt(interruption: StreamInterrupted): void }, { channel: string; flowing: boolean }>();
+
+  const pubsub: PubSub & { interruptAll(): void } = {
+    publish(topic, threadId, event) {
+      bus.target.dispatchEvent(new CustomEvent(channelOf(topic, threadId), { detail: event }));
+    },
+
+    async subscribe<K extends Topic>(topic: K, threadId: string) {
+      const channel = channelOf(topic, threadId);
+      const listener = (event: Event) => queue.push((event as CustomEvent<Topics[K]>).detail);
+      const queue: SubscriptionQueue<Topics[K]> = new SubscriptionQueue(maxPendingEvents, () => {
+        bus.target.removeEventListener(channel, listener);
+        open.delete(queue);
+      });
+      if (!bus.available()) {
+        queue.interrupt(unavailable());
+        return queue;
+      }
+      const entry = { channel, flowing: false };
+      open.set(queue, entry);
+      bus.target.addEventListener(channel, listener);
+      try {
+        await bus.listening(channel);
+        entry.flowing = true;
+      } catch {
+        queue.interrupt(unavailable());
+      }
+      return queue;
+    },
+
+    subscriberCount(topic, threadId) {
+      const channel = channelOf(topic, threadId);
+      return [...open.values()].filter((entry) => entry.channel === channel && entry.flowing).length;
+    },
+
+    /** Every open stream tells its subscriber that it may have missed events. */
+    interruptAll() {
+      for (const queue of [...open.keys()]) queue.interrupt(unavailable());
+    },
+  };
+  bus.onEventsLost(() => pubsub.interruptAll());
+  return pubsub;
+}
+
+function inProcessBus(): EventBus {
+  const target = new EventTarget();
+  // Every subscriber of a thread listens on its topic; there is no leak to warn about.
+  setMaxListeners(0, target);
+  return {
+    target,
+    listening: () => Promise.resolve(),
+    available: () => true,
+    onEventsLost: () => {},
+    close: () => Promise.resolve(),
+  };
+}
+
+/**
+ * The domain's event sink: routes committed events to their thread topics. It runs after the
+ * commit, so it must not throw: a failure here would report a committed write as failed.
+ */
 export function publisherFor(pubsub: PubSub): (events: DomainEvent[]) => void {
   return (events) => {
     for (const event of events) {
-      if (event.kind === 'audit') pubsub.publish('audit', event.threadId, event);
-      else pubsub.publish('run', event.threadId, event);
+      try {
+        if (event.kind === 'audit') pubsub.publish('audit', event.threadId, event);
+        else pubsub.publish('run', event.threadId, event);
+      } catch (error) {
+        console.error('[realtime] could not publish a committed event:', error);
+      }
     }
   };
 }
 
-/** In-process pub/sub for one instance; Redis when REDIS_URL is set (see issue #5). */
-export async function createPubSubFor(_config: Config) {
-  const pubsub = createInProcessPubSub();
-  return { pubsub, publishEvents: publisherFor(pubsub), close: async () => {} };
+/**
+ * In-process pub/sub for one instance; with REDIS_URL, Redis fan-out to every instance (the
+ * start fails if Redis cannot be reached then; a later outage only interrupts subscriptions).
+ */
+export async function createPubSubFor(config: Config, options: { maxPendingEvents?: number } = {}) {
+  const bus = config.redisUrl ? await connectRedisBus(config.redisUrl) : inProcessBus();
+  const pubsub = createPubSub(bus, options.maxPendingEvents);
+  return {
+    pubsub: pubsub as PubSub,
+    publishEvents: publisherFor(pubsub),
+    async close() {
+      pubsub.interruptAll();
+      await bus.close();
+    },
+  };
 }

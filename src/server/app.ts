@@ -8,6 +8,7 @@ import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import type { DomainDeps } from '../domain/command.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
+import { boundedWebSocket, maxUnsentBytes } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { createGraphQLServer } from './yoga.js';
 
@@ -70,7 +71,12 @@ export async function buildApp(config: Config, options: { database?: Database } 
   };
 
   const server: Server = createServer((req, res) => void handle(req, res));
-  const wsServer = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limit });
+  const wsServer = new WebSocketServer({
+    server,
+    path: yoga.graphqlEndpoint,
+    maxPayload: limit,
+    WebSocket: boundedWebSocket(maxUnsentBytes(config)),
+  });
   // graphql-ws goes through yoga's envelop, so auth, masking and limits apply to it too.
   const wsDisposable = useServer(
     {
@@ -110,6 +116,8 @@ export async function buildApp(config: Config, options: { database?: Database } 
     db,
     deps,
     yoga,
+    /** Live subscriptions per thread topic, for readiness probes. */
+    pubsub: pubsub.pubsub,
     server,
     jwtSecret: secret,
     jwtSecretGenerated: generated,

@@ -1,17 +1,35 @@
-import { filter, pipe } from 'graphql-yoga';
+import { initContextCache } from '@pothos/core';
+import { queryFromInfo } from '@pothos/plugin-prisma';
+import { createGraphQLError, filter, pipe } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
+import { StreamInterrupted } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { createLoaders } from '../loaders.js';
 import { AuditRef, ToolAuditRef } from './audit.js';
 
 /**
- * Payloads carry ids only; every delivery re-reads the committed row, with fresh per-event
- * caches so the second event of a stream is never served stale data.
+ * A stream that could not deliver every event (its subscriber fell behind, or Redis went away)
+ * ends with this error; docs/subscriptions.md tells clients to re-read and subscribe again.
  */
-function freshRead(context: GraphQLContext) {
+function payloadOf<E>(delivery: E | StreamInterrupted): E {
+  if (delivery instanceof StreamInterrupted) {
+    throw createGraphQLError(delivery.message, {
+      extensions: { code: 'SUBSCRIPTION_INTERRUPTED', reason: delivery.reason },
+    });
+  }
+  return delivery;
+}
+
+/**
+ * Payloads carry ids only; every delivery re-reads the committed row. The context lives as long
+ * as the stream, so its caches (our loaders, Pothos' per-context caches) are replaced per event:
+ * the second event is never served what the first one read.
+ */
+function freshContext(context: GraphQLContext): GraphQLContext {
   context.loaders = createLoaders(context.deps.prisma);
-  return context.deps.prisma;
+  Object.assign(context, initContextCache());
+  return context;
 }
 
 builder.subscriptionFields((t) => ({
@@ -23,11 +41,17 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, { threadId, runId }, { deps, principal, pubsub }) => {
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       return pipe(
-        pubsub.subscribe('audit', thread.id),
-        filter((event) => event.role === 'TOOL' && (!runId || event.runId === runId)),
+        await pubsub.subscribe('audit', thread.id),
+        filter(
+          (event) => event instanceof StreamInterrupted || (event.role === 'TOOL' && (!runId || event.runId === runId)),
+        ),
       );
     },
-    resolve: (event, _args, context) => freshRead(context).message.findUniqueOrThrow({ where: { id: event.auditId } }),
+    resolve: (delivery, _args, context, info) => {
+      const { auditId } = payloadOf(delivery);
+      freshContext(context);
+      return context.deps.prisma.message.findUniqueOrThrow({ ...queryFromInfo({ context, info }), where: { id: auditId } });
+    },
   }),
   auditChanged: t.field({
     type: AuditRef,
@@ -38,7 +62,11 @@ builder.subscriptionFields((t) => ({
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('audit', thread.id);
     },
-    resolve: (event, _args, context) => freshRead(context).message.findUniqueOrThrow({ where: { id: event.auditId } }),
+    resolve: (delivery, _args, context, info) => {
+      const { auditId } = payloadOf(delivery);
+      freshContext(context);
+      return context.deps.prisma.message.findUniqueOrThrow({ ...queryFromInfo({ context, info }), where: { id: auditId } });
+    },
   }),
   runChanged: t.prismaField({
     type: 'Run',
@@ -49,7 +77,11 @@ builder.subscriptionFields((t) => ({
       const thread = await loadReadableThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('run', thread.id);
     },
-    resolve: (query, event, _args, context) =>
-      freshRead(context).run.findUniqueOrThrow({ ...query, where: { id: event.runId } }),
+    // The query is computed again after the caches are replaced: it registers what it loads in them.
+    resolve: (_query, delivery, _args, context, info) => {
+      const { runId } = payloadOf(delivery);
+      freshContext(context);
+      return context.deps.prisma.run.findUniqueOrThrow({ ...queryFromInfo({ context, info }), where: { id: runId } });
+    },
   }),
 }));
