@@ -75,6 +75,8 @@ describe('what may be cancelled', () => {
 
 describe(`races on ${backendName}`, () => {
   const ITERATIONS = 20;
+  // A generous ceiling for many sequential runs on a shared, busy machine; nothing is timed.
+  const RACE_TIMEOUT = 120_000;
 
   it(`cancel vs finishRun(COMPLETED): exactly one wins, and only its outcome is stored (${ITERATIONS} runs)`, async () => {
     const winners = { cancel: 0, finish: 0 };
@@ -123,7 +125,7 @@ describe(`races on ${backendName}`, () => {
     }
     expect(winners.cancel + winners.finish).toBe(ITERATIONS);
     console.info(`[cancel vs finishRun on ${backendName}] winners:`, winners);
-  });
+  }, RACE_TIMEOUT);
 
   it(`cancel vs claimRun on a QUEUED run: the run ends CANCELLED either way, and a winning claim's lease is dead (${ITERATIONS} runs)`, async () => {
     const { owner, worker, threadId } = await runningRun(t);
@@ -140,7 +142,7 @@ describe(`races on ${backendName}`, () => {
         expect(errorCode(await new WorkerSession(t, worker, { runId, epoch: lease.epoch }).modelStarted('m1'))).toBe('LEASE_LOST');
       }
     }
-  });
+  }, RACE_TIMEOUT);
 
   it(`cancel vs a tool's terminal: the audit shows the finish only if it committed first (${ITERATIONS} runs)`, async () => {
     for (let i = 0; i < ITERATIONS; i++) {
@@ -161,5 +163,5 @@ describe(`races on ${backendName}`, () => {
         expect(audit).toMatchObject({ status: 'COMPLETED', output: { content: 'done' }, toolCall: { status: 'COMPLETED' } });
       }
     }
-  });
+  }, RACE_TIMEOUT);
 });

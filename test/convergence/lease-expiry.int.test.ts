@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sweepExpiredLeases } from '../../src/domain/convergence.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
@@ -14,11 +14,18 @@ import { auditsOf, eventually, readRun, subscribe, waitForLeaseExpiry, type Subs
 const NEVER = '3600000';
 const LEASE_ENV = { LEASE_MIN_SECONDS: '1' };
 
-let cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-});
+type Cleanups = (() => Promise<unknown>)[];
+/** What a test set up, undone after it; what a suite's beforeAll set up, after the file. */
+const testCleanups: Cleanups = [];
+const fileCleanups: Cleanups = [];
+const undo = async (cleanups: Cleanups) => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+};
+afterEach(() => undo(testCleanups));
+afterAll(() => undo(fileCleanups));
+
+// Generous ceilings for tests that set up many runs on a shared, busy machine; nothing is timed.
+const HEAVY = 120_000;
 
 /**
  * Server instances sharing one database: two apps on a scratch PostgreSQL database, or on PGlite
@@ -27,15 +34,15 @@ afterEach(async () => {
 async function instances(env: Record<string, string>): Promise<TestApp[]> {
   if (!onPostgres) {
     const t = await startTestApp(env);
-    cleanups.push(() => t.close());
+    fileCleanups.push(() => t.close());
     return [t, t];
   }
   const scratch = await createScratchDatabase();
-  cleanups.push(() => scratch.drop());
+  fileCleanups.push(() => scratch.drop());
   const apps: TestApp[] = [];
   for (let i = 0; i < 2; i++) {
     const t = await startTestApp(env, { databaseUrl: scratch.url });
-    cleanups.push(() => t.close());
+    fileCleanups.push(() => t.close());
     apps.push(t);
   }
   return apps;
@@ -69,7 +76,7 @@ async function watch(apps: TestApp[], owner: string, worker: string, threadId: s
   for (const t of new Set(apps)) {
     const runs = await subscribe(t, RUN_CHANGED, { threadId }, owner);
     const audits = await subscribe(t, AUDIT_CHANGED, { threadId }, owner);
-    cleanups.push(() => runs.close(), () => audits.close());
+    testCleanups.push(() => runs.close(), () => audits.close());
     const markerId = await createRun(t, owner, threadId);
     const marker = await claim(t, worker, markerId, 600);
     must(await marker.modelStarted('marker'));
@@ -135,44 +142,53 @@ async function expectConvergedOnce(t: TestApp, ctx: Awaited<ReturnType<typeof ru
   expect(auditEvents.filter((event) => ours.has(event.runId))).toHaveLength(ctx.runs.length * 3);
 }
 
-describe(`lease expiry on ${backendName}`, () => {
-  it('an unexpired lease is never swept', async () => {
-    const [t] = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
-    const ctx = await runsWithOpenWork(t!, 1);
-    expect(await sweepExpiredLeases(t!.app.deps)).toBe(0);
-    expect(await readRun(t!, ctx.owner, ctx.runs[0]!.runId)).toMatchObject({ status: 'RUNNING' });
-    must(await ctx.runs[0]!.session.modelFinished('m-open'));
+describe(`sweeps on ${backendName}, with the instances' own interval sweepers idle`, () => {
+  let apps: TestApp[];
+  let t: TestApp;
+  beforeAll(async () => {
+    apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
+    t = apps[0]!;
   });
 
-  it('a run that cannot be converged does not keep the others open', async () => {
-    const [t] = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
-    const ctx = await runsWithOpenWork(t!, 2);
+  it('an unexpired lease is never swept', async () => {
+    const ctx = await runsWithOpenWork(t, 1);
+    const { runId, session } = ctx.runs[0]!;
+    expect(await sweepExpiredLeases(t.app.deps)).toBe(0);
+    expect(await readRun(t, ctx.owner, runId)).toMatchObject({ status: 'RUNNING' });
+    must(await session.modelFinished('m-open'));
+    must(await session.finish('COMPLETED'));
+  });
+
+  it('a run that cannot be converged does not keep the others open; the next sweep retries it', async () => {
+    const ctx = await runsWithOpenWork(t, 2);
     const [poisoned, healthy] = ctx.runs as [(typeof ctx.runs)[0], (typeof ctx.runs)[0]];
     // A tool audit that lost its ToolCall (the foreign key is ON DELETE SET NULL) cannot be mirrored.
-    await t!.app.db.driver.query(`UPDATE message SET tool_call_row_id = NULL WHERE run_id = $1::uuid AND operation_id = 't-open'`, [
-      poisoned.runId,
-    ]);
+    const where = `WHERE run_id = $1::uuid AND role = 'TOOL' AND operation_id = 't-open'`;
+    const [row] = await t.app.db.driver.query<{ id: string }>(`SELECT tool_call_row_id AS id FROM message ${where}`, [poisoned.runId]);
+    await t.app.db.driver.query(`UPDATE message SET tool_call_row_id = NULL ${where}`, [poisoned.runId]);
     // The poisoned run expires first, so it is first in the sweep's order.
     must(await poisoned.session.renew(1));
     must(await healthy.session.renew(1));
     await waitForLeaseExpiry(healthy.session);
 
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
-    cleanups.push(async () => logged.mockRestore());
-    expect(await sweepExpiredLeases(t!.app.deps)).toBe(1);
+    testCleanups.push(async () => logged.mockRestore());
+    expect(await sweepExpiredLeases(t.app.deps)).toBe(1);
     expect(logged).toHaveBeenCalledWith(expect.stringContaining(poisoned.runId), expect.anything());
-    expect(await readRun(t!, ctx.owner, healthy.runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
-    expect(await readRun(t!, ctx.owner, poisoned.runId)).toMatchObject({ status: 'RUNNING' });
+    expect(await readRun(t, ctx.owner, healthy.runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
+    expect(await readRun(t, ctx.owner, poisoned.runId)).toMatchObject({ status: 'RUNNING' });
     expect(errorCode(await poisoned.session.modelFinished('m-open'))).toBe('LEASE_EXPIRED');
-  });
+
+    await t.app.db.driver.query(`UPDATE message SET tool_call_row_id = $2::uuid ${where}`, [poisoned.runId, row!.id]);
+    expect(await sweepExpiredLeases(t.app.deps)).toBe(1);
+    expect(await readRun(t, ctx.owner, poisoned.runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
+  }, HEAVY);
 
   it('sweeps racing on every instance converge each expired run exactly once', async () => {
-    const apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
-    const t = apps[0]!;
     const ctx = await runsWithOpenWork(t, 6);
     const watcher = await watch(apps, ctx.owner, ctx.worker, ctx.threadId);
     for (const { session } of ctx.runs) must(await session.renew(1));
-    // Expired but not yet swept: the worker is told so, and nothing changes.
+    // Expired but not yet swept: the worker is told so.
     for (const { session } of ctx.runs) await waitForLeaseExpiry(session);
 
     const sweeps = await Promise.all([...apps, ...apps].map((app) => sweepExpiredLeases(app.app.deps)));
@@ -180,10 +196,16 @@ describe(`lease expiry on ${backendName}`, () => {
 
     await watcher.fence();
     await expectConvergedOnce(t, ctx, watcher);
+  }, HEAVY);
+});
+
+describe(`sweeps on ${backendName}, by the instances' own interval sweepers`, () => {
+  let apps: TestApp[];
+  beforeAll(async () => {
+    apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: '50' });
   });
 
-  it('the instances’ own interval sweepers converge each expired run exactly once', async () => {
-    const apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: '50' });
+  it('converge each expired run exactly once', async () => {
     const t = apps[0]!;
     const ctx = await runsWithOpenWork(t, 6);
     const watcher = await watch(apps, ctx.owner, ctx.worker, ctx.threadId);
@@ -192,7 +214,7 @@ describe(`lease expiry on ${backendName}`, () => {
     for (const { runId } of ctx.runs) await eventually(() => readRun(t, ctx.owner, runId), (run) => run.status !== 'RUNNING');
     await watcher.fence();
     await expectConvergedOnce(t, ctx, watcher);
-  });
+  }, HEAVY);
 });
 
 describe('the start-up sweep', () => {
@@ -202,16 +224,17 @@ describe('the start-up sweep', () => {
     let databaseUrl: string | undefined;
     if (onPostgres) {
       const scratch = await createScratchDatabase();
-      cleanups.push(() => scratch.drop());
+      testCleanups.push(() => scratch.drop());
       databaseUrl = scratch.url;
       env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER };
     } else {
       const dataDir = mkdtempSync(join(tmpdir(), 'audit-startup-sweep-'));
-      cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+      testCleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
       env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER, DATA_DIR: dataDir };
     }
 
     const first = await startTestApp(env, { databaseUrl });
+    testCleanups.push(() => first.close());
     const ctx = await runsWithOpenWork(first, 1);
     const { runId, session } = ctx.runs[0]!;
     const lease = must(await session.renew(1));
@@ -222,12 +245,12 @@ describe('the start-up sweep', () => {
 
     // Its interval sweeper never fires during the test: only the start-up sweep can close the run.
     const second = await startTestApp(env, { databaseUrl });
-    cleanups.push(() => second.close());
+    testCleanups.push(() => second.close());
     const run = await readRun(second, ctx.owner, runId);
     expect(run).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
     const audits = await auditsOf(second, ctx.owner, ctx.threadId, runId);
     for (const key of ['Tool:t-await', 'Tool:t-open', 'Model:m-open']) expect(audits[key], key).toMatchObject({ status: 'ABANDONED' });
     expect(run.toolCalls.map((call: any) => call.status)).toEqual(['FAILED', 'FAILED']);
     expect(errorCode(await new WorkerSession(second, session.token, session.lease).modelStarted('late'))).toBe('LEASE_LOST');
-  });
+  }, HEAVY);
 });
