@@ -93,6 +93,11 @@ describe('binding through the resume ancestry', () => {
     const started = await startAndBind(second, 'call-again');
 
     expect(started.declaredBy).toMatchObject({ id: nearest.id, operationId: 'm-new' });
+    expect((await toolAuditOf(s, second.lease.runId, 'call-again')).declaredBy).toEqual({
+      id: nearest.id,
+      runId: second.lease.runId,
+      operationId: 'm-new',
+    });
     expect((await toolCallsOf(s, first.lease.runId)).map((call) => call.status)).toEqual(['PENDING']);
     expect((await toolCallsOf(s, second.lease.runId)).map((call) => call.status)).toEqual(['RUNNING']);
   });

@@ -293,6 +293,23 @@ describe('recordToolError (a bare error)', () => {
     await expectRejected(scene, 'INVALID_TRANSITION', () => session.toolError('call-1', { message: 'x' }));
   });
 
+  it('is settled by a terminal that still arrives: the terminal closes the audit, the error stays recorded', async () => {
+    const { session, scene, runId } = await declared();
+    must(await session.toolStarted('call-1', 'search', { clock: clockAt(0) }));
+    must(await session.toolError('call-1', { message: 'boom' }, { sequence: '5', clock: clockAt(10) }));
+    const failed = must(
+      await session.toolFinished('call-1', { content: 'boom', status: 'error' }, { sequence: '6', clock: clockAt(12) }),
+    );
+    expect(failed).toMatchObject({
+      status: 'FAILED',
+      awaitingRunTerminal: false,
+      error: { message: 'boom' },
+      finishedSequence: '6',
+      durationMs: 12,
+    });
+    expect(await projectionOf(scene, runId, 'call-1')).toMatchObject({ status: 'FAILED', output: 'boom', error: { message: 'boom' } });
+  });
+
   it('from a sub-agent namespace is NAMESPACE_REJECTED and changes nothing', async () => {
     const { session, scene } = await declared();
     must(await session.toolStarted('call-1', 'search'));
