@@ -41,6 +41,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
   };
+  if (config.leaseSweepIntervalMs < 1) throw new Error('LEASE_SWEEP_INTERVAL_MS must be at least 1');
+  if (config.leaseMinSeconds < 1) throw new Error('LEASE_MIN_SECONDS must be at least 1');
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {
     throw new Error('LEASE_MIN_SECONDS must not exceed LEASE_MAX_SECONDS');
   }

@@ -56,7 +56,10 @@ export async function buildApp(config: Config, options: { database?: Database } 
   };
 
   const limit = bodyLimit(config);
+  let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    // While draining, each kept-alive connection closes after its current answer.
+    if (draining) res.setHeader('connection', 'close');
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     if (path === '/readyz') {
@@ -133,6 +136,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
     /** Stops accepting, lets in-flight requests finish, then closes sockets and the database. */
     stop(): Promise<void> {
       stopping ??= (async () => {
+        draining = true;
         await sweeper.stop();
         const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
         server.closeIdleConnections();
