@@ -186,10 +186,10 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     }
   });
 
-  it('a rejected write sends nothing', async () => {
+  it('a rejected write sends nothing, nor does a replay that changes nothing', async () => {
     const { session, owner, worker, threadId, runId } = await runningRun(t);
     await session.declare('m1', [{ id: 'c1', name: 'x' }]);
-    must(await session.toolStarted('c1', 'x', { effectiveInput: { v: 1 } }));
+    const started = must(await session.toolStarted('c1', 'x', { effectiveInput: { v: 1 } }));
     const audits = await overBothTransports(AUDITS, { threadId }, owner, 'audit');
     const runs = await overBothTransports(RUNS, { threadId }, owner, 'run');
 
@@ -197,6 +197,7 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     expect(errorCode(await staleEpoch.toolFinished('c1', { content: 'late' }))).toBe('LEASE_LOST');
     expect(errorCode(await session.toolStarted('undeclared', 'x'))).toBe('MODEL_NOT_FOUND');
     expect(errorCode(await session.toolStarted('c1', 'x', { effectiveInput: { v: 2 } }))).toBe('CONFLICT');
+    must(await session.toolStarted('c1', 'x', { effectiveInput: { v: 1 }, sequence: String(started.sequence) }));
     expect(errorCode(await t.gql(claimRunMutation, { input: { runId } }, worker))).toBe('INVALID_TRANSITION');
     must(await session.finish('INTERRUPTED'));
     expect(errorCode(await session.toolFinished('c1', { content: 'after the end' }))).toBe('LEASE_LOST');
