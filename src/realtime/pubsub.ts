@@ -139,6 +139,8 @@ export async function createPubSubFor(config: Config, options: { maxPendingEvent
   return {
     pubsub: pubsub as PubSub,
     publishEvents: publisherFor(pubsub),
+    /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
+    interruptSubscriptions: () => pubsub.interruptAll(),
     async close() {
       pubsub.interruptAll();
       await bus.close();

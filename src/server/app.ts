@@ -142,6 +142,8 @@ export async function buildApp(config: Config, options: { database?: Database } 
         server.closeIdleConnections();
         await wsDisposable.dispose();
         wsServer.close();
+        // An SSE subscription is a response that never ends by itself: end it, telling the client.
+        pubsub.interruptSubscriptions();
         const forceAfter = setTimeout(() => server.closeAllConnections(), 10_000);
         forceAfter.unref();
         await closed;
