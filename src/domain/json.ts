@@ -46,8 +46,6 @@ export function assertStorableJson(value: unknown, maxBytes: number, field: stri
   if (bytes > maxBytes) throw badInput(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes}`);
 }
 
-/** @deprecated The old name of assertStorableJson, kept until its last caller moves. */
-export const assertJsonSize = assertStorableJson;
 
 /** Structural equality of JSON values, insensitive to object key order. */
 export function jsonEqual(a: unknown, b: unknown): boolean {

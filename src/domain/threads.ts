@@ -2,7 +2,7 @@ import type { Principal } from '../auth/principal.js';
 import type { MessageRole } from '../generated/prisma/client.js';
 import { loadReadableThread } from './access.js';
 import { command } from './command.js';
-import { assertJsonSize } from './json.js';
+import { assertStorableJson } from './json.js';
 
 export const createThread = command(async ({ tx }, principal: Principal, input: { title?: string | null }) =>
   tx.thread.create({ data: { ownerId: principal.sub, title: input.title ?? null } }),
@@ -12,7 +12,7 @@ export const createThread = command(async ({ tx }, principal: Principal, input: 
 export const appendMessage = command(
   async ({ tx, deps }, principal: Principal, input: { threadId: string; role: MessageRole; content?: unknown }) => {
     const thread = await loadReadableThread(tx, principal, input.threadId);
-    assertJsonSize(input.content, deps.limits.maxJsonBytes, 'content');
+    assertStorableJson(input.content, deps.limits.maxJsonBytes, 'content');
     return tx.message.create({
       data: { threadId: thread.id, role: input.role, messageType: 'chat', content: input.content as object },
     });
