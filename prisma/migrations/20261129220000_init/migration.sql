@@ -130,7 +130,7 @@ CREATE UNIQUE INDEX "tool_call_declared_by_id_tool_call_id_key" ON "tool_call"("
 ALTER TABLE "run" ADD CONSTRAINT "run_thread_id_fkey" FOREIGN KEY ("thread_id") REFERENCES "thread"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- AddForeignKey
-ALTER TABLE "run" ADD CONSTRAINT "run_resumed_from_id_fkey" FOREIGN KEY ("resumed_from_id") REFERENCES "run"("id") ON DELETE SET NULL ON UPDATE CASCADE;
+ALTER TABLE "run" ADD CONSTRAINT "run_resumed_from_id_fkey" FOREIGN KEY ("resumed_from_id") REFERENCES "run"("id") ON DELETE NO ACTION ON UPDATE CASCADE;
 
 -- AddForeignKey
 ALTER TABLE "message" ADD CONSTRAINT "message_thread_id_fkey" FOREIGN KEY ("thread_id") REFERENCES "thread"("id") ON DELETE CASCADE ON UPDATE CASCADE;
@@ -139,7 +139,7 @@ ALTER TABLE "message" ADD CONSTRAINT "message_thread_id_fkey" FOREIGN KEY ("thre
 ALTER TABLE "message" ADD CONSTRAINT "message_run_id_fkey" FOREIGN KEY ("run_id") REFERENCES "run"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- AddForeignKey
-ALTER TABLE "message" ADD CONSTRAINT "message_tool_call_row_id_fkey" FOREIGN KEY ("tool_call_row_id") REFERENCES "tool_call"("id") ON DELETE SET NULL ON UPDATE CASCADE;
+ALTER TABLE "message" ADD CONSTRAINT "message_tool_call_row_id_fkey" FOREIGN KEY ("tool_call_row_id") REFERENCES "tool_call"("id") ON DELETE NO ACTION ON UPDATE CASCADE;
 
 -- AddForeignKey
 ALTER TABLE "tool_call" ADD CONSTRAINT "tool_call_thread_id_fkey" FOREIGN KEY ("thread_id") REFERENCES "thread"("id") ON DELETE CASCADE ON UPDATE CASCADE;
