@@ -48,16 +48,19 @@ export interface EventBus {
 
 const channelOf = (topic: Topic, threadId: string) => `${topic}:${threadId}`;
 
+const stopping = () =>
+  new StreamInterrupted('SERVER_STOPPING', 'The server is stopping. Re-read the current state and subscribe again.');
+
 const unavailable = () =>
   new StreamInterrupted(
     'PUBSUB_UNAVAILABLE',
     'The event bus is unavailable, so events may have been missed. Re-read the current state and subscribe again.',
   );
 
-export function createPubSub(bus: EventBus, maxPendingEvents = DEFAULT_MAX_PENDING_EVENTS) {
-  const open = new Map<{ interrupt(interruption: StreamInterrupted): void }, { channel: string; flowing: boolean }>();
+function createPubSub(bus: EventBus, maxPendingEvents = DEFAULT_MAX_PENDING_EVENTS) {
+  const open = new Map<Pick<SubscriptionQueue<unknown>, 'interrupt'>, { channel: string; flowing: boolean }>();
 
-  const pubsub: PubSub & { interruptAll(): void } = {
+  const pubsub: PubSub & { interruptAll(interruption: StreamInterrupted): void } = {
     publish(topic, threadId, event) {
       bus.target.dispatchEvent(new CustomEvent(channelOf(topic, threadId), { detail: event }));
     },
@@ -90,12 +93,12 @@ export function createPubSub(bus: EventBus, maxPendingEvents = DEFAULT_MAX_PENDI
       return [...open.values()].filter((entry) => entry.channel === channel && entry.flowing).length;
     },
 
-    /** Every open stream tells its subscriber that it may have missed events. */
-    interruptAll() {
-      for (const queue of [...open.keys()]) queue.interrupt(unavailable());
+    /** Every open stream tells its subscriber why it ends. */
+    interruptAll(interruption) {
+      for (const queue of [...open.keys()]) queue.interrupt(interruption);
     },
   };
-  bus.onEventsLost(() => pubsub.interruptAll());
+  bus.onEventsLost(() => pubsub.interruptAll(unavailable()));
   return pubsub;
 }
 
@@ -140,9 +143,9 @@ export async function createPubSubFor(config: Config, options: { maxPendingEvent
     pubsub: pubsub as PubSub,
     publishEvents: publisherFor(pubsub),
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
-    interruptSubscriptions: () => pubsub.interruptAll(),
+    interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {
-      pubsub.interruptAll();
+      pubsub.interruptAll(stopping());
       await bus.close();
     },
   };

@@ -75,7 +75,7 @@ describe('in-process pub/sub', () => {
     const { pubsub, close } = await pubsubWithLimit(10);
     const runs = await pubsub.subscribe('run', 't');
     await close();
-    expect((await runs.next()).value).toMatchObject({ reason: 'PUBSUB_UNAVAILABLE' });
+    expect((await runs.next()).value).toMatchObject({ reason: 'SERVER_STOPPING' });
     expect(await runs.next()).toEqual({ value: undefined, done: true });
   });
 });

@@ -22,7 +22,7 @@ describe('stopping the server', () => {
     await t.close();
     expect(await stream.ended()).toEqual({ kind: 'complete' });
     expect(stream.results.map((result) => result.errors?.[0]?.extensions)).toEqual([
-      expect.objectContaining({ code: 'SUBSCRIPTION_INTERRUPTED' }),
+      { code: 'SUBSCRIPTION_INTERRUPTED', reason: 'SERVER_STOPPING' },
     ]);
   });
 });
