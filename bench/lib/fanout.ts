@@ -1,0 +1,141 @@
+// Live fan-out: N graphql-ws subscribers (a separate process) on one thread, while one worker
+// drives tool status changes through the server. Latency runs from the commit of each change
+// (the server's COMMIT, stamped by the probe) to its receipt by each subscriber.
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as pause } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { GraphQLHttp } from './graphql-http.js';
+import { ipcClient } from './ipc.js';
+import { runScript, type Step } from './run-script.js';
+import type { ServerProcess } from './server-process.js';
+import { serverCreateRun, serverStep, type Lease } from './server-worker.js';
+import { summarize, type Summary } from './stats.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SUBSCRIBERS = fileURLToPath(new URL('./fanout-subscribers.ts', import.meta.url));
+const TOOLS_PER_RUN = 10;
+const now = () => performance.timeOrigin + performance.now();
+
+interface Mutation {
+  op: string;
+  sentAt: number;
+  respondedAt: number;
+  /** Tool mutations: the toolStatusChanged event they must cause. */
+  event?: { toolCallId: string; status: string };
+}
+
+export interface FanoutResult {
+  subscribers: number;
+  connected: number;
+  events: number;
+  expectedDeliveries: number;
+  delivered: number;
+  fewestPerSubscriber: number;
+  complete: boolean;
+  payloadsWithLaterStatus: number;
+  /** Null when the COMMITs could not be matched one to one with the mutations. */
+  fromCommitMs: Summary | null;
+  fromSendMs: Summary;
+  commitStamps: string;
+  toolMutationMs: Summary;
+  seconds: number;
+  /** SQL statements the server ran during the measured phase, per delivered event. */
+  statementsPerDelivery: number;
+  serverCpuSeconds: number;
+  errors: number;
+  firstError?: string;
+}
+
+async function driveRun(http: GraphQLHttp, ownerToken: string, workerToken: string, threadId: string, steps: Step[], log: Mutation[]) {
+  const timed = async <T>(op: string, call: () => Promise<T>, event?: Mutation['event']) => {
+    const sentAt = now();
+    const value = await call();
+    log.push({ op, sentAt, respondedAt: now(), event });
+    return value;
+  };
+  const runId = await timed('createRun', () => serverCreateRun(http, ownerToken, threadId));
+  let lease: Lease | null = null;
+  for (const step of steps) {
+    const event =
+      step.op === 'recordToolStarted'
+        ? { toolCallId: step.toolCallId, status: 'RUNNING' }
+        : step.op === 'recordToolFinished'
+          ? { toolCallId: step.toolCallId, status: 'COMPLETED' }
+          : undefined;
+    lease = await timed(step.op, () => serverStep(http, workerToken, runId, lease, step), event);
+  }
+}
+
+export async function measureFanout(options: {
+  server: ServerProcess;
+  http: GraphQLHttp;
+  ownerToken: string;
+  workerToken: string;
+  threadId: string;
+  subscribers: number;
+  events: number;
+  log: (line: string) => void;
+}): Promise<FanoutResult> {
+  const { server, http, ownerToken, workerToken, threadId, subscribers, events, log } = options;
+  const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ask = ipcClient(child);
+  const prefix = `fan${subscribers}-`;
+  try {
+    const { connected } = await ask<{ connected: number }>({
+      command: 'start',
+      wsUrl: server.wsUrl,
+      token: ownerToken,
+      threadId,
+      subscribers,
+      measuredPrefix: prefix,
+    });
+    if (connected < subscribers) throw new Error(`only ${connected} of ${subscribers} subscribers connected`);
+
+    // Warm up until every subscription is live: each subscriber has seen a whole warm-up run.
+    for (let round = 1; ; round++) {
+      await driveRun(http, ownerToken, workerToken, threadId, runScript(1, `warm${subscribers}-${round}`), []);
+      await pause(200);
+      const progress = await ask<{ minTotal: number; errors: number; firstError?: string }>({ command: 'progress' });
+      if (progress.errors) throw new Error(`subscriber errors during warm-up: ${progress.firstError}`);
+      if (progress.minTotal >= 2) break;
+      if (round >= 30) throw new Error(`some subscribers never received an event (min ${progress.minTotal})`);
+    }
+    log(`    ${subscribers} subscribers live; driving ${events} tool status changes`);
+
+    const mutations: Mutation[] = [];
+    const before = await server.counts();
+    await server.traceStart('commits');
+    const started = performance.now();
+    for (let run = 0; run * TOOLS_PER_RUN * 2 < events; run++) {
+      const tools = Math.min(TOOLS_PER_RUN, (events - run * TOOLS_PER_RUN * 2) / 2);
+      await driveRun(http, ownerToken, workerToken, threadId, runScript(tools, `${prefix}r${run}`), mutations);
+    }
+    const { complete } = await ask<{ complete: boolean }>({ command: 'wait', events, idleTimeoutMs: 20_000 });
+    const seconds = (performance.now() - started) / 1000;
+    const commits = (await server.traceTake()).filter((statement) => statement.sql === 'COMMIT');
+    const after = await server.counts();
+
+    const matched = commits.length === mutations.length;
+    const expected = mutations.flatMap((mutation, index) =>
+      mutation.event ? [{ ...mutation.event, sentAt: mutation.sentAt, committedAt: matched ? commits[index]!.at : null }] : [],
+    );
+    const summary = await ask<Omit<FanoutResult, 'complete' | 'connected' | 'toolMutationMs' | 'seconds' | 'commitStamps' | 'statementsPerDelivery' | 'serverCpuSeconds'>>({
+      command: 'summarize',
+      expected,
+    });
+    return {
+      ...summary,
+      connected,
+      complete,
+      commitStamps: matched ? 'server COMMIT' : `unmatched (${commits.length} COMMITs for ${mutations.length} mutations)`,
+      toolMutationMs: summarize(mutations.filter((m) => m.event).map((m) => m.respondedAt - m.sentAt)),
+      seconds,
+      statementsPerDelivery: (after.statements - before.statements) / Math.max(1, summary.delivered),
+      serverCpuSeconds: (after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1e6,
+    };
+  } finally {
+    await ask({ command: 'stop' }).catch(() => {});
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+}

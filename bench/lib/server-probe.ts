@@ -1,0 +1,130 @@
+// Loaded into the server process with `node --import` (never by the server's own code): counts
+// every SQL statement the server sends and answers the bench over the IPC channel. It patches the
+// drivers' lowest public entry points, so it sees what Prisma really sends, BEGIN and COMMIT included.
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { performance } from 'node:perf_hooks';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+
+interface TracedStatement {
+  sql: string;
+  ms: number;
+  at: number;
+}
+
+let statements = 0;
+let trace: TracedStatement[] | null = null;
+let commitsOnly = false;
+
+function record(sql: string, started: number) {
+  if (!trace || (commitsOnly && sql !== 'COMMIT')) return;
+  const ended = performance.now();
+  trace.push({ sql: sql.replace(/\s+/g, ' ').trim().slice(0, 400), ms: ended - started, at: performance.timeOrigin + ended });
+}
+
+// node-postgres: one Client#query call is one statement on the wire. Transactions await its
+// promise; Pool#query (Prisma outside a transaction, the readiness probe) passes a callback.
+const pgQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+(pg.Client.prototype as any).query = function (this: unknown, ...args: unknown[]) {
+  statements++;
+  if (!trace) return pgQuery.apply(this, args);
+  const started = performance.now();
+  const first = args[0] as string | { text?: string };
+  const sql = typeof first === 'string' ? first : (first?.text ?? '?');
+  const last = args[args.length - 1];
+  if (typeof last === 'function') {
+    args[args.length - 1] = function (this: unknown, error: unknown, ...rest: unknown[]) {
+      record(error ? `(failed) ${sql}` : sql, started);
+      return (last as (...a: unknown[]) => unknown).call(this, error, ...rest);
+    };
+    return pgQuery.apply(this, args);
+  }
+  const result = pgQuery.apply(this, args);
+  if (result instanceof Promise) {
+    result.then(
+      () => record(sql, started),
+      () => record(`(failed) ${sql}`, started),
+    );
+  }
+  return result;
+};
+
+// PGlite: every statement starts with a Parse ('P', extended protocol) or a Query ('Q', simple
+// protocol) message and ends with a Sync; the time between them is the statement's time.
+const P = 0x50;
+const Q = 0x51;
+const S = 0x53;
+const decoder = new TextDecoder();
+function cstring(bytes: Uint8Array, from: number): [string, number] {
+  const end = bytes.indexOf(0, from);
+  return [decoder.decode(bytes.subarray(from, end)), end + 1];
+}
+let open: { sql: string; started: number } | null = null;
+const execProtocolStream = PGlite.prototype.execProtocolStream;
+PGlite.prototype.execProtocolStream = async function (this: PGlite, message: Uint8Array, options?: any) {
+  const type = message[0];
+  if (type === P || type === Q) {
+    statements++;
+    if (trace) {
+      const sql = type === Q ? cstring(message, 5)[0] : cstring(message, cstring(message, 5)[1])[0];
+      open = { sql, started: performance.now() };
+    }
+  }
+  try {
+    return await execProtocolStream.call(this, message, options);
+  } finally {
+    if (type === S && open) {
+      record(open.sql, open.started);
+      open = null;
+    }
+  }
+} as typeof execProtocolStream;
+
+type ProbeRequest =
+  | { id: number; command: 'counts' | 'trace-take' | 'profile-start' }
+  | { id: number; command: 'trace-start'; mode?: 'all' | 'commits' }
+  | { id: number; command: 'profile-stop'; file: string };
+
+// CPU profiles of chosen phases only (not start-up), through the inspector of this very thread.
+let inspector: Session | null = null;
+
+async function answer(request: ProbeRequest): Promise<unknown> {
+  switch (request.command) {
+    case 'counts':
+      return { statements, cpu: process.cpuUsage(), rssBytes: process.memoryUsage().rss };
+    case 'trace-start':
+      trace = [];
+      commitsOnly = request.mode === 'commits';
+      return true;
+    case 'trace-take': {
+      const taken = trace ?? [];
+      trace = null;
+      return taken;
+    }
+    case 'profile-start':
+      if (!inspector) {
+        inspector = new Session();
+        inspector.connect();
+        await inspector.post('Profiler.enable');
+      }
+      await inspector.post('Profiler.start');
+      return true;
+    case 'profile-stop': {
+      const { profile } = await inspector!.post('Profiler.stop');
+      writeFileSync(request.file, JSON.stringify(profile));
+      return request.file;
+    }
+  }
+}
+
+process.on('message', (request: ProbeRequest) => {
+  answer(request).then(
+    (body) => process.send?.({ id: request.id, body }),
+    (error: unknown) => process.send?.({ id: request.id, body: { error: String(error) } }),
+  );
+});
+// The IPC channel must not keep a server that was told to stop alive; and a server whose bench
+// went away (killed, crashed) stops the way it does on SIGTERM rather than lingering.
+process.channel?.unref();
+process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));

@@ -1,0 +1,105 @@
+import { performance } from 'node:perf_hooks';
+import { floorCreateRun, floorCreateThread, floorStep, type FloorLease } from './floor-write.js';
+import type { GraphQLHttp } from './graphql-http.js';
+import { runScript, type Step } from './run-script.js';
+import { serverCreateRun, serverCreateThread, serverStep } from './server-worker.js';
+import type { Sql } from './sql.js';
+import { summarize, type Summary } from './stats.js';
+
+/** One simulated worker's way of driving runs: over the server's HTTP API, or as plain SQL. */
+export interface WriteTarget {
+  /** Per-worker setup, not measured: the worker's thread. */
+  prepare(worker: number): Promise<{
+    createRun(): Promise<string>;
+    step(runId: string, lease: FloorLease | null, step: Step): Promise<FloorLease | null>;
+  }>;
+}
+
+export function serverTarget(http: GraphQLHttp, ownerToken: string, workerTokens: string[]): WriteTarget {
+  return {
+    async prepare(worker) {
+      const threadId = await serverCreateThread(http, ownerToken, `bench worker ${worker}`);
+      const token = workerTokens[worker]!;
+      return {
+        createRun: () => serverCreateRun(http, ownerToken, threadId),
+        step: (runId, lease, step) => serverStep(http, token, runId, lease, step),
+      };
+    },
+  };
+}
+
+export function floorTarget(sql: Sql, ownerSub: string, workerSubs: string[]): WriteTarget {
+  return {
+    async prepare(worker) {
+      const threadId = await floorCreateThread(sql, ownerSub);
+      const sub = workerSubs[worker]!;
+      return {
+        createRun: () => floorCreateRun(sql, ownerSub, threadId),
+        step: (runId, lease, step) => floorStep(sql, sub, runId, lease, step),
+      };
+    },
+  };
+}
+
+export interface WriteResult {
+  workers: number;
+  seconds: number;
+  runs: number;
+  /** Lifecycle events (claim … finishRun) completed inside the measured window. */
+  events: number;
+  eventsPerSecond: number;
+  latencyMs: Record<string, Summary>;
+  /** Every lifecycle event of the phase (warm-up and the runs' tails included), for per-event costs. */
+  phaseEvents: number;
+}
+
+/**
+ * W workers each drive whole runs back to back (createRun, then the ten lifecycle events) for
+ * `warmupMs + measureMs`. Only calls that start after the warm-up and end inside the window
+ * count; a worker finishes the run it is in when the window closes, so no run is left open.
+ */
+export async function measureWritePath(target: WriteTarget, workers: number, warmupMs: number, measureMs: number): Promise<WriteResult> {
+  const prepared = await Promise.all(Array.from({ length: workers }, (_, worker) => target.prepare(worker)));
+  const start = performance.now();
+  const windowStart = start + warmupMs;
+  const windowEnd = windowStart + measureMs;
+  const latencies = new Map<string, number[]>();
+  let events = 0;
+  let phaseEvents = 0;
+  let runs = 0;
+  const steps = runScript();
+
+  const timed = async <T>(op: string, call: () => Promise<T>): Promise<T> => {
+    const began = performance.now();
+    const value = await call();
+    const ended = performance.now();
+    if (op !== 'createRun') phaseEvents++;
+    if (began >= windowStart && ended <= windowEnd) {
+      let list = latencies.get(op);
+      if (!list) latencies.set(op, (list = []));
+      list.push(ended - began);
+      if (op !== 'createRun') events++;
+    }
+    return value;
+  };
+
+  await Promise.all(
+    prepared.map(async (worker) => {
+      while (performance.now() < windowEnd) {
+        const runId = await timed('createRun', () => worker.createRun());
+        let lease: FloorLease | null = null;
+        for (const step of steps) lease = await timed(step.op, () => worker.step(runId, lease, step));
+        if (performance.now() <= windowEnd) runs++;
+      }
+    }),
+  );
+  return {
+    workers,
+    seconds: measureMs / 1000,
+    runs,
+    events,
+    eventsPerSecond: events / (measureMs / 1000),
+    latencyMs: Object.fromEntries([...latencies].map(([op, values]) => [op, summarize(values)])),
+    phaseEvents,
+  };
+}

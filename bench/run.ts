@@ -1,0 +1,415 @@
+// npm run bench [-- --quick] [--sections census,write,read,fanout,layers] [--workers 1,8,32]
+//   [--subscribers 100,1000] [--events 1000] [--audits 5000] [--seconds 8] [--profile]
+//
+// Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
+// the bench creates a fresh database there and drops it afterwards). The server runs as its own
+// process (src/main.ts); every number is printed next to its plain-SQL floor from the same run.
+import { execSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { mintToken } from '../src/auth/jwt.js';
+import { openDatabase } from '../src/db/database.js';
+import { openPgliteBackend, openPostgresBackend, FLOOR_POOL_SIZE, type Backend } from './lib/backend.js';
+import { readCensus, writeCensus, type CensusEntry } from './lib/census.js';
+import { summarizeProfile } from './lib/cpuprofile.js';
+import { measureFanout, type FanoutResult } from './lib/fanout.js';
+import { GraphQLHttp } from './lib/graphql-http.js';
+import { measureLayers } from './lib/layers.js';
+import { LIFECYCLE_OPS } from './lib/run-script.js';
+import { startServer, type ServerProcess } from './lib/server-process.js';
+import { serverCreateThread } from './lib/server-worker.js';
+import { sqlOverDriver } from './lib/sql.js';
+import { round, table } from './lib/stats.js';
+import { measureFloorRead, measureServerRead, seedTimeline, type ReadResult } from './lib/timeline.js';
+import { floorTarget, measureWritePath, serverTarget, type WriteResult } from './lib/write-path.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const RESULTS = join(ROOT, 'bench/results');
+const SECTIONS = ['census', 'write', 'read', 'fanout', 'layers'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    sections: { type: 'string' },
+    workers: { type: 'string' },
+    subscribers: { type: 'string' },
+    events: { type: 'string' },
+    audits: { type: 'string' },
+    seconds: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (flags.help) {
+  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 6).join('\n'));
+  process.exit(0);
+}
+
+const list = (value: string | undefined, fallback: number[]) => (value ? value.split(',').map(Number) : fallback);
+const quick = flags.quick;
+const settings = {
+  sections: (flags.sections ? flags.sections.split(',') : [...SECTIONS]) as Section[],
+  workers: list(flags.workers, [1, 8, 32]),
+  subscribers: list(flags.subscribers, [100, 1000]),
+  events: Number(flags.events ?? (quick ? 200 : 1000)),
+  audits: Number(flags.audits ?? 5000),
+  warmupSeconds: quick ? 1 : 2,
+  measureSeconds: Number(flags.seconds ?? (quick ? 3 : 8)),
+  readIterations: quick ? 15 : 50,
+  layerRuns: quick ? 10 : 40,
+  profile: flags.profile,
+};
+for (const section of settings.sections) {
+  if (!SECTIONS.includes(section)) throw new Error(`Unknown section "${section}"; pick from ${SECTIONS.join(', ')}`);
+}
+const runs = (section: Section) => settings.sections.includes(section);
+
+const log = (line: string) => console.log(line);
+const OWNER = 'bench-owner';
+const ratio = (server: number, floor: number) => round(server / floor, 2);
+
+function machine(backend: Backend) {
+  const git = (command: string) => {
+    try {
+      return execSync(command, { cwd: ROOT, encoding: 'utf8' }).trim();
+    } catch {
+      return null;
+    }
+  };
+  return {
+    cpus: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model,
+    memoryGiB: round(os.totalmem() / 2 ** 30, 1),
+    node: process.version,
+    database: backend.version,
+    pglite: JSON.parse(readFileSync(join(ROOT, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')).version as string,
+    loadAverageAtStart: os.loadavg().map((value) => round(value, 2)),
+    commit: git('git rev-parse --short HEAD'),
+    uncommittedChanges: git('git status --porcelain -- src prisma') !== '',
+  };
+}
+
+let profileDir: string | null = null;
+const profiles: ReturnType<typeof summarizeProfile>[] = [];
+
+/** With --profile, a CPU profile of the server during `phase`, summarized into the report. */
+async function profiled<T>(server: ServerProcess, phase: string, body: () => Promise<T>): Promise<T> {
+  if (!profileDir) return body();
+  await server.profileStart();
+  const value = await body();
+  const file = await server.profileStop(join(profileDir, `${phase}.cpuprofile`));
+  profiles.push({ ...summarizeProfile(file), phase } as ReturnType<typeof summarizeProfile>);
+  return value;
+}
+
+// Counters cover the whole phase (warm-up and run tails included): per event over all its events.
+const phaseEvents = (result: WriteResult) => result.phaseEvents;
+
+function printProfile(title: string, profile: ReturnType<typeof summarizeProfile>) {
+  log(`\nCPU profile, ${title}: busy ${profile.busyMs} ms of ${profile.wallMs} ms (${profile.file})`);
+  log(table(['package', 'self ms', '% busy'], profile.packages.slice(0, 12).map((p) => [p.name, p.ms, p.percentOfBusy])));
+  log(table(['package (inclusive)', 'ms', '% busy'], profile.inclusivePackages.slice(0, 12).map((p) => [p.name, p.ms, p.percentOfBusy])));
+  log(table(['function (self)', 'ms', '% busy'], profile.functions.slice(0, 15).map((p) => [p.name, p.ms, p.percentOfBusy])));
+}
+
+interface WriteRow {
+  workers: number;
+  server: WriteResult & { statementsPerEvent: number; serverCpuMsPerEvent: number };
+  /** benchCpuMsPerEvent: the bench process's CPU (with PGlite, the database's too). */
+  floor: WriteResult & { benchCpuMsPerEvent: number };
+  throughputRatio: number | null;
+}
+
+async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: Backend, ownerToken: string, workerTokens: string[]) {
+  const rows: WriteRow[] = [];
+  const workerSubs = workerTokens.map((_, index) => `bench-worker-${index}`);
+  for (const workers of settings.workers) {
+    log(`  write path, W=${workers}: plain-SQL floor…`);
+    const floorCpu = process.cpuUsage();
+    const floor = await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, settings.warmupSeconds * 1000, settings.measureSeconds * 1000);
+    const floorCpuUs = process.cpuUsage(floorCpu);
+    log(`  write path, W=${workers}: server…`);
+    const before = await server.counts();
+    const measured = await profiled(server, `write-W${workers}`, () =>
+      measureWritePath(serverTarget(http, ownerToken, workerTokens), workers, settings.warmupSeconds * 1000, settings.measureSeconds * 1000),
+    );
+    const after = await server.counts();
+
+    rows.push({
+      workers,
+      server: {
+        ...measured,
+        statementsPerEvent: round((after.statements - before.statements) / phaseEvents(measured), 1)!,
+        serverCpuMsPerEvent: round((after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000 / phaseEvents(measured), 2)!,
+      },
+      floor: { ...floor, benchCpuMsPerEvent: round((floorCpuUs.user + floorCpuUs.system) / 1000 / phaseEvents(floor), 2)! },
+      throughputRatio: ratio(measured.eventsPerSecond, floor.eventsPerSecond),
+    });
+    log(`    server ${Math.round(measured.eventsPerSecond)} events/s, floor ${Math.round(floor.eventsPerSecond)} events/s`);
+  }
+  return rows;
+}
+
+function printWrite(rows: WriteRow[]) {
+  log('\nWrite path: lifecycle events/s (claim … finishRun, ten per run), server over HTTP vs plain SQL');
+  log(
+    table(
+      ['W', 'server ev/s', 'floor ev/s', 'server/floor', 'server CPU ms/ev', 'floor client CPU ms/ev', 'server SQL/ev'],
+      rows.map((row) => [
+        row.workers,
+        Math.round(row.server.eventsPerSecond),
+        Math.round(row.floor.eventsPerSecond),
+        row.throughputRatio,
+        row.server.serverCpuMsPerEvent,
+        row.floor.benchCpuMsPerEvent,
+        row.server.statementsPerEvent,
+      ]),
+    ),
+  );
+  for (const row of rows) {
+    log(`\nW=${row.workers}: latency per mutation, ms (server p50 / p99 | floor p50 / p99)`);
+    log(
+      table(
+        ['mutation', 'server p50', 'server p99', 'floor p50', 'floor p99', 'p50 ratio'],
+        ['createRun', ...LIFECYCLE_OPS].map((op) => {
+          const server = row.server.latencyMs[op];
+          const floor = row.floor.latencyMs[op];
+          return [op, round(server?.p50 ?? NaN), round(server?.p99 ?? NaN), round(floor?.p50 ?? NaN), round(floor?.p99 ?? NaN), ratio(server?.p50 ?? NaN, floor?.p50 ?? NaN)];
+        }),
+      ),
+    );
+  }
+}
+
+function printCensus(entries: CensusEntry[], title: string) {
+  log(`\n${title}`);
+  log(
+    table(
+      ['operation', 'server SQL', 'floor SQL', 'server db ms', 'latency ms'],
+      entries.map((e) => [e.op, e.statements, e.floorStatements ?? null, round(e.dbMs), round(e.latencyMs)]),
+    ),
+  );
+}
+
+interface ReadRow {
+  limit: number;
+  audits: number;
+  server: ReadResult & { statementsPerCall: number | null };
+  floor: ReadResult & { statements: number; withJsonMs: ReadResult['latencyMs'] };
+  p50Ratio: number | null;
+}
+
+function printRead(read: ReadRow) {
+  log(`\nTimeline read: threadAudits(limit: ${read.limit}) with every nested field, thread of ${read.audits} audits`);
+  log(
+    table(
+      ['', 'p50 ms', 'p99 ms', 'items', 'SQL statements', 'JSON bytes'],
+      [
+        ['server', round(read.server.latencyMs.p50), round(read.server.latencyMs.p99), read.server.items, read.server.statementsPerCall, read.server.responseBytes ?? null],
+        ['floor (plain SQL)', round(read.floor.latencyMs.p50), round(read.floor.latencyMs.p99), read.floor.items, read.floor.statements, null],
+        ['floor + JSON.stringify', round(read.floor.withJsonMs.p50), round(read.floor.withJsonMs.p99), null, null, read.floor.responseBytes ?? null],
+        ['server/floor', read.p50Ratio, ratio(read.server.latencyMs.p99, read.floor.latencyMs.p99), null, null, null],
+      ],
+    ),
+  );
+}
+
+function printFanout(results: FanoutResult[]) {
+  log('\nLive fan-out: toolStatusChanged, one thread, latency from the server COMMIT to receipt (ms)');
+  log(
+    table(
+      ['subscribers', 'events', 'delivered/expected', 'p50', 'p99', 'max', 'p99 from send', 'mutation p50', 'SQL/delivery', 'later status'],
+      results.map((r) => [
+        r.subscribers,
+        r.events,
+        `${r.delivered}/${r.expectedDeliveries}`,
+        round(r.fromCommitMs?.p50 ?? NaN, 1),
+        round(r.fromCommitMs?.p99 ?? NaN, 1),
+        round(r.fromCommitMs?.max ?? NaN, 1),
+        round(r.fromSendMs.p99, 1),
+        round(r.toolMutationMs.p50, 1),
+        round(r.statementsPerDelivery, 2),
+        r.payloadsWithLaterStatus,
+      ]),
+    ),
+  );
+}
+
+async function runSections(
+  server: ServerProcess,
+  http: GraphQLHttp,
+  backend: Backend,
+  secret: string,
+  timeline: { server: string; floor: string } | null,
+  report: Record<string, unknown>,
+) {
+  const ownerToken = await mintToken(secret, { sub: OWNER, role: 'superadmin' }, '2h');
+  const maxWorkers = Math.max(...settings.workers, 1);
+  const workerTokens = await Promise.all(Array.from({ length: maxWorkers }, (_, i) => mintToken(secret, { sub: `bench-worker-${i}`, role: 'worker' }, '2h')));
+
+  if (runs('census')) {
+    log('Census: SQL statements per request…');
+    const threadId = await serverCreateThread(http, ownerToken, 'census');
+    const write = await writeCensus(server, http, { owner: ownerToken, worker: workerTokens[0]! }, threadId, {
+      sql: backend.floor,
+      ownerSub: OWNER,
+      workerSub: 'bench-worker-0',
+    });
+    const read = timeline ? await readCensus(server, http, ownerToken, timeline.server, [50, 500]) : [];
+    report.census = { write, read };
+    printCensus(write, 'Census: SQL statements the server sends per mutation (one run, sequential)');
+    if (read.length) printCensus(read, 'Census: SQL statements per timeline read');
+  }
+
+  if (runs('write')) {
+    log('Write path…');
+    const rows = await writeSection(server, http, backend, ownerToken, workerTokens);
+    report.write = rows;
+    printWrite(rows);
+  }
+
+  if (runs('read') && timeline) {
+    log('Timeline read…');
+    const limit = 500;
+    const serverRead = await profiled(server, 'read', () => measureServerRead(http, ownerToken, timeline.server, limit, settings.readIterations));
+    const floorRead = await measureFloorRead(backend.floor, OWNER, timeline.floor, limit, settings.readIterations);
+    const census = await readCensus(server, http, ownerToken, timeline.server, [limit]);
+    const read: ReadRow = {
+      limit,
+      audits: settings.audits,
+      server: { ...serverRead, statementsPerCall: census[0]?.statements ?? null },
+      floor: floorRead,
+      p50Ratio: ratio(serverRead.latencyMs.p50, floorRead.latencyMs.p50),
+    };
+    report.read = read;
+    printRead(read);
+  }
+
+  if (runs('fanout')) {
+    log('Live fan-out…');
+    const threadId = await serverCreateThread(http, ownerToken, 'fan-out');
+    const results: FanoutResult[] = [];
+    for (const subscribers of settings.subscribers) {
+      log(`  ${subscribers} subscribers…`);
+      results.push(
+        await profiled(server, `fanout-${subscribers}`, () =>
+          measureFanout({ server, http, ownerToken, workerToken: workerTokens[0]!, threadId, subscribers, events: settings.events, log }),
+        ),
+      );
+    }
+    report.fanout = results;
+    printFanout(results);
+  }
+}
+
+async function layersSection(backend: Backend) {
+  const dataDir = backend.kind === 'pglite' ? mkdtempSync(join(tmpdir(), 'audit-bench-layers-')) : null;
+  const databaseUrl = backend.serverEnv.DATABASE_URL;
+  try {
+    const database = await openDatabase(databaseUrl ? { url: databaseUrl } : { dataDir: dataDir! });
+    const result = await measureLayers({ database, floor: sqlOverDriver(database.driver), databaseUrl, runs: settings.layerRuns, profileDir });
+    log('\nLayers, one process, W=1: CPU per request (createRun and the ten lifecycle events of each run)');
+    let previous: number | null = null;
+    log(
+      table(
+        ['layer', 'CPU ms/request', 'added by this layer', 'wall ms/request'],
+        result.rows.map((row) => {
+          const added = previous === null ? null : round(row.cpuMsPerRequest - previous, 3);
+          previous = row.cpuMsPerRequest;
+          return [row.layer, row.cpuMsPerRequest, added, row.wallMsPerRequest];
+        }),
+      ),
+    );
+    for (const row of result.rows) if (row.profile) printProfile(`layer "${row.layer}" (this process)`, row.profile);
+    const p = result.pieces;
+    log('\nPieces, CPU ms per call (one at a time)');
+    log(
+      table(
+        ['piece', 'through the server stack', 'plain', 'ratio'],
+        [
+          ['yoga `{ __typename }` with a token (JWT verify alone)', p.yogaTrivialQueryWithTokenMs, p.jwtVerifyMs, null],
+          ['SELECT a message by its key: Prisma findUnique | pg', p.prismaFindUniqueMs, p.sqlSelectByKeyMs, ratio(p.prismaFindUniqueMs, p.sqlSelectByKeyMs)],
+          ['SELECT 1: Prisma $queryRawUnsafe | pg', p.prismaRawSelect1Ms, p.sqlSelect1Ms, ratio(p.prismaRawSelect1Ms, p.sqlSelect1Ms)],
+          ['BEGIN; SELECT 1; COMMIT: Prisma $transaction | pg', p.prismaTransactionSelect1Ms, p.sqlTransactionSelect1Ms, ratio(p.prismaTransactionSelect1Ms, p.sqlTransactionSelect1Ms)],
+        ],
+      ),
+    );
+    return result;
+  } finally {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  const started = Date.now();
+  const adminUrl = process.env.DATABASE_URL;
+  log(`Opening the ${adminUrl ? 'PostgreSQL' : 'PGlite'} backend…`);
+  const backend = adminUrl ? await openPostgresBackend(adminUrl) : await openPgliteBackend();
+  const report: Record<string, unknown> = {
+    command: `npm run bench --${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}`,
+    backend: backend.kind,
+    startedAt: new Date(started).toISOString(),
+    settings,
+    machine: machine(backend),
+    floorPoolSize: backend.kind === 'postgres' ? FLOOR_POOL_SIZE : 1,
+  };
+  let server: ServerProcess | null = null;
+  let http: GraphQLHttp | null = null;
+  // Ctrl-C: stop the server and drop the scratch database before leaving.
+  process.once('SIGINT', () => {
+    log('\nInterrupted: cleaning up…');
+    void (async () => {
+      await server?.stop().catch(() => {});
+      await backend.close().catch(() => {});
+      process.exit(130);
+    })();
+  });
+  profileDir = settings.profile ? join(RESULTS, `profile-${new Date(started).toISOString().replace(/[:.]/g, '-')}`) : null;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  try {
+    let timeline: { server: string; floor: string } | null = null;
+    if (runs('read') || runs('census')) {
+      log(`Seeding a thread of ${settings.audits} audits…`);
+      const serverThread = await backend.beforeServer((sql) => seedTimeline(sql, OWNER, settings.audits));
+      const floorThread = backend.floorSharesServerData ? serverThread : await seedTimeline(backend.floor, OWNER, settings.audits);
+      timeline = { server: serverThread, floor: floorThread };
+    }
+
+    if (settings.sections.some((section) => section !== 'layers')) {
+      const secret = randomBytes(32).toString('base64url');
+      log('Starting the server process…');
+      server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret });
+      http = new GraphQLHttp(server.url);
+      await runSections(server, http, backend, secret, timeline, report);
+    }
+  } finally {
+    http?.close();
+    await server?.stop();
+    if (!runs('layers')) await backend.close();
+  }
+  if (runs('layers')) {
+    try {
+      log('Layers…');
+      report.layers = await layersSection(backend);
+    } finally {
+      await backend.close();
+    }
+  }
+  if (profiles.length) {
+    report.profile = profiles;
+    for (const profile of profiles) printProfile(`server, ${(profile as any).phase}`, profile);
+  }
+  report.seconds = Math.round((Date.now() - started) / 1000);
+  report.loadAverageAtEnd = os.loadavg().map((value) => round(value, 2));
+  mkdirSync(RESULTS, { recursive: true });
+  const file = join(RESULTS, `bench-${backend.kind}-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  log(`\nDone in ${report.seconds} s. Report: ${file}`);
+}
+
+await main();
