@@ -32,9 +32,15 @@ export async function buildApp(config: Config, options: { database?: Database } 
   const db =
     options.database ??
     (await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir }));
-  await migrate(db.driver);
-
-  const pubsub = await createPubSubFor(config);
+  let pubsub: Awaited<ReturnType<typeof createPubSubFor>>;
+  try {
+    await migrate(db.driver);
+    pubsub = await createPubSubFor(config);
+  } catch (error) {
+    // A server that cannot start must not leave the database open behind it.
+    if (!options.database) await db.close();
+    throw error;
+  }
   const deps: DomainDeps = {
     prisma: db.prisma,
     publish: pubsub.publishEvents,
@@ -144,9 +150,12 @@ export async function buildApp(config: Config, options: { database?: Database } 
         wsServer.close();
         // An SSE subscription is a response that never ends by itself: end it, telling the client.
         pubsub.interruptSubscriptions();
+        // Connections whose last response just ended (SSE streams, keep-alive) close as soon as idle.
+        const idleCloser = setInterval(() => server.closeIdleConnections(), 50);
         const forceAfter = setTimeout(() => server.closeAllConnections(), 10_000);
         forceAfter.unref();
         await closed;
+        clearInterval(idleCloser);
         clearTimeout(forceAfter);
         await pubsub.close();
         await db.close();

@@ -2,21 +2,21 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createPubSubFor } from '../../src/realtime/pubsub.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { postgresAdminUrl } from '../support/database.js';
+import { postgresAdminUrl, servicesRequired } from '../support/database.js';
 import { THREAD_AUDITS, claim, createRun, must, runningRun } from '../support/lifecycle.js';
 import { payloads, subscribeSse, subscribeWs, tcpProxy, testRedisUrl, waitFor, type Stream } from './support.js';
 
 // SEMANTICS.md, "Subscriptions": with REDIS_URL set, a subscriber on one instance receives the
 // events of mutations served by another. Two instances share one PostgreSQL database and the
-// running Redis. CI sets TEST_DATABASE_URL and TEST_REDIS_URL; there, a missing one is a failure.
+// running Redis. CI's services pass (.ci/run) sets REQUIRE_SERVICES=1: there, a missing one is a failure.
 
 const missing = [!postgresAdminUrl && 'TEST_DATABASE_URL', !testRedisUrl && 'TEST_REDIS_URL'].filter(Boolean).join(' and ');
 const title = 'two instances sharing PostgreSQL and Redis';
 
-if (missing && process.env.CI) {
+if (missing && servicesRequired) {
   describe(title, () => {
     it('runs in CI', () => {
-      throw new Error(`${missing} must be set in CI: the multi-instance suite cannot be skipped there`);
+      throw new Error(`${missing} must be set when REQUIRE_SERVICES=1: the multi-instance suite cannot be skipped there`);
     });
   });
 } else if (missing) {

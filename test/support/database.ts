@@ -41,6 +41,12 @@ export async function createScratchDatabase(adminUrl = requirePostgresUrl()) {
 }
 
 /**
+ * Set by CI's services pass (.ci/run): suites that need PostgreSQL and Redis must then fail,
+ * never skip, when either is missing.
+ */
+export const servicesRequired = process.env.REQUIRE_SERVICES === '1';
+
+/**
  * Suites that only mean something on a real server (multi-instance, cross-process races) call
  * this: in CI a missing TEST_DATABASE_URL is a failure, never a silent skip.
  */
