@@ -16,7 +16,7 @@ import { openDatabase } from '../src/db/database.js';
 import { openPgliteBackend, openPostgresBackend, FLOOR_POOL_SIZE, type Backend } from './lib/backend.js';
 import { readCensus, writeCensus, type CensusEntry } from './lib/census.js';
 import { summarizeProfile } from './lib/cpuprofile.js';
-import { measureFanout, type FanoutResult } from './lib/fanout.js';
+import { measureFanout, measureFanoutFloor, type FanoutFloorResult, type FanoutResult } from './lib/fanout.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { measureLayers } from './lib/layers.js';
 import { LIFECYCLE_OPS } from './lib/run-script.js';
@@ -219,11 +219,11 @@ function printRead(read: ReadRow) {
   );
 }
 
-function printFanout(results: FanoutResult[]) {
-  log('\nLive fan-out: toolStatusChanged, one thread, latency from the server COMMIT to receipt (ms)');
+function printFanout(results: (FanoutResult & { floor: FanoutFloorResult })[]) {
+  log('\nLive fan-out: toolStatusChanged on one thread; latency from the COMMIT to receipt, ms');
   log(
     table(
-      ['subscribers', 'events', 'delivered/expected', 'p50', 'p99', 'max', 'p99 from send', 'mutation p50', 'SQL/delivery', 'later status'],
+      ['subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'later status'],
       results.map((r) => [
         r.subscribers,
         r.events,
@@ -231,13 +231,16 @@ function printFanout(results: FanoutResult[]) {
         round(r.fromCommitMs?.p50 ?? NaN, 1),
         round(r.fromCommitMs?.p99 ?? NaN, 1),
         round(r.fromCommitMs?.max ?? NaN, 1),
+        round(r.floor.fromCommitMs?.p50 ?? NaN, 1),
+        round(r.floor.fromCommitMs?.p99 ?? NaN, 1),
         round(r.fromSendMs.p99, 1),
         round(r.toolMutationMs.p50, 1),
-        round(r.statementsPerDelivery, 2),
+        round((r.serverCpuSeconds * 1000) / Math.max(1, r.delivered), 3),
         r.payloadsWithLaterStatus,
       ]),
     ),
   );
+  log('(floor: the same clients on a bare WebSocket server sending one ready-made frame per socket, at the same event rate)');
 }
 
 async function runSections(
@@ -293,14 +296,16 @@ async function runSections(
   if (runs('fanout')) {
     log('Live fan-out…');
     const threadId = await serverCreateThread(http, ownerToken, 'fan-out');
-    const results: FanoutResult[] = [];
+    const results: (FanoutResult & { floor: FanoutFloorResult })[] = [];
     for (const subscribers of settings.subscribers) {
       log(`  ${subscribers} subscribers…`);
-      results.push(
-        await profiled(server, `fanout-${subscribers}`, () =>
-          measureFanout({ server, http, ownerToken, workerToken: workerTokens[0]!, threadId, subscribers, events: settings.events, log }),
-        ),
+      const measured = await profiled(server, `fanout-${subscribers}`, () =>
+        measureFanout({ server, http, ownerToken, workerToken: workerTokens[0]!, threadId, subscribers, events: settings.events, log }),
       );
+      // The floor at the event rate the server sustained, so both see the same spacing.
+      const intervalMs = (measured.seconds * 1000) / settings.events;
+      log(`    floor: a bare WebSocket broadcast, one event every ${intervalMs.toFixed(1)} ms`);
+      results.push({ ...measured, floor: await measureFanoutFloor(subscribers, settings.events, intervalMs) });
     }
     report.fanout = results;
     printFanout(results);

@@ -14,6 +14,7 @@ import { summarize, type Summary } from './stats.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SUBSCRIBERS = fileURLToPath(new URL('./fanout-subscribers.ts', import.meta.url));
+const BROADCAST_FLOOR = fileURLToPath(new URL('./broadcast-floor.ts', import.meta.url));
 const TOOLS_PER_RUN = 10;
 const now = () => performance.timeOrigin + performance.now();
 
@@ -137,5 +138,74 @@ export async function measureFanout(options: {
   } finally {
     await ask({ command: 'stop' }).catch(() => {});
     if (child.exitCode === null) child.kill('SIGKILL');
+  }
+}
+
+export interface FanoutFloorResult {
+  subscribers: number;
+  events: number;
+  intervalMs: number;
+  expectedDeliveries: number;
+  delivered: number;
+  fromCommitMs: Summary | null;
+}
+
+const floorAudit = (toolCallId: string, status: string, k: number) => ({
+  __typename: 'ToolAudit',
+  id: `00000000-0000-4000-8000-${String(k).padStart(12, '0')}`,
+  runId: '00000000-0000-4000-8000-000000000000',
+  role: 'TOOL',
+  operationId: toolCallId,
+  sequence: String(k + 3),
+  finishedSequence: status === 'RUNNING' ? null : String(k + 4),
+  status,
+  startedAt: new Date().toISOString(),
+  finishedAt: status === 'RUNNING' ? null : new Date().toISOString(),
+  durationMs: status === 'RUNNING' ? null : 120,
+  toolCallId,
+  name: 'search',
+  effectiveInput: { query: 'quarterly revenue by region' },
+  output: status === 'RUNNING' ? null : { content: 'Result of search: revenue grew 4.2%.', status: 'success', id: `msg-${toolCallId}`, name: 'search' },
+  error: null,
+  awaitingRunTerminal: false,
+});
+
+/**
+ * The floor of fan-out: the same subscriber fleet connected to a bare WebSocket server that sends
+ * each event as one ready-made frame per socket, at the event rate the server run achieved.
+ */
+export async function measureFanoutFloor(subscribers: number, events: number, intervalMs: number): Promise<FanoutFloorResult> {
+  const floor = spawn(process.execPath, ['--import', 'tsx', BROADCAST_FLOOR], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const fleet = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const askFloor = ipcClient(floor);
+  const askFleet = ipcClient(fleet);
+  const prefix = `floor${subscribers}-`;
+  try {
+    const { port } = await askFloor<{ port: number }>({ command: 'listen' });
+    const { connected } = await askFleet<{ connected: number }>({
+      command: 'start', wsUrl: `ws://127.0.0.1:${port}/graphql`, token: 'none', threadId: 'none', subscribers, measuredPrefix: prefix,
+    });
+    if (connected < subscribers) throw new Error(`only ${connected} of ${subscribers} subscribers connected to the floor`);
+    for (let round = 0; ; round++) {
+      await askFloor({ command: 'broadcast', audit: floorAudit(`warm-${round}`, 'RUNNING', round) });
+      await pause(100);
+      if ((await askFleet<{ minTotal: number }>({ command: 'progress' })).minTotal >= 1) break;
+      if (round > 50) throw new Error('subscribers never received a frame from the floor');
+    }
+    const expected: { toolCallId: string; status: string; committedAt: number; sentAt: number }[] = [];
+    for (let k = 0; k < events; k++) {
+      const toolCallId = `${prefix}${k >> 1}`;
+      const status = k % 2 ? 'COMPLETED' : 'RUNNING';
+      const { at } = await askFloor<{ at: number }>({ command: 'broadcast', audit: floorAudit(toolCallId, status, k) });
+      expected.push({ toolCallId, status, committedAt: at, sentAt: at });
+      await pause(intervalMs);
+    }
+    await askFleet({ command: 'wait', events, idleTimeoutMs: 20_000 });
+    const summary = await askFleet<{ expectedDeliveries: number; delivered: number; fromCommitMs: Summary | null }>({ command: 'summarize', expected });
+    return { subscribers, events, intervalMs, expectedDeliveries: summary.expectedDeliveries, delivered: summary.delivered, fromCommitMs: summary.fromCommitMs };
+  } finally {
+    await askFleet({ command: 'stop' }).catch(() => {});
+    await askFloor({ command: 'stop' }).catch(() => {});
+    for (const child of [fleet, floor]) if (child.exitCode === null) child.kill('SIGKILL');
   }
 }
