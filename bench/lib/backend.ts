@@ -52,8 +52,11 @@ export async function openPostgresBackend(adminUrl: string): Promise<Backend> {
       floor,
       floorSharesServerData: true,
       async close() {
-        await floor.close();
-        await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        try {
+          await floor.close();
+        } finally {
+          await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        }
       },
     };
   } catch (error) {
@@ -86,8 +89,11 @@ export async function openPgliteBackend(): Promise<Backend> {
     floor,
     floorSharesServerData: false,
     async close() {
-      await floor.close();
-      rmSync(root, { recursive: true, force: true });
+      try {
+        await floor.close();
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -10,7 +10,8 @@ export interface GraphQLResult<T = any> {
  * little of the shared CPU as possible on its side of the wire.
  */
 export class GraphQLHttp {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  // Idle sockets are dropped before the server's keep-alive timeout (5 s) can close them under a request.
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, timeout: 4000 });
   private readonly target: URL;
   /** Size of the last response body. */
   lastResponseBytes = 0;
@@ -19,8 +20,21 @@ export class GraphQLHttp {
     this.target = new URL(url);
   }
 
-  post<T = any>(query: string, variables: Record<string, unknown>, token: string): Promise<GraphQLResult<T>> {
+  async post<T = any>(query: string, variables: Record<string, unknown>, token: string): Promise<GraphQLResult<T>> {
     const body = JSON.stringify({ query, variables });
+    try {
+      return await this.send<T>(body, token);
+    } catch (error) {
+      // A kept-alive socket the server closed just as the request went out: the request never
+      // reached it, so sending it again is safe (Node's documented pattern).
+      if ((error as { reusedSocket?: boolean }).reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET') {
+        return this.send<T>(body, token);
+      }
+      throw error;
+    }
+  }
+
+  private send<T>(body: string, token: string): Promise<GraphQLResult<T>> {
     return new Promise((resolve, reject) => {
       const req = request(
         {
@@ -52,7 +66,7 @@ export class GraphQLHttp {
           res.on('error', reject);
         },
       );
-      req.on('error', reject);
+      req.on('error', (error) => reject(Object.assign(error, { reusedSocket: req.reusedSocket })));
       req.end(body);
     });
   }
