@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { WorkerSession, claim, claimRunMutation, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
-import { auditsOf, cancelRun, readRun } from './helpers.js';
+import { auditsOf, cancelRun, openWork, readRun } from './helpers.js';
 
 // SEMANTICS.md, "Runs and leases": cancelRun, and a cancel racing the worker's own verdict.
 
@@ -83,14 +83,7 @@ describe(`races on ${backendName}`, () => {
     for (let i = 0; i < ITERATIONS; i++) {
       const ctx = await runningRun(t);
       const { session } = ctx;
-      await session.declare('m1', [
-        { id: 't-await', name: 'search' },
-        { id: 't-open', name: 'search' },
-      ]);
-      must(await session.toolStarted('t-await', 'search'));
-      must(await session.toolError('t-await', { message: 'bare' }));
-      must(await session.toolStarted('t-open', 'search'));
-      must(await session.modelStarted('m-open'));
+      await openWork(session);
 
       const finishing = () =>
         session.finish('COMPLETED', { stateMessages: [{ tool_call_id: 't-await', status: 'error', content: 'from state' }] });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { clockAt, must, runningRun } from '../support/lifecycle.js';
-import { auditsOf, cancelRun, eventually, lateWrites, readRun } from './helpers.js';
+import { eventually } from '../support/streams.js';
+import { auditsOf, cancelRun, lateWrites, readRun } from './helpers.js';
 
 // SEMANTICS.md, "Run terminal convergence": one row per way a run can end.
 interface Ending {

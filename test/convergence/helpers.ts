@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { errorCode, type GraphQLResponse, type TestApp } from '../support/app.js';
-import { THREAD_AUDITS, type WorkerSession } from '../support/lifecycle.js';
+import { THREAD_AUDITS, must, type WorkerSession } from '../support/lifecycle.js';
+import { eventually } from '../support/streams.js';
 
 export const RUN_WITH_TOOL_CALLS = `query($id: ID!) {
   run(id: $id) {
@@ -29,15 +30,16 @@ export function cancelRun(t: TestApp, token: string, runId: string) {
   return t.gql<{ result: any }>(CANCEL_RUN, { runId }, token);
 }
 
-/** Polls `read` until `done` holds for its value, for at most `timeoutMs`. */
-export async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`Condition not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Leaves the session's run with a bare tool error (t-await), a running tool (t-open) and a running model call (m-open). */
+export async function openWork(session: WorkerSession) {
+  await session.declare('m1', [
+    { id: 't-await', name: 'search' },
+    { id: 't-open', name: 'search' },
+  ]);
+  must(await session.toolStarted('t-await', 'search'));
+  must(await session.toolError('t-await', { message: 'bare' }));
+  must(await session.toolStarted('t-open', 'search'));
+  must(await session.modelStarted('m-open'));
 }
 
 /**
@@ -62,53 +64,4 @@ export function lateWrites(session: WorkerSession, known: { toolCallId: string; 
     recordToolError: () => session.toolError(known.toolCallId, { message: 'late' }),
     finishRun: () => session.finish('COMPLETED'),
   } satisfies Record<string, () => Promise<GraphQLResponse>>;
-}
-
-export interface Subscription {
-  events: any[];
-  close(): Promise<void>;
-}
-
-/** A subscription over SSE through yoga's in-process fetch; `events` fills as payloads arrive. */
-export async function subscribe(t: TestApp, query: string, variables: Record<string, unknown>, token: string): Promise<Subscription> {
-  const controller = new AbortController();
-  const response = await t.app.yoga.fetch('http://test/graphql', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-    signal: controller.signal,
-  });
-  expect(response.status).toBe(200);
-  const events: any[] = [];
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const pump = (async () => {
-    let buffer = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += value;
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = block
-            .split('\n')
-            .filter((line) => line.startsWith('data:'))
-            .map((line) => line.slice(5).trim())
-            .join('\n');
-          if (data) events.push(JSON.parse(data));
-        }
-      }
-    } catch {
-      // aborted by close()
-    }
-  })();
-  return {
-    events,
-    async close() {
-      controller.abort();
-      await reader.cancel().catch(() => {});
-      await pump;
-    },
-  };
 }

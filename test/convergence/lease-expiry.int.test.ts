@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { sweepExpiredLeases } from '../../src/domain/convergence.js';
-import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
 import { WorkerSession, actors, claim, createRun, createThread, must } from '../support/lifecycle.js';
-import { auditsOf, eventually, readRun, subscribe, waitForLeaseExpiry, type Subscription } from './helpers.js';
+import { eventually, payloads, subscribeSse, type Stream } from '../support/streams.js';
+import { auditsOf, openWork, readRun, waitForLeaseExpiry } from './helpers.js';
 
 // SEMANTICS.md: the server sweeps expired leases; several instances may sweep at once and each
 // run is converged exactly once; a restarted server sweeps once at start-up.
@@ -14,15 +15,11 @@ import { auditsOf, eventually, readRun, subscribe, waitForLeaseExpiry, type Subs
 const NEVER = '3600000';
 const LEASE_ENV = { LEASE_MIN_SECONDS: '1' };
 
-type Cleanups = (() => Promise<unknown>)[];
-/** What a test set up, undone after it; what a suite's beforeAll set up, after the file. */
-const testCleanups: Cleanups = [];
-const fileCleanups: Cleanups = [];
-const undo = async (cleanups: Cleanups) => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-};
-afterEach(() => undo(testCleanups));
-afterAll(() => undo(fileCleanups));
+/** What a suite's beforeAll set up, undone after the file (what a test sets up: onTestFinished). */
+const fileCleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const cleanup of fileCleanups.reverse()) await cleanup();
+});
 
 // Generous ceilings for tests that set up many runs on a shared, busy machine; nothing is timed.
 const HEAVY = 120_000;
@@ -48,23 +45,15 @@ async function instances(env: Record<string, string>): Promise<TestApp[]> {
   return apps;
 }
 
-/** A running run with a bare tool error, a running tool and a running model call. */
-async function openWork(session: WorkerSession) {
-  await session.declare('m1', [
-    { id: 't-await', name: 'search' },
-    { id: 't-open', name: 'search' },
-  ]);
-  must(await session.toolStarted('t-await', 'search'));
-  must(await session.toolError('t-await', { message: 'bare' }));
-  must(await session.toolStarted('t-open', 'search'));
-  must(await session.modelStarted('m-open'));
-}
-
 const RUN_CHANGED = `subscription($threadId: ID!) { runChanged(threadId: $threadId) { id status } }`;
 const AUDIT_CHANGED = `subscription($threadId: ID!) { auditChanged(threadId: $threadId) { id runId operationId status } }`;
 
-const seen = (sub: Subscription, operationId: string, status: string) =>
-  sub.events.some((event) => event.data?.auditChanged?.operationId === operationId && event.data.auditChanged.status === status);
+// How long a stream may take to deliver on a shared, busy machine; nothing is timed.
+const STREAM_TIMEOUT = 15_000;
+const auditSeen = (operationId: string, status: string) => (results: GraphQLResponse[]) =>
+  results.some((result) => result.data?.auditChanged?.operationId === operationId && result.data.auditChanged.status === status);
+const runSeen = (runId: string, status?: string) => (results: GraphQLResponse[]) =>
+  results.some((result) => result.data?.runChanged?.id === runId && (!status || result.data.runChanged.status === status));
 
 /**
  * Live subscriptions on every distinct instance (each publishes only its own events here). A
@@ -72,16 +61,17 @@ const seen = (sub: Subscription, operationId: string, status: string) =>
  * marker's next event arrives, everything published before it has been delivered.
  */
 async function watch(apps: TestApp[], owner: string, worker: string, threadId: string) {
-  const watched: { runs: Subscription; audits: Subscription; marker: WorkerSession; markerId: string }[] = [];
+  const watched: { runs: Stream; audits: Stream; marker: WorkerSession; markerId: string }[] = [];
   for (const t of new Set(apps)) {
-    const runs = await subscribe(t, RUN_CHANGED, { threadId }, owner);
-    const audits = await subscribe(t, AUDIT_CHANGED, { threadId }, owner);
-    testCleanups.push(() => runs.close(), () => audits.close());
+    const runs = await subscribeSse(t.app, RUN_CHANGED, { threadId }, owner);
+    onTestFinished(() => runs.close());
+    const audits = await subscribeSse(t.app, AUDIT_CHANGED, { threadId }, owner);
+    onTestFinished(() => audits.close());
     const markerId = await createRun(t, owner, threadId);
     const marker = await claim(t, worker, markerId, 600);
     must(await marker.modelStarted('marker'));
-    await eventually(async () => audits.events.length, () => seen(audits, 'marker', 'RUNNING'));
-    await eventually(async () => runs.events.length, () => runs.events.some((event) => event.data?.runChanged?.id === markerId));
+    await audits.until(auditSeen('marker', 'RUNNING'), 'the marker running', STREAM_TIMEOUT);
+    await runs.until(runSeen(markerId), 'the marker run', STREAM_TIMEOUT);
     watched.push({ runs, audits, marker, markerId });
   }
   return {
@@ -89,15 +79,12 @@ async function watch(apps: TestApp[], owner: string, worker: string, threadId: s
       for (const { runs, audits, marker, markerId } of watched) {
         must(await marker.modelFinished('marker'));
         must(await marker.finish('COMPLETED'));
-        await eventually(async () => audits.events.length, () => seen(audits, 'marker', 'COMPLETED'));
-        await eventually(
-          async () => runs.events.length,
-          () => runs.events.some((event) => event.data?.runChanged?.id === markerId && event.data.runChanged.status === 'COMPLETED'),
-        );
+        await audits.until(auditSeen('marker', 'COMPLETED'), 'the marker completed', STREAM_TIMEOUT);
+        await runs.until(runSeen(markerId, 'COMPLETED'), 'the marker run completed', STREAM_TIMEOUT);
       }
     },
-    runEvents: () => watched.flatMap(({ runs }) => runs.events.map((event) => event.data.runChanged)),
-    auditEvents: () => watched.flatMap(({ audits }) => audits.events.map((event) => event.data.auditChanged)),
+    runEvents: () => watched.flatMap(({ runs }) => payloads(runs.results, 'runChanged')),
+    auditEvents: () => watched.flatMap(({ audits }) => payloads(audits.results, 'auditChanged')),
   };
 }
 
@@ -172,7 +159,7 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
     await waitForLeaseExpiry(healthy.session);
 
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
-    testCleanups.push(async () => logged.mockRestore());
+    onTestFinished(() => logged.mockRestore());
     expect(await sweepExpiredLeases(t.app.deps)).toBe(1);
     expect(logged).toHaveBeenCalledWith(expect.stringContaining(poisoned.runId), expect.anything());
     expect(await readRun(t, ctx.owner, healthy.runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
@@ -224,17 +211,17 @@ describe('the start-up sweep', () => {
     let databaseUrl: string | undefined;
     if (onPostgres) {
       const scratch = await createScratchDatabase();
-      testCleanups.push(() => scratch.drop());
+      onTestFinished(() => scratch.drop());
       databaseUrl = scratch.url;
       env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER };
     } else {
       const dataDir = mkdtempSync(join(tmpdir(), 'audit-startup-sweep-'));
-      testCleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+      onTestFinished(async () => rmSync(dataDir, { recursive: true, force: true }));
       env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER, DATA_DIR: dataDir };
     }
 
     const first = await startTestApp(env, { databaseUrl });
-    testCleanups.push(() => first.close());
+    onTestFinished(() => first.close());
     const ctx = await runsWithOpenWork(first, 1);
     const { runId, session } = ctx.runs[0]!;
     const lease = must(await session.renew(1));
@@ -245,7 +232,7 @@ describe('the start-up sweep', () => {
 
     // Its interval sweeper never fires during the test: only the start-up sweep can close the run.
     const second = await startTestApp(env, { databaseUrl });
-    testCleanups.push(() => second.close());
+    onTestFinished(() => second.close());
     const run = await readRun(second, ctx.owner, runId);
     expect(run).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
     const audits = await auditsOf(second, ctx.owner, ctx.threadId, runId);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { claim, createRun, must, runningRun, type WorkerSession } from '../support/lifecycle.js';
-import { auditsOf, cancelRun, eventually, readRun } from './helpers.js';
+import { eventually } from '../support/streams.js';
+import { auditsOf, cancelRun, readRun } from './helpers.js';
 
 // SEMANTICS.md: an INTERRUPTED run hands its open tool calls back as PENDING, and a resume
 // starts the same tool_call_id again, bound to the model call that declared it.

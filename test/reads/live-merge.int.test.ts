@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { claim, createRun, must, runningRun } from '../support/lifecycle.js';
+import { subscribeSse } from '../support/streams.js';
 import { mergeAuditEvent, type AuditView, type Timeline } from './snapshot-merge.js';
-import { subscribeOverSse } from './support.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -37,7 +37,7 @@ it('a truncated snapshot merged with auditChanged events equals a fresh read', a
   must(await session.toolStarted('call-2', 'fetch')); // 6
 
   // Subscribe first, then read: nothing committed in between can be missed.
-  const live = await subscribeOverSse(t, LIVE, { threadId }, owner);
+  const live = await subscribeSse(t.app, LIVE, { threadId }, owner);
   let timeline = await snapshot(owner, threadId, 2);
   expect(timeline.truncated).toBe(true);
   expect(timeline.items.map((item) => item.operationId)).toEqual(['m2', 'call-2']);
@@ -45,7 +45,7 @@ it('a truncated snapshot merged with auditChanged events equals a fresh read', a
 
   let seen = 0;
   async function apply(expected: number) {
-    const events = await live.received(seen + expected);
+    const events = await live.take(seen + expected);
     for (const event of events.slice(seen)) {
       expect(event.errors).toBeUndefined();
       const audit = event.data.auditChanged as AuditView;

@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.js';
 import { createThread } from '../support/lifecycle.js';
-import { insertAudits, insertRun, startObservedApp, type ObservedApp } from './support.js';
+import { insertAudits, insertRun } from './support.js';
 
-let t: ObservedApp;
+let t: TestApp;
+/** Every SQL statement Prisma sent (through the driver adapter, so after Prisma's own batching). */
+const statements: string[] = [];
 let owner: string;
 let threadId: string;
 const chat: string[] = [];
@@ -10,7 +13,8 @@ const APPEND = `mutation($input: AppendMessageInput!) { appendMessage(input: $in
 
 // Five resumed runs of 100 audits each: limit 10 reads one run, limit 500 reads all five.
 beforeAll(async () => {
-  t = await startObservedApp();
+  // The sweeper must not add its own statements to a measured request.
+  t = await startTestApp({ LEASE_SWEEP_INTERVAL_MS: '3600000' }, { onQuery: (sql) => statements.push(sql) });
   owner = await t.token('query-count-owner', 'superadmin');
   threadId = await createThread(t, owner);
   for (const text of ['first', 'second']) {
@@ -25,6 +29,17 @@ beforeAll(async () => {
   }
 });
 afterAll(() => t.close());
+
+/** The `limit` items `query` reads from the thread, checked to be there, and the SQL statements it caused. */
+async function measure(query: string, limit: number) {
+  statements.length = 0;
+  const response = await t.gql(query, { threadId, limit }, owner);
+  const caused = statements.splice(0);
+  expect(response.errors).toBeUndefined();
+  const items: any[] = response.data.threadAudits.items;
+  expect(items).toHaveLength(limit);
+  return { items, statements: caused };
+}
 
 const EVERY_NESTED_FIELD = `query($threadId: ID!, $limit: Int) {
   threadAudits(threadId: $threadId, limit: $limit) {
@@ -77,14 +92,10 @@ function checkFull(items: any[]) {
 
 describe('one threadAudits call issues a bounded number of SQL statements', () => {
   it('with every nested field selected: the same count for 10 items as for 500', async () => {
-    const small = await t.measure(EVERY_NESTED_FIELD, { threadId, limit: 10 }, owner);
-    const large = await t.measure(EVERY_NESTED_FIELD, { threadId, limit: 500 }, owner);
-    expect(small.response.errors).toBeUndefined();
-    expect(large.response.errors).toBeUndefined();
-    expect(small.response.data.threadAudits.items).toHaveLength(10);
-    expect(large.response.data.threadAudits.items).toHaveLength(500);
-    checkFull(small.response.data.threadAudits.items);
-    checkFull(large.response.data.threadAudits.items);
+    const small = await measure(EVERY_NESTED_FIELD, 10);
+    const large = await measure(EVERY_NESTED_FIELD, 500);
+    checkFull(small.items);
+    checkFull(large.items);
 
     expect(large.statements.length).toBe(small.statements.length);
     // One statement per relation level: thread check, audits, and each nested relation batched.
@@ -92,12 +103,9 @@ describe('one threadAudits call issues a bounded number of SQL statements', () =
   });
 
   it('with a relation selected twice under different arguments: still the same count', async () => {
-    const small = await t.measure(CONFLICTING_ALIASES, { threadId, limit: 10 }, owner);
-    const large = await t.measure(CONFLICTING_ALIASES, { threadId, limit: 500 }, owner);
-    expect(small.response.errors).toBeUndefined();
-    expect(large.response.errors).toBeUndefined();
-    expect(large.response.data.threadAudits.items).toHaveLength(500);
-    for (const item of [...small.response.data.threadAudits.items, ...large.response.data.threadAudits.items]) {
+    const small = await measure(CONFLICTING_ALIASES, 10);
+    const large = await measure(CONFLICTING_ALIASES, 500);
+    for (const item of [...small.items, ...large.items]) {
       expect(item.run.thread).toEqual({ oldest: [{ id: chat[0] }], page: chat.map((id) => ({ id })) });
     }
     expect(large.statements.length).toBe(small.statements.length);

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { mintToken } from '../../src/auth/jwt.js';
 import type { Role } from '../../src/auth/principal.js';
-import { startTestApp, type TestApp } from '../support/app.js';
 import { createRun, createThread } from '../support/lifecycle.js';
-import { payloads, redisEnv, subscribeSse, subscribeWs, waitFor, type Stream } from './support.js';
+import { payloads, subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
+import { startListeningApp, type ListeningApp } from './support.js';
 
 // SEMANTICS.md, "Principals" and "Subscriptions": access is checked when a subscription starts,
 // over graphql-ws (token in connectionParams) and SSE (Authorization header). A refused one gets
@@ -17,29 +17,21 @@ const SUBSCRIPTIONS = {
 };
 type Field = keyof typeof SUBSCRIPTIONS;
 
-let t: TestApp;
-let url: string;
-let open: Stream[] = [];
-
+let t: ListeningApp;
 beforeAll(async () => {
-  t = await startTestApp(redisEnv());
-  url = await t.app.start(0);
-});
-afterEach(async () => {
-  await Promise.all(open.map((stream) => stream.close()));
-  open = [];
+  t = await startListeningApp();
 });
 afterAll(() => t.close());
 
 const TRANSPORTS = {
-  'graphql-ws': async (query: string, variables: Record<string, unknown>, token: string | null) => subscribeWs(url, query, variables, token),
+  'graphql-ws': async (query: string, variables: Record<string, unknown>, token: string | null) => subscribeWs(t.url, query, variables, token),
   SSE: (query: string, variables: Record<string, unknown>, token: string | null) => subscribeSse(t.app, query, variables, token),
 };
 type Transport = keyof typeof TRANSPORTS;
 
 async function subscribe(transport: Transport, field: Field, threadId: string, token: string | null) {
   const stream = await TRANSPORTS[transport](SUBSCRIPTIONS[field], { threadId }, token);
-  open.push(stream);
+  onTestFinished(() => stream.close());
   return stream;
 }
 

@@ -1,20 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { DomainEvent } from '../../src/domain/events.js';
 import { DEFAULT_MAX_PENDING_EVENTS } from '../../src/realtime/pubsub.js';
-import { startTestApp, type TestApp } from '../support/app.js';
 import { must, runningRun } from '../support/lifecycle.js';
-import {
-  payloads,
-  redisEnv,
-  sseResponse,
-  sseStream,
-  subscribeOn,
-  subscribeSse,
-  tcpProxy,
-  waitFor,
-  wsClient,
-  type Stream,
-} from './support.js';
+import { payloads, sseResponse, sseStream, subscribeOn, subscribeSse, waitFor, wsClient, type Stream } from '../support/streams.js';
+import { startListeningApp, tcpProxy, type ListeningApp } from './support.js';
 
 // docs/subscriptions.md, "A subscriber that falls behind": a client that stops reading never
 // holds up writers, other subscribers or the server's memory. Its stream is cut off at the
@@ -23,17 +12,9 @@ import {
 const AUDIT_IDS = `subscription($threadId: ID!) { auditChanged(threadId: $threadId) { id status } }`;
 const AUDIT_INPUTS = `subscription($threadId: ID!) { auditChanged(threadId: $threadId) { id ... on ToolAudit { effectiveInput } } }`;
 
-let t: TestApp;
-let url: string;
-let cleanup: (() => unknown)[] = [];
-
+let t: ListeningApp;
 beforeAll(async () => {
-  t = await startTestApp(redisEnv());
-  url = await t.app.start(0);
-});
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step();
-  cleanup = [];
+  t = await startListeningApp();
 });
 afterAll(() => t.close());
 
@@ -69,7 +50,7 @@ describe('a subscriber that falls behind', () => {
     must(await session.toolFinished('big', { content: 'done' }));
 
     const stream = sseStream(response);
-    cleanup.push(() => stream.close());
+    onTestFinished(() => stream.close());
     expect(await stream.ended()).toEqual({ kind: 'complete' });
     expectInterrupted(stream);
     expect(stream.results.length).toBeLessThan(DEFAULT_MAX_PENDING_EVENTS);
@@ -77,14 +58,14 @@ describe('a subscriber that falls behind', () => {
 
   it('over a WebSocket that stopped reading, only that subscriber is cut off; the others get every event', async () => {
     const { owner, threadId, event } = await threadWithLargeAudit(200_000);
-    const port = Number(new URL(url).port);
+    const port = Number(new URL(t.url).port);
     const proxy = await tcpProxy({ host: '127.0.0.1', port });
-    cleanup.push(() => proxy.close());
+    onTestFinished(() => proxy.close());
     const stalledClient = wsClient(`http://127.0.0.1:${proxy.port}/graphql`, owner);
-    cleanup.push(() => stalledClient.dispose());
+    onTestFinished(() => stalledClient.dispose());
     const stalled = subscribeOn(stalledClient, AUDIT_INPUTS, { threadId });
     const healthy = await subscribeSse(t.app, AUDIT_IDS, { threadId }, owner);
-    cleanup.push(() => healthy.close());
+    onTestFinished(() => healthy.close());
     await waitFor(() => subscribers(threadId) === 2, 'both subscriptions to be live');
 
     proxy.stall();
@@ -111,10 +92,10 @@ describe('a subscriber that falls behind', () => {
     // 64 subscriptions on one connection, each about to send a 512 kB result: more than the
     // server keeps unsent for one client (16 MiB) plus what the socket buffers absorb.
     const { owner, threadId, event } = await threadWithLargeAudit(512 * 1024);
-    const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(url).port) });
-    cleanup.push(() => proxy.close());
+    const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(t.url).port) });
+    onTestFinished(() => proxy.close());
     const client = wsClient(`http://127.0.0.1:${proxy.port}/graphql`, owner);
-    cleanup.push(() => client.dispose());
+    onTestFinished(() => client.dispose());
     const streams = Array.from({ length: 64 }, () => subscribeOn(client, AUDIT_INPUTS, { threadId }));
     await waitFor(() => subscribers(threadId) === streams.length, 'every subscription to be live');
 

@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Topic } from '../../src/realtime/pubsub.js';
-import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { WorkerSession, actors, claim, claimRunMutation, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
-import { payloads, redisEnv, subscribeSse, subscribeWs, testRedisUrl, waitFor, type Stream } from './support.js';
+import { delivered, subscribeLive } from '../support/streams.js';
+import { startListeningApp, testRedisUrl, type ListeningApp } from './support.js';
 
 // SEMANTICS.md, "Subscriptions": every committed change reaches live subscribers over graphql-ws
 // (a real socket) and SSE, in commit order, re-read after the commit; a rejected write sends nothing.
@@ -23,40 +23,17 @@ const AUDITS = `subscription($threadId: ID!) {
 const RUNS = `subscription($threadId: ID!) { runChanged(threadId: $threadId) { id status leaseOwner error } }`;
 const CANCEL = `mutation($runId: ID!) { result: cancelRun(runId: $runId) { id status } }`;
 
-let t: TestApp;
-let url: string;
-let open: Stream[] = [];
-
+let t: ListeningApp;
 beforeAll(async () => {
-  t = await startTestApp(redisEnv());
-  url = await t.app.start(0);
-});
-afterEach(async () => {
-  await Promise.all(open.map((stream) => stream.close()));
-  open = [];
+  t = await startListeningApp();
 });
 afterAll(() => t.close());
-
-/** The same subscription over graphql-ws and over SSE, both live before this returns. */
-async function overBothTransports(query: string, variables: Record<string, unknown>, token: string, topic: Topic) {
-  const threadId = variables.threadId as string;
-  const before = t.app.pubsub.subscriberCount(topic, threadId);
-  const streams = [subscribeWs(url, query, variables, token), await subscribeSse(t.app, query, variables, token)];
-  open.push(...streams);
-  await waitFor(() => t.app.pubsub.subscriberCount(topic, threadId) === before + 2, 'both subscriptions to be live');
-  return streams;
-}
-
-/** Waits until every stream holds `n` results and returns each stream's payloads. */
-async function delivered(streams: Stream[], n: number, field: string) {
-  return Promise.all(streams.map(async (stream) => payloads(await stream.take(n), field)));
-}
 
 describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'} pub/sub)`, () => {
   it('a tool goes RUNNING, then to its terminal status, on both transports', async () => {
     const { session, owner, threadId, runId } = await runningRun(t);
     await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
-    const streams = await overBothTransports(TOOL_STATUS, { threadId, runId }, owner, 'audit');
+    const streams = await subscribeLive(t.app, t.url, 'audit', TOOL_STATUS, { threadId, runId }, owner);
 
     must(await session.toolStarted('call-1', 'search', { effectiveInput: { q: 'x' } }));
     for (const events of await delivered(streams, 1, 'toolStatusChanged')) {
@@ -73,7 +50,7 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
   it('a bare error is observed while the tool stays RUNNING; the run verdict closes it', async () => {
     const { session, owner, threadId, runId } = await runningRun(t);
     await session.declare('m1', [{ id: 'call-1', name: 'fetch' }]);
-    const streams = await overBothTransports(TOOL_STATUS, { threadId }, owner, 'audit');
+    const streams = await subscribeLive(t.app, t.url, 'audit', TOOL_STATUS, { threadId }, owner);
 
     must(await session.toolStarted('call-1', 'fetch'));
     await delivered(streams, 1, 'toolStatusChanged');
@@ -95,7 +72,7 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     const second = await claim(t, first.worker, secondRunId);
     await first.session.declare('m1', [{ id: 'call-1', name: 'a' }]);
     await second.declare('m1', [{ id: 'call-2', name: 'b' }]);
-    const streams = await overBothTransports(TOOL_STATUS, { threadId: first.threadId, runId: secondRunId }, first.owner, 'audit');
+    const streams = await subscribeLive(t.app, t.url, 'audit', TOOL_STATUS, { threadId: first.threadId, runId: secondRunId }, first.owner);
 
     must(await first.session.toolStarted('call-1', 'a'));
     must(await second.toolStarted('call-2', 'b'));
@@ -114,8 +91,8 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     must(await session.toolStarted('call-b', 'b'));
     must(await session.toolError('call-b', { message: 'interrupted?' }));
     must(await session.modelStarted('m2'));
-    const audits = await overBothTransports(AUDITS, { threadId }, owner, 'audit');
-    const runs = await overBothTransports(RUNS, { threadId }, owner, 'run');
+    const audits = await subscribeLive(t.app, t.url, 'audit', AUDITS, { threadId }, owner);
+    const runs = await subscribeLive(t.app, t.url, 'run', RUNS, { threadId }, owner);
 
     expect(must(await t.gql(CANCEL, { runId }, owner))).toMatchObject({ status: 'CANCELLED' });
     for (const events of await delivered(audits, 3, 'auditChanged')) {
@@ -133,8 +110,8 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
   it('every committed change of a run sends one event, in commit order', async () => {
     const who = await actors(t);
     const threadId = await createThread(t, who.owner);
-    const audits = await overBothTransports(AUDITS, { threadId }, who.owner, 'audit');
-    const runs = await overBothTransports(RUNS, { threadId }, who.owner, 'run');
+    const audits = await subscribeLive(t.app, t.url, 'audit', AUDITS, { threadId }, who.owner);
+    const runs = await subscribeLive(t.app, t.url, 'run', RUNS, { threadId }, who.owner);
     const auditStates: string[] = [];
     const runStates: string[] = [];
     // Each step waits for its events, so every payload shows the state that step committed.
@@ -173,8 +150,8 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     const { session, owner, threadId, runId } = await runningRun(t);
     await session.declare('m1', [{ id: 'c1', name: 'slow' }]);
     must(await session.toolStarted('c1', 'slow'));
-    const audits = await overBothTransports(AUDITS, { threadId }, owner, 'audit');
-    const runs = await overBothTransports(RUNS, { threadId }, owner, 'run');
+    const audits = await subscribeLive(t.app, t.url, 'audit', AUDITS, { threadId }, owner);
+    const runs = await subscribeLive(t.app, t.url, 'run', RUNS, { threadId }, owner);
 
     // The lease now ends in one second; the sweeper runs every 200 ms in tests.
     must(await session.renew(1));
@@ -190,8 +167,8 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     const { session, owner, worker, threadId, runId } = await runningRun(t);
     await session.declare('m1', [{ id: 'c1', name: 'x' }]);
     const started = must(await session.toolStarted('c1', 'x', { effectiveInput: { v: 1 } }));
-    const audits = await overBothTransports(AUDITS, { threadId }, owner, 'audit');
-    const runs = await overBothTransports(RUNS, { threadId }, owner, 'run');
+    const audits = await subscribeLive(t.app, t.url, 'audit', AUDITS, { threadId }, owner);
+    const runs = await subscribeLive(t.app, t.url, 'run', RUNS, { threadId }, owner);
 
     const staleEpoch = new WorkerSession(t, worker, { runId, epoch: session.lease.epoch + 1 });
     expect(errorCode(await staleEpoch.toolFinished('c1', { content: 'late' }))).toBe('LEASE_LOST');

@@ -1,10 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createPubSubFor } from '../../src/realtime/pubsub.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { postgresAdminUrl, servicesRequired } from '../support/database.js';
 import { THREAD_AUDITS, claim, createRun, must, runningRun } from '../support/lifecycle.js';
-import { payloads, subscribeSse, subscribeWs, tcpProxy, testRedisUrl, waitFor, type Stream } from './support.js';
+import { delivered, payloads, subscribeLive, subscribeSse, waitFor, type Stream } from '../support/streams.js';
+import { tcpProxy, testRedisUrl } from './support.js';
 
 // SEMANTICS.md, "Subscriptions": with REDIS_URL set, a subscriber on one instance receives the
 // events of mutations served by another. Two instances share one PostgreSQL database and the
@@ -32,40 +33,21 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
   let a: TestApp;
   let b: TestApp;
   let urlA: string;
-  let open: Stream[] = [];
 
   beforeAll(async () => {
     a = await startTestApp({ REDIS_URL: testRedisUrl! });
     b = await startTestApp({ REDIS_URL: testRedisUrl! }, { databaseUrl: a.config.databaseUrl });
     urlA = await a.app.start(0);
   });
-  afterEach(async () => {
-    await Promise.all(open.map((stream) => stream.close()));
-    open = [];
-  });
   afterAll(async () => {
     await b?.close();
     await a?.close();
   });
 
-  /** Subscribes on `app` over graphql-ws (when it listens on `url`) and SSE; both live on return. */
-  async function subscribe(app: TestApp, url: string | null, query: string, threadId: string, token: string, topic: 'audit' | 'run') {
-    const before = app.app.pubsub.subscriberCount(topic, threadId);
-    const streams = [...(url ? [subscribeWs(url, query, { threadId }, token)] : []), await subscribeSse(app.app, query, { threadId }, token)];
-    open.push(...streams);
-    // Counted once Redis acknowledged the channel: from then on, every instance's events arrive.
-    await waitFor(() => app.app.pubsub.subscriberCount(topic, threadId) === before + streams.length, 'the subscriptions to be live');
-    return streams;
-  }
-
-  async function delivered(streams: Stream[], n: number, field: string) {
-    return Promise.all(streams.map(async (stream) => payloads(await stream.take(n), field)));
-  }
-
   it('subscribers on instance A receive, in order, the tool changes served by instance B', async () => {
     const { session, owner, threadId } = await runningRun(b);
     await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
-    const streams = await subscribe(a, urlA, TOOL_STATUS, threadId, owner, 'audit');
+    const streams = await subscribeLive(a.app, urlA, 'audit', TOOL_STATUS, { threadId }, owner);
 
     must(await session.toolStarted('call-1', 'search'));
     await delivered(streams, 1, 'toolStatusChanged');
@@ -81,8 +63,8 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
   it("a claim and a cancel served by B reach A's run and audit subscribers", async () => {
     const { owner, worker, threadId } = await runningRun(b);
     const runId = await createRun(b, owner, threadId);
-    const runs = await subscribe(a, urlA, RUNS, threadId, owner, 'run');
-    const audits = await subscribe(a, urlA, AUDITS, threadId, owner, 'audit');
+    const runs = await subscribeLive(a.app, urlA, 'run', RUNS, { threadId }, owner);
+    const audits = await subscribeLive(a.app, urlA, 'audit', AUDITS, { threadId }, owner);
 
     const session = await claim(b, worker, runId);
     must(await session.modelStarted('m1'));
@@ -98,8 +80,8 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
 
   it('a lease expiry is converged once, whichever instance sweeps it, and every instance hears it once', async () => {
     const { session, owner, threadId, runId } = await runningRun(a);
-    const onA = await subscribe(a, urlA, RUNS, threadId, owner, 'run');
-    const onB = await subscribe(b, null, RUNS, threadId, owner, 'run');
+    const onA = await subscribeLive(a.app, urlA, 'run', RUNS, { threadId }, owner);
+    const onB = await subscribeLive(b.app, null, 'run', RUNS, { threadId }, owner);
 
     must(await session.renew(1)); // both instances sweep every 200 ms
     await delivered([...onA, ...onB], 1, 'runChanged');
@@ -126,7 +108,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
         const urlC = await c.app.start(0);
         const { session, owner, threadId } = await runningRun(c);
         await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
-        const streams = await subscribe(c, urlC, TOOL_STATUS, threadId, owner, 'audit');
+        const streams = await subscribeLive(c.app, urlC, 'audit', TOOL_STATUS, { threadId }, owner);
 
         await proxy.cut();
         for (const stream of streams) {
@@ -143,7 +125,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
         expect((await fetch(new URL('/healthz', urlC))).status).toBe(200);
         // Started during the outage: refused at once, not left silent.
         const during = await subscribeSse(c.app, TOOL_STATUS, { threadId }, owner);
-        open.push(during);
+        onTestFinished(() => during.close());
         expect(await during.ended()).toEqual({ kind: 'complete' });
         expect(during.results.map((result) => result.errors?.[0]?.extensions?.code)).toEqual(['SUBSCRIPTION_INTERRUPTED']);
 
@@ -153,7 +135,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
         const deadline = Date.now() + 20_000;
         while (!after) {
           const attempt = await subscribeSse(c.app, TOOL_STATUS, { threadId }, owner);
-          open.push(attempt);
+          onTestFinished(() => attempt.close());
           await waitFor(() => attempt.ending !== null || c.app.pubsub.subscriberCount('audit', threadId) === 1, 'a live or refused subscription');
           if (!attempt.ending) after = attempt;
           else if (Date.now() > deadline) throw new Error('no subscription went live after Redis came back');

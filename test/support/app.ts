@@ -1,6 +1,7 @@
 import { mintToken } from '../../src/auth/jwt.js';
 import type { Role } from '../../src/auth/principal.js';
 import { loadConfig, type Config } from '../../src/config.js';
+import { openDatabase } from '../../src/db/database.js';
 import { buildApp, type App } from '../../src/server/app.js';
 import { createScratchDatabase, onPostgres } from './database.js';
 
@@ -22,8 +23,15 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+export interface TestAppOptions {
+  /** An existing database to share (another instance's), instead of a fresh one. */
+  databaseUrl?: string;
+  /** Sees every SQL statement Prisma sends, e.g. to count a request's statements. */
+  onQuery?: (sql: string) => void;
+}
+
 /** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
-export async function startTestApp(env: Record<string, string> = {}, options: { databaseUrl?: string } = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const scratch = options.databaseUrl || !onPostgres ? null : await createScratchDatabase();
   const config = loadConfig({
     AUTH_JWT_SECRET: TEST_JWT_SECRET,
@@ -32,7 +40,15 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratch ? { DATABASE_URL: scratch.url } : {}),
     ...env,
   });
-  const app = await buildApp(config);
+  const { onQuery } = options;
+  // Only an observer needs the database opened here; buildApp otherwise opens it the same way.
+  const database = onQuery
+    ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, onQuery })
+    : undefined;
+  const app = await buildApp(config, { database }).catch(async (error: unknown) => {
+    await database?.close();
+    throw error;
+  });
   return {
     app,
     config,

@@ -1,18 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { WorkerSession, claim, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
-import { expectRejected, interruptAndResume, threadState, toolAuditOf, type Scene } from './support.js';
+import { expectRejected, interruptAndResume, runningScene, threadState, toolAuditOf, type Scene } from './support.js';
 
 let t: TestApp;
 beforeAll(async () => {
   t = await startTestApp();
 });
 afterAll(() => t.close());
-
-async function scene() {
-  const run = await runningRun(t);
-  return { ...run, scene: { t, owner: run.owner, threadId: run.threadId } as Scene };
-}
 
 const DECLARED_BY = `mutation($input: ToolStartedInput!) {
   result: recordToolStarted(input: $input) {
@@ -35,7 +30,7 @@ const toolCallsOf = async (s: Scene, runId: string) =>
 
 describe('a tool start with no declaring model fails closed', () => {
   it('when no model call declared the tool_call_id: MODEL_NOT_FOUND, nothing written', async () => {
-    const { session, scene: s, runId } = await scene();
+    const { session, scene: s, runId } = await runningScene(t);
     await session.declare('m1', [{ id: 'call-known', name: 'search' }]);
     await expectRejected(s, 'MODEL_NOT_FOUND', () => session.toolStarted('call-unknown', 'search'));
     const { audits } = await threadState(s);
@@ -44,13 +39,13 @@ describe('a tool start with no declaring model fails closed', () => {
   });
 
   it('when the declaring model call has not finished yet: MODEL_NOT_FOUND', async () => {
-    const { session, scene: s } = await scene();
+    const { session, scene: s } = await runningScene(t);
     must(await session.modelStarted('m1'));
     await expectRejected(s, 'MODEL_NOT_FOUND', () => session.toolStarted('call-1', 'search'));
   });
 
   it('when only a sibling run (not an ancestor) of the thread declared it: MODEL_NOT_FOUND', async () => {
-    const { session, scene: s, owner, worker, threadId } = await scene();
+    const { session, scene: s, owner, worker, threadId } = await runningScene(t);
     await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
     const sibling = await claim(t, worker, await createRun(t, owner, threadId));
     await expectRejected(s, 'MODEL_NOT_FOUND', () => sibling.toolStarted('call-1', 'search'));
@@ -59,7 +54,7 @@ describe('a tool start with no declaring model fails closed', () => {
 
 describe('binding through the resume ancestry', () => {
   it('finds a tool declared three runs up', async () => {
-    const { session: first, scene: s, runId: rootRunId } = await scene();
+    const { session: first, scene: s, runId: rootRunId } = await runningScene(t);
     const declaring = await first.declare('m-root', [{ id: 'call-deep', name: 'search', args: { q: 1 } }]);
     const second = await interruptAndResume(s, first);
     await second.declare('m-second', []);
@@ -85,7 +80,7 @@ describe('binding through the resume ancestry', () => {
   });
 
   it('binds to the nearest declaration: the current run before its ancestors', async () => {
-    const { session: first, scene: s } = await scene();
+    const { session: first, scene: s } = await runningScene(t);
     await first.declare('m-old', [{ id: 'call-again', name: 'search' }]);
     const second = await interruptAndResume(s, first);
     const nearest = await second.declare('m-new', [{ id: 'call-again', name: 'search' }]);
@@ -103,7 +98,7 @@ describe('binding through the resume ancestry', () => {
   });
 
   it('binds to the nearest ancestor before the farther ones', async () => {
-    const { session: first, scene: s } = await scene();
+    const { session: first, scene: s } = await runningScene(t);
     await first.declare('m-far', [{ id: 'call-again', name: 'search' }]);
     const second = await interruptAndResume(s, first);
     const near = await second.declare('m-near', [{ id: 'call-again', name: 'search' }]);
@@ -113,7 +108,7 @@ describe('binding through the resume ancestry', () => {
   });
 
   it('within one run, binds to the newest of several model calls declaring the same id', async () => {
-    const { session, scene: s, runId } = await scene();
+    const { session, scene: s, runId } = await runningScene(t);
     await session.declare('m-1', [{ id: 'call-reused', name: 'search', args: { page: 1 } }]);
     const newest = await session.declare('m-2', [{ id: 'call-reused', name: 'search', args: { page: 2 } }]);
 
@@ -128,7 +123,7 @@ describe('binding through the resume ancestry', () => {
   });
 
   it('runs the same tool_call_id again in a resumed run after an interrupt: a new audit, the same declaration', async () => {
-    const { session: first, scene: s } = await scene();
+    const { session: first, scene: s } = await runningScene(t);
     const declaring = await first.declare('m1', [{ id: 'call-1', name: 'search' }]);
     must(await first.toolStarted('call-1', 'search', { effectiveInput: { attempt: 1 } }));
     must(await first.toolError('call-1', { type: 'GraphInterrupt' }));
@@ -151,7 +146,7 @@ describe('binding through the resume ancestry', () => {
   });
 
   it('keeps a pending call pending: a historical result for the same id is not its result', async () => {
-    const { session: first, scene: s } = await scene();
+    const { session: first, scene: s } = await runningScene(t);
     await first.declare('m1', [{ id: 'call-h', name: 'search' }]);
     must(await first.toolStarted('call-h', 'search'));
     must(await first.toolFinished('call-h', { content: 'old result' }));
@@ -170,7 +165,7 @@ describe('binding through the resume ancestry', () => {
 
 describe('a broken resume ancestry is an error, never skipped', () => {
   it('createRun refuses to resume a run of another thread', async () => {
-    const { session, owner } = await scene();
+    const { session, owner } = await runningRun(t);
     must(await session.finish('INTERRUPTED'));
     const otherThread = await createThread(t, owner);
     const response = await t.gql(
@@ -183,10 +178,10 @@ describe('a broken resume ancestry is an error, never skipped', () => {
 
   it('a cross-thread ancestor that declared the call fails the start closed', async () => {
     // Thread A's run declared call-x and ended; a run in thread B is linked to it behind the API's back.
-    const { session: foreign, scene: foreignScene } = await scene();
+    const { session: foreign, scene: foreignScene } = await runningScene(t);
     await foreign.declare('m-foreign', [{ id: 'call-x', name: 'search' }]);
     must(await foreign.finish('INTERRUPTED'));
-    const { session: local, scene: s, runId } = await scene();
+    const { session: local, scene: s, runId } = await runningScene(t);
     await t.app.db.driver.query('UPDATE run SET resumed_from_id = $1::uuid WHERE id = $2::uuid', [foreign.lease.runId, runId]);
     const foreignBefore = await threadState(foreignScene);
 
@@ -195,9 +190,9 @@ describe('a broken resume ancestry is an error, never skipped', () => {
   });
 
   it('a cross-thread link further up fails closed even when that ancestor declared nothing', async () => {
-    const { session: foreign } = await scene();
+    const { session: foreign } = await runningRun(t);
     must(await foreign.finish('INTERRUPTED'));
-    const { session: first, scene: s } = await scene();
+    const { session: first, scene: s } = await runningScene(t);
     const second = await interruptAndResume(s, first);
     await t.app.db.driver.query('UPDATE run SET resumed_from_id = $1::uuid WHERE id = $2::uuid', [
       foreign.lease.runId,
@@ -207,7 +202,7 @@ describe('a broken resume ancestry is an error, never skipped', () => {
   });
 
   it('a cycle in the ancestry fails the start closed', async () => {
-    const { session: first, scene: s } = await scene();
+    const { session: first, scene: s } = await runningScene(t);
     const second = await interruptAndResume(s, first);
     must(await second.finish('INTERRUPTED'));
     const third = await claim(t, first.token, await createRun(t, s.owner, s.threadId, second.lease.runId));

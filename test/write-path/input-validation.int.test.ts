@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { WorkerSession, must, runningRun } from '../support/lifecycle.js';
-import { expectRejected, toolAuditOf, type Scene } from './support.js';
+import { WorkerSession, must } from '../support/lifecycle.js';
+import { expectRejected, runningScene, toolAuditOf } from './support.js';
 
 const MAX_JSON_BYTES = 1024;
 
@@ -13,15 +13,14 @@ afterAll(() => t.close());
 
 /** A running run with a declared call-1, an open model call m-open and an open tool call call-open. */
 async function busyRun() {
-  const run = await runningRun(t);
-  const { session } = run;
+  const { session, scene } = await runningScene(t);
   await session.declare('m-declare', [
     { id: 'call-1', name: 'search' },
     { id: 'call-open', name: 'search' },
   ]);
   must(await session.toolStarted('call-open', 'search'));
   must(await session.modelStarted('m-open'));
-  return { session, scene: { t, owner: run.owner, threadId: run.threadId } as Scene };
+  return { session, scene };
 }
 
 /** A JSON object whose UTF-8 serialisation is exactly `bytes` long, built from `unit` characters. */
@@ -125,9 +124,9 @@ describe('with the default limit', () => {
   afterAll(() => app.close());
 
   async function declaredRun() {
-    const { session, owner, threadId } = await runningRun(app);
+    const { session, scene } = await runningScene(app);
     await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
-    return { session, scene: { t: app, owner, threadId } as Scene };
+    return { session, scene };
   }
 
   it('accepts 1 MiB and refuses one byte more', async () => {

@@ -10,7 +10,7 @@ import {
   must,
   runningRun,
 } from '../support/lifecycle.js';
-import { RUN_STATE, expectRejected, waitPast, type Scene } from './support.js';
+import { RUN_STATE, expectRejected, runningScene, waitPast, type Scene } from './support.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -23,7 +23,7 @@ const runOf = async (scene: Scene, runId: string) => (await t.gql(RUN_STATE, { i
 
 /** A running run with an open model audit and an open tool audit, so that every write has a target. */
 async function busyRun() {
-  const run = await runningRun(t);
+  const run = await runningScene(t);
   const { session } = run;
   must(await session.modelStarted('m-declare'));
   must(await session.modelFinished('m-declare', [
@@ -32,7 +32,7 @@ async function busyRun() {
   ]));
   must(await session.toolStarted('call-open', 'search'));
   must(await session.modelStarted('m-open'));
-  return { ...run, scene: { t, owner: run.owner, threadId: run.threadId } };
+  return run;
 }
 
 /** Each lifecycle write, aimed at something it could legitimately change. */

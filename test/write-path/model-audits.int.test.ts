@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { clockAt, must, runningRun } from '../support/lifecycle.js';
-import { at, expectRejected, threadState } from './support.js';
+import { at, expectRejected, runningScene, threadState } from './support.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -9,14 +9,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-async function scene() {
-  const run = await runningRun(t);
-  return { ...run, scene: { t, owner: run.owner, threadId: run.threadId } };
-}
-
 describe('recordModelStarted', () => {
   it('creates a RUNNING ASSISTANT audit with the start observation', async () => {
-    const { session, runId } = await scene();
+    const { session, runId } = await runningRun(t);
     const audit = must(
       await session.modelStarted('m1', { sequence: '7', model: 'gpt-x', input: { messages: ['hi'] }, observedAt: at(1) }),
     );
@@ -37,7 +32,7 @@ describe('recordModelStarted', () => {
   });
 
   it('replayed returns the existing row: the first startedAt and monotonic origin are kept', async () => {
-    const { session } = await scene();
+    const { session } = await runningRun(t);
     const first = must(await session.modelStarted('m1', { sequence: '1', input: { q: 1 }, observedAt: at(1), clock: clockAt(100) }));
     const replay = must(await session.modelStarted('m1', { sequence: '1', input: { q: 1 }, observedAt: at(9), clock: clockAt(900) }));
     expect(replay).toEqual(first);
@@ -53,7 +48,7 @@ describe('recordModelStarted', () => {
     ['a missing input', { sequence: '1', model: 'gpt' }],
     ['a different model', { sequence: '1', input: { q: 1 }, model: 'other' }],
   ])('replayed with %s is CONFLICT and changes nothing', async (_what, replay) => {
-    const { session, scene: s } = await scene();
+    const { session, scene: s } = await runningScene(t);
     must(await session.modelStarted('m1', { sequence: '1', input: { q: 1 }, model: 'gpt' }));
     await expectRejected(s, 'CONFLICT', () => session.modelStarted('m1', replay));
   });
@@ -61,7 +56,7 @@ describe('recordModelStarted', () => {
 
 describe('recordModelFinished', () => {
   it('closes the audit and declares one PENDING ToolCall per tool call, in order', async () => {
-    const { session, runId, scene: s } = await scene();
+    const { session, runId, scene: s } = await runningScene(t);
     must(await session.modelStarted('m1', { observedAt: at(1), clock: clockAt(0) }));
     const closed = must(
       await session.modelFinished(
@@ -94,20 +89,20 @@ describe('recordModelFinished', () => {
   });
 
   it('records a FAILED model call with its error', async () => {
-    const { session } = await scene();
+    const { session } = await runningRun(t);
     must(await session.modelStarted('m1'));
     const failed = must(await session.modelFinished('m1', [], { status: 'FAILED', error: { message: 'rate limited' } }));
     expect(failed).toMatchObject({ status: 'FAILED', error: { message: 'rate limited' } });
   });
 
   it.each(['RUNNING', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'])('refuses status %s with BAD_USER_INPUT', async (status) => {
-    const { session, scene: s } = await scene();
+    const { session, scene: s } = await runningScene(t);
     must(await session.modelStarted('m1'));
     await expectRejected(s, 'BAD_USER_INPUT', () => session.modelFinished('m1', [{ id: 'c1', name: 'x' }], { status }));
   });
 
   it('refuses a response that declares one tool_call_id twice', async () => {
-    const { session, scene: s } = await scene();
+    const { session, scene: s } = await runningScene(t);
     must(await session.modelStarted('m1'));
     const twice = [
       { id: 'c1', name: 'x' },
@@ -117,12 +112,12 @@ describe('recordModelFinished', () => {
   });
 
   it('of a model call that never started is INVALID_TRANSITION', async () => {
-    const { session, scene: s } = await scene();
+    const { session, scene: s } = await runningScene(t);
     await expectRejected(s, 'INVALID_TRANSITION', () => session.modelFinished('never', [{ id: 'c1', name: 'x' }]));
   });
 
   it('replayed identically is a no-op, with or without its sequence', async () => {
-    const { session } = await scene();
+    const { session } = await runningRun(t);
     must(await session.modelStarted('m1'));
     const tools = [{ id: 'c1', name: 'search', args: { q: 1 } }];
     const finish = { sequence: '3', output: { text: 'a' }, usage: { n: 1 }, observedAt: at(5) };
@@ -140,7 +135,7 @@ describe('recordModelFinished', () => {
     ['declared tool calls', { toolCalls: [{ id: 'c1', name: 'search', args: { q: 2 } }] }],
     ['number of tool calls', { toolCalls: [] }],
   ])('replayed with a different %s is CONFLICT and changes nothing', async (_what, change) => {
-    const { session, scene: s } = await scene();
+    const { session, scene: s } = await runningScene(t);
     must(await session.modelStarted('m1'));
     const tools = [{ id: 'c1', name: 'search', args: { q: 1 } }];
     const finish = { sequence: '3', output: { text: 'a' }, usage: { n: 1 } };
@@ -149,7 +144,7 @@ describe('recordModelFinished', () => {
   });
 
   it('replayed never resets a started or finished ToolCall to PENDING', async () => {
-    const { session, scene: s, runId } = await scene();
+    const { session, scene: s, runId } = await runningScene(t);
     must(await session.modelStarted('m1', { sequence: '1' }));
     const tools = [
       { id: 'c-run', name: 'search' },
@@ -175,7 +170,7 @@ describe('recordModelFinished', () => {
 
 describe('audit keys', () => {
   it('let a model audit and a tool audit of one run share an operationId', async () => {
-    const { session, scene: s, runId } = await scene();
+    const { session, scene: s, runId } = await runningScene(t);
     must(await session.modelStarted('op-1'));
     must(await session.modelFinished('op-1', [{ id: 'op-1', name: 'search' }]));
     const tool = must(await session.toolStarted('op-1', 'search'));
@@ -189,7 +184,7 @@ describe('audit keys', () => {
   });
 
   it('are per run: the same operationId in another run is another audit', async () => {
-    const first = await scene();
+    const first = await runningScene(t);
     const second = await runningRun(t);
     must(await first.session.modelStarted('m1', { sequence: '1', input: { a: 1 } }));
     const other = must(await second.session.modelStarted('m1', { sequence: '9', input: { b: 2 } }));

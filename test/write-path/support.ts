@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { errorCode, type GraphQLResponse, type TestApp } from '../support/app.js';
-import { AUDIT_FIELDS, RUN_FIELDS, WorkerSession, claim, createRun, must } from '../support/lifecycle.js';
+import { AUDIT_FIELDS, RUN_FIELDS, WorkerSession, claim, createRun, must, runningRun } from '../support/lifecycle.js';
 
 const TOOL_CALL_FIELDS = `id toolCallId name status declaredInput effectiveInput output error startedAt finishedAt durationMs`;
 
@@ -26,6 +26,13 @@ export interface Scene {
   t: TestApp;
   owner: string;
   threadId: string;
+}
+
+/** A running run (see runningRun) and the Scene its writes change. */
+export async function runningScene(t: TestApp) {
+  const run = await runningRun(t);
+  const scene: Scene = { t, owner: run.owner, threadId: run.threadId };
+  return { ...run, scene };
 }
 
 /** Everything a lifecycle write could change in a thread: its runs, their ToolCalls and every audit. */

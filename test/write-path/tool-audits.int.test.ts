@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
-import { claim, clockAt, createRun, must, runningRun } from '../support/lifecycle.js';
-import { at, expectRejected, interruptAndResume, threadState, toolAuditOf } from './support.js';
+import { claim, clockAt, createRun, must } from '../support/lifecycle.js';
+import { at, expectRejected, interruptAndResume, runningScene, threadState, toolAuditOf, type Scene } from './support.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -11,15 +11,15 @@ afterAll(() => t.close());
 
 /** A running run whose model call declared `search` as call-1 (and call-2). */
 async function declared() {
-  const run = await runningRun(t);
+  const run = await runningScene(t);
   await run.session.declare('m1', [
     { id: 'call-1', name: 'search', args: { q: 'declared' } },
     { id: 'call-2', name: 'search' },
   ]);
-  return { ...run, scene: { t, owner: run.owner, threadId: run.threadId } };
+  return run;
 }
 
-const projectionOf = async (scene: { t: TestApp; owner: string; threadId: string }, runId: string, toolCallId: string) => {
+const projectionOf = async (scene: Scene, runId: string, toolCallId: string) => {
   const { runs } = await threadState(scene);
   return runs.find((run: any) => run.id === runId).toolCalls.find((call: any) => call.toolCallId === toolCallId);
 };
