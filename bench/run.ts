@@ -340,6 +340,7 @@ async function layersSection(backend: Backend) {
         ['piece', 'through the server stack', 'plain', 'ratio'],
         [
           ['yoga `{ __typename }` with a token (JWT verify alone)', p.yogaTrivialQueryWithTokenMs, p.jwtVerifyMs, null],
+          ['recordToolFinished refused by scope auth (no resolver)', p.yogaRefusedMutationMs, null, null],
           ['SELECT a message by its key: Prisma findUnique | pg', p.prismaFindUniqueMs, p.sqlSelectByKeyMs, ratio(p.prismaFindUniqueMs, p.sqlSelectByKeyMs)],
           ['SELECT 1: Prisma $queryRawUnsafe | pg', p.prismaRawSelect1Ms, p.sqlSelect1Ms, ratio(p.prismaRawSelect1Ms, p.sqlSelect1Ms)],
           ['BEGIN; SELECT 1; COMMIT: Prisma $transaction | pg', p.prismaTransactionSelect1Ms, p.sqlTransactionSelect1Ms, ratio(p.prismaTransactionSelect1Ms, p.sqlTransactionSelect1Ms)],

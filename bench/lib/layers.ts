@@ -217,14 +217,19 @@ export async function measureLayers(options: { database: Database; floor: Sql; d
 
     // Pieces every request pays, whatever it does.
     const verifier = createTokenVerifier(secret);
-    const typename = async (token?: string) => {
+    const send = async (query: string, variables: Record<string, unknown>, token?: string) => {
       const response = await app.yoga.fetch('http://bench/graphql', {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: JSON.stringify({ query: '{ __typename }' }),
+        body: JSON.stringify({ query, variables }),
       });
       await response.text();
     };
+    const typename = (token?: string) => send('{ __typename }', {}, token);
+    // A lifecycle document with its JSON variables, refused by scope auth before any resolver runs.
+    const finished = runScript().find((step) => step.op === 'recordToolFinished')!;
+    const refused = stepRequest('00000000-0000-4000-8000-000000000000', { runId: '00000000-0000-4000-8000-000000000000', epoch: 1 }, finished);
+    const userToken = await mintToken(secret, { sub: 'layers-user', role: 'user' });
     // And what one statement costs through Prisma against plain SQL on the same pool.
     const prisma = app.db.prisma;
     const [key] = await options.floor.query<{ run_id: string; role: 'ASSISTANT'; operation_id: string }>(
@@ -235,6 +240,7 @@ export async function measureLayers(options: { database: Database; floor: Sql; d
       jwtVerifyMs: await perCall(2000, () => verifier.verify(`Bearer ${workerToken}`)),
       yogaTrivialQueryNoTokenMs: await perCall(2000, () => typename()),
       yogaTrivialQueryWithTokenMs: await perCall(2000, () => typename(workerToken)),
+      yogaRefusedMutationMs: await perCall(2000, () => send(refused.document, refused.variables, userToken)),
       prismaFindUniqueMs: await perCall(1000, () => prisma.message.findUnique({ where: byKey })),
       sqlSelectByKeyMs: await perCall(1000, () =>
         options.floor.query(`SELECT * FROM message WHERE run_id = $1 AND role = $2::"MessageRole" AND operation_id = $3`, [key!.run_id, key!.role, key!.operation_id]),
