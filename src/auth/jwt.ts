@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, jwtVerify } from 'jose';
-import { DomainError, unauthenticated } from '../domain/errors.js';
+import { unauthenticated } from '../domain/errors.js';
 import { isRole, type Principal, type Role } from './principal.js';
 
 const ALGORITHM = 'HS256';
@@ -11,27 +11,47 @@ export interface TokenVerifier {
   verify(authorization: string | undefined | null): Promise<Principal | null>;
 }
 
+/** Verified tokens kept, so a worker's stream of requests pays for one HMAC check per token. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 /**
  * Reads `Authorization: Bearer <JWT>`. No header: anonymous (null). A header that is not a
  * valid, unexpired HS256 token with a known role: UNAUTHENTICATED, never anonymous.
  */
 export function createTokenVerifier(secret: string): TokenVerifier {
   const key = new TextEncoder().encode(secret);
+  // token -> its principal and when it stops being valid; insertion order makes it an LRU.
+  const verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+
+  async function verifyToken(token: string): Promise<Principal> {
+    const cached = verified.get(token);
+    if (cached && Date.now() < cached.expiresAtMs) {
+      verified.delete(token);
+      verified.set(token, cached);
+      return cached.principal;
+    }
+    verified.delete(token);
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM] }));
+    } catch {
+      throw unauthenticated('The token is invalid or expired');
+    }
+    if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
+      throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+    }
+    const principal: Principal = { sub: payload.sub, role: payload.role };
+    verified.set(token, { principal, expiresAtMs: payload.exp === undefined ? Infinity : payload.exp * 1000 });
+    if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+    return principal;
+  }
+
   return {
     async verify(authorization) {
       if (authorization === undefined || authorization === null || authorization === '') return null;
       const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
       if (!match) throw unauthenticated('The authorization header must be "Bearer <JWT>"');
-      try {
-        const { payload } = await jwtVerify(match[1]!, key, { algorithms: [ALGORITHM] });
-        if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
-          throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
-        }
-        return { sub: payload.sub, role: payload.role };
-      } catch (error) {
-        if (error instanceof DomainError) throw error;
-        throw unauthenticated('The token is invalid or expired');
-      }
+      return verifyToken(match[1]!);
     },
   };
 }

@@ -1,0 +1,29 @@
+import { SignJWT } from 'jose';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createTokenVerifier, mintToken } from '../../src/auth/jwt.js';
+
+const SECRET = 'unit-test-secret-unit-test-secret';
+
+afterEach(() => vi.useRealTimers());
+
+describe('token verifier', () => {
+  it('keeps answering for a verified token until its exp, then refuses it', async () => {
+    vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
+    const verifier = createTokenVerifier(SECRET);
+    const token = await mintToken(SECRET, { sub: 'w-1', role: 'worker' }, '10s');
+    expect(await verifier.verify(`Bearer ${token}`)).toEqual({ sub: 'w-1', role: 'worker' });
+    expect(await verifier.verify(`Bearer ${token}`)).toEqual({ sub: 'w-1', role: 'worker' });
+    vi.setSystemTime(new Date('2026-11-29T12:00:11Z'));
+    await expect(verifier.verify(`Bearer ${token}`)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('never caches a refusal or lets a token signed with another secret in', async () => {
+    const verifier = createTokenVerifier(SECRET);
+    const forged = await new SignJWT({ role: 'superadmin' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('mallory')
+      .sign(new TextEncoder().encode('another-secret-another-secret-xx'));
+    for (let i = 0; i < 2; i++) await expect(verifier.verify(`Bearer ${forged}`)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(await verifier.verify(undefined)).toBeNull();
+  });
+});
