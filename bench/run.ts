@@ -339,7 +339,9 @@ async function layersSection(backend: Backend) {
       table(
         ['piece', 'through the server stack', 'plain', 'ratio'],
         [
-          ['yoga `{ __typename }` with a token (JWT verify alone)', p.yogaTrivialQueryWithTokenMs, p.jwtVerifyMs, null],
+          ['yoga `{ __typename }` with a token | without', p.yogaTrivialQueryWithTokenMs, p.yogaTrivialQueryNoTokenMs, null],
+          ["the server's token verifier (src/auth/jwt.ts) | jose jwtVerify", p.tokenVerifierMs, p.joseVerifyMs, null],
+          ['jose jwtVerify (WebCrypto) | HMAC-SHA256 with node:crypto', p.joseVerifyMs, p.hmacSha256Ms, ratio(p.joseVerifyMs, p.hmacSha256Ms)],
           ['recordToolFinished refused by scope auth (no resolver)', p.yogaRefusedMutationMs, null, null],
           ['SELECT a message by its key: Prisma findUnique | pg', p.prismaFindUniqueMs, p.sqlSelectByKeyMs, ratio(p.prismaFindUniqueMs, p.sqlSelectByKeyMs)],
           ['SELECT 1: Prisma $queryRawUnsafe | pg', p.prismaRawSelect1Ms, p.sqlSelect1Ms, ratio(p.prismaRawSelect1Ms, p.sqlSelect1Ms)],
