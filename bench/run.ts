@@ -94,8 +94,9 @@ function machine(backend: Backend) {
   };
 }
 
+type ProfileSummary = ReturnType<typeof summarizeProfile>;
 let profileDir: string | null = null;
-const profiles: ReturnType<typeof summarizeProfile>[] = [];
+const profiles: (ProfileSummary & { phase: string })[] = [];
 
 /** With --profile, a CPU profile of the server during `phase`, summarized into the report. */
 async function profiled<T>(server: ServerProcess, phase: string, body: () => Promise<T>): Promise<T> {
@@ -103,14 +104,11 @@ async function profiled<T>(server: ServerProcess, phase: string, body: () => Pro
   await server.profileStart();
   const value = await body();
   const file = await server.profileStop(join(profileDir, `${phase}.cpuprofile`));
-  profiles.push({ ...summarizeProfile(file), phase } as ReturnType<typeof summarizeProfile>);
+  profiles.push({ ...summarizeProfile(file), phase });
   return value;
 }
 
-// Counters cover the whole phase (warm-up and run tails included): per event over all its events.
-const phaseEvents = (result: WriteResult) => result.phaseEvents;
-
-function printProfile(title: string, profile: ReturnType<typeof summarizeProfile>) {
+function printProfile(title: string, profile: ProfileSummary) {
   log(`\nCPU profile, ${title}: busy ${profile.busyMs} ms of ${profile.wallMs} ms (${profile.file})`);
   log(table(['package', 'self ms', '% busy'], profile.packages.slice(0, 12).map((p) => [p.name, p.ms, p.percentOfBusy])));
   log(table(['package (inclusive)', 'ms', '% busy'], profile.inclusivePackages.slice(0, 12).map((p) => [p.name, p.ms, p.percentOfBusy])));
@@ -144,10 +142,10 @@ async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: B
       workers,
       server: {
         ...measured,
-        statementsPerEvent: round((after.statements - before.statements) / phaseEvents(measured), 1)!,
-        serverCpuMsPerEvent: round((after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000 / phaseEvents(measured), 2)!,
+        statementsPerEvent: round((after.statements - before.statements) / measured.phaseEvents, 1)!,
+        serverCpuMsPerEvent: round((after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000 / measured.phaseEvents, 2)!,
       },
-      floor: { ...floor, benchCpuMsPerEvent: round((floorCpuUs.user + floorCpuUs.system) / 1000 / phaseEvents(floor), 2)! },
+      floor: { ...floor, benchCpuMsPerEvent: round((floorCpuUs.user + floorCpuUs.system) / 1000 / floor.phaseEvents, 2)! },
       throughputRatio: ratio(measured.eventsPerSecond, floor.eventsPerSecond),
     });
     log(`    server ${Math.round(measured.eventsPerSecond)} events/s, floor ${Math.round(floor.eventsPerSecond)} events/s`);
@@ -412,7 +410,7 @@ async function main() {
   }
   if (profiles.length) {
     report.profile = profiles;
-    for (const profile of profiles) printProfile(`server, ${(profile as any).phase}`, profile);
+    for (const profile of profiles) printProfile(`server, ${profile.phase}`, profile);
   }
   report.seconds = Math.round((Date.now() - started) / 1000);
   report.loadAverageAtEnd = os.loadavg().map((value) => round(value, 2));
