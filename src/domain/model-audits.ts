@@ -66,7 +66,8 @@ export const recordModelStarted = command(async ({ tx, deps, emit }, principal: 
     },
   });
   emit(auditChanged(audit));
-  return audit;
+  // A just-started model call has declared nothing yet.
+  return { ...audit, declaredToolCalls: [] };
 });
 
 function checkDeclaredToolCalls(toolCalls: DeclaredToolCall[]): void {
@@ -116,7 +117,7 @@ export const recordModelFinished = command(async ({ tx, deps, emit }, principal:
           jsonEqual(row.declaredInput, toolCalls[index]!.args),
       );
     if (!same) throw conflict(`Model call ${input.operationId} already ended differently`);
-    return audit;
+    return { ...audit, declaredToolCalls: declared };
   }
 
   const closed = await tx.message.update({
@@ -129,8 +130,7 @@ export const recordModelFinished = command(async ({ tx, deps, emit }, principal:
       ...endColumns(audit, input),
     },
   });
-  if (toolCalls.length > 0) {
-    await tx.toolCall.createMany({
+  const declared = toolCalls.length === 0 ? [] : await tx.toolCall.createManyAndReturn({
       data: toolCalls.map((call, position) => ({
         threadId: run.threadId,
         runId: run.id,
@@ -141,7 +141,7 @@ export const recordModelFinished = command(async ({ tx, deps, emit }, principal:
         declaredInput: json(call.args),
       })),
     });
-  }
   emit(auditChanged(closed));
-  return closed;
+  // Returned with the audit, so that the response needs no re-read.
+  return { ...closed, declaredToolCalls: declared.sort((a, b) => a.position - b.position) };
 });

@@ -130,10 +130,35 @@ const ToolErrorInput = builder.inputType('ToolErrorInput', {
 
 const worker = { role: 'worker' } as const;
 
-// A prismaField promises the plugin that its result was loaded with `query`; the domain
-// commands return the row they wrote without it. So the audit mutations are plain fields (the
-// plugin then loads nested selections such as ToolAudit.declaredBy itself), and finishRun
-// re-reads its run with `query`.
+interface PrismaQuery {
+  include?: Record<string, unknown>;
+  select?: Record<string, unknown>;
+}
+
+const isSelection = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+
+/** True when the nested query of a relation asks for no relation of its own. */
+const flat = (nested: unknown) =>
+  !isSelection(nested) ||
+  (nested.include === undefined && (!isSelection(nested.select) || Object.values(nested.select).every((value) => value === true)));
+
+/**
+ * A prismaField promises the plugin that its result was loaded with `query`. The domain returns
+ * the rows it wrote (a model audit with its declared tool calls), so the response is served from
+ * them when they hold everything `query` asks for; any other selection (e.g. ToolAudit.declaredBy,
+ * Audit.run) re-reads the row with `query`.
+ */
+async function answer<Row extends { id: string }>(
+  query: PrismaQuery,
+  row: Row,
+  reread: (query: PrismaQuery & { where: { id: string } }) => Promise<unknown>,
+): Promise<Row> {
+  const asked = query.include ?? query.select ?? {};
+  const held = Object.entries(asked).every(
+    ([key, nested]) => (row as Record<string, unknown>)[key] !== undefined && (nested === true || flat(nested)),
+  );
+  return held ? row : ((await reread({ ...query, where: { id: row.id } })) as Row);
+}
 
 builder.mutationFields((t) => ({
   claimRun: t.field({
@@ -159,37 +184,42 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: FinishRunInput, required: true }) },
     resolve: async (query, _root, { input }, { deps, principal }) => {
       const run = await finishRun(deps, requirePrincipal(principal), input);
-      return deps.prisma.run.findUniqueOrThrow({ ...query, where: { id: run.id } });
+      return answer(query, run, (q) => deps.prisma.run.findUniqueOrThrow(q));
     },
   }),
-  recordModelStarted: t.field({
+  recordModelStarted: t.prismaField({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelStartedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordModelStarted(deps, requirePrincipal(principal), input),
+    resolve: async (query, _root, { input }, { deps, principal }) =>
+      answer(query, await recordModelStarted(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
   }),
-  recordModelFinished: t.field({
+  recordModelFinished: t.prismaField({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelFinishedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordModelFinished(deps, requirePrincipal(principal), input),
+    resolve: async (query, _root, { input }, { deps, principal }) =>
+      answer(query, await recordModelFinished(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
   }),
-  recordToolStarted: t.field({
+  recordToolStarted: t.prismaField({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolStartedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordToolStarted(deps, requirePrincipal(principal), input),
+    resolve: async (query, _root, { input }, { deps, principal }) =>
+      answer(query, await recordToolStarted(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
   }),
-  recordToolFinished: t.field({
+  recordToolFinished: t.prismaField({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolFinishedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordToolFinished(deps, requirePrincipal(principal), input),
+    resolve: async (query, _root, { input }, { deps, principal }) =>
+      answer(query, await recordToolFinished(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
   }),
-  recordToolError: t.field({
+  recordToolError: t.prismaField({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolErrorInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordToolError(deps, requirePrincipal(principal), input),
+    resolve: async (query, _root, { input }, { deps, principal }) =>
+      answer(query, await recordToolError(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
   }),
 }));
