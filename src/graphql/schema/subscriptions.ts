@@ -2,6 +2,7 @@ import { initContextCache } from '@pothos/core';
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { createGraphQLError, filter, pipe } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
+import { perEvent } from '../../realtime/per-event.js';
 import { StreamInterrupted } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
@@ -22,9 +23,19 @@ function payloadOf<E>(delivery: E | StreamInterrupted): E {
 }
 
 /**
- * Payloads carry ids only; every delivery re-reads the committed row. The context lives as long
- * as the stream, so its caches (our loaders, Pothos' per-context caches) are replaced per event:
- * the second event is never served what the first one read.
+ * Payloads carry ids only; the committed row is read once per published event and selection, when
+ * the first subscriber receives it, and shared by all the others (docs/subscriptions.md). A
+ * subscriber reads an event only after the previous one, so what it sees never goes backwards.
+ */
+const readOnce = perEvent<Promise<unknown>>();
+
+function sharedRead<T>(event: object, query: object, read: () => Promise<T>): Promise<T> {
+  return readOnce(event, JSON.stringify(query), read) as Promise<T>;
+}
+
+/**
+ * The context lives as long as the stream, so its caches (our loaders, Pothos' per-context caches)
+ * are replaced per event: the second event is never served what the first one read.
  */
 function freshContext(context: GraphQLContext): GraphQLContext {
   context.loaders = createLoaders(context.deps.prisma);
@@ -48,9 +59,10 @@ builder.subscriptionFields((t) => ({
       );
     },
     resolve: (delivery, _args, context, info) => {
-      const { auditId } = payloadOf(delivery);
+      const event = payloadOf(delivery);
       freshContext(context);
-      return context.deps.prisma.message.findUniqueOrThrow({ ...queryFromInfo({ context, info }), where: { id: auditId } });
+      const query = queryFromInfo({ context, info });
+      return sharedRead(event, query, () => context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }));
     },
   }),
   auditChanged: t.field({
@@ -63,9 +75,10 @@ builder.subscriptionFields((t) => ({
       return pubsub.subscribe('audit', thread.id);
     },
     resolve: (delivery, _args, context, info) => {
-      const { auditId } = payloadOf(delivery);
+      const event = payloadOf(delivery);
       freshContext(context);
-      return context.deps.prisma.message.findUniqueOrThrow({ ...queryFromInfo({ context, info }), where: { id: auditId } });
+      const query = queryFromInfo({ context, info });
+      return sharedRead(event, query, () => context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }));
     },
   }),
   runChanged: t.prismaField({
@@ -79,9 +92,10 @@ builder.subscriptionFields((t) => ({
     },
     // The query is computed again after the caches are replaced: it registers what it loads in them.
     resolve: (_query, delivery, _args, context, info) => {
-      const { runId } = payloadOf(delivery);
+      const event = payloadOf(delivery);
       freshContext(context);
-      return context.deps.prisma.run.findUniqueOrThrow({ ...queryFromInfo({ context, info }), where: { id: runId } });
+      const query = queryFromInfo({ context, info });
+      return sharedRead(event, query, () => context.deps.prisma.run.findUniqueOrThrow({ ...query, where: { id: event.runId } }));
     },
   }),
 }));

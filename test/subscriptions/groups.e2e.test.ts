@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { DomainEvent } from '../../src/domain/events.js';
+import { DEFAULT_MAX_PENDING_EVENTS } from '../../src/realtime/pubsub.js';
+import { claim, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
+import { delivered, payloads, subscribeOn, subscribeWs, waitFor, wsClient, type Stream } from '../support/streams.js';
+import { startListeningApp, tcpProxy, type ListeningApp } from './support.js';
+
+// docs/subscriptions.md, "Many subscribers": graphql-ws subscriptions with the same document,
+// variables and principal share one execution per event. Each of them must still receive every
+// event in order, start only if its own access check passes, fall behind on its own, and stop
+// costing anything when it leaves.
+
+const TOOL_STATUS = `subscription($threadId: ID!, $runId: ID) {
+  toolStatusChanged(threadId: $threadId, runId: $runId) { id runId toolCallId status toolCall { status } }
+}`;
+const AUDIT_INPUTS = `subscription($threadId: ID!) { auditChanged(threadId: $threadId) { id ... on ToolAudit { effectiveInput } } }`;
+const RUNS = `subscription($threadId: ID!) { runChanged(threadId: $threadId) { id status } }`;
+
+let t: ListeningApp;
+beforeAll(async () => {
+  t = await startListeningApp();
+});
+afterAll(() => t.close());
+
+const audits = (threadId: string) => t.app.pubsub.subscriberCount('audit', threadId);
+
+/** `n` graphql-ws subscriptions of `query`, each on its own connection, live once this resolves. */
+async function subscribeMany(n: number, query: string, variables: { threadId: string } & Record<string, unknown>, token: string, topic: 'audit' | 'run' = 'audit') {
+  const before = t.app.pubsub.subscriberCount(topic, variables.threadId);
+  const streams = Array.from({ length: n }, () => subscribeWs(t.url, query, variables, token));
+  for (const stream of streams) onTestFinished(() => stream.close());
+  await waitFor(() => t.app.pubsub.subscriberCount(topic, variables.threadId) === before + n, `${n} subscriptions to be live`);
+  return streams;
+}
+
+describe('identical graphql-ws subscriptions', () => {
+  it('each receives every event, in commit order', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    await session.declare('m1', [
+      { id: 'c1', name: 'a' },
+      { id: 'c2', name: 'b' },
+    ]);
+    const streams = await subscribeMany(3, TOOL_STATUS, { threadId }, owner);
+
+    must(await session.toolStarted('c1', 'a'));
+    must(await session.toolStarted('c2', 'b'));
+    must(await session.toolFinished('c2', { content: 'b done' }));
+    must(await session.toolFinished('c1', { content: 'a done' }));
+    for (const events of await delivered(streams, 4, 'toolStatusChanged')) {
+      expect(events.map((e) => `${e.toolCallId}:${e.status}`)).toEqual(['c1:RUNNING', 'c2:RUNNING', 'c2:COMPLETED', 'c1:COMPLETED']);
+    }
+    // A subscriber joining later receives what is committed from then on, like any other.
+    const [late] = await subscribeMany(1, TOOL_STATUS, { threadId }, owner);
+    await session.declare('m2', [{ id: 'c3', name: 'c' }]);
+    must(await session.toolStarted('c3', 'c'));
+    for (const events of await delivered(streams, 5, 'toolStatusChanged')) expect(events[4]).toMatchObject({ toolCallId: 'c3', status: 'RUNNING' });
+    expect(payloads(await late!.take(1), 'toolStatusChanged')).toMatchObject([{ toolCallId: 'c3', status: 'RUNNING' }]);
+  });
+
+  it('subscriptions with different variables are not mixed: each gets its own run', async () => {
+    const first = await runningRun(t);
+    const secondRunId = await createRun(t, first.owner, first.threadId);
+    const second = await claim(t, first.worker, secondRunId);
+    await first.session.declare('m1', [{ id: 'call-1', name: 'a' }]);
+    await second.declare('m1', [{ id: 'call-2', name: 'b' }]);
+    const { threadId, owner } = first;
+    const firstOnly = await subscribeMany(2, TOOL_STATUS, { threadId, runId: first.runId }, owner);
+    const secondOnly = await subscribeMany(2, TOOL_STATUS, { threadId, runId: secondRunId }, owner);
+    const all = await subscribeMany(1, TOOL_STATUS, { threadId }, owner);
+
+    must(await first.session.toolStarted('call-1', 'a'));
+    must(await second.toolStarted('call-2', 'b'));
+    must(await first.session.toolFinished('call-1', { content: 'done' }));
+    const fence = await delivered(all, 3, 'toolStatusChanged');
+    expect(fence[0]!.map((e) => `${e.toolCallId}:${e.status}`)).toEqual(['call-1:RUNNING', 'call-2:RUNNING', 'call-1:COMPLETED']);
+    for (const events of await delivered(firstOnly, 2, 'toolStatusChanged')) {
+      expect(events).toMatchObject([
+        { runId: first.runId, toolCallId: 'call-1', status: 'RUNNING' },
+        { runId: first.runId, toolCallId: 'call-1', status: 'COMPLETED' },
+      ]);
+    }
+    for (const events of await delivered(secondOnly, 1, 'toolStatusChanged')) {
+      expect(events).toMatchObject([{ runId: secondRunId, toolCallId: 'call-2', status: 'RUNNING' }]);
+    }
+    // Nothing more arrived: everything of the thread was delivered to `all` after these.
+    for (const stream of firstOnly) expect(stream.results).toHaveLength(2);
+    for (const stream of secondOnly) expect(stream.results).toHaveLength(1);
+  });
+
+  it('a principal without access is refused with the same document, while the others keep receiving', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    await session.declare('m1', [{ id: 'c1', name: 'a' }]);
+    const members = await subscribeMany(2, TOOL_STATUS, { threadId }, owner);
+
+    const stranger = subscribeWs(t.url, TOOL_STATUS, { threadId }, await t.token('someone-else', 'superadmin'));
+    onTestFinished(() => stranger.close());
+    const [refusal] = await stranger.take(1);
+    expect(refusal?.data ?? null).toBeNull();
+    expect(refusal?.errors?.map((error) => error.extensions?.code)).toEqual(['NOT_FOUND']);
+    expect(await stranger.ended()).toEqual({ kind: 'complete' });
+
+    must(await session.toolStarted('c1', 'a'));
+    for (const events of await delivered(members, 1, 'toolStatusChanged')) expect(events).toMatchObject([{ toolCallId: 'c1', status: 'RUNNING' }]);
+    expect(stranger.results).toHaveLength(1);
+  });
+
+  it('different principals allowed on the same stream each receive it', async () => {
+    const ownerSub = `owner-${Date.now()}`;
+    const owner = await t.token(ownerSub, 'user');
+    const threadId = await createThread(t, owner);
+    const byOwner = await subscribeMany(2, RUNS, { threadId }, owner, 'run');
+    const byAdmin = await subscribeMany(2, RUNS, { threadId }, await t.token('an-admin', 'admin'), 'run');
+
+    const runId = await createRun(t, owner, threadId);
+    for (const events of await delivered([...byOwner, ...byAdmin], 1, 'runChanged')) expect(events).toEqual([{ id: runId, status: 'QUEUED' }]);
+  });
+
+  it('one member that stops reading is cut off; the others of its group receive every event', async () => {
+    const run = await runningRun(t);
+    await run.session.declare('m1', [{ id: 'big', name: 'read_file' }]);
+    const audit = must(await run.session.toolStarted('big', 'read_file', { effectiveInput: { content: 'x'.repeat(200_000) } }));
+    const event: DomainEvent = { kind: 'audit', threadId: run.threadId, runId: run.runId, auditId: audit.id, role: 'TOOL' };
+    const { threadId, owner } = run;
+
+    const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(t.url).port) });
+    onTestFinished(() => proxy.close());
+    const stalledClient = wsClient(`http://127.0.0.1:${proxy.port}/graphql`, owner);
+    onTestFinished(() => stalledClient.dispose());
+    const stalled = subscribeOn(stalledClient, AUDIT_INPUTS, { threadId });
+    await waitFor(() => audits(threadId) === 1, 'the stalled subscription to be live');
+    const healthy = await subscribeMany(2, AUDIT_INPUTS, { threadId }, owner);
+
+    proxy.stall();
+    let published = 0;
+    while (audits(threadId) === 3) {
+      if (published > 20 * DEFAULT_MAX_PENDING_EVENTS) throw new Error('the stalled subscriber was never cut off');
+      t.app.deps.publish(Array.from({ length: 32 }, () => event));
+      published += 32;
+      await Promise.all(healthy.map((stream) => stream.take(published, 30_000)));
+    }
+    expect(audits(threadId)).toBe(2);
+    for (const stream of healthy) {
+      expect(payloads(stream.results, 'auditChanged')).toHaveLength(published);
+      expect(stream.ending).toBeNull();
+    }
+
+    proxy.resume();
+    expect(await stalled.ended()).toEqual({ kind: 'complete' });
+    const last = stalled.results.at(-1);
+    expect(last?.errors?.[0]?.extensions).toMatchObject({ code: 'SUBSCRIPTION_INTERRUPTED', reason: 'SUBSCRIBER_LAGGING' });
+    expect(stalled.results.length).toBeLessThan(published);
+  });
+
+  it('the group stops listening when its last member leaves', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    await session.declare('m1', [{ id: 'c1', name: 'a' }]);
+    const [first, second] = (await subscribeMany(2, TOOL_STATUS, { threadId }, owner)) as [Stream, Stream];
+
+    await first.close();
+    await waitFor(() => audits(threadId) === 1, 'the first member to stop listening');
+    must(await session.toolStarted('c1', 'a'));
+    expect(payloads(await second.take(1), 'toolStatusChanged')).toMatchObject([{ toolCallId: 'c1', status: 'RUNNING' }]);
+
+    await second.close();
+    await waitFor(() => audits(threadId) === 0, 'the last member to stop listening');
+  });
+});
