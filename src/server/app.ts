@@ -1,13 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createTokenVerifier, loadOrCreateLocalSecret } from '../auth/jwt.js';
 import type { Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
+import { maskError } from '../graphql/errors.js';
 import type { DomainDeps } from '../domain/command.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
+import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { createGraphQLServer } from './yoga.js';
@@ -86,11 +89,14 @@ export async function buildApp(config: Config, options: { database?: Database } 
     maxPayload: limit,
     WebSocket: boundedWebSocket(maxUnsentBytes(config)),
   });
-  // graphql-ws goes through yoga's envelop, so auth, masking and limits apply to it too.
+  // graphql-ws goes through yoga's envelop (context, parsing, validation and its limits), so auth
+  // and limits apply to it too. Subscriptions execute each event once per group of identical
+  // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results.
+  const subscribeShared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
   const wsDisposable = useServer(
     {
       execute: (args: any) => args.rootValue.execute(args),
-      subscribe: (args: any) => args.rootValue.subscribe(args),
+      subscribe: (args: any) => subscribeShared(args),
       onSubscribe: async (ctx, _id, params) => {
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,

@@ -1,0 +1,64 @@
+import { createSourceEventStream, execute, print, type ExecutionArgs, type ExecutionResult, type GraphQLError } from 'graphql';
+import type { GraphQLContext } from '../graphql/context.js';
+import { perEvent } from './per-event.js';
+
+type Result = ExecutionResult;
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof (value as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === 'function';
+
+/**
+ * Subscriptions that execute each event once per group, not once per subscriber. A group is every
+ * subscription with the same document, operation, variables and principal: their results for an
+ * event are identical, so the first member to reach an event executes it and the others share
+ * that result (the same object, only serialized per socket).
+ *
+ * Only execution is shared. Each subscriber starts as any other (scope auth and the access check
+ * run in its own `subscribe` resolver) and keeps its own bounded queue of events: it receives
+ * them in order, falls behind on its own, is interrupted on its own, and stops listening when it
+ * leaves. A group is nothing but those queues holding the same event objects, so it ends with
+ * its last member and its shared results are garbage once no member still holds the event.
+ * A member executes an event only after the previous one, so shared results never go backwards.
+ */
+export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQLContext) => GraphQLError) {
+  const executeOnce = perEvent<Promise<Result>>();
+  const masked = (result: Result, context: GraphQLContext): Result =>
+    result.errors ? { ...result, errors: result.errors.map((error) => mask(error, context)) } : result;
+
+  return async function subscribe(args: ExecutionArgs): Promise<Result | AsyncIterableIterator<Result>> {
+    const context = args.contextValue as GraphQLContext;
+    const source = await createSourceEventStream(args);
+    if (!isAsyncIterable(source)) return masked(source as Result, context);
+    const group = JSON.stringify([
+      print(args.document),
+      args.operationName ?? null,
+      args.variableValues ?? null,
+      context.principal?.sub ?? null,
+      context.principal?.role ?? null,
+    ]);
+    const events = source[Symbol.asyncIterator]();
+    const execution = (event: object) => async () => masked(await execute({ ...args, rootValue: event }), context);
+    const ended = (): IteratorResult<Result> => ({ value: undefined, done: true });
+    // Hand-written rather than an async generator: `return` must end a stream that waits for an event.
+    const results: AsyncIterableIterator<Result> = {
+      async next() {
+        const next = await events.next();
+        if (next.done) return ended();
+        const event = next.value as object;
+        return { value: await executeOnce(event, group, execution(event)), done: false };
+      },
+      async return() {
+        await events.return?.();
+        return ended();
+      },
+      async throw(error: unknown) {
+        await events.throw?.(error);
+        return ended();
+      },
+      [Symbol.asyncIterator]() {
+        return results;
+      },
+    };
+    return results;
+  };
+}
