@@ -5,6 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { param, toRow, type Sql } from './sql.js';
 
 /** The narrow raw-SQL surface migrations and the readiness probe need, on either driver. */
 export interface SqlDriver {
@@ -16,10 +17,15 @@ export interface SqlDriver {
   close(): Promise<void>;
 }
 
+export interface SqlTransactor {
+  /** Runs `fn` in one transaction on one connection; rolled back if it throws. */
+  transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+}
+
 export interface Database {
   kind: 'pglite' | 'postgres';
   prisma: PrismaClient;
-  driver: SqlDriver;
+  driver: SqlDriver & SqlTransactor;
   close(): Promise<void>;
 }
 
@@ -34,10 +40,23 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  return options.url
-    ? openPostgres(options.url, options.poolSize ?? 10, options.onQuery)
-    : openPglite(options.dataDir, options.onQuery);
+  const db = options.url
+    ? await openPostgres(options.url, options.poolSize ?? 10, options.onQuery)
+    : await openPglite(options.dataDir, options.onQuery);
+  drivers.set(db.prisma, db.driver);
+  return db;
 }
+
+// The domain's commands reach the driver through the Prisma client they are given (DomainDeps).
+const drivers = new WeakMap<PrismaClient, SqlTransactor>();
+
+export function driverOf(prisma: PrismaClient): SqlTransactor {
+  const driver = drivers.get(prisma);
+  if (!driver) throw new Error('This Prisma client was not opened by openDatabase');
+  return driver;
+}
+
+const params = (values?: unknown[]) => values?.map(param);
 
 function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string) => void): PrismaClient {
   if (!onQuery) return new PrismaClient({ adapter });
@@ -50,7 +69,7 @@ async function openPostgres(url: string, poolSize: number, onQuery?: (sql: strin
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
-  const driver: SqlDriver = {
+  const driver: SqlDriver & SqlTransactor = {
     exec: async (sql) => void (await pool.query(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],
     withSession: async (fn) => {
@@ -62,6 +81,25 @@ async function openPostgres(url: string, poolSize: number, onQuery?: (sql: strin
         });
       } finally {
         client.release();
+      }
+    },
+    transaction: async (fn) => {
+      const client = await pool.connect();
+      let broken: unknown;
+      try {
+        await client.query('BEGIN');
+        const value = await fn({
+          query: async <Row>(sql: string, values?: unknown[]) =>
+            (await client.query(sql, params(values))).rows.map((row) => toRow<Row>(row)),
+        });
+        await client.query('COMMIT');
+        return value;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+        throw error;
+      } finally {
+        // A connection whose rollback failed is not returned to the pool.
+        client.release(broken instanceof Error ? broken : undefined);
       }
     },
     close: () => pool.end(),
@@ -87,7 +125,20 @@ async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Pr
     query: async <Row>(sql: string, params?: unknown[]) => (await pglite.query<Row>(sql, params)).rows,
   };
   // PGlite is one in-process session: "a session" is the database itself.
-  const driver: SqlDriver = { ...session, withSession: (fn) => fn(session), close: () => pglite.close() };
+  // int8 as text: the row mapper makes it a bigint without a detour through an imprecise number.
+  const parsers = { 20: (value: string) => value };
+  const driver: SqlDriver & SqlTransactor = {
+    ...session,
+    withSession: (fn) => fn(session),
+    transaction: (fn) =>
+      pglite.transaction((tx) =>
+        fn({
+          query: async <Row>(sql: string, values?: unknown[]) =>
+            (await tx.query<Record<string, unknown>>(sql, params(values), { parsers })).rows.map((row) => toRow<Row>(row)),
+        }),
+      ),
+    close: () => pglite.close(),
+  };
   const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
   return {
     kind: 'pglite',

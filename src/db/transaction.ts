@@ -1,4 +1,6 @@
-import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
+import type { Prisma } from '../generated/prisma/client.js';
+import type { SqlTransactor } from './database.js';
+import type { Sql } from './sql.js';
 
 export type Tx = Prisma.TransactionClient;
 
@@ -10,11 +12,11 @@ function isRetryable(error: unknown): boolean {
   return /P2034|40001|40P01|could not serialize|deadlock detected/.test(text);
 }
 
-/** Runs `fn` in one short interactive transaction, retrying serialization failures. */
-export async function inTransaction<T>(prisma: PrismaClient, fn: (tx: Tx) => Promise<T>): Promise<T> {
+/** Runs `fn` in one short transaction on the driver's own connection, retrying serialization failures. */
+export async function inTransaction<T>(driver: SqlTransactor, fn: (sql: Sql) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await prisma.$transaction(fn, { maxWait: 10_000, timeout: 30_000 });
+      return await driver.transaction(fn);
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !isRetryable(error)) throw error;
     }

@@ -1,5 +1,7 @@
 import type { Principal } from '../auth/principal.js';
+import type { Sql } from '../db/sql.js';
 import type { Tx } from '../db/transaction.js';
+import type { Thread } from '../generated/prisma/client.js';
 import { forbidden, notFound, unauthenticated } from './errors.js';
 import { rowId } from './ids.js';
 
@@ -35,6 +37,14 @@ export async function findThread(tx: Tx, threadId: string) {
 
 export async function loadReadableThread(tx: Tx, principal: Principal, threadId: string) {
   const thread = await findThread(tx, threadId);
+  if (!thread) throw notFound('Thread', threadId);
+  assertCanReadThread(principal, thread);
+  return thread;
+}
+
+/** loadReadableThread inside a command's transaction. */
+export async function loadReadableThreadForWrite(sql: Sql, principal: Principal, threadId: string): Promise<Thread> {
+  const [thread] = await sql.query<Thread>('SELECT * FROM thread WHERE id = $1', [rowId(threadId, 'Thread')]);
   if (!thread) throw notFound('Thread', threadId);
   assertCanReadThread(principal, thread);
   return thread;

@@ -1,16 +1,20 @@
-import type { Tx } from '../db/transaction.js';
+import type { Sql } from '../db/sql.js';
 import type { Message, MessageRole } from '../generated/prisma/client.js';
 import { invalidTransition } from './errors.js';
 import type { LockedRun } from './lease.js';
 import { durationMs, clockOf, type Observation } from './observation.js';
 
 /** Audit rows are keyed by (run, role, operation id): a model and a tool call may share an id. */
-export function findAudit(tx: Tx, runId: string, role: MessageRole, operationId: string) {
-  return tx.message.findUnique({ where: { runId_role_operationId: { runId, role, operationId } } });
+export async function findAudit(sql: Sql, runId: string, role: MessageRole, operationId: string): Promise<Message | null> {
+  const [audit] = await sql.query<Message>(
+    'SELECT * FROM message WHERE run_id = $1 AND role = $2::"MessageRole" AND operation_id = $3',
+    [runId, role, operationId],
+  );
+  return audit ?? null;
 }
 
-export async function requireAudit(tx: Tx, run: LockedRun, role: MessageRole, operationId: string): Promise<Message> {
-  const audit = await findAudit(tx, run.id, role, operationId);
+export async function requireAudit(sql: Sql, run: LockedRun, role: MessageRole, operationId: string): Promise<Message> {
+  const audit = await findAudit(sql, run.id, role, operationId);
   if (!audit) {
     const what = role === 'TOOL' ? 'tool call' : 'model call';
     throw invalidTransition(`No ${what} ${operationId} was started in run ${run.id}`);

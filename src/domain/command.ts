@@ -1,5 +1,7 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
-import { inTransaction, type Tx } from '../db/transaction.js';
+import { driverOf } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
+import { inTransaction } from '../db/transaction.js';
 import type { DomainEvent } from './events.js';
 
 export interface Limits {
@@ -17,7 +19,8 @@ export interface DomainDeps {
 }
 
 export interface CommandScope {
-  tx: Tx;
+  /** The transaction's own connection: the write path runs plain SQL, the read side keeps Prisma. */
+  sql: Sql;
   deps: DomainDeps;
   emit(event: DomainEvent): void;
 }
@@ -31,9 +34,9 @@ export function command<Args extends unknown[], T>(
 ): (deps: DomainDeps, ...args: Args) => Promise<T> {
   return async (deps, ...args) => {
     let events: DomainEvent[] = [];
-    const value = await inTransaction(deps.prisma, (tx) => {
+    const value = await inTransaction(driverOf(deps.prisma), (sql) => {
       events = []; // a retried attempt starts afresh
-      return body({ tx, deps, emit: (event) => events.push(event) }, ...args);
+      return body({ sql, deps, emit: (event) => events.push(event) }, ...args);
     });
     if (events.length > 0) deps.publish(events);
     return value;

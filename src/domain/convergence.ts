@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal.js';
-import type { AuditStatus, Message, Prisma, RunStatus } from '../generated/prisma/client.js';
+import { updateRow } from '../db/sql.js';
+import type { AuditStatus, Message, Prisma, Run, RunStatus, Thread } from '../generated/prisma/client.js';
 import { assertCanReadThread } from './access.js';
 import { command, type CommandScope, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
@@ -43,25 +44,25 @@ const CLOSING_CODE: Record<RunEnding, string> = {
  * The last state message reporting an error for `toolCallId`. Earlier messages with a reused id
  * are superseded by it; a call this run never persisted is never looked up at all.
  */
-function lastStateError(stateMessages: unknown[], toolCallId: string): Prisma.InputJsonValue | null {
+function lastStateError(stateMessages: unknown[], toolCallId: string): Prisma.JsonValue | null {
   for (let index = stateMessages.length - 1; index >= 0; index--) {
     const message = stateMessages[index];
     if (isJsonObject(message) && message.tool_call_id === toolCallId && message.status === 'error') {
-      return message as Prisma.InputJsonValue;
+      return message;
     }
   }
   return null;
 }
 
-function closingData(audit: Message, ending: RunEnding, endedAt: Date, stateMessages: unknown[]): Prisma.MessageUpdateInput {
+function closingData(audit: Message, ending: RunEnding, endedAt: Date, stateMessages: unknown[]): Partial<Message> {
   const rule = CLOSING_RULES[ending];
   const reason = { code: CLOSING_CODE[ending], message: `Closed when the run ended (${ending})` };
-  const data: Prisma.MessageUpdateInput = {
+  const data: Partial<Message> = {
     status: audit.awaitingRunTerminal ? rule.awaitingTool : rule.open,
     finishedAt: audit.finishedAt ?? endedAt,
     awaitingRunTerminal: false,
     // A bare error already recorded is the better explanation; keep it.
-    error: audit.error === null ? reason : (audit.error as Prisma.InputJsonValue),
+    error: audit.error ?? reason,
   };
   if (audit.awaitingRunTerminal && rule.reconcilesFromState) {
     const output = lastStateError(stateMessages, audit.operationId!);
@@ -75,7 +76,7 @@ function closingData(audit: Message, ending: RunEnding, endedAt: Date, stateMess
  * ToolCalls. The caller holds the run's row lock, so each run is converged exactly once.
  */
 export async function endRun(
-  { tx, emit }: CommandScope,
+  { sql, emit }: CommandScope,
   run: LockedRun,
   ending: RunEnding,
   error: unknown,
@@ -83,23 +84,21 @@ export async function endRun(
 ) {
   // One instant for the run and everything it closes: they ended together.
   const endedAt = new Date();
-  const ended = await tx.run.update({
-    where: { id: run.id },
-    data: {
-      status: CLOSING_RULES[ending].runStatus,
-      finishedAt: endedAt,
-      error: (error ?? undefined) as Prisma.InputJsonValue | undefined,
-      leaseOwner: null,
-      leaseExpiresAt: null,
-    },
+  const ended = await updateRow<Run>(sql, 'run', run.id, {
+    status: CLOSING_RULES[ending].runStatus,
+    finishedAt: endedAt,
+    error: (error ?? undefined) as Run['error'] | undefined,
+    leaseOwner: null,
+    leaseExpiresAt: null,
   });
-  const open = await tx.message.findMany({
-    where: { runId: run.id, status: 'RUNNING', messageType: { in: ['model_audit', 'tool_audit'] } },
-    orderBy: { sequence: 'asc' },
-  });
+  const open = await sql.query<Message>(
+    `SELECT * FROM message WHERE run_id = $1 AND status = 'RUNNING' AND message_type IN ('model_audit', 'tool_audit')
+     ORDER BY sequence`,
+    [run.id],
+  );
   for (const audit of open) {
-    const closed = await tx.message.update({ where: { id: audit.id }, data: closingData(audit, ending, endedAt, stateMessages) });
-    if (closed.messageType === 'tool_audit') await mirrorOntoToolCall(tx, closed);
+    const closed = await updateRow<Message>(sql, 'message', audit.id, closingData(audit, ending, endedAt, stateMessages));
+    if (closed.messageType === 'tool_audit') await mirrorOntoToolCall(sql, closed);
     emit(auditChanged(closed));
   }
   emit(runChanged(ended));
@@ -117,16 +116,16 @@ export interface FinishRunInput {
 export const finishRun = command(async (scope, principal: Principal, input: FinishRunInput) => {
   const stateMessages = input.stateMessages ?? [];
   checkJsonFields(scope.deps.limits, { error: input.error, ...Object.fromEntries(stateMessages.map((m, i) => [`stateMessages[${i}]`, m])) });
-  const run = await requireLease(scope.tx, principal, input.lease);
+  const run = await requireLease(scope.sql, principal, input.lease);
   return endRun(scope, run, input.status, input.error, stateMessages);
 });
 
 /** The owner or an admin ends a QUEUED or RUNNING run at once; the lease is revoked with it. */
 export const cancelRun = command(async (scope, principal: Principal, runId: string) => {
-  const run = await lockRun(scope.tx, runId);
+  const run = await lockRun(scope.sql, runId);
   if (!run) throw notFound('Run', runId);
-  const thread = await scope.tx.thread.findUniqueOrThrow({ where: { id: run.threadId } });
-  assertCanReadThread(principal, thread);
+  const [thread] = await scope.sql.query<Thread>('SELECT * FROM thread WHERE id = $1', [run.threadId]);
+  assertCanReadThread(principal, thread!);
   if (run.status !== 'QUEUED' && run.status !== 'RUNNING') {
     throw invalidTransition(`Run ${run.id} has already ended (${run.status})`);
   }
@@ -135,7 +134,7 @@ export const cancelRun = command(async (scope, principal: Principal, runId: stri
 
 /** Ends one run whose lease expired, unless another sweeper or writer got there first. */
 const expireLease = command(async (scope, runId: string) => {
-  const run = await lockRun(scope.tx, runId);
+  const run = await lockRun(scope.sql, runId);
   if (!run || run.status !== 'RUNNING' || !run.expired) return false;
   await endRun(scope, run, 'LEASE_EXPIRED', { code: 'LEASE_EXPIRED', message: `The lease of ${run.leaseOwner} expired` });
   return true;

@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.js';
-import type { Tx } from '../db/transaction.js';
+import type { Sql } from '../db/sql.js';
 import type { RunStatus } from '../generated/prisma/client.js';
 import { command, type Limits } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
@@ -39,11 +39,10 @@ export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undef
   Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
 
 /** Locks the run row for the rest of the transaction: every writer of a run queues here. */
-export async function lockRun(tx: Tx, runId: string): Promise<LockedRun | null> {
-  const rows = await tx.$queryRawUnsafe<LockedRun[]>(
-    `SELECT ${LOCKED_RUN_COLUMNS} FROM run WHERE id = $1::uuid FOR UPDATE`,
+export async function lockRun(sql: Sql, runId: string): Promise<LockedRun | null> {
+  const rows = await sql.query<LockedRun>(`SELECT ${LOCKED_RUN_COLUMNS} FROM run WHERE id = $1::uuid FOR UPDATE`, [
     rowId(runId, 'Run'),
-  );
+  ]);
   return rows[0] ?? null;
 }
 
@@ -51,8 +50,8 @@ export async function lockRun(tx: Tx, runId: string): Promise<LockedRun | null> 
  * The fence of every lifecycle write: the run must be RUNNING, leased by the caller, at the
  * presented epoch, and unexpired. Returns the run locked until the transaction ends.
  */
-export async function requireLease(tx: Tx, principal: Principal, lease: LeaseProof): Promise<LockedRun> {
-  const run = await lockRun(tx, lease.runId);
+export async function requireLease(sql: Sql, principal: Principal, lease: LeaseProof): Promise<LockedRun> {
+  const run = await lockRun(sql, lease.runId);
   if (!run) throw notFound('Run', lease.runId);
   if (run.status !== 'RUNNING') throw new DomainError('LEASE_LOST', `Run ${run.id} is ${run.status}, not RUNNING`);
   if (run.leaseOwner !== principal.sub) throw new DomainError('LEASE_LOST', `The lease of run ${run.id} is held by another worker`);
@@ -72,20 +71,20 @@ const toLease = (row: { id: string; leaseOwner: string | null; leaseEpoch: numbe
 
 /** QUEUED -> RUNNING in one conditional update: of racing claims exactly one matches. */
 export const claimRun = command(
-  async ({ tx, deps, emit }, principal: Principal, input: { runId: string; leaseSeconds?: number | null }) => {
+  async ({ sql, deps, emit }, principal: Principal, input: { runId: string; leaseSeconds?: number | null }) => {
     const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
-    const rows = await tx.$queryRawUnsafe<LockedRun[]>(
+    const rows = await sql.query<LockedRun>(
       `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1,
          lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(started_at, now())
        WHERE id = $1::uuid AND status = 'QUEUED'
        RETURNING ${LOCKED_RUN_COLUMNS}`,
-      rowId(input.runId, 'Run'),
-      principal.sub,
-      seconds,
+      [rowId(input.runId, 'Run'), principal.sub, seconds],
     );
     const claimed = rows[0];
     if (!claimed) {
-      const run = await tx.run.findUnique({ where: { id: rowId(input.runId, 'Run') }, select: { status: true } });
+      const [run] = await sql.query<{ status: RunStatus }>('SELECT status::text AS status FROM run WHERE id = $1::uuid', [
+        rowId(input.runId, 'Run'),
+      ]);
       if (!run) throw notFound('Run', input.runId);
       throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
     }
@@ -96,13 +95,12 @@ export const claimRun = command(
 
 /** Extends an unexpired lease; the epoch stays, so writes in flight remain valid. */
 export const renewLease = command(
-  async ({ tx, deps }, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) => {
-    await requireLease(tx, principal, lease);
-    const rows = await tx.$queryRawUnsafe<LockedRun[]>(
+  async ({ sql, deps }, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) => {
+    await requireLease(sql, principal, lease);
+    const rows = await sql.query<LockedRun>(
       `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid
        RETURNING ${LOCKED_RUN_COLUMNS}`,
-      rowId(lease.runId, 'Run'),
-      clampLeaseSeconds(deps.limits, leaseSeconds),
+      [rowId(lease.runId, 'Run'), clampLeaseSeconds(deps.limits, leaseSeconds)],
     );
     return toLease(rows[0]!);
   },

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import type { Prisma } from '../generated/prisma/client.js';
+import { insertRow, insertRows, updateRow } from '../db/sql.js';
+import type { Message, ToolCall } from '../generated/prisma/client.js';
 import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns } from './audit-rows.js';
 import { command } from './command.js';
 import { badInput, conflict } from './errors.js';
@@ -33,17 +35,15 @@ export interface ModelFinished extends Observation {
   toolCalls?: DeclaredToolCall[] | null;
 }
 
-const json = (value: unknown) => (value ?? undefined) as Prisma.InputJsonValue | undefined;
-
 /** Creates the RUNNING model audit; an identical replay returns it, keeping the first observation. */
-export const recordModelStarted = command(async ({ tx, deps, emit }, principal: Principal, input: ModelStarted) => {
+export const recordModelStarted = command(async ({ sql, deps, emit }, principal: Principal, input: ModelStarted) => {
   nonBlank(input.operationId, 'operationId');
   if (input.model != null) assertStorableText(input.model, 'model');
   checkObservation(input);
   checkJsonFields(deps.limits, { input: input.input });
-  const run = await requireLease(tx, principal, input.lease);
+  const run = await requireLease(sql, principal, input.lease);
 
-  const existing = await findAudit(tx, run.id, 'ASSISTANT', input.operationId);
+  const existing = await findAudit(sql, run.id, 'ASSISTANT', input.operationId);
   if (existing) {
     const same =
       existing.sequence === input.sequence &&
@@ -52,18 +52,17 @@ export const recordModelStarted = command(async ({ tx, deps, emit }, principal: 
     if (!same) throw conflict(`Model call ${input.operationId} was already started with a different sequence, model or input`);
     return existing;
   }
-  const audit = await tx.message.create({
-    data: {
-      threadId: run.threadId,
-      runId: run.id,
-      role: 'ASSISTANT',
-      messageType: 'model_audit',
-      operationId: input.operationId,
-      name: input.model ?? null,
-      status: 'RUNNING',
-      input: json(input.input),
-      ...startColumns(input),
-    },
+  const audit = await insertRow<Message>(sql, 'message', {
+    id: randomUUID(),
+    threadId: run.threadId,
+    runId: run.id,
+    role: 'ASSISTANT',
+    messageType: 'model_audit',
+    operationId: input.operationId,
+    name: input.model ?? null,
+    status: 'RUNNING',
+    input: input.input ?? null,
+    ...startColumns(input),
   });
   emit(auditChanged(audit));
   // A just-started model call has declared nothing yet.
@@ -84,7 +83,7 @@ function checkDeclaredToolCalls(toolCalls: DeclaredToolCall[]): void {
  * Closes the model audit and declares its tool calls as PENDING ToolCalls. A replay is a no-op:
  * it never touches a ToolCall, so a started call is never reset to PENDING.
  */
-export const recordModelFinished = command(async ({ tx, deps, emit }, principal: Principal, input: ModelFinished) => {
+export const recordModelFinished = command(async ({ sql, deps, emit }, principal: Principal, input: ModelFinished) => {
   nonBlank(input.operationId, 'operationId');
   if (input.status !== 'COMPLETED' && input.status !== 'FAILED') {
     throw badInput('recordModelFinished status must be COMPLETED or FAILED');
@@ -98,11 +97,11 @@ export const recordModelFinished = command(async ({ tx, deps, emit }, principal:
     usage: input.usage,
     ...Object.fromEntries(toolCalls.map((call, index) => [`toolCalls[${index}].args`, call.args])),
   });
-  const run = await requireLease(tx, principal, input.lease);
-  const audit = await requireAudit(tx, run, 'ASSISTANT', input.operationId);
+  const run = await requireLease(sql, principal, input.lease);
+  const audit = await requireAudit(sql, run, 'ASSISTANT', input.operationId);
 
   if (audit.status !== 'RUNNING') {
-    const declared = await tx.toolCall.findMany({ where: { declaredById: audit.id }, orderBy: { position: 'asc' } });
+    const declared = await sql.query<ToolCall>('SELECT * FROM tool_call WHERE declared_by_id = $1 ORDER BY position', [audit.id]);
     const same =
       audit.status === input.status &&
       sameFinishedSequence(audit, input) &&
@@ -120,27 +119,27 @@ export const recordModelFinished = command(async ({ tx, deps, emit }, principal:
     return { ...audit, declaredToolCalls: declared };
   }
 
-  const closed = await tx.message.update({
-    where: { id: audit.id },
-    data: {
-      status: input.status,
-      output: json(input.output),
-      error: json(input.error),
-      usage: json(input.usage),
-      ...endColumns(audit, input),
-    },
+  const closed = await updateRow<Message>(sql, 'message', audit.id, {
+    status: input.status,
+    output: input.output ?? undefined,
+    error: input.error ?? undefined,
+    usage: input.usage ?? undefined,
+    ...endColumns(audit, input),
   });
-  const declared = toolCalls.length === 0 ? [] : await tx.toolCall.createManyAndReturn({
-      data: toolCalls.map((call, position) => ({
-        threadId: run.threadId,
-        runId: run.id,
-        declaredById: audit.id,
-        position,
-        toolCallId: call.id,
-        name: call.name,
-        declaredInput: json(call.args),
-      })),
-    });
+  const declared = await insertRows<ToolCall>(
+    sql,
+    'tool_call',
+    toolCalls.map((call, position) => ({
+      id: randomUUID(),
+      threadId: run.threadId,
+      runId: run.id,
+      declaredById: audit.id,
+      position,
+      toolCallId: call.id,
+      name: call.name,
+      declaredInput: call.args ?? null,
+    })),
+  );
   emit(auditChanged(closed));
   // Returned with the audit, so that the response needs no re-read.
   return { ...closed, declaredToolCalls: declared.sort((a, b) => a.position - b.position) };

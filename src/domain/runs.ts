@@ -1,7 +1,9 @@
 import type { Principal } from '../auth/principal.js';
+import { randomUUID } from 'node:crypto';
+import { insertRow } from '../db/sql.js';
 import type { Tx } from '../db/transaction.js';
-import type { RunStatus } from '../generated/prisma/client.js';
-import { assertCanReadThread, loadReadableThread } from './access.js';
+import type { Run, RunStatus } from '../generated/prisma/client.js';
+import { assertCanReadThread, loadReadableThreadForWrite } from './access.js';
 import { command } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
@@ -9,10 +11,6 @@ import { rowId } from './ids.js';
 
 export const ENDED_RUN_STATUSES: readonly RunStatus[] = ['INTERRUPTED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 export const isRunEnded = (status: RunStatus) => ENDED_RUN_STATUSES.includes(status);
-
-export async function findRun(tx: Tx, runId: string) {
-  return tx.run.findUnique({ where: { id: rowId(runId, 'Run') } });
-}
 
 /** A run the principal may read: the thread owner, admin or superadmin. */
 export async function loadReadableRun(tx: Tx, principal: Principal, runId: string) {
@@ -24,16 +22,18 @@ export async function loadReadableRun(tx: Tx, principal: Principal, runId: strin
 
 /** Creates a QUEUED run; a resume must name an ended run of the same thread. */
 export const createRun = command(
-  async ({ tx, emit }, principal: Principal, input: { threadId: string; resumeFromRunId?: string | null }) => {
-    const thread = await loadReadableThread(tx, principal, input.threadId);
+  async ({ sql, emit }, principal: Principal, input: { threadId: string; resumeFromRunId?: string | null }) => {
+    const thread = await loadReadableThreadForWrite(sql, principal, input.threadId);
     if (input.resumeFromRunId) {
-      const parent = await findRun(tx, input.resumeFromRunId);
+      const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [rowId(input.resumeFromRunId, 'Run')]);
       if (!parent) throw notFound('Run', input.resumeFromRunId);
       if (parent.threadId !== thread.id) throw invalidTransition('A run can only resume a run of the same thread');
       if (!isRunEnded(parent.status)) throw invalidTransition(`Run ${parent.id} has not ended (${parent.status})`);
     }
-    const run = await tx.run.create({
-      data: { threadId: thread.id, resumedFromId: input.resumeFromRunId ? rowId(input.resumeFromRunId, 'Run') : null },
+    const run = await insertRow<Run>(sql, 'run', {
+      id: randomUUID(),
+      threadId: thread.id,
+      resumedFromId: input.resumeFromRunId ? rowId(input.resumeFromRunId, 'Run') : null,
     });
     emit(runChanged(run));
     return run;

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import type { Message, Prisma } from '../generated/prisma/client.js';
+import { insertRow, updateRow } from '../db/sql.js';
+import type { Message } from '../generated/prisma/client.js';
 import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns } from './audit-rows.js';
 import { command, type CommandScope } from './command.js';
 import { findDeclaringToolCall } from './declaring-model.js';
@@ -34,13 +36,13 @@ export interface ToolErrored extends ToolEvent {
 }
 
 /** Checks shared by every tool event, then the lease; returns the run locked. */
-async function admitToolEvent({ tx }: CommandScope, principal: Principal, event: ToolEvent): Promise<LockedRun> {
+async function admitToolEvent({ sql }: CommandScope, principal: Principal, event: ToolEvent): Promise<LockedRun> {
   nonBlank(event.toolCallId, 'toolCallId');
   checkObservation(event);
   if (event.namespace && event.namespace.length > 0) {
     throw new DomainError('NAMESPACE_REJECTED', `Events from sub-agent namespace "${event.namespace.join('/')}" are not audited`);
   }
-  return requireLease(tx, principal, event.lease);
+  return requireLease(sql, principal, event.lease);
 }
 
 function effectiveInputOf(value: unknown): JsonObject {
@@ -55,23 +57,23 @@ function effectiveInputOf(value: unknown): JsonObject {
  * monotonic origin kept), whatever its status.
  */
 export const recordToolStarted = command(async (scope, principal: Principal, input: ToolStarted) => {
-  const { tx, deps, emit } = scope;
+  const { sql, deps, emit } = scope;
   nonBlank(input.name, 'name');
   const effectiveInput = effectiveInputOf(input.effectiveInput);
   checkJsonFields(deps.limits, { effectiveInput });
   const run = await admitToolEvent(scope, principal, input);
 
-  const existing = await findAudit(tx, run.id, 'TOOL', input.toolCallId);
+  const existing = await findAudit(sql, run.id, 'TOOL', input.toolCallId);
   if (existing) {
     const same = existing.name === input.name && existing.sequence === input.sequence && jsonEqual(existing.input, effectiveInput);
     if (!same) throw conflict(`Tool call ${input.toolCallId} was already started with a different name, input or sequence`);
     return existing;
   }
 
-  const toolCall = await findDeclaringToolCall(tx, run, input.toolCallId);
+  const toolCall = await findDeclaringToolCall(sql, run, input.toolCallId);
   // Only the declared intent starts: an ended call never runs again, and a RUNNING one is being
   // executed by another run (a sibling resume of the same ancestor).
-  const status = await lockToolCall(tx, toolCall.id);
+  const status = await lockToolCall(sql, toolCall.id);
   if (status !== 'PENDING') {
     throw invalidTransition(
       status === 'RUNNING'
@@ -79,21 +81,20 @@ export const recordToolStarted = command(async (scope, principal: Principal, inp
         : `Tool call ${input.toolCallId} has already ended (${status})`,
     );
   }
-  const audit = await tx.message.create({
-    data: {
-      threadId: run.threadId,
-      runId: run.id,
-      role: 'TOOL',
-      messageType: 'tool_audit',
-      operationId: input.toolCallId,
-      name: input.name,
-      status: 'RUNNING',
-      input: effectiveInput,
-      toolCallRowId: toolCall.id,
-      ...startColumns(input),
-    },
+  const audit = await insertRow<Message>(sql, 'message', {
+    id: randomUUID(),
+    threadId: run.threadId,
+    runId: run.id,
+    role: 'TOOL',
+    messageType: 'tool_audit',
+    operationId: input.toolCallId,
+    name: input.name,
+    status: 'RUNNING',
+    input: effectiveInput,
+    toolCallRowId: toolCall.id,
+    ...startColumns(input),
   });
-  await mirrorOntoToolCall(tx, audit);
+  await mirrorOntoToolCall(sql, audit);
   emit(auditChanged(audit));
   return audit;
 });
@@ -105,9 +106,9 @@ function comparableOutput(output: unknown): unknown {
   return rest;
 }
 
-async function close(scope: CommandScope, audit: Message, data: Prisma.MessageUpdateInput): Promise<Message> {
-  const updated = await scope.tx.message.update({ where: { id: audit.id }, data });
-  await mirrorOntoToolCall(scope.tx, updated);
+async function close(scope: CommandScope, audit: Message, data: Partial<Message>): Promise<Message> {
+  const updated = await updateRow<Message>(scope.sql, 'message', audit.id, data);
+  await mirrorOntoToolCall(scope.sql, updated);
   scope.emit(auditChanged(updated));
   return updated;
 }
@@ -117,7 +118,7 @@ export const recordToolFinished = command(async (scope, principal: Principal, in
   if (!isJsonObject(input.output)) throw badInput('output must be the tool message envelope, a JSON object');
   checkJsonFields(scope.deps.limits, { output: input.output });
   const run = await admitToolEvent(scope, principal, input);
-  const audit = await requireAudit(scope.tx, run, 'TOOL', input.toolCallId);
+  const audit = await requireAudit(scope.sql, run, 'TOOL', input.toolCallId);
 
   if (audit.status !== 'RUNNING') {
     const same =
@@ -129,7 +130,7 @@ export const recordToolFinished = command(async (scope, principal: Principal, in
   }
   return close(scope, audit, {
     status: input.output.status === 'error' ? 'FAILED' : 'COMPLETED',
-    output: input.output as Prisma.InputJsonValue,
+    output: input.output,
     awaitingRunTerminal: false,
     ...endColumns(audit, input),
   });
@@ -142,7 +143,7 @@ export const recordToolFinished = command(async (scope, principal: Principal, in
 export const recordToolError = command(async (scope, principal: Principal, input: ToolErrored) => {
   checkJsonFields(scope.deps.limits, { error: input.error });
   const run = await admitToolEvent(scope, principal, input);
-  const audit = await requireAudit(scope.tx, run, 'TOOL', input.toolCallId);
+  const audit = await requireAudit(scope.sql, run, 'TOOL', input.toolCallId);
 
   if (audit.status !== 'RUNNING') throw conflict(`Tool call ${input.toolCallId} has already ended (${audit.status})`);
   if (audit.awaitingRunTerminal) {
@@ -152,7 +153,7 @@ export const recordToolError = command(async (scope, principal: Principal, input
     return audit;
   }
   return close(scope, audit, {
-    error: input.error as Prisma.InputJsonValue,
+    error: (input.error ?? undefined) as Message['error'] | undefined,
     awaitingRunTerminal: true,
     ...endColumns(audit, input),
   });

@@ -1,5 +1,5 @@
-import { Prisma, type AuditStatus, type Message, type ToolCallStatus } from '../generated/prisma/client.js';
-import type { Tx } from '../db/transaction.js';
+import type { AuditStatus, Message, Prisma, ToolCall, ToolCallStatus } from '../generated/prisma/client.js';
+import { updateRow, type Sql } from '../db/sql.js';
 import { isJsonObject } from './json.js';
 
 const TOOL_CALL_STATUS: Record<AuditStatus, ToolCallStatus> = {
@@ -12,39 +12,29 @@ const TOOL_CALL_STATUS: Record<AuditStatus, ToolCallStatus> = {
   ABANDONED: 'FAILED',
 };
 
-type JsonColumn = Prisma.InputJsonValue | typeof Prisma.DbNull;
-const column = (value: Prisma.JsonValue | null): JsonColumn =>
-  value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue);
+type Projection = Pick<ToolCall, 'status' | 'effectiveInput' | 'output' | 'error' | 'startedAt' | 'finishedAt' | 'durationMs'>;
 
 /** The ToolCall sees only the content of the tool output (missing: ""), never the envelope. */
-export function outputContent(output: Prisma.JsonValue | null): JsonColumn {
-  if (output === null) return Prisma.DbNull;
+export function outputContent(output: Prisma.JsonValue | null): Prisma.JsonValue | null {
+  if (output === null) return null;
   const content = isJsonObject(output) ? output.content : undefined;
-  return (content ?? '') as Prisma.InputJsonValue;
+  return content ?? '';
 }
 
 /**
  * The one-way projection: after a tool starts, only its audit writes the ToolCall's execution
- * fields, always derived from the audit row as a whole.
+ * fields, always derived from the audit row as a whole. A null JSON field is SQL NULL.
  */
-export function projectToolAudit(audit: Message): Prisma.ToolCallUpdateInput {
+export function projectToolAudit(audit: Message): Projection {
   const status = TOOL_CALL_STATUS[audit.status!];
   if (status === 'PENDING') {
-    return {
-      status,
-      effectiveInput: Prisma.DbNull,
-      output: Prisma.DbNull,
-      error: Prisma.DbNull,
-      startedAt: null,
-      finishedAt: null,
-      durationMs: null,
-    };
+    return { status, effectiveInput: null, output: null, error: null, startedAt: null, finishedAt: null, durationMs: null };
   }
   return {
     status,
-    effectiveInput: column(audit.input),
+    effectiveInput: audit.input,
     output: outputContent(audit.output),
-    error: column(audit.error),
+    error: audit.error,
     startedAt: audit.startedAt,
     finishedAt: audit.finishedAt,
     durationMs: audit.durationMs,
@@ -55,14 +45,13 @@ export function projectToolAudit(audit: Message): Prisma.ToolCallUpdateInput {
  * Locks a ToolCall row for the rest of the transaction and returns its current status, so that
  * two runs cannot both take the same declared call.
  */
-export async function lockToolCall(tx: Tx, id: string): Promise<ToolCallStatus> {
-  const rows = await tx.$queryRawUnsafe<{ status: ToolCallStatus }[]>(
-    'SELECT status::text AS status FROM tool_call WHERE id = $1::uuid FOR UPDATE',
+export async function lockToolCall(sql: Sql, id: string): Promise<ToolCallStatus> {
+  const rows = await sql.query<{ status: ToolCallStatus }>('SELECT status::text AS status FROM tool_call WHERE id = $1::uuid FOR UPDATE', [
     id,
-  );
+  ]);
   return rows[0]!.status;
 }
 
-export async function mirrorOntoToolCall(tx: Tx, audit: Message): Promise<void> {
-  await tx.toolCall.update({ where: { id: audit.toolCallRowId! }, data: projectToolAudit(audit) });
+export async function mirrorOntoToolCall(sql: Sql, audit: Message): Promise<void> {
+  await updateRow(sql, 'tool_call', audit.toolCallRowId!, projectToolAudit(audit));
 }
