@@ -26,10 +26,15 @@ export interface PubSub {
   /** Never throws and never waits for subscribers or for Redis. */
   publish<K extends Topic>(topic: K, threadId: string, event: Topics[K]): void;
   /**
-   * The thread's events from now on, in publish order. Resolves once they are flowing (with
-   * Redis: once the channel is subscribed), so nothing committed after that is missed.
+   * The thread's events from now on, in publish order, only those `accept` returns true for (the
+   * others never wait in the subscriber's backlog). Resolves once they are flowing (with Redis:
+   * once the channel is subscribed), so nothing committed after that is missed.
    */
-  subscribe<K extends Topic>(topic: K, threadId: string): Promise<AsyncIterableIterator<Delivery<K>>>;
+  subscribe<K extends Topic>(
+    topic: K,
+    threadId: string,
+    accept?: (event: Topics[K]) => boolean,
+  ): Promise<AsyncIterableIterator<Delivery<K>>>;
   /** Subscriptions whose events are flowing, for readiness probes. */
   subscriberCount(topic: Topic, threadId: string): number;
 }
@@ -65,9 +70,12 @@ function createPubSub(bus: EventBus, maxPendingEvents = DEFAULT_MAX_PENDING_EVEN
       bus.target.dispatchEvent(new CustomEvent(channelOf(topic, threadId), { detail: event }));
     },
 
-    async subscribe<K extends Topic>(topic: K, threadId: string) {
+    async subscribe<K extends Topic>(topic: K, threadId: string, accept: (event: Topics[K]) => boolean = () => true) {
       const channel = channelOf(topic, threadId);
-      const listener = (event: Event) => queue.push((event as CustomEvent<Topics[K]>).detail);
+      const listener = (event: Event) => {
+        const detail = (event as CustomEvent<Topics[K]>).detail;
+        if (accept(detail)) queue.push(detail);
+      };
       const queue: SubscriptionQueue<Topics[K]> = new SubscriptionQueue(maxPendingEvents, () => {
         bus.target.removeEventListener(channel, listener);
         open.delete(queue);

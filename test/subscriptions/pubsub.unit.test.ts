@@ -60,6 +60,15 @@ describe('in-process pub/sub', () => {
     await close();
   });
 
+  it('delivers only the events a subscriber accepts; the others never count against its bound', async () => {
+    const { pubsub, publishEvents, close } = await pubsubWithLimit(2);
+    const kept = await pubsub.subscribe('audit', 't', (event) => event.auditId.startsWith('keep'));
+    publishEvents(['other-1', 'keep-1', 'other-2', 'other-3', 'keep-2', 'other-4'].map((id) => auditEvent('t', id)));
+    expect((await drain(kept, 2)).map((result: any) => result.value.auditId)).toEqual(['keep-1', 'keep-2']);
+    expect(pubsub.subscriberCount('audit', 't')).toBe(1);
+    await close();
+  });
+
   it('ending a subscription detaches it and ends a pending read', async () => {
     const { pubsub, close } = await pubsubWithLimit(10);
     const runs = await pubsub.subscribe('run', 't');

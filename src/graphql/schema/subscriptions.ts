@@ -1,6 +1,6 @@
 import { initContextCache } from '@pothos/core';
 import { queryFromInfo } from '@pothos/plugin-prisma';
-import { createGraphQLError, filter, pipe } from 'graphql-yoga';
+import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { perEvent } from '../../realtime/per-event.js';
 import { StreamInterrupted } from '../../realtime/pubsub.js';
@@ -51,12 +51,7 @@ builder.subscriptionFields((t) => ({
     args: { threadId: t.arg.id({ required: true }), runId: t.arg.id() },
     subscribe: async (_root, { threadId, runId }, { deps, principal, pubsub }) => {
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
-      return pipe(
-        await pubsub.subscribe('audit', thread.id),
-        filter(
-          (event) => event instanceof StreamInterrupted || (event.role === 'TOOL' && (!runId || event.runId === runId)),
-        ),
-      );
+      return pubsub.subscribe('audit', thread.id, (event) => event.role === 'TOOL' && (!runId || event.runId === runId));
     },
     resolve: (delivery, _args, context, info) => {
       const event = payloadOf(delivery);
