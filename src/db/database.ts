@@ -40,20 +40,9 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const db = options.url
-    ? await openPostgres(options.url, options.poolSize ?? 10, options.onQuery)
-    : await openPglite(options.dataDir, options.onQuery);
-  drivers.set(db.prisma, db.driver);
-  return db;
-}
-
-// The domain's commands reach the driver through the Prisma client they are given (DomainDeps).
-const drivers = new WeakMap<PrismaClient, SqlTransactor>();
-
-export function driverOf(prisma: PrismaClient): SqlTransactor {
-  const driver = drivers.get(prisma);
-  if (!driver) throw new Error('This Prisma client was not opened by openDatabase');
-  return driver;
+  return options.url
+    ? openPostgres(options.url, options.poolSize ?? 10, options.onQuery)
+    : openPglite(options.dataDir, options.onQuery);
 }
 
 const params = (values?: unknown[]) => values?.map(param);
@@ -66,7 +55,8 @@ function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string) 
 }
 
 async function openPostgres(url: string, poolSize: number, onQuery?: (sql: string) => void): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000, statement_timeout: 30_000 });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
   const driver: SqlDriver & SqlTransactor = {

@@ -1,5 +1,5 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
-import { driverOf } from '../db/database.js';
+import type { SqlTransactor } from '../db/database.js';
 import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
 import type { DomainEvent } from './events.js';
@@ -12,7 +12,10 @@ export interface Limits {
 
 /** What every domain command needs: the database, the event sink, the configured limits. */
 export interface DomainDeps {
+  /** The read side (Pothos, access checks outside commands). */
   prisma: PrismaClient;
+  /** The write path: each command is one transaction of plain SQL on one connection. */
+  sql: SqlTransactor;
   /** Called once per committed command with the events it emitted; never for a rolled-back one. */
   publish(events: DomainEvent[]): void;
   limits: Limits;
@@ -34,7 +37,7 @@ export function command<Args extends unknown[], T>(
 ): (deps: DomainDeps, ...args: Args) => Promise<T> {
   return async (deps, ...args) => {
     let events: DomainEvent[] = [];
-    const value = await inTransaction(driverOf(deps.prisma), (sql) => {
+    const value = await inTransaction(deps.sql, (sql) => {
       events = []; // a retried attempt starts afresh
       return body({ sql, deps, emit: (event) => events.push(event) }, ...args);
     });

@@ -46,6 +46,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
   }
   const deps: DomainDeps = {
     prisma: db.prisma,
+    sql: db.driver,
     publish: pubsub.publishEvents,
     limits: {
       leaseMinSeconds: config.leaseMinSeconds,
