@@ -182,6 +182,8 @@ describe(`live delivery (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
 
     // A fence: the next accepted writes. Everything before them is what was delivered.
     const nextRunId = await createRun(t, owner, threadId);
+    // Payloads are read at delivery: let the QUEUED run be delivered before it is claimed.
+    await delivered(runs, 2, 'runChanged');
     const next = await claim(t, worker, nextRunId);
     must(await next.modelStarted('fence'));
     for (const events of await delivered(audits, 2, 'auditChanged')) {
