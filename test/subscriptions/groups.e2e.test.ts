@@ -42,9 +42,14 @@ describe('identical graphql-ws subscriptions', () => {
     ]);
     const streams = await subscribeMany(3, TOOL_STATUS, { threadId }, owner);
 
+    // Payloads are read at delivery (docs/subscriptions.md): each change is let through before
+    // the next one commits, so every payload shows its own event's state.
     must(await session.toolStarted('c1', 'a'));
+    await delivered(streams, 1, 'toolStatusChanged');
     must(await session.toolStarted('c2', 'b'));
+    await delivered(streams, 2, 'toolStatusChanged');
     must(await session.toolFinished('c2', { content: 'b done' }));
+    await delivered(streams, 3, 'toolStatusChanged');
     must(await session.toolFinished('c1', { content: 'a done' }));
     for (const events of await delivered(streams, 4, 'toolStatusChanged')) {
       expect(events.map((e) => `${e.toolCallId}:${e.status}`)).toEqual(['c1:RUNNING', 'c2:RUNNING', 'c2:COMPLETED', 'c1:COMPLETED']);
@@ -68,8 +73,12 @@ describe('identical graphql-ws subscriptions', () => {
     const secondOnly = await subscribeMany(2, TOOL_STATUS, { threadId, runId: secondRunId }, owner);
     const all = await subscribeMany(1, TOOL_STATUS, { threadId }, owner);
 
+    // Each change is delivered everywhere before the next commits (payloads are read at delivery).
     must(await first.session.toolStarted('call-1', 'a'));
+    await delivered([...all, ...firstOnly], 1, 'toolStatusChanged');
     must(await second.toolStarted('call-2', 'b'));
+    await delivered([...all, ...secondOnly], 1, 'toolStatusChanged');
+    await delivered(all, 2, 'toolStatusChanged');
     must(await first.session.toolFinished('call-1', { content: 'done' }));
     const fence = await delivered(all, 3, 'toolStatusChanged');
     expect(fence[0]!.map((e) => `${e.toolCallId}:${e.status}`)).toEqual(['call-1:RUNNING', 'call-2:RUNNING', 'call-1:COMPLETED']);
