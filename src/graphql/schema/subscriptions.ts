@@ -1,5 +1,6 @@
 import { initContextCache } from '@pothos/core';
 import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { GraphQLResolveInfo } from 'graphql';
 import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { perEvent } from '../../realtime/per-event.js';
@@ -29,9 +30,6 @@ function payloadOf<E>(delivery: E | StreamInterrupted): E {
  */
 const readOnce = perEvent<Promise<unknown>>();
 
-function sharedRead<T>(event: object, query: object, read: () => Promise<T>): Promise<T> {
-  return readOnce(event, JSON.stringify(query), read) as Promise<T>;
-}
 
 /**
  * The context lives as long as the stream, so its caches (our loaders, Pothos' per-context caches)
@@ -41,6 +39,21 @@ function freshContext(context: GraphQLContext): GraphQLContext {
   context.loaders = createLoaders(context.deps.prisma);
   Object.assign(context, initContextCache());
   return context;
+}
+
+/**
+ * One delivery: unwrap the event, replace the caches, then plan the Prisma query (planning
+ * registers what it loads in the fresh caches) and read the row once per event and selection.
+ */
+function readDelivered<E extends object, Row>(
+  delivery: E | StreamInterrupted,
+  context: GraphQLContext,
+  info: GraphQLResolveInfo,
+  read: (event: E, query: object) => Promise<Row>,
+): Promise<Row> {
+  const event = payloadOf(delivery);
+  const query = queryFromInfo({ context: freshContext(context), info });
+  return readOnce(event, JSON.stringify(query), () => read(event, query)) as Promise<Row>;
 }
 
 builder.subscriptionFields((t) => ({
@@ -53,12 +66,10 @@ builder.subscriptionFields((t) => ({
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('audit', thread.id, (event) => event.role === 'TOOL' && (!runId || event.runId === runId));
     },
-    resolve: (delivery, _args, context, info) => {
-      const event = payloadOf(delivery);
-      freshContext(context);
-      const query = queryFromInfo({ context, info });
-      return sharedRead(event, query, () => context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }));
-    },
+    resolve: (delivery, _args, context, info) =>
+      readDelivered(delivery, context, info, (event, query) =>
+        context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }),
+      ),
   }),
   auditChanged: t.field({
     type: AuditRef,
@@ -69,12 +80,10 @@ builder.subscriptionFields((t) => ({
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('audit', thread.id);
     },
-    resolve: (delivery, _args, context, info) => {
-      const event = payloadOf(delivery);
-      freshContext(context);
-      const query = queryFromInfo({ context, info });
-      return sharedRead(event, query, () => context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }));
-    },
+    resolve: (delivery, _args, context, info) =>
+      readDelivered(delivery, context, info, (event, query) =>
+        context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }),
+      ),
   }),
   runChanged: t.prismaField({
     type: 'Run',
@@ -85,12 +94,10 @@ builder.subscriptionFields((t) => ({
       const thread = await loadReadableThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('run', thread.id);
     },
-    // The query is computed again after the caches are replaced: it registers what it loads in them.
-    resolve: (_query, delivery, _args, context, info) => {
-      const event = payloadOf(delivery);
-      freshContext(context);
-      const query = queryFromInfo({ context, info });
-      return sharedRead(event, query, () => context.deps.prisma.run.findUniqueOrThrow({ ...query, where: { id: event.runId } }));
-    },
+    // The query is planned again after the caches are replaced (readDelivered), not taken from here.
+    resolve: (_query, delivery, _args, context, info) =>
+      readDelivered(delivery, context, info, (event, query) =>
+        context.deps.prisma.run.findUniqueOrThrow({ ...query, where: { id: event.runId } }),
+      ),
   }),
 }));
