@@ -9,7 +9,7 @@ const MAX_ATTEMPTS = 5;
 /** Serialization failures and deadlocks are safe to run again from the start. */
 function isRetryable(error: unknown): boolean {
   const text = String((error as { code?: string })?.code ?? '') + ' ' + String((error as Error)?.message ?? '');
-  return /P2034|40001|40P01|could not serialize|deadlock detected/.test(text);
+  return /40001|40P01|could not serialize|deadlock detected/.test(text);
 }
 
 /** Runs `fn` in one short transaction on the driver's own connection, retrying serialization failures. */
