@@ -26,6 +26,8 @@ export interface Database {
   kind: 'pglite' | 'postgres';
   prisma: PrismaClient;
   driver: SqlDriver & SqlTransactor;
+  /** Plain SQL outside a transaction, rows mapped as in one (the read side's batched loaders). */
+  read: Sql;
   close(): Promise<void>;
 }
 
@@ -35,7 +37,7 @@ export interface DatabaseOptions {
   /** PGlite data directory; unset keeps the embedded database in memory (tests). */
   dataDir?: string;
   poolSize?: number;
-  /** Sees every SQL statement Prisma sends (tests count them to prove that reads are batched). */
+  /** Sees every SQL statement of the read side, Prisma's and `read`'s (tests count them to prove that reads are batched). */
   onQuery?: (sql: string) => void;
 }
 
@@ -95,10 +97,17 @@ async function openPostgres(url: string, poolSize: number, onQuery?: (sql: strin
     close: () => pool.end(),
   };
   const prisma = prismaClient(new PrismaPg(pool), onQuery);
+  const read: Sql = {
+    query: async <Row>(sql: string, values?: unknown[]) => {
+      onQuery?.(sql);
+      return (await pool.query(sql, params(values))).rows.map((row) => toRow<Row>(row));
+    },
+  };
   return {
     kind: 'postgres',
     prisma,
     driver,
+    read,
     close: async () => {
       await prisma.$disconnect();
       await driver.close();
@@ -130,10 +139,17 @@ async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Pr
     close: () => pglite.close(),
   };
   const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
+  const read: Sql = {
+    query: async <Row>(sql: string, values?: unknown[]) => {
+      onQuery?.(sql);
+      return (await pglite.query<Record<string, unknown>>(sql, params(values), { parsers })).rows.map((row) => toRow<Row>(row));
+    },
+  };
   return {
     kind: 'pglite',
     prisma,
     driver,
+    read,
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();

@@ -16,6 +16,8 @@ export interface DomainDeps {
   prisma: PrismaClient;
   /** The write path: each command is one transaction of plain SQL on one connection. */
   sql: SqlTransactor;
+  /** The timeline and its relations, read as plain SQL (audit-reads.ts). */
+  read: Sql;
   /** Called once per committed command with the events it emitted; never for a rolled-back one. */
   publish(events: DomainEvent[]): void;
   limits: Limits;

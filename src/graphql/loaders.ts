@@ -1,9 +1,43 @@
 import DataLoader from 'dataloader';
-import type { PrismaClient } from '../generated/prisma/client.js';
+import { declaringAudits, runsByIds, threadsByIds, toolCallsByIds, toolCallsDeclaredBy, toolCallsOfRuns } from '../domain/audit-reads.js';
+import type { DomainDeps } from '../domain/command.js';
+
+/** A loader of one row per key, one statement per batch; a missing row is null. */
+function rowsBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) {
+  return new DataLoader<string, Row | null>(async (keys) => {
+    const rows = new Map((await read(keys)).map((row) => [keyOf(row), row]));
+    return keys.map((key) => rows.get(key) ?? null);
+  });
+}
+
+const id = (row: { id: string }) => row.id;
+
+/** A loader of the rows grouped under each key, one statement per batch, in the statement's order. */
+function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) {
+  return new DataLoader<string, Row[]>(async (keys) => {
+    const groups = new Map<string, Row[]>(keys.map((key) => [key, []]));
+    for (const row of await read(keys)) groups.get(keyOf(row))?.push(row);
+    return keys.map((key) => groups.get(key)!);
+  });
+}
+
+/** A row the schema guarantees (a foreign key): its absence is a server error, not a null. */
+export async function loadRequired<Row>(loader: DataLoader<string, Row | null>, id: string | null): Promise<Row> {
+  const row = id === null ? null : await loader.load(id);
+  if (row === null) throw new Error(`Row ${id} is missing behind a foreign key`);
+  return row;
+}
 
 /** Per-request (per-event, for subscriptions) caches: never shared between requests. */
-export function createLoaders(prisma: PrismaClient) {
+export function createLoaders({ prisma, read }: DomainDeps) {
   return {
+    thread: rowsBy((ids) => threadsByIds(read, ids), id),
+    run: rowsBy((ids) => runsByIds(read, ids), id),
+    toolCall: rowsBy((ids) => toolCallsByIds(read, ids), id),
+    /** Keyed by tool call id. */
+    declaringAudit: rowsBy((ids) => declaringAudits(read, ids), (audit) => audit.declaredToolCallId),
+    toolCallsDeclaredBy: rowsGroupedBy((ids) => toolCallsDeclaredBy(read, ids), (toolCall) => toolCall.declaredById),
+    toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
     threadOwner: new DataLoader<string, string | null>(async (ids) => {
       const threads = await prisma.thread.findMany({ where: { id: { in: [...ids] } }, select: { id: true, ownerId: true } });
       const owners = new Map(threads.map((thread) => [thread.id, thread.ownerId]));

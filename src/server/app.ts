@@ -47,6 +47,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
   const deps: DomainDeps = {
     prisma: db.prisma,
     sql: db.driver,
+    read: db.read,
     publish: pubsub.publishEvents,
     limits: {
       leaseMinSeconds: config.leaseMinSeconds,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError } from 'graphql';
+import { useGraphQlJit } from '@envelop/graphql-jit';
+import { getOperationAST, GraphQLError } from 'graphql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { Principal } from '../auth/principal.js';
@@ -106,7 +107,7 @@ export function createGraphQLServer(options: {
       deps: options.deps,
       pubsub: options.pubsub,
       requestId: request?.headers.get('x-request-id') ?? randomUUID(),
-      loaders: createLoaders(options.deps.prisma),
+      loaders: createLoaders(options.deps),
     }),
     plugins: [
       EnvelopArmorPlugin({
@@ -118,6 +119,10 @@ export function createGraphQLServer(options: {
         blockFieldSuggestion: { enabled: true },
       }),
       useBodyLimit(MAX_BODY_BYTES),
+      // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
+      // building are generated once per document); subscriptions keep graphql-js, whose subscribe
+      // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).
+      useGraphQlJit({}, { enableIf: ({ document, operationName }) => getOperationAST(document, operationName)?.operation !== 'subscription' }),
     ],
   });
 }

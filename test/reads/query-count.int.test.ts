@@ -91,15 +91,16 @@ function checkFull(items: any[]) {
 }
 
 describe('one threadAudits call issues a bounded number of SQL statements', () => {
-  it('with every nested field selected: the same count for 10 items as for 500', async () => {
+  it('with every nested field selected: the same bound for 10 items as for 500', async () => {
     const small = await measure(EVERY_NESTED_FIELD, 10);
     const large = await measure(EVERY_NESTED_FIELD, 500);
     checkFull(small.items);
     checkFull(large.items);
 
-    expect(large.statements.length).toBe(small.statements.length);
-    // One statement per relation level: thread check, audits, and each nested relation batched.
-    expect(large.statements.length).toBeLessThanOrEqual(16);
+    // At most one statement per relation and nesting level: thread check, audits, then each link
+    // batched. A small page may need one more at a level whose rows a large page had already
+    // loaded at an earlier level (the loaders cache per request), never one more per item.
+    for (const { statements } of [small, large]) expect(statements.length).toBeLessThanOrEqual(13);
   });
 
   it('with a relation selected twice under different arguments: still the same count', async () => {
@@ -108,6 +109,7 @@ describe('one threadAudits call issues a bounded number of SQL statements', () =
     for (const item of [...small.items, ...large.items]) {
       expect(item.run.thread).toEqual({ oldest: [{ id: chat[0] }], page: chat.map((id) => ({ id })) });
     }
+    console.log("SMALL\n" + small.statements.map((s) => s.slice(0, 160)).join("\n") + "\nLARGE\n" + large.statements.map((s) => s.slice(0, 160)).join("\n"));
     expect(large.statements.length).toBe(small.statements.length);
     expect(large.statements.length).toBeLessThanOrEqual(16);
   });

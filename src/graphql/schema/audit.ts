@@ -1,5 +1,5 @@
-import { queryFromInfo } from '@pothos/plugin-prisma';
 import { loadAuditThread, requirePrincipal } from '../../domain/access.js';
+import { newestAudits } from '../../domain/audit-reads.js';
 import { badInput } from '../../domain/errors.js';
 import type { Message } from '../../generated/prisma/client.js';
 import { builder } from '../builder.js';
@@ -12,7 +12,6 @@ export const AuditRef = builder.prismaInterface('Message', {
   fields: (t) => ({
     id: t.exposeID('id'),
     runId: t.id({ resolve: (row) => row.runId! }),
-    run: t.relation('run', { nullable: false, onNull: 'error' }),
     role: t.expose('role', { type: MessageRoleEnum }),
     operationId: t.string({
       description: 'Model call id for model audits; the tool_call_id for tool audits.',
@@ -47,7 +46,6 @@ export const ModelAuditRef = builder.prismaObject('Message', {
     output: t.expose('output', { type: 'JSON', nullable: true }),
     error: t.expose('error', { type: 'JSON', nullable: true }),
     usage: t.expose('usage', { type: 'JSON', nullable: true }),
-    toolCalls: t.relation('declaredToolCalls', { query: { orderBy: { position: 'asc' } } }),
   }),
 });
 
@@ -66,12 +64,6 @@ export const ToolAuditRef = builder.prismaObject('Message', {
     error: t.expose('error', { type: 'JSON', nullable: true }),
     awaitingRunTerminal: t.exposeBoolean('awaitingRunTerminal', {
       description: "True while a bare tool error waits for the run's terminal verdict.",
-    }),
-    toolCall: t.relation('toolCall', { nullable: false, onNull: 'error' }),
-    declaredBy: t.field({
-      type: ModelAuditRef,
-      select: (_args, _context, nestedSelection) => ({ toolCall: { select: { declaredBy: nestedSelection(true) } } }),
-      resolve: (row) => row.toolCall!.declaredBy,
     }),
   }),
 });
@@ -100,18 +92,12 @@ builder.queryField('threadAudits', (t) =>
     description: 'Super administrators only, and only on threads they own. `limit` is 1 to 500.',
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }), limit: t.arg.int({ defaultValue: MAX_AUDITS }) },
-    resolve: async (_root, { threadId, limit }, context, info) => {
-      const { deps, principal } = context;
+    resolve: async (_root, { threadId, limit }, { deps, principal }) => {
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
-      // One more than asked tells whether the thread holds more, without a count query.
-      const newestFirst = await deps.prisma.message.findMany({
-        // Every relation selected under `items`, in any fragment, is loaded with the rows.
-        ...queryFromInfo({ context, info, path: ['items'] }),
-        where: { threadId: thread.id, messageType: { in: ['model_audit', 'tool_audit'] } },
-        orderBy: [{ run: { createdOrder: 'desc' } }, { sequence: 'desc' }, { role: 'desc' }, { id: 'desc' }],
-        take: limit + 1,
-      });
+      // One more than asked tells whether the thread holds more, without a count query. The items'
+      // relations are loaded by the per-request loaders, one statement per relation.
+      const newestFirst = await newestAudits(deps.read, thread.id, limit + 1);
       return {
         threadId: thread.id,
         items: newestFirst.slice(0, limit).reverse(),

@@ -6,6 +6,7 @@ import './thread.js';
 import './run.js';
 import './audit.js';
 import './tool-call.js';
+import './relations.js';
 import './lifecycle.js';
 import './subscriptions.js';
 

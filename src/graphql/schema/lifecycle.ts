@@ -6,7 +6,7 @@ import { recordToolError, recordToolFinished, recordToolStarted } from '../../do
 import { builder } from '../builder.js';
 import { ModelAuditRef, ToolAuditRef } from './audit.js';
 import { AuditStatusEnum, RunTerminalStatusEnum } from './enums.js';
-import { RunLeaseRef } from './run.js';
+import { RunLeaseRef, RunRef } from './run.js';
 
 // The agent runtime's write path: every mutation here is for workers and fenced by the lease.
 export const LeaseInput = builder.inputType('LeaseInput', {
@@ -130,36 +130,6 @@ const ToolErrorInput = builder.inputType('ToolErrorInput', {
 
 const worker = { role: 'worker' } as const;
 
-interface PrismaQuery {
-  include?: Record<string, unknown>;
-  select?: Record<string, unknown>;
-}
-
-const isSelection = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
-
-/** True when the nested query of a relation asks for no relation of its own. */
-const flat = (nested: unknown) =>
-  !isSelection(nested) ||
-  (nested.include === undefined && (!isSelection(nested.select) || Object.values(nested.select).every((value) => value === true)));
-
-/**
- * A prismaField promises the plugin that its result was loaded with `query`. The domain returns
- * the rows it wrote (a model audit with its declared tool calls), so the response is served from
- * them when they hold everything `query` asks for; any other selection (e.g. ToolAudit.declaredBy,
- * Audit.run) re-reads the row with `query`.
- */
-async function answer<Row extends { id: string }>(
-  query: PrismaQuery,
-  row: Row,
-  reread: (query: PrismaQuery & { where: { id: string } }) => Promise<unknown>,
-): Promise<Row> {
-  const asked = query.include ?? query.select ?? {};
-  const held = Object.entries(asked).every(
-    ([key, nested]) => (row as Record<string, unknown>)[key] !== undefined && (nested === true || flat(nested)),
-  );
-  return held ? row : ((await reread({ ...query, where: { id: row.id } })) as Row);
-}
-
 builder.mutationFields((t) => ({
   claimRun: t.field({
     type: RunLeaseRef,
@@ -178,48 +148,40 @@ builder.mutationFields((t) => ({
     resolve: (_root, { lease, leaseSeconds }, { deps, principal }) =>
       renewLease(deps, requirePrincipal(principal), lease, leaseSeconds),
   }),
-  finishRun: t.prismaField({
-    type: 'Run',
+  finishRun: t.field({
+    type: RunRef,
     authScopes: worker,
     args: { input: t.arg({ type: FinishRunInput, required: true }) },
-    resolve: async (query, _root, { input }, { deps, principal }) => {
-      const run = await finishRun(deps, requirePrincipal(principal), input);
-      return answer(query, run, (q) => deps.prisma.run.findUniqueOrThrow(q));
-    },
+    resolve: (_root, { input }, { deps, principal }) => finishRun(deps, requirePrincipal(principal), input),
   }),
-  recordModelStarted: t.prismaField({
+  recordModelStarted: t.field({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelStartedInput, required: true }) },
-    resolve: async (query, _root, { input }, { deps, principal }) =>
-      answer(query, await recordModelStarted(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
+    resolve: (_root, { input }, { deps, principal }) => recordModelStarted(deps, requirePrincipal(principal), input),
   }),
-  recordModelFinished: t.prismaField({
+  recordModelFinished: t.field({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelFinishedInput, required: true }) },
-    resolve: async (query, _root, { input }, { deps, principal }) =>
-      answer(query, await recordModelFinished(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
+    resolve: (_root, { input }, { deps, principal }) => recordModelFinished(deps, requirePrincipal(principal), input),
   }),
-  recordToolStarted: t.prismaField({
+  recordToolStarted: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolStartedInput, required: true }) },
-    resolve: async (query, _root, { input }, { deps, principal }) =>
-      answer(query, await recordToolStarted(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
+    resolve: (_root, { input }, { deps, principal }) => recordToolStarted(deps, requirePrincipal(principal), input),
   }),
-  recordToolFinished: t.prismaField({
+  recordToolFinished: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolFinishedInput, required: true }) },
-    resolve: async (query, _root, { input }, { deps, principal }) =>
-      answer(query, await recordToolFinished(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
+    resolve: (_root, { input }, { deps, principal }) => recordToolFinished(deps, requirePrincipal(principal), input),
   }),
-  recordToolError: t.prismaField({
+  recordToolError: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolErrorInput, required: true }) },
-    resolve: async (query, _root, { input }, { deps, principal }) =>
-      answer(query, await recordToolError(deps, requirePrincipal(principal), input), (q) => deps.prisma.message.findUniqueOrThrow(q)),
+    resolve: (_root, { input }, { deps, principal }) => recordToolError(deps, requirePrincipal(principal), input),
   }),
 }));

@@ -4,15 +4,10 @@ import { createRun, loadReadableRun } from '../../domain/runs.js';
 import { builder } from '../builder.js';
 import { RunStatusEnum } from './enums.js';
 
-builder.prismaObject('Run', {
+export const RunRef = builder.prismaObject('Run', {
   fields: (t) => ({
     id: t.exposeID('id'),
-    thread: t.relation('thread'),
     status: t.expose('status', { type: RunStatusEnum }),
-    resumedFrom: t.relation('resumedFrom', {
-      nullable: true,
-      description: 'The run this run resumes, if any (always in the same thread).',
-    }),
     leaseOwner: t.exposeString('leaseOwner', { nullable: true }),
     leaseEpoch: t.exposeInt('leaseEpoch', { description: 'The fencing token: incremented on every successful claim.' }),
     leaseExpiresAt: t.expose('leaseExpiresAt', { type: 'DateTime', nullable: true }),
@@ -23,10 +18,6 @@ builder.prismaObject('Run', {
       type: 'JSON',
       nullable: true,
       description: 'Why the run failed or was cancelled, e.g. {code: "LEASE_EXPIRED"}.',
-    }),
-    toolCalls: t.relation('toolCalls', {
-      description: "The ToolCall projection of the calls declared by this run's model audits, in declaration order.",
-      query: { orderBy: [{ declaredBy: { sequence: 'asc' } }, { position: 'asc' }] },
     }),
   }),
 });

@@ -7,7 +7,7 @@ import { perEvent } from '../../realtime/per-event.js';
 import { StreamInterrupted } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { createLoaders } from '../loaders.js';
+import { createLoaders, type Loaders } from '../loaders.js';
 import { AuditRef, ToolAuditRef } from './audit.js';
 
 /**
@@ -29,14 +29,15 @@ function payloadOf<E>(delivery: E | StreamInterrupted): E {
  * subscriber reads an event only after the previous one, so what it sees never goes backwards.
  */
 const readOnce = perEvent<Promise<unknown>>();
-
+const loadersOnce = perEvent<Loaders>();
 
 /**
  * The context lives as long as the stream, so its caches (our loaders, Pothos' per-context caches)
- * are replaced per event: the second event is never served what the first one read.
+ * are replaced per event: the second event is never served what the first one read. The loaders
+ * (rows, no decisions) are shared by every subscriber of the event, so its relations are read once.
  */
-function freshContext(context: GraphQLContext): GraphQLContext {
-  context.loaders = createLoaders(context.deps.prisma);
+function freshContext(context: GraphQLContext, event: object): GraphQLContext {
+  context.loaders = loadersOnce(event, 'loaders', () => createLoaders(context.deps));
   Object.assign(context, initContextCache());
   return context;
 }
@@ -52,7 +53,7 @@ function readDelivered<E extends object, Row>(
   read: (event: E, query: object) => Promise<Row>,
 ): Promise<Row> {
   const event = payloadOf(delivery);
-  const query = queryFromInfo({ context: freshContext(context), info });
+  const query = queryFromInfo({ context: freshContext(context, event), info });
   return readOnce(event, JSON.stringify(query), () => read(event, query)) as Promise<Row>;
 }
 

@@ -6,7 +6,7 @@ import { MessageRoleEnum } from './enums.js';
 
 const MAX_HISTORY_PAGE = 1000;
 
-builder.prismaObject('Thread', {
+export const ThreadRef = builder.prismaObject('Thread', {
   fields: (t) => ({
     id: t.exposeID('id'),
     title: t.exposeString('title', { nullable: true }),

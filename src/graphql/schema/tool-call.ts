@@ -1,11 +1,9 @@
 import { loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { toolCallStats } from '../../domain/tool-call-stats.js';
 import { builder } from '../builder.js';
-import { mayReadAuditsOf } from './audit-access.js';
-import { ModelAuditRef } from './audit.js';
 import { ToolCallStatusEnum } from './enums.js';
 
-builder.prismaObject('ToolCall', {
+export const ToolCallRef = builder.prismaObject('ToolCall', {
   description:
     "The compatibility read model of one declared tool call. Before the tool starts it holds the\nmodel's declared intent (PENDING); after it starts it mirrors the tool audit one way.",
   fields: (t) => ({
@@ -24,11 +22,6 @@ builder.prismaObject('ToolCall', {
     startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
     finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
     durationMs: t.exposeInt('durationMs', { nullable: true }),
-    declaredBy: t.relation('declaredBy', {
-      type: ModelAuditRef,
-      description: 'Audit data: super administrators on their own threads only.',
-      authScopes: (toolCall, _args, context, info) => mayReadAuditsOf(toolCall.threadId, context, info),
-    }),
   }),
 });
 

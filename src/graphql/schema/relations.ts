@@ -1,0 +1,60 @@
+import type { Message, ToolCall } from '../../generated/prisma/client.js';
+import { builder } from '../builder.js';
+import { loadRequired } from '../loaders.js';
+import { mayReadAuditsOf } from './audit-access.js';
+import { AuditRef, ModelAuditRef, ToolAuditRef } from './audit.js';
+import { RunRef } from './run.js';
+import { ThreadRef } from './thread.js';
+import { ToolCallRef } from './tool-call.js';
+
+// How the timeline's objects link to each other. Every link is read through the request's
+// loaders (loaders.ts): one plain-SQL statement per link and nesting level, however many items.
+
+builder.interfaceField(AuditRef, 'run', (t) =>
+  t.field({ type: RunRef, resolve: (audit, _args, { loaders }) => loadRequired(loaders.run, audit.runId) }),
+);
+
+builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
+  t.field({
+    type: [ToolCallRef],
+    description: 'The tool calls this model call declared, in declaration order.',
+    // A lifecycle mutation's own result already holds them.
+    resolve: (audit: Message & { declaredToolCalls?: ToolCall[] }, _args, { loaders }) =>
+      audit.declaredToolCalls ?? loaders.toolCallsDeclaredBy.load(audit.id),
+  }),
+);
+
+builder.objectFields(ToolAuditRef, (t) => ({
+  toolCall: t.field({
+    type: ToolCallRef,
+    resolve: (audit, _args, { loaders }) => loadRequired(loaders.toolCall, audit.toolCallRowId),
+  }),
+  declaredBy: t.field({
+    type: ModelAuditRef,
+    resolve: (audit, _args, { loaders }) => loadRequired(loaders.declaringAudit, audit.toolCallRowId),
+  }),
+}));
+
+builder.objectField(ToolCallRef, 'declaredBy', (t) =>
+  t.field({
+    type: ModelAuditRef,
+    description: 'Audit data: super administrators on their own threads only.',
+    authScopes: (toolCall, _args, context, info) => mayReadAuditsOf(toolCall.threadId, context, info),
+    resolve: (toolCall, _args, { loaders }) => loadRequired(loaders.declaringAudit, toolCall.id),
+  }),
+);
+
+builder.objectFields(RunRef, (t) => ({
+  thread: t.field({ type: ThreadRef, resolve: (run, _args, { loaders }) => loadRequired(loaders.thread, run.threadId) }),
+  resumedFrom: t.field({
+    type: RunRef,
+    nullable: true,
+    description: 'The run this run resumes, if any (always in the same thread).',
+    resolve: (run, _args, { loaders }) => (run.resumedFromId === null ? null : loadRequired(loaders.run, run.resumedFromId)),
+  }),
+  toolCalls: t.field({
+    type: [ToolCallRef],
+    description: "The ToolCall projection of the calls declared by this run's model audits, in declaration order.",
+    resolve: (run, _args, { loaders }) => loaders.toolCallsOfRun.load(run.id),
+  }),
+}));
