@@ -216,7 +216,7 @@ export async function measureLayers(options: { database: Database; floor: Sql; d
           createRun: () => floorCreateRun(options.floor, owner.sub, floorThread),
           step: (runId, lease, step) => floorStep(options.floor, worker.sub, runId, lease, step),
         }],
-        ['domain commands (Prisma, no GraphQL)', domainDriver(app.deps, owner, worker, domainThread)],
+        ['domain commands (plain SQL, no GraphQL)', domainDriver(app.deps, owner, worker, domainThread)],
         ['GraphQL in process (yoga.fetch), selecting only ids', graphqlDriver(yogaPost, ownerToken, workerToken, await newThread(yogaPost), true)],
         ['GraphQL in process (yoga.fetch), the client\'s selections', graphqlDriver(yogaPost, ownerToken, workerToken, await newThread(yogaPost))],
         ['HTTP, same process (client + server CPU)', graphqlDriver(httpPost, ownerToken, workerToken, await newThread(httpPost))],
