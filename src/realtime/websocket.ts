@@ -1,3 +1,4 @@
+import type { FormattedExecutionResult } from 'graphql';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
 
@@ -9,12 +10,53 @@ import type { Config } from '../config.js';
 export const maxUnsentBytes = (config: Config) => Math.max(16 * 1024 * 1024, 16 * config.maxJsonBytes);
 
 /**
+ * What graphql-ws is handed as a `next` payload whose JSON the socket already holds. graphql-ws
+ * writes `{"id":…,"type":"next","payload":…}` with the payload last, so the frame ends with this.
+ */
+const PLACEHOLDER = Object.freeze({ sharedResult: true }) as FormattedExecutionResult;
+const PLACEHOLDER_TAIL = `,"payload":${JSON.stringify(PLACEHOLDER)}}`;
+
+/** Each result object is serialized once, however many sockets send it. */
+const serialized = new WeakMap<object, string>();
+function jsonOf(result: object): string {
+  let json = serialized.get(result);
+  if (json === undefined) serialized.set(result, (json = JSON.stringify(result)));
+  return json;
+}
+
+export interface ServerWebSocket extends WebSocket {
+  /**
+   * For graphql-ws's `onNext`: the payload to let it send in place of `result`. One result is
+   * shared by every identical subscription (shared-subscriptions.ts), and graphql-ws would
+   * serialize it once per subscriber; here it is serialized once and spliced into each frame.
+   */
+  sharedPayload(subscriptionId: string, result: object): FormattedExecutionResult;
+}
+
+/**
  * The server's WebSocket class: checked right after each send, so a connection never pins much
  * more than `limit` (the send that crossed it, at most).
  */
 export function boundedWebSocket(limit: number): typeof WebSocket {
-  return class BoundedWebSocket extends WebSocket {
+  return class BoundedWebSocket extends WebSocket implements ServerWebSocket {
+    /** Serialized payloads by subscription id, each waiting for its one `next` frame. */
+    private readonly payloads = new Map<string, string>();
+
+    sharedPayload(subscriptionId: string, result: object): FormattedExecutionResult {
+      this.payloads.set(subscriptionId, jsonOf(result));
+      return PLACEHOLDER;
+    }
+
     override send(...args: unknown[]): void {
+      const [data] = args;
+      if (this.payloads.size > 0 && typeof data === 'string' && data.endsWith(PLACEHOLDER_TAIL)) {
+        const { id } = JSON.parse(data) as { id: string };
+        const json = this.payloads.get(id);
+        if (json !== undefined) {
+          this.payloads.delete(id);
+          args[0] = `${data.slice(0, -PLACEHOLDER_TAIL.length)},"payload":${json}}`;
+        }
+      }
       (super.send as (...args: unknown[]) => void)(...args);
       if (this.bufferedAmount > limit) {
         console.warn(`[realtime] dropping a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);

@@ -11,7 +11,7 @@ import { maskError } from '../graphql/errors.js';
 import type { DomainDeps } from '../domain/command.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
-import { boundedWebSocket, maxUnsentBytes } from '../realtime/websocket.js';
+import { boundedWebSocket, maxUnsentBytes, type ServerWebSocket } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { createGraphQLServer } from './yoga.js';
 
@@ -99,6 +99,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
     {
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: (args: any) => subscribeShared(args),
+      onNext: (ctx, id, _payload, _args, result) => (ctx.extra.socket as ServerWebSocket).sharedPayload(id, result),
       onSubscribe: async (ctx, _id, params) => {
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
