@@ -1,5 +1,5 @@
 // Where the time goes, layer by layer, in one process and one worker (W=1): the same runs as
-// plain SQL, through the domain commands (Prisma), through GraphQL in process (yoga.fetch), and
+// plain SQL, through the domain commands (plain SQL), through GraphQL in process (yoga.fetch), and
 // over HTTP to the same app listening in this process. CPU time per request is robust to other
 // load on the machine; the differences between layers are each layer's cost.
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -111,7 +111,7 @@ const observed = (runId: string, step: { sequence: bigint; clockMs: number }) =>
   clock: clockReading(step.clockMs, `bench-clock-${runId}`),
 });
 
-/** The domain commands themselves, as the resolvers call them: Prisma and the rules, no GraphQL. */
+/** The domain commands themselves, as the resolvers call them: the rules and their SQL, no GraphQL. */
 function domainDriver(deps: Parameters<typeof claimRun>[0], owner: Principal, worker: Principal, threadId: string): Driver {
   return {
     createRun: async () => (await createRun(deps, owner, { threadId })).id,

@@ -62,6 +62,33 @@ describe('identical graphql-ws subscriptions', () => {
     expect(payloads(await late!.take(1), 'toolStatusChanged')).toMatchObject([{ toolCallId: 'c3', status: 'RUNNING' }]);
   });
 
+  it('several on one connection, with other subscriptions beside them: each frame carries its own id and result', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    await session.declare('m1', [{ id: 'c1', name: 'a' }]);
+    const client = wsClient(t.url, owner);
+    onTestFinished(() => client.dispose());
+    const before = audits(threadId);
+    // The shared result is serialized once and spliced into each frame (src/realtime/websocket.ts).
+    const same = [subscribeOn(client, TOOL_STATUS, { threadId }), subscribeOn(client, TOOL_STATUS, { threadId })];
+    const inputs = subscribeOn(client, AUDIT_INPUTS, { threadId });
+    for (const stream of [...same, inputs]) onTestFinished(() => stream.close());
+    await waitFor(() => audits(threadId) === before + 3, '3 subscriptions to be live');
+
+    must(await session.toolStarted('c1', 'a', { effectiveInput: { q: 'x' } }));
+    await delivered(same, 1, 'toolStatusChanged');
+    must(await session.toolFinished('c1', { content: 'done' }));
+    for (const events of await delivered(same, 2, 'toolStatusChanged')) {
+      expect(events).toMatchObject([
+        { toolCallId: 'c1', status: 'RUNNING', toolCall: { status: 'RUNNING' } },
+        { toolCallId: 'c1', status: 'COMPLETED', toolCall: { status: 'COMPLETED' } },
+      ]);
+    }
+    expect(payloads(await inputs.take(2), 'auditChanged')).toEqual([
+      { id: expect.any(String), effectiveInput: { q: 'x' } },
+      { id: expect.any(String), effectiveInput: { q: 'x' } },
+    ]);
+  });
+
   it('subscriptions with different variables are not mixed: each gets its own run', async () => {
     const first = await runningRun(t);
     const secondRunId = await createRun(t, first.owner, first.threadId);
