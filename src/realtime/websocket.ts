@@ -11,10 +11,13 @@ export const maxUnsentBytes = (config: Config) => Math.max(16 * 1024 * 1024, 16 
 
 /**
  * What graphql-ws is handed as a `next` payload whose JSON the socket already holds. graphql-ws
- * writes `{"id":…,"type":"next","payload":…}` with the payload last, so the frame ends with this.
+ * writes `{"id":…,"type":"next","payload":…}`, in that order, so the frame ends with this tail
+ * and its id (as JSON) sits between the head and `,"type"`.
  */
 const PLACEHOLDER = Object.freeze({ sharedResult: true }) as FormattedExecutionResult;
 const PLACEHOLDER_TAIL = `,"payload":${JSON.stringify(PLACEHOLDER)}}`;
+const HEAD = '{"id":';
+const AFTER_ID = ',"type":"next"';
 
 /** Each result object is serialized once, however many sockets send it. */
 const serialized = new WeakMap<object, string>();
@@ -39,18 +42,18 @@ export interface ServerWebSocket extends WebSocket {
  */
 export function boundedWebSocket(limit: number): typeof WebSocket {
   return class BoundedWebSocket extends WebSocket implements ServerWebSocket {
-    /** Serialized payloads by subscription id, each waiting for its one `next` frame. */
+    /** Serialized payloads by subscription id (as JSON), each waiting for its one `next` frame. */
     private readonly payloads = new Map<string, string>();
 
     sharedPayload(subscriptionId: string, result: object): FormattedExecutionResult {
-      this.payloads.set(subscriptionId, jsonOf(result));
+      this.payloads.set(JSON.stringify(subscriptionId), jsonOf(result));
       return PLACEHOLDER;
     }
 
     override send(...args: unknown[]): void {
       const [data] = args;
-      if (this.payloads.size > 0 && typeof data === 'string' && data.endsWith(PLACEHOLDER_TAIL)) {
-        const { id } = JSON.parse(data) as { id: string };
+      if (this.payloads.size > 0 && typeof data === 'string' && data.startsWith(HEAD) && data.endsWith(PLACEHOLDER_TAIL)) {
+        const id = data.slice(HEAD.length, data.indexOf(AFTER_ID));
         const json = this.payloads.get(id);
         if (json !== undefined) {
           this.payloads.delete(id);
