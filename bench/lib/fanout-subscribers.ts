@@ -16,10 +16,50 @@ const SUBSCRIPTION = /* GraphQL */ `
 
 const now = () => performance.timeOrigin + performance.now();
 
+/**
+ * Receipts in arrival order, in typed arrays: a million small objects kept for the summary would
+ * make this process's garbage collector pause for long stretches while frames wait in its sockets,
+ * and those pauses would be measured as the server's latency.
+ */
+class Receipts {
+  length = 0;
+  keys = new Int32Array(1024);
+  at = new Float64Array(1024);
+  statuses = new Uint8Array(1024);
+
+  push(key: number, at: number, status: number) {
+    if (this.length === this.keys.length) {
+      const grow = <T extends Int32Array | Float64Array | Uint8Array>(array: T): T => {
+        const larger = new (array.constructor as new (length: number) => T)(array.length * 2);
+        larger.set(array);
+        return larger;
+      };
+      this.keys = grow(this.keys);
+      this.at = grow(this.at);
+      this.statuses = grow(this.statuses);
+    }
+    this.keys[this.length] = key;
+    this.at[this.length] = at;
+    this.statuses[this.length] = status;
+    this.length++;
+  }
+}
+
+/** Tool call ids and statuses as small integers, shared by every subscriber. */
+function interner() {
+  const codes = new Map<string, number>();
+  return (value: string) => {
+    let code = codes.get(value);
+    if (code === undefined) codes.set(value, (code = codes.size));
+    return code;
+  };
+}
+const toolCallKey = interner();
+const statusCode = interner();
+
 interface Subscriber {
   client: Client;
-  /** toolCallId -> receipt times and the status each payload carried, in arrival order. */
-  received: Map<string, { at: number; status: string }[]>;
+  received: Receipts;
   total: number;
   /** Receipts of the measured events (tool call ids with the measured prefix). */
   measured: number;
@@ -39,7 +79,7 @@ async function start(wsUrl: string, token: string, threadId: string, count: numb
   let connected = 0;
   subscribers = [];
   for (let index = 0; index < count; index++) {
-    const subscriber: Subscriber = { client: null as unknown as Client, received: new Map(), total: 0, measured: 0, errors: [] };
+    const subscriber: Subscriber = { client: null as unknown as Client, received: new Receipts(), total: 0, measured: 0, errors: [] };
     subscriber.client = createClient({
       url: wsUrl,
       webSocketImpl: WebSocket,
@@ -57,9 +97,7 @@ async function start(wsUrl: string, token: string, threadId: string, count: numb
           if (result.errors || !audit) return void subscriber.errors.push(JSON.stringify(result.errors ?? result));
           subscriber.total++;
           if (audit.toolCallId.startsWith(measuredPrefix)) subscriber.measured++;
-          let list = subscriber.received.get(audit.toolCallId);
-          if (!list) subscriber.received.set(audit.toolCallId, (list = []));
-          list.push({ at, status: audit.status });
+          subscriber.received.push(toolCallKey(audit.toolCallId), at, statusCode(audit.status));
         },
         error: (error) => subscriber.errors.push(String((error as Error)?.message ?? JSON.stringify(error))),
         complete: () => {},
@@ -106,15 +144,25 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
   let fewest = Infinity;
   // The i-th expected event of a tool call is its i-th receipt: one socket delivers in order.
   for (const subscriber of subscribers) {
+    // toolCallId key -> indexes of its receipts, in arrival order.
+    const byKey = new Map<number, number[]>();
+    const { received } = subscriber;
+    for (let i = 0; i < received.length; i++) {
+      const key = received.keys[i]!;
+      let list = byKey.get(key);
+      if (!list) byKey.set(key, (list = []));
+      list.push(i);
+    }
     const seen = new Map<string, number>();
     let mine = 0;
     for (const event of expected) {
       const index = seen.get(event.toolCallId) ?? 0;
       seen.set(event.toolCallId, index + 1);
-      const receipt = subscriber.received.get(event.toolCallId)?.[index];
-      if (!receipt) continue;
+      const at = byKey.get(toolCallKey(event.toolCallId))?.[index];
+      if (at === undefined) continue;
+      const receipt = { at: received.at[at]!, status: received.statuses[at]! };
       mine++;
-      if (receipt.status !== event.status) otherStatus++;
+      if (receipt.status !== statusCode(event.status)) otherStatus++;
       if (event.committedAt !== null) fromCommit.push(receipt.at - event.committedAt);
       fromSend.push(receipt.at - event.sentAt);
     }
