@@ -10,8 +10,6 @@ function rowsBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (
   });
 }
 
-const id = (row: { id: string }) => row.id;
-
 /** A loader of the rows grouped under each key, one statement per batch, in the statement's order. */
 function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) {
   return new DataLoader<string, Row[]>(async (keys) => {
@@ -21,6 +19,8 @@ function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, k
   });
 }
 
+const idOf = (row: { id: string }) => row.id;
+
 /** A row the schema guarantees (a foreign key): its absence is a server error, not a null. */
 export async function loadRequired<Row>(loader: DataLoader<string, Row | null>, id: string | null): Promise<Row> {
   const row = id === null ? null : await loader.load(id);
@@ -28,21 +28,19 @@ export async function loadRequired<Row>(loader: DataLoader<string, Row | null>, 
   return row;
 }
 
-/** Per-request (per-event, for subscriptions) caches: never shared between requests. */
+/**
+ * Caches per request, or per published event for subscriptions (shared by that event's
+ * subscribers: rows, never decisions); never across requests or events.
+ */
 export function createLoaders({ prisma, read }: DomainDeps) {
   return {
-    thread: rowsBy((ids) => threadsByIds(read, ids), id),
-    run: rowsBy((ids) => runsByIds(read, ids), id),
-    toolCall: rowsBy((ids) => toolCallsByIds(read, ids), id),
+    thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
+    run: rowsBy((ids) => runsByIds(read, ids), idOf),
+    toolCall: rowsBy((ids) => toolCallsByIds(read, ids), idOf),
     /** Keyed by tool call id. */
     declaringAudit: rowsBy((ids) => declaringAudits(read, ids), (audit) => audit.declaredToolCallId),
     toolCallsDeclaredBy: rowsGroupedBy((ids) => toolCallsDeclaredBy(read, ids), (toolCall) => toolCall.declaredById),
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
-    threadOwner: new DataLoader<string, string | null>(async (ids) => {
-      const threads = await prisma.thread.findMany({ where: { id: { in: [...ids] } }, select: { id: true, ownerId: true } });
-      const owners = new Map(threads.map((thread) => [thread.id, thread.ownerId]));
-      return ids.map((id) => owners.get(id) ?? null);
-    }),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: new DataLoader<string, number>(async (threadIds) => {
       const groups = await prisma.message.groupBy({

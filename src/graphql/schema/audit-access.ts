@@ -36,6 +36,6 @@ export async function mayReadAuditsOf(threadId: string, context: GraphQLContext,
   if (principal.role === 'worker') {
     return info.operation.operation === 'mutation' && LIFECYCLE_MUTATIONS.has(rootFieldName(info) ?? '');
   }
-  const ownerId = await context.loaders.threadOwner.load(threadId);
-  return ownerId !== null && canReadAudits(principal, { id: threadId, ownerId });
+  const thread = await context.loaders.thread.load(threadId);
+  return thread !== null && canReadAudits(principal, thread);
 }
