@@ -100,6 +100,7 @@ export async function startServer(storage: E2EStorage, env: Record<string, strin
     env: {
       ...process.env,
       ...storage.env,
+      NODE_ENV: 'production',
       HOST: '127.0.0.1',
       PORT: String(port),
       AUTH_JWT_SECRET: E2E_JWT_SECRET,
