@@ -39,10 +39,10 @@ export const toolCallsByIds = (sql: Sql, ids: readonly string[]) =>
 export const toolCallsDeclaredBy = (sql: Sql, auditIds: readonly string[]) =>
   sql.query<ToolCall>(`SELECT * FROM tool_call WHERE declared_by_id = ANY($1::uuid[]) ORDER BY position`, [auditIds]);
 
-/** Each run's tool calls in declaration order: by the declaring model call's sequence, then position. */
+/** Each run's tool calls in declaration order: by the declaring model call (its sequence, then id), then position. */
 export const toolCallsOfRuns = (sql: Sql, runIds: readonly string[]) =>
   sql.query<ToolCall>(
     `SELECT tc.* FROM tool_call tc JOIN message m ON m.id = tc.declared_by_id
-      WHERE tc.run_id = ANY($1::uuid[]) ORDER BY m.sequence, tc.position`,
+      WHERE tc.run_id = ANY($1::uuid[]) ORDER BY m.sequence, m.id, tc.position`,
     [runIds],
   );
