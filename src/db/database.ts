@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
@@ -49,6 +49,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
 const params = (values?: unknown[]) => values?.map(param);
 
+type Rows = (sql: string, values?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
+
+/** The domain's `Sql` over a driver's query call: parameters and rows mapped the same way for both drivers. */
+function mappedSql(rows: Rows, onQuery?: (sql: string) => void): Sql {
+  return {
+    query: async <Row>(sql: string, values?: unknown[]) => {
+      onQuery?.(sql);
+      return (await rows(sql, params(values))).rows.map((row) => toRow<Row>(row));
+    },
+  };
+}
+
 function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string) => void): PrismaClient {
   if (!onQuery) return new PrismaClient({ adapter });
   const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
@@ -80,10 +92,7 @@ async function openPostgres(url: string, poolSize: number, onQuery?: (sql: strin
       let broken: unknown;
       try {
         await client.query('BEGIN');
-        const value = await fn({
-          query: async <Row>(sql: string, values?: unknown[]) =>
-            (await client.query(sql, params(values))).rows.map((row) => toRow<Row>(row)),
-        });
+        const value = await fn(mappedSql((sql, values) => client.query(sql, values)));
         await client.query('COMMIT');
         return value;
       } catch (error) {
@@ -97,17 +106,11 @@ async function openPostgres(url: string, poolSize: number, onQuery?: (sql: strin
     close: () => pool.end(),
   };
   const prisma = prismaClient(new PrismaPg(pool), onQuery);
-  const read: Sql = {
-    query: async <Row>(sql: string, values?: unknown[]) => {
-      onQuery?.(sql);
-      return (await pool.query(sql, params(values))).rows.map((row) => toRow<Row>(row));
-    },
-  };
   return {
     kind: 'postgres',
     prisma,
     driver,
-    read,
+    read: mappedSql((sql, values) => pool.query(sql, values), onQuery),
     close: async () => {
       await prisma.$disconnect();
       await driver.close();
@@ -126,30 +129,23 @@ async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Pr
   // PGlite is one in-process session: "a session" is the database itself.
   // int8 as text: the row mapper makes it a bigint without a detour through an imprecise number.
   const parsers = { 20: (value: string) => value };
+  const rowsOf =
+    (db: PGlite | Transaction): Rows =>
+    (sql, values) =>
+      db.query<Record<string, unknown>>(sql, values, { parsers });
   const driver: SqlDriver & SqlTransactor = {
     ...session,
     withSession: (fn) => fn(session),
     transaction: (fn) =>
-      pglite.transaction((tx) =>
-        fn({
-          query: async <Row>(sql: string, values?: unknown[]) =>
-            (await tx.query<Record<string, unknown>>(sql, params(values), { parsers })).rows.map((row) => toRow<Row>(row)),
-        }),
-      ),
+      pglite.transaction((tx) => fn(mappedSql(rowsOf(tx)))),
     close: () => pglite.close(),
   };
   const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
-  const read: Sql = {
-    query: async <Row>(sql: string, values?: unknown[]) => {
-      onQuery?.(sql);
-      return (await pglite.query<Record<string, unknown>>(sql, params(values), { parsers })).rows.map((row) => toRow<Row>(row));
-    },
-  };
   return {
     kind: 'pglite',
     prisma,
     driver,
-    read,
+    read: mappedSql(rowsOf(pglite), onQuery),
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();
