@@ -1,5 +1,5 @@
 // npm run bench [-- --quick] [--sections census,write,read,fanout,layers] [--workers 1,8,32]
-//   [--subscribers 100,1000] [--events 1000] [--audits 5000] [--seconds 8] [--profile]
+//   [--subscribers 100,1000] [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--profile]
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
 // the bench creates a fresh database there and drops it afterwards). The server runs as its own
@@ -25,7 +25,7 @@ import { serverCreateThread } from './lib/server-worker.js';
 import { sqlOverDriver } from './lib/sql.js';
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, seedTimeline, type ReadResult } from './lib/timeline.js';
-import { floorTarget, measureWritePath, serverTarget, type WriteResult } from './lib/write-path.js';
+import { combineWindows, floorTarget, measureWritePath, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
@@ -41,6 +41,7 @@ const { values: flags } = parseArgs({
     events: { type: 'string' },
     audits: { type: 'string' },
     seconds: { type: 'string' },
+    rounds: { type: 'string' },
     profile: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
@@ -59,7 +60,8 @@ const settings = {
   events: Number(flags.events ?? (quick ? 200 : 1000)),
   audits: Number(flags.audits ?? 5000),
   warmupSeconds: quick ? 1 : 2,
-  measureSeconds: Number(flags.seconds ?? (quick ? 3 : 8)),
+  measureSeconds: Number(flags.seconds ?? (quick ? 3 : 9)),
+  rounds: Number(flags.rounds ?? (quick ? 1 : 3)),
   readIterations: quick ? 15 : 50,
   layerRuns: quick ? 10 : 40,
   profile: flags.profile,
@@ -117,38 +119,66 @@ function printProfile(title: string, profile: ProfileSummary) {
 
 interface WriteRow {
   workers: number;
-  server: WriteResult & { statementsPerEvent: number; serverCpuMsPerEvent: number };
+  server: WriteResult & { statementsPerEvent: number; serverCpuMsPerEvent: number; preemptionsPerEvent: number | null };
   /** benchCpuMsPerEvent: the bench process's CPU (with PGlite, the database's too). */
   floor: WriteResult & { benchCpuMsPerEvent: number };
+  /** Median of the rounds' ratios, each round measuring the floor then the server. */
   throughputRatio: number | null;
+  roundRatios: (number | null)[];
 }
 
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+
+/**
+ * Per W, `rounds` rounds of the floor then the server, each measuring its share of the window:
+ * load on this shared machine drifts over tens of seconds, and interleaving puts both sides under
+ * the same drift. The ratio reported is the median of the rounds' ratios, with their range.
+ */
 async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: Backend, ownerToken: string, workerTokens: string[]) {
   const rows: WriteRow[] = [];
   const workerSubs = workerTokens.map((_, index) => `bench-worker-${index}`);
+  const windowMs = (settings.measureSeconds * 1000) / settings.rounds;
   for (const workers of settings.workers) {
-    log(`  write path, W=${workers}: plain-SQL floor…`);
-    const floorCpu = process.cpuUsage();
-    const floor = await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, settings.warmupSeconds * 1000, settings.measureSeconds * 1000);
-    const floorCpuUs = process.cpuUsage(floorCpu);
-    log(`  write path, W=${workers}: server…`);
+    const floorWindows: WriteWindow[] = [];
+    const serverWindows: WriteWindow[] = [];
+    const floorCpu = { user: 0, system: 0 };
     const before = await server.counts();
-    const measured = await profiled(server, `write-W${workers}`, () =>
-      measureWritePath(serverTarget(http, ownerToken, workerTokens), workers, settings.warmupSeconds * 1000, settings.measureSeconds * 1000),
-    );
-    const after = await server.counts();
-
+    let serverCounts = { statements: 0, cpuUs: 0, preemptions: 0 };
+    for (let round = 0; round < settings.rounds; round++) {
+      const warmupMs = round === 0 ? settings.warmupSeconds * 1000 : 1000;
+      log(`  write path, W=${workers}, round ${round + 1} of ${settings.rounds}: plain-SQL floor, then server…`);
+      const cpu = process.cpuUsage();
+      floorWindows.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs));
+      const used = process.cpuUsage(cpu);
+      floorCpu.user += used.user;
+      floorCpu.system += used.system;
+      const start = await server.counts();
+      const measure = () => measureWritePath(serverTarget(http, ownerToken, workerTokens), workers, warmupMs, windowMs);
+      serverWindows.push(await (round === 0 ? profiled(server, `write-W${workers}`, measure) : measure()));
+      const end = await server.counts();
+      serverCounts = {
+        statements: serverCounts.statements + end.statements - start.statements,
+        cpuUs: serverCounts.cpuUs + end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system,
+        preemptions: serverCounts.preemptions + (end.preemptions ?? 0) - (start.preemptions ?? 0),
+      };
+      const last = (windows: WriteWindow[]) => windows[windows.length - 1]!.eventsPerSecond;
+      log(`    server ${Math.round(last(serverWindows))} events/s, floor ${Math.round(last(floorWindows))} events/s`);
+    }
+    const measured = combineWindows(serverWindows);
+    const floor = combineWindows(floorWindows);
+    const roundRatios = serverWindows.map((window, index) => ratio(window.eventsPerSecond, floorWindows[index]!.eventsPerSecond));
     rows.push({
       workers,
       server: {
         ...measured,
-        statementsPerEvent: round((after.statements - before.statements) / measured.phaseEvents, 1)!,
-        serverCpuMsPerEvent: round((after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000 / measured.phaseEvents, 2)!,
+        statementsPerEvent: round(serverCounts.statements / measured.phaseEvents, 1)!,
+        serverCpuMsPerEvent: round(serverCounts.cpuUs / 1000 / measured.phaseEvents, 2)!,
+        preemptionsPerEvent: before.preemptions === null ? null : round(serverCounts.preemptions / measured.phaseEvents, 1),
       },
-      floor: { ...floor, benchCpuMsPerEvent: round((floorCpuUs.user + floorCpuUs.system) / 1000 / floor.phaseEvents, 2)! },
-      throughputRatio: ratio(measured.eventsPerSecond, floor.eventsPerSecond),
+      floor: { ...floor, benchCpuMsPerEvent: round((floorCpu.user + floorCpu.system) / 1000 / floor.phaseEvents, 2)! },
+      throughputRatio: round(median(roundRatios.filter((value): value is number => value !== null)), 2),
+      roundRatios,
     });
-    log(`    server ${Math.round(measured.eventsPerSecond)} events/s, floor ${Math.round(floor.eventsPerSecond)} events/s`);
   }
   return rows;
 }
@@ -157,14 +187,16 @@ function printWrite(rows: WriteRow[]) {
   log('\nWrite path: lifecycle events/s (claim … finishRun, ten per run), server over HTTP vs plain SQL');
   log(
     table(
-      ['W', 'server ev/s', 'floor ev/s', 'server/floor', 'server CPU ms/ev', 'floor client CPU ms/ev', 'server SQL/ev'],
+      ['W', 'server ev/s', 'floor ev/s', 'server/floor (median)', 'rounds', 'server CPU ms/ev', 'floor client CPU ms/ev', 'server preempted /ev', 'server SQL/ev'],
       rows.map((row) => [
         row.workers,
         Math.round(row.server.eventsPerSecond),
         Math.round(row.floor.eventsPerSecond),
         row.throughputRatio,
+        row.roundRatios.map((value) => value ?? '—').join(' '),
         row.server.serverCpuMsPerEvent,
         row.floor.benchCpuMsPerEvent,
+        row.server.preemptionsPerEvent,
         row.server.statementsPerEvent,
       ]),
     ),

@@ -1,7 +1,7 @@
 // Loaded into the server process with `node --import` (never by the server's own code): counts
 // every SQL statement the server sends and answers the bench over the IPC channel. It patches the
 // drivers' lowest public entry points, so it sees what Prisma really sends, BEGIN and COMMIT included.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { PGlite } from '@electric-sql/pglite';
@@ -86,13 +86,24 @@ type ProbeRequest =
   | { id: number; command: 'trace-start'; mode?: 'all' | 'commits' }
   | { id: number; command: 'profile-stop'; file: string };
 
+/** How often the kernel took the CPU from this process while it had work (Linux only). */
+function preemptions(): number | null {
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    const match = /^nonvoluntary_ctxt_switches:\s*(\d+)/m.exec(status);
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
 // CPU profiles of chosen phases only (not start-up), through the inspector of this very thread.
 let inspector: Session | null = null;
 
 async function answer(request: ProbeRequest): Promise<unknown> {
   switch (request.command) {
     case 'counts':
-      return { statements, cpu: process.cpuUsage(), rssBytes: process.memoryUsage().rss };
+      return { statements, cpu: process.cpuUsage(), rssBytes: process.memoryUsage().rss, preemptions: preemptions() };
     case 'trace-start':
       trace = [];
       commitsOnly = request.mode === 'commits';

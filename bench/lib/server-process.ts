@@ -11,6 +11,8 @@ export interface ProbeCounts {
   statements: number;
   cpu: { user: number; system: number };
   rssBytes: number;
+  /** Times the server's thread was preempted (Linux: nonvoluntary context switches); null elsewhere. */
+  preemptions: number | null;
 }
 
 export interface TracedStatement {

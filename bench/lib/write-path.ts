@@ -45,12 +45,34 @@ export interface WriteResult {
   workers: number;
   seconds: number;
   runs: number;
-  /** Lifecycle events (claim … finishRun) completed inside the measured window. */
+  /** Lifecycle events (claim … finishRun) completed inside the measured windows. */
   events: number;
   eventsPerSecond: number;
   latencyMs: Record<string, Summary>;
-  /** Every lifecycle event of the phase (warm-up and the runs' tails included), for per-event costs. */
+  /** Every lifecycle event of the phases (warm-ups and the runs' tails included), for per-event costs. */
   phaseEvents: number;
+}
+
+/** One measured window: its counts and every call's latency. */
+export interface WriteWindow extends Omit<WriteResult, 'latencyMs'> {
+  latencies: Map<string, number[]>;
+}
+
+/** Several windows of one target as one result: counts added up, latencies pooled. */
+export function combineWindows(windows: WriteWindow[]): WriteResult {
+  const sum = (pick: (window: WriteWindow) => number) => windows.reduce((total, window) => total + pick(window), 0);
+  const pooled = new Map<string, number[]>();
+  for (const window of windows) for (const [op, values] of window.latencies) pooled.set(op, [...(pooled.get(op) ?? []), ...values]);
+  const seconds = sum((window) => window.seconds);
+  return {
+    workers: windows[0]!.workers,
+    seconds,
+    runs: sum((window) => window.runs),
+    events: sum((window) => window.events),
+    eventsPerSecond: sum((window) => window.events) / seconds,
+    latencyMs: Object.fromEntries([...pooled].map(([op, values]) => [op, summarize(values)])),
+    phaseEvents: sum((window) => window.phaseEvents),
+  };
 }
 
 /**
@@ -58,7 +80,7 @@ export interface WriteResult {
  * `warmupMs + measureMs`. Only calls that start after the warm-up and end inside the window
  * count; a worker finishes the run it is in when the window closes, so no run is left open.
  */
-export async function measureWritePath(target: WriteTarget, workers: number, warmupMs: number, measureMs: number): Promise<WriteResult> {
+export async function measureWritePath(target: WriteTarget, workers: number, warmupMs: number, measureMs: number): Promise<WriteWindow> {
   const prepared = await Promise.all(Array.from({ length: workers }, (_, worker) => target.prepare(worker)));
   const start = performance.now();
   const windowStart = start + warmupMs;
@@ -99,7 +121,7 @@ export async function measureWritePath(target: WriteTarget, workers: number, war
     runs,
     events,
     eventsPerSecond: events / (measureMs / 1000),
-    latencyMs: Object.fromEntries([...latencies].map(([op, values]) => [op, summarize(values)])),
+    latencies,
     phaseEvents,
   };
 }

@@ -18,6 +18,10 @@ export function newestAudits(sql: Sql, threadId: string, count: number): Promise
   );
 }
 
+/** Audit rows (model or tool) by id. */
+export const auditsByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<Message>(`SELECT * FROM message WHERE id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit')`, [ids]);
+
 export const runsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Run>(`SELECT * FROM run WHERE id = ANY($1::uuid[])`, [ids]);
 

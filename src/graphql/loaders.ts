@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import { declaringAudits, runsByIds, threadsByIds, toolCallsByIds, toolCallsDeclaredBy, toolCallsOfRuns } from '../domain/audit-reads.js';
+import { auditsByIds, declaringAudits, runsByIds, threadsByIds, toolCallsByIds, toolCallsDeclaredBy, toolCallsOfRuns } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
 
 /** A loader of one row per key, one statement per batch; a missing row is null. */
@@ -34,6 +34,7 @@ export async function loadRequired<Row>(loader: DataLoader<string, Row | null>, 
  */
 export function createLoaders({ prisma, read }: DomainDeps) {
   return {
+    audit: rowsBy((ids) => auditsByIds(read, ids), idOf),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
     run: rowsBy((ids) => runsByIds(read, ids), idOf),
     toolCall: rowsBy((ids) => toolCallsByIds(read, ids), idOf),

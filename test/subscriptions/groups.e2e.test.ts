@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import type { DomainEvent } from '../../src/domain/events.js';
 import { DEFAULT_MAX_PENDING_EVENTS } from '../../src/realtime/pubsub.js';
 import { claim, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
-import { delivered, payloads, subscribeOn, subscribeWs, waitFor, wsClient, type Stream } from '../support/streams.js';
-import { startListeningApp, tcpProxy, type ListeningApp } from './support.js';
+import { startTestApp } from '../support/app.js';
+import { delivered, payloads, subscribeOn, subscribeSse, subscribeWs, waitFor, wsClient, type Stream } from '../support/streams.js';
+import { startListeningApp, tcpProxy, testRedisUrl, type ListeningApp } from './support.js';
 
 // docs/subscriptions.md, "Many subscribers": graphql-ws subscriptions with the same document,
 // variables and principal share one execution per event. Each of them must still receive every
@@ -199,5 +200,31 @@ describe('identical graphql-ws subscriptions', () => {
 
     await second.close();
     await waitFor(() => audits(threadId) === 0, 'the last member to stop listening');
+  });
+});
+
+describe('reads at delivery', () => {
+  it('an event is read once, whatever the number of subscribers and documents receiving it (WebSocket and SSE)', async () => {
+    const statements: string[] = [];
+    const app = await startTestApp(testRedisUrl ? { REDIS_URL: testRedisUrl } : {}, { onQuery: (sql) => statements.push(sql) });
+    onTestFinished(() => app.close());
+    const url = await app.app.start(0);
+    const { session, owner, threadId } = await runningRun(app);
+    await session.declare('m1', [{ id: 'c1', name: 'a' }]);
+    const live = () => app.app.pubsub.subscriberCount('audit', threadId);
+    const streams = [
+      ...Array.from({ length: 3 }, () => subscribeWs(url, TOOL_STATUS, { threadId }, owner)),
+      ...Array.from({ length: 2 }, () => subscribeWs(url, AUDIT_INPUTS, { threadId }, owner)),
+      await subscribeSse(url, TOOL_STATUS, { threadId }, owner),
+    ];
+    for (const stream of streams) onTestFinished(() => stream.close());
+    await waitFor(() => live() === streams.length, 'every subscription to be live');
+
+    const before = statements.length;
+    must(await session.toolStarted('c1', 'a', { effectiveInput: { q: 'x' } }));
+    const received = await Promise.all(streams.map((stream) => stream.take(1)));
+    expect(received.map(([result]) => result?.errors)).toEqual(streams.map(() => undefined));
+    const auditReads = statements.slice(before).filter((sql) => /^SELECT \* FROM message WHERE id = ANY/.test(sql));
+    expect(auditReads).toHaveLength(1);
   });
 });

@@ -1,14 +1,13 @@
 import { initContextCache } from '@pothos/core';
-import { queryFromInfo } from '@pothos/plugin-prisma';
-import type { GraphQLResolveInfo } from 'graphql';
 import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { perEvent } from '../../realtime/per-event.js';
-import { StreamInterrupted } from '../../realtime/pubsub.js';
+import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { createLoaders, type Loaders } from '../loaders.js';
+import { createLoaders, loadRequired, type Loaders } from '../loaders.js';
 import { AuditRef, ToolAuditRef } from './audit.js';
+import { RunRef } from './run.js';
 
 /**
  * A stream that could not deliver every event (its subscriber fell behind, or Redis went away)
@@ -23,39 +22,28 @@ function payloadOf<E>(delivery: E | StreamInterrupted): E {
   return delivery;
 }
 
-/**
- * Payloads carry ids only; the committed row is read once per published event and selection, when
- * the first subscriber receives it, and shared by all the others (docs/subscriptions.md). A
- * subscriber reads an event only after the previous one, so what it sees never goes backwards.
- */
-const readOnce = perEvent<Promise<unknown>>();
+/** One set of loaders per published event, shared by every subscriber that receives it. */
 const loadersOnce = perEvent<Loaders>();
 
 /**
- * The context lives as long as the stream, so its caches (our loaders, Pothos' per-context caches)
- * are replaced per event: the second event is never served what the first one read. The loaders
- * (rows, no decisions) are shared by every subscriber of the event, so its relations are read once.
+ * One delivery: unwrap the event and give the long-lived subscription context fresh caches for it.
+ * Payloads carry ids only; the committed rows are read through the event's loaders, so each row
+ * (and each relation the selections reach) is read once per event however many subscribers and
+ * documents receive it (docs/subscriptions.md). A subscriber reads an event only after the
+ * previous one, so what it sees never goes backwards. Pothos' per-context caches are replaced too:
+ * the second event is never served what the first one decided.
  */
-function freshContext(context: GraphQLContext, event: object): GraphQLContext {
+function loadersFor<E extends object>(delivery: E | StreamInterrupted, context: GraphQLContext): { event: E; loaders: Loaders } {
+  const event = payloadOf(delivery);
   context.loaders = loadersOnce(event, 'loaders', () => createLoaders(context.deps));
   Object.assign(context, initContextCache());
-  return context;
+  return { event, loaders: context.loaders };
 }
 
-/**
- * One delivery: unwrap the event, replace the caches, then plan the Prisma query (planning
- * registers what it loads in the fresh caches) and read the row once per event and selection.
- */
-function readDelivered<E extends object, Row>(
-  delivery: E | StreamInterrupted,
-  context: GraphQLContext,
-  info: GraphQLResolveInfo,
-  read: (event: E, query: object) => Promise<Row>,
-): Promise<Row> {
-  const event = payloadOf(delivery);
-  const query = queryFromInfo({ context: freshContext(context, event), info });
-  return readOnce(event, JSON.stringify(query), () => read(event, query)) as Promise<Row>;
-}
+const deliveredAudit = (delivery: Delivery<'audit'>, context: GraphQLContext) => {
+  const { event, loaders } = loadersFor(delivery, context);
+  return loadRequired(loaders.audit, event.auditId);
+};
 
 builder.subscriptionFields((t) => ({
   toolStatusChanged: t.field({
@@ -67,10 +55,7 @@ builder.subscriptionFields((t) => ({
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('audit', thread.id, (event) => event.role === 'TOOL' && (!runId || event.runId === runId));
     },
-    resolve: (delivery, _args, context, info) =>
-      readDelivered(delivery, context, info, (event, query) =>
-        context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }),
-      ),
+    resolve: (delivery, _args, context) => deliveredAudit(delivery, context),
   }),
   auditChanged: t.field({
     type: AuditRef,
@@ -81,13 +66,10 @@ builder.subscriptionFields((t) => ({
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('audit', thread.id);
     },
-    resolve: (delivery, _args, context, info) =>
-      readDelivered(delivery, context, info, (event, query) =>
-        context.deps.prisma.message.findUniqueOrThrow({ ...query, where: { id: event.auditId } }),
-      ),
+    resolve: (delivery, _args, context) => deliveredAudit(delivery, context),
   }),
-  runChanged: t.prismaField({
-    type: 'Run',
+  runChanged: t.field({
+    type: RunRef,
     description: 'Every run status change in the thread. The thread owner or an admin.',
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }) },
@@ -95,10 +77,9 @@ builder.subscriptionFields((t) => ({
       const thread = await loadReadableThread(deps.prisma, requirePrincipal(principal), threadId);
       return pubsub.subscribe('run', thread.id);
     },
-    // The query is planned again after the caches are replaced (readDelivered), not taken from here.
-    resolve: (_query, delivery, _args, context, info) =>
-      readDelivered(delivery, context, info, (event, query) =>
-        context.deps.prisma.run.findUniqueOrThrow({ ...query, where: { id: event.runId } }),
-      ),
+    resolve: (delivery, _args, context) => {
+      const { event, loaders } = loadersFor(delivery, context);
+      return loadRequired(loaders.run, event.runId);
+    },
   }),
 }));
