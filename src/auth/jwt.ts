@@ -40,8 +40,9 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
       throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
     }
-    const principal: Principal = { sub: payload.sub, role: payload.role };
-    verified.set(token, { principal, expiresAtMs: payload.exp === undefined ? Infinity : payload.exp * 1000 });
+    const expiresAtMs = payload.exp === undefined ? Infinity : payload.exp * 1000;
+    const principal: Principal = { sub: payload.sub, role: payload.role, ...(payload.exp === undefined ? {} : { expiresAtMs }) };
+    verified.set(token, { principal, expiresAtMs });
     if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
     return principal;
   }
@@ -56,7 +57,8 @@ export function createTokenVerifier(secret: string): TokenVerifier {
   };
 }
 
-export async function mintToken(secret: string, principal: { sub: string; role: Role }, expiresIn = '30d'): Promise<string> {
+/** `expiresIn`: a span such as '30d', or the expiry itself in seconds since the epoch. */
+export async function mintToken(secret: string, principal: { sub: string; role: Role }, expiresIn: string | number = '30d'): Promise<string> {
   return new SignJWT({ role: principal.role })
     .setProtectedHeader({ alg: ALGORITHM })
     .setSubject(principal.sub)

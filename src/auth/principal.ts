@@ -5,6 +5,8 @@ export type Role = (typeof ROLES)[number];
 export interface Principal {
   sub: string;
   role: Role;
+  /** When the token expires (ms since the epoch); absent for a token without `exp`. */
+  expiresAtMs?: number;
 }
 
 export const isRole = (value: unknown): value is Role => ROLES.includes(value as Role);

@@ -28,15 +28,17 @@ export interface PubSub {
   /**
    * The thread's events from now on, in publish order, only those `accept` returns true for (the
    * others never wait in the subscriber's backlog). Resolves once they are flowing (with Redis:
-   * once the channel is subscribed), so nothing committed after that is missed.
+   * once the channel is subscribed), so nothing committed after that is missed. With `endsAtMs`
+   * (the subscriber's token expiry), the stream is interrupted with TOKEN_EXPIRED at that time.
    */
-  subscribe<K extends Topic>(
-    topic: K,
-    threadId: string,
-    accept?: (event: Topics[K]) => boolean,
-  ): Promise<AsyncIterableIterator<Delivery<K>>>;
+  subscribe<K extends Topic>(topic: K, threadId: string, options?: SubscribeOptions<K>): Promise<AsyncIterableIterator<Delivery<K>>>;
   /** Subscriptions whose events are flowing, for readiness probes. */
   subscriberCount(topic: Topic, threadId: string): number;
+}
+
+export interface SubscribeOptions<K extends Topic> {
+  accept?: (event: Topics[K]) => boolean;
+  endsAtMs?: number;
 }
 
 /** Where events travel: within this process, or through Redis to every instance. */
@@ -56,6 +58,25 @@ const channelOf = (topic: Topic, threadId: string) => `${topic}:${threadId}`;
 const stopping = () =>
   new StreamInterrupted('SERVER_STOPPING', 'The server is stopping. Re-read the current state and subscribe again.');
 
+const tokenExpired = () =>
+  new StreamInterrupted('TOKEN_EXPIRED', 'The token that started this subscription has expired. Subscribe again with a fresh token.');
+
+/** setTimeout's longest delay (about 24.8 days); tokens may live longer. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Calls `fn` at `atMs` (ms since the epoch), however far away; the returned function cancels it. */
+function at(atMs: number, fn: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const wait = atMs - Date.now();
+    timer = wait > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, wait));
+    // A pending expiry never keeps the process alive.
+    timer.unref();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
 const unavailable = () =>
   new StreamInterrupted(
     'PUBSUB_UNAVAILABLE',
@@ -70,13 +91,15 @@ function createPubSub(bus: EventBus, maxPendingEvents = DEFAULT_MAX_PENDING_EVEN
       bus.target.dispatchEvent(new CustomEvent(channelOf(topic, threadId), { detail: event }));
     },
 
-    async subscribe<K extends Topic>(topic: K, threadId: string, accept: (event: Topics[K]) => boolean = () => true) {
+    async subscribe<K extends Topic>(topic: K, threadId: string, { accept, endsAtMs }: SubscribeOptions<K> = {}) {
       const channel = channelOf(topic, threadId);
       const listener = (event: Event) => {
         const detail = (event as CustomEvent<Topics[K]>).detail;
-        if (accept(detail)) queue.push(detail);
+        if (!accept || accept(detail)) queue.push(detail);
       };
+      const cancelExpiry = endsAtMs === undefined ? () => {} : at(endsAtMs, () => queue.interrupt(tokenExpired()));
       const queue: SubscriptionQueue<Topics[K]> = new SubscriptionQueue(maxPendingEvents, () => {
+        cancelExpiry();
         bus.target.removeEventListener(channel, listener);
         open.delete(queue);
       });

@@ -1,5 +1,5 @@
 /** Why a stream stopped before its subscriber asked it to. */
-export type InterruptionReason = 'SUBSCRIBER_LAGGING' | 'PUBSUB_UNAVAILABLE' | 'SERVER_STOPPING';
+export type InterruptionReason = 'SUBSCRIBER_LAGGING' | 'PUBSUB_UNAVAILABLE' | 'SERVER_STOPPING' | 'TOKEN_EXPIRED';
 
 /**
  * The last value of a stream that could not deliver every event. What the subscriber saw may be

@@ -11,8 +11,10 @@ describe('token verifier', () => {
     vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
     const verifier = createTokenVerifier(SECRET);
     const token = await mintToken(SECRET, { sub: 'w-1', role: 'worker' }, '10s');
-    expect(await verifier.verify(`Bearer ${token}`)).toEqual({ sub: 'w-1', role: 'worker' });
-    expect(await verifier.verify(`Bearer ${token}`)).toEqual({ sub: 'w-1', role: 'worker' });
+    // The expiry travels with the principal: subscriptions end when it passes.
+    const principal = { sub: 'w-1', role: 'worker', expiresAtMs: Date.parse('2026-11-29T12:00:10Z') };
+    expect(await verifier.verify(`Bearer ${token}`)).toEqual(principal);
+    expect(await verifier.verify(`Bearer ${token}`)).toEqual(principal);
     vi.setSystemTime(new Date('2026-11-29T12:00:11Z'));
     await expect(verifier.verify(`Bearer ${token}`)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });

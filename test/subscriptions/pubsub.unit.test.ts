@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { DomainEvent } from '../../src/domain/events.js';
 import { StreamInterrupted, createPubSubFor } from '../../src/realtime/pubsub.js';
@@ -62,7 +62,7 @@ describe('in-process pub/sub', () => {
 
   it('delivers only the events a subscriber accepts; the others never count against its bound', async () => {
     const { pubsub, publishEvents, close } = await pubsubWithLimit(2);
-    const kept = await pubsub.subscribe('audit', 't', (event) => event.auditId.startsWith('keep'));
+    const kept = await pubsub.subscribe('audit', 't', { accept: (event) => event.auditId.startsWith('keep') });
     publishEvents(['other-1', 'keep-1', 'other-2', 'other-3', 'keep-2', 'other-4'].map((id) => auditEvent('t', id)));
     expect((await drain(kept, 2)).map((result: any) => result.value.auditId)).toEqual(['keep-1', 'keep-2']);
     expect(pubsub.subscriberCount('audit', 't')).toBe(1);
@@ -86,5 +86,35 @@ describe('in-process pub/sub', () => {
     await close();
     expect((await runs.next()).value).toMatchObject({ reason: 'SERVER_STOPPING' });
     expect(await runs.next()).toEqual({ value: undefined, done: true });
+  });
+
+  describe('a subscriber whose token expires', () => {
+    afterEach(() => vi.useRealTimers());
+
+    it('is interrupted with TOKEN_EXPIRED at the expiry, even months away, and detached', async () => {
+      vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
+      const { pubsub, publishEvents, close } = await pubsubWithLimit(10);
+      // Beyond setTimeout's longest delay (about 24.8 days).
+      const endsAtMs = Date.parse('2027-02-27T12:00:00Z');
+      const audits = await pubsub.subscribe('audit', 't', { endsAtMs });
+      await vi.advanceTimersByTimeAsync(endsAtMs - Date.now() - 1);
+      publishEvents([auditEvent('t', 'before')]);
+      expect((await audits.next()).value).toMatchObject({ auditId: 'before' });
+
+      await vi.advanceTimersByTimeAsync(1);
+      expect((await audits.next()).value).toMatchObject({ reason: 'TOKEN_EXPIRED' });
+      expect(await audits.next()).toEqual({ value: undefined, done: true });
+      expect(pubsub.subscriberCount('audit', 't')).toBe(0);
+      await close();
+    });
+
+    it('is not interrupted once it has ended for another reason', async () => {
+      vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
+      const { pubsub, close } = await pubsubWithLimit(10);
+      const runs = await pubsub.subscribe('run', 't', { endsAtMs: Date.now() + 1000 });
+      await runs.return!();
+      expect(vi.getTimerCount()).toBe(0);
+      await close();
+    });
   });
 });

@@ -10,8 +10,8 @@ import { AuditRef, ToolAuditRef } from './audit.js';
 import { RunRef } from './run.js';
 
 /**
- * A stream that could not deliver every event (its subscriber fell behind, or Redis went away)
- * ends with this error; docs/subscriptions.md tells clients to re-read and subscribe again.
+ * A stream that could not deliver every event (its subscriber fell behind, Redis went away, its
+ * token expired) ends with this error; docs/subscriptions.md tells clients to re-read and subscribe again.
  */
 function payloadOf<E>(delivery: E | StreamInterrupted): E {
   if (delivery instanceof StreamInterrupted) {
@@ -52,8 +52,12 @@ builder.subscriptionFields((t) => ({
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }), runId: t.arg.id() },
     subscribe: async (_root, { threadId, runId }, { deps, principal, pubsub }) => {
-      const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
-      return pubsub.subscribe('audit', thread.id, (event) => event.role === 'TOOL' && (!runId || event.runId === runId));
+      const viewer = requirePrincipal(principal);
+      const thread = await loadAuditThread(deps.prisma, viewer, threadId);
+      return pubsub.subscribe('audit', thread.id, {
+        accept: (event) => event.role === 'TOOL' && (!runId || event.runId === runId),
+        endsAtMs: viewer.expiresAtMs,
+      });
     },
     resolve: (delivery, _args, context) => deliveredAudit(delivery, context),
   }),
@@ -63,8 +67,9 @@ builder.subscriptionFields((t) => ({
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }) },
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
-      const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
-      return pubsub.subscribe('audit', thread.id);
+      const viewer = requirePrincipal(principal);
+      const thread = await loadAuditThread(deps.prisma, viewer, threadId);
+      return pubsub.subscribe('audit', thread.id, { endsAtMs: viewer.expiresAtMs });
     },
     resolve: (delivery, _args, context) => deliveredAudit(delivery, context),
   }),
@@ -74,8 +79,9 @@ builder.subscriptionFields((t) => ({
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }) },
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
-      const thread = await loadReadableThread(deps.prisma, requirePrincipal(principal), threadId);
-      return pubsub.subscribe('run', thread.id);
+      const viewer = requirePrincipal(principal);
+      const thread = await loadReadableThread(deps.prisma, viewer, threadId);
+      return pubsub.subscribe('run', thread.id, { endsAtMs: viewer.expiresAtMs });
     },
     resolve: (delivery, _args, context) => {
       const { event, loaders } = loadersFor(delivery, context);
