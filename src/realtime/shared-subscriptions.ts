@@ -11,7 +11,7 @@ const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
  * Subscriptions that execute each event once per group, not once per subscriber. A group is every
  * subscription with the same document, operation, variables and principal: their results for an
  * event are identical, so the first member to reach an event executes it and the others share
- * that result (the same object, only serialized per socket).
+ * that result (the same object; graphql-ws frames serialize it once, SSE streams each serialize it).
  *
  * Only execution is shared. Each subscriber starts as any other (scope auth and the access check
  * run in its own `subscribe` resolver) and keeps its own bounded queue of events: it receives

@@ -12,6 +12,7 @@ import { maskError } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
+import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
@@ -78,6 +79,20 @@ function useBodyLimit(limit: number): Plugin {
   };
 }
 
+/**
+ * Subscriptions over HTTP (SSE) execute each event once per group of identical subscriptions, as
+ * graphql-ws's do (src/realtime/shared-subscriptions.ts). yoga masks their results afterwards, so
+ * the group leaves errors as they are.
+ */
+function useSharedSubscriptions(): Plugin {
+  const subscribe = sharedSubscriptions((error) => error);
+  return {
+    onSubscribe({ setSubscribeFn }) {
+      setSubscribeFn(subscribe as Parameters<typeof setSubscribeFn>[0]);
+    },
+  };
+}
+
 export function createGraphQLServer(options: {
   deps: DomainDeps;
   pubsub: PubSub;
@@ -119,6 +134,7 @@ export function createGraphQLServer(options: {
         blockFieldSuggestion: { enabled: true },
       }),
       useBodyLimit(MAX_BODY_BYTES),
+      useSharedSubscriptions(),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).

@@ -203,6 +203,35 @@ describe('identical graphql-ws subscriptions', () => {
   });
 });
 
+describe('identical SSE subscriptions', () => {
+  it('each receives every event in commit order; other principals and variables are not mixed in', async () => {
+    const first = await runningRun(t);
+    const { session, owner, threadId } = first;
+    const secondRunId = await createRun(t, owner, threadId);
+    const second = await claim(t, first.worker, secondRunId);
+    await session.declare('m1', [{ id: 'c1', name: 'a' }]);
+    await second.declare('m1', [{ id: 'c2', name: 'b' }]);
+    const sse = (variables: Record<string, unknown>, token: string) => subscribeSse(t.url, TOOL_STATUS, { threadId, ...variables }, token);
+    const same = await Promise.all([sse({}, owner), sse({}, owner), sse({}, owner)]);
+    const firstRunOnly = await sse({ runId: first.runId }, owner);
+    const runs = await subscribeSse(t.url, RUNS, { threadId }, await t.token('an-admin', 'admin'));
+    for (const stream of [...same, firstRunOnly, runs]) onTestFinished(() => stream.close());
+    await waitFor(() => audits(threadId) === 4 && t.app.pubsub.subscriberCount('run', threadId) === 1, 'the SSE subscriptions to be live');
+
+    must(await session.toolStarted('c1', 'a'));
+    await delivered(same, 1, 'toolStatusChanged');
+    must(await second.toolStarted('c2', 'b'));
+    await delivered(same, 2, 'toolStatusChanged');
+    must(await session.toolFinished('c1', { content: 'done' }));
+    for (const events of await delivered(same, 3, 'toolStatusChanged')) {
+      expect(events.map((e) => `${e.toolCallId}:${e.status}:${e.toolCall.status}`)).toEqual(['c1:RUNNING:RUNNING', 'c2:RUNNING:RUNNING', 'c1:COMPLETED:COMPLETED']);
+    }
+    expect(payloads(await firstRunOnly.take(2), 'toolStatusChanged').map((e) => `${e.toolCallId}:${e.status}`)).toEqual(['c1:RUNNING', 'c1:COMPLETED']);
+    must(await second.finish('COMPLETED'));
+    expect(payloads(await runs.take(1), 'runChanged')).toEqual([{ id: secondRunId, status: 'COMPLETED' }]);
+  });
+});
+
 describe('reads at delivery', () => {
   it('an event is read once, whatever the number of subscribers and documents receiving it (WebSocket and SSE)', async () => {
     const statements: string[] = [];
