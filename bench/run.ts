@@ -1,5 +1,5 @@
 // npm run bench [-- --quick] [--sections census,write,read,fanout,layers] [--workers 1,8,32]
-//   [--subscribers 100,1000] [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--profile]
+//   [--subscribers 100,1000] [--transports ws,sse] [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--profile]
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
 // the bench creates a fresh database there and drops it afterwards). The server runs as its own
@@ -17,6 +17,7 @@ import { openPgliteBackend, openPostgresBackend, FLOOR_POOL_SIZE, type Backend }
 import { readCensus, writeCensus, type CensusEntry } from './lib/census.js';
 import { summarizeProfile } from './lib/cpuprofile.js';
 import { measureFanout, measureFanoutFloor, type FanoutFloorResult, type FanoutResult } from './lib/fanout.js';
+import type { Transport } from './lib/fanout-subscribers.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { measureLayers } from './lib/layers.js';
 import { LIFECYCLE_OPS } from './lib/run-script.js';
@@ -38,6 +39,7 @@ const { values: flags } = parseArgs({
     sections: { type: 'string' },
     workers: { type: 'string' },
     subscribers: { type: 'string' },
+    transports: { type: 'string' },
     events: { type: 'string' },
     audits: { type: 'string' },
     seconds: { type: 'string' },
@@ -57,6 +59,8 @@ const settings = {
   sections: (flags.sections ? flags.sections.split(',') : [...SECTIONS]) as Section[],
   workers: list(flags.workers, [1, 8, 32]),
   subscribers: list(flags.subscribers, [100, 1000]),
+  /** graphql-ws by default (issue 7's fan-out); `sse` adds the same fleet over SSE. */
+  transports: (flags.transports ?? 'ws').split(',') as Transport[],
   events: Number(flags.events ?? (quick ? 200 : 1000)),
   audits: Number(flags.audits ?? 5000),
   warmupSeconds: quick ? 1 : 2,
@@ -249,20 +253,21 @@ function printRead(read: ReadRow) {
   );
 }
 
-function printFanout(results: (FanoutResult & { floor: FanoutFloorResult })[]) {
+function printFanout(results: (FanoutResult & { floor: FanoutFloorResult | null })[]) {
   log('\nLive fan-out: toolStatusChanged on one thread; latency from the COMMIT to receipt, ms');
   log(
     table(
-      ['subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'later status'],
+      ['transport', 'subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'later status'],
       results.map((r) => [
+        r.transport,
         r.subscribers,
         r.events,
         `${r.delivered}/${r.expectedDeliveries}`,
         round(r.fromCommitMs?.p50 ?? NaN, 1),
         round(r.fromCommitMs?.p99 ?? NaN, 1),
         round(r.fromCommitMs?.max ?? NaN, 1),
-        round(r.floor.fromCommitMs?.p50 ?? NaN, 1),
-        round(r.floor.fromCommitMs?.p99 ?? NaN, 1),
+        round(r.floor?.fromCommitMs?.p50 ?? NaN, 1),
+        round(r.floor?.fromCommitMs?.p99 ?? NaN, 1),
         round(r.fromSendMs.p99, 1),
         round(r.toolMutationMs.p50, 1),
         round((r.serverCpuSeconds * 1000) / Math.max(1, r.delivered), 3),
@@ -270,7 +275,7 @@ function printFanout(results: (FanoutResult & { floor: FanoutFloorResult })[]) {
       ]),
     ),
   );
-  log('(floor: the same clients on a bare WebSocket server sending one ready-made frame per socket, at the same event rate)');
+  log('(floor, graphql-ws rows: the same clients on a bare WebSocket server sending one ready-made frame per socket, at the same event rate)');
 }
 
 async function runSections(
@@ -326,18 +331,24 @@ async function runSections(
   if (runs('fanout')) {
     log('Live fan-out…');
     const threadId = await serverCreateThread(http, ownerToken, 'fan-out');
-    const results: (FanoutResult & { floor: FanoutFloorResult })[] = [];
-    for (const subscribers of settings.subscribers) {
-      log(`  ${subscribers} subscribers…`);
-      const measured = await profiled(server, `fanout-${subscribers}`, () =>
-        measureFanout({ server, http, ownerToken, workerToken: workerTokens[0]!, threadId, subscribers, events: settings.events, log }),
-      );
-      // The floor at the event rate the server sustained, so both see the same spacing; 200 events
-      // (200 × subscribers deliveries) are plenty for its percentiles and keep the bench short.
-      const intervalMs = (measured.seconds * 1000) / settings.events;
-      const floorEvents = Math.min(settings.events, 200);
-      log(`    floor: a bare WebSocket broadcast, ${floorEvents} events, one every ${intervalMs.toFixed(1)} ms`);
-      results.push({ ...measured, floor: await measureFanoutFloor(subscribers, floorEvents, intervalMs) });
+    const results: (FanoutResult & { floor: FanoutFloorResult | null })[] = [];
+    for (const transport of settings.transports) {
+      for (const subscribers of settings.subscribers) {
+        log(`  ${subscribers} subscribers over ${transport}…`);
+        const measured = await profiled(server, `fanout-${transport}-${subscribers}`, () =>
+          measureFanout({ server, http, ownerToken, workerToken: workerTokens[0]!, threadId, transport, subscribers, events: settings.events, log }),
+        );
+        if (transport !== 'ws') {
+          results.push({ ...measured, floor: null });
+          continue;
+        }
+        // The floor at the event rate the server sustained, so both see the same spacing; 200 events
+        // (200 × subscribers deliveries) are plenty for its percentiles and keep the bench short.
+        const intervalMs = (measured.seconds * 1000) / settings.events;
+        const floorEvents = Math.min(settings.events, 200);
+        log(`    floor: a bare WebSocket broadcast, ${floorEvents} events, one every ${intervalMs.toFixed(1)} ms`);
+        results.push({ ...measured, floor: await measureFanoutFloor(subscribers, floorEvents, intervalMs) });
+      }
     }
     report.fanout = results;
     printFanout(results);

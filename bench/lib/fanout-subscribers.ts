@@ -1,5 +1,6 @@
-// A fleet of live dashboards in its own process: N graphql-ws clients, one socket each, all
-// subscribed to toolStatusChanged on one thread. Driven by the bench over IPC.
+// A fleet of live dashboards in its own process: N graphql-ws clients (one socket each) or N SSE
+// streams (one HTTP connection each), all subscribed to toolStatusChanged on one thread. Driven by
+// the bench over IPC.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import { createClient, type Client } from 'graphql-ws';
@@ -57,8 +58,11 @@ function interner() {
 const toolCallKey = interner();
 const statusCode = interner();
 
+export type Transport = 'ws' | 'sse';
+
 interface Subscriber {
-  client: Client;
+  /** Ends the subscription and its connection. */
+  stop(): Promise<void>;
   received: Receipts;
   total: number;
   /** Receipts of the measured events (tool call ids with the measured prefix). */
@@ -67,7 +71,7 @@ interface Subscriber {
 }
 
 export type FanoutRequest =
-  | { command: 'start'; wsUrl: string; token: string; threadId: string; subscribers: number; measuredPrefix: string }
+  | { command: 'start'; transport: Transport; url: string; token: string; threadId: string; subscribers: number; measuredPrefix: string }
   | { command: 'progress' }
   | { command: 'wait'; events: number; idleTimeoutMs: number }
   | { command: 'summarize'; expected: { toolCallId: string; status: string; committedAt: number | null; sentAt: number }[] }
@@ -75,36 +79,71 @@ export type FanoutRequest =
 
 let subscribers: Subscriber[] = [];
 
-async function start(wsUrl: string, token: string, threadId: string, count: number, measuredPrefix: string) {
+/** What each subscriber does with a result, whichever transport brought it. */
+function receiver(subscriber: Subscriber, measuredPrefix: string) {
+  return (result: { data?: any; errors?: unknown }) => {
+    const at = now();
+    const audit = result.data?.toolStatusChanged;
+    if (result.errors || !audit) return void subscriber.errors.push(JSON.stringify(result.errors ?? result));
+    subscriber.total++;
+    if (audit.toolCallId.startsWith(measuredPrefix)) subscriber.measured++;
+    subscriber.received.push(toolCallKey(audit.toolCallId), at, statusCode(audit.status));
+  };
+}
+
+function overWebSocket(url: string, token: string, threadId: string, subscriber: Subscriber, receive: ReturnType<typeof receiver>, connected: () => void) {
+  const client: Client = createClient({
+    url: url.replace(/^http/, 'ws'),
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    lazy: false,
+    retryAttempts: 0,
+    on: { connected },
+  });
+  client.subscribe(
+    { query: SUBSCRIPTION, variables: { threadId } },
+    { next: receive, error: (error) => subscriber.errors.push(String((error as Error)?.message ?? JSON.stringify(error))), complete: () => {} },
+  );
+  return async () => void (await client.dispose());
+}
+
+/** One SSE stream (GraphQL over SSE, "distinct connections" mode, as yoga serves it). */
+function overSse(url: string, token: string, threadId: string, subscriber: Subscriber, receive: ReturnType<typeof receiver>, connected: () => void) {
+  const abort = new AbortController();
+  const target = `${url}?query=${encodeURIComponent(SUBSCRIPTION)}&variables=${encodeURIComponent(JSON.stringify({ threadId }))}`;
+  void (async () => {
+    const response = await fetch(target, { headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` }, signal: abort.signal });
+    if (!response.ok || !response.body) throw new Error(`SSE subscription answered HTTP ${response.status}`);
+    connected();
+    const decoder = new TextDecoder();
+    let pending = '';
+    const reader = response.body.getReader();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      pending += decoder.decode(chunk.value, { stream: true });
+      let end;
+      while ((end = pending.indexOf('\n\n')) >= 0) {
+        const message = pending.slice(0, end);
+        pending = pending.slice(end + 2);
+        if (!message.startsWith('event: next')) continue;
+        const data = message.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n');
+        receive(JSON.parse(data));
+      }
+    }
+  })().catch((error: unknown) => {
+    if (!abort.signal.aborted) subscriber.errors.push(String((error as Error)?.message ?? error));
+  });
+  return async () => abort.abort();
+}
+
+async function start(transport: Transport, url: string, token: string, threadId: string, count: number, measuredPrefix: string) {
   let connected = 0;
   subscribers = [];
+  const open = transport === 'ws' ? overWebSocket : overSse;
   for (let index = 0; index < count; index++) {
-    const subscriber: Subscriber = { client: null as unknown as Client, received: new Receipts(), total: 0, measured: 0, errors: [] };
-    subscriber.client = createClient({
-      url: wsUrl,
-      webSocketImpl: WebSocket,
-      connectionParams: { authorization: `Bearer ${token}` },
-      lazy: false,
-      retryAttempts: 0,
-      on: { connected: () => connected++ },
-    });
-    subscriber.client.subscribe(
-      { query: SUBSCRIPTION, variables: { threadId } },
-      {
-        next: (result) => {
-          const at = now();
-          const audit = (result.data as any)?.toolStatusChanged;
-          if (result.errors || !audit) return void subscriber.errors.push(JSON.stringify(result.errors ?? result));
-          subscriber.total++;
-          if (audit.toolCallId.startsWith(measuredPrefix)) subscriber.measured++;
-          subscriber.received.push(toolCallKey(audit.toolCallId), at, statusCode(audit.status));
-        },
-        error: (error) => subscriber.errors.push(String((error as Error)?.message ?? JSON.stringify(error))),
-        complete: () => {},
-      },
-    );
+    const subscriber: Subscriber = { stop: async () => {}, received: new Receipts(), total: 0, measured: 0, errors: [] };
+    subscriber.stop = open(url, token, threadId, subscriber, receiver(subscriber, measuredPrefix), () => connected++);
     subscribers.push(subscriber);
-    // Open sockets in small bursts rather than 1,000 handshakes at once.
+    // Open connections in small bursts rather than 1,000 handshakes at once.
     if (index % 50 === 49) await pause(20);
   }
   const deadline = Date.now() + 60_000;
@@ -188,7 +227,7 @@ process.on('message', async (request: FanoutRequest & { id: number }) => {
   let body: unknown;
   switch (request.command) {
     case 'start':
-      body = await start(request.wsUrl, request.token, request.threadId, request.subscribers, request.measuredPrefix);
+      body = await start(request.transport, request.url, request.token, request.threadId, request.subscribers, request.measuredPrefix);
       break;
     case 'progress':
       body = progress();
@@ -200,7 +239,7 @@ process.on('message', async (request: FanoutRequest & { id: number }) => {
       body = summarizeDeliveries(request.expected);
       break;
     case 'stop':
-      await Promise.all(subscribers.map((s) => s.client.dispose()));
+      await Promise.all(subscribers.map((s) => s.stop()));
       process.send?.({ id: request.id, body: true });
       process.exit(0);
   }

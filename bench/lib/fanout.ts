@@ -1,4 +1,4 @@
-// Live fan-out: N graphql-ws subscribers (a separate process) on one thread, while one worker
+// Live fan-out: N graphql-ws or SSE subscribers (a separate process) on one thread, while one worker
 // drives tool status changes through the server. Latency runs from the commit of each change
 // (the server's COMMIT, stamped by the probe) to its receipt by each subscriber.
 import { spawn } from 'node:child_process';
@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { GraphQLHttp } from './graphql-http.js';
+import type { Transport } from './fanout-subscribers.js';
 import { ipcClient } from './ipc.js';
 import { runScript, type Step } from './run-script.js';
 import type { ServerProcess } from './server-process.js';
@@ -27,6 +28,7 @@ interface Mutation {
 }
 
 export interface FanoutResult {
+  transport: Transport;
   subscribers: number;
   connected: number;
   events: number;
@@ -74,18 +76,20 @@ export async function measureFanout(options: {
   ownerToken: string;
   workerToken: string;
   threadId: string;
+  transport: Transport;
   subscribers: number;
   events: number;
   log: (line: string) => void;
 }): Promise<FanoutResult> {
-  const { server, http, ownerToken, workerToken, threadId, subscribers, events, log } = options;
+  const { server, http, ownerToken, workerToken, threadId, transport, subscribers, events, log } = options;
   const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(child);
-  const prefix = `fan${subscribers}-`;
+  const prefix = `fan-${transport}-${subscribers}-`;
   try {
     const { connected } = await ask<{ connected: number }>({
       command: 'start',
-      wsUrl: server.wsUrl,
+      transport,
+      url: transport === 'ws' ? server.wsUrl : server.url,
       token: ownerToken,
       threadId,
       subscribers,
@@ -95,7 +99,7 @@ export async function measureFanout(options: {
 
     // Warm up until every subscription is live: each subscriber has seen a whole warm-up run.
     for (let round = 1; ; round++) {
-      await driveRun(http, ownerToken, workerToken, threadId, runScript(1, `warm${subscribers}-${round}`), []);
+      await driveRun(http, ownerToken, workerToken, threadId, runScript(1, `warm-${transport}-${subscribers}-${round}`), []);
       await pause(200);
       const progress = await ask<{ minTotal: number; errors: number; firstError?: string }>({ command: 'progress' });
       if (progress.errors) throw new Error(`subscriber errors during warm-up: ${progress.firstError}`);
@@ -121,12 +125,13 @@ export async function measureFanout(options: {
     const expected = mutations.flatMap((mutation, index) =>
       mutation.event ? [{ ...mutation.event, sentAt: mutation.sentAt, committedAt: matched ? commits[index]!.at : null }] : [],
     );
-    const summary = await ask<Omit<FanoutResult, 'complete' | 'connected' | 'toolMutationMs' | 'seconds' | 'commitStamps' | 'statementsPerDelivery' | 'serverCpuSeconds'>>({
+    const summary = await ask<Omit<FanoutResult, 'transport' | 'complete' | 'connected' | 'toolMutationMs' | 'seconds' | 'commitStamps' | 'statementsPerDelivery' | 'serverCpuSeconds'>>({
       command: 'summarize',
       expected,
     });
     return {
       ...summary,
+      transport,
       connected,
       complete,
       commitStamps: matched ? 'server COMMIT' : `unmatched (${commits.length} COMMITs for ${mutations.length} mutations)`,
@@ -183,7 +188,7 @@ export async function measureFanoutFloor(subscribers: number, events: number, in
   try {
     const { port } = await askFloor<{ port: number }>({ command: 'listen' });
     const { connected } = await askFleet<{ connected: number }>({
-      command: 'start', wsUrl: `ws://127.0.0.1:${port}/graphql`, token: 'none', threadId: 'none', subscribers, measuredPrefix: prefix,
+      command: 'start', transport: 'ws', url: `ws://127.0.0.1:${port}/graphql`, token: 'none', threadId: 'none', subscribers, measuredPrefix: prefix,
     });
     if (connected < subscribers) throw new Error(`only ${connected} of ${subscribers} subscribers connected to the floor`);
     for (let round = 0; ; round++) {
