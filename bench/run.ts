@@ -257,7 +257,7 @@ function printFanout(results: (FanoutResult & { floor: FanoutFloorResult | null 
   log('\nLive fan-out: toolStatusChanged on one thread; latency from the COMMIT to receipt, ms');
   log(
     table(
-      ['transport', 'subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'later status'],
+      ['transport', 'subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'later status'],
       results.map((r) => [
         r.transport,
         r.subscribers,
@@ -271,6 +271,7 @@ function printFanout(results: (FanoutResult & { floor: FanoutFloorResult | null 
         round(r.fromSendMs.p99, 1),
         round(r.toolMutationMs.p50, 1),
         round((r.serverCpuSeconds * 1000) / Math.max(1, r.delivered), 3),
+        round(r.floor?.cpuMsPerDelivery ?? NaN, 3),
         r.payloadsWithLaterStatus,
       ]),
     ),

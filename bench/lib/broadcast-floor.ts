@@ -32,9 +32,11 @@ process.on('message', (request: Request) => {
     case 'broadcast': {
       // The event's "commit": the moment the first frame is handed to a socket.
       const at = now();
+      const cpu = process.cpuUsage();
       const payload = JSON.stringify({ data: { toolStatusChanged: request.audit } });
       for (const [socket, id] of subscriptions) socket.send(`{"id":${JSON.stringify(id)},"type":"next","payload":${payload}}`);
-      reply({ at, subscribers: subscriptions.size });
+      const used = process.cpuUsage(cpu);
+      reply({ at, subscribers: subscriptions.size, cpuUs: used.user + used.system });
       return;
     }
     case 'stop':

@@ -153,6 +153,8 @@ export interface FanoutFloorResult {
   expectedDeliveries: number;
   delivered: number;
   fromCommitMs: Summary | null;
+  /** The bare server's CPU per frame handed to a socket (sends complete synchronously here). */
+  cpuMsPerDelivery: number;
 }
 
 const floorAudit = (toolCallId: string, status: string, k: number) => ({
@@ -198,16 +200,29 @@ export async function measureFanoutFloor(subscribers: number, events: number, in
       if (round > 50) throw new Error('subscribers never received a frame from the floor');
     }
     const expected: { toolCallId: string; status: string; committedAt: number; sentAt: number }[] = [];
+    let cpuUs = 0;
+    let sent = 0;
     for (let k = 0; k < events; k++) {
       const toolCallId = `${prefix}${k >> 1}`;
       const status = k % 2 ? 'COMPLETED' : 'RUNNING';
-      const { at } = await askFloor<{ at: number }>({ command: 'broadcast', audit: floorAudit(toolCallId, status, k) });
+      const broadcast = await askFloor<{ at: number; subscribers: number; cpuUs: number }>({ command: 'broadcast', audit: floorAudit(toolCallId, status, k) });
+      const { at } = broadcast;
+      cpuUs += broadcast.cpuUs;
+      sent += broadcast.subscribers;
       expected.push({ toolCallId, status, committedAt: at, sentAt: at });
       await pause(intervalMs);
     }
     await askFleet({ command: 'wait', events, idleTimeoutMs: 20_000 });
     const summary = await askFleet<{ expectedDeliveries: number; delivered: number; fromCommitMs: Summary | null }>({ command: 'summarize', expected });
-    return { subscribers, events, intervalMs, expectedDeliveries: summary.expectedDeliveries, delivered: summary.delivered, fromCommitMs: summary.fromCommitMs };
+    return {
+      subscribers,
+      events,
+      intervalMs,
+      expectedDeliveries: summary.expectedDeliveries,
+      delivered: summary.delivered,
+      fromCommitMs: summary.fromCommitMs,
+      cpuMsPerDelivery: cpuUs / 1000 / Math.max(1, sent),
+    };
   } finally {
     await askFleet({ command: 'stop' }).catch(() => {});
     await askFloor({ command: 'stop' }).catch(() => {});
