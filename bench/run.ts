@@ -145,17 +145,15 @@ async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: B
   for (const workers of settings.workers) {
     const floorWindows: WriteWindow[] = [];
     const serverWindows: WriteWindow[] = [];
-    const floorCpu = { user: 0, system: 0 };
-    const before = await server.counts();
-    let serverCounts = { statements: 0, cpuUs: 0, preemptions: 0 };
+    let floorCpuUs = 0;
+    let serverCounts = { statements: 0, cpuUs: 0, preemptions: null as number | null };
     for (let round = 0; round < settings.rounds; round++) {
       const warmupMs = round === 0 ? settings.warmupSeconds * 1000 : 1000;
       log(`  write path, W=${workers}, round ${round + 1} of ${settings.rounds}: plain-SQL floor, then server…`);
       const cpu = process.cpuUsage();
       floorWindows.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs));
       const used = process.cpuUsage(cpu);
-      floorCpu.user += used.user;
-      floorCpu.system += used.system;
+      floorCpuUs += used.user + used.system;
       const start = await server.counts();
       const measure = () => measureWritePath(serverTarget(http, ownerToken, workerTokens), workers, warmupMs, windowMs);
       serverWindows.push(await (round === 0 ? profiled(server, `write-W${workers}`, measure) : measure()));
@@ -163,7 +161,8 @@ async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: B
       serverCounts = {
         statements: serverCounts.statements + end.statements - start.statements,
         cpuUs: serverCounts.cpuUs + end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system,
-        preemptions: serverCounts.preemptions + (end.preemptions ?? 0) - (start.preemptions ?? 0),
+        // Null where the platform cannot tell.
+        preemptions: end.preemptions === null || start.preemptions === null ? null : (serverCounts.preemptions ?? 0) + end.preemptions - start.preemptions,
       };
       const last = (windows: WriteWindow[]) => windows[windows.length - 1]!.eventsPerSecond;
       log(`    server ${Math.round(last(serverWindows))} events/s, floor ${Math.round(last(floorWindows))} events/s`);
@@ -177,9 +176,9 @@ async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: B
         ...measured,
         statementsPerEvent: round(serverCounts.statements / measured.phaseEvents, 1)!,
         serverCpuMsPerEvent: round(serverCounts.cpuUs / 1000 / measured.phaseEvents, 2)!,
-        preemptionsPerEvent: before.preemptions === null ? null : round(serverCounts.preemptions / measured.phaseEvents, 1),
+        preemptionsPerEvent: serverCounts.preemptions === null ? null : round(serverCounts.preemptions / measured.phaseEvents, 1),
       },
-      floor: { ...floor, benchCpuMsPerEvent: round((floorCpu.user + floorCpu.system) / 1000 / floor.phaseEvents, 2)! },
+      floor: { ...floor, benchCpuMsPerEvent: round(floorCpuUs / 1000 / floor.phaseEvents, 2)! },
       throughputRatio: round(median(roundRatios.filter((value): value is number => value !== null)), 2),
       roundRatios,
     });
