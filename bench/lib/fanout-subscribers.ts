@@ -93,7 +93,7 @@ function receiver(subscriber: Subscriber, measuredPrefix: string) {
 
 function overWebSocket(url: string, token: string, threadId: string, subscriber: Subscriber, receive: ReturnType<typeof receiver>, connected: () => void) {
   const client: Client = createClient({
-    url: url.replace(/^http/, 'ws'),
+    url,
     webSocketImpl: WebSocket,
     connectionParams: { authorization: `Bearer ${token}` },
     lazy: false,
