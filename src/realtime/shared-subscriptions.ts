@@ -7,6 +7,15 @@ type Result = ExecutionResult;
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
   typeof (value as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === 'function';
 
+/** One started subscriber: its own events, and the result its group shares for each. */
+export interface SharedStream {
+  events: AsyncIterator<unknown>;
+  /** Executed by the first member of the group to ask for this event; the others get the same object. */
+  resultOf(event: unknown): Promise<Result>;
+}
+
+export const isSharedStream = (value: Result | SharedStream): value is SharedStream => 'resultOf' in value;
+
 /**
  * Subscriptions that execute each event once per group, not once per subscriber. A group is every
  * subscription with the same document, operation, variables and principal: their results for an
@@ -18,14 +27,15 @@ const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
  * them in order, falls behind on its own, is interrupted on its own, and stops listening when it
  * leaves. A group is nothing but those queues holding the same event objects, so it ends with
  * its last member and its shared results are garbage once no member still holds the event.
- * A member executes an event only after the previous one, so shared results never go backwards.
+ * A member asks for an event's result only after the previous one, so results never go backwards.
  */
 export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQLContext) => GraphQLError) {
   const executeOnce = perEvent<Promise<Result>>();
   const masked = (result: Result, context: GraphQLContext): Result =>
     result.errors ? { ...result, errors: result.errors.map((error) => mask(error, context)) } : result;
 
-  return async function subscribe(args: ExecutionArgs): Promise<Result | AsyncIterableIterator<Result>> {
+  /** Starts one subscriber; a result (with errors) when it cannot start. */
+  async function start(args: ExecutionArgs): Promise<Result | SharedStream> {
     const context = args.contextValue as GraphQLContext;
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return masked(source as Result, context);
@@ -36,16 +46,24 @@ export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQL
       context.principal?.sub ?? null,
       context.principal?.role ?? null,
     ]);
-    const events = source[Symbol.asyncIterator]();
-    const execution = (event: object) => async () => masked(await execute({ ...args, rootValue: event }), context);
+    return {
+      events: source[Symbol.asyncIterator](),
+      resultOf: (event) =>
+        executeOnce(event as object, group, async () => masked(await execute({ ...args, rootValue: event }), context)),
+    };
+  }
+
+  /** The results of one subscriber as an async iterator, as graphql-js's `subscribe` returns them. */
+  async function subscribe(args: ExecutionArgs): Promise<Result | AsyncIterableIterator<Result>> {
+    const stream = await start(args);
+    if (!isSharedStream(stream)) return stream;
+    const { events, resultOf } = stream;
     const ended = (): IteratorResult<Result> => ({ value: undefined, done: true });
     // Hand-written rather than an async generator: `return` must end a stream that waits for an event.
     const results: AsyncIterableIterator<Result> = {
       async next() {
         const next = await events.next();
-        if (next.done) return ended();
-        const event = next.value as object;
-        return { value: await executeOnce(event, group, execution(event)), done: false };
+        return next.done ? ended() : { value: await resultOf(next.value), done: false };
       },
       async return() {
         await events.return?.();
@@ -60,5 +78,7 @@ export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQL
       },
     };
     return results;
-  };
+  }
+
+  return { start, subscribe };
 }

@@ -1,23 +1,31 @@
-import type { FormattedExecutionResult } from 'graphql';
+import type { ExecutionResult } from 'graphql';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
+import type { SharedStream } from './shared-subscriptions.js';
+import { drainStream } from './subscription-queue.js';
 
 /**
- * graphql-ws awaits every send, so a client that stops reading stalls only its own streams, each
- * pinning at most one unsent result; but one connection may carry many subscriptions, and each
- * result may be megabytes. Past this many unsent bytes the connection is dropped.
+ * A client that stops reading stalls only its own streams (see `writtenBySubscription`); but one
+ * connection may carry many subscriptions, and each result may be megabytes. Past this many
+ * unsent bytes the connection is dropped.
  */
 export const maxUnsentBytes = (config: Config) => Math.max(16 * 1024 * 1024, 16 * config.maxJsonBytes);
 
 /**
- * What graphql-ws is handed as a `next` payload whose JSON the socket already holds. graphql-ws
- * writes `{"id":…,"type":"next","payload":…}`, in that order, so the frame ends with this tail
- * and its id (as JSON) sits between the head and `,"type"`.
+ * The server's WebSocket class: checked right after each send, so a connection never pins much
+ * more than `limit` (the send that crossed it, at most).
  */
-const PLACEHOLDER = Object.freeze({ sharedResult: true }) as FormattedExecutionResult;
-const PLACEHOLDER_TAIL = `,"payload":${JSON.stringify(PLACEHOLDER)}}`;
-const HEAD = '{"id":';
-const AFTER_ID = ',"type":"next"';
+export function boundedWebSocket(limit: number): typeof WebSocket {
+  return class BoundedWebSocket extends WebSocket {
+    override send(...args: unknown[]): void {
+      (super.send as (...args: unknown[]) => void)(...args);
+      if (this.readyState === WebSocket.OPEN && this.bufferedAmount > limit) {
+        console.warn(`[realtime] dropping a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
+        this.terminate();
+      }
+    }
+  };
+}
 
 /** Each result object is serialized once, however many sockets send it. */
 const serialized = new WeakMap<object, string>();
@@ -27,44 +35,63 @@ function jsonOf(result: object): string {
   return json;
 }
 
-export interface ServerWebSocket extends WebSocket {
-  /**
-   * For graphql-ws's `onNext`: the payload to let it send in place of `result`. One result is
-   * shared by every identical subscription (shared-subscriptions.ts), and graphql-ws would
-   * serialize it once per subscriber; here it is serialized once and spliced into each frame.
-   */
-  sharedPayload(subscriptionId: string, result: object): FormattedExecutionResult;
-}
+const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, done: true });
 
 /**
- * The server's WebSocket class: checked right after each send, so a connection never pins much
- * more than `limit` (the send that crossed it, at most).
+ * A graphql-ws subscription that writes its results itself, as graphql-transport-ws `next` frames,
+ * and yields nothing to graphql-ws, which still starts and completes it.
+ *
+ * Each event is handed to the subscriber in the publisher's call (SubscriptionQueue#drain), and
+ * its frame is the group's shared result, serialized once, behind this subscription's id. Through
+ * graphql-ws every subscriber would instead pull each event through a chain of promises, copy the
+ * result, build and validate its frame, serialize the result again and await the write: at a
+ * thousand subscribers of one thread, most of the server's work per event. A write is awaited
+ * only when the socket did not take it at once, so a client that stops reading still stalls only
+ * its own stream, whose queue then fills up and is interrupted as lagging.
  */
-export function boundedWebSocket(limit: number): typeof WebSocket {
-  return class BoundedWebSocket extends WebSocket implements ServerWebSocket {
-    /** Serialized payloads by subscription id (as JSON), each waiting for its one `next` frame. */
-    private readonly payloads = new Map<string, string>();
-
-    sharedPayload(subscriptionId: string, result: object): FormattedExecutionResult {
-      this.payloads.set(JSON.stringify(subscriptionId), jsonOf(result));
-      return PLACEHOLDER;
-    }
-
-    override send(...args: unknown[]): void {
-      const [data] = args;
-      if (this.payloads.size > 0 && typeof data === 'string' && data.startsWith(HEAD) && data.endsWith(PLACEHOLDER_TAIL)) {
-        const id = data.slice(HEAD.length, data.indexOf(AFTER_ID));
-        const json = this.payloads.get(id);
-        if (json !== undefined) {
-          this.payloads.delete(id);
-          args[0] = `${data.slice(0, -PLACEHOLDER_TAIL.length)},"payload":${json}}`;
-        }
-      }
-      (super.send as (...args: unknown[]) => void)(...args);
-      if (this.bufferedAmount > limit) {
-        console.warn(`[realtime] dropping a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
-        this.terminate();
-      }
-    }
+export function writtenBySubscription(stream: SharedStream, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
+  const head = `{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`;
+  const open = () => socket.readyState === WebSocket.OPEN;
+  let ended = false;
+  let wake: (() => void) | null = null;
+  const woken = () => {
+    const resolve = wake;
+    wake = null;
+    resolve?.();
   };
+  const end = () => {
+    ended = true;
+    woken();
+  };
+  const written = async () => {
+    // Until the socket took the frame; a closed socket waits for graphql-ws to end the stream.
+    while ((socket.bufferedAmount > 0 || !open()) && !ended) await new Promise<void>((resolve) => (wake = resolve));
+  };
+  const send = (result: ExecutionResult): Promise<void> | void => {
+    if (ended) return;
+    if (open()) socket.send(`${head}${jsonOf(result)}}`, woken);
+    if (socket.bufferedAmount > 0 || !open()) return written();
+  };
+  let drained: Promise<void> | null = null;
+  const results: AsyncIterableIterator<ExecutionResult> = {
+    async next() {
+      drained ??= drainStream(stream.events, (event) => stream.resultOf(event).then(send));
+      await drained;
+      return finished();
+    },
+    async return() {
+      end();
+      await stream.events.return?.();
+      return finished();
+    },
+    async throw(error: unknown) {
+      end();
+      await stream.events.throw?.(error);
+      return finished();
+    },
+    [Symbol.asyncIterator]() {
+      return results;
+    },
+  };
+  return results;
 }

@@ -10,8 +10,8 @@ import { migrate } from '../db/migrate.js';
 import { maskError } from '../graphql/errors.js';
 import type { DomainDeps } from '../domain/command.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
-import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
-import { boundedWebSocket, maxUnsentBytes, type ServerWebSocket } from '../realtime/websocket.js';
+import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscriptions.js';
+import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { createGraphQLServer } from './yoga.js';
 
@@ -93,15 +93,19 @@ export async function buildApp(config: Config, options: { database?: Database } 
   });
   // graphql-ws goes through yoga's envelop (context, parsing, validation and its limits), so auth
   // and limits apply to it too. Subscriptions execute each event once per group of identical
-  // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results.
-  const subscribeShared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
+  // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results, and
+  // write their frames themselves (src/realtime/websocket.ts); graphql-ws starts and completes them.
+  const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
   const wsDisposable = useServer(
     {
       execute: (args: any) => args.rootValue.execute(args),
-      subscribe: (args: any) => subscribeShared(args),
-      onNext: (ctx, id, _payload, _args, result) => (ctx.extra.socket as ServerWebSocket).sharedPayload(id, result),
-      onSubscribe: async (ctx, _id, params) => {
-        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+      subscribe: async (args: any) => {
+        const stream = await shared.start(args);
+        const { socket, id } = args.rootValue.subscription;
+        return isSharedStream(stream) ? writtenBySubscription(stream, socket, id) : stream;
+      },
+      onSubscribe: async (ctx, id, params) => {
+        const { schema, execute, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
           connectionParams: ctx.connectionParams,
           req: ctx.extra.request,
@@ -114,7 +118,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
           document: parse(params.query),
           variableValues: params.variables,
           contextValue: await contextFactory(),
-          rootValue: { execute, subscribe },
+          rootValue: { execute, subscription: { socket: ctx.extra.socket, id } },
         };
         const errors = validate(args.schema, args.document);
         if (errors.length) return errors;

@@ -85,7 +85,7 @@ function useBodyLimit(limit: number): Plugin {
  * the group leaves errors as they are.
  */
 function useSharedSubscriptions(): Plugin {
-  const subscribe = sharedSubscriptions((error) => error);
+  const { subscribe } = sharedSubscriptions((error) => error);
   return {
     onSubscribe({ setSubscribeFn }) {
       setSubscribeFn(subscribe as Parameters<typeof setSubscribeFn>[0]);
