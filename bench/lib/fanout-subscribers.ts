@@ -3,7 +3,6 @@
 // the bench over IPC.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
-import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { summarize } from './stats.js';
 
@@ -81,8 +80,7 @@ let subscribers: Subscriber[] = [];
 
 /** What each subscriber does with a result, whichever transport brought it. */
 function receiver(subscriber: Subscriber, measuredPrefix: string) {
-  return (result: { data?: any; errors?: unknown }) => {
-    const at = now();
+  return (result: { data?: any; errors?: unknown }, at = now()) => {
     const audit = result.data?.toolStatusChanged;
     if (result.errors || !audit) return void subscriber.errors.push(JSON.stringify(result.errors ?? result));
     subscriber.total++;
@@ -91,20 +89,43 @@ function receiver(subscriber: Subscriber, measuredPrefix: string) {
   };
 }
 
+/**
+ * One graphql-ws subscription on its own socket, spoken directly over `ws` (graphql-transport-ws:
+ * init, ack, subscribe, next…) rather than through graphql-ws's client. A thousand dashboards
+ * share this one process, so what each frame costs here delays every later frame's receipt and
+ * would be measured as the server's latency; the receipt is stamped before the frame is parsed.
+ */
 function overWebSocket(url: string, token: string, threadId: string, subscriber: Subscriber, receive: ReturnType<typeof receiver>, connected: () => void) {
-  const client: Client = createClient({
-    url,
-    webSocketImpl: WebSocket,
-    connectionParams: { authorization: `Bearer ${token}` },
-    lazy: false,
-    retryAttempts: 0,
-    on: { connected },
+  const socket = new WebSocket(url, 'graphql-transport-ws');
+  const fail = (message: string) => subscriber.errors.push(message);
+  socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
+  socket.on('message', (data) => {
+    const at = now();
+    const message = JSON.parse(String(data)) as { type: string; payload?: any };
+    switch (message.type) {
+      case 'next':
+        return receive(message.payload, at);
+      case 'connection_ack':
+        socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { threadId } } }));
+        return connected();
+      case 'ping':
+        return socket.send(JSON.stringify({ type: 'pong' }));
+      case 'pong':
+        return;
+      default:
+        fail(`unexpected ${message.type}: ${JSON.stringify(message.payload ?? null)}`);
+    }
   });
-  client.subscribe(
-    { query: SUBSCRIPTION, variables: { threadId } },
-    { next: receive, error: (error) => subscriber.errors.push(String((error as Error)?.message ?? JSON.stringify(error))), complete: () => {} },
-  );
-  return async () => void (await client.dispose());
+  socket.on('error', (error) => fail(error.message));
+  socket.on('close', (code, reason) => {
+    if (code !== 1000) fail(`socket closed: ${code} ${String(reason)}`);
+  });
+  return async () => {
+    if (socket.readyState === WebSocket.CLOSED) return;
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.close(1000);
+    await closed;
+  };
 }
 
 /** One SSE stream (GraphQL over SSE, "distinct connections" mode, as yoga serves it). */
@@ -181,6 +202,8 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
   let delivered = 0;
   let otherStatus = 0;
   let fewest = Infinity;
+  // Per event, its first receipt by any subscriber: how long the server took before sending at all.
+  const firstReceipt = expected.map(() => Infinity);
   // The i-th expected event of a tool call is its i-th receipt: one socket delivers in order.
   for (const subscriber of subscribers) {
     // toolCallId key -> indexes of its receipts, in arrival order.
@@ -194,7 +217,7 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
     }
     const seen = new Map<string, number>();
     let mine = 0;
-    for (const event of expected) {
+    for (const [eventIndex, event] of expected.entries()) {
       const index = seen.get(event.toolCallId) ?? 0;
       seen.set(event.toolCallId, index + 1);
       const at = byKey.get(toolCallKey(event.toolCallId))?.[index];
@@ -202,7 +225,10 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
       const receipt = { at: received.at[at]!, status: received.statuses[at]! };
       mine++;
       if (receipt.status !== statusCode(event.status)) otherStatus++;
-      if (event.committedAt !== null) fromCommit.push(receipt.at - event.committedAt);
+      if (event.committedAt !== null) {
+        fromCommit.push(receipt.at - event.committedAt);
+        firstReceipt[eventIndex] = Math.min(firstReceipt[eventIndex]!, receipt.at - event.committedAt);
+      }
       fromSend.push(receipt.at - event.sentAt);
     }
     delivered += mine;
@@ -218,6 +244,7 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
     payloadsWithLaterStatus: otherStatus,
     fromCommitMs: fromCommit.length ? summarize(fromCommit) : null,
     fromSendMs: summarize(fromSend),
+    firstReceiptMs: fromCommit.length ? summarize(firstReceipt.filter(Number.isFinite)) : null,
     errors: progress().errors,
     firstError: progress().firstError,
   };

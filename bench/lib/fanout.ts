@@ -39,6 +39,8 @@ export interface FanoutResult {
   payloadsWithLaterStatus: number;
   /** Null when the COMMITs could not be matched one to one with the mutations. */
   fromCommitMs: Summary | null;
+  /** Per event, from the COMMIT to its first receipt by any subscriber. */
+  firstReceiptMs: Summary | null;
   fromSendMs: Summary;
   commitStamps: string;
   toolMutationMs: Summary;
@@ -153,6 +155,7 @@ export interface FanoutFloorResult {
   expectedDeliveries: number;
   delivered: number;
   fromCommitMs: Summary | null;
+  firstReceiptMs: Summary | null;
   /** The bare server's CPU per frame handed to a socket (sends complete synchronously here). */
   cpuMsPerDelivery: number;
 }
@@ -213,7 +216,10 @@ export async function measureFanoutFloor(subscribers: number, events: number, in
       await pause(intervalMs);
     }
     await askFleet({ command: 'wait', events, idleTimeoutMs: 20_000 });
-    const summary = await askFleet<{ expectedDeliveries: number; delivered: number; fromCommitMs: Summary | null }>({ command: 'summarize', expected });
+    const summary = await askFleet<{ expectedDeliveries: number; delivered: number; fromCommitMs: Summary | null; firstReceiptMs: Summary | null }>({
+      command: 'summarize',
+      expected,
+    });
     return {
       subscribers,
       events,
@@ -221,6 +227,7 @@ export async function measureFanoutFloor(subscribers: number, events: number, in
       expectedDeliveries: summary.expectedDeliveries,
       delivered: summary.delivered,
       fromCommitMs: summary.fromCommitMs,
+      firstReceiptMs: summary.firstReceiptMs,
       cpuMsPerDelivery: cpuUs / 1000 / Math.max(1, sent),
     };
   } finally {
