@@ -80,7 +80,7 @@ let subscribers: Subscriber[] = [];
 
 /** What each subscriber does with a result, whichever transport brought it. */
 function receiver(subscriber: Subscriber, measuredPrefix: string) {
-  return (result: { data?: any; errors?: unknown }, at = now()) => {
+  return (result: { data?: any; errors?: unknown }, at: number) => {
     const audit = result.data?.toolStatusChanged;
     if (result.errors || !audit) return void subscriber.errors.push(JSON.stringify(result.errors ?? result));
     subscriber.total++;
@@ -140,6 +140,7 @@ function overSse(url: string, token: string, threadId: string, subscriber: Subsc
     let pending = '';
     const reader = response.body.getReader();
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      const at = now();
       pending += decoder.decode(chunk.value, { stream: true });
       let end;
       while ((end = pending.indexOf('\n\n')) >= 0) {
@@ -147,7 +148,7 @@ function overSse(url: string, token: string, threadId: string, subscriber: Subsc
         pending = pending.slice(end + 2);
         if (!message.startsWith('event: next')) continue;
         const data = message.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n');
-        receive(JSON.parse(data));
+        receive(JSON.parse(data), at);
       }
     }
   })().catch((error: unknown) => {
@@ -202,7 +203,8 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
   let delivered = 0;
   let otherStatus = 0;
   let fewest = Infinity;
-  // Per event, its first receipt by any subscriber: how long the server took before sending at all.
+  // Per event, its first receipt by any subscriber: the server's delay before it sends, plus any
+  // backlog of the previous event this process still had to read.
   const firstReceipt = expected.map(() => Infinity);
   // The i-th expected event of a tool call is its i-th receipt: one socket delivers in order.
   for (const subscriber of subscribers) {
