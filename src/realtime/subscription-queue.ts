@@ -104,19 +104,20 @@ export class SubscriptionQueue<T> implements AsyncIterableIterator<T | StreamInt
       }
       if (!handled) continue;
       this.handling = true;
-      handled.then(
-        () => {
-          this.handling = false;
-          this.pump();
-        },
-        (error: unknown) => {
-          this.drained?.reject(error);
-          void this.return();
-        },
-      );
+      handled.then(this.handled, this.failed);
     }
     if (!this.handling && this.state !== 'open') this.drained?.resolve();
   }
+
+  private readonly handled = () => {
+    this.handling = false;
+    this.pump();
+  };
+
+  private readonly failed = (error: unknown) => {
+    this.drained?.reject(error);
+    void this.return();
+  };
 
   [Symbol.asyncIterator](): this {
     return this;
