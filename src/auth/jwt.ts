@@ -20,15 +20,15 @@ const VERIFIED_CACHE_SIZE = 10_000;
  */
 export function createTokenVerifier(secret: string): TokenVerifier {
   const key = new TextEncoder().encode(secret);
-  // token -> its principal and when it stops being valid; insertion order makes it an LRU.
-  const verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+  // token -> its principal (which says when it expires); insertion order makes it an LRU.
+  const verified = new Map<string, Principal>();
 
   async function verifyToken(token: string): Promise<Principal> {
     const cached = verified.get(token);
-    if (cached && Date.now() < cached.expiresAtMs) {
+    if (cached && Date.now() < (cached.expiresAtMs ?? Infinity)) {
       verified.delete(token);
       verified.set(token, cached);
-      return cached.principal;
+      return cached;
     }
     verified.delete(token);
     let payload;
@@ -40,9 +40,8 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
       throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
     }
-    const expiresAtMs = payload.exp === undefined ? Infinity : payload.exp * 1000;
-    const principal: Principal = { sub: payload.sub, role: payload.role, ...(payload.exp === undefined ? {} : { expiresAtMs }) };
-    verified.set(token, { principal, expiresAtMs });
+    const principal: Principal = { sub: payload.sub, role: payload.role, ...(payload.exp === undefined ? {} : { expiresAtMs: payload.exp * 1000 }) };
+    verified.set(token, principal);
     if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
     return principal;
   }
