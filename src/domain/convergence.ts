@@ -41,15 +41,13 @@ const CLOSING_CODE: Record<RunEnding, string> = {
 };
 
 /**
- * The last state message reporting an error for `toolCallId`. Earlier messages with a reused id
- * are superseded by it; a call this run never persisted is never looked up at all.
+ * The last state message for `toolCallId`, whatever its status: it supersedes every earlier
+ * message with a reused id. A call this run never persisted is never looked up at all.
  */
-function lastStateError(stateMessages: unknown[], toolCallId: string): Prisma.JsonValue | null {
+function lastStateMessage(stateMessages: unknown[], toolCallId: string): Prisma.JsonObject | null {
   for (let index = stateMessages.length - 1; index >= 0; index--) {
     const message = stateMessages[index];
-    if (isJsonObject(message) && message.tool_call_id === toolCallId && message.status === 'error') {
-      return message;
-    }
+    if (isJsonObject(message) && message.tool_call_id === toolCallId) return message;
   }
   return null;
 }
@@ -65,8 +63,9 @@ function closingData(audit: Message, ending: RunEnding, endedAt: Date, stateMess
     error: audit.error ?? reason,
   };
   if (audit.awaitingRunTerminal && rule.reconcilesFromState) {
-    const output = lastStateError(stateMessages, audit.operationId!);
-    if (output !== null) Object.assign(data, { status: 'FAILED', output });
+    // Only an error supplies the FAILED output; anything else leaves the table's closing.
+    const last = lastStateMessage(stateMessages, audit.operationId!);
+    if (last?.status === 'error') Object.assign(data, { status: 'FAILED', output: last });
   }
   return data;
 }

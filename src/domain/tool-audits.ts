@@ -11,7 +11,7 @@ import { nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
 import { requireLease, type LeaseProof, type LockedRun } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
-import { lockToolCall, mirrorOntoToolCall } from './tool-call-projection.js';
+import { lockToolCall, mirrorOntoToolCall, outputContent } from './tool-call-projection.js';
 
 interface ToolEvent extends Observation {
   lease: LeaseProof;
@@ -113,7 +113,7 @@ async function close(scope: CommandScope, audit: Message, data: Partial<Message>
   return updated;
 }
 
-/** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once. */
+/** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once, its content the error. */
 export const recordToolFinished = command(async (scope, principal: Principal, input: ToolFinished) => {
   if (!isJsonObject(input.output)) throw badInput('output must be the tool message envelope, a JSON object');
   checkJsonFields(scope.deps.limits, { output: input.output });
@@ -128,9 +128,12 @@ export const recordToolFinished = command(async (scope, principal: Principal, in
     if (!same) throw conflict(`Tool call ${input.toolCallId} already ended (${audit.status}) with a different result`);
     return audit;
   }
+  const controlledFailure = input.output.status === 'error';
   return close(scope, audit, {
-    status: input.output.status === 'error' ? 'FAILED' : 'COMPLETED',
+    status: controlledFailure ? 'FAILED' : 'COMPLETED',
     output: input.output,
+    // The reason a dashboard shows; a bare error recorded earlier is kept (it came first).
+    ...(controlledFailure && audit.error === null ? { error: { message: outputContent(input.output) } } : {}),
     awaitingRunTerminal: false,
     ...endColumns(audit, input),
   });

@@ -59,6 +59,21 @@ describe.each(['COMPLETED', 'FAILED'] as const)('a %s run with a final state', (
     expect((await toolCallsOf(ctx.owner, ctx.runId))['t-a']).toMatchObject({ status: 'FAILED', output: 'Error: timeout after 30s' });
   });
 
+  it('takes the LAST state message for the id: a later success leaves the closing table in charge', async () => {
+    const ctx = await runDeclaring(['t-a']);
+    await startWithBareError(ctx.session, 't-a');
+    must(
+      await ctx.session.finish(status, {
+        stateMessages: [toolMessage('t-a', 'error', 'old'), toolMessage('t-a', 'success', 'new')],
+      }),
+    );
+    const audit = (await auditsOf(t, ctx.owner, ctx.threadId, ctx.runId))['Tool:t-a'];
+    // The closing table: a bare error awaiting the verdict is ABANDONED by a COMPLETED run, FAILED by a FAILED one.
+    expect(audit.status).toBe(status === 'COMPLETED' ? 'ABANDONED' : 'FAILED');
+    expect(audit.output).toBeNull();
+    expect(audit.error).toEqual(BARE_ERROR);
+  });
+
   it('leaves audits the lifecycle closed, and audits without a bare error, out of it', async () => {
     const ctx = await runDeclaring(['t-ok', 't-failed', 't-open']);
     const { session } = ctx;

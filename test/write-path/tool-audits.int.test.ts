@@ -180,6 +180,18 @@ describe('recordToolFinished', () => {
     expect(await projectionOf(scene, runId, 'call-1')).toMatchObject({ status: 'FAILED', output: 'no such page' });
   });
 
+  it('carries its reason: error = {message: content} on the audit and its ToolCall', async () => {
+    const { session, scene, runId } = await declared();
+    must(await session.toolStarted('call-1', 'search'));
+    const failed = must(await session.toolFinished('call-1', { content: 'no such page', status: 'error' }));
+    expect(failed.error).toEqual({ message: 'no such page' });
+    expect(failed.toolCall.error).toEqual({ message: 'no such page' });
+    expect((await projectionOf(scene, runId, 'call-1')).error).toEqual({ message: 'no such page' });
+    // A success carries no error.
+    must(await session.toolStarted('call-2', 'search'));
+    expect(must(await session.toolFinished('call-2', { content: 'found', status: 'success' })).error).toBeNull();
+  });
+
   it('of a tool that never started in this run is INVALID_TRANSITION', async () => {
     const { session, scene } = await declared();
     await expectRejected(scene, 'INVALID_TRANSITION', () => session.toolFinished('call-1', { content: 'x' }));
