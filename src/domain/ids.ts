@@ -1,6 +1,13 @@
 import { badInput, notFound } from './errors.js';
 import { assertStorableText } from './json.js';
 
+/** Ids and names are keys of btree indexes and labels on a dashboard, never documents. */
+export const MAX_ID_LENGTH = 256;
+
+function assertShortEnough(value: string, field: string): void {
+  if (value.length > MAX_ID_LENGTH) throw badInput(`${field} is ${value.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -9,13 +16,20 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export function rowId(value: string, what: string): string {
   if (value.trim() === '') throw badInput(`${what} id must not be blank`);
+  assertShortEnough(value, `${what} id`);
   if (!UUID.test(value)) throw notFound(what, value);
   return value.toLowerCase();
 }
 
-/** Runtime-chosen identifiers (operation ids, tool_call_ids, clock ids): any non-blank string. */
+/** Runtime-chosen identifiers and names (operation ids, tool_call_ids, clock ids, tool names): non-blank, at most 256 characters. */
 export function nonBlank(value: string, field: string): string {
   if (value.trim() === '') throw badInput(`${field} must not be blank`);
+  return boundedName(value, field);
+}
+
+/** An optional name (a model's): may be blank, never longer than 256 characters. */
+export function boundedName(value: string, field: string): string {
+  assertShortEnough(value, field);
   assertStorableText(value, field);
   return value;
 }

@@ -18,6 +18,21 @@ export function assertStorableText(value: string, field: string): void {
   }
 }
 
+/**
+ * JSON has no Infinity or NaN, but a parser reads `1e400` as Infinity, which PostgreSQL would
+ * store as null (and an identical replay would then differ). Walked without recursion, so a
+ * deep value cannot exhaust the stack before the depth limit refuses it.
+ */
+export function hasNonFiniteNumber(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'number' && !Number.isFinite(item)) return true;
+    if (typeof item === 'object' && item !== null) for (const child of Object.values(item)) pending.push(child);
+  }
+  return false;
+}
+
 /** Deeper values are refused: serialising them recursively could exhaust the stack. */
 export const MAX_JSON_DEPTH = 1000;
 

@@ -6,8 +6,8 @@ import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns
 import { command } from './command.js';
 import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
-import { nonBlank } from './ids.js';
-import { assertStorableText, jsonEqual } from './json.js';
+import { boundedName, nonBlank } from './ids.js';
+import { jsonEqual } from './json.js';
 import { requireLease, type LeaseProof } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
 
@@ -38,7 +38,7 @@ export interface ModelFinished extends Observation {
 /** Creates the RUNNING model audit; an identical replay returns it, keeping the first observation. */
 export const recordModelStarted = command(async ({ sql, deps, emit }, principal: Principal, input: ModelStarted) => {
   nonBlank(input.operationId, 'operationId');
-  if (input.model != null) assertStorableText(input.model, 'model');
+  if (input.model != null) boundedName(input.model, 'model');
   checkObservation(input);
   checkJsonFields(deps.limits, { input: input.input });
   const run = await requireLease(sql, principal, input.lease);
@@ -69,7 +69,13 @@ export const recordModelStarted = command(async ({ sql, deps, emit }, principal:
   return { ...audit, declaredToolCalls: [] };
 });
 
+/** Far more than any model declares at once, and few enough to insert in one statement. */
+export const MAX_DECLARED_TOOL_CALLS = 1000;
+
 function checkDeclaredToolCalls(toolCalls: DeclaredToolCall[]): void {
+  if (toolCalls.length > MAX_DECLARED_TOOL_CALLS) {
+    throw badInput(`A model response declares ${toolCalls.length} tool calls; the limit is ${MAX_DECLARED_TOOL_CALLS}`);
+  }
   const seen = new Set<string>();
   for (const call of toolCalls) {
     nonBlank(call.id, 'toolCalls.id');

@@ -24,16 +24,18 @@ export async function loadReadableRun(tx: Tx, principal: Principal, runId: strin
 export const createRun = command(
   async ({ sql, emit }, principal: Principal, input: { threadId: string; resumeFromRunId?: string | null }) => {
     const thread = await loadReadableThreadForWrite(sql, principal, input.threadId);
-    if (input.resumeFromRunId) {
-      const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [rowId(input.resumeFromRunId, 'Run')]);
-      if (!parent) throw notFound('Run', input.resumeFromRunId);
+    // Present means meant: a blank id is malformed, never a run that resumes nothing.
+    const resumedFromId = input.resumeFromRunId != null ? rowId(input.resumeFromRunId, 'Run') : null;
+    if (resumedFromId !== null) {
+      const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [resumedFromId]);
+      if (!parent) throw notFound('Run', input.resumeFromRunId!);
       if (parent.threadId !== thread.id) throw invalidTransition('A run can only resume a run of the same thread');
       if (!isRunEnded(parent.status)) throw invalidTransition(`Run ${parent.id} has not ended (${parent.status})`);
     }
     const run = await insertRow<Run>(sql, 'run', {
       id: randomUUID(),
       threadId: thread.id,
-      resumedFromId: input.resumeFromRunId ? rowId(input.resumeFromRunId, 'Run') : null,
+      resumedFromId,
     });
     emit(runChanged(run));
     return run;

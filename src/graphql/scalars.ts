@@ -1,4 +1,5 @@
 import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import { hasNonFiniteNumber } from '../domain/json.js';
 import { builder } from './builder.js';
 
 const badInput = (message: string) => new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
@@ -61,9 +62,14 @@ function jsonLiteral(ast: ValueNode, variables?: Record<string, unknown> | null)
   }
 }
 
+function finiteJson(value: unknown): unknown {
+  if (hasNonFiniteNumber(value)) throw badInput('JSON numbers must be finite (1e400 and the like are out of range)');
+  return value;
+}
+
 builder.scalarType('JSON', {
   description: 'Any JSON value.',
   serialize: (value) => value,
-  parseValue: (value) => value,
-  parseLiteral: (ast, variables) => jsonLiteral(ast, variables),
+  parseValue: finiteJson,
+  parseLiteral: (ast, variables) => finiteJson(jsonLiteral(ast, variables)),
 });

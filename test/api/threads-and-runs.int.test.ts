@@ -86,6 +86,20 @@ describe(`threads, history and runs (${backendName})`, () => {
     expect(errorCode(await t.gql(`mutation($input: CreateRunInput!) { createRun(input: $input) { id } }`, { input: { threadId } }, mallory))).toBe('FORBIDDEN');
   });
 
+  it('a blank resumeFromRunId is BAD_USER_INPUT, never a run that resumes nothing', async () => {
+    const threadId = await createThread(t, alice);
+    for (const resumeFromRunId of ['', '  ']) {
+      const response = await t.gql(`mutation($input: CreateRunInput!) { createRun(input: $input) { id } }`, { input: { threadId, resumeFromRunId } }, alice);
+      expect(errorCode(response)).toBe('BAD_USER_INPUT');
+    }
+    expect((await t.gql(THREAD, { id: threadId }, alice)).data.thread.runs).toEqual([]);
+  });
+
+  it('an id over 256 characters is BAD_USER_INPUT', async () => {
+    expect(errorCode(await t.gql(THREAD, { id: 'x'.repeat(257) }, admin))).toBe('BAD_USER_INPUT');
+    expect(errorCode(await t.gql(RUN, { id: 'x'.repeat(3000) }, admin))).toBe('BAD_USER_INPUT');
+  });
+
   it('history content must fit the JSON size limit, and nothing is written otherwise', async () => {
     const threadId = await createThread(t, alice);
     const huge = 'x'.repeat(t.config.maxJsonBytes);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { WorkerSession, must } from '../support/lifecycle.js';
 import { expectRejected, runningScene, toolAuditOf } from './support.js';
 
@@ -22,6 +22,9 @@ async function busyRun() {
   must(await session.modelStarted('m-open'));
   return { session, scene };
 }
+
+/** One character over the 256-character bound of ids and names. */
+const LONG = 'x'.repeat(257);
 
 /** A JSON object whose UTF-8 serialisation is exactly `bytes` long, built from `unit` characters. */
 function jsonOfBytes(bytes: number, unit = 'x') {
@@ -86,12 +89,89 @@ const CASES: [string, (s: WorkerSession) => Promise<any>][] = [
   ['a NUL character in a tool name', (s) => s.toolStarted('call-1', 'sea\u0000rch')],
   ['an unpaired surrogate in a model name', (s) => s.modelStarted('m-new', { model: 'gpt-\udc00' })],
   ['a NUL character in a clockId', (s) => s.modelStarted('m-new', { clock: { clockId: 'c\u0000', nanos: '1' } })],
+  ['a model operationId over 256 characters', (s) => s.modelStarted(LONG)],
+  ['a model operationId of 3,000 characters on finish', (s) => s.modelFinished('x'.repeat(3000))],
+  ['a toolCallId over 256 characters', (s) => s.toolStarted(LONG, 'search')],
+  ['a toolCallId over 256 characters on finish', (s) => s.toolFinished(LONG, { content: 'x' })],
+  ['a toolCallId over 256 characters on error', (s) => s.toolError(LONG, { message: 'x' })],
+  ['a tool name over 256 characters', (s) => s.toolStarted('call-1', LONG)],
+  ['a model name over 256 characters', (s) => s.modelStarted('m-new', { model: LONG })],
+  ['a clockId over 256 characters', (s) => s.modelStarted('m-new', { clock: { clockId: LONG, nanos: '1' } })],
+  ['a declared tool_call_id over 256 characters', (s) => s.modelFinished('m-open', [{ id: LONG, name: 'search' }])],
+  ['a declared tool name over 256 characters', (s) => s.modelFinished('m-open', [{ id: 'call-9', name: LONG }])],
+  ['a lease runId over 256 characters', (s) => new WorkerSession(t, s.token, { ...s.lease, runId: LONG }).modelStarted('m-new')],
+  [
+    'more than 1,000 tool calls declared by one model response',
+    (s) => s.modelFinished('m-open', Array.from({ length: 1001 }, (_, i) => ({ id: `call-many-${i}`, name: 'search' }))),
+  ],
+  [
+    '8,192 tool calls declared by one model response',
+    (s) => s.modelFinished('m-open', Array.from({ length: 8192 }, (_, i) => ({ id: `call-many-${i}`, name: 'search' }))),
+  ],
 ];
 
 describe('malformed lifecycle input', () => {
   it.each(CASES)('%s is BAD_USER_INPUT and changes nothing', async (_what, write) => {
     const { session, scene } = await busyRun();
     await expectRejected(scene, 'BAD_USER_INPUT', () => write(session));
+  });
+});
+
+describe('the bounds of ids, names and declarations', () => {
+  it('accepts ids and names of exactly 256 characters', async () => {
+    const { session } = await busyRun();
+    const id = 'i'.repeat(256);
+    const name = 'n'.repeat(256);
+    must(await session.modelStarted(id, { model: name, clock: { clockId: id, nanos: '1' } }));
+    const finished = must(await session.modelFinished(id, [{ id, name }]));
+    expect(finished.toolCalls).toMatchObject([{ toolCallId: id }]);
+    expect(must(await session.toolStarted(id, name)).name).toBe(name);
+  });
+
+  it('accepts 1,000 tool calls declared by one model response', async () => {
+    const { session } = await busyRun();
+    const calls = Array.from({ length: 1000 }, (_, i) => ({ id: `call-many-${i}`, name: 'search', args: { i } }));
+    expect(must(await session.modelFinished('m-open', calls)).toolCalls).toHaveLength(1000);
+  });
+});
+
+/** Posts a raw request body, so that numbers JSON.stringify cannot write (1e400) reach the server. */
+async function postRaw(body: string, token: string) {
+  const response = await t.app.yoga.fetch('http://test/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body,
+  });
+  return (await response.json()) as GraphQLResponse;
+}
+
+describe('non-finite numbers in JSON input', () => {
+  const START = `mutation($input: ToolStartedInput!) { recordToolStarted(input: $input) { id } }`;
+
+  it('1e400 in a variable is BAD_USER_INPUT and changes nothing', async () => {
+    const { session, scene } = await busyRun();
+    const input = { lease: session.lease, toolCallId: 'call-1', name: 'search', sequence: '50', observedAt: new Date().toISOString() };
+    const body = JSON.stringify({ query: START, variables: { input: { ...input, effectiveInput: { limit: 0 } } } }).replace(
+      '"limit":0',
+      '"limit":1e400',
+    );
+    expect(body).toContain('1e400');
+    await expectRejected(scene, 'BAD_USER_INPUT', () => postRaw(body, session.token));
+    // Nested anywhere, in any JSON argument (here the tool output's artifact).
+    must(await session.toolStarted('call-1', 'search'));
+    const finish = JSON.stringify({
+      query: `mutation($input: ToolFinishedInput!) { recordToolFinished(input: $input) { id } }`,
+      variables: { input: { lease: session.lease, toolCallId: 'call-1', observedAt: new Date().toISOString(), output: { content: 'x', artifact: [{ n: 0 }] } } },
+    }).replace('"n":0', '"n":-1e400');
+    await expectRejected(scene, 'BAD_USER_INPUT', () => postRaw(finish, session.token));
+  });
+
+  it('1e400 written inline in the document is BAD_USER_INPUT and changes nothing', async () => {
+    const { session, scene } = await busyRun();
+    const query = `mutation { recordToolStarted(input: { lease: { runId: "${session.lease.runId}", epoch: ${session.lease.epoch} },
+      toolCallId: "call-1", name: "search", sequence: "50", observedAt: "${new Date().toISOString()}",
+      effectiveInput: { limit: 1e400 } }) { id } }`;
+    await expectRejected(scene, 'BAD_USER_INPUT', () => postRaw(JSON.stringify({ query }), session.token));
   });
 });
 
