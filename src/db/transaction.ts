@@ -6,11 +6,11 @@ export type Tx = Prisma.TransactionClient;
 
 const MAX_ATTEMPTS = 5;
 
-/** Serialization failures and deadlocks are safe to run again from the start. */
-function isRetryable(error: unknown): boolean {
-  const text = String((error as { code?: string })?.code ?? '') + ' ' + String((error as Error)?.message ?? '');
-  return /40001|40P01|could not serialize|deadlock detected/.test(text);
-}
+/** SQLSTATEs of serialization failures and deadlocks: the transaction is safe to run again from the start. */
+const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
+
+/** Judged by the driver's SQLSTATE alone: message text can carry user input (a toolCallId of "call-40001"). */
+const isRetryable = (error: unknown): boolean => RETRYABLE_SQLSTATES.has((error as { code?: unknown } | null)?.code as string);
 
 /** Runs `fn` in one short transaction on the driver's own connection, retrying serialization failures. */
 export async function inTransaction<T>(driver: SqlTransactor, fn: (sql: Sql) => Promise<T>): Promise<T> {
