@@ -81,8 +81,9 @@ export async function endRun(
   error: unknown,
   stateMessages: unknown[] = [],
 ) {
-  // One instant for the run and everything it closes: they ended together.
-  const endedAt = new Date();
+  // One instant for the run and everything it closes: they ended together, by the database
+  // clock that also stamped the start (never this instance's own clock).
+  const endedAt = run.databaseNow;
   const ended = await updateRow<Run>(sql, 'run', run.id, {
     status: CLOSING_RULES[ending].runStatus,
     finishedAt: endedAt,

@@ -29,11 +29,13 @@ export interface LockedRun {
   resumedFromId: string | null;
   /** Judged by the database clock, so that every instance agrees. */
   expired: boolean;
+  /** The database clock of this transaction (`now()`): the write path's one clock. */
+  databaseNow: Date;
 }
 
 const LOCKED_RUN_COLUMNS = `id, thread_id AS "threadId", status::text AS status, lease_owner AS "leaseOwner",
   lease_epoch AS "leaseEpoch", lease_expires_at AS "leaseExpiresAt", resumed_from_id AS "resumedFromId",
-  coalesce(lease_expires_at <= now(), false) AS expired`;
+  coalesce(lease_expires_at <= now(), false) AS expired, now() AS "databaseNow"`;
 
 export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undefined) =>
   Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
