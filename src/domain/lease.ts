@@ -4,7 +4,7 @@ import type { RunStatus } from '../generated/prisma/client.js';
 import { command, type Limits } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
-import { rowId } from './ids.js';
+import { nonBlank, rowId } from './ids.js';
 
 /** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
 export interface LeaseProof {
@@ -27,6 +27,7 @@ export interface LockedRun {
   leaseEpoch: number;
   leaseExpiresAt: Date | null;
   resumedFromId: string | null;
+  claimId: string | null;
   /** Judged by the database clock, so that every instance agrees. */
   expired: boolean;
   /** The database clock of this transaction (`now()`): the write path's one clock. */
@@ -35,7 +36,7 @@ export interface LockedRun {
 
 const LOCKED_RUN_COLUMNS = `id, thread_id AS "threadId", status::text AS status, lease_owner AS "leaseOwner",
   lease_epoch AS "leaseEpoch", lease_expires_at AS "leaseExpiresAt", resumed_from_id AS "resumedFromId",
-  coalesce(lease_expires_at <= now(), false) AS expired, now() AS "databaseNow"`;
+  claim_id AS "claimId", coalesce(lease_expires_at <= now(), false) AS expired, now() AS "databaseNow"`;
 
 export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undefined) =>
   Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
@@ -71,29 +72,47 @@ const toLease = (row: { id: string; leaseOwner: string | null; leaseEpoch: numbe
   expiresAt: row.leaseExpiresAt!,
 });
 
-/** QUEUED -> RUNNING in one conditional update: of racing claims exactly one matches. */
-export const claimRun = command(
-  async ({ sql, deps, emit }, principal: Principal, input: { runId: string; leaseSeconds?: number | null }) => {
-    const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
-    const rows = await sql.query<LockedRun>(
-      `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1,
-         lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(started_at, now())
-       WHERE id = $1::uuid AND status = 'QUEUED'
-       RETURNING ${LOCKED_RUN_COLUMNS}`,
-      [rowId(input.runId, 'Run'), principal.sub, seconds],
+export interface ClaimInput {
+  runId: string;
+  leaseSeconds?: number | null;
+  /** The worker's idempotency key: a retry with it gets the lease this claim took. */
+  claimId?: string | null;
+}
+
+/** The same worker retrying the claim that took the current, unexpired lease. */
+const isRetryOfCurrentClaim = (run: LockedRun, principal: Principal, claimId: string | null | undefined) =>
+  claimId != null && run.status === 'RUNNING' && run.claimId === claimId && run.leaseOwner === principal.sub && !run.expired;
+
+/**
+ * QUEUED -> RUNNING under the run's row lock: of racing claims exactly one finds it QUEUED.
+ * A retry of the winning claim (same worker, same claimId, lease still current) gets the same
+ * lease back, its expiry extended as by the claim; any other claim of a started run is refused.
+ */
+export const claimRun = command(async ({ sql, deps, emit }, principal: Principal, input: ClaimInput) => {
+  if (input.claimId != null) nonBlank(input.claimId, 'claimId');
+  const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
+  const run = await lockRun(sql, input.runId);
+  if (!run) throw notFound('Run', input.runId);
+
+  if (isRetryOfCurrentClaim(run, principal, input.claimId)) {
+    const [extended] = await sql.query<LockedRun>(
+      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid RETURNING ${LOCKED_RUN_COLUMNS}`,
+      [run.id, seconds],
     );
-    const claimed = rows[0];
-    if (!claimed) {
-      const [run] = await sql.query<{ status: RunStatus }>('SELECT status::text AS status FROM run WHERE id = $1::uuid', [
-        rowId(input.runId, 'Run'),
-      ]);
-      if (!run) throw notFound('Run', input.runId);
-      throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
-    }
-    emit(runChanged(claimed));
-    return toLease(claimed);
-  },
-);
+    return toLease(extended!);
+  }
+  if (run.status !== 'QUEUED') throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
+
+  const [claimed] = await sql.query<LockedRun>(
+    `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1, claim_id = $4,
+       lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(started_at, now())
+     WHERE id = $1::uuid
+     RETURNING ${LOCKED_RUN_COLUMNS}`,
+    [run.id, principal.sub, seconds, input.claimId ?? null],
+  );
+  emit(runChanged(claimed!));
+  return toLease(claimed!);
+});
 
 /** Extends an unexpired lease; the epoch stays, so writes in flight remain valid. */
 export const renewLease = command(

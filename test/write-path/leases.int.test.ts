@@ -96,6 +96,63 @@ describe('claimRun', () => {
   });
 });
 
+describe('a claim retried with its claimId', () => {
+  const claimWith = (token: string, runId: string, claimId: string | undefined, leaseSeconds = 30) =>
+    t.gql(claimRunMutation, { input: { runId, claimId, leaseSeconds } }, token);
+
+  async function queued() {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    return { ...who, runId };
+  }
+
+  it('whose answer was lost gets the same lease back, its expiry extended as by the claim', async () => {
+    const { worker, owner, runId } = await queued();
+    const first = must(await claimWith(worker, runId, 'claim-A', 5));
+    const retried = must(await claimWith(worker, runId, 'claim-A', 30));
+    expect(retried).toMatchObject({ runId, epoch: first.epoch, owner: first.owner });
+    expect(Date.parse(retried.expiresAt)).toBeGreaterThan(Date.parse(first.expiresAt));
+    // The lease works: the worker writes with the epoch it learnt from the retry.
+    must(await new WorkerSession(t, worker, { runId, epoch: retried.epoch }).modelStarted('m1'));
+    expect((await t.gql(RUN_STATE, { id: runId }, owner)).data.run).toMatchObject({ status: 'RUNNING', leaseEpoch: first.epoch });
+  });
+
+  it('is INVALID_TRANSITION without the claimId, with another claimId, or from another worker', async () => {
+    const { worker, runId } = await queued();
+    must(await claimWith(worker, runId, 'claim-A'));
+    const other = await t.token(`other-${runId}`, 'worker');
+    for (const [token, claimId] of [
+      [worker, undefined],
+      [worker, 'claim-B'],
+      [other, 'claim-A'],
+    ] as const) {
+      expect(errorCode(await claimWith(token, runId, claimId)), `${claimId}`).toBe('INVALID_TRANSITION');
+    }
+  });
+
+  it('is INVALID_TRANSITION once the lease is no longer current: expired, or the run ended', async () => {
+    const expiring = await queued();
+    const lease = must(await claimWith(expiring.worker, expiring.runId, 'claim-A', 1));
+    await waitPast(lease.expiresAt);
+    expect(errorCode(await claimWith(expiring.worker, expiring.runId, 'claim-A'))).toBe('INVALID_TRANSITION');
+
+    const ended = await queued();
+    const endedLease = must(await claimWith(ended.worker, ended.runId, 'claim-A'));
+    must(await new WorkerSession(t, ended.worker, { runId: ended.runId, epoch: endedLease.epoch }).finish('COMPLETED'));
+    expect(errorCode(await claimWith(ended.worker, ended.runId, 'claim-A'))).toBe('INVALID_TRANSITION');
+  });
+
+  it('refuses a blank claimId or one over 256 characters as BAD_USER_INPUT, and claims nothing', async () => {
+    const { worker, owner, runId } = await queued();
+    for (const claimId of ['', ' ', 'c'.repeat(257)]) {
+      expect(errorCode(await claimWith(worker, runId, claimId))).toBe('BAD_USER_INPUT');
+    }
+    expect((await t.gql(RUN_STATE, { id: runId }, owner)).data.run).toMatchObject({ status: 'QUEUED', leaseEpoch: 0 });
+    must(await claimWith(worker, runId, 'c'.repeat(256)));
+  });
+});
+
 describe('the lease fence on every lifecycle write', () => {
   it.each(WRITES)('%s with a stale or future epoch is LEASE_LOST and changes nothing', async (_name, write) => {
     const { session, scene } = await busyRun();

@@ -29,6 +29,10 @@ const ClaimRunInput = builder.inputType('ClaimRunInput', {
   fields: (t) => ({
     runId: t.id({ required: true }),
     leaseSeconds: t.int({ defaultValue: 30, description: 'Lease length; the server clamps it to its configured bounds.' }),
+    claimId: t.string({
+      description:
+        'The worker\'s idempotency key for this claim (at most 256 characters). A retry by the same\nworker with the same claimId, while the lease it got is still current, returns that same\nlease instead of INVALID_TRANSITION.',
+    }),
   }),
 });
 
