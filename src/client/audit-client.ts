@@ -1,5 +1,4 @@
 import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
-import { isAuditApiError } from './errors.js';
 import { OPERATIONS } from './operations.js';
 import { DEFAULT_RETRY_POLICY, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
 import type {
@@ -58,23 +57,12 @@ export class AuditClient {
   // ---- Worker: the run lifecycle ----
 
   /**
-   * QUEUED -> RUNNING with this worker as owner. Retried after transport failures: a second
-   * claim never takes the run twice. When a retry answers INVALID_TRANSITION, an earlier attempt
-   * may have won unseen; a run is claimed once, from epoch 0, so renewing epoch 1 succeeds
-   * exactly when that claim was this worker's (give every worker process its own `sub`).
+   * QUEUED -> RUNNING with this worker as owner. The claim carries a `claimId` (a fresh UUID
+   * unless given) and is retried with it after transport failures: a retry of a claim that won
+   * unseen gets the same lease back, so a lost answer never costs the run.
    */
-  async claimRun(runId: string, leaseSeconds?: number): Promise<RunLease> {
-    try {
-      return await this.transport.execute<RunLease>(OPERATIONS.claimRun, { input: { runId, leaseSeconds } });
-    } catch (error) {
-      if (!isAuditApiError(error, 'INVALID_TRANSITION') || error.attempts === 1) throw error;
-      try {
-        return await this.renewLease({ runId, epoch: 1 }, leaseSeconds);
-      } catch (renewError) {
-        // LEASE_LOST: the claim that won was another worker's.
-        throw isAuditApiError(renewError, 'LEASE_LOST') ? error : renewError;
-      }
-    }
+  async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID()): Promise<RunLease> {
+    return this.transport.execute<RunLease>(OPERATIONS.claimRun, { input: { runId, leaseSeconds, claimId } });
   }
 
   /** Extends an unexpired lease; returns it with its new expiry. */

@@ -127,30 +127,35 @@ describe('AuditClient retries', () => {
     expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: false, httpStatus: 500 });
   });
 
-  it('replays a claim after a transport failure; a claim that won unseen is recovered by renewing epoch 1', async () => {
-    const fetchImpl = fakeFetch(networkError, graphqlError('INVALID_TRANSITION'), graphqlData('renewLease', lease));
+  it('sends a claim with a claimId and replays it with the same claimId after a transport failure', async () => {
+    const fetchImpl = fakeFetch(networkError, graphqlData('claimRun', lease));
     const claimed = await clientWith(fetchImpl).claimRun('run-1', 10);
 
     expect(claimed).toEqual(lease);
-    const sent = fetchImpl.requests.map((request) => JSON.parse(request.body) as { operationName: string; variables: unknown });
-    expect(sent.map((request) => request.operationName)).toEqual(['ClaimRun', 'ClaimRun', 'RenewLease']);
-    expect(sent[2]!.variables).toEqual({ lease: { runId: 'run-1', epoch: 1 }, leaseSeconds: 10 });
+    const sent = fetchImpl.requests.map((request) => JSON.parse(request.body) as { operationName: string; variables: any });
+    expect(sent.map((request) => request.operationName)).toEqual(['ClaimRun', 'ClaimRun']);
+    const claimId = sent[0]!.variables.input.claimId;
+    expect(claimId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent[1]!.variables).toEqual({ input: { runId: 'run-1', leaseSeconds: 10, claimId } });
   });
 
-  it('reports the INVALID_TRANSITION of a replayed claim when the claim that won was not this worker\'s', async () => {
-    const fetchImpl = fakeFetch(networkError, graphqlError('INVALID_TRANSITION'), graphqlError('LEASE_LOST'));
-    const error = await rejectionOf(clientWith(fetchImpl).claimRun('run-1', 10));
-
-    expect(error).toMatchObject({ code: 'INVALID_TRANSITION', operationName: 'ClaimRun', attempts: 2 });
-    expect(fetchImpl.requests).toHaveLength(3);
+  it('gives every claim its own claimId unless the caller names one', async () => {
+    const fetchImpl = fakeFetch(graphqlData('claimRun', lease));
+    const client = clientWith(fetchImpl);
+    await client.claimRun('run-1');
+    await client.claimRun('run-2');
+    await client.claimRun('run-3', 10, 'my-claim');
+    const claimIds = fetchImpl.requests.map((request) => (JSON.parse(request.body) as { variables: any }).variables.input.claimId);
+    expect(new Set(claimIds.slice(0, 2)).size).toBe(2);
+    expect(claimIds[2]).toBe('my-claim');
   });
 
-  it('takes a first-attempt INVALID_TRANSITION of a claim as final', async () => {
-    const fetchImpl = fakeFetch(graphqlError('INVALID_TRANSITION'), graphqlData('renewLease', lease));
+  it('takes an INVALID_TRANSITION of a claim as final', async () => {
+    const fetchImpl = fakeFetch(networkError, graphqlError('INVALID_TRANSITION'), graphqlData('renewLease', lease));
     const error = await rejectionOf(clientWith(fetchImpl).claimRun('run-1'));
 
-    expect(error).toMatchObject({ code: 'INVALID_TRANSITION', attempts: 1 });
-    expect(fetchImpl.requests).toHaveLength(1);
+    expect(error).toMatchObject({ code: 'INVALID_TRANSITION', attempts: 2 });
+    expect(fetchImpl.requests).toHaveLength(2);
   });
 
   it('does not retry owner-side creations', async () => {
