@@ -68,6 +68,30 @@ function prismaClient(adapter: PrismaPg | PrismaPGlite, onQuery?: (sql: string) 
   return client;
 }
 
+/**
+ * Runs `fn` on a client checked out of the pool. While checked out, a client has no listener of
+ * the pool's: a connection dropped under it (pg_terminate_backend, a failover) would emit an
+ * unhandled 'error' and end the process. Here it fails the queries in flight (the request is
+ * answered with a masked error), and the broken client is discarded, never returned to the pool;
+ * `fn` discards it too when it knows the connection is unusable.
+ */
+async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard: (error: Error) => void) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const discard = (error: Error) => void (broken ??= error);
+  const onError = (error: Error) => {
+    discard(error);
+    console.error('[db] PostgreSQL connection lost while in use:', error.message);
+  };
+  client.on('error', onError);
+  try {
+    return await fn(client, discard);
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
 async function openPostgres(url: string, poolSize: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000, statement_timeout: 30_000 });
@@ -76,33 +100,26 @@ async function openPostgres(url: string, poolSize: number, onQuery?: (sql: strin
   const driver: SqlDriver & SqlTransactor = {
     exec: async (sql) => void (await pool.query(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],
-    withSession: async (fn) => {
-      const client = await pool.connect();
-      try {
-        return await fn({
+    withSession: (fn) =>
+      withClient(pool, (client) =>
+        fn({
           exec: async (sql) => void (await client.query(sql)),
           query: async <Row>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as Row[],
-        });
-      } finally {
-        client.release();
-      }
-    },
-    transaction: async (fn) => {
-      const client = await pool.connect();
-      let broken: unknown;
-      try {
+        }),
+      ),
+    transaction: (fn) =>
+      withClient(pool, async (client, discard) => {
         await client.query('BEGIN');
-        const value = await fn(mappedSql((sql, values) => client.query(sql, values)));
-        await client.query('COMMIT');
-        return value;
-      } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
-        throw error;
-      } finally {
-        // A connection whose rollback failed is not returned to the pool.
-        client.release(broken instanceof Error ? broken : undefined);
-      }
-    },
+        try {
+          const value = await fn(mappedSql((sql, values) => client.query(sql, values)));
+          await client.query('COMMIT');
+          return value;
+        } catch (error) {
+          // A connection whose rollback failed is not returned to the pool.
+          await client.query('ROLLBACK').catch(discard);
+          throw error;
+        }
+      }),
     close: () => pool.end(),
   };
   const prisma = prismaClient(new PrismaPg(pool), onQuery);

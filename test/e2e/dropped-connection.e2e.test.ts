@@ -1,0 +1,112 @@
+// A dropped database connection (pg_terminate_backend, a failover) fails the requests that were
+// using it, masked and safe to resend, and nothing else: the process stays up, the pool
+// reconnects, and the same requests succeed when sent again. Only PostgreSQL has connections to
+// drop; with REQUIRE_SERVICES=1 a missing one is a failure, never a skip.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient } from '../../src/client/index.js';
+import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
+import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { eventually } from '../support/streams.js';
+
+const IN_FLIGHT = 6;
+const meaningful = onPostgres || servicesRequired;
+if (!meaningful) console.warn('Skipping the dropped-connection suite: it needs PostgreSQL (set TEST_DATABASE_URL)');
+
+let storage: E2EStorage | undefined;
+let server: ServerProcess;
+/** Watches and terminates the server's backends. */
+let admin: pg.Client;
+/** Holds the run's row lock. */
+let locker: pg.Client;
+
+beforeAll(async () => {
+  if (!meaningful) return;
+  requirePostgresUrl();
+  storage = await createE2EStorage();
+  server = await startServer(storage);
+  admin = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+  locker = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+  await Promise.all([admin.connect(), locker.connect()]);
+});
+
+afterAll(async () => {
+  await admin?.end().catch(() => undefined);
+  await locker?.end().catch(() => undefined);
+  await killServers();
+  await storage?.remove();
+});
+
+const MODEL_STARTED = `mutation($input: ModelStartedInput!) { recordModelStarted(input: $input) { id status } }`;
+
+async function post(token: string, query: string, variables: Record<string, unknown>) {
+  const response = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  return (await response.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+}
+
+/** The server's backends waiting for a lock, seen from the admin session. */
+async function backendsWaitingForALock(): Promise<number> {
+  const { rows } = await admin.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+  );
+  return rows[0]!.count;
+}
+
+describe.runIf(meaningful)('a dropped database connection (PostgreSQL, the server process)', () => {
+  it('fails the requests in flight on it, masked; the process stays up and serves them when resent', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const thread = await owner.createThread({ title: 'dropped connection' });
+    const run = await owner.createRun({ threadId: thread.id });
+    const lease = await worker.claimRun(run.id, 300);
+
+    // Hold the run's row lock, so that every write is inside its transaction, waiting, when its
+    // connection is dropped.
+    const lockerPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    await locker.query('BEGIN');
+    await locker.query('SELECT id FROM run WHERE id = $1 FOR UPDATE', [run.id]);
+    const inputs = Array.from({ length: IN_FLIGHT }, (_, i) => ({
+      lease: { runId: lease.runId, epoch: lease.epoch },
+      operationId: `model-${i}`,
+      sequence: String(i + 1),
+      model: 'm',
+      observedAt: new Date().toISOString(),
+    }));
+    const inFlight = inputs.map((input) => post(who.worker, MODEL_STARTED, { input }));
+    await eventually(backendsWaitingForALock, (waiting) => waiting === IN_FLIGHT, { what: `${IN_FLIGHT} writes waiting for the lock` });
+
+    const { rows } = await admin.query<{ terminated: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+       WHERE datname = current_database() AND pid NOT IN (pg_backend_pid(), $1)`,
+      [lockerPid],
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(IN_FLIGHT);
+    await locker.query('ROLLBACK');
+
+    const answers = await Promise.all(inFlight);
+    for (const answer of answers) {
+      expect(answer.data?.recordModelStarted ?? null).toBeNull();
+      expect(answer.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
+      // Masked: no SQL, no driver message, no stack.
+      expect(answer.errors?.[0]?.message).not.toMatch(/terminat|SELECT|pg_|at .*\.ts/i);
+    }
+
+    // The process is still serving, on fresh connections, and the same writes now land.
+    expect(server.child.exitCode).toBeNull();
+    for (const input of inputs) {
+      const answer = await post(who.worker, MODEL_STARTED, { input });
+      expect(answer.errors, server.output()).toBeUndefined();
+      expect(answer.data.recordModelStarted.status).toBe('RUNNING');
+    }
+    const { items } = await owner.threadAudits(thread.id);
+    expect(items.map((item) => item.operationId).sort()).toEqual(inputs.map((input) => input.operationId).sort());
+    expect(server.child.exitCode).toBeNull();
+    expect(server.output()).not.toMatch(/Unhandled 'error' event/);
+  });
+});
