@@ -142,26 +142,31 @@ const expireLease = command(async (scope, runId: string) => {
 
 /**
  * Converges every run whose lease has expired. Safe with several instances sweeping at once:
- * each run is re-checked under its row lock, so exactly one sweeper ends it.
+ * each run is re-checked under its row lock, so exactly one sweeper ends it. The sweep walks the
+ * due runs in expiry order, each batch after the last one's final run, so runs that keep failing
+ * to converge are logged and left for the next sweep without holding back the runs behind them.
  */
 export async function sweepExpiredLeases(deps: DomainDeps, batchSize = 100): Promise<number> {
   let ended = 0;
+  let after: { leaseExpiresAt: Date; id: string } | null = null;
   for (;;) {
-    const due = await deps.prisma.$queryRawUnsafe<{ id: string }[]>(
-      `SELECT id FROM run WHERE status = 'RUNNING' AND lease_expires_at <= now() ORDER BY lease_expires_at LIMIT $1`,
+    const due: { id: string; leaseExpiresAt: Date }[] = await deps.prisma.$queryRawUnsafe(
+      `SELECT id, lease_expires_at AS "leaseExpiresAt" FROM run
+       WHERE status = 'RUNNING' AND lease_expires_at <= now()
+         AND ($2::timestamptz IS NULL OR (lease_expires_at, id) > ($2::timestamptz, $3::uuid))
+       ORDER BY lease_expires_at, id LIMIT $1`,
       batchSize,
+      after?.leaseExpiresAt ?? null,
+      after?.id ?? null,
     );
-    let endedInBatch = 0;
     for (const { id } of due) {
       try {
-        if (await expireLease(deps, id)) endedInBatch++;
+        if (await expireLease(deps, id)) ended++;
       } catch (error) {
-        // One run that cannot be converged must not keep every run behind it open; the next sweep retries it.
-        console.error(`[lease-sweeper] could not end run ${id}:`, error);
+        console.error(`[lease-sweeper] could not end run ${id}; the next sweep retries it:`, error);
       }
     }
-    ended += endedInBatch;
-    // A short batch is the last; a batch other sweepers took entirely means they are on it.
-    if (due.length < batchSize || endedInBatch === 0) return ended;
+    if (due.length < batchSize) return ended;
+    after = due.at(-1)!;
   }
 }

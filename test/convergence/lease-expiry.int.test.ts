@@ -171,6 +171,43 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
     expect(await readRun(t, ctx.owner, poisoned.runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
   }, HEAVY);
 
+  it('runs that keep failing to converge, a whole batch of them, do not starve the runs expiring after them', async () => {
+    const BATCH = 3;
+    const ctx = await runsWithOpenWork(t, BATCH + 2);
+    const poisoned = ctx.runs.slice(0, BATCH);
+    const healthy = ctx.runs.slice(BATCH);
+    const where = `WHERE run_id = $1::uuid AND role = 'TOOL' AND operation_id = 't-open'`;
+    const toolCallRows: string[] = [];
+    for (const { runId } of poisoned) {
+      const [row] = await t.app.db.driver.query<{ id: string }>(`SELECT tool_call_row_id AS id FROM message ${where}`, [runId]);
+      toolCallRows.push(row!.id);
+      await t.app.db.driver.query(`UPDATE message SET tool_call_row_id = NULL ${where}`, [runId]);
+    }
+    // The poisoned runs expire first: they fill the first batch of every sweep.
+    for (const { session } of [...poisoned, ...healthy]) must(await session.renew(1));
+    await waitForLeaseExpiry(healthy.at(-1)!.session);
+
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    onTestFinished(() => logged.mockRestore());
+    for (let sweep = 1; sweep <= 2; sweep++) {
+      expect(await sweepExpiredLeases(t.app.deps, BATCH), `sweep ${sweep}`).toBe(sweep === 1 ? healthy.length : 0);
+    }
+    for (const { runId } of healthy) {
+      expect(await readRun(t, ctx.owner, runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
+    }
+    // Each failure is logged with its run and its error, at every sweep; the runs stay for the next.
+    for (const { runId } of poisoned) {
+      expect(logged.mock.calls.filter(([message]) => String(message).includes(runId))).toHaveLength(2);
+      expect(logged).toHaveBeenCalledWith(expect.stringContaining(runId), expect.any(Error));
+      expect(await readRun(t, ctx.owner, runId)).toMatchObject({ status: 'RUNNING' });
+    }
+    // Repaired, they are swept like any other (and stay out of the later tests' sweeps).
+    for (const [index, { runId }] of poisoned.entries()) {
+      await t.app.db.driver.query(`UPDATE message SET tool_call_row_id = $2::uuid ${where}`, [runId, toolCallRows[index]]);
+    }
+    expect(await sweepExpiredLeases(t.app.deps, BATCH)).toBe(poisoned.length);
+  }, HEAVY);
+
   it('sweeps racing on every instance converge each expired run exactly once', async () => {
     const ctx = await runsWithOpenWork(t, 6);
     const watcher = await watch(apps, ctx.owner, ctx.worker, ctx.threadId);
