@@ -37,13 +37,15 @@ export interface DatabaseOptions {
   /** PGlite data directory; unset keeps the embedded database in memory (tests). */
   dataDir?: string;
   poolSize?: number;
+  /** PostgreSQL's statement_timeout for requests (default 30 s); migrations run under their own. */
+  statementTimeoutMs?: number;
   /** Sees every SQL statement of the read side, Prisma's and `read`'s (tests count them to prove that reads are batched). */
   onQuery?: (sql: string) => void;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.url
-    ? openPostgres(options.url, options.poolSize ?? 10, options.onQuery)
+    ? openPostgres(options.url, options.poolSize ?? 10, options.statementTimeoutMs ?? 30_000, options.onQuery)
     : openPglite(options.dataDir, options.onQuery);
 }
 
@@ -92,9 +94,9 @@ async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard:
   }
 }
 
-async function openPostgres(url: string, poolSize: number, onQuery?: (sql: string) => void): Promise<Database> {
+async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000, statement_timeout: 30_000 });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000, statement_timeout: statementTimeoutMs });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
   const driver: SqlDriver & SqlTransactor = {

@@ -1,7 +1,8 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
-import { migrate, readMigrations } from '../../src/db/migrate.js';
-import { createScratchDatabase, onPostgres } from '../support/database.js';
+import { MIGRATION_LOCK_KEY, migrate, readMigrations } from '../../src/db/migrate.js';
+import { createScratchDatabase, onPostgres, servicesRequired } from '../support/database.js';
 
 const migrationNames = readMigrations().map((migration) => migration.name);
 
@@ -37,6 +38,50 @@ describe('migrations at start-up', () => {
       expect(history.map((row) => row.migration_name).sort()).toEqual([...migrationNames].sort());
     } finally {
       await Promise.all(instances.map((db) => db.close()));
+      await scratch.drop();
+    }
+  });
+});
+
+// The request statement_timeout (30 s in production, 200 ms here) must cut neither a long
+// migration nor a second instance queueing on the migration lock: migrations run under their own,
+// longer timeout (MIGRATION_TIMEOUT_MS). Only PostgreSQL has a statement_timeout and concurrent
+// instances; PGlite is one in-process session that applies migrations alone.
+describe.runIf(onPostgres || servicesRequired)('migrations and the request statement_timeout (PostgreSQL)', () => {
+  const REQUEST_TIMEOUT_MS = 200;
+  const slowMigration = { name: '99999999999999_slow', sql: 'SELECT pg_sleep(0.6);', checksum: 'slow' };
+  const cutByTimeout = { code: '57014' };
+
+  it('a migration longer than the request timeout is applied, and requests keep their timeout afterwards', async () => {
+    const scratch = await createScratchDatabase();
+    const db = await openDatabase({ url: scratch.url, poolSize: 1, statementTimeoutMs: REQUEST_TIMEOUT_MS });
+    try {
+      await expect(db.driver.query('SELECT pg_sleep(0.6)')).rejects.toMatchObject(cutByTimeout);
+      expect(await migrate(db.driver, [...readMigrations(), slowMigration])).toContain(slowMigration.name);
+      // The one pooled session is back to the request timeout.
+      await expect(db.driver.query('SELECT pg_sleep(0.6)')).rejects.toMatchObject(cutByTimeout);
+    } finally {
+      await db.close();
+      await scratch.drop();
+    }
+  });
+
+  it('an instance waiting for the migration lock longer than the request timeout still migrates', async () => {
+    const scratch = await createScratchDatabase();
+    const db = await openDatabase({ url: scratch.url, poolSize: 1, statementTimeoutMs: REQUEST_TIMEOUT_MS });
+    const other = new pg.Client({ connectionString: scratch.url });
+    await other.connect();
+    // Another instance holds the lock (migrating) for three times the request timeout.
+    await other.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const released = new Promise((resolve) => setTimeout(resolve, 3 * REQUEST_TIMEOUT_MS)).then(() =>
+      other.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]),
+    );
+    try {
+      expect(await migrate(db.driver)).toEqual(migrationNames);
+    } finally {
+      await released.catch(() => undefined);
+      await other.end();
+      await db.close();
       await scratch.drop();
     }
   });
