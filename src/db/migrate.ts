@@ -5,13 +5,13 @@ import type { SqlDriver } from './database.js';
 
 export const MIGRATIONS_DIR = new URL('../../prisma/migrations/', import.meta.url).pathname;
 
-/** Any fixed 64-bit key: instances starting at once queue on it instead of racing. */
 /**
  * How long one migration statement, or the wait for another instance's migrations, may take:
  * far above the 30 s request statement_timeout, still bounded so a stuck start-up fails visibly.
  */
 export const MIGRATION_TIMEOUT_MS = 15 * 60_000;
 
+/** Any fixed 64-bit key: instances starting at once queue on it instead of racing. */
 export const MIGRATION_LOCK_KEY = 7_316_244_195_012;
 
 interface Migration {
