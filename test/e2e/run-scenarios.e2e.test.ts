@@ -291,9 +291,10 @@ describe(`run scenarios against the server process (${backendName})`, () => {
     const [lookupAudit, emailAudit] = toolAudits(items);
     expect(lookupAudit).toMatchObject({
       output: controlled,
-      error: null,
+      // A controlled failure carries its reason: the output's content.
+      error: { message: 'Invoice 42 not found' },
       finishedSequence: '4',
-      toolCall: { status: 'FAILED', output: 'Invoice 42 not found', error: null },
+      toolCall: { status: 'FAILED', output: 'Invoice 42 not found', error: { message: 'Invoice 42 not found' } },
     });
     // The run's final state completed the bare error: its output, with the error observation kept.
     expect(emailAudit).toMatchObject({
