@@ -19,8 +19,10 @@ const isStaff = (principal: Principal) => principal.role === 'admin' || principa
 
 /** Threads, their history, runs and the ToolCall projection: the owner, admin or superadmin. */
 export function canReadThread(principal: Principal, thread: OwnedThread): boolean {
-  return thread.ownerId === principal.sub || isStaff(principal);
+  return thread.ownerId === principal.sub || canReadEveryThread(principal);
 }
+
+export const canReadEveryThread = isStaff;
 
 export function assertCanReadThread(principal: Principal, thread: OwnedThread): void {
   if (!canReadThread(principal, thread)) throw forbidden('Only the thread owner or an admin may do this');

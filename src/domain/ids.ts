@@ -10,6 +10,8 @@ function assertShortEnough(value: string, field: string): void {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+export const isUuid = (value: string) => UUID.test(value);
+
 /**
  * Rows are keyed by UUIDs. A blank id is malformed input; any other id that is not a UUID
  * cannot name a row, so it is reported as not found rather than reaching the database.

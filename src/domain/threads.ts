@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { insertRow } from '../db/sql.js';
 import type { Message, MessageRole, Thread } from '../generated/prisma/client.js';
-import { loadReadableThreadForWrite } from './access.js';
+import type { Tx } from '../db/transaction.js';
+import { canReadEveryThread, loadReadableThreadForWrite } from './access.js';
+import { badInput } from './errors.js';
+import { isUuid } from './ids.js';
 import { command } from './command.js';
 import { assertStorableJson } from './json.js';
 
@@ -24,3 +27,54 @@ export const appendMessage = command(
     });
   },
 );
+
+export const MAX_THREADS_PAGE = 100;
+
+/** Where a page of threads starts: after the thread with this creation time and id. */
+interface ThreadPosition {
+  createdAt: Date;
+  id: string;
+}
+
+/** An opaque, stable position in the newest-first order (creation time, then id). */
+export const threadCursor = (thread: ThreadPosition): string =>
+  Buffer.from(JSON.stringify([thread.createdAt.toISOString(), thread.id])).toString('base64url');
+
+function parseThreadCursor(cursor: string): ThreadPosition {
+  const malformed = () => badInput('after is not a cursor of the threads query');
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw malformed();
+  }
+  if (!Array.isArray(decoded) || decoded.length !== 2) throw malformed();
+  const [createdAt, id] = decoded as unknown[];
+  if (typeof createdAt !== 'string' || typeof id !== 'string' || !isUuid(id)) throw malformed();
+  const date = new Date(createdAt);
+  if (Number.isNaN(date.getTime())) throw malformed();
+  return { createdAt: date, id: id.toLowerCase() };
+}
+
+/**
+ * A page of the threads `principal` may read (as `thread(id)`: its own, every thread for admins
+ * and superadmins), newest first. The order is total (creation time, then id), so a cursor
+ * keeps its place while new threads are created.
+ */
+export async function readableThreadsPage(tx: Tx, principal: Principal, page: { first: number; after?: string | null }) {
+  if (!Number.isInteger(page.first) || page.first < 1 || page.first > MAX_THREADS_PAGE) {
+    throw badInput(`first must be between 1 and ${MAX_THREADS_PAGE}`);
+  }
+  const position = page.after == null ? null : parseThreadCursor(page.after);
+  const rows = await tx.thread.findMany({
+    where: {
+      ...(canReadEveryThread(principal) ? {} : { ownerId: principal.sub }),
+      ...(position && {
+        OR: [{ createdAt: { lt: position.createdAt } }, { createdAt: position.createdAt, id: { lt: position.id } }],
+      }),
+    },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: page.first + 1,
+  });
+  return { threads: rows.slice(0, page.first), hasNextPage: rows.length > page.first };
+}

@@ -1,8 +1,10 @@
 import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
 import { badInput } from '../../domain/errors.js';
-import { appendMessage, createThread } from '../../domain/threads.js';
+import { appendMessage, createThread, readableThreadsPage, threadCursor } from '../../domain/threads.js';
+import type { Thread } from '../../generated/prisma/client.js';
 import { builder } from '../builder.js';
 import { MessageRoleEnum } from './enums.js';
+import { RunRef } from './run.js';
 
 const MAX_HISTORY_PAGE = 1000;
 
@@ -27,8 +29,47 @@ export const ThreadRef = builder.prismaObject('Thread', {
       resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
     }),
     runs: t.relation('runs', { query: { orderBy: { createdOrder: 'asc' } } }),
+    latestRun: t.field({
+      type: RunRef,
+      nullable: true,
+      description: 'The most recently created run of the thread, for thread lists.',
+      select: (_args, _ctx, nestedSelection) => ({
+        runs: nestedSelection({ orderBy: { createdOrder: 'desc' as const }, take: 1 }),
+      }),
+      resolve: (thread) => thread.runs[0] ?? null,
+    }),
   }),
 });
+
+const PageInfoRef = builder.objectRef<{ hasNextPage: boolean; endCursor: string | null }>('PageInfo').implement({
+  fields: (t) => ({
+    hasNextPage: t.exposeBoolean('hasNextPage'),
+    endCursor: t.exposeString('endCursor', { nullable: true }),
+  }),
+});
+
+const ThreadEdgeRef = builder.objectRef<Thread>('ThreadEdge').implement({
+  fields: (t) => ({
+    cursor: t.string({ resolve: (thread) => threadCursor(thread) }),
+    node: t.field({ type: ThreadRef, resolve: (thread) => thread }),
+  }),
+});
+
+const ThreadConnectionRef = builder
+  .objectRef<{ threads: Thread[]; hasNextPage: boolean }>('ThreadConnection')
+  .implement({
+    description: 'A page of threads, newest first (Relay connection).',
+    fields: (t) => ({
+      edges: t.field({ type: [ThreadEdgeRef], resolve: (page) => page.threads }),
+      pageInfo: t.field({
+        type: PageInfoRef,
+        resolve: ({ threads, hasNextPage }) => ({
+          hasNextPage,
+          endCursor: threads.length ? threadCursor(threads[threads.length - 1]!) : null,
+        }),
+      }),
+    }),
+  });
 
 builder.prismaObject('Message', {
   description: 'An ordinary conversation message (history, memory and dashboard views read these).',
@@ -51,6 +92,18 @@ const AppendMessageInput = builder.inputType('AppendMessageInput', {
     content: t.field({ type: 'JSON', required: true }),
   }),
 });
+
+builder.queryField('threads', (t) =>
+  t.field({
+    type: ThreadConnectionRef,
+    description:
+      'Threads the caller may read (its own; every thread for admins and superadmins), newest first. `first` is 1 to 100.',
+    authScopes: { authenticated: true },
+    args: { first: t.arg.int({ defaultValue: 20 }), after: t.arg.string() },
+    resolve: (_root, { first, after }, { deps, principal }) =>
+      readableThreadsPage(deps.prisma, requirePrincipal(principal), { first: first ?? 20, after }),
+  }),
+);
 
 builder.queryField('thread', (t) =>
   t.prismaField({

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { createRun, createThread, must } from '../support/lifecycle.js';
+
+let t: TestApp;
+let alice: string;
+let bob: string;
+let admin: string;
+let superadmin: string;
+const aliceThreads: string[] = []; // oldest first
+const bobThreads: string[] = [];
+beforeAll(async () => {
+  t = await startTestApp();
+  [alice, bob, admin, superadmin] = await Promise.all([
+    t.token('alice', 'user'),
+    t.token('bob', 'user'),
+    t.token('ada', 'admin'),
+    t.token('root', 'superadmin'),
+  ]);
+  // Created one after another, several in the same millisecond: the order must still be total.
+  for (let i = 0; i < 5; i++) {
+    aliceThreads.push(await createThread(t, alice, `alice ${i}`));
+    bobThreads.push(await createThread(t, bob, `bob ${i}`));
+  }
+});
+afterAll(() => t.close());
+
+const THREADS = `query($first: Int, $after: String) {
+  result: threads(first: $first, after: $after) {
+    edges { cursor node { id title latestRun { id status } } }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+
+/** Every page of `threads` for `token`, `first` at a time. */
+async function allPages(token: string, first: number) {
+  const pages: { ids: string[]; hasNextPage: boolean }[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const threads = must(await t.gql(THREADS, { first, after }, token));
+    pages.push({ ids: threads.edges.map((edge: any) => edge.node.id), hasNextPage: threads.pageInfo.hasNextPage });
+    if (!threads.pageInfo.hasNextPage) return pages;
+    expect(threads.pageInfo.endCursor).toBe(threads.edges.at(-1).cursor);
+    after = threads.pageInfo.endCursor;
+  }
+}
+
+describe(`Query.threads (${backendName})`, () => {
+  it('pages a user through its own threads, newest first, each once', async () => {
+    const pages = await allPages(alice, 2);
+    expect(pages.map((page) => page.ids.length)).toEqual([2, 2, 1]);
+    expect(pages.map((page) => page.hasNextPage)).toEqual([true, true, false]);
+    expect(pages.flatMap((page) => page.ids)).toEqual([...aliceThreads].reverse());
+  });
+
+  it('shows admins and superadmins every thread', async () => {
+    const everyThread = [...aliceThreads, ...bobThreads];
+    for (const token of [admin, superadmin]) {
+      const ids = (await allPages(token, 3)).flatMap((page) => page.ids);
+      expect(new Set(ids)).toEqual(new Set(everyThread));
+      expect(ids).toHaveLength(everyThread.length);
+    }
+  });
+
+  it('keeps a cursor in place when newer threads are created', async () => {
+    const first = must(await t.gql(THREADS, { first: 2 }, bob));
+    await createThread(t, bob, 'newer');
+    const next = must(await t.gql(THREADS, { first: 2, after: first.pageInfo.endCursor }, bob));
+    expect(next.edges.map((edge: any) => edge.node.id)).toEqual([bobThreads[2], bobThreads[1]]);
+  });
+
+  it("carries each thread's latest run", async () => {
+    const [threadId] = aliceThreads;
+    await createRun(t, alice, threadId!);
+    const latest = await createRun(t, alice, threadId!);
+    const threads = must(await t.gql(THREADS, { first: 100 }, alice));
+    const edge = threads.edges.find((candidate: any) => candidate.node.id === threadId);
+    expect(edge.node.latestRun).toEqual({ id: latest, status: 'QUEUED' });
+    expect(threads.edges.find((candidate: any) => candidate.node.id === aliceThreads[1]).node.latestRun).toBeNull();
+  });
+
+  it.each([0, 101, -1])('refuses first: %i', async (first) => {
+    const response = await t.gql(THREADS, { first }, alice);
+    expect(errorCode(response)).toBe('BAD_USER_INPUT');
+    expect(response.data).toBeNull();
+  });
+
+  it.each(['garbage', Buffer.from('["x","y"]').toString('base64url'), ''])('refuses a malformed cursor: %j', async (after) => {
+    expect(errorCode(await t.gql(THREADS, { first: 2, after }, alice))).toBe('BAD_USER_INPUT');
+  });
+
+  it('needs a token', async () => {
+    expect(errorCode(await t.gql(THREADS, {}, null))).toBe('UNAUTHENTICATED');
+  });
+});
