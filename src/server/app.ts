@@ -13,6 +13,7 @@ import { createPubSubFor } from '../realtime/pubsub.js';
 import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
+import { servePage } from './static-page.js';
 import { createGraphQLServer } from './yoga.js';
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
@@ -77,6 +78,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
       const ok = await ready();
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
+    if (await servePage(req.method, path, res)) return;
     if (Number(req.headers['content-length'] ?? 0) > limit) {
       res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
       return void res.end(JSON.stringify({ errors: [{ message: `Request body exceeds ${limit} bytes`, extensions: { code: 'BAD_USER_INPUT' } }] }));

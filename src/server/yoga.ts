@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { getOperationAST, GraphQLError } from 'graphql';
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { Principal } from '../auth/principal.js';
@@ -104,6 +105,8 @@ export function createGraphQLServer(options: {
     landingPage: false,
     maxRequestBodySize: false, // useBodyLimit below
     graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'WS' },
+    // GraphiQL's scripts and styles inlined from the package, so it works without internet.
+    renderGraphiQL,
     logging: {
       debug: () => {},
       info: () => {},

@@ -1,0 +1,23 @@
+export const RUN_FIELDS = `id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }`;
+
+const COMMON = `__typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs`;
+export const AUDIT_FIELDS = `${COMMON}
+  ... on ModelAudit { model input output error }
+  ... on ToolAudit { name toolCallId effectiveInput output error awaitingRunTerminal
+    toolCall { declaredInput status } declaredBy { id } }`;
+
+export const THREADS = `query Threads($first: Int, $after: String) {
+  threads(first: $first, after: $after) {
+    edges { cursor node { id title ownerId createdAt latestRun { id status } } }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+
+export const THREAD_RUNS = `query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ${RUN_FIELDS} } } }`;
+
+export const THREAD_AUDITS = `query ThreadAudits($threadId: ID!) {
+  threadAudits(threadId: $threadId) { truncated items { ${AUDIT_FIELDS} } }
+}`;
+
+export const AUDIT_CHANGED = `subscription AuditChanged($threadId: ID!) { auditChanged(threadId: $threadId) { ${AUDIT_FIELDS} } }`;
+export const RUN_CHANGED = `subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ${RUN_FIELDS} } }`;
