@@ -78,7 +78,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
       const ok = await ready();
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
-    if (await servePage(req.method, path, res)) return;
+    if (await servePage(req.method, path ?? '/', res)) return;
     if (Number(req.headers['content-length'] ?? 0) > limit) {
       res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
       return void res.end(JSON.stringify({ errors: [{ message: `Request body exceeds ${limit} bytes`, extensions: { code: 'BAD_USER_INPUT' } }] }));

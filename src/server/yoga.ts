@@ -104,7 +104,9 @@ export function createGraphQLServer(options: {
     graphqlEndpoint: '/graphql',
     landingPage: false,
     maxRequestBodySize: false, // useBodyLimit below
-    graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'WS' },
+    // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
+    // over graphql-ws it would put them where no WebSocket client puts its token.
+    graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'SSE' },
     // GraphiQL's scripts and styles inlined from the package, so it works without internet.
     renderGraphiQL,
     logging: {

@@ -38,7 +38,7 @@ async function allPages(token: string, first: number) {
   const pages: { ids: string[]; hasNextPage: boolean }[] = [];
   let after: string | null = null;
   for (;;) {
-    const threads = must(await t.gql(THREADS, { first, after }, token));
+    const threads: any = must(await t.gql(THREADS, { first, after }, token));
     pages.push({ ids: threads.edges.map((edge: any) => edge.node.id), hasNextPage: threads.pageInfo.hasNextPage });
     if (!threads.pageInfo.hasNextPage) return pages;
     expect(threads.pageInfo.endCursor).toBe(threads.edges.at(-1).cursor);

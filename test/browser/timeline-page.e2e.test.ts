@@ -110,14 +110,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
   });
 
   it('renders GraphiQL with no outside network, and runs a subscription from it', async () => {
-    const { owner } = await e2eActors();
+    const who = await e2eActors();
+    const client = new AuditClient({ url: server.url, token: who.owner });
+    const { id: threadId } = await client.createThread({ title: 'watched from GraphiQL' });
     const page = await newPage();
-    await page.addInitScript((headers) => localStorage.setItem('graphiql:headers', headers), JSON.stringify({ Authorization: `Bearer ${owner}` }));
-    await page.goto(`${origin}/graphql`);
+    await page.addInitScript((headers) => localStorage.setItem('graphiql:headers', headers), JSON.stringify({ Authorization: `Bearer ${who.owner}` }));
+    const subscription = `subscription { runChanged(threadId: "${threadId}") { id status } }`;
+    await page.goto(`${origin}/graphql?query=${encodeURIComponent(subscription)}`);
     await page.waitForSelector('.graphiql-container');
     expect(await page.title()).toBe('Agent audit server');
+    await page.click('.graphiql-execute-button');
+    // graphql-ws never confirms a subscription is listening: create runs until one shows.
+    let shown = false;
+    for (let attempt = 0; attempt < 20 && !shown; attempt++) {
+      const run = await client.createRun({ threadId });
+      shown = await page
+        .waitForSelector(`.graphiql-response :text("${run.id}")`, { timeout: 1000 })
+        .then(() => true, () => false);
+    }
+    expect(shown, await page.locator('.graphiql-response').textContent()).toBe(true);
     await page.close();
-  });
+  }, 120_000);
 
   it('signs in with a pasted token kept in sessionStorage, and pages through the threads', async () => {
     const who = await e2eActors();
@@ -138,4 +151,92 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     await page.waitForSelector('section.threads');
     await page.close();
   });
+
+  it("shows each simulator scenario's states, nested under the model calls that declared them", async () => {
+    const who = await e2eActors();
+    const { code, output } = await runScript('src/cli/simulate.ts', [
+      '--url', server.url, '--step-ms', '0', '--owner-token', who.owner, '--worker-token', who.worker,
+    ]);
+    expect(code, output).toBe(0);
+    const byTitle = await threadsByTitle(who.owner);
+    const page = await newPage();
+    await signIn(page, who.owner);
+
+    // normal: run, model, its tool one level deeper, model; the tool's input differs from its declaration.
+    await openThread(page, byTitle.normal!);
+    await expect.poll(() => rowSummaries(page)).toEqual([
+      'run:COMPLETED:0', 'model:COMPLETED:1', 'tool:COMPLETED:2', 'model:COMPLETED:1',
+    ]);
+    await page.locator('.row.tool').click();
+    await page.waitForSelector('.details .differs');
+    expect(await page.locator('.details .diff .jsondiffpatch-added').textContent()).toContain('units');
+
+    // tool-error: the bare error took the run's FAILED verdict, with the reasons shown.
+    await openThread(page, byTitle['tool-error']!);
+    await expect.poll(() => rowSummaries(page)).toEqual([
+      'run:FAILED:0', 'model:COMPLETED:1', 'tool:FAILED:2', 'tool:FAILED:2',
+    ]);
+    expect(await page.locator('.row.run .reason').textContent()).toContain('send_email failed');
+    expect(await page.locator('.row.tool').nth(1).locator('.reason').textContent()).toContain('SMTP server timed out');
+
+    // cancel mid-tool: the tool is closed CANCELLED with its reason.
+    await openThread(page, byTitle.cancel!);
+    await expect.poll(() => rowSummaries(page)).toEqual(['run:CANCELLED:0', 'model:COMPLETED:1', 'tool:CANCELLED:2']);
+    expect(await page.locator('.row.tool .reason').textContent()).not.toBe('');
+
+    // interrupt then resume: the resumed run links back, and its tool sits under the first run's model.
+    await openThread(page, byTitle['interrupt-resume']!);
+    await expect.poll(() => rowSummaries(page)).toEqual([
+      'run:INTERRUPTED:0', 'model:COMPLETED:1', 'tool:INTERRUPTED:2', 'tool:COMPLETED:2', 'run:COMPLETED:0', 'model:COMPLETED:1',
+    ]);
+    await expect.poll(() => page.locator('.row.run').nth(1).locator('.resumed-from').count()).toBe(1);
+    const resumedTool = page.locator('.row.tool').nth(1);
+    expect(await resumedTool.textContent()).toContain('declared in an earlier run');
+    await resumedTool.click();
+    await page.waitForSelector('.details .differs');
+    expect(await page.locator('.details .diff .jsondiffpatch-added').textContent()).toContain('approved');
+    await page.screenshot({ path: join(REPO_ROOT, 'docs', 'timeline.png') });
+
+    // parallel calls: three tools under one model.
+    await openThread(page, byTitle.parallel!);
+    await expect.poll(() => rowSummaries(page)).toEqual([
+      'run:COMPLETED:0', 'model:COMPLETED:1', 'tool:COMPLETED:2', 'tool:COMPLETED:2', 'tool:COMPLETED:2', 'model:COMPLETED:1',
+    ]);
+
+    // large output: collapsed until asked for.
+    await openThread(page, byTitle['large-output']!);
+    await page.locator('.row.tool').click();
+    const outputView = page.locator('.details .json-view[data-label=output]');
+    await outputView.locator('text=Expand all').waitFor();
+    expect(await outputView.locator('pre').textContent()).not.toContain('02999 GET');
+    await outputView.locator('text=Expand all').click();
+    expect(await outputView.locator('pre').textContent()).toContain('02999 GET');
+    await page.close();
+  }, 180_000);
 });
+
+const gqlAs = async (token: string, query: string, variables: Record<string, unknown> = {}) => {
+  const response = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = (await response.json()) as { data: any; errors?: unknown };
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data;
+};
+
+async function threadsByTitle(token: string): Promise<Record<string, string>> {
+  const { threads } = await gqlAs(token, `{ threads(first: 100) { edges { node { id title } } } }`);
+  return Object.fromEntries(threads.edges.map((edge: any) => [String(edge.node.title).replace(/^simulator: /, ''), edge.node.id]));
+}
+
+/** "kind:status:depth" of every row, top to bottom. */
+const rowSummaries = (page: Page) =>
+  page.$$eval('.row', (rows) =>
+    rows.map((row) => {
+      const element = row as HTMLElement;
+      const depth = Math.round(parseFloat((element.querySelector('.label') as HTMLElement).style.paddingLeft) / 1.2 || 0);
+      return `${element.dataset.kind}:${element.dataset.status}:${depth}`;
+    }),
+  );

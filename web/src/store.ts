@@ -51,6 +51,7 @@ export function signIn(value: string) {
   token.value = value.trim();
   pageError.value = null;
   void loadThreads(true);
+  followLocation();
 }
 
 export function signOut() {
@@ -85,9 +86,12 @@ export async function loadThreads(fromStart: boolean) {
 export function openThread(id: string) {
   closeThread();
   threadId.value = id;
-  history.replaceState(null, '', `#thread=${id}`);
+  if (location.hash !== `#thread=${id}`) history.pushState(null, '', `#thread=${id}`);
   stopFollowing = followThread(liveClient(), token.value!, id, {
-    runs: (list) => (runs.value = list.reduce(mergeRun, runs.value)),
+    runs: (list) => {
+      runs.value = list.reduce(mergeRun, runs.value);
+      pageError.value = null;
+    },
     run: (run) => (runs.value = mergeRun(runs.value, run)),
     audits: (items, isTruncated) => {
       audits.value = items.reduce(mergeAudit, audits.value);
@@ -108,13 +112,20 @@ export function closeThread() {
   truncated.value = false;
   auditsHidden.value = null;
   selectedKey.value = null;
-  if (location.hash) history.replaceState(null, '', location.pathname);
+  if (location.hash) history.pushState(null, '', location.pathname);
 }
 
-/** Reopens the thread named in the URL (a thread id is not a secret; the token never goes there). */
+/** Opens the thread named in the URL (a thread id is not a secret; the token never goes there). */
+function followLocation() {
+  const wanted = /^#thread=([0-9a-f-]{36})$/i.exec(location.hash)?.[1] ?? null;
+  if (wanted === threadId.value) return;
+  if (wanted) openThread(wanted);
+  else closeThread();
+}
+
 export function restore() {
+  addEventListener('hashchange', () => token.value && followLocation());
   if (!token.value) return;
   void loadThreads(true);
-  const match = /^#thread=([0-9a-f-]{36})$/i.exec(location.hash);
-  if (match) openThread(match[1]!);
+  followLocation();
 }

@@ -91,8 +91,8 @@ function reasonOf(error: unknown): string | null {
   if (error == null) return null;
   if (typeof error === 'string') return error;
   if (typeof error === 'object') {
-    const { code, message, reason } = error as Record<string, unknown>;
-    const parts = [code, reason, message].filter((part) => typeof part === 'string');
+    const { code, type, reason, message } = error as Record<string, unknown>;
+    const parts = [code ?? type, reason, message].filter((part) => typeof part === 'string');
     if (parts.length) return parts.join(': ');
   }
   return JSON.stringify(error);
@@ -112,7 +112,9 @@ const bySequence = (a: AuditView, b: AuditView) => {
  * not loaded (a truncated timeline) follow in their own run. A missing end means `now`.
  */
 export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditView>, now: number): Row[] {
-  const all = [...audits].sort(bySequence);
+  const runIndex = new Map(runs.map((run, index) => [run.id, index]));
+  // The server's order: run creation, then sequence.
+  const all = [...audits].sort((a, b) => (runIndex.get(a.runId) ?? -1) - (runIndex.get(b.runId) ?? -1) || bySequence(a, b));
   const models = new Set(all.filter((a) => a.__typename === 'ModelAudit').map((a) => a.id));
   const toolsByModel = new Map<string, AuditView[]>();
   for (const audit of all) {
