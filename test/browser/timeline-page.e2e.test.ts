@@ -128,7 +128,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
         .waitForSelector(`.graphiql-response :text("${run.id}")`, { timeout: 1000 })
         .then(() => true, () => false);
     }
-    expect(shown, await page.locator('.graphiql-response').textContent()).toBe(true);
+    expect(shown, (await page.locator('.graphiql-response').textContent()) ?? '').toBe(true);
     await page.close();
   }, 120_000);
 
@@ -213,7 +213,123 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     expect(await outputView.locator('pre').textContent()).toContain('02999 GET');
     await page.close();
   }, 180_000);
+
+  it('shows a tool started by the test, then its completion, on the open page within 1 s each, without a reload', async () => {
+    const { owner, worker, threadId } = await liveThread('live tools');
+    const page = await newPage();
+    await signIn(page, owner.token);
+    await openThread(page, threadId);
+    await page.evaluate(() => ((window as any).notReloaded = true));
+
+    const run = await owner.client.createRun({ threadId });
+    // The first change may precede the subscription; the page's re-check still shows it.
+    await expect.poll(() => row(page, run.id).getAttribute('data-status'), { timeout: 5000 }).toBe('QUEUED');
+    const lease = await worker.claimRun(run.id, 60);
+    await expect.poll(() => row(page, run.id).getAttribute('data-status'), { timeout: 1000 }).toBe('RUNNING');
+    await expect.poll(() => row(page, run.id).textContent(), { timeout: 1000 }).toContain('left');
+
+    const calls = [
+      { id: 'call-search', name: 'search', args: { q: 'kettles' } },
+      { id: 'call-mail', name: 'send_mail', args: { to: 'a@example.com' } },
+      { id: 'call-dump', name: 'dump', args: {} },
+    ];
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x', input: { prompt: 'go' } });
+    const model = await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', toolCalls: calls, sequence: 2 });
+    await expect.poll(() => row(page, model.id).getAttribute('data-status'), { timeout: 1000 }).toBe('COMPLETED');
+
+    const started = await worker.recordToolStarted({ lease, toolCallId: 'call-search', name: 'search', effectiveInput: { q: 'kettles', limit: 5 }, sequence: 3 });
+    await expect.poll(() => row(page, started.id).getAttribute('data-status'), { timeout: 1000 }).toBe('RUNNING');
+    // The running bar advances on the page's clock.
+    const firstDuration = await row(page, started.id).locator('.duration').textContent();
+    await expect.poll(() => row(page, started.id).locator('.duration').textContent(), { timeout: 5000 }).not.toBe(firstDuration);
+    await worker.recordToolFinished({ lease, toolCallId: 'call-search', output: { content: 'three kettles' }, sequence: 4 });
+    await expect.poll(() => row(page, started.id).getAttribute('data-status'), { timeout: 1000 }).toBe('COMPLETED');
+
+    const mail = await worker.recordToolStarted({ lease, toolCallId: 'call-mail', name: 'send_mail', effectiveInput: { to: 'a@example.com' }, sequence: 5 });
+    await worker.recordToolError({ lease, toolCallId: 'call-mail', error: { type: 'SMTPError', message: 'timed out' }, sequence: 6 });
+    await expect.poll(() => row(page, mail.id).locator('.awaiting').count(), { timeout: 1000 }).toBe(1);
+
+    // A 1 MiB output stays collapsed until asked for.
+    const dump = await worker.recordToolStarted({ lease, toolCallId: 'call-dump', name: 'dump', effectiveInput: {}, sequence: 7 });
+    await worker.recordToolFinished({ lease, toolCallId: 'call-dump', output: { content: 'x'.repeat(1_040_000) }, sequence: 8 });
+    await expect.poll(() => row(page, dump.id).getAttribute('data-status'), { timeout: 1000 }).toBe('COMPLETED');
+    await row(page, dump.id).click();
+    const output = page.locator('.details .json-view[data-label=output]');
+    expect((await output.locator('pre').textContent())!.length).toBeLessThan(5000);
+    await output.locator('text=Expand all').click();
+    expect((await output.locator('pre').textContent())!.length).toBeGreaterThan(1_040_000);
+
+    await worker.finishRun({ lease, status: 'FAILED', error: { message: 'mail failed' } });
+    await expect.poll(() => row(page, run.id).getAttribute('data-status'), { timeout: 1000 }).toBe('FAILED');
+    await expect.poll(() => row(page, mail.id).getAttribute('data-status'), { timeout: 1000 }).toBe('FAILED');
+    expect(await row(page, mail.id).locator('.awaiting').count()).toBe(0);
+    expect(await page.evaluate(() => (window as any).notReloaded)).toBe(true);
+    await page.close();
+  }, 120_000);
+
+  it('catches up with nothing missing after its connection is cut and restored', async () => {
+    const { owner, worker, threadId } = await liveThread('cut and restored');
+    const run = await owner.client.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 60);
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({
+      lease, operationId: 'm1', status: 'COMPLETED', sequence: 2,
+      toolCalls: [{ id: 'c1', name: 'one', args: {} }, { id: 'c2', name: 'two', args: {} }],
+    });
+    const page = await newPage();
+    await signIn(page, owner.token);
+    await openThread(page, threadId);
+    await expect.poll(() => page.locator('.row').count()).toBe(2);
+
+    relay.disconnect();
+    await page.waitForSelector('[data-testid=connection]:text("reconnecting")');
+    // Everything below commits while the page cannot hear about it.
+    await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'one', effectiveInput: {}, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 1 }, sequence: 4 });
+    await worker.recordToolStarted({ lease, toolCallId: 'c2', name: 'two', effectiveInput: { extra: true }, sequence: 5 });
+    await worker.recordModelStarted({ lease, operationId: 'm2', sequence: 6, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'm2', status: 'COMPLETED', sequence: 7 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    const second = await owner.client.createRun({ threadId });
+    relay.reconnect();
+
+    await page.waitForSelector('[data-testid=connection]:text("live")');
+    const { items } = await owner.client.threadAudits(threadId);
+    const expected = [
+      `${run.id}:COMPLETED`,
+      `${second.id}:QUEUED`,
+      ...items.map((item) => `${item.id}:${item.status}`),
+    ].sort();
+    expect(items).toHaveLength(4);
+    await expect.poll(() => page.$$eval('.row', (rows) => rows.map((r) => `${(r as HTMLElement).dataset.key}:${(r as HTMLElement).dataset.status}`).sort())).toEqual(expected);
+    await page.close();
+  }, 120_000);
+
+  it('says what a role may not see instead of showing an empty timeline', async () => {
+    const { owner, worker, threadId } = await liveThread('not for everyone');
+    const run = await owner.client.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 60);
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    for (const token of [await tokenFor('ada', 'admin'), await tokenFor('another-superadmin', 'superadmin')]) {
+      const page = await newPage();
+      await signIn(page, token);
+      await openThread(page, threadId);
+      await page.waitForSelector('[data-testid=audits-hidden]');
+      expect(await page.locator('[data-testid=audits-hidden]').textContent()).toContain('superadmins on their own threads only');
+      await expect.poll(() => row(page, run.id).getAttribute('data-status')).toBe('RUNNING');
+      expect(await page.locator('.row.model, .row.tool').count()).toBe(0);
+      await page.close();
+    }
+  }, 120_000);
 });
+
+/** A thread of a fresh superadmin owner, with a worker client to drive its runs. */
+async function liveThread(title: string) {
+  const who = await e2eActors();
+  const client = new AuditClient({ url: server.url, token: who.owner });
+  const { id: threadId } = await client.createThread({ title });
+  return { owner: { token: who.owner, client }, worker: new AuditClient({ url: server.url, token: who.worker }), threadId };
+}
 
 const gqlAs = async (token: string, query: string, variables: Record<string, unknown> = {}) => {
   const response = await fetch(server.url, {
