@@ -6,7 +6,7 @@ const config = loadConfig();
 const app = await buildApp(config);
 const url = await app.start();
 console.log(`Agent audit server listening on ${url} (${app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL'})`);
-console.log(`GraphiQL: open ${url} in a browser. Health: /healthz, readiness: /readyz`);
+console.log(`Timeline page: ${new URL('/', url)} (sign in with a token below). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
 if (app.jwtSecretGenerated) {
   const hours = '12h';
   console.log(`\nLocal tokens (valid ${hours}; mint more with \`npm run token -- --sub <id> --role <role>\`):`);

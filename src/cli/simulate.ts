@@ -390,7 +390,9 @@ async function main(): Promise<void> {
   console.log('\n== where to look ==');
   for (const { name, threadId, ok } of outcomes) console.log(`  ${name.padEnd(17)} ${ok ? 'ok    ' : 'FAILED'} thread ${threadId ?? '-'}`);
   const threadId = outcomes.find((outcome) => outcome.threadId)?.threadId ?? '<thread id>';
-  console.log(`\nOpen GraphiQL at ${values.url} with the request headers`);
+  console.log(`\nOpen the timeline page at ${new URL(`/#thread=${threadId}`, values.url)} and sign in with the token`);
+  console.log(`    ${tokens.owner}`);
+  console.log(`\nOr open GraphiQL at ${values.url} with the request headers`);
   console.log(`    {"Authorization": "Bearer ${tokens.owner}"}`);
   console.log(`and read a timeline:\n${indent(timelineQuery(threadId))}`);
   console.log(`\nTo watch runs live, run this subscription in another GraphiQL tab:\n${indent(liveSubscription(threadId))}`);

@@ -138,7 +138,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     const titles: string[] = [];
     for (let i = 0; i < 23; i++) titles.push((await client.createThread({ title: `paged thread ${i}` })).title!);
     const page = await newPage();
-    await signIn(page, who.owner);
+    // As `npm start` prints it.
+    await signIn(page, `Bearer ${who.owner}`);
     expect(page.url()).not.toContain(who.owner.slice(-20));
     expect(await page.evaluate(() => sessionStorage.getItem('audit-token'))).toBe(who.owner);
     const links = page.locator('section.threads li a');
@@ -191,7 +192,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     ]);
     await expect.poll(() => page.locator('.row.run').nth(1).locator('.resumed-from').count()).toBe(1);
     const resumedTool = page.locator('.row.tool').nth(1);
-    expect(await resumedTool.textContent()).toContain('declared in an earlier run');
+    expect(await resumedTool.textContent()).toContain('ran in resumed run');
     await resumedTool.click();
     await page.waitForSelector('.details .differs');
     expect(await page.locator('.details .diff .jsondiffpatch-added').textContent()).toContain('approved');

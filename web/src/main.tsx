@@ -117,7 +117,7 @@ function TimelineRow({ row }: { row: Row }) {
       <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
         <span class="name">{row.label}</span>
         {row.kind === 'run' && <RunMeta row={row} />}
-        {row.declaredInRun && <span class="meta"> · declared in an earlier run</span>}
+        {row.ranInRun && <span class="meta"> · ran in resumed run {row.ranInRun.slice(0, 8)}</span>}
       </div>
       <div class="track">
         <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />

@@ -46,9 +46,11 @@ effect(() => {
 let client: Client | null = null;
 let stopFollowing: (() => void) | null = null;
 
+/** Takes a token as `npm start` prints it (`Bearer …`) or bare. */
 export function signIn(value: string) {
-  storeToken(value.trim());
-  token.value = value.trim();
+  const pasted = value.trim().replace(/^Bearer\s+/i, '');
+  storeToken(pasted);
+  token.value = pasted;
   pageError.value = null;
   void loadThreads(true);
   followLocation();

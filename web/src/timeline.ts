@@ -79,8 +79,8 @@ export interface Row {
   awaitingVerdict: boolean;
   /** Why an audit or run was closed (abandoned, interrupted, cancelled, failed). */
   reason: string | null;
-  /** A tool declared by a model of an earlier run (bound across a resume). */
-  declaredInRun: string | null;
+  /** The run a tool ran in, when that is not the run of the model that declared it (a resume). */
+  ranInRun: string | null;
   run?: RunView;
   audit?: AuditView;
 }
@@ -145,7 +145,7 @@ export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditV
         durationMs: audit.durationMs ?? (Number.isNaN(start) ? null : Math.max(0, end - start)),
         awaitingVerdict: Boolean(audit.awaitingRunTerminal),
         reason: audit.status === 'RUNNING' && !audit.awaitingRunTerminal ? null : reasonOf(audit.error),
-        declaredInRun: null,
+        ranInRun: null,
         audit,
       },
       start,
@@ -166,7 +166,7 @@ export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditV
         durationMs: Number.isNaN(start) ? null : Math.max(0, end - start),
         awaitingVerdict: false,
         reason: reasonOf(run.error),
-        declaredInRun: null,
+        ranInRun: null,
         run,
       },
       start,
@@ -178,7 +178,7 @@ export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditV
         auditRow(audit, 1);
         for (const tool of toolsByModel.get(audit.id) ?? []) {
           auditRow(tool, 2);
-          if (tool.runId !== run.id) rows[rows.length - 1]!.declaredInRun = tool.runId;
+          if (tool.runId !== run.id) rows[rows.length - 1]!.ranInRun = tool.runId;
         }
       } else if (!(audit.declaredBy?.id && models.has(audit.declaredBy.id))) {
         auditRow(audit, 1);

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { layoutTimeline, mergeAudit, type AuditView, type RunView } from '../../web/src/timeline.js';
+
+const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 12, 0, 0) + ms).toISOString();
+
+const run = (id: string, fields: Partial<RunView> = {}): RunView => ({
+  id, status: 'COMPLETED', leaseOwner: null, leaseEpoch: 1, leaseExpiresAt: null, createdAt: at(0),
+  startedAt: at(0), finishedAt: at(1000), error: null, resumedFrom: null, ...fields,
+});
+const audit = (id: string, runId: string, sequence: number, fields: Partial<AuditView> = {}): AuditView => ({
+  __typename: 'ModelAudit', id, runId, operationId: id, sequence: String(sequence), finishedSequence: null,
+  status: 'COMPLETED', startedAt: at(sequence * 100), finishedAt: at(sequence * 100 + 50), durationMs: 50,
+  error: null, output: null, ...fields,
+});
+const tool = (id: string, runId: string, sequence: number, declaredBy: string, fields: Partial<AuditView> = {}) =>
+  audit(id, runId, sequence, { __typename: 'ToolAudit', name: id, toolCallId: id, declaredBy: { id: declaredBy }, ...fields });
+
+describe('layoutTimeline', () => {
+  it('nests each tool under its declaring model, across a resume, in run then sequence order', () => {
+    const first = run('r1', { status: 'INTERRUPTED' });
+    const second = run('r2', { createdAt: at(2000), startedAt: at(2000), finishedAt: at(3000), resumedFrom: { id: 'r1' } });
+    const rows = layoutTimeline(
+      [first, second],
+      [
+        tool('t-resumed', 'r2', 1, 'm1'), // sequence 1 of the resumed run: still after r1's tool
+        audit('m2', 'r2', 2),
+        audit('m1', 'r1', 1),
+        tool('t-first', 'r1', 2, 'm1', { status: 'INTERRUPTED', error: { code: 'RUN_INTERRUPTED' } }),
+      ],
+      Date.parse(at(5000)),
+    );
+    expect(rows.map((row) => [row.key, row.depth])).toEqual([
+      ['r1', 0], ['m1', 1], ['t-first', 2], ['t-resumed', 2], ['r2', 0], ['m2', 1],
+    ]);
+    expect(rows.find((row) => row.key === 't-resumed')!.ranInRun).toBe('r2');
+    expect(rows.find((row) => row.key === 't-first')!.reason).toBe('RUN_INTERRUPTED');
+  });
+
+  it('keeps a tool whose declaring model is not loaded (truncated) in its own run', () => {
+    const rows = layoutTimeline([run('r1')], [tool('t', 'r1', 5, 'not-loaded')], Date.parse(at(5000)));
+    expect(rows.map((row) => [row.key, row.depth])).toEqual([['r1', 0], ['t', 1]]);
+  });
+
+  it('ends a running bar at now, and always returns finite positions within the axis', () => {
+    const now = Date.parse(at(4000));
+    const rows = layoutTimeline(
+      [run('r1', { status: 'RUNNING', finishedAt: null })],
+      [
+        audit('m1', 'r1', 1, { status: 'RUNNING', finishedAt: null, durationMs: null }),
+        audit('broken', 'r1', 2, { startedAt: null, finishedAt: null, durationMs: null }),
+      ],
+      now,
+    );
+    const running = rows.find((row) => row.key === 'm1')!;
+    expect(running.running).toBe(true);
+    expect(running.durationMs).toBe(4000 - 100);
+    expect(running.left + running.width).toBeCloseTo(100);
+    for (const row of rows) {
+      expect(Number.isFinite(row.left) && Number.isFinite(row.width)).toBe(true);
+      expect(row.left).toBeGreaterThanOrEqual(0);
+      expect(row.left + row.width).toBeLessThanOrEqual(100.0001);
+    }
+  });
+
+  it('marks a bare tool error that waits for the run verdict, and does not count it as running', () => {
+    const rows = layoutTimeline(
+      [run('r1', { status: 'RUNNING', finishedAt: null })],
+      [audit('m1', 'r1', 1), tool('t', 'r1', 2, 'm1', { status: 'RUNNING', awaitingRunTerminal: true, finishedSequence: '3', error: { message: 'boom' } })],
+      Date.parse(at(2000)),
+    );
+    const row = rows.find((candidate) => candidate.key === 't')!;
+    expect(row).toMatchObject({ awaitingVerdict: true, running: false, reason: 'boom' });
+  });
+});
+
+describe('mergeAudit', () => {
+  it('never moves an audit backwards when an older state arrives after a newer one', () => {
+    const done = audit('m1', 'r1', 1, { status: 'COMPLETED', finishedSequence: '2' });
+    const started = audit('m1', 'r1', 1, { status: 'RUNNING', finishedAt: null });
+    expect(mergeAudit(mergeAudit(new Map(), done), started).get('m1')).toBe(done);
+    expect(mergeAudit(mergeAudit(new Map(), started), done).get('m1')).toBe(done);
+  });
+});
