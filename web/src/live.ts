@@ -8,6 +8,7 @@ import { AUDIT_CHANGED, RUN_CHANGED, THREAD_AUDITS, THREAD_RUNS } from './querie
 import type { AuditView, RunView } from './timeline.js';
 
 export interface ThreadSink {
+  thread(thread: { title: string | null; ownerId: string }): void;
   runs(runs: RunView[]): void;
   run(run: RunView): void;
   audits(items: AuditView[], truncated: boolean): void;
@@ -27,9 +28,11 @@ export function followThread(client: Client, token: string, threadId: string, si
   const timers = new Set<ReturnType<typeof setTimeout>>();
 
   const readRuns = async () => {
-    const { thread } = await gql<{ thread: { runs: RunView[] } }>(token, THREAD_RUNS, { id: threadId });
+    const { thread } = await gql<{ thread: { title: string | null; ownerId: string; runs: RunView[] } }>(token, THREAD_RUNS, { id: threadId });
     thread.runs.forEach((run) => knownRuns.add(run.id));
-    if (!stopped) sink.runs(thread.runs);
+    if (stopped) return;
+    sink.thread(thread);
+    sink.runs(thread.runs);
   };
   const readAudits = async () => {
     try {

@@ -19,6 +19,7 @@ import {
   signIn,
   signOut,
   threadId,
+  threadInfo,
   threads,
   threadsHaveMore,
   token,
@@ -201,7 +202,11 @@ function Timeline() {
   return (
     <section class="timeline">
       <p>
-        <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a> <code>{threadId.value}</code>
+        <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
+        <strong>{threadInfo.value?.title ?? 'untitled thread'}</strong>{' '}
+        <span class="muted">
+          owned by {threadInfo.value?.ownerId} · <code>{threadId.value}</code>
+        </span>
       </p>
       {truncated.value && <p class="banner">Newest 500 entries shown; older entries exist.</p>}
       {auditsHidden.value && <p class="banner hidden-audits" data-testid="audits-hidden">{auditsHidden.value}</p>}

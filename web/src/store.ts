@@ -22,6 +22,7 @@ export const threadsHaveMore = signal(false);
 export const pageError = signal<string | null>(null);
 
 export const threadId = signal<string | null>(null);
+export const threadInfo = signal<{ title: string | null; ownerId: string } | null>(null);
 export const runs = signal<Map<string, RunView>>(new Map());
 export const audits = signal<Map<string, AuditView>>(new Map());
 export const truncated = signal(false);
@@ -90,6 +91,7 @@ export function openThread(id: string) {
   threadId.value = id;
   if (location.hash !== `#thread=${id}`) history.pushState(null, '', `#thread=${id}`);
   stopFollowing = followThread(liveClient(), token.value!, id, {
+    thread: (info) => (threadInfo.value = info),
     runs: (list) => {
       runs.value = list.reduce(mergeRun, runs.value);
       pageError.value = null;
@@ -109,6 +111,7 @@ export function closeThread() {
   stopFollowing?.();
   stopFollowing = null;
   threadId.value = null;
+  threadInfo.value = null;
   runs.value = new Map();
   audits.value = new Map();
   truncated.value = false;
