@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { mintToken } from '../src/auth/jwt.js';
 import { openDatabase } from '../src/db/database.js';
-import { openPgliteBackend, openPostgresBackend, FLOOR_POOL_SIZE, type Backend } from './lib/backend.js';
+import { openPgliteBackend, openPostgresBackend, FLOOR_POOL_SIZE, MINIMUM_FLOOR_POOL_SIZE, type Backend } from './lib/backend.js';
+import { ensureCursorColumns } from './lib/floor-minimum.js';
 import { readCensus, writeCensus, type CensusEntry } from './lib/census.js';
 import { summarizeProfile } from './lib/cpuprofile.js';
 import { measureFanout, measureFanoutFloor, type FanoutFloorResult, type FanoutResult } from './lib/fanout.js';
@@ -24,10 +25,10 @@ import { measureLayers } from './lib/layers.js';
 import { LIFECYCLE_OPS } from './lib/run-script.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateThread } from './lib/server-worker.js';
-import { sqlOverDriver } from './lib/sql.js';
+import { sqlOverDriver, type Sql } from './lib/sql.js';
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, seedTimeline, type ReadResult } from './lib/timeline.js';
-import { combineWindows, floorTarget, measureWritePath, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
+import { combineWindows, floorTarget, measureWritePath, minimumTarget, serverTarget, type WriteResult, type WriteTarget, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
@@ -46,6 +47,7 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string' },
     rounds: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    'minimum-pool': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -70,6 +72,7 @@ const settings = {
   readIterations: quick ? 15 : 50,
   layerRuns: quick ? 10 : Number(process.env.LAYER_RUNS ?? 40),
   profile: flags.profile,
+  minimumPoolSize: Number(flags['minimum-pool'] ?? MINIMUM_FLOOR_POOL_SIZE),
 };
 for (const section of settings.sections) {
   if (!SECTIONS.includes(section)) throw new Error(`Unknown section "${section}"; pick from ${SECTIONS.join(', ')}`);
@@ -125,36 +128,78 @@ function printProfile(title: string, profile: ProfileSummary) {
 interface WriteRow {
   workers: number;
   server: WriteResult & { statementsPerEvent: number; serverCpuMsPerEvent: number; preemptionsPerEvent: number | null };
-  /** benchCpuMsPerEvent: the bench process's CPU (with PGlite, the database's too). */
-  floor: WriteResult & { benchCpuMsPerEvent: number };
-  /** Median of the rounds' ratios, each round measuring the floor then the server. */
+  /** The floor repeating the server's statements; benchCpuMsPerEvent: the bench process's CPU (with PGlite, the database's too). */
+  floor: WriteResult & { benchCpuMsPerEvent: number; statementsPerEvent: number };
+  /** The minimum-work floor (lib/floor-minimum.ts), with the change cursor. */
+  minimum: WriteResult & { benchCpuMsPerEvent: number; statementsPerEvent: number };
+  /** Medians of the rounds' ratios, each round measuring the floors then the server. */
   throughputRatio: number | null;
   roundRatios: (number | null)[];
+  /** The headline (issue 18): server over the minimum-work floor. */
+  minimumRatio: number | null;
+  minimumRoundRatios: (number | null)[];
+  /** p50 of every lifecycle event's latency, server over the minimum-work floor (issue 18: at most 2 at W=1). */
+  minimumP50Ratio: number | null;
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+const medianOf = (values: (number | null)[]) => round(median(values.filter((value): value is number => value !== null)), 2);
+
+/** One target measured in rounds: its windows, the bench process's CPU and the SQL statements it sent. */
+class Measured {
+  windows: WriteWindow[] = [];
+  cpuUs = 0;
+  statements = 0;
+
+  constructor(
+    private readonly target: WriteTarget,
+    private readonly sql: Sql | null,
+  ) {}
+
+  async round(workers: number, warmupMs: number, windowMs: number) {
+    const cpu = process.cpuUsage();
+    const statements = this.sql?.statements ?? 0;
+    this.windows.push(await measureWritePath(this.target, workers, warmupMs, windowMs));
+    const used = process.cpuUsage(cpu);
+    this.cpuUs += used.user + used.system;
+    this.statements += (this.sql?.statements ?? 0) - statements;
+    return this.windows[this.windows.length - 1]!.eventsPerSecond;
+  }
+
+  result() {
+    const combined = combineWindows(this.windows);
+    return {
+      ...combined,
+      benchCpuMsPerEvent: round(this.cpuUs / 1000 / combined.phaseEvents, 2)!,
+      // createRun's statements are counted too; they are one per ten events.
+      statementsPerEvent: round(this.statements / combined.phaseEvents, 2)!,
+    };
+  }
+
+  ratios(server: WriteWindow[]) {
+    return server.map((window, index) => ratio(window.eventsPerSecond, this.windows[index]!.eventsPerSecond));
+  }
+}
 
 /**
- * Per W, `rounds` rounds of the floor then the server, each measuring its share of the window:
- * load on this shared machine drifts over tens of seconds, and interleaving puts both sides under
- * the same drift. The ratio reported is the median of the rounds' ratios, with their range.
+ * Per W, `rounds` rounds of the two floors then the server, each measuring its share of the window:
+ * load on this shared machine drifts over tens of seconds, and interleaving puts every side under
+ * the same drift. The ratios reported are the medians of the rounds' ratios, with each round's.
  */
 async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: Backend, ownerToken: string, workerTokens: string[]) {
   const rows: WriteRow[] = [];
   const workerSubs = workerTokens.map((_, index) => `bench-worker-${index}`);
   const windowMs = (settings.measureSeconds * 1000) / settings.rounds;
   for (const workers of settings.workers) {
-    const floorWindows: WriteWindow[] = [];
+    const floor = new Measured(floorTarget(backend.floor, OWNER, workerSubs), backend.floor);
+    const minimum = new Measured(minimumTarget(backend.minimumFloor, OWNER, workerSubs, { cursor: true }), backend.minimumFloor);
     const serverWindows: WriteWindow[] = [];
-    let floorCpuUs = 0;
     let serverCounts = { statements: 0, cpuUs: 0, preemptions: null as number | null };
     for (let round = 0; round < settings.rounds; round++) {
       const warmupMs = round === 0 ? settings.warmupSeconds * 1000 : 1000;
-      log(`  write path, W=${workers}, round ${round + 1} of ${settings.rounds}: plain-SQL floor, then server…`);
-      const cpu = process.cpuUsage();
-      floorWindows.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs));
-      const used = process.cpuUsage(cpu);
-      floorCpuUs += used.user + used.system;
+      log(`  write path, W=${workers}, round ${round + 1} of ${settings.rounds}: floor, minimum-work floor, then server…`);
+      const floorRate = await floor.round(workers, warmupMs, windowMs);
+      const minimumRate = await minimum.round(workers, warmupMs, windowMs);
       const start = await server.counts();
       const measure = () => measureWritePath(serverTarget(http, ownerToken, workerTokens), workers, warmupMs, windowMs);
       serverWindows.push(await (round === 0 ? profiled(server, `write-W${workers}`, measure) : measure()));
@@ -165,12 +210,13 @@ async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: B
         // Null where the platform cannot tell.
         preemptions: end.preemptions === null || start.preemptions === null ? null : (serverCounts.preemptions ?? 0) + end.preemptions - start.preemptions,
       };
-      const last = (windows: WriteWindow[]) => windows[windows.length - 1]!.eventsPerSecond;
-      log(`    server ${Math.round(last(serverWindows))} events/s, floor ${Math.round(last(floorWindows))} events/s`);
+      const serverRate = serverWindows[serverWindows.length - 1]!.eventsPerSecond;
+      log(`    server ${Math.round(serverRate)} events/s, floor ${Math.round(floorRate)}, minimum-work floor ${Math.round(minimumRate)}`);
     }
     const measured = combineWindows(serverWindows);
-    const floor = combineWindows(floorWindows);
-    const roundRatios = serverWindows.map((window, index) => ratio(window.eventsPerSecond, floorWindows[index]!.eventsPerSecond));
+    const minimumResult = minimum.result();
+    const roundRatios = floor.ratios(serverWindows);
+    const minimumRoundRatios = minimum.ratios(serverWindows);
     rows.push({
       workers,
       server: {
@@ -179,41 +225,65 @@ async function writeSection(server: ServerProcess, http: GraphQLHttp, backend: B
         serverCpuMsPerEvent: round(serverCounts.cpuUs / 1000 / measured.phaseEvents, 2)!,
         preemptionsPerEvent: serverCounts.preemptions === null ? null : round(serverCounts.preemptions / measured.phaseEvents, 1),
       },
-      floor: { ...floor, benchCpuMsPerEvent: round(floorCpuUs / 1000 / floor.phaseEvents, 2)! },
-      throughputRatio: round(median(roundRatios.filter((value): value is number => value !== null)), 2),
+      floor: floor.result(),
+      minimum: minimumResult,
+      throughputRatio: medianOf(roundRatios),
       roundRatios,
+      minimumRatio: medianOf(minimumRoundRatios),
+      minimumRoundRatios,
+      minimumP50Ratio: ratio(measured.eventLatencyMs.p50, minimumResult.eventLatencyMs.p50),
     });
   }
   return rows;
 }
 
 function printWrite(rows: WriteRow[]) {
-  log('\nWrite path: lifecycle events/s (claim … finishRun, ten per run), server over HTTP vs plain SQL');
+  log('\nWrite path: lifecycle events/s (claim … finishRun, ten per run), server over HTTP vs the two plain-SQL floors');
   log(
     table(
-      ['W', 'server ev/s', 'floor ev/s', 'server/floor (median)', 'rounds', 'server CPU ms/ev', 'floor client CPU ms/ev', 'server preempted /ev', 'server SQL/ev'],
+      ['W', 'server ev/s', 'minimum ev/s', 'server/minimum (median)', 'rounds', 'floor ev/s', 'server/floor (median)', 'rounds', 'event p50 server/minimum'],
       rows.map((row) => [
         row.workers,
         Math.round(row.server.eventsPerSecond),
+        Math.round(row.minimum.eventsPerSecond),
+        row.minimumRatio,
+        row.minimumRoundRatios.map((value) => value ?? '—').join(' '),
         Math.round(row.floor.eventsPerSecond),
         row.throughputRatio,
         row.roundRatios.map((value) => value ?? '—').join(' '),
+        row.minimumP50Ratio,
+      ]),
+    ),
+  );
+  log('\nCost per event: server CPU and SQL statements (the probe), against both floors (their client process)');
+  log(
+    table(
+      ['W', 'server CPU ms/ev', 'server preempted /ev', 'server SQL/ev', 'minimum SQL/ev', 'minimum client CPU ms/ev', 'floor SQL/ev', 'floor client CPU ms/ev'],
+      rows.map((row) => [
+        row.workers,
         row.server.serverCpuMsPerEvent,
-        row.floor.benchCpuMsPerEvent,
         row.server.preemptionsPerEvent,
         row.server.statementsPerEvent,
+        row.minimum.statementsPerEvent,
+        row.minimum.benchCpuMsPerEvent,
+        row.floor.statementsPerEvent,
+        row.floor.benchCpuMsPerEvent,
       ]),
     ),
   );
   for (const row of rows) {
-    log(`\nW=${row.workers}: latency per mutation, ms (server p50 / p99 | floor p50 / p99)`);
+    log(`\nW=${row.workers}: latency per mutation, ms (server | minimum-work floor | floor)`);
     log(
       table(
-        ['mutation', 'server p50', 'server p99', 'floor p50', 'floor p99', 'p50 ratio'],
+        ['mutation', 'server p50', 'server p99', 'minimum p50', 'minimum p99', 'floor p50', 'floor p99', 'p50 server/minimum'],
         ['createRun', ...LIFECYCLE_OPS].map((op) => {
           const server = row.server.latencyMs[op];
+          const minimum = row.minimum.latencyMs[op];
           const floor = row.floor.latencyMs[op];
-          return [op, round(server?.p50 ?? NaN), round(server?.p99 ?? NaN), round(floor?.p50 ?? NaN), round(floor?.p99 ?? NaN), ratio(server?.p50 ?? NaN, floor?.p50 ?? NaN)];
+          return [
+            op, round(server?.p50 ?? NaN), round(server?.p99 ?? NaN), round(minimum?.p50 ?? NaN), round(minimum?.p99 ?? NaN),
+            round(floor?.p50 ?? NaN), round(floor?.p99 ?? NaN), ratio(server?.p50 ?? NaN, minimum?.p50 ?? NaN),
+          ];
         }),
       ),
     );
@@ -224,8 +294,8 @@ function printCensus(entries: CensusEntry[], title: string) {
   log(`\n${title}`);
   log(
     table(
-      ['operation', 'server SQL', 'floor SQL', 'server db ms', 'latency ms'],
-      entries.map((e) => [e.op, e.statements, e.floorStatements ?? null, round(e.dbMs), round(e.latencyMs)]),
+      ['operation', 'server SQL', 'floor SQL', 'minimum-work floor SQL', 'server db ms', 'latency ms'],
+      entries.map((e) => [e.op, e.statements, e.floorStatements ?? null, e.minimumStatements ?? null, round(e.dbMs), round(e.latencyMs)]),
     ),
   );
 }
@@ -299,12 +369,18 @@ async function runSections(
     const threadId = await serverCreateThread(http, ownerToken, 'census');
     const write = await writeCensus(server, http, { owner: ownerToken, worker: workerTokens[0]! }, threadId, {
       sql: backend.floor,
+      minimum: backend.minimumFloor,
       ownerSub: OWNER,
       workerSub: 'bench-worker-0',
     });
     const read = timeline ? await readCensus(server, http, ownerToken, timeline.server, [50, 500]) : [];
     report.census = { write, read };
     printCensus(write, 'Census: SQL statements the server sends per mutation (one run, sequential)');
+    const events = write.filter((entry) => entry.op !== 'createRun');
+    const perEvent = (pick: (entry: CensusEntry) => number | undefined) => round(events.reduce((sum, entry) => sum + (pick(entry) ?? NaN), 0) / events.length, 1);
+    const statementsPerEvent = { server: perEvent((e) => e.statements), floor: perEvent((e) => e.floorStatements), minimum: perEvent((e) => e.minimumStatements) };
+    report.census = { write, read, statementsPerEvent };
+    log(`Per lifecycle event: server ${statementsPerEvent.server} statements, floor ${statementsPerEvent.floor}, minimum-work floor ${statementsPerEvent.minimum} (issue 18: at most 3)`);
     if (read.length) printCensus(read, 'Census: SQL statements per timeline read');
   }
 
@@ -404,7 +480,9 @@ async function main() {
   const started = Date.now();
   const adminUrl = process.env.DATABASE_URL;
   log(`Opening the ${adminUrl ? 'PostgreSQL' : 'PGlite'} backend…`);
-  const backend = adminUrl ? await openPostgresBackend(adminUrl) : await openPgliteBackend();
+  const backend = adminUrl ? await openPostgresBackend(adminUrl, settings.minimumPoolSize) : await openPgliteBackend();
+  // Before the server starts: on PostgreSQL the floors share its database.
+  const cursorColumns = await ensureCursorColumns(backend.floor);
   const report: Record<string, unknown> = {
     command: `npm run bench --${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}`,
     backend: backend.kind,
@@ -412,7 +490,11 @@ async function main() {
     settings,
     machine: machine(backend),
     floorPoolSize: backend.kind === 'postgres' ? FLOOR_POOL_SIZE : 1,
+    minimumFloorPoolSize: backend.kind === 'postgres' ? settings.minimumPoolSize : 1,
+    /** Where the minimum-work floor's change cursor columns came from (lib/floor-minimum.ts). */
+    cursorColumns,
   };
+  if (cursorColumns !== 'schema') log('The schema has no change cursor yet: the bench added the columns to its scratch database for the minimum-work floor.');
   let server: ServerProcess | null = null;
   let http: GraphQLHttp | null = null;
   // Ctrl-C: stop the server and drop the scratch database before leaving.
