@@ -32,7 +32,7 @@ import { combineWindows, floorTarget, measureWritePath, minimumTarget, serverTar
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
-const SECTIONS = ['census', 'write', 'read', 'fanout', 'layers'] as const;
+const SECTIONS = ['census', 'write', 'cursor', 'read', 'fanout', 'storm', 'curves', 'layers'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: flags } = parseArgs({
@@ -290,6 +290,55 @@ function printWrite(rows: WriteRow[]) {
   }
 }
 
+interface CursorRow {
+  workers: number;
+  without: ReturnType<Measured['result']>;
+  with: ReturnType<Measured['result']>;
+  /** Median of the rounds' ratios, events/s with the cursor over without. */
+  throughputRatio: number | null;
+  roundRatios: (number | null)[];
+}
+
+/**
+ * The write path's cost of the change cursor (issue 20): the minimum-work floor with and without
+ * the cursor bump, in interleaved rounds as in the write section.
+ */
+async function cursorSection(backend: Backend) {
+  const rows: CursorRow[] = [];
+  const workerSubs = Array.from({ length: Math.max(...settings.workers, 1) }, (_, index) => `bench-cursor-${index}`);
+  const windowMs = (settings.measureSeconds * 1000) / settings.rounds;
+  for (const workers of settings.workers) {
+    const without = new Measured(minimumTarget(backend.minimumFloor, OWNER, workerSubs, { cursor: false }), backend.minimumFloor);
+    const withCursor = new Measured(minimumTarget(backend.minimumFloor, OWNER, workerSubs, { cursor: true }), backend.minimumFloor);
+    for (let round = 0; round < settings.rounds; round++) {
+      const warmupMs = round === 0 ? settings.warmupSeconds * 1000 : 1000;
+      const a = await without.round(workers, warmupMs, windowMs);
+      const b = await withCursor.round(workers, warmupMs, windowMs);
+      log(`  cursor cost, W=${workers}, round ${round + 1} of ${settings.rounds}: without ${Math.round(a)} events/s, with ${Math.round(b)}`);
+    }
+    const roundRatios = without.ratios(withCursor.windows);
+    rows.push({ workers, without: without.result(), with: withCursor.result(), throughputRatio: medianOf(roundRatios), roundRatios });
+  }
+  log('\nThe change cursor\'s cost on the write path: the minimum-work floor without and with the cursor bump');
+  log(
+    table(
+      ['W', 'without ev/s', 'with ev/s', 'with/without (median)', 'rounds', 'event p50 without', 'event p50 with', 'event p99 without', 'event p99 with'],
+      rows.map((row) => [
+        row.workers,
+        Math.round(row.without.eventsPerSecond),
+        Math.round(row.with.eventsPerSecond),
+        row.throughputRatio,
+        row.roundRatios.map((value) => value ?? '—').join(' '),
+        round(row.without.eventLatencyMs.p50),
+        round(row.with.eventLatencyMs.p50),
+        round(row.without.eventLatencyMs.p99),
+        round(row.with.eventLatencyMs.p99),
+      ]),
+    ),
+  );
+  return rows;
+}
+
 function printCensus(entries: CensusEntry[], title: string) {
   log(`\n${title}`);
   log(
@@ -389,6 +438,11 @@ async function runSections(
     const rows = await writeSection(server, http, backend, ownerToken, workerTokens);
     report.write = rows;
     printWrite(rows);
+  }
+
+  if (runs('cursor')) {
+    log('Cost of the change cursor…');
+    report.cursor = await cursorSection(backend);
   }
 
   if (runs('read') && timeline) {
