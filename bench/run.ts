@@ -19,12 +19,13 @@ import { ensureCursorColumns } from './lib/floor-minimum.js';
 import { readCensus, writeCensus, type CensusEntry } from './lib/census.js';
 import { summarizeProfile } from './lib/cpuprofile.js';
 import { measureFanout, measureFanoutFloor, type FanoutFloorResult, type FanoutResult } from './lib/fanout.js';
-import type { Transport } from './lib/fanout-subscribers.js';
+import type { Stream, Transport } from './lib/fanout-subscribers.js';
+import { CURVES, GROWTH_THRESHOLD, runCurves, type Curve } from './lib/curves.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { measureLayers } from './lib/layers.js';
 import { LIFECYCLE_OPS } from './lib/run-script.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
-import { serverCreateThread } from './lib/server-worker.js';
+import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.js';
 import { sqlOverDriver, type Sql } from './lib/sql.js';
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, seedTimeline, type ReadResult } from './lib/timeline.js';
@@ -48,6 +49,10 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string' },
     profile: { type: 'boolean', default: false },
     'minimum-pool': { type: 'string' },
+    streams: { type: 'string' },
+    redis: { type: 'string' },
+    scale: { type: 'string' },
+    curves: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -73,7 +78,16 @@ const settings = {
   layerRuns: quick ? 10 : Number(process.env.LAYER_RUNS ?? 40),
   profile: flags.profile,
   minimumPoolSize: Number(flags['minimum-pool'] ?? MINIMUM_FLOOR_POOL_SIZE),
+  /** Fan-out streams; by default toolStatusChanged, and threadChanges when the server has it. */
+  streams: flags.streams ? (flags.streams.split(',') as Stream[]) : null,
+  /** With a Redis URL (--redis or BENCH_REDIS_URL), fan-out runs through Redis as well as in process (PostgreSQL only). */
+  redisUrl: flags.redis ?? process.env.BENCH_REDIS_URL ?? null,
+  pubsubs: [] as ('memory' | 'redis')[],
+  /** Cost curves to run (lib/curves.ts) and the factor on their sizes (0.01 for a quick check). */
+  curves: (flags.curves ?? CURVES.join(',')).split(',') as Curve[],
+  scale: Number(flags.scale ?? 1),
 };
+settings.pubsubs = settings.redisUrl ? ['memory', 'redis'] : ['memory'];
 for (const section of settings.sections) {
   if (!SECTIONS.includes(section)) throw new Error(`Unknown section "${section}"; pick from ${SECTIONS.join(', ')}`);
 }
@@ -372,12 +386,23 @@ function printRead(read: ReadRow) {
   );
 }
 
-function printFanout(results: (FanoutResult & { floor: FanoutFloorResult | null })[]) {
-  log('\nLive fan-out: toolStatusChanged on one thread; latency from the COMMIT to receipt, ms');
+type FanoutRow = FanoutResult & { floor: FanoutFloorResult | null };
+
+function printFanout(results: FanoutRow[]) {
+  log('\nLive fan-out: one thread, tool status changes; every state delivered to every subscriber, in commit order?');
   log(
     table(
-      ['transport', 'subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'later status'],
+      ['stream', 'pub/sub', 'transport', 'subscribers', 'states', 'lost', 'duplicated', 'out of order', 'subscribers affected'],
+      results.map((r) => [r.stream, r.pubsub, r.transport, r.subscribers, r.integrity.states, r.integrity.lost, r.integrity.duplicated, r.integrity.outOfOrder, r.integrity.subscribersAffected]),
+    ),
+  );
+  log('\nLive fan-out: latency from the COMMIT to receipt, ms');
+  log(
+    table(
+      ['stream', 'pub/sub', 'transport', 'subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'later status'],
       results.map((r) => [
+        r.stream,
+        r.pubsub,
         r.transport,
         r.subscribers,
         r.events,
@@ -464,29 +489,96 @@ async function runSections(
 
   if (runs('fanout')) {
     log('Live fan-out…');
-    const threadId = await serverCreateThread(http, ownerToken, 'fan-out');
-    const results: (FanoutResult & { floor: FanoutFloorResult | null })[] = [];
-    for (const transport of settings.transports) {
-      for (const subscribers of settings.subscribers) {
-        log(`  ${subscribers} subscribers over ${transport}…`);
-        const measured = await profiled(server, `fanout-${transport}-${subscribers}`, () =>
-          measureFanout({ server, http, ownerToken, workerToken: workerTokens[0]!, threadId, transport, subscribers, events: settings.events, log }),
-        );
-        if (transport !== 'ws') {
-          results.push({ ...measured, floor: null });
-          continue;
+    const streams = settings.streams ?? ((await serverHasThreadChanges(http, ownerToken)) ? ['toolStatusChanged', 'threadChanges'] : ['toolStatusChanged']);
+    const results: FanoutRow[] = [];
+    const floors = new Map<number, FanoutFloorResult>();
+    for (const pubsub of settings.pubsubs) {
+      if (pubsub === 'redis' && backend.kind !== 'postgres') {
+        log('  (Redis fan-out needs PostgreSQL: PGlite is one process, so no second server; skipped)');
+        continue;
+      }
+      // The in-process rows use the bench's server; the Redis rows a second server on the same database, with REDIS_URL.
+      const target = pubsub === 'redis' ? await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: settings.redisUrl! }) : server;
+      const targetHttp = pubsub === 'redis' ? new GraphQLHttp(target.url) : http;
+      try {
+        const threadId = await serverCreateThread(targetHttp, ownerToken, `fan-out ${pubsub}`);
+        for (const stream of streams) {
+          for (const transport of settings.transports) {
+            for (const subscribers of settings.subscribers) {
+              log(`  ${subscribers} subscribers to ${stream} over ${transport}, pub/sub ${pubsub}…`);
+              const measured = await profiled(target, `fanout-${pubsub}-${stream}-${transport}-${subscribers}`, () =>
+                measureFanout({
+                  server: target, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events, log,
+                }),
+              );
+              if (transport !== 'ws' || floors.has(subscribers)) {
+                results.push({ ...measured, floor: floors.get(subscribers) ?? null });
+                continue;
+              }
+              // The floor at the event rate the server sustained, so both see the same spacing; 200 events
+              // (200 × subscribers deliveries) are plenty for its percentiles and keep the bench short.
+              const intervalMs = (measured.seconds * 1000) / settings.events;
+              const floorEvents = Math.min(settings.events, 200);
+              log(`    floor: a bare WebSocket broadcast, ${floorEvents} events, one every ${intervalMs.toFixed(1)} ms`);
+              floors.set(subscribers, await measureFanoutFloor(subscribers, floorEvents, intervalMs));
+              results.push({ ...measured, floor: floors.get(subscribers)! });
+            }
+          }
         }
-        // The floor at the event rate the server sustained, so both see the same spacing; 200 events
-        // (200 × subscribers deliveries) are plenty for its percentiles and keep the bench short.
-        const intervalMs = (measured.seconds * 1000) / settings.events;
-        const floorEvents = Math.min(settings.events, 200);
-        log(`    floor: a bare WebSocket broadcast, ${floorEvents} events, one every ${intervalMs.toFixed(1)} ms`);
-        results.push({ ...measured, floor: await measureFanoutFloor(subscribers, floorEvents, intervalMs) });
+      } finally {
+        if (pubsub === 'redis') {
+          targetHttp.close();
+          await target.stop();
+        }
       }
     }
     report.fanout = results;
     printFanout(results);
   }
+}
+
+async function curvesSection(backend: Backend, secret: string) {
+  const workers = Math.max(...settings.workers, 1);
+  const ownerToken = await mintToken(secret, { sub: OWNER, role: 'superadmin' }, '2h');
+  const workerTokens = await Promise.all(Array.from({ length: workers }, (_, i) => mintToken(secret, { sub: `bench-curve-${i}`, role: 'worker' }, '2h')));
+  const report = await runCurves({
+    backend,
+    curves: settings.curves,
+    scale: settings.scale,
+    ownerSub: OWNER,
+    ownerToken,
+    workerSubs: workerTokens.map((_, i) => `bench-curve-${i}`),
+    workerTokens,
+    workers,
+    warmupMs: settings.warmupSeconds * 1000,
+    windowMs: (settings.measureSeconds * 1000) / settings.rounds,
+    rounds: settings.rounds,
+    readIterations: settings.readIterations,
+    startServer: () => startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret }),
+    log,
+  });
+  log('\nCost curves ("grows": the largest size costs over ' + GROWTH_THRESHOLD + '× the smallest, per event, per call, per change or per subscriber)');
+  const curves = report as Record<string, any>;
+  if (curves.write) {
+    log(`Write path at W=${curves.write.workers}, by audits already in the table: server ${curves.write.server}, minimum-work floor ${curves.write.minimumFloor}`);
+    log(table(['audits in table', 'server ev/s', 'minimum ev/s'], curves.write.rows.map((r: any) => [r.auditsInTable, r.serverEventsPerSecond, r.minimumEventsPerSecond])));
+  }
+  if (curves.read) {
+    log(`threadAudits(limit: 500) p50 by thread size: server ${curves.read.server}, floor ${curves.read.floor}`);
+    log(table(['audits in thread', 'server p50 ms', 'floor p50 ms'], curves.read.rows.map((r: any) => [r.audits, r.serverP50Ms, r.floorP50Ms])));
+  }
+  if (curves.catchup) {
+    if (curves.catchup.skipped) log(`threadChanges catch-up: skipped (${curves.catchup.skipped})`);
+    else {
+      log(`threadChanges catch-up, per change: ${curves.catchup.perChange}`);
+      log(table(['changes', 'catch-up ms', 'first event ms', 'events', 'ms/change'], curves.catchup.rows.map((r: any) => [r.changes, r.catchUpMs, r.firstEventMs, r.events, r.msPerChange])));
+    }
+  }
+  if (curves.memory) {
+    log(`Server memory per idle ${curves.memory.stream} subscriber (after a full GC): ${curves.memory.perSubscriber}`);
+    log(table(['subscribers', 'RSS KiB/subscriber', 'heap KiB/subscriber', 'heap used MiB'], curves.memory.rows.map((r: any) => [r.subscribers, r.rssKiBPerSubscriber, r.heapKiBPerSubscriber, r.heapUsedMiB])));
+  }
+  return report;
 }
 
 async function layersSection(backend: Backend) {
@@ -571,25 +663,26 @@ async function main() {
       timeline = { server: serverThread, floor: floorThread };
     }
 
-    if (settings.sections.some((section) => section !== 'layers')) {
-      const secret = randomBytes(32).toString('base64url');
+    const secret = randomBytes(32).toString('base64url');
+    if (settings.sections.some((section) => section !== 'layers' && section !== 'curves')) {
       log('Starting the server process…');
       server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret });
       http = new GraphQLHttp(server.url);
       await runSections(server, http, backend, secret, timeline, report);
+      http.close();
+      await server.stop();
+      server = null;
+    }
+    // Last but layers: the curves seed millions of rows, and on PGlite only while no server runs.
+    if (runs('curves')) report.curves = await curvesSection(backend, secret);
+    if (runs('layers')) {
+      log('Layers…');
+      report.layers = await layersSection(backend);
     }
   } finally {
     http?.close();
     await server?.stop().catch((error: unknown) => console.error('Stopping the server failed:', error));
-    if (!runs('layers')) await backend.close();
-  }
-  if (runs('layers')) {
-    try {
-      log('Layers…');
-      report.layers = await layersSection(backend);
-    } finally {
-      await backend.close();
-    }
+    await backend.close();
   }
   if (profiles.length) {
     report.profile = profiles;

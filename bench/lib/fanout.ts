@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { GraphQLHttp } from './graphql-http.js';
-import type { Transport } from './fanout-subscribers.js';
+import type { Stream, Transport } from './fanout-subscribers.js';
 import { ipcClient } from './ipc.js';
 import { runScript, type Step } from './run-script.js';
 import type { ServerProcess } from './server-process.js';
@@ -27,8 +27,22 @@ interface Mutation {
   event?: { toolCallId: string; status: string };
 }
 
+/** Lost, duplicated and out-of-order states, summed over the subscribers (lib/fanout-subscribers.ts). */
+export interface Integrity {
+  subscribers: number;
+  states: number;
+  lost: number;
+  duplicated: number;
+  outOfOrder: number;
+  subscribersAffected: number;
+}
+
 export interface FanoutResult {
   transport: Transport;
+  stream: Stream;
+  /** Where the server's events travel: its own process, or Redis (REDIS_URL). */
+  pubsub: 'memory' | 'redis';
+  integrity: Integrity;
   subscribers: number;
   connected: number;
   events: number;
@@ -79,14 +93,16 @@ export async function measureFanout(options: {
   workerToken: string;
   threadId: string;
   transport: Transport;
+  stream: Stream;
+  pubsub: 'memory' | 'redis';
   subscribers: number;
   events: number;
   log: (line: string) => void;
 }): Promise<FanoutResult> {
-  const { server, http, ownerToken, workerToken, threadId, transport, subscribers, events, log } = options;
+  const { server, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, log } = options;
   const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(child);
-  const prefix = `fan-${transport}-${subscribers}-`;
+  const prefix = `fan-${transport}-${stream}-${pubsub}-${subscribers}-`;
   try {
     const { connected } = await ask<{ connected: number }>({
       command: 'start',
@@ -96,12 +112,13 @@ export async function measureFanout(options: {
       threadId,
       subscribers,
       measuredPrefix: prefix,
+      stream,
     });
     if (connected < subscribers) throw new Error(`only ${connected} of ${subscribers} subscribers connected`);
 
     // Warm up until every subscription is live: each subscriber has seen a whole warm-up run.
     for (let round = 1; ; round++) {
-      await driveRun(http, ownerToken, workerToken, threadId, runScript(1, `warm-${transport}-${subscribers}-${round}`), []);
+      await driveRun(http, ownerToken, workerToken, threadId, runScript(1, `warm-${prefix}${round}`), []);
       await pause(200);
       const progress = await ask<{ minTotal: number; errors: number; firstError?: string }>({ command: 'progress' });
       if (progress.errors) throw new Error(`subscriber errors during warm-up: ${progress.firstError}`);
@@ -131,9 +148,13 @@ export async function measureFanout(options: {
       command: 'summarize',
       expected,
     });
+    const integrity = await ask<Integrity>({ command: 'integrity', expected: expected.map(({ toolCallId, status }) => ({ toolCallId, status })) });
     return {
       ...summary,
       transport,
+      stream,
+      pubsub,
+      integrity,
       connected,
       complete,
       commitStamps: matched ? 'server COMMIT' : `unmatched (${commits.length} COMMITs for ${mutations.length} mutations)`,
