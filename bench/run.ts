@@ -23,6 +23,7 @@ import type { Stream, Transport } from './lib/fanout-subscribers.js';
 import { CURVES, GROWTH_THRESHOLD, runCurves, type Curve } from './lib/curves.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { measureLayers } from './lib/layers.js';
+import { measureStorm, type StormResult } from './lib/storm.js';
 import { LIFECYCLE_OPS } from './lib/run-script.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.js';
@@ -426,6 +427,30 @@ function printFanout(results: FanoutRow[]) {
   log(' first: per event, from the COMMIT, or the floor\'s first send, to its first receipt by any subscriber)');
 }
 
+/**
+ * Runs `body` against the bench's server (pub/sub in process) or, for 'redis', a second server on
+ * the same PostgreSQL database with REDIS_URL. Null where that cannot run (PGlite is one process).
+ */
+async function onPubsub<T>(
+  pubsub: 'memory' | 'redis',
+  context: { server: ServerProcess; http: GraphQLHttp; backend: Backend; secret: string },
+  body: (server: ServerProcess, http: GraphQLHttp) => Promise<T>,
+): Promise<T | null> {
+  if (pubsub === 'memory') return body(context.server, context.http);
+  if (context.backend.kind !== 'postgres') {
+    log('  (Redis needs PostgreSQL: PGlite is one process, so there is no second server; skipped)');
+    return null;
+  }
+  const server = await startServer({ ...context.backend.serverEnv, AUTH_JWT_SECRET: context.secret, REDIS_URL: settings.redisUrl! });
+  const http = new GraphQLHttp(server.url);
+  try {
+    return await body(server, http);
+  } finally {
+    http.close();
+    await server.stop();
+  }
+}
+
 async function runSections(
   server: ServerProcess,
   http: GraphQLHttp,
@@ -493,14 +518,7 @@ async function runSections(
     const results: FanoutRow[] = [];
     const floors = new Map<number, FanoutFloorResult>();
     for (const pubsub of settings.pubsubs) {
-      if (pubsub === 'redis' && backend.kind !== 'postgres') {
-        log('  (Redis fan-out needs PostgreSQL: PGlite is one process, so no second server; skipped)');
-        continue;
-      }
-      // The in-process rows use the bench's server; the Redis rows a second server on the same database, with REDIS_URL.
-      const target = pubsub === 'redis' ? await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: settings.redisUrl! }) : server;
-      const targetHttp = pubsub === 'redis' ? new GraphQLHttp(target.url) : http;
-      try {
+      await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp) => {
         const threadId = await serverCreateThread(targetHttp, ownerToken, `fan-out ${pubsub}`);
         for (const stream of streams) {
           for (const transport of settings.transports) {
@@ -525,15 +543,41 @@ async function runSections(
             }
           }
         }
-      } finally {
-        if (pubsub === 'redis') {
-          targetHttp.close();
-          await target.stop();
-        }
-      }
+      });
     }
     report.fanout = results;
     printFanout(results);
+  }
+
+  if (runs('storm')) {
+    log('Resume storm…');
+    if (!(await serverHasThreadChanges(http, ownerToken))) {
+      log('  skipped: the server has no Subscription.threadChanges yet (issue 20)');
+      report.storm = { skipped: 'the server has no Subscription.threadChanges yet (issue 20)' };
+    } else {
+      const subscribers = Math.max(...settings.subscribers);
+      const results: (StormResult & { pubsub: string })[] = [];
+      for (const pubsub of settings.pubsubs) {
+        const result = await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp) => {
+          log(`  ${subscribers} threadChanges subscribers, pub/sub ${pubsub}…`);
+          const threadId = await serverCreateThread(targetHttp, ownerToken, `storm ${pubsub}`);
+          return measureStorm({ server: target, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, subscribers, log });
+        });
+        if (result) results.push({ ...result, pubsub });
+      }
+      report.storm = results;
+      log('\nResume storm: every subscriber drops its connection at once and resumes with its last cursor while a worker writes');
+      log(
+        table(
+          ['pub/sub', 'subscribers', 'all resubscribed ms', 'all live again ms', 'live again', 'changes written', 'entities', 'missing', 'differing', 'subscribers off', 'repeated cursors', 'errors'],
+          results.map((r) => [
+            r.pubsub, r.subscribers, r.resubscribeMs, r.liveAgainMs, r.liveAgain, r.changesWritten, r.views.entities, r.views.missing, r.views.differing,
+            r.views.subscribersOff, r.views.repeatedCursors, r.errors,
+          ]),
+        ),
+      );
+      log('(live again: has received a change written after the drop; missing/differing: entities of the final committed state absent from, or different in, a subscriber\'s applied view)');
+    }
   }
 }
 
