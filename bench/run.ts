@@ -428,26 +428,29 @@ function printFanout(results: FanoutRow[]) {
 }
 
 /**
- * Runs `body` against the bench's server (pub/sub in process) or, for 'redis', a second server on
- * the same PostgreSQL database with REDIS_URL. Null where that cannot run (PGlite is one process).
+ * Runs `body` against the bench's server (pub/sub in process: the writer's and the subscribers'
+ * server are one), or, for 'redis', two more instances on the same PostgreSQL database with
+ * REDIS_URL: the worker writes to the first, the subscribers listen on the second. Null where that
+ * cannot run (PGlite is one process).
  */
 async function onPubsub<T>(
   pubsub: 'memory' | 'redis',
   context: { server: ServerProcess; http: GraphQLHttp; backend: Backend; secret: string },
-  body: (server: ServerProcess, http: GraphQLHttp) => Promise<T>,
+  body: (writer: ServerProcess, http: GraphQLHttp, fanout: ServerProcess) => Promise<T>,
 ): Promise<T | null> {
-  if (pubsub === 'memory') return body(context.server, context.http);
+  if (pubsub === 'memory') return body(context.server, context.http, context.server);
   if (context.backend.kind !== 'postgres') {
-    log('  (Redis needs PostgreSQL: PGlite is one process, so there is no second server; skipped)');
+    log('  (Redis needs PostgreSQL: PGlite is one process, so there is no second instance; skipped)');
     return null;
   }
-  const server = await startServer({ ...context.backend.serverEnv, AUTH_JWT_SECRET: context.secret, REDIS_URL: settings.redisUrl! });
-  const http = new GraphQLHttp(server.url);
+  const env = { ...context.backend.serverEnv, AUTH_JWT_SECRET: context.secret, REDIS_URL: settings.redisUrl! };
+  const [writer, fanout] = await Promise.all([startServer(env), startServer(env)]);
+  const http = new GraphQLHttp(writer.url);
   try {
-    return await body(server, http);
+    return await body(writer, http, fanout);
   } finally {
     http.close();
-    await server.stop();
+    await Promise.all([writer.stop(), fanout.stop()]);
   }
 }
 
@@ -518,15 +521,15 @@ async function runSections(
     const results: FanoutRow[] = [];
     const floors = new Map<number, FanoutFloorResult>();
     for (const pubsub of settings.pubsubs) {
-      await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp) => {
+      await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp, fanoutServer) => {
         const threadId = await serverCreateThread(targetHttp, ownerToken, `fan-out ${pubsub}`);
         for (const stream of streams) {
           for (const transport of settings.transports) {
             for (const subscribers of settings.subscribers) {
               log(`  ${subscribers} subscribers to ${stream} over ${transport}, pub/sub ${pubsub}…`);
-              const measured = await profiled(target, `fanout-${pubsub}-${stream}-${transport}-${subscribers}`, () =>
+              const measured = await profiled(fanoutServer, `fanout-${pubsub}-${stream}-${transport}-${subscribers}`, () =>
                 measureFanout({
-                  server: target, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events, log,
+                  server: target, fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events, log,
                 }),
               );
               if (transport !== 'ws' || floors.has(subscribers)) {
@@ -558,10 +561,10 @@ async function runSections(
       const subscribers = Math.max(...settings.subscribers);
       const results: (StormResult & { pubsub: string })[] = [];
       for (const pubsub of settings.pubsubs) {
-        const result = await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp) => {
+        const result = await onPubsub(pubsub, { server, http, backend, secret }, async (_writer, targetHttp, fanoutServer) => {
           log(`  ${subscribers} threadChanges subscribers, pub/sub ${pubsub}…`);
           const threadId = await serverCreateThread(targetHttp, ownerToken, `storm ${pubsub}`);
-          return measureStorm({ server: target, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, subscribers, log });
+          return measureStorm({ server: fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, subscribers, log });
         });
         if (result) results.push({ ...result, pubsub });
       }

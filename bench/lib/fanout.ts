@@ -59,8 +59,9 @@ export interface FanoutResult {
   commitStamps: string;
   toolMutationMs: Summary;
   seconds: number;
-  /** SQL statements the server ran during the measured phase, per delivered event. */
+  /** SQL statements the fanning-out server ran during the measured phase, per delivered event. */
   statementsPerDelivery: number;
+  /** CPU of the server the subscribers are connected to (with Redis, another instance than the writer's). */
   serverCpuSeconds: number;
   errors: number;
   firstError?: string;
@@ -87,7 +88,10 @@ async function driveRun(http: GraphQLHttp, ownerToken: string, workerToken: stri
 }
 
 export async function measureFanout(options: {
+  /** The server the worker writes to (its COMMITs are stamped). */
   server: ServerProcess;
+  /** The server the subscribers connect to: the same, or another instance sharing Redis. */
+  fanoutServer: ServerProcess;
   http: GraphQLHttp;
   ownerToken: string;
   workerToken: string;
@@ -99,7 +103,7 @@ export async function measureFanout(options: {
   events: number;
   log: (line: string) => void;
 }): Promise<FanoutResult> {
-  const { server, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, log } = options;
+  const { server, fanoutServer, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, log } = options;
   const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(child);
   const prefix = `fan-${transport}-${stream}-${pubsub}-${subscribers}-`;
@@ -107,7 +111,7 @@ export async function measureFanout(options: {
     const { connected } = await ask<{ connected: number }>({
       command: 'start',
       transport,
-      url: transport === 'ws' ? server.wsUrl : server.url,
+      url: transport === 'ws' ? fanoutServer.wsUrl : fanoutServer.url,
       token: ownerToken,
       threadId,
       subscribers,
@@ -128,7 +132,7 @@ export async function measureFanout(options: {
     log(`    ${subscribers} subscribers live; driving ${events} tool status changes`);
 
     const mutations: Mutation[] = [];
-    const before = await server.counts();
+    const before = await fanoutServer.counts();
     await server.traceStart('commits');
     const started = performance.now();
     for (let run = 0; run * TOOLS_PER_RUN * 2 < events; run++) {
@@ -138,7 +142,7 @@ export async function measureFanout(options: {
     const { complete } = await ask<{ complete: boolean }>({ command: 'wait', events, idleTimeoutMs: 20_000 });
     const seconds = (performance.now() - started) / 1000;
     const commits = (await server.traceTake()).filter((statement) => statement.sql === 'COMMIT');
-    const after = await server.counts();
+    const after = await fanoutServer.counts();
 
     const matched = commits.length === mutations.length;
     const expected = mutations.flatMap((mutation, index) =>

@@ -38,6 +38,7 @@ export interface StormResult {
 }
 
 export async function measureStorm(options: {
+  /** The server the subscribers connect to (the writes go through `http`, maybe another instance). */
   server: ServerProcess;
   http: GraphQLHttp;
   ownerToken: string;
