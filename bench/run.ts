@@ -1,5 +1,7 @@
-// npm run bench [-- --quick] [--sections census,write,read,fanout,layers] [--workers 1,8,32]
-//   [--subscribers 100,1000] [--transports ws,sse] [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--profile]
+// npm run bench [-- --quick] [--sections census,write,cursor,read,fanout,storm,curves,layers] [--workers 1,8,32]
+//   [--subscribers 100,1000] [--transports ws,sse] [--streams toolStatusChanged,threadChanges] [--redis URL]
+//   [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--minimum-pool 8] [--profile] [--record]
+//   [--curves write,read,catchup,memory] [--scale 1]
 //   (LAYER_RUNS=N: more runs per layer, for --profile)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
@@ -54,18 +56,20 @@ const { values: flags } = parseArgs({
     redis: { type: 'string' },
     scale: { type: 'string' },
     curves: { type: 'string' },
+    record: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
 if (flags.help) {
-  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 6).join('\n'));
+  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 8).join('\n'));
   process.exit(0);
 }
 
 const list = (value: string | undefined, fallback: number[]) => (value ? value.split(',').map(Number) : fallback);
 const quick = flags.quick;
 const settings = {
-  sections: (flags.sections ? flags.sections.split(',') : [...SECTIONS]) as Section[],
+  // The cost curves seed millions of rows (minutes): run them on their own, `--sections curves`.
+  sections: (flags.sections ? flags.sections.split(',') : SECTIONS.filter((section) => section !== 'curves')) as Section[],
   workers: list(flags.workers, [1, 8, 32]),
   subscribers: list(flags.subscribers, [100, 1000]),
   /** graphql-ws by default (issue 7's fan-out); `sse` adds the same fleet over SSE. */
@@ -737,8 +741,10 @@ async function main() {
   }
   report.seconds = Math.round((Date.now() - started) / 1000);
   report.loadAverageAtEnd = os.loadavg().map((value) => round(value, 2));
-  mkdirSync(RESULTS, { recursive: true });
-  const file = join(RESULTS, `bench-${backend.kind}-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
+  // --record: a run bench/README.md cites, kept in git (bench/results/recorded/); the rest are not.
+  const directory = flags.record ? join(RESULTS, 'recorded') : RESULTS;
+  mkdirSync(directory, { recursive: true });
+  const file = join(directory, `bench-${backend.kind}-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
   log(`\nDone in ${report.seconds} s. Report: ${file}`);
 }
