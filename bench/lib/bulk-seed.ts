@@ -22,7 +22,7 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
   const runsPerThread = Math.ceil(options.auditsPerThread / AUDITS_PER_RUN);
   const uuid = (kind: string, ...parts: string[]) => `md5('${seed}' || '${kind}' || ${parts.join(` || '.' || `)})::uuid`;
   const counter = CURSOR_SCHEMA.counter.column;
-  const rowCursor = CURSOR_SCHEMA.rows[0].column;
+  const { column: rowCursor, changedAt } = CURSOR_SCHEMA.rows[0];
   await sql.query(
     `INSERT INTO thread (id, owner_id, title, ${counter})
      SELECT ${uuid('t', 't')}, $1, $2, $3::bigint FROM generate_series(0, $4::int - 1) t`,
@@ -35,7 +35,7 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
   const message = (kind: string, role: string, type: string, operation: string, name: string, sequence: number, start: number, end: number, offset: number, input: string, output: string, usage: string, toolCallRow: string) =>
     `SELECT ${uuid(kind, 't', 'r')}, ${uuid('t', 't')}, ${uuid('r', 't', 'r')}, '${role}'::"MessageRole", '${type}'::"MessageType", '${operation}', '${name}',
        'COMPLETED'::"AuditStatus", ${input}, ${output}, ${usage}, ${sequence}, ${sequence + 1}, ${at(start)}, ${at(end)}, ${end - start},
-       ${clock}, ${ns(start)}, ${clock}, ${ns(end)}, ${toolCallRow}, ${at(start)}, ${cursor(offset)}`;
+       ${clock}, ${ns(start)}, ${clock}, ${ns(end)}, ${toolCallRow}, ${at(start)}, ${cursor(offset)}, ${at(end)}`;
   const question = `jsonb_build_object('messages', jsonb_build_array(jsonb_build_object('role', 'user', 'content', 'Question ' || r || ': what changed in the quarterly numbers?')))`;
   const usage = `'{"input_tokens": 412, "output_tokens": 57}'::jsonb`;
   const args = `jsonb_build_object('query', 'quarterly revenue by region ' || r)`;
@@ -54,8 +54,8 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
     await sql.query(`SET LOCAL session_replication_role = replica`);
     const series = `generate_series(0, ${options.threads - 1}) t, generate_series(${from}, ${to}) r`;
     await sql.query(
-      `INSERT INTO run (id, thread_id, status, lease_epoch, created_at, started_at, finished_at, ${rowCursor})
-       SELECT ${uuid('r', 't', 'r')}, ${uuid('t', 't')}, 'COMPLETED', 1, ${at(0)}, ${at(0)}, ${at(3000)}, ${cursor(CHANGES_PER_RUN)}
+      `INSERT INTO run (id, thread_id, status, lease_epoch, created_at, started_at, finished_at, ${rowCursor}, ${changedAt})
+       SELECT ${uuid('r', 't', 'r')}, ${uuid('t', 't')}, 'COMPLETED', 1, ${at(0)}, ${at(0)}, ${at(3000)}, ${cursor(CHANGES_PER_RUN)}, ${at(3000)}
        FROM ${series} ORDER BY t, r`,
     );
     // Model calls, then the tool calls they declare, then the tool audits (the foreign keys' order).
@@ -63,7 +63,7 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
       sql.query(
         `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, output, usage, sequence,
            finished_sequence, started_at, finished_at, duration_ms, start_clock_id, start_clock_nanos, end_clock_id, end_clock_nanos,
-           tool_call_row_id, created_at, ${rowCursor})
+           tool_call_row_id, created_at, ${rowCursor}, ${changedAt})
          ${selects.map((select) => `${select} FROM ${series}`).join(' UNION ALL ')}`,
       );
     await messages([

@@ -12,14 +12,15 @@ import type { Sql } from './sql.js';
 import type { FloorLease } from './floor-write.js';
 
 /**
- * Where the change cursor lives (issue 20's design: a per-thread counter bumped under the thread
- * row's lock, and a column on each changed row, indexed by (thread, cursor)).
+ * Where the change cursor lives (issue 20's migration 20261130190000_change_cursors: a per-thread
+ * counter bumped under the thread row's lock, and on each changed row the cursor and commit time
+ * of its latest change, indexed by (thread, cursor)).
  */
 export const CURSOR_SCHEMA = {
   counter: { table: 'thread', column: 'change_cursor' },
   rows: [
-    { table: 'run', column: 'change_cursor' },
-    { table: 'message', column: 'change_cursor' },
+    { table: 'run', column: 'change_cursor', changedAt: 'changed_at' },
+    { table: 'message', column: 'change_cursor', changedAt: 'changed_at' },
   ],
 } as const;
 
@@ -36,7 +37,7 @@ export async function ensureCursorColumns(sql: Sql): Promise<CursorSource> {
   if (found.length) return 'schema';
   await sql.query(`ALTER TABLE ${table} ADD COLUMN ${column} BIGINT NOT NULL DEFAULT 0`);
   for (const row of CURSOR_SCHEMA.rows) {
-    await sql.query(`ALTER TABLE ${row.table} ADD COLUMN ${row.column} BIGINT`);
+    await sql.query(`ALTER TABLE ${row.table} ADD COLUMN ${row.column} BIGINT, ADD COLUMN ${row.changedAt} TIMESTAMPTZ(3)`);
     await sql.query(`CREATE INDEX ${row.table}_thread_${row.column}_idx ON ${row.table} (thread_id, ${row.column})`);
   }
   return 'added by the bench';
@@ -76,21 +77,21 @@ function statements(cursor: boolean) {
   return {
     createRun: cursor
       ? `WITH bumped AS (UPDATE thread SET change_cursor = change_cursor + 1 WHERE id = $2::uuid AND owner_id = $3 RETURNING id, change_cursor)
-         INSERT INTO run (id, thread_id, change_cursor) SELECT $1::uuid, id, change_cursor FROM bumped RETURNING id`
+         INSERT INTO run (id, thread_id, change_cursor, changed_at) SELECT $1::uuid, id, change_cursor, clock_timestamp() FROM bumped RETURNING id`
       : `INSERT INTO run (id, thread_id) SELECT $1::uuid, id FROM thread WHERE id = $2::uuid AND owner_id = $3 RETURNING id`,
     claimRun: `WITH queued AS (SELECT id, thread_id FROM run WHERE id = $1::uuid AND status = 'QUEUED' FOR UPDATE)
       ${withCursor(`, bumped AS (UPDATE thread SET change_cursor = change_cursor + 1 FROM queued WHERE thread.id = queued.thread_id RETURNING thread.change_cursor AS cursor)`)}
       UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = run.lease_epoch + 1,
         lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(run.started_at, now())
-        ${withCursor(', change_cursor = bumped.cursor')}
+        ${withCursor(', change_cursor = bumped.cursor, changed_at = clock_timestamp()')}
       FROM queued${withCursor(', bumped')} WHERE run.id = queued.id
       RETURNING run.lease_epoch`,
     // $6 id, $7 operation id, $8 model, $9 input, $10 sequence, $11 observed at
     recordModelStarted: `WITH ${LEASED_RUN}${withCursor(`, ${bump()}`)}
       INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, sequence, started_at,
-        start_clock_id, start_clock_nanos${withCursor(', change_cursor')})
+        start_clock_id, start_clock_nanos${withCursor(', change_cursor, changed_at')})
       SELECT $6::uuid, leased.thread_id, leased.id, 'ASSISTANT'::"MessageRole", 'model_audit'::"MessageType", $7::text, $8::text,
-        'RUNNING'::"AuditStatus", $9::jsonb, $10::bigint, $11::timestamptz, $4::text, $5::bigint${withCursor(', bumped.cursor')}
+        'RUNNING'::"AuditStatus", $9::jsonb, $10::bigint, $11::timestamptz, $4::text, $5::bigint${withCursor(', bumped.cursor, clock_timestamp()')}
       FROM leased${withCursor(', bumped')}
       ON CONFLICT (run_id, role, operation_id) DO NOTHING
       RETURNING ${AUDIT_COLUMNS}`,
@@ -99,7 +100,7 @@ function statements(cursor: boolean) {
       closed AS (
         UPDATE message m SET status = 'COMPLETED', output = $7::jsonb, error = NULL, usage = $8::jsonb, finished_at = $10::timestamptz,
           finished_sequence = $9::bigint, end_clock_id = $4, end_clock_nanos = $5::bigint, duration_ms = ${DURATION('m')}
-          ${withCursor(', change_cursor = bumped.cursor')}
+          ${withCursor(', change_cursor = bumped.cursor, changed_at = clock_timestamp()')}
         FROM leased${withCursor(', bumped')}
         WHERE m.run_id = leased.id AND m.role = 'ASSISTANT' AND m.operation_id = $6 AND m.status = 'RUNNING'
         RETURNING m.*),
@@ -117,9 +118,9 @@ function statements(cursor: boolean) {
         FOR UPDATE OF tc)${withCursor(`, ${bump()}`)},
       started AS (
         INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, tool_call_row_id, sequence,
-          started_at, start_clock_id, start_clock_nanos${withCursor(', change_cursor')})
+          started_at, start_clock_id, start_clock_nanos${withCursor(', change_cursor, changed_at')})
         SELECT $6::uuid, leased.thread_id, leased.id, 'TOOL'::"MessageRole", 'tool_audit'::"MessageType", $7::text, $8::text,
-          'RUNNING'::"AuditStatus", $9::jsonb, declaration.id, $10::bigint, $11::timestamptz, $4::text, $5::bigint${withCursor(', bumped.cursor')}
+          'RUNNING'::"AuditStatus", $9::jsonb, declaration.id, $10::bigint, $11::timestamptz, $4::text, $5::bigint${withCursor(', bumped.cursor, clock_timestamp()')}
         FROM leased, declaration${withCursor(', bumped')}
         ON CONFLICT (run_id, role, operation_id) DO NOTHING
         RETURNING *),
@@ -130,7 +131,7 @@ function statements(cursor: boolean) {
       closed AS (
         UPDATE message m SET status = $6::"AuditStatus", output = $8::jsonb, awaiting_run_terminal = false, finished_at = $10::timestamptz,
           finished_sequence = $9::bigint, end_clock_id = $4, end_clock_nanos = $5::bigint, duration_ms = ${DURATION('m')}
-          ${withCursor(', change_cursor = bumped.cursor')}
+          ${withCursor(', change_cursor = bumped.cursor, changed_at = clock_timestamp()')}
         FROM leased${withCursor(', bumped')}
         WHERE m.run_id = leased.id AND m.role = 'TOOL' AND m.operation_id = $7 AND m.status = 'RUNNING'
         RETURNING m.*),
@@ -144,12 +145,12 @@ function statements(cursor: boolean) {
         WHERE m.status = 'RUNNING' AND m.message_type IN ('model_audit', 'tool_audit'))${withCursor(`, ${bump('1 + (SELECT count(*) FROM open)')}`)},
       ended AS (
         UPDATE run SET status = $4::"RunStatus", finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
-          ${withCursor(', change_cursor = bumped.cursor - (SELECT count(*) FROM open)')}
+          ${withCursor(', change_cursor = bumped.cursor - (SELECT count(*) FROM open), changed_at = clock_timestamp()')}
         FROM leased${withCursor(', bumped')} WHERE run.id = leased.id
         RETURNING run.id, run.status),
       abandoned AS (
         UPDATE message m SET status = 'ABANDONED', finished_at = coalesce(m.finished_at, now()), awaiting_run_terminal = false,
-          error = coalesce(m.error, $5::jsonb)${withCursor(', change_cursor = bumped.cursor - (SELECT count(*) FROM open) + open.position')}
+          error = coalesce(m.error, $5::jsonb)${withCursor(', change_cursor = bumped.cursor - (SELECT count(*) FROM open) + open.position, changed_at = clock_timestamp()')}
         FROM open${withCursor(', bumped')} WHERE m.id = open.id
         RETURNING m.*),
       mirrored AS (UPDATE tool_call SET ${MIRROR('abandoned')} FROM abandoned WHERE tool_call.id = abandoned.tool_call_row_id)

@@ -70,7 +70,9 @@ export async function serverCreateRun(http: GraphQLHttp, ownerToken: string, thr
 
 /** Whether the server's schema has `Subscription.threadChanges` (issue 20). */
 export async function serverHasThreadChanges(http: GraphQLHttp, token: string): Promise<boolean> {
-  const data = await http.must(`{ __type(name: "Subscription") { fields { name } } }`, {}, token);
+  const ask = () => http.must(`{ __type(name: "Subscription") { fields { name } } }`, {}, token);
+  // A read, safe to send again: after a long idle phase the pooled connection may have been closed under it.
+  const data = await ask().catch(ask);
   return (data.__type?.fields ?? []).some((field: { name: string }) => field.name === 'threadChanges');
 }
 
