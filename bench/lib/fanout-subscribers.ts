@@ -93,7 +93,7 @@ interface Subscriber {
 }
 
 export type FanoutRequest =
-  | { command: 'start'; transport: Transport; url: string; token: string; threadId: string; subscribers: number; measuredPrefix: string; stream?: Stream }
+  | { command: 'start'; transport: Transport; url: string; token: string; threadId: string; subscribers: number; measuredPrefix: string; stream?: Stream; after?: string }
   | { command: 'drop-and-resume'; url: string; token: string; threadId: string; afterDropPrefix: string }
   | { command: 'storm-progress' }
   | { command: 'compare-views'; expected: Record<string, string> }
@@ -200,7 +200,7 @@ function overSse(url: string, token: string, threadId: string, subscriber: Subsc
 let transportInUse: Transport = 'ws';
 let prefixInUse = '';
 
-async function start(transport: Transport, url: string, token: string, threadId: string, count: number, measuredPrefix: string, chosen: Stream) {
+async function start(transport: Transport, url: string, token: string, threadId: string, count: number, measuredPrefix: string, chosen: Stream, after?: string) {
   let connected = 0;
   subscribers = [];
   stream = chosen;
@@ -210,6 +210,7 @@ async function start(transport: Transport, url: string, token: string, threadId:
   for (let index = 0; index < count; index++) {
     const subscriber: Subscriber = {
       stop: async () => {}, received: new Receipts(), total: 0, measured: 0, errors: [], cursors: new Set(), repeatedCursors: 0, view: new Map(),
+      lastCursor: after,
     };
     subscriber.stop = open(url, token, threadId, subscriber, receiver(subscriber, measuredPrefix), () => connected++);
     subscribers.push(subscriber);
@@ -391,7 +392,7 @@ process.on('message', async (request: FanoutRequest & { id: number }) => {
   let body: unknown;
   switch (request.command) {
     case 'start':
-      body = await start(request.transport, request.url, request.token, request.threadId, request.subscribers, request.measuredPrefix, request.stream ?? 'toolStatusChanged');
+      body = await start(request.transport, request.url, request.token, request.threadId, request.subscribers, request.measuredPrefix, request.stream ?? 'toolStatusChanged', request.after);
       break;
     case 'drop-and-resume':
       body = await dropAndResume(request.url, request.token, request.threadId, request.afterDropPrefix);

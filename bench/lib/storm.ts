@@ -10,7 +10,7 @@ import type { GraphQLHttp } from './graphql-http.js';
 import { ipcClient } from './ipc.js';
 import { runScript } from './run-script.js';
 import type { ServerProcess } from './server-process.js';
-import { serverCreateRun, serverStep, type Lease } from './server-worker.js';
+import { serverChangeCursor, serverCreateRun, serverStep, type Lease } from './server-worker.js';
 import { round } from './stats.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -50,6 +50,8 @@ export async function measureStorm(options: {
   const { server, http, ownerToken, workerToken, threadId, subscribers, log } = options;
   const fleet = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(fleet);
+  // Every subscriber starts after the thread's cursor before any write, so its view can be whole.
+  const after = await serverChangeCursor(http, ownerToken, threadId);
   let prefix = 'storm-before-';
   let writing = true;
   let runs = 0;
@@ -73,7 +75,7 @@ export async function measureStorm(options: {
   });
   try {
     const { connected } = await ask<{ connected: number }>({
-      command: 'start', transport: 'ws', url: server.wsUrl, token: ownerToken, threadId, subscribers, measuredPrefix: 'storm-', stream: 'threadChanges',
+      command: 'start', transport: 'ws', url: server.wsUrl, token: ownerToken, threadId, subscribers, measuredPrefix: 'storm-', stream: 'threadChanges', after,
     });
     if (connected < subscribers) throw new Error(`only ${connected} of ${subscribers} subscribers connected`);
     for (let waited = 0; (await ask<{ minTotal: number }>({ command: 'progress' })).minTotal < 2; waited++) {
