@@ -397,8 +397,11 @@ function printFanout(results: FanoutRow[]) {
   log('\nLive fan-out: one thread, tool status changes; every state delivered to every subscriber, in commit order?');
   log(
     table(
-      ['stream', 'pub/sub', 'transport', 'subscribers', 'states', 'lost', 'duplicated', 'out of order', 'subscribers affected'],
-      results.map((r) => [r.stream, r.pubsub, r.transport, r.subscribers, r.integrity.states, r.integrity.lost, r.integrity.duplicated, r.integrity.outOfOrder, r.integrity.subscribersAffected]),
+      ['stream', 'pub/sub', 'transport', 'subscribers', 'states', 'lost', 'duplicated', 'out of order', 'subscribers affected', 'worst subscriber lost/dup/order'],
+      results.map((r) => {
+        const { states, lost, duplicated, outOfOrder, subscribersAffected, worstSubscriber: worst } = r.integrity;
+        return [r.stream, r.pubsub, r.transport, r.subscribers, states, lost, duplicated, outOfOrder, subscribersAffected, `${worst.lost}/${worst.duplicated}/${worst.outOfOrder}`];
+      }),
     ),
   );
   log('\nLive fan-out: latency from the COMMIT to receipt, ms');

@@ -283,30 +283,33 @@ function integrity(expected: { toolCallId: string; status: string }[]) {
   let duplicated = 0;
   let outOfOrder = 0;
   let subscribersAffected = 0;
+  const worst = { lost: 0, duplicated: 0, outOfOrder: 0 };
   for (const subscriber of subscribers) {
     const { received } = subscriber;
     const seen = new Set<number>();
     let latest = -1;
-    let mine = 0;
+    const mine = { duplicated: 0, outOfOrder: 0 };
     for (let i = 0; i < received.length; i++) {
       const index = order.get(`${received.keys[i]}:${received.statuses[i]}`);
       if (index === undefined) continue;
       if (seen.has(index)) {
-        duplicated++;
-        mine++;
+        mine.duplicated++;
         continue;
       }
       seen.add(index);
-      if (index < latest) {
-        outOfOrder++;
-        mine++;
-      }
+      if (index < latest) mine.outOfOrder++;
       latest = Math.max(latest, index);
     }
-    lost += expected.length - seen.size;
-    if (mine || seen.size < expected.length) subscribersAffected++;
+    const mineLost = expected.length - seen.size;
+    lost += mineLost;
+    duplicated += mine.duplicated;
+    outOfOrder += mine.outOfOrder;
+    worst.lost = Math.max(worst.lost, mineLost);
+    worst.duplicated = Math.max(worst.duplicated, mine.duplicated);
+    worst.outOfOrder = Math.max(worst.outOfOrder, mine.outOfOrder);
+    if (mineLost || mine.duplicated || mine.outOfOrder) subscribersAffected++;
   }
-  return { subscribers: subscribers.length, states: expected.length, lost, duplicated, outOfOrder, subscribersAffected };
+  return { subscribers: subscribers.length, states: expected.length, lost, duplicated, outOfOrder, subscribersAffected, worstSubscriber: worst };
 }
 
 const progress = () => ({

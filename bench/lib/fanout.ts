@@ -35,6 +35,8 @@ export interface Integrity {
   duplicated: number;
   outOfOrder: number;
   subscribersAffected: number;
+  /** The most any one subscriber lost, got twice, or got out of order. */
+  worstSubscriber: { lost: number; duplicated: number; outOfOrder: number };
 }
 
 export interface FanoutResult {
