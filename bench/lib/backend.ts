@@ -17,6 +17,11 @@ export interface Backend {
   beforeServer<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   /** The floor's database: the server's own on PostgreSQL, a twin PGlite directory by default. */
   floor: Sql;
+  /**
+   * The minimum-work floor's connections (lib/floor-minimum.ts): on PostgreSQL a pool of its own,
+   * sized for speed rather than like the server's; on PGlite the floor's own instance.
+   */
+  minimumFloor: Sql;
   /** True when the floor reads the very rows the server reads (one PostgreSQL database). */
   floorSharesServerData: boolean;
   close(): Promise<void>;
@@ -35,12 +40,20 @@ async function adminQuery(adminUrl: string, sql: string) {
 /** The floor uses as many connections as the server's pool (src/db/database.ts: 10). */
 export const FLOOR_POOL_SIZE = 10;
 
-export async function openPostgresBackend(adminUrl: string): Promise<Backend> {
+/**
+ * The minimum-work floor's pool on PostgreSQL: one statement per event keeps a connection busy for
+ * one round trip only, so a few connections per core keep PostgreSQL's CPUs fed without making its
+ * backends fight over them; `--minimum-pool` changes it.
+ */
+export const MINIMUM_FLOOR_POOL_SIZE = 8;
+
+export async function openPostgresBackend(adminUrl: string, minimumPoolSize = MINIMUM_FLOOR_POOL_SIZE): Promise<Backend> {
   const name = `audit_bench_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   await adminQuery(adminUrl, `CREATE DATABASE "${name}"`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const floor = postgresSql(url.toString(), FLOOR_POOL_SIZE);
+  const minimumFloor = postgresSql(url.toString(), minimumPoolSize);
   try {
     await migrate(floor.driver);
     const [{ version }] = (await floor.query<{ version: string }>('SELECT version()')) as [{ version: string }];
@@ -50,10 +63,11 @@ export async function openPostgresBackend(adminUrl: string): Promise<Backend> {
       serverEnv: { DATABASE_URL: url.toString() },
       beforeServer: (fn) => fn(floor),
       floor,
+      minimumFloor,
       floorSharesServerData: true,
       async close() {
         try {
-          await floor.close();
+          await Promise.all([floor.close(), minimumFloor.close()]);
         } finally {
           await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
         }
@@ -61,6 +75,7 @@ export async function openPostgresBackend(adminUrl: string): Promise<Backend> {
     };
   } catch (error) {
     await floor.close().catch(() => {});
+    await minimumFloor.close().catch(() => {});
     await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     throw error;
   }
@@ -87,6 +102,7 @@ export async function openPgliteBackend(): Promise<Backend> {
       }
     },
     floor,
+    minimumFloor: floor,
     floorSharesServerData: false,
     async close() {
       try {

@@ -5,6 +5,7 @@ import type { GraphQLHttp } from './graphql-http.js';
 import { runScript } from './run-script.js';
 import type { ServerProcess, TracedStatement } from './server-process.js';
 import { serverCreateRun, serverStep, type Lease } from './server-worker.js';
+import { minimumFloor } from './floor-minimum.js';
 import { floorCreateRun, floorCreateThread, floorStep, type FloorLease } from './floor-write.js';
 import type { Sql } from './sql.js';
 import { THREAD_AUDITS_EVERYTHING } from './timeline.js';
@@ -14,6 +15,8 @@ export interface CensusEntry {
   statements: number;
   /** The same operation as plain SQL (bench/lib/floor-write.ts), BEGIN and COMMIT included. */
   floorStatements?: number;
+  /** The minimum-work floor's (bench/lib/floor-minimum.ts). */
+  minimumStatements?: number;
   /** Time the server waited on the database for them (sum of statement round trips). */
   dbMs: number;
   latencyMs: number;
@@ -41,8 +44,9 @@ async function traced(server: ServerProcess, op: string, call: () => Promise<unk
 }
 
 /** Statements per operation of one floor run, in the same order as the server's census. */
-async function floorCounts(floor: Sql, ownerSub: string, workerSub: string): Promise<number[]> {
+async function floorCounts(floor: Sql, ownerSub: string, workerSub: string, kind: 'floor' | 'minimum'): Promise<number[]> {
   const threadId = await floorCreateThread(floor, ownerSub);
+  const minimum = minimumFloor(floor, { cursor: true });
   const counts: number[] = [];
   const counted = async <T>(call: () => Promise<T>) => {
     const before = floor.statements;
@@ -50,9 +54,11 @@ async function floorCounts(floor: Sql, ownerSub: string, workerSub: string): Pro
     counts.push(floor.statements - before);
     return value;
   };
-  const runId = await counted(() => floorCreateRun(floor, ownerSub, threadId));
+  const runId = await counted(() => (kind === 'floor' ? floorCreateRun(floor, ownerSub, threadId) : minimum.createRun(ownerSub, threadId)));
   let lease: FloorLease | null = null;
-  for (const step of runScript()) lease = await counted(() => floorStep(floor, workerSub, runId, lease, step));
+  for (const step of runScript()) {
+    lease = await counted(() => (kind === 'floor' ? floorStep(floor, workerSub, runId, lease, step) : minimum.step(workerSub, runId, lease, step)));
+  }
   return counts;
 }
 
@@ -62,7 +68,7 @@ export async function writeCensus(
   http: GraphQLHttp,
   tokens: { owner: string; worker: string },
   threadId: string,
-  floor: { sql: Sql; ownerSub: string; workerSub: string },
+  floor: { sql: Sql; minimum: Sql; ownerSub: string; workerSub: string },
 ) {
   const { owner: ownerToken, worker: workerToken } = tokens;
   let entries: CensusEntry[] = [];
@@ -75,8 +81,9 @@ export async function writeCensus(
       entries.push(await traced(server, step.op, async () => (lease = await serverStep(http, workerToken, runId, lease, step))));
     }
   }
-  const floorStatements = await floorCounts(floor.sql, floor.ownerSub, floor.workerSub);
-  return entries.map((entry, index) => ({ ...entry, floorStatements: floorStatements[index] }));
+  const floorStatements = await floorCounts(floor.sql, floor.ownerSub, floor.workerSub, 'floor');
+  const minimumStatements = await floorCounts(floor.minimum, floor.ownerSub, floor.workerSub, 'minimum');
+  return entries.map((entry, index) => ({ ...entry, floorStatements: floorStatements[index], minimumStatements: minimumStatements[index] }));
 }
 
 export async function readCensus(server: ServerProcess, http: GraphQLHttp, ownerToken: string, threadId: string, limits: number[]) {

@@ -1,6 +1,6 @@
 // A fleet of live dashboards in its own process: N graphql-ws clients (one socket each) or N SSE
-// streams (one HTTP connection each), all subscribed to toolStatusChanged on one thread. Driven by
-// the bench over IPC.
+// streams (one HTTP connection each), all subscribed to toolStatusChanged, or threadChanges, on one
+// thread. Driven by the bench over IPC.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import WebSocket from 'ws';
@@ -13,6 +13,22 @@ const SUBSCRIPTION = /* GraphQL */ `
       toolCallId name effectiveInput output error awaitingRunTerminal
     }
   }`;
+
+/** threadChanges (issue 20): every change with its cursor; tool audits carry what toolStatusChanged does. */
+const THREAD_CHANGES = /* GraphQL */ `
+  subscription Changes($threadId: ID!, $after: String) {
+    threadChanges(threadId: $threadId, after: $after) {
+      cursor committedAt
+      audit { __typename id status ... on ToolAudit { toolCallId } }
+      run { id status }
+    }
+  }`;
+
+export type Stream = 'toolStatusChanged' | 'threadChanges';
+let stream: Stream = 'toolStatusChanged';
+const documentOf = (chosen: Stream) => (chosen === 'threadChanges' ? THREAD_CHANGES : SUBSCRIPTION);
+const variablesOf = (threadId: string, subscriber: Subscriber) =>
+  stream === 'threadChanges' && subscriber.lastCursor ? { threadId, after: subscriber.lastCursor } : { threadId };
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -67,10 +83,21 @@ interface Subscriber {
   /** Receipts of the measured events (tool call ids with the measured prefix). */
   measured: number;
   errors: string[];
+  /** threadChanges: the last cursor received, cursors received more than once, and the applied view (entity id → status). */
+  lastCursor?: string;
+  cursors: Set<string>;
+  repeatedCursors: number;
+  view: Map<string, string>;
+  /** Resume storm: when this subscriber first received a change written after the drop. */
+  liveAgainAt?: number;
 }
 
 export type FanoutRequest =
-  | { command: 'start'; transport: Transport; url: string; token: string; threadId: string; subscribers: number; measuredPrefix: string }
+  | { command: 'start'; transport: Transport; url: string; token: string; threadId: string; subscribers: number; measuredPrefix: string; stream?: Stream; after?: string }
+  | { command: 'drop-and-resume'; url: string; token: string; threadId: string; afterDropPrefix: string }
+  | { command: 'storm-progress' }
+  | { command: 'compare-views'; expected: Record<string, string> }
+  | { command: 'integrity'; expected: { toolCallId: string; status: string }[] }
   | { command: 'progress' }
   | { command: 'wait'; events: number; idleTimeoutMs: number }
   | { command: 'summarize'; expected: { toolCallId: string; status: string; committedAt: number | null; sentAt: number }[] }
@@ -79,11 +106,24 @@ export type FanoutRequest =
 let subscribers: Subscriber[] = [];
 
 /** What each subscriber does with a result, whichever transport brought it. */
+let afterDropPrefix: string | null = null;
+
 function receiver(subscriber: Subscriber, measuredPrefix: string) {
   return (result: { data?: any; errors?: unknown }, at: number) => {
-    const audit = result.data?.toolStatusChanged;
+    const change = result.data?.threadChanges;
+    if (change) {
+      if (subscriber.cursors.has(change.cursor)) subscriber.repeatedCursors++;
+      subscriber.cursors.add(change.cursor);
+      subscriber.lastCursor = change.cursor;
+      const entity = change.audit ?? change.run;
+      if (entity) subscriber.view.set(entity.id, entity.status);
+      subscriber.total++;
+      if (!change.audit?.toolCallId) return;
+    }
+    const audit = change ? change.audit : result.data?.toolStatusChanged;
     if (result.errors || !audit) return void subscriber.errors.push(JSON.stringify(result.errors ?? result));
-    subscriber.total++;
+    if (!change) subscriber.total++;
+    if (afterDropPrefix && subscriber.liveAgainAt === undefined && audit.toolCallId.startsWith(afterDropPrefix)) subscriber.liveAgainAt = at;
     if (audit.toolCallId.startsWith(measuredPrefix)) subscriber.measured++;
     subscriber.received.push(toolCallKey(audit.toolCallId), at, statusCode(audit.status));
   };
@@ -106,7 +146,7 @@ function overWebSocket(url: string, token: string, threadId: string, subscriber:
       case 'next':
         return receive(message.payload, at);
       case 'connection_ack':
-        socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { threadId } } }));
+        socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: documentOf(stream), variables: variablesOf(threadId, subscriber) } }));
         return connected();
       case 'ping':
         return socket.send(JSON.stringify({ type: 'pong' }));
@@ -131,7 +171,7 @@ function overWebSocket(url: string, token: string, threadId: string, subscriber:
 /** One SSE stream (GraphQL over SSE, "distinct connections" mode, as yoga serves it). */
 function overSse(url: string, token: string, threadId: string, subscriber: Subscriber, receive: ReturnType<typeof receiver>, connected: () => void) {
   const abort = new AbortController();
-  const target = `${url}?query=${encodeURIComponent(SUBSCRIPTION)}&variables=${encodeURIComponent(JSON.stringify({ threadId }))}`;
+  const target = `${url}?query=${encodeURIComponent(documentOf(stream))}&variables=${encodeURIComponent(JSON.stringify(variablesOf(threadId, subscriber)))}`;
   void (async () => {
     const response = await fetch(target, { headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` }, signal: abort.signal });
     if (!response.ok || !response.body) throw new Error(`SSE subscription answered HTTP ${response.status}`);
@@ -157,12 +197,21 @@ function overSse(url: string, token: string, threadId: string, subscriber: Subsc
   return async () => abort.abort();
 }
 
-async function start(transport: Transport, url: string, token: string, threadId: string, count: number, measuredPrefix: string) {
+let transportInUse: Transport = 'ws';
+let prefixInUse = '';
+
+async function start(transport: Transport, url: string, token: string, threadId: string, count: number, measuredPrefix: string, chosen: Stream, after?: string) {
   let connected = 0;
   subscribers = [];
+  stream = chosen;
+  transportInUse = transport;
+  prefixInUse = measuredPrefix;
   const open = transport === 'ws' ? overWebSocket : overSse;
   for (let index = 0; index < count; index++) {
-    const subscriber: Subscriber = { stop: async () => {}, received: new Receipts(), total: 0, measured: 0, errors: [] };
+    const subscriber: Subscriber = {
+      stop: async () => {}, received: new Receipts(), total: 0, measured: 0, errors: [], cursors: new Set(), repeatedCursors: 0, view: new Map(),
+      lastCursor: after,
+    };
     subscriber.stop = open(url, token, threadId, subscriber, receiver(subscriber, measuredPrefix), () => connected++);
     subscribers.push(subscriber);
     // Open connections in small bursts rather than 1,000 handshakes at once.
@@ -171,6 +220,96 @@ async function start(transport: Transport, url: string, token: string, threadId:
   const deadline = Date.now() + 60_000;
   while (connected < count && Date.now() < deadline) await pause(50);
   return { connected };
+}
+
+/**
+ * The resume storm: every subscriber drops its connection at once, then resumes with the last
+ * cursor it received. Returns when every one is subscribed again.
+ */
+async function dropAndResume(url: string, token: string, threadId: string, prefix: string) {
+  afterDropPrefix = prefix;
+  const droppedAt = now();
+  await Promise.all(subscribers.map((subscriber) => subscriber.stop()));
+  let resubscribed = 0;
+  const open = transportInUse === 'ws' ? overWebSocket : overSse;
+  for (const subscriber of subscribers) {
+    subscriber.liveAgainAt = undefined;
+    subscriber.stop = open(url, token, threadId, subscriber, receiver(subscriber, prefixInUse), () => resubscribed++);
+  }
+  const deadline = Date.now() + 60_000;
+  while (resubscribed < subscribers.length && Date.now() < deadline) await pause(20);
+  return { droppedAt, resubscribedAt: now(), resubscribed };
+}
+
+const stormProgress = () => {
+  const times = subscribers.map((s) => s.liveAgainAt).filter((at): at is number => at !== undefined);
+  return { liveAgain: times.length, lastLiveAgainAt: times.length ? Math.max(...times) : null, errors: progress().errors, firstError: progress().firstError };
+};
+
+/** Every subscriber's applied view against the database's state (entity id → status). */
+function compareViews(expected: Record<string, string>) {
+  let missing = 0;
+  let differing = 0;
+  let subscribersOff = 0;
+  for (const subscriber of subscribers) {
+    let off = false;
+    for (const [id, status] of Object.entries(expected)) {
+      const seen = subscriber.view.get(id);
+      if (seen === undefined) missing++;
+      else if (seen !== status) differing++;
+      off ||= seen !== status;
+    }
+    if (off) subscribersOff++;
+  }
+  return {
+    subscribers: subscribers.length,
+    entities: Object.keys(expected).length,
+    missing,
+    differing,
+    subscribersOff,
+    repeatedCursors: subscribers.reduce((sum, s) => sum + s.repeatedCursors, 0),
+  };
+}
+
+/**
+ * Lost, duplicated and out-of-order states per subscriber: `expected` is every measured state in
+ * commit order (each tool RUNNING then COMPLETED). A receipt is out of order when a state
+ * committed after it was received before it.
+ */
+function integrity(expected: { toolCallId: string; status: string }[]) {
+  const order = new Map<string, number>();
+  expected.forEach((event, index) => order.set(`${toolCallKey(event.toolCallId)}:${statusCode(event.status)}`, index));
+  let lost = 0;
+  let duplicated = 0;
+  let outOfOrder = 0;
+  let subscribersAffected = 0;
+  const worst = { lost: 0, duplicated: 0, outOfOrder: 0 };
+  for (const subscriber of subscribers) {
+    const { received } = subscriber;
+    const seen = new Set<number>();
+    let latest = -1;
+    const mine = { duplicated: 0, outOfOrder: 0 };
+    for (let i = 0; i < received.length; i++) {
+      const index = order.get(`${received.keys[i]}:${received.statuses[i]}`);
+      if (index === undefined) continue;
+      if (seen.has(index)) {
+        mine.duplicated++;
+        continue;
+      }
+      seen.add(index);
+      if (index < latest) mine.outOfOrder++;
+      latest = Math.max(latest, index);
+    }
+    const mineLost = expected.length - seen.size;
+    lost += mineLost;
+    duplicated += mine.duplicated;
+    outOfOrder += mine.outOfOrder;
+    worst.lost = Math.max(worst.lost, mineLost);
+    worst.duplicated = Math.max(worst.duplicated, mine.duplicated);
+    worst.outOfOrder = Math.max(worst.outOfOrder, mine.outOfOrder);
+    if (mineLost || mine.duplicated || mine.outOfOrder) subscribersAffected++;
+  }
+  return { subscribers: subscribers.length, states: expected.length, lost, duplicated, outOfOrder, subscribersAffected, worstSubscriber: worst };
 }
 
 const progress = () => ({
@@ -256,7 +395,19 @@ process.on('message', async (request: FanoutRequest & { id: number }) => {
   let body: unknown;
   switch (request.command) {
     case 'start':
-      body = await start(request.transport, request.url, request.token, request.threadId, request.subscribers, request.measuredPrefix);
+      body = await start(request.transport, request.url, request.token, request.threadId, request.subscribers, request.measuredPrefix, request.stream ?? 'toolStatusChanged', request.after);
+      break;
+    case 'drop-and-resume':
+      body = await dropAndResume(request.url, request.token, request.threadId, request.afterDropPrefix);
+      break;
+    case 'storm-progress':
+      body = stormProgress();
+      break;
+    case 'compare-views':
+      body = compareViews(request.expected);
+      break;
+    case 'integrity':
+      body = integrity(request.expected);
       break;
     case 'progress':
       body = progress();

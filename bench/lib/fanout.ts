@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { GraphQLHttp } from './graphql-http.js';
-import type { Transport } from './fanout-subscribers.js';
+import type { Stream, Transport } from './fanout-subscribers.js';
 import { ipcClient } from './ipc.js';
 import { runScript, type Step } from './run-script.js';
 import type { ServerProcess } from './server-process.js';
@@ -27,8 +27,24 @@ interface Mutation {
   event?: { toolCallId: string; status: string };
 }
 
+/** Lost, duplicated and out-of-order states, summed over the subscribers (lib/fanout-subscribers.ts). */
+export interface Integrity {
+  subscribers: number;
+  states: number;
+  lost: number;
+  duplicated: number;
+  outOfOrder: number;
+  subscribersAffected: number;
+  /** The most any one subscriber lost, got twice, or got out of order. */
+  worstSubscriber: { lost: number; duplicated: number; outOfOrder: number };
+}
+
 export interface FanoutResult {
   transport: Transport;
+  stream: Stream;
+  /** Where the server's events travel: its own process, or Redis (REDIS_URL). */
+  pubsub: 'memory' | 'redis';
+  integrity: Integrity;
   subscribers: number;
   connected: number;
   events: number;
@@ -45,8 +61,9 @@ export interface FanoutResult {
   commitStamps: string;
   toolMutationMs: Summary;
   seconds: number;
-  /** SQL statements the server ran during the measured phase, per delivered event. */
+  /** SQL statements the fanning-out server ran during the measured phase, per delivered event. */
   statementsPerDelivery: number;
+  /** CPU of the server the subscribers are connected to (with Redis, another instance than the writer's). */
   serverCpuSeconds: number;
   errors: number;
   firstError?: string;
@@ -73,35 +90,41 @@ async function driveRun(http: GraphQLHttp, ownerToken: string, workerToken: stri
 }
 
 export async function measureFanout(options: {
+  /** The server the worker writes to (its COMMITs are stamped). */
   server: ServerProcess;
+  /** The server the subscribers connect to: the same, or another instance sharing Redis. */
+  fanoutServer: ServerProcess;
   http: GraphQLHttp;
   ownerToken: string;
   workerToken: string;
   threadId: string;
   transport: Transport;
+  stream: Stream;
+  pubsub: 'memory' | 'redis';
   subscribers: number;
   events: number;
   log: (line: string) => void;
 }): Promise<FanoutResult> {
-  const { server, http, ownerToken, workerToken, threadId, transport, subscribers, events, log } = options;
+  const { server, fanoutServer, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, log } = options;
   const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(child);
-  const prefix = `fan-${transport}-${subscribers}-`;
+  const prefix = `fan-${transport}-${stream}-${pubsub}-${subscribers}-`;
   try {
     const { connected } = await ask<{ connected: number }>({
       command: 'start',
       transport,
-      url: transport === 'ws' ? server.wsUrl : server.url,
+      url: transport === 'ws' ? fanoutServer.wsUrl : fanoutServer.url,
       token: ownerToken,
       threadId,
       subscribers,
       measuredPrefix: prefix,
+      stream,
     });
     if (connected < subscribers) throw new Error(`only ${connected} of ${subscribers} subscribers connected`);
 
     // Warm up until every subscription is live: each subscriber has seen a whole warm-up run.
     for (let round = 1; ; round++) {
-      await driveRun(http, ownerToken, workerToken, threadId, runScript(1, `warm-${transport}-${subscribers}-${round}`), []);
+      await driveRun(http, ownerToken, workerToken, threadId, runScript(1, `warm-${prefix}${round}`), []);
       await pause(200);
       const progress = await ask<{ minTotal: number; errors: number; firstError?: string }>({ command: 'progress' });
       if (progress.errors) throw new Error(`subscriber errors during warm-up: ${progress.firstError}`);
@@ -111,7 +134,7 @@ export async function measureFanout(options: {
     log(`    ${subscribers} subscribers live; driving ${events} tool status changes`);
 
     const mutations: Mutation[] = [];
-    const before = await server.counts();
+    const before = await fanoutServer.counts();
     await server.traceStart('commits');
     const started = performance.now();
     for (let run = 0; run * TOOLS_PER_RUN * 2 < events; run++) {
@@ -121,7 +144,7 @@ export async function measureFanout(options: {
     const { complete } = await ask<{ complete: boolean }>({ command: 'wait', events, idleTimeoutMs: 20_000 });
     const seconds = (performance.now() - started) / 1000;
     const commits = (await server.traceTake()).filter((statement) => statement.sql === 'COMMIT');
-    const after = await server.counts();
+    const after = await fanoutServer.counts();
 
     const matched = commits.length === mutations.length;
     const expected = mutations.flatMap((mutation, index) =>
@@ -131,9 +154,13 @@ export async function measureFanout(options: {
       command: 'summarize',
       expected,
     });
+    const integrity = await ask<Integrity>({ command: 'integrity', expected: expected.map(({ toolCallId, status }) => ({ toolCallId, status })) });
     return {
       ...summary,
       transport,
+      stream,
+      pubsub,
+      integrity,
       connected,
       complete,
       commitStamps: matched ? 'server COMMIT' : `unmatched (${commits.length} COMMITs for ${mutations.length} mutations)`,

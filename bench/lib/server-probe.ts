@@ -82,7 +82,7 @@ PGlite.prototype.execProtocolStream = async function (this: PGlite, message: Uin
 } as typeof execProtocolStream;
 
 type ProbeRequest =
-  | { id: number; command: 'counts' | 'trace-take' | 'profile-start' }
+  | { id: number; command: 'counts' | 'trace-take' | 'profile-start' | 'memory' }
   | { id: number; command: 'trace-start'; mode?: 'all' | 'commits' }
   | { id: number; command: 'profile-stop'; file: string };
 
@@ -99,6 +99,13 @@ function preemptions(): number | null {
 
 // CPU profiles of chosen phases only (not start-up), through the inspector of this very thread.
 let inspector: Session | null = null;
+function connectedInspector() {
+  if (!inspector) {
+    inspector = new Session();
+    inspector.connect();
+  }
+  return inspector;
+}
 
 async function answer(request: ProbeRequest): Promise<unknown> {
   switch (request.command) {
@@ -114,13 +121,13 @@ async function answer(request: ProbeRequest): Promise<unknown> {
       return taken;
     }
     case 'profile-start':
-      if (!inspector) {
-        inspector = new Session();
-        inspector.connect();
-        await inspector.post('Profiler.enable');
-      }
-      await inspector.post('Profiler.start');
+      await connectedInspector().post('Profiler.enable');
+      await connectedInspector().post('Profiler.start');
       return true;
+    case 'memory':
+      // After a full collection, so what is counted is what is still held.
+      await connectedInspector().post('HeapProfiler.collectGarbage');
+      return process.memoryUsage();
     case 'profile-stop': {
       const { profile } = await inspector!.post('Profiler.stop');
       writeFileSync(request.file, JSON.stringify(profile));

@@ -33,6 +33,8 @@ export interface ServerProcess {
   /** A V8 CPU profile of the server's main thread between the two calls, written to `file`. */
   profileStart(): Promise<void>;
   profileStop(file: string): Promise<string>;
+  /** The server's memory (process.memoryUsage) after a full garbage collection. */
+  memory(): Promise<NodeJS.MemoryUsage>;
   /** SIGTERM: the server drains and exits. */
   stop(): Promise<void>;
 }
@@ -104,6 +106,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     traceStart: (mode = 'all') => ask<void>({ command: 'trace-start', mode }),
     traceTake: () => ask<TracedStatement[]>({ command: 'trace-take' }),
     profileStart: () => ask<void>({ command: 'profile-start' }),
+    memory: () => ask<NodeJS.MemoryUsage>({ command: 'memory' }),
     profileStop: (file) => ask<string>({ command: 'profile-stop', file }),
     async stop() {
       if (exited) return;

@@ -1,7 +1,7 @@
 // The worker side of a run over HTTP, with the real client's documents (src/client/operations.ts).
 import { OPERATIONS } from '../../src/client/operations.js';
 import type { GraphQLHttp } from './graphql-http.js';
-import type { Step } from './run-script.js';
+import { runScript, type Step } from './run-script.js';
 
 export interface Lease {
   runId: string;
@@ -66,4 +66,37 @@ export async function serverCreateThread(http: GraphQLHttp, ownerToken: string, 
 
 export async function serverCreateRun(http: GraphQLHttp, ownerToken: string, threadId: string): Promise<string> {
   return (await http.must(OPERATIONS.createRun.document, { input: { threadId } }, ownerToken)).createRun.id;
+}
+
+/** Whether the server's schema has `Subscription.threadChanges` (issue 20). */
+export async function serverHasThreadChanges(http: GraphQLHttp, token: string): Promise<boolean> {
+  const ask = () => http.must(`{ __type(name: "Subscription") { fields { name } } }`, {}, token);
+  // A read, safe to send again: after a long idle phase the pooled connection may have been closed under it.
+  const data = await ask().catch(ask);
+  return (data.__type?.fields ?? []).some((field: { name: string }) => field.name === 'threadChanges');
+}
+
+/** The thread's change cursor (`Thread.changeCursor`, issue 20). */
+export async function serverChangeCursor(http: GraphQLHttp, token: string, threadId: string): Promise<string> {
+  return (await http.must(`query Cursor($id: ID!) { thread(id: $id) { changeCursor } }`, { id: threadId }, token)).thread.changeCursor;
+}
+
+/**
+ * Drives whole runs on one thread with `workers` concurrent workers until at least `changes`
+ * changes are committed (each run: createRun and its ten lifecycle events, eleven changes).
+ */
+export async function driveChanges(http: GraphQLHttp, ownerToken: string, workerTokens: string[], threadId: string, changes: number, prefix: string) {
+  const CHANGES_PER_RUN = 11;
+  const runs = Math.ceil(changes / CHANGES_PER_RUN);
+  let next = 0;
+  await Promise.all(
+    workerTokens.map(async (token) => {
+      for (let run = next++; run < runs; run = next++) {
+        const runId = await serverCreateRun(http, ownerToken, threadId);
+        let lease: Lease | null = null;
+        for (const step of runScript(2, `${prefix}${run}`)) lease = await serverStep(http, token, runId, lease, step);
+      }
+    }),
+  );
+  return runs * CHANGES_PER_RUN;
 }

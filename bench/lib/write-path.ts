@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { minimumFloor } from './floor-minimum.js';
 import { floorCreateRun, floorCreateThread, floorStep, type FloorLease } from './floor-write.js';
 import type { GraphQLHttp } from './graphql-http.js';
 import { runScript, type Step } from './run-script.js';
@@ -41,6 +42,21 @@ export function floorTarget(sql: Sql, ownerSub: string, workerSubs: string[]): W
   };
 }
 
+/** The minimum-work floor (lib/floor-minimum.ts): one statement per event, with or without the change cursor. */
+export function minimumTarget(sql: Sql, ownerSub: string, workerSubs: string[], options: { cursor: boolean }): WriteTarget {
+  const floor = minimumFloor(sql, options);
+  return {
+    async prepare(worker) {
+      const threadId = await floorCreateThread(sql, ownerSub);
+      const sub = workerSubs[worker]!;
+      return {
+        createRun: () => floor.createRun(ownerSub, threadId),
+        step: (runId, lease, step) => floor.step(sub, runId, lease, step),
+      };
+    },
+  };
+}
+
 export interface WriteResult {
   workers: number;
   seconds: number;
@@ -49,12 +65,14 @@ export interface WriteResult {
   events: number;
   eventsPerSecond: number;
   latencyMs: Record<string, Summary>;
+  /** Every lifecycle event's latency pooled (createRun excluded). */
+  eventLatencyMs: Summary;
   /** Every lifecycle event of the phases (warm-ups and the runs' tails included), for per-event costs. */
   phaseEvents: number;
 }
 
 /** One measured window: its counts and every call's latency. */
-export interface WriteWindow extends Omit<WriteResult, 'latencyMs'> {
+export interface WriteWindow extends Omit<WriteResult, 'latencyMs' | 'eventLatencyMs'> {
   latencies: Map<string, number[]>;
 }
 
@@ -71,6 +89,7 @@ export function combineWindows(windows: WriteWindow[]): WriteResult {
     events: sum((window) => window.events),
     eventsPerSecond: sum((window) => window.events) / seconds,
     latencyMs: Object.fromEntries([...pooled].map(([op, values]) => [op, summarize(values)])),
+    eventLatencyMs: summarize([...pooled].flatMap(([op, values]) => (op === 'createRun' ? [] : values))),
     phaseEvents: sum((window) => window.phaseEvents),
   };
 }
