@@ -13,6 +13,8 @@ export interface Config {
   leaseMaxSeconds: number;
   leaseSweepIntervalMs: number;
   maxJsonBytes: number;
+  /** The most an operation may cost: the fields its result could hold, lists counted at their bound. */
+  maxQueryCost: number;
 }
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -40,6 +42,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseMaxSeconds: intFromEnv(env, 'LEASE_MAX_SECONDS', 3600),
     leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
+    maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 3_000_000),
   };
   if (config.leaseSweepIntervalMs < 1) throw new Error('LEASE_SWEEP_INTERVAL_MS must be at least 1');
   if (config.leaseMinSeconds < 1) throw new Error('LEASE_MIN_SECONDS must be at least 1');

@@ -55,7 +55,12 @@ export async function buildApp(config: Config, options: { database?: Database } 
       maxJsonBytes: config.maxJsonBytes,
     },
   };
-  const yoga = createGraphQLServer({ deps, pubsub: pubsub.pubsub, verifier: createTokenVerifier(secret) });
+  const yoga = createGraphQLServer({
+    deps,
+    pubsub: pubsub.pubsub,
+    verifier: createTokenVerifier(secret),
+    maxQueryCost: config.maxQueryCost,
+  });
 
   const ready = async () => {
     try {

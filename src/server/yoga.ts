@@ -13,6 +13,7 @@ import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
+import { useQueryCostLimit } from './query-cost.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
@@ -97,6 +98,7 @@ export function createGraphQLServer(options: {
   deps: DomainDeps;
   pubsub: PubSub;
   verifier: TokenVerifier;
+  maxQueryCost: number;
 }): YogaServerInstance<ServerContext, GraphQLContext> {
   return createYoga<ServerContext, GraphQLContext>({
     schema,
@@ -130,9 +132,10 @@ export function createGraphQLServer(options: {
         maxAliases: { n: 15 },
         maxDirectives: { n: 20 },
         maxTokens: { n: 5000 },
-        costLimit: { maxCost: 20000 },
+        costLimit: { enabled: false }, // useQueryCostLimit counts list sizes
         blockFieldSuggestion: { enabled: true },
       }),
+      useQueryCostLimit(options.maxQueryCost),
       useBodyLimit(MAX_BODY_BYTES),
       useSharedSubscriptions(),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result

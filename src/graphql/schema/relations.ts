@@ -1,5 +1,6 @@
 import type { Message, ToolCall } from '../../generated/prisma/client.js';
-import { builder } from '../builder.js';
+import { MAX_DECLARED_TOOL_CALLS } from '../../domain/model-audits.js';
+import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
 import { mayReadAuditsOf } from './audit-access.js';
 import { AuditRef, ModelAuditRef, ToolAuditRef } from './audit.js';
@@ -18,6 +19,7 @@ builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
   t.field({
     type: [ToolCallRef],
     description: 'The tool calls this model call declared, in declaration order.',
+    complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
     // A lifecycle mutation's own result already holds them.
     resolve: (audit: Message & { declaredToolCalls?: ToolCall[] }, _args, { loaders }) =>
       audit.declaredToolCalls ?? loaders.toolCallsDeclaredBy.load(audit.id),
@@ -55,6 +57,8 @@ builder.objectFields(RunRef, (t) => ({
   toolCalls: t.field({
     type: [ToolCallRef],
     description: "The ToolCall projection of the calls declared by this run's model audits, in declaration order.",
+    // Counted as one model response's worth: most runs declare far fewer, a few declare more.
+    complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
     resolve: (run, _args, { loaders }) => loaders.toolCallsOfRun.load(run.id),
   }),
 }));

@@ -1,10 +1,11 @@
 import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
 import { badInput } from '../../domain/errors.js';
 import { appendMessage, createThread } from '../../domain/threads.js';
-import { builder } from '../builder.js';
+import { builder, listCost } from '../builder.js';
 import { MessageRoleEnum } from './enums.js';
 
 const MAX_HISTORY_PAGE = 1000;
+const MAX_RUNS_PAGE = 500;
 
 export const ThreadRef = builder.prismaObject('Thread', {
   fields: (t) => ({
@@ -15,6 +16,7 @@ export const ThreadRef = builder.prismaObject('Thread', {
     messages: t.relation('messages', {
       description: 'Ordinary conversation history, oldest first. Never contains audit rows.',
       args: { first: t.arg.int({ defaultValue: 100 }) },
+      complexity: ({ first }) => listCost(first, MAX_HISTORY_PAGE),
       query: ({ first }) => {
         if (first == null || first < 0 || first > MAX_HISTORY_PAGE) {
           throw badInput(`first must be between 0 and ${MAX_HISTORY_PAGE}`);
@@ -26,7 +28,15 @@ export const ThreadRef = builder.prismaObject('Thread', {
       description: 'Count of ordinary messages. Audit rows are never counted.',
       resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
     }),
-    runs: t.relation('runs', { query: { orderBy: { createdOrder: 'asc' } } }),
+    runs: t.relation('runs', {
+      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}).`,
+      args: { first: t.arg.int({ defaultValue: 100 }) },
+      complexity: ({ first }) => listCost(first, MAX_RUNS_PAGE),
+      query: ({ first }) => {
+        if (first == null || first < 1 || first > MAX_RUNS_PAGE) throw badInput(`first must be between 1 and ${MAX_RUNS_PAGE}`);
+        return { orderBy: { createdOrder: 'asc' }, take: first };
+      },
+    }),
   }),
 });
 
