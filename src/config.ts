@@ -1,3 +1,5 @@
+import { MIN_SECRET_BYTES } from './auth/jwt.js';
+
 export interface Config {
   port: number;
   host: string;
@@ -44,6 +46,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
     maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 3_000_000),
   };
+  if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
+    throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
+  }
   if (config.leaseSweepIntervalMs < 1) throw new Error('LEASE_SWEEP_INTERVAL_MS must be at least 1');
   if (config.leaseMinSeconds < 1) throw new Error('LEASE_MIN_SECONDS must be at least 1');
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {

@@ -7,11 +7,15 @@ const app = await buildApp(config);
 const url = await app.start();
 console.log(`Agent audit server listening on ${url} (${app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL'})`);
 console.log(`GraphiQL: open ${url} in a browser. Health: /healthz, readiness: /readyz`);
+// Tokens are printed once, when the local secret is generated, never on every start (logs are
+// collected and kept); `npm run token` mints more.
 if (app.jwtSecretGenerated) {
   const hours = '12h';
-  console.log(`\nLocal tokens (valid ${hours}; mint more with \`npm run token -- --sub <id> --role <role>\`):`);
+  console.log(`\nLocal tokens (valid ${hours}; printed only now, mint more with \`npm run token -- --sub <id> --role <role>\`):`);
   console.log(`  superadmin: Bearer ${await mintToken(app.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours)}`);
   console.log(`  worker:     Bearer ${await mintToken(app.jwtSecret, { sub: 'local-worker', role: 'worker' }, hours)}`);
+} else {
+  console.log('Mint a token with `npm run token -- --sub <id> --role <superadmin|admin|user|worker>`.');
 }
 
 let exiting = false;

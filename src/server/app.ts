@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GraphQLError } from 'graphql';
@@ -20,10 +21,13 @@ export type App = Awaited<ReturnType<typeof buildApp>>;
 /** Requests larger than this are refused before they are parsed (413). */
 const bodyLimit = (config: Config) => Math.max(8 * 1024 * 1024, config.maxJsonBytes * 4);
 
+/** `generated`: the secret was created by this start (the first start on a data directory). */
 function jwtSecretOf(config: Config): { secret: string; generated: boolean } {
   if (config.jwtSecret) return { secret: config.jwtSecret, generated: false };
   if (config.databaseUrl) throw new Error('AUTH_JWT_SECRET must be set when DATABASE_URL points at a server');
-  return { secret: loadOrCreateLocalSecret(config.dataDir), generated: true };
+  if (config.embeddedInMemory) return { secret: randomBytes(32).toString('base64url'), generated: true };
+  const { secret, created } = loadOrCreateLocalSecret(config.dataDir);
+  return { secret, generated: created };
 }
 
 /**
