@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { GraphQLError } from 'graphql';
+import { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createTokenVerifier, loadOrCreateLocalSecret } from '../auth/jwt.js';
@@ -14,6 +14,7 @@ import { createPubSubFor } from '../realtime/pubsub.js';
 import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
+import { webSocketLimits } from './ws-limits.js';
 import { createGraphQLServer } from './yoga.js';
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
@@ -59,10 +60,11 @@ export async function buildApp(config: Config, options: { database?: Database } 
       maxJsonBytes: config.maxJsonBytes,
     },
   };
+  const verifier = createTokenVerifier(secret);
   const yoga = createGraphQLServer({
     deps,
     pubsub: pubsub.pubsub,
-    verifier: createTokenVerifier(secret),
+    verifier,
     maxQueryCost: config.maxQueryCost,
   });
 
@@ -105,8 +107,12 @@ export async function buildApp(config: Config, options: { database?: Database } 
   // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results, and
   // write their frames themselves (src/realtime/websocket.ts); graphql-ws starts and completes them.
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
+  const wsLimits = webSocketLimits(config, verifier);
   const wsDisposable = useServer(
     {
+      connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
+      onConnect: (ctx) => wsLimits.onConnect(ctx),
+      onClose: (ctx) => wsLimits.onClose(ctx),
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: async (args: any) => {
         const stream = await shared.start(args);
@@ -114,6 +120,8 @@ export async function buildApp(config: Config, options: { database?: Database } 
         return isSharedStream(stream) ? writtenBySubscription(stream, socket, id) : stream;
       },
       onSubscribe: async (ctx, id, params) => {
+        const refused = wsLimits.refusal(ctx);
+        if (refused) return [refused];
         const { schema, execute, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
           connectionParams: ctx.connectionParams,
@@ -121,10 +129,18 @@ export async function buildApp(config: Config, options: { database?: Database } 
           socket: ctx.extra.socket,
           params,
         });
+        let document;
+        try {
+          document = parse(params.query);
+        } catch (error) {
+          // A syntax error answers this subscription alone (graphql-ws would close the socket).
+          if (error instanceof GraphQLError) return [maskError(error, () => undefined) as GraphQLError];
+          throw error;
+        }
         const args = {
           schema,
           operationName: params.operationName,
-          document: parse(params.query),
+          document,
           variableValues: params.variables,
           contextValue: await contextFactory(),
           rootValue: { execute, subscription: { socket: ctx.extra.socket, id } },
