@@ -15,7 +15,7 @@ import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscrip
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { webSocketLimits } from './ws-limits.js';
-import { createGraphQLServer } from './yoga.js';
+import { bodyTooLarge, createGraphQLServer } from './yoga.js';
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -66,6 +66,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
     pubsub: pubsub.pubsub,
     verifier,
     maxQueryCost: config.maxQueryCost,
+    maxBodyBytes: bodyLimit(config),
   });
 
   const ready = async () => {
@@ -88,9 +89,11 @@ export async function buildApp(config: Config, options: { database?: Database } 
       const ok = await ready();
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
+    // Refused before yoga, closing the connection rather than reading the body (yoga counts chunked ones).
     if (Number(req.headers['content-length'] ?? 0) > limit) {
-      res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
-      return void res.end(JSON.stringify({ errors: [{ message: `Request body exceeds ${limit} bytes`, extensions: { code: 'BAD_USER_INPUT' } }] }));
+      const { status, message, code } = bodyTooLarge(limit);
+      res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
+      return void res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
     }
     return yoga(req, res);
   };
