@@ -17,6 +17,8 @@ export interface Config {
   maxJsonBytes: number;
   /** The most an operation may cost: the fields its result could hold, lists counted at their bound. */
   maxQueryCost: number;
+  /** How long a stop drains from the first signal before every connection is cut. */
+  shutdownTimeoutMs: number;
   /** graphql-ws caps (src/server/ws-limits.ts). */
   webSocket: {
     maxSubscriptionsPerConnection: number;
@@ -56,6 +58,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
     maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 3_000_000),
+    shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     webSocket: {
       maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100),
       maxSubscriptionsPerPrincipal: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', 500),

@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
 import { loadConfig } from './config.js';
 import { buildApp } from './server/app.js';
@@ -18,12 +19,21 @@ if (app.jwtSecretGenerated) {
   console.log('Mint a token with `npm run token -- --sub <id> --role <superadmin|admin|user|worker>`.');
 }
 
+// The first signal drains (bounded by SHUTDOWN_TIMEOUT_MS, after which app.stop cuts every
+// connection; the process exits 5 s later whatever is left); a second one exits at once.
 let exiting = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
-    if (exiting) return;
+    if (exiting) {
+      console.log(`${signal} again: exiting now`);
+      process.exit(128 + constants.signals[signal]);
+    }
     exiting = true;
-    console.log(`\n${signal}: draining requests and closing…`);
+    console.log(`\n${signal}: draining requests and closing (at most ${config.shutdownTimeoutMs} ms)…`);
+    setTimeout(() => {
+      console.error('Shutdown did not finish in time: exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 5000).unref();
     app.stop().then(
       () => process.exit(0),
       (error: unknown) => {

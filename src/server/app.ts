@@ -184,6 +184,14 @@ export async function buildApp(config: Config, options: { database?: Database } 
     stop(): Promise<void> {
       stopping ??= (async () => {
         draining = true;
+        // One deadline for the whole drain, armed before anything may wait: a WebSocket client
+        // that never answers the close handshake would otherwise hold it for 30 s per socket.
+        const cutAll = () => {
+          server.closeAllConnections();
+          for (const socket of wsServer.clients) socket.terminate();
+        };
+        const deadline = setTimeout(cutAll, config.shutdownTimeoutMs);
+        deadline.unref();
         await sweeper.stop();
         const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
         server.closeIdleConnections();
@@ -193,11 +201,9 @@ export async function buildApp(config: Config, options: { database?: Database } 
         pubsub.interruptSubscriptions();
         // Connections whose last response just ended (SSE streams, keep-alive) close as soon as idle.
         const idleCloser = setInterval(() => server.closeIdleConnections(), 50);
-        const forceAfter = setTimeout(() => server.closeAllConnections(), 10_000);
-        forceAfter.unref();
         await closed;
         clearInterval(idleCloser);
-        clearTimeout(forceAfter);
+        clearTimeout(deadline);
         await pubsub.close();
         await db.close();
       })();
