@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
-import { createRun, createThread, must } from '../support/lifecycle.js';
+import { createRun, createThread, must, runningRun } from '../support/lifecycle.js';
 
 let t: TestApp;
 let statements = 0;
@@ -96,6 +96,14 @@ describe(`query cost counts list sizes (${backendName})`, () => {
     );
     expect(response.errors).toBeUndefined();
     expect(response.data.thread.runs).toHaveLength(RUNS);
+  });
+
+  it('a model response may declare at most 1,000 tool calls (what the cost counts on)', async () => {
+    const { session } = await runningRun(t);
+    must(await session.modelStarted('m1'));
+    const declare = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `call-${i}`, name: 'tool' }));
+    expect(errorCode(await session.modelFinished('m1', declare(1001)))).toBe('BAD_USER_INPUT');
+    expect(must(await session.modelFinished('m1', declare(1000))).toolCalls).toHaveLength(1000);
   });
 
   it('bounds Thread.runs(first) to 1..500', async () => {

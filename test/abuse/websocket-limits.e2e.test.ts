@@ -79,6 +79,7 @@ const LIMITS = {
   WS_MAX_CONNECTIONS_PER_PRINCIPAL: '3',
   WS_ANONYMOUS_TIMEOUT_MS: '300',
   WS_MAX_CONNECTION_PARAMS_BYTES: '2048',
+  WS_INIT_TIMEOUT_MS: '300',
 };
 
 beforeAll(async () => {
@@ -173,6 +174,12 @@ describe(`graphql-ws abuse limits (${backendName})`, () => {
     let again = await RawSocket.open(url, user.params);
     for (let attempt = 0; attempt < 50 && !again.acknowledged; attempt++) again = await RawSocket.open(url, user.params);
     expect(again.acknowledged).toBe(true);
+  });
+
+  it('a socket that never sends connection_init is closed after WS_INIT_TIMEOUT_MS', async () => {
+    const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+    expect(await closed).toBe(4408);
   });
 
   it('connectionParams over the size limit close the connection', async () => {
