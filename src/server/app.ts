@@ -61,12 +61,14 @@ export async function buildApp(config: Config, options: { database?: Database } 
     },
   };
   const verifier = createTokenVerifier(secret);
+  const wsLimits = webSocketLimits(config, verifier);
   const yoga = createGraphQLServer({
     deps,
     pubsub: pubsub.pubsub,
     verifier,
     maxQueryCost: config.maxQueryCost,
     maxBodyBytes: bodyLimit(config),
+    plugins: [wsLimits.sse()],
   });
 
   const ready = async () => {
@@ -110,7 +112,6 @@ export async function buildApp(config: Config, options: { database?: Database } 
   // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results, and
   // write their frames themselves (src/realtime/websocket.ts); graphql-ws starts and completes them.
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
-  const wsLimits = webSocketLimits(config, verifier);
   const wsDisposable = useServer(
     {
       connectionInitWaitTimeout: config.webSocket.initTimeoutMs,

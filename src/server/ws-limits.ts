@@ -1,8 +1,10 @@
 import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
 import type { Context } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { Config } from '../config.js';
+import type { GraphQLContext } from '../graphql/context.js';
 
 type Connection = Context<Record<string, unknown> | undefined, { socket: WebSocket }>;
 
@@ -15,7 +17,8 @@ function limitError(message: string, limit: string, max: number): GraphQLError {
  * per principal, how long a connection without a valid token stays open, and subscriptions per
  * connection and per principal. A connection refused at `connection_init` is closed with a code
  * and reason saying why; a subscription over a cap gets an `error` for it alone, the connection
- * and its other subscriptions keep running. Counts are per server instance.
+ * and its other subscriptions keep running. An SSE subscription (one HTTP request) counts
+ * against its principal's subscriptions too. Counts are per server instance.
  */
 export function webSocketLimits(config: Config, verifier: TokenVerifier) {
   const limits = config.webSocket;
@@ -23,6 +26,21 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
   const connectionsOf = new Map<string, Set<Connection>>();
   const principalOf = new WeakMap<Connection, string>();
   const anonymousTimers = new WeakMap<Connection, NodeJS.Timeout>();
+  /** Open SSE subscriptions of each principal. */
+  const sseOpen = new Map<string, number>();
+
+  function subscriptionsOf(sub: string): number {
+    let count = sseOpen.get(sub) ?? 0;
+    for (const connection of connectionsOf.get(sub) ?? []) count += Object.keys(connection.subscriptions).length;
+    return count;
+  }
+
+  const perPrincipalError = () =>
+    limitError(
+      `A principal may hold at most ${limits.maxSubscriptionsPerPrincipal} subscriptions on this server: complete one first`,
+      'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+      limits.maxSubscriptionsPerPrincipal,
+    );
 
   async function subOf(connectionParams: Record<string, unknown> | undefined): Promise<string | null> {
     const authorization = connectionParams?.authorization ?? connectionParams?.Authorization;
@@ -83,16 +101,38 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
         );
       }
       const sub = principalOf.get(ctx);
-      const connections = sub === undefined ? [] : [...(connectionsOf.get(sub) ?? [])];
-      const ofPrincipal = connections.reduce((sum, connection) => sum + Object.keys(connection.subscriptions).length, 0);
-      if (ofPrincipal > limits.maxSubscriptionsPerPrincipal) {
-        return limitError(
-          `A principal may hold at most ${limits.maxSubscriptionsPerPrincipal} subscriptions on this server: complete one first`,
-          'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
-          limits.maxSubscriptionsPerPrincipal,
-        );
-      }
+      if (sub !== undefined && subscriptionsOf(sub) > limits.maxSubscriptionsPerPrincipal) return perPrincipalError();
       return null;
+    },
+
+    /** A yoga plugin counting SSE subscriptions against the same per-principal cap. */
+    sse(): Plugin {
+      return {
+        onSubscribe({ args, setResultAndStopExecution }) {
+          const sub = (args.contextValue as unknown as GraphQLContext).principal?.sub;
+          if (sub === undefined) return;
+          if (subscriptionsOf(sub) + 1 > limits.maxSubscriptionsPerPrincipal) {
+            setResultAndStopExecution({ errors: [perPrincipalError()] });
+            return;
+          }
+          sseOpen.set(sub, (sseOpen.get(sub) ?? 0) + 1);
+          let released = false;
+          const release = () => {
+            if (released) return;
+            released = true;
+            const left = (sseOpen.get(sub) ?? 1) - 1;
+            if (left > 0) sseOpen.set(sub, left);
+            else sseOpen.delete(sub);
+          };
+          return {
+            onSubscribeResult({ result }) {
+              if (!(Symbol.asyncIterator in result)) return void release();
+              return { onEnd: release };
+            },
+            onSubscribeError: release,
+          };
+        },
+      };
     },
   };
 }

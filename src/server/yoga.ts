@@ -133,6 +133,8 @@ export function createGraphQLServer(options: {
   verifier: TokenVerifier;
   maxQueryCost: number;
   maxBodyBytes: number;
+  /** More plugins, after these. */
+  plugins?: Plugin[];
 }): YogaServerInstance<ServerContext, GraphQLContext> {
   return createYoga<ServerContext, GraphQLContext>({
     schema,
@@ -173,6 +175,7 @@ export function createGraphQLServer(options: {
       useCorrelatedMasking(),
       useBodyLimit(options.maxBodyBytes),
       useSharedSubscriptions(),
+      ...(options.plugins ?? []),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).

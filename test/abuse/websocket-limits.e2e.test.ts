@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { backendName } from '../support/database.js';
 import { createRun, createThread } from '../support/lifecycle.js';
-import { subscribeSse, waitFor } from '../support/streams.js';
+import { subscribeSse, waitFor, type Stream } from '../support/streams.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 
 // Raw graphql-transport-ws sockets, so every frame and close code the server sends is seen.
@@ -159,6 +159,40 @@ describe(`graphql-ws abuse limits (${backendName})`, () => {
     await live(other.threadId, 1);
     await createRun(t, other.token, other.threadId);
     await theirs.nextOf('x');
+  });
+
+  it('SSE subscriptions count against the same per-principal cap', async () => {
+    const user = await dashboardUser();
+    const socket = await RawSocket.open(url, user.params);
+    for (const id of ['a', 'b', 'c']) socket.subscribe(id, RUN_CHANGED, { threadId: user.threadId });
+    await live(user.threadId, 3);
+    const sse = [
+      await subscribeSse(t.app, RUN_CHANGED, { threadId: user.threadId }, user.token),
+      await subscribeSse(t.app, RUN_CHANGED, { threadId: user.threadId }, user.token),
+    ];
+    await live(user.threadId, 5);
+    const refused = await subscribeSse(t.app, RUN_CHANGED, { threadId: user.threadId }, user.token);
+    const [error] = (await refused.take(1))[0]!.errors!;
+    expect(error!.extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', max: 5 });
+    const second = await RawSocket.open(url, user.params);
+    second.subscribe('d', RUN_CHANGED, { threadId: user.threadId });
+    expect((await second.errorOf('d'))[0].extensions.limit).toBe('WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL');
+    // An SSE stream that ends frees its place.
+    await sse[0]!.close();
+    await live(user.threadId, 4);
+    // The server releases the place on its own time: a subscription is accepted once it has.
+    let again: Stream | undefined;
+    for (let attempt = 0; attempt < 50 && !again; attempt++) {
+      const candidate = await subscribeSse(t.app, RUN_CHANGED, { threadId: user.threadId }, user.token);
+      await waitFor(() => candidate.results.length > 0 || t.app.pubsub.subscriberCount('run', user.threadId) === 5, 'accepted or refused');
+      if (candidate.results.length === 0) again = candidate;
+      else await candidate.close();
+    }
+    if (!again) throw new Error('an SSE subscription was never accepted again');
+    await live(user.threadId, 5);
+    await createRun(t, user.token, user.threadId);
+    expect((await again.take(1))[0]!.data).toMatchObject({ runChanged: { status: 'QUEUED' } });
+    await Promise.all([sse[1]!.close(), refused.close(), again.close()]);
   });
 
   it('connections per principal are capped; closing one frees its place', async () => {
