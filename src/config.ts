@@ -57,7 +57,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseMaxSeconds: intFromEnv(env, 'LEASE_MAX_SECONDS', 3600),
     leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
-    maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 3_000_000),
+    maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000),
     shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     webSocket: {
       maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100),

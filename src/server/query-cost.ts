@@ -29,6 +29,8 @@ export function useQueryCostLimit(maxCost: number): Plugin {
         const standard = result.filter((error) => !costErrors.has(error as GraphQLError));
         if (standard.length) return void (standard.length < result.length && setResult(standard));
         const request = (context as { params?: GraphQLParams }).params;
+        // Only the cost is reported here: variables that do not coerce are left to execution,
+        // which reports them as it always does.
         const errors = validate(schema, documentAST, [
           createComplexityRule({
             context,
@@ -38,8 +40,8 @@ export function useQueryCostLimit(maxCost: number): Plugin {
               if (complexity > maxCost) report(costError(complexity, maxCost));
             },
           }),
-        ]);
-        if (errors.length || standard.length < result.length) setResult([...errors]);
+        ]).filter((error) => costErrors.has(error));
+        if (errors.length || standard.length < result.length) setResult(errors);
       };
     },
   };

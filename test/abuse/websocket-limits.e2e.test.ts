@@ -239,11 +239,11 @@ describe(`graphql-ws abuse limits (${backendName})`, () => {
     const socket = await RawSocket.open(url, user.params);
     socket.subscribe('heavy', heavy, { threadId: user.threadId });
     const [error] = await socket.errorOf('heavy');
-    expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', maxCost: 3_000_000 });
+    expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', maxCost: 10_000_000 });
     expect(error.message).toMatch(/cost of \d+ exceeds the limit/);
     const sse = await subscribeSse(t.app, heavy, { threadId: user.threadId }, user.token);
     const [result] = await sse.take(1);
-    expect(result!.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', maxCost: 3_000_000 });
+    expect(result!.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', maxCost: 10_000_000 });
     await sse.close();
   });
 });
