@@ -1,3 +1,5 @@
+import { MIN_SECRET_BYTES } from './auth/jwt.js';
+
 export interface Config {
   port: number;
   host: string;
@@ -13,6 +15,21 @@ export interface Config {
   leaseMaxSeconds: number;
   leaseSweepIntervalMs: number;
   maxJsonBytes: number;
+  /** The most an operation may cost: the fields its result could hold, lists counted at their bound. */
+  maxQueryCost: number;
+  /** How long a stop drains from the first signal before every connection is cut. */
+  shutdownTimeoutMs: number;
+  /** graphql-ws caps (src/server/ws-limits.ts). */
+  webSocket: {
+    maxSubscriptionsPerConnection: number;
+    maxSubscriptionsPerPrincipal: number;
+    maxConnectionsPerPrincipal: number;
+    /** How long a socket may stay open before its `connection_init`. */
+    initTimeoutMs: number;
+    /** How long a connection without a valid token stays open. */
+    anonymousTimeoutMs: number;
+    maxConnectionParamsBytes: number;
+  };
 }
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -40,7 +57,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseMaxSeconds: intFromEnv(env, 'LEASE_MAX_SECONDS', 3600),
     leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
+    maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000),
+    shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
+    webSocket: {
+      maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100),
+      maxSubscriptionsPerPrincipal: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', 500),
+      maxConnectionsPerPrincipal: intFromEnv(env, 'WS_MAX_CONNECTIONS_PER_PRINCIPAL', 50),
+      initTimeoutMs: intFromEnv(env, 'WS_INIT_TIMEOUT_MS', 3000),
+      anonymousTimeoutMs: intFromEnv(env, 'WS_ANONYMOUS_TIMEOUT_MS', 10_000),
+      maxConnectionParamsBytes: intFromEnv(env, 'WS_MAX_CONNECTION_PARAMS_BYTES', 16 * 1024),
+    },
   };
+  if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
+    throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
+  }
+  for (const [name, value] of Object.entries(config.webSocket)) {
+    if (value < 1) throw new Error(`webSocket.${name} (WS_*) must be at least 1`);
+  }
   if (config.leaseSweepIntervalMs < 1) throw new Error('LEASE_SWEEP_INTERVAL_MS must be at least 1');
   if (config.leaseMinSeconds < 1) throw new Error('LEASE_MIN_SECONDS must be at least 1');
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {

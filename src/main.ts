@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
 import { loadConfig } from './config.js';
 import { buildApp } from './server/app.js';
@@ -6,20 +7,33 @@ const config = loadConfig();
 const app = await buildApp(config);
 const url = await app.start();
 console.log(`Agent audit server listening on ${url} (${app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL'})`);
-console.log(`Timeline page: ${new URL('/', url)} (sign in with a token below). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
+console.log(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
+// Tokens are printed once, when the local secret is generated, never on every start (logs are
+// collected and kept); `npm run token` mints more.
 if (app.jwtSecretGenerated) {
   const hours = '12h';
-  console.log(`\nLocal tokens (valid ${hours}; mint more with \`npm run token -- --sub <id> --role <role>\`):`);
+  console.log(`\nLocal tokens (valid ${hours}; printed only now, mint more with \`npm run token -- --sub <id> --role <role>\`):`);
   console.log(`  superadmin: Bearer ${await mintToken(app.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours)}`);
   console.log(`  worker:     Bearer ${await mintToken(app.jwtSecret, { sub: 'local-worker', role: 'worker' }, hours)}`);
+} else {
+  console.log('Mint a token with `npm run token -- --sub <id> --role <superadmin|admin|user|worker>`.');
 }
 
+// The first signal drains (bounded by SHUTDOWN_TIMEOUT_MS, after which app.stop cuts every
+// connection; the process exits 5 s later whatever is left); a second one exits at once.
 let exiting = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
-    if (exiting) return;
+    if (exiting) {
+      console.log(`${signal} again: exiting now`);
+      process.exit(128 + constants.signals[signal]);
+    }
     exiting = true;
-    console.log(`\n${signal}: draining requests and closing…`);
+    console.log(`\n${signal}: draining requests and closing (at most ${config.shutdownTimeoutMs} ms)…`);
+    setTimeout(() => {
+      console.error('Shutdown did not finish in time: exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 5000).unref();
     app.stop().then(
       () => process.exit(0),
       (error: unknown) => {

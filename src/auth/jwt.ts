@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, jwtVerify } from 'jose';
 import { unauthenticated } from '../domain/errors.js';
@@ -33,14 +33,15 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     verified.delete(token);
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM] }));
+      // Without `exp` a token (and every subscription it starts) would be valid forever.
+      ({ payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'] }));
     } catch {
-      throw unauthenticated('The token is invalid or expired');
+      throw unauthenticated('The token is invalid, expired or has no "exp"');
     }
     if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
       throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
     }
-    const principal: Principal = { sub: payload.sub, role: payload.role, ...(payload.exp === undefined ? {} : { expiresAtMs: payload.exp * 1000 }) };
+    const principal: Principal = { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
     verified.set(token, principal);
     if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
     return principal;
@@ -66,12 +67,34 @@ export async function mintToken(secret: string, principal: { sub: string; role: 
     .sign(new TextEncoder().encode(secret));
 }
 
-/** The embedded default's secret: generated once and kept under the data directory. */
-export function loadOrCreateLocalSecret(dataDir: string): string {
+/** HS256 needs a key at least as long as its hash (RFC 7518 §3.2). */
+export const MIN_SECRET_BYTES = 32;
+
+/**
+ * The embedded default's secret: generated once and kept under the data directory, readable by
+ * its owner only. It is written to a private temporary file and linked into place, an exclusive
+ * and atomic create: of several processes starting together one creates it and the others read
+ * that one, never a half-written file. `created` tells the one that created it.
+ */
+export function loadOrCreateLocalSecret(dataDir: string): { secret: string; created: boolean } {
   const file = join(dataDir, 'jwt-secret');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(32).toString('base64url');
-  writeFileSync(file, secret + '\n', { mode: 0o600 });
-  return secret;
+  const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  writeFileSync(temporary, randomBytes(32).toString('base64url') + '\n', { mode: 0o600, flag: 'wx' });
+  let created = true;
+  try {
+    linkSync(temporary, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    created = false;
+  } finally {
+    unlinkSync(temporary);
+  }
+  const mode = statSync(file).mode & 0o777;
+  if (mode & 0o077) {
+    throw new Error(`${file} is readable by others (mode ${mode.toString(8)}): run \`chmod 600 ${file}\`, or delete it to generate a new secret`);
+  }
+  const secret = readFileSync(file, 'utf8').trim();
+  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) throw new Error(`${file} must hold at least ${MIN_SECRET_BYTES} bytes`);
+  return { secret, created };
 }

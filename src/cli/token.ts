@@ -16,5 +16,5 @@ if (!values.sub || !isRole(values.role)) {
   process.exit(2);
 }
 const config = loadConfig();
-const secret = config.jwtSecret ?? loadOrCreateLocalSecret(config.dataDir);
+const secret = config.jwtSecret ?? loadOrCreateLocalSecret(config.dataDir).secret;
 console.log(await mintToken(secret, { sub: values.sub, role: values.role }, values.expires));

@@ -62,3 +62,9 @@ export async function loadAuditThread(tx: Tx, principal: Principal, threadId: st
   if (!thread || !canReadAudits(principal, thread)) throw notFound('Thread', threadId);
   return thread;
 }
+
+/** Whether a tool audit of `runId` executes the ToolCall row `toolCallRowId` (a worker's own call). */
+export async function isExecutedInRun(sql: Sql, toolCallRowId: string, runId: string): Promise<boolean> {
+  const rows = await sql.query('SELECT 1 FROM message WHERE tool_call_row_id = $1 AND run_id = $2 LIMIT 1', [toolCallRowId, runId]);
+  return rows.length > 0;
+}

@@ -69,7 +69,7 @@ export const recordModelStarted = command(async ({ sql, deps, emit }, principal:
   return { ...audit, declaredToolCalls: [] };
 });
 
-/** Far more than any model declares at once, and few enough to insert in one statement. */
+/** Far more than any model declares at once, and few enough to insert in one statement; query costs count on it. */
 export const MAX_DECLARED_TOOL_CALLS = 1000;
 
 function checkDeclaredToolCalls(toolCalls: DeclaredToolCall[]): void {

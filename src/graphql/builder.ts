@@ -1,4 +1,5 @@
 import SchemaBuilder from '@pothos/core';
+import ComplexityPlugin from '@pothos/plugin-complexity';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type { Role } from '../auth/principal.js';
@@ -6,6 +7,15 @@ import { forbidden, unauthenticated } from '../domain/errors.js';
 import type PrismaTypes from '../generated/pothos-types.js';
 import { getDatamodel } from '../generated/pothos-types.js';
 import type { GraphQLContext } from './context.js';
+
+/** What an unbounded list counts for in a query's cost (lists whose size the client cannot choose). */
+const DEFAULT_LIST_COST = 100;
+
+/** The cost of a list field that holds at most `size` items. */
+export const listCost = (size: number | null | undefined, max: number) => ({
+  field: 1,
+  multiplier: Math.min(Math.max(size ?? max, 0), max),
+});
 
 export const builder = new SchemaBuilder<{
   Context: GraphQLContext;
@@ -22,7 +32,7 @@ export const builder = new SchemaBuilder<{
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [ScopeAuthPlugin, PrismaPlugin],
+  plugins: [ScopeAuthPlugin, PrismaPlugin, ComplexityPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
     authorizeOnSubscribe: true,
@@ -32,6 +42,9 @@ export const builder = new SchemaBuilder<{
     }),
     unauthorizedError: (_parent, context) => (context.principal ? forbidden() : unauthenticated()),
   },
+  // Each field costs 1 and a list multiplies its selection by its size; fields declare their
+  // bound (`listCost`). The limit itself is enforced before execution (src/server/query-cost.ts).
+  complexity: { defaultComplexity: 1, defaultListMultiplier: DEFAULT_LIST_COST },
   prisma: {
     client: (context) => context.deps.prisma,
     dmmf: getDatamodel(),

@@ -10,12 +10,22 @@ function originalOf(error: unknown): unknown {
   return current;
 }
 
+/** What maskError returned: masking it again would change its correlation id. */
+const masked = new WeakSet<object>();
+
 /**
  * The one place where failures become what a client sees: a DomainError keeps its message and
  * gets the contract's `extensions.code`; GraphQL's own validation and input errors pass through;
  * anything else (a bug, a database failure) is masked and logged with the request id.
  */
 export function maskError(error: unknown, requestId: () => string | undefined): Error {
+  if (error instanceof Error && masked.has(error)) return error;
+  const result = maskOnce(error, requestId);
+  masked.add(result);
+  return result;
+}
+
+function maskOnce(error: unknown, requestId: () => string | undefined): Error {
   const original = originalOf(error);
   const outer = error instanceof GraphQLError ? error : undefined;
   if (original instanceof DomainError) {

@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { GraphQLError } from 'graphql';
+import { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createTokenVerifier, loadOrCreateLocalSecret } from '../auth/jwt.js';
@@ -14,17 +15,21 @@ import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscrip
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { servePage } from './static-page.js';
-import { createGraphQLServer } from './yoga.js';
+import { webSocketLimits } from './ws-limits.js';
+import { bodyTooLarge, createGraphQLServer } from './yoga.js';
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
 
 /** Requests larger than this are refused before they are parsed (413). */
 const bodyLimit = (config: Config) => Math.max(8 * 1024 * 1024, config.maxJsonBytes * 4);
 
+/** `generated`: the secret was created by this start (the first start on a data directory). */
 function jwtSecretOf(config: Config): { secret: string; generated: boolean } {
   if (config.jwtSecret) return { secret: config.jwtSecret, generated: false };
   if (config.databaseUrl) throw new Error('AUTH_JWT_SECRET must be set when DATABASE_URL points at a server');
-  return { secret: loadOrCreateLocalSecret(config.dataDir), generated: true };
+  if (config.embeddedInMemory) return { secret: randomBytes(32).toString('base64url'), generated: true };
+  const { secret, created } = loadOrCreateLocalSecret(config.dataDir);
+  return { secret, generated: created };
 }
 
 /**
@@ -56,7 +61,16 @@ export async function buildApp(config: Config, options: { database?: Database } 
       maxJsonBytes: config.maxJsonBytes,
     },
   };
-  const yoga = createGraphQLServer({ deps, pubsub: pubsub.pubsub, verifier: createTokenVerifier(secret) });
+  const verifier = createTokenVerifier(secret);
+  const wsLimits = webSocketLimits(config, verifier);
+  const yoga = createGraphQLServer({
+    deps,
+    pubsub: pubsub.pubsub,
+    verifier,
+    maxQueryCost: config.maxQueryCost,
+    maxBodyBytes: bodyLimit(config),
+    plugins: [wsLimits.sse()],
+  });
 
   const ready = async () => {
     try {
@@ -79,9 +93,11 @@ export async function buildApp(config: Config, options: { database?: Database } 
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
     if (await servePage(req.method, path ?? '/', res)) return;
+    // Refused before yoga, closing the connection rather than reading the body (yoga counts chunked ones).
     if (Number(req.headers['content-length'] ?? 0) > limit) {
-      res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
-      return void res.end(JSON.stringify({ errors: [{ message: `Request body exceeds ${limit} bytes`, extensions: { code: 'BAD_USER_INPUT' } }] }));
+      const { status, message, code } = bodyTooLarge(limit);
+      res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
+      return void res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
     }
     return yoga(req, res);
   };
@@ -100,6 +116,9 @@ export async function buildApp(config: Config, options: { database?: Database } 
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
   const wsDisposable = useServer(
     {
+      connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
+      onConnect: (ctx) => wsLimits.onConnect(ctx),
+      onClose: (ctx) => wsLimits.onClose(ctx),
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: async (args: any) => {
         const stream = await shared.start(args);
@@ -107,6 +126,8 @@ export async function buildApp(config: Config, options: { database?: Database } 
         return isSharedStream(stream) ? writtenBySubscription(stream, socket, id) : stream;
       },
       onSubscribe: async (ctx, id, params) => {
+        const refused = wsLimits.refusal(ctx);
+        if (refused) return [refused];
         const { schema, execute, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
           connectionParams: ctx.connectionParams,
@@ -114,10 +135,18 @@ export async function buildApp(config: Config, options: { database?: Database } 
           socket: ctx.extra.socket,
           params,
         });
+        let document;
+        try {
+          document = parse(params.query);
+        } catch (error) {
+          // A syntax error answers this subscription alone (graphql-ws would close the socket).
+          if (error instanceof GraphQLError) return [maskError(error, () => undefined) as GraphQLError];
+          throw error;
+        }
         const args = {
           schema,
           operationName: params.operationName,
-          document: parse(params.query),
+          document,
           variableValues: params.variables,
           contextValue: await contextFactory(),
           rootValue: { execute, subscription: { socket: ctx.extra.socket, id } },
@@ -158,6 +187,14 @@ export async function buildApp(config: Config, options: { database?: Database } 
     stop(): Promise<void> {
       stopping ??= (async () => {
         draining = true;
+        // One deadline for the whole drain, armed before anything may wait: a WebSocket client
+        // that never answers the close handshake would otherwise hold it for 30 s per socket.
+        const cutAll = () => {
+          server.closeAllConnections();
+          for (const socket of wsServer.clients) socket.terminate();
+        };
+        const deadline = setTimeout(cutAll, config.shutdownTimeoutMs);
+        deadline.unref();
         await sweeper.stop();
         const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
         server.closeIdleConnections();
@@ -167,11 +204,9 @@ export async function buildApp(config: Config, options: { database?: Database } 
         pubsub.interruptSubscriptions();
         // Connections whose last response just ended (SSE streams, keep-alive) close as soon as idle.
         const idleCloser = setInterval(() => server.closeIdleConnections(), 50);
-        const forceAfter = setTimeout(() => server.closeAllConnections(), 10_000);
-        forceAfter.unref();
         await closed;
         clearInterval(idleCloser);
-        clearTimeout(forceAfter);
+        clearTimeout(deadline);
         await pubsub.close();
         await db.close();
       })();

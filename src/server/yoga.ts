@@ -14,6 +14,7 @@ import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
+import { useQueryCostLimit } from './query-cost.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
@@ -32,11 +33,26 @@ async function principalOf(verifier: TokenVerifier, authorization: unknown): Pro
   }
 }
 
-/** yoga's default `maxRequestBodySize`. */
-const MAX_BODY_BYTES = 25_000_000;
-
 function bodyError(message: string, status: number, code: string): GraphQLError {
   return new GraphQLError(message, { extensions: { http: { status }, code } });
+}
+
+/** The one answer to a body over the limit, whether it had a Content-Length or came chunked. */
+export const bodyTooLarge = (limit: number) => ({
+  status: 413,
+  message: `Request body exceeds ${limit} bytes`,
+  code: 'BAD_USER_INPUT',
+});
+const bodyTooLargeError = (limit: number) => {
+  const { message, status, code } = bodyTooLarge(limit);
+  return bodyError(message, status, code);
+};
+
+/** A client's `x-request-id` becomes the correlation id only when it cannot forge a log line. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9_-]{1,128}$/;
+export function requestIdOf(request: Request | undefined): string {
+  const given = request?.headers.get('x-request-id');
+  return given && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** `request` with its body counted as it streams, failing past `limit` bytes (as yoga does). */
@@ -50,7 +66,7 @@ function counted(request: Request, limit: number, fetchAPI: FetchAPI): Request {
     new Transform<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         bytes += chunk.byteLength;
-        if (bytes > limit) controller.error(bodyError('Request body too large', 413, 'REQUEST_ENTITY_TOO_LARGE'));
+        if (bytes > limit) controller.error(bodyTooLargeError(limit));
         else controller.enqueue(chunk);
       },
     }),
@@ -71,7 +87,7 @@ function useBodyLimit(limit: number): Plugin {
       const length = request.headers.get('content-length');
       if (length !== null) {
         if (!/^\d+$/.test(length)) throw bodyError('Content-Length header is invalid.', 400, 'BAD_REQUEST');
-        if (Number(length) > limit) throw bodyError('Request body too large', 413, 'REQUEST_ENTITY_TOO_LARGE');
+        if (Number(length) > limit) throw bodyTooLargeError(limit);
         return;
       }
       if (!requestParser || !request.body) return;
@@ -94,10 +110,32 @@ function useSharedSubscriptions(): Plugin {
   };
 }
 
+/**
+ * Execution errors masked with the request's correlation id (yoga's own masking, which comes
+ * after and leaves them as they are, has no access to the context).
+ */
+function useCorrelatedMasking(): Plugin {
+  return {
+    onExecute({ args }) {
+      const context = args.contextValue as unknown as GraphQLContext;
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (Symbol.asyncIterator in result || !result.errors) return;
+          setResult({ ...result, errors: result.errors.map((error) => maskError(error, () => context.requestId) as GraphQLError) });
+        },
+      };
+    },
+  };
+}
+
 export function createGraphQLServer(options: {
   deps: DomainDeps;
   pubsub: PubSub;
   verifier: TokenVerifier;
+  maxQueryCost: number;
+  maxBodyBytes: number;
+  /** More plugins, after these. */
+  plugins?: Plugin[];
 }): YogaServerInstance<ServerContext, GraphQLContext> {
   return createYoga<ServerContext, GraphQLContext>({
     schema,
@@ -126,7 +164,7 @@ export function createGraphQLServer(options: {
       ),
       deps: options.deps,
       pubsub: options.pubsub,
-      requestId: request?.headers.get('x-request-id') ?? randomUUID(),
+      requestId: requestIdOf(request),
       loaders: createLoaders(options.deps),
     }),
     plugins: [
@@ -135,11 +173,14 @@ export function createGraphQLServer(options: {
         maxAliases: { n: 15 },
         maxDirectives: { n: 20 },
         maxTokens: { n: 5000 },
-        costLimit: { maxCost: 20000 },
+        costLimit: { enabled: false }, // useQueryCostLimit counts list sizes
         blockFieldSuggestion: { enabled: true },
       }),
-      useBodyLimit(MAX_BODY_BYTES),
+      useQueryCostLimit(options.maxQueryCost),
+      useCorrelatedMasking(),
+      useBodyLimit(options.maxBodyBytes),
       useSharedSubscriptions(),
+      ...(options.plugins ?? []),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).

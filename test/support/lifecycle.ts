@@ -5,7 +5,8 @@ export const TOOL_AUDIT_FIELDS = `${AUDIT_FIELDS} toolCallId name effectiveInput
   toolCall { id toolCallId status effectiveInput output error durationMs }`;
 export const MODEL_AUDIT_FIELDS = `${AUDIT_FIELDS} model input output error usage
   toolCalls { id toolCallId name status declaredInput }`;
-export const RUN_FIELDS = `id status leaseOwner leaseEpoch leaseExpiresAt startedAt finishedAt error
+const WORKER_RUN_FIELDS = `id status leaseOwner leaseEpoch leaseExpiresAt startedAt finishedAt error`;
+export const RUN_FIELDS = `${WORKER_RUN_FIELDS}
   resumedFrom { id }`;
 
 const MUTATIONS = {
@@ -16,7 +17,8 @@ const MUTATIONS = {
   recordToolStarted: `mutation($input: ToolStartedInput!) { result: recordToolStarted(input: $input) { ${TOOL_AUDIT_FIELDS} } }`,
   recordToolFinished: `mutation($input: ToolFinishedInput!) { result: recordToolFinished(input: $input) { ${TOOL_AUDIT_FIELDS} } }`,
   recordToolError: `mutation($input: ToolErrorInput!) { result: recordToolError(input: $input) { ${TOOL_AUDIT_FIELDS} } }`,
-  finishRun: `mutation($input: FinishRunInput!) { result: finishRun(input: $input) { ${RUN_FIELDS} } }`,
+  // A worker reads its own run only: the run it resumes is another run (SEMANTICS.md "Principals").
+  finishRun: `mutation($input: FinishRunInput!) { result: finishRun(input: $input) { ${WORKER_RUN_FIELDS} } }`,
 } as const;
 
 export interface Lease {

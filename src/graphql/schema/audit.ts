@@ -2,7 +2,7 @@ import { loadAuditThread, requirePrincipal } from '../../domain/access.js';
 import { newestAudits } from '../../domain/audit-reads.js';
 import { badInput } from '../../domain/errors.js';
 import type { Message } from '../../generated/prisma/client.js';
-import { builder } from '../builder.js';
+import { builder, listCost } from '../builder.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
 
 export const AuditRef = builder.prismaInterface('Message', {
@@ -78,6 +78,8 @@ const ThreadAuditsRef = builder
       items: t.field({
         type: [AuditRef],
         description: 'At most `limit` entries: the newest ones, returned oldest first (run creation, then sequence).',
+        // Counted by `threadAudits(limit)`, which multiplies this whole object.
+        complexity: { field: 1, multiplier: 1 },
         resolve: (parent) => parent.items,
       }),
       truncated: t.exposeBoolean('truncated', {
@@ -92,6 +94,7 @@ builder.queryField('threadAudits', (t) =>
     description: 'Super administrators only, and only on threads they own. `limit` is 1 to 500.',
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }), limit: t.arg.int({ defaultValue: MAX_AUDITS }) },
+    complexity: ({ limit }) => listCost(limit, MAX_AUDITS),
     resolve: async (_root, { threadId, limit }, { deps, principal }) => {
       const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
       if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);

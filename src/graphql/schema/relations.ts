@@ -1,7 +1,8 @@
 import type { Message, ToolCall } from '../../generated/prisma/client.js';
-import { builder } from '../builder.js';
+import { MAX_DECLARED_TOOL_CALLS } from '../../domain/model-audits.js';
+import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
-import { mayReadAuditsOf } from './audit-access.js';
+import { mayReachRun, mayReadDeclaringAudit } from './audit-access.js';
 import { AuditRef, ModelAuditRef, ToolAuditRef } from './audit.js';
 import { RunRef } from './run.js';
 import { ThreadRef } from './thread.js';
@@ -10,14 +11,23 @@ import { ToolCallRef } from './tool-call.js';
 // How the timeline's objects link to each other. Every link is read through the request's
 // loaders (loaders.ts): one plain-SQL statement per link and nesting level, however many items.
 
+// Inside a worker's lifecycle result every link to a run checks it is the worker's leased run
+// (SEMANTICS.md "Principals"); elsewhere the read was authorised where it started.
+
 builder.interfaceField(AuditRef, 'run', (t) =>
-  t.field({ type: RunRef, resolve: (audit, _args, { loaders }) => loadRequired(loaders.run, audit.runId) }),
+  t.field({
+    type: RunRef,
+    authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
+    resolve: (audit, _args, { loaders }) => loadRequired(loaders.run, audit.runId),
+  }),
 );
 
 builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
   t.field({
     type: [ToolCallRef],
     description: 'The tool calls this model call declared, in declaration order.',
+    complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
+    authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
     // A lifecycle mutation's own result already holds them.
     resolve: (audit: Message & { declaredToolCalls?: ToolCall[] }, _args, { loaders }) =>
       audit.declaredToolCalls ?? loaders.toolCallsDeclaredBy.load(audit.id),
@@ -31,6 +41,7 @@ builder.objectFields(ToolAuditRef, (t) => ({
   }),
   declaredBy: t.field({
     type: ModelAuditRef,
+    authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
     resolve: (audit, _args, { loaders }) => loadRequired(loaders.declaringAudit, audit.toolCallRowId),
   }),
 }));
@@ -39,22 +50,29 @@ builder.objectField(ToolCallRef, 'declaredBy', (t) =>
   t.field({
     type: ModelAuditRef,
     description: 'Audit data: super administrators on their own threads only.',
-    authScopes: (toolCall, _args, context, info) => mayReadAuditsOf(toolCall.threadId, context, info),
+    authScopes: (toolCall, _args, context, info) => mayReadDeclaringAudit(toolCall, context, info),
     resolve: (toolCall, _args, { loaders }) => loadRequired(loaders.declaringAudit, toolCall.id),
   }),
 );
 
 builder.objectFields(RunRef, (t) => ({
-  thread: t.field({ type: ThreadRef, resolve: (run, _args, { loaders }) => loadRequired(loaders.thread, run.threadId) }),
+  thread: t.field({
+    type: ThreadRef,
+    authScopes: (_run, _args, context, info) => mayReachRun(null, context, info),
+    resolve: (run, _args, { loaders }) => loadRequired(loaders.thread, run.threadId),
+  }),
   resumedFrom: t.field({
     type: RunRef,
     nullable: true,
     description: 'The run this run resumes, if any (always in the same thread).',
+    authScopes: (run, _args, context, info) => run.resumedFromId === null || mayReachRun(run.resumedFromId, context, info),
     resolve: (run, _args, { loaders }) => (run.resumedFromId === null ? null : loadRequired(loaders.run, run.resumedFromId)),
   }),
   toolCalls: t.field({
     type: [ToolCallRef],
     description: "The ToolCall projection of the calls declared by this run's model audits, in declaration order.",
+    // Counted as one model response's worth: most runs declare far fewer, a few declare more.
+    complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
     resolve: (run, _args, { loaders }) => loaders.toolCallsOfRun.load(run.id),
   }),
 }));

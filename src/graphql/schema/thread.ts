@@ -2,11 +2,13 @@ import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
 import { badInput } from '../../domain/errors.js';
 import { appendMessage, createThread, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
-import { builder } from '../builder.js';
+import { builder, listCost } from '../builder.js';
 import { MessageRoleEnum } from './enums.js';
 import { RunRef } from './run.js';
 
 const MAX_HISTORY_PAGE = 1000;
+const MAX_RUNS_PAGE = 500;
+const MAX_THREADS_PAGE = 100;
 
 export const ThreadRef = builder.prismaObject('Thread', {
   fields: (t) => ({
@@ -17,6 +19,7 @@ export const ThreadRef = builder.prismaObject('Thread', {
     messages: t.relation('messages', {
       description: 'Ordinary conversation history, oldest first. Never contains audit rows.',
       args: { first: t.arg.int({ defaultValue: 100 }) },
+      complexity: ({ first }) => listCost(first, MAX_HISTORY_PAGE),
       query: ({ first }) => {
         if (first == null || first < 0 || first > MAX_HISTORY_PAGE) {
           throw badInput(`first must be between 0 and ${MAX_HISTORY_PAGE}`);
@@ -28,7 +31,15 @@ export const ThreadRef = builder.prismaObject('Thread', {
       description: 'Count of ordinary messages. Audit rows are never counted.',
       resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
     }),
-    runs: t.relation('runs', { query: { orderBy: { createdOrder: 'asc' } } }),
+    runs: t.relation('runs', {
+      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}).`,
+      args: { first: t.arg.int({ defaultValue: 100 }) },
+      complexity: ({ first }) => listCost(first, MAX_RUNS_PAGE),
+      query: ({ first }) => {
+        if (first == null || first < 1 || first > MAX_RUNS_PAGE) throw badInput(`first must be between 1 and ${MAX_RUNS_PAGE}`);
+        return { orderBy: { createdOrder: 'asc' }, take: first };
+      },
+    }),
     latestRun: t.field({
       type: RunRef,
       nullable: true,
@@ -60,7 +71,8 @@ const ThreadConnectionRef = builder
   .implement({
     description: 'A page of threads, newest first (Relay connection).',
     fields: (t) => ({
-      edges: t.field({ type: [ThreadEdgeRef], resolve: (page) => page.threads }),
+      // The page's size is counted once, on `threads(first)`.
+      edges: t.field({ type: [ThreadEdgeRef], complexity: { field: 1, multiplier: 1 }, resolve: (page) => page.threads }),
       pageInfo: t.field({
         type: PageInfoRef,
         resolve: ({ threads, hasNextPage }) => ({
@@ -100,6 +112,7 @@ builder.queryField('threads', (t) =>
       'Threads the caller may read (its own; every thread for admins and superadmins), newest first. `first` is 1 to 100.',
     authScopes: { authenticated: true },
     args: { first: t.arg.int({ defaultValue: 20 }), after: t.arg.string() },
+    complexity: ({ first }) => listCost(first, MAX_THREADS_PAGE),
     resolve: (_root, { first, after }, { deps, principal }) =>
       readableThreadsPage(deps.prisma, requirePrincipal(principal), { first: first ?? 20, after }),
   }),

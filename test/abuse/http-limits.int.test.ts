@@ -1,0 +1,99 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+
+let t: TestApp;
+let url: string;
+let admin: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  url = await t.app.start(0);
+  admin = await t.token('ada', 'superadmin');
+});
+afterAll(() => t.close());
+
+/** POSTs `size` bytes of a JSON body, with a Content-Length or chunked; the status and parsed answer. */
+function post(size: number, chunked: boolean): Promise<{ status: number; body: any }> {
+  const head = '{"query":"{ __typename }","variables":{"pad":"';
+  const tail = '"}}';
+  const body = Buffer.from(head + 'x'.repeat(size - head.length - tail.length) + tail);
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${admin}`,
+        ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.length) }),
+      },
+    });
+    req.on('response', (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(text) }));
+    });
+    // The server may answer and close before the whole body is sent.
+    req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
+    for (let offset = 0; offset < body.length; offset += 64 * 1024) req.write(body.subarray(offset, offset + 64 * 1024));
+    req.end();
+  });
+}
+
+describe(`HTTP limits (${backendName})`, () => {
+  const LIMIT = 8 * 1024 * 1024;
+
+  it('one body limit and one error for Content-Length and chunked bodies', async () => {
+    const sized = await post(LIMIT + 1024, false);
+    const chunked = await post(LIMIT + 1024, true);
+    expect(sized.status).toBe(413);
+    expect(chunked.status).toBe(413);
+    expect(chunked.body.errors[0]).toEqual(sized.body.errors[0]);
+    expect(sized.body.errors[0]).toEqual({ message: `Request body exceeds ${LIMIT} bytes`, extensions: { code: 'BAD_USER_INPUT' } });
+  });
+
+  it('a body within the limit is served either way', async () => {
+    for (const chunked of [false, true]) {
+      const answer = await post(LIMIT - 1024, chunked);
+      expect(answer).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+    }
+  });
+});
+
+describe(`correlation ids (${backendName})`, () => {
+  async function failingRequest(requestId: string) {
+    const broken = await startTestApp();
+    const token = await broken.token('ada', 'superadmin');
+    await broken.app.db.close(); // every database read now fails, and is masked with the request id
+    const logged: string[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args.map(String).join(' '));
+    try {
+      const response = await broken.app.yoga.fetch('http://test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': requestId },
+        body: JSON.stringify({ query: 'mutation { createThread(input: { title: "x" }) { id } }' }),
+      });
+      const body = (await response.json()) as { errors: { extensions: { requestId: string } }[] };
+      return { requestId: body.errors[0]!.extensions.requestId, logged: logged.join('\n') };
+    } finally {
+      console.error = original;
+      await broken.close().catch(() => {});
+    }
+  }
+
+  it('a short [A-Za-z0-9_-] x-request-id is the correlation id', async () => {
+    const { requestId, logged } = await failingRequest('trace-42_ok');
+    expect(requestId).toBe('trace-42_ok');
+    expect(logged).toContain('[request trace-42_ok]');
+  });
+
+  it.each([
+    ['a forged log line', 'x] ok\n[request admin'],
+    ['spaces', 'a b'],
+    ['too long', 'a'.repeat(129)],
+  ])('%s in x-request-id: a generated id instead', async (_what, forged) => {
+    const { requestId, logged } = await failingRequest(forged);
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(logged).not.toContain(forged);
+  });
+});
