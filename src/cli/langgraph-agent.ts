@@ -14,8 +14,11 @@ import { z } from 'zod';
  * whole AIMessages, tool calls included, one per call in order.
  */
 export class ScriptedChatModel extends FakeListChatModel {
-  constructor(private readonly turns: AIMessage[]) {
-    super({ responses: turns.map((_, index) => String(index)) });
+  constructor(
+    private readonly turns: AIMessage[],
+    sleepMs?: number,
+  ) {
+    super({ responses: turns.map((_, index) => String(index)), sleep: sleepMs || undefined });
   }
 
   override _formatGeneration(response: string) {
@@ -74,11 +77,13 @@ export interface ReactAgentOptions {
   checkpointer?: BaseCheckpointSaver | false;
   /** Tools besides `agentTools`. */
   tools?: StructuredToolInterface[];
+  /** How long each model call takes, so a live dashboard can show it running. */
+  modelSleepMs?: number;
 }
 
 /** The ReAct loop: agent -> tools (in parallel) -> agent, until the model declares no tool call. */
 export function buildReactAgent(turns: AIMessage[], options: ReactAgentOptions = {}) {
-  const model = new ScriptedChatModel(turns);
+  const model = new ScriptedChatModel(turns, options.modelSleepMs);
   const checkpointer = options.checkpointer === false ? undefined : (options.checkpointer ?? new MemorySaver());
   return new StateGraph(MessagesAnnotation)
     .addNode('agent', async (state: { messages: BaseMessage[] }) => ({ messages: [await model.invoke(state.messages)] }))
