@@ -217,9 +217,10 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     const graph = buildReactAgent([turn('Working.', [call]), turn('Never reached.')], { tools: [cancelMyRun] });
 
     runId = await t.newRun();
-    const invocation = t.audit.invoke(runId, graph, userSays('Go.'), t.config);
-    await expect(invocation).rejects.toBeInstanceOf(AuditLeaseLostError);
-    await expect(invocation).rejects.toMatchObject({ runId, cause: { code: 'LEASE_LOST' } });
+    const failure = await t.audit.invoke(runId, graph, userSays('Go.'), t.config).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(AuditLeaseLostError);
+    expect((failure as AuditLeaseLostError).runId).toBe(runId);
+    expect((failure as AuditLeaseLostError).cause).toMatchObject({ code: 'LEASE_LOST', operationName: 'RecordToolFinished' });
 
     // The second model call was never made, let alone recorded.
     expect(glance(await t.timeline())).toEqual([
@@ -227,6 +228,29 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
       { tool: 'cancel_my_run', toolCallId: call.id, status: 'CANCELLED', runId },
     ]);
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+  });
+
+  it('a lease the keeper finds gone aborts a long tool at once, with AuditLeaseLostError', async () => {
+    const t = await openThread('langgraph: lease gone while a tool waits');
+    let runId = '';
+    const waitForever = tool(
+      async (_args, config) => {
+        await t.owner.cancelRun(runId);
+        // No audit write happens until this tool ends: only the lease keeper's renewal can notice.
+        return new Promise<string>((_resolve, reject) => config?.signal?.addEventListener('abort', () => reject(config.signal!.reason)));
+      },
+      { name: 'wait_for_abort', description: 'Runs until the invocation is aborted.', schema: z.object({}) },
+    );
+    const call = callTool('wait_for_abort', {});
+    const graph = buildReactAgent([turn('Waiting.', [call]), turn('Never reached.')], { tools: [waitForever] });
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), { leaseSeconds: 3 });
+
+    runId = await t.newRun();
+    const failure = await audit.invoke(runId, graph, userSays('Go.'), t.config).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(AuditLeaseLostError);
+    expect((failure as AuditLeaseLostError).runId).toBe(runId);
+    expect((failure as AuditLeaseLostError).cause).toMatchObject({ code: 'LEASE_LOST', operationName: 'RenewLease' });
+    expect((await t.timeline()).map((item) => item.status)).toEqual(['COMPLETED', 'CANCELLED']);
   });
 
   it('never holds the agent on an unanswering server beyond the budget; the writes land in order afterwards', async () => {
