@@ -64,12 +64,13 @@ export class LangGraphAudit {
     input: Input,
     config: RunnableConfig = {},
   ): Promise<FinishedRun & { state: State }> {
+    const callbacks = callbackList(config.callbacks);
     const run = await this.start(runId);
     let state: State;
     try {
       state = await graph.invoke(input, {
         ...config,
-        callbacks: [...callbackList(config.callbacks), run.handler],
+        callbacks: [...callbacks, run.handler],
         signal: config.signal ? AbortSignal.any([config.signal, run.signal]) : run.signal,
       });
     } catch (error) {
