@@ -146,9 +146,7 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     expect(tools.send_email!.finishedAt).not.toBeNull();
   });
 
-  // PENDING issue 15: the server still leaves `error` null on a controlled failure. `it.fails`
-  // keeps this contract assertion running; it turns red when issue 15 lands: make it `it` then.
-  it.fails('a controlled failure carries its content as the error (SEMANTICS: error = {message: content})', async () => {
+  it('a controlled failure carries its content as the error (SEMANTICS: error = {message: content})', async () => {
     const t = await openThread('langgraph: controlled failure error');
     const lookup = callTool('lookup_invoice', { invoice: 43 });
     const graph = buildReactAgent([turn('Looking it up.', [lookup]), turn('Not found.')]);
