@@ -12,4 +12,16 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  {
+    // LangChain and LangGraph are optional peers of the client's LangGraph adapter: the server,
+    // the domain and the core client never load them.
+    files: ['src/**/*.ts'],
+    ignores: ['src/client/langgraph/**', 'src/cli/langgraph-*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@langchain/*', 'zod', '**/client/langgraph/**', '**/cli/langgraph-*'], message: 'Only the LangGraph adapter and its demo agent load LangChain.' }] },
+      ],
+    },
+  },
 );

@@ -4,7 +4,11 @@
 //   npm run simulate -- [--url http://127.0.0.1:4000/graphql]
 //     [--scenario all|normal|tool-error|cancel|interrupt-resume|parallel|large-output]
 //     [--thread <id>] [--step-ms 40] [--owner-token <jwt>] [--worker-token <jwt>]
+//   npm run simulate -- --langgraph [--scenario all|langgraph-parallel|langgraph-tool-errors|
+//     langgraph-interrupt-resume|langgraph-large-output] [the same options]
 //
+// `--langgraph` runs a real LangGraph.js agent (src/cli/langgraph-agent.ts) recorded by the
+// client's LangGraph adapter instead of the hand-written lifecycle calls.
 // Each scenario checks the statuses it reads back and the process exits 1 if one differs.
 // `--thread` runs the scenarios in an existing thread of the owner, e.g. one a dashboard is
 // already subscribed to; `--step-ms` slows the runs down to watch them live.
@@ -36,8 +40,8 @@ const SCENARIOS = {
   'interrupt-resume': interruptResumeScenario,
   parallel: parallelScenario,
   'large-output': largeOutputScenario,
-} satisfies Record<string, (sim: Simulator) => Promise<AuditStatus[]>>;
-type ScenarioName = keyof typeof SCENARIOS;
+} satisfies Record<string, Scenario>;
+type Scenario = (sim: Simulator) => Promise<AuditStatus[]>;
 
 const LEASE_SECONDS = 15;
 const MODEL = 'simulated-model-1';
@@ -338,6 +342,17 @@ async function resolveTokens(flags: { ownerToken?: string; workerToken?: string 
   };
 }
 
+/** Loaded only for --langgraph: the other scenarios need no LangChain installed. */
+async function langgraphScenarios(): Promise<Record<string, Scenario>> {
+  const { LANGGRAPH_SCENARIOS } = await import('./langgraph-scenarios.js');
+  return Object.fromEntries(
+    Object.entries(LANGGRAPH_SCENARIOS).map(([name, scenario]): [string, Scenario] => [
+      name,
+      (sim) => scenario({ ...sim, newThread: (title, userText) => newThread(sim, title, userText) }),
+    ]),
+  );
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -347,9 +362,11 @@ async function main(): Promise<void> {
       'step-ms': { type: 'string', default: '40' },
       'owner-token': { type: 'string' },
       'worker-token': { type: 'string' },
+      langgraph: { type: 'boolean', default: false },
     },
   });
-  const names = Object.keys(SCENARIOS) as ScenarioName[];
+  const scenarios = values.langgraph ? await langgraphScenarios() : (SCENARIOS as Record<string, Scenario>);
+  const names = Object.keys(scenarios);
   const chosen = values.scenario === 'all' ? names : names.filter((name) => name === values.scenario);
   const stepMs = Number(values['step-ms']);
   if (chosen.length === 0 || !Number.isInteger(stepMs) || stepMs < 0) {
@@ -361,7 +378,7 @@ async function main(): Promise<void> {
   const tokens = await resolveTokens({ ownerToken: values['owner-token'], workerToken: values['worker-token'] });
   const owner = new AuditClient({ url: values.url, token: tokens.owner });
   const worker = new AuditClient({ url: values.url, token: tokens.worker });
-  const outcomes: { name: ScenarioName; threadId?: string; ok: boolean }[] = [];
+  const outcomes: { name: string; threadId?: string; ok: boolean }[] = [];
 
   for (const name of chosen) {
     console.log(`\n== ${name} ==`);
@@ -375,7 +392,7 @@ async function main(): Promise<void> {
       keepers: [],
     };
     try {
-      const expected = await SCENARIOS[name](sim);
+      const expected = await scenarios[name]!(sim);
       await reportAndCheck(sim, expected);
       outcomes.push({ name, threadId: sim.threadId, ok: true });
     } catch (error) {
@@ -388,7 +405,7 @@ async function main(): Promise<void> {
   }
 
   console.log('\n== where to look ==');
-  for (const { name, threadId, ok } of outcomes) console.log(`  ${name.padEnd(17)} ${ok ? 'ok    ' : 'FAILED'} thread ${threadId ?? '-'}`);
+  for (const { name, threadId, ok } of outcomes) console.log(`  ${name.padEnd(26)} ${ok ? 'ok    ' : 'FAILED'} thread ${threadId ?? '-'}`);
   const threadId = outcomes.find((outcome) => outcome.threadId)?.threadId ?? '<thread id>';
   console.log(`\nOpen the timeline page at ${new URL(`/#thread=${threadId}`, values.url)} and sign in with the token`);
   console.log(`    ${tokens.owner}`);

@@ -57,4 +57,33 @@ describe(`the simulator against the server process (${backendName})`, () => {
     const lastStatus = (id: string) => audits.events.filter((event) => event.id === id).at(-1)?.status;
     await audits.waitUntil(() => items.every((item) => lastStatus(item.id) === item.status));
   }, 180_000);
+
+  it('--langgraph records a real LangGraph.js agent through the adapter, every scenario as expected', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const { id: threadId } = await owner.createThread({ title: 'LangGraph runs' });
+
+    const { code, output } = await runScript('src/cli/simulate.ts', [
+      '--langgraph',
+      '--url', server.url,
+      '--thread', threadId,
+      '--step-ms', '0',
+      '--owner-token', who.owner,
+      '--worker-token', who.worker,
+    ]);
+    expect(code, output).toBe(0);
+    expect(output).toContain('4 of 4 scenarios completed as expected.');
+
+    const { items } = await owner.threadAudits(threadId);
+    // parallel 4, tool errors 4, interrupt and resume 4, large output 3.
+    expect(items.map((item) => item.status)).toEqual([
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED'],
+      ...['COMPLETED', 'FAILED', 'FAILED', 'COMPLETED'],
+      ...['COMPLETED', 'INTERRUPTED', 'COMPLETED', 'COMPLETED'],
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED'],
+    ]);
+    expect(new Set(items.map((item) => (item.__typename === 'ModelAudit' ? item.model : item.name)))).toEqual(
+      new Set(['ScriptedChatModel', 'get_weather', 'lookup_invoice', 'send_email', 'pay_invoice', 'read_log']),
+    );
+  }, 180_000);
 });

@@ -1,0 +1,163 @@
+import type { Serialized } from '@langchain/core/load/serializable';
+import type { BaseMessage } from '@langchain/core/messages';
+import type { LLMResult, ChatGeneration } from '@langchain/core/outputs';
+import { GraphCallbackHandler, isGraphInterrupt, type GraphInterruptEvent } from '@langchain/langgraph';
+import type { AuditClient } from '../audit-client.js';
+import { SequenceCounter, readClock } from '../clock.js';
+import type { JsonObject, LeaseInput } from '../types.js';
+import { declaredToolCalls, effectiveInput, errorJson, messageJson, toJson, toolOutputEnvelope } from './messages.js';
+import type { RunWriter } from './run-writer.js';
+
+/** What the handler writes through: the run's client, its current lease and its writer. */
+export interface RecordingTarget {
+  client: AuditClient;
+  lease: () => LeaseInput;
+  writer: RunWriter;
+}
+
+/**
+ * The namespace of an event: the parent graph tasks above the node it ran in. Empty for the
+ * root graph's nodes; a subgraph's (sub-agent's) nodes carry the task that ran the subgraph.
+ */
+export function eventNamespace(metadata: Record<string, unknown> | undefined): string[] {
+  const checkpointNs = metadata?.langgraph_checkpoint_ns;
+  return typeof checkpointNs === 'string' && checkpointNs !== '' ? checkpointNs.split('|').slice(0, -1) : [];
+}
+
+/**
+ * A LangChain callback handler that records one graph invocation as one audit run: model
+ * calls with the tool calls they declare, each tool's start with the input it received and its
+ * end (a ToolMessage, `status: "error"` for a controlled failure) or bare error (a throw or an
+ * interrupt). Sequences come from one counter per run and `observedAt`/`clock` are read when
+ * the callback fires. Events of subgraphs are not sent (the server accepts root events only).
+ */
+export class AuditCallbackHandler extends GraphCallbackHandler {
+  override name = 'AgentAuditHandler';
+  private readonly sequence = new SequenceCounter(1);
+  /** Callback run ids of the model calls recorded as started. */
+  private readonly models = new Set<string>();
+  /** Callback run id -> tool call id, for the tools recorded as started. */
+  private readonly tools = new Map<string, { toolCallId: string; name: string }>();
+  /** Tool calls of this run that ended in a bare error: their final ToolMessage settles them. */
+  readonly bareErrors = new Set<string>();
+  /** Set when the root graph paused on interrupt(). */
+  interrupt: GraphInterruptEvent | undefined;
+
+  constructor(private readonly target: RecordingTarget) {
+    super();
+    // Awaited, so the agent waits for a write (at most the writer's budget) and sees a lost lease;
+    // raised, so that AuditLeaseLostError stops the agent.
+    this.awaitHandlers = true;
+    this.raiseError = true;
+    this.ignoreRetriever = true;
+  }
+
+  override async handleChatModelStart(
+    llm: Serialized,
+    messages: BaseMessage[][],
+    runId: string,
+    _parentRunId?: string,
+    _extraParams?: Record<string, unknown>,
+    _tags?: string[],
+    metadata?: Record<string, unknown>,
+    runName?: string,
+  ): Promise<void> {
+    if (eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
+    const event = this.observe();
+    const model = modelName(llm, metadata, runName);
+    this.models.add(runId);
+    await this.write((lease) =>
+      this.target.client.recordModelStarted({
+        lease,
+        operationId: runId,
+        model,
+        input: { messages: (messages[0] ?? []).map(messageJson) },
+        ...event,
+      }),
+    );
+  }
+
+  override async handleLLMEnd(output: LLMResult, runId: string): Promise<void> {
+    if (!this.models.has(runId)) return this.target.writer.throwIfLost();
+    const event = this.observe();
+    const message = (output.generations[0]?.[0] as ChatGeneration | undefined)?.message;
+    await this.write((lease) =>
+      this.target.client.recordModelFinished({
+        lease,
+        operationId: runId,
+        status: 'COMPLETED',
+        output: message ? messageJson(message) : toJson(output.generations),
+        usage: message && 'usage_metadata' in message ? toJson(message.usage_metadata) : toJson(output.llmOutput?.tokenUsage),
+        toolCalls: declaredToolCalls(message),
+        ...event,
+      }),
+    );
+  }
+
+  override async handleLLMError(error: unknown, runId: string): Promise<void> {
+    if (!this.models.has(runId)) return this.target.writer.throwIfLost();
+    const event = this.observe();
+    await this.write((lease) =>
+      this.target.client.recordModelFinished({ lease, operationId: runId, status: 'FAILED', error: errorJson(error), ...event }),
+    );
+  }
+
+  override async handleToolStart(
+    tool: Serialized,
+    input: string,
+    runId: string,
+    _parentRunId?: string,
+    _tags?: string[],
+    metadata?: Record<string, unknown>,
+    runName?: string,
+    toolCallId?: string,
+  ): Promise<void> {
+    // A tool run without a tool call id (called directly, not for a model's tool call) has nothing to bind to.
+    if (!toolCallId || eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
+    const event = this.observe();
+    const name = runName ?? tool.id.at(-1) ?? 'tool';
+    this.tools.set(runId, { toolCallId, name });
+    await this.write((lease) =>
+      this.target.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: effectiveInput(input), ...event }),
+    );
+  }
+
+  override async handleToolEnd(output: unknown, runId: string): Promise<void> {
+    const tool = this.tools.get(runId);
+    if (!tool) return this.target.writer.throwIfLost();
+    const event = this.observe();
+    const envelope = toolOutputEnvelope(output, tool.toolCallId, tool.name);
+    await this.write((lease) =>
+      this.target.client.recordToolFinished({ lease, toolCallId: tool.toolCallId, output: envelope, ...event }),
+    );
+  }
+
+  override async handleToolError(error: unknown, runId: string): Promise<void> {
+    const tool = this.tools.get(runId);
+    if (!tool) return this.target.writer.throwIfLost();
+    const event = this.observe();
+    const recorded: JsonObject = isGraphInterrupt(error)
+      ? { name: 'GraphInterrupt', message: 'interrupted', interrupts: toJson(error.interrupts) }
+      : errorJson(error);
+    this.bareErrors.add(tool.toolCallId);
+    await this.write((lease) => this.target.client.recordToolError({ lease, toolCallId: tool.toolCallId, error: recorded, ...event }));
+  }
+
+  override handleInterrupt(event: GraphInterruptEvent): void {
+    this.interrupt = event;
+  }
+
+  /** The sequence number and clock readings of an event, taken when its callback fires. */
+  private observe() {
+    return { sequence: this.sequence.next(), observedAt: new Date(), clock: readClock(this.target.client.clockId) };
+  }
+
+  private write(send: (lease: LeaseInput) => Promise<unknown>): Promise<void> {
+    return this.target.writer.submit(() => send(this.target.lease()));
+  }
+}
+
+function modelName(llm: Serialized, metadata: Record<string, unknown> | undefined, runName: string | undefined): string {
+  const declared = metadata?.ls_model_name;
+  return typeof declared === 'string' && declared !== '' ? declared : (runName ?? llm.id.at(-1) ?? 'chat-model');
+}

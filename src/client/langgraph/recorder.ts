@@ -1,0 +1,170 @@
+import { isBaseMessage } from '@langchain/core/messages';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { AuditClient } from '../audit-client.js';
+import { isAuditApiError } from '../errors.js';
+import { LeaseKeeper } from '../lease-keeper.js';
+import type { JsonValue, Run, RunLease, RunTerminalStatus } from '../types.js';
+import { AuditCallbackHandler } from './handler.js';
+import { errorJson, messageJson } from './messages.js';
+import { RunWriter } from './run-writer.js';
+
+export interface LangGraphAuditOptions {
+  /** Requested lease length, renewed in the background at about a third of it. Default 60. */
+  leaseSeconds?: number;
+  /** The longest the agent waits for one audit write before going on without it. Default 2000 ms. */
+  budgetMs?: number;
+  /** The state key holding the graph's messages. Default "messages". */
+  messagesKey?: string;
+  /** Called for each write the server refused for a reason other than a lost lease (the run goes on). */
+  onWriteError?: (error: unknown) => void;
+}
+
+/** How an invocation ended, as handed to `AuditedRun.finish`. */
+export type InvocationOutcome = { state: unknown } | { error: unknown };
+
+export interface FinishedRun {
+  status: RunTerminalStatus;
+  run: Run;
+  /** Writes the server refused (other than for a lost lease); their events are missing from the timeline. */
+  writeErrors: unknown[];
+}
+
+/** A graph that can be invoked, as LangGraph's compiled graphs are. */
+export interface InvokableGraph<Input, State> {
+  invoke(input: Input, config?: RunnableConfig): Promise<State>;
+}
+
+/**
+ * Records LangGraph.js invocations as audit runs, through a worker's AuditClient.
+ *
+ *   const audit = new LangGraphAudit(worker);
+ *   const { state, status } = await audit.invoke(runId, graph, input, { configurable: { thread_id } });
+ */
+export class LangGraphAudit {
+  constructor(
+    private readonly client: AuditClient,
+    private readonly options: LangGraphAuditOptions = {},
+  ) {}
+
+  /** Claims the QUEUED run and keeps its lease; pass `run.handler` in the invocation's callbacks. */
+  async start(runId: string): Promise<AuditedRun> {
+    const leaseSeconds = this.options.leaseSeconds ?? 60;
+    const lease = await this.client.claimRun(runId, leaseSeconds);
+    return new AuditedRun(this.client, lease, { ...this.options, leaseSeconds });
+  }
+
+  /**
+   * Claims the run, invokes the graph with the recording handler, and ends the run: INTERRUPTED
+   * when the graph paused on interrupt(), FAILED when it threw (the error is rethrown),
+   * COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError.
+   */
+  async invoke<Input, State>(
+    runId: string,
+    graph: InvokableGraph<Input, State>,
+    input: Input,
+    config: RunnableConfig = {},
+  ): Promise<FinishedRun & { state: State }> {
+    const callbacks = callbackList(config.callbacks);
+    const run = await this.start(runId);
+    let state: State;
+    try {
+      state = await graph.invoke(input, {
+        ...config,
+        callbacks: [...callbacks, run.handler],
+        signal: config.signal ? AbortSignal.any([config.signal, run.signal]) : run.signal,
+      });
+    } catch (error) {
+      run.stopIfLeaseLost();
+      await run.finish({ error });
+      throw error;
+    }
+    return { ...(await run.finish({ state })), state };
+  }
+}
+
+/** One claimed run being recorded: the handler to pass to the graph, and `finish` to end the run. */
+export class AuditedRun {
+  readonly handler: AuditCallbackHandler;
+  private readonly keeper: LeaseKeeper;
+  private readonly writer: RunWriter;
+  private readonly messagesKey: string;
+  private readonly lostController = new AbortController();
+
+  constructor(
+    private readonly client: AuditClient,
+    lease: RunLease,
+    options: LangGraphAuditOptions & { leaseSeconds: number },
+  ) {
+    this.writer = new RunWriter(lease.runId, options.budgetMs ?? 2_000, (lost) => this.lostController.abort(lost), options.onWriteError);
+    this.keeper = new LeaseKeeper(client, lease, {
+      leaseSeconds: options.leaseSeconds,
+      onLost: (error) => this.writer.markLost(error),
+    });
+    this.handler = new AuditCallbackHandler({ client, lease: () => this.keeper.lease, writer: this.writer });
+    this.messagesKey = options.messagesKey ?? 'messages';
+  }
+
+  get runId(): string {
+    return this.keeper.lease.runId;
+  }
+
+  /** Aborted when the lease is lost; pass it as the invocation's `signal` to stop the agent at once. */
+  get signal(): AbortSignal {
+    return this.lostController.signal;
+  }
+
+  /** Throws AuditLeaseLostError once the lease is lost. */
+  stopIfLeaseLost(): void {
+    if (this.writer.leaseLost) {
+      this.keeper.stop();
+      this.writer.throwIfLost();
+    }
+  }
+
+  /**
+   * Waits for every queued write, then ends the run: FAILED for an error, INTERRUPTED when the
+   * graph paused on interrupt(), else COMPLETED. The final state's ToolMessages of tools that
+   * ended in a bare error go along as `stateMessages`, so the server settles them.
+   */
+  async finish(outcome: InvocationOutcome): Promise<FinishedRun> {
+    await this.writer.drain();
+    this.keeper.stop();
+    this.stopIfLeaseLost();
+    const status = this.endingOf(outcome);
+    try {
+      const run = await this.client.finishRun({
+        lease: this.keeper.lease,
+        status,
+        error: 'error' in outcome ? errorJson(outcome.error) : undefined,
+        stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.settlingMessages(outcome.state) : undefined,
+      });
+      return { status, run, writeErrors: [...this.writer.failures] };
+    } catch (error) {
+      if (isAuditApiError(error, 'LEASE_LOST', 'LEASE_EXPIRED')) this.writer.markLost(error);
+      this.writer.throwIfLost();
+      throw error;
+    }
+  }
+
+  private endingOf(outcome: InvocationOutcome): RunTerminalStatus {
+    if ('error' in outcome) return 'FAILED';
+    const pending = (outcome.state as { __interrupt__?: unknown[] } | null)?.__interrupt__;
+    return this.handler.interrupt || (Array.isArray(pending) && pending.length > 0) ? 'INTERRUPTED' : 'COMPLETED';
+  }
+
+  /** Only the messages that can settle something: the ToolMessages of this run's bare errors. */
+  private settlingMessages(state: unknown): JsonValue[] {
+    const messages = (state as Record<string, unknown> | null)?.[this.messagesKey];
+    if (!Array.isArray(messages)) return [];
+    return messages
+      .filter(isBaseMessage)
+      .map(messageJson)
+      .filter((message) => typeof message.tool_call_id === 'string' && this.handler.bareErrors.has(message.tool_call_id));
+  }
+}
+
+function callbackList(callbacks: RunnableConfig['callbacks']): NonNullable<Extract<RunnableConfig['callbacks'], unknown[]>> {
+  if (callbacks === undefined) return [];
+  if (Array.isArray(callbacks)) return callbacks;
+  throw new TypeError('LangGraphAudit.invoke takes callbacks as an array of handlers; add run.handler yourself with start()');
+}

@@ -1,0 +1,68 @@
+import { isAuditApiError, type AuditApiError } from '../errors.js';
+import { AuditLeaseLostError } from './errors.js';
+
+/** Write answers after which no write of the run can succeed again. */
+const LEASE_GONE = ['LEASE_LOST', 'LEASE_EXPIRED'];
+
+/**
+ * The writes of one run, sent one after another in the order the events happened (a tool
+ * start must reach the server after the model call that declared it). The agent waits for a
+ * write at most `budgetMs`; after that it goes on and the write completes in the background.
+ * Once the lease is lost, nothing more is sent and every caller gets an AuditLeaseLostError.
+ */
+export class RunWriter {
+  private tail: Promise<void> = Promise.resolve();
+  private lost: AuditLeaseLostError | undefined;
+  readonly failures: unknown[] = [];
+
+  constructor(
+    private readonly runId: string,
+    private readonly budgetMs: number,
+    private readonly onLost: (error: AuditLeaseLostError) => void,
+    private readonly onWriteError: (error: unknown) => void = () => {},
+  ) {}
+
+  get leaseLost(): AuditLeaseLostError | undefined {
+    return this.lost;
+  }
+
+  /** Queues `write` after every earlier one and waits for it, at most the budget. */
+  async submit(write: () => Promise<unknown>): Promise<void> {
+    this.throwIfLost();
+    const done = this.tail.then(async () => {
+      if (this.lost) return;
+      try {
+        await write();
+      } catch (error) {
+        if (isAuditApiError(error, ...LEASE_GONE)) this.markLost(error);
+        else {
+          this.failures.push(error);
+          this.onWriteError(error);
+        }
+      }
+    });
+    this.tail = done;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const budget = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.budgetMs);
+      timer.unref?.();
+    });
+    await Promise.race([done, budget]).finally(() => clearTimeout(timer));
+    this.throwIfLost();
+  }
+
+  markLost(cause: AuditApiError): void {
+    if (this.lost) return;
+    this.lost = new AuditLeaseLostError(this.runId, cause);
+    this.onLost(this.lost);
+  }
+
+  /** Resolves once every queued write has been answered. */
+  drain(): Promise<void> {
+    return this.tail;
+  }
+
+  throwIfLost(): void {
+    if (this.lost) throw this.lost;
+  }
+}

@@ -1,0 +1,308 @@
+// The LangGraph.js adapter against the real framework and the real server process: a ReAct
+// graph (StateGraph + ToolNode, a scripted FakeListChatModel, real tools) is invoked through
+// LangGraphAudit, and the owner reads the run back with threadAudits.
+import type { BaseMessage } from '@langchain/core/messages';
+import { Command, END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { tool } from '@langchain/core/tools';
+import { z } from 'zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '../../src/client/index.js';
+import { AuditLeaseLostError, LangGraphAudit } from '../../src/client/langgraph/index.js';
+import { LARGE_LOG_LINES, ScriptedChatModel, buildReactAgent, callTool, turn } from '../../src/cli/langgraph-agent.js';
+import { backendName } from '../support/database.js';
+import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+
+let storage: E2EStorage;
+let server: ServerProcess;
+
+beforeAll(async () => {
+  storage = await createE2EStorage();
+  server = await startServer(storage);
+}, 120_000);
+
+afterAll(async () => {
+  await killServers();
+  await storage?.remove();
+});
+
+/** A fresh owner, worker and thread; `workerFetch` replaces the worker's network. */
+async function openThread(title: string, workerFetch?: FetchLike) {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const worker = new AuditClient({ url: server.url, token: who.worker, fetch: workerFetch });
+  const { id: threadId } = await owner.createThread({ title });
+  const audit = new LangGraphAudit(worker, { leaseSeconds: 30 });
+  return {
+    owner,
+    audit,
+    threadId,
+    config: { configurable: { thread_id: threadId } },
+    newRun: async (resumeFromRunId?: string) => (await owner.createRun({ threadId, resumeFromRunId })).id,
+    timeline: async () => (await owner.threadAudits(threadId)).items,
+  };
+}
+
+const userSays = (content: string) => ({ messages: [{ role: 'user', content }] });
+
+/** What a timeline shows at a glance: each audit's kind, name or declared calls, and status. */
+function glance(items: ThreadAuditItem[]) {
+  return items.map((item) =>
+    item.__typename === 'ModelAudit'
+      ? { model: item.status, runId: item.runId, declares: item.toolCalls.map((call) => call.toolCallId) }
+      : { tool: item.name, toolCallId: item.toolCallId, status: item.status, runId: item.runId },
+  );
+}
+
+const asModel = (item: ThreadAuditItem | undefined) => {
+  expect(item?.__typename).toBe('ModelAudit');
+  return item as ModelAudit;
+};
+const asTool = (item: ThreadAuditItem | undefined) => {
+  expect(item?.__typename).toBe('ToolAudit');
+  return item as ToolAuditWithLinks;
+};
+
+describe(`the LangGraph.js adapter against the server process (${backendName})`, () => {
+  it('records model -> parallel tools -> model, with the declared calls, inputs, outputs and one sequence', async () => {
+    const t = await openThread('langgraph: parallel tools');
+    const paris = callTool('get_weather', { city: 'Paris' });
+    const oslo = callTool('get_weather', { city: 'Oslo', units: 'imperial' });
+    const graph = buildReactAgent([turn('Checking both cities.', [paris, oslo]), turn('Sunny in both.')]);
+
+    const runId = await t.newRun();
+    const { status, state, writeErrors } = await t.audit.invoke(runId, graph, userSays('Weather in Paris and Oslo?'), t.config);
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    expect(state.messages.at(-1)?.content).toBe('Sunny in both.');
+
+    const items = await t.timeline();
+    const [first, toolA, toolB, second] = items;
+    const tools = [asTool(toolA), asTool(toolB)].sort((a, b) => a.toolCallId.localeCompare(b.toolCallId));
+    const byId = Object.fromEntries(tools.map((audit) => [audit.toolCallId, audit]));
+    expect(glance([first!, ...tools, second!])).toEqual([
+      { model: 'COMPLETED', runId, declares: [paris.id, oslo.id] },
+      ...[paris, oslo]
+        .sort((a, b) => a.id.localeCompare(b.id))
+        .map((call) => ({ tool: 'get_weather', toolCallId: call.id, status: 'COMPLETED', runId })),
+      { model: 'COMPLETED', runId, declares: [] },
+    ]);
+    expect(items).toHaveLength(4);
+
+    const model = asModel(first);
+    expect(model.model).toBe('ScriptedChatModel');
+    expect(model.input).toEqual({ messages: [expect.objectContaining({ type: 'human', content: 'Weather in Paris and Oslo?' })] });
+    expect(model.output).toMatchObject({ type: 'ai', content: 'Checking both cities.', tool_calls: [paris, oslo].map(({ id, name, args }) => ({ id, name, args })) });
+    expect([model.sequence, model.finishedSequence]).toEqual(['1', '2']);
+
+    expect(byId[paris.id]).toMatchObject({
+      effectiveInput: { city: 'Paris' },
+      output: { type: 'tool', tool_call_id: paris.id, name: 'get_weather', status: 'success', content: 'Sunny, 21 °C in Paris' },
+      error: null,
+      declaredBy: { id: model.id },
+      toolCall: { status: 'COMPLETED', output: 'Sunny, 21 °C in Paris' },
+    });
+    expect(byId[oslo.id]).toMatchObject({ effectiveInput: { city: 'Oslo', units: 'imperial' }, toolCall: { output: 'Sunny, 70 °F in Oslo' } });
+    for (const audit of tools) expect(audit.durationMs).toEqual(expect.any(Number));
+
+    // One counter for the run: the tools come after the declaring call and before the next one.
+    const last = asModel(second);
+    const toolSequences = tools.flatMap((audit) => [Number(audit.sequence), Number(audit.finishedSequence)]);
+    expect(Math.min(...toolSequences)).toBeGreaterThan(Number(model.finishedSequence));
+    expect(Number(last.sequence)).toBeGreaterThan(Math.max(...toolSequences));
+    expect((last.input as { messages: { type: string }[] }).messages.map((message) => message.type)).toEqual(['human', 'ai', 'tool', 'tool']);
+    expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
+  it('an error ToolMessage is a controlled failure; a thrown tool error is a bare error settled from the final state', async () => {
+    const t = await openThread('langgraph: tool errors');
+    const lookup = callTool('lookup_invoice', { invoice: 42 });
+    const email = callTool('send_email', { to: 'me@example.com' });
+    const graph = buildReactAgent([turn('Looking it up and mailing it.', [lookup, email]), turn('Neither worked.')]);
+
+    const runId = await t.newRun();
+    const { status, state } = await t.audit.invoke(runId, graph, userSays('Email me invoice 42.'), t.config);
+    expect(status).toBe('COMPLETED');
+    // ToolNode caught the throw and put an error ToolMessage into the state.
+    const stateError = state.messages.find((message: BaseMessage) => (message as { tool_call_id?: string }).tool_call_id === email.id);
+    expect(stateError).toMatchObject({ status: 'error', content: expect.stringContaining('SMTP server timed out') });
+
+    const items = await t.timeline();
+    expect(items).toHaveLength(4);
+    const tools = Object.fromEntries(items.filter((item) => item.__typename === 'ToolAudit').map((item) => [asTool(item).name, asTool(item)]));
+    expect(tools.lookup_invoice).toMatchObject({
+      status: 'FAILED',
+      output: { status: 'error', content: 'Invoice 42 not found', tool_call_id: lookup.id },
+      awaitingRunTerminal: false,
+      toolCall: { status: 'FAILED', output: 'Invoice 42 not found' },
+    });
+    // The bare error recorded when the tool threw is kept; the final state's ToolMessage is its output.
+    expect(tools.send_email).toMatchObject({
+      status: 'FAILED',
+      output: { status: 'error', tool_call_id: email.id, content: stateError!.content },
+      error: { name: 'Error', message: 'SMTP server timed out' },
+      awaitingRunTerminal: false,
+      toolCall: { status: 'FAILED', output: stateError!.content },
+    });
+    expect(tools.send_email!.finishedAt).not.toBeNull();
+  });
+
+  it('a controlled failure carries its content as the error (SEMANTICS: error = {message: content})', async () => {
+    const t = await openThread('langgraph: controlled failure error');
+    const lookup = callTool('lookup_invoice', { invoice: 43 });
+    const graph = buildReactAgent([turn('Looking it up.', [lookup]), turn('Not found.')]);
+    await t.audit.invoke(await t.newRun(), graph, userSays('Find invoice 43.'), t.config);
+    const failed = asTool((await t.timeline())[1]);
+    expect(failed).toMatchObject({ status: 'FAILED', error: { message: 'Invoice 43 not found' }, toolCall: { error: { message: 'Invoice 43 not found' } } });
+  });
+
+  it('interrupt() ends the run INTERRUPTED; the resumed run\'s tool start binds to the interrupted run\'s model call', async () => {
+    const t = await openThread('langgraph: interrupt and resume');
+    const pay = callTool('pay_invoice', { invoice: 7, amount: 120 });
+    const graph = buildReactAgent([turn('Paying (needs approval).', [pay]), turn('Paid.')]);
+
+    const firstRunId = await t.newRun();
+    const first = await t.audit.invoke(firstRunId, graph, userSays('Pay invoice 7.'), t.config);
+    expect(first.status).toBe('INTERRUPTED');
+    expect((await t.owner.run(firstRunId))?.toolCalls).toMatchObject([{ toolCallId: pay.id, status: 'PENDING' }]);
+
+    const resumedRunId = await t.newRun(firstRunId);
+    const resumed = await t.audit.invoke(resumedRunId, graph, new Command({ resume: 'approve' }), t.config);
+    expect(resumed.status).toBe('COMPLETED');
+    expect(resumed.state.messages.at(-1)?.content).toBe('Paid.');
+
+    const items = await t.timeline();
+    expect(glance(items)).toEqual([
+      { model: 'COMPLETED', runId: firstRunId, declares: [pay.id] },
+      { tool: 'pay_invoice', toolCallId: pay.id, status: 'INTERRUPTED', runId: firstRunId },
+      { tool: 'pay_invoice', toolCallId: pay.id, status: 'COMPLETED', runId: resumedRunId },
+      { model: 'COMPLETED', runId: resumedRunId, declares: [] },
+    ]);
+    const declaring = asModel(items[0]);
+    expect(asTool(items[1])).toMatchObject({ declaredBy: { id: declaring.id }, error: expect.objectContaining({ name: 'GraphInterrupt' }) });
+    expect(asTool(items[2])).toMatchObject({
+      declaredBy: { id: declaring.id },
+      sequence: '1',
+      output: { content: 'paid invoice 7, reference PAY-7' },
+      toolCall: { status: 'COMPLETED' },
+    });
+  });
+
+  it('records a large tool output whole', async () => {
+    const t = await openThread('langgraph: large output');
+    const read = callTool('read_log', { file: 'access.log' });
+    const graph = buildReactAgent([turn('Reading the log.', [read]), turn(`The log has ${LARGE_LOG_LINES} lines.`)]);
+    const runId = await t.newRun();
+    const { state } = await t.audit.invoke(runId, graph, userSays('Dump the access log.'), t.config);
+    const content = String(state.messages.find((message: BaseMessage) => message.getType() === 'tool')!.content);
+    expect(content.length).toBeGreaterThan(250_000);
+
+    const items = await t.timeline();
+    expect(items.map((item) => item.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
+    expect(asTool(items[1])).toMatchObject({ effectiveInput: { file: 'access.log' }, output: { content }, toolCall: { output: content } });
+  });
+
+  it('a lost lease stops the run\'s writes and the agent with AuditLeaseLostError', async () => {
+    const t = await openThread('langgraph: lease lost');
+    let runId = '';
+    const cancelMyRun = tool(
+      async () => {
+        await t.owner.cancelRun(runId);
+        return 'cancelled from inside the tool';
+      },
+      { name: 'cancel_my_run', description: 'The owner cancels the run while this tool runs.', schema: z.object({}) },
+    );
+    const call = callTool('cancel_my_run', {});
+    const graph = buildReactAgent([turn('Working.', [call]), turn('Never reached.')], { tools: [cancelMyRun] });
+
+    runId = await t.newRun();
+    const failure = await t.audit.invoke(runId, graph, userSays('Go.'), t.config).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(AuditLeaseLostError);
+    expect((failure as AuditLeaseLostError).runId).toBe(runId);
+    expect((failure as AuditLeaseLostError).cause).toMatchObject({ code: 'LEASE_LOST', operationName: 'RecordToolFinished' });
+
+    // The second model call was never made, let alone recorded.
+    expect(glance(await t.timeline())).toEqual([
+      { model: 'COMPLETED', runId, declares: [call.id] },
+      { tool: 'cancel_my_run', toolCallId: call.id, status: 'CANCELLED', runId },
+    ]);
+    expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+  });
+
+  it('a lease the keeper finds gone aborts a long tool at once, with AuditLeaseLostError', async () => {
+    const t = await openThread('langgraph: lease gone while a tool waits');
+    let runId = '';
+    const waitForever = tool(
+      async (_args, config) => {
+        await t.owner.cancelRun(runId);
+        // No audit write happens until this tool ends: only the lease keeper's renewal can notice.
+        return new Promise<string>((_resolve, reject) => config?.signal?.addEventListener('abort', () => reject(config.signal!.reason)));
+      },
+      { name: 'wait_for_abort', description: 'Runs until the invocation is aborted.', schema: z.object({}) },
+    );
+    const call = callTool('wait_for_abort', {});
+    const graph = buildReactAgent([turn('Waiting.', [call]), turn('Never reached.')], { tools: [waitForever] });
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), { leaseSeconds: 3 });
+
+    runId = await t.newRun();
+    const failure = await audit.invoke(runId, graph, userSays('Go.'), t.config).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(AuditLeaseLostError);
+    expect((failure as AuditLeaseLostError).runId).toBe(runId);
+    expect((failure as AuditLeaseLostError).cause).toMatchObject({ code: 'LEASE_LOST', operationName: 'RenewLease' });
+    expect((await t.timeline()).map((item) => item.status)).toEqual(['COMPLETED', 'CANCELLED']);
+  });
+
+  it('never holds the agent on an unanswering server beyond the budget; the writes land in order afterwards', async () => {
+    let holding = false;
+    const held: (() => void)[] = [];
+    const heldFetch: FetchLike = async (url, init) => {
+      if (holding) await new Promise<void>((release) => held.push(release));
+      return fetch(url, init);
+    };
+    const t = await openThread('langgraph: slow server', heldFetch);
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker, fetch: heldFetch }), { budgetMs: 20 });
+    const weather = callTool('get_weather', { city: 'Rome' });
+    const graph = buildReactAgent([turn('Checking.', [weather]), turn('Sunny in Rome.')]);
+
+    const runId = await t.newRun();
+    const run = await audit.start(runId);
+    holding = true;
+    const state = await graph.invoke(userSays('Weather in Rome?'), { ...t.config, callbacks: [run.handler] });
+    expect(state.messages.at(-1)?.content).toBe('Sunny in Rome.');
+    expect(held.length).toBeGreaterThan(0);
+    expect(await t.timeline()).toEqual([]);
+
+    holding = false;
+    held.splice(0).forEach((release) => release());
+    const finished = await run.finish({ state });
+    expect(finished).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'COMPLETED'],
+      ['ModelAudit', 'COMPLETED'],
+    ]);
+  });
+
+  it('does not send a sub-agent\'s (subgraph\'s) events; the root graph\'s are recorded', async () => {
+    const t = await openThread('langgraph: sub-agent');
+    const lead = new ScriptedChatModel([turn('Asking the researcher.')]);
+    const researcher = buildReactAgent([turn('Looking.', [callTool('get_weather', { city: 'Lima' })]), turn('Sunny in Lima.')], {
+      checkpointer: false,
+    });
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode('lead', async (state: { messages: BaseMessage[] }) => ({ messages: [await lead.invoke(state.messages)] }))
+      .addNode('researcher', researcher)
+      .addEdge(START, 'lead')
+      .addEdge('lead', 'researcher')
+      .addEdge('researcher', END)
+      .compile();
+
+    const runId = await t.newRun();
+    const { status, state, writeErrors } = await t.audit.invoke(runId, graph, userSays('Weather in Lima?'), t.config);
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    // The sub-agent did run its model and tool...
+    expect(state.messages.map((message: BaseMessage) => message.getType())).toEqual(['human', 'ai', 'ai', 'tool', 'ai']);
+    // ...but only the root's model call is on the timeline.
+    expect(glance(await t.timeline())).toEqual([{ model: 'COMPLETED', runId, declares: [] }]);
+  });
+});
