@@ -11,6 +11,8 @@ export interface Config {
   embeddedInMemory: boolean;
   jwtSecret?: string;
   redisUrl?: string;
+  /** Prefix of this deployment's Redis channels, so several deployments can share one Redis. */
+  redisPrefix: string;
   leaseMinSeconds: number;
   leaseMaxSeconds: number;
   leaseSweepIntervalMs: number;
@@ -53,6 +55,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedInMemory: env.DATA_DIR === ':memory:',
     jwtSecret: env.AUTH_JWT_SECRET || undefined,
     redisUrl: env.REDIS_URL || undefined,
+    redisPrefix: env.REDIS_PREFIX ?? 'audit:',
     leaseMinSeconds: intFromEnv(env, 'LEASE_MIN_SECONDS', 1),
     leaseMaxSeconds: intFromEnv(env, 'LEASE_MAX_SECONDS', 3600),
     leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),

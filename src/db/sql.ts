@@ -4,7 +4,7 @@ export interface Sql {
 }
 
 // BigInt columns (Prisma: `bigint`); drivers hand them over as strings or numbers.
-const BIGINT_COLUMNS = new Set(['sequence', 'finished_sequence', 'start_clock_nanos', 'end_clock_nanos', 'created_order']);
+const BIGINT_COLUMNS = new Set(['sequence', 'finished_sequence', 'start_clock_nanos', 'end_clock_nanos', 'created_order', 'change_cursor']);
 /** JSON columns: written as JSON text, a JS null meaning SQL NULL (as Prisma's DbNull). */
 const JSON_COLUMNS = new Set(['content', 'input', 'output', 'error', 'usage', 'declared_input', 'effective_input']);
 

@@ -2,7 +2,8 @@ import type { PrismaClient } from '../generated/prisma/client.js';
 import type { SqlTransactor } from '../db/database.js';
 import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
-import type { DomainEvent } from './events.js';
+import { stampChanges } from './change-cursors.js';
+import type { CommittedChange, DomainEvent } from './events.js';
 
 export interface Limits {
   leaseMinSeconds: number;
@@ -18,8 +19,8 @@ export interface DomainDeps {
   sql: SqlTransactor;
   /** The timeline and its relations, read as plain SQL (audit-reads.ts). */
   read: Sql;
-  /** Called once per committed command with the events it emitted; never for a rolled-back one. */
-  publish(events: DomainEvent[]): void;
+  /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
+  publish(changes: CommittedChange[]): void;
   limits: Limits;
 }
 
@@ -31,19 +32,22 @@ export interface CommandScope {
 }
 
 /**
- * Wraps a domain operation as one transaction that publishes its events after commit.
- * A failed command changes nothing and publishes nothing.
+ * Wraps a domain operation as one transaction that stamps its changes with the thread's change
+ * cursors (last, in the same transaction) and publishes them after commit. A failed command
+ * changes nothing and publishes nothing.
  */
 export function command<Args extends unknown[], T>(
   body: (scope: CommandScope, ...args: Args) => Promise<T>,
 ): (deps: DomainDeps, ...args: Args) => Promise<T> {
   return async (deps, ...args) => {
-    let events: DomainEvent[] = [];
-    const value = await inTransaction(deps.sql, (sql) => {
-      events = []; // a retried attempt starts afresh
-      return body({ sql, deps, emit: (event) => events.push(event) }, ...args);
+    let committed: CommittedChange[] = [];
+    const value = await inTransaction(deps.sql, async (sql) => {
+      const events: DomainEvent[] = []; // a retried attempt starts afresh
+      const result = await body({ sql, deps, emit: (event) => events.push(event) }, ...args);
+      committed = events.length > 0 ? await stampChanges(sql, events) : [];
+      return result;
     });
-    if (events.length > 0) deps.publish(events);
+    if (committed.length > 0) deps.publish(committed);
     return value;
   };
 }

@@ -1,24 +1,20 @@
+import type { Message, Run } from '../generated/prisma/client.js';
+
 /**
- * What a committed write changed, for live subscribers. Domain operations return these next to
- * their result; they are published only after the transaction committed (src/db/transaction.ts),
- * and carry ids only: subscribers re-read the rows on delivery.
+ * What a write changed, for live subscribers: the changed row as the command left it. Commands
+ * emit these; command() stamps them with the thread's next change cursors in the same
+ * transaction (src/domain/change-cursors.ts) and publishes them only after the commit.
  */
 export type DomainEvent =
-  | { kind: 'audit'; threadId: string; runId: string; auditId: string; role: 'ASSISTANT' | 'TOOL' }
-  | { kind: 'run'; threadId: string; runId: string };
+  | { kind: 'audit'; threadId: string; row: Message }
+  | { kind: 'run'; threadId: string; row: Run; leaseOnly?: boolean };
 
-export const auditChanged = (
-  row: { id: string; threadId: string; runId: string | null; role: string },
-): DomainEvent => ({
-  kind: 'audit',
-  threadId: row.threadId,
-  runId: row.runId!,
-  auditId: row.id,
-  role: row.role === 'TOOL' ? 'TOOL' : 'ASSISTANT',
-});
+/** A committed change: its row carries the change's cursor and commit time. */
+export type CommittedChange = DomainEvent & { cursor: bigint; committedAt: Date };
 
-export const runChanged = (run: { id: string; threadId: string }): DomainEvent => ({
-  kind: 'run',
-  threadId: run.threadId,
-  runId: run.id,
-});
+export const auditChanged = (row: Message): DomainEvent => ({ kind: 'audit', threadId: row.threadId, row });
+
+export const runChanged = (row: Run): DomainEvent => ({ kind: 'run', threadId: row.threadId, row });
+
+/** A renewal changes the run's lease expiry, not its status: threadChanges shows it, runChanged does not. */
+export const leaseRenewed = (row: Run): DomainEvent => ({ kind: 'run', threadId: row.threadId, row, leaseOnly: true });

@@ -1,9 +1,9 @@
 import type { Principal } from '../auth/principal.js';
 import type { Sql } from '../db/sql.js';
-import type { RunStatus } from '../generated/prisma/client.js';
+import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { command, type Limits } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
-import { runChanged } from './events.js';
+import { leaseRenewed, runChanged } from './events.js';
 import { nonBlank, rowId } from './ids.js';
 
 /** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
@@ -95,19 +95,20 @@ export const claimRun = command(async ({ sql, deps, emit }, principal: Principal
   if (!run) throw notFound('Run', input.runId);
 
   if (isRetryOfCurrentClaim(run, principal, input.claimId)) {
-    const [extended] = await sql.query<LockedRun>(
-      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid RETURNING ${LOCKED_RUN_COLUMNS}`,
+    const [extended] = await sql.query<Run>(
+      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid RETURNING *`,
       [run.id, seconds],
     );
+    emit(leaseRenewed(extended!));
     return toLease(extended!);
   }
   if (run.status !== 'QUEUED') throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
 
-  const [claimed] = await sql.query<LockedRun>(
+  const [claimed] = await sql.query<Run>(
     `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1, claim_id = $4,
        lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(started_at, now())
      WHERE id = $1::uuid
-     RETURNING ${LOCKED_RUN_COLUMNS}`,
+     RETURNING *`,
     [run.id, principal.sub, seconds, input.claimId ?? null],
   );
   emit(runChanged(claimed!));
@@ -116,13 +117,13 @@ export const claimRun = command(async ({ sql, deps, emit }, principal: Principal
 
 /** Extends an unexpired lease; the epoch stays, so writes in flight remain valid. */
 export const renewLease = command(
-  async ({ sql, deps }, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) => {
+  async ({ sql, deps, emit }, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) => {
     await requireLease(sql, principal, lease);
-    const rows = await sql.query<LockedRun>(
-      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid
-       RETURNING ${LOCKED_RUN_COLUMNS}`,
+    const [renewed] = await sql.query<Run>(
+      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid RETURNING *`,
       [rowId(lease.runId, 'Run'), clampLeaseSeconds(deps.limits, leaseSeconds)],
     );
-    return toLease(rows[0]!);
+    emit(leaseRenewed(renewed!));
+    return toLease(renewed!);
   },
 );

@@ -10,4 +10,6 @@ export interface GraphQLContext {
   pubsub: PubSub;
   requestId: string;
   loaders: Loaders;
+  /** HTTP requests only (SSE reads its Last-Event-ID header). */
+  request?: Request;
 }

@@ -1,62 +1,47 @@
-import { setMaxListeners } from 'node:events';
 import type { Config } from '../config.js';
-import type { DomainEvent } from '../domain/events.js';
-import { connectRedisBus } from './redis-bus.js';
-import { StreamInterrupted, SubscriptionQueue } from './subscription-queue.js';
+import type { CommittedChange } from '../domain/events.js';
+import { ChangeStream, StreamInterrupted } from './change-stream.js';
+import { connectRedisBus, type WakeBus } from './redis-bus.js';
 
-export { StreamInterrupted } from './subscription-queue.js';
+export { StreamInterrupted } from './change-stream.js';
 
-type AuditEvent = Extract<DomainEvent, { kind: 'audit' }>;
-type RunEvent = Extract<DomainEvent, { kind: 'run' }>;
+/** What a subscription listens to: audits (toolStatusChanged, auditChanged), runs, or both (threadChanges). */
+export type Topic = 'audit' | 'run' | 'changes';
 
-/** Topics are scoped by thread id; payloads are ids only (they travel as JSON through Redis). */
-export interface Topics {
-  audit: AuditEvent;
-  run: RunEvent;
-}
-export type Topic = keyof Topics;
+/** What a subscriber receives: committed changes, and possibly one StreamInterrupted as the last value. */
+export type Delivery = CommittedChange | StreamInterrupted;
 
-/** What a subscriber receives: events, and possibly one StreamInterrupted as the last value. */
-export type Delivery<K extends Topic> = Topics[K] | StreamInterrupted;
-
-/** How far a subscriber may fall behind before it is interrupted (docs/subscriptions.md). */
+/**
+ * How many changes a subscriber may have queued before it is switched to catching up from the
+ * database (also the page size of a catch-up read).
+ */
 export const DEFAULT_MAX_PENDING_EVENTS = 256;
 
-export interface PubSub {
-  /** Never throws and never waits for subscribers or for Redis. */
-  publish<K extends Topic>(topic: K, threadId: string, event: Topics[K]): void;
-  /**
-   * The thread's events from now on, in publish order, only those `accept` returns true for (the
-   * others never wait in the subscriber's backlog). Resolves once they are flowing (with Redis:
-   * once the channel is subscribed), so nothing committed after that is missed. With `endsAtMs`
-   * (the subscriber's token expiry), the stream is interrupted with TOKEN_EXPIRED at that time.
-   */
-  subscribe<K extends Topic>(topic: K, threadId: string, options?: SubscribeOptions<K>): Promise<AsyncIterableIterator<Delivery<K>>>;
-  /** Subscriptions whose events are flowing, for readiness probes. */
-  subscriberCount(topic: Topic, threadId: string): number;
+/** Where the database is read: the thread's changes after a cursor, and threads' current cursors. */
+export interface ChangeStore {
+  changesAfter(threadId: string, after: bigint, limit: number): Promise<CommittedChange[]>;
+  threadCursors(threadIds: readonly string[]): Promise<{ id: string; changeCursor: bigint }[]>;
 }
 
-export interface SubscribeOptions<K extends Topic> {
-  accept?: (event: Topics[K]) => boolean;
+export interface SubscribeOptions {
+  /** Resume after this cursor; without it, the stream starts at the thread's current cursor. */
+  after?: bigint;
+  accept?: (change: CommittedChange) => boolean;
+  /** The subscriber's token expiry: the stream then ends with TOKEN_EXPIRED. */
   endsAtMs?: number;
 }
 
-/** Where events travel: within this process, or through Redis to every instance. */
-export interface EventBus {
-  target: EventTarget;
-  /** Resolves once `channel`'s events reach `target`; rejects when they cannot. */
-  listening(channel: string): Promise<unknown>;
-  /** False while the bus cannot deliver (Redis unreachable). */
-  available(): boolean;
-  /** Calls `listener` whenever events may have been lost (the Redis connection dropped). */
-  onEventsLost(listener: () => void): void;
-  close(): Promise<void>;
+export interface PubSub {
+  /**
+   * The thread's committed changes after `after` (or from now on): caught up from the database,
+   * then live, gapless and in cursor order (src/realtime/change-stream.ts).
+   */
+  subscribe(topic: Topic, threadId: string, options?: SubscribeOptions): Promise<AsyncIterableIterator<Delivery>>;
+  /** Open subscriptions of a thread, for readiness probes and tests. */
+  subscriberCount(topic: Topic, threadId: string): number;
 }
 
-const channelOf = (topic: Topic, threadId: string) => `${topic}:${threadId}`;
-
-const stopping = () =>
-  new StreamInterrupted('SERVER_STOPPING', 'The server is stopping. Re-read the current state and subscribe again.');
+const stopping = () => new StreamInterrupted('SERVER_STOPPING', 'The server is stopping. Resume with your last cursor.');
 
 const tokenExpired = () =>
   new StreamInterrupted('TOKEN_EXPIRED', 'The token that started this subscription has expired. Subscribe again with a fresh token.');
@@ -77,107 +62,173 @@ function at(atMs: number, fn: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
-const unavailable = () =>
-  new StreamInterrupted(
-    'PUBSUB_UNAVAILABLE',
-    'The event bus is unavailable, so events may have been missed. Re-read the current state and subscribe again.',
-  );
+/**
+ * One thread's subscribers on this instance. The highest cursor heard of reaches every subscriber;
+ * each one decides whether it can take a change live or must catch up (ChangeStream). Catch-up
+ * reads of subscribers at the same cursor share one database read.
+ */
+class ThreadFeed {
+  readonly streams = new Map<ChangeStream, Topic>();
+  private readonly reads = new Map<bigint, Promise<CommittedChange[]>>();
 
-function createPubSub(bus: EventBus, maxPendingEvents = DEFAULT_MAX_PENDING_EVENTS) {
-  const open = new Map<Pick<SubscriptionQueue<unknown>, 'interrupt'>, { channel: string; flowing: boolean }>();
+  constructor(
+    readonly threadId: string,
+    private readonly store: ChangeStore,
+    readonly pageSize: number,
+  ) {}
 
-  const pubsub: PubSub & { interruptAll(interruption: StreamInterrupted): void } = {
-    publish(topic, threadId, event) {
-      bus.target.dispatchEvent(new CustomEvent(channelOf(topic, threadId), { detail: event }));
-    },
+  deliver(changes: CommittedChange[]): void {
+    for (const stream of this.streams.keys()) for (const change of changes) stream.offer(change);
+  }
 
-    async subscribe<K extends Topic>(topic: K, threadId: string, { accept, endsAtMs }: SubscribeOptions<K> = {}) {
-      const channel = channelOf(topic, threadId);
-      const listener = (event: Event) => {
-        const detail = (event as CustomEvent<Topics[K]>).detail;
-        if (!accept || accept(detail)) queue.push(detail);
-      };
-      const cancelExpiry = endsAtMs === undefined ? () => {} : at(endsAtMs, () => queue.interrupt(tokenExpired()));
-      const queue: SubscriptionQueue<Topics[K]> = new SubscriptionQueue(maxPendingEvents, () => {
-        cancelExpiry();
-        bus.target.removeEventListener(channel, listener);
-        open.delete(queue);
-      });
-      if (!bus.available()) {
-        queue.interrupt(unavailable());
-        return queue;
-      }
-      const entry = { channel, flowing: false };
-      open.set(queue, entry);
-      bus.target.addEventListener(channel, listener);
+  reached(cursor: bigint): void {
+    for (const stream of this.streams.keys()) stream.reached(cursor);
+  }
+
+  readAfter = (after: bigint): Promise<CommittedChange[]> => {
+    let read = this.reads.get(after);
+    if (!read) {
+      read = this.store.changesAfter(this.threadId, after, this.pageSize).finally(() => this.reads.delete(after));
+      this.reads.set(after, read);
+    }
+    return read;
+  };
+}
+
+/** How often subscribed threads' cursors are read from the database: a safety net, and Redis' stand-in while it is down. */
+export const POLL_MS = { healthy: 5000, unhealthy: 1000 };
+
+function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS) {
+  const feeds = new Map<string, ThreadFeed>();
+
+  const feedOf = (threadId: string) => {
+    let feed = feeds.get(threadId);
+    if (!feed) {
+      feed = new ThreadFeed(threadId, store, pageSize);
+      feeds.set(threadId, feed);
+      bus?.listen(threadId);
+    }
+    return feed;
+  };
+
+  const release = (feed: ThreadFeed, stream: ChangeStream) => {
+    feed.streams.delete(stream);
+    if (feed.streams.size === 0 && feeds.get(feed.threadId) === feed) {
+      feeds.delete(feed.threadId);
+      bus?.unlisten(feed.threadId);
+    }
+  };
+
+  /** One query for every subscribed thread; a thread that moved wakes its subscribers. */
+  let polling: Promise<void> | null = null;
+  const poll = () =>
+    (polling ??= (async () => {
       try {
-        await bus.listening(channel);
-        entry.flowing = true;
-      } catch {
-        queue.interrupt(unavailable());
+        if (feeds.size === 0) return;
+        for (const { id, changeCursor } of await store.threadCursors([...feeds.keys()])) feeds.get(id)?.reached(changeCursor);
+      } catch (error) {
+        console.error('[realtime] could not read thread cursors:', String(error));
+      } finally {
+        polling = null;
       }
-      return queue;
+    })());
+
+  bus?.onMessage((threadId, cursor, changes) => {
+    const feed = feeds.get(threadId);
+    if (!feed) return;
+    if (changes) feed.deliver(changes);
+    feed.reached(cursor);
+  });
+  // Whatever was published while Redis was away is found in the database.
+  bus?.onRecovered(() => void poll());
+
+  let timer: NodeJS.Timeout | null = null;
+  const schedule = () => {
+    timer = setTimeout(
+      () => void poll().finally(() => timer && schedule()),
+      bus && !bus.healthy() ? POLL_MS.unhealthy : POLL_MS.healthy,
+    );
+    timer.unref();
+  };
+  // Without Redis every change is published in this process: nothing to poll for.
+  if (bus) schedule();
+
+  const pubsub = {
+    /** Committed changes, in commit order per thread: to this instance's subscribers at once, and to the other instances. */
+    publish(changes: CommittedChange[]) {
+      const byThread = new Map<string, CommittedChange[]>();
+      for (const change of changes) byThread.set(change.threadId, [...(byThread.get(change.threadId) ?? []), change]);
+      for (const [threadId, threadChanges] of byThread) {
+        feeds.get(threadId)?.deliver(threadChanges);
+        bus?.publish(threadId, threadChanges);
+      }
     },
 
-    subscriberCount(topic, threadId) {
-      const channel = channelOf(topic, threadId);
-      return [...open.values()].filter((entry) => entry.channel === channel && entry.flowing).length;
+    async subscribe(topic: Topic, threadId: string, { after, accept = () => true, endsAtMs }: SubscribeOptions = {}) {
+      const feed = feedOf(threadId);
+      const cancelExpiry = endsAtMs === undefined ? () => {} : at(endsAtMs, () => stream.interrupt(tokenExpired()));
+      let start = after;
+      // Registered before its start cursor is read: a change committed meanwhile is either at or
+      // before that cursor (and dropped) or after it (and delivered).
+      const stream: ChangeStream = new ChangeStream(after ?? 0n, pageSize, feed.readAfter, accept, () => {
+        cancelExpiry();
+        release(feed, stream);
+      });
+      feed.streams.set(stream, topic);
+      if (start === undefined) {
+        try {
+          const [current] = await store.threadCursors([threadId]);
+          start = current?.changeCursor ?? 0n;
+        } catch (error) {
+          stream.interrupt(stopping());
+          throw error;
+        }
+      }
+      stream.startAt(start, after !== undefined);
+      return stream;
+    },
+
+    subscriberCount(topic: Topic, threadId: string) {
+      return [...(feeds.get(threadId)?.streams ?? [])].filter(([stream, each]) => each === topic && stream.started).length;
     },
 
     /** Every open stream tells its subscriber why it ends. */
-    interruptAll(interruption) {
-      for (const queue of [...open.keys()]) queue.interrupt(interruption);
+    interruptAll(interruption: StreamInterrupted) {
+      for (const feed of [...feeds.values()]) for (const stream of [...feed.streams.keys()]) stream.interrupt(interruption);
+    },
+
+    stopPolling() {
+      if (timer) clearTimeout(timer);
+      timer = null;
     },
   };
-  bus.onEventsLost(() => pubsub.interruptAll(unavailable()));
   return pubsub;
 }
 
-function inProcessBus(): EventBus {
-  const target = new EventTarget();
-  // Every subscriber of a thread listens on its topic; there is no leak to warn about.
-  setMaxListeners(0, target);
-  return {
-    target,
-    listening: () => Promise.resolve(),
-    available: () => true,
-    onEventsLost: () => {},
-    close: () => Promise.resolve(),
-  };
-}
-
 /**
- * The domain's event sink: routes committed events to their thread topics. It runs after the
- * commit, so it must not throw: a failure here would report a committed write as failed.
+ * Change feeds for this instance; with REDIS_URL, Redis carries wake-ups (and small changes) to
+ * every instance. The database stays the source of truth: the start fails if Redis cannot be
+ * reached then, but a later outage only slows delivery down to the poll.
  */
-export function publisherFor(pubsub: PubSub): (events: DomainEvent[]) => void {
-  return (events) => {
-    for (const event of events) {
-      try {
-        if (event.kind === 'audit') pubsub.publish('audit', event.threadId, event);
-        else pubsub.publish('run', event.threadId, event);
-      } catch (error) {
-        console.error('[realtime] could not publish a committed event:', error);
-      }
-    }
-  };
-}
-
-/**
- * In-process pub/sub for one instance; with REDIS_URL, Redis fan-out to every instance (the
- * start fails if Redis cannot be reached then; a later outage only interrupts subscriptions).
- */
-export async function createPubSubFor(config: Config, options: { maxPendingEvents?: number } = {}) {
-  const bus = config.redisUrl ? await connectRedisBus(config.redisUrl) : inProcessBus();
-  const pubsub = createPubSub(bus, options.maxPendingEvents);
+export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number } = {}) {
+  const bus = config.redisUrl ? await connectRedisBus(config.redisUrl, config.redisPrefix) : null;
+  const pubsub = createPubSub(store, bus, options.maxPendingEvents);
   return {
     pubsub: pubsub as PubSub,
-    publishEvents: publisherFor(pubsub),
+    /** The domain's sink, after commit: must not throw (a failure would report a committed write as failed). */
+    publishEvents: (changes: CommittedChange[]) => {
+      try {
+        pubsub.publish(changes);
+      } catch (error) {
+        console.error('[realtime] could not publish committed changes:', error);
+      }
+    },
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {
+      pubsub.stopPolling();
       pubsub.interruptAll(stopping());
-      await bus.close();
+      await bus?.close();
     },
   };
 }

@@ -1,11 +1,11 @@
-import { createRedisEventTarget } from '@graphql-yoga/redis-event-target';
+import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { EventBus } from './pubsub.js';
+import type { CommittedChange } from '../domain/events.js';
 
 /**
  * Fail fast instead of queueing: while Redis is unreachable a command is rejected at once (no
- * offline queue growing in memory, no writer waiting), and nothing is replayed on reconnect:
- * the subscriptions interrupted by the outage are started afresh by their clients.
+ * offline queue growing in memory, no writer waiting). Redis only wakes instances up; the
+ * database is the source of truth, so what a failed command would have said is found there.
  */
 const FAIL_FAST: RedisOptions = {
   lazyConnect: true,
@@ -13,7 +13,77 @@ const FAIL_FAST: RedisOptions = {
   maxRetriesPerRequest: 0,
   autoResubscribe: false,
   autoResendUnfulfilledCommands: false,
+  retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
 };
+
+/** Changes travel with their wake-up up to this size; a larger message carries the cursor alone. */
+export const MAX_INLINE_BYTES = 64 * 1024;
+
+/** Redis as a wake-up channel: "thread T reached cursor C", with the committed changes when small. */
+export interface WakeBus {
+  publish(threadId: string, changes: CommittedChange[]): void;
+  listen(threadId: string): void;
+  unlisten(threadId: string): void;
+  onMessage(listener: (threadId: string, cursor: bigint, changes: CommittedChange[] | null) => void): void;
+  /** Called when both connections are back after an outage (channels subscribed again). */
+  onRecovered(listener: () => void): void;
+  healthy(): boolean;
+  close(): Promise<void>;
+}
+
+// Row fields that JSON cannot carry as they are: revived by name, top-level only (JSON columns
+// such as `input` or `output` are user data and stay as they were written).
+const BIGINT_FIELDS = new Set(['sequence', 'finishedSequence', 'startClockNanos', 'endClockNanos', 'createdOrder', 'changeCursor']);
+const DATE_FIELDS = new Set(['createdAt', 'startedAt', 'finishedAt', 'leaseExpiresAt', 'changedAt']);
+
+interface Message {
+  origin: string;
+  threadId: string;
+  cursor: string;
+  changes?: { kind: 'audit' | 'run'; row: Record<string, unknown>; leaseOnly?: boolean }[];
+}
+
+const encodeRow = (row: object) =>
+  Object.fromEntries(Object.entries(row).map(([key, value]) => [key, typeof value === 'bigint' ? value.toString() : value]));
+
+function reviveRow(row: Record<string, unknown>) {
+  const revived: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(row)) {
+    revived[key] =
+      value === null ? null : BIGINT_FIELDS.has(key) ? BigInt(value as string) : DATE_FIELDS.has(key) ? new Date(value as string) : value;
+  }
+  return revived;
+}
+
+export function encodeMessage(origin: string, threadId: string, changes: CommittedChange[]): string {
+  const cursor = changes[changes.length - 1]!.cursor.toString();
+  const full = JSON.stringify({ origin, threadId, cursor, changes: changes.map((change) => ({
+      kind: change.kind,
+      row: encodeRow(change.row),
+      leaseOnly: change.kind === 'run' ? change.leaseOnly : undefined,
+    })),
+  });
+  return Buffer.byteLength(full) <= MAX_INLINE_BYTES ? full : JSON.stringify({ origin, threadId, cursor });
+}
+
+/** The message's cursor and changes, or null when it is not a wake-up for `threadId` (logged). */
+export function decodeMessage(threadId: string, text: string): { origin: string; cursor: bigint; changes: CommittedChange[] | null } | null {
+  try {
+    const message = JSON.parse(text) as Message;
+    if (message.threadId !== threadId) throw new Error(`it names thread ${String(message.threadId)}`);
+    const cursor = BigInt(message.cursor);
+    const changes =
+      message.changes?.map(({ kind, row, leaseOnly }) => {
+        const revived = reviveRow(row) as CommittedChange['row'];
+        if (revived.threadId !== threadId || typeof revived.changeCursor !== 'bigint') throw new Error('a change of another thread');
+        return { kind, threadId, row: revived, leaseOnly, cursor: revived.changeCursor, committedAt: revived.changedAt! } as CommittedChange;
+      }) ?? null;
+    return { origin: message.origin, cursor, changes };
+  } catch (error) {
+    console.error(`[realtime] dropped a Redis message on the channel of thread ${threadId}:`, String(error));
+    return null;
+  }
+}
 
 /** Logs the first failure of an outage and the recovery, not every retry. */
 function outageLog(name: string) {
@@ -22,7 +92,7 @@ function outageLog(name: string) {
     failed(error: unknown) {
       if (down) return;
       down = true;
-      console.error(`[realtime] Redis ${name} connection failed; live events are not delivered until it is back:`, String(error));
+      console.error(`[realtime] Redis ${name} connection failed; subscribers catch up from the database until it is back:`, String(error));
     },
     recovered() {
       if (!down) return;
@@ -33,17 +103,18 @@ function outageLog(name: string) {
 }
 
 /**
- * Redis fan-out: every instance publishes to and subscribes on one channel per thread topic.
- * Needs two connections (a subscribing connection cannot publish). Rejects if Redis cannot be
- * reached at start; a later outage never throws to writers, it interrupts the subscriptions.
+ * Two connections (a subscribing connection cannot publish), one channel per thread under
+ * `prefix`. Rejects if Redis cannot be reached at start; a later outage never throws to writers:
+ * the threads whose wake-up could not be published are published again once it is back.
  */
-export async function connectRedisBus(url: string): Promise<EventBus> {
-  const publisher = new Redis(url, FAIL_FAST);
-  const subscriber = new Redis(url, FAIL_FAST);
+export async function connectRedisBus(url: string, prefix: string): Promise<WakeBus> {
+  const origin = randomUUID();
+  const publisher = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-publisher' });
+  const subscriber = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-subscriber' });
   const publishLog = outageLog('publish');
   const subscribeLog = outageLog('subscribe');
-  publisher.on('error', publishLog.failed).on('ready', publishLog.recovered);
-  subscriber.on('error', subscribeLog.failed).on('ready', subscribeLog.recovered);
+  publisher.on('error', publishLog.failed);
+  subscriber.on('error', subscribeLog.failed);
 
   try {
     await Promise.all([publisher.connect(), subscriber.connect()]);
@@ -53,44 +124,70 @@ export async function connectRedisBus(url: string): Promise<EventBus> {
     throw new Error(`REDIS_URL is set but Redis cannot be reached: ${String(error)}`);
   }
 
-  // Events published while either connection is down are gone: the subscriptions must be told.
-  const lostListeners: (() => void)[] = [];
-  let healthy = true;
-  const connectionLost = () => {
-    if (!healthy) return;
-    healthy = false;
-    for (const listener of lostListeners) listener();
-  };
-  const connectionReady = () => (healthy = publisher.status === 'ready' && subscriber.status === 'ready');
-  for (const client of [publisher, subscriber]) client.on('close', connectionLost).on('ready', connectionReady);
+  const channelOf = (threadId: string) => `${prefix}thread:${threadId}`;
+  const channels = new Set<string>();
+  const messageListeners: Parameters<WakeBus['onMessage']>[0][] = [];
+  const recoveredListeners: (() => void)[] = [];
+  /** Threads whose latest wake-up was not published, with that cursor. */
+  const unsent = new Map<string, bigint>();
 
-  // createRedisEventTarget calls only these methods and drops the promises they return; during
-  // an outage those reject, and an unhandled rejection would crash the process.
-  const subscribed = new Map<string, Promise<unknown>>();
-  const target = createRedisEventTarget({
-    publishClient: {
-      publish: (channel: string, message: string) => publisher.publish(channel, message).catch(publishLog.failed),
-    } as unknown as Redis,
-    subscribeClient: {
-      on: (event: string, listener: (...args: any[]) => void) => subscriber.on(event, listener),
-      subscribe: (channel: string) => {
-        const acknowledged = subscriber.subscribe(channel);
-        acknowledged.catch(subscribeLog.failed);
-        subscribed.set(channel, acknowledged);
-        return acknowledged;
+  const send = (threadId: string, text: string, cursor: bigint) => {
+    publisher.publish(channelOf(threadId), text).then(
+      () => publishLog.recovered(),
+      (error: unknown) => {
+        publishLog.failed(error);
+        if ((unsent.get(threadId) ?? -1n) < cursor) unsent.set(threadId, cursor);
       },
-      unsubscribe: (channel: string) => {
-        subscribed.delete(channel);
-        return subscriber.unsubscribe(channel).catch(subscribeLog.failed);
-      },
-    } as unknown as Redis,
+    );
+  };
+
+  const subscribe = (channel: string) => void subscriber.subscribe(channel).catch(subscribeLog.failed);
+
+  subscriber.on('message', (channel: string, text: string) => {
+    if (!channel.startsWith(`${prefix}thread:`)) return;
+    const threadId = channel.slice(prefix.length + 'thread:'.length);
+    const message = decodeMessage(threadId, text);
+    if (!message || message.origin === origin) return;
+    for (const listener of messageListeners) listener(threadId, message.cursor, message.changes);
+  });
+
+  const healthy = () => publisher.status === 'ready' && subscriber.status === 'ready';
+  const recovered = () => {
+    if (!healthy()) return;
+    for (const listener of recoveredListeners) listener();
+  };
+  subscriber.on('ready', () => {
+    subscribeLog.recovered();
+    if (channels.size > 0) void subscriber.subscribe(...channels).then(recovered, subscribeLog.failed);
+    else recovered();
+  });
+  publisher.on('ready', () => {
+    publishLog.recovered();
+    for (const [threadId, cursor] of [...unsent]) {
+      unsent.delete(threadId);
+      send(threadId, JSON.stringify({ origin, threadId, cursor: cursor.toString() }), cursor);
+    }
+    recovered();
   });
 
   return {
-    target,
-    listening: (channel) => subscribed.get(channel) ?? Promise.reject(new Error(`not subscribed to ${channel}`)),
-    available: () => healthy,
-    onEventsLost: (listener) => void lostListeners.push(listener),
+    publish(threadId, changes) {
+      if (changes.length === 0) return;
+      send(threadId, encodeMessage(origin, threadId, changes), changes[changes.length - 1]!.cursor);
+    },
+    listen(threadId) {
+      const channel = channelOf(threadId);
+      channels.add(channel);
+      if (subscriber.status === 'ready') subscribe(channel);
+    },
+    unlisten(threadId) {
+      const channel = channelOf(threadId);
+      channels.delete(channel);
+      if (subscriber.status === 'ready') void subscriber.unsubscribe(channel).catch(subscribeLog.failed);
+    },
+    onMessage: (listener) => void messageListeners.push(listener),
+    onRecovered: (listener) => void recoveredListeners.push(listener),
+    healthy,
     async close() {
       await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
     },

@@ -1,4 +1,15 @@
-import { createSourceEventStream, execute, print, type ExecutionArgs, type ExecutionResult, type GraphQLError } from 'graphql';
+import {
+  createSourceEventStream,
+  execute,
+  getOperationAST,
+  Kind,
+  print,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLError,
+} from 'graphql';
+import { encodeCursor } from '../domain/change-cursors.js';
+import type { CommittedChange } from '../domain/events.js';
 import type { GraphQLContext } from '../graphql/context.js';
 import { perEvent } from './per-event.js';
 
@@ -14,6 +25,19 @@ export interface SharedStream {
   resultOf(event: unknown): Promise<Result>;
 }
 
+const EVENT_ID = Symbol('eventId');
+
+/** A threadChanges result's cursor (SSE writes it as the event's `id:`). */
+export const eventIdOf = (result: ExecutionResult): string | undefined => (result as { [EVENT_ID]?: string })[EVENT_ID];
+
+/** The cursor of each threadChanges result travels with it, out of the JSON (a symbol key). */
+function withEventId(args: ExecutionArgs, event: unknown, result: Result): Result {
+  const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
+  const change = event as Partial<CommittedChange>;
+  if (field?.kind !== Kind.FIELD || field.name.value !== 'threadChanges' || change.cursor === undefined) return result;
+  return Object.assign(result, { [EVENT_ID]: encodeCursor(change.threadId!, change.cursor) });
+}
+
 export const isSharedStream = (value: Result | SharedStream): value is SharedStream => 'resultOf' in value;
 
 /**
@@ -24,8 +48,7 @@ export const isSharedStream = (value: Result | SharedStream): value is SharedStr
  *
  * Only execution is shared. Each subscriber starts as any other (scope auth and the access check
  * run in its own `subscribe` resolver) and keeps its own bounded queue of events: it receives
- * them in order, falls behind on its own, is interrupted on its own, and stops listening when it
- * leaves. A group is nothing but those queues holding the same event objects, so it ends with
+ * them in order, falls behind (and catches up) on its own, and stops listening when it leaves. A group is nothing but those queues holding the same event objects, so it ends with
  * its last member and its shared results are garbage once no member still holds the event.
  * A member asks for an event's result only after the previous one, so results never go backwards.
  */
@@ -49,7 +72,9 @@ export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQL
     return {
       events: source[Symbol.asyncIterator](),
       resultOf: (event) =>
-        executeOnce(event as object, group, async () => masked(await execute({ ...args, rootValue: event }), context)),
+        executeOnce(event as object, group, async () =>
+          withEventId(args, event, masked(await execute({ ...args, rootValue: event }), context)),
+        ),
     };
   }
 

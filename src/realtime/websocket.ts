@@ -2,7 +2,6 @@ import type { ExecutionResult } from 'graphql';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
 import type { SharedStream } from './shared-subscriptions.js';
-import { drainStream } from './subscription-queue.js';
 
 /**
  * A client that stops reading stalls only its own streams (see `writtenBySubscription`); but one
@@ -39,19 +38,17 @@ const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, don
 
 /**
  * A graphql-ws subscription that writes its results itself, as graphql-transport-ws `next` frames,
- * and yields nothing to graphql-ws, which still starts and completes it.
+ * and yields nothing to graphql-ws, which still starts and completes it. Each frame is the group's
+ * shared result, serialized once, behind this subscription's id.
  *
- * Each event is handed to the subscriber in the publisher's call (SubscriptionQueue#drain), and
- * its frame is the group's shared result, serialized once, behind this subscription's id. Through
- * graphql-ws every subscriber would instead pull each event through a chain of promises, copy the
- * result, build and validate its frame, serialize the result again and await the write: at a
- * thousand subscribers of one thread, most of the server's work per event. A write is awaited
- * only when the socket did not take it at once, so a client that stops reading still stalls only
- * its own stream, whose queue then fills up and is interrupted as lagging.
+ * Back-pressure is this subscription's own: after a send that the socket could not take at once,
+ * the next change waits for that send's own callback (ws calls it once the frame is written, or
+ * with an error when the socket closes). It never waits on the connection-wide `bufferedAmount`,
+ * which another subscription's frame may keep above zero long after this one's was written.
+ * A subscriber that waits falls behind on its own and catches up from the database later.
  */
 export function writtenBySubscription(stream: SharedStream, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
   const head = `{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`;
-  const open = () => socket.readyState === WebSocket.OPEN;
   let ended = false;
   let wake: (() => void) | null = null;
   const woken = () => {
@@ -59,33 +56,39 @@ export function writtenBySubscription(stream: SharedStream, socket: WebSocket, s
     wake = null;
     resolve?.();
   };
-  const end = () => {
-    ended = true;
-    woken();
-  };
-  const written = async () => {
-    // Until the socket took the frame; a closed socket waits for graphql-ws to end the stream.
-    while ((socket.bufferedAmount > 0 || !open()) && !ended) await new Promise<void>((resolve) => (wake = resolve));
-  };
   const send = (result: ExecutionResult): Promise<void> | void => {
-    if (ended) return;
-    if (open()) socket.send(`${head}${jsonOf(result)}}`, woken);
-    if (socket.bufferedAmount > 0 || !open()) return written();
+    if (ended || socket.readyState !== WebSocket.OPEN) return;
+    let written = false;
+    socket.send(`${head}${jsonOf(result)}}`, () => {
+      written = true;
+      woken();
+    });
+    if (socket.bufferedAmount === 0 || written) return;
+    return new Promise<void>((resolve) => {
+      wake = resolve;
+      if (written || ended) woken();
+    });
   };
   let drained: Promise<void> | null = null;
   const results: AsyncIterableIterator<ExecutionResult> = {
     async next() {
-      drained ??= drainStream(stream.events, (event) => stream.resultOf(event).then(send));
+      drained ??= (async () => {
+        for (let next = await stream.events.next(); !next.done && !ended; next = await stream.events.next()) {
+          await send(await stream.resultOf(next.value));
+        }
+      })();
       await drained;
       return finished();
     },
     async return() {
-      end();
+      ended = true;
+      woken();
       await stream.events.return?.();
       return finished();
     },
     async throw(error: unknown) {
-      end();
+      ended = true;
+      woken();
       await stream.events.throw?.(error);
       return finished();
     },

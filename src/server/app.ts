@@ -10,6 +10,7 @@ import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import { maskError } from '../graphql/errors.js';
 import type { DomainDeps } from '../domain/command.js';
+import { changesAfter, threadCursors } from '../domain/change-cursors.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
 import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
@@ -44,7 +45,10 @@ export async function buildApp(config: Config, options: { database?: Database } 
   let pubsub: Awaited<ReturnType<typeof createPubSubFor>>;
   try {
     await migrate(db.driver);
-    pubsub = await createPubSubFor(config);
+    pubsub = await createPubSubFor(config, {
+      changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit),
+      threadCursors: (threadIds) => threadCursors(db.read, threadIds),
+    });
   } catch (error) {
     // A server that cannot start must not leave the database open behind it.
     if (!options.database) await db.close();

@@ -15,6 +15,7 @@ import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 import { useQueryCostLimit } from './query-cost.js';
+import { useSseEventIds } from './sse-event-ids.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
@@ -181,6 +182,7 @@ export function createGraphQLServer(options: {
       useBodyLimit(options.maxBodyBytes),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),
+      useSseEventIds(),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).

@@ -1,5 +1,6 @@
 import { loadAuditThread, requirePrincipal } from '../../domain/access.js';
 import { newestAudits } from '../../domain/audit-reads.js';
+import { encodeCursor, onOneSnapshot, threadCursor } from '../../domain/change-cursors.js';
 import { badInput } from '../../domain/errors.js';
 import type { Message } from '../../generated/prisma/client.js';
 import { builder, listCost } from '../builder.js';
@@ -71,7 +72,7 @@ export const ToolAuditRef = builder.prismaObject('Message', {
 const MAX_AUDITS = 500;
 
 const ThreadAuditsRef = builder
-  .objectRef<{ threadId: string; items: Message[]; truncated: boolean }>('ThreadAudits')
+  .objectRef<{ threadId: string; items: Message[]; truncated: boolean; cursor: string }>('ThreadAudits')
   .implement({
     fields: (t) => ({
       threadId: t.exposeID('threadId'),
@@ -84,6 +85,10 @@ const ThreadAuditsRef = builder
       }),
       truncated: t.exposeBoolean('truncated', {
         description: 'True when the thread has more audit entries than were returned.',
+      }),
+      cursor: t.exposeString('cursor', {
+        description:
+          'The cursor of the thread\'s latest change included in this read: `items` and `cursor` are\none consistent snapshot. Subscribe to threadChanges with `after: cursor` to continue it\nwith no gap and no duplicate.',
       }),
     }),
   });
@@ -100,9 +105,13 @@ builder.queryField('threadAudits', (t) =>
       if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
       // One more than asked tells whether the thread holds more, without a count query. The items'
       // relations are loaded by the per-request loaders, one statement per relation.
-      const newestFirst = await newestAudits(deps.read, thread.id, limit + 1);
+      const [newestFirst, cursor] = await onOneSnapshot(deps.sql, async (sql) => [
+        await newestAudits(sql, thread.id, limit + 1),
+        await threadCursor(sql, thread.id),
+      ] as const);
       return {
         threadId: thread.id,
+        cursor: encodeCursor(thread.id, cursor),
         items: newestFirst.slice(0, limit).reverse(),
         truncated: newestFirst.length > limit,
       };

@@ -1,19 +1,19 @@
 import { initContextCache } from '@pothos/core';
 import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
+import { decodeCursor, encodeCursor } from '../../domain/change-cursors.js';
+import type { CommittedChange } from '../../domain/events.js';
+import type { Message, Run } from '../../generated/prisma/client.js';
 import { perEvent } from '../../realtime/per-event.js';
 import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { createLoaders, loadRequired, type Loaders } from '../loaders.js';
+import { createLoaders } from '../loaders.js';
 import { AuditRef, ToolAuditRef } from './audit.js';
 import { RunRef } from './run.js';
 
-/**
- * A stream that could not deliver every event (its subscriber fell behind, Redis went away, its
- * token expired) ends with this error; docs/subscriptions.md tells clients to re-read and subscribe again.
- */
-function payloadOf<E>(delivery: E | StreamInterrupted): E {
+/** Only the server stopping or the token expiring ends a stream early (SEMANTICS.md, "Subscriptions"). */
+function payloadOf(delivery: Delivery): CommittedChange {
   if (delivery instanceof StreamInterrupted) {
     throw createGraphQLError(delivery.message, {
       extensions: { code: 'SUBSCRIPTION_INTERRUPTED', reason: delivery.reason },
@@ -22,28 +22,48 @@ function payloadOf<E>(delivery: E | StreamInterrupted): E {
   return delivery;
 }
 
-/** One set of loaders per published event, shared by every subscriber that receives it. */
-const loadersOnce = perEvent<Loaders>();
+/** One set of loaders per delivered change, shared by every subscriber that receives it. */
+const loadersOnce = perEvent<ReturnType<typeof createLoaders>>();
 
 /**
- * One delivery: unwrap the event and give the long-lived subscription context fresh caches for it.
- * Payloads carry ids only; the committed rows are read through the event's loaders, so each row
- * (and each relation the selections reach) is read once per event however many subscribers and
- * documents receive it (docs/subscriptions.md). A subscriber reads an event only after the
- * previous one, so what it sees never goes backwards. Pothos' per-context caches are replaced too:
- * the second event is never served what the first one decided.
+ * One delivery: the change carries its entity as committed by that change, never re-read. Its
+ * nested fields (an audit's run, tool call, declaring model call) are read when it is delivered,
+ * through loaders fresh for this change and shared by its subscribers; Pothos' per-context caches
+ * are replaced too, so the second change is never served what the first one decided.
  */
-function loadersFor<E extends object>(delivery: E | StreamInterrupted, context: GraphQLContext): { event: E; loaders: Loaders } {
-  const event = payloadOf(delivery);
-  context.loaders = loadersOnce(event, 'loaders', () => createLoaders(context.deps));
+function committed(delivery: Delivery, context: GraphQLContext): CommittedChange {
+  const change = payloadOf(delivery);
+  context.loaders = loadersOnce(change, 'loaders', () => createLoaders(context.deps));
   Object.assign(context, initContextCache());
-  return { event, loaders: context.loaders };
+  return change;
 }
 
-const deliveredAudit = (delivery: Delivery<'audit'>, context: GraphQLContext) => {
-  const { event, loaders } = loadersFor(delivery, context);
-  return loadRequired(loaders.audit, event.auditId);
-};
+const runIdOf = (change: CommittedChange) => (change.kind === 'run' ? change.row.id : change.row.runId);
+
+/** The cursor a threadChanges stream resumes after: SSE's Last-Event-ID (a reconnecting EventSource) wins over `after`. */
+function resumeCursor(threadId: string, after: string | null | undefined, context: GraphQLContext): bigint | undefined {
+  const lastEventId = context.request?.headers.get('last-event-id');
+  const text = lastEventId || after;
+  return text ? decodeCursor(threadId, text) : undefined;
+}
+
+interface ThreadChangeShape {
+  cursor: string;
+  committedAt: Date;
+  audit: Message | null;
+  run: Run | null;
+}
+
+const ThreadChangeRef = builder.objectRef<ThreadChangeShape>('ThreadChange').implement({
+  description:
+    'One committed change of a thread, in the thread\'s commit order. Exactly one of `audit` and\n`run` is set; it shows that entity as committed by this change (never a later state).',
+  fields: (t) => ({
+    cursor: t.exposeString('cursor', { description: 'Strictly increasing within the thread; pass it as `after` to resume after this change.' }),
+    committedAt: t.expose('committedAt', { type: 'DateTime' }),
+    audit: t.field({ type: AuditRef, nullable: true, resolve: (change) => change.audit }),
+    run: t.field({ type: RunRef, nullable: true, resolve: (change) => change.run }),
+  }),
+});
 
 builder.subscriptionFields((t) => ({
   toolStatusChanged: t.field({
@@ -55,11 +75,11 @@ builder.subscriptionFields((t) => ({
       const viewer = requirePrincipal(principal);
       const thread = await loadAuditThread(deps.prisma, viewer, threadId);
       return pubsub.subscribe('audit', thread.id, {
-        accept: (event) => event.role === 'TOOL' && (!runId || event.runId === runId),
+        accept: (change) => change.kind === 'audit' && change.row.role === 'TOOL' && (!runId || change.row.runId === runId),
         endsAtMs: viewer.expiresAtMs,
       });
     },
-    resolve: (delivery, _args, context) => deliveredAudit(delivery, context),
+    resolve: (delivery: Delivery, _args, context) => committed(delivery, context).row as Message,
   }),
   auditChanged: t.field({
     type: AuditRef,
@@ -69,9 +89,9 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
       const thread = await loadAuditThread(deps.prisma, viewer, threadId);
-      return pubsub.subscribe('audit', thread.id, { endsAtMs: viewer.expiresAtMs });
+      return pubsub.subscribe('audit', thread.id, { accept: (change) => change.kind === 'audit', endsAtMs: viewer.expiresAtMs });
     },
-    resolve: (delivery, _args, context) => deliveredAudit(delivery, context),
+    resolve: (delivery: Delivery, _args, context) => committed(delivery, context).row as Message,
   }),
   runChanged: t.field({
     type: RunRef,
@@ -81,11 +101,36 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
       const thread = await loadReadableThread(deps.prisma, viewer, threadId);
-      return pubsub.subscribe('run', thread.id, { endsAtMs: viewer.expiresAtMs });
+      return pubsub.subscribe('run', thread.id, {
+        accept: (change) => change.kind === 'run' && !change.leaseOnly,
+        endsAtMs: viewer.expiresAtMs,
+      });
     },
-    resolve: (delivery, _args, context) => {
-      const { event, loaders } = loadersFor(delivery, context);
-      return loadRequired(loaders.run, event.runId);
+    resolve: (delivery: Delivery, _args, context) => committed(delivery, context).row as Run,
+  }),
+  threadChanges: t.field({
+    type: ThreadChangeRef,
+    description:
+      'Every committed change of the thread\'s runs and audits, each with its cursor. With `after`,\nfirst every change committed after that cursor, then live; resumable, gapless, no\nduplicates (SEMANTICS.md, "Change cursors"). Same access rule as threadAudits.',
+    authScopes: { authenticated: true },
+    args: { threadId: t.arg.id({ required: true }), after: t.arg.string(), runId: t.arg.id() },
+    subscribe: async (_root, { threadId, after, runId }, context) => {
+      const viewer = requirePrincipal(context.principal);
+      const thread = await loadAuditThread(context.deps.prisma, viewer, threadId);
+      return context.pubsub.subscribe('changes', thread.id, {
+        after: resumeCursor(thread.id, after, context),
+        accept: (change) => !runId || runIdOf(change) === runId,
+        endsAtMs: viewer.expiresAtMs,
+      });
+    },
+    resolve: (delivery: Delivery, _args, context) => {
+      const change = committed(delivery, context);
+      return {
+        cursor: encodeCursor(change.threadId, change.cursor),
+        committedAt: change.committedAt,
+        audit: change.kind === 'audit' ? change.row : null,
+        run: change.kind === 'run' ? change.row : null,
+      };
     },
   }),
 }));

@@ -1,4 +1,5 @@
 import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
+import { encodeCursor } from '../../domain/change-cursors.js';
 import { badInput } from '../../domain/errors.js';
 import { appendMessage, createThread, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
@@ -48,6 +49,10 @@ export const ThreadRef = builder.prismaObject('Thread', {
         runs: nestedSelection({ orderBy: { createdOrder: 'desc' as const }, take: 1 }),
       }),
       resolve: (thread) => thread.runs[0] ?? null,
+    }),
+    changeCursor: t.string({
+      description: "The cursor of the thread's latest committed change (see ThreadChange).",
+      resolve: (thread) => encodeCursor(thread.id, thread.changeCursor),
     }),
   }),
 });

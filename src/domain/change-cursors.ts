@@ -1,0 +1,122 @@
+import type { SqlTransactor } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
+import type { Message, Run } from '../generated/prisma/client.js';
+import { badInput } from './errors.js';
+import type { CommittedChange, DomainEvent } from './events.js';
+
+/**
+ * Change cursors: every committed change of a thread's runs and audits gets the thread's next
+ * counter value. One statement per changed thread, at the end of the command's transaction, bumps
+ * `thread.change_cursor` by the number of changed entities and stamps each changed row with
+ * consecutive values. The thread row lock it takes is the transaction's last lock (after any run
+ * lock, so no deadlock) and is held until commit: cursor order is the thread's commit order, and
+ * a rolled-back command gives its values back, so a thread's cursors are contiguous integers and a
+ * consumer that sees a gap knows it missed something.
+ */
+const STAMP = `
+WITH bumped AS (
+  UPDATE thread SET change_cursor = change_cursor + $2 WHERE id = $1::uuid
+  RETURNING change_cursor - $2 AS base, clock_timestamp() AS at
+), changed AS (
+  SELECT * FROM unnest($3::uuid[], $4::text[]) WITH ORDINALITY AS c(id, kind, position)
+), runs AS (
+  UPDATE run r SET change_cursor = b.base + c.position, changed_at = b.at FROM bumped b, changed c
+  WHERE c.kind = 'run' AND r.id = c.id RETURNING r.id, r.change_cursor, r.changed_at
+), audits AS (
+  UPDATE message m SET change_cursor = b.base + c.position, changed_at = b.at FROM bumped b, changed c
+  WHERE c.kind = 'audit' AND m.id = c.id RETURNING m.id, m.change_cursor, m.changed_at
+)
+SELECT * FROM runs UNION ALL SELECT * FROM audits`;
+
+/** Stamps the command's changes (one per entity: its last state) and returns them in cursor order. */
+export async function stampChanges(sql: Sql, events: DomainEvent[]): Promise<CommittedChange[]> {
+  const latest = new Map<string, DomainEvent>();
+  for (const event of events) {
+    const key = `${event.kind}:${event.row.id}`;
+    latest.delete(key); // re-inserted last: an entity's cursor follows its last change in the command
+    latest.set(key, event);
+  }
+  const byThread = new Map<string, DomainEvent[]>();
+  for (const event of latest.values()) {
+    const list = byThread.get(event.threadId) ?? [];
+    list.push(event);
+    byThread.set(event.threadId, list);
+  }
+  const committed: CommittedChange[] = [];
+  // Threads in a fixed order: a command touching several threads never deadlocks another.
+  for (const threadId of [...byThread.keys()].sort()) {
+    const changes = byThread.get(threadId)!;
+    const stamped = await sql.query<{ id: string; changeCursor: bigint; changedAt: Date }>(STAMP, [
+      threadId,
+      changes.length,
+      changes.map((change) => change.row.id),
+      changes.map((change) => change.kind),
+    ]);
+    const stampOf = new Map(stamped.map((row) => [row.id, row]));
+    for (const change of changes) {
+      const { changeCursor, changedAt } = stampOf.get(change.row.id)!;
+      const row = { ...change.row, changeCursor, changedAt };
+      committed.push({ ...change, row, cursor: changeCursor, committedAt: changedAt } as CommittedChange);
+    }
+  }
+  return committed.sort((a, b) => (a.threadId === b.threadId ? Number(a.cursor - b.cursor) : 0));
+}
+
+/** A cursor as clients see it: opaque, naming its thread, so a foreign one is refused. */
+export function encodeCursor(threadId: string, cursor: bigint): string {
+  return Buffer.from(`${threadId}:${cursor}`).toString('base64url');
+}
+
+/** The thread's counter value a client's cursor names; BAD_USER_INPUT when malformed or of another thread. */
+export function decodeCursor(threadId: string, text: string): bigint {
+  const match = /^([0-9a-f-]{36}):(0|[1-9][0-9]{0,18})$/.exec(
+    /^[A-Za-z0-9_-]*$/.test(text) ? Buffer.from(text, 'base64url').toString() : '',
+  );
+  if (!match) throw badInput(`Cursor ${JSON.stringify(text)} is malformed`);
+  if (match[1] !== threadId) throw badInput(`Cursor ${JSON.stringify(text)} belongs to another thread`);
+  return BigInt(match[2]!);
+}
+
+/** Runs `read` on one snapshot (a read-only REPEATABLE READ transaction): its statements agree. */
+export function onOneSnapshot<T>(sql: SqlTransactor, read: (sql: Sql) => Promise<T>): Promise<T> {
+  return sql.transaction(async (tx) => {
+    await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    return read(tx);
+  });
+}
+
+export const threadCursor = async (sql: Sql, threadId: string): Promise<bigint> => {
+  const [row] = await sql.query<{ changeCursor: bigint }>('SELECT change_cursor FROM thread WHERE id = $1::uuid', [threadId]);
+  return row?.changeCursor ?? 0n;
+};
+
+/** The current cursor of each thread (those that exist). */
+export const threadCursors = (sql: Sql, threadIds: readonly string[]) =>
+  sql.query<{ id: string; changeCursor: bigint }>('SELECT id, change_cursor FROM thread WHERE id = ANY($1::uuid[])', [threadIds]);
+
+/**
+ * Catch-up: the thread's runs and audits whose latest change is after `after`, in cursor order,
+ * at most `limit` of them (each in its latest state, with its latest cursor: several changes of
+ * one entity fold into one). Every change up to the last one returned is covered, so the next
+ * page starts after it. One indexed range read per table, on one snapshot.
+ */
+export function changesAfter(sql: SqlTransactor, threadId: string, after: bigint, limit: number): Promise<CommittedChange[]> {
+  return onOneSnapshot(sql, async (tx) => {
+    const [runs, audits] = [
+      await tx.query<Run>('SELECT * FROM run WHERE thread_id = $1::uuid AND change_cursor > $2 ORDER BY change_cursor LIMIT $3', [
+        threadId,
+        after,
+        limit,
+      ]),
+      await tx.query<Message>(
+        'SELECT * FROM message WHERE thread_id = $1::uuid AND change_cursor > $2 ORDER BY change_cursor LIMIT $3',
+        [threadId, after, limit],
+      ),
+    ];
+    const changes: CommittedChange[] = [
+      ...runs.map((row) => ({ kind: 'run' as const, threadId, row, cursor: row.changeCursor!, committedAt: row.changedAt! })),
+      ...audits.map((row) => ({ kind: 'audit' as const, threadId, row, cursor: row.changeCursor!, committedAt: row.changedAt! })),
+    ];
+    return changes.sort((a, b) => (a.cursor < b.cursor ? -1 : 1)).slice(0, limit);
+  });
+}

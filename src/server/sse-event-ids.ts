@@ -1,0 +1,74 @@
+import { isAsyncIterable } from '@envelop/core';
+import type { ExecutionResult } from 'graphql';
+import type { FetchAPI, Plugin } from 'graphql-yoga';
+import { eventIdOf } from '../realtime/shared-subscriptions.js';
+
+/** As yoga: an error's `http` and `unexpected` extensions are the server's, not the client's. */
+function withoutInternals(result: ExecutionResult) {
+  if (!result.errors?.length) return result;
+  const errors = result.errors.map((error) => {
+    const { http: _http, unexpected: _unexpected, ...extensions } = error.extensions ?? {};
+    return { ...error.toJSON(), extensions: Object.keys(extensions).length ? extensions : undefined };
+  });
+  return { ...result, errors };
+}
+
+/** yoga's keep-alive comment interval for SSE. */
+const PING_MS = 12_000;
+
+/**
+ * yoga's SSE writer, plus an `id:` line for each result that has an event id (a threadChanges
+ * cursor): a browser's EventSource then sends it back as Last-Event-ID when it reconnects.
+ */
+function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: FetchAPI): Response {
+  const encoder = new fetchAPI.TextEncoder();
+  const iterator = result[Symbol.asyncIterator]();
+  let ping: NodeJS.Timeout | undefined;
+  const body = new fetchAPI.ReadableStream<Uint8Array>({
+    start(controller) {
+      // Some browsers wait for a first byte before they report the response.
+      controller.enqueue(encoder.encode(':\n\n'));
+      ping = setInterval(() => {
+        if (controller.desiredSize === null) clearInterval(ping);
+        else if (controller.desiredSize > 0) controller.enqueue(encoder.encode(':\n\n'));
+      }, PING_MS);
+    },
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.value != null) {
+        const id = eventIdOf(next.value);
+        const data = JSON.stringify(withoutInternals(next.value));
+        controller.enqueue(encoder.encode(`${id ? `id: ${id}\n` : ''}event: next\ndata: ${data}\n\n`));
+      }
+      if (next.done) {
+        controller.enqueue(encoder.encode('event: complete\ndata:\n\n'));
+        clearInterval(ping);
+        controller.close();
+      }
+    },
+    async cancel() {
+      clearInterval(ping);
+      await iterator.return?.();
+    },
+  });
+  return new fetchAPI.Response(body, {
+    headers: { 'Content-Type': 'text/event-stream', Connection: 'keep-alive', 'Cache-Control': 'no-cache', 'Content-Encoding': 'none' },
+  });
+}
+
+/** Subscriptions that yoga answers over SSE are written by `sseWithEventIds`. */
+export function useSseEventIds(): Plugin {
+  const subscriptionRequests = new WeakSet<Request>();
+  return {
+    onSubscribe({ args }) {
+      const request = (args.contextValue as { request?: Request }).request;
+      if (request) subscriptionRequests.add(request);
+    },
+    onResultProcess({ request, result, resultProcessor, setResultProcessor }) {
+      // yoga answers a subscription's stream only as SSE: a processor chosen for it is SSE's.
+      if (resultProcessor && isAsyncIterable(result) && subscriptionRequests.has(request)) {
+        setResultProcessor((stream, fetchAPI) => sseWithEventIds(stream as AsyncIterable<ExecutionResult>, fetchAPI), 'text/event-stream');
+      }
+    },
+  };
+}
