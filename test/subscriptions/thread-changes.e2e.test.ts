@@ -1,0 +1,280 @@
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { backendName } from '../support/database.js';
+import { errorCode, type GraphQLResponse } from '../support/app.js';
+import { actors, claim, createRun, createThread, must, runningRun, type WorkerSession } from '../support/lifecycle.js';
+import { eventually, payloads, subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
+import { startListeningApp, testRedisUrl, type ListeningApp } from './support.js';
+
+let t: ListeningApp;
+beforeAll(async () => {
+  t = await startListeningApp();
+});
+afterAll(() => t.close());
+
+const CHANGES = `subscription($threadId: ID!, $after: String, $runId: ID) {
+  threadChanges(threadId: $threadId, after: $after, runId: $runId) {
+    cursor committedAt
+    audit { id status ... on ToolAudit { toolCallId } }
+    run { id status }
+  }
+}`;
+const TOOLS = `subscription($threadId: ID!) { toolStatusChanged(threadId: $threadId) { toolCallId status } }`;
+const SNAPSHOT = `query($threadId: ID!) {
+  thread(id: $threadId) { changeCursor runs { id status } }
+  threadAudits(threadId: $threadId) { cursor items { id status } }
+}`;
+
+interface Change {
+  cursor: string;
+  audit: { id: string; status: string } | null;
+  run: { id: string; status: string } | null;
+}
+
+/** What a dashboard holds: each entity's latest state, applied by id. */
+function applied(changes: Change[]): Map<string, string> {
+  const view = new Map<string, string>();
+  for (const change of changes) {
+    const entity = change.audit ?? change.run!;
+    view.set(entity.id, entity.status);
+  }
+  return view;
+}
+
+async function committedView(threadId: string, token: string) {
+  const { data } = await t.gql(SNAPSHOT, { threadId }, token);
+  const view = new Map<string, string>();
+  for (const entity of [...data.thread.runs, ...data.threadAudits.items]) view.set(entity.id, entity.status);
+  return { view, cursor: data.threadAudits.cursor as string, threadCursor: data.thread.changeCursor as string };
+}
+
+/** Cursors are opaque; the tests only compare them through their order of arrival and equality. */
+const cursorsOf = (changes: Change[]) => changes.map((change) => change.cursor);
+const counterOf = (cursor: string) => BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);
+
+function expectIncreasing(changes: Change[]) {
+  const counters = cursorsOf(changes).map(counterOf);
+  for (let i = 1; i < counters.length; i++) expect(counters[i]! > counters[i - 1]!).toBe(true);
+}
+
+async function toolRoundTrips(session: WorkerSession, prefix: string, n: number) {
+  for (let i = 0; i < n; i++) {
+    await session.declare(`${prefix}-m${i}`, [{ id: `${prefix}-c${i}`, name: 'search' }]);
+    must(await session.toolStarted(`${prefix}-c${i}`, 'search'));
+    must(await session.toolFinished(`${prefix}-c${i}`, { content: `result ${i}` }));
+  }
+}
+
+describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'})`, () => {
+  it('continues a threadAudits read with after: cursor, with no gap and no duplicate', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    await toolRoundTrips(session, 'before', 2);
+    const snapshot = await committedView(threadId, owner);
+    expect(snapshot.cursor).toBe(snapshot.threadCursor);
+
+    const stream = subscribeWs(t.url, CHANGES, { threadId, after: snapshot.cursor }, owner);
+    onTestFinished(() => stream.close());
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+    await toolRoundTrips(session, 'after', 2);
+    must(await session.finish('COMPLETED'));
+
+    const final = await committedView(threadId, owner);
+    const results = await stream.until(
+      (all) => all.length > 0 && all[all.length - 1]!.data?.threadChanges.cursor === final.cursor,
+      'the latest cursor',
+    );
+    const changes = payloads(results, 'threadChanges') as Change[];
+    expectIncreasing(changes);
+    expect(new Set(cursorsOf(changes)).size).toBe(changes.length);
+    // Nothing from before the read is sent again.
+    expect(changes.every((change) => counterOf(change.cursor) > counterOf(snapshot.cursor))).toBe(true);
+    const view = new Map([...snapshot.view, ...applied(changes)]);
+    expect(view).toEqual(final.view);
+  });
+
+  it('a tool started and finished back to back reaches every subscriber RUNNING, then COMPLETED', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    await session.declare('m1', [{ id: 'c1', name: 'fast' }]);
+    const tools = [0, 1, 2].map(() => subscribeWs(t.url, TOOLS, { threadId }, owner));
+    const changes = [0, 1].map(() => subscribeWs(t.url, CHANGES, { threadId }, owner));
+    const sse = [await subscribeSse(t.app, TOOLS, { threadId }, owner), await subscribeSse(t.app, CHANGES, { threadId }, owner)];
+    for (const stream of [...tools, ...changes, ...sse]) onTestFinished(() => stream.close());
+    await waitFor(
+      () => t.app.pubsub.subscriberCount('audit', threadId) === 4 && t.app.pubsub.subscriberCount('changes', threadId) === 3,
+      'the subscriptions to start',
+    );
+    // Not awaited in between: the second commit follows the first at once.
+    const started = session.toolStarted('c1', 'fast');
+    const finished = session.toolFinished('c1', { content: 'done' });
+    must(await started);
+    must(await finished);
+
+    for (const stream of [...tools, sse[0]!]) {
+      expect(payloads(await stream.take(2), 'toolStatusChanged').map((tool) => tool.status)).toEqual(['RUNNING', 'COMPLETED']);
+    }
+    for (const stream of [...changes, sse[1]!]) {
+      const delivered = payloads(await stream.take(2), 'threadChanges') as Change[];
+      expect(delivered.map((change) => change.audit?.status)).toEqual(['RUNNING', 'COMPLETED']);
+    }
+  });
+
+  it('refuses a malformed cursor and one of another thread with BAD_USER_INPUT', async () => {
+    const { owner, threadId } = await runningRun(t);
+    const other = await createThread(t, owner);
+    const foreign = (await committedView(other, owner)).cursor;
+    for (const after of ['not a cursor', 'MTIz', foreign]) {
+      const stream = subscribeWs(t.url, CHANGES, { threadId, after }, owner);
+      onTestFinished(() => stream.close());
+      const ending = await stream.ended();
+      const errors = ending.kind === 'error' ? (ending.error as GraphQLResponse['errors']) : stream.results[0]?.errors;
+      expect(errors?.[0]?.extensions?.code, JSON.stringify(ending)).toBe('BAD_USER_INPUT');
+    }
+    const response = await subscribeSseRaw(threadId, owner, { after: 'not a cursor' });
+    const text = await response.text();
+    expect(text).toContain('BAD_USER_INPUT');
+  });
+
+  it('a subscriber that reads nothing for a while is caught up, never interrupted', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    // yoga's SSE stream pulls a result only when its reader asks for one: this one asks for none yet.
+    const response = await subscribeSseRaw(threadId, owner, {});
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+    // Far more changes than a subscriber may hold queued (256).
+    await toolRoundTrips(session, 'burst', 70);
+    must(await session.finish('COMPLETED'));
+    const final = await committedView(threadId, owner);
+    const events = await readSseEvents(response, (all) => all.at(-1)?.id === final.cursor);
+    const changes = events.map((event) => event.data.threadChanges as Change);
+    expectIncreasing(changes);
+    expect(applied(changes)).toEqual(final.view);
+  });
+
+  it('over SSE each event carries id: <cursor>, and Last-Event-ID resumes after it', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    const first = await subscribeSseRaw(threadId, owner, {});
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+    await toolRoundTrips(session, 'one', 1);
+    const seen = await readSseEvents(first, (all) => all.some((event) => event.data.threadChanges.audit?.status === 'COMPLETED'));
+    for (const event of seen) expect(event.id).toBe(event.data.threadChanges.cursor);
+    const lastEventId = seen.at(-1)!.id!;
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 0, 'the dropped stream to end');
+
+    // Written while no one listens.
+    await toolRoundTrips(session, 'two', 1);
+    must(await session.finish('COMPLETED'));
+    const final = await committedView(threadId, owner);
+    // As a browser's EventSource reconnects: the same request, plus Last-Event-ID.
+    const resumed = await subscribeSseRaw(threadId, owner, {}, lastEventId);
+    const events = await readSseEvents(resumed, (all) => all.at(-1)?.id === final.cursor);
+    const changes = events.map((event) => event.data.threadChanges as Change);
+    expect(changes.every((change) => counterOf(change.cursor) > counterOf(lastEventId))).toBe(true);
+    expectIncreasing(changes);
+    expect(new Map([...applied(seen.map((event) => event.data.threadChanges)), ...applied(changes)])).toEqual(final.view);
+  });
+
+  it('runId keeps only that run; concurrent writers and resuming subscribers all end with the committed state', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const sessions = await Promise.all(
+      [0, 1, 2].map(async () => claim(t, who.worker, await createRun(t, who.owner, threadId))),
+    );
+    const onlyFirst = subscribeWs(t.url, CHANGES, { threadId, runId: sessions[0]!.lease.runId }, who.owner);
+    onTestFinished(() => onlyFirst.close());
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+
+    // Subscribers that disconnect and resume with their last cursor while three runs write at once.
+    const start = (await committedView(threadId, who.owner)).cursor;
+    const subscribers = [0, 1, 2].map(() => ({ changes: [] as Change[], stream: null as Stream | null }));
+    let writing = true;
+    const resumers = subscribers.map(async (subscriber, index) => {
+      for (let round = 0; writing; round++) {
+        const after = subscriber.changes.at(-1)?.cursor ?? start;
+        const stream = subscribeWs(t.url, CHANGES, { threadId, after }, who.owner);
+        subscriber.stream = stream;
+        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 200 * (index + 1)));
+        await stream.close();
+        subscriber.changes.push(...(payloads(stream.results, 'threadChanges') as Change[]));
+      }
+    });
+    await Promise.all(sessions.map((session, index) => toolRoundTrips(session, `w${index}`, 4)));
+    await Promise.all(sessions.map(async (session) => must(await session.finish('COMPLETED'))));
+    writing = false;
+    await Promise.all(resumers);
+
+    const final = await committedView(threadId, who.owner);
+    for (const subscriber of subscribers) {
+      // The last leg: resume once more and read up to the final cursor.
+      const after = subscriber.changes.at(-1)?.cursor ?? start;
+      const stream = subscribeWs(t.url, CHANGES, { threadId, after }, who.owner);
+      onTestFinished(() => stream.close());
+      if (after !== final.cursor) {
+        await stream.until((all) => all.at(-1)?.data?.threadChanges.cursor === final.cursor, 'the final cursor');
+      }
+      subscriber.changes.push(...(payloads(stream.results, 'threadChanges') as Change[]));
+      expectIncreasing(subscriber.changes);
+      expect(new Set(cursorsOf(subscriber.changes)).size).toBe(subscriber.changes.length);
+      expect(applied(subscriber.changes)).toEqual(final.view);
+    }
+    const firstRun = sessions[0]!.lease.runId;
+    await onlyFirst.until((all) => all.some((result) => result.data?.threadChanges.run?.status === 'COMPLETED'), `the first run to end ${JSON.stringify(onlyFirst.results.slice(0, 3))} ${JSON.stringify(onlyFirst.ending)}`);
+    for (const change of payloads(onlyFirst.results, 'threadChanges') as (Change & { audit: { runId?: string } })[]) {
+      expect(change.run ? change.run.id : firstRun).toBe(firstRun);
+    }
+  });
+});
+
+/** A GET subscription over SSE, read by hand as a browser's EventSource would (sending Last-Event-ID when resuming). */
+async function subscribeSseRaw(threadId: string, token: string, variables: Record<string, unknown>, lastEventId?: string) {
+  const url = new URL(t.url);
+  url.searchParams.set('query', CHANGES);
+  url.searchParams.set('variables', JSON.stringify({ threadId, ...variables }));
+  const controller = new AbortController();
+  onTestFinished(() => controller.abort());
+  return fetch(url, {
+    headers: {
+      accept: 'text/event-stream',
+      authorization: `Bearer ${token}`,
+      ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+    },
+    signal: controller.signal,
+  });
+}
+
+interface SseEvent {
+  id?: string;
+  data: any;
+}
+
+/** Reads `next` events until `done` holds for them, then drops the connection. */
+async function readSseEvents(response: Response, done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  const events: SseEvent[] = [];
+  let buffered = '';
+  try {
+    await eventually(
+      async () => {
+        while (!done(events)) {
+          const { value, done: ended } = await reader.read();
+          if (ended) throw new Error(`the stream ended: ${JSON.stringify(events.at(-1))}`);
+          buffered += decoder.decode(value, { stream: true });
+          let boundary: number;
+          while ((boundary = buffered.indexOf('\n\n')) >= 0) {
+            const block = buffered.slice(0, boundary);
+            buffered = buffered.slice(boundary + 2);
+            const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
+            if (fields.event !== 'next') continue;
+            const result = JSON.parse(fields.data!) as GraphQLResponse;
+            if (result.errors) throw new Error(`an error event: ${JSON.stringify(result.errors)}`);
+            events.push({ id: fields.id, data: result.data });
+          }
+        }
+        return events;
+      },
+      () => true,
+      { timeoutMs: 60_000, what: 'the events' },
+    );
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return events;
+}
