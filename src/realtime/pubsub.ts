@@ -120,18 +120,16 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   };
 
   /** One query for every subscribed thread; a thread that moved wakes its subscribers. */
+  const readCursors = async () => {
+    try {
+      if (feeds.size === 0) return;
+      for (const { id, changeCursor } of await store.threadCursors([...feeds.keys()])) feeds.get(id)?.reached(changeCursor);
+    } catch (error) {
+      console.error('[realtime] could not read thread cursors:', String(error));
+    }
+  };
   let polling: Promise<void> | null = null;
-  const poll = () =>
-    (polling ??= (async () => {
-      try {
-        if (feeds.size === 0) return;
-        for (const { id, changeCursor } of await store.threadCursors([...feeds.keys()])) feeds.get(id)?.reached(changeCursor);
-      } catch (error) {
-        console.error('[realtime] could not read thread cursors:', String(error));
-      } finally {
-        polling = null;
-      }
-    })());
+  const poll = () => (polling ??= readCursors().finally(() => (polling = null)));
 
   bus?.onMessage((threadId, cursor, changes) => {
     const feed = feeds.get(threadId);

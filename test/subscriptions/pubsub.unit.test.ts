@@ -1,87 +1,97 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import type { DomainEvent } from '../../src/domain/events.js';
-import { StreamInterrupted, createPubSubFor } from '../../src/realtime/pubsub.js';
+import type { CommittedChange } from '../../src/domain/events.js';
+import type { Message } from '../../src/generated/prisma/client.js';
+import { StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/realtime/pubsub.js';
 
-// The in-process pub/sub behind every subscription: per-thread topics, publish order, and the
-// bound on how far a subscriber may fall behind (docs/subscriptions.md).
+// The change feed behind every subscription (docs/subscriptions.md): gapless, in cursor order,
+// caught up from the store (the database, here a list) after a gap or while a subscriber lags.
 
-const auditEvent = (threadId: string, auditId: string): DomainEvent => ({ kind: 'audit', threadId, runId: 'run', auditId, role: 'TOOL' });
-
-async function pubsubWithLimit(maxPendingEvents: number) {
-  return createPubSubFor(loadConfig({}), { maxPendingEvents });
+/** A store holding every committed change, as the database does (latest state per entity). */
+function memoryStore() {
+  const log: CommittedChange[] = [];
+  const cursors = new Map<string, bigint>();
+  const store: ChangeStore & { commit(threadId: string, entityId: string): CommittedChange; reads: number } = {
+    reads: 0,
+    commit(threadId, entityId) {
+      const cursor = (cursors.get(threadId) ?? 0n) + 1n;
+      cursors.set(threadId, cursor);
+      const row = { id: entityId, threadId, runId: 'run', role: 'TOOL', changeCursor: cursor } as unknown as Message;
+      const change: CommittedChange = { kind: 'audit', threadId, row, cursor, committedAt: new Date() };
+      log.push(change);
+      return change;
+    },
+    async changesAfter(threadId, after, limit) {
+      store.reads++;
+      const latest = new Map<string, CommittedChange>();
+      for (const change of log) if (change.threadId === threadId) latest.set(change.row.id, change);
+      return [...latest.values()].filter((change) => change.cursor > after).sort((a, b) => Number(a.cursor - b.cursor)).slice(0, limit);
+    },
+    async threadCursors(threadIds) {
+      return threadIds.map((id) => ({ id, changeCursor: cursors.get(id) ?? 0n }));
+    },
+  };
+  return store;
 }
 
-/** Reads what is already queued, without waiting for more. */
-async function drain(iterator: AsyncIterator<unknown>, count: number) {
+async function feed(maxPendingEvents: number) {
+  const store = memoryStore();
+  return { store, ...(await createPubSubFor(loadConfig({}), store, { maxPendingEvents })) };
+}
+
+async function take(iterator: AsyncIterator<unknown>, count: number) {
   const values: unknown[] = [];
-  for (let i = 0; i < count; i++) values.push(await iterator.next());
+  for (let i = 0; i < count; i++) values.push((await iterator.next()).value);
   return values;
 }
 
-describe('in-process pub/sub', () => {
-  it("delivers a thread's events of one topic, in publish order", async () => {
-    const { pubsub, publishEvents, close } = await pubsubWithLimit(10);
-    const audits = await pubsub.subscribe('audit', 'thread-a');
-    publishEvents([auditEvent('thread-a', '1'), auditEvent('thread-b', 'other'), { kind: 'run', threadId: 'thread-a', runId: 'r' }]);
-    publishEvents([auditEvent('thread-a', '2')]);
-    const [first, second] = await drain(audits, 2);
-    expect([first, second]).toEqual([
-      { value: auditEvent('thread-a', '1'), done: false },
-      { value: auditEvent('thread-a', '2'), done: false },
-    ]);
+const ids = (values: unknown[]) => values.map((value) => (value as CommittedChange).row.id);
+
+describe('change feed', () => {
+  it("delivers a thread's changes live, in cursor order, with no other thread's", async () => {
+    const { store, pubsub, publishEvents, close } = await feed(10);
+    const audits = await pubsub.subscribe('audit', 'a');
+    publishEvents([store.commit('a', '1'), store.commit('b', 'other'), store.commit('a', '2')]);
+    expect(ids(await take(audits, 2))).toEqual(['1', '2']);
+    expect(store.reads).toBe(0);
     await close();
   });
 
-  it('a subscriber may fall behind by the bound; one event more interrupts it and drops its backlog', async () => {
-    const { pubsub, publishEvents, close } = await pubsubWithLimit(3);
+  it('a change published out of order is a gap: caught up from the store, nothing twice', async () => {
+    const { store, pubsub, publishEvents, close } = await feed(10);
     const audits = await pubsub.subscribe('audit', 't');
-    publishEvents(['1', '2', '3'].map((id) => auditEvent('t', id)));
-    expect((await drain(audits, 3)).map((result: any) => result.value.auditId)).toEqual(['1', '2', '3']);
-
-    expect(() => publishEvents(['4', '5', '6', '7'].map((id) => auditEvent('t', id)))).not.toThrow();
-    const interrupted = await audits.next();
-    expect(interrupted.value).toBeInstanceOf(StreamInterrupted);
-    expect(interrupted.value).toMatchObject({ reason: 'SUBSCRIBER_LAGGING' });
-    expect(await audits.next()).toEqual({ value: undefined, done: true });
-    // Detached at the source: later events cost it nothing.
-    expect(pubsub.subscriberCount('audit', 't')).toBe(0);
+    const [first, second, third] = [store.commit('t', '1'), store.commit('t', '2'), store.commit('t', '3')];
+    publishEvents([second!]);
+    publishEvents([first!]);
+    publishEvents([third!]);
+    expect(ids(await take(audits, 3))).toEqual(['1', '2', '3']);
+    expect(store.reads).toBeGreaterThan(0);
     await close();
   });
 
-  it('a subscriber that keeps reading is never interrupted, however many events pass', async () => {
-    const { pubsub, publishEvents, close } = await pubsubWithLimit(2);
+  it('a subscriber over its bound is caught up from the store, never interrupted', async () => {
+    const { store, pubsub, publishEvents, close } = await feed(3);
     const audits = await pubsub.subscribe('audit', 't');
-    for (let i = 0; i < 50; i++) {
-      publishEvents([auditEvent('t', String(i))]);
-      expect((await audits.next()).value).toMatchObject({ auditId: String(i) });
-    }
-    expect(pubsub.subscriberCount('audit', 't')).toBe(1);
+    for (let i = 0; i < 10; i++) publishEvents([store.commit('t', String(i))]);
+    const values = await take(audits, 10);
+    expect(values.some((value) => value instanceof StreamInterrupted)).toBe(false);
+    expect(ids(values)).toEqual(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9']);
     await close();
   });
 
-  it('delivers only the events a subscriber accepts; the others never count against its bound', async () => {
-    const { pubsub, publishEvents, close } = await pubsubWithLimit(2);
-    const kept = await pubsub.subscribe('audit', 't', { accept: (event) => event.auditId.startsWith('keep') });
-    publishEvents(['other-1', 'keep-1', 'other-2', 'other-3', 'keep-2', 'other-4'].map((id) => auditEvent('t', id)));
-    expect((await drain(kept, 2)).map((result: any) => result.value.auditId)).toEqual(['keep-1', 'keep-2']);
-    expect(pubsub.subscriberCount('audit', 't')).toBe(1);
+  it('with after, catches up first, then continues live', async () => {
+    const { store, pubsub, publishEvents, close } = await feed(10);
+    store.commit('t', 'old');
+    const seen = store.commit('t', 'seen');
+    store.commit('t', 'missed');
+    const audits = await pubsub.subscribe('audit', 't', { after: seen.cursor });
+    publishEvents([store.commit('t', 'live')]);
+    expect(ids(await take(audits, 2))).toEqual(['missed', 'live']);
     await close();
   });
 
-  it('ending a subscription detaches it and ends a pending read', async () => {
-    const { pubsub, close } = await pubsubWithLimit(10);
-    const runs = await pubsub.subscribe('run', 't');
-    expect(pubsub.subscriberCount('run', 't')).toBe(1);
-    const pending = runs.next();
-    await runs.return!();
-    expect(await pending).toEqual({ value: undefined, done: true });
-    expect(pubsub.subscriberCount('run', 't')).toBe(0);
-    await close();
-  });
-
-  it('closing the pub/sub tells open subscribers their stream was interrupted', async () => {
-    const { pubsub, close } = await pubsubWithLimit(10);
+  it('closing tells open subscribers the server is stopping', async () => {
+    const { pubsub, close } = await feed(10);
     const runs = await pubsub.subscribe('run', 't');
     await close();
     expect((await runs.next()).value).toMatchObject({ reason: 'SERVER_STOPPING' });
@@ -93,13 +103,13 @@ describe('in-process pub/sub', () => {
 
     it('is interrupted with TOKEN_EXPIRED at the expiry, even months away, and detached', async () => {
       vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
-      const { pubsub, publishEvents, close } = await pubsubWithLimit(10);
+      const { store, pubsub, publishEvents, close } = await feed(10);
       // Beyond setTimeout's longest delay (about 24.8 days).
       const endsAtMs = Date.parse('2027-02-27T12:00:00Z');
       const audits = await pubsub.subscribe('audit', 't', { endsAtMs });
       await vi.advanceTimersByTimeAsync(endsAtMs - Date.now() - 1);
-      publishEvents([auditEvent('t', 'before')]);
-      expect((await audits.next()).value).toMatchObject({ auditId: 'before' });
+      publishEvents([store.commit('t', 'before')]);
+      expect(ids(await take(audits, 1))).toEqual(['before']);
 
       await vi.advanceTimersByTimeAsync(1);
       expect((await audits.next()).value).toMatchObject({ reason: 'TOKEN_EXPIRED' });
@@ -110,7 +120,7 @@ describe('in-process pub/sub', () => {
 
     it('is not interrupted once it has ended for another reason', async () => {
       vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
-      const { pubsub, close } = await pubsubWithLimit(10);
+      const { pubsub, close } = await feed(10);
       const runs = await pubsub.subscribe('run', 't', { endsAtMs: Date.now() + 1000 });
       await runs.return!();
       expect(vi.getTimerCount()).toBe(0);

@@ -1,10 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createPubSubFor } from '../../src/realtime/pubsub.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { postgresAdminUrl, servicesRequired } from '../support/database.js';
-import { THREAD_AUDITS, claim, createRun, must, runningRun } from '../support/lifecycle.js';
-import { delivered, payloads, subscribeLive, subscribeSse, waitFor, type Stream } from '../support/streams.js';
+import { claim, createRun, must, runningRun } from '../support/lifecycle.js';
+import { delivered, eventually, payloads, subscribeLive, subscribeSse, subscribeWs, waitFor } from '../support/streams.js';
 import { tcpProxy, testRedisUrl } from './support.js';
 
 // SEMANTICS.md, "Subscriptions": with REDIS_URL set, a subscriber on one instance receives the
@@ -97,56 +100,129 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
 
   describe('when Redis goes away', () => {
     it('the server does not start if Redis cannot be reached', async () => {
-      await expect(createPubSubFor(loadConfig({ REDIS_URL: 'redis://127.0.0.1:1' }))).rejects.toThrow(/Redis cannot be reached/);
+      const store = { changesAfter: async () => [], threadCursors: async () => [] };
+      await expect(createPubSubFor(loadConfig({ REDIS_URL: 'redis://127.0.0.1:1' }), store)).rejects.toThrow(/Redis cannot be reached/);
     });
 
-    it('subscriptions are interrupted, writes still commit, and new subscriptions work once it is back', async () => {
+    it('killed and restarted: writes commit, no stream ends, old and new subscriptions catch up within 5 s of its return', async () => {
+      const redis = await privateRedis();
+      onTestFinished(() => redis.stop());
+      const env = { REDIS_URL: redis.url, REDIS_PREFIX: `outage-${Date.now()}:` };
+      const c = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(() => c.close());
+      const d = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(() => d.close());
+      const urlC = await c.app.start(0);
+      const { session, owner, threadId } = await runningRun(d);
+      const before = [
+        subscribeWs(urlC, CHANGES, { threadId }, owner),
+        await subscribeSse(c.app, CHANGES, { threadId }, owner),
+      ];
+      for (const stream of before) onTestFinished(() => stream.close());
+      await waitFor(() => c.app.pubsub.subscriberCount('changes', threadId) === 2, 'the subscriptions to start');
+
+      await redis.kill();
+      // Writers never wait for Redis, nor fail because of it; a subscription started now is accepted.
+      await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+      const during = subscribeWs(urlC, CHANGES, { threadId }, owner);
+      onTestFinished(() => during.close());
+      must(await session.toolStarted('call-1', 'search'));
+      must(await session.toolFinished('call-1', { content: 'found' }));
+      await redis.start();
+      const back = Date.now();
+      must(await session.finish('COMPLETED'));
+      const final = (await c.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor;
+      const streams = [...before, during];
+      await Promise.all(
+        streams.map((stream) => stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', 20_000)),
+      );
+      expect(Date.now() - back).toBeLessThan(5000);
+      for (const stream of streams) {
+        expect(stream.ending).toBeNull();
+        const changes = payloads(stream.results, 'threadChanges');
+        expect(new Set(changes.map((change) => change.cursor)).size).toBe(changes.length);
+        expect(changes.at(-1).run).toMatchObject({ status: 'COMPLETED' });
+      }
+    });
+
+    it("an instance whose publish fails loses nothing for the other instance's subscribers", async () => {
       const redis = new URL(testRedisUrl!);
       const proxy = await tcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) });
+      onTestFinished(() => proxy.close());
       const c = await startTestApp({ REDIS_URL: proxy.url('redis') }, { databaseUrl: a.config.databaseUrl });
-      try {
-        const urlC = await c.app.start(0);
-        const { session, owner, threadId } = await runningRun(c);
-        await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
-        const streams = await subscribeLive(c.app, urlC, 'audit', TOOL_STATUS, { threadId }, owner);
+      onTestFinished(() => c.close());
+      const { session, owner, threadId } = await runningRun(c);
+      const onA = subscribeWs(urlA, CHANGES, { threadId }, owner);
+      onTestFinished(() => onA.close());
+      await waitFor(() => a.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
 
-        await proxy.cut();
-        for (const stream of streams) {
-          expect(await stream.ended()).toEqual({ kind: 'complete' });
-          expect(stream.results.at(-1)?.errors?.[0]?.extensions).toMatchObject({
-            code: 'SUBSCRIPTION_INTERRUPTED',
-            reason: 'PUBSUB_UNAVAILABLE',
-          });
-        }
-        // Writers never wait for Redis, nor fail because of it.
-        expect(must(await session.toolStarted('call-1', 'search')).status).toBe('RUNNING');
-        const audits = await c.gql(THREAD_AUDITS, { threadId }, owner);
-        expect(audits.data.threadAudits.items.map((item: any) => `${item.operationId}:${item.status}`)).toContain('call-1:RUNNING');
-        expect((await fetch(new URL('/healthz', urlC))).status).toBe(200);
-        // Started during the outage: refused at once, not left silent.
-        const during = await subscribeSse(c.app, TOOL_STATUS, { threadId }, owner);
-        onTestFinished(() => during.close());
-        expect(await during.ended()).toEqual({ kind: 'complete' });
-        expect(during.results.map((result) => result.errors?.[0]?.extensions?.code)).toEqual(['SUBSCRIPTION_INTERRUPTED']);
+      // C's connections to Redis drop: its publishes fail; A's Redis is healthy and hears nothing.
+      await proxy.cut();
+      await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+      must(await session.toolStarted('call-1', 'search'));
+      const final = (await a.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor;
+      const changes = payloads(await onA.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', 20_000), 'threadChanges');
+      expect(changes.at(-1).audit).toMatchObject({ status: 'RUNNING' });
+      await proxy.restore();
+    });
 
-        await proxy.restore();
-        // ioredis reconnects on its own; until it has, new subscriptions are refused like the one above.
-        let after: Stream | undefined;
-        const deadline = Date.now() + 20_000;
-        while (!after) {
-          const attempt = await subscribeSse(c.app, TOOL_STATUS, { threadId }, owner);
-          onTestFinished(() => attempt.close());
-          await waitFor(() => attempt.ending !== null || c.app.pubsub.subscriberCount('audit', threadId) === 1, 'a live or refused subscription');
-          if (!attempt.ending) after = attempt;
-          else if (Date.now() > deadline) throw new Error('no subscription went live after Redis came back');
-          else await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        must(await session.toolFinished('call-1', { content: 'found' }));
-        expect(payloads(await after.take(1), 'toolStatusChanged')).toMatchObject([{ status: 'COMPLETED' }]);
-      } finally {
-        await c.close();
-        await proxy.close();
-      }
+    it('a message on a thread channel naming another thread is dropped and logged', async () => {
+      const { session, owner, threadId } = await runningRun(a);
+      const other = await runningRun(a);
+      const stream = subscribeWs(urlA, CHANGES, { threadId }, owner);
+      onTestFinished(() => stream.close());
+      await waitFor(() => a.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+      const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
+      onTestFinished(() => errors.mockRestore());
+
+      // Another thread's real change, forged onto this thread's channel.
+      const forged = must(await other.session.modelStarted('m-other'));
+      const publisher = new Redis(testRedisUrl!);
+      onTestFinished(() => void publisher.quit());
+      const row = { id: forged.id, threadId: other.threadId, changeCursor: '999', changedAt: new Date().toISOString(), role: 'ASSISTANT' };
+      await publisher.publish(`audit:thread:${threadId}`, JSON.stringify({ origin: 'x', threadId: other.threadId, cursor: '999', changes: [{ kind: 'audit', row }] }));
+      await publisher.publish(`audit:thread:${threadId}`, JSON.stringify({ origin: 'x', threadId, cursor: '1', changes: [{ kind: 'audit', row }] }));
+      await waitFor(() => errors.mock.calls.filter((call) => String(call[0]).includes('dropped a Redis message')).length >= 2, 'both forged messages to be dropped');
+
+      must(await session.modelStarted('m-mine'));
+      const [change] = payloads(await stream.take(1), 'threadChanges');
+      expect(change.audit).toMatchObject({ status: 'RUNNING' });
+      expect(change.audit.id).not.toBe(forged.id);
     });
   });
 });
+
+const CHANGES = `subscription($threadId: ID!) { threadChanges(threadId: $threadId) { cursor audit { id status } run { id status } } }`;
+const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
+
+/** A redis-server of the test's own on a free port, which the test may kill and start again. */
+async function privateRedis() {
+  const port = await new Promise<number>((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+  let child: ChildProcess | null = null;
+  const start = async () => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    await eventually(
+      () => new Promise<boolean>((resolve) => net.connect(port, '127.0.0.1').on('connect', function (this: net.Socket) { this.destroy(); resolve(true); }).on('error', () => resolve(false))),
+      (up) => up,
+      { what: 'redis-server to listen' },
+    );
+  };
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    start,
+    async kill() {
+      const exited = new Promise((resolve) => child!.once('exit', resolve));
+      child!.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      if (child && child.exitCode === null && child.signalCode === null) await this.kill();
+    },
+  };
+}
