@@ -44,9 +44,9 @@ describe('a subscriber that falls behind', () => {
     await waitFor(() => subscribers(threadId) === 2, 'both subscriptions to start');
 
     proxy.stall();
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 12; i++) {
       await session.declare(`m${i}`, [{ id: `c${i}`, name: 'read_file' }]);
-      must(await session.toolStarted(`c${i}`, 'read_file', { effectiveInput: { content: `${i}`.repeat(900_000) } }));
+      must(await session.toolStarted(`c${i}`, 'read_file', { effectiveInput: { i, content: "x".repeat(900_000) } }));
     }
     proxy.resume();
     const last = await latestCursor(threadId, owner);

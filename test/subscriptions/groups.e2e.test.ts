@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { DomainEvent } from '../../src/domain/events.js';
-import { DEFAULT_MAX_PENDING_EVENTS } from '../../src/realtime/pubsub.js';
 import { claim, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
 import { startTestApp } from '../support/app.js';
 import { delivered, payloads, subscribeOn, subscribeSse, subscribeWs, waitFor, wsClient, type Stream } from '../support/streams.js';
-import { startListeningApp, tcpProxy, testRedisUrl, type ListeningApp } from './support.js';
+import { startListeningApp, testRedisUrl, type ListeningApp } from './support.js';
 
 // docs/subscriptions.md, "Many subscribers": graphql-ws subscriptions with the same document,
 // variables and principal share one execution per event. Each of them must still receive every

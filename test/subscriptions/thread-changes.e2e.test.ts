@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { backendName } from '../support/database.js';
-import { errorCode, type GraphQLResponse } from '../support/app.js';
+import type { GraphQLResponse } from '../support/app.js';
 import { actors, claim, createRun, createThread, must, runningRun, type WorkerSession } from '../support/lifecycle.js';
 import { eventually, payloads, subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
 import { startListeningApp, testRedisUrl, type ListeningApp } from './support.js';

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { SharedStream } from '../../src/realtime/shared-subscriptions.js';
+import { writtenBySubscription } from '../../src/realtime/websocket.js';
+
+// The graphql-ws write path (src/realtime/websocket.ts): each subscription waits for its own
+// frame to be written, never for the connection's whole buffer. A socket whose writes complete
+// one frame at a time, when the test says so, shows the difference deterministically.
+
+class OneFrameAtATimeSocket {
+  readyState: number = WebSocket.OPEN;
+  readonly written: string[] = [];
+  private pending: { data: string; callback: () => void }[] = [];
+
+  get bufferedAmount(): number {
+    return this.pending.reduce((bytes, frame) => bytes + frame.data.length, 0);
+  }
+
+  send(data: string, callback: () => void): void {
+    this.pending.push({ data, callback });
+  }
+
+  /** The oldest buffered frame reaches the client; its own send callback fires. */
+  writeOne(): boolean {
+    const frame = this.pending.shift();
+    if (!frame) return false;
+    this.written.push(frame.data);
+    frame.callback();
+    return true;
+  }
+}
+
+function streamOf(values: number[]): SharedStream {
+  async function* events() {
+    yield* values;
+  }
+  return { events: events(), resultOf: async (value) => ({ data: { n: value } }) };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('graphql-ws subscriptions sharing one connection', () => {
+  it("a subscription whose frame was written goes on while another's frame is still buffered", async () => {
+    const socket = new OneFrameAtATimeSocket();
+    const ws = socket as unknown as WebSocket;
+    const first = writtenBySubscription(streamOf([1, 2, 3]), ws, 'first');
+    const second = writtenBySubscription(streamOf([1, 2, 3]), ws, 'second');
+    const done = Promise.all([first.next(), second.next()]);
+
+    // Write frames as they come, letting both subscriptions react to each callback.
+    for (let rounds = 0; rounds < 50; rounds++) {
+      await settle();
+      if (!socket.writeOne()) await settle();
+    }
+    const idsOf = (id: string) => socket.written.filter((frame) => frame.startsWith(`{"id":"${id}"`));
+    expect(idsOf('first')).toHaveLength(3);
+    expect(idsOf('second')).toHaveLength(3);
+    await done;
+  });
+});
