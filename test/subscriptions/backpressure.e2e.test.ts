@@ -84,7 +84,7 @@ describe('a subscriber that falls behind', () => {
     expect(stalled.results.length).toBeLessThan(healthy.results.length);
     expect(stalled.ending).toBeNull();
     expect(healthy.ending).toBeNull();
-  });
+  }, 180_000);
 
   it('a WebSocket holding too much unsent data is dropped, with all its subscriptions', async () => {
     // 64 subscriptions on one connection, each about to send a 512 kB result: more than the
