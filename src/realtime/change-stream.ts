@@ -39,6 +39,8 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     private last: bigint,
     private readonly limit: number,
     private readonly catchUp: CatchUp,
+    /** The highest cursor of the thread this instance has heard of. */
+    private readonly known: () => bigint,
     private readonly accept: (change: CommittedChange) => boolean,
     /** Called once when the stream ends for any reason. */
     private readonly detach: () => void,
@@ -153,8 +155,9 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.reading = false;
     if (this.state !== 'open') return;
     for (const change of page) if (change.cursor > this.last) this.take(change);
-    // A full page may have more behind it.
-    if (page.length >= this.limit) this.behind = true;
+    // A full page may have more behind it; a read shared with another subscriber may have
+    // started before a change this one has heard of.
+    if (page.length >= this.limit || this.known() > this.last) this.behind = true;
     const arrived = this.arrivedDuringRead;
     this.arrivedDuringRead = [];
     for (const change of arrived) this.offer(change);

@@ -77,11 +77,16 @@ class ThreadFeed {
     readonly pageSize: number,
   ) {}
 
+  /** The highest cursor heard of. */
+  known = 0n;
+
   deliver(changes: CommittedChange[]): void {
+    for (const change of changes) if (change.cursor > this.known) this.known = change.cursor;
     for (const stream of this.streams.keys()) for (const change of changes) stream.offer(change);
   }
 
   reached(cursor: bigint): void {
+    if (cursor > this.known) this.known = cursor;
     for (const stream of this.streams.keys()) stream.reached(cursor);
   }
 
@@ -168,7 +173,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
       let start = after;
       // Registered before its start cursor is read: a change committed meanwhile is either at or
       // before that cursor (and dropped) or after it (and delivered).
-      const stream: ChangeStream = new ChangeStream(after ?? 0n, pageSize, feed.readAfter, accept, () => {
+      const stream: ChangeStream = new ChangeStream(after ?? 0n, pageSize, feed.readAfter, () => feed.known, accept, () => {
         cancelExpiry();
         release(feed, stream);
       });
