@@ -83,8 +83,24 @@ async function watch(apps: TestApp[], owner: string, worker: string, threadId: s
         await runs.until(runSeen(markerId, 'COMPLETED'), 'the marker run completed', STREAM_TIMEOUT);
       }
     },
-    runEvents: () => watched.flatMap(({ runs }) => payloads(runs.results, 'runChanged')),
-    auditEvents: () => watched.flatMap(({ audits }) => payloads(audits.results, 'auditChanged')),
+    /**
+     * Each instance's streams, once they have heard every run of `runIds` end: an instance hears
+     * the changes another instance committed too (caught up from the database), so every stream
+     * ends up with each ending, whoever swept it.
+     */
+    async perInstance(runIds: string[]) {
+      const abandoned = (results: GraphQLResponse[]) =>
+        payloads(results, 'auditChanged').filter((event: any) => runIds.includes(event.runId) && event.status === 'ABANDONED').length >=
+        runIds.length * 3;
+      for (const { runs, audits } of watched) {
+        for (const runId of runIds) await runs.until(runSeen(runId, 'FAILED'), `run ${runId} failed`, STREAM_TIMEOUT);
+        await audits.until(abandoned, 'every open audit abandoned', STREAM_TIMEOUT);
+      }
+      return watched.map(({ runs, audits }) => ({
+        runEvents: payloads(runs.results, 'runChanged'),
+        auditEvents: payloads(audits.results, 'auditChanged'),
+      }));
+    },
   };
 }
 
@@ -102,21 +118,31 @@ async function runsWithOpenWork(t: TestApp, count: number) {
   return { ...who, threadId, runs };
 }
 
-/** Every run ended once, as FAILED LEASE_EXPIRED, with its open audits ABANDONED, once each. */
+/**
+ * Every run ended once, as FAILED LEASE_EXPIRED, with its open audits ABANDONED; each instance's
+ * streams deliver each ending once, as the last state of its entity (a catch-up may deliver an
+ * earlier folded state first, e.g. the run as its renewal left it).
+ */
 async function expectConvergedOnce(t: TestApp, ctx: Awaited<ReturnType<typeof runsWithOpenWork>>, watcher: Awaited<ReturnType<typeof watch>>) {
-  const runEvents = watcher.runEvents();
-  const auditEvents = watcher.auditEvents();
+  const heard = await watcher.perInstance(ctx.runs.map(({ runId }) => runId));
+  const endingsOf = (events: any[], id: string) => {
+    const own = events.filter((event) => event.id === id);
+    const last = own.findIndex((event) => event.status !== 'RUNNING');
+    return last === -1 ? [] : own.slice(last);
+  };
   for (const { runId, session } of ctx.runs) {
     const run = await readRun(t, ctx.owner, runId);
     expect(run).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' }, leaseOwner: null });
-    expect(runEvents.filter((event) => event.id === runId), runId).toEqual([{ id: runId, status: 'FAILED' }]);
+    for (const { runEvents } of heard) expect(endingsOf(runEvents, runId), runId).toEqual([{ id: runId, status: 'FAILED' }]);
 
     const audits = await auditsOf(t, ctx.owner, ctx.threadId, runId);
     for (const key of ['Tool:t-await', 'Tool:t-open', 'Model:m-open']) {
       expect(audits[key], key).toMatchObject({ status: 'ABANDONED' });
-      expect(auditEvents.filter((event) => event.id === audits[key].id), key).toEqual([
-        { id: audits[key].id, runId, operationId: audits[key].operationId, status: 'ABANDONED' },
-      ]);
+      for (const { auditEvents } of heard) {
+        expect(auditEvents.filter((event) => event.id === audits[key].id && event.status === 'ABANDONED'), key).toEqual([
+          { id: audits[key].id, runId, operationId: audits[key].operationId, status: 'ABANDONED' },
+        ]);
+      }
     }
     expect(audits['Tool:t-await'].awaitingRunTerminal).toBe(false);
     expect(audits['Tool:t-open'].finishedAt).toBe(run.finishedAt);
@@ -124,9 +150,11 @@ async function expectConvergedOnce(t: TestApp, ctx: Awaited<ReturnType<typeof ru
     expect(run.toolCalls.map((call: any) => call.status)).toEqual(['FAILED', 'FAILED']);
     expect(errorCode(await session.modelStarted('late'))).toBe('LEASE_LOST');
   }
-  // Nothing else was converged: only the marker runs' own audits remain.
+  // Nothing else was converged: on each instance, only the marker runs' own audits ended besides these.
   const ours = new Set(ctx.runs.map(({ runId }) => runId));
-  expect(auditEvents.filter((event) => ours.has(event.runId))).toHaveLength(ctx.runs.length * 3);
+  for (const { auditEvents } of heard) {
+    expect(auditEvents.filter((event) => ours.has(event.runId) && event.status === 'ABANDONED')).toHaveLength(ctx.runs.length * 3);
+  }
 }
 
 describe(`sweeps on ${backendName}, with the instances' own interval sweepers idle`, () => {
