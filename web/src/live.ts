@@ -1,10 +1,11 @@
-// The page's live layer, in one place: a snapshot read, then live changes applied by id.
-// Until the resumable `threadChanges` stream exists, it follows `auditChanged` and `runChanged`
-// and re-reads the snapshot every time the connection (re)opens, so nothing committed while it
-// was down is missed.
+// The page's live layer, in one place. Who may read the thread's audits gets the resumable stream:
+// read `threadAudits` (its `cursor`), then follow `threadChanges` after that cursor, applying each
+// change by id; a reconnect resumes after the last cursor applied, so nothing is missed or
+// re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
+// `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
 import { gql, GraphQLRequestError } from './api.js';
-import { AUDIT_CHANGED, RUN_CHANGED, THREAD_AUDITS, THREAD_RUNS } from './queries.js';
+import { RUN_CHANGED, THREAD_AUDITS, THREAD_CHANGES, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
 
 export interface ThreadSink {
@@ -18,87 +19,84 @@ export interface ThreadSink {
   failed(message: string): void;
 }
 
-/** Resubscribing and re-reading are cheap; the re-check closes the subscribe/read race. */
-const RECHECK_MS = 1000;
+interface ThreadChange {
+  cursor: string;
+  run: RunView | null;
+  audit: AuditView | null;
+}
 
 export function followThread(client: Client, token: string, threadId: string, sink: ThreadSink): () => void {
   let stopped = false;
-  let auditsReadable = true;
-  const knownRuns = new Set<string>();
-  const timers = new Set<ReturnType<typeof setTimeout>>();
+  const unsubscribers: (() => void)[] = [];
+  const fail = (error: unknown) => !stopped && sink.failed(error instanceof Error ? error.message : String(error));
 
   const readRuns = async () => {
     const { thread } = await gql<{ thread: { title: string | null; ownerId: string; runs: RunView[] } }>(token, THREAD_RUNS, { id: threadId });
-    thread.runs.forEach((run) => knownRuns.add(run.id));
     if (stopped) return;
     sink.thread(thread);
     sink.runs(thread.runs);
   };
   const readAudits = async () => {
     try {
-      const { threadAudits } = await gql<{ threadAudits: { items: AuditView[]; truncated: boolean } }>(token, THREAD_AUDITS, { threadId });
-      if (!stopped) sink.audits(threadAudits.items, threadAudits.truncated);
+      const { threadAudits } = await gql<{ threadAudits: { cursor: string; items: AuditView[]; truncated: boolean } }>(token, THREAD_AUDITS, { threadId });
+      return threadAudits;
     } catch (error) {
-      if (error instanceof GraphQLRequestError && (error.code === 'FORBIDDEN' || error.code === 'NOT_FOUND')) {
-        auditsReadable = false;
-        sink.auditsHidden('Audits (model calls and tool executions) are shown to superadmins on their own threads only.');
-      } else throw error;
+      if (error instanceof GraphQLRequestError && (error.code === 'FORBIDDEN' || error.code === 'NOT_FOUND')) return null;
+      throw error;
     }
-  };
-  const refresh = async () => {
-    try {
-      await readRuns();
-      if (auditsReadable) await readAudits();
-    } catch (error) {
-      if (!stopped) sink.failed(error instanceof Error ? error.message : String(error));
-    }
-  };
-  const refreshSoon = () => {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      void refresh();
-    }, RECHECK_MS);
-    timers.add(timer);
   };
 
-  const unsubscribers: (() => void)[] = [];
-  const subscribe = <T>(query: string, apply: (data: T) => void) =>
+  const followChanges = (after: string) => {
+    // graphql-ws re-sends this same payload on every reconnect, so keeping `after` at the last
+    // applied cursor makes each reconnect resume exactly there.
+    const variables = { threadId, after };
     unsubscribers.push(
-      client.subscribe<T>(
-        { query, variables: { threadId } },
+      client.subscribe<{ threadChanges: ThreadChange }>(
+        { query: THREAD_CHANGES, variables },
         {
-          next: ({ data }) => data && !stopped && apply(data as T),
-          error: () => {}, // refused (access) or dropped: the snapshot read reports it
+          next: ({ data }) => {
+            if (!data || stopped) return;
+            const { cursor, run, audit } = data.threadChanges;
+            if (run) sink.run(run);
+            if (audit) sink.audit(audit);
+            variables.after = cursor;
+          },
+          error: fail,
           complete: () => {},
         },
       ),
     );
+  };
+
+  const followRuns = () => {
+    sink.auditsHidden('Audits (model calls and tool executions) are shown to superadmins on their own threads only.');
+    unsubscribers.push(
+      client.subscribe<{ runChanged: RunView }>(
+        { query: RUN_CHANGED, variables: { threadId } },
+        { next: ({ data }) => data && !stopped && sink.run(data.runChanged), error: () => {}, complete: () => {} },
+      ),
+      // Run changes committed while the connection was down are only in the database.
+      client.on('connected', () => void readRuns().catch(fail)),
+    );
+  };
 
   void (async () => {
-    await refresh();
-    if (stopped) return;
-    subscribe<{ runChanged: RunView }>(RUN_CHANGED, ({ runChanged }) => {
-      knownRuns.add(runChanged.id);
-      sink.run(runChanged);
-    });
-    if (auditsReadable) {
-      subscribe<{ auditChanged: AuditView }>(AUDIT_CHANGED, ({ auditChanged }) => {
-        if (!knownRuns.has(auditChanged.runId)) void readRuns();
-        sink.audit(auditChanged);
-      });
+    try {
+      // The audits' cursor is read before the runs: a run change after it is replayed by the
+      // stream in its latest state, never older than the runs read here.
+      const audits = await readAudits();
+      await readRuns();
+      if (stopped) return;
+      if (!audits) return followRuns();
+      sink.audits(audits.items, audits.truncated);
+      followChanges(audits.cursor);
+    } catch (error) {
+      fail(error);
     }
-    unsubscribers.push(
-      client.on('connected', () => {
-        void refresh();
-        refreshSoon();
-      }),
-    );
-    refreshSoon();
   })();
 
   return () => {
     stopped = true;
-    timers.forEach(clearTimeout);
     unsubscribers.forEach((unsubscribe) => unsubscribe());
   };
 }

@@ -16,8 +16,10 @@ export const THREADS = `query Threads($first: Int, $after: String) {
 export const THREAD_RUNS = `query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ${RUN_FIELDS} } } }`;
 
 export const THREAD_AUDITS = `query ThreadAudits($threadId: ID!) {
-  threadAudits(threadId: $threadId) { truncated items { ${AUDIT_FIELDS} } }
+  threadAudits(threadId: $threadId) { cursor truncated items { ${AUDIT_FIELDS} } }
 }`;
 
-export const AUDIT_CHANGED = `subscription AuditChanged($threadId: ID!) { auditChanged(threadId: $threadId) { ${AUDIT_FIELDS} } }`;
+export const THREAD_CHANGES = `subscription ThreadChanges($threadId: ID!, $after: String) {
+  threadChanges(threadId: $threadId, after: $after) { cursor run { ${RUN_FIELDS} } audit { ${AUDIT_FIELDS} } }
+}`;
 export const RUN_CHANGED = `subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ${RUN_FIELDS} } }`;
