@@ -67,7 +67,17 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   ];
   const child: ChildProcess = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...inherited, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'production' },
+    // The fleet of a fan-out or storm is one principal with a connection per subscriber: far past
+    // the per-principal caps a real dashboard meets (README, Security model).
+    env: {
+      WS_MAX_CONNECTIONS_PER_PRINCIPAL: '100000',
+      WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '100000',
+      ...inherited,
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      NODE_ENV: 'production',
+    },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let output = '';
