@@ -21,6 +21,17 @@ afterAll(async () => {
   await storage?.remove();
 });
 
+/** `npm run simulate` into `threadId` as `who`, instantly (no pause between steps). */
+const simulate = (threadId: string, who: Awaited<ReturnType<typeof e2eActors>>, ...flags: string[]) =>
+  runScript('src/cli/simulate.ts', [
+    ...flags,
+    '--url', server.url,
+    '--thread', threadId,
+    '--step-ms', '0',
+    '--owner-token', who.owner,
+    '--worker-token', who.worker,
+  ]);
+
 describe(`the simulator against the server process (${backendName})`, () => {
   it('runs every scenario into a watched thread; the live stream ends where threadAudits does', async () => {
     const who = await e2eActors();
@@ -39,13 +50,7 @@ describe(`the simulator against the server process (${backendName})`, () => {
     );
     await owner.cancelRun(probe);
 
-    const { code, output } = await runScript('src/cli/simulate.ts', [
-      '--url', server.url,
-      '--thread', threadId,
-      '--step-ms', '0',
-      '--owner-token', who.owner,
-      '--worker-token', who.worker,
-    ]);
+    const { code, output } = await simulate(threadId, who);
     expect(code, output).toBe(0);
     expect(output).toContain('6 of 6 scenarios completed as expected.');
     expect(output).toContain(`--thread ${threadId}`);
@@ -63,14 +68,7 @@ describe(`the simulator against the server process (${backendName})`, () => {
     const owner = new AuditClient({ url: server.url, token: who.owner });
     const { id: threadId } = await owner.createThread({ title: 'LangGraph runs' });
 
-    const { code, output } = await runScript('src/cli/simulate.ts', [
-      '--langgraph',
-      '--url', server.url,
-      '--thread', threadId,
-      '--step-ms', '0',
-      '--owner-token', who.owner,
-      '--worker-token', who.worker,
-    ]);
+    const { code, output } = await simulate(threadId, who, '--langgraph');
     expect(code, output).toBe(0);
     expect(output).toContain('4 of 4 scenarios completed as expected.');
 
