@@ -19,6 +19,8 @@ export interface DomainDeps {
   sql: SqlTransactor;
   /** The timeline and its relations, read as plain SQL (audit-reads.ts). */
   read: Sql;
+  /** One statement in autocommit: the fast path of the lifecycle writes (fast-write.ts). */
+  statement: Sql;
   /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
   publish(changes: CommittedChange[]): void;
   limits: Limits;
@@ -32,14 +34,32 @@ export interface CommandScope {
 }
 
 /**
+ * A command's fast path (fast-write.ts): one statement in autocommit that writes only when every
+ * rule holds and returns the written rows, already stamped with their change cursors. Undefined
+ * when it wrote nothing: the command then runs its transaction, which names the refusal or
+ * returns the replay.
+ */
+export type FastPath<Args extends unknown[], T> = (
+  deps: DomainDeps,
+  ...args: Args
+) => Promise<{ value: T; changes: DomainEvent[] } | undefined>;
+
+/**
  * Wraps a domain operation as one transaction that stamps its changes with the thread's change
  * cursors (last, in the same transaction) and publishes them after commit. A failed command
- * changes nothing and publishes nothing.
+ * changes nothing and publishes nothing. With a fast path, the transaction runs only when the
+ * fast path wrote nothing.
  */
 export function command<Args extends unknown[], T>(
   body: (scope: CommandScope, ...args: Args) => Promise<T>,
+  fast?: FastPath<Args, T>,
 ): (deps: DomainDeps, ...args: Args) => Promise<T> {
   return async (deps, ...args) => {
+    const done = fast ? await fast(deps, ...args) : undefined;
+    if (done) {
+      deps.publish(done.changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));
+      return done.value;
+    }
     let committed: CommittedChange[] = [];
     const value = await inTransaction(deps.sql, async (sql) => {
       const events: DomainEvent[] = []; // a retried attempt starts afresh

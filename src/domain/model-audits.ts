@@ -3,9 +3,10 @@ import type { Principal } from '../auth/principal.js';
 import { insertRow, insertRows, updateRow } from '../db/sql.js';
 import type { Message, ToolCall } from '../generated/prisma/client.js';
 import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns } from './audit-rows.js';
-import { command } from './command.js';
+import { command, type DomainDeps } from './command.js';
 import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, leaseParams, startParams, startValues } from './fast-write.js';
 import { boundedName, nonBlank } from './ids.js';
 import { jsonEqual } from './json.js';
 import { requireLease, type LeaseProof } from './lease.js';
@@ -35,12 +36,42 @@ export interface ModelFinished extends Observation {
   toolCalls?: DeclaredToolCall[] | null;
 }
 
-/** Creates the RUNNING model audit; an identical replay returns it, keeping the first observation. */
-export const recordModelStarted = command(async ({ sql, deps, emit }, principal: Principal, input: ModelStarted) => {
+function checkModelStarted(deps: DomainDeps, input: ModelStarted): void {
   nonBlank(input.operationId, 'operationId');
   if (input.model != null) boundedName(input.model, 'model');
   checkObservation(input);
   checkJsonFields(deps.limits, { input: input.input });
+}
+
+/** The fast path of a first model start (fast-write.ts): a replay meets the unique key and falls back. */
+const START_MODEL = `WITH ${LEASED_RUN}, ${bump('leased')},
+started AS (
+  INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, ${START_COLUMNS},
+    change_cursor, changed_at)
+  SELECT $4::uuid, leased.thread_id, leased.id, 'ASSISTANT'::"MessageRole", 'model_audit'::"MessageType", $5::text, $6::text,
+    'RUNNING'::"AuditStatus", $7::jsonb, ${startValues(8)}, bumped.cursor, bumped.at
+  FROM leased, bumped
+  RETURNING *)
+SELECT * FROM started`;
+
+async function startModelFast(deps: DomainDeps, principal: Principal, input: ModelStarted) {
+  checkModelStarted(deps, input);
+  const lease = leaseParams(principal, input.lease);
+  if (!lease) return undefined;
+  const [audit] = await fastRows<Message>(deps.statement, START_MODEL, [
+    ...lease,
+    randomUUID(),
+    input.operationId,
+    input.model ?? null,
+    jsonParam(input.input),
+    ...startParams(input),
+  ]);
+  return audit && { value: { ...audit, declaredToolCalls: [] as ToolCall[] }, changes: [auditChanged(audit)] };
+}
+
+/** Creates the RUNNING model audit; an identical replay returns it, keeping the first observation. */
+export const recordModelStarted = command(async ({ sql, deps, emit }, principal: Principal, input: ModelStarted) => {
+  checkModelStarted(deps, input);
   const run = await requireLease(sql, principal, input.lease);
 
   const existing = await findAudit(sql, run.id, 'ASSISTANT', input.operationId);
@@ -66,8 +97,8 @@ export const recordModelStarted = command(async ({ sql, deps, emit }, principal:
   });
   emit(auditChanged(audit));
   // A just-started model call has declared nothing yet.
-  return { ...audit, declaredToolCalls: [] };
-});
+  return { ...audit, declaredToolCalls: [] as ToolCall[] };
+}, startModelFast);
 
 /** Far more than any model declares at once, and few enough to insert in one statement; query costs count on it. */
 export const MAX_DECLARED_TOOL_CALLS = 1000;
@@ -85,11 +116,7 @@ function checkDeclaredToolCalls(toolCalls: DeclaredToolCall[]): void {
   }
 }
 
-/**
- * Closes the model audit and declares its tool calls as PENDING ToolCalls. A replay is a no-op:
- * it never touches a ToolCall, so a started call is never reset to PENDING.
- */
-export const recordModelFinished = command(async ({ sql, deps, emit }, principal: Principal, input: ModelFinished) => {
+function checkModelFinished(deps: DomainDeps, input: ModelFinished): DeclaredToolCall[] {
   nonBlank(input.operationId, 'operationId');
   if (input.status !== 'COMPLETED' && input.status !== 'FAILED') {
     throw badInput('recordModelFinished status must be COMPLETED or FAILED');
@@ -103,6 +130,67 @@ export const recordModelFinished = command(async ({ sql, deps, emit }, principal
     usage: input.usage,
     ...Object.fromEntries(toolCalls.map((call, index) => [`toolCalls[${index}].args`, call.args])),
   });
+  return toolCalls;
+}
+
+const TOOL_CALL_COLUMNS = ['id', 'thread_id', 'run_id', 'declared_by_id', 'position', 'tool_call_id', 'name', 'declared_input',
+  'effective_input', 'status', 'output', 'error', 'started_at', 'finished_at', 'duration_ms'];
+/** Declared ToolCall columns ride on the audit's row under this prefix. */
+const DECLARED = 'declared.';
+
+/**
+ * The fast path of closing a RUNNING model audit (fast-write.ts): the audit row locked, closed,
+ * its tool calls declared; one row per declared call (one with none), the audit's columns on each.
+ */
+const FINISH_MODEL = `WITH ${LEASED_RUN},
+target AS (
+  SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
+  WHERE m.role = 'ASSISTANT' AND m.operation_id = $4::text AND m.status = 'RUNNING'
+  FOR UPDATE OF m),
+${bump('target')},
+closed AS (
+  UPDATE message m SET status = $5::"AuditStatus", output = coalesce($6::jsonb, m.output), error = coalesce($7::jsonb, m.error),
+    usage = coalesce($8::jsonb, m.usage), ${endSet(9)}, change_cursor = bumped.cursor, changed_at = bumped.at
+  FROM target, bumped WHERE m.id = target.id
+  RETURNING m.*),
+declared AS (
+  INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, declared_input)
+  SELECT gen_random_uuid(), closed.thread_id, closed.run_id, closed.id, (call.position - 1)::int, call.value ->> 'id',
+    call.value ->> 'name', nullif(call.value -> 'args', 'null'::jsonb)
+  FROM closed, jsonb_array_elements($13::jsonb) WITH ORDINALITY AS call(value, position)
+  RETURNING *)
+SELECT closed.*, ${TOOL_CALL_COLUMNS.map((column) => `d.${column} AS "${DECLARED}${column}"`).join(', ')}
+FROM closed LEFT JOIN declared d ON true ORDER BY d.position`;
+
+async function finishModelFast(deps: DomainDeps, principal: Principal, input: ModelFinished) {
+  const toolCalls = checkModelFinished(deps, input);
+  const lease = leaseParams(principal, input.lease);
+  if (!lease) return undefined;
+  const rows = await fastRows<Record<string, unknown>>(deps.statement, FINISH_MODEL, [
+    ...lease,
+    input.operationId,
+    input.status,
+    jsonParam(input.output),
+    jsonParam(input.error),
+    jsonParam(input.usage),
+    ...endParams(input),
+    JSON.stringify(toolCalls.map((call) => ({ id: call.id, name: call.name, args: call.args }))),
+  ]);
+  if (rows.length === 0) return undefined;
+  const declared = rows[0]![`${DECLARED}id`] === null ? [] : rows.map((row) => fieldsUnder(row, DECLARED) as ToolCall);
+  const closed = Object.fromEntries(Object.entries(rows[0]!).filter(([field]) => !field.startsWith(DECLARED))) as Message;
+  return { value: { ...closed, declaredToolCalls: declared }, changes: [auditChanged(closed)] };
+}
+
+const fieldsUnder = (row: Record<string, unknown>, prefix: string) =>
+  Object.fromEntries(Object.entries(row).flatMap(([field, value]) => (field.startsWith(prefix) ? [[field.slice(prefix.length), value]] : [])));
+
+/**
+ * Closes the model audit and declares its tool calls as PENDING ToolCalls. A replay is a no-op:
+ * it never touches a ToolCall, so a started call is never reset to PENDING.
+ */
+export const recordModelFinished = command(async ({ sql, deps, emit }, principal: Principal, input: ModelFinished) => {
+  const toolCalls = checkModelFinished(deps, input);
   const run = await requireLease(sql, principal, input.lease);
   const audit = await requireAudit(sql, run, 'ASSISTANT', input.operationId);
 
@@ -149,4 +237,4 @@ export const recordModelFinished = command(async ({ sql, deps, emit }, principal
   emit(auditChanged(closed));
   // Returned with the audit, so that the response needs no re-read.
   return { ...closed, declaredToolCalls: declared.sort((a, b) => a.position - b.position) };
-});
+}, finishModelFast);

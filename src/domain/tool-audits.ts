@@ -3,10 +3,11 @@ import type { Principal } from '../auth/principal.js';
 import { insertRow, updateRow } from '../db/sql.js';
 import type { Message } from '../generated/prisma/client.js';
 import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns } from './audit-rows.js';
-import { command, type CommandScope } from './command.js';
+import { command, type CommandScope, type DomainDeps } from './command.js';
 import { findDeclaringToolCall } from './declaring-model.js';
 import { DomainError, badInput, conflict, invalidTransition } from './errors.js';
 import { auditChanged } from './events.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, leaseParams, startParams, startValues } from './fast-write.js';
 import { nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
 import { requireLease, type LeaseProof, type LockedRun } from './lease.js';
@@ -35,13 +36,18 @@ export interface ToolErrored extends ToolEvent {
   error?: unknown;
 }
 
-/** Checks shared by every tool event, then the lease; returns the run locked. */
-async function admitToolEvent({ sql }: CommandScope, principal: Principal, event: ToolEvent): Promise<LockedRun> {
+/** Checks shared by every tool event that need no database. */
+function checkToolEvent(event: ToolEvent): void {
   nonBlank(event.toolCallId, 'toolCallId');
   checkObservation(event);
   if (event.namespace && event.namespace.length > 0) {
     throw new DomainError('NAMESPACE_REJECTED', `Events from sub-agent namespace "${event.namespace.join('/')}" are not audited`);
   }
+}
+
+/** Checks shared by every tool event, then the lease; returns the run locked. */
+async function admitToolEvent({ sql }: CommandScope, principal: Principal, event: ToolEvent): Promise<LockedRun> {
+  checkToolEvent(event);
   return requireLease(sql, principal, event.lease);
 }
 
@@ -56,12 +62,58 @@ function effectiveInputOf(value: unknown): JsonObject {
  * RUNNING. An identical replay returns the existing row unchanged (first startedAt and
  * monotonic origin kept), whatever its status.
  */
-export const recordToolStarted = command(async (scope, principal: Principal, input: ToolStarted) => {
-  const { sql, deps, emit } = scope;
+/** The checks of a tool start that need no database; returns its effective input. */
+function checkToolStarted(deps: DomainDeps, input: ToolStarted): JsonObject {
   nonBlank(input.name, 'name');
   const effectiveInput = effectiveInputOf(input.effectiveInput);
   checkJsonFields(deps.limits, { effectiveInput });
-  const run = await admitToolEvent(scope, principal, input);
+  checkToolEvent(input);
+  return effectiveInput;
+}
+
+/**
+ * The fast path of a start bound in the run itself (fast-write.ts): the newest declaration in the
+ * run, locked and still PENDING, read on a snapshot no change of the thread committed after.
+ */
+const START_TOOL = `WITH ${LEASED_RUN},
+declaration AS (
+  SELECT tc.id, tc.status FROM tool_call tc JOIN leased ON tc.run_id = leased.id JOIN message d ON d.id = tc.declared_by_id
+  WHERE tc.tool_call_id = $4::text ORDER BY d.sequence DESC, d.created_at DESC LIMIT 1
+  FOR UPDATE OF tc),
+pending AS (SELECT declaration.id, leased.id AS run_id, leased.thread_id FROM declaration, leased WHERE declaration.status = 'PENDING'),
+${bump('pending', true)},
+started AS (
+  INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, tool_call_row_id,
+    ${START_COLUMNS}, change_cursor, changed_at)
+  SELECT $5::uuid, p.thread_id, p.run_id, 'TOOL'::"MessageRole", 'tool_audit'::"MessageType", $4::text, $6::text,
+    'RUNNING'::"AuditStatus", $7::jsonb, p.id, ${startValues(8)}, bumped.cursor, bumped.at
+  FROM pending p, bumped
+  RETURNING *),
+mirrored AS (
+  UPDATE tool_call tc SET status = 'RUNNING', effective_input = started.input, output = NULL, error = NULL,
+    started_at = started.started_at, finished_at = NULL, duration_ms = NULL
+  FROM started WHERE tc.id = started.tool_call_row_id)
+SELECT * FROM started`;
+
+async function startToolFast(deps: DomainDeps, principal: Principal, input: ToolStarted) {
+  const effectiveInput = checkToolStarted(deps, input);
+  const lease = leaseParams(principal, input.lease);
+  if (!lease) return undefined;
+  const [audit] = await fastRows<Message>(deps.statement, START_TOOL, [
+    ...lease,
+    input.toolCallId,
+    randomUUID(),
+    input.name,
+    jsonParam(effectiveInput),
+    ...startParams(input),
+  ]);
+  return audit && { value: audit, changes: [auditChanged(audit)] };
+}
+
+export const recordToolStarted = command(async (scope, principal: Principal, input: ToolStarted) => {
+  const { sql, deps, emit } = scope;
+  const effectiveInput = checkToolStarted(deps, input);
+  const run = await requireLease(sql, principal, input.lease);
 
   const existing = await findAudit(sql, run.id, 'TOOL', input.toolCallId);
   if (existing) {
@@ -97,7 +149,7 @@ export const recordToolStarted = command(async (scope, principal: Principal, inp
   await mirrorOntoToolCall(sql, audit);
   emit(auditChanged(audit));
   return audit;
-});
+}, startToolFast);
 
 /** Terminal replays compare the raw output with the late-filled `id` and `name` ignored. */
 function comparableOutput(output: unknown): unknown {
@@ -113,11 +165,53 @@ async function close(scope: CommandScope, audit: Message, data: Partial<Message>
   return updated;
 }
 
+function checkToolFinished(deps: DomainDeps, input: ToolFinished): JsonObject {
+  if (!isJsonObject(input.output)) throw badInput('output must be the tool message envelope, a JSON object');
+  checkJsonFields(deps.limits, { output: input.output });
+  checkToolEvent(input);
+  return input.output;
+}
+
+/** The fast path of closing a RUNNING tool audit (fast-write.ts): the audit row locked, then closed as `close` does. */
+const FINISH_TOOL = `WITH ${LEASED_RUN},
+target AS (
+  SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
+  WHERE m.role = 'TOOL' AND m.operation_id = $4::text AND m.status = 'RUNNING'
+  FOR UPDATE OF m),
+${bump('target')},
+closed AS (
+  UPDATE message m SET status = $5::"AuditStatus", output = $6::jsonb,
+    error = CASE WHEN $7::jsonb IS NOT NULL AND coalesce(m.error, 'null'::jsonb) = 'null'::jsonb THEN $7::jsonb ELSE m.error END,
+    awaiting_run_terminal = false, ${endSet(8)}, change_cursor = bumped.cursor, changed_at = bumped.at
+  FROM target, bumped WHERE m.id = target.id
+  RETURNING m.*),
+mirrored AS (
+  UPDATE tool_call tc SET status = closed.status::text::"ToolCallStatus", effective_input = closed.input, output = $12::jsonb,
+    error = closed.error, started_at = closed.started_at, finished_at = closed.finished_at, duration_ms = closed.duration_ms
+  FROM closed WHERE tc.id = closed.tool_call_row_id)
+SELECT * FROM closed`;
+
+async function finishToolFast(deps: DomainDeps, principal: Principal, input: ToolFinished) {
+  const output = checkToolFinished(deps, input);
+  const lease = leaseParams(principal, input.lease);
+  if (!lease) return undefined;
+  const controlledFailure = output.status === 'error';
+  const [audit] = await fastRows<Message>(deps.statement, FINISH_TOOL, [
+    ...lease,
+    input.toolCallId,
+    controlledFailure ? 'FAILED' : 'COMPLETED',
+    jsonParam(output),
+    controlledFailure ? jsonParam({ message: outputContent(output) }) : null,
+    ...endParams(input),
+    jsonParam(outputContent(output)),
+  ]);
+  return audit && { value: audit, changes: [auditChanged(audit)] };
+}
+
 /** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once, its content the error. */
 export const recordToolFinished = command(async (scope, principal: Principal, input: ToolFinished) => {
-  if (!isJsonObject(input.output)) throw badInput('output must be the tool message envelope, a JSON object');
-  checkJsonFields(scope.deps.limits, { output: input.output });
-  const run = await admitToolEvent(scope, principal, input);
+  checkToolFinished(scope.deps, input);
+  const run = await requireLease(scope.sql, principal, input.lease);
   const audit = await requireAudit(scope.sql, run, 'TOOL', input.toolCallId);
 
   if (audit.status !== 'RUNNING') {
@@ -128,16 +222,17 @@ export const recordToolFinished = command(async (scope, principal: Principal, in
     if (!same) throw conflict(`Tool call ${input.toolCallId} already ended (${audit.status}) with a different result`);
     return audit;
   }
-  const controlledFailure = input.output.status === 'error';
+  const output = input.output as JsonObject;
+  const controlledFailure = output.status === 'error';
   return close(scope, audit, {
     status: controlledFailure ? 'FAILED' : 'COMPLETED',
-    output: input.output,
+    output,
     // The reason a dashboard shows; a bare error recorded earlier is kept (it came first).
-    ...(controlledFailure && audit.error === null ? { error: { message: outputContent(input.output) } } : {}),
+    ...(controlledFailure && audit.error === null ? { error: { message: outputContent(output) } } : {}),
     awaitingRunTerminal: false,
     ...endColumns(audit, input),
   });
-});
+}, finishToolFast);
 
 /**
  * A bare error may be an interrupt: the observation is saved and the audit stays RUNNING,

@@ -58,6 +58,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
     prisma: db.prisma,
     sql: db.driver,
     read: db.read,
+    statement: db.statement,
     publish: pubsub.publishEvents,
     limits: {
       leaseMinSeconds: config.leaseMinSeconds,

@@ -1,0 +1,78 @@
+import type { Principal } from '../auth/principal.js';
+import type { Sql } from '../db/sql.js';
+import { isUuid } from './ids.js';
+import type { LeaseProof } from './lease.js';
+import type { Observation } from './observation.js';
+
+/*
+ * The fast path of the lifecycle writes: each is one statement in autocommit (one round trip,
+ * one transaction) that locks the run row only when the lease holds, does the write, mirrors the
+ * ToolCall, bumps the thread's change cursor and stamps the written row, and returns it.
+ *
+ * It only ever does what the rules allow, and never decides a refusal: whenever a rule does not
+ * hold plainly (lease lost or expired, no such audit, an audit already written, a tool call not
+ * PENDING or declared only in a resume ancestor, a concurrent change it could not see) it writes
+ * nothing and returns nothing, and the command runs its transaction (command.ts), which names
+ * the error or returns the replay exactly as without the fast path. Locks are taken in the
+ * transaction path's order: the run row, then the audit or ToolCall row, the thread row last.
+ */
+
+/** $1..$3 of every fast statement (the run, the worker, the epoch); none for a run id that is no UUID. */
+export const leaseParams = (principal: Principal, lease: LeaseProof): unknown[] | undefined =>
+  isUuid(lease.runId) ? [lease.runId.toLowerCase(), principal.sub, lease.epoch] : undefined;
+
+/** The run row, locked only when the caller's lease holds (requireLease in SQL). */
+export const LEASED_RUN = `leased AS (
+  SELECT id, thread_id FROM run
+  WHERE id = $1::uuid AND status = 'RUNNING' AND lease_owner = $2 AND lease_epoch = $3
+    AND (lease_expires_at IS NULL OR lease_expires_at > now())
+  FOR UPDATE)`;
+
+/**
+ * The thread's cursor bumped by one for the row of `source` (a CTE with `thread_id`), the
+ * statement's last lock (change-cursors.ts). `fresh`: only when no change of the thread committed
+ * after the statement's snapshot was taken (the recheck of the locked row compares the newest
+ * cursor with the snapshot's), for a statement whose reads must not be older than its locks.
+ */
+export const bump = (source: string, fresh = false) => `bumped AS (
+  UPDATE thread t SET change_cursor = t.change_cursor + 1 FROM ${source} s WHERE t.id = s.thread_id
+  ${fresh ? 'AND t.change_cursor = (SELECT snapshot.change_cursor FROM thread snapshot WHERE snapshot.id = s.thread_id)' : ''}
+  RETURNING t.change_cursor AS cursor, clock_timestamp() AS at)`;
+
+/** The start columns of an INSERT (audit-rows.ts startColumns), parameters $first..$first+3. */
+export const START_COLUMNS = 'sequence, started_at, start_clock_id, start_clock_nanos';
+export const startValues = (first: number) => `$${first}::bigint, $${first + 1}::timestamptz, $${first + 2}::text, $${first + 3}::bigint`;
+export const startParams = (observation: Observation) => [
+  observation.sequence!,
+  observation.observedAt,
+  observation.clock?.clockId ?? null,
+  observation.clock?.nanos ?? null,
+];
+
+/** The end columns of an UPDATE of message `m` (audit-rows.ts endColumns), parameters $first..$first+3. */
+export const endSet = (first: number) => `finished_at = $${first}::timestamptz, finished_sequence = $${first + 1}::bigint,
+  end_clock_id = $${first + 2}::text, end_clock_nanos = $${first + 3}::bigint,
+  duration_ms = CASE WHEN m.start_clock_id = $${first + 2}::text AND m.start_clock_nanos IS NOT NULL
+    THEN least(2147483647, greatest(0, ($${first + 3}::bigint - m.start_clock_nanos) / 1000000))::int END`;
+export const endParams = (observation: Observation) => [
+  observation.observedAt,
+  observation.sequence ?? null,
+  observation.clock?.clockId ?? null,
+  observation.clock?.nanos ?? null,
+];
+
+/** A JSON parameter as insertRow writes it: null and undefined are SQL NULL. */
+export const jsonParam = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
+
+/** Failures that mean "a concurrent write got there first": the statement wrote nothing, the transaction path decides. */
+const FALL_BACK_SQLSTATES = new Set(['23505', '40001', '40P01']);
+
+/** Runs a fast statement; its rows, or none when it wrote nothing. */
+export async function fastRows<Row>(sql: Sql, text: string, params: unknown[]): Promise<Row[]> {
+  try {
+    return await sql.query<Row>(text, params);
+  } catch (error) {
+    if (FALL_BACK_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
+    throw error;
+  }
+}
