@@ -1,13 +1,18 @@
-// The write-path floor: the transactions the domain (src/domain/*.ts) runs for each lifecycle
-// event, written as plain SQL. Same statements in the same order (lock the run row, check the
-// lease, read the audit, write the message row, mirror the tool_call row), same checks in JS,
-// no GraphQL and no ORM. What the server adds on top of this is its overhead.
+// The write-path floor: the statements the domain (src/domain/*.ts) sends for each lifecycle
+// event, as plain SQL, with no GraphQL and no ORM. The four audit events are the server's own
+// one-statement fast path (src/domain/fast-write.ts: the very statement texts, imported, with the
+// same parameters); claimRun, finishRun and createRun are the server's transactions, statement
+// for statement (lock the run row, check the lease in JS, write, stamp the change cursors). What
+// the server adds on top of this is its overhead.
 import { randomUUID } from 'node:crypto';
+import { STAMP } from '../../src/domain/change-cursors.js';
+import { FINISH_MODEL, START_MODEL } from '../../src/domain/model-audits.js';
+import { FINISH_TOOL, START_TOOL } from '../../src/domain/tool-audits.js';
 import type { Sql, SqlSession } from './sql.js';
 import { clockReading, type ClockReading, type Step } from './run-script.js';
 
 const LOCKED_RUN = `SELECT id, thread_id, status::text AS status, lease_owner, lease_epoch, resumed_from_id,
-  coalesce(lease_expires_at <= now(), false) AS expired FROM run WHERE id = $1::uuid FOR UPDATE`;
+  coalesce(lease_expires_at <= now(), false) AS expired, now() AS database_now FROM run WHERE id = $1::uuid FOR UPDATE`;
 
 interface LockedRun {
   id: string;
@@ -17,6 +22,7 @@ interface LockedRun {
   lease_epoch: number;
   resumed_from_id: string | null;
   expired: boolean;
+  database_now: Date;
 }
 
 export interface FloorLease {
@@ -32,15 +38,6 @@ async function requireLease(tx: SqlSession, workerSub: string, lease: FloorLease
   return run;
 }
 
-const findAudit = (tx: SqlSession, runId: string, role: 'ASSISTANT' | 'TOOL', operationId: string) =>
-  tx.query(`SELECT * FROM message WHERE run_id = $1 AND role = $2::"MessageRole" AND operation_id = $3`, [runId, role, operationId]);
-
-function durationMs(startClockId: string | null, startNanos: string | null, end: ClockReading): number | null {
-  if (startClockId !== end.clockId || startNanos === null) return null;
-  const nanos = end.nanos - BigInt(startNanos);
-  return nanos <= 0n ? 0 : Number(nanos / 1_000_000n);
-}
-
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
 /** The ToolCall mirror of a tool audit row (src/domain/tool-call-projection.ts). */
@@ -54,6 +51,10 @@ async function mirrorOntoToolCall(tx: SqlSession, audit: Record<string, any>) {
   );
 }
 
+/** The cursor stamp that ends each server transaction (src/domain/change-cursors.ts), for one thread's changed rows. */
+const stamp = (tx: SqlSession, threadId: string, changes: [id: string, kind: 'run' | 'audit'][]) =>
+  tx.query(STAMP, [threadId, changes.length, changes.map(([id]) => id), changes.map(([, kind]) => kind)]);
+
 export const floorCreateThread = (sql: Sql, ownerSub: string) =>
   sql.transaction(async (tx) => {
     const [thread] = await tx.query(`INSERT INTO thread (id, owner_id, title) VALUES ($1, $2, $3) RETURNING *`, [randomUUID(), ownerSub, 'bench']);
@@ -65,120 +66,70 @@ export const floorCreateRun = (sql: Sql, ownerSub: string, threadId: string) =>
     const [thread] = await tx.query(`SELECT * FROM thread WHERE id = $1`, [threadId]);
     if (!thread || thread.owner_id !== ownerSub) throw new Error('NOT_FOUND thread');
     const [run] = await tx.query(`INSERT INTO run (id, thread_id, resumed_from_id) VALUES ($1, $2, NULL) RETURNING *`, [randomUUID(), threadId]);
+    await stamp(tx, threadId, [[run!.id, 'run']]);
     return run!.id as string;
   });
 
-/** Runs one lifecycle step as one transaction; a claim returns the new lease. */
+/** One fast-path statement in autocommit; nothing back is an error here (the bench's run is never refused). */
+async function fast(sql: Sql, text: string, params: unknown[]) {
+  const [row] = await sql.query(text, params);
+  if (!row) throw new Error('the fast path wrote nothing');
+}
+
+/** Runs one lifecycle step as the server does; a claim returns the new lease. */
 export async function floorStep(sql: Sql, workerSub: string, runId: string, lease: FloorLease | null, step: Step): Promise<FloorLease | null> {
   const observedAt = new Date();
   const clockId = `bench-clock-${runId}`;
+  const leaseParams = () => [lease!.runId, workerSub, lease!.epoch];
+  const observed = (sequence: bigint, clock: ClockReading) => [sequence.toString(), observedAt, clock.clockId, clock.nanos.toString()];
   switch (step.op) {
     case 'claimRun':
       return sql.transaction(async (tx) => {
+        const [run] = await tx.query<LockedRun>(LOCKED_RUN, [runId]);
+        if (!run || run.status !== 'QUEUED') throw new Error('INVALID_TRANSITION claim');
         const [claimed] = await tx.query(
-          `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1,
+          `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1, claim_id = $4,
              lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(started_at, now())
-           WHERE id = $1::uuid AND status = 'QUEUED'
-           RETURNING id, thread_id, status::text AS status, lease_owner, lease_epoch, lease_expires_at`,
-          [runId, workerSub, step.leaseSeconds],
+           WHERE id = $1::uuid
+           RETURNING *`,
+          [runId, workerSub, step.leaseSeconds, null],
         );
-        if (!claimed) throw new Error('INVALID_TRANSITION claim');
-        return { runId, epoch: claimed.lease_epoch as number };
+        await stamp(tx, run.thread_id, [[runId, 'run']]);
+        return { runId, epoch: claimed!.lease_epoch as number };
       });
     case 'recordModelStarted':
-      await sql.transaction(async (tx) => {
-        const run = await requireLease(tx, workerSub, lease!);
-        const [existing] = await findAudit(tx, run.id, 'ASSISTANT', step.operationId);
-        if (existing) return existing;
-        const clock = clockReading(step.clockMs, clockId);
-        return (
-          await tx.query(
-            `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input,
-               sequence, started_at, start_clock_id, start_clock_nanos)
-             VALUES ($1, $2, $3, 'ASSISTANT', 'model_audit', $4, $5, 'RUNNING', $6, $7, $8, $9, $10) RETURNING *`,
-            [randomUUID(), run.thread_id, run.id, step.operationId, step.model, json(step.input), step.sequence, observedAt, clock.clockId, clock.nanos],
-          )
-        )[0];
-      });
+      await fast(sql, START_MODEL, [
+        ...leaseParams(), randomUUID(), step.operationId, step.model, json(step.input),
+        ...observed(step.sequence, clockReading(step.clockMs, clockId)),
+      ]);
       return lease;
     case 'recordModelFinished':
-      await sql.transaction(async (tx) => {
-        const run = await requireLease(tx, workerSub, lease!);
-        const [audit] = await findAudit(tx, run.id, 'ASSISTANT', step.operationId);
-        if (!audit) throw new Error('INVALID_TRANSITION no model call');
-        if (audit.status !== 'RUNNING') return audit;
-        const clock = clockReading(step.clockMs, clockId);
-        const [closed] = await tx.query(
-          `UPDATE message SET status = 'COMPLETED', output = $2, error = NULL, usage = $3, finished_at = $4, finished_sequence = $5,
-             end_clock_id = $6, end_clock_nanos = $7, duration_ms = $8 WHERE id = $1 RETURNING *`,
-          [audit.id, json(step.output), json(step.usage), observedAt, step.sequence, clock.clockId, clock.nanos,
-            durationMs(audit.start_clock_id, audit.start_clock_nanos, clock)],
-        );
-        if (step.toolCalls.length > 0) {
-          const values: unknown[] = [];
-          const rows = step.toolCalls.map((call, position) => {
-            values.push(randomUUID(), run.thread_id, run.id, audit.id, position, call.id, call.name, json(call.args));
-            const at = values.length - 8;
-            return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}, $${at + 6}, $${at + 7}, $${at + 8})`;
-          });
-          await tx.query(
-            `INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, declared_input) VALUES ${rows.join(', ')}`,
-            values,
-          );
-        }
-        return closed;
-      });
+      await fast(sql, FINISH_MODEL, [
+        ...leaseParams(), step.operationId, 'COMPLETED', json(step.output), null, json(step.usage),
+        ...observed(step.sequence, clockReading(step.clockMs, clockId)), JSON.stringify(step.toolCalls),
+      ]);
       return lease;
     case 'recordToolStarted':
-      await sql.transaction(async (tx) => {
-        const run = await requireLease(tx, workerSub, lease!);
-        const [existing] = await findAudit(tx, run.id, 'TOOL', step.toolCallId);
-        if (existing) return existing;
-        // The declaring model call: the newest declaration in this run (no resume ancestry here).
-        const [toolCall] = await tx.query(
-          `SELECT tc.* FROM tool_call tc JOIN message m ON m.id = tc.declared_by_id
-           WHERE tc.run_id = $1 AND tc.tool_call_id = $2 ORDER BY m.sequence DESC, m.created_at DESC LIMIT 1`,
-          [run.id, step.toolCallId],
-        );
-        if (!toolCall) throw new Error('MODEL_NOT_FOUND');
-        // Only the declared intent starts (lockToolCall): the row is locked against a sibling resume.
-        const [locked] = await tx.query(`SELECT status::text AS status FROM tool_call WHERE id = $1::uuid FOR UPDATE`, [toolCall.id]);
-        if (locked!.status !== 'PENDING') throw new Error('INVALID_TRANSITION not pending');
-        const clock = clockReading(step.clockMs, clockId);
-        const [audit] = await tx.query(
-          `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, tool_call_row_id,
-             sequence, started_at, start_clock_id, start_clock_nanos)
-           VALUES ($1, $2, $3, 'TOOL', 'tool_audit', $4, $5, 'RUNNING', $6, $7, $8, $9, $10, $11) RETURNING *`,
-          [randomUUID(), run.thread_id, run.id, step.toolCallId, step.name, json(step.effectiveInput), toolCall.id, step.sequence,
-            observedAt, clock.clockId, clock.nanos],
-        );
-        await mirrorOntoToolCall(tx, audit!);
-        return audit;
-      });
+      await fast(sql, START_TOOL, [
+        ...leaseParams(), step.toolCallId, randomUUID(), step.name, json(step.effectiveInput),
+        ...observed(step.sequence, clockReading(step.clockMs, clockId)),
+      ]);
       return lease;
-    case 'recordToolFinished':
-      await sql.transaction(async (tx) => {
-        const run = await requireLease(tx, workerSub, lease!);
-        const [audit] = await findAudit(tx, run.id, 'TOOL', step.toolCallId);
-        if (!audit) throw new Error('INVALID_TRANSITION no tool call');
-        if (audit.status !== 'RUNNING') return audit;
-        const clock = clockReading(step.clockMs, clockId);
-        const [closed] = await tx.query(
-          `UPDATE message SET status = $2::"AuditStatus", output = $3, awaiting_run_terminal = false, finished_at = $4,
-             finished_sequence = $5, end_clock_id = $6, end_clock_nanos = $7, duration_ms = $8 WHERE id = $1 RETURNING *`,
-          [audit.id, step.output.status === 'error' ? 'FAILED' : 'COMPLETED', json(step.output), observedAt, step.sequence,
-            clock.clockId, clock.nanos, durationMs(audit.start_clock_id, audit.start_clock_nanos, clock)],
-        );
-        await mirrorOntoToolCall(tx, closed!);
-        return closed;
-      });
+    case 'recordToolFinished': {
+      const failed = step.output.status === 'error';
+      const content = JSON.stringify(step.output.content ?? '');
+      await fast(sql, FINISH_TOOL, [
+        ...leaseParams(), step.toolCallId, failed ? 'FAILED' : 'COMPLETED', json(step.output), failed ? `{"message":${content}}` : null,
+        ...observed(step.sequence, clockReading(step.clockMs, clockId)), content,
+      ]);
       return lease;
+    }
     case 'finishRun':
       await sql.transaction(async (tx) => {
         const run = await requireLease(tx, workerSub, lease!);
         const [ended] = await tx.query(
-          `UPDATE run SET status = $2::"RunStatus", finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 RETURNING *`,
-          [run.id, step.status],
+          `UPDATE run SET status = $2::"RunStatus", finished_at = $3, lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 RETURNING *`,
+          [run.id, step.status, run.database_now],
         );
         const open = await tx.query(
           `SELECT * FROM message WHERE run_id = $1 AND status = 'RUNNING' AND message_type IN ('model_audit', 'tool_audit') ORDER BY sequence`,
@@ -186,12 +137,13 @@ export async function floorStep(sql: Sql, workerSub: string, runId: string, leas
         );
         for (const audit of open) {
           const [closed] = await tx.query(
-            `UPDATE message SET status = 'ABANDONED', finished_at = coalesce(finished_at, now()), awaiting_run_terminal = false,
+            `UPDATE message SET status = 'ABANDONED', finished_at = coalesce(finished_at, $3), awaiting_run_terminal = false,
                error = coalesce(error, $2) WHERE id = $1 RETURNING *`,
-            [audit.id, json({ code: 'RUN_COMPLETED', message: 'Closed when the run ended (COMPLETED)' })],
+            [audit.id, json({ code: 'RUN_COMPLETED', message: 'Closed when the run ended (COMPLETED)' }), run.database_now],
           );
           if (closed!.message_type === 'tool_audit') await mirrorOntoToolCall(tx, closed!);
         }
+        await stamp(tx, run.thread_id, [...open.map((audit): [string, 'audit'] => [audit.id, 'audit']), [run.id, 'run']]);
         return ended;
       });
       return null;

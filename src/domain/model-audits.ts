@@ -44,7 +44,7 @@ function checkModelStarted(deps: DomainDeps, input: ModelStarted): void {
 }
 
 /** The fast path of a first model start (fast-write.ts): a replay meets the unique key and falls back. */
-const START_MODEL = `WITH ${LEASED_RUN}, ${bump('leased')},
+export const START_MODEL = `WITH ${LEASED_RUN}, ${bump('leased')},
 started AS (
   INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, ${START_COLUMNS},
     change_cursor, changed_at)
@@ -142,7 +142,7 @@ const DECLARED = 'declared.';
  * The fast path of closing a RUNNING model audit (fast-write.ts): the audit row locked, closed,
  * its tool calls declared; one row per declared call (one with none), the audit's columns on each.
  */
-const FINISH_MODEL = `WITH ${LEASED_RUN},
+export const FINISH_MODEL = `WITH ${LEASED_RUN},
 target AS (
   SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
   WHERE m.role = 'ASSISTANT' AND m.operation_id = $4::text AND m.status = 'RUNNING'

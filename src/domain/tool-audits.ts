@@ -75,7 +75,7 @@ function checkToolStarted(deps: DomainDeps, input: ToolStarted): JsonObject {
  * The fast path of a start bound in the run itself (fast-write.ts): the newest declaration in the
  * run, locked and still PENDING, read on a snapshot no change of the thread committed after.
  */
-const START_TOOL = `WITH ${LEASED_RUN},
+export const START_TOOL = `WITH ${LEASED_RUN},
 declaration AS (
   SELECT tc.id, tc.status FROM tool_call tc JOIN leased ON tc.run_id = leased.id JOIN message d ON d.id = tc.declared_by_id
   WHERE tc.tool_call_id = $4::text ORDER BY d.sequence DESC, d.created_at DESC LIMIT 1
@@ -173,7 +173,7 @@ function checkToolFinished(deps: DomainDeps, input: ToolFinished): JsonObject {
 }
 
 /** The fast path of closing a RUNNING tool audit (fast-write.ts): the audit row locked, then closed as `close` does. */
-const FINISH_TOOL = `WITH ${LEASED_RUN},
+export const FINISH_TOOL = `WITH ${LEASED_RUN},
 target AS (
   SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
   WHERE m.role = 'TOOL' AND m.operation_id = $4::text AND m.status = 'RUNNING'
