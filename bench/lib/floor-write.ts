@@ -81,7 +81,9 @@ export async function floorStep(sql: Sql, workerSub: string, runId: string, leas
   const observedAt = new Date();
   const clockId = `bench-clock-${runId}`;
   const leaseParams = () => [lease!.runId, workerSub, lease!.epoch];
-  const observed = (sequence: bigint, clock: ClockReading) => [sequence.toString(), observedAt, clock.clockId, clock.nanos.toString()];
+  // The parameters of src/domain/fast-write.ts startParams and endParams.
+  const started = (sequence: bigint, clock: ClockReading) => [sequence.toString(), observedAt, clock.clockId, clock.nanos.toString()];
+  const ended = (sequence: bigint, clock: ClockReading) => [observedAt, sequence.toString(), clock.clockId, clock.nanos.toString()];
   switch (step.op) {
     case 'claimRun':
       return sql.transaction(async (tx) => {
@@ -100,19 +102,19 @@ export async function floorStep(sql: Sql, workerSub: string, runId: string, leas
     case 'recordModelStarted':
       await fast(sql, START_MODEL, [
         ...leaseParams(), randomUUID(), step.operationId, step.model, json(step.input),
-        ...observed(step.sequence, clockReading(step.clockMs, clockId)),
+        ...started(step.sequence, clockReading(step.clockMs, clockId)),
       ]);
       return lease;
     case 'recordModelFinished':
       await fast(sql, FINISH_MODEL, [
         ...leaseParams(), step.operationId, 'COMPLETED', json(step.output), null, json(step.usage),
-        ...observed(step.sequence, clockReading(step.clockMs, clockId)), JSON.stringify(step.toolCalls),
+        ...ended(step.sequence, clockReading(step.clockMs, clockId)), JSON.stringify(step.toolCalls),
       ]);
       return lease;
     case 'recordToolStarted':
       await fast(sql, START_TOOL, [
         ...leaseParams(), step.toolCallId, randomUUID(), step.name, json(step.effectiveInput),
-        ...observed(step.sequence, clockReading(step.clockMs, clockId)),
+        ...started(step.sequence, clockReading(step.clockMs, clockId)),
       ]);
       return lease;
     case 'recordToolFinished': {
@@ -120,7 +122,7 @@ export async function floorStep(sql: Sql, workerSub: string, runId: string, leas
       const content = JSON.stringify(step.output.content ?? '');
       await fast(sql, FINISH_TOOL, [
         ...leaseParams(), step.toolCallId, failed ? 'FAILED' : 'COMPLETED', json(step.output), failed ? `{"message":${content}}` : null,
-        ...observed(step.sequence, clockReading(step.clockMs, clockId)), content,
+        ...ended(step.sequence, clockReading(step.clockMs, clockId)), content,
       ]);
       return lease;
     }
