@@ -55,6 +55,18 @@ const params = (values?: unknown[]) => values?.map(param);
 
 type Rows = (sql: string, values?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
 
+const preparedNames = new Map<string, string>();
+/**
+ * A name per statement text: pg prepares a named statement once per connection and then only
+ * binds and executes it, so PostgreSQL skips parsing and planning the fast path's large CTEs.
+ * For the few fixed texts of the write path's fast path only (one entry each).
+ */
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
+  if (name === undefined) preparedNames.set(text, (name = `fast_write_${preparedNames.size + 1}`));
+  return name;
+}
+
 /** The domain's `Sql` over a driver's query call: parameters and rows mapped the same way for both drivers. */
 function mappedSql(rows: Rows, onQuery?: (sql: string) => void): Sql {
   return {
@@ -132,7 +144,7 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
     prisma,
     driver,
     read: mappedSql((sql, values) => pool.query(sql, values), onQuery),
-    statement: mappedSql((sql, values) => pool.query(sql, values)),
+    statement: mappedSql((sql, values) => pool.query({ name: preparedName(sql), text: sql, values })),
     close: async () => {
       await prisma.$disconnect();
       await driver.close();
