@@ -1,9 +1,10 @@
 import type { Principal } from '../auth/principal.js';
 import type { Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
-import { command, type Limits } from './command.js';
+import { command, type DomainDeps, type Limits } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
 import { leaseRenewed, runChanged } from './events.js';
+import { LEASED_RUN, bump, fastRows, leaseParams } from './fast-write.js';
 import { nonBlank, rowId } from './ids.js';
 
 /** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
@@ -115,6 +116,21 @@ export const claimRun = command(async ({ sql, deps, emit }, principal: Principal
   return toLease(claimed!);
 });
 
+/** The fast path of a renewal (fast-write.ts): the leased run row extended and stamped. */
+const RENEW_LEASE = `WITH ${LEASED_RUN}, ${bump('leased')},
+renewed AS (
+  UPDATE run r SET lease_expires_at = now() + make_interval(secs => $4), change_cursor = bumped.cursor, changed_at = bumped.at
+  FROM leased, bumped WHERE r.id = leased.id
+  RETURNING r.*)
+SELECT * FROM renewed`;
+
+async function renewLeaseFast(deps: DomainDeps, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) {
+  const params = leaseParams(principal, lease);
+  if (!params) return undefined;
+  const [renewed] = await fastRows<Run>(deps.statement, RENEW_LEASE, [...params, clampLeaseSeconds(deps.limits, leaseSeconds)]);
+  return renewed && { value: toLease(renewed), changes: [leaseRenewed(renewed)] };
+}
+
 /** Extends an unexpired lease; the epoch stays, so writes in flight remain valid. */
 export const renewLease = command(
   async ({ sql, deps, emit }, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) => {
@@ -126,4 +142,5 @@ export const renewLease = command(
     emit(leaseRenewed(renewed!));
     return toLease(renewed!);
   },
+  renewLeaseFast,
 );
