@@ -17,16 +17,18 @@ import type { Observation } from './observation.js';
  * transaction path's order: the run row, then the audit or ToolCall row, the thread row last.
  */
 
-/** $1..$3 of every fast statement (the run, the worker, the epoch); none for a run id that is no UUID. */
-export const leaseParams = (principal: Principal, lease: LeaseProof): unknown[] | undefined =>
-  isUuid(lease.runId) ? [lease.runId.toLowerCase(), principal.sub, lease.epoch] : undefined;
-
 /** The run row, locked only when the caller's lease holds (requireLease in SQL). */
 export const LEASED_RUN = `leased AS (
   SELECT id, thread_id FROM run
   WHERE id = $1::uuid AND status = 'RUNNING' AND lease_owner = $2 AND lease_epoch = $3
     AND (lease_expires_at IS NULL OR lease_expires_at > now())
   FOR UPDATE)`;
+
+/** The caller's RUNNING audit of `role` with operation id $4, locked (the recheck sees its newest version). */
+export const openAudit = (role: 'ASSISTANT' | 'TOOL') => `target AS (
+  SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
+  WHERE m.role = '${role}' AND m.operation_id = $4::text AND m.status = 'RUNNING'
+  FOR UPDATE OF m)`;
 
 /**
  * The thread's cursor bumped by one for the row of `source` (a CTE with `thread_id`), the
@@ -67,10 +69,14 @@ export const jsonParam = (value: unknown) => (value === undefined || value === n
 /** Failures that mean "a concurrent write got there first": the statement wrote nothing, the transaction path decides. */
 const FALL_BACK_SQLSTATES = new Set(['23505', '40001', '40P01']);
 
-/** Runs a fast statement; its rows, or none when it wrote nothing. */
-export async function fastRows<Row>(sql: Sql, text: string, params: unknown[]): Promise<Row[]> {
+/**
+ * Runs a fast statement with the lease as $1..$3 (the run, the worker, the epoch) and `params`
+ * from $4; its rows, or none when it wrote nothing (a run id that is no UUID is not even sent).
+ */
+export async function fastRows<Row>(sql: Sql, principal: Principal, lease: LeaseProof, text: string, params: unknown[]): Promise<Row[]> {
+  if (!isUuid(lease.runId)) return [];
   try {
-    return await sql.query<Row>(text, params);
+    return await sql.query<Row>(text, [lease.runId.toLowerCase(), principal.sub, lease.epoch, ...params]);
   } catch (error) {
     if (FALL_BACK_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
     throw error;

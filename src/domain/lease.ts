@@ -4,7 +4,7 @@ import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { command, type DomainDeps, type Limits } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
 import { leaseRenewed, runChanged } from './events.js';
-import { LEASED_RUN, bump, fastRows, leaseParams } from './fast-write.js';
+import { LEASED_RUN, bump, fastRows } from './fast-write.js';
 import { nonBlank, rowId } from './ids.js';
 
 /** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
@@ -125,9 +125,7 @@ renewed AS (
 SELECT * FROM renewed`;
 
 async function renewLeaseFast(deps: DomainDeps, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) {
-  const params = leaseParams(principal, lease);
-  if (!params) return undefined;
-  const [renewed] = await fastRows<Run>(deps.statement, RENEW_LEASE, [...params, clampLeaseSeconds(deps.limits, leaseSeconds)]);
+  const [renewed] = await fastRows<Run>(deps.statement, principal, lease, RENEW_LEASE, [clampLeaseSeconds(deps.limits, leaseSeconds)]);
   return renewed && { value: toLease(renewed), changes: [leaseRenewed(renewed)] };
 }
 

@@ -6,7 +6,7 @@ import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns
 import { command, type DomainDeps } from './command.js';
 import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
-import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, leaseParams, startParams, startValues } from './fast-write.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, openAudit, startParams, startValues } from './fast-write.js';
 import { boundedName, nonBlank } from './ids.js';
 import { jsonEqual } from './json.js';
 import { requireLease, type LeaseProof } from './lease.js';
@@ -56,10 +56,7 @@ SELECT * FROM started`;
 
 async function startModelFast(deps: DomainDeps, principal: Principal, input: ModelStarted) {
   checkModelStarted(deps, input);
-  const lease = leaseParams(principal, input.lease);
-  if (!lease) return undefined;
-  const [audit] = await fastRows<Message>(deps.statement, START_MODEL, [
-    ...lease,
+  const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_MODEL, [
     randomUUID(),
     input.operationId,
     input.model ?? null,
@@ -143,10 +140,7 @@ const DECLARED = 'declared.';
  * its tool calls declared; one row per declared call (one with none), the audit's columns on each.
  */
 export const FINISH_MODEL = `WITH ${LEASED_RUN},
-target AS (
-  SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
-  WHERE m.role = 'ASSISTANT' AND m.operation_id = $4::text AND m.status = 'RUNNING'
-  FOR UPDATE OF m),
+${openAudit('ASSISTANT')},
 ${bump('target')},
 closed AS (
   UPDATE message m SET status = $5::"AuditStatus", output = coalesce($6::jsonb, m.output), error = coalesce($7::jsonb, m.error),
@@ -164,10 +158,7 @@ FROM closed LEFT JOIN declared d ON true ORDER BY d.position`;
 
 async function finishModelFast(deps: DomainDeps, principal: Principal, input: ModelFinished) {
   const toolCalls = checkModelFinished(deps, input);
-  const lease = leaseParams(principal, input.lease);
-  if (!lease) return undefined;
-  const rows = await fastRows<Record<string, unknown>>(deps.statement, FINISH_MODEL, [
-    ...lease,
+  const rows = await fastRows<Record<string, unknown>>(deps.statement, principal, input.lease, FINISH_MODEL, [
     input.operationId,
     input.status,
     jsonParam(input.output),

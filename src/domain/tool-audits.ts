@@ -7,7 +7,7 @@ import { command, type CommandScope, type DomainDeps } from './command.js';
 import { findDeclaringToolCall } from './declaring-model.js';
 import { DomainError, badInput, conflict, invalidTransition } from './errors.js';
 import { auditChanged } from './events.js';
-import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, leaseParams, startParams, startValues } from './fast-write.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, openAudit, startParams, startValues } from './fast-write.js';
 import { nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
 import { requireLease, type LeaseProof, type LockedRun } from './lease.js';
@@ -97,10 +97,7 @@ SELECT * FROM started`;
 
 async function startToolFast(deps: DomainDeps, principal: Principal, input: ToolStarted) {
   const effectiveInput = checkToolStarted(deps, input);
-  const lease = leaseParams(principal, input.lease);
-  if (!lease) return undefined;
-  const [audit] = await fastRows<Message>(deps.statement, START_TOOL, [
-    ...lease,
+  const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_TOOL, [
     input.toolCallId,
     randomUUID(),
     input.name,
@@ -174,10 +171,7 @@ function checkToolFinished(deps: DomainDeps, input: ToolFinished): JsonObject {
 
 /** The fast path of closing a RUNNING tool audit (fast-write.ts): the audit row locked, then closed as `close` does. */
 export const FINISH_TOOL = `WITH ${LEASED_RUN},
-target AS (
-  SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
-  WHERE m.role = 'TOOL' AND m.operation_id = $4::text AND m.status = 'RUNNING'
-  FOR UPDATE OF m),
+${openAudit('TOOL')},
 ${bump('target')},
 closed AS (
   UPDATE message m SET status = $5::"AuditStatus", output = $6::jsonb,
@@ -193,11 +187,8 @@ SELECT * FROM closed`;
 
 async function finishToolFast(deps: DomainDeps, principal: Principal, input: ToolFinished) {
   const output = checkToolFinished(deps, input);
-  const lease = leaseParams(principal, input.lease);
-  if (!lease) return undefined;
   const controlledFailure = output.status === 'error';
-  const [audit] = await fastRows<Message>(deps.statement, FINISH_TOOL, [
-    ...lease,
+  const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, FINISH_TOOL, [
     input.toolCallId,
     controlledFailure ? 'FAILED' : 'COMPLETED',
     jsonParam(output),
