@@ -57,11 +57,6 @@ function effectiveInputOf(value: unknown): JsonObject {
   return value;
 }
 
-/**
- * Opens the RUNNING tool audit bound to its declaring model call and moves the ToolCall to
- * RUNNING. An identical replay returns the existing row unchanged (first startedAt and
- * monotonic origin kept), whatever its status.
- */
 /** The checks of a tool start that need no database; returns its effective input. */
 function checkToolStarted(deps: DomainDeps, input: ToolStarted): JsonObject {
   nonBlank(input.name, 'name');
@@ -107,6 +102,11 @@ async function startToolFast(deps: DomainDeps, principal: Principal, input: Tool
   return audit && { value: audit, changes: [auditChanged(audit)] };
 }
 
+/**
+ * Opens the RUNNING tool audit bound to its declaring model call and moves the ToolCall to
+ * RUNNING. An identical replay returns the existing row unchanged (first startedAt and
+ * monotonic origin kept), whatever its status.
+ */
 export const recordToolStarted = command(async (scope, principal: Principal, input: ToolStarted) => {
   const { sql, deps, emit } = scope;
   const effectiveInput = checkToolStarted(deps, input);
@@ -201,7 +201,7 @@ async function finishToolFast(deps: DomainDeps, principal: Principal, input: Too
 
 /** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once, its content the error. */
 export const recordToolFinished = command(async (scope, principal: Principal, input: ToolFinished) => {
-  checkToolFinished(scope.deps, input);
+  const output = checkToolFinished(scope.deps, input);
   const run = await requireLease(scope.sql, principal, input.lease);
   const audit = await requireAudit(scope.sql, run, 'TOOL', input.toolCallId);
 
@@ -213,7 +213,6 @@ export const recordToolFinished = command(async (scope, principal: Principal, in
     if (!same) throw conflict(`Tool call ${input.toolCallId} already ended (${audit.status}) with a different result`);
     return audit;
   }
-  const output = input.output as JsonObject;
   const controlledFailure = output.status === 'error';
   return close(scope, audit, {
     status: controlledFailure ? 'FAILED' : 'COMPLETED',
