@@ -60,6 +60,24 @@ describe(`query cost counts list sizes (${backendName})`, () => {
     expect(small.data.thread.runs).toHaveLength(2);
   });
 
+  it('costs a document again for other list sizes, and after variables that did not coerce', async () => {
+    const query = `query($id: ID!, $n: Int) { thread(id: $id) { runs(first: $n) { thread { runs(first: $n) { toolCalls { id } } } } } }`;
+    expect((await t.gql(query, { id: threadId, n: 2 }, user)).errors).toBeUndefined();
+    expect(errorCode(await t.gql(query, { id: threadId, n: 500 }, user))).toBe('BAD_USER_INPUT');
+    // An input object is not part of what the cost is kept by: the same document and list size,
+    // first with an input that does not coerce (no cost counted then), then valid.
+    const create = `mutation($input: CreateThreadInput!, $n: Int) {
+      createThread(input: $input) { runs(first: $n) { thread { runs(first: $n) { toolCalls { id } } } } }
+    }`;
+    const invalid = await t.gql(create, { input: { title: { not: 'a title' } }, n: 400 }, user);
+    expect(errorCode(invalid)).not.toBeUndefined();
+    expect(invalid.errors?.[0]?.message).not.toMatch(/cost/);
+    const refused = await t.gql(create, { input: { title: 'expensive' }, n: 400 }, user);
+    expect(errorCode(refused)).toBe('BAD_USER_INPUT');
+    expect(refused.errors?.[0]?.message).toMatch(/cost of \d+ exceeds/);
+    expect((await t.gql(query, { id: threadId, n: 2 }, user)).data.thread.runs).toHaveLength(2);
+  });
+
   it('lets the debug UI heaviest real query through (threadAudits 500 with every nested field)', async () => {
     const owned = await createThread(t, admin);
     const toolCall = 'id toolCallId name declaredInput effectiveInput status output error startedAt finishedAt durationMs';
