@@ -6,10 +6,10 @@
 //
 // It returns what the worker's client selects of the written audit (src/client/operations.ts),
 // nothing more. Compare with lib/floor-write.ts, which repeats the server's own statements.
-import { randomUUID } from 'node:crypto';
 import { clockReading, type ClockReading, type Step } from './run-script.js';
 import type { Sql } from './sql.js';
 import type { FloorLease } from './floor-write.js';
+import { newId } from '../../src/domain/ids.js';
 
 /**
  * Where the change cursor lives (issue 20's migration 20261130190000_change_cursors: a per-thread
@@ -106,7 +106,7 @@ function statements(cursor: boolean) {
         RETURNING m.*),
       declared AS (
         INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, declared_input)
-        SELECT gen_random_uuid(), closed.thread_id, closed.run_id, closed.id, call.position - 1, call.value ->> 'id', call.value ->> 'name', call.value -> 'args'
+        SELECT (call.value ->> 'rowId')::uuid, closed.thread_id, closed.run_id, closed.id, call.position - 1, call.value ->> 'id', call.value ->> 'name', call.value -> 'args'
         FROM closed, jsonb_array_elements($11::jsonb) WITH ORDINALITY AS call(value, position))
       SELECT ${AUDIT_COLUMNS} FROM closed`,
     // $6 id, $7 tool call id, $8 name, $9 effective input, $10 sequence, $11 observed at
@@ -183,7 +183,7 @@ export function minimumFloor(sql: Sql, options: { cursor: boolean }): MinimumFlo
   const one = async (statement: string, params: unknown[]) => (await sql.query(statement, params))[0];
   return {
     async createRun(ownerSub, threadId) {
-      const run = await one(text.createRun, [randomUUID(), threadId, ownerSub]);
+      const run = await one(text.createRun, [newId(), threadId, ownerSub]);
       if (!run) throw new Error('NOT_FOUND thread');
       return run.id as string;
     },
@@ -203,21 +203,21 @@ export function minimumFloor(sql: Sql, options: { cursor: boolean }): MinimumFlo
         case 'recordModelStarted': {
           const clock = clockReading(step.clockMs, clockId);
           await written(text.recordModelStarted, [
-            ...leaseParams(clock), randomUUID(), step.operationId, step.model, json(step.input), step.sequence, observedAt,
+            ...leaseParams(clock), newId(), step.operationId, step.model, json(step.input), step.sequence, observedAt,
           ]);
           return lease;
         }
         case 'recordModelFinished': {
           const clock = clockReading(step.clockMs, clockId);
           await written(text.recordModelFinished, [
-            ...leaseParams(clock), step.operationId, json(step.output), json(step.usage), step.sequence, observedAt, JSON.stringify(step.toolCalls),
+            ...leaseParams(clock), step.operationId, json(step.output), json(step.usage), step.sequence, observedAt, JSON.stringify(step.toolCalls.map((call) => ({ rowId: newId(), ...call }))),
           ]);
           return lease;
         }
         case 'recordToolStarted': {
           const clock = clockReading(step.clockMs, clockId);
           await written(text.recordToolStarted, [
-            ...leaseParams(clock), randomUUID(), step.toolCallId, step.name, json(step.effectiveInput), step.sequence, observedAt,
+            ...leaseParams(clock), newId(), step.toolCallId, step.name, json(step.effectiveInput), step.sequence, observedAt,
           ]);
           return lease;
         }

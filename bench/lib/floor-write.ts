@@ -4,12 +4,12 @@
 // same parameters); claimRun, finishRun and createRun are the server's transactions, statement
 // for statement (lock the run row, check the lease in JS, write, stamp the change cursors). What
 // the server adds on top of this is its overhead.
-import { randomUUID } from 'node:crypto';
 import { STAMP } from '../../src/domain/change-cursors.js';
 import { FINISH_MODEL, START_MODEL } from '../../src/domain/model-audits.js';
 import { FINISH_TOOL, START_TOOL } from '../../src/domain/tool-audits.js';
 import type { Sql, SqlSession } from './sql.js';
 import { clockReading, type ClockReading, type Step } from './run-script.js';
+import { newId } from '../../src/domain/ids.js';
 
 const LOCKED_RUN = `SELECT id, thread_id, status::text AS status, lease_owner, lease_epoch, resumed_from_id,
   coalesce(lease_expires_at <= now(), false) AS expired, now() AS database_now FROM run WHERE id = $1::uuid FOR UPDATE`;
@@ -57,7 +57,7 @@ const stamp = (tx: SqlSession, threadId: string, changes: [id: string, kind: 'ru
 
 export const floorCreateThread = (sql: Sql, ownerSub: string) =>
   sql.transaction(async (tx) => {
-    const [thread] = await tx.query(`INSERT INTO thread (id, owner_id, title) VALUES ($1, $2, $3) RETURNING *`, [randomUUID(), ownerSub, 'bench']);
+    const [thread] = await tx.query(`INSERT INTO thread (id, owner_id, title) VALUES ($1, $2, $3) RETURNING *`, [newId(), ownerSub, 'bench']);
     return thread!.id as string;
   });
 
@@ -65,7 +65,7 @@ export const floorCreateRun = (sql: Sql, ownerSub: string, threadId: string) =>
   sql.transaction(async (tx) => {
     const [thread] = await tx.query(`SELECT * FROM thread WHERE id = $1`, [threadId]);
     if (!thread || thread.owner_id !== ownerSub) throw new Error('NOT_FOUND thread');
-    const [run] = await tx.query(`INSERT INTO run (id, thread_id, resumed_from_id) VALUES ($1, $2, NULL) RETURNING *`, [randomUUID(), threadId]);
+    const [run] = await tx.query(`INSERT INTO run (id, thread_id, resumed_from_id) VALUES ($1, $2, NULL) RETURNING *`, [newId(), threadId]);
     await stamp(tx, threadId, [[run!.id, 'run']]);
     return run!.id as string;
   });
@@ -101,19 +101,19 @@ export async function floorStep(sql: Sql, workerSub: string, runId: string, leas
       });
     case 'recordModelStarted':
       await fast(sql, START_MODEL, [
-        ...leaseParams(), randomUUID(), step.operationId, step.model, json(step.input),
+        ...leaseParams(), newId(), step.operationId, step.model, json(step.input),
         ...started(step.sequence, clockReading(step.clockMs, clockId)),
       ]);
       return lease;
     case 'recordModelFinished':
       await fast(sql, FINISH_MODEL, [
         ...leaseParams(), step.operationId, 'COMPLETED', json(step.output), null, json(step.usage),
-        ...ended(step.sequence, clockReading(step.clockMs, clockId)), JSON.stringify(step.toolCalls),
+        ...ended(step.sequence, clockReading(step.clockMs, clockId)), JSON.stringify(step.toolCalls.map((call) => ({ rowId: newId(), ...call }))),
       ]);
       return lease;
     case 'recordToolStarted':
       await fast(sql, START_TOOL, [
-        ...leaseParams(), step.toolCallId, randomUUID(), step.name, json(step.effectiveInput),
+        ...leaseParams(), step.toolCallId, newId(), step.name, json(step.effectiveInput),
         ...started(step.sequence, clockReading(step.clockMs, clockId)),
       ]);
       return lease;

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { insertRow, insertRows, updateRow } from '../db/sql.js';
 import type { Message, ToolCall } from '../generated/prisma/client.js';
@@ -7,7 +6,7 @@ import { command, type DomainDeps } from './command.js';
 import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
 import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, openAudit, startParams, startValues } from './fast-write.js';
-import { boundedName, nonBlank } from './ids.js';
+import { boundedName, newId, nonBlank } from './ids.js';
 import { jsonEqual } from './json.js';
 import { requireLease, type LeaseProof } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
@@ -57,7 +56,7 @@ SELECT * FROM started`;
 async function startModelFast(deps: DomainDeps, principal: Principal, input: ModelStarted) {
   checkModelStarted(deps, input);
   const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_MODEL, [
-    randomUUID(),
+    newId(),
     input.operationId,
     input.model ?? null,
     jsonParam(input.input),
@@ -81,7 +80,7 @@ export const recordModelStarted = command(async ({ sql, deps, emit }, principal:
     return existing;
   }
   const audit = await insertRow<Message>(sql, 'message', {
-    id: randomUUID(),
+    id: newId(),
     threadId: run.threadId,
     runId: run.id,
     role: 'ASSISTANT',
@@ -149,7 +148,7 @@ closed AS (
   RETURNING m.*),
 declared AS (
   INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, declared_input)
-  SELECT gen_random_uuid(), closed.thread_id, closed.run_id, closed.id, (call.position - 1)::int, call.value ->> 'id',
+  SELECT (call.value ->> 'rowId')::uuid, closed.thread_id, closed.run_id, closed.id, (call.position - 1)::int, call.value ->> 'id',
     call.value ->> 'name', nullif(call.value -> 'args', 'null'::jsonb)
   FROM closed, jsonb_array_elements($13::jsonb) WITH ORDINALITY AS call(value, position)
   RETURNING *)
@@ -165,7 +164,7 @@ async function finishModelFast(deps: DomainDeps, principal: Principal, input: Mo
     jsonParam(input.error),
     jsonParam(input.usage),
     ...endParams(input),
-    JSON.stringify(toolCalls.map((call) => ({ id: call.id, name: call.name, args: call.args }))),
+    JSON.stringify(toolCalls.map((call) => ({ rowId: newId(), id: call.id, name: call.name, args: call.args }))),
   ]);
   if (rows.length === 0) return undefined;
   const declared = rows[0]![`${DECLARED}id`] === null ? [] : rows.map((row) => fieldsUnder(row, DECLARED) as ToolCall);
@@ -215,7 +214,7 @@ export const recordModelFinished = command(async ({ sql, deps, emit }, principal
     sql,
     'tool_call',
     toolCalls.map((call, position) => ({
-      id: randomUUID(),
+      id: newId(),
       threadId: run.threadId,
       runId: run.id,
       declaredById: audit.id,

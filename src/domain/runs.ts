@@ -1,5 +1,4 @@
 import type { Principal } from '../auth/principal.js';
-import { randomUUID } from 'node:crypto';
 import { insertRow } from '../db/sql.js';
 import type { Tx } from '../db/transaction.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
@@ -7,7 +6,7 @@ import { assertCanReadThread, loadReadableThreadForWrite } from './access.js';
 import { command } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
-import { rowId } from './ids.js';
+import { newId, rowId } from './ids.js';
 
 export const ENDED_RUN_STATUSES: readonly RunStatus[] = ['INTERRUPTED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 export const isRunEnded = (status: RunStatus) => ENDED_RUN_STATUSES.includes(status);
@@ -33,7 +32,7 @@ export const createRun = command(
       if (!isRunEnded(parent.status)) throw invalidTransition(`Run ${parent.id} has not ended (${parent.status})`);
     }
     const run = await insertRow<Run>(sql, 'run', {
-      id: randomUUID(),
+      id: newId(),
       threadId: thread.id,
       resumedFromId,
     });

@@ -1,16 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { insertRow } from '../db/sql.js';
 import type { Message, MessageRole, Thread } from '../generated/prisma/client.js';
 import type { Tx } from '../db/transaction.js';
 import { canReadEveryThread, loadReadableThreadForWrite } from './access.js';
 import { badInput } from './errors.js';
-import { isUuid } from './ids.js';
+import { isUuid, newId } from './ids.js';
 import { command } from './command.js';
 import { assertStorableJson } from './json.js';
 
 export const createThread = command(async ({ sql }, principal: Principal, input: { title?: string | null }) =>
-  insertRow<Thread>(sql, 'thread', { id: randomUUID(), ownerId: principal.sub, title: input.title ?? null }),
+  insertRow<Thread>(sql, 'thread', { id: newId(), ownerId: principal.sub, title: input.title ?? null }),
 );
 
 /** Ordinary history only: audit rows are written by the run lifecycle, never through here. */
@@ -19,7 +18,7 @@ export const appendMessage = command(
     const thread = await loadReadableThreadForWrite(sql, principal, input.threadId);
     assertStorableJson(input.content, deps.limits.maxJsonBytes, 'content');
     return insertRow<Message>(sql, 'message', {
-      id: randomUUID(),
+      id: newId(),
       threadId: thread.id,
       role: input.role,
       messageType: 'chat',

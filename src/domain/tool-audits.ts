@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { insertRow, updateRow } from '../db/sql.js';
 import type { Message } from '../generated/prisma/client.js';
@@ -8,7 +7,7 @@ import { findDeclaringToolCall } from './declaring-model.js';
 import { DomainError, badInput, conflict, invalidTransition } from './errors.js';
 import { auditChanged } from './events.js';
 import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, openAudit, startParams, startValues } from './fast-write.js';
-import { nonBlank } from './ids.js';
+import { newId, nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
 import { requireLease, type LeaseProof, type LockedRun } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
@@ -94,7 +93,7 @@ async function startToolFast(deps: DomainDeps, principal: Principal, input: Tool
   const effectiveInput = checkToolStarted(deps, input);
   const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_TOOL, [
     input.toolCallId,
-    randomUUID(),
+    newId(),
     input.name,
     jsonParam(effectiveInput),
     ...startParams(input),
@@ -131,7 +130,7 @@ export const recordToolStarted = command(async (scope, principal: Principal, inp
     );
   }
   const audit = await insertRow<Message>(sql, 'message', {
-    id: randomUUID(),
+    id: newId(),
     threadId: run.threadId,
     runId: run.id,
     role: 'TOOL',
