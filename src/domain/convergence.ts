@@ -5,6 +5,7 @@ import { assertCanReadThread } from './access.js';
 import { command, type CommandScope, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { auditChanged, runChanged } from './events.js';
+import { LEASED_RUN, bump, fastRows, jsonParam } from './fast-write.js';
 import { isJsonObject } from './json.js';
 import { lockRun, requireLease, type LeaseProof, type LockedRun } from './lease.js';
 import { checkJsonFields } from './observation.js';
@@ -112,13 +113,45 @@ export interface FinishRunInput {
   stateMessages?: unknown[] | null;
 }
 
+/**
+ * The fast path of a verdict on a run with no audit open (fast-write.ts): the leased run ended
+ * and stamped, with nothing to converge. The open audits are looked for in the statement's
+ * snapshot, older than its run lock, so it writes only when no change of the thread committed
+ * since (`fresh`); otherwise, or with audits open, the transaction converges them.
+ */
+const FINISH_QUIET_RUN = `WITH ${LEASED_RUN},
+quiet AS (
+  SELECT leased.id, leased.thread_id FROM leased WHERE NOT EXISTS (
+    SELECT 1 FROM message m WHERE m.run_id = leased.id AND m.status = 'RUNNING' AND m.message_type IN ('model_audit', 'tool_audit'))),
+${bump('quiet', true)},
+ended AS (
+  UPDATE run r SET status = $4::"RunStatus", finished_at = now(), error = coalesce($5::jsonb, r.error),
+    lease_owner = NULL, lease_expires_at = NULL, change_cursor = bumped.cursor, changed_at = bumped.at
+  FROM quiet, bumped WHERE r.id = quiet.id
+  RETURNING r.*)
+SELECT * FROM ended`;
+
+function checkFinishRun(deps: DomainDeps, input: FinishRunInput): unknown[] {
+  const stateMessages = input.stateMessages ?? [];
+  checkJsonFields(deps.limits, { error: input.error, ...Object.fromEntries(stateMessages.map((m, i) => [`stateMessages[${i}]`, m])) });
+  return stateMessages;
+}
+
+async function finishQuietRunFast(deps: DomainDeps, principal: Principal, input: FinishRunInput) {
+  checkFinishRun(deps, input);
+  const [ended] = await fastRows<Run>(deps.statement, principal, input.lease, FINISH_QUIET_RUN, [
+    CLOSING_RULES[input.status].runStatus,
+    jsonParam(input.error),
+  ]);
+  return ended && { value: ended, changes: [runChanged(ended)] };
+}
+
 /** The worker's verdict on its run. */
 export const finishRun = command(async (scope, principal: Principal, input: FinishRunInput) => {
-  const stateMessages = input.stateMessages ?? [];
-  checkJsonFields(scope.deps.limits, { error: input.error, ...Object.fromEntries(stateMessages.map((m, i) => [`stateMessages[${i}]`, m])) });
+  const stateMessages = checkFinishRun(scope.deps, input);
   const run = await requireLease(scope.sql, principal, input.lease);
   return endRun(scope, run, input.status, input.error, stateMessages);
-});
+}, finishQuietRunFast);
 
 /** The owner or an admin ends a QUEUED or RUNNING run at once; the lease is revoked with it. */
 export const cancelRun = command(async (scope, principal: Principal, runId: string) => {

@@ -73,10 +73,15 @@ const FALL_BACK_SQLSTATES = new Set(['23505', '40001', '40P01']);
  * Runs a fast statement with the lease as $1..$3 (the run, the worker, the epoch) and `params`
  * from $4; its rows, or none when it wrote nothing (a run id that is no UUID is not even sent).
  */
-export async function fastRows<Row>(sql: Sql, principal: Principal, lease: LeaseProof, text: string, params: unknown[]): Promise<Row[]> {
-  if (!isUuid(lease.runId)) return [];
+export function fastRows<Row>(sql: Sql, principal: Principal, lease: LeaseProof, text: string, params: unknown[]): Promise<Row[]> {
+  if (!isUuid(lease.runId)) return Promise.resolve([]);
+  return fastStatement(sql, text, [lease.runId.toLowerCase(), principal.sub, lease.epoch, ...params]);
+}
+
+/** Runs a fast statement: its rows, or none when a concurrent write made it fail (the transaction path decides). */
+export async function fastStatement<Row>(sql: Sql, text: string, params: unknown[]): Promise<Row[]> {
   try {
-    return await sql.query<Row>(text, [lease.runId.toLowerCase(), principal.sub, lease.epoch, ...params]);
+    return await sql.query<Row>(text, params);
   } catch (error) {
     if (FALL_BACK_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
     throw error;

@@ -4,8 +4,8 @@ import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { command, type DomainDeps, type Limits } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
 import { leaseRenewed, runChanged } from './events.js';
-import { LEASED_RUN, bump, fastRows } from './fast-write.js';
-import { nonBlank, rowId } from './ids.js';
+import { LEASED_RUN, bump, fastRows, fastStatement } from './fast-write.js';
+import { isUuid, nonBlank, rowId } from './ids.js';
 
 /** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
 export interface LeaseProof {
@@ -84,13 +84,45 @@ export interface ClaimInput {
 const isRetryOfCurrentClaim = (run: LockedRun, principal: Principal, claimId: string | null | undefined) =>
   claimId != null && run.status === 'RUNNING' && run.claimId === claimId && run.leaseOwner === principal.sub && !run.expired;
 
+/** QUEUED -> RUNNING of run `r`, as the worker $2 with lease seconds $3 and claim id $4. */
+const CLAIM_SET = `status = 'RUNNING', lease_owner = $2, lease_epoch = r.lease_epoch + 1, claim_id = $4,
+  lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(r.started_at, now())`;
+
+/** The fast path of a first claim (fast-write.ts): the run locked only while QUEUED, claimed and stamped. */
+const CLAIM_QUEUED = `WITH queued AS (
+  SELECT id, thread_id FROM run WHERE id = $1::uuid AND status = 'QUEUED' FOR UPDATE),
+${bump('queued')},
+claimed AS (
+  UPDATE run r SET ${CLAIM_SET}, change_cursor = bumped.cursor, changed_at = bumped.at
+  FROM queued, bumped WHERE r.id = queued.id
+  RETURNING r.*)
+SELECT * FROM claimed`;
+
+const claimParams = (deps: DomainDeps, principal: Principal, runId: string, input: ClaimInput) => [
+  runId,
+  principal.sub,
+  clampLeaseSeconds(deps.limits, input.leaseSeconds),
+  input.claimId ?? null,
+];
+
+function checkClaim(input: ClaimInput): void {
+  if (input.claimId != null) nonBlank(input.claimId, 'claimId');
+}
+
+async function claimRunFast(deps: DomainDeps, principal: Principal, input: ClaimInput) {
+  checkClaim(input);
+  if (!isUuid(input.runId)) return undefined;
+  const [claimed] = await fastStatement<Run>(deps.statement, CLAIM_QUEUED, claimParams(deps, principal, input.runId.toLowerCase(), input));
+  return claimed && { value: toLease(claimed), changes: [runChanged(claimed)] };
+}
+
 /**
  * QUEUED -> RUNNING under the run's row lock: of racing claims exactly one finds it QUEUED.
  * A retry of the winning claim (same worker, same claimId, lease still current) gets the same
  * lease back, its expiry extended as by the claim; any other claim of a started run is refused.
  */
 export const claimRun = command(async ({ sql, deps, emit }, principal: Principal, input: ClaimInput) => {
-  if (input.claimId != null) nonBlank(input.claimId, 'claimId');
+  checkClaim(input);
   const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
   const run = await lockRun(sql, input.runId);
   if (!run) throw notFound('Run', input.runId);
@@ -106,15 +138,12 @@ export const claimRun = command(async ({ sql, deps, emit }, principal: Principal
   if (run.status !== 'QUEUED') throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
 
   const [claimed] = await sql.query<Run>(
-    `UPDATE run SET status = 'RUNNING', lease_owner = $2, lease_epoch = lease_epoch + 1, claim_id = $4,
-       lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(started_at, now())
-     WHERE id = $1::uuid
-     RETURNING *`,
-    [run.id, principal.sub, seconds, input.claimId ?? null],
+    `UPDATE run r SET ${CLAIM_SET} WHERE id = $1::uuid RETURNING *`,
+    claimParams(deps, principal, run.id, input),
   );
   emit(runChanged(claimed!));
   return toLease(claimed!);
-});
+}, claimRunFast);
 
 /** The fast path of a renewal (fast-write.ts): the leased run row extended and stamped. */
 const RENEW_LEASE = `WITH ${LEASED_RUN}, ${bump('leased')},
