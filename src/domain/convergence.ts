@@ -119,7 +119,7 @@ export interface FinishRunInput {
  * snapshot, older than its run lock, so it writes only when no change of the thread committed
  * since (`fresh`); otherwise, or with audits open, the transaction converges them.
  */
-const FINISH_QUIET_RUN = `WITH ${LEASED_RUN},
+export const FINISH_QUIET_RUN = `WITH ${LEASED_RUN},
 quiet AS (
   SELECT leased.id, leased.thread_id FROM leased WHERE NOT EXISTS (
     SELECT 1 FROM message m WHERE m.run_id = leased.id AND m.status = 'RUNNING' AND m.message_type IN ('model_audit', 'tool_audit'))),

@@ -89,7 +89,7 @@ const CLAIM_SET = `status = 'RUNNING', lease_owner = $2, lease_epoch = r.lease_e
   lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(r.started_at, now())`;
 
 /** The fast path of a first claim (fast-write.ts): the run locked only while QUEUED, claimed and stamped. */
-const CLAIM_QUEUED = `WITH queued AS (
+export const CLAIM_QUEUED = `WITH queued AS (
   SELECT id, thread_id FROM run WHERE id = $1::uuid AND status = 'QUEUED' FOR UPDATE),
 ${bump('queued')},
 claimed AS (

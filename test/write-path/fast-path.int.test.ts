@@ -112,7 +112,7 @@ describe('racing writes of one run', () => {
       const verdict = () => session.finish('COMPLETED');
       // Sent in either order: an embedded database serializes them as sent.
       const [started, finished] =
-        trial % 2 === 0 ? await Promise.all([start(), verdict()]) : (await Promise.all([verdict(), start()])).reverse();
+        trial % 2 === 0 ? await Promise.all([start(), verdict()]) : await Promise.all([verdict(), start()]).then(([v, s]) => [s, v] as const);
       expect(finished.errors).toBeUndefined();
       const { audits, runs } = await threadState(scene);
       const tool = audits.items.find((item: any) => item.__typename === 'ToolAudit');
