@@ -1,15 +1,14 @@
 // The write-path floor: the statements the domain (src/domain/*.ts) sends for each lifecycle
 // event, as plain SQL, with no GraphQL and no ORM. Every lifecycle event is the server's own
 // one-statement fast path (src/domain/fast-write.ts: the very statement texts, imported, with the
-// same parameters; finishRun's for a run with no audit open, as the bench's runs end); createRun
-// is the server's transaction, statement for statement (the thread checked, the run inserted, the
-// change cursor stamped). What the server adds on top of this is its overhead.
-import { STAMP } from '../../src/domain/change-cursors.js';
+// same parameters; finishRun's for a run with no audit open, as the bench's runs end), and so is
+// createRun's. What the server adds on top of this is its overhead.
 import { FINISH_QUIET_RUN } from '../../src/domain/convergence.js';
 import { CLAIM_QUEUED } from '../../src/domain/lease.js';
+import { CREATE_FRESH_RUN } from '../../src/domain/runs.js';
 import { FINISH_MODEL, START_MODEL } from '../../src/domain/model-audits.js';
 import { FINISH_TOOL, START_TOOL } from '../../src/domain/tool-audits.js';
-import type { Sql, SqlSession } from './sql.js';
+import type { Sql } from './sql.js';
 import { clockReading, type ClockReading, type Step } from './run-script.js';
 import { newId } from '../../src/domain/ids.js';
 
@@ -20,24 +19,17 @@ export interface FloorLease {
 
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
-/** The cursor stamp that ends each server transaction (src/domain/change-cursors.ts), for one thread's changed rows. */
-const stamp = (tx: SqlSession, threadId: string, changes: [id: string, kind: 'run' | 'audit'][]) =>
-  tx.query(STAMP, [threadId, changes.length, changes.map(([id]) => id), changes.map(([, kind]) => kind)]);
-
 export const floorCreateThread = (sql: Sql, ownerSub: string) =>
   sql.transaction(async (tx) => {
     const [thread] = await tx.query(`INSERT INTO thread (id, owner_id, title) VALUES ($1, $2, $3) RETURNING *`, [newId(), ownerSub, 'bench']);
     return thread!.id as string;
   });
 
-export const floorCreateRun = (sql: Sql, ownerSub: string, threadId: string) =>
-  sql.transaction(async (tx) => {
-    const [thread] = await tx.query(`SELECT * FROM thread WHERE id = $1`, [threadId]);
-    if (!thread || thread.owner_id !== ownerSub) throw new Error('NOT_FOUND thread');
-    const [run] = await tx.query(`INSERT INTO run (id, thread_id, resumed_from_id) VALUES ($1, $2, NULL) RETURNING *`, [newId(), threadId]);
-    await stamp(tx, threadId, [[run!.id, 'run']]);
-    return run!.id as string;
-  });
+export async function floorCreateRun(sql: Sql, ownerSub: string, threadId: string): Promise<string> {
+  const [run] = await sql.query(CREATE_FRESH_RUN, [threadId, ownerSub, false, newId()]);
+  if (!run) throw new Error('NOT_FOUND thread');
+  return run.id as string;
+}
 
 /** One fast-path statement in autocommit; nothing back is an error here (the bench's run is never refused). */
 async function fast(sql: Sql, text: string, params: unknown[]) {

@@ -13,7 +13,7 @@ import type { CommittedChange, DomainEvent } from './events.js';
  * a rolled-back command gives its values back, so a thread's cursors are contiguous integers and a
  * consumer that sees a gap knows it missed something.
  */
-export const STAMP = `
+const STAMP = `
 WITH bumped AS (
   UPDATE thread SET change_cursor = change_cursor + $2 WHERE id = $1::uuid
   RETURNING change_cursor - $2 AS base, clock_timestamp() AS at

@@ -88,12 +88,16 @@ describe(`races on ${backendName}`, () => {
       const finishing = () =>
         session.finish('COMPLETED', { stateMessages: [{ tool_call_id: 't-await', status: 'error', content: 'from state' }] });
       const cancelling = () => cancelRun(t, ctx.owner, ctx.runId);
-      // Alternate who is sent first, so both orders are exercised. PGlite runs one statement at a
-      // time and finishRun first tries its one-statement fast path, so there the second one sent
-      // could overtake; the two are sent one after the other instead (the race is sequential there
-      // by construction anyway).
+      // Alternate who is sent first, so both orders are exercised. finishRun first tries its
+      // one-statement fast path, which finds the open work and leaves it to its transaction: a
+      // round trip in which a cancel sent at the same instant nearly always overtakes it. On
+      // PostgreSQL the second is therefore sent 0 to 9 ms after the first (spread over the
+      // iterations); PGlite runs one statement at a time, so there the two are sent one after
+      // the other (the race is sequential there by construction).
       const both = <A, B>(first: () => Promise<A>, second: () => Promise<B>): Promise<[A, B]> =>
-        backendName === 'PGlite' ? first().then(async (a) => [a, await second()]) : Promise.all([first(), second()]);
+        backendName === 'PGlite'
+          ? first().then(async (a) => [a, await second()])
+          : Promise.all([first(), new Promise((resolve) => setTimeout(resolve, (i % 4) * 3)).then(second)]);
       let finish, cancel;
       if (i % 2 === 0) [finish, cancel] = await both(finishing, cancelling);
       else [cancel, finish] = await both(cancelling, finishing);
