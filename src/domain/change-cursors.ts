@@ -67,14 +67,20 @@ export function encodeCursor(threadId: string, cursor: bigint): string {
   return Buffer.from(`${threadId}:${cursor}`).toString('base64url');
 }
 
-/** The thread's counter value a client's cursor names; BAD_USER_INPUT when malformed or of another thread. */
-export function decodeCursor(threadId: string, text: string): bigint {
+/**
+ * The thread's counter value a client's cursor names; BAD_USER_INPUT when malformed, of another
+ * thread, or beyond the thread's counter (read after the client's: no cursor handed out is beyond
+ * it, and nothing could ever follow one that is).
+ */
+export function decodeCursor(thread: { id: string; changeCursor: bigint }, text: string): bigint {
   const match = /^([0-9a-f-]{36}):(0|[1-9][0-9]{0,18})$/.exec(
     /^[A-Za-z0-9_-]*$/.test(text) ? Buffer.from(text, 'base64url').toString() : '',
   );
   if (!match) throw badInput(`Cursor ${JSON.stringify(text)} is malformed`);
-  if (match[1] !== threadId) throw badInput(`Cursor ${JSON.stringify(text)} belongs to another thread`);
-  return BigInt(match[2]!);
+  if (match[1] !== thread.id) throw badInput(`Cursor ${JSON.stringify(text)} belongs to another thread`);
+  const cursor = BigInt(match[2]!);
+  if (cursor > thread.changeCursor) throw badInput(`Cursor ${JSON.stringify(text)} is beyond the thread's latest change`);
+  return cursor;
 }
 
 /** Runs `read` on one snapshot (a read-only REPEATABLE READ transaction): its statements agree. */

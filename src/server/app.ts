@@ -37,7 +37,7 @@ function jwtSecretOf(config: Config): { secret: string; generated: boolean } {
  * Wires the server: database (migrated), pub/sub, GraphQL over HTTP, SSE and graphql-ws, health
  * probes and the lease sweeper. `start` listens; `stop` drains and closes everything.
  */
-export async function buildApp(config: Config, options: { database?: Database } = {}) {
+export async function buildApp(config: Config, options: { database?: Database; maxPendingEvents?: number } = {}) {
   const { secret, generated } = jwtSecretOf(config);
   const db =
     options.database ??
@@ -48,7 +48,7 @@ export async function buildApp(config: Config, options: { database?: Database } 
     pubsub = await createPubSubFor(config, {
       changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit),
       threadCursors: (threadIds) => threadCursors(db.read, threadIds),
-    });
+    }, { maxPendingEvents: options.maxPendingEvents });
   } catch (error) {
     // A server that cannot start must not leave the database open behind it.
     if (!options.database) await db.close();

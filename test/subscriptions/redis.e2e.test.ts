@@ -36,11 +36,13 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
   let a: TestApp;
   let b: TestApp;
   let urlA: string;
+  let urlB: string;
 
   beforeAll(async () => {
     a = await startTestApp({ REDIS_URL: testRedisUrl! });
     b = await startTestApp({ REDIS_URL: testRedisUrl! }, { databaseUrl: a.config.databaseUrl });
     urlA = await a.app.start(0);
+    urlB = await b.app.start(0);
   });
   afterAll(async () => {
     await b?.close();
@@ -96,6 +98,40 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       ]);
       expect(events[1].id).toBe(fence);
     }
+  });
+
+  it('a threadChanges subscriber on A resumes on B with its last cursor: every change once, in order', async () => {
+    const { session, owner, threadId } = await runningRun(b);
+    const before = (await a.gql(SNAPSHOT, { threadId }, owner)).data;
+    const variables = { threadId, after: before.threadAudits.cursor };
+    const onA = subscribeWs(urlA, CHANGES_AFTER, variables, owner);
+    onTestFinished(() => onA.close());
+    // SSE (over HTTP) on A stays live throughout: it sees every change, each once.
+    const sseOnA = await subscribeSse(urlA, CHANGES_AFTER, variables, owner);
+    onTestFinished(() => sseOnA.close());
+    await waitFor(() => a.app.pubsub.subscriberCount('changes', threadId) === 2, 'the subscriptions to start');
+
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]); // served by B
+    const first = payloads(await onA.take(2), 'threadChanges');
+    await onA.close();
+    must(await session.toolStarted('call-1', 'search')); // while no one listens on B: caught up from the database
+    const resumed = await subscribeSse(urlB, CHANGES_AFTER, { threadId, after: first.at(-1).cursor }, owner);
+    onTestFinished(() => resumed.close());
+    // Caught up with the start before the finish commits (a later read would fold the two).
+    expect(payloads(await resumed.take(1), 'threadChanges')[0].audit).toMatchObject({ status: 'RUNNING' });
+    must(await session.toolFinished('call-1', { content: 'found' }));
+    must(await session.finish('COMPLETED'));
+
+    const final = (await a.gql(SNAPSHOT, { threadId }, owner)).data;
+    const finalCursor = final.thread.changeCursor as string;
+    const reachedFinal = (all: { data?: any }[]) => all.at(-1)?.data?.threadChanges?.cursor === finalCursor;
+    const rest = payloads(await resumed.until(reachedFinal, 'the final cursor'), 'threadChanges');
+    const live = payloads(await sseOnA.until(reachedFinal, 'the final cursor'), 'threadChanges');
+    // Every change after the read, once, in the thread's order: consecutive counters up to the final one.
+    const expected = range(counterOf(before.threadAudits.cursor) + 1n, counterOf(finalCursor));
+    expect([...first, ...rest].map((change) => counterOf(change.cursor))).toEqual(expected);
+    expect(live.map((change) => counterOf(change.cursor))).toEqual(expected);
+    for (const changes of [[...first, ...rest], live]) expect(applied(before, changes)).toEqual(applied(final, []));
   });
 
   describe('when Redis goes away', () => {
@@ -194,6 +230,25 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
 
 const CHANGES = `subscription($threadId: ID!) { threadChanges(threadId: $threadId) { cursor audit { id status } run { id status } } }`;
 const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
+const CHANGES_AFTER = `subscription($threadId: ID!, $after: String) {
+  threadChanges(threadId: $threadId, after: $after) { cursor audit { id status } run { id status } }
+}`;
+const SNAPSHOT = `query($threadId: ID!) {
+  thread(id: $threadId) { changeCursor runs { id status } }
+  threadAudits(threadId: $threadId) { cursor items { id status } }
+}`;
+
+/** Cursors are opaque to clients; the test reads their counter to check order and completeness. */
+const counterOf = (cursor: string) => BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);
+/** A dashboard's view: the snapshot's runs and audits, then each change applied by id. */
+function applied(snapshot: any, changes: any[]): Map<string, string> {
+  const view = new Map<string, string>();
+  for (const entity of [...snapshot.thread.runs, ...snapshot.threadAudits.items, ...changes.map((change) => change.audit ?? change.run)]) {
+    view.set(entity.id, entity.status);
+  }
+  return view;
+}
+const range = (from: bigint, to: bigint) => Array.from({ length: Number(to - from + 1n) }, (_, i) => from + BigInt(i));
 
 /** A redis-server of the test's own on a free port, which the test may kill and start again. */
 async function privateRedis() {

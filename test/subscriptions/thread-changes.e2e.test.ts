@@ -131,6 +131,24 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     expect(text).toContain('BAD_USER_INPUT');
   });
 
+  it('refuses a cursor of this thread beyond its counter with BAD_USER_INPUT: nothing could ever follow it', async () => {
+    const { owner, threadId } = await runningRun(t);
+    const { threadCursor } = await committedView(threadId, owner);
+    const beyond = Buffer.from(`${threadId}:${counterOf(threadCursor) + 1n}`).toString('base64url');
+    const stream = subscribeWs(t.url, CHANGES, { threadId, after: beyond }, owner);
+    onTestFinished(() => stream.close());
+    const ending = await stream.ended();
+    const errors = ending.kind === 'error' ? (ending.error as GraphQLResponse['errors']) : stream.results[0]?.errors;
+    expect(errors?.[0]?.extensions?.code, JSON.stringify(ending)).toBe('BAD_USER_INPUT');
+    // As an EventSource would resume with it.
+    const response = await subscribeSseRaw(threadId, owner, {}, beyond);
+    expect(await response.text()).toContain('BAD_USER_INPUT');
+    // The thread's own counter is still a cursor to resume after.
+    const current = subscribeWs(t.url, CHANGES, { threadId, after: threadCursor }, owner);
+    onTestFinished(() => current.close());
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription at the current cursor to start');
+  });
+
   it('a subscriber that reads nothing for a while is caught up, never interrupted', async () => {
     const { session, owner, threadId } = await runningRun(t);
     must(await session.renew(600)); // 280 writes outlast the default lease on a busy machine

@@ -28,6 +28,8 @@ export interface TestAppOptions {
   databaseUrl?: string;
   /** Sees every SQL statement Prisma sends, e.g. to count a request's statements. */
   onQuery?: (sql: string) => void;
+  /** How many changes a subscriber may hold queued before it catches up from the database (small, to make it fall behind). */
+  maxPendingEvents?: number;
 }
 
 /** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
@@ -40,12 +42,12 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratch ? { DATABASE_URL: scratch.url } : {}),
     ...env,
   });
-  const { onQuery } = options;
+  const { onQuery, maxPendingEvents } = options;
   // Only an observer needs the database opened here; buildApp otherwise opens it the same way.
   const database = onQuery
     ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, onQuery })
     : undefined;
-  const app = await buildApp(config, { database }).catch(async (error: unknown) => {
+  const app = await buildApp(config, { database, maxPendingEvents }).catch(async (error: unknown) => {
     await database?.close();
     throw error;
   });

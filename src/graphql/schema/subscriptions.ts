@@ -3,7 +3,7 @@ import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { decodeCursor, encodeCursor } from '../../domain/change-cursors.js';
 import type { CommittedChange } from '../../domain/events.js';
-import type { Message, Run } from '../../generated/prisma/client.js';
+import type { Message, Run, Thread } from '../../generated/prisma/client.js';
 import { perEvent } from '../../realtime/per-event.js';
 import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
@@ -41,10 +41,10 @@ function committed(delivery: Delivery, context: GraphQLContext): CommittedChange
 const runIdOf = (change: CommittedChange) => (change.kind === 'run' ? change.row.id : change.row.runId);
 
 /** The cursor a threadChanges stream resumes after: SSE's Last-Event-ID (a reconnecting EventSource) wins over `after`. */
-function resumeCursor(threadId: string, after: string | null | undefined, context: GraphQLContext): bigint | undefined {
+function resumeCursor(thread: Thread, after: string | null | undefined, context: GraphQLContext): bigint | undefined {
   const lastEventId = context.request?.headers.get('last-event-id');
   const text = lastEventId || after;
-  return text ? decodeCursor(threadId, text) : undefined;
+  return text ? decodeCursor(thread, text) : undefined;
 }
 
 interface ThreadChangeShape {
@@ -118,7 +118,7 @@ builder.subscriptionFields((t) => ({
       const viewer = requirePrincipal(context.principal);
       const thread = await loadAuditThread(context.deps.prisma, viewer, threadId);
       return context.pubsub.subscribe('changes', thread.id, {
-        after: resumeCursor(thread.id, after, context),
+        after: resumeCursor(thread, after, context),
         accept: (change) => !runId || runIdOf(change) === runId,
         endsAtMs: viewer.expiresAtMs,
       });
