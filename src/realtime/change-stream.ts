@@ -155,11 +155,13 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.reading = false;
     if (this.state !== 'open') return;
     for (const change of page) if (change.cursor > this.last) this.take(change);
-    // A full page may have more behind it; a read shared with another subscriber may have
-    // started before a change this one has heard of.
-    if (page.length >= this.limit || this.known() > this.last) this.behind = true;
+    // Offered before deciding whether to read again: changes that arrived during the read and
+    // follow on from it are the reason `known()` is ahead, and need no second read.
     const arrived = this.arrivedDuringRead;
     this.arrivedDuringRead = [];
     for (const change of arrived) this.offer(change);
+    // A full page may have more behind it; a read shared with another subscriber may have
+    // started before a change this one has heard of.
+    if (page.length >= this.limit || this.known() > this.last) this.fallBehind();
   }
 }

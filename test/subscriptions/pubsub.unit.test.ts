@@ -90,6 +90,20 @@ describe('change feed', () => {
     await close();
   });
 
+  it('changes that arrive during a catch-up read and follow on are taken live, with no second read', async () => {
+    const { store, pubsub, publishEvents, close } = await feed(10);
+    const seen = store.commit('t', 'seen');
+    store.commit('t', 'missed');
+    const audits = await pubsub.subscribe('audit', 't', { after: seen.cursor });
+    const first = audits.next(); // starts the catch-up read
+    publishEvents([store.commit('t', 'during the read')]);
+    expect(ids([(await first).value, ...(await take(audits, 1))])).toEqual(['missed', 'during the read']);
+    publishEvents([store.commit('t', 'live')]);
+    expect(ids(await take(audits, 1))).toEqual(['live']);
+    expect(store.reads).toBe(1);
+    await close();
+  });
+
   it('closing tells open subscribers the server is stopping', async () => {
     const { pubsub, close } = await feed(10);
     const runs = await pubsub.subscribe('run', 't');
