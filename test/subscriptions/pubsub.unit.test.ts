@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { CommittedChange } from '../../src/domain/events.js';
 import type { Message } from '../../src/generated/prisma/client.js';
-import { StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/realtime/pubsub.js';
+import { POLL_GRACE_MS, POLL_MS, StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/realtime/pubsub.js';
+import { testRedisUrl } from './support.js';
 
 // The change feed behind every subscription (docs/subscriptions.md): gapless, in cursor order,
 // caught up from the store (the database, here a list) after a gap or while a subscriber lags.
@@ -138,6 +139,38 @@ describe('change feed', () => {
       const runs = await pubsub.subscribe('run', 't', { endsAtMs: Date.now() + 1000 });
       await runs.return!();
       expect(vi.getTimerCount()).toBe(0);
+      await close();
+    });
+  });
+
+  describe.skipIf(!testRedisUrl)('the safety-net poll while Redis is healthy', () => {
+    afterEach(() => vi.useRealTimers());
+
+    async function redisFeed() {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const store = memoryStore();
+      return { store, ...(await createPubSubFor(loadConfig({ REDIS_URL: testRedisUrl! }), store, { maxPendingEvents: 10 })) };
+    }
+
+    it('leaves a change in flight a grace: it arrives live, with no catch-up read', async () => {
+      const { store, pubsub, publishEvents, close } = await redisFeed();
+      const audits = await pubsub.subscribe('audit', 't');
+      const inFlight = store.commit('t', 'in flight');
+      await vi.advanceTimersByTimeAsync(POLL_MS.healthy);
+      publishEvents([inFlight]);
+      await vi.advanceTimersByTimeAsync(POLL_GRACE_MS);
+      expect(ids(await take(audits, 1))).toEqual(['in flight']);
+      expect(store.reads).toBe(0);
+      await close();
+    });
+
+    it('catches up a change that never arrived, once the grace is over', async () => {
+      const { store, pubsub, close } = await redisFeed();
+      const audits = await pubsub.subscribe('audit', 't');
+      store.commit('t', 'lost');
+      await vi.advanceTimersByTimeAsync(POLL_MS.healthy + POLL_GRACE_MS);
+      expect(ids(await take(audits, 1))).toEqual(['lost']);
+      expect(store.reads).toBe(1);
       await close();
     });
   });
