@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { CommittedChange } from '../../src/domain/events.js';
 import type { Message } from '../../src/generated/prisma/client.js';
@@ -12,7 +13,7 @@ import { testRedisUrl } from './support.js';
 function memoryStore() {
   const log: CommittedChange[] = [];
   const cursors = new Map<string, bigint>();
-  const store: ChangeStore & { commit(threadId: string, entityId: string): CommittedChange; reads: number } = {
+  const store: ChangeStore & { commit(threadId: string, entityId: string): CommittedChange; reads: number; gate?: Promise<void> } = {
     reads: 0,
     commit(threadId, entityId) {
       const cursor = (cursors.get(threadId) ?? 0n) + 1n;
@@ -24,8 +25,11 @@ function memoryStore() {
     },
     async changesAfter(threadId, after, limit) {
       store.reads++;
+      // A read in progress: what it returns is decided when it started.
+      const gate = store.gate;
       const latest = new Map<string, CommittedChange>();
       for (const change of log) if (change.threadId === threadId) latest.set(change.row.id, change);
+      await gate;
       return [...latest.values()].filter((change) => change.cursor > after).sort((a, b) => Number(a.cursor - b.cursor)).slice(0, limit);
     },
     async threadCursors(threadIds) {
@@ -172,6 +176,31 @@ describe('change feed', () => {
       expect(ids(await take(audits, 1))).toEqual(['lost']);
       expect(store.reads).toBe(1);
       await close();
+    });
+  });
+
+  describe.skipIf(!testRedisUrl)('two instances sharing Redis', () => {
+    it('wake-ups heard during a catch-up read do not throw away the changes that follow on', async () => {
+      const store = memoryStore();
+      const config = loadConfig({ REDIS_URL: testRedisUrl! });
+      const [a, b] = await Promise.all([0, 1].map(() => createPubSubFor(config, store, { maxPendingEvents: 10 })));
+      onTestFinished(async () => void (await Promise.all([a!.close(), b!.close()])));
+      const thread = `thread-${randomUUID()}`;
+      const seen = store.commit(thread, 'seen');
+      store.commit(thread, 'missed');
+      const live = await b!.pubsub.subscribe('audit', thread);
+      const resumed = await b!.pubsub.subscribe('audit', thread, { after: seen.cursor });
+      let open!: () => void;
+      store.gate = new Promise((resolve) => (open = resolve));
+      const first = resumed.next(); // its catch-up read, held open
+
+      a!.publishEvents([store.commit(thread, 'during the read')]);
+      expect(ids(await take(live, 1))).toEqual(['during the read']); // B has heard the wake-up
+      open();
+      expect(ids([(await first).value, ...(await take(resumed, 1))])).toEqual(['missed', 'during the read']);
+      a!.publishEvents([store.commit(thread, 'live')]);
+      expect(ids(await take(resumed, 1))).toEqual(['live']);
+      expect(store.reads).toBe(1);
     });
   });
 });
