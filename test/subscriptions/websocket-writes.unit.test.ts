@@ -34,7 +34,8 @@ function streamOf(values: number[]): SharedStream {
   async function* events() {
     yield* values;
   }
-  return { events: events(), resultOf: async (value) => ({ data: { n: value } }) };
+  // Frames larger than what a subscription sends on without waiting (16 KiB unsent).
+  return { events: events(), resultOf: async (value) => ({ data: { n: value, padding: 'x'.repeat(20_000) } }) };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
