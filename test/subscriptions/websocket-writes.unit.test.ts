@@ -1,5 +1,4 @@
-import type { AddressInfo } from 'node:net';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { SharedStream } from '../../src/realtime/shared-subscriptions.js';
