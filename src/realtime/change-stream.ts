@@ -62,9 +62,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.started = true;
     this.reading = false;
     if (catchUpFirst) this.behind = true;
-    const arrived = this.arrivedDuringRead;
-    this.arrivedDuringRead = [];
-    for (const change of arrived) this.offer(change);
+    this.offerArrived();
     this.wake();
   }
 
@@ -80,9 +78,12 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.take(change);
   }
 
-  /** The thread has reached `cursor` (a wake-up without rows, or a poll). */
+  /**
+   * The thread has reached `cursor` (a wake-up without rows, or a poll). During a read (or the
+   * start) it is left to `offerArrived`: the changes that arrived meanwhile may bring it there.
+   */
   reached(cursor: bigint): void {
-    if (this.state === 'open' && cursor > this.last) this.fallBehind();
+    if (this.state === 'open' && !this.reading && cursor > this.last) this.fallBehind();
   }
 
   interrupt(interruption: StreamInterrupted): void {
@@ -155,11 +156,21 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.reading = false;
     if (this.state !== 'open') return;
     for (const change of page) if (change.cursor > this.last) this.take(change);
-    // A full page may have more behind it; a read shared with another subscriber may have
-    // started before a change this one has heard of.
-    if (page.length >= this.limit || this.known() > this.last) this.behind = true;
+    this.offerArrived();
+    // A full page may have more behind it.
+    if (page.length >= this.limit) this.fallBehind();
+  }
+
+  /**
+   * After a read or the start: the live changes that arrived meanwhile, then whether the thread
+   * is still ahead (a wake-up without rows, or a read shared with another subscriber that started
+   * before a change this one has heard of). Offered first: changes that follow on are the usual
+   * reason `known()` is ahead, and need no second read.
+   */
+  private offerArrived(): void {
     const arrived = this.arrivedDuringRead;
     this.arrivedDuringRead = [];
     for (const change of arrived) this.offer(change);
+    if (this.known() > this.last) this.fallBehind();
   }
 }

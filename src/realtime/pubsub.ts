@@ -103,6 +103,13 @@ class ThreadFeed {
 /** How often subscribed threads' cursors are read from the database: a safety net, and Redis' stand-in while it is down. */
 export const POLL_MS = { healthy: 5000, unhealthy: 1000 };
 
+/**
+ * While Redis is healthy, a change the poll finds may still be on its way through Redis: a polled
+ * cursor forces catch-up only on the streams still below it this long after the poll, instead
+ * of sending every subscriber to the database for changes about to arrive live.
+ */
+export const POLL_GRACE_MS = 1000;
+
 function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS) {
   const feeds = new Map<string, ThreadFeed>();
 
@@ -124,17 +131,20 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     }
   };
 
-  /** One query for every subscribed thread; a thread that moved wakes its subscribers. */
-  const readCursors = async () => {
+  /** One query for every subscribed thread; a thread that moved wakes its subscribers, after `graceMs`. */
+  const readCursors = async (graceMs: number) => {
     try {
       if (feeds.size === 0) return;
-      for (const { id, changeCursor } of await store.threadCursors([...feeds.keys()])) feeds.get(id)?.reached(changeCursor);
+      const cursors = await store.threadCursors([...feeds.keys()]);
+      const reach = () => {
+        for (const { id, changeCursor } of cursors) feeds.get(id)?.reached(changeCursor);
+      };
+      if (graceMs === 0) reach();
+      else setTimeout(reach, graceMs).unref();
     } catch (error) {
       console.error('[realtime] could not read thread cursors:', String(error));
     }
   };
-  let polling: Promise<void> | null = null;
-  const poll = () => (polling ??= readCursors().finally(() => (polling = null)));
 
   bus?.onMessage((threadId, cursor, changes) => {
     const feed = feeds.get(threadId);
@@ -142,14 +152,15 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     if (changes) feed.deliver(changes);
     feed.reached(cursor);
   });
-  // Whatever was published while Redis was away is found in the database.
-  bus?.onRecovered(() => void poll());
+  // Whatever was published while Redis was away is found in the database: no grace.
+  bus?.onRecovered(() => void readCursors(0));
 
   let timer: NodeJS.Timeout | null = null;
   const schedule = () => {
+    const healthy = () => bus?.healthy() ?? false;
     timer = setTimeout(
-      () => void poll().finally(() => timer && schedule()),
-      bus && !bus.healthy() ? POLL_MS.unhealthy : POLL_MS.healthy,
+      () => void readCursors(healthy() ? POLL_GRACE_MS : 0).finally(() => timer && schedule()),
+      healthy() ? POLL_MS.healthy : POLL_MS.unhealthy,
     );
     timer.unref();
   };

@@ -1,4 +1,5 @@
 import type { ExecutionResult } from 'graphql';
+import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
 import type { SharedStream } from './shared-subscriptions.js';
@@ -37,15 +38,42 @@ function jsonOf(result: object): string {
 const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, done: true });
 
 /**
+ * Below this many unsent bytes on its connection a subscription sends on without waiting: a
+ * corked connection holds every frame of the pass, so waiting on each would send one per pass.
+ */
+const WAIT_ABOVE_BYTES = 16 * 1024;
+
+const corked = new WeakSet<Socket>();
+
+/**
+ * Holds the connection's writes until the event loop's current pass is over, so the frames one
+ * socket gets in one pass (a group's fan-out, a catch-up page) cost one system call, not one each.
+ */
+function corkForThisPass(socket: WebSocket): void {
+  const raw = (socket as unknown as { _socket?: Socket })._socket;
+  if (!raw || corked.has(raw)) return;
+  corked.add(raw);
+  raw.cork();
+  process.nextTick(() => {
+    corked.delete(raw);
+    raw.uncork();
+  });
+}
+
+/**
  * A graphql-ws subscription that writes its results itself, as graphql-transport-ws `next` frames,
  * and yields nothing to graphql-ws, which still starts and completes it. Each frame is the group's
  * shared result, serialized once, behind this subscription's id.
  *
- * Back-pressure is this subscription's own: after a send that the socket could not take at once,
- * the next change waits for that send's own callback (ws calls it once the frame is written, or
- * with an error when the socket closes). It never waits on the connection-wide `bufferedAmount`,
- * which another subscription's frame may keep above zero long after this one's was written.
- * A subscriber that waits falls behind on its own and catches up from the database later.
+ * The connection is corked for the rest of the event-loop pass (`corkForThisPass`), so the frames
+ * it gets in one pass leave in one write.
+ *
+ * Back-pressure is this subscription's own: after a send that left more than `WAIT_ABOVE_BYTES`
+ * unsent on the connection, the next change waits for that send's own callback (ws calls it once
+ * the frame is written, or with an error when the socket closes). It never waits on the
+ * connection-wide `bufferedAmount` draining, which another subscription's frame may keep above
+ * zero long after this one's was written. A subscriber that waits falls behind on its own and
+ * catches up from the database later.
  */
 export function writtenBySubscription(stream: SharedStream, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
   const head = `{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`;
@@ -59,11 +87,12 @@ export function writtenBySubscription(stream: SharedStream, socket: WebSocket, s
   const send = (result: ExecutionResult): Promise<void> | void => {
     if (ended || socket.readyState !== WebSocket.OPEN) return;
     let written = false;
+    corkForThisPass(socket);
     socket.send(`${head}${jsonOf(result)}}`, () => {
       written = true;
       woken();
     });
-    if (socket.bufferedAmount === 0 || written) return;
+    if (socket.bufferedAmount <= WAIT_ABOVE_BYTES || written) return;
     return new Promise<void>((resolve) => {
       wake = resolve;
       if (written || ended) woken();

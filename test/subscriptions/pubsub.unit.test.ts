@@ -1,8 +1,10 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { CommittedChange } from '../../src/domain/events.js';
 import type { Message } from '../../src/generated/prisma/client.js';
-import { StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/realtime/pubsub.js';
+import { POLL_GRACE_MS, POLL_MS, StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/realtime/pubsub.js';
+import { testRedisUrl } from './support.js';
 
 // The change feed behind every subscription (docs/subscriptions.md): gapless, in cursor order,
 // caught up from the store (the database, here a list) after a gap or while a subscriber lags.
@@ -11,7 +13,7 @@ import { StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/
 function memoryStore() {
   const log: CommittedChange[] = [];
   const cursors = new Map<string, bigint>();
-  const store: ChangeStore & { commit(threadId: string, entityId: string): CommittedChange; reads: number } = {
+  const store: ChangeStore & { commit(threadId: string, entityId: string): CommittedChange; reads: number; gate?: Promise<void> } = {
     reads: 0,
     commit(threadId, entityId) {
       const cursor = (cursors.get(threadId) ?? 0n) + 1n;
@@ -23,8 +25,11 @@ function memoryStore() {
     },
     async changesAfter(threadId, after, limit) {
       store.reads++;
+      // A read in progress: what it returns is decided when it started.
+      const gate = store.gate;
       const latest = new Map<string, CommittedChange>();
       for (const change of log) if (change.threadId === threadId) latest.set(change.row.id, change);
+      await gate;
       return [...latest.values()].filter((change) => change.cursor > after).sort((a, b) => Number(a.cursor - b.cursor)).slice(0, limit);
     },
     async threadCursors(threadIds) {
@@ -90,6 +95,20 @@ describe('change feed', () => {
     await close();
   });
 
+  it('changes that arrive during a catch-up read and follow on are taken live, with no second read', async () => {
+    const { store, pubsub, publishEvents, close } = await feed(10);
+    const seen = store.commit('t', 'seen');
+    store.commit('t', 'missed');
+    const audits = await pubsub.subscribe('audit', 't', { after: seen.cursor });
+    const first = audits.next(); // starts the catch-up read
+    publishEvents([store.commit('t', 'during the read')]);
+    expect(ids([(await first).value, ...(await take(audits, 1))])).toEqual(['missed', 'during the read']);
+    publishEvents([store.commit('t', 'live')]);
+    expect(ids(await take(audits, 1))).toEqual(['live']);
+    expect(store.reads).toBe(1);
+    await close();
+  });
+
   it('closing tells open subscribers the server is stopping', async () => {
     const { pubsub, close } = await feed(10);
     const runs = await pubsub.subscribe('run', 't');
@@ -125,6 +144,63 @@ describe('change feed', () => {
       await runs.return!();
       expect(vi.getTimerCount()).toBe(0);
       await close();
+    });
+  });
+
+  describe.skipIf(!testRedisUrl)('the safety-net poll while Redis is healthy', () => {
+    afterEach(() => vi.useRealTimers());
+
+    async function redisFeed() {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const store = memoryStore();
+      return { store, ...(await createPubSubFor(loadConfig({ REDIS_URL: testRedisUrl! }), store, { maxPendingEvents: 10 })) };
+    }
+
+    it('leaves a change in flight a grace: it arrives live, with no catch-up read', async () => {
+      const { store, pubsub, publishEvents, close } = await redisFeed();
+      const audits = await pubsub.subscribe('audit', 't');
+      const inFlight = store.commit('t', 'in flight');
+      await vi.advanceTimersByTimeAsync(POLL_MS.healthy);
+      publishEvents([inFlight]);
+      await vi.advanceTimersByTimeAsync(POLL_GRACE_MS);
+      expect(ids(await take(audits, 1))).toEqual(['in flight']);
+      expect(store.reads).toBe(0);
+      await close();
+    });
+
+    it('catches up a change that never arrived, once the grace is over', async () => {
+      const { store, pubsub, close } = await redisFeed();
+      const audits = await pubsub.subscribe('audit', 't');
+      store.commit('t', 'lost');
+      await vi.advanceTimersByTimeAsync(POLL_MS.healthy + POLL_GRACE_MS);
+      expect(ids(await take(audits, 1))).toEqual(['lost']);
+      expect(store.reads).toBe(1);
+      await close();
+    });
+  });
+
+  describe.skipIf(!testRedisUrl)('two instances sharing Redis', () => {
+    it('wake-ups heard during a catch-up read do not throw away the changes that follow on', async () => {
+      const store = memoryStore();
+      const config = loadConfig({ REDIS_URL: testRedisUrl! });
+      const [a, b] = await Promise.all([0, 1].map(() => createPubSubFor(config, store, { maxPendingEvents: 10 })));
+      onTestFinished(async () => void (await Promise.all([a!.close(), b!.close()])));
+      const thread = `thread-${randomUUID()}`;
+      const seen = store.commit(thread, 'seen');
+      store.commit(thread, 'missed');
+      const live = await b!.pubsub.subscribe('audit', thread);
+      const resumed = await b!.pubsub.subscribe('audit', thread, { after: seen.cursor });
+      let open!: () => void;
+      store.gate = new Promise((resolve) => (open = resolve));
+      const first = resumed.next(); // its catch-up read, held open
+
+      a!.publishEvents([store.commit(thread, 'during the read')]);
+      expect(ids(await take(live, 1))).toEqual(['during the read']); // B has heard the wake-up
+      open();
+      expect(ids([(await first).value, ...(await take(resumed, 1))])).toEqual(['missed', 'during the read']);
+      a!.publishEvents([store.commit(thread, 'live')]);
+      expect(ids(await take(resumed, 1))).toEqual(['live']);
+      expect(store.reads).toBe(1);
     });
   });
 });

@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
+import type { AddressInfo, Socket } from 'node:net';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
 import type { SharedStream } from '../../src/realtime/shared-subscriptions.js';
 import { writtenBySubscription } from '../../src/realtime/websocket.js';
 
@@ -30,11 +31,12 @@ class OneFrameAtATimeSocket {
   }
 }
 
-function streamOf(values: number[]): SharedStream {
+/** By default, frames larger than what a subscription sends on without waiting (16 KiB unsent). */
+function streamOf(values: number[], padding = 20_000): SharedStream {
   async function* events() {
     yield* values;
   }
-  return { events: events(), resultOf: async (value) => ({ data: { n: value } }) };
+  return { events: events(), resultOf: async (value) => ({ data: { n: value, padding: 'x'.repeat(padding) } }) };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -56,5 +58,33 @@ describe('graphql-ws subscriptions sharing one connection', () => {
     expect(idsOf('first')).toHaveLength(3);
     expect(idsOf('second')).toHaveLength(3);
     await done;
+  });
+});
+
+describe('graphql-ws frames of one event-loop pass', () => {
+  it('leave a connection in one socket write', async () => {
+    const server = new WebSocketServer({ port: 0 });
+    onTestFinished(() => void server.close());
+    const accepted = new Promise<WebSocket>((resolve) => server.once('connection', resolve));
+    const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    onTestFinished(() => client.terminate());
+    const received: string[] = [];
+    client.on('message', (data) => received.push(String(data)));
+    const socket = await accepted;
+
+    const raw = (socket as unknown as { _socket: Socket })._socket;
+    let writes = 0;
+    for (const method of ['_write', '_writev'] as const) {
+      const original = raw[method]!.bind(raw) as (...args: unknown[]) => void;
+      (raw as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+        writes++;
+        original(...args);
+      };
+    }
+    const streams = ['a', 'b', 'c'].map((id) => writtenBySubscription(streamOf([1, 2], 100), socket, id));
+    void Promise.all(streams.map((stream) => stream.next()));
+
+    while (received.length < 6) await settle();
+    expect(writes).toBe(1);
   });
 });
