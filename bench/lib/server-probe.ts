@@ -17,25 +17,47 @@ let statements = 0;
 let trace: TracedStatement[] | null = null;
 let commitsOnly = false;
 
-function record(sql: string, started: number) {
-  if (!trace || (commitsOnly && sql !== 'COMMIT')) return;
+/** A statement that writes rows (the write path's one-statement fast path is a CTE holding one). */
+const WRITES = /\b(INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+\w+(\s+\w+)?\s+SET)\b/i;
+
+/** Tracks BEGIN … COMMIT on one session: outside them a write commits by itself (autocommit). */
+function transactionState() {
+  let inTransaction = false;
+  return (sql: string) => {
+    const keyword = sql.trim().split(/\s/, 1)[0]!.toUpperCase();
+    if (keyword === 'BEGIN') inTransaction = true;
+    const autocommits = !inTransaction && WRITES.test(sql);
+    if (keyword === 'COMMIT' || keyword === 'ROLLBACK') inTransaction = false;
+    return autocommits;
+  };
+}
+
+/** `autocommits`: a write outside a transaction, which commits when it ends (traced as a COMMIT). */
+function record(sql: string, started: number, autocommits = false) {
+  const commit = sql === 'COMMIT' || autocommits;
+  if (!trace || (commitsOnly && !commit)) return;
   const ended = performance.now();
-  trace.push({ sql: sql.replace(/\s+/g, ' ').trim().slice(0, 400), ms: ended - started, at: performance.timeOrigin + ended });
+  const text = commitsOnly ? 'COMMIT' : sql.replace(/\s+/g, ' ').trim().slice(0, 400);
+  trace.push({ sql: text, ms: ended - started, at: performance.timeOrigin + ended });
 }
 
 // node-postgres: one Client#query call is one statement on the wire. Transactions await its
 // promise; Pool#query (Prisma outside a transaction, the readiness probe) passes a callback.
 const pgQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-(pg.Client.prototype as any).query = function (this: unknown, ...args: unknown[]) {
+const sessions = new WeakMap<object, (sql: string) => boolean>();
+(pg.Client.prototype as any).query = function (this: object, ...args: unknown[]) {
   statements++;
-  if (!trace) return pgQuery.apply(this, args);
-  const started = performance.now();
   const first = args[0] as string | { text?: string };
   const sql = typeof first === 'string' ? first : (first?.text ?? '?');
+  let session = sessions.get(this);
+  if (!session) sessions.set(this, (session = transactionState()));
+  const autocommits = session(sql);
+  if (!trace) return pgQuery.apply(this, args);
+  const started = performance.now();
   const last = args[args.length - 1];
   if (typeof last === 'function') {
     args[args.length - 1] = function (this: unknown, error: unknown, ...rest: unknown[]) {
-      record(error ? `(failed) ${sql}` : sql, started);
+      record(error ? `(failed) ${sql}` : sql, started, !error && autocommits);
       return (last as (...a: unknown[]) => unknown).call(this, error, ...rest);
     };
     return pgQuery.apply(this, args);
@@ -43,7 +65,7 @@ const pgQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
   const result = pgQuery.apply(this, args);
   if (result instanceof Promise) {
     result.then(
-      () => record(sql, started),
+      () => record(sql, started, autocommits),
       () => record(`(failed) ${sql}`, started),
     );
   }
@@ -60,22 +82,22 @@ function cstring(bytes: Uint8Array, from: number): [string, number] {
   const end = bytes.indexOf(0, from);
   return [decoder.decode(bytes.subarray(from, end)), end + 1];
 }
-let open: { sql: string; started: number } | null = null;
+let open: { sql: string; started: number; autocommits: boolean } | null = null;
+const pgliteSession = transactionState();
 const execProtocolStream = PGlite.prototype.execProtocolStream;
 PGlite.prototype.execProtocolStream = async function (this: PGlite, message: Uint8Array, options?: any) {
   const type = message[0];
   if (type === P || type === Q) {
     statements++;
-    if (trace) {
-      const sql = type === Q ? cstring(message, 5)[0] : cstring(message, cstring(message, 5)[1])[0];
-      open = { sql, started: performance.now() };
-    }
+    const sql = type === Q ? cstring(message, 5)[0] : cstring(message, cstring(message, 5)[1])[0];
+    const autocommits = pgliteSession(sql);
+    if (trace) open = { sql, started: performance.now(), autocommits };
   }
   try {
     return await execProtocolStream.call(this, message, options);
   } finally {
     if (type === S && open) {
-      record(open.sql, open.started);
+      record(open.sql, open.started, open.autocommits);
       open = null;
     }
   }
