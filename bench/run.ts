@@ -527,6 +527,10 @@ async function runSections(
     const streams = settings.streams ?? ((await serverHasThreadChanges(http, ownerToken)) ? ['toolStatusChanged', 'threadChanges'] : ['toolStatusChanged']);
     const results: FanoutRow[] = [];
     const floors = new Map<number, FanoutFloorResult>();
+    // Per subscriber count, the event rate the first row (in process) sustained: every later row
+    // (another stream, Redis) is driven at that rate, so rows differ only in what delivers. A
+    // writer on its own instance (Redis) does no fan-out and would otherwise write faster.
+    const intervals = new Map<number, number>();
     for (const pubsub of settings.pubsubs) {
       await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp, fanoutServer) => {
         const threadId = await serverCreateThread(targetHttp, ownerToken, `fan-out ${pubsub}`);
@@ -536,16 +540,18 @@ async function runSections(
               log(`  ${subscribers} subscribers to ${stream} over ${transport}, pub/sub ${pubsub}…`);
               const measured = await profiled(fanoutServer, `fanout-${pubsub}-${stream}-${transport}-${subscribers}`, () =>
                 measureFanout({
-                  server: target, fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events, log,
+                  server: target, fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events,
+                  intervalMs: intervals.get(subscribers), log,
                 }),
               );
+              if (!intervals.has(subscribers)) intervals.set(subscribers, (measured.seconds * 1000) / settings.events);
               if (transport !== 'ws' || floors.has(subscribers)) {
                 results.push({ ...measured, floor: floors.get(subscribers) ?? null });
                 continue;
               }
               // The floor at the event rate the server sustained, so both see the same spacing; 200 events
               // (200 × subscribers deliveries) are plenty for its percentiles and keep the bench short.
-              const intervalMs = (measured.seconds * 1000) / settings.events;
+              const intervalMs = intervals.get(subscribers)!;
               const floorEvents = Math.min(settings.events, 200);
               log(`    floor: a bare WebSocket broadcast, ${floorEvents} events, one every ${intervalMs.toFixed(1)} ms`);
               floors.set(subscribers, await measureFanoutFloor(subscribers, floorEvents, intervalMs));

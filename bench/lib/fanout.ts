@@ -69,7 +69,30 @@ export interface FanoutResult {
   firstError?: string;
 }
 
-async function driveRun(http: GraphQLHttp, ownerToken: string, workerToken: string, threadId: string, steps: Step[], log: Mutation[]) {
+/**
+ * Waits for the slot of the next tool status change, `intervalMs` after the previous one's (none
+ * without an interval): an open-loop writer, so every row can be driven at the same event rate.
+ */
+function pacer(intervalMs: number | undefined): () => Promise<void> {
+  let first: number | null = null;
+  let sent = 0;
+  return async () => {
+    if (!intervalMs) return;
+    first ??= now();
+    const wait = first + sent++ * intervalMs - now();
+    if (wait > 0) await pause(wait);
+  };
+}
+
+async function driveRun(
+  http: GraphQLHttp,
+  ownerToken: string,
+  workerToken: string,
+  threadId: string,
+  steps: Step[],
+  log: Mutation[],
+  pace: () => Promise<void> = async () => {},
+) {
   const timed = async <T>(op: string, call: () => Promise<T>, event?: Mutation['event']) => {
     const sentAt = now();
     const value = await call();
@@ -85,6 +108,7 @@ async function driveRun(http: GraphQLHttp, ownerToken: string, workerToken: stri
         : step.op === 'recordToolFinished'
           ? { toolCallId: step.toolCallId, status: 'COMPLETED' }
           : undefined;
+    if (event) await pace();
     lease = await timed(step.op, () => serverStep(http, workerToken, runId, lease, step), event);
   }
 }
@@ -103,9 +127,11 @@ export async function measureFanout(options: {
   pubsub: 'memory' | 'redis';
   subscribers: number;
   events: number;
+  /** One tool status change every this many ms; unset: each as soon as the previous one is answered. */
+  intervalMs?: number;
   log: (line: string) => void;
 }): Promise<FanoutResult> {
-  const { server, fanoutServer, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, log } = options;
+  const { server, fanoutServer, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, intervalMs, log } = options;
   const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(child);
   const prefix = `fan-${transport}-${stream}-${pubsub}-${subscribers}-`;
@@ -131,7 +157,9 @@ export async function measureFanout(options: {
       if (progress.minTotal >= 2) break;
       if (round >= 30) throw new Error(`some subscribers never received an event (min ${progress.minTotal})`);
     }
-    log(`    ${subscribers} subscribers live; driving ${events} tool status changes`);
+    const rate = intervalMs ? `, one every ${intervalMs.toFixed(1)} ms` : ', each when the previous one is answered';
+    log(`    ${subscribers} subscribers live; driving ${events} tool status changes${rate}`);
+    const pace = pacer(intervalMs);
 
     const mutations: Mutation[] = [];
     const before = await fanoutServer.counts();
@@ -139,7 +167,7 @@ export async function measureFanout(options: {
     const started = performance.now();
     for (let run = 0; run * TOOLS_PER_RUN * 2 < events; run++) {
       const tools = Math.min(TOOLS_PER_RUN, (events - run * TOOLS_PER_RUN * 2) / 2);
-      await driveRun(http, ownerToken, workerToken, threadId, runScript(tools, `${prefix}r${run}`), mutations);
+      await driveRun(http, ownerToken, workerToken, threadId, runScript(tools, `${prefix}r${run}`), mutations, pace);
     }
     const { complete } = await ask<{ complete: boolean }>({ command: 'wait', events, idleTimeoutMs: 20_000 });
     const seconds = (performance.now() - started) / 1000;
