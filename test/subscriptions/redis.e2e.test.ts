@@ -7,7 +7,7 @@ import { createPubSubFor } from '../../src/realtime/pubsub.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { postgresAdminUrl, servicesRequired } from '../support/database.js';
 import { claim, createRun, must, runningRun } from '../support/lifecycle.js';
-import { delivered, eventually, payloads, subscribeLive, subscribeSse, subscribeWs, waitFor } from '../support/streams.js';
+import { delivered, eventually, payloads, subscribeLive, subscribeSse, subscribeWs, waitFor, THREAD_SNAPSHOT, counterOf } from '../support/streams.js';
 import { tcpProxy, testRedisUrl } from './support.js';
 
 // SEMANTICS.md, "Subscriptions": with REDIS_URL set, a subscriber on one instance receives the
@@ -102,7 +102,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
 
   it('a threadChanges subscriber on A resumes on B with its last cursor: every change once, in order', async () => {
     const { session, owner, threadId } = await runningRun(b);
-    const before = (await a.gql(SNAPSHOT, { threadId }, owner)).data;
+    const before = (await a.gql(THREAD_SNAPSHOT, { threadId }, owner)).data;
     const variables = { threadId, after: before.threadAudits.cursor };
     const onA = subscribeWs(urlA, CHANGES_AFTER, variables, owner);
     onTestFinished(() => onA.close());
@@ -122,7 +122,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
     must(await session.toolFinished('call-1', { content: 'found' }));
     must(await session.finish('COMPLETED'));
 
-    const final = (await a.gql(SNAPSHOT, { threadId }, owner)).data;
+    const final = (await a.gql(THREAD_SNAPSHOT, { threadId }, owner)).data;
     const finalCursor = final.thread.changeCursor as string;
     const reachedFinal = (all: { data?: any }[]) => all.at(-1)?.data?.threadChanges?.cursor === finalCursor;
     const rest = payloads(await resumed.until(reachedFinal, 'the final cursor'), 'threadChanges');
@@ -233,13 +233,7 @@ const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
 const CHANGES_AFTER = `subscription($threadId: ID!, $after: String) {
   threadChanges(threadId: $threadId, after: $after) { cursor audit { id status } run { id status } }
 }`;
-const SNAPSHOT = `query($threadId: ID!) {
-  thread(id: $threadId) { changeCursor runs { id status } }
-  threadAudits(threadId: $threadId) { cursor items { id status } }
-}`;
 
-/** Cursors are opaque to clients; the test reads their counter to check order and completeness. */
-const counterOf = (cursor: string) => BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);
 /** A dashboard's view: the snapshot's runs and audits, then each change applied by id. */
 function applied(snapshot: any, changes: any[]): Map<string, string> {
   const view = new Map<string, string>();

@@ -4,10 +4,10 @@ import type { App } from '../../src/server/app.js';
 import { startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
 import { actors, claim, createRun, createThread, must, type WorkerSession } from '../support/lifecycle.js';
-import { payloads, subscribeWs } from '../support/streams.js';
+import { counterOf, payloads, sseEvents, subscribeWs, THREAD_SNAPSHOT, type ThreadChange } from '../support/streams.js';
 import { testRedisUrl } from './support.js';
 
-// SEMANTICS.md, "Change cursors", as a property: concurrent writers in one thread, subscribers
+// SEMANTICS.md, "ThreadChange cursors", as a property: concurrent writers in one thread, subscribers
 // that connect, drop and resume with their last cursor at random moments (graphql-ws, SSE with
 // `after`, SSE with Last-Event-ID, SSE read slowly); each ends with the database's state, having
 // seen no cursor twice and cursors only increasing. A failure names the seed: rerun it with
@@ -38,19 +38,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const CHANGES = `subscription($threadId: ID!, $after: String) {
   threadChanges(threadId: $threadId, after: $after) { cursor audit { id status } run { id status } }
 }`;
-const SNAPSHOT = `query($threadId: ID!) {
-  thread(id: $threadId) { changeCursor runs { id status } }
-  threadAudits(threadId: $threadId) { cursor items { id status } }
-}`;
 
-interface Change {
-  cursor: string;
-  audit: { id: string; status: string } | null;
-  run: { id: string; status: string } | null;
-}
-
-/** Cursors are opaque to clients; the test reads their counter to check order. */
-const counterOf = (cursor: string) => BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);
 
 interface Instance {
   t: TestApp;
@@ -72,7 +60,7 @@ afterAll(async () => {
 });
 
 async function snapshot(threadId: string, token: string) {
-  const { data } = await t.gql(SNAPSHOT, { threadId }, token);
+  const { data } = await t.gql(THREAD_SNAPSHOT, { threadId }, token);
   const view = new Map<string, string>();
   for (const entity of [...data.thread.runs, ...data.threadAudits.items]) view.set(entity.id, entity.status);
   return { view, cursor: data.threadAudits.cursor as string, threadCursor: data.thread.changeCursor as string };
@@ -120,32 +108,22 @@ function sseLeg(
   const init = {
     headers: { accept: 'text/event-stream', authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
   };
-  const events: { id?: string; change: Change }[] = [];
+  const events: { id?: string; change: ThreadChange }[] = [];
   let stopped = false;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   const reading = (async () => {
     const response = await (typeof target === 'string' ? fetch(address, init) : target.yoga.fetch(address.toString(), init));
     reader = response.body!.getReader();
     if (stopped) return;
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done || stopped) return;
-      buffered += decoder.decode(value, { stream: true });
-      let boundary: number;
-      while ((boundary = buffered.indexOf('\n\n')) >= 0) {
-        const block = buffered.slice(0, boundary);
-        buffered = buffered.slice(boundary + 2);
-        const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
-        if (fields.event === 'complete') throw new Error('the stream ended');
-        if (fields.event !== 'next') continue;
-        const result = JSON.parse(fields.data!) as GraphQLResponse;
-        if (result.errors) throw new Error(`an error event: ${JSON.stringify(result.errors)}`);
-        events.push({ id: fields.id, change: result.data.threadChanges as Change });
-      }
-      // A slow reader: the server's stream is pulled only as fast as this loop reads (in process).
-      if (readDelayMs > 0) await sleep(readDelayMs);
+    // A slow reader: the server's stream is pulled only as fast as this loop reads (in process).
+    const slowly = readDelayMs > 0 ? () => sleep(readDelayMs) : undefined;
+    for await (const fields of sseEvents(reader, slowly)) {
+      if (stopped) return;
+      if (fields.event === 'complete') throw new Error('the stream ended');
+      if (fields.event !== 'next') continue;
+      const result = JSON.parse(fields.data!) as GraphQLResponse;
+      if (result.errors) throw new Error(`an error event: ${JSON.stringify(result.errors)}`);
+      events.push({ id: fields.id, change: result.data.threadChanges as ThreadChange });
     }
   })();
   return {
@@ -164,7 +142,7 @@ const KINDS: Kind[] = ['ws', 'sse-after', 'sse-last-event-id', 'slow-sse'];
 
 interface Subscriber {
   kind: Kind;
-  changes: Change[];
+  changes: ThreadChange[];
   legs: number;
 }
 
@@ -176,9 +154,9 @@ async function leg(
   token: string,
   after: string,
   holdMs: number,
-  until?: (changes: Change[]) => boolean,
+  until?: (changes: ThreadChange[]) => boolean,
 ) {
-  const hold = async (delivered: () => Change[]) => {
+  const hold = async (delivered: () => ThreadChange[]) => {
     const deadline = Date.now() + holdMs;
     while (until ? !until(delivered()) : Date.now() < deadline) {
       if (until && Date.now() > deadline) throw new Error(`${kind}: the final cursor did not arrive within ${holdMs} ms`);
@@ -190,7 +168,7 @@ async function leg(
     await hold(() => payloads(stream.results, 'threadChanges'));
     if (stream.ending) throw new Error(`ws ended: ${JSON.stringify(stream.ending)}`);
     await stream.close();
-    return payloads(stream.results, 'threadChanges') as Change[];
+    return payloads(stream.results, 'threadChanges') as ThreadChange[];
   }
   const byHeader = kind === 'sse-last-event-id';
   const slow = kind === 'slow-sse';
@@ -244,7 +222,7 @@ describe(`threadChanges as a property (${backendName}, ${testRedisUrl ? 'two ins
     const subscribers: Subscriber[] = Array.from({ length: SCALE.subscribers }, (_, i) => ({ kind: KINDS[i % KINDS.length]!, changes: [], legs: 0 }));
     const counts = { resumes: 0, lastEventIdResumes: 0, foldedCatchUps: 0 };
     const lastCursor = (subscriber: Subscriber) => subscriber.changes.at(-1)?.cursor ?? start.cursor;
-    const apply = (subscriber: Subscriber, after: string, delivered: Change[]) => {
+    const apply = (subscriber: Subscriber, after: string, delivered: ThreadChange[]) => {
       if (subscriber.legs > 0) {
         counts.resumes++;
         if (subscriber.kind === 'sse-last-event-id') counts.lastEventIdResumes++;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { backendName } from '../support/database.js';
 import type { GraphQLResponse } from '../support/app.js';
 import { actors, claim, createRun, createThread, must, runningRun, type WorkerSession } from '../support/lifecycle.js';
-import { eventually, payloads, subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
+import { counterOf, eventually, payloads, sseEvents, subscribeSse, subscribeWs, THREAD_SNAPSHOT, waitFor, type Stream, type ThreadChange } from '../support/streams.js';
 import { startListeningApp, testRedisUrl, type ListeningApp } from './support.js';
 
 let t: ListeningApp;
@@ -19,19 +19,9 @@ const CHANGES = `subscription($threadId: ID!, $after: String, $runId: ID) {
   }
 }`;
 const TOOLS = `subscription($threadId: ID!) { toolStatusChanged(threadId: $threadId) { toolCallId status } }`;
-const SNAPSHOT = `query($threadId: ID!) {
-  thread(id: $threadId) { changeCursor runs { id status } }
-  threadAudits(threadId: $threadId) { cursor items { id status } }
-}`;
-
-interface Change {
-  cursor: string;
-  audit: { id: string; status: string } | null;
-  run: { id: string; status: string } | null;
-}
 
 /** What a dashboard holds: each entity's latest state, applied by id. */
-function applied(changes: Change[]): Map<string, string> {
+function applied(changes: ThreadChange[]): Map<string, string> {
   const view = new Map<string, string>();
   for (const change of changes) {
     const entity = change.audit ?? change.run!;
@@ -41,17 +31,15 @@ function applied(changes: Change[]): Map<string, string> {
 }
 
 async function committedView(threadId: string, token: string) {
-  const { data } = await t.gql(SNAPSHOT, { threadId }, token);
+  const { data } = await t.gql(THREAD_SNAPSHOT, { threadId }, token);
   const view = new Map<string, string>();
   for (const entity of [...data.thread.runs, ...data.threadAudits.items]) view.set(entity.id, entity.status);
   return { view, cursor: data.threadAudits.cursor as string, threadCursor: data.thread.changeCursor as string };
 }
 
-/** Cursors are opaque; the tests only compare them through their order of arrival and equality. */
-const cursorsOf = (changes: Change[]) => changes.map((change) => change.cursor);
-const counterOf = (cursor: string) => BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);
+const cursorsOf = (changes: ThreadChange[]) => changes.map((change) => change.cursor);
 
-function expectIncreasing(changes: Change[]) {
+function expectIncreasing(changes: ThreadChange[]) {
   const counters = cursorsOf(changes).map(counterOf);
   for (let i = 1; i < counters.length; i++) expect(counters[i]! > counters[i - 1]!).toBe(true);
 }
@@ -82,7 +70,7 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
       (all) => all.length > 0 && all[all.length - 1]!.data?.threadChanges.cursor === final.cursor,
       'the latest cursor',
     );
-    const changes = payloads(results, 'threadChanges') as Change[];
+    const changes = payloads(results, 'threadChanges') as ThreadChange[];
     expectIncreasing(changes);
     expect(new Set(cursorsOf(changes)).size).toBe(changes.length);
     // Nothing from before the read is sent again.
@@ -110,7 +98,7 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
       expect(payloads(await stream.take(2), 'toolStatusChanged').map((tool) => tool.status)).toEqual(['RUNNING', 'COMPLETED']);
     }
     for (const stream of [...changes, sse[1]!]) {
-      const delivered = payloads(await stream.take(2), 'threadChanges') as Change[];
+      const delivered = payloads(await stream.take(2), 'threadChanges') as ThreadChange[];
       expect(delivered.map((change) => change.audit?.status)).toEqual(['RUNNING', 'COMPLETED']);
     }
   });
@@ -160,7 +148,7 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     must(await session.finish('COMPLETED'));
     const final = await committedView(threadId, owner);
     const events = await readSseEvents(response, (all) => all.at(-1)?.id === final.cursor);
-    const changes = events.map((event) => event.data.threadChanges as Change);
+    const changes = events.map((event) => event.data.threadChanges as ThreadChange);
     expectIncreasing(changes);
     expect(applied(changes)).toEqual(final.view);
   });
@@ -182,7 +170,7 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     // As a browser's EventSource reconnects: the same request, plus Last-Event-ID.
     const resumed = await subscribeSseRaw(threadId, owner, {}, lastEventId);
     const events = await readSseEvents(resumed, (all) => all.at(-1)?.id === final.cursor);
-    const changes = events.map((event) => event.data.threadChanges as Change);
+    const changes = events.map((event) => event.data.threadChanges as ThreadChange);
     expect(changes.every((change) => counterOf(change.cursor) > counterOf(lastEventId))).toBe(true);
     expectIncreasing(changes);
     expect(new Map([...applied(seen.map((event) => event.data.threadChanges)), ...applied(changes)])).toEqual(final.view);
@@ -200,7 +188,7 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
 
     // Subscribers that disconnect and resume with their last cursor while three runs write at once.
     const start = (await committedView(threadId, who.owner)).cursor;
-    const subscribers = [0, 1, 2].map(() => ({ changes: [] as Change[], stream: null as Stream | null }));
+    const subscribers = [0, 1, 2].map(() => ({ changes: [] as ThreadChange[], stream: null as Stream | null }));
     let writing = true;
     const resumers = subscribers.map(async (subscriber, index) => {
       for (let round = 0; writing; round++) {
@@ -209,7 +197,7 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
         subscriber.stream = stream;
         await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 200 * (index + 1)));
         await stream.close();
-        subscriber.changes.push(...(payloads(stream.results, 'threadChanges') as Change[]));
+        subscriber.changes.push(...(payloads(stream.results, 'threadChanges') as ThreadChange[]));
       }
     });
     await Promise.all(sessions.map((session, index) => toolRoundTrips(session, `w${index}`, 4)));
@@ -226,14 +214,14 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
       if (after !== final.cursor) {
         await stream.until((all) => all.at(-1)?.data?.threadChanges.cursor === final.cursor, 'the final cursor');
       }
-      subscriber.changes.push(...(payloads(stream.results, 'threadChanges') as Change[]));
+      subscriber.changes.push(...(payloads(stream.results, 'threadChanges') as ThreadChange[]));
       expectIncreasing(subscriber.changes);
       expect(new Set(cursorsOf(subscriber.changes)).size).toBe(subscriber.changes.length);
       expect(applied(subscriber.changes)).toEqual(final.view);
     }
     const firstRun = sessions[0]!.lease.runId;
     await onlyFirst.until((all) => all.some((result) => result.data?.threadChanges.run?.status === 'COMPLETED'), `the first run to end ${JSON.stringify(onlyFirst.results.slice(0, 3))} ${JSON.stringify(onlyFirst.ending)}`);
-    for (const change of payloads(onlyFirst.results, 'threadChanges') as (Change & { audit: { runId?: string } })[]) {
+    for (const change of payloads(onlyFirst.results, 'threadChanges') as (ThreadChange & { audit: { runId?: string } })[]) {
       expect(change.run ? change.run.id : firstRun).toBe(firstRun);
     }
   });
@@ -256,34 +244,26 @@ async function subscribeSseRaw(threadId: string, token: string, variables: Recor
   });
 }
 
-interface SseEvent {
+interface NextEvent {
   id?: string;
   data: any;
 }
 
 /** Reads `next` events until `done` holds for them, then drops the connection. */
-async function readSseEvents(response: Response, done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+async function readSseEvents(response: Response, done: (events: NextEvent[]) => boolean): Promise<NextEvent[]> {
   const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  const events: SseEvent[] = [];
-  let buffered = '';
+  const events: NextEvent[] = [];
+  const incoming = sseEvents(reader);
   try {
     await eventually(
       async () => {
         while (!done(events)) {
-          const { value, done: ended } = await reader.read();
+          const { value: fields, done: ended } = await incoming.next();
           if (ended) throw new Error(`the stream ended: ${JSON.stringify(events.at(-1))}`);
-          buffered += decoder.decode(value, { stream: true });
-          let boundary: number;
-          while ((boundary = buffered.indexOf('\n\n')) >= 0) {
-            const block = buffered.slice(0, boundary);
-            buffered = buffered.slice(boundary + 2);
-            const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
-            if (fields.event !== 'next') continue;
-            const result = JSON.parse(fields.data!) as GraphQLResponse;
-            if (result.errors) throw new Error(`an error event: ${JSON.stringify(result.errors)}`);
-            events.push({ id: fields.id, data: result.data });
-          }
+          if (fields.event !== 'next') continue;
+          const result = JSON.parse(fields.data!) as GraphQLResponse;
+          if (result.errors) throw new Error(`an error event: ${JSON.stringify(result.errors)}`);
+          events.push({ id: fields.id, data: result.data });
         }
         return events;
       },

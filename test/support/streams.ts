@@ -138,31 +138,49 @@ export function sseResponse(target: App | string, query: string, variables: Reco
   return typeof target === 'string' ? fetch(target, init) : target.yoga.fetch('http://test/graphql', init);
 }
 
-function parseEvent(block: string): { event?: string; data?: string } {
-  const fields: { event?: string; data?: string } = {};
+export interface SseEvent {
+  event?: string;
+  id?: string;
+  data?: string;
+}
+
+function parseEvent(block: string): SseEvent {
+  const fields: SseEvent = {};
   for (const line of block.split('\n')) {
     if (line.startsWith('event:')) fields.event = line.slice(6).trim();
+    else if (line.startsWith('id:')) fields.id = line.slice(3).trim();
     else if (line.startsWith('data:')) fields.data = (fields.data ?? '') + line.slice(5).trim();
   }
   return fields;
 }
 
-/** Reads an SSE body into `stream` as it arrives. */
-async function readSse(stream: Stream, reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+/**
+ * An SSE body's events as they arrive, read chunk by chunk; `afterChunk` runs after each chunk's
+ * events (a slow reader pauses there, and the server's stream is pulled only that fast).
+ */
+export async function* sseEvents(reader: ReadableStreamDefaultReader<Uint8Array>, afterChunk?: () => Promise<unknown>): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffered += decoder.decode(value, { stream: true });
+    let boundary: number;
+    while ((boundary = buffered.indexOf('\n\n')) >= 0) {
+      const block = buffered.slice(0, boundary);
+      buffered = buffered.slice(boundary + 2);
+      yield parseEvent(block);
+    }
+    await afterChunk?.();
+  }
+}
+
+/** Reads an SSE body into `stream` as it arrives. */
+async function readSse(stream: Stream, reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffered += decoder.decode(value, { stream: true });
-      let boundary: number;
-      while ((boundary = buffered.indexOf('\n\n')) >= 0) {
-        const { event, data } = parseEvent(buffered.slice(0, boundary));
-        buffered = buffered.slice(boundary + 2);
-        if (event === 'next' && data) stream.add(JSON.parse(data));
-        if (event === 'complete') stream.end({ kind: 'complete' });
-      }
+    for await (const { event, data } of sseEvents(reader)) {
+      if (event === 'next' && data) stream.add(JSON.parse(data));
+      if (event === 'complete') stream.end({ kind: 'complete' });
     }
     stream.end({ kind: 'error', error: new Error('the event stream ended without `complete`') });
   } catch (error) {
@@ -204,3 +222,19 @@ export async function subscribeLive(
   await waitFor(() => app.pubsub.subscriberCount(topic, threadId) === before + streams.length, 'the subscriptions to be live');
   return streams;
 }
+
+/** A thread's runs and audits as a dashboard reads them before it subscribes with `after: cursor`. */
+export const THREAD_SNAPSHOT = `query($threadId: ID!) {
+  thread(id: $threadId) { changeCursor runs { id status } }
+  threadAudits(threadId: $threadId) { cursor items { id status } }
+}`;
+
+/** One threadChanges delivery, as the tests select it. */
+export interface ThreadChange {
+  cursor: string;
+  audit: { id: string; status: string } | null;
+  run: { id: string; status: string } | null;
+}
+
+/** Cursors are opaque to clients; the tests read their counter to check order and completeness. */
+export const counterOf = (cursor: string) => BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);
