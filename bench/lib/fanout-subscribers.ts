@@ -217,7 +217,8 @@ async function start(transport: Transport, url: string, token: string, threadId:
     // Open connections in small bursts rather than 1,000 handshakes at once.
     if (index % 50 === 49) await pause(20);
   }
-  const deadline = Date.now() + 60_000;
+  // Each subscription is a handshake, a token check and a thread read: 10,000 take a while.
+  const deadline = Date.now() + 60_000 + count * 10;
   while (connected < count && Date.now() < deadline) await pause(50);
   return { connected };
 }

@@ -72,6 +72,8 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     env: {
       WS_MAX_CONNECTIONS_PER_PRINCIPAL: '100000',
       WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '100000',
+      // Thousands of handshakes at once (the memory curve) keep the event loop busy for seconds.
+      WS_INIT_TIMEOUT_MS: '60000',
       ...inherited,
       ...env,
       PORT: String(port),

@@ -122,7 +122,9 @@ export async function floorThreadAudits(sql: Sql, ownerSub: string, threadId: st
   const [thread] = await sql.query(`SELECT id, owner_id FROM thread WHERE id = $1`, [threadId]);
   if (!thread || thread.owner_id !== ownerSub) throw new Error('NOT_FOUND thread');
   const newestFirst = await sql.query(
-    `SELECT m.* FROM message m JOIN run r ON r.id = m.run_id
+    // The thread's runs on their own first, as the server reads them (src/domain/audit-reads.ts).
+    `SELECT m.* FROM (SELECT id, created_order FROM run WHERE thread_id = $1 ORDER BY created_order DESC OFFSET 0) r
+     JOIN message m ON m.run_id = r.id
      WHERE m.thread_id = $1 AND m.message_type IN ('model_audit', 'tool_audit')
      ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC LIMIT $2`,
     [threadId, limit + 1],

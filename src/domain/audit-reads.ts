@@ -10,7 +10,12 @@ import type { Message, Run, Thread, ToolCall } from '../generated/prisma/client.
  */
 export function newestAudits(sql: Sql, threadId: string, count: number): Promise<Message[]> {
   return sql.query<Message>(
-    `SELECT m.* FROM message m JOIN run r ON r.id = m.run_id
+    // The thread's runs first, on their own (OFFSET 0 keeps the planner from folding them into
+    // the join): otherwise it may walk the global created_order index back from the newest run
+    // of the whole database, filtering for this thread, so an older thread's read grew with every
+    // run created after it (bench/README.md, the read curve).
+    `SELECT m.* FROM (SELECT id, created_order FROM run WHERE thread_id = $1 ORDER BY created_order DESC OFFSET 0) r
+      JOIN message m ON m.run_id = r.id
       WHERE m.thread_id = $1 AND m.message_type IN ('model_audit', 'tool_audit')
       ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC
       LIMIT $2`,
