@@ -619,22 +619,23 @@ async function curvesSection(backend: Backend, secret: string) {
   });
   log('\nCost curves ("grows": the largest size costs over ' + GROWTH_THRESHOLD + '× the smallest, per event, per call, per change or per subscriber)');
   const curves = report as Record<string, any>;
-  if (curves.write) {
+  for (const [curve, result] of Object.entries(curves)) if (result?.error) log(`${curve}: failed (${result.error})`);
+  if (curves.write?.rows) {
     log(`Write path at W=${curves.write.workers}, by audits already in the table: server ${curves.write.server}, minimum-work floor ${curves.write.minimumFloor}`);
     log(table(['audits in table', 'server ev/s', 'minimum ev/s'], curves.write.rows.map((r: any) => [r.auditsInTable, r.serverEventsPerSecond, r.minimumEventsPerSecond])));
   }
-  if (curves.read) {
+  if (curves.read?.rows) {
     log(`threadAudits(limit: 500) p50 by thread size: server ${curves.read.server}, floor ${curves.read.floor}`);
     log(table(['audits in thread', 'server p50 ms', 'floor p50 ms'], curves.read.rows.map((r: any) => [r.audits, r.serverP50Ms, r.floorP50Ms])));
   }
-  if (curves.catchup) {
+  if (curves.catchup && !curves.catchup.error) {
     if (curves.catchup.skipped) log(`threadChanges catch-up: skipped (${curves.catchup.skipped})`);
     else {
       log(`threadChanges catch-up, per change: ${curves.catchup.perChange}`);
       log(table(['changes', 'catch-up ms', 'first event ms', 'events', 'ms/change'], curves.catchup.rows.map((r: any) => [r.changes, r.catchUpMs, r.firstEventMs, r.events, r.msPerChange])));
     }
   }
-  if (curves.memory) {
+  if (curves.memory?.rows) {
     log(`Server memory per idle ${curves.memory.stream} subscriber (after a full GC): ${curves.memory.perSubscriber}`);
     log(table(['subscribers', 'RSS KiB/subscriber', 'heap KiB/subscriber', 'heap used MiB'], curves.memory.rows.map((r: any) => [r.subscribers, r.rssKiBPerSubscriber, r.heapKiBPerSubscriber, r.heapUsedMiB])));
   }

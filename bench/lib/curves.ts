@@ -245,7 +245,13 @@ export async function runCurves(context: CurvesContext) {
   for (const curve of CURVES) {
     if (!context.curves.includes(curve)) continue;
     context.log(`Cost curve: ${curve}…`);
-    report[curve] = await curves[curve](context);
+    try {
+      report[curve] = await curves[curve](context);
+    } catch (error) {
+      // The other curves are still worth recording.
+      context.log(`  ${curve} curve failed: ${String(error)}`);
+      report[curve] = { error: String(error) };
+    }
   }
   return report;
 }
