@@ -122,11 +122,12 @@ export async function floorThreadAudits(sql: Sql, ownerSub: string, threadId: st
   const [thread] = await sql.query(`SELECT id, owner_id FROM thread WHERE id = $1`, [threadId]);
   if (!thread || thread.owner_id !== ownerSub) throw new Error('NOT_FOUND thread');
   const newestFirst = await sql.query(
-    // The thread's runs on their own first, as the server reads them (src/domain/audit-reads.ts).
-    `SELECT m.* FROM (SELECT id, created_order FROM run WHERE thread_id = $1 ORDER BY created_order DESC OFFSET 0) r
-     JOIN message m ON m.run_id = r.id
-     WHERE m.thread_id = $1 AND m.message_type IN ('model_audit', 'tool_audit')
-     ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC LIMIT $2`,
+    // The thread's runs newest first on their own index, each run's audits beside it, so the scan
+    // stops at limit + 1 audits (the least any plan can read for a newest-first page).
+    `SELECT m.* FROM run r CROSS JOIN LATERAL (
+       SELECT * FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
+       ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
+     WHERE r.thread_id = $1 ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC LIMIT $2`,
     [threadId, limit + 1],
   );
   const items = newestFirst.slice(0, limit).reverse();

@@ -9,19 +9,21 @@ import type { Message, Run, Thread, ToolCall } from '../generated/prisma/client.
  * sequence (role and id break ties between a model call and a tool sharing a sequence number).
  */
 export function newestAudits(sql: Sql, threadId: string, count: number): Promise<Message[]> {
-  return sql.query<Message>(
-    // The thread's runs first, on their own (OFFSET 0 keeps the planner from folding them into
-    // the join): otherwise it may walk the global created_order index back from the newest run
-    // of the whole database, filtering for this thread, so an older thread's read grew with every
-    // run created after it (bench/README.md, the read curve).
-    `SELECT m.* FROM (SELECT id, created_order FROM run WHERE thread_id = $1 ORDER BY created_order DESC OFFSET 0) r
-      JOIN message m ON m.run_id = r.id
-      WHERE m.thread_id = $1 AND m.message_type IN ('model_audit', 'tool_audit')
-      ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC
-      LIMIT $2`,
-    [threadId, count],
-  );
+  return sql.query<Message>(NEWEST_AUDITS, [threadId, count]);
 }
+
+/**
+ * The thread's runs newest first on their (thread_id, created_order) index, each run's audits
+ * beside it: the scan stops once `count` audits are found, so the read costs the same on a
+ * thread of 5 k audits as on one of 500 k (bench/README.md, the read curve). Only a single run
+ * holding more audits than that is sorted whole.
+ */
+export const NEWEST_AUDITS = `SELECT m.* FROM run r CROSS JOIN LATERAL (
+    SELECT * FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
+    ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
+  WHERE r.thread_id = $1
+  ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC
+  LIMIT $2`;
 
 /** Audit rows (model or tool) by id. */
 export const auditsByIds = (sql: Sql, ids: readonly string[]) =>

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import { NEWEST_AUDITS } from '../../src/domain/audit-reads.js';
+import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+
+// The timeline read must cost the same on a long thread as on a short one (issue 18's read curve):
+// the plan may read only the newest runs it needs, whatever the thread's size and however many
+// runs other threads created after it. Counted from the plan's own row counts, not from time.
+// Two plans once broke it: sorting all of the thread's runs before the join, and walking a
+// global created_order index back from the database's newest run, skipping other threads' runs.
+
+const OLD_THREAD = '00000000-0000-4000-8000-000000000001';
+const RUNS = 30_000; // four audits each: 120,000 audits in the thread read
+const NEWER_THREADS = 3_000; // 100 runs each, all created after the thread read's
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows each table's scans produced or filtered away, over all their loops. */
+function rowsTouched(node: PlanNode, into = new Map<string, number>()) {
+  if (node['Relation Name']) {
+    const rows = (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'];
+    into.set(node['Relation Name'], (into.get(node['Relation Name']) ?? 0) + rows);
+  }
+  for (const child of node.Plans ?? []) rowsTouched(child, into);
+  return into;
+}
+
+describe(`the newest audits of a thread (${backendName})`, () => {
+  let db: Database;
+  let drop = async () => {};
+
+  beforeAll(async () => {
+    const scratch = onPostgres ? await createScratchDatabase() : undefined;
+    if (scratch) drop = scratch.drop;
+    db = await openDatabase({ url: scratch?.url });
+    await migrate(db.driver);
+    await db.driver.exec(`
+      INSERT INTO thread (id, owner_id, title) VALUES ('${OLD_THREAD}', 'owner', 'old');
+      INSERT INTO run (id, thread_id, status, lease_epoch)
+        SELECT gen_random_uuid(), '${OLD_THREAD}', 'COMPLETED', 1 FROM generate_series(1, ${RUNS});
+      INSERT INTO thread (id, owner_id, title) SELECT md5('newer' || t)::uuid, 'owner', 'newer' FROM generate_series(1, ${NEWER_THREADS}) t;
+      INSERT INTO run (id, thread_id, status, lease_epoch)
+        SELECT gen_random_uuid(), md5('newer' || t)::uuid, 'COMPLETED', 1 FROM generate_series(1, ${NEWER_THREADS}) t, generate_series(1, 100);
+      INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, sequence, status)
+        SELECT gen_random_uuid(), r.thread_id, r.id,
+          (CASE WHEN k IN (1, 4) THEN 'ASSISTANT' ELSE 'TOOL' END)::"MessageRole",
+          (CASE WHEN k IN (1, 4) THEN 'model_audit' ELSE 'tool_audit' END)::"MessageType",
+          'op-' || k, k, 'COMPLETED'
+        FROM run r, generate_series(1, 4) k WHERE r.thread_id = '${OLD_THREAD}';
+      ANALYZE;`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await db?.close();
+    await drop();
+  });
+
+  it('reads only the newest runs it needs, not the thread nor the runs created after it', async () => {
+    const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${NEWEST_AUDITS}`,
+      [OLD_THREAD, 501],
+    );
+    const touched = rowsTouched(row!['QUERY PLAN'][0].Plan);
+    // 501 audits live in the newest 126 runs: a few hundred rows of each table at most.
+    expect(touched.get('run')).toBeLessThan(500);
+    expect(touched.get('message')).toBeLessThan(1_000);
+  });
+
+  it('returns them newest first: the newest run first, within a run by sequence', async () => {
+    const audits = await db.driver.query<{ run_id: string; sequence: string }>(NEWEST_AUDITS, [OLD_THREAD, 9]);
+    const runs = await db.driver.query<{ id: string }>(
+      `SELECT id FROM run WHERE thread_id = $1 ORDER BY created_order DESC LIMIT 3`,
+      [OLD_THREAD],
+    );
+    expect(audits.map((audit) => [audit.run_id, Number(audit.sequence)])).toEqual([
+      ...[4, 3, 2, 1].map((sequence) => [runs[0]!.id, sequence]),
+      ...[4, 3, 2, 1].map((sequence) => [runs[1]!.id, sequence]),
+      [runs[2]!.id, 4],
+    ]);
+  });
+});
