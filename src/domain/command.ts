@@ -48,13 +48,16 @@ export type FastPath<Args extends unknown[], T> = (
  * Wraps a domain operation as one transaction that stamps its changes with the thread's change
  * cursors (last, in the same transaction) and publishes them after commit. A failed command
  * changes nothing and publishes nothing. With a fast path, the transaction runs only when the
- * fast path wrote nothing.
+ * fast path wrote nothing. `check`, the input checks that need no database, runs once before
+ * either: neither path repeats them.
  */
 export function command<Args extends unknown[], T>(
   body: (scope: CommandScope, ...args: Args) => Promise<T>,
   fast?: FastPath<Args, T>,
+  check?: (deps: DomainDeps, ...args: Args) => void,
 ): (deps: DomainDeps, ...args: Args) => Promise<T> {
   return async (deps, ...args) => {
+    check?.(deps, ...args);
     const done = fast ? await fast(deps, ...args) : undefined;
     if (done) {
       deps.publish(done.changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));

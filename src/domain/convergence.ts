@@ -131,14 +131,12 @@ ended AS (
   RETURNING r.*)
 SELECT * FROM ended`;
 
-function checkFinishRun(deps: DomainDeps, input: FinishRunInput): unknown[] {
+function checkFinishRun(deps: DomainDeps, _principal: Principal, input: FinishRunInput): void {
   const stateMessages = input.stateMessages ?? [];
   checkJsonFields(deps.limits, { error: input.error, ...Object.fromEntries(stateMessages.map((m, i) => [`stateMessages[${i}]`, m])) });
-  return stateMessages;
 }
 
 async function finishQuietRunFast(deps: DomainDeps, principal: Principal, input: FinishRunInput) {
-  checkFinishRun(deps, input);
   const [ended] = await fastRows<Run>(deps.statement, principal, input.lease, FINISH_QUIET_RUN, [
     CLOSING_RULES[input.status].runStatus,
     jsonParam(input.error),
@@ -148,10 +146,9 @@ async function finishQuietRunFast(deps: DomainDeps, principal: Principal, input:
 
 /** The worker's verdict on its run. */
 export const finishRun = command(async (scope, principal: Principal, input: FinishRunInput) => {
-  const stateMessages = checkFinishRun(scope.deps, input);
   const run = await requireLease(scope.sql, principal, input.lease);
-  return endRun(scope, run, input.status, input.error, stateMessages);
-}, finishQuietRunFast);
+  return endRun(scope, run, input.status, input.error, input.stateMessages ?? []);
+}, finishQuietRunFast, checkFinishRun);
 
 /** The owner or an admin ends a QUEUED or RUNNING run at once; the lease is revoked with it. */
 export const cancelRun = command(async (scope, principal: Principal, runId: string) => {

@@ -98,21 +98,21 @@ claimed AS (
   RETURNING r.*)
 SELECT * FROM claimed`;
 
-const claimParams = (deps: DomainDeps, principal: Principal, runId: string, input: ClaimInput) => [
+const claimParams = (principal: Principal, runId: string, seconds: number, input: ClaimInput) => [
   runId,
   principal.sub,
-  clampLeaseSeconds(deps.limits, input.leaseSeconds),
+  seconds,
   input.claimId ?? null,
 ];
 
-function checkClaim(input: ClaimInput): void {
+function checkClaim(_deps: DomainDeps, _principal: Principal, input: ClaimInput): void {
   if (input.claimId != null) nonBlank(input.claimId, 'claimId');
 }
 
 async function claimRunFast(deps: DomainDeps, principal: Principal, input: ClaimInput) {
-  checkClaim(input);
   if (!isUuid(input.runId)) return undefined;
-  const [claimed] = await fastStatement<Run>(deps.statement, CLAIM_QUEUED, claimParams(deps, principal, input.runId.toLowerCase(), input));
+  const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
+  const [claimed] = await fastStatement<Run>(deps.statement, CLAIM_QUEUED, claimParams(principal, input.runId.toLowerCase(), seconds, input));
   return claimed && { value: toLease(claimed), changes: [runChanged(claimed)] };
 }
 
@@ -122,7 +122,6 @@ async function claimRunFast(deps: DomainDeps, principal: Principal, input: Claim
  * lease back, its expiry extended as by the claim; any other claim of a started run is refused.
  */
 export const claimRun = command(async ({ sql, deps, emit }, principal: Principal, input: ClaimInput) => {
-  checkClaim(input);
   const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
   const run = await lockRun(sql, input.runId);
   if (!run) throw notFound('Run', input.runId);
@@ -139,11 +138,11 @@ export const claimRun = command(async ({ sql, deps, emit }, principal: Principal
 
   const [claimed] = await sql.query<Run>(
     `UPDATE run r SET ${CLAIM_SET} WHERE id = $1::uuid RETURNING *`,
-    claimParams(deps, principal, run.id, input),
+    claimParams(principal, run.id, seconds, input),
   );
   emit(runChanged(claimed!));
   return toLease(claimed!);
-}, claimRunFast);
+}, claimRunFast, checkClaim);
 
 /** The fast path of a renewal (fast-write.ts): the leased run row extended and stamped. */
 const RENEW_LEASE = `WITH ${LEASED_RUN}, ${bump('leased')},

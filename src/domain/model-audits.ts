@@ -35,7 +35,7 @@ export interface ModelFinished extends Observation {
   toolCalls?: DeclaredToolCall[] | null;
 }
 
-function checkModelStarted(deps: DomainDeps, input: ModelStarted): void {
+function checkModelStarted(deps: DomainDeps, _principal: Principal, input: ModelStarted): void {
   nonBlank(input.operationId, 'operationId');
   if (input.model != null) boundedName(input.model, 'model');
   checkObservation(input);
@@ -54,7 +54,6 @@ started AS (
 SELECT * FROM started`;
 
 async function startModelFast(deps: DomainDeps, principal: Principal, input: ModelStarted) {
-  checkModelStarted(deps, input);
   const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_MODEL, [
     newId(),
     input.operationId,
@@ -66,8 +65,7 @@ async function startModelFast(deps: DomainDeps, principal: Principal, input: Mod
 }
 
 /** Creates the RUNNING model audit; an identical replay returns it, keeping the first observation. */
-export const recordModelStarted = command(async ({ sql, deps, emit }, principal: Principal, input: ModelStarted) => {
-  checkModelStarted(deps, input);
+export const recordModelStarted = command(async ({ sql, emit }, principal: Principal, input: ModelStarted) => {
   const run = await requireLease(sql, principal, input.lease);
 
   const existing = await findAudit(sql, run.id, 'ASSISTANT', input.operationId);
@@ -94,7 +92,7 @@ export const recordModelStarted = command(async ({ sql, deps, emit }, principal:
   emit(auditChanged(audit));
   // A just-started model call has declared nothing yet.
   return { ...audit, declaredToolCalls: [] as ToolCall[] };
-}, startModelFast);
+}, startModelFast, checkModelStarted);
 
 /** Far more than any model declares at once, and few enough to insert in one statement; query costs count on it. */
 export const MAX_DECLARED_TOOL_CALLS = 1000;
@@ -112,7 +110,7 @@ function checkDeclaredToolCalls(toolCalls: DeclaredToolCall[]): void {
   }
 }
 
-function checkModelFinished(deps: DomainDeps, input: ModelFinished): DeclaredToolCall[] {
+function checkModelFinished(deps: DomainDeps, _principal: Principal, input: ModelFinished): void {
   nonBlank(input.operationId, 'operationId');
   if (input.status !== 'COMPLETED' && input.status !== 'FAILED') {
     throw badInput('recordModelFinished status must be COMPLETED or FAILED');
@@ -126,7 +124,6 @@ function checkModelFinished(deps: DomainDeps, input: ModelFinished): DeclaredToo
     usage: input.usage,
     ...Object.fromEntries(toolCalls.map((call, index) => [`toolCalls[${index}].args`, call.args])),
   });
-  return toolCalls;
 }
 
 const TOOL_CALL_COLUMNS = ['id', 'thread_id', 'run_id', 'declared_by_id', 'position', 'tool_call_id', 'name', 'declared_input',
@@ -156,7 +153,7 @@ SELECT closed.*, ${TOOL_CALL_COLUMNS.map((column) => `d.${column} AS "${DECLARED
 FROM closed LEFT JOIN declared d ON true ORDER BY d.position`;
 
 async function finishModelFast(deps: DomainDeps, principal: Principal, input: ModelFinished) {
-  const toolCalls = checkModelFinished(deps, input);
+  const toolCalls = input.toolCalls ?? [];
   const rows = await fastRows<Record<string, unknown>>(deps.statement, principal, input.lease, FINISH_MODEL, [
     input.operationId,
     input.status,
@@ -179,8 +176,8 @@ const fieldsUnder = (row: Record<string, unknown>, prefix: string) =>
  * Closes the model audit and declares its tool calls as PENDING ToolCalls. A replay is a no-op:
  * it never touches a ToolCall, so a started call is never reset to PENDING.
  */
-export const recordModelFinished = command(async ({ sql, deps, emit }, principal: Principal, input: ModelFinished) => {
-  const toolCalls = checkModelFinished(deps, input);
+export const recordModelFinished = command(async ({ sql, emit }, principal: Principal, input: ModelFinished) => {
+  const toolCalls = input.toolCalls ?? [];
   const run = await requireLease(sql, principal, input.lease);
   const audit = await requireAudit(sql, run, 'ASSISTANT', input.operationId);
 
@@ -227,4 +224,4 @@ export const recordModelFinished = command(async ({ sql, deps, emit }, principal
   emit(auditChanged(closed));
   // Returned with the audit, so that the response needs no re-read.
   return { ...closed, declaredToolCalls: declared.sort((a, b) => a.position - b.position) };
-}, finishModelFast);
+}, finishModelFast, checkModelFinished);

@@ -56,13 +56,11 @@ function effectiveInputOf(value: unknown): JsonObject {
   return value;
 }
 
-/** The checks of a tool start that need no database; returns its effective input. */
-function checkToolStarted(deps: DomainDeps, input: ToolStarted): JsonObject {
+/** The checks of a tool start that need no database. */
+function checkToolStarted(deps: DomainDeps, _principal: Principal, input: ToolStarted): void {
   nonBlank(input.name, 'name');
-  const effectiveInput = effectiveInputOf(input.effectiveInput);
-  checkJsonFields(deps.limits, { effectiveInput });
+  checkJsonFields(deps.limits, { effectiveInput: effectiveInputOf(input.effectiveInput) });
   checkToolEvent(input);
-  return effectiveInput;
 }
 
 /**
@@ -90,7 +88,7 @@ mirrored AS (
 SELECT * FROM started`;
 
 async function startToolFast(deps: DomainDeps, principal: Principal, input: ToolStarted) {
-  const effectiveInput = checkToolStarted(deps, input);
+  const effectiveInput = effectiveInputOf(input.effectiveInput);
   const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_TOOL, [
     input.toolCallId,
     newId(),
@@ -106,9 +104,8 @@ async function startToolFast(deps: DomainDeps, principal: Principal, input: Tool
  * RUNNING. An identical replay returns the existing row unchanged (first startedAt and
  * monotonic origin kept), whatever its status.
  */
-export const recordToolStarted = command(async (scope, principal: Principal, input: ToolStarted) => {
-  const { sql, deps, emit } = scope;
-  const effectiveInput = checkToolStarted(deps, input);
+export const recordToolStarted = command(async ({ sql, emit }, principal: Principal, input: ToolStarted) => {
+  const effectiveInput = effectiveInputOf(input.effectiveInput);
   const run = await requireLease(sql, principal, input.lease);
 
   const existing = await findAudit(sql, run.id, 'TOOL', input.toolCallId);
@@ -145,7 +142,7 @@ export const recordToolStarted = command(async (scope, principal: Principal, inp
   await mirrorOntoToolCall(sql, audit);
   emit(auditChanged(audit));
   return audit;
-}, startToolFast);
+}, startToolFast, checkToolStarted);
 
 /** Terminal replays compare the raw output with the late-filled `id` and `name` ignored. */
 function comparableOutput(output: unknown): unknown {
@@ -161,11 +158,10 @@ async function close(scope: CommandScope, audit: Message, data: Partial<Message>
   return updated;
 }
 
-function checkToolFinished(deps: DomainDeps, input: ToolFinished): JsonObject {
+function checkToolFinished(deps: DomainDeps, _principal: Principal, input: ToolFinished): void {
   if (!isJsonObject(input.output)) throw badInput('output must be the tool message envelope, a JSON object');
   checkJsonFields(deps.limits, { output: input.output });
   checkToolEvent(input);
-  return input.output;
 }
 
 /** The fast path of closing a RUNNING tool audit (fast-write.ts): the audit row locked, then closed as `close` does. */
@@ -185,7 +181,7 @@ mirrored AS (
 SELECT * FROM closed`;
 
 async function finishToolFast(deps: DomainDeps, principal: Principal, input: ToolFinished) {
-  const output = checkToolFinished(deps, input);
+  const output = input.output as JsonObject;
   const controlledFailure = output.status === 'error';
   const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, FINISH_TOOL, [
     input.toolCallId,
@@ -200,7 +196,7 @@ async function finishToolFast(deps: DomainDeps, principal: Principal, input: Too
 
 /** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once, its content the error. */
 export const recordToolFinished = command(async (scope, principal: Principal, input: ToolFinished) => {
-  const output = checkToolFinished(scope.deps, input);
+  const output = input.output as JsonObject;
   const run = await requireLease(scope.sql, principal, input.lease);
   const audit = await requireAudit(scope.sql, run, 'TOOL', input.toolCallId);
 
@@ -221,7 +217,7 @@ export const recordToolFinished = command(async (scope, principal: Principal, in
     awaitingRunTerminal: false,
     ...endColumns(audit, input),
   });
-}, finishToolFast);
+}, finishToolFast, checkToolFinished);
 
 /**
  * A bare error may be an interrupt: the observation is saved and the audit stays RUNNING,

@@ -145,6 +145,10 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
       console.error('[realtime] could not read thread cursors:', String(error));
     }
   };
+  // One cursor read at a time: a poll asked for while one is under way (a recovery during a timer
+  // tick) reads after it, with its own grace (readCursors never rejects).
+  let polling = Promise.resolve();
+  const poll = (graceMs: number) => (polling = polling.then(() => readCursors(graceMs)));
 
   bus?.onMessage((threadId, cursor, changes) => {
     const feed = feeds.get(threadId);
@@ -153,13 +157,13 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     feed.reached(cursor);
   });
   // Whatever was published while Redis was away is found in the database: no grace.
-  bus?.onRecovered(() => void readCursors(0));
+  bus?.onRecovered(() => void poll(0));
 
   let timer: NodeJS.Timeout | null = null;
   const schedule = () => {
     const healthy = () => bus?.healthy() ?? false;
     timer = setTimeout(
-      () => void readCursors(healthy() ? POLL_GRACE_MS : 0).finally(() => timer && schedule()),
+      () => void poll(healthy() ? POLL_GRACE_MS : 0).finally(() => timer && schedule()),
       healthy() ? POLL_MS.healthy : POLL_MS.unhealthy,
     );
     timer.unref();

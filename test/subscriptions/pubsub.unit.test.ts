@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import type { CommittedChange } from '../../src/domain/events.js';
 import type { Message } from '../../src/generated/prisma/client.js';
 import { POLL_GRACE_MS, POLL_MS, StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/realtime/pubsub.js';
+import type { WakeBus } from '../../src/realtime/redis-bus.js';
 import { testRedisUrl } from './support.js';
 
 // The change feed behind every subscription (docs/subscriptions.md): gapless, in cursor order,
@@ -143,6 +144,55 @@ describe('change feed', () => {
       const runs = await pubsub.subscribe('run', 't', { endsAtMs: Date.now() + 1000 });
       await runs.return!();
       expect(vi.getTimerCount()).toBe(0);
+      await close();
+    });
+  });
+
+  describe('the safety-net poll', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+      vi.doUnmock('../../src/realtime/redis-bus.js');
+      vi.resetModules();
+    });
+
+    it('reads cursors one at a time: a recovery during a timed poll reads after it', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      // A stand-in for Redis, so that the test decides when it recovers.
+      let recovered!: () => void;
+      const bus: WakeBus = {
+        publish() {},
+        listen() {},
+        unlisten() {},
+        onMessage() {},
+        onRecovered: (listener) => void (recovered = listener),
+        healthy: () => true,
+        close: async () => {},
+      };
+      vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
+      vi.resetModules();
+      const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');
+      const store = memoryStore();
+      const { pubsub, close } = await withBus(loadConfig({ REDIS_URL: 'redis://fake' }), store);
+      await pubsub.subscribe('audit', 't');
+
+      const threadCursors = store.threadCursors;
+      let reads = 0;
+      let inFlight = 0;
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      store.threadCursors = async (threadIds) => {
+        reads++;
+        inFlight++;
+        await gate;
+        inFlight--;
+        return threadCursors(threadIds);
+      };
+      await vi.advanceTimersByTimeAsync(POLL_MS.healthy); // the timed poll, its read held open
+      recovered();
+      await vi.advanceTimersByTimeAsync(0);
+      expect([reads, inFlight]).toEqual([1, 1]);
+      open();
+      await vi.waitFor(() => expect(reads).toBe(2)); // the recovery's own read, once the first ended
       await close();
     });
   });
