@@ -5,7 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { param, toRow, type Sql } from './sql.js';
+import { param, timestampParser, toRows, type Sql } from './sql.js';
 
 /** The narrow raw-SQL surface migrations and the readiness probe need, on either driver. */
 export interface SqlDriver {
@@ -53,7 +53,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
 const params = (values?: unknown[]) => values?.map(param);
 
-type Rows = (sql: string, values?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
+/** A driver's query in array mode: rows as arrays, the columns named once in `fields`. */
+type Rows = (sql: string, values?: unknown[]) => Promise<{ rows: unknown[][]; fields: { name: string }[] }>;
+
+const TIMESTAMPTZ = 1184;
+const INT8 = 20;
 
 const preparedNames = new Map<string, string>();
 /**
@@ -72,7 +76,8 @@ function mappedSql(rows: Rows, onQuery?: (sql: string) => void): Sql {
   return {
     query: async <Row>(sql: string, values?: unknown[]) => {
       onQuery?.(sql);
-      return (await rows(sql, params(values))).rows.map((row) => toRow<Row>(row));
+      const result = await rows(sql, params(values));
+      return toRows<Row>(result.rows, result.fields.map((field) => field.name));
     },
   };
 }
@@ -108,9 +113,19 @@ async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard:
   }
 }
 
+const pgTimestamp = timestampParser(pg.types.getTypeParser(TIMESTAMPTZ));
+const typeParser = (oid: number, format?: 'text' | 'binary') =>
+  oid === TIMESTAMPTZ && format !== 'binary' ? pgTimestamp : pg.types.getTypeParser(oid, format);
+
 async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000, statement_timeout: statementTimeoutMs });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 10_000,
+    statement_timeout: statementTimeoutMs,
+    types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
+  });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
   const driver: SqlDriver & SqlTransactor = {
@@ -127,7 +142,7 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
       withClient(pool, async (client, discard) => {
         await client.query('BEGIN');
         try {
-          const value = await fn(mappedSql((sql, values) => client.query(sql, values)));
+          const value = await fn(mappedSql((text, values) => client.query({ text, values, rowMode: 'array' })));
           await client.query('COMMIT');
           return value;
         } catch (error) {
@@ -143,8 +158,8 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
     kind: 'postgres',
     prisma,
     driver,
-    read: mappedSql((sql, values) => pool.query(sql, values), onQuery),
-    statement: mappedSql((sql, values) => pool.query({ name: preparedName(sql), text: sql, values })),
+    read: mappedSql((text, values) => pool.query({ text, values, rowMode: 'array' }), onQuery),
+    statement: mappedSql((text, values) => pool.query({ name: preparedName(text), text, values, rowMode: 'array' })),
     close: async () => {
       await prisma.$disconnect();
       await driver.close();
@@ -162,11 +177,11 @@ async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Pr
   };
   // PGlite is one in-process session: "a session" is the database itself.
   // int8 as text: the row mapper makes it a bigint without a detour through an imprecise number.
-  const parsers = { 20: (value: string) => value };
+  const parsers = { [INT8]: (value: string) => value, [TIMESTAMPTZ]: timestampParser((text) => new Date(text)) };
   const rowsOf =
     (db: PGlite | Transaction): Rows =>
     (sql, values) =>
-      db.query<Record<string, unknown>>(sql, values, { parsers });
+      db.query<unknown[]>(sql, values, { parsers, rowMode: 'array' });
   const driver: SqlDriver & SqlTransactor = {
     ...session,
     withSession: (fn) => fn(session),

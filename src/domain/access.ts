@@ -57,8 +57,16 @@ export async function loadReadableThreadForWrite(sql: Sql, principal: Principal,
  * someone else's thread gets NOT_FOUND, so the thread's existence is not revealed.
  */
 export async function loadAuditThread(tx: Tx, principal: Principal, threadId: string) {
+  requireAuditReader(principal);
+  return auditThreadOrNotFound(principal, await findThread(tx, threadId), threadId);
+}
+
+export function requireAuditReader(principal: Principal): void {
   if (principal.role !== 'superadmin') throw forbidden('Audit data is for super administrators only');
-  const thread = await findThread(tx, threadId);
+}
+
+/** A thread whose audits the principal may not read looks like no thread at all. */
+export function auditThreadOrNotFound<T extends OwnedThread>(principal: Principal, thread: T | null | undefined, threadId: string): T {
   if (!thread || !canReadAudits(principal, thread)) throw notFound('Thread', threadId);
   return thread;
 }

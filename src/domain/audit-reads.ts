@@ -1,29 +1,65 @@
+import type { Principal } from '../auth/principal.js';
 import type { Sql } from '../db/sql.js';
+import { auditThreadOrNotFound, requireAuditReader } from './access.js';
+import { badInput } from './errors.js';
+import { rowId } from './ids.js';
 import type { Message, Run, Thread, ToolCall } from '../generated/prisma/client.js';
 
 // The audit timeline and the rows it points to, as plain SQL: each function reads a whole batch
 // in one statement (the GraphQL layer's DataLoaders call them once per relation and request).
 
+/** The most audits one timeline read returns. */
+export const MAX_AUDITS = 500;
+
+/** A thread's newest audits, oldest first, and the cursor of the thread's latest change they include. */
+export interface Timeline {
+  threadId: string;
+  items: Message[];
+  /** The thread holds older audits than `items`. */
+  truncated: boolean;
+  cursor: bigint;
+}
+
 /**
- * The newest `count` audit rows of a thread, newest first: by run creation, then the runtime's
- * sequence (role and id break ties between a model call and a tool sharing a sequence number).
+ * The newest `limit` audits of a thread the principal may read, with the thread's cursor: one
+ * statement, so one snapshot, that also reads the thread's owner for the access rule. One more
+ * audit than asked tells whether the thread holds more, without a count.
  */
-export function newestAudits(sql: Sql, threadId: string, count: number): Promise<Message[]> {
-  return sql.query<Message>(NEWEST_AUDITS, [threadId, count]);
+export async function readTimeline(sql: Sql, principal: Principal, threadId: string, limit: number | null | undefined): Promise<Timeline> {
+  requireAuditReader(principal);
+  if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
+  const id = rowId(threadId, 'Thread');
+  const rows = await sql.query<Message & { timelineOwnerId: string; timelineCursor: string | null }>(TIMELINE, [id, limit + 1]);
+  const [first] = rows;
+  auditThreadOrNotFound(principal, first && { id, ownerId: first.timelineOwnerId }, threadId);
+  const newestFirst = first!.id === null ? [] : rows;
+  return {
+    threadId: id,
+    items: newestFirst.slice(0, limit).reverse(),
+    truncated: newestFirst.length > limit,
+    cursor: BigInt(first!.timelineCursor ?? 0),
+  };
 }
 
 /**
  * The thread's runs newest first on their (thread_id, created_order) index, each run's audits
  * beside it: the scan stops once `count` audits are found, so the read costs the same on a
  * thread of 5 k audits as on one of 500 k (bench/README.md, the read curve). Only a single run
- * holding more audits than that is sorted whole.
+ * holding more audits than that is sorted whole. Newest first: by run creation, then the
+ * runtime's sequence (role and id break ties between a model call and a tool sharing a number).
  */
-export const NEWEST_AUDITS = `SELECT m.* FROM run r CROSS JOIN LATERAL (
+export const NEWEST_AUDITS = `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
     SELECT * FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
   WHERE r.thread_id = $1
   ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC
   LIMIT $2`;
+
+/** The thread's row (one, with empty audit columns, when it has no audits) joined to its newest audits. */
+export const TIMELINE = `SELECT t.owner_id AS timeline_owner_id, t.change_cursor AS timeline_cursor, a.*
+  FROM thread t LEFT JOIN (${NEWEST_AUDITS}) a ON true
+  WHERE t.id = $1
+  ORDER BY a.run_order DESC, a.sequence DESC, a.role DESC, a.id DESC`;
 
 /** Audit rows (model or tool) by id. */
 export const auditsByIds = (sql: Sql, ids: readonly string[]) =>
@@ -34,14 +70,6 @@ export const runsByIds = (sql: Sql, ids: readonly string[]) =>
 
 export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Thread>(`SELECT * FROM thread WHERE id = ANY($1::uuid[])`, [ids]);
-
-/** The model audit that declared each tool call, with the tool call's id as `declaredToolCallId`. */
-export const declaringAudits = (sql: Sql, toolCallIds: readonly string[]) =>
-  sql.query<Message & { declaredToolCallId: string }>(
-    `SELECT m.*, tc.id AS declared_tool_call_id FROM tool_call tc JOIN message m ON m.id = tc.declared_by_id
-      WHERE tc.id = ANY($1::uuid[])`,
-    [toolCallIds],
-  );
 
 export const toolCallsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<ToolCall>(`SELECT * FROM tool_call WHERE id = ANY($1::uuid[])`, [ids]);

@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import { auditsByIds, declaringAudits, runsByIds, threadsByIds, toolCallsByIds, toolCallsDeclaredBy, toolCallsOfRuns } from '../domain/audit-reads.js';
+import { auditsByIds, runsByIds, threadsByIds, toolCallsByIds, toolCallsDeclaredBy, toolCallsOfRuns } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
 
 /** A loader of one row per key, one statement per batch; a missing row is null. */
@@ -38,8 +38,6 @@ export function createLoaders({ prisma, read }: DomainDeps) {
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
     run: rowsBy((ids) => runsByIds(read, ids), idOf),
     toolCall: rowsBy((ids) => toolCallsByIds(read, ids), idOf),
-    /** Keyed by tool call id. */
-    declaringAudit: rowsBy((ids) => declaringAudits(read, ids), (audit) => audit.declaredToolCallId),
     toolCallsDeclaredBy: rowsGroupedBy((ids) => toolCallsDeclaredBy(read, ids), (toolCall) => toolCall.declaredById),
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
     /** Ordinary history only: audit rows are never counted. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { NEWEST_AUDITS } from '../../src/domain/audit-reads.js';
+import { TIMELINE } from '../../src/domain/audit-reads.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
 
 // The timeline read must cost the same on a long thread as on a short one (issue 18's read curve):
@@ -65,7 +65,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
 
   it('reads only the newest runs it needs, not the thread nor the runs created after it', async () => {
     const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      `EXPLAIN (ANALYZE, FORMAT JSON) ${NEWEST_AUDITS}`,
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${TIMELINE}`,
       [OLD_THREAD, 501],
     );
     const touched = rowsTouched(row!['QUERY PLAN'][0].Plan);
@@ -75,7 +75,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
   });
 
   it('returns them newest first: the newest run first, within a run by sequence', async () => {
-    const audits = await db.driver.query<{ run_id: string; sequence: string }>(NEWEST_AUDITS, [OLD_THREAD, 9]);
+    const audits = await db.driver.query<{ run_id: string; sequence: string }>(TIMELINE, [OLD_THREAD, 9]);
     const runs = await db.driver.query<{ id: string }>(
       `SELECT id FROM run WHERE thread_id = $1 ORDER BY created_order DESC LIMIT 3`,
       [OLD_THREAD],

@@ -1,7 +1,6 @@
-import { loadAuditThread, requirePrincipal } from '../../domain/access.js';
-import { newestAudits } from '../../domain/audit-reads.js';
-import { encodeCursor, onOneSnapshot, threadCursor } from '../../domain/change-cursors.js';
-import { badInput } from '../../domain/errors.js';
+import { requirePrincipal } from '../../domain/access.js';
+import { MAX_AUDITS, readTimeline } from '../../domain/audit-reads.js';
+import { encodeCursor } from '../../domain/change-cursors.js';
 import type { Message } from '../../generated/prisma/client.js';
 import { builder, listCost } from '../builder.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
@@ -69,8 +68,6 @@ export const ToolAuditRef = builder.prismaObject('Message', {
   }),
 });
 
-const MAX_AUDITS = 500;
-
 const ThreadAuditsRef = builder
   .objectRef<{ threadId: string; items: Message[]; truncated: boolean; cursor: string }>('ThreadAudits')
   .implement({
@@ -100,21 +97,11 @@ builder.queryField('threadAudits', (t) =>
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }), limit: t.arg.int({ defaultValue: MAX_AUDITS }) },
     complexity: ({ limit }) => listCost(limit, MAX_AUDITS),
-    resolve: async (_root, { threadId, limit }, { deps, principal }) => {
-      const thread = await loadAuditThread(deps.prisma, requirePrincipal(principal), threadId);
-      if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
-      // One more than asked tells whether the thread holds more, without a count query. The items'
-      // relations are loaded by the per-request loaders, one statement per relation.
-      const [newestFirst, cursor] = await onOneSnapshot(deps.sql, async (sql) => [
-        await newestAudits(sql, thread.id, limit + 1),
-        await threadCursor(sql, thread.id),
-      ] as const);
-      return {
-        threadId: thread.id,
-        cursor: encodeCursor(thread.id, cursor),
-        items: newestFirst.slice(0, limit).reverse(),
-        truncated: newestFirst.length > limit,
-      };
+    resolve: async (_root, { threadId, limit }, { deps, principal, loaders }) => {
+      const timeline = await readTimeline(deps.read, requirePrincipal(principal), threadId, limit);
+      // The items are what a tool audit's `declaredBy` most often points to.
+      for (const audit of timeline.items) loaders.audit.prime(audit.id, audit);
+      return { ...timeline, cursor: encodeCursor(timeline.threadId, timeline.cursor) };
     },
   }),
 );

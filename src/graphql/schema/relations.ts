@@ -42,7 +42,10 @@ builder.objectFields(ToolAuditRef, (t) => ({
   declaredBy: t.field({
     type: ModelAuditRef,
     authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
-    resolve: (audit, _args, { loaders }) => loadRequired(loaders.declaringAudit, audit.toolCallRowId),
+    resolve: async (audit, _args, { loaders }) => {
+      const toolCall = await loadRequired(loaders.toolCall, audit.toolCallRowId);
+      return loadRequired(loaders.audit, toolCall.declaredById);
+    },
   }),
 }));
 
@@ -51,7 +54,7 @@ builder.objectField(ToolCallRef, 'declaredBy', (t) =>
     type: ModelAuditRef,
     description: 'Audit data: super administrators on their own threads only.',
     authScopes: (toolCall, _args, context, info) => mayReadDeclaringAudit(toolCall, context, info),
-    resolve: (toolCall, _args, { loaders }) => loadRequired(loaders.declaringAudit, toolCall.id),
+    resolve: (toolCall, _args, { loaders }) => loadRequired(loaders.audit, toolCall.declaredById),
   }),
 );
 
