@@ -71,12 +71,12 @@ export const runsByIds = (sql: Sql, ids: readonly string[]) =>
 export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Thread>(`SELECT * FROM thread WHERE id = ANY($1::uuid[])`, [ids]);
 
-export const toolCallsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<ToolCall>(`SELECT * FROM tool_call WHERE id = ANY($1::uuid[])`, [ids]);
-
-/** The tool calls each model audit declared, in declaration order. */
-export const toolCallsDeclaredBy = (sql: Sql, auditIds: readonly string[]) =>
-  sql.query<ToolCall>(`SELECT * FROM tool_call WHERE declared_by_id = ANY($1::uuid[]) ORDER BY position`, [auditIds]);
+/** Tool calls by id, and those each of `declarers` declared (in declaration order), in one statement. */
+export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], declarers: readonly string[]) =>
+  sql.query<ToolCall>(
+    `SELECT * FROM tool_call WHERE id = ANY($1::uuid[]) OR declared_by_id = ANY($2::uuid[]) ORDER BY position`,
+    [ids, declarers],
+  );
 
 /** Each run's tool calls in declaration order: by the declaring model call (its sequence, then id), then position. */
 export const toolCallsOfRuns = (sql: Sql, runIds: readonly string[]) =>

@@ -1,5 +1,7 @@
 import DataLoader from 'dataloader';
-import { auditsByIds, runsByIds, threadsByIds, toolCallsByIds, toolCallsDeclaredBy, toolCallsOfRuns } from '../domain/audit-reads.js';
+import type { Sql } from '../db/sql.js';
+import { auditsByIds, runsByIds, threadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns } from '../domain/audit-reads.js';
+import type { ToolCall } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
 
 /** A loader of one row per key, one statement per batch; a missing row is null. */
@@ -21,8 +23,36 @@ function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, k
 
 const idOf = (row: { id: string }) => row.id;
 
+/**
+ * Tool calls by id and the tool calls each model audit declared: a timeline asks for both at
+ * once (a tool audit's call, a model audit's declared calls), mostly the same rows, so one
+ * statement a batch reads them.
+ */
+function toolCallLinks(read: Sql) {
+  type Link = { by: 'id' | 'declarer'; id: string };
+  const keyOf = (link: Link) => `${link.by}:${link.id}`;
+  const links = new DataLoader<Link, ToolCall[], string>(
+    async (keys) => {
+      const idsOf = (by: Link['by']) => keys.filter((key) => key.by === by).map((key) => key.id);
+      const rows = await toolCallsByIdsOrDeclarers(read, idsOf('id'), idsOf('declarer'));
+      const found = new Map<string, ToolCall[]>();
+      const add = (key: string, row: ToolCall) => (found.get(key) ?? found.set(key, []).get(key)!).push(row);
+      for (const row of rows) {
+        add(keyOf({ by: 'id', id: row.id }), row);
+        add(keyOf({ by: 'declarer', id: row.declaredById }), row);
+      }
+      return keys.map((key) => found.get(keyOf(key)) ?? []);
+    },
+    { cacheKeyFn: keyOf },
+  );
+  return {
+    toolCall: { load: async (id: string) => (await links.load({ by: 'id', id }))[0] ?? null },
+    toolCallsDeclaredBy: { load: (auditId: string) => links.load({ by: 'declarer', id: auditId }) },
+  };
+}
+
 /** A row the schema guarantees (a foreign key): its absence is a server error, not a null. */
-export async function loadRequired<Row>(loader: DataLoader<string, Row | null>, id: string | null): Promise<Row> {
+export async function loadRequired<Row>(loader: { load(id: string): Promise<Row | null> }, id: string | null): Promise<Row> {
   const row = id === null ? null : await loader.load(id);
   if (row === null) throw new Error(`Row ${id} is missing behind a foreign key`);
   return row;
@@ -37,8 +67,7 @@ export function createLoaders({ prisma, read }: DomainDeps) {
     audit: rowsBy((ids) => auditsByIds(read, ids), idOf),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
     run: rowsBy((ids) => runsByIds(read, ids), idOf),
-    toolCall: rowsBy((ids) => toolCallsByIds(read, ids), idOf),
-    toolCallsDeclaredBy: rowsGroupedBy((ids) => toolCallsDeclaredBy(read, ids), (toolCall) => toolCall.declaredById),
+    ...toolCallLinks(read),
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: new DataLoader<string, number>(async (threadIds) => {
