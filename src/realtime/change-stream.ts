@@ -109,6 +109,25 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     }
   }
 
+  /**
+   * `next` for a consumer that pulls synchronously (the graphql-ws write path): the next value if
+   * one is ready now, or null, and then `ready` is called once when pulling again is worthwhile
+   * (possibly synchronously, from within `offer`, `interrupt` or `return`, or when a catch-up
+   * page has been read). One consumer per stream, one pending `ready` at a time.
+   */
+  pull(ready: () => void): IteratorResult<CommittedChange | StreamInterrupted> | null {
+    if (this.state === 'closed') return { value: undefined, done: true };
+    if (this.state === 'ending') {
+      this.state = 'closed';
+      return { value: this.ending!, done: false };
+    }
+    const change = this.queue.shift();
+    if (change) return { value: change, done: false };
+    if (this.behind && this.started) void this.readPage().then(ready);
+    else this.waiting = ready;
+    return null;
+  }
+
   return(): Promise<IteratorResult<CommittedChange | StreamInterrupted>> {
     if (this.state === 'open') this.detach();
     this.state = 'closed';

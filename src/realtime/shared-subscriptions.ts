@@ -18,11 +18,38 @@ type Result = ExecutionResult;
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
   typeof (value as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === 'function';
 
+/**
+ * A group's result for one event. Settled at once when execution completed synchronously;
+ * otherwise, when it completes, every member waiting for it is called back in one pass.
+ */
+export interface Outcome {
+  settled: boolean;
+  result?: Result;
+  /** Set when execution itself failed (not an error in the result). */
+  failure?: { error: unknown };
+  /** Called once it settles, in the order they were added. */
+  waiters: (() => void)[];
+  promise: Promise<Result>;
+}
+
 /** One started subscriber: its own events, and the result its group shares for each. */
 export interface SharedStream {
   events: AsyncIterator<unknown>;
   /** Executed by the first member of the group to ask for this event; the others get the same object. */
   resultOf(event: unknown): Promise<Result>;
+  /** The same, as the group's outcome: members that find it settled use it without waiting. */
+  outcomeOf?(event: unknown): Outcome;
+}
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown>)?.then === 'function';
+
+function settle(outcome: Outcome, result: Result | undefined, failure: Outcome['failure']): void {
+  outcome.settled = true;
+  outcome.result = result;
+  outcome.failure = failure;
+  const waiters = outcome.waiters;
+  outcome.waiters = [];
+  for (const waiter of waiters) waiter();
 }
 
 const EVENT_ID = Symbol('eventId');
@@ -53,7 +80,7 @@ export const isSharedStream = (value: Result | SharedStream): value is SharedStr
  * A member asks for an event's result only after the previous one, so results never go backwards.
  */
 export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQLContext) => GraphQLError) {
-  const executeOnce = perEvent<Promise<Result>>();
+  const executeOnce = perEvent<Outcome>();
   const masked = (result: Result, context: GraphQLContext): Result =>
     result.errors ? { ...result, errors: result.errors.map((error) => mask(error, context)) } : result;
 
@@ -69,12 +96,32 @@ export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQL
       context.principal?.sub ?? null,
       context.principal?.role ?? null,
     ]);
+    const finish = (event: unknown, result: Result) => withEventId(args, event, masked(result, context));
+    const outcomeOf = (event: unknown): Outcome =>
+      executeOnce(event as object, group, () => {
+        const outcome: Outcome = { settled: false, waiters: [], promise: null! };
+        let executed: ReturnType<typeof execute>;
+        try {
+          executed = execute({ ...args, rootValue: event });
+        } catch (error) {
+          executed = Promise.reject(error);
+        }
+        if (isPromiseLike(executed)) {
+          outcome.promise = Promise.resolve(executed).then((result) => finish(event, result));
+          outcome.promise.then(
+            (result) => settle(outcome, result, undefined),
+            (error: unknown) => settle(outcome, undefined, { error }),
+          );
+        } else {
+          settle(outcome, finish(event, executed), undefined);
+          outcome.promise = Promise.resolve(outcome.result!);
+        }
+        return outcome;
+      });
     return {
       events: source[Symbol.asyncIterator](),
-      resultOf: (event) =>
-        executeOnce(event as object, group, async () =>
-          withEventId(args, event, masked(await execute({ ...args, rootValue: event }), context)),
-        ),
+      resultOf: (event) => outcomeOf(event).promise,
+      outcomeOf,
     };
   }
 
