@@ -254,3 +254,54 @@ describe('change feed', () => {
     });
   });
 });
+
+/** `take` for the graphql-ws write path, which takes each change synchronously (ChangeStream.pull). */
+async function takePulled(iterator: AsyncIterator<unknown>, count: number) {
+  const stream = iterator as unknown as { pull(ready: () => void): IteratorResult<unknown> | null };
+  const values: unknown[] = [];
+  while (values.length < count) {
+    let ready!: () => void;
+    const readyAgain = new Promise<void>((resolve) => (ready = resolve));
+    const next = stream.pull(ready);
+    if (next === null) await readyAgain;
+    else if (next.done) break;
+    else values.push(next.value);
+  }
+  return values;
+}
+
+describe('change feed, taken synchronously (pull)', () => {
+  it('live changes, in cursor order; a gap is caught up from the store, nothing twice', async () => {
+    const { store, pubsub, publishEvents, close } = await feed(10);
+    const audits = await pubsub.subscribe('audit', 't');
+    const [first, second, third] = [store.commit('t', '1'), store.commit('t', '2'), store.commit('t', '3')];
+    publishEvents([first!]);
+    publishEvents([third!]);
+    publishEvents([second!]);
+    publishEvents([store.commit('t', '4')]);
+    expect(ids(await takePulled(audits, 4))).toEqual(['1', '2', '3', '4']);
+    expect(store.reads).toBeGreaterThan(0);
+    await close();
+  });
+
+  it('a subscriber over its bound, or resuming with after, is caught up from the store, then live', async () => {
+    const { store, pubsub, publishEvents, close } = await feed(3);
+    const seen = store.commit('t', 'seen');
+    store.commit('t', 'missed');
+    const audits = await pubsub.subscribe('audit', 't', { after: seen.cursor });
+    for (let i = 0; i < 10; i++) publishEvents([store.commit('t', String(i))]);
+    const values = await takePulled(audits, 11);
+    expect(ids(values)).toEqual(['missed', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']);
+    publishEvents([store.commit('t', 'live')]);
+    expect(ids(await takePulled(audits, 1))).toEqual(['live']);
+    await close();
+  });
+
+  it('a waiting subscriber is told the server is stopping, then the stream is done', async () => {
+    const { pubsub, close } = await feed(10);
+    const runs = await pubsub.subscribe('run', 't');
+    const waiting = takePulled(runs, 2);
+    await close();
+    expect(await waiting).toMatchObject([{ reason: 'SERVER_STOPPING' }]);
+  });
+});

@@ -1,7 +1,7 @@
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { SharedStream } from '../../src/realtime/shared-subscriptions.js';
+import type { Outcome, SharedStream } from '../../src/realtime/shared-subscriptions.js';
 import { writtenBySubscription } from '../../src/realtime/websocket.js';
 
 // The graphql-ws write path (src/realtime/websocket.ts): each subscription waits for its own
@@ -11,14 +11,15 @@ import { writtenBySubscription } from '../../src/realtime/websocket.js';
 class OneFrameAtATimeSocket {
   readyState: number = WebSocket.OPEN;
   readonly written: string[] = [];
-  private pending: { data: string; callback: () => void }[] = [];
+  private pending: { data: string; callback?: () => void }[] = [];
 
   get bufferedAmount(): number {
     return this.pending.reduce((bytes, frame) => bytes + frame.data.length, 0);
   }
 
-  send(data: string, callback: () => void): void {
-    this.pending.push({ data, callback });
+  send(data: string | Buffer, ...rest: unknown[]): void {
+    const callback = rest.find((arg): arg is () => void => typeof arg === 'function');
+    this.pending.push({ data: String(data), callback });
   }
 
   /** The oldest buffered frame reaches the client; its own send callback fires. */
@@ -26,7 +27,7 @@ class OneFrameAtATimeSocket {
     const frame = this.pending.shift();
     if (!frame) return false;
     this.written.push(frame.data);
-    frame.callback();
+    frame.callback?.();
     return true;
   }
 }
@@ -39,9 +40,39 @@ function streamOf(values: number[], padding = 20_000): SharedStream {
   return { events: events(), resultOf: async (value) => ({ data: { n: value, padding: 'x'.repeat(padding) } }) };
 }
 
+/**
+ * The same values as a stream taken synchronously (as ChangeStream's `pull`), with the group's
+ * outcome settled at once or, with `async`, one microtask later.
+ */
+function pullableOf(values: number[], padding = 20_000, async = false): SharedStream {
+  const queue = [...values];
+  const events = {
+    pull: () => (queue.length ? { value: queue.shift()!, done: false } : { value: undefined, done: true }),
+    next: async () => events.pull(),
+    return: async () => ({ value: undefined, done: true }),
+  };
+  const outcomeOf = (value: unknown): Outcome => {
+    const result = { data: { n: value, padding: 'x'.repeat(padding) } };
+    const outcome: Outcome = { settled: !async, result, waiters: [], promise: Promise.resolve(result) };
+    if (async)
+      void outcome.promise.then(() => {
+        outcome.settled = true;
+        for (const waiter of outcome.waiters.splice(0)) waiter();
+      });
+    return outcome;
+  };
+  return { events: events as unknown as AsyncIterator<unknown>, resultOf: async (value) => outcomeOf(value).promise, outcomeOf };
+}
+
+const STREAMS = [
+  ['awaited', streamOf],
+  ['pulled, results settled', (values: number[], padding?: number) => pullableOf(values, padding)],
+  ['pulled, results settling later', (values: number[], padding?: number) => pullableOf(values, padding, true)],
+] as const;
+
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('graphql-ws subscriptions sharing one connection', () => {
+describe.each(STREAMS)('graphql-ws subscriptions sharing one connection (%s)', (_name, streamOf) => {
   it("a subscription whose frame was written goes on while another's frame is still buffered", async () => {
     const socket = new OneFrameAtATimeSocket();
     const ws = socket as unknown as WebSocket;
@@ -61,7 +92,7 @@ describe('graphql-ws subscriptions sharing one connection', () => {
   });
 });
 
-describe('graphql-ws frames of one event-loop pass', () => {
+describe.each(STREAMS)('graphql-ws frames of one event-loop pass (%s)', (_name, streamOf) => {
   it('leave a connection in one socket write', async () => {
     const server = new WebSocketServer({ port: 0 });
     onTestFinished(() => void server.close());
