@@ -1,7 +1,7 @@
 // npm run bench [-- --quick] [--sections census,write,cursor,read,fanout,storm,curves,layers] [--workers 1,8,32]
 //   [--subscribers 100,1000] [--transports ws,sse] [--streams toolStatusChanged,threadChanges] [--redis URL]
 //   [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--minimum-pool 8] [--profile] [--record]
-//   [--curves write,read,catchup,memory] [--scale 1]
+//   [--curves write,read,catchup,memory] [--scale 1] [--interval MS]
 //   (LAYER_RUNS=N: more runs per layer, for --profile)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
@@ -53,6 +53,7 @@ const { values: flags } = parseArgs({
     profile: { type: 'boolean', default: false },
     'minimum-pool': { type: 'string' },
     streams: { type: 'string' },
+    interval: { type: 'string' },
     redis: { type: 'string' },
     scale: { type: 'string' },
     curves: { type: 'string' },
@@ -85,6 +86,8 @@ const settings = {
   minimumPoolSize: Number(flags['minimum-pool'] ?? MINIMUM_FLOOR_POOL_SIZE),
   /** Fan-out streams; by default toolStatusChanged, and threadChanges when the server has it. */
   streams: flags.streams ? (flags.streams.split(',') as Stream[]) : null,
+  /** Fan-out: one tool status change every this many ms in every row, the first included (unset: the first row's own rate). */
+  intervalMs: flags.interval ? Number(flags.interval) : null,
   /** With a Redis URL (--redis or BENCH_REDIS_URL), fan-out runs through Redis as well as in process (PostgreSQL only). */
   redisUrl: flags.redis ?? process.env.BENCH_REDIS_URL ?? null,
   pubsubs: [] as ('memory' | 'redis')[],
@@ -541,10 +544,10 @@ async function runSections(
               const measured = await profiled(fanoutServer, `fanout-${pubsub}-${stream}-${transport}-${subscribers}`, () =>
                 measureFanout({
                   server: target, fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events,
-                  intervalMs: intervals.get(subscribers), log,
+                  intervalMs: settings.intervalMs ?? intervals.get(subscribers), log,
                 }),
               );
-              if (!intervals.has(subscribers)) intervals.set(subscribers, (measured.seconds * 1000) / settings.events);
+              if (!intervals.has(subscribers)) intervals.set(subscribers, settings.intervalMs ?? (measured.seconds * 1000) / settings.events);
               if (transport !== 'ws' || floors.has(subscribers)) {
                 results.push({ ...measured, floor: floors.get(subscribers) ?? null });
                 continue;
