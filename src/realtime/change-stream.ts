@@ -97,15 +97,11 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
 
   async next(): Promise<IteratorResult<CommittedChange | StreamInterrupted>> {
     for (;;) {
-      if (this.state === 'closed') return { value: undefined, done: true };
-      if (this.state === 'ending') {
-        this.state = 'closed';
-        return { value: this.ending!, done: false };
-      }
-      const change = this.queue.shift();
-      if (change) return { value: change, done: false };
-      if (this.behind && this.started) await this.readPage();
-      else await new Promise<void>((resolve) => (this.waiting = resolve));
+      let ready!: () => void;
+      const readyAgain = new Promise<void>((resolve) => (ready = resolve));
+      const result = this.pull(ready);
+      if (result) return result;
+      await readyAgain;
     }
   }
 
