@@ -48,7 +48,7 @@ export async function readTimeline(sql: Sql, principal: Principal, threadId: str
  * holding more audits than that is sorted whole. Newest first: by run creation, then the
  * runtime's sequence (role and id break ties between a model call and a tool sharing a number).
  */
-export const NEWEST_AUDITS = `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
+const NEWEST_AUDITS = `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
     SELECT * FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
   WHERE r.thread_id = $1
