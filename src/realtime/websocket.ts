@@ -11,6 +11,9 @@ import type { Outcome, SharedStream } from './shared-subscriptions.js';
  */
 export const maxUnsentBytes = (config: Config) => Math.max(16 * 1024 * 1024, 16 * config.maxJsonBytes);
 
+/** Drops a connection that holds more than its limit unsent (the server's class sets it). */
+const dropIfStalled = Symbol('dropIfStalled');
+
 /**
  * The server's WebSocket class: checked right after each send, so a connection never pins much
  * more than `limit` (the send that crossed it, at most).
@@ -19,6 +22,10 @@ export function boundedWebSocket(limit: number): typeof WebSocket {
   return class BoundedWebSocket extends WebSocket {
     override send(...args: unknown[]): void {
       (super.send as (...args: unknown[]) => void)(...args);
+      this[dropIfStalled]();
+    }
+
+    [dropIfStalled](): void {
       if (this.readyState === WebSocket.OPEN && this.bufferedAmount > limit) {
         console.warn(`[realtime] dropping a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
         this.terminate();
@@ -36,17 +43,77 @@ function jsonOf(result: object): string {
 }
 
 /**
- * Each result's frame as bytes, for the last subscription id it was framed with: a group whose
- * members share their subscription id (as clients numbering their subscriptions do) encodes it
- * once; otherwise each frame is encoded once, as a string would be by the socket.
+ * A WebSocket text frame as a server sends it (final, unmasked): the same bytes for every
+ * connection, so one buffer is built per result and subscription id.
  */
-const frames = new WeakMap<object, { head: string; bytes: Buffer }>();
-function frameOf(result: object, head: string): Buffer {
+interface Frame {
+  head: string;
+  /** Header and payload, ready for the TCP socket. */
+  bytes: Buffer;
+  /** The payload alone (the frame's tail), for `WebSocket.send`. */
+  payload: Buffer;
+}
+
+function textFrame(head: string, text: string): Frame {
+  const length = Buffer.byteLength(text);
+  const headerLength = length < 126 ? 2 : length < 65_536 ? 4 : 10;
+  const bytes = Buffer.allocUnsafe(headerLength + length);
+  bytes[0] = 0x81; // FIN, text
+  if (length < 126) bytes[1] = length;
+  else if (length < 65_536) {
+    bytes[1] = 126;
+    bytes.writeUInt16BE(length, 2);
+  } else {
+    bytes[1] = 127;
+    bytes.writeBigUInt64BE(BigInt(length), 2);
+  }
+  bytes.write(text, headerLength, 'utf8');
+  return { head, bytes, payload: bytes.subarray(headerLength) };
+}
+
+/**
+ * Each result's frame, for the last subscription id it was framed with: a group whose members
+ * share their subscription id (as clients numbering their subscriptions do) builds it once;
+ * otherwise each frame is built once, as the socket would build it.
+ */
+const frames = new WeakMap<object, Frame>();
+function frameOf(result: object, head: string): Frame {
   const cached = frames.get(result);
-  if (cached?.head === head) return cached.bytes;
-  const bytes = Buffer.from(`${head}${jsonOf(result)}}`);
-  frames.set(result, { head, bytes });
-  return bytes;
+  if (cached?.head === head) return cached;
+  const frame = textFrame(head, `${head}${jsonOf(result)}}`);
+  frames.set(result, frame);
+  return frame;
+}
+
+/** What of `ws` the direct write relies on (ws 8: lib/websocket.js, lib/sender.js). */
+interface WsInternals {
+  _socket?: Socket;
+  _sender?: { _state: number; _queue: unknown[] };
+  _extensions?: Record<string, unknown>;
+}
+
+/**
+ * The connection's TCP socket when a whole frame may be written to it directly: the sender is
+ * idle (nothing compressing or queued, no permessage-deflate), so the frame keeps its place among
+ * ws's own. Null otherwise, and for anything that is not a ws socket.
+ */
+function rawSocketOf(socket: WebSocket): Socket | null {
+  const { _socket: raw, _sender: sender, _extensions: extensions } = socket as unknown as WsInternals;
+  if (!raw || !sender || sender._state !== 0 || sender._queue.length > 0 || extensions?.['permessage-deflate']) return null;
+  return raw;
+}
+
+/**
+ * Sends a frame: straight to the TCP socket when it can (one write of ready bytes, as many
+ * sockets as a group has), else through `WebSocket.send`. `written` is called once the frame is
+ * written, or with an error when the connection closes first.
+ */
+function sendFrame(socket: WebSocket, frame: Frame, written?: () => void): void {
+  beforeSend((socket as unknown as WsInternals)._socket);
+  const raw = rawSocketOf(socket);
+  if (!raw) return socket.send(frame.payload, TEXT, written);
+  raw.write(frame.bytes, written);
+  (socket as { [dropIfStalled]?: () => void })[dropIfStalled]?.();
 }
 
 /** Frames built as bytes are still text frames. */
@@ -60,28 +127,38 @@ const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, don
  */
 const WAIT_ABOVE_BYTES = 16 * 1024;
 
-/** The sockets corked in this pass, uncorked together at its end (one tick for all of them). */
-let corked: Set<Socket> | null = null;
+/**
+ * The sockets written in this pass: false while only the pass's first frame went out (at once),
+ * true once corked for the rest. The pass ends with the event loop's poll phase (setImmediate),
+ * so frames produced by several callbacks of one phase (changes committed back to back while
+ * the server was busy) leave together.
+ */
+let thisPass: Map<Socket, boolean> | null = null;
 
-function uncorkAll(): void {
-  const sockets = corked!;
-  corked = null;
-  for (const raw of sockets) raw.uncork();
+function endPass(): void {
+  const sockets = thisPass!;
+  thisPass = null;
+  for (const [raw, corked] of sockets) if (corked) raw.uncork();
 }
 
 /**
- * Holds the connection's writes until the event loop's current pass is over, so the frames one
- * socket gets in one pass (a group's fan-out, a catch-up page) cost one system call, not one each.
+ * Before a frame is sent: the first frame a connection gets in a pass leaves at once, so its
+ * client reads it while the server writes to the other subscribers; the connection's later frames
+ * in the pass are held (corked) and leave in one write when the pass ends, one system call for a
+ * catch-up page or a burst of changes instead of one each.
  */
-function corkForThisPass(socket: WebSocket): void {
-  const raw = (socket as unknown as { _socket?: Socket })._socket;
-  if (!raw || corked?.has(raw)) return;
-  if (!corked) {
-    corked = new Set();
-    process.nextTick(uncorkAll);
+function beforeSend(raw: Socket | undefined): void {
+  if (!raw) return;
+  if (!thisPass) {
+    thisPass = new Map();
+    setImmediate(endPass);
   }
-  corked.add(raw);
-  raw.cork();
+  const corked = thisPass.get(raw);
+  if (corked === undefined) thisPass.set(raw, false);
+  else if (!corked) {
+    raw.cork();
+    thisPass.set(raw, true);
+  }
 }
 
 /**
@@ -89,8 +166,8 @@ function corkForThisPass(socket: WebSocket): void {
  * and yields nothing to graphql-ws, which still starts and completes it. Each frame is the group's
  * shared result, serialized once, behind this subscription's id.
  *
- * The connection is corked for the rest of the event-loop pass (`corkForThisPass`), so the frames
- * it gets in one pass leave in one write.
+ * A connection's first frame of an event-loop pass leaves at once, the rest of the pass's frames
+ * together (`beforeSend`).
  *
  * Back-pressure is this subscription's own: after a send that left more than `WAIT_ABOVE_BYTES`
  * unsent on the connection, the next change waits for that send's own callback (ws calls it once
@@ -150,14 +227,13 @@ function pushedBySubscription(stream: SharedStream, events: Pullable, socket: We
   const send = (result: ExecutionResult): boolean => {
     if (ended || socket.readyState !== WebSocket.OPEN) return false;
     const frame = frameOf(result, head);
-    corkForThisPass(socket);
     // Back-pressure only needs this frame's callback when it leaves more than WAIT_ABOVE_BYTES unsent.
-    if (socket.bufferedAmount + frame.length <= WAIT_ABOVE_BYTES) {
-      socket.send(frame, TEXT);
+    if (socket.bufferedAmount + frame.bytes.length <= WAIT_ABOVE_BYTES) {
+      sendFrame(socket, frame);
       return false;
     }
     let sent = false;
-    socket.send(frame, TEXT, () => {
+    sendFrame(socket, frame, () => {
       sent = true;
       written();
     });
@@ -266,8 +342,7 @@ function awaitedBySubscription(stream: SharedStream, socket: WebSocket, subscrip
   const send = (result: ExecutionResult): Promise<void> | void => {
     if (ended || socket.readyState !== WebSocket.OPEN) return;
     let written = false;
-    corkForThisPass(socket);
-    socket.send(`${head}${jsonOf(result)}}`, () => {
+    sendFrame(socket, frameOf(result, head), () => {
       written = true;
       woken();
     });

@@ -92,30 +92,52 @@ describe.each(STREAMS)('graphql-ws subscriptions sharing one connection (%s)', (
   });
 });
 
-describe.each(STREAMS)('graphql-ws frames of one event-loop pass (%s)', (_name, streamOf) => {
-  it('leave a connection in one socket write', async () => {
-    const server = new WebSocketServer({ port: 0 });
-    onTestFinished(() => void server.close());
-    const accepted = new Promise<WebSocket>((resolve) => server.once('connection', resolve));
-    const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    onTestFinished(() => client.terminate());
-    const received: string[] = [];
-    client.on('message', (data) => received.push(String(data)));
-    const socket = await accepted;
+/** A ws server and client on loopback; counts the writes to the server side's TCP socket. */
+async function connectedPair() {
+  const server = new WebSocketServer({ port: 0 });
+  onTestFinished(() => void server.close());
+  const accepted = new Promise<WebSocket>((resolve) => server.once('connection', resolve));
+  const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  onTestFinished(() => client.terminate());
+  const received: string[] = [];
+  client.on('message', (data) => received.push(String(data)));
+  const socket = await accepted;
 
-    const raw = (socket as unknown as { _socket: Socket })._socket;
-    let writes = 0;
-    for (const method of ['_write', '_writev'] as const) {
-      const original = raw[method]!.bind(raw) as (...args: unknown[]) => void;
-      (raw as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
-        writes++;
-        original(...args);
-      };
-    }
+  const raw = (socket as unknown as { _socket: Socket })._socket;
+  const counter = { writes: 0 };
+  for (const method of ['_write', '_writev'] as const) {
+    const original = raw[method]!.bind(raw) as (...args: unknown[]) => void;
+    (raw as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+      counter.writes++;
+      original(...args);
+    };
+  }
+  return { socket, received, counter };
+}
+
+describe.each(STREAMS)('graphql-ws frames of one event-loop pass (%s)', (_name, streamOf) => {
+  it("leave a connection in two socket writes: the pass's first frame at once, the rest together", async () => {
+    const { socket, received, counter } = await connectedPair();
+    let writesBeforePassEnded = -1;
+    setImmediate(() => (writesBeforePassEnded = counter.writes));
     const streams = ['a', 'b', 'c'].map((id) => writtenBySubscription(streamOf([1, 2], 100), socket, id));
     void Promise.all(streams.map((stream) => stream.next()));
 
     while (received.length < 6) await settle();
-    expect(writes).toBe(1);
+    expect(writesBeforePassEnded).toBe(1);
+    expect(counter.writes).toBe(2);
+    expect(received.map((frame) => JSON.parse(frame).id).sort()).toEqual(['a', 'a', 'b', 'b', 'c', 'c']);
+  });
+});
+
+describe.each(STREAMS)('graphql-ws frames written straight to the TCP socket (%s)', (_name, streamOf) => {
+  it.each([10, 200, 70_000])('reach a ws client intact, %i-character payloads and their header lengths', async (padding) => {
+    const { socket, received } = await connectedPair();
+    await writtenBySubscription(streamOf([1, 2, 3], padding), socket, 'é').next();
+
+    while (received.length < 3) await settle();
+    expect(received.map((frame) => JSON.parse(frame))).toEqual(
+      [1, 2, 3].map((n) => ({ id: 'é', type: 'next', payload: { data: { n, padding: 'x'.repeat(padding) } } })),
+    );
   });
 });
