@@ -231,19 +231,29 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
 export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number } = {}) {
   const bus = config.redisUrl ? await connectRedisBus(config.redisUrl, config.redisPrefix) : null;
   const pubsub = createPubSub(store, bus, options.maxPendingEvents);
+  let closed = false;
   return {
     pubsub: pubsub as PubSub,
-    /** The domain's sink, after commit: must not throw (a failure would report a committed write as failed). */
+    /**
+     * The domain's sink, after commit: must not throw (a failure would report a committed write
+     * as failed). Delivery starts once the writer's response is on its way (setImmediate), so a
+     * write never waits for its fan-out, however many subscribers listen; immediates run in the
+     * order they were set, so changes are still published in commit order.
+     */
     publishEvents: (changes: CommittedChange[]) => {
-      try {
-        pubsub.publish(changes);
-      } catch (error) {
-        console.error('[realtime] could not publish committed changes:', error);
-      }
+      setImmediate(() => {
+        if (closed) return;
+        try {
+          pubsub.publish(changes);
+        } catch (error) {
+          console.error('[realtime] could not publish committed changes:', error);
+        }
+      });
     },
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {
+      closed = true;
       pubsub.stopPolling();
       pubsub.interruptAll(stopping());
       await bus?.close();

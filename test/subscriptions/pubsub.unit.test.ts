@@ -110,6 +110,19 @@ describe('change feed', () => {
     await close();
   });
 
+  it("delivers after the writer's turn: a write never waits for its fan-out", async () => {
+    const { store, pubsub, publishEvents, close } = await feed(10);
+    const audits = await pubsub.subscribe('audit', 'a');
+    let delivered = false;
+    const next = audits.next().then((result) => ((delivered = true), result));
+    publishEvents([store.commit('a', '1')]);
+    // The rest of the writer's turn (its response is written on microtasks like these).
+    for (let turn = 0; turn < 20; turn++) await Promise.resolve();
+    expect(delivered).toBe(false);
+    expect(ids([(await next).value])).toEqual(['1']);
+    await close();
+  });
+
   it('closing tells open subscribers the server is stopping', async () => {
     const { pubsub, close } = await feed(10);
     const runs = await pubsub.subscribe('run', 't');
@@ -122,7 +135,8 @@ describe('change feed', () => {
     afterEach(() => vi.useRealTimers());
 
     it('is interrupted with TOKEN_EXPIRED at the expiry, even months away, and detached', async () => {
-      vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
+      // setImmediate stays real: published changes are delivered on it.
+      vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z'), toFake: ['setTimeout', 'clearTimeout', 'Date'] });
       const { store, pubsub, publishEvents, close } = await feed(10);
       // Beyond setTimeout's longest delay (about 24.8 days).
       const endsAtMs = Date.parse('2027-02-27T12:00:00Z');
