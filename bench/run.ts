@@ -1,7 +1,7 @@
 // npm run bench [-- --quick] [--sections census,write,cursor,read,fanout,storm,curves,layers] [--workers 1,8,32]
 //   [--subscribers 100,1000] [--transports ws,sse] [--streams toolStatusChanged,threadChanges] [--redis URL]
 //   [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--minimum-pool 8] [--profile] [--record]
-//   [--curves write,read,catchup,memory] [--scale 1] [--interval MS]
+//   [--curves write,read,catchup,memory] [--scale 1] [--interval 40,20]
 //   (LAYER_RUNS=N: more runs per layer, for --profile)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
@@ -36,6 +36,12 @@ import { combineWindows, floorTarget, measureWritePath, minimumTarget, serverTar
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
+/**
+ * Fan-out's loads: the thread changes every 40 ms, then every 20 ms (25 and 50 changes a second:
+ * 25,000 and 50,000 frames a second to 1,000 subscribers), steadily, so latency is measured at
+ * known loads rather than at whatever rate the machine saturates at (`--interval 0` measures that).
+ */
+const DEFAULT_FANOUT_INTERVALS_MS = [40, 20];
 const SECTIONS = ['census', 'write', 'cursor', 'read', 'fanout', 'storm', 'curves', 'layers'] as const;
 type Section = (typeof SECTIONS)[number];
 
@@ -86,8 +92,12 @@ const settings = {
   minimumPoolSize: Number(flags['minimum-pool'] ?? MINIMUM_FLOOR_POOL_SIZE),
   /** Fan-out streams; by default toolStatusChanged, and threadChanges when the server has it. */
   streams: flags.streams ? (flags.streams.split(',') as Stream[]) : null,
-  /** Fan-out: one tool status change every this many ms in every row, the first included (unset: the first row's own rate). */
-  intervalMs: flags.interval ? Number(flags.interval) : null,
+  /**
+   * Fan-out: the writer sends one mutation (one change of the thread) every this many ms in every
+   * row; a list runs every row at each. 0: each mutation as soon as the previous one is answered
+   * in the first row, the others at its rate.
+   */
+  intervalsMs: list(flags.interval, quick ? DEFAULT_FANOUT_INTERVALS_MS.slice(0, 1) : DEFAULT_FANOUT_INTERVALS_MS),
   /** With a Redis URL (--redis or BENCH_REDIS_URL), fan-out runs through Redis as well as in process (PostgreSQL only). */
   redisUrl: flags.redis ?? process.env.BENCH_REDIS_URL ?? null,
   pubsubs: [] as ('memory' | 'redis')[],
@@ -394,7 +404,7 @@ function printRead(read: ReadRow) {
   );
 }
 
-type FanoutRow = FanoutResult & { floor: FanoutFloorResult | null };
+type FanoutRow = FanoutResult & { intervalMs: number; floor: FanoutFloorResult | null };
 
 function printFanout(results: FanoutRow[]) {
   log('\nLive fan-out: one thread, tool status changes; every state delivered to every subscriber, in commit order?');
@@ -410,12 +420,13 @@ function printFanout(results: FanoutRow[]) {
   log('\nLive fan-out: latency from the COMMIT to receipt, ms');
   log(
     table(
-      ['stream', 'pub/sub', 'transport', 'subscribers', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'later status'],
+      ['stream', 'pub/sub', 'transport', 'subscribers', 'interval ms', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'machine busy %', 'floor machine busy %', 'later status'],
       results.map((r) => [
         r.stream,
         r.pubsub,
         r.transport,
         r.subscribers,
+        round(r.intervalMs, 1),
         r.events,
         `${r.delivered}/${r.expectedDeliveries}`,
         round(r.fromCommitMs?.p50 ?? NaN, 1),
@@ -429,11 +440,14 @@ function printFanout(results: FanoutRow[]) {
         round(r.toolMutationMs.p50, 1),
         round((r.serverCpuSeconds * 1000) / Math.max(1, r.delivered), 3),
         round(r.floor?.cpuMsPerDelivery ?? NaN, 3),
+        round((r.machineBusy ?? NaN) * 100, 0),
+        round((r.floor?.machineBusy ?? NaN) * 100, 0),
         r.payloadsWithLaterStatus,
       ]),
     ),
   );
-  log('(floor, graphql-ws rows: the same clients on a bare WebSocket server sending one ready-made frame per socket, at the same event rate;');
+  log('(interval: the writer sends one mutation, one change of the thread, every this many ms; machine busy: all cores, every process;');
+  log(' floor, graphql-ws rows: the same clients on a bare WebSocket server sending one ready-made frame per socket, at the same rate;');
   log(' first: per event, from the COMMIT, or the floor\'s first send, to its first receipt by any subscriber)');
 }
 
@@ -529,40 +543,42 @@ async function runSections(
     log('Live fan-out…');
     const streams = settings.streams ?? ((await serverHasThreadChanges(http, ownerToken)) ? ['toolStatusChanged', 'threadChanges'] : ['toolStatusChanged']);
     const results: FanoutRow[] = [];
-    const floors = new Map<number, FanoutFloorResult>();
-    // Per subscriber count, the event rate the first row (in process) sustained: every later row
-    // (another stream, Redis) is driven at that rate, so rows differ only in what delivers. A
-    // writer on its own instance (Redis) does no fan-out and would otherwise write faster.
-    const intervals = new Map<number, number>();
-    for (const pubsub of settings.pubsubs) {
-      await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp, fanoutServer) => {
-        const threadId = await serverCreateThread(targetHttp, ownerToken, `fan-out ${pubsub}`);
-        for (const stream of streams) {
-          for (const transport of settings.transports) {
-            for (const subscribers of settings.subscribers) {
-              log(`  ${subscribers} subscribers to ${stream} over ${transport}, pub/sub ${pubsub}…`);
-              const measured = await profiled(fanoutServer, `fanout-${pubsub}-${stream}-${transport}-${subscribers}`, () =>
-                measureFanout({
-                  server: target, fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events,
-                  intervalMs: settings.intervalMs ?? intervals.get(subscribers), log,
-                }),
-              );
-              if (!intervals.has(subscribers)) intervals.set(subscribers, settings.intervalMs ?? (measured.seconds * 1000) / settings.events);
-              if (transport !== 'ws' || floors.has(subscribers)) {
-                results.push({ ...measured, floor: floors.get(subscribers) ?? null });
-                continue;
+    const floors = new Map<string, FanoutFloorResult>();
+    for (const interval of settings.intervalsMs) {
+      // Per subscriber count, the writer's rate: the fixed interval, or (0) the rate the first row
+      // (in process) sustained, every later row (another stream, Redis) driven at that rate, so
+      // rows differ only in what delivers. A writer on its own instance (Redis) does no fan-out
+      // and would otherwise write faster.
+      const intervals = new Map<number, number>();
+      for (const pubsub of settings.pubsubs) {
+        await onPubsub(pubsub, { server, http, backend, secret }, async (target, targetHttp, fanoutServer) => {
+          const threadId = await serverCreateThread(targetHttp, ownerToken, `fan-out ${pubsub}`);
+          for (const stream of streams) {
+            for (const transport of settings.transports) {
+              for (const subscribers of settings.subscribers) {
+                log(`  ${subscribers} subscribers to ${stream} over ${transport}, pub/sub ${pubsub}…`);
+                const measured = await profiled(fanoutServer, `fanout-${pubsub}-${stream}-${transport}-${subscribers}-${interval}ms`, () =>
+                  measureFanout({
+                    server: target, fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events,
+                    intervalMs: interval || intervals.get(subscribers), log,
+                  }),
+                );
+                if (!intervals.has(subscribers)) intervals.set(subscribers, interval || (measured.seconds * 1000) / measured.mutations);
+                const intervalMs = intervals.get(subscribers)!;
+                const key = `${subscribers}@${intervalMs}`;
+                if (transport === 'ws' && !floors.has(key)) {
+                  // The floor at the same rate, so both see the same spacing; 200 events (200 × subscribers
+                  // deliveries) are plenty for its percentiles and keep the bench short.
+                  const floorEvents = Math.min(settings.events, 200);
+                  log(`    floor: a bare WebSocket broadcast, ${floorEvents} events, one every ${intervalMs.toFixed(1)} ms`);
+                  floors.set(key, await measureFanoutFloor(subscribers, floorEvents, intervalMs));
+                }
+                results.push({ ...measured, intervalMs, floor: floors.get(key) ?? null });
               }
-              // The floor at the event rate the server sustained, so both see the same spacing; 200 events
-              // (200 × subscribers deliveries) are plenty for its percentiles and keep the bench short.
-              const intervalMs = intervals.get(subscribers)!;
-              const floorEvents = Math.min(settings.events, 200);
-              log(`    floor: a bare WebSocket broadcast, ${floorEvents} events, one every ${intervalMs.toFixed(1)} ms`);
-              floors.set(subscribers, await measureFanoutFloor(subscribers, floorEvents, intervalMs));
-              results.push({ ...measured, floor: floors.get(subscribers)! });
             }
           }
-        }
-      });
+        });
+      }
     }
     report.fanout = results;
     printFanout(results);

@@ -35,13 +35,14 @@ const now = () => performance.timeOrigin + performance.now();
 /**
  * Receipts in arrival order, in typed arrays: a million small objects kept for the summary would
  * make this process's garbage collector pause for long stretches while frames wait in its sockets,
- * and those pauses would be measured as the server's latency.
+ * and those pauses would be measured as the server's latency. Sized for a default run (1,000 events
+ * and the warm-up): every subscriber outgrowing its arrays on the same event would be such a pause.
  */
 class Receipts {
   length = 0;
-  keys = new Int32Array(1024);
-  at = new Float64Array(1024);
-  statuses = new Uint8Array(1024);
+  keys = new Int32Array(2048);
+  at = new Float64Array(2048);
+  statuses = new Uint8Array(2048);
 
   push(key: number, at: number, status: number) {
     if (this.length === this.keys.length) {
@@ -61,6 +62,25 @@ class Receipts {
   }
 }
 
+/** A subscriber's applied view: entity key → status code, both interned integers (below). */
+class View {
+  private codes = new Uint8Array(1024);
+
+  set(entity: number, status: number) {
+    if (entity >= this.codes.length) {
+      const larger = new Uint8Array(Math.max(entity + 1, this.codes.length * 2));
+      larger.set(this.codes);
+      this.codes = larger;
+    }
+    this.codes[entity] = status + 1;
+  }
+
+  get(entity: number): number | undefined {
+    const code = this.codes[entity];
+    return code ? code - 1 : undefined;
+  }
+}
+
 /** Tool call ids and statuses as small integers, shared by every subscriber. */
 function interner() {
   const codes = new Map<string, number>();
@@ -72,6 +92,10 @@ function interner() {
 }
 const toolCallKey = interner();
 const statusCode = interner();
+const entityKey = interner();
+
+/** The thread's counter value a threadChanges cursor carries (base64url of `threadId:counter`). */
+const counterOf = (cursor: string) => Number(Buffer.from(cursor, 'base64url').toString('latin1').slice(37));
 
 export type Transport = 'ws' | 'sse';
 
@@ -83,11 +107,18 @@ interface Subscriber {
   /** Receipts of the measured events (tool call ids with the measured prefix). */
   measured: number;
   errors: string[];
-  /** threadChanges: the last cursor received, cursors received more than once, and the applied view (entity id → status). */
+  /**
+   * threadChanges: the last cursor received, cursors not above the one before (received twice or
+   * going back), and the applied view. Integers, not the frames' strings, and the view in a
+   * typed array rather than a Map: a thousand subscribers' copies of the strings would keep the
+   * garbage collector busy, and a thousand Maps outgrowing their tables on the same change (every
+   * subscriber applies the same changes) allocated megabytes at once; either pause here would be
+   * measured as the server's latency.
+   */
   lastCursor?: string;
-  cursors: Set<string>;
+  lastCounter: number;
   repeatedCursors: number;
-  view: Map<string, string>;
+  view: View;
   /** Resume storm: when this subscriber first received a change written after the drop. */
   liveAgainAt?: number;
 }
@@ -112,11 +143,12 @@ function receiver(subscriber: Subscriber, measuredPrefix: string) {
   return (result: { data?: any; errors?: unknown }, at: number) => {
     const change = result.data?.threadChanges;
     if (change) {
-      if (subscriber.cursors.has(change.cursor)) subscriber.repeatedCursors++;
-      subscriber.cursors.add(change.cursor);
+      const counter = counterOf(change.cursor);
+      if (counter <= subscriber.lastCounter) subscriber.repeatedCursors++;
+      subscriber.lastCounter = counter;
       subscriber.lastCursor = change.cursor;
       const entity = change.audit ?? change.run;
-      if (entity) subscriber.view.set(entity.id, entity.status);
+      if (entity) subscriber.view.set(entityKey(entity.id), statusCode(entity.status));
       subscriber.total++;
       if (!change.audit?.toolCallId) return;
     }
@@ -209,8 +241,8 @@ async function start(transport: Transport, url: string, token: string, threadId:
   const open = transport === 'ws' ? overWebSocket : overSse;
   for (let index = 0; index < count; index++) {
     const subscriber: Subscriber = {
-      stop: async () => {}, received: new Receipts(), total: 0, measured: 0, errors: [], cursors: new Set(), repeatedCursors: 0, view: new Map(),
-      lastCursor: after,
+      stop: async () => {}, received: new Receipts(), total: 0, measured: 0, errors: [], repeatedCursors: 0, view: new View(),
+      lastCursor: after, lastCounter: after ? counterOf(after) : 0,
     };
     subscriber.stop = open(url, token, threadId, subscriber, receiver(subscriber, measuredPrefix), () => connected++);
     subscribers.push(subscriber);
@@ -256,10 +288,10 @@ function compareViews(expected: Record<string, string>) {
   for (const subscriber of subscribers) {
     let off = false;
     for (const [id, status] of Object.entries(expected)) {
-      const seen = subscriber.view.get(id);
+      const seen = subscriber.view.get(entityKey(id));
       if (seen === undefined) missing++;
-      else if (seen !== status) differing++;
-      off ||= seen !== status;
+      else if (seen !== statusCode(status)) differing++;
+      off ||= seen !== statusCode(status);
     }
     if (off) subscribersOff++;
   }
@@ -338,6 +370,21 @@ async function wait(events: number, idleTimeoutMs: number) {
   }
 }
 
+/**
+ * The ten events whose last receipt came latest after their COMMIT: when (seconds into the run),
+ * and their first and last receipt. Where a p99 comes from: a few events every subscriber got
+ * late (a pause somewhere), or a spread.
+ */
+function slowest(expected: { committedAt: number | null }[], first: number[], last: number[]) {
+  const start = expected[0]?.committedAt ?? 0;
+  return expected
+    .map((event, index) => ({ index, atSeconds: ((event.committedAt ?? start) - start) / 1000, firstMs: first[index]!, lastMs: last[index]! }))
+    .filter((event) => Number.isFinite(event.lastMs))
+    .sort((a, b) => b.lastMs - a.lastMs)
+    .slice(0, 10)
+    .map((event) => ({ ...event, atSeconds: Math.round(event.atSeconds * 100) / 100, firstMs: Math.round(event.firstMs * 10) / 10, lastMs: Math.round(event.lastMs * 10) / 10 }));
+}
+
 function summarizeDeliveries(expected: { toolCallId: string; status: string; committedAt: number | null; sentAt: number }[]) {
   const fromCommit: number[] = [];
   const fromSend: number[] = [];
@@ -347,6 +394,7 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
   // Per event, its first receipt by any subscriber: the server's delay before it sends, plus any
   // backlog of the previous event this process still had to read.
   const firstReceipt = expected.map(() => Infinity);
+  const lastReceipt = expected.map(() => -Infinity);
   // The i-th expected event of a tool call is its i-th receipt: one socket delivers in order.
   for (const subscriber of subscribers) {
     // toolCallId key -> indexes of its receipts, in arrival order.
@@ -371,6 +419,7 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
       if (event.committedAt !== null) {
         fromCommit.push(receipt.at - event.committedAt);
         firstReceipt[eventIndex] = Math.min(firstReceipt[eventIndex]!, receipt.at - event.committedAt);
+        lastReceipt[eventIndex] = Math.max(lastReceipt[eventIndex]!, receipt.at - event.committedAt);
       }
       fromSend.push(receipt.at - event.sentAt);
     }
@@ -388,6 +437,7 @@ function summarizeDeliveries(expected: { toolCallId: string; status: string; com
     fromCommitMs: fromCommit.length ? summarize(fromCommit) : null,
     fromSendMs: summarize(fromSend),
     firstReceiptMs: fromCommit.length ? summarize(firstReceipt.filter(Number.isFinite)) : null,
+    slowestEvents: slowest(expected, firstReceipt, lastReceipt),
     errors: progress().errors,
     firstError: progress().firstError,
   };

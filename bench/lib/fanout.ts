@@ -2,6 +2,7 @@
 // drives tool status changes through the server. Latency runs from the commit of each change
 // (the server's COMMIT, stamped by the probe) to its receipt by each subscriber.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,29 @@ const SUBSCRIBERS = fileURLToPath(new URL('./fanout-subscribers.ts', import.meta
 const BROADCAST_FLOOR = fileURLToPath(new URL('./broadcast-floor.ts', import.meta.url));
 const TOOLS_PER_RUN = 10;
 const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * The share of the machine's CPU time (all cores) that was busy from this call to the returned
+ * function's: near 1, latency is queueing for a core (the subscribers' process shares the
+ * machine). Null where /proc/stat cannot be read.
+ */
+function machineBusy(): () => number | null {
+  const read = () => {
+    try {
+      // user nice system idle iowait irq softirq steal
+      const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+      return { idle: ticks[3]! + ticks[4]!, total: ticks.reduce((sum, value) => sum + value, 0) };
+    } catch {
+      return null;
+    }
+  };
+  const start = read();
+  return () => {
+    const end = read();
+    if (!start || !end || end.total === start.total) return null;
+    return 1 - (end.idle - start.idle) / (end.total - start.total);
+  };
+}
 
 interface Mutation {
   op: string;
@@ -57,21 +81,27 @@ export interface FanoutResult {
   fromCommitMs: Summary | null;
   /** Per event, from the COMMIT to its first receipt by any subscriber. */
   firstReceiptMs: Summary | null;
+  /** The ten events received last after their COMMIT, when in the run, first and last receipt. */
+  slowestEvents: { index: number; atSeconds: number; firstMs: number; lastMs: number }[];
   fromSendMs: Summary;
   commitStamps: string;
   toolMutationMs: Summary;
   seconds: number;
+  /** Mutations the writer sent in the measured phase (each one change of the thread). */
+  mutations: number;
   /** SQL statements the fanning-out server ran during the measured phase, per delivered event. */
   statementsPerDelivery: number;
   /** CPU of the server the subscribers are connected to (with Redis, another instance than the writer's). */
   serverCpuSeconds: number;
+  /** The machine's busy share of CPU during the measured phase (every process: servers, subscribers, database). */
+  machineBusy: number | null;
   errors: number;
   firstError?: string;
 }
 
 /**
- * Waits for the slot of the next tool status change, `intervalMs` after the previous one's (none
- * without an interval): an open-loop writer, so every row can be driven at the same event rate.
+ * Waits for the slot of the next mutation, `intervalMs` after the previous one's (none without an
+ * interval): an open-loop writer, so the thread changes at a steady rate, the same in every row.
  */
 function pacer(intervalMs: number | undefined): () => Promise<void> {
   let first: number | null = null;
@@ -99,6 +129,7 @@ async function driveRun(
     log.push({ op, sentAt, respondedAt: now(), event });
     return value;
   };
+  await pace();
   const runId = await timed('createRun', () => serverCreateRun(http, ownerToken, threadId));
   let lease: Lease | null = null;
   for (const step of steps) {
@@ -108,7 +139,7 @@ async function driveRun(
         : step.op === 'recordToolFinished'
           ? { toolCallId: step.toolCallId, status: 'COMPLETED' }
           : undefined;
-    if (event) await pace();
+    await pace();
     lease = await timed(step.op, () => serverStep(http, workerToken, runId, lease, step), event);
   }
 }
@@ -127,12 +158,12 @@ export async function measureFanout(options: {
   pubsub: 'memory' | 'redis';
   subscribers: number;
   events: number;
-  /** One tool status change every this many ms; unset: each as soon as the previous one is answered. */
+  /** One mutation (one change of the thread) every this many ms; unset: each as soon as the previous one is answered. */
   intervalMs?: number;
   log: (line: string) => void;
 }): Promise<FanoutResult> {
   const { server, fanoutServer, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, intervalMs, log } = options;
-  const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, [...(process.env.TRACE_GC ? ['--trace-gc'] : []), '--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(child);
   const prefix = `fan-${transport}-${stream}-${pubsub}-${subscribers}-`;
   try {
@@ -157,13 +188,14 @@ export async function measureFanout(options: {
       if (progress.minTotal >= 2) break;
       if (round >= 30) throw new Error(`some subscribers never received an event (min ${progress.minTotal})`);
     }
-    const rate = intervalMs ? `, one every ${intervalMs.toFixed(1)} ms` : ', each when the previous one is answered';
+    const rate = intervalMs ? `, the writer sending a mutation every ${intervalMs.toFixed(1)} ms` : ', each mutation when the previous one is answered';
     log(`    ${subscribers} subscribers live; driving ${events} tool status changes${rate}`);
     const pace = pacer(intervalMs);
 
     const mutations: Mutation[] = [];
     const before = await fanoutServer.counts();
     await server.traceStart('commits');
+    const busy = machineBusy();
     const started = performance.now();
     for (let run = 0; run * TOOLS_PER_RUN * 2 < events; run++) {
       const tools = Math.min(TOOLS_PER_RUN, (events - run * TOOLS_PER_RUN * 2) / 2);
@@ -171,6 +203,7 @@ export async function measureFanout(options: {
     }
     const { complete } = await ask<{ complete: boolean }>({ command: 'wait', events, idleTimeoutMs: 20_000 });
     const seconds = (performance.now() - started) / 1000;
+    const busyShare = busy();
     const commits = (await server.traceTake()).filter((statement) => statement.sql === 'COMMIT');
     const after = await fanoutServer.counts();
 
@@ -194,6 +227,8 @@ export async function measureFanout(options: {
       commitStamps: matched ? 'server COMMIT' : `unmatched (${commits.length} COMMITs for ${mutations.length} mutations)`,
       toolMutationMs: summarize(mutations.filter((m) => m.event).map((m) => m.respondedAt - m.sentAt)),
       seconds,
+      mutations: mutations.length,
+      machineBusy: busyShare,
       statementsPerDelivery: (after.statements - before.statements) / Math.max(1, summary.delivered),
       serverCpuSeconds: (after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1e6,
     };
@@ -213,6 +248,7 @@ export interface FanoutFloorResult {
   firstReceiptMs: Summary | null;
   /** The bare server's CPU per frame handed to a socket (sends complete synchronously here). */
   cpuMsPerDelivery: number;
+  machineBusy: number | null;
 }
 
 const floorAudit = (toolCallId: string, status: string, k: number) => ({
@@ -260,6 +296,7 @@ export async function measureFanoutFloor(subscribers: number, events: number, in
     const expected: { toolCallId: string; status: string; committedAt: number; sentAt: number }[] = [];
     let cpuUs = 0;
     let sent = 0;
+    const busy = machineBusy();
     for (let k = 0; k < events; k++) {
       const toolCallId = `${prefix}${k >> 1}`;
       const status = k % 2 ? 'COMPLETED' : 'RUNNING';
@@ -271,6 +308,7 @@ export async function measureFanoutFloor(subscribers: number, events: number, in
       await pause(intervalMs);
     }
     await askFleet({ command: 'wait', events, idleTimeoutMs: 20_000 });
+    const busyShare = busy();
     const summary = await askFleet<{ expectedDeliveries: number; delivered: number; fromCommitMs: Summary | null; firstReceiptMs: Summary | null }>({
       command: 'summarize',
       expected,
@@ -284,6 +322,7 @@ export async function measureFanoutFloor(subscribers: number, events: number, in
       fromCommitMs: summary.fromCommitMs,
       firstReceiptMs: summary.firstReceiptMs,
       cpuMsPerDelivery: cpuUs / 1000 / Math.max(1, sent),
+      machineBusy: busyShare,
     };
   } finally {
     await askFleet({ command: 'stop' }).catch(() => {});
