@@ -59,6 +59,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   const inherited = { ...process.env };
   delete inherited.DATABASE_URL;
   const args = [
+    ...(process.env.TRACE_GC ? ['--trace-gc'] : []),
     '--import',
     'tsx',
     '--import',
@@ -85,6 +86,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-20_000);
+    if (process.env.TRACE_GC) process.stderr.write(chunk);
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
