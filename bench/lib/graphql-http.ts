@@ -11,37 +11,58 @@ export interface GraphQLResult<T = any> {
  * shared CPU as possible on the workers' side of the wire.
  */
 export class GraphQLHttp {
-  private readonly pool: Pool;
+  private pool: Pool;
+  private readonly origin: string;
   private readonly path: string;
+  private inFlight = 0;
+  private lastDone = 0;
   /** Size of the last response body. */
   lastResponseBytes = 0;
 
   constructor(url: string) {
     const target = new URL(url);
+    this.origin = target.origin;
     this.path = target.pathname;
-    // Idle connections are dropped well before the server's keep-alive timeout (5 s) can close them
-    // under a request: on a loaded machine a 4 s timer fired too late, between two phases.
-    // Within a phase requests follow each other, so this costs a reconnect per phase at most.
-    this.pool = new Pool(target.origin, { keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000, pipelining: 1 });
+    this.pool = this.newPool();
+  }
+
+  // Idle connections are dropped well before the server's keep-alive timeout (5 s) can close them
+  // under a request. Within a phase requests follow each other, so this costs a reconnect per
+  // phase at most.
+  private newPool() {
+    return new Pool(this.origin, { keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000, pipelining: 1 });
   }
 
   async post<T = any>(query: string, variables: Record<string, unknown>, token: string): Promise<GraphQLResult<T>> {
-    const response = await this.pool.request({
-      path: this.path,
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/graphql-response+json, application/json',
-        authorization: `Bearer ${token}`,
-      },
-      body: JSON.stringify({ query, variables }),
-    });
-    const text = await response.body.text();
-    this.lastResponseBytes = Buffer.byteLength(text);
+    // After a pause, new connections: the idle timer above cannot be trusted when this process's
+    // event loop was blocked meanwhile (the PGlite floors run their WebAssembly here), and a
+    // connection the server closed would fail the request ("other side closed").
+    if (this.inFlight === 0 && Date.now() - this.lastDone > 1000) {
+      void this.pool.destroy();
+      this.pool = this.newPool();
+    }
+    this.inFlight++;
     try {
-      return JSON.parse(text) as GraphQLResult<T>;
-    } catch {
-      throw new Error(`HTTP ${response.statusCode}: ${text.slice(0, 500)}`);
+      const response = await this.pool.request({
+        path: this.path,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json, application/json',
+          authorization: `Bearer ${token}`,
+        },
+        body: JSON.stringify({ query, variables }),
+      });
+      const text = await response.body.text();
+      this.lastResponseBytes = Buffer.byteLength(text);
+      try {
+        return JSON.parse(text) as GraphQLResult<T>;
+      } catch {
+        throw new Error(`HTTP ${response.statusCode}: ${text.slice(0, 500)}`);
+      }
+    } finally {
+      this.inFlight--;
+      this.lastDone = Date.now();
     }
   }
 
