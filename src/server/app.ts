@@ -16,6 +16,7 @@ import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscrip
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { servePage } from './static-page.js';
+import { keepConnectionsAlive } from './keep-alive.js';
 import { webSocketLimits } from './ws-limits.js';
 import { bodyTooLarge, createGraphQLServer } from './yoga.js';
 
@@ -162,7 +163,10 @@ export async function buildApp(config: Config, options: { database?: Database; m
       },
     },
     wsServer,
+    // Pings are sent by keepConnectionsAlive instead, spread over the period.
+    0,
   );
+  keepConnectionsAlive(wsServer);
 
   const sweeper = startLeaseSweeper(deps, config.leaseSweepIntervalMs);
   // A crash-restarted server first closes what it left open.
