@@ -420,7 +420,7 @@ function printFanout(results: FanoutRow[]) {
   log('\nLive fan-out: latency from the COMMIT to receipt, ms');
   log(
     table(
-      ['stream', 'pub/sub', 'transport', 'subscribers', 'interval ms', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'machine busy %', 'floor machine busy %', 'later status'],
+      ['stream', 'pub/sub', 'transport', 'subscribers', 'interval ms', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'machine busy %', 'floor machine busy %', 'server loop max ms', 'subscribers loop max ms', 'later status'],
       results.map((r) => [
         r.stream,
         r.pubsub,
@@ -442,11 +442,14 @@ function printFanout(results: FanoutRow[]) {
         round(r.floor?.cpuMsPerDelivery ?? NaN, 3),
         round((r.machineBusy ?? NaN) * 100, 0),
         round((r.floor?.machineBusy ?? NaN) * 100, 0),
+        round(r.loopDelayMaxMs.server, 0),
+        round(r.loopDelayMaxMs.subscribers, 0),
         r.payloadsWithLaterStatus,
       ]),
     ),
   );
   log('(interval: the writer sends one mutation, one change of the thread, every this many ms; machine busy: all cores, every process;');
+  log(' loop max: the longest the fan-out server\'s, or the subscribers\' process\'s, event loop was late during the row;');
   log(' floor, graphql-ws rows: the same clients on a bare WebSocket server sending one ready-made frame per socket, at the same rate;');
   log(' first: per event, from the COMMIT, or the floor\'s first send, to its first receipt by any subscriber)');
 }

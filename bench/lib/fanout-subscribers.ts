@@ -1,7 +1,7 @@
 // A fleet of live dashboards in its own process: N graphql-ws clients (one socket each) or N SSE
 // streams (one HTTP connection each), all subscribed to toolStatusChanged, or threadChanges, on one
 // thread. Driven by the bench over IPC.
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { summarize } from './stats.js';
@@ -130,11 +130,14 @@ export type FanoutRequest =
   | { command: 'compare-views'; expected: Record<string, string> }
   | { command: 'integrity'; expected: { toolCallId: string; status: string }[] }
   | { command: 'progress' }
+  | { command: 'loop-delay' }
   | { command: 'wait'; events: number; idleTimeoutMs: number }
   | { command: 'summarize'; expected: { toolCallId: string; status: string; committedAt: number | null; sentAt: number }[] }
   | { command: 'stop' };
 
 let subscribers: Subscriber[] = [];
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 
 /** What each subscriber does with a result, whichever transport brought it. */
 let afterDropPrefix: string | null = null;
@@ -469,6 +472,12 @@ process.on('message', async (request: FanoutRequest & { id: number }) => {
       break;
     case 'summarize':
       body = summarizeDeliveries(request.expected);
+      break;
+    case 'loop-delay':
+      // The longest this process's event loop was late since the previous ask (its own pauses are
+      // measured as the server's latency).
+      body = loopDelay.max / 1e6;
+      loopDelay.reset();
       break;
     case 'stop':
       await Promise.all(subscribers.map((s) => s.stop()));

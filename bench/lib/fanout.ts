@@ -95,6 +95,8 @@ export interface FanoutResult {
   serverCpuSeconds: number;
   /** The machine's busy share of CPU during the measured phase (every process: servers, subscribers, database). */
   machineBusy: number | null;
+  /** The longest pause of the fan-out server's event loop, and of the subscribers' process, during the measured phase. */
+  loopDelayMaxMs: { server: number; subscribers: number };
   errors: number;
   firstError?: string;
 }
@@ -194,6 +196,7 @@ export async function measureFanout(options: {
 
     const mutations: Mutation[] = [];
     const before = await fanoutServer.counts();
+    await ask({ command: 'loop-delay' });
     await server.traceStart('commits');
     const busy = machineBusy();
     const started = performance.now();
@@ -202,6 +205,7 @@ export async function measureFanout(options: {
       await driveRun(http, ownerToken, workerToken, threadId, runScript(tools, `${prefix}r${run}`), mutations, pace);
     }
     const { complete } = await ask<{ complete: boolean }>({ command: 'wait', events, idleTimeoutMs: 20_000 });
+    const subscribersLoopDelayMaxMs = await ask<number>({ command: 'loop-delay' });
     const seconds = (performance.now() - started) / 1000;
     const busyShare = busy();
     const commits = (await server.traceTake()).filter((statement) => statement.sql === 'COMMIT');
@@ -229,6 +233,7 @@ export async function measureFanout(options: {
       seconds,
       mutations: mutations.length,
       machineBusy: busyShare,
+      loopDelayMaxMs: { server: after.loopDelayMaxMs, subscribers: subscribersLoopDelayMaxMs },
       statementsPerDelivery: (after.statements - before.statements) / Math.max(1, summary.delivered),
       serverCpuSeconds: (after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1e6,
     };

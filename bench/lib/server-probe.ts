@@ -3,7 +3,7 @@
 // drivers' lowest public entry points, so it sees what Prisma really sends, BEGIN and COMMIT included.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 
@@ -14,6 +14,9 @@ interface TracedStatement {
 }
 
 let statements = 0;
+/** How late the server's event loop ran its callbacks (a pause: a long task, a collection), since the last `counts`. */
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 let trace: TracedStatement[] | null = null;
 let commitsOnly = false;
 
@@ -132,7 +135,11 @@ function connectedInspector() {
 async function answer(request: ProbeRequest): Promise<unknown> {
   switch (request.command) {
     case 'counts':
-      return { statements, cpu: process.cpuUsage(), rssBytes: process.memoryUsage().rss, preemptions: preemptions() };
+    {
+      const loopDelayMaxMs = loopDelay.max / 1e6;
+      loopDelay.reset();
+      return { statements, cpu: process.cpuUsage(), rssBytes: process.memoryUsage().rss, preemptions: preemptions(), loopDelayMaxMs };
+    }
     case 'trace-start':
       trace = [];
       commitsOnly = request.mode === 'commits';

@@ -13,6 +13,8 @@ export interface ProbeCounts {
   rssBytes: number;
   /** Times the server's thread was preempted (Linux: nonvoluntary context switches); null elsewhere. */
   preemptions: number | null;
+  /** The longest its event loop was late since the previous `counts` (5 ms resolution). */
+  loopDelayMaxMs: number;
 }
 
 export interface TracedStatement {
