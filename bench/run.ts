@@ -1,5 +1,6 @@
 // npm run bench [-- --quick] [--sections census,write,cursor,read,fanout,storm,curves,layers] [--workers 1,8,32]
 //   [--subscribers 100,1000] [--transports ws,sse] [--streams toolStatusChanged,threadChanges] [--redis URL]
+//   [--pubsubs memory,redis]
 //   [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--minimum-pool 8] [--profile] [--record]
 //   [--curves write,read,catchup,memory] [--scale 1] [--interval 40,20]
 //   (LAYER_RUNS=N: more runs per layer, for --profile)
@@ -61,6 +62,7 @@ const { values: flags } = parseArgs({
     streams: { type: 'string' },
     interval: { type: 'string' },
     redis: { type: 'string' },
+    pubsubs: { type: 'string' },
     scale: { type: 'string' },
     curves: { type: 'string' },
     record: { type: 'boolean', default: false },
@@ -105,7 +107,7 @@ const settings = {
   curves: (flags.curves ?? CURVES.join(',')).split(',') as Curve[],
   scale: Number(flags.scale ?? 1),
 };
-settings.pubsubs = settings.redisUrl ? ['memory', 'redis'] : ['memory'];
+settings.pubsubs = flags.pubsubs ? (flags.pubsubs.split(',') as ('memory' | 'redis')[]) : settings.redisUrl ? ['memory', 'redis'] : ['memory'];
 for (const section of settings.sections) {
   if (!SECTIONS.includes(section)) throw new Error(`Unknown section "${section}"; pick from ${SECTIONS.join(', ')}`);
 }
