@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 
 export interface GraphQLResult<T = any> {
@@ -18,6 +19,8 @@ export class GraphQLHttp {
   private lastDone = 0;
   /** Size of the last response body. */
   lastResponseBytes = 0;
+  /** When the last response's last byte arrived (performance.now()), before the client parsed it. */
+  lastReceivedAt = 0;
 
   constructor(url: string) {
     const target = new URL(url);
@@ -54,6 +57,7 @@ export class GraphQLHttp {
         body: JSON.stringify({ query, variables }),
       });
       const text = await response.body.text();
+      this.lastReceivedAt = performance.now();
       this.lastResponseBytes = Buffer.byteLength(text);
       try {
         return JSON.parse(text) as GraphQLResult<T>;

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +7,8 @@ import { ipcClient } from './ipc.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PROBE = fileURLToPath(new URL('./server-probe.ts', import.meta.url));
+/** The V8 flags `npm run serve` gives the server (package.json), so the bench measures that server. */
+const SERVE_FLAGS: string[] = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).scripts.serve.match(/--max-[a-z-]+=\d+/g) ?? [];
 
 export interface ProbeCounts {
   statements: number;
@@ -62,6 +65,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   delete inherited.DATABASE_URL;
   const args = [
     ...(process.env.TRACE_GC ? ['--trace-gc'] : []),
+    ...SERVE_FLAGS,
     '--import',
     'tsx',
     '--import',
