@@ -32,7 +32,7 @@ import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.js';
 import { sqlOverDriver, type Sql } from './lib/sql.js';
 import { round, table } from './lib/stats.js';
-import { measureFloorRead, measureServerRead, seedTimeline, type ReadResult } from './lib/timeline.js';
+import { measureFloorRead, measureServerRead, READ_WARMUPS, seedTimeline, type ReadResult } from './lib/timeline.js';
 import { combineWindows, floorTarget, measureWritePath, minimumTarget, serverTarget, type WriteResult, type WriteTarget, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -386,7 +386,7 @@ function printCensus(entries: CensusEntry[], title: string) {
 interface ReadRow {
   limit: number;
   audits: number;
-  server: ReadResult & { statementsPerCall: number | null };
+  server: ReadResult & { statementsPerCall: number | null; cpuMsPerRead: number };
   floor: ReadResult & { statements: number; withJsonMs: ReadResult['latencyMs'] };
   p50Ratio: number | null;
 }
@@ -395,12 +395,12 @@ function printRead(read: ReadRow) {
   log(`\nTimeline read: threadAudits(limit: ${read.limit}) with every nested field, thread of ${read.audits} audits`);
   log(
     table(
-      ['', 'p50 ms', 'p99 ms', 'items', 'SQL statements', 'JSON bytes'],
+      ['', 'p50 ms', 'p99 ms', 'items', 'SQL statements', 'JSON bytes', 'server CPU ms/read'],
       [
-        ['server', round(read.server.latencyMs.p50), round(read.server.latencyMs.p99), read.server.items, read.server.statementsPerCall, read.server.responseBytes ?? null],
-        ['floor (plain SQL)', round(read.floor.latencyMs.p50), round(read.floor.latencyMs.p99), read.floor.items, read.floor.statements, null],
-        ['floor + JSON.stringify', round(read.floor.withJsonMs.p50), round(read.floor.withJsonMs.p99), null, null, read.floor.responseBytes ?? null],
-        ['server/floor', read.p50Ratio, ratio(read.server.latencyMs.p99, read.floor.latencyMs.p99), null, null, null],
+        ['server', round(read.server.latencyMs.p50), round(read.server.latencyMs.p99), read.server.items, read.server.statementsPerCall, read.server.responseBytes ?? null, read.server.cpuMsPerRead],
+        ['floor (plain SQL)', round(read.floor.latencyMs.p50), round(read.floor.latencyMs.p99), read.floor.items, read.floor.statements, null, null],
+        ['floor + JSON.stringify', round(read.floor.withJsonMs.p50), round(read.floor.withJsonMs.p99), null, null, read.floor.responseBytes ?? null, null],
+        ['server/floor', read.p50Ratio, ratio(read.server.latencyMs.p99, read.floor.latencyMs.p99), null, null, null, null],
       ],
     ),
   );
@@ -530,13 +530,16 @@ async function runSections(
   if (runs('read') && timeline) {
     log('Timeline read…');
     const limit = 500;
+    const before = await server.counts();
     const serverRead = await profiled(server, 'read', () => measureServerRead(http, ownerToken, timeline.server, limit, settings.readIterations));
+    const after = await server.counts();
+    const cpuMsPerRead = round((after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000 / (settings.readIterations + READ_WARMUPS), 2)!;
     const floorRead = await measureFloorRead(backend.floor, OWNER, timeline.floor, limit, settings.readIterations);
     const census = await readCensus(server, http, ownerToken, timeline.server, [limit]);
     const read: ReadRow = {
       limit,
       audits: settings.audits,
-      server: { ...serverRead, statementsPerCall: census[0]?.statements ?? null },
+      server: { ...serverRead, statementsPerCall: census[0]?.statements ?? null, cpuMsPerRead },
       floor: floorRead,
       p50Ratio: ratio(serverRead.latencyMs.p50, floorRead.latencyMs.p50),
     };

@@ -151,12 +151,15 @@ export interface ReadResult {
   responseBytes?: number;
 }
 
+/** Reads before the timed ones, on both sides. */
+export const READ_WARMUPS = 3;
+
 export async function measureServerRead(http: GraphQLHttp, token: string, threadId: string, limit: number, iterations: number): Promise<ReadResult> {
   const call = async () => {
     const data = await http.must(THREAD_AUDITS_EVERYTHING, { threadId, limit }, token);
     return data.threadAudits as { items: unknown[]; truncated: boolean };
   };
-  for (let i = 0; i < 3; i++) await call();
+  for (let i = 0; i < READ_WARMUPS; i++) await call();
   const latencies: number[] = [];
   let last = { items: [] as unknown[], truncated: false };
   for (let i = 0; i < iterations; i++) {
@@ -173,7 +176,7 @@ export async function measureServerRead(http: GraphQLHttp, token: string, thread
  * send them, so that second number is what a response could cost at the least.
  */
 export async function measureFloorRead(sql: Sql, ownerSub: string, threadId: string, limit: number, iterations: number) {
-  for (let i = 0; i < 3; i++) await floorThreadAudits(sql, ownerSub, threadId, limit);
+  for (let i = 0; i < READ_WARMUPS; i++) await floorThreadAudits(sql, ownerSub, threadId, limit);
   const latencies: number[] = [];
   const withJson: number[] = [];
   let last = await floorThreadAudits(sql, ownerSub, threadId, limit);

@@ -1,12 +1,11 @@
 import { requirePrincipal } from '../../domain/access.js';
-import { MAX_AUDITS, readTimeline } from '../../domain/audit-reads.js';
+import { MAX_AUDITS, readTimeline, type AuditRow } from '../../domain/audit-reads.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
-import type { Message } from '../../generated/prisma/client.js';
 import { builder, listCost } from '../builder.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
 
-export const AuditRef = builder.prismaInterface('Message', {
-  variant: 'Audit',
+// Shaped by AuditRow, not the whole Message model: reads return only the columns these show.
+export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({
   description: "One entry of a run's audit timeline: a model call or a tool execution.",
   resolveType: (row) => (row.role === 'TOOL' ? 'ToolAudit' : 'ModelAudit'),
   fields: (t) => ({
@@ -37,8 +36,7 @@ export const AuditRef = builder.prismaInterface('Message', {
   }),
 });
 
-export const ModelAuditRef = builder.prismaObject('Message', {
-  variant: 'ModelAudit',
+export const ModelAuditRef = builder.objectRef<AuditRow>('ModelAudit').implement({
   interfaces: [AuditRef],
   fields: (t) => ({
     model: t.exposeString('name', { nullable: true }),
@@ -49,8 +47,7 @@ export const ModelAuditRef = builder.prismaObject('Message', {
   }),
 });
 
-export const ToolAuditRef = builder.prismaObject('Message', {
-  variant: 'ToolAudit',
+export const ToolAuditRef = builder.objectRef<AuditRow>('ToolAudit').implement({
   interfaces: [AuditRef],
   fields: (t) => ({
     toolCallId: t.string({ resolve: (row) => row.operationId! }),
@@ -69,7 +66,7 @@ export const ToolAuditRef = builder.prismaObject('Message', {
 });
 
 const ThreadAuditsRef = builder
-  .objectRef<{ threadId: string; items: Message[]; truncated: boolean; cursor: string }>('ThreadAudits')
+  .objectRef<{ threadId: string; items: AuditRow[]; truncated: boolean; cursor: string }>('ThreadAudits')
   .implement({
     fields: (t) => ({
       threadId: t.exposeID('threadId'),

@@ -1,4 +1,5 @@
-import type { Message, ToolCall } from '../../generated/prisma/client.js';
+import type { AuditRow } from '../../domain/audit-reads.js';
+import type { ToolCall } from '../../generated/prisma/client.js';
 import { MAX_DECLARED_TOOL_CALLS } from '../../domain/model-audits.js';
 import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
@@ -29,7 +30,7 @@ builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
     complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
     authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
     // A lifecycle mutation's own result already holds them.
-    resolve: (audit: Message & { declaredToolCalls?: ToolCall[] }, _args, { loaders }) =>
+    resolve: (audit: AuditRow & { declaredToolCalls?: ToolCall[] }, _args, { loaders }) =>
       audit.declaredToolCalls ?? loaders.toolCallsDeclaredBy.load(audit.id),
   }),
 );
