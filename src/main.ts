@@ -5,16 +5,21 @@ import { buildApp } from './server/app.js';
 
 const config = loadConfig();
 const app = await buildApp(config);
+// Tokens are printed once, when the local secret is generated, never on every start (logs are
+// collected and kept); `npm run token` mints more. Minted before listening, so the whole banner
+// is out by the time the server answers (a client watching the log for them never misses them).
+const hours = '12h';
+const localTokens = app.jwtSecretGenerated && {
+  superadmin: await mintToken(app.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours),
+  worker: await mintToken(app.jwtSecret, { sub: 'local-worker', role: 'worker' }, hours),
+};
 const url = await app.start();
 console.log(`Agent audit server listening on ${url} (${app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL'})`);
 console.log(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
-// Tokens are printed once, when the local secret is generated, never on every start (logs are
-// collected and kept); `npm run token` mints more.
-if (app.jwtSecretGenerated) {
-  const hours = '12h';
+if (localTokens) {
   console.log(`\nLocal tokens (valid ${hours}; printed only now, mint more with \`npm run token -- --sub <id> --role <role>\`):`);
-  console.log(`  superadmin: Bearer ${await mintToken(app.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours)}`);
-  console.log(`  worker:     Bearer ${await mintToken(app.jwtSecret, { sub: 'local-worker', role: 'worker' }, hours)}`);
+  console.log(`  superadmin: Bearer ${localTokens.superadmin}`);
+  console.log(`  worker:     Bearer ${localTokens.worker}`);
 } else {
   console.log('Mint a token with `npm run token -- --sub <id> --role <superadmin|admin|user|worker>`.');
 }
