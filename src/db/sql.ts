@@ -9,7 +9,8 @@ const BIGINT_COLUMNS = new Set(['sequence', 'finished_sequence', 'start_clock_na
 const JSON_COLUMNS = new Set(['content', 'input', 'output', 'error', 'usage', 'declared_input', 'effective_input']);
 
 const camel = (column: string) => column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
-const snake = (field: string) => field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+/** A row field's column (`toolCallRowId` → `tool_call_row_id`). */
+export const snake = (field: string) => field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 
 const toBigInt = (value: unknown) => (value === null || typeof value === 'bigint' ? value : BigInt(value as string));
 

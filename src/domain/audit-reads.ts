@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.js';
-import type { Sql } from '../db/sql.js';
+import { snake, type Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
 import { rowId } from './ids.js';
@@ -42,12 +42,16 @@ export async function readTimeline(sql: Sql, principal: Principal, threadId: str
 }
 
 /**
- * An audit as reads return it: what its GraphQL fields show, without the clock readings, the
- * change cursor and the row times (a 500-item read parses and keeps a third fewer values).
+ * What an audit's GraphQL fields show, the only fields reads return: not the clock readings, the
+ * change cursor or the row times (a 500-item read then parses and keeps a third fewer values).
+ * The type follows this list, so a resolver cannot read a field the reads leave out.
  */
-export type AuditRow = Omit<Message, 'content' | 'startClockId' | 'startClockNanos' | 'endClockId' | 'endClockNanos' | 'createdAt' | 'changeCursor' | 'changedAt'>;
-const AUDIT_COLUMNS =
-  'id, thread_id, run_id, role, message_type, operation_id, name, sequence, finished_sequence, status, started_at, finished_at, duration_ms, input, output, error, usage, awaiting_run_terminal, tool_call_row_id';
+const AUDIT_FIELDS = [
+  'id', 'threadId', 'runId', 'role', 'messageType', 'operationId', 'name', 'sequence', 'finishedSequence', 'status',
+  'startedAt', 'finishedAt', 'durationMs', 'input', 'output', 'error', 'usage', 'awaitingRunTerminal', 'toolCallRowId',
+] as const satisfies readonly (keyof Message)[];
+export type AuditRow = Pick<Message, (typeof AUDIT_FIELDS)[number]>;
+const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
 
 /**
  * The thread's runs newest first on their (thread_id, created_order) index, each run's audits
