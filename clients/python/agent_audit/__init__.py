@@ -6,7 +6,7 @@ run; see README.md. ``AuditClient`` makes every call of the API, ``RunSession`` 
 """
 
 from .client import AuditClient
-from .clock import PROCESS_CLOCK_ID, SequenceCounter, now_rfc3339, read_clock
+from .clock import PROCESS_CLOCK_ID, SequenceCounter, now_rfc3339, parse_rfc3339, read_clock
 from .errors import AUDIT_ERROR_CODES, LEASE_GONE_CODES, TRANSPORT_ERROR, AuditApiError, LeaseLostError
 from .lease import LeaseKeeper
 from .session import RunSession
@@ -51,5 +51,6 @@ __all__ = [
     "ToolAudit",
     "ToolCall",
     "now_rfc3339",
+    "parse_rfc3339",
     "read_clock",
 ]

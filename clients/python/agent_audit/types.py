@@ -186,6 +186,8 @@ class ToolAudit:
 
     id: str
     run_id: str
+    #: The tool_call_id, as on every audit.
+    operation_id: str
     tool_call_id: str
     name: str
     sequence: int
@@ -207,6 +209,7 @@ class ToolAudit:
         return cls(
             id=data["id"],
             run_id=data["runId"],
+            operation_id=data["operationId"],
             tool_call_id=data["toolCallId"],
             name=data["name"],
             sequence=int(data["sequence"]),
