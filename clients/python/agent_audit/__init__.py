@@ -5,6 +5,8 @@ run; see README.md. ``AuditClient`` makes every call of the API, ``RunSession`` 
 ``AuditClient.start_run``) keeps one claimed run's lease and ends it as a context manager.
 """
 
+__version__ = "0.1.0"
+
 from .client import AuditClient
 from .clock import PROCESS_CLOCK_ID, SequenceCounter, now_rfc3339, parse_rfc3339, read_clock
 from .errors import AUDIT_ERROR_CODES, LEASE_GONE_CODES, TRANSPORT_ERROR, AuditApiError, LeaseLostError
