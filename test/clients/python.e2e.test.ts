@@ -2,7 +2,7 @@
 // unittest suite, its offline install with pip, and the example agent the docs point to, run as
 // it is. Python 3 is required: a missing python3 fails these tests, it does not skip them.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,6 +107,15 @@ describe(`the Python client against the server process (${backendName})`, () => 
     ]);
     expect(items.every((item) => item.durationMs !== null)).toBe(true);
   }, 180_000);
+
+  it("the docs' Python code is the example's, line for line", () => {
+    const example = readFileSync(EXAMPLE, 'utf8');
+    for (const doc of ['clients/python/README.md', 'docs/runtime-authors.md']) {
+      const blocks = [...readFileSync(join(REPO_ROOT, doc), 'utf8').matchAll(/```python\n([\s\S]*?)```/g)].map((match) => match[1]!);
+      expect(blocks.length, doc).toBeGreaterThan(0);
+      for (const block of blocks) expect(example, `a Python block of ${doc} is not in examples/python/agent.py`).toContain(block);
+    }
+  });
 
   it('with no server given, the tests start one themselves', async () => {
     const { code, output } = await run('python3', ['-m', 'unittest', '-v', 'tests.test_errors_and_retries.ClaimTest'], {
