@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import _operations as ops
-from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock
+from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
+from .errors import AuditApiError
 from .transport import RetryPolicy, Transport
 from .types import (
     JSON,
@@ -37,8 +39,9 @@ class AuditClient:
 
     Lifecycle calls and reads are retried, with the byte-identical request, after transport
     failures (``RetryPolicy``); GraphQL errors raise ``AuditApiError`` at once, never retried.
-    ``observed_at`` and ``clock`` are read when the method is called unless given, once, before
-    the first attempt. Thread-safe: each call is its own HTTP request.
+    ``observed_at`` (an RFC 3339 string or an aware datetime) and ``clock`` are read when the
+    method is called unless given, once, before the first attempt; ``clock=None`` sends no
+    reading (the duration is then unknown). Thread-safe: each call is its own HTTP request.
     """
 
     def __init__(
@@ -64,12 +67,21 @@ class AuditClient:
         claim = {"runId": run_id, "leaseSeconds": lease_seconds, "claimId": claim_id or str(uuid.uuid4())}
         return RunLease.from_json(self._transport.execute(ops.CLAIM_RUN, {"input": _without_none(claim)}))
 
-    def start_run(self, run_id: str, lease_seconds: int = 30, **options: Any) -> "RunSession":
-        """Claims the run and keeps its lease; use the returned session as a context manager,
-        which finishes the run on exit (see ``RunSession``)."""
+    def start_run(
+        self,
+        run_id: str,
+        lease_seconds: int = 30,
+        *,
+        claim_id: Optional[str] = None,
+        first_sequence: int = 1,
+        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+    ) -> "RunSession":
+        """Claims the run and keeps its lease alive; use the returned session as a context
+        manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called, from
+        the keeper's thread, once the lease is gone."""
         from .session import RunSession
 
-        return RunSession.claim(self, run_id, lease_seconds, **options)
+        return RunSession.claim(self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost)
 
     def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None) -> RunLease:
         """Extends an unexpired lease (same epoch); returns it with its new expiry."""
@@ -84,7 +96,7 @@ class AuditClient:
         *,
         model: Optional[str] = None,
         input: JSON = None,
-        observed_at: Optional[str] = _NOW,
+        observed_at: Union[str, datetime, None] = _NOW,
         clock: Optional[ClockReading] = _NOW,
     ) -> ModelAudit:
         fields = {"operationId": operation_id, "sequence": str(sequence), "model": model, "input": input}
@@ -101,7 +113,7 @@ class AuditClient:
         usage: JSON = None,
         tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
         sequence: Optional[int] = None,
-        observed_at: Optional[str] = _NOW,
+        observed_at: Union[str, datetime, None] = _NOW,
         clock: Optional[ClockReading] = _NOW,
     ) -> ModelAudit:
         """Closes the model call (COMPLETED or FAILED); each declared tool call becomes a PENDING ToolCall."""
@@ -124,7 +136,7 @@ class AuditClient:
         sequence: int,
         *,
         effective_input: JSON = None,
-        observed_at: Optional[str] = _NOW,
+        observed_at: Union[str, datetime, None] = _NOW,
         clock: Optional[ClockReading] = _NOW,
     ) -> ToolAudit:
         """Binds to the model call that declared ``tool_call_id`` (else MODEL_NOT_FOUND)."""
@@ -138,7 +150,7 @@ class AuditClient:
         output: JSON,
         *,
         sequence: Optional[int] = None,
-        observed_at: Optional[str] = _NOW,
+        observed_at: Union[str, datetime, None] = _NOW,
         clock: Optional[ClockReading] = _NOW,
     ) -> ToolAudit:
         """``output`` is the raw tool message envelope; ``output["status"] == "error"`` records a controlled failure."""
@@ -152,7 +164,7 @@ class AuditClient:
         error: JSON,
         *,
         sequence: Optional[int] = None,
-        observed_at: Optional[str] = _NOW,
+        observed_at: Union[str, datetime, None] = _NOW,
         clock: Optional[ClockReading] = _NOW,
     ) -> ToolAudit:
         """A bare error (an exception, a timeout, an interrupt): the audit waits for the run's verdict."""
@@ -210,14 +222,14 @@ class AuditClient:
         operation: ops.Operation,
         lease: LeaseLike,
         fields: Dict[str, Any],
-        observed_at: Optional[str],
+        observed_at: Union[str, datetime, None],
         clock: Optional[ClockReading],
     ) -> Any:
         reading = read_clock(self.clock_id) if clock is _NOW else clock
         event = {
             "lease": _lease(lease),
             **fields,
-            "observedAt": now_rfc3339() if observed_at is _NOW or observed_at is None else observed_at,
+            "observedAt": now_rfc3339() if observed_at is _NOW or observed_at is None else to_rfc3339(observed_at),
             "clock": None if reading is None else {"clockId": reading.clock_id, "nanos": str(reading.nanos)},
         }
         return self._transport.execute(operation, {"input": _without_none(event)})

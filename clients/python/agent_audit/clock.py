@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timezone
+from typing import Union
 
 from .types import ClockReading
 
@@ -21,9 +22,18 @@ def read_clock(clock_id: str = PROCESS_CLOCK_ID) -> ClockReading:
     return ClockReading(clock_id=clock_id, nanos=time.monotonic_ns())
 
 
+def to_rfc3339(moment: Union[str, datetime]) -> str:
+    """A DateTime as the server takes it: an RFC 3339 string with a time zone (a naive datetime is refused)."""
+    if isinstance(moment, str):
+        return moment
+    if moment.tzinfo is None:
+        raise ValueError("observed_at needs a time zone, e.g. datetime.now(timezone.utc)")
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def now_rfc3339() -> str:
     """The wall-clock time now, as the server's DateTime wants it (UTC, milliseconds, ``Z``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return to_rfc3339(datetime.now(timezone.utc))
 
 
 def parse_rfc3339(value: str) -> datetime:

@@ -53,10 +53,9 @@ class LeaseKeeper:
         return self._lease
 
     def stop(self) -> None:
-        """Stops renewing; the lease itself stays until it expires or the run ends."""
+        """Stops renewing; the lease itself stays until it expires or the run ends. Does not wait
+        for a renewal in flight: its answer is ignored."""
         self._stopped.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
 
     def _delay(self) -> float:
         # The server may clamp the requested length, so the granted expiry can be sooner; a skewed
@@ -68,7 +67,9 @@ class LeaseKeeper:
     def _keep(self) -> None:
         while not self._stopped.wait(self._delay()):
             try:
-                self._lease = self._client.renew_lease(self._lease, self._lease_seconds)
+                renewed = self._client.renew_lease(self._lease, self._lease_seconds)
+                if not self._stopped.is_set():
+                    self._lease = renewed
             except AuditApiError as error:
                 if self._stopped.is_set():
                     return

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agent_audit import DeclaredToolCall, ModelAudit, ToolAudit
+from datetime import datetime, timezone
+
+from agent_audit import ClockReading, DeclaredToolCall, ModelAudit, ToolAudit
 
 from .support import LiveTestCase
 
@@ -88,3 +90,25 @@ class LifecycleTest(LiveTestCase):
         last = items[-1]
         assert isinstance(last, ToolAudit)
         self.assertEqual(last.declared_by_operation_id, "model-1")
+
+    def test_events_observed_earlier_keep_their_sequence_time_and_clock(self) -> None:
+        thread_id, run_id = self.queued_run()
+        calls = [DeclaredToolCall("call-a", "fetch", {"n": 1}), DeclaredToolCall("call-b", "fetch", {"n": 2})]
+        started = datetime(2026, 11, 29, 21, 0, 0, 123000, tzinfo=timezone.utc)
+        with self.worker.start_run(run_id) as run:
+            run.model_started("model-1", model="gpt-x", input={})
+            run.model_finished("model-1", tool_calls=calls)
+            # Two tools ran in parallel; b started first. Their events are sent afterwards,
+            # each with the sequence, time and clock reading taken when it happened.
+            run.tool_started("call-b", "fetch", effective_input={"n": 2}, sequence=10, observed_at=started,
+                             clock=ClockReading("host-a/pid-1", 1_000_000_000))
+            run.tool_started("call-a", "fetch", effective_input={"n": 1}, sequence=11, observed_at="2026-11-29T21:00:00.200Z",
+                             clock=None)
+            run.tool_finished("call-b", {"content": "b"}, sequence=12, clock=ClockReading("host-a/pid-1", 1_350_000_000))
+            run.tool_finished("call-a", {"content": "a"}, sequence=13)
+        tools = [item for item in self.owner.thread_audits(thread_id).items if isinstance(item, ToolAudit)]
+        self.assertEqual([(t.tool_call_id, t.sequence, t.finished_sequence) for t in tools], [("call-b", 10, 12), ("call-a", 11, 13)])
+        self.assertEqual(tools[0].started_at, "2026-11-29T21:00:00.123Z")
+        self.assertEqual(tools[0].duration_ms, 350)
+        # No reading at the start: the duration is unknown, never guessed from wall-clock times.
+        self.assertIsNone(tools[1].duration_ms)
