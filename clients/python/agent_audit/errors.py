@@ -58,7 +58,8 @@ class AuditApiError(Exception):
     def request_id(self) -> Optional[str]:
         """The server's correlation id of an INTERNAL_SERVER_ERROR (report it), else None."""
         for error in self.errors:
-            request_id = (error.get("extensions") or {}).get("requestId")
+            extensions: Dict[str, Any] = error.get("extensions") or {}
+            request_id = extensions.get("requestId")
             if isinstance(request_id, str):
                 return request_id
         return None

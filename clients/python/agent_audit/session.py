@@ -156,21 +156,20 @@ class RunSession:
         exc_type: Optional[Type[BaseException]],
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
-    ) -> bool:
+    ) -> None:  # never swallows the exception
         self._keeper.stop()
         if self._ended or self.lost_error is not None:
-            return False
+            return
         if exc is None:
             self.finish("COMPLETED")
-            return False
+            return
         if isinstance(exc, AuditApiError) and exc.lease_gone:
-            return False
+            return
         status = "INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
         try:
             self.finish(status, error={"name": type(exc).__name__, "message": str(exc)})
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
             self.finish_error = error
-        return False
 
     def _sequence(self, when: Dict[str, Any]) -> int:
         given = when.pop("sequence", None)

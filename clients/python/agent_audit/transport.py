@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
 from ._operations import Operation
 from .errors import TRANSPORT_ERROR, AuditApiError
@@ -102,24 +102,26 @@ class Transport:
             raise transport_failure(f"network error: {error!r}", True) from error
 
         try:
-            payload: Dict[str, Any] = json.loads(text)
+            payload: Any = json.loads(text)
             if not isinstance(payload, dict):
                 raise ValueError("not an object")
         except ValueError as error:
             # A server error page may pass; any other answer that is not GraphQL will not.
             raise transport_failure(f"HTTP {status} with a body that is not a GraphQL response", status >= 500, status) from error
-        errors = payload.get("errors")
+        response_json = cast(Dict[str, Any], payload)
+        errors: List[Dict[str, Any]] = response_json.get("errors") or []
         if errors:
             first = errors[0]
+            extensions: Dict[str, Any] = first.get("extensions") or {}
             raise AuditApiError(
                 f"{operation.name}: {first.get('message')}",
-                code=(first.get("extensions") or {}).get("code") or "UNKNOWN",
+                code=extensions.get("code") or "UNKNOWN",
                 operation=operation.name,
                 retryable=False,
                 http_status=status,
                 errors=errors,
             )
-        data = payload.get("data") or {}
+        data: Dict[str, Any] = response_json.get("data") or {}
         if operation.field not in data:
             raise transport_failure(f"HTTP {status} without data.{operation.field}", False, status)
         return data[operation.field]

@@ -17,6 +17,17 @@ def _int(value: Any) -> Optional[int]:
     return None if value is None else int(value)
 
 
+def _id_of(data: Mapping[str, Any], key: str) -> Optional[str]:
+    """The ``id`` of a nested object, e.g. ``thread { id }``, or None."""
+    nested: Optional[Mapping[str, Any]] = data.get(key)
+    return None if nested is None else nested.get("id")
+
+
+def _tool_calls(data: Mapping[str, Any]) -> List["ToolCall"]:
+    calls: List[Mapping[str, Any]] = data.get("toolCalls") or []
+    return [ToolCall.from_json(call) for call in calls]
+
+
 @dataclass(frozen=True)
 class ClockReading:
     """One reading of a monotonic clock; durations are computed only between readings of one ``clock_id``."""
@@ -119,7 +130,7 @@ class Run:
     #: Set by ``AuditClient.run`` only.
     thread_id: Optional[str] = None
     resumed_from_id: Optional[str] = None
-    tool_calls: List[ToolCall] = field(default_factory=list)
+    tool_calls: List[ToolCall] = field(default_factory=lambda: [])
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Run":
@@ -133,9 +144,9 @@ class Run:
             started_at=data.get("startedAt"),
             finished_at=data.get("finishedAt"),
             error=data.get("error"),
-            thread_id=(data.get("thread") or {}).get("id"),
-            resumed_from_id=(data.get("resumedFrom") or {}).get("id"),
-            tool_calls=[ToolCall.from_json(call) for call in data.get("toolCalls") or []],
+            thread_id=_id_of(data, "thread"),
+            resumed_from_id=_id_of(data, "resumedFrom"),
+            tool_calls=_tool_calls(data),
         )
 
 
@@ -157,7 +168,7 @@ class ModelAudit:
     output: JSON = None
     error: JSON = None
     usage: JSON = None
-    tool_calls: List[ToolCall] = field(default_factory=list)
+    tool_calls: List[ToolCall] = field(default_factory=lambda: [])
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ModelAudit":
@@ -176,7 +187,7 @@ class ModelAudit:
             output=data.get("output"),
             error=data.get("error"),
             usage=data.get("usage"),
-            tool_calls=[ToolCall.from_json(call) for call in data.get("toolCalls") or []],
+            tool_calls=_tool_calls(data),
         )
 
 
@@ -223,7 +234,7 @@ class ToolAudit:
             output=data.get("output"),
             error=data.get("error"),
             tool_call=ToolCall.from_json(data["toolCall"]) if data.get("toolCall") else None,
-            declared_by_operation_id=(data.get("declaredBy") or {}).get("operationId"),
+            declared_by_operation_id=(data.get("declaredBy") or {"operationId": None})["operationId"],
         )
 
 

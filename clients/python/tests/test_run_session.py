@@ -54,8 +54,9 @@ class RunSessionTest(LiveTestCase):
 
     def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
         _, run_id = self.queued_run()
+        run = self.start_tool(run_id)
         with self.assertRaises(Boom):
-            with self.start_tool(run_id) as run:
+            with run:
                 run.finish("CANCELLED", error={"reason": "user stopped it"})
                 raise Boom("after the finish")
         after = self.owner.run(run_id)
