@@ -13,9 +13,9 @@ from .support import LiveTestCase
 class LeaseTest(LiveTestCase):
     def test_the_keeper_renews_a_short_lease_past_its_length(self) -> None:
         _, run_id = self.queued_run()
-        with self.worker.start_run(run_id, lease_seconds=2) as run:
+        with self.worker.start_run(run_id, lease_seconds=4) as run:
             first_expiry = run.lease.expires_at
-            time.sleep(5)  # two and a half lease lengths
+            time.sleep(9)  # more than two lease lengths
             run.model_started("model-1", model="gpt-x", input={})
             run.model_finished("model-1")
             self.assertFalse(run.lost.is_set())
