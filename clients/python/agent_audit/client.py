@@ -15,9 +15,12 @@ from .types import (
     ClockReading,
     DeclaredToolCall,
     Message,
+    MessageRole,
     ModelAudit,
+    ModelFinishedStatus,
     Run,
     RunLease,
+    RunTerminalStatus,
     Thread,
     ThreadAudits,
     ToolAudit,
@@ -107,7 +110,7 @@ class AuditClient:
         lease: LeaseLike,
         operation_id: str,
         *,
-        status: str = "COMPLETED",
+        status: ModelFinishedStatus = "COMPLETED",
         output: JSON = None,
         error: JSON = None,
         usage: JSON = None,
@@ -174,7 +177,7 @@ class AuditClient:
     def finish_run(
         self,
         lease: LeaseLike,
-        status: str,
+        status: RunTerminalStatus,
         *,
         error: JSON = None,
         state_messages: Optional[List[JSON]] = None,
@@ -193,7 +196,7 @@ class AuditClient:
         """The caller becomes the thread's owner."""
         return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none({"title": title})}))
 
-    def append_message(self, thread_id: str, role: str, content: JSON) -> Message:
+    def append_message(self, thread_id: str, role: MessageRole, content: JSON) -> Message:
         message = {"threadId": thread_id, "role": role, "content": content}
         return Message.from_json(self._transport.execute(ops.APPEND_MESSAGE, {"input": message}))
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 from .clock import SequenceCounter
 from .errors import AuditApiError, LeaseLostError
 from .lease import LeaseKeeper
-from .types import JSON, DeclaredToolCall, ModelAudit, Run, RunLease, ToolAudit
+from .types import JSON, DeclaredToolCall, ModelAudit, ModelFinishedStatus, Run, RunLease, RunTerminalStatus, ToolAudit
 
 if TYPE_CHECKING:
     from .client import AuditClient
@@ -96,7 +96,7 @@ class RunSession:
         *,
         output: JSON = None,
         tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
-        status: str = "COMPLETED",
+        status: ModelFinishedStatus = "COMPLETED",
         error: JSON = None,
         usage: JSON = None,
         **when: Any,
@@ -126,7 +126,7 @@ class RunSession:
             self.lease, tool_call_id, error, sequence=sequence, **when))
 
     def finish(
-        self, status: str = "COMPLETED", *, error: JSON = None, state_messages: Optional[List[JSON]] = None
+        self, status: RunTerminalStatus = "COMPLETED", *, error: JSON = None, state_messages: Optional[List[JSON]] = None
     ) -> Optional[Run]:
         """Ends the run now (e.g. INTERRUPTED after an interrupt) and stops renewing its lease.
 
@@ -165,7 +165,7 @@ class RunSession:
             return
         if isinstance(exc, AuditApiError) and exc.lease_gone:
             return
-        status = "INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+        status: RunTerminalStatus = "INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
         try:
             self.finish(status, error={"name": type(exc).__name__, "message": str(exc)})
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see

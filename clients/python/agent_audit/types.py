@@ -7,10 +7,17 @@ Results are read from the server's JSON: ``BigInt`` values (sequences) become ``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Union
 
 #: Any JSON value (inputs, outputs, errors).
 JSON = Any
+
+#: How a worker may end a run (finishRun).
+RunTerminalStatus = Literal["COMPLETED", "FAILED", "CANCELLED", "INTERRUPTED"]
+#: How a model call may end (recordModelFinished).
+ModelFinishedStatus = Literal["COMPLETED", "FAILED"]
+#: The role of an ordinary message (appendMessage).
+MessageRole = Literal["USER", "ASSISTANT", "SYSTEM", "TOOL"]
 
 
 def _int(value: Any) -> Optional[int]:
