@@ -108,6 +108,15 @@ describe(`the Python client against the server process (${backendName})`, () => 
     expect(items.every((item) => item.durationMs !== null)).toBe(true);
   }, 180_000);
 
+  it('the package type-checks strictly for Python 3.9 (pyright), with its tests and the example', async () => {
+    const { code, output } = await run(process.execPath, [join(REPO_ROOT, 'node_modules/pyright/index.js'), '-p', CLIENT_DIR], {
+      cwd: REPO_ROOT,
+      timeoutMs: 120_000,
+    });
+    expect(code, output).toBe(0);
+    expect(output).toContain('0 errors');
+  }, 150_000);
+
   it("the docs' Python code is the example's, line for line", () => {
     const example = readFileSync(EXAMPLE, 'utf8');
     for (const doc of ['clients/python/README.md', 'docs/runtime-authors.md']) {
