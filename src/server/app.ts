@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { finished } from 'node:stream/promises';
 import { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
@@ -18,7 +19,7 @@ import { startLeaseSweeper } from './lease-sweeper.js';
 import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
 import { webSocketLimits } from './ws-limits.js';
-import { bodyTooLarge, createGraphQLServer } from './yoga.js';
+import { bodyTooLarge, createGraphQLServer, drainedBodyLimit } from './yoga.js';
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -99,8 +100,10 @@ export async function buildApp(config: Config, options: { database?: Database; m
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
     if (await servePage(req.method, path ?? '/', res)) return;
-    // Refused before yoga, closing the connection rather than reading the body (yoga counts chunked ones).
-    if (Number(req.headers['content-length'] ?? 0) > limit) {
+    // Refused before yoga, which counts chunked ones. The body is read first (thrown away; see drainedBodyLimit).
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > limit) {
+      if (length <= drainedBodyLimit(limit)) await finished(req.resume()).catch(() => undefined);
       const { status, message, code } = bodyTooLarge(limit);
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
       return void res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));

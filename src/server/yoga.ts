@@ -44,6 +44,13 @@ export const bodyTooLarge = (limit: number) => ({
   message: `Request body exceeds ${limit} bytes`,
   code: 'BAD_USER_INPUT',
 });
+/**
+ * How large a body over the limit may be and still be read to its end (and thrown away) before
+ * the 413 goes out. A client that sends its whole body before it reads the answer (Python's
+ * urllib, most blocking clients) sees a connection closed on unread bytes as a reset (EPIPE,
+ * ECONNRESET), not as the 413, and would retry it as a transport failure. Larger bodies are cut.
+ */
+export const drainedBodyLimit = (limit: number) => 4 * limit;
 const bodyTooLargeError = (limit: number) => {
   const { message, status, code } = bodyTooLarge(limit);
   return bodyError(message, status, code);
@@ -67,8 +74,12 @@ function counted(request: Request, limit: number, fetchAPI: FetchAPI): Request {
     new Transform<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         bytes += chunk.byteLength;
+        if (bytes <= limit) controller.enqueue(chunk);
+        else if (bytes > drainedBodyLimit(limit)) controller.error(bodyTooLargeError(limit));
+        // Else read on to the end, thrown away, so that the 413 reaches the client (drainedBodyLimit).
+      },
+      flush(controller) {
         if (bytes > limit) controller.error(bodyTooLargeError(limit));
-        else controller.enqueue(chunk);
       },
     }),
   );

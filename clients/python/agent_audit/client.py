@@ -1,0 +1,251 @@
+"""A typed client of the audit server: the run lifecycle for workers, threads and runs for owners."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union
+
+from . import _operations as ops
+from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
+from .errors import AuditApiError
+from .transport import RetryPolicy, Transport
+from .types import (
+    JSON,
+    ClockReading,
+    DeclaredToolCall,
+    Message,
+    MessageRole,
+    ModelAudit,
+    ModelFinishedStatus,
+    Run,
+    RunLease,
+    RunTerminalStatus,
+    Thread,
+    ThreadAudits,
+    ToolAudit,
+    tool_calls_json,
+)
+
+if TYPE_CHECKING:
+    from .session import RunSession
+
+#: A lease as lifecycle calls take it: a RunLease, or anything with ``run_id`` and ``epoch``.
+LeaseLike = Union[RunLease, Any]
+
+# "Read now": the default of observed_at and clock, so that None can still send "no reading".
+_NOW: Any = object()
+
+
+class AuditClient:
+    """Every call of the contract, typed.
+
+    Lifecycle calls and reads are retried, with the byte-identical request, after transport
+    failures (``RetryPolicy``); GraphQL errors raise ``AuditApiError`` at once, never retried.
+    ``observed_at`` (an RFC 3339 string or an aware datetime) and ``clock`` are read when the
+    method is called unless given, once, before the first attempt; ``clock=None`` sends no
+    reading (the duration is then unknown). Thread-safe: each call is its own HTTP request.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        clock_id: str = PROCESS_CLOCK_ID,
+        retry: Optional[RetryPolicy] = None,
+    ) -> None:
+        self.url = url
+        self.clock_id = clock_id
+        self._transport = Transport(url, token, retry or RetryPolicy())
+
+    # ---- Worker: the run lifecycle ----
+
+    def claim_run(self, run_id: str, lease_seconds: Optional[int] = None, claim_id: Optional[str] = None) -> RunLease:
+        """QUEUED -> RUNNING with this worker as the lease owner.
+
+        The claim carries a ``claim_id`` (a fresh UUID unless given) and is retried with it after
+        transport failures: a retry of a claim that won unseen gets the same lease back.
+        """
+        claim = {"runId": run_id, "leaseSeconds": lease_seconds, "claimId": claim_id or str(uuid.uuid4())}
+        return RunLease.from_json(self._transport.execute(ops.CLAIM_RUN, {"input": _without_none(claim)}))
+
+    def start_run(
+        self,
+        run_id: str,
+        lease_seconds: int = 30,
+        *,
+        claim_id: Optional[str] = None,
+        first_sequence: int = 1,
+        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+    ) -> "RunSession":
+        """Claims the run and keeps its lease alive; use the returned session as a context
+        manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called, from
+        the keeper's thread, once the lease is gone."""
+        from .session import RunSession
+
+        return RunSession.claim(self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost)
+
+    def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None) -> RunLease:
+        """Extends an unexpired lease (same epoch); returns it with its new expiry."""
+        variables = _without_none({"lease": _lease(lease), "leaseSeconds": lease_seconds})
+        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables))
+
+    def record_model_started(
+        self,
+        lease: LeaseLike,
+        operation_id: str,
+        sequence: int,
+        *,
+        model: Optional[str] = None,
+        input: JSON = None,
+        observed_at: Union[str, datetime, None] = _NOW,
+        clock: Optional[ClockReading] = _NOW,
+    ) -> ModelAudit:
+        fields = {"operationId": operation_id, "sequence": str(sequence), "model": model, "input": input}
+        return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_STARTED, lease, fields, observed_at, clock))
+
+    def record_model_finished(
+        self,
+        lease: LeaseLike,
+        operation_id: str,
+        *,
+        status: ModelFinishedStatus = "COMPLETED",
+        output: JSON = None,
+        error: JSON = None,
+        usage: JSON = None,
+        tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
+        sequence: Optional[int] = None,
+        observed_at: Union[str, datetime, None] = _NOW,
+        clock: Optional[ClockReading] = _NOW,
+    ) -> ModelAudit:
+        """Closes the model call (COMPLETED or FAILED); each declared tool call becomes a PENDING ToolCall."""
+        fields = {
+            "operationId": operation_id,
+            "status": status,
+            "output": output,
+            "error": error,
+            "usage": usage,
+            "toolCalls": tool_calls_json(list(tool_calls or [])),
+            "sequence": _big(sequence),
+        }
+        return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_FINISHED, lease, fields, observed_at, clock))
+
+    def record_tool_started(
+        self,
+        lease: LeaseLike,
+        tool_call_id: str,
+        name: str,
+        sequence: int,
+        *,
+        effective_input: JSON = None,
+        observed_at: Union[str, datetime, None] = _NOW,
+        clock: Optional[ClockReading] = _NOW,
+    ) -> ToolAudit:
+        """Binds to the model call that declared ``tool_call_id`` (else MODEL_NOT_FOUND)."""
+        fields = {"toolCallId": tool_call_id, "name": name, "effectiveInput": effective_input, "sequence": str(sequence)}
+        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_STARTED, lease, fields, observed_at, clock))
+
+    def record_tool_finished(
+        self,
+        lease: LeaseLike,
+        tool_call_id: str,
+        output: JSON,
+        *,
+        sequence: Optional[int] = None,
+        observed_at: Union[str, datetime, None] = _NOW,
+        clock: Optional[ClockReading] = _NOW,
+    ) -> ToolAudit:
+        """``output`` is the raw tool message envelope; ``output["status"] == "error"`` records a controlled failure."""
+        fields = {"toolCallId": tool_call_id, "output": output, "sequence": _big(sequence)}
+        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_FINISHED, lease, fields, observed_at, clock))
+
+    def record_tool_error(
+        self,
+        lease: LeaseLike,
+        tool_call_id: str,
+        error: JSON,
+        *,
+        sequence: Optional[int] = None,
+        observed_at: Union[str, datetime, None] = _NOW,
+        clock: Optional[ClockReading] = _NOW,
+    ) -> ToolAudit:
+        """A bare error (an exception, a timeout, an interrupt): the audit waits for the run's verdict."""
+        fields = {"toolCallId": tool_call_id, "error": error, "sequence": _big(sequence)}
+        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_ERROR, lease, fields, observed_at, clock))
+
+    def finish_run(
+        self,
+        lease: LeaseLike,
+        status: RunTerminalStatus,
+        *,
+        error: JSON = None,
+        state_messages: Optional[List[JSON]] = None,
+    ) -> Run:
+        """Ends the run (COMPLETED, FAILED, CANCELLED, INTERRUPTED) and closes what is open in it.
+
+        Retried after transport failures, but an ended run answers LEASE_LOST: a LEASE_LOST with
+        ``attempts > 1`` may mean the first attempt ended the run.
+        """
+        finish = {"lease": _lease(lease), "status": status, "error": error, "stateMessages": state_messages or []}
+        return Run.from_json(self._transport.execute(ops.FINISH_RUN, {"input": _without_none(finish)}))
+
+    # ---- Owners (creations are not retried: a resend would create a second one) ----
+
+    def create_thread(self, title: Optional[str] = None) -> Thread:
+        """The caller becomes the thread's owner."""
+        return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none({"title": title})}))
+
+    def append_message(self, thread_id: str, role: MessageRole, content: JSON) -> Message:
+        message = {"threadId": thread_id, "role": role, "content": content}
+        return Message.from_json(self._transport.execute(ops.APPEND_MESSAGE, {"input": message}))
+
+    def create_run(self, thread_id: str, resume_from_run_id: Optional[str] = None) -> Run:
+        """A QUEUED run; ``resume_from_run_id`` names an ended run of the same thread."""
+        run = _without_none({"threadId": thread_id, "resumeFromRunId": resume_from_run_id})
+        return Run.from_json(self._transport.execute(ops.CREATE_RUN, {"input": run}))
+
+    def cancel_run(self, run_id: str) -> Run:
+        """Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease."""
+        return Run.from_json(self._transport.execute(ops.CANCEL_RUN, {"runId": run_id}))
+
+    def thread_audits(self, thread_id: str, limit: Optional[int] = None) -> ThreadAudits:
+        """The newest ``limit`` (1 to 500) audits of a thread, oldest first. Superadmin owners only."""
+        variables = _without_none({"threadId": thread_id, "limit": limit})
+        return ThreadAudits.from_json(self._transport.execute(ops.THREAD_AUDITS, variables))
+
+    def run(self, run_id: str) -> Optional[Run]:
+        """The run with its ToolCall projection, or None when it does not exist."""
+        data = self._transport.execute(ops.RUN, {"id": run_id})
+        return None if data is None else Run.from_json(data)
+
+    # Read once per call, before the first attempt, so that retries replay the same observation.
+    def _lifecycle(
+        self,
+        operation: ops.Operation,
+        lease: LeaseLike,
+        fields: Dict[str, Any],
+        observed_at: Union[str, datetime, None],
+        clock: Optional[ClockReading],
+    ) -> Any:
+        reading = read_clock(self.clock_id) if clock is _NOW else clock
+        event = {
+            "lease": _lease(lease),
+            **fields,
+            "observedAt": now_rfc3339() if observed_at is _NOW or observed_at is None else to_rfc3339(observed_at),
+            "clock": None if reading is None else {"clockId": reading.clock_id, "nanos": str(reading.nanos)},
+        }
+        return self._transport.execute(operation, {"input": _without_none(event)})
+
+
+def _lease(lease: LeaseLike) -> Dict[str, Any]:
+    return {"runId": lease.run_id, "epoch": lease.epoch}
+
+
+def _big(value: Optional[int]) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def _without_none(values: Dict[str, Any]) -> Dict[str, Any]:
+    # An absent optional input, not an explicit null: the server's defaults apply.
+    return {key: value for key, value in values.items() if value is not None}

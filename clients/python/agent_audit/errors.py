@@ -1,0 +1,94 @@
+"""Errors of the audit server's API, as exceptions carrying the contract's code."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+#: The ``extensions.code`` values the contract defines (docs/runtime-authors.md, "Errors and whether to retry").
+AUDIT_ERROR_CODES = (
+    "UNAUTHENTICATED",
+    "FORBIDDEN",
+    "NOT_FOUND",
+    "BAD_USER_INPUT",
+    "LEASE_LOST",
+    "LEASE_EXPIRED",
+    "MODEL_NOT_FOUND",
+    "NAMESPACE_REJECTED",
+    "CONFLICT",
+    "INVALID_TRANSITION",
+    "INTERNAL_SERVER_ERROR",
+)
+
+#: No GraphQL answer arrived: the connection failed or was reset, the attempt timed out, a gateway
+#: answered 502/503/504, or the body was not a GraphQL response.
+TRANSPORT_ERROR = "TRANSPORT_ERROR"
+
+#: Answers after which the run is no longer this worker's: stop its work, send nothing more for it.
+LEASE_GONE_CODES = ("LEASE_LOST", "LEASE_EXPIRED")
+
+
+class AuditApiError(Exception):
+    """A failed API call.
+
+    ``code`` is the GraphQL ``extensions.code`` of the first error, or ``TRANSPORT_ERROR`` when no
+    GraphQL answer arrived. ``retryable`` is true only for transport failures, after which the
+    byte-identical request may be sent again; every GraphQL error is final. ``attempts`` says how
+    many times the request was sent.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        operation: str,
+        retryable: bool,
+        http_status: Optional[int] = None,
+        errors: Optional[List[Dict[str, Any]]] = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.operation = operation
+        self.retryable = retryable
+        self.http_status = http_status
+        self.errors: List[Dict[str, Any]] = errors or []
+        self.attempts = 1
+
+    @property
+    def request_id(self) -> Optional[str]:
+        """The server's correlation id of an INTERNAL_SERVER_ERROR (report it), else None."""
+        for error in self.errors:
+            extensions: Dict[str, Any] = error.get("extensions") or {}
+            request_id = extensions.get("requestId")
+            if isinstance(request_id, str):
+                return request_id
+        return None
+
+    @property
+    def lease_gone(self) -> bool:
+        """True for LEASE_LOST and LEASE_EXPIRED: the run is no longer this worker's."""
+        return self.code in LEASE_GONE_CODES
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} ({self.code}{', retryable' if self.retryable else ''}, {self.attempts} attempt{'s' if self.attempts != 1 else ''})"
+
+
+class LeaseLostError(AuditApiError):
+    """The run's lease is gone (LEASE_LOST or LEASE_EXPIRED): stop the agent's work for this run.
+
+    Raised by a run session's calls once its lease keeper or one of its writes found the lease
+    gone; ``code`` says which, ``cause`` is the API error that said so. Never retryable.
+    """
+
+    def __init__(self, run_id: str, cause: AuditApiError) -> None:
+        super().__init__(
+            f"run {run_id}: the lease is gone; stop working on this run",
+            code=cause.code,
+            operation=cause.operation,
+            retryable=False,
+            http_status=cause.http_status,
+            errors=cause.errors,
+        )
+        self.attempts = cause.attempts
+        self.run_id = run_id
+        self.cause = cause

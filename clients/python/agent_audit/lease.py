@@ -1,0 +1,87 @@
+"""A background thread that keeps a run's lease alive and says when it is gone."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Callable, Optional
+
+from .clock import parse_rfc3339
+from .errors import AuditApiError
+from .types import RunLease
+
+if TYPE_CHECKING:
+    from .client import AuditClient
+
+#: Renewal answers after which the lease cannot come back: the run moved on without this worker.
+RENEWAL_GONE_CODES = ("LEASE_LOST", "LEASE_EXPIRED", "INVALID_TRANSITION", "NOT_FOUND", "FORBIDDEN", "UNAUTHENTICATED")
+
+
+class LeaseKeeper:
+    """Renews a run's lease at about a third of its length, so one or two failed renewals still
+    leave time, on a daemon thread (it never keeps a process alive).
+
+    When a renewal answers that the lease is gone (``RENEWAL_GONE_CODES``), it stops, sets
+    ``lost`` (a ``threading.Event`` the agent may wait on or poll), keeps the error in
+    ``lost_error`` and calls ``on_lost`` once, from its thread. Other failures (transport,
+    internal errors) go to ``on_renew_error`` and the next renewal comes as scheduled.
+    """
+
+    def __init__(
+        self,
+        client: "AuditClient",
+        lease: RunLease,
+        lease_seconds: int,
+        *,
+        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+        on_renew_error: Optional[Callable[[Exception], None]] = None,
+    ) -> None:
+        self._client = client
+        self._lease = lease
+        self._lease_seconds = lease_seconds
+        self._on_lost = on_lost
+        self._on_renew_error = on_renew_error
+        self._stopped = threading.Event()
+        self.lost = threading.Event()
+        self.lost_error: Optional[AuditApiError] = None
+        self._thread = threading.Thread(target=self._keep, name=f"lease-keeper-{lease.run_id}", daemon=True)
+        self._thread.start()
+
+    @property
+    def lease(self) -> RunLease:
+        """The newest lease (its epoch never changes; its expiry moves on)."""
+        return self._lease
+
+    def stop(self) -> None:
+        """Stops renewing; the lease itself stays until it expires or the run ends. Does not wait
+        for a renewal in flight: its answer is ignored."""
+        self._stopped.set()
+
+    def _delay(self) -> float:
+        # The server may clamp the requested length, so the granted expiry can be sooner; a skewed
+        # local clock could make that look like "now", hence the floor.
+        remaining = (parse_rfc3339(self._lease.expires_at) - datetime.now(timezone.utc)).total_seconds()
+        length = min(float(self._lease_seconds), remaining)
+        return max(min(1.0, self._lease_seconds / 3), length / 3)
+
+    def _keep(self) -> None:
+        while not self._stopped.wait(self._delay()):
+            try:
+                renewed = self._client.renew_lease(self._lease, self._lease_seconds)
+                if not self._stopped.is_set():
+                    self._lease = renewed
+            except AuditApiError as error:
+                if self._stopped.is_set():
+                    return
+                if error.code in RENEWAL_GONE_CODES:
+                    self.lost_error = error
+                    self.lost.set()
+                    self._stopped.set()
+                    if self._on_lost:
+                        self._on_lost(error)
+                    return
+                if self._on_renew_error:
+                    self._on_renew_error(error)
+            except Exception as error:  # noqa: BLE001 - a keeper must outlive an odd failure
+                if self._on_renew_error:
+                    self._on_renew_error(error)

@@ -1,0 +1,196 @@
+"""One claimed run: its lease kept alive, its sequence numbers, its events, and its end."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type
+
+from .clock import SequenceCounter
+from .errors import AuditApiError, LeaseLostError
+from .lease import LeaseKeeper
+from .types import JSON, DeclaredToolCall, ModelAudit, ModelFinishedStatus, Run, RunLease, RunTerminalStatus, ToolAudit
+
+if TYPE_CHECKING:
+    from .client import AuditClient
+
+
+class RunSession:
+    """A run this worker claimed, as a context manager that ends it.
+
+    ``with worker.start_run(run_id) as run:`` claims the run (with a ``claimId``, so a lost answer
+    is retried safely) and renews its lease in the background. On leaving the block the run is
+    finished: COMPLETED on a normal exit (with ``run.state_messages``), INTERRUPTED on
+    ``KeyboardInterrupt``, FAILED with ``{"name", "message"}`` on any other exception, which is
+    then re-raised. A run already ended by ``finish`` is left as it is.
+
+    When the lease is gone (the keeper's renewal or a write answered LEASE_LOST or
+    LEASE_EXPIRED: the run was cancelled, expired, or is no longer this worker's), ``lost`` is
+    set and every later call raises ``LeaseLostError``: stop the agent's work. The run is then
+    not finished (it already ended, or is not this worker's to end).
+
+    Each event method takes its sequence number from ``sequence`` and reads the wall clock and
+    the monotonic clock when it is called, unless given.
+    """
+
+    def __init__(
+        self,
+        client: "AuditClient",
+        lease: RunLease,
+        lease_seconds: int,
+        *,
+        first_sequence: int = 1,
+        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+    ) -> None:
+        self.client = client
+        self.run_id = lease.run_id
+        self.sequence = SequenceCounter(first_sequence)
+        #: The final state's messages, sent with the COMPLETED or FAILED finish on exit.
+        self.state_messages: List[JSON] = []
+        #: Set when the lease is gone; the agent may poll it or wait on it.
+        self.lost = threading.Event()
+        self.lost_error: Optional[AuditApiError] = None
+        #: The run as its finish returned it, once finished.
+        self.finished: Optional[Run] = None
+        #: Why the finish on leaving the block after an exception failed (that exception is kept).
+        self.finish_error: Optional[Exception] = None
+        self._ended = False
+        self._on_lost = on_lost
+        self._lost_lock = threading.Lock()
+        self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=self._lose)
+
+    @classmethod
+    def claim(
+        cls,
+        client: "AuditClient",
+        run_id: str,
+        lease_seconds: int = 30,
+        *,
+        claim_id: Optional[str] = None,
+        first_sequence: int = 1,
+        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+    ) -> "RunSession":
+        lease = client.claim_run(run_id, lease_seconds, claim_id)
+        return cls(client, lease, lease_seconds, first_sequence=first_sequence, on_lost=on_lost)
+
+    @property
+    def lease(self) -> RunLease:
+        return self._keeper.lease
+
+    def check(self) -> None:
+        """Raises ``LeaseLostError`` if the lease is gone; call it between the agent's steps."""
+        if self.lost_error is not None:
+            raise LeaseLostError(self.run_id, self.lost_error)
+
+    # ---- Events ----
+
+    def model_started(self, operation_id: str, *, model: Optional[str] = None, input: JSON = None, **when: Any) -> ModelAudit:
+        """A model call starts; ``operation_id`` is unique within the run."""
+        sequence = self._sequence(when)
+        return self._write(lambda: self.client.record_model_started(
+            self.lease, operation_id, sequence, model=model, input=input, **when))
+
+    def model_finished(
+        self,
+        operation_id: str,
+        *,
+        output: JSON = None,
+        tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
+        status: ModelFinishedStatus = "COMPLETED",
+        error: JSON = None,
+        usage: JSON = None,
+        **when: Any,
+    ) -> ModelAudit:
+        """The model call ends, declaring its tool calls (record this before starting them)."""
+        sequence = self._sequence(when)
+        return self._write(lambda: self.client.record_model_finished(
+            self.lease, operation_id, status=status, output=output, error=error, usage=usage,
+            tool_calls=tool_calls, sequence=sequence, **when))
+
+    def tool_started(self, tool_call_id: str, name: str, *, effective_input: JSON = None, **when: Any) -> ToolAudit:
+        """A declared tool call starts, with the input it really runs with."""
+        sequence = self._sequence(when)
+        return self._write(lambda: self.client.record_tool_started(
+            self.lease, tool_call_id, name, sequence, effective_input=effective_input, **when))
+
+    def tool_finished(self, tool_call_id: str, output: JSON, **when: Any) -> ToolAudit:
+        """The tool returned its message envelope (``status: "error"`` in it is a controlled failure)."""
+        sequence = self._sequence(when)
+        return self._write(lambda: self.client.record_tool_finished(
+            self.lease, tool_call_id, output, sequence=sequence, **when))
+
+    def tool_error(self, tool_call_id: str, error: JSON, **when: Any) -> ToolAudit:
+        """The tool raised, timed out or was interrupted: a bare error, settled by the run's end."""
+        sequence = self._sequence(when)
+        return self._write(lambda: self.client.record_tool_error(
+            self.lease, tool_call_id, error, sequence=sequence, **when))
+
+    def finish(
+        self, status: RunTerminalStatus = "COMPLETED", *, error: JSON = None, state_messages: Optional[List[JSON]] = None
+    ) -> Optional[Run]:
+        """Ends the run now (e.g. INTERRUPTED after an interrupt) and stops renewing its lease.
+
+        Returns the ended run, or None when the answer was lost and the retry found the run
+        already ended (LEASE_LOST after more than one attempt): this finish or a cancel or an
+        expiry ended it, and the run's owner can read which.
+        """
+        self._keeper.stop()
+        messages = self.state_messages if state_messages is None else state_messages
+        try:
+            self.finished = self._write(lambda: self.client.finish_run(self.lease, status, error=error, state_messages=messages))
+        except LeaseLostError as lost:
+            if lost.attempts > 1:
+                self._ended = True
+                return None
+            raise
+        self._ended = True
+        return self.finished
+
+    # ---- The context manager ----
+
+    def __enter__(self) -> "RunSession":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:  # never swallows the exception
+        self._keeper.stop()
+        if self._ended or self.lost_error is not None:
+            return
+        if exc is None:
+            self.finish("COMPLETED")
+            return
+        if isinstance(exc, AuditApiError) and exc.lease_gone:
+            return
+        status: RunTerminalStatus = "INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+        try:
+            self.finish(status, error={"name": type(exc).__name__, "message": str(exc)})
+        except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
+            self.finish_error = error
+
+    def _sequence(self, when: Dict[str, Any]) -> int:
+        given = when.pop("sequence", None)
+        return self.sequence.next() if given is None else int(given)
+
+    def _write(self, call: Callable[[], Any]) -> Any:
+        self.check()
+        try:
+            return call()
+        except AuditApiError as error:
+            if error.lease_gone:
+                self._lose(error)
+                raise LeaseLostError(self.run_id, error) from error
+            raise
+
+    def _lose(self, error: AuditApiError) -> None:
+        with self._lost_lock:
+            if self.lost_error is not None:
+                return
+            self.lost_error = error
+        self._keeper.stop()
+        self.lost.set()
+        if self._on_lost:
+            self._on_lost(error)

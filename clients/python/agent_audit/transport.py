@@ -1,0 +1,127 @@
+"""GraphQL over HTTP with urllib, retrying replayable operations after transport failures only."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, cast
+
+from ._operations import Operation
+from .errors import TRANSPORT_ERROR, AuditApiError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a replayable request is retried after a transport failure."""
+
+    #: Total sends of one request, the first included.
+    max_attempts: int = 5
+    #: Backoff before the second attempt; it doubles per attempt up to ``max_delay``, with jitter.
+    base_delay: float = 0.1
+    max_delay: float = 3.0
+    #: Seconds per attempt; a timed-out attempt is a transport failure.
+    timeout: float = 30.0
+
+
+def backoff_delay(policy: RetryPolicy, failed_attempt: int, rand: Callable[[], float] = random.random) -> float:
+    """Jitter over the upper half of the doubled delay: spreads many workers' retries, never near zero."""
+    ceiling = min(policy.max_delay, policy.base_delay * 2 ** (failed_attempt - 1))
+    return ceiling / 2 + rand() * ceiling / 2
+
+
+# What a proxy or load balancer answers when the server did not (or may not have).
+_GATEWAY_STATUSES = (502, 503, 504)
+
+
+class Transport:
+    def __init__(self, url: str, token: str, policy: RetryPolicy) -> None:
+        self.url = url
+        self._authorization = token if token.startswith("Bearer ") else f"Bearer {token}"
+        self.policy = policy
+
+    def execute(self, operation: Operation, variables: Mapping[str, Any]) -> Any:
+        """The operation's root field value. The body is serialised once, so every attempt sends
+        the byte-identical request, which the server recognises as a replay."""
+        body = json.dumps(
+            {"query": operation.document, "operationName": operation.name, "variables": variables},
+            separators=(",", ":"),
+            allow_nan=False,
+        ).encode("utf-8")
+        max_attempts = max(1, self.policy.max_attempts) if operation.replayable else 1
+        attempt = 1
+        while True:
+            try:
+                return self._send_once(operation, body)
+            except AuditApiError as error:
+                error.attempts = attempt
+                if not error.retryable or attempt >= max_attempts:
+                    raise
+            time.sleep(backoff_delay(self.policy, attempt))
+            attempt += 1
+
+    def _send_once(self, operation: Operation, body: bytes) -> Any:
+        def transport_failure(message: str, retryable: bool, status: Optional[int] = None) -> AuditApiError:
+            return AuditApiError(
+                f"{operation.name}: {message}",
+                code=TRANSPORT_ERROR,
+                operation=operation.name,
+                retryable=retryable,
+                http_status=status,
+            )
+
+        request = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/graphql-response+json, application/json",
+                "Authorization": self._authorization,
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.policy.timeout) as response:
+                status: int = response.status
+                text = response.read()
+        except urllib.error.HTTPError as answer:
+            # An HTTP error status: GraphQL errors arrive this way too (400, 413, ...).
+            status = answer.code
+            if status in _GATEWAY_STATUSES:
+                raise transport_failure(f"HTTP {status}", True, status) from answer
+            try:
+                text = answer.read()
+            except (OSError, http.client.HTTPException) as error:
+                raise transport_failure(f"HTTP {status}, its body lost: {error!r}", True, status) from error
+        except (OSError, http.client.HTTPException) as error:
+            # Refused, reset, timed out, closed before the answer: it may or may not have committed.
+            raise transport_failure(f"network error: {error!r}", True) from error
+
+        try:
+            payload: Any = json.loads(text)
+            if not isinstance(payload, dict):
+                raise ValueError("not an object")
+        except ValueError as error:
+            # A server error page may pass; any other answer that is not GraphQL will not.
+            raise transport_failure(f"HTTP {status} with a body that is not a GraphQL response", status >= 500, status) from error
+        response_json = cast(Dict[str, Any], payload)
+        errors: List[Dict[str, Any]] = response_json.get("errors") or []
+        if errors:
+            first = errors[0]
+            extensions: Dict[str, Any] = first.get("extensions") or {}
+            raise AuditApiError(
+                f"{operation.name}: {first.get('message')}",
+                code=extensions.get("code") or "UNKNOWN",
+                operation=operation.name,
+                retryable=False,
+                http_status=status,
+                errors=errors,
+            )
+        data: Dict[str, Any] = response_json.get("data") or {}
+        if operation.field not in data:
+            raise transport_failure(f"HTTP {status} without data.{operation.field}", False, status)
+        return data[operation.field]

@@ -1,0 +1,133 @@
+"""Errors carry the contract's code and whether to retry; only transport failures are retried."""
+
+from __future__ import annotations
+
+import json
+import socket
+import uuid
+
+from agent_audit import TRANSPORT_ERROR, AuditApiError, AuditClient, DeclaredToolCall, RetryPolicy
+
+from .support import FAST_RETRY, LiveTestCase, LossyProxy
+
+
+class ClaimTest(LiveTestCase):
+    def test_a_claim_resent_with_its_claim_id_gets_the_same_lease(self) -> None:
+        _, run_id = self.queued_run()
+        claim_id = str(uuid.uuid4())
+        first = self.worker.claim_run(run_id, 30, claim_id)
+        again = self.worker.claim_run(run_id, 30, claim_id)
+        self.assertEqual((again.run_id, again.epoch, again.owner), (first.run_id, first.epoch, self.worker_sub))
+
+    def test_a_second_claim_without_the_claim_id_is_invalid_and_not_retried(self) -> None:
+        _, run_id = self.queued_run()
+        self.worker.claim_run(run_id, 30)
+        with self.assertRaises(AuditApiError) as raised:
+            self.worker.claim_run(run_id, 30)
+        self.assertEqual((raised.exception.code, raised.exception.retryable, raised.exception.attempts),
+                         ("INVALID_TRANSITION", False, 1))
+
+
+class LostAnswersTest(LiveTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.proxy = LossyProxy(self.server.url)
+        self.addCleanup(self.proxy.close)
+        self.lossy_worker = AuditClient(self.proxy.url, self.server.token(self.worker_sub, "worker"), retry=FAST_RETRY)
+
+    def test_every_call_whose_answer_is_lost_is_resent_byte_identical_and_recorded_once(self) -> None:
+        thread_id, run_id = self.queued_run()
+        with self.lossy_worker.start_run(run_id, lease_seconds=60) as run:
+            run.model_started("model-1", model="gpt-x", input={"messages": [{"role": "user", "content": "hi"}]})
+            run.model_finished("model-1", output={"content": ""}, tool_calls=[DeclaredToolCall("call-1", "echo", {"x": 1})])
+            run.tool_started("call-1", "echo", effective_input={"x": 1})
+            run.tool_finished("call-1", {"content": "1", "status": "success"})
+        # Each body went out twice, the same bytes: its first answer was lost, the resend answered.
+        sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
+        self.assertEqual(sent, [name for name in ("ClaimRun", "RecordModelStarted", "RecordModelFinished",
+                                                  "RecordToolStarted", "RecordToolFinished", "FinishRun")
+                                for _ in range(2)])
+        self.assertTrue(all(self.proxy.bodies[i] == self.proxy.bodies[i + 1] for i in range(0, len(self.proxy.bodies), 2)))
+        # The claim's retry got its lease back, and the finish's retry found the run ended by it.
+        self.assertIsNone(run.finished)
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")
+        self.assertEqual([(item.operation_id, item.status) for item in self.owner.thread_audits(thread_id).items],
+                         [("model-1", "COMPLETED"), ("call-1", "COMPLETED")])
+
+    def test_a_gateway_answer_is_retried(self) -> None:
+        self.proxy.mode = "gateway_first"
+        _, run_id = self.queued_run()
+        lease = self.lossy_worker.claim_run(run_id, 30)
+        self.assertEqual(lease.owner, self.worker_sub)
+        self.assertEqual(len(self.proxy.bodies), 2)
+
+    def test_creations_are_not_retried(self) -> None:
+        owner = AuditClient(self.proxy.url, self.server.token(self.owner_sub, "superadmin"), retry=FAST_RETRY)
+        with self.assertRaises(AuditApiError) as raised:
+            owner.create_thread("lost")
+        self.assertEqual((raised.exception.code, raised.exception.retryable, raised.exception.attempts),
+                         (TRANSPORT_ERROR, True, 1))
+        self.assertEqual(len(self.proxy.bodies), 1)
+
+
+class RefusedTest(LiveTestCase):
+    def test_no_server_is_a_retryable_transport_error_after_every_attempt(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        client = AuditClient(f"http://127.0.0.1:{port}/graphql", "x", retry=RetryPolicy(max_attempts=3, base_delay=0.01))
+        with self.assertRaises(AuditApiError) as raised:
+            client.claim_run("any", 30)
+        self.assertEqual((raised.exception.code, raised.exception.retryable, raised.exception.attempts),
+                         (TRANSPORT_ERROR, True, 3))
+
+    def test_a_bad_token_is_unauthenticated(self) -> None:
+        client = AuditClient(self.server.url, self.server.token(self.worker_sub, "worker") + "x")
+        with self.assertRaises(AuditApiError) as raised:
+            client.claim_run("any", 30)
+        self.assertEqual((raised.exception.code, raised.exception.retryable), ("UNAUTHENTICATED", False))
+
+    def test_an_owner_may_not_claim(self) -> None:
+        _, run_id = self.queued_run()
+        with self.assertRaises(AuditApiError) as raised:
+            self.owner.claim_run(run_id, 30)
+        self.assertEqual(raised.exception.code, "FORBIDDEN")
+
+    def test_a_replay_with_other_content_is_a_conflict_sent_once(self) -> None:
+        _, run_id = self.queued_run()
+        with self.worker.start_run(run_id) as run:
+            run.model_started("model-1", model="gpt-x", input={"n": 1}, sequence=1)
+            with self.assertRaises(AuditApiError) as raised:
+                run.model_started("model-1", model="gpt-x", input={"n": 2}, sequence=1)
+            self.assertEqual((raised.exception.code, raised.exception.retryable, raised.exception.attempts), ("CONFLICT", False, 1))
+
+    def test_a_tool_start_nobody_declared_is_model_not_found(self) -> None:
+        _, run_id = self.queued_run()
+        with self.worker.start_run(run_id) as run:
+            with self.assertRaises(AuditApiError) as raised:
+                run.tool_started("call-unknown", "search", effective_input={})
+            self.assertEqual(raised.exception.code, "MODEL_NOT_FOUND")
+
+    def test_a_json_value_over_the_limit_is_bad_user_input(self) -> None:
+        _, run_id = self.queued_run()
+        with self.worker.start_run(run_id) as run:
+            with self.assertRaises(AuditApiError) as raised:
+                run.model_started("model-1", model="gpt-x", input={"pad": "x" * (1024 * 1024 + 1)})
+            self.assertEqual((raised.exception.code, raised.exception.retryable), ("BAD_USER_INPUT", False))
+
+    def test_a_body_over_the_server_limit_is_a_413_that_is_not_retried_and_changes_nothing(self) -> None:
+        thread_id, run_id = self.queued_run()
+        with self.worker.start_run(run_id) as run:
+            run.model_started("model-1", model="gpt-x", input={})
+            run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "dump", {})])
+            run.tool_started("call-1", "dump", effective_input={})
+            with self.assertRaises(AuditApiError) as raised:
+                run.tool_finished("call-1", {"content": "x" * (9 * 1024 * 1024), "status": "success"})
+            error = raised.exception
+            self.assertEqual((error.code, error.http_status, error.retryable, error.attempts), ("BAD_USER_INPUT", 413, False, 1))
+            self.assertIn("Request body exceeds", str(error))
+            tool = self.owner.thread_audits(thread_id).items[-1]
+            self.assertEqual((tool.operation_id, tool.status), ("call-1", "RUNNING"))
+            run.tool_finished("call-1", {"content": "too large to keep", "status": "error"})

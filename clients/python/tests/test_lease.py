@@ -1,0 +1,61 @@
+"""The lease keeper: renewing in the background, and telling the agent to stop when the lease is gone."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from agent_audit import AuditApiError, LeaseLostError, parse_rfc3339
+
+from .support import LiveTestCase
+
+
+class LeaseTest(LiveTestCase):
+    def test_the_keeper_renews_a_short_lease_past_its_length(self) -> None:
+        _, run_id = self.queued_run()
+        with self.worker.start_run(run_id, lease_seconds=4) as run:
+            first_expiry = run.lease.expires_at
+            time.sleep(9)  # more than two lease lengths
+            run.model_started("model-1", model="gpt-x", input={})
+            run.model_finished("model-1")
+            self.assertFalse(run.lost.is_set())
+            self.assertGreater(parse_rfc3339(run.lease.expires_at), parse_rfc3339(first_expiry))
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")
+
+    def test_a_cancelled_run_sets_lost_and_every_later_call_raises(self) -> None:
+        _, run_id = self.queued_run()
+        told: list = []
+        reported = threading.Event()
+
+        def on_lost(error: AuditApiError) -> None:
+            told.append(error.code)
+            reported.set()
+
+        with self.assertRaises(LeaseLostError) as raised:
+            with self.worker.start_run(run_id, lease_seconds=3, on_lost=on_lost) as run:
+                run.model_started("model-1", model="gpt-x", input={})
+                self.owner.cancel_run(run_id)
+                # The agent waits on the session's event, as a tool would between steps.
+                self.assertTrue(run.lost.wait(timeout=10), "the keeper did not notice the cancel")
+                run.model_finished("model-1")
+        self.assertEqual(raised.exception.code, "LEASE_LOST")
+        self.assertFalse(raised.exception.retryable)
+        self.assertTrue(reported.wait(timeout=1))
+        self.assertEqual(told, ["LEASE_LOST"])
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "CANCELLED")  # leaving the block did not try to finish it
+
+    def test_a_write_that_finds_the_run_cancelled_raises_lease_lost(self) -> None:
+        _, run_id = self.queued_run()
+        with self.worker.start_run(run_id, lease_seconds=60) as run:
+            self.owner.cancel_run(run_id)
+            with self.assertRaises(LeaseLostError) as raised:
+                run.model_started("model-1", model="gpt-x", input={})
+            self.assertEqual(raised.exception.code, "LEASE_LOST")
+            self.assertEqual(raised.exception.attempts, 1)
+            self.assertTrue(run.lost.is_set())
+            with self.assertRaises(LeaseLostError):
+                run.check()

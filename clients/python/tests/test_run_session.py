@@ -1,0 +1,65 @@
+"""The run session as a context manager: how leaving the block ends the run."""
+
+from __future__ import annotations
+
+from agent_audit import DeclaredToolCall
+
+from .support import LiveTestCase
+
+
+class Boom(Exception):
+    pass
+
+
+class RunSessionTest(LiveTestCase):
+    def start_tool(self, run_id: str):
+        """A session with one model call and one tool running in it."""
+        session = self.worker.start_run(run_id)
+        session.model_started("model-1", model="gpt-x", input={})
+        session.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "search", {"q": "x"})])
+        session.tool_started("call-1", "search", effective_input={"q": "x"})
+        return session
+
+    def test_a_normal_exit_completes_the_run(self) -> None:
+        _, run_id = self.queued_run()
+        with self.start_tool(run_id) as run:
+            run.tool_finished("call-1", {"content": "found", "status": "success"})
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")
+        self.assertEqual([call.status for call in after.tool_calls], ["COMPLETED"])
+
+    def test_an_exception_fails_the_run_and_is_raised_again(self) -> None:
+        thread_id, run_id = self.queued_run()
+        with self.assertRaises(Boom):
+            with self.start_tool(run_id):
+                raise Boom("the tool crashed")
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "FAILED")
+        self.assertEqual(after.error, {"name": "Boom", "message": "the tool crashed"})
+        self.assertEqual([item.status for item in self.owner.thread_audits(thread_id).items], ["COMPLETED", "FAILED"])
+
+    def test_keyboard_interrupt_interrupts_the_run_so_it_can_be_resumed(self) -> None:
+        thread_id, run_id = self.queued_run()
+        with self.assertRaises(KeyboardInterrupt):
+            with self.start_tool(run_id):
+                raise KeyboardInterrupt()
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "INTERRUPTED")
+        # The tool's call goes back to PENDING, for a resumed run to start it again.
+        self.assertEqual([call.status for call in after.tool_calls], ["PENDING"])
+        self.assertEqual([item.status for item in self.owner.thread_audits(thread_id).items], ["COMPLETED", "INTERRUPTED"])
+
+    def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
+        _, run_id = self.queued_run()
+        run = self.start_tool(run_id)
+        with self.assertRaises(Boom):
+            with run:
+                run.finish("CANCELLED", error={"reason": "user stopped it"})
+                raise Boom("after the finish")
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "CANCELLED")
+        self.assertIsNone(run.finish_error)

@@ -1,0 +1,138 @@
+// The Python client (clients/python) against the server process on the current backend: its own
+// unittest suite, its offline install with pip, and the example agent the docs point to, run as
+// it is. Python 3 is required: a missing python3 fails these tests, it does not skip them.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient } from '../../src/client/index.js';
+import { backendName } from '../support/database.js';
+import { E2E_JWT_SECRET, createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../..');
+const CLIENT_DIR = join(REPO_ROOT, 'clients/python');
+const EXAMPLE = join(REPO_ROOT, 'examples/python/agent.py');
+
+let storage: E2EStorage;
+let server: ServerProcess;
+let scratch: string;
+
+beforeAll(async () => {
+  storage = await createE2EStorage();
+  server = await startServer(storage);
+  scratch = mkdtempSync(join(tmpdir(), 'audit-python-'));
+}, 120_000);
+
+afterAll(async () => {
+  await killServers();
+  await storage?.remove();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+const filesUnder = (dir: string) => readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+
+/** Runs a command to its end; rejects if it cannot start (python3 missing) or outlives `timeoutMs`. */
+function run(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; timeoutMs?: number }) {
+  return new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      // No __pycache__ left in the work tree; no pip version check over the network.
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${command} ${args.join(' ')} did not finish in ${options.timeoutMs} ms:\n${output}`));
+    }, options.timeoutMs ?? 240_000);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`${command} could not start (${error.message}): the Python client's tests need python3 on PATH`));
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe(`the Python client against the server process (${backendName})`, () => {
+  it('python3 -m unittest passes in clients/python', async () => {
+    const { code, output } = await run('python3', ['-m', 'unittest', '-v'], {
+      cwd: CLIENT_DIR,
+      env: { AGENT_AUDIT_URL: server.url, AGENT_AUDIT_JWT_SECRET: E2E_JWT_SECRET },
+      timeoutMs: 280_000,
+    });
+    expect(code, output).toBe(0);
+    // Every test module ran: the lifecycle, the session, the lease keeper, errors and retries.
+    expect(Number(/^Ran (\d+) tests/m.exec(output)?.[1])).toBeGreaterThanOrEqual(21);
+    for (const module of ['test_lifecycle', 'test_run_session', 'test_lease', 'test_errors_and_retries']) expect(output).toContain(`tests.${module}.`);
+    expect(output).not.toMatch(/skipped/);
+  }, 300_000);
+
+  it('installs offline with pip, and the example agent records its run', async () => {
+    const treeBefore = filesUnder(CLIENT_DIR);
+    const venv = join(scratch, 'venv');
+    const python = join(venv, 'bin/python');
+    const created = await run('python3', ['-m', 'venv', venv], { cwd: scratch });
+    expect(created.code, created.output).toBe(0);
+    // As the README says, with --no-index: nothing may come from a package index.
+    const installed = await run(python, ['-m', 'pip', 'install', '--no-index', CLIENT_DIR], { cwd: scratch });
+    expect(installed.code, installed.output).toBe(0);
+    expect(installed.output).toContain('Successfully installed agent-audit-0.1.0');
+    expect(filesUnder(CLIENT_DIR), 'the build left files in the work tree').toEqual(treeBefore);
+
+    const who = await e2eActors();
+    // From the scratch folder, so agent_audit can only come from the installed package.
+    const { code, output } = await run(python, [EXAMPLE], {
+      cwd: scratch,
+      env: { AGENT_AUDIT_URL: server.url, AGENT_AUDIT_OWNER_TOKEN: who.owner, AGENT_AUDIT_WORKER_TOKEN: who.worker },
+      timeoutMs: 60_000,
+    });
+    expect(code, output).toBe(0);
+    expect(output).toContain('answer: Paris: Sunny, 21 °C; Oslo: Snow, -3 °C');
+    const threadId = /^thread: (\S+)$/m.exec(output)?.[1];
+    expect(output).toMatch(/^run: \S+ COMPLETED$/m);
+
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const { items } = await owner.threadAudits(threadId!);
+    expect(items.map((item) => [item.__typename, item.operationId, item.sequence, item.status])).toEqual([
+      ['ModelAudit', 'model-1', '1', 'COMPLETED'],
+      ['ToolAudit', 'call-paris', '3', 'COMPLETED'],
+      ['ToolAudit', 'call-oslo', '5', 'COMPLETED'],
+      ['ModelAudit', 'model-2', '7', 'COMPLETED'],
+    ]);
+    expect(items.every((item) => item.durationMs !== null)).toBe(true);
+  }, 180_000);
+
+  it('the package type-checks strictly for Python 3.9 (pyright), with its tests and the example', async () => {
+    const { code, output } = await run(process.execPath, [join(REPO_ROOT, 'node_modules/pyright/index.js'), '-p', CLIENT_DIR], {
+      cwd: REPO_ROOT,
+      timeoutMs: 120_000,
+    });
+    expect(code, output).toBe(0);
+    expect(output).toContain('0 errors');
+  }, 150_000);
+
+  it("the docs' Python code is the example's, line for line", () => {
+    const example = readFileSync(EXAMPLE, 'utf8');
+    for (const doc of ['clients/python/README.md', 'docs/runtime-authors.md']) {
+      const blocks = [...readFileSync(join(REPO_ROOT, doc), 'utf8').matchAll(/```python\n([\s\S]*?)```/g)].map((match) => match[1]!);
+      expect(blocks.length, doc).toBeGreaterThan(0);
+      for (const block of blocks) expect(example, `a Python block of ${doc} is not in examples/python/agent.py`).toContain(block);
+    }
+  });
+
+  it('with no server given, the tests start one themselves', async () => {
+    const { code, output } = await run('python3', ['-m', 'unittest', '-v', 'tests.test_errors_and_retries.ClaimTest'], {
+      cwd: CLIENT_DIR,
+      env: { AGENT_AUDIT_URL: '', AGENT_AUDIT_JWT_SECRET: '' },
+      timeoutMs: 180_000,
+    });
+    expect(code, output).toBe(0);
+    expect(output).toContain('Ran 2 tests');
+  }, 200_000);
+});
