@@ -14,6 +14,7 @@ import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
+import { customScalarLiterals } from './inline-scalars.js';
 import { useQueryCostLimit } from './query-cost.js';
 import { useSseEventIds } from './sse-event-ids.js';
 
@@ -129,6 +130,8 @@ function useCorrelatedMasking(): Plugin {
   };
 }
 
+const writesCustomScalarInline = customScalarLiterals(schema);
+
 export function createGraphQLServer(options: {
   deps: DomainDeps;
   pubsub: PubSub;
@@ -186,7 +189,14 @@ export function createGraphQLServer(options: {
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).
-      useGraphQlJit({}, { enableIf: ({ document, operationName }) => getOperationAST(document, operationName)?.operation !== 'subscription' }),
+      // Documents that write a custom scalar inline too (inline-scalars.ts).
+      useGraphQlJit(
+        {},
+        {
+          enableIf: ({ document, operationName }) =>
+            getOperationAST(document, operationName)?.operation !== 'subscription' && !writesCustomScalarInline(document),
+        },
+      ),
     ],
   });
 }
