@@ -1,5 +1,4 @@
 import type { ExecutionResult } from 'graphql';
-import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
@@ -7,28 +6,41 @@ import type { Outcome, SharedStream } from './shared-subscriptions.js';
 /**
  * A client that stops reading stalls only its own streams (see `writtenBySubscription`); but one
  * connection may carry many subscriptions, and each result may be megabytes. Past this many
- * unsent bytes the connection is dropped.
+ * unsent bytes the connection is closed as a slow consumer.
  */
 export const maxUnsentBytes = (config: Config) => Math.max(16 * 1024 * 1024, 16 * config.maxJsonBytes);
 
-/** Drops a connection that holds more than its limit unsent (the server's class sets it). */
-const dropIfStalled = Symbol('dropIfStalled');
+/** "Try again later" (RFC 6455 §7.4.1): graphql-ws clients retry it; a threadChanges client resumes with `after`. */
+export const SLOW_CONSUMER_CODE = 1013;
+export const SLOW_CONSUMER_REASON = 'Slow consumer: too much unsent data; reconnect and resume with your last cursor';
 
 /**
- * The server's WebSocket class: checked right after each send, so a connection never pins much
- * more than `limit` (the send that crossed it, at most).
+ * What each socket's subscriptions call to end themselves: called when the socket is closed as a
+ * slow consumer, so that they stop listening at once, not when the close handshake is over.
+ */
+const writers = new WeakMap<WebSocket, Set<() => void>>();
+function register(socket: WebSocket, end: () => void): () => void {
+  let ends = writers.get(socket);
+  if (!ends) writers.set(socket, (ends = new Set()));
+  ends.add(end);
+  return () => ends.delete(end);
+}
+
+/**
+ * The server's WebSocket class (ws's `WebSocketServer` option `WebSocket`): checked right after
+ * each send, so a connection never pins much more than `limit` (the send that crossed it, at
+ * most). Closing sends the close frame behind what is unsent: a client that reads again gets
+ * every frame, then code 1013; one that never does is cut by ws's closing timeout (30 s), and
+ * nothing more is queued for it meanwhile (ws refuses sends once closing).
  */
 export function boundedWebSocket(limit: number): typeof WebSocket {
   return class BoundedWebSocket extends WebSocket {
     override send(...args: unknown[]): void {
       (super.send as (...args: unknown[]) => void)(...args);
-      this[dropIfStalled]();
-    }
-
-    [dropIfStalled](): void {
       if (this.readyState === WebSocket.OPEN && this.bufferedAmount > limit) {
-        console.warn(`[realtime] dropping a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
-        this.terminate();
+        console.warn(`[realtime] closing a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
+        this.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON);
+        for (const end of [...(writers.get(this) ?? [])]) end();
       }
     }
   };
@@ -43,144 +55,73 @@ function jsonOf(result: object): string {
 }
 
 /**
- * A WebSocket text frame as a server sends it (final, unmasked): the same bytes for every
- * connection, so one buffer is built per result and subscription id.
+ * Each result's `next` message as bytes, for the last subscription id it was framed with: a group
+ * whose members share their subscription id (as clients numbering their subscriptions do) sends
+ * one Buffer to every socket; otherwise each subscription builds its own from the shared JSON.
  */
-interface Frame {
-  head: string;
-  /** Header and payload, ready for the TCP socket. */
-  bytes: Buffer;
-  /** The payload alone (the frame's tail), for `WebSocket.send`. */
-  payload: Buffer;
+const payloads = new WeakMap<object, { head: string; bytes: Buffer }>();
+function payloadOf(result: ExecutionResult, head: string): Buffer {
+  const cached = payloads.get(result);
+  if (cached?.head === head) return cached.bytes;
+  const bytes = Buffer.from(`${head}${jsonOf(result)}}`);
+  payloads.set(result, { head, bytes });
+  return bytes;
 }
 
-function textFrame(head: string, text: string): Frame {
-  const length = Buffer.byteLength(text);
-  const headerLength = length < 126 ? 2 : length < 65_536 ? 4 : 10;
-  const bytes = Buffer.allocUnsafe(headerLength + length);
-  bytes[0] = 0x81; // FIN, text
-  if (length < 126) bytes[1] = length;
-  else if (length < 65_536) {
-    bytes[1] = 126;
-    bytes.writeUInt16BE(length, 2);
-  } else {
-    bytes[1] = 127;
-    bytes.writeBigUInt64BE(BigInt(length), 2);
-  }
-  bytes.write(text, headerLength, 'utf8');
-  return { head, bytes, payload: bytes.subarray(headerLength) };
-}
+const nextHead = (subscriptionId: string) => `{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`;
 
-/**
- * Each result's frame, for the last subscription id it was framed with: a group whose members
- * share their subscription id (as clients numbering their subscriptions do) builds it once;
- * otherwise each frame is built once, as the socket would build it.
- */
-const frames = new WeakMap<object, Frame>();
-function frameOf(result: object, head: string): Frame {
-  const cached = frames.get(result);
-  if (cached?.head === head) return cached;
-  const frame = textFrame(head, `${head}${jsonOf(result)}}`);
-  frames.set(result, frame);
-  return frame;
-}
-
-/** What of `ws` the direct write relies on (ws 8: lib/websocket.js, lib/sender.js). */
-interface WsInternals {
-  _socket?: Socket;
-  _sender?: { _state: number; _queue: unknown[] };
-  _extensions?: Record<string, unknown>;
-}
-
-/**
- * The connection's TCP socket when a whole frame may be written to it directly: the sender is
- * idle (nothing compressing or queued, no permessage-deflate), so the frame keeps its place among
- * ws's own. Null otherwise, and for anything that is not a ws socket.
- */
-function rawSocketOf(socket: WebSocket): Socket | null {
-  const { _socket: raw, _sender: sender, _extensions: extensions } = socket as unknown as WsInternals;
-  if (!raw || !sender || sender._state !== 0 || sender._queue.length > 0 || extensions?.['permessage-deflate']) return null;
-  return raw;
-}
-
-/**
- * Sends a frame: straight to the TCP socket when it can (one write of ready bytes, as many
- * sockets as a group has), else through `WebSocket.send`. `written` is called once the frame is
- * written, or with an error when the connection closes first.
- */
-function sendFrame(socket: WebSocket, frame: Frame, written?: () => void): void {
-  beforeSend((socket as unknown as WsInternals)._socket);
-  const raw = rawSocketOf(socket);
-  if (!raw) return socket.send(frame.payload, TEXT, written);
-  raw.write(frame.bytes, written);
-  (socket as { [dropIfStalled]?: () => void })[dropIfStalled]?.();
-}
-
-/** Frames built as bytes are still text frames. */
+/** Buffers built from text are still text frames. */
 const TEXT = { binary: false } as const;
 
-const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, done: true });
-
 /**
- * Below this many unsent bytes on its connection a subscription sends on without waiting: a
- * corked connection holds every frame of the pass, so waiting on each would send one per pass.
+ * Below this many unsent bytes on its connection a subscription sends on without waiting for
+ * its frame to be written.
  */
 const WAIT_ABOVE_BYTES = 16 * 1024;
 
 /**
- * The sockets written in this pass: false while only the pass's first frame went out (at once),
- * true once corked for the rest. The pass ends with the event loop's poll phase (setImmediate),
- * so frames produced by several callbacks of one phase (changes committed back to back while
- * the server was busy) leave together.
+ * Sends one payload; `written` is called once it is written (or the connection closed) only when
+ * the next send of this subscription must wait for it, and then true is returned.
  */
-let thisPass: Map<Socket, boolean> | null = null;
-
-function endPass(): void {
-  const sockets = thisPass!;
-  thisPass = null;
-  for (const [raw, corked] of sockets) if (corked) raw.uncork();
+function send(socket: WebSocket, payload: Buffer, written: () => void): boolean {
+  if (socket.bufferedAmount + payload.length <= WAIT_ABOVE_BYTES) {
+    socket.send(payload, TEXT);
+    return false;
+  }
+  let waiting = false;
+  socket.send(payload, TEXT, () => {
+    if (waiting) written();
+  });
+  // The kernel may have taken it all at once.
+  waiting = socket.bufferedAmount > WAIT_ABOVE_BYTES;
+  return waiting;
 }
 
-/**
- * Before a frame is sent: the first frame a connection gets in a pass leaves at once, so its
- * client reads it while the server writes to the other subscribers; the connection's later frames
- * in the pass are held (corked) and leave in one write when the pass ends, one system call for a
- * catch-up page or a burst of changes instead of one each.
- */
-function beforeSend(raw: Socket | undefined): void {
-  if (!raw) return;
-  if (!thisPass) {
-    thisPass = new Map();
-    setImmediate(endPass);
-  }
-  const corked = thisPass.get(raw);
-  if (corked === undefined) thisPass.set(raw, false);
-  else if (!corked) {
-    raw.cork();
-    thisPass.set(raw, true);
-  }
-}
+const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, done: true });
 
 /**
- * A graphql-ws subscription that writes its results itself, as graphql-transport-ws `next` frames,
- * and yields nothing to graphql-ws, which still starts and completes it. Each frame is the group's
- * shared result, serialized once, behind this subscription's id.
- *
- * A connection's first frame of an event-loop pass leaves at once, the rest of the pass's frames
- * together (`beforeSend`).
+ * A graphql-ws subscription that writes its results itself, as graphql-transport-ws `next` frames
+ * through `ws`'s `send`, and yields nothing to graphql-ws, which still starts and completes it.
+ * Each frame is the group's shared result, serialized once, behind this subscription's id.
  *
  * Back-pressure is this subscription's own: after a send that left more than `WAIT_ABOVE_BYTES`
  * unsent on the connection, the next change waits for that send's own callback (ws calls it once
  * the frame is written, or with an error when the socket closes). It never waits on the
  * connection-wide `bufferedAmount` draining, which another subscription's frame may keep above
  * zero long after this one's was written. A subscriber that waits falls behind on its own and
- * catches up from the database later.
+ * catches up from the database later. Once its connection is no longer open (closed as a slow
+ * consumer, say), the subscription ends and stops listening.
  */
-export function writtenBySubscription(stream: SharedStream, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
+export function writtenBySubscription(stream: Written, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
   const events = stream.events as Partial<Pullable>;
-  if (typeof events.pull === 'function' && stream.outcomeOf) return pushedBySubscription(stream, events as Pullable, socket, subscriptionId);
+  if (typeof events.pull === 'function' && stream.outcomeOf) {
+    return pushedBySubscription(events as Pullable, stream.outcomeOf, socket, subscriptionId);
+  }
   return awaitedBySubscription(stream, socket, subscriptionId);
 }
+
+/** What the writer takes of a shared stream: its events and the group's results. */
+type Written = Pick<SharedStream, 'events' | 'resultOf' | 'outcomeOf'>;
 
 /** A stream whose next value can be taken synchronously (ChangeStream). */
 interface Pullable {
@@ -190,138 +131,73 @@ interface Pullable {
 }
 
 /**
- * The write path without a promise per frame: the subscription takes each change synchronously
- * as soon as it is offered (`pull`), and when its group's result for it is settled (or settles:
- * every waiting member is then called in one pass) writes the frame at once and takes the next.
- * It stops only to wait for the stream (nothing queued, or a catch-up read), for the group's
- * execution, or for its own frame to be written (back-pressure, as `awaitedBySubscription`).
+ * The write path without a promise per frame: `pump` takes each change synchronously as soon as
+ * it is offered, and when its group's result is settled writes it at once and takes the next. It
+ * stops only to wait, and whatever it waits for calls it again: the stream (nothing queued, or a
+ * catch-up read), the group's execution, or its own frame being written (back-pressure).
  */
-function pushedBySubscription(stream: SharedStream, events: Pullable, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
-  const head = `{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`;
-  const outcomeOf = stream.outcomeOf!;
-  let ended = false;
-  let finished_: { resolve: () => void; reject: (error: unknown) => void } | null = null;
-  let started: Promise<void> | null = null;
-  let done = false;
-  /** Waiting for the group's result, or for this subscription's frame to be written: only that resumes it. */
-  let blocked = false;
-  let waitingForWrite = false;
-  let running = false;
-  let again = false;
+function pushedBySubscription(
+  events: Pullable,
+  outcomeOf: (event: unknown) => Outcome,
+  socket: WebSocket,
+  subscriptionId: string,
+): AsyncIterableIterator<ExecutionResult> {
+  const head = nextHead(subscriptionId);
+  let settle: ((failure?: { error: unknown }) => void) | null = null;
+  const done = new Promise<void>((resolve, reject) => {
+    settle = (failure) => (failure ? reject(failure.error) : resolve());
+  });
+  let started = false;
+  const unregister = register(socket, () => pump());
 
-  const complete = (error?: { error: unknown }) => {
-    if (done) return;
-    done = true;
-    if (error) finished_?.reject(error.error);
-    else finished_?.resolve();
+  const finish = (failure?: { error: unknown }) => {
+    if (!settle) return;
+    const end = settle;
+    settle = null;
+    unregister();
+    void events.return?.();
+    end(failure);
   };
 
-  const written = () => {
-    if (!waitingForWrite) return;
-    waitingForWrite = false;
-    blocked = false;
-    pump();
-  };
-
-  /** Writes one result; true when the next one must wait for this frame's write callback. */
-  const send = (result: ExecutionResult): boolean => {
-    if (ended || socket.readyState !== WebSocket.OPEN) return false;
-    const frame = frameOf(result, head);
-    // Back-pressure only needs this frame's callback when it leaves more than WAIT_ABOVE_BYTES unsent.
-    if (socket.bufferedAmount + frame.bytes.length <= WAIT_ABOVE_BYTES) {
-      sendFrame(socket, frame);
-      return false;
-    }
-    let sent = false;
-    sendFrame(socket, frame, () => {
-      sent = true;
-      written();
-    });
-    if (sent || socket.bufferedAmount <= WAIT_ABOVE_BYTES) return false;
-    waitingForWrite = true;
-    return true;
-  };
-
-  /** Sends a settled outcome; false when the subscription must now wait. */
-  const deliver = (outcome: Outcome): boolean => {
-    if (outcome.failure) {
-      complete(outcome.failure);
-      return false;
-    }
-    if (send(outcome.result!)) {
-      blocked = true;
-      return false;
-    }
-    return true;
-  };
-
-  const resume = (outcome: Outcome) => () => {
-    blocked = false;
-    if (deliver(outcome)) pump();
-  };
-
-  /** Takes and sends what is ready; false when it must wait for a callback. */
-  const step = (): boolean => {
-    if (ended) {
-      complete();
-      return false;
-    }
-    const next = events.pull(pump);
-    if (next === null) return false;
-    if (next.done) {
-      complete();
-      return false;
-    }
-    const outcome = outcomeOf(next.value);
-    if (!outcome.settled) {
-      blocked = true;
-      outcome.waiters.push(resume(outcome));
-      return false;
-    }
-    return deliver(outcome);
+  /** Writes a settled outcome; true when the next one may follow at once. */
+  const write = (outcome: Outcome): boolean => {
+    if (outcome.failure || socket.readyState !== WebSocket.OPEN) finish(outcome.failure);
+    if (!settle) return false;
+    return !send(socket, payloadOf(outcome.result!, head), pump);
   };
 
   function pump(): void {
-    if (running) {
-      again = true;
-      return;
-    }
-    running = true;
     try {
-      do {
-        again = false;
-        while (!done && !blocked && step());
-      } while (again && !done && !blocked);
+      while (settle) {
+        if (socket.readyState !== WebSocket.OPEN) return finish();
+        const next = events.pull(pump);
+        if (next === null) return;
+        if (next.done) return finish();
+        const outcome = outcomeOf(next.value);
+        if (!outcome.settled) return void outcome.waiters.push(() => write(outcome) && pump());
+        if (!write(outcome)) return;
+      }
     } catch (error) {
-      complete({ error });
-    } finally {
-      running = false;
+      finish({ error });
     }
   }
 
+  const end = async (close: (() => Promise<unknown>) | undefined) => {
+    await close?.();
+    finish();
+    return finished();
+  };
   const results: AsyncIterableIterator<ExecutionResult> = {
     async next() {
-      started ??= new Promise<void>((resolve, reject) => {
-        finished_ = { resolve, reject };
+      if (!started) {
+        started = true;
         pump();
-      });
-      await started;
+      }
+      await done;
       return finished();
     },
-    async return() {
-      ended = true;
-      await events.return?.();
-      written();
-      if (!blocked) pump();
-      return finished();
-    },
-    async throw(error: unknown) {
-      ended = true;
-      await events.throw?.(error);
-      written();
-      if (!blocked) pump();
-      return finished();
-    },
+    return: () => end(events.return?.bind(events)),
+    throw: (error: unknown) => end(events.throw && (() => events.throw!(error))),
     [Symbol.asyncIterator]() {
       return results;
     },
@@ -330,8 +206,8 @@ function pushedBySubscription(stream: SharedStream, events: Pullable, socket: We
 }
 
 /** The write path for any other stream: one awaited step per change. */
-function awaitedBySubscription(stream: SharedStream, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
-  const head = `{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`;
+function awaitedBySubscription(stream: Written, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
+  const head = nextHead(subscriptionId);
   let ended = false;
   let wake: (() => void) | null = null;
   const woken = () => {
@@ -339,42 +215,33 @@ function awaitedBySubscription(stream: SharedStream, socket: WebSocket, subscrip
     wake = null;
     resolve?.();
   };
-  const send = (result: ExecutionResult): Promise<void> | void => {
-    if (ended || socket.readyState !== WebSocket.OPEN) return;
-    let written = false;
-    sendFrame(socket, frameOf(result, head), () => {
-      written = true;
-      woken();
-    });
-    if (socket.bufferedAmount <= WAIT_ABOVE_BYTES || written) return;
-    return new Promise<void>((resolve) => {
-      wake = resolve;
-      if (written || ended) woken();
-    });
-  };
   let drained: Promise<void> | null = null;
+  const unregister = register(socket, () => woken());
+  const end = async (close: (() => Promise<unknown>) | undefined) => {
+    ended = true;
+    unregister();
+    woken();
+    await close?.();
+    return finished();
+  };
   const results: AsyncIterableIterator<ExecutionResult> = {
     async next() {
       drained ??= (async () => {
         for (let next = await stream.events.next(); !next.done && !ended; next = await stream.events.next()) {
-          await send(await stream.resultOf(next.value));
+          const result = await stream.resultOf(next.value);
+          if (ended || socket.readyState !== WebSocket.OPEN) break;
+          const wait = new Promise<void>((resolve) => (wake = resolve));
+          if (!send(socket, payloadOf(result, head), woken)) woken();
+          await wait;
         }
+        unregister();
+        await stream.events.return?.();
       })();
       await drained;
       return finished();
     },
-    async return() {
-      ended = true;
-      woken();
-      await stream.events.return?.();
-      return finished();
-    },
-    async throw(error: unknown) {
-      ended = true;
-      woken();
-      await stream.events.throw?.(error);
-      return finished();
-    },
+    return: () => end(stream.events.return?.bind(stream.events)),
+    throw: (error: unknown) => end(stream.events.throw && (() => stream.events.throw!(error))),
     [Symbol.asyncIterator]() {
       return results;
     },

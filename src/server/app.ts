@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createTokenVerifier, loadOrCreateLocalSecret } from '../auth/jwt.js';
@@ -120,17 +120,18 @@ export async function buildApp(config: Config, options: { database?: Database; m
   // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results, and
   // write their frames themselves (src/realtime/websocket.ts); graphql-ws starts and completes them.
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
+  /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
+  const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();
   const wsDisposable = useServer(
     {
       connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
       onConnect: (ctx) => wsLimits.onConnect(ctx),
       onClose: (ctx) => wsLimits.onClose(ctx),
-      execute: (args: any) => args.rootValue.execute(args),
-      subscribe: async (args: any) => {
-        const stream = await shared.start(args);
-        const { socket, id } = args.rootValue.subscription;
-        return isSharedStream(stream) ? writtenBySubscription(stream, socket, id) : stream;
-      },
+      execute: (args) => executors.get(args)!(args),
+      subscribe: (args) => shared.start(args),
+      // The subscription's socket comes from graphql-ws's context: it writes its own frames.
+      onOperation: (ctx, id, _payload, _args, result) =>
+        isSharedStream(result) ? writtenBySubscription(result, ctx.extra.socket, id) : undefined,
       onSubscribe: async (ctx, id, params) => {
         const refused = wsLimits.refusal(ctx);
         if (refused) return [refused];
@@ -149,16 +150,16 @@ export async function buildApp(config: Config, options: { database?: Database; m
           if (error instanceof GraphQLError) return [maskError(error, () => undefined) as GraphQLError];
           throw error;
         }
-        const args = {
+        const args: ExecutionArgs = {
           schema,
           operationName: params.operationName,
           document,
           variableValues: params.variables,
           contextValue: await contextFactory(),
-          rootValue: { execute, subscription: { socket: ctx.extra.socket, id } },
         };
         const errors = validate(args.schema, args.document);
         if (errors.length) return errors;
+        executors.set(args, execute);
         return args;
       },
     },
