@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { must, runningRun } from '../support/lifecycle.js';
-import { payloads, subscribeOn, THREAD_SNAPSHOT, waitFor, wsClient, type Stream } from '../support/streams.js';
-import { startListeningApp, tcpProxy, type ListeningApp } from './support.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { counterOf, payloads, subscribeOn, subscribeSse, THREAD_SNAPSHOT, waitFor, wsClient, type Stream } from '../support/streams.js';
+import { startListeningApp, tcpProxy, testRedisUrl, type ListeningApp } from './support.js';
 
 // docs/subscriptions.md, "A subscriber that falls behind": a client that stops reading never
 // holds up writers, other subscribers or the server's memory. (Catching a lagging subscriber up
@@ -19,6 +20,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const subscribers = (threadId: string) => t.app.pubsub.subscriberCount('changes', threadId);
+const latestCursorOf = async (app: TestApp, threadId: string, token: string) =>
+  (await app.gql(THREAD_CURSOR, { id: threadId }, token)).data.thread.changeCursor as string;
 const latestCursor = async (threadId: string, token: string) => (await t.gql(THREAD_CURSOR, { id: threadId }, token)).data.thread.changeCursor as string;
 const reached = (stream: Stream, cursor: string) =>
   stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === cursor, `cursor ${cursor}`, 60_000);
@@ -107,4 +110,45 @@ describe('a subscriber that falls behind', () => {
     const final = (await snapshot()).view;
     expect(view).toEqual(final);
   });
+
+  it('an SSE response is written only as fast as its client reads: past its queue the subscriber folds instead of the server buffering', async () => {
+    // A separate server whose subscribers queue at most 4 changes, so that one that cannot send
+    // falls behind quickly. The SSE client reads through a TCP proxy that stops reading: if the
+    // server buffered every change for it, the client would get every one when it reads again;
+    // writing only as the socket drains, the server held back, and the catch-up folds.
+    const small = await startTestApp(testRedisUrl ? { REDIS_URL: testRedisUrl } : {}, { maxPendingEvents: 4 });
+    onTestFinished(() => small.close());
+    const url = await small.app.start(0);
+    const { owner, threadId, session } = await runningRun(small);
+    const tools = Array.from({ length: 16 }, (_, i) => ({ id: `big-${i}`, name: 'read_file' }));
+    await session.declare('m1', tools);
+    const { data: before } = await small.gql(THREAD_SNAPSHOT, { threadId }, owner);
+    const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(url).port) });
+    onTestFinished(() => proxy.close());
+    const query = `subscription($threadId: ID!, $after: String) {
+      threadChanges(threadId: $threadId, after: $after) { cursor audit { id status ... on ToolAudit { effectiveInput } } run { id status } }
+    }`;
+    const sse = await subscribeSse(`http://127.0.0.1:${proxy.port}/graphql`, query, { threadId, after: before.threadAudits.cursor }, owner);
+    onTestFinished(() => sse.close());
+    await waitFor(() => small.app.pubsub.subscriberCount('changes', threadId) === 1, 'the SSE subscription to start');
+
+    proxy.stall();
+    for (const tool of tools) must(await session.toolStarted(tool.id, tool.name, { effectiveInput: { content: 'x'.repeat(900_000) } }));
+    for (let i = 0; i < 20; i++) must(await session.renew(120));
+    const committed = Number(counterOf(await latestCursorOf(small, threadId, owner)) - counterOf(before.threadAudits.cursor));
+
+    proxy.resume();
+    const last = await latestCursorOf(small, threadId, owner);
+    await sse.until((all) => all.at(-1)?.data?.threadChanges?.cursor === last, `cursor ${last}`, 60_000);
+    expect(sse.ending).toBeNull();
+    const changes = payloads(sse.results, 'threadChanges');
+    const counters = changes.map((change) => counterOf(change.cursor));
+    expect(counters.every((counter, i) => i === 0 || counter > counters[i - 1]!)).toBe(true);
+    // Folded: the renewals of the run came as fewer changes than were committed.
+    expect(changes.length).toBeLessThan(committed);
+    const view = new Map<string, string>([...before.thread.runs, ...before.threadAudits.items].map((entity: { id: string; status: string }) => [entity.id, entity.status]));
+    for (const change of changes) view.set((change.audit ?? change.run).id, (change.audit ?? change.run).status);
+    const { data: after } = await small.gql(THREAD_SNAPSHOT, { threadId }, owner);
+    expect(view).toEqual(new Map([...after.thread.runs, ...after.threadAudits.items].map((entity: { id: string; status: string }) => [entity.id, entity.status])));
+  }, 120_000);
 });
