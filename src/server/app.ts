@@ -12,8 +12,8 @@ import { maskError } from '../graphql/errors.js';
 import type { DomainDeps } from '../domain/command.js';
 import { changesAfter, threadCursors } from '../domain/change-cursors.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
-import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscriptions.js';
-import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
+import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
+import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
@@ -117,8 +117,8 @@ export async function buildApp(config: Config, options: { database?: Database; m
   });
   // graphql-ws goes through yoga's envelop (context, parsing, validation and its limits), so auth
   // and limits apply to it too. Subscriptions execute each event once per group of identical
-  // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results, and
-  // write their frames themselves (src/realtime/websocket.ts); graphql-ws starts and completes them.
+  // subscriptions (src/transports/shared-subscriptions.ts), masked as yoga masks its results, and
+  // write their frames themselves (src/transports/websocket.ts); graphql-ws starts and completes them.
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
   /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
   const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();

@@ -13,7 +13,7 @@ import { maskError } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
-import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
+import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { customScalarLiterals } from './inline-scalars.js';
 import { useQueryCostLimit } from './query-cost.js';
 import { useSseEventIds } from './sse-event-ids.js';
@@ -100,7 +100,7 @@ function useBodyLimit(limit: number): Plugin {
 
 /**
  * Subscriptions over HTTP (SSE) execute each event once per group of identical subscriptions, as
- * graphql-ws's do (src/realtime/shared-subscriptions.ts). yoga masks their results afterwards, so
+ * graphql-ws's do (src/transports/shared-subscriptions.ts). yoga masks their results afterwards, so
  * the group leaves errors as they are.
  */
 function useSharedSubscriptions(): Plugin {

@@ -1,12 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { Outcome } from '../../src/realtime/shared-subscriptions.js';
-import { writtenBySubscription } from '../../src/realtime/websocket.js';
+import type { Outcome } from '../../src/transports/shared-subscriptions.js';
+import { writtenBySubscription } from '../../src/transports/websocket.js';
 
 type Written = Parameters<typeof writtenBySubscription>[0];
 
-// The graphql-ws write path (src/realtime/websocket.ts): each subscription waits for its own
+// The graphql-ws write path (src/transports/websocket.ts): each subscription waits for its own
 // frame to be written, never for the connection's whole buffer. A socket whose writes complete
 // one frame at a time, when the test says so, shows the difference deterministically.
 

@@ -11,7 +11,7 @@ import {
 import { encodeCursor } from '../domain/change-cursors.js';
 import type { CommittedChange } from '../domain/events.js';
 import type { GraphQLContext } from '../graphql/context.js';
-import { perEvent } from './per-event.js';
+import { perEvent } from '../realtime/per-event.js';
 
 type Result = ExecutionResult;
 
