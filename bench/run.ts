@@ -2,7 +2,7 @@
 //   [--subscribers 100,1000] [--transports ws,sse] [--streams toolStatusChanged,threadChanges] [--redis URL]
 //   [--pubsubs memory,redis]
 //   [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--minimum-pool 8] [--profile] [--record]
-//   [--curves write,read,catchup,memory] [--scale 1] [--interval 40,20]
+//   [--curves write,read,catchup,memory] [--scale 1] [--interval 40,20] [--writers 1,4]
 //   (LAYER_RUNS=N: more runs per layer, for --profile)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
@@ -61,6 +61,7 @@ const { values: flags } = parseArgs({
     'minimum-pool': { type: 'string' },
     streams: { type: 'string' },
     interval: { type: 'string' },
+    writers: { type: 'string' },
     redis: { type: 'string' },
     pubsubs: { type: 'string' },
     scale: { type: 'string' },
@@ -100,6 +101,11 @@ const settings = {
    * in the first row, the others at its rate.
    */
   intervalsMs: list(flags.interval, quick ? DEFAULT_FANOUT_INTERVALS_MS.slice(0, 1) : DEFAULT_FANOUT_INTERVALS_MS),
+  /**
+   * Fan-out: concurrent writers on the thread, one row per count; the thread changes at the same
+   * rate whatever the count (lib/fanout.ts). Several writers commit close together, out of Node's order.
+   */
+  fanoutWriters: list(flags.writers, [1]),
   /** With a Redis URL (--redis or BENCH_REDIS_URL), fan-out runs through Redis as well as in process (PostgreSQL only). */
   redisUrl: flags.redis ?? process.env.BENCH_REDIS_URL ?? null,
   pubsubs: [] as ('memory' | 'redis')[],
@@ -412,21 +418,24 @@ function printFanout(results: FanoutRow[]) {
   log('\nLive fan-out: one thread, tool status changes; every state delivered to every subscriber, in commit order?');
   log(
     table(
-      ['stream', 'pub/sub', 'transport', 'subscribers', 'states', 'lost', 'duplicated', 'out of order', 'subscribers affected', 'worst subscriber lost/dup/order'],
+      ['stream', 'pub/sub', 'transport', 'writers', 'subscribers', 'states', 'lost', 'folded', 'duplicated', 'out of order', 'subscribers affected', 'worst subscriber lost/dup/order'],
       results.map((r) => {
-        const { states, lost, duplicated, outOfOrder, subscribersAffected, worstSubscriber: worst } = r.integrity;
-        return [r.stream, r.pubsub, r.transport, r.subscribers, states, lost, duplicated, outOfOrder, subscribersAffected, `${worst.lost}/${worst.duplicated}/${worst.outOfOrder}`];
+        const { states, lost, folded, duplicated, outOfOrder, subscribersAffected, worstSubscriber: worst } = r.integrity;
+        return [r.stream, r.pubsub, r.transport, r.writers, r.subscribers, states, lost, folded, duplicated, outOfOrder, subscribersAffected, `${worst.lost}/${worst.duplicated}/${worst.outOfOrder}`];
       }),
     ),
   );
+  log('(folded: a tool\'s terminal state received without its RUNNING state, also counted as lost; with several writers,');
+  log(' out of order counts a tool\'s states only, and latency runs from the send: their COMMITs cannot be matched to mutations)');
   log('\nLive fan-out: latency from the COMMIT to receipt, ms');
   log(
     table(
-      ['stream', 'pub/sub', 'transport', 'subscribers', 'interval ms', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'machine busy %', 'floor machine busy %', 'server loop max ms', 'subscribers loop max ms', 'later status'],
+      ['stream', 'pub/sub', 'transport', 'writers', 'subscribers', 'interval ms', 'events', 'delivered', 'p50', 'p99', 'max', 'floor p50', 'floor p99', 'first p50', 'floor first p50', 'p99 from send', 'mutation p50', 'server CPU ms/delivery', 'floor CPU ms/delivery', 'machine busy %', 'floor machine busy %', 'server loop max ms', 'subscribers loop max ms', 'later status'],
       results.map((r) => [
         r.stream,
         r.pubsub,
         r.transport,
+        r.writers,
         r.subscribers,
         round(r.intervalMs, 1),
         r.events,
@@ -563,12 +572,12 @@ async function runSections(
           const threadId = await serverCreateThread(targetHttp, ownerToken, `fan-out ${pubsub}`);
           for (const stream of streams) {
             for (const transport of settings.transports) {
-              for (const subscribers of settings.subscribers) {
-                log(`  ${subscribers} subscribers to ${stream} over ${transport}, pub/sub ${pubsub}…`);
-                const measured = await profiled(fanoutServer, `fanout-${pubsub}-${stream}-${transport}-${subscribers}-${interval}ms`, () =>
+              for (const subscribers of settings.subscribers) for (const writers of settings.fanoutWriters) {
+                log(`  ${subscribers} subscribers to ${stream} over ${transport}, pub/sub ${pubsub}, ${writers} writer(s)…`);
+                const measured = await profiled(fanoutServer, `fanout-${pubsub}-${stream}-${transport}-${subscribers}-${writers}w-${interval}ms`, () =>
                   measureFanout({
                     server: target, fanoutServer, http: targetHttp, ownerToken, workerToken: workerTokens[0]!, threadId, transport, stream, pubsub, subscribers, events: settings.events,
-                    intervalMs: interval || intervals.get(subscribers), log,
+                    intervalMs: interval || intervals.get(subscribers), writers, log,
                   }),
                 );
                 if (!intervals.has(subscribers)) intervals.set(subscribers, interval || (measured.seconds * 1000) / measured.mutations);

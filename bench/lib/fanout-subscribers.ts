@@ -128,7 +128,7 @@ export type FanoutRequest =
   | { command: 'drop-and-resume'; url: string; token: string; threadId: string; afterDropPrefix: string }
   | { command: 'storm-progress' }
   | { command: 'compare-views'; expected: Record<string, string> }
-  | { command: 'integrity'; expected: { toolCallId: string; status: string }[] }
+  | { command: 'integrity'; expected: { toolCallId: string; status: string }[]; perTool?: boolean }
   | { command: 'progress' }
   | { command: 'loop-delay' }
   | { command: 'wait'; events: number; idleTimeoutMs: number }
@@ -313,10 +313,22 @@ function compareViews(expected: Record<string, string>) {
  * commit order (each tool RUNNING then COMPLETED). A receipt is out of order when a state
  * committed after it was received before it.
  */
-function integrity(expected: { toolCallId: string; status: string }[]) {
+/**
+ * `expected` in commit order: then a state received after a later one is out of order. With
+ * several writers the order of their commits is not known here: only each tool's own states are
+ * checked for order (`perTool`), RUNNING before its terminal.
+ */
+function integrity(expected: { toolCallId: string; status: string }[], perTool = false) {
   const order = new Map<string, number>();
   expected.forEach((event, index) => order.set(`${toolCallKey(event.toolCallId)}:${statusCode(event.status)}`, index));
+  // Each tool's RUNNING state and its terminal: a terminal received without its RUNNING was folded.
+  const runningOf = new Map<number, number>();
+  expected.forEach((event, index) => {
+    const running = order.get(`${toolCallKey(event.toolCallId)}:${statusCode('RUNNING')}`);
+    if (event.status !== 'RUNNING' && running !== undefined) runningOf.set(index, running);
+  });
   let lost = 0;
+  let folded = 0;
   let duplicated = 0;
   let outOfOrder = 0;
   let subscribersAffected = 0;
@@ -334,9 +346,10 @@ function integrity(expected: { toolCallId: string; status: string }[]) {
         continue;
       }
       seen.add(index);
-      if (index < latest) mine.outOfOrder++;
+      if (perTool ? [...runningOf].some(([terminal, running]) => running === index && seen.has(terminal)) : index < latest) mine.outOfOrder++;
       latest = Math.max(latest, index);
     }
+    for (const [terminal, running] of runningOf) if (seen.has(terminal) && !seen.has(running)) folded++;
     const mineLost = expected.length - seen.size;
     lost += mineLost;
     duplicated += mine.duplicated;
@@ -346,7 +359,7 @@ function integrity(expected: { toolCallId: string; status: string }[]) {
     worst.outOfOrder = Math.max(worst.outOfOrder, mine.outOfOrder);
     if (mineLost || mine.duplicated || mine.outOfOrder) subscribersAffected++;
   }
-  return { subscribers: subscribers.length, states: expected.length, lost, duplicated, outOfOrder, subscribersAffected, worstSubscriber: worst };
+  return { subscribers: subscribers.length, states: expected.length, lost, folded, duplicated, outOfOrder, subscribersAffected, worstSubscriber: worst };
 }
 
 const progress = () => ({
@@ -462,7 +475,7 @@ process.on('message', async (request: FanoutRequest & { id: number }) => {
       body = compareViews(request.expected);
       break;
     case 'integrity':
-      body = integrity(request.expected);
+      body = integrity(request.expected, request.perTool);
       break;
     case 'progress':
       body = progress();

@@ -56,6 +56,8 @@ export interface Integrity {
   subscribers: number;
   states: number;
   lost: number;
+  /** Tools whose terminal state was received without their RUNNING state (a folded catch-up); also counted in `lost`. */
+  folded: number;
   duplicated: number;
   outOfOrder: number;
   subscribersAffected: number;
@@ -65,6 +67,8 @@ export interface Integrity {
 
 export interface FanoutResult {
   transport: Transport;
+  /** Concurrent writers on the thread. */
+  writers: number;
   stream: Stream;
   /** Where the server's events travel: its own process, or Redis (REDIS_URL). */
   pubsub: 'memory' | 'redis';
@@ -162,9 +166,16 @@ export async function measureFanout(options: {
   events: number;
   /** One mutation (one change of the thread) every this many ms; unset: each as soon as the previous one is answered. */
   intervalMs?: number;
+  /**
+   * Concurrent writers, each driving its own runs of the thread and sending its mutations at the
+   * same instants as the others (each every `writers × intervalMs`, so the thread changes at the
+   * same rate as with one): their commits land close together, as concurrent agents' do.
+   */
+  writers?: number;
   log: (line: string) => void;
 }): Promise<FanoutResult> {
   const { server, fanoutServer, http, ownerToken, workerToken, threadId, transport, stream, pubsub, subscribers, events, intervalMs, log } = options;
+  const writers = options.writers ?? 1;
   const child = spawn(process.execPath, [...(process.env.TRACE_GC ? ['--trace-gc'] : []), '--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = ipcClient(child);
   const prefix = `fan-${transport}-${stream}-${pubsub}-${subscribers}-`;
@@ -190,9 +201,8 @@ export async function measureFanout(options: {
       if (progress.minTotal >= 2) break;
       if (round >= 30) throw new Error(`some subscribers never received an event (min ${progress.minTotal})`);
     }
-    const rate = intervalMs ? `, the writer sending a mutation every ${intervalMs.toFixed(1)} ms` : ', each mutation when the previous one is answered';
-    log(`    ${subscribers} subscribers live; driving ${events} tool status changes${rate}`);
-    const pace = pacer(intervalMs);
+    const rate = intervalMs ? `, the thread changing every ${intervalMs.toFixed(1)} ms` : ', each mutation when the previous one is answered';
+    log(`    ${subscribers} subscribers live; ${writers} writer(s) driving ${events} tool status changes${rate}`);
 
     const mutations: Mutation[] = [];
     const before = await fanoutServer.counts();
@@ -200,10 +210,16 @@ export async function measureFanout(options: {
     await server.traceStart('commits');
     const busy = machineBusy();
     const started = performance.now();
-    for (let run = 0; run * TOOLS_PER_RUN * 2 < events; run++) {
-      const tools = Math.min(TOOLS_PER_RUN, (events - run * TOOLS_PER_RUN * 2) / 2);
-      await driveRun(http, ownerToken, workerToken, threadId, runScript(tools, `${prefix}r${run}`), mutations, pace);
-    }
+    // Writer w drives runs w, w + writers, …: together every run of the single writer's script.
+    await Promise.all(
+      Array.from({ length: writers }, async (_, writer) => {
+        const pace = pacer(intervalMs && intervalMs * writers);
+        for (let run = writer; run * TOOLS_PER_RUN * 2 < events; run += writers) {
+          const tools = Math.min(TOOLS_PER_RUN, (events - run * TOOLS_PER_RUN * 2) / 2);
+          await driveRun(http, ownerToken, workerToken, threadId, runScript(tools, `${prefix}r${run}`), mutations, pace);
+        }
+      }),
+    );
     const { complete } = await ask<{ complete: boolean }>({ command: 'wait', events, idleTimeoutMs: 20_000 });
     const subscribersLoopDelayMaxMs = await ask<number>({ command: 'loop-delay' });
     const seconds = (performance.now() - started) / 1000;
@@ -211,7 +227,8 @@ export async function measureFanout(options: {
     const commits = (await server.traceTake()).filter((statement) => statement.sql === 'COMMIT');
     const after = await fanoutServer.counts();
 
-    const matched = commits.length === mutations.length;
+    // Concurrent writers' responses are not in commit order: their COMMITs cannot be matched one to one.
+    const matched = writers === 1 && commits.length === mutations.length;
     const expected = mutations.flatMap((mutation, index) =>
       mutation.event ? [{ ...mutation.event, sentAt: mutation.sentAt, committedAt: matched ? commits[index]!.at : null }] : [],
     );
@@ -219,16 +236,21 @@ export async function measureFanout(options: {
       command: 'summarize',
       expected,
     });
-    const integrity = await ask<Integrity>({ command: 'integrity', expected: expected.map(({ toolCallId, status }) => ({ toolCallId, status })) });
+    const integrity = await ask<Integrity>({
+      command: 'integrity',
+      expected: expected.map(({ toolCallId, status }) => ({ toolCallId, status })),
+      perTool: writers > 1,
+    });
     return {
       ...summary,
       transport,
+      writers,
       stream,
       pubsub,
       integrity,
       connected,
       complete,
-      commitStamps: matched ? 'server COMMIT' : `unmatched (${commits.length} COMMITs for ${mutations.length} mutations)`,
+      commitStamps: matched ? 'server COMMIT' : `unmatched (${commits.length} COMMITs for ${mutations.length} mutations from ${writers} writer(s))`,
       toolMutationMs: summarize(mutations.filter((m) => m.event).map((m) => m.respondedAt - m.sentAt)),
       seconds,
       mutations: mutations.length,

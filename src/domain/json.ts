@@ -62,21 +62,29 @@ export function assertStorableJson(value: unknown, maxBytes: number, field: stri
 }
 
 
-/** Structural equality of JSON values, insensitive to object key order. */
+/**
+ * Exact equality of two JSON values, as a replay is compared (SEMANTICS "Terminal replays"): two
+ * objects are equal only with the same key sets and equal values under each key, whatever the
+ * key order; a key whose value is null is not a missing key; arrays are equal item by item in
+ * order; numbers compare as JSON numbers (1 and 1.0 alike). `undefined` is absence, which JSON
+ * cannot carry: an object key holding it is no key, and at the top level it equals null (a JSON
+ * column stores a missing value and null alike, as SQL NULL).
+ */
 export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') {
-    return (a ?? null) === (b ?? null);
-  }
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const other = b as unknown[];
-    return a.length === other.length && a.every((item, index) => jsonEqual(item, other[index]));
-  }
-  const aKeys = Object.keys(a).filter((key) => (a as Record<string, unknown>)[key] !== undefined);
-  const bKeys = Object.keys(b).filter((key) => (b as Record<string, unknown>)[key] !== undefined);
-  return (
-    aKeys.length === bKeys.length &&
-    aKeys.every((key) => jsonEqual((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
-  );
+  return sameJson(a ?? null, b ?? null);
 }
+
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, index) => sameJson(item, b[index]));
+  }
+  const aKeys = definedKeys(a as Record<string, unknown>);
+  const bKeys = definedKeys(b as Record<string, unknown>);
+  if (aKeys.length !== bKeys.length) return false;
+  return aKeys.every((key) => Object.hasOwn(b, key) && sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]));
+}
+
+const definedKeys = (object: Record<string, unknown>) => Object.keys(object).filter((key) => object[key] !== undefined);

@@ -15,18 +15,35 @@ export class StreamInterrupted {
 export type CatchUp = (after: bigint) => Promise<CommittedChange[]>;
 
 /**
+ * How long a live change that arrived ahead of its turn waits for the changes before it. Changes
+ * of one thread committed close together (concurrent runs, other instances) reach the fan-out in
+ * the order their commands finish in Node, or their Redis messages arrive, not in commit order:
+ * a missing cursor is normally milliseconds behind. Only when it is still missing after this long
+ * (a publish that never comes: a crash between commit and publish, a lost message) is it a gap,
+ * caught up from the database. One second covers an event loop stalled by a long collection or a
+ * busy Redis many times over, and is what the safety-net poll already grants a change in flight
+ * (pubsub.ts POLL_GRACE_MS); a real gap costs the subscriber at most that delay.
+ */
+export const ARRIVAL_WAIT_MS = 1000;
+
+/**
  * One subscriber's view of a thread's change feed. It knows the cursor of the last change it
- * took (`last`) and takes only the next one: a live change that leaves a gap (missed, out of
- * order, or arriving while the queue is full) is dropped and the stream falls back to catching
+ * took (`last`) and takes only the next one. A live change that arrives ahead of its turn is held
+ * until the changes before it arrive, then taken in cursor order; when one is still missing after
+ * ARRIVAL_WAIT_MS, or a change arrives while the queue is full, the stream falls back to catching
  * up from the database after `last`, one page at a time, before it takes live changes again.
  * Changes at or before `last` are dropped, so no cursor is delivered twice and cursors only
- * increase. Memory is bounded: at most `limit` queued changes (shared objects) and one page.
+ * increase. Memory is bounded: at most `limit` queued and held changes (shared objects) and one page.
  * Nothing but `interrupt` (server stop, token expiry) and `return` ends it.
  */
 export class ChangeStream implements AsyncIterableIterator<CommittedChange | StreamInterrupted> {
   private queue: CommittedChange[] = [];
   /** Live changes that arrived during a catch-up read, taken after it when they follow on. */
   private arrivedDuringRead: CommittedChange[] = [];
+  /** Live changes that arrived ahead of their turn, by cursor, waiting for the ones before them. */
+  private ahead = new Map<bigint, CommittedChange>();
+  /** Set while `ahead` waits for the cursor after `last`: its expiry makes that cursor a gap. */
+  private missingTimer: NodeJS.Timeout | null = null;
   private behind = false;
   /** While a catch-up read (or the start) is under way, live changes wait in `arrivedDuringRead`. */
   private reading = true;
@@ -74,8 +91,9 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
       else this.fallBehind();
       return;
     }
-    if (this.behind || change.cursor !== this.last + 1n || this.queue.length >= this.limit) return this.fallBehind();
-    this.take(change);
+    if (this.behind) return this.fallBehind();
+    if (change.cursor === this.last + 1n) this.takeInTurn(change);
+    else this.holdAhead(change);
   }
 
   /**
@@ -88,6 +106,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
 
   interrupt(interruption: StreamInterrupted): void {
     if (this.state !== 'open') return;
+    this.dropAhead();
     this.state = 'ending';
     this.ending = interruption;
     this.queue = [];
@@ -126,6 +145,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
 
   return(): Promise<IteratorResult<CommittedChange | StreamInterrupted>> {
     if (this.state === 'open') this.detach();
+    this.dropAhead();
     this.state = 'closed';
     this.queue = [];
     this.wake();
@@ -143,7 +163,36 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.wake();
   }
 
+  /** The change after `last`, then the held ones that follow on. */
+  private takeInTurn(change: CommittedChange): void {
+    for (let next: CommittedChange | undefined = change; next; next = this.ahead.get(this.last + 1n)) {
+      if (this.queue.length >= this.limit) return this.fallBehind();
+      this.ahead.delete(next.cursor);
+      this.take(next);
+    }
+    // A cursor is still missing before the held ones: it gets its own wait.
+    this.restartMissingTimer();
+  }
+
+  private holdAhead(change: CommittedChange): void {
+    if (this.queue.length + this.ahead.size >= this.limit) return this.fallBehind();
+    this.ahead.set(change.cursor, change);
+    if (!this.missingTimer) this.restartMissingTimer();
+  }
+
+  private restartMissingTimer(): void {
+    if (this.missingTimer) clearTimeout(this.missingTimer);
+    this.missingTimer = this.ahead.size === 0 ? null : setTimeout(() => this.fallBehind(), ARRIVAL_WAIT_MS).unref();
+  }
+
+  private dropAhead(): void {
+    this.ahead.clear();
+    this.restartMissingTimer();
+  }
+
+  /** What is held is read again from the database, with whatever it waited for. */
   private fallBehind(): void {
+    this.dropAhead();
     this.behind = true;
     this.wake();
   }
@@ -186,6 +235,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     const arrived = this.arrivedDuringRead;
     this.arrivedDuringRead = [];
     for (const change of arrived) this.offer(change);
-    if (this.known() > this.last) this.fallBehind();
+    // Held changes wait for the missing ones (or their expiry) instead.
+    if (this.known() > this.last && this.ahead.size === 0) this.fallBehind();
   }
 }

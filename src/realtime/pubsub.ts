@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { CommittedChange } from '../domain/events.js';
-import { ChangeStream, StreamInterrupted } from './change-stream.js';
+import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
 import { connectRedisBus, type WakeBus } from './redis-bus.js';
 
 export { StreamInterrupted } from './change-stream.js';
@@ -108,7 +108,7 @@ export const POLL_MS = { healthy: 5000, unhealthy: 1000 };
  * cursor forces catch-up only on the streams still below it this long after the poll, instead
  * of sending every subscriber to the database for changes about to arrive live.
  */
-export const POLL_GRACE_MS = 1000;
+export const POLL_GRACE_MS = ARRIVAL_WAIT_MS;
 
 function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS) {
   const feeds = new Map<string, ThreadFeed>();
@@ -153,8 +153,10 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   bus?.onMessage((threadId, cursor, changes) => {
     const feed = feeds.get(threadId);
     if (!feed) return;
+    // Changes that came with their wake-up are taken in cursor order (ChangeStream); a wake-up
+    // without them (too large for Redis) is read from the database.
     if (changes) feed.deliver(changes);
-    feed.reached(cursor);
+    else feed.reached(cursor);
   });
   // Whatever was published while Redis was away is found in the database: no grace.
   bus?.onRecovered(() => void poll(0));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finished } from 'node:stream/promises';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createTokenVerifier, loadOrCreateLocalSecret } from '../auth/jwt.js';
@@ -13,8 +13,8 @@ import { maskError } from '../graphql/errors.js';
 import type { DomainDeps } from '../domain/command.js';
 import { changesAfter, threadCursors } from '../domain/change-cursors.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
-import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscriptions.js';
-import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
+import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
+import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
@@ -120,20 +120,21 @@ export async function buildApp(config: Config, options: { database?: Database; m
   });
   // graphql-ws goes through yoga's envelop (context, parsing, validation and its limits), so auth
   // and limits apply to it too. Subscriptions execute each event once per group of identical
-  // subscriptions (src/realtime/shared-subscriptions.ts), masked as yoga masks its results, and
-  // write their frames themselves (src/realtime/websocket.ts); graphql-ws starts and completes them.
+  // subscriptions (src/transports/shared-subscriptions.ts), masked as yoga masks its results, and
+  // write their frames themselves (src/transports/websocket.ts); graphql-ws starts and completes them.
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
+  /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
+  const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();
   const wsDisposable = useServer(
     {
       connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
       onConnect: (ctx) => wsLimits.onConnect(ctx),
       onClose: (ctx) => wsLimits.onClose(ctx),
-      execute: (args: any) => args.rootValue.execute(args),
-      subscribe: async (args: any) => {
-        const stream = await shared.start(args);
-        const { socket, id } = args.rootValue.subscription;
-        return isSharedStream(stream) ? writtenBySubscription(stream, socket, id) : stream;
-      },
+      execute: (args) => executors.get(args)!(args),
+      subscribe: (args) => shared.start(args),
+      // The subscription's socket comes from graphql-ws's context: it writes its own frames.
+      onOperation: (ctx, id, _payload, _args, result) =>
+        isSharedStream(result) ? writtenBySubscription(result, ctx.extra.socket, id) : undefined,
       onSubscribe: async (ctx, id, params) => {
         const refused = wsLimits.refusal(ctx);
         if (refused) return [refused];
@@ -152,16 +153,16 @@ export async function buildApp(config: Config, options: { database?: Database; m
           if (error instanceof GraphQLError) return [maskError(error, () => undefined) as GraphQLError];
           throw error;
         }
-        const args = {
+        const args: ExecutionArgs = {
           schema,
           operationName: params.operationName,
           document,
           variableValues: params.variables,
           contextValue: await contextFactory(),
-          rootValue: { execute, subscription: { socket: ctx.extra.socket, id } },
         };
         const errors = validate(args.schema, args.document);
         if (errors.length) return errors;
+        executors.set(args, execute);
         return args;
       },
     },

@@ -13,7 +13,8 @@ import { maskError } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
-import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
+import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
+import { customScalarLiterals } from './inline-scalars.js';
 import { useQueryCostLimit } from './query-cost.js';
 import { useSseEventIds } from './sse-event-ids.js';
 
@@ -110,7 +111,7 @@ function useBodyLimit(limit: number): Plugin {
 
 /**
  * Subscriptions over HTTP (SSE) execute each event once per group of identical subscriptions, as
- * graphql-ws's do (src/realtime/shared-subscriptions.ts). yoga masks their results afterwards, so
+ * graphql-ws's do (src/transports/shared-subscriptions.ts). yoga masks their results afterwards, so
  * the group leaves errors as they are.
  */
 function useSharedSubscriptions(): Plugin {
@@ -139,6 +140,8 @@ function useCorrelatedMasking(): Plugin {
     },
   };
 }
+
+const writesCustomScalarInline = customScalarLiterals(schema);
 
 export function createGraphQLServer(options: {
   deps: DomainDeps;
@@ -197,7 +200,14 @@ export function createGraphQLServer(options: {
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).
-      useGraphQlJit({}, { enableIf: ({ document, operationName }) => getOperationAST(document, operationName)?.operation !== 'subscription' }),
+      // Documents that write a custom scalar inline too (inline-scalars.ts).
+      useGraphQlJit(
+        {},
+        {
+          enableIf: ({ document, operationName }) =>
+            getOperationAST(document, operationName)?.operation !== 'subscription' && !writesCustomScalarInline(document),
+        },
+      ),
     ],
   });
 }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { must, runningRun } from '../support/lifecycle.js';
-import { payloads, subscribeOn, waitFor, wsClient, type Stream } from '../support/streams.js';
-import { startListeningApp, tcpProxy, type ListeningApp } from './support.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { counterOf, payloads, subscribeOn, subscribeSse, THREAD_SNAPSHOT, waitFor, wsClient, type Stream } from '../support/streams.js';
+import { startListeningApp, tcpProxy, testRedisUrl, type ListeningApp } from './support.js';
 
 // docs/subscriptions.md, "A subscriber that falls behind": a client that stops reading never
 // holds up writers, other subscribers or the server's memory. (Catching a lagging subscriber up
@@ -19,6 +20,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const subscribers = (threadId: string) => t.app.pubsub.subscriberCount('changes', threadId);
+const latestCursorOf = async (app: TestApp, threadId: string, token: string) =>
+  (await app.gql(THREAD_CURSOR, { id: threadId }, token)).data.thread.changeCursor as string;
 const latestCursor = async (threadId: string, token: string) => (await t.gql(THREAD_CURSOR, { id: threadId }, token)).data.thread.changeCursor as string;
 const reached = (stream: Stream, cursor: string) =>
   stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === cursor, `cursor ${cursor}`, 60_000);
@@ -52,28 +55,100 @@ describe('a subscriber that falls behind', () => {
     }
   });
 
-  it('a WebSocket holding too much unsent data is dropped, with all its subscriptions', async () => {
-    // 64 subscriptions on one connection, each about to send a 512 kB result: more than the
-    // server keeps unsent for one client (16 MiB) plus what the socket buffers absorb.
+  it('a client that stops reading is closed past the unsent bound with 1013, naming a slow consumer; resuming with after misses nothing', async () => {
+    // Sixteen subscriptions on one connection selecting large inputs and outputs, a client (behind
+    // a TCP proxy that stops reading from the server) that stops reading: each subscription has
+    // one large frame unsent (each waits for its own), together more than the server keeps unsent
+    // for one client (16 MiB) plus what the socket buffers absorb.
+    const LARGE = `subscription($threadId: ID!, $after: String) {
+      threadChanges(threadId: $threadId, after: $after) { cursor audit { id status ... on ToolAudit { effectiveInput output } } run { id status } }
+    }`;
     const { owner, threadId, session } = await runningRun(t);
     await session.declare('m1', [{ id: 'big', name: 'read_file' }]);
     const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(t.url).port) });
     onTestFinished(() => proxy.close());
     const client = wsClient(`http://127.0.0.1:${proxy.port}/graphql`, owner);
     onTestFinished(() => client.dispose());
-    const streams = Array.from({ length: 64 }, () => subscribeOn(client, CHANGES, { threadId }));
+    // The recipe: a snapshot, then changes after its cursor.
+    const snapshot = async () => {
+      const { data } = await t.gql(THREAD_SNAPSHOT, { threadId }, owner);
+      const entities: { id: string; status: string }[] = [...data.thread.runs, ...data.threadAudits.items];
+      return { cursor: data.threadAudits.cursor as string, view: new Map(entities.map((entity) => [entity.id, entity.status])) };
+    };
+    const start = await snapshot();
+    const streams = Array.from({ length: 16 }, () => subscribeOn(client, LARGE, { threadId, after: start.cursor }));
     await waitFor(() => subscribers(threadId) === streams.length, 'every subscription to start');
+    must(await session.toolStarted('big', 'read_file', { effectiveInput: { content: 'x'.repeat(900_000) } }));
+    for (const stream of streams) await stream.take(1);
 
     proxy.stall();
-    must(await session.toolStarted('big', 'read_file', { effectiveInput: { content: 'x'.repeat(512 * 1024) } }));
-    await waitFor(() => subscribers(threadId) === 0, 'the connection and its subscriptions to be dropped', 20_000);
+    must(await session.toolFinished('big', { content: 'y'.repeat(900_000) }));
+    await waitFor(() => subscribers(threadId) === 0, 'the connection and its subscriptions to be closed', 20_000);
 
     proxy.resume();
     for (const stream of streams) {
-      const ending = await stream.ended();
+      const ending = await stream.ended(20_000);
       expect(ending.kind).toBe('error');
-      // The server terminated the connection: no close frame (1006).
-      expect((ending as { error: { code?: number } }).error.code).toBe(1006);
+      const { code, reason } = (ending as { error: { code?: number; reason?: string } }).error;
+      expect(code).toBe(1013);
+      expect(reason).toMatch(/slow consumer/i);
     }
+
+    // The client resumes with the last cursor it received, as graphql-ws clients retry 1013.
+    const seen = payloads(streams[0]!.results, 'threadChanges');
+    const resumed = wsClient(t.url, owner);
+    onTestFinished(() => resumed.dispose());
+    const again = subscribeOn(resumed, LARGE, { threadId, after: seen.at(-1).cursor });
+    must(await session.finish('COMPLETED'));
+    const last = await latestCursor(threadId, owner);
+    await reached(again, last);
+    const view = start.view;
+    for (const change of [...seen, ...payloads(again.results, 'threadChanges')]) {
+      const entity = change.audit ?? change.run;
+      view.set(entity.id, entity.status);
+    }
+    const final = (await snapshot()).view;
+    expect(view).toEqual(final);
   });
+
+  it('an SSE response is written only as fast as its client reads: past its queue the subscriber folds instead of the server buffering', async () => {
+    // A separate server whose subscribers queue at most 4 changes, so that one that cannot send
+    // falls behind quickly. The SSE client reads through a TCP proxy that stops reading: if the
+    // server buffered every change for it, the client would get every one when it reads again;
+    // writing only as the socket drains, the server held back, and the catch-up folds.
+    const small = await startTestApp(testRedisUrl ? { REDIS_URL: testRedisUrl } : {}, { maxPendingEvents: 4 });
+    onTestFinished(() => small.close());
+    const url = await small.app.start(0);
+    const { owner, threadId, session } = await runningRun(small);
+    const tools = Array.from({ length: 16 }, (_, i) => ({ id: `big-${i}`, name: 'read_file' }));
+    await session.declare('m1', tools);
+    const { data: before } = await small.gql(THREAD_SNAPSHOT, { threadId }, owner);
+    const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(url).port) });
+    onTestFinished(() => proxy.close());
+    const query = `subscription($threadId: ID!, $after: String) {
+      threadChanges(threadId: $threadId, after: $after) { cursor audit { id status ... on ToolAudit { effectiveInput } } run { id status } }
+    }`;
+    const sse = await subscribeSse(`http://127.0.0.1:${proxy.port}/graphql`, query, { threadId, after: before.threadAudits.cursor }, owner);
+    onTestFinished(() => sse.close());
+    await waitFor(() => small.app.pubsub.subscriberCount('changes', threadId) === 1, 'the SSE subscription to start');
+
+    proxy.stall();
+    for (const tool of tools) must(await session.toolStarted(tool.id, tool.name, { effectiveInput: { content: 'x'.repeat(900_000) } }));
+    for (let i = 0; i < 20; i++) must(await session.renew(120));
+    const committed = Number(counterOf(await latestCursorOf(small, threadId, owner)) - counterOf(before.threadAudits.cursor));
+
+    proxy.resume();
+    const last = await latestCursorOf(small, threadId, owner);
+    await sse.until((all) => all.at(-1)?.data?.threadChanges?.cursor === last, `cursor ${last}`, 60_000);
+    expect(sse.ending).toBeNull();
+    const changes = payloads(sse.results, 'threadChanges');
+    const counters = changes.map((change) => counterOf(change.cursor));
+    expect(counters.every((counter, i) => i === 0 || counter > counters[i - 1]!)).toBe(true);
+    // Folded: the renewals of the run came as fewer changes than were committed.
+    expect(changes.length).toBeLessThan(committed);
+    const view = new Map<string, string>([...before.thread.runs, ...before.threadAudits.items].map((entity: { id: string; status: string }) => [entity.id, entity.status]));
+    for (const change of changes) view.set((change.audit ?? change.run).id, (change.audit ?? change.run).status);
+    const { data: after } = await small.gql(THREAD_SNAPSHOT, { threadId }, owner);
+    expect(view).toEqual(new Map([...after.thread.runs, ...after.threadAudits.items].map((entity: { id: string; status: string }) => [entity.id, entity.status])));
+  }, 120_000);
 });

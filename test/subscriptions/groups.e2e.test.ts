@@ -67,7 +67,7 @@ describe('identical graphql-ws subscriptions', () => {
     const client = wsClient(t.url, owner);
     onTestFinished(() => client.dispose());
     const before = audits(threadId);
-    // The shared result is serialized once and spliced into each frame (src/realtime/websocket.ts).
+    // The shared result is serialized once and spliced into each frame (src/transports/websocket.ts).
     const same = [subscribeOn(client, TOOL_STATUS, { threadId }), subscribeOn(client, TOOL_STATUS, { threadId })];
     const inputs = subscribeOn(client, AUDIT_INPUTS, { threadId });
     for (const stream of [...same, inputs]) onTestFinished(() => stream.close());

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { CommittedChange } from '../../src/domain/events.js';
 import type { Message } from '../../src/generated/prisma/client.js';
+import { ARRIVAL_WAIT_MS } from '../../src/realtime/change-stream.js';
 import { POLL_GRACE_MS, POLL_MS, StreamInterrupted, createPubSubFor, type ChangeStore } from '../../src/realtime/pubsub.js';
 import type { WakeBus } from '../../src/realtime/redis-bus.js';
 import { testRedisUrl } from './support.js';
@@ -63,16 +64,62 @@ describe('change feed', () => {
     await close();
   });
 
-  it('a change published out of order is a gap: caught up from the store, nothing twice', async () => {
+  it('changes published out of commit order are put back in order, live: no catch-up read', async () => {
     const { store, pubsub, publishEvents, close } = await feed(10);
     const audits = await pubsub.subscribe('audit', 't');
-    const [first, second, third] = [store.commit('t', '1'), store.commit('t', '2'), store.commit('t', '3')];
-    publishEvents([second!]);
-    publishEvents([first!]);
+    const [first, second, third, fourth] = ['1', '2', '3', '4'].map((id) => store.commit('t', id));
     publishEvents([third!]);
-    expect(ids(await take(audits, 3))).toEqual(['1', '2', '3']);
-    expect(store.reads).toBeGreaterThan(0);
+    publishEvents([second!]);
+    publishEvents([fourth!]);
+    publishEvents([first!]);
+    expect(ids(await take(audits, 4))).toEqual(['1', '2', '3', '4']);
+    expect(store.reads).toBe(0);
     await close();
+  });
+
+  describe('a change that never arrives', () => {
+    afterEach(() => vi.useRealTimers());
+
+    it(`is a gap once the changes after it have waited ARRIVAL_WAIT_MS (${ARRIVAL_WAIT_MS} ms): caught up from the store, nothing twice`, async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+      const { store, pubsub, publishEvents, close } = await feed(10);
+      const audits = await pubsub.subscribe('audit', 't');
+      store.commit('t', 'lost');
+      publishEvents([store.commit('t', 'after it')]);
+      await vi.advanceTimersByTimeAsync(ARRIVAL_WAIT_MS - 1);
+      expect(store.reads).toBe(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(ids(await take(audits, 2))).toEqual(['lost', 'after it']);
+      expect(store.reads).toBe(1);
+      await close();
+    });
+
+    it('waits its own time after the ones before it arrived', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+      const { store, pubsub, publishEvents, close } = await feed(10);
+      const audits = await pubsub.subscribe('audit', 't');
+      const [first] = [store.commit('t', '1'), store.commit('t', 'lost')];
+      publishEvents([store.commit('t', '3')]);
+      await vi.advanceTimersByTimeAsync(ARRIVAL_WAIT_MS - 10);
+      publishEvents([first!]);
+      await vi.advanceTimersByTimeAsync(ARRIVAL_WAIT_MS - 1);
+      expect(ids(await take(audits, 1))).toEqual(['1']);
+      expect(store.reads).toBe(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(ids(await take(audits, 2))).toEqual(['lost', '3']);
+      expect(store.reads).toBe(1);
+      await close();
+    });
+
+    it('is a gap at once when what is held would pass the bound', async () => {
+      const { store, pubsub, publishEvents, close } = await feed(3);
+      const audits = await pubsub.subscribe('audit', 't');
+      store.commit('t', 'lost');
+      for (let i = 0; i < 4; i++) publishEvents([store.commit('t', String(i))]);
+      expect(ids(await take(audits, 5))).toEqual(['lost', '0', '1', '2', '3']);
+      expect(store.reads).toBeGreaterThan(0);
+      await close();
+    });
   });
 
   it('a subscriber over its bound is caught up from the store, never interrupted', async () => {
@@ -285,7 +332,7 @@ async function takePulled(iterator: AsyncIterator<unknown>, count: number) {
 }
 
 describe('change feed, taken synchronously (pull)', () => {
-  it('live changes, in cursor order; a gap is caught up from the store, nothing twice', async () => {
+  it('live changes, put back in cursor order, nothing twice', async () => {
     const { store, pubsub, publishEvents, close } = await feed(10);
     const audits = await pubsub.subscribe('audit', 't');
     const [first, second, third] = [store.commit('t', '1'), store.commit('t', '2'), store.commit('t', '3')];
@@ -294,7 +341,7 @@ describe('change feed, taken synchronously (pull)', () => {
     publishEvents([second!]);
     publishEvents([store.commit('t', '4')]);
     expect(ids(await takePulled(audits, 4))).toEqual(['1', '2', '3', '4']);
-    expect(store.reads).toBeGreaterThan(0);
+    expect(store.reads).toBe(0);
     await close();
   });
 

@@ -1,10 +1,12 @@
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { Outcome, SharedStream } from '../../src/realtime/shared-subscriptions.js';
-import { writtenBySubscription } from '../../src/realtime/websocket.js';
+import type { Outcome } from '../../src/transports/shared-subscriptions.js';
+import { writtenBySubscription } from '../../src/transports/websocket.js';
 
-// The graphql-ws write path (src/realtime/websocket.ts): each subscription waits for its own
+type Written = Parameters<typeof writtenBySubscription>[0];
+
+// The graphql-ws write path (src/transports/websocket.ts): each subscription waits for its own
 // frame to be written, never for the connection's whole buffer. A socket whose writes complete
 // one frame at a time, when the test says so, shows the difference deterministically.
 
@@ -33,7 +35,7 @@ class OneFrameAtATimeSocket {
 }
 
 /** By default, frames larger than what a subscription sends on without waiting (16 KiB unsent). */
-function streamOf(values: number[], padding = 20_000): SharedStream {
+function streamOf(values: number[], padding = 20_000): Written {
   async function* events() {
     yield* values;
   }
@@ -44,7 +46,7 @@ function streamOf(values: number[], padding = 20_000): SharedStream {
  * The same values as a stream taken synchronously (as ChangeStream's `pull`), with the group's
  * outcome settled at once or, with `async`, one microtask later.
  */
-function pullableOf(values: number[], padding = 20_000, async = false): SharedStream {
+function pullableOf(values: number[], padding = 20_000, async = false): Written {
   const queue = [...values];
   const events = {
     pull: () => (queue.length ? { value: queue.shift()!, done: false } : { value: undefined, done: true }),
@@ -92,7 +94,7 @@ describe.each(STREAMS)('graphql-ws subscriptions sharing one connection (%s)', (
   });
 });
 
-/** A ws server and client on loopback; counts the writes to the server side's TCP socket. */
+/** A ws server and client on loopback; the server side's socket, and what the client receives. */
 async function connectedPair() {
   const server = new WebSocketServer({ port: 0 });
   onTestFinished(() => void server.close());
@@ -100,38 +102,12 @@ async function connectedPair() {
   const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
   onTestFinished(() => client.terminate());
   const received: string[] = [];
-  client.on('message', (data) => received.push(String(data)));
-  const socket = await accepted;
-
-  const raw = (socket as unknown as { _socket: Socket })._socket;
-  const counter = { writes: 0 };
-  for (const method of ['_write', '_writev'] as const) {
-    const original = raw[method]!.bind(raw) as (...args: unknown[]) => void;
-    (raw as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
-      counter.writes++;
-      original(...args);
-    };
-  }
-  return { socket, received, counter };
+  client.on('message', (data, isBinary) => received.push(isBinary ? 'binary!' : String(data)));
+  return { socket: await accepted, received };
 }
 
-describe.each(STREAMS)('graphql-ws frames of one event-loop pass (%s)', (_name, streamOf) => {
-  it("leave a connection in two socket writes: the pass's first frame at once, the rest together", async () => {
-    const { socket, received, counter } = await connectedPair();
-    let writesBeforePassEnded = -1;
-    setImmediate(() => (writesBeforePassEnded = counter.writes));
-    const streams = ['a', 'b', 'c'].map((id) => writtenBySubscription(streamOf([1, 2], 100), socket, id));
-    void Promise.all(streams.map((stream) => stream.next()));
-
-    while (received.length < 6) await settle();
-    expect(writesBeforePassEnded).toBe(1);
-    expect(counter.writes).toBe(2);
-    expect(received.map((frame) => JSON.parse(frame).id).sort()).toEqual(['a', 'a', 'b', 'b', 'c', 'c']);
-  });
-});
-
-describe.each(STREAMS)('graphql-ws frames written straight to the TCP socket (%s)', (_name, streamOf) => {
-  it.each([10, 200, 70_000])('reach a ws client intact, %i-character payloads and their header lengths', async (padding) => {
+describe.each(STREAMS)('graphql-ws frames sent through ws (%s)', (_name, streamOf) => {
+  it.each([10, 200, 70_000])('reach a ws client intact as text frames, %i-character payloads', async (padding) => {
     const { socket, received } = await connectedPair();
     await writtenBySubscription(streamOf([1, 2, 3], padding), socket, 'é').next();
 
@@ -139,5 +115,33 @@ describe.each(STREAMS)('graphql-ws frames written straight to the TCP socket (%s
     expect(received.map((frame) => JSON.parse(frame))).toEqual(
       [1, 2, 3].map((n) => ({ id: 'é', type: 'next', payload: { data: { n, padding: 'x'.repeat(padding) } } })),
     );
+  });
+});
+
+describe('a result shared by a group', () => {
+  it("is serialized once: subscriptions with the same id send one Buffer, through ws's public send", async () => {
+    const pairs = await Promise.all([connectedPair(), connectedPair()]);
+    const sent: unknown[] = [];
+    for (const { socket } of pairs) {
+      const send = socket.send.bind(socket);
+      socket.send = ((data: unknown, ...rest: unknown[]) => {
+        sent.push(data);
+        return (send as (...args: unknown[]) => void)(data, ...rest);
+      }) as typeof socket.send;
+    }
+    const result = { data: { n: 1 } };
+    const shared = () => {
+      const queue: unknown[] = ['event'];
+      return {
+        events: { next: async () => (queue.length ? { value: queue.shift(), done: false } : { value: undefined, done: true }) } as AsyncIterator<unknown>,
+        resultOf: async () => result,
+      };
+    };
+    await Promise.all(pairs.map(({ socket }) => writtenBySubscription(shared(), socket, '1').next()));
+    while (pairs.some(({ received }) => received.length < 1)) await settle();
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toBeInstanceOf(Buffer);
+    expect(sent[1]).toBe(sent[0]);
+    for (const { received } of pairs) expect(JSON.parse(received[0]!)).toEqual({ id: '1', type: 'next', payload: result });
   });
 });

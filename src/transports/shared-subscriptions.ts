@@ -11,7 +11,7 @@ import {
 import { encodeCursor } from '../domain/change-cursors.js';
 import type { CommittedChange } from '../domain/events.js';
 import type { GraphQLContext } from '../graphql/context.js';
-import { perEvent } from './per-event.js';
+import { perEvent } from '../realtime/per-event.js';
 
 type Result = ExecutionResult;
 
@@ -32,8 +32,12 @@ export interface Outcome {
   promise: Promise<Result>;
 }
 
-/** One started subscriber: its own events, and the result its group shares for each. */
-export interface SharedStream {
+/**
+ * One started subscriber: its own events, and the result its group shares for each. Iterated, it
+ * yields those results one by one, as graphql-js's `subscribe` would (SSE); the graphql-ws
+ * writer (websocket.ts) takes the events and outcomes themselves.
+ */
+export interface SharedStream extends AsyncIterable<Result> {
   events: AsyncIterator<unknown>;
   /** Executed by the first member of the group to ask for this event; the others get the same object. */
   resultOf(event: unknown): Promise<Result>;
@@ -65,7 +69,7 @@ function withEventId(args: ExecutionArgs, event: unknown, result: Result): Resul
   return Object.assign(result, { [EVENT_ID]: encodeCursor(change.threadId!, change.cursor) });
 }
 
-export const isSharedStream = (value: Result | SharedStream): value is SharedStream => 'resultOf' in value;
+export const isSharedStream = (value: unknown): value is SharedStream => typeof value === 'object' && value !== null && 'resultOf' in value;
 
 /**
  * Subscriptions that execute each event once per group, not once per subscriber. A group is every
@@ -118,39 +122,33 @@ export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQL
         }
         return outcome;
       });
-    return {
-      events: source[Symbol.asyncIterator](),
-      resultOf: (event) => outcomeOf(event).promise,
-      outcomeOf,
-    };
+    const events = source[Symbol.asyncIterator]();
+    const resultOf = (event: unknown) => outcomeOf(event).promise;
+    return { events, resultOf, outcomeOf, [Symbol.asyncIterator]: () => resultsOf(events, resultOf) };
   }
 
-  /** The results of one subscriber as an async iterator, as graphql-js's `subscribe` returns them. */
-  async function subscribe(args: ExecutionArgs): Promise<Result | AsyncIterableIterator<Result>> {
-    const stream = await start(args);
-    if (!isSharedStream(stream)) return stream;
-    const { events, resultOf } = stream;
-    const ended = (): IteratorResult<Result> => ({ value: undefined, done: true });
-    // Hand-written rather than an async generator: `return` must end a stream that waits for an event.
-    const results: AsyncIterableIterator<Result> = {
-      async next() {
-        const next = await events.next();
-        return next.done ? ended() : { value: await resultOf(next.value), done: false };
-      },
-      async return() {
-        await events.return?.();
-        return ended();
-      },
-      async throw(error: unknown) {
-        await events.throw?.(error);
-        return ended();
-      },
-      [Symbol.asyncIterator]() {
-        return results;
-      },
-    };
-    return results;
-  }
+  return { start, subscribe: start };
+}
 
-  return { start, subscribe };
+/** A subscriber's results as an async iterator. Hand-written rather than an async generator: `return` must end a stream that waits for an event. */
+function resultsOf(events: AsyncIterator<unknown>, resultOf: (event: unknown) => Promise<Result>): AsyncIterableIterator<Result> {
+  const ended = (): IteratorResult<Result> => ({ value: undefined, done: true });
+  const results: AsyncIterableIterator<Result> = {
+    async next() {
+      const next = await events.next();
+      return next.done ? ended() : { value: await resultOf(next.value), done: false };
+    },
+    async return() {
+      await events.return?.();
+      return ended();
+    },
+    async throw(error: unknown) {
+      await events.throw?.(error);
+      return ended();
+    },
+    [Symbol.asyncIterator]() {
+      return results;
+    },
+  };
+  return results;
 }
