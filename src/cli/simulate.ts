@@ -31,7 +31,7 @@ import {
   type JsonValue,
   type AuditStatus,
   type ThreadAuditItem,
-} from '../client/index.js';
+} from '@agent-audit/client';
 
 const SCENARIOS = {
   normal: normalScenario,

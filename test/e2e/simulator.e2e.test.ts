@@ -1,7 +1,7 @@
 // `npm run simulate` against the server process: every scenario runs, checks what it reads
 // back, and a dashboard subscribed to the thread sees each audit reach its final state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient } from '../../src/client/index.js';
+import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { LiveConnection, firstDelivered } from './support/live.js';
 import { createE2EStorage, e2eActors, killServers, runScript, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
