@@ -84,4 +84,26 @@ describe(`the simulator against the server process (${backendName})`, () => {
       new Set(['ScriptedChatModel', 'get_weather', 'lookup_invoice', 'send_email', 'pay_invoice', 'read_log']),
     );
   }, 180_000);
+
+  it('--ai-sdk records a Vercel AI SDK agent through the adapter, every scenario as expected', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const { id: threadId } = await owner.createThread({ title: 'AI SDK runs' });
+
+    const { code, output } = await simulate(threadId, who, '--ai-sdk');
+    expect(code, output).toBe(0);
+    expect(output).toContain('4 of 4 scenarios completed as expected.');
+
+    const { items } = await owner.threadAudits(threadId);
+    // parallel 4, streamed steps 5, tool error 3, large output 3.
+    expect(items.map((item) => item.status)).toEqual([
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED'],
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED'],
+      ...['COMPLETED', 'FAILED', 'COMPLETED'],
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED'],
+    ]);
+    expect(new Set(items.map((item) => (item.__typename === 'ModelAudit' ? item.model : item.name)))).toEqual(
+      new Set(['scripted-model', 'get_weather', 'send_email', 'read_log']),
+    );
+  }, 180_000);
 });
