@@ -1,5 +1,5 @@
 // Values as the audit server stores them: plain JSON.
-import type { JsonObject, JsonValue } from './types.js';
+import type { JsonObject, JsonValue } from './json-value.js';
 
 /**
  * A value as JSON: what JSON.stringify would send, so class instances, undefined members and

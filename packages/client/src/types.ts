@@ -1,123 +1,38 @@
-// TypeScript shapes of the contract (../../shared/contract/schema.graphql) as the client sends
-// and receives them: BigInt travels as a decimal string, DateTime as an ISO 8601 string.
+// TypeScript shapes of the contract as the client sends and receives them: BigInt travels as a
+// decimal string, DateTime as an ISO 8601 string. The results and enums are generated from
+// schema.graphql (npm run codegen), so a schema change the client depends on breaks its build;
+// the inputs below are the client's conveniences, checked against the generated variables
+// wherever the client sends them.
+import type * as Generated from './generated/graphql/graphql.js';
+import type { JsonObject, JsonValue } from './json-value.js';
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
-/** `undefined` members are allowed because JSON.stringify drops them. */
-export type JsonObject = { [key: string]: JsonValue | undefined };
-
-export type RunStatus = 'QUEUED' | 'RUNNING' | 'INTERRUPTED' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
-export type RunTerminalStatus = 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED';
-export type AuditStatus = 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED' | 'ABANDONED';
-export type ToolCallStatus = 'PENDING' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
-export type MessageRole = 'USER' | 'ASSISTANT' | 'TOOL' | 'SYSTEM';
+export type { JsonObject, JsonValue } from './json-value.js';
+export type RunStatus = Generated.RunStatus;
+export type RunTerminalStatus = Generated.RunTerminalStatus;
+export type AuditStatus = Generated.AuditStatus;
+export type ToolCallStatus = Generated.ToolCallStatus;
+export type MessageRole = Generated.MessageRole;
 
 /** A 64-bit integer: the client converts bigint and number to the decimal string the API expects. */
 export type BigIntLike = string | bigint | number;
 /** An RFC 3339 timestamp; a Date is converted with toISOString(). */
 export type DateTimeLike = string | Date;
 
-// ---- Results ----
+// ---- Results: the shapes the client's documents select, generated from the schema ----
 
-export interface Thread {
-  id: string;
-  title: string | null;
-  ownerId: string;
-  createdAt: string;
-}
-
-export interface Message {
-  id: string;
-  role: MessageRole;
-  content: JsonValue;
-  createdAt: string;
-}
-
-export interface Run {
-  id: string;
-  status: RunStatus;
-  leaseOwner: string | null;
-  leaseEpoch: number;
-  leaseExpiresAt: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  error: JsonValue;
-}
-
+export type Thread = Generated.ThreadFieldsFragment;
+export type Message = Generated.MessageFieldsFragment;
+export type Run = Generated.RunFieldsFragment;
 /** A run as its owner reads it with `AuditClient.run`. */
-export interface RunDetails extends Run {
-  thread: { id: string };
-  resumedFrom: { id: string } | null;
-  toolCalls: ToolCall[];
-}
-
-export interface RunLease {
-  runId: string;
-  owner: string;
-  epoch: number;
-  expiresAt: string;
-}
-
-export interface ToolCall {
-  id: string;
-  toolCallId: string;
-  name: string;
-  declaredInput: JsonValue;
-  effectiveInput: JsonValue;
-  status: ToolCallStatus;
-  output: JsonValue;
-  error: JsonValue;
-  startedAt: string | null;
-  finishedAt: string | null;
-  durationMs: number | null;
-}
-
-interface AuditBase {
-  id: string;
-  runId: string;
-  role: MessageRole;
-  operationId: string;
-  sequence: string;
-  finishedSequence: string | null;
-  status: AuditStatus;
-  startedAt: string | null;
-  finishedAt: string | null;
-  durationMs: number | null;
-}
-
-export interface ModelAudit extends AuditBase {
-  __typename: 'ModelAudit';
-  model: string | null;
-  input: JsonValue;
-  output: JsonValue;
-  error: JsonValue;
-  usage: JsonValue;
-  toolCalls: ToolCall[];
-}
-
-export interface ToolAudit extends AuditBase {
-  __typename: 'ToolAudit';
-  toolCallId: string;
-  name: string;
-  effectiveInput: JsonValue;
-  output: JsonValue;
-  error: JsonValue;
-  awaitingRunTerminal: boolean;
-}
-
+export type RunDetails = NonNullable<Generated.RunQuery['run']>;
+export type RunLease = Generated.RunLeaseFieldsFragment;
+export type ToolCall = Generated.ToolCallFieldsFragment;
+export type ModelAudit = Generated.ModelAuditFieldsFragment;
+export type ToolAudit = Generated.ToolAuditFieldsFragment;
+export type ThreadAudits = Generated.ThreadAuditsQuery['threadAudits'];
+export type ThreadAuditItem = ThreadAudits['items'][number];
 /** A tool audit as `threadAudits` returns it, with its projection and declaring model call. */
-export interface ToolAuditWithLinks extends ToolAudit {
-  toolCall: ToolCall;
-  declaredBy: { id: string; operationId: string };
-}
-
-export type ThreadAuditItem = ModelAudit | ToolAuditWithLinks;
-
-export interface ThreadAudits {
-  threadId: string;
-  items: ThreadAuditItem[];
-  truncated: boolean;
-}
+export type ToolAuditWithLinks = Extract<ThreadAuditItem, { __typename: 'ToolAudit' }>;
 
 // ---- Inputs ----
 
