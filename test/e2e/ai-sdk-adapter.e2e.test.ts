@@ -203,6 +203,44 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(toolsOf(items)[0]!.toolCallId).toBe(approval.id);
   });
 
+  it('an aborted stream ends the run CANCELLED, with the model call it stopped', async () => {
+    const t = await openThread('ai-sdk: aborted stream');
+    const runId = await t.newRun();
+    const abort = new AbortController();
+    const { result, finished } = await t.audit.streamText(runId, {
+      model: scriptedModel([turn('A long answer that is streamed one word every half second.')], { chunkMs: 500 }),
+      prompt: 'Tell me everything.',
+      abortSignal: abort.signal,
+    });
+    for await (const delta of result.textStream) {
+      if (delta.trim() !== '') {
+        abort.abort();
+        break;
+      }
+    }
+    await expect(finished).rejects.toMatchObject({ name: 'AbortError' });
+    expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'CANCELLED']]);
+  });
+
+  it('a model call that throws is recorded FAILED with its error; the run ends FAILED and the error reaches the caller', async () => {
+    const t = await openThread('ai-sdk: model error');
+    const runId = await t.newRun();
+    // One scripted turn: the agent's second model call finds the script empty and throws.
+    const model = scriptedModel([turn('Checking.', [callTool('get_weather', { city: 'Rome' })])]);
+    await expect(t.audit.generateText(runId, { model, tools: agentTools, prompt: 'Weather?', stopWhen: stepCountIs(3) })).rejects.toThrow(
+      'the script has 1 turns',
+    );
+    expect((await t.owner.run(runId))?.status).toBe('FAILED');
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'COMPLETED'],
+      ['ModelAudit', 'FAILED'],
+    ]);
+    expect(asModel(items[2]).error).toEqual({ name: 'Error', message: 'the script has 1 turns; the agent asked for another' });
+  });
+
   it('a lease lost mid-run stops the agent through its abort signal, with AuditLeaseLostError', async () => {
     const t = await openThread('ai-sdk: lease lost', { leaseSeconds: 3 });
     const runId = await t.newRun();
