@@ -4,7 +4,7 @@
 // change cursor and stamps the changed rows with it. When the lease does not hold, nothing is
 // written and a second read (the error path only) decides which error it is.
 //
-// It returns what the worker's client selects of the written audit (src/client/operations.ts),
+// It returns what the worker's client selects of the written audit (packages/client/src/operations.ts),
 // nothing more. Compare with lib/floor-write.ts, which repeats the server's own statements.
 import { clockReading, type ClockReading, type Step } from './run-script.js';
 import type { Sql } from './sql.js';

@@ -24,7 +24,7 @@ import { floorCreateRun, floorCreateThread, floorStep, type FloorLease } from '.
 import { GraphQLHttp } from './graphql-http.js';
 import { clockReading, runScript, type Step } from './run-script.js';
 import { stepRequest } from './server-worker.js';
-import { OPERATIONS } from '../../src/client/operations.js';
+import { OPERATIONS } from '@agent-audit/client';
 import type { Sql } from './sql.js';
 import { round } from './stats.js';
 

@@ -1,5 +1,5 @@
-// The worker side of a run over HTTP, with the real client's documents (src/client/operations.ts).
-import { OPERATIONS } from '../../src/client/operations.js';
+// The worker side of a run over HTTP, with the real client's documents (packages/client/src/operations.ts).
+import { OPERATIONS } from '@agent-audit/client';
 import type { GraphQLHttp } from './graphql-http.js';
 import { runScript, type Step } from './run-script.js';
 

@@ -1,8 +1,8 @@
 // `npm run simulate -- --langgraph`: the same runs as the hand-written scenarios, but made by a
 // real LangGraph.js agent (src/cli/langgraph-agent.ts) and recorded by the client's adapter.
 import { Command } from '@langchain/langgraph';
-import type { AuditClient, AuditStatus } from '../client/index.js';
-import { LangGraphAudit } from '../client/langgraph/index.js';
+import type { AuditClient, AuditStatus } from '@agent-audit/client';
+import { LangGraphAudit } from '@agent-audit/client/langgraph';
 import { LARGE_LOG_LINES, buildReactAgent, callTool, turn, type ReactAgent } from './langgraph-agent.js';
 
 export interface LangGraphSimulator {

@@ -7,8 +7,12 @@
 //   npm run simulate -- --langgraph [--scenario all|langgraph-parallel|langgraph-tool-errors|
 //     langgraph-interrupt-resume|langgraph-large-output] [the same options]
 //
+//   npm run simulate -- --ai-sdk [--scenario all|ai-sdk-parallel|ai-sdk-streamed-steps|
+//     ai-sdk-tool-error|ai-sdk-large-output] [the same options]
+//
 // `--langgraph` runs a real LangGraph.js agent (src/cli/langgraph-agent.ts) recorded by the
-// client's LangGraph adapter instead of the hand-written lifecycle calls.
+// client's LangGraph adapter instead of the hand-written lifecycle calls; `--ai-sdk` a Vercel AI
+// SDK agent (src/cli/ai-sdk-agent.ts) recorded by the client's AI SDK adapter.
 // Each scenario checks the statuses it reads back and the process exits 1 if one differs.
 // `--thread` runs the scenarios in an existing thread of the owner, e.g. one a dashboard is
 // already subscribed to; `--step-ms` slows the runs down to watch them live.
@@ -31,7 +35,7 @@ import {
   type JsonValue,
   type AuditStatus,
   type ThreadAuditItem,
-} from '../client/index.js';
+} from '@agent-audit/client';
 
 const SCENARIOS = {
   normal: normalScenario,
@@ -353,6 +357,17 @@ async function langgraphScenarios(): Promise<Record<string, Scenario>> {
   );
 }
 
+/** Loaded only for --ai-sdk: the other scenarios need no AI SDK installed. */
+async function aiSdkScenarios(): Promise<Record<string, Scenario>> {
+  const { AI_SDK_SCENARIOS } = await import('./ai-sdk-scenarios.js');
+  return Object.fromEntries(
+    Object.entries(AI_SDK_SCENARIOS).map(([name, scenario]): [string, Scenario] => [
+      name,
+      (sim) => scenario({ ...sim, newThread: (title, userText) => newThread(sim, title, userText) }),
+    ]),
+  );
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -363,9 +378,14 @@ async function main(): Promise<void> {
       'owner-token': { type: 'string' },
       'worker-token': { type: 'string' },
       langgraph: { type: 'boolean', default: false },
+      'ai-sdk': { type: 'boolean', default: false },
     },
   });
-  const scenarios = values.langgraph ? await langgraphScenarios() : (SCENARIOS as Record<string, Scenario>);
+  const scenarios = values.langgraph
+    ? await langgraphScenarios()
+    : values['ai-sdk']
+      ? await aiSdkScenarios()
+      : (SCENARIOS as Record<string, Scenario>);
   const names = Object.keys(scenarios);
   const chosen = values.scenario === 'all' ? names : names.filter((name) => name === values.scenario);
   const stepMs = Number(values['step-ms']);

@@ -6,7 +6,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient } from '../../src/client/index.js';
+import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { createE2EStorage, e2eActors, killServers, runScript, startServer, tokenFor, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
 

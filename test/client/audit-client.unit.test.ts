@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AuditApiError, AuditClient, type FetchLike } from '../../src/client/index.js';
+import { AuditApiError, AuditClient, type FetchLike } from '@agent-audit/client';
 import { fakeFetch, graphqlData, graphqlError, hang, httpStatus, networkError, variablesOf } from './fake-fetch.js';
 
 const lease = { runId: 'run-1', owner: 'worker-1', epoch: 3, expiresAt: '2030-01-01T00:00:00.000Z' };

@@ -1,4 +1,4 @@
-import type { FetchLike } from '../../src/client/index.js';
+import type { FetchLike } from '@agent-audit/client';
 
 export interface RecordedRequest {
   url: string;

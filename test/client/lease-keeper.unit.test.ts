@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AuditApiError, LeaseKeeper, type LeaseInput, type RunLease } from '../../src/client/index.js';
+import { AuditApiError, LeaseKeeper, type LeaseInput, type RunLease } from '@agent-audit/client';
 
 const LEASE_SECONDS = 30;
 

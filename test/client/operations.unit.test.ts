@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { buildSchema, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { OPERATIONS } from '../../src/client/index.js';
+import { OPERATIONS } from '@agent-audit/client';
 
 // The printed schema once the server has one, else the contract it must keep.
 const schemaFile = ['schema.graphql', '../shared/contract/schema.graphql'].find((file) => existsSync(file));

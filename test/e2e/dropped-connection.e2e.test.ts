@@ -4,7 +4,7 @@
 // drop; with REQUIRE_SERVICES=1 a missing one is a failure, never a skip.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient } from '../../src/client/index.js';
+import { AuditClient } from '@agent-audit/client';
 import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
 import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
 import { eventually } from '../support/streams.js';

@@ -1,7 +1,7 @@
 // SIGTERM while workers write: the server drains and exits 0, and a new server process on the
 // same database serves every write that was acknowledged, with the leases still valid.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient, SequenceCounter, TRANSPORT_ERROR, isAuditApiError, type RunLease, type ThreadAuditItem } from '../../src/client/index.js';
+import { AuditClient, SequenceCounter, TRANSPORT_ERROR, isAuditApiError, type RunLease, type ThreadAuditItem } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { LiveConnection } from './support/live.js';
 import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage } from './support/server.js';

@@ -6,8 +6,8 @@ import { Command, END, MessagesAnnotation, START, StateGraph } from '@langchain/
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '../../src/client/index.js';
-import { AuditLeaseLostError, LangGraphAudit } from '../../src/client/langgraph/index.js';
+import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
+import { AuditLeaseLostError, LangGraphAudit } from '@agent-audit/client/langgraph';
 import { LARGE_LOG_LINES, ScriptedChatModel, buildReactAgent, callTool, turn } from '../../src/cli/langgraph-agent.js';
 import { backendName } from '../support/database.js';
 import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';

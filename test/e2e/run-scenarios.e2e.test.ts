@@ -14,7 +14,7 @@ import {
   type RunLease,
   type ThreadAuditItem,
   type ToolAuditWithLinks,
-} from '../../src/client/index.js';
+} from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { LiveConnection, firstDelivered } from './support/live.js';
 import { losingFirstResponses } from './support/lossy-fetch.js';

@@ -1,7 +1,7 @@
 // `npm run simulate` against the server process: every scenario runs, checks what it reads
 // back, and a dashboard subscribed to the thread sees each audit reach its final state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient } from '../../src/client/index.js';
+import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { LiveConnection, firstDelivered } from './support/live.js';
 import { createE2EStorage, e2eActors, killServers, runScript, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
@@ -82,6 +82,28 @@ describe(`the simulator against the server process (${backendName})`, () => {
     ]);
     expect(new Set(items.map((item) => (item.__typename === 'ModelAudit' ? item.model : item.name)))).toEqual(
       new Set(['ScriptedChatModel', 'get_weather', 'lookup_invoice', 'send_email', 'pay_invoice', 'read_log']),
+    );
+  }, 180_000);
+
+  it('--ai-sdk records a Vercel AI SDK agent through the adapter, every scenario as expected', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const { id: threadId } = await owner.createThread({ title: 'AI SDK runs' });
+
+    const { code, output } = await simulate(threadId, who, '--ai-sdk');
+    expect(code, output).toBe(0);
+    expect(output).toContain('4 of 4 scenarios completed as expected.');
+
+    const { items } = await owner.threadAudits(threadId);
+    // parallel 4, streamed steps 5, tool error 3, large output 3.
+    expect(items.map((item) => item.status)).toEqual([
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED'],
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED'],
+      ...['COMPLETED', 'FAILED', 'COMPLETED'],
+      ...['COMPLETED', 'COMPLETED', 'COMPLETED'],
+    ]);
+    expect(new Set(items.map((item) => (item.__typename === 'ModelAudit' ? item.model : item.name)))).toEqual(
+      new Set(['scripted-model', 'get_weather', 'send_email', 'read_log']),
     );
   }, 180_000);
 });

@@ -1,26 +1,40 @@
 import type { GraphQLResponse, TestApp } from './app.js';
 
-export const AUDIT_FIELDS = `id runId role operationId sequence finishedSequence status startedAt finishedAt durationMs`;
-export const TOOL_AUDIT_FIELDS = `${AUDIT_FIELDS} toolCallId name effectiveInput output error awaitingRunTerminal
-  toolCall { id toolCallId status effectiveInput output error durationMs }`;
-export const MODEL_AUDIT_FIELDS = `${AUDIT_FIELDS} model input output error usage
-  toolCalls { id toolCallId name status declaredInput }`;
-const WORKER_RUN_FIELDS = `id status leaseOwner leaseEpoch leaseExpiresAt startedAt finishedAt error`;
-export const RUN_FIELDS = `${WORKER_RUN_FIELDS}
-  resumedFrom { id }`;
+import { graphql } from '../generated/graphql/index.js';
+
+// The lifecycle documents, typed and checked against schema.graphql by codegen.ts (npm run
+// codegen): a schema change they depend on fails the codegen sync test, not a test run.
+export const AUDIT_FRAGMENT = graphql(`
+  fragment LifecycleAuditFields on Audit { id runId role operationId sequence finishedSequence status startedAt finishedAt durationMs }`);
+export const TOOL_AUDIT_FRAGMENT = graphql(`
+  fragment LifecycleToolAuditFields on ToolAudit {
+    ...LifecycleAuditFields
+    toolCallId name effectiveInput output error awaitingRunTerminal
+    toolCall { id toolCallId status effectiveInput output error durationMs }
+  }`);
+export const MODEL_AUDIT_FRAGMENT = graphql(`
+  fragment LifecycleModelAuditFields on ModelAudit {
+    ...LifecycleAuditFields
+    model input output error usage
+    toolCalls { id toolCallId name status declaredInput }
+  }`);
+/** The run's fields a worker may read in its own mutation's result. */
+export const WORKER_RUN_FRAGMENT = graphql(`
+  fragment WorkerRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt startedAt finishedAt error }`);
 
 const MUTATIONS = {
-  claimRun: `mutation($input: ClaimRunInput!) { result: claimRun(input: $input) { runId owner epoch expiresAt } }`,
-  renewLease: `mutation($lease: LeaseInput!, $leaseSeconds: Int) { result: renewLease(lease: $lease, leaseSeconds: $leaseSeconds) { runId owner epoch expiresAt } }`,
-  recordModelStarted: `mutation($input: ModelStartedInput!) { result: recordModelStarted(input: $input) { ${MODEL_AUDIT_FIELDS} } }`,
-  recordModelFinished: `mutation($input: ModelFinishedInput!) { result: recordModelFinished(input: $input) { ${MODEL_AUDIT_FIELDS} } }`,
-  recordToolStarted: `mutation($input: ToolStartedInput!) { result: recordToolStarted(input: $input) { ${TOOL_AUDIT_FIELDS} } }`,
-  recordToolFinished: `mutation($input: ToolFinishedInput!) { result: recordToolFinished(input: $input) { ${TOOL_AUDIT_FIELDS} } }`,
-  recordToolError: `mutation($input: ToolErrorInput!) { result: recordToolError(input: $input) { ${TOOL_AUDIT_FIELDS} } }`,
+  claimRun: graphql(`mutation LifecycleClaimRun($input: ClaimRunInput!) { result: claimRun(input: $input) { runId owner epoch expiresAt } }`),
+  renewLease: graphql(`mutation LifecycleRenewLease($lease: LeaseInput!, $leaseSeconds: Int) {
+    result: renewLease(lease: $lease, leaseSeconds: $leaseSeconds) { runId owner epoch expiresAt }
+  }`),
+  recordModelStarted: graphql(`mutation LifecycleModelStarted($input: ModelStartedInput!) { result: recordModelStarted(input: $input) { ...LifecycleModelAuditFields } }`),
+  recordModelFinished: graphql(`mutation LifecycleModelFinished($input: ModelFinishedInput!) { result: recordModelFinished(input: $input) { ...LifecycleModelAuditFields } }`),
+  recordToolStarted: graphql(`mutation LifecycleToolStarted($input: ToolStartedInput!) { result: recordToolStarted(input: $input) { ...LifecycleToolAuditFields } }`),
+  recordToolFinished: graphql(`mutation LifecycleToolFinished($input: ToolFinishedInput!) { result: recordToolFinished(input: $input) { ...LifecycleToolAuditFields } }`),
+  recordToolError: graphql(`mutation LifecycleToolError($input: ToolErrorInput!) { result: recordToolError(input: $input) { ...LifecycleToolAuditFields } }`),
   // A worker reads its own run only: the run it resumes is another run (SEMANTICS.md "Principals").
-  finishRun: `mutation($input: FinishRunInput!) { result: finishRun(input: $input) { ${WORKER_RUN_FIELDS} } }`,
-} as const;
-
+  finishRun: graphql(`mutation LifecycleFinishRun($input: FinishRunInput!) { result: finishRun(input: $input) { ...WorkerRunFields } }`),
+};
 export interface Lease {
   runId: string;
   epoch: number;
@@ -45,7 +59,7 @@ export class WorkerSession {
   ) {}
 
   private send(name: keyof typeof MUTATIONS, variables: Input): Promise<GraphQLResponse<{ result: any }>> {
-    return this.t.gql(MUTATIONS[name], variables, this.token);
+    return this.t.gql(MUTATIONS[name].toString(), variables, this.token);
   }
 
   private observed(input: Input, withSequence: boolean): Input {
@@ -127,11 +141,11 @@ export async function createRun(t: TestApp, token: string, threadId: string, res
 }
 
 export async function claim(t: TestApp, workerToken: string, runId: string, leaseSeconds?: number): Promise<WorkerSession> {
-  const lease = must(await t.gql(MUTATIONS.claimRun, { input: { runId, leaseSeconds } }, workerToken)) as Lease;
+  const lease = must(await t.gql(MUTATIONS.claimRun.toString(), { input: { runId, leaseSeconds } }, workerToken)) as Lease;
   return new WorkerSession(t, workerToken, { runId: lease.runId, epoch: lease.epoch });
 }
 
-export const claimRunMutation = MUTATIONS.claimRun;
+export const claimRunMutation = MUTATIONS.claimRun.toString();
 
 /** A new thread owned by a fresh superadmin, a run in it, claimed by a fresh worker. */
 export async function runningRun(t: TestApp) {
@@ -146,9 +160,10 @@ export const THREAD_AUDITS = `query($threadId: ID!, $limit: Int) {
   threadAudits(threadId: $threadId, limit: $limit) {
     threadId truncated
     items {
-      __typename ${AUDIT_FIELDS}
+      __typename ...LifecycleAuditFields
       ... on ToolAudit { toolCallId name effectiveInput output error awaitingRunTerminal toolCall { id status output } declaredBy { id operationId } }
       ... on ModelAudit { model input output error usage toolCalls { id toolCallId status } }
     }
   }
-}`;
+}
+${AUDIT_FRAGMENT}`;

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { errorCode, type GraphQLResponse, type TestApp } from '../support/app.js';
-import { AUDIT_FIELDS, RUN_FIELDS, WorkerSession, claim, createRun, must, runningRun } from '../support/lifecycle.js';
+import { AUDIT_FRAGMENT, WORKER_RUN_FRAGMENT, WorkerSession, claim, createRun, must, runningRun } from '../support/lifecycle.js';
 
 const TOOL_CALL_FIELDS = `id toolCallId name status declaredInput effectiveInput output error startedAt finishedAt durationMs`;
 
@@ -9,7 +9,7 @@ export const FULL_THREAD_AUDITS = `query($threadId: ID!) {
   threadAudits(threadId: $threadId) {
     truncated
     items {
-      __typename ${AUDIT_FIELDS}
+      __typename ...LifecycleAuditFields
       ... on ToolAudit {
         toolCallId name effectiveInput output error awaitingRunTerminal
         toolCall { ${TOOL_CALL_FIELDS} }
@@ -18,9 +18,11 @@ export const FULL_THREAD_AUDITS = `query($threadId: ID!) {
       ... on ModelAudit { model input output error usage toolCalls { ${TOOL_CALL_FIELDS} } }
     }
   }
-}`;
+}
+${AUDIT_FRAGMENT}`;
 
-export const RUN_STATE = `query($id: ID!) { run(id: $id) { ${RUN_FIELDS} leaseEpoch toolCalls { ${TOOL_CALL_FIELDS} } } }`;
+export const RUN_STATE = `query($id: ID!) { run(id: $id) { ...WorkerRunFields resumedFrom { id } toolCalls { ${TOOL_CALL_FIELDS} } } }
+${WORKER_RUN_FRAGMENT}`;
 
 export interface Scene {
   t: TestApp;

@@ -1,4 +1,4 @@
-import type { FetchLike } from '../../../src/client/index.js';
+import type { FetchLike } from '@agent-audit/client';
 
 /**
  * A network that loses the first response to every distinct request: the server receives it

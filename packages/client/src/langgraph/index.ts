@@ -1,13 +1,13 @@
 // The LangGraph.js adapter of the typed client: its own entry point, so only runtimes that use
 // it load @langchain/core and @langchain/langgraph (optional peer dependencies).
 export { AuditCallbackHandler, eventNamespace, type RecordingTarget } from './handler.js';
-export { AuditLeaseLostError } from './errors.js';
+export { AuditLeaseLostError } from '../lease-lost.js';
 export {
   AuditedRun,
   LangGraphAudit,
-  type FinishedRun,
   type InvocationOutcome,
   type InvokableGraph,
   type LangGraphAuditOptions,
 } from './recorder.js';
 export { messageJson } from './messages.js';
+export type { FinishedRun, RecordingOptions } from '../run-recording.js';

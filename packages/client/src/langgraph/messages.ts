@@ -1,18 +1,6 @@
 import { AIMessage, ToolMessage, isBaseMessage, type BaseMessage } from '@langchain/core/messages';
-import type { DeclaredToolCallInput, JsonObject, JsonValue } from '../types.js';
-
-/**
- * A value as JSON: what JSON.stringify would send, so class instances, undefined members and
- * Dates become plain JSON. A value JSON cannot hold (a cycle, a BigInt) becomes its string form.
- */
-export function toJson(value: unknown): JsonValue {
-  try {
-    const text = JSON.stringify(value);
-    return text === undefined ? null : (JSON.parse(text) as JsonValue);
-  } catch {
-    return String(value);
-  }
-}
+import { toJson } from '../json.js';
+import type { DeclaredToolCallInput, JsonObject } from '../types.js';
 
 /**
  * A LangChain message as the flat JSON the audit server stores: `type`, `content` and the
@@ -66,10 +54,4 @@ export function effectiveInput(input: unknown): JsonObject {
   }
   const json = toJson(value);
   return json !== null && typeof json === 'object' && !Array.isArray(json) ? json : { input: json };
-}
-
-/** An error as JSON: its name and message (never a stack, which is the runtime's business). */
-export function errorJson(error: unknown): JsonObject {
-  if (error instanceof Error) return { name: error.name, message: error.message };
-  return { message: String(error) };
 }

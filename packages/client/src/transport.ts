@@ -38,13 +38,13 @@ export class GraphQLHttpTransport {
     private readonly policy: RetryPolicy,
   ) {}
 
-  async execute<T>(operation: Operation, variables: Record<string, unknown>): Promise<T> {
+  async execute<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>): Promise<Result> {
     // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
     const body = JSON.stringify({ query: operation.document, operationName: operation.name, variables });
     const maxAttempts = operation.replayable ? Math.max(1, this.policy.maxAttempts) : 1;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.sendOnce<T>(operation, body);
+        return await this.sendOnce<Result>(operation, body);
       } catch (error) {
         if (!(error instanceof AuditApiError)) throw error;
         if (!error.retryable || attempt >= maxAttempts) {
@@ -56,7 +56,7 @@ export class GraphQLHttpTransport {
     }
   }
 
-  private async sendOnce<T>(operation: Operation, body: string): Promise<T> {
+  private async sendOnce<T>(operation: Operation<T, unknown>, body: string): Promise<T> {
     const transportFailure = (message: string, retryable: boolean, extra: { httpStatus?: number; cause?: unknown } = {}) =>
       new AuditApiError(`${operation.name}: ${message}`, {
         code: TRANSPORT_ERROR,

@@ -1,4 +1,4 @@
-import type { AuditApiError } from '../errors.js';
+import type { AuditApiError } from './errors.js';
 
 /**
  * The run's lease is gone (it was cancelled, swept after expiry, or taken over): the audit server

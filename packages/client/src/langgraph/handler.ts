@@ -5,8 +5,9 @@ import { GraphCallbackHandler, isGraphInterrupt, type GraphInterruptEvent } from
 import type { AuditClient } from '../audit-client.js';
 import { SequenceCounter, readClock } from '../clock.js';
 import type { JsonObject, LeaseInput } from '../types.js';
-import { declaredToolCalls, effectiveInput, errorJson, messageJson, toJson, toolOutputEnvelope } from './messages.js';
-import type { RunWriter } from './run-writer.js';
+import { errorJson, toJson } from '../json.js';
+import { declaredToolCalls, effectiveInput, messageJson, toolOutputEnvelope } from './messages.js';
+import type { RunWriter } from '../run-writer.js';
 
 /** What the handler writes through: the run's client, its current lease and its writer. */
 export interface RecordingTarget {

@@ -62,7 +62,7 @@ export class AuditClient {
    * unseen gets the same lease back, so a lost answer never costs the run.
    */
   async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID()): Promise<RunLease> {
-    return this.transport.execute<RunLease>(OPERATIONS.claimRun, { input: { runId, leaseSeconds, claimId } });
+    return this.transport.execute(OPERATIONS.claimRun, { input: { runId, leaseSeconds, claimId } });
   }
 
   /** Extends an unexpired lease; returns it with its new expiry. */

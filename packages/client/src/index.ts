@@ -12,4 +12,8 @@ export { LEASE_GONE_CODES, LeaseKeeper, type LeaseKeeperOptions, type LeaseRenew
 export { PROCESS_CLOCK_ID, SequenceCounter, readClock } from './clock.js';
 export { DEFAULT_RETRY_POLICY, type FetchLike, type RetryPolicy } from './transport.js';
 export { OPERATIONS, type Operation } from './operations.js';
+export { AuditLeaseLostError } from './lease-lost.js';
+export { RunRecording, type FinishedRun, type RecordingOptions } from './run-recording.js';
+export { RunWriter } from './run-writer.js';
+export { errorJson, toJson } from './json.js';
 export type * from './types.js';

@@ -1,5 +1,5 @@
-import { isAuditApiError, type AuditApiError } from '../errors.js';
-import { AuditLeaseLostError } from './errors.js';
+import { isAuditApiError, type AuditApiError } from './errors.js';
+import { AuditLeaseLostError } from './lease-lost.js';
 
 /** Write answers after which no write of the run can succeed again. */
 const LEASE_GONE = ['LEASE_LOST', 'LEASE_EXPIRED'];

@@ -1,33 +1,19 @@
 import { isBaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { AuditClient } from '../audit-client.js';
-import { isAuditApiError } from '../errors.js';
-import { LeaseKeeper } from '../lease-keeper.js';
-import type { JsonValue, Run, RunLease, RunTerminalStatus } from '../types.js';
+import { errorJson } from '../json.js';
+import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
+import type { JsonValue, RunTerminalStatus } from '../types.js';
 import { AuditCallbackHandler } from './handler.js';
-import { errorJson, messageJson } from './messages.js';
-import { RunWriter } from './run-writer.js';
+import { messageJson } from './messages.js';
 
-export interface LangGraphAuditOptions {
-  /** Requested lease length, renewed in the background at about a third of it. Default 60. */
-  leaseSeconds?: number;
-  /** The longest the agent waits for one audit write before going on without it. Default 2000 ms. */
-  budgetMs?: number;
+export interface LangGraphAuditOptions extends RecordingOptions {
   /** The state key holding the graph's messages. Default "messages". */
   messagesKey?: string;
-  /** Called for each write the server refused for a reason other than a lost lease (the run goes on). */
-  onWriteError?: (error: unknown) => void;
 }
 
 /** How an invocation ended, as handed to `AuditedRun.finish`. */
 export type InvocationOutcome = { state: unknown } | { error: unknown };
-
-export interface FinishedRun {
-  status: RunTerminalStatus;
-  run: Run;
-  /** Writes the server refused (other than for a lost lease); their events are missing from the timeline. */
-  writeErrors: unknown[];
-}
 
 /** A graph that can be invoked, as LangGraph's compiled graphs are. */
 export interface InvokableGraph<Input, State> {
@@ -48,9 +34,7 @@ export class LangGraphAudit {
 
   /** Claims the QUEUED run and keeps its lease; pass `run.handler` in the invocation's callbacks. */
   async start(runId: string): Promise<AuditedRun> {
-    const leaseSeconds = this.options.leaseSeconds ?? 60;
-    const lease = await this.client.claimRun(runId, leaseSeconds);
-    return new AuditedRun(this.client, lease, { ...this.options, leaseSeconds });
+    return new AuditedRun(await RunRecording.claim(this.client, runId, this.options), this.options);
   }
 
   /**
@@ -85,40 +69,28 @@ export class LangGraphAudit {
 /** One claimed run being recorded: the handler to pass to the graph, and `finish` to end the run. */
 export class AuditedRun {
   readonly handler: AuditCallbackHandler;
-  private readonly keeper: LeaseKeeper;
-  private readonly writer: RunWriter;
   private readonly messagesKey: string;
-  private readonly lostController = new AbortController();
 
   constructor(
-    private readonly client: AuditClient,
-    lease: RunLease,
-    options: LangGraphAuditOptions & { leaseSeconds: number },
+    private readonly recording: RunRecording,
+    options: LangGraphAuditOptions = {},
   ) {
-    this.writer = new RunWriter(lease.runId, options.budgetMs ?? 2_000, (lost) => this.lostController.abort(lost), options.onWriteError);
-    this.keeper = new LeaseKeeper(client, lease, {
-      leaseSeconds: options.leaseSeconds,
-      onLost: (error) => this.writer.markLost(error),
-    });
-    this.handler = new AuditCallbackHandler({ client, lease: () => this.keeper.lease, writer: this.writer });
+    this.handler = new AuditCallbackHandler({ client: recording.client, lease: () => recording.lease, writer: recording.writer });
     this.messagesKey = options.messagesKey ?? 'messages';
   }
 
   get runId(): string {
-    return this.keeper.lease.runId;
+    return this.recording.runId;
   }
 
   /** Aborted when the lease is lost; pass it as the invocation's `signal` to stop the agent at once. */
   get signal(): AbortSignal {
-    return this.lostController.signal;
+    return this.recording.signal;
   }
 
   /** Throws AuditLeaseLostError once the lease is lost. */
   stopIfLeaseLost(): void {
-    if (this.writer.leaseLost) {
-      this.keeper.stop();
-      this.writer.throwIfLost();
-    }
+    this.recording.stopIfLeaseLost();
   }
 
   /**
@@ -127,23 +99,11 @@ export class AuditedRun {
    * ended in a bare error go along as `stateMessages`, so the server settles them.
    */
   async finish(outcome: InvocationOutcome): Promise<FinishedRun> {
-    await this.writer.drain();
-    this.keeper.stop();
-    this.stopIfLeaseLost();
     const status = this.endingOf(outcome);
-    try {
-      const run = await this.client.finishRun({
-        lease: this.keeper.lease,
-        status,
-        error: 'error' in outcome ? errorJson(outcome.error) : undefined,
-        stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.settlingMessages(outcome.state) : undefined,
-      });
-      return { status, run, writeErrors: [...this.writer.failures] };
-    } catch (error) {
-      if (isAuditApiError(error, 'LEASE_LOST', 'LEASE_EXPIRED')) this.writer.markLost(error);
-      this.writer.throwIfLost();
-      throw error;
-    }
+    return this.recording.finish(status, {
+      error: 'error' in outcome ? errorJson(outcome.error) : undefined,
+      stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.settlingMessages(outcome.state) : undefined,
+    });
   }
 
   private endingOf(outcome: InvocationOutcome): RunTerminalStatus {

@@ -1,0 +1,153 @@
+import type { LanguageModelMiddleware } from 'ai';
+import { randomUUID } from 'node:crypto';
+import { errorJson, toJson } from '../json.js';
+import type { RunRecording } from '../run-recording.js';
+import type { DeclaredToolCallInput, JsonObject, JsonValue } from '../types.js';
+
+type GenerateResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapGenerate']>>>;
+type StreamResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapStream']>>>;
+type Content = GenerateResult['content'][number];
+type StreamPart = StreamResult['stream'] extends ReadableStream<infer Part> ? Part : never;
+type ToolCallPart = Extract<Content, { type: 'tool-call' }>;
+
+/** A model response as the audit records it, whether it was generated whole or streamed. */
+interface ModelResponse {
+  content: Content[];
+  finishReason?: JsonValue;
+  usage?: unknown;
+  error?: unknown;
+}
+
+/**
+ * The language-model middleware that records each model call of the run: started with the
+ * prompt it was given, finished with its content, usage and the tool calls it declares (or
+ * FAILED with its error). A streamed response is recorded finished when its `finish` part
+ * comes, before the part is passed on: the SDK runs the step's tools only after that part, so
+ * their starts are queued after the declaring model call.
+ */
+export function modelCallRecorder(recording: RunRecording): LanguageModelMiddleware {
+  const start = async (model: { modelId: string }, prompt: unknown) => {
+    const operationId = randomUUID();
+    const event = recording.observe();
+    await recording.write((lease) =>
+      recording.client.recordModelStarted({ lease, operationId, model: model.modelId, input: { messages: toJson(prompt) }, ...event }),
+    );
+    return (response: ModelResponse) => {
+      const ended = recording.observe();
+      const failed = response.error !== undefined;
+      return recording.write((lease) =>
+        recording.client.recordModelFinished({
+          lease,
+          operationId,
+          status: failed ? 'FAILED' : 'COMPLETED',
+          output: failed ? undefined : { content: response.content.map(contentJson), finishReason: toJson(response.finishReason) },
+          error: failed ? errorJson(response.error) : undefined,
+          usage: failed ? undefined : toJson(response.usage),
+          toolCalls: failed ? undefined : declaredToolCalls(response.content),
+          ...ended,
+        }),
+      );
+    };
+  };
+
+  return {
+    specificationVersion: 'v3',
+    wrapGenerate: async ({ doGenerate, params, model }) => {
+      const finish = await start(model, params.prompt);
+      let result: GenerateResult;
+      try {
+        result = await doGenerate();
+      } catch (error) {
+        await finish({ content: [], error });
+        throw error;
+      }
+      await finish({ content: result.content, finishReason: result.finishReason.unified, usage: result.usage });
+      return result;
+    },
+    wrapStream: async ({ doStream, params, model }) => {
+      const finish = await start(model, params.prompt);
+      let result: StreamResult;
+      try {
+        result = await doStream();
+      } catch (error) {
+        await finish({ content: [], error });
+        throw error;
+      }
+      return { ...result, stream: result.stream.pipeThrough(recordedStream(finish)) };
+    },
+  };
+}
+
+/** Passes a model stream through, collecting its response, and records it finished at its end. */
+function recordedStream(finish: (response: ModelResponse) => Promise<void>): TransformStream<StreamPart, StreamPart> {
+  const response: ModelResponse & { content: Content[] } = { content: [] };
+  const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
+  let recorded = false;
+  const record = async () => {
+    if (recorded) return;
+    recorded = true;
+    await finish(response);
+  };
+  return new TransformStream({
+    async transform(part, controller) {
+      switch (part.type) {
+        case 'text-start':
+        case 'reasoning-start': {
+          const text = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '' };
+          texts.set(part.id, text);
+          response.content.push(text as Content);
+          break;
+        }
+        case 'text-delta':
+        case 'reasoning-delta': {
+          const text = texts.get(part.id);
+          if (text) text.text += part.delta;
+          break;
+        }
+        case 'tool-call':
+        case 'tool-result':
+        case 'file':
+        case 'source':
+          response.content.push(part);
+          break;
+        case 'error':
+          response.error = part.error;
+          break;
+        case 'finish':
+          response.finishReason = part.finishReason.unified;
+          response.usage = part.usage;
+          await record();
+          break;
+      }
+      controller.enqueue(part);
+    },
+    // A stream that ended without a finish part (the provider's error part, say).
+    async flush() {
+      await record();
+    },
+  });
+}
+
+/** One content part as JSON, a tool call's input parsed. */
+function contentJson(part: Content): JsonValue {
+  if (part.type === 'tool-call') {
+    return { type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: parsedInput(part.input) };
+  }
+  return toJson(part);
+}
+
+/** The tool calls the SDK will execute here; a provider-executed one never reaches a tool of this run. */
+function declaredToolCalls(content: Content[]): DeclaredToolCallInput[] {
+  return content
+    .filter((part): part is ToolCallPart => part.type === 'tool-call' && !part.providerExecuted)
+    .map((call) => ({ id: call.toolCallId, name: call.toolName, args: parsedInput(call.input) }));
+}
+
+/** A tool call's input as the model declared it: JSON text, parsed (kept as text when it is not JSON). */
+function parsedInput(input: string): JsonObject | JsonValue {
+  try {
+    return JSON.parse(input) as JsonValue;
+  } catch {
+    return input;
+  }
+}

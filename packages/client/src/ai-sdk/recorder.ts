@@ -1,0 +1,154 @@
+import { generateText, streamText, wrapLanguageModel, type LanguageModelMiddleware, type StepResult, type ToolSet } from 'ai';
+import type { AuditClient } from '../audit-client.js';
+import { errorJson } from '../json.js';
+import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
+import type { JsonValue, RunTerminalStatus } from '../types.js';
+import { modelCallRecorder } from './model-calls.js';
+import { recordedTools } from './tool-calls.js';
+
+/** A model the AI SDK's middleware can wrap (a provider's model object, not a gateway id string). */
+export type WrappableModel = Parameters<typeof wrapLanguageModel>[0]['model'];
+
+/** The options of generateText, streamText or a ToolLoopAgent that the recording touches. */
+export interface RecordableOptions {
+  model: WrappableModel;
+  tools?: ToolSet;
+  abortSignal?: AbortSignal;
+}
+
+/** How the SDK call ended: its steps (generateText's or streamText's `steps`), or what it threw. */
+export type AiSdkOutcome = { steps: ReadonlyArray<StepResult<any>> } | { error: unknown };
+
+/**
+ * Records Vercel AI SDK calls as audit runs, through a worker's AuditClient.
+ *
+ *   const audit = new AiSdkAudit(worker);
+ *   const { result, status } = await audit.generateText(runId, { model, tools, prompt, stopWhen });
+ */
+export class AiSdkAudit {
+  constructor(
+    private readonly client: AuditClient,
+    private readonly options: RecordingOptions = {},
+  ) {}
+
+  /** Claims the QUEUED run and keeps its lease; pass `run.record(options)` to the SDK, then `run.finish(...)`. */
+  async start(runId: string): Promise<AuditedAiRun> {
+    return new AuditedAiRun(await RunRecording.claim(this.client, runId, this.options));
+  }
+
+  /**
+   * Claims the run, calls generateText recorded, and ends the run: COMPLETED, CANCELLED when
+   * the caller's abortSignal aborted it, FAILED when it threw (the error is rethrown). A lost
+   * lease aborts the call and throws AuditLeaseLostError.
+   */
+  async generateText<TOOLS extends ToolSet>(
+    runId: string,
+    options: Parameters<typeof generateText<TOOLS>>[0] & RecordableOptions,
+  ): Promise<FinishedRun & { result: Awaited<ReturnType<typeof generateText<TOOLS>>> }> {
+    const run = await this.start(runId);
+    let result: Awaited<ReturnType<typeof generateText<TOOLS>>>;
+    try {
+      result = await generateText(run.record(options));
+    } catch (error) {
+      run.stopIfLeaseLost();
+      await run.finish({ error });
+      throw error;
+    }
+    return { ...(await run.finish({ steps: result.steps })), result };
+  }
+
+  /**
+   * Claims the run and starts streamText recorded. Consume `result` as usual; `finished`
+   * settles once the stream has ended and the run with it (rejects with AuditLeaseLostError
+   * when the lease was lost, with the stream's error when it failed).
+   */
+  async streamText<TOOLS extends ToolSet>(
+    runId: string,
+    options: Parameters<typeof streamText<TOOLS>>[0] & RecordableOptions,
+  ): Promise<{ result: ReturnType<typeof streamText<TOOLS>>; finished: Promise<FinishedRun> }> {
+    const run = await this.start(runId);
+    const result = streamText(run.record(options));
+    const finished = Promise.resolve(result.steps).then(
+      (steps) => run.finish({ steps }),
+      async (error: unknown) => {
+        run.stopIfLeaseLost();
+        await run.finish({ error });
+        throw error;
+      },
+    );
+    return { result, finished };
+  }
+}
+
+/** One claimed run being recorded: `record` the SDK call's options, then `finish` the run. */
+export class AuditedAiRun {
+  readonly middleware: LanguageModelMiddleware;
+  /** Tool calls of this run whose execute threw (bare errors): the final steps settle them. */
+  private readonly bareErrors = new Map<string, string>();
+  private callerSignal: AbortSignal | undefined;
+
+  constructor(private readonly recording: RunRecording) {
+    this.middleware = modelCallRecorder(recording);
+  }
+
+  get runId(): string {
+    return this.recording.runId;
+  }
+
+  /** Aborted when the lease is lost. `record` already passes it to the SDK call. */
+  get signal(): AbortSignal {
+    return this.recording.signal;
+  }
+
+  /** The model with every call recorded (the SDK's wrapLanguageModel with this run's middleware). */
+  model(model: WrappableModel): WrappableModel {
+    return wrapLanguageModel({ model, middleware: this.middleware });
+  }
+
+  /** The tools with each execute recorded. */
+  tools<TOOLS extends ToolSet>(tools: TOOLS): TOOLS {
+    return recordedTools(this.recording, tools, this.bareErrors);
+  }
+
+  /** The call's options with the model and tools recorded and the lease's signal joined to its abortSignal. */
+  record<O extends RecordableOptions>(options: O): O {
+    this.callerSignal = options.abortSignal;
+    return {
+      ...options,
+      model: this.model(options.model),
+      ...(options.tools ? { tools: this.tools(options.tools) } : {}),
+      abortSignal: options.abortSignal ? AbortSignal.any([options.abortSignal, this.signal]) : this.signal,
+    };
+  }
+
+  /** Throws AuditLeaseLostError once the lease is lost. */
+  stopIfLeaseLost(): void {
+    this.recording.stopIfLeaseLost();
+  }
+
+  /**
+   * Waits for every queued write, then ends the run: CANCELLED when the caller's abortSignal
+   * fired, FAILED for an error, else COMPLETED. The tool errors the SDK handed back to the
+   * model for this run's bare errors go along as `stateMessages`, so the server settles them
+   * as FAILED.
+   */
+  async finish(outcome: AiSdkOutcome): Promise<FinishedRun> {
+    this.stopIfLeaseLost();
+    const status: RunTerminalStatus = this.callerSignal?.aborted ? 'CANCELLED' : 'error' in outcome ? 'FAILED' : 'COMPLETED';
+    return this.recording.finish(status, {
+      error: 'error' in outcome ? errorJson(outcome.error) : undefined,
+      stateMessages: 'steps' in outcome ? this.settlingMessages(outcome.steps) : undefined,
+    });
+  }
+
+  private settlingMessages(steps: Extract<AiSdkOutcome, { steps: unknown }>['steps']): JsonValue[] {
+    return steps.flatMap((step) =>
+      step.content
+        .filter((part) => part.type === 'tool-error' && this.bareErrors.has(part.toolCallId))
+        .map((part) => {
+          const { toolCallId, toolName, error } = part as { toolCallId: string; toolName: string; error: unknown };
+          return { type: 'tool', tool_call_id: toolCallId, name: toolName, status: 'error', content: String(errorJson(error).message) };
+        }),
+    );
+  }
+}

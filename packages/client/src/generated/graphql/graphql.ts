@@ -1,0 +1,806 @@
+/* eslint-disable */
+/** Internal type. DO NOT USE DIRECTLY. */
+type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
+/** Internal type. DO NOT USE DIRECTLY. */
+export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
+/** The typed-document interface of @graphql-typed-document-node/core, declared here so the client needs no package for it. */
+interface DocumentTypeDecoration<TResult, TVariables> {
+  __apiType?: (variables: TVariables) => TResult;
+}
+export type AppendMessageInput = {
+  content: import("../../json-value.js").JsonValue;
+  role: MessageRole;
+  threadId: string | number;
+};
+
+export type AuditStatus =
+  /** Closed by the run's end or a lease expiry without a terminal event of its own. */
+  | 'ABANDONED'
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED'
+  | 'RUNNING';
+
+export type ClaimRunInput = {
+  /**
+   * The worker's idempotency key for this claim (at most 256 characters). A retry by the same
+   * worker with the same claimId, while the lease it got is still current, returns that same
+   * lease instead of INVALID_TRANSITION.
+   */
+  claimId?: string | null | undefined;
+  /** Lease length; the server clamps it to its configured bounds. */
+  leaseSeconds?: number | null | undefined;
+  runId: string | number;
+};
+
+/** One reading of a monotonic clock. Durations are computed only between readings of the same clockId. */
+export type ClockReadingInput = {
+  clockId: string;
+  nanos: string;
+};
+
+export type CreateRunInput = {
+  /** Resume an earlier run of the same thread; it must have ended. */
+  resumeFromRunId?: string | number | null | undefined;
+  threadId: string | number;
+};
+
+export type CreateThreadInput = {
+  title?: string | null | undefined;
+};
+
+export type DeclaredToolCallInput = {
+  args?: import("../../json-value.js").JsonValue | null | undefined;
+  id: string;
+  name: string;
+};
+
+export type FinishRunInput = {
+  error?: import("../../json-value.js").JsonValue | null | undefined;
+  lease: LeaseInput;
+  /** The final state's messages (the full checkpoint), used only to complete bare tool errors. */
+  stateMessages?: Array<import("../../json-value.js").JsonValue> | null | undefined;
+  status: RunTerminalStatus;
+};
+
+/** Proof that the caller holds the run's current lease. The owner is the authenticated worker. */
+export type LeaseInput = {
+  epoch: number;
+  runId: string | number;
+};
+
+export type MessageRole =
+  | 'ASSISTANT'
+  | 'SYSTEM'
+  | 'TOOL'
+  | 'USER';
+
+export type ModelFinishedInput = {
+  clock?: ClockReadingInput | null | undefined;
+  error?: import("../../json-value.js").JsonValue | null | undefined;
+  lease: LeaseInput;
+  observedAt: string;
+  operationId: string;
+  output?: import("../../json-value.js").JsonValue | null | undefined;
+  sequence?: string | null | undefined;
+  /** COMPLETED or FAILED. */
+  status: AuditStatus;
+  /** The tool calls the model declared; each becomes a PENDING ToolCall. */
+  toolCalls?: Array<DeclaredToolCallInput> | null | undefined;
+  usage?: import("../../json-value.js").JsonValue | null | undefined;
+};
+
+export type ModelStartedInput = {
+  clock?: ClockReadingInput | null | undefined;
+  input?: import("../../json-value.js").JsonValue | null | undefined;
+  lease: LeaseInput;
+  model?: string | null | undefined;
+  observedAt: string;
+  operationId: string;
+  sequence: string;
+};
+
+export type RunStatus =
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED'
+  | 'QUEUED'
+  | 'RUNNING';
+
+/** The terminal statuses an agent runtime may report in finishRun. */
+export type RunTerminalStatus =
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED';
+
+export type ToolCallStatus =
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'PENDING'
+  | 'RUNNING';
+
+export type ToolErrorInput = {
+  clock?: ClockReadingInput | null | undefined;
+  error: import("../../json-value.js").JsonValue;
+  lease: LeaseInput;
+  namespace?: Array<string> | null | undefined;
+  observedAt: string;
+  sequence?: string | null | undefined;
+  toolCallId: string;
+};
+
+export type ToolFinishedInput = {
+  clock?: ClockReadingInput | null | undefined;
+  lease: LeaseInput;
+  namespace?: Array<string> | null | undefined;
+  observedAt: string;
+  /** The raw tool message envelope, e.g. {content, status, id, name, artifact}. */
+  output: import("../../json-value.js").JsonValue;
+  sequence?: string | null | undefined;
+  toolCallId: string;
+};
+
+export type ToolStartedInput = {
+  clock?: ClockReadingInput | null | undefined;
+  effectiveInput?: import("../../json-value.js").JsonValue | null | undefined;
+  lease: LeaseInput;
+  name: string;
+  /** The runtime namespace the event came from; only the root namespace (empty) is accepted. */
+  namespace?: Array<string> | null | undefined;
+  observedAt: string;
+  sequence: string;
+  toolCallId: string;
+};
+
+export type ToolCallFieldsFragment = { id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+type AuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+type AuditFields_ToolAudit_Fragment = { __typename: 'ToolAudit', id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+export type AuditFieldsFragment =
+  | AuditFields_ModelAudit_Fragment
+  | AuditFields_ToolAudit_Fragment
+;
+
+export type ModelAuditFieldsFragment = { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> };
+
+export type ToolAuditFieldsFragment = { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+export type RunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null };
+
+export type RunLeaseFieldsFragment = { runId: string, owner: string, epoch: number, expiresAt: string };
+
+export type ThreadFieldsFragment = { id: string, title: string | null, ownerId: string, createdAt: string };
+
+export type MessageFieldsFragment = { id: string, role: MessageRole, content: import("../../json-value.js").JsonValue | null, createdAt: string };
+
+export type CreateThreadMutationVariables = Exact<{
+  input: CreateThreadInput;
+}>;
+
+
+export type CreateThreadMutation = { createThread: { id: string, title: string | null, ownerId: string, createdAt: string } };
+
+export type AppendMessageMutationVariables = Exact<{
+  input: AppendMessageInput;
+}>;
+
+
+export type AppendMessageMutation = { appendMessage: { id: string, role: MessageRole, content: import("../../json-value.js").JsonValue | null, createdAt: string } };
+
+export type CreateRunMutationVariables = Exact<{
+  input: CreateRunInput;
+}>;
+
+
+export type CreateRunMutation = { createRun: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } };
+
+export type CancelRunMutationVariables = Exact<{
+  runId: string | number;
+}>;
+
+
+export type CancelRunMutation = { cancelRun: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } };
+
+export type ClaimRunMutationVariables = Exact<{
+  input: ClaimRunInput;
+}>;
+
+
+export type ClaimRunMutation = { claimRun: { runId: string, owner: string, epoch: number, expiresAt: string } };
+
+export type RenewLeaseMutationVariables = Exact<{
+  lease: LeaseInput;
+  leaseSeconds?: number | null | undefined;
+}>;
+
+
+export type RenewLeaseMutation = { renewLease: { runId: string, owner: string, epoch: number, expiresAt: string } };
+
+export type RecordModelStartedMutationVariables = Exact<{
+  input: ModelStartedInput;
+}>;
+
+
+export type RecordModelStartedMutation = { recordModelStarted: { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> } };
+
+export type RecordModelFinishedMutationVariables = Exact<{
+  input: ModelFinishedInput;
+}>;
+
+
+export type RecordModelFinishedMutation = { recordModelFinished: { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> } };
+
+export type RecordToolStartedMutationVariables = Exact<{
+  input: ToolStartedInput;
+}>;
+
+
+export type RecordToolStartedMutation = { recordToolStarted: { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null } };
+
+export type RecordToolFinishedMutationVariables = Exact<{
+  input: ToolFinishedInput;
+}>;
+
+
+export type RecordToolFinishedMutation = { recordToolFinished: { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null } };
+
+export type RecordToolErrorMutationVariables = Exact<{
+  input: ToolErrorInput;
+}>;
+
+
+export type RecordToolErrorMutation = { recordToolError: { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null } };
+
+export type FinishRunMutationVariables = Exact<{
+  input: FinishRunInput;
+}>;
+
+
+export type FinishRunMutation = { finishRun: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } };
+
+export type ThreadAuditsQueryVariables = Exact<{
+  threadId: string | number;
+  limit?: number | null | undefined;
+}>;
+
+
+export type ThreadAuditsQuery = { threadAudits: { threadId: string, truncated: boolean, items: Array<
+      | { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> }
+      | { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }, declaredBy: { id: string, operationId: string } }
+    > } };
+
+export type RunQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type RunQuery = { run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null, thread: { id: string }, resumedFrom: { id: string } | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> } | null };
+
+export class TypedDocumentString<TResult, TVariables>
+  extends String
+  implements DocumentTypeDecoration<TResult, TVariables>
+{
+  __apiType?: NonNullable<DocumentTypeDecoration<TResult, TVariables>['__apiType']>;
+  private value: string;
+  public __meta__?: Record<string, any> | undefined;
+
+  constructor(value: string, __meta__?: Record<string, any> | undefined) {
+    super(value);
+    this.value = value;
+    this.__meta__ = __meta__;
+  }
+
+  override toString(): string & DocumentTypeDecoration<TResult, TVariables> {
+    return this.value;
+  }
+}
+export const AuditFieldsFragmentDoc = new TypedDocumentString(`
+    fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+    `, {"fragmentName":"AuditFields"}) as unknown as TypedDocumentString<AuditFieldsFragment, unknown>;
+export const ToolCallFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  declaredInput
+  effectiveInput
+  status
+  output
+  error
+  startedAt
+  finishedAt
+  durationMs
+}
+    `, {"fragmentName":"ToolCallFields"}) as unknown as TypedDocumentString<ToolCallFieldsFragment, unknown>;
+export const ModelAuditFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ModelAuditFields on ModelAudit {
+  ...AuditFields
+  model
+  input
+  output
+  error
+  usage
+  toolCalls {
+    ...ToolCallFields
+  }
+}
+    fragment ToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  declaredInput
+  effectiveInput
+  status
+  output
+  error
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}`, {"fragmentName":"ModelAuditFields"}) as unknown as TypedDocumentString<ModelAuditFieldsFragment, unknown>;
+export const ToolAuditFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ToolAuditFields on ToolAudit {
+  ...AuditFields
+  toolCallId
+  name
+  effectiveInput
+  output
+  error
+  awaitingRunTerminal
+}
+    fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}`, {"fragmentName":"ToolAuditFields"}) as unknown as TypedDocumentString<ToolAuditFieldsFragment, unknown>;
+export const RunFieldsFragmentDoc = new TypedDocumentString(`
+    fragment RunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+}
+    `, {"fragmentName":"RunFields"}) as unknown as TypedDocumentString<RunFieldsFragment, unknown>;
+export const RunLeaseFieldsFragmentDoc = new TypedDocumentString(`
+    fragment RunLeaseFields on RunLease {
+  runId
+  owner
+  epoch
+  expiresAt
+}
+    `, {"fragmentName":"RunLeaseFields"}) as unknown as TypedDocumentString<RunLeaseFieldsFragment, unknown>;
+export const ThreadFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ThreadFields on Thread {
+  id
+  title
+  ownerId
+  createdAt
+}
+    `, {"fragmentName":"ThreadFields"}) as unknown as TypedDocumentString<ThreadFieldsFragment, unknown>;
+export const MessageFieldsFragmentDoc = new TypedDocumentString(`
+    fragment MessageFields on Message {
+  id
+  role
+  content
+  createdAt
+}
+    `, {"fragmentName":"MessageFields"}) as unknown as TypedDocumentString<MessageFieldsFragment, unknown>;
+export const CreateThreadDocument = new TypedDocumentString(`
+    mutation CreateThread($input: CreateThreadInput!) {
+  createThread(input: $input) {
+    ...ThreadFields
+  }
+}
+    fragment ThreadFields on Thread {
+  id
+  title
+  ownerId
+  createdAt
+}`) as unknown as TypedDocumentString<CreateThreadMutation, CreateThreadMutationVariables>;
+export const AppendMessageDocument = new TypedDocumentString(`
+    mutation AppendMessage($input: AppendMessageInput!) {
+  appendMessage(input: $input) {
+    ...MessageFields
+  }
+}
+    fragment MessageFields on Message {
+  id
+  role
+  content
+  createdAt
+}`) as unknown as TypedDocumentString<AppendMessageMutation, AppendMessageMutationVariables>;
+export const CreateRunDocument = new TypedDocumentString(`
+    mutation CreateRun($input: CreateRunInput!) {
+  createRun(input: $input) {
+    ...RunFields
+  }
+}
+    fragment RunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+}`) as unknown as TypedDocumentString<CreateRunMutation, CreateRunMutationVariables>;
+export const CancelRunDocument = new TypedDocumentString(`
+    mutation CancelRun($runId: ID!) {
+  cancelRun(runId: $runId) {
+    ...RunFields
+  }
+}
+    fragment RunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+}`) as unknown as TypedDocumentString<CancelRunMutation, CancelRunMutationVariables>;
+export const ClaimRunDocument = new TypedDocumentString(`
+    mutation ClaimRun($input: ClaimRunInput!) {
+  claimRun(input: $input) {
+    ...RunLeaseFields
+  }
+}
+    fragment RunLeaseFields on RunLease {
+  runId
+  owner
+  epoch
+  expiresAt
+}`) as unknown as TypedDocumentString<ClaimRunMutation, ClaimRunMutationVariables>;
+export const RenewLeaseDocument = new TypedDocumentString(`
+    mutation RenewLease($lease: LeaseInput!, $leaseSeconds: Int) {
+  renewLease(lease: $lease, leaseSeconds: $leaseSeconds) {
+    ...RunLeaseFields
+  }
+}
+    fragment RunLeaseFields on RunLease {
+  runId
+  owner
+  epoch
+  expiresAt
+}`) as unknown as TypedDocumentString<RenewLeaseMutation, RenewLeaseMutationVariables>;
+export const RecordModelStartedDocument = new TypedDocumentString(`
+    mutation RecordModelStarted($input: ModelStartedInput!) {
+  recordModelStarted(input: $input) {
+    ...ModelAuditFields
+  }
+}
+    fragment ToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  declaredInput
+  effectiveInput
+  status
+  output
+  error
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment ModelAuditFields on ModelAudit {
+  ...AuditFields
+  model
+  input
+  output
+  error
+  usage
+  toolCalls {
+    ...ToolCallFields
+  }
+}`) as unknown as TypedDocumentString<RecordModelStartedMutation, RecordModelStartedMutationVariables>;
+export const RecordModelFinishedDocument = new TypedDocumentString(`
+    mutation RecordModelFinished($input: ModelFinishedInput!) {
+  recordModelFinished(input: $input) {
+    ...ModelAuditFields
+  }
+}
+    fragment ToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  declaredInput
+  effectiveInput
+  status
+  output
+  error
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment ModelAuditFields on ModelAudit {
+  ...AuditFields
+  model
+  input
+  output
+  error
+  usage
+  toolCalls {
+    ...ToolCallFields
+  }
+}`) as unknown as TypedDocumentString<RecordModelFinishedMutation, RecordModelFinishedMutationVariables>;
+export const RecordToolStartedDocument = new TypedDocumentString(`
+    mutation RecordToolStarted($input: ToolStartedInput!) {
+  recordToolStarted(input: $input) {
+    ...ToolAuditFields
+  }
+}
+    fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment ToolAuditFields on ToolAudit {
+  ...AuditFields
+  toolCallId
+  name
+  effectiveInput
+  output
+  error
+  awaitingRunTerminal
+}`) as unknown as TypedDocumentString<RecordToolStartedMutation, RecordToolStartedMutationVariables>;
+export const RecordToolFinishedDocument = new TypedDocumentString(`
+    mutation RecordToolFinished($input: ToolFinishedInput!) {
+  recordToolFinished(input: $input) {
+    ...ToolAuditFields
+  }
+}
+    fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment ToolAuditFields on ToolAudit {
+  ...AuditFields
+  toolCallId
+  name
+  effectiveInput
+  output
+  error
+  awaitingRunTerminal
+}`) as unknown as TypedDocumentString<RecordToolFinishedMutation, RecordToolFinishedMutationVariables>;
+export const RecordToolErrorDocument = new TypedDocumentString(`
+    mutation RecordToolError($input: ToolErrorInput!) {
+  recordToolError(input: $input) {
+    ...ToolAuditFields
+  }
+}
+    fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment ToolAuditFields on ToolAudit {
+  ...AuditFields
+  toolCallId
+  name
+  effectiveInput
+  output
+  error
+  awaitingRunTerminal
+}`) as unknown as TypedDocumentString<RecordToolErrorMutation, RecordToolErrorMutationVariables>;
+export const FinishRunDocument = new TypedDocumentString(`
+    mutation FinishRun($input: FinishRunInput!) {
+  finishRun(input: $input) {
+    ...RunFields
+  }
+}
+    fragment RunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+}`) as unknown as TypedDocumentString<FinishRunMutation, FinishRunMutationVariables>;
+export const ThreadAuditsDocument = new TypedDocumentString(`
+    query ThreadAudits($threadId: ID!, $limit: Int) {
+  threadAudits(threadId: $threadId, limit: $limit) {
+    threadId
+    truncated
+    items {
+      ... on ModelAudit {
+        ...ModelAuditFields
+      }
+      ... on ToolAudit {
+        ...ToolAuditFields
+        toolCall {
+          ...ToolCallFields
+        }
+        declaredBy {
+          id
+          operationId
+        }
+      }
+    }
+  }
+}
+    fragment ToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  declaredInput
+  effectiveInput
+  status
+  output
+  error
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment ModelAuditFields on ModelAudit {
+  ...AuditFields
+  model
+  input
+  output
+  error
+  usage
+  toolCalls {
+    ...ToolCallFields
+  }
+}
+fragment ToolAuditFields on ToolAudit {
+  ...AuditFields
+  toolCallId
+  name
+  effectiveInput
+  output
+  error
+  awaitingRunTerminal
+}`) as unknown as TypedDocumentString<ThreadAuditsQuery, ThreadAuditsQueryVariables>;
+export const RunDocument = new TypedDocumentString(`
+    query Run($id: ID!) {
+  run(id: $id) {
+    ...RunFields
+    thread {
+      id
+    }
+    resumedFrom {
+      id
+    }
+    toolCalls {
+      ...ToolCallFields
+    }
+  }
+}
+    fragment ToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  declaredInput
+  effectiveInput
+  status
+  output
+  error
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment RunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+}`) as unknown as TypedDocumentString<RunQuery, RunQueryVariables>;

@@ -1,0 +1,98 @@
+import type { AuditClient } from './audit-client.js';
+import { SequenceCounter, readClock } from './clock.js';
+import { isAuditApiError } from './errors.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { RunWriter } from './run-writer.js';
+import type { JsonValue, LeaseInput, Run, RunLease, RunTerminalStatus } from './types.js';
+
+/** What every framework adapter lets its user tune. */
+export interface RecordingOptions {
+  /** Requested lease length, renewed in the background at about a third of it. Default 60. */
+  leaseSeconds?: number;
+  /** The longest the agent waits for one audit write before going on without it. Default 2000 ms. */
+  budgetMs?: number;
+  /** Called for each write the server refused for a reason other than a lost lease (the run goes on). */
+  onWriteError?: (error: unknown) => void;
+}
+
+export interface FinishedRun {
+  status: RunTerminalStatus;
+  run: Run;
+  /** Writes the server refused (other than for a lost lease); their events are missing from the timeline. */
+  writeErrors: unknown[];
+}
+
+/**
+ * One claimed run that a framework adapter records: its lease kept alive, its writes sent in
+ * the order the events happened and waited for at most the budget, one sequence counter, and
+ * its end. When the lease is lost, `signal` aborts (stop the agent with it) and every later
+ * write throws AuditLeaseLostError.
+ */
+export class RunRecording {
+  readonly writer: RunWriter;
+  private readonly keeper: LeaseKeeper;
+  private readonly lostController = new AbortController();
+  private readonly sequence = new SequenceCounter(1);
+
+  /** Claims the QUEUED run `runId` and starts keeping its lease. */
+  static async claim(client: AuditClient, runId: string, options: RecordingOptions = {}): Promise<RunRecording> {
+    const leaseSeconds = options.leaseSeconds ?? 60;
+    return new RunRecording(client, await client.claimRun(runId, leaseSeconds), { ...options, leaseSeconds });
+  }
+
+  constructor(
+    readonly client: AuditClient,
+    lease: RunLease,
+    options: RecordingOptions & { leaseSeconds: number },
+  ) {
+    this.writer = new RunWriter(lease.runId, options.budgetMs ?? 2_000, (lost) => this.lostController.abort(lost), options.onWriteError);
+    this.keeper = new LeaseKeeper(client, lease, { leaseSeconds: options.leaseSeconds, onLost: (error) => this.writer.markLost(error) });
+  }
+
+  get runId(): string {
+    return this.keeper.lease.runId;
+  }
+
+  /** The newest lease. */
+  get lease(): RunLease {
+    return this.keeper.lease;
+  }
+
+  /** Aborted, with the AuditLeaseLostError as reason, when the lease is lost. */
+  get signal(): AbortSignal {
+    return this.lostController.signal;
+  }
+
+  /** The sequence number and clock readings of an event: take them when it happens, not when it is sent. */
+  observe() {
+    return { sequence: this.sequence.next(), observedAt: new Date(), clock: readClock(this.client.clockId) };
+  }
+
+  /** Queues a write (given the current lease) after every earlier one; waits for it at most the budget. */
+  write(send: (lease: LeaseInput) => Promise<unknown>): Promise<void> {
+    return this.writer.submit(() => send(this.keeper.lease));
+  }
+
+  /** Throws AuditLeaseLostError once the lease is lost (and stops renewing). */
+  stopIfLeaseLost(): void {
+    if (this.writer.leaseLost) {
+      this.keeper.stop();
+      this.writer.throwIfLost();
+    }
+  }
+
+  /** Waits for every queued write, then ends the run. */
+  async finish(status: RunTerminalStatus, details: { error?: JsonValue; stateMessages?: JsonValue[] } = {}): Promise<FinishedRun> {
+    await this.writer.drain();
+    this.keeper.stop();
+    this.stopIfLeaseLost();
+    try {
+      const run = await this.client.finishRun({ lease: this.keeper.lease, status, ...details });
+      return { status, run, writeErrors: [...this.writer.failures] };
+    } catch (error) {
+      if (isAuditApiError(error, 'LEASE_LOST', 'LEASE_EXPIRED')) this.writer.markLost(error);
+      this.writer.throwIfLost();
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,131 @@
+// TypeScript shapes of the contract as the client sends and receives them: BigInt travels as a
+// decimal string, DateTime as an ISO 8601 string. The results and enums are generated from
+// schema.graphql (npm run codegen), so a schema change the client depends on breaks its build;
+// the inputs below are the client's conveniences, checked against the generated variables
+// wherever the client sends them.
+import type * as Generated from './generated/graphql/graphql.js';
+import type { JsonObject, JsonValue } from './json-value.js';
+
+export type { JsonObject, JsonValue } from './json-value.js';
+export type RunStatus = Generated.RunStatus;
+export type RunTerminalStatus = Generated.RunTerminalStatus;
+export type AuditStatus = Generated.AuditStatus;
+export type ToolCallStatus = Generated.ToolCallStatus;
+export type MessageRole = Generated.MessageRole;
+
+/** A 64-bit integer: the client converts bigint and number to the decimal string the API expects. */
+export type BigIntLike = string | bigint | number;
+/** An RFC 3339 timestamp; a Date is converted with toISOString(). */
+export type DateTimeLike = string | Date;
+
+// ---- Results: the shapes the client's documents select, generated from the schema ----
+
+export type Thread = Generated.ThreadFieldsFragment;
+export type Message = Generated.MessageFieldsFragment;
+export type Run = Generated.RunFieldsFragment;
+/** A run as its owner reads it with `AuditClient.run`. */
+export type RunDetails = NonNullable<Generated.RunQuery['run']>;
+export type RunLease = Generated.RunLeaseFieldsFragment;
+export type ToolCall = Generated.ToolCallFieldsFragment;
+export type ModelAudit = Generated.ModelAuditFieldsFragment;
+export type ToolAudit = Generated.ToolAuditFieldsFragment;
+export type ThreadAudits = Generated.ThreadAuditsQuery['threadAudits'];
+export type ThreadAuditItem = ThreadAudits['items'][number];
+/** A tool audit as `threadAudits` returns it, with its projection and declaring model call. */
+export type ToolAuditWithLinks = Extract<ThreadAuditItem, { __typename: 'ToolAudit' }>;
+
+// ---- Inputs ----
+
+/** Proof of the lease; a `RunLease` from claimRun/renewLease fits (extra fields are dropped). */
+export interface LeaseInput {
+  runId: string;
+  epoch: number;
+}
+
+export interface ClockReadingInput {
+  clockId: string;
+  nanos: BigIntLike;
+}
+
+/**
+ * When the event was observed. Omitted: the client fills `observedAt` with now and `clock`
+ * with a reading of this process's monotonic clock. `clock: null` sends no reading.
+ */
+export interface Observation {
+  observedAt?: DateTimeLike;
+  clock?: ClockReadingInput | null;
+}
+
+export interface CreateThreadInput {
+  title?: string | null;
+}
+
+export interface AppendMessageInput {
+  threadId: string;
+  role: MessageRole;
+  content: JsonValue;
+}
+
+export interface CreateRunInput {
+  threadId: string;
+  resumeFromRunId?: string | null;
+}
+
+export interface DeclaredToolCallInput {
+  id: string;
+  name: string;
+  args?: JsonValue;
+}
+
+export interface ModelStartedInput extends Observation {
+  lease: LeaseInput;
+  operationId: string;
+  sequence: BigIntLike;
+  model?: string | null;
+  input?: JsonValue;
+}
+
+export interface ModelFinishedInput extends Observation {
+  lease: LeaseInput;
+  operationId: string;
+  /** COMPLETED or FAILED. */
+  status: AuditStatus;
+  output?: JsonValue;
+  error?: JsonValue;
+  usage?: JsonValue;
+  toolCalls?: DeclaredToolCallInput[];
+  sequence?: BigIntLike | null;
+}
+
+export interface ToolStartedInput extends Observation {
+  lease: LeaseInput;
+  toolCallId: string;
+  name: string;
+  effectiveInput?: JsonObject | null;
+  sequence: BigIntLike;
+  namespace?: string[];
+}
+
+export interface ToolFinishedInput extends Observation {
+  lease: LeaseInput;
+  toolCallId: string;
+  /** The raw tool message envelope, e.g. {content, status, id, name, artifact}. */
+  output: JsonValue;
+  sequence?: BigIntLike | null;
+  namespace?: string[];
+}
+
+export interface ToolErrorInput extends Observation {
+  lease: LeaseInput;
+  toolCallId: string;
+  error: JsonValue;
+  sequence?: BigIntLike | null;
+  namespace?: string[];
+}
+
+export interface FinishRunInput {
+  lease: LeaseInput;
+  status: RunTerminalStatus;
+  error?: JsonValue;
+  stateMessages?: JsonValue[];
+}

@@ -1,0 +1,295 @@
+// The Vercel AI SDK adapter against the real `ai` package and the real server process: an agent
+// (generateText / streamText with tools, the SDK's own mock language model following a script)
+// is recorded through AiSdkAudit, and the owner reads the run back with threadAudits, audit by
+// audit against what the SDK reports the agent did.
+import { generateText, stepCountIs, type StepResult } from 'ai';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
+import { AiSdkAudit, AuditLeaseLostError } from '@agent-audit/client/ai-sdk';
+import { agentTools, callTool, scriptedModel, turn, type ScriptedTurn } from '../../src/cli/ai-sdk-agent.js';
+import { backendName } from '../support/database.js';
+import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+
+let storage: E2EStorage;
+let server: ServerProcess;
+
+beforeAll(async () => {
+  storage = await createE2EStorage();
+  server = await startServer(storage);
+}, 120_000);
+
+afterAll(async () => {
+  await killServers();
+  await storage?.remove();
+});
+
+/** A fresh owner, worker and thread; `workerFetch` replaces the worker's network. */
+async function openThread(title: string, options: { workerFetch?: FetchLike; leaseSeconds?: number; budgetMs?: number } = {}) {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const worker = new AuditClient({ url: server.url, token: who.worker, fetch: options.workerFetch });
+  const { id: threadId } = await owner.createThread({ title });
+  const audit = new AiSdkAudit(worker, { leaseSeconds: options.leaseSeconds ?? 30, budgetMs: options.budgetMs });
+  return {
+    owner,
+    audit,
+    newRun: async () => (await owner.createRun({ threadId })).id,
+    timeline: async () => (await owner.threadAudits(threadId)).items,
+  };
+}
+
+/**
+ * What the agent did, from the script (what the model declared) and the SDK's steps (what each
+ * tool received after the SDK's schema parsing, and what it returned or threw), in the order
+ * the audit must show it: each model call, then the tools it declared, in declaration order.
+ */
+function whatTheAgentDid(turns: ScriptedTurn[], steps: ReadonlyArray<StepResult<typeof agentTools>>) {
+  return steps.flatMap((step, index) => [
+    { model: 'COMPLETED', declares: turns[index]!.toolCalls.map(({ id, name, args }) => ({ toolCallId: id, name, declaredInput: args })) },
+    ...step.toolCalls.map((call) => {
+      const result = step.content.find((part) => (part.type === 'tool-result' || part.type === 'tool-error') && part.toolCallId === call.toolCallId);
+      return result?.type === 'tool-result'
+        ? { tool: call.toolName, toolCallId: call.toolCallId, status: 'COMPLETED', effectiveInput: call.input, output: result.output, error: null }
+        : { tool: call.toolName, toolCallId: call.toolCallId, status: 'FAILED', effectiveInput: call.input, output: thrown(result).message, error: { name: thrown(result).name, message: thrown(result).message } };
+    }),
+  ]);
+}
+
+/** A scripted turn as the model audit's output records it: the content parts (tool inputs parsed) and the finish reason. */
+const outputOf = (scripted: ScriptedTurn) => ({
+  finishReason: scripted.toolCalls.length > 0 ? 'tool-calls' : 'stop',
+  content: [
+    { type: 'text', text: scripted.text },
+    ...scripted.toolCalls.map((call) => ({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args })),
+  ],
+});
+
+const thrown = (part: unknown) => (part as { error: Error }).error;
+
+/** The same picture, from the audit server's timeline. */
+function whatWasRecorded(items: ThreadAuditItem[]) {
+  return items.map((item) =>
+    item.__typename === 'ModelAudit'
+      ? { model: item.status, declares: item.toolCalls.map(({ toolCallId, name, declaredInput }) => ({ toolCallId, name, declaredInput })) }
+      : { tool: item.name, toolCallId: item.toolCallId, status: item.status, effectiveInput: item.effectiveInput, output: item.toolCall.output, error: item.toolCall.error },
+  );
+}
+
+/**
+ * One counter for the run, taken when each event happened: every tool starts after the model
+ * call that declared it finished (parallel tools may interleave), and the next model call
+ * starts after everything before it ended.
+ */
+function expectOneOrderedSequence(items: ThreadAuditItem[]) {
+  let highestBefore = 0;
+  let modelFinished = 0;
+  for (const item of items) {
+    const [start, end] = [Number(item.sequence), Number(item.finishedSequence)];
+    expect(end).toBeGreaterThan(start);
+    if (item.__typename === 'ModelAudit') {
+      expect(start).toBeGreaterThan(highestBefore);
+      modelFinished = end;
+    } else {
+      expect(start).toBeGreaterThan(modelFinished);
+    }
+    highestBefore = Math.max(highestBefore, end);
+  }
+  const all = items.flatMap((item) => [item.sequence, item.finishedSequence]);
+  expect(new Set(all).size).toBe(all.length);
+}
+
+/** Waits until the timeline shows a tool audit RUNNING. */
+const untilAToolRuns = (t: { timeline: () => Promise<ThreadAuditItem[]> }) =>
+  vi.waitFor(async () => expect(toolsOf(await t.timeline()).map((item) => item.status)).toContain('RUNNING'), { timeout: 10_000, interval: 50 });
+
+const asModel = (item: ThreadAuditItem | undefined) => {
+  expect(item?.__typename).toBe('ModelAudit');
+  return item as ModelAudit;
+};
+const toolsOf = (items: ThreadAuditItem[]) => items.filter((item): item is ToolAuditWithLinks => item.__typename === 'ToolAudit');
+
+/** Several steps: parallel calls (one of which throws, one where the schema's default applies), then one more call. */
+const severalSteps = () => [
+  turn('Checking both cities and mailing you.', [
+    callTool('get_weather', { city: 'Paris' }),
+    callTool('get_weather', { city: 'Oslo', units: 'imperial' }),
+    callTool('send_email', { to: 'me@example.com' }),
+  ]),
+  turn('The mail failed; one more city.', [callTool('get_weather', { city: 'Rome' })]),
+  turn('Sunny in Paris, Oslo and Rome.'),
+];
+
+describe(`the AI SDK adapter against the server process (${backendName})`, () => {
+  it('generateText: several steps with parallel calls and a throwing tool match the timeline audit by audit', async () => {
+    const t = await openThread('ai-sdk: generateText');
+    const turns = severalSteps();
+    const runId = await t.newRun();
+    const { result, status, writeErrors } = await t.audit.generateText(runId, {
+      model: scriptedModel(turns),
+      tools: agentTools,
+      prompt: 'Weather in Paris and Oslo, and mail me.',
+      stopWhen: stepCountIs(5),
+    });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    expect(result.text).toBe('Sunny in Paris, Oslo and Rome.');
+    expect(result.steps).toHaveLength(3);
+
+    const items = await t.timeline();
+    expect(whatWasRecorded(items)).toEqual(whatTheAgentDid(turns, result.steps));
+    expectOneOrderedSequence(items);
+    // Declared vs effective: the SDK filled in the schema's default the model left out.
+    const paris = toolsOf(items).find((item) => item.effectiveInput && (item.effectiveInput as { city?: string }).city === 'Paris')!;
+    expect(paris.toolCall).toMatchObject({ declaredInput: { city: 'Paris' }, effectiveInput: { city: 'Paris', units: 'metric' } });
+    expect(paris.output).toEqual({ type: 'tool', tool_call_id: paris.toolCallId, name: 'get_weather', status: 'success', content: 'Sunny, 21 °C in Paris' });
+    // The throw was recorded as it happened (a bare error) and settled FAILED from the SDK's tool error.
+    const email = toolsOf(items).find((item) => item.name === 'send_email')!;
+    expect(email).toMatchObject({ status: 'FAILED', awaitingRunTerminal: false, error: expect.objectContaining({ message: 'SMTP server timed out' }) });
+
+    const first = asModel(items[0]);
+    expect(first.model).toBe('scripted-model');
+    expect(first.input).toEqual({ messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather in Paris and Oslo, and mail me.' }] }] });
+    expect(first.output).toEqual(outputOf(turns[0]!));
+    expect(first.usage).toMatchObject({ inputTokens: { total: 12 } });
+    expect(items.filter((item) => item.__typename === 'ToolAudit').every((item) => item.durationMs !== null)).toBe(true);
+    expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
+  it('streamText: the streamed run records the same audits, each tool started only after its model call was recorded', async () => {
+    const t = await openThread('ai-sdk: streamText');
+    const turns = severalSteps();
+    const runId = await t.newRun();
+    const { result, finished } = await t.audit.streamText(runId, {
+      // Parts some time apart, as a provider streams them.
+      model: scriptedModel(turns, { chunkMs: 20 }),
+      tools: agentTools,
+      prompt: 'Weather in Paris and Oslo, and mail me.',
+      stopWhen: stepCountIs(5),
+    });
+    let text = '';
+    for await (const delta of result.textStream) text += delta;
+    expect(await finished).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    expect(text).toContain('Sunny in Paris, Oslo and Rome.');
+
+    const items = await t.timeline();
+    expect(whatWasRecorded(items)).toEqual(whatTheAgentDid(turns, await result.steps));
+    expectOneOrderedSequence(items);
+    // The streamed response is recorded whole, as a generated one is.
+    expect(items.filter((item) => item.__typename === 'ModelAudit').map((item) => item.output)).toEqual(turns.map(outputOf));
+  });
+
+  it('an aborted call ends the run CANCELLED, with the tool it stopped', async () => {
+    const t = await openThread('ai-sdk: aborted');
+    const approval = callTool('wait_for_approval', { request: 'deploy' });
+    const runId = await t.newRun();
+    const abort = new AbortController();
+    const call = t.audit.generateText(runId, {
+      model: scriptedModel([turn('Asking for approval.', [approval]), turn('Deployed.')]),
+      tools: agentTools,
+      prompt: 'Deploy.',
+      stopWhen: stepCountIs(3),
+      abortSignal: abort.signal,
+    });
+    await untilAToolRuns(t);
+    abort.abort();
+    await expect(call).rejects.toMatchObject({ name: 'AbortError' });
+
+    expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'CANCELLED'],
+    ]);
+    expect(toolsOf(items)[0]!.toolCallId).toBe(approval.id);
+  });
+
+  it('an aborted stream ends the run CANCELLED, with the model call it stopped', async () => {
+    const t = await openThread('ai-sdk: aborted stream');
+    const runId = await t.newRun();
+    const abort = new AbortController();
+    const { result, finished } = await t.audit.streamText(runId, {
+      model: scriptedModel([turn('A long answer that is streamed one word every half second.')], { chunkMs: 500 }),
+      prompt: 'Tell me everything.',
+      abortSignal: abort.signal,
+    });
+    for await (const delta of result.textStream) {
+      if (delta.trim() !== '') {
+        abort.abort();
+        break;
+      }
+    }
+    await expect(finished).rejects.toMatchObject({ name: 'AbortError' });
+    expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'CANCELLED']]);
+  });
+
+  it('a model call that throws is recorded FAILED with its error; the run ends FAILED and the error reaches the caller', async () => {
+    const t = await openThread('ai-sdk: model error');
+    const runId = await t.newRun();
+    // One scripted turn: the agent's second model call finds the script empty and throws.
+    const model = scriptedModel([turn('Checking.', [callTool('get_weather', { city: 'Rome' })])]);
+    await expect(t.audit.generateText(runId, { model, tools: agentTools, prompt: 'Weather?', stopWhen: stepCountIs(3) })).rejects.toThrow(
+      'the script has 1 turns',
+    );
+    expect((await t.owner.run(runId))?.status).toBe('FAILED');
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'COMPLETED'],
+      ['ModelAudit', 'FAILED'],
+    ]);
+    expect(asModel(items[2]).error).toEqual({ name: 'Error', message: 'the script has 1 turns; the agent asked for another' });
+  });
+
+  it('a lease lost mid-run stops the agent through its abort signal, with AuditLeaseLostError', async () => {
+    const t = await openThread('ai-sdk: lease lost', { leaseSeconds: 3 });
+    const runId = await t.newRun();
+    const model = scriptedModel([turn('Asking for approval.', [callTool('wait_for_approval', { request: 'deploy', seconds: 60 })]), turn('Deployed.')]);
+    const call = t.audit.generateText(runId, { model, tools: agentTools, prompt: 'Deploy.', stopWhen: stepCountIs(3) });
+    await untilAToolRuns(t);
+    await t.owner.cancelRun(runId);
+    // The keeper's next renewal finds the lease gone and aborts the 60-second tool at once.
+    await expect(call).rejects.toBeInstanceOf(AuditLeaseLostError);
+    expect(model.doGenerateCalls).toHaveLength(1);
+    expect((await t.timeline()).map((item) => item.status)).toEqual(['COMPLETED', 'CANCELLED']);
+  });
+
+  it('a lease lost found by a write stops the agent before its next model call', async () => {
+    const t = await openThread('ai-sdk: lease lost on write');
+    const runId = await t.newRun();
+    const cancelling = {
+      cancel_myself: { ...agentTools.get_weather, execute: async () => (await t.owner.cancelRun(runId)).status },
+    };
+    const model = scriptedModel([turn('Cancelling.', [callTool('cancel_myself', { city: 'Nowhere' })]), turn('Never said.')]);
+    await expect(t.audit.generateText(runId, { model, tools: cancelling, prompt: 'Go.', stopWhen: stepCountIs(3) })).rejects.toBeInstanceOf(
+      AuditLeaseLostError,
+    );
+    expect(model.doGenerateCalls).toHaveLength(1);
+    expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+  });
+
+  it('never holds the agent on an unanswering server beyond the budget; the writes land in order afterwards', async () => {
+    let holding = false;
+    const held: (() => void)[] = [];
+    const heldFetch: FetchLike = async (url, init) => {
+      if (holding) await new Promise<void>((release) => held.push(release));
+      return fetch(url, init);
+    };
+    const t = await openThread('ai-sdk: slow server', { workerFetch: heldFetch, budgetMs: 20 });
+    const turns = [turn('Checking.', [callTool('get_weather', { city: 'Rome' })]), turn('Sunny in Rome.')];
+    const runId = await t.newRun();
+    const run = await t.audit.start(runId);
+    holding = true;
+    const result = await generateText(run.record({ model: scriptedModel(turns), tools: agentTools, prompt: 'Weather in Rome?', stopWhen: stepCountIs(3) }));
+    expect(result.text).toBe('Sunny in Rome.');
+    expect(held.length).toBeGreaterThan(0);
+    expect(await t.timeline()).toEqual([]);
+
+    holding = false;
+    held.splice(0).forEach((release) => release());
+    expect(await run.finish({ steps: result.steps })).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    const items = await t.timeline();
+    expect(whatWasRecorded(items)).toEqual(whatTheAgentDid(turns, result.steps));
+    expectOneOrderedSequence(items);
+  });
+});
