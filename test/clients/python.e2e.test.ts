@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient } from '../../src/client/index.js';
+import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { E2E_JWT_SECRET, createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
 
