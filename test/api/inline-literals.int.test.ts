@@ -2,7 +2,7 @@ import { getNamedType, isInputObjectType, type GraphQLInputType } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../../src/graphql/schema/index.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
-import { MODEL_AUDIT_FIELDS, TOOL_AUDIT_FIELDS, must, runningRun } from '../support/lifecycle.js';
+import { MODEL_AUDIT_FRAGMENT, TOOL_AUDIT_FRAGMENT, must, runningRun } from '../support/lifecycle.js';
 
 /*
  * Every custom scalar (BigInt, DateTime, JSON) written inline in the document, as a literal,
@@ -28,7 +28,7 @@ describe('custom scalars written inline', () => {
         lease: ${lease(inline.session)}, operationId: "m1", sequence: "7", observedAt: "2026-11-29T21:00:00.123Z",
         clock: { clockId: "c", nanos: 1500000 },
         input: { prompt: "hi", temperature: 0.5, stop: null, tools: [{ name: "search", strict: true }], n: -3 }
-      }) { ${MODEL_AUDIT_FIELDS} } }`,
+      }) { ...LifecycleModelAuditFields } } ${MODEL_AUDIT_FRAGMENT}`,
       {},
       inline.session.token,
     );
@@ -61,14 +61,14 @@ describe('custom scalars written inline', () => {
     await session.declare('m1', [{ id: 'c1', name: 'read' }, { id: 'c2', name: 'read' }]);
     const started = await t.gql(
       `mutation { result: recordToolStarted(input: { lease: ${lease(session)}, toolCallId: "c1", name: "read",
-        sequence: "10", observedAt: "2026-11-29T21:00:01Z", effectiveInput: { path: "/a", depth: 2 } }) { ${TOOL_AUDIT_FIELDS} } }`,
+        sequence: "10", observedAt: "2026-11-29T21:00:01Z", effectiveInput: { path: "/a", depth: 2 } }) { ...LifecycleToolAuditFields } } ${TOOL_AUDIT_FRAGMENT}`,
       {},
       session.token,
     );
     expect(must(started)).toMatchObject({ sequence: '10', status: 'RUNNING', effectiveInput: { path: '/a', depth: 2 } });
     const finished = await t.gql(
       `mutation { result: recordToolFinished(input: { lease: ${lease(session)}, toolCallId: "c1", sequence: "11",
-        observedAt: "2026-11-29T21:00:02+01:00", output: { content: "text", status: "success", metadata: null } }) { ${TOOL_AUDIT_FIELDS} } }`,
+        observedAt: "2026-11-29T21:00:02+01:00", output: { content: "text", status: "success", metadata: null } }) { ...LifecycleToolAuditFields } } ${TOOL_AUDIT_FRAGMENT}`,
       {},
       session.token,
     );
@@ -81,7 +81,7 @@ describe('custom scalars written inline', () => {
     must(await session.toolStarted('c2', 'read', { sequence: '12' }));
     const errored = await t.gql(
       `mutation { result: recordToolError(input: { lease: ${lease(session)}, toolCallId: "c2", sequence: "13",
-        observedAt: "2026-11-29T21:00:03Z", error: { message: "boom", code: 7 } }) { ${TOOL_AUDIT_FIELDS} } }`,
+        observedAt: "2026-11-29T21:00:03Z", error: { message: "boom", code: 7 } }) { ...LifecycleToolAuditFields } } ${TOOL_AUDIT_FRAGMENT}`,
       {},
       session.token,
     );
