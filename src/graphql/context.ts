@@ -6,6 +6,8 @@ import type { Loaders } from './loaders.js';
 export interface GraphQLContext {
   /** Null for an anonymous request (only introspection works then). */
   principal: Principal | null;
+  /** Why `principal` is null: no token, or what is wrong with the one sent (never the token). */
+  authFailure?: string;
   deps: DomainDeps;
   pubsub: PubSub;
   requestId: string;
