@@ -1,15 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SignJWT, errors as jose, jwtVerify } from 'jose';
-import { unauthenticated } from '../domain/errors.js';
+import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
+import { DomainError, unauthenticated } from '../domain/errors.js';
 import { isRole, type Principal, type Role } from './principal.js';
 
 const ALGORITHM = 'HS256';
 
 export interface TokenVerifier {
   verify(authorization: string | undefined | null): Promise<Principal | null>;
+  /** A stream session cookie's value (mintStreamSession): its principal, or UNAUTHENTICATED. */
+  verifyStreamSession(value: string): Promise<Principal>;
 }
+
+/** The audience of stream session tokens, which authenticate GET /graphql/stream only. */
+const STREAM_SESSION_AUDIENCE = 'audit-stream-session';
 
 /** Verified tokens kept, so a worker's stream of requests pays for one HMAC check per token. */
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -38,10 +43,10 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     } catch (error) {
       throw unauthenticated(whyRefused(error));
     }
-    if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
-      throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+    if (payload.aud !== undefined) {
+      throw unauthenticated('A stream session token authenticates the SSE stream path only (GET /graphql/stream), never a bearer request');
     }
-    const principal: Principal = { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
+    const principal = principalOf(payload);
     verified.set(token, principal);
     if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
     return principal;
@@ -52,7 +57,37 @@ export function createTokenVerifier(secret: string): TokenVerifier {
       if (authorization === undefined || authorization === null || authorization === '') return null;
       return verifyToken(bearerTokenOf(authorization));
     },
+    async verifyStreamSession(value) {
+      try {
+        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'], audience: STREAM_SESSION_AUDIENCE });
+        return principalOf(payload);
+      } catch (error) {
+        if (error instanceof DomainError) throw error;
+        throw unauthenticated(`The stream session: ${whyRefused(error)} (sign in again: POST /graphql/stream-session)`);
+      }
+    },
   };
+}
+
+function principalOf(payload: JWTPayload): Principal {
+  if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
+    throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+  }
+  return { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
+}
+
+/**
+ * A stream session for a principal whose bearer token was just verified: the same `sub`, role and
+ * expiry, but an audience that only the SSE stream path accepts.
+ */
+export async function mintStreamSession(secret: string, principal: Principal): Promise<string> {
+  return new SignJWT({ role: principal.role })
+    .setProtectedHeader({ alg: ALGORITHM })
+    .setSubject(principal.sub)
+    .setAudience(STREAM_SESSION_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(principal.expiresAtMs! / 1000))
+    .sign(new TextEncoder().encode(secret));
 }
 
 /** The JWT of an `Authorization` value, or UNAUTHENTICATED saying what is wrong with its shape. */

@@ -8,6 +8,8 @@ export interface GraphQLContext {
   principal: Principal | null;
   /** Why `principal` is null: no token, or what is wrong with the one sent (never the token). */
   authFailure?: string;
+  /** Authenticated by the browser's stream session cookie (GET /graphql/stream): subscriptions only. */
+  viaStreamSession?: boolean;
   deps: DomainDeps;
   pubsub: PubSub;
   requestId: string;

@@ -17,6 +17,7 @@ import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../real
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
+import { STREAM_PATH, STREAM_SESSION_PATH, streamSessions } from './stream-session.js';
 import { webSocketLimits } from './ws-limits.js';
 import { bodyTooLarge, createGraphQLServer } from './yoga.js';
 
@@ -75,6 +76,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     verifier,
     maxQueryCost: config.maxQueryCost,
     maxBodyBytes: bodyLimit(config),
+    corsOrigins: config.corsOrigins,
     plugins: [wsLimits.sse()],
   });
 
@@ -87,6 +89,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     }
   };
 
+  const streams = streamSessions({ secret, verifier, corsOrigins: config.corsOrigins });
   const limit = bodyLimit(config);
   let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -99,6 +102,13 @@ export async function buildApp(config: Config, options: { database?: Database; m
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
     if (await servePage(req.method, path ?? '/', res)) return;
+    if (path === STREAM_SESSION_PATH) return streams.signIn(req, res);
+    if (path === STREAM_PATH) {
+      const streamSession = await streams.sessionOf(req, res);
+      if (!streamSession) return;
+      req.url = yoga.graphqlEndpoint + (req.url ?? '').slice(STREAM_PATH.length);
+      return yoga(req, res, { streamSession });
+    }
     // Refused before yoga, closing the connection rather than reading the body (yoga counts chunked ones).
     if (Number(req.headers['content-length'] ?? 0) > limit) {
       const { status, message, code } = bodyTooLarge(limit);

@@ -15,12 +15,15 @@ import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 import { useQueryCostLimit } from './query-cost.js';
 import { useSseEventIds } from './sse-event-ids.js';
+import type { StreamSession } from './stream-session.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
   request?: Request;
   /** graphql-ws: the connection's `connectionParams`. */
   connectionParams?: Record<string, unknown>;
+  /** GET /graphql/stream: the browser's stream session (src/server/stream-session.ts), not a bearer token. */
+  streamSession?: StreamSession;
 }
 
 /** Why a request without a principal is UNAUTHENTICATED when it sent no token at all. */
@@ -176,6 +179,22 @@ function useVariableErrorsOfGraphqlJs(): Plugin {
   };
 }
 
+/** A stream session cookie opens subscriptions only: a query or mutation with it is UNAUTHENTICATED. */
+function useStreamSessionForSubscriptionsOnly(): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      if (!(args.contextValue as unknown as GraphQLContext).viaStreamSession) return;
+      setResultAndStopExecution({
+        errors: [
+          new GraphQLError('The stream session cookie authenticates subscriptions only: send queries and mutations to /graphql with "Authorization: Bearer <JWT>"', {
+            extensions: { code: 'UNAUTHENTICATED' },
+          }),
+        ],
+      });
+    },
+  };
+}
+
 /** The media types yoga parses a POST body of; anything else is 415 with a JSON answer saying so. */
 const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/graphql-response+json', 'application/x-www-form-urlencoded', 'application/graphql'];
 function useUnsupportedMediaTypeAnswer(): Plugin {
@@ -198,6 +217,8 @@ export function createGraphQLServer(options: {
   verifier: TokenVerifier;
   maxQueryCost: number;
   maxBodyBytes: number;
+  /** Origins other than the server's own that browsers may call it from. */
+  corsOrigins: string[];
   /** More plugins, after these. */
   plugins?: Plugin[];
 }): YogaServerInstance<ServerContext, GraphQLContext> {
@@ -205,6 +226,12 @@ export function createGraphQLServer(options: {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // Cross-origin access is an allow-list: another origin gets CORS headers only when listed,
+    // and never credentials (a bearer header needs none; the stream cookie is SameSite=Strict).
+    cors: (request) => {
+      const origin = request.headers.get('origin');
+      return origin !== null && options.corsOrigins.includes(origin) ? { origin: [origin], credentials: false } : false;
+    },
     maxRequestBodySize: false, // useBodyLimit below
     // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
     // over graphql-ws it would put them where no WebSocket client puts its token.
@@ -221,11 +248,13 @@ export function createGraphQLServer(options: {
       },
     },
     maskedErrors: { maskError: (error) => maskError(error, () => randomUUID()) },
-    context: async ({ request, connectionParams }) => ({
-      ...(await authenticate(
-        options.verifier,
-        request?.headers.get('authorization') ?? connectionParams?.authorization ?? connectionParams?.Authorization,
-      )),
+    context: async ({ request, connectionParams, streamSession }) => ({
+      ...(streamSession ??
+        (await authenticate(
+          options.verifier,
+          request?.headers.get('authorization') ?? connectionParams?.authorization ?? connectionParams?.Authorization,
+        ))),
+      viaStreamSession: streamSession !== undefined,
       deps: options.deps,
       pubsub: options.pubsub,
       requestId: requestIdOf(request),
@@ -244,6 +273,7 @@ export function createGraphQLServer(options: {
       useCorrelatedMasking(),
       useBodyLimit(options.maxBodyBytes),
       useUnsupportedMediaTypeAnswer(),
+      useStreamSessionForSubscriptionsOnly(),
       useVariableErrorsOfGraphqlJs(),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),
