@@ -1,3 +1,4 @@
+/* global fetch, URLSearchParams, EventSource */
 // A browser page's live view of a thread over SSE, with the browser's own EventSource.
 // Load it from a page the audit server serves (same origin), with <script src=".../live-thread.js">.
 //
@@ -48,3 +49,6 @@ function watchThread({ threadId, after, onChange, onEnd }) {
   });
   return source;
 }
+
+// For the page's own scripts: <script src="live-thread.js"></script> then signInToStreams(token), watchThread({…}).
+Object.assign(globalThis, { signInToStreams, watchThread });
