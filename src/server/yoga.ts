@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { getOperationAST, getVariableValues, GraphQLError, type ValidationContext } from 'graphql';
+import { getOperationAST, getVariableValues, GraphQLError, Kind, type ValidationContext } from 'graphql';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
@@ -281,7 +281,16 @@ export function createGraphQLServer(options: {
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).
-      useGraphQlJit({}, { enableIf: ({ document, operationName }) => getOperationAST(document, operationName)?.operation !== 'subscription' }),
+      // Documents with one operation only: the plugin caches one compiled operation per document,
+      // whichever operationName came first, so a document holding several runs on graphql-js.
+      useGraphQlJit(
+        {},
+        {
+          enableIf: ({ document, operationName }) =>
+            getOperationAST(document, operationName)?.operation !== 'subscription' &&
+            document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION).length === 1,
+        },
+      ),
     ],
   });
 }
