@@ -168,7 +168,8 @@ export async function buildApp(config: Config, options: { database?: Database; m
           rootValue: { execute, subscription: { socket: ctx.extra.socket, id } },
         };
         const errors = validate(args.schema, args.document);
-        if (errors.length) return errors;
+        // The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame.
+        if (errors.length) return errors.map(({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions }));
         return args;
       },
     },

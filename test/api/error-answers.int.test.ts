@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/jwt.js';
 import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
+import { wsClient } from '../support/streams.js';
 
 let t: TestApp;
 let admin: string;
@@ -136,5 +137,37 @@ describe(`messages name what the client sent (${backendName})`, () => {
     const { json } = await post(JSON.stringify({ query: `{ ${aliases} }` }), { authorization: `Bearer ${admin}` });
     expect(json.errors[0].message).not.toMatch(/syntax/i);
     expect(json.errors[0].message).toMatch(/16 aliases; at most 15 are allowed/);
+  });
+});
+
+describe(`subscriptions answer the same codes (${backendName})`, () => {
+  const cases: [string, string, string][] = [
+    ['a document that does not parse', 'subscription { threadChanges(', 'GRAPHQL_PARSE_FAILED'],
+    ['a document that does not validate', 'subscription { threadChanges(threadId: "x") { cursr } }', 'GRAPHQL_VALIDATION_FAILED'],
+  ];
+  let url: string;
+  beforeAll(async () => {
+    url = await t.app.start(0);
+  });
+  it.each(cases)('%s: an `error` frame over graphql-ws, one result then complete over SSE', async (_name, query, code) => {
+    const client = wsClient(url, admin);
+    const thrown = await (async () => {
+      for await (const _result of client.iterate({ query })) return 'a result';
+      return 'completed';
+    })().catch((error: unknown) => error);
+    await client.dispose();
+    expect(thrown).toEqual([expect.objectContaining({ extensions: { code } })]);
+    expect(JSON.stringify(thrown)).not.toMatch(/"http"/);
+
+    const sse = await t.app.yoga.fetch('http://test/graphql', {
+      method: 'POST',
+      headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+      body: JSON.stringify({ query }),
+    });
+    expect(sse.status).toBe(200);
+    const text = await sse.text();
+    const result = JSON.parse(/event: next\ndata: (.*)\n/.exec(text)![1]!);
+    expect(result.errors[0].extensions).toEqual({ code });
+    expect(text).toMatch(/event: complete/);
   });
 });
