@@ -3,7 +3,7 @@
 // link leaves the repository; every example document validates against the schema.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { buildSchema, parse, validate } from 'graphql';
+import { buildSchema, Kind, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -78,6 +78,15 @@ describe('docs stand alone', () => {
 
 describe('example documents validate against the schema', () => {
   const schema = buildSchema(readFileSync(join(ROOT, 'schema.graphql'), 'utf8'));
+  // The README's operations, pasted into GraphiQL with their "<…>" placeholders filled in.
+  it.each(PAGES.flatMap(blocksOf).filter((block) => block.lang === 'graphql' && !block.include).map((block) => [`${block.page}:${block.line}`, block] as const))(
+    '%s',
+    (_name, block) => {
+      // Each operation is pasted on its own.
+      const { definitions } = parse(block.body.replace(/"<[^>"]+>"/g, '"an-id"'));
+      for (const definition of definitions) expect(validate(schema, { kind: Kind.DOCUMENT, definitions: [definition] })).toEqual([]);
+    },
+  );
   const files = readdirSync(join(ROOT, 'examples'), { recursive: true }).map(String).filter((name) => name.endsWith('.graphql'));
   it.each(files)('examples/%s', (file) => {
     expect(validate(schema, parse(readFileSync(join(ROOT, 'examples', file), 'utf8')))).toEqual([]);
