@@ -31,7 +31,7 @@ describe('tokens printed only when the local secret is generated (embedded PGlit
 
     const second = await startServer(storage, storage.env);
     expect(second.output()).not.toMatch(/eyJ/);
-    expect(second.output()).toMatch(/npm run token/);
+    expect(second.output()).toMatch(/npm run -s token/);
     const minted = await runScript('src/cli/token.ts', ['--sub', 'alice', '--role', 'user', '--expires', '1h'], { DATA_DIR: dataDir, AUTH_JWT_SECRET: '' });
     expect(minted.code, minted.output).toBe(0);
     expect(await createThread(second.url, minted.output.trim())).toEqual({ data: { createThread: { ownerId: 'alice' } } });
