@@ -27,7 +27,7 @@ export interface ServerContext {
 }
 
 /** Why a request without a principal is UNAUTHENTICATED when it sent no token at all. */
-export const NO_TOKEN = 'No Authorization header (over graphql-ws: no connectionParams.authorization): send "Bearer <JWT>"';
+const NO_TOKEN = 'No Authorization header (over graphql-ws: no connectionParams.authorization): send "Bearer <JWT>"';
 
 /**
  * A bad token makes the caller anonymous here, with the reason kept; scope auth then answers
