@@ -21,6 +21,8 @@ export interface Config {
   maxQueryCost: number;
   /** How long a stop drains from the first signal before every connection is cut. */
   shutdownTimeoutMs: number;
+  /** Origins other than the server's own that browsers may call it from (CORS_ORIGINS). */
+  corsOrigins: string[];
   /** graphql-ws caps (src/server/ws-limits.ts). */
   webSocket: {
     maxSubscriptionsPerConnection: number;
@@ -40,6 +42,21 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): num
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return value;
+}
+
+/** CORS_ORIGINS: comma-separated origins (scheme://host[:port]), each exactly as a browser sends it. */
+function originsFromEnv(raw: string | undefined): string[] {
+  const origins = (raw ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed?.origin !== origin) throw new Error(`CORS_ORIGINS must list origins such as https://dashboard.example (no path, no "*"), got "${origin}"`);
+  }
+  return origins;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -62,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
     maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000),
     shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
+    corsOrigins: originsFromEnv(env.CORS_ORIGINS),
     webSocket: {
       maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100),
       maxSubscriptionsPerPrincipal: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', 500),

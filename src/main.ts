@@ -17,11 +17,12 @@ const url = await app.start();
 console.log(`Agent audit server listening on ${url} (${app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL'})`);
 console.log(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
 if (localTokens) {
-  console.log(`\nLocal tokens (valid ${hours}; printed only now, mint more with \`npm run token -- --sub <id> --role <role>\`):`);
-  console.log(`  superadmin: Bearer ${localTokens.superadmin}`);
-  console.log(`  worker:     Bearer ${localTokens.worker}`);
+  // The tokens alone, so a copy is one whole token: a client adds "Bearer " in the header.
+  console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; mint more with \`npm run -s token -- --sub <id> --role <role>\`):`);
+  console.log(`  superadmin token: ${localTokens.superadmin}`);
+  console.log(`  worker token:     ${localTokens.worker}`);
 } else {
-  console.log('Mint a token with `npm run token -- --sub <id> --role <superadmin|admin|user|worker>`.');
+  console.log('Mint a token with `npm run -s token -- --sub <id> --role <superadmin|admin|user|worker>`.');
 }
 
 // The first signal drains (bounded by SHUTDOWN_TIMEOUT_MS, after which app.stop cuts every

@@ -1,15 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SignJWT, jwtVerify } from 'jose';
-import { unauthenticated } from '../domain/errors.js';
+import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
+import { DomainError, unauthenticated } from '../domain/errors.js';
 import { isRole, type Principal, type Role } from './principal.js';
 
 const ALGORITHM = 'HS256';
 
 export interface TokenVerifier {
   verify(authorization: string | undefined | null): Promise<Principal | null>;
+  /** A stream session cookie's value (mintStreamSession): its principal, or UNAUTHENTICATED. */
+  verifyStreamSession(value: string): Promise<Principal>;
 }
+
+/** The audience of stream session tokens, which authenticate GET /graphql/stream only. */
+const STREAM_SESSION_AUDIENCE = 'audit-stream-session';
 
 /** Verified tokens kept, so a worker's stream of requests pays for one HMAC check per token. */
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -35,13 +40,13 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     try {
       // Without `exp` a token (and every subscription it starts) would be valid forever.
       ({ payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'] }));
-    } catch {
-      throw unauthenticated('The token is invalid, expired or has no "exp"');
+    } catch (error) {
+      throw unauthenticated(whyRefused(error));
     }
-    if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
-      throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+    if (payload.aud !== undefined) {
+      throw unauthenticated('A stream session token authenticates the SSE stream path only (GET /graphql/stream), never a bearer request');
     }
-    const principal: Principal = { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
+    const principal = principalOf(payload);
     verified.set(token, principal);
     if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
     return principal;
@@ -50,11 +55,68 @@ export function createTokenVerifier(secret: string): TokenVerifier {
   return {
     async verify(authorization) {
       if (authorization === undefined || authorization === null || authorization === '') return null;
-      const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
-      if (!match) throw unauthenticated('The authorization header must be "Bearer <JWT>"');
-      return verifyToken(match[1]!);
+      return verifyToken(bearerTokenOf(authorization));
+    },
+    async verifyStreamSession(value) {
+      try {
+        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'], audience: STREAM_SESSION_AUDIENCE });
+        return principalOf(payload);
+      } catch (error) {
+        if (error instanceof DomainError) throw error;
+        throw unauthenticated(`The stream session: ${whyRefused(error)} (sign in again: POST /graphql/stream-session)`);
+      }
     },
   };
+}
+
+function principalOf(payload: JWTPayload): Principal {
+  if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
+    throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+  }
+  return { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
+}
+
+/**
+ * A stream session for a principal whose bearer token was just verified: the same `sub`, role and
+ * expiry, but an audience that only the SSE stream path accepts.
+ */
+export async function mintStreamSession(secret: string, principal: Principal): Promise<string> {
+  return new SignJWT({ role: principal.role })
+    .setProtectedHeader({ alg: ALGORITHM })
+    .setSubject(principal.sub)
+    .setAudience(STREAM_SESSION_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(principal.expiresAtMs! / 1000))
+    .sign(new TextEncoder().encode(secret));
+}
+
+/** The JWT of an `Authorization` value, or UNAUTHENTICATED saying what is wrong with its shape. */
+function bearerTokenOf(authorization: string): string {
+  const words = authorization.trim().split(/\s+/);
+  const isBearer = (word: string | undefined) => word?.toLowerCase() === 'bearer';
+  if (isBearer(words[0]) && isBearer(words[1])) {
+    throw unauthenticated('The Authorization header says "Bearer" twice: send "Bearer <JWT>", with the prefix once');
+  }
+  if (!isBearer(words[0])) throw unauthenticated('The Authorization header must start with "Bearer ": send "Bearer <JWT>"');
+  if (words.length !== 2) throw unauthenticated('The Authorization header must be "Bearer <JWT>": one token after the prefix');
+  return words[1]!;
+}
+
+/** What is wrong with a token jose refused, in words that never include the token. */
+function whyRefused(error: unknown): string {
+  if (error instanceof jose.JWTExpired) {
+    const exp = error.payload.exp;
+    return `The token expired${typeof exp === 'number' ? ` at ${new Date(exp * 1000).toISOString()}` : ''}: get a new one`;
+  }
+  if (error instanceof jose.JWTClaimValidationFailed && error.claim === 'exp') {
+    return 'The token has no "exp" claim: every token must expire';
+  }
+  if (error instanceof jose.JWSSignatureVerificationFailed) {
+    return "The token's signature does not verify: it was signed with another secret than this server's AUTH_JWT_SECRET";
+  }
+  if (error instanceof jose.JOSEAlgNotAllowed) return `The token must be signed with ${ALGORITHM}`;
+  if (error instanceof jose.JWTClaimValidationFailed) return `The token's "${error.claim}" claim is invalid (${error.reason})`;
+  return 'The token is not a well-formed JWT (three base64url parts: header.payload.signature)';
 }
 
 /** `expiresIn`: a span such as '30d', or the expiry itself in seconds since the epoch. */

@@ -22,9 +22,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import { mintToken } from '../auth/jwt.js';
 import { loadConfig } from '../config.js';
+import { parseCliArgs } from './args.js';
 import {
   AuditClient,
   LeaseKeeper,
@@ -36,6 +36,20 @@ import {
   type AuditStatus,
   type ThreadAuditItem,
 } from '@agent-audit/client';
+
+const USAGE = `usage: npm run simulate -- [--url http://127.0.0.1:4000/graphql]
+    [--scenario all|normal|tool-error|cancel|interrupt-resume|parallel|large-output]
+    [--thread <id>] [--step-ms 40] [--owner-token <jwt>] [--worker-token <jwt>]
+  npm run simulate -- --langgraph [--scenario all|langgraph-parallel|langgraph-tool-errors|
+    langgraph-interrupt-resume|langgraph-large-output] [the same options]
+  npm run simulate -- --ai-sdk [--scenario all|ai-sdk-parallel|ai-sdk-streamed-steps|
+    ai-sdk-tool-error|ai-sdk-large-output] [the same options]
+
+Drives realistic agent runs against a running server and prints where to watch them.
+The threads belong to the owner token: --owner-token (or AUDIT_OWNER_TOKEN) to watch them with
+a token you hold, e.g. the superadmin token \`npm start\` printed; without it the simulator mints
+its own (sub "simulator-admin") from AUTH_JWT_SECRET or .data/jwt-secret and prints it.
+Likewise --worker-token (or AUDIT_WORKER_TOKEN) for the worker.`;
 
 const SCENARIOS = {
   normal: normalScenario,
@@ -369,8 +383,8 @@ async function aiSdkScenarios(): Promise<Record<string, Scenario>> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
+  const values = parseCliArgs(
+    {
       url: { type: 'string', default: 'http://127.0.0.1:4000/graphql' },
       scenario: { type: 'string', default: 'all' },
       thread: { type: 'string' },
@@ -380,7 +394,8 @@ async function main(): Promise<void> {
       langgraph: { type: 'boolean', default: false },
       'ai-sdk': { type: 'boolean', default: false },
     },
-  });
+    USAGE,
+  );
   const scenarios = values.langgraph
     ? await langgraphScenarios()
     : values['ai-sdk']

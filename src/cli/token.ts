@@ -1,20 +1,35 @@
-// npm run token -- --sub alice --role superadmin [--expires 1h]
-import { parseArgs } from 'node:util';
+// npm run -s token -- --sub alice --role superadmin [--expires 1h]
 import { loadConfig } from '../config.js';
 import { loadOrCreateLocalSecret, mintToken } from '../auth/jwt.js';
 import { ROLES, isRole } from '../auth/principal.js';
+import { parseCliArgs } from './args.js';
 
-const { values } = parseArgs({
-  options: {
+const USAGE = `usage: npm run -s token -- --sub <id> --role <${ROLES.join('|')}> [--expires 30d]
+
+Prints a bearer token (an HS256 JWT, without "Bearer ") signed with AUTH_JWT_SECRET, or with the
+embedded server's secret in DATA_DIR (default .data/jwt-secret). --expires: a span such as 1h or
+30d (default 30d). With npm's -s the output is the token alone:
+  TOKEN=$(npm run -s token -- --sub alice --role superadmin)`;
+
+const values = parseCliArgs(
+  {
     sub: { type: 'string' },
     role: { type: 'string', default: 'user' },
     expires: { type: 'string', default: '30d' },
   },
-});
+  USAGE,
+);
 if (!values.sub || !isRole(values.role)) {
-  console.error(`usage: npm run token -- --sub <id> --role <${ROLES.join('|')}> [--expires 30d]`);
+  console.error(USAGE);
   process.exit(2);
 }
 const config = loadConfig();
 const secret = config.jwtSecret ?? loadOrCreateLocalSecret(config.dataDir).secret;
-console.log(await mintToken(secret, { sub: values.sub, role: values.role }, values.expires));
+let token: string;
+try {
+  token = await mintToken(secret, { sub: values.sub, role: values.role }, values.expires);
+} catch {
+  console.error(`--expires must be a span such as 1h or 30d, got "${values.expires}"\n\n${USAGE}`);
+  process.exit(2);
+}
+console.log(token);

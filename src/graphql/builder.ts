@@ -40,7 +40,7 @@ export const builder = new SchemaBuilder<{
       authenticated: context.principal !== null,
       role: (role) => context.principal?.role === role,
     }),
-    unauthorizedError: (_parent, context) => (context.principal ? forbidden() : unauthenticated()),
+    unauthorizedError: (_parent, context) => (context.principal ? forbidden() : unauthenticated(context.authFailure)),
   },
   // Each field costs 1 and a list multiplies its selection by its size; fields declare their
   // bound (`listCost`). The limit itself is enforced before execution (src/server/query-cost.ts).

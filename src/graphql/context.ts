@@ -6,6 +6,10 @@ import type { Loaders } from './loaders.js';
 export interface GraphQLContext {
   /** Null for an anonymous request (only introspection works then). */
   principal: Principal | null;
+  /** Why `principal` is null: no token, or what is wrong with the one sent (never the token). */
+  authFailure?: string;
+  /** Authenticated by the browser's stream session cookie (GET /graphql/stream): subscriptions only. */
+  viaStreamSession?: boolean;
   deps: DomainDeps;
   pubsub: PubSub;
   requestId: string;

@@ -41,10 +41,11 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
     const code = outer.extensions?.code ?? original.extensions?.code;
     if (typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR') return outer;
     // graphql-js's own request errors carry no code; those raised while executing (a path) are bugs.
+    // A syntax error is a parse failure on every transport, as yoga names it over HTTP.
     if (code === undefined && !outer.path) {
       return createGraphQLError(outer.message, {
         nodes: outer.nodes,
-        extensions: { ...outer.extensions, code: 'BAD_USER_INPUT' },
+        extensions: { ...outer.extensions, code: original.source && outer.message.startsWith('Syntax Error:') ? 'GRAPHQL_PARSE_FAILED' : 'BAD_USER_INPUT' },
       });
     }
   }

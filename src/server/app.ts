@@ -18,6 +18,7 @@ import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../tran
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
+import { STREAM_PATH, STREAM_SESSION_PATH, streamSessions } from './stream-session.js';
 import { webSocketLimits } from './ws-limits.js';
 import { bodyTooLarge, createGraphQLServer, drainedBodyLimit } from './yoga.js';
 
@@ -76,6 +77,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     verifier,
     maxQueryCost: config.maxQueryCost,
     maxBodyBytes: bodyLimit(config),
+    corsOrigins: config.corsOrigins,
     plugins: [wsLimits.sse()],
   });
 
@@ -88,6 +90,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     }
   };
 
+  const streams = streamSessions({ secret, verifier, corsOrigins: config.corsOrigins });
   const limit = bodyLimit(config);
   let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -100,6 +103,13 @@ export async function buildApp(config: Config, options: { database?: Database; m
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
     if (await servePage(req.method, path ?? '/', res)) return;
+    if (path === STREAM_SESSION_PATH) return streams.signIn(req, res);
+    if (path === STREAM_PATH) {
+      const streamSession = await streams.sessionOf(req, res);
+      if (!streamSession) return;
+      req.url = yoga.graphqlEndpoint + (req.url ?? '').slice(STREAM_PATH.length);
+      return yoga(req, res, { streamSession });
+    }
     // Refused before yoga, which counts chunked ones. The body is read first (thrown away; see drainedBodyLimit).
     const length = Number(req.headers['content-length'] ?? 0);
     if (length > limit) {
@@ -161,7 +171,8 @@ export async function buildApp(config: Config, options: { database?: Database; m
           contextValue: await contextFactory(),
         };
         const errors = validate(args.schema, args.document);
-        if (errors.length) return errors;
+        // The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame.
+        if (errors.length) return errors.map(({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions }));
         executors.set(args, execute);
         return args;
       },

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { getOperationAST, GraphQLError } from 'graphql';
+import { getOperationAST, getVariableValues, GraphQLError, Kind, type ValidationContext } from 'graphql';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
-import type { Principal } from '../auth/principal.js';
 import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
 import type { GraphQLContext } from '../graphql/context.js';
@@ -17,20 +16,30 @@ import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { customScalarLiterals } from './inline-scalars.js';
 import { useQueryCostLimit } from './query-cost.js';
 import { useSseEventIds } from './sse-event-ids.js';
+import type { StreamSession } from './stream-session.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
   request?: Request;
   /** graphql-ws: the connection's `connectionParams`. */
   connectionParams?: Record<string, unknown>;
+  /** GET /graphql/stream: the browser's stream session (src/server/stream-session.ts), not a bearer token. */
+  streamSession?: StreamSession;
 }
 
-/** A bad token makes the caller anonymous here; scope auth then answers UNAUTHENTICATED. */
-async function principalOf(verifier: TokenVerifier, authorization: unknown): Promise<Principal | null> {
+/** Why a request without a principal is UNAUTHENTICATED when it sent no token at all. */
+const NO_TOKEN = 'No Authorization header (over graphql-ws: no connectionParams.authorization): send "Bearer <JWT>"';
+
+/**
+ * A bad token makes the caller anonymous here, with the reason kept; scope auth then answers
+ * UNAUTHENTICATED with that reason.
+ */
+async function authenticate(verifier: TokenVerifier, authorization: unknown): Promise<Pick<GraphQLContext, 'principal' | 'authFailure'>> {
   try {
-    return await verifier.verify(typeof authorization === 'string' ? authorization : null);
+    const principal = await verifier.verify(typeof authorization === 'string' ? authorization : null);
+    return principal ? { principal } : { principal: null, authFailure: NO_TOKEN };
   } catch (error) {
-    if (error instanceof DomainError) return null;
+    if (error instanceof DomainError) return { principal: null, authFailure: error.message };
     throw error;
   }
 }
@@ -143,12 +152,87 @@ function useCorrelatedMasking(): Plugin {
 
 const writesCustomScalarInline = customScalarLiterals(schema);
 
+/**
+ * GraphQL Armor's rejections, worded as the limits they are (Armor prefixes them "Syntax Error: ")
+ * and reported as validation errors.
+ */
+function armorLimit(describe: (found: string) => string) {
+  return {
+    propagateOnRejection: false,
+    onReject: [
+      (context: ValidationContext | null, error: GraphQLError) =>
+        context?.reportError(new GraphQLError(describe(/found (\d+)/.exec(error.message)?.[1] ?? 'more'), { extensions: { code: 'BAD_USER_INPUT' } })),
+    ],
+  };
+}
+
+/**
+ * graphql-jit names a nested input field as if it were a variable (`Variable "$sequence"` for a
+ * query whose variable is `$i`). When a compiled operation refuses its variables, they are coerced
+ * again by graphql-js, whose errors name the client's own variable and the path inside it. Only
+ * the failure path pays for it.
+ */
+function useVariableErrorsOfGraphqlJs(): Plugin {
+  return {
+    onExecute({ args }) {
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (Symbol.asyncIterator in result || !result.errors || 'data' in result) return;
+          const operation = getOperationAST(args.document, args.operationName);
+          if (!operation?.variableDefinitions?.length) return;
+          const coerced = getVariableValues(args.schema, operation.variableDefinitions, args.variableValues ?? {});
+          if (!coerced.errors) return;
+          // 400 for application/graphql-response+json, 200 for application/json (GraphQL over HTTP).
+          const http = { status: 400, spec: true };
+          setResult({
+            errors: coerced.errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'BAD_USER_INPUT', http } })),
+          });
+        },
+      };
+    },
+  };
+}
+
+/** A stream session cookie opens subscriptions only: a query or mutation with it is UNAUTHENTICATED. */
+function useStreamSessionForSubscriptionsOnly(): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      if (!(args.contextValue as unknown as GraphQLContext).viaStreamSession) return;
+      setResultAndStopExecution({
+        errors: [
+          new GraphQLError('The stream session cookie authenticates subscriptions only: send queries and mutations to /graphql with "Authorization: Bearer <JWT>"', {
+            extensions: { code: 'UNAUTHENTICATED' },
+          }),
+        ],
+      });
+    },
+  };
+}
+
+/** The media types yoga parses a POST body of; anything else is 415 with a JSON answer saying so. */
+const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/graphql-response+json', 'application/x-www-form-urlencoded', 'application/graphql'];
+function useUnsupportedMediaTypeAnswer(): Plugin {
+  return {
+    onRequestParse({ request, requestParser }) {
+      if (request.method !== 'POST' || requestParser) return;
+      const given = request.headers.get('content-type') ?? 'none';
+      throw bodyError(
+        `Unsupported Content-Type "${given}": send the operation as application/json ({"query": ..., "variables": ...}); also accepted: ${POST_MEDIA_TYPES.slice(1).join(', ')}`,
+        415,
+        'BAD_REQUEST',
+      );
+    },
+  };
+}
+
 export function createGraphQLServer(options: {
   deps: DomainDeps;
   pubsub: PubSub;
   verifier: TokenVerifier;
   maxQueryCost: number;
   maxBodyBytes: number;
+  /** Origins other than the server's own that browsers may call it from. */
+  corsOrigins: string[];
   /** More plugins, after these. */
   plugins?: Plugin[];
 }): YogaServerInstance<ServerContext, GraphQLContext> {
@@ -156,6 +240,12 @@ export function createGraphQLServer(options: {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // Cross-origin access is an allow-list: another origin gets CORS headers only when listed,
+    // and never credentials (a bearer header needs none; the stream cookie is SameSite=Strict).
+    cors: (request) => {
+      const origin = request.headers.get('origin');
+      return origin !== null && options.corsOrigins.includes(origin) ? { origin: [origin], credentials: false } : false;
+    },
     maxRequestBodySize: false, // useBodyLimit below
     // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
     // over graphql-ws it would put them where no WebSocket client puts its token.
@@ -172,11 +262,13 @@ export function createGraphQLServer(options: {
       },
     },
     maskedErrors: { maskError: (error) => maskError(error, () => randomUUID()) },
-    context: async ({ request, connectionParams }) => ({
-      principal: await principalOf(
-        options.verifier,
-        request?.headers.get('authorization') ?? connectionParams?.authorization ?? connectionParams?.Authorization,
-      ),
+    context: async ({ request, connectionParams, streamSession }) => ({
+      ...(streamSession ??
+        (await authenticate(
+          options.verifier,
+          request?.headers.get('authorization') ?? connectionParams?.authorization ?? connectionParams?.Authorization,
+        ))),
+      viaStreamSession: streamSession !== undefined,
       deps: options.deps,
       pubsub: options.pubsub,
       requestId: requestIdOf(request),
@@ -184,9 +276,9 @@ export function createGraphQLServer(options: {
     }),
     plugins: [
       EnvelopArmorPlugin({
-        maxDepth: { n: 10 },
-        maxAliases: { n: 15 },
-        maxDirectives: { n: 20 },
+        maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },
+        maxAliases: { n: 15, ...armorLimit((found) => `The document uses ${found} aliases; at most 15 are allowed (GraphQL Armor's alias limit)`) },
+        maxDirectives: { n: 20, ...armorLimit((found) => `The document uses ${found} directives; at most 20 are allowed (GraphQL Armor's directive limit)`) },
         maxTokens: { n: 5000 },
         costLimit: { enabled: false }, // useQueryCostLimit counts list sizes
         blockFieldSuggestion: { enabled: true },
@@ -194,18 +286,25 @@ export function createGraphQLServer(options: {
       useQueryCostLimit(options.maxQueryCost),
       useCorrelatedMasking(),
       useBodyLimit(options.maxBodyBytes),
+      useUnsupportedMediaTypeAnswer(),
+      useStreamSessionForSubscriptionsOnly(),
+      useVariableErrorsOfGraphqlJs(),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),
       useSseEventIds(),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions keep graphql-js, whose subscribe
       // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).
-      // Documents that write a custom scalar inline too (inline-scalars.ts).
+      // Documents that write a custom scalar inline (inline-scalars.ts), and documents with more than
+      // one operation (the plugin caches one compiled operation per document, whichever
+      // operationName came first), run on graphql-js.
       useGraphQlJit(
         {},
         {
           enableIf: ({ document, operationName }) =>
-            getOperationAST(document, operationName)?.operation !== 'subscription' && !writesCustomScalarInline(document),
+            getOperationAST(document, operationName)?.operation !== 'subscription' &&
+            !writesCustomScalarInline(document) &&
+            document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION).length === 1,
         },
       ),
     ],

@@ -112,7 +112,7 @@ describe(`graphql-ws abuse limits (${backendName})`, () => {
     socket.subscribe('broken', 'subscription { runChanged(threadId: ');
     const errors = await socket.errorOf('broken');
     expect(errors[0].message).toMatch(/Syntax Error/);
-    expect(errors[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(errors[0].extensions?.code).toBe('GRAPHQL_PARSE_FAILED');
     await live(user.threadId, 1);
     await createRun(t, user.token, user.threadId);
     expect((await socket.nextOf('healthy'))[0]!.payload.data.runChanged.status).toBe('QUEUED');

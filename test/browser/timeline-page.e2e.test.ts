@@ -2,12 +2,12 @@
 // PostgreSQL in the services pass), with every host but the loopback unresolvable.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
+import { Relay } from './relay.js';
 import { createE2EStorage, e2eActors, killServers, runScript, startServer, tokenFor, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -15,42 +15,6 @@ const REPO_ROOT = join(import.meta.dirname, '../..');
 const browserRequired = process.env.REQUIRE_BROWSER === '1' || process.env.REQUIRE_SERVICES === '1';
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && !browserRequired) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
-
-/** A TCP relay in front of the server, so a test can cut the page's connections and restore them. */
-class Relay {
-  private readonly sockets = new Set<Socket>();
-  private cut = false;
-  private readonly server: Server;
-  constructor(private readonly targetPort: number) {
-    this.server = createServer((client) => {
-      if (this.cut) return void client.destroy();
-      const upstream = connect(this.targetPort, '127.0.0.1');
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => {});
-      }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-  }
-  async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
-  }
-  disconnect() {
-    this.cut = true;
-    this.sockets.forEach((socket) => socket.destroy());
-  }
-  reconnect() {
-    this.cut = false;
-  }
-  close() {
-    this.disconnect();
-    this.server.close();
-  }
-}
 
 let storage: E2EStorage;
 let server: ServerProcess;

@@ -24,14 +24,14 @@ const createThread = (url: string, token: string) =>
 describe('tokens printed only when the local secret is generated (embedded PGlite)', () => {
   it('first start prints them, the second does not, and npm run token mints one that works', async () => {
     const first = await startServer(storage, storage.env);
-    const printed = /superadmin: Bearer (\S+)/.exec(first.output());
+    const printed = /superadmin token: (\S+)/.exec(first.output());
     expect(printed, first.output()).not.toBeNull();
     expect(await createThread(first.url, printed![1]!)).toEqual({ data: { createThread: { ownerId: 'local-admin' } } });
     expect(await first.stop('SIGTERM')).toBe(0);
 
     const second = await startServer(storage, storage.env);
-    expect(second.output()).not.toMatch(/Bearer/);
-    expect(second.output()).toMatch(/npm run token/);
+    expect(second.output()).not.toMatch(/eyJ/);
+    expect(second.output()).toMatch(/npm run -s token/);
     const minted = await runScript('src/cli/token.ts', ['--sub', 'alice', '--role', 'user', '--expires', '1h'], { DATA_DIR: dataDir, AUTH_JWT_SECRET: '' });
     expect(minted.code, minted.output).toBe(0);
     expect(await createThread(second.url, minted.output.trim())).toEqual({ data: { createThread: { ownerId: 'alice' } } });

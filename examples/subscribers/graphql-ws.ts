@@ -1,0 +1,55 @@
+// Follows every change of a thread over graphql-ws (WebSocket) from Node.js 20, and resumes after
+// a dropped connection with `after:` the last cursor it applied: nothing is missed or repeated.
+// Prints each change as one JSON line.
+//
+//   AUDIT_TOKEN=<superadmin token> THREAD_ID=<thread id> npx tsx examples/subscribers/graphql-ws.ts
+//
+// AUDIT_WS_URL defaults to ws://127.0.0.1:4000/graphql; AFTER (a cursor from threadAudits or
+// thread { changeCursor }) starts after that change instead of now.
+import { setTimeout as pause } from 'node:timers/promises';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+
+const url = process.env.AUDIT_WS_URL ?? 'ws://127.0.0.1:4000/graphql';
+const token = (process.env.AUDIT_TOKEN ?? '').replace(/^Bearer\s+/i, '');
+const threadId = process.env.THREAD_ID;
+if (!token || !threadId) throw new Error('Set AUDIT_TOKEN and THREAD_ID');
+let after = process.env.AFTER || undefined;
+
+const client = createClient({
+  url,
+  webSocketImpl: WebSocket, // Node.js 20 has no global WebSocket
+  connectionParams: { authorization: `Bearer ${token}` },
+  // graphql-ws would resubscribe by itself with the first variables; this loop resubscribes with
+  // the last cursor instead.
+  retryAttempts: 0,
+});
+
+const query = `subscription($t: ID!, $after: String) {
+  threadChanges(threadId: $t, after: $after) { cursor run { id status } audit { id status } }
+}`;
+
+for (;;) {
+  try {
+    for await (const result of client.iterate({ query, variables: { t: threadId, after } })) {
+      const error = result.errors?.[0];
+      if (error) {
+        // SUBSCRIPTION_INTERRUPTED (SERVER_STOPPING): subscribe again; anything else is final.
+        if (error.extensions?.reason === 'SERVER_STOPPING') break;
+        console.error(`${error.extensions?.code}: ${error.message}`);
+        process.exit(1);
+      }
+      const change = (result.data as { threadChanges: { cursor: string } }).threadChanges;
+      console.log(JSON.stringify(change));
+      after = change.cursor;
+    }
+  } catch (error) {
+    // An `error` message (a document that does not validate, say) is an array of GraphQL errors: final.
+    if (Array.isArray(error)) {
+      console.error(error.map((e) => `${e.extensions?.code}: ${e.message}`).join('\n'));
+      process.exit(1);
+    }
+    console.error(`disconnected (${(error as { code?: number }).code ?? String(error)}); resubscribing after ${after ?? 'now'}`);
+  }
+  await pause(1000);
+}

@@ -1,0 +1,93 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { mintStreamSession, type TokenVerifier } from '../auth/jwt.js';
+import type { Principal } from '../auth/principal.js';
+import { DomainError } from '../domain/errors.js';
+
+/**
+ * Browsers' authenticated SSE. An `EventSource` cannot send an `Authorization` header, and a
+ * long-lived token in its URL would end up in logs and history. So a page signs in once with its
+ * bearer token (POST /graphql/stream-session) and gets an HttpOnly, SameSite=Strict cookie whose
+ * path is the stream path: the browser sends it to GET /graphql/stream only, which accepts it
+ * for subscriptions only (src/server/yoga.ts). A cookie never authenticates /graphql, so nothing a
+ * browser sends by itself can run a query or a mutation (no CSRF).
+ */
+export const STREAM_PATH = '/graphql/stream';
+export const STREAM_SESSION_PATH = '/graphql/stream-session';
+const COOKIE = 'audit_stream';
+
+/** Who a stream request authenticates as: the cookie's principal, or why there is none. */
+export interface StreamSession {
+  principal: Principal | null;
+  authFailure?: string;
+}
+
+function answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers });
+  res.end(body === undefined ? undefined : JSON.stringify(body));
+}
+
+const refusal = (code: string, message: string) => ({ errors: [{ message, extensions: { code } }] });
+
+function cookieOf(req: IncomingMessage): string | undefined {
+  return new RegExp(`(?:^|;\\s*)${COOKIE}=([^;]*)`).exec(req.headers.cookie ?? '')?.[1];
+}
+
+function cookie(req: IncomingMessage, value: string, maxAgeSeconds: number): string {
+  // Behind a TLS-terminating proxy the cookie is for HTTPS only.
+  const secure = req.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
+  return `${COOKIE}=${value}; Path=${STREAM_PATH}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure}`;
+}
+
+export function streamSessions(options: { secret: string; verifier: TokenVerifier; corsOrigins: string[] }) {
+  const allowed = new Set(options.corsOrigins);
+  /** A browser's Origin header names this server, or an origin on CORS_ORIGINS. */
+  const isAllowedOrigin = (req: IncomingMessage) => {
+    const origin = req.headers.origin;
+    if (origin === undefined || allowed.has(origin)) return true;
+    try {
+      return new URL(origin).host === req.headers.host;
+    } catch {
+      return false;
+    }
+  };
+
+  return {
+    /** POST signs in with the bearer token (sets the cookie); DELETE signs out (clears it). */
+    async signIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
+      if (req.method === 'DELETE') return answer(res, 204, undefined, { 'set-cookie': cookie(req, '', 0) });
+      if (req.method !== 'POST') return answer(res, 405, refusal('BAD_REQUEST', 'POST (sign in) or DELETE (sign out)'), { allow: 'POST, DELETE' });
+      if (!isAllowedOrigin(req)) return answer(res, 403, refusal('FORBIDDEN', 'This origin may not sign in here (CORS_ORIGINS)'));
+      let principal: Principal | null;
+      try {
+        principal = await options.verifier.verify(req.headers.authorization);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        return answer(res, 401, refusal(error.code, error.message));
+      }
+      if (!principal) return answer(res, 401, refusal('UNAUTHENTICATED', 'Sign in with the header "Authorization: Bearer <JWT>"'));
+      const expiresAtMs = principal.expiresAtMs!;
+      const value = await mintStreamSession(options.secret, principal);
+      const maxAge = Math.max(0, Math.floor((expiresAtMs - Date.now()) / 1000));
+      answer(res, 200, { expiresAt: new Date(expiresAtMs).toISOString() }, { 'set-cookie': cookie(req, value, maxAge) });
+    },
+
+    /**
+     * The session of a request on the stream path, or null when it was refused here (a foreign
+     * origin: 403, whatever cookie it carries).
+     */
+    async sessionOf(req: IncomingMessage, res: ServerResponse): Promise<StreamSession | null> {
+      if (!isAllowedOrigin(req)) {
+        answer(res, 403, refusal('FORBIDDEN', `Origin ${req.headers.origin} may not open this stream (CORS_ORIGINS)`));
+        return null;
+      }
+      const value = cookieOf(req);
+      if (!value) return { principal: null, authFailure: `No stream session cookie: sign in first with POST ${STREAM_SESSION_PATH} and "Authorization: Bearer <JWT>"` };
+      try {
+        return { principal: await options.verifier.verifyStreamSession(value) };
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        return { principal: null, authFailure: error.message };
+      }
+    },
+  };
+}

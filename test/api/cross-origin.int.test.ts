@@ -1,0 +1,129 @@
+// Cross-origin access is an allow-list (same origin by default, CORS_ORIGINS adds origins), and the
+// browser's stream session cookie authenticates the SSE stream path only, never a query or a
+// mutation (docs/subscriptions.md, "Browsers").
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+
+let t: TestApp;
+let base: string;
+let admin: string;
+beforeAll(async () => {
+  t = await startTestApp({ CORS_ORIGINS: 'https://dashboard.example, http://localhost:5173' });
+  base = (await t.app.start(0)).replace(/\/graphql$/, '');
+  admin = await t.token('ada', 'superadmin');
+});
+afterAll(() => t.close());
+
+const preflight = (origin: string) =>
+  fetch(`${base}/graphql`, {
+    method: 'OPTIONS',
+    headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+  });
+
+/** The stream session cookie (`name=value`) a sign-in with `token` sets. */
+async function signIn(token: string) {
+  const response = await fetch(`${base}/graphql/stream-session`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  return { response, cookie: response.headers.get('set-cookie') ?? '' };
+}
+
+describe(`cross-origin access (${backendName})`, () => {
+  it('an origin not on the list gets no CORS headers at all', async () => {
+    const response = await preflight('https://evil.example');
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    expect(response.headers.get('access-control-allow-credentials')).toBeNull();
+    const post = await fetch(`${base}/graphql`, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+    expect(post.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('an origin on CORS_ORIGINS gets itself back, without credentials (bearer tokens need none)', async () => {
+    for (const origin of ['https://dashboard.example', 'http://localhost:5173']) {
+      const response = await preflight(origin);
+      expect(response.headers.get('access-control-allow-origin')).toBe(origin);
+      expect(response.headers.get('access-control-allow-credentials')).toBeNull();
+      expect(response.headers.get('access-control-allow-headers')).toMatch(/authorization/i);
+    }
+  });
+
+  it('CORS_ORIGINS must hold origins', () => {
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://dashboard.example/path' })).toThrow(/CORS_ORIGINS/);
+    expect(() => loadConfig({ CORS_ORIGINS: '*' })).toThrow(/CORS_ORIGINS/);
+  });
+});
+
+describe(`the stream session cookie (${backendName})`, () => {
+  it('a sign-in sets an HttpOnly, SameSite=Strict cookie scoped to the stream path', async () => {
+    const { response, cookie } = await signIn(admin);
+    expect(response.status).toBe(200);
+    expect((await response.json()).expiresAt).toMatch(/^\d{4}-/);
+    expect(cookie).toMatch(/^audit_stream=[\w.-]+;/);
+    expect(cookie).toMatch(/; HttpOnly/i);
+    expect(cookie).toMatch(/; SameSite=Strict/i);
+    expect(cookie).toMatch(/; Path=\/graphql\/stream(;|$)/);
+    expect(cookie).toMatch(/; Max-Age=\d+/);
+  });
+
+  it('a sign-in without a valid bearer token is 401 with the reason', async () => {
+    const { response, cookie } = await signIn('nonsense');
+    expect(response.status).toBe(401);
+    expect(cookie).toBe('');
+    const body = await response.json();
+    expect(body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    expect(body.errors[0].message).toMatch(/not a well-formed JWT/);
+  });
+
+  it('opens a subscription on GET /graphql/stream, and nothing else', async () => {
+    const { cookie } = await signIn(admin);
+    const pair = cookie.split(';')[0]!;
+    const thread = (await t.gql('mutation { createThread(input: { title: "c" }) { id } }', {}, admin)).data.createThread.id;
+    const url = (query: string, variables: object) => `${base}/graphql/stream?${new URLSearchParams({ query, variables: JSON.stringify(variables) })}`;
+
+    const controller = new AbortController();
+    const stream = await fetch(url('subscription($t: ID!) { threadChanges(threadId: $t) { cursor run { id status } } }', { t: thread }), {
+      headers: { accept: 'text/event-stream', cookie: pair },
+      signal: controller.signal,
+    });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    await t.gql('mutation($t: ID!) { createRun(input: { threadId: $t }) { id } }', { t: thread }, admin);
+    let text = '';
+    while (!/event: next/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text).toMatch(/"status":"QUEUED"/);
+    controller.abort();
+
+    // A query over the stream path is refused, even as an event stream.
+    const query = await fetch(url('query($t: ID!) { thread(id: $t) { id } }', { t: thread }), { headers: { accept: 'text/event-stream', cookie: pair } });
+    const refused = await query.text();
+    expect(refused).toMatch(/UNAUTHENTICATED/);
+    expect(refused).toMatch(/subscriptions only/);
+    // The cookie on /graphql authenticates nothing.
+    const mutation = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: pair },
+      body: JSON.stringify({ query: 'mutation { createThread(input: { title: "csrf" }) { id } }' }),
+    });
+    const answer = await mutation.json();
+    expect(answer.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    // Nor does its value as a bearer token.
+    const asBearer = await t.gql('{ threads { edges { node { id } } } }', {}, decodeURIComponent(pair.split('=')[1]!));
+    expect(asBearer.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    expect(asBearer.errors?.[0]?.message).toMatch(/stream session/);
+  });
+
+  it('the stream path without the cookie, or from a foreign origin, is refused', async () => {
+    const { cookie } = await signIn(admin);
+    const url = `${base}/graphql/stream?${new URLSearchParams({ query: 'subscription { runChanged(threadId: "x") { id } }' })}`;
+    const anonymous = await fetch(url, { headers: { accept: 'text/event-stream' } });
+    expect(await anonymous.text()).toMatch(/UNAUTHENTICATED/);
+    const foreign = await fetch(url, { headers: { accept: 'text/event-stream', cookie: cookie.split(';')[0]!, origin: 'https://evil.example' } });
+    expect(foreign.status).toBe(403);
+    expect((await foreign.json()).errors[0].message).toMatch(/origin/i);
+  });
+
+  it('a sign-out clears the cookie', async () => {
+    const response = await fetch(`${base}/graphql/stream-session`, { method: 'DELETE' });
+    expect(response.status).toBe(204);
+    expect(response.headers.get('set-cookie')).toMatch(/^audit_stream=; .*Max-Age=0/);
+  });
+});

@@ -1,0 +1,173 @@
+// What a client reads when a request fails before it executes: which token problem it has, which
+// HTTP status each media type answers (GraphQL over HTTP), and messages that name the client's own
+// variables and limits. docs/runtime-authors.md's error table is written from these answers.
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mintToken } from '../../src/auth/jwt.js';
+import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { wsClient } from '../support/streams.js';
+
+let t: TestApp;
+let admin: string;
+let worker: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  admin = await t.token('ada', 'superadmin');
+  worker = await t.token('w', 'worker');
+});
+afterAll(() => t.close());
+
+async function post(body: string, headers: Record<string, string> = {}) {
+  const response = await t.app.yoga.fetch('http://test/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
+  const text = await response.text();
+  return { status: response.status, type: response.headers.get('content-type'), text, json: text ? JSON.parse(text) : null };
+}
+
+const threadsQuery = JSON.stringify({ query: '{ threads { edges { node { id } } } }' });
+const key = new TextEncoder().encode(TEST_JWT_SECRET);
+
+describe(`UNAUTHENTICATED names its cause (${backendName})`, () => {
+  const cases: [string, () => Promise<string | null>, RegExp][] = [
+    ['no Authorization header', async () => null, /no Authorization header/i],
+    ['a token without "Bearer "', async () => admin, /must start with "Bearer "/i],
+    ['"Bearer" twice', async () => `Bearer Bearer ${admin}`, /"Bearer" twice/i],
+    ['a malformed token', async () => 'Bearer not-a-jwt', /not a well-formed JWT/i],
+    ['an expired token', async () => `Bearer ${await mintToken(TEST_JWT_SECRET, { sub: 'a', role: 'user' }, Math.floor(Date.now() / 1000) - 60)}`, /expired at \d{4}-/i],
+    ['a token without exp', async () => `Bearer ${await new SignJWT({ role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setSubject('a').sign(key)}`, /no "exp"/i],
+    ['a token signed with another secret', async () => `Bearer ${await mintToken('another-secret-that-is-long-enough-for-hs256', { sub: 'a', role: 'user' })}`, /signature/i],
+    ['a token with an unknown role', async () => `Bearer ${await new SignJWT({ role: 'root' }).setProtectedHeader({ alg: 'HS256' }).setSubject('a').setExpirationTime('1h').sign(key)}`, /"role"/i],
+  ];
+  it.each(cases)('%s', async (_name, header, message) => {
+    const authorization = await header();
+    const { status, json, text } = await post(threadsQuery, authorization === null ? {} : { authorization });
+    expect(status).toBe(200);
+    expect(json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    expect(json.errors[0].message).toMatch(message);
+    // The token itself never comes back.
+    const token = authorization?.split(/\s+/).pop();
+    if (token && token.length > 20) expect(text).not.toContain(token);
+  });
+
+  it('over graphql-ws too: the connection params name the cause on each subscription', async () => {
+    // The context factory is shared by both transports; graphql-ws reaches it with connectionParams.
+    const { contextFactory } = t.app.yoga.getEnveloped({ connectionParams: { authorization: `Bearer Bearer ${admin}` } } as never);
+    const context = (await contextFactory()) as { principal: unknown; authFailure?: string };
+    expect(context.principal).toBeNull();
+    expect(context.authFailure).toMatch(/"Bearer" twice/);
+  });
+});
+
+describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
+  const failures: [string, string, string][] = [
+    ['a document that does not parse', JSON.stringify({ query: '{ thread(' }), 'GRAPHQL_PARSE_FAILED'],
+    ['a document that does not validate', JSON.stringify({ query: '{ threa(id: "x") { id } }' }), 'GRAPHQL_VALIDATION_FAILED'],
+    [
+      'variables that do not coerce',
+      JSON.stringify({ query: 'mutation($i: ModelStartedInput!) { recordModelStarted(input: $i) { id } }', variables: { i: { lease: { runId: 'x', epoch: 1 }, operationId: 'm', sequence: 'one', model: 'x', observedAt: '2026-01-01T00:00:00Z' } } }),
+      'BAD_USER_INPUT',
+    ],
+  ];
+  it.each(failures)('%s: 200 for application/json, 400 for application/graphql-response+json', async (_name, body, code) => {
+    for (const [accept, status, type] of [
+      [undefined, 200, 'application/json'],
+      ['application/json', 200, 'application/json'],
+      ['*/*', 200, 'application/json'],
+      ['application/graphql-response+json', 400, 'application/graphql-response+json'],
+    ] as const) {
+      const answer = await post(body, { authorization: `Bearer ${worker}`, ...(accept ? { accept } : {}) });
+      expect({ accept, status: answer.status, code: answer.json.errors[0].extensions.code }).toEqual({ accept, status, code });
+      expect(answer.type).toContain(type);
+      expect(answer.json.data).toBeUndefined();
+    }
+  });
+
+  it('a body that is not JSON is 400 BAD_REQUEST', async () => {
+    const answer = await post('{', { authorization: `Bearer ${admin}` });
+    expect(answer.status).toBe(400);
+    expect(answer.json.errors[0].extensions.code).toBe('BAD_REQUEST');
+  });
+
+  it('an unsupported Content-Type is 415 with a JSON error naming it', async () => {
+    const answer = await post('{ __typename }', { 'content-type': 'text/plain', authorization: `Bearer ${admin}` });
+    expect(answer.status).toBe(415);
+    expect(answer.type).toContain('json');
+    expect(answer.json.errors[0].extensions.code).toBe('BAD_REQUEST');
+    expect(answer.json.errors[0].message).toMatch(/text\/plain/);
+    expect(answer.json.errors[0].message).toMatch(/application\/json/);
+  });
+});
+
+describe(`messages name what the client sent (${backendName})`, () => {
+  it('a variable error names the query\'s own variable', async () => {
+    const { json } = await post(
+      JSON.stringify({
+        query: 'mutation($i: ModelStartedInput!) { recordModelStarted(input: $i) { id } }',
+        variables: { i: { lease: { runId: 'x', epoch: 1 }, operationId: 'm', sequence: 'one', model: 'x', observedAt: '2026-01-01T00:00:00Z', clock: { clockId: 'c', nanos: '1' } } },
+      }),
+      { authorization: `Bearer ${worker}` },
+    );
+    expect(json.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(json.errors[0].message).toMatch(/^Variable "\$i" got invalid value "one" at "i\.sequence"/);
+    expect(json.errors[0].message).not.toMatch(/\$sequence/);
+  });
+
+  it('a null where the input requires a value names the variable and the field', async () => {
+    const { json } = await post(
+      JSON.stringify({ query: 'mutation($i: FinishRunInput!) { finishRun(input: $i) { status } }', variables: { i: { lease: { runId: 'x', epoch: null }, status: 'COMPLETED' } } }),
+      { authorization: `Bearer ${worker}` },
+    );
+    expect(json.errors[0].message).toMatch(/^Variable "\$i" got invalid value null at "i\.lease\.epoch"/);
+  });
+
+  it('the depth limit reads as a depth limit, not a syntax error', async () => {
+    const deep = 'query($id: ID!) { thread(id: $id) { runs { thread { runs { thread { runs { thread { runs { thread { runs { id } } } } } } } } } } }';
+    const { json } = await post(JSON.stringify({ query: deep, variables: { id: 'x' } }), { authorization: `Bearer ${admin}` });
+    expect(json.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(json.errors[0].message).not.toMatch(/syntax/i);
+    expect(json.errors[0].message).toMatch(/nested 11 levels deep; at most 10 are allowed/);
+  });
+
+  it('the alias limit too', async () => {
+    const aliases = Array.from({ length: 16 }, (_, i) => `a${i}: thread(id: "x") { id }`).join(' ');
+    const { json } = await post(JSON.stringify({ query: `{ ${aliases} }` }), { authorization: `Bearer ${admin}` });
+    expect(json.errors[0].message).not.toMatch(/syntax/i);
+    expect(json.errors[0].message).toMatch(/16 aliases; at most 15 are allowed/);
+  });
+});
+
+describe(`subscriptions answer the same codes (${backendName})`, () => {
+  const cases: [string, string, string][] = [
+    ['a document that does not parse', 'subscription { threadChanges(', 'GRAPHQL_PARSE_FAILED'],
+    ['a document that does not validate', 'subscription { threadChanges(threadId: "x") { cursr } }', 'GRAPHQL_VALIDATION_FAILED'],
+  ];
+  let url: string;
+  beforeAll(async () => {
+    url = await t.app.start(0);
+  });
+  it.each(cases)('%s: an `error` frame over graphql-ws, one result then complete over SSE', async (_name, query, code) => {
+    const client = wsClient(url, admin);
+    const thrown = await (async () => {
+      for await (const _result of client.iterate({ query })) return 'a result';
+      return 'completed';
+    })().catch((error: unknown) => error);
+    await client.dispose();
+    expect(thrown).toEqual([expect.objectContaining({ extensions: { code } })]);
+    expect(JSON.stringify(thrown)).not.toMatch(/"http"/);
+
+    const sse = await t.app.yoga.fetch('http://test/graphql', {
+      method: 'POST',
+      headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+      body: JSON.stringify({ query }),
+    });
+    expect(sse.status).toBe(200);
+    const text = await sse.text();
+    const result = JSON.parse(/event: next\ndata: (.*)\n/.exec(text)![1]!);
+    expect(result.errors[0].extensions).toEqual({ code });
+    expect(text).toMatch(/event: complete/);
+  });
+});
