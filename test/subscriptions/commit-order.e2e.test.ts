@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { CommittedChange } from '../../src/domain/events.js';
 import { ChangeStream } from '../../src/realtime/change-stream.js';
-import { backendName, servicesRequired } from '../support/database.js';
+import { backendName, onPostgres, servicesRequired } from '../support/database.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { actors, claim, createRun, createThread, must } from '../support/lifecycle.js';
 import { counterOf, payloads, subscribeOn, waitFor, wsClient, type Stream } from '../support/streams.js';
@@ -142,8 +142,10 @@ function property(name: string, instanceCount: 1 | 2) {
       if (disorder() > lateBefore) trialsWithDisorder++;
     }
     console.info(`[commit order] ${name}: ${TRIALS} trials, disorder in ${trialsWithDisorder}, ${disorder()} offers of a change to a stream after a later change`);
-    // The property was exercised: changes did arrive out of commit order.
-    expect(disorder()).toBeGreaterThan(0);
+    // The property was exercised: changes did arrive out of commit order. PGlite runs every
+    // command on its one connection, one after another, so its commands finish in commit order:
+    // there the property holds with no disorder to undo.
+    if (onPostgres) expect(disorder()).toBeGreaterThan(0);
   }, 300_000);
 }
 
