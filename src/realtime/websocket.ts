@@ -2,6 +2,7 @@ import type { ExecutionResult } from 'graphql';
 import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
+import { slowConsumerCloses } from '../metrics.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
 
 /**
@@ -28,6 +29,7 @@ export function boundedWebSocket(limit: number): typeof WebSocket {
     [dropIfStalled](): void {
       if (this.readyState === WebSocket.OPEN && this.bufferedAmount > limit) {
         console.warn(`[realtime] dropping a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
+        slowConsumerCloses.inc({ transport: 'ws' });
         this.terminate();
       }
     }
