@@ -33,6 +33,8 @@ export interface ReceivedSpan {
   resource: Record<string, unknown>;
   scope: { name: string };
   contentType: string;
+  /** The headers of the request that carried the span. */
+  headers: IncomingHttpHeaders;
 }
 
 type AnyValue = Record<string, any>;
@@ -52,7 +54,7 @@ const attributesOf = (list: KeyValue[] | undefined) => Object.fromEntries((list 
 /** Ids: hex in OTLP/JSON, base64 bytes after protobuf's toObject. */
 const idOf = (id: string | undefined, hex: boolean) => (!id ? '' : hex ? id.toLowerCase() : Buffer.from(id, 'base64').toString('hex'));
 
-function spansOf(request: AnyValue, contentType: string): ReceivedSpan[] {
+function spansOf(request: AnyValue, contentType: string, headers: IncomingHttpHeaders): ReceivedSpan[] {
   const hex = contentType.includes('json');
   const spans: ReceivedSpan[] = [];
   for (const resourceSpans of request.resourceSpans ?? []) {
@@ -78,6 +80,7 @@ function spansOf(request: AnyValue, contentType: string): ReceivedSpan[] {
           resource,
           scope: { name: scopeSpans.scope?.name },
           contentType,
+          headers,
         });
       }
     }
@@ -142,7 +145,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           const request = contentType.includes('json')
             ? JSON.parse(body.toString('utf8'))
             : ExportRequest.toObject(ExportRequest.decode(body), { longs: String, bytes: String, enums: Number, defaults: false });
-          receiver.spans.push(...spansOf(request, contentType));
+          receiver.spans.push(...spansOf(request, contentType, req.headers));
         } catch (error) {
           return void res.writeHead(400, { 'content-type': 'text/plain' }).end(String(error));
         }
