@@ -54,16 +54,17 @@ export function serverMetrics(state: ServerState) {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
-function allowed(req: IncomingMessage, token: string | undefined): boolean {
-  if (token === undefined) return LOOPBACK.test(req.socket.remoteAddress ?? '');
-  const presented = Buffer.from(/^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '');
+/** Who may read /metrics: with a token, whoever presents it as a bearer token; without one, loopback clients. */
+export function metricsAllowed(remoteAddress: string | undefined, authorization: string | undefined, token: string | undefined): boolean {
+  if (token === undefined) return LOOPBACK.test(remoteAddress ?? '');
+  const presented = Buffer.from(/^Bearer (.+)$/i.exec(authorization ?? '')?.[1] ?? '');
   const expected = Buffer.from(token);
   return presented.length === expected.length && timingSafeEqual(presented, expected);
 }
 
 /** GET /metrics: Prometheus text, for loopback clients only, or with METRICS_TOKEN for whoever presents it. */
 export async function serveMetrics(req: IncomingMessage, res: ServerResponse, own: Registry, token: string | undefined): Promise<void> {
-  if (!allowed(req, token)) {
+  if (!metricsAllowed(req.socket.remoteAddress, req.headers.authorization, token)) {
     res.writeHead(token === undefined ? 403 : 401, { 'content-type': 'text/plain', ...(token ? { 'www-authenticate': 'Bearer' } : {}) });
     return void res.end(token === undefined ? 'metrics are served to loopback clients only (or set METRICS_TOKEN)\n' : 'unauthorized\n');
   }
