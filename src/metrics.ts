@@ -64,7 +64,7 @@ export const exportFailures = new Counter({
 export const exportLagSeconds = new Histogram({
   name: 'agent_audit_export_lag_seconds',
   help: 'From a change committing to the receiver accepting its span',
-  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900],
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 300, 900],
   registers: [registry],
 });
 
