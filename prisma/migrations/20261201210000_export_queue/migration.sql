@@ -43,3 +43,6 @@ END $$;
 
 CREATE TRIGGER "thread_export_pending" AFTER UPDATE OF "change_cursor" ON "thread"
   FOR EACH ROW WHEN (NEW."change_cursor" IS DISTINCT FROM OLD."change_cursor") EXECUTE FUNCTION "export_mark_pending"();
+
+-- Threads changed before this migration are pending too: enabling export sends the history.
+INSERT INTO "export_pending" ("thread_id") SELECT "id" FROM "thread" WHERE "change_cursor" > 0;
