@@ -639,7 +639,8 @@ async function exportSection(backend: Backend, secret: string) {
     workerTokens,
     workers,
     rounds: settings.rounds,
-    warmupMs: settings.warmupSeconds * 1000,
+    // Each window is a freshly started server: a longer warm-up than the write section's.
+    warmupMs: Math.max(5000, settings.warmupSeconds * 1000),
     windowMs: (settings.measureSeconds * 1000) / settings.rounds,
     log,
   });
