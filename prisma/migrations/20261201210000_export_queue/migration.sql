@@ -27,6 +27,9 @@ CREATE TABLE "export_position" (
     CONSTRAINT "export_position_pkey" PRIMARY KEY ("thread_id")
 );
 
+-- CreateIndex (claims take the oldest first; a history being exported can be every thread)
+CREATE INDEX "export_pending_since_idx" ON "export_pending"("since");
+
 -- AddForeignKey
 ALTER TABLE "export_pending" ADD CONSTRAINT "export_pending_thread_id_fkey" FOREIGN KEY ("thread_id") REFERENCES "thread"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
