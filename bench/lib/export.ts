@@ -27,6 +27,63 @@ export interface ExportBenchResult {
   lagSeconds: { p50: number | null; p99: number | null; max: string; spans: number };
   /** After each "on" window: how long until nothing was left to export. */
   drainSeconds: number[];
+  trigger: TriggerCost;
+}
+
+/** What the export queue's trigger adds to one thread-cursor bump, measured inside the database. */
+export interface TriggerCost {
+  updates: number;
+  /** Per bump, µs (medians over trials): no trigger; the thread already pending (the usual case); the thread becoming pending. */
+  noTriggerUs: number;
+  alreadyPendingUs: number;
+  becomingPendingUs: number;
+}
+
+const TRIGGER_THREADS = 2000;
+const TRIGGER_OWNER = 'bench-export-trigger';
+const BUMP_ALL = `DO $$ DECLARE t uuid; BEGIN
+  FOR t IN SELECT id FROM thread WHERE owner_id = '${TRIGGER_OWNER}' LOOP
+    UPDATE thread SET change_cursor = change_cursor + 1 WHERE id = t;
+  END LOOP; END $$`;
+
+/**
+ * The trigger's own cost, free of the HTTP and machine noise of the write windows: the cursor bump
+ * every write makes, run TRIGGER_THREADS times in one statement inside the database, without the
+ * trigger, with each thread already pending, and with each thread becoming pending, interleaved.
+ */
+async function measureTriggerCost(backend: Backend, trials: number): Promise<TriggerCost> {
+  return backend.beforeServer(async (sql) => {
+    await sql.query(`INSERT INTO thread (id, owner_id) SELECT gen_random_uuid(), $1 FROM generate_series(1, ${TRIGGER_THREADS})`, [TRIGGER_OWNER]);
+    const samples = { none: [] as number[], pending: [] as number[], becoming: [] as number[] };
+    const timed = async (statement: string) => {
+      const started = performance.now();
+      await sql.query(statement);
+      return ((performance.now() - started) * 1000) / TRIGGER_THREADS;
+    };
+    const ours = `SELECT id FROM thread WHERE owner_id = '${TRIGGER_OWNER}'`;
+    try {
+      await timed(BUMP_ALL); // warm-up (and every thread pending)
+      for (let trial = 0; trial < trials; trial++) {
+        samples.pending.push(await timed(BUMP_ALL));
+        await sql.query(`DELETE FROM export_pending WHERE thread_id IN (${ours})`);
+        samples.becoming.push(await timed(BUMP_ALL));
+        await sql.query('ALTER TABLE thread DISABLE TRIGGER thread_export_pending');
+        try {
+          samples.none.push(await timed(BUMP_ALL));
+        } finally {
+          await sql.query('ALTER TABLE thread ENABLE TRIGGER thread_export_pending');
+        }
+      }
+    } finally {
+      await sql.query(`DELETE FROM thread WHERE owner_id = $1`, [TRIGGER_OWNER]);
+    }
+    return {
+      updates: TRIGGER_THREADS,
+      noTriggerUs: round(median(samples.none), 1)!,
+      alreadyPendingUs: round(median(samples.pending), 1)!,
+      becomingPendingUs: round(median(samples.becoming), 1)!,
+    };
+  });
 }
 
 /** An OTLP/HTTP sink: answers every request at once, counting them. */
@@ -151,6 +208,8 @@ export async function measureExport(options: {
   } finally {
     await sink.close();
   }
+  const trigger = await measureTriggerCost(backend, Math.max(5, options.rounds * 2));
+  log(`    trigger: a cursor bump costs ${trigger.noTriggerUs} µs without it, ${trigger.alreadyPendingUs} µs with the thread already pending, ${trigger.becomingPendingUs} µs becoming pending`);
   const rates = (mode: ExportMode) => windows[mode].map((window) => round(window.eventsPerSecond, 0)!);
   const ratios = (mode: ExportMode) => windows[mode].map((window, i) => window.eventsPerSecond / windows.off[i]!.eventsPerSecond);
   const maxBucket = lag.find(([, count]) => count === lag.at(-1)?.[1]);
@@ -166,5 +225,6 @@ export async function measureExport(options: {
       spans: lag.at(-1)?.[1] ?? 0,
     },
     drainSeconds,
+    trigger,
   };
 }
