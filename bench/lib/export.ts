@@ -180,7 +180,7 @@ export async function measureExport(options: {
         const server = await startServer({
           ...backend.serverEnv,
           AUTH_JWT_SECRET: options.secret,
-          ...(mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, EXPORT_POLL_MS: '100' } : {}),
+          ...(mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {}),
         });
         const http = new GraphQLHttp(server.url);
         try {

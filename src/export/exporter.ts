@@ -67,9 +67,13 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
       ),
     );
 
-  /** One batch; false when there was nothing to do. */
+  /**
+   * One batch; true when the export is behind (a thread waited longer than a poll, or has more
+   * than a page): then the next batch follows at once, else after a poll, so that an export that
+   * keeps up sends a poll's worth of changes per batch instead of a batch per change.
+   */
   async function exportBatch(): Promise<boolean> {
-    const claimed = await claimThreads(db.statement, owner, threadsPerBatch, claimSeconds);
+    const claimed = await claimThreads(db.statement, owner, threadsPerBatch, claimSeconds, config.pollMs / 1000);
     if (claimed.length === 0) return false;
     const threadIds = claimed.map((claim) => claim.threadId);
     try {
@@ -81,8 +85,8 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         for (const committed of changedAt.slice(at, at + spansPerRequest)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
         exportedSpans.inc(Math.min(spansPerRequest, spans.length - at));
       }
-      await release(db.driver, owner, batch.threads);
-      return true;
+      await release(db.statement, owner, batch.threads);
+      return claimed.some((claim) => claim.behind) || batch.threads.some((thread) => thread.more);
     } catch (error) {
       await unclaim(db.statement, owner, threadIds).catch(() => undefined); // else the claim expires
       throw error;
@@ -93,9 +97,9 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
     let backoffMs = 0;
     while (!stopped) {
       try {
-        const busy = await exportBatch();
+        const behind = await exportBatch();
         backoffMs = 0;
-        if (!busy) await pause(config.pollMs);
+        if (!behind) await pause(config.pollMs);
       } catch (error) {
         if (stopped) break;
         exportFailures.inc();

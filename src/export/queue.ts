@@ -19,6 +19,8 @@ import type { Message, Run, ToolCall } from '../generated/prisma/client.js';
 
 export interface ClaimedThread {
   threadId: string;
+  /** Pending for longer than the exporter's poll: the export is behind, so it should not pause. */
+  behind: boolean;
 }
 
 /** One claimed thread's changes read for export: its rows in cursor order, and how far they cover. */
@@ -26,6 +28,8 @@ export interface ThreadChanges {
   threadId: string;
   /** Every change up to this cursor is in `runs` and `audits` (folded: each entity in its latest state). */
   coveredTo: bigint;
+  /** The page was full: the thread has changes after `coveredTo`. */
+  more: boolean;
   runs: Run[];
   audits: Message[];
 }
@@ -38,14 +42,14 @@ export interface ExportBatch {
 }
 
 /** Claims up to `limit` pending threads no live claim holds, oldest first, for `claimSeconds`. */
-export function claimThreads(sql: Sql, owner: string, limit: number, claimSeconds: number): Promise<ClaimedThread[]> {
+export function claimThreads(sql: Sql, owner: string, limit: number, claimSeconds: number, pollSeconds: number): Promise<ClaimedThread[]> {
   return sql.query<ClaimedThread>(
     `UPDATE export_pending p SET claimed_by = $1, claimed_until = now() + make_interval(secs => $3)
      WHERE p.thread_id IN (
        SELECT thread_id FROM export_pending WHERE claimed_until IS NULL OR claimed_until < now()
        ORDER BY since LIMIT $2 FOR UPDATE SKIP LOCKED)
-     RETURNING p.thread_id`,
-    [owner, limit, claimSeconds],
+     RETURNING p.thread_id, p.since < now() - make_interval(secs => $4) AS behind`,
+    [owner, limit, claimSeconds, pollSeconds],
   );
 }
 
@@ -90,7 +94,13 @@ export function readChanges(sql: SqlTransactor, threadIds: string[], pageSize: n
       const covered = coveredTo(head.changeCursor, pageSize, threadRuns, threadAudits);
       // Rows beyond what the page covers wait for the next page: a run's changes leave in commit order.
       const within = (row: { changeCursor: bigint | null }) => row.changeCursor! <= covered;
-      batch.threads.push({ threadId: head.id, coveredTo: covered, runs: threadRuns.filter(within), audits: threadAudits.filter(within) });
+      batch.threads.push({
+        threadId: head.id,
+        coveredTo: covered,
+        more: covered < head.changeCursor,
+        runs: threadRuns.filter(within),
+        audits: threadAudits.filter(within),
+      });
     }
     return batch;
   });
@@ -113,29 +123,26 @@ function coveredTo(head: bigint, pageSize: number, runs: Run[], audits: Message[
 }
 
 /**
- * After an export that succeeded: each thread's position advances to what was exported, and its
- * pending row is deleted if the thread has no later change, else only unclaimed (exported next).
- * The thread rows are read FOR SHARE, in id order: a write of the thread that is committing is
- * waited for, so its cursor is seen and its pending row is kept.
+ * After an export that succeeded, in one statement: each thread's position advances to what was
+ * exported, and its pending row is deleted if the thread has no later change, else only unclaimed
+ * (exported next). The thread rows are locked FOR SHARE, in id order: a write of the thread that
+ * is committing is waited for and its cursor seen (the lock returns the row's newest version), so
+ * its pending row is kept.
  */
-export function release(sql: SqlTransactor, owner: string, exported: { threadId: string; coveredTo: bigint }[]): Promise<void> {
-  const ids = exported.map((thread) => thread.threadId);
-  const covered = exported.map((thread) => thread.coveredTo);
-  return sql.transaction(async (tx) => {
-    await tx.query('SELECT id FROM thread WHERE id = ANY($1::uuid[]) ORDER BY id FOR SHARE', [ids]);
-    await tx.query(
-      `INSERT INTO export_position (thread_id, exported_cursor)
-       SELECT w.id, w.covered FROM unnest($1::uuid[], $2::bigint[]) AS w(id, covered) JOIN thread t ON t.id = w.id
-       ON CONFLICT (thread_id) DO UPDATE SET exported_cursor = greatest(export_position.exported_cursor, EXCLUDED.exported_cursor)`,
-      [ids, covered],
-    );
-    await tx.query(
-      `DELETE FROM export_pending p USING unnest($1::uuid[], $2::bigint[]) AS w(id, covered), thread t
-       WHERE p.thread_id = w.id AND t.id = w.id AND t.change_cursor <= w.covered`,
-      [ids, covered],
-    );
-    await unclaim(tx, owner, ids);
-  });
+export async function release(sql: Sql, owner: string, exported: { threadId: string; coveredTo: bigint }[]): Promise<void> {
+  await sql.query(
+    `WITH w AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS w(id, covered)),
+     locked AS (SELECT t.id, t.change_cursor FROM thread t JOIN w ON w.id = t.id ORDER BY t.id FOR SHARE OF t),
+     positioned AS (
+       INSERT INTO export_position (thread_id, exported_cursor) SELECT w.id, w.covered FROM w JOIN locked l ON l.id = w.id
+       ON CONFLICT (thread_id) DO UPDATE SET exported_cursor = greatest(export_position.exported_cursor, EXCLUDED.exported_cursor)),
+     done AS (
+       DELETE FROM export_pending p USING w, locked l
+       WHERE p.thread_id = w.id AND l.id = w.id AND l.change_cursor <= w.covered RETURNING p.thread_id)
+     UPDATE export_pending p SET claimed_by = NULL, claimed_until = NULL FROM w
+     WHERE p.thread_id = w.id AND p.claimed_by = $3 AND p.thread_id NOT IN (SELECT thread_id FROM done)`,
+    [exported.map((thread) => thread.threadId), exported.map((thread) => thread.coveredTo), owner],
+  );
 }
 
 /** Gives claimed threads back (an export that failed, or a stop): any exporter may take them again. */
