@@ -54,7 +54,7 @@ describe.each(['http/protobuf', 'http/json'])(`OTLP export over %s (${backendNam
     await receiver?.close();
   });
 
-  it('sends every ended run and audit as a GenAI span, attribute by attribute as recorded', async () => {
+  it('sends every ended run and audit as a GenAI span, attribute by attribute as recorded', { timeout: 120_000 }, async () => {
     const { threadIds, owner } = await recordScenarios(t);
     const expected = await expectedSpans(t, owner, threadIds);
     // normal 4, tool error 3, cancel mid-tool 3, interrupt then resume 4, parallel tools 4
