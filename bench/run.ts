@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--sections census,write,cursor,read,fanout,storm,curves,layers] [--workers 1,8,32]
+// npm run bench [-- --quick] [--sections census,write,cursor,read,fanout,storm,curves,layers,export] [--workers 1,8,32]
 //   [--subscribers 100,1000] [--transports ws,sse] [--streams toolStatusChanged,threadChanges] [--redis URL]
 //   [--pubsubs memory,redis]
 //   [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--minimum-pool 8] [--profile] [--record]
@@ -26,6 +26,7 @@ import type { Stream, Transport } from './lib/fanout-subscribers.js';
 import { CURVES, GROWTH_THRESHOLD, runCurves, type Curve } from './lib/curves.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { measureLayers } from './lib/layers.js';
+import { measureExport } from './lib/export.js';
 import { measureStorm, type StormResult } from './lib/storm.js';
 import { LIFECYCLE_OPS } from './lib/run-script.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
@@ -43,7 +44,7 @@ const RESULTS = join(ROOT, 'bench/results');
  * known loads rather than at whatever rate the machine saturates at (`--interval 0` measures that).
  */
 const DEFAULT_FANOUT_INTERVALS_MS = [40, 20];
-const SECTIONS = ['census', 'write', 'cursor', 'read', 'fanout', 'storm', 'curves', 'layers'] as const;
+const SECTIONS = ['census', 'write', 'cursor', 'read', 'fanout', 'storm', 'curves', 'layers', 'export'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: flags } = parseArgs({
@@ -79,7 +80,8 @@ const list = (value: string | undefined, fallback: number[]) => (value ? value.s
 const quick = flags.quick;
 const settings = {
   // The cost curves seed millions of rows (minutes): run them on their own, `--sections curves`.
-  sections: (flags.sections ? flags.sections.split(',') : SECTIONS.filter((section) => section !== 'curves')) as Section[],
+  // The export rows (off / on / no trigger, each its own server) too: `--sections export`.
+  sections: (flags.sections ? flags.sections.split(',') : SECTIONS.filter((section) => section !== 'curves' && section !== 'export')) as Section[],
   workers: list(flags.workers, [1, 8, 32]),
   subscribers: list(flags.subscribers, [100, 1000]),
   /** graphql-ws by default (issue 7's fan-out); `sse` adds the same fleet over SSE. */
@@ -633,6 +635,32 @@ async function runSections(
   }
 }
 
+/** The OpenTelemetry export under the write path at the largest W (lib/export.ts): its own servers, off / on / no trigger. */
+async function exportSection(backend: Backend, secret: string) {
+  const workers = Math.max(...settings.workers);
+  log(`Export (OpenTelemetry) at W=${workers}: the write path without export, with it, and without the export queue's trigger…`);
+  const ownerToken = await mintToken(secret, { sub: OWNER, role: 'superadmin' }, '2h');
+  const workerTokens = await Promise.all(Array.from({ length: workers }, (_, i) => mintToken(secret, { sub: `bench-worker-${i}`, role: 'worker' }, '2h')));
+  const result = await measureExport({
+    backend,
+    secret,
+    ownerToken,
+    workerTokens,
+    workers,
+    rounds: settings.rounds,
+    // Each window is a freshly started server: a longer warm-up than the write section's.
+    warmupMs: Math.max(5000, settings.warmupSeconds * 1000),
+    windowMs: (settings.measureSeconds * 1000) / settings.rounds,
+    log,
+  });
+  log(`\nExport at W=${workers}: events/s off ${result.eventsPerSecond.off.join(', ')} | on ${result.eventsPerSecond.on.join(', ')} | no trigger ${result.eventsPerSecond['no trigger'].join(', ')}`);
+  log(`  on / off ${result.onOverOff} (issue 33: at least 0.9), no trigger / off ${result.noTriggerOverOff} (what the queue's trigger costs a write)`);
+  log(`  export lag (commit to the receiver's answer), ${result.lagSeconds.spans} spans: p50 ${result.lagSeconds.p50} s, p99 ${result.lagSeconds.p99} s, max ${result.lagSeconds.max} s; drained ${result.drainSeconds.join(', ')} s after the writers stopped`);
+  const { trigger } = result;
+  log(`  the queue's trigger, inside the database: a thread-cursor bump ${trigger.noTriggerUs} µs without it, ${trigger.alreadyPendingUs} µs with the thread already pending (+${round(trigger.alreadyPendingUs - trigger.noTriggerUs, 1)}), ${trigger.becomingPendingUs} µs becoming pending (+${round(trigger.becomingPendingUs - trigger.noTriggerUs, 1)})`);
+  return result;
+}
+
 async function curvesSection(backend: Backend, secret: string) {
   const workers = Math.max(...settings.workers, 1);
   const ownerToken = await mintToken(secret, { sub: OWNER, role: 'superadmin' }, '2h');
@@ -761,7 +789,7 @@ async function main() {
     }
 
     const secret = randomBytes(32).toString('base64url');
-    if (settings.sections.some((section) => section !== 'layers' && section !== 'curves')) {
+    if (settings.sections.some((section) => section !== 'layers' && section !== 'curves' && section !== 'export')) {
       log('Starting the server process…');
       server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret });
       http = new GraphQLHttp(server.url);
@@ -770,6 +798,7 @@ async function main() {
       await server.stop();
       server = null;
     }
+    if (runs('export')) report.export = await exportSection(backend, secret);
     // Last but layers: the curves seed millions of rows, and on PGlite only while no server runs.
     if (runs('curves')) report.curves = await curvesSection(backend, secret);
     if (runs('layers')) {

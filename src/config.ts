@@ -1,4 +1,5 @@
 import { MIN_SECRET_BYTES } from './auth/jwt.js';
+import { exportConfigFromEnv, type ExportConfig } from './export/config.js';
 
 export interface Config {
   port: number;
@@ -34,6 +35,10 @@ export interface Config {
     anonymousTimeoutMs: number;
     maxConnectionParamsBytes: number;
   };
+  /** OpenTelemetry export (docs/export.md): on when an OTLP endpoint is set. */
+  export?: ExportConfig;
+  /** Set: GET /metrics wants `Authorization: Bearer <token>`; unset: it answers loopback clients only. */
+  metricsToken?: string;
 }
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -88,6 +93,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       anonymousTimeoutMs: intFromEnv(env, 'WS_ANONYMOUS_TIMEOUT_MS', 10_000),
       maxConnectionParamsBytes: intFromEnv(env, 'WS_MAX_CONNECTION_PARAMS_BYTES', 16 * 1024),
     },
+    export: exportConfigFromEnv(env),
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);

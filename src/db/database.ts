@@ -30,6 +30,8 @@ export interface Database {
   read: Sql;
   /** One statement in autocommit, rows mapped as in a transaction: the write path's fast path. */
   statement: Sql;
+  /** PostgreSQL: the pool's connections now (GET /metrics). */
+  poolStats?: () => { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -160,6 +162,7 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
     driver,
     read: mappedSql((text, values) => pool.query({ text, values, rowMode: 'array' }), onQuery),
     statement: mappedSql((text, values) => pool.query({ name: preparedName(text), text, values, rowMode: 'array' })),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: async () => {
       await prisma.$disconnect();
       await driver.close();

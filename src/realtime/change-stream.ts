@@ -1,4 +1,5 @@
 import type { CommittedChange } from '../domain/events.js';
+import { catchUps } from '../metrics.js';
 
 /** Why a stream ended before its subscriber asked it to: only these two (SEMANTICS.md, "Subscriptions"). */
 export type InterruptionReason = 'SERVER_STOPPING' | 'TOKEN_EXPIRED';
@@ -218,6 +219,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
       return;
     }
     this.reading = false;
+    catchUps.inc();
     if (this.state !== 'open') return;
     for (const change of page) if (change.cursor > this.last) this.take(change);
     this.offerArrived();

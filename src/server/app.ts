@@ -20,6 +20,8 @@ import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
 import { STREAM_PATH, STREAM_SESSION_PATH, streamSessions } from './stream-session.js';
 import { webSocketLimits } from './ws-limits.js';
+import { startExporter } from '../export/exporter.js';
+import { mutationMetrics, serveMetrics, serverMetrics } from './metrics.js';
 import { bodyTooLarge, createGraphQLServer, drainedBodyLimit } from './yoga.js';
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
@@ -78,7 +80,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     maxQueryCost: config.maxQueryCost,
     maxBodyBytes: bodyLimit(config),
     corsOrigins: config.corsOrigins,
-    plugins: [wsLimits.sse()],
+    plugins: [wsLimits.sse(), mutationMetrics()],
   });
 
   const ready = async () => {
@@ -102,6 +104,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
       const ok = await ready();
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
+    if (path === '/metrics') return serveMetrics(req, res, metrics, config.metricsToken);
     if (await servePage(req.method, path ?? '/', res)) return;
     if (path === STREAM_SESSION_PATH) return streams.signIn(req, res);
     if (path === STREAM_PATH) {
@@ -182,10 +185,23 @@ export async function buildApp(config: Config, options: { database?: Database; m
     0,
   );
   keepConnectionsAlive(wsServer);
+  const metrics = serverMetrics({
+    db,
+    exporting: config.export !== undefined,
+    open: () => {
+      const subscriptions = wsLimits.openSubscriptions();
+      return [
+        { transport: 'ws', connections: wsServer.clients.size, subscriptions: subscriptions.ws },
+        { transport: 'sse', connections: subscriptions.sse, subscriptions: subscriptions.sse },
+      ];
+    },
+  });
 
   const sweeper = startLeaseSweeper(deps, config.leaseSweepIntervalMs);
   // A crash-restarted server first closes what it left open.
   await sweeper.sweep();
+  // OpenTelemetry export (docs/export.md), when an OTLP endpoint is configured.
+  const exporter = config.export ? startExporter(db, config.export) : undefined;
 
   let stopping: Promise<void> | null = null;
   return {
@@ -199,6 +215,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     jwtSecret: secret,
     jwtSecretGenerated: generated,
     sweeper,
+    exporter,
     async start(port = config.port, host = config.host): Promise<string> {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -220,6 +237,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
         const deadline = setTimeout(cutAll, config.shutdownTimeoutMs);
         deadline.unref();
         await sweeper.stop();
+        await exporter?.stop();
         const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
         server.closeIdleConnections();
         await wsDisposable.dispose();

@@ -1,11 +1,13 @@
 import type { DomainDeps } from '../domain/command.js';
 import { sweepExpiredLeases } from '../domain/convergence.js';
+import { leaseSweeps, leaseSweptRuns } from '../metrics.js';
 
 /** Ends runs whose lease expired, every `intervalMs`; sweeps never overlap in one process. */
 export function startLeaseSweeper(deps: DomainDeps, intervalMs: number) {
   let running: Promise<unknown> | null = null;
   const sweep = () => {
     running ??= sweepExpiredLeases(deps)
+      .then((ended) => (leaseSweeps.inc(), leaseSweptRuns.inc(ended)))
       .catch((error: unknown) => console.error('[lease-sweeper] sweep failed:', error))
       .finally(() => (running = null));
     return running;

@@ -52,6 +52,15 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
   }
 
   return {
+    /** Open subscriptions of each transport on this instance (GET /metrics). */
+    openSubscriptions(): { ws: number; sse: number } {
+      let ws = 0;
+      for (const open of connectionsOf.values()) for (const connection of open) ws += Object.keys(connection.subscriptions).length;
+      let sse = 0;
+      for (const count of sseOpen.values()) sse += count;
+      return { ws, sse };
+    },
+
     /** graphql-ws `onConnect`: false refuses the connection (closed here with the reason). */
     async onConnect(ctx: Connection): Promise<boolean> {
       const socket = ctx.extra.socket;

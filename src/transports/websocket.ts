@@ -1,6 +1,7 @@
 import type { ExecutionResult } from 'graphql';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
+import { slowConsumerCloses } from '../metrics.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
 
 /**
@@ -39,6 +40,7 @@ export function boundedWebSocket(limit: number): typeof WebSocket {
       (super.send as (...args: unknown[]) => void)(...args);
       if (this.readyState === WebSocket.OPEN && this.bufferedAmount > limit) {
         console.warn(`[realtime] closing a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
+        slowConsumerCloses.inc({ transport: 'ws' });
         this.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON);
         for (const end of [...(writers.get(this) ?? [])]) end();
       }

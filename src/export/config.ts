@@ -1,0 +1,53 @@
+/**
+ * The OpenTelemetry export's settings, from the standard exporter variables
+ * (https://opentelemetry.io/docs/specs/otel/protocol/exporter/): export is on when an OTLP
+ * endpoint is set. The signal-specific variables take precedence over the general ones.
+ */
+export interface ExportConfig {
+  /** Where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+  url: string;
+  protocol: 'http/protobuf' | 'http/json';
+  headers: Record<string, string>;
+  /** One request's deadline, its retries included (OTEL_EXPORTER_OTLP_TIMEOUT, ms). */
+  timeoutMs: number;
+  /** The `service.name` of the exported resource (OTEL_SERVICE_NAME). */
+  serviceName: string;
+  /** How often an idle exporter looks for new changes (EXPORT_POLL_MS). */
+  pollMs: number;
+}
+
+const PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+
+/** `k1=v1,k2=v2`, values percent-encoded (the W3C baggage format the variables use). */
+function parseHeaders(text: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of (text ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at <= 0) continue;
+    headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+  }
+  return headers;
+}
+
+export function exportConfigFromEnv(env: NodeJS.ProcessEnv): ExportConfig | undefined {
+  const general = env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || undefined;
+  if (!general && !traces) return undefined;
+  const url = traces ?? `${general!.replace(/\/+$/, '')}/v1/traces`;
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
+  if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got "${protocol}" (grpc is not supported)`);
+  }
+  const timeout = Number(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT || env.OTEL_EXPORTER_OTLP_TIMEOUT || 10_000);
+  const pollMs = Number(env.EXPORT_POLL_MS || 200);
+  if (!Number.isInteger(timeout) || timeout < 1) throw new Error('OTEL_EXPORTER_OTLP_TIMEOUT must be a positive integer (ms)');
+  if (!Number.isInteger(pollMs) || pollMs < 1) throw new Error('EXPORT_POLL_MS must be a positive integer');
+  return {
+    url,
+    protocol: protocol as ExportConfig['protocol'],
+    headers: { ...parseHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), ...parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
+    timeoutMs: timeout,
+    serviceName: env.OTEL_SERVICE_NAME || 'agent-audit-server',
+    pollMs,
+  };
+}

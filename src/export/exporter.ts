@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { ExportResultCode } from '@opentelemetry/core';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { Database } from '../db/database.js';
+import { exportedSpans, exportFailures, exportLagSeconds } from '../metrics.js';
+import type { ExportConfig } from './config.js';
+import { claimThreads, readChanges, release, unclaim } from './queue.js';
+import { spansOf } from './spans.js';
+
+export interface ExporterOptions {
+  /** Threads claimed at once (the batch). */
+  threadsPerBatch?: number;
+  /** Changes read per thread and table in one batch: with threadsPerBatch, the bound on what is held in memory. */
+  pageSize?: number;
+  /** Spans per OTLP request. */
+  spansPerRequest?: number;
+  /** How long a claim keeps other exporters off a thread (an exporter that dies gives it up after this). */
+  claimSeconds?: number;
+  /** The longest wait between attempts while the receiver keeps failing. */
+  maxBackoffMs?: number;
+}
+
+/** The official OTLP exporter of the configured protocol. */
+export function otlpExporter(config: ExportConfig): SpanExporter {
+  const options = { url: config.url, headers: config.headers, timeoutMillis: config.timeoutMs };
+  return config.protocol === 'http/json' ? new OtlpJsonExporter(options) : new OtlpProtobufExporter(options);
+}
+
+/**
+ * Follows the export queue (queue.ts) and sends every ended run and audit as OTLP spans
+ * (spans.ts). Claims a batch of pending threads, reads their changes since their export
+ * positions, sends them, and only then advances the positions: a failure leaves the positions
+ * where they were, so the same changes are sent again after a backoff (at least once). Nothing
+ * here is on a write's path: writes only leave a pending row for a thread (a trigger).
+ */
+export function startExporter(db: Database, config: ExportConfig, options: ExporterOptions = {}) {
+  const threadsPerBatch = options.threadsPerBatch ?? 32;
+  const pageSize = options.pageSize ?? 256;
+  const spansPerRequest = options.spansPerRequest ?? 512;
+  const claimSeconds = options.claimSeconds ?? 30;
+  const maxBackoffMs = options.maxBackoffMs ?? 30_000;
+  const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
+  const exporter = otlpExporter(config);
+  const resource = resourceFromAttributes({ 'service.name': config.serviceName });
+
+  let stopped = false;
+  let wakeUp: (() => void) | null = null;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = null;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  const send = (spans: ReadableSpan[]) =>
+    new Promise<void>((resolve, reject) =>
+      exporter.export(spans, (result) =>
+        result.code === ExportResultCode.SUCCESS ? resolve() : reject(result.error ?? new Error('OTLP export failed')),
+      ),
+    );
+
+  /**
+   * One batch; true when the export is behind (a thread waited longer than a poll, or has more
+   * than a page): then the next batch follows at once, else after a poll, so that an export that
+   * keeps up sends a poll's worth of changes per batch instead of a batch per change.
+   */
+  async function exportBatch(): Promise<boolean> {
+    const claimed = await claimThreads(db.statement, owner, threadsPerBatch, claimSeconds, config.pollMs / 1000);
+    if (claimed.length === 0) return false;
+    const threadIds = claimed.map((claim) => claim.threadId);
+    try {
+      const batch = await readChanges(db.driver, threadIds, pageSize);
+      const { spans, changedAt } = spansOf(resource, batch);
+      for (let at = 0; at < spans.length; at += spansPerRequest) {
+        await send(spans.slice(at, at + spansPerRequest));
+        const now = Date.now();
+        for (const committed of changedAt.slice(at, at + spansPerRequest)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
+        exportedSpans.inc(Math.min(spansPerRequest, spans.length - at));
+      }
+      await release(db.statement, owner, batch.threads);
+      return claimed.some((claim) => claim.behind) || batch.threads.some((thread) => thread.more);
+    } catch (error) {
+      await unclaim(db.statement, owner, threadIds).catch(() => undefined); // else the claim expires
+      throw error;
+    }
+  }
+
+  const running = (async () => {
+    let backoffMs = 0;
+    while (!stopped) {
+      try {
+        const behind = await exportBatch();
+        backoffMs = 0;
+        if (!behind) await pause(config.pollMs);
+      } catch (error) {
+        if (stopped) break;
+        exportFailures.inc();
+        backoffMs = Math.min(maxBackoffMs, Math.max(500, backoffMs * 2));
+        console.warn(`[export] ${String((error as Error)?.message ?? error)}; retrying in ${backoffMs} ms`);
+        await pause(backoffMs * (0.8 + 0.4 * Math.random()));
+      }
+    }
+  })();
+
+  return {
+    owner,
+    /** Stops after the batch under way (its positions are saved only if it was sent), then shuts the exporter down. */
+    async stop() {
+      stopped = true;
+      wakeUp?.();
+      await running;
+      await exporter.shutdown();
+    },
+  };
+}

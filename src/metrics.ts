@@ -1,0 +1,82 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/*
+ * The operators' metrics (GET /metrics, src/server/metrics.ts). These instruments are counted
+ * where things happen, one call each; gauges of one server's state (connections, the database
+ * pool, the export backlog) are read when scraped, from a registry of their own per server.
+ */
+export const registry = new Registry();
+// Process metrics, the event-loop delay among them (nodejs_eventloop_lag_*).
+collectDefaultMetrics({ register: registry });
+
+export const lifecycleWrites = new Counter({
+  name: 'agent_audit_mutations_total',
+  help: 'GraphQL mutations by root field and outcome (OK, or the error extensions.code)',
+  labelNames: ['mutation', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const lifecycleWriteSeconds = new Histogram({
+  name: 'agent_audit_mutation_duration_seconds',
+  help: 'Time to execute a GraphQL mutation operation, by root field',
+  labelNames: ['mutation'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [registry],
+});
+
+export const catchUps = new Counter({
+  name: 'agent_audit_subscription_catch_ups_total',
+  help: 'Catch-up reads from the database by lagging or resuming subscription streams',
+  registers: [registry],
+});
+
+export const slowConsumerCloses = new Counter({
+  name: 'agent_audit_slow_consumer_closes_total',
+  help: 'Connections closed because their client stopped reading (unsent bytes over the bound)',
+  labelNames: ['transport'] as const,
+  registers: [registry],
+});
+
+export const leaseSweeps = new Counter({
+  name: 'agent_audit_lease_sweeps_total',
+  help: 'Lease sweeps run',
+  registers: [registry],
+});
+
+export const leaseSweptRuns = new Counter({
+  name: 'agent_audit_lease_swept_runs_total',
+  help: 'Runs ended by the lease sweep because their lease expired',
+  registers: [registry],
+});
+
+export const exportedSpans = new Counter({
+  name: 'agent_audit_export_spans_total',
+  help: 'Spans the OTLP receiver accepted',
+  registers: [registry],
+});
+
+export const exportFailures = new Counter({
+  name: 'agent_audit_export_failures_total',
+  help: 'Export attempts that failed (receiver down, slow or answering an error); each is retried with backoff',
+  registers: [registry],
+});
+
+export const exportLagSeconds = new Histogram({
+  name: 'agent_audit_export_lag_seconds',
+  help: 'From a change committing to the receiver accepting its span',
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 300, 900],
+  registers: [registry],
+});
+
+/** A gauge read when scraped, on one server's own registry. */
+export function scrapedGauge(register: Registry, name: string, help: string, labelNames: string[], read: (gauge: Gauge) => Promise<void> | void) {
+  return new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [register],
+    async collect() {
+      await read(this);
+    },
+  });
+}

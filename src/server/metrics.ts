@@ -1,0 +1,107 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { Registry } from 'prom-client';
+import type { Database } from '../db/database.js';
+import { backlog } from '../export/queue.js';
+import { lifecycleWriteSeconds, lifecycleWrites, registry, scrapedGauge } from '../metrics.js';
+
+/** What one server reports when scraped, besides the process-wide instruments of src/metrics.ts. */
+export interface ServerState {
+  db: Database;
+  /** Open connections and subscriptions of each transport on this instance. */
+  open(): { transport: 'ws' | 'sse'; connections: number; subscriptions: number }[];
+  exporting: boolean;
+}
+
+/** This server's scraped gauges; `/metrics` serves them with the process-wide instruments. */
+export function serverMetrics(state: ServerState) {
+  const own = new Registry();
+  scrapedGauge(own, 'agent_audit_open_connections', 'Open client connections by transport', ['transport'], (gauge) => {
+    gauge.reset();
+    for (const { transport, connections } of state.open()) gauge.set({ transport }, connections);
+  });
+  scrapedGauge(own, 'agent_audit_open_subscriptions', 'Open subscriptions by transport', ['transport'], (gauge) => {
+    gauge.reset();
+    for (const { transport, subscriptions } of state.open()) gauge.set({ transport }, subscriptions);
+  });
+  const pool = state.db.poolStats;
+  if (pool) {
+    scrapedGauge(own, 'agent_audit_db_pool_connections', 'PostgreSQL pool connections by state (idle, busy, waiting requests)', ['state'], (gauge) => {
+      const { total, idle, waiting } = pool();
+      gauge.set({ state: 'idle' }, idle);
+      gauge.set({ state: 'busy' }, total - idle);
+      gauge.set({ state: 'waiting' }, waiting);
+    });
+  }
+  if (state.exporting) {
+    // One read of the queue per scrape, shared by the three gauges.
+    let reading: ReturnType<typeof backlog> | null = null;
+    const read = () => (reading ??= backlog(state.db.statement).finally(() => setImmediate(() => (reading = null))));
+    scrapedGauge(own, 'agent_audit_export_backlog_threads', 'Threads with changes not yet exported', [], async (gauge) => {
+      gauge.set((await read()).threads);
+    });
+    scrapedGauge(own, 'agent_audit_export_backlog_changes', 'Changes (cursors) not yet exported, over all threads', [], async (gauge) => {
+      gauge.set((await read()).changes);
+    });
+    scrapedGauge(own, 'agent_audit_export_backlog_seconds', 'How long the oldest change not yet exported has waited', [], async (gauge) => {
+      gauge.set((await read()).oldestSeconds);
+    });
+  }
+  return own;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
+
+/** Who may read /metrics: with a token, whoever presents it as a bearer token; without one, loopback clients. */
+export function metricsAllowed(remoteAddress: string | undefined, authorization: string | undefined, token: string | undefined): boolean {
+  if (token === undefined) return LOOPBACK.test(remoteAddress ?? '');
+  const presented = Buffer.from(/^Bearer (.+)$/i.exec(authorization ?? '')?.[1] ?? '');
+  const expected = Buffer.from(token);
+  return presented.length === expected.length && timingSafeEqual(presented, expected);
+}
+
+/** GET /metrics: Prometheus text, for loopback clients only, or with METRICS_TOKEN for whoever presents it. */
+export async function serveMetrics(req: IncomingMessage, res: ServerResponse, own: Registry, token: string | undefined): Promise<void> {
+  if (!metricsAllowed(req.socket.remoteAddress, req.headers.authorization, token)) {
+    res.writeHead(token === undefined ? 403 : 401, { 'content-type': 'text/plain', ...(token ? { 'www-authenticate': 'Bearer' } : {}) });
+    return void res.end(token === undefined ? 'metrics are served to loopback clients only (or set METRICS_TOKEN)\n' : 'unauthorized\n');
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
+  const merged = Registry.merge([registry, own]);
+  const body = await merged.metrics();
+  res.writeHead(200, { 'content-type': merged.contentType });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/** Counts each mutation by root field and outcome, and times the operation (a yoga plugin). */
+export function mutationMetrics(): Plugin {
+  return {
+    onExecute({ args }) {
+      const document = args.document as DocumentNode;
+      const operation = document.definitions.find(
+        (definition): definition is OperationDefinitionNode =>
+          definition.kind === Kind.OPERATION_DEFINITION && (!args.operationName || definition.name?.value === args.operationName),
+      );
+      if (operation?.operation !== 'mutation') return;
+      // Response key (alias or name) -> field name: errors name the response key in their path.
+      const fields = new Map<string, string>();
+      for (const selection of operation.selectionSet.selections) {
+        if (selection.kind === Kind.FIELD) fields.set(selection.alias?.value ?? selection.name.value, selection.name.value);
+      }
+      const started = process.hrtime.bigint();
+      return {
+        onExecuteDone({ result }) {
+          if (Symbol.asyncIterator in result) return;
+          const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+          for (const [key, mutation] of fields) {
+            const error = result.errors?.find((e) => e.path?.[0] === key) ?? (result.errors?.length && !result.data ? result.errors[0] : undefined);
+            lifecycleWrites.inc({ mutation, outcome: error ? String(error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'OK' });
+            lifecycleWriteSeconds.observe({ mutation }, seconds);
+          }
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsAllowed } from '../../src/server/metrics.js';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { backendName, onPostgres } from '../support/database.js';
+import { must, runningRun } from '../support/lifecycle.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+import { parsePrometheusText } from '../support/prometheus-text.js';
+import { subscribeWs, waitFor } from '../support/streams.js';
+
+/* GET /metrics (README "Metrics"): Prometheus text whose counters move with the writes a test makes. */
+
+const THREAD_CHANGES = `subscription($threadId: ID!, $after: String) { threadChanges(threadId: $threadId, after: $after) { cursor } }`;
+
+describe(`GET /metrics (${backendName})`, () => {
+  let t: TestApp;
+  let url: string;
+  let receiver: OtlpReceiver;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    await receiver.down(); // the export fails until the receiver is back: its lag and failures show
+    t = await startTestApp({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_TIMEOUT: '500', EXPORT_POLL_MS: '50' });
+    url = await t.app.start(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  const scrape = async () => {
+    const response = await fetch(url.replace('/graphql', '/metrics'));
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    return parsePrometheusText(await response.text());
+  };
+  const value = (text: { samples: Map<string, number> }, series: string) => text.samples.get(series) ?? 0;
+
+  it('counts each mutation by outcome and times it', async () => {
+    const before = await scrape();
+    const { session } = await runningRun(t);
+    must(await session.modelStarted('m1', { model: 'gpt-test' }));
+    must(await session.modelFinished('m1'));
+    const refused = await session.toolFinished('never-started', { content: 'x' });
+    const code = errorCode(refused)!;
+    expect(code).toBeTruthy();
+    const after = await scrape();
+
+    expect(after.types.get('agent_audit_mutations_total')).toBe('counter');
+    expect(after.types.get('agent_audit_mutation_duration_seconds')).toBe('histogram');
+    const delta = (series: string) => value(after, series) - value(before, series);
+    expect(delta('agent_audit_mutations_total{mutation="recordModelStarted",outcome="OK"}')).toBe(1);
+    expect(delta('agent_audit_mutations_total{mutation="recordModelFinished",outcome="OK"}')).toBe(1);
+    expect(delta('agent_audit_mutations_total{mutation="claimRun",outcome="OK"}')).toBe(1);
+    expect(delta(`agent_audit_mutations_total{mutation="recordToolFinished",outcome="${code}"}`)).toBe(1);
+    expect(delta('agent_audit_mutation_duration_seconds_count{mutation="recordModelStarted"}')).toBe(1);
+    expect(delta('agent_audit_mutation_duration_seconds_bucket{le="+Inf",mutation="recordModelStarted"}')).toBe(1);
+  });
+
+  it('shows open subscriptions and connections, lease sweeps, the event loop and the export lag and failures', async () => {
+    const { threadId, owner, session } = await runningRun(t);
+    must(await session.finish('COMPLETED'));
+    const catchUpsBefore = value(await scrape(), 'agent_audit_subscription_catch_ups_total');
+    const start = await t.gql(`query($id: ID!) { thread(id: $id) { changeCursor } }`, { id: threadId }, owner);
+    // Resuming after the thread's first change: the stream first catches up from the database.
+    const after = Buffer.from(`${threadId}:1`).toString('base64url');
+    expect(start.data.thread.changeCursor).not.toBe(after);
+    const stream = subscribeWs(url, THREAD_CHANGES, { threadId, after }, owner);
+    try {
+      await stream.take(1);
+      await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to be live');
+      const first = await scrape();
+      expect(value(first, 'agent_audit_subscription_catch_ups_total')).toBeGreaterThan(catchUpsBefore);
+      expect(value(first, 'agent_audit_open_connections{transport="ws"}')).toBe(1);
+      expect(value(first, 'agent_audit_open_subscriptions{transport="ws"}')).toBe(1);
+      expect(first.samples.has('nodejs_eventloop_lag_p99_seconds')).toBe(true);
+      expect(first.samples.has('agent_audit_db_pool_connections{state="idle"}')).toBe(onPostgres);
+      // The receiver is down: the run waits in the backlog and each attempt counts as a failure.
+      expect(value(first, 'agent_audit_export_backlog_threads')).toBeGreaterThanOrEqual(1);
+      expect(value(first, 'agent_audit_export_backlog_changes')).toBeGreaterThanOrEqual(3);
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      const second = await scrape();
+      expect(value(second, 'agent_audit_export_failures_total')).toBeGreaterThan(0);
+      expect(value(second, 'agent_audit_export_backlog_seconds')).toBeGreaterThan(0.5);
+      expect(value(second, 'agent_audit_lease_sweeps_total')).toBeGreaterThan(value(first, 'agent_audit_lease_sweeps_total'));
+    } finally {
+      await stream.close();
+    }
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 0, 'the subscription to end');
+
+    await receiver.up();
+    await waitFor(() => receiver.spans.some((span) => span.attributes['gen_ai.conversation.id'] === threadId), 'the export to catch up', 30_000);
+    const caughtUp = await scrape();
+    expect(value(caughtUp, 'agent_audit_export_spans_total')).toBeGreaterThan(0);
+    expect(value(caughtUp, 'agent_audit_export_lag_seconds_count')).toBeGreaterThan(0);
+    expect(value(caughtUp, 'agent_audit_open_subscriptions{transport="ws"}')).toBe(0);
+  });
+});
+
+describe(`GET /metrics with METRICS_TOKEN (${backendName})`, () => {
+  let t: TestApp;
+  let url: string;
+  beforeAll(async () => {
+    t = await startTestApp({ METRICS_TOKEN: 'scrape-me-0123456789' });
+    url = (await t.app.start(0, '127.0.0.1')).replace('/graphql', '/metrics');
+  });
+  afterAll(async () => t?.close());
+
+  it('wants the token as a bearer token, even from loopback', async () => {
+    expect((await fetch(url)).status).toBe(401);
+    expect((await fetch(url, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
+    const response = await fetch(url, { headers: { authorization: 'Bearer scrape-me-0123456789' } });
+    expect(response.status).toBe(200);
+    expect(parsePrometheusText(await response.text()).samples.size).toBeGreaterThan(0);
+  });
+});
+
+describe('who may read /metrics without a token', () => {
+  it('loopback clients only', () => {
+    for (const address of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) expect(metricsAllowed(address, undefined, undefined)).toBe(true);
+    for (const address of ['10.0.0.1', '192.168.1.5', '::ffff:10.0.0.1', 'fe80::1', undefined]) {
+      expect(metricsAllowed(address, 'Bearer anything', undefined)).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { exportConfigFromEnv } from '../../src/export/config.js';
+
+/* Every configuration block docs/export.md tells a user to set, read as the server reads it. */
+
+const DOC = readFileSync(new URL('../../docs/export.md', import.meta.url), 'utf8');
+const blocks = [...DOC.matchAll(/^### (.+)\n[\s\S]*?```sh\n([\s\S]*?)```/gm)].map(([, title, body]) => ({
+  title: title!,
+  env: Object.fromEntries(body!.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)])),
+}));
+
+const expected: Record<string, { url: string; protocol: string; headers: Record<string, string> }> = {
+  Langfuse: {
+    url: 'https://cloud.langfuse.com/api/public/otel/v1/traces',
+    protocol: 'http/protobuf',
+    headers: { Authorization: `Basic ${Buffer.from('pk-lf-123:sk-lf-456').toString('base64')}`, 'x-langfuse-ingestion-version': '4' },
+  },
+  'Arize Phoenix': { url: 'http://localhost:6006/v1/traces', protocol: 'http/protobuf', headers: {} },
+  Jaeger: { url: 'http://localhost:4318/v1/traces', protocol: 'http/protobuf', headers: {} },
+};
+
+describe('docs/export.md configuration examples', () => {
+  it('has one for each back end it names', () => {
+    expect(blocks.map((block) => block.title)).toEqual(Object.keys(expected));
+  });
+
+  it.each(Object.keys(expected))('%s: sends where the back end takes OTLP, with its credentials', (title) => {
+    const block = blocks.find((candidate) => candidate.title === title)!;
+    const config = exportConfigFromEnv(block.env)!;
+    expect({ url: config.url, protocol: config.protocol, headers: config.headers }).toEqual(expected[title]);
+  });
+});
+
+describe('the exporter variables', () => {
+  it('are off without an endpoint, and refuse a protocol the server cannot speak', () => {
+    expect(exportConfigFromEnv({})).toBeUndefined();
+    expect(() => exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/http\/protobuf or http\/json/);
+  });
+
+  it('take the traces endpoint as is, and the signal-specific values over the general ones', () => {
+    const config = exportConfigFromEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://general:4318/',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:9999/custom',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_HEADERS: 'a=1,b=2',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'b=3',
+    })!;
+    expect(config).toMatchObject({ url: 'http://traces:9999/custom', protocol: 'http/json', headers: { a: '1', b: '3' } });
+    expect(exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://general:4318/' })!.url).toBe('http://general:4318/v1/traces');
+  });
+});

@@ -1,0 +1,167 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { exportConfigFromEnv } from '../../src/export/config.js';
+import { startExporter } from '../../src/export/exporter.js';
+import { exportFailures } from '../../src/metrics.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
+import { byKey, expectedSpans, hasAll, recordScenarios, type ExpectedSpan } from './scenarios.js';
+
+/*
+ * Nothing lost (docs/export.md): a receiver that answers errors or is down for a while, and a
+ * server restarted in the middle, still get every span, a copy only ever with the same ids; and
+ * several exporters on one database send each span once between them.
+ */
+
+const failures = async () => (await exportFailures.get()).values.reduce((sum, value) => sum + value.value, 0);
+
+const waitUntil = async (done: () => Promise<boolean> | boolean, timeoutMs = 20_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+};
+
+/** Every expected span arrived, and every copy of a span is the same span (ids, times, attributes). */
+function expectEverySpanOnceOrIdentical(spans: ReceivedSpan[], expected: ExpectedSpan[]) {
+  const received = byKey(spans);
+  for (const span of expected) {
+    const copies = received.get(span.key);
+    expect(copies, span.key).toBeDefined();
+    const [first, ...rest] = copies!.map(({ headers: _headers, ...copy }) => copy);
+    for (const copy of rest) expect(copy).toEqual(first);
+  }
+}
+
+const exportEnv = (receiver: OtlpReceiver) => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+  EXPORT_POLL_MS: '50',
+});
+
+describe(`OTLP export when the receiver fails (${backendName})`, () => {
+  let receiver: OtlpReceiver;
+  let t: TestApp;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    t = await startTestApp(exportEnv(receiver));
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('retries a receiver that answers 503 and then is down, and catches up when it is back', async () => {
+    const before = await failures();
+    receiver.failWith = 503;
+    const first = await recordScenarios(t);
+    await waitUntil(async () => (await failures()) > before);
+    const answered = receiver.requests.length;
+    expect(answered).toBeGreaterThan(0);
+
+    await receiver.down();
+    const failedWhileUp = await failures();
+    const second = await recordScenarios(t);
+    await waitUntil(async () => (await failures()) > failedWhileUp);
+    expect(receiver.spans).toHaveLength(0);
+
+    receiver.failWith = null;
+    await receiver.up();
+    const expected = [
+      ...(await expectedSpans(t, first.owner, first.threadIds)),
+      ...(await expectedSpans(t, second.owner, second.threadIds)),
+    ];
+    await receiver.waitFor(hasAll(expected), 60_000);
+    expectEverySpanOnceOrIdentical(receiver.spans, expected);
+  }, 120_000);
+});
+
+describe(`OTLP export across a server restart (${backendName})`, () => {
+  let receiver: OtlpReceiver;
+  let dataDir: string | undefined;
+  let scratch: Awaited<ReturnType<typeof createScratchDatabase>> | undefined;
+  const apps: TestApp[] = [];
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    if (onPostgres) scratch = await createScratchDatabase();
+    else dataDir = mkdtempSync(join(tmpdir(), 'export-restart-'));
+  });
+  afterEach(async () => {
+    for (const app of apps) await app.close();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await scratch?.drop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const start = async () => {
+    const app = await startTestApp(
+      { ...exportEnv(receiver), ...(dataDir ? { DATA_DIR: dataDir } : {}) },
+      scratch ? { databaseUrl: scratch.url } : {},
+    );
+    apps.push(app);
+    return app;
+  };
+
+  it('resumes from the stored position: what was sent is not lost, what was not is sent by the next start', async () => {
+    const first = await start();
+    const sent = await recordScenarios(first);
+    const sentSpans = await expectedSpans(first, sent.owner, sent.threadIds);
+    await receiver.waitFor(hasAll(sentSpans));
+
+    await receiver.down();
+    const unsent = await recordScenarios(first);
+    const unsentSpans = await expectedSpans(first, unsent.owner, unsent.threadIds);
+    await first.close();
+    apps.length = 0;
+    expect(receiver.spans).toHaveLength(sentSpans.length);
+
+    await receiver.up();
+    await start();
+    await receiver.waitFor(hasAll([...sentSpans, ...unsentSpans]), 60_000);
+    expectEverySpanOnceOrIdentical(receiver.spans, [...sentSpans, ...unsentSpans]);
+    // The restart resumed from the stored position: what the first start had sent was not sent again.
+    expect(receiver.spans).toHaveLength(sentSpans.length + unsentSpans.length);
+  }, 120_000);
+});
+
+describe(`several exporters on one database (${backendName})`, () => {
+  let receiver: OtlpReceiver;
+  let t: TestApp;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    t = await startTestApp(); // its own exporter is off: the two below are the instances
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('sends each span once between them, both taking part', async () => {
+    const exporters = ['a', 'b'].map((name) =>
+      startExporter(
+        t.app.db,
+        exportConfigFromEnv({ ...exportEnv(receiver), OTEL_EXPORTER_OTLP_HEADERS: `x-exporter=${name}` })!,
+        { threadsPerBatch: 2 },
+      ),
+    );
+    try {
+      const recorded = await Promise.all([1, 2, 3, 4].map(() => recordScenarios(t)));
+      const expected = (await Promise.all(recorded.map(({ owner, threadIds }) => expectedSpans(t, owner, threadIds)))).flat();
+      await receiver.waitFor(hasAll(expected), 60_000);
+      // A last poll of both, so a second copy would have arrived.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const ours = receiver.spans.filter((span) => span.headers['x-exporter'] !== undefined);
+      expect(ours).toHaveLength(expected.length);
+      expect([...byKey(ours).values()].every((copies) => copies.length === 1)).toBe(true);
+      expect(new Set(ours.map((span) => span.headers['x-exporter']))).toEqual(new Set(['a', 'b']));
+    } finally {
+      for (const exporter of exporters) await exporter.stop();
+    }
+  }, 120_000);
+});
