@@ -21,6 +21,10 @@ export interface Config {
   maxQueryCost: number;
   /** How long a stop drains from the first signal before every connection is cut. */
   shutdownTimeoutMs: number;
+  /** RETENTION_DAYS: threads whose latest change is older are deleted; unset keeps everything. */
+  retentionDays?: number;
+  /** How often the retention sweeper looks for threads to delete. */
+  retentionSweepIntervalMs: number;
   /** graphql-ws caps (src/server/ws-limits.ts). */
   webSocket: {
     maxSubscriptionsPerConnection: number;
@@ -40,6 +44,15 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): num
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return value;
+}
+
+/** Unset or empty: no retention. Otherwise a positive number of days (fractions allowed). */
+function retentionDaysFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.RETENTION_DAYS;
+  if (raw === undefined || raw === '') return undefined;
+  const days = Number(raw);
+  if (!Number.isFinite(days) || days <= 0) throw new Error(`RETENTION_DAYS must be a positive number of days, got "${raw}"`);
+  return days;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -62,6 +75,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
     maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000),
     shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
+    retentionDays: retentionDaysFromEnv(env),
+    retentionSweepIntervalMs: intFromEnv(env, 'RETENTION_SWEEP_INTERVAL_MS', 3_600_000),
     webSocket: {
       maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100),
       maxSubscriptionsPerPrincipal: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', 500),

@@ -42,9 +42,15 @@ const LOCKED_RUN_COLUMNS = `id, thread_id AS "threadId", status::text AS status,
 export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undefined) =>
   Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
 
-/** Locks the run row for the rest of the transaction: every writer of a run queues here. */
+/**
+ * Locks the run row for the rest of the transaction: every writer of a run queues here. A run of
+ * a thread being deleted is no run at all (deletion.ts): null, as for one already removed.
+ */
 export async function lockRun(sql: Sql, runId: string): Promise<LockedRun | null> {
-  const rows = await sql.query<LockedRun>(`SELECT ${LOCKED_RUN_COLUMNS} FROM run WHERE id = $1::uuid FOR UPDATE`, [
+  const rows = await sql.query<LockedRun>(
+    `SELECT ${LOCKED_RUN_COLUMNS} FROM run
+     WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM thread t WHERE t.id = run.thread_id AND t.deleted_at IS NOT NULL)
+     FOR UPDATE`, [
     rowId(runId, 'Run'),
   ]);
   return rows[0] ?? null;

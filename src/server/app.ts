@@ -15,6 +15,7 @@ import { createPubSubFor } from '../realtime/pubsub.js';
 import { isSharedStream, sharedSubscriptions } from '../realtime/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../realtime/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
+import { startRetentionSweeper } from './retention-sweeper.js';
 import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
 import { webSocketLimits } from './ws-limits.js';
@@ -61,6 +62,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     read: db.read,
     statement: db.statement,
     publish: pubsub.publishEvents,
+    threadDeleted: pubsub.threadDeleted,
     limits: {
       leaseMinSeconds: config.leaseMinSeconds,
       leaseMaxSeconds: config.leaseMaxSeconds,
@@ -171,6 +173,11 @@ export async function buildApp(config: Config, options: { database?: Database; m
   const sweeper = startLeaseSweeper(deps, config.leaseSweepIntervalMs);
   // A crash-restarted server first closes what it left open.
   await sweeper.sweep();
+  const retention = startRetentionSweeper(deps, db.driver, {
+    retentionDays: config.retentionDays,
+    intervalMs: config.retentionSweepIntervalMs,
+  });
+  void retention.sweep();
 
   let stopping: Promise<void> | null = null;
   return {
@@ -184,6 +191,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     jwtSecret: secret,
     jwtSecretGenerated: generated,
     sweeper,
+    retention,
     async start(port = config.port, host = config.host): Promise<string> {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -205,6 +213,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
         const deadline = setTimeout(cutAll, config.shutdownTimeoutMs);
         deadline.unref();
         await sweeper.stop();
+        await retention.stop();
         const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
         server.closeIdleConnections();
         await wsDisposable.dispose();

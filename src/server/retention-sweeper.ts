@@ -1,0 +1,74 @@
+import type { SqlDriver } from '../db/database.js';
+import type { DomainDeps } from '../domain/command.js';
+import { finishAbandonedDeletions, sweepRetention, type DeletionReceipt } from '../domain/deletion.js';
+
+/** The advisory lock that lets one instance at a time sweep (any other key of this server differs). */
+export const RETENTION_LOCK_KEY = 7_316_244_195_034;
+
+const DAY_MS = 86_400_000;
+
+export interface RetentionOptions {
+  /** Unset: keep everything (only deletions a stopped instance left half done are finished). */
+  retentionDays?: number;
+  intervalMs: number;
+  /** The clock the age is judged by; tests pass their own. Default: the database's. */
+  now?: () => Date;
+  batchRows?: number;
+}
+
+/** One structured line per receipt, for the logs a deployment keeps. */
+export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (receipt: DeletionReceipt) =>
+  console.log(JSON.stringify({ level: 'info', event: 'thread_deleted', reason, ...receipt }));
+
+/**
+ * Deletes threads older than RETENTION_DAYS every `intervalMs`. A sweep runs on one instance at a
+ * time (a PostgreSQL session advisory lock, held on one pooled connection for the sweep; an
+ * instance that finds it taken skips that sweep) and never overlaps itself in one process.
+ */
+export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, options: RetentionOptions) {
+  const { retentionDays } = options;
+  const sweepLocked = async () => {
+    await finishAbandonedDeletions(deps, { batchRows: options.batchRows }).then((receipts) =>
+      receipts.forEach(logReceipt('abandoned-deletion')),
+    );
+    if (retentionDays === undefined) return 0;
+    const now = options.now?.() ?? (await databaseNow(deps));
+    return sweepRetention(deps, {
+      olderThan: new Date(now.getTime() - retentionDays * DAY_MS),
+      batchRows: options.batchRows,
+      onReceipt: logReceipt('retention'),
+    });
+  };
+  let running: Promise<number | null> | null = null;
+  /** One sweep: the number of threads it deleted, or null when another instance holds the lock. */
+  const sweep = () =>
+    (running ??= driver
+      .withSession(async (session) => {
+        const [lock] = await session.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [RETENTION_LOCK_KEY]);
+        if (!lock?.locked) return null;
+        try {
+          return await sweepLocked();
+        } finally {
+          await session.query('SELECT pg_advisory_unlock($1)', [RETENTION_LOCK_KEY]);
+        }
+      })
+      .catch((error: unknown) => {
+        console.error('[retention] sweep failed; the next one retries:', error);
+        return null;
+      })
+      .finally(() => (running = null)));
+  const timer = retentionDays === undefined ? null : setInterval(() => void sweep(), options.intervalMs);
+  timer?.unref();
+  return {
+    sweep,
+    async stop() {
+      if (timer) clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+async function databaseNow(deps: DomainDeps): Promise<Date> {
+  const [row] = await deps.read.query<{ now: Date }>('SELECT now() AS now');
+  return row!.now;
+}
