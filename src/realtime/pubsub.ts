@@ -242,7 +242,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
 export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number } = {}) {
   const bus = config.redisUrl ? await connectRedisBus(config.redisUrl, config.redisPrefix) : null;
   const pubsub = createPubSub(store, bus, options.maxPendingEvents);
-  const deletions = config.redisUrl ? await connectDeletionSignal(config.redisUrl, config.redisPrefix, pubsub.endThread) : null;
+  const deletions = config.redisUrl ? connectDeletionSignal(config.redisUrl, config.redisPrefix, pubsub.endThread) : null;
   let closed = false;
   return {
     pubsub: pubsub as PubSub,

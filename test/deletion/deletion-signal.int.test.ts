@@ -48,8 +48,15 @@ describe('the end of a deleted thread\'s streams', () => {
       onTestFinished(async () => void (await Promise.all([a!.close(), b!.close()])));
       const onB = await b!.pubsub.subscribe('run', thread);
       const keptOnB = await b!.pubsub.subscribe('run', 'kept');
-      a!.threadDeleted(thread);
-      expect(await reasonOf(onB)).toBe('THREAD_DELETED');
+      // Sent again until it arrives: B's subscription to the channel is made in the background.
+      const ended = reasonOf(onB);
+      let arrived = false;
+      void ended.then(() => (arrived = true));
+      for (let tries = 0; !arrived && tries < 50; tries++) {
+        a!.threadDeleted(thread);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await ended).toBe('THREAD_DELETED');
       expect(b!.pubsub.subscriberCount('run', 'kept')).toBe(1);
       await keptOnB.return!();
     });
