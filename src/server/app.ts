@@ -62,7 +62,10 @@ export async function buildApp(config: Config, options: { database?: Database; m
     read: db.read,
     statement: db.statement,
     publish: pubsub.publishEvents,
-    threadDeleted: pubsub.threadDeleted,
+    threadDeleted: (threadId) => {
+      pubsub.threadDeleted(threadId);
+      retention.noteDeletion();
+    },
     limits: {
       leaseMinSeconds: config.leaseMinSeconds,
       leaseMaxSeconds: config.leaseMaxSeconds,
@@ -176,6 +179,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
   const retention = startRetentionSweeper(deps, db.driver, {
     retentionDays: config.retentionDays,
     intervalMs: config.retentionSweepIntervalMs,
+    vacuumAfterDeletions: db.kind === 'pglite',
   });
   void retention.sweep();
 

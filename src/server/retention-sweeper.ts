@@ -14,6 +14,11 @@ export interface RetentionOptions {
   /** The clock the age is judged by; tests pass their own. Default: the database's. */
   now?: () => Date;
   batchRows?: number;
+  /**
+   * Vacuum the tables after deletions: PGlite runs no autovacuum (one process, no background
+   * workers), so without it the space deleted rows held would never be reused there.
+   */
+  vacuumAfterDeletions?: boolean;
 }
 
 /** One structured line per receipt, for the logs a deployment keeps. */
@@ -21,23 +26,30 @@ export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (recei
   console.log(JSON.stringify({ level: 'info', event: 'thread_deleted', reason, ...receipt }));
 
 /**
- * Deletes threads older than RETENTION_DAYS every `intervalMs`. A sweep runs on one instance at a
+ * Deletes threads older than RETENTION_DAYS every `intervalMs`, finishes deletions a stopped
+ * instance left half done, and on PGlite vacuums after deletions. A sweep runs on one instance at a
  * time (a PostgreSQL session advisory lock, held on one pooled connection for the sweep; an
  * instance that finds it taken skips that sweep) and never overlaps itself in one process.
  */
 export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, options: RetentionOptions) {
   const { retentionDays } = options;
+  let deletedSinceVacuum = false;
   const sweepLocked = async () => {
-    await finishAbandonedDeletions(deps, { batchRows: options.batchRows }).then((receipts) =>
-      receipts.forEach(logReceipt('abandoned-deletion')),
-    );
-    if (retentionDays === undefined) return 0;
-    const now = options.now?.() ?? (await databaseNow(deps));
-    return sweepRetention(deps, {
-      olderThan: new Date(now.getTime() - retentionDays * DAY_MS),
-      batchRows: options.batchRows,
-      onReceipt: logReceipt('retention'),
-    });
+    const abandoned = await finishAbandonedDeletions(deps, { batchRows: options.batchRows });
+    abandoned.forEach(logReceipt('abandoned-deletion'));
+    const deleted =
+      retentionDays === undefined
+        ? 0
+        : await sweepRetention(deps, {
+            olderThan: new Date((options.now?.() ?? (await databaseNow(deps))).getTime() - retentionDays * DAY_MS),
+            batchRows: options.batchRows,
+            onReceipt: logReceipt('retention'),
+          });
+    if (options.vacuumAfterDeletions && (deletedSinceVacuum || abandoned.length > 0 || deleted > 0)) {
+      deletedSinceVacuum = false;
+      await deps.read.query('VACUUM thread, run, message, tool_call');
+    }
+    return deleted;
   };
   let running: Promise<number | null> | null = null;
   /** One sweep: the number of threads it deleted, or null when another instance holds the lock. */
@@ -57,12 +69,17 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
         return null;
       })
       .finally(() => (running = null)));
-  const timer = retentionDays === undefined ? null : setInterval(() => void sweep(), options.intervalMs);
-  timer?.unref();
+  // Also without retention: deletions a stopped instance left half done, and PGlite's vacuum.
+  const timer = setInterval(() => void sweep(), options.intervalMs);
+  timer.unref();
   return {
     sweep,
+    /** A thread was deleted (deleteThread): the next sweep vacuums, where that is the sweeper's job. */
+    noteDeletion() {
+      deletedSinceVacuum = true;
+    },
     async stop() {
-      if (timer) clearInterval(timer);
+      clearInterval(timer);
       await running;
     },
   };

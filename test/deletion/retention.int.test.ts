@@ -5,7 +5,9 @@ import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
 import { actors, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
 import { eventually } from '../support/streams.js';
-import { rowsLeft } from './support.js';
+import { bulkSeed } from '../../bench/lib/bulk-seed.js';
+import { sqlOverDriver } from '../../bench/lib/sql.js';
+import { DELETE_THREAD, rowsLeft } from './support.js';
 
 // SEMANTICS.md "Deletion and retention": RETENTION_DAYS deletes, by deleteThread's rule, every
 // thread whose latest change is older, and logs each receipt. The sweeper's clock is the test's:
@@ -113,4 +115,22 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
     }
     expect(await rowsLeft(t, old.threadId, [old.runId])).toEqual({});
   });
+
+  // PostgreSQL's autovacuum makes deleted rows' space reusable there (docs/deletion.md; the bench
+  // measures it). PGlite runs no autovacuum: the sweeper vacuums after deletions instead.
+  it.runIf(!onPostgres)('on PGlite, the space a deletion freed is reused by the rows written after it', async () => {
+    const seed = (title: string) => bulkSeed(sqlOverDriver(t.app.db.driver), { ownerSub: 'space-owner', threads: 1, auditsPerThread: 8000, title });
+    const size = async () =>
+      Number((await t.app.db.read.query<{ bytes: string }>(`SELECT pg_relation_size('message') AS bytes`))[0]!.bytes);
+    const [first] = await seed('first');
+    const withFirst = await size();
+    const owner = await t.token('space-owner', 'superadmin');
+    const deleted = await t.gql(DELETE_THREAD, { id: first }, owner);
+    expect(deleted.data.deleteThread.audits).toBe(8000);
+    await t.app.retention.sweep();
+    await seed('second');
+    // Without the vacuum the second thread's rows would need as much space again.
+    expect(await size()).toBeLessThan(withFirst * 1.2);
+  });
 });
+
