@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { setImmediate as yieldToWrites } from 'node:timers/promises';
 import type { Principal } from '../auth/principal.js';
 import type { Sql } from '../db/sql.js';
@@ -16,7 +17,7 @@ import { rowId } from './ids.js';
  *      and the thread, sets `thread.deleted_at` and revokes the runs' leases. From its commit on,
  *      every read, write and subscription of the thread is NOT_FOUND (the thread is looked up
  *      with `deleted_at IS NULL` everywhere) and no fast path can write to its runs.
- *   2. the removal: bounded batches, each one statement in autocommit, children first.
+ *   2. the removal: bounded batches (sized to take ~20 ms), each one statement in autocommit, children first.
  *   3. the proof: a read after the last batch finds none of the thread's rows; its time is the
  *      receipt's `verifiedAt`.
  */
@@ -32,11 +33,29 @@ export interface DeletionReceipt {
 }
 
 export interface DeletionOptions {
-  /** Rows removed per statement: each batch is a short transaction of its own. */
+  /** Rows removed per statement (each batch is a short transaction of its own); default: sized by time, below. */
   batchRows?: number;
 }
 
-export const DELETION_BATCH_ROWS = 1000;
+/**
+ * Batches are sized to take about this long: on PGlite every other write waits for the batch in
+ * progress (one connection), so a batch's length is what a deletion adds to their latency. The
+ * rows per batch double while batches are quicker and halve while slower, within the bounds.
+ */
+export const DELETION_BATCH_MS = 20;
+const BATCH_ROWS = { first: 200, min: 20, max: 5000 };
+
+function batchSizer(fixed: number | undefined) {
+  let rows = fixed ?? BATCH_ROWS.first;
+  return {
+    rows: () => rows,
+    took(ms: number) {
+      if (fixed !== undefined) return;
+      if (ms < DELETION_BATCH_MS / 2) rows = Math.min(BATCH_ROWS.max, rows * 2);
+      else if (ms > DELETION_BATCH_MS * 2) rows = Math.max(BATCH_ROWS.min, Math.floor(rows / 2));
+    },
+  };
+}
 
 /** `deleteThread(id)`: the owner, admin or superadmin; a worker is FORBIDDEN; anyone else gets what `thread(id)` gives. */
 export async function deleteThread(deps: DomainDeps, principal: Principal, threadId: string, options: DeletionOptions = {}) {
@@ -110,14 +129,17 @@ const REMOVAL_STEPS = [
 
 /** Steps 2 and 3 for a thread already marked. */
 export async function removeMarkedThread(deps: DomainDeps, threadId: string, options: DeletionOptions = {}): Promise<DeletionReceipt> {
-  const batchRows = options.batchRows ?? DELETION_BATCH_ROWS;
+  const size = batchSizer(options.batchRows);
   const counts = { runs: 0, audits: 0, toolCalls: 0, messages: 0 };
   for (const step of REMOVAL_STEPS) {
     for (;;) {
-      const [batch] = await deps.statement.query<{ rows: number; chat: number }>(step.text, [threadId, batchRows]);
+      const rows = size.rows();
+      const began = performance.now();
+      const [batch] = await deps.statement.query<{ rows: number; chat: number }>(step.text, [threadId, rows]);
+      size.took(performance.now() - began);
       counts[step.kind] += batch!.rows;
       counts.messages += batch!.chat;
-      if (batch!.rows + batch!.chat < batchRows) break;
+      if (batch!.rows + batch!.chat < rows) break;
       // Writes to other threads that queued behind this batch go first (PGlite has one connection).
       await yieldToWrites();
     }
