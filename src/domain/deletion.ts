@@ -17,7 +17,7 @@ import { rowId } from './ids.js';
  *      and the thread, sets `thread.deleted_at` and revokes the runs' leases. From its commit on,
  *      every read, write and subscription of the thread is NOT_FOUND (the thread is looked up
  *      with `deleted_at IS NULL` everywhere) and no fast path can write to its runs.
- *   2. the removal: bounded batches (sized to take ~20 ms), each one statement in autocommit, children first.
+ *   2. the removal: bounded batches (sized to take ~20 ms), each one statement in autocommit.
  *   3. the proof: a read after the last batch finds none of the thread's rows; its time is the
  *      receipt's `verifiedAt`.
  */
@@ -33,26 +33,27 @@ export interface DeletionReceipt {
 }
 
 export interface DeletionOptions {
-  /** Rows removed per statement (each batch is a short transaction of its own); default: sized by time, below. */
-  batchRows?: number;
+  /** Runs (or messages) removed per statement; default: sized by time, below. */
+  batchRuns?: number;
 }
 
 /**
  * Batches are sized to take about this long: on PGlite every other write waits for the batch in
  * progress (one connection), so a batch's length is what a deletion adds to their latency. The
- * rows per batch double while batches are quicker and halve while slower, within the bounds.
+ * size doubles while batches are quicker and halves while they are slower, within bounds.
  */
 export const DELETION_BATCH_MS = 20;
-const BATCH_ROWS = { first: 200, min: 20, max: 5000 };
+const BATCH_RUNS = { first: 20, min: 1, max: 1000 };
+const BATCH_MESSAGES = { first: 200, min: 20, max: 5000 };
 
-function batchSizer(fixed: number | undefined) {
-  let rows = fixed ?? BATCH_ROWS.first;
+function batchSizer(fixed: number | undefined, bounds: { first: number; min: number; max: number }) {
+  let units = fixed ?? bounds.first;
   return {
-    rows: () => rows,
+    units: () => units,
     took(ms: number) {
       if (fixed !== undefined) return;
-      if (ms < DELETION_BATCH_MS / 2) rows = Math.min(BATCH_ROWS.max, rows * 2);
-      else if (ms > DELETION_BATCH_MS * 2) rows = Math.max(BATCH_ROWS.min, Math.floor(rows / 2));
+      if (ms < DELETION_BATCH_MS / 2) units = Math.min(bounds.max, units * 2);
+      else if (ms > DELETION_BATCH_MS * 2) units = Math.max(bounds.min, Math.floor(units / 2));
     },
   };
 }
@@ -109,43 +110,64 @@ const revokeLeases = (sql: Sql, threadId: string) =>
     [threadId],
   );
 
-/** One bounded batch of `table`'s rows of the thread that match `where`, removed; counted by kind. */
-const batchOf = (table: 'message' | 'tool_call' | 'run', where: string, order = '') => `WITH doomed AS (
-    SELECT id FROM ${table} WHERE thread_id = $1::uuid ${where} ${order} LIMIT $2),
-  gone AS (DELETE FROM ${table} x USING doomed WHERE x.id = doomed.id RETURNING ${table === 'message' ? 'x.message_type' : "'row' AS message_type"})
-  SELECT count(*) FILTER (WHERE message_type <> 'chat')::int AS rows, count(*) FILTER (WHERE message_type = 'chat')::int AS chat FROM gone`;
-
 /**
- * Children before their parents, so that no batch waits on a foreign key: a tool audit refers to
- * its ToolCall, a ToolCall to the model audit that declared it, every row to its run, a resumed
- * run to the run it resumes (newest runs first: a resume is always newer than its parent).
+ * One batch: the thread's next `$2` runs, newest first from before `$3` (a keyset on the run
+ * index, so no batch rescans what earlier ones removed), with their audits and ToolCalls, in one
+ * statement: its foreign keys are checked at its end, when referencing and referenced rows are
+ * gone together (a resumed run is always newer than the run it resumes, so it goes first).
  */
-const REMOVAL_STEPS = [
-  { kind: 'audits', text: batchOf('message', `AND message_type = 'tool_audit'`) },
-  { kind: 'toolCalls', text: batchOf('tool_call', '') },
-  { kind: 'audits', text: batchOf('message', '') },
-  { kind: 'runs', text: batchOf('run', '', 'ORDER BY created_order DESC') },
-] as const;
+const RUN_BATCH = `WITH runs AS (
+    SELECT id, created_order FROM run WHERE thread_id = $1::uuid AND ($3::bigint IS NULL OR created_order < $3::bigint)
+    ORDER BY created_order DESC LIMIT $2),
+  messages AS (DELETE FROM message m USING runs WHERE m.run_id = runs.id RETURNING m.message_type),
+  calls AS (DELETE FROM tool_call c USING runs WHERE c.run_id = runs.id RETURNING 1),
+  gone AS (DELETE FROM run r USING runs WHERE r.id = runs.id RETURNING 1)
+  SELECT (SELECT count(*) FROM gone)::int AS runs,
+    (SELECT count(*) FROM messages WHERE message_type <> 'chat')::int AS audits,
+    (SELECT count(*) FROM messages WHERE message_type = 'chat')::int AS messages,
+    (SELECT count(*) FROM calls)::int AS "toolCalls",
+    (SELECT min(created_order) FROM runs)::text AS before`;
+
+/** Then the ordinary messages, which belong to no run, a batch at a time. */
+const MESSAGE_BATCH = `WITH doomed AS (SELECT id FROM message WHERE thread_id = $1::uuid LIMIT $2),
+  gone AS (DELETE FROM message m USING doomed WHERE m.id = doomed.id RETURNING m.message_type)
+  SELECT 0 AS runs, (SELECT count(*) FROM gone WHERE message_type <> 'chat')::int AS audits,
+    (SELECT count(*) FROM gone WHERE message_type = 'chat')::int AS messages, 0 AS "toolCalls", NULL AS before`;
+
+type Counts = Omit<DeletionReceipt, 'threadId' | 'verifiedAt'>;
 
 /** Steps 2 and 3 for a thread already marked. */
 export async function removeMarkedThread(deps: DomainDeps, threadId: string, options: DeletionOptions = {}): Promise<DeletionReceipt> {
-  const size = batchSizer(options.batchRows);
-  const counts = { runs: 0, audits: 0, toolCalls: 0, messages: 0 };
-  for (const step of REMOVAL_STEPS) {
-    for (;;) {
-      const rows = size.rows();
-      const began = performance.now();
-      const [batch] = await deps.statement.query<{ rows: number; chat: number }>(step.text, [threadId, rows]);
-      size.took(performance.now() - began);
-      counts[step.kind] += batch!.rows;
-      counts.messages += batch!.chat;
-      if (batch!.rows + batch!.chat < rows) break;
-      // Writes to other threads that queued behind this batch go first (PGlite has one connection).
-      await yieldToWrites();
-    }
+  const counts: Counts = { runs: 0, audits: 0, toolCalls: 0, messages: 0 };
+  const size = batchSizer(options.batchRuns, BATCH_RUNS);
+  let before: string | null = null;
+  for (;;) {
+    const runs = size.units();
+    const began = performance.now();
+    const [batch]: (Counts & { before: string | null })[] = await deps.statement.query(RUN_BATCH, [threadId, runs, before]);
+    size.took(performance.now() - began);
+    add(counts, batch!);
+    if (batch!.runs < runs) break;
+    before = batch!.before;
+    // Writes to other threads that queued behind this batch go first (PGlite has one connection).
+    await yieldToWrites();
+  }
+  const messages = batchSizer(options.batchRuns, BATCH_MESSAGES);
+  for (;;) {
+    const rows = messages.units();
+    const began = performance.now();
+    const [batch] = await deps.statement.query<Counts>(MESSAGE_BATCH, [threadId, rows]);
+    messages.took(performance.now() - began);
+    add(counts, batch!);
+    if (batch!.audits + batch!.messages < rows) break;
+    await yieldToWrites();
   }
   await deps.statement.query('DELETE FROM thread WHERE id = $1::uuid AND deleted_at IS NOT NULL', [threadId]);
   return { threadId, ...counts, verifiedAt: await verifiedGone(deps.read, threadId) };
+}
+
+function add(counts: Counts, batch: Counts): void {
+  for (const kind of ['runs', 'audits', 'toolCalls', 'messages'] as const) counts[kind] += Number(batch[kind]);
 }
 
 /** Step 3: the database's time of a read that found none of the thread's rows in any table. */
@@ -188,7 +210,7 @@ export interface RetentionSweep {
   olderThan: Date;
   /** Threads chosen per query. */
   batchThreads?: number;
-  batchRows?: number;
+  batchRuns?: number;
   /** Each receipt, as it is issued. */
   onReceipt: (receipt: DeletionReceipt) => void;
 }
@@ -219,7 +241,7 @@ export async function sweepRetention(deps: DomainDeps, sweep: RetentionSweep): P
     for (const { id } of page) {
       // Rechecked inside the mark's transaction, after its locks: a write that got in first keeps the thread.
       if (!(await markDeleted(deps, id, isDue))) continue;
-      sweep.onReceipt(await removeMarkedThread(deps, id, { batchRows: sweep.batchRows }));
+      sweep.onReceipt(await removeMarkedThread(deps, id, { batchRuns: sweep.batchRuns }));
       deleted++;
     }
     if (page.length < (sweep.batchThreads ?? 100)) return deleted;

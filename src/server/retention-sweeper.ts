@@ -13,7 +13,7 @@ export interface RetentionOptions {
   intervalMs: number;
   /** The clock the age is judged by; tests pass their own. Default: the database's. */
   now?: () => Date;
-  batchRows?: number;
+  batchRuns?: number;
   /**
    * Vacuum the tables after deletions: PGlite runs no autovacuum (one process, no background
    * workers), so without it the space deleted rows held would never be reused there.
@@ -35,14 +35,14 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
   const { retentionDays } = options;
   let deletedSinceVacuum = false;
   const sweepLocked = async () => {
-    const abandoned = await finishAbandonedDeletions(deps, { batchRows: options.batchRows });
+    const abandoned = await finishAbandonedDeletions(deps, { batchRuns: options.batchRuns });
     abandoned.forEach(logReceipt('abandoned-deletion'));
     const deleted =
       retentionDays === undefined
         ? 0
         : await sweepRetention(deps, {
             olderThan: new Date((options.now?.() ?? (await databaseNow(deps))).getTime() - retentionDays * DAY_MS),
-            batchRows: options.batchRows,
+            batchRuns: options.batchRuns,
             onReceipt: logReceipt('retention'),
           });
     if (options.vacuumAfterDeletions && (deletedSinceVacuum || abandoned.length > 0 || deleted > 0)) {

@@ -112,7 +112,7 @@ describe(`deleteThread (${backendName})`, () => {
     expect(errorCode(await t.gql(DELETE_THREAD, { id: ' ' }, owner))).toBe('BAD_USER_INPUT');
   });
 
-  it('removes a thread in bounded batches: the counts add up over many batches', async () => {
+  it('removes a thread in bounded batches, a run at a time: the counts add up over the batches', async () => {
     const { deleteThread } = await import('../../src/domain/deletion.js');
     const who = await actors(t);
     const threadId = await createThread(t, who.owner);
@@ -126,7 +126,7 @@ describe(`deleteThread (${backendName})`, () => {
       must(await session.finish('INTERRUPTED'));
     }
     const principal = { sub: who.ownerSub, role: 'superadmin' as const, expiresAtMs: Date.now() + 60_000 };
-    const receipt = await deleteThread(t.app.deps, principal, threadId, { batchRows: 2 });
+    const receipt = await deleteThread(t.app.deps, principal, threadId, { batchRuns: 1 });
     expect(receipt).toMatchObject({ runs: 3, audits: 15, toolCalls: 12, messages: 0 });
     expect(await rowsLeft(t, threadId, runIds)).toEqual({});
   });
