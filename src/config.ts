@@ -24,6 +24,10 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Origins other than the server's own that browsers may call it from (CORS_ORIGINS). */
   corsOrigins: string[];
+  /** RETENTION_DAYS: threads whose latest change is older are deleted; unset keeps everything. */
+  retentionDays?: number;
+  /** How often the retention sweeper looks for threads to delete. */
+  retentionSweepIntervalMs: number;
   /** graphql-ws caps (src/server/ws-limits.ts). */
   webSocket: {
     maxSubscriptionsPerConnection: number;
@@ -64,6 +68,15 @@ function originsFromEnv(raw: string | undefined): string[] {
   return origins;
 }
 
+/** Unset or empty: no retention. Otherwise a positive number of days (fractions allowed). */
+function retentionDaysFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.RETENTION_DAYS;
+  if (raw === undefined || raw === '') return undefined;
+  const days = Number(raw);
+  if (!Number.isFinite(days) || days <= 0) throw new Error(`RETENTION_DAYS must be a positive number of days, got "${raw}"`);
+  return days;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -85,6 +98,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000),
     shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     corsOrigins: originsFromEnv(env.CORS_ORIGINS),
+    retentionDays: retentionDaysFromEnv(env),
+    retentionSweepIntervalMs: intFromEnv(env, 'RETENTION_SWEEP_INTERVAL_MS', 3_600_000),
     webSocket: {
       maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100),
       maxSubscriptionsPerPrincipal: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', 500),

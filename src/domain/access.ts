@@ -34,7 +34,7 @@ export function canReadAudits(principal: Principal, thread: OwnedThread): boolea
 }
 
 export async function findThread(tx: Tx, threadId: string) {
-  return tx.thread.findUnique({ where: { id: rowId(threadId, 'Thread') } });
+  return tx.thread.findFirst({ where: { id: rowId(threadId, 'Thread'), deletedAt: null } });
 }
 
 export async function loadReadableThread(tx: Tx, principal: Principal, threadId: string) {
@@ -46,7 +46,7 @@ export async function loadReadableThread(tx: Tx, principal: Principal, threadId:
 
 /** loadReadableThread inside a command's transaction. */
 export async function loadReadableThreadForWrite(sql: Sql, principal: Principal, threadId: string): Promise<Thread> {
-  const [thread] = await sql.query<Thread>('SELECT * FROM thread WHERE id = $1', [rowId(threadId, 'Thread')]);
+  const [thread] = await sql.query<Thread>('SELECT * FROM thread WHERE id = $1 AND deleted_at IS NULL', [rowId(threadId, 'Thread')]);
   if (!thread) throw notFound('Thread', threadId);
   assertCanReadThread(principal, thread);
   return thread;

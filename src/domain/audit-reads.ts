@@ -70,7 +70,7 @@ const NEWEST_AUDITS = `SELECT r.created_order AS run_order, m.* FROM run r CROSS
 /** The thread's row (one, with empty audit columns, when it has no audits) joined to its newest audits. */
 export const TIMELINE = `SELECT t.owner_id AS timeline_owner_id, t.change_cursor AS timeline_cursor, a.*
   FROM thread t LEFT JOIN (${NEWEST_AUDITS}) a ON true
-  WHERE t.id = $1
+  WHERE t.id = $1 AND t.deleted_at IS NULL
   ORDER BY a.run_order DESC, a.sequence DESC, a.role DESC, a.id DESC`;
 
 /** Audit rows (model or tool) by id. */

@@ -98,7 +98,7 @@ export const threadCursor = async (sql: Sql, threadId: string): Promise<bigint> 
 
 /** The current cursor of each thread (those that exist). */
 export const threadCursors = (sql: Sql, threadIds: readonly string[]) =>
-  sql.query<{ id: string; changeCursor: bigint }>('SELECT id, change_cursor FROM thread WHERE id = ANY($1::uuid[])', [threadIds]);
+  sql.query<{ id: string; changeCursor: bigint }>('SELECT id, change_cursor FROM thread WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL', [threadIds]);
 
 /**
  * Catch-up: the thread's runs and audits whose latest change is after `after`, in cursor order,

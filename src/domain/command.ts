@@ -24,6 +24,8 @@ export interface DomainDeps {
   /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
   publish(changes: CommittedChange[]): void;
   limits: Limits;
+  /** Called once a thread is marked deleted (deletion.ts): its open streams end, on every instance. */
+  threadDeleted?: (threadId: string) => void;
 }
 
 export interface CommandScope {

@@ -35,19 +35,27 @@ export interface LockedRun {
   databaseNow: Date;
 }
 
-const LOCKED_RUN_COLUMNS = `id, thread_id AS "threadId", status::text AS status, lease_owner AS "leaseOwner",
+const LOCKED_RUN_COLUMNS = `run.id, thread_id AS "threadId", status::text AS status, lease_owner AS "leaseOwner",
   lease_epoch AS "leaseEpoch", lease_expires_at AS "leaseExpiresAt", resumed_from_id AS "resumedFromId",
   claim_id AS "claimId", coalesce(lease_expires_at <= now(), false) AS expired, now() AS "databaseNow"`;
 
 export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undefined) =>
   Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
 
-/** Locks the run row for the rest of the transaction: every writer of a run queues here. */
+/**
+ * Locks the run row for the rest of the transaction: every writer of a run queues here. A run of
+ * a thread being deleted is no run at all (deletion.ts): null, as for one already removed. The
+ * thread row is read under a key-share lock (the one a foreign key check takes), so a write that
+ * queued behind a deletion's mark sees the mark once it gets the run.
+ */
 export async function lockRun(sql: Sql, runId: string): Promise<LockedRun | null> {
-  const rows = await sql.query<LockedRun>(`SELECT ${LOCKED_RUN_COLUMNS} FROM run WHERE id = $1::uuid FOR UPDATE`, [
-    rowId(runId, 'Run'),
-  ]);
-  return rows[0] ?? null;
+  const [run] = await sql.query<LockedRun & { threadDeleted: boolean }>(
+    `SELECT ${LOCKED_RUN_COLUMNS}, t.deleted_at IS NOT NULL AS "threadDeleted"
+     FROM run JOIN thread t ON t.id = run.thread_id WHERE run.id = $1::uuid FOR UPDATE OF run FOR KEY SHARE OF t`,
+    [rowId(runId, 'Run')],
+  );
+  if (!run || run.threadDeleted) return null;
+  return run;
 }
 
 /**

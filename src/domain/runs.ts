@@ -15,7 +15,7 @@ export const isRunEnded = (status: RunStatus) => ENDED_RUN_STATUSES.includes(sta
 /** A run the principal may read: the thread owner, admin or superadmin. */
 export async function loadReadableRun(tx: Tx, principal: Principal, runId: string) {
   const run = await tx.run.findUnique({ where: { id: rowId(runId, 'Run') }, include: { thread: true } });
-  if (!run) throw notFound('Run', runId);
+  if (!run || run.thread.deletedAt) throw notFound('Run', runId);
   assertCanReadThread(principal, run.thread);
   return run;
 }
@@ -26,7 +26,7 @@ export async function loadReadableRun(tx: Tx, principal: Principal, runId: strin
  * caller's, takes the transaction, which checks the parent run and names the refusal.
  */
 export const CREATE_FRESH_RUN = `WITH target AS (
-  SELECT id AS thread_id FROM thread WHERE id = $1::uuid AND (owner_id = $2 OR $3::boolean)),
+  SELECT id AS thread_id FROM thread WHERE id = $1::uuid AND (owner_id = $2 OR $3::boolean) AND deleted_at IS NULL),
 ${bump('target')},
 created AS (
   INSERT INTO run (id, thread_id, resumed_from_id, change_cursor, changed_at)

@@ -67,6 +67,7 @@ export async function readableThreadsPage(tx: Tx, principal: Principal, page: { 
   const position = page.after == null ? null : parseThreadCursor(page.after);
   const rows = await tx.thread.findMany({
     where: {
+      deletedAt: null,
       ...(canReadEveryThread(principal) ? {} : { ownerId: principal.sub }),
       ...(position && {
         OR: [{ createdAt: { lt: position.createdAt } }, { createdAt: position.createdAt, id: { lt: position.id } }],

@@ -1,8 +1,8 @@
 import type { CommittedChange } from '../domain/events.js';
 import { catchUps } from '../metrics.js';
 
-/** Why a stream ended before its subscriber asked it to: only these two (SEMANTICS.md, "Subscriptions"). */
-export type InterruptionReason = 'SERVER_STOPPING' | 'TOKEN_EXPIRED';
+/** Why a stream ended before its subscriber asked it to (SEMANTICS.md, "Subscriptions" and "Deletion and retention"). */
+export type InterruptionReason = 'SERVER_STOPPING' | 'TOKEN_EXPIRED' | 'THREAD_DELETED';
 
 /** The last value of a stream the server ended; a threadChanges subscriber resumes with `after`. */
 export class StreamInterrupted {

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { CommittedChange } from '../domain/events.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
+import { connectDeletionSignal } from './deletion-signal.js';
 import { connectRedisBus, type WakeBus } from './redis-bus.js';
 
 export { StreamInterrupted } from './change-stream.js';
@@ -45,6 +46,8 @@ const stopping = () => new StreamInterrupted('SERVER_STOPPING', 'The server is s
 
 const tokenExpired = () =>
   new StreamInterrupted('TOKEN_EXPIRED', 'The token that started this subscription has expired. Subscribe again with a fresh token.');
+
+const threadDeleted = () => new StreamInterrupted('THREAD_DELETED', 'The thread was deleted.');
 
 /** setTimeout's longest delay (about 24.8 days); tokens may live longer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -136,6 +139,9 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     try {
       if (feeds.size === 0) return;
       const cursors = await store.threadCursors([...feeds.keys()]);
+      // A subscribed thread that is no more was deleted: its deletion signal may have been lost.
+      const found = new Set(cursors.map(({ id }) => id));
+      for (const threadId of [...feeds.keys()]) if (!found.has(threadId)) pubsub.endThread(threadId);
       const reach = () => {
         for (const { id, changeCursor } of cursors) feeds.get(id)?.reached(changeCursor);
       };
@@ -212,6 +218,11 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
       return [...(feeds.get(threadId)?.streams ?? [])].filter(([stream, each]) => each === topic && stream.started).length;
     },
 
+    /** The thread was deleted: its streams on this instance end, telling their subscribers so. */
+    endThread(threadId: string) {
+      for (const stream of [...(feeds.get(threadId)?.streams.keys() ?? [])]) stream.interrupt(threadDeleted());
+    },
+
     /** Every open stream tells its subscriber why it ends. */
     interruptAll(interruption: StreamInterrupted) {
       for (const feed of [...feeds.values()]) for (const stream of [...feed.streams.keys()]) stream.interrupt(interruption);
@@ -233,6 +244,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
 export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number } = {}) {
   const bus = config.redisUrl ? await connectRedisBus(config.redisUrl, config.redisPrefix) : null;
   const pubsub = createPubSub(store, bus, options.maxPendingEvents);
+  const deletions = config.redisUrl ? connectDeletionSignal(config.redisUrl, config.redisPrefix, pubsub.endThread) : null;
   let closed = false;
   return {
     pubsub: pubsub as PubSub,
@@ -252,13 +264,18 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
         }
       });
     },
+    /** A thread was marked deleted: its streams end here at once, and on the other instances through Redis. */
+    threadDeleted: (threadId: string) => {
+      pubsub.endThread(threadId);
+      deletions?.publish(threadId);
+    },
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {
       closed = true;
       pubsub.stopPolling();
       pubsub.interruptAll(stopping());
-      await bus?.close();
+      await Promise.all([bus?.close(), deletions?.close()]);
     },
   };
 }

@@ -16,6 +16,7 @@ import { createPubSubFor } from '../realtime/pubsub.js';
 import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
+import { startRetentionSweeper } from './retention-sweeper.js';
 import { servePage } from './static-page.js';
 import { keepConnectionsAlive } from './keep-alive.js';
 import { STREAM_PATH, STREAM_SESSION_PATH, streamSessions } from './stream-session.js';
@@ -65,6 +66,10 @@ export async function buildApp(config: Config, options: { database?: Database; m
     read: db.read,
     statement: db.statement,
     publish: pubsub.publishEvents,
+    threadDeleted: (threadId) => {
+      pubsub.threadDeleted(threadId);
+      retention.noteDeletion();
+    },
     limits: {
       leaseMinSeconds: config.leaseMinSeconds,
       leaseMaxSeconds: config.leaseMaxSeconds,
@@ -202,6 +207,12 @@ export async function buildApp(config: Config, options: { database?: Database; m
   await sweeper.sweep();
   // OpenTelemetry export (docs/export.md), when an OTLP endpoint is configured.
   const exporter = config.export ? startExporter(db, config.export) : undefined;
+  const retention = startRetentionSweeper(deps, db.driver, {
+    retentionDays: config.retentionDays,
+    intervalMs: config.retentionSweepIntervalMs,
+    vacuumAfterDeletions: db.kind === 'pglite',
+  });
+  void retention.sweep();
 
   let stopping: Promise<void> | null = null;
   return {
@@ -216,6 +227,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     jwtSecretGenerated: generated,
     sweeper,
     exporter,
+    retention,
     async start(port = config.port, host = config.host): Promise<string> {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -238,6 +250,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
         deadline.unref();
         await sweeper.stop();
         await exporter?.stop();
+        await retention.stop();
         const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
         server.closeIdleConnections();
         await wsDisposable.dispose();

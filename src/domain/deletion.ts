@@ -1,0 +1,250 @@
+import { performance } from 'node:perf_hooks';
+import { setImmediate as yieldToWrites } from 'node:timers/promises';
+import type { Principal } from '../auth/principal.js';
+import type { Sql } from '../db/sql.js';
+import { inTransaction } from '../db/transaction.js';
+import { assertCanReadThread } from './access.js';
+import type { DomainDeps } from './command.js';
+import { forbidden, notFound } from './errors.js';
+import { rowId } from './ids.js';
+
+/*
+ * Deleting a thread (docs/deletion.md). One transaction holding a thread of hundreds of thousands
+ * of audits would hold PGlite's only connection for its whole length (every other write waits),
+ * and on PostgreSQL keep one long transaction writing on a shared machine. So a deletion is:
+ *
+ *   1. the mark: one short transaction that locks the thread's runs (the write path's first lock)
+ *      and the thread, sets `thread.deleted_at` and revokes the runs' leases. From its commit on,
+ *      every read, write and subscription of the thread is NOT_FOUND (the thread is looked up
+ *      with `deleted_at IS NULL` everywhere) and no fast path can write to its runs.
+ *   2. the removal: bounded batches (sized to take ~20 ms), each one statement in autocommit.
+ *   3. the proof: a read after the last batch finds none of the thread's rows; its time is the
+ *      receipt's `verifiedAt`.
+ */
+
+/** What a deletion removed, and when a read after it found nothing of the thread left. */
+export interface DeletionReceipt {
+  threadId: string;
+  runs: number;
+  audits: number;
+  toolCalls: number;
+  messages: number;
+  verifiedAt: Date;
+}
+
+export interface DeletionOptions {
+  /** Runs (or messages) removed per statement; default: sized by time, below. */
+  batchRuns?: number;
+}
+
+/**
+ * Batches are sized to take about this long: on PGlite every other write waits for the batch in
+ * progress (one connection), so a batch's length is what a deletion adds to their latency. The
+ * size doubles while batches are quicker and halves while they are slower, within bounds.
+ */
+export const DELETION_BATCH_MS = 20;
+const BATCH_RUNS = { first: 20, min: 1, max: 1000 };
+const BATCH_MESSAGES = { first: 200, min: 20, max: 5000 };
+
+function batchSizer(fixed: number | undefined, bounds: { first: number; min: number; max: number }) {
+  let units = fixed ?? bounds.first;
+  return {
+    units: () => units,
+    took(ms: number) {
+      if (fixed !== undefined) return;
+      if (ms < DELETION_BATCH_MS / 2) units = Math.min(bounds.max, units * 2);
+      else if (ms > DELETION_BATCH_MS * 2) units = Math.max(bounds.min, Math.floor(units / 2));
+    },
+  };
+}
+
+/** `deleteThread(id)`: the owner, admin or superadmin; a worker is FORBIDDEN; anyone else gets what `thread(id)` gives. */
+export async function deleteThread(deps: DomainDeps, principal: Principal, threadId: string, options: DeletionOptions = {}) {
+  if (principal.role === 'worker') throw forbidden('Workers may not delete threads');
+  const id = rowId(threadId, 'Thread');
+  const marked = await markDeleted(deps, id, (thread) => assertCanReadThread(principal, thread));
+  if (!marked) throw notFound('Thread', threadId);
+  return removeMarkedThread(deps, id, options);
+}
+
+interface MarkableThread {
+  id: string;
+  ownerId: string;
+}
+
+/**
+ * Step 1. `admit` throws to refuse (access), or returns false to leave the thread alone (the
+ * retention sweep: a change committed since it was chosen). False, too, when there is no such
+ * thread or it is already being deleted.
+ */
+export async function markDeleted(
+  deps: DomainDeps,
+  threadId: string,
+  admit: (thread: MarkableThread, sql: Sql) => Promise<boolean | void> | boolean | void,
+): Promise<boolean> {
+  const [visible] = await deps.read.query<MarkableThread>('SELECT id, owner_id FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [threadId]);
+  if (!visible || (await admit(visible, deps.read)) === false) return false;
+  const marked = await inTransaction(deps.sql, async (sql) => {
+    // The write path locks a run, then the thread: the same order here, so a writer in flight
+    // finishes first (its rows are then removed with the rest) or finds the thread gone.
+    await sql.query('SELECT id FROM run WHERE thread_id = $1::uuid ORDER BY id FOR UPDATE', [threadId]);
+    const [thread] = await sql.query<MarkableThread>(
+      'SELECT id, owner_id FROM thread WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE',
+      [threadId],
+    );
+    if (!thread || (await admit(thread, sql)) === false) return false;
+    await sql.query('UPDATE thread SET deleted_at = now() WHERE id = $1::uuid', [threadId]);
+    await revokeLeases(sql, threadId);
+    return true;
+  });
+  if (marked) deps.threadDeleted?.(threadId);
+  return marked;
+}
+
+/** No fast path writes to a run that is not RUNNING or QUEUED with the caller's lease (fast-write.ts). */
+const revokeLeases = (sql: Sql, threadId: string) =>
+  sql.query(
+    `UPDATE run SET status = CASE WHEN status IN ('QUEUED', 'RUNNING') THEN 'CANCELLED'::"RunStatus" ELSE status END,
+       lease_owner = NULL, lease_expires_at = NULL, claim_id = NULL
+     WHERE thread_id = $1::uuid AND (status IN ('QUEUED', 'RUNNING') OR lease_owner IS NOT NULL)`,
+    [threadId],
+  );
+
+/**
+ * One batch: the thread's next `$2` runs, newest first from before `$3` (a keyset on the run
+ * index, so no batch rescans what earlier ones removed), with their audits and ToolCalls, in one
+ * statement: its foreign keys are checked at its end, when referencing and referenced rows are
+ * gone together (a resumed run is always newer than the run it resumes, so it goes first).
+ */
+const RUN_BATCH = `WITH runs AS (
+    SELECT id, created_order FROM run WHERE thread_id = $1::uuid AND ($3::bigint IS NULL OR created_order < $3::bigint)
+    ORDER BY created_order DESC LIMIT $2),
+  messages AS (DELETE FROM message m USING runs WHERE m.run_id = runs.id RETURNING m.message_type),
+  calls AS (DELETE FROM tool_call c USING runs WHERE c.run_id = runs.id RETURNING 1),
+  gone AS (DELETE FROM run r USING runs WHERE r.id = runs.id RETURNING 1)
+  SELECT (SELECT count(*) FROM gone)::int AS runs,
+    (SELECT count(*) FROM messages WHERE message_type <> 'chat')::int AS audits,
+    (SELECT count(*) FROM messages WHERE message_type = 'chat')::int AS messages,
+    (SELECT count(*) FROM calls)::int AS "toolCalls",
+    (SELECT min(created_order) FROM runs)::text AS before`;
+
+/** Then the ordinary messages, which belong to no run, a batch at a time. */
+const MESSAGE_BATCH = `WITH doomed AS (SELECT id FROM message WHERE thread_id = $1::uuid LIMIT $2),
+  gone AS (DELETE FROM message m USING doomed WHERE m.id = doomed.id RETURNING m.message_type)
+  SELECT 0 AS runs, (SELECT count(*) FROM gone WHERE message_type <> 'chat')::int AS audits,
+    (SELECT count(*) FROM gone WHERE message_type = 'chat')::int AS messages, 0 AS "toolCalls", NULL AS before`;
+
+type Counts = Omit<DeletionReceipt, 'threadId' | 'verifiedAt'>;
+
+/** Steps 2 and 3 for a thread already marked. */
+export async function removeMarkedThread(deps: DomainDeps, threadId: string, options: DeletionOptions = {}): Promise<DeletionReceipt> {
+  const counts: Counts = { runs: 0, audits: 0, toolCalls: 0, messages: 0 };
+  const size = batchSizer(options.batchRuns, BATCH_RUNS);
+  let before: string | null = null;
+  for (;;) {
+    const runs = size.units();
+    const began = performance.now();
+    const [batch]: (Counts & { before: string | null })[] = await deps.statement.query(RUN_BATCH, [threadId, runs, before]);
+    size.took(performance.now() - began);
+    add(counts, batch!);
+    if (batch!.runs < runs) break;
+    before = batch!.before;
+    // Writes to other threads that queued behind this batch go first (PGlite has one connection).
+    await yieldToWrites();
+  }
+  const messages = batchSizer(options.batchRuns, BATCH_MESSAGES);
+  for (;;) {
+    const rows = messages.units();
+    const began = performance.now();
+    const [batch] = await deps.statement.query<Counts>(MESSAGE_BATCH, [threadId, rows]);
+    messages.took(performance.now() - began);
+    add(counts, batch!);
+    if (batch!.audits + batch!.messages < rows) break;
+    await yieldToWrites();
+  }
+  await deps.statement.query('DELETE FROM thread WHERE id = $1::uuid AND deleted_at IS NOT NULL', [threadId]);
+  return { threadId, ...counts, verifiedAt: await verifiedGone(deps.read, threadId) };
+}
+
+function add(counts: Counts, batch: Counts): void {
+  for (const kind of ['runs', 'audits', 'toolCalls', 'messages'] as const) counts[kind] += Number(batch[kind]);
+}
+
+/** Step 3: the database's time of a read that found none of the thread's rows in any table. */
+async function verifiedGone(sql: Sql, threadId: string): Promise<Date> {
+  const [check] = await sql.query<{ left: number; at: Date }>(
+    `SELECT ((SELECT count(*) FROM thread WHERE id = $1::uuid) + (SELECT count(*) FROM run WHERE thread_id = $1::uuid)
+      + (SELECT count(*) FROM message WHERE thread_id = $1::uuid) + (SELECT count(*) FROM tool_call WHERE thread_id = $1::uuid))::int AS left,
+      clock_timestamp() AS at`,
+    [threadId],
+  );
+  if (check!.left !== 0) throw new Error(`Thread ${threadId}: ${check!.left} rows remain after its deletion`);
+  return check!.at;
+}
+
+/** A deletion a crashed instance left half done: marked this long ago and still there. */
+const ABANDONED_AFTER = "interval '10 minutes'";
+
+/** Finishes deletions whose instance stopped before their last batch (no receipt: nobody waits for it). */
+export async function finishAbandonedDeletions(deps: DomainDeps, options: DeletionOptions = {}): Promise<DeletionReceipt[]> {
+  const abandoned = await deps.read.query<{ id: string }>(
+    `SELECT id FROM thread WHERE deleted_at < now() - ${ABANDONED_AFTER} ORDER BY deleted_at LIMIT 100`,
+  );
+  const receipts: DeletionReceipt[] = [];
+  for (const { id } of abandoned) receipts.push(await removeMarkedThread(deps, id, options));
+  return receipts;
+}
+
+/**
+ * The time of a thread's latest change: its creation, its newest chat message, and the commit
+ * times of its latest run and audit changes (each the row with the highest change cursor, found
+ * on the (thread_id, change_cursor) indexes, not by scanning the thread).
+ */
+export const LATEST_CHANGE = (thread: string) => `greatest(${thread}.created_at,
+  (SELECT r.changed_at FROM run r WHERE r.thread_id = ${thread}.id AND r.change_cursor IS NOT NULL ORDER BY r.change_cursor DESC LIMIT 1),
+  (SELECT m.changed_at FROM message m WHERE m.thread_id = ${thread}.id AND m.change_cursor IS NOT NULL ORDER BY m.change_cursor DESC LIMIT 1),
+  (SELECT m.created_at FROM message m WHERE m.thread_id = ${thread}.id AND m.message_type = 'chat' ORDER BY m.created_at DESC LIMIT 1))`;
+
+export interface RetentionSweep {
+  /** Threads whose latest change is before this are deleted. */
+  olderThan: Date;
+  /** Threads chosen per query. */
+  batchThreads?: number;
+  batchRuns?: number;
+  /** Each receipt, as it is issued. */
+  onReceipt: (receipt: DeletionReceipt) => void;
+}
+
+/**
+ * Deletes, by the rule of deleteThread, every thread whose latest change is before `olderThan`,
+ * a page of threads at a time and each in bounded batches. A thread written to after it was
+ * chosen is rechecked under its lock and kept.
+ */
+export async function sweepRetention(deps: DomainDeps, sweep: RetentionSweep): Promise<number> {
+  const isDue = async (thread: MarkableThread, sql: Sql) => {
+    const [due] = await sql.query<{ due: boolean }>(
+      `SELECT ${LATEST_CHANGE('t')} < $2::timestamptz AS due FROM thread t WHERE t.id = $1::uuid`,
+      [thread.id, sweep.olderThan],
+    );
+    return due?.due === true;
+  };
+  let deleted = 0;
+  let after: string | null = null;
+  for (;;) {
+    const page: { id: string }[] = await deps.read.query<{ id: string }>(
+      `SELECT t.id FROM thread t
+       WHERE t.deleted_at IS NULL AND t.created_at < $1::timestamptz AND ($3::uuid IS NULL OR t.id > $3::uuid)
+         AND ${LATEST_CHANGE('t')} < $1::timestamptz
+       ORDER BY t.id LIMIT $2`,
+      [sweep.olderThan, sweep.batchThreads ?? 100, after],
+    );
+    for (const { id } of page) {
+      // Rechecked inside the mark's transaction, after its locks: a write that got in first keeps the thread.
+      if (!(await markDeleted(deps, id, isDue))) continue;
+      sweep.onReceipt(await removeMarkedThread(deps, id, { batchRuns: sweep.batchRuns }));
+      deleted++;
+    }
+    if (page.length < (sweep.batchThreads ?? 100)) return deleted;
+    after = page.at(-1)!.id;
+  }
+}

@@ -1,0 +1,26 @@
+import { requirePrincipal } from '../../domain/access.js';
+import { deleteThread, type DeletionReceipt } from '../../domain/deletion.js';
+import { builder } from '../builder.js';
+
+const DeletionReceiptRef = builder.objectRef<DeletionReceipt>('DeletionReceipt').implement({
+  description: 'What a deletion removed, counted in its transaction, and checked gone after it committed.',
+  fields: (t) => ({
+    threadId: t.exposeID('threadId'),
+    runs: t.exposeInt('runs'),
+    audits: t.exposeInt('audits'),
+    toolCalls: t.exposeInt('toolCalls'),
+    messages: t.exposeInt('messages'),
+    verifiedAt: t.expose('verifiedAt', { type: 'DateTime', description: "When a read after the commit found none of the thread's rows left." }),
+  }),
+});
+
+builder.mutationField('deleteThread', (t) =>
+  t.field({
+    type: DeletionReceiptRef,
+    description:
+      'The thread owner or an admin. Deletes the thread and everything under it for good\n(SEMANTICS.md, "Deletion and retention").',
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, { deps, principal }) => deleteThread(deps, requirePrincipal(principal), id),
+  }),
+);

@@ -1,0 +1,33 @@
+import { Redis } from 'ioredis';
+
+/**
+ * Deleted threads, told to every instance: one Redis channel (`<prefix>thread-deleted`) whose
+ * messages are thread ids; each instance ends its streams of that thread. Kept apart from the
+ * change wake-ups (redis-bus.ts): a deletion is no change of the thread, and has no cursor.
+ * Best effort, like a wake-up: a signal lost while Redis is away is made up by the poll of
+ * subscribed threads' cursors (pubsub.ts), which ends the feed of a thread it no longer finds.
+ * Connecting never fails the start (the wake-up bus already requires Redis then).
+ */
+export function connectDeletionSignal(url: string, prefix: string, onDeleted: (threadId: string) => void) {
+  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
+  const publisher = new Redis(url, { ...options, connectionName: 'audit-deletion-publisher' });
+  const subscriber = new Redis(url, { ...options, connectionName: 'audit-deletion-subscriber' });
+  const channel = `${prefix}thread-deleted`;
+  const logFailure = (error: unknown) => console.error('[realtime] could not publish a deletion on Redis; the poll makes up for it:', String(error));
+  // Outages are logged by the wake-up bus, which shares this Redis.
+  publisher.on('error', () => {});
+  subscriber.on('error', () => {});
+  // Subscribed on every (re)connection.
+  subscriber.on('ready', () => void subscriber.subscribe(channel).catch(() => {}));
+  subscriber.on('message', (from: string, threadId: string) => {
+    if (from === channel) onDeleted(threadId);
+  });
+  return {
+    publish(threadId: string) {
+      publisher.publish(channel, threadId).catch(logFailure);
+    },
+    async close() {
+      await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
+    },
+  };
+}

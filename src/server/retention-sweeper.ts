@@ -1,0 +1,91 @@
+import type { SqlDriver } from '../db/database.js';
+import type { DomainDeps } from '../domain/command.js';
+import { finishAbandonedDeletions, sweepRetention, type DeletionReceipt } from '../domain/deletion.js';
+
+/** The advisory lock that lets one instance at a time sweep (any other key of this server differs). */
+export const RETENTION_LOCK_KEY = 7_316_244_195_034;
+
+const DAY_MS = 86_400_000;
+
+export interface RetentionOptions {
+  /** Unset: keep everything (only deletions a stopped instance left half done are finished). */
+  retentionDays?: number;
+  intervalMs: number;
+  /** The clock the age is judged by; tests pass their own. Default: the database's. */
+  now?: () => Date;
+  batchRuns?: number;
+  /**
+   * Vacuum the tables after deletions: PGlite runs no autovacuum (one process, no background
+   * workers), so without it the space deleted rows held would never be reused there.
+   */
+  vacuumAfterDeletions?: boolean;
+}
+
+/** One structured line per receipt, for the logs a deployment keeps. */
+export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (receipt: DeletionReceipt) =>
+  console.log(JSON.stringify({ level: 'info', event: 'thread_deleted', reason, ...receipt }));
+
+/**
+ * Deletes threads older than RETENTION_DAYS every `intervalMs`, finishes deletions a stopped
+ * instance left half done, and on PGlite vacuums after deletions. A sweep runs on one instance at a
+ * time (a PostgreSQL session advisory lock, held on one pooled connection for the sweep; an
+ * instance that finds it taken skips that sweep) and never overlaps itself in one process.
+ */
+export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, options: RetentionOptions) {
+  const { retentionDays } = options;
+  let deletedSinceVacuum = false;
+  const sweepLocked = async () => {
+    const abandoned = await finishAbandonedDeletions(deps, { batchRuns: options.batchRuns });
+    abandoned.forEach(logReceipt('abandoned-deletion'));
+    const deleted =
+      retentionDays === undefined
+        ? 0
+        : await sweepRetention(deps, {
+            olderThan: new Date((options.now?.() ?? (await databaseNow(deps))).getTime() - retentionDays * DAY_MS),
+            batchRuns: options.batchRuns,
+            onReceipt: logReceipt('retention'),
+          });
+    if (options.vacuumAfterDeletions && (deletedSinceVacuum || abandoned.length > 0 || deleted > 0)) {
+      deletedSinceVacuum = false;
+      await deps.read.query('VACUUM thread, run, message, tool_call');
+    }
+    return deleted;
+  };
+  let running: Promise<number | null> | null = null;
+  /** One sweep: the number of threads it deleted, or null when another instance holds the lock. */
+  const sweep = () =>
+    (running ??= driver
+      .withSession(async (session) => {
+        const [lock] = await session.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [RETENTION_LOCK_KEY]);
+        if (!lock?.locked) return null;
+        try {
+          return await sweepLocked();
+        } finally {
+          await session.query('SELECT pg_advisory_unlock($1)', [RETENTION_LOCK_KEY]);
+        }
+      })
+      .catch((error: unknown) => {
+        console.error('[retention] sweep failed; the next one retries:', error);
+        return null;
+      })
+      .finally(() => (running = null)));
+  // Also without retention: deletions a stopped instance left half done, and PGlite's vacuum.
+  const timer = setInterval(() => void sweep(), options.intervalMs);
+  timer.unref();
+  return {
+    sweep,
+    /** A thread was deleted (deleteThread): the next sweep vacuums, where that is the sweeper's job. */
+    noteDeletion() {
+      deletedSinceVacuum = true;
+    },
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+async function databaseNow(deps: DomainDeps): Promise<Date> {
+  const [row] = await deps.read.query<{ now: Date }>('SELECT now() AS now');
+  return row!.now;
+}

@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { THREAD_AUDITS, actors, claim, createRun, createThread, must, runningRun, claimRunMutation } from '../support/lifecycle.js';
+import { DELETE_THREAD, rowsLeft } from './support.js';
+
+// SEMANTICS.md "Deletion and retention": who may delete, what the receipt says, and that nothing
+// of the thread is left or reachable afterwards.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t?.close());
+
+/** A thread with history, an ended run with a model call and two tools, and a RUNNING run mid-tool. */
+async function populatedThread() {
+  const ctx = await runningRun(t);
+  must(await t.gql(`mutation($input: AppendMessageInput!) { result: appendMessage(input: $input) { id } }`, {
+    input: { threadId: ctx.threadId, role: 'USER', content: { text: 'hello' } },
+  }, ctx.owner));
+  await ctx.session.declare('m1', [{ id: 'c1', name: 'search' }, { id: 'c2', name: 'fetch' }]);
+  must(await ctx.session.toolStarted('c1', 'search'));
+  must(await ctx.session.toolFinished('c1', { ok: true }));
+  must(await ctx.session.toolStarted('c2', 'fetch'));
+  must(await ctx.session.finish('INTERRUPTED'));
+  const resumeId = await createRun(t, ctx.owner, ctx.threadId, ctx.runId);
+  const resumed = await claim(t, ctx.worker, resumeId);
+  await resumed.declare('m2', [{ id: 'c3', name: 'search' }]);
+  must(await resumed.toolStarted('c3', 'search')); // left RUNNING, lease held
+  return { ...ctx, resumeId, resumed };
+}
+
+describe(`deleteThread (${backendName})`, () => {
+  it('removes the thread and everything under it, and says so in its receipt', async () => {
+    const ctx = await populatedThread();
+    const before = Date.now();
+    const response = await t.gql(DELETE_THREAD, { id: ctx.threadId }, ctx.owner);
+    expect(response.errors).toBeUndefined();
+    const receipt = response.data.deleteThread;
+    // 2 runs; audits: m1, tool c1, tool c2, m2, tool c3; tool calls c1, c2, c3; one chat message.
+    expect(receipt).toMatchObject({ threadId: ctx.threadId, runs: 2, audits: 5, toolCalls: 3, messages: 1 });
+    expect(new Date(receipt.verifiedAt).getTime()).toBeGreaterThanOrEqual(before - 5_000);
+    expect(await rowsLeft(t, ctx.threadId, [ctx.runId, ctx.resumeId])).toEqual({});
+  });
+
+  it('leaves the thread NOT_FOUND for every read, write and second deletion', async () => {
+    const ctx = await populatedThread();
+    const other = await populatedThread();
+    must(await t.gql(DELETE_THREAD.replace('deleteThread', 'result: deleteThread'), { id: ctx.threadId }, ctx.owner));
+
+    const admin = await t.token('admin-reader', 'admin');
+    const reads = [
+      t.gql(`query($id: ID!) { thread(id: $id) { id } }`, { id: ctx.threadId }, ctx.owner),
+      t.gql(`query($id: ID!) { thread(id: $id) { id } }`, { id: ctx.threadId }, admin),
+      t.gql(`query($id: ID!) { run(id: $id) { id } }`, { id: ctx.runId }, ctx.owner),
+      t.gql(THREAD_AUDITS, { threadId: ctx.threadId }, ctx.owner),
+      t.gql(`query($id: ID!) { toolCallStats(threadId: $id) { name } }`, { id: ctx.threadId }, ctx.owner),
+      t.gql(`mutation($id: ID!) { createRun(input: { threadId: $id }) { id } }`, { id: ctx.threadId }, ctx.owner),
+      t.gql(`mutation($id: ID!, $c: JSON!) { appendMessage(input: { threadId: $id, role: USER, content: $c }) { id } }`, { id: ctx.threadId, c: {} }, ctx.owner),
+      t.gql(`mutation($id: ID!) { cancelRun(runId: $id) { id } }`, { id: ctx.resumeId }, ctx.owner),
+      t.gql(DELETE_THREAD, { id: ctx.threadId }, ctx.owner),
+      // The worker still holding the RUNNING run's lease.
+      ctx.resumed.toolFinished('c3', { ok: true }),
+      ctx.resumed.renew(),
+      ctx.resumed.finish('COMPLETED'),
+      t.gql(claimRunMutation, { input: { runId: ctx.resumeId } }, ctx.worker),
+    ];
+    expect((await Promise.all(reads)).map(errorCode)).toEqual(reads.map(() => 'NOT_FOUND'));
+
+    const list = await t.gql(`{ threads(first: 100) { edges { node { id } } } }`, {}, admin);
+    expect(list.data.threads.edges.map((edge: { node: { id: string } }) => edge.node.id)).not.toContain(ctx.threadId);
+
+    // The other thread is untouched and still written to.
+    must(await other.resumed.toolFinished('c3', { ok: true }));
+    const audits = await t.gql(THREAD_AUDITS, { threadId: other.threadId }, other.owner);
+    expect(audits.data.threadAudits.items).toHaveLength(5);
+  });
+
+  it('is for the owner, an admin or a superadmin; a worker is FORBIDDEN, another user gets what thread(id) gives', async () => {
+    const owner = await t.token('owner-user', 'user');
+    const threadOf = () => createThread(t, owner);
+    const outcomes: Record<string, unknown> = {};
+    for (const [who, token] of [
+      ['owner', owner],
+      ['admin', await t.token('an-admin', 'admin')],
+      ['superadmin', await t.token('a-superadmin', 'superadmin')],
+      ['another user', await t.token('another-user', 'user')],
+      ['worker', await t.token('a-worker', 'worker')],
+    ] as const) {
+      const threadId = await threadOf();
+      const deleted = await t.gql(DELETE_THREAD, { id: threadId }, token);
+      const read = await t.gql(`query($id: ID!) { thread(id: $id) { id } }`, { id: threadId }, token);
+      outcomes[who] = deleted.errors ? errorCode(deleted) : 'deleted';
+      if (who === 'another user') expect(errorCode(read)).toBe(errorCode(deleted));
+      // A refused deletion changed nothing.
+      const stillThere = await t.gql(`query($id: ID!) { thread(id: $id) { id } }`, { id: threadId }, owner);
+      expect(stillThere.data?.thread?.id ?? null).toBe(deleted.errors ? threadId : null);
+    }
+    expect(outcomes).toEqual({
+      owner: 'deleted',
+      admin: 'deleted',
+      superadmin: 'deleted',
+      'another user': 'FORBIDDEN',
+      worker: 'FORBIDDEN',
+    });
+    // A worker is FORBIDDEN whether or not the thread exists; anyone else is told NOT_FOUND for none.
+    const missing = '00000000-0000-4000-8000-000000000000';
+    expect(errorCode(await t.gql(DELETE_THREAD, { id: missing }, await t.token('a-worker', 'worker')))).toBe('FORBIDDEN');
+    expect(errorCode(await t.gql(DELETE_THREAD, { id: missing }, owner))).toBe('NOT_FOUND');
+    expect(errorCode(await t.gql(DELETE_THREAD, { id: missing }))).toBe('UNAUTHENTICATED');
+    expect(errorCode(await t.gql(DELETE_THREAD, { id: ' ' }, owner))).toBe('BAD_USER_INPUT');
+  });
+
+  it('removes a thread in bounded batches, a run at a time: the counts add up over the batches', async () => {
+    const { deleteThread } = await import('../../src/domain/deletion.js');
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runIds: string[] = [];
+    for (let r = 0; r < 3; r++) {
+      const runId = await createRun(t, who.owner, threadId, runIds.at(-1));
+      runIds.push(runId);
+      const session = await claim(t, who.worker, runId);
+      for (let m = 0; m < 4; m++) await session.declare(`m${m}`, [{ id: `r${r}m${m}`, name: 'tool' }]);
+      must(await session.toolStarted(`r${r}m0`, 'tool'));
+      must(await session.finish('INTERRUPTED'));
+    }
+    const principal = { sub: who.ownerSub, role: 'superadmin' as const, expiresAtMs: Date.now() + 60_000 };
+    const receipt = await deleteThread(t.app.deps, principal, threadId, { batchRuns: 1 });
+    expect(receipt).toMatchObject({ runs: 3, audits: 15, toolCalls: 12, messages: 0 });
+    expect(await rowsLeft(t, threadId, runIds)).toEqual({});
+  });
+
+  it('a worker write racing the deletion is either removed with the thread or NOT_FOUND, never anything else; both happened', async () => {
+    const outcomes = new Set<string>();
+    // One of the two starts up to 10 ms after the other, in turn, until the write has landed on both sides.
+    const after = <T>(ms: number, call: () => Promise<T>) => new Promise((resolve) => setTimeout(resolve, ms)).then(call);
+    for (let trial = 0; trial < 40 && outcomes.size < 2; trial++) {
+      const ctx = await runningRun(t);
+      must(await ctx.session.modelStarted('m1'));
+      const lag = Math.floor(trial / 2) % 11;
+      const [deleted, write] = await Promise.all([
+        after(trial % 2 ? lag : 0, () => t.gql(DELETE_THREAD, { id: ctx.threadId }, ctx.owner)),
+        after(trial % 2 ? 0 : lag, () => ctx.session.modelStarted('m2')),
+      ]);
+      expect(deleted.errors).toBeUndefined();
+      const outcome = write.errors ? String(errorCode(write)) : 'written';
+      expect(['written', 'NOT_FOUND']).toContain(outcome);
+      // A write that got in first is counted by the receipt and removed with the rest.
+      expect(deleted.data.deleteThread.audits).toBe(outcome === 'written' ? 2 : 1);
+      expect(await rowsLeft(t, ctx.threadId, [ctx.runId])).toEqual({});
+      outcomes.add(outcome);
+    }
+    expect([...outcomes].sort()).toEqual(['NOT_FOUND', 'written']);
+  });
+});
+
