@@ -28,7 +28,7 @@ export interface Database {
   driver: SqlDriver & SqlTransactor;
   /** Plain SQL outside a transaction, rows mapped as in one (the read side's batched loaders). */
   read: Sql;
-  /** One statement in autocommit, rows mapped as in a transaction: the write path's fast path. */
+  /** One statement in autocommit, rows mapped as in a transaction: the lifecycle statements (fenced-statements.ts). */
   statement: Sql;
   close(): Promise<void>;
 }
@@ -62,8 +62,8 @@ const INT8 = 20;
 const preparedNames = new Map<string, string>();
 /**
  * A name per statement text: pg prepares a named statement once per connection and then only
- * binds and executes it, so PostgreSQL skips parsing and planning the fast path's large CTEs.
- * For the few fixed texts of the write path's fast path only (one entry each).
+ * binds and executes it, so PostgreSQL skips parsing and planning the lifecycle statements' large CTEs.
+ * For the few fixed texts of the lifecycle statements only (one entry each).
  */
 function preparedName(text: string): string {
   let name = preparedNames.get(text);

@@ -100,21 +100,6 @@ export async function insertRow<Row>(sql: Sql, table: string, data: Record<strin
   return row!;
 }
 
-/** Multi-row INSERT; every row must set the same fields. RETURNING promises no order. */
-export async function insertRows<Row>(sql: Sql, table: string, rows: Record<string, unknown>[]): Promise<Row[]> {
-  if (rows.length === 0) return [];
-  const values: unknown[] = [];
-  let columns: string[] = [];
-  const tuples = rows.map((data) => {
-    const row = columnValues(data);
-    columns = row.columns;
-    const start = values.length;
-    values.push(...row.values);
-    return `(${row.columns.map((_, index) => `$${start + index + 1}`).join(', ')})`;
-  });
-  return sql.query<Row>(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(', ')} RETURNING *`, values);
-}
-
 /** UPDATE of the defined fields of `data` (camelCase) on the row `id`, returning it. */
 export async function updateRow<Row>(sql: Sql, table: string, id: string, data: Record<string, unknown>): Promise<Row> {
   const { columns, values } = columnValues(data);
