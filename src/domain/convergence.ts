@@ -85,10 +85,11 @@ export async function endRun(
   // One instant for the run and everything it closes: they ended together, by the database
   // clock that also stamped the start (never this instance's own clock).
   const endedAt = run.databaseNow;
-  const [ended] = await sql.query<Run>(`UPDATE run r SET ${endRunSet(2, 3)} WHERE id = $1::uuid RETURNING *`, [
+  const [ended] = await sql.query<Run>(`UPDATE run r SET ${endRunSet(2, 3, '$4::timestamptz')} WHERE id = $1::uuid RETURNING *`, [
     run.id,
     CLOSING_RULES[ending].runStatus,
     jsonParam(error),
+    endedAt,
   ]);
   const open = await sql.query<Message>(
     `SELECT * FROM message WHERE run_id = $1 AND status = 'RUNNING' AND message_type IN ('model_audit', 'tool_audit')
@@ -109,8 +110,8 @@ export async function endRun(
 }
 
 /** The run row's end (run `r`), parameters $status and $error (null: keep the one it has); the lease goes with it. */
-const endRunSet = (status: number, error: number) =>
-  `status = $${status}::"RunStatus", finished_at = now(), error = coalesce($${error}::jsonb, r.error), lease_owner = NULL, lease_expires_at = NULL`;
+const endRunSet = (status: number, error: number, finishedAt = 'now()') =>
+  `status = $${status}::"RunStatus", finished_at = ${finishedAt}, error = coalesce($${error}::jsonb, r.error), lease_owner = NULL, lease_expires_at = NULL`;
 
 export interface FinishRunInput {
   lease: LeaseProof;
