@@ -1,7 +1,21 @@
-/** A transaction's own connection: parametrized SQL, rows in the shape Prisma gives them. */
+/** A connection, or a transaction's own: parametrized SQL, rows in the shape Prisma gives them. */
 export interface Sql {
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
 }
+
+const preparedTexts = new Set<string>();
+
+/**
+ * Marks a fixed statement text as one to prepare once per connection (a named prepared statement
+ * on PostgreSQL: parsed and planned once, then only bound and executed): the lifecycle statements'
+ * large CTEs. Returns the text.
+ */
+export function prepared(text: string): string {
+  preparedTexts.add(text);
+  return text;
+}
+
+export const isPrepared = (text: string) => preparedTexts.has(text);
 
 // BigInt columns (Prisma: `bigint`); drivers hand them over as strings or numbers.
 const BIGINT_COLUMNS = new Set(['sequence', 'finished_sequence', 'start_clock_nanos', 'end_clock_nanos', 'created_order', 'change_cursor']);

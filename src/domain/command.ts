@@ -1,5 +1,5 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
-import type { SqlTransactor } from '../db/database.js';
+import type { Db } from '../db/database.js';
 import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
 import { onOneSnapshot, stampChanges } from './change-cursors.js';
@@ -13,14 +13,10 @@ export interface Limits {
 
 /** What every domain command needs: the database, the event sink, the configured limits. */
 export interface DomainDeps {
-  /** The read side (Pothos, access checks outside commands). */
+  /** The Pothos Prisma plugin's client, for the GraphQL layer's relation reads only; the domain never uses it. */
   prisma: PrismaClient;
-  /** Transactions: the rules that need several statements, and the explanations' snapshots. */
-  sql: SqlTransactor;
-  /** The timeline and its relations, read as plain SQL (audit-reads.ts). */
-  read: Sql;
-  /** One statement in autocommit: the lifecycle statements (fenced-statements.ts). */
-  statement: Sql;
+  /** The domain's database: `query` runs one statement in autocommit, `transaction` a transaction. */
+  db: Db;
   /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
   publish(changes: CommittedChange[]): void;
   limits: Limits;
@@ -46,7 +42,7 @@ export function command<Args extends unknown[], T>(
   return async (deps, ...args) => {
     check?.(deps, ...args);
     let committed: CommittedChange[] = [];
-    const value = await inTransaction(deps.sql, async (sql) => {
+    const value = await inTransaction(deps.db, async (sql) => {
       const events: DomainEvent[] = []; // a retried attempt starts afresh
       const result = await body({ sql, deps, emit: (event) => events.push(event) }, ...args);
       committed = events.length > 0 ? await stampChanges(sql, events) : [];
@@ -107,7 +103,7 @@ export function fenced<Args extends unknown[], T, Hint = never>(
         publishWritten(deps, written.changes);
         return written.value;
       }
-      const explained = await onOneSnapshot(deps.sql, (sql) => spec.explain(sql, ...args));
+      const explained = await onOneSnapshot(deps.db, (sql) => spec.explain(sql, ...args));
       if ('replay' in explained) return explained.replay;
       if (run >= MAX_STATEMENT_RUNS) throw new Error(`A lifecycle statement wrote nothing ${run} times, though no rule refused it`);
       hint = explained.retry;

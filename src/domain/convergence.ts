@@ -153,7 +153,7 @@ const convergeRun = command(async (scope, principal: Principal, input: FinishRun
  */
 export async function finishRun(deps: DomainDeps, principal: Principal, input: FinishRunInput): Promise<Run> {
   checkFinishRun(deps, principal, input);
-  const [ended] = await leasedRows<Run>(deps.statement, principal, input.lease, FINISH_QUIET_RUN, [
+  const [ended] = await leasedRows<Run>(deps.db, principal, input.lease, FINISH_QUIET_RUN, [
     CLOSING_RULES[input.status].runStatus,
     jsonParam(input.error),
   ]);
@@ -192,14 +192,12 @@ export async function sweepExpiredLeases(deps: DomainDeps, batchSize = 100): Pro
   let ended = 0;
   let after: { leaseExpiresAt: Date; id: string } | null = null;
   for (;;) {
-    const due: { id: string; leaseExpiresAt: Date }[] = await deps.prisma.$queryRawUnsafe(
-      `SELECT id, lease_expires_at AS "leaseExpiresAt" FROM run
+    const due: { id: string; leaseExpiresAt: Date }[] = await deps.db.query(
+      `SELECT id, lease_expires_at FROM run
        WHERE status = 'RUNNING' AND lease_expires_at <= now()
          AND ($2::timestamptz IS NULL OR (lease_expires_at, id) > ($2::timestamptz, $3::uuid))
        ORDER BY lease_expires_at, id LIMIT $1`,
-      batchSize,
-      after?.leaseExpiresAt ?? null,
-      after?.id ?? null,
+      [batchSize, after?.leaseExpiresAt ?? null, after?.id ?? null],
     );
     for (const { id } of due) {
       try {

@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.js';
-import type { Sql } from '../db/sql.js';
+import { prepared, type Sql } from '../db/sql.js';
 import { isUuid } from './ids.js';
 import type { LeaseProof } from './lease.js';
 import type { Observation } from './observation.js';
@@ -81,7 +81,7 @@ export function leasedRows<Row>(sql: Sql, principal: Principal, lease: LeaseProo
 /** Runs a lifecycle statement: its rows, or none when a concurrent write made it fail (the explanation decides). */
 export async function fencedRows<Row>(sql: Sql, text: string, params: unknown[]): Promise<Row[]> {
   try {
-    return await sql.query<Row>(text, params);
+    return await sql.query<Row>(prepared(text), params);
   } catch (error) {
     if (WROTE_NOTHING_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
     throw error;

@@ -121,7 +121,7 @@ export const claimRun = fenced({
   async write(deps: DomainDeps, _hint, principal: Principal, input: ClaimInput): Promise<Written<RunLease> | undefined> {
     if (!isUuid(input.runId)) return undefined;
     const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
-    const [row] = await fencedRows<Run & { freshClaim: boolean }>(deps.statement, CLAIM_RUN, [
+    const [row] = await fencedRows<Run & { freshClaim: boolean }>(deps.db, CLAIM_RUN, [
       input.runId.toLowerCase(),
       principal.sub,
       seconds,
@@ -153,7 +153,7 @@ SELECT * FROM renewed`;
 /** Extends an unexpired lease; the epoch stays, so writes in flight remain valid. */
 export const renewLease = fenced({
   async write(deps: DomainDeps, _hint, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null): Promise<Written<RunLease> | undefined> {
-    const [renewed] = await leasedRows<Run>(deps.statement, principal, lease, RENEW_LEASE, [clampLeaseSeconds(deps.limits, leaseSeconds)]);
+    const [renewed] = await leasedRows<Run>(deps.db, principal, lease, RENEW_LEASE, [clampLeaseSeconds(deps.limits, leaseSeconds)]);
     return renewed && { value: toLease(renewed), changes: [leaseRenewed(renewed)] };
   },
   async explain(sql, principal, lease, _leaseSeconds?: number | null) {

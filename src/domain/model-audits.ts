@@ -60,7 +60,7 @@ SELECT * FROM started`;
 export const recordModelStarted = fenced({
   check: checkModelStarted,
   async write(deps: DomainDeps, _hint, principal: Principal, input: ModelStarted): Promise<Written<ModelAudit> | undefined> {
-    const [audit] = await leasedRows<Message>(deps.statement, principal, input.lease, START_MODEL, [
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, START_MODEL, [
       newId(),
       input.operationId,
       input.model ?? null,
@@ -166,7 +166,7 @@ export const recordModelFinished = fenced({
   check: checkModelFinished,
   async write(deps: DomainDeps, _hint, principal: Principal, input: ModelFinished): Promise<Written<ModelAudit> | undefined> {
     const calls = (input.toolCalls ?? []).map((call) => ({ rowId: newId(), id: call.id, name: call.name, args: call.args }));
-    const [closed] = await leasedRows<Message>(deps.statement, principal, input.lease, FINISH_MODEL, [
+    const [closed] = await leasedRows<Message>(deps.db, principal, input.lease, FINISH_MODEL, [
       input.operationId,
       input.status,
       jsonParam(input.output),

@@ -1,7 +1,7 @@
 import type { Principal } from '../auth/principal.js';
-import type { Tx } from '../db/transaction.js';
+import type { Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
-import { assertCanReadThread, canReadEveryThread, loadReadableThreadForWrite } from './access.js';
+import { assertCanReadThread, canReadEveryThread, loadReadableThread } from './access.js';
 import { fenced, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
@@ -12,11 +12,15 @@ export const ENDED_RUN_STATUSES: readonly RunStatus[] = ['INTERRUPTED', 'COMPLET
 export const isRunEnded = (status: RunStatus) => ENDED_RUN_STATUSES.includes(status);
 
 /** A run the principal may read: the thread owner, admin or superadmin. */
-export async function loadReadableRun(tx: Tx, principal: Principal, runId: string) {
-  const run = await tx.run.findUnique({ where: { id: rowId(runId, 'Run') }, include: { thread: true } });
+export async function loadReadableRun(sql: Sql, principal: Principal, runId: string): Promise<Run> {
+  const [run] = await sql.query<Run & { threadOwnerId: string }>(
+    'SELECT r.*, t.owner_id AS thread_owner_id FROM run r JOIN thread t ON t.id = r.thread_id WHERE r.id = $1::uuid',
+    [rowId(runId, 'Run')],
+  );
   if (!run) throw notFound('Run', runId);
-  assertCanReadThread(principal, run.thread);
-  return run;
+  const { threadOwnerId, ...readable } = run;
+  assertCanReadThread(principal, { id: run.threadId, ownerId: threadOwnerId });
+  return readable;
 }
 
 /**
@@ -46,7 +50,7 @@ export const createRun = fenced({
   async write(deps: DomainDeps, _hint, principal: Principal, input: CreateRunInput) {
     const resume = input.resumeFromRunId ?? null;
     if (!isUuid(input.threadId) || (resume !== null && !isUuid(resume))) return undefined;
-    const [run] = await fencedRows<Run>(deps.statement, CREATE_RUN, [
+    const [run] = await fencedRows<Run>(deps.db, CREATE_RUN, [
       input.threadId.toLowerCase(),
       principal.sub,
       canReadEveryThread(principal),
@@ -56,7 +60,7 @@ export const createRun = fenced({
     return run && { value: run, changes: [runChanged(run)] };
   },
   async explain(sql, principal, input) {
-    const thread = await loadReadableThreadForWrite(sql, principal, input.threadId);
+    const thread = await loadReadableThread(sql, principal, input.threadId);
     // Present means meant: a blank id is malformed, never a run that resumes nothing.
     if (input.resumeFromRunId != null) {
       const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [rowId(input.resumeFromRunId, 'Run')]);

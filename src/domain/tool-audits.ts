@@ -103,7 +103,7 @@ export const recordToolStarted = fenced({
   check: checkToolStarted,
   /** `ancestorDeclaration`: the ToolCall row the explanation bound through resume ancestry. */
   async write(deps: DomainDeps, ancestorDeclaration: string | undefined, principal: Principal, input: ToolStarted) {
-    const [audit] = await leasedRows<Message>(deps.statement, principal, input.lease, START_TOOL, [
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, START_TOOL, [
       input.toolCallId,
       newId(),
       input.name,
@@ -163,7 +163,7 @@ SELECT * FROM closed`;
 export const recordToolFinished = fenced({
   check: checkToolFinished,
   async write(deps: DomainDeps, _hint, principal: Principal, input: ToolFinished) {
-    const [audit] = await leasedRows<Message>(deps.statement, principal, input.lease, FINISH_TOOL, [
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, FINISH_TOOL, [
       input.toolCallId,
       jsonParam(input.output),
       ...endParams(input),
@@ -207,7 +207,7 @@ SELECT * FROM closed`;
 export const recordToolError = fenced({
   check: checkToolError,
   async write(deps: DomainDeps, _hint, principal: Principal, input: ToolErrored) {
-    const [audit] = await leasedRows<Message>(deps.statement, principal, input.lease, RECORD_TOOL_ERROR, [
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, RECORD_TOOL_ERROR, [
       input.toolCallId,
       jsonParam(input.error),
       ...endParams(input),

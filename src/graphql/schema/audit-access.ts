@@ -52,7 +52,7 @@ export async function mayReadDeclaringAudit(
   if (principal.role === 'worker') {
     const leased = leasedRunOf(context, info);
     if (!leased) return false;
-    return toolCall.runId === leased || (await isExecutedInRun(context.deps.read, toolCall.id, leased));
+    return toolCall.runId === leased || (await isExecutedInRun(context.deps.db, toolCall.id, leased));
   }
   const thread = await context.loaders.thread.load(toolCall.threadId);
   return thread !== null && canReadAudits(principal, thread);
