@@ -1,11 +1,11 @@
 // The write-path floor: the statements the domain (src/domain/*.ts) sends for each lifecycle
 // event, as plain SQL, with no GraphQL and no ORM. Every lifecycle event is the server's own
-// one-statement fast path (src/domain/fast-write.ts: the very statement texts, imported, with the
+// one-statement fast path (src/domain/fenced-statements.ts: the very statement texts, imported, with the
 // same parameters; finishRun's for a run with no audit open, as the bench's runs end), and so is
 // createRun's. What the server adds on top of this is its overhead.
 import { FINISH_QUIET_RUN } from '../../src/domain/convergence.js';
-import { CLAIM_QUEUED } from '../../src/domain/lease.js';
-import { CREATE_FRESH_RUN } from '../../src/domain/runs.js';
+import { CLAIM_RUN } from '../../src/domain/lease.js';
+import { CREATE_RUN } from '../../src/domain/runs.js';
 import { FINISH_MODEL, START_MODEL } from '../../src/domain/model-audits.js';
 import { FINISH_TOOL, START_TOOL } from '../../src/domain/tool-audits.js';
 import type { Sql } from './sql.js';
@@ -26,7 +26,7 @@ export const floorCreateThread = (sql: Sql, ownerSub: string) =>
   });
 
 export async function floorCreateRun(sql: Sql, ownerSub: string, threadId: string): Promise<string> {
-  const [run] = await sql.query(CREATE_FRESH_RUN, [threadId, ownerSub, false, newId()]);
+  const [run] = await sql.query(CREATE_RUN, [threadId, ownerSub, false, newId(), null]);
   if (!run) throw new Error('NOT_FOUND thread');
   return run.id as string;
 }
@@ -42,12 +42,12 @@ export async function floorStep(sql: Sql, workerSub: string, runId: string, leas
   const observedAt = new Date();
   const clockId = `bench-clock-${runId}`;
   const leaseParams = () => [lease!.runId, workerSub, lease!.epoch];
-  // The parameters of src/domain/fast-write.ts startParams and endParams.
+  // The parameters of src/domain/fenced-statements.ts startParams and endParams.
   const started = (sequence: bigint, clock: ClockReading) => [sequence.toString(), observedAt, clock.clockId, clock.nanos.toString()];
   const ended = (sequence: bigint, clock: ClockReading) => [observedAt, sequence.toString(), clock.clockId, clock.nanos.toString()];
   switch (step.op) {
     case 'claimRun': {
-      const [claimed] = await sql.query(CLAIM_QUEUED, [runId, workerSub, step.leaseSeconds, null]);
+      const [claimed] = await sql.query(CLAIM_RUN, [runId, workerSub, step.leaseSeconds, null]);
       if (!claimed) throw new Error('INVALID_TRANSITION claim');
       return { runId, epoch: claimed.lease_epoch as number };
     }
@@ -66,18 +66,12 @@ export async function floorStep(sql: Sql, workerSub: string, runId: string, leas
     case 'recordToolStarted':
       await fast(sql, START_TOOL, [
         ...leaseParams(), step.toolCallId, newId(), step.name, json(step.effectiveInput),
-        ...started(step.sequence, clockReading(step.clockMs, clockId)),
+        ...started(step.sequence, clockReading(step.clockMs, clockId)), null,
       ]);
       return lease;
-    case 'recordToolFinished': {
-      const failed = step.output.status === 'error';
-      const content = JSON.stringify(step.output.content ?? '');
-      await fast(sql, FINISH_TOOL, [
-        ...leaseParams(), step.toolCallId, failed ? 'FAILED' : 'COMPLETED', json(step.output), failed ? `{"message":${content}}` : null,
-        ...ended(step.sequence, clockReading(step.clockMs, clockId)), content,
-      ]);
+    case 'recordToolFinished':
+      await fast(sql, FINISH_TOOL, [...leaseParams(), step.toolCallId, json(step.output), ...ended(step.sequence, clockReading(step.clockMs, clockId))]);
       return lease;
-    }
     case 'finishRun':
       await fast(sql, FINISH_QUIET_RUN, [...leaseParams(), step.status, null]);
       return null;

@@ -5,7 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { param, timestampParser, toRows, type Sql } from './sql.js';
+import { isPrepared, param, timestampParser, toRows, type Sql } from './sql.js';
 
 /** The narrow raw-SQL surface migrations and the readiness probe need, on either driver. */
 export interface SqlDriver {
@@ -22,14 +22,16 @@ export interface SqlTransactor {
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
 }
 
+/** The domain's one database handle: a statement in autocommit, or a transaction; rows mapped alike. */
+export type Db = Sql & SqlTransactor;
+
 export interface Database {
   kind: 'pglite' | 'postgres';
+  /** The Pothos Prisma plugin's client (the GraphQL layer's relation reads). */
   prisma: PrismaClient;
   driver: SqlDriver & SqlTransactor;
-  /** Plain SQL outside a transaction, rows mapped as in one (the read side's batched loaders). */
-  read: Sql;
-  /** One statement in autocommit, rows mapped as in a transaction: the write path's fast path. */
-  statement: Sql;
+  /** What the domain queries and runs its transactions with. */
+  sql: Db;
   /** PostgreSQL: the pool's connections now (GET /metrics). */
   poolStats?: () => { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -43,7 +45,7 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL's statement_timeout for requests (default 30 s); migrations run under their own. */
   statementTimeoutMs?: number;
-  /** Sees every SQL statement of the read side, Prisma's and `read`'s (tests count them to prove that reads are batched). */
+  /** Sees every SQL statement but the transactions', Prisma's and `sql`'s (tests count them to prove that reads are batched). */
   onQuery?: (sql: string) => void;
 }
 
@@ -63,13 +65,13 @@ const INT8 = 20;
 
 const preparedNames = new Map<string, string>();
 /**
- * A name per statement text: pg prepares a named statement once per connection and then only
- * binds and executes it, so PostgreSQL skips parsing and planning the fast path's large CTEs.
- * For the few fixed texts of the write path's fast path only (one entry each).
+ * A name per prepared text (sql.ts `prepared`): pg prepares a named statement once per connection
+ * and then only binds and executes it. For the few fixed texts so marked only (one entry each).
  */
-function preparedName(text: string): string {
+function preparedName(text: string): string | undefined {
+  if (!isPrepared(text)) return undefined;
   let name = preparedNames.get(text);
-  if (name === undefined) preparedNames.set(text, (name = `fast_write_${preparedNames.size + 1}`));
+  if (name === undefined) preparedNames.set(text, (name = `prepared_${preparedNames.size + 1}`));
   return name;
 }
 
@@ -160,8 +162,10 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
     kind: 'postgres',
     prisma,
     driver,
-    read: mappedSql((text, values) => pool.query({ text, values, rowMode: 'array' }), onQuery),
-    statement: mappedSql((text, values) => pool.query({ name: preparedName(text), text, values, rowMode: 'array' })),
+    sql: {
+      ...mappedSql((text, values) => pool.query({ name: preparedName(text), text, values, rowMode: 'array' }), onQuery),
+      transaction: driver.transaction,
+    },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: async () => {
       await prisma.$disconnect();
@@ -197,8 +201,7 @@ async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Pr
     kind: 'pglite',
     prisma,
     driver,
-    read: mappedSql(rowsOf(pglite), onQuery),
-    statement: mappedSql(rowsOf(pglite)),
+    sql: { ...mappedSql(rowsOf(pglite), onQuery), transaction: driver.transaction },
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();

@@ -1,7 +1,21 @@
-/** A transaction's own connection: parametrized SQL, rows in the shape Prisma gives them. */
+/** A connection, or a transaction's own: parametrized SQL, rows in the shape Prisma gives them. */
 export interface Sql {
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
 }
+
+const preparedTexts = new Set<string>();
+
+/**
+ * Marks a fixed statement text as one to prepare once per connection (a named prepared statement
+ * on PostgreSQL: parsed and planned once, then only bound and executed): the lifecycle statements'
+ * large CTEs. Returns the text.
+ */
+export function prepared(text: string): string {
+  preparedTexts.add(text);
+  return text;
+}
+
+export const isPrepared = (text: string) => preparedTexts.has(text);
 
 // BigInt columns (Prisma: `bigint`); drivers hand them over as strings or numbers.
 const BIGINT_COLUMNS = new Set(['sequence', 'finished_sequence', 'start_clock_nanos', 'end_clock_nanos', 'created_order', 'change_cursor']);
@@ -98,21 +112,6 @@ export async function insertRow<Row>(sql: Sql, table: string, data: Record<strin
     values,
   );
   return row!;
-}
-
-/** Multi-row INSERT; every row must set the same fields. RETURNING promises no order. */
-export async function insertRows<Row>(sql: Sql, table: string, rows: Record<string, unknown>[]): Promise<Row[]> {
-  if (rows.length === 0) return [];
-  const values: unknown[] = [];
-  let columns: string[] = [];
-  const tuples = rows.map((data) => {
-    const row = columnValues(data);
-    columns = row.columns;
-    const start = values.length;
-    values.push(...row.values);
-    return `(${row.columns.map((_, index) => `$${start + index + 1}`).join(', ')})`;
-  });
-  return sql.query<Row>(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(', ')} RETURNING *`, values);
 }
 
 /** UPDATE of the defined fields of `data` (camelCase) on the row `id`, returning it. */

@@ -1,8 +1,5 @@
-import type { Prisma } from '../generated/prisma/client.js';
 import type { SqlTransactor } from './database.js';
 import type { Sql } from './sql.js';
-
-export type Tx = Prisma.TransactionClient;
 
 const MAX_ATTEMPTS = 5;
 

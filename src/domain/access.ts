@@ -1,6 +1,5 @@
 import type { Principal } from '../auth/principal.js';
 import type { Sql } from '../db/sql.js';
-import type { Tx } from '../db/transaction.js';
 import type { Thread } from '../generated/prisma/client.js';
 import { forbidden, notFound, unauthenticated } from './errors.js';
 import { rowId } from './ids.js';
@@ -33,20 +32,13 @@ export function canReadAudits(principal: Principal, thread: OwnedThread): boolea
   return principal.role === 'superadmin' && thread.ownerId === principal.sub;
 }
 
-export async function findThread(tx: Tx, threadId: string) {
-  return tx.thread.findFirst({ where: { id: rowId(threadId, 'Thread'), deletedAt: null } });
+export async function findThread(sql: Sql, threadId: string): Promise<Thread | null> {
+  const [thread] = await sql.query<Thread>('SELECT * FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [rowId(threadId, 'Thread')]);
+  return thread ?? null;
 }
 
-export async function loadReadableThread(tx: Tx, principal: Principal, threadId: string) {
-  const thread = await findThread(tx, threadId);
-  if (!thread) throw notFound('Thread', threadId);
-  assertCanReadThread(principal, thread);
-  return thread;
-}
-
-/** loadReadableThread inside a command's transaction. */
-export async function loadReadableThreadForWrite(sql: Sql, principal: Principal, threadId: string): Promise<Thread> {
-  const [thread] = await sql.query<Thread>('SELECT * FROM thread WHERE id = $1 AND deleted_at IS NULL', [rowId(threadId, 'Thread')]);
+export async function loadReadableThread(sql: Sql, principal: Principal, threadId: string): Promise<Thread> {
+  const thread = await findThread(sql, threadId);
   if (!thread) throw notFound('Thread', threadId);
   assertCanReadThread(principal, thread);
   return thread;
@@ -56,9 +48,9 @@ export async function loadReadableThreadForWrite(sql: Sql, principal: Principal,
  * For audit reads. Another role is FORBIDDEN before the thread is looked up; a superadmin on
  * someone else's thread gets NOT_FOUND, so the thread's existence is not revealed.
  */
-export async function loadAuditThread(tx: Tx, principal: Principal, threadId: string) {
+export async function loadAuditThread(sql: Sql, principal: Principal, threadId: string) {
   requireAuditReader(principal);
-  return auditThreadOrNotFound(principal, await findThread(tx, threadId), threadId);
+  return auditThreadOrNotFound(principal, await findThread(sql, threadId), threadId);
 }
 
 export function requireAuditReader(principal: Principal): void {

@@ -56,7 +56,7 @@ const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
 /**
  * The thread's runs newest first on their (thread_id, created_order) index, each run's audits
  * beside it: the scan stops once `count` audits are found, so the read costs the same on a
- * thread of 5 k audits as on one of 500 k (bench/README.md, the read curve). Only a single run
+ * thread of 5 k audits as on one of 500 k (bench/results/recorded/HISTORY.md, the read curve). Only a single run
  * holding more audits than that is sorted whole. Newest first: by run creation, then the
  * runtime's sequence (role and id break ties between a model call and a tool sharing a number).
  */

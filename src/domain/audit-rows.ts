@@ -2,7 +2,7 @@ import type { Sql } from '../db/sql.js';
 import type { Message, MessageRole } from '../generated/prisma/client.js';
 import { invalidTransition } from './errors.js';
 import type { LockedRun } from './lease.js';
-import { durationMs, clockOf, type Observation } from './observation.js';
+import type { Observation } from './observation.js';
 
 /** Audit rows are keyed by (run, role, operation id): a model and a tool call may share an id. */
 export async function findAudit(sql: Sql, runId: string, role: MessageRole, operationId: string): Promise<Message | null> {
@@ -21,23 +21,6 @@ export async function requireAudit(sql: Sql, run: LockedRun, role: MessageRole, 
   }
   return audit;
 }
-
-/** The columns a start observation writes. */
-export const startColumns = (observation: Observation) => ({
-  sequence: observation.sequence!,
-  startedAt: observation.observedAt,
-  startClockId: observation.clock?.clockId ?? null,
-  startClockNanos: observation.clock?.nanos ?? null,
-});
-
-/** The columns a terminal (or error) observation writes, with the duration on one clock. */
-export const endColumns = (audit: Message, observation: Observation) => ({
-  finishedAt: observation.observedAt,
-  finishedSequence: observation.sequence ?? null,
-  endClockId: observation.clock?.clockId ?? null,
-  endClockNanos: observation.clock?.nanos ?? null,
-  durationMs: durationMs(clockOf(audit.startClockId, audit.startClockNanos), observation.clock ?? null),
-});
 
 /** A replayed terminal may omit its sequence; one that names a different sequence differs. */
 export const sameFinishedSequence = (audit: Message, observation: Observation) =>

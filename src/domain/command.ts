@@ -1,8 +1,8 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
-import type { SqlTransactor } from '../db/database.js';
+import type { Db } from '../db/database.js';
 import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
-import { stampChanges } from './change-cursors.js';
+import { onOneSnapshot, stampChanges } from './change-cursors.js';
 import type { CommittedChange, DomainEvent } from './events.js';
 
 export interface Limits {
@@ -13,14 +13,10 @@ export interface Limits {
 
 /** What every domain command needs: the database, the event sink, the configured limits. */
 export interface DomainDeps {
-  /** The read side (Pothos, access checks outside commands). */
+  /** The Pothos Prisma plugin's client, for the GraphQL layer's relation reads only; the domain never uses it. */
   prisma: PrismaClient;
-  /** The write path: each command is one transaction of plain SQL on one connection. */
-  sql: SqlTransactor;
-  /** The timeline and its relations, read as plain SQL (audit-reads.ts). */
-  read: Sql;
-  /** One statement in autocommit: the fast path of the lifecycle writes (fast-write.ts). */
-  statement: Sql;
+  /** The domain's database: `query` runs one statement in autocommit, `transaction` a transaction. */
+  db: Db;
   /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
   publish(changes: CommittedChange[]): void;
   limits: Limits;
@@ -36,37 +32,19 @@ export interface CommandScope {
 }
 
 /**
- * A command's fast path (fast-write.ts): one statement in autocommit that writes only when every
- * rule holds and returns the written rows, already stamped with their change cursors. Undefined
- * when it wrote nothing: the command then runs its transaction, which names the refusal or
- * returns the replay.
- */
-export type FastPath<Args extends unknown[], T> = (
-  deps: DomainDeps,
-  ...args: Args
-) => Promise<{ value: T; changes: DomainEvent[] } | undefined>;
-
-/**
- * Wraps a domain operation as one transaction that stamps its changes with the thread's change
- * cursors (last, in the same transaction) and publishes them after commit. A failed command
- * changes nothing and publishes nothing. With a fast path, the transaction runs only when the
- * fast path wrote nothing. `check`, the input checks that need no database, runs once before
- * either: neither path repeats them.
+ * Wraps a rule that needs several statements (a run's end and its convergence) as one transaction
+ * that stamps its changes with the thread's change cursors (last, in the same transaction) and
+ * publishes them after commit. A failed command changes nothing and publishes nothing. `check`,
+ * the input checks that need no database, runs first.
  */
 export function command<Args extends unknown[], T>(
   body: (scope: CommandScope, ...args: Args) => Promise<T>,
-  fast?: FastPath<Args, T>,
   check?: (deps: DomainDeps, ...args: Args) => void,
 ): (deps: DomainDeps, ...args: Args) => Promise<T> {
   return async (deps, ...args) => {
     check?.(deps, ...args);
-    const done = fast ? await fast(deps, ...args) : undefined;
-    if (done) {
-      deps.publish(done.changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));
-      return done.value;
-    }
     let committed: CommittedChange[] = [];
-    const value = await inTransaction(deps.sql, async (sql) => {
+    const value = await inTransaction(deps.db, async (sql) => {
       const events: DomainEvent[] = []; // a retried attempt starts afresh
       const result = await body({ sql, deps, emit: (event) => events.push(event) }, ...args);
       committed = events.length > 0 ? await stampChanges(sql, events) : [];
@@ -74,5 +52,63 @@ export function command<Args extends unknown[], T>(
     });
     if (committed.length > 0) deps.publish(committed);
     return value;
+  };
+}
+
+/** What a fenced statement wrote: the value and the changed rows, already stamped with their cursors. */
+export interface Written<T> {
+  value: T;
+  changes: DomainEvent[];
+}
+
+/** Publishes the changes a statement wrote, stamped with their cursors by the statement itself. */
+export function publishWritten(deps: DomainDeps, changes: DomainEvent[]): void {
+  deps.publish(changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));
+}
+
+/**
+ * What the read-only explanation of a statement that wrote nothing found, when no rule refuses
+ * the write (a refusal is thrown): the identical write already done (`replay`), or a state in
+ * which the statement would now write (a concurrent change came between), so it runs again,
+ * with what the explanation learned (`retry`, e.g. a declaration bound through resume ancestry).
+ */
+export type Explanation<T, Hint> = { replay: T } | { retry: Hint | undefined };
+
+/** A statement that keeps losing to concurrent changes of its thread gives up after this many runs. */
+const MAX_STATEMENT_RUNS = 8;
+
+export interface FencedCommand<Args extends unknown[], T, Hint> {
+  /** The input checks that need no database. */
+  check?: (deps: DomainDeps, ...args: Args) => void;
+  /** The rule as one statement in autocommit: it writes only when every rule holds; undefined when it wrote nothing. */
+  write: (deps: DomainDeps, hint: Hint | undefined, ...args: Args) => Promise<Written<T> | undefined>;
+  /** Read-only, on one snapshot taken after the statement: throws the refusal, or says what it found. */
+  explain: (sql: Sql, ...args: NoInfer<Args>) => Promise<Explanation<NoInfer<T>, NoInfer<Hint>>>;
+}
+
+/**
+ * A lifecycle command as graphile-worker keeps its rules: the fenced statement is the command.
+ * Only when it wrote nothing does a read-only step run, which names the refusal or returns the
+ * replay and never writes. Its snapshot is taken after the statement, so its answer is the
+ * answer of a serialization in which the command ran at that snapshot; when that state would
+ * let the statement write, the statement runs again.
+ */
+export function fenced<Args extends unknown[], T, Hint = never>(
+  spec: FencedCommand<Args, T, Hint>,
+): (deps: DomainDeps, ...args: Args) => Promise<T> {
+  return async (deps, ...args) => {
+    spec.check?.(deps, ...args);
+    let hint: Hint | undefined;
+    for (let run = 1; ; run++) {
+      const written = await spec.write(deps, hint, ...args);
+      if (written) {
+        publishWritten(deps, written.changes);
+        return written.value;
+      }
+      const explained = await onOneSnapshot(deps.db, (sql) => spec.explain(sql, ...args));
+      if ('replay' in explained) return explained.replay;
+      if (run >= MAX_STATEMENT_RUNS) throw new Error(`A lifecycle statement wrote nothing ${run} times, though no rule refused it`);
+      hint = explained.retry;
+    }
   };
 }

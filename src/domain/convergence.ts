@@ -2,14 +2,14 @@ import type { Principal } from '../auth/principal.js';
 import { updateRow } from '../db/sql.js';
 import type { AuditStatus, Message, Prisma, Run, RunStatus, Thread } from '../generated/prisma/client.js';
 import { assertCanReadThread } from './access.js';
-import { command, type CommandScope, type DomainDeps } from './command.js';
+import { command, publishWritten, type CommandScope, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { auditChanged, runChanged } from './events.js';
-import { LEASED_RUN, bump, fastRows, jsonParam } from './fast-write.js';
+import { LEASED_RUN, bump, jsonParam, leasedRows } from './fenced-statements.js';
 import { isJsonObject } from './json.js';
 import { lockRun, requireLease, type LeaseProof, type LockedRun } from './lease.js';
 import { checkJsonFields } from './observation.js';
-import { mirrorOntoToolCall } from './tool-call-projection.js';
+import { MIRROR_ONTO_TOOL_CALL } from './tool-call-projection.js';
 
 /** How a run ends; a lease expiry is a FAILED run whose open work is ABANDONED, not failed. */
 export type RunEnding = 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED' | 'LEASE_EXPIRED';
@@ -85,26 +85,33 @@ export async function endRun(
   // One instant for the run and everything it closes: they ended together, by the database
   // clock that also stamped the start (never this instance's own clock).
   const endedAt = run.databaseNow;
-  const ended = await updateRow<Run>(sql, 'run', run.id, {
-    status: CLOSING_RULES[ending].runStatus,
-    finishedAt: endedAt,
-    error: (error ?? undefined) as Run['error'] | undefined,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-  });
+  const [ended] = await sql.query<Run>(`UPDATE run r SET ${endRunSet(2, 3, '$4::timestamptz')} WHERE id = $1::uuid RETURNING *`, [
+    run.id,
+    CLOSING_RULES[ending].runStatus,
+    jsonParam(error),
+    endedAt,
+  ]);
   const open = await sql.query<Message>(
     `SELECT * FROM message WHERE run_id = $1 AND status = 'RUNNING' AND message_type IN ('model_audit', 'tool_audit')
      ORDER BY sequence`,
     [run.id],
   );
-  for (const audit of open) {
-    const closed = await updateRow<Message>(sql, 'message', audit.id, closingData(audit, ending, endedAt, stateMessages));
-    if (closed.messageType === 'tool_audit') await mirrorOntoToolCall(sql, closed);
-    emit(auditChanged(closed));
+  for (const audit of open) emit(auditChanged(await updateRow<Message>(sql, 'message', audit.id, closingData(audit, ending, endedAt, stateMessages))));
+  const tools = open.filter((audit) => audit.messageType === 'tool_audit');
+  if (tools.length > 0) {
+    const mirrored = await sql.query(`${MIRROR_ONTO_TOOL_CALL('(SELECT * FROM message WHERE id = ANY($1::uuid[]))')} RETURNING tc.id`, [
+      tools.map((audit) => audit.id),
+    ]);
+    // Every tool audit has its ToolCall; a run with one that lost it is never ended half-mirrored.
+    if (mirrored.length !== tools.length) throw new Error(`Run ${run.id}: ${tools.length - mirrored.length} closed tool audits have no ToolCall to mirror`);
   }
-  emit(runChanged(ended));
-  return ended;
+  emit(runChanged(ended!));
+  return ended!;
 }
+
+/** The run row's end (run `r`), parameters $status and $error (null: keep the one it has); the lease goes with it. */
+const endRunSet = (status: number, error: number, finishedAt = 'now()') =>
+  `status = $${status}::"RunStatus", finished_at = ${finishedAt}, error = coalesce($${error}::jsonb, r.error), lease_owner = NULL, lease_expires_at = NULL`;
 
 export interface FinishRunInput {
   lease: LeaseProof;
@@ -114,10 +121,9 @@ export interface FinishRunInput {
 }
 
 /**
- * The fast path of a verdict on a run with no audit open (fast-write.ts): the leased run ended
- * and stamped, with nothing to converge. The open audits are looked for in the statement's
- * snapshot, older than its run lock, so it writes only when no change of the thread committed
- * since (`fresh`); otherwise, or with audits open, the transaction converges them.
+ * A verdict on a run with no audit open: the leased run ended and stamped, with nothing to
+ * converge. The open audits are looked for in the statement's snapshot, older than its run lock,
+ * so it writes only when no change of the thread committed since (`fresh`).
  */
 export const FINISH_QUIET_RUN = `WITH ${LEASED_RUN},
 quiet AS (
@@ -125,8 +131,7 @@ quiet AS (
     SELECT 1 FROM message m WHERE m.run_id = leased.id AND m.status = 'RUNNING' AND m.message_type IN ('model_audit', 'tool_audit'))),
 ${bump('quiet', true)},
 ended AS (
-  UPDATE run r SET status = $4::"RunStatus", finished_at = now(), error = coalesce($5::jsonb, r.error),
-    lease_owner = NULL, lease_expires_at = NULL, change_cursor = bumped.cursor, changed_at = bumped.at
+  UPDATE run r SET ${endRunSet(4, 5)}, change_cursor = bumped.cursor, changed_at = bumped.at
   FROM quiet, bumped WHERE r.id = quiet.id
   RETURNING r.*)
 SELECT * FROM ended`;
@@ -136,19 +141,26 @@ function checkFinishRun(deps: DomainDeps, _principal: Principal, input: FinishRu
   checkJsonFields(deps.limits, { error: input.error, ...Object.fromEntries(stateMessages.map((m, i) => [`stateMessages[${i}]`, m])) });
 }
 
-async function finishQuietRunFast(deps: DomainDeps, principal: Principal, input: FinishRunInput) {
-  const [ended] = await fastRows<Run>(deps.statement, principal, input.lease, FINISH_QUIET_RUN, [
+/** The verdict's convergence: the run locked and ended, every audit still open in it closed, in one transaction. */
+const convergeRun = command(async (scope, principal: Principal, input: FinishRunInput) => {
+  const run = await requireLease(scope.sql, principal, input.lease);
+  return endRun(scope, run, input.status, input.error, input.stateMessages ?? []);
+});
+
+/**
+ * The worker's verdict on its run. Ending a run is one rule that needs several statements when
+ * audits are open, so it is a transaction; a run with none open ends in one statement.
+ */
+export async function finishRun(deps: DomainDeps, principal: Principal, input: FinishRunInput): Promise<Run> {
+  checkFinishRun(deps, principal, input);
+  const [ended] = await leasedRows<Run>(deps.db, principal, input.lease, FINISH_QUIET_RUN, [
     CLOSING_RULES[input.status].runStatus,
     jsonParam(input.error),
   ]);
-  return ended && { value: ended, changes: [runChanged(ended)] };
+  if (!ended) return convergeRun(deps, principal, input);
+  publishWritten(deps, [runChanged(ended)]);
+  return ended;
 }
-
-/** The worker's verdict on its run. */
-export const finishRun = command(async (scope, principal: Principal, input: FinishRunInput) => {
-  const run = await requireLease(scope.sql, principal, input.lease);
-  return endRun(scope, run, input.status, input.error, input.stateMessages ?? []);
-}, finishQuietRunFast, checkFinishRun);
 
 /** The owner or an admin ends a QUEUED or RUNNING run at once; the lease is revoked with it. */
 export const cancelRun = command(async (scope, principal: Principal, runId: string) => {
@@ -180,14 +192,12 @@ export async function sweepExpiredLeases(deps: DomainDeps, batchSize = 100): Pro
   let ended = 0;
   let after: { leaseExpiresAt: Date; id: string } | null = null;
   for (;;) {
-    const due: { id: string; leaseExpiresAt: Date }[] = await deps.prisma.$queryRawUnsafe(
-      `SELECT id, lease_expires_at AS "leaseExpiresAt" FROM run
+    const due: { id: string; leaseExpiresAt: Date }[] = await deps.db.query(
+      `SELECT id, lease_expires_at FROM run
        WHERE status = 'RUNNING' AND lease_expires_at <= now()
          AND ($2::timestamptz IS NULL OR (lease_expires_at, id) > ($2::timestamptz, $3::uuid))
        ORDER BY lease_expires_at, id LIMIT $1`,
-      batchSize,
-      after?.leaseExpiresAt ?? null,
-      after?.id ?? null,
+      [batchSize, after?.leaseExpiresAt ?? null, after?.id ?? null],
     );
     for (const { id } of due) {
       try {

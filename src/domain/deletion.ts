@@ -82,9 +82,9 @@ export async function markDeleted(
   threadId: string,
   admit: (thread: MarkableThread, sql: Sql) => Promise<boolean | void> | boolean | void,
 ): Promise<boolean> {
-  const [visible] = await deps.read.query<MarkableThread>('SELECT id, owner_id FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [threadId]);
-  if (!visible || (await admit(visible, deps.read)) === false) return false;
-  const marked = await inTransaction(deps.sql, async (sql) => {
+  const [visible] = await deps.db.query<MarkableThread>('SELECT id, owner_id FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [threadId]);
+  if (!visible || (await admit(visible, deps.db)) === false) return false;
+  const marked = await inTransaction(deps.db, async (sql) => {
     // The write path locks a run, then the thread: the same order here, so a writer in flight
     // finishes first (its rows are then removed with the rest) or finds the thread gone.
     await sql.query('SELECT id FROM run WHERE thread_id = $1::uuid ORDER BY id FOR UPDATE', [threadId]);
@@ -144,7 +144,7 @@ export async function removeMarkedThread(deps: DomainDeps, threadId: string, opt
   for (;;) {
     const runs = size.units();
     const began = performance.now();
-    const [batch]: (Counts & { before: string | null })[] = await deps.statement.query(RUN_BATCH, [threadId, runs, before]);
+    const [batch]: (Counts & { before: string | null })[] = await deps.db.query(RUN_BATCH, [threadId, runs, before]);
     size.took(performance.now() - began);
     add(counts, batch!);
     if (batch!.runs < runs) break;
@@ -156,14 +156,14 @@ export async function removeMarkedThread(deps: DomainDeps, threadId: string, opt
   for (;;) {
     const rows = messages.units();
     const began = performance.now();
-    const [batch] = await deps.statement.query<Counts>(MESSAGE_BATCH, [threadId, rows]);
+    const [batch] = await deps.db.query<Counts>(MESSAGE_BATCH, [threadId, rows]);
     messages.took(performance.now() - began);
     add(counts, batch!);
     if (batch!.audits + batch!.messages < rows) break;
     await yieldToWrites();
   }
-  await deps.statement.query('DELETE FROM thread WHERE id = $1::uuid AND deleted_at IS NOT NULL', [threadId]);
-  return { threadId, ...counts, verifiedAt: await verifiedGone(deps.read, threadId) };
+  await deps.db.query('DELETE FROM thread WHERE id = $1::uuid AND deleted_at IS NOT NULL', [threadId]);
+  return { threadId, ...counts, verifiedAt: await verifiedGone(deps.db, threadId) };
 }
 
 function add(counts: Counts, batch: Counts): void {
@@ -187,7 +187,7 @@ const ABANDONED_AFTER = "interval '10 minutes'";
 
 /** Finishes deletions whose instance stopped before their last batch (no receipt: nobody waits for it). */
 export async function finishAbandonedDeletions(deps: DomainDeps, options: DeletionOptions = {}): Promise<DeletionReceipt[]> {
-  const abandoned = await deps.read.query<{ id: string }>(
+  const abandoned = await deps.db.query<{ id: string }>(
     `SELECT id FROM thread WHERE deleted_at < now() - ${ABANDONED_AFTER} ORDER BY deleted_at LIMIT 100`,
   );
   const receipts: DeletionReceipt[] = [];
@@ -231,7 +231,7 @@ export async function sweepRetention(deps: DomainDeps, sweep: RetentionSweep): P
   let deleted = 0;
   let after: string | null = null;
   for (;;) {
-    const page: { id: string }[] = await deps.read.query<{ id: string }>(
+    const page: { id: string }[] = await deps.db.query<{ id: string }>(
       `SELECT t.id FROM thread t
        WHERE t.deleted_at IS NULL AND t.created_at < $1::timestamptz AND ($3::uuid IS NULL OR t.id > $3::uuid)
          AND ${LATEST_CHANGE('t')} < $1::timestamptz

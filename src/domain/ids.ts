@@ -17,7 +17,7 @@ export const isUuid = (value: string) => UUID.test(value);
  * A new row's id: a UUIDv7, whose leading 48 bits are the time. New rows' ids (and the run ids
  * that lead the audit and tool-call indexes) then land at the right edge of their btrees instead
  * of on a random leaf each, so a write touches the same few pages however large the tables grow
- * (bench/README.md, the write curve). Ids stay opaque to clients.
+ * (bench/results/recorded/HISTORY.md, the write curve). Ids stay opaque to clients.
  */
 export const newId = (): string => uuidv7();
 

@@ -1,10 +1,10 @@
 import type { Principal } from '../auth/principal.js';
 import type { Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
-import { command, type DomainDeps, type Limits } from './command.js';
+import { fenced, type DomainDeps, type Limits, type Written } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
 import { leaseRenewed, runChanged } from './events.js';
-import { LEASED_RUN, bump, fastRows, fastStatement } from './fast-write.js';
+import { LEASED_RUN, bump, fencedRows, leasedRows } from './fenced-statements.js';
 import { isUuid, nonBlank, rowId } from './ids.js';
 
 /** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
@@ -35,7 +35,7 @@ export interface LockedRun {
   databaseNow: Date;
 }
 
-const LOCKED_RUN_COLUMNS = `run.id, thread_id AS "threadId", status::text AS status, lease_owner AS "leaseOwner",
+const RUN_COLUMNS = `run.id, thread_id AS "threadId", status::text AS status, lease_owner AS "leaseOwner",
   lease_epoch AS "leaseEpoch", lease_expires_at AS "leaseExpiresAt", resumed_from_id AS "resumedFromId",
   claim_id AS "claimId", coalesce(lease_expires_at <= now(), false) AS expired, now() AS "databaseNow"`;
 
@@ -43,27 +43,29 @@ export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undef
   Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
 
 /**
- * Locks the run row for the rest of the transaction: every writer of a run queues here. A run of
- * a thread being deleted is no run at all (deletion.ts): null, as for one already removed. The
- * thread row is read under a key-share lock (the one a foreign key check takes), so a write that
- * queued behind a deletion's mark sees the mark once it gets the run.
+ * The run as the lease rules see it; `lock`: for the rest of the transaction (every writer of a run
+ * queues there). A run of a thread being deleted is no run at all (deletion.ts): null, as for one
+ * already removed. Locked, the thread row is read under a key-share lock (the one a foreign key
+ * check takes), so a write that queued behind a deletion's mark sees the mark once it gets the run.
  */
-export async function lockRun(sql: Sql, runId: string): Promise<LockedRun | null> {
+export async function readRun(sql: Sql, runId: string, lock = false): Promise<LockedRun | null> {
   const [run] = await sql.query<LockedRun & { threadDeleted: boolean }>(
-    `SELECT ${LOCKED_RUN_COLUMNS}, t.deleted_at IS NOT NULL AS "threadDeleted"
-     FROM run JOIN thread t ON t.id = run.thread_id WHERE run.id = $1::uuid FOR UPDATE OF run FOR KEY SHARE OF t`,
+    `SELECT ${RUN_COLUMNS}, t.deleted_at IS NOT NULL AS "threadDeleted"
+     FROM run JOIN thread t ON t.id = run.thread_id WHERE run.id = $1::uuid ${lock ? 'FOR UPDATE OF run FOR KEY SHARE OF t' : ''}`,
     [rowId(runId, 'Run')],
   );
   if (!run || run.threadDeleted) return null;
   return run;
 }
 
+/** Locks the run row for the rest of the transaction. */
+export const lockRun = (sql: Sql, runId: string) => readRun(sql, runId, true);
+
 /**
- * The fence of every lifecycle write: the run must be RUNNING, leased by the caller, at the
- * presented epoch, and unexpired. Returns the run locked until the transaction ends.
+ * The fence of every lifecycle write, naming the refusal: the run must be RUNNING, leased by the
+ * caller, at the presented epoch, and unexpired (LEASED_RUN is the same fence as a statement's lock).
  */
-export async function requireLease(sql: Sql, principal: Principal, lease: LeaseProof): Promise<LockedRun> {
-  const run = await lockRun(sql, lease.runId);
+export function assertLease(run: LockedRun | null, principal: Principal, lease: LeaseProof): LockedRun {
   if (!run) throw notFound('Run', lease.runId);
   if (run.status !== 'RUNNING') throw new DomainError('LEASE_LOST', `Run ${run.id} is ${run.status}, not RUNNING`);
   if (run.leaseOwner !== principal.sub) throw new DomainError('LEASE_LOST', `The lease of run ${run.id} is held by another worker`);
@@ -74,12 +76,43 @@ export async function requireLease(sql: Sql, principal: Principal, lease: LeaseP
   return run;
 }
 
+/** The fence in a transaction: returns the run locked until the transaction ends. */
+export async function requireLease(sql: Sql, principal: Principal, lease: LeaseProof): Promise<LockedRun> {
+  return assertLease(await lockRun(sql, lease.runId), principal, lease);
+}
+
+/** The fence in an explanation (read only): the run as it is, or the refusal. */
+export async function checkLease(sql: Sql, principal: Principal, lease: LeaseProof): Promise<LockedRun> {
+  return assertLease(await readRun(sql, lease.runId), principal, lease);
+}
+
 const toLease = (row: { id: string; leaseOwner: string | null; leaseEpoch: number; leaseExpiresAt: Date | null }): RunLease => ({
   runId: row.id,
   owner: row.leaseOwner!,
   epoch: row.leaseEpoch,
   expiresAt: row.leaseExpiresAt!,
 });
+
+/**
+ * A claim: QUEUED -> RUNNING under the run's row lock, so that of racing claims exactly one finds
+ * it QUEUED; or the same worker retrying the claim that took the current, unexpired lease (same
+ * claim id), which gets that lease back with its expiry extended as by the claim. As the worker
+ * $2 with lease seconds $3 and claim id $4.
+ */
+export const CLAIM_RUN = `WITH target AS (
+  SELECT id, thread_id, status = 'QUEUED' AS fresh_claim FROM run
+  WHERE id = $1::uuid
+    AND (status = 'QUEUED' OR (status = 'RUNNING' AND claim_id = $4 AND lease_owner = $2 AND lease_expires_at > now()))
+  FOR UPDATE),
+${bump('target')},
+claimed AS (
+  UPDATE run r SET status = 'RUNNING', lease_owner = $2, claim_id = $4,
+    lease_epoch = CASE WHEN target.fresh_claim THEN r.lease_epoch + 1 ELSE r.lease_epoch END,
+    lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(r.started_at, now()),
+    change_cursor = bumped.cursor, changed_at = bumped.at
+  FROM target, bumped WHERE r.id = target.id
+  RETURNING r.*, target.fresh_claim)
+SELECT * FROM claimed`;
 
 export interface ClaimInput {
   runId: string;
@@ -88,71 +121,36 @@ export interface ClaimInput {
   claimId?: string | null;
 }
 
-/** The same worker retrying the claim that took the current, unexpired lease. */
-const isRetryOfCurrentClaim = (run: LockedRun, principal: Principal, claimId: string | null | undefined) =>
-  claimId != null && run.status === 'RUNNING' && run.claimId === claimId && run.leaseOwner === principal.sub && !run.expired;
+/** Claims a QUEUED run; a retry of the claim that took the current lease gets it back. Any other claim of a started run is refused. */
+export const claimRun = fenced({
+  check(_deps: DomainDeps, _principal: Principal, input: ClaimInput) {
+    if (input.claimId != null) nonBlank(input.claimId, 'claimId');
+  },
+  async write(deps: DomainDeps, _hint, principal: Principal, input: ClaimInput): Promise<Written<RunLease> | undefined> {
+    if (!isUuid(input.runId)) return undefined;
+    const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
+    const [row] = await fencedRows<Run & { freshClaim: boolean }>(deps.db, CLAIM_RUN, [
+      input.runId.toLowerCase(),
+      principal.sub,
+      seconds,
+      input.claimId ?? null,
+    ]);
+    if (!row) return undefined;
+    const { freshClaim, ...claimed } = row;
+    return { value: toLease(claimed), changes: [freshClaim ? runChanged(claimed) : leaseRenewed(claimed)] };
+  },
+  async explain(sql, principal, input) {
+    const run = await readRun(sql, input.runId);
+    if (!run) throw notFound('Run', input.runId);
+    const retryOfThisClaim =
+      input.claimId != null && run.status === 'RUNNING' && run.claimId === input.claimId && run.leaseOwner === principal.sub && !run.expired;
+    // The statement would claim now.
+    if (run.status === 'QUEUED' || retryOfThisClaim) return { retry: undefined };
+    throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
+  },
+});
 
-/** QUEUED -> RUNNING of run `r`, as the worker $2 with lease seconds $3 and claim id $4. */
-const CLAIM_SET = `status = 'RUNNING', lease_owner = $2, lease_epoch = r.lease_epoch + 1, claim_id = $4,
-  lease_expires_at = now() + make_interval(secs => $3), started_at = coalesce(r.started_at, now())`;
-
-/** The fast path of a first claim (fast-write.ts): the run locked only while QUEUED, claimed and stamped. */
-export const CLAIM_QUEUED = `WITH queued AS (
-  SELECT id, thread_id FROM run WHERE id = $1::uuid AND status = 'QUEUED' FOR UPDATE),
-${bump('queued')},
-claimed AS (
-  UPDATE run r SET ${CLAIM_SET}, change_cursor = bumped.cursor, changed_at = bumped.at
-  FROM queued, bumped WHERE r.id = queued.id
-  RETURNING r.*)
-SELECT * FROM claimed`;
-
-const claimParams = (principal: Principal, runId: string, seconds: number, input: ClaimInput) => [
-  runId,
-  principal.sub,
-  seconds,
-  input.claimId ?? null,
-];
-
-function checkClaim(_deps: DomainDeps, _principal: Principal, input: ClaimInput): void {
-  if (input.claimId != null) nonBlank(input.claimId, 'claimId');
-}
-
-async function claimRunFast(deps: DomainDeps, principal: Principal, input: ClaimInput) {
-  if (!isUuid(input.runId)) return undefined;
-  const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
-  const [claimed] = await fastStatement<Run>(deps.statement, CLAIM_QUEUED, claimParams(principal, input.runId.toLowerCase(), seconds, input));
-  return claimed && { value: toLease(claimed), changes: [runChanged(claimed)] };
-}
-
-/**
- * QUEUED -> RUNNING under the run's row lock: of racing claims exactly one finds it QUEUED.
- * A retry of the winning claim (same worker, same claimId, lease still current) gets the same
- * lease back, its expiry extended as by the claim; any other claim of a started run is refused.
- */
-export const claimRun = command(async ({ sql, deps, emit }, principal: Principal, input: ClaimInput) => {
-  const seconds = clampLeaseSeconds(deps.limits, input.leaseSeconds);
-  const run = await lockRun(sql, input.runId);
-  if (!run) throw notFound('Run', input.runId);
-
-  if (isRetryOfCurrentClaim(run, principal, input.claimId)) {
-    const [extended] = await sql.query<Run>(
-      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid RETURNING *`,
-      [run.id, seconds],
-    );
-    emit(leaseRenewed(extended!));
-    return toLease(extended!);
-  }
-  if (run.status !== 'QUEUED') throw invalidTransition(`Run ${input.runId} is ${run.status}; only a QUEUED run can be claimed`);
-
-  const [claimed] = await sql.query<Run>(
-    `UPDATE run r SET ${CLAIM_SET} WHERE id = $1::uuid RETURNING *`,
-    claimParams(principal, run.id, seconds, input),
-  );
-  emit(runChanged(claimed!));
-  return toLease(claimed!);
-}, claimRunFast, checkClaim);
-
-/** The fast path of a renewal (fast-write.ts): the leased run row extended and stamped. */
+/** An unexpired lease extended; the epoch stays, so writes in flight remain valid. */
 const RENEW_LEASE = `WITH ${LEASED_RUN}, ${bump('leased')},
 renewed AS (
   UPDATE run r SET lease_expires_at = now() + make_interval(secs => $4), change_cursor = bumped.cursor, changed_at = bumped.at
@@ -160,21 +158,14 @@ renewed AS (
   RETURNING r.*)
 SELECT * FROM renewed`;
 
-async function renewLeaseFast(deps: DomainDeps, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) {
-  const [renewed] = await fastRows<Run>(deps.statement, principal, lease, RENEW_LEASE, [clampLeaseSeconds(deps.limits, leaseSeconds)]);
-  return renewed && { value: toLease(renewed), changes: [leaseRenewed(renewed)] };
-}
-
 /** Extends an unexpired lease; the epoch stays, so writes in flight remain valid. */
-export const renewLease = command(
-  async ({ sql, deps, emit }, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null) => {
-    await requireLease(sql, principal, lease);
-    const [renewed] = await sql.query<Run>(
-      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid RETURNING *`,
-      [rowId(lease.runId, 'Run'), clampLeaseSeconds(deps.limits, leaseSeconds)],
-    );
-    emit(leaseRenewed(renewed!));
-    return toLease(renewed!);
+export const renewLease = fenced({
+  async write(deps: DomainDeps, _hint, principal: Principal, lease: LeaseProof, leaseSeconds?: number | null): Promise<Written<RunLease> | undefined> {
+    const [renewed] = await leasedRows<Run>(deps.db, principal, lease, RENEW_LEASE, [clampLeaseSeconds(deps.limits, leaseSeconds)]);
+    return renewed && { value: toLease(renewed), changes: [leaseRenewed(renewed)] };
   },
-  renewLeaseFast,
-);
+  async explain(sql, principal, lease, _leaseSeconds?: number | null) {
+    await checkLease(sql, principal, lease);
+    return { retry: undefined };
+  },
+});

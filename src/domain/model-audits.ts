@@ -1,14 +1,14 @@
 import type { Principal } from '../auth/principal.js';
-import { insertRow, insertRows, updateRow } from '../db/sql.js';
+import type { Sql } from '../db/sql.js';
 import type { Message, ToolCall } from '../generated/prisma/client.js';
-import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns } from './audit-rows.js';
-import { command, type DomainDeps } from './command.js';
+import { findAudit, requireAudit, sameFinishedSequence } from './audit-rows.js';
+import { fenced, type DomainDeps, type Written } from './command.js';
 import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
-import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, openAudit, startParams, startValues } from './fast-write.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues } from './fenced-statements.js';
 import { boundedName, newId, nonBlank } from './ids.js';
 import { jsonEqual } from './json.js';
-import { requireLease, type LeaseProof } from './lease.js';
+import { checkLease, type LeaseProof } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
 
 export interface ModelStarted extends Observation {
@@ -18,6 +18,9 @@ export interface ModelStarted extends Observation {
   model?: string | null;
   input?: unknown;
 }
+
+/** A model audit as a command returns it: with the ToolCalls it declared when the command has them at hand. */
+export type ModelAudit = Message & { declaredToolCalls?: ToolCall[] };
 
 export interface DeclaredToolCall {
   id: string;
@@ -42,7 +45,7 @@ function checkModelStarted(deps: DomainDeps, _principal: Principal, input: Model
   checkJsonFields(deps.limits, { input: input.input });
 }
 
-/** The fast path of a first model start (fast-write.ts): a replay meets the unique key and falls back. */
+/** A first model start; a replay meets the unique key (run, role, operation id) and writes nothing. */
 export const START_MODEL = `WITH ${LEASED_RUN}, ${bump('leased')},
 started AS (
   INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, ${START_COLUMNS},
@@ -53,46 +56,32 @@ started AS (
   RETURNING *)
 SELECT * FROM started`;
 
-async function startModelFast(deps: DomainDeps, principal: Principal, input: ModelStarted) {
-  const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_MODEL, [
-    newId(),
-    input.operationId,
-    input.model ?? null,
-    jsonParam(input.input),
-    ...startParams(input),
-  ]);
-  return audit && { value: { ...audit, declaredToolCalls: [] as ToolCall[] }, changes: [auditChanged(audit)] };
-}
-
 /** Creates the RUNNING model audit; an identical replay returns it, keeping the first observation. */
-export const recordModelStarted = command(async ({ sql, emit }, principal: Principal, input: ModelStarted) => {
-  const run = await requireLease(sql, principal, input.lease);
-
-  const existing = await findAudit(sql, run.id, 'ASSISTANT', input.operationId);
-  if (existing) {
+export const recordModelStarted = fenced({
+  check: checkModelStarted,
+  async write(deps: DomainDeps, _hint, principal: Principal, input: ModelStarted): Promise<Written<ModelAudit> | undefined> {
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, START_MODEL, [
+      newId(),
+      input.operationId,
+      input.model ?? null,
+      jsonParam(input.input),
+      ...startParams(input),
+    ]);
+    // A just-started model call has declared nothing yet.
+    return audit && { value: { ...audit, declaredToolCalls: [] as ToolCall[] }, changes: [auditChanged(audit)] };
+  },
+  async explain(sql, principal, input) {
+    const run = await checkLease(sql, principal, input.lease);
+    const existing = await findAudit(sql, run.id, 'ASSISTANT', input.operationId);
+    if (!existing) return { retry: undefined };
     const same =
       existing.sequence === input.sequence &&
       jsonEqual(existing.input, input.input) &&
       (existing.name ?? null) === (input.model ?? null);
     if (!same) throw conflict(`Model call ${input.operationId} was already started with a different sequence, model or input`);
-    return existing;
-  }
-  const audit = await insertRow<Message>(sql, 'message', {
-    id: newId(),
-    threadId: run.threadId,
-    runId: run.id,
-    role: 'ASSISTANT',
-    messageType: 'model_audit',
-    operationId: input.operationId,
-    name: input.model ?? null,
-    status: 'RUNNING',
-    input: input.input ?? null,
-    ...startColumns(input),
-  });
-  emit(auditChanged(audit));
-  // A just-started model call has declared nothing yet.
-  return { ...audit, declaredToolCalls: [] as ToolCall[] };
-}, startModelFast, checkModelStarted);
+    return { replay: existing };
+  },
+});
 
 /** Far more than any model declares at once, and few enough to insert in one statement; query costs count on it. */
 export const MAX_DECLARED_TOOL_CALLS = 1000;
@@ -126,14 +115,9 @@ function checkModelFinished(deps: DomainDeps, _principal: Principal, input: Mode
   });
 }
 
-const TOOL_CALL_COLUMNS = ['id', 'thread_id', 'run_id', 'declared_by_id', 'position', 'tool_call_id', 'name', 'declared_input',
-  'effective_input', 'status', 'output', 'error', 'started_at', 'finished_at', 'duration_ms'];
-/** Declared ToolCall columns ride on the audit's row under this prefix. */
-const DECLARED = 'declared.';
-
 /**
- * The fast path of closing a RUNNING model audit (fast-write.ts): the audit row locked, closed,
- * its tool calls declared; one row per declared call (one with none), the audit's columns on each.
+ * Closes the caller's RUNNING model audit and declares its tool calls ($13: their row ids, ids,
+ * names and args, in order) as PENDING ToolCalls, in one statement.
  */
 export const FINISH_MODEL = `WITH ${LEASED_RUN},
 ${openAudit('ASSISTANT')},
@@ -147,42 +131,59 @@ declared AS (
   INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, declared_input)
   SELECT (call.value ->> 'rowId')::uuid, closed.thread_id, closed.run_id, closed.id, (call.position - 1)::int, call.value ->> 'id',
     call.value ->> 'name', nullif(call.value -> 'args', 'null'::jsonb)
-  FROM closed, jsonb_array_elements($13::jsonb) WITH ORDINALITY AS call(value, position)
-  RETURNING *)
-SELECT closed.*, ${TOOL_CALL_COLUMNS.map((column) => `d.${column} AS "${DECLARED}${column}"`).join(', ')}
-FROM closed LEFT JOIN declared d ON true ORDER BY d.position`;
+  FROM closed, jsonb_array_elements($13::jsonb) WITH ORDINALITY AS call(value, position))
+SELECT * FROM closed`;
 
-async function finishModelFast(deps: DomainDeps, principal: Principal, input: ModelFinished) {
-  const toolCalls = input.toolCalls ?? [];
-  const rows = await fastRows<Record<string, unknown>>(deps.statement, principal, input.lease, FINISH_MODEL, [
-    input.operationId,
-    input.status,
-    jsonParam(input.output),
-    jsonParam(input.error),
-    jsonParam(input.usage),
-    ...endParams(input),
-    JSON.stringify(toolCalls.map((call) => ({ rowId: newId(), id: call.id, name: call.name, args: call.args }))),
-  ]);
-  if (rows.length === 0) return undefined;
-  const declared = rows[0]![`${DECLARED}id`] === null ? [] : rows.map((row) => fieldsUnder(row, DECLARED) as ToolCall);
-  const closed = Object.fromEntries(Object.entries(rows[0]!).filter(([field]) => !field.startsWith(DECLARED))) as Message;
-  return { value: { ...closed, declaredToolCalls: declared }, changes: [auditChanged(closed)] };
-}
+/** The ToolCalls `audit` declared, in declaration order. */
+const declaredBy = (sql: Sql, auditId: string) =>
+  sql.query<ToolCall>('SELECT * FROM tool_call WHERE declared_by_id = $1 ORDER BY position', [auditId]);
 
-const fieldsUnder = (row: Record<string, unknown>, prefix: string) =>
-  Object.fromEntries(Object.entries(row).flatMap(([field, value]) => (field.startsWith(prefix) ? [[field.slice(prefix.length), value]] : [])));
+/** The PENDING ToolCalls FINISH_MODEL inserted for `calls`, as it inserted them (a ToolCall's other fields start empty). */
+const pendingToolCalls = (closed: Message, calls: (DeclaredToolCall & { rowId: string })[]): ToolCall[] =>
+  calls.map((call, position) => ({
+    id: call.rowId,
+    threadId: closed.threadId,
+    runId: closed.runId!,
+    declaredById: closed.id,
+    position,
+    toolCallId: call.id,
+    name: call.name,
+    declaredInput: (call.args ?? null) as ToolCall['declaredInput'],
+    effectiveInput: null,
+    status: 'PENDING',
+    output: null,
+    error: null,
+    startedAt: null,
+    finishedAt: null,
+    durationMs: null,
+  }));
 
 /**
  * Closes the model audit and declares its tool calls as PENDING ToolCalls. A replay is a no-op:
  * it never touches a ToolCall, so a started call is never reset to PENDING.
  */
-export const recordModelFinished = command(async ({ sql, emit }, principal: Principal, input: ModelFinished) => {
-  const toolCalls = input.toolCalls ?? [];
-  const run = await requireLease(sql, principal, input.lease);
-  const audit = await requireAudit(sql, run, 'ASSISTANT', input.operationId);
-
-  if (audit.status !== 'RUNNING') {
-    const declared = await sql.query<ToolCall>('SELECT * FROM tool_call WHERE declared_by_id = $1 ORDER BY position', [audit.id]);
+export const recordModelFinished = fenced({
+  check: checkModelFinished,
+  async write(deps: DomainDeps, _hint, principal: Principal, input: ModelFinished): Promise<Written<ModelAudit> | undefined> {
+    const calls = (input.toolCalls ?? []).map((call) => ({ rowId: newId(), id: call.id, name: call.name, args: call.args }));
+    const [closed] = await leasedRows<Message>(deps.db, principal, input.lease, FINISH_MODEL, [
+      input.operationId,
+      input.status,
+      jsonParam(input.output),
+      jsonParam(input.error),
+      jsonParam(input.usage),
+      ...endParams(input),
+      JSON.stringify(calls),
+    ]);
+    // Returned with the audit, so that the response needs no re-read.
+    return closed && { value: { ...closed, declaredToolCalls: pendingToolCalls(closed, calls) }, changes: [auditChanged(closed)] };
+  },
+  async explain(sql, principal, input) {
+    const toolCalls = input.toolCalls ?? [];
+    const run = await checkLease(sql, principal, input.lease);
+    const audit = await requireAudit(sql, run, 'ASSISTANT', input.operationId);
+    if (audit.status === 'RUNNING') return { retry: undefined };
+    const declared = await declaredBy(sql, audit.id);
     const same =
       audit.status === input.status &&
       sameFinishedSequence(audit, input) &&
@@ -197,31 +198,6 @@ export const recordModelFinished = command(async ({ sql, emit }, principal: Prin
           jsonEqual(row.declaredInput, toolCalls[index]!.args),
       );
     if (!same) throw conflict(`Model call ${input.operationId} already ended differently`);
-    return { ...audit, declaredToolCalls: declared };
-  }
-
-  const closed = await updateRow<Message>(sql, 'message', audit.id, {
-    status: input.status,
-    output: input.output ?? undefined,
-    error: input.error ?? undefined,
-    usage: input.usage ?? undefined,
-    ...endColumns(audit, input),
-  });
-  const declared = await insertRows<ToolCall>(
-    sql,
-    'tool_call',
-    toolCalls.map((call, position) => ({
-      id: newId(),
-      threadId: run.threadId,
-      runId: run.id,
-      declaredById: audit.id,
-      position,
-      toolCallId: call.id,
-      name: call.name,
-      declaredInput: call.args ?? null,
-    })),
-  );
-  emit(auditChanged(closed));
-  // Returned with the audit, so that the response needs no re-read.
-  return { ...closed, declaredToolCalls: declared.sort((a, b) => a.position - b.position) };
-}, finishModelFast, checkModelFinished);
+    return { replay: { ...audit, declaredToolCalls: declared } };
+  },
+});

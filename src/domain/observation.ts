@@ -16,20 +16,6 @@ export interface Observation {
   clock?: ClockReading | null;
 }
 
-const MAX_INT = 2_147_483_647;
-
-/** Whole milliseconds between two readings of the same clock, never negative; else null. */
-export function durationMs(start: ClockReading | null, end: ClockReading | null): number | null {
-  if (!start || !end || start.clockId !== end.clockId) return null;
-  const nanos = end.nanos - start.nanos;
-  if (nanos <= 0n) return 0;
-  return Math.min(MAX_INT, Number(nanos / 1_000_000n));
-}
-
-export function clockOf(clockId: string | null, nanos: bigint | null): ClockReading | null {
-  return clockId !== null && nanos !== null ? { clockId, nanos } : null;
-}
-
 export function checkObservation(observation: Observation): void {
   if (observation.sequence !== undefined && observation.sequence !== null && observation.sequence < 0n) {
     throw badInput('sequence must be a non-negative integer');

@@ -1,36 +1,42 @@
 import type { Principal } from '../auth/principal.js';
-import { insertRow } from '../db/sql.js';
-import type { Tx } from '../db/transaction.js';
+import type { Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
-import { assertCanReadThread, canReadEveryThread, loadReadableThreadForWrite } from './access.js';
-import { command, type DomainDeps } from './command.js';
+import { assertCanReadThread, canReadEveryThread, loadReadableThread } from './access.js';
+import { fenced, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
-import { bump, fastStatement } from './fast-write.js';
+import { bump, fencedRows } from './fenced-statements.js';
 import { isUuid, newId, rowId } from './ids.js';
 
 export const ENDED_RUN_STATUSES: readonly RunStatus[] = ['INTERRUPTED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 export const isRunEnded = (status: RunStatus) => ENDED_RUN_STATUSES.includes(status);
 
 /** A run the principal may read: the thread owner, admin or superadmin. */
-export async function loadReadableRun(tx: Tx, principal: Principal, runId: string) {
-  const run = await tx.run.findUnique({ where: { id: rowId(runId, 'Run') }, include: { thread: true } });
-  if (!run || run.thread.deletedAt) throw notFound('Run', runId);
-  assertCanReadThread(principal, run.thread);
-  return run;
+export async function loadReadableRun(sql: Sql, principal: Principal, runId: string): Promise<Run> {
+  const [run] = await sql.query<Run & { threadOwnerId: string }>(
+    'SELECT r.*, t.owner_id AS thread_owner_id FROM run r JOIN thread t ON t.id = r.thread_id WHERE r.id = $1::uuid AND t.deleted_at IS NULL',
+    [rowId(runId, 'Run')],
+  );
+  if (!run) throw notFound('Run', runId);
+  const { threadOwnerId, ...readable } = run;
+  assertCanReadThread(principal, { id: run.threadId, ownerId: threadOwnerId });
+  return readable;
 }
 
 /**
- * The fast path of a fresh run (fast-write.ts): the thread, only where the caller may write it,
- * bumped and the run inserted with its cursor. A resume, or a thread not found or not the
- * caller's, takes the transaction, which checks the parent run and names the refusal.
+ * A new QUEUED run, in a thread the caller may write ($2: the caller, $3: may write every
+ * thread); a resume ($5) only of an ended run of the same thread.
  */
-export const CREATE_FRESH_RUN = `WITH target AS (
-  SELECT id AS thread_id FROM thread WHERE id = $1::uuid AND (owner_id = $2 OR $3::boolean) AND deleted_at IS NULL),
+export const CREATE_RUN = `WITH target AS (
+  SELECT t.id AS thread_id FROM thread t
+  WHERE t.id = $1::uuid AND (t.owner_id = $2 OR $3::boolean) AND t.deleted_at IS NULL
+    AND ($5::uuid IS NULL OR EXISTS (
+      SELECT 1 FROM run parent WHERE parent.id = $5::uuid AND parent.thread_id = t.id
+        AND parent.status IN (${ENDED_RUN_STATUSES.map((status) => `'${status}'`).join(', ')})))),
 ${bump('target')},
 created AS (
   INSERT INTO run (id, thread_id, resumed_from_id, change_cursor, changed_at)
-  SELECT $4::uuid, target.thread_id, NULL, bumped.cursor, bumped.at FROM target, bumped
+  SELECT $4::uuid, target.thread_id, $5::uuid, bumped.cursor, bumped.at FROM target, bumped
   RETURNING *)
 SELECT * FROM created`;
 
@@ -39,33 +45,29 @@ interface CreateRunInput {
   resumeFromRunId?: string | null;
 }
 
-async function createFreshRunFast(deps: DomainDeps, principal: Principal, input: CreateRunInput) {
-  if (input.resumeFromRunId != null || !isUuid(input.threadId)) return undefined;
-  const [run] = await fastStatement<Run>(deps.statement, CREATE_FRESH_RUN, [
-    input.threadId.toLowerCase(),
-    principal.sub,
-    canReadEveryThread(principal),
-    newId(),
-  ]);
-  return run && { value: run, changes: [runChanged(run)] };
-}
-
 /** Creates a QUEUED run; a resume must name an ended run of the same thread. */
-export const createRun = command(async ({ sql, emit }, principal: Principal, input: CreateRunInput) => {
-  const thread = await loadReadableThreadForWrite(sql, principal, input.threadId);
-  // Present means meant: a blank id is malformed, never a run that resumes nothing.
-  const resumedFromId = input.resumeFromRunId != null ? rowId(input.resumeFromRunId, 'Run') : null;
-  if (resumedFromId !== null) {
-    const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [resumedFromId]);
-    if (!parent) throw notFound('Run', input.resumeFromRunId!);
-    if (parent.threadId !== thread.id) throw invalidTransition('A run can only resume a run of the same thread');
-    if (!isRunEnded(parent.status)) throw invalidTransition(`Run ${parent.id} has not ended (${parent.status})`);
-  }
-  const run = await insertRow<Run>(sql, 'run', {
-    id: newId(),
-    threadId: thread.id,
-    resumedFromId,
-  });
-  emit(runChanged(run));
-  return run;
-}, createFreshRunFast);
+export const createRun = fenced({
+  async write(deps: DomainDeps, _hint, principal: Principal, input: CreateRunInput) {
+    const resume = input.resumeFromRunId ?? null;
+    if (!isUuid(input.threadId) || (resume !== null && !isUuid(resume))) return undefined;
+    const [run] = await fencedRows<Run>(deps.db, CREATE_RUN, [
+      input.threadId.toLowerCase(),
+      principal.sub,
+      canReadEveryThread(principal),
+      newId(),
+      resume?.toLowerCase() ?? null,
+    ]);
+    return run && { value: run, changes: [runChanged(run)] };
+  },
+  async explain(sql, principal, input) {
+    const thread = await loadReadableThread(sql, principal, input.threadId);
+    // Present means meant: a blank id is malformed, never a run that resumes nothing.
+    if (input.resumeFromRunId != null) {
+      const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [rowId(input.resumeFromRunId, 'Run')]);
+      if (!parent) throw notFound('Run', input.resumeFromRunId);
+      if (parent.threadId !== thread.id) throw invalidTransition('A run can only resume a run of the same thread');
+      if (!isRunEnded(parent.status)) throw invalidTransition(`Run ${parent.id} has not ended (${parent.status})`);
+    }
+    return { retry: undefined };
+  },
+});

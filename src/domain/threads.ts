@@ -1,8 +1,7 @@
 import type { Principal } from '../auth/principal.js';
-import { insertRow } from '../db/sql.js';
+import { insertRow, type Sql } from '../db/sql.js';
 import type { Message, MessageRole, Thread } from '../generated/prisma/client.js';
-import type { Tx } from '../db/transaction.js';
-import { canReadEveryThread, loadReadableThreadForWrite } from './access.js';
+import { canReadEveryThread, loadReadableThread } from './access.js';
 import { badInput } from './errors.js';
 import { isUuid, newId } from './ids.js';
 import { command } from './command.js';
@@ -15,7 +14,7 @@ export const createThread = command(async ({ sql }, principal: Principal, input:
 /** Ordinary history only: audit rows are written by the run lifecycle, never through here. */
 export const appendMessage = command(
   async ({ sql, deps }, principal: Principal, input: { threadId: string; role: MessageRole; content?: unknown }) => {
-    const thread = await loadReadableThreadForWrite(sql, principal, input.threadId);
+    const thread = await loadReadableThread(sql, principal, input.threadId);
     assertStorableJson(input.content, deps.limits.maxJsonBytes, 'content');
     return insertRow<Message>(sql, 'message', {
       id: newId(),
@@ -60,21 +59,16 @@ function parseThreadCursor(cursor: string): ThreadPosition {
  * and superadmins), newest first. The order is total (creation time, then id), so a cursor
  * keeps its place while new threads are created.
  */
-export async function readableThreadsPage(tx: Tx, principal: Principal, page: { first: number; after?: string | null }) {
+export async function readableThreadsPage(sql: Sql, principal: Principal, page: { first: number; after?: string | null }) {
   if (!Number.isInteger(page.first) || page.first < 1 || page.first > MAX_THREADS_PAGE) {
     throw badInput(`first must be between 1 and ${MAX_THREADS_PAGE}`);
   }
   const position = page.after == null ? null : parseThreadCursor(page.after);
-  const rows = await tx.thread.findMany({
-    where: {
-      deletedAt: null,
-      ...(canReadEveryThread(principal) ? {} : { ownerId: principal.sub }),
-      ...(position && {
-        OR: [{ createdAt: { lt: position.createdAt } }, { createdAt: position.createdAt, id: { lt: position.id } }],
-      }),
-    },
-    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: page.first + 1,
-  });
+  const rows = await sql.query<Thread>(
+    `SELECT * FROM thread
+     WHERE deleted_at IS NULL AND ($1::boolean OR owner_id = $2) AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))
+     ORDER BY created_at DESC, id DESC LIMIT $5`,
+    [canReadEveryThread(principal), principal.sub, position?.createdAt ?? null, position?.id ?? null, page.first + 1],
+  );
   return { threads: rows.slice(0, page.first), hasNextPage: rows.length > page.first };
 }

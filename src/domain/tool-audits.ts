@@ -1,17 +1,17 @@
 import type { Principal } from '../auth/principal.js';
-import { insertRow, updateRow } from '../db/sql.js';
-import type { Message } from '../generated/prisma/client.js';
-import { endColumns, findAudit, requireAudit, sameFinishedSequence, startColumns } from './audit-rows.js';
-import { command, type CommandScope, type DomainDeps } from './command.js';
+import type { Sql } from '../db/sql.js';
+import type { Message, ToolCall } from '../generated/prisma/client.js';
+import { findAudit, requireAudit, sameFinishedSequence } from './audit-rows.js';
+import { fenced, type DomainDeps } from './command.js';
 import { findDeclaringToolCall } from './declaring-model.js';
 import { DomainError, badInput, conflict, invalidTransition } from './errors.js';
 import { auditChanged } from './events.js';
-import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, fastRows, jsonParam, openAudit, startParams, startValues } from './fast-write.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues } from './fenced-statements.js';
 import { newId, nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
-import { requireLease, type LeaseProof, type LockedRun } from './lease.js';
+import { checkLease, type LeaseProof } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
-import { lockToolCall, mirrorOntoToolCall, outputContent } from './tool-call-projection.js';
+import { MIRROR_ONTO_TOOL_CALL, outputContent } from './tool-call-projection.js';
 
 interface ToolEvent extends Observation {
   lease: LeaseProof;
@@ -44,12 +44,6 @@ function checkToolEvent(event: ToolEvent): void {
   }
 }
 
-/** Checks shared by every tool event, then the lease; returns the run locked. */
-async function admitToolEvent({ sql }: CommandScope, principal: Principal, event: ToolEvent): Promise<LockedRun> {
-  checkToolEvent(event);
-  return requireLease(sql, principal, event.lease);
-}
-
 function effectiveInputOf(value: unknown): JsonObject {
   if (value === undefined || value === null) return {};
   if (!isJsonObject(value)) throw badInput('effectiveInput must be a JSON object');
@@ -64,13 +58,18 @@ function checkToolStarted(deps: DomainDeps, _principal: Principal, input: ToolSt
 }
 
 /**
- * The fast path of a start bound in the run itself (fast-write.ts): the newest declaration in the
- * run, locked and still PENDING, read on a snapshot no change of the thread committed after.
+ * A tool start: the declaration it binds to is the newest in the run itself, else the one named
+ * by $12 (found through resume ancestry, declaring-model.ts; ended ancestors declare nothing
+ * new). It starts only while PENDING (locked): an ended call never runs again, and a RUNNING one
+ * is being executed by another run (a sibling resume of the same ancestor). The run's newest
+ * declaration is read on a snapshot no change of the thread committed after (`fresh`).
  */
 export const START_TOOL = `WITH ${LEASED_RUN},
 declaration AS (
-  SELECT tc.id, tc.status FROM tool_call tc JOIN leased ON tc.run_id = leased.id JOIN message d ON d.id = tc.declared_by_id
-  WHERE tc.tool_call_id = $4::text ORDER BY d.sequence DESC, d.created_at DESC LIMIT 1
+  SELECT tc.id, tc.status FROM tool_call tc
+  WHERE tc.id = coalesce((
+    SELECT newest.id FROM tool_call newest JOIN leased ON newest.run_id = leased.id JOIN message d ON d.id = newest.declared_by_id
+    WHERE newest.tool_call_id = $4::text ORDER BY d.sequence DESC, d.created_at DESC LIMIT 1), $12::uuid)
   FOR UPDATE OF tc),
 pending AS (SELECT declaration.id, leased.id AS run_id, leased.thread_id FROM declaration, leased WHERE declaration.status = 'PENDING'),
 ${bump('pending', true)},
@@ -81,22 +80,18 @@ started AS (
     'RUNNING'::"AuditStatus", $7::jsonb, p.id, ${startValues(8)}, bumped.cursor, bumped.at
   FROM pending p, bumped
   RETURNING *),
-mirrored AS (
-  UPDATE tool_call tc SET status = 'RUNNING', effective_input = started.input, output = NULL, error = NULL,
-    started_at = started.started_at, finished_at = NULL, duration_ms = NULL
-  FROM started WHERE tc.id = started.tool_call_row_id)
+mirrored AS (${MIRROR_ONTO_TOOL_CALL('started')})
 SELECT * FROM started`;
 
-async function startToolFast(deps: DomainDeps, principal: Principal, input: ToolStarted) {
-  const effectiveInput = effectiveInputOf(input.effectiveInput);
-  const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, START_TOOL, [
-    input.toolCallId,
-    newId(),
-    input.name,
-    jsonParam(effectiveInput),
-    ...startParams(input),
-  ]);
-  return audit && { value: audit, changes: [auditChanged(audit)] };
+/** The declaration a start binds to, PENDING; else the refusal. */
+async function pendingDeclaration(sql: Sql, run: Awaited<ReturnType<typeof checkLease>>, toolCallId: string): Promise<ToolCall> {
+  const declaration = await findDeclaringToolCall(sql, run, toolCallId);
+  if (declaration.status === 'PENDING') return declaration;
+  throw invalidTransition(
+    declaration.status === 'RUNNING'
+      ? `Tool call ${toolCallId} is already running in another run`
+      : `Tool call ${toolCallId} has already ended (${declaration.status})`,
+  );
 }
 
 /**
@@ -104,45 +99,33 @@ async function startToolFast(deps: DomainDeps, principal: Principal, input: Tool
  * RUNNING. An identical replay returns the existing row unchanged (first startedAt and
  * monotonic origin kept), whatever its status.
  */
-export const recordToolStarted = command(async ({ sql, emit }, principal: Principal, input: ToolStarted) => {
-  const effectiveInput = effectiveInputOf(input.effectiveInput);
-  const run = await requireLease(sql, principal, input.lease);
-
-  const existing = await findAudit(sql, run.id, 'TOOL', input.toolCallId);
-  if (existing) {
-    const same = existing.name === input.name && existing.sequence === input.sequence && jsonEqual(existing.input, effectiveInput);
-    if (!same) throw conflict(`Tool call ${input.toolCallId} was already started with a different name, input or sequence`);
-    return existing;
-  }
-
-  const toolCall = await findDeclaringToolCall(sql, run, input.toolCallId);
-  // Only the declared intent starts: an ended call never runs again, and a RUNNING one is being
-  // executed by another run (a sibling resume of the same ancestor).
-  const status = await lockToolCall(sql, toolCall.id);
-  if (status !== 'PENDING') {
-    throw invalidTransition(
-      status === 'RUNNING'
-        ? `Tool call ${input.toolCallId} is already running in another run`
-        : `Tool call ${input.toolCallId} has already ended (${status})`,
-    );
-  }
-  const audit = await insertRow<Message>(sql, 'message', {
-    id: newId(),
-    threadId: run.threadId,
-    runId: run.id,
-    role: 'TOOL',
-    messageType: 'tool_audit',
-    operationId: input.toolCallId,
-    name: input.name,
-    status: 'RUNNING',
-    input: effectiveInput,
-    toolCallRowId: toolCall.id,
-    ...startColumns(input),
-  });
-  await mirrorOntoToolCall(sql, audit);
-  emit(auditChanged(audit));
-  return audit;
-}, startToolFast, checkToolStarted);
+export const recordToolStarted = fenced({
+  check: checkToolStarted,
+  /** `ancestorDeclaration`: the ToolCall row the explanation bound through resume ancestry. */
+  async write(deps: DomainDeps, ancestorDeclaration: string | undefined, principal: Principal, input: ToolStarted) {
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, START_TOOL, [
+      input.toolCallId,
+      newId(),
+      input.name,
+      jsonParam(effectiveInputOf(input.effectiveInput)),
+      ...startParams(input),
+      ancestorDeclaration ?? null,
+    ]);
+    return audit && { value: audit, changes: [auditChanged(audit)] };
+  },
+  async explain(sql, principal, input) {
+    const run = await checkLease(sql, principal, input.lease);
+    const existing = await findAudit(sql, run.id, 'TOOL', input.toolCallId);
+    if (existing) {
+      const same =
+        existing.name === input.name && existing.sequence === input.sequence && jsonEqual(existing.input, effectiveInputOf(input.effectiveInput));
+      if (!same) throw conflict(`Tool call ${input.toolCallId} was already started with a different name, input or sequence`);
+      return { replay: existing };
+    }
+    const declaration = await pendingDeclaration(sql, run, input.toolCallId);
+    return { retry: declaration.runId === run.id ? undefined : declaration.id };
+  },
+});
 
 /** Terminal replays compare the raw output with the late-filled `id` and `name` ignored. */
 function comparableOutput(output: unknown): unknown {
@@ -151,93 +134,94 @@ function comparableOutput(output: unknown): unknown {
   return rest;
 }
 
-async function close(scope: CommandScope, audit: Message, data: Partial<Message>): Promise<Message> {
-  const updated = await updateRow<Message>(scope.sql, 'message', audit.id, data);
-  await mirrorOntoToolCall(scope.sql, updated);
-  scope.emit(auditChanged(updated));
-  return updated;
-}
-
 function checkToolFinished(deps: DomainDeps, _principal: Principal, input: ToolFinished): void {
   if (!isJsonObject(input.output)) throw badInput('output must be the tool message envelope, a JSON object');
   checkJsonFields(deps.limits, { output: input.output });
   checkToolEvent(input);
 }
 
-/** The fast path of closing a RUNNING tool audit (fast-write.ts): the audit row locked, then closed as `close` does. */
+/**
+ * Closes the caller's RUNNING tool audit with the envelope $5: a `status: "error"` envelope (a
+ * controlled failure) is FAILED at once, its content the error, unless a bare error recorded
+ * earlier is kept (it came first and explains better).
+ */
 export const FINISH_TOOL = `WITH ${LEASED_RUN},
 ${openAudit('TOOL')},
 ${bump('target')},
 closed AS (
-  UPDATE message m SET status = $5::"AuditStatus", output = $6::jsonb,
-    error = CASE WHEN $7::jsonb IS NOT NULL AND coalesce(m.error, 'null'::jsonb) = 'null'::jsonb THEN $7::jsonb ELSE m.error END,
-    awaiting_run_terminal = false, ${endSet(8)}, change_cursor = bumped.cursor, changed_at = bumped.at
+  UPDATE message m SET status = CASE WHEN $5::jsonb ->> 'status' = 'error' THEN 'FAILED' ELSE 'COMPLETED' END::"AuditStatus",
+    output = $5::jsonb,
+    error = CASE WHEN $5::jsonb ->> 'status' = 'error' AND coalesce(m.error, 'null'::jsonb) = 'null'::jsonb THEN jsonb_build_object('message', ${outputContent('$5::jsonb')})
+      ELSE m.error END,
+    awaiting_run_terminal = false, ${endSet(6)}, change_cursor = bumped.cursor, changed_at = bumped.at
   FROM target, bumped WHERE m.id = target.id
   RETURNING m.*),
-mirrored AS (
-  UPDATE tool_call tc SET status = closed.status::text::"ToolCallStatus", effective_input = closed.input, output = $12::jsonb,
-    error = closed.error, started_at = closed.started_at, finished_at = closed.finished_at, duration_ms = closed.duration_ms
-  FROM closed WHERE tc.id = closed.tool_call_row_id)
+mirrored AS (${MIRROR_ONTO_TOOL_CALL('closed')})
 SELECT * FROM closed`;
 
-async function finishToolFast(deps: DomainDeps, principal: Principal, input: ToolFinished) {
-  const output = input.output as JsonObject;
-  const controlledFailure = output.status === 'error';
-  const [audit] = await fastRows<Message>(deps.statement, principal, input.lease, FINISH_TOOL, [
-    input.toolCallId,
-    controlledFailure ? 'FAILED' : 'COMPLETED',
-    jsonParam(output),
-    controlledFailure ? jsonParam({ message: outputContent(output) }) : null,
-    ...endParams(input),
-    jsonParam(outputContent(output)),
-  ]);
-  return audit && { value: audit, changes: [auditChanged(audit)] };
-}
-
 /** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once, its content the error. */
-export const recordToolFinished = command(async (scope, principal: Principal, input: ToolFinished) => {
-  const output = input.output as JsonObject;
-  const run = await requireLease(scope.sql, principal, input.lease);
-  const audit = await requireAudit(scope.sql, run, 'TOOL', input.toolCallId);
-
-  if (audit.status !== 'RUNNING') {
+export const recordToolFinished = fenced({
+  check: checkToolFinished,
+  async write(deps: DomainDeps, _hint, principal: Principal, input: ToolFinished) {
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, FINISH_TOOL, [
+      input.toolCallId,
+      jsonParam(input.output),
+      ...endParams(input),
+    ]);
+    return audit && { value: audit, changes: [auditChanged(audit)] };
+  },
+  async explain(sql, principal, input) {
+    const run = await checkLease(sql, principal, input.lease);
+    const audit = await requireAudit(sql, run, 'TOOL', input.toolCallId);
+    if (audit.status === 'RUNNING') return { retry: undefined };
     const same =
       audit.output !== null &&
       sameFinishedSequence(audit, input) &&
       jsonEqual(comparableOutput(audit.output), comparableOutput(input.output));
     if (!same) throw conflict(`Tool call ${input.toolCallId} already ended (${audit.status}) with a different result`);
-    return audit;
-  }
-  const controlledFailure = output.status === 'error';
-  return close(scope, audit, {
-    status: controlledFailure ? 'FAILED' : 'COMPLETED',
-    output,
-    // The reason a dashboard shows; a bare error recorded earlier is kept (it came first).
-    ...(controlledFailure && audit.error === null ? { error: { message: outputContent(output) } } : {}),
-    awaitingRunTerminal: false,
-    ...endColumns(audit, input),
-  });
-}, finishToolFast, checkToolFinished);
+    return { replay: audit };
+  },
+});
+
+function checkToolError(deps: DomainDeps, _principal: Principal, input: ToolErrored): void {
+  checkJsonFields(deps.limits, { error: input.error });
+  checkToolEvent(input);
+}
+
+/** Saves a bare error on the caller's RUNNING tool audit that holds none yet; the audit stays RUNNING. */
+export const RECORD_TOOL_ERROR = `WITH ${LEASED_RUN},
+${openAudit('TOOL', 'AND NOT m.awaiting_run_terminal')},
+${bump('target')},
+closed AS (
+  UPDATE message m SET error = coalesce($5::jsonb, m.error), awaiting_run_terminal = true, ${endSet(6)},
+    change_cursor = bumped.cursor, changed_at = bumped.at
+  FROM target, bumped WHERE m.id = target.id
+  RETURNING m.*),
+mirrored AS (${MIRROR_ONTO_TOOL_CALL('closed')})
+SELECT * FROM closed`;
 
 /**
  * A bare error may be an interrupt: the observation is saved and the audit stays RUNNING,
  * awaiting the run's verdict. The same error again is a no-op.
  */
-export const recordToolError = command(async (scope, principal: Principal, input: ToolErrored) => {
-  checkJsonFields(scope.deps.limits, { error: input.error });
-  const run = await admitToolEvent(scope, principal, input);
-  const audit = await requireAudit(scope.sql, run, 'TOOL', input.toolCallId);
-
-  if (audit.status !== 'RUNNING') throw conflict(`Tool call ${input.toolCallId} has already ended (${audit.status})`);
-  if (audit.awaitingRunTerminal) {
+export const recordToolError = fenced({
+  check: checkToolError,
+  async write(deps: DomainDeps, _hint, principal: Principal, input: ToolErrored) {
+    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, RECORD_TOOL_ERROR, [
+      input.toolCallId,
+      jsonParam(input.error),
+      ...endParams(input),
+    ]);
+    return audit && { value: audit, changes: [auditChanged(audit)] };
+  },
+  async explain(sql, principal, input) {
+    const run = await checkLease(sql, principal, input.lease);
+    const audit = await requireAudit(sql, run, 'TOOL', input.toolCallId);
+    if (audit.status !== 'RUNNING') throw conflict(`Tool call ${input.toolCallId} has already ended (${audit.status})`);
+    if (!audit.awaitingRunTerminal) return { retry: undefined };
     if (!jsonEqual(audit.error, input.error) || !sameFinishedSequence(audit, input)) {
       throw conflict(`Tool call ${input.toolCallId} already recorded a different error`);
     }
-    return audit;
-  }
-  return close(scope, audit, {
-    error: (input.error ?? undefined) as Message['error'] | undefined,
-    awaitingRunTerminal: true,
-    ...endColumns(audit, input),
-  });
+    return { replay: audit };
+  },
 });

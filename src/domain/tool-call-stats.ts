@@ -1,12 +1,10 @@
-import type { Tx } from '../db/transaction.js';
+import type { Sql } from '../db/sql.js';
 
-/** Dashboard counts, read from the ToolCall projection only (never from audit rows). */
-export async function toolCallStats(tx: Tx, threadId: string) {
-  const groups = await tx.toolCall.groupBy({
-    by: ['name', 'status'],
-    where: { threadId },
-    _count: { _all: true },
-    orderBy: [{ name: 'asc' }, { status: 'asc' }],
-  });
-  return groups.map((group) => ({ name: group.name, status: group.status, count: group._count._all }));
+/** Dashboard counts, read from the ToolCall projection only (never from audit rows); statuses in their declared order. */
+export function toolCallStats(sql: Sql, threadId: string) {
+  return sql.query<{ name: string; status: string; count: number }>(
+    `SELECT name, status, count(*)::int AS count FROM tool_call WHERE thread_id = $1::uuid
+     GROUP BY name, status ORDER BY name, status`,
+    [threadId],
+  );
 }

@@ -73,7 +73,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
    * keeps up sends a poll's worth of changes per batch instead of a batch per change.
    */
   async function exportBatch(): Promise<boolean> {
-    const claimed = await claimThreads(db.statement, owner, threadsPerBatch, claimSeconds, config.pollMs / 1000);
+    const claimed = await claimThreads(db.sql, owner, threadsPerBatch, claimSeconds, config.pollMs / 1000);
     if (claimed.length === 0) return false;
     const threadIds = claimed.map((claim) => claim.threadId);
     try {
@@ -85,10 +85,10 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         for (const committed of changedAt.slice(at, at + spansPerRequest)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
         exportedSpans.inc(Math.min(spansPerRequest, spans.length - at));
       }
-      await release(db.statement, owner, batch.threads);
+      await release(db.sql, owner, batch.threads);
       return claimed.some((claim) => claim.behind) || batch.threads.some((thread) => thread.more);
     } catch (error) {
-      await unclaim(db.statement, owner, threadIds).catch(() => undefined); // else the claim expires
+      await unclaim(db.sql, owner, threadIds).catch(() => undefined); // else the claim expires
       throw error;
     }
   }

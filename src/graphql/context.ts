@@ -14,6 +14,8 @@ export interface GraphQLContext {
   pubsub: PubSub;
   requestId: string;
   loaders: Loaders;
+  /** A worker's lifecycle mutations, by root response key: the run whose lease each used (audit-access.ts). */
+  leasedRuns?: Map<string | number, string>;
   /** HTTP requests only (SSE reads its Last-Event-ID header). */
   request?: Request;
 }

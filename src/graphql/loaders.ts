@@ -62,7 +62,7 @@ export async function loadRequired<Row>(loader: { load(id: string): Promise<Row 
  * Caches per request, or per published event for subscriptions (shared by that event's
  * subscribers: rows, never decisions); never across requests or events.
  */
-export function createLoaders({ prisma, read }: DomainDeps) {
+export function createLoaders({ prisma, db: read }: DomainDeps) {
   return {
     audit: rowsBy((ids) => auditsByIds(read, ids), idOf),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),

@@ -53,7 +53,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     await migrate(db.driver);
     pubsub = await createPubSubFor(config, {
       changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit),
-      threadCursors: (threadIds) => threadCursors(db.read, threadIds),
+      threadCursors: (threadIds) => threadCursors(db.sql, threadIds),
     }, { maxPendingEvents: options.maxPendingEvents });
   } catch (error) {
     // A server that cannot start must not leave the database open behind it.
@@ -62,9 +62,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
   }
   const deps: DomainDeps = {
     prisma: db.prisma,
-    sql: db.driver,
-    read: db.read,
-    statement: db.statement,
+    db: db.sql,
     publish: pubsub.publishEvents,
     threadDeleted: (threadId) => {
       pubsub.threadDeleted(threadId);

@@ -38,7 +38,7 @@ export function serverMetrics(state: ServerState) {
   if (state.exporting) {
     // One read of the queue per scrape, shared by the three gauges.
     let reading: ReturnType<typeof backlog> | null = null;
-    const read = () => (reading ??= backlog(state.db.statement).finally(() => setImmediate(() => (reading = null))));
+    const read = () => (reading ??= backlog(state.db.sql).finally(() => setImmediate(() => (reading = null))));
     scrapedGauge(own, 'agent_audit_export_backlog_threads', 'Threads with changes not yet exported', [], async (gauge) => {
       gauge.set((await read()).threads);
     });

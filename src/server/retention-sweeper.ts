@@ -47,7 +47,7 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
           });
     if (options.vacuumAfterDeletions && (deletedSinceVacuum || abandoned.length > 0 || deleted > 0)) {
       deletedSinceVacuum = false;
-      await deps.read.query('VACUUM thread, run, message, tool_call');
+      await deps.db.query('VACUUM thread, run, message, tool_call');
     }
     return deleted;
   };
@@ -86,6 +86,6 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
 }
 
 async function databaseNow(deps: DomainDeps): Promise<Date> {
-  const [row] = await deps.read.query<{ now: Date }>('SELECT now() AS now');
+  const [row] = await deps.db.query<{ now: Date }>('SELECT now() AS now');
   return row!.now;
 }

@@ -14,7 +14,7 @@ function withoutInternals(result: ExecutionResult) {
 }
 
 /** yoga's keep-alive comment interval for SSE. */
-const PING_MS = 12_000;
+export const PING_MS = 12_000;
 
 /**
  * yoga's SSE writer, plus an `id:` line for each result that has an event id (a threadChanges

@@ -1,8 +1,10 @@
 // The timeline page and GraphiQL in headless Chromium, against the server process (PGlite, or
 // PostgreSQL in the services pass), with every host but the loopback unresolvable.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
@@ -12,11 +14,17 @@ import { createE2EStorage, e2eActors, killServers, runScript, startServer, token
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REPO_ROOT = join(import.meta.dirname, '../..');
+/**
+ * Where the page's screenshot goes: a temporary folder, removed after; `npm run screenshots`
+ * sets SCREENSHOT_DIR=docs to update the README's picture on purpose.
+ */
+const screenshotDir = process.env.SCREENSHOT_DIR ? resolve(REPO_ROOT, process.env.SCREENSHOT_DIR) : null;
 const browserRequired = process.env.REQUIRE_BROWSER === '1' || process.env.REQUIRE_SERVICES === '1';
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && !browserRequired) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 
 let storage: E2EStorage;
+let screenshotFolder: string | undefined;
 let server: ServerProcess;
 let relay: Relay;
 let origin: string;
@@ -70,6 +78,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     relay?.close();
     await killServers();
     await storage?.remove();
+    if (!screenshotDir && screenshotFolder) rmSync(screenshotFolder, { recursive: true, force: true });
     expect(outsideRequests).toEqual([]);
   });
 
@@ -164,7 +173,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     await resumedTool.click();
     await page.waitForSelector('.details .differs');
     expect(await page.locator('.details .diff .jsondiffpatch-added').textContent()).toContain('approved');
-    await page.screenshot({ path: join(REPO_ROOT, 'docs', 'timeline.png') });
+    screenshotFolder ??= screenshotDir ?? mkdtempSync(join(tmpdir(), 'timeline-screenshot-'));
+    const screenshot = await page.screenshot({ path: join(screenshotFolder, 'timeline.png') });
+    expect(screenshot.subarray(1, 4).toString()).toBe('PNG');
 
     // parallel calls: three tools under one model.
     await openThread(page, byTitle.parallel!);

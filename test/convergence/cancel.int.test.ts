@@ -89,7 +89,8 @@ describe(`races on ${backendName}`, () => {
         session.finish('COMPLETED', { stateMessages: [{ tool_call_id: 't-await', status: 'error', content: 'from state' }] });
       const cancelling = () => cancelRun(t, ctx.owner, ctx.runId);
       // Alternate who is sent first, so both orders are exercised. finishRun first tries its
-      // one-statement fast path, which finds the open work and leaves it to its transaction: a
+      // one statement for a run with no audit open, which finds the open work and leaves it to
+      // the run end's transaction: a
       // round trip in which a cancel sent at the same instant nearly always overtakes it. On
       // PostgreSQL the second is therefore sent 0 to 9 ms after the first (spread over the
       // iterations); PGlite runs one statement at a time, so there the two are sent one after

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
+import type { SqlDriver } from '../../src/db/database.js';
 import { errorCode, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { THREAD_AUDITS, must, type WorkerSession } from '../support/lifecycle.js';
-import { eventually } from '../support/streams.js';
 
 export const RUN_WITH_TOOL_CALLS = `query($id: ID!) {
   run(id: $id) {
@@ -43,14 +43,21 @@ export async function openWork(session: WorkerSession) {
 }
 
 /**
- * Waits until the database judges the session's lease expired. The probe is a write that fails
- * either way (it finishes a tool call that was never started), so it changes nothing.
+ * Moves the database's clock past the runs' leases, the first run's furthest: each expiry is set
+ * in the database's past, which is all the lease rules read (`lease_expires_at <= now()`, by the
+ * database clock), so no test waits out a lease in real time.
  */
-export async function waitForLeaseExpiry(session: WorkerSession) {
-  await eventually(
-    () => session.toolFinished('probe-never-started', { content: '' }),
-    (response) => errorCode(response) !== 'INVALID_TRANSITION',
-  ).then((response) => expect(errorCode(response)).toBe('LEASE_EXPIRED'));
+export async function expireLeases(driver: Pick<SqlDriver, 'query'>, runIds: string[]) {
+  await driver.query(
+    `UPDATE run r SET lease_expires_at = now() - make_interval(secs => cardinality($1::uuid[]) - e.position + 1)
+     FROM unnest($1::uuid[]) WITH ORDINALITY AS e(id, position) WHERE r.id = e.id`,
+    [runIds],
+  );
+}
+
+/** The worker is told its lease expired. The probe finishes a tool call that was never started, so it changes nothing. */
+export async function expectLeaseExpired(session: WorkerSession) {
+  expect(errorCode(await session.toolFinished('probe-never-started', { content: '' }))).toBe('LEASE_EXPIRED');
 }
 
 /** Every lifecycle write a worker could still attempt on an ended run, each for a fresh or known id. */

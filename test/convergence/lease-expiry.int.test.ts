@@ -7,13 +7,12 @@ import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
 import { WorkerSession, actors, claim, createRun, createThread, must } from '../support/lifecycle.js';
 import { eventually, payloads, subscribeSse, type Stream } from '../support/streams.js';
-import { auditsOf, openWork, readRun, waitForLeaseExpiry } from './helpers.js';
+import { auditsOf, expectLeaseExpired, expireLeases, openWork, readRun } from './helpers.js';
 
 // SEMANTICS.md: the server sweeps expired leases; several instances may sweep at once and each
 // run is converged exactly once; a restarted server sweeps once at start-up.
 
 const NEVER = '3600000';
-const LEASE_ENV = { LEASE_MIN_SECONDS: '1' };
 
 /** What a suite's beforeAll set up, undone after the file (what a test sets up: onTestFinished). */
 const fileCleanups: (() => Promise<unknown>)[] = [];
@@ -161,7 +160,7 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
   let apps: TestApp[];
   let t: TestApp;
   beforeAll(async () => {
-    apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER });
+    apps = await instances({ LEASE_SWEEP_INTERVAL_MS: NEVER });
     t = apps[0]!;
   });
 
@@ -182,9 +181,8 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
     const [row] = await t.app.db.driver.query<{ id: string }>(`SELECT tool_call_row_id AS id FROM message ${where}`, [poisoned.runId]);
     await t.app.db.driver.query(`UPDATE message SET tool_call_row_id = NULL ${where}`, [poisoned.runId]);
     // The poisoned run expires first, so it is first in the sweep's order.
-    must(await poisoned.session.renew(1));
-    must(await healthy.session.renew(1));
-    await waitForLeaseExpiry(healthy.session);
+    await expireLeases(t.app.db.driver, [poisoned.runId, healthy.runId]);
+    await expectLeaseExpired(healthy.session);
 
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
     onTestFinished(() => logged.mockRestore());
@@ -212,8 +210,8 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
       await t.app.db.driver.query(`UPDATE message SET tool_call_row_id = NULL ${where}`, [runId]);
     }
     // The poisoned runs expire first: they fill the first batch of every sweep.
-    for (const { session } of [...poisoned, ...healthy]) must(await session.renew(1));
-    await waitForLeaseExpiry(healthy.at(-1)!.session);
+    await expireLeases(t.app.db.driver, [...poisoned, ...healthy].map(({ runId }) => runId));
+    await expectLeaseExpired(healthy.at(-1)!.session);
 
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
     onTestFinished(() => logged.mockRestore());
@@ -239,9 +237,9 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
   it('sweeps racing on every instance converge each expired run exactly once', async () => {
     const ctx = await runsWithOpenWork(t, 6);
     const watcher = await watch(apps, ctx.owner, ctx.worker, ctx.threadId);
-    for (const { session } of ctx.runs) must(await session.renew(1));
+    await expireLeases(t.app.db.driver, ctx.runs.map(({ runId }) => runId));
     // Expired but not yet swept: the worker is told so.
-    for (const { session } of ctx.runs) await waitForLeaseExpiry(session);
+    for (const { session } of ctx.runs) await expectLeaseExpired(session);
 
     const sweeps = await Promise.all([...apps, ...apps].map((app) => sweepExpiredLeases(app.app.deps)));
     expect(sweeps.reduce((sum, ended) => sum + ended, 0)).toBe(ctx.runs.length);
@@ -254,14 +252,14 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
 describe(`sweeps on ${backendName}, by the instances' own interval sweepers`, () => {
   let apps: TestApp[];
   beforeAll(async () => {
-    apps = await instances({ ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: '50' });
+    apps = await instances({ LEASE_SWEEP_INTERVAL_MS: '50' });
   });
 
   it('converge each expired run exactly once', async () => {
     const t = apps[0]!;
     const ctx = await runsWithOpenWork(t, 6);
     const watcher = await watch(apps, ctx.owner, ctx.worker, ctx.threadId);
-    for (const { session } of ctx.runs) must(await session.renew(1));
+    await expireLeases(t.app.db.driver, ctx.runs.map(({ runId }) => runId));
 
     for (const { runId } of ctx.runs) await eventually(() => readRun(t, ctx.owner, runId), (run) => run.status !== 'RUNNING');
     await watcher.fence();
@@ -278,22 +276,20 @@ describe('the start-up sweep', () => {
       const scratch = await createScratchDatabase();
       onTestFinished(() => scratch.drop());
       databaseUrl = scratch.url;
-      env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER };
+      env = { LEASE_SWEEP_INTERVAL_MS: NEVER };
     } else {
       const dataDir = mkdtempSync(join(tmpdir(), 'audit-startup-sweep-'));
       onTestFinished(async () => rmSync(dataDir, { recursive: true, force: true }));
-      env = { ...LEASE_ENV, LEASE_SWEEP_INTERVAL_MS: NEVER, DATA_DIR: dataDir };
+      env = { LEASE_SWEEP_INTERVAL_MS: NEVER, DATA_DIR: dataDir };
     }
 
     const first = await startTestApp(env, { databaseUrl });
     onTestFinished(() => first.close());
     const ctx = await runsWithOpenWork(first, 1);
     const { runId, session } = ctx.runs[0]!;
-    const lease = must(await session.renew(1));
+    // The lease runs out with no sweep to see it (this server's interval sweeper never fires).
+    await expireLeases(first.app.db.driver, [runId]);
     await first.close();
-
-    // Wait out the lease with no server up (the database's clock is this machine's).
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(lease.expiresAt) - Date.now()) + 500));
 
     // Its interval sweeper never fires during the test: only the start-up sweep can close the run.
     const second = await startTestApp(env, { databaseUrl });

@@ -22,13 +22,13 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const latestChange = async (threadId: string) => {
-  const [row] = await t.app.db.read.query<{ at: Date }>(`SELECT ${LATEST_CHANGE('t')} AS at FROM thread t WHERE t.id = $1::uuid`, [threadId]);
+  const [row] = await t.app.db.sql.query<{ at: Date }>(`SELECT ${LATEST_CHANGE('t')} AS at FROM thread t WHERE t.id = $1::uuid`, [threadId]);
   return row!.at;
 };
 
 /** Waits until the database clock has moved past `at` (a few milliseconds, never days). */
 const databaseClockPast = (at: Date) =>
-  eventually(async () => (await t.app.db.read.query<{ now: Date }>('SELECT clock_timestamp() AS now'))[0]!.now, (now) => now > at);
+  eventually(async () => (await t.app.db.sql.query<{ now: Date }>('SELECT clock_timestamp() AS now'))[0]!.now, (now) => now > at);
 
 const appendMessage = (token: string, threadId: string) =>
   t.gql(`mutation($input: AppendMessageInput!) { result: appendMessage(input: $input) { id } }`, {
@@ -89,7 +89,7 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
     // The sweep's page query is skipped here: the mark's recheck alone must keep it.
     const { markDeleted } = await import('../../src/domain/deletion.js');
     const cutoff = new Date(chosenAt.getTime() + 1);
-    const due = async (thread: { id: string }, sql: { query: typeof t.app.db.read.query }) =>
+    const due = async (thread: { id: string }, sql: { query: typeof t.app.db.sql.query }) =>
       (await sql.query<{ due: boolean }>(`SELECT ${LATEST_CHANGE('t')} < $2::timestamptz AS due FROM thread t WHERE t.id = $1::uuid`, [thread.id, cutoff]))[0]!.due;
     expect(await markDeleted(t.app.deps, threadId, due)).toBe(false);
     expect((await t.gql(`query($id: ID!) { thread(id: $id) { id } }`, { id: threadId }, who.owner)).data.thread.id).toBe(threadId);
@@ -121,7 +121,7 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
   it.runIf(!onPostgres)('on PGlite, the space a deletion freed is reused by the rows written after it', async () => {
     const seed = (title: string) => bulkSeed(sqlOverDriver(t.app.db.driver), { ownerSub: 'space-owner', threads: 1, auditsPerThread: 8000, title });
     const size = async () =>
-      Number((await t.app.db.read.query<{ bytes: string }>(`SELECT pg_relation_size('message') AS bytes`))[0]!.bytes);
+      Number((await t.app.db.sql.query<{ bytes: string }>(`SELECT pg_relation_size('message') AS bytes`))[0]!.bytes);
     const [first] = await seed('first');
     const withFirst = await size();
     const owner = await t.token('space-owner', 'superadmin');

@@ -8,7 +8,7 @@ export const DELETE_THREAD = `mutation($id: ID!) { deleteThread(id: $id) { threa
  * by hand, so a table added later is asked too.
  */
 export async function rowsLeft(t: TestApp, threadId: string, runIds: string[]): Promise<Record<string, number>> {
-  const sql = t.app.db.read;
+  const sql = t.app.db.sql;
   const columns = await sql.query<{ tableName: string; columnName: string }>(
     `SELECT table_name AS "tableName", column_name AS "columnName" FROM information_schema.columns
      WHERE table_schema = current_schema() AND column_name IN ('id', 'thread_id', 'run_id', 'resumed_from_id') AND data_type = 'uuid'`,

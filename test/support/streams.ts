@@ -125,9 +125,10 @@ export function subscribeWs(url: string, query: string, variables: Record<string
  * Starts a GraphQL-over-SSE subscription (yoga's distinct-connections mode): in process through
  * yoga's fetch when given the app, over HTTP when given its URL.
  */
-export function sseResponse(target: App | string, query: string, variables: Record<string, unknown>, token?: string | null) {
+export function sseResponse(target: App | string, query: string, variables: Record<string, unknown>, token?: string | null, signal?: AbortSignal) {
   const init = {
     method: 'POST',
+    signal,
     headers: {
       'content-type': 'application/json',
       accept: 'text/event-stream',

@@ -1,45 +1,30 @@
-import { getArgumentValues, Kind, type FieldNode, type GraphQLResolveInfo } from 'graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import { canReadAudits, isExecutedInRun } from '../../domain/access.js';
 import type { GraphQLContext } from '../context.js';
 
-/** The worker write path (lifecycle.ts): what these return is the calling worker's own write. */
-const LIFECYCLE_MUTATIONS = new Set([
-  'claimRun',
-  'renewLease',
-  'recordModelStarted',
-  'recordModelFinished',
-  'recordToolStarted',
-  'recordToolFinished',
-  'recordToolError',
-  'finishRun',
-]);
-
-/** The root field `info` sits under (aliases resolved). */
-function rootFieldOf(info: GraphQLResolveInfo): FieldNode | undefined {
+/** The response key of the root field `info` sits under. */
+function rootKeyOf(info: GraphQLResolveInfo): string | number {
   let path = info.path;
   while (path.prev) path = path.prev;
-  for (const selection of info.operation.selectionSet.selections) {
-    if (selection.kind === Kind.FIELD && (selection.alias?.value ?? selection.name.value) === path.key) return selection;
-  }
-  return undefined;
+  return path.key;
+}
+
+/**
+ * Called by a worker's lifecycle mutation once it succeeded (lifecycle.ts): what its result
+ * reaches is the worker's own write, scoped to the run whose lease it used.
+ */
+export function scopeToLeasedRun(context: GraphQLContext, info: GraphQLResolveInfo, runId: string): void {
+  if (context.principal?.role !== 'worker') return;
+  (context.leasedRuns ??= new Map()).set(rootKeyOf(info), runId.toLowerCase());
 }
 
 /**
  * For a worker inside the result of one of its lifecycle mutations: the run whose lease that
- * mutation used (the mutation succeeded, so the worker holds it). `undefined` anywhere else,
- * where the ordinary rules apply.
+ * mutation used. `undefined` anywhere else, where the ordinary rules apply.
  */
-function leasedRunOf(context: GraphQLContext, info: GraphQLResolveInfo): string | null | undefined {
+function leasedRunOf(context: GraphQLContext, info: GraphQLResolveInfo): string | undefined {
   if (context.principal?.role !== 'worker' || info.operation.operation !== 'mutation') return undefined;
-  const root = rootFieldOf(info);
-  const definition = root && LIFECYCLE_MUTATIONS.has(root.name.value) ? info.schema.getMutationType()?.getFields()[root.name.value] : undefined;
-  if (!root || !definition) return undefined;
-  const args = getArgumentValues(definition, root, info.variableValues) as {
-    lease?: { runId?: string };
-    input?: { runId?: string; lease?: { runId?: string } };
-  };
-  const runId = args.input?.lease?.runId ?? args.lease?.runId ?? args.input?.runId;
-  return runId?.toLowerCase() ?? null;
+  return context.leasedRuns?.get(rootKeyOf(info));
 }
 
 /**
@@ -67,7 +52,7 @@ export async function mayReadDeclaringAudit(
   if (principal.role === 'worker') {
     const leased = leasedRunOf(context, info);
     if (!leased) return false;
-    return toolCall.runId === leased || (await isExecutedInRun(context.deps.read, toolCall.id, leased));
+    return toolCall.runId === leased || (await isExecutedInRun(context.deps.db, toolCall.id, leased));
   }
   const thread = await context.loaders.thread.load(toolCall.threadId);
   return thread !== null && canReadAudits(principal, thread);

@@ -95,7 +95,7 @@ builder.queryField('threadAudits', (t) =>
     args: { threadId: t.arg.id({ required: true }), limit: t.arg.int({ defaultValue: MAX_AUDITS }) },
     complexity: ({ limit }) => listCost(limit, MAX_AUDITS),
     resolve: async (_root, { threadId, limit }, { deps, principal, loaders }) => {
-      const timeline = await readTimeline(deps.read, requirePrincipal(principal), threadId, limit);
+      const timeline = await readTimeline(deps.db, requirePrincipal(principal), threadId, limit);
       // The items are what a tool audit's `declaredBy` most often points to.
       for (const audit of timeline.items) loaders.audit.prime(audit.id, audit);
       return { ...timeline, cursor: encodeCursor(timeline.threadId, timeline.cursor) };

@@ -1,9 +1,12 @@
+import type { GraphQLResolveInfo } from 'graphql';
 import { requirePrincipal } from '../../domain/access.js';
 import { finishRun } from '../../domain/convergence.js';
 import { claimRun, renewLease } from '../../domain/lease.js';
 import { recordModelFinished, recordModelStarted } from '../../domain/model-audits.js';
 import { recordToolError, recordToolFinished, recordToolStarted } from '../../domain/tool-audits.js';
 import { builder } from '../builder.js';
+import type { GraphQLContext } from '../context.js';
+import { scopeToLeasedRun } from './audit-access.js';
 import { ModelAuditRef, ToolAuditRef } from './audit.js';
 import { AuditStatusEnum, RunTerminalStatusEnum } from './enums.js';
 import { RunLeaseRef, RunRef } from './run.js';
@@ -134,13 +137,21 @@ const ToolErrorInput = builder.inputType('ToolErrorInput', {
 
 const worker = { role: 'worker' } as const;
 
+/** A lifecycle mutation's result, read in the scope of the run whose lease it used (audit-access.ts). */
+async function leasedResult<T>(context: GraphQLContext, info: GraphQLResolveInfo, runId: string, result: Promise<T>): Promise<T> {
+  const value = await result;
+  scopeToLeasedRun(context, info, runId);
+  return value;
+}
+
 builder.mutationFields((t) => ({
   claimRun: t.field({
     type: RunLeaseRef,
     description: 'Workers only. QUEUED -> RUNNING with the caller as owner and a new epoch.',
     authScopes: worker,
     args: { input: t.arg({ type: ClaimRunInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => claimRun(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, context, info) =>
+      leasedResult(context, info, input.runId, claimRun(context.deps, requirePrincipal(context.principal), input)),
   }),
   renewLease: t.field({
     type: RunLeaseRef,
@@ -149,43 +160,49 @@ builder.mutationFields((t) => ({
       lease: t.arg({ type: LeaseInput, required: true }),
       leaseSeconds: t.arg.int({ defaultValue: 30 }),
     },
-    resolve: (_root, { lease, leaseSeconds }, { deps, principal }) =>
-      renewLease(deps, requirePrincipal(principal), lease, leaseSeconds),
+    resolve: (_root, { lease, leaseSeconds }, context, info) =>
+      leasedResult(context, info, lease.runId, renewLease(context.deps, requirePrincipal(context.principal), lease, leaseSeconds)),
   }),
   finishRun: t.field({
     type: RunRef,
     authScopes: worker,
     args: { input: t.arg({ type: FinishRunInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => finishRun(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, context, info) =>
+      leasedResult(context, info, input.lease.runId, finishRun(context.deps, requirePrincipal(context.principal), input)),
   }),
   recordModelStarted: t.field({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelStartedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordModelStarted(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, context, info) =>
+      leasedResult(context, info, input.lease.runId, recordModelStarted(context.deps, requirePrincipal(context.principal), input)),
   }),
   recordModelFinished: t.field({
     type: ModelAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ModelFinishedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordModelFinished(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, context, info) =>
+      leasedResult(context, info, input.lease.runId, recordModelFinished(context.deps, requirePrincipal(context.principal), input)),
   }),
   recordToolStarted: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolStartedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordToolStarted(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, context, info) =>
+      leasedResult(context, info, input.lease.runId, recordToolStarted(context.deps, requirePrincipal(context.principal), input)),
   }),
   recordToolFinished: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolFinishedInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordToolFinished(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, context, info) =>
+      leasedResult(context, info, input.lease.runId, recordToolFinished(context.deps, requirePrincipal(context.principal), input)),
   }),
   recordToolError: t.field({
     type: ToolAuditRef,
     authScopes: worker,
     args: { input: t.arg({ type: ToolErrorInput, required: true }) },
-    resolve: (_root, { input }, { deps, principal }) => recordToolError(deps, requirePrincipal(principal), input),
+    resolve: (_root, { input }, context, info) =>
+      leasedResult(context, info, input.lease.runId, recordToolError(context.deps, requirePrincipal(context.principal), input)),
   }),
 }));

@@ -47,7 +47,7 @@ builder.queryField('run', (t) =>
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, { id }, { deps, principal }) => {
-      const run = await loadReadableRun(deps.prisma, requirePrincipal(principal), id);
+      const run = await loadReadableRun(deps.db, requirePrincipal(principal), id);
       return deps.prisma.run.findUnique({ ...query, where: { id: run.id } });
     },
   }),

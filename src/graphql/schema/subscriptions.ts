@@ -73,7 +73,7 @@ builder.subscriptionFields((t) => ({
     args: { threadId: t.arg.id({ required: true }), runId: t.arg.id() },
     subscribe: async (_root, { threadId, runId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
-      const thread = await loadAuditThread(deps.prisma, viewer, threadId);
+      const thread = await loadAuditThread(deps.db, viewer, threadId);
       return pubsub.subscribe('audit', thread.id, {
         accept: (change) => change.kind === 'audit' && change.row.role === 'TOOL' && (!runId || change.row.runId === runId),
         endsAtMs: viewer.expiresAtMs,
@@ -88,7 +88,7 @@ builder.subscriptionFields((t) => ({
     args: { threadId: t.arg.id({ required: true }) },
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
-      const thread = await loadAuditThread(deps.prisma, viewer, threadId);
+      const thread = await loadAuditThread(deps.db, viewer, threadId);
       return pubsub.subscribe('audit', thread.id, { accept: (change) => change.kind === 'audit', endsAtMs: viewer.expiresAtMs });
     },
     resolve: (delivery: Delivery, _args, context) => committed(delivery, context).row as Message,
@@ -100,7 +100,7 @@ builder.subscriptionFields((t) => ({
     args: { threadId: t.arg.id({ required: true }) },
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
-      const thread = await loadReadableThread(deps.prisma, viewer, threadId);
+      const thread = await loadReadableThread(deps.db, viewer, threadId);
       return pubsub.subscribe('run', thread.id, {
         accept: (change) => change.kind === 'run' && !change.leaseOnly,
         endsAtMs: viewer.expiresAtMs,
@@ -116,7 +116,7 @@ builder.subscriptionFields((t) => ({
     args: { threadId: t.arg.id({ required: true }), after: t.arg.string(), runId: t.arg.id() },
     subscribe: async (_root, { threadId, after, runId }, context) => {
       const viewer = requirePrincipal(context.principal);
-      const thread = await loadAuditThread(context.deps.prisma, viewer, threadId);
+      const thread = await loadAuditThread(context.deps.db, viewer, threadId);
       return context.pubsub.subscribe('changes', thread.id, {
         after: resumeCursor(thread, after, context),
         accept: (change) => !runId || runIdOf(change) === runId,

@@ -119,7 +119,7 @@ builder.queryField('threads', (t) =>
     args: { first: t.arg.int({ defaultValue: 20 }), after: t.arg.string() },
     complexity: ({ first }) => listCost(first, MAX_THREADS_PAGE),
     resolve: (_root, { first, after }, { deps, principal }) =>
-      readableThreadsPage(deps.prisma, requirePrincipal(principal), { first: first ?? 20, after }),
+      readableThreadsPage(deps.db, requirePrincipal(principal), { first: first ?? 20, after }),
   }),
 );
 
@@ -130,7 +130,7 @@ builder.queryField('thread', (t) =>
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, { id }, { deps, principal }) => {
-      const thread = await loadReadableThread(deps.prisma, requirePrincipal(principal), id);
+      const thread = await loadReadableThread(deps.db, requirePrincipal(principal), id);
       return deps.prisma.thread.findUnique({ ...query, where: { id: thread.id } });
     },
   }),

@@ -42,8 +42,8 @@ builder.queryField('toolCallStats', (t) =>
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }) },
     resolve: async (_root, { threadId }, { deps, principal }) => {
-      const thread = await loadReadableThread(deps.prisma, requirePrincipal(principal), threadId);
-      return toolCallStats(deps.prisma, thread.id);
+      const thread = await loadReadableThread(deps.db, requirePrincipal(principal), threadId);
+      return toolCallStats(deps.db, thread.id);
     },
   }),
 );

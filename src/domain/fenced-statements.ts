@@ -1,23 +1,19 @@
 import type { Principal } from '../auth/principal.js';
-import type { Sql } from '../db/sql.js';
+import { prepared, type Sql } from '../db/sql.js';
 import { isUuid } from './ids.js';
 import type { LeaseProof } from './lease.js';
 import type { Observation } from './observation.js';
 
 /*
- * The fast path of the lifecycle writes: each is one statement in autocommit (one round trip,
- * one transaction) that locks the run row only when the lease holds, does the write, mirrors the
- * ToolCall, bumps the thread's change cursor and stamps the written row, and returns it.
- *
- * It only ever does what the rules allow, and never decides a refusal: whenever a rule does not
- * hold plainly (lease lost or expired, no such audit, an audit already written, a tool call not
- * PENDING or declared only in a resume ancestor, a concurrent change it could not see) it writes
- * nothing and returns nothing, and the command runs its transaction (command.ts), which names
- * the error or returns the replay exactly as without the fast path. Locks are taken in the
- * transaction path's order: the run row, then the audit or ToolCall row, the thread row last.
+ * The pieces of the lifecycle statements (command.ts, `fenced`): each lifecycle write is one
+ * statement in autocommit that locks the run row only when the lease holds, does the write,
+ * mirrors the ToolCall, bumps the thread's change cursor and stamps the written row, and returns
+ * it. The statement is the rule: it writes only when every rule holds. When it writes nothing,
+ * a read-only explanation names the refusal or returns the replay. Locks are taken in one order
+ * everywhere: the run row, then the audit or ToolCall row, the thread row last.
  */
 
-/** The run row, locked only when the caller's lease holds (requireLease in SQL). */
+/** The run row, locked only when the caller's lease holds (the fence of lease.ts assertLease, in SQL). */
 export const LEASED_RUN = `leased AS (
   SELECT id, thread_id FROM run
   WHERE id = $1::uuid AND status = 'RUNNING' AND lease_owner = $2 AND lease_epoch = $3
@@ -25,9 +21,9 @@ export const LEASED_RUN = `leased AS (
   FOR UPDATE)`;
 
 /** The caller's RUNNING audit of `role` with operation id $4, locked (the recheck sees its newest version). */
-export const openAudit = (role: 'ASSISTANT' | 'TOOL') => `target AS (
+export const openAudit = (role: 'ASSISTANT' | 'TOOL', where = '') => `target AS (
   SELECT m.id, m.thread_id FROM message m JOIN leased ON m.run_id = leased.id
-  WHERE m.role = '${role}' AND m.operation_id = $4::text AND m.status = 'RUNNING'
+  WHERE m.role = '${role}' AND m.operation_id = $4::text AND m.status = 'RUNNING' ${where}
   FOR UPDATE OF m)`;
 
 /**
@@ -41,7 +37,7 @@ export const bump = (source: string, fresh = false) => `bumped AS (
   ${fresh ? 'AND t.change_cursor = (SELECT snapshot.change_cursor FROM thread snapshot WHERE snapshot.id = s.thread_id)' : ''}
   RETURNING t.change_cursor AS cursor, clock_timestamp() AS at)`;
 
-/** The start columns of an INSERT (audit-rows.ts startColumns), parameters $first..$first+3. */
+/** The start columns of an INSERT, parameters $first..$first+3 (startParams). */
 export const START_COLUMNS = 'sequence, started_at, start_clock_id, start_clock_nanos';
 export const startValues = (first: number) => `$${first}::bigint, $${first + 1}::timestamptz, $${first + 2}::text, $${first + 3}::bigint`;
 export const startParams = (observation: Observation) => [
@@ -51,7 +47,11 @@ export const startParams = (observation: Observation) => [
   observation.clock?.nanos ?? null,
 ];
 
-/** The end columns of an UPDATE of message `m` (audit-rows.ts endColumns), parameters $first..$first+3. */
+/**
+ * The end columns of an UPDATE of message `m`, parameters $first..$first+3 (endParams). The one
+ * duration formula: whole milliseconds between two readings of the same monotonic clock, never
+ * negative, at most an int; none across clocks.
+ */
 export const endSet = (first: number) => `finished_at = $${first}::timestamptz, finished_sequence = $${first + 1}::bigint,
   end_clock_id = $${first + 2}::text, end_clock_nanos = $${first + 3}::bigint,
   duration_ms = CASE WHEN m.start_clock_id = $${first + 2}::text AND m.start_clock_nanos IS NOT NULL
@@ -63,27 +63,27 @@ export const endParams = (observation: Observation) => [
   observation.clock?.nanos ?? null,
 ];
 
-/** A JSON parameter as insertRow writes it: null and undefined are SQL NULL. */
+/** A JSON parameter: null and undefined are SQL NULL. */
 export const jsonParam = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
 
-/** Failures that mean "a concurrent write got there first": the statement wrote nothing, the transaction path decides. */
-const FALL_BACK_SQLSTATES = new Set(['23505', '40001', '40P01']);
+/** Failures that mean "a concurrent write got there first": the statement wrote nothing, the explanation decides. */
+const WROTE_NOTHING_SQLSTATES = new Set(['23505', '40001', '40P01']);
 
 /**
- * Runs a fast statement with the lease as $1..$3 (the run, the worker, the epoch) and `params`
- * from $4; its rows, or none when it wrote nothing (a run id that is no UUID is not even sent).
+ * Runs a lifecycle statement with the lease as $1..$3 (the run, the worker, the epoch) and
+ * `params` from $4; its rows, or none when it wrote nothing (a run id that is no UUID is not even sent).
  */
-export function fastRows<Row>(sql: Sql, principal: Principal, lease: LeaseProof, text: string, params: unknown[]): Promise<Row[]> {
+export function leasedRows<Row>(sql: Sql, principal: Principal, lease: LeaseProof, text: string, params: unknown[]): Promise<Row[]> {
   if (!isUuid(lease.runId)) return Promise.resolve([]);
-  return fastStatement(sql, text, [lease.runId.toLowerCase(), principal.sub, lease.epoch, ...params]);
+  return fencedRows(sql, text, [lease.runId.toLowerCase(), principal.sub, lease.epoch, ...params]);
 }
 
-/** Runs a fast statement: its rows, or none when a concurrent write made it fail (the transaction path decides). */
-export async function fastStatement<Row>(sql: Sql, text: string, params: unknown[]): Promise<Row[]> {
+/** Runs a lifecycle statement: its rows, or none when a concurrent write made it fail (the explanation decides). */
+export async function fencedRows<Row>(sql: Sql, text: string, params: unknown[]): Promise<Row[]> {
   try {
-    return await sql.query<Row>(text, params);
+    return await sql.query<Row>(prepared(text), params);
   } catch (error) {
-    if (FALL_BACK_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
+    if (WROTE_NOTHING_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
     throw error;
   }
 }

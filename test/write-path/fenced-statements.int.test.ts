@@ -1,6 +1,7 @@
-// The cases the one-statement fast path (src/domain/fast-write.ts) opens: a write it starts but
-// cannot finish (a replay meeting the unique key, a race on the same audit) must leave nothing
-// behind, the thread's change cursor included, and the transaction path must still decide.
+// The cases a lifecycle write's one statement (src/domain/fenced-statements.ts) leaves to its
+// read-only explanation: a write it starts but cannot finish (a replay meeting the unique key, a
+// race on the same audit or run) must leave nothing behind, the thread's change cursor included,
+// and the explanation must still answer as some serialization of the racing commands would.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { actors, claimRunMutation, createRun, createThread, must, type WorkerSession } from '../support/lifecycle.js';
@@ -22,7 +23,7 @@ async function declared() {
   return run;
 }
 
-describe('a replay the fast path cannot write', () => {
+describe('a replay the statement cannot write', () => {
   it('of a model start leaves the thread cursor where it was and returns the first row', async () => {
     const { session, scene } = await runningScene(t);
     const input = { sequence: '7', model: 'm', input: { q: 1 } };
