@@ -64,7 +64,7 @@ const AUDIT_FIELDS = [
   'startedAt', 'finishedAt', 'durationMs', 'input', 'output', 'error', 'usage', 'awaitingRunTerminal', 'toolCallRowId',
 ] as const satisfies readonly (keyof Message)[];
 export type AuditRow = Pick<Message, (typeof AUDIT_FIELDS)[number]>;
-const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
+export const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
 
 /**
  * The thread's runs newest first on their (thread_id, created_order) index, each run's audits

@@ -1,11 +1,21 @@
 import { render } from 'preact';
 import { useSignal } from '@preact/signals';
+import { useEffect, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
 import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
 import 'jsondiffpatch/formatters/styles/html.css';
 import './style.css';
 import {
+  auditDetails,
+  audits,
   auditsHidden,
+  loadOlder,
+  loadingOlder,
+  moveSelection,
+  olderBefore,
+  orderedRuns,
+  timeline,
+  zoom,
   claims,
   closeThread,
   connection,
@@ -25,7 +35,7 @@ import {
   token,
   truncated,
 } from './store.js';
-import { formatDuration, type Row } from './timeline.js';
+import { formatDuration, runLabel, type Axis, type Row } from './timeline.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -98,7 +108,7 @@ function RunMeta({ row }: { row: Row }) {
         <>
           {' · resumes '}
           <a href="#" class="resumed-from" onClick={(e) => (e.preventDefault(), (selectedKey.value = run.resumedFrom!.id))}>
-            run {run.resumedFrom.id.slice(0, 8)}
+            {runLabel(orderedRuns.value, run.resumedFrom.id)}
           </a>
         </>
       )}
@@ -106,22 +116,36 @@ function RunMeta({ row }: { row: Row }) {
   );
 }
 
-function TimelineRow({ row }: { row: Row }) {
+/** Every row is this tall, so only the rows in sight are drawn (a thread of thousands scrolls as one of ten). */
+const ROW_HEIGHT = 28;
+const OVERSCAN = 8;
+
+function TimelineRow({ row, top }: { row: Row; top: number }) {
   return (
     <div
       class={`row ${row.kind} ${selectedKey.value === row.key ? 'selected' : ''}`}
+      id={`row-${row.key}`}
       data-key={row.key}
       data-kind={row.kind}
       data-status={row.status}
+      style={{ top: `${top}px`, height: `${ROW_HEIGHT}px` }}
       onClick={() => (selectedKey.value = row.key)}
+      onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
       <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
         <span class="name">{row.label}</span>
+        {row.kind === 'run' && (
+          <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${row.label}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
+            ⤢
+          </button>
+        )}
         {row.kind === 'run' && <RunMeta row={row} />}
-        {row.ranInRun && <span class="meta"> · ran in resumed run {row.ranInRun.slice(0, 8)}</span>}
+        {row.ranInRun && <span class="meta"> · ran in resumed {runLabel(orderedRuns.value, row.ranInRun)}</span>}
       </div>
       <div class="track">
-        <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
+        {row.inView && (
+          <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
+        )}
       </div>
       <div class="info">
         <span class={`status ${row.status}`}>{row.status}</span>
@@ -172,7 +196,16 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
 function Details() {
   const row = rows.value.find((candidate) => candidate.key === selectedKey.value);
   if (!row) return <aside class="details muted">Select a row to see its details.</aside>;
-  const audit = row.audit;
+  const loaded = row.audit && auditDetails.value.get(row.key);
+  const audit = loaded && loaded.summary === row.audit ? loaded.detail : undefined;
+  if (row.audit && !audit) {
+    return (
+      <aside class="details" data-key={row.key} aria-busy="true">
+        <h3>{row.label} <span class={`status ${row.status}`}>{row.status}</span></h3>
+        <p class="muted">Loading…</p>
+      </aside>
+    );
+  }
   return (
     <aside class="details" data-key={row.key}>
       <h3>
@@ -198,6 +231,116 @@ function Details() {
   );
 }
 
+/** Shows `row`'s span (a run), with a margin, on the whole axis. */
+function zoomTo(row: Row) {
+  if (!Number.isFinite(row.start)) return;
+  const end = Number.isFinite(row.end) ? row.end : now.value;
+  const margin = Math.max(50, (end - row.start) * 0.02);
+  zoom.value = { from: row.start - margin, to: end + margin };
+}
+
+/** The ruler: clock times on round values, idle gaps marked; drag across it to zoom into a span. */
+function Ruler({ axis }: { axis: Axis }) {
+  const drag = useSignal<{ from: number; to: number } | null>(null);
+  const percentAt = (event: MouseEvent) => {
+    const box = (event.currentTarget as HTMLElement).getBoundingClientRect();
+    return Math.min(100, Math.max(0, ((event.clientX - box.left) / box.width) * 100));
+  };
+  return (
+    <div class="ruler-row" aria-label="time axis">
+      <div class="label">
+        {zoom.value ? (
+          <button class="zoom-out" onClick={() => (zoom.value = null)}>Whole thread</button>
+        ) : (
+          <span class="muted">drag on the ruler to zoom</span>
+        )}
+      </div>
+      <div
+        class="track ruler-track"
+        data-testid="ruler"
+        onMouseDown={(e) => (drag.value = { from: percentAt(e), to: percentAt(e) })}
+        onMouseMove={(e) => drag.value && (drag.value = { ...drag.value, to: percentAt(e) })}
+        onMouseLeave={() => (drag.value = null)}
+        onMouseUp={() => {
+          const span = drag.value;
+          drag.value = null;
+          if (!span || Math.abs(span.to - span.from) < 0.5) return;
+          const [a, b] = [Math.min(span.from, span.to), Math.max(span.from, span.to)];
+          zoom.value = { from: axis.timeAt(a), to: axis.timeAt(b) };
+        }}
+      >
+        {axis.pieces.filter((piece) => piece.gap).map((piece) => (
+          <div class="gap" key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`}>
+            <span class="gap-label">{formatDuration(piece.to - piece.from)} idle</span>
+          </div>
+        ))}
+        {axis.ticks.map((tick) => (
+          <span class="tick" key={tick.at} style={{ left: `${tick.left}%` }}>{tick.label}</span>
+        ))}
+        {drag.value && (
+          <div class="drag" style={{ left: `${Math.min(drag.value.from, drag.value.to)}%`, width: `${Math.abs(drag.value.to - drag.value.from)}%` }} />
+        )}
+      </div>
+      <div class="info">{zoom.value && <span class="muted">zoomed</span>}</div>
+    </div>
+  );
+}
+
+/** The rows in sight of the scroller, and the keyboard: arrows, Page Up/Down, Home/End move the selection. */
+function Rows() {
+  const scroller = useRef<HTMLDivElement>(null);
+  const scrollTop = useSignal(0);
+  const height = useSignal(600);
+  useEffect(() => {
+    const element = scroller.current;
+    if (!element) return;
+    const measure = () => (height.value = element.clientHeight);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
+  const all = rows.value;
+  const selectedIndex = all.findIndex((row) => row.key === selectedKey.value);
+  // Keeps the selected row in sight when the keyboard moves it.
+  useEffect(() => {
+    const element = scroller.current;
+    if (!element || selectedIndex < 0) return;
+    const top = selectedIndex * ROW_HEIGHT;
+    const rulerHeight = ROW_HEIGHT;
+    if (top < element.scrollTop) element.scrollTop = top;
+    else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + 2 * ROW_HEIGHT - element.clientHeight;
+  }, [selectedIndex]);
+  const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
+  const last = Math.min(all.length, Math.ceil((scrollTop.value + height.value) / ROW_HEIGHT) + OVERSCAN);
+  const page = Math.max(1, Math.floor(height.value / ROW_HEIGHT) - 1);
+  const keys: Record<string, number> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: -Infinity, End: Infinity, j: 1, k: -1 };
+  return (
+    <div
+      class="rows"
+      ref={scroller}
+      tabIndex={0}
+      aria-label="Timeline rows: arrow keys move the selection"
+      data-testid="rows"
+      onScroll={(e) => (scrollTop.value = e.currentTarget.scrollTop)}
+      onKeyDown={(e) => {
+        const delta = keys[e.key];
+        if (delta === undefined) return;
+        e.preventDefault();
+        moveSelection(Number.isFinite(delta) ? delta : delta > 0 ? all.length : -all.length);
+      }}
+    >
+      <Ruler axis={timeline.value.axis} />
+      <div class="row-space" style={{ height: `${all.length * ROW_HEIGHT}px` }}>
+        {all.slice(first, last).map((row, offset) => (
+          <TimelineRow key={row.key} row={row} top={(first + offset) * ROW_HEIGHT} />
+        ))}
+      </div>
+      {all.length === 0 && <p class="muted">No runs in this thread yet.</p>}
+    </div>
+  );
+}
+
 function Timeline() {
   return (
     <section class="timeline">
@@ -208,14 +351,21 @@ function Timeline() {
           owned by {threadInfo.value?.ownerId} · <code>{threadId.value}</code>
         </span>
       </p>
-      {truncated.value && <p class="banner">Newest 500 entries shown; older entries exist.</p>}
+      {!auditsHidden.value && (
+        <p class="muted" data-testid="loaded-count">
+          {audits.value.size} entries loaded{truncated.value ? '; older ones exist' : ''}
+        </p>
+      )}
+      {truncated.value && olderBefore.value && (
+        <p class="banner older">
+          Older entries exist.{' '}
+          <button onClick={() => void loadOlder()} disabled={loadingOlder.value} data-testid="load-older">
+            {loadingOlder.value ? 'Loading…' : 'Load older entries'}
+          </button>
+        </p>
+      )}
       {auditsHidden.value && <p class="banner hidden-audits" data-testid="audits-hidden">{auditsHidden.value}</p>}
-      <div class="rows">
-        {rows.value.map((row) => (
-          <TimelineRow key={row.key} row={row} />
-        ))}
-        {rows.value.length === 0 && <p class="muted">No runs in this thread yet.</p>}
-      </div>
+      <Rows />
       <Details />
     </section>
   );

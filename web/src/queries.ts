@@ -1,10 +1,21 @@
 export const RUN_FIELDS = `id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }`;
 
 const COMMON = `__typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs`;
+/**
+ * What a timeline row shows: ids, names, statuses, times, and the error (a row shows why it was
+ * closed). Inputs and outputs (up to MAX_JSON_BYTES each) load when a row is opened: AUDIT_DETAIL.
+ */
 export const AUDIT_FIELDS = `${COMMON}
-  ... on ModelAudit { model input output error }
-  ... on ToolAudit { name toolCallId effectiveInput output error awaitingRunTerminal
-    toolCall { declaredInput status } declaredBy { id } }`;
+  ... on ModelAudit { model error }
+  ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { status } declaredBy { id } }`;
+
+export const AUDIT_DETAIL = `query Audit($id: ID!) {
+  audit(id: $id) {
+    ${COMMON}
+    ... on ModelAudit { model error input output usage }
+    ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }
+  }
+}`;
 
 export const THREADS = `query Threads($first: Int, $after: String) {
   threads(first: $first, after: $after) {
@@ -15,8 +26,8 @@ export const THREADS = `query Threads($first: Int, $after: String) {
 
 export const THREAD_RUNS = `query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ${RUN_FIELDS} } } }`;
 
-export const THREAD_AUDITS = `query ThreadAudits($threadId: ID!) {
-  threadAudits(threadId: $threadId) { cursor truncated items { ${AUDIT_FIELDS} } }
+export const THREAD_AUDITS = `query ThreadAudits($threadId: ID!, $before: ID) {
+  threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ${AUDIT_FIELDS} } }
 }`;
 
 export const THREAD_CHANGES = `subscription ThreadChanges($threadId: ID!, $after: String) {

@@ -1,9 +1,9 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
-import { followThread } from './live.js';
-import { THREADS } from './queries.js';
-import { layoutTimeline, mergeAudit, mergeRun, type AuditView, type RunView } from './timeline.js';
+import { followThread, readAuditPage } from './live.js';
+import { AUDIT_DETAIL, THREADS } from './queries.js';
+import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -25,24 +25,72 @@ export const threadId = signal<string | null>(null);
 export const threadInfo = signal<{ title: string | null; ownerId: string } | null>(null);
 export const runs = signal<Map<string, RunView>>(new Map());
 export const audits = signal<Map<string, AuditView>>(new Map());
+/** The thread holds audits older than those loaded; `olderBefore` is the audit to page back from. */
 export const truncated = signal(false);
+export const olderBefore = signal<string | null>(null);
+export const loadingOlder = signal(false);
+/** The span of time shown (a zoom), or null for the whole thread. */
+export const zoom = signal<TimeWindow | null>(null);
+/** Opened rows' audits with their payloads, each with the summary it was read for (a newer summary means re-read). */
+export const auditDetails = signal<Map<string, { summary: AuditView; detail: AuditView }>>(new Map());
 export const auditsHidden = signal<string | null>(null);
 export const selectedKey = signal<string | null>(null);
 
 /** The page's one clock: it ticks only while something on the timeline runs. */
 export const now = signal(Date.now());
 
-export const rows = computed(() => {
-  const ordered = [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
-  return layoutTimeline(ordered, audits.value.values(), now.value);
-});
+/** The thread's runs in creation order: "run 3" is the third. */
+export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
+export const timeline = computed(() => layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value));
+export const rows = computed(() => timeline.value.rows);
 const anythingRunning = computed(() => rows.value.some((row) => row.running));
 effect(() => {
   if (!anythingRunning.value) return;
   now.value = Date.now();
-  const timer = setInterval(() => (now.value = Date.now()), 200);
+  // Durations are shown to the second and tenth: one tick a second is all the page redraws.
+  const timer = setInterval(() => (now.value = Date.now()), 1000);
   return () => clearInterval(timer);
 });
+
+/** Reads the opened audit's payloads, again whenever a newer state of it arrives. */
+effect(() => {
+  const key = selectedKey.value;
+  const summary = key ? audits.value.get(key) : undefined;
+  if (!key || !summary || !token.value || auditDetails.peek().get(key)?.summary === summary) return;
+  void gql<{ audit: AuditView }>(token.value, AUDIT_DETAIL, { id: key }).then(
+    ({ audit }) => {
+      if (audits.peek().get(key) === summary) auditDetails.value = new Map(auditDetails.peek()).set(key, { summary, detail: audit });
+    },
+    (error: unknown) => (pageError.value = error instanceof Error ? error.message : String(error)),
+  );
+});
+
+/** The next page back: the audits older than the oldest loaded. */
+export async function loadOlder() {
+  const thread = threadId.value;
+  if (!thread || !olderBefore.value || loadingOlder.value) return;
+  loadingOlder.value = true;
+  try {
+    const page = await readAuditPage(token.value!, thread, olderBefore.value);
+    if (threadId.value !== thread) return;
+    audits.value = page.items.reduce(mergeAudit, audits.value);
+    truncated.value = page.truncated;
+    olderBefore.value = page.items[0]?.id ?? null;
+  } catch (error) {
+    pageError.value = error instanceof Error ? error.message : String(error);
+  } finally {
+    loadingOlder.value = false;
+  }
+}
+
+/** Moves the selection `delta` rows (of those in view), from the selected row or the first. */
+export function moveSelection(delta: number) {
+  const list = rows.value.filter((row) => row.inView);
+  if (!list.length) return;
+  const index = list.findIndex((row) => row.key === selectedKey.value);
+  const next = index < 0 ? (delta > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, index + delta));
+  selectedKey.value = list[next]!.key;
+}
 
 let client: Client | null = null;
 let stopFollowing: (() => void) | null = null;
@@ -100,6 +148,7 @@ export function openThread(id: string) {
     audits: (items, isTruncated) => {
       audits.value = items.reduce(mergeAudit, audits.value);
       truncated.value = isTruncated;
+      olderBefore.value = items[0]?.id ?? null;
     },
     audit: (audit) => (audits.value = mergeAudit(audits.value, audit)),
     auditsHidden: (reason) => (auditsHidden.value = reason),
@@ -115,6 +164,9 @@ export function closeThread() {
   runs.value = new Map();
   audits.value = new Map();
   truncated.value = false;
+  olderBefore.value = null;
+  zoom.value = null;
+  auditDetails.value = new Map();
   auditsHidden.value = null;
   selectedKey.value = null;
   if (location.hash) history.pushState(null, '', location.pathname);

@@ -9,5 +9,6 @@ import './tool-call.js';
 import './relations.js';
 import './lifecycle.js';
 import './subscriptions.js';
+import './audit-search.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

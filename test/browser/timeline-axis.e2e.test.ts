@@ -1,0 +1,183 @@
+// The timeline page on long threads, in headless Chromium against the server process (PGlite, or
+// PostgreSQL in the services pass), offline: the time axis across runs minutes apart, paging back
+// past the newest 500 entries, keyboard navigation, the favicon.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient } from '../../src/client/index.js';
+import { backendName } from '../support/database.js';
+import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
+import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { saveScreenshot } from './support/screenshots.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../..');
+
+let storage: E2EStorage;
+let server: ServerProcess;
+let origin: string;
+let browser: Browser;
+/** Every request a page sent anywhere but this server, and every answer of 400 or more. */
+const outsideRequests: string[] = [];
+const failedResponses: string[] = [];
+
+async function newPage(): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('request', (request) => {
+    if (!request.url().startsWith(origin) && !/^(data|blob):/.test(request.url())) outsideRequests.push(request.url());
+  });
+  page.on('response', (response) => response.status() >= 400 && failedResponses.push(`${response.status()} ${response.url()}`));
+  return page;
+}
+
+async function openThread(page: Page, token: string, threadId: string) {
+  await page.goto(`${origin}/`);
+  await page.fill('textarea[name=token]', token);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('section.threads');
+  await page.goto(`${origin}/#thread=${threadId}`);
+  await page.waitForSelector('section.timeline');
+  await page.waitForSelector('[data-testid=connection]:text("live")');
+}
+
+const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+/** A bar's width as a share of its track. */
+const barShare = (page: Page, key: string) =>
+  row(page, key).evaluate((element) => element.querySelector('.bar')!.getBoundingClientRect().width / element.querySelector('.track')!.getBoundingClientRect().width);
+
+async function superadminThread(title: string) {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const worker = new AuditClient({ url: server.url, token: who.worker });
+  const { id: threadId } = await owner.createThread({ title });
+  return { who, owner, worker, threadId };
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`the timeline page on long threads (${backendName})`, () => {
+  beforeAll(async () => {
+    execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
+    storage = await createE2EStorage();
+    server = await startServer(storage);
+    origin = new URL(server.url).origin;
+    browser = await launchChromium();
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await killServers();
+    await storage?.remove();
+    expect(outsideRequests).toEqual([]);
+    expect(failedResponses).toEqual([]);
+  });
+
+  it('draws two runs minutes apart each on a readable scale, the idle gap marked, and zooms into a run or a span', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('two runs minutes apart');
+    // The runtime's observations: the first run six minutes ago for four seconds, the second now.
+    const base = Date.now() - 6 * 60_000;
+    const at = (ms: number) => new Date(base + ms).toISOString();
+    const first = await owner.createRun({ threadId });
+    let lease = await worker.claimRun(first.id, 60);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x', observedAt: at(0) });
+    await worker.recordModelFinished({
+      lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, observedAt: at(1500),
+      toolCalls: [{ id: 'call-1', name: 'lookup', args: { q: 'kettle' } }],
+    });
+    await worker.recordToolStarted({ lease, toolCallId: 'call-1', name: 'lookup', effectiveInput: { q: 'kettle' }, sequence: 3, observedAt: at(1600) });
+    await worker.recordToolFinished({ lease, toolCallId: 'call-1', output: { content: 'found' }, sequence: 4, observedAt: at(4000) });
+    await worker.finishRun({ lease, status: 'INTERRUPTED' });
+    const second = await owner.createRun({ threadId, resumeFromRunId: first.id });
+    lease = await worker.claimRun(second.id, 60);
+    const late = Date.now();
+    await worker.recordModelStarted({ lease, operationId: 'answer', sequence: 1, model: 'gpt-x', observedAt: new Date(late) });
+    await worker.recordModelFinished({ lease, operationId: 'answer', status: 'COMPLETED', sequence: 2, observedAt: new Date(late + 2000) });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await newPage();
+    await openThread(page, who.owner, threadId);
+    await expect.poll(() => page.locator('.row-space .row').count()).toBe(5);
+
+    // Run labels tell the run and its resume apart.
+    const labels = await page.locator('.row.run .name').allTextContents();
+    expect(labels).toEqual([`run 1 · ${first.id.replace(/-/g, '').slice(-6)}`, `run 2 · ${second.id.replace(/-/g, '').slice(-6)}`]);
+    expect(await row(page, second.id).locator('.resumed-from').textContent()).toBe(labels[0]);
+
+    // One idle gap of about six minutes, drawn narrow and labelled; each run a large share of the axis.
+    const gaps = page.locator('[data-testid=ruler] .gap');
+    await expect.poll(() => gaps.count()).toBe(1);
+    expect(await gaps.textContent()).toMatch(/^(5|6) min \d+ s idle$/);
+    expect(await barShare(page, first.id)).toBeGreaterThan(0.3);
+    expect(await barShare(page, second.id)).toBeGreaterThan(0.3);
+    // The ruler: clock times, in order.
+    const ticks = await page.locator('[data-testid=ruler] .tick').allTextContents();
+    expect(ticks.length).toBeGreaterThanOrEqual(6);
+    expect(ticks.every((tick) => /^\d\d:\d\d:\d\d(\.\d{3})?$/.test(tick))).toBe(true);
+    await saveScreenshot(page, 'timeline-axis.png');
+
+    // Zoom into the first run: it fills the axis, the second is out of view.
+    await row(page, first.id).locator('.zoom-run').click();
+    await expect.poll(() => row(page, second.id).locator('.bar').count()).toBe(0);
+    expect(await barShare(page, first.id)).toBeGreaterThan(0.9);
+    await page.click('text=Whole thread');
+    await expect.poll(() => row(page, second.id).locator('.bar').count()).toBe(1);
+
+    // Drag across the right half of the ruler: the second run's span only.
+    const ruler = (await page.locator('[data-testid=ruler]').boundingBox())!;
+    await page.mouse.move(ruler.x + ruler.width * 0.55, ruler.y + 5);
+    await page.mouse.down();
+    await page.mouse.move(ruler.x + ruler.width * 0.999, ruler.y + 5, { steps: 5 });
+    await page.mouse.up();
+    await expect.poll(() => row(page, first.id).locator('.bar').count()).toBe(0);
+    expect(await row(page, second.id).locator('.bar').count()).toBe(1);
+    await page.close();
+  }, 180_000);
+
+  it('pages back past the newest 500 entries, and moves through the rows with the keyboard', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('a long thread');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const ids: string[] = [];
+    for (let i = 1; i <= 520; i++) {
+      ids.push((await worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i, model: `model-${i}` })).id);
+    }
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await newPage();
+    await openThread(page, who.owner, threadId);
+    const loaded = page.locator('[data-testid=loaded-count]');
+    await expect.poll(() => loaded.textContent()).toBe('500 entries loaded; older ones exist');
+    // Only the rows in sight are in the page.
+    expect(await page.locator('.row-space .row').count()).toBeLessThan(80);
+    await page.click('[data-testid=load-older]');
+    await expect.poll(() => loaded.textContent()).toBe('520 entries loaded');
+    expect(await page.locator('[data-testid=load-older]').count()).toBe(0);
+
+    // Keyboard: the first row (the run), then the oldest model call, then the newest at End.
+    await page.focus('[data-testid=rows]');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(run.id);
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ids[0]);
+    await expect.poll(() => page.locator('.details h3').textContent()).toContain('model-1');
+    await page.keyboard.press('End');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ids[519]);
+    // Scrolled into sight, with its details loaded.
+    expect(await page.locator('.row.selected').isVisible()).toBe(true);
+    await expect.poll(() => page.locator('.details h3').textContent()).toContain('model-520');
+    await page.keyboard.press('PageUp');
+    const selected = await page.locator('.row.selected').getAttribute('data-key');
+    expect(ids.indexOf(selected!)).toBeGreaterThan(480);
+    expect(ids.indexOf(selected!)).toBeLessThan(519);
+    await saveScreenshot(page, 'timeline-long-thread.png');
+    await page.close();
+  }, 300_000);
+
+  it('has a favicon, for the page and for GraphiQL', async () => {
+    const page = await newPage();
+    await page.goto(`${origin}/`);
+    const icon = await page.request.get(`${origin}/favicon.ico`);
+    expect(icon.status()).toBe(200);
+    expect(icon.headers()['content-type']).toBe('image/svg+xml');
+    expect((await page.request.get(`${origin}/favicon.svg`)).status()).toBe(200);
+    await page.close();
+  });
+});
