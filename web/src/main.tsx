@@ -8,6 +8,12 @@ import './style.css';
 import {
   auditDetails,
   audits,
+  openHit,
+  runSearch,
+  searchResults,
+  searchScope,
+  searchStatus,
+  searchText,
   auditsHidden,
   loadOlder,
   loadingOlder,
@@ -73,6 +79,75 @@ function Header() {
       <a href="/graphql" target="_blank" rel="noreferrer">GraphiQL</a>
       <button onClick={signOut}>Sign out</button>
     </header>
+  );
+}
+
+const AUDIT_STATUSES = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'];
+
+/** Finds audits by tool or model name, status, and text in inputs, outputs and errors. */
+function SearchBox() {
+  if (auditsHidden.value || claims.value?.role !== 'superadmin') return null;
+  return (
+    <form
+      class="search"
+      role="search"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void runSearch();
+      }}
+    >
+      <input
+        type="search"
+        name="q"
+        aria-label="Search audits"
+        placeholder="Search tool and model names, inputs, outputs, errors"
+        value={searchText.value}
+        onInput={(e) => (searchText.value = e.currentTarget.value)}
+      />
+      <select aria-label="Status" value={searchStatus.value} onChange={(e) => ((searchStatus.value = e.currentTarget.value), void runSearch())}>
+        <option value="">any status</option>
+        {AUDIT_STATUSES.map((status) => (
+          <option key={status} value={status}>{status.toLowerCase()}</option>
+        ))}
+      </select>
+      {threadId.value && (
+        <select aria-label="Where" value={searchScope.value} onChange={(e) => ((searchScope.value = e.currentTarget.value as 'thread' | 'all'), void runSearch())}>
+          <option value="thread">this thread</option>
+          <option value="all">all my threads</option>
+        </select>
+      )}
+      <button type="submit">Search</button>
+      {searchResults.value && <button type="button" onClick={() => (searchResults.value = null)}>Clear</button>}
+    </form>
+  );
+}
+
+function SearchResults() {
+  const results = searchResults.value;
+  if (!results) return null;
+  return (
+    <section class="search-results" aria-label="Search results" data-testid="search-results">
+      {results.error && <p class="banner error">{results.error}</p>}
+      {!results.error && (
+        <p class="muted">
+          {results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audits, newest first`}
+        </p>
+      )}
+      <ul>
+        {results.hits.map((hit) => (
+          <li key={hit.audit.id} data-audit-id={hit.audit.id}>
+            <a href={`#thread=${hit.threadId}`} onClick={(e) => (e.preventDefault(), openHit(hit))}>
+              {hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`}
+            </a>
+            <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
+            <span class="muted">
+              {' '}in {hit.threadTitle || hit.threadId}
+              {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 
@@ -377,6 +452,8 @@ function App() {
     <>
       <Header />
       {pageError.value && <p class="banner error" role="alert">{pageError.value}</p>}
+      <SearchBox />
+      <SearchResults />
       {threadId.value ? <Timeline /> : <ThreadList />}
     </>
   );

@@ -34,3 +34,10 @@ export const THREAD_CHANGES = `subscription ThreadChanges($threadId: ID!, $after
   threadChanges(threadId: $threadId, after: $after) { cursor run { ${RUN_FIELDS} } audit { ${AUDIT_FIELDS} } }
 }`;
 export const RUN_CHANGED = `subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ${RUN_FIELDS} } }`;
+
+export const SEARCH_AUDITS = `query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+  searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {
+    hasMore
+    items { threadId threadTitle audit { ${AUDIT_FIELDS} } }
+  }
+}`;

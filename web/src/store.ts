@@ -2,7 +2,7 @@ import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
 import { followThread, readAuditPage } from './live.js';
-import { AUDIT_DETAIL, THREADS } from './queries.js';
+import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS } from './queries.js';
 import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
@@ -36,6 +36,22 @@ export const auditDetails = signal<Map<string, { summary: AuditView; detail: Aud
 export const auditsHidden = signal<string | null>(null);
 export const selectedKey = signal<string | null>(null);
 
+/** The open thread's first audit page has arrived (or its audits are hidden). */
+export const snapshotLoaded = signal(false);
+/** An audit to select once its thread's timeline holds it (a search result opened). */
+const pendingReveal = signal<string | null>(null);
+
+export interface SearchHit {
+  threadId: string;
+  threadTitle: string | null;
+  audit: AuditView;
+}
+export const searchText = signal('');
+export const searchStatus = signal('');
+/** 'thread': within the open thread; 'all': every thread whose audits the caller may read. */
+export const searchScope = signal<'thread' | 'all'>('thread');
+export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string } | null>(null);
+
 /** The page's one clock: it ticks only while something on the timeline runs. */
 export const now = signal(Date.now());
 
@@ -63,6 +79,57 @@ effect(() => {
     },
     (error: unknown) => (pageError.value = error instanceof Error ? error.message : String(error)),
   );
+});
+
+/** Runs the search the box and the filters describe; a text under three characters waits. */
+export async function runSearch() {
+  const text = searchText.value.trim();
+  const status = searchStatus.value || null;
+  const scopedThread = searchScope.value === 'thread' ? threadId.value : null;
+  const forQuery = JSON.stringify([text, status, scopedThread]);
+  if (!token.value || (!text && !status)) return void (searchResults.value = null);
+  if (text && text.length < 3) {
+    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery };
+    return;
+  }
+  try {
+    const { searchAudits } = await gql<{ searchAudits: { items: SearchHit[]; hasMore: boolean } }>(token.value, SEARCH_AUDITS, {
+      text: text || null,
+      status,
+      threadId: scopedThread,
+    });
+    searchResults.value = { hits: searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery };
+  } catch (error) {
+    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery };
+  }
+}
+
+let researchTimer: ReturnType<typeof setTimeout> | undefined;
+/** Shown results follow the open thread's changes: a tool that starts while they show joins them. */
+function refreshSearchSoon() {
+  if (!searchResults.value || researchTimer) return;
+  researchTimer = setTimeout(() => {
+    researchTimer = undefined;
+    void runSearch();
+  }, 300);
+}
+
+/** Opens a search hit in its thread's timeline, paging back until the timeline holds it. */
+export function openHit(hit: SearchHit) {
+  if (threadId.value !== hit.threadId) openThread(hit.threadId);
+  pendingReveal.value = hit.audit.id;
+}
+effect(() => {
+  const wanted = pendingReveal.value;
+  if (!wanted || !snapshotLoaded.value) return;
+  if (audits.value.has(wanted)) {
+    selectedKey.value = wanted;
+    pendingReveal.value = null;
+  } else if (truncated.value) {
+    void loadOlder();
+  } else if (!loadingOlder.value) {
+    pendingReveal.value = null;
+  }
 });
 
 /** The next page back: the audits older than the oldest loaded. */
@@ -149,9 +216,16 @@ export function openThread(id: string) {
       audits.value = items.reduce(mergeAudit, audits.value);
       truncated.value = isTruncated;
       olderBefore.value = items[0]?.id ?? null;
+      snapshotLoaded.value = true;
     },
-    audit: (audit) => (audits.value = mergeAudit(audits.value, audit)),
-    auditsHidden: (reason) => (auditsHidden.value = reason),
+    audit: (audit) => {
+      audits.value = mergeAudit(audits.value, audit);
+      refreshSearchSoon();
+    },
+    auditsHidden: (reason) => {
+      auditsHidden.value = reason;
+      snapshotLoaded.value = true;
+    },
     failed: (message) => (pageError.value = message),
   });
 }
@@ -165,6 +239,7 @@ export function closeThread() {
   audits.value = new Map();
   truncated.value = false;
   olderBefore.value = null;
+  snapshotLoaded.value = false;
   zoom.value = null;
   auditDetails.value = new Map();
   auditsHidden.value = null;

@@ -1,6 +1,7 @@
-// The timeline page on long threads, in headless Chromium against the server process (PGlite, or
-// PostgreSQL in the services pass), offline: the time axis across runs minutes apart, paging back
-// past the newest 500 entries, keyboard navigation, the favicon.
+// The timeline page as a debugger uses it, in headless Chromium against the server process
+// (PGlite, or PostgreSQL in the services pass), offline: the time axis across runs minutes apart,
+// paging back past the newest 500 entries, keyboard navigation, search within and across
+// threads (a live tool among the results), the favicon.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -53,7 +54,7 @@ async function superadminThread(title: string) {
   return { who, owner, worker, threadId };
 }
 
-describe.skipIf(!haveChromium && !browserRequired)(`the timeline page on long threads (${backendName})`, () => {
+describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugging (${backendName})`, () => {
   beforeAll(async () => {
     execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
     storage = await createE2EStorage();
@@ -120,11 +121,12 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page on long th
     await page.click('text=Whole thread');
     await expect.poll(() => row(page, second.id).locator('.bar').count()).toBe(1);
 
-    // Drag across the right half of the ruler: the second run's span only.
+    // Drag along the ruler over the second run's span only.
     const ruler = (await page.locator('[data-testid=ruler]').boundingBox())!;
-    await page.mouse.move(ruler.x + ruler.width * 0.55, ruler.y + 5);
+    const bar = (await row(page, second.id).locator('.bar').boundingBox())!;
+    await page.mouse.move(bar.x + 2, ruler.y + 5);
     await page.mouse.down();
-    await page.mouse.move(ruler.x + ruler.width * 0.999, ruler.y + 5, { steps: 5 });
+    await page.mouse.move(bar.x + bar.width - 2, ruler.y + 5, { steps: 5 });
     await page.mouse.up();
     await expect.poll(() => row(page, first.id).locator('.bar').count()).toBe(0);
     expect(await row(page, second.id).locator('.bar').count()).toBe(1);
@@ -170,6 +172,64 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page on long th
     await saveScreenshot(page, 'timeline-long-thread.png');
     await page.close();
   }, 300_000);
+
+  it('searches within the open thread and across threads, opens a hit in its timeline, and shows a live tool as it runs', async () => {
+    const { who, owner, worker, threadId: billing } = await superadminThread('billing');
+    const { id: other } = await owner.createThread({ title: 'refunds' });
+    const write = async (threadId: string, tools: { id: string; name: string; input: { [key: string]: string | number }; output?: { content: string } }[]) => {
+      const run = await owner.createRun({ threadId });
+      const lease = await worker.claimRun(run.id, 120);
+      await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'planner-7' });
+      await worker.recordModelFinished({
+        lease, operationId: 'plan', status: 'COMPLETED', sequence: 2,
+        toolCalls: tools.map((tool) => ({ id: tool.id, name: tool.name, args: tool.input })),
+      });
+      const ids: Record<string, string> = {};
+      let sequence = 3;
+      for (const tool of tools.filter((candidate) => candidate.output !== undefined)) {
+        ids[tool.id] = (await worker.recordToolStarted({ lease, toolCallId: tool.id, name: tool.name, effectiveInput: tool.input, sequence: sequence++ })).id;
+        await worker.recordToolFinished({ lease, toolCallId: tool.id, output: tool.output!, sequence: sequence++ });
+      }
+      return { lease, ids, sequence };
+    };
+    const paid = await write(billing, [
+      { id: 'pay', name: 'pay_invoice', input: { amount: 120, payee: 'Kettle Co.' }, output: { content: 'paid' } },
+      { id: 'pay-later', name: 'pay_invoice', input: { amount: 300, payee: 'Teapot Ltd' } },
+    ]);
+    const refunded = await write(other, [{ id: 'refund', name: 'refund', input: { amount: 120, payee: 'Kettle Co.' }, output: { content: 'declined' } }]);
+
+    const page = await newPage();
+    await openThread(page, who.owner, billing);
+    const hits = page.locator('[data-testid=search-results] li');
+    // Within the open thread.
+    await page.fill('input[type=search]', 'kettle co');
+    await page.press('input[type=search]', 'Enter');
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).toEqual([paid.ids.pay]);
+    // Across the caller's threads.
+    await page.selectOption('select[aria-label=Where]', 'all');
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).toEqual([refunded.ids.refund, paid.ids.pay]);
+    expect(await hits.first().textContent()).toContain('in refunds');
+    await saveScreenshot(page, 'search-results.png');
+    // A hit opens its row in its thread's timeline.
+    await hits.first().locator('a').click();
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(refunded.ids.refund);
+    expect(page.url()).toContain(`#thread=${other}`);
+
+    // Back in the billing thread, a tool that starts while its results show joins them, running.
+    await page.goto(`${origin}/#thread=${billing}`);
+    await page.waitForSelector('[data-testid=connection]:text("live")');
+    await expect.poll(() => page.locator('.timeline code').textContent()).toBe(billing);
+    await page.selectOption('select[aria-label=Where]', 'thread');
+    await page.fill('input[type=search]', 'teapot');
+    await page.press('input[type=search]', 'Enter');
+    await expect.poll(() => page.locator('[data-testid=search-results]').textContent()).toContain('No audit matches');
+    const running = await worker.recordToolStarted({
+      lease: paid.lease, toolCallId: 'pay-later', name: 'pay_invoice', effectiveInput: { amount: 300, payee: 'Teapot Ltd' }, sequence: paid.sequence,
+    });
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id'))), { timeout: 5000 }).toEqual([running.id]);
+    expect(await hits.first().locator('.status').textContent()).toBe('RUNNING');
+    await page.close();
+  }, 180_000);
 
   it('has a favicon, for the page and for GraphiQL', async () => {
     const page = await newPage();
