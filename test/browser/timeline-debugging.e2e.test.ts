@@ -3,6 +3,8 @@
 // paging back past the newest 500 entries, keyboard navigation, search within and across
 // threads (a live tool among the results), the favicon.
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +15,7 @@ import { browserRequired, haveChromium, launchChromium } from './support/chromiu
 import { saveScreenshot } from './support/screenshots.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 let storage: E2EStorage;
 let server: ServerProcess;
@@ -230,6 +233,37 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     expect(await hits.first().locator('.status').textContent()).toBe('RUNNING');
     await page.close();
   }, 180_000);
+
+  it('has no serious or critical accessibility violations (axe-core): the thread list, a timeline with a row open, search results', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('accessible');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 60);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x', input: { messages: [{ role: 'user', content: 'hi' }] } });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: { q: 1 } }] });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: { q: 2 }, sequence: 3 });
+    const page = await newPage();
+    const violations = async (where: string) => {
+      // Evaluated through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
+      await page.evaluate(readFileSync(AXE, 'utf8'));
+      const found = await page.evaluate(async () => {
+        const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
+        return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+      });
+      return found.map((violation) => `${where}: ${violation}`);
+    };
+    await openThread(page, who.owner, threadId);
+    await row(page, tool.id).click();
+    await page.waitForSelector('.details .declared-vs-effective');
+    await page.fill('input[type=search]', 'lookup');
+    await page.press('input[type=search]', 'Enter');
+    await page.waitForSelector('[data-testid=search-results] li');
+    const found = await violations('timeline');
+    await page.click('text=← threads');
+    await page.waitForSelector('section.threads');
+    found.push(...(await violations('thread list')));
+    expect(found).toEqual([]);
+    await page.close();
+  }, 120_000);
 
   it('has a favicon, for the page and for GraphiQL', async () => {
     const page = await newPage();
