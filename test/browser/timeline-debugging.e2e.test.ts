@@ -234,12 +234,15 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.close();
   }, 180_000);
 
-  it('has no serious or critical accessibility violations (axe-core): the thread list, a timeline with a row open, search results', async () => {
+  it('shows token usage per call, run and thread, and has no serious or critical accessibility violations (axe-core) on the thread list, a timeline with a row open, search results', async () => {
     const { who, owner, worker, threadId } = await superadminThread('accessible');
     const run = await owner.createRun({ threadId });
     const lease = await worker.claimRun(run.id, 60);
     await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x', input: { messages: [{ role: 'user', content: 'hi' }] } });
-    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: { q: 1 } }] });
+    await worker.recordModelFinished({
+      lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: { q: 1 } }],
+      usage: { input_tokens: 1200, output_tokens: 30 },
+    });
     const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: { q: 2 }, sequence: 3 });
     const page = await newPage();
     const violations = async (where: string) => {
@@ -252,6 +255,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
       return found.map((violation) => `${where}: ${violation}`);
     };
     await openThread(page, who.owner, threadId);
+    // Token usage: on the model call, its run, and the thread.
+    await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 1,200 → 30 tokens in this thread');
+    expect(await row(page, run.id).locator('.tokens').textContent()).toBe('1,200 → 30 tokens');
     await row(page, tool.id).click();
     await page.waitForSelector('.details .declared-vs-effective');
     await page.fill('input[type=search]', 'lookup');

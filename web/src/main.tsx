@@ -41,7 +41,7 @@ import {
   token,
   truncated,
 } from './store.js';
-import { formatDuration, runLabel, type Axis, type Row } from './timeline.js';
+import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -193,6 +193,9 @@ function RunMeta({ row }: { row: Row }) {
 
 /** Every row is this tall, so only the rows in sight are drawn (a thread of thousands scrolls as one of ten). */
 const ROW_HEIGHT = 28;
+
+/** "412 → 57 tokens": input, then output. */
+const formatTokens = (tokens: Tokens) => `${tokens.input.toLocaleString('en')} → ${tokens.output.toLocaleString('en')} tokens`;
 const OVERSCAN = 8;
 
 function TimelineRow({ row, top }: { row: Row; top: number }) {
@@ -225,6 +228,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
       <div class="info">
         <span class={`status ${row.status}`}>{row.status}</span>
         <span class="duration">{formatDuration(row.durationMs)}</span>
+        {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
         {row.awaitingVerdict && <span class="awaiting" title="A bare tool error: the run's verdict decides its status">error · awaiting run verdict</span>}
         {row.reason && !row.awaitingVerdict && <span class="reason">{row.reason}</span>}
       </div>
@@ -297,6 +301,8 @@ function Details() {
       )}
       {audit?.__typename === 'ModelAudit' && (
         <>
+          {row.tokens && <p data-testid="model-tokens">Usage: {formatTokens(row.tokens)}</p>}
+          <JsonView label="usage" value={audit.usage} />
           <JsonView label="input" value={audit.input} />
           <JsonView label="output" value={audit.output} />
           <JsonView label="error" value={audit.error} />
@@ -416,6 +422,12 @@ function Rows() {
   );
 }
 
+/** The thread's token usage: the sum over its runs (of the entries loaded). */
+function ThreadTokens() {
+  const total = addTokens(rows.value.filter((row) => row.kind === 'run').map((row) => row.tokens));
+  return total ? <span data-testid="thread-tokens"> · {formatTokens(total)} in this thread</span> : null;
+}
+
 function Timeline() {
   return (
     <section class="timeline">
@@ -427,8 +439,9 @@ function Timeline() {
         </span>
       </p>
       {!auditsHidden.value && (
-        <p class="muted" data-testid="loaded-count">
-          {audits.value.size} entries loaded{truncated.value ? '; older ones exist' : ''}
+        <p class="muted">
+          <span data-testid="loaded-count">{audits.value.size} entries loaded{truncated.value ? '; older ones exist' : ''}</span>
+          <ThreadTokens />
         </p>
       )}
       {truncated.value && olderBefore.value && (

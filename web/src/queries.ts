@@ -3,10 +3,10 @@ export const RUN_FIELDS = `id status leaseOwner leaseEpoch leaseExpiresAt create
 const COMMON = `__typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs`;
 /**
  * What a timeline row shows: ids, names, statuses, times, and the error (a row shows why it was
- * closed). Inputs and outputs (up to MAX_JSON_BYTES each) load when a row is opened: AUDIT_DETAIL.
+ * closed), a model call's usage (token counts). Inputs and outputs (up to MAX_JSON_BYTES each) load when a row is opened: AUDIT_DETAIL.
  */
 export const AUDIT_FIELDS = `${COMMON}
-  ... on ModelAudit { model error }
+  ... on ModelAudit { model error usage }
   ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { status } declaredBy { id } }`;
 
 export const AUDIT_DETAIL = `query Audit($id: ID!) {

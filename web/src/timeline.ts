@@ -40,6 +40,43 @@ export interface AuditView {
   declaredBy?: { id: string } | null;
 }
 
+export interface Tokens {
+  input: number;
+  output: number;
+}
+
+const firstNumber = (record: Record<string, unknown>, keys: string[]) => {
+  for (const key of keys) if (typeof record[key] === 'number' && Number.isFinite(record[key])) return record[key];
+  return undefined;
+};
+
+/**
+ * Token counts from a model call's usage, as runtimes report it: LangChain's usage_metadata
+ * (input_tokens/output_tokens), OpenAI's (prompt_tokens/completion_tokens) or its JS SDKs'
+ * camelCase; null when it carries none.
+ */
+export function tokensOf(usage: unknown): Tokens | null {
+  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
+  const record = usage as Record<string, unknown>;
+  const input = firstNumber(record, ['input_tokens', 'prompt_tokens', 'inputTokens', 'promptTokens']);
+  const output = firstNumber(record, ['output_tokens', 'completion_tokens', 'outputTokens', 'completionTokens']);
+  return input === undefined && output === undefined ? null : { input: input ?? 0, output: output ?? 0 };
+}
+
+/** The sum of the counts given; null when none of them has any. */
+export function addTokens(all: Iterable<Tokens | null>): Tokens | null {
+  let input = 0;
+  let output = 0;
+  let any = false;
+  for (const tokens of all) {
+    if (!tokens) continue;
+    any = true;
+    input += tokens.input;
+    output += tokens.output;
+  }
+  return any ? { input, output } : null;
+}
+
 /** Closed audits never change again; a bare error is further along than a plain start. */
 const auditProgress = (audit: AuditView) => (audit.status !== 'RUNNING' ? 2 : audit.finishedSequence !== null ? 1 : 0);
 const runProgress = (run: RunView) =>
@@ -81,6 +118,8 @@ export interface Row {
   awaitingVerdict: boolean;
   /** Why an audit or run was closed (abandoned, interrupted, cancelled, failed). */
   reason: string | null;
+  /** A model call's token usage; a run's, the sum of its model calls'. */
+  tokens: Tokens | null;
   /** The run a tool ran in, when that is not the run of the model that declared it (a resume). */
   ranInRun: string | null;
   run?: RunView;
@@ -295,6 +334,7 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
         durationMs: audit.durationMs ?? (Number.isNaN(start) ? null : Math.max(0, end - start)),
         awaitingVerdict: Boolean(audit.awaitingRunTerminal),
         reason: audit.status === 'RUNNING' && !audit.awaitingRunTerminal ? null : reasonOf(audit.error),
+        tokens: isTool ? null : tokensOf(audit.usage),
         ranInRun: null,
         audit,
       },
@@ -327,6 +367,7 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
         durationMs: Number.isNaN(start) ? null : Math.max(0, end - start),
         awaitingVerdict: false,
         reason: reasonOf(run.error),
+        tokens: addTokens(own.filter((audit) => audit.__typename === 'ModelAudit').map((audit) => tokensOf(audit.usage))),
         ranInRun: null,
         run,
       },
