@@ -271,6 +271,52 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.close();
   }, 120_000);
 
+  it('lists the tool calls in a ledger: declared vs effective input, the cases, filters, a tool appearing live as it runs', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('ledger');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 120);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({
+      lease, operationId: 'plan', status: 'COMPLETED', sequence: 2,
+      toolCalls: [
+        { id: 'look', name: 'lookup', args: { q: 1 } },
+        { id: 'pay-small', name: 'pay', args: { amount: 5 } },
+        { id: 'pay-big', name: 'pay', args: { amount: 9 } },
+      ],
+    });
+    await worker.recordToolStarted({ lease, toolCallId: 'look', name: 'lookup', effectiveInput: { q: 2 }, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'look', output: { content: 'found' }, sequence: 4 });
+    await worker.recordToolStarted({ lease, toolCallId: 'pay-big', name: 'pay', effectiveInput: { amount: 9 }, sequence: 5 });
+
+    const page = await newPage();
+    await openThread(page, who.owner, threadId);
+    await page.click('button:text("Tool calls")');
+    const entries = page.locator('[data-testid=ledger] tbody tr');
+    const entry = (id: string) => page.locator(`[data-testid=ledger] tr[data-tool-call-id="${id}"]`);
+    await expect.poll(() => entries.count()).toBe(3);
+    expect(await entry('look').locator('.input').textContent()).toContain('differs');
+    expect(await entry('look').getAttribute('data-status')).toBe('COMPLETED');
+    expect(await entry('pay-small').locator('.cases').textContent()).toBe('never run');
+    expect(await entry('pay-big').locator('.input').textContent()).toContain('as declared');
+    expect(await entry('pay-big').locator('.cases').textContent()).toMatch(/^runninglease \d.* left$/);
+    await saveScreenshot(page, 'tool-call-ledger.png');
+
+    await page.selectOption('select[aria-label="Tool-call status"]', 'RUNNING');
+    await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big']);
+    await page.selectOption('select[aria-label="Tool-call status"]', '');
+    await page.selectOption('select[aria-label="Tool name"]', 'pay');
+    await page.selectOption('select[aria-label=Case]', 'never run');
+    await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-small']);
+
+    // The never-run call starts: it leaves the "never run" filter and shows running.
+    await worker.recordToolStarted({ lease, toolCallId: 'pay-small', name: 'pay', effectiveInput: { amount: 50 }, sequence: 6 });
+    await expect.poll(() => entries.count(), { timeout: 5000 }).toBe(0);
+    await page.selectOption('select[aria-label=Case]', 'running');
+    await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-small', 'pay-big']);
+    expect(await entry('pay-small').locator('.input').textContent()).toContain('differs');
+    await page.close();
+  }, 120_000);
+
   it('has a favicon, for the page and for GraphiQL', async () => {
     const page = await newPage();
     await page.goto(`${origin}/`);

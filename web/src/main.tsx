@@ -8,6 +8,10 @@ import './style.css';
 import {
   auditDetails,
   audits,
+  ledger,
+  ledgerFilter,
+  toolCalls,
+  view,
   openHit,
   runSearch,
   searchResults,
@@ -41,6 +45,7 @@ import {
   token,
   truncated,
 } from './store.js';
+import { filterLedger } from './ledger.js';
 import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
 
 function SignIn() {
@@ -428,6 +433,72 @@ function ThreadTokens() {
   return total ? <span data-testid="thread-tokens"> · {formatTokens(total)} in this thread</span> : null;
 }
 
+const LEDGER_CASES = ['never run', 'awaiting verdict', 'closed by run end', 'running'];
+
+/** Every declared tool call of the thread, run or not, with the cases a debugger hunts for. */
+function Ledger() {
+  if (!toolCalls.value) return <p class="muted">Loading the tool calls…</p>;
+  const entries = ledger.value;
+  const filter = ledgerFilter.value;
+  const names = [...new Set(entries.map((entry) => entry.name))].sort();
+  const statuses = [...new Set(entries.map((entry) => entry.status))].sort();
+  const shown = filterLedger(entries, filter);
+  const set = (key: 'name' | 'status' | 'case') => (e: { currentTarget: HTMLSelectElement }) =>
+    (ledgerFilter.value = { ...ledgerFilter.value, [key]: e.currentTarget.value });
+  return (
+    <section class="ledger" aria-label="Tool-call ledger" data-testid="ledger">
+      <div class="ledger-filters">
+        <select aria-label="Tool name" value={filter.name} onChange={set('name')}>
+          <option value="">every tool</option>
+          {names.map((name) => <option key={name} value={name}>{name}</option>)}
+        </select>
+        <select aria-label="Tool-call status" value={filter.status} onChange={set('status')}>
+          <option value="">every status</option>
+          {statuses.map((status) => <option key={status} value={status}>{status.toLowerCase()}</option>)}
+        </select>
+        <select aria-label="Case" value={filter.case} onChange={set('case')}>
+          <option value="">every case</option>
+          {LEDGER_CASES.map((name) => <option key={name} value={name}>{name}</option>)}
+        </select>
+        <span class="muted">{shown.length} of {entries.length} tool calls</span>
+      </div>
+      <table>
+        <thead>
+          <tr><th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
+        </thead>
+        <tbody>
+          {shown.map((entry) => (
+            <tr key={entry.key} data-tool-call-id={entry.toolCallId} data-status={entry.status}>
+              <td>{runLabel(orderedRuns.value, entry.runId)}</td>
+              <td>
+                {entry.auditId ? (
+                  <a href="#" onClick={(e) => (e.preventDefault(), (selectedKey.value = entry.auditId), (view.value = 'timeline'))}>{entry.name}</a>
+                ) : (
+                  entry.name
+                )}
+              </td>
+              <td><code>{entry.toolCallId}</code></td>
+              <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
+              <td>{formatDuration(entry.durationMs)}</td>
+              <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.differs !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
+                {entry.differs === true && <span class="differs">≠ effective differs</span>}
+                {entry.differs === false && <span class="same">= as declared</span>}
+                {entry.differs === null && <span class="muted">not run</span>}
+              </td>
+              <td class="cases">
+                {entry.cases.map((name) => <span key={name} class={`case ${name.replace(/ /g, '-')}`}>{name}</span>)}
+                {entry.leaseLeftMs !== null && (
+                  <span class="lease-left">{entry.leaseLeftMs > 0 ? `lease ${formatDuration(entry.leaseLeftMs)} left` : 'lease expired'}</span>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
 function Timeline() {
   return (
     <section class="timeline">
@@ -453,8 +524,20 @@ function Timeline() {
         </p>
       )}
       {auditsHidden.value && <p class="banner hidden-audits" data-testid="audits-hidden">{auditsHidden.value}</p>}
-      <Rows />
-      <Details />
+      {!auditsHidden.value && (
+        <div class="views" role="group" aria-label="View">
+          <button aria-pressed={view.value === 'timeline'} onClick={() => (view.value = 'timeline')}>Timeline</button>
+          <button aria-pressed={view.value === 'ledger'} onClick={() => (view.value = 'ledger')}>Tool calls</button>
+        </div>
+      )}
+      {view.value === 'ledger' && !auditsHidden.value ? (
+        <Ledger />
+      ) : (
+        <>
+          <Rows />
+          <Details />
+        </>
+      )}
     </section>
   );
 }

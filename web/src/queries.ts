@@ -7,7 +7,7 @@ const COMMON = `__typename id runId operationId sequence finishedSequence status
  */
 export const AUDIT_FIELDS = `${COMMON}
   ... on ModelAudit { model error usage }
-  ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { status } declaredBy { id } }`;
+  ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }`;
 
 export const AUDIT_DETAIL = `query Audit($id: ID!) {
   audit(id: $id) {
@@ -40,4 +40,9 @@ export const SEARCH_AUDITS = `query SearchAudits($text: String, $status: AuditSt
     hasMore
     items { threadId threadTitle audit { ${AUDIT_FIELDS} } }
   }
+}`;
+
+/** The thread's tool calls (the ToolCall projection): declared ones that never ran included. */
+export const THREAD_TOOL_CALLS = `query ThreadToolCalls($id: ID!) {
+  thread(id: $id) { runs(first: 500) { id toolCalls { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs } } }
 }`;

@@ -2,7 +2,8 @@ import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
 import { followThread, readAuditPage } from './live.js';
-import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS } from './queries.js';
+import { AUDIT_DETAIL, SEARCH_AUDITS, THREAD_TOOL_CALLS, THREADS } from './queries.js';
+import { buildLedger, type ToolCallView } from './ledger.js';
 import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
@@ -52,6 +53,12 @@ export const searchStatus = signal('');
 export const searchScope = signal<'thread' | 'all'>('thread');
 export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string } | null>(null);
 
+/** Which view of the open thread shows: the timeline or the tool-call ledger. */
+export const view = signal<'timeline' | 'ledger'>('timeline');
+/** The thread's tool calls by declaring run, read while the ledger shows. */
+export const toolCalls = signal<Map<string, ToolCallView[]> | null>(null);
+export const ledgerFilter = signal({ name: '', status: '', case: '' });
+
 /** The page's one clock: it ticks only while something on the timeline runs. */
 export const now = signal(Date.now());
 
@@ -79,6 +86,31 @@ effect(() => {
     },
     (error: unknown) => (pageError.value = error instanceof Error ? error.message : String(error)),
   );
+});
+
+export const ledger = computed(() => (toolCalls.value ? buildLedger(orderedRuns.value, toolCalls.value, audits.value.values(), now.value) : []));
+
+/** Reads the thread's tool calls (again after a change, while the ledger shows). */
+export async function loadToolCalls() {
+  const thread = threadId.value;
+  if (!thread || !token.value) return;
+  try {
+    const data = await gql<{ thread: { runs: { id: string; toolCalls: ToolCallView[] }[] } | null }>(token.value, THREAD_TOOL_CALLS, { id: thread });
+    if (threadId.value === thread && data.thread) toolCalls.value = new Map(data.thread.runs.map((run) => [run.id, run.toolCalls]));
+  } catch (error) {
+    pageError.value = error instanceof Error ? error.message : String(error);
+  }
+}
+let toolCallsTimer: ReturnType<typeof setTimeout> | undefined;
+function refreshToolCallsSoon() {
+  if (view.value !== 'ledger' || toolCallsTimer) return;
+  toolCallsTimer = setTimeout(() => {
+    toolCallsTimer = undefined;
+    void loadToolCalls();
+  }, 300);
+}
+effect(() => {
+  if (view.value === 'ledger' && threadId.value) void loadToolCalls();
 });
 
 /** Runs the search the box and the filters describe; a text under three characters waits. */
@@ -211,7 +243,10 @@ export function openThread(id: string) {
       runs.value = list.reduce(mergeRun, runs.value);
       pageError.value = null;
     },
-    run: (run) => (runs.value = mergeRun(runs.value, run)),
+    run: (run) => {
+      runs.value = mergeRun(runs.value, run);
+      refreshToolCallsSoon();
+    },
     audits: (items, isTruncated) => {
       audits.value = items.reduce(mergeAudit, audits.value);
       truncated.value = isTruncated;
@@ -221,6 +256,7 @@ export function openThread(id: string) {
     audit: (audit) => {
       audits.value = mergeAudit(audits.value, audit);
       refreshSearchSoon();
+      refreshToolCallsSoon();
     },
     auditsHidden: (reason) => {
       auditsHidden.value = reason;
@@ -240,6 +276,7 @@ export function closeThread() {
   truncated.value = false;
   olderBefore.value = null;
   snapshotLoaded.value = false;
+  toolCalls.value = null;
   zoom.value = null;
   auditDetails.value = new Map();
   auditsHidden.value = null;

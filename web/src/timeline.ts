@@ -36,7 +36,7 @@ export interface AuditView {
   toolCallId?: string;
   effectiveInput?: unknown;
   awaitingRunTerminal?: boolean;
-  toolCall?: { declaredInput?: unknown; status: string };
+  toolCall?: { id?: string; declaredInput?: unknown; status: string };
   declaredBy?: { id: string } | null;
 }
 
