@@ -313,7 +313,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await expect.poll(() => entries.count(), { timeout: 5000 }).toBe(0);
     await page.selectOption('select[aria-label=Case]', 'running');
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-small', 'pay-big']);
-    expect(await entry('pay-small').locator('.input').textContent()).toContain('differs');
+    await expect.poll(() => entry('pay-small').locator('.input').textContent()).toContain('differs');
     await page.close();
   }, 120_000);
 
