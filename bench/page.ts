@@ -35,14 +35,13 @@ await backend.beforeServer(async (sql) => {
     `INSERT INTO run (id, thread_id, status, lease_epoch, started_at, finished_at) VALUES ($1, $2, 'COMPLETED', 1, now() - interval '1 hour', now())`,
     [runId, threadId],
   );
-  // Model calls, each declaring one tool call, and that tool's audit: a run of AUDITS audits over an hour.
+  // Model calls, one after another over an hour (tool audits need their declaring call's rows:
+  // the shape does not change what the page draws per row).
   await sql.query(
-    `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, started_at, finished_at, duration_ms, input, output)
-     SELECT gen_random_uuid(), $1, $2, (CASE WHEN i % 2 = 0 THEN 'ASSISTANT' ELSE 'TOOL' END)::"MessageRole",
-       (CASE WHEN i % 2 = 0 THEN 'model_audit' ELSE 'tool_audit' END)::"MessageType", 'op-' || i,
-       CASE WHEN i % 2 = 0 THEN 'model-x' ELSE 'search' END, i, 'COMPLETED',
+    `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, started_at, finished_at, duration_ms, input, output, usage)
+     SELECT gen_random_uuid(), $1, $2, 'ASSISTANT', 'model_audit', 'op-' || i, 'model-x', i, 'COMPLETED',
        now() - interval '1 hour' + i * interval '700 milliseconds', now() - interval '1 hour' + i * interval '700 milliseconds' + interval '500 milliseconds', 500,
-       jsonb_build_object('q', 'question ' || i), jsonb_build_object('content', repeat('answer ', 40))
+       jsonb_build_object('q', 'question ' || i), jsonb_build_object('content', repeat('answer ', 40)), '{"input_tokens": 412, "output_tokens": 57}'::jsonb
      FROM generate_series(0, $3::int - 1) i`,
     [threadId, runId, AUDITS],
   );
@@ -64,11 +63,13 @@ try {
   await page.waitForSelector('section.threads');
   // Time to the first rows, from a fresh load of the thread's address.
   const firstRows: number[] = [];
+  page.on('pageerror', (error) => console.error(`page error: ${error.message}`));
   for (let i = 0; i < 3; i++) {
+    await page.goto(`${origin}/`);
+    await page.waitForSelector('section.threads');
     const start = Date.now();
     await page.goto(`${origin}/#thread=${threadId}`);
-    await page.reload();
-    await page.waitForSelector('.row-space .row.tool');
+    await page.waitForSelector('.row-space .row.model', { timeout: 120_000 });
     firstRows.push(Date.now() - start);
   }
   const pagingStart = Date.now();
@@ -80,30 +81,29 @@ try {
   const pagingMs = Date.now() - pagingStart;
   const domRows = await page.locator('.row-space .row').count();
 
-  /** Frame intervals over `frames` animation frames, scrolling the rows by `step` px each frame. */
+  /**
+   * Frame intervals over FRAMES animation frames, scrolling the rows by `step` px each frame. A
+   * string: tsx would wrap a function's inner functions in a helper the page does not have.
+   */
   const frameTimes = (step: number) =>
-    page.evaluate(
-      ({ step, frames }) =>
-        new Promise<number[]>((resolve) => {
-          const rows = document.querySelector('[data-testid=rows]') as HTMLElement;
-          rows.scrollTop = 0;
-          const times: number[] = [];
-          let last = performance.now();
-          let direction = 1;
-          const tick = (now: number) => {
-            times.push(now - last);
-            last = now;
-            if (step) {
-              if (rows.scrollTop + rows.clientHeight >= rows.scrollHeight - 1) direction = -1;
-              rows.scrollTop += direction * step;
-            }
-            if (times.length < frames) requestAnimationFrame(tick);
-            else resolve(times.slice(1));
-          };
-          requestAnimationFrame(tick);
-        }),
-      { step, frames: FRAMES },
-    );
+    page.evaluate(`new Promise((resolve) => {
+      const rows = document.querySelector('[data-testid=rows]');
+      rows.scrollTop = 0;
+      const times = [];
+      let last = performance.now();
+      let direction = 1;
+      const tick = (now) => {
+        times.push(now - last);
+        last = now;
+        if (${step}) {
+          if (rows.scrollTop + rows.clientHeight >= rows.scrollHeight - 1) direction = -1;
+          rows.scrollTop += direction * ${step};
+        }
+        if (times.length < ${FRAMES}) requestAnimationFrame(tick);
+        else resolve(times.slice(1));
+      };
+      requestAnimationFrame(tick);
+    })`) as Promise<number[]>;
   const idle = summarize(await frameTimes(0));
   const scrolling = summarize(await frameTimes(84));
   console.log(`${backend.version}; ${AUDITS} audits in one run; Chromium headless; ${domRows} rows in the DOM after loading all`);
