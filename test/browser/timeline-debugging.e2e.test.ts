@@ -234,11 +234,11 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.close();
   }, 180_000);
 
-  it('shows token usage per call, run and thread, and has no serious or critical accessibility violations (axe-core) on the thread list, a timeline with a row open, search results', async () => {
+  it('shows token usage per call, run and thread, a model call as a conversation, and has no serious or critical accessibility violations (axe-core) on the thread list, a timeline with a row open, search results', async () => {
     const { who, owner, worker, threadId } = await superadminThread('accessible');
     const run = await owner.createRun({ threadId });
     const lease = await worker.claimRun(run.id, 60);
-    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x', input: { messages: [{ role: 'user', content: 'hi' }] } });
+    const model = await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x', input: { messages: [{ role: 'user', content: 'hi' }] } });
     await worker.recordModelFinished({
       lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: { q: 1 } }],
       usage: { input_tokens: 1200, output_tokens: 30 },
@@ -258,6 +258,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     // Token usage: on the model call, its run, and the thread.
     await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 1,200 → 30 tokens in this thread');
     expect(await row(page, run.id).locator('.tokens').textContent()).toBe('1,200 → 30 tokens');
+    // The model call as a conversation: the user's message, then the answer's tool call.
+    await row(page, model.id).click();
+    await expect.poll(() => page.locator('[data-testid=conversation] li').allTextContents()).toEqual(['user hi', 'assistant → lookup({"q":1}) c1']);
     await row(page, tool.id).click();
     await page.waitForSelector('.details .declared-vs-effective');
     await page.fill('input[type=search]', 'lookup');

@@ -45,6 +45,7 @@ import {
   token,
   truncated,
 } from './store.js';
+import { conversationOf, type ConversationMessage } from './conversation.js';
 import { filterLedger } from './ledger.js';
 import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
 
@@ -262,6 +263,33 @@ function JsonView({ value, label }: { value: unknown; label: string }) {
 
 const formatBytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(2)} MiB`);
 
+/** One message; a long one stays collapsed until opened. */
+function MessageView({ message }: { message: ConversationMessage }) {
+  const open = useSignal(false);
+  const long = message.text.length > PREVIEW_CHARS;
+  return (
+    <li class={`message ${message.role}`}>
+      <strong>{message.role}</strong>{' '}
+      <span class="message-text">{long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text}</span>
+      {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${formatBytes(message.text.length)}`}</button>}
+      {message.toolCalls.map((call) => (
+        <div class="message-tool-call" key={call.id}>
+          → {call.name}({JSON.stringify(call.args)}) <code>{call.id}</code>
+        </div>
+      ))}
+    </li>
+  );
+}
+
+function Conversation({ messages }: { messages: ConversationMessage[] }) {
+  return (
+    <div class="conversation" data-testid="conversation">
+      <h4>Conversation</h4>
+      <ol>{messages.map((message, index) => <MessageView key={index} message={message} />)}</ol>
+    </div>
+  );
+}
+
 /** The model's declared arguments against what the tool really received, differences marked. */
 function DeclaredVsEffective({ declared, effective }: { declared: unknown; effective: unknown }) {
   const delta = diff(declared ?? null, effective ?? null);
@@ -307,6 +335,10 @@ function Details() {
       {audit?.__typename === 'ModelAudit' && (
         <>
           {row.tokens && <p data-testid="model-tokens">Usage: {formatTokens(row.tokens)}</p>}
+          {(() => {
+            const messages = conversationOf(audit.input, audit.output);
+            return messages && <Conversation messages={messages} />;
+          })()}
           <JsonView label="usage" value={audit.usage} />
           <JsonView label="input" value={audit.input} />
           <JsonView label="output" value={audit.output} />
