@@ -242,6 +242,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await worker.recordModelFinished({
       lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: { q: 1 } }],
       usage: { input_tokens: 1200, output_tokens: 30 },
+      output: { role: 'assistant', content: 'Looking it up', tool_calls: [{ id: 'c1', name: 'lookup', args: { q: 1 } }] },
     });
     const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: { q: 2 }, sequence: 3 });
     const page = await newPage();
@@ -260,7 +261,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     expect(await row(page, run.id).locator('.tokens').textContent()).toBe('1,200 → 30 tokens');
     // The model call as a conversation: the user's message, then the answer's tool call.
     await row(page, model.id).click();
-    await expect.poll(() => page.locator('[data-testid=conversation] li').allTextContents()).toEqual(['user hi', 'assistant → lookup({"q":1}) c1']);
+    await expect.poll(() => page.locator('[data-testid=conversation] li').allTextContents()).toEqual(['user hi', 'assistant Looking it up→ lookup({"q":1}) c1']);
     await row(page, tool.id).click();
     await page.waitForSelector('.details .declared-vs-effective');
     await page.fill('input[type=search]', 'lookup');
