@@ -20,4 +20,4 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
-copyFileSync(join(web, 'src', 'index.html'), join(dist, 'index.html'));
+for (const file of ['index.html', 'favicon.svg']) copyFileSync(join(web, 'src', file), join(dist, file));

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { SqlDriver } from '../../src/db/database.js';
@@ -78,7 +79,7 @@ export function postgresSql(url: string, poolSize: number): Sql {
 
 export async function pgliteSql(dataDir: string): Promise<Sql> {
   mkdirSync(dirname(dataDir), { recursive: true });
-  const db = new PGlite(dataDir);
+  const db = new PGlite({ dataDir, extensions: { pg_trgm } });
   await db.waitReady;
   let statements = 0;
   const count = () => void statements++;

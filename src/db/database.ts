@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
@@ -176,7 +177,8 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
 
 async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pglite = new PGlite(dataDir ? join(dataDir, 'pglite') : undefined);
+  // pg_trgm: the audit search index (migration 20261201200000_audit_search).
+  const pglite = new PGlite({ dataDir: dataDir ? join(dataDir, 'pglite') : undefined, extensions: { pg_trgm } });
   await pglite.waitReady;
   const session = {
     exec: async (sql: string) => void (await pglite.exec(sql)),

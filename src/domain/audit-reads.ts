@@ -1,8 +1,8 @@
 import type { Principal } from '../auth/principal.js';
 import { snake, type Sql } from '../db/sql.js';
-import { auditThreadOrNotFound, requireAuditReader } from './access.js';
-import { badInput } from './errors.js';
-import { rowId } from './ids.js';
+import { auditThreadOrNotFound, canReadAudits, requireAuditReader } from './access.js';
+import { badInput, notFound } from './errors.js';
+import { isUuid, rowId } from './ids.js';
 import type { Message, Run, Thread, ToolCall } from '../generated/prisma/client.js';
 
 // The audit timeline and the rows it points to, as plain SQL: each function reads a whole batch
@@ -23,15 +23,28 @@ export interface Timeline {
 /**
  * The newest `limit` audits of a thread the principal may read, with the thread's cursor: one
  * statement, so one snapshot, that also reads the thread's owner for the access rule. One more
- * audit than asked tells whether the thread holds more, without a count.
+ * audit than asked tells whether the thread holds more, without a count. With `before` (an audit
+ * of this thread, usually the oldest of the previous page) the newest `limit` audits older than it:
+ * a thread's audits never move in the order, so paging back returns each exactly once.
  */
-export async function readTimeline(sql: Sql, principal: Principal, threadId: string, limit: number | null | undefined): Promise<Timeline> {
+export async function readTimeline(
+  sql: Sql,
+  principal: Principal,
+  threadId: string,
+  limit: number | null | undefined,
+  before?: string | null,
+): Promise<Timeline> {
   requireAuditReader(principal);
   if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
   const id = rowId(threadId, 'Thread');
-  const rows = await sql.query<AuditRow & { timelineOwnerId: string; timelineCursor: string | null }>(TIMELINE, [id, limit + 1]);
+  if (before != null && !isUuid(before)) throw badInput('before must be the id of an audit of this thread');
+  const rows = await sql.query<AuditRow & { timelineOwnerId: string; timelineCursor: string | null; timelineBeforeFound: boolean }>(
+    TIMELINE,
+    [id, limit + 1, before?.toLowerCase() ?? null],
+  );
   const [first] = rows;
   auditThreadOrNotFound(principal, first && { id, ownerId: first.timelineOwnerId }, threadId);
+  if (!first!.timelineBeforeFound) throw badInput('before must be the id of an audit of this thread');
   const newestFirst = first!.id === null ? [] : rows;
   return {
     threadId: id,
@@ -51,7 +64,7 @@ const AUDIT_FIELDS = [
   'startedAt', 'finishedAt', 'durationMs', 'input', 'output', 'error', 'usage', 'awaitingRunTerminal', 'toolCallRowId',
 ] as const satisfies readonly (keyof Message)[];
 export type AuditRow = Pick<Message, (typeof AUDIT_FIELDS)[number]>;
-const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
+export const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
 
 /**
  * The thread's runs newest first on their (thread_id, created_order) index, each run's audits
@@ -62,16 +75,48 @@ const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
  */
 const NEWEST_AUDITS = `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
     SELECT ${AUDIT_COLUMNS} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
+      AND (r.created_order < (SELECT run_order FROM anchor) OR (m.sequence, m.role, m.id) < (SELECT sequence, role, id FROM anchor))
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
-  WHERE r.thread_id = $1
+  WHERE r.thread_id = $1 AND r.created_order <= (SELECT run_order FROM anchor)
   ORDER BY r.created_order DESC, m.sequence DESC, m.role DESC, m.id DESC
   LIMIT $2`;
 
+/**
+ * Where the read starts: just after the newest audit when $3 is null, else at the audit $3 of this
+ * thread (its run's creation order, sequence, role, id: the read's order). An anchor that is not
+ * an audit of this thread reads nothing and says so (timeline_before_found).
+ */
+const ANCHOR = `anchor AS (
+    SELECT r.created_order AS run_order, m.sequence, m.role, m.id FROM message m JOIN run r ON r.id = m.run_id
+      WHERE m.id = $3::uuid AND m.thread_id = $1 AND m.message_type IN ('model_audit', 'tool_audit')
+    UNION ALL SELECT 9223372036854775807, NULL, NULL, NULL WHERE $3::uuid IS NULL)`;
+
 /** The thread's row (one, with empty audit columns, when it has no audits) joined to its newest audits. */
-export const TIMELINE = `SELECT t.owner_id AS timeline_owner_id, t.change_cursor AS timeline_cursor, a.*
+export const TIMELINE = `WITH ${ANCHOR}
+  SELECT t.owner_id AS timeline_owner_id, t.change_cursor AS timeline_cursor,
+    EXISTS (SELECT 1 FROM anchor) AS timeline_before_found, a.*
   FROM thread t LEFT JOIN (${NEWEST_AUDITS}) a ON true
   WHERE t.id = $1 AND t.deleted_at IS NULL
   ORDER BY a.run_order DESC, a.sequence DESC, a.role DESC, a.id DESC`;
+
+/**
+ * One audit with everything it holds (inputs, outputs, errors), for the row a debugger opens: the
+ * timeline's summaries leave those out. Superadmin-on-own-thread, like the timeline: another role
+ * is FORBIDDEN, an audit of someone else's thread (or none) NOT_FOUND.
+ */
+export async function readAudit(sql: Sql, principal: Principal, auditId: string): Promise<AuditRow> {
+  requireAuditReader(principal);
+  const id = rowId(auditId, 'Audit');
+  const [row] = await sql.query<AuditRow & { auditOwnerId: string }>(
+    `SELECT t.owner_id AS audit_owner_id, ${AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ')}
+      FROM message m JOIN thread t ON t.id = m.thread_id
+      WHERE m.id = $1 AND m.message_type IN ('model_audit', 'tool_audit')`,
+    [id],
+  );
+  if (!row || !canReadAudits(principal, { id: row.threadId, ownerId: row.auditOwnerId })) throw notFound('Audit', auditId);
+  const { auditOwnerId: _owner, ...audit } = row;
+  return audit;
+}
 
 /** Audit rows (model or tool) by id. */
 export const auditsByIds = (sql: Sql, ids: readonly string[]) =>

@@ -3,7 +3,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +15,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REPO_ROOT = join(import.meta.dirname, '../..');
 /**
  * Where the page's screenshot goes: a temporary folder, removed after; `npm run screenshots`
- * sets SCREENSHOT_DIR=docs to update the README's picture on purpose.
+ * (scripts/screenshots.mjs) sets SCREENSHOT_DIR and copies the pictures into docs/ on purpose.
  */
 const screenshotDir = process.env.SCREENSHOT_DIR ? resolve(REPO_ROOT, process.env.SCREENSHOT_DIR) : null;
 const browserRequired = process.env.REQUIRE_BROWSER === '1' || process.env.REQUIRE_SERVICES === '1';

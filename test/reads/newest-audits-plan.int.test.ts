@@ -66,7 +66,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
   it('reads only the newest runs it needs, not the thread nor the runs created after it', async () => {
     const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
       `EXPLAIN (ANALYZE, FORMAT JSON) ${TIMELINE}`,
-      [OLD_THREAD, 501],
+      [OLD_THREAD, 501, null],
     );
     const touched = rowsTouched(row!['QUERY PLAN'][0].Plan);
     // 501 audits live in the newest 126 runs: a few hundred rows of each table at most.
@@ -74,8 +74,23 @@ describe(`the newest audits of a thread (${backendName})`, () => {
     expect(touched.get('message')).toBeLessThan(1_000);
   });
 
+  it('paging back from deep in the thread reads only the runs before the anchor it needs', async () => {
+    const [anchor] = await db.driver.query<{ id: string }>(
+      `SELECT m.id FROM message m JOIN run r ON r.id = m.run_id WHERE r.thread_id = $1
+        ORDER BY r.created_order LIMIT 1 OFFSET 60000`,
+      [OLD_THREAD],
+    );
+    const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${TIMELINE}`,
+      [OLD_THREAD, 501, anchor!.id],
+    );
+    const touched = rowsTouched(row!['QUERY PLAN'][0].Plan);
+    expect(touched.get('run')).toBeLessThan(500);
+    expect(touched.get('message')).toBeLessThan(1_000);
+  });
+
   it('returns them newest first: the newest run first, within a run by sequence', async () => {
-    const audits = await db.driver.query<{ run_id: string; sequence: string }>(TIMELINE, [OLD_THREAD, 9]);
+    const audits = await db.driver.query<{ run_id: string; sequence: string }>(TIMELINE, [OLD_THREAD, 9, null]);
     const runs = await db.driver.query<{ id: string }>(
       `SELECT id FROM run WHERE thread_id = $1 ORDER BY created_order DESC LIMIT 3`,
       [OLD_THREAD],

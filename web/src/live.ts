@@ -25,6 +25,18 @@ interface ThreadChange {
   audit: AuditView | null;
 }
 
+interface AuditPage {
+  cursor: string;
+  items: AuditView[];
+  truncated: boolean;
+}
+
+/** One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it. */
+export async function readAuditPage(token: string, threadId: string, before: string | null): Promise<AuditPage> {
+  const { threadAudits } = await gql<{ threadAudits: AuditPage }>(token, THREAD_AUDITS, { threadId, before });
+  return threadAudits;
+}
+
 export function followThread(client: Client, token: string, threadId: string, sink: ThreadSink): () => void {
   let stopped = false;
   const unsubscribers: (() => void)[] = [];
@@ -38,8 +50,7 @@ export function followThread(client: Client, token: string, threadId: string, si
   };
   const readAudits = async () => {
     try {
-      const { threadAudits } = await gql<{ threadAudits: { cursor: string; items: AuditView[]; truncated: boolean } }>(token, THREAD_AUDITS, { threadId });
-      return threadAudits;
+      return await readAuditPage(token, threadId, null);
     } catch (error) {
       if (error instanceof GraphQLRequestError && (error.code === 'FORBIDDEN' || error.code === 'NOT_FOUND')) return null;
       throw error;

@@ -1,11 +1,31 @@
 import { render } from 'preact';
 import { useSignal } from '@preact/signals';
+import { useEffect, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
 import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
 import 'jsondiffpatch/formatters/styles/html.css';
 import './style.css';
 import {
+  auditDetails,
+  audits,
+  ledger,
+  ledgerFilter,
+  toolCalls,
+  view,
+  openHit,
+  runSearch,
+  searchResults,
+  searchScope,
+  searchStatus,
+  searchText,
   auditsHidden,
+  loadOlder,
+  loadingOlder,
+  moveSelection,
+  olderBefore,
+  orderedRuns,
+  timeline,
+  zoom,
   claims,
   closeThread,
   connection,
@@ -25,7 +45,9 @@ import {
   token,
   truncated,
 } from './store.js';
-import { formatDuration, type Row } from './timeline.js';
+import { conversationOf, type ConversationMessage } from './conversation.js';
+import { filterLedger } from './ledger.js';
+import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -66,6 +88,75 @@ function Header() {
   );
 }
 
+const AUDIT_STATUSES = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'];
+
+/** Finds audits by tool or model name, status, and text in inputs, outputs and errors. */
+function SearchBox() {
+  if (auditsHidden.value || claims.value?.role !== 'superadmin') return null;
+  return (
+    <form
+      class="search"
+      role="search"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void runSearch();
+      }}
+    >
+      <input
+        type="search"
+        name="q"
+        aria-label="Search audits"
+        placeholder="Search tool and model names, inputs, outputs, errors"
+        value={searchText.value}
+        onInput={(e) => (searchText.value = e.currentTarget.value)}
+      />
+      <select aria-label="Status" value={searchStatus.value} onChange={(e) => ((searchStatus.value = e.currentTarget.value), void runSearch())}>
+        <option value="">any status</option>
+        {AUDIT_STATUSES.map((status) => (
+          <option key={status} value={status}>{status.toLowerCase()}</option>
+        ))}
+      </select>
+      {threadId.value && (
+        <select aria-label="Where" value={searchScope.value} onChange={(e) => ((searchScope.value = e.currentTarget.value as 'thread' | 'all'), void runSearch())}>
+          <option value="thread">this thread</option>
+          <option value="all">all my threads</option>
+        </select>
+      )}
+      <button type="submit">Search</button>
+      {searchResults.value && <button type="button" onClick={() => (searchResults.value = null)}>Clear</button>}
+    </form>
+  );
+}
+
+function SearchResults() {
+  const results = searchResults.value;
+  if (!results) return null;
+  return (
+    <section class="search-results" aria-label="Search results" data-testid="search-results">
+      {results.error && <p class="banner error">{results.error}</p>}
+      {!results.error && (
+        <p class="muted">
+          {results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audits, newest first`}
+        </p>
+      )}
+      <ul>
+        {results.hits.map((hit) => (
+          <li key={hit.audit.id} data-audit-id={hit.audit.id}>
+            <a href={`#thread=${hit.threadId}`} onClick={(e) => (e.preventDefault(), openHit(hit))}>
+              {hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`}
+            </a>
+            <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
+            <span class="muted">
+              {' '}in {hit.threadTitle || hit.threadId}
+              {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 function ThreadList() {
   return (
     <section class="threads">
@@ -98,7 +189,7 @@ function RunMeta({ row }: { row: Row }) {
         <>
           {' · resumes '}
           <a href="#" class="resumed-from" onClick={(e) => (e.preventDefault(), (selectedKey.value = run.resumedFrom!.id))}>
-            run {run.resumedFrom.id.slice(0, 8)}
+            {runLabel(orderedRuns.value, run.resumedFrom.id)}
           </a>
         </>
       )}
@@ -106,26 +197,44 @@ function RunMeta({ row }: { row: Row }) {
   );
 }
 
-function TimelineRow({ row }: { row: Row }) {
+/** Every row is this tall, so only the rows in sight are drawn (a thread of thousands scrolls as one of ten). */
+const ROW_HEIGHT = 28;
+
+/** "412 → 57 tokens": input, then output. */
+const formatTokens = (tokens: Tokens) => `${tokens.input.toLocaleString('en')} → ${tokens.output.toLocaleString('en')} tokens`;
+const OVERSCAN = 8;
+
+function TimelineRow({ row, top }: { row: Row; top: number }) {
   return (
     <div
       class={`row ${row.kind} ${selectedKey.value === row.key ? 'selected' : ''}`}
+      id={`row-${row.key}`}
       data-key={row.key}
       data-kind={row.kind}
       data-status={row.status}
+      style={{ top: `${top}px`, height: `${ROW_HEIGHT}px` }}
       onClick={() => (selectedKey.value = row.key)}
+      onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
       <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
         <span class="name">{row.label}</span>
+        {row.kind === 'run' && (
+          <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${row.label}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
+            ⤢
+          </button>
+        )}
         {row.kind === 'run' && <RunMeta row={row} />}
-        {row.ranInRun && <span class="meta"> · ran in resumed run {row.ranInRun.slice(0, 8)}</span>}
+        {row.ranInRun && <span class="meta"> · ran in resumed {runLabel(orderedRuns.value, row.ranInRun)}</span>}
       </div>
       <div class="track">
-        <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
+        {row.inView && (
+          <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
+        )}
       </div>
       <div class="info">
         <span class={`status ${row.status}`}>{row.status}</span>
         <span class="duration">{formatDuration(row.durationMs)}</span>
+        {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
         {row.awaitingVerdict && <span class="awaiting" title="A bare tool error: the run's verdict decides its status">error · awaiting run verdict</span>}
         {row.reason && !row.awaitingVerdict && <span class="reason">{row.reason}</span>}
       </div>
@@ -154,6 +263,33 @@ function JsonView({ value, label }: { value: unknown; label: string }) {
 
 const formatBytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(2)} MiB`);
 
+/** One message; a long one stays collapsed until opened. */
+function MessageView({ message }: { message: ConversationMessage }) {
+  const open = useSignal(false);
+  const long = message.text.length > PREVIEW_CHARS;
+  return (
+    <li class={`message ${message.role}`}>
+      <strong>{message.role}</strong>{' '}
+      <span class="message-text">{long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text}</span>
+      {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${formatBytes(message.text.length)}`}</button>}
+      {message.toolCalls.map((call) => (
+        <div class="message-tool-call" key={call.id}>
+          → {call.name}({JSON.stringify(call.args)}) <code>{call.id}</code>
+        </div>
+      ))}
+    </li>
+  );
+}
+
+function Conversation({ messages }: { messages: ConversationMessage[] }) {
+  return (
+    <div class="conversation" data-testid="conversation">
+      <h4>Conversation</h4>
+      <ol>{messages.map((message, index) => <MessageView key={index} message={message} />)}</ol>
+    </div>
+  );
+}
+
 /** The model's declared arguments against what the tool really received, differences marked. */
 function DeclaredVsEffective({ declared, effective }: { declared: unknown; effective: unknown }) {
   const delta = diff(declared ?? null, effective ?? null);
@@ -172,7 +308,16 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
 function Details() {
   const row = rows.value.find((candidate) => candidate.key === selectedKey.value);
   if (!row) return <aside class="details muted">Select a row to see its details.</aside>;
-  const audit = row.audit;
+  const loaded = row.audit && auditDetails.value.get(row.key);
+  const audit = loaded && loaded.summary === row.audit ? loaded.detail : undefined;
+  if (row.audit && !audit) {
+    return (
+      <aside class="details" data-key={row.key} aria-busy="true">
+        <h3>{row.label} <span class={`status ${row.status}`}>{row.status}</span></h3>
+        <p class="muted">Loading…</p>
+      </aside>
+    );
+  }
   return (
     <aside class="details" data-key={row.key}>
       <h3>
@@ -189,12 +334,200 @@ function Details() {
       )}
       {audit?.__typename === 'ModelAudit' && (
         <>
+          {row.tokens && <p data-testid="model-tokens">Usage: {formatTokens(row.tokens)}</p>}
+          {(() => {
+            const messages = conversationOf(audit.input, audit.output);
+            return messages && <Conversation messages={messages} />;
+          })()}
+          <JsonView label="usage" value={audit.usage} />
           <JsonView label="input" value={audit.input} />
           <JsonView label="output" value={audit.output} />
           <JsonView label="error" value={audit.error} />
         </>
       )}
     </aside>
+  );
+}
+
+/** Shows `row`'s span (a run), with a margin, on the whole axis. */
+function zoomTo(row: Row) {
+  if (!Number.isFinite(row.start)) return;
+  const end = Number.isFinite(row.end) ? row.end : now.value;
+  const margin = Math.max(50, (end - row.start) * 0.02);
+  zoom.value = { from: row.start - margin, to: end + margin };
+}
+
+/** The ruler: clock times on round values, idle gaps marked; drag across it to zoom into a span. */
+function Ruler({ axis }: { axis: Axis }) {
+  const drag = useSignal<{ from: number; to: number } | null>(null);
+  const percentAt = (event: MouseEvent) => {
+    const box = (event.currentTarget as HTMLElement).getBoundingClientRect();
+    return Math.min(100, Math.max(0, ((event.clientX - box.left) / box.width) * 100));
+  };
+  return (
+    <div class="ruler-row" aria-label="time axis">
+      <div class="label">
+        {zoom.value ? (
+          <button class="zoom-out" onClick={() => (zoom.value = null)}>Whole thread</button>
+        ) : (
+          <span class="muted">drag on the ruler to zoom</span>
+        )}
+      </div>
+      <div
+        class="track ruler-track"
+        data-testid="ruler"
+        onMouseDown={(e) => (drag.value = { from: percentAt(e), to: percentAt(e) })}
+        onMouseMove={(e) => drag.value && (drag.value = { ...drag.value, to: percentAt(e) })}
+        onMouseLeave={() => (drag.value = null)}
+        onMouseUp={() => {
+          const span = drag.value;
+          drag.value = null;
+          if (!span || Math.abs(span.to - span.from) < 0.5) return;
+          const [a, b] = [Math.min(span.from, span.to), Math.max(span.from, span.to)];
+          zoom.value = { from: axis.timeAt(a), to: axis.timeAt(b) };
+        }}
+      >
+        {axis.pieces.filter((piece) => piece.gap).map((piece) => (
+          <div class="gap" key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`}>
+            <span class="gap-label">{formatDuration(piece.to - piece.from)} idle</span>
+          </div>
+        ))}
+        {axis.ticks.map((tick) => (
+          <span class="tick" key={tick.at} style={{ left: `${tick.left}%` }}>{tick.label}</span>
+        ))}
+        {drag.value && (
+          <div class="drag" style={{ left: `${Math.min(drag.value.from, drag.value.to)}%`, width: `${Math.abs(drag.value.to - drag.value.from)}%` }} />
+        )}
+      </div>
+      <div class="info">{zoom.value && <span class="muted">zoomed</span>}</div>
+    </div>
+  );
+}
+
+/** The rows in sight of the scroller, and the keyboard: arrows, Page Up/Down, Home/End move the selection. */
+function Rows() {
+  const scroller = useRef<HTMLDivElement>(null);
+  const scrollTop = useSignal(0);
+  const height = useSignal(600);
+  useEffect(() => {
+    const element = scroller.current;
+    if (!element) return;
+    const measure = () => (height.value = element.clientHeight);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
+  const all = rows.value;
+  const selectedIndex = all.findIndex((row) => row.key === selectedKey.value);
+  // Keeps the selected row in sight when the keyboard moves it.
+  useEffect(() => {
+    const element = scroller.current;
+    if (!element || selectedIndex < 0) return;
+    const top = selectedIndex * ROW_HEIGHT;
+    const rulerHeight = ROW_HEIGHT;
+    if (top < element.scrollTop) element.scrollTop = top;
+    else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + 2 * ROW_HEIGHT - element.clientHeight;
+  }, [selectedIndex]);
+  const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
+  const last = Math.min(all.length, Math.ceil((scrollTop.value + height.value) / ROW_HEIGHT) + OVERSCAN);
+  const page = Math.max(1, Math.floor(height.value / ROW_HEIGHT) - 1);
+  const keys: Record<string, number> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: -Infinity, End: Infinity, j: 1, k: -1 };
+  return (
+    <div
+      class="rows"
+      ref={scroller}
+      tabIndex={0}
+      aria-label="Timeline rows: arrow keys move the selection"
+      data-testid="rows"
+      onScroll={(e) => (scrollTop.value = e.currentTarget.scrollTop)}
+      onKeyDown={(e) => {
+        const delta = keys[e.key];
+        if (delta === undefined) return;
+        e.preventDefault();
+        moveSelection(Number.isFinite(delta) ? delta : delta > 0 ? all.length : -all.length);
+      }}
+    >
+      <Ruler axis={timeline.value.axis} />
+      <div class="row-space" style={{ height: `${all.length * ROW_HEIGHT}px` }}>
+        {all.slice(first, last).map((row, offset) => (
+          <TimelineRow key={row.key} row={row} top={(first + offset) * ROW_HEIGHT} />
+        ))}
+      </div>
+      {all.length === 0 && <p class="muted">No runs in this thread yet.</p>}
+    </div>
+  );
+}
+
+/** The thread's token usage: the sum over its runs (of the entries loaded). */
+function ThreadTokens() {
+  const total = addTokens(rows.value.filter((row) => row.kind === 'run').map((row) => row.tokens));
+  return total ? <span data-testid="thread-tokens"> · {formatTokens(total)} in this thread</span> : null;
+}
+
+const LEDGER_CASES = ['never run', 'awaiting verdict', 'closed by run end', 'running'];
+
+/** Every declared tool call of the thread, run or not, with the cases a debugger hunts for. */
+function Ledger() {
+  if (!toolCalls.value) return <p class="muted">Loading the tool calls…</p>;
+  const entries = ledger.value;
+  const filter = ledgerFilter.value;
+  const names = [...new Set(entries.map((entry) => entry.name))].sort();
+  const statuses = [...new Set(entries.map((entry) => entry.status))].sort();
+  const shown = filterLedger(entries, filter);
+  const set = (key: 'name' | 'status' | 'case') => (e: { currentTarget: HTMLSelectElement }) =>
+    (ledgerFilter.value = { ...ledgerFilter.value, [key]: e.currentTarget.value });
+  return (
+    <section class="ledger" aria-label="Tool-call ledger" data-testid="ledger">
+      <div class="ledger-filters">
+        <select aria-label="Tool name" value={filter.name} onChange={set('name')}>
+          <option value="">every tool</option>
+          {names.map((name) => <option key={name} value={name}>{name}</option>)}
+        </select>
+        <select aria-label="Tool-call status" value={filter.status} onChange={set('status')}>
+          <option value="">every status</option>
+          {statuses.map((status) => <option key={status} value={status}>{status.toLowerCase()}</option>)}
+        </select>
+        <select aria-label="Case" value={filter.case} onChange={set('case')}>
+          <option value="">every case</option>
+          {LEDGER_CASES.map((name) => <option key={name} value={name}>{name}</option>)}
+        </select>
+        <span class="muted">{shown.length} of {entries.length} tool calls</span>
+      </div>
+      <table>
+        <thead>
+          <tr><th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
+        </thead>
+        <tbody>
+          {shown.map((entry) => (
+            <tr key={entry.key} data-tool-call-id={entry.toolCallId} data-status={entry.status}>
+              <td>{runLabel(orderedRuns.value, entry.runId)}</td>
+              <td>
+                {entry.auditId ? (
+                  <a href="#" onClick={(e) => (e.preventDefault(), (selectedKey.value = entry.auditId), (view.value = 'timeline'))}>{entry.name}</a>
+                ) : (
+                  entry.name
+                )}
+              </td>
+              <td><code>{entry.toolCallId}</code></td>
+              <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
+              <td>{formatDuration(entry.durationMs)}</td>
+              <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.differs !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
+                {entry.differs === true && <span class="differs">≠ effective differs</span>}
+                {entry.differs === false && <span class="same">= as declared</span>}
+                {entry.differs === null && <span class="muted">not run</span>}
+              </td>
+              <td class="cases">
+                {entry.cases.map((name) => <span key={name} class={`case ${name.replace(/ /g, '-')}`}>{name}</span>)}
+                {entry.leaseLeftMs !== null && (
+                  <span class="lease-left">{entry.leaseLeftMs > 0 ? `lease ${formatDuration(entry.leaseLeftMs)} left` : 'lease expired'}</span>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
   );
 }
 
@@ -208,15 +541,35 @@ function Timeline() {
           owned by {threadInfo.value?.ownerId} · <code>{threadId.value}</code>
         </span>
       </p>
-      {truncated.value && <p class="banner">Newest 500 entries shown; older entries exist.</p>}
+      {!auditsHidden.value && (
+        <p class="muted">
+          <span data-testid="loaded-count">{audits.value.size} entries loaded{truncated.value ? '; older ones exist' : ''}</span>
+          <ThreadTokens />
+        </p>
+      )}
+      {truncated.value && olderBefore.value && (
+        <p class="banner older">
+          Older entries exist.{' '}
+          <button onClick={() => void loadOlder()} disabled={loadingOlder.value} data-testid="load-older">
+            {loadingOlder.value ? 'Loading…' : 'Load older entries'}
+          </button>
+        </p>
+      )}
       {auditsHidden.value && <p class="banner hidden-audits" data-testid="audits-hidden">{auditsHidden.value}</p>}
-      <div class="rows">
-        {rows.value.map((row) => (
-          <TimelineRow key={row.key} row={row} />
-        ))}
-        {rows.value.length === 0 && <p class="muted">No runs in this thread yet.</p>}
-      </div>
-      <Details />
+      {!auditsHidden.value && (
+        <div class="views" role="group" aria-label="View">
+          <button aria-pressed={view.value === 'timeline'} onClick={() => (view.value = 'timeline')}>Timeline</button>
+          <button aria-pressed={view.value === 'ledger'} onClick={() => (view.value = 'ledger')}>Tool calls</button>
+        </div>
+      )}
+      {view.value === 'ledger' && !auditsHidden.value ? (
+        <Ledger />
+      ) : (
+        <>
+          <Rows />
+          <Details />
+        </>
+      )}
     </section>
   );
 }
@@ -227,6 +580,8 @@ function App() {
     <>
       <Header />
       {pageError.value && <p class="banner error" role="alert">{pageError.value}</p>}
+      <SearchBox />
+      <SearchResults />
       {threadId.value ? <Timeline /> : <ThreadList />}
     </>
   );

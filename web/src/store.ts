@@ -1,9 +1,10 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
-import { followThread } from './live.js';
-import { THREADS } from './queries.js';
-import { layoutTimeline, mergeAudit, mergeRun, type AuditView, type RunView } from './timeline.js';
+import { followThread, readAuditPage } from './live.js';
+import { AUDIT_DETAIL, SEARCH_AUDITS, THREAD_TOOL_CALLS, THREADS } from './queries.js';
+import { buildLedger, type ToolCallView } from './ledger.js';
+import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -25,24 +26,170 @@ export const threadId = signal<string | null>(null);
 export const threadInfo = signal<{ title: string | null; ownerId: string } | null>(null);
 export const runs = signal<Map<string, RunView>>(new Map());
 export const audits = signal<Map<string, AuditView>>(new Map());
+/** The thread holds audits older than those loaded; `olderBefore` is the audit to page back from. */
 export const truncated = signal(false);
+export const olderBefore = signal<string | null>(null);
+export const loadingOlder = signal(false);
+/** The span of time shown (a zoom), or null for the whole thread. */
+export const zoom = signal<TimeWindow | null>(null);
+/** Opened rows' audits with their payloads, each with the summary it was read for (a newer summary means re-read). */
+export const auditDetails = signal<Map<string, { summary: AuditView; detail: AuditView }>>(new Map());
 export const auditsHidden = signal<string | null>(null);
 export const selectedKey = signal<string | null>(null);
+
+/** The open thread's first audit page has arrived (or its audits are hidden). */
+export const snapshotLoaded = signal(false);
+/** An audit to select once its thread's timeline holds it (a search result opened). */
+const pendingReveal = signal<string | null>(null);
+
+export interface SearchHit {
+  threadId: string;
+  threadTitle: string | null;
+  audit: AuditView;
+}
+export const searchText = signal('');
+export const searchStatus = signal('');
+/** 'thread': within the open thread; 'all': every thread whose audits the caller may read. */
+export const searchScope = signal<'thread' | 'all'>('thread');
+export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string } | null>(null);
+
+/** Which view of the open thread shows: the timeline or the tool-call ledger. */
+export const view = signal<'timeline' | 'ledger'>('timeline');
+/** The thread's tool calls by declaring run, read while the ledger shows. */
+export const toolCalls = signal<Map<string, ToolCallView[]> | null>(null);
+export const ledgerFilter = signal({ name: '', status: '', case: '' });
 
 /** The page's one clock: it ticks only while something on the timeline runs. */
 export const now = signal(Date.now());
 
-export const rows = computed(() => {
-  const ordered = [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
-  return layoutTimeline(ordered, audits.value.values(), now.value);
-});
+/** The thread's runs in creation order: "run 3" is the third. */
+export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
+export const timeline = computed(() => layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value));
+export const rows = computed(() => timeline.value.rows);
 const anythingRunning = computed(() => rows.value.some((row) => row.running));
 effect(() => {
   if (!anythingRunning.value) return;
   now.value = Date.now();
-  const timer = setInterval(() => (now.value = Date.now()), 200);
+  // Durations are shown to the second and tenth: one tick a second is all the page redraws.
+  const timer = setInterval(() => (now.value = Date.now()), 1000);
   return () => clearInterval(timer);
 });
+
+/** Reads the opened audit's payloads, again whenever a newer state of it arrives. */
+effect(() => {
+  const key = selectedKey.value;
+  const summary = key ? audits.value.get(key) : undefined;
+  if (!key || !summary || !token.value || auditDetails.peek().get(key)?.summary === summary) return;
+  void gql<{ audit: AuditView }>(token.value, AUDIT_DETAIL, { id: key }).then(
+    ({ audit }) => {
+      if (audits.peek().get(key) === summary) auditDetails.value = new Map(auditDetails.peek()).set(key, { summary, detail: audit });
+    },
+    (error: unknown) => (pageError.value = error instanceof Error ? error.message : String(error)),
+  );
+});
+
+export const ledger = computed(() => (toolCalls.value ? buildLedger(orderedRuns.value, toolCalls.value, audits.value.values(), now.value) : []));
+
+/** Reads the thread's tool calls (again after a change, while the ledger shows). */
+export async function loadToolCalls() {
+  const thread = threadId.value;
+  if (!thread || !token.value) return;
+  try {
+    const data = await gql<{ thread: { runs: { id: string; toolCalls: ToolCallView[] }[] } | null }>(token.value, THREAD_TOOL_CALLS, { id: thread });
+    if (threadId.value === thread && data.thread) toolCalls.value = new Map(data.thread.runs.map((run) => [run.id, run.toolCalls]));
+  } catch (error) {
+    pageError.value = error instanceof Error ? error.message : String(error);
+  }
+}
+let toolCallsTimer: ReturnType<typeof setTimeout> | undefined;
+function refreshToolCallsSoon() {
+  if (view.value !== 'ledger' || toolCallsTimer) return;
+  toolCallsTimer = setTimeout(() => {
+    toolCallsTimer = undefined;
+    void loadToolCalls();
+  }, 300);
+}
+effect(() => {
+  if (view.value === 'ledger' && threadId.value) void loadToolCalls();
+});
+
+/** Runs the search the box and the filters describe; a text under three characters waits. */
+export async function runSearch() {
+  const text = searchText.value.trim();
+  const status = searchStatus.value || null;
+  const scopedThread = searchScope.value === 'thread' ? threadId.value : null;
+  const forQuery = JSON.stringify([text, status, scopedThread]);
+  if (!token.value || (!text && !status)) return void (searchResults.value = null);
+  if (text && text.length < 3) {
+    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery };
+    return;
+  }
+  try {
+    const { searchAudits } = await gql<{ searchAudits: { items: SearchHit[]; hasMore: boolean } }>(token.value, SEARCH_AUDITS, {
+      text: text || null,
+      status,
+      threadId: scopedThread,
+    });
+    searchResults.value = { hits: searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery };
+  } catch (error) {
+    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery };
+  }
+}
+
+let researchTimer: ReturnType<typeof setTimeout> | undefined;
+/** Shown results follow the open thread's changes: a tool that starts while they show joins them. */
+function refreshSearchSoon() {
+  if (!searchResults.value || researchTimer) return;
+  researchTimer = setTimeout(() => {
+    researchTimer = undefined;
+    void runSearch();
+  }, 300);
+}
+
+/** Opens a search hit in its thread's timeline, paging back until the timeline holds it. */
+export function openHit(hit: SearchHit) {
+  if (threadId.value !== hit.threadId) openThread(hit.threadId);
+  pendingReveal.value = hit.audit.id;
+}
+effect(() => {
+  const wanted = pendingReveal.value;
+  if (!wanted || !snapshotLoaded.value) return;
+  if (audits.value.has(wanted)) {
+    selectedKey.value = wanted;
+    pendingReveal.value = null;
+  } else if (truncated.value) {
+    void loadOlder();
+  } else if (!loadingOlder.value) {
+    pendingReveal.value = null;
+  }
+});
+
+/** The next page back: the audits older than the oldest loaded. */
+export async function loadOlder() {
+  const thread = threadId.value;
+  if (!thread || !olderBefore.value || loadingOlder.value) return;
+  loadingOlder.value = true;
+  try {
+    const page = await readAuditPage(token.value!, thread, olderBefore.value);
+    if (threadId.value !== thread) return;
+    audits.value = page.items.reduce(mergeAudit, audits.value);
+    truncated.value = page.truncated;
+    olderBefore.value = page.items[0]?.id ?? null;
+  } catch (error) {
+    pageError.value = error instanceof Error ? error.message : String(error);
+  } finally {
+    loadingOlder.value = false;
+  }
+}
+
+/** Moves the selection `delta` rows (of those in view), from the selected row or the first. */
+export function moveSelection(delta: number) {
+  const list = rows.value.filter((row) => row.inView);
+  if (!list.length) return;
+  const index = list.findIndex((row) => row.key === selectedKey.value);
+  const next = index < 0 ? (delta > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, index + delta));
+  selectedKey.value = list[next]!.key;
+}
 
 let client: Client | null = null;
 let stopFollowing: (() => void) | null = null;
@@ -96,13 +243,25 @@ export function openThread(id: string) {
       runs.value = list.reduce(mergeRun, runs.value);
       pageError.value = null;
     },
-    run: (run) => (runs.value = mergeRun(runs.value, run)),
+    run: (run) => {
+      runs.value = mergeRun(runs.value, run);
+      refreshToolCallsSoon();
+    },
     audits: (items, isTruncated) => {
       audits.value = items.reduce(mergeAudit, audits.value);
       truncated.value = isTruncated;
+      olderBefore.value = items[0]?.id ?? null;
+      snapshotLoaded.value = true;
     },
-    audit: (audit) => (audits.value = mergeAudit(audits.value, audit)),
-    auditsHidden: (reason) => (auditsHidden.value = reason),
+    audit: (audit) => {
+      audits.value = mergeAudit(audits.value, audit);
+      refreshSearchSoon();
+      refreshToolCallsSoon();
+    },
+    auditsHidden: (reason) => {
+      auditsHidden.value = reason;
+      snapshotLoaded.value = true;
+    },
     failed: (message) => (pageError.value = message),
   });
 }
@@ -115,6 +274,11 @@ export function closeThread() {
   runs.value = new Map();
   audits.value = new Map();
   truncated.value = false;
+  olderBefore.value = null;
+  snapshotLoaded.value = false;
+  toolCalls.value = null;
+  zoom.value = null;
+  auditDetails.value = new Map();
   auditsHidden.value = null;
   selectedKey.value = null;
   if (location.hash) history.pushState(null, '', location.pathname);

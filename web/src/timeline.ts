@@ -25,17 +25,56 @@ export interface AuditView {
   finishedAt: string | null;
   durationMs: number | null;
   error: unknown;
-  output: unknown;
+  /** Loaded with the details (AUDIT_DETAIL), not with the timeline. */
+  output?: unknown;
   // ModelAudit
   model?: string | null;
   input?: unknown;
+  usage?: unknown;
   // ToolAudit
   name?: string;
   toolCallId?: string;
   effectiveInput?: unknown;
   awaitingRunTerminal?: boolean;
-  toolCall?: { declaredInput: unknown; status: string };
+  toolCall?: { id?: string; declaredInput?: unknown; status: string };
   declaredBy?: { id: string } | null;
+}
+
+export interface Tokens {
+  input: number;
+  output: number;
+}
+
+const firstNumber = (record: Record<string, unknown>, keys: string[]) => {
+  for (const key of keys) if (typeof record[key] === 'number' && Number.isFinite(record[key])) return record[key];
+  return undefined;
+};
+
+/**
+ * Token counts from a model call's usage, as runtimes report it: LangChain's usage_metadata
+ * (input_tokens/output_tokens), OpenAI's (prompt_tokens/completion_tokens) or its JS SDKs'
+ * camelCase; null when it carries none.
+ */
+export function tokensOf(usage: unknown): Tokens | null {
+  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
+  const record = usage as Record<string, unknown>;
+  const input = firstNumber(record, ['input_tokens', 'prompt_tokens', 'inputTokens', 'promptTokens']);
+  const output = firstNumber(record, ['output_tokens', 'completion_tokens', 'outputTokens', 'completionTokens']);
+  return input === undefined && output === undefined ? null : { input: input ?? 0, output: output ?? 0 };
+}
+
+/** The sum of the counts given; null when none of them has any. */
+export function addTokens(all: Iterable<Tokens | null>): Tokens | null {
+  let input = 0;
+  let output = 0;
+  let any = false;
+  for (const tokens of all) {
+    if (!tokens) continue;
+    any = true;
+    input += tokens.input;
+    output += tokens.output;
+  }
+  return any ? { input, output } : null;
 }
 
 /** Closed audits never change again; a bare error is further along than a plain start. */
@@ -79,11 +118,20 @@ export interface Row {
   awaitingVerdict: boolean;
   /** Why an audit or run was closed (abandoned, interrupted, cancelled, failed). */
   reason: string | null;
+  /** A model call's token usage; a run's, the sum of its model calls'. */
+  tokens: Tokens | null;
   /** The run a tool ran in, when that is not the run of the model that declared it (a resume). */
   ranInRun: string | null;
   run?: RunView;
   audit?: AuditView;
+  /** The span in epoch milliseconds (NaN when unknown). */
+  start: number;
+  end: number;
+  /** Some of the span lies within the axis shown (always, unless zoomed). */
+  inView: boolean;
 }
+
+type RowBase = Omit<Row, 'left' | 'width' | 'start' | 'end' | 'inView'>;
 
 const time = (value: string | null | undefined) => (value ? Date.parse(value) : NaN);
 
@@ -105,13 +153,146 @@ const bySequence = (a: AuditView, b: AuditView) => {
   return a.id < b.id ? -1 : 1;
 };
 
+/** A readable short id: the random tail of a UUIDv7 (its head is the creation time, alike for runs made together). */
+export const shortId = (id: string) => id.replace(/-/g, '').slice(-6);
+
+/** "run 3 · 9f2c1a": the run's place in the thread (creation order, from 1) and its short id. */
+export function runLabel(runs: readonly RunView[], runId: string): string {
+  const index = runs.findIndex((run) => run.id === runId);
+  return index < 0 ? `run ${shortId(runId)}` : `run ${index + 1} · ${shortId(runId)}`;
+}
+
+/** A span of time to show, in epoch milliseconds (a zoom). */
+export interface TimeWindow {
+  from: number;
+  to: number;
+}
+
+/** A part of the axis: time drawn to scale, or an idle gap drawn narrow (`gap`). Percent of the axis width. */
+export interface AxisPiece {
+  from: number;
+  to: number;
+  left: number;
+  width: number;
+  gap: boolean;
+}
+
+export interface Tick {
+  at: number;
+  left: number;
+  label: string;
+}
+
+export interface Axis {
+  from: number;
+  to: number;
+  pieces: AxisPiece[];
+  ticks: Tick[];
+  /** Where an instant sits on the axis, in percent (0..100, clamped). */
+  position(at: number): number;
+  /** The instant at a point of the axis (percent): position's inverse. */
+  timeAt(left: number): number;
+}
+
+/** The share of the axis one compressed idle gap takes, and what all of them may take at most. */
+const GAP_SHARE = 4;
+const MAX_GAPS_SHARE = 30;
+/** An idle stretch is compressed when longer than this and than a quarter of the busy time shown. */
+const MIN_GAP_MS = 2000;
+
+const TICK_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5, 72e5, 216e5, 432e5, 864e5];
+
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+/** Local clock time: "14:03:27", with milliseconds when ticks are closer than a second. */
+export function clockLabel(at: number, withMs: boolean): string {
+  const d = new Date(at);
+  const base = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return withMs ? `${base}.${pad(d.getMilliseconds(), 3)}` : base;
+}
+
+/**
+ * The time axis of a set of spans: idle stretches between them (no run or audit busy) longer
+ * than MIN_GAP_MS and a quarter of the busy time are each drawn GAP_SHARE percent wide and marked,
+ * the rest to one scale, so runs minutes or hours apart each stay readable. With a window, only
+ * that span is shown. Ticks fall on round clock times, about ten across each piece drawn to scale.
+ */
+export function buildAxis(spans: readonly (readonly [number, number])[], now: number, window: TimeWindow | null = null): Axis {
+  const finite = spans.filter(([a, b]) => Number.isFinite(a) && Number.isFinite(b)).map(([a, b]) => [a, Math.max(a, b)] as const);
+  const from = window?.from ?? (finite.length ? Math.min(...finite.map(([a]) => a)) : now);
+  let to = window?.to ?? (finite.length ? Math.max(...finite.map(([, b]) => b)) : now);
+  if (!(to > from)) to = from + 1;
+  // The busy stretches within the window, merged.
+  const busy: [number, number][] = [];
+  for (const [a, b] of finite.map(([a, b]) => [Math.max(a, from), Math.min(b, to)] as const).filter(([a, b]) => b >= a).sort((x, y) => x[0] - y[0])) {
+    const last = busy[busy.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else busy.push([a, b]);
+  }
+  const busyMs = busy.reduce((sum, [a, b]) => sum + (b - a), 0);
+  const threshold = Math.max(MIN_GAP_MS, busyMs / 4);
+  const gaps: [number, number][] = [];
+  const edges = [[from, from] as const, ...busy, [to, to] as const];
+  for (let i = 1; i < edges.length; i++) {
+    const [gapFrom, gapTo] = [edges[i - 1]![1], edges[i]![0]];
+    if (gapTo - gapFrom > threshold) gaps.push([gapFrom, gapTo]);
+  }
+  const gapShare = gaps.length ? Math.min(GAP_SHARE, MAX_GAPS_SHARE / gaps.length) : 0;
+  const scaledMs = to - from - gaps.reduce((sum, [a, b]) => sum + (b - a), 0);
+  const scaledShare = 100 - gapShare * gaps.length;
+  const pieces: AxisPiece[] = [];
+  let left = 0;
+  let cursor = from;
+  const add = (pieceFrom: number, pieceTo: number, gap: boolean) => {
+    const width = gap ? gapShare : scaledMs > 0 ? (scaledShare * (pieceTo - pieceFrom)) / scaledMs : 0;
+    if (pieceTo > pieceFrom || gap) pieces.push({ from: pieceFrom, to: pieceTo, left, width, gap });
+    left += width;
+  };
+  for (const [gapFrom, gapTo] of gaps) {
+    add(cursor, gapFrom, false);
+    add(gapFrom, gapTo, true);
+    cursor = gapTo;
+  }
+  add(cursor, to, false);
+  if (!pieces.length) pieces.push({ from, to, left: 0, width: 100, gap: false });
+
+  const position = (at: number) => {
+    if (!Number.isFinite(at) || at <= from) return 0;
+    if (at >= to) return 100;
+    const piece = pieces.find((candidate) => at <= candidate.to) ?? pieces[pieces.length - 1]!;
+    const span = piece.to - piece.from;
+    return Math.min(100, Math.max(0, piece.left + (span > 0 ? (piece.width * (at - piece.from)) / span : 0)));
+  };
+
+  const timeAt = (at: number) => {
+    const piece = pieces.find((candidate) => at <= candidate.left + candidate.width) ?? pieces[pieces.length - 1]!;
+    return piece.width > 0 ? piece.from + ((Math.min(Math.max(at, piece.left), piece.left + piece.width) - piece.left) / piece.width) * (piece.to - piece.from) : piece.from;
+  };
+
+  const ticks: Tick[] = [];
+  for (const piece of pieces) {
+    if (piece.gap || piece.width < 3) continue;
+    const wanted = ((piece.to - piece.from) * 10) / piece.width;
+    const step = TICK_STEPS.find((candidate) => candidate >= wanted) ?? TICK_STEPS[TICK_STEPS.length - 1]!;
+    for (let at = Math.ceil(piece.from / step) * step; at <= piece.to; at += step) {
+      ticks.push({ at, left: position(at), label: clockLabel(at, step < 1000) });
+    }
+  }
+  return { from, to, pieces, ticks, position, timeAt };
+}
+
+export interface Timeline {
+  rows: Row[];
+  axis: Axis;
+}
+
 /**
  * The whole timeline as one flat list of rows: each run (in creation order), its model calls in
  * sequence order, each followed by the tool executions it declared, wherever they ran (a resumed
  * run's tools sit under the model of the run that declared them). Tools whose declaring model is
- * not loaded (a truncated timeline) follow in their own run. A missing end means `now`.
+ * not loaded (a truncated timeline) follow in their own run. A missing end means `now`. Bars sit
+ * on the axis of all rows' spans (or of `window`); a row wholly outside the window is not `inView`.
  */
-export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditView>, now: number): Row[] {
+export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterable<AuditView>, now: number, window: TimeWindow | null = null): Timeline {
   const runIndex = new Map(runs.map((run, index) => [run.id, index]));
   // The server's order: run creation, then sequence.
   const all = [...audits].sort((a, b) => (runIndex.get(a.runId) ?? -1) - (runIndex.get(b.runId) ?? -1) || bySequence(a, b));
@@ -120,12 +301,20 @@ export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditV
   for (const audit of all) {
     const modelId = audit.declaredBy?.id;
     if (audit.__typename === 'ToolAudit' && modelId && models.has(modelId)) {
-      toolsByModel.set(modelId, [...(toolsByModel.get(modelId) ?? []), audit]);
+      const list = toolsByModel.get(modelId);
+      if (list) list.push(audit);
+      else toolsByModel.set(modelId, [audit]);
     }
   }
-  const rows: Omit<Row, 'left' | 'width'>[] = [];
+  const auditsByRun = new Map<string, AuditView[]>();
+  for (const audit of all) {
+    const list = auditsByRun.get(audit.runId);
+    if (list) list.push(audit);
+    else auditsByRun.set(audit.runId, [audit]);
+  }
+  const rows: RowBase[] = [];
   const spans: [number, number][] = [];
-  const push = (row: Omit<Row, 'left' | 'width'>, start: number, end: number) => {
+  const push = (row: RowBase, start: number, end: number) => {
     rows.push(row);
     spans.push([start, end]);
   };
@@ -145,6 +334,7 @@ export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditV
         durationMs: audit.durationMs ?? (Number.isNaN(start) ? null : Math.max(0, end - start)),
         awaitingVerdict: Boolean(audit.awaitingRunTerminal),
         reason: audit.status === 'RUNNING' && !audit.awaitingRunTerminal ? null : reasonOf(audit.error),
+        tokens: isTool ? null : tokensOf(audit.usage),
         ranInRun: null,
         audit,
       },
@@ -152,28 +342,39 @@ export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditV
       end,
     );
   };
-  for (const run of runs) {
-    const start = time(run.startedAt ?? run.createdAt);
-    const end = Number.isNaN(time(run.finishedAt)) ? now : time(run.finishedAt);
+  for (const [index, run] of runs.entries()) {
+    // A run with audits spans them: their times are the runtime's observations (observedAt), on
+    // the runtime's clock, which the server's claim and finish times need not share. A run still
+    // going reaches `now`; one without audits spans its claim to its end.
+    const own = auditsByRun.get(run.id) ?? [];
+    const going = run.status === 'RUNNING' || run.status === 'QUEUED';
+    let start = own.length ? Infinity : time(run.startedAt ?? run.createdAt);
+    let end = own.length && !going ? -Infinity : Number.isNaN(time(run.finishedAt)) ? now : time(run.finishedAt);
+    for (const audit of own) {
+      start = Math.min(start, time(audit.startedAt) || Infinity);
+      end = Math.max(end, Number.isNaN(time(audit.finishedAt)) ? (audit.status === 'RUNNING' ? now : time(audit.startedAt)) : time(audit.finishedAt));
+    }
+    if (!Number.isFinite(start)) start = time(run.startedAt ?? run.createdAt);
+    if (!Number.isFinite(end)) end = Number.isNaN(time(run.finishedAt)) ? now : time(run.finishedAt);
     push(
       {
         key: run.id,
         kind: 'run',
         depth: 0,
-        label: `run ${run.id.slice(0, 8)}`,
+        label: `run ${index + 1} · ${shortId(run.id)}`,
         status: run.status,
         running: run.status === 'RUNNING' || run.status === 'QUEUED',
         durationMs: Number.isNaN(start) ? null : Math.max(0, end - start),
         awaitingVerdict: false,
         reason: reasonOf(run.error),
+        tokens: addTokens(own.filter((audit) => audit.__typename === 'ModelAudit').map((audit) => tokensOf(audit.usage))),
         ranInRun: null,
         run,
       },
       start,
       end,
     );
-    for (const audit of all) {
-      if (audit.runId !== run.id) continue;
+    for (const audit of auditsByRun.get(run.id) ?? []) {
       if (audit.__typename === 'ModelAudit') {
         auditRow(audit, 1);
         for (const tool of toolsByModel.get(audit.id) ?? []) {
@@ -185,16 +386,20 @@ export function layoutTimeline(runs: readonly RunView[], audits: Iterable<AuditV
       }
     }
   }
-  const finite = spans.flat().filter(Number.isFinite);
-  const t0 = finite.length ? Math.min(...finite) : now;
-  const t1 = Math.max(finite.length ? Math.max(...finite) : now, t0 + 1);
-  const pct = (value: number) => (Number.isFinite(value) ? Math.min(100, Math.max(0, ((value - t0) / (t1 - t0)) * 100)) : 0);
-  return rows.map((row, index) => {
-    const [start, end] = spans[index]!;
-    const left = pct(start);
-    return { ...row, left, width: Math.max(0.4, Math.min(100 - left, pct(end) - left)) };
-  });
+  const axis = buildAxis(spans, now, window);
+  return {
+    axis,
+    rows: rows.map((row, index) => {
+      const [start, end] = spans[index]!;
+      const left = axis.position(start);
+      const inView = !(Number.isFinite(start) && (start > axis.to || end < axis.from));
+      return { ...row, start, end, inView, left, width: Math.max(0.4, Math.min(100 - left, axis.position(end) - left)) };
+    }),
+  };
 }
+
+export const layoutTimeline = (runs: readonly RunView[], audits: Iterable<AuditView>, now: number, window: TimeWindow | null = null): Row[] =>
+  layoutTimelineWithAxis(runs, audits, now, window).rows;
 
 /** "1.2 s", "340 ms", "2 min 5 s". */
 export function formatDuration(ms: number | null): string {

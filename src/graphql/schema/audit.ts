@@ -1,5 +1,5 @@
 import { requirePrincipal } from '../../domain/access.js';
-import { MAX_AUDITS, readTimeline, type AuditRow } from '../../domain/audit-reads.js';
+import { MAX_AUDITS, readAudit, readTimeline, type AuditRow } from '../../domain/audit-reads.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
 import { builder, listCost } from '../builder.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
@@ -92,13 +92,36 @@ builder.queryField('threadAudits', (t) =>
     type: ThreadAuditsRef,
     description: 'Super administrators only, and only on threads they own. `limit` is 1 to 500.',
     authScopes: { authenticated: true },
-    args: { threadId: t.arg.id({ required: true }), limit: t.arg.int({ defaultValue: MAX_AUDITS }) },
+    args: {
+      threadId: t.arg.id({ required: true }),
+      limit: t.arg.int({ defaultValue: MAX_AUDITS }),
+      before: t.arg.id({
+        required: false,
+        description:
+          'Page back: the id of an audit of this thread (the first item of the previous page); the read then returns the\nnewest `limit` audits older than it. Anything else is BAD_USER_INPUT.',
+      }),
+    },
     complexity: ({ limit }) => listCost(limit, MAX_AUDITS),
-    resolve: async (_root, { threadId, limit }, { deps, principal, loaders }) => {
-      const timeline = await readTimeline(deps.db, requirePrincipal(principal), threadId, limit);
+    resolve: async (_root, { threadId, limit, before }, { deps, principal, loaders }) => {
+      const timeline = await readTimeline(deps.db, requirePrincipal(principal), threadId, limit, before == null ? null : String(before));
       // The items are what a tool audit's `declaredBy` most often points to.
       for (const audit of timeline.items) loaders.audit.prime(audit.id, audit);
       return { ...timeline, cursor: encodeCursor(timeline.threadId, timeline.cursor) };
+    },
+  }),
+);
+
+builder.queryField('audit', (t) =>
+  t.field({
+    type: AuditRef,
+    description:
+      'One audit by id, with its inputs, outputs and errors (what a debug UI loads when a row is opened). Super\nadministrators only, and only on threads they own; anything else is NOT_FOUND.',
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, { deps, principal, loaders }) => {
+      const audit = await readAudit(deps.db, requirePrincipal(principal), String(id));
+      loaders.audit.prime(audit.id, audit);
+      return audit;
     },
   }),
 );

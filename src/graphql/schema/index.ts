@@ -10,5 +10,6 @@ import './relations.js';
 import './lifecycle.js';
 import './subscriptions.js';
 import './deletion.js';
+import './audit-search.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -1,0 +1,53 @@
+import { requirePrincipal } from '../../domain/access.js';
+import { MAX_SEARCH_HITS, MIN_SEARCH_TEXT, searchAudits, type AuditHit } from '../../domain/audit-search.js';
+import { builder, listCost } from '../builder.js';
+import { AuditRef } from './audit.js';
+import { AuditStatusEnum } from './enums.js';
+
+const AuditSearchHitRef = builder.objectRef<AuditHit>('AuditSearchHit').implement({
+  description: 'An audit a search found, with the thread it belongs to (to open it in its timeline).',
+  fields: (t) => ({
+    audit: t.field({ type: AuditRef, resolve: (hit) => hit }),
+    threadId: t.exposeID('threadId'),
+    threadTitle: t.exposeString('threadTitle', { nullable: true }),
+  }),
+});
+
+const AuditSearchResultRef = builder.objectRef<{ items: AuditHit[]; hasMore: boolean }>('AuditSearchResult').implement({
+  fields: (t) => ({
+    items: t.field({
+      type: [AuditSearchHitRef],
+      description: 'Newest first.',
+      // Counted by `searchAudits(first)`, which multiplies this whole object.
+      complexity: { field: 1, multiplier: 1 },
+      resolve: (result) => result.items,
+    }),
+    hasMore: t.exposeBoolean('hasMore', { description: 'More audits match: pass the last hit\'s audit id as `after`.' }),
+  }),
+});
+
+builder.queryField('searchAudits', (t) =>
+  t.field({
+    type: AuditSearchResultRef,
+    description: `Audits matching every criterion given, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). \`text\` (${MIN_SEARCH_TEXT} to 256 characters) matches any part of the tool or model name, input, output or error, in any case. \`first\` is 1 to ${MAX_SEARCH_HITS}.`,
+    authScopes: { authenticated: true },
+    args: {
+      text: t.arg.string({ required: false }),
+      name: t.arg.string({ required: false, description: 'Exactly this tool or model name.' }),
+      status: t.arg({ type: AuditStatusEnum, required: false }),
+      threadId: t.arg.id({ required: false }),
+      first: t.arg.int({ defaultValue: 50 }),
+      after: t.arg.id({ required: false }),
+    },
+    complexity: ({ first }) => listCost(first, MAX_SEARCH_HITS),
+    resolve: async (_root, args, { deps, principal, loaders }) => {
+      const result = await searchAudits(deps.db, requirePrincipal(principal), {
+        ...args,
+        threadId: args.threadId == null ? null : String(args.threadId),
+        after: args.after == null ? null : String(args.after),
+      });
+      for (const hit of result.items) loaders.audit.prime(hit.id, hit);
+      return result;
+    },
+  }),
+);

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUDIT_SEARCH_TEXT } from '../../src/domain/audit-search.js';
+import { backendName } from '../support/database.js';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { actors, claim, createRun, createThread, must, type Actors } from '../support/lifecycle.js';
+
+// searchAudits: audits found by name, status and text in their input, output and error, within a
+// thread or across the caller's threads, under the audit access rule, through the trigram index.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+const SEARCH = `query($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int, $after: ID) {
+  searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {
+    hasMore
+    items { threadId threadTitle audit { __typename id status ... on ToolAudit { name } ... on ModelAudit { model } } }
+  }
+}`;
+
+async function search(token: string, variables: Record<string, unknown>) {
+  const response = await t.gql(SEARCH, variables, token);
+  expect(response.errors).toBeUndefined();
+  return response.data.searchAudits as { hasMore: boolean; items: { threadId: string; threadTitle: string; audit: any }[] };
+}
+
+/** A thread with a paid invoice (amount 120), a failed refund, and a payment still running. */
+async function billingThread(who: Actors, title: string) {
+  const threadId = await createThread(t, who.owner, title);
+  const worker = await claim(t, who.worker, await createRun(t, who.owner, threadId));
+  must(await worker.modelStarted('plan', { model: 'planner-7', input: { messages: [{ role: 'user', content: 'Pay the Kettle Co. invoice' }] } }));
+  must(await worker.modelFinished('plan', [
+    { id: 'pay', name: 'pay_invoice', args: { amount: 120 } },
+    { id: 'refund', name: 'refund', args: { amount: 5 } },
+    { id: 'pay-2', name: 'pay_invoice', args: { amount: 300 } },
+  ]));
+  const paid = must(await worker.toolStarted('pay', 'pay_invoice', { effectiveInput: { amount: 120, payee: 'Kettle Co.' } }));
+  must(await worker.toolFinished('pay', { content: 'paid', status: 'success' }));
+  const refund = must(await worker.toolStarted('refund', 'refund', { effectiveInput: { amount: 5 } }));
+  must(await worker.toolFinished('refund', { content: 'Card issuer declined: 100% of_the amount', status: 'error' }));
+  const running = must(await worker.toolStarted('pay-2', 'pay_invoice', { effectiveInput: { amount: 300, payee: 'Teapot Ltd' } }));
+  return { threadId, paid: paid.id as string, refund: refund.id as string, running: running.id as string };
+}
+
+describe(`searchAudits (${backendName})`, () => {
+  let who: Actors;
+  let first: Awaited<ReturnType<typeof billingThread>>;
+  let second: Awaited<ReturnType<typeof billingThread>>;
+  let strangers: Awaited<ReturnType<typeof billingThread>>;
+
+  beforeAll(async () => {
+    who = await actors(t);
+    first = await billingThread(who, 'first billing');
+    second = await billingThread(who, 'second billing');
+    strangers = await billingThread(await actors(t), "another superadmin's billing");
+  }, 60_000);
+
+  it('finds text in inputs across the threads the caller owns, newest first, with their thread', async () => {
+    const { items, hasMore } = await search(who.owner, { text: '"amount": 120' });
+    expect(hasMore).toBe(false);
+    expect(items.map((hit) => [hit.audit.id, hit.threadId, hit.threadTitle])).toEqual([
+      [second.paid, second.threadId, 'second billing'],
+      [first.paid, first.threadId, 'first billing'],
+    ]);
+  });
+
+  it('finds text in outputs and in names, in any case, and a tool still running', async () => {
+    const declined = await search(who.owner, { text: 'ISSUER DECLINED' });
+    expect(declined.items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
+    const teapot = await search(who.owner, { text: 'teapot', threadId: first.threadId });
+    expect(teapot.items).toEqual([
+      { threadId: first.threadId, threadTitle: 'first billing', audit: { __typename: 'ToolAudit', id: first.running, status: 'RUNNING', name: 'pay_invoice' } },
+    ]);
+    const planner = await search(who.owner, { text: 'planner-7' });
+    expect(planner.items.map((hit) => hit.audit.__typename)).toEqual(['ModelAudit', 'ModelAudit']);
+  });
+
+  it('takes LIKE wildcards in the text literally', async () => {
+    expect((await search(who.owner, { text: '100% of_the' })).items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
+    expect((await search(who.owner, { text: '1_0' })).items).toEqual([]);
+    expect((await search(who.owner, { text: '%%%' })).items).toEqual([]);
+  });
+
+  it('filters by exact name and by status, within one thread', async () => {
+    const byName = await search(who.owner, { name: 'pay_invoice', threadId: first.threadId });
+    expect(byName.items.map((hit) => hit.audit.id)).toEqual([first.running, first.paid]);
+    const running = await search(who.owner, { name: 'pay_invoice', status: 'RUNNING' });
+    expect(running.items.map((hit) => hit.audit.id)).toEqual([second.running, first.running]);
+    const completedPayments = await search(who.owner, { text: 'payee', status: 'COMPLETED', threadId: second.threadId });
+    expect(completedPayments.items.map((hit) => hit.audit.id)).toEqual([second.paid]);
+  });
+
+  it('pages with after: every hit exactly once', async () => {
+    const all = (await search(who.owner, { text: 'amount', first: 100 })).items.map((hit) => hit.audit.id);
+    expect(all).toHaveLength(6);
+    const paged: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page = await search(who.owner, { text: 'amount', first: 4, after });
+      paged.push(...page.items.map((hit) => hit.audit.id));
+      if (!page.hasMore) break;
+      after = page.items.at(-1)!.audit.id;
+    }
+    expect(paged).toEqual(all);
+  });
+
+  it('keeps audits superadmin-on-own-thread data, and refuses malformed input', async () => {
+    expect(errorCode(await t.gql(SEARCH, { text: 'amount' }, await t.token('a-user', 'user')))).toBe('FORBIDDEN');
+    expect(errorCode(await t.gql(SEARCH, { text: 'amount' }, await t.token('an-admin', 'admin')))).toBe('FORBIDDEN');
+    expect(errorCode(await t.gql(SEARCH, { text: 'amount' }, who.worker))).toBe('FORBIDDEN');
+    expect(errorCode(await t.gql(SEARCH, { text: 'amount', threadId: strangers.threadId }, who.owner))).toBe('NOT_FOUND');
+    for (const variables of [{ text: 'ab' }, { text: 'x'.repeat(257) }, { first: 0 }, { first: 101 }, { after: 'nope' }]) {
+      const response = await t.gql(SEARCH, variables, who.owner);
+      expect(errorCode(response), JSON.stringify(variables)).toBe('BAD_USER_INPUT');
+      expect(JSON.stringify(response.errors)).not.toMatch(/SELECT|ILIKE|at .*\.ts/);
+    }
+  });
+
+  it('matches text through the trigram index, not by reading every audit', { timeout: 120_000 }, async () => {
+    // Enough other audits that reading them all costs the planner more than the index (at 20 k
+    // it still reads them all: a trigram search's fixed cost is high).
+    const threadId = await createThread(t, who.owner, 'many audits');
+    const runId = await createRun(t, who.owner, threadId);
+    await t.app.db.driver.exec(`
+      INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input)
+        SELECT gen_random_uuid(), '${threadId}', '${runId}', 'ASSISTANT', 'model_audit', 'op-' || i, 'filler-model', i, 'COMPLETED',
+          jsonb_build_object('prompt', md5(i::text))
+        FROM generate_series(1, 30000) i;
+      ANALYZE message;`);
+    const rows = await t.app.db.driver.query<Record<string, string>>(
+      `EXPLAIN SELECT m.id FROM message m WHERE m.message_type IN ('model_audit', 'tool_audit') AND ${AUDIT_SEARCH_TEXT} ILIKE $1`,
+      ['%issuer declined%'],
+    );
+    expect(rows.map((row) => Object.values(row)[0]).join('\n')).toContain('message_audit_search_idx');
+    expect((await search(who.owner, { text: 'issuer declined' })).items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
+  });
+});

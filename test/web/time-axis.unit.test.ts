@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { buildAxis, layoutTimelineWithAxis, runLabel, shortId, type AuditView, type RunView } from '../../web/src/timeline.js';
+
+// The page's time axis: idle gaps compressed and marked, a ruler on round clock times, zoom.
+
+const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+const run = (id: string, from: number, to: number, fields: Partial<RunView> = {}): RunView => ({
+  id, status: 'COMPLETED', leaseOwner: null, leaseEpoch: 1, leaseExpiresAt: null, createdAt: at(from),
+  startedAt: at(from), finishedAt: at(to), error: null, resumedFrom: null, ...fields,
+});
+const model = (id: string, runId: string, from: number, to: number): AuditView => ({
+  __typename: 'ModelAudit', id, runId, operationId: id, sequence: String(from), finishedSequence: String(to),
+  status: 'COMPLETED', startedAt: at(from), finishedAt: at(to), durationMs: to - from, error: null, model: 'm',
+});
+
+describe('the time axis', () => {
+  // Two runs of 3 s, five minutes apart: on one linear scale each would be 1% of the axis.
+  const runs = [run('01900000-0000-7000-8000-0000000000aa', 0, 3000), run('01900000-0000-7000-8000-0000000000bb', 303_000, 306_000)];
+  // A run with audits is drawn over them (the runtime's clock): the same spans as the runs here.
+  const audits = [
+    model('m1', runs[0]!.id, 0, 1500), model('m1b', runs[0]!.id, 1600, 3000),
+    model('m2', runs[1]!.id, 303_000, 304_500), model('m2b', runs[1]!.id, 304_600, 306_000),
+  ];
+
+  it('compresses the idle gap between runs minutes apart and marks it, so each run stays readable', () => {
+    const { rows, axis } = layoutTimelineWithAxis(runs, audits, T0 + 400_000);
+    const gaps = axis.pieces.filter((piece) => piece.gap);
+    expect(gaps).toHaveLength(1);
+    expect(gaps[0]).toMatchObject({ from: T0 + 3000, to: T0 + 303_000 });
+    expect(gaps[0]!.width).toBeLessThanOrEqual(4);
+    const [first, , , second] = rows;
+    expect(first!.width).toBeGreaterThan(45);
+    expect(second!.width).toBeGreaterThan(45);
+    expect(second!.left).toBeGreaterThanOrEqual(first!.left + first!.width);
+    // Audits keep their place within their run.
+    const m2 = rows.find((row) => row.key === 'm2')!;
+    expect(m2.left).toBeCloseTo(second!.left);
+    expect(m2.left + m2.width).toBeLessThan(second!.left + second!.width);
+  });
+
+  it("draws a run with audits over its audits' observed times, not the server's claim and finish", () => {
+    // The runtime observed its calls six minutes before the server recorded the claim and finish.
+    const skewed = run('r', 400_000, 401_000);
+    const { rows } = layoutTimelineWithAxis([skewed], [model('a', 'r', 10_000, 12_000)], T0 + 500_000);
+    expect(rows[0]).toMatchObject({ start: T0 + 10_000, end: T0 + 12_000 });
+  });
+
+  it('keeps one linear scale when nothing is idle for long', () => {
+    const axis = buildAxis([[T0, T0 + 10_000], [T0 + 11_000, T0 + 20_000]], T0);
+    expect(axis.pieces.filter((piece) => piece.gap)).toEqual([]);
+    expect(axis.position(T0 + 5000)).toBeCloseTo(25);
+  });
+
+  it('puts ticks on round clock times, in order, within the pieces drawn to scale', () => {
+    const axis = buildAxis([[T0 + 120, T0 + 3_100], [T0 + 303_000, T0 + 306_000]], T0);
+    expect(axis.ticks.length).toBeGreaterThanOrEqual(6);
+    const lefts = axis.ticks.map((tick) => tick.left);
+    expect(lefts).toEqual([...lefts].sort((a, b) => a - b));
+    for (const tick of axis.ticks) {
+      expect(tick.at % 100).toBe(0);
+      const piece = axis.pieces.find((candidate) => !candidate.gap && tick.at >= candidate.from && tick.at <= candidate.to);
+      expect(piece, tick.label).toBeDefined();
+      expect(tick.label).toMatch(/^\d\d:\d\d:\d\d(\.\d{3})?$/);
+    }
+  });
+
+  it('maps a point of the axis back to its instant (drag to zoom)', () => {
+    const axis = buildAxis([[T0, T0 + 3000], [T0 + 303_000, T0 + 306_000]], T0);
+    for (const instant of [T0 + 1000, T0 + 2999, T0 + 304_000, T0 + 306_000]) {
+      expect(axis.timeAt(axis.position(instant))).toBeCloseTo(instant, -1);
+    }
+  });
+
+  it('zoomed into one run: that run fills the axis, the other is out of view', () => {
+    const { rows } = layoutTimelineWithAxis(runs, audits, T0 + 400_000, { from: T0 + 303_000, to: T0 + 306_000 });
+    const byKey = new Map(rows.map((row) => [row.key, row]));
+    expect(byKey.get(runs[0]!.id)!.inView).toBe(false);
+    expect(byKey.get('m1')!.inView).toBe(false);
+    expect(byKey.get(runs[1]!.id)).toMatchObject({ inView: true, left: 0 });
+    expect(byKey.get(runs[1]!.id)!.width).toBeCloseTo(100);
+    expect(byKey.get('m2b')!.left).toBeCloseTo((1600 / 3000) * 100);
+  });
+});
+
+describe('run labels', () => {
+  it('tell apart runs created together: their order in the thread and the random tail of the UUIDv7', () => {
+    const runs = [run('019a2329-4e10-7a31-9c2b-5d1e8f3a7c01', 0, 1), run('019a2329-4e10-7b02-8e44-90ab12cd34ef', 1, 2)];
+    expect(runs.map((r) => runLabel(runs, r.id))).toEqual(['run 1 · 3a7c01', 'run 2 · cd34ef']);
+    expect(layoutTimelineWithAxis(runs, [], T0).rows.map((row) => row.label)).toEqual(['run 1 · 3a7c01', 'run 2 · cd34ef']);
+    expect(shortId('019a2329-4e10-7a31-9c2b-5d1e8f3a7c01')).toBe('3a7c01');
+  });
+});
