@@ -281,5 +281,5 @@ describe(`threadChanges as a property (${backendName}, ${testRedisUrl ? 'two ins
     expect(counts.lastEventIdResumes).toBeGreaterThan(0);
     expect(counts.foldedCatchUps).toBeGreaterThan(0);
     expect(fallBehinds).toBeGreaterThan(0);
-  });
+  }, 120_000);
 });
