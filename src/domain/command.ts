@@ -76,6 +76,8 @@ export type Explanation<T, Hint> = { replay: T } | { retry: Hint | undefined };
 
 /** A statement that keeps losing to concurrent changes of its thread gives up after this many runs. */
 const MAX_STATEMENT_RUNS = 8;
+/** Runs of a `serialize`-able statement before it runs behind its locks. */
+const OPTIMISTIC_RUNS = 2;
 
 export interface FencedCommand<Args extends unknown[], T, Hint> {
   /** The input checks that need no database. */
@@ -84,6 +86,14 @@ export interface FencedCommand<Args extends unknown[], T, Hint> {
   write: (deps: DomainDeps, hint: Hint | undefined, ...args: Args) => Promise<Written<T> | undefined>;
   /** Read-only, on one snapshot taken after the statement: throws the refusal, or says what it found. */
   explain: (sql: Sql, ...args: NoInfer<Args>) => Promise<Explanation<NoInfer<T>, NoInfer<Hint>>>;
+  /**
+   * For a statement that writes only on a snapshot no change of its thread committed after
+   * (`fresh`): locks what makes that snapshot fresh (the run, then its thread, the statement's own
+   * lock order). Under a steady stream of changes to the thread the statement may keep finding
+   * its snapshot stale; after OPTIMISTIC_RUNS it runs in a transaction behind these locks, where it
+   * cannot be.
+   */
+  serialize?: (sql: Sql, ...args: NoInfer<Args>) => Promise<void>;
 }
 
 /**
@@ -100,7 +110,13 @@ export function fenced<Args extends unknown[], T, Hint = never>(
     spec.check?.(deps, ...args);
     let hint: Hint | undefined;
     for (let run = 1; ; run++) {
-      const written = await spec.write(deps, hint, ...args);
+      const written =
+        spec.serialize && run > OPTIMISTIC_RUNS
+          ? await inTransaction(deps.db, async (sql) => {
+              await spec.serialize!(sql, ...args);
+              return spec.write({ ...deps, db: { ...deps.db, query: sql.query.bind(sql) } }, hint, ...args);
+            })
+          : await spec.write(deps, hint, ...args);
       if (written) {
         publishWritten(deps, written.changes);
         return written.value;

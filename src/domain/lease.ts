@@ -58,6 +58,17 @@ export async function readRun(sql: Sql, runId: string, lock = false): Promise<Lo
   return run;
 }
 
+/**
+ * Locks the run, then its thread, for the rest of the transaction (the write path's lock order):
+ * no change of the thread can commit until it ends, so a statement it runs next reads a snapshot
+ * that stays fresh (fenced-statements.ts `bump(…, fresh)`).
+ */
+export async function lockRunAndThread(sql: Sql, runId: string): Promise<void> {
+  if (!isUuid(runId)) return;
+  await sql.query('SELECT id FROM run WHERE id = $1::uuid FOR UPDATE', [runId]);
+  await sql.query('SELECT t.id FROM thread t JOIN run r ON r.thread_id = t.id WHERE r.id = $1::uuid FOR UPDATE OF t', [runId]);
+}
+
 /** Locks the run row for the rest of the transaction. */
 export const lockRun = (sql: Sql, runId: string) => readRun(sql, runId, true);
 

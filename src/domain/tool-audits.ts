@@ -9,7 +9,7 @@ import { auditChanged } from './events.js';
 import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues } from './fenced-statements.js';
 import { newId, nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
-import { checkLease, type LeaseProof } from './lease.js';
+import { checkLease, lockRunAndThread, type LeaseProof } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
 import { MIRROR_ONTO_TOOL_CALL, outputContent } from './tool-call-projection.js';
 
@@ -101,6 +101,7 @@ async function pendingDeclaration(sql: Sql, run: Awaited<ReturnType<typeof check
  */
 export const recordToolStarted = fenced({
   check: checkToolStarted,
+  serialize: (sql, _principal, input) => lockRunAndThread(sql, input.lease.runId),
   /** `ancestorDeclaration`: the ToolCall row the explanation bound through resume ancestry. */
   async write(deps: DomainDeps, ancestorDeclaration: string | undefined, principal: Principal, input: ToolStarted) {
     const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, START_TOOL, [
