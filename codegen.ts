@@ -1,5 +1,5 @@
-// GraphQL Code Generator (client preset): the types of the documents the client and the tests
-// send, from the printed schema. `npm run codegen` writes them; test/schema/codegen-sync.test.ts
+// GraphQL Code Generator (client preset): the types of the documents the client, the tests and the
+// page send, from the printed schema. `npm run codegen` writes them; test/schema/codegen-sync.test.ts
 // fails when the committed files differ from what this config generates.
 import type { CodegenConfig } from '@graphql-codegen/cli';
 
@@ -34,6 +34,10 @@ const config: CodegenConfig = {
     },
     'test/generated/graphql/': {
       documents: ['test/support/lifecycle.ts'],
+      ...preset('unknown'),
+    },
+    'web/src/generated/graphql/': {
+      documents: ['web/src/queries.ts'],
       ...preset('unknown'),
     },
   },

@@ -1,5 +1,5 @@
-// The generated GraphQL types are committed (the client's build and its published files use
-// them); this fails when they are not what codegen.ts makes of schema.graphql today.
+// The generated GraphQL types are committed (the client's build and its published files, the page's
+// typecheck use them); this fails when they are not what codegen.ts makes of schema.graphql today.
 import { readFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { generate } from '@graphql-codegen/cli';
@@ -15,7 +15,7 @@ describe('generated GraphQL types', () => {
       return { path, content: path.startsWith('packages/client/') ? withLocalDocumentType(content) : content };
     });
     expect(generated.map(({ path }) => path).sort()).toEqual(
-      ['packages/client/src', 'test'].flatMap((dir) => ['gql.ts', 'graphql.ts', 'index.ts'].map((file) => `${dir}/generated/graphql/${file}`)),
+      ['packages/client/src', 'test', 'web/src'].flatMap((dir) => ['gql.ts', 'graphql.ts', 'index.ts'].map((file) => `${dir}/generated/graphql/${file}`)),
     );
     for (const { path, content } of generated) expect(readFileSync(path, 'utf8'), `${path} is out of date: run npm run codegen`).toBe(content);
   });

@@ -1,4 +1,6 @@
-import { createClient, type Client } from 'graphql-ws';
+import { createClient, type Client, type Sink } from 'graphql-ws';
+import type { FormattedExecutionResult } from 'graphql';
+import type { TypedDocumentString } from './generated/graphql/graphql.js';
 
 const TOKEN_KEY = 'audit-token';
 
@@ -31,16 +33,30 @@ export class GraphQLRequestError extends Error {
   }
 }
 
-export async function gql<T>(token: string, query: string, variables: Record<string, unknown> = {}): Promise<T> {
+/** Sends a query from queries.ts: its variables and its result are typed by the document. */
+export async function gql<TResult, TVariables>(token: string, document: TypedDocumentString<TResult, TVariables>, variables: TVariables): Promise<TResult> {
   const response = await fetch('/graphql', {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
+    body: JSON.stringify({ query: document.toString(), variables }),
   });
-  const body = (await response.json()) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
+  const body = (await response.json()) as { data?: TResult; errors?: { message: string; extensions?: { code?: string } }[] };
   const [error] = body.errors ?? [];
   if (error) throw new GraphQLRequestError(error.message, error.extensions?.code);
-  return body.data as T;
+  return body.data as TResult;
+}
+
+/**
+ * Follows a subscription from queries.ts. graphql-ws re-sends this same `variables` object on
+ * every reconnect, so a caller may update it to resume where it left off.
+ */
+export function subscribe<TResult, TVariables extends Record<string, unknown>>(
+  client: Client,
+  document: TypedDocumentString<TResult, TVariables>,
+  variables: TVariables,
+  sink: Sink<FormattedExecutionResult<TResult>>,
+): () => void {
+  return client.subscribe({ query: document.toString(), variables }, sink);
 }
 
 /** One graphql-ws connection for the page; it retries for ever, so a dropped network heals. */

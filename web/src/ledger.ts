@@ -1,20 +1,11 @@
 // The tool-call ledger: every tool call the thread's model calls declared, whether it ran or not,
 // with what a debugger hunts for. Pure: no DOM, no network.
 import { diff } from 'jsondiffpatch';
+import type { PageToolCallFieldsFragment } from './generated/graphql/graphql.js';
 import type { AuditView, RunView } from './timeline.js';
 
 /** A ToolCall of the projection (`Run.toolCalls`): one per declared call, run or not. */
-export interface ToolCallView {
-  id: string;
-  toolCallId: string;
-  name: string;
-  status: string;
-  declaredInput: unknown;
-  effectiveInput: unknown;
-  startedAt: string | null;
-  finishedAt: string | null;
-  durationMs: number | null;
-}
+export type ToolCallView = PageToolCallFieldsFragment;
 
 export type LedgerCase = 'never run' | 'awaiting verdict' | 'closed by run end' | 'running';
 

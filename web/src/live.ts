@@ -4,7 +4,8 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError } from './api.js';
+import { gql, GraphQLRequestError, subscribe } from './api.js';
+import type { ThreadAuditsQuery } from './generated/graphql/graphql.js';
 import { RUN_CHANGED, THREAD_AUDITS, THREAD_CHANGES, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
 
@@ -19,21 +20,11 @@ export interface ThreadSink {
   failed(message: string): void;
 }
 
-interface ThreadChange {
-  cursor: string;
-  run: RunView | null;
-  audit: AuditView | null;
-}
-
-interface AuditPage {
-  cursor: string;
-  items: AuditView[];
-  truncated: boolean;
-}
+type AuditPage = ThreadAuditsQuery['threadAudits'];
 
 /** One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it. */
 export async function readAuditPage(token: string, threadId: string, before: string | null): Promise<AuditPage> {
-  const { threadAudits } = await gql<{ threadAudits: AuditPage }>(token, THREAD_AUDITS, { threadId, before });
+  const { threadAudits } = await gql(token, THREAD_AUDITS, { threadId, before });
   return threadAudits;
 }
 
@@ -43,8 +34,9 @@ export function followThread(client: Client, token: string, threadId: string, si
   const fail = (error: unknown) => !stopped && sink.failed(error instanceof Error ? error.message : String(error));
 
   const readRuns = async () => {
-    const { thread } = await gql<{ thread: { title: string | null; ownerId: string; runs: RunView[] } }>(token, THREAD_RUNS, { id: threadId });
+    const { thread } = await gql(token, THREAD_RUNS, { id: threadId });
     if (stopped) return;
+    if (!thread) throw new Error(`Thread ${threadId} not found.`);
     sink.thread(thread);
     sink.runs(thread.runs);
   };
@@ -62,30 +54,24 @@ export function followThread(client: Client, token: string, threadId: string, si
     // applied cursor makes each reconnect resume exactly there.
     const variables = { threadId, after };
     unsubscribers.push(
-      client.subscribe<{ threadChanges: ThreadChange }>(
-        { query: THREAD_CHANGES, variables },
-        {
-          next: ({ data }) => {
-            if (!data || stopped) return;
-            const { cursor, run, audit } = data.threadChanges;
-            if (run) sink.run(run);
-            if (audit) sink.audit(audit);
-            variables.after = cursor;
-          },
-          error: fail,
-          complete: () => {},
+      subscribe(client, THREAD_CHANGES, variables, {
+        next: ({ data }) => {
+          if (!data || stopped) return;
+          const { cursor, run, audit } = data.threadChanges;
+          if (run) sink.run(run);
+          if (audit) sink.audit(audit);
+          variables.after = cursor;
         },
-      ),
+        error: fail,
+        complete: () => {},
+      }),
     );
   };
 
   const followRuns = () => {
     sink.auditsHidden('Audits (model calls and tool executions) are shown to superadmins on their own threads only.');
     unsubscribers.push(
-      client.subscribe<{ runChanged: RunView }>(
-        { query: RUN_CHANGED, variables: { threadId } },
-        { next: ({ data }) => data && !stopped && sink.run(data.runChanged), error: () => {}, complete: () => {} },
-      ),
+      subscribe(client, RUN_CHANGED, { threadId }, { next: ({ data }) => data && !stopped && sink.run(data.runChanged), error: () => {}, complete: () => {} }),
       // Run changes committed while the connection was down are only in the database.
       client.on('connected', () => void readRuns().catch(fail)),
     );

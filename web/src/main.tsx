@@ -45,6 +45,7 @@ import {
   token,
   truncated,
 } from './store.js';
+import type { AuditStatus } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from './conversation.js';
 import { filterLedger } from './ledger.js';
 import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
@@ -88,7 +89,7 @@ function Header() {
   );
 }
 
-const AUDIT_STATUSES = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'];
+const AUDIT_STATUSES: AuditStatus[] = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'];
 
 /** Finds audits by tool or model name, status, and text in inputs, outputs and errors. */
 function SearchBox() {
@@ -110,7 +111,7 @@ function SearchBox() {
         value={searchText.value}
         onInput={(e) => (searchText.value = e.currentTarget.value)}
       />
-      <select aria-label="Status" value={searchStatus.value} onChange={(e) => ((searchStatus.value = e.currentTarget.value), void runSearch())}>
+      <select aria-label="Status" value={searchStatus.value} onChange={(e) => ((searchStatus.value = e.currentTarget.value as AuditStatus | ''), void runSearch())}>
         <option value="">any status</option>
         {AUDIT_STATUSES.map((status) => (
           <option key={status} value={status}>{status.toLowerCase()}</option>

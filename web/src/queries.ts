@@ -1,48 +1,69 @@
-export const RUN_FIELDS = `id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }`;
+// Every GraphQL document the page sends. `graphql()` is generated from schema.graphql
+// (npm run codegen): each document is a typed string whose result and variables types follow,
+// so a field renamed in the schema breaks the page's typecheck.
+import { graphql } from './generated/graphql/index.js';
 
-const COMMON = `__typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs`;
+export const RUN_FIELDS = graphql(`
+  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }`);
+
+export const AUDIT_COMMON_FIELDS = graphql(`
+  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }`);
+
 /**
  * What a timeline row shows: ids, names, statuses, times, and the error (a row shows why it was
  * closed), a model call's usage (token counts). Inputs and outputs (up to MAX_JSON_BYTES each) load when a row is opened: AUDIT_DETAIL.
  */
-export const AUDIT_FIELDS = `${COMMON}
-  ... on ModelAudit { model error usage }
-  ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }`;
-
-export const AUDIT_DETAIL = `query Audit($id: ID!) {
-  audit(id: $id) {
-    ${COMMON}
-    ... on ModelAudit { model error input output usage }
-    ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }
-  }
-}`;
-
-export const THREADS = `query Threads($first: Int, $after: String) {
-  threads(first: $first, after: $after) {
-    edges { cursor node { id title ownerId createdAt latestRun { id status } } }
-    pageInfo { hasNextPage endCursor }
-  }
-}`;
-
-export const THREAD_RUNS = `query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ${RUN_FIELDS} } } }`;
-
-export const THREAD_AUDITS = `query ThreadAudits($threadId: ID!, $before: ID) {
-  threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ${AUDIT_FIELDS} } }
-}`;
-
-export const THREAD_CHANGES = `subscription ThreadChanges($threadId: ID!, $after: String) {
-  threadChanges(threadId: $threadId, after: $after) { cursor run { ${RUN_FIELDS} } audit { ${AUDIT_FIELDS} } }
-}`;
-export const RUN_CHANGED = `subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ${RUN_FIELDS} } }`;
-
-export const SEARCH_AUDITS = `query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
-  searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {
-    hasMore
-    items { threadId threadTitle audit { ${AUDIT_FIELDS} } }
-  }
-}`;
+export const AUDIT_FIELDS = graphql(`
+  fragment PageAuditFields on Audit {
+    ...PageAuditCommonFields
+    ... on ModelAudit { model error usage }
+    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }
+  }`);
 
 /** The thread's tool calls (the ToolCall projection): declared ones that never ran included. */
-export const THREAD_TOOL_CALLS = `query ThreadToolCalls($id: ID!) {
-  thread(id: $id) { runs(first: 500) { id toolCalls { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs } } }
-}`;
+export const TOOL_CALL_FIELDS = graphql(`
+  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }`);
+
+export const AUDIT_DETAIL = graphql(`
+  query Audit($id: ID!) {
+    audit(id: $id) {
+      ...PageAuditCommonFields
+      ... on ModelAudit { model error input output usage }
+      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }
+    }
+  }`);
+
+export const THREADS = graphql(`
+  query Threads($first: Int, $after: String) {
+    threads(first: $first, after: $after) {
+      edges { cursor node { id title ownerId createdAt latestRun { id status } } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }`);
+
+export const THREAD_RUNS = graphql(`
+  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }`);
+
+export const THREAD_AUDITS = graphql(`
+  query ThreadAudits($threadId: ID!, $before: ID) {
+    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }
+  }`);
+
+export const THREAD_CHANGES = graphql(`
+  subscription ThreadChanges($threadId: ID!, $after: String) {
+    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }
+  }`);
+
+export const RUN_CHANGED = graphql(`
+  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }`);
+
+export const SEARCH_AUDITS = graphql(`
+  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {
+      hasMore
+      items { threadId threadTitle audit { ...PageAuditFields } }
+    }
+  }`);
+
+export const THREAD_TOOL_CALLS = graphql(`
+  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }`);

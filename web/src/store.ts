@@ -3,6 +3,7 @@ import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
 import { followThread, readAuditPage } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREAD_TOOL_CALLS, THREADS } from './queries.js';
+import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery } from './generated/graphql/graphql.js';
 import { buildLedger, type ToolCallView } from './ledger.js';
 import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
@@ -10,13 +11,7 @@ export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
 export const connection = signal<'connecting' | 'live' | 'reconnecting'>('connecting');
 
-export interface ThreadItem {
-  id: string;
-  title: string | null;
-  ownerId: string;
-  createdAt: string;
-  latestRun: { id: string; status: string } | null;
-}
+export type ThreadItem = ThreadsQuery['threads']['edges'][number]['node'];
 export const threads = signal<ThreadItem[]>([]);
 export const threadsCursor = signal<string | null>(null);
 export const threadsHaveMore = signal(false);
@@ -33,7 +28,7 @@ export const loadingOlder = signal(false);
 /** The span of time shown (a zoom), or null for the whole thread. */
 export const zoom = signal<TimeWindow | null>(null);
 /** Opened rows' audits with their payloads, each with the summary it was read for (a newer summary means re-read). */
-export const auditDetails = signal<Map<string, { summary: AuditView; detail: AuditView }>>(new Map());
+export const auditDetails = signal<Map<string, { summary: AuditView; detail: AuditDetail }>>(new Map());
 export const auditsHidden = signal<string | null>(null);
 export const selectedKey = signal<string | null>(null);
 
@@ -42,13 +37,12 @@ export const snapshotLoaded = signal(false);
 /** An audit to select once its thread's timeline holds it (a search result opened). */
 const pendingReveal = signal<string | null>(null);
 
-export interface SearchHit {
-  threadId: string;
-  threadTitle: string | null;
-  audit: AuditView;
-}
+export type SearchHit = SearchAuditsQuery['searchAudits']['items'][number];
+/** An opened audit with its payloads (AUDIT_DETAIL). */
+export type AuditDetail = AuditQuery['audit'];
 export const searchText = signal('');
-export const searchStatus = signal('');
+/** An audit status to search for, or '' for any. */
+export const searchStatus = signal<AuditStatus | ''>('');
 /** 'thread': within the open thread; 'all': every thread whose audits the caller may read. */
 export const searchScope = signal<'thread' | 'all'>('thread');
 export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string } | null>(null);
@@ -80,7 +74,7 @@ effect(() => {
   const key = selectedKey.value;
   const summary = key ? audits.value.get(key) : undefined;
   if (!key || !summary || !token.value || auditDetails.peek().get(key)?.summary === summary) return;
-  void gql<{ audit: AuditView }>(token.value, AUDIT_DETAIL, { id: key }).then(
+  void gql(token.value, AUDIT_DETAIL, { id: key }).then(
     ({ audit }) => {
       if (audits.peek().get(key) === summary) auditDetails.value = new Map(auditDetails.peek()).set(key, { summary, detail: audit });
     },
@@ -95,7 +89,7 @@ export async function loadToolCalls() {
   const thread = threadId.value;
   if (!thread || !token.value) return;
   try {
-    const data = await gql<{ thread: { runs: { id: string; toolCalls: ToolCallView[] }[] } | null }>(token.value, THREAD_TOOL_CALLS, { id: thread });
+    const data = await gql(token.value, THREAD_TOOL_CALLS, { id: thread });
     if (threadId.value === thread && data.thread) toolCalls.value = new Map(data.thread.runs.map((run) => [run.id, run.toolCalls]));
   } catch (error) {
     pageError.value = error instanceof Error ? error.message : String(error);
@@ -125,7 +119,7 @@ export async function runSearch() {
     return;
   }
   try {
-    const { searchAudits } = await gql<{ searchAudits: { items: SearchHit[]; hasMore: boolean } }>(token.value, SEARCH_AUDITS, {
+    const { searchAudits } = await gql(token.value, SEARCH_AUDITS, {
       text: text || null,
       status,
       threadId: scopedThread,
@@ -220,9 +214,7 @@ function liveClient(): Client {
 
 export async function loadThreads(fromStart: boolean) {
   try {
-    const { threads: page } = await gql<{
-      threads: { edges: { node: ThreadItem }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
-    }>(token.value!, THREADS, { first: 20, after: fromStart ? null : threadsCursor.value });
+    const { threads: page } = await gql(token.value!, THREADS, { first: 20, after: fromStart ? null : threadsCursor.value });
     const nodes = page.edges.map((edge) => edge.node);
     threads.value = fromStart ? nodes : [...threads.value, ...nodes];
     threadsCursor.value = page.pageInfo.endCursor;

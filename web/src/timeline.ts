@@ -1,44 +1,16 @@
 // The timeline's data and its one pure layout function: no DOM, no network.
+import type { PageAuditFieldsFragment, PageRunFieldsFragment } from './generated/graphql/graphql.js';
 
-export interface RunView {
-  id: string;
-  status: string;
-  leaseOwner: string | null;
-  leaseEpoch: number;
-  leaseExpiresAt: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  error: unknown;
-  resumedFrom: { id: string } | null;
-}
+/** A run as the page reads it (PageRunFields in queries.ts). */
+export type RunView = PageRunFieldsFragment;
 
-export interface AuditView {
-  __typename: 'ModelAudit' | 'ToolAudit';
-  id: string;
-  runId: string;
-  operationId: string;
-  sequence: string;
-  finishedSequence: string | null;
-  status: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  durationMs: number | null;
-  error: unknown;
-  /** Loaded with the details (AUDIT_DETAIL), not with the timeline. */
-  output?: unknown;
-  // ModelAudit
-  model?: string | null;
-  input?: unknown;
-  usage?: unknown;
-  // ToolAudit
-  name?: string;
-  toolCallId?: string;
-  effectiveInput?: unknown;
-  awaitingRunTerminal?: boolean;
-  toolCall?: { id?: string; declaredInput?: unknown; status: string };
-  declaredBy?: { id: string } | null;
-}
+type AllKeys<T> = T extends unknown ? keyof T : never;
+type ValueOf<T, K extends PropertyKey> = T extends unknown ? (K extends keyof T ? T[K] : never) : never;
+/** A union's members as one object: the fields they share, and each member's own ones as optional. */
+type Flat<T> = Pick<T, keyof T> & { [K in Exclude<AllKeys<T>, keyof T>]?: ValueOf<T, K> };
+
+/** An audit as a timeline row shows it (PageAuditFields in queries.ts): a model call's or a tool's fields are set on its own kind only. */
+export type AuditView = Flat<PageAuditFieldsFragment>;
 
 export interface Tokens {
   input: number;

@@ -1,0 +1,98 @@
+/* eslint-disable */
+import * as types from './graphql.js';
+
+
+
+/**
+ * Map of all GraphQL operations in the project.
+ *
+ * This map has several performance disadvantages:
+ * 1. It is not tree-shakeable, so it will include all operations in the project.
+ * 2. It is not minifiable, so the string of a GraphQL query will be multiple times inside the bundle.
+ * 3. It does not support dead code elimination, so it will add unused operations.
+ *
+ * Therefore it is highly recommended to use the babel or swc plugin for production.
+ * Learn more about it here: https://the-guild.dev/graphql/codegen/plugins/presets/preset-client#reducing-bundle-size
+ */
+type Documents = {
+    "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": typeof types.PageRunFieldsFragmentDoc,
+    "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }": typeof types.PageAuditCommonFieldsFragmentDoc,
+    "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": typeof types.PageAuditFieldsFragmentDoc,
+    "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }": typeof types.PageToolCallFieldsFragmentDoc,
+    "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": typeof types.AuditDocument,
+    "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ThreadsDocument,
+    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
+    "\n  query ThreadAudits($threadId: ID!, $before: ID) {\n    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
+    "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": typeof types.ThreadChangesDocument,
+    "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
+    "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
+    "\n  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }": typeof types.ThreadToolCallsDocument,
+};
+const documents: Documents = {
+    "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": types.PageRunFieldsFragmentDoc,
+    "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }": types.PageAuditCommonFieldsFragmentDoc,
+    "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": types.PageAuditFieldsFragmentDoc,
+    "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }": types.PageToolCallFieldsFragmentDoc,
+    "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": types.AuditDocument,
+    "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ThreadsDocument,
+    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }": types.ThreadRunsDocument,
+    "\n  query ThreadAudits($threadId: ID!, $before: ID) {\n    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
+    "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": types.ThreadChangesDocument,
+    "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
+    "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
+    "\n  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }": types.ThreadToolCallsDocument,
+};
+
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }"): typeof import('./graphql.js').PageRunFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }"): typeof import('./graphql.js').PageAuditCommonFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }"): typeof import('./graphql.js').PageAuditFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }"): typeof import('./graphql.js').PageToolCallFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }"): typeof import('./graphql.js').AuditDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }"): typeof import('./graphql.js').ThreadsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }"): typeof import('./graphql.js').ThreadRunsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query ThreadAudits($threadId: ID!, $before: ID) {\n    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }\n  }"): typeof import('./graphql.js').ThreadAuditsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }"): typeof import('./graphql.js').ThreadChangesDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }"): typeof import('./graphql.js').RunChangedDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }"): typeof import('./graphql.js').SearchAuditsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }"): typeof import('./graphql.js').ThreadToolCallsDocument;
+
+
+export function graphql(source: string) {
+  return (documents as any)[source] ?? {};
+}

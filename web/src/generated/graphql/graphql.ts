@@ -1,0 +1,505 @@
+/* eslint-disable */
+/** Internal type. DO NOT USE DIRECTLY. */
+type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
+/** Internal type. DO NOT USE DIRECTLY. */
+export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+export type AuditStatus =
+  /** Closed by the run's end or a lease expiry without a terminal event of its own. */
+  | 'ABANDONED'
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED'
+  | 'RUNNING';
+
+export type RunStatus =
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED'
+  | 'QUEUED'
+  | 'RUNNING';
+
+export type ToolCallStatus =
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'PENDING'
+  | 'RUNNING';
+
+export type PageRunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null };
+
+type PageAuditCommonFields_ModelAudit_Fragment = { __typename: 'ModelAudit', id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+type PageAuditCommonFields_ToolAudit_Fragment = { __typename: 'ToolAudit', id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+export type PageAuditCommonFieldsFragment =
+  | PageAuditCommonFields_ModelAudit_Fragment
+  | PageAuditCommonFields_ToolAudit_Fragment
+;
+
+type PageAuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+type PageAuditFields_ToolAudit_Fragment = { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } };
+
+export type PageAuditFieldsFragment =
+  | PageAuditFields_ModelAudit_Fragment
+  | PageAuditFields_ToolAudit_Fragment
+;
+
+export type PageToolCallFieldsFragment = { id: string, toolCallId: string, name: string, status: ToolCallStatus, declaredInput: unknown, effectiveInput: unknown, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+
+export type AuditQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type AuditQuery = { audit:
+    | { __typename: 'ModelAudit', model: string | null, error: unknown, input: unknown, output: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
+    | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, effectiveInput: unknown, output: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { declaredInput: unknown, status: ToolCallStatus }, declaredBy: { id: string } }
+   };
+
+export type ThreadsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type ThreadsQuery = { threads: { edges: Array<{ cursor: string, node: { id: string, title: string | null, ownerId: string, createdAt: string, latestRun: { id: string, status: RunStatus } | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+
+export type ThreadRunsQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ThreadRunsQuery = { thread: { id: string, title: string | null, ownerId: string, runs: Array<{ id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null }> } | null };
+
+export type ThreadAuditsQueryVariables = Exact<{
+  threadId: string | number;
+  before?: string | number | null | undefined;
+}>;
+
+
+export type ThreadAuditsQuery = { threadAudits: { cursor: string, truncated: boolean, items: Array<
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
+      | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
+    > } };
+
+export type ThreadChangesSubscriptionVariables = Exact<{
+  threadId: string | number;
+  after?: string | null | undefined;
+}>;
+
+
+export type ThreadChangesSubscription = { threadChanges: { cursor: string, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null } | null, audit:
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
+      | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
+     | null } };
+
+export type RunChangedSubscriptionVariables = Exact<{
+  threadId: string | number;
+}>;
+
+
+export type RunChangedSubscription = { runChanged: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null } };
+
+export type SearchAuditsQueryVariables = Exact<{
+  text?: string | null | undefined;
+  status?: AuditStatus | null | undefined;
+  threadId?: string | number | null | undefined;
+  after?: string | number | null | undefined;
+}>;
+
+
+export type SearchAuditsQuery = { searchAudits: { hasMore: boolean, items: Array<{ threadId: string, threadTitle: string | null, audit:
+        | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
+        | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
+       }> } };
+
+export type ThreadToolCallsQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ThreadToolCallsQuery = { thread: { runs: Array<{ id: string, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus, declaredInput: unknown, effectiveInput: unknown, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> }> } | null };
+
+export class TypedDocumentString<TResult, TVariables>
+  extends String
+  implements DocumentTypeDecoration<TResult, TVariables>
+{
+  __apiType?: NonNullable<DocumentTypeDecoration<TResult, TVariables>['__apiType']>;
+  private value: string;
+  public __meta__?: Record<string, any> | undefined;
+
+  constructor(value: string, __meta__?: Record<string, any> | undefined) {
+    super(value);
+    this.value = value;
+    this.__meta__ = __meta__;
+  }
+
+  override toString(): string & DocumentTypeDecoration<TResult, TVariables> {
+    return this.value;
+  }
+}
+export const PageRunFieldsFragmentDoc = new TypedDocumentString(`
+    fragment PageRunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+  resumedFrom {
+    id
+  }
+}
+    `, {"fragmentName":"PageRunFields"}) as unknown as TypedDocumentString<PageRunFieldsFragment, unknown>;
+export const PageAuditCommonFieldsFragmentDoc = new TypedDocumentString(`
+    fragment PageAuditCommonFields on Audit {
+  __typename
+  id
+  runId
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+    `, {"fragmentName":"PageAuditCommonFields"}) as unknown as TypedDocumentString<PageAuditCommonFieldsFragment, unknown>;
+export const PageAuditFieldsFragmentDoc = new TypedDocumentString(`
+    fragment PageAuditFields on Audit {
+  ...PageAuditCommonFields
+  ... on ModelAudit {
+    model
+    error
+    usage
+  }
+  ... on ToolAudit {
+    name
+    toolCallId
+    error
+    awaitingRunTerminal
+    toolCall {
+      id
+      status
+    }
+    declaredBy {
+      id
+    }
+  }
+}
+    fragment PageAuditCommonFields on Audit {
+  __typename
+  id
+  runId
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}`, {"fragmentName":"PageAuditFields"}) as unknown as TypedDocumentString<PageAuditFieldsFragment, unknown>;
+export const PageToolCallFieldsFragmentDoc = new TypedDocumentString(`
+    fragment PageToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  status
+  declaredInput
+  effectiveInput
+  startedAt
+  finishedAt
+  durationMs
+}
+    `, {"fragmentName":"PageToolCallFields"}) as unknown as TypedDocumentString<PageToolCallFieldsFragment, unknown>;
+export const AuditDocument = new TypedDocumentString(`
+    query Audit($id: ID!) {
+  audit(id: $id) {
+    ...PageAuditCommonFields
+    ... on ModelAudit {
+      model
+      error
+      input
+      output
+      usage
+    }
+    ... on ToolAudit {
+      name
+      toolCallId
+      error
+      effectiveInput
+      output
+      awaitingRunTerminal
+      toolCall {
+        declaredInput
+        status
+      }
+      declaredBy {
+        id
+      }
+    }
+  }
+}
+    fragment PageAuditCommonFields on Audit {
+  __typename
+  id
+  runId
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}`) as unknown as TypedDocumentString<AuditQuery, AuditQueryVariables>;
+export const ThreadsDocument = new TypedDocumentString(`
+    query Threads($first: Int, $after: String) {
+  threads(first: $first, after: $after) {
+    edges {
+      cursor
+      node {
+        id
+        title
+        ownerId
+        createdAt
+        latestRun {
+          id
+          status
+        }
+      }
+    }
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ThreadsQuery, ThreadsQueryVariables>;
+export const ThreadRunsDocument = new TypedDocumentString(`
+    query ThreadRuns($id: ID!) {
+  thread(id: $id) {
+    id
+    title
+    ownerId
+    runs {
+      ...PageRunFields
+    }
+  }
+}
+    fragment PageRunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+  resumedFrom {
+    id
+  }
+}`) as unknown as TypedDocumentString<ThreadRunsQuery, ThreadRunsQueryVariables>;
+export const ThreadAuditsDocument = new TypedDocumentString(`
+    query ThreadAudits($threadId: ID!, $before: ID) {
+  threadAudits(threadId: $threadId, before: $before) {
+    cursor
+    truncated
+    items {
+      ...PageAuditFields
+    }
+  }
+}
+    fragment PageAuditCommonFields on Audit {
+  __typename
+  id
+  runId
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment PageAuditFields on Audit {
+  ...PageAuditCommonFields
+  ... on ModelAudit {
+    model
+    error
+    usage
+  }
+  ... on ToolAudit {
+    name
+    toolCallId
+    error
+    awaitingRunTerminal
+    toolCall {
+      id
+      status
+    }
+    declaredBy {
+      id
+    }
+  }
+}`) as unknown as TypedDocumentString<ThreadAuditsQuery, ThreadAuditsQueryVariables>;
+export const ThreadChangesDocument = new TypedDocumentString(`
+    subscription ThreadChanges($threadId: ID!, $after: String) {
+  threadChanges(threadId: $threadId, after: $after) {
+    cursor
+    run {
+      ...PageRunFields
+    }
+    audit {
+      ...PageAuditFields
+    }
+  }
+}
+    fragment PageRunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+  resumedFrom {
+    id
+  }
+}
+fragment PageAuditCommonFields on Audit {
+  __typename
+  id
+  runId
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment PageAuditFields on Audit {
+  ...PageAuditCommonFields
+  ... on ModelAudit {
+    model
+    error
+    usage
+  }
+  ... on ToolAudit {
+    name
+    toolCallId
+    error
+    awaitingRunTerminal
+    toolCall {
+      id
+      status
+    }
+    declaredBy {
+      id
+    }
+  }
+}`) as unknown as TypedDocumentString<ThreadChangesSubscription, ThreadChangesSubscriptionVariables>;
+export const RunChangedDocument = new TypedDocumentString(`
+    subscription RunChanged($threadId: ID!) {
+  runChanged(threadId: $threadId) {
+    ...PageRunFields
+  }
+}
+    fragment PageRunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+  resumedFrom {
+    id
+  }
+}`) as unknown as TypedDocumentString<RunChangedSubscription, RunChangedSubscriptionVariables>;
+export const SearchAuditsDocument = new TypedDocumentString(`
+    query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+  searchAudits(
+    text: $text
+    status: $status
+    threadId: $threadId
+    first: 50
+    after: $after
+  ) {
+    hasMore
+    items {
+      threadId
+      threadTitle
+      audit {
+        ...PageAuditFields
+      }
+    }
+  }
+}
+    fragment PageAuditCommonFields on Audit {
+  __typename
+  id
+  runId
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment PageAuditFields on Audit {
+  ...PageAuditCommonFields
+  ... on ModelAudit {
+    model
+    error
+    usage
+  }
+  ... on ToolAudit {
+    name
+    toolCallId
+    error
+    awaitingRunTerminal
+    toolCall {
+      id
+      status
+    }
+    declaredBy {
+      id
+    }
+  }
+}`) as unknown as TypedDocumentString<SearchAuditsQuery, SearchAuditsQueryVariables>;
+export const ThreadToolCallsDocument = new TypedDocumentString(`
+    query ThreadToolCalls($id: ID!) {
+  thread(id: $id) {
+    runs(first: 500) {
+      id
+      toolCalls {
+        ...PageToolCallFields
+      }
+    }
+  }
+}
+    fragment PageToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  status
+  declaredInput
+  effectiveInput
+  startedAt
+  finishedAt
+  durationMs
+}`) as unknown as TypedDocumentString<ThreadToolCallsQuery, ThreadToolCallsQueryVariables>;
