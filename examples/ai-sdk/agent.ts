@@ -45,7 +45,9 @@ const tools = {
 };
 
 // The one line: claims the run, records every model call and tool, ends the run.
+// #region one-line
 const { result, status } = await new AiSdkAudit(worker).generateText(runId, { model, tools, prompt, stopWhen: stepCountIs(5) });
+// #endregion one-line
 console.log(`${result.text} (run ${status})`);
 
 const { items } = await owner.threadAudits(thread.id);

@@ -5,6 +5,9 @@
 //
 //   AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/langgraph/agent.ts
 //
+// With `--own-loop` it claims and finishes the run itself around `graph.invoke` (the handler in
+// the config) instead of the one line.
+//
 // AUDIT_URL defaults to http://127.0.0.1:4000/graphql.
 import { AuditClient } from '@agent-audit/client';
 import { LangGraphAudit } from '@agent-audit/client/langgraph';
@@ -60,10 +63,29 @@ const graph = new StateGraph(MessagesAnnotation)
   .compile({ checkpointer: new MemorySaver() });
 
 // The one line: claims the run, invokes the graph with the recording handler, ends the run.
-const { state, status } = await new LangGraphAudit(worker).invoke(runId, graph, { messages: [{ role: 'user', content: question }] }, {
-  configurable: { thread_id: thread.id },
-});
-console.log(`${String(state.messages.at(-1)?.content)} (run ${status})`);
+const input = { messages: [{ role: 'user', content: question }] };
+const config = { configurable: { thread_id: thread.id } };
+
+if (!process.argv.includes('--own-loop')) {
+  // #region one-line
+  // The one line: claims the run, invokes the graph with the recording handler, ends the run.
+  const { state, status } = await new LangGraphAudit(worker).invoke(runId, graph, input, config);
+  // #endregion one-line
+  console.log(`${String(state.messages.at(-1)?.content)} (run ${status})`);
+} else {
+  // #region own-loop
+  const run = await new LangGraphAudit(worker).start(runId); // claimRun + a LeaseKeeper
+  try {
+    const state = await graph.invoke(input, { ...config, callbacks: [run.handler], signal: run.signal });
+    const { status } = await run.finish({ state }); // COMPLETED, or INTERRUPTED after interrupt()
+    console.log(`${String(state.messages.at(-1)?.content)} (run ${status}, own loop)`);
+  } catch (error) {
+    run.stopIfLeaseLost(); // throws AuditLeaseLostError if the lease is gone
+    await run.finish({ error }); // FAILED with {name, message}
+    throw error;
+  }
+  // #endregion own-loop
+}
 
 const { items } = await owner.threadAudits(thread.id);
 for (const item of items) console.log(item.__typename === 'ModelAudit' ? `model ${item.model} ${item.status}` : `tool  ${item.name} ${item.status}`);

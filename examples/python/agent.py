@@ -31,6 +31,7 @@ def scripted_model(messages: List[Dict[str, Any]]) -> Dict[str, Any]:
     return {"role": "assistant", "content": "Paris: " + results[0] + "; Oslo: " + results[1], "tool_calls": []}
 
 
+#region run-agent
 def run_agent(run: RunSession, question: str) -> str:
     messages: List[Dict[str, Any]] = [{"role": "user", "content": question}]
     for step in range(1, 5):
@@ -56,6 +57,7 @@ def run_agent(run: RunSession, question: str) -> str:
             run.tool_finished(call.id, message)
             messages.append(message)
     raise RuntimeError("the model did not answer in 4 steps")
+#endregion run-agent
 
 
 def main() -> None:
@@ -66,9 +68,11 @@ def main() -> None:
     thread = owner.create_thread("python example")
     run_id = owner.create_run(thread.id).id
 
+    #region start-run
     # Leaving the block ends the run: COMPLETED, FAILED on an exception, INTERRUPTED on Ctrl-C.
     with worker.start_run(run_id, lease_seconds=30) as run:
         answer = run_agent(run, "What is the weather in Paris and Oslo?")
+    #endregion start-run
 
     print(f"answer: {answer}")
     print(f"thread: {thread.id}")

@@ -23,6 +23,7 @@ const callModel = async (step: number) =>
     : { content: 'It is sunny in Paris.', tool_calls: [] };
 const getWeather = async ({ city, units = 'metric' }: { city: string; units?: string }) => `Sunny, ${units === 'metric' ? '21 °C' : '70 °F'} in ${city}`;
 
+// #region worker
 // The worker claims the run, keeps its lease alive and records each event.
 const keeper = new LeaseKeeper(worker, await worker.claimRun(runId, 30), { leaseSeconds: 30 });
 const sequence = new SequenceCounter(1);
@@ -57,6 +58,7 @@ try {
   }
   throw error;
 }
+// #endregion worker
 
 // The owner reads the timeline back.
 const { items } = await owner.threadAudits(thread.id);

@@ -1,16 +1,25 @@
 // Docs are code: a block a page shows from a file of examples/ must be that file (or its region),
-// so the page shows what the tests run; a guide's runnable blocks all come from such files; no
-// link leaves the repository; every example document validates against the schema.
+// so the page shows what the tests run; every runnable block of every page is such a file, an
+// operation validated against the schema, or a shell command a named test lists and runs; no
+// link leaves the repository.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { buildSchema, Kind, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '../..');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
-/** Guides whose every runnable block must be an example file (the others also hold output and diagrams). */
-const STRICT = ['docs/debug-ui.md', 'docs/subscriptions.md'];
-const RUNNABLE = /^(sh|bash|ts|typescript|js|javascript|graphql|python|py)$/;
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`),
+  'clients/python/README.md',
+  'packages/client/README.md',
+];
+/**
+ * The allow-list, marked in the page: a block tagged `text` or `json` is an output sample, a
+ * diagram or a request's shape, never something to run.
+ */
+const SAMPLE = /^(text|json)$/;
+const SHELL = /^(sh|bash)$/;
 
 interface Block {
   page: string;
@@ -18,6 +27,18 @@ interface Block {
   lang: string;
   body: string;
   include?: string;
+  /** `<!-- run by: test/… -->`: a shell block whose commands that test lists, as written, and runs. */
+  runBy?: string;
+  /** `<!-- checked by: test/… -->`: a block that test reads from the page and checks (settings, say). */
+  checkedBy?: string;
+}
+
+/** A shell block's commands: its lines without their trailing comments. */
+function commandsOf(block: Block): string[] {
+  return block.body
+    .split('\n')
+    .map((line) => line.replace(/\s+#\s.*$/, '').trim())
+    .filter(Boolean);
 }
 
 function blocksOf(page: string): Block[] {
@@ -32,13 +53,16 @@ function blocksOf(page: string): Block[] {
     let previous = i - 1;
     while (previous >= 0 && lines[previous]!.trim() === '') previous--;
     const include = /<!-- include: (\S+) -->/.exec(lines[previous] ?? '')?.[1];
-    blocks.push({ page, line: i + 1, lang: open[2]!, body: lines.slice(i + 1, end).map((line) => line.slice(indent)).join('\n'), include });
+    const runBy = /<!-- run by: (\S+) -->/.exec(lines[previous] ?? '')?.[1];
+    const checkedBy = /<!-- checked by: (\S+) -->/.exec(lines[previous] ?? '')?.[1];
+    const body = lines.slice(i + 1, end).map((line) => line.slice(indent)).join('\n');
+    blocks.push({ page, line: i + 1, lang: open[2]!, body, include, runBy, checkedBy });
     i = end;
   }
   return blocks;
 }
 
-/** A file of the repository, or the lines between `#region <name>` and `#endregion <name>` in it. */
+/** A file of the repository, or the lines between `#region <name>` and `#endregion <name>` in it, dedented. */
 function included(reference: string): string {
   const [file, region] = reference.split('#');
   const text = readFileSync(join(ROOT, file!), 'utf8');
@@ -47,7 +71,9 @@ function included(reference: string): string {
   const start = lines.findIndex((line) => line.includes(`#region ${region}`));
   const end = lines.findIndex((line) => line.includes(`#endregion ${region}`));
   expect(start, `${reference}: no #region ${region}`).toBeGreaterThanOrEqual(0);
-  return lines.slice(start + 1, end).join('\n').trimEnd();
+  const body = lines.slice(start + 1, end);
+  const indent = Math.min(...body.filter((line) => line.trim()).map((line) => /^ */.exec(line)![0].length));
+  return body.map((line) => line.slice(indent)).join('\n').trimEnd();
 }
 
 describe('docs show the example files as they are', () => {
@@ -56,17 +82,33 @@ describe('docs show the example files as they are', () => {
     expect(block.body.trimEnd()).toBe(included(block.include!));
   });
 
-  it.each(STRICT)('every runnable block of %s comes from a file the tests run', (page) => {
-    const loose = blocksOf(page).filter((block) => RUNNABLE.test(block.lang) && !block.include);
-    expect(loose.map((block) => `${block.page}:${block.line}`)).toEqual([]);
+  it.each(PAGES)('every block of %s is an example file, an operation, a command a test runs, or a marked sample', (page) => {
+    const loose = blocksOf(page).filter(
+      (block) =>
+        !block.include && !block.checkedBy && block.lang !== 'graphql' && !SAMPLE.test(block.lang) && !(SHELL.test(block.lang) && block.runBy),
+    );
+    expect(loose.map((block) => `${block.page}:${block.line} (${block.lang || 'untagged'})`)).toEqual([]);
+  });
+
+  const commands = PAGES.flatMap(blocksOf).filter((block) => block.runBy);
+  it.each(commands.map((block) => [`${block.page}:${block.line} ${block.runBy}`, block] as const))('%s lists every command as written', (_name, block) => {
+    const test = readFileSync(join(ROOT, block.runBy!), 'utf8');
+    for (const command of commandsOf(block)) expect(test, `${block.runBy} does not list: ${command}`).toContain(command);
+  });
+
+  const checked = PAGES.flatMap(blocksOf).filter((block) => block.checkedBy);
+  it.each(checked.map((block) => [`${block.page}:${block.line} ${block.checkedBy}`, block] as const))('%s reads the page', (_name, block) => {
+    expect(readFileSync(join(ROOT, block.checkedBy!), 'utf8')).toContain(block.page);
   });
 });
 
 describe('docs stand alone', () => {
   it.each(PAGES)('every relative link of %s stays in the repository and exists', (page) => {
     const text = readFileSync(join(ROOT, page), 'utf8');
+    // Code is not links: `TOOLS[name](**args)` in a Python block is a call.
+    const prose = text.replace(/^(\s*)```[\s\S]*?^\1```/gm, '');
     const outside: string[] = [];
-    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+    for (const [, target] of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
       if (/^[a-z]+:|^#/.test(target!)) continue;
       const path = resolve(ROOT, dirname(page), target!.split('#')[0]!);
       if (relative(ROOT, path).startsWith('..') || !existsSync(path)) outside.push(target!);

@@ -15,6 +15,34 @@ import { Relay } from '../browser/relay.js';
 import { eventually, wsClient } from '../support/streams.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
+
+/**
+ * The shell commands of README.md and docs/runtime-authors.md that name this test (the
+ * code-blocks test checks that each is here as the page writes it). Run below by bash, as
+ * written, with this server's address and tokens in place of the page's:
+ */
+const WALKTHROUGH = 'OWNER_TOKEN=<superadmin token> WORKER_TOKEN=<worker token> bash examples/curl/walkthrough.sh';
+const SIMULATE = 'npm run simulate -- --url http://127.0.0.1:4000/graphql --step-ms 500 --owner-token <superadmin token>';
+const MINT_TOKEN = 'npm run -s token -- --sub alice --role superadmin';
+/*
+ * Not run as written, and where each is covered instead:
+ * - `npm start`: its install step is what `npm ci` did for this checkout; this test starts
+ *   `npm run serve`, which is what `npm start` runs after it (README.md says so).
+ * - `npm test`: the whole suite, this test included; `.ci/run` runs it.
+ * - `TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres TEST_REDIS_URL=redis://127.0.0.1:6379 npm run test:only`:
+ *   the suite again on PostgreSQL and Redis; `.ci/run` runs it as its services pass.
+ * - `export DATABASE_URL=postgres://postgres@127.0.0.1:5432/audit AUTH_JWT_SECRET=$(openssl rand -base64 32)`,
+ *   `export REDIS_URL=redis://127.0.0.1:6379` then `npm start`: on that pass the end-to-end
+ *   suites (test/e2e/support/server.ts) start the server process with DATABASE_URL and
+ *   AUTH_JWT_SECRET set, and the multi-instance suites with REDIS_URL.
+ */
+
+/** A page's command with its placeholders filled in, each value quoted for bash. */
+function filled(command: string, values: Record<string, string>): string {
+  let result = command;
+  for (const [placeholder, value] of Object.entries(values)) result = result.replace(placeholder, `'${value.replaceAll("'", "'\\''")}'`);
+  return result;
+}
 const dataDir = mkdtempSync(join(tmpdir(), 'audit-new-user-'));
 const children = new Set<ChildProcess>();
 
@@ -77,9 +105,10 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
 
   it('the curl walkthrough (docs/runtime-authors.md) runs with bash, curl and jq, and shows the timeline it promises', () => {
     // Tokens pasted as a user might, one with the prefix and one without.
-    const run = spawnSync('bash', ['examples/curl/walkthrough.sh'], {
+    const command = filled(WALKTHROUGH, { '<superadmin token>': `Bearer ${owner}`, '<worker token>': worker });
+    const run = spawnSync('bash', ['-c', command], {
       cwd: REPO_ROOT,
-      env: { ...process.env, ...userEnv, AUDIT_URL: url, OWNER_TOKEN: `Bearer ${owner}`, WORKER_TOKEN: worker },
+      env: { ...process.env, ...userEnv, AUDIT_URL: url },
       encoding: 'utf8',
       timeout: 60_000,
     });
@@ -104,6 +133,30 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
     expect(run.stderr).toMatch(/^UNAUTHENTICATED: The Authorization header says "Bearer" twice/m);
     expect(run.stdout).not.toMatch(/lease/);
   });
+
+  it('npm run -s token prints a token alone, which the server takes with the role asked for', async () => {
+    const run = spawnSync('bash', ['-c', MINT_TOKEN], { cwd: REPO_ROOT, env: { ...process.env, ...userEnv }, encoding: 'utf8', timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+\n$/);
+    const token = run.stdout.trim();
+    expect(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())).toMatchObject({ sub: 'alice', role: 'superadmin' });
+    // Signed with the server's secret (kept in its data directory): alice may open a thread.
+    const { id } = await new AuditClient({ url, token }).createThread({ title: "alice's" });
+    expect(id).toBeTruthy();
+  });
+
+  it("the README's simulator command drives its scenarios into threads the owner token reads", async () => {
+    const command = filled(SIMULATE, { '<superadmin token>': owner }).replace('http://127.0.0.1:4000/graphql', url);
+    const simulate = start('bash', ['-c', command], userEnv);
+    const code = await new Promise((resolve) => simulate.child.once('exit', resolve));
+    expect(code, `${simulate.output.stdout}${simulate.output.stderr}`).toBe(0);
+    expect(simulate.output.stdout).toMatch(/6 of 6 scenarios completed as expected/);
+    // "== where to look ==": one line per scenario, `<name> ok thread <id>`.
+    const threads = [...simulate.output.stdout.matchAll(/^ +\S+ +ok +thread (\S+)$/gm)].map((match) => match[1]!);
+    expect(threads).toHaveLength(6);
+    const client = new AuditClient({ url, token: owner });
+    for (const threadId of new Set(threads)) expect((await client.threadAudits(threadId)).items.length).toBeGreaterThan(0);
+  }, 180_000);
 
   it('the graphql-ws and SSE subscribers (docs/subscriptions.md) resume after a dropped connection, missing and repeating nothing', async () => {
     const client = new AuditClient({ url, token: owner });

@@ -1,10 +1,21 @@
-// The examples the runtime authors' guide points at (examples/*/agent.ts), each run as a user
-// would run it (npx tsx <file>, tokens in the environment) against the server process, and the
-// run it recorded read back.
+// The examples the runtime authors' guide points at (examples/*/agent.ts), each run by bash with
+// the guide's command as written (npx tsx <file>, the tokens in place of its placeholders, the
+// server's address in AUDIT_URL) against the server process, and the run it recorded read back.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, runScript, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { withTimeout } from './support/wait.js';
+import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+
+/** The commands of docs/runtime-authors.md (the code-blocks test checks they are its commands, as written). */
+const COMMANDS = {
+  typescript: 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/typescript/agent.ts',
+  aiSdk: 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/ai-sdk/agent.ts',
+  langgraph: 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/langgraph/agent.ts',
+};
+const REPO_ROOT = join(import.meta.dirname, '../..');
 
 let storage: E2EStorage;
 let server: ServerProcess;
@@ -19,9 +30,24 @@ afterAll(async () => {
   await storage?.remove();
 });
 
-async function runExample(file: string) {
+/** A command of the guide run by bash in the repository, its placeholders replaced by the tokens. */
+async function runCommand(command: string, who: { owner: string; worker: string }): Promise<{ code: number | NodeJS.Signals; output: string }> {
+  const filled = command.replace('<superadmin>', who.owner).replace('<worker>', who.worker);
+  const child = spawn('bash', ['-c', filled], { cwd: REPO_ROOT, env: { ...process.env, AUDIT_URL: server.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal!)));
+  try {
+    return { code: await withTimeout(exited, 120_000, () => `${command} did not finish:\n${output}`), output };
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+async function runExample(command: string) {
   const who = await e2eActors();
-  const { code, output } = await runScript(file, [], { AUDIT_URL: server.url, AUDIT_OWNER_TOKEN: who.owner, AUDIT_WORKER_TOKEN: who.worker });
+  const { code, output } = await runCommand(command, who);
   expect(code, output).toBe(0);
   const { threadId, runId } = JSON.parse(output.trim().split('\n').at(-1)!) as { threadId: string; runId: string };
   const owner = new AuditClient({ url: server.url, token: who.owner });
@@ -39,7 +65,7 @@ const glance = (items: Awaited<ReturnType<typeof runExample>>['items']) =>
 
 describe(`the examples against the server process (${backendName})`, () => {
   it('examples/typescript/agent.ts records model -> tool -> model with the bare client', async () => {
-    const { run, items } = await runExample('examples/typescript/agent.ts');
+    const { run, items } = await runExample(COMMANDS.typescript);
     expect(run?.status).toBe('COMPLETED');
     expect(glance(items)).toEqual([
       ['model', 'COMPLETED', 1],
@@ -49,7 +75,7 @@ describe(`the examples against the server process (${backendName})`, () => {
   });
 
   it('examples/ai-sdk/agent.ts records a generateText agent with parallel tool calls', async () => {
-    const { output, run, items } = await runExample('examples/ai-sdk/agent.ts');
+    const { output, run, items } = await runExample(COMMANDS.aiSdk);
     expect(output).toContain('Sunny in both. (run COMPLETED)');
     expect(run?.status).toBe('COMPLETED');
     expect(glance(items)).toEqual([
@@ -61,7 +87,7 @@ describe(`the examples against the server process (${backendName})`, () => {
   });
 
   it('examples/langgraph/agent.ts records a LangGraph.js ReAct agent with parallel tool calls', async () => {
-    const { output, run, items } = await runExample('examples/langgraph/agent.ts');
+    const { output, run, items } = await runExample(COMMANDS.langgraph);
     expect(output).toContain('Sunny in both. (run COMPLETED)');
     expect(run?.status).toBe('COMPLETED');
     const rows = glance(items).map((row) => row.slice(0, 4));
@@ -70,6 +96,24 @@ describe(`the examples against the server process (${backendName})`, () => {
       ['model', 'COMPLETED', 0],
     ]);
     // ToolNode runs the two calls in parallel: either may start first.
+    expect(rows.slice(1, 3)).toEqual(
+      expect.arrayContaining([
+        ['tool', 'get_weather', 'COMPLETED', { city: 'Paris' }],
+        ['tool', 'get_weather', 'COMPLETED', { city: 'Oslo', units: 'imperial' }],
+      ]),
+    );
+    expect(rows).toHaveLength(4);
+  });
+
+  it('examples/langgraph/agent.ts --own-loop records the same run, claimed and finished around graph.invoke', async () => {
+    const { output, run, items } = await runExample(`${COMMANDS.langgraph} --own-loop`);
+    expect(output).toContain('Sunny in both. (run COMPLETED, own loop)');
+    expect(run?.status).toBe('COMPLETED');
+    const rows = glance(items).map((row) => row.slice(0, 4));
+    expect([rows[0], rows[3]]).toEqual([
+      ['model', 'COMPLETED', 2],
+      ['model', 'COMPLETED', 0],
+    ]);
     expect(rows.slice(1, 3)).toEqual(
       expect.arrayContaining([
         ['tool', 'get_weather', 'COMPLETED', { city: 'Paris' }],
