@@ -160,17 +160,16 @@ closed AS (
 mirrored AS (${MIRROR_ONTO_TOOL_CALL('closed')})
 SELECT * FROM closed`;
 
+/** Runs a statement that ends the caller's tool audit ($4 the toolCallId, $5 the JSON it records, $6.. the end's observation). */
+async function endToolAudit(deps: DomainDeps, principal: Principal, input: ToolEvent, statement: string, recorded: unknown) {
+  const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, statement, [input.toolCallId, jsonParam(recorded), ...endParams(input)]);
+  return audit && { value: audit, changes: [auditChanged(audit)] };
+}
+
 /** Closes the audit: a `status: "error"` envelope (a controlled failure) is FAILED at once, its content the error. */
 export const recordToolFinished = fenced({
   check: checkToolFinished,
-  async write(deps: DomainDeps, _hint, principal: Principal, input: ToolFinished) {
-    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, FINISH_TOOL, [
-      input.toolCallId,
-      jsonParam(input.output),
-      ...endParams(input),
-    ]);
-    return audit && { value: audit, changes: [auditChanged(audit)] };
-  },
+  write: (deps: DomainDeps, _hint, principal: Principal, input: ToolFinished) => endToolAudit(deps, principal, input, FINISH_TOOL, input.output),
   async explain(sql, principal, input) {
     const run = await checkLease(sql, principal, input.lease);
     const audit = await requireAudit(sql, run, 'TOOL', input.toolCallId);
@@ -207,14 +206,7 @@ SELECT * FROM closed`;
  */
 export const recordToolError = fenced({
   check: checkToolError,
-  async write(deps: DomainDeps, _hint, principal: Principal, input: ToolErrored) {
-    const [audit] = await leasedRows<Message>(deps.db, principal, input.lease, RECORD_TOOL_ERROR, [
-      input.toolCallId,
-      jsonParam(input.error),
-      ...endParams(input),
-    ]);
-    return audit && { value: audit, changes: [auditChanged(audit)] };
-  },
+  write: (deps: DomainDeps, _hint, principal: Principal, input: ToolErrored) => endToolAudit(deps, principal, input, RECORD_TOOL_ERROR, input.error),
   async explain(sql, principal, input) {
     const run = await checkLease(sql, principal, input.lease);
     const audit = await requireAudit(sql, run, 'TOOL', input.toolCallId);
