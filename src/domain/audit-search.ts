@@ -36,10 +36,30 @@ export type AuditHit = AuditRow & { threadTitle: string | null };
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
+ * How many audits a search walks newest first before it asks the trigram index instead. A walk
+ * reads each audit it passes (its payloads included), so this bounds what a text that is not
+ * common costs before the index takes over; a common text finds its page well within it.
+ */
+export const SEARCH_WALK_BUDGET = 2000;
+
+/**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
- * superadmin-on-own-thread data). A text is matched through the trigram index; a thread through
- * its index. A text most audits hold costs a recheck of each (bench/README.md).
+ * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
+ *
+ * 1. Walk the newest `SEARCH_WALK_BUDGET` audits below `after` (within the thread when one is
+ *    given) on the primary key, testing each, and stop at `first + 1` hits: a text or name most
+ *    audits hold is found here, after reading a few hundred rows.
+ * 2. Only when the walk read its whole budget without filling the page: every match, found
+ *    through the trigram index (the text, and the name, which an exact name match implies), of
+ *    which those older than the last audit walked are sorted and the newest `first + 1` kept. A
+ *    rare text or name is found here, after reading its few matches. (The matches are gathered
+ *    whole first, as a materialized CTE: given the walk's boundary as a condition it could use,
+ *    the planner reads every audit below it on the primary key instead of the index.)
+ *
+ * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
+ * What stays slow is a search that matches few audits but that the index cannot narrow: a text
+ * whose every trigram is common, a status without text or name (bench/README.md, search).
  */
 export async function searchAudits(sql: Sql, principal: Principal, search: AuditSearch): Promise<{ items: AuditHit[]; hasMore: boolean }> {
   requireAuditReader(principal);
@@ -52,29 +72,47 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (name !== null && name.length > MAX_ID_LENGTH) throw badInput(`name is ${name.length} characters long; the limit is ${MAX_ID_LENGTH}`);
   if (search.after != null && !isUuid(search.after)) throw badInput('after must be the id of an audit of a previous page');
 
-  const params: unknown[] = [principal.sub];
-  const where = [`m.message_type IN ('model_audit', 'tool_audit')`, `t.owner_id = $1`];
+  const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
+  // What bounds the walk: the audits of the thread, below `after`.
+  const range = [`m.message_type IN ('model_audit', 'tool_audit')`];
+  let threadId: string | null = null;
   if (search.threadId != null) {
-    const threadId = rowId(search.threadId, 'Thread');
+    threadId = rowId(search.threadId, 'Thread');
     const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1', [threadId]);
     if (!owned || owned.ownerId !== principal.sub) throw notFound('Thread', search.threadId);
-    where.push(`m.thread_id = ${param(threadId)}`);
+    range.push(`m.thread_id = ${param(threadId)}`);
   }
-  if (text !== null) where.push(`${AUDIT_SEARCH_TEXT} ILIKE ${param(`%${escapeLike(text)}%`)}`);
-  if (name !== null) where.push(`m.name = ${param(name)}`);
-  if (search.status != null) where.push(`m.status = ${param(search.status)}::"AuditStatus"`);
-  if (search.after != null) where.push(`m.id < ${param(search.after.toLowerCase())}::uuid`);
+  if (search.after != null) range.push(`m.id < ${param(search.after.toLowerCase())}::uuid`);
+  // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
+  const tests: string[] = [];
+  if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)})`);
+  if (name !== null) tests.push(`m.name = ${param(name)}`);
+  if (search.status != null) tests.push(`m.status = ${param(search.status)}::"AuditStatus"`);
+  // The index's terms: an exact name is also a substring of the searched text.
+  const indexed = [text, name].filter((term): term is string => term !== null && term.length >= MIN_SEARCH_TEXT);
+  const textTests = indexed.map((term) => `${AUDIT_SEARCH_TEXT} ILIKE ${param(`%${escapeLike(term)}%`)}`);
+  // The name's substring test is implied by `m.name = …`: the walk skips it, the index uses it.
+  const walkTests = [...tests, ...(text !== null ? [textTests[0]!] : [])];
+  const budget = SEARCH_WALK_BUDGET;
   const limit = param(first + 1);
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
-  const select = `SELECT ${columns}, t.title AS thread_title FROM message m JOIN thread t ON t.id = m.thread_id WHERE ${where.join(' AND ')}`;
-  // With a text, the matches are found first (the trigram index), then ordered: left to itself the
-  // planner walks every audit newest first and tests each, since it cannot tell how rare a text is
-  // (bench/README.md, search: 0.3 s at 50 k audits for a rare text, seconds at 500 k).
+  const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const rows = await sql.query<AuditHit>(
-    text !== null
-      ? `WITH hits AS MATERIALIZED (${select}) SELECT * FROM hits ORDER BY id DESC LIMIT ${limit}`
-      : `${select} ORDER BY m.id DESC LIMIT ${limit}`,
+    `WITH walked AS (
+       SELECT m.id, ${hit} AS hit FROM (SELECT * FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${budget}) m
+     ), walk_hits AS (
+       SELECT id FROM walked WHERE hit LIMIT ${limit}
+     ), older_hits AS MATERIALIZED (
+       SELECT m.id FROM message m
+       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
+         AND ${[...range, ...tests, ...textTests].join(' AND ')}
+     ), hits AS (
+       SELECT id FROM walk_hits
+       UNION ALL (SELECT id FROM older_hits WHERE id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY id DESC LIMIT ${limit})
+     )
+     SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
+     ORDER BY m.id DESC LIMIT ${limit}`,
     params,
   );
   return { items: rows.slice(0, first), hasMore: rows.length > first };
