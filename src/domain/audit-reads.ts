@@ -61,7 +61,8 @@ export async function readTimeline(
  */
 const AUDIT_FIELDS = [
   'id', 'threadId', 'runId', 'role', 'messageType', 'operationId', 'name', 'sequence', 'finishedSequence', 'status',
-  'startedAt', 'finishedAt', 'durationMs', 'input', 'output', 'error', 'usage', 'awaitingRunTerminal', 'toolCallRowId',
+  'startedAt', 'finishedAt', 'durationMs', 'input', 'output', 'error', 'inputBytes', 'outputBytes', 'errorBytes', 'usage',
+  'awaitingRunTerminal', 'toolCallRowId',
 ] as const satisfies readonly (keyof Message)[];
 export type AuditRow = Pick<Message, (typeof AUDIT_FIELDS)[number]>;
 export const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');

@@ -16,7 +16,7 @@ const call = (id: string, name: string, fields: Partial<ToolCallView> = {}): Too
 });
 const execution = (id: string, runId: string, toolCallRow: string, fields: Partial<AuditView> = {}): AuditView => ({
   __typename: 'ToolAudit', id, runId, operationId: id, sequence: '3', finishedSequence: null, status: 'RUNNING',
-  startedAt: at(-500), finishedAt: null, durationMs: null, error: null, name: 'x', toolCall: { id: toolCallRow, status: 'RUNNING' }, ...fields,
+  startedAt: at(-500), finishedAt: null, durationMs: null, error: null, inputBytes: null, outputBytes: null, errorBytes: null, name: 'x', toolCall: { id: toolCallRow, status: 'RUNNING' }, ...fields,
 });
 
 describe('the tool-call ledger', () => {

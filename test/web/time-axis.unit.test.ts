@@ -12,6 +12,7 @@ const run = (id: string, from: number, to: number, fields: Partial<RunView> = {}
 const model = (id: string, runId: string, from: number, to: number): AuditView => ({
   __typename: 'ModelAudit', id, runId, operationId: id, sequence: String(from), finishedSequence: String(to),
   status: 'COMPLETED', startedAt: at(from), finishedAt: at(to), durationMs: to - from, error: null, model: 'm',
+  inputBytes: null, outputBytes: null, errorBytes: null,
 });
 
 describe('the time axis', () => {

@@ -10,7 +10,7 @@ const run = (id: string, fields: Partial<RunView> = {}): RunView => ({
 const audit = (id: string, runId: string, sequence: number, fields: Partial<AuditView> = {}): AuditView => ({
   __typename: 'ModelAudit', id, runId, operationId: id, sequence: String(sequence), finishedSequence: null,
   status: 'COMPLETED', startedAt: at(sequence * 100), finishedAt: at(sequence * 100 + 50), durationMs: 50,
-  error: null, ...fields,
+  error: null, inputBytes: null, outputBytes: null, errorBytes: null, ...fields,
 });
 const tool = (id: string, runId: string, sequence: number, declaredBy: string, fields: Partial<AuditView> = {}) =>
   audit(id, runId, sequence, { __typename: 'ToolAudit', name: id, toolCallId: id, declaredBy: { id: declaredBy }, ...fields });

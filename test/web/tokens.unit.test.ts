@@ -11,6 +11,7 @@ const run = (id: string): RunView => ({
 const model = (id: string, runId: string, usage: unknown): AuditView => ({
   __typename: 'ModelAudit', id, runId, operationId: id, sequence: id.slice(1), finishedSequence: null, status: 'COMPLETED',
   startedAt: at(10), finishedAt: at(20), durationMs: 10, error: null, usage,
+  inputBytes: null, outputBytes: null, errorBytes: null,
 });
 
 describe('token usage', () => {

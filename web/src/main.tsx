@@ -236,6 +236,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
         <span class={`status ${row.status}`}>{row.status}</span>
         <span class="duration">{formatDuration(row.durationMs)}</span>
         {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
+        {row.sizes && <span class="sizes" title="Payload sizes as JSON text: open the row to load them">{row.sizes}</span>}
         {row.awaitingVerdict && <span class="awaiting" title="A bare tool error: the run's verdict decides its status">error · awaiting run verdict</span>}
         {row.reason && !row.awaitingVerdict && <span class="reason">{row.reason}</span>}
       </div>

@@ -7,11 +7,12 @@ export const RUN_FIELDS = graphql(`
   fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }`);
 
 export const AUDIT_COMMON_FIELDS = graphql(`
-  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }`);
+  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }`);
 
 /**
- * What a timeline row shows: ids, names, statuses, times, and the error (a row shows why it was
- * closed), a model call's usage (token counts). Inputs and outputs (up to MAX_JSON_BYTES each) load when a row is opened: AUDIT_DETAIL.
+ * What a timeline row shows: ids, names, statuses, times, the payloads' sizes, and the error (a
+ * row shows why it was closed), a model call's usage (token counts). Inputs and outputs (up to
+ * MAX_JSON_BYTES each) load when a row is opened: AUDIT_DETAIL.
  */
 export const AUDIT_FIELDS = graphql(`
   fragment PageAuditFields on Audit {

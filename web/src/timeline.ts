@@ -27,6 +27,30 @@ const firstNumber = (record: Record<string, unknown>, keys: string[]) => {
  * (input_tokens/output_tokens), OpenAI's (prompt_tokens/completion_tokens) or its JS SDKs'
  * camelCase; null when it carries none.
  */
+/** "512 B", "1.2 kB", "12 kB", "3.4 MB": decimal units, two significant digits below ten. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'kB', 'MB', 'GB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${unit === 0 || value >= 10 ? Math.round(value) : value.toFixed(1)} ${units[unit]}`;
+}
+
+/** What an audit's payloads weigh, from the sizes the summary carries (the payloads load on opening a row). */
+export function payloadSizes(audit: { inputBytes?: number | null; outputBytes?: number | null; errorBytes?: number | null }): string | null {
+  const parts = (
+    [
+      ['input', audit.inputBytes],
+      ['output', audit.outputBytes],
+      ['error', audit.errorBytes],
+    ] as const
+  ).flatMap(([label, bytes]) => (bytes == null ? [] : [`${label} ${formatBytes(bytes)}`]));
+  return parts.length ? parts.join(' · ') : null;
+}
+
 export function tokensOf(usage: unknown): Tokens | null {
   if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
   const record = usage as Record<string, unknown>;
@@ -92,6 +116,8 @@ export interface Row {
   reason: string | null;
   /** A model call's token usage; a run's, the sum of its model calls'. */
   tokens: Tokens | null;
+  /** An audit's payload sizes, "input 12 kB · output 1.2 MB" (absent payloads left out). */
+  sizes: string | null;
   /** The run a tool ran in, when that is not the run of the model that declared it (a resume). */
   ranInRun: string | null;
   run?: RunView;
@@ -307,6 +333,7 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
         awaitingVerdict: Boolean(audit.awaitingRunTerminal),
         reason: audit.status === 'RUNNING' && !audit.awaitingRunTerminal ? null : reasonOf(audit.error),
         tokens: isTool ? null : tokensOf(audit.usage),
+        sizes: payloadSizes(audit),
         ranInRun: null,
         audit,
       },
@@ -340,6 +367,7 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
         awaitingVerdict: false,
         reason: reasonOf(run.error),
         tokens: addTokens(own.filter((audit) => audit.__typename === 'ModelAudit').map((audit) => tokensOf(audit.usage))),
+        sizes: null,
         ranInRun: null,
         run,
       },

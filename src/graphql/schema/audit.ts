@@ -33,6 +33,13 @@ export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({
       nullable: true,
       description: 'Backend duration on one monotonic clock; null when start and end were not read on the same clock.',
     }),
+    inputBytes: t.exposeInt('inputBytes', {
+      nullable: true,
+      description:
+        "Size in bytes of the input (a tool's effective input) as JSON text; null when there is none. Read without the payload: a row can show which payload is large before `audit(id)` loads it.",
+    }),
+    outputBytes: t.exposeInt('outputBytes', { nullable: true, description: 'Size in bytes of the output as JSON text; null when there is none.' }),
+    errorBytes: t.exposeInt('errorBytes', { nullable: true, description: 'Size in bytes of the error as JSON text; null when there is none.' }),
   }),
 });
 

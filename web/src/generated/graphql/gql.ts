@@ -16,7 +16,7 @@ import * as types from './graphql.js';
  */
 type Documents = {
     "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": typeof types.PageRunFieldsFragmentDoc,
-    "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }": typeof types.PageAuditCommonFieldsFragmentDoc,
+    "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": typeof types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": typeof types.PageAuditFieldsFragmentDoc,
     "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }": typeof types.PageToolCallFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": typeof types.AuditDocument,
@@ -30,7 +30,7 @@ type Documents = {
 };
 const documents: Documents = {
     "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": types.PageRunFieldsFragmentDoc,
-    "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }": types.PageAuditCommonFieldsFragmentDoc,
+    "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": types.PageAuditFieldsFragmentDoc,
     "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }": types.PageToolCallFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": types.AuditDocument,
@@ -50,7 +50,7 @@ export function graphql(source: "\n  fragment PageRunFields on Run { id status l
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs }"): typeof import('./graphql.js').PageAuditCommonFieldsFragmentDoc;
+export function graphql(source: "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }"): typeof import('./graphql.js').PageAuditCommonFieldsFragmentDoc;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -30,18 +30,18 @@ export type ToolCallStatus =
 
 export type PageRunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null };
 
-type PageAuditCommonFields_ModelAudit_Fragment = { __typename: 'ModelAudit', id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+type PageAuditCommonFields_ModelAudit_Fragment = { __typename: 'ModelAudit', id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null };
 
-type PageAuditCommonFields_ToolAudit_Fragment = { __typename: 'ToolAudit', id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+type PageAuditCommonFields_ToolAudit_Fragment = { __typename: 'ToolAudit', id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null };
 
 export type PageAuditCommonFieldsFragment =
   | PageAuditCommonFields_ModelAudit_Fragment
   | PageAuditCommonFields_ToolAudit_Fragment
 ;
 
-type PageAuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
+type PageAuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null };
 
-type PageAuditFields_ToolAudit_Fragment = { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } };
+type PageAuditFields_ToolAudit_Fragment = { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } };
 
 export type PageAuditFieldsFragment =
   | PageAuditFields_ModelAudit_Fragment
@@ -56,8 +56,8 @@ export type AuditQueryVariables = Exact<{
 
 
 export type AuditQuery = { audit:
-    | { __typename: 'ModelAudit', model: string | null, error: unknown, input: unknown, output: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
-    | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, effectiveInput: unknown, output: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { declaredInput: unknown, status: ToolCallStatus }, declaredBy: { id: string } }
+    | { __typename: 'ModelAudit', model: string | null, error: unknown, input: unknown, output: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+    | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, effectiveInput: unknown, output: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { declaredInput: unknown, status: ToolCallStatus }, declaredBy: { id: string } }
    };
 
 export type ThreadsQueryVariables = Exact<{
@@ -82,8 +82,8 @@ export type ThreadAuditsQueryVariables = Exact<{
 
 
 export type ThreadAuditsQuery = { threadAudits: { cursor: string, truncated: boolean, items: Array<
-      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
-      | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+      | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
     > } };
 
 export type ThreadChangesSubscriptionVariables = Exact<{
@@ -93,8 +93,8 @@ export type ThreadChangesSubscriptionVariables = Exact<{
 
 
 export type ThreadChangesSubscription = { threadChanges: { cursor: string, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null } | null, audit:
-      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
-      | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+      | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
      | null } };
 
 export type RunChangedSubscriptionVariables = Exact<{
@@ -113,8 +113,8 @@ export type SearchAuditsQueryVariables = Exact<{
 
 
 export type SearchAuditsQuery = { searchAudits: { hasMore: boolean, items: Array<{ threadId: string, threadTitle: string | null, audit:
-        | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
-        | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
+        | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+        | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
        }> } };
 
 export type ThreadToolCallsQueryVariables = Exact<{
@@ -170,6 +170,9 @@ export const PageAuditCommonFieldsFragmentDoc = new TypedDocumentString(`
   startedAt
   finishedAt
   durationMs
+  inputBytes
+  outputBytes
+  errorBytes
 }
     `, {"fragmentName":"PageAuditCommonFields"}) as unknown as TypedDocumentString<PageAuditCommonFieldsFragment, unknown>;
 export const PageAuditFieldsFragmentDoc = new TypedDocumentString(`
@@ -205,6 +208,9 @@ export const PageAuditFieldsFragmentDoc = new TypedDocumentString(`
   startedAt
   finishedAt
   durationMs
+  inputBytes
+  outputBytes
+  errorBytes
 }`, {"fragmentName":"PageAuditFields"}) as unknown as TypedDocumentString<PageAuditFieldsFragment, unknown>;
 export const PageToolCallFieldsFragmentDoc = new TypedDocumentString(`
     fragment PageToolCallFields on ToolCall {
@@ -258,6 +264,9 @@ export const AuditDocument = new TypedDocumentString(`
   startedAt
   finishedAt
   durationMs
+  inputBytes
+  outputBytes
+  errorBytes
 }`) as unknown as TypedDocumentString<AuditQuery, AuditQueryVariables>;
 export const ThreadsDocument = new TypedDocumentString(`
     query Threads($first: Int, $after: String) {
@@ -328,6 +337,9 @@ export const ThreadAuditsDocument = new TypedDocumentString(`
   startedAt
   finishedAt
   durationMs
+  inputBytes
+  outputBytes
+  errorBytes
 }
 fragment PageAuditFields on Audit {
   ...PageAuditCommonFields
@@ -387,6 +399,9 @@ fragment PageAuditCommonFields on Audit {
   startedAt
   finishedAt
   durationMs
+  inputBytes
+  outputBytes
+  errorBytes
 }
 fragment PageAuditFields on Audit {
   ...PageAuditCommonFields
@@ -459,6 +474,9 @@ export const SearchAuditsDocument = new TypedDocumentString(`
   startedAt
   finishedAt
   durationMs
+  inputBytes
+  outputBytes
+  errorBytes
 }
 fragment PageAuditFields on Audit {
   ...PageAuditCommonFields
