@@ -1,18 +1,35 @@
-// npx tsx bench/search.ts [--sizes 50000,500000] [--iterations 15]
+// npx tsx bench/search.ts [--parts search,write] [--sizes 50000,500000] [--iterations 15]
+//   [--workers 1,8] [--rounds 4] [--seconds 24] [--without index,sizes]; DATABASE_URL=<admin URL> for PostgreSQL, else PGlite
 //
-// searchAudits (src/domain/audit-search.ts) on 50 k and 500 k audits (bench/lib/bulk-seed.ts: 4
-// audits a run, 1,000 threads of one owner), on PGlite by default or on PostgreSQL when
-// DATABASE_URL is an admin URL. Each search's p50 with the trigram index, against the same search
-// with bitmap scans switched off (what it costs without the index), in the same run. Also the
-// write cost: seeding the same audits with the index in place against without it.
+// search: searchAudits (src/domain/audit-search.ts) as the server runs it, on 50 k and 500 k audits
+// (bench/lib/bulk-seed.ts: 4 audits a run, 1,000 threads of one owner), one row per kind of search.
+// Floor, measured in the same run: reading the search's answer (its first + 1 hits, found
+// beforehand) by primary key with their thread titles, the least any search must do. EXPLAIN=1
+// prints each search's plan.
+// write: the worker's write path with the trigram index against without it, or (--without sizes)
+// with the generated payload-size columns against plain ones (search-write.ts).
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { openDatabase, type Database } from '../src/db/database.js';
+import { openDatabase } from '../src/db/database.js';
+import { AUDIT_COLUMNS } from '../src/domain/audit-reads.js';
 import { searchAudits, type AuditSearch } from '../src/domain/audit-search.js';
 import { openPgliteBackend, openPostgresBackend, type Backend } from './lib/backend.js';
 import { bulkSeed } from './lib/bulk-seed.js';
 import { round, summarize, table } from './lib/stats.js';
+import { measureIndexWriteCost, WITHOUT } from './search-write.js';
 
-const { values: flags } = parseArgs({ options: { sizes: { type: 'string' }, iterations: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: {
+    parts: { type: 'string' },
+    sizes: { type: 'string' },
+    iterations: { type: 'string' },
+    workers: { type: 'string' },
+    rounds: { type: 'string' },
+    seconds: { type: 'string' },
+    without: { type: 'string' },
+  },
+});
+const parts = (flags.parts ?? 'search,write').split(',');
 const sizes = (flags.sizes ?? '50000,500000').split(',').map(Number);
 const iterations = Number(flags.iterations ?? 15);
 const OWNER = 'bench-search-owner';
@@ -27,14 +44,7 @@ async function timeIt(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - start;
 }
 
-async function p50(db: Database, search: AuditSearch, indexed: boolean): Promise<number> {
-  const run = () =>
-    indexed
-      ? searchAudits(db.sql, principal, { first: FIRST, ...search })
-      : db.driver.transaction(async (sql) => {
-          await sql.query('SET LOCAL enable_bitmapscan = off');
-          return searchAudits(sql, principal, { first: FIRST, ...search });
-        });
+async function p50(run: () => Promise<unknown>): Promise<number> {
   for (let i = 0; i < 2; i++) await run();
   const times: number[] = [];
   for (let i = 0; i < iterations; i++) times.push(await timeIt(run));
@@ -45,52 +55,85 @@ async function openBackend(): Promise<Backend> {
   return process.env.DATABASE_URL ? openPostgresBackend(process.env.DATABASE_URL) : openPgliteBackend();
 }
 
+const log = (line: string) => console.log(line);
+log(`${new Date().toISOString()} · ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'} · load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+
+for (const without of parts.includes('write') ? ((flags.without ?? 'index') as string).split(',') as (keyof typeof WITHOUT)[] : []) {
+  log(`The write path with the ${without === 'index' ? 'trigram index' : 'generated payload sizes'} against without (lifecycle mutations over HTTP)…`);
+  const costs = await measureIndexWriteCost(openBackend, {
+    without,
+    workers: (flags.workers ?? '1,8').split(',').map(Number),
+    rounds: Number(flags.rounds ?? 4),
+    seconds: Number(flags.seconds ?? 24),
+    log,
+  });
+  log(table(
+    ['W', 'events/s with', 'without', 'ratio (median of rounds)', 'rounds', 'event p50 ms with', 'without', 'p50 ratio', 'db CPU ms/event with', 'without', 'CPU ratio'],
+    costs.map((c) => [c.workers, c.withIndex, c.withoutIndex, c.throughputRatio, c.roundRatios.join(' '), c.p50With, c.p50Without, c.p50Ratio, c.cpuMsWith, c.cpuMsWithout, c.cpuRatio]),
+  ));
+  log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+}
+
 const rows: (string | number | null)[][] = [];
-for (const size of sizes) {
+for (const size of parts.includes('search') ? sizes : []) {
   const backend = await openBackend();
   try {
-    const perThread = Math.ceil(size / THREADS);
-    // The write cost: the same audits seeded into a database of their own without the index,
-    // then into the searched one with it.
-    const scratch = await openBackend();
-    const withoutIndex = await scratch
-      .beforeServer(async (sql) => {
-        await sql.query('DROP INDEX message_audit_search_idx');
-        return timeIt(() => bulkSeed(sql, { ownerSub: OWNER, threads: THREADS, auditsPerThread: perThread, title: 'bench' }));
-      })
-      .finally(() => scratch.close());
-    const withIndex = await backend.beforeServer((sql) =>
-      timeIt(() => bulkSeed(sql, { ownerSub: OWNER, threads: THREADS, auditsPerThread: perThread, title: 'bench' })),
-    );
-    rows.push([size, 'seed (write path) ms', round(withIndex, 0), round(withoutIndex, 0), round(withIndex / withoutIndex)]);
+    const seedStart = performance.now();
+    await backend.beforeServer((sql) => bulkSeed(sql, { ownerSub: OWNER, threads: THREADS, auditsPerThread: Math.ceil(size / THREADS), title: 'bench' }));
+    log(`seeded ${size} audits in ${Math.round((performance.now() - seedStart) / 1000)} s`);
     const db = await openDatabase(backend.kind === 'postgres' ? { url: backend.serverEnv.DATABASE_URL } : { dataDir: backend.serverEnv.DATA_DIR });
     try {
       const [thread] = await db.driver.query<{ id: string }>('SELECT id FROM thread WHERE owner_id = $1 ORDER BY id LIMIT 1', [OWNER]);
+      const threadId = thread!.id;
+      /** The search, after its first `pages` pages. */
+      const deep = async (search: AuditSearch, pages: number) => {
+        let after: string | null = null;
+        for (let page = 0; page < pages; page++) after = (await searchAudits(db.sql, principal, { ...search, first: FIRST, after })).items.at(-1)?.id ?? after;
+        return { ...search, after };
+      };
+      // The seeded texts: every tool output holds 'EMEA' (half the audits); a tool's input says
+      // 'quarterly revenue by region <run>', so 'region 7' is in the inputs of runs 7 and 70–79
+      // (about 4% of the audits at 500 k); no audit holds 'region 1234', nor 'APAC (+7.9%)' whose
+      // every trigram is in every tool output. Every audit is COMPLETED.
       const searches: [string, AuditSearch][] = [
-        ['rare text, all threads', { text: 'region 1234 ' }],
-        ['rare text, one thread', { text: 'region 12', threadId: thread!.id }],
-        ['common text, all threads', { text: 'EMEA' }],
-        ['name + status, all threads', { name: 'fetch_page', status: 'FAILED' }],
+        ['common text', { text: 'EMEA' }],
+        ['common text, page 11 (after the 500th hit)', await deep({ text: 'EMEA' }, 10)],
+        ['medium text (~4%)', { text: 'region 7' }],
+        ['medium text, page 2', await deep({ text: 'region 7' }, 1)],
+        ['rare text (no hit)', { text: 'region 1234' }],
+        ['common trigrams, rare whole (no hit)', { text: 'APAC (+7.9%)' }],
+        ['common text + name', { text: 'EMEA', name: 'fetch_page' }],
+        ['common text + status', { text: 'EMEA', status: 'COMPLETED' }],
+        ['common name + absent status', { name: 'fetch_page', status: 'FAILED' }],
+        ['name alone', { name: 'search' }],
+        ['common text, one thread', { text: 'EMEA', threadId }],
+        ['medium text, one thread', { text: 'region 1', threadId }],
+        ['rare text, one thread', { text: 'region 1234', threadId }],
       ];
       if (process.env.EXPLAIN) {
-        // The plan of each search with the index: its last statement, explained and run.
         const explaining = {
           query: async <Row>(text: string, params?: unknown[]) => {
-            if (!/^(WITH|SELECT m\.)/.test(text)) return db.sql.query<Row>(text, params);
+            if (!/^WITH/.test(text)) return db.sql.query<Row>(text, params);
             const plan = await db.sql.query<Record<string, string>>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params);
-            console.log(plan.map((row) => Object.values(row)[0]).join('\n'));
+            log(plan.map((row) => Object.values(row)[0]).join('\n'));
             return [] as Row[];
           },
         };
         for (const [label, search] of searches) {
-          console.log(`-- ${label}`);
+          log(`-- ${label}`);
           await searchAudits(explaining, principal, { first: FIRST, ...search });
         }
       }
+      const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
       for (const [label, search] of searches) {
-        const indexed = await p50(db, search, true);
-        const scanned = await p50(db, search, false);
-        rows.push([size, label, round(indexed), round(scanned), round(indexed / scanned)]);
+        const answer = await searchAudits(db.sql, principal, { first: FIRST + 1, ...search });
+        const ids = answer.items.map((hit) => hit.id);
+        const floor = () =>
+          db.sql.query(`SELECT ${columns}, t.title FROM message m JOIN thread t ON t.id = m.thread_id WHERE m.id = ANY($1::uuid[]) ORDER BY m.id DESC`, [ids]);
+        const searched = await p50(() => searchAudits(db.sql, principal, { first: FIRST, ...search }));
+        const floored = await p50(floor);
+        rows.push([size, label, ids.length > FIRST ? `${FIRST}+` : ids.length, round(searched), round(floored), round(searched / floored, 1)]);
+        log(`  ${label}: ${round(searched)} ms (floor ${round(floored)} ms)`);
       }
     } finally {
       await db.close();
@@ -98,5 +141,6 @@ for (const size of sizes) {
   } finally {
     await backend.close();
   }
-  console.log(table(['audits', 'search', 'p50 ms (index)', 'p50 ms (no bitmap scans)', 'ratio'], rows));
+  log(table(['audits', 'search (first = 50)', 'hits', 'p50 ms', 'floor p50 ms', 'ratio'], rows));
+  log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 }
