@@ -64,7 +64,8 @@ const { values: flags } = parseArgs({
   },
 });
 if (flags.help) {
-  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 7).join('\n'));
+  const header = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n');
+  console.log(header.slice(0, header.findIndex((line) => !line.startsWith('//'))).join('\n'));
   process.exit(0);
 }
 
