@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate.js';
 import { pgliteSql, postgresSql, type Sql } from './sql.js';
+import { installWriteFloor } from './write-floor.js';
 
 export interface Backend {
   kind: 'postgres' | 'pglite';
@@ -15,13 +16,11 @@ export interface Backend {
   serverEnv: Record<string, string>;
   /** Runs `fn` on the server's database before the server starts (PGlite allows one process at a time). */
   beforeServer<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
-  /** The floor's database: the server's own on PostgreSQL, a twin PGlite directory by default. */
-  floor: Sql;
   /**
-   * The minimum-work floor's connections (lib/floor-minimum.ts): on PostgreSQL a pool of its own,
-   * sized for speed rather than like the server's; on PGlite the floor's own instance.
+   * The floors' database, with the write floor's functions (lib/write-floor.ts): the server's own
+   * on PostgreSQL (a pool as large as the server's), a twin PGlite directory by default.
    */
-  minimumFloor: Sql;
+  floor: Sql;
   /** True when the floor reads the very rows the server reads (one PostgreSQL database). */
   floorSharesServerData: boolean;
   close(): Promise<void>;
@@ -40,22 +39,15 @@ async function adminQuery(adminUrl: string, sql: string) {
 /** The floor uses as many connections as the server's pool (src/db/database.ts: 10). */
 export const FLOOR_POOL_SIZE = 10;
 
-/**
- * The minimum-work floor's pool on PostgreSQL: one statement per event keeps a connection busy for
- * one round trip only, so a few connections per core keep PostgreSQL's CPUs fed without making its
- * backends fight over them; `--minimum-pool` changes it.
- */
-export const MINIMUM_FLOOR_POOL_SIZE = 8;
-
-export async function openPostgresBackend(adminUrl: string, minimumPoolSize = MINIMUM_FLOOR_POOL_SIZE): Promise<Backend> {
+export async function openPostgresBackend(adminUrl: string): Promise<Backend> {
   const name = `audit_bench_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   await adminQuery(adminUrl, `CREATE DATABASE "${name}"`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const floor = postgresSql(url.toString(), FLOOR_POOL_SIZE);
-  const minimumFloor = postgresSql(url.toString(), minimumPoolSize);
   try {
     await migrate(floor.driver);
+    await installWriteFloor(floor);
     const [{ version }] = (await floor.query<{ version: string }>('SELECT version()')) as [{ version: string }];
     return {
       kind: 'postgres',
@@ -63,11 +55,10 @@ export async function openPostgresBackend(adminUrl: string, minimumPoolSize = MI
       serverEnv: { DATABASE_URL: url.toString() },
       beforeServer: (fn) => fn(floor),
       floor,
-      minimumFloor,
       floorSharesServerData: true,
       async close() {
         try {
-          await Promise.all([floor.close(), minimumFloor.close()]);
+          await floor.close();
         } finally {
           await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
         }
@@ -75,7 +66,6 @@ export async function openPostgresBackend(adminUrl: string, minimumPoolSize = MI
     };
   } catch (error) {
     await floor.close().catch(() => {});
-    await minimumFloor.close().catch(() => {});
     await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     throw error;
   }
@@ -86,6 +76,7 @@ export async function openPgliteBackend(): Promise<Backend> {
   const serverDataDir = join(root, 'server');
   const floor = await pgliteSql(join(root, 'floor'));
   await migrate(floor.driver);
+  await installWriteFloor(floor);
   const [{ version }] = (await floor.query<{ version: string }>('SELECT version()')) as [{ version: string }];
   return {
     kind: 'pglite',
@@ -102,7 +93,6 @@ export async function openPgliteBackend(): Promise<Backend> {
       }
     },
     floor,
-    minimumFloor: floor,
     floorSharesServerData: false,
     async close() {
       try {

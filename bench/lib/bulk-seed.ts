@@ -2,7 +2,6 @@
 // write path leaves them (lib/timeline.ts's seedTimeline, four audits a run: a model call
 // declaring two tools, both tools, a second model call), with change cursors on the rows.
 import { randomUUID } from 'node:crypto';
-import { CURSOR_SCHEMA } from './floor-minimum.js';
 import type { Sql, SqlSession } from './sql.js';
 
 /** Audits per run in the seeded shape. */
@@ -21,10 +20,8 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
   const seed = randomUUID();
   const runsPerThread = Math.ceil(options.auditsPerThread / AUDITS_PER_RUN);
   const uuid = (kind: string, ...parts: string[]) => `md5('${seed}' || '${kind}' || ${parts.join(` || '.' || `)})::uuid`;
-  const counter = CURSOR_SCHEMA.counter.column;
-  const { column: rowCursor, changedAt } = CURSOR_SCHEMA.rows[0];
   await sql.query(
-    `INSERT INTO thread (id, owner_id, title, ${counter})
+    `INSERT INTO thread (id, owner_id, title, change_cursor)
      SELECT ${uuid('t', 't')}, $1, $2, $3::bigint FROM generate_series(0, $4::int - 1) t`,
     [options.ownerSub, options.title, runsPerThread * CHANGES_PER_RUN, options.threads],
   );
@@ -54,7 +51,7 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
     await sql.query(`SET LOCAL session_replication_role = replica`);
     const series = `generate_series(0, ${options.threads - 1}) t, generate_series(${from}, ${to}) r`;
     await sql.query(
-      `INSERT INTO run (id, thread_id, status, lease_epoch, created_at, started_at, finished_at, ${rowCursor}, ${changedAt})
+      `INSERT INTO run (id, thread_id, status, lease_epoch, created_at, started_at, finished_at, change_cursor, changed_at)
        SELECT ${uuid('r', 't', 'r')}, ${uuid('t', 't')}, 'COMPLETED', 1, ${at(0)}, ${at(0)}, ${at(3000)}, ${cursor(CHANGES_PER_RUN)}, ${at(3000)}
        FROM ${series} ORDER BY t, r`,
     );
@@ -63,7 +60,7 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
       sql.query(
         `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, output, usage, sequence,
            finished_sequence, started_at, finished_at, duration_ms, start_clock_id, start_clock_nanos, end_clock_id, end_clock_nanos,
-           tool_call_row_id, created_at, ${rowCursor}, ${changedAt})
+           tool_call_row_id, created_at, change_cursor, changed_at)
          ${selects.map((select) => `${select} FROM ${series}`).join(' UNION ALL ')}`,
       );
     await messages([

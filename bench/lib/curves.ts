@@ -14,7 +14,7 @@ import { driveChanges, serverChangeCursor, serverCreateThread, serverHasThreadCh
 import type { Sql } from './sql.js';
 import { round } from './stats.js';
 import { measureFloorRead, measureServerRead } from './timeline.js';
-import { measureWritePath, minimumTarget, serverTarget } from './write-path.js';
+import { floorTarget, measureWritePath, serverTarget } from './write-path.js';
 
 export const CURVES = ['write', 'read', 'catchup', 'memory'] as const;
 export type Curve = (typeof CURVES)[number];
@@ -97,17 +97,17 @@ async function writeCurve(context: CurvesContext) {
       const warmThread = await serverCreateThread(http, context.ownerToken, 'warm-up');
       await driveChanges(http, context.ownerToken, context.workerTokens, warmThread, context.workerTokens.length * 11, 'warm-');
       let server = 0;
-      let minimum = 0;
+      let floor = 0;
       for (let round = 0; round < context.rounds; round++) {
         const warmupMs = round === 0 ? context.warmupMs : 1000;
-        const floorWindow = await measureWritePath(minimumTarget(backend.minimumFloor, context.ownerSub, context.workerSubs, { cursor: true }), context.workers, warmupMs, context.windowMs);
+        const floorWindow = await measureWritePath(floorTarget(backend.floor, context.ownerSub, context.workerSubs), context.workers, warmupMs, context.windowMs);
         const serverWindow = await measureWritePath(serverTarget(http, context.ownerToken, context.workerTokens), context.workers, warmupMs, context.windowMs);
-        minimum += floorWindow.eventsPerSecond / context.rounds;
+        floor += floorWindow.eventsPerSecond / context.rounds;
         server += serverWindow.eventsPerSecond / context.rounds;
       }
-      return { auditsInTable: seeded, serverEventsPerSecond: round(server, 1), minimumEventsPerSecond: round(minimum, 1) };
+      return { auditsInTable: seeded, serverEventsPerSecond: round(server, 1), floorEventsPerSecond: round(floor, 1) };
     });
-    log(`    ${row.auditsInTable} audits in the table: server ${row.serverEventsPerSecond} events/s, minimum-work floor ${row.minimumEventsPerSecond}`);
+    log(`    ${row.auditsInTable} audits in the table: server ${row.serverEventsPerSecond} events/s, floor ${row.floorEventsPerSecond}`);
     rows.push(row);
   }
   const first = rows[0]!;
@@ -118,7 +118,7 @@ async function writeCurve(context: CurvesContext) {
     workers: context.workers,
     rows,
     server: verdict(inverse(first.serverEventsPerSecond), inverse(last.serverEventsPerSecond)),
-    minimumFloor: verdict(inverse(first.minimumEventsPerSecond), inverse(last.minimumEventsPerSecond)),
+    floor: verdict(inverse(first.floorEventsPerSecond), inverse(last.floorEventsPerSecond)),
   };
 }
 

@@ -1,5 +1,5 @@
 // One whole agent run, as the bench drives it: the same steps and payloads for the server (over
-// GraphQL) and for the plain-SQL floor.
+// GraphQL) and for the write floor (write-floor.ts).
 
 export interface ClockReading {
   clockId: string;

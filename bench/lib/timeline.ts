@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { GraphQLHttp } from './graphql-http.js';
+import type { ServerProcess } from './server-process.js';
 import type { Sql, SqlSession } from './sql.js';
 import { summarize, type Summary } from './stats.js';
 
@@ -197,4 +198,17 @@ export async function measureFloorRead(sql: Sql, ownerSub: string, threadId: str
     truncated: last.truncated,
     statements: last.statements,
   };
+}
+
+/**
+ * The SQL statements the server sends for one read (the probe's trace; the lease sweeper's poll,
+ * on its own timer, is not part of it).
+ */
+export async function serverReadStatements(server: ServerProcess, http: GraphQLHttp, token: string, threadId: string, limit: number) {
+  await server.traceStart('all');
+  await http.must(THREAD_AUDITS_EVERYTHING, { threadId, limit }, token);
+  // The probe records a statement when its promise settles; give the last one a moment.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const statements = await server.traceTake();
+  return statements.filter((statement) => !/lease_expires_at <= now\(\)[\s\S]*ORDER BY lease_expires_at/.test(statement.sql)).length;
 }

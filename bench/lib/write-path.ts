@@ -1,18 +1,17 @@
 import { performance } from 'node:perf_hooks';
-import { minimumFloor } from './floor-minimum.js';
-import { floorCreateRun, floorCreateThread, floorStep, type FloorLease } from './floor-write.js';
 import type { GraphQLHttp } from './graphql-http.js';
 import { runScript, type Step } from './run-script.js';
-import { serverCreateRun, serverCreateThread, serverStep } from './server-worker.js';
+import { serverCreateRun, serverCreateThread, serverStep, type Lease } from './server-worker.js';
 import type { Sql } from './sql.js';
 import { summarize, type Summary } from './stats.js';
+import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
 
-/** One simulated worker's way of driving runs: over the server's HTTP API, or as plain SQL. */
+/** One simulated worker's way of driving runs: over the server's HTTP API, or through the floor's functions. */
 export interface WriteTarget {
   /** Per-worker setup, not measured: the worker's thread. */
   prepare(worker: number): Promise<{
     createRun(): Promise<string>;
-    step(runId: string, lease: FloorLease | null, step: Step): Promise<FloorLease | null>;
+    step(runId: string, lease: Lease | null, step: Step): Promise<Lease | null>;
   }>;
 }
 
@@ -29,6 +28,7 @@ export function serverTarget(http: GraphQLHttp, ownerToken: string, workerTokens
   };
 }
 
+/** The write floor (lib/write-floor.ts): one function call per event. */
 export function floorTarget(sql: Sql, ownerSub: string, workerSubs: string[]): WriteTarget {
   return {
     async prepare(worker) {
@@ -37,21 +37,6 @@ export function floorTarget(sql: Sql, ownerSub: string, workerSubs: string[]): W
       return {
         createRun: () => floorCreateRun(sql, ownerSub, threadId),
         step: (runId, lease, step) => floorStep(sql, sub, runId, lease, step),
-      };
-    },
-  };
-}
-
-/** The minimum-work floor (lib/floor-minimum.ts): one statement per event, with or without the change cursor. */
-export function minimumTarget(sql: Sql, ownerSub: string, workerSubs: string[], options: { cursor: boolean }): WriteTarget {
-  const floor = minimumFloor(sql, options);
-  return {
-    async prepare(worker) {
-      const threadId = await floorCreateThread(sql, ownerSub);
-      const sub = workerSubs[worker]!;
-      return {
-        createRun: () => floor.createRun(ownerSub, threadId),
-        step: (runId, lease, step) => floor.step(sub, runId, lease, step),
       };
     },
   };
@@ -128,7 +113,7 @@ export async function measureWritePath(target: WriteTarget, workers: number, war
     prepared.map(async (worker) => {
       while (performance.now() < windowEnd) {
         const runId = await timed('createRun', () => worker.createRun());
-        let lease: FloorLease | null = null;
+        let lease: Lease | null = null;
         for (const step of steps) lease = await timed(step.op, () => worker.step(runId, lease, step));
         if (performance.now() <= windowEnd) runs++;
       }
