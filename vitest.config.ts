@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const require = createRequire(import.meta.url);
+
+const UNIT = 'test/**/*.unit.test.ts';
 
 export default defineConfig({
   resolve: {
@@ -9,10 +11,15 @@ export default defineConfig({
     alias: { graphql: require.resolve('graphql') },
   },
   test: {
-    include: ['test/**/*.test.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      // No database, no server, no browser: `npm run test:unit` runs these alone, in seconds.
+      { extends: true, test: { name: 'unit', include: [UNIT] } },
+      // A real database (one migrated copy per run: test/global-setup.ts), servers, browsers.
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, UNIT], globalSetup: ['test/global-setup.ts'] } },
+    ],
   },
 });

@@ -43,6 +43,11 @@ export interface DatabaseOptions {
   url?: string;
   /** PGlite data directory; unset keeps the embedded database in memory (tests). */
   dataDir?: string;
+  /**
+   * PGlite: a data directory to start from (a `dumpDataDir` tarball) instead of an empty one.
+   * The suites start every database from one migrated copy, without a cluster creation each.
+   */
+  embeddedTemplate?: Blob;
   poolSize?: number;
   /** PostgreSQL's statement_timeout for requests (default 30 s); migrations run under their own. */
   statementTimeoutMs?: number;
@@ -53,7 +58,7 @@ export interface DatabaseOptions {
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.url
     ? openPostgres(options.url, options.poolSize ?? 10, options.statementTimeoutMs ?? 30_000, options.onQuery)
-    : openPglite(options.dataDir, options.onQuery);
+    : openPglite(options.dataDir, options.embeddedTemplate, options.onQuery);
 }
 
 const params = (values?: unknown[]) => values?.map(param);
@@ -175,10 +180,10 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
   };
 }
 
-async function openPglite(dataDir?: string, onQuery?: (sql: string) => void): Promise<Database> {
+async function openPglite(dataDir?: string, template?: Blob, onQuery?: (sql: string) => void): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
   // pg_trgm: the audit search index (migration 20261201200000_audit_search).
-  const pglite = new PGlite({ dataDir: dataDir ? join(dataDir, 'pglite') : undefined, extensions: { pg_trgm } });
+  const pglite = new PGlite({ dataDir: dataDir ? join(dataDir, 'pglite') : undefined, loadDataDir: template, extensions: { pg_trgm } });
   await pglite.waitReady;
   const session = {
     exec: async (sql: string) => void (await pglite.exec(sql)),

@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { buildApp, type App } from '../../src/server/app.js';
 import { createScratchDatabase, onPostgres } from './database.js';
+import { migratedPgliteTemplate, postgresTemplateDatabase } from './database-templates.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256';
 
@@ -34,7 +35,7 @@ export interface TestAppOptions {
 
 /** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const scratch = options.databaseUrl || !onPostgres ? null : await createScratchDatabase();
+  const scratch = options.databaseUrl || !onPostgres ? null : await createScratchDatabase(undefined, postgresTemplateDatabase());
   const config = loadConfig({
     AUTH_JWT_SECRET: TEST_JWT_SECRET,
     DATA_DIR: ':memory:',
@@ -43,10 +44,12 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     ...env,
   });
   const { onQuery, maxPendingEvents } = options;
-  // Only an observer needs the database opened here; buildApp otherwise opens it the same way.
-  const database = onQuery
-    ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, onQuery })
-    : undefined;
+  // Opened here as buildApp would open it, but an in-memory one from the migrated template.
+  const embeddedTemplate = !config.databaseUrl && config.embeddedInMemory ? await migratedPgliteTemplate() : undefined;
+  const database =
+    onQuery || embeddedTemplate
+      ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, embeddedTemplate, onQuery })
+      : undefined;
   const app = await buildApp(config, { database, maxPendingEvents }).catch(async (error: unknown) => {
     await database?.close();
     throw error;

@@ -16,17 +16,21 @@ function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
-/** Creates an empty database on the server; the returned `drop` removes it. */
-export async function createScratchDatabase(adminUrl = requirePostgresUrl()) {
+/**
+ * Creates a database on the server, empty or a copy of `template` (a database nobody is connected
+ * to); the returned `drop` removes it.
+ */
+export async function createScratchDatabase(adminUrl = requirePostgresUrl(), template?: string) {
   const name = `audit_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE "${name}"`);
+    await admin.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`);
   } finally {
     await admin.end();
   }
   return {
+    name,
     url: withDatabase(adminUrl, name),
     async drop() {
       const client = new pg.Client({ connectionString: adminUrl });

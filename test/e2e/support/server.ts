@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { mintToken } from '../../../src/auth/jwt.js';
 import type { Role } from '../../../src/auth/principal.js';
 import { createScratchDatabase, onPostgres } from '../../support/database.js';
+import { pgliteTemplateDataDir, postgresTemplateDatabase } from '../../support/database-templates.js';
 import { withTimeout } from './wait.js';
 
 export const E2E_JWT_SECRET = 'e2e-secret-that-is-long-enough-for-hs256';
@@ -35,11 +36,14 @@ export interface E2EStorage {
 }
 
 export async function createE2EStorage(): Promise<E2EStorage> {
+  // Migrated already (test/support/database-templates.ts): the servers' own migrate finds nothing to do.
   if (onPostgres) {
-    const scratch = await createScratchDatabase();
+    const scratch = await createScratchDatabase(undefined, postgresTemplateDatabase());
     return { env: { DATABASE_URL: scratch.url, DATA_DIR: '' }, describe: 'PostgreSQL', remove: scratch.drop };
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'audit-e2e-'));
+  const template = pgliteTemplateDataDir();
+  if (template) cpSync(template, join(dataDir, 'pglite'), { recursive: true });
   return {
     env: { DATABASE_URL: '', DATA_DIR: dataDir },
     describe: `embedded PGlite in ${dataDir}`,

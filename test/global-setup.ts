@@ -1,0 +1,38 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { createScratchDatabase, postgresAdminUrl } from './support/database.js';
+import { dumpMigratedPglite, migratePostgres, writePgliteDataDir } from './support/database-templates.js';
+
+/**
+ * The migrated database every test database of this run is copied from
+ * (test/support/database-templates.ts), made before the first test file starts and removed
+ * after the last.
+ */
+export default async function setup(project: TestProject) {
+  if (postgresAdminUrl) {
+    const template = await createScratchDatabase(postgresAdminUrl);
+    try {
+      await migratePostgres(template.url);
+    } catch (error) {
+      await template.drop();
+      throw error;
+    }
+    project.provide('postgresTemplateDatabase', template.name);
+    return () => template.drop();
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'audit-test-pglite-'));
+  try {
+    const dump = await dumpMigratedPglite();
+    const file = join(dir, 'migrated.tar.gz');
+    writeFileSync(file, new Uint8Array(await dump.arrayBuffer()));
+    await writePgliteDataDir(dump, join(dir, 'data-dir'));
+    project.provide('pgliteTemplateFile', file);
+    project.provide('pgliteTemplateDataDir', join(dir, 'data-dir'));
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return () => rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { inject } from 'vitest';
+import { openDatabase, type SqlDriver } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+
+/**
+ * Every test database starts migrated from one copy: creating a PGlite database runs initdb,
+ * which costs several times the start of one from a copy, and the migrations cost more than
+ * PostgreSQL's copy of a template database. test/global-setup.ts migrates the copy once per run,
+ * by the project's own `migrate`, as buildApp runs it; each test still gets a database of its
+ * own, and buildApp's `migrate` then finds every migration applied, checksums included.
+ * test/db/migrate.int.test.ts migrates empty databases.
+ */
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A `dumpDataDir` tarball of a migrated PGlite database. */
+    pgliteTemplateFile?: string;
+    /** The same database as a PGlite data directory, for server processes (a DATA_DIR's `pglite`). */
+    pgliteTemplateDataDir?: string;
+    /** A migrated database on TEST_DATABASE_URL's server, to copy with CREATE DATABASE … TEMPLATE. */
+    postgresTemplateDatabase?: string;
+  }
+}
+
+let pgliteTemplate: Promise<Blob> | undefined;
+/** The migrated PGlite database of this run (built here when the run has none, e.g. another config). */
+export function migratedPgliteTemplate(): Promise<Blob> {
+  const file = inject('pgliteTemplateFile');
+  return (pgliteTemplate ??= file ? Promise.resolve(new Blob([readFileSync(file)])) : dumpMigratedPglite());
+}
+
+/** The migrated template database of this run on PostgreSQL, if there is one. */
+export const postgresTemplateDatabase = () => inject('postgresTemplateDatabase');
+
+/** The migrated PGlite data directory of this run, if there is one. */
+export const pgliteTemplateDataDir = () => inject('pgliteTemplateDataDir');
+
+export async function dumpMigratedPglite(): Promise<Blob> {
+  // The extensions of src/db/database.ts openPglite: the migrations need them.
+  const pglite = new PGlite({ extensions: { pg_trgm } });
+  try {
+    const session = {
+      exec: async (sql: string) => void (await pglite.exec(sql)),
+      query: async <Row>(sql: string, params?: unknown[]) => (await pglite.query<Row>(sql, params)).rows,
+    };
+    const driver: SqlDriver = { ...session, withSession: (fn) => fn(session), close: () => pglite.close() };
+    await migrate(driver);
+    return await pglite.dumpDataDir('gzip');
+  } finally {
+    await pglite.close();
+  }
+}
+
+/** Writes `dump` out as a PGlite data directory in `dataDir` (which must not hold one). */
+export async function writePgliteDataDir(dump: Blob, dataDir: string): Promise<void> {
+  const pglite = new PGlite({ dataDir, loadDataDir: dump, extensions: { pg_trgm } });
+  await pglite.waitReady;
+  await pglite.close();
+}
+
+/** Migrates `url`'s database and closes every connection to it, so that it can serve as a template. */
+export async function migratePostgres(url: string): Promise<void> {
+  const db = await openDatabase({ url, poolSize: 1 });
+  try {
+    await migrate(db.driver);
+  } finally {
+    await db.close();
+  }
+}
