@@ -46,7 +46,7 @@ export const builder = new SchemaBuilder<{
   // bound (`listCost`). The limit itself is enforced before execution (src/server/query-cost.ts).
   complexity: { defaultComplexity: 1, defaultListMultiplier: DEFAULT_LIST_COST },
   prisma: {
-    client: (context) => context.deps.prisma,
+    client: (context) => context.prisma,
     dmmf: getDatamodel(),
     filterConnectionTotalCount: true,
     onUnusedQuery: null,

@@ -61,7 +61,6 @@ export async function buildApp(config: Config, options: { database?: Database; m
     throw error;
   }
   const deps: DomainDeps = {
-    prisma: db.prisma,
     db: db.sql,
     publish: pubsub.publishEvents,
     threadDeleted: (threadId) => {
@@ -78,6 +77,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
   const wsLimits = webSocketLimits(config, verifier);
   const yoga = createGraphQLServer({
     deps,
+    prisma: db.prisma,
     pubsub: pubsub.pubsub,
     verifier,
     maxQueryCost: config.maxQueryCost,

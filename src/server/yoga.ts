@@ -5,6 +5,7 @@ import { getOperationAST, getVariableValues, GraphQLError, Kind, type Validation
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
 import type { GraphQLContext } from '../graphql/context.js';
@@ -227,6 +228,8 @@ function useUnsupportedMediaTypeAnswer(): Plugin {
 
 export function createGraphQLServer(options: {
   deps: DomainDeps;
+  /** The Pothos Prisma plugin's client. */
+  prisma: PrismaClient;
   pubsub: PubSub;
   verifier: TokenVerifier;
   maxQueryCost: number;
@@ -270,6 +273,7 @@ export function createGraphQLServer(options: {
         ))),
       viaStreamSession: streamSession !== undefined,
       deps: options.deps,
+      prisma: options.prisma,
       pubsub: options.pubsub,
       requestId: requestIdOf(request),
       loaders: createLoaders(options.deps),
