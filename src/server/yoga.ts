@@ -14,9 +14,9 @@ import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
-import { customScalarLiterals } from './inline-scalars.js';
-import { useQueryCostLimit } from './query-cost.js';
-import { useSseEventIds } from './sse-event-ids.js';
+import { customScalarLiterals } from '../graphql/inline-scalars.js';
+import { useQueryCostLimit } from '../graphql/query-cost.js';
+import { useSseEventIds } from '../transports/sse-event-ids.js';
 import type { StreamSession } from './stream-session.js';
 
 export interface ServerContext {
@@ -226,6 +226,9 @@ function useUnsupportedMediaTypeAnswer(): Plugin {
   };
 }
 
+/** The GraphQL server every transport goes through: HTTP and SSE by request, graphql-ws by its envelop. */
+export type GraphQLServer = YogaServerInstance<ServerContext, GraphQLContext>;
+
 export function createGraphQLServer(options: {
   deps: DomainDeps;
   /** The Pothos Prisma plugin's client. */
@@ -238,7 +241,7 @@ export function createGraphQLServer(options: {
   corsOrigins: string[];
   /** More plugins, after these. */
   plugins?: Plugin[];
-}): YogaServerInstance<ServerContext, GraphQLContext> {
+}): GraphQLServer {
   return createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
