@@ -28,7 +28,7 @@ export interface Config {
   retentionDays?: number;
   /** How often the retention sweeper looks for threads to delete. */
   retentionSweepIntervalMs: number;
-  /** graphql-ws caps (src/server/ws-limits.ts). */
+  /** graphql-ws caps (src/transports/ws-limits.ts). */
   webSocket: {
     maxSubscriptionsPerConnection: number;
     maxSubscriptionsPerPrincipal: number;

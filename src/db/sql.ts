@@ -23,6 +23,8 @@ const BIGINT_COLUMNS = new Set(['sequence', 'finished_sequence', 'start_clock_na
 const JSON_COLUMNS = new Set(['content', 'input', 'output', 'error', 'usage', 'declared_input', 'effective_input']);
 
 const camel = (column: string) => column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+/** The row fields of the BigInt columns, as the row mapper names them. */
+export const BIGINT_FIELDS: ReadonlySet<string> = new Set([...BIGINT_COLUMNS].map(camel));
 /** A row field's column (`toolCallRowId` → `tool_call_row_id`). */
 export const snake = (field: string) => field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 

@@ -129,6 +129,13 @@ export const runsByIds = (sql: Sql, ids: readonly string[]) =>
 export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Thread>(`SELECT * FROM thread WHERE id = ANY($1::uuid[])`, [ids]);
 
+/** Each thread's count of ordinary history messages (audit rows are never counted); a thread with none is left out. */
+export const chatMessageCounts = (sql: Sql, threadIds: readonly string[]) =>
+  sql.query<{ threadId: string; count: number }>(
+    `SELECT thread_id, count(*)::int AS count FROM message WHERE thread_id = ANY($1::uuid[]) AND message_type = 'chat' GROUP BY thread_id`,
+    [threadIds],
+  );
+
 /** Tool calls by id, and those each of `declarers` declared (in declaration order), in one statement. */
 export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], declarers: readonly string[]) =>
   sql.query<ToolCall>(

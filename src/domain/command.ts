@@ -1,4 +1,3 @@
-import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Db } from '../db/database.js';
 import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
@@ -13,8 +12,6 @@ export interface Limits {
 
 /** What every domain command needs: the database, the event sink, the configured limits. */
 export interface DomainDeps {
-  /** The Pothos Prisma plugin's client, for the GraphQL layer's relation reads only; the domain never uses it. */
-  prisma: PrismaClient;
   /** The domain's database: `query` runs one statement in autocommit, `transaction` a transaction. */
   db: Db;
   /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
@@ -25,7 +22,7 @@ export interface DomainDeps {
 }
 
 export interface CommandScope {
-  /** The transaction's own connection: the write path runs plain SQL, the read side keeps Prisma. */
+  /** The transaction's own connection. */
   sql: Sql;
   deps: DomainDeps;
   emit(event: DomainEvent): void;

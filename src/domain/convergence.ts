@@ -5,9 +5,9 @@ import { assertCanReadThread } from './access.js';
 import { command, publishWritten, type CommandScope, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { auditChanged, runChanged } from './events.js';
-import { LEASED_RUN, bump, jsonParam, leasedRows } from './fenced-statements.js';
+import { LEASED_RUN, bump, jsonParam, leasedRows, type LeaseProof } from './fenced-statements.js';
 import { isJsonObject } from './json.js';
-import { lockRun, requireLease, type LeaseProof, type LockedRun } from './lease.js';
+import { lockRun, requireLease, type LockedRun } from './lease.js';
 import { checkJsonFields } from './observation.js';
 import { MIRROR_ONTO_TOOL_CALL } from './tool-call-projection.js';
 

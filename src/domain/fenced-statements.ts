@@ -1,7 +1,6 @@
 import type { Principal } from '../auth/principal.js';
 import { prepared, type Sql } from '../db/sql.js';
 import { isUuid } from './ids.js';
-import type { LeaseProof } from './lease.js';
 import type { Observation } from './observation.js';
 
 /*
@@ -12,6 +11,12 @@ import type { Observation } from './observation.js';
  * a read-only explanation names the refusal or returns the replay. Locks are taken in one order
  * everywhere: the run row, then the audit or ToolCall row, the thread row last.
  */
+
+/** What a worker presents on every lifecycle write: the run and the epoch it claimed (the fence's token). */
+export interface LeaseProof {
+  runId: string;
+  epoch: number;
+}
 
 /** The run row, locked only when the caller's lease holds (the fence of lease.ts assertLease, in SQL). */
 export const LEASED_RUN = `leased AS (

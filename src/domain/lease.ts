@@ -4,14 +4,8 @@ import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { fenced, type DomainDeps, type Limits, type Written } from './command.js';
 import { DomainError, invalidTransition, notFound } from './errors.js';
 import { leaseRenewed, runChanged } from './events.js';
-import { LEASED_RUN, bump, fencedRows, leasedRows } from './fenced-statements.js';
+import { LEASED_RUN, bump, fencedRows, leasedRows, type LeaseProof } from './fenced-statements.js';
 import { isUuid, nonBlank, rowId } from './ids.js';
-
-/** What a worker presents on every lifecycle write: the run and the epoch it claimed. */
-export interface LeaseProof {
-  runId: string;
-  epoch: number;
-}
 
 export interface RunLease {
   runId: string;

@@ -5,10 +5,10 @@ import { findAudit, requireAudit, sameFinishedSequence } from './audit-rows.js';
 import { fenced, type DomainDeps, type Written } from './command.js';
 import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
-import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues } from './fenced-statements.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues, type LeaseProof } from './fenced-statements.js';
 import { boundedName, newId, nonBlank } from './ids.js';
 import { jsonEqual } from './json.js';
-import { checkLease, type LeaseProof } from './lease.js';
+import { checkLease } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
 
 export interface ModelStarted extends Observation {

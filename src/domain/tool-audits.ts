@@ -6,10 +6,10 @@ import { fenced, type DomainDeps } from './command.js';
 import { findDeclaringToolCall } from './declaring-model.js';
 import { DomainError, badInput, conflict, invalidTransition } from './errors.js';
 import { auditChanged } from './events.js';
-import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues } from './fenced-statements.js';
+import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues, type LeaseProof } from './fenced-statements.js';
 import { newId, nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
-import { checkLease, lockRunAndThread, type LeaseProof } from './lease.js';
+import { checkLease, lockRunAndThread } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
 import { MIRROR_ONTO_TOOL_CALL, outputContent } from './tool-call-projection.js';
 

@@ -43,10 +43,10 @@ export const builder = new SchemaBuilder<{
     unauthorizedError: (_parent, context) => (context.principal ? forbidden() : unauthenticated(context.authFailure)),
   },
   // Each field costs 1 and a list multiplies its selection by its size; fields declare their
-  // bound (`listCost`). The limit itself is enforced before execution (src/server/query-cost.ts).
+  // bound (`listCost`). The limit itself is enforced before execution (src/graphql/query-cost.ts).
   complexity: { defaultComplexity: 1, defaultListMultiplier: DEFAULT_LIST_COST },
   prisma: {
-    client: (context) => context.deps.prisma,
+    client: (context) => context.prisma,
     dmmf: getDatamodel(),
     filterConnectionTotalCount: true,
     onUnusedQuery: null,

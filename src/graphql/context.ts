@@ -1,4 +1,5 @@
 import type { Principal } from '../auth/principal.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import type { Loaders } from './loaders.js';
@@ -11,6 +12,8 @@ export interface GraphQLContext {
   /** Authenticated by the browser's stream session cookie (GET /graphql/stream): subscriptions only. */
   viaStreamSession?: boolean;
   deps: DomainDeps;
+  /** The Pothos Prisma plugin's client (builder.ts): the relation reads it plans; the domain never uses it. */
+  prisma: PrismaClient;
   pubsub: PubSub;
   requestId: string;
   loaders: Loaders;

@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
-import { auditsByIds, runsByIds, threadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns } from '../domain/audit-reads.js';
+import { auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns } from '../domain/audit-reads.js';
 import type { ToolCall } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
 
@@ -62,7 +62,7 @@ export async function loadRequired<Row>(loader: { load(id: string): Promise<Row 
  * Caches per request, or per published event for subscriptions (shared by that event's
  * subscribers: rows, never decisions); never across requests or events.
  */
-export function createLoaders({ prisma, db: read }: DomainDeps) {
+export function createLoaders({ db: read }: DomainDeps) {
   return {
     audit: rowsBy((ids) => auditsByIds(read, ids), idOf),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
@@ -71,12 +71,7 @@ export function createLoaders({ prisma, db: read }: DomainDeps) {
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: new DataLoader<string, number>(async (threadIds) => {
-      const groups = await prisma.message.groupBy({
-        by: ['threadId'],
-        where: { threadId: { in: [...threadIds] }, messageType: 'chat' },
-        _count: { _all: true },
-      });
-      const counts = new Map(groups.map((group) => [group.threadId, group._count._all]));
+      const counts = new Map((await chatMessageCounts(read, threadIds)).map((group) => [group.threadId, group.count]));
       return threadIds.map((id) => counts.get(id) ?? 0);
     }),
   };

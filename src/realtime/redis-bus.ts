@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
+import { BIGINT_FIELDS } from '../db/sql.js';
 import type { CommittedChange } from '../domain/events.js';
 
 /**
@@ -32,8 +33,8 @@ export interface WakeBus {
 }
 
 // Row fields that JSON cannot carry as they are: revived by name, top-level only (JSON columns
-// such as `input` or `output` are user data and stay as they were written).
-const BIGINT_FIELDS = new Set(['sequence', 'finishedSequence', 'startClockNanos', 'endClockNanos', 'createdOrder', 'changeCursor']);
+// such as `input` or `output` are user data and stay as they were written). The BigInt fields
+// are the row mapper's (db/sql.ts).
 const DATE_FIELDS = new Set(['createdAt', 'startedAt', 'finishedAt', 'leaseExpiresAt', 'changedAt']);
 
 interface Message {

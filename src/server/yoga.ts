@@ -5,6 +5,7 @@ import { getOperationAST, getVariableValues, GraphQLError, Kind, type Validation
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
 import type { GraphQLContext } from '../graphql/context.js';
@@ -13,9 +14,9 @@ import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
-import { customScalarLiterals } from './inline-scalars.js';
-import { useQueryCostLimit } from './query-cost.js';
-import { useSseEventIds } from './sse-event-ids.js';
+import { customScalarLiterals } from '../graphql/inline-scalars.js';
+import { useQueryCostLimit } from '../graphql/query-cost.js';
+import { useSseEventIds } from '../transports/sse-event-ids.js';
 import type { StreamSession } from './stream-session.js';
 
 export interface ServerContext {
@@ -225,8 +226,13 @@ function useUnsupportedMediaTypeAnswer(): Plugin {
   };
 }
 
+/** The GraphQL server every transport goes through: HTTP and SSE by request, graphql-ws by its envelop. */
+export type GraphQLServer = YogaServerInstance<ServerContext, GraphQLContext>;
+
 export function createGraphQLServer(options: {
   deps: DomainDeps;
+  /** The Pothos Prisma plugin's client. */
+  prisma: PrismaClient;
   pubsub: PubSub;
   verifier: TokenVerifier;
   maxQueryCost: number;
@@ -235,7 +241,7 @@ export function createGraphQLServer(options: {
   corsOrigins: string[];
   /** More plugins, after these. */
   plugins?: Plugin[];
-}): YogaServerInstance<ServerContext, GraphQLContext> {
+}): GraphQLServer {
   return createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -270,6 +276,7 @@ export function createGraphQLServer(options: {
         ))),
       viaStreamSession: streamSession !== undefined,
       deps: options.deps,
+      prisma: options.prisma,
       pubsub: options.pubsub,
       requestId: requestIdOf(request),
       loaders: createLoaders(options.deps),

@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { keepConnectionsAlive } from '../../src/server/keep-alive.js';
+import { keepConnectionsAlive } from '../../src/transports/keep-alive.js';
 
-// The server's WebSocket keep-alive (src/server/keep-alive.ts): a client that stops answering
+// The server's WebSocket keep-alive (src/transports/keep-alive.ts): a client that stops answering
 // pings is cut, and connections opened together are not pinged together.
 
 const PERIOD_MS = 400;

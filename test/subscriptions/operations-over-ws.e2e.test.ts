@@ -5,7 +5,7 @@ import { wsClient } from '../support/streams.js';
 import { startListeningApp, type ListeningApp } from './support.js';
 
 // Queries and mutations over graphql-ws run through yoga's envelop as over HTTP (the executor of
-// each operation is looked up by its arguments, src/server/app.ts): scope auth, error codes,
+// each operation is looked up by its arguments, src/server/graphql-ws.ts): scope auth, error codes,
 // masking, and custom scalars written inline.
 
 let t: ListeningApp;

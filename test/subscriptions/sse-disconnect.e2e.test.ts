@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PING_MS } from '../../src/server/sse-event-ids.js';
+import { PING_MS } from '../../src/transports/sse-event-ids.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { actors, createThread } from '../support/lifecycle.js';
 import { sseResponse, waitFor } from '../support/streams.js';

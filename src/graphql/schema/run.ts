@@ -46,9 +46,9 @@ builder.queryField('run', (t) =>
     nullable: true,
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (query, _root, { id }, { deps, principal }) => {
+    resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
       const run = await loadReadableRun(deps.db, requirePrincipal(principal), id);
-      return deps.prisma.run.findUnique({ ...query, where: { id: run.id } });
+      return prisma.run.findUnique({ ...query, where: { id: run.id } });
     },
   }),
 );

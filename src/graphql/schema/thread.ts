@@ -129,9 +129,9 @@ builder.queryField('thread', (t) =>
     nullable: true,
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (query, _root, { id }, { deps, principal }) => {
+    resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
       const thread = await loadReadableThread(deps.db, requirePrincipal(principal), id);
-      return deps.prisma.thread.findUnique({ ...query, where: { id: thread.id } });
+      return prisma.thread.findUnique({ ...query, where: { id: thread.id } });
     },
   }),
 );

@@ -1,7 +1,7 @@
 import { isAsyncIterable } from '@envelop/core';
 import type { ExecutionResult } from 'graphql';
 import type { FetchAPI, Plugin } from 'graphql-yoga';
-import { eventIdOf } from '../transports/shared-subscriptions.js';
+import { eventIdOf } from './shared-subscriptions.js';
 
 /** As yoga: an error's `http` and `unexpected` extensions are the server's, not the client's. */
 function withoutInternals(result: ExecutionResult) {

@@ -1,0 +1,36 @@
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { DomainDeps } from '../domain/command.js';
+import { startExporter } from '../export/exporter.js';
+import { startLeaseSweeper } from './lease-sweeper.js';
+import { startRetentionSweeper } from './retention-sweeper.js';
+
+/**
+ * What the server does besides answering: the lease sweep (whose first sweep is awaited, so a
+ * crash-restarted server first closes what it left open), the OpenTelemetry export when an OTLP
+ * endpoint is configured (docs/export.md), and the retention sweep.
+ */
+export type BackgroundJobs = Awaited<ReturnType<typeof startBackgroundJobs>>;
+
+export async function startBackgroundJobs(config: Config, db: Database, deps: DomainDeps) {
+  const sweeper = startLeaseSweeper(deps, config.leaseSweepIntervalMs);
+  await sweeper.sweep();
+  const exporter = config.export ? startExporter(db, config.export) : undefined;
+  const retention = startRetentionSweeper(deps, db.driver, {
+    retentionDays: config.retentionDays,
+    intervalMs: config.retentionSweepIntervalMs,
+    vacuumAfterDeletions: db.kind === 'pglite',
+  });
+  void retention.sweep();
+  return {
+    sweeper,
+    exporter,
+    retention,
+    /** Stops each; a sweep or export under way finishes first. */
+    async stop() {
+      await sweeper.stop();
+      await exporter?.stop();
+      await retention.stop();
+    },
+  };
+}

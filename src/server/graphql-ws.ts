@@ -1,0 +1,83 @@
+import type { Server } from 'node:http';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { Config } from '../config.js';
+import { maskError } from '../graphql/errors.js';
+import { keepConnectionsAlive } from '../transports/keep-alive.js';
+import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
+import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
+import type { webSocketLimits } from '../transports/ws-limits.js';
+import { bodyLimit } from './http-server.js';
+import type { GraphQLServer } from './yoga.js';
+
+/**
+ * graphql-ws on the HTTP server's GraphQL path. Every operation goes through yoga's envelop
+ * (context, parsing, validation and its limits), so auth and limits apply to it too.
+ * Subscriptions execute each event once per group of identical subscriptions
+ * (src/transports/shared-subscriptions.ts), masked as yoga masks its results, and write their
+ * frames themselves (src/transports/websocket.ts); graphql-ws starts and completes them.
+ */
+export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, config: Config, limits: ReturnType<typeof webSocketLimits>) {
+  const wsServer = new WebSocketServer({
+    server,
+    path: yoga.graphqlEndpoint,
+    maxPayload: bodyLimit(config),
+    WebSocket: boundedWebSocket(maxUnsentBytes(config)),
+  });
+  const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
+  /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
+  const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();
+  const served = useServer(
+    {
+      connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
+      onConnect: (ctx) => limits.onConnect(ctx),
+      onClose: (ctx) => limits.onClose(ctx),
+      execute: (args) => executors.get(args)!(args),
+      subscribe: (args) => shared.start(args),
+      // The subscription's socket comes from graphql-ws's context: it writes its own frames.
+      onOperation: (ctx, id, _payload, _args, result) =>
+        isSharedStream(result) ? writtenBySubscription(result, ctx.extra.socket, id) : undefined,
+      onSubscribe: async (ctx, id, params) => {
+        const refused = limits.refusal(ctx);
+        if (refused) return [refused];
+        const { schema, execute, contextFactory, parse, validate } = yoga.getEnveloped({
+          ...ctx,
+          connectionParams: ctx.connectionParams,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params,
+        });
+        let document;
+        try {
+          document = parse(params.query);
+        } catch (error) {
+          // A syntax error answers this subscription alone (graphql-ws would close the socket).
+          if (error instanceof GraphQLError) return [maskError(error, () => undefined) as GraphQLError];
+          throw error;
+        }
+        const args: ExecutionArgs = {
+          schema,
+          operationName: params.operationName,
+          document,
+          variableValues: params.variables,
+          contextValue: await contextFactory(),
+        };
+        const errors = validate(args.schema, args.document);
+        // The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame.
+        if (errors.length) return errors.map(({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions }));
+        executors.set(args, execute);
+        return args;
+      },
+    },
+    wsServer,
+    // Pings are sent by keepConnectionsAlive instead, spread over the period.
+    0,
+  );
+  keepConnectionsAlive(wsServer);
+  return {
+    wsServer,
+    /** Completes every subscription and closes every socket with graphql-ws's close code. */
+    dispose: () => served.dispose(),
+  };
+}

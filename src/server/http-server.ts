@@ -1,0 +1,82 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { finished } from 'node:stream/promises';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import { serveMetrics } from './metrics.js';
+import { servePage } from './static-page.js';
+import { STREAM_PATH, STREAM_SESSION_PATH, type streamSessions } from './stream-session.js';
+import { bodyTooLarge, drainedBodyLimit, type GraphQLServer } from './yoga.js';
+
+/** Requests larger than this are refused before they are parsed (413); also a WebSocket message's limit. */
+export const bodyLimit = (config: Config) => Math.max(8 * 1024 * 1024, config.maxJsonBytes * 4);
+
+async function databaseReady(db: Database): Promise<boolean> {
+  try {
+    await db.driver.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The HTTP server and its routes: health and readiness probes, /metrics, the timeline page, the
+ * browser's stream session and stream (SSE through yoga), and GraphQL (yoga) for everything else.
+ * graphql-ws is mounted on the same server (graphql-ws.ts).
+ */
+export function createHttpServer(
+  config: Config,
+  parts: { yoga: GraphQLServer; db: Database; metrics: Registry; streams: ReturnType<typeof streamSessions> },
+) {
+  const { yoga, db, metrics, streams } = parts;
+  const limit = bodyLimit(config);
+  let draining = false;
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    // While draining, each kept-alive connection closes after its current answer.
+    if (draining) res.setHeader('connection', 'close');
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    if (path === '/readyz') {
+      const ok = await databaseReady(db);
+      return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
+    }
+    if (path === '/metrics') return serveMetrics(req, res, metrics, config.metricsToken);
+    if (await servePage(req.method, path ?? '/', res)) return;
+    if (path === STREAM_SESSION_PATH) return streams.signIn(req, res);
+    if (path === STREAM_PATH) {
+      const streamSession = await streams.sessionOf(req, res);
+      if (!streamSession) return;
+      req.url = yoga.graphqlEndpoint + (req.url ?? '').slice(STREAM_PATH.length);
+      return yoga(req, res, { streamSession });
+    }
+    // Refused before yoga, which counts chunked ones. The body is read first (thrown away; see drainedBodyLimit).
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > limit) {
+      if (length <= drainedBodyLimit(limit)) await finished(req.resume()).catch(() => undefined);
+      const { status, message, code } = bodyTooLarge(limit);
+      res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
+      return void res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
+    }
+    return yoga(req, res);
+  };
+
+  const server = createServer((req, res) => void handle(req, res));
+  return {
+    server,
+    /** Listens; resolves to the GraphQL endpoint's URL. */
+    async listen(port = config.port, host = config.host): Promise<string> {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => resolve());
+      });
+      const address = server.address() as AddressInfo;
+      return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}/graphql`;
+    },
+    /** From now on each answer closes its connection (shutdown). */
+    drain(): void {
+      draining = true;
+    },
+  };
+}

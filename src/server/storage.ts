@@ -1,0 +1,36 @@
+import type { Config } from '../config.js';
+import { openDatabase, type Database } from '../db/database.js';
+import { migrate } from '../db/migrate.js';
+import { changesAfter, threadCursors } from '../domain/change-cursors.js';
+import { createPubSubFor } from '../realtime/pubsub.js';
+
+export type ChangeFeeds = Awaited<ReturnType<typeof createPubSubFor>>;
+
+/**
+ * The database (opened unless one is given, then migrated) and the change feeds that read it
+ * (pub/sub, over Redis when REDIS_URL is set). A start that fails here closes the database it
+ * opened: a server that cannot start leaves nothing open behind it.
+ */
+export async function openStorage(
+  config: Config,
+  options: { database?: Database; maxPendingEvents?: number },
+): Promise<{ db: Database; feeds: ChangeFeeds }> {
+  const db =
+    options.database ??
+    (await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir }));
+  try {
+    await migrate(db.driver);
+    const feeds = await createPubSubFor(
+      config,
+      {
+        changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit),
+        threadCursors: (threadIds) => threadCursors(db.sql, threadIds),
+      },
+      { maxPendingEvents: options.maxPendingEvents },
+    );
+    return { db, feeds };
+  } catch (error) {
+    if (!options.database) await db.close();
+    throw error;
+  }
+}
