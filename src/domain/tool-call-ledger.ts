@@ -113,22 +113,28 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
   if (query.status != null && !LEDGER_STATUSES.includes(query.status)) throw badInput(`status must be one of ${LEDGER_STATUSES.join(', ')}`);
   if (query.case != null && !LEDGER_CASES.includes(query.case)) throw badInput(`case must be one of ${LEDGER_CASES.join(', ')}`);
 
-  const params: unknown[] = [principal.sub];
+  const threadId = query.threadId == null ? null : auditThreadOrNotFound(principal, await findThread(sql, query.threadId), query.threadId).id;
+  const statement = ledgerStatement(principal.sub, { ...query, first, name, threadId });
+  const entries = await sql.query<LedgerEntry>(statement.text, statement.params);
+  return { entries: entries.slice(0, first), hasMore: entries.length > first };
+}
+
+/**
+ * The ledger's read for an owner, its filters checked (`threadId` one the owner's audits may be
+ * read in): one statement, `first + 1` entries at most.
+ */
+export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: number }): { text: string; params: unknown[] } {
+  const params: unknown[] = [ownerId];
   const param = (value: unknown) => `$${params.push(value)}`;
   const where = [`t.owner_id = $1`, `t.deleted_at IS NULL`];
-  if (query.threadId != null) {
-    const thread = auditThreadOrNotFound(principal, await findThread(sql, query.threadId), query.threadId);
-    where.push(`tc.thread_id = ${param(thread.id)}`);
-  }
-  if (name !== null) where.push(`tc.name = ${param(name)}`);
+  if (query.threadId != null) where.push(`tc.thread_id = ${param(query.threadId)}`);
+  if (query.name != null) where.push(`tc.name = ${param(query.name)}`);
   if (query.status != null) {
     where.push(`tc.status = ${param(STATUS_NARROWING[query.status])}::"ToolCallStatus"`, `${STATUS_SQL} = ${param(query.status)}`);
   }
   if (query.case != null) where.push(CASE_RULES[query.case].narrowing, CASE_RULES[query.case].sql);
   if (query.after != null) where.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
-
-  const entries = await sql.query<LedgerEntry>(
-    `SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
+  const text = `SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
        tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,
        CASE WHEN e.id IS NULL THEN NULL ELSE e.input IS DISTINCT FROM tc.declared_input END AS input_differs,
        ${STATUS_SQL} AS status, e.started_at, e.finished_at, e.duration_ms, ${caseArray} AS cases,
@@ -141,8 +147,6 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
        FROM message m WHERE m.tool_call_row_id = tc.id ORDER BY m.id DESC LIMIT 1
      ) e ON true
      WHERE ${where.join(' AND ')}
-     ORDER BY tc.id DESC LIMIT ${param(first + 1)}`,
-    params,
-  );
-  return { entries: entries.slice(0, first), hasMore: entries.length > first };
+     ORDER BY tc.id DESC LIMIT ${param(query.first + 1)}`;
+  return { text, params };
 }

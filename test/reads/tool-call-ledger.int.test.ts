@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ledgerStatement, type LedgerQuery } from '../../src/domain/tool-call-ledger.js';
 import { backendName } from '../support/database.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { actors, claim, createRun, createThread, must, type Actors } from '../support/lifecycle.js';
@@ -207,5 +208,40 @@ describe(`toolCallLedger (${backendName})`, () => {
       expect(JSON.stringify(response.errors)).not.toMatch(/SELECT|tool_call|at .*\.ts/);
     }
     expect(errorCode(await t.gql(LEDGER, { case: 'SOMETIMES' }, who.owner))).toBe('BAD_USER_INPUT');
+  });
+
+  it('finds one thread\'s, one tool\'s and one case\'s calls through an index, among many other calls', { timeout: 120_000 }, async () => {
+    // Other owners' threads, each with a model call that declared twenty calls that completed.
+    await t.app.db.driver.exec(`
+      INSERT INTO thread (id, title, owner_id) SELECT gen_random_uuid(), 'filler ' || i, 'filler-owner-' || (i % 50) FROM generate_series(1, 1500) i;
+      INSERT INTO run (id, thread_id, status) SELECT gen_random_uuid(), id, 'COMPLETED' FROM thread WHERE title LIKE 'filler %';
+      INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status)
+        SELECT gen_random_uuid(), thread_id, id, 'ASSISTANT', 'model_audit', 'plan', 'filler-model', 1, 'COMPLETED'
+        FROM run WHERE thread_id IN (SELECT id FROM thread WHERE title LIKE 'filler %');
+      INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, status, declared_input, effective_input)
+        SELECT gen_random_uuid(), m.thread_id, m.run_id, m.id, i, 'call-' || i, 'filler_tool', 'COMPLETED', '{}', '{}'
+        FROM message m, generate_series(1, 20) i WHERE m.name = 'filler-model';
+      ANALYZE thread; ANALYZE run; ANALYZE message; ANALYZE tool_call;`);
+    const plan = async (query: LedgerQuery) => {
+      const statement = ledgerStatement(who.ownerSub, { ...query, first: 50 });
+      const rows = await t.app.db.driver.query<Record<string, string>>(`EXPLAIN ${statement.text}`, statement.params);
+      return rows.map((row) => Object.values(row)[0]).join('\n');
+    };
+    // Each read finds its calls through its index, never by reading the 30,000 others.
+    const cases: [LedgerQuery, string][] = [
+      [{ threadId: billing.threadId }, 'tool_call_thread_id_id_idx'],
+      [{ name: 'pay_invoice' }, 'tool_call_name_id_idx'],
+      [{ case: 'RUNNING' }, 'tool_call_status_id_idx'],
+      [{ case: 'NEVER_RUN' }, 'tool_call_status_id_idx'],
+      [{ status: 'PENDING' }, 'tool_call_status_id_idx'],
+    ];
+    for (const [query, index] of cases) {
+      const text = await plan(query);
+      expect(text, JSON.stringify(query)).toMatch(new RegExp(`(on|using) ${index} `));
+      expect(text, JSON.stringify(query)).not.toMatch(/Seq Scan on tool_call/);
+    }
+    // And the answers are the same as before the filler.
+    expect(callIds((await ledger(who.owner, { case: 'RUNNING' })).entries)).toEqual(['slow']);
+    expect(callIds((await ledger(who.owner, { first: 100 })).entries)).toEqual(['stopped', 'again', 'skipped', 'cut', 'slow', 'refund', 'pay', 'lookup']);
   });
 });
