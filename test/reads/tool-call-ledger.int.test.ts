@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepExpiredLeases } from '../../src/domain/convergence.js';
 import { ledgerStatement, type LedgerQuery } from '../../src/domain/tool-call-ledger.js';
+import { expireLeases } from '../convergence/helpers.js';
 import { backendName } from '../support/database.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { actors, claim, createRun, createThread, must, type Actors } from '../support/lifecycle.js';
@@ -73,8 +75,9 @@ async function billingThread(who: Actors, title: string) {
 }
 
 /**
- * Ended runs: a lookup closed by a FAILED run, a call interrupted and run again in a resume, a
- * call closed by cancelRun, and a payment declared and never run.
+ * Ended runs: a lookup closed by a FAILED run, a payment declared and never run, two calls
+ * interrupted (one run again in a resume, one left), a call closed by cancelRun, one abandoned
+ * when its run's lease expired.
  */
 async function endedThread(who: Actors, title: string) {
   const threadId = await createThread(t, who.owner, title);
@@ -89,8 +92,12 @@ async function endedThread(who: Actors, title: string) {
 
   const interruptedRun = await createRun(t, who.owner, threadId);
   const interrupted = await claim(t, who.worker, interruptedRun);
-  await interrupted.declare('plan-2', [{ id: 'again', name: 'search', args: { q: 'b' } }]);
+  await interrupted.declare('plan-2', [
+    { id: 'again', name: 'search', args: { q: 'b' } },
+    { id: 'left', name: 'search', args: { q: 'l' } },
+  ]);
   must(await interrupted.toolStarted('again', 'search', { effectiveInput: { q: 'b' } }));
+  must(await interrupted.toolStarted('left', 'search', { effectiveInput: { q: 'l' } }));
   must(await interrupted.finish('INTERRUPTED'));
   const resumeRun = await createRun(t, who.owner, threadId, interruptedRun);
   const resumed = await claim(t, who.worker, resumeRun);
@@ -103,6 +110,13 @@ async function endedThread(who: Actors, title: string) {
   await cancelled.declare('plan-3', [{ id: 'stopped', name: 'search', args: { q: 'c' } }]);
   must(await cancelled.toolStarted('stopped', 'search', { effectiveInput: { q: 'c' } }));
   must(await t.gql(`mutation($runId: ID!) { result: cancelRun(runId: $runId) { id } }`, { runId: cancelledRun }, who.owner));
+
+  const expiredRun = await createRun(t, who.owner, threadId);
+  const expiring = await claim(t, who.worker, expiredRun);
+  await expiring.declare('plan-4', [{ id: 'lost', name: 'search', args: { q: 'd' } }]);
+  must(await expiring.toolStarted('lost', 'search', { effectiveInput: { q: 'd' } }));
+  await expireLeases(t.app.db.driver, [expiredRun]);
+  expect(await sweepExpiredLeases(t.app.deps)).toBe(1);
   return { threadId, failedRun, interruptedRun, resumeRun, cancelledRun };
 }
 
@@ -144,28 +158,32 @@ describe(`toolCallLedger (${backendName})`, () => {
   it("closes what a run's end closed, and follows a call run again in a resume", async () => {
     const { entries } = await ledger(who.owner, { threadId: ended.threadId });
     expect(entries.map((entry) => [entry.toolCallId, entry.status, entry.cases])).toEqual([
+      ['lost', 'ABANDONED', ['CLOSED_BY_RUN_END']],
       ['stopped', 'CANCELLED', ['CLOSED_BY_RUN_END']],
+      ['left', 'INTERRUPTED', ['CLOSED_BY_RUN_END']],
       ['again', 'COMPLETED', []],
       ['skipped', 'PENDING', ['NEVER_RUN']],
       ['cut', 'FAILED', ['CLOSED_BY_RUN_END']],
     ]);
-    const again = entries[1]!;
+    const again = entries[3]!;
     expect(again).toMatchObject({ runId: ended.interruptedRun, executedInRunId: ended.resumeRun, effectiveInput: { q: 'b', page: 2 }, inputDiffers: true });
   });
 
   it('reads across the threads the caller owns, with their titles, and filters by name, status and case', async () => {
     const all = await ledger(who.owner, { first: 100 });
-    expect(callIds(all.entries)).toEqual(['stopped', 'again', 'skipped', 'cut', 'slow', 'refund', 'pay', 'lookup']);
+    expect(callIds(all.entries)).toEqual(['lost', 'stopped', 'left', 'again', 'skipped', 'cut', 'slow', 'refund', 'pay', 'lookup']);
     expect(new Set(all.entries.map((entry) => entry.threadTitle))).toEqual(new Set(['billing', 'ended runs']));
 
     expect(callIds((await ledger(who.owner, { name: 'pay_invoice' })).entries)).toEqual(['skipped', 'pay']);
     expect(callIds((await ledger(who.owner, { status: 'RUNNING' })).entries)).toEqual(['slow', 'pay']);
     expect(callIds((await ledger(who.owner, { status: 'PENDING' })).entries)).toEqual(['skipped', 'refund']);
     expect(callIds((await ledger(who.owner, { status: 'FAILED' })).entries)).toEqual(['cut']);
+    expect(callIds((await ledger(who.owner, { status: 'INTERRUPTED' })).entries)).toEqual(['left']);
+    expect(callIds((await ledger(who.owner, { status: 'ABANDONED' })).entries)).toEqual(['lost']);
     expect(callIds((await ledger(who.owner, { case: 'NEVER_RUN' })).entries)).toEqual(['skipped', 'refund']);
     expect(callIds((await ledger(who.owner, { case: 'AWAITING_VERDICT' })).entries)).toEqual(['pay']);
     expect(callIds((await ledger(who.owner, { case: 'RUNNING' })).entries)).toEqual(['slow']);
-    expect(callIds((await ledger(who.owner, { case: 'CLOSED_BY_RUN_END' })).entries)).toEqual(['stopped', 'cut']);
+    expect(callIds((await ledger(who.owner, { case: 'CLOSED_BY_RUN_END' })).entries)).toEqual(['lost', 'stopped', 'left', 'cut']);
     expect(callIds((await ledger(who.owner, { name: 'search', status: 'COMPLETED' })).entries)).toEqual(['again', 'lookup']);
     expect(callIds((await ledger(who.owner, { name: 'search', threadId: billing.threadId, case: 'RUNNING' })).entries)).toEqual(['slow']);
     expect((await ledger(who.owner, { name: 'no_such_tool' })).entries).toEqual([]);
@@ -187,9 +205,9 @@ describe(`toolCallLedger (${backendName})`, () => {
       expect(paged).toEqual(all);
     }
     const filtered = await ledger(who.owner, { name: 'search', first: 2 });
-    expect(callIds(filtered.entries)).toEqual(['stopped', 'again']);
+    expect(callIds(filtered.entries)).toEqual(['lost', 'stopped']);
     const rest = await ledger(who.owner, { name: 'search', first: 2, after: filtered.endCursor });
-    expect(callIds(rest.entries)).toEqual(['cut', 'slow']);
+    expect(callIds(rest.entries)).toEqual(['left', 'again']);
     expect(rest.hasNextPage).toBe(true);
   });
 
@@ -242,6 +260,6 @@ describe(`toolCallLedger (${backendName})`, () => {
     }
     // And the answers are the same as before the filler.
     expect(callIds((await ledger(who.owner, { case: 'RUNNING' })).entries)).toEqual(['slow']);
-    expect(callIds((await ledger(who.owner, { first: 100 })).entries)).toEqual(['stopped', 'again', 'skipped', 'cut', 'slow', 'refund', 'pay', 'lookup']);
+    expect(callIds((await ledger(who.owner, { first: 100 })).entries)).toEqual(['lost', 'stopped', 'left', 'again', 'skipped', 'cut', 'slow', 'refund', 'pay', 'lookup']);
   });
 });
