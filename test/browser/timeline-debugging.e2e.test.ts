@@ -34,11 +34,15 @@ async function newPage(): Promise<Page> {
   return page;
 }
 
-async function openThread(page: Page, token: string, threadId: string) {
+async function signIn(page: Page, token: string) {
   await page.goto(`${origin}/`);
   await page.fill('textarea[name=token]', token);
   await page.click('button[type=submit]');
   await page.waitForSelector('section.threads');
+}
+
+async function openThread(page: Page, token: string, threadId: string) {
+  await signIn(page, token);
   await page.goto(`${origin}/#thread=${threadId}`);
   await page.waitForSelector('section.timeline');
   await page.waitForSelector('[data-testid=connection]:text("live")');
@@ -303,7 +307,6 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     expect(await entry('pay-small').locator('.cases').textContent()).toBe('never run');
     expect(await entry('pay-big').locator('.input').textContent()).toContain('as declared');
     expect(await entry('pay-big').locator('.cases').textContent()).toMatch(/^runninglease \d.* left$/);
-    await saveScreenshot(page, 'tool-call-ledger.png');
 
     await page.selectOption('select[aria-label="Tool-call status"]', 'RUNNING');
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big']);
@@ -316,8 +319,86 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await worker.recordToolStarted({ lease, toolCallId: 'pay-small', name: 'pay', effectiveInput: { amount: 50 }, sequence: 6 });
     await expect.poll(() => entries.count(), { timeout: 5000 }).toBe(0);
     await page.selectOption('select[aria-label=Case]', 'running');
-    await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-small', 'pay-big']);
+    await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big', 'pay-small']);
     await expect.poll(() => entry('pay-small').locator('.input').textContent()).toContain('differs');
+    await page.close();
+  }, 120_000);
+
+  it('lists the tool calls across threads: each with its thread, filters, a tool appearing live while it runs, an entry opening its row', async () => {
+    const { who, owner, worker, threadId: orders } = await superadminThread('orders');
+    const { id: payments } = await owner.createThread({ title: 'payments' });
+    const declare = async (threadId: string, tools: { id: string; name: string; args: { [key: string]: string | number } }[]) => {
+      const run = await owner.createRun({ threadId });
+      const lease = await worker.claimRun(run.id, 120);
+      await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'planner-7' });
+      const model = await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: tools });
+      return { lease, model };
+    };
+    // Another superadmin's calls never show.
+    const stranger = await superadminThread('not yours');
+    const strangerRun = await stranger.owner.createRun({ threadId: stranger.threadId });
+    const strangerLease = await stranger.worker.claimRun(strangerRun.id, 120);
+    await stranger.worker.recordModelStarted({ lease: strangerLease, operationId: 'plan', sequence: 1, model: 'planner-7' });
+    await stranger.worker.recordModelFinished({
+      lease: strangerLease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'theirs', name: 'pay', args: { amount: 1 } }],
+    });
+
+    const ordering = await declare(orders, [
+      { id: 'lookup', name: 'lookup', args: { q: 'kettle' } },
+      { id: 'ship', name: 'ship', args: { to: 'Leeds' } },
+    ]);
+    const lookup = await worker.recordToolStarted({ lease: ordering.lease, toolCallId: 'lookup', name: 'lookup', effectiveInput: { q: 'kettle', limit: 5 }, sequence: 3 });
+    await worker.recordToolFinished({ lease: ordering.lease, toolCallId: 'lookup', output: { content: 'found' }, sequence: 4 });
+    const paying = await declare(payments, [
+      { id: 'pay', name: 'pay', args: { amount: 120 } },
+      { id: 'pay-later', name: 'pay', args: { amount: 300 } },
+    ]);
+    await worker.recordToolStarted({ lease: paying.lease, toolCallId: 'pay', name: 'pay', effectiveInput: { amount: 120 }, sequence: 3 });
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    await page.click('button:text("Tool calls across threads")');
+    const entries = page.locator('[data-testid=ledger] tbody tr');
+    const shown = () => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')));
+    const entry = (id: string) => page.locator(`[data-testid=ledger] tr[data-tool-call-id="${id}"]`);
+    // Newest first, each with its thread.
+    await expect.poll(shown).toEqual(['pay-later', 'pay', 'ship', 'lookup']);
+    expect(await entry('pay').getAttribute('data-thread-id')).toBe(payments);
+    expect(await entry('pay').locator('td').first().textContent()).toBe('payments');
+    expect(await entry('lookup').locator('td').first().textContent()).toBe('orders');
+    expect(await entry('lookup').locator('.input').textContent()).toContain('differs');
+    expect(await entry('pay').locator('.cases').textContent()).toMatch(/^runninglease \d.* left$/);
+    expect(await entry('ship').locator('.cases').textContent()).toBe('never run');
+    await saveScreenshot(page, 'tool-call-ledger.png');
+
+    // Filters: by tool, by status, by case, together.
+    await page.selectOption('select[aria-label="Tool name"]', 'pay');
+    await expect.poll(shown).toEqual(['pay-later', 'pay']);
+    await page.selectOption('select[aria-label="Tool-call status"]', 'RUNNING');
+    await expect.poll(shown).toEqual(['pay']);
+    await page.selectOption('select[aria-label="Tool-call status"]', '');
+    await page.selectOption('select[aria-label=Case]', 'never run');
+    await expect.poll(shown).toEqual(['pay-later']);
+    await page.selectOption('select[aria-label="Tool name"]', '');
+    await expect.poll(shown).toEqual(['pay-later', 'ship']);
+
+    // A call that starts leaves "never run" and shows among the running, with no reload.
+    await worker.recordToolStarted({ lease: paying.lease, toolCallId: 'pay-later', name: 'pay', effectiveInput: { amount: 300 }, sequence: 4 });
+    await expect.poll(shown, { timeout: 10_000 }).toEqual(['ship']);
+    await page.selectOption('select[aria-label=Case]', 'running');
+    await expect.poll(shown).toEqual(['pay-later', 'pay']);
+    expect(await entry('pay-later').locator('.input').textContent()).toContain('as declared');
+
+    // An entry opens its row in its thread's timeline: the execution, or for a call never run, the
+    // model call that declared it.
+    await page.selectOption('select[aria-label=Case]', '');
+    await entry('lookup').locator('a').click();
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(lookup.id);
+    expect(page.url()).toContain(`#thread=${orders}`);
+    await page.click('text=← threads');
+    await page.click('button:text("Tool calls across threads")');
+    await entry('ship').locator('a').click();
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ordering.model.id);
     await page.close();
   }, 120_000);
 

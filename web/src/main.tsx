@@ -8,9 +8,12 @@ import './style.css';
 import {
   auditDetails,
   audits,
-  ledger,
+  home,
   ledgerFilter,
-  toolCalls,
+  ledgerNames,
+  ledgerPage,
+  loadLedger,
+  openLedgerEntry,
   view,
   openHit,
   runSearch,
@@ -45,9 +48,9 @@ import {
   token,
   truncated,
 } from './store.js';
-import type { AuditStatus } from './generated/graphql/graphql.js';
+import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from './conversation.js';
-import { filterLedger } from './ledger.js';
+import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
 import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
 
 function SignIn() {
@@ -155,6 +158,19 @@ function SearchResults() {
         ))}
       </ul>
     </section>
+  );
+}
+
+/** With no thread open: the threads, or the tool-call ledger across them. */
+function Home() {
+  return (
+    <>
+      <div class="views home-views" role="group" aria-label="View">
+        <button aria-pressed={home.value === 'threads'} onClick={() => (home.value = 'threads')}>Threads</button>
+        <button aria-pressed={home.value === 'ledger'} onClick={() => (home.value = 'ledger')}>Tool calls across threads</button>
+      </div>
+      {home.value === 'ledger' ? <Ledger acrossThreads /> : <ThreadList />}
+    </>
   );
 }
 
@@ -467,20 +483,19 @@ function ThreadTokens() {
   return total ? <span data-testid="thread-tokens"> · {formatTokens(total)} in this thread</span> : null;
 }
 
-const LEDGER_CASES = ['never run', 'awaiting verdict', 'closed by run end', 'running'];
-
-/** Every declared tool call of the thread, run or not, with the cases a debugger hunts for. */
-function Ledger() {
-  if (!toolCalls.value) return <p class="muted">Loading the tool calls…</p>;
-  const entries = ledger.value;
+/**
+ * Every declared tool call, run or not, newest first, with the cases a debugger hunts for: the
+ * open thread's, or across the caller's threads (`acrossThreads`, each entry with its thread).
+ */
+function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
+  const page = ledgerPage.value;
   const filter = ledgerFilter.value;
-  const names = [...new Set(entries.map((entry) => entry.name))].sort();
-  const statuses = [...new Set(entries.map((entry) => entry.status))].sort();
-  const shown = filterLedger(entries, filter);
+  const names = filter.name && !ledgerNames.value.includes(filter.name) ? [...ledgerNames.value, filter.name] : ledgerNames.value;
   const set = (key: 'name' | 'status' | 'case') => (e: { currentTarget: HTMLSelectElement }) =>
     (ledgerFilter.value = { ...ledgerFilter.value, [key]: e.currentTarget.value });
+  const runName = (runId: string) => (acrossThreads ? `run ${runId.replace(/-/g, '').slice(-6)}` : runLabel(orderedRuns.value, runId));
   return (
-    <section class="ledger" aria-label="Tool-call ledger" data-testid="ledger">
+    <section class="ledger" aria-label={acrossThreads ? 'Tool-call ledger across threads' : 'Tool-call ledger'} data-testid="ledger">
       <div class="ledger-filters">
         <select aria-label="Tool name" value={filter.name} onChange={set('name')}>
           <option value="">every tool</option>
@@ -488,47 +503,52 @@ function Ledger() {
         </select>
         <select aria-label="Tool-call status" value={filter.status} onChange={set('status')}>
           <option value="">every status</option>
-          {statuses.map((status) => <option key={status} value={status}>{status.toLowerCase()}</option>)}
+          {LEDGER_STATUSES.map((status) => <option key={status} value={status}>{status.toLowerCase()}</option>)}
         </select>
         <select aria-label="Case" value={filter.case} onChange={set('case')}>
           <option value="">every case</option>
-          {LEDGER_CASES.map((name) => <option key={name} value={name}>{name}</option>)}
+          {(Object.keys(LEDGER_CASE_LABELS) as ToolCallLedgerCase[]).map((name) => <option key={name} value={name}>{LEDGER_CASE_LABELS[name]}</option>)}
         </select>
-        <span class="muted">{shown.length} of {entries.length} tool calls</span>
+        {page && !page.error && (
+          <span class="muted" data-testid="ledger-count">{page.entries.length}{page.hasMore ? '+' : ''} tool calls, newest first</span>
+        )}
       </div>
-      <table>
-        <thead>
-          <tr><th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
-        </thead>
-        <tbody>
-          {shown.map((entry) => (
-            <tr key={entry.key} data-tool-call-id={entry.toolCallId} data-status={entry.status}>
-              <td>{runLabel(orderedRuns.value, entry.runId)}</td>
-              <td>
-                {entry.auditId ? (
-                  <a href="#" onClick={(e) => (e.preventDefault(), (selectedKey.value = entry.auditId), (view.value = 'timeline'))}>{entry.name}</a>
-                ) : (
-                  entry.name
-                )}
-              </td>
-              <td><code>{entry.toolCallId}</code></td>
-              <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
-              <td>{formatDuration(entry.durationMs)}</td>
-              <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.differs !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
-                {entry.differs === true && <span class="differs">≠ effective differs</span>}
-                {entry.differs === false && <span class="same">= as declared</span>}
-                {entry.differs === null && <span class="muted">not run</span>}
-              </td>
-              <td class="cases">
-                {entry.cases.map((name) => <span key={name} class={`case ${name.replace(/ /g, '-')}`}>{name}</span>)}
-                {entry.leaseLeftMs !== null && (
-                  <span class="lease-left">{entry.leaseLeftMs > 0 ? `lease ${formatDuration(entry.leaseLeftMs)} left` : 'lease expired'}</span>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {!page && <p class="muted">Loading the tool calls…</p>}
+      {page?.error && <p class="banner error">{page.error}</p>}
+      {page && !page.error && (
+        <table>
+          <thead>
+            <tr>{acrossThreads && <th>thread</th>}<th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
+          </thead>
+          <tbody>
+            {page.entries.map((entry) => {
+              const leaseLeft = leaseLeftMs(entry, now.value);
+              return (
+                <tr key={entry.id} data-tool-call-id={entry.toolCallId} data-status={entry.status} data-thread-id={entry.threadId}>
+                  {acrossThreads && <td>{entry.threadTitle || entry.threadId}</td>}
+                  <td>{runName(entry.runId)}</td>
+                  <td>
+                    <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{entry.name}</a>
+                  </td>
+                  <td><code>{entry.toolCallId}</code></td>
+                  <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
+                  <td>{formatDuration(shownDurationMs(entry, now.value))}</td>
+                  <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
+                    {entry.inputDiffers === true && <span class="differs">≠ effective differs</span>}
+                    {entry.inputDiffers === false && <span class="same">= as declared</span>}
+                    {entry.inputDiffers == null && <span class="muted">not run</span>}
+                  </td>
+                  <td class="cases">
+                    {entry.cases.map((name) => <span key={name} class={`case ${LEDGER_CASE_LABELS[name].replace(/ /g, '-')}`}>{LEDGER_CASE_LABELS[name]}</span>)}
+                    {leaseLeft !== null && <span class="lease-left">{leaseLeft > 0 ? `lease ${formatDuration(leaseLeft)} left` : 'lease expired'}</span>}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {page?.hasMore && <button onClick={() => void loadLedger(true)}>More tool calls</button>}
     </section>
   );
 }
@@ -565,7 +585,7 @@ function Timeline() {
         </div>
       )}
       {view.value === 'ledger' && !auditsHidden.value ? (
-        <Ledger />
+        <Ledger acrossThreads={false} />
       ) : (
         <>
           <Rows />
@@ -584,7 +604,7 @@ function App() {
       {pageError.value && <p class="banner error" role="alert">{pageError.value}</p>}
       <SearchBox />
       <SearchResults />
-      {threadId.value ? <Timeline /> : <ThreadList />}
+      {threadId.value ? <Timeline /> : <Home />}
     </>
   );
 }

@@ -21,10 +21,6 @@ export const AUDIT_FIELDS = graphql(`
     ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }
   }`);
 
-/** The thread's tool calls (the ToolCall projection): declared ones that never ran included. */
-export const TOOL_CALL_FIELDS = graphql(`
-  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }`);
-
 export const AUDIT_DETAIL = graphql(`
   query Audit($id: ID!) {
     audit(id: $id) {
@@ -66,5 +62,14 @@ export const SEARCH_AUDITS = graphql(`
     }
   }`);
 
-export const THREAD_TOOL_CALLS = graphql(`
-  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }`);
+/** One page of the tool-call ledger (the server computes the cases: src/domain/tool-call-ledger.ts). */
+export const TOOL_CALL_LEDGER = graphql(`
+  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {
+    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {
+      edges { node {
+        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers
+        status startedAt finishedAt durationMs cases leaseExpiresAt
+      } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }`);

@@ -2,9 +2,9 @@ import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
 import { followThread, readAuditPage } from './live.js';
-import { AUDIT_DETAIL, SEARCH_AUDITS, THREAD_TOOL_CALLS, THREADS } from './queries.js';
-import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery } from './generated/graphql/graphql.js';
-import { buildLedger, type ToolCallView } from './ledger.js';
+import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
+import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
+import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
 import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
@@ -49,9 +49,13 @@ export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error
 
 /** Which view of the open thread shows: the timeline or the tool-call ledger. */
 export const view = signal<'timeline' | 'ledger'>('timeline');
-/** The thread's tool calls by declaring run, read while the ledger shows. */
-export const toolCalls = signal<Map<string, ToolCallView[]> | null>(null);
-export const ledgerFilter = signal({ name: '', status: '', case: '' });
+/** With no thread open: the thread list, or the ledger across the caller's threads. */
+export const home = signal<'threads' | 'ledger'>('threads');
+export const ledgerFilter = signal<LedgerFilter>({ name: '', status: '', case: '' });
+/** The ledger shown (the open thread's, or across threads), as read for `forQuery`. */
+export const ledgerPage = signal<{ entries: LedgerEntry[]; hasMore: boolean; error: string | null; forQuery: string } | null>(null);
+/** Tool names seen in the ledger since it opened: the name filter's choices outlive a filter. */
+export const ledgerNames = signal<string[]>([]);
 
 /** The page's one clock: it ticks only while something on the timeline runs. */
 export const now = signal(Date.now());
@@ -60,7 +64,9 @@ export const now = signal(Date.now());
 export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
 export const timeline = computed(() => layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value));
 export const rows = computed(() => timeline.value.rows);
-const anythingRunning = computed(() => rows.value.some((row) => row.running));
+const anythingRunning = computed(
+  () => rows.value.some((row) => row.running) || Boolean(ledgerPage.value?.entries.some((entry) => entry.cases.includes('RUNNING'))),
+);
 effect(() => {
   if (!anythingRunning.value) return;
   now.value = Date.now();
@@ -82,30 +88,78 @@ effect(() => {
   );
 });
 
-export const ledger = computed(() => (toolCalls.value ? buildLedger(orderedRuns.value, toolCalls.value, audits.value.values(), now.value) : []));
+const LEDGER_PAGE = 100;
+/**
+ * The ledger that shows, if one does: the open thread's (view 'ledger') or, with no thread open,
+ * across the caller's threads (home 'ledger'); with the filters.
+ */
+const ledgerQuery = computed(() => {
+  const shown = threadId.value ? view.value === 'ledger' && !auditsHidden.value : home.value === 'ledger';
+  return shown ? { threadId: threadId.value, filter: ledgerFilter.value } : null;
+});
 
-/** Reads the thread's tool calls (again after a change, while the ledger shows). */
-export async function loadToolCalls() {
-  const thread = threadId.value;
-  if (!thread || !token.value) return;
+/**
+ * Reads the ledger that shows: as many entries as already show (`more`: one page more), so a
+ * refresh never shrinks what the reader scrolled to.
+ */
+export async function loadLedger(more = false) {
+  const query = ledgerQuery.peek();
+  if (!token.value || !query) return;
+  const forQuery = JSON.stringify(query);
+  const current = ledgerPage.peek();
+  const shown = current?.forQuery === forQuery ? current.entries.length : 0;
+  const wanted = Math.max(LEDGER_PAGE, more ? shown + LEDGER_PAGE : shown);
+  const entries: LedgerEntry[] = [];
+  let after: string | null = null;
+  let hasMore = false;
   try {
-    const data = await gql(token.value, THREAD_TOOL_CALLS, { id: thread });
-    if (threadId.value === thread && data.thread) toolCalls.value = new Map(data.thread.runs.map((run) => [run.id, run.toolCalls]));
+    do {
+      const { toolCallLedger: page }: ToolCallLedgerQuery = await gql(token.value, TOOL_CALL_LEDGER, {
+        threadId: query.threadId,
+        name: query.filter.name || null,
+        status: query.filter.status || null,
+        case: query.filter.case || null,
+        first: LEDGER_PAGE,
+        after,
+      });
+      entries.push(...page.edges.map((edge) => edge.node));
+      hasMore = page.pageInfo.hasNextPage;
+      after = page.pageInfo.endCursor ?? null;
+    } while (hasMore && entries.length < wanted);
+    if (JSON.stringify(ledgerQuery.peek()) !== forQuery) return;
+    ledgerPage.value = { entries, hasMore, error: null, forQuery };
+    const names = new Set([...ledgerNames.peek(), ...entries.map((entry) => entry.name)]);
+    if (names.size !== ledgerNames.peek().length) ledgerNames.value = [...names].sort();
   } catch (error) {
-    pageError.value = error instanceof Error ? error.message : String(error);
+    ledgerPage.value = { entries: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery };
   }
 }
-let toolCallsTimer: ReturnType<typeof setTimeout> | undefined;
-function refreshToolCallsSoon() {
-  if (view.value !== 'ledger' || toolCallsTimer) return;
-  toolCallsTimer = setTimeout(() => {
-    toolCallsTimer = undefined;
-    void loadToolCalls();
+let ledgerTimer: ReturnType<typeof setTimeout> | undefined;
+/** The open thread's ledger follows its changes (threadChanges): one read per burst of them. */
+function refreshLedgerSoon() {
+  if (!ledgerQuery.peek() || ledgerTimer) return;
+  ledgerTimer = setTimeout(() => {
+    ledgerTimer = undefined;
+    void loadLedger();
   }, 300);
 }
 effect(() => {
-  if (view.value === 'ledger' && threadId.value) void loadToolCalls();
+  const query = ledgerQuery.value;
+  if (!query) return void (ledgerPage.value = null);
+  void loadLedger();
+  if (query.threadId) return;
+  // Across threads there is no one stream to follow (threadChanges is per thread): re-read every
+  // two seconds while the view shows (docs/debug-ui.md, "The tool-call ledger").
+  const timer = setInterval(() => void loadLedger(), 2000);
+  return () => clearInterval(timer);
 });
+
+/** Opens a ledger entry's row (its execution, else its declaring model call) in its thread's timeline. */
+export function openLedgerEntry(entry: LedgerEntry) {
+  if (threadId.value !== entry.threadId) openThread(entry.threadId);
+  view.value = 'timeline';
+  pendingReveal.value = rowToOpen(entry);
+}
 
 /** Runs the search the box and the filters describe; a text under three characters waits. */
 export async function runSearch() {
@@ -228,6 +282,7 @@ export async function loadThreads(fromStart: boolean) {
 export function openThread(id: string) {
   closeThread();
   threadId.value = id;
+  home.value = 'threads';
   if (location.hash !== `#thread=${id}`) history.pushState(null, '', `#thread=${id}`);
   stopFollowing = followThread(liveClient(), token.value!, id, {
     thread: (info) => (threadInfo.value = info),
@@ -237,7 +292,7 @@ export function openThread(id: string) {
     },
     run: (run) => {
       runs.value = mergeRun(runs.value, run);
-      refreshToolCallsSoon();
+      refreshLedgerSoon();
     },
     audits: (items, isTruncated) => {
       audits.value = items.reduce(mergeAudit, audits.value);
@@ -248,7 +303,7 @@ export function openThread(id: string) {
     audit: (audit) => {
       audits.value = mergeAudit(audits.value, audit);
       refreshSearchSoon();
-      refreshToolCallsSoon();
+      refreshLedgerSoon();
     },
     auditsHidden: (reason) => {
       auditsHidden.value = reason;
@@ -268,7 +323,8 @@ export function closeThread() {
   truncated.value = false;
   olderBefore.value = null;
   snapshotLoaded.value = false;
-  toolCalls.value = null;
+  ledgerPage.value = null;
+  ledgerNames.value = [];
   zoom.value = null;
   auditDetails.value = new Map();
   auditsHidden.value = null;

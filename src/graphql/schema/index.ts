@@ -11,5 +11,6 @@ import './lifecycle.js';
 import './subscriptions.js';
 import './deletion.js';
 import './audit-search.js';
+import './tool-call-ledger.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

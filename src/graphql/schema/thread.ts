@@ -57,7 +57,7 @@ export const ThreadRef = builder.prismaObject('Thread', {
   }),
 });
 
-const PageInfoRef = builder.objectRef<{ hasNextPage: boolean; endCursor: string | null }>('PageInfo').implement({
+export const PageInfoRef = builder.objectRef<{ hasNextPage: boolean; endCursor: string | null }>('PageInfo').implement({
   fields: (t) => ({
     hasNextPage: t.exposeBoolean('hasNextPage'),
     endCursor: t.exposeString('endCursor', { nullable: true }),

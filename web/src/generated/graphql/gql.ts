@@ -18,7 +18,6 @@ type Documents = {
     "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": typeof types.PageRunFieldsFragmentDoc,
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": typeof types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": typeof types.PageAuditFieldsFragmentDoc,
-    "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }": typeof types.PageToolCallFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": typeof types.AuditDocument,
     "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ThreadsDocument,
     "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
@@ -26,13 +25,12 @@ type Documents = {
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": typeof types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
     "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
-    "\n  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }": typeof types.ThreadToolCallsDocument,
+    "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ToolCallLedgerDocument,
 };
 const documents: Documents = {
     "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": types.PageRunFieldsFragmentDoc,
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": types.PageAuditFieldsFragmentDoc,
-    "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }": types.PageToolCallFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": types.AuditDocument,
     "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ThreadsDocument,
     "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }": types.ThreadRunsDocument,
@@ -40,7 +38,7 @@ const documents: Documents = {
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
     "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
-    "\n  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }": types.ThreadToolCallsDocument,
+    "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ToolCallLedgerDocument,
 };
 
 /**
@@ -55,10 +53,6 @@ export function graphql(source: "\n  fragment PageAuditCommonFields on Audit { _
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }"): typeof import('./graphql.js').PageAuditFieldsFragmentDoc;
-/**
- * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
- */
-export function graphql(source: "\n  fragment PageToolCallFields on ToolCall { id toolCallId name status declaredInput effectiveInput startedAt finishedAt durationMs }"): typeof import('./graphql.js').PageToolCallFieldsFragmentDoc;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -90,7 +84,7 @@ export function graphql(source: "\n  query SearchAudits($text: String, $status: 
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query ThreadToolCalls($id: ID!) { thread(id: $id) { runs(first: 500) { id toolCalls { ...PageToolCallFields } } } }"): typeof import('./graphql.js').ThreadToolCallsDocument;
+export function graphql(source: "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }"): typeof import('./graphql.js').ToolCallLedgerDocument;
 
 
 export function graphql(source: string) {

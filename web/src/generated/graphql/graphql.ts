@@ -21,6 +21,27 @@ export type RunStatus =
   | 'QUEUED'
   | 'RUNNING';
 
+/** What a debugger hunts for in a tool call. */
+export type ToolCallLedgerCase =
+  /** A bare error was recorded; the run's end decides how it closes. */
+  | 'AWAITING_VERDICT'
+  /** Closed by the run's end (finishRun, cancelRun or a lease expiry), not by a terminal event of its own. */
+  | 'CLOSED_BY_RUN_END'
+  /** Declared by a model call and never started. */
+  | 'NEVER_RUN'
+  /** Running now; `leaseExpiresAt` says when the lease of the run it runs in expires. */
+  | 'RUNNING';
+
+/** A ledger entry's status: its latest execution's (the tool audit's) once it ran, else PENDING. */
+export type ToolCallLedgerStatus =
+  | 'ABANDONED'
+  | 'CANCELLED'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'INTERRUPTED'
+  | 'PENDING'
+  | 'RUNNING';
+
 export type ToolCallStatus =
   | 'CANCELLED'
   | 'COMPLETED'
@@ -47,8 +68,6 @@ export type PageAuditFieldsFragment =
   | PageAuditFields_ModelAudit_Fragment
   | PageAuditFields_ToolAudit_Fragment
 ;
-
-export type PageToolCallFieldsFragment = { id: string, toolCallId: string, name: string, status: ToolCallStatus, declaredInput: unknown, effectiveInput: unknown, startedAt: string | null, finishedAt: string | null, durationMs: number | null };
 
 export type AuditQueryVariables = Exact<{
   id: string | number;
@@ -117,12 +136,17 @@ export type SearchAuditsQuery = { searchAudits: { hasMore: boolean, items: Array
         | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
        }> } };
 
-export type ThreadToolCallsQueryVariables = Exact<{
-  id: string | number;
+export type ToolCallLedgerQueryVariables = Exact<{
+  threadId?: string | number | null | undefined;
+  name?: string | null | undefined;
+  status?: ToolCallLedgerStatus | null | undefined;
+  case?: ToolCallLedgerCase | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
 }>;
 
 
-export type ThreadToolCallsQuery = { thread: { runs: Array<{ id: string, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus, declaredInput: unknown, effectiveInput: unknown, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> }> } | null };
+export type ToolCallLedgerQuery = { toolCallLedger: { edges: Array<{ node: { id: string, threadId: string, threadTitle: string | null, runId: string, declaredById: string, executedInRunId: string | null, auditId: string | null, toolCallId: string, name: string, declaredInput: unknown, effectiveInput: unknown, inputDiffers: boolean | null, status: ToolCallLedgerStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, cases: Array<ToolCallLedgerCase>, leaseExpiresAt: string | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -212,19 +236,6 @@ export const PageAuditFieldsFragmentDoc = new TypedDocumentString(`
   outputBytes
   errorBytes
 }`, {"fragmentName":"PageAuditFields"}) as unknown as TypedDocumentString<PageAuditFieldsFragment, unknown>;
-export const PageToolCallFieldsFragmentDoc = new TypedDocumentString(`
-    fragment PageToolCallFields on ToolCall {
-  id
-  toolCallId
-  name
-  status
-  declaredInput
-  effectiveInput
-  startedAt
-  finishedAt
-  durationMs
-}
-    `, {"fragmentName":"PageToolCallFields"}) as unknown as TypedDocumentString<PageToolCallFieldsFragment, unknown>;
 export const AuditDocument = new TypedDocumentString(`
     query Audit($id: ID!) {
   audit(id: $id) {
@@ -499,25 +510,42 @@ fragment PageAuditFields on Audit {
     }
   }
 }`) as unknown as TypedDocumentString<SearchAuditsQuery, SearchAuditsQueryVariables>;
-export const ThreadToolCallsDocument = new TypedDocumentString(`
-    query ThreadToolCalls($id: ID!) {
-  thread(id: $id) {
-    runs(first: 500) {
-      id
-      toolCalls {
-        ...PageToolCallFields
+export const ToolCallLedgerDocument = new TypedDocumentString(`
+    query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {
+  toolCallLedger(
+    threadId: $threadId
+    name: $name
+    status: $status
+    case: $case
+    first: $first
+    after: $after
+  ) {
+    edges {
+      node {
+        id
+        threadId
+        threadTitle
+        runId
+        declaredById
+        executedInRunId
+        auditId
+        toolCallId
+        name
+        declaredInput
+        effectiveInput
+        inputDiffers
+        status
+        startedAt
+        finishedAt
+        durationMs
+        cases
+        leaseExpiresAt
       }
+    }
+    pageInfo {
+      hasNextPage
+      endCursor
     }
   }
 }
-    fragment PageToolCallFields on ToolCall {
-  id
-  toolCallId
-  name
-  status
-  declaredInput
-  effectiveInput
-  startedAt
-  finishedAt
-  durationMs
-}`) as unknown as TypedDocumentString<ThreadToolCallsQuery, ThreadToolCallsQueryVariables>;
+    `) as unknown as TypedDocumentString<ToolCallLedgerQuery, ToolCallLedgerQueryVariables>;

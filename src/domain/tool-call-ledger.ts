@@ -1,0 +1,152 @@
+import type { Principal } from '../auth/principal.js';
+import type { Sql } from '../db/sql.js';
+import { auditThreadOrNotFound, findThread, requireAuditReader } from './access.js';
+import { badInput } from './errors.js';
+import { isUuid, MAX_ID_LENGTH } from './ids.js';
+
+/**
+ * The tool-call ledger: every tool call a model call declared, run or not, with the cases a
+ * debugger hunts for. Each entry is one ToolCall row and its latest execution (the newest tool
+ * audit bound to it: a call interrupted and run again in a resume is the resumed execution).
+ */
+
+/** The most entries one page returns. */
+export const MAX_LEDGER_PAGE = 100;
+
+export const LEDGER_CASES = ['NEVER_RUN', 'AWAITING_VERDICT', 'CLOSED_BY_RUN_END', 'RUNNING'] as const;
+export type LedgerCase = (typeof LEDGER_CASES)[number];
+
+/** The execution's status once it ran (its audit's), else the declaration's (PENDING). */
+export const LEDGER_STATUSES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'] as const;
+export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
+
+/**
+ * The rule of each case, as SQL over `tc` (the ToolCall) and `e` (its latest execution, all
+ * NULL when it never ran). `narrowing` is the ToolCall statuses an entry in that case can have
+ * (the projection mirrors the audit: INTERRUPTED reads PENDING, ABANDONED reads FAILED), a
+ * condition on `tool_call` alone, so the read walks `(status, id)` newest first for the rare ones.
+ */
+const CASE_RULES: Record<LedgerCase, { sql: string; narrowing: string }> = {
+  // Declared and never started: it stays PENDING whatever the run's ending (SEMANTICS.md).
+  NEVER_RUN: { sql: `e.id IS NULL`, narrowing: `tc.status = 'PENDING'` },
+  // A bare error saved; the run's end decides FAILED, ABANDONED, CANCELLED or INTERRUPTED.
+  AWAITING_VERDICT: { sql: `coalesce(e.awaiting_run_terminal, false)`, narrowing: `tc.status = 'RUNNING'` },
+  // Closed by finishRun, cancelRun or a lease expiry with no terminal event of its own
+  // (a FAILED run's closing reason is RUN_FAILED; src/domain/convergence.ts).
+  CLOSED_BY_RUN_END: {
+    sql: `(e.status IN ('ABANDONED', 'INTERRUPTED', 'CANCELLED') OR (e.status = 'FAILED' AND e.error ->> 'code' = 'RUN_FAILED'))`,
+    narrowing: `tc.status IN ('PENDING', 'FAILED', 'CANCELLED')`,
+  },
+  RUNNING: { sql: `(e.status = 'RUNNING' AND NOT e.awaiting_run_terminal)`, narrowing: `tc.status = 'RUNNING'` },
+};
+
+const STATUS_SQL = `coalesce(e.status::text, tc.status::text)`;
+/** The ToolCall status an entry of each ledger status has (see CASE_RULES). */
+const STATUS_NARROWING: Record<LedgerStatus, string> = {
+  PENDING: 'PENDING',
+  RUNNING: 'RUNNING',
+  COMPLETED: 'COMPLETED',
+  FAILED: 'FAILED',
+  CANCELLED: 'CANCELLED',
+  INTERRUPTED: 'PENDING',
+  ABANDONED: 'FAILED',
+};
+
+export interface LedgerQuery {
+  /** Within this thread only; else every thread whose audits the principal may read. */
+  threadId?: string | null;
+  /** Exactly this tool name. */
+  name?: string | null;
+  status?: LedgerStatus | null;
+  case?: LedgerCase | null;
+  first?: number | null;
+  /** The cursor of the last entry of the previous page. */
+  after?: string | null;
+}
+
+export interface LedgerEntry {
+  /** The ToolCall's id; also the entry's cursor (UUIDv7: newest first is id order). */
+  id: string;
+  threadId: string;
+  threadTitle: string | null;
+  /** The run whose model call declared it. */
+  runId: string;
+  /** The model audit that declared it. */
+  declaredById: string;
+  /** The run its latest execution ran in (a resume's, for a call run again); null: never run. */
+  executedInRunId: string | null;
+  /** The tool audit of its latest execution. */
+  auditId: string | null;
+  toolCallId: string;
+  name: string;
+  declaredInput: unknown;
+  /** What the tool ran with (its audit's input); null when it never ran. */
+  effectiveInput: unknown;
+  /** The effective input differs from the declared arguments; null when it never ran. */
+  inputDiffers: boolean | null;
+  status: LedgerStatus;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  durationMs: number | null;
+  cases: LedgerCase[];
+  /** While it runs: when the lease of the run it runs in expires. */
+  leaseExpiresAt: Date | null;
+}
+
+const caseArray = `array_remove(ARRAY[${LEDGER_CASES.map((name) => `CASE WHEN ${CASE_RULES[name].sql} THEN '${name}' END`).join(', ')}]::text[], NULL)`;
+
+/**
+ * One ledger page, newest first, from the threads whose audits the principal may read (a
+ * superadmin's own, SEMANTICS: the ledger shows audit data). Indexes (migration
+ * 20261201231000_tool_call_ledger): `(thread_id, id)` for one thread, `(name, id)` for a tool
+ * across threads, `(status, id)` for a status or case (the running, the never run: few among
+ * many); each walks newest first, checks the thread's owner by its key, and stops after
+ * `first + 1` entries.
+ */
+export async function toolCallLedger(sql: Sql, principal: Principal, query: LedgerQuery): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
+  requireAuditReader(principal);
+  const { first } = query;
+  if (first == null || first < 1 || first > MAX_LEDGER_PAGE) throw badInput(`first must be between 1 and ${MAX_LEDGER_PAGE}`);
+  const name = query.name?.trim() || null;
+  if (name !== null && name.length > MAX_ID_LENGTH) throw badInput(`name is ${name.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+  if (query.after != null && !isUuid(query.after)) throw badInput('after must be the cursor of an entry of a previous page');
+  if (query.status != null && !LEDGER_STATUSES.includes(query.status)) throw badInput(`status must be one of ${LEDGER_STATUSES.join(', ')}`);
+  if (query.case != null && !LEDGER_CASES.includes(query.case)) throw badInput(`case must be one of ${LEDGER_CASES.join(', ')}`);
+
+  const threadId = query.threadId == null ? null : auditThreadOrNotFound(principal, await findThread(sql, query.threadId), query.threadId).id;
+  const statement = ledgerStatement(principal.sub, { ...query, first, name, threadId });
+  const entries = await sql.query<LedgerEntry>(statement.text, statement.params);
+  return { entries: entries.slice(0, first), hasMore: entries.length > first };
+}
+
+/**
+ * The ledger's read for an owner, its filters checked (`threadId` one the owner's audits may be
+ * read in): one statement, `first + 1` entries at most.
+ */
+export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: number }): { text: string; params: unknown[] } {
+  const params: unknown[] = [ownerId];
+  const param = (value: unknown) => `$${params.push(value)}`;
+  const where = [`t.owner_id = $1`, `t.deleted_at IS NULL`];
+  if (query.threadId != null) where.push(`tc.thread_id = ${param(query.threadId)}`);
+  if (query.name != null) where.push(`tc.name = ${param(query.name)}`);
+  if (query.status != null) {
+    where.push(`tc.status = ${param(STATUS_NARROWING[query.status])}::"ToolCallStatus"`, `${STATUS_SQL} = ${param(query.status)}`);
+  }
+  if (query.case != null) where.push(CASE_RULES[query.case].narrowing, CASE_RULES[query.case].sql);
+  if (query.after != null) where.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
+  const text = `SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
+       tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,
+       CASE WHEN e.id IS NULL THEN NULL ELSE e.input IS DISTINCT FROM tc.declared_input END AS input_differs,
+       ${STATUS_SQL} AS status, e.started_at, e.finished_at, e.duration_ms, ${caseArray} AS cases,
+       CASE WHEN ${CASE_RULES.RUNNING.sql} THEN (SELECT r.lease_expires_at FROM run r WHERE r.id = e.run_id AND r.status = 'RUNNING') END
+         AS lease_expires_at
+     FROM tool_call tc
+     JOIN thread t ON t.id = tc.thread_id
+     LEFT JOIN LATERAL (
+       SELECT m.id, m.run_id, m.input, m.status, m.error, m.awaiting_run_terminal, m.started_at, m.finished_at, m.duration_ms
+       FROM message m WHERE m.tool_call_row_id = tc.id ORDER BY m.id DESC LIMIT 1
+     ) e ON true
+     WHERE ${where.join(' AND ')}
+     ORDER BY tc.id DESC LIMIT ${param(query.first + 1)}`;
+  return { text, params };
+}
