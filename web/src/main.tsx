@@ -248,7 +248,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
           <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
         )}
       </div>
-      <div class="info">
+      <div class="info" title={[row.status, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
         <span class={`status ${row.status}`}>{row.status}</span>
         <span class="duration">{formatDuration(row.durationMs)}</span>
         {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
