@@ -19,13 +19,32 @@ export const PING_MS = 12_000;
 /**
  * yoga's SSE writer, plus an `id:` line for each result that has an event id (a threadChanges
  * cursor): a browser's EventSource then sends it back as Last-Event-ID when it reconnects.
+ * The stream ends with its request: when the client goes (the request's signal aborts) or cancels
+ * the body, the subscription ends at once, even while it waits for its next event, rather than
+ * when the next keep-alive comment finds nobody to write to.
  */
-function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: FetchAPI): Response {
+function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: FetchAPI, request: Request): Response {
   const encoder = new fetchAPI.TextEncoder();
   const iterator = result[Symbol.asyncIterator]();
   let ping: NodeJS.Timeout | undefined;
+  let ended = false;
+  let onClientGone = () => {};
+  /** Stops the pings and the subscription; the iterator's `return` also settles a pending `next`. */
+  const end = async () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(ping);
+    request.signal.removeEventListener('abort', onClientGone);
+    await iterator.return?.();
+  };
   const body = new fetchAPI.ReadableStream<Uint8Array>({
     start(controller) {
+      onClientGone = () => {
+        void end();
+        controller.close();
+      };
+      if (request.signal.aborted) return onClientGone();
+      request.signal.addEventListener('abort', onClientGone, { once: true });
       // Some browsers wait for a first byte before they report the response.
       controller.enqueue(encoder.encode(':\n\n'));
       ping = setInterval(() => {
@@ -34,7 +53,9 @@ function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: Fetch
       }, PING_MS);
     },
     async pull(controller) {
+      if (ended) return;
       const next = await iterator.next();
+      if (ended) return; // the client went while this pull waited
       if (next.value != null) {
         const id = eventIdOf(next.value);
         const data = JSON.stringify(withoutInternals(next.value));
@@ -42,14 +63,11 @@ function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: Fetch
       }
       if (next.done) {
         controller.enqueue(encoder.encode('event: complete\ndata:\n\n'));
-        clearInterval(ping);
+        await end();
         controller.close();
       }
     },
-    async cancel() {
-      clearInterval(ping);
-      await iterator.return?.();
-    },
+    cancel: end,
   });
   return new fetchAPI.Response(body, {
     headers: { 'Content-Type': 'text/event-stream', Connection: 'keep-alive', 'Cache-Control': 'no-cache', 'Content-Encoding': 'none' },
@@ -67,7 +85,7 @@ export function useSseEventIds(): Plugin {
     onResultProcess({ request, result, resultProcessor, setResultProcessor }) {
       // yoga answers a subscription's stream only as SSE: a processor chosen for it is SSE's.
       if (resultProcessor && isAsyncIterable(result) && subscriptionRequests.has(request)) {
-        setResultProcessor((stream, fetchAPI) => sseWithEventIds(stream as AsyncIterable<ExecutionResult>, fetchAPI), 'text/event-stream');
+        setResultProcessor((stream, fetchAPI) => sseWithEventIds(stream as AsyncIterable<ExecutionResult>, fetchAPI, request), 'text/event-stream');
       }
     },
   };

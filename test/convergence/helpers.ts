@@ -1,5 +1,4 @@
 import { expect } from 'vitest';
-import type { SqlDriver } from '../../src/db/database.js';
 import { errorCode, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { THREAD_AUDITS, must, type WorkerSession } from '../support/lifecycle.js';
 
@@ -40,19 +39,6 @@ export async function openWork(session: WorkerSession) {
   must(await session.toolError('t-await', { message: 'bare' }));
   must(await session.toolStarted('t-open', 'search'));
   must(await session.modelStarted('m-open'));
-}
-
-/**
- * Moves the database's clock past the runs' leases, the first run's furthest: each expiry is set
- * in the database's past, which is all the lease rules read (`lease_expires_at <= now()`, by the
- * database clock), so no test waits out a lease in real time.
- */
-export async function expireLeases(driver: Pick<SqlDriver, 'query'>, runIds: string[]) {
-  await driver.query(
-    `UPDATE run r SET lease_expires_at = now() - make_interval(secs => cardinality($1::uuid[]) - e.position + 1)
-     FROM unnest($1::uuid[]) WITH ORDINALITY AS e(id, position) WHERE r.id = e.id`,
-    [runIds],
-  );
 }
 
 /** The worker is told its lease expired. The probe finishes a tool call that was never started, so it changes nothing. */

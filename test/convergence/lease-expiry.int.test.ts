@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'v
 import { sweepExpiredLeases } from '../../src/domain/convergence.js';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
-import { WorkerSession, actors, claim, createRun, createThread, must } from '../support/lifecycle.js';
+import { WorkerSession, actors, claim, createRun, createThread, expireLeases, must } from '../support/lifecycle.js';
 import { eventually, payloads, subscribeSse, type Stream } from '../support/streams.js';
-import { auditsOf, expectLeaseExpired, expireLeases, openWork, readRun } from './helpers.js';
+import { auditsOf, expectLeaseExpired, openWork, readRun } from './helpers.js';
 
 // SEMANTICS.md: the server sweeps expired leases; several instances may sweep at once and each
 // run is converged exactly once; a restarted server sweeps once at start-up.

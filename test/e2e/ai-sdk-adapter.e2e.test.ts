@@ -3,25 +3,14 @@
 // is recorded through AiSdkAudit, and the owner reads the run back with threadAudits, audit by
 // audit against what the SDK reports the agent did.
 import { generateText, stepCountIs, type StepResult } from 'ai';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
 import { AiSdkAudit, AuditLeaseLostError } from '@agent-audit/client/ai-sdk';
 import { agentTools, callTool, scriptedModel, turn, type ScriptedTurn } from '../../src/cli/ai-sdk-agent.js';
 import { backendName } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { e2eActors, serverForFile } from './support/server.js';
 
-let storage: E2EStorage;
-let server: ServerProcess;
-
-beforeAll(async () => {
-  storage = await createE2EStorage();
-  server = await startServer(storage);
-}, 120_000);
-
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
-});
+const server = serverForFile();
 
 /** A fresh owner, worker and thread; `workerFetch` replaces the worker's network. */
 async function openThread(title: string, options: { workerFetch?: FetchLike; leaseSeconds?: number; budgetMs?: number } = {}) {

@@ -3,11 +3,11 @@
 // server's address in AUDIT_URL) against the server process, and the run it recorded read back.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { withTimeout } from './support/wait.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { e2eActors, serverForFile } from './support/server.js';
 
 /** The commands of docs/runtime-authors.md (the code-blocks test checks they are its commands, as written). */
 const COMMANDS = {
@@ -17,18 +17,7 @@ const COMMANDS = {
 };
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
-let storage: E2EStorage;
-let server: ServerProcess;
-
-beforeAll(async () => {
-  storage = await createE2EStorage();
-  server = await startServer(storage);
-}, 120_000);
-
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
-});
+const server = serverForFile();
 
 /** A command of the guide run by bash in the repository, its placeholders replaced by the tokens. */
 async function runCommand(command: string, who: { owner: string; worker: string }): Promise<{ code: number | NodeJS.Signals; output: string }> {

@@ -5,25 +5,14 @@ import type { BaseMessage } from '@langchain/core/messages';
 import { Command, END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
 import { AuditLeaseLostError, LangGraphAudit } from '@agent-audit/client/langgraph';
 import { LARGE_LOG_LINES, ScriptedChatModel, buildReactAgent, callTool, turn } from '../../src/cli/langgraph-agent.js';
 import { backendName } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { e2eActors, serverForFile } from './support/server.js';
 
-let storage: E2EStorage;
-let server: ServerProcess;
-
-beforeAll(async () => {
-  storage = await createE2EStorage();
-  server = await startServer(storage);
-}, 120_000);
-
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
-});
+const server = serverForFile();
 
 /** A fresh owner, worker and thread; `workerFetch` replaces the worker's network. */
 async function openThread(title: string, workerFetch?: FetchLike) {

@@ -9,26 +9,19 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { e2eActors, serverForFile } from './support/server.js';
 
 const run = promisify(execFile);
 const CLIENT_DIR = join(import.meta.dirname, '../../packages/client');
 
-let storage: E2EStorage;
-let server: ServerProcess;
+const server = serverForFile();
 let scratch: string;
 
-beforeAll(async () => {
+beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 'audit-packed-client-'));
-  storage = await createE2EStorage();
-  server = await startServer(storage);
-}, 120_000);
-
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
-  rmSync(scratch, { recursive: true, force: true });
 });
+
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe(`the packed client in an empty project (${backendName})`, () => {
   it('installs alone from its tarball and records a run that threadAudits reads back', async () => {

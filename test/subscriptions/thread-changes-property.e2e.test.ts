@@ -105,7 +105,9 @@ function sseLeg(
   const address = new URL(typeof target === 'string' ? target : 'http://test/graphql');
   address.searchParams.set('query', CHANGES);
   address.searchParams.set('variables', JSON.stringify(variables));
+  const client = new AbortController();
   const init = {
+    signal: client.signal,
     headers: { accept: 'text/event-stream', authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
   };
   const events: { id?: string; change: ThreadChange }[] = [];
@@ -125,13 +127,16 @@ function sseLeg(
       if (result.errors) throw new Error(`an error event: ${JSON.stringify(result.errors)}`);
       events.push({ id: fields.id, change: result.data.threadChanges as ThreadChange });
     }
-  })();
+  })().catch((error: unknown) => {
+    if (!stopped) throw error; // once stopped, the abort's own error is expected
+  });
   return {
     events,
     async stop() {
       stopped = true;
-      // Not awaited: in process, the cancel settles only when the next chunk (a ping) is written.
-      void reader?.cancel().catch(() => {});
+      // As a client that goes: the request is aborted (the server's stream ends with it), then the body cancelled.
+      client.abort();
+      await reader?.cancel().catch(() => {});
       await reading;
     },
   };
@@ -183,8 +188,8 @@ async function leg(
 /**
  * Counts the times a live subscriber fell behind and was then caught up from the database. Not
  * visible through the API (a catch-up that folds nothing looks like live delivery): the stream's
- * own steps are observed. A stream whose client has gone and which nobody reads any more (an SSE
- * cancel in process settles only at the next ping) falls behind but is never caught up: not counted.
+ * own steps are observed. A stream whose client has gone and which nobody reads any more falls
+ * behind but is never caught up: not counted.
  */
 function countCatchUpsAfterFallingBehind() {
   type Steps = { behind: boolean; fallBehind(): void; readPage(): Promise<void> };

@@ -1,3 +1,4 @@
+import type { SqlDriver } from '../../src/db/database.js';
 import type { GraphQLResponse, TestApp } from './app.js';
 
 import { graphql } from '../generated/graphql/index.js';
@@ -167,3 +168,16 @@ export const THREAD_AUDITS = `query($threadId: ID!, $limit: Int) {
   }
 }
 ${AUDIT_FRAGMENT}`;
+
+/**
+ * Moves the database's clock past the runs' leases, the first run's furthest: each expiry is set
+ * in the database's past, which is all the lease rules read (`lease_expires_at <= now()`, by the
+ * database clock), so no test waits out a lease in real time.
+ */
+export async function expireLeases(driver: Pick<SqlDriver, 'query'>, runIds: string[]) {
+  await driver.query(
+    `UPDATE run r SET lease_expires_at = now() - make_interval(secs => cardinality($1::uuid[]) - e.position + 1)
+     FROM unnest($1::uuid[]) WITH ORDINALITY AS e(id, position) WHERE r.id = e.id`,
+    [runIds],
+  );
+}

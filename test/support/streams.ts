@@ -189,18 +189,25 @@ async function readSse(stream: Stream, reader: ReadableStreamDefaultReader<Uint8
   }
 }
 
-/** Reads an SSE subscription's results as they arrive. */
-export function sseStream(response: Response): Stream {
+/**
+ * Reads an SSE subscription's results as they arrive. Closing it goes as a client goes: it aborts
+ * the request (`client`, whose signal the request was made with), then cancels the body.
+ */
+export function sseStream(response: Response, client?: AbortController): Stream {
   if (response.status !== 200 || !response.body) throw new Error(`SSE subscription refused: ${response.status}`);
   const reader = response.body.getReader();
-  const stream = new Stream('SSE', () => reader.cancel().catch(() => {}));
+  const stream = new Stream('SSE', () => {
+    client?.abort();
+    return reader.cancel().catch(() => {});
+  });
   void readSse(stream, reader);
   return stream;
 }
 
 /** An SSE subscription (see `sseResponse`) whose results are read as they arrive. */
 export async function subscribeSse(target: App | string, query: string, variables: Record<string, unknown>, token?: string | null): Promise<Stream> {
-  return sseStream(await sseResponse(target, query, variables, token));
+  const client = new AbortController();
+  return sseStream(await sseResponse(target, query, variables, token, client.signal), client);
 }
 
 /**

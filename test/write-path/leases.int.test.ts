@@ -7,6 +7,7 @@ import {
   claimRunMutation,
   createRun,
   createThread,
+  expireLeases,
   must,
   runningRun,
 } from '../support/lifecycle.js';
@@ -133,8 +134,8 @@ describe('a claim retried with its claimId', () => {
 
   it('is INVALID_TRANSITION once the lease is no longer current: expired, or the run ended', async () => {
     const expiring = await queued();
-    const lease = must(await claimWith(expiring.worker, expiring.runId, 'claim-A', 1));
-    await waitPast(lease.expiresAt);
+    must(await claimWith(expiring.worker, expiring.runId, 'claim-A'));
+    await expireLeases(t.app.db.driver, [expiring.runId]);
     expect(errorCode(await claimWith(expiring.worker, expiring.runId, 'claim-A'))).toBe('INVALID_TRANSITION');
 
     const ended = await queued();
@@ -187,18 +188,17 @@ describe('the lease fence on every lifecycle write', () => {
 describe('an expired lease', () => {
   it('rejects every write, renewal included, with LEASE_EXPIRED and changes nothing', async () => {
     const { session, scene, runId } = await busyRun();
-    const shortened = must(await session.renew(1));
-    await waitPast(shortened.expiresAt);
+    await expireLeases(t.app.db.driver, [runId]);
+    const expired = (await runOf(scene, runId)).leaseExpiresAt;
 
     for (const [, write] of WRITES) await expectRejected(scene, 'LEASE_EXPIRED', () => write(session));
     // Nothing but the sweeper ends the run: it is still RUNNING under the expired lease.
-    expect(await runOf(scene, runId)).toMatchObject({ status: 'RUNNING', leaseEpoch: 1, leaseExpiresAt: shortened.expiresAt });
+    expect(await runOf(scene, runId)).toMatchObject({ status: 'RUNNING', leaseEpoch: 1, leaseExpiresAt: expired });
   });
 
   it('is still reported as LEASE_LOST to a worker that never held it', async () => {
     const { session, scene } = await busyRun();
-    const shortened = must(await session.renew(1));
-    await waitPast(shortened.expiresAt);
+    await expireLeases(t.app.db.driver, [session.lease.runId]);
     const intruder = new WorkerSession(t, await t.token('intruder', 'worker'), session.lease);
     await expectRejected(scene, 'LEASE_LOST', () => intruder.modelStarted('m-new'));
   });

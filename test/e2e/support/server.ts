@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
+import { afterAll, beforeAll } from 'vitest';
 import { mintToken } from '../../../src/auth/jwt.js';
 import type { Role } from '../../../src/auth/principal.js';
 import { createScratchDatabase, onPostgres } from '../../support/database.js';
@@ -148,6 +149,29 @@ export async function killServers(): Promise<void> {
       return server.exited;
     }),
   );
+}
+
+/**
+ * The test file's own server process on fresh storage: started before its tests, killed with its
+ * storage removed after them. `url` is there from the file's tests and later hooks on.
+ */
+export function serverForFile(): { readonly url: string } {
+  let storage: E2EStorage | undefined;
+  let server: ServerProcess | undefined;
+  beforeAll(async () => {
+    storage = await createE2EStorage();
+    server = await startServer(storage);
+  }, 120_000);
+  afterAll(async () => {
+    await killServers();
+    await storage?.remove();
+  });
+  return {
+    get url() {
+      if (!server) throw new Error('the server process starts before the tests (beforeAll)');
+      return server.url;
+    },
+  };
 }
 
 /** Runs a TypeScript entry point of the project (e.g. a CLI) to its end, at most `timeoutMs`. */
