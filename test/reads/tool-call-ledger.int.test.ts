@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepExpiredLeases } from '../../src/domain/convergence.js';
 import { ledgerStatement, type LedgerQuery } from '../../src/domain/tool-call-ledger.js';
-import { expireLeases } from '../convergence/helpers.js';
 import { backendName } from '../support/database.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
-import { actors, claim, createRun, createThread, must, type Actors } from '../support/lifecycle.js';
+import { actors, claim, createRun, createThread, expireLeases, must, type Actors } from '../support/lifecycle.js';
 
 // toolCallLedger: every declared tool call with its latest execution and the cases a debugger
 // hunts for, within a thread or across the caller's threads, each case made by real lifecycle
