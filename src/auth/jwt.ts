@@ -3,7 +3,7 @@ import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
 import { DomainError, unauthenticated } from '../domain/errors.js';
-import { isRole, type Principal, type Role } from './principal.js';
+import { isRole, type Principal, type Role } from '../domain/principal.js';
 
 const ALGORITHM = 'HS256';
 

@@ -1,7 +1,7 @@
 // npm run -s token -- --sub alice --role superadmin [--expires 1h]
 import { loadConfig } from '../config.js';
 import { loadOrCreateLocalSecret, mintToken } from '../auth/jwt.js';
-import { ROLES, isRole } from '../auth/principal.js';
+import { ROLES, isRole } from '../domain/principal.js';
 import { parseCliArgs } from './args.js';
 
 const USAGE = `usage: npm run -s token -- --sub <id> --role <${ROLES.join('|')}> [--expires 30d]

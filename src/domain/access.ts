@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import type { Thread } from '../generated/prisma/client.js';
 import { forbidden, notFound, unauthenticated } from './errors.js';

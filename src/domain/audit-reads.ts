@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import { snake, type Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, canReadAudits, requireAuditReader } from './access.js';
 import { badInput, notFound } from './errors.js';

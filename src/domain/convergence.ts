@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import { updateRow } from '../db/sql.js';
 import type { AuditStatus, Message, Prisma, Run, RunStatus, Thread } from '../generated/prisma/client.js';
 import { assertCanReadThread } from './access.js';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as yieldToWrites } from 'node:timers/promises';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
 import { assertCanReadThread } from './access.js';

@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import { prepared, type Sql } from '../db/sql.js';
 import { isUuid } from './ids.js';
 import type { Observation } from './observation.js';

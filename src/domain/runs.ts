@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { assertCanReadThread, canReadEveryThread, loadReadableThread } from './access.js';

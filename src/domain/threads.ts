@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import { insertRow, type Sql } from '../db/sql.js';
 import type { Message, MessageRole, Thread } from '../generated/prisma/client.js';
 import { canReadEveryThread, loadReadableThread } from './access.js';

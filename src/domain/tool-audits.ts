@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import type { Message, ToolCall } from '../generated/prisma/client.js';
 import { findAudit, requireAudit, sameFinishedSequence } from './audit-rows.js';

@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';

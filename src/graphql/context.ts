@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../domain/principal.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
 import type { PubSub } from '../realtime/pubsub.js';

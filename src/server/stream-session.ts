@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mintStreamSession, type TokenVerifier } from '../auth/jwt.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../domain/principal.js';
 import { DomainError } from '../domain/errors.js';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Role } from '../../src/auth/principal.js';
+import type { Role } from '../../src/domain/principal.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { claim, createRun, createThread, must } from '../support/lifecycle.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { mintToken } from '../../src/auth/jwt.js';
-import type { Role } from '../../src/auth/principal.js';
+import type { Role } from '../../src/domain/principal.js';
 import { createRun, createThread } from '../support/lifecycle.js';
 import { payloads, subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
 import { TEST_JWT_SECRET } from '../support/app.js';

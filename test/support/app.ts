@@ -1,5 +1,5 @@
 import { mintToken } from '../../src/auth/jwt.js';
-import type { Role } from '../../src/auth/principal.js';
+import type { Role } from '../../src/domain/principal.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { buildApp, type App } from '../../src/server/app.js';

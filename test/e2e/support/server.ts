@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, beforeAll } from 'vitest';
 import { mintToken } from '../../../src/auth/jwt.js';
-import type { Role } from '../../../src/auth/principal.js';
+import type { Role } from '../../../src/domain/principal.js';
 import { createScratchDatabase, onPostgres } from '../../support/database.js';
 import { pgliteTemplateDataDir, postgresTemplateDatabase } from '../../support/database-templates.js';
 import { withTimeout } from './wait.js';
