@@ -12,14 +12,14 @@ export default defineConfig({
   },
   test: {
     pool: 'forks',
-    maxWorkers: 2,
+    maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
       // No database, no server, no browser: `npm run test:unit` runs these alone, in seconds.
-      { extends: true, test: { name: 'unit', include: [UNIT] } },
+      { extends: true, test: { name: 'unit', include: [UNIT], isolate: false } },
       // A real database (one migrated copy per run: test/global-setup.ts), servers, browsers.
-      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, UNIT], globalSetup: ['test/global-setup.ts'] } },
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, UNIT], globalSetup: ['test/global-setup.ts'], isolate: false } },
     ],
   },
 });

@@ -4,13 +4,29 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { createScratchDatabase, postgresAdminUrl } from './support/database.js';
 import { dumpMigratedPglite, migratePostgres, writePgliteDataDir } from './support/database-templates.js';
+import { bundleServer } from './support/server-bundle.js';
 
 /**
- * The migrated database every test database of this run is copied from
- * (test/support/database-templates.ts), made before the first test file starts and removed
- * after the last.
+ * Made once per run, before the first test file starts, and removed after the last: the migrated
+ * database every test database of this run is copied from (test/support/database-templates.ts),
+ * and the bundled server the e2e files start (test/support/server-bundle.ts).
  */
 export default async function setup(project: TestProject) {
+  const server = await bundleServer();
+  project.provide('serverBundle', server.file);
+  try {
+    const removeTemplate = await provideTemplate(project);
+    return async () => {
+      await removeTemplate();
+      await server.remove();
+    };
+  } catch (error) {
+    await server.remove();
+    throw error;
+  }
+}
+
+async function provideTemplate(project: TestProject): Promise<() => Promise<void>> {
   if (postgresAdminUrl) {
     const template = await createScratchDatabase(postgresAdminUrl);
     try {
@@ -34,5 +50,5 @@ export default async function setup(project: TestProject) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
-  return () => rmSync(dir, { recursive: true, force: true });
+  return async () => rmSync(dir, { recursive: true, force: true });
 }

@@ -1,12 +1,16 @@
 // The embedded default's first start generates the JWT secret and prints two ready tokens; later
 // starts print none (logs are collected and kept) and `npm run token` mints them instead.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { pgliteTemplateDataDir } from '../support/database-templates.js';
 import { killServers, runScript, startServer } from './support/server.js';
 
+// The secret lives beside the database (DATA_DIR/jwt-secret), so the database may start migrated.
 const dataDir = mkdtempSync(join(tmpdir(), 'audit-local-secret-'));
+const template = pgliteTemplateDataDir();
+if (template) cpSync(template, join(dataDir, 'pglite'), { recursive: true });
 const storage = { env: { DATABASE_URL: '', DATA_DIR: dataDir, AUTH_JWT_SECRET: '' }, describe: 'embedded', remove: async () => {} };
 
 afterAll(async () => {

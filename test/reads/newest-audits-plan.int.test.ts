@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
 import { TIMELINE } from '../../src/domain/audit-reads.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+import { migratedPgliteTemplate, postgresTemplateDatabase } from '../support/database-templates.js';
 
 // The timeline read must cost the same on a long thread as on a short one (issue 18's read curve):
 // the plan may read only the newest runs it needs, whatever the thread's size and however many
@@ -12,7 +12,7 @@ import { backendName, createScratchDatabase, onPostgres } from '../support/datab
 
 const OLD_THREAD = '00000000-0000-4000-8000-000000000001';
 const RUNS = 30_000; // four audits each: 120,000 audits in the thread read
-const NEWER_THREADS = 3_000; // 100 runs each, all created after the thread read's
+const NEWER_THREADS = 1_000; // 100 runs each, all created after the thread read's
 
 interface PlanNode {
   'Node Type': string;
@@ -38,10 +38,9 @@ describe(`the newest audits of a thread (${backendName})`, () => {
   let drop = async () => {};
 
   beforeAll(async () => {
-    const scratch = onPostgres ? await createScratchDatabase() : undefined;
+    const scratch = onPostgres ? await createScratchDatabase(undefined, postgresTemplateDatabase()) : undefined;
     if (scratch) drop = scratch.drop;
-    db = await openDatabase({ url: scratch?.url });
-    await migrate(db.driver);
+    db = await openDatabase({ url: scratch?.url, embeddedTemplate: scratch ? undefined : await migratedPgliteTemplate() });
     await db.driver.exec(`
       INSERT INTO thread (id, owner_id, title) VALUES ('${OLD_THREAD}', 'owner', 'old');
       INSERT INTO run (id, thread_id, status, lease_epoch)

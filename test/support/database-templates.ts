@@ -21,6 +21,8 @@ declare module 'vitest' {
     pgliteTemplateDataDir?: string;
     /** A migrated database on TEST_DATABASE_URL's server, to copy with CREATE DATABASE … TEMPLATE. */
     postgresTemplateDatabase?: string;
+    /** The server's sources bundled for the e2e files' server processes (test/support/server-bundle.ts). */
+    serverBundle?: string;
   }
 }
 

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { mintToken } from '../../../src/auth/jwt.js';
 import type { Role } from '../../../src/domain/principal.js';
 import { createScratchDatabase, onPostgres } from '../../support/database.js';
@@ -95,12 +95,14 @@ async function waitUntilReady(server: ServerProcess, timeoutMs: number): Promise
 }
 
 /**
- * Starts `src/main.ts` in its own process, as `npm run serve` does, on a free port with
- * `storage`, and waits for /readyz. Call `killServers()` in afterAll.
+ * Starts `src/main.ts` in its own process, as `npm run serve` does (from this run's bundle of it
+ * when there is one: test/support/server-bundle.ts), on a free port with `storage`, and waits for
+ * /readyz. Call `killServers()` in afterAll.
  */
 export async function startServer(storage: E2EStorage, env: Record<string, string> = {}): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const bundle = inject('serverBundle');
+  const child = spawn(process.execPath, bundle ? [bundle] : ['--import', 'tsx', 'src/main.ts'], {
     cwd: REPO_ROOT,
     env: {
       ...process.env,
