@@ -1,21 +1,19 @@
 // The embedded default's first start generates the JWT secret and prints two ready tokens; later
 // starts print none (logs are collected and kept) and `npm run token` mints them instead.
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { pgliteTemplateDataDir } from '../support/database-templates.js';
-import { killServers, runScript, startServer } from './support/server.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createE2EStorage, killServers, runScript, startServer, type E2EStorage } from './support/server.js';
 
 // The secret lives beside the database (DATA_DIR/jwt-secret), so the database may start migrated.
-const dataDir = mkdtempSync(join(tmpdir(), 'audit-local-secret-'));
-const template = pgliteTemplateDataDir();
-if (template) cpSync(template, join(dataDir, 'pglite'), { recursive: true });
-const storage = { env: { DATABASE_URL: '', DATA_DIR: dataDir, AUTH_JWT_SECRET: '' }, describe: 'embedded', remove: async () => {} };
+let storage: E2EStorage;
+const noSecret = { AUTH_JWT_SECRET: '' };
+
+beforeAll(async () => {
+  storage = await createE2EStorage('embedded');
+});
 
 afterAll(async () => {
   await killServers();
-  rmSync(dataDir, { recursive: true, force: true });
+  await storage?.remove();
 });
 
 const createThread = (url: string, token: string) =>
@@ -27,16 +25,16 @@ const createThread = (url: string, token: string) =>
 
 describe('tokens printed only when the local secret is generated (embedded PGlite)', () => {
   it('first start prints them, the second does not, and npm run token mints one that works', async () => {
-    const first = await startServer(storage, storage.env);
+    const first = await startServer(storage, noSecret);
     const printed = /superadmin token: (\S+)/.exec(first.output());
     expect(printed, first.output()).not.toBeNull();
     expect(await createThread(first.url, printed![1]!)).toEqual({ data: { createThread: { ownerId: 'local-admin' } } });
     expect(await first.stop('SIGTERM')).toBe(0);
 
-    const second = await startServer(storage, storage.env);
+    const second = await startServer(storage, noSecret);
     expect(second.output()).not.toMatch(/eyJ/);
     expect(second.output()).toMatch(/npm run -s token/);
-    const minted = await runScript('src/cli/token.ts', ['--sub', 'alice', '--role', 'user', '--expires', '1h'], { DATA_DIR: dataDir, AUTH_JWT_SECRET: '' });
+    const minted = await runScript('src/cli/token.ts', ['--sub', 'alice', '--role', 'user', '--expires', '1h'], { DATA_DIR: storage.env.DATA_DIR!, ...noSecret });
     expect(minted.code, minted.output).toBe(0);
     expect(await createThread(second.url, minted.output.trim())).toEqual({ data: { createThread: { ownerId: 'alice' } } });
     expect(await second.stop('SIGTERM')).toBe(0);

@@ -36,9 +36,9 @@ export interface E2EStorage {
   remove(): Promise<void>;
 }
 
-export async function createE2EStorage(): Promise<E2EStorage> {
+export async function createE2EStorage(backend: 'postgres' | 'embedded' = onPostgres ? 'postgres' : 'embedded'): Promise<E2EStorage> {
   // Migrated already (test/support/database-templates.ts): the servers' own migrate finds nothing to do.
-  if (onPostgres) {
+  if (backend === 'postgres') {
     const scratch = await createScratchDatabase(undefined, postgresTemplateDatabase());
     return { env: { DATABASE_URL: scratch.url, DATA_DIR: '' }, describe: 'PostgreSQL', remove: scratch.drop };
   }
