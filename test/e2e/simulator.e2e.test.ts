@@ -1,24 +1,16 @@
 // `npm run simulate` against the server process: every scenario runs, checks what it reads
 // back, and a dashboard subscribed to the thread sees each audit reach its final state.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { LiveConnection, firstDelivered } from './support/live.js';
-import { createE2EStorage, e2eActors, killServers, runScript, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { e2eActors, runScript, serverForFile } from './support/server.js';
 
-let storage: E2EStorage;
-let server: ServerProcess;
+const server = serverForFile();
 let live: LiveConnection | undefined;
-
-beforeAll(async () => {
-  storage = await createE2EStorage();
-  server = await startServer(storage);
-}, 120_000);
 
 afterAll(async () => {
   await live?.close();
-  await killServers();
-  await storage?.remove();
 });
 
 /** `npm run simulate` into `threadId` as `who`, instantly (no pause between steps). */

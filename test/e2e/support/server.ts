@@ -155,9 +155,9 @@ export async function killServers(): Promise<void> {
 
 /**
  * The test file's own server process on fresh storage: started before its tests, killed with its
- * storage removed after them. `url` is there from the file's tests and later hooks on.
+ * storage removed after them. `url` and `wsUrl` are there from the file's tests and later hooks on.
  */
-export function serverForFile(): { readonly url: string } {
+export function serverForFile(): { readonly url: string; readonly wsUrl: string } {
   let storage: E2EStorage | undefined;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
@@ -168,10 +168,16 @@ export function serverForFile(): { readonly url: string } {
     await killServers();
     await storage?.remove();
   });
+  const started = () => {
+    if (!server) throw new Error('the server process starts before the tests (beforeAll)');
+    return server;
+  };
   return {
     get url() {
-      if (!server) throw new Error('the server process starts before the tests (beforeAll)');
-      return server.url;
+      return started().url;
+    },
+    get wsUrl() {
+      return started().wsUrl;
     },
   };
 }
