@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions, type Transaction } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
@@ -44,10 +44,11 @@ export interface DatabaseOptions {
   /** PGlite data directory; unset keeps the embedded database in memory (tests). */
   dataDir?: string;
   /**
-   * PGlite: a data directory to start from (a `dumpDataDir` tarball) instead of an empty one.
-   * The suites start every database from one migrated copy, without a cluster creation each.
+   * PGlite: an open database to use instead of opening one; `close()` leaves it open for its owner.
+   * The suites start theirs from one migrated copy and reuse it across test apps
+   * (test/support/pglite-pool.ts).
    */
-  embeddedTemplate?: Blob;
+  embedded?: PGlite;
   poolSize?: number;
   /** PostgreSQL's statement_timeout for requests (default 30 s); migrations run under their own. */
   statementTimeoutMs?: number;
@@ -58,7 +59,7 @@ export interface DatabaseOptions {
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.url
     ? openPostgres(options.url, options.poolSize ?? 10, options.statementTimeoutMs ?? 30_000, options.onQuery)
-    : openPglite(options.dataDir, options.embeddedTemplate, options.onQuery);
+    : openPglite(options.dataDir, options.embedded, options.onQuery);
 }
 
 const params = (values?: unknown[]) => values?.map(param);
@@ -180,10 +181,12 @@ async function openPostgres(url: string, poolSize: number, statementTimeoutMs: n
   };
 }
 
-async function openPglite(dataDir?: string, template?: Blob, onQuery?: (sql: string) => void): Promise<Database> {
+/** PGlite as the server opens it: pg_trgm for the audit search index (migration 20261201200000_audit_search). */
+export const pgliteOptions = { extensions: { pg_trgm } } satisfies PGliteOptions;
+
+async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: (sql: string) => void): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  // pg_trgm: the audit search index (migration 20261201200000_audit_search).
-  const pglite = new PGlite({ dataDir: dataDir ? join(dataDir, 'pglite') : undefined, loadDataDir: template, extensions: { pg_trgm } });
+  const pglite = embedded ?? new PGlite({ ...pgliteOptions, dataDir: dataDir ? join(dataDir, 'pglite') : undefined });
   await pglite.waitReady;
   const session = {
     exec: async (sql: string) => void (await pglite.exec(sql)),
@@ -201,7 +204,9 @@ async function openPglite(dataDir?: string, template?: Blob, onQuery?: (sql: str
     withSession: (fn) => fn(session),
     transaction: (fn) =>
       pglite.transaction((tx) => fn(mappedSql(rowsOf(tx)))),
-    close: () => pglite.close(),
+    close: async () => {
+      if (!embedded) await pglite.close();
+    },
   };
   const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
   return {
@@ -211,7 +216,7 @@ async function openPglite(dataDir?: string, template?: Blob, onQuery?: (sql: str
     sql: { ...mappedSql(rowsOf(pglite), onQuery), transaction: driver.transaction },
     close: async () => {
       await prisma.$disconnect();
-      await pglite.close();
+      await driver.close();
     },
   };
 }

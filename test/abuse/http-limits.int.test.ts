@@ -63,7 +63,7 @@ describe(`correlation ids (${backendName})`, () => {
   async function failingRequest(requestId: string) {
     const broken = await startTestApp();
     const token = await broken.token('ada', 'superadmin');
-    await broken.app.db.close(); // every database read now fails, and is masked with the request id
+    await broken.loseDatabase(); // every database read now fails, and is masked with the request id
     const logged: string[] = [];
     const original = console.error;
     console.error = (...args: unknown[]) => void logged.push(args.map(String).join(' '));

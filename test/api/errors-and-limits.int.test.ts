@@ -43,7 +43,7 @@ describe(`errors and query limits (${backendName})`, () => {
   it('masks unexpected failures: no stack, no SQL, a correlation id instead', async () => {
     const broken = await startTestApp();
     const token = await broken.token('ada', 'superadmin');
-    await broken.app.db.close(); // the database goes away under a running server
+    await broken.loseDatabase(); // the database goes away under a running server
     const errors: unknown[] = [];
     const original = console.error;
     console.error = (...args: unknown[]) => void errors.push(args);

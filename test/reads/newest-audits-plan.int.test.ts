@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { TIMELINE } from '../../src/domain/audit-reads.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
-import { migratedPgliteTemplate, postgresTemplateDatabase } from '../support/database-templates.js';
+import { postgresTemplateDatabase } from '../support/database-templates.js';
+import { borrowMigratedPglite, type BorrowedPglite } from '../support/pglite-pool.js';
 
 // The timeline read must cost the same on a long thread as on a short one (issue 18's read curve):
 // the plan may read only the newest runs it needs, whatever the thread's size and however many
@@ -35,12 +36,14 @@ function rowsTouched(node: PlanNode, into = new Map<string, number>()) {
 
 describe(`the newest audits of a thread (${backendName})`, () => {
   let db: Database;
+  let embedded: BorrowedPglite | undefined;
   let drop = async () => {};
 
   beforeAll(async () => {
     const scratch = onPostgres ? await createScratchDatabase(undefined, postgresTemplateDatabase()) : undefined;
     if (scratch) drop = scratch.drop;
-    db = await openDatabase({ url: scratch?.url, embeddedTemplate: scratch ? undefined : await migratedPgliteTemplate() });
+    embedded = scratch ? undefined : await borrowMigratedPglite();
+    db = await openDatabase({ url: scratch?.url, embedded: embedded?.pglite });
     await db.driver.exec(`
       INSERT INTO thread (id, owner_id, title) VALUES ('${OLD_THREAD}', 'owner', 'old');
       INSERT INTO run (id, thread_id, status, lease_epoch)
@@ -59,6 +62,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
 
   afterAll(async () => {
     await db?.close();
+    await embedded?.giveBack();
     await drop();
   });
 

@@ -4,7 +4,8 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { buildApp, type App } from '../../src/server/app.js';
 import { createScratchDatabase, onPostgres } from './database.js';
-import { migratedPgliteTemplate, postgresTemplateDatabase } from './database-templates.js';
+import { postgresTemplateDatabase } from './database-templates.js';
+import { borrowMigratedPglite } from './pglite-pool.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256';
 
@@ -20,6 +21,8 @@ export interface TestApp {
   token(sub: string, role: Role): Promise<string>;
   /** Runs one operation in process through yoga's fetch. */
   gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
+  /** Takes the database away under the running app, as a lost server would: every query fails from then on. */
+  loseDatabase(): Promise<void>;
   /** Stops the app and drops its scratch database. */
   close(): Promise<void>;
 }
@@ -44,14 +47,15 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     ...env,
   });
   const { onQuery, maxPendingEvents } = options;
-  // Opened here as buildApp would open it, but an in-memory one from the migrated template.
-  const embeddedTemplate = !config.databaseUrl && config.embeddedInMemory ? await migratedPgliteTemplate() : undefined;
+  // Opened here as buildApp would open it, but an in-memory one migrated (and reused: pglite-pool.ts).
+  const embedded = !config.databaseUrl && config.embeddedInMemory ? await borrowMigratedPglite() : undefined;
   const database =
-    onQuery || embeddedTemplate
-      ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, embeddedTemplate, onQuery })
+    onQuery || embedded
+      ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, embedded: embedded?.pglite, onQuery })
       : undefined;
   const app = await buildApp(config, { database, maxPendingEvents }).catch(async (error: unknown) => {
     await database?.close();
+    await embedded?.giveBack();
     throw error;
   });
   return {
@@ -66,8 +70,13 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
       });
       return (await response.json()) as GraphQLResponse;
     },
+    async loseDatabase() {
+      await app.db.close();
+      await embedded?.giveBack();
+    },
     async close() {
       await app.stop();
+      await embedded?.giveBack();
       await scratch?.drop();
     },
   };

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { inject } from 'vitest';
-import { openDatabase, type SqlDriver } from '../../src/db/database.js';
+import { openDatabase, pgliteOptions, type SqlDriver } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 
 /**
@@ -40,8 +39,7 @@ export const postgresTemplateDatabase = () => inject('postgresTemplateDatabase')
 export const pgliteTemplateDataDir = () => inject('pgliteTemplateDataDir');
 
 export async function dumpMigratedPglite(): Promise<Blob> {
-  // The extensions of src/db/database.ts openPglite: the migrations need them.
-  const pglite = new PGlite({ extensions: { pg_trgm } });
+  const pglite = new PGlite(pgliteOptions);
   try {
     const session = {
       exec: async (sql: string) => void (await pglite.exec(sql)),
@@ -57,7 +55,7 @@ export async function dumpMigratedPglite(): Promise<Blob> {
 
 /** Writes `dump` out as a PGlite data directory in `dataDir` (which must not hold one). */
 export async function writePgliteDataDir(dump: Blob, dataDir: string): Promise<void> {
-  const pglite = new PGlite({ dataDir, loadDataDir: dump, extensions: { pg_trgm } });
+  const pglite = new PGlite({ ...pgliteOptions, dataDir, loadDataDir: dump });
   await pglite.waitReady;
   await pglite.close();
 }
