@@ -8,7 +8,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
+import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { Relay } from './relay.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -17,7 +18,7 @@ const browserRequired = process.env.REQUIRE_BROWSER === '1' || process.env.REQUI
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && !browserRequired) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 
-let storage: E2EStorage;
+let storage: TestStorage;
 let server: ServerProcess;
 let relay: Relay;
 let origin: string;
@@ -41,7 +42,7 @@ async function pageWithExample(): Promise<Page> {
 
 describe.skipIf(!haveChromium && !browserRequired)(`SSE in Chromium with its own EventSource (${backendName})`, () => {
   beforeAll(async () => {
-    storage = await createE2EStorage();
+    storage = await createTestStorage();
     server = await startServer(storage);
     relay = new Relay(Number(new URL(server.url).port));
     origin = await relay.listen();

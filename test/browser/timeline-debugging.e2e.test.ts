@@ -10,14 +10,15 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
+import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
-let storage: E2EStorage;
+let storage: TestStorage;
 let server: ServerProcess;
 let origin: string;
 let browser: Browser;
@@ -64,7 +65,7 @@ async function superadminThread(title: string) {
 describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugging (${backendName})`, () => {
   beforeAll(async () => {
     execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
-    storage = await createE2EStorage();
+    storage = await createTestStorage();
     server = await startServer(storage);
     origin = new URL(server.url).origin;
     browser = await launchChromium();

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { Relay } from './relay.js';
-import { createE2EStorage, e2eActors, killServers, runScript, startServer, tokenFor, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
+import { e2eActors, killServers, runScript, startServer, tokenFor, type ServerProcess } from '../e2e/support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -22,7 +23,7 @@ const browserRequired = process.env.REQUIRE_BROWSER === '1' || process.env.REQUI
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && !browserRequired) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 
-let storage: E2EStorage;
+let storage: TestStorage;
 let screenshotFolder: string | undefined;
 let server: ServerProcess;
 let relay: Relay;
@@ -57,7 +58,7 @@ const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`)
 describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromium (${backendName})`, () => {
   beforeAll(async () => {
     execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
-    storage = await createE2EStorage();
+    storage = await createTestStorage();
     server = await startServer(storage);
     relay = new Relay(Number(new URL(server.url).port));
     origin = await relay.listen();

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { E2E_JWT_SECRET, createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from '../e2e/support/server.js';
+import { E2E_JWT_SECRET, e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const CLIENT_DIR = join(REPO_ROOT, 'clients/python');
@@ -26,12 +27,12 @@ const RUN_EXAMPLE = [
   'python3 examples/python/agent.py',
 ];
 
-let storage: E2EStorage;
+let storage: TestStorage;
 let server: ServerProcess;
 let scratch: string;
 
 beforeAll(async () => {
-  storage = await createE2EStorage();
+  storage = await createTestStorage();
   server = await startServer(storage);
   scratch = mkdtempSync(join(tmpdir(), 'audit-python-'));
 }, 120_000);

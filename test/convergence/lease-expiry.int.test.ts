@@ -1,10 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { sweepExpiredLeases } from '../../src/domain/convergence.js';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+import { postgresTemplateDatabase } from '../support/database-templates.js';
+import { createTestStorage } from '../support/storage.js';
 import { WorkerSession, actors, claim, createRun, createThread, expireLeases, must } from '../support/lifecycle.js';
 import { eventually, payloads, subscribeSse, type Stream } from '../support/streams.js';
 import { auditsOf, expectLeaseExpired, openWork, readRun } from './helpers.js';
@@ -33,7 +32,7 @@ async function instances(env: Record<string, string>): Promise<TestApp[]> {
     fileCleanups.push(() => t.close());
     return [t, t];
   }
-  const scratch = await createScratchDatabase();
+  const scratch = await createScratchDatabase(undefined, postgresTemplateDatabase());
   fileCleanups.push(() => scratch.drop());
   const apps: TestApp[] = [];
   for (let i = 0; i < 2; i++) {
@@ -270,20 +269,11 @@ describe(`sweeps on ${backendName}, by the instances' own interval sweepers`, ()
 describe('the start-up sweep', () => {
   it('closes a run whose lease expired while no server was running', async () => {
     // The same database across two server lifetimes: a scratch PostgreSQL database, or a PGlite data directory.
-    let env: Record<string, string>;
-    let databaseUrl: string | undefined;
-    if (onPostgres) {
-      const scratch = await createScratchDatabase();
-      onTestFinished(() => scratch.drop());
-      databaseUrl = scratch.url;
-      env = { LEASE_SWEEP_INTERVAL_MS: NEVER };
-    } else {
-      const dataDir = mkdtempSync(join(tmpdir(), 'audit-startup-sweep-'));
-      onTestFinished(async () => rmSync(dataDir, { recursive: true, force: true }));
-      env = { LEASE_SWEEP_INTERVAL_MS: NEVER, DATA_DIR: dataDir };
-    }
+    const storage = await createTestStorage();
+    onTestFinished(() => storage.remove());
+    const env = { LEASE_SWEEP_INTERVAL_MS: NEVER };
 
-    const first = await startTestApp(env, { databaseUrl });
+    const first = await startTestApp(env, { storage });
     onTestFinished(() => first.close());
     const ctx = await runsWithOpenWork(first, 1);
     const { runId, session } = ctx.runs[0]!;
@@ -292,7 +282,7 @@ describe('the start-up sweep', () => {
     await first.close();
 
     // Its interval sweeper never fires during the test: only the start-up sweep can close the run.
-    const second = await startTestApp(env, { databaseUrl });
+    const second = await startTestApp(env, { storage });
     onTestFinished(() => second.close());
     const run = await readRun(second, ctx.owner, runId);
     expect(run).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });

@@ -6,14 +6,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { e2eActors, killServers, startServer, type ServerProcess } from './support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { eventually } from '../support/streams.js';
 
 const IN_FLIGHT = 6;
 const meaningful = onPostgres || servicesRequired;
 if (!meaningful) console.warn('Skipping the dropped-connection suite: it needs PostgreSQL (set TEST_DATABASE_URL)');
 
-let storage: E2EStorage | undefined;
+let storage: TestStorage | undefined;
 let server: ServerProcess;
 /** Watches and terminates the server's backends. */
 let admin: pg.Client;
@@ -23,7 +24,7 @@ let locker: pg.Client;
 beforeAll(async () => {
   if (!meaningful) return;
   requirePostgresUrl();
-  storage = await createE2EStorage();
+  storage = await createTestStorage();
   server = await startServer(storage);
   admin = new pg.Client({ connectionString: storage.env.DATABASE_URL });
   locker = new pg.Client({ connectionString: storage.env.DATABASE_URL });

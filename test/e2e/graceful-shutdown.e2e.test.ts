@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient, SequenceCounter, TRANSPORT_ERROR, isAuditApiError, type RunLease, type ThreadAuditItem } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { LiveConnection } from './support/live.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage } from './support/server.js';
+import { e2eActors, killServers, startServer } from './support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { withTimeout } from './support/wait.js';
 
 const WORKERS = 4;
@@ -13,11 +14,11 @@ const WRITES_BEFORE_SIGTERM = 40;
 /** Four audits per step: a thread stays far below threadAudits' 500. */
 const MAX_STEPS = 100;
 
-let storage: E2EStorage;
+let storage: TestStorage;
 const connections: LiveConnection[] = [];
 
 beforeAll(async () => {
-  storage = await createE2EStorage();
+  storage = await createTestStorage();
 });
 
 afterAll(async () => {

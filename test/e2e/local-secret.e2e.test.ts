@@ -1,14 +1,15 @@
 // The embedded default's first start generates the JWT secret and prints two ready tokens; later
 // starts print none (logs are collected and kept) and `npm run token` mints them instead.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createE2EStorage, killServers, runScript, startServer, type E2EStorage } from './support/server.js';
+import { killServers, runScript, startServer } from './support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 
 // The secret lives beside the database (DATA_DIR/jwt-secret), so the database may start migrated.
-let storage: E2EStorage;
+let storage: TestStorage;
 const noSecret = { AUTH_JWT_SECRET: '' };
 
 beforeAll(async () => {
-  storage = await createE2EStorage('embedded');
+  storage = await createTestStorage('embedded');
 });
 
 afterAll(async () => {

@@ -18,7 +18,8 @@ import {
 import { backendName } from '../support/database.js';
 import { LiveConnection, firstDelivered } from './support/live.js';
 import { losingFirstResponses } from './support/lossy-fetch.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage, type ServerProcess } from './support/server.js';
+import { e2eActors, killServers, startServer, type ServerProcess } from './support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { withTimeout } from './support/wait.js';
 
 const AUDIT_CHANGED = /* GraphQL */ `
@@ -35,12 +36,12 @@ const TOOL_STATUS_CHANGED = /* GraphQL */ `
 const RUN_CHANGED = /* GraphQL */ `
   subscription ($threadId: ID!) { runChanged(threadId: $threadId) { id status } }`;
 
-let storage: E2EStorage;
+let storage: TestStorage;
 let server: ServerProcess;
 const connections: LiveConnection[] = [];
 
 beforeAll(async () => {
-  storage = await createE2EStorage();
+  storage = await createTestStorage();
   server = await startServer(storage);
 }, 120_000);
 

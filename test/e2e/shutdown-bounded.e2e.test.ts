@@ -4,14 +4,15 @@ import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
-import { createE2EStorage, e2eActors, killServers, startServer, type E2EStorage } from './support/server.js';
+import { e2eActors, killServers, startServer } from './support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { withTimeout } from './support/wait.js';
 
-let storage: E2EStorage;
+let storage: TestStorage;
 const sockets: Socket[] = [];
 
 beforeAll(async () => {
-  storage = await createE2EStorage();
+  storage = await createTestStorage();
 });
 afterAll(async () => {
   for (const socket of sockets) socket.destroy();

@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { exportConfigFromEnv } from '../../src/export/config.js';
 import { startExporter } from '../../src/export/exporter.js';
 import { exportFailures } from '../../src/metrics.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+import { backendName } from '../support/database.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import { byKey, expectedSpans, hasAll, recordScenarios, type ExpectedSpan } from './scenarios.js';
 
@@ -82,28 +80,22 @@ describe(`OTLP export when the receiver fails (${backendName})`, () => {
 
 describe(`OTLP export across a server restart (${backendName})`, () => {
   let receiver: OtlpReceiver;
-  let dataDir: string | undefined;
-  let scratch: Awaited<ReturnType<typeof createScratchDatabase>> | undefined;
+  let storage: TestStorage;
   const apps: TestApp[] = [];
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    if (onPostgres) scratch = await createScratchDatabase();
-    else dataDir = mkdtempSync(join(tmpdir(), 'export-restart-'));
+    storage = await createTestStorage();
   });
   afterEach(async () => {
     for (const app of apps) await app.close();
   });
   afterAll(async () => {
     await receiver?.close();
-    await scratch?.drop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await storage?.remove();
   });
 
   const start = async () => {
-    const app = await startTestApp(
-      { ...exportEnv(receiver), ...(dataDir ? { DATA_DIR: dataDir } : {}) },
-      scratch ? { databaseUrl: scratch.url } : {},
-    );
+    const app = await startTestApp(exportEnv(receiver), { storage });
     apps.push(app);
     return app;
   };

@@ -6,6 +6,7 @@ import { buildApp, type App } from '../../src/server/app.js';
 import { createScratchDatabase, onPostgres } from './database.js';
 import { postgresTemplateDatabase } from './database-templates.js';
 import { borrowMigratedPglite } from './pglite-pool.js';
+import type { TestStorage } from './storage.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256';
 
@@ -30,6 +31,8 @@ export interface TestApp {
 export interface TestAppOptions {
   /** An existing database to share (another instance's), instead of a fresh one. */
   databaseUrl?: string;
+  /** A database that outlives this app (a restart reads what it wrote), instead of a fresh one. */
+  storage?: TestStorage;
   /** Sees every SQL statement Prisma sends, e.g. to count a request's statements. */
   onQuery?: (sql: string) => void;
   /** How many changes a subscriber may hold queued before it catches up from the database (small, to make it fall behind). */
@@ -38,11 +41,12 @@ export interface TestAppOptions {
 
 /** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const scratch = options.databaseUrl || !onPostgres ? null : await createScratchDatabase(undefined, postgresTemplateDatabase());
+  const scratch = options.databaseUrl || options.storage || !onPostgres ? null : await createScratchDatabase(undefined, postgresTemplateDatabase());
   const config = loadConfig({
     AUTH_JWT_SECRET: TEST_JWT_SECRET,
     DATA_DIR: ':memory:',
     LEASE_SWEEP_INTERVAL_MS: '200',
+    ...options.storage?.env,
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratch ? { DATABASE_URL: scratch.url } : {}),
     ...env,
   });

@@ -26,8 +26,8 @@ export interface BorrowedPglite {
   giveBack(): Promise<void>;
 }
 
-/** Most files run one app at a time; a few run two. */
-const MAX_IDLE = 2;
+/** Most files run one app at a time; a few run up to three. */
+const MAX_IDLE = 3;
 const idle: Pooled[] = [];
 
 export async function borrowMigratedPglite(): Promise<BorrowedPglite> {

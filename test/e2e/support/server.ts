@@ -1,14 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { mintToken } from '../../../src/auth/jwt.js';
 import type { Role } from '../../../src/domain/principal.js';
-import { createScratchDatabase, onPostgres } from '../../support/database.js';
-import { pgliteTemplateDataDir, postgresTemplateDatabase } from '../../support/database-templates.js';
+import { createTestStorage, type TestStorage } from '../../support/storage.js';
 import { withTimeout } from './wait.js';
 
 export const E2E_JWT_SECRET = 'e2e-secret-that-is-long-enough-for-hs256';
@@ -23,33 +20,6 @@ export async function e2eActors() {
   const ownerSub = `e2e-owner-${suffix}`;
   const workerSub = `e2e-worker-${suffix}`;
   return { ownerSub, owner: await tokenFor(ownerSub, 'superadmin'), workerSub, worker: await tokenFor(workerSub, 'worker') };
-}
-
-/**
- * Where the servers of one test file keep their data: a fresh PostgreSQL database when
- * TEST_DATABASE_URL is set, else an embedded PGlite directory. Several server processes may
- * use it one after another (a restart reads what the previous one wrote).
- */
-export interface E2EStorage {
-  env: Record<string, string>;
-  describe: string;
-  remove(): Promise<void>;
-}
-
-export async function createE2EStorage(backend: 'postgres' | 'embedded' = onPostgres ? 'postgres' : 'embedded'): Promise<E2EStorage> {
-  // Migrated already (test/support/database-templates.ts): the servers' own migrate finds nothing to do.
-  if (backend === 'postgres') {
-    const scratch = await createScratchDatabase(undefined, postgresTemplateDatabase());
-    return { env: { DATABASE_URL: scratch.url, DATA_DIR: '' }, describe: 'PostgreSQL', remove: scratch.drop };
-  }
-  const dataDir = mkdtempSync(join(tmpdir(), 'audit-e2e-'));
-  const template = pgliteTemplateDataDir();
-  if (template) cpSync(template, join(dataDir, 'pglite'), { recursive: true });
-  return {
-    env: { DATABASE_URL: '', DATA_DIR: dataDir },
-    describe: `embedded PGlite in ${dataDir}`,
-    remove: async () => rmSync(dataDir, { recursive: true, force: true }),
-  };
 }
 
 export interface ServerProcess {
@@ -99,7 +69,7 @@ async function waitUntilReady(server: ServerProcess, timeoutMs: number): Promise
  * when there is one: test/support/server-bundle.ts), on a free port with `storage`, and waits for
  * /readyz. Call `killServers()` in afterAll.
  */
-export async function startServer(storage: E2EStorage, env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServer(storage: TestStorage, env: Record<string, string> = {}): Promise<ServerProcess> {
   const port = await freePort();
   const bundle = inject('serverBundle');
   const child = spawn(process.execPath, bundle ? [bundle] : ['--import', 'tsx', 'src/main.ts'], {
@@ -158,10 +128,10 @@ export async function killServers(): Promise<void> {
  * storage removed after them. `url` and `wsUrl` are there from the file's tests and later hooks on.
  */
 export function serverForFile(): { readonly url: string; readonly wsUrl: string } {
-  let storage: E2EStorage | undefined;
+  let storage: TestStorage | undefined;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
-    storage = await createE2EStorage();
+    storage = await createTestStorage();
     server = await startServer(storage);
   }, 120_000);
   afterAll(async () => {
