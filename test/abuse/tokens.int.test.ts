@@ -64,10 +64,10 @@ describe(`tokens and secrets (${backendName})`, () => {
   it('processes starting together all end with the same secret', async () => {
     const dir = freshDir();
     const module = new URL('../../src/auth/jwt.ts', import.meta.url).pathname;
-    // Every process waits for the same instant, then creates (or reads) the secret.
+    // Every process sleeps until the same instant (without spinning), then creates (or reads) the secret.
     const startAt = Date.now() + 3000;
     const script = `const { loadOrCreateLocalSecret } = await import(${JSON.stringify(module)});
-      while (Date.now() < ${startAt}) {}
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.max(0, ${startAt} - Date.now()));
       console.log(JSON.stringify(loadOrCreateLocalSecret(${JSON.stringify(dir)})));`;
     const results = await Promise.all(
       Array.from({ length: 6 }, () => {

@@ -47,6 +47,10 @@ export async function dumpMigratedPglite(): Promise<Blob> {
     };
     const driver: SqlDriver = { ...session, withSession: (fn) => fn(session), close: () => pglite.close() };
     await migrate(driver);
+    // PostgreSQL's 128 MB of shared buffers are zeroed at every start, most of a start's work in
+    // WASM; the suites' small databases fit in far less. Kept in the copy, so every database and
+    // server process started from it has 16 MB. The server's own default is unchanged.
+    await pglite.exec(`ALTER SYSTEM SET shared_buffers = '16MB'`);
     return await pglite.dumpDataDir('gzip');
   } finally {
     await pglite.close();

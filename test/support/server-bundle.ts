@@ -5,14 +5,19 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SOURCES = join(REPO_ROOT, 'src/');
 
 /**
- * The server's own sources as one JavaScript file, for the test files that start server processes:
- * `node --import tsx src/main.ts` spends about 2 s of a 6 s start resolving and transforming them
- * one by one. The same esbuild transform tsx applies; the packages stay external, loaded from
- * node_modules as `npm run serve` loads them. `npm start` itself runs through tsx in
- * test/docs/new-user-path.e2e.test.ts and the Python client's own server.
+ * The server as one JavaScript file, for the test files that start server processes:
+ * `node --import tsx src/main.ts` spends seconds of a start resolving, reading and transforming
+ * module files one by one. Its sources get the same esbuild transform tsx applies, and the packages
+ * are bundled too, but for those that load files kept beside their own modules (PGlite's WASM and
+ * data, Prisma's query compiler), which load from node_modules as `npm run serve` loads them.
+ * `npm start` itself runs through tsx in test/docs/new-user-path.e2e.test.ts and the Python
+ * client's own server.
  */
+const FILES_BESIDE_THEMSELVES = ['@electric-sql/pglite', '@electric-sql/pglite/*', '@prisma/client', '@prisma/client/*', 'pglite-prisma-adapter'];
+
 export async function bundleServer(): Promise<{ file: string; remove(): Promise<void> }> {
   // Inside the repository, so that the packages resolve from its node_modules.
   const dir = join(REPO_ROOT, 'node_modules', '.cache', 'agent-audit-tests', randomBytes(6).toString('hex'));
@@ -21,10 +26,12 @@ export async function bundleServer(): Promise<{ file: string; remove(): Promise<
     entryPoints: [join(REPO_ROOT, 'src', 'main.ts')],
     outfile: file,
     bundle: true,
-    packages: 'external',
+    external: FILES_BESIDE_THEMSELVES,
     platform: 'node',
     format: 'esm',
     target: 'node20',
+    // The bundled CommonJS packages' `require` of Node's modules and of each other.
+    banner: { js: `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);` },
     plugins: [sourceLocations],
     logLevel: 'warning',
   });
@@ -35,9 +42,10 @@ export async function bundleServer(): Promise<{ file: string; remove(): Promise<
 const sourceLocations: Plugin = {
   name: 'source-locations',
   setup(bundle) {
-    bundle.onLoad({ filter: /\/src\/.*\.ts$/ }, async ({ path }) => ({
-      contents: (await readFile(path, 'utf8')).replaceAll('import.meta.url', JSON.stringify(pathToFileURL(path).href)),
-      loader: 'ts',
-    }));
+    bundle.onLoad({ filter: /\.ts$/ }, async ({ path }) =>
+      path.startsWith(SOURCES)
+        ? { contents: (await readFile(path, 'utf8')).replaceAll('import.meta.url', JSON.stringify(pathToFileURL(path).href)), loader: 'ts' }
+        : undefined,
+    );
   },
 };
