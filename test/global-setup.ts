@@ -12,18 +12,19 @@ import { bundleServer } from './support/server-bundle.js';
  * and the bundled server the e2e files start (test/support/server-bundle.ts).
  */
 export default async function setup(project: TestProject) {
-  const server = await bundleServer();
-  project.provide('serverBundle', server.file);
-  try {
-    const removeTemplate = await provideTemplate(project);
-    return async () => {
-      await removeTemplate();
-      await server.remove();
-    };
-  } catch (error) {
-    await server.remove();
-    throw error;
+  // The bundle is built while the template migrates (esbuild works in a process of its own).
+  const [server, template] = await Promise.allSettled([bundleServer(), provideTemplate(project)]);
+  const removeAll = async () => {
+    if (template.status === 'fulfilled') await template.value();
+    if (server.status === 'fulfilled') await server.value.remove();
+  };
+  const failed = [server, template].find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed || server.status === 'rejected') {
+    await removeAll();
+    throw failed?.reason;
   }
+  project.provide('serverBundle', server.value.file);
+  return removeAll;
 }
 
 async function provideTemplate(project: TestProject): Promise<() => Promise<void>> {
