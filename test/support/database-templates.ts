@@ -47,10 +47,14 @@ export async function dumpMigratedPglite(): Promise<Blob> {
     };
     const driver: SqlDriver = { ...session, withSession: (fn) => fn(session), close: () => pglite.close() };
     await migrate(driver);
-    // PostgreSQL's 128 MB of shared buffers are zeroed at every start, most of a start's work in
-    // WASM; the suites' small databases fit in far less. Kept in the copy, so every database and
-    // server process started from it has 16 MB. The server's own default is unchanged.
+    // Kept in the copy, so every database and server process started from it has them (the
+    // server's own defaults are unchanged): PostgreSQL's 128 MB of shared buffers are zeroed at
+    // every start, a third of a start's work in WASM, and the suites' small databases fit in far
+    // less; and no full pages or zero-filled segments in the WAL, which PGlite keeps in memory or
+    // writes without fsync anyway, so they would guard against nothing here.
     await pglite.exec(`ALTER SYSTEM SET shared_buffers = '16MB'`);
+    await pglite.exec(`ALTER SYSTEM SET full_page_writes = off`);
+    await pglite.exec(`ALTER SYSTEM SET wal_init_zero = off`);
     return await pglite.dumpDataDir('gzip');
   } finally {
     await pglite.close();
