@@ -30,7 +30,7 @@ export async function bundleServer(): Promise<{ file: string; remove(): Promise<
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    // The bundled CommonJS packages' `require` of Node's modules and of each other.
+    // For the bundled CommonJS packages' `require` of Node's own modules and of the packages left outside.
     banner: { js: `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);` },
     plugins: [sourceLocations],
     logLevel: 'warning',
