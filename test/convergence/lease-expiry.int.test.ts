@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { sweepExpiredLeases } from '../../src/domain/convergence.js';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
-import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
-import { postgresTemplateDatabase } from '../support/database-templates.js';
+import { backendName, onPostgres } from '../support/database.js';
 import { createTestStorage } from '../support/storage.js';
 import { WorkerSession, actors, claim, createRun, createThread, expireLeases, must } from '../support/lifecycle.js';
 import { eventually, payloads, subscribeSse, type Stream } from '../support/streams.js';
@@ -32,11 +31,11 @@ async function instances(env: Record<string, string>): Promise<TestApp[]> {
     fileCleanups.push(() => t.close());
     return [t, t];
   }
-  const scratch = await createScratchDatabase(undefined, postgresTemplateDatabase());
-  fileCleanups.push(() => scratch.drop());
+  const storage = await createTestStorage();
+  fileCleanups.push(() => storage.remove());
   const apps: TestApp[] = [];
   for (let i = 0; i < 2; i++) {
-    const t = await startTestApp(env, { databaseUrl: scratch.url });
+    const t = await startTestApp(env, { storage });
     fileCleanups.push(() => t.close());
     apps.push(t);
   }
