@@ -5,7 +5,9 @@
  */
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const LABEL = `[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"`;
-const SAMPLE = new RegExp(`^(${NAME})(\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? (-?[0-9.eE+-]+|NaN|\\+Inf|-Inf)(?: -?[0-9]+)?$`);
+// A value is what Go's ParseFloat takes, so NaN in any case: prom-client writes `Nan` (the
+// event-loop lag's mean before any sample).
+const SAMPLE = new RegExp(`^(${NAME})(\\{(?:${LABEL}(?:,${LABEL})*,?)?\\})? (-?[0-9.eE+-]+|[Nn][Aa][Nn]|\\+Inf|-Inf)(?: -?[0-9]+)?$`);
 const HELP = new RegExp(`^# HELP ${NAME} .*$`);
 const TYPE = new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`);
 
