@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, actors, claim, createRun, createThread, must, runningRun, claimRunMutation } from '../support/lifecycle.js';
+import { sendRacing, untilEachOutcome } from '../support/races.js';
 import { DELETE_THREAD, rowsLeft } from './support.js';
 
 // SEMANTICS.md "Deletion and retention": who may delete, what the receipt says, and that nothing
@@ -132,26 +133,22 @@ describe(`deleteThread (${backendName})`, () => {
   });
 
   it('a worker write racing the deletion is either removed with the thread or NOT_FOUND, never anything else; both happened', async () => {
-    const outcomes = new Set<string>();
-    // One of the two starts up to 10 ms after the other, in turn, until the write has landed on both sides.
-    const after = <T>(ms: number, call: () => Promise<T>) => new Promise((resolve) => setTimeout(resolve, ms)).then(call);
-    for (let trial = 0; trial < 40 && outcomes.size < 2; trial++) {
+    const outcomes = await untilEachOutcome(['NOT_FOUND', 'written'], async (trial) => {
       const ctx = await runningRun(t);
       must(await ctx.session.modelStarted('m1'));
-      const lag = Math.floor(trial / 2) % 11;
-      const [deleted, write] = await Promise.all([
-        after(trial % 2 ? lag : 0, () => t.gql(DELETE_THREAD, { id: ctx.threadId }, ctx.owner)),
-        after(trial % 2 ? 0 : lag, () => ctx.session.modelStarted('m2')),
-      ]);
+      const [deleted, write] = await sendRacing(
+        trial,
+        () => t.gql(DELETE_THREAD, { id: ctx.threadId }, ctx.owner),
+        () => ctx.session.modelStarted('m2'),
+      );
       expect(deleted.errors).toBeUndefined();
       const outcome = write.errors ? String(errorCode(write)) : 'written';
-      expect(['written', 'NOT_FOUND']).toContain(outcome);
       // A write that got in first is counted by the receipt and removed with the rest.
       expect(deleted.data.deleteThread.audits).toBe(outcome === 'written' ? 2 : 1);
       expect(await rowsLeft(t, ctx.threadId, [ctx.runId])).toEqual({});
-      outcomes.add(outcome);
-    }
-    expect([...outcomes].sort()).toEqual(['NOT_FOUND', 'written']);
+      return outcome;
+    });
+    expect(outcomes).toEqual(['NOT_FOUND', 'written']);
   });
 });
 

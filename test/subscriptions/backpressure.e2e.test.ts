@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { Config } from '../../src/config.js';
+import { maxUnsentBytes } from '../../src/transports/websocket.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { counterOf, payloads, subscribeOn, subscribeSse, THREAD_SNAPSHOT, waitFor, wsClient, type Stream } from '../support/streams.js';
@@ -25,6 +28,19 @@ const latestCursorOf = async (app: TestApp, threadId: string, token: string) =>
 const latestCursor = async (threadId: string, token: string) => (await t.gql(THREAD_CURSOR, { id: threadId }, token)).data.thread.changeCursor as string;
 const reached = (stream: Stream, cursor: string) =>
   stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === cursor, `cursor ${cursor}`, 60_000);
+
+/**
+ * How many subscriptions, each with one unsent frame of `frameBytes`, hold more than the server
+ * keeps unsent for one client plus what the loopback can absorb: the server's send buffer and the
+ * proxy's receive buffer, each as large as Linux lets it grow. The receive buffer grows while the
+ * client still reads (here up to 32 MiB): with a fixed sixteen frames of 1.8 MB, a CI run once
+ * left the client open.
+ */
+function subscriptionsToOverflow(config: Config, frameBytes: number): number {
+  const largest = (file: string) => Number(readFileSync(file, 'utf8').trim().split(/\s+/).at(-1));
+  const socketBuffers = largest('/proc/sys/net/ipv4/tcp_wmem') + largest('/proc/sys/net/ipv4/tcp_rmem');
+  return Math.ceil((maxUnsentBytes(config) + socketBuffers) / frameBytes) + 1;
+}
 
 function expectNoRepeatAndNoError(stream: Stream) {
   const cursors = payloads(stream.results, 'threadChanges').map((change) => change.cursor as string);
@@ -56,12 +72,15 @@ describe('a subscriber that falls behind', () => {
   });
 
   it('a client that stops reading is closed past the unsent bound with 1013, naming a slow consumer; resuming with after misses nothing', async () => {
-    // Sixteen subscriptions on one connection selecting large inputs and outputs, a client (behind
-    // a TCP proxy that stops reading from the server) that stops reading: each subscription has
-    // one large frame unsent (each waits for its own), together more than the server keeps unsent
-    // for one client (16 MiB) plus what the socket buffers absorb.
+    // Subscriptions on one connection each selecting a tool's large output four times, a client
+    // (behind a TCP proxy that stops reading from the server) that stops reading when the tool
+    // finishes: each subscription has one large frame unsent (each waits for its own), together
+    // more than the server keeps unsent for one client plus what the socket buffers can absorb.
+    // The tool's start frames are small: a burst of large ones would close even a client that reads.
+    const OUTPUT_BYTES = 900_000;
+    const COPIES = ['output', 'again: output', 'thrice: output', 'fourfold: output'];
     const LARGE = `subscription($threadId: ID!, $after: String) {
-      threadChanges(threadId: $threadId, after: $after) { cursor audit { id status ... on ToolAudit { effectiveInput output } } run { id status } }
+      threadChanges(threadId: $threadId, after: $after) { cursor audit { id status ... on ToolAudit { ${COPIES.join(' ')} } } run { id status } }
     }`;
     const { owner, threadId, session } = await runningRun(t);
     await session.declare('m1', [{ id: 'big', name: 'read_file' }]);
@@ -76,13 +95,13 @@ describe('a subscriber that falls behind', () => {
       return { cursor: data.threadAudits.cursor as string, view: new Map(entities.map((entity) => [entity.id, entity.status])) };
     };
     const start = await snapshot();
-    const streams = Array.from({ length: 16 }, () => subscribeOn(client, LARGE, { threadId, after: start.cursor }));
+    const streams = Array.from({ length: subscriptionsToOverflow(t.config, COPIES.length * OUTPUT_BYTES) }, () => subscribeOn(client, LARGE, { threadId, after: start.cursor }));
     await waitFor(() => subscribers(threadId) === streams.length, 'every subscription to start');
-    must(await session.toolStarted('big', 'read_file', { effectiveInput: { content: 'x'.repeat(900_000) } }));
+    must(await session.toolStarted('big', 'read_file'));
     for (const stream of streams) await stream.take(1);
 
     proxy.stall();
-    must(await session.toolFinished('big', { content: 'y'.repeat(900_000) }));
+    must(await session.toolFinished('big', { content: 'y'.repeat(OUTPUT_BYTES) }));
     await waitFor(() => subscribers(threadId) === 0, 'the connection and its subscriptions to be closed', 20_000);
 
     proxy.resume();

@@ -4,7 +4,8 @@
 // and the explanation must still answer as some serialization of the racing commands would.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
-import { actors, claimRunMutation, createRun, createThread, must, type WorkerSession } from '../support/lifecycle.js';
+import { actors, claimRunMutation, createRun, createThread, must } from '../support/lifecycle.js';
+import { sendRacing, untilEachOutcome } from '../support/races.js';
 import { runningScene, threadState, type Scene } from './support.js';
 
 let t: TestApp;
@@ -68,67 +69,61 @@ describe('racing writes of one audit', () => {
   });
 
   it('two different tool finishes at once: exactly one is recorded, the other is CONFLICT; each side won in some trial', async () => {
-    const winners = new Set<string>();
-    for (let trial = 0; trial < 6; trial++) {
+    const winners = await untilEachOutcome(['left', 'right'], async (trial) => {
       const { session, scene } = await declared();
       must(await session.toolStarted('call-1', 'search', { sequence: '10' }));
-      const sides = trial % 2 === 0 ? ['left', 'right'] : ['right', 'left'];
-      const finish = (side: string, s: WorkerSession) => s.toolFinished('call-1', { content: side, status: 'success' }, { sequence: '11' });
-      const results = await Promise.all(sides.map((side) => finish(side, session)));
+      const finish = (side: string) => () => session.toolFinished('call-1', { content: side, status: 'success' }, { sequence: '11' });
+      const results = await sendRacing(trial, finish('left'), finish('right'));
       expect(results.map((result) => errorCode(result) ?? 'ok').sort()).toEqual(['CONFLICT', 'ok']);
-      const winner = sides[results.findIndex((result) => !result.errors)]!;
-      winners.add(winner);
+      const winner = results[0].errors ? 'right' : 'left';
       const { audits, runs } = await threadState(scene);
       const audit = audits.items.find((item: any) => item.__typename === 'ToolAudit');
       expect(audit.output.content).toBe(winner);
       expect(runs[0].toolCalls[0]).toMatchObject({ status: 'COMPLETED', output: winner });
-    }
-    expect([...winners].sort()).toEqual(['left', 'right']);
+      return winner;
+    });
+    expect(winners).toEqual(['left', 'right']);
   });
 });
 
 describe('racing writes of one run', () => {
   it('two workers claim one QUEUED run at once: one lease, the other INVALID_TRANSITION; each worker won in some trial', async () => {
-    const winners = new Set<number>();
-    for (let trial = 0; trial < 6; trial++) {
+    const winners = await untilEachOutcome(['first worker', 'second worker'], async (trial) => {
       const who = await actors(t);
       const other = await t.token(`rival-${trial}-${who.workerSub}`, 'worker');
       const runId = await createRun(t, who.owner, await createThread(t, who.owner));
-      const workers = trial % 2 === 0 ? [who.worker, other] : [other, who.worker];
-      const results = await Promise.all(workers.map((token) => t.gql(claimRunMutation, { input: { runId } }, token)));
+      const claim = (token: string) => () => t.gql(claimRunMutation, { input: { runId } }, token);
+      const results = await sendRacing(trial, claim(who.worker), claim(other));
       expect(results.map((result) => errorCode(result) ?? 'ok').sort()).toEqual(['INVALID_TRANSITION', 'ok']);
-      const winner = workers[results.findIndex((result) => !result.errors)]!;
-      winners.add(winner === who.worker ? 0 : 1);
       const run = (await t.gql(`query($id: ID!) { run(id: $id) { status leaseOwner leaseEpoch } }`, { id: runId }, who.owner)).data.run;
       expect(run).toMatchObject({ status: 'RUNNING', leaseEpoch: 1 });
-    }
-    expect([...winners].sort()).toEqual([0, 1]);
+      return results[0].errors ? 'second worker' : 'first worker';
+    });
+    expect(winners).toEqual(['first worker', 'second worker']);
   });
 
   it('a tool start racing the verdict: the start is refused, or it is recorded and the verdict closes it; both happened', async () => {
-    const outcomes = new Set<string>();
-    for (let trial = 0; trial < 30; trial++) {
+    const outcomes = await untilEachOutcome(['start closed by the verdict', 'start refused'], async (trial) => {
       const { session, scene } = await declared();
-      const start = () => session.toolStarted('call-1', 'search', { sequence: '10' });
-      const verdict = () => session.finish('COMPLETED');
-      // Sent in either order: an embedded database serializes them as sent.
-      const [started, finished] =
-        trial % 2 === 0 ? await Promise.all([start(), verdict()]) : await Promise.all([verdict(), start()]).then(([v, s]) => [s, v] as const);
+      const [started, finished] = await sendRacing(
+        trial,
+        () => session.toolStarted('call-1', 'search', { sequence: '10' }),
+        () => session.finish('COMPLETED'),
+      );
       expect(finished.errors).toBeUndefined();
       const { audits, runs } = await threadState(scene);
+      expect(runs[0].status).toBe('COMPLETED');
       const tool = audits.items.find((item: any) => item.__typename === 'ToolAudit');
       if (started.errors) {
         expect(errorCode(started)).toBe('LEASE_LOST');
         expect(tool).toBeUndefined();
-        outcomes.add('start refused');
-      } else {
-        // Never an ended run with an audit still RUNNING: the verdict saw the start and closed it.
-        expect(tool.status).toBe('ABANDONED');
-        expect(runs[0].toolCalls[0].status).toBe('FAILED'); // the projection of an ABANDONED audit
-        outcomes.add('start closed by the verdict');
+        return 'start refused';
       }
-      expect(runs[0].status).toBe('COMPLETED');
-    }
-    expect([...outcomes].sort()).toEqual(['start closed by the verdict', 'start refused']);
+      // Never an ended run with an audit still RUNNING: the verdict saw the start and closed it.
+      expect(tool.status).toBe('ABANDONED');
+      expect(runs[0].toolCalls[0].status).toBe('FAILED'); // the projection of an ABANDONED audit
+      return 'start closed by the verdict';
+    });
+    expect(outcomes).toEqual(['start closed by the verdict', 'start refused']);
   });
 });
