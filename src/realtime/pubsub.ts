@@ -1,8 +1,7 @@
 import type { Config } from '../config.js';
 import type { CommittedChange } from '../domain/events.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
-import { connectDeletionSignal } from './deletion-signal.js';
-import { connectRedisBus, type WakeBus } from './redis-bus.js';
+import type { WakeBus } from './redis-bus.js';
 
 export { StreamInterrupted } from './change-stream.js';
 
@@ -242,9 +241,11 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
  * reached then, but a later outage only slows delivery down to the poll.
  */
 export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number } = {}) {
-  const bus = config.redisUrl ? await connectRedisBus(config.redisUrl, config.redisPrefix) : null;
+  const { redisUrl, redisPrefix } = config;
+  // The Redis modules (and ioredis) are loaded only when REDIS_URL is set.
+  const bus = redisUrl ? await (await import('./redis-bus.js')).connectRedisBus(redisUrl, redisPrefix) : null;
   const pubsub = createPubSub(store, bus, options.maxPendingEvents);
-  const deletions = config.redisUrl ? connectDeletionSignal(config.redisUrl, config.redisPrefix, pubsub.endThread) : null;
+  const deletions = redisUrl ? (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, pubsub.endThread) : null;
   let closed = false;
   return {
     pubsub: pubsub as PubSub,

@@ -1,7 +1,6 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
-import { startExporter } from '../export/exporter.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { startRetentionSweeper } from './retention-sweeper.js';
 
@@ -15,7 +14,8 @@ export type BackgroundJobs = Awaited<ReturnType<typeof startBackgroundJobs>>;
 export async function startBackgroundJobs(config: Config, db: Database, deps: DomainDeps) {
   const sweeper = startLeaseSweeper(deps, config.leaseSweepIntervalMs);
   await sweeper.sweep();
-  const exporter = config.export ? startExporter(db, config.export) : undefined;
+  // The exporter's modules (and the OpenTelemetry packages) are loaded only when it is configured.
+  const exporter = config.export ? (await import('../export/exporter.js')).startExporter(db, config.export) : undefined;
   const retention = startRetentionSweeper(deps, db.driver, {
     retentionDays: config.retentionDays,
     intervalMs: config.retentionSweepIntervalMs,

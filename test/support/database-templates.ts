@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { inject } from 'vitest';
-import { openDatabase, pgliteOptions, type SqlDriver } from '../../src/db/database.js';
+import { openDatabase, type SqlDriver } from '../../src/db/database.js';
+import { pgliteOptions } from '../../src/db/pglite.js';
 import { migrate } from '../../src/db/migrate.js';
 
 /**

@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import { pgliteOptions } from '../../src/db/database.js';
+import { pgliteOptions } from '../../src/db/pglite.js';
 import { migratedPgliteTemplate } from './database-templates.js';
 
 /**

@@ -1,0 +1,61 @@
+// What both backends (postgres.ts, pglite.ts) give the server, and what they share to give it.
+import { PrismaClient, type Prisma } from '../generated/prisma/client.js';
+import { param, toRows, type Sql } from './sql.js';
+
+/** The narrow raw-SQL surface migrations and the readiness probe need, on either driver. */
+export interface SqlDriver {
+  /** Runs a script of one or more statements (simple query protocol). */
+  exec(sql: string): Promise<void>;
+  query<Row>(sql: string, params?: unknown[]): Promise<Row[]>;
+  /** Runs `fn` on one session, so session-level advisory locks hold across its statements. */
+  withSession<T>(fn: (session: Omit<SqlDriver, 'withSession' | 'close'>) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface SqlTransactor {
+  /** Runs `fn` in one transaction on one connection; rolled back if it throws. */
+  transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+}
+
+/** The domain's one database handle: a statement in autocommit, or a transaction; rows mapped alike. */
+export type Db = Sql & SqlTransactor;
+
+export interface Database {
+  kind: 'pglite' | 'postgres';
+  /** The Pothos Prisma plugin's client (the GraphQL layer's relation reads). */
+  prisma: PrismaClient;
+  driver: SqlDriver & SqlTransactor;
+  /** What the domain queries and runs its transactions with. */
+  sql: Db;
+  /** PostgreSQL: the pool's connections now (GET /metrics). */
+  poolStats?: () => { total: number; idle: number; waiting: number };
+  close(): Promise<void>;
+}
+
+const params = (values?: unknown[]) => values?.map(param);
+
+/** A driver's query in array mode: rows as arrays, the columns named once in `fields`. */
+export type Rows = (sql: string, values?: unknown[]) => Promise<{ rows: unknown[][]; fields: { name: string }[] }>;
+
+/** PostgreSQL's type ids the drivers parse themselves. */
+export const TIMESTAMPTZ = 1184;
+export const INT8 = 20;
+
+/** The domain's `Sql` over a driver's query call: parameters and rows mapped the same way for both drivers. */
+export function mappedSql(rows: Rows, onQuery?: (sql: string) => void): Sql {
+  return {
+    query: async <Row>(sql: string, values?: unknown[]) => {
+      onQuery?.(sql);
+      const result = await rows(sql, params(values));
+      return toRows<Row>(result.rows, result.fields.map((field) => field.name));
+    },
+  };
+}
+
+export function prismaClient(adapter: Prisma.PrismaClientOptionsWithAdapter['adapter'], onQuery?: (sql: string) => void): PrismaClient {
+  if (!onQuery) return new PrismaClient({ adapter });
+  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
+  client.$on('query', (event) => onQuery(event.query));
+  return client;
+}
+

@@ -1,0 +1,88 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, PGlite, protocol, type ParserOptions, type PGliteOptions, type Results, type Transaction } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { INT8, mappedSql, prismaClient, TIMESTAMPTZ, type Database, type Rows, type SqlDriver, type SqlTransactor } from './driver.js';
+import { isPrepared, timestampParser } from './sql.js';
+
+/** PGlite as the server opens it: pg_trgm for the audit search index (migration 20261201200000_audit_search). */
+export const pgliteOptions = { extensions: { pg_trgm } } satisfies PGliteOptions;
+
+let statementsNamed = 0;
+
+/**
+ * The texts marked `prepared` (sql.ts) as named statements, as the PostgreSQL driver has them:
+ * PGlite's `query` parses and plans every call, about half of what a lifecycle's fenced statement
+ * costs. Through PGlite's protocol API: a text is parsed and described once, then each call binds
+ * and executes it in one exchange. Other texts, and every statement of a transaction, go through
+ * `query`.
+ */
+function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
+  const { serialize } = protocol;
+  const statements = new Map<string, { name: string; paramTypes: number[] }>();
+  const exchange = async (...messages: Uint8Array[]) => (await pglite.execProtocol(Buffer.concat(messages))).messages;
+  async function described(text: string) {
+    let statement = statements.get(text);
+    if (!statement) {
+      const name = `prepared_${++statementsNamed}`;
+      const messages = await exchange(serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync());
+      statements.set(text, (statement = { name, paramTypes: parse.parseDescribeStatementResults(messages) }));
+    }
+    return statement;
+  }
+  // In a transaction of its own: `runExclusive` alone would not wait for another caller's
+  // transaction to end, and could run inside it.
+  return (text, values = []) =>
+    pglite.transaction(() => pglite.runExclusive(async () => {
+      const { name, paramTypes } = await described(text);
+      // As `query` serializes its parameters: by the type the statement gives each.
+      const serialized = values.map((value, index) => (value == null ? null : (pglite.serializers[paramTypes[index]!]?.(value) ?? String(value))));
+      const messages = await exchange(
+        serialize.bind({ statement: name, values: serialized }),
+        serialize.describe({ type: 'P' }),
+        serialize.execute({}),
+        serialize.sync(),
+      );
+      return parse.parseResults(messages, pglite.parsers, { parsers, rowMode: 'array' })[0] as Results<unknown[]>;
+    }));
+}
+
+export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: (sql: string) => void): Promise<Database> {
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const pglite = embedded ?? new PGlite({ ...pgliteOptions, dataDir: dataDir ? join(dataDir, 'pglite') : undefined });
+  await pglite.waitReady;
+  const session = {
+    exec: async (sql: string) => void (await pglite.exec(sql)),
+    query: async <Row>(sql: string, params?: unknown[]) => (await pglite.query<Row>(sql, params)).rows,
+  };
+  // PGlite is one in-process session: "a session" is the database itself.
+  // int8 as text: the row mapper makes it a bigint without a detour through an imprecise number.
+  const parsers: ParserOptions = { [INT8]: (value: string) => value, [TIMESTAMPTZ]: timestampParser((text) => new Date(text)) };
+  const rowsOf =
+    (db: PGlite | Transaction): Rows =>
+    (sql, values) =>
+      db.query<unknown[]>(sql, values, { parsers, rowMode: 'array' });
+  const driver: SqlDriver & SqlTransactor = {
+    ...session,
+    withSession: (fn) => fn(session),
+    transaction: (fn) =>
+      pglite.transaction((tx) => fn(mappedSql(rowsOf(tx)))),
+    close: async () => {
+      if (!embedded) await pglite.close();
+    },
+  };
+  const statement = namedStatements(pglite, parsers);
+  const autocommit: Rows = (sql, values) => (isPrepared(sql) ? statement(sql, values) : rowsOf(pglite)(sql, values));
+  const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
+  return {
+    kind: 'pglite',
+    prisma,
+    driver,
+    sql: { ...mappedSql(autocommit, onQuery), transaction: driver.transaction },
+    close: async () => {
+      await prisma.$disconnect();
+      await driver.close();
+    },
+  };
+}

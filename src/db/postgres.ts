@@ -1,0 +1,98 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { mappedSql, prismaClient, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
+import { isPrepared, timestampParser } from './sql.js';
+
+const preparedNames = new Map<string, string>();
+/**
+ * A name per prepared text (sql.ts `prepared`): pg prepares a named statement once per connection
+ * and then only binds and executes it. For the few fixed texts so marked only (one entry each).
+ */
+function preparedName(text: string): string | undefined {
+  if (!isPrepared(text)) return undefined;
+  let name = preparedNames.get(text);
+  if (name === undefined) preparedNames.set(text, (name = `prepared_${preparedNames.size + 1}`));
+  return name;
+}
+
+/**
+ * Runs `fn` on a client checked out of the pool. While checked out, a client has no listener of
+ * the pool's: a connection dropped under it (pg_terminate_backend, a failover) would emit an
+ * unhandled 'error' and end the process. Here it fails the queries in flight (the request is
+ * answered with a masked error), and the broken client is discarded, never returned to the pool;
+ * `fn` discards it too when it knows the connection is unusable.
+ */
+async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard: (error: Error) => void) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const discard = (error: Error) => void (broken ??= error);
+  const onError = (error: Error) => {
+    discard(error);
+    console.error('[db] PostgreSQL connection lost while in use:', error.message);
+  };
+  client.on('error', onError);
+  try {
+    return await fn(client, discard);
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
+const pgTimestamp = timestampParser(pg.types.getTypeParser(TIMESTAMPTZ));
+const typeParser = (oid: number, format?: 'text' | 'binary') =>
+  oid === TIMESTAMPTZ && format !== 'binary' ? pgTimestamp : pg.types.getTypeParser(oid, format);
+
+export async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
+  // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 10_000,
+    statement_timeout: statementTimeoutMs,
+    types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
+  });
+  // An idle client that loses its server must not crash the process; the next query reconnects.
+  pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
+  const driver: SqlDriver & SqlTransactor = {
+    exec: async (sql) => void (await pool.query(sql)),
+    query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],
+    withSession: (fn) =>
+      withClient(pool, (client) =>
+        fn({
+          exec: async (sql) => void (await client.query(sql)),
+          query: async <Row>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as Row[],
+        }),
+      ),
+    transaction: (fn) =>
+      withClient(pool, async (client, discard) => {
+        await client.query('BEGIN');
+        try {
+          const value = await fn(mappedSql((text, values) => client.query({ text, values, rowMode: 'array' })));
+          await client.query('COMMIT');
+          return value;
+        } catch (error) {
+          // A connection whose rollback failed is not returned to the pool.
+          await client.query('ROLLBACK').catch(discard);
+          throw error;
+        }
+      }),
+    close: () => pool.end(),
+  };
+  const prisma = prismaClient(new PrismaPg(pool), onQuery);
+  return {
+    kind: 'postgres',
+    prisma,
+    driver,
+    sql: {
+      ...mappedSql((text, values) => pool.query({ name: preparedName(text), text, values, rowMode: 'array' }), onQuery),
+      transaction: driver.transaction,
+    },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: async () => {
+      await prisma.$disconnect();
+      await driver.close();
+    },
+  };
+}
+
