@@ -75,8 +75,8 @@ const sessions = new WeakMap<object, (sql: string) => boolean>();
   return result;
 };
 
-// PGlite: every statement starts with a Parse ('P', extended protocol) or a Query ('Q', simple
-// protocol) message and ends with a Sync; the time between them is the statement's time.
+// PGlite's query and exec: every statement starts with a Parse ('P', extended protocol) or a Query
+// ('Q', simple protocol) message and ends with a Sync; the time between them is the statement's time.
 const P = 0x50;
 const Q = 0x51;
 const S = 0x53;
@@ -105,6 +105,31 @@ PGlite.prototype.execProtocolStream = async function (this: PGlite, message: Uin
     }
   }
 } as typeof execProtocolStream;
+
+// Named statements (src/db/pglite.ts): a Parse with a name, once per text, then for each call one
+// execProtocol exchange that starts with a Bind naming it and ends with its Sync.
+const B = 0x42;
+const namedTexts = new Map<string, string>();
+const execProtocol = PGlite.prototype.execProtocol;
+PGlite.prototype.execProtocol = async function (this: PGlite, message: Uint8Array, options?: any) {
+  const type = message[0];
+  if (type === P) {
+    const [name, textAt] = cstring(message, 5);
+    if (name) namedTexts.set(name, cstring(message, textAt)[0]);
+    return execProtocol.call(this, message, options);
+  }
+  if (type !== B) return execProtocol.call(this, message, options);
+  statements++;
+  const name = cstring(message, cstring(message, 5)[1])[0];
+  const sql = namedTexts.get(name) ?? `EXECUTE ${name}`;
+  const autocommits = pgliteSession(sql);
+  const started = performance.now();
+  try {
+    return await execProtocol.call(this, message, options);
+  } finally {
+    record(sql, started, autocommits);
+  }
+} as typeof execProtocol;
 
 type ProbeRequest =
   | { id: number; command: 'counts' | 'trace-take' | 'profile-start' | 'memory' }

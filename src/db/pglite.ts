@@ -21,6 +21,8 @@ let statementsNamed = 0;
 function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
   const { serialize } = protocol;
   const statements = new Map<string, { name: string; paramTypes: number[] }>();
+  // Merged once: given as an option, PGlite copies its 300-odd parsers for every result.
+  const allParsers = { ...pglite.parsers, ...parsers };
   const exchange = async (...messages: Uint8Array[]) => (await pglite.execProtocol(Buffer.concat(messages))).messages;
   async function described(text: string) {
     let statement = statements.get(text);
@@ -44,7 +46,7 @@ function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
         serialize.execute({}),
         serialize.sync(),
       );
-      return parse.parseResults(messages, pglite.parsers, { parsers, rowMode: 'array' })[0] as Results<unknown[]>;
+      return parse.parseResults(messages, allParsers, { rowMode: 'array' })[0] as Results<unknown[]>;
     }));
 }
 
