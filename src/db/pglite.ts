@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse, PGlite, protocol, type ParserOptions, type PGliteOptions, type Results, type Transaction } from '@electric-sql/pglite';
+import { messages, parse, PGlite, protocol, type ParserOptions, type PGliteOptions, type Results, type Transaction } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { INT8, mappedSql, prismaClient, TIMESTAMPTZ, type Database, type Rows, type SqlDriver, type SqlTransactor } from './driver.js';
@@ -23,31 +23,31 @@ function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
   const statements = new Map<string, { name: string; paramTypes: number[] }>();
   // Merged once: given as an option, PGlite copies its 300-odd parsers for every result.
   const allParsers = { ...pglite.parsers, ...parsers };
-  const exchange = async (...messages: Uint8Array[]) => (await pglite.execProtocol(Buffer.concat(messages))).messages;
+  const exchange = async (...sent: Uint8Array[]) => (await pglite.execProtocol(Buffer.concat(sent))).messages;
   async function described(text: string) {
     let statement = statements.get(text);
     if (!statement) {
       const name = `prepared_${++statementsNamed}`;
-      const messages = await exchange(serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync());
-      statements.set(text, (statement = { name, paramTypes: parse.parseDescribeStatementResults(messages) }));
+      const answer = await exchange(serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync());
+      statements.set(text, (statement = { name, paramTypes: parse.parseDescribeStatementResults(answer) }));
     }
     return statement;
   }
-  // In a transaction of its own: `runExclusive` alone would not wait for another caller's
-  // transaction to end, and could run inside it.
-  return (text, values = []) =>
-    pglite.transaction(() => pglite.runExclusive(async () => {
-      const { name, paramTypes } = await described(text);
-      // As `query` serializes its parameters: by the type the statement gives each.
-      const serialized = values.map((value, index) => (value == null ? null : (pglite.serializers[paramTypes[index]!]?.(value) ?? String(value))));
-      const messages = await exchange(
-        serialize.bind({ statement: name, values: serialized }),
-        serialize.describe({ type: 'P' }),
-        serialize.execute({}),
-        serialize.sync(),
-      );
-      return parse.parseResults(messages, allParsers, { rowMode: 'array' })[0] as Results<unknown[]>;
-    }));
+  async function execute(text: string, values: unknown[]) {
+    const { name, paramTypes } = await described(text);
+    // As `query` serializes its parameters: by the type the statement gives each.
+    const serialized = values.map((value, index) => (value == null ? null : (pglite.serializers[paramTypes[index]!]?.(value) ?? String(value))));
+    const answer = await exchange(serialize.bind({ statement: name, values: serialized }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync());
+    return parse.parseResults(answer, allParsers, { rowMode: 'array' })[0] as Results<unknown[]>;
+  }
+  /** No transaction is open on PGlite's one session: a Sync's ReadyForQuery says so (status I). */
+  const idle = async () => (await exchange(serialize.sync())).some((message) => message instanceof messages.ReadyForQueryMessage && message.status === 'I');
+  // `runExclusive` keeps every other statement out while it runs, but another caller's
+  // transaction may be open between two of its statements, and a statement sent then would run
+  // inside it. Then the call waits for that transaction to end, and runs in one of its own.
+  return async (text, values = []) =>
+    (await pglite.runExclusive(async () => ((await idle()) ? execute(text, values) : undefined))) ??
+    pglite.transaction(() => pglite.runExclusive(() => execute(text, values)));
 }
 
 export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: (sql: string) => void): Promise<Database> {

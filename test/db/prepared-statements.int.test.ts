@@ -29,4 +29,30 @@ describe.skipIf(onPostgres)('the lifecycle statements on PGlite', () => {
     must(await session.modelStarted('m2'));
     expect(await preparedTexts()).toEqual(afterFirst);
   });
+
+  it('never run inside a transaction another caller has open: they wait for it to end', async () => {
+    // PGlite is one session: a statement sent between two statements of an open transaction
+    // would run inside it, and be rolled back with it after answering a success.
+    let sendingWrite = () => {};
+    const writeSent = new Promise<void>((resolve) => (sendingWrite = resolve));
+    const app = await startTestApp({}, { onQuery: (sql) => sql.includes('INSERT INTO message') && sendingWrite() });
+    try {
+      const { session, runId } = await runningRun(app);
+      let write: ReturnType<typeof session.modelStarted> | undefined;
+      const rolledBack = app.app.db.driver.transaction(async (sql) => {
+        await sql.query('SELECT 1');
+        write = session.modelStarted('during');
+        await writeSent;
+        await new Promise((resolve) => setTimeout(resolve, 20)); // the write's turn, if it could take it
+        await sql.query('SELECT 1');
+        throw new Error('rolled back');
+      });
+      await expect(rolledBack).rejects.toThrow('rolled back');
+      must(await write!);
+      const kept = await app.app.db.driver.query<{ n: number }>(`SELECT count(*)::int AS n FROM message WHERE run_id = $1::uuid AND operation_id = 'during'`, [runId]);
+      expect(kept).toEqual([{ n: 1 }]);
+    } finally {
+      await app.close();
+    }
+  });
 });
