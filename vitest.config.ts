@@ -15,6 +15,9 @@ export default defineConfig({
     maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll waits 1 s by default: on a loaded 2-core CI machine a search round trip and its
+    // render took longer. A test that claims a time ("within 1 s") passes its own timeout.
+    expect: { poll: { timeout: 10_000 } },
     projects: [
       // No database, no server, no browser: `npm run test:unit` runs these alone, in seconds.
       { extends: true, test: { name: 'unit', include: [UNIT], isolate: false } },
