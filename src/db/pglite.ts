@@ -75,7 +75,8 @@ export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: 
     },
   };
   const statement = namedStatements(pglite, parsers);
-  const autocommit: Rows = (sql, values) => (isPrepared(sql) ? statement(sql, values) : rowsOf(pglite)(sql, values));
+  const queried = rowsOf(pglite);
+  const autocommit: Rows = (sql, values) => (isPrepared(sql) ? statement(sql, values) : queried(sql, values));
   const prisma = prismaClient(new PrismaPGlite(pglite), onQuery);
   return {
     kind: 'pglite',
