@@ -20,6 +20,40 @@ interface Migration {
   checksum: string;
 }
 
+/**
+ * The first line that marks a migration online: it runs outside a transaction, statement by
+ * statement, so it may `CREATE INDEX CONCURRENTLY` (writes go on while the index builds). Each of
+ * its statements must be safe to run again (IF NOT EXISTS, IF EXISTS): a crash half-way retries
+ * the whole migration at the next start. Statements are separated by a `;` that ends a line.
+ */
+export const ONLINE_MARK = '-- migrate: no-transaction';
+
+export const isOnline = (migration: Pick<Migration, 'sql'>) => migration.sql.split('\n', 1)[0]!.trim() === ONLINE_MARK;
+
+/** An online migration's statements: comment lines dropped, split at each `;` that ends a line. */
+export function onlineStatements(sql: string): string[] {
+  return sql
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('--'))
+    .join('\n')
+    .split(/;[ \t]*(?:\n|$)/)
+    .map((statement) => statement.trim())
+    .filter((statement) => statement !== '');
+}
+
+/** The index a `CREATE [UNIQUE] INDEX CONCURRENTLY [IF NOT EXISTS] "name"` statement builds. */
+const CONCURRENT_INDEX = /^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+(?:IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z0-9_]+)"?/i;
+
+/** How often an instance asks again for the migration lock while another instance migrates. */
+const LOCK_POLL_MS = 250;
+
+export interface MigrateOptions {
+  /** One line per migration applied, with its time (default: a JSON line on stdout). */
+  log?: (entry: { event: 'migration_applied'; migration: string; online: boolean; ms: number }) => void;
+}
+
+const logJson: NonNullable<MigrateOptions['log']> = (entry) => console.log(JSON.stringify({ level: 'info', ...entry }));
+
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir, { withFileTypes: true })
     .filter((entry) => entry.isDirectory())
@@ -36,13 +70,13 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
  * that `prisma migrate deploy` (where its engines are available) sees the same history.
  * Serialised by a session advisory lock, so several instances may start at once.
  */
-export async function migrate(driver: SqlDriver, migrations = readMigrations()): Promise<string[]> {
+export async function migrate(driver: SqlDriver, migrations = readMigrations(), options: MigrateOptions = {}): Promise<string[]> {
   return driver.withSession(async (session) => {
     // The session's request statement_timeout must cut neither a long migration nor the wait of
     // an instance queueing on the lock while another migrates: both get MIGRATION_TIMEOUT_MS.
     await session.exec(`SET statement_timeout = ${MIGRATION_TIMEOUT_MS}`);
     try {
-      return await migrateLocked(session, migrations);
+      return await migrateLocked(session, migrations, options.log ?? logJson);
     } finally {
       // Back to the connection's own default (the request timeout) before it returns to the pool.
       await session.exec('RESET statement_timeout');
@@ -50,8 +84,56 @@ export async function migrate(driver: SqlDriver, migrations = readMigrations()):
   });
 }
 
-async function migrateLocked(session: Omit<SqlDriver, 'withSession' | 'close'>, migrations: Migration[]): Promise<string[]> {
-  await session.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+type Session = Omit<SqlDriver, 'withSession' | 'close'>;
+
+/**
+ * Takes the migration lock by asking again every LOCK_POLL_MS, never by waiting in
+ * `pg_advisory_lock`: a statement waiting there holds a snapshot, and `CREATE INDEX CONCURRENTLY`
+ * in the instance that holds the lock waits for every older snapshot to end: a deadlock.
+ */
+async function lockMigrations(session: Session) {
+  const deadline = Date.now() + MIGRATION_TIMEOUT_MS;
+  for (;;) {
+    const [row] = await session.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [MIGRATION_LOCK_KEY]);
+    if (row!.locked) return;
+    if (Date.now() > deadline) throw new Error(`Another instance held the migration lock for over ${MIGRATION_TIMEOUT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+  }
+}
+
+/**
+ * Runs an online migration statement by statement in autocommit. An index a crashed build left
+ * INVALID is dropped first: `IF NOT EXISTS` alone would keep it, unused and maintained forever.
+ */
+async function applyOnline(session: Session, sql: string) {
+  for (const statement of onlineStatements(sql)) {
+    const index = CONCURRENT_INDEX.exec(statement)?.[1];
+    if (index !== undefined) {
+      const [invalid] = await session.query(
+        `SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+          WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid`,
+        [index],
+      );
+      if (invalid) await session.exec(`DROP INDEX CONCURRENTLY IF EXISTS "${index}"`);
+    }
+    await session.exec(statement);
+  }
+}
+
+async function applyInTransaction(session: Session, sql: string, record: () => Promise<unknown>) {
+  await session.exec('BEGIN');
+  try {
+    await session.exec(sql);
+    await record();
+    await session.exec('COMMIT');
+  } catch (error) {
+    await session.exec('ROLLBACK');
+    throw error;
+  }
+}
+
+async function migrateLocked(session: Session, migrations: Migration[], log: NonNullable<MigrateOptions['log']>): Promise<string[]> {
+  await lockMigrations(session);
   try {
     await session.exec(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
       "id" VARCHAR(36) PRIMARY KEY NOT NULL,
@@ -76,19 +158,21 @@ async function migrateLocked(session: Omit<SqlDriver, 'withSession' | 'close'>, 
         }
         continue;
       }
-      await session.exec('BEGIN');
-      try {
-        await session.exec(migration.sql);
-        await session.query(
+      const started = performance.now();
+      const record = () =>
+        session.query(
           `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count)
            VALUES ($1, $2, now(), $3, 1)`,
           [randomUUID(), migration.checksum, migration.name],
         );
-        await session.exec('COMMIT');
-      } catch (error) {
-        await session.exec('ROLLBACK');
-        throw error;
+      const online = isOnline(migration);
+      if (online) {
+        await applyOnline(session, migration.sql);
+        await record();
+      } else {
+        await applyInTransaction(session, migration.sql, record);
       }
+      log({ event: 'migration_applied', migration: migration.name, online, ms: Math.round(performance.now() - started) });
       newlyApplied.push(migration.name);
     }
     return newlyApplied;

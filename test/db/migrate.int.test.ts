@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/database.js';
-import { MIGRATION_LOCK_KEY, migrate, readMigrations } from '../../src/db/migrate.js';
-import { createScratchDatabase, onPostgres, servicesRequired } from '../support/database.js';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import { isOnline, MIGRATION_LOCK_KEY, migrate, ONLINE_MARK, onlineStatements, readMigrations } from '../../src/db/migrate.js';
+import { backendName, createScratchDatabase, onPostgres, servicesRequired } from '../support/database.js';
 
 const migrationNames = readMigrations().map((migration) => migration.name);
 
@@ -84,5 +84,64 @@ describe.runIf(onPostgres || servicesRequired)('migrations and the request state
       await db.close();
       await scratch.drop();
     }
+  });
+});
+
+// Online migrations (issue 43 item 2): a migration whose first line is ONLINE_MARK runs outside a
+// transaction, statement by statement, so `CREATE INDEX CONCURRENTLY` builds without blocking writes.
+describe(`online migrations (${backendName})`, () => {
+  const online = (name: string, sql: string) => ({ name, sql: `${ONLINE_MARK}\n${sql}`, checksum: name });
+  const table = { name: '99999999999990_table', sql: 'CREATE TABLE probe (a int NOT NULL);', checksum: 'table' };
+
+  async function onScratch<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+    const scratch = onPostgres ? await createScratchDatabase() : undefined;
+    const db = await openDatabase({ url: scratch?.url });
+    try {
+      return await fn(db);
+    } finally {
+      await db.close();
+      await scratch?.drop();
+    }
+  }
+
+  const indexState = (db: Database, name: string) =>
+    db.driver.query<{ valid: boolean }>(
+      `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1`,
+      [name],
+    );
+
+  it('runs CREATE INDEX CONCURRENTLY, which no transaction block may hold, and logs one line per migration with its time', async () => {
+    await onScratch(async (db) => {
+      const lines: unknown[] = [];
+      const index = online('99999999999991_index', `-- a comment line\nCREATE INDEX CONCURRENTLY IF NOT EXISTS "probe_a_idx" ON probe (a);\nDROP INDEX CONCURRENTLY IF EXISTS "nothing_idx";\n`);
+      expect(await migrate(db.driver, [table, index], { log: (line) => lines.push(line) })).toEqual([table.name, index.name]);
+      expect(await indexState(db, 'probe_a_idx')).toEqual([{ valid: true }]);
+      expect(lines).toEqual([
+        { event: 'migration_applied', migration: table.name, online: false, ms: expect.any(Number) },
+        { event: 'migration_applied', migration: index.name, online: true, ms: expect.any(Number) },
+      ]);
+    });
+  });
+
+  it('a build that failed half-way (an INVALID index) is dropped and built again when the migration is retried', async () => {
+    await onScratch(async (db) => {
+      const unique = online('99999999999992_unique', 'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "probe_a_key" ON probe (a);');
+      await migrate(db.driver, [table], { log: () => {} });
+      await db.driver.exec('INSERT INTO probe VALUES (1), (1)');
+      await expect(migrate(db.driver, [table, unique], { log: () => {} })).rejects.toThrow();
+      // What a crash mid-build leaves behind: the index exists, INVALID, and is not recorded as applied.
+      expect(await indexState(db, 'probe_a_key')).toEqual([{ valid: false }]);
+      await db.driver.exec('DELETE FROM probe');
+      expect(await migrate(db.driver, [table, unique], { log: () => {} })).toEqual([unique.name]);
+      expect(await indexState(db, 'probe_a_key')).toEqual([{ valid: true }]);
+    });
+  });
+
+  it('splits a script at each semicolon that ends a line, without its comment lines', () => {
+    expect(onlineStatements(`${ONLINE_MARK}\n-- why\nCREATE INDEX CONCURRENTLY a ON t (x);\n\nCREATE INDEX CONCURRENTLY b\n  ON t (y) WHERE y > 0;`)).toEqual([
+      'CREATE INDEX CONCURRENTLY a ON t (x)',
+      'CREATE INDEX CONCURRENTLY b\n  ON t (y) WHERE y > 0',
+    ]);
+    expect(readMigrations().filter(isOnline).map((migration) => migration.name)).toContain('20261202100000_flat_read_indexes');
   });
 });

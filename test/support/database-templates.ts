@@ -47,7 +47,7 @@ export async function dumpMigratedPglite(): Promise<Blob> {
       query: async <Row>(sql: string, params?: unknown[]) => (await pglite.query<Row>(sql, params)).rows,
     };
     const driver: SqlDriver = { ...session, withSession: (fn) => fn(session), close: () => pglite.close() };
-    await migrate(driver);
+    await migrate(driver, undefined, { log: () => {} });
     // Kept in the copy, so every database and server process started from it has them (the
     // server's own defaults are unchanged): PostgreSQL's 128 MB of shared buffers are zeroed at
     // every start, a third of a start's work in WASM, and the suites' small databases fit in far
@@ -73,7 +73,7 @@ export async function writePgliteDataDir(dump: Blob, dataDir: string): Promise<v
 export async function migratePostgres(url: string): Promise<void> {
   const db = await openDatabase({ url, poolSize: 1 });
   try {
-    await migrate(db.driver);
+    await migrate(db.driver, undefined, { log: () => {} });
   } finally {
     await db.close();
   }
