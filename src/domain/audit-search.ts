@@ -43,6 +43,13 @@ const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 export const SEARCH_WALK_BUDGET = 2000;
 
 /**
+ * How many audits a search without text (by name, status, or nothing) walks on its filter's index
+ * before it asks each of the owner's threads instead. The walk reads no payload and stops as soon
+ * as its page is full: an owner holding one audit in fifty fills a page of 50 after ~2,500.
+ */
+export const FILTER_WALK_BUDGET = 10_000;
+
+/**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
@@ -84,6 +91,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
     range.push(`m.thread_id = ${param(threadId)}`);
   }
   if (search.after != null) range.push(`m.id < ${param(search.after.toLowerCase())}::uuid`);
+  if (text === null) return filterSearch(sql, principal.sub, threadId, { ...search, name, first }, range, params);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   const tests: string[] = [];
   if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)})`);
@@ -116,4 +124,62 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
     params,
   );
   return { items: rows.slice(0, first), hasMore: rows.length > first };
+}
+
+/**
+ * A search without text: by name, by status, both or neither. Its terms are equalities that the
+ * composite indexes (migration 20261202100000_flat_read_indexes) serve with the order, so no
+ * step reads a payload, and none reads every audit of the owner:
+ *
+ * - within a thread, the thread's audits matching the terms, newest first on
+ *   `(thread_id, name | status, id)`, `first + 1` of them;
+ * - across threads, the newest FILTER_WALK_BUDGET audits matching the terms (on `(name, id)` or
+ *   `(status, id)`), each tested for the owner, stopping at `first + 1` hits; only when the walk
+ *   read its whole budget without filling the page (an owner with a small share of the matches),
+ *   each of the owner's threads gives its newest `first + 1` matches older than the walk, on
+ *   `(thread_id, name | status, id)`, and the newest `first + 1` of those are kept.
+ */
+async function filterSearch(
+  sql: Sql,
+  ownerId: string,
+  threadId: string | null,
+  search: { name: string | null; status?: AuditStatus | null; first: number },
+  range: string[],
+  params: unknown[],
+): Promise<{ items: AuditHit[]; hasMore: boolean }> {
+  const param = (value: unknown) => `$${params.push(value)}`;
+  if (search.name !== null) range.push(`m.name = ${param(search.name)}`);
+  if (search.status != null) range.push(`m.status = ${param(search.status)}::"AuditStatus"`);
+  const limit = param(search.first + 1);
+  const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+  let hits: string;
+  if (threadId !== null) {
+    hits = `hits AS (SELECT m.id FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${limit})`;
+  } else {
+    const owner = param(ownerId);
+    const budget = FILTER_WALK_BUDGET;
+    hits = `walked AS (
+       SELECT m.id, EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL) AS hit
+       FROM (SELECT m.id, m.thread_id FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${budget}) m
+     ), walk_hits AS (
+       SELECT id FROM walked WHERE hit LIMIT ${limit}
+     ), older_hits AS MATERIALIZED (
+       SELECT h.id FROM thread t CROSS JOIN LATERAL (
+         SELECT m.id FROM message m WHERE m.thread_id = t.id AND ${range.join(' AND ')}
+           AND m.id < (SELECT id FROM walked ORDER BY id LIMIT 1)
+         ORDER BY m.id DESC LIMIT ${limit}) h
+       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
+         AND t.owner_id = ${owner} AND t.deleted_at IS NULL
+       ORDER BY h.id DESC LIMIT ${limit}
+     ), hits AS (
+       SELECT id FROM walk_hits UNION ALL SELECT id FROM older_hits
+     )`;
+  }
+  const rows = await sql.query<AuditHit>(
+    `WITH ${hits}
+     SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
+     ORDER BY m.id DESC LIMIT ${limit}`,
+    params,
+  );
+  return { items: rows.slice(0, search.first), hasMore: rows.length > search.first };
 }

@@ -64,11 +64,15 @@ export async function readableThreadsPage(sql: Sql, principal: Principal, page: 
     throw badInput(`first must be between 1 and ${MAX_THREADS_PAGE}`);
   }
   const position = page.after == null ? null : parseThreadCursor(page.after);
+  // A statement per case, not `($1 OR owner_id = $2)`: a condition that may or may not apply
+  // hides the index, and the read became a scan of every thread. Each walks its index newest first.
+  const params: unknown[] = [page.first + 1];
+  const where = ['deleted_at IS NULL'];
+  if (!canReadEveryThread(principal)) where.push(`owner_id = $${params.push(principal.sub)}`);
+  if (position) where.push(`(created_at, id) < ($${params.push(position.createdAt)}::timestamptz, $${params.push(position.id)}::uuid)`);
   const rows = await sql.query<Thread>(
-    `SELECT * FROM thread
-     WHERE deleted_at IS NULL AND ($1::boolean OR owner_id = $2) AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))
-     ORDER BY created_at DESC, id DESC LIMIT $5`,
-    [canReadEveryThread(principal), principal.sub, position?.createdAt ?? null, position?.id ?? null, page.first + 1],
+    `SELECT * FROM thread WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $1`,
+    params,
   );
   return { threads: rows.slice(0, page.first), hasNextPage: rows.length > page.first };
 }

@@ -97,11 +97,11 @@ const caseArray = `array_remove(ARRAY[${LEDGER_CASES.map((name) => `CASE WHEN ${
 
 /**
  * One ledger page, newest first, from the threads whose audits the principal may read (a
- * superadmin's own, SEMANTICS: the ledger shows audit data). Indexes (migration
- * 20261201231000_tool_call_ledger): `(thread_id, id)` for one thread, `(name, id)` for a tool
- * across threads, `(status, id)` for a status or case (the running, the never run: few among
- * many); each walks newest first, checks the thread's owner by its key, and stops after
- * `first + 1` entries.
+ * superadmin's own, SEMANTICS: the ledger shows audit data). Indexes (migrations
+ * 20261201231000_tool_call_ledger, 20261202100000_flat_read_indexes): `(thread_id, id)`,
+ * `(thread_id, status, id)`, `(thread_id, name, id)` within a thread, `(name, id)` for a tool
+ * across threads, `(status, id)` for a status or case; each walks newest first and stops after
+ * `first + 1` entries (ledgerStatement).
  */
 export async function toolCallLedger(sql: Sql, principal: Principal, query: LedgerQuery): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
   requireAuditReader(principal);
@@ -120,33 +120,86 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
 }
 
 /**
+ * How many calls a ledger read across threads walks on its filter's index before it asks each of
+ * the owner's threads instead: the walk stops as soon as its page is full (an owner holding one
+ * call in fifty fills a page of 50 after ~2,500), so only an owner with a small share of the
+ * matching calls reads the whole budget.
+ */
+export const LEDGER_WALK_BUDGET = 10_000;
+
+/** A call's latest execution (the newest tool audit bound to it), NULL columns when it never ran. */
+const LATEST_EXECUTION = `LEFT JOIN LATERAL (
+       SELECT m.id, m.run_id, m.input, m.status, m.error, m.awaiting_run_terminal, m.started_at, m.finished_at, m.duration_ms
+       FROM message m WHERE m.tool_call_row_id = tc.id ORDER BY m.id DESC LIMIT 1
+     ) e ON true`;
+
+/**
  * The ledger's read for an owner, its filters checked (`threadId` one the owner's audits may be
- * read in): one statement, `first + 1` entries at most.
+ * read in): one statement, `first + 1` entries at most. Within a thread: the thread's calls newest
+ * first on `(thread_id, id)`, `(thread_id, status, id)` or `(thread_id, name, id)`. Across
+ * threads, in the shape of a search without text (src/domain/audit-search.ts): the newest
+ * LEDGER_WALK_BUDGET calls matching the filters on the call alone (on `(status, id)`,
+ * `(name, id)` or the primary key), each tested for the owner and its execution, stopping at
+ * `first + 1` hits; only when the walk read its whole budget without filling the page, each of
+ * the owner's threads gives its newest `first + 1` entries older than the walk, and the newest
+ * `first + 1` of those are kept. Neither step reads every call of the owner, nor depends on the
+ * planner's estimates of how many there are.
  */
 export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: number }): { text: string; params: unknown[] } {
   const params: unknown[] = [ownerId];
   const param = (value: unknown) => `$${params.push(value)}`;
-  const where = [`t.owner_id = $1`, `t.deleted_at IS NULL`];
-  if (query.threadId != null) where.push(`tc.thread_id = ${param(query.threadId)}`);
-  if (query.name != null) where.push(`tc.name = ${param(query.name)}`);
+  // Conditions on the call alone (an index can serve them), then on its execution.
+  const onCall: string[] = [];
+  const onExecution: string[] = [];
+  if (query.threadId != null) onCall.push(`tc.thread_id = ${param(query.threadId)}`);
+  if (query.name != null) onCall.push(`tc.name = ${param(query.name)}`);
   if (query.status != null) {
-    where.push(`tc.status = ${param(STATUS_NARROWING[query.status])}::"ToolCallStatus"`, `${STATUS_SQL} = ${param(query.status)}`);
+    onCall.push(`tc.status = ${param(STATUS_NARROWING[query.status])}::"ToolCallStatus"`);
+    onExecution.push(`${STATUS_SQL} = ${param(query.status)}`);
   }
-  if (query.case != null) where.push(CASE_RULES[query.case].narrowing, CASE_RULES[query.case].sql);
-  if (query.after != null) where.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
-  const text = `SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
+  if (query.case != null) {
+    onCall.push(CASE_RULES[query.case].narrowing);
+    onExecution.push(CASE_RULES[query.case].sql);
+  }
+  if (query.after != null) onCall.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
+  const limit = param(query.first + 1);
+  const all = (conditions: string[]) => (conditions.length ? conditions.join(' AND ') : 'true');
+  let hits: string;
+  if (query.threadId != null) {
+    hits = `hits AS (SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
+       WHERE ${all([...onCall, ...onExecution])} ORDER BY tc.id DESC LIMIT ${limit})`;
+  } else {
+    const budget = LEDGER_WALK_BUDGET;
+    hits = `walked AS (
+       SELECT tc.id, EXISTS (SELECT 1 FROM thread t WHERE t.id = tc.thread_id AND t.owner_id = $1 AND t.deleted_at IS NULL)
+         AND coalesce(${all(onExecution)}, false) AS hit
+       FROM (SELECT tc.id, tc.thread_id, tc.status FROM tool_call tc WHERE ${all(onCall)} ORDER BY tc.id DESC LIMIT ${budget}) tc
+       ${LATEST_EXECUTION}
+     ), walk_hits AS (
+       SELECT id FROM walked WHERE hit LIMIT ${limit}
+     ), older_hits AS MATERIALIZED (
+       SELECT h.id FROM thread t CROSS JOIN LATERAL (
+         SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
+         WHERE tc.thread_id = t.id AND ${all([...onCall, ...onExecution])} AND tc.id < (SELECT id FROM walked ORDER BY id LIMIT 1)
+         ORDER BY tc.id DESC LIMIT ${limit}) h
+       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
+         AND t.owner_id = $1 AND t.deleted_at IS NULL
+       ORDER BY h.id DESC LIMIT ${limit}
+     ), hits AS (
+       SELECT id FROM walk_hits UNION ALL SELECT id FROM older_hits
+     )`;
+  }
+  const text = `WITH ${hits}
+     SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
        tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,
        CASE WHEN e.id IS NULL THEN NULL ELSE e.input IS DISTINCT FROM tc.declared_input END AS input_differs,
        ${STATUS_SQL} AS status, e.started_at, e.finished_at, e.duration_ms, ${caseArray} AS cases,
        CASE WHEN ${CASE_RULES.RUNNING.sql} THEN (SELECT r.lease_expires_at FROM run r WHERE r.id = e.run_id AND r.status = 'RUNNING') END
          AS lease_expires_at
-     FROM tool_call tc
-     JOIN thread t ON t.id = tc.thread_id
-     LEFT JOIN LATERAL (
-       SELECT m.id, m.run_id, m.input, m.status, m.error, m.awaiting_run_terminal, m.started_at, m.finished_at, m.duration_ms
-       FROM message m WHERE m.tool_call_row_id = tc.id ORDER BY m.id DESC LIMIT 1
-     ) e ON true
-     WHERE ${where.join(' AND ')}
-     ORDER BY tc.id DESC LIMIT ${param(query.first + 1)}`;
+     FROM hits h
+     JOIN tool_call tc ON tc.id = h.id
+     JOIN thread t ON t.id = tc.thread_id AND t.owner_id = $1 AND t.deleted_at IS NULL
+     ${LATEST_EXECUTION}
+     ORDER BY tc.id DESC LIMIT ${limit}`;
   return { text, params };
 }
