@@ -5,6 +5,7 @@ import { requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
 import { isUuid, MAX_ID_LENGTH, rowId } from './ids.js';
+import { walkNewestFirst } from './walk.js';
 
 /** The most hits one search returns. */
 export const MAX_SEARCH_HITS = 100;
@@ -65,8 +66,9 @@ export const FILTER_WALK_BUDGET = 10_000;
  *    the planner reads every audit below it on the primary key instead of the index.)
  *
  * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
- * What stays slow is a search that matches few audits but that the index cannot narrow: a text
- * whose every trigram is common, a status without text or name (bench/README.md, search).
+ * What stays slow is a text search that matches few audits but that the index cannot narrow: a
+ * text whose every trigram is common (bench/README.md, search). A search without text takes
+ * filterSearch's path instead.
  */
 export async function searchAudits(sql: Sql, principal: Principal, search: AuditSearch): Promise<{ items: AuditHit[]; hasMore: boolean }> {
   requireAuditReader(principal);
@@ -158,9 +160,9 @@ async function filterSearch(
   } else {
     const owner = param(ownerId);
     const budget = FILTER_WALK_BUDGET;
-    hits = `walked AS (
-       SELECT m.id, EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL) AS hit
-       FROM (SELECT m.id, m.thread_id FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${budget}) m
+    hits = `${walkNewestFirst('walk', 'message', 'm', range.join(' AND '), ['thread_id'], budget)}, walked AS (
+       SELECT w.id, EXISTS (SELECT 1 FROM thread t WHERE t.id = w.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL) AS hit
+       FROM walk w
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
      ), older_hits AS MATERIALIZED (
@@ -176,7 +178,7 @@ async function filterSearch(
      )`;
   }
   const rows = await sql.query<AuditHit>(
-    `WITH ${hits}
+    `WITH RECURSIVE ${hits}
      SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
      ORDER BY m.id DESC LIMIT ${limit}`,
     params,

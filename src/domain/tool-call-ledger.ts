@@ -3,6 +3,7 @@ import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
 import { isUuid, MAX_ID_LENGTH } from './ids.js';
+import { walkNewestFirst } from './walk.js';
 
 /**
  * The tool-call ledger: every tool call a model call declared, run or not, with the cases a
@@ -158,7 +159,9 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
     onExecution.push(`${STATUS_SQL} = ${param(query.status)}`);
   }
   if (query.case != null) {
-    onCall.push(CASE_RULES[query.case].narrowing);
+    // A narrowing to several statuses gives no index order: the walk tests it instead.
+    const { narrowing } = CASE_RULES[query.case];
+    (narrowing.includes(' IN ') ? onExecution : onCall).push(narrowing);
     onExecution.push(CASE_RULES[query.case].sql);
   }
   if (query.after != null) onCall.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
@@ -170,11 +173,11 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
        WHERE ${all([...onCall, ...onExecution])} ORDER BY tc.id DESC LIMIT ${limit})`;
   } else {
     const budget = LEDGER_WALK_BUDGET;
-    hits = `walked AS (
-       SELECT tc.id, EXISTS (SELECT 1 FROM thread t WHERE t.id = tc.thread_id AND t.owner_id = $1 AND t.deleted_at IS NULL)
-         AND coalesce(${all(onExecution)}, false) AS hit
-       FROM (SELECT tc.id, tc.thread_id, tc.status FROM tool_call tc WHERE ${all(onCall)} ORDER BY tc.id DESC LIMIT ${budget}) tc
-       ${LATEST_EXECUTION}
+    hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all(onCall), ['thread_id', 'status'], budget)}, walked AS (
+       -- The execution is read only for the owner's calls.
+       SELECT tc.id, CASE WHEN EXISTS (SELECT 1 FROM thread t WHERE t.id = tc.thread_id AND t.owner_id = $1 AND t.deleted_at IS NULL)
+         THEN coalesce((SELECT ${all(onExecution)} FROM (SELECT 1) one ${LATEST_EXECUTION}), false) ELSE false END AS hit
+       FROM walk tc
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
      ), older_hits AS MATERIALIZED (
@@ -189,7 +192,7 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
        SELECT id FROM walk_hits UNION ALL SELECT id FROM older_hits
      )`;
   }
-  const text = `WITH ${hits}
+  const text = `WITH RECURSIVE ${hits}
      SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
        tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,
        CASE WHEN e.id IS NULL THEN NULL ELSE e.input IS DISTINCT FROM tc.declared_input END AS input_differs,

@@ -23,6 +23,12 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS "message_audit_name_id_idx" ON "message"
 CREATE INDEX CONCURRENTLY IF NOT EXISTS "message_audit_status_id_idx" ON "message"("status", "id")
   WHERE "message_type" IN ('model_audit', 'tool_audit');
 
+-- A tool call's latest execution (its newest audit), for the ledger: the filter and the order in
+-- one index. On (tool_call_row_id) alone a planner whose statistics lag chose to walk the primary
+-- key backward for each call, reading the whole table per call.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS "message_tool_call_row_id_id_idx" ON "message"("tool_call_row_id", "id");
+DROP INDEX CONCURRENTLY IF EXISTS "message_tool_call_row_id_idx";
+
 -- toolCallLedger: the calls of one thread by status or by name, newest first (each thread's
 -- probe of a ledger read across the owner's threads).
 CREATE INDEX CONCURRENTLY IF NOT EXISTS "tool_call_thread_id_status_id_idx" ON "tool_call"("thread_id", "status", "id");

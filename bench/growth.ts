@@ -1,0 +1,165 @@
+// npx tsx bench/growth.ts [--sizes 10000,100000,1000000] [--iterations 15] [--plans]
+//   DATABASE_URL=<admin URL> for PostgreSQL (a scratch database, dropped afterwards), else in-memory PGlite
+//
+// Issue 44, flat at a million: each read a debugger or dashboard makes, as the domain runs it,
+// at each size back to back on one database that grows between them. The history: 50 superadmin
+// owners of 40 threads each, and one long thread (a tenth of the audits) of its own owner; runs of
+// ten audits (a model call declaring nine tools, each run and bound to its ToolCall); names one in
+// four `calc`, statuses one in ten FAILED. Each size adds audits to the same threads by SQL; each
+// read is measured twice: first with the statistics as they stood before the growth (the last
+// ANALYZE was at the previous size), then after ANALYZE. p50 over `iterations`, after two warm-ups.
+// --plans prints each read's plan (EXPLAIN ANALYZE, text) at the largest size, analysed.
+// The rows are written by SQL, not through the API: the shape is the write path's, its payloads
+// small (the storage per audit is not what this measures).
+import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { openDatabase, type Database } from '../src/db/database.js';
+import { migrate } from '../src/db/migrate.js';
+import type { Sql } from '../src/db/sql.js';
+import { readTimeline } from '../src/domain/audit-reads.js';
+import { searchAudits } from '../src/domain/audit-search.js';
+import type { Principal } from '../src/domain/principal.js';
+import { readableThreadsPage } from '../src/domain/threads.js';
+import { toolCallLedger } from '../src/domain/tool-call-ledger.js';
+import { toolCallStats } from '../src/domain/tool-call-stats.js';
+import { round, summarize, table } from './lib/stats.js';
+
+const { values: flags } = parseArgs({
+  options: { sizes: { type: 'string' }, iterations: { type: 'string' }, plans: { type: 'boolean' } },
+});
+const sizes = (flags.sizes ?? '10000,100000,1000000').split(',').map(Number);
+const iterations = Number(flags.iterations ?? 15);
+const OWNERS = 50;
+const THREADS_PER_OWNER = 40;
+const THREADS = OWNERS * THREADS_PER_OWNER;
+const RUN_AUDITS = 10;
+const BIG_THREAD = '00000000-0000-4000-8000-0000000000b1';
+const owner: Principal = { sub: 'owner-0', role: 'superadmin' };
+const bigOwner: Principal = { sub: 'big-owner', role: 'superadmin' };
+const admin: Principal = { sub: 'someone', role: 'admin' };
+const user: Principal = { sub: 'owner-0', role: 'user' };
+
+/** Each read the issue's table names, as its page asks for it (first 50, limit 500). */
+const READS: [string, (sql: Sql) => Promise<unknown>][] = [
+  ['searchAudits(name: calc), across threads', (sql) => searchAudits(sql, owner, { name: 'calc', first: 50 })],
+  ['searchAudits(status: FAILED), across threads', (sql) => searchAudits(sql, owner, { status: 'FAILED', first: 50 })],
+  ['searchAudits(status: FAILED), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, status: 'FAILED', first: 50 })],
+  ['toolCallLedger(status: FAILED), across threads', (sql) => toolCallLedger(sql, owner, { status: 'FAILED', first: 50 })],
+  ['toolCallLedger(name: calc), across threads', (sql) => toolCallLedger(sql, owner, { name: 'calc', first: 50 })],
+  ['threadAudits(limit: 500), long thread', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500)],
+  ['searchAudits(text: rare), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, text: 'question 777-777', first: 50 })],
+  ['threads(first: 20), owner (user)', (sql) => readableThreadsPage(sql, user, { first: 20 })],
+  ['threads(first: 20), admin', (sql) => readableThreadsPage(sql, admin, { first: 20 })],
+  ['toolCallStats, long thread', (sql) => toolCallStats(sql, BIG_THREAD)],
+];
+
+/**
+ * Grows every thread to `perThread` audits and the long thread to `big` (from `fromThread` and
+ * `fromBig`), in runs of RUN_AUDITS: the model call (sequence 0) declares the run's nine tools.
+ * Ids derive from the thread and the audit's number, so each statement joins what the last wrote.
+ */
+async function grow(db: Database, from: { thread: number; big: number }, to: { thread: number; big: number }) {
+  const bound = (which: 'from' | 'to') =>
+    `CASE WHEN t.id = '${BIG_THREAD}' THEN ${which === 'from' ? from.big : to.big} ELSE ${which === 'from' ? from.thread : to.thread} END`;
+  const blocks = `SELECT t.id AS thread_id, b FROM thread t, generate_series(${bound('from')} / ${RUN_AUDITS}, ${bound('to')} / ${RUN_AUDITS} - 1) b`;
+  const audits = `SELECT t.id AS thread_id, k FROM thread t, generate_series(${bound('from')}, ${bound('to')} - 1) k WHERE k % ${RUN_AUDITS} <> 0`;
+  const id = (kind: string, k: string) => `md5('${kind}' || a.thread_id || '/' || ${k})::uuid`;
+  const run = (k: string) => `md5('r' || a.thread_id || '/' || (${k}) / ${RUN_AUDITS})::uuid`;
+  await db.driver.exec(`
+    INSERT INTO run (id, thread_id, status, lease_epoch)
+      SELECT md5('r' || a.thread_id || '/' || a.b)::uuid, a.thread_id, 'COMPLETED', 1 FROM (${blocks}) a ORDER BY a.b, a.thread_id;
+    INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input)
+      SELECT ${id('m', 'a.b')}, a.thread_id, md5('r' || a.thread_id || '/' || a.b)::uuid, 'ASSISTANT', 'model_audit', 'model', 'planner', 0,
+        'COMPLETED', jsonb_build_object('q', 'question ' || a.b) FROM (${blocks}) a;
+    INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, status, declared_input)
+      SELECT ${id('c', 'a.k')}, a.thread_id, ${run('a.k')}, md5('m' || a.thread_id || '/' || (a.k / ${RUN_AUDITS}))::uuid, a.k % ${RUN_AUDITS},
+        'call-' || a.k, CASE WHEN a.k % 4 = 0 THEN 'calc' ELSE 'tool-' || (a.k % 7) END,
+        (CASE WHEN a.k % 10 = 5 THEN 'FAILED' ELSE 'COMPLETED' END)::"ToolCallStatus", jsonb_build_object('x', a.k)
+      FROM (${audits}) a;
+    INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input, output, tool_call_row_id)
+      SELECT ${id('a', 'a.k')}, a.thread_id, ${run('a.k')}, 'TOOL', 'tool_audit', 'call-' || a.k,
+        CASE WHEN a.k % 4 = 0 THEN 'calc' ELSE 'tool-' || (a.k % 7) END, a.k % ${RUN_AUDITS},
+        (CASE WHEN a.k % 10 = 5 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
+        jsonb_build_object('x', a.k, 'q', 'question ' || a.k || '-' || a.k), jsonb_build_object('content', 'result ' || a.k), ${id('c', 'a.k')}
+      FROM (${audits}) a;`);
+}
+
+async function p50(sql: Sql, read: (sql: Sql) => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < 2; i++) await read(sql);
+  const times: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const start = performance.now();
+    await read(sql);
+    times.push(performance.now() - start);
+  }
+  return summarize(times).p50;
+}
+
+/** The plan of the read's last statement, as text. */
+async function plan(db: Database, read: (sql: Sql) => Promise<unknown>): Promise<string> {
+  let text = '';
+  await read({
+    query: async <Row,>(statement: string, params?: unknown[]) => {
+      const rows = await db.driver.query<Record<string, string>>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${statement}`, params);
+      text = rows.map((row) => Object.values(row)[0]).join('\n');
+      return db.sql.query<Row>(statement, params);
+    },
+  });
+  return text;
+}
+
+async function openScratch(): Promise<{ db: Database; drop: () => Promise<void> }> {
+  const adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) return { db: await openDatabase({}), drop: async () => {} };
+  const name = `audit_growth_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    await client.query(statement).finally(() => client.end());
+  };
+  await admin(`CREATE DATABASE "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { db: await openDatabase({ url: url.toString(), statementTimeoutMs: 3_600_000 }), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+}
+
+const { db, drop } = await openScratch();
+console.log(`${new Date().toISOString()} · ${db.kind} · load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+try {
+  await migrate(db.driver, undefined, { log: () => {} });
+  await db.driver.exec(`
+    INSERT INTO thread (id, owner_id, title, created_at)
+      SELECT gen_random_uuid(), 'owner-' || o, 'thread ' || o || '/' || k, now() - ((o * ${THREADS_PER_OWNER} + k) * interval '1 minute')
+      FROM generate_series(0, ${OWNERS - 1}) o, generate_series(1, ${THREADS_PER_OWNER}) k;
+    INSERT INTO thread (id, owner_id, title) VALUES ('${BIG_THREAD}', 'big-owner', 'long');`);
+  const results: Record<string, { stale: number; analysed: number }[]> = {};
+  let grown = { thread: 0, big: 0 };
+  for (const size of sizes) {
+    const big = Math.round(size / 10);
+    const to = { thread: Math.ceil((size - big) / THREADS / RUN_AUDITS) * RUN_AUDITS, big: Math.ceil(big / RUN_AUDITS) * RUN_AUDITS };
+    const started = performance.now();
+    await grow(db, grown, to);
+    grown = to;
+    const [{ count }] = (await db.driver.query<{ count: string }>(`SELECT count(*) FROM message`)) as [{ count: string }];
+    console.log(`${count} audits (+${Math.round((performance.now() - started) / 1000)} s to grow)`);
+    const stale: number[] = [];
+    for (const [, read] of READS) stale.push(await p50(db.sql, read));
+    await db.driver.exec('ANALYZE');
+    for (const [index, [name, read]] of READS.entries()) {
+      (results[name] ??= []).push({ stale: stale[index]!, analysed: await p50(db.sql, read) });
+    }
+  }
+  const header = ['read', ...sizes.map((size) => `p50 ms at ${size.toLocaleString('en')} (stale / analysed)`), 'ratio last/first (analysed)'];
+  console.log(table(header, READS.map(([name]) => {
+    const row = results[name]!;
+    return [name, ...row.map((r) => `${round(r.stale)} / ${round(r.analysed)}`), round(row.at(-1)!.analysed / row[0]!.analysed)];
+  })));
+  if (flags.plans) {
+    for (const [name, read] of READS) console.log(`\n### ${name}\n\n${await plan(db, read)}`);
+  }
+} finally {
+  await db.close();
+  await drop();
+}

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import type { Sql } from '../../src/db/sql.js';
+import { FILTER_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.js';
+import type { Principal } from '../../src/domain/principal.js';
+import { readableThreadsPage } from '../../src/domain/threads.js';
+import { LEDGER_WALK_BUDGET, toolCallLedger } from '../../src/domain/tool-call-ledger.js';
+import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+import { postgresTemplateDatabase } from '../support/database-templates.js';
+import { borrowMigratedPglite, type BorrowedPglite } from '../support/pglite-pool.js';
+
+// Issue 44, flat at a million: each read the page and the dashboards make walks a composite index
+// newest first and stops after its page, so it costs the same however large the history. Counted
+// from each plan's own row counts (EXPLAIN ANALYZE of the statement the domain runs), not from
+// time, first with the statistics as they stand after the tables grew 20-fold since the last
+// ANALYZE (as autovacuum leaves a growing table), then analysed.
+//
+// 50 owners of 40 threads each (and 400 older threads each without runs; 30 audits a thread: one in four `calc`, one in ten FAILED), and one
+// thread of 40,000 audits of another owner: 100,000 audits, as many tool calls. The fillers' audits
+// are one in five `filler-tool`, the owner's one per thread: a name of which the owner holds too
+// few for a walk to fill a page, so the read asks each of the owner's threads instead.
+
+const OWNER = 'owner';
+const BIG_THREAD = '00000000-0000-4000-8000-0000000000b1';
+const THREAD_AUDITS = 30;
+const BIG_AUDITS = 40_000;
+const owner: Principal = { sub: OWNER, role: 'superadmin' };
+const bigOwner: Principal = { sub: 'big-owner', role: 'superadmin' };
+const admin: Principal = { sub: 'someone', role: 'admin' };
+/** The owner as a user: staff read every thread. */
+const user: Principal = { sub: OWNER, role: 'user' };
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+interface Touched {
+  /** Rows each table's scans produced or filtered away, over all their loops. */
+  tables: Map<string, number>;
+  /** The same per index, for the scans that ran. */
+  indexes: Map<string, number>;
+}
+
+function touched(node: PlanNode, into: Touched = { tables: new Map(), indexes: new Map() }): Touched {
+  if (node['Relation Name'] && node['Actual Loops'] > 0) {
+    const rows = (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'];
+    into.tables.set(node['Relation Name'], (into.tables.get(node['Relation Name']) ?? 0) + rows);
+    if (node['Index Name']) into.indexes.set(node['Index Name'], (into.indexes.get(node['Index Name']) ?? 0) + rows);
+  }
+  for (const child of node.Plans ?? []) touched(child, into);
+  return into;
+}
+
+/** The message's statement (the last the domain function ran): its answer and what its plan touched. */
+async function explained<T>(db: Database, read: (sql: Sql) => Promise<T>): Promise<{ result: T; last: Touched }> {
+  let last: Touched | undefined;
+  const sql: Sql = {
+    query: async <Row,>(text: string, params?: unknown[]) => {
+      const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
+      last = touched(row!['QUERY PLAN'][0].Plan);
+      return db.sql.query<Row>(text, params);
+    },
+  };
+  const result = await read(sql);
+  return { result, last: last! };
+}
+
+/** Audits `from`..`to` of every run (one per thread), and a tool call for each. */
+const seedAudits = (from: number, to: number, bigFrom: number, bigTo: number) => `
+  INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input)
+    SELECT gen_random_uuid(), r.thread_id, r.id, 'TOOL', 'tool_audit', 'op-' || i,
+      CASE WHEN i % 5 = 1 AND (t.owner_id <> '${OWNER}' OR i = 1) THEN 'filler-tool' WHEN i % 4 = 0 THEN 'calc' ELSE 'tool-' || (i % 7) END,
+      i, (CASE WHEN i % 10 = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus", jsonb_build_object('q', 'question ' || i)
+    FROM run r JOIN thread t ON t.id = r.thread_id,
+      generate_series(CASE WHEN t.id = '${BIG_THREAD}' THEN ${bigFrom} ELSE ${from} END, CASE WHEN t.id = '${BIG_THREAD}' THEN ${bigTo} ELSE ${to} END) i;
+  INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, status)
+    SELECT gen_random_uuid(), m.thread_id, m.run_id, d.id, m.sequence::int, m.operation_id, m.name,
+      (CASE m.status WHEN 'FAILED' THEN 'FAILED' ELSE 'COMPLETED' END)::"ToolCallStatus"
+    FROM message m JOIN message d ON d.run_id = m.run_id AND d.operation_id = 'declaring'
+    WHERE m.message_type = 'tool_audit' AND CASE WHEN m.thread_id = '${BIG_THREAD}' THEN m.sequence BETWEEN ${bigFrom} AND ${bigTo} ELSE m.sequence BETWEEN ${from} AND ${to} END;`;
+
+describe(`the reads that must stay flat as history grows (${backendName})`, () => {
+  let db: Database;
+  let embedded: BorrowedPglite | undefined;
+  let drop = async () => {};
+
+  beforeAll(async () => {
+    const scratch = onPostgres ? await createScratchDatabase(undefined, postgresTemplateDatabase()) : undefined;
+    if (scratch) drop = scratch.drop;
+    embedded = scratch ? undefined : await borrowMigratedPglite();
+    db = await openDatabase({ url: scratch?.url, embedded: embedded?.pglite, statementTimeoutMs: 300_000 });
+    await db.driver.exec(`
+      INSERT INTO thread (id, owner_id, title, created_at)
+        SELECT gen_random_uuid(), CASE WHEN o = 0 THEN '${OWNER}' ELSE 'filler-' || o END, 'thread ' || o || '/' || k,
+          now() - ((o * 40 + k) * interval '1 minute')
+        FROM generate_series(0, 49) o, generate_series(1, 40) k;
+      INSERT INTO thread (id, owner_id, title) VALUES ('${BIG_THREAD}', 'big-owner', 'big');
+      -- Threads without runs, older than the rest: enough threads that walking an index beats reading them all.
+      INSERT INTO thread (id, owner_id, title, created_at)
+        SELECT gen_random_uuid(), CASE WHEN o = 0 THEN '${OWNER}' ELSE 'filler-' || o END, 'old ' || o || '/' || k,
+          now() - interval '1 day' - ((o * 400 + k) * interval '1 minute')
+        FROM generate_series(0, 49) o, generate_series(1, 400) k;
+      INSERT INTO run (id, thread_id, status, lease_epoch) SELECT gen_random_uuid(), id, 'COMPLETED', 1 FROM thread WHERE title NOT LIKE 'old %';
+      INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status)
+        SELECT gen_random_uuid(), thread_id, id, 'ASSISTANT', 'model_audit', 'declaring', 'model', 0, 'COMPLETED' FROM run;
+      ${seedAudits(1, 1, 1, 2000)}
+      ANALYZE;
+      ${seedAudits(2, THREAD_AUDITS, 2001, BIG_AUDITS)}`);
+  }, 300_000);
+
+  afterAll(async () => {
+    await db?.close();
+    await embedded?.giveBack();
+    await drop();
+  });
+
+  const reads = () => {
+    it('threads(first): an owner\'s and an admin\'s newest threads, on their index, a page of rows', async () => {
+      for (const [who, index] of [[user, 'thread_owner_id_created_at_id_idx'], [admin, 'thread_created_at_id_idx']] as const) {
+        const { result, last } = await explained(db, (sql) => readableThreadsPage(sql, who, { first: 20 }));
+        expect(result.threads).toHaveLength(20);
+        expect([...last.indexes.keys()], who.role).toContain(index);
+        expect(last.tables.get('thread'), who.role).toBeLessThan(100);
+      }
+    });
+
+    it('searchAudits by name or status across threads: a walk on (name | status, id), not every match', async () => {
+      for (const [criteria, index] of [[{ name: 'calc' }, 'message_audit_name_id_idx'], [{ status: 'FAILED' as const }, 'message_audit_status_id_idx']] as const) {
+        const { result, last } = await explained(db, (sql) => searchAudits(sql, owner, { ...criteria, first: 50 }));
+        expect(result.items, JSON.stringify(criteria)).toHaveLength(50);
+        expect([...last.indexes.keys()], JSON.stringify(criteria)).toContain(index);
+        // The owner holds ~1 in 80 of the matches: ~4,000 walked for 51 hits, of 25,000 `calc` or 10,000 FAILED audits.
+        expect(last.tables.get('message'), JSON.stringify(criteria)).toBeLessThan(FILTER_WALK_BUDGET);
+      }
+    });
+
+    it('searchAudits by a name the owner rarely holds: the walk, then each of the owner\'s threads on (thread_id, name, id)', async () => {
+      const { result, last } = await explained(db, (sql) => searchAudits(sql, owner, { name: 'filler-tool', first: 50 }));
+      const expected = await db.driver.query<{ id: string }>(
+        `SELECT m.id FROM message m JOIN thread t ON t.id = m.thread_id WHERE t.owner_id = $1 AND m.name = 'filler-tool' ORDER BY m.id DESC`,
+        [OWNER],
+      );
+      expect(expected).toHaveLength(40);
+      expect(result.items.map((hit) => hit.id)).toEqual(expected.map((row) => row.id));
+      expect([...last.indexes.keys()]).toContain('message_audit_thread_id_name_id_idx');
+      expect(last.tables.get('message')).toBeLessThan(FILTER_WALK_BUDGET + 2_000);
+    });
+
+    it('searchAudits in the long thread, by status and by a rare text, on the thread\'s own indexes', async () => {
+      const failed = await explained(db, (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, status: 'FAILED', first: 50 }));
+      expect(failed.result.items).toHaveLength(50);
+      // On (thread_id, status, id), or on (status, id) filtered by the thread where the planner knows the
+      // thread holds most audits: either way a walk that stops after the page.
+      expect(failed.last.tables.get('message')).toBeLessThan(500);
+      const rare = await explained(db, (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, text: 'question 39999', first: 50 }));
+      expect(rare.result.items).toHaveLength(1);
+      expect([...rare.last.indexes.keys()]).toContain('message_audit_thread_id_id_idx');
+    });
+
+    it('toolCallLedger by status or name across threads: a walk on (status | name, id), not each of the owner\'s calls', async () => {
+      for (const [criteria, index] of [[{ status: 'FAILED' as const }, 'tool_call_status_id_idx'], [{ name: 'calc' }, 'tool_call_name_id_idx']] as const) {
+        const { result, last } = await explained(db, (sql) => toolCallLedger(sql, owner, { ...criteria, first: 50 }));
+        expect(result.entries, JSON.stringify(criteria)).toHaveLength(50);
+        expect([...last.indexes.keys()], JSON.stringify(criteria)).toContain(index);
+        expect(last.tables.get('tool_call'), JSON.stringify(criteria)).toBeLessThan(LEDGER_WALK_BUDGET);
+      }
+      const rare = await explained(db, (sql) => toolCallLedger(sql, owner, { name: 'filler-tool', first: 50 }));
+      const expected = await db.driver.query<{ id: string }>(
+        `SELECT tc.id FROM tool_call tc JOIN thread t ON t.id = tc.thread_id WHERE t.owner_id = $1 AND tc.name = 'filler-tool' ORDER BY tc.id DESC`,
+        [OWNER],
+      );
+      expect(rare.result.entries.map((entry) => entry.id)).toEqual(expected.map((row) => row.id));
+      expect([...rare.last.indexes.keys()]).toContain('tool_call_thread_id_name_id_idx');
+    });
+  };
+
+  describe('with the statistics of a table 20 times smaller', reads);
+  describe('analysed', () => {
+    beforeAll(() => db.driver.exec('ANALYZE'), 120_000);
+    reads();
+  });
+});
