@@ -97,6 +97,26 @@ async function p50(sql: Sql, read: (sql: Sql) => Promise<unknown>): Promise<numb
   return summarize(times).p50;
 }
 
+/**
+ * The buffers the read's statements touched (shared hits and reads, from EXPLAIN (ANALYZE,
+ * BUFFERS)): the work, whatever else loads the machine. PostgreSQL only (PGlite reports none).
+ */
+async function buffers(db: Database, read: (sql: Sql) => Promise<unknown>): Promise<number> {
+  let total = 0;
+  await read({
+    query: async <Row,>(statement: string, params?: unknown[]) => {
+      const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statement}`,
+        params,
+      );
+      const plan = row!['QUERY PLAN'][0].Plan;
+      total += (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+      return db.sql.query<Row>(statement, params);
+    },
+  });
+  return total;
+}
+
 /** The plan of the read's last statement, as text. */
 async function plan(db: Database, read: (sql: Sql) => Promise<unknown>): Promise<string> {
   let text = '';
@@ -134,7 +154,7 @@ try {
       SELECT gen_random_uuid(), 'owner-' || o, 'thread ' || o || '/' || k, now() - ((o * ${THREADS_PER_OWNER} + k) * interval '1 minute')
       FROM generate_series(0, ${OWNERS - 1}) o, generate_series(1, ${THREADS_PER_OWNER}) k;
     INSERT INTO thread (id, owner_id, title) VALUES ('${BIG_THREAD}', 'big-owner', 'long');`);
-  const results: Record<string, { stale: number; analysed: number }[]> = {};
+  const results: Record<string, { stale: number; analysed: number; buffers: number }[]> = {};
   let grown = { thread: 0, big: 0 };
   for (const size of sizes) {
     const big = Math.round(size / 10);
@@ -148,13 +168,25 @@ try {
     for (const [, read] of READS) stale.push(await p50(db.sql, read));
     await db.driver.exec('ANALYZE');
     for (const [index, [name, read]] of READS.entries()) {
-      (results[name] ??= []).push({ stale: stale[index]!, analysed: await p50(db.sql, read) });
+      (results[name] ??= []).push({ stale: stale[index]!, analysed: await p50(db.sql, read), buffers: await buffers(db, read) });
     }
   }
-  const header = ['read', ...sizes.map((size) => `p50 ms at ${size.toLocaleString('en')} (stale / analysed)`), 'ratio last/first (analysed)'];
+  const header = [
+    'read',
+    ...sizes.map((size) => `p50 ms at ${size.toLocaleString('en')} (stale / analysed)`),
+    'ratio last/first (analysed)',
+    ...sizes.map((size) => `buffers at ${size.toLocaleString('en')}`),
+    'buffers ratio',
+  ];
   console.log(table(header, READS.map(([name]) => {
     const row = results[name]!;
-    return [name, ...row.map((r) => `${round(r.stale)} / ${round(r.analysed)}`), round(row.at(-1)!.analysed / row[0]!.analysed)];
+    return [
+      name,
+      ...row.map((r) => `${round(r.stale)} / ${round(r.analysed)}`),
+      round(row.at(-1)!.analysed / row[0]!.analysed),
+      ...row.map((r) => r.buffers),
+      round(row.at(-1)!.buffers / Math.max(1, row[0]!.buffers)),
+    ];
   })));
   if (flags.plans) {
     for (const [name, read] of READS) console.log(`\n### ${name}\n\n${await plan(db, read)}`);
