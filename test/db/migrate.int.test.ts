@@ -7,7 +7,7 @@ import { backendName, createScratchDatabase, onPostgres, servicesRequired } from
 const migrationNames = readMigrations().map((migration) => migration.name);
 
 describe('migrations at start-up', () => {
-  it('apply once on the embedded database, then are a no-op', async () => {
+  it('apply once on the embedded database, then are a no-op', { timeout: 120_000 }, async () => {
     const db = await openDatabase({});
     try {
       expect(await migrate(db.driver)).toEqual(migrationNames);
@@ -17,7 +17,7 @@ describe('migrations at start-up', () => {
     }
   });
 
-  it('refuse to run when an applied migration was edited', async () => {
+  it('refuse to run when an applied migration was edited', { timeout: 120_000 }, async () => {
     const db = await openDatabase({});
     try {
       await migrate(db.driver);
