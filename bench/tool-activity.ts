@@ -1,4 +1,4 @@
-// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50]
+// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50]   (EXPLAIN=1 prints the view's plan at each step)
 //
 // The cost of one toolActivity view (issue 40, docs/dashboards.md) as history and other owners
 // grow, and what the view's trigger and indexes add to the write statements. In process, on the
@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
-import { readOwnerToolActivity } from '../src/domain/tool-activity.js';
+import { MAX_ACTIVITY_LIST, TOOL_ACTIVITY_STATEMENT, bucketCount, readOwnerToolActivity } from '../src/domain/tool-activity.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({ options: { audits: { type: 'string', default: '1000000' }, reads: { type: 'string', default: '50' } } });
@@ -72,6 +72,11 @@ async function measureView(db: Database, owner: string) {
     const began = performance.now();
     await readOwnerToolActivity(db.sql, owner, { windowSeconds: 3600, name: null });
     times.push(performance.now() - began);
+  }
+  if (process.env.EXPLAIN) {
+    // The plan of the last read: which indexes it used and how many rows it touched.
+    const plan = await db.sql.query<{ queryPlan: string }>(`EXPLAIN (ANALYZE, BUFFERS) ${TOOL_ACTIVITY_STATEMENT}`, [owner, 3600, null, bucketCount(3600), MAX_ACTIVITY_LIST]);
+    console.log(plan.map((row) => Object.values(row)[0]).join('\n'));
   }
   return summarize(times.slice(Math.min(5, reads - 1)));
 }

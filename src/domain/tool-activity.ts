@@ -84,7 +84,7 @@ const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text I
  * migration 20261202110000_tool_activity, and nothing else of the owner's history.
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
  */
-const VIEW = `WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
+export const TOOL_ACTIVITY_STATEMENT = `WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
 gone AS (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL),
 running AS MATERIALIZED (
   SELECT m.id, m.name, m.created_at FROM message m WHERE ${OWNED} AND m.status = 'RUNNING'),
@@ -105,7 +105,7 @@ events AS (
   UNION ALL SELECT created_at, 1, NULL FROM ended WHERE created_at >= (SELECT since FROM w)
   UNION ALL SELECT changed_at, 0, status FROM ended),
 buckets AS (
-  SELECT least($4::int - 1, floor(extract(epoch FROM e.t - w.since) * $4::int / $2::int))::int AS bucket,
+  SELECT least($4::int - 1, floor(date_part('epoch', e.t - w.since) * $4::int / $2::int))::int AS bucket,
     sum(e.started) AS started, count(*) FILTER (WHERE e.status = 'COMPLETED') AS completed,
     count(*) FILTER (WHERE e.status = 'FAILED') AS failed, count(*) FILTER (WHERE e.status NOT IN ('COMPLETED', 'FAILED')) AS other_ended
   FROM events e, w GROUP BY 1),
@@ -142,7 +142,7 @@ export async function readToolActivity(sql: Sql, principal: Principal, args: Too
 /** The view of the owner's threads: the caller checked the access rule (readToolActivity, or a subscription's start). */
 export async function readOwnerToolActivity(sql: Sql, ownerId: string, args: ToolActivityArgs): Promise<ToolActivity> {
   const count = bucketCount(args.windowSeconds);
-  const rows = await sql.query<ViewRow>(VIEW, [ownerId, args.windowSeconds, args.name, count, MAX_ACTIVITY_LIST]);
+  const rows = await sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, [ownerId, args.windowSeconds, args.name, count, MAX_ACTIVITY_LIST]);
   const head = rows[0]!;
   const summary = head.activitySummary!;
   const since = head.activitySince;
