@@ -13,6 +13,7 @@ import { backendName } from '../support/database.js';
 import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
 import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { saveScreenshot } from './support/screenshots.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -92,6 +93,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await expect.poll(() => page.locator('[data-testid=activity-failures] li').count()).toBe(1);
     expect(await page.locator('[data-testid=activity-failures] .error-line').textContent()).toBe('quota exceeded');
     await expect.poll(() => page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (0)');
+    await saveScreenshot(page, 'activity.png');
 
     // The per-tool table sorts by each column.
     const names = () => page.locator('[data-testid=activity-tools] tbody tr td:first-child').allTextContents();
