@@ -36,7 +36,7 @@ async function scratch(): Promise<{ db: Database; drop(): Promise<void> }> {
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const db = await openDatabase({ url: url.toString(), statementTimeoutMs: 600_000 });
-  return { db, drop: async () => (await db.close(), await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)) };
+  return { db, drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
 }
 
 /**
@@ -136,6 +136,7 @@ try {
     ['with them', round(median(withView), 0), round(median(withView) / median(without))],
   ]));
 } finally {
+  // Closed first: the scratch database is dropped after its connections are gone.
   await db.close();
   await drop();
 }
