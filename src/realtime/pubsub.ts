@@ -1,5 +1,7 @@
 import type { Config } from '../config.js';
 import type { CommittedChange } from '../domain/events.js';
+import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
+import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-feeds.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
 import type { WakeBus } from './redis-bus.js';
 
@@ -21,6 +23,8 @@ export const DEFAULT_MAX_PENDING_EVENTS = 256;
 export interface ChangeStore {
   changesAfter(threadId: string, after: bigint, limit: number): Promise<CommittedChange[]>;
   threadCursors(threadIds: readonly string[]): Promise<{ id: string; changeCursor: bigint }[]>;
+  /** One owner's tool activity view (dashboards); a store without it serves no dashboards. */
+  toolActivity?(ownerId: string, args: ToolActivityArgs): Promise<ToolActivity>;
 }
 
 export interface SubscribeOptions {
@@ -39,7 +43,13 @@ export interface PubSub {
   subscribe(topic: Topic, threadId: string, options?: SubscribeOptions): Promise<AsyncIterableIterator<Delivery>>;
   /** Open subscriptions of a thread, for readiness probes and tests. */
   subscriberCount(topic: Topic, threadId: string): number;
+  /** Dashboards: views of an owner's tool activity across threads, read again after its tool audits change. */
+  activity: ActivityFeeds;
 }
+
+/** The owners whose tool audits these changes touch. */
+const toolAuditOwners = (changes: CommittedChange[]) =>
+  new Set(changes.flatMap((change) => (change.kind === 'audit' && change.row.ownerId ? [change.row.ownerId] : [])));
 
 const stopping = () => new StreamInterrupted('SERVER_STOPPING', 'The server is stopping. Resume with your last cursor.');
 
@@ -112,8 +122,12 @@ export const POLL_MS = { healthy: 5000, unhealthy: 1000 };
  */
 export const POLL_GRACE_MS = ARRIVAL_WAIT_MS;
 
-function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS) {
+function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS, clock?: Clock) {
   const feeds = new Map<string, ThreadFeed>();
+  const activity = createActivityFeeds(
+    (ownerId, args) => (store.toolActivity ? store.toolActivity(ownerId, args) : Promise.reject(new Error('This store reads no tool activity'))),
+    clock,
+  );
 
   const feedOf = (threadId: string) => {
     let feed = feeds.get(threadId);
@@ -179,6 +193,8 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   if (bus) schedule();
 
   const pubsub = {
+    activity,
+
     /** Committed changes, in commit order per thread: to this instance's subscribers at once, and to the other instances. */
     publish(changes: CommittedChange[]) {
       const byThread = new Map<string, CommittedChange[]>();
@@ -224,6 +240,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
 
     /** Every open stream tells its subscriber why it ends. */
     interruptAll(interruption: StreamInterrupted) {
+      activity.interruptAll(interruption);
       for (const feed of [...feeds.values()]) for (const stream of [...feed.streams.keys()]) stream.interrupt(interruption);
     },
 
@@ -240,12 +257,15 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
  * every instance. The database stays the source of truth: the start fails if Redis cannot be
  * reached then, but a later outage only slows delivery down to the poll.
  */
-export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number } = {}) {
+export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number; activityClock?: Clock } = {}) {
   const { redisUrl, redisPrefix } = config;
   // The Redis modules (and ioredis) are loaded only when REDIS_URL is set.
   const bus = redisUrl ? await (await import('./redis-bus.js')).connectRedisBus(redisUrl, redisPrefix) : null;
-  const pubsub = createPubSub(store, bus, options.maxPendingEvents);
+  const pubsub = createPubSub(store, bus, options.maxPendingEvents, options.activityClock);
   const deletions = redisUrl ? (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, pubsub.endThread) : null;
+  const activitySignal = redisUrl
+    ? (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => pubsub.activity.changed([ownerId]))
+    : null;
   let closed = false;
   return {
     pubsub: pubsub as PubSub,
@@ -260,6 +280,9 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
         if (closed) return;
         try {
           pubsub.publish(changes);
+          const owners = toolAuditOwners(changes);
+          pubsub.activity.changed(owners);
+          for (const ownerId of owners) activitySignal?.publish(ownerId);
         } catch (error) {
           console.error('[realtime] could not publish committed changes:', error);
         }
@@ -276,7 +299,7 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
       closed = true;
       pubsub.stopPolling();
       pubsub.interruptAll(stopping());
-      await Promise.all([bus?.close(), deletions?.close()]);
+      await Promise.all([bus?.close(), deletions?.close(), activitySignal?.close()]);
     },
   };
 }

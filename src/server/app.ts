@@ -2,6 +2,7 @@ import { createTokenVerifier } from '../auth/jwt.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
+import type { Clock } from '../realtime/activity-feeds.js';
 import { webSocketLimits } from '../transports/ws-limits.js';
 import { startBackgroundJobs, type BackgroundJobs } from './background-jobs.js';
 import { serveGraphQLOverWebSocket } from './graphql-ws.js';
@@ -20,7 +21,7 @@ export type App = Awaited<ReturnType<typeof buildApp>>;
  * over HTTP, SSE and graphql-ws, /metrics, and the background jobs. `start` listens; `stop`
  * drains and closes everything (shutdown.ts).
  */
-export async function buildApp(config: Config, options: { database?: Database; maxPendingEvents?: number } = {}) {
+export async function buildApp(config: Config, options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock } = {}) {
   const { secret, generated } = signingSecretOf(config);
   const { db, feeds } = await openStorage(config, options);
   /** Set once they started; a deletion by the first retention sweep is that sweep's own to vacuum after. */

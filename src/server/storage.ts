@@ -2,6 +2,8 @@ import type { Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import { changesAfter, threadCursors } from '../domain/change-cursors.js';
+import { readOwnerToolActivity } from '../domain/tool-activity.js';
+import type { Clock } from '../realtime/activity-feeds.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
 
 export type ChangeFeeds = Awaited<ReturnType<typeof createPubSubFor>>;
@@ -13,7 +15,7 @@ export type ChangeFeeds = Awaited<ReturnType<typeof createPubSubFor>>;
  */
 export async function openStorage(
   config: Config,
-  options: { database?: Database; maxPendingEvents?: number },
+  options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock },
 ): Promise<{ db: Database; feeds: ChangeFeeds }> {
   const db =
     options.database ??
@@ -25,8 +27,9 @@ export async function openStorage(
       {
         changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit),
         threadCursors: (threadIds) => threadCursors(db.sql, threadIds),
+        toolActivity: (ownerId, args) => readOwnerToolActivity(db.sql, ownerId, args),
       },
-      { maxPendingEvents: options.maxPendingEvents },
+      { maxPendingEvents: options.maxPendingEvents, activityClock: options.activityClock },
     );
     return { db, feeds };
   } catch (error) {

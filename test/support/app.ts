@@ -2,6 +2,7 @@ import { mintToken } from '../../src/auth/jwt.js';
 import type { Role } from '../../src/domain/principal.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
+import type { Clock } from '../../src/realtime/activity-feeds.js';
 import { buildApp, type App } from '../../src/server/app.js';
 import { createScratchDatabase, onPostgres } from './database.js';
 import { postgresTemplateDatabase } from './database-templates.js';
@@ -37,6 +38,8 @@ export interface TestAppOptions {
   onQuery?: (sql: string) => void;
   /** How many changes a subscriber may hold queued before it catches up from the database (small, to make it fall behind). */
   maxPendingEvents?: number;
+  /** The dashboards' clock (test/support/moved-clock.ts), to move instead of waiting. */
+  activityClock?: Clock;
 }
 
 /** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
@@ -50,14 +53,14 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratch ? { DATABASE_URL: scratch.url } : {}),
     ...env,
   });
-  const { onQuery, maxPendingEvents } = options;
+  const { onQuery, maxPendingEvents, activityClock } = options;
   // Opened here as buildApp would open it, but an in-memory one migrated (and reused: pglite-pool.ts).
   const embedded = !config.databaseUrl && config.embeddedInMemory ? await borrowMigratedPglite() : undefined;
   const database =
     onQuery || embedded
       ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, embedded: embedded?.pglite, onQuery })
       : undefined;
-  const app = await buildApp(config, { database, maxPendingEvents }).catch(async (error: unknown) => {
+  const app = await buildApp(config, { database, maxPendingEvents, activityClock }).catch(async (error: unknown) => {
     await database?.close();
     await embedded?.giveBack();
     throw error;

@@ -52,6 +52,7 @@ import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphq
 import { conversationOf, type ConversationMessage } from './conversation.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
 import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
+import { Activity, hash, isActivityHash } from './activity.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -86,6 +87,7 @@ function Header() {
           {connection.value === 'live' ? 'live' : connection.value === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
         </span>
       )}
+      <a href="#activity">Activity</a>
       <a href="/graphql" target="_blank" rel="noreferrer">GraphiQL</a>
       <button onClick={signOut}>Sign out</button>
     </header>
@@ -604,7 +606,7 @@ function App() {
       {pageError.value && <p class="banner error" role="alert">{pageError.value}</p>}
       <SearchBox />
       <SearchResults />
-      {threadId.value ? <Timeline /> : <Home />}
+      {isActivityHash(hash.value) ? <Activity token={token.value} /> : threadId.value ? <Timeline /> : <Home />}
     </>
   );
 }

@@ -329,12 +329,14 @@ export function closeThread() {
   auditDetails.value = new Map();
   auditsHidden.value = null;
   selectedKey.value = null;
-  if (location.hash) history.pushState(null, '', location.pathname);
+  if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
 }
 
 /** Opens the thread named in the URL (a thread id is not a secret; the token never goes there). */
 function followLocation() {
-  const wanted = /^#thread=([0-9a-f-]{36})$/i.exec(location.hash)?.[1] ?? null;
+  // The Activity view (activity.tsx) keeps its own state in the hash: no thread is open there.
+  if (/^#activity(&|$)/.test(location.hash)) return closeThread();
+  const wanted = /^#thread=([0-9a-f-]{36})(?:&|$)/i.exec(location.hash)?.[1] ?? null;
   if (wanted === threadId.value) return;
   if (wanted) openThread(wanted);
   else closeThread();

@@ -1,0 +1,142 @@
+// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50]   (EXPLAIN=1 prints the view's plan at each step)
+//
+// The cost of one toolActivity view (issue 40, docs/dashboards.md) as history and other owners
+// grow, and what the view's trigger and indexes add to the write statements. In process, on the
+// view's own statement (src/domain/tool-activity.ts). Against PGlite by default; against
+// PostgreSQL when DATABASE_URL is an admin URL (a fresh database, dropped afterwards).
+//
+// read: the view's p50/p99 for an owner with --audits tool audits, a tenth of them ended within
+//   the last hour (the window); then with four times as many more, all older than the window;
+//   then with another owner holding --audits of their own. Ratios against the first.
+// write: inserting tool audits RUNNING and ending them, as the lifecycle statements do, with the
+//   owner trigger and the two partial indexes, and without them (dropped), back to back.
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { openDatabase, type Database } from '../src/db/database.js';
+import { migrate } from '../src/db/migrate.js';
+import { MAX_ACTIVITY_LIST, TOOL_ACTIVITY_STATEMENT, bucketCount, readOwnerToolActivity } from '../src/domain/tool-activity.js';
+import { round, summarize, table } from './lib/stats.js';
+
+const { values: flags } = parseArgs({ options: { audits: { type: 'string', default: '1000000' }, reads: { type: 'string', default: '50' } } });
+const audits = Number(flags.audits);
+const reads = Number(flags.reads);
+const adminUrl = process.env.DATABASE_URL;
+
+async function scratch(): Promise<{ db: Database; drop(): Promise<void> }> {
+  if (!adminUrl) return { db: await openDatabase({}), drop: async () => {} };
+  const name = `bench_activity_${randomBytes(4).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    await client.query(sql).finally(() => client.end());
+  };
+  await admin(`CREATE DATABASE "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const db = await openDatabase({ url: url.toString(), statementTimeoutMs: 600_000 });
+  return { db, drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+}
+
+/**
+ * `count` tool audits of `owner`, on threads of 1,000, ended `fromSeconds` to `toSeconds` ago
+ * (spread evenly); one in twenty FAILED, one in a hundred still RUNNING when `running`.
+ */
+async function seed(db: Database, owner: string, count: number, fromSeconds: number, toSeconds: number, running = false) {
+  const batch = 50_000;
+  for (let offset = 0; offset < count; offset += batch) {
+    const n = Math.min(batch, count - offset);
+    await db.sql.query(
+      `WITH threads AS (
+         INSERT INTO thread (id, owner_id) SELECT gen_random_uuid(), $1 FROM generate_series(1, greatest(1, $2::int / 1000)) RETURNING id),
+       runs AS (
+         INSERT INTO run (id, thread_id, status) SELECT gen_random_uuid(), id, 'COMPLETED' FROM threads RETURNING id, thread_id),
+       numbered AS (SELECT id, thread_id, row_number() OVER () - 1 AS k, count(*) OVER () AS c FROM runs)
+       INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at)
+       SELECT gen_random_uuid(), r.thread_id, r.id, 'TOOL', 'tool_audit', 'op' || i, 'tool' || (i % 20),
+         (CASE WHEN $5::boolean AND i % 100 = 0 THEN 'RUNNING' WHEN i % 20 = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
+         (i * 7919) % 5000, t - interval '2 seconds', t
+       FROM generate_series(0, $2::int - 1) AS i
+       JOIN numbered r ON r.k = i % r.c
+       CROSS JOIN LATERAL (SELECT now() - make_interval(secs => $3::float8 + ($4::float8 - $3::float8) * (i + $6::int)::float8 / $7::int)) AS at(t)`,
+      [owner, n, fromSeconds, toSeconds, running, offset, count],
+    );
+  }
+  await db.sql.query('ANALYZE message');
+}
+
+async function measureView(db: Database, owner: string) {
+  const times: number[] = [];
+  for (let i = 0; i < reads; i++) {
+    const began = performance.now();
+    await readOwnerToolActivity(db.sql, owner, { windowSeconds: 3600, name: null });
+    times.push(performance.now() - began);
+  }
+  if (process.env.EXPLAIN) {
+    // The plan of the last read: which indexes it used and how many rows it touched.
+    const plan = await db.sql.query<{ queryPlan: string }>(`EXPLAIN (ANALYZE, BUFFERS) ${TOOL_ACTIVITY_STATEMENT}`, [owner, 3600, null, bucketCount(3600), MAX_ACTIVITY_LIST]);
+    console.log(plan.map((row) => Object.values(row)[0]).join('\n'));
+  }
+  return summarize(times.slice(Math.min(5, reads - 1)));
+}
+
+/** Inserts `n` RUNNING tool audits one statement each, then ends each: the rows' writes as the lifecycle does them. */
+async function measureWrites(db: Database, owner: string, n: number) {
+  const [thread] = await db.sql.query<{ id: string }>(`INSERT INTO thread (id, owner_id) VALUES (gen_random_uuid(), $1) RETURNING id`, [owner]);
+  const [run] = await db.sql.query<{ id: string }>(`INSERT INTO run (id, thread_id, status) VALUES (gen_random_uuid(), $1, 'RUNNING') RETURNING id`, [thread!.id]);
+  const began = performance.now();
+  for (let i = 0; i < n; i++) {
+    const [row] = await db.sql.query<{ id: string }>(
+      `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, changed_at)
+       VALUES (gen_random_uuid(), $1, $2, 'TOOL', 'tool_audit', $3, 'write', 'RUNNING', clock_timestamp()) RETURNING id`,
+      [thread!.id, run!.id, `w${i}-${randomBytes(3).toString('hex')}`],
+    );
+    await db.sql.query(`UPDATE message SET status = 'COMPLETED', duration_ms = 5, changed_at = clock_timestamp() WHERE id = $1`, [row!.id]);
+  }
+  return (n * 2) / ((performance.now() - began) / 1000);
+}
+
+const { db, drop } = await scratch();
+try {
+  await migrate(db.driver);
+  console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits, ${reads} reads per row`);
+  const rows: (string | number | null)[][] = [];
+  const row = (label: string, summary: ReturnType<typeof summarize>, base?: ReturnType<typeof summarize>) =>
+    rows.push([label, round(summary.p50), round(summary.p99), base ? round(summary.p50 / base.p50) : 1, base ? round(summary.p99 / base.p99) : 1]);
+
+  // The window's tenth ended within the hour (some still running); the rest within the week before.
+  await seed(db, 'owner-a', audits / 10, 3500, 0, true);
+  await seed(db, 'owner-a', audits - audits / 10, 7 * 86_400, 3700);
+  const base = await measureView(db, 'owner-a');
+  row(`${audits} audits, ${audits / 10} in the window`, base);
+  await seed(db, 'owner-a', audits * 4, 30 * 86_400, 7 * 86_400);
+  row(`+ ${audits * 4} older than the window`, await measureView(db, 'owner-a'), base);
+  await seed(db, 'owner-b', audits / 10, 3500, 0, true);
+  await seed(db, 'owner-b', audits - audits / 10, 7 * 86_400, 3700);
+  row(`+ another owner's ${audits}`, await measureView(db, 'owner-a'), base);
+  console.log(table(['view of owner-a', 'p50 ms', 'p99 ms', 'p50 ×', 'p99 ×'], rows));
+
+  const writes = Math.max(200, Math.min(5000, audits / 20));
+  const withView: number[] = [];
+  const without: number[] = [];
+  const drops = `DROP TRIGGER message_tool_audit_owner ON message; DROP INDEX message_owner_id_created_at_idx; DROP INDEX message_owner_id_changed_at_idx`;
+  const creates = (await import('node:fs')).readFileSync(new URL('../prisma/migrations/20261202110000_tool_activity/migration.sql', import.meta.url), 'utf8')
+    .split(';').filter((statement) => /CREATE (TRIGGER|INDEX)/.test(statement)).join(';');
+  // Back to back, alternating, so neither side has the warmer cache.
+  for (let round = 0; round < 3; round++) {
+    withView.push(await measureWrites(db, 'owner-w', writes));
+    await db.driver.exec(drops);
+    without.push(await measureWrites(db, 'owner-w', writes));
+    await db.driver.exec(creates);
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
+  console.log(table(['write statements', 'per second (median of 3)', '×'], [
+    ['without the trigger and indexes', round(median(without), 0), 1],
+    ['with them', round(median(withView), 0), round(median(withView) / median(without))],
+  ]));
+} finally {
+  // Closed first: the scratch database is dropped after its connections are gone.
+  await db.close();
+  await drop();
+}

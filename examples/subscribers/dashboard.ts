@@ -1,0 +1,41 @@
+// A live dashboard of tool activity across every thread of the token's owner, over graphql-ws
+// from Node.js 20: the current view at once, then a new one within 2 seconds of each change
+// (at most one a second) and at least once a minute while idle. Prints each view as one JSON line.
+//
+//   AUDIT_TOKEN=<superadmin token> npx tsx examples/subscribers/dashboard.ts
+//
+// AUDIT_WS_URL defaults to ws://127.0.0.1:4000/graphql; WINDOW_SECONDS (60 to 604800, default
+// 3600) is the window a view covers; TOOL keeps only that tool.
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+
+const url = process.env.AUDIT_WS_URL ?? 'ws://127.0.0.1:4000/graphql';
+const token = (process.env.AUDIT_TOKEN ?? '').replace(/^Bearer\s+/i, '');
+if (!token) throw new Error('Set AUDIT_TOKEN');
+
+const client = createClient({
+  url,
+  webSocketImpl: WebSocket, // Node.js 20 has no global WebSocket
+  connectionParams: { authorization: `Bearer ${token}` },
+  // A view is a state, not a stream of changes: after a dropped connection, the next view is all
+  // a dashboard needs, so graphql-ws may simply subscribe again.
+  retryAttempts: Infinity,
+});
+
+const query = `subscription($windowSeconds: Int, $name: String) {
+  toolActivity(windowSeconds: $windowSeconds, name: $name) {
+    at runningCount
+    running(first: 5) { id name startedAt run { thread { id } } }
+    recentFailures(first: 5) { id name error }
+    tools { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+  }
+}`;
+const variables = { windowSeconds: Number(process.env.WINDOW_SECONDS ?? 3600), name: process.env.TOOL || null };
+
+for await (const result of client.iterate({ query, variables })) {
+  if (result.errors) {
+    console.error(result.errors.map((e) => `${e.extensions?.code}: ${e.message}`).join('\n'));
+    process.exit(1);
+  }
+  console.log(JSON.stringify(result.data!.toolActivity));
+}

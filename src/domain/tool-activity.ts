@@ -1,0 +1,179 @@
+import type { Principal } from './principal.js';
+import type { Sql } from '../db/sql.js';
+import { requireAuditReader } from './access.js';
+import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
+import { badInput } from './errors.js';
+import { MAX_ID_LENGTH } from './ids.js';
+
+/** The window a view covers, in seconds: a minute to a week. */
+export const MIN_WINDOW_SECONDS = 60;
+export const MAX_WINDOW_SECONDS = 604_800;
+/** The most audits `running(first)` and `recentFailures(first)` list. */
+export const MAX_ACTIVITY_LIST = 100;
+/** The most buckets a window is cut into. */
+export const MAX_BUCKETS = 120;
+
+export interface ToolActivityStat {
+  name: string;
+  running: number;
+  completed: number;
+  failed: number;
+  otherEnded: number;
+  p50DurationMs: number | null;
+  p95DurationMs: number | null;
+  maxDurationMs: number | null;
+}
+
+export interface ToolActivityBucket {
+  start: Date;
+  started: number;
+  completed: number;
+  failed: number;
+  otherEnded: number;
+}
+
+/** One view: what the owner's tool audits did within the window that ends at `at`, read in one statement. */
+export interface ToolActivity {
+  at: Date;
+  since: Date;
+  runningCount: number;
+  /** The longest-running first, at most MAX_ACTIVITY_LIST. */
+  running: AuditRow[];
+  /** The newest first, at most MAX_ACTIVITY_LIST. */
+  recentFailures: AuditRow[];
+  tools: ToolActivityStat[];
+  buckets: ToolActivityBucket[];
+}
+
+export interface ToolActivityArgs {
+  windowSeconds: number;
+  /** Only this tool. */
+  name: string | null;
+}
+
+/** The arguments as a view is keyed by (identical views are read once: src/realtime/activity-feeds.ts); bad ones are BAD_USER_INPUT. */
+export function toolActivityArgs(windowSeconds: number | null | undefined, name: string | null | undefined): ToolActivityArgs {
+  if (windowSeconds == null || !Number.isInteger(windowSeconds) || windowSeconds < MIN_WINDOW_SECONDS || windowSeconds > MAX_WINDOW_SECONDS) {
+    throw badInput(`windowSeconds must be between ${MIN_WINDOW_SECONDS} and ${MAX_WINDOW_SECONDS}`);
+  }
+  const tool = name?.trim() || null;
+  if (tool !== null && tool.length > MAX_ID_LENGTH) throw badInput(`name is ${tool.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+  return { windowSeconds, name: tool };
+}
+
+/** `first` of the view's lists; bad ones are BAD_USER_INPUT. */
+export function activityListSize(first: number | null | undefined): number {
+  if (first == null || first < 1 || first > MAX_ACTIVITY_LIST) throw badInput(`first must be between 1 and ${MAX_ACTIVITY_LIST}`);
+  return first;
+}
+
+/** How many equal buckets a window is cut into: at most MAX_BUCKETS, none shorter than a second. */
+export const bucketCount = (windowSeconds: number) => Math.min(MAX_BUCKETS, windowSeconds);
+
+const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+/** A tool audit of the owner ($1), of the tool $3 when given, in a thread not deleted. */
+const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text IS NULL OR m.name = $3::text)
+    AND m.thread_id NOT IN (SELECT id FROM gone)`;
+
+/**
+ * The view, one statement (so one snapshot). `at` is the database's clock read after the snapshot
+ * was taken, so every change the snapshot holds is at or before it. Times are the commits', by the
+ * database clock: an audit started when its start committed (`created_at`) and ended when its end
+ * did (`changed_at`: an ended audit never changes again), never a worker's clock. It reads the
+ * owner's running audits and those that ended within the window, through the partial indexes of
+ * migration 20261202110000_tool_activity, and nothing else of the owner's history.
+ * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
+ */
+export const TOOL_ACTIVITY_STATEMENT = `WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
+gone AS (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL),
+running AS MATERIALIZED (
+  SELECT m.id, m.name, m.created_at FROM message m WHERE ${OWNED} AND m.status = 'RUNNING'),
+ended AS MATERIALIZED (
+  SELECT m.id, m.name, m.status, m.duration_ms, m.created_at, m.changed_at FROM message m
+  WHERE ${OWNED} AND m.status <> 'RUNNING' AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)),
+tools AS (
+  SELECT name, count(*) FILTER (WHERE is_running) AS running,
+    count(*) FILTER (WHERE status = 'COMPLETED') AS completed, count(*) FILTER (WHERE status = 'FAILED') AS failed,
+    count(*) FILTER (WHERE NOT is_running AND status NOT IN ('COMPLETED', 'FAILED')) AS other_ended,
+    percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95,
+    max(duration_ms) AS max, count(*) AS total
+  FROM (SELECT name, true AS is_running, NULL::"AuditStatus" AS status, NULL::int AS duration_ms FROM running
+        UNION ALL SELECT name, false, status, duration_ms FROM ended) a
+  GROUP BY name),
+events AS (
+  SELECT created_at AS t, 1 AS started, NULL::"AuditStatus" AS status FROM running WHERE created_at >= (SELECT since FROM w)
+  UNION ALL SELECT created_at, 1, NULL FROM ended WHERE created_at >= (SELECT since FROM w)
+  UNION ALL SELECT changed_at, 0, status FROM ended),
+buckets AS (
+  SELECT least($4::int - 1, floor(date_part('epoch', e.t - w.since) * $4::int / $2::int))::int AS bucket,
+    sum(e.started) AS started, count(*) FILTER (WHERE e.status = 'COMPLETED') AS completed,
+    count(*) FILTER (WHERE e.status = 'FAILED') AS failed, count(*) FILTER (WHERE e.status NOT IN ('COMPLETED', 'FAILED')) AS other_ended
+  FROM events e, w GROUP BY 1),
+listed AS (
+  SELECT 0 AS part, 0::bigint AS ord, NULL::uuid AS id
+  UNION ALL SELECT 1, row_number() OVER (ORDER BY created_at, id), id FROM (SELECT * FROM running ORDER BY created_at, id LIMIT $5) r
+  UNION ALL SELECT 2, row_number() OVER (ORDER BY changed_at DESC, id DESC), id
+    FROM (SELECT * FROM ended WHERE status = 'FAILED' ORDER BY changed_at DESC, id DESC LIMIT $5) f)
+SELECT l.part AS activity_part, w.at AS activity_at, w.since AS activity_since,
+  CASE WHEN l.part = 0 THEN jsonb_build_object(
+    'runningCount', (SELECT count(*) FROM running),
+    'tools', (SELECT coalesce(jsonb_agg(jsonb_build_array(name, running, completed, failed, other_ended, p50, p95, max) ORDER BY total DESC, name), '[]') FROM tools),
+    'buckets', (SELECT coalesce(jsonb_agg(jsonb_build_array(bucket, started, completed, failed, other_ended)), '[]') FROM buckets)) END AS activity_summary,
+  ${columns}
+FROM listed l CROSS JOIN w LEFT JOIN message m ON m.id = l.id
+ORDER BY l.part, l.ord`;
+
+type Summary = {
+  runningCount: number;
+  tools: [string, number, number, number, number, number | null, number | null, number | null][];
+  buckets: [number, number, number, number, number][];
+};
+type ViewRow = AuditRow & { activityPart: number; activityAt: Date; activitySince: Date; activitySummary: Summary | null };
+
+/**
+ * Tool activity across the threads whose audits the principal may read: a superadmin's own
+ * threads (SEMANTICS.md, "Dashboards"); any other role is FORBIDDEN.
+ */
+export async function readToolActivity(sql: Sql, principal: Principal, args: ToolActivityArgs): Promise<ToolActivity> {
+  requireAuditReader(principal);
+  return readOwnerToolActivity(sql, principal.sub, args);
+}
+
+/** The view of the owner's threads: the caller checked the access rule (readToolActivity, or a subscription's start). */
+export async function readOwnerToolActivity(sql: Sql, ownerId: string, args: ToolActivityArgs): Promise<ToolActivity> {
+  const count = bucketCount(args.windowSeconds);
+  const rows = await sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, [ownerId, args.windowSeconds, args.name, count, MAX_ACTIVITY_LIST]);
+  const head = rows[0]!;
+  const summary = head.activitySummary!;
+  const since = head.activitySince;
+  const widthMs = (args.windowSeconds * 1000) / count;
+  const buckets: ToolActivityBucket[] = Array.from({ length: count }, (_, index) => ({
+    start: new Date(since.getTime() + Math.round(index * widthMs)),
+    started: 0,
+    completed: 0,
+    failed: 0,
+    otherEnded: 0,
+  }));
+  for (const [index, started, completed, failed, otherEnded] of summary.buckets) {
+    Object.assign(buckets[index]!, { started, completed, failed, otherEnded });
+  }
+  const audit = ({ activityPart: _p, activityAt: _a, activitySince: _s, activitySummary: _v, ...row }: ViewRow): AuditRow => row;
+  return {
+    at: head.activityAt,
+    since,
+    runningCount: summary.runningCount,
+    running: rows.filter((row) => row.activityPart === 1).map(audit),
+    recentFailures: rows.filter((row) => row.activityPart === 2).map(audit),
+    tools: summary.tools.map(([name, running, completed, failed, otherEnded, p50, p95, max]) => ({
+      name,
+      running,
+      completed,
+      failed,
+      otherEnded,
+      p50DurationMs: p50,
+      p95DurationMs: p95,
+      maxDurationMs: max,
+    })),
+    buckets,
+  };
+}

@@ -1,0 +1,112 @@
+import { requirePrincipal, requireAuditReader } from '../../domain/access.js';
+import {
+  MAX_ACTIVITY_LIST,
+  MAX_WINDOW_SECONDS,
+  MIN_WINDOW_SECONDS,
+  activityListSize,
+  readToolActivity,
+  toolActivityArgs,
+  type ToolActivity,
+  type ToolActivityBucket,
+  type ToolActivityStat,
+} from '../../domain/tool-activity.js';
+import type { ActivityDelivery } from '../../realtime/activity-feeds.js';
+import { StreamInterrupted } from '../../realtime/pubsub.js';
+import { createGraphQLError } from 'graphql-yoga';
+import { builder, listCost } from '../builder.js';
+import { ToolAuditRef } from './audit.js';
+
+const ToolActivityStatRef = builder.objectRef<ToolActivityStat>('ToolActivityStat').implement({
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    running: t.exposeInt('running'),
+    completed: t.exposeInt('completed', { description: 'Audits of this tool that ended within the window, by how they ended.' }),
+    failed: t.exposeInt('failed'),
+    otherEnded: t.exposeInt('otherEnded', { description: 'Ended within the window as CANCELLED, INTERRUPTED or ABANDONED.' }),
+    p50DurationMs: t.exposeFloat('p50DurationMs', {
+      nullable: true,
+      description: 'Percentiles of `durationMs` of the audits that ended within the window; null when none had one.',
+    }),
+    p95DurationMs: t.exposeFloat('p95DurationMs', { nullable: true }),
+    maxDurationMs: t.exposeFloat('maxDurationMs', { nullable: true }),
+  }),
+});
+
+const ToolActivityBucketRef = builder.objectRef<ToolActivityBucket>('ToolActivityBucket').implement({
+  fields: (t) => ({
+    start: t.expose('start', { type: 'DateTime' }),
+    started: t.exposeInt('started', { description: 'Tool audits started within the bucket.' }),
+    completed: t.exposeInt('completed', { description: 'Tool audits that ended within the bucket, by how they ended.' }),
+    failed: t.exposeInt('failed'),
+    otherEnded: t.exposeInt('otherEnded'),
+  }),
+});
+
+const ToolActivityRef = builder.objectRef<ToolActivity>('ToolActivity').implement({
+  description: 'Tool activity across the threads whose audits the caller may read, over a window that ends at\n`at`. Every field is one consistent read at `at`.',
+  fields: (t) => ({
+    at: t.expose('at', { type: 'DateTime', description: "When this view was read (the database's clock)." }),
+    since: t.expose('since', { type: 'DateTime', description: 'The start of the window: `at` minus `windowSeconds`.' }),
+    runningCount: t.exposeInt('runningCount', { description: 'How many tool audits are RUNNING now.' }),
+    running: t.field({
+      type: [ToolAuditRef],
+      description: `Tool audits RUNNING now, the longest-running first. \`first\` is 1 to ${MAX_ACTIVITY_LIST}.`,
+      args: { first: t.arg.int({ defaultValue: 20 }) },
+      complexity: ({ first }) => listCost(first, MAX_ACTIVITY_LIST),
+      resolve: (view, { first }) => view.running.slice(0, activityListSize(first)),
+    }),
+    recentFailures: t.field({
+      type: [ToolAuditRef],
+      description: `Tool audits that ended FAILED within the window, the newest first. \`first\` is 1 to ${MAX_ACTIVITY_LIST}.`,
+      args: { first: t.arg.int({ defaultValue: 20 }) },
+      complexity: ({ first }) => listCost(first, MAX_ACTIVITY_LIST),
+      resolve: (view, { first }) => view.recentFailures.slice(0, activityListSize(first)),
+    }),
+    tools: t.field({
+      type: [ToolActivityStatRef],
+      description: 'One entry per tool name with an audit running now or started or ended within the window; the most audits first.',
+      resolve: (view) => view.tools,
+    }),
+    buckets: t.field({
+      type: [ToolActivityBucketRef],
+      description: 'The window cut into equal buckets (at most 120), oldest first.',
+      resolve: (view) => view.buckets,
+    }),
+  }),
+});
+
+builder.queryField('toolActivity', (t) =>
+  t.field({
+    type: ToolActivityRef,
+    description: `Tool activity across the caller's threads over the last \`windowSeconds\` (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}), for\nlive dashboards (SEMANTICS.md, "Dashboards"). A superadmin's own threads; any other role is\nFORBIDDEN. \`name\` keeps only that tool.`,
+    authScopes: { authenticated: true },
+    args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
+    resolve: async (_root, { windowSeconds, name }, { deps, principal, loaders }) => {
+      const view = await readToolActivity(deps.db, requirePrincipal(principal), toolActivityArgs(windowSeconds, name));
+      for (const audit of [...view.running, ...view.recentFailures]) loaders.audit.prime(audit.id, audit);
+      return view;
+    },
+  }),
+);
+
+builder.subscriptionField('toolActivity', (t) =>
+  t.field({
+    type: ToolActivityRef,
+    description:
+      'A live dashboard: the current `toolActivity` view at once, then a new one after changes of\ntool audits in the caller\'s threads commit (SEMANTICS.md, "Dashboards").',
+    authScopes: { authenticated: true },
+    args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
+    subscribe: (_root, { windowSeconds, name }, { principal, pubsub }) => {
+      const viewer = requirePrincipal(principal);
+      requireAuditReader(viewer);
+      return pubsub.activity.subscribe(viewer.sub, toolActivityArgs(windowSeconds, name), viewer.expiresAtMs);
+    },
+    resolve: (delivery: ActivityDelivery) => {
+      // Only the server stopping or the token expiring ends a stream early.
+      if (delivery instanceof StreamInterrupted) {
+        throw createGraphQLError(delivery.message, { extensions: { code: 'SUBSCRIPTION_INTERRUPTED', reason: delivery.reason } });
+      }
+      return delivery;
+    },
+  }),
+);

@@ -1,0 +1,210 @@
+import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
+import { StreamInterrupted } from './change-stream.js';
+
+/** The fewest milliseconds between two views of one subscription (SEMANTICS.md, "Dashboards"). */
+export const MIN_VIEW_INTERVAL_MS = 1000;
+/** A new view at least this often while nothing changes: the window moves (at most a minute). */
+export const IDLE_VIEW_INTERVAL_MS = 30_000;
+
+/** The feeds' clock: tests move it instead of waiting a minute (test/support/moved-clock.ts). */
+export interface Clock {
+  now(): number;
+  /** Calls `fn` once the clock reaches `atMs`; the returned function cancels it. */
+  at(atMs: number, fn: () => void): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  at(atMs, fn) {
+    const timer = setTimeout(fn, Math.max(0, atMs - Date.now()));
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+/** Reads one owner's view (src/domain/tool-activity.ts). */
+export type ReadActivity = (ownerId: string, args: ToolActivityArgs) => Promise<ToolActivity>;
+
+export type ActivityDelivery = ToolActivity | StreamInterrupted;
+
+/** One subscriber: the newest view it has not taken yet (a view is a state: a newer one replaces it). */
+class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
+  private pending: ActivityDelivery | null = null;
+  private waiting: ((result: IteratorResult<ActivityDelivery>) => void) | null = null;
+  private state: 'open' | 'ending' | 'closed' = 'open';
+
+  constructor(private readonly detach: () => void) {}
+
+  offer(view: ActivityDelivery): void {
+    if (this.state !== 'open') return;
+    if (view instanceof StreamInterrupted) this.state = 'ending';
+    if (this.waiting) {
+      const resolve = this.waiting;
+      this.waiting = null;
+      resolve({ value: view, done: false });
+    } else this.pending = view;
+  }
+
+  next(): Promise<IteratorResult<ActivityDelivery>> {
+    if (this.pending) {
+      const value = this.pending;
+      this.pending = null;
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.state !== 'open') return this.return();
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<ActivityDelivery>> {
+    if (this.state !== 'closed') {
+      this.state = 'closed';
+      this.pending = null;
+      this.detach();
+      this.waiting?.({ value: undefined, done: true });
+      this.waiting = null;
+    }
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+/**
+ * The subscribers of one view (owner and arguments): one read serves them all, so identical
+ * subscriptions cost one read per view however many there are. A read follows a change of the
+ * owner's tool audits at most MIN_VIEW_INTERVAL_MS after the previous one, and comes every
+ * IDLE_VIEW_INTERVAL_MS without changes; reads never overlap.
+ */
+class ActivityFeed {
+  readonly streams = new Set<ActivityStream>();
+  view: ToolActivity | null = null;
+  /** A change (or a new feed) the latest view does not show. */
+  dirty = true;
+  private reading = false;
+  private lastReadAtMs = -Infinity;
+  private cancelTimer: (() => void) | null = null;
+
+  constructor(
+    readonly ownerId: string,
+    private readonly args: ToolActivityArgs,
+    private readonly read: () => Promise<ToolActivity>,
+    private readonly clock: Clock,
+  ) {}
+
+  changed(): void {
+    this.dirty = true;
+    this.schedule();
+  }
+
+  schedule(): void {
+    if (this.reading || this.streams.size === 0) return;
+    this.cancelTimer?.();
+    const dueAtMs = this.lastReadAtMs + (this.dirty ? MIN_VIEW_INTERVAL_MS : IDLE_VIEW_INTERVAL_MS);
+    if (dueAtMs <= this.clock.now()) void this.readNow();
+    else this.cancelTimer = this.clock.at(dueAtMs, () => void this.readNow());
+  }
+
+  private async readNow(): Promise<void> {
+    this.cancelTimer?.();
+    this.cancelTimer = null;
+    if (this.reading || this.streams.size === 0) return;
+    this.reading = true;
+    this.dirty = false;
+    this.lastReadAtMs = this.clock.now();
+    try {
+      const view = await this.read();
+      this.view = view;
+      for (const stream of this.streams) stream.offer(view);
+    } catch (error) {
+      // The next read tries again; subscribers keep their last view meanwhile.
+      this.dirty = true;
+      console.error(`[activity] could not read the tool activity of ${this.ownerId} (${this.args.windowSeconds} s):`, String(error));
+    } finally {
+      this.reading = false;
+      this.schedule();
+    }
+  }
+
+  stop(): void {
+    this.cancelTimer?.();
+    this.cancelTimer = null;
+  }
+}
+
+/** Tool activity views for this instance's dashboard subscribers, by owner and arguments. */
+export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClock) {
+  const feeds = new Map<string, ActivityFeed>();
+  const byOwner = new Map<string, Set<ActivityFeed>>();
+  let reads = 0;
+
+  const release = (key: string, feed: ActivityFeed, stream: ActivityStream) => {
+    feed.streams.delete(stream);
+    if (feed.streams.size > 0 || feeds.get(key) !== feed) return;
+    feed.stop();
+    feeds.delete(key);
+    const owned = byOwner.get(feed.ownerId)!;
+    owned.delete(feed);
+    if (owned.size === 0) byOwner.delete(feed.ownerId);
+  };
+
+  return {
+    /**
+     * The owner's views with these arguments: the latest at once when it is current, else the
+     * next one read; then a new one after each change (changed()) and while idle.
+     */
+    subscribe(ownerId: string, args: ToolActivityArgs, endsAtMs?: number): AsyncIterableIterator<ActivityDelivery> {
+      const key = JSON.stringify([ownerId, args.windowSeconds, args.name]);
+      let feed = feeds.get(key);
+      if (!feed) {
+        feed = new ActivityFeed(ownerId, args, () => (reads++, read(ownerId, args)), clock);
+        feeds.set(key, feed);
+        byOwner.set(ownerId, (byOwner.get(ownerId) ?? new Set()).add(feed));
+      }
+      const joined = feed;
+      let cancelExpiry = () => {};
+      const stream = new ActivityStream(() => {
+        cancelExpiry();
+        release(key, joined, stream);
+      });
+      if (endsAtMs !== undefined) cancelExpiry = expiry(endsAtMs, () => stream.offer(tokenExpired()));
+      feed.streams.add(stream);
+      if (feed.view && !feed.dirty) stream.offer(feed.view);
+      feed.schedule();
+      return stream;
+    },
+
+    /** Tool audits of these owners changed (committed, on this instance or another): their feeds read again. */
+    changed(ownerIds: Iterable<string>): void {
+      for (const ownerId of ownerIds) for (const feed of byOwner.get(ownerId) ?? []) feed.changed();
+    },
+
+    /** Every open stream ends, telling its subscriber why. */
+    interruptAll(interruption: StreamInterrupted): void {
+      for (const feed of [...feeds.values()]) for (const stream of [...feed.streams]) stream.offer(interruption);
+    },
+
+    /** How many views were read so far (tests: identical subscriptions share one read per view). */
+    readCount: () => reads,
+  };
+}
+
+export type ActivityFeeds = ReturnType<typeof createActivityFeeds>;
+
+/** setTimeout's longest delay (about 24.8 days); tokens may live longer. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function expiry(atMs: number, fn: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const wait = atMs - Date.now();
+    timer = wait > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, wait));
+    timer.unref();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+const tokenExpired = () =>
+  new StreamInterrupted('TOKEN_EXPIRED', 'The token that started this subscription has expired. Subscribe again with a fresh token.');

@@ -1,0 +1,34 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+/**
+ * Owners whose tool audits changed, told to every instance: one Redis channel
+ * (`<prefix>tool-activity`) whose messages are `<instance> <owner id>`; each instance's dashboard feeds of that
+ * owner read a new view (activity-feeds.ts). Best effort: a signal lost while Redis is away is
+ * made up by the feeds' idle reads. Kept apart from the per-thread wake-ups (redis-bus.ts): a
+ * dashboard spans every thread of its owner.
+ */
+export function connectActivitySignal(url: string, prefix: string, onChanged: (ownerId: string) => void) {
+  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
+  const publisher = new Redis(url, { ...options, connectionName: 'audit-activity-publisher' });
+  const subscriber = new Redis(url, { ...options, connectionName: 'audit-activity-subscriber' });
+  const channel = `${prefix}tool-activity`;
+  // This instance's own signals come back to it: its feeds already heard of those changes.
+  const origin = randomUUID();
+  // Outages are logged by the wake-up bus, which shares this Redis.
+  publisher.on('error', () => {});
+  subscriber.on('error', () => {});
+  subscriber.on('ready', () => void subscriber.subscribe(channel).catch(() => {}));
+  subscriber.on('message', (from: string, text: string) => {
+    const space = text.indexOf(' ');
+    if (from === channel && space > 0 && text.slice(0, space) !== origin) onChanged(text.slice(space + 1));
+  });
+  return {
+    publish(ownerId: string) {
+      publisher.publish(channel, `${origin} ${ownerId}`).catch(() => {});
+    },
+    async close() {
+      await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
+    },
+  };
+}

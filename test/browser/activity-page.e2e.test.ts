@@ -1,0 +1,123 @@
+// The page's Activity view (`#activity`, docs/dashboards.md) in headless Chromium against the
+// server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
+// failure appearing among the recent failures, a click opening the row's thread, the window and
+// tool filter kept in the address, axe-core clean, no request leaving the machine.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient } from '@agent-audit/client';
+import { backendName } from '../support/database.js';
+import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { saveScreenshot } from './support/screenshots.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../..');
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let storage: TestStorage;
+let server: ServerProcess;
+let origin: string;
+let browser: Browser;
+const outsideRequests: string[] = [];
+
+async function newPage(): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('request', (request) => {
+    if (!request.url().startsWith(origin) && !/^(data|blob|ws):/.test(request.url())) outsideRequests.push(request.url());
+  });
+  return page;
+}
+
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.evaluate(readFileSync(AXE, 'utf8'));
+  return page.evaluate(async () => {
+    const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+  });
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromium (${backendName})`, () => {
+  beforeAll(async () => {
+    execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
+    storage = await createTestStorage();
+    server = await startServer(storage);
+    origin = new URL(server.url).origin;
+    browser = await launchChromium();
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await killServers();
+    await storage?.remove();
+    expect(outsideRequests.filter((url) => !url.startsWith(origin.replace('http', 'ws')))).toEqual([]);
+  });
+
+  it('updates live without a reload, shows a failure with its first line, sorts, keeps the window in the address, and a click opens the row', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'watched fleet' });
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({
+      lease, operationId: 'plan', status: 'COMPLETED', sequence: 2,
+      toolCalls: [{ id: 'c1', name: 'lookup', args: {} }, { id: 'c2', name: 'fetch', args: {} }, { id: 'c3', name: 'fetch', args: {} }],
+    });
+    await worker.recordToolStarted({ lease, toolCallId: 'c3', name: 'fetch', effectiveInput: {}, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c3', output: { content: 'ok' }, sequence: 4 });
+
+    const page = await newPage();
+    await page.goto(`${origin}/`);
+    await page.fill('textarea[name=token]', who.owner);
+    await page.click('button[type=submit]');
+    await page.click('header a[href="#activity"]');
+    await page.waitForSelector('[data-testid=activity-tools]');
+    await expect.poll(() => page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (0)');
+    expect(await page.locator('.activity-chart canvas').count()).toBeGreaterThan(0);
+
+    // Live: a tool starts, and the view shows it running without a reload.
+    const started = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: {}, sequence: 5 });
+    await expect.poll(() => page.locator('[data-testid=activity-running] tbody tr').count()).toBe(1);
+    const running = page.locator('[data-testid=activity-running] tbody tr');
+    expect(await running.locator('td').allTextContents()).toEqual([
+      'lookup', 'watched fleet', `run · ${run.id.slice(-6)}`, expect.any(String), expect.stringMatching(/ (s|min)/),
+    ]);
+
+    // A failure appears among the recent failures with its error's first line.
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'quota exceeded\nretry later', status: 'error' }, sequence: 6 });
+    await expect.poll(() => page.locator('[data-testid=activity-failures] li').count()).toBe(1);
+    expect(await page.locator('[data-testid=activity-failures] .error-line').textContent()).toBe('quota exceeded');
+    await expect.poll(() => page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (0)');
+    await saveScreenshot(page, 'activity.png');
+
+    // The per-tool table sorts by each column.
+    const names = () => page.locator('[data-testid=activity-tools] tbody tr td:first-child').allTextContents();
+    await page.click('[data-testid=activity-tools] th button:text("Tool")');
+    expect(await names()).toEqual(['fetch', 'lookup']);
+    await page.click('[data-testid=activity-tools] th button:text("Failure rate")');
+    expect(await names()).toEqual(['lookup', 'fetch']);
+    expect(await page.locator('[data-testid=activity-tools] th[aria-sort=descending]').textContent()).toBe('Failure rate');
+
+    // The window and the tool filter are kept in the address.
+    await page.selectOption('.activity-controls select >> nth=0', '900');
+    await page.selectOption('.activity-controls select >> nth=1', 'lookup');
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
+    await expect.poll(() => names()).toEqual(['lookup']);
+    await page.reload();
+    await expect.poll(() => names()).toEqual(['lookup']);
+
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // A failure opens its row in its thread's timeline (the link form the timeline reads).
+    const link = page.locator('[data-testid=activity-failures] a');
+    expect(await link.getAttribute('href')).toBe(`#thread=${threadId}&audit=${started.id}`);
+    await link.click();
+    await page.waitForSelector('section.timeline');
+    expect(new URL(page.url()).hash).toMatch(new RegExp(`^#thread=${threadId}`));
+  }, 120_000);
+});

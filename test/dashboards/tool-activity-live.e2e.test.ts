@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { IDLE_VIEW_INTERVAL_MS, MIN_VIEW_INTERVAL_MS } from '../../src/realtime/activity-feeds.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName, postgresAdminUrl, servicesRequired } from '../support/database.js';
+import { must, runningRun } from '../support/lifecycle.js';
+import { movedClock } from '../support/moved-clock.js';
+import { subscribeSse, subscribeWs, type Stream } from '../support/streams.js';
+import { testRedisUrl } from '../subscriptions/support.js';
+
+// SEMANTICS.md, "Dashboards": the view at once, a new one within 2 s of a commit, at most one a
+// second, at least one a minute while idle; identical subscriptions cost one read per view.
+
+export const LIVE_ACTIVITY = `subscription($windowSeconds: Int, $name: String) {
+  toolActivity(windowSeconds: $windowSeconds, name: $name) {
+    at runningCount running { id name } recentFailures { id error } tools { name running completed failed }
+  }
+}`;
+
+/** The views a stream received so far (failing on an error). */
+const views = (stream: Stream) =>
+  stream.results.map((result) => {
+    if (result.errors) throw new Error(`${stream.label}: ${JSON.stringify(result.errors)}`);
+    return result.data!.toolActivity;
+  });
+
+/** Waits (at most `timeoutMs`) for a view that `holds`, and returns it. */
+async function viewWhere(stream: Stream, holds: (view: any) => boolean, what: string, timeoutMs?: number) {
+  const results = await stream.until((all) => all.some((result) => result.data && holds(result.data.toolActivity)), what, timeoutMs);
+  return results.map((result) => result.data!.toolActivity).find(holds);
+}
+
+function both(t: TestApp, url: string, token: string, variables: Record<string, unknown> = {}) {
+  return Promise.all([subscribeWs(url, LIVE_ACTIVITY, variables, token), subscribeSse(t.app, LIVE_ACTIVITY, variables, token)]).then((streams) => {
+    for (const stream of streams) onTestFinished(() => stream.close());
+    return streams;
+  });
+}
+
+describe(`toolActivity subscription (${backendName})`, () => {
+  const clock = movedClock();
+  let t: TestApp;
+  let url: string;
+  beforeAll(async () => {
+    t = await startTestApp({}, { activityClock: clock });
+    url = await t.app.start(0);
+  });
+  afterAll(() => t.close());
+
+  it('sends the view at once, then a new one within 2 s after a tool audit commits, over graphql-ws and SSE', async () => {
+    const { session, owner } = await runningRun(t);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+    const streams = await both(t, url, owner);
+    for (const stream of streams) expect(await viewWhere(stream, (view) => view.runningCount === 0, 'the first view')).toBeTruthy();
+
+    const started = must(await session.toolStarted('call-1', 'search'));
+    for (const stream of streams) {
+      const view = await viewWhere(stream, (v) => v.runningCount === 1, 'the running call', 2000);
+      expect(view.running).toEqual([{ id: started.id, name: 'search' }]);
+    }
+    must(await session.toolFinished('call-1', { content: 'no\nluck', status: 'error' }));
+    for (const stream of streams) {
+      const view = await viewWhere(stream, (v) => v.recentFailures.length === 1, 'the failure', 2000);
+      expect(view).toMatchObject({ runningCount: 0, tools: [{ name: 'search', running: 0, completed: 0, failed: 1 }] });
+    }
+    // `at` increases from view to view.
+    for (const stream of streams) {
+      const ats = views(stream).map((view) => new Date(view.at).getTime());
+      expect(ats).toEqual([...ats].sort((a, b) => a - b));
+      expect(new Set(ats).size).toBe(ats.length);
+    }
+  });
+
+  it('sends at most one view a second under a burst of writes, and the last one shows the whole burst', async () => {
+    const { session, owner } = await runningRun(t);
+    const calls = Array.from({ length: 12 }, (_, i) => ({ id: `b${i}`, name: 'burst' }));
+    await session.declare('m1', calls);
+    const [ws] = await both(t, url, owner);
+    await viewWhere(ws!, () => true, 'the first view');
+    const began = Date.now();
+    for (const call of calls) must(await session.toolStarted(call.id, call.name));
+    const elapsedMs = Date.now() - began;
+    await viewWhere(ws!, (view) => view.runningCount === calls.length, 'the whole burst', 2000 + MIN_VIEW_INTERVAL_MS);
+    // The first view, then at most one per second of the burst and one after it.
+    expect(views(ws!).length).toBeLessThanOrEqual(1 + Math.floor(elapsedMs / MIN_VIEW_INTERVAL_MS) + 2);
+  });
+
+  it('sends a new view while idle as the window moves (the clock moved, not waited for)', async () => {
+    const { owner } = await runningRun(t);
+    const streams = await both(t, url, owner);
+    for (const stream of streams) await viewWhere(stream, () => true, 'the first view');
+    const before = streams.map((stream) => stream.results.length);
+    clock.move(IDLE_VIEW_INTERVAL_MS);
+    for (const [index, stream] of streams.entries()) {
+      await stream.until((results) => results.length > before[index]!, 'a view while idle', 2000);
+      const [first, second] = views(stream);
+      expect(new Date(second.at).getTime()).toBeGreaterThan(new Date(first.at).getTime());
+    }
+  });
+
+  it('reads once per view for identical subscriptions, however many there are', async () => {
+    const { session, owner } = await runningRun(t);
+    await session.declare('m1', [{ id: 'call-1', name: 'shared' }]);
+    const readsBefore = t.app.pubsub.activity.readCount();
+    const streams = [...(await both(t, url, owner)), ...(await both(t, url, owner)), ...(await both(t, url, owner))];
+    for (const stream of streams) await viewWhere(stream, () => true, 'the first view');
+    expect(t.app.pubsub.activity.readCount() - readsBefore).toBe(1);
+
+    must(await session.toolStarted('call-1', 'shared'));
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 1, 'the running call', 2000);
+    expect(t.app.pubsub.activity.readCount() - readsBefore).toBe(2);
+    // Each subscriber got exactly those two views, the same ones.
+    const ats = streams.map((stream) => views(stream).map((view) => view.at));
+    for (const each of ats) expect(each).toEqual(ats[0]);
+  });
+
+  it('refuses other roles and bad arguments when it starts', async () => {
+    const worker = await t.token('activity-worker', 'worker');
+    const { owner } = await runningRun(t);
+    const refused = [
+      await subscribeSse(t.app, LIVE_ACTIVITY, {}, worker),
+      await subscribeSse(t.app, LIVE_ACTIVITY, { windowSeconds: 30 }, owner),
+      subscribeWs(url, LIVE_ACTIVITY, { windowSeconds: 604_801 }, owner),
+    ];
+    for (const stream of refused) onTestFinished(() => stream.close());
+    const codes = await Promise.all(
+      refused.map(async (stream) => {
+        await stream.until((results) => results.length > 0, 'an answer').catch(() => {});
+        const ending = stream.ending;
+        return (
+          stream.results[0]?.errors?.[0]?.extensions?.code ??
+          (ending?.kind === 'error' ? ((ending.error as { extensions?: { code?: string } }[])[0]?.extensions?.code ?? String(ending.error)) : null)
+        );
+      }),
+    );
+    expect(codes).toEqual(['FORBIDDEN', 'BAD_USER_INPUT', 'BAD_USER_INPUT']);
+  });
+});
+
+const missing = [!postgresAdminUrl && 'TEST_DATABASE_URL', !testRedisUrl && 'TEST_REDIS_URL'].filter(Boolean).join(' and ');
+const title = 'toolActivity across two instances sharing PostgreSQL and Redis';
+if (missing && servicesRequired) {
+  describe(title, () => {
+    it('runs in CI', () => {
+      throw new Error(`${missing} must be set when REQUIRE_SERVICES=1`);
+    });
+  });
+}
+
+describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})` : title, () => {
+  let a: TestApp;
+  let b: TestApp;
+  let urlA: string;
+  beforeAll(async () => {
+    a = await startTestApp({ REDIS_URL: testRedisUrl! });
+    b = await startTestApp({ REDIS_URL: testRedisUrl! }, { databaseUrl: a.config.databaseUrl });
+    urlA = await a.app.start(0);
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('a dashboard on instance A sees, within 2 s, a tool audit written through instance B', async () => {
+    const { session, owner } = await runningRun(b);
+    await session.declare('m1', [{ id: 'call-1', name: 'remote' }]);
+    const streams = await both(a, urlA, owner);
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 0, 'the first view');
+    must(await session.toolStarted('call-1', 'remote'));
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 1, 'the call started on B', 2000);
+    must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
+    for (const stream of streams) await viewWhere(stream, (view) => view.tools[0]?.completed === 1, 'the call finished on B', 2000);
+  });
+});

@@ -1,0 +1,211 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { THREAD_AUDITS, actors, claim, clockAt, createRun, createThread, expireLeases, must, type Actors, type WorkerSession } from '../support/lifecycle.js';
+import { eventually } from '../support/streams.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+export const TOOL_ACTIVITY = `query($windowSeconds: Int, $name: String, $first: Int) {
+  toolActivity(windowSeconds: $windowSeconds, name: $name) {
+    at since runningCount
+    running(first: $first) { id name status run { id } }
+    recentFailures(first: $first) { id name status error }
+    tools { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+    buckets { start started completed failed otherEnded }
+  }
+}`;
+
+const activity = async (token: string, variables: Record<string, unknown> = {}) => {
+  const response = await t.gql(TOOL_ACTIVITY, { first: 100, ...variables }, token);
+  expect(response.errors).toBeUndefined();
+  return response.data.toolActivity;
+};
+
+/** A small deterministic generator: the same histories on every run and backend. */
+function random(seed: number) {
+  let state = seed;
+  return (n: number) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return Math.floor((state / 2 ** 31) * n);
+  };
+}
+
+const TOOLS = ['search', 'fetch', 'calc'];
+type ToolOutcome = 'complete' | 'fail' | 'bare' | 'open';
+type Verdict = 'none' | 'COMPLETED' | 'FAILED' | 'INTERRUPTED' | 'cancel' | 'expire';
+
+/** One run of the owner's thread: each tool call started, then its outcome, then the run's verdict. */
+async function history(who: Actors, threadId: string, pick: (n: number) => number, expiring: string[], index: number) {
+  const runId = await createRun(t, who.owner, threadId);
+  const session: WorkerSession = await claim(t, who.worker, runId);
+  const calls = Array.from({ length: 1 + pick(4) }, (_, i) => ({ id: `c${i}`, name: TOOLS[pick(TOOLS.length)]! }));
+  await session.declare('m1', calls);
+  for (const call of calls) {
+    must(await session.toolStarted(call.id, call.name, { clock: clockAt(0) }));
+    const outcome = (['complete', 'fail', 'bare', 'open'] as ToolOutcome[])[pick(4)]!;
+    const end = { clock: clockAt(10 + pick(1000)) };
+    if (outcome === 'complete') must(await session.toolFinished(call.id, { content: 'ok', status: 'success' }, end));
+    if (outcome === 'fail') must(await session.toolFinished(call.id, { content: 'boom\nsecond line', status: 'error' }, end));
+    if (outcome === 'bare') must(await session.toolError(call.id, { message: 'bare error' }, end));
+  }
+  // Every verdict in turn; the outcomes of the calls are random.
+  const verdict = (['none', 'COMPLETED', 'FAILED', 'INTERRUPTED', 'cancel', 'expire'] as Verdict[])[index % 6]!;
+  if (verdict === 'cancel') must(await t.gql(`mutation($id: ID!) { result: cancelRun(runId: $id) { id } }`, { id: runId }, who.owner));
+  else if (verdict === 'expire') expiring.push(runId);
+  else if (verdict !== 'none') must(await session.finish(verdict));
+}
+
+/** The recount: every tool audit of the owner's threads, as threadAudits shows it. */
+async function recount(token: string, threadIds: string[]) {
+  const tools = new Map<string, { running: number; completed: number; failed: number; otherEnded: number }>();
+  for (const threadId of threadIds) {
+    const { items } = (await t.gql(THREAD_AUDITS, { threadId, limit: 500 }, token)).data.threadAudits;
+    for (const audit of items.filter((item: { __typename: string }) => item.__typename === 'ToolAudit')) {
+      const stat = tools.get(audit.name) ?? { running: 0, completed: 0, failed: 0, otherEnded: 0 };
+      const key = audit.status === 'RUNNING' ? 'running' : audit.status === 'COMPLETED' ? 'completed' : audit.status === 'FAILED' ? 'failed' : 'otherEnded';
+      stat[key]++;
+      tools.set(audit.name, stat);
+    }
+  }
+  return tools;
+}
+
+const sum = (items: Record<string, number>[], key: string) => items.reduce((total, item) => total + item[key]!, 0);
+
+describe(`toolActivity (${backendName})`, () => {
+  it('counts exactly what a recount of random lifecycle histories finds, across threads, without deleted threads or another owner', async () => {
+    const who = await actors(t);
+    const stranger = await actors(t);
+    const pick = random(40);
+    const threads = [await createThread(t, who.owner), await createThread(t, who.owner), await createThread(t, who.owner)];
+    const doomed = await createThread(t, who.owner);
+    const strangers = await createThread(t, stranger.owner);
+    const expiring: string[] = [];
+    for (let i = 0; i < 12; i++) await history(who, threads[i % threads.length]!, pick, expiring, i);
+    for (let i = 0; i < 3; i++) await history(who, doomed, pick, expiring, i);
+    for (let i = 0; i < 3; i++) await history(stranger, strangers, pick, expiring, i);
+    // Lease expiry: the sweeper ends the runs (every 200 ms here) and abandons their open audits.
+    await expireLeases(t.app.db.driver, expiring);
+    await eventually(
+      async () => (await t.app.db.driver.query<{ open: number }>(`SELECT count(*)::int AS open FROM run WHERE id = ANY($1::uuid[]) AND status = 'RUNNING'`, [expiring]))[0]!.open,
+      (open) => open === 0,
+      { what: 'the sweeper ending the expired runs' },
+    );
+    must(await t.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, who.owner));
+
+    const view = await activity(who.owner);
+    const expected = await recount(who.owner, threads);
+    const byName = Object.fromEntries(
+      view.tools.map(({ name, running, completed, failed, otherEnded }: Record<string, number>) => [name, { running, completed, failed, otherEnded }]),
+    );
+    expect(byName).toEqual(Object.fromEntries(expected));
+    const all = [...expected.values()];
+    // The histories hold every kind of outcome, so the comparison means something.
+    for (const key of ['running', 'completed', 'failed', 'otherEnded']) expect(sum(all, key), key).toBeGreaterThan(0);
+    expect(view.runningCount).toBe(sum(all, 'running'));
+    expect(view.running).toHaveLength(Math.min(100, sum(all, 'running')));
+    expect(view.recentFailures).toHaveLength(Math.min(100, sum(all, 'failed')));
+    expect(view.recentFailures.every((audit: { status: string }) => audit.status === 'FAILED')).toBe(true);
+    // The most audits first.
+    const totals = view.tools.map((tool: Record<string, number>) => tool.running! + tool.completed! + tool.failed! + tool.otherEnded!);
+    expect(totals).toEqual([...totals].sort((a, b) => b - a));
+    // Everything started and ended within the hour: the buckets hold each start and each end once.
+    expect(view.buckets).toHaveLength(120);
+    expect(sum(view.buckets, 'started')).toBe(sum(all, 'running') + sum(all, 'completed') + sum(all, 'failed') + sum(all, 'otherEnded'));
+    for (const key of ['completed', 'failed', 'otherEnded']) expect(sum(view.buckets, key)).toBe(sum(all, key));
+    expect(new Date(view.at).getTime() - new Date(view.since).getTime()).toBe(3600_000);
+    expect(view.buckets[0].start).toBe(view.since);
+
+    // The stranger's view counts only the stranger's audits.
+    const theirs = await activity(stranger.owner);
+    expect(Object.fromEntries(theirs.tools.map(({ name, running, completed, failed, otherEnded }: Record<string, number>) => [name, { running, completed, failed, otherEnded }]))).toEqual(
+      Object.fromEntries(await recount(stranger.owner, [strangers])),
+    );
+
+    // `name` keeps one tool.
+    const search = await activity(who.owner, { name: 'search' });
+    expect(search.tools.map((tool: { name: string }) => tool.name)).toEqual(expected.has('search') ? ['search'] : []);
+    expect(search.runningCount).toBe(expected.get('search')?.running ?? 0);
+  });
+
+  it('counts what ended within the window only, each in the bucket of its end', async () => {
+    const { ownerSub, owner, session } = await (async () => {
+      const who = await actors(t);
+      const threadId = await createThread(t, who.owner);
+      const runId = await createRun(t, who.owner, threadId);
+      return { ...who, session: await claim(t, who.worker, runId) };
+    })();
+    await session.declare('m1', [{ id: 'old', name: 'edge' }, { id: 'mid', name: 'edge' }, { id: 'new', name: 'edge' }]);
+    for (const id of ['old', 'mid', 'new']) {
+      must(await session.toolStarted(id, 'edge'));
+      must(await session.toolFinished(id, { content: 'ok', status: 'success' }));
+    }
+    // The database's past, as the rows would be had they ended then: two hours, 30 minutes and now.
+    const ago = async (id: string, seconds: number) =>
+      t.app.db.driver.query(
+        `UPDATE message SET created_at = now() - make_interval(secs => $2 + 1), changed_at = now() - make_interval(secs => $2)
+         WHERE owner_id = $1 AND operation_id = $3 AND message_type = 'tool_audit'`,
+        [ownerSub, seconds, id],
+      );
+    await ago('old', 7200);
+    await ago('mid', 1800);
+
+    const hour = await activity(owner);
+    expect(hour.tools).toEqual([expect.objectContaining({ name: 'edge', completed: 2 })]);
+    // 30 minutes into a one-hour window of 120 buckets of 30 s: the 60th bucket (± the read's own time).
+    const ends = hour.buckets.flatMap((bucket: { completed: number }, index: number) => Array(bucket.completed).fill(index));
+    expect(ends).toHaveLength(2);
+    expect(ends[0]).toBeGreaterThanOrEqual(59);
+    expect(ends[0]).toBeLessThanOrEqual(60);
+    expect(ends[1]).toBe(119);
+    expect(hour.buckets.reduce((total: number, bucket: { started: number }) => total + bucket.started, 0)).toBe(2);
+
+    const day = await activity(owner, { windowSeconds: 86_400 });
+    expect(day.tools).toEqual([expect.objectContaining({ name: 'edge', completed: 3 })]);
+    const minute = await activity(owner, { windowSeconds: 60 });
+    expect(minute.tools).toEqual([expect.objectContaining({ name: 'edge', completed: 1 })]);
+    expect(minute.buckets).toHaveLength(60);
+  });
+
+  it('gives p50 and p95 within 5 % of the nearest-rank percentiles and the exact maximum', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    const session = await claim(t, who.worker, runId);
+    const pick = random(7);
+    const durations = Array.from({ length: 40 }, () => 1 + pick(5000));
+    await session.declare('m1', durations.map((_, i) => ({ id: `d${i}`, name: 'timed' })));
+    for (const [i, ms] of durations.entries()) {
+      must(await session.toolStarted(`d${i}`, 'timed', { clock: clockAt(1000) }));
+      must(await session.toolFinished(`d${i}`, { content: 'ok', status: 'success' }, { clock: clockAt(1000 + ms) }));
+    }
+    const sorted = [...durations].sort((a, b) => a - b);
+    const nearestRank = (p: number) => sorted[Math.ceil(p * sorted.length) - 1]!;
+    const [stat] = (await activity(who.owner)).tools;
+    expect(Math.abs(stat.p50DurationMs - nearestRank(0.5))).toBeLessThanOrEqual(0.05 * nearestRank(0.5));
+    expect(Math.abs(stat.p95DurationMs - nearestRank(0.95))).toBeLessThanOrEqual(0.05 * nearestRank(0.95));
+    expect(stat.maxDurationMs).toBe(sorted.at(-1));
+  });
+
+  it('refuses bad bounds with BAD_USER_INPUT', async () => {
+    const { owner } = await actors(t);
+    for (const windowSeconds of [59, 604_801, 0, -1]) {
+      expect(errorCode(await t.gql(TOOL_ACTIVITY, { windowSeconds, first: 1 }, owner))).toBe('BAD_USER_INPUT');
+    }
+    for (const first of [0, 101, -5]) expect(errorCode(await t.gql(TOOL_ACTIVITY, { first }, owner))).toBe('BAD_USER_INPUT');
+    expect(errorCode(await t.gql(TOOL_ACTIVITY, { name: 'x'.repeat(300), first: 1 }, owner))).toBe('BAD_USER_INPUT');
+    expect((await t.gql(TOOL_ACTIVITY, { windowSeconds: 604_800, first: 100 }, owner)).errors).toBeUndefined();
+  });
+
+  it('is for super administrators: every other role is FORBIDDEN, no token UNAUTHENTICATED', async () => {
+    for (const role of ['user', 'admin', 'worker'] as const) {
+      expect(errorCode(await t.gql(TOOL_ACTIVITY, { first: 1 }, await t.token(`${role}-activity`, role)))).toBe('FORBIDDEN');
+    }
+    expect(errorCode(await t.gql(TOOL_ACTIVITY, { first: 1 }, null))).toBe('UNAUTHENTICATED');
+  });
+});

@@ -1,0 +1,313 @@
+// The Activity view (`#activity`): tool activity across every thread of the signed-in superadmin,
+// live over the `toolActivity` subscription (docs/dashboards.md). The window and the tool filter
+// live in the address (`#activity&window=3600&tool=search`), so a view can be bookmarked or shared.
+import { signal, useSignal } from '@preact/signals';
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import './activity.css';
+import { createLiveClient } from './api.js';
+import { formatDuration } from './timeline.js';
+
+/** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
+export const hash = signal(location.hash);
+addEventListener('hashchange', () => (hash.value = location.hash));
+export const isActivityHash = (value: string) => /^#activity(&|$)/.test(value);
+
+export const WINDOWS = [
+  { seconds: 900, label: '15 min' },
+  { seconds: 3600, label: '1 h' },
+  { seconds: 86_400, label: '24 h' },
+  { seconds: 604_800, label: '7 d' },
+];
+
+interface Settings {
+  windowSeconds: number;
+  tool: string;
+}
+
+function settingsOf(value: string): Settings {
+  const params = new URLSearchParams(value.replace(/^#/, ''));
+  const windowSeconds = Number(params.get('window'));
+  return { windowSeconds: WINDOWS.some((w) => w.seconds === windowSeconds) ? windowSeconds : 3600, tool: params.get('tool') ?? '' };
+}
+
+function setSettings(settings: Settings) {
+  const params = new URLSearchParams({ window: String(settings.windowSeconds) });
+  if (settings.tool) params.set('tool', settings.tool);
+  const next = `#activity&${params.toString()}`;
+  history.replaceState(null, '', next);
+  hash.value = next;
+}
+
+interface ActivityAudit {
+  id: string;
+  name: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: unknown;
+  run: { id: string; leaseExpiresAt: string | null; thread: { id: string; title: string | null } };
+}
+interface ToolStat {
+  name: string;
+  running: number;
+  completed: number;
+  failed: number;
+  otherEnded: number;
+  p50DurationMs: number | null;
+  p95DurationMs: number | null;
+  maxDurationMs: number | null;
+}
+interface Bucket {
+  start: string;
+  started: number;
+  completed: number;
+  failed: number;
+  otherEnded: number;
+}
+export interface ActivityView {
+  at: string;
+  since: string;
+  runningCount: number;
+  running: ActivityAudit[];
+  recentFailures: ActivityAudit[];
+  tools: ToolStat[];
+  buckets: Bucket[];
+}
+
+const AUDIT = 'id name startedAt finishedAt error run { id leaseExpiresAt thread { id title } }';
+const TOOL_ACTIVITY = `subscription PageToolActivity($windowSeconds: Int, $name: String) {
+  toolActivity(windowSeconds: $windowSeconds, name: $name) {
+    at since runningCount
+    running(first: 50) { ${AUDIT} }
+    recentFailures(first: 20) { ${AUDIT} }
+    tools { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+    buckets { start started completed failed otherEnded }
+  }
+}`;
+
+/** The link that opens an audit's row in its thread's timeline. */
+const rowLink = (audit: ActivityAudit) => `#thread=${audit.run.thread.id}&audit=${audit.id}`;
+const runLabelOf = (runId: string) => `run · ${runId.slice(-6)}`;
+const ms = (value: number | null) => (value === null ? '—' : formatDuration(value));
+
+/** The first line of an error: its message when it has one, else its JSON. */
+export function firstLine(error: unknown): string {
+  const text =
+    typeof error === 'string' ? error : typeof (error as { message?: unknown })?.message === 'string' ? (error as { message: string }).message : JSON.stringify(error);
+  return (text ?? '').split('\n')[0]!;
+}
+
+type Column = 'name' | 'calls' | 'failureRate' | 'p50' | 'p95' | 'max';
+const COLUMNS: { key: Column; label: string }[] = [
+  { key: 'name', label: 'Tool' },
+  { key: 'calls', label: 'Calls' },
+  { key: 'failureRate', label: 'Failure rate' },
+  { key: 'p50', label: 'p50' },
+  { key: 'p95', label: 'p95' },
+  { key: 'max', label: 'Max' },
+];
+
+function rowOf(stat: ToolStat) {
+  const ended = stat.completed + stat.failed + stat.otherEnded;
+  return {
+    stat,
+    name: stat.name,
+    calls: stat.running + ended,
+    failureRate: ended ? stat.failed / ended : 0,
+    p50: stat.p50DurationMs ?? -1,
+    p95: stat.p95DurationMs ?? -1,
+    max: stat.maxDurationMs ?? -1,
+  };
+}
+
+function ToolTable({ tools }: { tools: ToolStat[] }) {
+  const sort = useSignal<{ key: Column; descending: boolean }>({ key: 'calls', descending: true });
+  const { key, descending } = sort.value;
+  const rows = tools.map(rowOf).sort((a, b) => {
+    const order = key === 'name' ? a.name.localeCompare(b.name) : a[key] - b[key];
+    return descending ? -order : order;
+  });
+  return (
+    <table class="activity-tools" data-testid="activity-tools">
+      <caption>Tools</caption>
+      <thead>
+        <tr>
+          {COLUMNS.map((column) => (
+            <th key={column.key} scope="col" aria-sort={key === column.key ? (descending ? 'descending' : 'ascending') : 'none'}>
+              <button onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
+                {column.label}
+              </button>
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={row.name}>
+            <td>{row.name}</td>
+            <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
+            <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
+            <td>{ms(row.stat.p50DurationMs)}</td>
+            <td>{ms(row.stat.p95DurationMs)}</td>
+            <td>{ms(row.stat.maxDurationMs)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Started, completed and failed per bucket, drawn with uPlot (bundled; no network). */
+function Chart({ buckets }: { buckets: Bucket[] }) {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const data: uPlot.AlignedData = [
+    buckets.map((bucket) => Date.parse(bucket.start) / 1000),
+    buckets.map((bucket) => bucket.started),
+    buckets.map((bucket) => bucket.completed),
+    buckets.map((bucket) => bucket.failed),
+  ];
+  useEffect(() => {
+    if (!plot.current) {
+      plot.current = new uPlot(
+        {
+          width: Math.max(320, (box.current!.clientWidth || 720) - 16),
+          height: 180,
+          series: [
+            {},
+            { label: 'started', stroke: '#2f6fde' },
+            { label: 'completed', stroke: '#2e8b57' },
+            { label: 'failed', stroke: '#c0392b' },
+          ],
+        },
+        data,
+        box.current!,
+      );
+    } else plot.current.setData(data);
+  });
+  useEffect(() => () => plot.current?.destroy(), []);
+  return <figure class="activity-chart" aria-label="Tool audits started, completed and failed over the window" ref={box} />;
+}
+
+function Running({ view, now }: { view: ActivityView; now: number }) {
+  return (
+    <section aria-label="Running now">
+      <h2>Running now ({view.runningCount})</h2>
+      {view.running.length === 0 ? (
+        <p class="muted">Nothing is running.</p>
+      ) : (
+        <table data-testid="activity-running">
+          <thead>
+            <tr><th scope="col">Tool</th><th scope="col">Thread</th><th scope="col">Run</th><th scope="col">Running for</th><th scope="col">Lease left</th></tr>
+          </thead>
+          <tbody>
+            {view.running.map((audit) => {
+              const lease = audit.run.leaseExpiresAt ? Date.parse(audit.run.leaseExpiresAt) - now : null;
+              return (
+                <tr key={audit.id}>
+                  <td><a href={rowLink(audit)}>{audit.name}</a></td>
+                  <td>{audit.run.thread.title ?? audit.run.thread.id}</td>
+                  <td>{runLabelOf(audit.run.id)}</td>
+                  <td>{audit.startedAt ? formatDuration(Math.max(0, now - Date.parse(audit.startedAt))) : '—'}</td>
+                  <td>{lease === null ? '—' : lease > 0 ? formatDuration(lease) : 'expired'}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function Failures({ view }: { view: ActivityView }) {
+  return (
+    <section aria-label="Recent failures">
+      <h2>Recent failures</h2>
+      {view.recentFailures.length === 0 ? (
+        <p class="muted">No failures within the window.</p>
+      ) : (
+        <ul class="activity-failures" data-testid="activity-failures">
+          {view.recentFailures.map((audit) => (
+            <li key={audit.id}>
+              <a href={rowLink(audit)}>{audit.name}</a> <span class="muted">{audit.run.thread.title ?? audit.run.thread.id}</span>{' '}
+              <span class="error-line">{firstLine(audit.error)}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+export function Activity({ token }: { token: string }) {
+  const settings = settingsOf(hash.value);
+  const view = useSignal<ActivityView | null>(null);
+  const error = useSignal<string | null>(null);
+  const now = useSignal(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => (now.value = Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  useEffect(() => {
+    view.value = null;
+    const client = createLiveClient(token, () => {});
+    const stop = client.subscribe<{ toolActivity: ActivityView }>(
+      { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
+      {
+        next: ({ data, errors }) => {
+          if (errors?.length) error.value = errors[0]!.message;
+          else if (data) {
+            view.value = data.toolActivity;
+            error.value = null;
+          }
+        },
+        error: (reason) => (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.'),
+        complete: () => {},
+      },
+    );
+    return () => (stop(), void client.dispose());
+  }, [token, settings.windowSeconds, settings.tool]);
+
+  const current = view.value;
+  return (
+    <section class="activity" aria-label="Tool activity">
+      <h1>Tool activity</h1>
+      <div class="activity-controls">
+        <label>
+          Window{' '}
+          <select value={String(settings.windowSeconds)} onChange={(e) => setSettings({ ...settings, windowSeconds: Number(e.currentTarget.value) })}>
+            {WINDOWS.map((w) => <option key={w.seconds} value={String(w.seconds)}>{w.label}</option>)}
+          </select>
+        </label>
+        <label>
+          Tool{' '}
+          <select value={settings.tool} onChange={(e) => setSettings({ ...settings, tool: e.currentTarget.value })}>
+            <option value="">all tools</option>
+            {[...new Set([...(current?.tools.map((tool) => tool.name) ?? []), ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
+              <option key={name} value={name}>{name}</option>
+            ))}
+          </select>
+        </label>
+        {current && <span class="muted" data-testid="activity-at">as of {new Date(current.at).toLocaleTimeString()}</span>}
+      </div>
+      {error.value && <p class="banner error" role="alert">{error.value}</p>}
+      {!current ? (
+        <p class="muted">Loading…</p>
+      ) : (
+        <>
+          <Running view={current} now={now.value} />
+          <section aria-label="Per tool">
+            <ToolTable tools={current.tools} />
+          </section>
+          <section aria-label="Over time">
+            <h2>Over time</h2>
+            <Chart buckets={current.buckets} />
+          </section>
+          <Failures view={current} />
+        </>
+      )}
+    </section>
+  );
+}
