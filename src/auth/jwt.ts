@@ -73,7 +73,12 @@ function principalOf(payload: JWTPayload): Principal {
   if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
     throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
   }
-  return { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
+  const expiresAtMs = payload.exp! * 1000;
+  // Past ±8.64e15 ms no Date holds it (year 275760): such an expiry cannot be told, kept or compared.
+  if (Number.isNaN(new Date(expiresAtMs).getTime())) {
+    throw unauthenticated('The token\'s "exp" claim is past any date this server can hold (year 275760): mint one that expires sooner');
+  }
+  return { sub: payload.sub, role: payload.role, expiresAtMs };
 }
 
 /**

@@ -69,9 +69,8 @@ const bodyTooLargeError = (limit: number) => {
 
 /** A client's `x-request-id` becomes the correlation id only when it cannot forge a log line. */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9_-]{1,128}$/;
-export function requestIdOf(request: Request | undefined): string {
-  const given = request?.headers.get('x-request-id');
-  return given && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+export function requestIdOf(given: string | string[] | null | undefined): string {
+  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** `request` with its body counted as it streams, failing past `limit` bytes (as yoga does). */
@@ -278,7 +277,7 @@ export function createGraphQLServer(options: {
       deps: options.deps,
       prisma: options.prisma,
       pubsub: options.pubsub,
-      requestId: requestIdOf(request),
+      requestId: requestIdOf(request?.headers.get('x-request-id')),
       loaders: createLoaders(options.deps),
     }),
     plugins: [
