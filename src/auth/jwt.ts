@@ -3,6 +3,7 @@ import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
 import { DomainError, unauthenticated } from '../domain/errors.js';
+import { boundedText } from '../domain/ids.js';
 import { isRole, type Principal, type Role } from '../domain/principal.js';
 
 const ALGORITHM = 'HS256';
@@ -72,6 +73,12 @@ export function createTokenVerifier(secret: string): TokenVerifier {
 function principalOf(payload: JWTPayload): Principal {
   if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
     throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+  }
+  // The sub becomes the owner id of what the principal creates, which others list.
+  try {
+    boundedText(payload.sub, '"sub"');
+  } catch (error) {
+    throw unauthenticated(`The token's ${(error as Error).message}`);
   }
   const expiresAtMs = payload.exp! * 1000;
   // Past ±8.64e15 ms no Date holds it (year 275760): such an expiry cannot be told, kept or compared.

@@ -16,6 +16,7 @@ import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { customScalarLiterals } from '../graphql/inline-scalars.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
+import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
 import type { StreamSession } from './stream-session.js';
 
@@ -290,6 +291,7 @@ export function createGraphQLServer(options: {
         blockFieldSuggestion: { enabled: true },
       }),
       useQueryCostLimit(options.maxQueryCost),
+      useSearchesPerRequestLimit(),
       useCorrelatedMasking(),
       useBodyLimit(options.maxBodyBytes),
       useUnsupportedMediaTypeAnswer(),
