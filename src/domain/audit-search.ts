@@ -90,14 +90,14 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   let threadId: string | null = null;
   if (search.threadId != null) {
     threadId = rowId(search.threadId, 'Thread');
-    const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1', [threadId]);
+    const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1 AND deleted_at IS NULL', [threadId]);
     if (!owned || owned.ownerId !== principal.sub) throw notFound('Thread', search.threadId);
     range.push(`m.thread_id = ${param(threadId)}`);
   }
   if (search.after != null) range.push(`m.id < ${param(search.after.toLowerCase())}::uuid`);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   const tests: string[] = [];
-  if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)})`);
+  if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)} AND t.deleted_at IS NULL)`);
   if (name !== null) tests.push(`m.name = ${param(name)}`);
   if (search.status != null) tests.push(`m.status = ${param(search.status)}::"AuditStatus"`);
   // The index's terms: an exact name is also a substring of the searched text.
@@ -123,6 +123,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
        UNION ALL (SELECT id FROM older_hits WHERE id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
+     WHERE t.deleted_at IS NULL
      ORDER BY m.id DESC LIMIT ${limit}`,
     params,
   );
