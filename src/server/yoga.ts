@@ -15,6 +15,7 @@ import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { customScalarLiterals } from '../graphql/inline-scalars.js';
+import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
@@ -282,6 +283,7 @@ export function createGraphQLServer(options: {
       loaders: createLoaders(options.deps),
     }),
     plugins: [
+      useDocumentNestingLimit(),
       EnvelopArmorPlugin({
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },
         maxAliases: { n: 15, ...armorLimit((found) => `The document uses ${found} aliases; at most 15 are allowed (GraphQL Armor's alias limit)`) },
