@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { getOperationAST, getVariableValues, GraphQLError, Kind, type ValidationContext } from 'graphql';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -19,6 +18,7 @@ import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
+import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 
 export interface ServerContext {
@@ -243,6 +243,7 @@ export function createGraphQLServer(options: {
   /** More plugins, after these. */
   plugins?: Plugin[];
 }): GraphQLServer {
+  const graphiql = graphiqlWithPolicy();
   return createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -258,7 +259,7 @@ export function createGraphQLServer(options: {
     // over graphql-ws it would put them where no WebSocket client puts its token.
     graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'SSE' },
     // GraphiQL's scripts and styles inlined from the package, so it works without internet.
-    renderGraphiQL,
+    renderGraphiQL: graphiql.render,
     logging: {
       debug: () => {},
       info: () => {},
@@ -284,6 +285,7 @@ export function createGraphQLServer(options: {
     }),
     plugins: [
       useDocumentNestingLimit(),
+      graphiql.plugin,
       EnvelopArmorPlugin({
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },
         maxAliases: { n: 15, ...armorLimit((found) => `The document uses ${found} aliases; at most 15 are allowed (GraphQL Armor's alias limit)`) },
