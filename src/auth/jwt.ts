@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
@@ -10,8 +10,8 @@ const ALGORITHM = 'HS256';
 
 export interface TokenVerifier {
   verify(authorization: string | undefined | null): Promise<Principal | null>;
-  /** A stream session cookie's value (mintStreamSession): its principal, or UNAUTHENTICATED. */
-  verifyStreamSession(value: string): Promise<Principal>;
+  /** A stream session cookie's value (mintStreamSession): its principal and session id, or UNAUTHENTICATED. */
+  verifyStreamSession(value: string): Promise<{ principal: Principal; sessionId: string }>;
 }
 
 /** The audience of stream session tokens, which authenticate GET /graphql/stream only. */
@@ -60,8 +60,8 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     },
     async verifyStreamSession(value) {
       try {
-        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'], audience: STREAM_SESSION_AUDIENCE });
-        return principalOf(payload);
+        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE });
+        return { principal: principalOf(payload), sessionId: payload.jti! };
       } catch (error) {
         if (error instanceof DomainError) throw error;
         throw unauthenticated(`The stream session: ${whyRefused(error)} (sign in again: POST /graphql/stream-session)`);
@@ -97,6 +97,7 @@ export async function mintStreamSession(secret: string, principal: Principal): P
     .setProtectedHeader({ alg: ALGORITHM })
     .setSubject(principal.sub)
     .setAudience(STREAM_SESSION_AUDIENCE)
+    .setJti(randomUUID())
     .setIssuedAt()
     .setExpirationTime(Math.floor(principal.expiresAtMs! / 1000))
     .sign(new TextEncoder().encode(secret));
