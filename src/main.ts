@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
 import { loadConfig } from './config.js';
 import { buildApp } from './server/app.js';
+import { installProcessGuards } from './server/process-guards.js';
 
 const config = loadConfig();
 const app = await buildApp(config);
@@ -28,24 +29,29 @@ if (localTokens) {
 // The first signal drains (bounded by SHUTDOWN_TIMEOUT_MS, after which app.stop cuts every
 // connection; the process exits 5 s later whatever is left); a second one exits at once.
 let exiting = false;
+function shutDown(reason: string, exitCode: number): void {
+  if (exiting) return;
+  exiting = true;
+  console.log(`\n${reason}: draining requests and closing (at most ${config.shutdownTimeoutMs} ms)…`);
+  setTimeout(() => {
+    console.error('Shutdown did not finish in time: exiting');
+    process.exit(1);
+  }, config.shutdownTimeoutMs + 5000).unref();
+  app.stop().then(
+    () => process.exit(exitCode),
+    (error: unknown) => {
+      console.error('Shutdown failed:', error);
+      process.exit(1);
+    },
+  );
+}
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     if (exiting) {
       console.log(`${signal} again: exiting now`);
       process.exit(128 + constants.signals[signal]);
     }
-    exiting = true;
-    console.log(`\n${signal}: draining requests and closing (at most ${config.shutdownTimeoutMs} ms)…`);
-    setTimeout(() => {
-      console.error('Shutdown did not finish in time: exiting');
-      process.exit(1);
-    }, config.shutdownTimeoutMs + 5000).unref();
-    app.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        console.error('Shutdown failed:', error);
-        process.exit(1);
-      },
-    );
+    shutDown(signal, 0);
   });
 }
+installProcessGuards((reason) => shutDown(reason, 1));

@@ -49,6 +49,13 @@ export const leaseSweptRuns = new Counter({
   registers: [registry],
 });
 
+export const sweeperDeletedThreads = new Counter({
+  name: 'agent_audit_sweeper_deleted_threads_total',
+  help: 'Threads deleted by the server itself: by RETENTION_DAYS (retention) or finishing a deletion a stopped instance left (abandoned-deletion)',
+  labelNames: ['reason'],
+  registers: [registry],
+});
+
 export const exportedSpans = new Counter({
   name: 'agent_audit_export_spans_total',
   help: 'Spans the OTLP receiver accepted',

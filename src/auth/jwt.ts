@@ -1,16 +1,17 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
 import { DomainError, unauthenticated } from '../domain/errors.js';
+import { boundedText } from '../domain/ids.js';
 import { isRole, type Principal, type Role } from '../domain/principal.js';
 
 const ALGORITHM = 'HS256';
 
 export interface TokenVerifier {
   verify(authorization: string | undefined | null): Promise<Principal | null>;
-  /** A stream session cookie's value (mintStreamSession): its principal, or UNAUTHENTICATED. */
-  verifyStreamSession(value: string): Promise<Principal>;
+  /** A stream session cookie's value (mintStreamSession): its principal and session id, or UNAUTHENTICATED. */
+  verifyStreamSession(value: string): Promise<{ principal: Principal; sessionId: string }>;
 }
 
 /** The audience of stream session tokens, which authenticate GET /graphql/stream only. */
@@ -59,8 +60,8 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     },
     async verifyStreamSession(value) {
       try {
-        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'], audience: STREAM_SESSION_AUDIENCE });
-        return principalOf(payload);
+        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE });
+        return { principal: principalOf(payload), sessionId: payload.jti! };
       } catch (error) {
         if (error instanceof DomainError) throw error;
         throw unauthenticated(`The stream session: ${whyRefused(error)} (sign in again: POST /graphql/stream-session)`);
@@ -73,7 +74,18 @@ function principalOf(payload: JWTPayload): Principal {
   if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
     throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
   }
-  return { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
+  // The sub becomes the owner id of what the principal creates, which others list.
+  try {
+    boundedText(payload.sub, '"sub"');
+  } catch (error) {
+    throw unauthenticated(`The token's ${(error as Error).message}`);
+  }
+  const expiresAtMs = payload.exp! * 1000;
+  // Past ±8.64e15 ms no Date holds it (year 275760): such an expiry cannot be told, kept or compared.
+  if (Number.isNaN(new Date(expiresAtMs).getTime())) {
+    throw unauthenticated('The token\'s "exp" claim is past any date this server can hold (year 275760): mint one that expires sooner');
+  }
+  return { sub: payload.sub, role: payload.role, expiresAtMs };
 }
 
 /**
@@ -85,6 +97,7 @@ export async function mintStreamSession(secret: string, principal: Principal): P
     .setProtectedHeader({ alg: ALGORITHM })
     .setSubject(principal.sub)
     .setAudience(STREAM_SESSION_AUDIENCE)
+    .setJti(randomUUID())
     .setIssuedAt()
     .setExpirationTime(Math.floor(principal.expiresAtMs! / 1000))
     .sign(new TextEncoder().encode(secret));

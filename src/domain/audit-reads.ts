@@ -111,7 +111,7 @@ export async function readAudit(sql: Sql, principal: Principal, auditId: string)
   const [row] = await sql.query<AuditRow & { auditOwnerId: string }>(
     `SELECT t.owner_id AS audit_owner_id, ${AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ')}
       FROM message m JOIN thread t ON t.id = m.thread_id
-      WHERE m.id = $1 AND m.message_type IN ('model_audit', 'tool_audit')`,
+      WHERE m.id = $1 AND m.message_type IN ('model_audit', 'tool_audit') AND t.deleted_at IS NULL`,
     [id],
   );
   if (!row || !canReadAudits(principal, { id: row.threadId, ownerId: row.auditOwnerId })) throw notFound('Audit', auditId);

@@ -4,13 +4,21 @@ import type { AuditStatus } from '../generated/prisma/client.js';
 import { requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
-import { isUuid, MAX_ID_LENGTH, rowId } from './ids.js';
+import { boundedText, isUuid, rowId } from './ids.js';
 import { walkNewestFirst } from './walk.js';
 
 /** The most hits one search returns. */
 export const MAX_SEARCH_HITS = 100;
 /** Trigrams need three characters: a shorter text could not use the index. */
 export const MIN_SEARCH_TEXT = 3;
+
+/**
+ * pg_trgm takes trigrams from words only (runs of letters and digits; anything else separates
+ * them), and a LIKE pattern's words shorter than three characters give none. A text without a
+ * run of three letters or digits (`%%%`, `___`, `ab cd`) gives the index nothing to narrow, so
+ * its search would read every audit of every owner: it is refused.
+ */
+const INDEXABLE = /[\p{L}\p{N}]{3}/u;
 
 /**
  * What a search matches against: the audit's name (tool or model) and the JSON text of its input,
@@ -76,9 +84,12 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (first == null || first < 1 || first > MAX_SEARCH_HITS) throw badInput(`first must be between 1 and ${MAX_SEARCH_HITS}`);
   const text = search.text?.trim() || null;
   if (text !== null && text.length < MIN_SEARCH_TEXT) throw badInput(`text must be at least ${MIN_SEARCH_TEXT} characters`);
-  if (text !== null && text.length > MAX_ID_LENGTH) throw badInput(`text is ${text.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+  if (text !== null) boundedText(text, 'text');
+  if (text !== null && !INDEXABLE.test(text)) {
+    throw badInput(`text must hold at least ${MIN_SEARCH_TEXT} letters or digits in a row: the search index is built from words, and "${text}" has none that long`);
+  }
   const name = search.name?.trim() || null;
-  if (name !== null && name.length > MAX_ID_LENGTH) throw badInput(`name is ${name.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+  if (name !== null) boundedText(name, 'name');
   if (search.after != null && !isUuid(search.after)) throw badInput('after must be the id of an audit of a previous page');
 
   const params: unknown[] = [];
@@ -88,7 +99,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   let threadId: string | null = null;
   if (search.threadId != null) {
     threadId = rowId(search.threadId, 'Thread');
-    const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1', [threadId]);
+    const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1 AND deleted_at IS NULL', [threadId]);
     if (!owned || owned.ownerId !== principal.sub) throw notFound('Thread', search.threadId);
     range.push(`m.thread_id = ${param(threadId)}`);
   }
@@ -96,7 +107,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (text === null) return filterSearch(sql, principal.sub, threadId, { ...search, name, first }, range, params);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   const tests: string[] = [];
-  if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)})`);
+  if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)} AND t.deleted_at IS NULL)`);
   if (name !== null) tests.push(`m.name = ${param(name)}`);
   if (search.status != null) tests.push(`m.status = ${param(search.status)}::"AuditStatus"`);
   // The index's terms: an exact name is also a substring of the searched text.
@@ -122,6 +133,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
        UNION ALL (SELECT id FROM older_hits WHERE id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
+     WHERE t.deleted_at IS NULL
      ORDER BY m.id DESC LIMIT ${limit}`,
     params,
   );

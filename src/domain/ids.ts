@@ -5,8 +5,14 @@ import { assertStorableText } from './json.js';
 /** Ids and names are keys of btree indexes and labels on a dashboard, never documents. */
 export const MAX_ID_LENGTH = 256;
 
-function assertShortEnough(value: string, field: string): void {
-  if (value.length > MAX_ID_LENGTH) throw badInput(`${field} is ${value.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+/**
+ * The one check of text a principal gives (names, titles, search terms): at most `maxLength`
+ * characters, and storable (no NUL, no unpaired surrogate: json.ts), else BAD_USER_INPUT.
+ */
+export function boundedText(value: string, field: string, maxLength = MAX_ID_LENGTH): string {
+  if (value.length > maxLength) throw badInput(`${field} is ${value.length} characters long; the limit is ${maxLength}`);
+  assertStorableText(value, field);
+  return value;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -27,7 +33,7 @@ export const newId = (): string => uuidv7();
  */
 export function rowId(value: string, what: string): string {
   if (value.trim() === '') throw badInput(`${what} id must not be blank`);
-  assertShortEnough(value, `${what} id`);
+  boundedText(value, `${what} id`);
   if (!UUID.test(value)) throw notFound(what, value);
   return value.toLowerCase();
 }
@@ -40,7 +46,5 @@ export function nonBlank(value: string, field: string): string {
 
 /** An optional name (a model's): may be blank, never longer than 256 characters. */
 export function boundedName(value: string, field: string): string {
-  assertShortEnough(value, field);
-  assertStorableText(value, field);
-  return value;
+  return boundedText(value, field);
 }

@@ -3,12 +3,19 @@ import { insertRow, type Sql } from '../db/sql.js';
 import type { Message, MessageRole, Thread } from '../generated/prisma/client.js';
 import { canReadEveryThread, loadReadableThread } from './access.js';
 import { badInput } from './errors.js';
-import { isUuid, newId } from './ids.js';
+import { boundedText, isUuid, newId } from './ids.js';
 import { command } from './command.js';
 import { assertStorableJson } from './json.js';
 
+/** Titles are listed to others (threads, search hits): bounded, so no one can make every list huge. */
+export const MAX_TITLE_LENGTH = 1000;
+
 export const createThread = command(async ({ sql }, principal: Principal, input: { title?: string | null }) =>
-  insertRow<Thread>(sql, 'thread', { id: newId(), ownerId: principal.sub, title: input.title ?? null }),
+  insertRow<Thread>(sql, 'thread', {
+    id: newId(),
+    ownerId: principal.sub,
+    title: input.title == null ? null : boundedText(input.title, 'title', MAX_TITLE_LENGTH),
+  }),
 );
 
 /** Ordinary history only: audit rows are written by the run lifecycle, never through here. */

@@ -2,7 +2,7 @@ import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
-import { isUuid, MAX_ID_LENGTH } from './ids.js';
+import { boundedText, isUuid } from './ids.js';
 import { walkNewestFirst } from './walk.js';
 
 /**
@@ -109,7 +109,7 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
   const { first } = query;
   if (first == null || first < 1 || first > MAX_LEDGER_PAGE) throw badInput(`first must be between 1 and ${MAX_LEDGER_PAGE}`);
   const name = query.name?.trim() || null;
-  if (name !== null && name.length > MAX_ID_LENGTH) throw badInput(`name is ${name.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+  if (name !== null) boundedText(name, 'name');
   if (query.after != null && !isUuid(query.after)) throw badInput('after must be the cursor of an entry of a previous page');
   if (query.status != null && !LEDGER_STATUSES.includes(query.status)) throw badInput(`status must be one of ${LEDGER_STATUSES.join(', ')}`);
   if (query.case != null && !LEDGER_CASES.includes(query.case)) throw badInput(`case must be one of ${LEDGER_CASES.join(', ')}`);

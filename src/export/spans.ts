@@ -124,7 +124,6 @@ export function runSpan(resource: Resource, run: Run): ReadableSpan {
       [`${NS}.run.id`]: run.id,
       [`${NS}.status`]: run.status,
       [`${NS}.run.lease_epoch`]: run.leaseEpoch,
-      ...(run.leaseOwner ? { [`${NS}.run.lease_owner`]: run.leaseOwner } : {}),
       ...(run.resumedFromId ? { [`${NS}.run.resumed_from_id`]: run.resumedFromId } : {}),
     },
     failure: failureOf(run.status, run.error, end),

@@ -58,7 +58,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
       ];
     },
   });
-  const streams = streamSessions({ secret, verifier, corsOrigins: config.corsOrigins });
+  const streams = streamSessions({ secret, verifier, corsOrigins: config.corsOrigins, sql: db.sql });
   const http = createHttpServer(config, { yoga, db, metrics, streams });
   const webSocket = serveGraphQLOverWebSocket(http.server, yoga, config, limits);
   jobs = await startBackgroundJobs(config, db, deps);

@@ -7,10 +7,37 @@ import type { Database } from '../db/database.js';
 import { serveMetrics } from './metrics.js';
 import { servePage } from './static-page.js';
 import { STREAM_PATH, STREAM_SESSION_PATH, type streamSessions } from './stream-session.js';
-import { bodyTooLarge, drainedBodyLimit, type GraphQLServer } from './yoga.js';
+import { bodyTooLarge, drainedBodyLimit, requestIdOf, type GraphQLServer } from './yoga.js';
 
 /** Requests larger than this are refused before they are parsed (413); also a WebSocket message's limit. */
 export const bodyLimit = (config: Config) => Math.max(8 * 1024 * 1024, config.maxJsonBytes * 4);
+
+/**
+ * Runs a route's handler so that nothing it throws escapes: the client gets a 500 with a
+ * correlation id (or, when the answer had begun, a cut connection), and the error is logged
+ * once with that id. A thrown error never ends the process.
+ */
+async function guarded(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>, req: IncomingMessage, res: ServerResponse) {
+  try {
+    await handler(req, res);
+  } catch (error) {
+    const requestId = requestIdOf(req.headers['x-request-id']);
+    console.error(`[request ${requestId}] unexpected error in ${req.method} ${(req.url ?? '/').split('?')[0]}:`, error);
+    if (res.headersSent) return void res.destroy();
+    try {
+      res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(JSON.stringify({ errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } }] }));
+    } catch {
+      res.destroy();
+    }
+  }
+}
+
+/** yoga's adapter logs a failure to send its answer and leaves the request hanging: it becomes ours to answer. */
+async function answeredBy(yogaHandled: Promise<void> | void, res: ServerResponse): Promise<void> {
+  await yogaHandled;
+  if (!res.headersSent) throw new Error('yoga could not send its answer (logged above)');
+}
 
 async function databaseReady(db: Database): Promise<boolean> {
   try {
@@ -49,7 +76,7 @@ export function createHttpServer(
       const streamSession = await streams.sessionOf(req, res);
       if (!streamSession) return;
       req.url = yoga.graphqlEndpoint + (req.url ?? '').slice(STREAM_PATH.length);
-      return yoga(req, res, { streamSession });
+      return answeredBy(yoga(req, res, { streamSession }), res);
     }
     // Refused before yoga, which counts chunked ones. The body is read first (thrown away; see drainedBodyLimit).
     const length = Number(req.headers['content-length'] ?? 0);
@@ -59,10 +86,10 @@ export function createHttpServer(
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
       return void res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
     }
-    return yoga(req, res);
+    return answeredBy(yoga(req, res), res);
   };
 
-  const server = createServer((req, res) => void handle(req, res));
+  const server = createServer((req, res) => void guarded(handle, req, res));
   return {
     server,
     /** Listens; resolves to the GraphQL endpoint's URL. */

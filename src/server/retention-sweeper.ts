@@ -1,5 +1,6 @@
 import type { SqlDriver } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
+import { sweeperDeletedThreads } from '../metrics.js';
 import { finishAbandonedDeletions, sweepRetention, type DeletionReceipt } from '../domain/deletion.js';
 
 /** The advisory lock that lets one instance at a time sweep (any other key of this server differs). */
@@ -21,9 +22,11 @@ export interface RetentionOptions {
   vacuumAfterDeletions?: boolean;
 }
 
-/** One structured line per receipt, for the logs a deployment keeps. */
-export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (receipt: DeletionReceipt) =>
+/** One structured line per receipt, for the logs a deployment keeps, and one count in /metrics. */
+export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (receipt: DeletionReceipt) => {
+  sweeperDeletedThreads.inc({ reason });
   console.log(JSON.stringify({ level: 'info', event: 'thread_deleted', reason, ...receipt }));
+};
 
 /**
  * Deletes threads older than RETENTION_DAYS every `intervalMs`, finishes deletions a stopped

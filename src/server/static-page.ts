@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FRAME_ANCESTORS } from './page-security.js';
 
 /** The timeline page, built from web/ by scripts/build-web.mjs (at install). */
 const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web', 'dist');
@@ -32,7 +33,7 @@ export async function servePage(method: string | undefined, path: string, res: S
     'content-length': body.byteLength,
     'cache-control': 'no-cache',
     // The page talks only to this server.
-    'content-security-policy': "default-src 'self'; connect-src 'self' ws: wss:; style-src 'self' 'unsafe-inline'",
+    'content-security-policy': `default-src 'self'; connect-src 'self' ws: wss:; style-src 'self' 'unsafe-inline'; ${FRAME_ANCESTORS}`,
     'x-content-type-options': 'nosniff',
   });
   res.end(method === 'HEAD' ? undefined : body);

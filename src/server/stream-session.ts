@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mintStreamSession, type TokenVerifier } from '../auth/jwt.js';
 import type { Principal } from '../domain/principal.js';
 import { DomainError } from '../domain/errors.js';
+import type { Sql } from '../db/sql.js';
 
 /**
  * Browsers' authenticated SSE. An `EventSource` cannot send an `Authorization` header, and a
@@ -38,7 +39,34 @@ function cookie(req: IncomingMessage, value: string, maxAgeSeconds: number): str
   return `${COOKIE}=${value}; Path=${STREAM_PATH}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure}`;
 }
 
-export function streamSessions(options: { secret: string; verifier: TokenVerifier; corsOrigins: string[] }) {
+/**
+ * Signed-out sessions are kept in the database, so a sign-out holds on every instance at once;
+ * a row outlives its session by nothing (expired rows go with the next sign-out).
+ */
+async function revoke(sql: Sql, sessionId: string, expiresAtMs: number): Promise<void> {
+  await sql.query('DELETE FROM stream_session_revocation WHERE expires_at < now()');
+  await sql.query(
+    'INSERT INTO stream_session_revocation (session_id, expires_at) VALUES ($1::uuid, $2) ON CONFLICT (session_id) DO NOTHING',
+    [sessionId, new Date(expiresAtMs)],
+  );
+}
+
+const isRevoked = async (sql: Sql, sessionId: string) =>
+  (await sql.query('SELECT 1 FROM stream_session_revocation WHERE session_id = $1::uuid', [sessionId])).length > 0;
+
+/** The session a cookie value names, or why it names none. */
+async function sessionOfCookie(verifier: TokenVerifier, sql: Sql, value: string): Promise<{ principal: Principal; sessionId: string } | string> {
+  try {
+    const session = await verifier.verifyStreamSession(value);
+    if (await isRevoked(sql, session.sessionId)) return `The stream session was signed out: sign in again with POST ${STREAM_SESSION_PATH}`;
+    return session;
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    return error.message;
+  }
+}
+
+export function streamSessions(options: { secret: string; verifier: TokenVerifier; corsOrigins: string[]; sql: Sql }) {
   const allowed = new Set(options.corsOrigins);
   /** A browser's Origin header names this server, or an origin on CORS_ORIGINS. */
   const isAllowedOrigin = (req: IncomingMessage) => {
@@ -54,7 +82,13 @@ export function streamSessions(options: { secret: string; verifier: TokenVerifie
   return {
     /** POST signs in with the bearer token (sets the cookie); DELETE signs out (clears it). */
     async signIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
-      if (req.method === 'DELETE') return answer(res, 204, undefined, { 'set-cookie': cookie(req, '', 0) });
+      if (req.method === 'DELETE') {
+        // The cookie's session is revoked too: a copy of it (another tab, a leaked value) opens nothing.
+        const value = cookieOf(req);
+        const session = value ? await sessionOfCookie(options.verifier, options.sql, value) : null;
+        if (session && typeof session !== 'string') await revoke(options.sql, session.sessionId, session.principal.expiresAtMs!);
+        return answer(res, 204, undefined, { 'set-cookie': cookie(req, '', 0) });
+      }
       if (req.method !== 'POST') return answer(res, 405, refusal('BAD_REQUEST', 'POST (sign in) or DELETE (sign out)'), { allow: 'POST, DELETE' });
       if (!isAllowedOrigin(req)) return answer(res, 403, refusal('FORBIDDEN', 'This origin may not sign in here (CORS_ORIGINS)'));
       let principal: Principal | null;
@@ -82,12 +116,8 @@ export function streamSessions(options: { secret: string; verifier: TokenVerifie
       }
       const value = cookieOf(req);
       if (!value) return { principal: null, authFailure: `No stream session cookie: sign in first with POST ${STREAM_SESSION_PATH} and "Authorization: Bearer <JWT>"` };
-      try {
-        return { principal: await options.verifier.verifyStreamSession(value) };
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        return { principal: null, authFailure: error.message };
-      }
+      const session = await sessionOfCookie(options.verifier, options.sql, value);
+      return typeof session === 'string' ? { principal: null, authFailure: session } : { principal: session.principal };
     },
   };
 }

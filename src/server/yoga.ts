@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { getOperationAST, getVariableValues, GraphQLError, Kind, type ValidationContext } from 'graphql';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -15,8 +14,11 @@ import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
 import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { customScalarLiterals } from '../graphql/inline-scalars.js';
+import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
+import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
+import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 
 export interface ServerContext {
@@ -69,9 +71,8 @@ const bodyTooLargeError = (limit: number) => {
 
 /** A client's `x-request-id` becomes the correlation id only when it cannot forge a log line. */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9_-]{1,128}$/;
-export function requestIdOf(request: Request | undefined): string {
-  const given = request?.headers.get('x-request-id');
-  return given && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+export function requestIdOf(given: string | string[] | null | undefined): string {
+  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** `request` with its body counted as it streams, failing past `limit` bytes (as yoga does). */
@@ -242,6 +243,7 @@ export function createGraphQLServer(options: {
   /** More plugins, after these. */
   plugins?: Plugin[];
 }): GraphQLServer {
+  const graphiql = graphiqlWithPolicy();
   return createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -257,7 +259,7 @@ export function createGraphQLServer(options: {
     // over graphql-ws it would put them where no WebSocket client puts its token.
     graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'SSE' },
     // GraphiQL's scripts and styles inlined from the package, so it works without internet.
-    renderGraphiQL,
+    renderGraphiQL: graphiql.render,
     logging: {
       debug: () => {},
       info: () => {},
@@ -278,10 +280,12 @@ export function createGraphQLServer(options: {
       deps: options.deps,
       prisma: options.prisma,
       pubsub: options.pubsub,
-      requestId: requestIdOf(request),
+      requestId: requestIdOf(request?.headers.get('x-request-id')),
       loaders: createLoaders(options.deps),
     }),
     plugins: [
+      useDocumentNestingLimit(),
+      graphiql.plugin,
       EnvelopArmorPlugin({
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },
         maxAliases: { n: 15, ...armorLimit((found) => `The document uses ${found} aliases; at most 15 are allowed (GraphQL Armor's alias limit)`) },
@@ -291,6 +295,7 @@ export function createGraphQLServer(options: {
         blockFieldSuggestion: { enabled: true },
       }),
       useQueryCostLimit(options.maxQueryCost),
+      useSearchesPerRequestLimit(),
       useCorrelatedMasking(),
       useBodyLimit(options.maxBodyBytes),
       useUnsupportedMediaTypeAnswer(),

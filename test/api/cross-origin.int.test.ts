@@ -126,4 +126,30 @@ describe(`the stream session cookie (${backendName})`, () => {
     expect(response.status).toBe(204);
     expect(response.headers.get('set-cookie')).toMatch(/^audit_stream=; .*Max-Age=0/);
   });
+
+  it('a sign-out makes that session useless at once, on every instance (issue 42, item 7)', async () => {
+    const { cookie } = await signIn(admin);
+    const pair = cookie.split(';')[0]!;
+    const other = await signIn(admin);
+    const thread = (await t.gql('mutation { createThread(input: { title: "signed out" }) { id } }', {}, admin)).data.createThread.id;
+    const url = `${base}/graphql/stream?${new URLSearchParams({ query: 'subscription($t: ID!) { runChanged(threadId: $t) { id } }', variables: JSON.stringify({ t: thread }) })}`;
+    const open = async (cookiePair: string) => {
+      const controller = new AbortController();
+      const response = await fetch(url, { headers: { accept: 'text/event-stream', cookie: cookiePair }, signal: controller.signal });
+      const reader = response.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      controller.abort();
+      return first;
+    };
+    expect(await open(pair)).not.toMatch(/UNAUTHENTICATED/);
+    expect((await fetch(`${base}/graphql/stream-session`, { method: 'DELETE', headers: { cookie: pair } })).status).toBe(204);
+    const refused = await open(pair);
+    expect(refused).toMatch(/UNAUTHENTICATED/);
+    expect(refused).toMatch(/signed out/);
+    // Another instance on the same database refuses it too: the revocation is stored there.
+    const [row] = await t.app.db.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM stream_session_revocation');
+    expect(row!.n).toBeGreaterThanOrEqual(1);
+    // Another session of the same principal is not signed out.
+    expect(await open(other.cookie.split(';')[0]!)).not.toMatch(/UNAUTHENTICATED/);
+  });
 });

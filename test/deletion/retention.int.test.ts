@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LATEST_CHANGE } from '../../src/domain/deletion.js';
+import { registry } from '../../src/metrics.js';
+import { parsePrometheusText } from '../support/prometheus-text.js';
 import { RETENTION_LOCK_KEY, startRetentionSweeper } from '../../src/server/retention-sweeper.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
@@ -58,6 +60,9 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
     expect((await latestChange(newerThread)) > oldLatest).toBe(true);
     expect((await latestChange(revivedThread)) > oldLatest).toBe(true);
 
+    const deletedByRetention = async () =>
+      parsePrometheusText(await registry.metrics()).samples.get('agent_audit_sweeper_deleted_threads_total{reason="retention"}') ?? 0;
+    const countedBefore = await deletedByRetention();
     const logged: unknown[] = [];
     const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void logged.push(JSON.parse(String(line))));
     try {
@@ -72,6 +77,7 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
 
     const receipt = { threadId: old.threadId, runs: 1, audits: 2, toolCalls: 1, messages: 1 };
     expect(logged).toEqual([{ level: 'info', event: 'thread_deleted', reason: 'retention', ...receipt, verifiedAt: expect.any(String) }]);
+    expect(await deletedByRetention()).toBe(countedBefore + 1);
     expect(await rowsLeft(t, old.threadId, [old.runId])).toEqual({});
     expect(errorCode(await old.session.toolFinished('c1', { ok: true }))).toBe('NOT_FOUND');
     for (const [token, threadId] of [[newer.owner, newerThread], [revived.owner, revivedThread]] as const) {

@@ -79,8 +79,8 @@ describe(`searchAudits (${backendName})`, () => {
 
   it('takes LIKE wildcards in the text literally', async () => {
     expect((await search(who.owner, { text: '100% of_the' })).items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
-    expect((await search(who.owner, { text: '1_0' })).items).toEqual([]);
-    expect((await search(who.owner, { text: '%%%' })).items).toEqual([]);
+    expect((await search(who.owner, { text: '100_' })).items).toEqual([]);
+    expect((await search(who.owner, { text: 'the%' })).items).toEqual([]);
   });
 
   it('filters by exact name and by status, within one thread', async () => {

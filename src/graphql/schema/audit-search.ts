@@ -1,6 +1,7 @@
 import { requirePrincipal } from '../../domain/access.js';
 import { MAX_SEARCH_HITS, MIN_SEARCH_TEXT, searchAudits, type AuditHit } from '../../domain/audit-search.js';
 import { builder, listCost } from '../builder.js';
+import { MAX_SEARCHES_PER_PRINCIPAL, MAX_SEARCHES_PER_REQUEST, withSearchSlot } from '../search-limits.js';
 import { AuditRef } from './audit.js';
 import { AuditStatusEnum } from './enums.js';
 
@@ -29,7 +30,7 @@ const AuditSearchResultRef = builder.objectRef<{ items: AuditHit[]; hasMore: boo
 builder.queryField('searchAudits', (t) =>
   t.field({
     type: AuditSearchResultRef,
-    description: `Audits matching every criterion given, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). \`text\` (${MIN_SEARCH_TEXT} to 256 characters) matches any part of the tool or model name, input, output or error, in any case. \`first\` is 1 to ${MAX_SEARCH_HITS}.`,
+    description: `Audits matching every criterion given, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). \`text\` (${MIN_SEARCH_TEXT} to 256 characters, with at least ${MIN_SEARCH_TEXT} letters or digits in a row: the index is built from words) matches any part of the tool or model name, input, output or error, in any case. \`first\` is 1 to ${MAX_SEARCH_HITS}. At most ${MAX_SEARCHES_PER_REQUEST} searches per request and ${MAX_SEARCHES_PER_PRINCIPAL} running at once per principal.`,
     authScopes: { authenticated: true },
     args: {
       text: t.arg.string({ required: false }),
@@ -41,11 +42,14 @@ builder.queryField('searchAudits', (t) =>
     },
     complexity: ({ first }) => listCost(first, MAX_SEARCH_HITS),
     resolve: async (_root, args, { deps, principal, loaders }) => {
-      const result = await searchAudits(deps.db, requirePrincipal(principal), {
-        ...args,
-        threadId: args.threadId == null ? null : String(args.threadId),
-        after: args.after == null ? null : String(args.after),
-      });
+      const caller = requirePrincipal(principal);
+      const result = await withSearchSlot(caller.sub, () =>
+        searchAudits(deps.db, caller, {
+          ...args,
+          threadId: args.threadId == null ? null : String(args.threadId),
+          after: args.after == null ? null : String(args.after),
+        }),
+      );
       for (const hit of result.items) loaders.audit.prime(hit.id, hit);
       return result;
     },

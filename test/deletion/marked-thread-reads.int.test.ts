@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { markDeleted } from '../../src/domain/deletion.js';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { THREAD_AUDITS, must, runningRun } from '../support/lifecycle.js';
+import { rowsLeft } from './support.js';
+
+// Issue 42, item 4: from the commit of a thread's deletion mark, every read treats the thread as
+// gone, while its rows are still being removed (a long deletion, or one a crash cut short).
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t?.close());
+
+const AUDIT = 'query($id: ID!) { audit(id: $id) { id } }';
+const SEARCH = 'query($text: String, $threadId: ID) { searchAudits(text: $text, threadId: $threadId, first: 10) { items { audit { id } threadTitle } } }';
+const LEDGER = 'query($threadId: ID) { toolCallLedger(threadId: $threadId, first: 10) { edges { node { id } } } }';
+
+describe(`reads of a thread whose deletion mark committed, its rows still there (${backendName})`, () => {
+  it('audit(id), searchAudits, toolCallLedger, threadAudits and thread never return it', async () => {
+    const ctx = await runningRun(t);
+    await ctx.session.declare('m1', [{ id: 'c1', name: 'lookup_zebrafish' }]);
+    const tool = must(await ctx.session.toolStarted('c1', 'lookup_zebrafish', { effectiveInput: { q: 'zebrafish' } }));
+    must(await ctx.session.toolFinished('c1', { found: 'zebrafish' }));
+    const visible = async () => ({
+      audit: await t.gql(AUDIT, { id: tool.id }, ctx.owner),
+      search: await t.gql(SEARCH, { text: 'zebrafish' }, ctx.owner),
+      searchInThread: await t.gql(SEARCH, { text: 'zebrafish', threadId: ctx.threadId }, ctx.owner),
+      ledger: await t.gql(LEDGER, {}, ctx.owner),
+      ledgerInThread: await t.gql(LEDGER, { threadId: ctx.threadId }, ctx.owner),
+      timeline: await t.gql(THREAD_AUDITS, { threadId: ctx.threadId }, ctx.owner),
+    });
+    const before = await visible();
+    expect(before.audit.data.audit.id).toBe(tool.id);
+    expect(before.search.data.searchAudits.items).toHaveLength(1);
+    expect(before.ledger.data.toolCallLedger.edges).toHaveLength(1);
+
+    // The mark alone, as a deletion between its mark and its batches leaves it.
+    expect(await markDeleted(t.app.deps, ctx.threadId, () => true)).toBe(true);
+    expect(await rowsLeft(t, ctx.threadId, [ctx.runId])).toMatchObject({ 'message.thread_id': 2, 'tool_call.thread_id': 1 });
+
+    const after = await visible();
+    expect(errorCode(after.audit)).toBe('NOT_FOUND');
+    expect(after.search.errors).toBeUndefined();
+    expect(after.search.data.searchAudits.items).toEqual([]);
+    expect(errorCode(after.searchInThread)).toBe('NOT_FOUND');
+    expect(after.ledger.data.toolCallLedger.edges).toEqual([]);
+    expect(errorCode(after.ledgerInThread)).toBe('NOT_FOUND');
+    expect(errorCode(after.timeline)).toBe('NOT_FOUND');
+  });
+});
