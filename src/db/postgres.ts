@@ -2,6 +2,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { mappedSql, prismaClient, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
 import { isPrepared, timestampParser } from './sql.js';
+import { errorFields, log } from '../log.js';
 
 const preparedNames = new Map<string, string>();
 /**
@@ -28,7 +29,7 @@ async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard:
   const discard = (error: Error) => void (broken ??= error);
   const onError = (error: Error) => {
     discard(error);
-    console.error('[db] PostgreSQL connection lost while in use:', error.message);
+    log.warn({ component: 'db', err: errorFields(error) }, 'PostgreSQL connection lost while in use');
   };
   client.on('error', onError);
   try {
@@ -53,7 +54,7 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.
-  pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
+  pool.on('error', (error) => log.warn({ component: 'db', err: errorFields(error) }, 'idle PostgreSQL connection lost'));
   const driver: SqlDriver & SqlTransactor = {
     exec: async (sql) => void (await pool.query(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],

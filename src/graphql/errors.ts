@@ -1,6 +1,7 @@
 import { createGraphQLError } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
 import { DomainError } from '../domain/errors.js';
+import { errorFields, log } from '../log.js';
 
 function originalOf(error: unknown): unknown {
   let current = error;
@@ -50,7 +51,7 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
     }
   }
   const id = requestId() ?? 'unknown';
-  console.error(`[request ${id}] unexpected error:`, original);
+  log.error({ requestId: id, err: errorFields(original) }, 'unexpected error');
   return createGraphQLError('Unexpected error.', {
     nodes: outer?.nodes,
     path: outer?.path,

@@ -4,10 +4,11 @@ import { finished } from 'node:stream/promises';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import { log } from '../log.js';
 import { serveMetrics } from './metrics.js';
 import { servePage } from './static-page.js';
 import { STREAM_PATH, STREAM_SESSION_PATH, type streamSessions } from './stream-session.js';
-import { bodyTooLarge, drainedBodyLimit, type GraphQLServer } from './yoga.js';
+import { bodyTooLarge, drainedBodyLimit, requestIdOf, type GraphQLServer } from './yoga.js';
 
 /** Requests larger than this are refused before they are parsed (413); also a WebSocket message's limit. */
 export const bodyLimit = (config: Config) => Math.max(8 * 1024 * 1024, config.maxJsonBytes * 4);
@@ -39,6 +40,7 @@ export function createHttpServer(
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     if (path === '/readyz') {
+      if (draining) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('draining: this instance is stopping');
       const ok = await databaseReady(db);
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
@@ -62,7 +64,20 @@ export function createHttpServer(
     return yoga(req, res);
   };
 
-  const server = createServer((req, res) => void handle(req, res));
+  const server = createServer((req, res) => {
+    // The correlation id: the client's when safe, else a new one; yoga reads the same header.
+    const id = requestIdOf(req.headers['x-request-id']);
+    req.headers['x-request-id'] = id;
+    res.setHeader('x-request-id', id);
+    const started = process.hrtime.bigint();
+    // One access line per request, when its answer is sent or its connection is gone.
+    res.once('close', () => {
+      const durationMs = Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100;
+      const path = (req.url ?? '/').split('?')[0];
+      log.info({ requestId: id, method: req.method, path, status: res.statusCode, durationMs, ...(res.writableFinished ? {} : { aborted: true }) }, 'request');
+    });
+    void handle(req, res);
+  });
   return {
     server,
     /** Listens; resolves to the GraphQL endpoint's URL. */

@@ -1,6 +1,7 @@
 import type { DomainDeps } from '../domain/command.js';
 import { sweepExpiredLeases } from '../domain/convergence.js';
 import { leaseSweeps, leaseSweptRuns } from '../metrics.js';
+import { errorFields, log } from '../log.js';
 
 /** Ends runs whose lease expired, every `intervalMs`; sweeps never overlap in one process. */
 export function startLeaseSweeper(deps: DomainDeps, intervalMs: number) {
@@ -8,7 +9,7 @@ export function startLeaseSweeper(deps: DomainDeps, intervalMs: number) {
   const sweep = () => {
     running ??= sweepExpiredLeases(deps)
       .then((ended) => (leaseSweeps.inc(), leaseSweptRuns.inc(ended)))
-      .catch((error: unknown) => console.error('[lease-sweeper] sweep failed:', error))
+      .catch((error: unknown) => log.error({ component: 'lease-sweeper', err: errorFields(error) }, 'lease sweep failed'))
       .finally(() => (running = null));
     return running;
   };

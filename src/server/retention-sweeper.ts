@@ -1,6 +1,7 @@
 import type { SqlDriver } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
 import { finishAbandonedDeletions, sweepRetention, type DeletionReceipt } from '../domain/deletion.js';
+import { errorFields, log } from '../log.js';
 
 /** The advisory lock that lets one instance at a time sweep (any other key of this server differs). */
 export const RETENTION_LOCK_KEY = 7_316_244_195_034;
@@ -23,7 +24,7 @@ export interface RetentionOptions {
 
 /** One structured line per receipt, for the logs a deployment keeps. */
 export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (receipt: DeletionReceipt) =>
-  console.log(JSON.stringify({ level: 'info', event: 'thread_deleted', reason, ...receipt }));
+  log.info({ event: 'thread_deleted', reason, ...receipt }, 'thread deleted');
 
 /**
  * Deletes threads older than RETENTION_DAYS every `intervalMs`, finishes deletions a stopped
@@ -65,7 +66,7 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
         }
       })
       .catch((error: unknown) => {
-        console.error('[retention] sweep failed; the next one retries:', error);
+        log.error({ component: 'retention', err: errorFields(error) }, 'retention sweep failed; the next one retries');
         return null;
       })
       .finally(() => (running = null)));

@@ -18,6 +18,7 @@ import { customScalarLiterals } from '../graphql/inline-scalars.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
 import type { StreamSession } from './stream-session.js';
+import { errorFields, log } from '../log.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
@@ -69,9 +70,8 @@ const bodyTooLargeError = (limit: number) => {
 
 /** A client's `x-request-id` becomes the correlation id only when it cannot forge a log line. */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9_-]{1,128}$/;
-export function requestIdOf(request: Request | undefined): string {
-  const given = request?.headers.get('x-request-id');
-  return given && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+export function requestIdOf(given: string | string[] | null | undefined): string {
+  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** `request` with its body counted as it streams, failing past `limit` bytes (as yoga does). */
@@ -261,10 +261,12 @@ export function createGraphQLServer(options: {
     logging: {
       debug: () => {},
       info: () => {},
-      warn: (...args: unknown[]) => console.warn(...args),
+      warn: (...args: unknown[]) => log.warn({ yoga: args.map((arg) => (arg instanceof Error ? errorFields(arg) : String(arg))) }, 'yoga warning'),
       // Client errors are answers, not incidents; unexpected failures are logged by maskError.
       error: (...args: unknown[]) => {
-        if (!args.some((arg) => arg instanceof DomainError || arg instanceof GraphQLError)) console.error(...args);
+        if (!args.some((arg) => arg instanceof DomainError || arg instanceof GraphQLError)) {
+          log.error({ yoga: args.map((arg) => (arg instanceof Error ? errorFields(arg) : String(arg))) }, 'yoga error');
+        }
       },
     },
     maskedErrors: { maskError: (error) => maskError(error, () => randomUUID()) },
@@ -278,7 +280,7 @@ export function createGraphQLServer(options: {
       deps: options.deps,
       prisma: options.prisma,
       pubsub: options.pubsub,
-      requestId: requestIdOf(request),
+      requestId: requestIdOf(request?.headers.get('x-request-id')),
       loaders: createLoaders(options.deps),
     }),
     plugins: [
