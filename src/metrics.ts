@@ -24,6 +24,20 @@ export const lifecycleWriteSeconds = new Histogram({
   registers: [registry],
 });
 
+export const dependencyUnavailable = new Counter({
+  name: 'agent_audit_unavailable_total',
+  help: 'Requests answered UNAVAILABLE (HTTP 503) because a dependency could not be reached for the moment, by dependency',
+  labelNames: ['dependency'] as const,
+  registers: [registry],
+});
+
+export const failedOperations = new Counter({
+  name: 'agent_audit_failed_operations_total',
+  help: 'GraphQL queries and mutations answered with an error, by operation type and extensions.code',
+  labelNames: ['operation', 'code'] as const,
+  registers: [registry],
+});
+
 export const catchUps = new Counter({
   name: 'agent_audit_subscription_catch_ups_total',
   help: 'Catch-up reads from the database by lagging or resuming subscription streams',
