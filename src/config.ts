@@ -126,7 +126,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const [name, value] of Object.entries(config.webSocket)) {
     if (value < 1) throw new Error(`webSocket.${name} (WS_*) must be at least 1`);
   }
-  if (config.databasePoolSize < 1) throw new Error('DATABASE_POOL_SIZE must be at least 1');
+  // A sweep holds one connection (its advisory lock's session) while it queries on another.
+  if (config.databasePoolSize < 2) throw new Error('DATABASE_POOL_SIZE must be at least 2');
   if (config.changePollIntervalMs < 100) throw new Error('CHANGE_POLL_INTERVAL_MS must be at least 100');
   if (config.leaseSweepIntervalMs < 1) throw new Error('LEASE_SWEEP_INTERVAL_MS must be at least 1');
   if (config.leaseMinSeconds < 1) throw new Error('LEASE_MIN_SECONDS must be at least 1');

@@ -6,7 +6,7 @@ import { buildApp, type App } from './server/app.js';
 
 /** A start that cannot go on: one line saying why (never a stack), exit 1. */
 function cannotStart(error: unknown): never {
-  log.fatal({ err: { ...errorFields(error), stack: undefined } }, `cannot start: ${errorFields(error).message}`);
+  log.fatal({ error: { ...errorFields(error), stack: undefined } }, `cannot start: ${errorFields(error).message}`);
   process.exit(1);
 }
 
@@ -68,7 +68,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
         process.exit(0);
       },
       (error: unknown) => {
-        log.error({ err: errorFields(error) }, 'shutdown failed');
+        log.error({ error: errorFields(error) }, 'shutdown failed');
         process.exit(1);
       },
     );

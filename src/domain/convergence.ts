@@ -204,7 +204,7 @@ export async function sweepExpiredLeases(deps: DomainDeps, batchSize = 100): Pro
       try {
         if (await expireLease(deps, id)) ended++;
       } catch (error) {
-        log.error({ component: 'lease-sweeper', runId: id, err: errorFields(error) }, 'could not end a run; the next sweep retries it');
+        log.error({ component: 'lease-sweeper', runId: id, error: errorFields(error) }, 'could not end a run; the next sweep retries it');
       }
     }
     if (due.length < batchSize) return ended;

@@ -105,7 +105,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         if (stopped) break;
         exportFailures.inc();
         backoffMs = Math.min(maxBackoffMs, Math.max(500, backoffMs * 2));
-        log.warn({ component: 'export', err: errorFields(error), retryInMs: backoffMs }, 'export failed; retrying');
+        log.warn({ component: 'export', error: errorFields(error), retryInMs: backoffMs }, 'export failed; retrying');
         await pause(backoffMs * (0.8 + 0.4 * Math.random()));
       }
     }

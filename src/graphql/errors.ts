@@ -59,14 +59,14 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
   const id = requestId() ?? 'unknown';
   if (isUnavailable(original)) {
     dependencyUnavailable.inc({ dependency: 'database' });
-    log.warn({ requestId: id, err: errorFields(original) }, 'database unavailable');
+    log.warn({ requestId: id, error: errorFields(original) }, 'database unavailable');
     return createGraphQLError('The database cannot be reached for the moment. Retry with backoff.', {
       nodes: outer?.nodes,
       path: outer?.path,
       extensions: { code: 'UNAVAILABLE', requestId: id, http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
     });
   }
-  log.error({ requestId: id, err: errorFields(original) }, 'unexpected error');
+  log.error({ requestId: id, error: errorFields(original) }, 'unexpected error');
   return createGraphQLError('Unexpected error.', {
     nodes: outer?.nodes,
     path: outer?.path,

@@ -213,7 +213,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
       page = await this.catchUp(this.last);
     } catch (error) {
       // The database is unreachable for now: try again shortly, the stream stays open.
-      log.error({ component: 'realtime', err: errorFields(error) }, 'catch-up read failed; retrying');
+      log.error({ component: 'realtime', error: errorFields(error) }, 'catch-up read failed; retrying');
       this.reading = false;
       this.behind = true;
       await new Promise((resolve) => setTimeout(resolve, 1000).unref());

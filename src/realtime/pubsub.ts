@@ -152,7 +152,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
       if (graceMs === 0) reach();
       else setTimeout(reach, graceMs).unref();
     } catch (error) {
-      log.error({ component: 'realtime', err: errorFields(error) }, 'could not read thread cursors');
+      log.error({ component: 'realtime', error: errorFields(error) }, 'could not read thread cursors');
     }
   };
   // One cursor read at a time: a poll asked for while one is under way (a recovery during a timer
@@ -275,7 +275,7 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
         try {
           pubsub.publish(changes);
         } catch (error) {
-          log.error({ component: 'realtime', err: errorFields(error) }, 'could not publish committed changes');
+          log.error({ component: 'realtime', error: errorFields(error) }, 'could not publish committed changes');
         }
       });
     },

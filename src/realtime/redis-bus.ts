@@ -82,7 +82,7 @@ export function decodeMessage(threadId: string, text: string): { origin: string;
       }) ?? null;
     return { origin: message.origin, cursor, changes };
   } catch (error) {
-    log.error({ component: 'realtime', threadId, err: errorFields(error) }, 'dropped a Redis message');
+    log.error({ component: 'realtime', threadId, error: errorFields(error) }, 'dropped a Redis message');
     return null;
   }
 }
@@ -99,7 +99,7 @@ function outageLog(name: string) {
     failed(error: unknown) {
       if (down || !armed) return;
       down = true;
-      log.warn({ component: 'realtime', connection: name, err: errorFields(error) }, 'Redis unreachable; subscribers read changes from the database until it is back');
+      log.warn({ component: 'realtime', connection: name, error: errorFields(error) }, 'Redis unreachable; subscribers read changes from the database until it is back');
     },
     recovered() {
       if (!down) return;

@@ -9,7 +9,7 @@ export function startLeaseSweeper(deps: DomainDeps, intervalMs: number) {
   const sweep = () => {
     running ??= sweepExpiredLeases(deps)
       .then((ended) => (leaseSweeps.inc(), leaseSweptRuns.inc(ended)))
-      .catch((error: unknown) => log.error({ component: 'lease-sweeper', err: errorFields(error) }, 'lease sweep failed'))
+      .catch((error: unknown) => log.error({ component: 'lease-sweeper', error: errorFields(error) }, 'lease sweep failed'))
       .finally(() => (running = null));
     return running;
   };

@@ -66,7 +66,7 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
         }
       })
       .catch((error: unknown) => {
-        log.error({ component: 'retention', err: errorFields(error) }, 'retention sweep failed; the next one retries');
+        log.error({ component: 'retention', error: errorFields(error) }, 'retention sweep failed; the next one retries');
         return null;
       })
       .finally(() => (running = null)));

@@ -56,7 +56,7 @@ describe(`errors and query limits (${backendName})`, () => {
       // One line, naming the correlation id and the failure, without a stack of the driver's error.
       const logged = errors.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'unexpected error');
       expect(logged).toEqual([expect.objectContaining({ level: 'error', requestId: response.errors![0]!.extensions!.requestId })]);
-      expect(logged[0].err.message).toEqual(expect.any(String));
+      expect(logged[0].error.message).toEqual(expect.any(String));
     } finally {
       stopReading();
       await broken.close().catch(() => {});

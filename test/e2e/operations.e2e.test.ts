@@ -51,7 +51,7 @@ describe('start-up mistakes: one line each, exit 1', () => {
     ['a short AUTH_JWT_SECRET', { AUTH_JWT_SECRET: 'short' }, /AUTH_JWT_SECRET must be at least/],
     ['RETENTION_DAYS=abc', { RETENTION_DAYS: 'abc' }, /RETENTION_DAYS must be a positive number/],
     ['PORT=abc', { PORT: 'abc' }, /PORT must be a non-negative integer/],
-    ['DATABASE_POOL_SIZE=0', { DATABASE_POOL_SIZE: '0' }, /DATABASE_POOL_SIZE must be at least 1/],
+    ['DATABASE_POOL_SIZE=1', { DATABASE_POOL_SIZE: '1' }, /DATABASE_POOL_SIZE must be at least 2/],
     ['an unreachable database host', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/audit' }, /ECONNREFUSED|connect/],
     ['an unreachable Redis', { REDIS_URL: 'redis://127.0.0.1:1' }, /REDIS_URL is set but Redis cannot be reached/],
     ...(postgresAdminUrl
