@@ -3,6 +3,7 @@ import pg from 'pg';
 import { mappedSql, prismaClient, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
 import { isPrepared, timestampParser } from './sql.js';
 import { errorFields, log } from '../log.js';
+import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
 
 const preparedNames = new Map<string, string>();
 let namesGiven = 0;
@@ -55,9 +56,38 @@ const pgTimestamp = timestampParser(pg.types.getTypeParser(TIMESTAMPTZ));
 const typeParser = (oid: number, format?: 'text' | 'binary') =>
   oid === TIMESTAMPTZ && format !== 'binary' ? pgTimestamp : pg.types.getTypeParser(oid, format);
 
+/**
+ * The pool, its waits for a connection timed and its failures to get one counted (GET /metrics):
+ * every query, Prisma's included, checks a connection out through `connect`.
+ */
+class MeasuredPool extends pg.Pool {
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
+  override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+    const started = process.hrtime.bigint();
+    const measured = (error: Error | undefined) => {
+      poolWaitSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+      if (error) poolAcquireFailures.inc();
+    };
+    if (callback) {
+      return super.connect((error, client, done) => {
+        measured(error);
+        callback(error, client, done);
+      });
+    }
+    return super.connect().then(
+      (client) => (measured(undefined), client),
+      (error: Error) => {
+        measured(error);
+        throw error;
+      },
+    );
+  }
+}
+
 export async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
-  const pool = new pg.Pool({
+  const pool = new MeasuredPool({
     connectionString: url,
     max: poolSize,
     connectionTimeoutMillis: 10_000,

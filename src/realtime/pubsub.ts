@@ -284,6 +284,8 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
       pubsub.endThread(threadId);
       deletions?.publish(threadId);
     },
+    /** With REDIS_URL: whether Redis is reachable now (GET /metrics); /readyz does not ask, Redis being optional for correctness. */
+    redisHealthy: bus ? () => bus.healthy() : undefined,
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {

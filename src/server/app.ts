@@ -50,6 +50,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
   const metrics = serverMetrics({
     db,
     exporting: config.export !== undefined,
+    redisHealthy: feeds.redisHealthy,
     open: () => {
       const subscriptions = limits.openSubscriptions();
       return [
