@@ -50,7 +50,7 @@ let exiting = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     if (exiting) {
-      log.warn({ signal }, 'signal again: exiting now');
+      log.warn({ signal }, `${signal} again: exiting now`);
       process.exit(128 + constants.signals[signal]);
     }
     exiting = true;
