@@ -22,6 +22,12 @@ export interface Config {
   maxQueryCost: number;
   /** How long a stop drains from the first signal before every connection is cut. */
   shutdownTimeoutMs: number;
+  /** SHUTDOWN_DRAIN_MS: after SIGTERM, how long /readyz answers 503 while requests are still served, before the listener closes. */
+  shutdownDrainMs: number;
+  /** DATABASE_POOL_SIZE: PostgreSQL connections per instance (instances x pool must stay under max_connections). */
+  databasePoolSize: number;
+  /** CHANGE_POLL_INTERVAL_MS: without Redis on PostgreSQL, how often watched threads' cursors are read for other instances' changes. */
+  changePollIntervalMs: number;
   /** Origins other than the server's own that browsers may call it from (CORS_ORIGINS). */
   corsOrigins: string[];
   /** RETENTION_DAYS: threads whose latest change is older are deleted; unset keeps everything. */
@@ -97,6 +103,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
     maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000),
     shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
+    shutdownDrainMs: intFromEnv(env, 'SHUTDOWN_DRAIN_MS', 5_000),
+    databasePoolSize: intFromEnv(env, 'DATABASE_POOL_SIZE', 10),
+    changePollIntervalMs: intFromEnv(env, 'CHANGE_POLL_INTERVAL_MS', 1_000),
     corsOrigins: originsFromEnv(env.CORS_ORIGINS),
     retentionDays: retentionDaysFromEnv(env),
     retentionSweepIntervalMs: intFromEnv(env, 'RETENTION_SWEEP_INTERVAL_MS', 3_600_000),
@@ -117,6 +126,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const [name, value] of Object.entries(config.webSocket)) {
     if (value < 1) throw new Error(`webSocket.${name} (WS_*) must be at least 1`);
   }
+  // A sweep holds one connection (its advisory lock's session) while it queries on another.
+  if (config.databasePoolSize < 2) throw new Error('DATABASE_POOL_SIZE must be at least 2');
+  if (config.changePollIntervalMs < 100) throw new Error('CHANGE_POLL_INTERVAL_MS must be at least 100');
   if (config.leaseSweepIntervalMs < 1) throw new Error('LEASE_SWEEP_INTERVAL_MS must be at least 1');
   if (config.leaseMinSeconds < 1) throw new Error('LEASE_MIN_SECONDS must be at least 1');
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {

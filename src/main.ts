@@ -1,11 +1,24 @@
 import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
-import { loadConfig } from './config.js';
-import { buildApp } from './server/app.js';
+import { loadConfig, type Config } from './config.js';
+import { errorFields, log } from './log.js';
+import { buildApp, type App } from './server/app.js';
 import { installProcessGuards } from './server/process-guards.js';
 
-const config = loadConfig();
-const app = await buildApp(config);
+/** A start that cannot go on: one line saying why (never a stack), exit 1. */
+function cannotStart(error: unknown): never {
+  log.fatal({ error: { ...errorFields(error), stack: undefined } }, `cannot start: ${errorFields(error).message}`);
+  process.exit(1);
+}
+
+let config: Config;
+let app: App;
+try {
+  config = loadConfig();
+  app = await buildApp(config);
+} catch (error) {
+  cannotStart(error);
+}
 // Tokens are printed once, when the local secret is generated, never on every start (logs are
 // collected and kept); `npm run token` mints more. Minted before listening, so the whole banner
 // is out by the time the server answers (a client watching the log for them never misses them).
@@ -14,33 +27,44 @@ const localTokens = app.jwtSecretGenerated && {
   superadmin: await mintToken(app.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours),
   worker: await mintToken(app.jwtSecret, { sub: 'local-worker', role: 'worker' }, hours),
 };
-const url = await app.start();
-console.log(`Agent audit server listening on ${url} (${app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL'})`);
-console.log(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
+const url = await app.start().catch(cannotStart);
+const database = app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL';
+const { mode } = app;
+log.info(
+  { url, database: app.db.kind, ...mode },
+  `Agent audit server listening on ${url} (${database}; live updates: ${mode.liveUpdates}; export ${mode.export}; retention ${mode.retention})`,
+);
+log.info(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
 if (localTokens) {
   // The tokens alone, so a copy is one whole token: a client adds "Bearer " in the header.
   console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; mint more with \`npm run -s token -- --sub <id> --role <role>\`):`);
   console.log(`  superadmin token: ${localTokens.superadmin}`);
   console.log(`  worker token:     ${localTokens.worker}`);
 } else {
-  console.log('Mint a token with `npm run -s token -- --sub <id> --role <superadmin|admin|user|worker>`.');
+  log.info('Mint a token with `npm run -s token -- --sub <id> --role <superadmin|admin|user|worker>`.');
 }
 
-// The first signal drains (bounded by SHUTDOWN_TIMEOUT_MS, after which app.stop cuts every
-// connection; the process exits 5 s later whatever is left); a second one exits at once.
+// The first signal drains (bounded by SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS, after which
+// app.stop cuts every connection; the process exits 5 s later whatever is left); a second one
+// exits at once.
 let exiting = false;
-function shutDown(reason: string, exitCode: number): void {
+/** SIGTERM (an orchestrator's stop) first answers /readyz 503 for SHUTDOWN_DRAIN_MS, so a load
+ * balancer stops sending before the listener closes; SIGINT (Ctrl-C) and a fault close at once. */
+function shutDown(reason: string, exitCode: number, drainMs = 0): void {
   if (exiting) return;
   exiting = true;
-  console.log(`\n${reason}: draining requests and closing (at most ${config.shutdownTimeoutMs} ms)…`);
+  log.info({ reason, drainMs, timeoutMs: config.shutdownTimeoutMs }, `${reason}: draining requests and closing`);
   setTimeout(() => {
-    console.error('Shutdown did not finish in time: exiting');
+    log.error('shutdown did not finish in time: exiting');
     process.exit(1);
-  }, config.shutdownTimeoutMs + 5000).unref();
-  app.stop().then(
-    () => process.exit(exitCode),
+  }, drainMs + config.shutdownTimeoutMs + 5000).unref();
+  app.stop({ drainMs }).then(
+    () => {
+      log.info('stopped');
+      process.exit(exitCode);
+    },
     (error: unknown) => {
-      console.error('Shutdown failed:', error);
+      log.error({ error: errorFields(error) }, 'shutdown failed');
       process.exit(1);
     },
   );
@@ -48,10 +72,10 @@ function shutDown(reason: string, exitCode: number): void {
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     if (exiting) {
-      console.log(`${signal} again: exiting now`);
+      log.warn({ signal }, `${signal} again: exiting now`);
       process.exit(128 + constants.signals[signal]);
     }
-    shutDown(signal, 0);
+    shutDown(signal, 0, signal === 'SIGTERM' ? config.shutdownDrainMs : 0);
   });
 }
 installProcessGuards((reason) => shutDown(reason, 1));

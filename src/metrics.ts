@@ -24,6 +24,33 @@ export const lifecycleWriteSeconds = new Histogram({
   registers: [registry],
 });
 
+export const dependencyUnavailable = new Counter({
+  name: 'agent_audit_unavailable_total',
+  help: 'Requests answered UNAVAILABLE (HTTP 503) because a dependency could not be reached for the moment, by dependency',
+  labelNames: ['dependency'] as const,
+  registers: [registry],
+});
+
+export const failedOperations = new Counter({
+  name: 'agent_audit_failed_operations_total',
+  help: 'GraphQL queries and mutations answered with an error, by operation type and extensions.code',
+  labelNames: ['operation', 'code'] as const,
+  registers: [registry],
+});
+
+export const poolWaitSeconds = new Histogram({
+  name: 'agent_audit_db_pool_wait_seconds',
+  help: 'Time to get a PostgreSQL connection from the pool (a new connection\'s connect included)',
+  buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export const poolAcquireFailures = new Counter({
+  name: 'agent_audit_db_pool_acquire_failures_total',
+  help: 'Failures to get a PostgreSQL connection: pool wait timed out (10 s), connection refused or rejected (too many connections)',
+  registers: [registry],
+});
+
 export const catchUps = new Counter({
   name: 'agent_audit_subscription_catch_ups_total',
   help: 'Catch-up reads from the database by lagging or resuming subscription streams',

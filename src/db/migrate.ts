@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { log } from '../log.js';
 import type { SqlDriver } from './database.js';
 
 export const MIGRATIONS_DIR = new URL('../../prisma/migrations/', import.meta.url).pathname;
@@ -52,7 +53,7 @@ export interface MigrateOptions {
   log?: (entry: { event: 'migration_applied'; migration: string; online: boolean; ms: number }) => void;
 }
 
-const logJson: NonNullable<MigrateOptions['log']> = (entry) => console.log(JSON.stringify({ level: 'info', ...entry }));
+const logJson: NonNullable<MigrateOptions['log']> = (entry) => log.info(entry, 'migration applied');
 
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir, { withFileTypes: true })

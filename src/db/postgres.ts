@@ -2,18 +2,31 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { mappedSql, prismaClient, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
 import { isPrepared, timestampParser } from './sql.js';
+import { errorFields, log } from '../log.js';
+import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
 
 const preparedNames = new Map<string, string>();
+let namesGiven = 0;
 /**
  * A name per prepared text (sql.ts `prepared`): pg prepares a named statement once per connection
  * and then only binds and executes it. For the few fixed texts so marked only (one entry each).
+ * `renew`: a new name, so that each connection prepares the text again (stale plans, below).
  */
-function preparedName(text: string): string | undefined {
+function preparedName(text: string, renew = false): string | undefined {
   if (!isPrepared(text)) return undefined;
   let name = preparedNames.get(text);
-  if (name === undefined) preparedNames.set(text, (name = `prepared_${preparedNames.size + 1}`));
+  if (name === undefined || renew) preparedNames.set(text, (name = `prepared_${++namesGiven}`));
   return name;
 }
+
+/**
+ * A named statement planned before a schema change that altered its result (a migration adding
+ * a column to a table it returns `*` of, under a running server): PostgreSQL refuses to run the
+ * old plan ("cached plan must not change result type", raised by RevalidateCachedQuery). Judged
+ * by SQLSTATE and the server's routine, never by message text.
+ */
+const isStalePlan = (error: unknown) =>
+  (error as { code?: unknown }).code === '0A000' && (error as { routine?: unknown }).routine === 'RevalidateCachedQuery';
 
 /**
  * Runs `fn` on a client checked out of the pool. While checked out, a client has no listener of
@@ -28,7 +41,7 @@ async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard:
   const discard = (error: Error) => void (broken ??= error);
   const onError = (error: Error) => {
     discard(error);
-    console.error('[db] PostgreSQL connection lost while in use:', error.message);
+    log.warn({ component: 'db', error: errorFields(error) }, 'PostgreSQL connection lost while in use');
   };
   client.on('error', onError);
   try {
@@ -43,9 +56,38 @@ const pgTimestamp = timestampParser(pg.types.getTypeParser(TIMESTAMPTZ));
 const typeParser = (oid: number, format?: 'text' | 'binary') =>
   oid === TIMESTAMPTZ && format !== 'binary' ? pgTimestamp : pg.types.getTypeParser(oid, format);
 
+/**
+ * The pool, its waits for a connection timed and its failures to get one counted (GET /metrics):
+ * every query, Prisma's included, checks a connection out through `connect`.
+ */
+class MeasuredPool extends pg.Pool {
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
+  override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+    const started = process.hrtime.bigint();
+    const measured = (error: Error | undefined) => {
+      poolWaitSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+      if (error) poolAcquireFailures.inc();
+    };
+    if (callback) {
+      return super.connect((error, client, done) => {
+        measured(error);
+        callback(error, client, done);
+      });
+    }
+    return super.connect().then(
+      (client) => (measured(undefined), client),
+      (error: Error) => {
+        measured(error);
+        throw error;
+      },
+    );
+  }
+}
+
 export async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
-  const pool = new pg.Pool({
+  const pool = new MeasuredPool({
     connectionString: url,
     max: poolSize,
     connectionTimeoutMillis: 10_000,
@@ -53,7 +95,7 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.
-  pool.on('error', (error) => console.error('[db] idle PostgreSQL client error:', error.message));
+  pool.on('error', (error) => log.warn({ component: 'db', error: errorFields(error) }, 'idle PostgreSQL connection lost'));
   const driver: SqlDriver & SqlTransactor = {
     exec: async (sql) => void (await pool.query(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],
@@ -85,7 +127,16 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     prisma,
     driver,
     sql: {
-      ...mappedSql((text, values) => pool.query({ name: preparedName(text), text, values, rowMode: 'array' }), onQuery),
+      ...mappedSql(async (text, values) => {
+        try {
+          return await pool.query({ name: preparedName(text), text, values, rowMode: 'array' });
+        } catch (error) {
+          // In autocommit a refused statement did nothing: prepared again under a new name, it runs once more.
+          if (!isPrepared(text) || !isStalePlan(error)) throw error;
+          log.info({ component: 'db', statement: preparedNames.get(text) }, 'a prepared statement went stale after a schema change: prepared again');
+          return pool.query({ name: preparedName(text, true), text, values, rowMode: 'array' });
+        }
+      }, onQuery),
       transaction: driver.transaction,
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),

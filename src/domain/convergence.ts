@@ -10,6 +10,7 @@ import { isJsonObject } from './json.js';
 import { lockRun, requireLease, type LockedRun } from './lease.js';
 import { checkJsonFields } from './observation.js';
 import { MIRROR_ONTO_TOOL_CALL } from './tool-call-projection.js';
+import { errorFields, log } from '../log.js';
 
 /** How a run ends; a lease expiry is a FAILED run whose open work is ABANDONED, not failed. */
 export type RunEnding = 'COMPLETED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED' | 'LEASE_EXPIRED';
@@ -203,7 +204,7 @@ export async function sweepExpiredLeases(deps: DomainDeps, batchSize = 100): Pro
       try {
         if (await expireLease(deps, id)) ended++;
       } catch (error) {
-        console.error(`[lease-sweeper] could not end run ${id}; the next sweep retries it:`, error);
+        log.error({ component: 'lease-sweeper', runId: id, error: errorFields(error) }, 'could not end a run; the next sweep retries it');
       }
     }
     if (due.length < batchSize) return ended;

@@ -10,6 +10,7 @@ import { exportedSpans, exportFailures, exportLagSeconds } from '../metrics.js';
 import type { ExportConfig } from './config.js';
 import { claimThreads, readChanges, release, unclaim } from './queue.js';
 import { spansOf } from './spans.js';
+import { errorFields, log } from '../log.js';
 
 export interface ExporterOptions {
   /** Threads claimed at once (the batch). */
@@ -104,7 +105,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         if (stopped) break;
         exportFailures.inc();
         backoffMs = Math.min(maxBackoffMs, Math.max(500, backoffMs * 2));
-        console.warn(`[export] ${String((error as Error)?.message ?? error)}; retrying in ${backoffMs} ms`);
+        log.warn({ component: 'export', error: errorFields(error), retryInMs: backoffMs }, 'export failed; retrying');
         await pause(backoffMs * (0.8 + 0.4 * Math.random()));
       }
     }

@@ -1,6 +1,9 @@
 import { createGraphQLError } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
 import { DomainError } from '../domain/errors.js';
+import { isUnavailable } from '../db/outage.js';
+import { errorFields, log } from '../log.js';
+import { dependencyUnavailable } from '../metrics.js';
 
 function originalOf(error: unknown): unknown {
   let current = error;
@@ -10,13 +13,17 @@ function originalOf(error: unknown): unknown {
   return current;
 }
 
+/** What an UNAVAILABLE answer's Retry-After says: a short outage (a restart, a failover) is over in seconds. */
+export const RETRY_AFTER_SECONDS = 1;
+
 /** What maskError returned: masking it again would change its correlation id. */
 const masked = new WeakSet<object>();
 
 /**
  * The one place where failures become what a client sees: a DomainError keeps its message and
  * gets the contract's `extensions.code`; GraphQL's own validation and input errors pass through;
- * anything else (a bug, a database failure) is masked and logged with the request id.
+ * a dependency that cannot be reached for the moment is UNAVAILABLE (HTTP 503, Retry-After);
+ * anything else (a bug) is masked and logged with the request id.
  */
 export function maskError(error: unknown, requestId: () => string | undefined): Error {
   if (error instanceof Error && masked.has(error)) return error;
@@ -50,7 +57,16 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
     }
   }
   const id = requestId() ?? 'unknown';
-  console.error(`[request ${id}] unexpected error:`, original);
+  if (isUnavailable(original)) {
+    dependencyUnavailable.inc({ dependency: 'database' });
+    log.warn({ requestId: id, error: errorFields(original) }, 'database unavailable');
+    return createGraphQLError('The database cannot be reached for the moment. Retry with backoff.', {
+      nodes: outer?.nodes,
+      path: outer?.path,
+      extensions: { code: 'UNAVAILABLE', requestId: id, http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
+    });
+  }
+  log.error({ requestId: id, error: errorFields(original) }, 'unexpected error');
   return createGraphQLError('Unexpected error.', {
     nodes: outer?.nodes,
     path: outer?.path,

@@ -1,3 +1,4 @@
+import { errorFields, log } from '../log.js';
 import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
 import { StreamInterrupted } from './change-stream.js';
 
@@ -120,7 +121,7 @@ class ActivityFeed {
     } catch (error) {
       // The next read tries again; subscribers keep their last view meanwhile.
       this.dirty = true;
-      console.error(`[activity] could not read the tool activity of ${this.ownerId} (${this.args.windowSeconds} s):`, String(error));
+      log.error({ component: 'activity', ownerId: this.ownerId, windowSeconds: this.args.windowSeconds, error: errorFields(error) }, 'could not read the tool activity');
     } finally {
       this.reading = false;
       this.schedule();

@@ -1,5 +1,6 @@
 import type { CommittedChange } from '../domain/events.js';
 import { catchUps } from '../metrics.js';
+import { errorFields, log } from '../log.js';
 
 /** Why a stream ended before its subscriber asked it to (SEMANTICS.md, "Subscriptions" and "Deletion and retention"). */
 export type InterruptionReason = 'SERVER_STOPPING' | 'TOKEN_EXPIRED' | 'THREAD_DELETED';
@@ -212,7 +213,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
       page = await this.catchUp(this.last);
     } catch (error) {
       // The database is unreachable for now: try again shortly, the stream stays open.
-      console.error('[realtime] catch-up read failed; retrying:', String(error));
+      log.error({ component: 'realtime', error: errorFields(error) }, 'catch-up read failed; retrying');
       this.reading = false;
       this.behind = true;
       await new Promise((resolve) => setTimeout(resolve, 1000).unref());

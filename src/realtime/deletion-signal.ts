@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { errorFields, log } from '../log.js';
 
 /**
  * Deleted threads, told to every instance: one Redis channel (`<prefix>thread-deleted`) whose
@@ -13,7 +14,7 @@ export function connectDeletionSignal(url: string, prefix: string, onDeleted: (t
   const publisher = new Redis(url, { ...options, connectionName: 'audit-deletion-publisher' });
   const subscriber = new Redis(url, { ...options, connectionName: 'audit-deletion-subscriber' });
   const channel = `${prefix}thread-deleted`;
-  const logFailure = (error: unknown) => console.error('[realtime] could not publish a deletion on Redis; the poll makes up for it:', String(error));
+  const logFailure = (error: unknown) => log.error({ component: 'realtime', error: errorFields(error) }, 'could not publish a deletion on Redis; the poll makes up for it');
   // Outages are logged by the wake-up bus, which shares this Redis.
   publisher.on('error', () => {});
   subscriber.on('error', () => {});

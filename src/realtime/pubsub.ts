@@ -4,6 +4,7 @@ import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js'
 import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-feeds.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
 import type { WakeBus } from './redis-bus.js';
+import { errorFields, log } from '../log.js';
 
 export { StreamInterrupted } from './change-stream.js';
 
@@ -122,7 +123,11 @@ export const POLL_MS = { healthy: 5000, unhealthy: 1000 };
  */
 export const POLL_GRACE_MS = ARRIVAL_WAIT_MS;
 
-function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS, clock?: Clock) {
+/**
+ * `pollWithoutBusMs`: several instances share the database but no Redis: the poll is then how
+ * another instance's changes arrive (null: one process, every change is published in it).
+ */
+function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS, pollWithoutBusMs: number | null = null, clock?: Clock) {
   const feeds = new Map<string, ThreadFeed>();
   const activity = createActivityFeeds(
     (ownerId, args) => (store.toolActivity ? store.toolActivity(ownerId, args) : Promise.reject(new Error('This store reads no tool activity'))),
@@ -161,7 +166,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
       if (graceMs === 0) reach();
       else setTimeout(reach, graceMs).unref();
     } catch (error) {
-      console.error('[realtime] could not read thread cursors:', String(error));
+      log.error({ component: 'realtime', error: errorFields(error) }, 'could not read thread cursors');
     }
   };
   // One cursor read at a time: a poll asked for while one is under way (a recovery during a timer
@@ -183,14 +188,12 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   let timer: NodeJS.Timeout | null = null;
   const schedule = () => {
     const healthy = () => bus?.healthy() ?? false;
-    timer = setTimeout(
-      () => void poll(healthy() ? POLL_GRACE_MS : 0).finally(() => timer && schedule()),
-      healthy() ? POLL_MS.healthy : POLL_MS.unhealthy,
-    );
+    const interval = bus ? (healthy() ? POLL_MS.healthy : POLL_MS.unhealthy) : pollWithoutBusMs!;
+    timer = setTimeout(() => void poll(healthy() ? POLL_GRACE_MS : 0).finally(() => timer && schedule()), interval);
     timer.unref();
   };
-  // Without Redis every change is published in this process: nothing to poll for.
-  if (bus) schedule();
+  // Reads only while this instance has subscribers (readCursors).
+  if (bus || pollWithoutBusMs !== null) schedule();
 
   const pubsub = {
     activity,
@@ -253,15 +256,26 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
 }
 
 /**
+ * How this instance hears of changes other instances commit: Redis wake-ups, a poll of the
+ * watched threads' cursors (PostgreSQL without Redis), or none needed (embedded PGlite: one process).
+ */
+export function liveUpdatesMode(config: Pick<Config, 'redisUrl' | 'databaseUrl' | 'changePollIntervalMs'>): string {
+  if (config.redisUrl) return 'Redis wake-ups (REDIS_URL), database poll as a safety net';
+  if (config.databaseUrl) return `database poll every ${config.changePollIntervalMs} ms (no REDIS_URL; set it for faster delivery across instances)`;
+  return 'in-process (one instance)';
+}
+
+/**
  * Change feeds for this instance; with REDIS_URL, Redis carries wake-ups (and small changes) to
- * every instance. The database stays the source of truth: the start fails if Redis cannot be
- * reached then, but a later outage only slows delivery down to the poll.
+ * every instance; on PostgreSQL without it, a poll of the watched threads' cursors does, slower.
+ * The database stays the source of truth: the start fails if Redis cannot be reached then, but
+ * a later outage only slows delivery down to the poll.
  */
 export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number; activityClock?: Clock } = {}) {
   const { redisUrl, redisPrefix } = config;
   // The Redis modules (and ioredis) are loaded only when REDIS_URL is set.
   const bus = redisUrl ? await (await import('./redis-bus.js')).connectRedisBus(redisUrl, redisPrefix) : null;
-  const pubsub = createPubSub(store, bus, options.maxPendingEvents, options.activityClock);
+  const pubsub = createPubSub(store, bus, options.maxPendingEvents, config.databaseUrl ? config.changePollIntervalMs : null, options.activityClock);
   const deletions = redisUrl ? (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, pubsub.endThread) : null;
   const activitySignal = redisUrl
     ? (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => pubsub.activity.changed([ownerId]))
@@ -284,7 +298,7 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
           pubsub.activity.changed(owners);
           for (const ownerId of owners) activitySignal?.publish(ownerId);
         } catch (error) {
-          console.error('[realtime] could not publish committed changes:', error);
+          log.error({ component: 'realtime', error: errorFields(error) }, 'could not publish committed changes');
         }
       });
     },
@@ -293,6 +307,8 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
       pubsub.endThread(threadId);
       deletions?.publish(threadId);
     },
+    /** With REDIS_URL: whether Redis is reachable now (GET /metrics); /readyz does not ask, Redis being optional for correctness. */
+    redisHealthy: bus ? () => bus.healthy() : undefined,
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { BIGINT_FIELDS } from '../db/sql.js';
 import type { CommittedChange } from '../domain/events.js';
+import { errorFields, log } from '../log.js';
 
 /**
  * Fail fast instead of queueing: while Redis is unreachable a command is rejected at once (no
@@ -81,24 +82,29 @@ export function decodeMessage(threadId: string, text: string): { origin: string;
       }) ?? null;
     return { origin: message.origin, cursor, changes };
   } catch (error) {
-    console.error(`[realtime] dropped a Redis message on the channel of thread ${threadId}:`, String(error));
+    log.error({ component: 'realtime', threadId, error: errorFields(error) }, 'dropped a Redis message');
     return null;
   }
 }
 
-/** Logs the first failure of an outage and the recovery, not every retry. */
+/**
+ * Logs the first failure of an outage and the recovery, not every retry. Silent until `arm`ed
+ * once connected: a Redis unreachable at start is the start-up's one error, not an outage.
+ */
 function outageLog(name: string) {
   let down = false;
+  let armed = false;
   return {
+    arm: () => void (armed = true),
     failed(error: unknown) {
-      if (down) return;
+      if (down || !armed) return;
       down = true;
-      console.error(`[realtime] Redis ${name} connection failed; subscribers catch up from the database until it is back:`, String(error));
+      log.warn({ component: 'realtime', connection: name, error: errorFields(error) }, 'Redis unreachable; subscribers read changes from the database until it is back');
     },
     recovered() {
       if (!down) return;
       down = false;
-      console.warn(`[realtime] Redis ${name} connection is back`);
+      log.info({ component: 'realtime', connection: name }, 'Redis is back');
     },
   };
 }
@@ -122,8 +128,10 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
   } catch (error) {
     publisher.disconnect();
     subscriber.disconnect();
-    throw new Error(`REDIS_URL is set but Redis cannot be reached: ${String(error)}`);
+    throw new Error(`REDIS_URL is set but Redis cannot be reached: ${(error as Error)?.message ?? String(error)}`);
   }
+  publishLog.arm();
+  subscribeLog.arm();
 
   const channelOf = (threadId: string) => `${prefix}thread:${threadId}`;
   const channels = new Set<string>();

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
 import type { Clock } from '../realtime/activity-feeds.js';
+import { liveUpdatesMode } from '../realtime/pubsub.js';
 import { webSocketLimits } from '../transports/ws-limits.js';
 import { startBackgroundJobs, type BackgroundJobs } from './background-jobs.js';
 import { serveGraphQLOverWebSocket } from './graphql-ws.js';
@@ -50,6 +51,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
   const metrics = serverMetrics({
     db,
     exporting: config.export !== undefined,
+    redisHealthy: feeds.redisHealthy,
     open: () => {
       const subscriptions = limits.openSubscriptions();
       return [
@@ -77,6 +79,13 @@ export async function buildApp(config: Config, options: { database?: Database; m
     exporter: jobs.exporter,
     retention: jobs.retention,
     start: http.listen,
+    /** What the start banner says this instance runs with. */
+    mode: {
+      liveUpdates: liveUpdatesMode(config),
+      export: config.export ? 'on' : 'off',
+      retention: config.retentionDays === undefined ? 'off' : `${config.retentionDays} days`,
+      redis: config.redisUrl ? 'on' : 'off',
+    },
     /** Stops accepting, lets in-flight requests finish, then closes sockets and the database. */
     stop: gracefulStop(config.shutdownTimeoutMs, { http, webSocket, jobs, feeds, db }),
   };

@@ -4,6 +4,7 @@ import { finished } from 'node:stream/promises';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import { errorFields, log } from '../log.js';
 import { serveMetrics } from './metrics.js';
 import { servePage } from './static-page.js';
 import { STREAM_PATH, STREAM_SESSION_PATH, type streamSessions } from './stream-session.js';
@@ -22,7 +23,7 @@ async function guarded(handler: (req: IncomingMessage, res: ServerResponse) => P
     await handler(req, res);
   } catch (error) {
     const requestId = requestIdOf(req.headers['x-request-id']);
-    console.error(`[request ${requestId}] unexpected error in ${req.method} ${(req.url ?? '/').split('?')[0]}:`, error);
+    log.error({ requestId, method: req.method, path: (req.url ?? '/').split('?')[0], error: errorFields(error) }, 'unexpected error in a route');
     if (res.headersSent) return void res.destroy();
     try {
       res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
@@ -66,6 +67,7 @@ export function createHttpServer(
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     if (path === '/readyz') {
+      if (draining) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('draining: this instance is stopping');
       const ok = await databaseReady(db);
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
@@ -89,7 +91,20 @@ export function createHttpServer(
     return answeredBy(yoga(req, res), res);
   };
 
-  const server = createServer((req, res) => void guarded(handle, req, res));
+  const server = createServer((req, res) => {
+    // The correlation id: the client's when safe, else a new one; yoga reads the same header.
+    const id = requestIdOf(req.headers['x-request-id']);
+    req.headers['x-request-id'] = id;
+    res.setHeader('x-request-id', id);
+    const started = process.hrtime.bigint();
+    // One access line per request, when its answer is sent or its connection is gone.
+    res.once('close', () => {
+      const durationMs = Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100;
+      const path = (req.url ?? '/').split('?')[0];
+      log.info({ requestId: id, method: req.method, path, status: res.statusCode, durationMs, ...(res.writableFinished ? {} : { aborted: true }) }, 'request');
+    });
+    void guarded(handle, req, res);
+  });
   return {
     server,
     /** Listens; resolves to the GraphQL endpoint's URL. */

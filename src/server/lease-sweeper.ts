@@ -1,14 +1,20 @@
 import type { DomainDeps } from '../domain/command.js';
 import { sweepExpiredLeases } from '../domain/convergence.js';
 import { leaseSweeps, leaseSweptRuns } from '../metrics.js';
+import { errorFields, log } from '../log.js';
 
 /** Ends runs whose lease expired, every `intervalMs`; sweeps never overlap in one process. */
 export function startLeaseSweeper(deps: DomainDeps, intervalMs: number) {
   let running: Promise<unknown> | null = null;
   const sweep = () => {
     running ??= sweepExpiredLeases(deps)
-      .then((ended) => (leaseSweeps.inc(), leaseSweptRuns.inc(ended)))
-      .catch((error: unknown) => console.error('[lease-sweeper] sweep failed:', error))
+      .then((ended) => {
+        leaseSweeps.inc();
+        leaseSweptRuns.inc(ended);
+        // Only sweeps that ended runs: an empty sweep runs every LEASE_SWEEP_INTERVAL_MS.
+        if (ended > 0) log.info({ component: 'lease-sweeper', endedRuns: ended }, 'lease sweep ended runs whose lease expired');
+      })
+      .catch((error: unknown) => log.error({ component: 'lease-sweeper', error: errorFields(error) }, 'lease sweep failed'))
       .finally(() => (running = null));
     return running;
   };

@@ -1,11 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { Kind, type DocumentNode, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
 import { backlog } from '../export/queue.js';
-import { lifecycleWriteSeconds, lifecycleWrites, registry, scrapedGauge } from '../metrics.js';
+import { failedOperations, lifecycleWriteSeconds, lifecycleWrites, registry, scrapedGauge } from '../metrics.js';
 
 /** What one server reports when scraped, besides the process-wide instruments of src/metrics.ts. */
 export interface ServerState {
@@ -13,6 +13,8 @@ export interface ServerState {
   /** Open connections and subscriptions of each transport on this instance. */
   open(): { transport: 'ws' | 'sse'; connections: number; subscriptions: number }[];
   exporting: boolean;
+  /** With REDIS_URL: whether both Redis connections are up now. */
+  redisHealthy?: () => boolean;
 }
 
 /** This server's scraped gauges; `/metrics` serves them with the process-wide instruments. */
@@ -33,6 +35,12 @@ export function serverMetrics(state: ServerState) {
       gauge.set({ state: 'idle' }, idle);
       gauge.set({ state: 'busy' }, total - idle);
       gauge.set({ state: 'waiting' }, waiting);
+    });
+  }
+  const redis = state.redisHealthy;
+  if (redis) {
+    scrapedGauge(own, 'agent_audit_redis_up', 'Whether Redis (REDIS_URL) is reachable now: 1 up, 0 down (changes then reach other instances by the database poll)', [], (gauge) => {
+      gauge.set(redis() ? 1 : 0);
     });
   }
   if (state.exporting) {
@@ -75,7 +83,17 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, ow
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
-/** Counts each mutation by root field and outcome, and times the operation (a yoga plugin). */
+const codeOf = (error: { extensions?: Record<string, unknown> }) => String(error.extensions?.code ?? 'INTERNAL_SERVER_ERROR');
+
+/** A query answered with errors, counted once by its first error's code. */
+const failureCount = (operation: 'query') => ({
+  onExecuteDone({ result }: { result: ExecutionResult | AsyncIterable<unknown> }) {
+    if (Symbol.asyncIterator in result || !result.errors?.length) return;
+    failedOperations.inc({ operation, code: codeOf(result.errors[0]!) });
+  },
+});
+
+/** Counts each mutation by root field and outcome, times it, and counts failed queries and mutations (a yoga plugin). */
 export function mutationMetrics(): Plugin {
   return {
     onExecute({ args }) {
@@ -84,6 +102,7 @@ export function mutationMetrics(): Plugin {
         (definition): definition is OperationDefinitionNode =>
           definition.kind === Kind.OPERATION_DEFINITION && (!args.operationName || definition.name?.value === args.operationName),
       );
+      if (operation?.operation === 'query') return failureCount('query');
       if (operation?.operation !== 'mutation') return;
       // Response key (alias or name) -> field name: errors name the response key in their path.
       const fields = new Map<string, string>();
@@ -97,7 +116,8 @@ export function mutationMetrics(): Plugin {
           const seconds = Number(process.hrtime.bigint() - started) / 1e9;
           for (const [key, mutation] of fields) {
             const error = result.errors?.find((e) => e.path?.[0] === key) ?? (result.errors?.length && !result.data ? result.errors[0] : undefined);
-            lifecycleWrites.inc({ mutation, outcome: error ? String(error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'OK' });
+            lifecycleWrites.inc({ mutation, outcome: error ? codeOf(error) : 'OK' });
+            if (error) failedOperations.inc({ operation: 'mutation', code: codeOf(error) });
             lifecycleWriteSeconds.observe({ mutation }, seconds);
           }
         },

@@ -1,3 +1,5 @@
+import { errorFields, log } from '../log.js';
+
 /**
  * Process-wide last resorts. A promise rejected with no handler is logged and the server goes
  * on: it is one failed piece of work, and every request's own errors are answered where they
@@ -6,10 +8,10 @@
  */
 export function installProcessGuards(stop: (reason: string) => void): void {
   process.on('unhandledRejection', (reason) => {
-    console.error('Unhandled promise rejection (the server goes on):', reason);
+    log.error({ error: errorFields(reason) }, 'unhandled promise rejection (the server goes on)');
   });
   process.on('uncaughtException', (error) => {
-    console.error('Uncaught exception: shutting down gracefully:', error);
+    log.error({ error: errorFields(error) }, 'uncaught exception: shutting down gracefully');
     stop('uncaught exception');
   });
 }

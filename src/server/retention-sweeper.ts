@@ -2,6 +2,7 @@ import type { SqlDriver } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
 import { sweeperDeletedThreads } from '../metrics.js';
 import { finishAbandonedDeletions, sweepRetention, type DeletionReceipt } from '../domain/deletion.js';
+import { errorFields, log } from '../log.js';
 
 /** The advisory lock that lets one instance at a time sweep (any other key of this server differs). */
 export const RETENTION_LOCK_KEY = 7_316_244_195_034;
@@ -25,7 +26,7 @@ export interface RetentionOptions {
 /** One structured line per receipt, for the logs a deployment keeps, and one count in /metrics. */
 export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (receipt: DeletionReceipt) => {
   sweeperDeletedThreads.inc({ reason });
-  console.log(JSON.stringify({ level: 'info', event: 'thread_deleted', reason, ...receipt }));
+  log.info({ event: 'thread_deleted', reason, ...receipt }, 'thread deleted');
 };
 
 /**
@@ -68,7 +69,7 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
         }
       })
       .catch((error: unknown) => {
-        console.error('[retention] sweep failed; the next one retries:', error);
+        log.error({ component: 'retention', error: errorFields(error) }, 'retention sweep failed; the next one retries');
         return null;
       })
       .finally(() => (running = null)));

@@ -13,17 +13,20 @@ export interface Running {
 }
 
 /**
- * The server's `stop`: stops accepting, lets in-flight requests finish, then closes sockets, the
+ * The server's `stop`: after `drainMs` of answering /readyz 503, stops accepting, lets in-flight requests finish, then closes sockets, the
  * change feeds and the database, all within `timeoutMs`, after which every connection is cut.
  * Called again, it returns the same drain.
  */
-export function gracefulStop(timeoutMs: number, { http, webSocket, jobs, feeds, db }: Running): () => Promise<void> {
+export function gracefulStop(timeoutMs: number, { http, webSocket, jobs, feeds, db }: Running): (options?: { drainMs?: number }) => Promise<void> {
   const { server } = http;
   const { wsServer } = webSocket;
   let stopping: Promise<void> | null = null;
-  return () =>
+  return ({ drainMs = 0 } = {}) =>
     (stopping ??= (async () => {
       http.drain();
+      // The drain window: /readyz answers 503 and everything else is still served (each answer
+      // closing its connection), so a load balancer takes this instance out before it stops listening.
+      if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
       // One deadline for the whole drain, armed before anything may wait: a WebSocket client
       // that never answers the close handshake would otherwise hold it for 30 s per socket.
       const cutAll = () => {

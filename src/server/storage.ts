@@ -19,7 +19,7 @@ export async function openStorage(
 ): Promise<{ db: Database; feeds: ChangeFeeds }> {
   const db =
     options.database ??
-    (await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir }));
+    (await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, poolSize: config.databasePoolSize }));
   try {
     await migrate(db.driver);
     const feeds = await createPubSubFor(

@@ -20,6 +20,7 @@ import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
 import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
+import { errorFields, log } from '../log.js';
 
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
@@ -263,10 +264,12 @@ export function createGraphQLServer(options: {
     logging: {
       debug: () => {},
       info: () => {},
-      warn: (...args: unknown[]) => console.warn(...args),
+      warn: (...args: unknown[]) => log.warn({ yoga: args.map((arg) => (arg instanceof Error ? errorFields(arg) : String(arg))) }, 'yoga warning'),
       // Client errors are answers, not incidents; unexpected failures are logged by maskError.
       error: (...args: unknown[]) => {
-        if (!args.some((arg) => arg instanceof DomainError || arg instanceof GraphQLError)) console.error(...args);
+        if (!args.some((arg) => arg instanceof DomainError || arg instanceof GraphQLError)) {
+          log.error({ yoga: args.map((arg) => (arg instanceof Error ? errorFields(arg) : String(arg))) }, 'yoga error');
+        }
       },
     },
     maskedErrors: { maskError: (error) => maskError(error, () => randomUUID()) },

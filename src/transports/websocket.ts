@@ -3,6 +3,7 @@ import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
 import { slowConsumerCloses } from '../metrics.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
+import { log } from '../log.js';
 
 /**
  * A client that stops reading stalls only its own streams (see `writtenBySubscription`); but one
@@ -39,7 +40,7 @@ export function boundedWebSocket(limit: number): typeof WebSocket {
     override send(...args: unknown[]): void {
       (super.send as (...args: unknown[]) => void)(...args);
       if (this.readyState === WebSocket.OPEN && this.bufferedAmount > limit) {
-        console.warn(`[realtime] closing a WebSocket client that stopped reading (${this.bufferedAmount} bytes unsent)`);
+        log.warn({ component: 'realtime', unsentBytes: this.bufferedAmount }, 'closing a WebSocket client that stopped reading');
         slowConsumerCloses.inc({ transport: 'ws' });
         this.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON);
         for (const end of [...(writers.get(this) ?? [])]) end();

@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
+import { onLogLine } from '../../src/log.js';
 
 let t: TestApp;
 let url: string;
@@ -64,9 +65,8 @@ describe(`correlation ids (${backendName})`, () => {
     const broken = await startTestApp();
     const token = await broken.token('ada', 'superadmin');
     await broken.loseDatabase(); // every database read now fails, and is masked with the request id
-    const logged: string[] = [];
-    const original = console.error;
-    console.error = (...args: unknown[]) => void logged.push(args.map(String).join(' '));
+    const logged: { requestId?: string; msg: string }[] = [];
+    const stopReading = onLogLine((line) => void logged.push(JSON.parse(line)));
     try {
       const response = await broken.app.yoga.fetch('http://test/graphql', {
         method: 'POST',
@@ -74,9 +74,9 @@ describe(`correlation ids (${backendName})`, () => {
         body: JSON.stringify({ query: 'mutation { createThread(input: { title: "x" }) { id } }' }),
       });
       const body = (await response.json()) as { errors: { extensions: { requestId: string } }[] };
-      return { requestId: body.errors[0]!.extensions.requestId, logged: logged.join('\n') };
+      return { requestId: body.errors[0]!.extensions.requestId, logged };
     } finally {
-      console.error = original;
+      stopReading();
       await broken.close().catch(() => {});
     }
   }
@@ -84,7 +84,7 @@ describe(`correlation ids (${backendName})`, () => {
   it('a short [A-Za-z0-9_-] x-request-id is the correlation id', async () => {
     const { requestId, logged } = await failingRequest('trace-42_ok');
     expect(requestId).toBe('trace-42_ok');
-    expect(logged).toContain('[request trace-42_ok]');
+    expect(logged).toContainEqual(expect.objectContaining({ requestId: 'trace-42_ok', msg: 'unexpected error' }));
   });
 
   it.each([
@@ -94,6 +94,7 @@ describe(`correlation ids (${backendName})`, () => {
   ])('%s in x-request-id: a generated id instead', async (_what, forged) => {
     const { requestId, logged } = await failingRequest(forged);
     expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(logged).not.toContain(forged);
+    expect(logged.filter((entry) => entry.requestId === forged)).toEqual([]);
+    expect(logged).toContainEqual(expect.objectContaining({ requestId, msg: 'unexpected error' }));
   });
 });

@@ -55,6 +55,28 @@ describe(`GET /metrics (${backendName})`, () => {
     expect(delta('agent_audit_mutation_duration_seconds_bucket{le="+Inf",mutation="recordModelStarted"}')).toBe(1);
   });
 
+  it('counts failed queries and mutations by code; on PostgreSQL times the pool wait and counts its failures; with REDIS_URL says whether Redis is up', async () => {
+    const before = await scrape();
+    const { session, owner } = await runningRun(t);
+    const missing = await t.gql(`query($id: ID!) { threadAudits(threadId: $id) { cursor } }`, { id: '00000000-0000-4000-8000-000000000000' }, owner);
+    const code = errorCode(missing)!;
+    expect(code).toBeTruthy();
+    const refused = await session.toolFinished('never-started', { content: 'x' });
+    const after = await scrape();
+    const delta = (series: string) => value(after, series) - value(before, series);
+    expect(after.types.get('agent_audit_failed_operations_total')).toBe('counter');
+    expect(delta(`agent_audit_failed_operations_total{operation="query",code="${code}"}`)).toBe(1);
+    expect(delta(`agent_audit_failed_operations_total{operation="mutation",code="${errorCode(refused)}"}`)).toBe(1);
+    expect(after.types.get('agent_audit_unavailable_total')).toBe('counter');
+    if (onPostgres) {
+      expect(after.types.get('agent_audit_db_pool_wait_seconds')).toBe('histogram');
+      expect(delta('agent_audit_db_pool_wait_seconds_count')).toBeGreaterThan(0);
+      expect(after.types.get('agent_audit_db_pool_acquire_failures_total')).toBe('counter');
+    }
+    // No REDIS_URL here: no Redis gauge to mislead (test/subscriptions/redis.e2e.test.ts has one).
+    expect(after.types.has('agent_audit_redis_up')).toBe(false);
+  });
+
   it('shows open subscriptions and connections, lease sweeps, the event loop and the export lag and failures', async () => {
     const { threadId, owner, session } = await runningRun(t);
     must(await session.finish('COMPLETED'));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AuditApiError, AuditClient, type FetchLike } from '@agent-audit/client';
-import { fakeFetch, graphqlData, graphqlError, hang, httpStatus, networkError, variablesOf } from './fake-fetch.js';
+import { fakeFetch, graphqlData, graphqlError, hang, httpStatus, networkError, unavailable, variablesOf } from './fake-fetch.js';
 
 const lease = { runId: 'run-1', owner: 'worker-1', epoch: 3, expiresAt: '2030-01-01T00:00:00.000Z' };
 const toolAudit = { __typename: 'ToolAudit', id: 'audit-1', status: 'RUNNING' };
@@ -109,6 +109,17 @@ describe('AuditClient retries', () => {
     const error = await rejectionOf(startTool(clientWith(fetchImpl)));
 
     expect(error).toMatchObject({ code: 'UNAUTHENTICATED', httpStatus: 401, retryable: false });
+  });
+
+  it('retries UNAVAILABLE (503) as a transport failure, waiting at least its Retry-After, and gives up naming it', async () => {
+    const replayed = fakeFetch(unavailable(1), graphqlData('recordToolStarted', toolAudit));
+    expect(await startTool(clientWith(replayed))).toEqual(toolAudit);
+    expect(replayed.requests).toHaveLength(2);
+    expect(replayed.requests[1]!.body).toBe(replayed.requests[0]!.body);
+
+    const down = fakeFetch(unavailable(1));
+    const error = await rejectionOf(startTool(clientWith(down, 3)));
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', retryable: true, httpStatus: 503, attempts: 3, retryAfterMs: 1000 });
   });
 
   it('gives up after maxAttempts transport failures with a retryable error', async () => {

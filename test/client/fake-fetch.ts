@@ -54,3 +54,12 @@ interface SentInput {
 }
 
 export const variablesOf = (request: RecordedRequest) => (JSON.parse(request.body) as { variables: { input: SentInput } }).variables;
+
+/** The server's own answer while its database cannot be reached (SEMANTICS "Errors"). */
+export const unavailable =
+  (retryAfterSeconds: number): Reply =>
+  () =>
+    Response.json(
+      { errors: [{ message: 'The database cannot be reached for the moment. Retry with backoff.', extensions: { code: 'UNAVAILABLE' } }] },
+      { status: 503, headers: { 'retry-after': String(retryAfterSeconds) } },
+    );

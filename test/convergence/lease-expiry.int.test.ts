@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { sweepExpiredLeases } from '../../src/domain/convergence.js';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
@@ -6,6 +6,7 @@ import { createTestStorage } from '../support/storage.js';
 import { WorkerSession, actors, claim, createRun, createThread, expireLeases, must } from '../support/lifecycle.js';
 import { eventually, payloads, subscribeSse, type Stream } from '../support/streams.js';
 import { auditsOf, expectLeaseExpired, openWork, readRun } from './helpers.js';
+import { onLogLine } from '../../src/log.js';
 
 // SEMANTICS.md: the server sweeps expired leases; several instances may sweep at once and each
 // run is converged exactly once; a restarted server sweeps once at start-up.
@@ -182,10 +183,10 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
     await expireLeases(t.app.db.driver, [poisoned.runId, healthy.runId]);
     await expectLeaseExpired(healthy.session);
 
-    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
-    onTestFinished(() => logged.mockRestore());
+    const logged: { runId?: string; error?: { message: string } }[] = [];
+    onTestFinished(onLogLine((line) => void logged.push(JSON.parse(line))));
     expect(await sweepExpiredLeases(t.app.deps)).toBe(1);
-    expect(logged).toHaveBeenCalledWith(expect.stringContaining(poisoned.runId), expect.anything());
+    expect(logged).toContainEqual(expect.objectContaining({ runId: poisoned.runId, error: expect.objectContaining({ message: expect.any(String) }) }));
     expect(await readRun(t, ctx.owner, healthy.runId)).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
     expect(await readRun(t, ctx.owner, poisoned.runId)).toMatchObject({ status: 'RUNNING' });
     expect(errorCode(await poisoned.session.modelFinished('m-open'))).toBe('LEASE_EXPIRED');
@@ -211,8 +212,8 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
     await expireLeases(t.app.db.driver, [...poisoned, ...healthy].map(({ runId }) => runId));
     await expectLeaseExpired(healthy.at(-1)!.session);
 
-    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
-    onTestFinished(() => logged.mockRestore());
+    const logged: { runId?: string; error?: { message: string } }[] = [];
+    onTestFinished(onLogLine((line) => void logged.push(JSON.parse(line))));
     for (let sweep = 1; sweep <= 2; sweep++) {
       expect(await sweepExpiredLeases(t.app.deps, BATCH), `sweep ${sweep}`).toBe(sweep === 1 ? healthy.length : 0);
     }
@@ -221,8 +222,9 @@ describe(`sweeps on ${backendName}, with the instances' own interval sweepers id
     }
     // Each failure is logged with its run and its error, at every sweep; the runs stay for the next.
     for (const { runId } of poisoned) {
-      expect(logged.mock.calls.filter(([message]) => String(message).includes(runId))).toHaveLength(2);
-      expect(logged).toHaveBeenCalledWith(expect.stringContaining(runId), expect.any(Error));
+      const lines = logged.filter((entry) => entry.runId === runId);
+      expect(lines).toHaveLength(2);
+      for (const line of lines) expect(line.error?.message).toEqual(expect.any(String));
       expect(await readRun(t, ctx.owner, runId)).toMatchObject({ status: 'RUNNING' });
     }
     // Repaired, they are swept like any other (and stay out of the later tests' sweeps).

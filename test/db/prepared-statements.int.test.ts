@@ -56,3 +56,29 @@ describe.skipIf(onPostgres)('the lifecycle statements on PGlite', () => {
     }
   });
 });
+
+// Issue 43: a migration that changes a table under a running server (an upgrade while old
+// instances serve) made every connection's named statement that returns that table's rows fail
+// with "cached plan must not change result type" (0A000), answered INTERNAL_SERVER_ERROR.
+describe.runIf(onPostgres)('the lifecycle statements on PostgreSQL after a schema change under the running server', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // Few connections (the pool hands out the latest released first): the connection that
+    // prepared the statement is the one the next writes find it stale on.
+    t = await startTestApp({ DATABASE_POOL_SIZE: '2' });
+  });
+  afterAll(() => t.close());
+
+  it('are prepared again and the write succeeds, once, instead of failing', async () => {
+    const { session, runId } = await runningRun(t);
+    must(await session.modelStarted('before'));
+    await t.app.db.driver.exec('ALTER TABLE message ADD COLUMN added_by_an_upgrade integer');
+    const after = ['after-1', 'after-2', 'after-3', 'after-4'];
+    for (const operationId of after) must(await session.modelStarted(operationId));
+    const written = await t.app.db.driver.query<{ operation_id: string }>(
+      'SELECT operation_id FROM message WHERE run_id = $1::uuid ORDER BY sequence',
+      [runId],
+    );
+    expect(written.map((row) => row.operation_id)).toEqual(['before', ...after]);
+  });
+});

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LATEST_CHANGE } from '../../src/domain/deletion.js';
 import { registry } from '../../src/metrics.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { RETENTION_LOCK_KEY, startRetentionSweeper } from '../../src/server/retention-sweeper.js';
+import { onLogLine } from '../../src/log.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
 import { actors, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
@@ -64,7 +65,10 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
       parsePrometheusText(await registry.metrics()).samples.get('agent_audit_sweeper_deleted_threads_total{reason="retention"}') ?? 0;
     const countedBefore = await deletedByRetention();
     const logged: unknown[] = [];
-    const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void logged.push(JSON.parse(String(line))));
+    const stopReading = onLogLine((line) => {
+      const entry = JSON.parse(line) as { event?: string };
+      if (entry.event === 'thread_deleted') logged.push(entry);
+    });
     try {
       // "Now" is such that the cut-off (now - 1 day) falls just after the old thread's latest change.
       const cutoff = new Date(oldLatest.getTime() + 1);
@@ -72,11 +76,11 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
       expect(off).toBe(0); // unset: keep everything
       expect(await sweeperAt(new Date(cutoff.getTime() + DAY_MS), 1).sweep()).toBe(1);
     } finally {
-      log.mockRestore();
+      stopReading();
     }
 
     const receipt = { threadId: old.threadId, runs: 1, audits: 2, toolCalls: 1, messages: 1 };
-    expect(logged).toEqual([{ level: 'info', event: 'thread_deleted', reason: 'retention', ...receipt, verifiedAt: expect.any(String) }]);
+    expect(logged).toEqual([{ level: 'info', time: expect.any(String), msg: 'thread deleted', event: 'thread_deleted', reason: 'retention', ...receipt, verifiedAt: expect.any(String) }]);
     expect(await deletedByRetention()).toBe(countedBefore + 1);
     expect(await rowsLeft(t, old.threadId, [old.runId])).toEqual({});
     expect(errorCode(await old.session.toolFinished('c1', { ok: true }))).toBe('NOT_FOUND');
@@ -113,12 +117,7 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
       }
     });
     expect((await t.gql(`query($id: ID!) { thread(id: $id) { id } }`, { id: old.threadId }, old.owner)).data.thread.id).toBe(old.threadId);
-    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
-    try {
-      expect(await sweeperAt(far, 1).sweep()).toBeGreaterThanOrEqual(1);
-    } finally {
-      log.mockRestore();
-    }
+    expect(await sweeperAt(far, 1).sweep()).toBeGreaterThanOrEqual(1);
     expect(await rowsLeft(t, old.threadId, [old.runId])).toEqual({});
   });
 

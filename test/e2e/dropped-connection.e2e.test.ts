@@ -1,5 +1,5 @@
 // A dropped database connection (pg_terminate_backend, a failover) fails the requests that were
-// using it, masked and safe to resend, and nothing else: the process stays up, the pool
+// using it as UNAVAILABLE (HTTP 503 with Retry-After), safe to resend, and nothing else: the process stays up, the pool
 // reconnects, and the same requests succeed when sent again. Only PostgreSQL has connections to
 // drop; with REQUIRE_SERVICES=1 a missing one is a failure, never a skip.
 import pg from 'pg';
@@ -46,7 +46,8 @@ async function post(token: string, query: string, variables: Record<string, unkn
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query, variables }),
   });
-  return (await response.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+  const body = (await response.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+  return { ...body, status: response.status, retryAfter: response.headers.get('retry-after') };
 }
 
 /** The server's backends waiting for a lock, seen from the admin session. */
@@ -59,7 +60,7 @@ async function backendsWaitingForALock(): Promise<number> {
 }
 
 describe.runIf(meaningful)('a dropped database connection (PostgreSQL, the server process)', () => {
-  it('fails the requests in flight on it, masked; the process stays up and serves them when resent', async () => {
+  it('fails the requests in flight on it as UNAVAILABLE (503, Retry-After, counted, one log line each); the process stays up and serves them when resent', async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });
     const worker = new AuditClient({ url: server.url, token: who.worker });
@@ -93,7 +94,9 @@ describe.runIf(meaningful)('a dropped database connection (PostgreSQL, the serve
     const answers = await Promise.all(inFlight);
     for (const answer of answers) {
       expect(answer.data?.recordModelStarted ?? null).toBeNull();
-      expect(answer.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
+      expect(answer.errors?.[0]?.extensions?.code).toBe('UNAVAILABLE');
+      expect(answer.status).toBe(503);
+      expect(Number(answer.retryAfter)).toBeGreaterThan(0);
       // Masked: no SQL, no driver message, no stack.
       expect(answer.errors?.[0]?.message).not.toMatch(/terminat|SELECT|pg_|at .*\.ts/i);
     }
@@ -109,5 +112,11 @@ describe.runIf(meaningful)('a dropped database connection (PostgreSQL, the serve
     expect(items.map((item) => item.operationId).sort()).toEqual(inputs.map((input) => input.operationId).sort());
     expect(server.child.exitCode).toBeNull();
     expect(server.output()).not.toMatch(/Unhandled 'error' event/);
+    // Named as the outage it is: one JSON line per failed request, none an "unexpected error".
+    const lines = server.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string });
+    expect(lines.filter((line) => line.msg === 'database unavailable').length).toBeGreaterThanOrEqual(IN_FLIGHT);
+    expect(lines.filter((line) => line.msg === 'unexpected error')).toEqual([]);
+    const metrics = await (await fetch(server.url.replace(/\/graphql$/, '/metrics'))).text();
+    expect(Number(/^agent_audit_unavailable_total\{dependency="database"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(IN_FLIGHT);
   });
 });

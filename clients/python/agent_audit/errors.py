@@ -16,6 +16,7 @@ AUDIT_ERROR_CODES = (
     "NAMESPACE_REJECTED",
     "CONFLICT",
     "INVALID_TRANSITION",
+    "UNAVAILABLE",
     "INTERNAL_SERVER_ERROR",
 )
 
@@ -31,8 +32,10 @@ class AuditApiError(Exception):
     """A failed API call.
 
     ``code`` is the GraphQL ``extensions.code`` of the first error, or ``TRANSPORT_ERROR`` when no
-    GraphQL answer arrived. ``retryable`` is true only for transport failures, after which the
-    byte-identical request may be sent again; every GraphQL error is final. ``attempts`` says how
+    GraphQL answer arrived. ``retryable`` is true only for transport failures and ``UNAVAILABLE``
+    (the server's database cannot be reached for the moment; ``retry_after`` is the seconds it asked
+    to wait), after which the byte-identical request may be sent again; every other GraphQL error
+    is final. ``attempts`` says how
     many times the request was sent.
     """
 
@@ -45,6 +48,7 @@ class AuditApiError(Exception):
         retryable: bool,
         http_status: Optional[int] = None,
         errors: Optional[List[Dict[str, Any]]] = None,
+        retry_after: Optional[float] = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -52,6 +56,7 @@ class AuditApiError(Exception):
         self.retryable = retryable
         self.http_status = http_status
         self.errors: List[Dict[str, Any]] = errors or []
+        self.retry_after = retry_after
         self.attempts = 1
 
     @property

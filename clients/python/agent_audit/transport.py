@@ -1,4 +1,4 @@
-"""GraphQL over HTTP with urllib, retrying replayable operations after transport failures only."""
+"""GraphQL over HTTP with urllib, retrying replayable operations after transport failures and UNAVAILABLE answers."""
 
 from __future__ import annotations
 
@@ -38,6 +38,30 @@ def backoff_delay(policy: RetryPolicy, failed_attempt: int, rand: Callable[[], f
 _GATEWAY_STATUSES = (502, 503, 504)
 
 
+def _unavailable_error(operation: str, status: int, text: bytes, retry_after: Optional[str]) -> Optional[AuditApiError]:
+    try:
+        payload: Any = json.loads(text)
+    except ValueError:
+        return None
+    errors: Any = payload.get("errors") if isinstance(payload, dict) else None
+    first: Any = errors[0] if isinstance(errors, list) and errors else None
+    if not isinstance(first, dict) or (first.get("extensions") or {}).get("code") != "UNAVAILABLE":
+        return None
+    try:
+        seconds: Optional[float] = float(retry_after) if retry_after else None
+    except ValueError:
+        seconds = None
+    return AuditApiError(
+        f"{operation}: {first.get('message')}",
+        code="UNAVAILABLE",
+        operation=operation,
+        retryable=True,
+        http_status=status,
+        errors=cast(List[Dict[str, Any]], errors),
+        retry_after=seconds,
+    )
+
+
 class Transport:
     def __init__(self, url: str, token: str, policy: RetryPolicy) -> None:
         self.url = url
@@ -61,7 +85,9 @@ class Transport:
                 error.attempts = attempt
                 if not error.retryable or attempt >= max_attempts:
                     raise
-            time.sleep(backoff_delay(self.policy, attempt))
+                # A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
+                retry_after = min(error.retry_after or 0.0, self.policy.max_delay)
+            time.sleep(max(backoff_delay(self.policy, attempt), retry_after))
             attempt += 1
 
     def _send_once(self, operation: Operation, body: bytes) -> Any:
@@ -91,12 +117,17 @@ class Transport:
         except urllib.error.HTTPError as answer:
             # An HTTP error status: GraphQL errors arrive this way too (400, 413, ...).
             status = answer.code
-            if status in _GATEWAY_STATUSES:
-                raise transport_failure(f"HTTP {status}", True, status) from answer
             try:
                 text = answer.read()
             except (OSError, http.client.HTTPException) as error:
                 raise transport_failure(f"HTTP {status}, its body lost: {error!r}", True, status) from error
+            if status in _GATEWAY_STATUSES:
+                # The server's own 503 UNAVAILABLE (its database cannot be reached for the moment)
+                # is retried like a gateway's answer, after its Retry-After.
+                unavailable = _unavailable_error(operation.name, status, text, answer.headers.get("Retry-After"))
+                if unavailable is not None:
+                    raise unavailable from answer
+                raise transport_failure(f"HTTP {status}", True, status) from answer
         except (OSError, http.client.HTTPException) as error:
             # Refused, reset, timed out, closed before the answer: it may or may not have committed.
             raise transport_failure(f"network error: {error!r}", True) from error

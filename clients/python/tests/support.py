@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import unittest
 import urllib.error
@@ -36,7 +37,9 @@ class LiveTestCase(unittest.TestCase):
 class LossyProxy:
     """Forwards POSTs to the server. ``lose_first_answer``: the first time a body is sent, the
     server's answer is dropped (the connection closes after the server committed), as a network
-    may; ``gateway_first``: the first time, a 503 answers without reaching the server."""
+    may; ``gateway_first``: the first time, a 503 answers without reaching the server;
+    ``unavailable_first``: the first time, the server's own UNAVAILABLE answer (503, Retry-After)
+    comes back, as while its database is unreachable."""
 
     def __init__(self, upstream: str, mode: str = "lose_first_answer") -> None:
         self.upstream = upstream
@@ -53,6 +56,16 @@ class LossyProxy:
                     self.send_response(503)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
+                    return
+                if first and proxy.mode == "unavailable_first":
+                    unavailable = json.dumps({"errors": [{"message": "The database cannot be reached for the moment.",
+                                                          "extensions": {"code": "UNAVAILABLE"}}]}).encode()
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Retry-After", "1")
+                    self.send_header("Content-Length", str(len(unavailable)))
+                    self.end_headers()
+                    self.wfile.write(unavailable)
                     return
                 status, answer = proxy.forward(body, self.headers["Authorization"])
                 if first and proxy.mode == "lose_first_answer":

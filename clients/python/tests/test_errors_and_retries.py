@@ -63,6 +63,16 @@ class LostAnswersTest(LiveTestCase):
         self.assertEqual(lease.owner, self.worker_sub)
         self.assertEqual(len(self.proxy.bodies), 2)
 
+    def test_an_unavailable_answer_is_retried_and_the_write_replays(self) -> None:
+        self.proxy.mode = "unavailable_first"
+        thread_id, run_id = self.queued_run()
+        with self.lossy_worker.start_run(run_id, lease_seconds=60) as run:
+            run.model_started("model-1", model="gpt-x", input={"messages": []})
+        # Each body went out twice: UNAVAILABLE first, then the resend, recorded once.
+        sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
+        self.assertEqual(sent, [name for name in ("ClaimRun", "RecordModelStarted", "FinishRun") for _ in range(2)])
+        self.assertEqual([item.operation_id for item in self.owner.thread_audits(thread_id).items], ["model-1"])
+
     def test_creations_are_not_retried(self) -> None:
         owner = AuditClient(self.proxy.url, self.server.token(self.owner_sub, "superadmin"), retry=FAST_RETRY)
         with self.assertRaises(AuditApiError) as raised:

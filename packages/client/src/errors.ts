@@ -10,6 +10,7 @@ export const AUDIT_ERROR_CODES = [
   'NAMESPACE_REJECTED',
   'CONFLICT',
   'INVALID_TRANSITION',
+  'UNAVAILABLE',
   'INTERNAL_SERVER_ERROR',
 ] as const;
 
@@ -31,13 +32,16 @@ export interface AuditApiErrorDetails {
   retryable: boolean;
   httpStatus?: number;
   graphqlErrors?: readonly GraphQLErrorPayload[];
+  /** UNAVAILABLE: how long the server asked the client to wait (Retry-After). */
+  retryAfterMs?: number;
   cause?: unknown;
 }
 
 /**
  * A failed API call. `code` is the GraphQL `extensions.code`, or `TRANSPORT_ERROR` when no
- * GraphQL answer arrived. `retryable` is true only for transient transport failures; every
- * GraphQL error is final. `attempts` says how many times the request was sent.
+ * GraphQL answer arrived. `retryable` is true only for transient failures: transport failures
+ * and `UNAVAILABLE` (a dependency of the server down for the moment); every other GraphQL error
+ * is final. `attempts` says how many times the request was sent.
  */
 export class AuditApiError extends Error {
   readonly code: AuditApiErrorDetails['code'];
@@ -45,6 +49,7 @@ export class AuditApiError extends Error {
   readonly retryable: boolean;
   readonly httpStatus: number | undefined;
   readonly graphqlErrors: readonly GraphQLErrorPayload[];
+  readonly retryAfterMs: number | undefined;
   attempts = 1;
 
   constructor(message: string, details: AuditApiErrorDetails) {
@@ -55,6 +60,7 @@ export class AuditApiError extends Error {
     this.retryable = details.retryable;
     this.httpStatus = details.httpStatus;
     this.graphqlErrors = details.graphqlErrors ?? [];
+    this.retryAfterMs = details.retryAfterMs;
   }
 }
 

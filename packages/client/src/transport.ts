@@ -29,7 +29,7 @@ export function backoffDelayMs(policy: RetryPolicy, failedAttempt: number, rando
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
 
-/** POSTs GraphQL over HTTP and retries replayable operations after transport failures. */
+/** POSTs GraphQL over HTTP and retries replayable operations after transport failures and UNAVAILABLE answers. */
 export class GraphQLHttpTransport {
   constructor(
     private readonly url: string,
@@ -51,7 +51,8 @@ export class GraphQLHttpTransport {
           error.attempts = attempt;
           throw error;
         }
-        await sleep(backoffDelayMs(this.policy, attempt));
+        // A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
+        await sleep(Math.max(backoffDelayMs(this.policy, attempt), Math.min(error.retryAfterMs ?? 0, this.policy.maxDelayMs)));
       }
     }
   }
@@ -79,7 +80,8 @@ export class GraphQLHttpTransport {
         signal: AbortSignal.timeout(this.policy.timeoutMs),
       });
       if (GATEWAY_STATUSES.has(response.status)) {
-        await response.body?.cancel().catch(() => undefined);
+        const unavailable = await unavailableError(response, operation.name);
+        if (unavailable) throw unavailable;
         throw transportFailure(`HTTP ${response.status}`, true, { httpStatus: response.status });
       }
       text = await response.text();
@@ -116,6 +118,32 @@ export class GraphQLHttpTransport {
     }
     return result as T;
   }
+}
+
+/**
+ * The server's own UNAVAILABLE answer (HTTP 503: the database cannot be reached for the moment),
+ * retried as a transport failure is, after its Retry-After; null for a gateway's 5xx, whose body
+ * is dropped.
+ */
+async function unavailableError(response: Response, operationName: string): Promise<AuditApiError | null> {
+  const text = response.status === 503 ? await response.text().catch(() => '') : (await response.body?.cancel().catch(() => undefined), '');
+  let payload: { errors?: GraphQLErrorPayload[] } | undefined;
+  try {
+    payload = JSON.parse(text) as typeof payload;
+  } catch {
+    return null;
+  }
+  const first = payload?.errors?.[0];
+  if (first?.extensions?.code !== 'UNAVAILABLE') return null;
+  const retryAfter = Number(response.headers.get('retry-after'));
+  return new AuditApiError(`${operationName}: ${first.message}`, {
+    code: 'UNAVAILABLE',
+    operationName,
+    retryable: true,
+    httpStatus: response.status,
+    graphqlErrors: payload!.errors,
+    retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+  });
 }
 
 function sleep(ms: number): Promise<void> {

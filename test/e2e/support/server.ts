@@ -82,6 +82,8 @@ export async function startServer(storage: TestStorage, env: Record<string, stri
       PORT: String(port),
       AUTH_JWT_SECRET: E2E_JWT_SECRET,
       REDIS_URL: '',
+      // No load balancer to wait for; the drain tests set their own.
+      SHUTDOWN_DRAIN_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

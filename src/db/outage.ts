@@ -1,0 +1,41 @@
+/**
+ * Whether a failure means a dependency cannot be reached for the moment (the request may be sent
+ * again): judged by the driver's SQLSTATE or the socket's errno name, never by message text
+ * (which can carry user input), plus the pool's own acquire timeout.
+ *
+ * - 57P01 admin_shutdown (pg_terminate_backend, a restart), 57P02 crash_shutdown,
+ *   57P03 cannot_connect_now (starting up, in recovery), 53300 too_many_connections,
+ *   class 08 (connection exceptions);
+ * - ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, EAI_AGAIN: the socket.
+ */
+const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** pg's own wordings for a connection it lost or could not get (errors without a code). */
+const PG_CONNECTION_MESSAGES = [
+  'Connection terminated unexpectedly',
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Connection terminated due to connection timeout',
+];
+
+/** Prisma's codes for the same (its driver adapter maps pg's errors): not reachable, timed out, closed, pool timeout, too many connections. */
+const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2037']);
+const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+
+export function isUnavailable(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 4) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (SQLSTATES.has(code) || code.startsWith('08') || SOCKET_ERRORS.has(code) || PRISMA_CODES.has(code))) return true;
+  const adapterCause = (error as { meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } } }).meta?.driverAdapterError?.cause;
+  if (adapterCause && (ADAPTER_KINDS.has(adapterCause.kind ?? '') || SQLSTATES.has(adapterCause.originalCode ?? '') || adapterCause.originalCode?.startsWith('08'))) return true;
+  // pg's own errors carry no code, and no user input: their messages are fixed texts.
+  if (code === undefined && !('severity' in error) && PG_CONNECTION_MESSAGES.includes(error.message)) return true;
+  // Prisma's adapter wraps the driver's error; an AggregateError (a connect to several addresses) holds several.
+  const inner = (error as { cause?: unknown }).cause;
+  if (inner && isUnavailable(inner, depth + 1)) return true;
+  if (error instanceof AggregateError) return error.errors.some((each) => isUnavailable(each, depth + 1));
+  return false;
+}
