@@ -17,8 +17,8 @@ export interface GraphQLContext {
   pubsub: PubSub;
   requestId: string;
   loaders: Loaders;
-  /** A worker's lifecycle mutations, by root response key: the run whose lease each used (audit-access.ts). */
-  leasedRuns?: Map<string | number, string>;
+  /** A worker's lifecycle mutations, by root response key (and index in a batch): the run whose lease each used (audit-access.ts). */
+  leasedRuns?: Map<string, string>;
   /** HTTP requests only (SSE reads its Last-Event-ID header). */
   request?: Request;
 }

@@ -73,3 +73,13 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
     extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: id },
   });
 }
+
+/**
+ * A batch event's refusal (`LifecycleEventError`): the code and message its own mutation would
+ * have answered, by the same mapping as every other error.
+ */
+export function eventError(error: unknown, requestId: () => string | undefined): { code: string; message: string } {
+  const result = maskError(error, requestId);
+  const code = result instanceof GraphQLError ? result.extensions?.code : undefined;
+  return { code: typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR', message: result.message };
+}

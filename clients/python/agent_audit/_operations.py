@@ -119,3 +119,10 @@ query Run($id: ID!) {
     toolCalls { ...ToolCallFields }
   }
 }""", RUN_FIELDS, TOOL_CALL_FIELDS)
+
+# A batch of lifecycle events (event_writer.py): sending it again replays every applied event.
+RECORD_EVENTS = _operation("RecordEvents", "recordEvents", True,
+    "mutation RecordEvents($events: [LifecycleEventInput!]!) { recordEvents(events: $events) {"
+    " index audit { ... on ModelAudit { ...ModelAuditFields } ... on ToolAudit { ...ToolAuditFields } }"
+    " run { ...RunFields } lease { ...RunLeaseFields } error { code message } } }",
+    MODEL_AUDIT_FIELDS, TOOL_AUDIT_FIELDS, AUDIT_FIELDS, TOOL_CALL_FIELDS, RUN_FIELDS, RUN_LEASE_FIELDS)

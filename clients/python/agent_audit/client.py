@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
 from .errors import AuditApiError
+from .event_writer import EventWriter
 from .transport import RetryPolicy, Transport
 from .types import (
     JSON,
@@ -54,10 +55,23 @@ class AuditClient:
         *,
         clock_id: str = PROCESS_CLOCK_ID,
         retry: Optional[RetryPolicy] = None,
+        batching: bool = True,
     ) -> None:
         self.url = url
         self.clock_id = clock_id
         self._transport = Transport(url, token, retry or RetryPolicy())
+        # Lifecycle events from every thread go through one writer that batches by itself
+        # (event_writer.py); ``batching=False`` sends each as its own request.
+        self._writer = EventWriter(self._transport) if batching else None
+
+    def flush(self) -> None:
+        """Returns once every lifecycle event written so far has been answered."""
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        """Flushes the lifecycle events still queued; the client stays usable."""
+        self.flush()
 
     # ---- Worker: the run lifecycle ----
 
@@ -89,7 +103,7 @@ class AuditClient:
     def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None) -> RunLease:
         """Extends an unexpired lease (same epoch); returns it with its new expiry."""
         variables = _without_none({"lease": _lease(lease), "leaseSeconds": lease_seconds})
-        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables))
+        return RunLease.from_json(self._event(ops.RENEW_LEASE, variables))
 
     def record_model_started(
         self,
@@ -188,7 +202,7 @@ class AuditClient:
         ``attempts > 1`` may mean the first attempt ended the run.
         """
         finish = {"lease": _lease(lease), "status": status, "error": error, "stateMessages": state_messages or []}
-        return Run.from_json(self._transport.execute(ops.FINISH_RUN, {"input": _without_none(finish)}))
+        return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}))
 
     # ---- Owners (creations are not retried: a resend would create a second one) ----
 
@@ -235,7 +249,24 @@ class AuditClient:
             "observedAt": now_rfc3339() if observed_at is _NOW or observed_at is None else to_rfc3339(observed_at),
             "clock": None if reading is None else {"clockId": reading.clock_id, "nanos": str(reading.nanos)},
         }
-        return self._transport.execute(operation, {"input": _without_none(event)})
+        return self._event(operation, {"input": _without_none(event)})
+
+    def _event(self, operation: ops.Operation, variables: Dict[str, Any]) -> Any:
+        if self._writer is None:
+            return self._transport.execute(operation, variables)
+        return self._writer.write(_EVENT_KINDS[operation.name], operation, variables)
+
+
+# Each lifecycle mutation's key in LifecycleEventInput.
+_EVENT_KINDS = {
+    ops.RENEW_LEASE.name: "renewLease",
+    ops.RECORD_MODEL_STARTED.name: "modelStarted",
+    ops.RECORD_MODEL_FINISHED.name: "modelFinished",
+    ops.RECORD_TOOL_STARTED.name: "toolStarted",
+    ops.RECORD_TOOL_FINISHED.name: "toolFinished",
+    ops.RECORD_TOOL_ERROR.name: "toolError",
+    ops.FINISH_RUN.name: "finishRun",
+}
 
 
 def _lease(lease: LeaseLike) -> Dict[str, Any]:

@@ -1,4 +1,5 @@
 import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
+import { EventWriter, type EventWriterOptions, type LifecycleEventKind, type LifecycleEventValue } from './event-writer.js';
 import { OPERATIONS } from './operations.js';
 import { DEFAULT_RETRY_POLICY, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
 import type {
@@ -34,6 +35,11 @@ export interface AuditClientOptions {
   /** Replaces the global fetch (tests, proxies). */
   fetch?: FetchLike;
   retry?: Partial<RetryPolicy>;
+  /**
+   * Lifecycle events (renewLease to finishRun) go through one writer that batches by itself
+   * (event-writer.ts): on by default; `false` sends each as its own request.
+   */
+  batching?: boolean | EventWriterOptions;
 }
 
 /**
@@ -44,6 +50,7 @@ export interface AuditClientOptions {
 export class AuditClient {
   readonly clockId: string;
   private readonly transport: GraphQLHttpTransport;
+  private readonly writer: EventWriter | undefined;
 
   constructor(options: AuditClientOptions) {
     this.clockId = options.clockId ?? PROCESS_CLOCK_ID;
@@ -52,6 +59,23 @@ export class AuditClient {
       ...DEFAULT_RETRY_POLICY,
       ...options.retry,
     });
+    if (options.batching !== false) this.writer = new EventWriter(this.transport, options.batching === true ? {} : options.batching);
+  }
+
+  /** Resolves once every lifecycle event written so far has been answered. */
+  flush(): Promise<void> {
+    return this.writer?.flush() ?? Promise.resolve();
+  }
+
+  /** Flushes the lifecycle events still queued; the client stays usable. */
+  close(): Promise<void> {
+    return this.flush();
+  }
+
+  /** A lifecycle event through the batching writer, or as its own mutation when batching is off. */
+  private event<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
+    if (this.writer) return this.writer.write(kind, input);
+    return this.transport.execute(EventWriter.operationOf(kind), EventWriter.variablesOf(kind, input)) as Promise<LifecycleEventValue<K>>;
   }
 
   // ---- Worker: the run lifecycle ----
@@ -67,78 +91,68 @@ export class AuditClient {
 
   /** Extends an unexpired lease; returns it with its new expiry. */
   async renewLease(lease: LeaseInput, leaseSeconds?: number): Promise<RunLease> {
-    return this.transport.execute(OPERATIONS.renewLease, { lease: leaseRef(lease), leaseSeconds });
+    return this.event('renewLease', { lease: leaseRef(lease), leaseSeconds });
   }
 
   async recordModelStarted(input: ModelStartedInput): Promise<ModelAudit> {
-    return this.transport.execute(OPERATIONS.recordModelStarted, {
-      input: {
-        lease: leaseRef(input.lease),
-        operationId: input.operationId,
-        sequence: toBigIntString(input.sequence),
-        model: input.model,
-        input: input.input,
-        ...this.observe(input),
-      },
+    return this.event('modelStarted', {
+      lease: leaseRef(input.lease),
+      operationId: input.operationId,
+      sequence: toBigIntString(input.sequence),
+      model: input.model,
+      input: input.input,
+      ...this.observe(input),
     });
   }
 
   /** Closes the model call; each declared tool call becomes a PENDING ToolCall. */
   async recordModelFinished(input: ModelFinishedInput): Promise<ModelAudit> {
-    return this.transport.execute(OPERATIONS.recordModelFinished, {
-      input: {
-        lease: leaseRef(input.lease),
-        operationId: input.operationId,
-        status: input.status,
-        output: input.output,
-        error: input.error,
-        usage: input.usage,
-        toolCalls: input.toolCalls?.map(({ id, name, args }) => ({ id, name, args })),
-        sequence: optionalBigInt(input.sequence),
-        ...this.observe(input),
-      },
+    return this.event('modelFinished', {
+      lease: leaseRef(input.lease),
+      operationId: input.operationId,
+      status: input.status,
+      output: input.output,
+      error: input.error,
+      usage: input.usage,
+      toolCalls: input.toolCalls?.map(({ id, name, args }) => ({ id, name, args })),
+      sequence: optionalBigInt(input.sequence),
+      ...this.observe(input),
     });
   }
 
   async recordToolStarted(input: ToolStartedInput): Promise<ToolAudit> {
-    return this.transport.execute(OPERATIONS.recordToolStarted, {
-      input: {
-        lease: leaseRef(input.lease),
-        toolCallId: input.toolCallId,
-        name: input.name,
-        effectiveInput: input.effectiveInput,
-        sequence: toBigIntString(input.sequence),
-        namespace: input.namespace,
-        ...this.observe(input),
-      },
+    return this.event('toolStarted', {
+      lease: leaseRef(input.lease),
+      toolCallId: input.toolCallId,
+      name: input.name,
+      effectiveInput: input.effectiveInput,
+      sequence: toBigIntString(input.sequence),
+      namespace: input.namespace,
+      ...this.observe(input),
     });
   }
 
   /** An `output.status` of "error" records a controlled failure (FAILED), anything else COMPLETED. */
   async recordToolFinished(input: ToolFinishedInput): Promise<ToolAudit> {
-    return this.transport.execute(OPERATIONS.recordToolFinished, {
-      input: {
-        lease: leaseRef(input.lease),
-        toolCallId: input.toolCallId,
-        output: input.output,
-        sequence: optionalBigInt(input.sequence),
-        namespace: input.namespace,
-        ...this.observe(input),
-      },
+    return this.event('toolFinished', {
+      lease: leaseRef(input.lease),
+      toolCallId: input.toolCallId,
+      output: input.output,
+      sequence: optionalBigInt(input.sequence),
+      namespace: input.namespace,
+      ...this.observe(input),
     });
   }
 
   /** A bare error (perhaps an interrupt): the audit stays RUNNING until the run's verdict. */
   async recordToolError(input: ToolErrorInput): Promise<ToolAudit> {
-    return this.transport.execute(OPERATIONS.recordToolError, {
-      input: {
-        lease: leaseRef(input.lease),
-        toolCallId: input.toolCallId,
-        error: input.error,
-        sequence: optionalBigInt(input.sequence),
-        namespace: input.namespace,
-        ...this.observe(input),
-      },
+    return this.event('toolError', {
+      lease: leaseRef(input.lease),
+      toolCallId: input.toolCallId,
+      error: input.error,
+      sequence: optionalBigInt(input.sequence),
+      namespace: input.namespace,
+      ...this.observe(input),
     });
   }
 
@@ -148,13 +162,11 @@ export class AuditClient {
    * `attempts > 1` may mean the first attempt committed.
    */
   async finishRun(input: FinishRunInput): Promise<Run> {
-    return this.transport.execute(OPERATIONS.finishRun, {
-      input: {
-        lease: leaseRef(input.lease),
-        status: input.status,
-        error: input.error,
-        stateMessages: input.stateMessages,
-      },
+    return this.event('finishRun', {
+      lease: leaseRef(input.lease),
+      status: input.status,
+      error: input.error,
+      stateMessages: input.stateMessages,
     });
   }
 

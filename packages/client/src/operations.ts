@@ -95,6 +95,17 @@ export const OPERATIONS = {
     mutation RecordToolError($input: ToolErrorInput!) { recordToolError(input: $input) { ...ToolAuditFields } }`),),
   finishRun: operation('FinishRun', 'finishRun', true, graphql(`
     mutation FinishRun($input: FinishRunInput!) { finishRun(input: $input) { ...RunFields } }`),),
+  // A batch of lifecycle events (event-writer.ts): sending it again replays every applied event.
+  recordEvents: operation('RecordEvents', 'recordEvents', true, graphql(`
+    mutation RecordEvents($events: [LifecycleEventInput!]!) {
+      recordEvents(events: $events) {
+        index
+        audit { ... on ModelAudit { ...ModelAuditFields } ... on ToolAudit { ...ToolAuditFields } }
+        run { ...RunFields }
+        lease { ...RunLeaseFields }
+        error { code message }
+      }
+    }`),),
   threadAudits: operation('ThreadAudits', 'threadAudits', true, graphql(`
     query ThreadAudits($threadId: ID!, $limit: Int) {
       threadAudits(threadId: $threadId, limit: $limit) {

@@ -2,20 +2,29 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { canReadAudits, isExecutedInRun } from '../../domain/access.js';
 import type { GraphQLContext } from '../context.js';
 
-/** The response key of the root field `info` sits under. */
-function rootKeyOf(info: GraphQLResolveInfo): string | number {
+/**
+ * Where a lifecycle result sits: the root field's response key, and for an entry of a batch's
+ * results (`recordEvents`), its index too.
+ */
+function resultKeyOf(info: GraphQLResolveInfo, index?: number): string {
   let path = info.path;
-  while (path.prev) path = path.prev;
-  return path.key;
+  let below: typeof path | undefined;
+  while (path.prev) {
+    below = path;
+    path = path.prev;
+  }
+  const at = index ?? (typeof below?.key === 'number' ? below.key : undefined);
+  return at === undefined ? String(path.key) : `${path.key}.${at}`;
 }
 
 /**
  * Called by a worker's lifecycle mutation once it succeeded (lifecycle.ts): what its result
- * reaches is the worker's own write, scoped to the run whose lease it used.
+ * reaches is the worker's own write, scoped to the run whose lease it used; for a batch, per
+ * event (`index`).
  */
-export function scopeToLeasedRun(context: GraphQLContext, info: GraphQLResolveInfo, runId: string): void {
+export function scopeToLeasedRun(context: GraphQLContext, info: GraphQLResolveInfo, runId: string, index?: number): void {
   if (context.principal?.role !== 'worker') return;
-  (context.leasedRuns ??= new Map()).set(rootKeyOf(info), runId.toLowerCase());
+  (context.leasedRuns ??= new Map()).set(resultKeyOf(info, index), runId.toLowerCase());
 }
 
 /**
@@ -24,7 +33,7 @@ export function scopeToLeasedRun(context: GraphQLContext, info: GraphQLResolveIn
  */
 function leasedRunOf(context: GraphQLContext, info: GraphQLResolveInfo): string | undefined {
   if (context.principal?.role !== 'worker' || info.operation.operation !== 'mutation') return undefined;
-  return context.leasedRuns?.get(rootKeyOf(info));
+  return context.leasedRuns?.get(resultKeyOf(info));
 }
 
 /**

@@ -1,13 +1,15 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { requirePrincipal } from '../../domain/access.js';
 import { finishRun } from '../../domain/convergence.js';
+import { recordEvents, type EventOutcome } from '../../domain/batch.js';
 import { claimRun, renewLease } from '../../domain/lease.js';
 import { recordModelFinished, recordModelStarted } from '../../domain/model-audits.js';
 import { recordToolError, recordToolFinished, recordToolStarted } from '../../domain/tool-audits.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
+import { eventError } from '../errors.js';
 import { scopeToLeasedRun } from './audit-access.js';
-import { ModelAuditRef, ToolAuditRef } from './audit.js';
+import { AuditRef, ModelAuditRef, ToolAuditRef } from './audit.js';
 import { AuditStatusEnum, RunTerminalStatusEnum } from './enums.js';
 import { RunLeaseRef, RunRef } from './run.js';
 
@@ -135,6 +137,75 @@ const ToolErrorInput = builder.inputType('ToolErrorInput', {
   }),
 });
 
+const RenewLeaseInput = builder.inputType('RenewLeaseInput', {
+  fields: (t) => ({
+    lease: t.field({ type: LeaseInput, required: true }),
+    leaseSeconds: t.int({ defaultValue: 30 }),
+  }),
+});
+
+const LifecycleEventInput = builder.inputType('LifecycleEventInput', {
+  description: 'One lifecycle event of a batch (`recordEvents`): exactly one field is set.',
+  isOneOf: true,
+  fields: (t) => ({
+    renewLease: t.field({ type: RenewLeaseInput }),
+    modelStarted: t.field({ type: ModelStartedInput }),
+    modelFinished: t.field({ type: ModelFinishedInput }),
+    toolStarted: t.field({ type: ToolStartedInput }),
+    toolFinished: t.field({ type: ToolFinishedInput }),
+    toolError: t.field({ type: ToolErrorInput }),
+    finishRun: t.field({ type: FinishRunInput }),
+  }),
+});
+
+const LifecycleEventErrorRef = builder.objectRef<{ code: string; message: string }>('LifecycleEventError').implement({
+  fields: (t) => ({
+    code: t.exposeString('code', {
+      description: 'The `extensions.code` its own mutation would have answered (LEASE_LOST, CONFLICT, INVALID_TRANSITION, ...).',
+    }),
+    message: t.exposeString('message'),
+  }),
+});
+
+interface EventResult {
+  index: number;
+  audit?: EventOutcome['audit'];
+  run?: EventOutcome['run'];
+  lease?: EventOutcome['lease'];
+  error?: { code: string; message: string };
+}
+
+const LifecycleEventResultRef = builder.objectRef<EventResult>('LifecycleEventResult').implement({
+  description: 'What became of one event of a batch.',
+  fields: (t) => ({
+    index: t.exposeInt('index', { description: "The event's position in the batch, from 0." }),
+    audit: t.field({
+      type: AuditRef,
+      nullable: true,
+      description: 'The model or tool audit a model or tool event wrote or replayed.',
+      resolve: (result) => result.audit ?? null,
+    }),
+    run: t.field({
+      type: RunRef,
+      nullable: true,
+      description: 'The run a finishRun ended or replayed.',
+      resolve: (result) => result.run ?? null,
+    }),
+    lease: t.field({
+      type: RunLeaseRef,
+      nullable: true,
+      description: 'The lease a renewLease extended.',
+      resolve: (result) => result.lease ?? null,
+    }),
+    error: t.field({
+      type: LifecycleEventErrorRef,
+      nullable: true,
+      description: 'Why the event was refused; null when it was applied or replayed.',
+      resolve: (result) => result.error ?? null,
+    }),
+  }),
+});
+
 const worker = { role: 'worker' } as const;
 
 /** A lifecycle mutation's result, read in the scope of the run whose lease it used (audit-access.ts). */
@@ -204,5 +275,20 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: ToolErrorInput, required: true }) },
     resolve: (_root, { input }, context, info) =>
       leasedResult(context, info, input.lease.runId, recordToolError(context.deps, requirePrincipal(context.principal), input)),
+  }),
+  recordEvents: t.field({
+    type: [LifecycleEventResultRef],
+    description:
+      'Workers only. Applies 1 to 500 lifecycle events in order, each fenced and checked as its own\nmutation would be; a refused event does not stop the ones after it (SEMANTICS.md, "Batches").',
+    authScopes: worker,
+    args: { events: t.arg({ type: [LifecycleEventInput], required: true }) },
+    resolve: async (_root, { events }, context, info) => {
+      const outcomes = await recordEvents(context.deps, requirePrincipal(context.principal), events);
+      return outcomes.map(({ runId, error, ...result }, index): EventResult => {
+        if (error !== undefined) return { index, error: eventError(error, () => context.requestId) };
+        if (runId) scopeToLeasedRun(context, info, runId, index);
+        return { index, ...result };
+      });
+    },
   }),
 }));

@@ -70,6 +70,16 @@ export type LeaseInput = {
   runId: string | number;
 };
 
+/** One lifecycle event of a batch (`recordEvents`): exactly one field is set. */
+export type LifecycleEventInput =
+  {   finishRun: FinishRunInput; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { finishRun?: never;   modelFinished: ModelFinishedInput; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { finishRun?: never; modelFinished?: never;   modelStarted: ModelStartedInput; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { finishRun?: never; modelFinished?: never; modelStarted?: never;   renewLease: RenewLeaseInput; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never;   toolError: ToolErrorInput; toolFinished?: never; toolStarted?: never; }
+  |  { finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never;   toolFinished: ToolFinishedInput; toolStarted?: never; }
+  |  { finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never;   toolStarted: ToolStartedInput; };
+
 export type MessageRole =
   | 'ASSISTANT'
   | 'SYSTEM'
@@ -99,6 +109,11 @@ export type ModelStartedInput = {
   observedAt: string;
   operationId: string;
   sequence: string;
+};
+
+export type RenewLeaseInput = {
+  lease: LeaseInput;
+  leaseSeconds?: number | null | undefined;
 };
 
 export type RunStatus =
@@ -263,6 +278,16 @@ export type FinishRunMutationVariables = Exact<{
 
 
 export type FinishRunMutation = { finishRun: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } };
+
+export type RecordEventsMutationVariables = Exact<{
+  events: Array<LifecycleEventInput> | LifecycleEventInput;
+}>;
+
+
+export type RecordEventsMutation = { recordEvents: Array<{ index: number, audit:
+      | { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> }
+      | { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
+     | null, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } | null, lease: { runId: string, owner: string, epoch: number, expiresAt: string } | null, error: { code: string, message: string } | null }> };
 
 export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
@@ -697,6 +722,93 @@ export const FinishRunDocument = new TypedDocumentString(`
   finishedAt
   error
 }`) as unknown as TypedDocumentString<FinishRunMutation, FinishRunMutationVariables>;
+export const RecordEventsDocument = new TypedDocumentString(`
+    mutation RecordEvents($events: [LifecycleEventInput!]!) {
+  recordEvents(events: $events) {
+    index
+    audit {
+      ... on ModelAudit {
+        ...ModelAuditFields
+      }
+      ... on ToolAudit {
+        ...ToolAuditFields
+      }
+    }
+    run {
+      ...RunFields
+    }
+    lease {
+      ...RunLeaseFields
+    }
+    error {
+      code
+      message
+    }
+  }
+}
+    fragment ToolCallFields on ToolCall {
+  id
+  toolCallId
+  name
+  declaredInput
+  effectiveInput
+  status
+  output
+  error
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment AuditFields on Audit {
+  __typename
+  id
+  runId
+  role
+  operationId
+  sequence
+  finishedSequence
+  status
+  startedAt
+  finishedAt
+  durationMs
+}
+fragment ModelAuditFields on ModelAudit {
+  ...AuditFields
+  model
+  input
+  output
+  error
+  usage
+  toolCalls {
+    ...ToolCallFields
+  }
+}
+fragment ToolAuditFields on ToolAudit {
+  ...AuditFields
+  toolCallId
+  name
+  effectiveInput
+  output
+  error
+  awaitingRunTerminal
+}
+fragment RunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+}
+fragment RunLeaseFields on RunLease {
+  runId
+  owner
+  epoch
+  expiresAt
+}`) as unknown as TypedDocumentString<RecordEventsMutation, RecordEventsMutationVariables>;
 export const ThreadAuditsDocument = new TypedDocumentString(`
     query ThreadAudits($threadId: ID!, $limit: Int) {
   threadAudits(threadId: $threadId, limit: $limit) {

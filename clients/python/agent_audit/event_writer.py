@@ -1,0 +1,107 @@
+"""One writer of lifecycle events per client, batching by itself (SEMANTICS.md, "Batches").
+
+Idle, an event goes at once as its own mutation (no timer); the events written while a request
+is in flight go together in the next one (``recordEvents``), in the order they were written.
+Each call gets its own result or the ``AuditApiError`` its own mutation would have raised. A
+full queue makes writers wait for room; ``flush`` waits until every event written is answered.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Deque, Dict, List, Mapping, Optional
+
+from . import _operations as ops
+from .errors import AuditApiError
+from .transport import Transport
+
+
+class _Pending:
+    __slots__ = ("kind", "operation", "variables", "done", "result", "error")
+
+    def __init__(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> None:
+        self.kind = kind
+        self.operation = operation
+        self.variables = variables
+        self.done = False
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+
+
+class EventWriter:
+    """A background thread sends the queue; callers block on their own event's answer."""
+
+    def __init__(self, transport: Transport, *, max_batch: int = 500, max_queued: int = 2000) -> None:
+        self._transport = transport
+        self._max_batch = min(500, max(1, max_batch))
+        self._max_queued = max(1, max_queued)
+        self._queue: Deque[_Pending] = deque()
+        self._sending = 0
+        self._lock = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="agent-audit-event-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+        """``kind`` is the event's key in ``LifecycleEventInput``; ``variables`` its own mutation's."""
+        event = _Pending(kind, operation, variables)
+        with self._lock:
+            self._lock.wait_for(lambda: len(self._queue) < self._max_queued)
+            self._queue.append(event)
+            self._lock.notify_all()
+            self._lock.wait_for(lambda: event.done)
+        if event.error is not None:
+            raise event.error
+        return event.result
+
+    def flush(self) -> None:
+        """Returns once every event written so far has been answered."""
+        with self._lock:
+            self._lock.wait_for(lambda: not self._queue and not self._sending)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: bool(self._queue))
+                batch = [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]
+                self._sending = len(batch)
+                self._lock.notify_all()  # room for waiting writers
+            self._send(batch)
+            with self._lock:
+                for event in batch:
+                    event.done = True
+                self._sending = 0
+                self._lock.notify_all()
+
+    def _send(self, batch: List[_Pending]) -> None:
+        if len(batch) == 1:
+            event = batch[0]
+            try:
+                event.result = self._transport.execute(event.operation, event.variables)
+            except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+                event.error = error
+            return
+        events = [{event.kind: _event_input(event)} for event in batch]
+        try:
+            results = self._transport.execute(ops.RECORD_EVENTS, {"events": events})
+        except BaseException as error:  # noqa: BLE001 - the whole request failed: each event gets it
+            for event in batch:
+                event.error = error
+            return
+        for event, result in zip(batch, results):
+            refusal: Optional[Dict[str, str]] = result.get("error")
+            if refusal:
+                event.error = AuditApiError(
+                    f"{event.operation.name}: {refusal['message']}",
+                    code=refusal["code"],
+                    operation=event.operation.name,
+                    retryable=False,
+                    errors=[{"message": refusal["message"], "extensions": {"code": refusal["code"]}}],
+                )
+            else:
+                event.result = result.get("audit") or result.get("run") or result.get("lease")
+
+
+def _event_input(event: _Pending) -> Mapping[str, Any]:
+    # renewLease's variables are the event itself; every other mutation takes its event as `input`.
+    return event.variables if event.kind == "renewLease" else event.variables["input"]

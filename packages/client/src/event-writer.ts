@@ -1,0 +1,126 @@
+import { AuditApiError } from './errors.js';
+import { OPERATIONS, type Operation } from './operations.js';
+import type { LifecycleEventInput } from './generated/graphql/graphql.js';
+import type { GraphQLHttpTransport } from './transport.js';
+
+/** The lifecycle events a batch carries, by their key in `LifecycleEventInput`, and the mutation each stands for. */
+const SINGLE = {
+  renewLease: OPERATIONS.renewLease,
+  modelStarted: OPERATIONS.recordModelStarted,
+  modelFinished: OPERATIONS.recordModelFinished,
+  toolStarted: OPERATIONS.recordToolStarted,
+  toolFinished: OPERATIONS.recordToolFinished,
+  toolError: OPERATIONS.recordToolError,
+  finishRun: OPERATIONS.finishRun,
+} as const;
+
+export type LifecycleEventKind = keyof typeof SINGLE;
+
+/** What each kind's own mutation answers. */
+export type LifecycleEventValue<K extends LifecycleEventKind> = NonNullable<(typeof SINGLE)[K]['types']>['result'];
+
+export interface EventWriterOptions {
+  /** Events per request, 1 to 500 (the server's limit). Default 500. */
+  maxBatch?: number;
+  /** Events queued while a request is in flight before `write` waits for room. Default 2,000. */
+  maxQueued?: number;
+}
+
+interface Pending {
+  kind: LifecycleEventKind;
+  input: Record<string, unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * One writer of lifecycle events per client, batching by itself: when no request is in flight an
+ * event goes at once, as its own mutation (no timer, no added latency); the events that arrive
+ * while a request is in flight go together in the next one (`recordEvents`). Events are sent in
+ * the order they were written, one request at a time, so the order within a run is kept. Each
+ * event's promise gets its own result, or the AuditApiError its own mutation would have thrown.
+ * A full queue makes `write` wait for room; `flush` waits until everything written is answered.
+ */
+export class EventWriter {
+  private readonly queue: Pending[] = [];
+  private sending = false;
+  private readonly roomWaiters: (() => void)[] = [];
+  private readonly idleWaiters: (() => void)[] = [];
+  private readonly maxBatch: number;
+  private readonly maxQueued: number;
+
+  constructor(
+    private readonly transport: GraphQLHttpTransport,
+    options: EventWriterOptions = {},
+  ) {
+    this.maxBatch = Math.min(500, Math.max(1, options.maxBatch ?? 500));
+    this.maxQueued = Math.max(1, options.maxQueued ?? 2_000);
+  }
+
+  /** `input` is the event as `LifecycleEventInput` carries it (renewLease: `{lease, leaseSeconds}`). */
+  async write<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
+    while (this.queue.length >= this.maxQueued) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    const answer = new Promise<unknown>((resolve, reject) => this.queue.push({ kind, input, resolve, reject }));
+    if (!this.sending) void this.pump();
+    return answer as Promise<LifecycleEventValue<K>>;
+  }
+
+  /** Resolves once every event written so far has been answered. */
+  flush(): Promise<void> {
+    if (!this.sending && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async pump(): Promise<void> {
+    this.sending = true;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      for (const wake of this.roomWaiters.splice(0, this.maxQueued - this.queue.length)) wake();
+      await (batch.length === 1 ? this.sendAlone(batch[0]!) : this.sendBatch(batch));
+    }
+    this.sending = false;
+    for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  /** The mutation an event is when sent alone, and its variables. */
+  static operationOf(kind: LifecycleEventKind): Operation<unknown, Record<string, unknown>> {
+    return SINGLE[kind] as Operation<unknown, Record<string, unknown>>;
+  }
+  static variablesOf(kind: LifecycleEventKind, input: Record<string, unknown>): Record<string, unknown> {
+    return kind === 'renewLease' ? input : { input };
+  }
+
+  private async sendAlone(event: Pending): Promise<void> {
+    await this.transport.execute(EventWriter.operationOf(event.kind), EventWriter.variablesOf(event.kind, event.input)).then(event.resolve, event.reject);
+  }
+
+  private async sendBatch(batch: Pending[]): Promise<void> {
+    let results;
+    try {
+      results = await this.transport.execute(OPERATIONS.recordEvents, {
+        // The input is @oneOf: one key per event, checked by the server.
+        events: batch.map(({ kind, input }) => ({ [kind]: input }) as unknown as LifecycleEventInput),
+      });
+    } catch (error) {
+      // The whole request failed (after its retries): every event of it gets that error.
+      for (const event of batch) event.reject(error);
+      return;
+    }
+    for (const [index, event] of batch.entries()) {
+      const result = results[index];
+      if (!result) event.reject(new AuditApiError(`recordEvents: no result for event ${index}`, { code: 'INTERNAL_SERVER_ERROR', operationName: SINGLE[event.kind].name, retryable: false }));
+      else if (result.error) event.reject(eventError(SINGLE[event.kind].name, result.error));
+      else event.resolve(result.audit ?? result.run ?? result.lease);
+    }
+  }
+}
+
+/** A refused event's error, as its own mutation would have thrown it. */
+function eventError(operationName: string, error: { code: string; message: string }): AuditApiError {
+  return new AuditApiError(`${operationName}: ${error.message}`, {
+    code: error.code,
+    operationName,
+    retryable: false,
+    graphqlErrors: [{ message: error.message, extensions: { code: error.code } }],
+  });
+}

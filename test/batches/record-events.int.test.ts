@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { claim, createRun, createThread, expireLeases, must, runningRun } from '../support/lifecycle.js';
+import { threadState, type Scene } from '../write-path/support.js';
+import { RunEvents, sendAlone, sendBatch, type Event } from './support.js';
+
+// SEMANTICS.md, "Batches": recordEvents applies 1 to 500 events in order, each exactly as its own
+// mutation; a refused event writes nothing and stops nothing; one result per event.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ LEASE_SWEEP_INTERVAL_MS: '600000' });
+});
+afterAll(() => t.close());
+
+async function running() {
+  const run = await runningRun(t);
+  const scene: Scene = { t, owner: run.owner, threadId: run.threadId };
+  return { ...run, scene, events: new RunEvents(run.session.lease) };
+}
+
+/** Another run, in its own thread of the same owner, claimed by the same worker. */
+async function anotherRun(owner: string, worker: string) {
+  const threadId = await createThread(t, owner);
+  const runId = await createRun(t, owner, threadId);
+  const session = await claim(t, worker, runId);
+  return { threadId, runId, scene: { t, owner, threadId } as Scene, events: new RunEvents(session.lease) };
+}
+
+describe('recordEvents', () => {
+  it('applies a whole run in one batch, a tool start binding to the model call finished before it', async () => {
+    const { worker, scene, events } = await running();
+    const batch = [
+      events.modelStarted('m1'),
+      events.modelFinished('m1', [{ id: 'c1', name: 'search', args: { q: 1 } }]),
+      events.toolStarted('c1'),
+      events.toolFinished('c1'),
+      events.renew(),
+      events.finish('COMPLETED'),
+    ];
+    const response = await sendBatch(t, worker, batch);
+    expect(response.errors).toBeUndefined();
+    const results = response.data!.result;
+    expect(results.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(results.map((r) => r.error)).toEqual([null, null, null, null, null, null]);
+    expect(results[2]!.audit).toMatchObject({ __typename: 'ToolAudit', toolCallId: 'c1', status: 'RUNNING' });
+    expect(results[3]!.audit).toMatchObject({ __typename: 'ToolAudit', toolCallId: 'c1', status: 'COMPLETED' });
+    expect(results[4]!.lease).toMatchObject({ runId: events.lease.runId, epoch: 1 });
+    expect(results[5]!.run).toMatchObject({ id: events.lease.runId, status: 'COMPLETED' });
+    const { runs, audits } = await threadState(scene);
+    expect(runs[0].toolCalls).toMatchObject([{ toolCallId: 'c1', status: 'COMPLETED' }]);
+    expect(audits.items.map((a: any) => [a.operationId, a.status])).toEqual([
+      ['m1', 'COMPLETED'],
+      ['c1', 'COMPLETED'],
+    ]);
+  });
+
+  it('refuses 0 and 501 events with BAD_USER_INPUT and applies nothing', async () => {
+    const { worker, scene, events } = await running();
+    const before = await threadState(scene);
+    const empty = await sendBatch(t, worker, []);
+    expect(errorCode(empty)).toBe('BAD_USER_INPUT');
+    const tooMany = Array.from({ length: 501 }, (_, i) => events.modelStarted(`m${i}`));
+    const over = await sendBatch(t, worker, tooMany);
+    expect(errorCode(over)).toBe('BAD_USER_INPUT');
+    expect(over.data?.result ?? null).toBeNull();
+    expect(await threadState(scene)).toEqual(before);
+    // 500 is within the limit.
+    const full = await sendBatch(t, worker, tooMany.slice(0, 500));
+    expect(full.errors).toBeUndefined();
+    expect(full.data!.result.filter((r) => r.error === null)).toHaveLength(500);
+  });
+
+  it('is for workers only', async () => {
+    const { owner, events } = await running();
+    expect(errorCode(await sendBatch(t, owner, [events.renew()]))).toBe('FORBIDDEN');
+  });
+
+  it('refuses an event that sets no kind or two kinds (the input is @oneOf), applying nothing', async () => {
+    const { worker, scene, events } = await running();
+    const before = await threadState(scene);
+    const two = { ...events.modelStarted('m1'), ...events.renew() };
+    expect(errorCode(await sendBatch(t, worker, [events.modelStarted('m0'), two]))).toBe('BAD_USER_INPUT');
+    expect(errorCode(await sendBatch(t, worker, [events.modelStarted('m0'), {}]))).toBe('BAD_USER_INPUT');
+    expect(await threadState(scene)).toEqual(before);
+  });
+
+  it('after a lease lost mid-batch refuses the rest of that run and still applies the other runs', async () => {
+    const first = await running();
+    const second = await anotherRun(first.owner, first.worker);
+    const batch = [
+      first.events.modelStarted('a1'),
+      second.events.modelStarted('b1'),
+      first.events.finish('COMPLETED'),
+      first.events.modelFinished('a1'),
+      second.events.modelFinished('b1'),
+      first.events.renew(),
+    ];
+    const results = (await sendBatch(t, first.worker, batch)).data!.result;
+    expect(results.map((r) => r.error?.code ?? null)).toEqual([null, null, null, 'LEASE_LOST', null, 'LEASE_LOST']);
+    // The run's end abandoned its open model call; the refused close wrote nothing.
+    const firstAudits = (await threadState(first.scene)).audits.items;
+    expect(firstAudits.map((a: any) => a.status)).toEqual(['ABANDONED']);
+    expect((await threadState(second.scene)).audits.items.map((a: any) => a.status)).toEqual(['COMPLETED']);
+  });
+
+  it('answers an expired lease with LEASE_EXPIRED per event, and other runs go on', async () => {
+    const first = await running();
+    const second = await anotherRun(first.owner, first.worker);
+    await expireLeases(t.app.db.driver, [first.runId]);
+    const results = (await sendBatch(t, first.worker, [first.events.modelStarted('a1'), second.events.modelStarted('b1')])).data!.result;
+    expect(results.map((r) => r.error?.code ?? null)).toEqual(['LEASE_EXPIRED', null]);
+  });
+
+  it('replays every event when the same batch is sent again (as after a cut connection), and changes nothing', async () => {
+    const { worker, scene, events } = await running();
+    const batch = [
+      events.modelStarted('m1'),
+      events.modelFinished('m1', [{ id: 'c1', name: 'search' }, { id: 'c2', name: 'search' }]),
+      events.toolStarted('c1'),
+      events.toolStarted('c2'),
+      events.toolFinished('c1'),
+      events.toolError('c2'),
+    ];
+    const first = (await sendBatch(t, worker, batch)).data!.result;
+    expect(first.every((r) => r.error === null)).toBe(true);
+    const state = await threadState(scene);
+    const again = (await sendBatch(t, worker, batch)).data!.result;
+    // Each event answers as its own mutation replayed would: no error, the audit as it is now.
+    expect(again.map((r) => [r.index, r.error, r.audit?.id])).toEqual(first.map((r) => [r.index, null, r.audit?.id]));
+    expect(await threadState(scene)).toEqual(state);
+  });
+
+  it('answers each refusal with the code its own mutation answers', async () => {
+    const { worker, scene, events } = await running();
+    must(await t.gql(`mutation($input: ModelStartedInput!) { result: recordModelStarted(input: $input) { id } }`, {
+      input: { ...events.modelStarted('m-open').modelStarted },
+    }, worker));
+    const stale = new RunEvents({ ...events.lease, epoch: events.lease.epoch + 1 });
+    const missing = new RunEvents({ runId: '00000000-0000-4000-8000-000000000000', epoch: 1 });
+    const cases: [string, Event][] = [
+      ['LEASE_LOST', stale.modelStarted('x')],
+      ['NOT_FOUND', missing.renew()],
+      ['CONFLICT', events.modelStarted('m-open', { input: { other: true } })],
+      ['BAD_USER_INPUT', events.modelFinished('m-open', [], { status: 'RUNNING' })],
+      ['BAD_USER_INPUT', events.modelStarted(' ')],
+      ['NAMESPACE_REJECTED', events.toolStarted('c1', 'search', { namespace: ['sub'] })],
+      ['INVALID_TRANSITION', events.toolFinished('never-started')],
+      ['INVALID_TRANSITION', events.modelFinished('never-started')],
+      ['MODEL_NOT_FOUND', events.toolStarted('never-declared')],
+      ['BAD_USER_INPUT', events.toolStarted('c1', 'search', { effectiveInput: [1, 2] })],
+    ];
+    const before = await threadState(scene);
+    const results = (await sendBatch(t, worker, cases.map(([, event]) => event))).data!.result;
+    expect(results.map((r) => r.error?.code ?? null)).toEqual(cases.map(([code]) => code));
+    expect(await threadState(scene)).toEqual(before);
+    // Each code and message is the one the event's own mutation answers, and that too changes nothing.
+    for (const [index, [, event]] of cases.entries()) {
+      const alone = await sendAlone(t, worker, event, index);
+      expect(alone.error, JSON.stringify(event)).toEqual(results[index]!.error);
+    }
+    expect(await threadState(scene)).toEqual(before);
+  });
+});

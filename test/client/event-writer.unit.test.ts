@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import { AuditApiError, AuditClient, type FetchLike } from '@agent-audit/client';
+import { fakeFetch, graphqlData, networkError, type RecordedRequest } from './fake-fetch.js';
+
+// The client's one writer of lifecycle events (SEMANTICS.md, "Batches"; issue 45): idle, an event
+// goes at once as its own mutation; events written while a request is in flight go together in
+// the next one, each answered by its own result or error.
+
+const lease = { runId: 'run-1', epoch: 3 };
+const toolAudit = (id: string, status = 'RUNNING') => ({ __typename: 'ToolAudit', id, toolCallId: id, status });
+
+function clientWith(fetchImpl: FetchLike, batching?: AuditClientBatching) {
+  return new AuditClient({
+    url: 'http://audit.test/graphql',
+    token: 'worker-token',
+    clockId: 'test-clock',
+    fetch: fetchImpl,
+    retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 1_000 },
+    batching,
+  });
+}
+type AuditClientBatching = ConstructorParameters<typeof AuditClient>[0]['batching'];
+
+const start = (client: AuditClient, id: string, sequence: number) =>
+  client.recordToolStarted({ lease, toolCallId: id, name: 'search', sequence: BigInt(sequence) });
+
+const body = (request: RecordedRequest) => JSON.parse(request.body) as { operationName: string; variables: any };
+
+/** A reply held until `release` is called: a request in flight. */
+function held(reply: (request: RecordedRequest) => Response) {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  return { release, reply: async (request: RecordedRequest) => (await gate, reply(request)) };
+}
+
+/** Answers a RecordEvents request: the tool starts applied, except those named in `refuse`; a single start applied. */
+const batchReply = (refuse: Record<string, string> = {}) => (request: RecordedRequest) =>
+  body(request).operationName === 'RecordToolStarted' ? Response.json({ data: { recordToolStarted: toolAudit(body(request).variables.input.toolCallId) } }) : Response.json({
+    data: {
+      recordEvents: body(request).variables.events.map((event: any, index: number) => {
+        const id = event.toolStarted.toolCallId;
+        return refuse[id]
+          ? { index, audit: null, run: null, lease: null, error: { code: refuse[id], message: `refused ${id}` } }
+          : { index, audit: toolAudit(id), run: null, lease: null, error: null };
+      }),
+    },
+  });
+
+describe('the batching writer', () => {
+  it('sends an event at once, as its own mutation, when nothing is in flight', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordToolStarted', toolAudit('c1')));
+    const client = clientWith(fetchImpl);
+    const pending = start(client, 'c1', 1);
+    // Sent before anything else runs: no timer.
+    expect(fetchImpl.requests).toHaveLength(1);
+    expect(await pending).toEqual(toolAudit('c1'));
+    expect(body(fetchImpl.requests[0]!).operationName).toBe('RecordToolStarted');
+  });
+
+  it('sends the events written while a request is in flight together, in order, each answered by its own result or error', async () => {
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const fetchImpl = fakeFetch(first.reply, batchReply({ c2: 'LEASE_LOST' }));
+    const client = clientWith(fetchImpl);
+    const answers = [0, 1, 2, 3].map((i) => start(client, `c${i}`, i + 1).then((value) => ({ value }), (error: unknown) => ({ error })));
+    expect(fetchImpl.requests).toHaveLength(1);
+    first.release();
+    const settled = await Promise.all(answers);
+
+    expect(fetchImpl.requests.map((request) => body(request).operationName)).toEqual(['RecordToolStarted', 'RecordEvents']);
+    const events = body(fetchImpl.requests[1]!).variables.events;
+    expect(events.map((event: any) => [Object.keys(event), event.toolStarted.toolCallId, event.toolStarted.sequence])).toEqual([
+      [['toolStarted'], 'c1', '2'],
+      [['toolStarted'], 'c2', '3'],
+      [['toolStarted'], 'c3', '4'],
+    ]);
+    expect(settled[0]).toEqual({ value: toolAudit('c0') });
+    expect(settled[1]).toEqual({ value: toolAudit('c1') });
+    expect(settled[3]).toEqual({ value: toolAudit('c3') });
+    const refused = (settled[2] as { error: unknown }).error;
+    expect(refused).toBeInstanceOf(AuditApiError);
+    expect(refused).toMatchObject({ code: 'LEASE_LOST', operationName: 'RecordToolStarted', retryable: false, message: 'RecordToolStarted: refused c2' });
+  });
+
+  it('gives every event of a batch the error of a request that failed as a whole, after its retries', async () => {
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const fetchImpl = fakeFetch(first.reply, networkError);
+    const client = clientWith(fetchImpl);
+    const zero = start(client, 'c0', 1);
+    const rest = [1, 2].map((i) => start(client, `c${i}`, i + 1).catch((error: unknown) => error));
+    first.release();
+    await zero;
+    const errors = await Promise.all(rest);
+    expect(errors.map((error) => (error as AuditApiError).code)).toEqual(['TRANSPORT_ERROR', 'TRANSPORT_ERROR']);
+    // Retried with the identical batch (sending it again replays every applied event).
+    expect(fetchImpl.requests.slice(1).map((request) => request.body)).toEqual([fetchImpl.requests[1]!.body, fetchImpl.requests[1]!.body, fetchImpl.requests[1]!.body]);
+  });
+
+  it('makes a writer wait for room when the queue is full, and close() flushes', async () => {
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const fetchImpl = fakeFetch(first.reply, batchReply());
+    const client = clientWith(fetchImpl, { maxQueued: 2 });
+    const written: string[] = [];
+    for (const i of [0, 1, 2, 3]) void start(client, `c${i}`, i + 1).then(() => written.push(`c${i}`));
+    // c0 is in flight, c1 and c2 fill the queue: c3's write waits for room, not queued yet.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(fetchImpl.requests).toHaveLength(1);
+    first.release();
+    await client.close();
+    expect(written.sort()).toEqual(['c0', 'c1', 'c2', 'c3']);
+    const batches = fetchImpl.requests.filter((request) => body(request).operationName === 'RecordEvents').map((request) => body(request).variables.events.map((event: any) => event.toolStarted.toolCallId));
+    // c3 was queued only once the batch before it left: it went on its own.
+    expect(batches).toEqual([['c1', 'c2']]);
+    expect(body(fetchImpl.requests[2]!).operationName).toBe('RecordToolStarted');
+  });
+
+  it('sends each event as its own request when batching is off', async () => {
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const fetchImpl = fakeFetch(first.reply, (request) => Response.json({ data: { recordToolStarted: toolAudit(body(request).variables.input.toolCallId) } }));
+    const client = clientWith(fetchImpl, false);
+    const answers = [0, 1, 2].map((i) => start(client, `c${i}`, i + 1));
+    expect(fetchImpl.requests).toHaveLength(3);
+    first.release();
+    expect(await Promise.all(answers)).toEqual([toolAudit('c0'), toolAudit('c1'), toolAudit('c2')]);
+    expect(fetchImpl.requests.map((request) => body(request).operationName)).toEqual(['RecordToolStarted', 'RecordToolStarted', 'RecordToolStarted']);
+  });
+});
