@@ -5,12 +5,12 @@
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
 import { gql, GraphQLRequestError, subscribe } from './api.js';
-import type { ThreadAuditsQuery } from './generated/graphql/graphql.js';
+import type { ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN_CHANGED, THREAD_AUDITS, THREAD_CHANGES, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
 
 export interface ThreadSink {
-  thread(thread: { title: string | null; ownerId: string }): void;
+  thread(thread: ThreadInfo): void;
   runs(runs: RunView[]): void;
   run(run: RunView): void;
   audits(items: AuditView[], truncated: boolean): void;
@@ -21,10 +21,15 @@ export interface ThreadSink {
 }
 
 type AuditPage = ThreadAuditsQuery['threadAudits'];
+/** The open thread's title, owner and totals (its runs come apart). */
+export type ThreadInfo = Omit<NonNullable<ThreadRunsQuery['thread']>, 'runs'>;
 
-/** One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it. */
-export async function readAuditPage(token: string, threadId: string, before: string | null): Promise<AuditPage> {
-  const { threadAudits } = await gql(token, THREAD_AUDITS, { threadId, before });
+/**
+ * One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it;
+ * with `runId`, of that run only.
+ */
+export async function readAuditPage(token: string, threadId: string, before: string | null, runId: string | null = null): Promise<AuditPage> {
+  const { threadAudits } = await gql(token, THREAD_AUDITS, { threadId, before, runId });
   return threadAudits;
 }
 

@@ -47,11 +47,19 @@ import {
   threadsHaveMore,
   token,
   truncated,
+  allRows,
+  errorsOnly,
+  linkTo,
+  loadRun,
+  loadingRuns,
+  moveToFailure,
+  threadFilter,
+  type AuditDetail,
 } from './store.js';
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
-import { conversationOf, type ConversationMessage } from './conversation.js';
+import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, failuresText, formatBytes, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -175,20 +183,39 @@ function Home() {
 }
 
 function ThreadList() {
+  const filter = threadFilter.value.trim().toLowerCase();
+  const shown = filter ? threads.value.filter((thread) => (thread.title ?? '').toLowerCase().includes(filter)) : threads.value;
   return (
     <section class="threads">
       <h2>Threads</h2>
+      <input
+        type="search"
+        class="thread-filter"
+        aria-label="Filter threads by title"
+        placeholder="Filter by title"
+        value={threadFilter.value}
+        onInput={(e) => (threadFilter.value = e.currentTarget.value)}
+      />
       {threads.value.length === 0 && <p class="muted">No threads you may read yet.</p>}
+      {threads.value.length > 0 && shown.length === 0 && <p class="muted">No thread listed here has that title.</p>}
       <ul>
-        {threads.value.map((thread) => (
-          <li key={thread.id}>
-            <a href={`#thread=${thread.id}`} data-thread-id={thread.id} onClick={(e) => (e.preventDefault(), openThread(thread.id))}>
-              {thread.title || thread.id}
-            </a>
-            <span class="muted"> {thread.ownerId} · {new Date(thread.createdAt).toLocaleString()}</span>
-            {thread.latestRun && <span class={`status ${thread.latestRun.status}`}>{thread.latestRun.status}</span>}
-          </li>
-        ))}
+        {shown.map((thread) => {
+          const failures = failuresText(thread.auditSummary);
+          return (
+            <li key={thread.id} data-thread-id={thread.id}>
+              <a href={`#thread=${thread.id}`} data-thread-id={thread.id} onClick={(e) => (e.preventDefault(), openThread(thread.id))}>
+                {thread.title || thread.id}
+              </a>
+              {thread.latestRun && <span class={`status ${thread.latestRun.status}`} title="the latest run's status">{thread.latestRun.status}</span>}
+              <span class="thread-stats" data-testid="thread-stats">
+                {' '}{thread.runCount} run{thread.runCount === 1 ? '' : 's'}
+                {thread.failedRunCount > 0 && <span class="failures"> · {thread.failedRunCount} failed</span>}
+                {failures && <span class="failures"> · {failures}</span>}
+              </span>
+              <span class="muted"> · {thread.ownerId} · latest activity {new Date(thread.lastActivityAt).toLocaleString()}</span>
+            </li>
+          );
+        })}
       </ul>
       {threadsHaveMore.value && <button onClick={() => loadThreads(false)}>More threads</button>}
     </section>
@@ -241,6 +268,17 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
           </button>
         )}
         {row.kind === 'run' && <RunMeta row={row} />}
+        {row.unloaded > 0 && (
+          <button
+            class="load-run"
+            data-testid="load-run"
+            title={`${row.unloaded} entries of this run are not loaded`}
+            disabled={loadingRuns.value.has(row.key)}
+            onClick={(e) => (e.stopPropagation(), void loadRun(row.key))}
+          >
+            {loadingRuns.value.has(row.key) ? 'loading…' : `${row.unloaded} entries not loaded · load`}
+          </button>
+        )}
         {row.ranInRun && <span class="meta"> · ran in resumed {runLabel(orderedRuns.value, row.ranInRun)}</span>}
       </div>
       <div class="track">
@@ -248,8 +286,9 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
           <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
         )}
       </div>
-      <div class="info" title={[row.status, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
+      <div class="info" title={[row.status, row.failures, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
         <span class={`status ${row.status}`}>{row.status}</span>
+        {row.failures && <span class="failures" data-testid="run-failures">{row.failures}</span>}
         <span class="duration">{formatDuration(row.durationMs)}</span>
         {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
         {row.sizes && <span class="sizes" title="Payload sizes as JSON text: open the row to load them">{row.sizes}</span>}
@@ -263,7 +302,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
 const PREVIEW_CHARS = 2000;
 
 /** JSON stays collapsed above a size: a 1 MiB output costs nothing until it is opened. */
-function JsonView({ value, label }: { value: unknown; label: string }) {
+function JsonView({ value, label, bytes }: { value: unknown; label: string; bytes?: number | null }) {
   const open = useSignal(false);
   if (value === undefined || value === null) return <div class="json-view"><h4>{label}</h4><span class="muted">none</span></div>;
   const text = JSON.stringify(value, null, 2);
@@ -271,15 +310,14 @@ function JsonView({ value, label }: { value: unknown; label: string }) {
   return (
     <div class="json-view" data-label={label}>
       <h4>
-        {label} <span class="muted">({formatBytes(text.length)})</span>
+        {label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}
         {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}
       </h4>
-      <pre>{large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${formatBytes(text.length - PREVIEW_CHARS)} more` : text}</pre>
+      <pre>{large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text}</pre>
     </div>
   );
 }
 
-const formatBytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(2)} MiB`);
 
 /** One message; a long one stays collapsed until opened. */
 function MessageView({ message }: { message: ConversationMessage }) {
@@ -289,7 +327,7 @@ function MessageView({ message }: { message: ConversationMessage }) {
     <li class={`message ${message.role}`}>
       <strong>{message.role}</strong>{' '}
       <span class="message-text">{long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text}</span>
-      {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${formatBytes(message.text.length)}`}</button>}
+      {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${message.text.length.toLocaleString('en')} characters`}</button>}
       {message.toolCalls.map((call) => (
         <div class="message-tool-call" key={call.id}>
           → {call.name}({JSON.stringify(call.args)}) <code>{call.id}</code>
@@ -323,9 +361,61 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
   );
 }
 
+const time = (value: string | null | undefined) => (value ? new Date(value).toLocaleString(undefined, { hour12: false, fractionalSecondDigits: 3 } as Intl.DateTimeFormatOptions) : '—');
+
+/** The row's facts a debugger quotes: times, ids, sequence, lease epoch, duration, tokens. */
+function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
+  const run = row.run ?? orderedRuns.value.find((candidate) => candidate.id === row.audit?.runId);
+  const facts: [string, string | null | undefined][] = row.audit
+    ? [
+        ['started (runtime clock)', time(row.audit.startedAt)],
+        ['finished (runtime clock)', time(row.audit.finishedAt)],
+        ['duration', formatDuration(row.durationMs)],
+        ['audit id', row.audit.id],
+        ['tool call id', row.audit.toolCallId],
+        ['operation id', row.audit.operationId],
+        ['sequence', `${row.audit.sequence}${row.audit.finishedSequence ? ` → ${row.audit.finishedSequence}` : ''}`],
+        ['run', run ? runLabel(orderedRuns.value, run.id) : row.audit.runId],
+        ['lease epoch', run ? String(run.leaseEpoch) : null],
+        ['tokens', row.tokens && formatTokens(row.tokens)],
+        ['sizes', row.sizes],
+      ]
+    : [
+        ['created', time(row.run?.createdAt)],
+        ['started (claimed)', time(row.run?.startedAt)],
+        ['finished', time(row.run?.finishedAt)],
+        ['duration', formatDuration(row.durationMs)],
+        ['run id', row.run?.id],
+        ['lease epoch', row.run ? String(row.run.leaseEpoch) : null],
+        ['lease owner', row.run?.leaseOwner],
+        ['entries', row.run?.auditSummary ? `${row.run.auditSummary.audits} (${row.run.auditSummary.modelCalls} model calls, ${row.run.auditSummary.toolCalls} tools)` : null],
+        ['failures', row.failures],
+        ['tokens', row.tokens && formatTokens(row.tokens)],
+      ];
+  const copied = useSignal(false);
+  const copy = () =>
+    void navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run, null, 2)).then(() => {
+      copied.value = true;
+      setTimeout(() => (copied.value = false), 1500);
+    });
+  return (
+    <>
+      <dl class="facts" data-testid="facts">
+        {facts.filter(([, value]) => value).map(([name, value]) => (
+          <div key={name}><dt>{name}</dt><dd>{value}</dd></div>
+        ))}
+      </dl>
+      <p class="details-actions">
+        <button onClick={copy} data-testid="copy-json">{copied.value ? 'Copied' : 'Copy as JSON'}</button>{' '}
+        <a href={threadId.value ? linkTo(threadId.value, row.key) : '#'} data-testid="row-link">Link to this row</a>
+      </p>
+    </>
+  );
+}
+
 function Details() {
   const row = rows.value.find((candidate) => candidate.key === selectedKey.value);
-  if (!row) return <aside class="details muted">Select a row to see its details.</aside>;
+  if (!row) return <aside class="details muted">Select a row to see its details. Keys: ↑ ↓ move, n / p next / previous failure.</aside>;
   const loaded = row.audit && auditDetails.value.get(row.key);
   const audit = loaded && loaded.summary === row.audit ? loaded.detail : undefined;
   if (row.audit && !audit) {
@@ -341,13 +431,14 @@ function Details() {
       <h3>
         {row.label} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
+      <Facts row={row} audit={audit} />
       {row.awaitingVerdict && <p class="awaiting">This tool reported an error; the run's terminal verdict will decide its final status.</p>}
       {row.run && <JsonView label="error" value={row.run.error} />}
       {audit?.__typename === 'ToolAudit' && (
         <>
           <DeclaredVsEffective declared={audit.toolCall?.declaredInput} effective={audit.effectiveInput} />
-          <JsonView label="output" value={audit.output} />
-          <JsonView label="error" value={audit.error} />
+          <JsonView label="output" value={audit.output} bytes={audit.outputBytes} />
+          <JsonView label="error" value={audit.error} bytes={audit.errorBytes} />
         </>
       )}
       {audit?.__typename === 'ModelAudit' && (
@@ -358,9 +449,9 @@ function Details() {
             return messages && <Conversation messages={messages} />;
           })()}
           <JsonView label="usage" value={audit.usage} />
-          <JsonView label="input" value={audit.input} />
-          <JsonView label="output" value={audit.output} />
-          <JsonView label="error" value={audit.error} />
+          <JsonView label="input" value={audit.input} bytes={audit.inputBytes} />
+          <JsonView label="output" value={audit.output} bytes={audit.outputBytes} />
+          <JsonView label="error" value={audit.error} bytes={audit.errorBytes} />
         </>
       )}
     </aside>
@@ -450,7 +541,7 @@ function Rows() {
   const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
   const last = Math.min(all.length, Math.ceil((scrollTop.value + height.value) / ROW_HEIGHT) + OVERSCAN);
   const page = Math.max(1, Math.floor(height.value / ROW_HEIGHT) - 1);
-  const keys: Record<string, number> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: -Infinity, End: Infinity, j: 1, k: -1 };
+  const keys: Record<string, number | 'first' | 'last'> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 };
   return (
     <div
       class="rows"
@@ -463,7 +554,7 @@ function Rows() {
         const delta = keys[e.key];
         if (delta === undefined) return;
         e.preventDefault();
-        moveSelection(Number.isFinite(delta) ? delta : delta > 0 ? all.length : -all.length);
+        moveSelection(delta);
       }}
     >
       <Ruler axis={timeline.value.axis} />
@@ -472,16 +563,46 @@ function Rows() {
           <TimelineRow key={row.key} row={row} top={(first + offset) * ROW_HEIGHT} />
         ))}
       </div>
-      {all.length === 0 && <p class="muted">No runs in this thread yet.</p>}
+      {all.length === 0 && <p class="muted">{errorsOnly.value ? 'Nothing failed in this thread.' : 'No runs in this thread yet.'}</p>}
     </div>
   );
 }
 
-/** The thread's token usage: the sum over its runs (of the entries loaded). */
+/** The thread's token usage: the sum over its runs (each run's from the server until its entries are loaded). */
 function ThreadTokens() {
-  const total = addTokens(rows.value.filter((row) => row.kind === 'run').map((row) => row.tokens));
+  const total = addTokens(allRows.value.filter((row) => row.kind === 'run').map((row) => row.tokens));
   return total ? <span data-testid="thread-tokens"> · {formatTokens(total)} in this thread</span> : null;
 }
+
+/** The errors-only filter, the count of what failed, and the keys that go from one failure to the next. */
+function FailureBar() {
+  const failing = allRows.value.filter((row) => row.failed).length;
+  const summary = threadInfo.value?.auditSummary;
+  const text = summary && failuresText(summary);
+  return (
+    <div class="failure-bar">
+      <button aria-pressed={errorsOnly.value} data-testid="errors-only" onClick={() => (errorsOnly.value = !errorsOnly.value)}>
+        Errors only
+      </button>
+      <span class={failing ? 'failures' : 'muted'} data-testid="thread-failures">
+        {text ? `In this thread: ${text}` : 'Nothing failed in this thread'}
+      </span>
+      <span class="muted keys-help">
+        Keys: <kbd>n</kbd> / <kbd>p</kbd> next / previous failure · <kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
+      </span>
+    </div>
+  );
+}
+
+// n and p anywhere on an open thread's timeline (not while typing): the next and previous failure.
+addEventListener('keydown', (event) => {
+  if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
+  const target = event.target as HTMLElement | null;
+  if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+  if (event.key !== 'n' && event.key !== 'p') return;
+  event.preventDefault();
+  moveToFailure(event.key === 'n' ? 1 : -1);
+});
 
 /**
  * Every declared tool call, run or not, newest first, with the cases a debugger hunts for: the
@@ -588,8 +709,11 @@ function Timeline() {
         <Ledger acrossThreads={false} />
       ) : (
         <>
-          <Rows />
-          <Details />
+          <FailureBar />
+          <div class="split">
+            <Rows />
+            <Details />
+          </div>
         </>
       )}
     </section>

@@ -1,7 +1,7 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
-import { followThread, readAuditPage } from './live.js';
+import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
@@ -18,7 +18,7 @@ export const threadsHaveMore = signal(false);
 export const pageError = signal<string | null>(null);
 
 export const threadId = signal<string | null>(null);
-export const threadInfo = signal<{ title: string | null; ownerId: string } | null>(null);
+export const threadInfo = signal<ThreadInfo | null>(null);
 export const runs = signal<Map<string, RunView>>(new Map());
 export const audits = signal<Map<string, AuditView>>(new Map());
 /** The thread holds audits older than those loaded; `olderBefore` is the audit to page back from. */
@@ -63,7 +63,13 @@ export const now = signal(Date.now());
 /** The thread's runs in creation order: "run 3" is the third. */
 export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
 export const timeline = computed(() => layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value));
-export const rows = computed(() => timeline.value.rows);
+/** Show only what ended badly: failing rows, and the runs that hold them. */
+export const errorsOnly = signal(false);
+/** Every row of the timeline, filtered or not (thread totals, the failure count). */
+export const allRows = computed(() => timeline.value.rows);
+export const rows = computed(() => (errorsOnly.value ? allRows.value.filter((row) => row.failed || (row.kind === 'run' && row.failures !== null)) : allRows.value));
+/** Threads whose title holds this text (the thread list's filter, over the threads listed). */
+export const threadFilter = signal('');
 const anythingRunning = computed(
   () => rows.value.some((row) => row.running) || Boolean(ledgerPage.value?.entries.some((entry) => entry.cases.includes('RUNNING'))),
 );
@@ -202,7 +208,7 @@ export function openHit(hit: SearchHit) {
 effect(() => {
   const wanted = pendingReveal.value;
   if (!wanted || !snapshotLoaded.value) return;
-  if (audits.value.has(wanted)) {
+  if (audits.value.has(wanted) || runs.value.has(wanted)) {
     selectedKey.value = wanted;
     pendingReveal.value = null;
   } else if (truncated.value) {
@@ -230,12 +236,55 @@ export async function loadOlder() {
   }
 }
 
+/**
+ * Selects the next (`delta` 1) or previous (-1) row that failed, from the selected row; with none
+ * selected, the first or the last. A run whose failures are not loaded loads its entries.
+ */
+export function moveToFailure(delta: 1 | -1) {
+  const list = rows.value;
+  const index = list.findIndex((row) => row.key === selectedKey.value);
+  const order = delta > 0 ? list.slice(index + 1) : list.slice(0, index < 0 ? list.length : index).reverse();
+  const next = order.find((row) => row.failed);
+  if (!next) return;
+  selectedKey.value = next.key;
+  if (next.kind === 'run' && next.unloaded > 0) void loadRun(next.key);
+}
+
+/** Runs whose own entries are being read (loadRun). */
+export const loadingRuns = signal<ReadonlySet<string>>(new Set());
+
+/** Reads all of one run's entries (pages of 500, newest first), for a run whose entries are not all loaded. */
+export async function loadRun(runId: string) {
+  const thread = threadId.value;
+  if (!thread || !token.value || loadingRuns.value.has(runId)) return;
+  loadingRuns.value = new Set([...loadingRuns.value, runId]);
+  try {
+    let before: string | null = null;
+    do {
+      const page = await readAuditPage(token.value, thread, before, runId);
+      if (threadId.value !== thread) return;
+      audits.value = page.items.reduce(mergeAudit, audits.value);
+      before = page.truncated ? (page.items[0]?.id ?? null) : null;
+    } while (before);
+  } catch (error) {
+    pageError.value = error instanceof Error ? error.message : String(error);
+  } finally {
+    const left = new Set(loadingRuns.value);
+    left.delete(runId);
+    loadingRuns.value = left;
+  }
+}
+
 /** Moves the selection `delta` rows (of those in view), from the selected row or the first. */
-export function moveSelection(delta: number) {
+export function moveSelection(delta: number | 'first' | 'last') {
   const list = rows.value.filter((row) => row.inView);
   if (!list.length) return;
   const index = list.findIndex((row) => row.key === selectedKey.value);
-  const next = index < 0 ? (delta > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, index + delta));
+  const next =
+    delta === 'first' ? 0
+    : delta === 'last' ? list.length - 1
+    : index < 0 ? (delta > 0 ? 0 : list.length - 1)
+    : Math.min(list.length - 1, Math.max(0, index + delta));
   selectedKey.value = list[next]!.key;
 }
 
@@ -279,11 +328,12 @@ export async function loadThreads(fromStart: boolean) {
   }
 }
 
-export function openThread(id: string) {
+export function openThread(id: string, audit: string | null = null) {
   closeThread();
   threadId.value = id;
   home.value = 'threads';
-  if (location.hash !== `#thread=${id}`) history.pushState(null, '', `#thread=${id}`);
+  pendingReveal.value = audit;
+  if (location.hash !== linkTo(id, audit)) history.pushState(null, '', linkTo(id, audit));
   stopFollowing = followThread(liveClient(), token.value!, id, {
     thread: (info) => (threadInfo.value = info),
     runs: (list) => {
@@ -332,13 +382,30 @@ export function closeThread() {
   if (location.hash) history.pushState(null, '', location.pathname);
 }
 
-/** Opens the thread named in the URL (a thread id is not a secret; the token never goes there). */
+/** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id). */
+export const linkTo = (thread: string, row: string | null) => `#thread=${thread}${row ? `&audit=${row}` : ''}`;
+
+/**
+ * Opens the thread and the row named in the URL (ids are not secrets; the token never goes
+ * there): the thread scrolled to that row with it open, once loaded.
+ */
 function followLocation() {
-  const wanted = /^#thread=([0-9a-f-]{36})$/i.exec(location.hash)?.[1] ?? null;
-  if (wanted === threadId.value) return;
-  if (wanted) openThread(wanted);
+  const [, wanted = null, row = null] = /^#thread=([0-9a-f-]{36})(?:&audit=([0-9a-f-]{36}))?$/i.exec(location.hash) ?? [];
+  if (wanted && wanted === threadId.value) {
+    if (row && row !== selectedKey.value) pendingReveal.value = row;
+    return;
+  }
+  if (wanted) openThread(wanted, row);
   else closeThread();
 }
+
+// The address follows the selected row, so it can be copied and shared (replaced, not pushed: Back leaves the thread).
+effect(() => {
+  const thread = threadId.value;
+  const key = selectedKey.value;
+  if (!thread || pendingReveal.value || !location.hash.startsWith(`#thread=${thread}`)) return;
+  if (location.hash !== linkTo(thread, key)) history.replaceState(null, '', linkTo(thread, key));
+});
 
 export function restore() {
   addEventListener('hashchange', () => token.value && followLocation());

@@ -12,5 +12,6 @@ import './subscriptions.js';
 import './deletion.js';
 import './audit-search.js';
 import './tool-call-ledger.js';
+import './audit-summary.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());
