@@ -104,7 +104,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     const worker = new AuditClient({ url: server.url, token: who.worker });
     const { id: threadId } = await owner.createThread({ title: 'twelve runs, one failing tool' });
     await owner.createThread({ title: 'another thread' });
-    const runs = [];
+    const runs: Awaited<ReturnType<typeof writeRun>>[] = [];
     for (let i = 1; i <= 12; i++) runs.push(await writeRun(owner, worker, threadId, i === 7 ? { models: 3, fail: 2, abandon: 3 } : { models: 3 }));
     const failing = runs[6]!;
 
@@ -168,6 +168,58 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
       expect(rowsBox.y + rowsBox.height).toBeLessThanOrEqual(viewport.height);
       await linked.close();
     }
+  }, 300_000);
+
+  it('searches as a debugger narrows: tools and errors first, the name filter, the run and a snippet on each hit, the next page; and reads in the dark', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'search me' });
+    const failing = await writeRun(owner, worker, threadId, { models: 1, fail: 1 });
+    // Four later model calls whose history merely carries the text.
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    for (let i = 1; i <= 4; i++) {
+      const input = { messages: [{ role: 'tool', content: 'permission denied', tool_call_id: 'c1' }] };
+      await worker.recordModelStarted({ lease, operationId: `h${i}`, sequence: 2 * i - 1, model: 'historian', input });
+      await worker.recordModelFinished({ lease, operationId: `h${i}`, status: 'COMPLETED', sequence: 2 * i });
+    }
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    await writeRun(owner, worker, threadId, { models: 26, model: 'many-calls' });
+
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    const hits = page.locator('[data-testid=search-results] li');
+    await page.fill('input[name=q]', 'permission denied');
+    await page.press('input[name=q]', 'Enter');
+    await expect.poll(() => hits.count()).toBe(5);
+    // The tool that produced the error first, though oldest; its run and the error around the match.
+    expect(await hits.first().getAttribute('data-audit-id')).toBe(failing.ids.c1);
+    expect(await hits.first().locator('.hit-run').textContent()).toBe(`run 1 · ${failing.runId.replace(/-/g, '').slice(-6)}`);
+    expect(await hits.first().locator('.snippet').textContent()).toContain('permission denied');
+    // The name filter: only that tool.
+    await page.fill('input[name=name]', 'pay');
+    await page.press('input[name=q]', 'Enter');
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).toEqual([failing.ids.c1]);
+    // The next page: the 57 COMPLETED audits (1 + 4 + 26 model calls, 26 tools), 50 a page.
+    await page.fill('input[name=q]', '');
+    await page.fill('input[name=name]', '');
+    await page.selectOption('select[aria-label=Status]', 'COMPLETED');
+    await expect.poll(() => hits.count()).toBe(50);
+    await page.click('[data-testid=search-more]');
+    await expect.poll(() => hits.count()).toBe(57);
+    await expect.poll(() => page.locator('[data-testid=search-results]').textContent()).toContain('57 matching audits');
+    expect(await page.locator('[data-testid=search-more]').count()).toBe(0);
+
+    // Dark: the colours change, and stay readable (axe-core's contrast rule among the rest).
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await row(page, failing.ids.c1!).click();
+    await page.waitForSelector('[data-testid=facts]');
+    expect(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)).toBe('rgb(17, 20, 24)');
+    await saveScreenshot(page, 'timeline-dark.png');
+    expect(await violations(page, 'dark timeline with search results')).toEqual([]);
+    await page.close();
   }, 300_000);
 
   it('says which runs are not loaded, loads a run on demand, and takes its counts and tokens from the server', async () => {

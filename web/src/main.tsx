@@ -54,12 +54,14 @@ import {
   loadingRuns,
   moveToFailure,
   threadFilter,
+  searchName,
   type AuditDetail,
+  type SearchHit,
 } from './store.js';
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, failuresText, formatBytes, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -122,6 +124,15 @@ function SearchBox() {
         value={searchText.value}
         onInput={(e) => (searchText.value = e.currentTarget.value)}
       />
+      <input
+        type="text"
+        name="name"
+        class="search-name"
+        aria-label="Tool or model name (exact)"
+        placeholder="tool or model name"
+        value={searchName.value}
+        onInput={(e) => (searchName.value = e.currentTarget.value)}
+      />
       <select aria-label="Status" value={searchStatus.value} onChange={(e) => ((searchStatus.value = e.currentTarget.value as AuditStatus | ''), void runSearch())}>
         <option value="">any status</option>
         {AUDIT_STATUSES.map((status) => (
@@ -148,25 +159,42 @@ function SearchResults() {
       {results.error && <p class="banner error">{results.error}</p>}
       {!results.error && (
         <p class="muted">
-          {results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audits, newest first`}
+          {results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audits: tools and errors first, then model calls, each newest first`}
         </p>
       )}
       <ul>
-        {results.hits.map((hit) => (
+        {rankHits(results.hits).map((hit) => (
           <li key={hit.audit.id} data-audit-id={hit.audit.id}>
-            <a href={`#thread=${hit.threadId}`} onClick={(e) => (e.preventDefault(), openHit(hit))}>
+            <a href={linkTo(hit.threadId, hit.audit.id)} onClick={(e) => (e.preventDefault(), openHit(hit))}>
               {hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`}
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
             <span class="muted">
-              {' '}in {hit.threadTitle || hit.threadId}
+              {' '}in {hit.threadTitle || hit.threadId} · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
               {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
             </span>
+            {hit.audit.error != null && <div class="snippet" title={JSON.stringify(hit.audit.error)}>{snippetOf(JSON.stringify(hit.audit.error), results.text)}</div>}
           </li>
         ))}
       </ul>
+      {results.hasMore && <button data-testid="search-more" onClick={() => void runSearch(true)}>Next results</button>}
     </section>
   );
+}
+
+/**
+ * Tools and errors before model calls that merely carry the text (a model call's input holds the
+ * whole history, so it matches whatever its conversation mentions); newest first within each.
+ */
+const rankHits = (hits: SearchHit[]) =>
+  [...hits].sort((a, b) => rankOf(a) - rankOf(b));
+const rankOf = (hit: SearchHit) => (hit.audit.__typename === 'ToolAudit' || hit.audit.error != null ? 0 : 1);
+
+/** Up to 60 characters around the first match of `text` (any case), else the start. */
+function snippetOf(value: string, text: string): string {
+  const at = text ? value.toLowerCase().indexOf(text.toLowerCase()) : -1;
+  const from = Math.max(0, at < 0 ? 0 : at - 25);
+  return `${from > 0 ? '…' : ''}${value.slice(from, from + 60)}${from + 60 < value.length ? '…' : ''}`;
 }
 
 /** With no thread open: the threads, or the tool-call ledger across them. */
@@ -189,7 +217,7 @@ function ThreadList() {
     <section class="threads">
       <h2>Threads</h2>
       <input
-        type="search"
+        type="text"
         class="thread-filter"
         aria-label="Filter threads by title"
         placeholder="Filter by title"
@@ -261,7 +289,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
       <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
-        <span class="name">{row.label}</span>
+        <span class="name" title={row.label}>{row.label}</span>
         {row.kind === 'run' && (
           <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${row.label}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
             ⤢

@@ -68,8 +68,8 @@ export const RUN_CHANGED = graphql(`
   subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }`);
 
 export const SEARCH_AUDITS = graphql(`
-  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
-    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {
+  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {
       hasMore
       items { threadId threadTitle audit { ...PageAuditFields } }
     }

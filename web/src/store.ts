@@ -41,11 +41,13 @@ export type SearchHit = SearchAuditsQuery['searchAudits']['items'][number];
 /** An opened audit with its payloads (AUDIT_DETAIL). */
 export type AuditDetail = AuditQuery['audit'];
 export const searchText = signal('');
+/** Exactly this tool or model name ('' for any). */
+export const searchName = signal('');
 /** An audit status to search for, or '' for any. */
 export const searchStatus = signal<AuditStatus | ''>('');
 /** 'thread': within the open thread; 'all': every thread whose audits the caller may read. */
 export const searchScope = signal<'thread' | 'all'>('thread');
-export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string } | null>(null);
+export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string; text: string } | null>(null);
 
 /** Which view of the open thread shows: the timeline or the tool-call ledger. */
 export const view = signal<'timeline' | 'ledger'>('timeline');
@@ -167,26 +169,25 @@ export function openLedgerEntry(entry: LedgerEntry) {
   pendingReveal.value = rowToOpen(entry);
 }
 
-/** Runs the search the box and the filters describe; a text under three characters waits. */
-export async function runSearch() {
+/** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
+export async function runSearch(more = false) {
   const text = searchText.value.trim();
+  const name = searchName.value.trim() || null;
   const status = searchStatus.value || null;
   const scopedThread = searchScope.value === 'thread' ? threadId.value : null;
-  const forQuery = JSON.stringify([text, status, scopedThread]);
-  if (!token.value || (!text && !status)) return void (searchResults.value = null);
+  const forQuery = JSON.stringify([text, name, status, scopedThread]);
+  if (!token.value || (!text && !status && !name)) return void (searchResults.value = null);
   if (text && text.length < 3) {
-    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery };
+    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery, text };
     return;
   }
+  const shown = searchResults.value?.forQuery === forQuery ? searchResults.value.hits : [];
+  const after = more ? (shown[shown.length - 1]?.audit.id ?? null) : null;
   try {
-    const { searchAudits } = await gql(token.value, SEARCH_AUDITS, {
-      text: text || null,
-      status,
-      threadId: scopedThread,
-    });
-    searchResults.value = { hits: searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery };
+    const { searchAudits } = await gql(token.value, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, after });
+    searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text };
   } catch (error) {
-    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery };
+    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery, text };
   }
 }
 

@@ -128,6 +128,7 @@ export type RunChangedSubscription = { runChanged: { id: string, status: RunStat
 
 export type SearchAuditsQueryVariables = Exact<{
   text?: string | null | undefined;
+  name?: string | null | undefined;
   status?: AuditStatus | null | undefined;
   threadId?: string | number | null | undefined;
   after?: string | number | null | undefined;
@@ -560,9 +561,10 @@ fragment PageAuditSummary on AuditSummary {
   outputTokens
 }`) as unknown as TypedDocumentString<RunChangedSubscription, RunChangedSubscriptionVariables>;
 export const SearchAuditsDocument = new TypedDocumentString(`
-    query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {
   searchAudits(
     text: $text
+    name: $name
     status: $status
     threadId: $threadId
     first: 50
