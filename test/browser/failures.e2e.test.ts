@@ -222,6 +222,32 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await page.close();
   }, 300_000);
 
+  it("says a deleted thread is gone, stops following it, and shows no timeline for it after a reload", async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'to be deleted' });
+    const { runId } = await writeRun(owner, worker, threadId, { models: 1 });
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    await expect.poll(() => row(page, runId).count()).toBe(1);
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${who.owner}` },
+      body: JSON.stringify({ query: 'mutation($id: ID!) { deleteThread(id: $id) { threadId } }', variables: { id: threadId } }),
+    });
+    expect((await response.json()).errors).toBeUndefined();
+    await page.waitForSelector('[data-testid=thread-gone]');
+    expect(await page.locator('[data-testid=connection]').count()).toBe(0);
+    expect(await page.locator('[data-testid=rows]').count()).toBe(0);
+    await page.reload();
+    await page.waitForSelector('[data-testid=thread-gone]');
+    expect(await page.locator('[data-testid=rows]').count()).toBe(0);
+    expect(await page.locator('.banner.error').count()).toBe(1);
+    await page.close();
+  }, 120_000);
+
   it('says which runs are not loaded, loads a run on demand, and takes its counts and tokens from the server', async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });

@@ -54,6 +54,7 @@ import {
   loadingRuns,
   moveToFailure,
   threadFilter,
+  threadGone,
   searchName,
   type AuditDetail,
   type SearchHit,
@@ -91,7 +92,7 @@ function Header() {
       <span class="who">
         {claims.value ? `${claims.value.sub} (${claims.value.role})` : 'unknown token'}
       </span>
-      {threadId.value && (
+      {threadId.value && !threadGone.value && (
         <span class={`connection ${connection.value}`} data-testid="connection">
           {connection.value === 'live' ? 'live' : connection.value === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
         </span>
@@ -703,6 +704,16 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
 }
 
 function Timeline() {
+  if (threadGone.value) {
+    return (
+      <section class="timeline gone">
+        <p class="banner error" role="alert" data-testid="thread-gone">
+          This thread does not exist or was deleted: there is nothing more to show or follow.{' '}
+          <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>
+        </p>
+      </section>
+    );
+  }
   return (
     <section class="timeline">
       <p>

@@ -30,6 +30,8 @@ export const zoom = signal<TimeWindow | null>(null);
 /** Opened rows' audits with their payloads, each with the summary it was read for (a newer summary means re-read). */
 export const auditDetails = signal<Map<string, { summary: AuditView; detail: AuditDetail }>>(new Map());
 export const auditsHidden = signal<string | null>(null);
+/** The open thread is gone (deleted while open, or not found): its streams have stopped. */
+export const threadGone = signal(false);
 export const selectedKey = signal<string | null>(null);
 
 /** The open thread's first audit page has arrived (or its audits are hidden). */
@@ -361,6 +363,10 @@ export function openThread(id: string, audit: string | null = null) {
       snapshotLoaded.value = true;
     },
     failed: (message) => (pageError.value = message),
+    gone: () => {
+      threadGone.value = true;
+      stopFollowing = null;
+    },
   });
 }
 
@@ -379,6 +385,7 @@ export function closeThread() {
   zoom.value = null;
   auditDetails.value = new Map();
   auditsHidden.value = null;
+  threadGone.value = false;
   selectedKey.value = null;
   if (location.hash) history.pushState(null, '', location.pathname);
 }
