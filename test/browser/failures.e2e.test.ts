@@ -118,8 +118,10 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await expect.poll(() => page.locator('.threads li').count()).toBe(1);
 
     await openThread(page, `#thread=${threadId}`);
-    await expect.poll(() => row(page, runs[0]!.runId).count()).toBe(1);
-    expect(await row(page, runs[0]!.runId).locator('[data-testid=run-failures]').count()).toBe(0);
+    // It opens at its newest activity: the last run, with nothing failed under it.
+    const newest = runs[11]!;
+    await expect.poll(() => row(page, newest.ids.c3!).isVisible()).toBe(true);
+    expect(await row(page, newest.runId).locator('[data-testid=run-failures]').count()).toBe(0);
 
     // One key: the failing call (in run 7, out of sight), selected and scrolled to, its error's
     // first line on the row, its facts beside the rows.
@@ -214,7 +216,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
 
     // Dark: the colours change, and stay readable (axe-core's contrast rule among the rest).
     await page.emulateMedia({ colorScheme: 'dark' });
-    await row(page, failing.ids.c1!).click();
+    await page.locator('[data-testid=thread-failures]').click();
+    await page.keyboard.press('n');
     await page.waitForSelector('[data-testid=facts]');
     expect(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)).toBe('rgb(17, 20, 24)');
     await saveScreenshot(page, 'timeline-dark.png');
@@ -256,17 +259,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     // (10 + 245) model calls and their tools, 510 entries: the newest 500 leave the first run's 10
     // oldest out, its failing tool among them.
     const first = await writeRun(owner, worker, threadId, { models: 10, fail: 1 });
-    await writeRun(owner, worker, threadId, { models: 245 });
+    const second = await writeRun(owner, worker, threadId, { models: 245 });
 
     const page = await newPage({ width: 1280, height: 720 });
     await signIn(page, who.owner);
     await openThread(page, `#thread=${threadId}`);
+    // It opens at its newest activity.
+    await expect.poll(() => row(page, second.ids.c245!).isVisible()).toBe(true);
+    // A reader scrolled up gets a cue for new rows, not a jump; the cue takes them to the tail.
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    const third = await writeRun(owner, worker, threadId, { models: 1 });
+    await expect.poll(() => page.locator('[data-testid=new-activity]').textContent()).toMatch(/new rows? below/);
+    expect(await row(page, first.runId).isVisible()).toBe(true);
+    await page.click('[data-testid=new-activity]');
+    await expect.poll(() => row(page, third.ids.c1!).isVisible()).toBe(true);
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
     const run = row(page, first.runId);
     await expect.poll(() => run.locator('[data-testid=load-run]').textContent()).toBe('10 entries not loaded · load');
     // The run's failures and tokens are the server's: all 10 model calls, the failing tool though not loaded.
     expect(await run.locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed');
     expect(await run.locator('.tokens').textContent()).toBe('1,000 → 100 tokens');
-    await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 25,500 → 2,550 tokens in this thread');
+    await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 25,600 → 2,560 tokens in this thread');
     // The failure key stops at the run and loads it; the next press reaches the failing call.
     await page.keyboard.press('n');
     await expect.poll(() => selectedKey(page)).toBe(first.runId);

@@ -567,6 +567,23 @@ function Rows() {
     if (top < element.scrollTop) element.scrollTop = top;
     else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + 2 * ROW_HEIGHT - element.clientHeight;
   }, [selectedIndex]);
+  // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
+  // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump.
+  const seen = useRef(0);
+  const newBelow = useSignal(0);
+  useEffect(() => {
+    const element = scroller.current;
+    const added = all.length - seen.current;
+    seen.current = all.length;
+    if (!element || added <= 0) return;
+    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
+    if (wasAtBottom && selectedIndex < 0) element.scrollTop = element.scrollHeight;
+    else if (!wasAtBottom) newBelow.value += added;
+  }, [all.length]);
+  const toBottom = () => {
+    newBelow.value = 0;
+    if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
+  };
   const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
   const last = Math.min(all.length, Math.ceil((scrollTop.value + height.value) / ROW_HEIGHT) + OVERSCAN);
   const page = Math.max(1, Math.floor(height.value / ROW_HEIGHT) - 1);
@@ -578,7 +595,11 @@ function Rows() {
       tabIndex={0}
       aria-label="Timeline rows: arrow keys move the selection"
       data-testid="rows"
-      onScroll={(e) => (scrollTop.value = e.currentTarget.scrollTop)}
+      onScroll={(e) => {
+        const element = e.currentTarget;
+        scrollTop.value = element.scrollTop;
+        if (element.scrollTop + element.clientHeight >= element.scrollHeight - ROW_HEIGHT) newBelow.value = 0;
+      }}
       onKeyDown={(e) => {
         const delta = keys[e.key];
         if (delta === undefined) return;
@@ -592,6 +613,11 @@ function Rows() {
           <TimelineRow key={row.key} row={row} top={(first + offset) * ROW_HEIGHT} />
         ))}
       </div>
+      {newBelow.value > 0 && (
+        <button class="new-activity" data-testid="new-activity" onClick={toBottom}>
+          ↓ {newBelow.value} new {newBelow.value === 1 ? 'row' : 'rows'} below
+        </button>
+      )}
       {all.length === 0 && <p class="muted">{errorsOnly.value ? 'Nothing failed in this thread.' : 'No runs in this thread yet.'}</p>}
     </div>
   );
