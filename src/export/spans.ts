@@ -4,6 +4,7 @@ import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import type { Message, Run, ToolCall } from '../generated/prisma/client.js';
 import { isRunEnded } from '../domain/runs.js';
+import { answerTextOf, tokensOf } from '../shared/llm-payloads.js';
 import type { ExportBatch } from './queue.js';
 
 /*
@@ -44,11 +45,6 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 const stringField = (value: unknown, ...names: string[]) => {
   if (!isObject(value)) return undefined;
   for (const name of names) if (typeof value[name] === 'string' && value[name] !== '') return value[name];
-  return undefined;
-};
-const numberField = (value: unknown, ...names: string[]) => {
-  if (!isObject(value)) return undefined;
-  for (const name of names) if (typeof value[name] === 'number' && Number.isFinite(value[name])) return value[name];
   return undefined;
 };
 
@@ -131,20 +127,16 @@ export function runSpan(resource: Resource, run: Run): ReadableSpan {
   });
 }
 
-/** Usage tokens under the conventions' names, from the usual shapes of a provider's usage object. */
+/** Usage tokens under the conventions' names, read by the one usage reader the page uses too. */
 function usageAttributes(usage: unknown): Attributes {
-  const input = numberField(usage, 'input_tokens', 'inputTokens', 'prompt_tokens', 'promptTokens');
-  const output = numberField(usage, 'output_tokens', 'outputTokens', 'completion_tokens', 'completionTokens');
-  return {
-    ...(input !== undefined ? { 'gen_ai.usage.input_tokens': input } : {}),
-    ...(output !== undefined ? { 'gen_ai.usage.output_tokens': output } : {}),
-  };
+  const tokens = tokensOf(usage);
+  return tokens ? { 'gen_ai.usage.input_tokens': tokens.input, 'gen_ai.usage.output_tokens': tokens.output } : {};
 }
 
 /** A model audit: `chat {model}`, its declared tool calls as `tool_call` parts of gen_ai.output.messages. */
 export function modelSpan(resource: Resource, audit: Message, declared: ToolCall[]): ReadableSpan {
   const end = audit.finishedAt ?? audit.changedAt ?? audit.createdAt;
-  const text = typeof audit.output === 'string' ? audit.output : stringField(audit.output, 'content', 'text');
+  const text = answerTextOf(audit.output);
   const finishReason = declared.length > 0 ? 'tool_call' : audit.status === 'FAILED' ? 'error' : 'stop';
   const outputMessages = [
     {

@@ -3,6 +3,16 @@ import type { Sql } from '../db/sql.js';
 import { auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns } from '../domain/audit-reads.js';
 import type { ToolCall } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
+import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts } from '../domain/audit-summaries.js';
+import type { Tokens } from '../shared/llm-payloads.js';
+
+/** A loader of one value per key from a map read for the whole batch; a key the map lacks is null. */
+function valuesBy<Value>(read: (keys: readonly string[]) => Promise<Map<string, Value>>) {
+  return new DataLoader<string, Value | null>(async (keys) => {
+    const found = await read(keys);
+    return keys.map((key) => found.get(key) ?? null);
+  });
+}
 
 /** A loader of one row per key, one statement per batch; a missing row is null. */
 function rowsBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) {
@@ -69,6 +79,12 @@ export function createLoaders({ db: read }: DomainDeps) {
     run: rowsBy((ids) => runsByIds(read, ids), idOf),
     ...toolCallLinks(read),
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
+    /** Audit counts per run and per thread (null: no audits), and token totals (null: no usage with counts). */
+    runAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfRuns(read, ids), (row) => row.key),
+    threadAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfThreads(read, ids), (row) => row.key),
+    runTokens: valuesBy<Tokens>((ids) => tokensOfRuns(read, ids)),
+    threadTokens: valuesBy<Tokens>((ids) => tokensOfThreads(read, ids)),
+    threadRunCounts: rowsBy((ids) => runCountsOfThreads(read, ids), (row) => row.threadId),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: new DataLoader<string, number>(async (threadIds) => {
       const counts = new Map((await chatMessageCounts(read, threadIds)).map((group) => [group.threadId, group.count]));

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
+import { actors, claim, createRun, createThread, must } from '../support/lifecycle.js';
 import { byKey, expectedSpans, hasAll, nanos, recordScenarios, type ExpectedSpan } from './scenarios.js';
 
 /*
@@ -76,5 +77,27 @@ describe.each(['http/protobuf', 'http/json'])(`OTLP export over %s (${backendNam
     expect(receiver.requests[0]!.path).toBe('/v1/traces');
     expect(receiver.requests[0]!.headers.authorization).toBe('Basic dGVzdDp0ZXN0');
     expect(receiver.requests[0]!.headers['x-langfuse-ingestion-version']).toBe('4');
+  });
+
+  // The AI SDK adapter (packages/client/src/ai-sdk) records content parts and AI SDK 5+'s nested
+  // usage; the export reads them with the page's reader (src/shared/llm-payloads.ts).
+  it('gives an AI SDK model call its gen_ai.usage.* and its answer text', { timeout: 60_000 }, async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner, 'export ai sdk');
+    const runId = await createRun(t, who.owner, threadId);
+    const session = await claim(t, who.worker, runId);
+    must(await session.modelStarted('m1', { model: 'mock-model', input: { messages: [{ role: 'user', content: [{ type: 'text', text: 'Refund order 7' }] }] } }));
+    must(
+      await session.modelFinished('m1', [], {
+        output: { content: [{ type: 'text', text: 'Refunded.' }], finishReason: 'stop' },
+        usage: { inputTokens: { total: 1200, noCache: 1000, cacheRead: 200 }, outputTokens: { total: 85, text: 80, reasoning: 5 } },
+      }),
+    );
+    must(await session.finish('COMPLETED'));
+    await receiver.waitFor((spans) => spans.some((span) => span.name === 'chat mock-model' && span.attributes['agent_audit.run.id'] === runId));
+    const model = receiver.spans.find((span) => span.name === 'chat mock-model' && span.attributes['agent_audit.run.id'] === runId)!;
+    expect(model.attributes['gen_ai.usage.input_tokens']).toBe(1200);
+    expect(model.attributes['gen_ai.usage.output_tokens']).toBe(85);
+    expect(JSON.parse(model.attributes['gen_ai.output.messages'] as string)[0].parts).toEqual([{ type: 'text', content: 'Refunded.' }]);
   });
 });

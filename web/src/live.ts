@@ -5,12 +5,12 @@
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
 import { gql, GraphQLRequestError, subscribe } from './api.js';
-import type { ThreadAuditsQuery } from './generated/graphql/graphql.js';
+import type { ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN_CHANGED, THREAD_AUDITS, THREAD_CHANGES, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
 
 export interface ThreadSink {
-  thread(thread: { title: string | null; ownerId: string }): void;
+  thread(thread: ThreadInfo): void;
   runs(runs: RunView[]): void;
   run(run: RunView): void;
   audits(items: AuditView[], truncated: boolean): void;
@@ -18,25 +18,48 @@ export interface ThreadSink {
   /** Why this principal may not see the thread's audits (its runs are still shown). */
   auditsHidden(reason: string): void;
   failed(message: string): void;
+  /** The thread is gone (deleted, or never was): the streams have stopped. */
+  gone(): void;
 }
 
-type AuditPage = ThreadAuditsQuery['threadAudits'];
+/** A stream's or a read's errors that say the thread is gone: deleted while followed, or not found. */
+const isGone = (errors: unknown) =>
+  (Array.isArray(errors) ? errors : [errors]).some((error) => {
+    const extensions = (error as { extensions?: { code?: string; reason?: string } } | null)?.extensions;
+    return extensions?.reason === 'THREAD_DELETED' || extensions?.code === 'NOT_FOUND' || (error instanceof GraphQLRequestError && error.code === 'NOT_FOUND');
+  });
 
-/** One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it. */
-export async function readAuditPage(token: string, threadId: string, before: string | null): Promise<AuditPage> {
-  const { threadAudits } = await gql(token, THREAD_AUDITS, { threadId, before });
+type AuditPage = ThreadAuditsQuery['threadAudits'];
+/** The open thread's title, owner and totals (its runs come apart). */
+export type ThreadInfo = Omit<NonNullable<ThreadRunsQuery['thread']>, 'runs'>;
+
+/**
+ * One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it;
+ * with `runId`, of that run only.
+ */
+export async function readAuditPage(token: string, threadId: string, before: string | null, runId: string | null = null): Promise<AuditPage> {
+  const { threadAudits } = await gql(token, THREAD_AUDITS, { threadId, before, runId });
   return threadAudits;
 }
 
 export function followThread(client: Client, token: string, threadId: string, sink: ThreadSink): () => void {
   let stopped = false;
   const unsubscribers: (() => void)[] = [];
-  const fail = (error: unknown) => !stopped && sink.failed(error instanceof Error ? error.message : String(error));
+  const stop = () => {
+    stopped = true;
+    unsubscribers.forEach((unsubscribe) => unsubscribe());
+  };
+  const fail = (error: unknown) => {
+    if (stopped) return;
+    if (!isGone(error)) return sink.failed(error instanceof Error ? error.message : String(error));
+    stop();
+    sink.gone();
+  };
 
   const readRuns = async () => {
     const { thread } = await gql(token, THREAD_RUNS, { id: threadId });
     if (stopped) return;
-    if (!thread) throw new Error(`Thread ${threadId} not found.`);
+    if (!thread) throw new GraphQLRequestError(`Thread ${threadId} not found.`, 'NOT_FOUND');
     sink.thread(thread);
     sink.runs(thread.runs);
   };
@@ -55,7 +78,8 @@ export function followThread(client: Client, token: string, threadId: string, si
     const variables = { threadId, after };
     unsubscribers.push(
       subscribe(client, THREAD_CHANGES, variables, {
-        next: ({ data }) => {
+        next: ({ data, errors }) => {
+          if (errors?.length) return fail(errors);
           if (!data || stopped) return;
           const { cursor, run, audit } = data.threadChanges;
           if (run) sink.run(run);
@@ -71,7 +95,11 @@ export function followThread(client: Client, token: string, threadId: string, si
   const followRuns = () => {
     sink.auditsHidden('Audits (model calls and tool executions) are shown to superadmins on their own threads only.');
     unsubscribers.push(
-      subscribe(client, RUN_CHANGED, { threadId }, { next: ({ data }) => data && !stopped && sink.run(data.runChanged), error: () => {}, complete: () => {} }),
+      subscribe(client, RUN_CHANGED, { threadId }, {
+        next: ({ data, errors }) => (errors?.length ? fail(errors) : data && !stopped && sink.run(data.runChanged)),
+        error: (error) => isGone(error) && fail(error),
+        complete: () => {},
+      }),
       // Run changes committed while the connection was down are only in the database.
       client.on('connected', () => void readRuns().catch(fail)),
     );
@@ -92,8 +120,5 @@ export function followThread(client: Client, token: string, threadId: string, si
     }
   })();
 
-  return () => {
-    stopped = true;
-    unsubscribers.forEach((unsubscribe) => unsubscribe());
-  };
+  return stop;
 }

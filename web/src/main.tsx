@@ -47,11 +47,22 @@ import {
   threadsHaveMore,
   token,
   truncated,
+  allRows,
+  errorsOnly,
+  linkTo,
+  loadRun,
+  loadingRuns,
+  moveToFailure,
+  threadFilter,
+  threadGone,
+  searchName,
+  type AuditDetail,
+  type SearchHit,
 } from './store.js';
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
-import { conversationOf, type ConversationMessage } from './conversation.js';
+import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, formatDuration, runLabel, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, hash, isActivityHash } from './activity.js';
 
 function SignIn() {
@@ -82,7 +93,7 @@ function Header() {
       <span class="who">
         {claims.value ? `${claims.value.sub} (${claims.value.role})` : 'unknown token'}
       </span>
-      {threadId.value && (
+      {threadId.value && !threadGone.value && (
         <span class={`connection ${connection.value}`} data-testid="connection">
           {connection.value === 'live' ? 'live' : connection.value === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
         </span>
@@ -116,6 +127,15 @@ function SearchBox() {
         value={searchText.value}
         onInput={(e) => (searchText.value = e.currentTarget.value)}
       />
+      <input
+        type="text"
+        name="name"
+        class="search-name"
+        aria-label="Tool or model name (exact)"
+        placeholder="tool or model name"
+        value={searchName.value}
+        onInput={(e) => (searchName.value = e.currentTarget.value)}
+      />
       <select aria-label="Status" value={searchStatus.value} onChange={(e) => ((searchStatus.value = e.currentTarget.value as AuditStatus | ''), void runSearch())}>
         <option value="">any status</option>
         {AUDIT_STATUSES.map((status) => (
@@ -142,25 +162,42 @@ function SearchResults() {
       {results.error && <p class="banner error">{results.error}</p>}
       {!results.error && (
         <p class="muted">
-          {results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audits, newest first`}
+          {results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audits: tools and errors first, then model calls, each newest first`}
         </p>
       )}
       <ul>
-        {results.hits.map((hit) => (
+        {rankHits(results.hits).map((hit) => (
           <li key={hit.audit.id} data-audit-id={hit.audit.id}>
-            <a href={`#thread=${hit.threadId}`} onClick={(e) => (e.preventDefault(), openHit(hit))}>
+            <a href={linkTo(hit.threadId, hit.audit.id)} onClick={(e) => (e.preventDefault(), openHit(hit))}>
               {hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`}
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
             <span class="muted">
-              {' '}in {hit.threadTitle || hit.threadId}
+              {' '}in {hit.threadTitle || hit.threadId} · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
               {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
             </span>
+            {hit.audit.error != null && <div class="snippet" title={JSON.stringify(hit.audit.error)}>{snippetOf(JSON.stringify(hit.audit.error), results.text)}</div>}
           </li>
         ))}
       </ul>
+      {results.hasMore && <button data-testid="search-more" onClick={() => void runSearch(true)}>Next results</button>}
     </section>
   );
+}
+
+/**
+ * Tools and errors before model calls that merely carry the text (a model call's input holds the
+ * whole history, so it matches whatever its conversation mentions); newest first within each.
+ */
+const rankHits = (hits: SearchHit[]) =>
+  [...hits].sort((a, b) => rankOf(a) - rankOf(b));
+const rankOf = (hit: SearchHit) => (hit.audit.__typename === 'ToolAudit' || hit.audit.error != null ? 0 : 1);
+
+/** Up to 60 characters around the first match of `text` (any case), else the start. */
+function snippetOf(value: string, text: string): string {
+  const at = text ? value.toLowerCase().indexOf(text.toLowerCase()) : -1;
+  const from = Math.max(0, at < 0 ? 0 : at - 25);
+  return `${from > 0 ? '…' : ''}${value.slice(from, from + 60)}${from + 60 < value.length ? '…' : ''}`;
 }
 
 /** With no thread open: the threads, or the tool-call ledger across them. */
@@ -177,20 +214,39 @@ function Home() {
 }
 
 function ThreadList() {
+  const filter = threadFilter.value.trim().toLowerCase();
+  const shown = filter ? threads.value.filter((thread) => (thread.title ?? '').toLowerCase().includes(filter)) : threads.value;
   return (
     <section class="threads">
       <h2>Threads</h2>
+      <input
+        type="text"
+        class="thread-filter"
+        aria-label="Filter threads by title"
+        placeholder="Filter by title"
+        value={threadFilter.value}
+        onInput={(e) => (threadFilter.value = e.currentTarget.value)}
+      />
       {threads.value.length === 0 && <p class="muted">No threads you may read yet.</p>}
+      {threads.value.length > 0 && shown.length === 0 && <p class="muted">No thread listed here has that title.</p>}
       <ul>
-        {threads.value.map((thread) => (
-          <li key={thread.id}>
-            <a href={`#thread=${thread.id}`} data-thread-id={thread.id} onClick={(e) => (e.preventDefault(), openThread(thread.id))}>
-              {thread.title || thread.id}
-            </a>
-            <span class="muted"> {thread.ownerId} · {new Date(thread.createdAt).toLocaleString()}</span>
-            {thread.latestRun && <span class={`status ${thread.latestRun.status}`}>{thread.latestRun.status}</span>}
-          </li>
-        ))}
+        {shown.map((thread) => {
+          const failures = failuresText(thread.auditSummary);
+          return (
+            <li key={thread.id} data-thread-id={thread.id}>
+              <a href={`#thread=${thread.id}`} data-thread-id={thread.id} onClick={(e) => (e.preventDefault(), openThread(thread.id))}>
+                {thread.title || thread.id}
+              </a>
+              {thread.latestRun && <span class={`status ${thread.latestRun.status}`} title="the latest run's status">{thread.latestRun.status}</span>}
+              <span class="thread-stats" data-testid="thread-stats">
+                {' '}{thread.runCount} run{thread.runCount === 1 ? '' : 's'}
+                {thread.failedRunCount > 0 && <span class="failures"> · {thread.failedRunCount} failed</span>}
+                {failures && <span class="failures"> · {failures}</span>}
+              </span>
+              <span class="muted"> · {thread.ownerId} · latest activity {new Date(thread.lastActivityAt).toLocaleString()}</span>
+            </li>
+          );
+        })}
       </ul>
       {threadsHaveMore.value && <button onClick={() => loadThreads(false)}>More threads</button>}
     </section>
@@ -236,13 +292,24 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
       <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
-        <span class="name">{row.label}</span>
+        <span class="name" title={row.label}>{row.label}</span>
         {row.kind === 'run' && (
           <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${row.label}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
             ⤢
           </button>
         )}
         {row.kind === 'run' && <RunMeta row={row} />}
+        {row.unloaded > 0 && (
+          <button
+            class="load-run"
+            data-testid="load-run"
+            title={`${row.unloaded} entries of this run are not loaded`}
+            disabled={loadingRuns.value.has(row.key)}
+            onClick={(e) => (e.stopPropagation(), void loadRun(row.key))}
+          >
+            {loadingRuns.value.has(row.key) ? 'loading…' : `${row.unloaded} entries not loaded · load`}
+          </button>
+        )}
         {row.ranInRun && <span class="meta"> · ran in resumed {runLabel(orderedRuns.value, row.ranInRun)}</span>}
       </div>
       <div class="track">
@@ -250,8 +317,9 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
           <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
         )}
       </div>
-      <div class="info" title={[row.status, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
+      <div class="info" title={[row.status, row.failures, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
         <span class={`status ${row.status}`}>{row.status}</span>
+        {row.failures && <span class="failures" data-testid="run-failures">{row.failures}</span>}
         <span class="duration">{formatDuration(row.durationMs)}</span>
         {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
         {row.sizes && <span class="sizes" title="Payload sizes as JSON text: open the row to load them">{row.sizes}</span>}
@@ -265,7 +333,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
 const PREVIEW_CHARS = 2000;
 
 /** JSON stays collapsed above a size: a 1 MiB output costs nothing until it is opened. */
-function JsonView({ value, label }: { value: unknown; label: string }) {
+function JsonView({ value, label, bytes }: { value: unknown; label: string; bytes?: number | null }) {
   const open = useSignal(false);
   if (value === undefined || value === null) return <div class="json-view"><h4>{label}</h4><span class="muted">none</span></div>;
   const text = JSON.stringify(value, null, 2);
@@ -273,15 +341,14 @@ function JsonView({ value, label }: { value: unknown; label: string }) {
   return (
     <div class="json-view" data-label={label}>
       <h4>
-        {label} <span class="muted">({formatBytes(text.length)})</span>
+        {label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}
         {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}
       </h4>
-      <pre>{large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${formatBytes(text.length - PREVIEW_CHARS)} more` : text}</pre>
+      <pre>{large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text}</pre>
     </div>
   );
 }
 
-const formatBytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(2)} MiB`);
 
 /** One message; a long one stays collapsed until opened. */
 function MessageView({ message }: { message: ConversationMessage }) {
@@ -291,7 +358,7 @@ function MessageView({ message }: { message: ConversationMessage }) {
     <li class={`message ${message.role}`}>
       <strong>{message.role}</strong>{' '}
       <span class="message-text">{long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text}</span>
-      {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${formatBytes(message.text.length)}`}</button>}
+      {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${message.text.length.toLocaleString('en')} characters`}</button>}
       {message.toolCalls.map((call) => (
         <div class="message-tool-call" key={call.id}>
           → {call.name}({JSON.stringify(call.args)}) <code>{call.id}</code>
@@ -325,9 +392,61 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
   );
 }
 
+const time = (value: string | null | undefined) => (value ? new Date(value).toLocaleString(undefined, { hour12: false, fractionalSecondDigits: 3 } as Intl.DateTimeFormatOptions) : '—');
+
+/** The row's facts a debugger quotes: times, ids, sequence, lease epoch, duration, tokens. */
+function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
+  const run = row.run ?? orderedRuns.value.find((candidate) => candidate.id === row.audit?.runId);
+  const facts: [string, string | null | undefined][] = row.audit
+    ? [
+        ['started (runtime clock)', time(row.audit.startedAt)],
+        ['finished (runtime clock)', time(row.audit.finishedAt)],
+        ['duration', formatDuration(row.durationMs)],
+        ['audit id', row.audit.id],
+        ['tool call id', row.audit.toolCallId],
+        ['operation id', row.audit.operationId],
+        ['sequence', `${row.audit.sequence}${row.audit.finishedSequence ? ` → ${row.audit.finishedSequence}` : ''}`],
+        ['run', run ? runLabel(orderedRuns.value, run.id) : row.audit.runId],
+        ['lease epoch', run ? String(run.leaseEpoch) : null],
+        ['tokens', row.tokens && formatTokens(row.tokens)],
+        ['sizes', row.sizes],
+      ]
+    : [
+        ['created', time(row.run?.createdAt)],
+        ['started (claimed)', time(row.run?.startedAt)],
+        ['finished', time(row.run?.finishedAt)],
+        ['duration', formatDuration(row.durationMs)],
+        ['run id', row.run?.id],
+        ['lease epoch', row.run ? String(row.run.leaseEpoch) : null],
+        ['lease owner', row.run?.leaseOwner],
+        ['entries', row.run?.auditSummary ? `${row.run.auditSummary.audits} (${row.run.auditSummary.modelCalls} model calls, ${row.run.auditSummary.toolCalls} tools)` : null],
+        ['failures', row.failures],
+        ['tokens', row.tokens && formatTokens(row.tokens)],
+      ];
+  const copied = useSignal(false);
+  const copy = () =>
+    void navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run, null, 2)).then(() => {
+      copied.value = true;
+      setTimeout(() => (copied.value = false), 1500);
+    });
+  return (
+    <>
+      <dl class="facts" data-testid="facts">
+        {facts.filter(([, value]) => value).map(([name, value]) => (
+          <div key={name}><dt>{name}</dt><dd>{value}</dd></div>
+        ))}
+      </dl>
+      <p class="details-actions">
+        <button onClick={copy} data-testid="copy-json">{copied.value ? 'Copied' : 'Copy as JSON'}</button>{' '}
+        <a href={threadId.value ? linkTo(threadId.value, row.key) : '#'} data-testid="row-link">Link to this row</a>
+      </p>
+    </>
+  );
+}
+
 function Details() {
   const row = rows.value.find((candidate) => candidate.key === selectedKey.value);
-  if (!row) return <aside class="details muted">Select a row to see its details.</aside>;
+  if (!row) return <aside class="details muted">Select a row to see its details. Keys: ↑ ↓ move, n / p next / previous failure.</aside>;
   const loaded = row.audit && auditDetails.value.get(row.key);
   const audit = loaded && loaded.summary === row.audit ? loaded.detail : undefined;
   if (row.audit && !audit) {
@@ -343,13 +462,14 @@ function Details() {
       <h3>
         {row.label} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
+      <Facts row={row} audit={audit} />
       {row.awaitingVerdict && <p class="awaiting">This tool reported an error; the run's terminal verdict will decide its final status.</p>}
       {row.run && <JsonView label="error" value={row.run.error} />}
       {audit?.__typename === 'ToolAudit' && (
         <>
           <DeclaredVsEffective declared={audit.toolCall?.declaredInput} effective={audit.effectiveInput} />
-          <JsonView label="output" value={audit.output} />
-          <JsonView label="error" value={audit.error} />
+          <JsonView label="output" value={audit.output} bytes={audit.outputBytes} />
+          <JsonView label="error" value={audit.error} bytes={audit.errorBytes} />
         </>
       )}
       {audit?.__typename === 'ModelAudit' && (
@@ -360,9 +480,9 @@ function Details() {
             return messages && <Conversation messages={messages} />;
           })()}
           <JsonView label="usage" value={audit.usage} />
-          <JsonView label="input" value={audit.input} />
-          <JsonView label="output" value={audit.output} />
-          <JsonView label="error" value={audit.error} />
+          <JsonView label="input" value={audit.input} bytes={audit.inputBytes} />
+          <JsonView label="output" value={audit.output} bytes={audit.outputBytes} />
+          <JsonView label="error" value={audit.error} bytes={audit.errorBytes} />
         </>
       )}
     </aside>
@@ -449,10 +569,27 @@ function Rows() {
     if (top < element.scrollTop) element.scrollTop = top;
     else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + 2 * ROW_HEIGHT - element.clientHeight;
   }, [selectedIndex]);
+  // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
+  // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump.
+  const seen = useRef(0);
+  const newBelow = useSignal(0);
+  useEffect(() => {
+    const element = scroller.current;
+    const added = all.length - seen.current;
+    seen.current = all.length;
+    if (!element || added <= 0) return;
+    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
+    if (wasAtBottom && selectedIndex < 0) element.scrollTop = element.scrollHeight;
+    else if (!wasAtBottom) newBelow.value += added;
+  }, [all.length]);
+  const toBottom = () => {
+    newBelow.value = 0;
+    if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
+  };
   const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
   const last = Math.min(all.length, Math.ceil((scrollTop.value + height.value) / ROW_HEIGHT) + OVERSCAN);
   const page = Math.max(1, Math.floor(height.value / ROW_HEIGHT) - 1);
-  const keys: Record<string, number> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: -Infinity, End: Infinity, j: 1, k: -1 };
+  const keys: Record<string, number | 'first' | 'last'> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 };
   return (
     <div
       class="rows"
@@ -460,12 +597,16 @@ function Rows() {
       tabIndex={0}
       aria-label="Timeline rows: arrow keys move the selection"
       data-testid="rows"
-      onScroll={(e) => (scrollTop.value = e.currentTarget.scrollTop)}
+      onScroll={(e) => {
+        const element = e.currentTarget;
+        scrollTop.value = element.scrollTop;
+        if (element.scrollTop + element.clientHeight >= element.scrollHeight - ROW_HEIGHT) newBelow.value = 0;
+      }}
       onKeyDown={(e) => {
         const delta = keys[e.key];
         if (delta === undefined) return;
         e.preventDefault();
-        moveSelection(Number.isFinite(delta) ? delta : delta > 0 ? all.length : -all.length);
+        moveSelection(delta);
       }}
     >
       <Ruler axis={timeline.value.axis} />
@@ -474,16 +615,51 @@ function Rows() {
           <TimelineRow key={row.key} row={row} top={(first + offset) * ROW_HEIGHT} />
         ))}
       </div>
-      {all.length === 0 && <p class="muted">No runs in this thread yet.</p>}
+      {newBelow.value > 0 && (
+        <button class="new-activity" data-testid="new-activity" onClick={toBottom}>
+          ↓ {newBelow.value} new {newBelow.value === 1 ? 'row' : 'rows'} below
+        </button>
+      )}
+      {all.length === 0 && <p class="muted">{errorsOnly.value ? 'Nothing failed in this thread.' : 'No runs in this thread yet.'}</p>}
     </div>
   );
 }
 
-/** The thread's token usage: the sum over its runs (of the entries loaded). */
+/** The thread's token usage: the sum over its runs (each run's from the server until its entries are loaded). */
 function ThreadTokens() {
-  const total = addTokens(rows.value.filter((row) => row.kind === 'run').map((row) => row.tokens));
+  const total = addTokens(allRows.value.filter((row) => row.kind === 'run').map((row) => row.tokens));
   return total ? <span data-testid="thread-tokens"> · {formatTokens(total)} in this thread</span> : null;
 }
+
+/** The errors-only filter, the count of what failed, and the keys that go from one failure to the next. */
+function FailureBar() {
+  const failing = allRows.value.filter((row) => row.failed).length;
+  const summary = threadInfo.value?.auditSummary;
+  const text = summary && failuresText(summary);
+  return (
+    <div class="failure-bar">
+      <button aria-pressed={errorsOnly.value} data-testid="errors-only" onClick={() => (errorsOnly.value = !errorsOnly.value)}>
+        Errors only
+      </button>
+      <span class={failing ? 'failures' : 'muted'} data-testid="thread-failures">
+        {text ? `In this thread: ${text}` : 'Nothing failed in this thread'}
+      </span>
+      <span class="muted keys-help">
+        Keys: <kbd>n</kbd> / <kbd>p</kbd> next / previous failure · <kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
+      </span>
+    </div>
+  );
+}
+
+// n and p anywhere on an open thread's timeline (not while typing): the next and previous failure.
+addEventListener('keydown', (event) => {
+  if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
+  const target = event.target as HTMLElement | null;
+  if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+  if (event.key !== 'n' && event.key !== 'p') return;
+  event.preventDefault();
+  moveToFailure(event.key === 'n' ? 1 : -1);
+});
 
 /**
  * Every declared tool call, run or not, newest first, with the cases a debugger hunts for: the
@@ -556,6 +732,16 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
 }
 
 function Timeline() {
+  if (threadGone.value) {
+    return (
+      <section class="timeline gone">
+        <p class="banner error" role="alert" data-testid="thread-gone">
+          This thread does not exist or was deleted: there is nothing more to show or follow.{' '}
+          <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>
+        </p>
+      </section>
+    );
+  }
   return (
     <section class="timeline">
       <p>
@@ -590,8 +776,11 @@ function Timeline() {
         <Ledger acrossThreads={false} />
       ) : (
         <>
-          <Rows />
-          <Details />
+          <FailureBar />
+          <div class="split">
+            <Rows />
+            <Details />
+          </div>
         </>
       )}
     </section>

@@ -4,7 +4,17 @@
 import { graphql } from './generated/graphql/index.js';
 
 export const RUN_FIELDS = graphql(`
-  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }`);
+  fragment PageRunFields on Run {
+    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }
+    auditSummary { ...PageAuditSummary }
+  }`);
+
+/** What all of a run's (or a thread's) audits add up to, loaded or not (docs/debug-ui.md, "Failures at a glance"). */
+export const AUDIT_SUMMARY_FIELDS = graphql(`
+  fragment PageAuditSummary on AuditSummary {
+    audits modelCalls toolCalls modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted running
+    firstStartedAt lastFinishedAt inputTokens outputTokens
+  }`);
 
 export const AUDIT_COMMON_FIELDS = graphql(`
   fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }`);
@@ -33,17 +43,20 @@ export const AUDIT_DETAIL = graphql(`
 export const THREADS = graphql(`
   query Threads($first: Int, $after: String) {
     threads(first: $first, after: $after) {
-      edges { cursor node { id title ownerId createdAt latestRun { id status } } }
+      edges { cursor node {
+        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt
+        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }
+      } }
       pageInfo { hasNextPage endCursor }
     }
   }`);
 
 export const THREAD_RUNS = graphql(`
-  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }`);
+  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }`);
 
 export const THREAD_AUDITS = graphql(`
-  query ThreadAudits($threadId: ID!, $before: ID) {
-    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }
+  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {
+    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }
   }`);
 
 export const THREAD_CHANGES = graphql(`
@@ -55,8 +68,8 @@ export const RUN_CHANGED = graphql(`
   subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }`);
 
 export const SEARCH_AUDITS = graphql(`
-  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
-    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {
+  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {
       hasMore
       items { threadId threadTitle audit { ...PageAuditFields } }
     }

@@ -1,7 +1,7 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
-import { followThread, readAuditPage } from './live.js';
+import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
@@ -18,7 +18,7 @@ export const threadsHaveMore = signal(false);
 export const pageError = signal<string | null>(null);
 
 export const threadId = signal<string | null>(null);
-export const threadInfo = signal<{ title: string | null; ownerId: string } | null>(null);
+export const threadInfo = signal<ThreadInfo | null>(null);
 export const runs = signal<Map<string, RunView>>(new Map());
 export const audits = signal<Map<string, AuditView>>(new Map());
 /** The thread holds audits older than those loaded; `olderBefore` is the audit to page back from. */
@@ -30,6 +30,8 @@ export const zoom = signal<TimeWindow | null>(null);
 /** Opened rows' audits with their payloads, each with the summary it was read for (a newer summary means re-read). */
 export const auditDetails = signal<Map<string, { summary: AuditView; detail: AuditDetail }>>(new Map());
 export const auditsHidden = signal<string | null>(null);
+/** The open thread is gone (deleted while open, or not found): its streams have stopped. */
+export const threadGone = signal(false);
 export const selectedKey = signal<string | null>(null);
 
 /** The open thread's first audit page has arrived (or its audits are hidden). */
@@ -41,11 +43,13 @@ export type SearchHit = SearchAuditsQuery['searchAudits']['items'][number];
 /** An opened audit with its payloads (AUDIT_DETAIL). */
 export type AuditDetail = AuditQuery['audit'];
 export const searchText = signal('');
+/** Exactly this tool or model name ('' for any). */
+export const searchName = signal('');
 /** An audit status to search for, or '' for any. */
 export const searchStatus = signal<AuditStatus | ''>('');
 /** 'thread': within the open thread; 'all': every thread whose audits the caller may read. */
 export const searchScope = signal<'thread' | 'all'>('thread');
-export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string } | null>(null);
+export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string; text: string } | null>(null);
 
 /** Which view of the open thread shows: the timeline or the tool-call ledger. */
 export const view = signal<'timeline' | 'ledger'>('timeline');
@@ -63,7 +67,13 @@ export const now = signal(Date.now());
 /** The thread's runs in creation order: "run 3" is the third. */
 export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
 export const timeline = computed(() => layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value));
-export const rows = computed(() => timeline.value.rows);
+/** Show only what ended badly: failing rows, and the runs that hold them. */
+export const errorsOnly = signal(false);
+/** Every row of the timeline, filtered or not (thread totals, the failure count). */
+export const allRows = computed(() => timeline.value.rows);
+export const rows = computed(() => (errorsOnly.value ? allRows.value.filter((row) => row.failed || (row.kind === 'run' && row.failures !== null)) : allRows.value));
+/** Threads whose title holds this text (the thread list's filter, over the threads listed). */
+export const threadFilter = signal('');
 const anythingRunning = computed(
   () => rows.value.some((row) => row.running) || Boolean(ledgerPage.value?.entries.some((entry) => entry.cases.includes('RUNNING'))),
 );
@@ -161,26 +171,25 @@ export function openLedgerEntry(entry: LedgerEntry) {
   pendingReveal.value = rowToOpen(entry);
 }
 
-/** Runs the search the box and the filters describe; a text under three characters waits. */
-export async function runSearch() {
+/** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
+export async function runSearch(more = false) {
   const text = searchText.value.trim();
+  const name = searchName.value.trim() || null;
   const status = searchStatus.value || null;
   const scopedThread = searchScope.value === 'thread' ? threadId.value : null;
-  const forQuery = JSON.stringify([text, status, scopedThread]);
-  if (!token.value || (!text && !status)) return void (searchResults.value = null);
+  const forQuery = JSON.stringify([text, name, status, scopedThread]);
+  if (!token.value || (!text && !status && !name)) return void (searchResults.value = null);
   if (text && text.length < 3) {
-    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery };
+    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery, text };
     return;
   }
+  const shown = searchResults.value?.forQuery === forQuery ? searchResults.value.hits : [];
+  const after = more ? (shown[shown.length - 1]?.audit.id ?? null) : null;
   try {
-    const { searchAudits } = await gql(token.value, SEARCH_AUDITS, {
-      text: text || null,
-      status,
-      threadId: scopedThread,
-    });
-    searchResults.value = { hits: searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery };
+    const { searchAudits } = await gql(token.value, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, after });
+    searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text };
   } catch (error) {
-    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery };
+    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery, text };
   }
 }
 
@@ -202,7 +211,7 @@ export function openHit(hit: SearchHit) {
 effect(() => {
   const wanted = pendingReveal.value;
   if (!wanted || !snapshotLoaded.value) return;
-  if (audits.value.has(wanted)) {
+  if (audits.value.has(wanted) || runs.value.has(wanted)) {
     selectedKey.value = wanted;
     pendingReveal.value = null;
   } else if (truncated.value) {
@@ -230,12 +239,55 @@ export async function loadOlder() {
   }
 }
 
+/**
+ * Selects the next (`delta` 1) or previous (-1) row that failed, from the selected row; with none
+ * selected, the first or the last. A run whose failures are not loaded loads its entries.
+ */
+export function moveToFailure(delta: 1 | -1) {
+  const list = rows.value;
+  const index = list.findIndex((row) => row.key === selectedKey.value);
+  const order = delta > 0 ? list.slice(index + 1) : list.slice(0, index < 0 ? list.length : index).reverse();
+  const next = order.find((row) => row.failed);
+  if (!next) return;
+  selectedKey.value = next.key;
+  if (next.kind === 'run' && next.unloaded > 0) void loadRun(next.key);
+}
+
+/** Runs whose own entries are being read (loadRun). */
+export const loadingRuns = signal<ReadonlySet<string>>(new Set());
+
+/** Reads all of one run's entries (pages of 500, newest first), for a run whose entries are not all loaded. */
+export async function loadRun(runId: string) {
+  const thread = threadId.value;
+  if (!thread || !token.value || loadingRuns.value.has(runId)) return;
+  loadingRuns.value = new Set([...loadingRuns.value, runId]);
+  try {
+    let before: string | null = null;
+    do {
+      const page = await readAuditPage(token.value, thread, before, runId);
+      if (threadId.value !== thread) return;
+      audits.value = page.items.reduce(mergeAudit, audits.value);
+      before = page.truncated ? (page.items[0]?.id ?? null) : null;
+    } while (before);
+  } catch (error) {
+    pageError.value = error instanceof Error ? error.message : String(error);
+  } finally {
+    const left = new Set(loadingRuns.value);
+    left.delete(runId);
+    loadingRuns.value = left;
+  }
+}
+
 /** Moves the selection `delta` rows (of those in view), from the selected row or the first. */
-export function moveSelection(delta: number) {
+export function moveSelection(delta: number | 'first' | 'last') {
   const list = rows.value.filter((row) => row.inView);
   if (!list.length) return;
   const index = list.findIndex((row) => row.key === selectedKey.value);
-  const next = index < 0 ? (delta > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, index + delta));
+  const next =
+    delta === 'first' ? 0
+    : delta === 'last' ? list.length - 1
+    : index < 0 ? (delta > 0 ? 0 : list.length - 1)
+    : Math.min(list.length - 1, Math.max(0, index + delta));
   selectedKey.value = list[next]!.key;
 }
 
@@ -279,11 +331,12 @@ export async function loadThreads(fromStart: boolean) {
   }
 }
 
-export function openThread(id: string) {
+export function openThread(id: string, audit: string | null = null) {
   closeThread();
   threadId.value = id;
   home.value = 'threads';
-  if (location.hash !== `#thread=${id}`) history.pushState(null, '', `#thread=${id}`);
+  pendingReveal.value = audit;
+  if (location.hash !== linkTo(id, audit)) history.pushState(null, '', linkTo(id, audit));
   stopFollowing = followThread(liveClient(), token.value!, id, {
     thread: (info) => (threadInfo.value = info),
     runs: (list) => {
@@ -310,6 +363,10 @@ export function openThread(id: string) {
       snapshotLoaded.value = true;
     },
     failed: (message) => (pageError.value = message),
+    gone: () => {
+      threadGone.value = true;
+      stopFollowing = null;
+    },
   });
 }
 
@@ -328,19 +385,37 @@ export function closeThread() {
   zoom.value = null;
   auditDetails.value = new Map();
   auditsHidden.value = null;
+  threadGone.value = false;
   selectedKey.value = null;
   if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
 }
 
-/** Opens the thread named in the URL (a thread id is not a secret; the token never goes there). */
+/** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id). */
+export const linkTo = (thread: string, row: string | null) => `#thread=${thread}${row ? `&audit=${row}` : ''}`;
+
+/**
+ * Opens the thread and the row named in the URL (ids are not secrets; the token never goes
+ * there): the thread scrolled to that row with it open, once loaded.
+ */
 function followLocation() {
   // The Activity view (activity.tsx) keeps its own state in the hash: no thread is open there.
   if (/^#activity(&|$)/.test(location.hash)) return closeThread();
-  const wanted = /^#thread=([0-9a-f-]{36})(?:&|$)/i.exec(location.hash)?.[1] ?? null;
-  if (wanted === threadId.value) return;
-  if (wanted) openThread(wanted);
+  const [, wanted = null, row = null] = /^#thread=([0-9a-f-]{36})(?:&audit=([0-9a-f-]{36}))?$/i.exec(location.hash) ?? [];
+  if (wanted && wanted === threadId.value) {
+    if (row && row !== selectedKey.value) pendingReveal.value = row;
+    return;
+  }
+  if (wanted) openThread(wanted, row);
   else closeThread();
 }
+
+// The address follows the selected row, so it can be copied and shared (replaced, not pushed: Back leaves the thread).
+effect(() => {
+  const thread = threadId.value;
+  const key = selectedKey.value;
+  if (!thread || pendingReveal.value || !location.hash.startsWith(`#thread=${thread}`)) return;
+  if (location.hash !== linkTo(thread, key)) history.replaceState(null, '', linkTo(thread, key));
+});
 
 export function restore() {
   addEventListener('hashchange', () => token.value && followLocation());

@@ -1,8 +1,43 @@
 // The timeline's data and its one pure layout function: no DOM, no network.
-import type { PageAuditFieldsFragment, PageRunFieldsFragment } from './generated/graphql/graphql.js';
+import type { PageAuditFieldsFragment, PageAuditSummaryFragment, PageRunFieldsFragment } from './generated/graphql/graphql.js';
+import { addTokens, tokensOf, type Tokens } from '../../src/shared/llm-payloads.js';
 
-/** A run as the page reads it (PageRunFields in queries.ts). */
-export type RunView = PageRunFieldsFragment;
+export { addTokens, tokensOf, type Tokens };
+
+/** A run as the page reads it (PageRunFields in queries.ts); a run from a fixture may lack its summary. */
+export type RunView = Omit<PageRunFieldsFragment, 'auditSummary'> & { auditSummary?: AuditSummary | null };
+export type AuditSummary = PageAuditSummaryFragment;
+/** The counts of what ended badly, as AuditSummary names them. */
+export type FailureCounts = Pick<AuditSummary, 'modelsFailed' | 'toolsFailed' | 'toolsAbandoned' | 'toolsCancelled' | 'toolsInterrupted'>;
+
+/** "1 tool failed, 1 abandoned, 1 model call failed": what ended badly; null when nothing did. */
+export function failuresText(counts: FailureCounts): string | null {
+  const parts = [
+    counts.toolsFailed && `${counts.toolsFailed} tool${counts.toolsFailed === 1 ? '' : 's'} failed`,
+    counts.toolsAbandoned && `${counts.toolsAbandoned} abandoned`,
+    counts.toolsCancelled && `${counts.toolsCancelled} cancelled`,
+    counts.toolsInterrupted && `${counts.toolsInterrupted} interrupted`,
+    counts.modelsFailed && `${counts.modelsFailed} model call${counts.modelsFailed === 1 ? '' : 's'} failed`,
+  ].filter(Boolean);
+  return parts.length ? parts.join(', ') : null;
+}
+
+const BAD_AUDIT_STATUSES = ['FAILED', 'ABANDONED', 'CANCELLED', 'INTERRUPTED'];
+/** An audit that ended badly, or a bare tool error still awaiting its run's verdict. */
+export const auditFailed = (audit: Pick<AuditView, 'status' | 'awaitingRunTerminal'>) => BAD_AUDIT_STATUSES.includes(audit.status) || Boolean(audit.awaitingRunTerminal);
+
+/** The failure counts of loaded audits, as the server counts them (AuditSummary). */
+function countFailures(audits: readonly AuditView[]): FailureCounts {
+  const counts: FailureCounts = { modelsFailed: 0, toolsFailed: 0, toolsAbandoned: 0, toolsCancelled: 0, toolsInterrupted: 0 };
+  for (const audit of audits) {
+    if (audit.__typename === 'ModelAudit') counts.modelsFailed += audit.status === 'FAILED' ? 1 : 0;
+    else if (audit.status === 'FAILED') counts.toolsFailed++;
+    else if (audit.status === 'ABANDONED') counts.toolsAbandoned++;
+    else if (audit.status === 'CANCELLED') counts.toolsCancelled++;
+    else if (audit.status === 'INTERRUPTED') counts.toolsInterrupted++;
+  }
+  return counts;
+}
 
 type AllKeys<T> = T extends unknown ? keyof T : never;
 type ValueOf<T, K extends PropertyKey> = T extends unknown ? (K extends keyof T ? T[K] : never) : never;
@@ -12,21 +47,6 @@ type Flat<T> = Pick<T, keyof T> & { [K in Exclude<AllKeys<T>, keyof T>]?: ValueO
 /** An audit as a timeline row shows it (PageAuditFields in queries.ts): a model call's or a tool's fields are set on its own kind only. */
 export type AuditView = Flat<PageAuditFieldsFragment>;
 
-export interface Tokens {
-  input: number;
-  output: number;
-}
-
-const firstNumber = (record: Record<string, unknown>, keys: string[]) => {
-  for (const key of keys) if (typeof record[key] === 'number' && Number.isFinite(record[key])) return record[key];
-  return undefined;
-};
-
-/**
- * Token counts from a model call's usage, as runtimes report it: LangChain's usage_metadata
- * (input_tokens/output_tokens), OpenAI's (prompt_tokens/completion_tokens) or its JS SDKs'
- * camelCase; null when it carries none.
- */
 /** "512 B", "1.2 kB", "12 kB", "3.4 MB": decimal units, two significant digits below ten. */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'kB', 'MB', 'GB'];
@@ -49,28 +69,6 @@ export function payloadSizes(audit: { inputBytes?: number | null; outputBytes?: 
     ] as const
   ).flatMap(([label, bytes]) => (bytes == null ? [] : [`${label} ${formatBytes(bytes)}`]));
   return parts.length ? parts.join(' · ') : null;
-}
-
-export function tokensOf(usage: unknown): Tokens | null {
-  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
-  const record = usage as Record<string, unknown>;
-  const input = firstNumber(record, ['input_tokens', 'prompt_tokens', 'inputTokens', 'promptTokens']);
-  const output = firstNumber(record, ['output_tokens', 'completion_tokens', 'outputTokens', 'completionTokens']);
-  return input === undefined && output === undefined ? null : { input: input ?? 0, output: output ?? 0 };
-}
-
-/** The sum of the counts given; null when none of them has any. */
-export function addTokens(all: Iterable<Tokens | null>): Tokens | null {
-  let input = 0;
-  let output = 0;
-  let any = false;
-  for (const tokens of all) {
-    if (!tokens) continue;
-    any = true;
-    input += tokens.input;
-    output += tokens.output;
-  }
-  return any ? { input, output } : null;
 }
 
 /** Closed audits never change again; a bare error is further along than a plain start. */
@@ -127,22 +125,31 @@ export interface Row {
   end: number;
   /** Some of the span lies within the axis shown (always, unless zoomed). */
   inView: boolean;
+  /** A run's "1 tool failed, 1 abandoned" (from the server's counts until all its entries are loaded). */
+  failures: string | null;
+  /** This row is one the failure keys stop at: an audit that ended badly, a FAILED run, a run holding failures not loaded. */
+  failed: boolean;
+  /** A run's entries the server holds that are not loaded (0 for audits). */
+  unloaded: number;
 }
 
 type RowBase = Omit<Row, 'left' | 'width' | 'start' | 'end' | 'inView'>;
 
 const time = (value: string | null | undefined) => (value ? Date.parse(value) : NaN);
 
+/** Why a row closed, on one line: the error's code and the first line of its message. */
 function reasonOf(error: unknown): string | null {
   if (error == null) return null;
-  if (typeof error === 'string') return error;
+  if (typeof error === 'string') return firstLine(error);
   if (typeof error === 'object') {
     const { code, type, reason, message } = error as Record<string, unknown>;
     const parts = [code ?? type, reason, message].filter((part) => typeof part === 'string');
-    if (parts.length) return parts.join(': ');
+    if (parts.length) return firstLine(parts.join(': '));
   }
   return JSON.stringify(error);
 }
+
+const firstLine = (text: string) => text.trim().split('\n', 1)[0]!;
 
 const bySequence = (a: AuditView, b: AuditView) => {
   const diff = BigInt(a.sequence) - BigInt(b.sequence);
@@ -316,7 +323,12 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
     rows.push(row);
     spans.push([start, end]);
   };
-  const auditRow = (audit: AuditView, depth: number) => {
+  const callNumbers = new Map<string, number>();
+  for (const list of auditsByRun.values()) {
+    let n = 0;
+    for (const audit of list) if (audit.__typename === 'ModelAudit') callNumbers.set(audit.id, ++n);
+  }
+  const auditRow = (audit: AuditView, depth: number, unloadedBefore: number) => {
     const start = time(audit.startedAt);
     const running = audit.status === 'RUNNING' && !audit.awaitingRunTerminal;
     const end = Number.isNaN(time(audit.finishedAt)) ? now : time(audit.finishedAt);
@@ -326,7 +338,8 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
         key: audit.id,
         kind: isTool ? 'tool' : 'model',
         depth,
-        label: isTool ? `${audit.name} (${audit.toolCallId})` : `model ${audit.model ?? ''} (${audit.operationId})`,
+        // A model call's number counts from the run's first loaded one: with older entries not loaded, it says so.
+        label: isTool ? `${audit.name} (${audit.toolCallId})` : `${audit.model || 'model'} · call ${unloadedBefore ? '…' : ''}${callNumbers.get(audit.id)}`,
         status: audit.status,
         running,
         durationMs: audit.durationMs ?? (Number.isNaN(start) ? null : Math.max(0, end - start)),
@@ -336,6 +349,9 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
         sizes: payloadSizes(audit),
         ranInRun: null,
         audit,
+        failures: null,
+        failed: auditFailed(audit),
+        unloaded: 0,
       },
       start,
       end,
@@ -353,8 +369,17 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
       start = Math.min(start, time(audit.startedAt) || Infinity);
       end = Math.max(end, Number.isNaN(time(audit.finishedAt)) ? (audit.status === 'RUNNING' ? now : time(audit.startedAt)) : time(audit.finishedAt));
     }
+    // Entries not loaded (an older page, or a run not expanded): the server's counts and times stand for them.
+    const summary = run.auditSummary;
+    const unloaded = summary ? Math.max(0, summary.audits - own.length) : 0;
+    if (summary && unloaded > 0) {
+      start = Math.min(start, time(summary.firstStartedAt) || Infinity);
+      if (!going) end = Math.max(end, time(summary.lastFinishedAt) || -Infinity);
+    }
     if (!Number.isFinite(start)) start = time(run.startedAt ?? run.createdAt);
     if (!Number.isFinite(end)) end = Number.isNaN(time(run.finishedAt)) ? now : time(run.finishedAt);
+    const failures = failuresText(summary && unloaded > 0 ? summary : countFailures(own));
+    const serverTokens = summary && (summary.inputTokens !== null || summary.outputTokens !== null) ? { input: summary.inputTokens ?? 0, output: summary.outputTokens ?? 0 } : null;
     push(
       {
         key: run.id,
@@ -366,23 +391,26 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
         durationMs: Number.isNaN(start) ? null : Math.max(0, end - start),
         awaitingVerdict: false,
         reason: reasonOf(run.error),
-        tokens: addTokens(own.filter((audit) => audit.__typename === 'ModelAudit').map((audit) => tokensOf(audit.usage))),
+        tokens: unloaded > 0 ? serverTokens : addTokens(own.filter((audit) => audit.__typename === 'ModelAudit').map((audit) => tokensOf(audit.usage))),
         sizes: null,
         ranInRun: null,
         run,
+        failures,
+        failed: run.status === 'FAILED' || (unloaded > 0 && failures !== null),
+        unloaded,
       },
       start,
       end,
     );
     for (const audit of auditsByRun.get(run.id) ?? []) {
       if (audit.__typename === 'ModelAudit') {
-        auditRow(audit, 1);
+        auditRow(audit, 1, unloaded);
         for (const tool of toolsByModel.get(audit.id) ?? []) {
-          auditRow(tool, 2);
+          auditRow(tool, 2, 0);
           if (tool.runId !== run.id) rows[rows.length - 1]!.ranInRun = tool.runId;
         }
       } else if (!(audit.declaredBy?.id && models.has(audit.declaredBy.id))) {
-        auditRow(audit, 1);
+        auditRow(audit, 1, 0);
       }
     }
   }

@@ -1,6 +1,7 @@
 import { requirePrincipal } from '../../domain/access.js';
 import { MAX_AUDITS, readAudit, readTimeline, type AuditRow } from '../../domain/audit-reads.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
+import { readRunTimeline } from '../../domain/run-timeline.js';
 import { builder, listCost } from '../builder.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
 
@@ -106,11 +107,18 @@ builder.queryField('threadAudits', (t) =>
         required: false,
         description:
           'Page back: the id of an audit of this thread (the first item of the previous page); the read then returns the\nnewest `limit` audits older than it. Anything else is BAD_USER_INPUT.',
+      }),      runId: t.arg.id({
+        required: false,
+        description:
+          'Only this run\'s audits (a run of this thread, else BAD_USER_INPUT): the newest `limit` of them, paged back with\n`before` (an audit of this run); `truncated` then says whether the run holds older ones.',
       }),
     },
     complexity: ({ limit }) => listCost(limit, MAX_AUDITS),
-    resolve: async (_root, { threadId, limit, before }, { deps, principal, loaders }) => {
-      const timeline = await readTimeline(deps.db, requirePrincipal(principal), threadId, limit, before == null ? null : String(before));
+    resolve: async (_root, { threadId, limit, before, runId }, { deps, principal, loaders }) => {
+      const anchor = before == null ? null : String(before);
+      const timeline = runId == null
+        ? await readTimeline(deps.db, requirePrincipal(principal), threadId, limit, anchor)
+        : await readRunTimeline(deps.db, requirePrincipal(principal), threadId, String(runId), limit, anchor);
       // The items are what a tool audit's `declaredBy` most often points to.
       for (const audit of timeline.items) loaders.audit.prime(audit.id, audit);
       return { ...timeline, cursor: encodeCursor(timeline.threadId, timeline.cursor) };

@@ -13,5 +13,6 @@ import './deletion.js';
 import './audit-search.js';
 import './tool-call-ledger.js';
 import './tool-activity.js';
+import './audit-summary.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -15,36 +15,42 @@ import * as types from './graphql.js';
  * Learn more about it here: https://the-guild.dev/graphql/codegen/plugins/presets/preset-client#reducing-bundle-size
  */
 type Documents = {
-    "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": typeof types.PageRunFieldsFragmentDoc,
+    "\n  fragment PageRunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }\n    auditSummary { ...PageAuditSummary }\n  }": typeof types.PageRunFieldsFragmentDoc,
+    "\n  fragment PageAuditSummary on AuditSummary {\n    audits modelCalls toolCalls modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted running\n    firstStartedAt lastFinishedAt inputTokens outputTokens\n  }": typeof types.PageAuditSummaryFragmentDoc,
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": typeof types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": typeof types.PageAuditFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": typeof types.AuditDocument,
-    "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ThreadsDocument,
-    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
-    "\n  query ThreadAudits($threadId: ID!, $before: ID) {\n    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
+    "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ThreadsDocument,
+    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
+    "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": typeof types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
-    "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
+    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ToolCallLedgerDocument,
 };
 const documents: Documents = {
-    "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }": types.PageRunFieldsFragmentDoc,
+    "\n  fragment PageRunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }\n    auditSummary { ...PageAuditSummary }\n  }": types.PageRunFieldsFragmentDoc,
+    "\n  fragment PageAuditSummary on AuditSummary {\n    audits modelCalls toolCalls modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted running\n    firstStartedAt lastFinishedAt inputTokens outputTokens\n  }": types.PageAuditSummaryFragmentDoc,
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": types.PageAuditFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": types.AuditDocument,
-    "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ThreadsDocument,
-    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }": types.ThreadRunsDocument,
-    "\n  query ThreadAudits($threadId: ID!, $before: ID) {\n    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
+    "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ThreadsDocument,
+    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }": types.ThreadRunsDocument,
+    "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
-    "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
+    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ToolCallLedgerDocument,
 };
 
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment PageRunFields on Run { id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id } }"): typeof import('./graphql.js').PageRunFieldsFragmentDoc;
+export function graphql(source: "\n  fragment PageRunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }\n    auditSummary { ...PageAuditSummary }\n  }"): typeof import('./graphql.js').PageRunFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment PageAuditSummary on AuditSummary {\n    audits modelCalls toolCalls modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted running\n    firstStartedAt lastFinishedAt inputTokens outputTokens\n  }"): typeof import('./graphql.js').PageAuditSummaryFragmentDoc;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -60,15 +66,15 @@ export function graphql(source: "\n  query Audit($id: ID!) {\n    audit(id: $id)
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node { id title ownerId createdAt latestRun { id status } } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }"): typeof import('./graphql.js').ThreadsDocument;
+export function graphql(source: "\n  query Threads($first: Int, $after: String) {\n    threads(first: $first, after: $after) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }"): typeof import('./graphql.js').ThreadsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId runs { ...PageRunFields } } }"): typeof import('./graphql.js').ThreadRunsDocument;
+export function graphql(source: "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }"): typeof import('./graphql.js').ThreadRunsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query ThreadAudits($threadId: ID!, $before: ID) {\n    threadAudits(threadId: $threadId, before: $before) { cursor truncated items { ...PageAuditFields } }\n  }"): typeof import('./graphql.js').ThreadAuditsDocument;
+export function graphql(source: "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }\n  }"): typeof import('./graphql.js').ThreadAuditsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -80,7 +86,7 @@ export function graphql(source: "\n  subscription RunChanged($threadId: ID!) { r
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }"): typeof import('./graphql.js').SearchAuditsDocument;
+export function graphql(source: "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }"): typeof import('./graphql.js').SearchAuditsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -49,7 +49,9 @@ export type ToolCallStatus =
   | 'PENDING'
   | 'RUNNING';
 
-export type PageRunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null };
+export type PageRunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null } };
+
+export type PageAuditSummaryFragment = { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null };
 
 type PageAuditCommonFields_ModelAudit_Fragment = { __typename: 'ModelAudit', id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null };
 
@@ -85,18 +87,19 @@ export type ThreadsQueryVariables = Exact<{
 }>;
 
 
-export type ThreadsQuery = { threads: { edges: Array<{ cursor: string, node: { id: string, title: string | null, ownerId: string, createdAt: string, latestRun: { id: string, status: RunStatus } | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ThreadsQuery = { threads: { edges: Array<{ cursor: string, node: { id: string, title: string | null, ownerId: string, createdAt: string, runCount: number, failedRunCount: number, lastActivityAt: string, latestRun: { id: string, status: RunStatus } | null, auditSummary: { modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number } } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type ThreadRunsQueryVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type ThreadRunsQuery = { thread: { id: string, title: string | null, ownerId: string, runs: Array<{ id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null }> } | null };
+export type ThreadRunsQuery = { thread: { id: string, title: string | null, ownerId: string, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null }, runs: Array<{ id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null } }> } | null };
 
 export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
   before?: string | number | null | undefined;
+  runId?: string | number | null | undefined;
 }>;
 
 
@@ -111,7 +114,7 @@ export type ThreadChangesSubscriptionVariables = Exact<{
 }>;
 
 
-export type ThreadChangesSubscription = { threadChanges: { cursor: string, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null } | null, audit:
+export type ThreadChangesSubscription = { threadChanges: { cursor: string, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null } } | null, audit:
       | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
       | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
      | null } };
@@ -121,10 +124,11 @@ export type RunChangedSubscriptionVariables = Exact<{
 }>;
 
 
-export type RunChangedSubscription = { runChanged: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null } };
+export type RunChangedSubscription = { runChanged: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null } } };
 
 export type SearchAuditsQueryVariables = Exact<{
   text?: string | null | undefined;
+  name?: string | null | undefined;
   status?: AuditStatus | null | undefined;
   threadId?: string | number | null | undefined;
   after?: string | number | null | undefined;
@@ -166,6 +170,23 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
+export const PageAuditSummaryFragmentDoc = new TypedDocumentString(`
+    fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
+}
+    `, {"fragmentName":"PageAuditSummary"}) as unknown as TypedDocumentString<PageAuditSummaryFragment, unknown>;
 export const PageRunFieldsFragmentDoc = new TypedDocumentString(`
     fragment PageRunFields on Run {
   id
@@ -180,8 +201,25 @@ export const PageRunFieldsFragmentDoc = new TypedDocumentString(`
   resumedFrom {
     id
   }
+  auditSummary {
+    ...PageAuditSummary
+  }
 }
-    `, {"fragmentName":"PageRunFields"}) as unknown as TypedDocumentString<PageRunFieldsFragment, unknown>;
+    fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
+}`, {"fragmentName":"PageRunFields"}) as unknown as TypedDocumentString<PageRunFieldsFragment, unknown>;
 export const PageAuditCommonFieldsFragmentDoc = new TypedDocumentString(`
     fragment PageAuditCommonFields on Audit {
   __typename
@@ -293,6 +331,16 @@ export const ThreadsDocument = new TypedDocumentString(`
           id
           status
         }
+        runCount
+        failedRunCount
+        lastActivityAt
+        auditSummary {
+          modelsFailed
+          toolsFailed
+          toolsAbandoned
+          toolsCancelled
+          toolsInterrupted
+        }
       }
     }
     pageInfo {
@@ -308,7 +356,10 @@ export const ThreadRunsDocument = new TypedDocumentString(`
     id
     title
     ownerId
-    runs {
+    auditSummary {
+      ...PageAuditSummary
+    }
+    runs(first: 500) {
       ...PageRunFields
     }
   }
@@ -326,10 +377,28 @@ export const ThreadRunsDocument = new TypedDocumentString(`
   resumedFrom {
     id
   }
+  auditSummary {
+    ...PageAuditSummary
+  }
+}
+fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
 }`) as unknown as TypedDocumentString<ThreadRunsQuery, ThreadRunsQueryVariables>;
 export const ThreadAuditsDocument = new TypedDocumentString(`
-    query ThreadAudits($threadId: ID!, $before: ID) {
-  threadAudits(threadId: $threadId, before: $before) {
+    query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {
+  threadAudits(threadId: $threadId, before: $before, runId: $runId) {
     cursor
     truncated
     items {
@@ -398,6 +467,24 @@ export const ThreadChangesDocument = new TypedDocumentString(`
   resumedFrom {
     id
   }
+  auditSummary {
+    ...PageAuditSummary
+  }
+}
+fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
 }
 fragment PageAuditCommonFields on Audit {
   __typename
@@ -454,11 +541,30 @@ export const RunChangedDocument = new TypedDocumentString(`
   resumedFrom {
     id
   }
+  auditSummary {
+    ...PageAuditSummary
+  }
+}
+fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
 }`) as unknown as TypedDocumentString<RunChangedSubscription, RunChangedSubscriptionVariables>;
 export const SearchAuditsDocument = new TypedDocumentString(`
-    query SearchAudits($text: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {
   searchAudits(
     text: $text
+    name: $name
     status: $status
     threadId: $threadId
     first: 50

@@ -1,0 +1,81 @@
+import type { Sql } from '../db/sql.js';
+import { addTokens, tokensOf, type Tokens } from '../shared/llm-payloads.js';
+
+// Per-run and per-thread numbers over ALL their audits, whatever a timeline has loaded: what
+// ended badly, how many calls, the span of their times, the tokens. Each function reads a whole
+// batch of runs or threads in one statement (the GraphQL layer's DataLoaders call them once per
+// field and request).
+
+/** What the audits of one run or one thread add up to. */
+export interface AuditCounts {
+  key: string;
+  audits: number;
+  modelCalls: number;
+  toolCalls: number;
+  modelsFailed: number;
+  toolsFailed: number;
+  toolsAbandoned: number;
+  toolsCancelled: number;
+  toolsInterrupted: number;
+  running: number;
+  firstStartedAt: Date | null;
+  lastFinishedAt: Date | null;
+  lastChangedAt: Date | null;
+}
+
+const COUNTS = `count(*)::int AS audits,
+    count(*) FILTER (WHERE message_type = 'model_audit')::int AS model_calls,
+    count(*) FILTER (WHERE message_type = 'tool_audit')::int AS tool_calls,
+    count(*) FILTER (WHERE message_type = 'model_audit' AND status = 'FAILED')::int AS models_failed,
+    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'FAILED')::int AS tools_failed,
+    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'ABANDONED')::int AS tools_abandoned,
+    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'CANCELLED')::int AS tools_cancelled,
+    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'INTERRUPTED')::int AS tools_interrupted,
+    count(*) FILTER (WHERE status = 'RUNNING')::int AS running,
+    min(started_at) AS first_started_at, max(finished_at) AS last_finished_at, max(changed_at) AS last_changed_at`;
+
+const AUDIT_TYPES = `message_type IN ('model_audit', 'tool_audit')`;
+
+/** Each run's counts; a run without audits is left out. */
+export const auditCountsOfRuns = (sql: Sql, runIds: readonly string[]) =>
+  sql.query<AuditCounts>(
+    `SELECT run_id AS key, ${COUNTS} FROM message WHERE run_id = ANY($1::uuid[]) AND ${AUDIT_TYPES} GROUP BY run_id`,
+    [runIds],
+  );
+
+/** Each thread's counts; a thread without audits is left out. */
+export const auditCountsOfThreads = (sql: Sql, threadIds: readonly string[]) =>
+  sql.query<AuditCounts>(
+    `SELECT thread_id AS key, ${COUNTS} FROM message WHERE thread_id = ANY($1::uuid[]) AND ${AUDIT_TYPES} GROUP BY thread_id`,
+    [threadIds],
+  );
+
+/**
+ * Token totals of the model calls of each key ('run_id' or 'thread_id'), summed by the one usage
+ * reader (src/shared/llm-payloads.ts): usage is stored as each runtime reported it, in shapes SQL
+ * would have to know one by one. Only the usage column is read. A key with no usage carrying
+ * counts is left out.
+ */
+async function tokensBy(sql: Sql, column: 'run_id' | 'thread_id', keys: readonly string[]): Promise<Map<string, Tokens>> {
+  const rows = await sql.query<{ key: string; usage: unknown }>(
+    `SELECT ${column} AS key, usage FROM message WHERE ${column} = ANY($1::uuid[]) AND message_type = 'model_audit' AND usage IS NOT NULL`,
+    [keys],
+  );
+  const totals = new Map<string, Tokens>();
+  for (const { key, usage } of rows) {
+    const sum = addTokens([totals.get(key) ?? null, tokensOf(usage)]);
+    if (sum) totals.set(key, sum);
+  }
+  return totals;
+}
+
+export const tokensOfRuns = (sql: Sql, runIds: readonly string[]) => tokensBy(sql, 'run_id', runIds);
+export const tokensOfThreads = (sql: Sql, threadIds: readonly string[]) => tokensBy(sql, 'thread_id', threadIds);
+
+/** Each thread's count of runs and of FAILED runs, and its runs' latest change; a thread without runs is left out. */
+export const runCountsOfThreads = (sql: Sql, threadIds: readonly string[]) =>
+  sql.query<{ threadId: string; runs: number; failedRuns: number; lastChangedAt: Date | null }>(
+    `SELECT thread_id, count(*)::int AS runs, count(*) FILTER (WHERE status = 'FAILED')::int AS failed_runs,
+      max(changed_at) AS last_changed_at FROM run WHERE thread_id = ANY($1::uuid[]) GROUP BY thread_id`,
+    [threadIds],
+  );

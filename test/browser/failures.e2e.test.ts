@@ -1,0 +1,292 @@
+// Issue 41 in Chromium, against the server process (PGlite, or PostgreSQL in the services pass):
+// a debugger finds the failing call of a long thread in one key, reads the row beside the rows,
+// links and copies it; a run whose entries are not loaded says so and loads them.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient } from '@agent-audit/client';
+import { backendName } from '../support/database.js';
+import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { saveScreenshot } from './support/screenshots.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../..');
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let storage: TestStorage;
+let server: ServerProcess;
+let origin: string;
+let browser: Browser;
+let context: BrowserContext;
+
+async function newPage(viewport = { width: 1600, height: 1000 }): Promise<Page> {
+  const page = await context.newPage();
+  await page.setViewportSize(viewport);
+  return page;
+}
+
+async function signIn(page: Page, token: string) {
+  await page.goto(`${origin}/`);
+  await page.fill('textarea[name=token]', token);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('section.threads');
+}
+
+async function openThread(page: Page, hash: string) {
+  await page.goto(`${origin}/${hash}`);
+  await page.waitForSelector('section.timeline');
+  await page.waitForSelector('[data-testid=connection]:text("live")');
+}
+
+const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+const selectedKey = (page: Page) => page.locator('.row.selected').getAttribute('data-key');
+
+async function violations(page: Page, where: string) {
+  // Through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
+  await page.evaluate(readFileSync(AXE, 'utf8'));
+  const found = await page.evaluate(async () => {
+    const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+  });
+  return found.map((violation) => `${where}: ${violation}`);
+}
+
+/** A run of `models` model calls each declaring one tool that completes; `fail` makes the tool of that call fail, `abandon` leaves it running. */
+async function writeRun(
+  owner: AuditClient,
+  worker: AuditClient,
+  threadId: string,
+  options: { models: number; fail?: number; abandon?: number; status?: 'COMPLETED' | 'FAILED'; model?: string },
+) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  const ids: Record<string, string> = {};
+  let sequence = 1;
+  for (let i = 1; i <= options.models; i++) {
+    const operationId = `m${i}`;
+    ids[operationId] = (await worker.recordModelStarted({ lease, operationId, sequence: sequence++, model: options.model ?? 'gpt-x' })).id;
+    await worker.recordModelFinished({
+      lease, operationId, status: 'COMPLETED', sequence: sequence++, toolCalls: [{ id: `c${i}`, name: 'pay', args: { n: i } }],
+      usage: { inputTokens: { total: 100 }, outputTokens: { total: 10 } },
+    });
+    ids[`c${i}`] = (await worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay', effectiveInput: { n: i }, sequence: sequence++ })).id;
+    if (i === options.abandon) continue;
+    const output = i === options.fail ? { content: 'permission denied\n  at pay (pay.ts:12)', status: 'error' } : { content: 'paid', status: 'success' };
+    await worker.recordToolFinished({ lease, toolCallId: `c${i}`, output, sequence: sequence++ });
+  }
+  await worker.finishRun({ lease, status: options.status ?? 'COMPLETED' });
+  return { runId: run.id, ids };
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows you can link (${backendName})`, () => {
+  beforeAll(async () => {
+    execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
+    storage = await createTestStorage();
+    server = await startServer(storage);
+    origin = new URL(server.url).origin;
+    browser = await launchChromium();
+    context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await killServers();
+    await storage?.remove();
+  });
+
+  it('marks the run whose tool failed, finds the failing call in one key, opens a linked row beside the rows, copies it', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'twelve runs, one failing tool' });
+    await owner.createThread({ title: 'another thread' });
+    const runs: Awaited<ReturnType<typeof writeRun>>[] = [];
+    for (let i = 1; i <= 12; i++) runs.push(await writeRun(owner, worker, threadId, i === 7 ? { models: 3, fail: 2, abandon: 3 } : { models: 3 }));
+    const failing = runs[6]!;
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    // The thread list: runs, failures and latest activity per thread, and a title filter.
+    const item = page.locator(`.threads li[data-thread-id="${threadId}"]`);
+    await expect.poll(() => item.locator('[data-testid=thread-stats]').textContent()).toBe(' 12 runs · 1 tool failed, 1 abandoned');
+    expect(await item.textContent()).toContain('latest activity');
+    await page.fill('input.thread-filter', 'twelve');
+    await expect.poll(() => page.locator('.threads li').count()).toBe(1);
+
+    await openThread(page, `#thread=${threadId}`);
+    // It opens at its newest activity: the last run, with nothing failed under it.
+    const newest = runs[11]!;
+    await expect.poll(() => row(page, newest.ids.c3!).isVisible()).toBe(true);
+    expect(await row(page, newest.runId).locator('[data-testid=run-failures]').count()).toBe(0);
+
+    // One key: the failing call (in run 7, out of sight), selected and scrolled to, its error's
+    // first line on the row, its facts beside the rows.
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(failing.ids.c2);
+    expect(await row(page, failing.ids.c2!).locator('.reason').textContent()).toBe('permission denied');
+    // The COMPLETED run says what ended badly under it; a model row is labelled by its model name and call number.
+    expect(await row(page, failing.runId).locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed, 1 abandoned');
+    expect(await row(page, failing.runId).getAttribute('data-status')).toBe('COMPLETED');
+    expect(await row(page, failing.ids.m2!).locator('.name').textContent()).toBe('gpt-x · call 2');
+    await expect.poll(() => page.locator('[data-testid=facts]').textContent()).toContain(failing.ids.c2);
+    const facts = await page.locator('[data-testid=facts]').textContent();
+    for (const fact of ['tool call id', 'c2', 'operation id', 'sequence', 'lease epoch', 'started', 'finished', 'duration']) expect(facts).toContain(fact);
+    expect(page.url()).toBe(`${origin}/#thread=${threadId}&audit=${failing.ids.c2}`);
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(failing.ids.c3);
+    await page.keyboard.press('p');
+    await expect.poll(() => selectedKey(page)).toBe(failing.ids.c2);
+
+    // Copy as JSON: the row with its payloads.
+    await page.click('[data-testid=copy-json]');
+    await expect.poll(() => page.locator('[data-testid=copy-json]').textContent()).toBe('Copied');
+    const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    expect(copied).toMatchObject({ id: failing.ids.c2, toolCallId: 'c2', status: 'FAILED', error: { message: 'permission denied\n  at pay (pay.ts:12)' } });
+
+    // Errors only: the failing run and its failing rows.
+    await page.click('[data-testid=errors-only]');
+    await expect.poll(() => page.locator('.row-space .row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')))).toEqual([failing.runId, failing.ids.c2, failing.ids.c3]);
+    await saveScreenshot(page, 'timeline-failures.png');
+    await page.click('[data-testid=errors-only]');
+    expect([...(await violations(page, 'timeline with a failing row open'))]).toEqual([]);
+    await page.close();
+
+    // The link opens the thread scrolled to that row, with it open; the panel sits beside the rows.
+    for (const viewport of [{ width: 1280, height: 720 }, { width: 1600, height: 1000 }]) {
+      const linked = await newPage(viewport);
+      await signIn(linked, who.owner);
+      await openThread(linked, `#thread=${threadId}&audit=${failing.ids.c2}`);
+      await expect.poll(() => selectedKey(linked)).toBe(failing.ids.c2);
+      expect(await row(linked, failing.ids.c2!).isVisible()).toBe(true);
+      await expect.poll(() => linked.locator('.details h3').textContent()).toContain('pay (c2)');
+      const rowsBox = (await linked.locator('[data-testid=rows]').boundingBox())!;
+      const detailsBox = (await linked.locator('.details').boundingBox())!;
+      expect(detailsBox.x).toBeGreaterThanOrEqual(rowsBox.x + rowsBox.width - 1);
+      expect(detailsBox.y).toBeLessThan(viewport.height);
+      expect(rowsBox.y + rowsBox.height).toBeLessThanOrEqual(viewport.height);
+      await linked.close();
+    }
+  }, 300_000);
+
+  it('searches as a debugger narrows: tools and errors first, the name filter, the run and a snippet on each hit, the next page; and reads in the dark', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'search me' });
+    const failing = await writeRun(owner, worker, threadId, { models: 1, fail: 1 });
+    // Four later model calls whose history merely carries the text.
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    for (let i = 1; i <= 4; i++) {
+      const input = { messages: [{ role: 'tool', content: 'permission denied', tool_call_id: 'c1' }] };
+      await worker.recordModelStarted({ lease, operationId: `h${i}`, sequence: 2 * i - 1, model: 'historian', input });
+      await worker.recordModelFinished({ lease, operationId: `h${i}`, status: 'COMPLETED', sequence: 2 * i });
+    }
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    await writeRun(owner, worker, threadId, { models: 26, model: 'many-calls' });
+
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    const hits = page.locator('[data-testid=search-results] li');
+    await page.fill('input[name=q]', 'permission denied');
+    await page.press('input[name=q]', 'Enter');
+    await expect.poll(() => hits.count()).toBe(5);
+    // The tool that produced the error first, though oldest; its run and the error around the match.
+    expect(await hits.first().getAttribute('data-audit-id')).toBe(failing.ids.c1);
+    expect(await hits.first().locator('.hit-run').textContent()).toBe(`run 1 · ${failing.runId.replace(/-/g, '').slice(-6)}`);
+    expect(await hits.first().locator('.snippet').textContent()).toContain('permission denied');
+    // The name filter: only that tool.
+    await page.fill('input[name=name]', 'pay');
+    await page.press('input[name=q]', 'Enter');
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).toEqual([failing.ids.c1]);
+    // The next page: the 57 COMPLETED audits (1 + 4 + 26 model calls, 26 tools), 50 a page.
+    await page.fill('input[name=q]', '');
+    await page.fill('input[name=name]', '');
+    await page.selectOption('select[aria-label=Status]', 'COMPLETED');
+    await expect.poll(() => hits.count()).toBe(50);
+    await page.click('[data-testid=search-more]');
+    await expect.poll(() => hits.count()).toBe(57);
+    await expect.poll(() => page.locator('[data-testid=search-results]').textContent()).toContain('57 matching audits');
+    expect(await page.locator('[data-testid=search-more]').count()).toBe(0);
+
+    // Dark: the colours change, and stay readable (axe-core's contrast rule among the rest).
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.locator('[data-testid=thread-failures]').click();
+    await page.keyboard.press('n');
+    await page.waitForSelector('[data-testid=facts]');
+    expect(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)).toBe('rgb(17, 20, 24)');
+    await saveScreenshot(page, 'timeline-dark.png');
+    expect(await violations(page, 'dark timeline with search results')).toEqual([]);
+    await page.close();
+  }, 300_000);
+
+  it("says a deleted thread is gone, stops following it, and shows no timeline for it after a reload", async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'to be deleted' });
+    const { runId } = await writeRun(owner, worker, threadId, { models: 1 });
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    await expect.poll(() => row(page, runId).count()).toBe(1);
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${who.owner}` },
+      body: JSON.stringify({ query: 'mutation($id: ID!) { deleteThread(id: $id) { threadId } }', variables: { id: threadId } }),
+    });
+    expect((await response.json()).errors).toBeUndefined();
+    await page.waitForSelector('[data-testid=thread-gone]');
+    expect(await page.locator('[data-testid=connection]').count()).toBe(0);
+    expect(await page.locator('[data-testid=rows]').count()).toBe(0);
+    await page.reload();
+    await page.waitForSelector('[data-testid=thread-gone]');
+    expect(await page.locator('[data-testid=rows]').count()).toBe(0);
+    expect(await page.locator('.banner.error').count()).toBe(1);
+    await page.close();
+  }, 120_000);
+
+  it('says which runs are not loaded, loads a run on demand, and takes its counts and tokens from the server', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'longer than one page' });
+    // (10 + 245) model calls and their tools, 510 entries: the newest 500 leave the first run's 10
+    // oldest out, its failing tool among them.
+    const first = await writeRun(owner, worker, threadId, { models: 10, fail: 1 });
+    const second = await writeRun(owner, worker, threadId, { models: 245 });
+
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    // It opens at its newest activity.
+    await expect.poll(() => row(page, second.ids.c245!).isVisible()).toBe(true);
+    // A reader scrolled up gets a cue for new rows, not a jump; the cue takes them to the tail.
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    const third = await writeRun(owner, worker, threadId, { models: 1 });
+    await expect.poll(() => page.locator('[data-testid=new-activity]').textContent()).toMatch(/new rows? below/);
+    expect(await row(page, first.runId).isVisible()).toBe(true);
+    await page.click('[data-testid=new-activity]');
+    await expect.poll(() => row(page, third.ids.c1!).isVisible()).toBe(true);
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    const run = row(page, first.runId);
+    await expect.poll(() => run.locator('[data-testid=load-run]').textContent()).toBe('10 entries not loaded · load');
+    // The run's failures and tokens are the server's: all 10 model calls, the failing tool though not loaded.
+    expect(await run.locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed');
+    expect(await run.locator('.tokens').textContent()).toBe('1,000 → 100 tokens');
+    await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 25,600 → 2,560 tokens in this thread');
+    // The failure key stops at the run and loads it; the next press reaches the failing call.
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(first.runId);
+    await expect.poll(() => run.locator('[data-testid=load-run]').count()).toBe(0);
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(first.ids.c1);
+    expect(await row(page, first.ids.m1!).locator('.name').textContent()).toBe('gpt-x · call 1');
+    await page.close();
+  }, 300_000);
+});
