@@ -1,10 +1,15 @@
 import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
 import { loadConfig } from './config.js';
+import { StartupError } from './db/driver.js';
 import { buildApp } from './server/app.js';
 
 const config = loadConfig();
-const app = await buildApp(config);
+const app = await buildApp(config).catch((error: unknown) => {
+  if (!(error instanceof StartupError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+});
 // Tokens are printed once, when the local secret is generated, never on every start (logs are
 // collected and kept); `npm run token` mints more. Minted before listening, so the whole banner
 // is out by the time the server answers (a client watching the log for them never misses them).
