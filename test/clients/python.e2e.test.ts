@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { E2E_JWT_SECRET, e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { E2E_JWT_SECRET, e2eActors, serverForFile } from '../e2e/support/server.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const CLIENT_DIR = join(REPO_ROOT, 'clients/python');
@@ -27,19 +26,14 @@ const RUN_EXAMPLE = [
   'python3 examples/python/agent.py',
 ];
 
-let storage: TestStorage;
-let server: ServerProcess;
+const server = serverForFile();
 let scratch: string;
 
-beforeAll(async () => {
-  storage = await createTestStorage();
-  server = await startServer(storage);
+beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 'audit-python-'));
-}, 120_000);
+});
 
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
+afterAll(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
