@@ -85,6 +85,15 @@ describe('the pages say what the code does', () => {
     expect(page).toContain(`agent-audit-client-${version}.tgz`);
   });
 
+  it("README's embedded memory settings are the server's", () => {
+    const startParams = /const serverStartParams = \[(.*)\];/.exec(read('src/db/pglite.ts'))?.[1];
+    expect(startParams).toContain("'shared_buffers=16MB'");
+    expect(startParams).toContain("'maintenance_work_mem=16MB'");
+    expect(read('README.md')).toMatch(/PGlite runs with 16 MB of shared buffers[\s\S]*`maintenance_work_mem` is 16 MB too/);
+    expect(JSON.parse(read('package.json')).scripts.serve).toContain('--expose-gc');
+    expect(read('README.md')).toMatch(/What you give up:/);
+  });
+
   it('.gitignore keeps a Python virtual environment (.venv, as clients/python/README.md makes) out', () => {
     expect(read('.gitignore').split('\n')).toContain('.venv/');
   });
