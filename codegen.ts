@@ -1,5 +1,5 @@
 // GraphQL Code Generator (client preset): the types of the documents the client, the tests and the
-// page send, from the printed schema. `npm run codegen` writes them; test/schema/codegen-sync.test.ts
+// page send, from the printed schema. `npm run codegen` writes them; test/schema/codegen-sync.unit.test.ts
 // fails when the committed files differ from what this config generates.
 import type { CodegenConfig } from '@graphql-codegen/cli';
 

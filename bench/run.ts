@@ -704,7 +704,8 @@ async function main() {
   log(table(['path', 'target', 'figure / floor', 'ratio', 'met'], (report.targets as TargetRow[]).map((row) => [row.path, row.target, row.figure, row.ratio, row.met ? 'yes' : 'no'])));
   report.seconds = Math.round((Date.now() - started) / 1000);
   report.loadAverageAtEnd = os.loadavg().map((value) => round(value, 2));
-  // --record: a run bench/README.md cites, kept in git (bench/results/recorded/); the rest are not.
+  // --record: a run bench/README.md cites, in bench/results/recorded/ beside HISTORY.md; like every
+  // run's JSON it is gitignored and goes with the run (its pull request, a CI artifact), not in the tree.
   const directory = flags.record ? join(RESULTS, 'recorded') : RESULTS;
   mkdirSync(directory, { recursive: true });
   const file = join(directory, `bench-${backend.kind}-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);

@@ -34,9 +34,14 @@ try {
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 if (stamp.dependencies !== wanted.dependencies || !existsSync(join('src', 'generated', 'prisma'))) {
-  console.log('package.json or package-lock.json changed since the last install: npm install');
-  // postinstall generates the Prisma client and builds the page.
-  execFileSync(npm, ['install', '--no-audit', '--no-fund'], { stdio: 'inherit' });
+  console.log(
+    stamp.dependencies === undefined
+      ? 'First start: installing the dependencies (npm install; a few minutes on a fresh checkout)'
+      : 'package.json, package-lock.json or the Prisma schema changed since the last install: npm install',
+  );
+  // postinstall generates the Prisma client and builds the page; --foreground-scripts streams
+  // their output as it comes, where npm would otherwise hold it until the end.
+  execFileSync(npm, ['install', '--no-audit', '--no-fund', '--foreground-scripts'], { stdio: 'inherit' });
 } else if (stamp.page !== wanted.page || !existsSync(join('web', 'dist', 'app.js'))) {
   console.log('The timeline page changed since it was built: building it');
   execFileSync(process.execPath, ['scripts/build-web.mjs'], { stdio: 'inherit' });

@@ -1,6 +1,7 @@
 /* global fetch, URLSearchParams, EventSource */
 // A browser page's live view of a thread over SSE, with the browser's own EventSource.
-// Load it from a page the audit server serves (same origin), with <script src=".../live-thread.js">.
+// Load it as a file (no inline script) from a page of the audit server's origin: the server serves
+// no page of yours, so put your page and /graphql behind one reverse proxy (docs/subscriptions.md).
 //
 // An EventSource cannot send an Authorization header, and a token in its URL would be kept in
 // logs and history. So the page signs in once with its bearer token: the server answers with an

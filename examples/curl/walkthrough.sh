@@ -3,15 +3,15 @@
 # records a model call that declares a tool call, the tool's execution and the run's end; then
 # the owner reads the timeline. Needs bash, curl and jq (apt-get install -y curl jq).
 #
-#   OWNER_TOKEN=<superadmin token> WORKER_TOKEN=<worker token> bash examples/curl/walkthrough.sh
+#   AUDIT_OWNER_TOKEN=<superadmin token> AUDIT_WORKER_TOKEN=<worker token> bash examples/curl/walkthrough.sh
 #
 # The tokens are the ones `npm start` prints on its first start (or `npm run -s token -- …`);
 # a leading "Bearer " is accepted. AUDIT_URL defaults to http://127.0.0.1:4000/graphql.
 set -euo pipefail
 
 URL=${AUDIT_URL:-http://127.0.0.1:4000/graphql}
-OWNER=${OWNER_TOKEN:?set OWNER_TOKEN to a superadmin token}
-WORKER=${WORKER_TOKEN:?set WORKER_TOKEN to a worker token}
+OWNER=${AUDIT_OWNER_TOKEN:?set AUDIT_OWNER_TOKEN to a superadmin token}
+WORKER=${AUDIT_WORKER_TOKEN:?set AUDIT_WORKER_TOKEN to a worker token}
 OWNER=${OWNER#Bearer } WORKER=${WORKER#Bearer }
 
 # call <token> <query> [<variables as JSON>]: prints the answer's data; on an error, prints the

@@ -1,8 +1,8 @@
 """A small agent recorded by the audit server, with the standard library only.
 
     pip install ./clients/python
-    AGENT_AUDIT_URL=http://127.0.0.1:4000/graphql \
-    AGENT_AUDIT_OWNER_TOKEN=<superadmin token> AGENT_AUDIT_WORKER_TOKEN=<worker token> \
+    AUDIT_URL=http://127.0.0.1:4000/graphql \
+    AUDIT_OWNER_TOKEN=<superadmin token> AUDIT_WORKER_TOKEN=<worker token> \
     python3 examples/python/agent.py
 
 The owner creates a thread and a run; the worker claims the run and records each model call and
@@ -61,9 +61,9 @@ def run_agent(run: RunSession, question: str) -> str:
 
 
 def main() -> None:
-    url = os.environ.get("AGENT_AUDIT_URL", "http://127.0.0.1:4000/graphql")
-    owner = AuditClient(url, os.environ["AGENT_AUDIT_OWNER_TOKEN"])
-    worker = AuditClient(url, os.environ["AGENT_AUDIT_WORKER_TOKEN"])
+    url = os.environ.get("AUDIT_URL", "http://127.0.0.1:4000/graphql")
+    owner = AuditClient(url, os.environ["AUDIT_OWNER_TOKEN"])
+    worker = AuditClient(url, os.environ["AUDIT_WORKER_TOKEN"])
 
     thread = owner.create_thread("python example")
     run_id = owner.create_run(thread.id).id

@@ -2,19 +2,19 @@
 // a dropped connection with `after:` the last cursor it applied: nothing is missed or repeated.
 // Prints each change as one JSON line.
 //
-//   AUDIT_TOKEN=<superadmin token> THREAD_ID=<thread id> npx tsx examples/subscribers/graphql-ws.ts
+//   AUDIT_OWNER_TOKEN=<superadmin token> AUDIT_THREAD_ID=<thread id> npx tsx examples/subscribers/graphql-ws.ts
 //
-// AUDIT_WS_URL defaults to ws://127.0.0.1:4000/graphql; AFTER (a cursor from threadAudits or
+// AUDIT_WS_URL defaults to ws://127.0.0.1:4000/graphql; AUDIT_AFTER (a cursor from threadAudits or
 // thread { changeCursor }) starts after that change instead of now.
 import { setTimeout as pause } from 'node:timers/promises';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
 const url = process.env.AUDIT_WS_URL ?? 'ws://127.0.0.1:4000/graphql';
-const token = (process.env.AUDIT_TOKEN ?? '').replace(/^Bearer\s+/i, '');
-const threadId = process.env.THREAD_ID;
-if (!token || !threadId) throw new Error('Set AUDIT_TOKEN and THREAD_ID');
-let after = process.env.AFTER || undefined;
+const token = (process.env.AUDIT_OWNER_TOKEN ?? '').replace(/^Bearer\s+/i, '');
+const threadId = process.env.AUDIT_THREAD_ID;
+if (!token || !threadId) throw new Error('Set AUDIT_OWNER_TOKEN and AUDIT_THREAD_ID');
+let after = process.env.AUDIT_AFTER || undefined;
 
 const client = createClient({
   url,
@@ -24,6 +24,13 @@ const client = createClient({
   // the last cursor instead.
   retryAttempts: 0,
 });
+
+/** Why the connection dropped, readable: a close's code and reason, or a socket error's message. */
+function reason(error: unknown): string {
+  const { code, reason, message, error: cause } = error as { code?: number; reason?: string; message?: string; error?: Error };
+  if (code !== undefined) return reason ? `${code} ${reason}` : `code ${code}`;
+  return message || cause?.message || String(error);
+}
 
 const query = `subscription($t: ID!, $after: String) {
   threadChanges(threadId: $t, after: $after) { cursor run { id status } audit { id status } }
@@ -49,7 +56,7 @@ for (;;) {
       console.error(error.map((e) => `${e.extensions?.code}: ${e.message}`).join('\n'));
       process.exit(1);
     }
-    console.error(`disconnected (${(error as { code?: number }).code ?? String(error)}); resubscribing after ${after ?? 'now'}`);
+    console.error(`disconnected (${reason(error)}); resubscribing after ${after ?? 'now'}`);
   }
   await pause(1000);
 }

@@ -2,16 +2,16 @@
 // dependency), and resumes after a dropped connection with the last cursor it applied (sent as
 // Last-Event-ID): nothing is missed or repeated. Prints each change as one JSON line.
 //
-//   AUDIT_TOKEN=<superadmin token> THREAD_ID=<thread id> npx tsx examples/subscribers/sse.ts
+//   AUDIT_OWNER_TOKEN=<superadmin token> AUDIT_THREAD_ID=<thread id> npx tsx examples/subscribers/sse.ts
 //
-// AUDIT_URL defaults to http://127.0.0.1:4000/graphql; AFTER (a cursor) starts after that change.
+// AUDIT_URL defaults to http://127.0.0.1:4000/graphql; AUDIT_AFTER (a cursor) starts after that change.
 import { setTimeout as pause } from 'node:timers/promises';
 
 const url = process.env.AUDIT_URL ?? 'http://127.0.0.1:4000/graphql';
-const token = (process.env.AUDIT_TOKEN ?? '').replace(/^Bearer\s+/i, '');
-const threadId = process.env.THREAD_ID;
-if (!token || !threadId) throw new Error('Set AUDIT_TOKEN and THREAD_ID');
-let lastCursor = process.env.AFTER || undefined;
+const token = (process.env.AUDIT_OWNER_TOKEN ?? '').replace(/^Bearer\s+/i, '');
+const threadId = process.env.AUDIT_THREAD_ID;
+if (!token || !threadId) throw new Error('Set AUDIT_OWNER_TOKEN and AUDIT_THREAD_ID');
+let lastCursor = process.env.AUDIT_AFTER || undefined;
 
 const query = `subscription($t: ID!) {
   threadChanges(threadId: $t) { cursor run { id status } audit { id status } }

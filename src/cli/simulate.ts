@@ -440,16 +440,22 @@ async function main(): Promise<void> {
   }
 
   console.log('\n== where to look ==');
-  for (const { name, threadId, ok } of outcomes) console.log(`  ${name.padEnd(26)} ${ok ? 'ok    ' : 'FAILED'} thread ${threadId ?? '-'}`);
+  for (const { name, threadId, ok } of outcomes) {
+    const page = threadId ? `  ${new URL(`/#thread=${threadId}`, values.url)}` : '';
+    console.log(`  ${name.padEnd(26)} ${ok ? 'ok    ' : 'FAILED'} thread ${threadId ?? '-'}${page}`);
+  }
   const threadId = outcomes.find((outcome) => outcome.threadId)?.threadId ?? '<thread id>';
-  console.log(`\nOpen the timeline page at ${new URL(`/#thread=${threadId}`, values.url)} and sign in with the token`);
+  console.log(`\nOpen a scenario's timeline page at its address above and sign in with the owner token`);
   console.log(`    ${tokens.owner}`);
   console.log(`\nOr open GraphiQL at ${values.url} with the request headers`);
   console.log(`    {"Authorization": "Bearer ${tokens.owner}"}`);
   console.log(`and read a timeline:\n${indent(timelineQuery(threadId))}`);
   console.log(`\nTo watch runs live, run this subscription in another GraphiQL tab:\n${indent(liveSubscription(threadId))}`);
   console.log('then run scenarios into that thread, slowed down:');
-  console.log(`    npm run simulate -- --url ${values.url} --thread ${threadId} --scenario normal --step-ms 1000`);
+  // With this run's tokens: without them the simulator mints its own owner, who may not write to this thread.
+  console.log(
+    `    npm run simulate -- --url ${values.url} --thread ${threadId} --scenario normal --step-ms 1000 --owner-token ${tokens.owner} --worker-token ${tokens.worker}`,
+  );
 
   const failures = outcomes.filter((outcome) => !outcome.ok).length;
   console.log(`\n${chosen.length - failures} of ${chosen.length} scenarios completed as expected.`);

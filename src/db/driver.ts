@@ -59,3 +59,5 @@ export function prismaClient(adapter: Prisma.PrismaClientOptionsWithAdapter['ada
   return client;
 }
 
+/** A start-up the user can fix (its message says how): main.ts prints the message alone, no stack. */
+export class StartupError extends Error {}

@@ -50,10 +50,23 @@ function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
     pglite.transaction(() => pglite.runExclusive(() => execute(text, values)));
 }
 
+/**
+ * The server's own PGlite, sized for a laptop (README, "Memory"): PostgreSQL's 128 MB of shared
+ * buffers live in PGlite's WebAssembly memory, which never shrinks, and its first start holds
+ * them twice (its initdb instance beside its own). 16 MB (the test suites' size too) holds a
+ * run's hot rows and index pages; the rest of the database is a read from the operating system's
+ * file cache away.
+ */
+const serverStartParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB', '-c', 'maintenance_work_mem=16MB'];
+
 export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: (sql: string) => void): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pglite = embedded ?? new PGlite({ ...pgliteOptions, dataDir: dataDir ? join(dataDir, 'pglite') : undefined });
+  const pglite = embedded ?? new PGlite({ ...pgliteOptions, startParams: serverStartParams, dataDir: dataDir ? join(dataDir, 'pglite') : undefined });
   await pglite.waitReady;
+  // What PGlite's start left behind (on a first start, its initdb instance: ~400 MB of WebAssembly
+  // memory) goes back to the system at the next full collection, which a server's young
+  // allocations may not cause for a long time: `npm run serve` exposes gc for this one call.
+  if (!embedded) (globalThis as { gc?: () => void }).gc?.();
   const session = {
     exec: async (sql: string) => void (await pglite.exec(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pglite.query<Row>(sql, params)).rows,

@@ -1,6 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { mappedSql, prismaClient, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
+import { mappedSql, prismaClient, StartupError, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
 import { isPrepared, timestampParser } from './sql.js';
 import { errorFields, log } from '../log.js';
 import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
@@ -96,6 +96,18 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => log.warn({ component: 'db', error: errorFields(error) }, 'idle PostgreSQL connection lost'));
+  await pool.connect().then(
+    (client) => client.release(),
+    async (error: Error & { code?: string }) => {
+      await pool.end();
+      if (error.code !== '3D000') throw error; // invalid_catalog_name: the database does not exist
+      const { hostname, port, pathname } = new URL(url);
+      const database = decodeURIComponent(pathname.slice(1));
+      throw new StartupError(
+        `The database "${database}" does not exist on ${hostname}:${port || 5432}: create it (CREATE DATABASE "${database}", or createdb "${database}") or point DATABASE_URL at one that does.`,
+      );
+    },
+  );
   const driver: SqlDriver & SqlTransactor = {
     exec: async (sql) => void (await pool.query(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],

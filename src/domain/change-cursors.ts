@@ -91,11 +91,6 @@ export function onOneSnapshot<T>(sql: SqlTransactor, read: (sql: Sql) => Promise
   });
 }
 
-export const threadCursor = async (sql: Sql, threadId: string): Promise<bigint> => {
-  const [row] = await sql.query<{ changeCursor: bigint }>('SELECT change_cursor FROM thread WHERE id = $1::uuid', [threadId]);
-  return row?.changeCursor ?? 0n;
-};
-
 /** The current cursor of each thread (those that exist). */
 export const threadCursors = (sql: Sql, threadIds: readonly string[]) =>
   sql.query<{ id: string; changeCursor: bigint }>('SELECT id, change_cursor FROM thread WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL', [threadIds]);

@@ -5,7 +5,7 @@ import { assertCanReadThread } from './access.js';
 import { command, publishWritten, type CommandScope, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { auditChanged, runChanged } from './events.js';
-import { LEASED_RUN, bump, jsonParam, leasedRows, type LeaseProof } from './fenced-statements.js';
+import { LEASED_RUN, bumpIfFresh, jsonParam, leasedRows, type LeaseProof } from './fenced-statements.js';
 import { isJsonObject } from './json.js';
 import { lockRun, requireLease, type LockedRun } from './lease.js';
 import { checkJsonFields } from './observation.js';
@@ -130,7 +130,7 @@ export const FINISH_QUIET_RUN = `WITH ${LEASED_RUN},
 quiet AS (
   SELECT leased.id, leased.thread_id FROM leased WHERE NOT EXISTS (
     SELECT 1 FROM message m WHERE m.run_id = leased.id AND m.status = 'RUNNING' AND m.message_type IN ('model_audit', 'tool_audit'))),
-${bump('quiet', true)},
+${bumpIfFresh('quiet')},
 ended AS (
   UPDATE run r SET ${endRunSet(4, 5)}, change_cursor = bumped.cursor, changed_at = bumped.at
   FROM quiet, bumped WHERE r.id = quiet.id

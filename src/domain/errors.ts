@@ -1,15 +1,20 @@
-/** The contract's expected failure codes (SEMANTICS.md, "Errors"). */
-export type ErrorCode =
-  | 'UNAUTHENTICATED'
-  | 'FORBIDDEN'
-  | 'NOT_FOUND'
-  | 'BAD_USER_INPUT'
-  | 'LEASE_LOST'
-  | 'LEASE_EXPIRED'
-  | 'MODEL_NOT_FOUND'
-  | 'NAMESPACE_REJECTED'
-  | 'CONFLICT'
-  | 'INVALID_TRANSITION';
+/**
+ * The contract's expected failure codes (docs/semantics.md, "Errors"); the clients keep the same
+ * list (test/schema/error-codes.unit.test.ts).
+ */
+export const ERROR_CODES = [
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'BAD_USER_INPUT',
+  'LEASE_LOST',
+  'LEASE_EXPIRED',
+  'MODEL_NOT_FOUND',
+  'NAMESPACE_REJECTED',
+  'CONFLICT',
+  'INVALID_TRANSITION',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
  * An expected failure of a domain rule. The GraphQL layer maps it to `extensions.code` in one

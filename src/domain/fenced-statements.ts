@@ -31,16 +31,24 @@ export const openAudit = (role: 'ASSISTANT' | 'TOOL', where = '') => `target AS 
   WHERE m.role = '${role}' AND m.operation_id = $4::text AND m.status = 'RUNNING' ${where}
   FOR UPDATE OF m)`;
 
+const bumped = (source: string, condition: string) => `bumped AS (
+  UPDATE thread t SET change_cursor = t.change_cursor + 1 FROM ${source} s WHERE t.id = s.thread_id
+  ${condition}
+  RETURNING t.change_cursor AS cursor, clock_timestamp() AS at)`;
+
 /**
  * The thread's cursor bumped by one for the row of `source` (a CTE with `thread_id`), the
- * statement's last lock (change-cursors.ts). `fresh`: only when no change of the thread committed
- * after the statement's snapshot was taken (the recheck of the locked row compares the newest
- * cursor with the snapshot's), for a statement whose reads must not be older than its locks.
+ * statement's last lock (change-cursors.ts).
  */
-export const bump = (source: string, fresh = false) => `bumped AS (
-  UPDATE thread t SET change_cursor = t.change_cursor + 1 FROM ${source} s WHERE t.id = s.thread_id
-  ${fresh ? 'AND t.change_cursor = (SELECT snapshot.change_cursor FROM thread snapshot WHERE snapshot.id = s.thread_id)' : ''}
-  RETURNING t.change_cursor AS cursor, clock_timestamp() AS at)`;
+export const bump = (source: string) => bumped(source, '');
+
+/**
+ * `bump`, but only when no change of the thread committed after the statement's snapshot was
+ * taken (the recheck of the locked row compares the newest cursor with the snapshot's): for a
+ * statement whose reads must not be older than its locks.
+ */
+export const bumpIfFresh = (source: string) =>
+  bumped(source, 'AND t.change_cursor = (SELECT snapshot.change_cursor FROM thread snapshot WHERE snapshot.id = s.thread_id)');
 
 /** The start columns of an INSERT, parameters $first..$first+3 (startParams). */
 export const START_COLUMNS = 'sequence, started_at, start_clock_id, start_clock_nanos';

@@ -37,25 +37,26 @@ export const clampLeaseSeconds = (limits: Limits, seconds: number | null | undef
   Math.min(limits.leaseMaxSeconds, Math.max(limits.leaseMinSeconds, Math.floor(seconds ?? 30)));
 
 /**
- * The run as the lease rules see it; `lock`: for the rest of the transaction (every writer of a run
- * queues there). A run of a thread being deleted is no run at all (deletion.ts): null, as for one
- * already removed. Locked, the thread row is read under a key-share lock (the one a foreign key
- * check takes), so a write that queued behind a deletion's mark sees the mark once it gets the run.
+ * The run as the lease rules see it, read with `locks` (none, or lockRun's). A run of a thread
+ * being deleted is no run at all (deletion.ts): null, as for one already removed.
  */
-export async function readRun(sql: Sql, runId: string, lock = false): Promise<LockedRun | null> {
+async function runRow(sql: Sql, runId: string, locks: string): Promise<LockedRun | null> {
   const [run] = await sql.query<LockedRun & { threadDeleted: boolean }>(
     `SELECT ${RUN_COLUMNS}, t.deleted_at IS NOT NULL AS "threadDeleted"
-     FROM run JOIN thread t ON t.id = run.thread_id WHERE run.id = $1::uuid ${lock ? 'FOR UPDATE OF run FOR KEY SHARE OF t' : ''}`,
+     FROM run JOIN thread t ON t.id = run.thread_id WHERE run.id = $1::uuid ${locks}`,
     [rowId(runId, 'Run')],
   );
   if (!run || run.threadDeleted) return null;
   return run;
 }
 
+/** The run as the lease rules see it, unlocked. */
+export const readRun = (sql: Sql, runId: string) => runRow(sql, runId, '');
+
 /**
  * Locks the run, then its thread, for the rest of the transaction (the write path's lock order):
  * no change of the thread can commit until it ends, so a statement it runs next reads a snapshot
- * that stays fresh (fenced-statements.ts `bump(…, fresh)`).
+ * that stays fresh (fenced-statements.ts `bumpIfFresh`).
  */
 export async function lockRunAndThread(sql: Sql, runId: string): Promise<void> {
   if (!isUuid(runId)) return;
@@ -63,8 +64,12 @@ export async function lockRunAndThread(sql: Sql, runId: string): Promise<void> {
   await sql.query('SELECT t.id FROM thread t JOIN run r ON r.thread_id = t.id WHERE r.id = $1::uuid FOR UPDATE OF t', [runId]);
 }
 
-/** Locks the run row for the rest of the transaction. */
-export const lockRun = (sql: Sql, runId: string) => readRun(sql, runId, true);
+/**
+ * The run, locked for the rest of the transaction (every writer of a run queues there). The thread
+ * row is read under a key-share lock (the one a foreign key check takes), so a write that queued
+ * behind a deletion's mark sees the mark once it gets the run.
+ */
+export const lockRun = (sql: Sql, runId: string) => runRow(sql, runId, 'FOR UPDATE OF run FOR KEY SHARE OF t');
 
 /**
  * The fence of every lifecycle write, naming the refusal: the run must be RUNNING, leased by the

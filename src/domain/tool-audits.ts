@@ -6,7 +6,7 @@ import { fenced, type DomainDeps } from './command.js';
 import { findDeclaringToolCall } from './declaring-model.js';
 import { DomainError, badInput, conflict, invalidTransition } from './errors.js';
 import { auditChanged } from './events.js';
-import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues, type LeaseProof } from './fenced-statements.js';
+import { LEASED_RUN, START_COLUMNS, bump, bumpIfFresh, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues, type LeaseProof } from './fenced-statements.js';
 import { newId, nonBlank } from './ids.js';
 import { isJsonObject, jsonEqual, type JsonObject } from './json.js';
 import { checkLease, lockRunAndThread } from './lease.js';
@@ -72,7 +72,7 @@ declaration AS (
     WHERE newest.tool_call_id = $4::text ORDER BY d.sequence DESC, d.created_at DESC LIMIT 1), $12::uuid)
   FOR UPDATE OF tc),
 pending AS (SELECT declaration.id, leased.id AS run_id, leased.thread_id FROM declaration, leased WHERE declaration.status = 'PENDING'),
-${bump('pending', true)},
+${bumpIfFresh('pending')},
 started AS (
   INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, tool_call_row_id,
     ${START_COLUMNS}, change_cursor, changed_at)

@@ -1,7 +1,7 @@
 import SchemaBuilder from '@pothos/core';
 import ComplexityPlugin from '@pothos/plugin-complexity';
 import PrismaPlugin from '@pothos/plugin-prisma';
-import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import ScopeAuthPlugin, { type AuthFailure } from '@pothos/plugin-scope-auth';
 import type { Role } from '../domain/principal.js';
 import { forbidden, unauthenticated } from '../domain/errors.js';
 import type PrismaTypes from '../generated/pothos-types.js';
@@ -16,6 +16,13 @@ export const listCost = (size: number | null | undefined, max: number) => ({
   field: 1,
   multiplier: Math.min(Math.max(size ?? max, 0), max),
 });
+
+/** The role a refused field asked for (`authScopes: { role }`), if that is why it was refused. */
+function missingRole(failure: AuthFailure): unknown {
+  if (failure.kind === 'AuthScope') return failure.scope === 'role' ? failure.parameter : undefined;
+  if (failure.kind === 'AnyAuthScopes' || failure.kind === 'AllAuthScopes') return failure.failures.map(missingRole).find(Boolean);
+  return undefined;
+}
 
 export const builder = new SchemaBuilder<{
   Context: GraphQLContext;
@@ -40,7 +47,11 @@ export const builder = new SchemaBuilder<{
       authenticated: context.principal !== null,
       role: (role) => context.principal?.role === role,
     }),
-    unauthorizedError: (_parent, context) => (context.principal ? forbidden() : unauthenticated(context.authFailure)),
+    unauthorizedError: (_parent, context, info, result) => {
+      if (!context.principal) return unauthenticated(context.authFailure);
+      const role = missingRole(result.failure);
+      return role ? forbidden(`Only a ${String(role)} token may call ${info.fieldName} (this token's role is ${context.principal.role})`) : forbidden();
+    },
   },
   // Each field costs 1 and a list multiplies its selection by its size; fields declare their
   // bound (`listCost`). The limit itself is enforced before execution (src/graphql/query-cost.ts).

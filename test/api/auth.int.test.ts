@@ -57,5 +57,7 @@ describe(`authentication (${backendName})`, () => {
     const run = await t.gql(`mutation($id: ID!) { createRun(input: { threadId: $id }) { id } }`, { id: thread.data.createThread.id }, owner);
     const claim = await t.gql(`mutation($id: ID!) { claimRun(input: { runId: $id }) { epoch } }`, { id: run.data.createRun.id }, owner);
     expect(errorCode(claim)).toBe('FORBIDDEN');
+    // The refusal names the rule, as the others do.
+    expect(claim.errors?.[0]?.message).toBe("Only a worker token may call claimRun (this token's role is superadmin)");
   });
 });

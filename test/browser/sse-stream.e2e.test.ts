@@ -8,8 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, serverForFile } from '../e2e/support/server.js';
 import { Relay } from './relay.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -18,8 +17,7 @@ const browserRequired = process.env.REQUIRE_BROWSER === '1' || process.env.REQUI
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && !browserRequired) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 
-let storage: TestStorage;
-let server: ServerProcess;
+let server: ReturnType<typeof serverForFile>;
 let relay: Relay;
 let origin: string;
 let foreign: Server;
@@ -41,9 +39,8 @@ async function pageWithExample(): Promise<Page> {
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`SSE in Chromium with its own EventSource (${backendName})`, () => {
+  server = serverForFile();
   beforeAll(async () => {
-    storage = await createTestStorage();
-    server = await startServer(storage);
     relay = new Relay(Number(new URL(server.url).port));
     origin = await relay.listen();
     // Another site: evil.example resolves to this machine, to a server of its own.
@@ -64,8 +61,6 @@ describe.skipIf(!haveChromium && !browserRequired)(`SSE in Chromium with its own
     await browser?.close();
     relay?.close();
     foreign?.close();
-    await killServers();
-    await storage?.remove();
   });
 
   it('signs in by cookie, streams without a token in the URL, and resumes after a cut with Last-Event-ID', async () => {

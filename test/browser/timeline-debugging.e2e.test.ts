@@ -10,16 +10,14 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
-let storage: TestStorage;
-let server: ServerProcess;
+let server: ReturnType<typeof serverForFile>;
 let origin: string;
 let browser: Browser;
 /** Every request a page sent anywhere but this server, and every answer of 400 or more. */
@@ -63,18 +61,16 @@ async function superadminThread(title: string) {
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugging (${backendName})`, () => {
+  // The page is built before the server starts and serves it.
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  server = serverForFile();
   beforeAll(async () => {
-    execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
-    storage = await createTestStorage();
-    server = await startServer(storage);
     origin = new URL(server.url).origin;
     browser = await launchChromium();
   }, 180_000);
 
   afterAll(async () => {
     await browser?.close();
-    await killServers();
-    await storage?.remove();
     expect(outsideRequests).toEqual([]);
     expect(failedResponses).toEqual([]);
   });

@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { Relay } from './relay.js';
-import { e2eActors, killServers, runScript, startServer, tokenFor, type ServerProcess } from '../e2e/support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, runScript, serverForFile, tokenFor } from '../e2e/support/server.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -23,9 +22,8 @@ const browserRequired = process.env.REQUIRE_BROWSER === '1' || process.env.REQUI
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && !browserRequired) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 
-let storage: TestStorage;
 let screenshotFolder: string | undefined;
-let server: ServerProcess;
+let server: ReturnType<typeof serverForFile>;
 let relay: Relay;
 let origin: string;
 let browser: Browser;
@@ -56,10 +54,10 @@ async function openThread(page: Page, threadId: string) {
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
 
 describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromium (${backendName})`, () => {
+  // The page is built before the server starts and serves it.
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  server = serverForFile();
   beforeAll(async () => {
-    execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
-    storage = await createTestStorage();
-    server = await startServer(storage);
     relay = new Relay(Number(new URL(server.url).port));
     origin = await relay.listen();
     browser = await chromium.launch({
@@ -76,8 +74,6 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
   afterAll(async () => {
     await browser?.close();
     relay?.close();
-    await killServers();
-    await storage?.remove();
     if (!screenshotDir && screenshotFolder) rmSync(screenshotFolder, { recursive: true, force: true });
     expect(outsideRequests).toEqual([]);
   });

@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { E2E_JWT_SECRET, e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { E2E_JWT_SECRET, e2eActors, serverForFile } from '../e2e/support/server.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const CLIENT_DIR = join(REPO_ROOT, 'clients/python');
@@ -21,25 +20,20 @@ const CLIENT_DIR = join(REPO_ROOT, 'clients/python');
 const UNIT_TESTS = ['cd clients/python', 'python3 -m unittest -v'];
 const INSTALL = ['python3 -m venv .venv && . .venv/bin/activate', 'pip install ./clients/python'];
 const RUN_EXAMPLE = [
-  'export AGENT_AUDIT_URL=http://127.0.0.1:4000/graphql',
-  "export AGENT_AUDIT_OWNER_TOKEN='<superadmin token>'",
-  "export AGENT_AUDIT_WORKER_TOKEN='<worker token>'",
+  'export AUDIT_URL=http://127.0.0.1:4000/graphql',
+  "export AUDIT_OWNER_TOKEN='<superadmin token>'",
+  "export AUDIT_WORKER_TOKEN='<worker token>'",
   'python3 examples/python/agent.py',
 ];
 
-let storage: TestStorage;
-let server: ServerProcess;
+const server = serverForFile();
 let scratch: string;
 
-beforeAll(async () => {
-  storage = await createTestStorage();
-  server = await startServer(storage);
+beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 'audit-python-'));
-}, 120_000);
+});
 
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
+afterAll(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -76,7 +70,7 @@ describe(`the Python client against the server process (${backendName})`, () => 
   it('python3 -m unittest passes in clients/python', async () => {
     const { code, output } = await run('bash', ['-c', UNIT_TESTS.join(' && ')], {
       cwd: REPO_ROOT,
-      env: { AGENT_AUDIT_URL: server.url, AGENT_AUDIT_JWT_SECRET: E2E_JWT_SECRET },
+      env: { AUDIT_URL: server.url, AUDIT_JWT_SECRET: E2E_JWT_SECRET },
       timeoutMs: 280_000,
     });
     expect(code, output).toBe(0);
@@ -129,7 +123,7 @@ describe(`the Python client against the server process (${backendName})`, () => 
   it('with no server given, the tests start one themselves', async () => {
     const { code, output } = await run('python3', ['-m', 'unittest', '-v', 'tests.test_errors_and_retries.ClaimTest'], {
       cwd: CLIENT_DIR,
-      env: { AGENT_AUDIT_URL: '', AGENT_AUDIT_JWT_SECRET: '' },
+      env: { AUDIT_URL: '', AUDIT_JWT_SECRET: '' },
       timeoutMs: 180_000,
     });
     expect(code, output).toBe(0);

@@ -21,7 +21,7 @@ const REPO_ROOT = join(import.meta.dirname, '../..');
  * code-blocks test checks that each is here as the page writes it). Run below by bash, as
  * written, with this server's address and tokens in place of the page's:
  */
-const WALKTHROUGH = 'OWNER_TOKEN=<superadmin token> WORKER_TOKEN=<worker token> bash examples/curl/walkthrough.sh';
+const WALKTHROUGH = 'AUDIT_OWNER_TOKEN=<superadmin token> AUDIT_WORKER_TOKEN=<worker token> bash examples/curl/walkthrough.sh';
 const SIMULATE = 'npm run simulate -- --url http://127.0.0.1:4000/graphql --step-ms 500 --owner-token <superadmin token>';
 const MINT_TOKEN = 'npm run -s token -- --sub alice --role superadmin';
 /*
@@ -125,7 +125,7 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
   it('the curl walkthrough stops at the first error, naming it', () => {
     const run = spawnSync('bash', ['examples/curl/walkthrough.sh'], {
       cwd: REPO_ROOT,
-      env: { ...process.env, ...userEnv, AUDIT_URL: url, OWNER_TOKEN: owner, WORKER_TOKEN: `Bearer Bearer ${worker}` },
+      env: { ...process.env, ...userEnv, AUDIT_URL: url, AUDIT_OWNER_TOKEN: owner, AUDIT_WORKER_TOKEN: `Bearer Bearer ${worker}` },
       encoding: 'utf8',
       timeout: 60_000,
     });
@@ -151,11 +151,20 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
     const code = await new Promise((resolve) => simulate.child.once('exit', resolve));
     expect(code, `${simulate.output.stdout}${simulate.output.stderr}`).toBe(0);
     expect(simulate.output.stdout).toMatch(/6 of 6 scenarios completed as expected/);
-    // "== where to look ==": one line per scenario, `<name> ok thread <id>`.
-    const threads = [...simulate.output.stdout.matchAll(/^ +\S+ +ok +thread (\S+)$/gm)].map((match) => match[1]!);
-    expect(threads).toHaveLength(6);
+    // "== where to look ==": one line per scenario, `<name> ok thread <id> <its timeline's address>`.
+    const lines = [...simulate.output.stdout.matchAll(/^ +\S+ +ok +thread (\S+) +(\S+)$/gm)];
+    expect(lines).toHaveLength(6);
+    for (const [, threadId, address] of lines) expect(address).toBe(String(new URL(`/#thread=${threadId}`, url)));
+    const threads = lines.map((match) => match[1]!);
     const client = new AuditClient({ url, token: owner });
     for (const threadId of new Set(threads)) expect((await client.threadAudits(threadId)).items.length).toBeGreaterThan(0);
+
+    // Its follow-up command, run as printed (without the pause), adds a run to that thread.
+    const followUp = /^ +(npm run simulate -- .*)$/m.exec(simulate.output.stdout)![1]!;
+    const runsBefore = (await client.threadAudits(threads[0]!)).items.length;
+    const again = start('bash', ['-c', followUp.replace('--step-ms 1000', '--step-ms 0')], userEnv);
+    expect(await new Promise((resolve) => again.child.once('exit', resolve)), `${again.output.stdout}${again.output.stderr}`).toBe(0);
+    expect((await client.threadAudits(threads[0]!)).items.length).toBeGreaterThan(runsBefore);
   }, 180_000);
 
   it('the graphql-ws and SSE subscribers (docs/subscriptions.md) resume after a dropped connection, missing and repeating nothing', async () => {
@@ -163,7 +172,7 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
     const { id: threadId } = await client.createThread({ title: 'watched' });
     const relay = new Relay(Number(new URL(url).port));
     const relayed = await relay.listen();
-    const env = { AUDIT_TOKEN: owner, THREAD_ID: threadId, AUDIT_URL: `${relayed}/graphql`, AUDIT_WS_URL: `${relayed.replace('http', 'ws')}/graphql` };
+    const env = { AUDIT_OWNER_TOKEN: owner, AUDIT_THREAD_ID: threadId, AUDIT_URL: `${relayed}/graphql`, AUDIT_WS_URL: `${relayed.replace('http', 'ws')}/graphql` };
     const subscribers = [
       start(process.execPath, ['--import', 'tsx', 'examples/subscribers/graphql-ws.ts'], env),
       start(process.execPath, ['--import', 'tsx', 'examples/subscribers/sse.ts'], env),
@@ -197,6 +206,8 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
         const cursors = subscriber.lines().map((line) => JSON.parse(line).cursor);
         expect(new Set(cursors).size).toBe(cursors.length);
         expect(subscriber.output.stderr).toMatch(/resubscribing after \S+/);
+        // The reason it dropped, readable.
+        expect(subscriber.output.stderr).not.toMatch(/\[object /);
       }
     } finally {
       for (const subscriber of subscribers) subscriber.child.kill('SIGTERM');

@@ -79,8 +79,11 @@ describe("npm start's install step (scripts/install-if-changed.mjs)", () => {
     return { output, calls: readFileSync(log, 'utf8').trim() };
   };
 
-  it('installs on the first start, then does nothing and prints nothing while nothing changed', () => {
-    expect(step().calls).toBe('npm install --no-audit --no-fund');
+  it('installs on the first start, saying it is the first, then does nothing and prints nothing while nothing changed', () => {
+    const first = step();
+    expect(first.calls).toBe('npm install --no-audit --no-fund --foreground-scripts');
+    expect(first.output).toMatch(/^First start: installing the dependencies/);
+    expect(first.output).not.toMatch(/changed/);
     expect(step()).toEqual({ output: '', calls: '' });
     expect(step()).toEqual({ output: '', calls: '' });
   });
@@ -95,7 +98,9 @@ describe("npm start's install step (scripts/install-if-changed.mjs)", () => {
   it('installs again when the lock file changed', () => {
     step();
     appendFileSync(join(project, 'package-lock.json'), '\n');
-    expect(step().calls).toBe('npm install --no-audit --no-fund');
+    const again = step();
+    expect(again.calls).toBe('npm install --no-audit --no-fund --foreground-scripts');
+    expect(again.output).toMatch(/changed since the last install/);
     expect(step().calls).toBe('');
   });
 });

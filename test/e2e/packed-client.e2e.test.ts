@@ -11,6 +11,14 @@ import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile } from './support/server.js';
 
+/*
+ * packages/client/README.md's install commands, and where each runs here:
+ * - `npm pack --pack-destination /tmp ./packages/client`: below, into a scratch folder instead of
+ *   /tmp (with --ignore-scripts: the install built dist/, and packing must not rebuild it under
+ *   the other suites);
+ * - `npm install /tmp/agent-audit-client-0.1.0.tgz`: below, the tarball installed alone into a
+ *   project whose package.json has `"type": "module"`, as the README says it needs.
+ */
 const run = promisify(execFile);
 const CLIENT_DIR = join(import.meta.dirname, '../../packages/client');
 

@@ -1,7 +1,7 @@
 // Deterministic scenarios against the real server process: a worker drives runs with the
 // runtime client over HTTP, a dashboard watches over graphql-ws, and the owner reads the
 // timeline back through threadAudits.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   AuditApiError,
   AuditClient,
@@ -18,8 +18,7 @@ import {
 import { backendName } from '../support/database.js';
 import { LiveConnection, firstDelivered } from './support/live.js';
 import { losingFirstResponses } from './support/lossy-fetch.js';
-import { e2eActors, killServers, startServer, type ServerProcess } from './support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, serverForFile } from './support/server.js';
 import { withTimeout } from './support/wait.js';
 
 const AUDIT_CHANGED = /* GraphQL */ `
@@ -36,19 +35,11 @@ const TOOL_STATUS_CHANGED = /* GraphQL */ `
 const RUN_CHANGED = /* GraphQL */ `
   subscription ($threadId: ID!) { runChanged(threadId: $threadId) { id status } }`;
 
-let storage: TestStorage;
-let server: ServerProcess;
+const server = serverForFile();
 const connections: LiveConnection[] = [];
-
-beforeAll(async () => {
-  storage = await createTestStorage();
-  server = await startServer(storage);
-}, 120_000);
 
 afterAll(async () => {
   await Promise.allSettled(connections.map((connection) => connection.close()));
-  await killServers();
-  await storage?.remove();
 });
 
 /** A claimed run: its lease and its root stream sequence. */

@@ -1,8 +1,8 @@
 """The server the tests run against, and tokens for it.
 
-With ``AGENT_AUDIT_URL`` (the GraphQL endpoint) and ``AGENT_AUDIT_JWT_SECRET`` (its
+With ``AUDIT_URL`` (the GraphQL endpoint) and ``AUDIT_JWT_SECRET`` (its
 ``AUTH_JWT_SECRET``) set, the tests use that server. Without them they start one from this
-repository (``node --import tsx src/main.ts`` in ``AGENT_AUDIT_SERVER_DIR``, by default the
+repository (``node --import tsx src/main.ts`` in ``AUDIT_SERVER_DIR``, by default the
 repository root) on a free port, with a fresh embedded database in a temporary directory, and
 stop it when the tests end.
 """
@@ -81,7 +81,7 @@ def _free_port() -> int:
 
 
 def _start() -> LiveServer:
-    server_dir = Path(os.environ.get("AGENT_AUDIT_SERVER_DIR") or REPO_ROOT)
+    server_dir = Path(os.environ.get("AUDIT_SERVER_DIR") or REPO_ROOT)
     port = _free_port()
     data_dir = tempfile.mkdtemp(prefix="agent-audit-py-")
     secret = secrets.token_urlsafe(32)
@@ -126,11 +126,11 @@ def live_server() -> LiveServer:
     """The server given by the environment, or one started (once per test process) for the tests."""
     global _server
     if _server is None:
-        url = os.environ.get("AGENT_AUDIT_URL")
+        url = os.environ.get("AUDIT_URL")
         if url:
-            secret = os.environ.get("AGENT_AUDIT_JWT_SECRET")
+            secret = os.environ.get("AUDIT_JWT_SECRET")
             if not secret:
-                raise RuntimeError("AGENT_AUDIT_URL is set: set AGENT_AUDIT_JWT_SECRET to that server's AUTH_JWT_SECRET too")
+                raise RuntimeError("AUDIT_URL is set: set AUDIT_JWT_SECRET to that server's AUTH_JWT_SECRET too")
             _server = LiveServer(url, secret)
         else:
             _server = _start()

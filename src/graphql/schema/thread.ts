@@ -1,7 +1,7 @@
 import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
 import { badInput } from '../../domain/errors.js';
-import { appendMessage, createThread, readableThreadsPage, threadCursor } from '../../domain/threads.js';
+import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
 import { builder, listCost } from '../builder.js';
 import { MessageRoleEnum } from './enums.js';
@@ -9,7 +9,6 @@ import { RunRef } from './run.js';
 
 const MAX_HISTORY_PAGE = 1000;
 const MAX_RUNS_PAGE = 500;
-const MAX_THREADS_PAGE = 100;
 
 export const ThreadRef = builder.prismaObject('Thread', {
   fields: (t) => ({
