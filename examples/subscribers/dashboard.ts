@@ -2,16 +2,16 @@
 // from Node.js 20: the current view at once, then a new one within 2 seconds of each change
 // (at most one a second) and at least once a minute while idle. Prints each view as one JSON line.
 //
-//   AUDIT_TOKEN=<superadmin token> npx tsx examples/subscribers/dashboard.ts
+//   AUDIT_OWNER_TOKEN=<superadmin token> npx tsx examples/subscribers/dashboard.ts
 //
-// AUDIT_WS_URL defaults to ws://127.0.0.1:4000/graphql; WINDOW_SECONDS (60 to 604800, default
-// 3600) is the window a view covers; TOOL keeps only that tool.
+// AUDIT_WS_URL defaults to ws://127.0.0.1:4000/graphql; AUDIT_WINDOW_SECONDS (60 to 604800, default
+// 3600) is the window a view covers; AUDIT_TOOL keeps only that tool.
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
 const url = process.env.AUDIT_WS_URL ?? 'ws://127.0.0.1:4000/graphql';
-const token = (process.env.AUDIT_TOKEN ?? '').replace(/^Bearer\s+/i, '');
-if (!token) throw new Error('Set AUDIT_TOKEN');
+const token = (process.env.AUDIT_OWNER_TOKEN ?? '').replace(/^Bearer\s+/i, '');
+if (!token) throw new Error('Set AUDIT_OWNER_TOKEN');
 
 const client = createClient({
   url,
@@ -30,7 +30,7 @@ const query = `subscription($windowSeconds: Int, $name: String) {
     tools { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
   }
 }`;
-const variables = { windowSeconds: Number(process.env.WINDOW_SECONDS ?? 3600), name: process.env.TOOL || null };
+const variables = { windowSeconds: Number(process.env.AUDIT_WINDOW_SECONDS ?? 3600), name: process.env.AUDIT_TOOL || null };
 
 for await (const result of client.iterate({ query, variables })) {
   if (result.errors) {

@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'NAMESPACE_REJECTED',
   'CONFLICT',
   'INVALID_TRANSITION',
+  'UNAVAILABLE',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

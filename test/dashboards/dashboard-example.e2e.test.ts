@@ -20,7 +20,7 @@ it('examples/subscribers/dashboard.ts prints a view at once and a new one after 
   await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
   const child = spawn(process.execPath, ['--import', 'tsx', 'examples/subscribers/dashboard.ts'], {
     cwd: join(import.meta.dirname, '../..'),
-    env: { ...process.env, AUDIT_TOKEN: owner, AUDIT_WS_URL: url.replace('http', 'ws') },
+    env: { ...process.env, AUDIT_OWNER_TOKEN: owner, AUDIT_WS_URL: url.replace('http', 'ws') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -43,9 +43,14 @@ def _unavailable_error(operation: str, status: int, text: bytes, retry_after: Op
         payload: Any = json.loads(text)
     except ValueError:
         return None
-    errors: Any = payload.get("errors") if isinstance(payload, dict) else None
-    first: Any = errors[0] if isinstance(errors, list) and errors else None
-    if not isinstance(first, dict) or (first.get("extensions") or {}).get("code") != "UNAVAILABLE":
+    body: Dict[str, Any] = cast(Dict[str, Any], payload) if isinstance(payload, dict) else {}
+    listed: Any = body.get("errors")
+    errors: List[Any] = cast(List[Any], listed) if isinstance(listed, list) else []
+    head: Any = errors[0] if errors else None
+    first: Dict[str, Any] = cast(Dict[str, Any], head) if isinstance(head, dict) else {}
+    given: Any = first.get("extensions")
+    extensions: Dict[str, Any] = cast(Dict[str, Any], given) if isinstance(given, dict) else {}
+    if extensions.get("code") != "UNAVAILABLE":
         return None
     try:
         seconds: Optional[float] = float(retry_after) if retry_after else None
