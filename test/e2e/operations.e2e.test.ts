@@ -127,7 +127,10 @@ describe('a running server process', () => {
 
     expect(readyDuringDrain).toBe(503);
     expect(outcomes.filter((outcome) => outcome === 'status 200').length).toBeGreaterThan(1);
-    expect(outcomes.at(-1)).toBe('error ECONNREFUSED');
+    // The first request not answered was never read by the server: refused, or reset by the kernel
+    // when the listener closed with its connection still queued (not yet accepted by the process).
+    // A clean-clone CI run met the second; nothing earlier than it may fail.
+    expect(['error ECONNREFUSED', 'error ECONNRESET']).toContain(outcomes.at(-1));
     expect(outcomes.slice(0, -1).every((outcome) => outcome === 'status 200'), outcomes.join(', ')).toBe(true);
   }, 120_000);
 });
