@@ -171,8 +171,12 @@ export function openLedgerEntry(entry: LedgerEntry) {
   pendingReveal.value = rowToOpen(entry);
 }
 
+/** Counts the searches started: an answer shows only if no search started after its own (answers may arrive out of order). */
+let searchesStarted = 0;
+
 /** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
 export async function runSearch(more = false) {
+  const search = ++searchesStarted;
   const text = searchText.value.trim();
   const name = searchName.value.trim() || null;
   const status = searchStatus.value || null;
@@ -187,8 +191,10 @@ export async function runSearch(more = false) {
   const after = more ? (shown[shown.length - 1]?.audit.id ?? null) : null;
   try {
     const { searchAudits } = await gql(token.value, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, after });
+    if (search !== searchesStarted) return;
     searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text };
   } catch (error) {
+    if (search !== searchesStarted) return;
     searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery, text };
   }
 }
