@@ -1,6 +1,7 @@
 import { errorFields, log } from '../log.js';
 import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
 import { StreamInterrupted } from './change-stream.js';
+import { at } from './timers.js';
 
 /** The fewest milliseconds between two views of one subscription (SEMANTICS.md, "Dashboards"). */
 export const MIN_VIEW_INTERVAL_MS = 1000;
@@ -169,7 +170,7 @@ export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClo
         cancelExpiry();
         release(key, joined, stream);
       });
-      if (endsAtMs !== undefined) cancelExpiry = expiry(endsAtMs, () => stream.offer(tokenExpired()));
+      if (endsAtMs !== undefined) cancelExpiry = at(endsAtMs, () => stream.offer(tokenExpired()));
       feed.streams.add(stream);
       if (feed.view && !feed.dirty) stream.offer(feed.view);
       feed.schedule();
@@ -192,20 +193,6 @@ export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClo
 }
 
 export type ActivityFeeds = ReturnType<typeof createActivityFeeds>;
-
-/** setTimeout's longest delay (about 24.8 days); tokens may live longer. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-function expiry(atMs: number, fn: () => void): () => void {
-  let timer: NodeJS.Timeout;
-  const arm = () => {
-    const wait = atMs - Date.now();
-    timer = wait > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, wait));
-    timer.unref();
-  };
-  arm();
-  return () => clearTimeout(timer);
-}
 
 const tokenExpired = () =>
   new StreamInterrupted('TOKEN_EXPIRED', 'The token that started this subscription has expired. Subscribe again with a fresh token.');

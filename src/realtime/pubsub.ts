@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { CommittedChange } from '../domain/events.js';
 import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
 import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-feeds.js';
+import { at } from './timers.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
 import type { WakeBus } from './redis-bus.js';
 import { errorFields, log } from '../log.js';
@@ -58,22 +59,6 @@ const tokenExpired = () =>
   new StreamInterrupted('TOKEN_EXPIRED', 'The token that started this subscription has expired. Subscribe again with a fresh token.');
 
 const threadDeleted = () => new StreamInterrupted('THREAD_DELETED', 'The thread was deleted.');
-
-/** setTimeout's longest delay (about 24.8 days); tokens may live longer. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** Calls `fn` at `atMs` (ms since the epoch), however far away; the returned function cancels it. */
-function at(atMs: number, fn: () => void): () => void {
-  let timer: NodeJS.Timeout;
-  const arm = () => {
-    const wait = atMs - Date.now();
-    timer = wait > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, wait));
-    // A pending expiry never keeps the process alive.
-    timer.unref();
-  };
-  arm();
-  return () => clearTimeout(timer);
-}
 
 /**
  * One thread's subscribers on this instance. The highest cursor heard of reaches every subscriber;
