@@ -182,6 +182,9 @@ export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClo
       for (const ownerId of ownerIds) for (const feed of byOwner.get(ownerId) ?? []) feed.changed();
     },
 
+    /** The owners with feeds here (the poll of their tool audits' changes without Redis). */
+    owners: () => [...byOwner.keys()],
+
     /** Every open stream ends, telling its subscriber why. */
     interruptAll(interruption: StreamInterrupted): void {
       for (const feed of [...feeds.values()]) for (const stream of [...feed.streams]) stream.offer(interruption);

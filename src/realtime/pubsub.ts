@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { CommittedChange } from '../domain/events.js';
 import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
+import { changedOwners, type ToolAuditChangeCount, type ToolAuditChangePoll } from '../domain/tool-activity-changes.js';
 import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-feeds.js';
 import { at } from './timers.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
@@ -27,6 +28,8 @@ export interface ChangeStore {
   threadCursors(threadIds: readonly string[]): Promise<{ id: string; changeCursor: bigint }[]>;
   /** One owner's tool activity view (dashboards); a store without it serves no dashboards. */
   toolActivity?(ownerId: string, args: ToolActivityArgs): Promise<ToolActivity>;
+  /** The owners' tool audits changed since a poll's bound (src/domain/tool-activity-changes.ts): dashboards without Redis. */
+  pollToolAuditChanges?(ownerIds: readonly string[], previousBound: Date | null): Promise<ToolAuditChangePoll>;
 }
 
 export interface SubscribeOptions {
@@ -154,10 +157,36 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
       log.error({ component: 'realtime', error: errorFields(error) }, 'could not read thread cursors');
     }
   };
+  /**
+   * Dashboards while no Redis carries the activity signal (none configured, or away): one read
+   * per poll for every owner with feeds here, of the counts of their tool audits changed in the
+   * last seconds; only the feeds of owners whose counts moved read a new view. With Redis healthy
+   * the poll rests and forgets its counts (a later first poll wakes what changed in its last
+   * LATE_COMMIT_MS: at most one extra view per feed).
+   */
+  let activityPolled: { bound: Date; counted: Map<string, ToolAuditChangeCount> } | null = null;
+  const pollActivity = async (redisCarriesIt: boolean) => {
+    const owners = activity.owners();
+    if (redisCarriesIt || owners.length === 0 || !store.pollToolAuditChanges) {
+      activityPolled = null;
+      return;
+    }
+    try {
+      const poll = await store.pollToolAuditChanges(owners, activityPolled?.bound ?? null);
+      activity.changed(changedOwners(poll, activityPolled?.counted ?? new Map()));
+      activityPolled = { bound: poll.bound, counted: new Map([...poll.byOwner].map(([ownerId, counts]) => [ownerId, counts.sinceBound])) };
+    } catch (error) {
+      log.error({ component: 'activity', error: errorFields(error) }, 'could not poll the tool audits\' changes');
+    }
+  };
+
   // One cursor read at a time: a poll asked for while one is under way (a recovery during a timer
-  // tick) reads after it, with its own grace (readCursors never rejects).
+  // tick) reads after it, with its own grace (readCursors and pollActivity never reject).
   let polling = Promise.resolve();
-  const poll = (graceMs: number) => (polling = polling.then(() => readCursors(graceMs)));
+  const poll = (graceMs: number) =>
+    (polling = polling.then(async () => {
+      await Promise.all([readCursors(graceMs), pollActivity(bus?.healthy() ?? false)]);
+    }));
 
   bus?.onMessage((threadId, cursor, changes) => {
     const feed = feeds.get(threadId);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { IDLE_VIEW_INTERVAL_MS, MIN_VIEW_INTERVAL_MS } from '../../src/realtime/activity-feeds.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { backendName, postgresAdminUrl, servicesRequired } from '../support/database.js';
+import { backendName, onPostgres, postgresAdminUrl, servicesRequired } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { movedClock } from '../support/moved-clock.js';
 import { subscribeSse, subscribeWs, type Stream } from '../support/streams.js';
@@ -169,5 +169,59 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
     for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 1, 'the call started on B', 2000);
     must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
     for (const stream of streams) await viewWhere(stream, (view) => view.tools[0]?.completed === 1, 'the call finished on B', 2000);
+  });
+});
+
+// Without Redis, instances share only the database: an instance polls its dashboards' owners'
+// latest tool-audit changes (SEMANTICS.md, "Subscriptions"; issue 40's 2 s holds without Redis too).
+const withoutRedis = 'toolActivity across two instances sharing PostgreSQL without Redis';
+if (!onPostgres && servicesRequired) {
+  describe(withoutRedis, () => {
+    it('runs in CI', () => {
+      throw new Error('TEST_DATABASE_URL must be set when REQUIRE_SERVICES=1');
+    });
+  });
+}
+
+describe.runIf(onPostgres)(withoutRedis, () => {
+  let a: TestApp;
+  let b: TestApp;
+  let urlB: string;
+  beforeAll(async () => {
+    a = await startTestApp({ REDIS_URL: '' });
+    b = await startTestApp({ REDIS_URL: '' }, { databaseUrl: a.config.databaseUrl });
+    urlB = await b.app.start(0);
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('a dashboard on instance B sees, within 2 s, a tool audit started and then ended through instance A', async () => {
+    const { session, owner } = await runningRun(a);
+    await session.declare('m1', [{ id: 'call-1', name: 'remote' }]);
+    const streams = await both(b, urlB, owner);
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 0, 'the first view');
+    // The idle view is 30 s away: only noticing A's commit brings the next view within 2 s.
+    must(await session.toolStarted('call-1', 'remote'));
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 1, 'the call started on A', 2000);
+    must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
+    for (const stream of streams) await viewWhere(stream, (view) => view.tools[0]?.completed === 1, 'the call finished on A', 2000);
+  });
+
+  it('wakes only the dashboards whose owner changed', async () => {
+    const quiet = await runningRun(a);
+    const busy = await runningRun(a);
+    await busy.session.declare('m1', [{ id: 'call-1', name: 'remote' }]);
+    const [quietWs] = await both(b, urlB, quiet.owner);
+    const [busyWs] = await both(b, urlB, busy.owner);
+    await viewWhere(quietWs!, () => true, 'the quiet owner\'s first view');
+    await viewWhere(busyWs!, () => true, 'the busy owner\'s first view');
+    must(await busy.session.toolStarted('call-1', 'remote'));
+    await viewWhere(busyWs!, (view) => view.runningCount === 1, 'the call started on A', 2000);
+    must(await busy.session.toolFinished('call-1', { content: 'ok', status: 'success' }));
+    await viewWhere(busyWs!, (view) => view.tools[0]?.completed === 1, 'the call finished on A', 2000);
+    // Both owners' feeds were polled throughout; the quiet one never read a second view.
+    expect(quietWs!.results.length).toBe(1);
   });
 });
