@@ -94,8 +94,8 @@ const toolCallKey = interner();
 const statusCode = interner();
 const entityKey = interner();
 
-/** The thread's counter value a threadChanges cursor carries (base64url of `threadId:counter`). */
-const counterOf = (cursor: string) => Number(Buffer.from(cursor, 'base64url').toString('latin1').slice(37));
+/** The thread's counter value a threadChanges cursor carries (base64url of `threadId:counter:databaseId`). */
+const counterOf = (cursor: string) => Number(Buffer.from(cursor, 'base64url').toString('latin1').split(':')[1]);
 
 export type Transport = 'ws' | 'sse';
 

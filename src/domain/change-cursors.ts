@@ -62,22 +62,32 @@ export async function stampChanges(sql: Sql, events: DomainEvent[]): Promise<Com
   return committed.sort((a, b) => (a.threadId === b.threadId ? Number(a.cursor - b.cursor) : 0));
 }
 
-/** A cursor as clients see it: opaque, naming its thread, so a foreign one is refused. */
-export function encodeCursor(threadId: string, cursor: bigint): string {
-  return Buffer.from(`${threadId}:${cursor}`).toString('base64url');
+/**
+ * A cursor as clients see it: opaque, naming its thread (so a foreign one is refused) and the
+ * database that issued it (src/domain/database-identity.ts: so one from before a restore is).
+ */
+export function encodeCursor(databaseId: string, threadId: string, cursor: bigint): string {
+  return Buffer.from(`${threadId}:${cursor}:${databaseId}`).toString('base64url');
 }
 
 /**
  * The thread's counter value a client's cursor names; BAD_USER_INPUT when malformed, of another
- * thread, or beyond the thread's counter (read after the client's: no cursor handed out is beyond
- * it, and nothing could ever follow one that is).
+ * thread, issued by another database (a copy, or this one before a restore: its counter values
+ * name other changes here), or beyond the thread's counter (read after the client's: no cursor
+ * handed out is beyond it, and nothing could ever follow one that is). A cursor without a
+ * database id, issued before cursors carried one, is still taken as it was then.
  */
-export function decodeCursor(thread: { id: string; changeCursor: bigint }, text: string): bigint {
-  const match = /^([0-9a-f-]{36}):(0|[1-9][0-9]{0,18})$/.exec(
+export function decodeCursor(databaseId: string, thread: { id: string; changeCursor: bigint }, text: string): bigint {
+  const match = /^([0-9a-f-]{36}):(0|[1-9][0-9]{0,18})(?::([0-9a-f]{16}))?$/.exec(
     /^[A-Za-z0-9_-]*$/.test(text) ? Buffer.from(text, 'base64url').toString() : '',
   );
   if (!match) throw badInput(`Cursor ${JSON.stringify(text)} is malformed`);
   if (match[1] !== thread.id) throw badInput(`Cursor ${JSON.stringify(text)} belongs to another thread`);
+  if (match[3] !== undefined && match[3] !== databaseId) {
+    throw badInput(
+      `Cursor ${JSON.stringify(text)} comes from another database, or from this one before a restore: read the thread again (threadAudits.cursor) and resume from there`,
+    );
+  }
   const cursor = BigInt(match[2]!);
   if (cursor > thread.changeCursor) throw badInput(`Cursor ${JSON.stringify(text)} is beyond the thread's latest change`);
   return cursor;

@@ -17,6 +17,8 @@ export interface DomainDeps {
   /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
   publish(changes: CommittedChange[]): void;
   limits: Limits;
+  /** The id of the database, carried in every change cursor (database-identity.ts). */
+  databaseId: string;
   /** Called once a thread is marked deleted (deletion.ts): its open streams end, on every instance. */
   threadDeleted?: (threadId: string) => void;
 }

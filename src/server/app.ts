@@ -24,11 +24,12 @@ export type App = Awaited<ReturnType<typeof buildApp>>;
  */
 export async function buildApp(config: Config, options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock } = {}) {
   const { secret, generated } = signingSecretOf(config);
-  const { db, feeds } = await openStorage(config, options);
+  const { db, feeds, databaseId } = await openStorage(config, options);
   /** Set once they started; a deletion by the first retention sweep is that sweep's own to vacuum after. */
   let jobs: BackgroundJobs | undefined = undefined;
   const deps: DomainDeps = {
     db: db.sql,
+    databaseId,
     publish: feeds.publishEvents,
     threadDeleted: (threadId) => {
       feeds.threadDeleted(threadId);

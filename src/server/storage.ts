@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import { changesAfter, threadCursors } from '../domain/change-cursors.js';
+import { databaseIdentity } from '../domain/database-identity.js';
 import { readOwnerToolActivity } from '../domain/tool-activity.js';
 import { pollToolAuditChanges } from '../domain/tool-activity-changes.js';
 import type { Clock } from '../realtime/activity-feeds.js';
@@ -17,12 +18,13 @@ export type ChangeFeeds = Awaited<ReturnType<typeof createPubSubFor>>;
 export async function openStorage(
   config: Config,
   options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock },
-): Promise<{ db: Database; feeds: ChangeFeeds }> {
+): Promise<{ db: Database; feeds: ChangeFeeds; databaseId: string }> {
   const db =
     options.database ??
     (await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, poolSize: config.databasePoolSize }));
   try {
     await migrate(db.driver);
+    const databaseId = await databaseIdentity(db.sql);
     const feeds = await createPubSubFor(
       config,
       {
@@ -33,7 +35,7 @@ export async function openStorage(
       },
       { maxPendingEvents: options.maxPendingEvents, activityClock: options.activityClock },
     );
-    return { db, feeds };
+    return { db, feeds, databaseId };
   } catch (error) {
     if (!options.database) await db.close();
     throw error;

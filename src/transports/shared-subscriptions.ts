@@ -66,7 +66,8 @@ function withEventId(args: ExecutionArgs, event: unknown, result: Result): Resul
   const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
   const change = event as Partial<CommittedChange>;
   if (field?.kind !== Kind.FIELD || field.name.value !== 'threadChanges' || change.cursor === undefined) return result;
-  return Object.assign(result, { [EVENT_ID]: encodeCursor(change.threadId!, change.cursor) });
+  const { deps } = args.contextValue as GraphQLContext;
+  return Object.assign(result, { [EVENT_ID]: encodeCursor(deps.databaseId, change.threadId!, change.cursor) });
 }
 
 export const isSharedStream = (value: unknown): value is SharedStream => typeof value === 'object' && value !== null && 'resultOf' in value;

@@ -121,7 +121,7 @@ builder.queryField('threadAudits', (t) =>
         : await readRunTimeline(deps.db, requirePrincipal(principal), threadId, String(runId), limit, anchor);
       // The items are what a tool audit's `declaredBy` most often points to.
       for (const audit of timeline.items) loaders.audit.prime(audit.id, audit);
-      return { ...timeline, cursor: encodeCursor(timeline.threadId, timeline.cursor) };
+      return { ...timeline, cursor: encodeCursor(deps.databaseId, timeline.threadId, timeline.cursor) };
     },
   }),
 );

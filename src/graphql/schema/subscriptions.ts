@@ -44,7 +44,7 @@ const runIdOf = (change: CommittedChange) => (change.kind === 'run' ? change.row
 function resumeCursor(thread: Thread, after: string | null | undefined, context: GraphQLContext): bigint | undefined {
   const lastEventId = context.request?.headers.get('last-event-id');
   const text = lastEventId || after;
-  return text ? decodeCursor(thread, text) : undefined;
+  return text ? decodeCursor(context.deps.databaseId, thread, text) : undefined;
 }
 
 interface ThreadChangeShape {
@@ -126,7 +126,7 @@ builder.subscriptionFields((t) => ({
     resolve: (delivery: Delivery, _args, context) => {
       const change = committed(delivery, context);
       return {
-        cursor: encodeCursor(change.threadId, change.cursor),
+        cursor: encodeCursor(context.deps.databaseId, change.threadId, change.cursor),
         committedAt: change.committedAt,
         audit: change.kind === 'audit' ? change.row : null,
         run: change.kind === 'run' ? change.row : null,

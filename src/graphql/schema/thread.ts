@@ -51,7 +51,7 @@ export const ThreadRef = builder.prismaObject('Thread', {
     }),
     changeCursor: t.string({
       description: "The cursor of the thread's latest committed change (see ThreadChange).",
-      resolve: (thread) => encodeCursor(thread.id, thread.changeCursor),
+      resolve: (thread, _args, { deps }) => encodeCursor(deps.databaseId, thread.id, thread.changeCursor),
     }),
   }),
 });

@@ -1,0 +1,29 @@
+import type { Sql } from '../db/sql.js';
+
+/**
+ * What tells this database from a copy or a restore of it: its OID among the server's databases
+ * (a copy, or a restore into a new database, gets another) and the OID of the identity table
+ * itself (a logical restore, pg_dump then psql or pg_restore, creates the table again, even into
+ * a database of the same OID, as on PGlite). A physical copy of the whole server (a file system
+ * snapshot, PITR, a promoted replica) keeps both: such a database is not told apart.
+ */
+const WHERE_AM_I = `SELECT (SELECT oid FROM pg_database WHERE datname = current_database())::bigint AS database_oid,
+  'database_identity'::regclass::oid::bigint AS table_oid`;
+
+/**
+ * The id of the database that issues this server's change cursors (migration
+ * 20261202130000_database_identity), renewed first when the database is not the one that chose
+ * it. Two statements: when instances start together on a restored database, the second one's
+ * UPDATE waits for the first's, then finds the OIDs already current and changes nothing, and
+ * its SELECT (a new snapshot) reads the id the first one chose.
+ */
+export async function databaseIdentity(sql: Sql): Promise<string> {
+  await sql.query(
+    `UPDATE database_identity d SET database_id = left(replace(gen_random_uuid()::text, '-', ''), 16),
+       database_oid = here.database_oid, table_oid = here.table_oid
+     FROM (${WHERE_AM_I}) here
+     WHERE (d.database_oid, d.table_oid) IS DISTINCT FROM (here.database_oid, here.table_oid)`,
+  );
+  const [row] = await sql.query<{ databaseId: string }>('SELECT database_id FROM database_identity');
+  return row!.databaseId;
+}
