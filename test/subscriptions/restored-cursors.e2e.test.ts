@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
-import { actors, claim, createRun, createThread, must, type Actors } from '../support/lifecycle.js';
+import { actors, claim, createRun, createThread, type Actors } from '../support/lifecycle.js';
 import { counterOf, subscribeSse, subscribeWs, THREAD_SNAPSHOT, waitFor, type Stream } from '../support/streams.js';
 import { createTestStorage, type TestStorage } from '../support/storage.js';
 
