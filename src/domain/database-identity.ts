@@ -12,17 +12,17 @@ const WHERE_AM_I = `SELECT (SELECT oid FROM pg_database WHERE datname = current_
 
 /**
  * The id of the database that issues this server's change cursors (migration
- * 20261202130000_database_identity), renewed first when the database is not the one that chose
- * it. Two statements: when instances start together on a restored database, the second one's
- * UPDATE waits for the first's, then finds the OIDs already current and changes nothing, and
- * its SELECT (a new snapshot) reads the id the first one chose.
+ * 20261202130000_database_identity): chosen at the first start, and again when the database is
+ * not the one that chose it. Two statements: when instances start together, the second one's
+ * upsert waits for the first's row, then finds the OIDs current and changes nothing, and its
+ * SELECT (a new snapshot) reads the id the first one chose.
  */
 export async function databaseIdentity(sql: Sql): Promise<string> {
   await sql.query(
-    `UPDATE database_identity d SET database_id = left(replace(gen_random_uuid()::text, '-', ''), 16),
-       database_oid = here.database_oid, table_oid = here.table_oid
-     FROM (${WHERE_AM_I}) here
-     WHERE (d.database_oid, d.table_oid) IS DISTINCT FROM (here.database_oid, here.table_oid)`,
+    `INSERT INTO database_identity AS d (database_id, database_oid, table_oid)
+     SELECT left(replace(gen_random_uuid()::text, '-', ''), 16), here.database_oid, here.table_oid FROM (${WHERE_AM_I}) here
+     ON CONFLICT (singleton) DO UPDATE SET database_id = excluded.database_id, database_oid = excluded.database_oid, table_oid = excluded.table_oid
+     WHERE (d.database_oid, d.table_oid) IS DISTINCT FROM (excluded.database_oid, excluded.table_oid)`,
   );
   const [row] = await sql.query<{ databaseId: string }>('SELECT database_id FROM database_identity');
   return row!.databaseId;

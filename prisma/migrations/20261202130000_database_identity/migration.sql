@@ -4,7 +4,8 @@
 -- history that went another way. The server renews the id at start when the database it reads is
 -- not the one that chose it: another database OID (a copy: CREATE DATABASE … TEMPLATE, or a
 -- restore into a new database) or another OID of this table (a logical restore re-creates it,
--- on PostgreSQL and PGlite alike). One row, written only at start: no write path touches it.
+-- on PostgreSQL and PGlite alike). One row, written at the first start and at a start on a copy
+-- or a restore only: no write path touches it.
 CREATE TABLE "database_identity" (
     "singleton" BOOLEAN NOT NULL DEFAULT true,
     "database_id" TEXT NOT NULL,
@@ -14,6 +15,3 @@ CREATE TABLE "database_identity" (
     CONSTRAINT "database_identity_pkey" PRIMARY KEY ("singleton"),
     CONSTRAINT "database_identity_singleton_check" CHECK ("singleton")
 );
-
--- Renewed at the first start: the OIDs are NULL until then.
-INSERT INTO "database_identity" ("database_id") VALUES (left(replace(gen_random_uuid()::text, '-', ''), 16));
