@@ -1,0 +1,235 @@
+// DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2]
+//
+// Live dashboards under write load (issue 40, docs/dashboards.md): `principals` × `per` identical
+// toolActivity subscriptions over graphql-ws (one socket per principal, `per` subscriptions on
+// it) while `workers` writers drive whole runs (two tool calls each) through the server's HTTP
+// API, the runs' threads spread over the principals. Against the same load without dashboards,
+// on a fresh server process each window, rounds interleaved:
+// - latency: from a tool audit write's answer (its commit is just before it) to the arrival of
+//   the first view that includes it, for each of the principal's subscriptions. A view includes
+//   the n-th change of its owner when its buckets count n more starts and ends than the first
+//   view did (the window is an hour: nothing leaves it during the run). Each owner is written by
+//   one worker, so its changes commit in the order their answers arrive.
+// - throughput: the writers' events/s with dashboards over without, per round.
+// - CPU: the server process's CPU seconds per second with and without, and the views it read
+//   per second (distinct `at` per principal: identical subscriptions share one read).
+// PostgreSQL only; one server, no Redis (its views follow its own commits in process).
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+import { mintToken } from '../src/auth/jwt.js';
+import { openPostgresBackend } from './lib/backend.js';
+import { GraphQLHttp } from './lib/graphql-http.js';
+import { startServer, type ServerProcess } from './lib/server-process.js';
+import { serverCreateRun, serverCreateThread, serverStep } from './lib/server-worker.js';
+import { round, summarize, table } from './lib/stats.js';
+import { measureWritePath, type WriteTarget } from './lib/write-path.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    principals: { type: 'string', default: '100' },
+    per: { type: 'string', default: '10' },
+    workers: { type: 'string', default: '32' },
+    seconds: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '2' },
+  },
+});
+const principals = Number(flags.principals);
+const per = Number(flags.per);
+const workers = Number(flags.workers);
+const windowMs = Number(flags.seconds) * 1000;
+const warmupMs = Number(flags.warmup) * 1000;
+const rounds = Number(flags.rounds);
+const adminUrl = process.env.DATABASE_URL;
+if (!adminUrl) throw new Error('Set DATABASE_URL to a PostgreSQL admin URL (a fresh database is created and dropped)');
+
+const VIEW = `subscription { toolActivity(windowSeconds: 3600) { at buckets { started completed failed otherEnded } } }`;
+const TOOL_OPS = new Set(['recordToolStarted', 'recordToolFinished']);
+/** How long after the writers stop a change may still be waited for. */
+const GRACE_MS = 5000;
+
+interface Arrival {
+  at: number;
+  total: number;
+  viewAt: string;
+}
+
+/** One principal's dashboard: `per` identical subscriptions on one graphql-ws socket. */
+function dashboard(url: string, token: string) {
+  const arrivals: Arrival[][] = Array.from({ length: per }, () => []);
+  const errors: string[] = [];
+  const socket = new WebSocket(url, 'graphql-transport-ws');
+  socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
+  socket.on('message', (data) => {
+    const at = performance.now(); // stamped before parsing: a frame's cost here is not the server's latency
+    const message = JSON.parse(String(data)) as { id?: string; type: string; payload?: any };
+    if (message.type === 'connection_ack') {
+      for (let k = 0; k < per; k++) socket.send(JSON.stringify({ id: String(k), type: 'subscribe', payload: { query: VIEW } }));
+    } else if (message.type === 'next') {
+      const view = message.payload?.data?.toolActivity;
+      if (!view) return void errors.push(JSON.stringify(message.payload?.errors ?? message.payload));
+      let total = 0;
+      for (const bucket of view.buckets) total += bucket.started + bucket.completed + bucket.failed + bucket.otherEnded;
+      arrivals[Number(message.id)]!.push({ at, total, viewAt: view.at });
+    } else if (message.type === 'ping') socket.send(JSON.stringify({ type: 'pong' }));
+    else if (message.type !== 'pong') errors.push(`${message.type}: ${JSON.stringify(message.payload ?? null)}`);
+  });
+  socket.on('error', (error) => errors.push(error.message));
+  return {
+    arrivals,
+    errors,
+    ready: () => arrivals.every((list) => list.length > 0),
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (socket.readyState === WebSocket.CLOSED) return resolve();
+        socket.once('close', () => resolve());
+        socket.close(1000);
+      }),
+  };
+}
+
+/** The writers: worker w writes the threads of owners w, w + workers, …; each tool audit change's answer time is kept per owner. */
+function target(http: GraphQLHttp, ownerTokens: string[], workerTokens: string[], changes: number[][]): WriteTarget {
+  return {
+    async prepare(worker) {
+      const owners = ownerTokens.map((_, owner) => owner).filter((owner) => owner % workers === worker);
+      const threads = await Promise.all(owners.map((owner) => serverCreateThread(http, ownerTokens[owner]!, `dashboards bench ${owner}`)));
+      let turn = -1;
+      let current = 0;
+      return {
+        createRun: () => {
+          turn = (turn + 1) % owners.length;
+          current = owners[turn]!;
+          return serverCreateRun(http, ownerTokens[current]!, threads[turn]!);
+        },
+        step: async (runId, lease, step) => {
+          const owner = current;
+          const next = await serverStep(http, workerTokens[worker]!, runId, lease, step);
+          if (TOOL_OPS.has(step.op)) changes[owner]!.push(performance.now());
+          return next;
+        },
+      };
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const cpuSeconds = async (server: ServerProcess) => {
+  const { cpu } = await server.counts();
+  return (cpu.user + cpu.system) / 1e6;
+};
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function main() {
+  const started = Date.now();
+  const loadAtStart = os.loadavg().map((value) => round(value, 2));
+  const backend = await openPostgresBackend(adminUrl!);
+  const secret = randomBytes(32).toString('base64url');
+  const ownerTokens = await Promise.all(Array.from({ length: principals }, (_, i) => mintToken(secret, { sub: `bench-dashboard-${i}`, role: 'superadmin' }, '2h')));
+  const workerTokens = await Promise.all(Array.from({ length: workers }, (_, i) => mintToken(secret, { sub: `bench-dashboard-worker-${i}`, role: 'worker' }, '2h')));
+  const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const latencies: number[] = [];
+  const viewsPerSecond: number[] = [];
+  let missing = 0;
+  let errors: string[] = [];
+  console.log(`${principals} principals × ${per} subscriptions, ${workers} writers, ${rounds} round(s) of ${windowMs / 1000} s (+${warmupMs / 1000} s warm-up); load ${loadAtStart.join(' ')}`);
+  try {
+    for (let r = 0; r < rounds; r++) {
+      for (const mode of ['without', 'with'] as const) {
+        const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: '' });
+        const http = new GraphQLHttp(server.url);
+        const dashboards = mode === 'with' ? ownerTokens.map((token) => dashboard(server.wsUrl, token)) : [];
+        try {
+          const deadline = Date.now() + 60_000;
+          while (!dashboards.every((d) => d.ready())) {
+            if (Date.now() > deadline) throw new Error(`dashboards not ready: ${dashboards.flatMap((d) => d.errors).slice(0, 3).join('; ')}`);
+            await sleep(50);
+          }
+          const baselines = dashboards.map((d) => d.arrivals[0]![0]!.total);
+          const changes: number[][] = ownerTokens.map(() => []);
+          const cpuBefore = await cpuSeconds(server);
+          const windowStart = performance.now();
+          const window = await measureWritePath(target(http, ownerTokens, workerTokens, changes), workers, warmupMs, windowMs);
+          const seconds = (performance.now() - windowStart) / 1000;
+          const cpuPerSecond = ((await cpuSeconds(server)) - cpuBefore) / seconds;
+          rates[mode].push(window.eventsPerSecond);
+          cpu[mode].push(cpuPerSecond);
+          let note = '';
+          if (mode === 'with') {
+            await sleep(GRACE_MS);
+            const reads = new Set<string>();
+            for (const [owner, d] of dashboards.entries()) {
+              for (const list of d.arrivals) for (const arrival of list) if (arrival.at >= windowStart) reads.add(`${owner} ${arrival.viewAt}`);
+              changes[owner]!.forEach((answeredAt, n) => {
+                for (const list of d.arrivals) {
+                  const first = list.find((arrival) => arrival.total >= baselines[owner]! + n + 1);
+                  if (first) latencies.push(Math.max(0, first.at - answeredAt));
+                  else missing++;
+                }
+              });
+            }
+            errors = [...errors, ...dashboards.flatMap((d) => d.errors)];
+            viewsPerSecond.push(reads.size / seconds);
+            note = `, ${Math.round(reads.size / seconds)} views read/s, ${changes.flat().length} tool audit changes`;
+          }
+          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s${note}`);
+        } finally {
+          await Promise.all(dashboards.map((d) => d.close()));
+          http.close();
+          await server.stop();
+        }
+      }
+    }
+  } finally {
+    await backend.close();
+  }
+  const latency = summarize(latencies);
+  const ratio = median(rates.with.map((rate, i) => rate / rates.without[i]!));
+  const extraCpu = median(cpu.with) - median(cpu.without);
+  const views = median(viewsPerSecond);
+  const report = {
+    principals,
+    per,
+    workers,
+    rounds,
+    windowSeconds: windowMs / 1000,
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: os.loadavg().map((value) => round(value, 2)),
+    eventsPerSecond: { without: rates.without.map((v) => round(v, 0)), with: rates.with.map((v) => round(v, 0)) },
+    withOverWithout: round(ratio, 3),
+    latencyMs: latency,
+    deliveries: latencies.length,
+    missing,
+    serverCpuSecondsPerSecond: { without: cpu.without.map((v) => round(v, 3)), with: cpu.with.map((v) => round(v, 3)) },
+    viewsReadPerSecond: round(views, 1),
+    serverCpuMsPerView: round((extraCpu * 1000) / views, 2),
+    errors: errors.slice(0, 5),
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
+  console.log(
+    table(
+      ['measure', 'figure', 'target'],
+      [
+        ['commit → view including it, p50 / p99 / max', `${round(latency.p50, 0)} / ${round(latency.p99, 0)} / ${round(latency.max, 0)} ms`, 'p99 ≤ 2,000 ms'],
+        ['deliveries measured / missing', `${latencies.length} / ${missing}`, 'none missing'],
+        ['writers with / without dashboards', `${report.eventsPerSecond.with.join(', ')} / ${report.eventsPerSecond.without.join(', ')} events/s: ${report.withOverWithout}×`, '≥ 0.9×'],
+        ['server CPU with / without', `${report.serverCpuSecondsPerSecond.with.join(', ')} / ${report.serverCpuSecondsPerSecond.without.join(', ')} s/s`, ''],
+        ['views read per second; server CPU per view', `${report.viewsReadPerSecond}; ${report.serverCpuMsPerView} ms`, 'stated'],
+      ],
+    ),
+  );
+  if (errors.length) console.log(`errors: ${errors.slice(0, 5).join('; ')}`);
+  const directory = join(import.meta.dirname, 'results');
+  mkdirSync(directory, { recursive: true });
+  const file = join(directory, `dashboards-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  console.log(`Done in ${report.seconds} s, load ${report.loadAverageAtEnd.join(' ')}. Report: ${file}`);
+}
+
+await main();
