@@ -48,12 +48,24 @@ const CONCURRENT_INDEX = /^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+(?:IF\s
 /** How often an instance asks again for the migration lock while another instance migrates. */
 const LOCK_POLL_MS = 250;
 
+/** The progress of a start-up's migrations, as the log says it (docs/operations.md "Upgrades"). */
+export type MigrationProgress =
+  | { event: 'migration_lock_wait' }
+  | { event: 'migration_started'; migration: string; online: boolean }
+  | { event: 'migration_applied'; migration: string; online: boolean; ms: number };
+
 export interface MigrateOptions {
-  /** One line per migration applied, with its time (default: a JSON line on stdout). */
-  log?: (entry: { event: 'migration_applied'; migration: string; online: boolean; ms: number }) => void;
+  /** Each step's line: waiting for another instance, each migration started and applied with its time (default: a JSON line on stdout). */
+  log?: (entry: MigrationProgress) => void;
 }
 
-const logJson: NonNullable<MigrateOptions['log']> = (entry) => log.info(entry, 'migration applied');
+const MESSAGES: Record<MigrationProgress['event'], string> = {
+  migration_lock_wait: "waiting for another instance's migrations",
+  migration_started: 'migration started',
+  migration_applied: 'migration applied',
+};
+
+const logJson: NonNullable<MigrateOptions['log']> = (entry) => log.info(entry, MESSAGES[entry.event]);
 
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir, { withFileTypes: true })
@@ -92,11 +104,12 @@ type Session = Omit<SqlDriver, 'withSession' | 'close'>;
  * `pg_advisory_lock`: a statement waiting there holds a snapshot, and `CREATE INDEX CONCURRENTLY`
  * in the instance that holds the lock waits for every older snapshot to end: a deadlock.
  */
-async function lockMigrations(session: Session) {
+async function lockMigrations(session: Session, log: NonNullable<MigrateOptions['log']>) {
   const deadline = Date.now() + MIGRATION_TIMEOUT_MS;
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const [row] = await session.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [MIGRATION_LOCK_KEY]);
     if (row!.locked) return;
+    if (attempt === 0) log({ event: 'migration_lock_wait' });
     if (Date.now() > deadline) throw new Error(`Another instance held the migration lock for over ${MIGRATION_TIMEOUT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
   }
@@ -134,7 +147,7 @@ async function applyInTransaction(session: Session, sql: string, record: () => P
 }
 
 async function migrateLocked(session: Session, migrations: Migration[], log: NonNullable<MigrateOptions['log']>): Promise<string[]> {
-  await lockMigrations(session);
+  await lockMigrations(session, log);
   try {
     await session.exec(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
       "id" VARCHAR(36) PRIMARY KEY NOT NULL,
@@ -167,6 +180,7 @@ async function migrateLocked(session: Session, migrations: Migration[], log: Non
           [randomUUID(), migration.checksum, migration.name],
         );
       const online = isOnline(migration);
+      log({ event: 'migration_started', migration: migration.name, online });
       if (online) {
         await applyOnline(session, migration.sql);
         await record();

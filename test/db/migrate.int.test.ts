@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
-import { isOnline, MIGRATION_LOCK_KEY, migrate, ONLINE_MARK, onlineStatements, readMigrations } from '../../src/db/migrate.js';
+import { isOnline, MIGRATION_LOCK_KEY, migrate, ONLINE_MARK, type MigrationProgress, onlineStatements, readMigrations } from '../../src/db/migrate.js';
 import { backendName, createScratchDatabase, onPostgres, servicesRequired } from '../support/database.js';
 
 const migrationNames = readMigrations().map((migration) => migration.name);
@@ -77,7 +77,11 @@ describe.runIf(onPostgres || servicesRequired)('migrations and the request state
       other.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]),
     );
     try {
-      expect(await migrate(db.driver)).toEqual(migrationNames);
+      const progress: MigrationProgress[] = [];
+      expect(await migrate(db.driver, undefined, { log: (entry) => progress.push(entry) })).toEqual(migrationNames);
+      // The operator sees why the start is waiting, once, before the migrations run.
+      expect(progress.filter((entry) => entry.event === 'migration_lock_wait')).toHaveLength(1);
+      expect(progress[0]).toEqual({ event: 'migration_lock_wait' });
     } finally {
       await released.catch(() => undefined);
       await other.end();
@@ -110,14 +114,16 @@ describe(`online migrations (${backendName})`, () => {
       [name],
     );
 
-  it('runs CREATE INDEX CONCURRENTLY, which no transaction block may hold, and logs one line per migration with its time', async () => {
+  it('runs CREATE INDEX CONCURRENTLY, which no transaction block may hold, and logs each migration when it starts and when it is applied, with its time', async () => {
     await onScratch(async (db) => {
       const lines: unknown[] = [];
       const index = online('99999999999991_index', `-- a comment line\nCREATE INDEX CONCURRENTLY IF NOT EXISTS "probe_a_idx" ON probe (a);\nDROP INDEX CONCURRENTLY IF EXISTS "nothing_idx";\n`);
       expect(await migrate(db.driver, [table, index], { log: (line) => lines.push(line) })).toEqual([table.name, index.name]);
       expect(await indexState(db, 'probe_a_idx')).toEqual([{ valid: true }]);
       expect(lines).toEqual([
+        { event: 'migration_started', migration: table.name, online: false },
         { event: 'migration_applied', migration: table.name, online: false, ms: expect.any(Number) },
+        { event: 'migration_started', migration: index.name, online: true },
         { event: 'migration_applied', migration: index.name, online: true, ms: expect.any(Number) },
       ]);
     });
