@@ -1,3 +1,5 @@
+import { errorFields, log } from '../log.js';
+
 /**
  * Whether a failure means a dependency cannot be reached for the moment (the request may be sent
  * again): judged by the driver's SQLSTATE or the socket's errno name, never by message text
@@ -38,4 +40,32 @@ export function isUnavailable(error: unknown, depth = 0): boolean {
   if (inner && isUnavailable(inner, depth + 1)) return true;
   if (error instanceof AggregateError) return error.errors.some((each) => isUnavailable(each, depth + 1));
   return false;
+}
+
+/**
+ * A job that runs again and again and retries what failed (a poll, a sweep, a stream's catch-up):
+ * an outage is one line when it first fails (warn when the database cannot be reached, error for
+ * anything else) and one when it works again, never a line per try. A failure of another kind
+ * while it keeps failing is a line of its own.
+ */
+export function retriedWork(what: string, fields: Record<string, unknown>) {
+  let failing: { sinceMs: number; tries: number; kind: string } | null = null;
+  return {
+    failed(error: unknown): void {
+      const described = errorFields(error);
+      const kind = `${described.code ?? ''} ${described.message}`;
+      const tries = (failing?.tries ?? 0) + 1;
+      if (failing?.kind !== kind) {
+        const line = { ...fields, error: described };
+        if (isUnavailable(error)) log.warn(line, `${what} failed: the database cannot be reached; retrying`);
+        else log.error(line, `${what} failed; retrying`);
+      }
+      failing = { sinceMs: failing?.sinceMs ?? Date.now(), tries, kind };
+    },
+    succeeded(): void {
+      if (!failing) return;
+      log.info({ ...fields, failedTries: failing.tries, failedForMs: Date.now() - failing.sinceMs }, `${what} works again`);
+      failing = null;
+    },
+  };
 }

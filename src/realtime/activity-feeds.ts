@@ -1,4 +1,4 @@
-import { errorFields, log } from '../log.js';
+import { retriedWork } from '../db/outage.js';
 import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
 import { StreamInterrupted } from './change-stream.js';
 import { at } from './timers.js';
@@ -79,6 +79,9 @@ class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
  * owner's tool audits at most MIN_VIEW_INTERVAL_MS after the previous one, and comes every
  * IDLE_VIEW_INTERVAL_MS without changes; reads never overlap.
  */
+/** Every feed's reads, as one job: an outage is a line when they start failing and one when they work again. */
+const activityReads = retriedWork('reading the tool activity', { component: 'activity' });
+
 class ActivityFeed {
   readonly streams = new Set<ActivityStream>();
   view: ToolActivity | null = null;
@@ -117,12 +120,13 @@ class ActivityFeed {
     this.lastReadAtMs = this.clock.now();
     try {
       const view = await this.read();
+      activityReads.succeeded();
       this.view = view;
       for (const stream of this.streams) stream.offer(view);
     } catch (error) {
       // The next read tries again; subscribers keep their last view meanwhile.
       this.dirty = true;
-      log.error({ component: 'activity', ownerId: this.ownerId, windowSeconds: this.args.windowSeconds, error: errorFields(error) }, 'could not read the tool activity');
+      activityReads.failed(error);
     } finally {
       this.reading = false;
       this.schedule();

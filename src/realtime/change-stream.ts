@@ -1,6 +1,6 @@
 import type { CommittedChange } from '../domain/events.js';
 import { catchUps } from '../metrics.js';
-import { errorFields, log } from '../log.js';
+import { retriedWork } from '../db/outage.js';
 
 /** Why a stream ended before its subscriber asked it to (SEMANTICS.md, "Subscriptions" and "Deletion and retention"). */
 export type InterruptionReason = 'SERVER_STOPPING' | 'TOKEN_EXPIRED' | 'THREAD_DELETED';
@@ -38,6 +38,9 @@ export const ARRIVAL_WAIT_MS = 1000;
  * increase. Memory is bounded: at most `limit` queued and held changes (shared objects) and one page.
  * Nothing but `interrupt` (server stop, token expiry) and `return` ends it.
  */
+/** Every stream's catch-up reads, as one job: an outage is a line when they start failing and one when they work again. */
+const catchUpReads = retriedWork('catch-up reads of change streams', { component: 'realtime' });
+
 export class ChangeStream implements AsyncIterableIterator<CommittedChange | StreamInterrupted> {
   private queue: CommittedChange[] = [];
   /** Live changes that arrived during a catch-up read, taken after it when they follow on. */
@@ -211,9 +214,10 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     let page: CommittedChange[];
     try {
       page = await this.catchUp(this.last);
+      catchUpReads.succeeded();
     } catch (error) {
       // The database is unreachable for now: try again shortly, the stream stays open.
-      log.error({ component: 'realtime', error: errorFields(error) }, 'catch-up read failed; retrying');
+      catchUpReads.failed(error);
       this.reading = false;
       this.behind = true;
       await new Promise((resolve) => setTimeout(resolve, 1000).unref());

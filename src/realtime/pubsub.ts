@@ -6,6 +6,7 @@ import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-
 import { at } from './timers.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
 import type { WakeBus } from './redis-bus.js';
+import { retriedWork } from '../db/outage.js';
 import { errorFields, log } from '../log.js';
 
 export { StreamInterrupted } from './change-stream.js';
@@ -141,10 +142,12 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   };
 
   /** One query for every subscribed thread; a thread that moved wakes its subscribers, after `graceMs`. */
+  const cursorReads = retriedWork('reading the thread cursors', { component: 'realtime' });
   const readCursors = async (graceMs: number) => {
     try {
       if (feeds.size === 0) return;
       const cursors = await store.threadCursors([...feeds.keys()]);
+      cursorReads.succeeded();
       // A subscribed thread that is no more was deleted: its deletion signal may have been lost.
       const found = new Set(cursors.map(({ id }) => id));
       for (const threadId of [...feeds.keys()]) if (!found.has(threadId)) pubsub.endThread(threadId);
@@ -154,7 +157,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
       if (graceMs === 0) reach();
       else setTimeout(reach, graceMs).unref();
     } catch (error) {
-      log.error({ component: 'realtime', error: errorFields(error) }, 'could not read thread cursors');
+      cursorReads.failed(error);
     }
   };
   /**
@@ -165,6 +168,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
    * LATE_COMMIT_MS: at most one extra view per feed).
    */
   let activityPolled: { bound: Date; counted: Map<string, ToolAuditChangeCount> } | null = null;
+  const activityPolls = retriedWork("polling the tool audits' changes", { component: 'activity' });
   const pollActivity = async (redisCarriesIt: boolean) => {
     const owners = activity.owners();
     if (redisCarriesIt || owners.length === 0 || !store.pollToolAuditChanges) {
@@ -173,10 +177,11 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     }
     try {
       const poll = await store.pollToolAuditChanges(owners, activityPolled?.bound ?? null);
+      activityPolls.succeeded();
       activity.changed(changedOwners(poll, activityPolled?.counted ?? new Map()));
       activityPolled = { bound: poll.bound, counted: new Map([...poll.byOwner].map(([ownerId, counts]) => [ownerId, counts.sinceBound])) };
     } catch (error) {
-      log.error({ component: 'activity', error: errorFields(error) }, 'could not poll the tool audits\' changes');
+      activityPolls.failed(error);
     }
   };
 
