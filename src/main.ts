@@ -4,6 +4,7 @@ import { loadConfig, type Config } from './config.js';
 import { errorFields, log } from './log.js';
 import { buildApp, type App } from './server/app.js';
 import { installProcessGuards } from './server/process-guards.js';
+import { listenWhileStarting } from './server/starting.js';
 
 /** A start that cannot go on: one line saying why (never a stack), exit 1. */
 function cannotStart(error: unknown): never {
@@ -15,13 +16,16 @@ let config: Config;
 let app: App;
 try {
   config = loadConfig();
-  app = await buildApp(config);
+  // The port answers from now on (/healthz 200, /readyz 503) while migrations run.
+  const listening = await listenWhileStarting(config.port, config.host);
+  app = await buildApp(config, { listening });
 } catch (error) {
   cannotStart(error);
 }
 // Tokens are printed once, when the local secret is generated, never on every start (logs are
-// collected and kept); `npm run token` mints more. Minted before listening, so the whole banner
-// is out by the time the server answers (a client watching the log for them never misses them).
+// collected and kept); `npm run token` mints more. Minted before the app serves on its port (until
+// then /readyz answers 503), so the whole banner is out by the time the server is ready (a client
+// watching the log for them never misses them).
 const hours = '12h';
 const localTokens = app.jwtSecretGenerated && {
   superadmin: await mintToken(app.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours),

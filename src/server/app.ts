@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { createTokenVerifier } from '../auth/jwt.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
@@ -22,7 +23,11 @@ export type App = Awaited<ReturnType<typeof buildApp>>;
  * over HTTP, SSE and graphql-ws, /metrics, and the background jobs. `start` listens; `stop`
  * drains and closes everything (shutdown.ts).
  */
-export async function buildApp(config: Config, options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock } = {}) {
+export async function buildApp(
+  config: Config,
+  /** `listening`: the server that answered while the instance started (starting.ts); the app serves on it. */
+  options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock; listening?: Server } = {},
+) {
   const { secret, generated } = signingSecretOf(config);
   const { db, feeds, databaseId } = await openStorage(config, options);
   /** Set once they started; a deletion by the first retention sweep is that sweep's own to vacuum after. */
@@ -62,7 +67,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     },
   });
   const streams = streamSessions({ secret, verifier, corsOrigins: config.corsOrigins, sql: db.sql });
-  const http = createHttpServer(config, { yoga, db, metrics, streams });
+  const http = createHttpServer(config, { yoga, db, metrics, streams, listening: options.listening });
   const webSocket = serveGraphQLOverWebSocket(http.server, yoga, config, limits);
   jobs = await startBackgroundJobs(config, db, deps);
 

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finished } from 'node:stream/promises';
 import type { Registry } from 'prom-client';
@@ -56,9 +56,9 @@ async function databaseReady(db: Database): Promise<boolean> {
  */
 export function createHttpServer(
   config: Config,
-  parts: { yoga: GraphQLServer; db: Database; metrics: Registry; streams: ReturnType<typeof streamSessions> },
+  parts: { yoga: GraphQLServer; db: Database; metrics: Registry; streams: ReturnType<typeof streamSessions>; listening?: Server },
 ) {
-  const { yoga, db, metrics, streams } = parts;
+  const { yoga, db, metrics, streams, listening } = parts;
   const limit = bodyLimit(config);
   let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -91,7 +91,7 @@ export function createHttpServer(
     return answeredBy(yoga(req, res), res);
   };
 
-  const server = createServer((req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     // The correlation id: the client's when safe, else a new one; yoga reads the same header.
     const id = requestIdOf(req.headers['x-request-id']);
     req.headers['x-request-id'] = id;
@@ -104,15 +104,21 @@ export function createHttpServer(
       log.info({ requestId: id, method: req.method, path, status: res.statusCode, durationMs, ...(res.writableFinished ? {} : { aborted: true }) }, 'request');
     });
     void guarded(handle, req, res);
-  });
+  };
+  const server = listening ?? createServer(serve);
   return {
     server,
-    /** Listens; resolves to the GraphQL endpoint's URL. */
+    /** Listens, or takes over the server that listened while the instance started (starting.ts); resolves to the GraphQL endpoint's URL. */
     async listen(port = config.port, host = config.host): Promise<string> {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => resolve());
-      });
+      if (listening) {
+        listening.removeAllListeners('request');
+        listening.on('request', serve);
+      } else {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(port, host, () => resolve());
+        });
+      }
       const address = server.address() as AddressInfo;
       return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}/graphql`;
     },

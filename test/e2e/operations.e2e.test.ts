@@ -5,13 +5,15 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { postgresAdminUrl } from '../support/database.js';
+import pg from 'pg';
+import { MIGRATION_LOCK_KEY } from '../../src/db/migrate.js';
+import { onPostgres, postgresAdminUrl, servicesRequired } from '../support/database.js';
 import { createTestStorage, type TestStorage } from '../support/storage.js';
-import { E2E_JWT_SECRET, e2eActors, killServers, startServer } from './support/server.js';
+import { E2E_JWT_SECRET, e2eActors, freePort, killServers, startServer } from './support/server.js';
 import { withTimeout } from './support/wait.js';
 
-/** The server (this run's bundle of src/main.ts when there is one, as startServer runs it) to its exit. */
-async function runServer(env: Record<string, string>): Promise<{ code: number | NodeJS.Signals; output: string }> {
+/** The server process (this run's bundle of src/main.ts when there is one, as startServer runs it), not waited for. */
+function spawnServer(env: Record<string, string>) {
   const bundle = inject('serverBundle');
   const child = spawn(process.execPath, bundle ? [bundle] : ['--import', 'tsx', 'src/main.ts'], {
     cwd: join(import.meta.dirname, '../..'),
@@ -22,8 +24,14 @@ async function runServer(env: Record<string, string>): Promise<{ code: number | 
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal!)));
+  return { child, exited, output: () => output };
+}
+
+/** The server to its exit. */
+async function runServer(env: Record<string, string>): Promise<{ code: number | NodeJS.Signals; output: string }> {
+  const { child, exited, output } = spawnServer(env);
   try {
-    return { code: await withTimeout(exited, 100_000, () => `the server did not exit:\n${output}`), output };
+    return { code: await withTimeout(exited, 100_000, () => `the server did not exit:\n${output()}`), output: output() };
   } finally {
     child.kill('SIGKILL');
   }
@@ -132,5 +140,50 @@ describe('a running server process', () => {
     // A clean-clone CI run met the second; nothing earlier than it may fail.
     expect(['error ECONNREFUSED', 'error ECONNRESET']).toContain(outcomes.at(-1));
     expect(outcomes.slice(0, -1).every((outcome) => outcome === 'status 200'), outcomes.join(', ')).toBe(true);
+  }, 120_000);
+});
+
+// Issue 43 item 2: "the new instance logged nothing and refused /readyz connections throughout" its
+// migrations. Now its port answers from the start: /healthz 200 (a liveness probe must not kill an
+// instance mid-migration), /readyz 503, GraphQL 503 UNAVAILABLE (clients retry it); the log says
+// what it waits for. Held here by another instance's migration lock (PostgreSQL only).
+describe.runIf(onPostgres || servicesRequired)('a server process starting while another instance migrates (PostgreSQL)', () => {
+  it('answers /healthz 200, /readyz 503 and GraphQL 503 UNAVAILABLE until its migrations are done, then serves', async () => {
+    const migrating = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+    await migrating.connect();
+    await migrating.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const server = spawnServer({ ...storage.env, AUTH_JWT_SECRET: E2E_JWT_SECRET, REDIS_URL: '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port) });
+    try {
+      await expect.poll(() => fetch(`${base}/healthz`).then((r) => r.status, () => 0), { timeout: 60_000 }).toBe(200);
+      await expect.poll(() => jsonLines(server.output()).some((line) => line.msg === "waiting for another instance's migrations"), { timeout: 30_000 }).toBe(true);
+      const readyz = await fetch(`${base}/readyz`);
+      expect(readyz.status).toBe(503);
+      expect(await readyz.text()).toMatch(/starting/);
+      const who = await e2eActors();
+      const early = await fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${who.owner}` },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      });
+      expect(early.status).toBe(503);
+      expect(early.headers.get('retry-after')).toBe('1');
+      expect(await early.json()).toEqual({ errors: [{ message: expect.any(String), extensions: { code: 'UNAVAILABLE' } }] });
+
+      await migrating.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+      await expect.poll(() => fetch(`${base}/readyz`).then((r) => r.status, () => 0), { timeout: 60_000 }).toBe(200);
+      const served = await fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${who.owner}` },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      });
+      expect(served.status).toBe(200);
+      expect(server.output()).toMatch(/listening on/);
+    } finally {
+      server.child.kill('SIGKILL');
+      await server.exited;
+      await migrating.end();
+    }
   }, 120_000);
 });

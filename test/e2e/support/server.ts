@@ -39,7 +39,7 @@ export interface ServerProcess {
 const running = new Set<ServerProcess>();
 const REPO_ROOT = join(import.meta.dirname, '../../..');
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = createServer();
   await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
   const { port } = probe.address() as { port: number };
