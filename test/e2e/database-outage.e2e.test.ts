@@ -1,0 +1,147 @@
+// Issue 43 item 3, "outages read as bugs": a ~1 s PostgreSQL restart answered 55 requests
+// INTERNAL_SERVER_ERROR, an exhausted max_connections 297. Here the server process reaches its
+// database through a TCP proxy that goes away as a restarting server does, and through a role
+// whose connection limit is below the pool: every failure is UNAVAILABLE (503, Retry-After), never
+// INTERNAL_SERVER_ERROR; the retrying jobs log the outage once, not once per try; the requests
+// succeed once the database is back. Only PostgreSQL restarts; with REQUIRE_SERVICES=1 a missing
+// one is a failure, never a skip.
+import { setTimeout as pause } from 'node:timers/promises';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
+import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, killServers, startServer, type ServerProcess } from './support/server.js';
+import { startTcpProxy } from './support/tcp-proxy.js';
+
+const meaningful = onPostgres || servicesRequired;
+
+let storage: TestStorage | undefined;
+beforeAll(async () => {
+  if (!meaningful) return;
+  requirePostgresUrl();
+  storage = await createTestStorage();
+});
+afterAll(async () => {
+  await killServers();
+  await storage?.remove();
+});
+
+const jsonLines = (server: ServerProcess) =>
+  server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: string; msg: string; [key: string]: unknown });
+
+/** A database read through GraphQL: its HTTP status and error code, or the network error. */
+async function readThreads(server: ServerProcess, token: string): Promise<string> {
+  try {
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: '{ threads(first: 1) { edges { node { id } } } }' }),
+    });
+    const body = (await response.json()) as { errors?: { extensions?: { code?: string } }[] };
+    const code = body.errors?.[0]?.extensions?.code;
+    if (response.status === 503 && response.headers.get('retry-after') !== '1') return `503 without Retry-After`;
+    return code ? `${response.status} ${code}` : `${response.status}`;
+  } catch (error) {
+    return `network ${(error as Error).message}`;
+  }
+}
+
+describe.runIf(meaningful)('database outages, as the server process meets them (PostgreSQL)', () => {
+  it('a restart (connections cut, then refused for 2 s): UNAVAILABLE meanwhile, never INTERNAL_SERVER_ERROR; served again after; the lease sweeps log it once', async () => {
+    const direct = new URL(storage!.env.DATABASE_URL!);
+    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    try {
+      const viaProxy = new URL(direct);
+      viaProxy.host = `127.0.0.1:${proxy.port}`;
+      const server = await startServer(storage!, { DATABASE_URL: viaProxy.toString(), LEASE_SWEEP_INTERVAL_MS: '100' });
+      const who = await e2eActors();
+      expect(await readThreads(server, who.owner)).toBe('200');
+
+      await proxy.down();
+      const during: string[] = [];
+      const downUntil = Date.now() + 2000;
+      while (Date.now() < downUntil) {
+        during.push(...(await Promise.all(Array.from({ length: 4 }, () => readThreads(server, who.owner)))));
+        await pause(50);
+      }
+      await proxy.up();
+
+      expect(during.length).toBeGreaterThan(20);
+      // Each one reached the server and was answered as an outage the client may retry.
+      expect(new Set(during)).toEqual(new Set(['503 UNAVAILABLE']));
+      await expect.poll(() => readThreads(server, who.owner), { timeout: 15_000 }).toBe('200');
+      expect(server.child.exitCode).toBeNull();
+
+      await expect.poll(() => jsonLines(server).some((line) => line.msg === 'lease sweep works again'), { timeout: 10_000 }).toBe(true);
+      const lines = jsonLines(server);
+      expect(lines.filter((line) => line.msg === 'unexpected error')).toEqual([]);
+      // ~20 sweeps failed in 2 s; the log names the outage, not each try (one line per kind of failure:
+      // the connection cut, then the connections refused).
+      const sweepFailures = lines.filter((line) => /^lease sweep failed/.test(line.msg));
+      expect(sweepFailures.length).toBeGreaterThanOrEqual(1);
+      expect(sweepFailures.length).toBeLessThanOrEqual(2);
+      expect(sweepFailures.every((line) => line.level === 'warn')).toBe(true);
+      const recovered = lines.find((line) => line.msg === 'lease sweep works again');
+      expect(recovered?.failedTries).toBeGreaterThan(sweepFailures.length);
+      await server.stop();
+    } finally {
+      await proxy.close();
+    }
+  }, 120_000);
+
+  it('too many connections (a role limited below the pool): the requests refused a connection are UNAVAILABLE, never INTERNAL_SERVER_ERROR', async () => {
+    const admin = new pg.Client({ connectionString: storage!.env.DATABASE_URL });
+    await admin.connect();
+    const role = `audit_limited_${process.pid}`;
+    const password = 'limited-role-password';
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}' CONNECTION LIMIT 3`);
+      await admin.query(`GRANT ALL ON SCHEMA public TO ${role}`);
+      await admin.query(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`);
+      await admin.query(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
+      const limited = new URL(storage!.env.DATABASE_URL!);
+      limited.username = role;
+      limited.password = password;
+      const server = await startServer(storage!, { DATABASE_URL: limited.toString(), DATABASE_POOL_SIZE: '10' });
+      const who = await e2eActors();
+      // The server holds what it holds now; the role's other connections take the rest of its limit.
+      const others: pg.Client[] = [];
+      for (;;) {
+        const other = new pg.Client({ connectionString: limited.toString() });
+        const connected = await other.connect().then(
+          () => true,
+          () => false,
+        );
+        if (!connected) break;
+        others.push(other);
+      }
+      try {
+        const answers = await Promise.all(Array.from({ length: 30 }, () => readThreads(server, who.owner)));
+        expect(answers.filter((answer) => answer !== '200' && answer !== '503 UNAVAILABLE')).toEqual([]);
+        // The pool wanted more connections than the role may open: some requests were refused one.
+        expect(answers).toContain('503 UNAVAILABLE');
+        const lines = jsonLines(server);
+        expect(lines.filter((line) => line.msg === 'unexpected error')).toEqual([]);
+        expect(lines.some((line) => line.msg === 'database unavailable' && (line.error as { code?: string }).code === '53300')).toBe(true);
+      } finally {
+        await Promise.all(others.map((other) => other.end()));
+      }
+      // Once connections are free again, the same request is served.
+      await expect.poll(() => readThreads(server, who.owner), { timeout: 15_000 }).toBe('200');
+      await server.stop();
+    } finally {
+      await admin.query(`REASSIGN OWNED BY ${role} TO CURRENT_USER`).catch(() => undefined);
+      await admin.query(`DROP OWNED BY ${role}`).catch(() => undefined);
+      await admin.end();
+      // The role is the cluster's, not the database's: it goes even though the database stays.
+      const cluster = new pg.Client({ connectionString: requirePostgresUrl() });
+      await cluster.connect();
+      await cluster.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+      await cluster.end();
+    }
+  }, 120_000);
+});
