@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { AuditClient } from '@agent-audit/client';
 import pg from 'pg';
 import { MIGRATION_LOCK_KEY } from '../../src/db/migrate.js';
 import { onPostgres, postgresAdminUrl, servicesRequired } from '../support/database.js';
@@ -184,6 +185,50 @@ describe.runIf(onPostgres || servicesRequired)('a server process starting while 
       server.child.kill('SIGKILL');
       await server.exited;
       await migrating.end();
+    }
+  }, 120_000);
+});
+
+// Issue 43 item 6: "2–3 in-flight or keep-alive requests were reset per restart, so their clients
+// cannot know whether the write committed". A write still waiting in the database when SIGTERM
+// arrives is answered, and what it answered is what the database holds (PostgreSQL: another
+// session holds the row lock the write waits for).
+describe.runIf(onPostgres || servicesRequired)('SIGTERM with a write in flight (PostgreSQL)', () => {
+  it('the write finishes and is answered before the process exits 0; it is in the database', async () => {
+    const server = await startServer(storage);
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const thread = await owner.createThread({ title: 'in flight at SIGTERM' });
+    const run = await owner.createRun({ threadId: thread.id });
+    const lease = await worker.claimRun(run.id, 300);
+    const locker = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT id FROM run WHERE id = $1 FOR UPDATE', [run.id]);
+      const write = fetch(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${who.worker}` },
+        body: JSON.stringify({
+          query: 'mutation($input: ModelStartedInput!) { recordModelStarted(input: $input) { status } }',
+          variables: { input: { lease: { runId: lease.runId, epoch: lease.epoch }, operationId: 'in-flight', sequence: '1', model: 'm', observedAt: new Date().toISOString() } },
+        }),
+      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { data?: { recordModelStarted?: { status: string } } } }));
+      // The write is inside the database, waiting for the lock, when the signal comes.
+      await expect
+        .poll(async () => (await locker.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n)
+        .toBe(1);
+      server.child.kill('SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await locker.query('COMMIT');
+      const answer = await write;
+      expect(answer).toEqual({ status: 200, body: { data: { recordModelStarted: { status: 'RUNNING' } } } });
+      expect(await server.exited).toBe(0);
+      const { rows } = await locker.query(`SELECT status FROM message WHERE run_id = $1 AND operation_id = 'in-flight'`, [run.id]);
+      expect(rows).toEqual([{ status: 'RUNNING' }]);
+    } finally {
+      await locker.end();
     }
   }, 120_000);
 });
