@@ -157,8 +157,17 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       ];
       for (const stream of before) onTestFinished(() => stream.close());
       await waitFor(() => c.app.pubsub.subscriberCount('changes', threadId) === 2, 'the subscriptions to start');
+      // /metrics tells whether Redis is up (issue 43 item 9); /readyz does not ask it, by design.
+      const redisUp = async () => {
+        const text = await (await fetch(urlC.replace(/\/graphql$/, '/metrics'))).text();
+        return Number(/^agent_audit_redis_up (\d+)/m.exec(text)?.[1]);
+      };
+      const readyz = async () => (await fetch(urlC.replace(/\/graphql$/, '/readyz'))).status;
+      expect(await redisUp()).toBe(1);
 
       await redis.kill();
+      await expect.poll(redisUp).toBe(0);
+      expect(await readyz()).toBe(200);
       // Writers never wait for Redis, nor fail because of it; a subscription started now is accepted.
       await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
       const during = subscribeWs(urlC, CHANGES, { threadId }, owner);
@@ -167,6 +176,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       must(await session.toolFinished('call-1', { content: 'found' }));
       await redis.start();
       const back = Date.now();
+      await expect.poll(redisUp, { timeout: 20_000 }).toBe(1);
       must(await session.finish('COMPLETED'));
       const final = (await c.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor;
       const streams = [...before, during];
