@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { onPostgres, servicesRequired } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
-import { delivered, subscribeLive } from '../support/streams.js';
+import { counterOf, delivered, payloads, subscribeLive, type ThreadChange } from '../support/streams.js';
 
 // SEMANTICS.md, "Subscriptions": several instances on one database without REDIS_URL still
 // deliver every change committed on any instance, read from the database (issue 43: an instance
@@ -15,6 +15,9 @@ if (!meaningful) console.warn(`Skipping "${title}": set TEST_DATABASE_URL`);
 
 const AUDITS = `subscription($threadId: ID!) { auditChanged(threadId: $threadId) { id operationId status } }`;
 const RUNS = `subscription($threadId: ID!) { runChanged(threadId: $threadId) { id status } }`;
+const CHANGES = `subscription($threadId: ID!) { threadChanges(threadId: $threadId) { cursor audit { id status } run { id status } } }`;
+const TOOL_STATUS = `subscription($threadId: ID!) { toolStatusChanged(threadId: $threadId) { toolCallId status } }`;
+const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
 
 describe.runIf(meaningful)(title, () => {
   let a: TestApp;
@@ -51,6 +54,35 @@ describe.runIf(meaningful)(title, () => {
     }
     for (const events of await delivered(runs, 1, 'runChanged')) {
       expect(events.map((e) => e.status)).toEqual(['COMPLETED']);
+    }
+  });
+
+  it('threadChanges and toolStatusChanged subscribers on B (graphql-ws and SSE) get every change written through A within 5 s: in order, no duplicate, ending at the cursor the database holds', async () => {
+    const { session, owner, threadId } = await runningRun(a);
+    const changes = await subscribeLive(b.app, urlB, 'changes', CHANGES, { threadId }, owner);
+    const tools = await subscribeLive(b.app, urlB, 'audit', TOOL_STATUS, { threadId }, owner);
+
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]); // each served by A
+    must(await session.toolStarted('call-1', 'search'));
+    must(await session.toolFinished('call-1', { content: 'found' }));
+    must(await session.finish('COMPLETED'));
+    const written = Date.now();
+    const final = (await a.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor as string;
+
+    await Promise.all(changes.map((stream) => stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', 10_000)));
+    const toolStatuses = await Promise.all(
+      tools.map((stream) => stream.until((all) => payloads(all, 'toolStatusChanged').some((change) => change.status === 'COMPLETED'), 'the tool completed', 10_000)),
+    );
+    expect(Date.now() - written).toBeLessThan(5000);
+    for (const stream of changes) {
+      const counters = (payloads(stream.results, 'threadChanges') as ThreadChange[]).map((change) => counterOf(change.cursor));
+      // Strictly increasing (no duplicate) and ending at the database's cursor (none missing at the end).
+      expect(counters.every((counter, i) => i === 0 || counter > counters[i - 1]!)).toBe(true);
+      expect(counters.at(-1)).toBe(counterOf(final));
+      expect(stream.ending).toBeNull();
+    }
+    for (const results of toolStatuses) {
+      expect(payloads(results, 'toolStatusChanged').at(-1)).toEqual({ toolCallId: 'call-1', status: 'COMPLETED' });
     }
   });
 });
