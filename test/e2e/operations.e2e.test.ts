@@ -2,6 +2,7 @@
 // exit 1; every request is one access line with its x-request-id echoed; SIGTERM answers /readyz
 // 503 for SHUTDOWN_DRAIN_MS while requests are still served, then closes without resetting any.
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -67,6 +68,20 @@ describe('start-up mistakes: one line each, exit 1', () => {
       ? [['a database that does not exist', { DATABASE_URL: `${postgresAdminUrl.replace(/\/[^/]*$/, '')}/no_such_database_43` }, /database "no_such_database_43" does not exist/] as [string, Record<string, string>, RegExp]]
       : []),
   ];
+
+  it('a port in use', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const { code, output } = await runServer({ ...valid, HOST: '127.0.0.1', PORT: String(port) });
+      expect(code, output).toBe(1);
+      expect(jsonLines(output).filter((line) => line.level !== 'info'), output).toEqual([expect.objectContaining({ level: 'fatal', msg: expect.stringMatching(/EADDRINUSE/) })]);
+      expect(output).not.toMatch(/\n\s+at /);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  }, 120_000);
 
   it.each(cases)('%s', async (_, env, says) => {
     const { code, output } = await runServer({ ...valid, ...env });
