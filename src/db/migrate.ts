@@ -52,6 +52,7 @@ const LOCK_POLL_MS = 250;
 export type MigrationProgress =
   | { event: 'migration_lock_wait' }
   | { event: 'migration_started'; migration: string; online: boolean }
+  | { event: 'index_build_started'; migration: string; index: string }
   | { event: 'migration_applied'; migration: string; online: boolean; ms: number };
 
 export interface MigrateOptions {
@@ -62,6 +63,7 @@ export interface MigrateOptions {
 const MESSAGES: Record<MigrationProgress['event'], string> = {
   migration_lock_wait: "waiting for another instance's migrations",
   migration_started: 'migration started',
+  index_build_started: 'index build started (online: writes go on)',
   migration_applied: 'migration applied',
 };
 
@@ -119,10 +121,11 @@ async function lockMigrations(session: Session, log: NonNullable<MigrateOptions[
  * Runs an online migration statement by statement in autocommit. An index a crashed build left
  * INVALID is dropped first: `IF NOT EXISTS` alone would keep it, unused and maintained forever.
  */
-async function applyOnline(session: Session, sql: string) {
-  for (const statement of onlineStatements(sql)) {
+async function applyOnline(session: Session, migration: Migration, log: NonNullable<MigrateOptions['log']>) {
+  for (const statement of onlineStatements(migration.sql)) {
     const index = CONCURRENT_INDEX.exec(statement)?.[1];
     if (index !== undefined) {
+      log({ event: 'index_build_started', migration: migration.name, index });
       const [invalid] = await session.query(
         `SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
           WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid`,
@@ -182,7 +185,7 @@ async function migrateLocked(session: Session, migrations: Migration[], log: Non
       const online = isOnline(migration);
       log({ event: 'migration_started', migration: migration.name, online });
       if (online) {
-        await applyOnline(session, migration.sql);
+        await applyOnline(session, migration, log);
         await record();
       } else {
         await applyInTransaction(session, migration.sql, record);

@@ -124,6 +124,7 @@ describe(`online migrations (${backendName})`, () => {
         { event: 'migration_started', migration: table.name, online: false },
         { event: 'migration_applied', migration: table.name, online: false, ms: expect.any(Number) },
         { event: 'migration_started', migration: index.name, online: true },
+        { event: 'index_build_started', migration: index.name, index: 'probe_a_idx' },
         { event: 'migration_applied', migration: index.name, online: true, ms: expect.any(Number) },
       ]);
     });
