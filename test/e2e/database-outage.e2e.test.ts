@@ -14,6 +14,7 @@ import { e2eActors, killServers, startServer, type ServerProcess } from './suppo
 import { startTcpProxy } from './support/tcp-proxy.js';
 
 const meaningful = onPostgres || servicesRequired;
+if (!meaningful) console.warn(`Skipping database-outage.e2e.test.ts: it needs PostgreSQL (set TEST_DATABASE_URL)`);
 
 let storage: TestStorage | undefined;
 beforeAll(async () => {

@@ -11,6 +11,7 @@ import { eventually } from '../support/streams.js';
 import { e2eActors, killServers, startServer } from './support/server.js';
 
 const meaningful = onPostgres || servicesRequired;
+if (!meaningful) console.warn(`Skipping pool-size.e2e.test.ts: it needs PostgreSQL (set TEST_DATABASE_URL)`);
 const POOL_SIZE = 3;
 const WRITES = 8;
 
