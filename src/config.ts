@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { MIN_SECRET_BYTES } from './auth/jwt.js';
 import { exportConfigFromEnv, type ExportConfig } from './export/config.js';
 
@@ -49,6 +50,8 @@ export interface Config {
   export?: ExportConfig;
   /** Set: GET /metrics wants `Authorization: Bearer <token>`; unset: it answers loopback clients only. */
   metricsToken?: string;
+  /** INSTANCE_ID: this instance's name, the same at every start (default hostname:PORT); a start takes back its own earlier export claims. */
+  instanceId: string;
 }
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -119,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     export: exportConfigFromEnv(env),
     metricsToken: env.METRICS_TOKEN || undefined,
+    instanceId: env.INSTANCE_ID || `${hostname()}:${intFromEnv(env, 'PORT', 4000)}`,
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
