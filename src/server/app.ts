@@ -45,6 +45,7 @@ export async function buildApp(config: Config, options: { database?: Database; m
     pubsub: feeds.pubsub,
     verifier,
     maxQueryCost: config.maxQueryCost,
+    maxAnswerPayloadBytes: config.maxAnswerPayloadBytes,
     maxBodyBytes: bodyLimit(config),
     corsOrigins: config.corsOrigins,
     plugins: [limits.sse(), mutationMetrics()],
