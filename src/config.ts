@@ -125,7 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     export: exportConfigFromEnv(env),
     metricsToken: env.METRICS_TOKEN || undefined,
     instanceId: env.INSTANCE_ID || `${hostname()}:${intFromEnv(env, 'PORT', 4000)}`,
-    maxAnswerPayloadBytes: intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', 32 * 1024 * 1024),
+    maxAnswerPayloadBytes: intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, 4 * intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024))),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);

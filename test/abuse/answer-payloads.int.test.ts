@@ -64,8 +64,9 @@ describe(`the JSON payloads of one answer (${backendName})`, () => {
     expect(sizes.data.threadAudits.items).toHaveLength(13);
   });
 
-  it('MAX_ANSWER_PAYLOAD_BYTES holds at least one audit of four MAX_JSON_BYTES values', () => {
+  it('MAX_ANSWER_PAYLOAD_BYTES holds at least one audit of four MAX_JSON_BYTES values (its default grows with MAX_JSON_BYTES)', () => {
     expect(() => loadConfig({ MAX_JSON_BYTES: '1000', MAX_ANSWER_PAYLOAD_BYTES: '3999' })).toThrow(/MAX_ANSWER_PAYLOAD_BYTES/);
     expect(loadConfig({}).maxAnswerPayloadBytes).toBe(32 * 1024 * 1024);
+    expect(loadConfig({ MAX_JSON_BYTES: String(16 * 1024 * 1024) }).maxAnswerPayloadBytes).toBe(64 * 1024 * 1024);
   });
 });
