@@ -1,11 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { getOperationAST, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { jsonBytes } from '../db/json-text.js';
 
 /*
  * Each JSON value a principal writes is bounded (MAX_JSON_BYTES), a list of them is not: one read
  * of a thread's audits could answer hundreds of megabytes. The JSON payloads of one query's
- * answer are counted as they are serialized (the JSON scalar); past MAX_ANSWER_PAYLOAD_BYTES the
+ * answer are counted as they are serialized (the JSON scalar; each by the size of the text it was read
+ * from, src/db/json-text.ts); past MAX_ANSWER_PAYLOAD_BYTES the
  * answer is refused whole. Mutations are left alone (their changes
  * are committed; each answers one command's audits), and subscriptions (one change per event).
  */
@@ -26,7 +28,7 @@ export function countedPayload(value: unknown): unknown {
   const budget = budgets.getStore();
   if (!budget || value == null) return value;
   if (!budget.exceeded) {
-    budget.left -= Buffer.byteLength(JSON.stringify(value));
+    budget.left -= jsonBytes(value);
     budget.exceeded = budget.left < 0;
   }
   return budget.exceeded ? '' : value;
