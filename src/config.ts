@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { MIN_SECRET_BYTES } from './auth/jwt.js';
 import { exportConfigFromEnv, type ExportConfig } from './export/config.js';
 
@@ -49,6 +50,10 @@ export interface Config {
   export?: ExportConfig;
   /** Set: GET /metrics wants `Authorization: Bearer <token>`; unset: it answers loopback clients only. */
   metricsToken?: string;
+  /** INSTANCE_ID: this instance's name, the same at every start (default hostname:PORT); a start takes back its own earlier export claims. */
+  instanceId: string;
+  /** MAX_ANSWER_PAYLOAD_BYTES: the most JSON payload bytes one query's answer may carry (src/graphql/answer-payloads.ts). */
+  maxAnswerPayloadBytes: number;
 }
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -119,12 +124,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     export: exportConfigFromEnv(env),
     metricsToken: env.METRICS_TOKEN || undefined,
+    instanceId: env.INSTANCE_ID || `${hostname()}:${intFromEnv(env, 'PORT', 4000)}`,
+    maxAnswerPayloadBytes: intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, 4 * intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024))),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
   }
   for (const [name, value] of Object.entries(config.webSocket)) {
     if (value < 1) throw new Error(`webSocket.${name} (WS_*) must be at least 1`);
+  }
+  // One audit's four JSON values (input, output, error, usage) always fit in one answer.
+  if (config.maxAnswerPayloadBytes < 4 * config.maxJsonBytes) {
+    throw new Error(`MAX_ANSWER_PAYLOAD_BYTES must be at least 4 × MAX_JSON_BYTES (${4 * config.maxJsonBytes})`);
   }
   // A sweep holds one connection (its advisory lock's session) while it queries on another.
   if (config.databasePoolSize < 2) throw new Error('DATABASE_POOL_SIZE must be at least 2');

@@ -35,7 +35,7 @@ const url = await app.start().catch(cannotStart);
 const database = app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL';
 const { mode } = app;
 log.info(
-  { url, database: app.db.kind, ...mode },
+  { url, database: app.db.kind, ...mode, instanceId: config.instanceId },
   `Agent audit server listening on ${url} (${database}; live updates: ${mode.liveUpdates}; export ${mode.export}; retention ${mode.retention})`,
 );
 log.info(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);

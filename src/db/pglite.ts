@@ -4,6 +4,7 @@ import { messages, parse, PGlite, protocol, type ParserOptions, type PGliteOptio
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { INT8, mappedSql, prismaClient, TIMESTAMPTZ, type Database, type Rows, type SqlDriver, type SqlTransactor } from './driver.js';
+import { JSON_OIDS, parseJsonText } from './json-text.js';
 import { isPrepared, timestampParser } from './sql.js';
 
 /** PGlite as the server opens it: pg_trgm for the audit search index (migration 20261201200000_audit_search). */
@@ -73,7 +74,11 @@ export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: 
   };
   // PGlite is one in-process session: "a session" is the database itself.
   // int8 as text: the row mapper makes it a bigint without a detour through an imprecise number.
-  const parsers: ParserOptions = { [INT8]: (value: string) => value, [TIMESTAMPTZ]: timestampParser((text) => new Date(text)) };
+  const parsers: ParserOptions = {
+    [INT8]: (value: string) => value,
+    [TIMESTAMPTZ]: timestampParser((text) => new Date(text)),
+    ...Object.fromEntries(JSON_OIDS.map((oid) => [oid, parseJsonText])),
+  };
   const rowsOf =
     (db: PGlite | Transaction): Rows =>
     (sql, values) =>

@@ -1,6 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { mappedSql, prismaClient, StartupError, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
+import { JSON_OIDS, parseJsonText } from './json-text.js';
 import { isPrepared, timestampParser } from './sql.js';
 import { errorFields, log } from '../log.js';
 import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
@@ -54,7 +55,13 @@ async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard:
 
 const pgTimestamp = timestampParser(pg.types.getTypeParser(TIMESTAMPTZ));
 const typeParser = (oid: number, format?: 'text' | 'binary') =>
-  oid === TIMESTAMPTZ && format !== 'binary' ? pgTimestamp : pg.types.getTypeParser(oid, format);
+  format === 'binary'
+    ? pg.types.getTypeParser(oid, format)
+    : oid === TIMESTAMPTZ
+      ? pgTimestamp
+      : (JSON_OIDS as readonly number[]).includes(oid)
+        ? parseJsonText
+        : pg.types.getTypeParser(oid, format);
 
 /**
  * The pool, its waits for a connection timed and its failures to get one counted (GET /metrics):

@@ -111,6 +111,14 @@ const revokeLeases = (sql: Sql, threadId: string) =>
   );
 
 /**
+ * Each batch adds what it removed to the thread row's tally in its own statement: a deletion a
+ * crash cut short, finished later by another instance, still has a receipt that counts it all.
+ */
+const TALLY = `tally AS (UPDATE thread t SET deleted_runs = t.deleted_runs + c.runs, deleted_audits = t.deleted_audits + c.audits,
+    deleted_tool_calls = t.deleted_tool_calls + c."toolCalls", deleted_messages = t.deleted_messages + c.messages
+    FROM counts c WHERE t.id = $1::uuid)`;
+
+/**
  * One batch: the thread's next `$2` runs, newest first from before `$3` (a keyset on the run
  * index, so no batch rescans what earlier ones removed), with their audits and ToolCalls, in one
  * statement: its foreign keys are checked at its end, when referencing and referenced rows are
@@ -121,18 +129,21 @@ const RUN_BATCH = `WITH runs AS (
     ORDER BY created_order DESC LIMIT $2),
   messages AS (DELETE FROM message m USING runs WHERE m.run_id = runs.id RETURNING m.message_type),
   calls AS (DELETE FROM tool_call c USING runs WHERE c.run_id = runs.id RETURNING 1),
-  gone AS (DELETE FROM run r USING runs WHERE r.id = runs.id RETURNING 1)
-  SELECT (SELECT count(*) FROM gone)::int AS runs,
+  gone AS (DELETE FROM run r USING runs WHERE r.id = runs.id RETURNING 1),
+  counts AS (SELECT (SELECT count(*) FROM gone)::int AS runs,
     (SELECT count(*) FROM messages WHERE message_type <> 'chat')::int AS audits,
     (SELECT count(*) FROM messages WHERE message_type = 'chat')::int AS messages,
-    (SELECT count(*) FROM calls)::int AS "toolCalls",
-    (SELECT min(created_order) FROM runs)::text AS before`;
+    (SELECT count(*) FROM calls)::int AS "toolCalls"),
+  ${TALLY}
+  SELECT counts.*, (SELECT min(created_order) FROM runs)::text AS before FROM counts`;
 
 /** Then the ordinary messages, which belong to no run, a batch at a time. */
 const MESSAGE_BATCH = `WITH doomed AS (SELECT id FROM message WHERE thread_id = $1::uuid LIMIT $2),
-  gone AS (DELETE FROM message m USING doomed WHERE m.id = doomed.id RETURNING m.message_type)
-  SELECT 0 AS runs, (SELECT count(*) FROM gone WHERE message_type <> 'chat')::int AS audits,
-    (SELECT count(*) FROM gone WHERE message_type = 'chat')::int AS messages, 0 AS "toolCalls", NULL AS before`;
+  gone AS (DELETE FROM message m USING doomed WHERE m.id = doomed.id RETURNING m.message_type),
+  counts AS (SELECT 0 AS runs, (SELECT count(*) FROM gone WHERE message_type <> 'chat')::int AS audits,
+    (SELECT count(*) FROM gone WHERE message_type = 'chat')::int AS messages, 0 AS "toolCalls"),
+  ${TALLY}
+  SELECT counts.*, NULL AS before FROM counts`;
 
 type Counts = Omit<DeletionReceipt, 'threadId' | 'verifiedAt'>;
 
@@ -162,8 +173,14 @@ export async function removeMarkedThread(deps: DomainDeps, threadId: string, opt
     if (batch!.audits + batch!.messages < rows) break;
     await yieldToWrites();
   }
-  await deps.db.query('DELETE FROM thread WHERE id = $1::uuid AND deleted_at IS NOT NULL', [threadId]);
-  return { threadId, ...counts, verifiedAt: await verifiedGone(deps.db, threadId) };
+  // The tally counts the batches of every instance that worked on this deletion; if another one
+  // removed the thread row first, its receipt has them, and this one says what this one removed.
+  const [tally] = await deps.db.query<Counts>(
+    `DELETE FROM thread WHERE id = $1::uuid AND deleted_at IS NOT NULL
+     RETURNING deleted_runs AS runs, deleted_audits AS audits, deleted_tool_calls AS "toolCalls", deleted_messages AS messages`,
+    [threadId],
+  );
+  return { threadId, ...(tally ?? counts), verifiedAt: await verifiedGone(deps.db, threadId) };
 }
 
 function add(counts: Counts, batch: Counts): void {

@@ -8,7 +8,7 @@ import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Database } from '../db/database.js';
 import { exportedSpans, exportFailures, exportLagSeconds } from '../metrics.js';
 import type { ExportConfig } from './config.js';
-import { claimThreads, readChanges, release, unclaim } from './queue.js';
+import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim } from './queue.js';
 import { spansOf } from './spans.js';
 import { errorFields, log } from '../log.js';
 
@@ -23,6 +23,12 @@ export interface ExporterOptions {
   claimSeconds?: number;
   /** The longest wait between attempts while the receiver keeps failing. */
   maxBackoffMs?: number;
+  /**
+   * This instance's name, the same at every start (INSTANCE_ID): a start takes back at once the
+   * claims an earlier start of it left (a kill -9) instead of waiting for them to expire. Unset:
+   * a name of this start only.
+   */
+  instanceId?: string;
 }
 
 /** The official OTLP exporter of the configured protocol. */
@@ -44,7 +50,8 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
   const spansPerRequest = options.spansPerRequest ?? 512;
   const claimSeconds = options.claimSeconds ?? 30;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
-  const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
+  const instanceId = options.instanceId ?? `${hostname()}:${process.pid}`;
+  const owner = `${instanceId}/${randomUUID()}`;
   const exporter = otlpExporter(config);
   const resource = resourceFromAttributes({ 'service.name': config.serviceName });
 
@@ -73,7 +80,12 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
    * than a page): then the next batch follows at once, else after a poll, so that an export that
    * keeps up sends a poll's worth of changes per batch instead of a batch per change.
    */
+  let tookBack = false;
   async function exportBatch(): Promise<boolean> {
+    if (!tookBack) {
+      await takeBackEarlierClaims(db.sql, instanceId, owner);
+      tookBack = true;
+    }
     const claimed = await claimThreads(db.sql, owner, threadsPerBatch, claimSeconds, config.pollMs / 1000);
     if (claimed.length === 0) return false;
     const threadIds = claimed.map((claim) => claim.threadId);

@@ -145,6 +145,19 @@ export async function release(sql: Sql, owner: string, exported: { threadId: str
   );
 }
 
+/**
+ * Gives back the claims an earlier start of this instance left (a kill -9): their owner is
+ * `<instanceId>/<uuid of that start>`, and that start is over. Other instances' claims wait for
+ * their expiry (their owners may be alive).
+ */
+export async function takeBackEarlierClaims(sql: Sql, instanceId: string, owner: string): Promise<void> {
+  await sql.query(
+    `UPDATE export_pending SET claimed_by = NULL, claimed_until = NULL
+     WHERE claimed_by IS NOT NULL AND left(claimed_by, -37) = $1 AND claimed_by <> $2`,
+    [instanceId, owner],
+  );
+}
+
 /** Gives claimed threads back (an export that failed, or a stop): any exporter may take them again. */
 export async function unclaim(sql: Sql, owner: string, threadIds: string[]): Promise<void> {
   await sql.query('UPDATE export_pending SET claimed_by = NULL, claimed_until = NULL WHERE thread_id = ANY($1::uuid[]) AND claimed_by = $2', [

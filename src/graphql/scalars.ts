@@ -1,4 +1,5 @@
 import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import { countedPayload } from './answer-payloads.js';
 import { hasNonFiniteNumber } from '../domain/json.js';
 import { builder } from './builder.js';
 
@@ -69,7 +70,7 @@ function finiteJson(value: unknown): unknown {
 
 builder.scalarType('JSON', {
   description: 'Any JSON value.',
-  serialize: (value) => value,
+  serialize: countedPayload,
   parseValue: finiteJson,
   parseLiteral: (ast, variables) => finiteJson(jsonLiteral(ast, variables)),
 });

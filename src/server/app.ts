@@ -50,6 +50,7 @@ export async function buildApp(
     pubsub: feeds.pubsub,
     verifier,
     maxQueryCost: config.maxQueryCost,
+    maxAnswerPayloadBytes: config.maxAnswerPayloadBytes,
     maxBodyBytes: bodyLimit(config),
     corsOrigins: config.corsOrigins,
     plugins: [limits.sse(), mutationMetrics()],

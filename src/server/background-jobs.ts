@@ -15,7 +15,7 @@ export async function startBackgroundJobs(config: Config, db: Database, deps: Do
   const sweeper = startLeaseSweeper(deps, config.leaseSweepIntervalMs);
   await sweeper.sweep();
   // The exporter's modules (and the OpenTelemetry packages) are loaded only when it is configured.
-  const exporter = config.export ? (await import('../export/exporter.js')).startExporter(db, config.export) : undefined;
+  const exporter = config.export ? (await import('../export/exporter.js')).startExporter(db, config.export, { instanceId: config.instanceId }) : undefined;
   const retention = startRetentionSweeper(deps, db.driver, {
     retentionDays: config.retentionDays,
     intervalMs: config.retentionSweepIntervalMs,

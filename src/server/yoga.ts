@@ -7,6 +7,7 @@ import type { TokenVerifier } from '../auth/jwt.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
+import { useAnswerPayloadLimit } from '../graphql/answer-payloads.js';
 import type { GraphQLContext } from '../graphql/context.js';
 import { maskError } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
@@ -238,6 +239,7 @@ export function createGraphQLServer(options: {
   pubsub: PubSub;
   verifier: TokenVerifier;
   maxQueryCost: number;
+  maxAnswerPayloadBytes: number;
   maxBodyBytes: number;
   /** Origins other than the server's own that browsers may call it from. */
   corsOrigins: string[];
@@ -322,6 +324,8 @@ export function createGraphQLServer(options: {
             document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION).length === 1,
         },
       ),
+      // After graphql-jit: it wraps whichever executor runs the query.
+      useAnswerPayloadLimit(options.maxAnswerPayloadBytes),
     ],
   });
 }

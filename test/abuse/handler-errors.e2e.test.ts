@@ -3,23 +3,15 @@
 // with a correlation id, logged once, and the server goes on serving.
 import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
-import { E2E_JWT_SECRET, killServers, startServer, tokenFor, type ServerProcess } from '../e2e/support/server.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { E2E_JWT_SECRET, serverForFile, tokenFor } from '../e2e/support/server.js';
 
 const FAULTS = fileURLToPath(new URL('./fixtures/throwing-responses.mjs', import.meta.url));
 
-let storage: TestStorage;
-let server: ServerProcess;
+const server = serverForFile({ NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${FAULTS}`.trim() });
 let base: string;
-beforeAll(async () => {
-  storage = await createTestStorage();
-  server = await startServer(storage, { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${FAULTS}`.trim() });
+beforeAll(() => {
   base = server.url.replace(/\/graphql$/, '');
-}, 120_000);
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
 });
 
 /** A valid HS256 token that expires in year ~300000, past what a Date can hold. */
@@ -34,8 +26,8 @@ const farFutureToken = () =>
 async function alive() {
   const response = await fetch(`${base}/healthz`);
   expect(response.status).toBe(200);
-  expect(server.child.exitCode).toBeNull();
-  expect(server.child.signalCode).toBeNull();
+  expect(server.process.child.exitCode).toBeNull();
+  expect(server.process.child.signalCode).toBeNull();
 }
 
 describe('a token whose exp no date can hold', () => {
@@ -86,7 +78,7 @@ describe('an error thrown inside any HTTP route', () => {
     expect(body.errors[0].extensions).toEqual({ code: 'INTERNAL_SERVER_ERROR', requestId });
     expect(JSON.stringify(body)).not.toMatch(/test fault|at .*\.ts/);
     // One error line with the id (the access line of the same request carries it too).
-    await expect.poll(() => server.output().split('\n').filter((line) => line.includes(requestId) && !line.includes('"msg":"request"')).length).toBe(1);
+    await expect.poll(() => server.process.output().split('\n').filter((line) => line.includes(requestId) && !line.includes('"msg":"request"')).length).toBe(1);
     await alive();
   });
 });

@@ -10,16 +10,14 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
-let storage: TestStorage;
-let server: ServerProcess;
+let server: ReturnType<typeof serverForFile>;
 let origin: string;
 let browser: Browser;
 const outsideRequests: string[] = [];
@@ -41,18 +39,15 @@ async function seriousViolations(page: Page): Promise<string[]> {
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromium (${backendName})`, () => {
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  server = serverForFile();
   beforeAll(async () => {
-    execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
-    storage = await createTestStorage();
-    server = await startServer(storage);
     origin = new URL(server.url).origin;
     browser = await launchChromium();
   }, 180_000);
 
   afterAll(async () => {
     await browser?.close();
-    await killServers();
-    await storage?.remove();
     expect(outsideRequests.filter((url) => !url.startsWith(origin.replace('http', 'ws')))).toEqual([]);
   });
 

@@ -9,16 +9,14 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, killServers, startServer, type ServerProcess } from '../e2e/support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
-let storage: TestStorage;
-let server: ServerProcess;
+let server: ReturnType<typeof serverForFile>;
 let origin: string;
 let browser: Browser;
 let context: BrowserContext;
@@ -83,10 +81,9 @@ async function writeRun(
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows you can link (${backendName})`, () => {
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  server = serverForFile();
   beforeAll(async () => {
-    execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT });
-    storage = await createTestStorage();
-    server = await startServer(storage);
     origin = new URL(server.url).origin;
     browser = await launchChromium();
     context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
@@ -94,8 +91,6 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
 
   afterAll(async () => {
     await browser?.close();
-    await killServers();
-    await storage?.remove();
   });
 
   it('marks the run whose tool failed, finds the failing call in one key, opens a linked row beside the rows, copies it', async () => {

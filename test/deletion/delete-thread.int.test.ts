@@ -132,6 +132,40 @@ describe(`deleteThread (${backendName})`, () => {
     expect(await rowsLeft(t, threadId, runIds)).toEqual({});
   });
 
+  it('a deletion a crash cut short: the receipt of its finish counts what the whole deletion removed', async () => {
+    const { finishAbandonedDeletions, markDeleted, removeMarkedThread } = await import('../../src/domain/deletion.js');
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runIds: string[] = [];
+    for (let r = 0; r < 3; r++) {
+      const runId = await createRun(t, who.owner, threadId, runIds.at(-1));
+      runIds.push(runId);
+      const session = await claim(t, who.worker, runId);
+      await session.declare('m0', [{ id: `r${r}c0`, name: 'tool' }, { id: `r${r}c1`, name: 'tool' }]);
+      must(await session.finish('INTERRUPTED'));
+    }
+    expect(await markDeleted(t.app.deps, threadId, () => true)).toBe(true);
+    // The instance dies after its first batch (one run): every later statement fails.
+    let statements = 0;
+    const crash = new Error('the process died');
+    const dying = {
+      ...t.app.deps,
+      db: {
+        ...t.app.deps.db,
+        query: <Row>(text: string, params?: unknown[]) =>
+          ++statements > 1 ? Promise.reject(crash) : t.app.deps.db.query<Row>(text, params),
+      },
+    };
+    await expect(removeMarkedThread(dying, threadId, { batchRuns: 1 })).rejects.toBe(crash);
+    expect((await rowsLeft(t, threadId, runIds))['run.thread_id']).toBe(2);
+
+    // Ten minutes later, another instance's sweeper finishes it.
+    await t.app.db.sql.query(`UPDATE thread SET deleted_at = now() - interval '11 minutes' WHERE id = $1::uuid`, [threadId]);
+    const receipts = await finishAbandonedDeletions(t.app.deps, { batchRuns: 1 });
+    expect(receipts.find((receipt) => receipt.threadId === threadId)).toMatchObject({ runs: 3, audits: 3, toolCalls: 6, messages: 0 });
+    expect(await rowsLeft(t, threadId, runIds)).toEqual({});
+  });
+
   it('a worker write racing the deletion is either removed with the thread or NOT_FOUND, never anything else; both happened', async () => {
     const outcomes = await untilEachOutcome(['NOT_FOUND', 'written'], async (trial) => {
       const ctx = await runningRun(t);

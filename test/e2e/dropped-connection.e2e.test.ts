@@ -6,37 +6,18 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
-import { e2eActors, killServers, startServer, type ServerProcess } from './support/server.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { e2eActors, serverForFile } from './support/server.js';
 import { eventually } from '../support/streams.js';
 
 const IN_FLIGHT = 6;
 const meaningful = onPostgres || servicesRequired;
 if (!meaningful) console.warn('Skipping the dropped-connection suite: it needs PostgreSQL (set TEST_DATABASE_URL)');
 
-let storage: TestStorage | undefined;
-let server: ServerProcess;
+let server: ReturnType<typeof serverForFile>;
 /** Watches and terminates the server's backends. */
 let admin: pg.Client;
 /** Holds the run's row lock. */
 let locker: pg.Client;
-
-beforeAll(async () => {
-  if (!meaningful) return;
-  requirePostgresUrl();
-  storage = await createTestStorage();
-  server = await startServer(storage);
-  admin = new pg.Client({ connectionString: storage.env.DATABASE_URL });
-  locker = new pg.Client({ connectionString: storage.env.DATABASE_URL });
-  await Promise.all([admin.connect(), locker.connect()]);
-});
-
-afterAll(async () => {
-  await admin?.end().catch(() => undefined);
-  await locker?.end().catch(() => undefined);
-  await killServers();
-  await storage?.remove();
-});
 
 const MODEL_STARTED = `mutation($input: ModelStartedInput!) { recordModelStarted(input: $input) { id status } }`;
 
@@ -60,6 +41,18 @@ async function backendsWaitingForALock(): Promise<number> {
 }
 
 describe.runIf(meaningful)('a dropped database connection (PostgreSQL, the server process)', () => {
+  beforeAll(() => requirePostgresUrl());
+  server = serverForFile();
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: server.storage.env.DATABASE_URL });
+    locker = new pg.Client({ connectionString: server.storage.env.DATABASE_URL });
+    await Promise.all([admin.connect(), locker.connect()]);
+  });
+  afterAll(async () => {
+    await admin?.end().catch(() => undefined);
+    await locker?.end().catch(() => undefined);
+  });
+
   it('fails the requests in flight on it as UNAVAILABLE (503, Retry-After, counted, one log line each); the process stays up and serves them when resent', async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });
@@ -102,18 +95,18 @@ describe.runIf(meaningful)('a dropped database connection (PostgreSQL, the serve
     }
 
     // The process is still serving, on fresh connections, and the same writes now land.
-    expect(server.child.exitCode).toBeNull();
+    expect(server.process.child.exitCode).toBeNull();
     for (const input of inputs) {
       const answer = await post(who.worker, MODEL_STARTED, { input });
-      expect(answer.errors, server.output()).toBeUndefined();
+      expect(answer.errors, server.process.output()).toBeUndefined();
       expect(answer.data.recordModelStarted.status).toBe('RUNNING');
     }
     const { items } = await owner.threadAudits(thread.id);
     expect(items.map((item) => item.operationId).sort()).toEqual(inputs.map((input) => input.operationId).sort());
-    expect(server.child.exitCode).toBeNull();
-    expect(server.output()).not.toMatch(/Unhandled 'error' event/);
+    expect(server.process.child.exitCode).toBeNull();
+    expect(server.process.output()).not.toMatch(/Unhandled 'error' event/);
     // Named as the outage it is: one JSON line per failed request, none an "unexpected error".
-    const lines = server.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string });
+    const lines = server.process.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string });
     expect(lines.filter((line) => line.msg === 'database unavailable').length).toBeGreaterThanOrEqual(IN_FLIGHT);
     expect(lines.filter((line) => line.msg === 'unexpected error')).toEqual([]);
     const metrics = await (await fetch(server.url.replace(/\/graphql$/, '/metrics'))).text();

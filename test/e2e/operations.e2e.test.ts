@@ -113,7 +113,7 @@ describe('a running server process', () => {
         expect.objectContaining({ requestId: generated, method: 'POST', status: 200 }),
       ]),
     );
-    expect(jsonLines(server.output()).find((line) => /listening on/.test(line.msg))).toMatchObject({ liveUpdates: expect.any(String), retention: 'off', export: 'off' });
+    expect(jsonLines(server.output()).find((line) => /listening on/.test(line.msg))).toMatchObject({ liveUpdates: expect.any(String), retention: 'off', export: 'off', instanceId: expect.stringMatching(/:\d+$/) });
   }, 120_000);
 
   it('SIGTERM: /readyz answers 503 through the drain while requests are still served; then it closes without resetting a request', async () => {

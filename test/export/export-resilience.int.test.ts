@@ -1,4 +1,6 @@
+import { hostname } from 'node:os';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { exportConfigFromEnv } from '../../src/export/config.js';
 import { startExporter } from '../../src/export/exporter.js';
 import { exportFailures } from '../../src/metrics.js';
@@ -76,6 +78,11 @@ describe(`OTLP export when the receiver fails (${backendName})`, () => {
     await receiver.waitFor(hasAll(expected), 60_000);
     expectEverySpanOnceOrIdentical(receiver.spans, expected);
   }, 120_000);
+
+  it("names the instance by INSTANCE_ID, by default hostname:PORT (the same at every start)", () => {
+    expect(loadConfig({ PORT: '4123' }).instanceId).toBe(`${hostname()}:4123`);
+    expect(loadConfig({ PORT: '4123', INSTANCE_ID: 'audit-7' }).instanceId).toBe('audit-7');
+  });
 });
 
 describe(`OTLP export across a server restart (${backendName})`, () => {
@@ -120,6 +127,11 @@ describe(`OTLP export across a server restart (${backendName})`, () => {
     // The restart resumed from the stored position: what the first start had sent was not sent again.
     expect(receiver.spans).toHaveLength(sentSpans.length + unsentSpans.length);
   }, 120_000);
+
+  it("names the instance by INSTANCE_ID, by default hostname:PORT (the same at every start)", () => {
+    expect(loadConfig({ PORT: '4123' }).instanceId).toBe(`${hostname()}:4123`);
+    expect(loadConfig({ PORT: '4123', INSTANCE_ID: 'audit-7' }).instanceId).toBe('audit-7');
+  });
 });
 
 describe(`several exporters on one database (${backendName})`, () => {
@@ -156,4 +168,63 @@ describe(`several exporters on one database (${backendName})`, () => {
       for (const exporter of exporters) await exporter.stop();
     }
   }, 120_000);
+
+  it("names the instance by INSTANCE_ID, by default hostname:PORT (the same at every start)", () => {
+    expect(loadConfig({ PORT: '4123' }).instanceId).toBe(`${hostname()}:4123`);
+    expect(loadConfig({ PORT: '4123', INSTANCE_ID: 'audit-7' }).instanceId).toBe('audit-7');
+  });
+});
+
+describe(`an instance restarted after a kill -9 (${backendName})`, () => {
+  let receiver: OtlpReceiver;
+  let t: TestApp;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    t = await startTestApp(); // its own exporter is off: the ones below are the instance before and after its restart
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('takes back the claims its previous start left at once; another instance waits for them to expire', async () => {
+    const recorded = await recordScenarios(t);
+    const expected = await expectedSpans(t, recorded.owner, recorded.threadIds);
+    // What a start of instance "host-a:4000" killed mid-batch leaves: its claims, an hour from expiring.
+    const left = await t.app.db.sql.query(
+      `UPDATE export_pending SET claimed_by = 'host-a:4000/' || gen_random_uuid(), claimed_until = now() + interval '1 hour'
+       WHERE thread_id = ANY($1::uuid[]) RETURNING thread_id`,
+      [recorded.threadIds],
+    );
+    expect(left.length).toBe(recorded.threadIds.length);
+    const config = exportConfigFromEnv(exportEnv(receiver))!;
+
+    const other = startExporter(t.app.db, config, { instanceId: 'host-b:4000' });
+    try {
+      // Several of its polls: it leaves another instance's claims alone.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const received = byKey(receiver.spans);
+      expect(expected.filter((span) => received.has(span.key))).toEqual([]);
+      const [held] = await t.app.db.sql.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM export_pending WHERE thread_id = ANY($1::uuid[]) AND claimed_by LIKE 'host-a:4000/%'`,
+        [recorded.threadIds],
+      );
+      expect(held!.n).toBe(recorded.threadIds.length);
+    } finally {
+      await other.stop();
+    }
+
+    const restarted = startExporter(t.app.db, config, { instanceId: 'host-a:4000' });
+    try {
+      await receiver.waitFor(hasAll(expected), 20_000);
+      expectEverySpanOnceOrIdentical(receiver.spans, expected);
+    } finally {
+      await restarted.stop();
+    }
+  }, 120_000);
+
+  it("names the instance by INSTANCE_ID, by default hostname:PORT (the same at every start)", () => {
+    expect(loadConfig({ PORT: '4123' }).instanceId).toBe(`${hostname()}:4123`);
+    expect(loadConfig({ PORT: '4123', INSTANCE_ID: 'audit-7' }).instanceId).toBe('audit-7');
+  });
 });

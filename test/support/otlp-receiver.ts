@@ -97,6 +97,8 @@ export interface OtlpReceiver {
   requests: { path: string; headers: IncomingHttpHeaders }[];
   /** Answer every request with this status instead of taking it (e.g. 503), or null to take them. */
   failWith: number | null;
+  /** While true, requests are taken (in `requests`) but left unanswered, as a collector that hangs. */
+  hold: boolean;
   /** Stops listening (connections are refused) until `up`. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -113,6 +115,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     spans: [],
     requests: [],
     failWith: null,
+    hold: false,
     async down() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -138,6 +141,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       req.on('end', () => {
         receiver.requests.push({ path: req.url ?? '', headers: req.headers });
         if (receiver.failWith !== null) return void res.writeHead(receiver.failWith).end();
+        if (receiver.hold) return;
         if (req.method !== 'POST' || req.url !== '/v1/traces') return void res.writeHead(404).end();
         const body = Buffer.concat(chunks);
         const contentType = req.headers['content-type'] ?? '';

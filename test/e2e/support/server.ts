@@ -126,30 +126,42 @@ export async function killServers(): Promise<void> {
 }
 
 /**
- * The test file's own server process on fresh storage: started before its tests, killed with its
- * storage removed after them. `url` and `wsUrl` are there from the file's tests and later hooks on.
+ * The test file's own server process on fresh storage (with `env` on top of startServer's):
+ * started before its tests, killed with its storage removed after them. `url`, `wsUrl`, the
+ * `process` and its `storage` are there from the file's tests and later hooks on.
  */
-export function serverForFile(): { readonly url: string; readonly wsUrl: string } {
+export function serverForFile(env: Record<string, string> = {}): {
+  readonly url: string;
+  readonly wsUrl: string;
+  readonly process: ServerProcess;
+  readonly storage: TestStorage;
+} {
   let storage: TestStorage | undefined;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
     storage = await createTestStorage();
-    server = await startServer(storage);
+    server = await startServer(storage, env);
   }, 120_000);
   afterAll(async () => {
     await killServers();
     await storage?.remove();
   });
   const started = () => {
-    if (!server) throw new Error('the server process starts before the tests (beforeAll)');
-    return server;
+    if (!server || !storage) throw new Error('the server process starts before the tests (beforeAll)');
+    return { server, storage };
   };
   return {
     get url() {
-      return started().url;
+      return started().server.url;
     },
     get wsUrl() {
-      return started().wsUrl;
+      return started().server.wsUrl;
+    },
+    get process() {
+      return started().server;
+    },
+    get storage() {
+      return started().storage;
     },
   };
 }
