@@ -27,8 +27,10 @@ export type ToolCallLedgerCase =
   | 'AWAITING_VERDICT'
   /** Closed by the run's end (finishRun, cancelRun or a lease expiry), not by a terminal event of its own. */
   | 'CLOSED_BY_RUN_END'
-  /** Declared by a model call and never started. */
+  /** Declared by a model call and never started; its run (and any resume of it) has ended. */
   | 'NEVER_RUN'
+  /** Declared by a model call and not started yet; its run (or a resume of it) is still going. */
+  | 'PENDING'
   /** Running now; `leaseExpiresAt` says when the lease of the run it runs in expires. */
   | 'RUNNING';
 
