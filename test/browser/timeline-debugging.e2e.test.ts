@@ -276,17 +276,18 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.close();
   }, 120_000);
 
-  it('lists the tool calls in a ledger: declared vs effective input, the cases, filters, a tool appearing live as it runs', async () => {
+  it('lists the tool calls in a ledger: declared vs effective input, the cases, filters, a tool appearing live as it runs; calls never started under their model call', async () => {
     const { who, owner, worker, threadId } = await superadminThread('ledger');
     const run = await owner.createRun({ threadId });
     const lease = await worker.claimRun(run.id, 120);
     await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
-    await worker.recordModelFinished({
+    const plan = await worker.recordModelFinished({
       lease, operationId: 'plan', status: 'COMPLETED', sequence: 2,
       toolCalls: [
         { id: 'look', name: 'lookup', args: { q: 1 } },
         { id: 'pay-small', name: 'pay', args: { amount: 5 } },
         { id: 'pay-big', name: 'pay', args: { amount: 9 } },
+        { id: 'skip', name: 'notify', args: { to: 'ops' } },
       ],
     });
     await worker.recordToolStarted({ lease, toolCallId: 'look', name: 'lookup', effectiveInput: { q: 2 }, sequence: 3 });
@@ -295,13 +296,25 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
 
     const page = await newPage();
     await openThread(page, who.owner, threadId);
+    // The timeline: the calls declared and not started yet sit under their model call, pending.
+    const declared = page.locator('.row[data-key^="declared:"]');
+    await expect.poll(() => declared.evaluateAll((rows) => rows.map((r) => [r.querySelector('.name')!.textContent, r.getAttribute('data-status')]))).toEqual([
+      ['pay (pay-small)', 'PENDING'],
+      ['notify (skip)', 'PENDING'],
+    ]);
+    const keys = await page.locator('.row-space .row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
+    expect(keys.indexOf(await declared.first().getAttribute('data-key'))).toBeGreaterThan(keys.indexOf(plan.id));
+    await declared.last().click();
+    await expect.poll(() => page.locator('[data-testid=declared-note]').textContent()).toContain('not started yet');
+
     await page.click('button:text("Tool calls")');
     const entries = page.locator('[data-testid=ledger] tbody tr');
     const entry = (id: string) => page.locator(`[data-testid=ledger] tr[data-tool-call-id="${id}"]`);
-    await expect.poll(() => entries.count()).toBe(3);
+    await expect.poll(() => entries.count()).toBe(4);
     expect(await entry('look').locator('.input').textContent()).toContain('differs');
     expect(await entry('look').getAttribute('data-status')).toBe('COMPLETED');
-    expect(await entry('pay-small').locator('.cases').textContent()).toBe('never run');
+    // Declared a moment ago in a run still going: pending, not "never run".
+    expect(await entry('pay-small').locator('.cases').textContent()).toBe('pending');
     expect(await entry('pay-big').locator('.input').textContent()).toContain('as declared');
     expect(await entry('pay-big').locator('.cases').textContent()).toMatch(/^runninglease \d.* left$/);
 
@@ -309,15 +322,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big']);
     await page.selectOption('select[aria-label="Tool-call status"]', '');
     await page.selectOption('select[aria-label="Tool name"]', 'pay');
-    await page.selectOption('select[aria-label=Case]', 'never run');
+    await page.selectOption('select[aria-label=Case]', 'pending');
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-small']);
 
-    // The never-run call starts: it leaves the "never run" filter and shows running.
+    // The pending call starts: it leaves the "pending" filter and shows running.
     await worker.recordToolStarted({ lease, toolCallId: 'pay-small', name: 'pay', effectiveInput: { amount: 50 }, sequence: 6 });
     await expect.poll(() => entries.count(), { timeout: 5000 }).toBe(0);
     await page.selectOption('select[aria-label=Case]', 'running');
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big', 'pay-small']);
     await expect.poll(() => entry('pay-small').locator('.input').textContent()).toContain('differs');
+
+    // The run ends without running `skip`: now it never ran, in the ledger and on the timeline.
+    await worker.recordToolFinished({ lease, toolCallId: 'pay-small', output: { content: 'paid' }, sequence: 7 });
+    await worker.recordToolFinished({ lease, toolCallId: 'pay-big', output: { content: 'paid' }, sequence: 8 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    await page.selectOption('select[aria-label="Tool name"]', '');
+    await page.selectOption('select[aria-label=Case]', 'never run');
+    await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['skip']);
+    await page.click('button:text("Timeline")');
+    await expect.poll(() => declared.evaluateAll((rows) => rows.map((r) => [r.querySelector('.name')!.textContent, r.getAttribute('data-status')]))).toEqual([
+      ['notify (skip)', 'NEVER_RUN'],
+    ]);
     await page.close();
   }, 120_000);
 

@@ -394,10 +394,23 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
 
 const time = (value: string | null | undefined) => (value ? new Date(value).toLocaleString(undefined, { hour12: false, fractionalSecondDigits: 3 } as Intl.DateTimeFormatOptions) : '—');
 
+/** The label of the model call that declared a never-started call's row: the row above it at depth 1. */
+function declaringModelLabel(row: Row): string | null {
+  const all = allRows.value;
+  for (let index = all.indexOf(row) - 1; index >= 0; index--) if (all[index]!.kind === 'model') return all[index]!.label;
+  return null;
+}
+
 /** The row's facts a debugger quotes: times, ids, sequence, lease epoch, duration, tokens. */
 function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
   const run = row.run ?? orderedRuns.value.find((candidate) => candidate.id === row.audit?.runId);
-  const facts: [string, string | null | undefined][] = row.audit
+  const facts: [string, string | null | undefined][] = row.declared
+    ? [
+        ['tool call id', row.declared.toolCallId],
+        ['ToolCall id', row.declared.id],
+        ['declared by', declaringModelLabel(row)],
+      ]
+    : row.audit
     ? [
         ['started (runtime clock)', time(row.audit.startedAt)],
         ['finished (runtime clock)', time(row.audit.finishedAt)],
@@ -425,7 +438,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       ];
   const copied = useSignal(false);
   const copy = () =>
-    void navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run, null, 2)).then(() => {
+    void navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run ?? row.declared, null, 2)).then(() => {
       copied.value = true;
       setTimeout(() => (copied.value = false), 1500);
     });
@@ -463,6 +476,13 @@ function Details() {
         {row.label} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
       <Facts row={row} audit={audit} />
+      {row.declared && (
+        <p class="muted" data-testid="declared-note">
+          {row.status === 'PENDING'
+            ? 'Declared by the model call above; not started yet (its run, or a resume of it, still goes).'
+            : 'Declared by the model call above and never started: its run ended without running it.'}
+        </p>
+      )}
       {row.awaitingVerdict && <p class="awaiting">This tool reported an error; the run's terminal verdict will decide its final status.</p>}
       {row.run && <JsonView label="error" value={row.run.error} />}
       {audit?.__typename === 'ToolAudit' && (

@@ -131,7 +131,12 @@ export interface Row {
   failed: boolean;
   /** A run's entries the server holds that are not loaded (0 for audits). */
   unloaded: number;
+  /** A tool call its model declared that never started: no audit of its own (status PENDING or NEVER_RUN). */
+  declared?: DeclaredCall;
 }
+
+/** A tool call as its declaring model call lists it (ModelAudit.toolCalls). */
+export type DeclaredCall = NonNullable<AuditView['toolCalls']>[number];
 
 type RowBase = Omit<Row, 'left' | 'width' | 'start' | 'end' | 'inView'>;
 
@@ -311,6 +316,12 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
       else toolsByModel.set(modelId, [audit]);
     }
   }
+  // Declared calls with an execution loaded; the others never started (or theirs is not loaded: a
+  // call whose ToolCall moved on from PENDING ran somewhere).
+  const started = new Set(all.flatMap((audit) => (audit.toolCall ? [audit.toolCall.id] : [])));
+  const going = (run: RunView) => run.status === 'QUEUED' || run.status === 'RUNNING';
+  // A run's declared calls may still start while it or a resume of it goes.
+  const mayStillStart = new Set(runs.filter(going).flatMap((run) => [run.id, ...(run.resumedFrom ? [run.resumedFrom.id] : [])]));
   const auditsByRun = new Map<string, AuditView[]>();
   for (const audit of all) {
     const list = auditsByRun.get(audit.runId);
@@ -355,6 +366,32 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
       },
       start,
       end,
+    );
+  };
+  const declaredRow = (call: DeclaredCall, model: AuditView) => {
+    const start = time(model.finishedAt);
+    const status = mayStillStart.has(model.runId) ? 'PENDING' : 'NEVER_RUN';
+    push(
+      {
+        key: `declared:${call.id}`,
+        kind: 'tool',
+        depth: 2,
+        label: `${call.name} (${call.toolCallId})`,
+        status,
+        running: false,
+        durationMs: null,
+        awaitingVerdict: false,
+        reason: status === 'PENDING' ? 'declared, not started yet' : 'declared, never started',
+        tokens: null,
+        sizes: null,
+        ranInRun: null,
+        failures: null,
+        failed: false,
+        unloaded: 0,
+        declared: call,
+      },
+      start,
+      start,
     );
   };
   for (const [index, run] of runs.entries()) {
@@ -409,6 +446,7 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
           auditRow(tool, 2, 0);
           if (tool.runId !== run.id) rows[rows.length - 1]!.ranInRun = tool.runId;
         }
+        for (const call of audit.toolCalls ?? []) if (call.status === 'PENDING' && !started.has(call.id)) declaredRow(call, audit);
       } else if (!(audit.declaredBy?.id && models.has(audit.declaredBy.id))) {
         auditRow(audit, 1, 0);
       }

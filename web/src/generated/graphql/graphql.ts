@@ -64,7 +64,7 @@ export type PageAuditCommonFieldsFragment =
   | PageAuditCommonFields_ToolAudit_Fragment
 ;
 
-type PageAuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null };
+type PageAuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> };
 
 type PageAuditFields_ToolAudit_Fragment = { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } };
 
@@ -106,7 +106,7 @@ export type ThreadAuditsQueryVariables = Exact<{
 
 
 export type ThreadAuditsQuery = { threadAudits: { cursor: string, truncated: boolean, items: Array<
-      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> }
       | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
     > } };
 
@@ -117,7 +117,7 @@ export type ThreadChangesSubscriptionVariables = Exact<{
 
 
 export type ThreadChangesSubscription = { threadChanges: { cursor: string, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null } } | null, audit:
-      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> }
       | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
      | null } };
 
@@ -138,7 +138,7 @@ export type SearchAuditsQueryVariables = Exact<{
 
 
 export type SearchAuditsQuery = { searchAudits: { hasMore: boolean, items: Array<{ threadId: string, threadTitle: string | null, audit:
-        | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+        | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> }
         | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
        }> } };
 
@@ -246,6 +246,12 @@ export const PageAuditFieldsFragmentDoc = new TypedDocumentString(`
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
@@ -429,6 +435,12 @@ fragment PageAuditFields on Audit {
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
@@ -509,6 +521,12 @@ fragment PageAuditFields on Audit {
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
@@ -603,6 +621,12 @@ fragment PageAuditFields on Audit {
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
