@@ -257,7 +257,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     const page = await newPage();
     await signIn(page, owner.token);
     await openThread(page, threadId);
-    await expect.poll(() => page.locator('.row').count()).toBe(2);
+    // The run, its model call, and the two calls it declared, not started yet.
+    await expect.poll(() => page.locator('.row').count()).toBe(4);
+    expect(await page.locator('.row[data-key^="declared:"][data-status=PENDING]').count()).toBe(2);
 
     relay.disconnect();
     await page.waitForSelector('[data-testid=connection]:text("reconnecting")');

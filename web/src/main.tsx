@@ -48,6 +48,7 @@ import {
   token,
   truncated,
   allRows,
+  rulerWidth,
   errorsOnly,
   linkTo,
   loadRun,
@@ -524,6 +525,16 @@ function Ruler({ axis }: { axis: Axis }) {
     const box = (event.currentTarget as HTMLElement).getBoundingClientRect();
     return Math.min(100, Math.max(0, ((event.clientX - box.left) / box.width) * 100));
   };
+  const track = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const element = track.current;
+    if (!element) return;
+    const measure = () => element.clientWidth > 0 && (rulerWidth.value = element.clientWidth);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
   return (
     <div class="ruler-row" aria-label="time axis">
       <div class="label">
@@ -535,6 +546,7 @@ function Ruler({ axis }: { axis: Axis }) {
       </div>
       <div
         class="track ruler-track"
+        ref={track}
         data-testid="ruler"
         onMouseDown={(e) => (drag.value = { from: percentAt(e), to: percentAt(e) })}
         onMouseMove={(e) => drag.value && (drag.value = { ...drag.value, to: percentAt(e) })}

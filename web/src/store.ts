@@ -66,7 +66,13 @@ export const now = signal(Date.now());
 
 /** The thread's runs in creation order: "run 3" is the third. */
 export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
-export const timeline = computed(() => layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value));
+/** The ruler's width in pixels (measured): its labels are spaced by the share of it they take. */
+export const rulerWidth = signal(800);
+/** An 11 px clock digit (the ruler's font) in pixels, with a margin. */
+const RULER_CHAR_PX = 6.2;
+export const timeline = computed(() =>
+  layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value, (100 * RULER_CHAR_PX) / rulerWidth.value),
+);
 /** Show only what ended badly: failing rows, and the runs that hold them. */
 export const errorsOnly = signal(false);
 /** Every row of the timeline, filtered or not (thread totals, the failure count). */
