@@ -114,8 +114,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     const item = page.locator(`.threads li[data-thread-id="${threadId}"]`);
     await expect.poll(() => item.locator('[data-testid=thread-stats]').textContent()).toBe(' 12 runs · 1 tool failed, 1 abandoned');
     expect(await item.textContent()).toContain('latest activity');
-    await page.fill('input.thread-filter', 'twelve');
-    await expect.poll(() => page.locator('.threads li').count()).toBe(1);
+    // The filter asks the server: it finds a thread the first page does not list.
+    for (let i = 0; i < 20; i++) await owner.createThread({ title: `newer thread ${i}` });
+    await page.reload();
+    await page.waitForSelector('section.threads li');
+    await expect.poll(() => page.locator('.threads li').count()).toBe(20);
+    expect(await item.count()).toBe(0);
+    await page.fill('input.thread-filter', 'TWELVE runs');
+    await expect.poll(() => page.locator('.threads li').evaluateAll((items) => items.map((li) => li.getAttribute('data-thread-id')))).toEqual([threadId]);
+    await expect.poll(() => item.locator('[data-testid=thread-stats]').textContent()).toBe(' 12 runs · 1 tool failed, 1 abandoned');
+    await page.fill('input.thread-filter', 'no such title');
+    await expect.poll(() => page.locator('.threads').textContent()).toContain('No thread you may read has that in its title.');
 
     await openThread(page, `#thread=${threadId}`);
     // It opens at its newest activity: the last run, with nothing failed under it.

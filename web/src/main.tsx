@@ -33,6 +33,7 @@ import {
   closeThread,
   connection,
   loadThreads,
+  filterThreads,
   now,
   openThread,
   pageError,
@@ -215,8 +216,8 @@ function Home() {
 }
 
 function ThreadList() {
-  const filter = threadFilter.value.trim().toLowerCase();
-  const shown = filter ? threads.value.filter((thread) => (thread.title ?? '').toLowerCase().includes(filter)) : threads.value;
+  const shown = threads.value;
+  const filtered = Boolean(threadFilter.value.trim());
   return (
     <section class="threads">
       <h2>Threads</h2>
@@ -226,10 +227,9 @@ function ThreadList() {
         aria-label="Filter threads by title"
         placeholder="Filter by title"
         value={threadFilter.value}
-        onInput={(e) => (threadFilter.value = e.currentTarget.value)}
+        onInput={(e) => filterThreads(e.currentTarget.value)}
       />
-      {threads.value.length === 0 && <p class="muted">No threads you may read yet.</p>}
-      {threads.value.length > 0 && shown.length === 0 && <p class="muted">No thread listed here has that title.</p>}
+      {shown.length === 0 && <p class="muted">{filtered ? 'No thread you may read has that in its title.' : 'No threads you may read yet.'}</p>}
       <ul>
         {shown.map((thread) => {
           const failures = failuresText(thread.auditSummary);

@@ -42,8 +42,8 @@ export const AUDIT_DETAIL = graphql(`
   }`);
 
 export const THREADS = graphql(`
-  query Threads($first: Int, $after: String) {
-    threads(first: $first, after: $after) {
+  query Threads($first: Int, $after: String, $title: String) {
+    threads(first: $first, after: $after, title: $title) {
       edges { cursor node {
         id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt
         auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }

@@ -78,7 +78,7 @@ export const errorsOnly = signal(false);
 /** Every row of the timeline, filtered or not (thread totals, the failure count). */
 export const allRows = computed(() => timeline.value.rows);
 export const rows = computed(() => (errorsOnly.value ? allRows.value.filter((row) => row.failed || (row.kind === 'run' && row.failures !== null)) : allRows.value));
-/** Threads whose title holds this text (the thread list's filter, over the threads listed). */
+/** Threads whose title holds this text (the thread list's filter, read on the server). */
 export const threadFilter = signal('');
 const anythingRunning = computed(
   () => rows.value.some((row) => row.running) || Boolean(ledgerPage.value?.entries.some((entry) => entry.cases.includes('RUNNING'))),
@@ -330,17 +330,32 @@ function liveClient(): Client {
   return client;
 }
 
+/** Counts the thread-list reads started: an answer shows only if no read started after its own (a slower, older filter's answer is dropped). */
+let threadReadsStarted = 0;
+
 export async function loadThreads(fromStart: boolean) {
+  const read = ++threadReadsStarted;
   try {
-    const { threads: page } = await gql(token.value!, THREADS, { first: 20, after: fromStart ? null : threadsCursor.value });
+    const title = threadFilter.peek().trim() || null;
+    const { threads: page } = await gql(token.value!, THREADS, { first: 20, after: fromStart ? null : threadsCursor.value, title });
+    if (read !== threadReadsStarted) return;
     const nodes = page.edges.map((edge) => edge.node);
     threads.value = fromStart ? nodes : [...threads.value, ...nodes];
     threadsCursor.value = page.pageInfo.endCursor;
     threadsHaveMore.value = page.pageInfo.hasNextPage;
     pageError.value = null;
   } catch (error) {
+    if (read !== threadReadsStarted) return;
     pageError.value = error instanceof Error ? error.message : String(error);
   }
+}
+
+let threadFilterTimer: ReturnType<typeof setTimeout> | undefined;
+/** The thread list's title filter, read on the server (threads(title:)) a moment after the last keystroke. */
+export function filterThreads(text: string) {
+  threadFilter.value = text;
+  clearTimeout(threadFilterTimer);
+  threadFilterTimer = setTimeout(() => void loadThreads(true), 200);
 }
 
 export function openThread(id: string, audit: string | null = null) {

@@ -86,6 +86,7 @@ export type AuditQuery = { audit:
 export type ThreadsQueryVariables = Exact<{
   first?: number | null | undefined;
   after?: string | null | undefined;
+  title?: string | null | undefined;
 }>;
 
 
@@ -326,8 +327,8 @@ export const AuditDocument = new TypedDocumentString(`
   errorBytes
 }`) as unknown as TypedDocumentString<AuditQuery, AuditQueryVariables>;
 export const ThreadsDocument = new TypedDocumentString(`
-    query Threads($first: Int, $after: String) {
-  threads(first: $first, after: $after) {
+    query Threads($first: Int, $after: String, $title: String) {
+  threads(first: $first, after: $after, title: $title) {
     edges {
       cursor
       node {
