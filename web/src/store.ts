@@ -253,7 +253,8 @@ export async function loadOlder() {
 
 /**
  * Selects the next (`delta` 1) or previous (-1) row that failed, from the selected row; with none
- * selected, the first or the last. A run whose failures are not loaded loads its entries.
+ * selected, the first or the last. A run whose failures are not loaded is selected while its
+ * entries load, then its first (or, going back, last) failing row: one key reaches the call.
  */
 export function moveToFailure(delta: 1 | -1) {
   const list = rows.value;
@@ -262,7 +263,16 @@ export function moveToFailure(delta: 1 | -1) {
   const next = order.find((row) => row.failed);
   if (!next) return;
   selectedKey.value = next.key;
-  if (next.kind === 'run' && next.unloaded > 0) void loadRun(next.key);
+  if (next.kind !== 'run' || next.unloaded === 0) return;
+  void loadRun(next.key).then(() => {
+    if (selectedKey.peek() !== next.key) return;
+    const after = rows.peek();
+    const start = after.findIndex((row) => row.key === next.key);
+    const end = after.findIndex((row, at) => at > start && row.kind === 'run');
+    const failing = after.slice(start + 1, end < 0 ? after.length : end).filter((row) => row.failed);
+    const target = delta > 0 ? failing[0] : failing[failing.length - 1];
+    if (target) selectedKey.value = target.key;
+  });
 }
 
 /** Runs whose own entries are being read (loadRun). */
