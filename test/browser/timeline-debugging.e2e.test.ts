@@ -418,7 +418,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     expect(await entry('lookup').locator('td').first().textContent()).toBe('orders');
     expect(await entry('lookup').locator('.input').textContent()).toContain('differs');
     expect(await entry('pay').locator('.cases').textContent()).toMatch(/^runninglease \d.* left$/);
-    expect(await entry('ship').locator('.cases').textContent()).toBe('never run');
+    expect(await entry('ship').locator('.cases').textContent()).toBe('pending');
     await saveScreenshot(page, 'tool-call-ledger.png');
 
     // Filters: by tool, by status, by case, together.
@@ -427,19 +427,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.selectOption('select[aria-label="Tool-call status"]', 'RUNNING');
     await expect.poll(shown).toEqual(['pay']);
     await page.selectOption('select[aria-label="Tool-call status"]', '');
-    await page.selectOption('select[aria-label=Case]', 'never run');
+    await page.selectOption('select[aria-label=Case]', 'pending');
     await expect.poll(shown).toEqual(['pay-later']);
     await page.selectOption('select[aria-label="Tool name"]', '');
     await expect.poll(shown).toEqual(['pay-later', 'ship']);
 
-    // A call that starts leaves "never run" and shows among the running, with no reload.
+    // A call that starts leaves "pending" and shows among the running, with no reload.
     await worker.recordToolStarted({ lease: paying.lease, toolCallId: 'pay-later', name: 'pay', effectiveInput: { amount: 300 }, sequence: 4 });
     await expect.poll(shown, { timeout: 10_000 }).toEqual(['ship']);
     await page.selectOption('select[aria-label=Case]', 'running');
     await expect.poll(shown).toEqual(['pay-later', 'pay']);
     expect(await entry('pay-later').locator('.input').textContent()).toContain('as declared');
 
-    // An entry opens its row in its thread's timeline: the execution, or for a call never run, the
+    // An entry opens its row in its thread's timeline: the execution, or for a call not started, the
     // model call that declared it.
     await page.selectOption('select[aria-label=Case]', '');
     await entry('lookup').locator('a').click();
