@@ -354,6 +354,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await page.keyboard.press('n');
     await expect.poll(() => selectedKey(page)).toBe(failing.failingTool);
     await expect.poll(() => row(page, failing.failingTool!).locator('.reason').textContent()).toBe('permission denied');
+    // Rows loaded above the tail are not "new rows below".
+    expect(await page.locator('[data-testid=new-activity]').count()).toBe(0);
     await saveScreenshot(page, 'timeline-long-thread-failure.png');
     await page.close();
   }, 600_000);

@@ -604,15 +604,21 @@ function Rows() {
   // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
   // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump.
   const seen = useRef(0);
+  const lastKey = useRef<string | null>(null);
   const newBelow = useSignal(0);
   useEffect(() => {
     const element = scroller.current;
     const added = all.length - seen.current;
     seen.current = all.length;
+    const previousLast = lastKey.current;
+    lastKey.current = all[all.length - 1]?.key ?? null;
     if (!element || added <= 0) return;
+    // Only rows after the previous last one are new below (a run loaded or a page back adds rows above it).
+    const previousAt = previousLast === null ? -1 : all.findIndex((row) => row.key === previousLast);
+    const addedBelow = previousAt < 0 ? added : all.length - 1 - previousAt;
     const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
     if (wasAtBottom && selectedIndex < 0) element.scrollTop = element.scrollHeight;
-    else if (!wasAtBottom) newBelow.value += added;
+    else if (!wasAtBottom && addedBelow > 0) newBelow.value += addedBelow;
   }, [all.length]);
   const toBottom = () => {
     newBelow.value = 0;
