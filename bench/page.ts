@@ -7,7 +7,9 @@
 //   the sign-in form (the same page's HTML and script, no data);
 // - paging back to every audit (`Load older entries` until none is left);
 // - scroll frame times: the rows scrolled 84 px (three rows) every animation frame, from top to
-//   bottom and back, against the same frames with nothing scrolled.
+//   bottom and back, against the same frames with nothing scrolled;
+// - opening a row whose output is 300 kB (a click to its output shown in the details panel),
+//   against opening a row of the long thread (a small output), OPENS of each.
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -29,6 +31,9 @@ execFileSync(process.execPath, [join(ROOT, 'scripts/build-web.mjs')]);
 const backend = process.env.DATABASE_URL ? await openPostgresBackend(process.env.DATABASE_URL) : await openPgliteBackend();
 const threadId = randomUUID();
 const runId = randomUUID();
+const bigThreadId = randomUUID();
+const bigRunId = randomUUID();
+const OPENS = 7;
 await backend.beforeServer(async (sql) => {
   await sql.query(`INSERT INTO thread (id, owner_id, title) VALUES ($1, $2, 'bench: a long thread')`, [threadId, OWNER]);
   await sql.query(
@@ -44,6 +49,20 @@ await backend.beforeServer(async (sql) => {
        jsonb_build_object('q', 'question ' || i), jsonb_build_object('content', repeat('answer ', 40)), '{"input_tokens": 412, "output_tokens": 57}'::jsonb
      FROM generate_series(0, $3::int - 1) i`,
     [threadId, runId, AUDITS],
+  );
+  // Model calls whose output is 300 kB each (its JSON text).
+  await sql.query(`INSERT INTO thread (id, owner_id, title) VALUES ($1, $2, 'bench: 300 kB outputs')`, [bigThreadId, OWNER]);
+  await sql.query(
+    `INSERT INTO run (id, thread_id, status, lease_epoch, started_at, finished_at) VALUES ($1, $2, 'COMPLETED', 1, now() - interval '1 minute', now())`,
+    [bigRunId, bigThreadId],
+  );
+  await sql.query(
+    `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, started_at, finished_at, duration_ms, input, output)
+     SELECT gen_random_uuid(), $1, $2, 'ASSISTANT', 'model_audit', 'big-' || i, 'model-x', i, 'COMPLETED',
+       now() - interval '1 minute' + i * interval '1 second', now() - interval '1 minute' + i * interval '1 second' + interval '500 milliseconds', 500,
+       jsonb_build_object('q', 'question ' || i), jsonb_build_object('content', repeat('x', 300000 - 14))
+     FROM generate_series(1, $3::int) i`,
+    [bigThreadId, bigRunId, OPENS],
   );
 });
 const secret = randomBytes(32).toString('hex');
@@ -106,6 +125,30 @@ try {
     })`) as Promise<number[]>;
   const idle = summarize(await frameTimes(0));
   const scrolling = summarize(await frameTimes(84));
+
+  /** Milliseconds from a click on each of the first OPENS model rows in sight to its output in the details panel. */
+  const openRows = async () => {
+    const times: number[] = [];
+    // The model rows in sight (only those are drawn; a click on one does not scroll).
+    const keys = await page.evaluate(`(() => {
+      const box = document.querySelector('[data-testid=rows]').getBoundingClientRect();
+      return [...document.querySelectorAll('.row-space .row.model')]
+        .filter((row) => { const r = row.getBoundingClientRect(); return r.top >= box.top + 30 && r.bottom <= box.bottom; })
+        .map((row) => row.getAttribute('data-key')).slice(0, ${OPENS});
+    })()`) as string[];
+    for (const key of keys) {
+      const start = Date.now();
+      await page.click(`.row[data-key="${key}"]`);
+      await page.waitForSelector(`.details[data-key="${key}"] .json-view[data-label=output] pre`, { timeout: 60_000 });
+      times.push(Date.now() - start);
+    }
+    return summarize(times);
+  };
+  const smallOpen = await openRows();
+  await page.goto(`${origin}/#thread=${bigThreadId}`);
+  await page.waitForSelector('.row-space .row.model');
+  const bigOpen = await openRows();
+  const bigBytes = await page.locator('.details .json-view[data-label=output] h4 .muted').textContent();
   console.log(`${backend.version}; ${AUDITS} audits in one run; Chromium headless; ${domRows} rows in the DOM after loading all`);
   console.log(
     table(
@@ -116,6 +159,8 @@ try {
         ['scroll frame p50 (ms)', round(scrolling.p50), round(idle.p50), round(scrolling.p50 / idle.p50)],
         ['scroll frame p99 (ms)', round(scrolling.p99), round(idle.p99), round(scrolling.p99 / idle.p99)],
         ['scroll frame max (ms)', round(scrolling.max), round(idle.max), round(scrolling.max / idle.max)],
+        [`open a row, output ${bigBytes} (ms, p50 of ${OPENS})`, bigOpen.p50, smallOpen.p50, round(bigOpen.p50 / smallOpen.p50)],
+        [`open a row, output ${bigBytes} (ms, max of ${OPENS})`, bigOpen.max, smallOpen.max, round(bigOpen.max / smallOpen.max)],
       ],
     ),
   );

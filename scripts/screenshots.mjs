@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'audit-screenshots-'));
 try {
-  execFileSync('npx', ['vitest', 'run', 'test/browser/timeline-page.e2e.test.ts', 'test/browser/timeline-debugging.e2e.test.ts', 'test/browser/activity-page.e2e.test.ts'], {
+  execFileSync('npx', ['vitest', 'run', 'test/browser/timeline-page.e2e.test.ts', 'test/browser/timeline-debugging.e2e.test.ts', 'test/browser/activity-page.e2e.test.ts', 'test/browser/failures.e2e.test.ts'], {
     cwd: root,
     stdio: 'inherit',
     env: { ...process.env, SCREENSHOT_DIR: dir, REQUIRE_BROWSER: '1' },

@@ -4,7 +4,7 @@ import type { AuditStatus } from '../generated/prisma/client.js';
 import { requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
-import { boundedText, isUuid, rowId } from './ids.js';
+import { boundedText, escapeLike, isUuid, rowId } from './ids.js';
 import { walkNewestFirst } from './walk.js';
 
 /** The most hits one search returns. */
@@ -41,8 +41,6 @@ export interface AuditSearch {
 }
 
 export type AuditHit = AuditRow & { threadTitle: string | null };
-
-const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
  * How many audits a search walks newest first before it asks the trigram index instead. A walk

@@ -15,6 +15,9 @@ export function boundedText(value: string, field: string, maxLength = MAX_ID_LEN
   return value;
 }
 
+/** `text` as a LIKE pattern matching only itself (its `\\`, `%` and `_` escaped). */
+export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const isUuid = (value: string) => UUID.test(value);

@@ -3,7 +3,7 @@ import { insertRow, type Sql } from '../db/sql.js';
 import type { Message, MessageRole, Thread } from '../generated/prisma/client.js';
 import { canReadEveryThread, loadReadableThread } from './access.js';
 import { badInput } from './errors.js';
-import { boundedText, isUuid, newId } from './ids.js';
+import { boundedText, escapeLike, isUuid, newId } from './ids.js';
 import { command } from './command.js';
 import { assertStorableJson } from './json.js';
 
@@ -61,15 +61,20 @@ function parseThreadCursor(cursor: string): ThreadPosition {
   return { createdAt: date, id: id.toLowerCase() };
 }
 
+/** What `threads(title:)` matches, as the trigram index reads it (migration 20261203050000_thread_title_search). */
+const THREAD_TITLE_TEXT = `coalesce(title, '')`;
+
 /**
  * A page of the threads `principal` may read (as `thread(id)`: its own, every thread for admins
- * and superadmins), newest first. The order is total (creation time, then id), so a cursor
- * keeps its place while new threads are created.
+ * and superadmins), newest first; with `title`, only those whose title holds it (any case). The
+ * order is total (creation time, then id), so a cursor keeps its place while new threads are created.
  */
-export async function readableThreadsPage(sql: Sql, principal: Principal, page: { first: number; after?: string | null }) {
+export async function readableThreadsPage(sql: Sql, principal: Principal, page: { first: number; after?: string | null; title?: string | null }) {
   if (!Number.isInteger(page.first) || page.first < 1 || page.first > MAX_THREADS_PAGE) {
     throw badInput(`first must be between 1 and ${MAX_THREADS_PAGE}`);
   }
+  const title = page.title?.trim() || null;
+  if (title !== null) boundedText(title, 'title');
   const position = page.after == null ? null : parseThreadCursor(page.after);
   // A statement per case, not `($1 OR owner_id = $2)`: a condition that may or may not apply
   // hides the index, and the read became a scan of every thread. Each walks its index newest first.
@@ -77,6 +82,7 @@ export async function readableThreadsPage(sql: Sql, principal: Principal, page: 
   const where = ['deleted_at IS NULL'];
   if (!canReadEveryThread(principal)) where.push(`owner_id = $${params.push(principal.sub)}`);
   if (position) where.push(`(created_at, id) < ($${params.push(position.createdAt)}::timestamptz, $${params.push(position.id)}::uuid)`);
+  if (title !== null) where.push(`${THREAD_TITLE_TEXT} ILIKE $${params.push(`%${escapeLike(title)}%`)}`);
   const rows = await sql.query<Thread>(
     `SELECT * FROM thread WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $1`,
     params,

@@ -14,12 +14,15 @@ import { walkNewestFirst } from './walk.js';
 /** The most entries one page returns. */
 export const MAX_LEDGER_PAGE = 100;
 
-export const LEDGER_CASES = ['NEVER_RUN', 'AWAITING_VERDICT', 'CLOSED_BY_RUN_END', 'RUNNING'] as const;
+export const LEDGER_CASES = ['NEVER_RUN', 'PENDING', 'AWAITING_VERDICT', 'CLOSED_BY_RUN_END', 'RUNNING'] as const;
 export type LedgerCase = (typeof LEDGER_CASES)[number];
 
 /** The execution's status once it ran (its audit's), else the declaration's (PENDING). */
 export const LEDGER_STATUSES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'] as const;
 export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
+
+/** The run that declared the call `tc`, or a run resuming it, is queued or running: the call may still start. */
+const DECLARING_RUN_GOING = `EXISTS (SELECT 1 FROM run r WHERE (r.id = tc.run_id OR r.resumed_from_id = tc.run_id) AND r.status IN ('QUEUED', 'RUNNING'))`;
 
 /**
  * The rule of each case, as SQL over `tc` (the ToolCall) and `e` (its latest execution, all
@@ -28,8 +31,11 @@ export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
  * condition on `tool_call` alone, so the read walks `(status, id)` newest first for the rare ones.
  */
 const CASE_RULES: Record<LedgerCase, { sql: string; narrowing: string }> = {
-  // Declared and never started: it stays PENDING whatever the run's ending (SEMANTICS.md).
-  NEVER_RUN: { sql: `e.id IS NULL`, narrowing: `tc.status = 'PENDING'` },
+  // Declared and never started, once nothing can start it any more: its declaring run ended and
+  // no resume of it is going. It stays PENDING whatever the run's ending (SEMANTICS.md).
+  NEVER_RUN: { sql: `(e.id IS NULL AND NOT ${DECLARING_RUN_GOING})`, narrowing: `tc.status = 'PENDING'` },
+  // Declared and not started yet, while its declaring run (or a resume of it) still goes.
+  PENDING: { sql: `(e.id IS NULL AND ${DECLARING_RUN_GOING})`, narrowing: `tc.status = 'PENDING'` },
   // A bare error saved; the run's end decides FAILED, ABANDONED, CANCELLED or INTERRUPTED.
   AWAITING_VERDICT: { sql: `coalesce(e.awaiting_run_terminal, false)`, narrowing: `tc.status = 'RUNNING'` },
   // Closed by finishRun, cancelRun or a lease expiry with no terminal event of its own
@@ -173,7 +179,7 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
        WHERE ${all([...onCall, ...onExecution])} ORDER BY tc.id DESC LIMIT ${limit})`;
   } else {
     const budget = LEDGER_WALK_BUDGET;
-    hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all(onCall), ['thread_id', 'status'], budget)}, walked AS (
+    hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all(onCall), ['thread_id', 'status', 'run_id'], budget)}, walked AS (
        -- The execution is read only for the owner's calls.
        SELECT tc.id, CASE WHEN EXISTS (SELECT 1 FROM thread t WHERE t.id = tc.thread_id AND t.owner_id = $1 AND t.deleted_at IS NULL)
          THEN coalesce((SELECT ${all(onExecution)} FROM (SELECT 1) one ${LATEST_EXECUTION}), false) ELSE false END AS hit

@@ -91,16 +91,15 @@ const ROLES: Record<string, string> = {
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return content
-      .map((part) => {
-        if (typeof part === 'string') return part;
-        const record = asRecord(part);
-        if (!record) return '';
-        if (typeof record.text === 'string') return record.text;
-        if (record.type === 'tool-result' || record.type === 'tool_result') return resultText(record.output ?? record.result ?? record.content);
-        return '';
-      })
-      .join('');
+    // Text parts are pieces of one text; each tool result is a text of its own, on its own line.
+    let text = '';
+    for (const part of content) {
+      const record = asRecord(part);
+      if (typeof part === 'string') text += part;
+      else if (typeof record?.text === 'string') text += record.text;
+      else if (record?.type === 'tool-result' || record?.type === 'tool_result') text += (text ? '\n' : '') + resultText(record.output ?? record.result ?? record.content);
+    }
+    return text;
   }
   return content == null ? '' : JSON.stringify(content);
 }

@@ -90,6 +90,31 @@ describe(`Query.threads (${backendName})`, () => {
     expect(errorCode(await t.gql(THREADS, { first: 2, after }, alice))).toBe('BAD_USER_INPUT');
   });
 
+  it('filters by a piece of the title, any case, its LIKE characters taken literally, paging within the filter', async () => {
+    const owner = await t.token('carol', 'user');
+    const made: Record<string, string> = {};
+    for (const title of ['Invoices March', 'refund 100%', 'invoices april', 'weather', 'refund_x', 'INVOICES May']) made[title] = await createThread(t, owner, title);
+    const TITLED = `query($title: String, $first: Int, $after: String) {
+      result: threads(title: $title, first: $first, after: $after) { edges { node { id title } } pageInfo { hasNextPage endCursor } }
+    }`;
+    const titles = async (title: string, first = 20, after: string | null = null, token = owner) => {
+      const page: any = must(await t.gql(TITLED, { title, first, after }, token));
+      return { titles: page.edges.map((edge: any) => edge.node.title), ...page.pageInfo };
+    };
+    expect((await titles('invoices')).titles).toEqual(['INVOICES May', 'invoices april', 'Invoices March']);
+    expect((await titles('0%')).titles).toEqual(['refund 100%']);
+    expect((await titles('d_')).titles).toEqual(['refund_x']);
+    expect((await titles('  ')).titles).toHaveLength(6);
+    // Another user's threads never show; an admin's filter sees every owner's.
+    expect((await titles('invoices', 20, null, alice)).titles).toEqual([]);
+    expect((await titles('alice', 20, null, admin)).titles).toHaveLength(5);
+    const first = await titles('invoices', 2);
+    expect(first).toMatchObject({ titles: ['INVOICES May', 'invoices april'], hasNextPage: true });
+    expect(await titles('invoices', 2, first.endCursor)).toMatchObject({ titles: ['Invoices March'], hasNextPage: false });
+    const tooLong = await t.gql(TITLED, { title: 'x'.repeat(100_000) }, owner);
+    expect(errorCode(tooLong)).toBe('BAD_USER_INPUT');
+  });
+
   it('needs a token', async () => {
     expect(errorCode(await t.gql(THREADS, {}, null))).toBe('UNAUTHENTICATED');
   });

@@ -80,6 +80,32 @@ async function writeRun(
   return { runId: run.id, ids };
 }
 
+/**
+ * A run of `models` model calls each declaring one tool, then an answer: 2 × models + 1 entries,
+ * written as one queue (the client batches them). `fail` makes that call's tool fail.
+ */
+async function writeRunBatched(owner: AuditClient, worker: AuditClient, threadId: string, models: number, fail?: number) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  const writes: Promise<{ id: string }>[] = [];
+  let sequence = 1;
+  for (let i = 1; i <= models; i++) {
+    writes.push(worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: sequence++, model: 'gpt-x' }));
+    writes.push(worker.recordModelFinished({
+      lease, operationId: `m${i}`, status: 'COMPLETED', sequence: sequence++, toolCalls: [{ id: `c${i}`, name: 'pay', args: { n: i } }],
+      usage: { input_tokens: 100, output_tokens: 10 },
+    }));
+    writes.push(worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay', effectiveInput: { n: i }, sequence: sequence++ }));
+    const output = i === fail ? { content: 'permission denied', status: 'error' } : { content: 'paid', status: 'success' };
+    writes.push(worker.recordToolFinished({ lease, toolCallId: `c${i}`, output, sequence: sequence++ }));
+  }
+  writes.push(worker.recordModelStarted({ lease, operationId: 'answer', sequence: sequence++, model: 'gpt-x' }));
+  writes.push(worker.recordModelFinished({ lease, operationId: 'answer', status: 'COMPLETED', sequence: sequence++, usage: { input_tokens: 100, output_tokens: 10 } }));
+  const written = await Promise.all(writes);
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  return { runId: run.id, failingTool: fail ? written[4 * (fail - 1) + 2]!.id : null, lastAnswer: written[written.length - 1]!.id };
+}
+
 describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows you can link (${backendName})`, () => {
   beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
   server = serverForFile();
@@ -109,8 +135,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     const item = page.locator(`.threads li[data-thread-id="${threadId}"]`);
     await expect.poll(() => item.locator('[data-testid=thread-stats]').textContent()).toBe(' 12 runs · 1 tool failed, 1 abandoned');
     expect(await item.textContent()).toContain('latest activity');
-    await page.fill('input.thread-filter', 'twelve');
-    await expect.poll(() => page.locator('.threads li').count()).toBe(1);
+    // The filter asks the server: it finds a thread the first page does not list.
+    for (let i = 0; i < 20; i++) await owner.createThread({ title: `newer thread ${i}` });
+    await page.reload();
+    await page.waitForSelector('section.threads li');
+    await expect.poll(() => page.locator('.threads li').count()).toBe(20);
+    expect(await item.count()).toBe(0);
+    await page.fill('input.thread-filter', 'TWELVE runs');
+    await expect.poll(() => page.locator('.threads li').evaluateAll((items) => items.map((li) => li.getAttribute('data-thread-id')))).toEqual([threadId]);
+    await expect.poll(() => item.locator('[data-testid=thread-stats]').textContent()).toBe(' 12 runs · 1 tool failed, 1 abandoned');
+    await page.fill('input.thread-filter', 'no such title');
+    await expect.poll(() => page.locator('.threads').textContent()).toContain('No thread you may read has that in its title.');
 
     await openThread(page, `#thread=${threadId}`);
     // It opens at its newest activity: the last run, with nothing failed under it.
@@ -275,13 +310,48 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     expect(await run.locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed');
     expect(await run.locator('.tokens').textContent()).toBe('1,000 → 100 tokens');
     await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 25,600 → 2,560 tokens in this thread');
-    // The failure key stops at the run and loads it; the next press reaches the failing call.
-    await page.keyboard.press('n');
-    await expect.poll(() => selectedKey(page)).toBe(first.runId);
-    await expect.poll(() => run.locator('[data-testid=load-run]').count()).toBe(0);
+    // One press of the failure key loads the run and selects its failing call.
     await page.keyboard.press('n');
     await expect.poll(() => selectedKey(page)).toBe(first.ids.c1);
+    expect(await run.locator('[data-testid=load-run]').count()).toBe(0);
+    await expect.poll(() => row(page, first.ids.c1!).isVisible()).toBe(true);
     expect(await row(page, first.ids.m1!).locator('.name').textContent()).toBe('gpt-x · call 1');
     await page.close();
   }, 300_000);
+
+  it('opens a thread of 100 runs and 2,300 entries at its newest activity, with the failure in it marked and reached in one key', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: '100 runs, 2,300 entries' });
+    const runs: Awaited<ReturnType<typeof writeRunBatched>>[] = [];
+    for (let i = 1; i <= 100; i++) runs.push(await writeRunBatched(owner, worker, threadId, 11, i === 7 ? 2 : undefined));
+    const failing = runs[6]!;
+
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    // The newest activity in sight; the thread's totals and failures are the server's, all 2,300 entries'.
+    await expect.poll(() => row(page, runs[99]!.lastAnswer).isVisible()).toBe(true);
+    await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 120,000 → 12,000 tokens in this thread');
+    await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('In this thread: 1 tool failed');
+    // Run 7 (scrolled up to: only rows in sight are drawn) is not loaded, and says so, with its failure and its own numbers.
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    const run7 = row(page, failing.runId);
+    await expect.poll(() => run7.locator('[data-testid=load-run]').textContent()).toBe('23 entries not loaded · load');
+    expect(await run7.locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed');
+    expect(await run7.locator('.tokens').textContent()).toBe('1,200 → 120 tokens');
+    // Errors only: the one run holding the failure, not the 78 runs whose entries are not loaded.
+    await page.click('[data-testid=errors-only]');
+    await expect.poll(() => page.locator('.row-space .row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')))).toEqual([failing.runId]);
+    await page.click('[data-testid=errors-only]');
+    // One key: the failing call, its run loaded.
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(failing.failingTool);
+    await expect.poll(() => row(page, failing.failingTool!).locator('.reason').textContent()).toBe('permission denied');
+    // Rows loaded above the tail are not "new rows below".
+    expect(await page.locator('[data-testid=new-activity]').count()).toBe(0);
+    await saveScreenshot(page, 'timeline-long-thread-failure.png');
+    await page.close();
+  }, 600_000);
 });

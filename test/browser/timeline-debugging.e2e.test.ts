@@ -60,6 +60,23 @@ async function superadminThread(title: string) {
   return { who, owner, worker, threadId };
 }
 
+/** Ruler labels that overlap another label or run past the ruler, ticks drawn inside an idle gap (their drawn boxes). */
+async function overlappingRulerLabels(page: Page): Promise<string[]> {
+  return page.locator('[data-testid=ruler]').evaluate((ruler) => {
+    const edge = ruler.getBoundingClientRect().right;
+    const boxes = [...ruler.querySelectorAll('.tick')].map((tick) => ({ label: tick.textContent ?? '', box: tick.getBoundingClientRect() }));
+    const gaps = [...ruler.querySelectorAll('.gap')].map((gap) => gap.getBoundingClientRect());
+    const found: string[] = [];
+    boxes.forEach(({ label, box }, index) => {
+      const next = boxes[index + 1];
+      if (next && box.right > next.box.left + 0.5) found.push(`${label} overlaps ${next.label}`);
+      if (box.right > edge + 0.5) found.push(`${label} runs past the ruler`);
+      if (gaps.some((gap) => box.left > gap.left + 0.5 && box.left < gap.right - 0.5)) found.push(`${label} is drawn inside an idle gap`);
+    });
+    return found;
+  });
+}
+
 describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugging (${backendName})`, () => {
   // The page is built before the server starts and serves it.
   beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
@@ -112,16 +129,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     expect(await gaps.textContent()).toMatch(/^(5|6) min \d+ s idle$/);
     expect(await barShare(page, first.id)).toBeGreaterThan(0.3);
     expect(await barShare(page, second.id)).toBeGreaterThan(0.3);
-    // The ruler: clock times, in order.
+    // The ruler: clock times, in order, in each run's part of the axis, as many as fit side by side.
     const ticks = await page.locator('[data-testid=ruler] .tick').allTextContents();
-    expect(ticks.length).toBeGreaterThanOrEqual(6);
+    expect(ticks.length).toBeGreaterThanOrEqual(2);
     expect(ticks.every((tick) => /^\d\d:\d\d:\d\d(\.\d{3})?$/.test(tick))).toBe(true);
     await saveScreenshot(page, 'timeline-axis.png');
+    expect(await overlappingRulerLabels(page)).toEqual([]);
 
     // Zoom into the first run: it fills the axis, the second is out of view.
     await row(page, first.id).locator('.zoom-run').click();
     await expect.poll(() => row(page, second.id).locator('.bar').count()).toBe(0);
     expect(await barShare(page, first.id)).toBeGreaterThan(0.9);
+    // Narrower windows: the labels thin out instead of overlapping, zoomed on a short span or not.
+    for (const viewport of [{ width: 1280, height: 720 }, { width: 1100, height: 800 }]) {
+      await page.setViewportSize(viewport);
+      await expect.poll(() => overlappingRulerLabels(page)).toEqual([]);
+      await page.click('text=Whole thread');
+      await expect.poll(() => overlappingRulerLabels(page)).toEqual([]);
+      expect(await page.locator('[data-testid=ruler] .tick').count()).toBeGreaterThanOrEqual(2);
+      await row(page, first.id).locator('.zoom-run').click();
+    }
+    await page.setViewportSize({ width: 1600, height: 1000 });
     await page.click('text=Whole thread');
     await expect.poll(() => row(page, second.id).locator('.bar').count()).toBe(1);
 
@@ -276,17 +304,18 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.close();
   }, 120_000);
 
-  it('lists the tool calls in a ledger: declared vs effective input, the cases, filters, a tool appearing live as it runs', async () => {
+  it('lists the tool calls in a ledger: declared vs effective input, the cases, filters, a tool appearing live as it runs; calls never started under their model call', async () => {
     const { who, owner, worker, threadId } = await superadminThread('ledger');
     const run = await owner.createRun({ threadId });
     const lease = await worker.claimRun(run.id, 120);
     await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
-    await worker.recordModelFinished({
+    const plan = await worker.recordModelFinished({
       lease, operationId: 'plan', status: 'COMPLETED', sequence: 2,
       toolCalls: [
         { id: 'look', name: 'lookup', args: { q: 1 } },
         { id: 'pay-small', name: 'pay', args: { amount: 5 } },
         { id: 'pay-big', name: 'pay', args: { amount: 9 } },
+        { id: 'skip', name: 'notify', args: { to: 'ops' } },
       ],
     });
     await worker.recordToolStarted({ lease, toolCallId: 'look', name: 'lookup', effectiveInput: { q: 2 }, sequence: 3 });
@@ -295,13 +324,25 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
 
     const page = await newPage();
     await openThread(page, who.owner, threadId);
+    // The timeline: the calls declared and not started yet sit under their model call, pending.
+    const declared = page.locator('.row[data-key^="declared:"]');
+    await expect.poll(() => declared.evaluateAll((rows) => rows.map((r) => [r.querySelector('.name')!.textContent, r.getAttribute('data-status')]))).toEqual([
+      ['pay (pay-small)', 'PENDING'],
+      ['notify (skip)', 'PENDING'],
+    ]);
+    const keys = await page.locator('.row-space .row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
+    expect(keys.indexOf(await declared.first().getAttribute('data-key'))).toBeGreaterThan(keys.indexOf(plan.id));
+    await declared.last().click();
+    await expect.poll(() => page.locator('[data-testid=declared-note]').textContent()).toContain('not started yet');
+
     await page.click('button:text("Tool calls")');
     const entries = page.locator('[data-testid=ledger] tbody tr');
     const entry = (id: string) => page.locator(`[data-testid=ledger] tr[data-tool-call-id="${id}"]`);
-    await expect.poll(() => entries.count()).toBe(3);
+    await expect.poll(() => entries.count()).toBe(4);
     expect(await entry('look').locator('.input').textContent()).toContain('differs');
     expect(await entry('look').getAttribute('data-status')).toBe('COMPLETED');
-    expect(await entry('pay-small').locator('.cases').textContent()).toBe('never run');
+    // Declared a moment ago in a run still going: pending, not "never run".
+    expect(await entry('pay-small').locator('.cases').textContent()).toBe('pending');
     expect(await entry('pay-big').locator('.input').textContent()).toContain('as declared');
     expect(await entry('pay-big').locator('.cases').textContent()).toMatch(/^runninglease \d.* left$/);
 
@@ -309,15 +350,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big']);
     await page.selectOption('select[aria-label="Tool-call status"]', '');
     await page.selectOption('select[aria-label="Tool name"]', 'pay');
-    await page.selectOption('select[aria-label=Case]', 'never run');
+    await page.selectOption('select[aria-label=Case]', 'pending');
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-small']);
 
-    // The never-run call starts: it leaves the "never run" filter and shows running.
+    // The pending call starts: it leaves the "pending" filter and shows running.
     await worker.recordToolStarted({ lease, toolCallId: 'pay-small', name: 'pay', effectiveInput: { amount: 50 }, sequence: 6 });
     await expect.poll(() => entries.count(), { timeout: 5000 }).toBe(0);
     await page.selectOption('select[aria-label=Case]', 'running');
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big', 'pay-small']);
     await expect.poll(() => entry('pay-small').locator('.input').textContent()).toContain('differs');
+
+    // The run ends without running `skip`: now it never ran, in the ledger and on the timeline.
+    await worker.recordToolFinished({ lease, toolCallId: 'pay-small', output: { content: 'paid' }, sequence: 7 });
+    await worker.recordToolFinished({ lease, toolCallId: 'pay-big', output: { content: 'paid' }, sequence: 8 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    await page.selectOption('select[aria-label="Tool name"]', '');
+    await page.selectOption('select[aria-label=Case]', 'never run');
+    await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['skip']);
+    await page.click('button:text("Timeline")');
+    await expect.poll(() => declared.evaluateAll((rows) => rows.map((r) => [r.querySelector('.name')!.textContent, r.getAttribute('data-status')]))).toEqual([
+      ['notify (skip)', 'NEVER_RUN'],
+    ]);
     await page.close();
   }, 120_000);
 
@@ -365,7 +418,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     expect(await entry('lookup').locator('td').first().textContent()).toBe('orders');
     expect(await entry('lookup').locator('.input').textContent()).toContain('differs');
     expect(await entry('pay').locator('.cases').textContent()).toMatch(/^runninglease \d.* left$/);
-    expect(await entry('ship').locator('.cases').textContent()).toBe('never run');
+    expect(await entry('ship').locator('.cases').textContent()).toBe('pending');
     await saveScreenshot(page, 'tool-call-ledger.png');
 
     // Filters: by tool, by status, by case, together.
@@ -374,19 +427,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.selectOption('select[aria-label="Tool-call status"]', 'RUNNING');
     await expect.poll(shown).toEqual(['pay']);
     await page.selectOption('select[aria-label="Tool-call status"]', '');
-    await page.selectOption('select[aria-label=Case]', 'never run');
+    await page.selectOption('select[aria-label=Case]', 'pending');
     await expect.poll(shown).toEqual(['pay-later']);
     await page.selectOption('select[aria-label="Tool name"]', '');
     await expect.poll(shown).toEqual(['pay-later', 'ship']);
 
-    // A call that starts leaves "never run" and shows among the running, with no reload.
+    // A call that starts leaves "pending" and shows among the running, with no reload.
     await worker.recordToolStarted({ lease: paying.lease, toolCallId: 'pay-later', name: 'pay', effectiveInput: { amount: 300 }, sequence: 4 });
     await expect.poll(shown, { timeout: 10_000 }).toEqual(['ship']);
     await page.selectOption('select[aria-label=Case]', 'running');
     await expect.poll(shown).toEqual(['pay-later', 'pay']);
     expect(await entry('pay-later').locator('.input').textContent()).toContain('as declared');
 
-    // An entry opens its row in its thread's timeline: the execution, or for a call never run, the
+    // An entry opens its row in its thread's timeline: the execution, or for a call not started, the
     // model call that declared it.
     await page.selectOption('select[aria-label=Case]', '');
     await entry('lookup').locator('a').click();

@@ -192,6 +192,37 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     await page.close();
   }, 180_000);
 
+  it("reads an AI SDK agent's conversation: its tool calls and their results, its token usage, its model by name and call number", async () => {
+    const who = await e2eActors();
+    const { code, output } = await runScript('src/cli/simulate.ts', [
+      '--url', server.url, '--step-ms', '0', '--owner-token', who.owner, '--worker-token', who.worker, '--ai-sdk', '--scenario', 'ai-sdk-parallel',
+    ]);
+    expect(code, output).toBe(0);
+    const byTitle = await threadsByTitle(who.owner);
+    const page = await newPage();
+    await signIn(page, who.owner);
+    await openThread(page, byTitle['ai-sdk: parallel tools']!);
+    const models = page.locator('.row.model');
+    await expect.poll(() => models.count()).toBeGreaterThanOrEqual(2);
+    // Labelled by the model's name and call number, never by a generated id; each with its tokens.
+    for (const name of await models.locator('.name').allTextContents()) {
+      expect(name).toMatch(/ · call \d+$/);
+      expect(name).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}/);
+    }
+    expect(await models.first().locator('.tokens').textContent()).toMatch(/^[\d,]+ → [\d,]+ tokens$/);
+    // The second call's input carries the first call's tool calls and their results (AI SDK content parts).
+    await models.nth(1).click();
+    const messages = page.locator('[data-testid=conversation] li');
+    await expect.poll(() => messages.count()).toBeGreaterThanOrEqual(3);
+    const texts = await messages.allTextContents();
+    expect(texts.some((text) => text.includes('→ '))).toBe(true);
+    expect(await page.locator('[data-testid=conversation] li.tool').count()).toBeGreaterThanOrEqual(1);
+    expect(texts.filter((text) => text.startsWith('tool')).every((text) => text.trim().length > 'tool'.length)).toBe(true);
+    screenshotFolder ??= screenshotDir ?? mkdtempSync(join(tmpdir(), 'timeline-screenshot-'));
+    await page.screenshot({ path: join(screenshotFolder, 'timeline-ai-sdk.png') });
+    await page.close();
+  }, 180_000);
+
   it('shows a tool started by the test, then its completion, on the open page within 1 s each, without a reload', async () => {
     const { owner, worker, threadId } = await liveThread('live tools');
     const page = await newPage();
@@ -257,7 +288,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     const page = await newPage();
     await signIn(page, owner.token);
     await openThread(page, threadId);
-    await expect.poll(() => page.locator('.row').count()).toBe(2);
+    // The run, its model call, and the two calls it declared, not started yet.
+    await expect.poll(() => page.locator('.row').count()).toBe(4);
+    expect(await page.locator('.row[data-key^="declared:"][data-status=PENDING]').count()).toBe(2);
 
     relay.disconnect();
     await page.waitForSelector('[data-testid=connection]:text("reconnecting")');

@@ -147,7 +147,7 @@ describe(`toolCallLedger (${backendName})`, () => {
       status: 'RUNNING', cases: ['AWAITING_VERDICT'], leaseExpiresAt: null,
     });
     expect(refund).toMatchObject({
-      name: 'refund', auditId: null, executedInRunId: null, effectiveInput: null, inputDiffers: null, status: 'PENDING', cases: ['NEVER_RUN'],
+      name: 'refund', auditId: null, executedInRunId: null, effectiveInput: null, inputDiffers: null, status: 'PENDING', cases: ['PENDING'],
     });
     expect(slow).toMatchObject({ status: 'RUNNING', cases: ['RUNNING'], inputDiffers: false });
     const run = await t.gql(`query($id: ID!) { run(id: $id) { leaseExpiresAt } }`, { id: billing.runId }, who.owner);
@@ -179,7 +179,9 @@ describe(`toolCallLedger (${backendName})`, () => {
     expect(callIds((await ledger(who.owner, { status: 'FAILED' })).entries)).toEqual(['cut']);
     expect(callIds((await ledger(who.owner, { status: 'INTERRUPTED' })).entries)).toEqual(['left']);
     expect(callIds((await ledger(who.owner, { status: 'ABANDONED' })).entries)).toEqual(['lost']);
-    expect(callIds((await ledger(who.owner, { case: 'NEVER_RUN' })).entries)).toEqual(['skipped', 'refund']);
+    // A call declared in a run still going is pending, not "never run": only the run's end decides that.
+    expect(callIds((await ledger(who.owner, { case: 'NEVER_RUN' })).entries)).toEqual(['skipped']);
+    expect(callIds((await ledger(who.owner, { case: 'PENDING' })).entries)).toEqual(['refund']);
     expect(callIds((await ledger(who.owner, { case: 'AWAITING_VERDICT' })).entries)).toEqual(['pay']);
     expect(callIds((await ledger(who.owner, { case: 'RUNNING' })).entries)).toEqual(['slow']);
     expect(callIds((await ledger(who.owner, { case: 'CLOSED_BY_RUN_END' })).entries)).toEqual(['lost', 'stopped', 'left', 'cut']);
@@ -251,6 +253,7 @@ describe(`toolCallLedger (${backendName})`, () => {
       [{ name: 'pay_invoice' }, 'tool_call_name_id_idx'],
       [{ case: 'RUNNING' }, 'tool_call_status_id_idx'],
       [{ case: 'NEVER_RUN' }, 'tool_call_status_id_idx'],
+      [{ case: 'PENDING' }, 'tool_call_status_id_idx'],
       [{ status: 'PENDING' }, 'tool_call_status_id_idx'],
     ];
     for (const [query, index] of cases) {
@@ -261,5 +264,21 @@ describe(`toolCallLedger (${backendName})`, () => {
     // And the answers are the same as before the filler.
     expect(callIds((await ledger(who.owner, { case: 'RUNNING' })).entries)).toEqual(['slow']);
     expect(callIds((await ledger(who.owner, { first: 100 })).entries)).toEqual(['lost', 'stopped', 'left', 'again', 'skipped', 'cut', 'slow', 'refund', 'pay', 'lookup']);
+  });
+
+  it('calls a declared call pending while its run or a resume of it goes, and never run once they ended', async () => {
+    const threadId = await createThread(t, who.owner, 'pending then never run');
+    const cases = async () => (await ledger(who.owner, { threadId })).entries.map((entry) => [entry.toolCallId, entry.status, entry.cases]);
+    const runId = await createRun(t, who.owner, threadId);
+    const worker = await claim(t, who.worker, runId);
+    await worker.declare('plan', [{ id: 'later', name: 'search', args: { q: 'x' } }]);
+    expect(await cases()).toEqual([['later', 'PENDING', ['PENDING']]]);
+    must(await worker.finish('INTERRUPTED'));
+    expect(await cases()).toEqual([['later', 'PENDING', ['NEVER_RUN']]]);
+    const resumeRun = await createRun(t, who.owner, threadId, runId);
+    expect(await cases()).toEqual([['later', 'PENDING', ['PENDING']]]);
+    const resumed = await claim(t, who.worker, resumeRun);
+    must(await resumed.finish('COMPLETED'));
+    expect(await cases()).toEqual([['later', 'PENDING', ['NEVER_RUN']]]);
   });
 });

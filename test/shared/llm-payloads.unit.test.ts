@@ -105,6 +105,18 @@ describe("a model call's conversation of every shape", () => {
     expect(answerTextOf(output)).toBe('It failed; retrying.');
   });
 
+  it('AI SDK parallel tool results in one tool message: one line each', () => {
+    const input = {
+      messages: [
+        { role: 'tool', content: [
+          { type: 'tool-result', toolCallId: 'a', toolName: 'weather', output: { type: 'text', value: 'Sunny in Paris' } },
+          { type: 'tool-result', toolCallId: 'b', toolName: 'weather', output: { type: 'text', value: 'Rain in Oslo' } },
+        ] },
+      ],
+    };
+    expect(conversationOf(input, null)?.[0]?.text).toBe('Sunny in Paris\nRain in Oslo');
+  });
+
   it('is null for inputs and outputs of other shapes', () => {
     expect(conversationOf({ prompt: 'hi' }, 'text')).toBeNull();
     expect(conversationOf(null, null)).toBeNull();

@@ -55,7 +55,7 @@ describe('the time axis', () => {
 
   it('puts ticks on round clock times, in order, within the pieces drawn to scale', () => {
     const axis = buildAxis([[T0 + 120, T0 + 3_100], [T0 + 303_000, T0 + 306_000]], T0);
-    expect(axis.ticks.length).toBeGreaterThanOrEqual(6);
+    expect(axis.ticks.length).toBeGreaterThanOrEqual(4);
     const lefts = axis.ticks.map((tick) => tick.left);
     expect(lefts).toEqual([...lefts].sort((a, b) => a - b));
     for (const tick of axis.ticks) {
@@ -63,6 +63,30 @@ describe('the time axis', () => {
       const piece = axis.pieces.find((candidate) => !candidate.gap && tick.at >= candidate.from && tick.at <= candidate.to);
       expect(piece, tick.label).toBeDefined();
       expect(tick.label).toMatch(/^\d\d:\d\d:\d\d(\.\d{3})?$/);
+    }
+  });
+
+  it('spaces the ruler labels by their width: none overlaps another or runs past the axis, no tick inside an idle gap, on short spans and narrow rulers', () => {
+    const cases: (readonly (readonly [number, number])[])[] = [
+      [[T0 + 120, T0 + 3_100], [T0 + 303_000, T0 + 306_000]],
+      [[T0, T0 + 457]],
+      [[T0, T0 + 2_500], [T0 + 60_000, T0 + 62_500], [T0 + 400_000, T0 + 400_900], [T0 + 900_000, T0 + 960_000]],
+      [[T0, T0 + 3_600_000]],
+    ];
+    // Character shares of a ruler about 800, 500 and 300 px wide (1600, 1100 and a narrow window).
+    for (const charShare of [0.8, 1.3, 2.2]) {
+      for (const spans of cases) {
+        const axis = buildAxis(spans, T0, null, charShare);
+        const width = (label: string) => (label.length + 1) * charShare;
+        expect(axis.ticks.length, JSON.stringify({ charShare, spans })).toBeGreaterThan(0);
+        axis.ticks.forEach((tick, index) => {
+          const end = tick.left + width(tick.label);
+          expect(end).toBeLessThanOrEqual(100.01);
+          const next = axis.ticks[index + 1];
+          if (next) expect(end, `${tick.label} then ${next.label}`).toBeLessThanOrEqual(next.left);
+          for (const gap of axis.pieces.filter((piece) => piece.gap)) expect(tick.left <= gap.left + 0.01 || tick.left >= gap.left + gap.width - 0.01).toBe(true);
+        });
+      }
     }
   });
 

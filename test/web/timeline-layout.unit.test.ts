@@ -36,6 +36,23 @@ describe('layoutTimeline', () => {
     expect(rows.find((row) => row.key === 't-first')!.reason).toBe('RUN_INTERRUPTED');
   });
 
+  it('shows a declared call that never started under its model call: pending while its run or a resume goes, never run once they ended', () => {
+    const declared = (id: string, status = 'PENDING') => ({ id: `tc-${id}`, toolCallId: id, name: 'pay', status }) as NonNullable<AuditView['toolCalls']>[number];
+    const calls = [declared('ran', 'COMPLETED'), declared('interrupted'), declared('skipped')];
+    const audits = [
+      audit('m1', 'r1', 1, { toolCalls: calls }),
+      tool('ran', 'r1', 2, 'm1', { toolCall: { id: 'tc-ran', status: 'COMPLETED' } }),
+      tool('interrupted', 'r1', 3, 'm1', { status: 'INTERRUPTED', toolCall: { id: 'tc-interrupted', status: 'PENDING' } }),
+    ];
+    const layout = (runs: RunView[]) => layoutTimeline(runs, audits, Date.parse(at(5000))).map((row) => [row.key, row.depth, row.status]);
+    expect(layout([run('r1', { status: 'RUNNING', finishedAt: null })])).toEqual([
+      ['r1', 0, 'RUNNING'], ['m1', 1, 'COMPLETED'], ['ran', 2, 'COMPLETED'], ['interrupted', 2, 'INTERRUPTED'], ['declared:tc-skipped', 2, 'PENDING'],
+    ]);
+    expect(layout([run('r1')]).at(-1)).toEqual(['declared:tc-skipped', 2, 'NEVER_RUN']);
+    const resume = run('r2', { status: 'QUEUED', createdAt: at(2000), startedAt: null, finishedAt: null, resumedFrom: { id: 'r1' } });
+    expect(layout([run('r1', { status: 'INTERRUPTED' }), resume]).find(([key]) => key === 'declared:tc-skipped')).toEqual(['declared:tc-skipped', 2, 'PENDING']);
+  });
+
   it('keeps a tool whose declaring model is not loaded (truncated) in its own run', () => {
     const rows = layoutTimeline([run('r1')], [tool('t', 'r1', 5, 'not-loaded')], Date.parse(at(5000)));
     expect(rows.map((row) => [row.key, row.depth])).toEqual([['r1', 0], ['t', 1]]);

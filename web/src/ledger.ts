@@ -7,6 +7,7 @@ export type LedgerEntry = ToolCallLedgerQuery['toolCallLedger']['edges'][number]
 
 export const LEDGER_CASE_LABELS: Record<ToolCallLedgerCase, string> = {
   NEVER_RUN: 'never run',
+  PENDING: 'pending',
   AWAITING_VERDICT: 'awaiting verdict',
   CLOSED_BY_RUN_END: 'closed by run end',
   RUNNING: 'running',

@@ -33,6 +33,7 @@ import {
   closeThread,
   connection,
   loadThreads,
+  filterThreads,
   now,
   openThread,
   pageError,
@@ -48,6 +49,7 @@ import {
   token,
   truncated,
   allRows,
+  rulerWidth,
   errorsOnly,
   linkTo,
   loadRun,
@@ -214,8 +216,8 @@ function Home() {
 }
 
 function ThreadList() {
-  const filter = threadFilter.value.trim().toLowerCase();
-  const shown = filter ? threads.value.filter((thread) => (thread.title ?? '').toLowerCase().includes(filter)) : threads.value;
+  const shown = threads.value;
+  const filtered = Boolean(threadFilter.value.trim());
   return (
     <section class="threads">
       <h2>Threads</h2>
@@ -225,10 +227,9 @@ function ThreadList() {
         aria-label="Filter threads by title"
         placeholder="Filter by title"
         value={threadFilter.value}
-        onInput={(e) => (threadFilter.value = e.currentTarget.value)}
+        onInput={(e) => filterThreads(e.currentTarget.value)}
       />
-      {threads.value.length === 0 && <p class="muted">No threads you may read yet.</p>}
-      {threads.value.length > 0 && shown.length === 0 && <p class="muted">No thread listed here has that title.</p>}
+      {shown.length === 0 && <p class="muted">{filtered ? 'No thread you may read has that in its title.' : 'No threads you may read yet.'}</p>}
       <ul>
         {shown.map((thread) => {
           const failures = failuresText(thread.auditSummary);
@@ -394,10 +395,23 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
 
 const time = (value: string | null | undefined) => (value ? new Date(value).toLocaleString(undefined, { hour12: false, fractionalSecondDigits: 3 } as Intl.DateTimeFormatOptions) : '—');
 
+/** The label of the model call that declared a never-started call's row: the row above it at depth 1. */
+function declaringModelLabel(row: Row): string | null {
+  const all = allRows.value;
+  for (let index = all.indexOf(row) - 1; index >= 0; index--) if (all[index]!.kind === 'model') return all[index]!.label;
+  return null;
+}
+
 /** The row's facts a debugger quotes: times, ids, sequence, lease epoch, duration, tokens. */
 function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
   const run = row.run ?? orderedRuns.value.find((candidate) => candidate.id === row.audit?.runId);
-  const facts: [string, string | null | undefined][] = row.audit
+  const facts: [string, string | null | undefined][] = row.declared
+    ? [
+        ['tool call id', row.declared.toolCallId],
+        ['ToolCall id', row.declared.id],
+        ['declared by', declaringModelLabel(row)],
+      ]
+    : row.audit
     ? [
         ['started (runtime clock)', time(row.audit.startedAt)],
         ['finished (runtime clock)', time(row.audit.finishedAt)],
@@ -425,7 +439,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       ];
   const copied = useSignal(false);
   const copy = () =>
-    void navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run, null, 2)).then(() => {
+    void navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run ?? row.declared, null, 2)).then(() => {
       copied.value = true;
       setTimeout(() => (copied.value = false), 1500);
     });
@@ -463,6 +477,13 @@ function Details() {
         {row.label} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
       <Facts row={row} audit={audit} />
+      {row.declared && (
+        <p class="muted" data-testid="declared-note">
+          {row.status === 'PENDING'
+            ? 'Declared by the model call above; not started yet (its run, or a resume of it, still goes).'
+            : 'Declared by the model call above and never started: its run ended without running it.'}
+        </p>
+      )}
       {row.awaitingVerdict && <p class="awaiting">This tool reported an error; the run's terminal verdict will decide its final status.</p>}
       {row.run && <JsonView label="error" value={row.run.error} />}
       {audit?.__typename === 'ToolAudit' && (
@@ -504,6 +525,16 @@ function Ruler({ axis }: { axis: Axis }) {
     const box = (event.currentTarget as HTMLElement).getBoundingClientRect();
     return Math.min(100, Math.max(0, ((event.clientX - box.left) / box.width) * 100));
   };
+  const track = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const element = track.current;
+    if (!element) return;
+    const measure = () => element.clientWidth > 0 && (rulerWidth.value = element.clientWidth);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
   return (
     <div class="ruler-row" aria-label="time axis">
       <div class="label">
@@ -515,6 +546,7 @@ function Ruler({ axis }: { axis: Axis }) {
       </div>
       <div
         class="track ruler-track"
+        ref={track}
         data-testid="ruler"
         onMouseDown={(e) => (drag.value = { from: percentAt(e), to: percentAt(e) })}
         onMouseMove={(e) => drag.value && (drag.value = { ...drag.value, to: percentAt(e) })}
@@ -572,15 +604,21 @@ function Rows() {
   // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
   // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump.
   const seen = useRef(0);
+  const lastKey = useRef<string | null>(null);
   const newBelow = useSignal(0);
   useEffect(() => {
     const element = scroller.current;
     const added = all.length - seen.current;
     seen.current = all.length;
+    const previousLast = lastKey.current;
+    lastKey.current = all[all.length - 1]?.key ?? null;
     if (!element || added <= 0) return;
+    // Only rows after the previous last one are new below (a run loaded or a page back adds rows above it).
+    const previousAt = previousLast === null ? -1 : all.findIndex((row) => row.key === previousLast);
+    const addedBelow = previousAt < 0 ? added : all.length - 1 - previousAt;
     const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
     if (wasAtBottom && selectedIndex < 0) element.scrollTop = element.scrollHeight;
-    else if (!wasAtBottom) newBelow.value += added;
+    else if (!wasAtBottom && addedBelow > 0) newBelow.value += addedBelow;
   }, [all.length]);
   const toBottom = () => {
     newBelow.value = 0;

@@ -21,13 +21,14 @@ export const AUDIT_COMMON_FIELDS = graphql(`
 
 /**
  * What a timeline row shows: ids, names, statuses, times, the payloads' sizes, and the error (a
- * row shows why it was closed), a model call's usage (token counts). Inputs and outputs (up to
+ * row shows why it was closed), a model call's usage (token counts) and the tool calls it declared
+ * (a call never started shows as a row under it). Inputs and outputs (up to
  * MAX_JSON_BYTES each) load when a row is opened: AUDIT_DETAIL.
  */
 export const AUDIT_FIELDS = graphql(`
   fragment PageAuditFields on Audit {
     ...PageAuditCommonFields
-    ... on ModelAudit { model error usage }
+    ... on ModelAudit { model error usage toolCalls { id toolCallId name status } }
     ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }
   }`);
 
@@ -41,8 +42,8 @@ export const AUDIT_DETAIL = graphql(`
   }`);
 
 export const THREADS = graphql(`
-  query Threads($first: Int, $after: String) {
-    threads(first: $first, after: $after) {
+  query Threads($first: Int, $after: String, $title: String) {
+    threads(first: $first, after: $after, title: $title) {
       edges { cursor node {
         id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt
         auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }

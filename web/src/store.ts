@@ -66,13 +66,19 @@ export const now = signal(Date.now());
 
 /** The thread's runs in creation order: "run 3" is the third. */
 export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
-export const timeline = computed(() => layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value));
+/** The ruler's width in pixels (measured): its labels are spaced by the share of it they take. */
+export const rulerWidth = signal(800);
+/** An 11 px clock digit (the ruler's font) in pixels, with a margin. */
+const RULER_CHAR_PX = 6.2;
+export const timeline = computed(() =>
+  layoutTimelineWithAxis(orderedRuns.value, audits.value.values(), now.value, zoom.value, (100 * RULER_CHAR_PX) / rulerWidth.value),
+);
 /** Show only what ended badly: failing rows, and the runs that hold them. */
 export const errorsOnly = signal(false);
 /** Every row of the timeline, filtered or not (thread totals, the failure count). */
 export const allRows = computed(() => timeline.value.rows);
 export const rows = computed(() => (errorsOnly.value ? allRows.value.filter((row) => row.failed || (row.kind === 'run' && row.failures !== null)) : allRows.value));
-/** Threads whose title holds this text (the thread list's filter, over the threads listed). */
+/** Threads whose title holds this text (the thread list's filter, read on the server). */
 export const threadFilter = signal('');
 const anythingRunning = computed(
   () => rows.value.some((row) => row.running) || Boolean(ledgerPage.value?.entries.some((entry) => entry.cases.includes('RUNNING'))),
@@ -247,7 +253,8 @@ export async function loadOlder() {
 
 /**
  * Selects the next (`delta` 1) or previous (-1) row that failed, from the selected row; with none
- * selected, the first or the last. A run whose failures are not loaded loads its entries.
+ * selected, the first or the last. A run whose failures are not loaded is selected while its
+ * entries load, then its first (or, going back, last) failing row: one key reaches the call.
  */
 export function moveToFailure(delta: 1 | -1) {
   const list = rows.value;
@@ -256,7 +263,16 @@ export function moveToFailure(delta: 1 | -1) {
   const next = order.find((row) => row.failed);
   if (!next) return;
   selectedKey.value = next.key;
-  if (next.kind === 'run' && next.unloaded > 0) void loadRun(next.key);
+  if (next.kind !== 'run' || next.unloaded === 0) return;
+  void loadRun(next.key).then(() => {
+    if (selectedKey.peek() !== next.key) return;
+    const after = rows.peek();
+    const start = after.findIndex((row) => row.key === next.key);
+    const end = after.findIndex((row, at) => at > start && row.kind === 'run');
+    const failing = after.slice(start + 1, end < 0 ? after.length : end).filter((row) => row.failed);
+    const target = delta > 0 ? failing[0] : failing[failing.length - 1];
+    if (target) selectedKey.value = target.key;
+  });
 }
 
 /** Runs whose own entries are being read (loadRun). */
@@ -324,17 +340,32 @@ function liveClient(): Client {
   return client;
 }
 
+/** Counts the thread-list reads started: an answer shows only if no read started after its own (a slower, older filter's answer is dropped). */
+let threadReadsStarted = 0;
+
 export async function loadThreads(fromStart: boolean) {
+  const read = ++threadReadsStarted;
   try {
-    const { threads: page } = await gql(token.value!, THREADS, { first: 20, after: fromStart ? null : threadsCursor.value });
+    const title = threadFilter.peek().trim() || null;
+    const { threads: page } = await gql(token.value!, THREADS, { first: 20, after: fromStart ? null : threadsCursor.value, title });
+    if (read !== threadReadsStarted) return;
     const nodes = page.edges.map((edge) => edge.node);
     threads.value = fromStart ? nodes : [...threads.value, ...nodes];
     threadsCursor.value = page.pageInfo.endCursor;
     threadsHaveMore.value = page.pageInfo.hasNextPage;
     pageError.value = null;
   } catch (error) {
+    if (read !== threadReadsStarted) return;
     pageError.value = error instanceof Error ? error.message : String(error);
   }
+}
+
+let threadFilterTimer: ReturnType<typeof setTimeout> | undefined;
+/** The thread list's title filter, read on the server (threads(title:)) a moment after the last keystroke. */
+export function filterThreads(text: string) {
+  threadFilter.value = text;
+  clearTimeout(threadFilterTimer);
+  threadFilterTimer = setTimeout(() => void loadThreads(true), 200);
 }
 
 export function openThread(id: string, audit: string | null = null) {

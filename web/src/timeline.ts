@@ -131,7 +131,12 @@ export interface Row {
   failed: boolean;
   /** A run's entries the server holds that are not loaded (0 for audits). */
   unloaded: number;
+  /** A tool call its model declared that never started: no audit of its own (status PENDING or NEVER_RUN). */
+  declared?: DeclaredCall;
 }
+
+/** A tool call as its declaring model call lists it (ModelAudit.toolCalls). */
+export type DeclaredCall = NonNullable<AuditView['toolCalls']>[number];
 
 type RowBase = Omit<Row, 'left' | 'width' | 'start' | 'end' | 'inView'>;
 
@@ -205,6 +210,9 @@ const MAX_GAPS_SHARE = 30;
 /** An idle stretch is compressed when longer than this and than a quarter of the busy time shown. */
 const MIN_GAP_MS = 2000;
 
+/** One label character's share of the axis for a ruler about 800 px wide (11 px digits). */
+export const DEFAULT_CHAR_SHARE = 0.8;
+
 const TICK_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5, 72e5, 216e5, 432e5, 864e5];
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
@@ -219,9 +227,11 @@ export function clockLabel(at: number, withMs: boolean): string {
  * The time axis of a set of spans: idle stretches between them (no run or audit busy) longer
  * than MIN_GAP_MS and a quarter of the busy time are each drawn GAP_SHARE percent wide and marked,
  * the rest to one scale, so runs minutes or hours apart each stay readable. With a window, only
- * that span is shown. Ticks fall on round clock times, about ten across each piece drawn to scale.
+ * that span is shown. Ticks fall on round clock times within the pieces drawn to scale, as many
+ * as their labels fit without overlapping: `charShare` is the percent of the axis one character
+ * of a label takes (the page measures its ruler; 1100 px wide windows make it larger).
  */
-export function buildAxis(spans: readonly (readonly [number, number])[], now: number, window: TimeWindow | null = null): Axis {
+export function buildAxis(spans: readonly (readonly [number, number])[], now: number, window: TimeWindow | null = null, charShare = DEFAULT_CHAR_SHARE): Axis {
   const finite = spans.filter(([a, b]) => Number.isFinite(a) && Number.isFinite(b)).map(([a, b]) => [a, Math.max(a, b)] as const);
   const from = window?.from ?? (finite.length ? Math.min(...finite.map(([a]) => a)) : now);
   let to = window?.to ?? (finite.length ? Math.max(...finite.map(([, b]) => b)) : now);
@@ -273,13 +283,26 @@ export function buildAxis(spans: readonly (readonly [number, number])[], now: nu
     return piece.width > 0 ? piece.from + ((Math.min(Math.max(at, piece.left), piece.left + piece.width) - piece.left) / piece.width) * (piece.to - piece.from) : piece.from;
   };
 
+  // A label takes its characters and a gap after it; with milliseconds it is longer.
+  const labelShare = (withMs: boolean) => (withMs ? 13 : 9) * charShare;
   const ticks: Tick[] = [];
   for (const piece of pieces) {
-    if (piece.gap || piece.width < 3) continue;
-    const wanted = ((piece.to - piece.from) * 10) / piece.width;
-    const step = TICK_STEPS.find((candidate) => candidate >= wanted) ?? TICK_STEPS[TICK_STEPS.length - 1]!;
+    if (piece.gap || piece.width < labelShare(false)) continue;
+    // The smallest round step whose labels fit side by side (a step under a second labels longer).
+    const stepFor = (withMs: boolean) => {
+      const wanted = ((piece.to - piece.from) * labelShare(withMs)) / piece.width;
+      return TICK_STEPS.find((candidate) => candidate >= wanted) ?? TICK_STEPS[TICK_STEPS.length - 1]!;
+    };
+    const fine = stepFor(true);
+    const step = fine < 1000 ? fine : Math.max(1000, stepFor(false));
+    const share = labelShare(step < 1000);
     for (let at = Math.ceil(piece.from / step) * step; at <= piece.to; at += step) {
-      ticks.push({ at, left: position(at), label: clockLabel(at, step < 1000) });
+      const left = position(at);
+      const previous = ticks[ticks.length - 1];
+      // A label never runs past the axis or into the label before it (it may run over an idle
+      // gap's stripes: the gap's own label sits below it).
+      if (left + share > 100.01 || (previous && previous.left + labelShare(previous.label.length > 8) > left)) continue;
+      ticks.push({ at, left, label: clockLabel(at, step < 1000) });
     }
   }
   return { from, to, pieces, ticks, position, timeAt };
@@ -297,7 +320,13 @@ export interface Timeline {
  * not loaded (a truncated timeline) follow in their own run. A missing end means `now`. Bars sit
  * on the axis of all rows' spans (or of `window`); a row wholly outside the window is not `inView`.
  */
-export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterable<AuditView>, now: number, window: TimeWindow | null = null): Timeline {
+export function layoutTimelineWithAxis(
+  runs: readonly RunView[],
+  audits: Iterable<AuditView>,
+  now: number,
+  window: TimeWindow | null = null,
+  charShare = DEFAULT_CHAR_SHARE,
+): Timeline {
   const runIndex = new Map(runs.map((run, index) => [run.id, index]));
   // The server's order: run creation, then sequence.
   const all = [...audits].sort((a, b) => (runIndex.get(a.runId) ?? -1) - (runIndex.get(b.runId) ?? -1) || bySequence(a, b));
@@ -311,6 +340,12 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
       else toolsByModel.set(modelId, [audit]);
     }
   }
+  // Declared calls with an execution loaded; the others never started (or theirs is not loaded: a
+  // call whose ToolCall moved on from PENDING ran somewhere).
+  const started = new Set(all.flatMap((audit) => (audit.toolCall ? [audit.toolCall.id] : [])));
+  const going = (run: RunView) => run.status === 'QUEUED' || run.status === 'RUNNING';
+  // A run's declared calls may still start while it or a resume of it goes.
+  const mayStillStart = new Set(runs.filter(going).flatMap((run) => [run.id, ...(run.resumedFrom ? [run.resumedFrom.id] : [])]));
   const auditsByRun = new Map<string, AuditView[]>();
   for (const audit of all) {
     const list = auditsByRun.get(audit.runId);
@@ -355,6 +390,32 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
       },
       start,
       end,
+    );
+  };
+  const declaredRow = (call: DeclaredCall, model: AuditView) => {
+    const start = time(model.finishedAt);
+    const status = mayStillStart.has(model.runId) ? 'PENDING' : 'NEVER_RUN';
+    push(
+      {
+        key: `declared:${call.id}`,
+        kind: 'tool',
+        depth: 2,
+        label: `${call.name} (${call.toolCallId})`,
+        status,
+        running: false,
+        durationMs: null,
+        awaitingVerdict: false,
+        reason: status === 'PENDING' ? 'declared, not started yet' : 'declared, never started',
+        tokens: null,
+        sizes: null,
+        ranInRun: null,
+        failures: null,
+        failed: false,
+        unloaded: 0,
+        declared: call,
+      },
+      start,
+      start,
     );
   };
   for (const [index, run] of runs.entries()) {
@@ -409,12 +470,13 @@ export function layoutTimelineWithAxis(runs: readonly RunView[], audits: Iterabl
           auditRow(tool, 2, 0);
           if (tool.runId !== run.id) rows[rows.length - 1]!.ranInRun = tool.runId;
         }
+        for (const call of audit.toolCalls ?? []) if (call.status === 'PENDING' && !started.has(call.id)) declaredRow(call, audit);
       } else if (!(audit.declaredBy?.id && models.has(audit.declaredBy.id))) {
         auditRow(audit, 1, 0);
       }
     }
   }
-  const axis = buildAxis(spans, now, window);
+  const axis = buildAxis(spans, now, window, charShare);
   return {
     axis,
     rows: rows.map((row, index) => {

@@ -115,10 +115,14 @@ builder.queryField('threads', (t) =>
     description:
       'Threads the caller may read (its own; every thread for admins and superadmins), newest first. `first` is 1 to 100.',
     authScopes: { authenticated: true },
-    args: { first: t.arg.int({ defaultValue: 20 }), after: t.arg.string() },
+    args: {
+      first: t.arg.int({ defaultValue: 20 }),
+      after: t.arg.string(),
+      title: t.arg.string({ description: 'Only threads whose title holds this text (any case); pass the same `title` with `after`.' }),
+    },
     complexity: ({ first }) => listCost(first, MAX_THREADS_PAGE),
-    resolve: (_root, { first, after }, { deps, principal }) =>
-      readableThreadsPage(deps.db, requirePrincipal(principal), { first: first ?? 20, after }),
+    resolve: (_root, { first, after, title }, { deps, principal }) =>
+      readableThreadsPage(deps.db, requirePrincipal(principal), { first: first ?? 20, after, title }),
   }),
 );
 

@@ -11,7 +11,8 @@ const ToolCallLedgerStatusEnum = builder.enumType('ToolCallLedgerStatus', {
 const ToolCallLedgerCaseEnum = builder.enumType('ToolCallLedgerCase', {
   description: 'What a debugger hunts for in a tool call.',
   values: {
-    NEVER_RUN: { description: 'Declared by a model call and never started.' },
+    NEVER_RUN: { description: 'Declared by a model call and never started; its run (and any resume of it) has ended.' },
+    PENDING: { description: 'Declared by a model call and not started yet; its run (or a resume of it) is still going.' },
     AWAITING_VERDICT: { description: "A bare error was recorded; the run's end decides how it closes." },
     CLOSED_BY_RUN_END: { description: "Closed by the run's end (finishRun, cancelRun or a lease expiry), not by a terminal event of its own." },
     RUNNING: { description: 'Running now; `leaseExpiresAt` says when the lease of the run it runs in expires.' },

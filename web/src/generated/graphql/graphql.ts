@@ -27,8 +27,10 @@ export type ToolCallLedgerCase =
   | 'AWAITING_VERDICT'
   /** Closed by the run's end (finishRun, cancelRun or a lease expiry), not by a terminal event of its own. */
   | 'CLOSED_BY_RUN_END'
-  /** Declared by a model call and never started. */
+  /** Declared by a model call and never started; its run (and any resume of it) has ended. */
   | 'NEVER_RUN'
+  /** Declared by a model call and not started yet; its run (or a resume of it) is still going. */
+  | 'PENDING'
   /** Running now; `leaseExpiresAt` says when the lease of the run it runs in expires. */
   | 'RUNNING';
 
@@ -62,7 +64,7 @@ export type PageAuditCommonFieldsFragment =
   | PageAuditCommonFields_ToolAudit_Fragment
 ;
 
-type PageAuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null };
+type PageAuditFields_ModelAudit_Fragment = { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> };
 
 type PageAuditFields_ToolAudit_Fragment = { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } };
 
@@ -84,6 +86,7 @@ export type AuditQuery = { audit:
 export type ThreadsQueryVariables = Exact<{
   first?: number | null | undefined;
   after?: string | null | undefined;
+  title?: string | null | undefined;
 }>;
 
 
@@ -104,7 +107,7 @@ export type ThreadAuditsQueryVariables = Exact<{
 
 
 export type ThreadAuditsQuery = { threadAudits: { cursor: string, truncated: boolean, items: Array<
-      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> }
       | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
     > } };
 
@@ -115,7 +118,7 @@ export type ThreadChangesSubscriptionVariables = Exact<{
 
 
 export type ThreadChangesSubscription = { threadChanges: { cursor: string, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: number | null, outputTokens: number | null } } | null, audit:
-      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+      | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> }
       | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
      | null } };
 
@@ -136,7 +139,7 @@ export type SearchAuditsQueryVariables = Exact<{
 
 
 export type SearchAuditsQuery = { searchAudits: { hasMore: boolean, items: Array<{ threadId: string, threadTitle: string | null, audit:
-        | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null }
+        | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> }
         | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
        }> } };
 
@@ -244,6 +247,12 @@ export const PageAuditFieldsFragmentDoc = new TypedDocumentString(`
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
@@ -318,8 +327,8 @@ export const AuditDocument = new TypedDocumentString(`
   errorBytes
 }`) as unknown as TypedDocumentString<AuditQuery, AuditQueryVariables>;
 export const ThreadsDocument = new TypedDocumentString(`
-    query Threads($first: Int, $after: String) {
-  threads(first: $first, after: $after) {
+    query Threads($first: Int, $after: String, $title: String) {
+  threads(first: $first, after: $after, title: $title) {
     edges {
       cursor
       node {
@@ -427,6 +436,12 @@ fragment PageAuditFields on Audit {
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
@@ -507,6 +522,12 @@ fragment PageAuditFields on Audit {
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
@@ -601,6 +622,12 @@ fragment PageAuditFields on Audit {
     model
     error
     usage
+    toolCalls {
+      id
+      toolCallId
+      name
+      status
+    }
   }
   ... on ToolAudit {
     name
