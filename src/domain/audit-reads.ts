@@ -4,6 +4,7 @@ import { auditThreadOrNotFound, canReadAudits, requireAuditReader } from './acce
 import { badInput, notFound } from './errors.js';
 import { isUuid, rowId } from './ids.js';
 import type { Message, Run, Thread, ToolCall } from '../generated/prisma/client.js';
+import { EXECUTION_PAYLOADS } from './tool-call-projection.js';
 
 // The audit timeline and the rows it points to, as plain SQL: each function reads a whole batch
 // in one statement (the GraphQL layer's DataLoaders call them once per relation and request).
@@ -163,7 +164,7 @@ export type ToolCallRow = Omit<ToolCall, ToolCallPayload> & Partial<Pick<ToolCal
 const TOOL_CALL_COLUMNS = [
   'id', 'threadId', 'runId', 'declaredById', 'position', 'toolCallId', 'name', 'status', 'startedAt', 'finishedAt', 'durationMs',
 ] as const satisfies readonly (keyof ToolCall)[];
-const toolCallColumns = (prefix: string) => TOOL_CALL_COLUMNS.map((field) => prefix + snake(field)).join(', ');
+export const toolCallColumns = (prefix: string) => TOOL_CALL_COLUMNS.map((field) => prefix + snake(field)).join(', ');
 
 /** Tool calls by id, and those each of `declarers` declared (in declaration order), in one statement; without payloads. */
 export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], declarers: readonly string[]) =>
@@ -172,10 +173,16 @@ export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], decl
     [ids, declarers],
   );
 
-/** The payloads of tool calls by id, for the rows read without them. */
+/**
+ * The payloads of tool calls by id, for the rows read without them: the declared input from the
+ * ToolCall, the rest from its latest execution (the newest audit bound to it) as the projection
+ * derives them (tool-call-projection.ts), so the ToolCall keeps no copy of its audit's payloads.
+ */
 export const toolCallPayloadsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Required<Pick<ToolCallRow, 'id' | ToolCallPayload>>>(
-    `SELECT id, ${TOOL_CALL_PAYLOADS.map(snake).join(', ')} FROM tool_call WHERE id = ANY($1::uuid[])`,
+    `SELECT tc.id, tc.declared_input, ${EXECUTION_PAYLOADS('e')} FROM tool_call tc
+      LEFT JOIN LATERAL (SELECT x.status, x.input, x.output, x.error FROM message x WHERE x.tool_call_row_id = tc.id ORDER BY x.id DESC LIMIT 1) e ON true
+      WHERE tc.id = ANY($1::uuid[])`,
     [ids],
   );
 
