@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { createThread } from '../support/lifecycle.js';
+import { actors, claim, createRun, createThread, must } from '../support/lifecycle.js';
 import { insertAudits, insertRun } from './support.js';
 
 // Issue 44: a timeline page that shows sizes only never reads the payloads (stored out of line,
@@ -93,5 +93,34 @@ describe(`payloads only when selected (${backendName})`, () => {
         }
       }
     }
+  });
+
+  it('a ToolCall keeps no copy of the payloads of its audit: its fields read them from its latest execution', async () => {
+    const who = await actors(t);
+    const thread = await createThread(t, who.owner, 'no copies');
+    const worker = await claim(t, who.worker, await createRun(t, who.owner, thread));
+    await worker.declare('plan', [{ id: 'ok', name: 'fetch', args: { url: 'u' } }, { id: 'bad', name: 'fetch' }]);
+    must(await worker.toolStarted('ok', 'fetch', { effectiveInput: { url: 'u!' } }));
+    must(await worker.toolFinished('ok', { content: 'page', status: 'success', id: 'msg-1' }));
+    must(await worker.toolStarted('bad', 'fetch', { effectiveInput: { url: 'v' } }));
+    must(await worker.toolFinished('bad', { content: 'refused', status: 'error' }));
+    const response = await t.gql(
+      `query($id: ID!) { thread(id: $id) { runs { toolCalls { toolCallId status declaredInput effectiveInput output error } } } }`,
+      { id: thread },
+      who.owner,
+    );
+    expect(response.errors).toBeUndefined();
+    expect(response.data.thread.runs[0].toolCalls).toEqual([
+      { toolCallId: 'ok', status: 'COMPLETED', declaredInput: { url: 'u' }, effectiveInput: { url: 'u!' }, output: 'page', error: null },
+      { toolCallId: 'bad', status: 'FAILED', declaredInput: null, effectiveInput: { url: 'v' }, output: 'refused', error: { message: 'refused' } },
+    ]);
+    const stored = await t.app.db.driver.query(
+      `SELECT effective_input, output, error FROM tool_call WHERE thread_id = $1::uuid`,
+      [thread],
+    );
+    expect(stored).toEqual([
+      { effective_input: null, output: null, error: null },
+      { effective_input: null, output: null, error: null },
+    ]);
   });
 });
