@@ -4,8 +4,8 @@
 --
 -- Online enough: a new table and its backfill, no rewrite of tool_call. CREATE TRIGGER holds
 -- writes to tool_call (not reads) until this migration commits, so the backfill counts every
--- call exactly once; the backfill reads (thread_id, name, status) only: about a second per
--- million calls (bench/README.md, "Growth").
+-- call exactly once; the backfill reads (thread_id, name, status) only: 0.18 s for a million
+-- calls in a probe on PostgreSQL 15 (docs/operations.md).
 CREATE TABLE "tool_call_count" (
     "thread_id" UUID NOT NULL,
     "name" TEXT NOT NULL,
