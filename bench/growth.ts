@@ -11,11 +11,9 @@
 // --plans prints each read's plan (EXPLAIN ANALYZE, text) at the largest size, analysed.
 // The rows are written by SQL, not through the API: the shape is the write path's, its payloads
 // small (the storage per audit is not what this measures).
-import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { openDatabase, type Database } from '../src/db/database.js';
+import type { Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Sql } from '../src/db/sql.js';
 import { ALL_PAYLOADS, readTimeline } from '../src/domain/audit-reads.js';
@@ -24,6 +22,7 @@ import type { Principal } from '../src/domain/principal.js';
 import { readableThreadsPage } from '../src/domain/threads.js';
 import { toolCallLedger } from '../src/domain/tool-call-ledger.js';
 import { toolCallStats } from '../src/domain/tool-call-stats.js';
+import { openScratchDatabase } from './lib/scratch.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
@@ -143,22 +142,7 @@ async function storage(db: Database): Promise<string> {
   return `storage: ${round(perAudit)} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(perAudit / payloadPerAudit)}×`;
 }
 
-async function openScratch(): Promise<{ db: Database; drop: () => Promise<void> }> {
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) return { db: await openDatabase({}), drop: async () => {} };
-  const name = `audit_growth_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(statement).finally(() => client.end());
-  };
-  await admin(`CREATE DATABASE "${name}"`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { db: await openDatabase({ url: url.toString(), statementTimeoutMs: 3_600_000 }), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
-}
-
-const { db, drop } = await openScratch();
+const { db, drop } = await openScratchDatabase('audit_growth', { statementTimeoutMs: 3_600_000 });
 console.log(`${new Date().toISOString()} · ${db.kind} · load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 try {
   await migrate(db.driver, undefined, { log: () => {} });

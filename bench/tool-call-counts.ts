@@ -6,12 +6,11 @@
 // then for each call an UPDATE to RUNNING and one to COMPLETED (one statement each, as the
 // projection mirrors its audit). Rounds alternate with the triggers enabled and disabled on the
 // same database; each round writes `runs` runs into one thread. Ratio: enabled / disabled, per round pair.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { openDatabase } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
+import { openScratchDatabase } from './lib/scratch.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({ options: { runs: { type: 'string' }, rounds: { type: 'string' } } });
@@ -19,22 +18,7 @@ const runs = Number(flags.runs ?? 300);
 const rounds = Number(flags.rounds ?? 6);
 const TOOLS = 9;
 
-async function openScratch() {
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) return { db: await openDatabase({}), drop: async () => {} };
-  const name = `audit_counts_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(statement).finally(() => client.end());
-  };
-  await admin(`CREATE DATABASE "${name}"`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { db: await openDatabase({ url: url.toString() }), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
-}
-
-const { db, drop } = await openScratch();
+const { db, drop } = await openScratchDatabase('audit_counts');
 console.log(`${new Date().toISOString()} · ${db.kind} · load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 try {
   await migrate(db.driver, undefined, { log: () => {} });
