@@ -11,19 +11,18 @@
 // --plans prints each read's plan (EXPLAIN ANALYZE, text) at the largest size, analysed.
 // The rows are written by SQL, not through the API: the shape is the write path's, its payloads
 // small (the storage per audit is not what this measures).
-import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { openDatabase, type Database } from '../src/db/database.js';
+import type { Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Sql } from '../src/db/sql.js';
-import { readTimeline } from '../src/domain/audit-reads.js';
+import { ALL_PAYLOADS, readTimeline } from '../src/domain/audit-reads.js';
 import { searchAudits } from '../src/domain/audit-search.js';
 import type { Principal } from '../src/domain/principal.js';
 import { readableThreadsPage } from '../src/domain/threads.js';
 import { toolCallLedger } from '../src/domain/tool-call-ledger.js';
 import { toolCallStats } from '../src/domain/tool-call-stats.js';
+import { openScratchDatabase } from './lib/scratch.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
@@ -48,7 +47,9 @@ const READS: [string, (sql: Sql) => Promise<unknown>][] = [
   ['searchAudits(status: FAILED), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, status: 'FAILED', first: 50 })],
   ['toolCallLedger(status: FAILED), across threads', (sql) => toolCallLedger(sql, owner, { status: 'FAILED', first: 50 })],
   ['toolCallLedger(name: calc), across threads', (sql) => toolCallLedger(sql, owner, { name: 'calc', first: 50 })],
-  ['threadAudits(limit: 500), long thread', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500)],
+  // As the page asks (sizes and the error, src/graphql/payload-selection.ts), and with every payload as before.
+  ['threadAudits(limit: 500), long thread', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500, null, new Set(['error']))],
+  ['threadAudits(limit: 500), long thread, every payload', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500, null, ALL_PAYLOADS)],
   ['searchAudits(text: rare), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, text: 'question 777-777', first: 50 })],
   ['threads(first: 20), owner (user)', (sql) => readableThreadsPage(sql, user, { first: 20 })],
   ['threads(first: 20), admin', (sql) => readableThreadsPage(sql, admin, { first: 20 })],
@@ -130,22 +131,18 @@ async function plan(db: Database, read: (sql: Sql) => Promise<unknown>): Promise
   return text;
 }
 
-async function openScratch(): Promise<{ db: Database; drop: () => Promise<void> }> {
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) return { db: await openDatabase({}), drop: async () => {} };
-  const name = `audit_growth_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(statement).finally(() => client.end());
-  };
-  await admin(`CREATE DATABASE "${name}"`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { db: await openDatabase({ url: url.toString(), statementTimeoutMs: 3_600_000 }), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+/** What the tables that hold audits and their projection weigh per audit, against the payloads' own bytes. */
+async function storage(db: Database): Promise<string> {
+  const [row] = await db.driver.query<{ tables: string; payloads: string; audits: string }>(`SELECT
+      pg_total_relation_size('message') + pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS tables,
+      (SELECT sum(coalesce(input_bytes, 0) + coalesce(output_bytes, 0) + coalesce(error_bytes, 0)) FROM message) AS payloads,
+      (SELECT count(*) FROM message) AS audits`);
+  const perAudit = Number(row!.tables) / Number(row!.audits);
+  const payloadPerAudit = Number(row!.payloads) / Number(row!.audits);
+  return `storage: ${round(perAudit)} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(perAudit / payloadPerAudit)}×`;
 }
 
-const { db, drop } = await openScratch();
+const { db, drop } = await openScratchDatabase('audit_growth', { statementTimeoutMs: 3_600_000 });
 console.log(`${new Date().toISOString()} · ${db.kind} · load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 try {
   await migrate(db.driver, undefined, { log: () => {} });
@@ -164,6 +161,7 @@ try {
     grown = to;
     const [{ count }] = (await db.driver.query<{ count: string }>(`SELECT count(*) FROM message`)) as [{ count: string }];
     console.log(`${count} audits (+${Math.round((performance.now() - started) / 1000)} s to grow)`);
+    if (db.kind === 'postgres') console.log(await storage(db));
     const stale: number[] = [];
     for (const [, read] of READS) stale.push(await p50(db.sql, read));
     await db.driver.exec('ANALYZE');
@@ -188,6 +186,19 @@ try {
       round(row.at(-1)!.buffers / Math.max(1, row[0]!.buffers)),
     ];
   })));
+  // The timeline's payloads as they are in use (tens of kB, stored out of line): the newest 500
+  // audits of the long thread (its timeline page) get a 19 kB output each, then the page's read and the read of
+  // every payload are timed against each other.
+  const page = await readTimeline(db.sql, bigOwner, BIG_THREAD, 500);
+  await db.driver.query(
+    `UPDATE message m SET output = jsonb_build_object('text', (SELECT string_agg(md5(m.id::text || g), '') FROM generate_series(1, 600) g))
+      WHERE m.id = ANY($1::uuid[])`,
+    [page.items.map((item) => item.id)],
+  );
+  const timeline = READS.filter(([name]) => name.startsWith('threadAudits'));
+  const timed: (readonly [string, number])[] = [];
+  for (const [name, read] of timeline) timed.push([name, await p50(db.sql, read)] as const);
+  console.log(table(['with 19 kB outputs', 'p50 ms', 'against every payload'], timed.map(([name, ms]) => [name, round(ms), round(ms / timed.at(-1)![1])])));
   if (flags.plans) {
     for (const [name, read] of READS) console.log(`\n### ${name}\n\n${await plan(db, read)}`);
   }

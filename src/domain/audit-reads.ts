@@ -4,6 +4,7 @@ import { auditThreadOrNotFound, canReadAudits, requireAuditReader } from './acce
 import { badInput, notFound } from './errors.js';
 import { isUuid, rowId } from './ids.js';
 import type { Message, Run, Thread, ToolCall } from '../generated/prisma/client.js';
+import { EXECUTION_PAYLOADS } from './tool-call-projection.js';
 
 // The audit timeline and the rows it points to, as plain SQL: each function reads a whole batch
 // in one statement (the GraphQL layer's DataLoaders call them once per relation and request).
@@ -33,13 +34,14 @@ export async function readTimeline(
   threadId: string,
   limit: number | null | undefined,
   before?: string | null,
+  payloads: ReadonlySet<Payload> = ALL_PAYLOADS,
 ): Promise<Timeline> {
   requireAuditReader(principal);
   if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
   const id = rowId(threadId, 'Thread');
   if (before != null && !isUuid(before)) throw badInput('before must be the id of an audit of this thread');
   const rows = await sql.query<AuditRow & { timelineOwnerId: string; timelineCursor: string | null; timelineBeforeFound: boolean }>(
-    TIMELINE,
+    timelineStatement(payloads),
     [id, limit + 1, before?.toLowerCase() ?? null],
   );
   const [first] = rows;
@@ -64,8 +66,19 @@ const AUDIT_FIELDS = [
   'startedAt', 'finishedAt', 'durationMs', 'input', 'output', 'error', 'inputBytes', 'outputBytes', 'errorBytes', 'usage',
   'awaitingRunTerminal', 'toolCallRowId',
 ] as const satisfies readonly (keyof Message)[];
-export type AuditRow = Pick<Message, (typeof AUDIT_FIELDS)[number]>;
+/** An audit's payloads: up to MAX_JSON_BYTES each, stored out of line (TOAST), read only when asked for. */
+export const PAYLOADS = ['input', 'output', 'error'] as const satisfies readonly (typeof AUDIT_FIELDS)[number][];
+export type Payload = (typeof PAYLOADS)[number];
+/** A read that left a payload out leaves its field undefined (null is a payload that is absent). */
+export type AuditRow = Omit<Pick<Message, (typeof AUDIT_FIELDS)[number]>, Payload> & Partial<Pick<Message, Payload>>;
 export const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
+/** The audit columns with only the `payloads` among the payloads, each prefixed with `prefix`. */
+export const auditColumns = (payloads: ReadonlySet<Payload>, prefix = '') =>
+  AUDIT_FIELDS.filter((field) => !(PAYLOADS as readonly string[]).includes(field) || payloads.has(field as Payload))
+    .map((field) => prefix + snake(field))
+    .join(', ');
+export const ALL_PAYLOADS: ReadonlySet<Payload> = new Set(PAYLOADS);
+export const NO_PAYLOADS: ReadonlySet<Payload> = new Set();
 
 /**
  * The thread's runs newest first on their (thread_id, created_order) index, each run's audits
@@ -74,8 +87,8 @@ export const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
  * holding more audits than that is sorted whole. Newest first: by run creation, then the
  * runtime's sequence (role and id break ties between a model call and a tool sharing a number).
  */
-const NEWEST_AUDITS = `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
-    SELECT ${AUDIT_COLUMNS} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
+const newestAudits = (payloads: ReadonlySet<Payload>) => `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
+    SELECT ${auditColumns(payloads)} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
       AND (r.created_order < (SELECT run_order FROM anchor) OR (m.sequence, m.role, m.id) < (SELECT sequence, role, id FROM anchor))
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
   WHERE r.thread_id = $1 AND r.created_order <= (SELECT run_order FROM anchor)
@@ -93,12 +106,15 @@ const ANCHOR = `anchor AS (
     UNION ALL SELECT 9223372036854775807, NULL, NULL, NULL WHERE $3::uuid IS NULL)`;
 
 /** The thread's row (one, with empty audit columns, when it has no audits) joined to its newest audits. */
-export const TIMELINE = `WITH ${ANCHOR}
+export const timelineStatement = (payloads: ReadonlySet<Payload>) => `WITH ${ANCHOR}
   SELECT t.owner_id AS timeline_owner_id, t.change_cursor AS timeline_cursor,
     EXISTS (SELECT 1 FROM anchor) AS timeline_before_found, a.*
-  FROM thread t LEFT JOIN (${NEWEST_AUDITS}) a ON true
+  FROM thread t LEFT JOIN (${newestAudits(payloads)}) a ON true
   WHERE t.id = $1 AND t.deleted_at IS NULL
   ORDER BY a.run_order DESC, a.sequence DESC, a.role DESC, a.id DESC`;
+
+/** The timeline with every payload, as `threadAudits` read it before it read only the selected ones. */
+export const TIMELINE = timelineStatement(ALL_PAYLOADS);
 
 /**
  * One audit with everything it holds (inputs, outputs, errors), for the row a debugger opens: the
@@ -119,9 +135,13 @@ export async function readAudit(sql: Sql, principal: Principal, auditId: string)
   return audit;
 }
 
-/** Audit rows (model or tool) by id. */
+/** Audit rows (model or tool) by id, without their payloads (auditPayloadsByIds reads those). */
 export const auditsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<AuditRow>(`SELECT ${AUDIT_COLUMNS} FROM message WHERE id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit')`, [ids]);
+  sql.query<AuditRow>(`SELECT ${auditColumns(NO_PAYLOADS)} FROM message WHERE id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit')`, [ids]);
+
+/** The payloads of audits by id, for the rows a read returned without them. */
+export const auditPayloadsByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<Required<Pick<AuditRow, 'id' | Payload>>>(`SELECT id, ${PAYLOADS.join(', ')} FROM message WHERE id = ANY($1::uuid[])`, [ids]);
 
 export const runsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Run>(`SELECT * FROM run WHERE id = ANY($1::uuid[])`, [ids]);
@@ -136,17 +156,40 @@ export const chatMessageCounts = (sql: Sql, threadIds: readonly string[]) =>
     [threadIds],
   );
 
-/** Tool calls by id, and those each of `declarers` declared (in declaration order), in one statement. */
+/** A tool call's payloads (its projection's copies of its audits' values), read only when asked for. */
+export const TOOL_CALL_PAYLOADS = ['declaredInput', 'effectiveInput', 'output', 'error'] as const satisfies readonly (keyof ToolCall)[];
+export type ToolCallPayload = (typeof TOOL_CALL_PAYLOADS)[number];
+/** A tool call as the timeline's links read it: its payloads undefined unless the read selected them. */
+export type ToolCallRow = Omit<ToolCall, ToolCallPayload> & Partial<Pick<ToolCall, ToolCallPayload>>;
+const TOOL_CALL_COLUMNS = [
+  'id', 'threadId', 'runId', 'declaredById', 'position', 'toolCallId', 'name', 'status', 'startedAt', 'finishedAt', 'durationMs',
+] as const satisfies readonly (keyof ToolCall)[];
+export const toolCallColumns = (prefix: string) => TOOL_CALL_COLUMNS.map((field) => prefix + snake(field)).join(', ');
+
+/** Tool calls by id, and those each of `declarers` declared (in declaration order), in one statement; without payloads. */
 export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], declarers: readonly string[]) =>
-  sql.query<ToolCall>(
-    `SELECT * FROM tool_call WHERE id = ANY($1::uuid[]) OR declared_by_id = ANY($2::uuid[]) ORDER BY position`,
+  sql.query<ToolCallRow>(
+    `SELECT ${toolCallColumns('')} FROM tool_call WHERE id = ANY($1::uuid[]) OR declared_by_id = ANY($2::uuid[]) ORDER BY position`,
     [ids, declarers],
   );
 
-/** Each run's tool calls in declaration order: by the declaring model call (its sequence, then id), then position. */
+/**
+ * The payloads of tool calls by id, for the rows read without them: the declared input from the
+ * ToolCall, the rest from its latest execution (the newest audit bound to it) as the projection
+ * derives them (tool-call-projection.ts), so the ToolCall keeps no copy of its audit's payloads.
+ */
+export const toolCallPayloadsByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<Required<Pick<ToolCallRow, 'id' | ToolCallPayload>>>(
+    `SELECT tc.id, tc.declared_input, ${EXECUTION_PAYLOADS('e')} FROM tool_call tc
+      LEFT JOIN LATERAL (SELECT x.status, x.input, x.output, x.error FROM message x WHERE x.tool_call_row_id = tc.id ORDER BY x.id DESC LIMIT 1) e ON true
+      WHERE tc.id = ANY($1::uuid[])`,
+    [ids],
+  );
+
+/** Each run's tool calls in declaration order: by the declaring model call (its sequence, then id), then position; without payloads. */
 export const toolCallsOfRuns = (sql: Sql, runIds: readonly string[]) =>
-  sql.query<ToolCall>(
-    `SELECT tc.* FROM tool_call tc JOIN message m ON m.id = tc.declared_by_id
+  sql.query<ToolCallRow>(
+    `SELECT ${toolCallColumns('tc.')} FROM tool_call tc JOIN message m ON m.id = tc.declared_by_id
       WHERE tc.run_id = ANY($1::uuid[]) ORDER BY m.sequence, m.id, tc.position`,
     [runIds],
   );

@@ -7,6 +7,7 @@ import { badInput, conflict } from './errors.js';
 import { auditChanged } from './events.js';
 import { LEASED_RUN, START_COLUMNS, bump, endParams, endSet, jsonParam, leasedRows, openAudit, startParams, startValues, type LeaseProof } from './fenced-statements.js';
 import { boundedName, newId, nonBlank } from './ids.js';
+import { toolCallColumns, type ToolCallRow } from './audit-reads.js';
 import { jsonEqual } from './json.js';
 import { checkLease } from './lease.js';
 import { checkJsonFields, checkObservation, type Observation } from './observation.js';
@@ -20,7 +21,7 @@ export interface ModelStarted extends Observation {
 }
 
 /** A model audit as a command returns it: with the ToolCalls it declared when the command has them at hand. */
-export type ModelAudit = Message & { declaredToolCalls?: ToolCall[] };
+export type ModelAudit = Message & { declaredToolCalls?: ToolCallRow[] };
 
 export interface DeclaredToolCall {
   id: string;
@@ -136,7 +137,10 @@ SELECT * FROM closed`;
 
 /** The ToolCalls `audit` declared, in declaration order. */
 const declaredBy = (sql: Sql, auditId: string) =>
-  sql.query<ToolCall>('SELECT * FROM tool_call WHERE declared_by_id = $1 ORDER BY position', [auditId]);
+  sql.query<ToolCallRow & Pick<ToolCall, 'declaredInput'>>(
+    `SELECT ${toolCallColumns('')}, declared_input FROM tool_call WHERE declared_by_id = $1 ORDER BY position`,
+    [auditId],
+  );
 
 /** The PENDING ToolCalls FINISH_MODEL inserted for `calls`, as it inserted them (a ToolCall's other fields start empty). */
 const pendingToolCalls = (closed: Message, calls: (DeclaredToolCall & { rowId: string })[]): ToolCall[] =>

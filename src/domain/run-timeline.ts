@@ -1,7 +1,7 @@
 import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, requireAuditReader } from './access.js';
-import { AUDIT_COLUMNS, MAX_AUDITS, type AuditRow, type Timeline } from './audit-reads.js';
+import { ALL_PAYLOADS, auditColumns, MAX_AUDITS, type AuditRow, type Payload, type Timeline } from './audit-reads.js';
 import { badInput } from './errors.js';
 import { isUuid, rowId } from './ids.js';
 
@@ -18,6 +18,7 @@ export async function readRunTimeline(
   runId: string,
   limit: number | null | undefined,
   before?: string | null,
+  payloads: ReadonlySet<Payload> = ALL_PAYLOADS,
 ): Promise<Timeline> {
   requireAuditReader(principal);
   if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
@@ -25,7 +26,7 @@ export async function readRunTimeline(
   if (!isUuid(runId)) throw badInput('runId must be the id of a run of this thread');
   if (before != null && !isUuid(before)) throw badInput('before must be the id of an audit of this run');
   const rows = await sql.query<AuditRow & { timelineOwnerId: string; timelineCursor: string | null; timelineRunFound: boolean; timelineBeforeFound: boolean }>(
-    RUN_TIMELINE,
+    runTimelineStatement(payloads),
     [id, limit + 1, before?.toLowerCase() ?? null, runId.toLowerCase()],
   );
   const [first] = rows;
@@ -42,7 +43,7 @@ export async function readRunTimeline(
 }
 
 /** The thread's row (one, with empty audit columns, when the run has none) joined to the run's newest audits before the anchor. */
-const RUN_TIMELINE = `WITH anchor AS (
+const runTimelineStatement = (payloads: ReadonlySet<Payload>) => `WITH anchor AS (
     SELECT m.sequence, m.role, m.id FROM message m
       WHERE m.id = $3::uuid AND m.run_id = $4::uuid AND m.message_type IN ('model_audit', 'tool_audit')
     UNION ALL SELECT NULL, NULL, NULL WHERE $3::uuid IS NULL)
@@ -51,7 +52,7 @@ const RUN_TIMELINE = `WITH anchor AS (
   FROM thread t
   LEFT JOIN run r ON r.id = $4::uuid AND r.thread_id = t.id
   LEFT JOIN LATERAL (
-    SELECT ${AUDIT_COLUMNS} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
+    SELECT ${auditColumns(payloads)} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
       AND ($3::uuid IS NULL OR (m.sequence, m.role, m.id) < (SELECT sequence, role, id FROM anchor))
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) a ON true
   WHERE t.id = $1 AND t.deleted_at IS NULL

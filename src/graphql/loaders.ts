@@ -1,7 +1,9 @@
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
-import { auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns } from '../domain/audit-reads.js';
-import type { ToolCall } from '../generated/prisma/client.js';
+import {
+  auditPayloadsByIds, auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallPayloadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns,
+  type ToolCallRow,
+} from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts } from '../domain/audit-summaries.js';
 import type { Tokens } from '../shared/llm-payloads.js';
@@ -41,12 +43,12 @@ const idOf = (row: { id: string }) => row.id;
 function toolCallLinks(read: Sql) {
   type Link = { by: 'id' | 'declarer'; id: string };
   const keyOf = (link: Link) => `${link.by}:${link.id}`;
-  const links = new DataLoader<Link, ToolCall[], string>(
+  const links = new DataLoader<Link, ToolCallRow[], string>(
     async (keys) => {
       const idsOf = (by: Link['by']) => keys.filter((key) => key.by === by).map((key) => key.id);
       const rows = await toolCallsByIdsOrDeclarers(read, idsOf('id'), idsOf('declarer'));
-      const found = new Map<string, ToolCall[]>();
-      const add = (key: string, row: ToolCall) => (found.get(key) ?? found.set(key, []).get(key)!).push(row);
+      const found = new Map<string, ToolCallRow[]>();
+      const add = (key: string, row: ToolCallRow) => (found.get(key) ?? found.set(key, []).get(key)!).push(row);
       for (const row of rows) {
         add(keyOf({ by: 'id', id: row.id }), row);
         add(keyOf({ by: 'declarer', id: row.declaredById }), row);
@@ -75,9 +77,12 @@ export async function loadRequired<Row>(loader: { load(id: string): Promise<Row 
 export function createLoaders({ db: read }: DomainDeps) {
   return {
     audit: rowsBy((ids) => auditsByIds(read, ids), idOf),
+    /** The payloads of audits a read returned without them (a read reads those its fields select). */
+    auditPayloads: rowsBy((ids) => auditPayloadsByIds(read, ids), idOf),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
     run: rowsBy((ids) => runsByIds(read, ids), idOf),
     ...toolCallLinks(read),
+    toolCallPayloads: rowsBy((ids) => toolCallPayloadsByIds(read, ids), idOf),
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
     /** Audit counts per run and per thread (null: no audits), and token totals (null: no usage with counts). */
     runAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfRuns(read, ids), (row) => row.key),

@@ -89,11 +89,11 @@ describe(`migrated database vs Prisma datamodel (${backendName})`, () => {
        WHERE c.relname = '${tableOf(model)}'
        GROUP BY i.indexrelid, i.indisunique, i.indisprimary`,
     );
-    const describe = (kind: string, fields: string[]) => `${kind}(${fields.map((f) => columnOf(model, f)).join(',')})`;
+    const describe = (kind: string, fields: readonly string[]) => `${kind}(${fields.map((f) => columnOf(model, f)).join(',')})`;
     const datamodel = getDatamodel().datamodel.models[model]!;
     // A single-field @@unique is reported both as isUnique and as a unique index: count it once.
     const expected = [...new Set([
-      describe('primary', datamodel.fields.filter((f) => f.isId).map((f) => f.name)),
+      describe('primary', datamodel.primaryKey?.fields ?? datamodel.fields.filter((f) => f.isId).map((f) => f.name)),
       ...datamodel.fields.filter((f) => f.isUnique).map((f) => describe('unique', [f.name])),
       ...datamodel.uniqueIndexes.map((u) => describe('unique', u.fields as string[])),
       ...indexesOf(model).map((fields) => describe('index', fields)),

@@ -5,6 +5,7 @@ import { FILTER_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.
 import type { Principal } from '../../src/domain/principal.js';
 import { readableThreadsPage } from '../../src/domain/threads.js';
 import { LEDGER_WALK_BUDGET, toolCallLedger } from '../../src/domain/tool-call-ledger.js';
+import { toolCallStats } from '../../src/domain/tool-call-stats.js';
 import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
 import { postgresTemplateDatabase } from '../support/database-templates.js';
 import { borrowMigratedPglite, type BorrowedPglite } from '../support/pglite-pool.js';
@@ -193,6 +194,17 @@ describe(`the reads that must stay flat as history grows (${backendName})`, () =
       );
       expect(rare.result.entries.map((entry) => entry.id)).toEqual(expected.map((row) => row.id));
       expect([...rare.last.indexes.keys()]).toContain('tool_call_thread_id_name_id_idx');
+    });
+
+    it('toolCallStats of the long thread: its kept counts on their key, never its 20,000 calls', async () => {
+      const { result, last } = await explained(db, (sql) => toolCallStats(sql, BIG_THREAD));
+      const counted = await db.driver.query<{ name: string; status: string; count: number }>(
+        `SELECT name, status, count(*)::int AS count FROM tool_call WHERE thread_id = $1 GROUP BY name, status ORDER BY name, status`,
+        [BIG_THREAD],
+      );
+      expect(result).toEqual(counted);
+      // On its key (an index or bitmap scan): the thread's own rows only, where a scan of the table would read every thread's.
+      expect([...last.tables]).toEqual([['tool_call_count', counted.length]]);
     });
   };
 

@@ -1,9 +1,17 @@
 import { requirePrincipal } from '../../domain/access.js';
-import { MAX_AUDITS, readAudit, readTimeline, type AuditRow } from '../../domain/audit-reads.js';
+import { MAX_AUDITS, readAudit, readTimeline, type AuditRow, type Payload } from '../../domain/audit-reads.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
 import { readRunTimeline } from '../../domain/run-timeline.js';
 import { builder, listCost } from '../builder.js';
+import type { GraphQLContext } from '../context.js';
+import { loadRequired } from '../loaders.js';
+import { selectedPayloads } from '../payload-selection.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
+
+/** A payload of an audit: from its row when the read selected it, else loaded with the request's other rows' payloads. */
+async function payloadOf(row: AuditRow, payload: Payload, { loaders }: GraphQLContext) {
+  return row[payload] !== undefined ? row[payload] : (await loadRequired(loaders.auditPayloads, row.id))[payload];
+}
 
 // Shaped by AuditRow, not the whole Message model: reads return only the columns these show.
 export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({
@@ -48,9 +56,9 @@ export const ModelAuditRef = builder.objectRef<AuditRow>('ModelAudit').implement
   interfaces: [AuditRef],
   fields: (t) => ({
     model: t.exposeString('name', { nullable: true }),
-    input: t.expose('input', { type: 'JSON', nullable: true }),
-    output: t.expose('output', { type: 'JSON', nullable: true }),
-    error: t.expose('error', { type: 'JSON', nullable: true }),
+    input: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'input', context) }),
+    output: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'output', context) }),
+    error: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'error', context) }),
     usage: t.expose('usage', { type: 'JSON', nullable: true }),
   }),
 });
@@ -60,13 +68,14 @@ export const ToolAuditRef = builder.objectRef<AuditRow>('ToolAudit').implement({
   fields: (t) => ({
     toolCallId: t.string({ resolve: (row) => row.operationId! }),
     name: t.string({ resolve: (row) => row.name! }),
-    effectiveInput: t.expose('input', { type: 'JSON', nullable: true }),
-    output: t.expose('output', {
+    effectiveInput: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'input', context) }),
+    output: t.field({
       type: 'JSON',
       nullable: true,
       description: 'The raw tool output envelope as the runtime reported it.',
+      resolve: (row, _args, context) => payloadOf(row, 'output', context),
     }),
-    error: t.expose('error', { type: 'JSON', nullable: true }),
+    error: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'error', context) }),
     awaitingRunTerminal: t.exposeBoolean('awaitingRunTerminal', {
       description: "True while a bare tool error waits for the run's terminal verdict.",
     }),
@@ -114,11 +123,12 @@ builder.queryField('threadAudits', (t) =>
       }),
     },
     complexity: ({ limit }) => listCost(limit, MAX_AUDITS),
-    resolve: async (_root, { threadId, limit, before, runId }, { deps, principal, loaders }) => {
+    resolve: async (_root, { threadId, limit, before, runId }, { deps, principal, loaders }, info) => {
       const anchor = before == null ? null : String(before);
+      const payloads = selectedPayloads(info, 'items');
       const timeline = runId == null
-        ? await readTimeline(deps.db, requirePrincipal(principal), threadId, limit, anchor)
-        : await readRunTimeline(deps.db, requirePrincipal(principal), threadId, String(runId), limit, anchor);
+        ? await readTimeline(deps.db, requirePrincipal(principal), threadId, limit, anchor, payloads)
+        : await readRunTimeline(deps.db, requirePrincipal(principal), threadId, String(runId), limit, anchor, payloads);
       // The items are what a tool audit's `declaredBy` most often points to.
       for (const audit of timeline.items) loaders.audit.prime(audit.id, audit);
       return { ...timeline, cursor: encodeCursor(deps.databaseId, timeline.threadId, timeline.cursor) };

@@ -1,5 +1,4 @@
-import type { AuditRow } from '../../domain/audit-reads.js';
-import type { ToolCall } from '../../generated/prisma/client.js';
+import type { AuditRow, ToolCallRow } from '../../domain/audit-reads.js';
 import { MAX_DECLARED_TOOL_CALLS } from '../../domain/model-audits.js';
 import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
@@ -30,7 +29,7 @@ builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
     complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
     authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
     // A lifecycle mutation's own result already holds them.
-    resolve: (audit: AuditRow & { declaredToolCalls?: ToolCall[] }, _args, { loaders }) =>
+    resolve: (audit: AuditRow & { declaredToolCalls?: ToolCallRow[] }, _args, { loaders }) =>
       audit.declaredToolCalls ?? loaders.toolCallsDeclaredBy.load(audit.id),
   }),
 );

@@ -1,24 +1,33 @@
 import { loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { toolCallStats } from '../../domain/tool-call-stats.js';
+import type { ToolCallPayload, ToolCallRow } from '../../domain/audit-reads.js';
 import { builder } from '../builder.js';
+import type { GraphQLContext } from '../context.js';
+import { loadRequired } from '../loaders.js';
 import { ToolCallStatusEnum } from './enums.js';
 
-export const ToolCallRef = builder.prismaObject('ToolCall', {
+/** A payload of a tool call: from its row when read, else loaded with the request's other calls' payloads. */
+async function payloadOf(toolCall: ToolCallRow, payload: ToolCallPayload, { loaders }: GraphQLContext) {
+  return toolCall[payload] !== undefined ? toolCall[payload] : (await loadRequired(loaders.toolCallPayloads, toolCall.id))[payload];
+}
+
+export const ToolCallRef = builder.objectRef<ToolCallRow>('ToolCall').implement({
   description:
     "The compatibility read model of one declared tool call. Before the tool starts it holds the\nmodel's declared intent (PENDING); after it starts it mirrors the tool audit one way.",
   fields: (t) => ({
     id: t.exposeID('id'),
     toolCallId: t.exposeString('toolCallId'),
     name: t.exposeString('name'),
-    declaredInput: t.expose('declaredInput', { type: 'JSON', nullable: true }),
-    effectiveInput: t.expose('effectiveInput', { type: 'JSON', nullable: true }),
+    declaredInput: t.field({ type: 'JSON', nullable: true, resolve: (call, _args, context) => payloadOf(call, 'declaredInput', context) }),
+    effectiveInput: t.field({ type: 'JSON', nullable: true, resolve: (call, _args, context) => payloadOf(call, 'effectiveInput', context) }),
     status: t.expose('status', { type: ToolCallStatusEnum }),
-    output: t.expose('output', {
+    output: t.field({
       type: 'JSON',
       nullable: true,
       description: 'Only the content of the tool output, never the rest of its envelope.',
+      resolve: (call, _args, context) => payloadOf(call, 'output', context),
     }),
-    error: t.expose('error', { type: 'JSON', nullable: true }),
+    error: t.field({ type: 'JSON', nullable: true, resolve: (call, _args, context) => payloadOf(call, 'error', context) }),
     startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
     finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
     durationMs: t.exposeInt('durationMs', { nullable: true }),

@@ -1,0 +1,31 @@
+import type { FieldNode, GraphQLResolveInfo, SelectionSetNode } from 'graphql';
+import type { Payload } from '../domain/audit-reads.js';
+
+/** Each audit field that shows a payload, and the payload (a tool's effective input is its audit's input). */
+const PAYLOAD_OF_FIELD: Readonly<Record<string, Payload>> = { input: 'input', effectiveInput: 'input', output: 'output', error: 'error' };
+
+/** The fields a selection set selects, through its fragments and inline fragments (whatever their type condition). */
+function fieldsOf(selectionSet: SelectionSetNode | undefined, info: GraphQLResolveInfo): FieldNode[] {
+  return (selectionSet?.selections ?? []).flatMap((selection) => {
+    if (selection.kind === 'Field') return [selection];
+    if (selection.kind === 'InlineFragment') return fieldsOf(selection.selectionSet, info);
+    return fieldsOf(info.fragments[selection.name.value]?.selectionSet, info);
+  });
+}
+
+/**
+ * The payloads the audits under `path` (field names below the resolved field, e.g. `items`)
+ * are asked for: a read leaves the others out, and never reads those large values from TOAST
+ * for a page that shows sizes only. A payload a nested link asks for (`declaredBy { input }`)
+ * is loaded there (loaders.ts), so this looks at the audits' own fields only.
+ */
+export function selectedPayloads(info: GraphQLResolveInfo, ...path: string[]): Set<Payload> {
+  let fields = info.fieldNodes;
+  for (const name of path) fields = fields.flatMap((field) => fieldsOf(field.selectionSet, info)).filter((field) => field.name.value === name);
+  const payloads = new Set<Payload>();
+  for (const field of fields.flatMap((node) => fieldsOf(node.selectionSet, info))) {
+    const payload = PAYLOAD_OF_FIELD[field.name.value];
+    if (payload) payloads.add(payload);
+  }
+  return payloads;
+}
