@@ -70,8 +70,8 @@ export function activityListSize(first: number | null | undefined): number {
 /** How many equal buckets a window is cut into: at most MAX_BUCKETS, none shorter than a second. */
 export const bucketCount = (windowSeconds: number) => Math.min(MAX_BUCKETS, windowSeconds);
 
-const GROUPED_BY = ['name', 'class', 'end_bucket', 'start_bucket', 'bin'];
-/** GROUPING(name, class, end_bucket, start_bucket, bin) of the grouping set of these columns: a bit set for each column it does not group by. */
+const GROUPED_BY = ['name', 'class', 'bin', 'end_bucket', 'start_bucket'];
+/** GROUPING(name, class, bin, end_bucket, start_bucket) of the grouping set of these columns: a bit set for each column it does not group by. */
 const grouping = (...set: string[]) => GROUPED_BY.reduce((bits, column) => (bits << 1) | (set.includes(column) ? 0 : 1), 0);
 
 const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
@@ -95,8 +95,8 @@ export const DURATION_BIN_GROWTH = 1.04;
  * did (`changed_at`: an ended audit never changes again), never a worker's clock. It reads the
  * owner's running audits and those that ended within the window, through the partial indexes of
  * migration 20261202110000_tool_activity, and nothing else of the owner's history. The window's
- * ended audits are read once and aggregated in one pass (grouping sets: per tool and how it ended,
- * per bucket of the end, per bucket of the start, per tool and duration bin), never sorted or kept;
+ * ended audits are read once and aggregated in one pass (two grouping sets: per tool, how it ended
+ * and duration bin; per how it ended, bucket of the end and bucket of the start), never sorted or kept;
  * the recent failures are the newest few of the same index, read on their own.
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
  */
@@ -117,25 +117,26 @@ binned AS (
     CASE WHEN e.duration_ms >= 1 THEN ceil(ln(e.duration_ms) / ln(${DURATION_BIN_GROWTH}))::int WHEN e.duration_ms IS NOT NULL THEN -1 END AS bin
   FROM events e, w),
 grouped AS MATERIALIZED (
-  SELECT GROUPING(name, class, end_bucket, start_bucket, bin) AS grouping_set, name, class, end_bucket, start_bucket, bin,
+  SELECT GROUPING(name, class, bin, end_bucket, start_bucket) AS grouping_set, name, class, bin, end_bucket, start_bucket,
     count(*) AS n, min(duration_ms) AS lo, max(duration_ms) AS hi
-  FROM binned GROUP BY GROUPING SETS ((name, class), (class, end_bucket), (start_bucket), (name, bin))),
+  FROM binned GROUP BY GROUPING SETS ((name, class, bin), (class, end_bucket, start_bucket))),
+by_tool AS (SELECT name, class, bin, n, lo, hi FROM grouped WHERE grouping_set = ${grouping('name', 'class', 'bin')}),
 tools AS (
   SELECT name, sum(n) FILTER (WHERE class = 'running') AS running, sum(n) FILTER (WHERE class = 'completed') AS completed,
     sum(n) FILTER (WHERE class = 'failed') AS failed, sum(n) FILTER (WHERE class = 'other') AS other_ended, max(hi) AS max, sum(n) AS total
-  FROM grouped WHERE grouping_set = ${grouping('name', 'class')} GROUP BY name),
+  FROM by_tool GROUP BY name),
 bins AS (
-  SELECT name, bin, lo, hi, sum(n) OVER (PARTITION BY name ORDER BY bin) AS below, sum(n) OVER (PARTITION BY name) AS timed
-  FROM grouped WHERE grouping_set = ${grouping('name', 'bin')} AND bin IS NOT NULL),
+  SELECT name, bin, min(lo) AS lo, max(hi) AS hi, sum(sum(n)) OVER (PARTITION BY name ORDER BY bin) AS below, sum(sum(n)) OVER (PARTITION BY name) AS timed
+  FROM by_tool WHERE bin IS NOT NULL GROUP BY name, bin),
 percentiles AS (
   SELECT DISTINCT ON (name, p) name, p, least(hi, greatest(lo, round(2 * power(${DURATION_BIN_GROWTH}::float8, bin) / (${DURATION_BIN_GROWTH} + 1)))) AS value
   FROM bins CROSS JOIN (VALUES (0.5), (0.95)) ps(p) WHERE below >= ceil(p * timed) ORDER BY name, p, bin),
+by_time AS (SELECT class, end_bucket, start_bucket, n FROM grouped WHERE grouping_set = ${grouping('class', 'end_bucket', 'start_bucket')}),
 buckets AS (
   SELECT bucket, sum(n) FILTER (WHERE class IS NULL) AS started, sum(n) FILTER (WHERE class = 'completed') AS completed,
     sum(n) FILTER (WHERE class = 'failed') AS failed, sum(n) FILTER (WHERE class = 'other') AS other_ended
-  FROM (SELECT coalesce(end_bucket, start_bucket) AS bucket, CASE WHEN grouping_set = ${grouping('class', 'end_bucket')} THEN class END AS class, n
-        FROM grouped WHERE (grouping_set = ${grouping('class', 'end_bucket')} AND end_bucket IS NOT NULL)
-          OR (grouping_set = ${grouping('start_bucket')} AND start_bucket IS NOT NULL)) b
+  FROM (SELECT start_bucket AS bucket, NULL AS class, n FROM by_time WHERE start_bucket IS NOT NULL
+        UNION ALL SELECT end_bucket, class, n FROM by_time WHERE end_bucket IS NOT NULL) b
   GROUP BY bucket),
 failures AS (
   SELECT m.id, m.changed_at FROM message m
