@@ -74,6 +74,10 @@ const GROUPED_BY = ['name', 'class', 'bin', 'end_bucket', 'start_bucket'];
 /** GROUPING(name, class, bin, end_bucket, start_bucket) of the grouping set of these columns: a bit set for each column it does not group by. */
 const grouping = (...set: string[]) => GROUPED_BY.reduce((bits, column) => (bits << 1) | (set.includes(column) ? 0 : 1), 0);
 
+/** The value a percentile reports from its bin, an array [bin, least, greatest] (DURATION_BIN_GROWTH). */
+const binValue = (bin: string) =>
+  `least(${bin}[3], greatest(${bin}[2], round(2 * power(${DURATION_BIN_GROWTH}::float8, ${bin}[1]) / (${DURATION_BIN_GROWTH} + 1))))`;
+
 const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
 /** A tool audit of the owner ($1), of the tool $3 when given, in a thread not deleted. */
 const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text IS NULL OR m.name = $3::text)
@@ -128,9 +132,9 @@ tools AS (
 bins AS (
   SELECT name, bin, min(lo) AS lo, max(hi) AS hi, sum(sum(n)) OVER (PARTITION BY name ORDER BY bin) AS below, sum(sum(n)) OVER (PARTITION BY name) AS timed
   FROM by_tool WHERE bin IS NOT NULL GROUP BY name, bin),
-percentiles AS (
-  SELECT DISTINCT ON (name, p) name, p, least(hi, greatest(lo, round(2 * power(${DURATION_BIN_GROWTH}::float8, bin) / (${DURATION_BIN_GROWTH} + 1)))) AS value
-  FROM bins CROSS JOIN (VALUES (0.5), (0.95)) ps(p) WHERE below >= ceil(p * timed) ORDER BY name, p, bin),
+percentiles AS MATERIALIZED (
+  SELECT name, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.5 * timed)) AS p50, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.95 * timed)) AS p95
+  FROM bins GROUP BY name),
 by_time AS (SELECT class, end_bucket, start_bucket, n FROM grouped WHERE grouping_set = ${grouping('class', 'end_bucket', 'start_bucket')}),
 buckets AS (
   SELECT bucket, sum(n) FILTER (WHERE class IS NULL) AS started, sum(n) FILTER (WHERE class = 'completed') AS completed,
@@ -150,8 +154,8 @@ SELECT l.part AS activity_part, w.at AS activity_at, w.since AS activity_since,
   CASE WHEN l.part = 0 THEN jsonb_build_object(
     'runningCount', (SELECT count(*) FROM running),
     'tools', (SELECT coalesce(jsonb_agg(jsonb_build_array(t.name, coalesce(t.running, 0), coalesce(t.completed, 0), coalesce(t.failed, 0), coalesce(t.other_ended, 0),
-        (SELECT value FROM percentiles p WHERE p.name = t.name AND p.p = 0.5), (SELECT value FROM percentiles p WHERE p.name = t.name AND p.p = 0.95), t.max)
-      ORDER BY t.total DESC, t.name), '[]') FROM tools t),
+        ${binValue('p.p50')}, ${binValue('p.p95')}, t.max)
+      ORDER BY t.total DESC, t.name), '[]') FROM tools t LEFT JOIN percentiles p ON p.name = t.name),
     'buckets', (SELECT coalesce(jsonb_agg(jsonb_build_array(bucket, coalesce(started, 0), coalesce(completed, 0), coalesce(failed, 0), coalesce(other_ended, 0))), '[]') FROM buckets)) END AS activity_summary,
   ${columns}
 FROM listed l CROSS JOIN w LEFT JOIN message m ON m.id = l.id
