@@ -1,5 +1,5 @@
 import type { Principal } from './principal.js';
-import type { Sql } from '../db/sql.js';
+import { prepared, type Sql } from '../db/sql.js';
 import { requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput } from './errors.js';
@@ -70,8 +70,8 @@ export function activityListSize(first: number | null | undefined): number {
 /** How many equal buckets a window is cut into: at most MAX_BUCKETS, none shorter than a second. */
 export const bucketCount = (windowSeconds: number) => Math.min(MAX_BUCKETS, windowSeconds);
 
-const GROUPED_BY = ['name', 'class', 'bin', 'end_bucket', 'start_bucket'];
-/** GROUPING(name, class, bin, end_bucket, start_bucket) of the grouping set of these columns: a bit set for each column it does not group by. */
+const GROUPED_BY = ['name', 'bin', 'end_bucket', 'start_bucket'];
+/** GROUPING(name, bin, end_bucket, start_bucket) of the grouping set of these columns: a bit set for each column it does not group by. */
 const grouping = (...set: string[]) => GROUPED_BY.reduce((bits, column) => (bits << 1) | (set.includes(column) ? 0 : 1), 0);
 
 /** The value a percentile reports from its bin, an array [bin, least, greatest] (DURATION_BIN_GROWTH). */
@@ -99,12 +99,13 @@ export const DURATION_BIN_GROWTH = 1.04;
  * did (`changed_at`: an ended audit never changes again), never a worker's clock. It reads the
  * owner's running audits and those that ended within the window, through the partial indexes of
  * migration 20261202110000_tool_activity, and nothing else of the owner's history. The window's
- * ended audits are read once and aggregated in one pass (two grouping sets: per tool, how it ended
- * and duration bin; per how it ended, bucket of the end and bucket of the start), never sorted or kept;
+ * ended audits are read once and counted by how they ended in one pass of two grouping sets (per tool
+ * and duration bin; per bucket of the end and bucket of the start), never sorted or kept;
  * the recent failures are the newest few of the same index, read on their own.
+ * Prepared once per connection: its planning is a large part of a small window's view.
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
  */
-export const TOOL_ACTIVITY_STATEMENT = `WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
+export const TOOL_ACTIVITY_STATEMENT = prepared(`WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
 gone AS (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL),
 running AS MATERIALIZED (
   SELECT m.id, m.name, m.created_at FROM message m WHERE ${OWNED} AND m.status = 'RUNNING'),
@@ -121,26 +122,26 @@ binned AS (
     CASE WHEN e.duration_ms >= 1 THEN ceil(ln(e.duration_ms) / ln(${DURATION_BIN_GROWTH}))::int WHEN e.duration_ms IS NOT NULL THEN -1 END AS bin
   FROM events e, w),
 grouped AS MATERIALIZED (
-  SELECT GROUPING(name, class, bin, end_bucket, start_bucket) AS grouping_set, name, class, bin, end_bucket, start_bucket,
+  SELECT GROUPING(name, bin, end_bucket, start_bucket) AS grouping_set, name, bin, end_bucket, start_bucket,
+    count(*) FILTER (WHERE class = 'running') AS running, count(*) FILTER (WHERE class = 'completed') AS completed,
+    count(*) FILTER (WHERE class = 'failed') AS failed, count(*) FILTER (WHERE class = 'other') AS other_ended,
     count(*) AS n, min(duration_ms) AS lo, max(duration_ms) AS hi
-  FROM binned GROUP BY GROUPING SETS ((name, class, bin), (class, end_bucket, start_bucket))),
-by_tool AS (SELECT name, class, bin, n, lo, hi FROM grouped WHERE grouping_set = ${grouping('name', 'class', 'bin')}),
+  FROM binned GROUP BY GROUPING SETS ((name, bin), (end_bucket, start_bucket))),
+by_tool AS (SELECT * FROM grouped WHERE grouping_set = ${grouping('name', 'bin')}),
 tools AS (
-  SELECT name, sum(n) FILTER (WHERE class = 'running') AS running, sum(n) FILTER (WHERE class = 'completed') AS completed,
-    sum(n) FILTER (WHERE class = 'failed') AS failed, sum(n) FILTER (WHERE class = 'other') AS other_ended, max(hi) AS max, sum(n) AS total
+  SELECT name, sum(running) AS running, sum(completed) AS completed, sum(failed) AS failed, sum(other_ended) AS other_ended, max(hi) AS max, sum(n) AS total
   FROM by_tool GROUP BY name),
 bins AS (
-  SELECT name, bin, min(lo) AS lo, max(hi) AS hi, sum(sum(n)) OVER (PARTITION BY name ORDER BY bin) AS below, sum(sum(n)) OVER (PARTITION BY name) AS timed
-  FROM by_tool WHERE bin IS NOT NULL GROUP BY name, bin),
+  SELECT name, bin, lo, hi, sum(n) OVER (PARTITION BY name ORDER BY bin) AS below, sum(n) OVER (PARTITION BY name) AS timed
+  FROM by_tool WHERE bin IS NOT NULL),
 percentiles AS MATERIALIZED (
   SELECT name, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.5 * timed)) AS p50, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.95 * timed)) AS p95
   FROM bins GROUP BY name),
-by_time AS (SELECT class, end_bucket, start_bucket, n FROM grouped WHERE grouping_set = ${grouping('class', 'end_bucket', 'start_bucket')}),
+by_time AS (SELECT * FROM grouped WHERE grouping_set = ${grouping('end_bucket', 'start_bucket')}),
 buckets AS (
-  SELECT bucket, sum(n) FILTER (WHERE class IS NULL) AS started, sum(n) FILTER (WHERE class = 'completed') AS completed,
-    sum(n) FILTER (WHERE class = 'failed') AS failed, sum(n) FILTER (WHERE class = 'other') AS other_ended
-  FROM (SELECT start_bucket AS bucket, NULL AS class, n FROM by_time WHERE start_bucket IS NOT NULL
-        UNION ALL SELECT end_bucket, class, n FROM by_time WHERE end_bucket IS NOT NULL) b
+  SELECT bucket, sum(started) AS started, sum(completed) AS completed, sum(failed) AS failed, sum(other_ended) AS other_ended
+  FROM (SELECT start_bucket AS bucket, n AS started, 0 AS completed, 0 AS failed, 0 AS other_ended FROM by_time WHERE start_bucket IS NOT NULL
+        UNION ALL SELECT end_bucket, 0, completed, failed, other_ended FROM by_time WHERE end_bucket IS NOT NULL) b
   GROUP BY bucket),
 failures AS (
   SELECT m.id, m.changed_at FROM message m
@@ -159,7 +160,7 @@ SELECT l.part AS activity_part, w.at AS activity_at, w.since AS activity_since,
     'buckets', (SELECT coalesce(jsonb_agg(jsonb_build_array(bucket, coalesce(started, 0), coalesce(completed, 0), coalesce(failed, 0), coalesce(other_ended, 0))), '[]') FROM buckets)) END AS activity_summary,
   ${columns}
 FROM listed l CROSS JOIN w LEFT JOIN message m ON m.id = l.id
-ORDER BY l.part, l.ord`;
+ORDER BY l.part, l.ord`);
 
 type Summary = {
   runningCount: number;
