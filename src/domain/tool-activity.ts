@@ -87,8 +87,9 @@ const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text I
  * Durations are counted in log-spaced bins growing by this factor (DDSketch's idea): a bin holds
  * the values in (γ^(h−1), γ^h], and the value a percentile reports, 2γ^h/(γ+1) kept within the
  * bin's own least and greatest value, is within (γ−1)/(γ+1) ≈ 2 % of every value in the bin, so
- * of the exact nearest-rank percentile (SEMANTICS.md: within 5 %). Below 25 ms a bin is narrower
- * than a millisecond, so it holds one value and the percentile is exact.
+ * of the exact nearest-rank percentile; rounded to a whole millisecond, within 4 % (SEMANTICS.md:
+ * within 5 %). Below 25 ms a bin is narrower than a millisecond, so it holds one value and the
+ * percentile is exact.
  */
 export const DURATION_BIN_GROWTH = 1.04;
 
