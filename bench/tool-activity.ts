@@ -1,4 +1,5 @@
-// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50]   (EXPLAIN=1 prints the view's plan at each step)
+// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50] [--baseline <module>] [--steps 3] [--skip-writes]
+//   (EXPLAIN=1 prints the view's plan at each step)
 //
 // The cost of one toolActivity view (issue 40, docs/dashboards.md) as history and other owners
 // grow, and what the view's trigger and indexes add to the write statements. In process, on the
@@ -8,6 +9,12 @@
 // read: the view's p50/p99 for an owner with --audits tool audits, a tenth of them ended within
 //   the last hour (the window); then with four times as many more, all older than the window;
 //   then with another owner holding --audits of their own. Ratios against the first.
+//   --baseline names a module exporting readOwnerToolActivity (e.g. the view of an earlier commit,
+//   `git show <commit>:src/domain/tool-activity.ts > src/domain/tool-activity.baseline.ts`): each
+//   step then reads both views, alternating, and the ratio of this one to it is printed too.
+//   --steps 1 stops after the first step. Each step also reads the floor, alternating: the least
+//   work exact buckets need, every ended audit of the window read once through the same index
+//   (a count and a maximum, no grouping), and the view's ratio to it.
 // write: inserting tool audits RUNNING and ending them, as the lifecycle statements do, with the
 //   owner trigger and the two partial indexes, and without them (dropped), back to back.
 import { randomBytes } from 'node:crypto';
@@ -19,7 +26,19 @@ import { migrate } from '../src/db/migrate.js';
 import { MAX_ACTIVITY_LIST, TOOL_ACTIVITY_STATEMENT, bucketCount, readOwnerToolActivity } from '../src/domain/tool-activity.js';
 import { round, summarize, table } from './lib/stats.js';
 
-const { values: flags } = parseArgs({ options: { audits: { type: 'string', default: '1000000' }, reads: { type: 'string', default: '50' } } });
+const { values: flags } = parseArgs({
+  options: {
+    audits: { type: 'string', default: '1000000' },
+    reads: { type: 'string', default: '50' },
+    baseline: { type: 'string' },
+    steps: { type: 'string', default: '3' },
+    'skip-writes': { type: 'boolean', default: false },
+  },
+});
+type ReadView = typeof readOwnerToolActivity;
+const baseline: ReadView | undefined = flags.baseline
+  ? ((await import(new URL(`../${flags.baseline}`, import.meta.url).href)) as { readOwnerToolActivity: ReadView }).readOwnerToolActivity
+  : undefined;
 const audits = Number(flags.audits);
 const reads = Number(flags.reads);
 const adminUrl = process.env.DATABASE_URL;
@@ -66,19 +85,39 @@ async function seed(db: Database, owner: string, count: number, fromSeconds: num
   await db.sql.query('ANALYZE message');
 }
 
+/** The read times of the view, of the baseline when given and of the floor, alternating read by read. */
 async function measureView(db: Database, owner: string) {
   const times: number[] = [];
-  for (let i = 0; i < reads; i++) {
+  const baseTimes: number[] = [];
+  const floorTimes: number[] = [];
+  let windowed = 0;
+  const floor = async () => {
+    const [counted] = await db.sql.query<{ ended: number }>(
+      `SELECT count(*)::int AS ended, max(duration_ms) FROM message WHERE owner_id = $1 AND message_type = 'tool_audit' AND status <> 'RUNNING'
+         AND changed_at >= now() - interval '1 hour'`,
+      [owner],
+    );
+    windowed = counted!.ended;
+  };
+  const view = (read: ReadView) => () => read(db.sql, owner, { windowSeconds: 3600, name: null });
+  const timed = async (read: () => Promise<unknown>, into: number[]) => {
     const began = performance.now();
-    await readOwnerToolActivity(db.sql, owner, { windowSeconds: 3600, name: null });
-    times.push(performance.now() - began);
+    await read();
+    into.push(performance.now() - began);
+  };
+  for (let i = 0; i < reads; i++) {
+    await timed(view(readOwnerToolActivity), times);
+    if (baseline) await timed(view(baseline), baseTimes);
+    await timed(floor, floorTimes);
   }
   if (process.env.EXPLAIN) {
     // The plan of the last read: which indexes it used and how many rows it touched.
     const plan = await db.sql.query<{ queryPlan: string }>(`EXPLAIN (ANALYZE, BUFFERS) ${TOOL_ACTIVITY_STATEMENT}`, [owner, 3600, null, bucketCount(3600), MAX_ACTIVITY_LIST]);
     console.log(plan.map((row) => Object.values(row)[0]).join('\n'));
   }
-  return summarize(times.slice(Math.min(5, reads - 1)));
+  const warm = (values: number[]) => summarize(values.slice(Math.min(5, reads - 1)));
+  // The window's ended audits at the last read: the seeded ones leave the window as the run goes on.
+  return { view: warm(times), floor: warm(floorTimes), windowed, baseline: baseline ? warm(baseTimes) : undefined };
 }
 
 /** Inserts `n` RUNNING tool audits one statement each, then ends each: the rows' writes as the lifecycle does them. */
@@ -102,39 +141,49 @@ try {
   await migrate(db.driver);
   console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits, ${reads} reads per row`);
   const rows: (string | number | null)[][] = [];
-  const row = (label: string, summary: ReturnType<typeof summarize>, base?: ReturnType<typeof summarize>) =>
-    rows.push([label, round(summary.p50), round(summary.p99), base ? round(summary.p50 / base.p50) : 1, base ? round(summary.p99 / base.p99) : 1]);
+  type Measured = Awaited<ReturnType<typeof measureView>>;
+  const row = (label: string, { view, floor, windowed, baseline: before }: Measured, base?: Measured) =>
+    rows.push([
+      label, windowed, round(view.p50), round(view.p99), base ? round(view.p50 / base.view.p50) : 1, base ? round(view.p99 / base.view.p99) : 1,
+      round(floor.p50), round(view.p50 / floor.p50),
+      ...(before ? [round(before.p50), round(before.p99), round(view.p50 / before.p50)] : []),
+    ]);
 
   // The window's tenth ended within the hour (some still running); the rest within the week before.
   await seed(db, 'owner-a', audits / 10, 3500, 0, true);
   await seed(db, 'owner-a', audits - audits / 10, 7 * 86_400, 3700);
   const base = await measureView(db, 'owner-a');
   row(`${audits} audits, ${audits / 10} in the window`, base);
-  await seed(db, 'owner-a', audits * 4, 30 * 86_400, 7 * 86_400);
-  row(`+ ${audits * 4} older than the window`, await measureView(db, 'owner-a'), base);
-  await seed(db, 'owner-b', audits / 10, 3500, 0, true);
-  await seed(db, 'owner-b', audits - audits / 10, 7 * 86_400, 3700);
-  row(`+ another owner's ${audits}`, await measureView(db, 'owner-a'), base);
-  console.log(table(['view of owner-a', 'p50 ms', 'p99 ms', 'p50 ×', 'p99 ×'], rows));
-
-  const writes = Math.max(200, Math.min(5000, audits / 20));
-  const withView: number[] = [];
-  const without: number[] = [];
-  const drops = `DROP TRIGGER message_tool_audit_owner ON message; DROP INDEX message_owner_id_created_at_idx; DROP INDEX message_owner_id_changed_at_idx`;
-  const creates = (await import('node:fs')).readFileSync(new URL('../prisma/migrations/20261202110000_tool_activity/migration.sql', import.meta.url), 'utf8')
-    .split(';').filter((statement) => /CREATE (TRIGGER|INDEX)/.test(statement)).join(';');
-  // Back to back, alternating, so neither side has the warmer cache.
-  for (let round = 0; round < 3; round++) {
-    withView.push(await measureWrites(db, 'owner-w', writes));
-    await db.driver.exec(drops);
-    without.push(await measureWrites(db, 'owner-w', writes));
-    await db.driver.exec(creates);
+  if (Number(flags.steps) >= 2) {
+    await seed(db, 'owner-a', audits * 4, 30 * 86_400, 7 * 86_400);
+    row(`+ ${audits * 4} older than the window`, await measureView(db, 'owner-a'), base);
   }
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
-  console.log(table(['write statements', 'per second (median of 3)', '×'], [
-    ['without the trigger and indexes', round(median(without), 0), 1],
-    ['with them', round(median(withView), 0), round(median(withView) / median(without))],
-  ]));
+  if (Number(flags.steps) >= 3) {
+    await seed(db, 'owner-b', audits / 10, 3500, 0, true);
+    await seed(db, 'owner-b', audits - audits / 10, 7 * 86_400, 3700);
+    row(`+ another owner's ${audits}`, await measureView(db, 'owner-a'), base);
+  }
+  console.log(table(['view of owner-a', 'ended in the window', 'p50 ms', 'p99 ms', 'p50 ×', 'p99 ×', 'floor p50', 'p50 / floor', ...(baseline ? ['baseline p50', 'baseline p99', 'p50 / baseline'] : [])], rows));
+  if (!flags['skip-writes']) {
+    const writes = Math.max(200, Math.min(5000, audits / 20));
+    const withView: number[] = [];
+    const without: number[] = [];
+    const drops = `DROP TRIGGER message_tool_audit_owner ON message; DROP INDEX message_owner_id_created_at_idx; DROP INDEX message_owner_id_changed_at_idx`;
+    const creates = (await import('node:fs')).readFileSync(new URL('../prisma/migrations/20261202110000_tool_activity/migration.sql', import.meta.url), 'utf8')
+      .split(';').filter((statement) => /CREATE (TRIGGER|INDEX)/.test(statement)).join(';');
+    // Back to back, alternating, so neither side has the warmer cache.
+    for (let round = 0; round < 3; round++) {
+      withView.push(await measureWrites(db, 'owner-w', writes));
+      await db.driver.exec(drops);
+      without.push(await measureWrites(db, 'owner-w', writes));
+      await db.driver.exec(creates);
+    }
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[1]!;
+    console.log(table(['write statements', 'per second (median of 3)', '×'], [
+      ['without the trigger and indexes', round(median(without), 0), 1],
+      ['with them', round(median(withView), 0), round(median(withView) / median(without))],
+    ]));
+  }
 } finally {
   // Closed first: the scratch database is dropped after its connections are gone.
   await db.close();

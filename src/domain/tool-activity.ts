@@ -1,5 +1,5 @@
 import type { Principal } from './principal.js';
-import type { Sql } from '../db/sql.js';
+import { prepared, type Sql } from '../db/sql.js';
 import { requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput } from './errors.js';
@@ -70,10 +70,28 @@ export function activityListSize(first: number | null | undefined): number {
 /** How many equal buckets a window is cut into: at most MAX_BUCKETS, none shorter than a second. */
 export const bucketCount = (windowSeconds: number) => Math.min(MAX_BUCKETS, windowSeconds);
 
+const GROUPED_BY = ['name', 'bin', 'end_bucket', 'start_bucket'];
+/** GROUPING(name, bin, end_bucket, start_bucket) of the grouping set of these columns: a bit set for each column it does not group by. */
+const grouping = (...set: string[]) => GROUPED_BY.reduce((bits, column) => (bits << 1) | (set.includes(column) ? 0 : 1), 0);
+
+/** The value a percentile reports from its bin, an array [bin, least, greatest] (DURATION_BIN_GROWTH). */
+const binValue = (bin: string) =>
+  `least(${bin}[3], greatest(${bin}[2], round(2 * power(${DURATION_BIN_GROWTH}::float8, ${bin}[1]) / (${DURATION_BIN_GROWTH} + 1))))`;
+
 const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
 /** A tool audit of the owner ($1), of the tool $3 when given, in a thread not deleted. */
 const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text IS NULL OR m.name = $3::text)
     AND m.thread_id NOT IN (SELECT id FROM gone)`;
+
+/**
+ * Durations are counted in log-spaced bins growing by this factor (DDSketch's idea): a bin holds
+ * the values in (γ^(h−1), γ^h], and the value a percentile reports, 2γ^h/(γ+1) kept within the
+ * bin's own least and greatest value, is within (γ−1)/(γ+1) ≈ 2 % of every value in the bin, so
+ * of the exact nearest-rank percentile; rounded to a whole millisecond, within 4 % (SEMANTICS.md:
+ * within 5 %). Below 25 ms a bin is narrower than a millisecond, so it holds one value and the
+ * percentile is exact.
+ */
+export const DURATION_BIN_GROWTH = 1.04;
 
 /**
  * The view, one statement (so one snapshot). `at` is the database's clock read after the snapshot
@@ -81,47 +99,69 @@ const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text I
  * database clock: an audit started when its start committed (`created_at`) and ended when its end
  * did (`changed_at`: an ended audit never changes again), never a worker's clock. It reads the
  * owner's running audits and those that ended within the window, through the partial indexes of
- * migration 20261202110000_tool_activity, and nothing else of the owner's history.
+ * migration 20261202110000_tool_activity, and nothing else of the owner's history. The window's
+ * ended audits are read once and counted by how they ended in one pass of two grouping sets (per tool
+ * and duration bin; per bucket of the end and bucket of the start), never sorted or kept;
+ * the recent failures are the newest few of the same index, read on their own.
+ * Prepared once per connection: its planning is a large part of a small window's view.
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
  */
-export const TOOL_ACTIVITY_STATEMENT = `WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
+export const TOOL_ACTIVITY_STATEMENT = prepared(`WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
 gone AS (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL),
 running AS MATERIALIZED (
   SELECT m.id, m.name, m.created_at FROM message m WHERE ${OWNED} AND m.status = 'RUNNING'),
-ended AS MATERIALIZED (
-  SELECT m.id, m.name, m.status, m.duration_ms, m.created_at, m.changed_at FROM message m
-  WHERE ${OWNED} AND m.status <> 'RUNNING' AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)),
-tools AS (
-  SELECT name, count(*) FILTER (WHERE is_running) AS running,
-    count(*) FILTER (WHERE status = 'COMPLETED') AS completed, count(*) FILTER (WHERE status = 'FAILED') AS failed,
-    count(*) FILTER (WHERE NOT is_running AND status NOT IN ('COMPLETED', 'FAILED')) AS other_ended,
-    percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95,
-    max(duration_ms) AS max, count(*) AS total
-  FROM (SELECT name, true AS is_running, NULL::"AuditStatus" AS status, NULL::int AS duration_ms FROM running
-        UNION ALL SELECT name, false, status, duration_ms FROM ended) a
-  GROUP BY name),
 events AS (
-  SELECT created_at AS t, 1 AS started, NULL::"AuditStatus" AS status FROM running WHERE created_at >= (SELECT since FROM w)
-  UNION ALL SELECT created_at, 1, NULL FROM ended WHERE created_at >= (SELECT since FROM w)
-  UNION ALL SELECT changed_at, 0, status FROM ended),
+  SELECT name, 'running' AS class, NULL::int AS duration_ms, created_at, NULL::timestamptz AS changed_at FROM running
+  UNION ALL
+  SELECT m.name, CASE m.status WHEN 'COMPLETED' THEN 'completed' WHEN 'FAILED' THEN 'failed' ELSE 'other' END,
+    m.duration_ms, m.created_at, m.changed_at FROM message m
+  WHERE ${OWNED} AND m.status <> 'RUNNING' AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)),
+binned AS (
+  SELECT e.name, e.class, e.duration_ms,
+    CASE WHEN e.created_at >= w.since THEN least($4::int - 1, floor(date_part('epoch', e.created_at - w.since) * $4::int / $2::int))::int END AS start_bucket,
+    least($4::int - 1, floor(date_part('epoch', e.changed_at - w.since) * $4::int / $2::int))::int AS end_bucket,
+    CASE WHEN e.duration_ms >= 1 THEN ceil(ln(e.duration_ms) / ln(${DURATION_BIN_GROWTH}))::int WHEN e.duration_ms IS NOT NULL THEN -1 END AS bin
+  FROM events e, w),
+grouped AS MATERIALIZED (
+  SELECT GROUPING(name, bin, end_bucket, start_bucket) AS grouping_set, name, bin, end_bucket, start_bucket,
+    count(*) FILTER (WHERE class = 'running') AS running, count(*) FILTER (WHERE class = 'completed') AS completed,
+    count(*) FILTER (WHERE class = 'failed') AS failed, count(*) FILTER (WHERE class = 'other') AS other_ended,
+    count(*) AS n, min(duration_ms) AS lo, max(duration_ms) AS hi
+  FROM binned GROUP BY GROUPING SETS ((name, bin), (end_bucket, start_bucket))),
+by_tool AS (SELECT * FROM grouped WHERE grouping_set = ${grouping('name', 'bin')}),
+tools AS (
+  SELECT name, sum(running) AS running, sum(completed) AS completed, sum(failed) AS failed, sum(other_ended) AS other_ended, max(hi) AS max, sum(n) AS total
+  FROM by_tool GROUP BY name),
+bins AS (
+  SELECT name, bin, lo, hi, sum(n) OVER (PARTITION BY name ORDER BY bin) AS below, sum(n) OVER (PARTITION BY name) AS timed
+  FROM by_tool WHERE bin IS NOT NULL),
+percentiles AS MATERIALIZED (
+  SELECT name, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.5 * timed)) AS p50, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.95 * timed)) AS p95
+  FROM bins GROUP BY name),
+by_time AS (SELECT * FROM grouped WHERE grouping_set = ${grouping('end_bucket', 'start_bucket')}),
 buckets AS (
-  SELECT least($4::int - 1, floor(date_part('epoch', e.t - w.since) * $4::int / $2::int))::int AS bucket,
-    sum(e.started) AS started, count(*) FILTER (WHERE e.status = 'COMPLETED') AS completed,
-    count(*) FILTER (WHERE e.status = 'FAILED') AS failed, count(*) FILTER (WHERE e.status NOT IN ('COMPLETED', 'FAILED')) AS other_ended
-  FROM events e, w GROUP BY 1),
+  SELECT bucket, sum(started) AS started, sum(completed) AS completed, sum(failed) AS failed, sum(other_ended) AS other_ended
+  FROM (SELECT start_bucket AS bucket, n AS started, 0 AS completed, 0 AS failed, 0 AS other_ended FROM by_time WHERE start_bucket IS NOT NULL
+        UNION ALL SELECT end_bucket, 0, completed, failed, other_ended FROM by_time WHERE end_bucket IS NOT NULL) b
+  GROUP BY bucket),
+failures AS (
+  SELECT m.id, m.changed_at FROM message m
+  WHERE ${OWNED} AND m.status <> 'RUNNING' AND m.status = 'FAILED' AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)
+  ORDER BY m.changed_at DESC, m.id DESC LIMIT $5),
 listed AS (
   SELECT 0 AS part, 0::bigint AS ord, NULL::uuid AS id
   UNION ALL SELECT 1, row_number() OVER (ORDER BY created_at, id), id FROM (SELECT * FROM running ORDER BY created_at, id LIMIT $5) r
-  UNION ALL SELECT 2, row_number() OVER (ORDER BY changed_at DESC, id DESC), id
-    FROM (SELECT * FROM ended WHERE status = 'FAILED' ORDER BY changed_at DESC, id DESC LIMIT $5) f)
+  UNION ALL SELECT 2, row_number() OVER (ORDER BY changed_at DESC, id DESC), id FROM failures)
 SELECT l.part AS activity_part, w.at AS activity_at, w.since AS activity_since,
   CASE WHEN l.part = 0 THEN jsonb_build_object(
     'runningCount', (SELECT count(*) FROM running),
-    'tools', (SELECT coalesce(jsonb_agg(jsonb_build_array(name, running, completed, failed, other_ended, p50, p95, max) ORDER BY total DESC, name), '[]') FROM tools),
-    'buckets', (SELECT coalesce(jsonb_agg(jsonb_build_array(bucket, started, completed, failed, other_ended)), '[]') FROM buckets)) END AS activity_summary,
+    'tools', (SELECT coalesce(jsonb_agg(jsonb_build_array(t.name, coalesce(t.running, 0), coalesce(t.completed, 0), coalesce(t.failed, 0), coalesce(t.other_ended, 0),
+        ${binValue('p.p50')}, ${binValue('p.p95')}, t.max)
+      ORDER BY t.total DESC, t.name), '[]') FROM tools t LEFT JOIN percentiles p ON p.name = t.name),
+    'buckets', (SELECT coalesce(jsonb_agg(jsonb_build_array(bucket, coalesce(started, 0), coalesce(completed, 0), coalesce(failed, 0), coalesce(other_ended, 0))), '[]') FROM buckets)) END AS activity_summary,
   ${columns}
 FROM listed l CROSS JOIN w LEFT JOIN message m ON m.id = l.id
-ORDER BY l.part, l.ord`;
+ORDER BY l.part, l.ord`);
 
 type Summary = {
   runningCount: number;

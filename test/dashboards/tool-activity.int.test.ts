@@ -192,6 +192,37 @@ describe(`toolActivity (${backendName})`, () => {
     expect(stat.maxDurationMs).toBe(sorted.at(-1));
   });
 
+  it('keeps p50 and p95 within 5 % of nearest-rank over thousands of durations, exact where a bin holds one value', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    // Rows as the lifecycle leaves them, written here by the thousand: a long tail (0 to 90 s, many
+    // repeated), a tool of short calls (below 25 ms, where a bin holds one value), and one of
+    // durations all alike but one outlier.
+    await t.app.db.driver.query(
+      `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at)
+       SELECT gen_random_uuid(), $1, $2, 'TOOL', 'tool_audit', tool || i, tool,
+         (CASE WHEN i % 7 = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus", duration, now() - interval '10 minutes', now()
+       FROM generate_series(1, 3000) AS i
+       CROSS JOIN LATERAL (VALUES ('tail', ((i * 7919) % 300) ^ 2), ('short', (i * 31) % 24), ('flat', CASE WHEN i = 1 THEN 60000 ELSE 1234 END)) AS d(tool, duration)`,
+      [threadId, runId],
+    );
+    const exact = await t.app.db.driver.query<{ name: string; p50: number; p95: number; max: number }>(
+      `SELECT name, percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95,
+         max(duration_ms) AS max FROM message WHERE run_id = $1 GROUP BY name`,
+      [runId],
+    );
+    const view = await activity(who.owner);
+    for (const { name, p50, p95, max } of exact) {
+      const stat = view.tools.find((tool: { name: string }) => tool.name === name);
+      expect(stat.completed + stat.failed, name).toBe(3000);
+      expect(Math.abs(stat.p50DurationMs - p50), `${name} p50 ${stat.p50DurationMs} against ${p50}`).toBeLessThanOrEqual(0.05 * p50);
+      expect(Math.abs(stat.p95DurationMs - p95), `${name} p95 ${stat.p95DurationMs} against ${p95}`).toBeLessThanOrEqual(0.05 * p95);
+      expect(stat.maxDurationMs, name).toBe(max);
+      if (name !== 'tail') expect([stat.p50DurationMs, stat.p95DurationMs], name).toEqual([p50, p95]);
+    }
+  });
+
   it('refuses bad bounds with BAD_USER_INPUT', async () => {
     const { owner } = await actors(t);
     for (const windowSeconds of [59, 604_801, 0, -1]) {
