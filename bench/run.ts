@@ -270,7 +270,7 @@ interface BatchRow {
   workers: number;
   runsAtOnce: number;
   /** The server through each worker's batching client; eventsPerRequest: the batch size the writers reached. */
-  server: WriteResult & { serverCpuMsPerEvent: number; eventsPerRequest: number };
+  server: WriteResult & { serverCpuMsPerEvent: number; statementsPerEvent: number; eventsPerRequest: number };
   /** The write floor, one transaction per event, the same W (W loops, not W×R: the floor's pool is the limit). */
   eventFloor: WriteResult;
   /** The same events as the write floor's calls, one transaction per batch of R (lib/batch-path.ts). */
@@ -294,10 +294,11 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
   const batchFloors: BatchFloorWindow[] = [];
   const servers: WriteWindow[] = [];
   let cpuUs = 0;
+  let statements = 0;
   let requests = 0;
   for (let pass = 0; pass < settings.rounds; pass++) {
-    // 32×R loops start together (threads, runs, claims): a longer warm-up than the write section's.
-    const warmupMs = pass === 0 ? Math.max(3000, settings.warmupSeconds * 1000) : 1000;
+    // W×R loops start together each round (threads, runs, claims): a longer warm-up than the write section's.
+    const warmupMs = Math.max(3000, settings.warmupSeconds * 1000);
     log(`  batched, W=${workers} × ${runsAtOnce} runs, round ${pass + 1} of ${settings.rounds}: per-event floor, batch floor, server…`);
     eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs));
     batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs));
@@ -307,6 +308,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     servers.push(await (pass === 0 ? profiled(server, `batch-W${workers}x${runsAtOnce}`, measure) : measure()));
     const end = await server.counts();
     cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
+    statements += end.statements - start.statements;
     requests += counter.requests;
     log(
       `    server ${Math.round(servers.at(-1)!.eventsPerSecond)} events/s (${round(servers.at(-1)!.phaseEvents / counter.requests, 1)} a request), ` +
@@ -327,6 +329,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
       ...measured,
       // Per lifecycle event the clients sent (claims included; createRun's requests are the owner's, one per ten events, not counted).
       serverCpuMsPerEvent: round(cpuUs / 1000 / measured.phaseEvents, 3)!,
+      statementsPerEvent: round(statements / measured.phaseEvents, 1)!,
       eventsPerRequest: round(measured.phaseEvents / requests, 1)!,
     },
     eventFloor: combineWindows(eventFloors),
@@ -341,7 +344,7 @@ function printBatch(row: BatchRow) {
   log(`\nBatched write path: W=${row.workers} workers × ${row.runsAtOnce} runs at once, lifecycle events/s`);
   log(
     table(
-      ['server ev/s', 'events a request', 'per-event floor ev/s', 'batch floor ev/s', 'server/per-event floor', 'server/batch floor', 'rounds', 'server CPU ms/ev'],
+      ['server ev/s', 'events a request', 'per-event floor ev/s', 'batch floor ev/s', 'server/per-event floor', 'server/batch floor', 'rounds', 'server CPU ms/ev', 'server SQL/ev'],
       [
         [
           Math.round(row.server.eventsPerSecond),
@@ -352,6 +355,7 @@ function printBatch(row: BatchRow) {
           row.overBatchFloor,
           row.rounds.map((r) => `${r.overEventFloor}/${r.overBatchFloor}`).join(' '),
           row.server.serverCpuMsPerEvent,
+          row.server.statementsPerEvent,
         ],
       ],
     ),
