@@ -1,4 +1,5 @@
 // npx tsx bench/embedded-memory.ts [--workers 8] [--seconds 20] [--node-flags "--max-semi-space-size=64"]
+//   [--malloc-env "MALLOC_TRIM_THRESHOLD_=131072"] (default: the serve script's; "" for glibc's defaults)
 //
 // The embedded default's memory (issue 45, "a lean embedded default"): `npm run serve`'s command
 // on a fresh data directory (PGlite), its resident size read from /proc: the peak of its first
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { AuditClient } from '@agent-audit/client';
+import { SERVE_MALLOC_ENV } from './lib/server-process.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -20,6 +22,8 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string', default: '20' },
     // The serve script's node flags (package.json), so a run can compare others.
     'node-flags': { type: 'string', default: /node (.*?) --import tsx/.exec(JSON.parse(readFileSync('package.json', 'utf8')).scripts.serve)![1]! },
+    // The serve script's allocator settings (package.json), so a run can compare others.
+    'malloc-env': { type: 'string', default: Object.entries(SERVE_MALLOC_ENV).map(([name, value]) => `${name}=${value}`).join(' ') },
   },
 });
 const workers = Number(flags.workers);
@@ -63,7 +67,10 @@ async function driveRuns(owner: AuditClient, worker: AuditClient, until: number)
 const dataDir = mkdtempSync(join(tmpdir(), 'audit-memory-'));
 const port = await freePort();
 const child = spawn(process.execPath, [...flags['node-flags'].split(' ').filter(Boolean), '--import', 'tsx', 'src/main.ts'], {
-  env: { ...process.env, NODE_ENV: 'production', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', REDIS_URL: '', AUTH_JWT_SECRET: '' },
+  env: {
+    ...process.env,
+    ...Object.fromEntries(flags['malloc-env'].split(' ').filter(Boolean).map((setting) => setting.split('=') as [string, string])),
+    NODE_ENV: 'production', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', REDIS_URL: '', AUTH_JWT_SECRET: '' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 let banner = '';
@@ -89,7 +96,7 @@ try {
   clearInterval(sampler);
   const { rss: afterWrites, peak } = memory(child.pid!);
 
-  console.log(`node flags: ${flags['node-flags'] || '(none)'}; W=${workers}, ${seconds} s of writes`);
+  console.log(`node flags: ${flags['node-flags'] || '(none)'}; allocator: ${flags['malloc-env'] || "glibc's defaults"}; W=${workers}, ${seconds} s of writes`);
   console.log(`first start: ${startSeconds.toFixed(1)} s, peak resident ${firstStartPeak} MB`);
   console.log(`resident after start (settled 5 s): ${afterStart} MB`);
   console.log(`under writes: resident up to ${Math.max(underWrites, afterWrites)} MB (process peak ${peak} MB); ${Math.round(events / seconds)} lifecycle events/s`);

@@ -1,7 +1,8 @@
-// npm run bench [-- --quick] [--sections write,read,fanout,storm,curves,export] [--workers 1,8,32]
+// npm run bench [-- --quick] [--sections write,batch,read,fanout,storm,curves,export] [--workers 1,8,32]
 //   [--subscribers 100,1000] [--transports ws,sse] [--streams toolStatusChanged,threadChanges] [--redis URL]
 //   [--pubsubs memory,redis] [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--profile] [--record]
 //   [--curves write,read,catchup,memory] [--scale 1] [--interval 40,20] [--writers 1,4]
+//   [--runs-at-once 10] (batch: each of the widest W workers drives this many runs at once)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
 // the bench creates a fresh database there and drops it afterwards). The server runs as its own
@@ -27,6 +28,7 @@ import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.js';
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, READ_WARMUPS, seedTimeline, serverReadStatements, type ReadResult } from './lib/timeline.js';
+import { batchedServerTarget, measureBatchFloor, type BatchFloorWindow } from './lib/batch-path.js';
 import { combineWindows, floorTarget, measureWritePath, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -37,7 +39,7 @@ const RESULTS = join(ROOT, 'bench/results');
  * known loads rather than at whatever rate the machine saturates at (`--interval 0` measures that).
  */
 const DEFAULT_FANOUT_INTERVALS_MS = [40, 20];
-const SECTIONS = ['write', 'read', 'fanout', 'storm', 'curves', 'export'] as const;
+const SECTIONS = ['write', 'batch', 'read', 'fanout', 'storm', 'curves', 'export'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: flags } = parseArgs({
@@ -60,6 +62,7 @@ const { values: flags } = parseArgs({
     scale: { type: 'string' },
     curves: { type: 'string' },
     record: { type: 'boolean', default: false },
+    'runs-at-once': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -105,6 +108,8 @@ const settings = {
   /** Cost curves to run (lib/curves.ts) and the factor on their sizes (0.01 for a quick check). */
   curves: (flags.curves ?? CURVES.join(',')).split(',') as Curve[],
   scale: Number(flags.scale ?? 1),
+  /** The batch section: runs each worker drives at once through its batching client. */
+  runsAtOnce: Number(flags['runs-at-once'] ?? 10),
 };
 settings.pubsubs = flags.pubsubs ? (flags.pubsubs.split(',') as ('memory' | 'redis')[]) : settings.redisUrl ? ['memory', 'redis'] : ['memory'];
 for (const section of settings.sections) {
@@ -261,6 +266,102 @@ function printWrite(rows: WriteRow[]) {
   }
 }
 
+interface BatchRow {
+  workers: number;
+  runsAtOnce: number;
+  /** The server through each worker's batching client; eventsPerRequest: the batch size the writers reached. */
+  server: WriteResult & { serverCpuMsPerEvent: number; statementsPerEvent: number; eventsPerRequest: number };
+  /** The write floor, one transaction per event, the same W (W loops, not W×R: the floor's pool is the limit). */
+  eventFloor: WriteResult;
+  /** The same events as the write floor's calls, one transaction per batch of R (lib/batch-path.ts). */
+  batchFloor: BatchFloorWindow;
+  /** Medians of the rounds' ratios, and each round's. */
+  overEventFloor: number | null;
+  overBatchFloor: number | null;
+  rounds: { overEventFloor: number | null; overBatchFloor: number | null }[];
+}
+
+/**
+ * The widest W: per round the per-event floor, the batch floor, then the server through the
+ * batching clients (W clients, R runs each), interleaved as in the write section.
+ */
+async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: Backend, ownerToken: string, workerTokens: string[]): Promise<BatchRow> {
+  const workers = Math.max(...settings.workers);
+  const runsAtOnce = settings.runsAtOnce;
+  const workerSubs = workerTokens.map((_, index) => `bench-worker-${index}`);
+  const windowMs = (settings.measureSeconds * 1000) / settings.rounds;
+  const eventFloors: WriteWindow[] = [];
+  const batchFloors: BatchFloorWindow[] = [];
+  const servers: WriteWindow[] = [];
+  let cpuUs = 0;
+  let statements = 0;
+  let requests = 0;
+  for (let pass = 0; pass < settings.rounds; pass++) {
+    // W×R loops start together each round (threads, runs, claims): a longer warm-up than the write section's.
+    const warmupMs = Math.max(3000, settings.warmupSeconds * 1000);
+    log(`  batched, W=${workers} × ${runsAtOnce} runs, round ${pass + 1} of ${settings.rounds}: per-event floor, batch floor, server…`);
+    eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs));
+    batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs));
+    const { target, counter } = batchedServerTarget(server.url, http, ownerToken, workerTokens, runsAtOnce);
+    const start = await server.counts();
+    const measure = () => measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs);
+    servers.push(await (pass === 0 ? profiled(server, `batch-W${workers}x${runsAtOnce}`, measure) : measure()));
+    const end = await server.counts();
+    cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
+    statements += end.statements - start.statements;
+    requests += counter.requests;
+    log(
+      `    server ${Math.round(servers.at(-1)!.eventsPerSecond)} events/s (${round(servers.at(-1)!.phaseEvents / counter.requests, 1)} a request), ` +
+        `per-event floor ${Math.round(eventFloors.at(-1)!.eventsPerSecond)}, batch floor ${Math.round(batchFloors.at(-1)!.eventsPerSecond)}`,
+    );
+  }
+  const measured = combineWindows(servers);
+  const rounds = servers.map((window, index) => ({
+    overEventFloor: ratio(window.eventsPerSecond, eventFloors[index]!.eventsPerSecond),
+    overBatchFloor: ratio(window.eventsPerSecond, batchFloors[index]!.eventsPerSecond),
+  }));
+  const sum = (pick: (window: BatchFloorWindow) => number) => batchFloors.reduce((total, window) => total + pick(window), 0);
+  const seconds = sum((window) => window.seconds);
+  return {
+    workers,
+    runsAtOnce,
+    server: {
+      ...measured,
+      // Per lifecycle event the clients sent (claims included; createRun's requests are the owner's, one per ten events, not counted).
+      serverCpuMsPerEvent: round(cpuUs / 1000 / measured.phaseEvents, 3)!,
+      statementsPerEvent: round(statements / measured.phaseEvents, 1)!,
+      eventsPerRequest: round(measured.phaseEvents / requests, 1)!,
+    },
+    eventFloor: combineWindows(eventFloors),
+    batchFloor: { workers, runsAtOnce, seconds, events: sum((w) => w.events), eventsPerSecond: sum((w) => w.events) / seconds, batches: sum((w) => w.batches) },
+    overEventFloor: medianOf(rounds.map((r) => r.overEventFloor)),
+    overBatchFloor: medianOf(rounds.map((r) => r.overBatchFloor)),
+    rounds,
+  };
+}
+
+function printBatch(row: BatchRow) {
+  log(`\nBatched write path: W=${row.workers} workers × ${row.runsAtOnce} runs at once, lifecycle events/s`);
+  log(
+    table(
+      ['server ev/s', 'events a request', 'per-event floor ev/s', 'batch floor ev/s', 'server/per-event floor', 'server/batch floor', 'rounds', 'server CPU ms/ev', 'server SQL/ev'],
+      [
+        [
+          Math.round(row.server.eventsPerSecond),
+          row.server.eventsPerRequest,
+          Math.round(row.eventFloor.eventsPerSecond),
+          Math.round(row.batchFloor.eventsPerSecond),
+          row.overEventFloor,
+          row.overBatchFloor,
+          row.rounds.map((r) => `${r.overEventFloor}/${r.overBatchFloor}`).join(' '),
+          row.server.serverCpuMsPerEvent,
+          row.server.statementsPerEvent,
+        ],
+      ],
+    ),
+  );
+}
+
 interface ReadRow {
   limit: number;
   audits: number;
@@ -381,6 +482,13 @@ async function runSections(
     const rows = await writeSection(server, http, backend, ownerToken, workerTokens);
     report.write = rows;
     printWrite(rows);
+  }
+
+  if (runs('batch')) {
+    log('Batched write path…');
+    const row = await batchSection(server, http, backend, ownerToken, workerTokens);
+    report.batch = row;
+    printBatch(row);
   }
 
   if (runs('read') && timeline) {
@@ -594,6 +702,24 @@ function targets(report: Record<string, any>): TargetRow[] {
       figure: `${single.server.statementsPerEvent} statements, ${single.server.serverCpuMsPerEvent} ms`,
       ratio: null,
       met: single.server.statementsPerEvent <= 3 && single.server.serverCpuMsPerEvent <= 0.9,
+    });
+  }
+  const batch = report.batch as BatchRow | undefined;
+  if (batch) {
+    const figure = `${Math.round(batch.server.eventsPerSecond)} / ${Math.round(batch.eventFloor.eventsPerSecond)} / ${Math.round(batch.batchFloor.eventsPerSecond)} events/s`;
+    rows.push({
+      path: 'write, batched',
+      target: `W=${batch.workers} × ${batch.runsAtOnce} runs: events/s ≥ 1.5× the per-event floor's`,
+      figure,
+      ratio: batch.overEventFloor,
+      met: (batch.overEventFloor ?? 0) >= 1.5,
+    });
+    rows.push({
+      path: 'write, batched',
+      target: 'events/s ≥ 0.6× the batch floor’s (one transaction per batch)',
+      figure,
+      ratio: batch.overBatchFloor,
+      met: (batch.overBatchFloor ?? 0) >= 0.6,
     });
   }
   const read = report.read as ReadRow | undefined;

@@ -8,7 +8,10 @@ import { ipcClient } from './ipc.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PROBE = fileURLToPath(new URL('./server-probe.ts', import.meta.url));
 /** The V8 flags `npm run serve` gives the server (package.json), so the bench measures that server. */
-const SERVE_FLAGS: string[] = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).scripts.serve.match(/--max-[a-z-]+=\d+/g) ?? [];
+const SERVE_SCRIPT: string = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).scripts.serve;
+const SERVE_FLAGS: string[] = SERVE_SCRIPT.match(/--max-[a-z-]+=\d+/g) ?? [];
+/** The allocator's settings `npm run serve` gives the server (glibc reads them at start: MALLOC_TRIM_THRESHOLD_). */
+export const SERVE_MALLOC_ENV: Record<string, string> = Object.fromEntries([...SERVE_SCRIPT.matchAll(/\b(MALLOC_\w+)=(\S+)/g)].map(([, name, value]) => [name!, value!]));
 
 export interface ProbeCounts {
   statements: number;
@@ -81,6 +84,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
       WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '100000',
       // Thousands of handshakes at once (the memory curve) keep the event loop busy for seconds.
       WS_INIT_TIMEOUT_MS: '60000',
+      ...SERVE_MALLOC_ENV,
       ...inherited,
       ...env,
       PORT: String(port),

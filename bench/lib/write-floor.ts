@@ -17,7 +17,7 @@
 import { newId } from '../../src/domain/ids.js';
 import { clockReading, type Step } from './run-script.js';
 import type { Lease } from './server-worker.js';
-import type { Sql } from './sql.js';
+import type { Sql, SqlSession } from './sql.js';
 
 const FUNCTIONS = /* SQL */ `
 CREATE SCHEMA IF NOT EXISTS bench_floor;
@@ -149,18 +149,18 @@ export async function installWriteFloor(sql: Sql) {
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
 /** A thread of the floor's own, owned by `ownerSub`. */
-export async function floorCreateThread(sql: Sql, ownerSub: string): Promise<string> {
+export async function floorCreateThread(sql: SqlSession, ownerSub: string): Promise<string> {
   const [thread] = await sql.query(`INSERT INTO thread (id, owner_id, title) VALUES ($1, $2, 'bench floor') RETURNING id`, [newId(), ownerSub]);
   return thread!.id as string;
 }
 
-export async function floorCreateRun(sql: Sql, ownerSub: string, threadId: string): Promise<string> {
+export async function floorCreateRun(sql: SqlSession, ownerSub: string, threadId: string): Promise<string> {
   const [run] = await sql.query('SELECT bench_floor.create_run($1, $2, $3) AS id', [newId(), threadId, ownerSub]);
   return run!.id as string;
 }
 
 /** One lifecycle event as one function call; a claim returns the new lease. */
-export async function floorStep(sql: Sql, workerSub: string, runId: string, lease: Lease | null, step: Step): Promise<Lease | null> {
+export async function floorStep(sql: SqlSession, workerSub: string, runId: string, lease: Lease | null, step: Step): Promise<Lease | null> {
   if (step.op === 'claimRun') {
     const [claimed] = await sql.query('SELECT bench_floor.claim_run($1, $2, $3) AS epoch', [runId, workerSub, step.leaseSeconds]);
     return { runId, epoch: claimed!.epoch as number };

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { messages, parse, PGlite, protocol, type ParserOptions, type PGliteOptions, type Results, type Transaction } from '@electric-sql/pglite';
+import { parse, PGlite, protocol, type ParserOptions, type PGliteOptions, type Results, type Transaction } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { INT8, mappedSql, prismaClient, TIMESTAMPTZ, type Database, type Rows, type SqlDriver, type SqlTransactor } from './driver.js';
@@ -41,13 +41,13 @@ function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
     const answer = await exchange(serialize.bind({ statement: name, values: serialized }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync());
     return parse.parseResults(answer, allParsers, { rowMode: 'array' })[0] as Results<unknown[]>;
   }
-  /** No transaction is open on PGlite's one session: a Sync's ReadyForQuery says so (status I). */
-  const idle = async () => (await exchange(serialize.sync())).some((message) => message instanceof messages.ReadyForQueryMessage && message.status === 'I');
+  /** No transaction is open on PGlite's one session (asked of the backend directly, no exchange). */
+  const idle = () => !pglite.isInTransaction();
   // `runExclusive` keeps every other statement out while it runs, but another caller's
   // transaction may be open between two of its statements, and a statement sent then would run
   // inside it. Then the call waits for that transaction to end, and runs in one of its own.
   return async (text, values = []) =>
-    (await pglite.runExclusive(async () => ((await idle()) ? execute(text, values) : undefined))) ??
+    (await pglite.runExclusive(async () => (idle() ? execute(text, values) : undefined))) ??
     pglite.transaction(() => pglite.runExclusive(() => execute(text, values)));
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import type { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { Plugin } from 'graphql-yoga';
 
 /** Every page this server serves may be framed by no other page (clickjacking). */
@@ -8,12 +8,14 @@ export const FRAME_ANCESTORS = "frame-ancestors 'none'";
 /**
  * GraphiQL's page, with a Content-Security-Policy that allows its own inline scripts by their
  * hashes (and nothing else inline), its editor's workers from blob: URLs, and connections to this
- * server only. The page is the same on every request, so the policy is computed once.
+ * server only. The page is the same on every request, so the policy is computed once. GraphiQL
+ * (a 9 MB script) is loaded at its first page, not at start: most servers never show it.
  */
 export function graphiqlWithPolicy() {
   let policy: string | undefined;
-  const render: typeof renderGraphiQL = (options) => {
-    const html = renderGraphiQL(options);
+  const render = async (options: Parameters<typeof renderGraphiQL>[0]) => {
+    const { renderGraphiQL: renderPage } = await import('@graphql-yoga/render-graphiql');
+    const html = renderPage(options);
     policy ??= policyFor(html);
     return html;
   };

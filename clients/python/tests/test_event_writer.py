@@ -85,6 +85,65 @@ class EventWriterTest(unittest.TestCase):
         self.assertEqual(start(writer, "c9"), {"toolCallId": "c9"})
         self.assertEqual([name for name, _ in transport.requests], ["RecordToolStarted"])
 
+    def test_a_full_queue_makes_a_writer_wait_for_room_and_order_is_kept(self) -> None:
+        transport = HeldTransport({})
+        writer = EventWriter(transport, max_queued=2)  # type: ignore[arg-type]
+        threads = {name: threading.Thread(target=start, args=(writer, name)) for name in ("c0", "c1", "c2", "c3")}
+        threads["c0"].start()
+        self.assertTrue(transport.in_flight.wait(5))
+        for name in ("c1", "c2"):
+            threads[name].start()
+            while name not in [event.variables["input"]["toolCallId"] for event in writer._queue]:  # noqa: SLF001
+                threading.Event().wait(0.001)
+        threads["c3"].start()
+        threads["c3"].join(0.2)
+        # The queue is full: c3's writer waits, unqueued, while the first request is in flight.
+        self.assertTrue(threads["c3"].is_alive())
+        self.assertEqual([event.variables["input"]["toolCallId"] for event in writer._queue], ["c1", "c2"])  # noqa: SLF001
+        transport.release.set()
+        for thread in threads.values():
+            thread.join(5)
+        writer.flush()
+        sent = [
+            [event["toolStarted"]["toolCallId"] for event in variables["events"]] if name == "RecordEvents" else [variables["input"]["toolCallId"]]
+            for name, variables in transport.requests
+        ]
+        self.assertEqual([call for request in sent for call in request], ["c0", "c1", "c2", "c3"])
+        self.assertEqual(sent[:2], [["c0"], ["c1", "c2"]])
+
+    def test_a_request_that_fails_as_a_whole_gives_each_of_its_events_that_error(self) -> None:
+        class FailingBatches(HeldTransport):
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+                if operation is ops.RECORD_EVENTS:
+                    self.requests.append((operation.name, variables))
+                    raise AuditApiError("RecordEvents: unreachable", code="TRANSPORT_ERROR", operation="RecordEvents", retryable=True)
+                return super().execute(operation, variables)
+
+        transport = FailingBatches({})
+        writer = EventWriter(transport)  # type: ignore[arg-type]
+        answers: dict = {}
+
+        def call(name: str) -> None:
+            try:
+                answers[name] = start(writer, name)
+            except AuditApiError as error:
+                answers[name] = error
+
+        threads = [threading.Thread(target=call, args=(name,)) for name in ("c0", "c1", "c2")]
+        threads[0].start()
+        self.assertTrue(transport.in_flight.wait(5))
+        for count, thread in enumerate(threads[1:], start=1):
+            thread.start()
+            while len(writer._queue) < count:  # noqa: SLF001
+                threading.Event().wait(0.001)
+        transport.release.set()
+        for thread in threads:
+            thread.join(5)
+        self.assertEqual(answers["c0"], {"toolCallId": "c0"})
+        for name in ("c1", "c2"):
+            self.assertIsInstance(answers[name], AuditApiError)
+            self.assertEqual(answers[name].code, "TRANSPORT_ERROR")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,117 @@
+// The batched write path (issue 45): W workers each drive R runs at once. On the server, each
+// worker is one AuditClient whose batching writer (packages/client/src/event-writer.ts) sends the
+// events that come while a request is in flight together in one `recordEvents`. The batch floor
+// does the same events as the write floor's functions (lib/write-floor.ts), one transaction per
+// batch: a worker's R runs step in lock-step, step k of all R runs in one transaction.
+import { performance } from 'node:perf_hooks';
+import { AuditClient, type FetchLike } from '@agent-audit/client';
+import type { GraphQLHttp } from './graphql-http.js';
+import { runScript } from './run-script.js';
+import { serverCreateRun, serverCreateThread, stepRequest, type Lease } from './server-worker.js';
+import type { Sql } from './sql.js';
+import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
+import type { WriteTarget } from './write-path.js';
+
+/**
+ * The server through the batching client: `measureWritePath` over W×R loops, each a run at a
+ * time, the loops of one worker sharing its client (so its writer coalesces their events).
+ * `requests` counts the lifecycle requests the clients sent (the events per request is the
+ * batch size the writer reached).
+ */
+export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: string, workerTokens: string[], runsAtOnce: number) {
+  const counter = { requests: 0 };
+  const countingFetch: FetchLike = (input, init) => {
+    counter.requests++;
+    return fetch(input, init);
+  };
+  const clients = new Map<number, AuditClient>();
+  const target: WriteTarget = {
+    async prepare(loop) {
+      const worker = Math.floor(loop / runsAtOnce);
+      let client = clients.get(worker);
+      if (!client) clients.set(worker, (client = new AuditClient({ url, token: workerTokens[worker]!, fetch: countingFetch })));
+      const threadId = await serverCreateThread(http, ownerToken, `bench batched worker ${worker}.${loop % runsAtOnce}`);
+      return {
+        createRun: () => serverCreateRun(http, ownerToken, threadId),
+        async step(runId, lease, step) {
+          if (step.op === 'claimRun') {
+            const claimed = await client.claimRun(runId, step.leaseSeconds);
+            return { runId: claimed.runId, epoch: claimed.epoch };
+          }
+          // The same inputs the unbatched path sends (server-worker.ts), through the client's methods.
+          const input = stepRequest(runId, lease, step).variables.input as never;
+          if (step.op === 'recordModelStarted') await client.recordModelStarted(input);
+          else if (step.op === 'recordModelFinished') await client.recordModelFinished(input);
+          else if (step.op === 'recordToolStarted') await client.recordToolStarted(input);
+          else if (step.op === 'recordToolFinished') await client.recordToolFinished(input);
+          else {
+            await client.finishRun(input);
+            return null;
+          }
+          return lease;
+        },
+      };
+    },
+  };
+  return { target, counter };
+}
+
+export interface BatchFloorWindow {
+  workers: number;
+  runsAtOnce: number;
+  seconds: number;
+  events: number;
+  eventsPerSecond: number;
+  /** Transactions (one per batch) that ended inside the window. */
+  batches: number;
+}
+
+/**
+ * The batch floor: W workers, each driving R runs in lock-step until the window ends; each step
+ * of the R runs (the claims too) is one transaction of R floor calls. Events of transactions that
+ * start after the warm-up and end inside the window count.
+ */
+export async function measureBatchFloor(
+  sql: Sql,
+  ownerSub: string,
+  workerSubs: string[],
+  workers: number,
+  runsAtOnce: number,
+  warmupMs: number,
+  measureMs: number,
+): Promise<BatchFloorWindow> {
+  const threads = await Promise.all(Array.from({ length: workers }, () => floorCreateThread(sql, ownerSub)));
+  const windowStart = performance.now() + warmupMs;
+  const windowEnd = windowStart + measureMs;
+  const steps = runScript();
+  let events = 0;
+  let batches = 0;
+  await Promise.all(
+    threads.map(async (threadId, worker) => {
+      const sub = workerSubs[worker]!;
+      while (performance.now() < windowEnd) {
+        const runIds = await sql.transaction(async (tx) => {
+          const created: string[] = [];
+          for (let run = 0; run < runsAtOnce; run++) created.push(await floorCreateRun(tx, ownerSub, threadId));
+          return created;
+        });
+        let leases: (Lease | null)[] = runIds.map(() => null);
+        for (const step of steps) {
+          const began = performance.now();
+          // One transaction per batch; its calls one after another, as a batch applies them in order.
+          leases = await sql.transaction(async (tx) => {
+            const next: (Lease | null)[] = [];
+            for (const [index, runId] of runIds.entries()) next.push(await floorStep(tx, sub, runId, leases[index]!, step));
+            return next;
+          });
+          const ended = performance.now();
+          if (began >= windowStart && ended <= windowEnd) {
+            events += runsAtOnce;
+            batches++;
+          }
+        }
+      }
+    }),
+  );
+  return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches };
+}
