@@ -319,6 +319,40 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await page.close();
   }, 300_000);
 
+  it("opens a call that never ran, from the ledger across threads, at its own row under its model call, its run loaded", async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'a call that never ran, long ago' });
+    // The first run declares `skip` and ends without running it; 501 newer entries leave that run unloaded.
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const model = await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'skip', name: 'notify', args: { to: 'ops' } }] });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    await writeRunBatched(owner, worker, threadId, 250);
+
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await page.click('button:text("Tool calls across threads")');
+    await page.selectOption('select[aria-label=Case]', 'never run');
+    const entry = page.locator(`[data-testid=ledger] tr[data-tool-call-id="skip"][data-thread-id="${threadId}"]`);
+    await entry.locator('a').click();
+    // Its own row, not the model call that declared it.
+    await expect.poll(() => selectedKey(page)).toMatch(/^declared:/);
+    const selected = page.locator('.row.selected');
+    expect(await selected.locator('.name').textContent()).toBe('notify (skip)');
+    expect(await selected.getAttribute('data-status')).toBe('NEVER_RUN');
+    expect(await selected.isVisible()).toBe(true);
+    await expect.poll(() => page.locator('[data-testid=declared-note]').textContent()).toContain('never');
+    // Under its model call, in its run.
+    const keys = await page.locator('.row-space .row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
+    expect(keys.indexOf(await selected.getAttribute('data-key'))).toBe(keys.indexOf(model.id) + 1);
+    expect(keys.indexOf(model.id)).toBe(keys.indexOf(run.id) + 1);
+    expect(await row(page, run.id).locator('[data-testid=load-run]').count()).toBe(0);
+    await page.close();
+  }, 300_000);
+
   it('opens a thread of 100 runs and 2,300 entries at its newest activity, with the failure in it marked and reached in one key', async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });
