@@ -82,25 +82,33 @@ async function writeRun(
 
 /**
  * A run of `models` model calls each declaring one tool, then an answer: 2 × models + 1 entries,
- * written as one queue (the client batches them). `fail` makes that call's tool fail.
+ * written as one queue (the client batches them). `fail` makes that call's tool fail; `answer:
+ * false` leaves the answer out (2 × models entries); `startAt` (epoch ms) has the runtime observe
+ * its entries from then, 480 ms apart.
  */
-async function writeRunBatched(owner: AuditClient, worker: AuditClient, threadId: string, models: number, fail?: number) {
+async function writeRunBatched(
+  owner: AuditClient, worker: AuditClient, threadId: string, models: number, fail?: number,
+  shape: { answer?: boolean; startAt?: number } = {},
+) {
   const run = await owner.createRun({ threadId });
   const lease = await worker.claimRun(run.id, 600);
   const writes: Promise<{ id: string }>[] = [];
   let sequence = 1;
+  const observedAt = () => (shape.startAt === undefined ? {} : { observedAt: new Date(shape.startAt + 240 * sequence).toISOString() });
   for (let i = 1; i <= models; i++) {
-    writes.push(worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: sequence++, model: 'gpt-x' }));
+    writes.push(worker.recordModelStarted({ lease, operationId: `m${i}`, model: 'gpt-x', ...observedAt(), sequence: sequence++ }));
     writes.push(worker.recordModelFinished({
-      lease, operationId: `m${i}`, status: 'COMPLETED', sequence: sequence++, toolCalls: [{ id: `c${i}`, name: 'pay', args: { n: i } }],
+      lease, operationId: `m${i}`, status: 'COMPLETED', ...observedAt(), sequence: sequence++, toolCalls: [{ id: `c${i}`, name: 'pay', args: { n: i } }],
       usage: { input_tokens: 100, output_tokens: 10 },
     }));
-    writes.push(worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay', effectiveInput: { n: i }, sequence: sequence++ }));
+    writes.push(worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay', effectiveInput: { n: i }, ...observedAt(), sequence: sequence++ }));
     const output = i === fail ? { content: 'permission denied', status: 'error' } : { content: 'paid', status: 'success' };
-    writes.push(worker.recordToolFinished({ lease, toolCallId: `c${i}`, output, sequence: sequence++ }));
+    writes.push(worker.recordToolFinished({ lease, toolCallId: `c${i}`, output, ...observedAt(), sequence: sequence++ }));
   }
-  writes.push(worker.recordModelStarted({ lease, operationId: 'answer', sequence: sequence++, model: 'gpt-x' }));
-  writes.push(worker.recordModelFinished({ lease, operationId: 'answer', status: 'COMPLETED', sequence: sequence++, usage: { input_tokens: 100, output_tokens: 10 } }));
+  if (shape.answer !== false) {
+    writes.push(worker.recordModelStarted({ lease, operationId: 'answer', model: 'gpt-x', ...observedAt(), sequence: sequence++ }));
+    writes.push(worker.recordModelFinished({ lease, operationId: 'answer', status: 'COMPLETED', ...observedAt(), sequence: sequence++, usage: { input_tokens: 100, output_tokens: 10 } }));
+  }
   const written = await Promise.all(writes);
   await worker.finishRun({ lease, status: 'COMPLETED' });
   return { runId: run.id, failingTool: fail ? written[4 * (fail - 1) + 2]!.id : null, lastAnswer: written[written.length - 1]!.id };
@@ -350,6 +358,38 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     expect(keys.indexOf(await selected.getAttribute('data-key'))).toBe(keys.indexOf(model.id) + 1);
     expect(keys.indexOf(model.id)).toBe(keys.indexOf(run.id) + 1);
     expect(await row(page, run.id).locator('[data-testid=load-run]').count()).toBe(0);
+    await page.close();
+  }, 300_000);
+
+  it("reaches the failing call of the issue's thread, 30 runs × 26 entries minutes apart with one failing tool in run 7, in one key from opening it", async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: '30 runs, one failing tool in run 7' });
+    // 13 model calls each with its tool: 26 entries a run, about 6.3 s long, runs three minutes apart.
+    const base = Date.now() - 30 * 3 * 60_000;
+    const runs: Awaited<ReturnType<typeof writeRunBatched>>[] = [];
+    for (let i = 1; i <= 30; i++) {
+      runs.push(await writeRunBatched(owner, worker, threadId, 13, i === 7 ? 5 : undefined, { answer: false, startAt: base + (i - 1) * 3 * 60_000 }));
+    }
+    const failing = runs[6]!;
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('In this thread: 1 tool failed');
+    expect(await page.locator('.row.selected').count()).toBe(0);
+    // It opens at its newest activity: run 7 out of sight, among the 280 oldest entries not loaded.
+    await expect.poll(() => row(page, runs[29]!.lastAnswer).isVisible()).toBe(true);
+    expect(await row(page, failing.failingTool!).count()).toBe(0);
+    // The one action: a key.
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(failing.failingTool);
+    await expect.poll(() => row(page, failing.failingTool!).isVisible()).toBe(true);
+    expect(await row(page, failing.failingTool!).locator('.reason').textContent()).toBe('permission denied');
+    await expect.poll(() => page.locator('[data-testid=facts]').textContent()).toContain(failing.failingTool);
+    expect(await row(page, failing.runId).locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed');
+    expect(await row(page, failing.runId).locator('[data-testid=load-run]').count()).toBe(0);
     await page.close();
   }, 300_000);
 
