@@ -358,6 +358,13 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     expect(keys.indexOf(await selected.getAttribute('data-key'))).toBe(keys.indexOf(model.id) + 1);
     expect(keys.indexOf(model.id)).toBe(keys.indexOf(run.id) + 1);
     expect(await row(page, run.id).locator('[data-testid=load-run]').count()).toBe(0);
+    // Its address reopens it.
+    const key = (await selected.getAttribute('data-key'))!;
+    expect(page.url()).toBe(`${origin}/#thread=${threadId}&audit=${key}`);
+    await page.reload();
+    await page.waitForSelector('section.timeline');
+    await expect.poll(() => selectedKey(page)).toBe(key);
+    expect(await page.locator('.row.selected .name').textContent()).toBe('notify (skip)');
     await page.close();
   }, 300_000);
 
