@@ -82,25 +82,33 @@ async function writeRun(
 
 /**
  * A run of `models` model calls each declaring one tool, then an answer: 2 × models + 1 entries,
- * written as one queue (the client batches them). `fail` makes that call's tool fail.
+ * written as one queue (the client batches them). `fail` makes that call's tool fail; `answer:
+ * false` leaves the answer out (2 × models entries); `startAt` (epoch ms) has the runtime observe
+ * its entries from then, 480 ms apart.
  */
-async function writeRunBatched(owner: AuditClient, worker: AuditClient, threadId: string, models: number, fail?: number) {
+async function writeRunBatched(
+  owner: AuditClient, worker: AuditClient, threadId: string, models: number, fail?: number,
+  shape: { answer?: boolean; startAt?: number } = {},
+) {
   const run = await owner.createRun({ threadId });
   const lease = await worker.claimRun(run.id, 600);
   const writes: Promise<{ id: string }>[] = [];
   let sequence = 1;
+  const observedAt = () => (shape.startAt === undefined ? {} : { observedAt: new Date(shape.startAt + 240 * sequence).toISOString() });
   for (let i = 1; i <= models; i++) {
-    writes.push(worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: sequence++, model: 'gpt-x' }));
+    writes.push(worker.recordModelStarted({ lease, operationId: `m${i}`, model: 'gpt-x', ...observedAt(), sequence: sequence++ }));
     writes.push(worker.recordModelFinished({
-      lease, operationId: `m${i}`, status: 'COMPLETED', sequence: sequence++, toolCalls: [{ id: `c${i}`, name: 'pay', args: { n: i } }],
+      lease, operationId: `m${i}`, status: 'COMPLETED', ...observedAt(), sequence: sequence++, toolCalls: [{ id: `c${i}`, name: 'pay', args: { n: i } }],
       usage: { input_tokens: 100, output_tokens: 10 },
     }));
-    writes.push(worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay', effectiveInput: { n: i }, sequence: sequence++ }));
+    writes.push(worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay', effectiveInput: { n: i }, ...observedAt(), sequence: sequence++ }));
     const output = i === fail ? { content: 'permission denied', status: 'error' } : { content: 'paid', status: 'success' };
-    writes.push(worker.recordToolFinished({ lease, toolCallId: `c${i}`, output, sequence: sequence++ }));
+    writes.push(worker.recordToolFinished({ lease, toolCallId: `c${i}`, output, ...observedAt(), sequence: sequence++ }));
   }
-  writes.push(worker.recordModelStarted({ lease, operationId: 'answer', sequence: sequence++, model: 'gpt-x' }));
-  writes.push(worker.recordModelFinished({ lease, operationId: 'answer', status: 'COMPLETED', sequence: sequence++, usage: { input_tokens: 100, output_tokens: 10 } }));
+  if (shape.answer !== false) {
+    writes.push(worker.recordModelStarted({ lease, operationId: 'answer', model: 'gpt-x', ...observedAt(), sequence: sequence++ }));
+    writes.push(worker.recordModelFinished({ lease, operationId: 'answer', status: 'COMPLETED', ...observedAt(), sequence: sequence++, usage: { input_tokens: 100, output_tokens: 10 } }));
+  }
   const written = await Promise.all(writes);
   await worker.finishRun({ lease, status: 'COMPLETED' });
   return { runId: run.id, failingTool: fail ? written[4 * (fail - 1) + 2]!.id : null, lastAnswer: written[written.length - 1]!.id };
@@ -316,6 +324,79 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     expect(await run.locator('[data-testid=load-run]').count()).toBe(0);
     await expect.poll(() => row(page, first.ids.c1!).isVisible()).toBe(true);
     expect(await row(page, first.ids.m1!).locator('.name').textContent()).toBe('gpt-x · call 1');
+    await page.close();
+  }, 300_000);
+
+  it("opens a call that never ran, from the ledger across threads, at its own row under its model call, its run loaded", async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'a call that never ran, long ago' });
+    // The first run declares `skip` and ends without running it; 501 newer entries leave that run unloaded.
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const model = await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'skip', name: 'notify', args: { to: 'ops' } }] });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    await writeRunBatched(owner, worker, threadId, 250);
+
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    await page.click('button:text("Tool calls across threads")');
+    await page.selectOption('select[aria-label=Case]', 'never run');
+    const entry = page.locator(`[data-testid=ledger] tr[data-tool-call-id="skip"][data-thread-id="${threadId}"]`);
+    await entry.locator('a').click();
+    // Its own row, not the model call that declared it.
+    await expect.poll(() => selectedKey(page)).toMatch(/^declared:/);
+    const selected = page.locator('.row.selected');
+    expect(await selected.locator('.name').textContent()).toBe('notify (skip)');
+    expect(await selected.getAttribute('data-status')).toBe('NEVER_RUN');
+    expect(await selected.isVisible()).toBe(true);
+    await expect.poll(() => page.locator('[data-testid=declared-note]').textContent()).toContain('never');
+    // Under its model call, in its run.
+    const keys = await page.locator('.row-space .row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
+    expect(keys.indexOf(await selected.getAttribute('data-key'))).toBe(keys.indexOf(model.id) + 1);
+    expect(keys.indexOf(model.id)).toBe(keys.indexOf(run.id) + 1);
+    expect(await row(page, run.id).locator('[data-testid=load-run]').count()).toBe(0);
+    // Its address reopens it.
+    const key = (await selected.getAttribute('data-key'))!;
+    expect(page.url()).toBe(`${origin}/#thread=${threadId}&audit=${key}`);
+    await page.reload();
+    await page.waitForSelector('section.timeline');
+    await expect.poll(() => selectedKey(page)).toBe(key);
+    expect(await page.locator('.row.selected .name').textContent()).toBe('notify (skip)');
+    await page.close();
+  }, 300_000);
+
+  it("reaches the failing call of the issue's thread, 30 runs × 26 entries minutes apart with one failing tool in run 7, in one key from opening it", async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: '30 runs, one failing tool in run 7' });
+    // 13 model calls each with its tool: 26 entries a run, about 6.3 s long, runs three minutes apart.
+    const base = Date.now() - 30 * 3 * 60_000;
+    const runs: Awaited<ReturnType<typeof writeRunBatched>>[] = [];
+    for (let i = 1; i <= 30; i++) {
+      runs.push(await writeRunBatched(owner, worker, threadId, 13, i === 7 ? 5 : undefined, { answer: false, startAt: base + (i - 1) * 3 * 60_000 }));
+    }
+    const failing = runs[6]!;
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('In this thread: 1 tool failed');
+    expect(await page.locator('.row.selected').count()).toBe(0);
+    // It opens at its newest activity: run 7 out of sight, among the 280 oldest entries not loaded.
+    await expect.poll(() => row(page, runs[29]!.lastAnswer).isVisible()).toBe(true);
+    expect(await row(page, failing.failingTool!).count()).toBe(0);
+    // The one action: a key.
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(failing.failingTool);
+    await expect.poll(() => row(page, failing.failingTool!).isVisible()).toBe(true);
+    expect(await row(page, failing.failingTool!).locator('.reason').textContent()).toBe('permission denied');
+    await expect.poll(() => page.locator('[data-testid=facts]').textContent()).toContain(failing.failingTool);
+    expect(await row(page, failing.runId).locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed');
+    expect(await row(page, failing.runId).locator('[data-testid=load-run]').count()).toBe(0);
     await page.close();
   }, 300_000);
 

@@ -439,8 +439,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await expect.poll(shown).toEqual(['pay-later', 'pay']);
     expect(await entry('pay-later').locator('.input').textContent()).toContain('as declared');
 
-    // An entry opens its row in its thread's timeline: the execution, or for a call not started, the
-    // model call that declared it.
+    // An entry opens its row in its thread's timeline: the execution, or for a call not started, its
+    // own row under the model call that declared it.
     await page.selectOption('select[aria-label=Case]', '');
     await entry('lookup').locator('a').click();
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(lookup.id);
@@ -448,7 +448,11 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.click('text=← threads');
     await page.click('button:text("Tool calls across threads")');
     await entry('ship').locator('a').click();
-    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ordering.model.id);
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toMatch(/^declared:/);
+    expect(await page.locator('.row.selected .name').textContent()).toBe('ship (ship)');
+    expect(await page.locator('.row.selected').getAttribute('data-status')).toBe('PENDING');
+    const keys = await page.locator('.row-space .row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
+    expect(keys.indexOf(await page.locator('.row.selected').getAttribute('data-key'))).toBeGreaterThan(keys.indexOf(ordering.model.id));
     await page.close();
   }, 120_000);
 

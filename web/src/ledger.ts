@@ -2,6 +2,7 @@
 // one rule (toolCallLedger, src/domain/tool-call-ledger.ts); this only formats them. Pure: no
 // DOM, no network.
 import type { ToolCallLedgerCase, ToolCallLedgerQuery, ToolCallLedgerStatus } from './generated/graphql/graphql.js';
+import { declaredRowKey } from './timeline.js';
 
 export type LedgerEntry = ToolCallLedgerQuery['toolCallLedger']['edges'][number]['node'];
 
@@ -30,5 +31,5 @@ export const leaseLeftMs = (entry: LedgerEntry, now: number): number | null =>
 export const shownDurationMs = (entry: LedgerEntry, now: number): number | null =>
   entry.durationMs ?? (entry.cases.includes('RUNNING') && entry.startedAt ? Math.max(0, now - Date.parse(entry.startedAt)) : null);
 
-/** The row to open in the thread's timeline: its execution, else the model call that declared it. */
-export const rowToOpen = (entry: LedgerEntry): string => entry.auditId ?? entry.declaredById;
+/** The row to open in the thread's timeline: its execution, else its own row under the model call that declared it. */
+export const rowToOpen = (entry: LedgerEntry): string => entry.auditId ?? declaredRowKey(entry.id);

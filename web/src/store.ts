@@ -170,11 +170,15 @@ effect(() => {
   return () => clearInterval(timer);
 });
 
-/** Opens a ledger entry's row (its execution, else its declaring model call) in its thread's timeline. */
+/**
+ * Opens a ledger entry's row in its thread's timeline: its execution, else its own row under the
+ * model call that declared it, reading the declaring run when that call is not loaded.
+ */
 export function openLedgerEntry(entry: LedgerEntry) {
   if (threadId.value !== entry.threadId) openThread(entry.threadId);
   view.value = 'timeline';
   pendingReveal.value = rowToOpen(entry);
+  if (!entry.auditId && !audits.peek().has(entry.declaredById)) void loadRun(entry.runId);
 }
 
 /** Counts the searches started: an answer shows only if no search started after its own (answers may arrive out of order). */
@@ -215,6 +219,9 @@ function refreshSearchSoon() {
   }, 300);
 }
 
+/** Runs whose own entries are being read (loadRun). */
+export const loadingRuns = signal<ReadonlySet<string>>(new Set());
+
 /** Opens a search hit in its thread's timeline, paging back until the timeline holds it. */
 export function openHit(hit: SearchHit) {
   if (threadId.value !== hit.threadId) openThread(hit.threadId);
@@ -223,9 +230,11 @@ export function openHit(hit: SearchHit) {
 effect(() => {
   const wanted = pendingReveal.value;
   if (!wanted || !snapshotLoaded.value) return;
-  if (audits.value.has(wanted) || runs.value.has(wanted)) {
+  if (audits.value.has(wanted) || runs.value.has(wanted) || allRows.value.some((row) => row.key === wanted)) {
     selectedKey.value = wanted;
     pendingReveal.value = null;
+  } else if (loadingRuns.value.size) {
+    // A run being read may hold it.
   } else if (truncated.value) {
     void loadOlder();
   } else if (!loadingOlder.value) {
@@ -275,8 +284,6 @@ export function moveToFailure(delta: 1 | -1) {
   });
 }
 
-/** Runs whose own entries are being read (loadRun). */
-export const loadingRuns = signal<ReadonlySet<string>>(new Set());
 
 /** Reads all of one run's entries (pages of 500, newest first), for a run whose entries are not all loaded. */
 export async function loadRun(runId: string) {
@@ -437,7 +444,7 @@ export const linkTo = (thread: string, row: string | null) => `#thread=${thread}
 function followLocation() {
   // The Activity view (activity.tsx) keeps its own state in the hash: no thread is open there.
   if (/^#activity(&|$)/.test(location.hash)) return closeThread();
-  const [, wanted = null, row = null] = /^#thread=([0-9a-f-]{36})(?:&audit=([0-9a-f-]{36}))?$/i.exec(location.hash) ?? [];
+  const [, wanted = null, row = null] = /^#thread=([0-9a-f-]{36})(?:&audit=((?:declared:)?[0-9a-f-]{36}))?$/i.exec(location.hash) ?? [];
   if (wanted && wanted === threadId.value) {
     if (row && row !== selectedKey.value) pendingReveal.value = row;
     return;

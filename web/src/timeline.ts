@@ -138,6 +138,9 @@ export interface Row {
 /** A tool call as its declaring model call lists it (ModelAudit.toolCalls). */
 export type DeclaredCall = NonNullable<AuditView['toolCalls']>[number];
 
+/** The row of a declared call that never started, by the ToolCall's id. */
+export const declaredRowKey = (toolCallId: string) => `declared:${toolCallId}`;
+
 type RowBase = Omit<Row, 'left' | 'width' | 'start' | 'end' | 'inView'>;
 
 const time = (value: string | null | undefined) => (value ? Date.parse(value) : NaN);
@@ -397,7 +400,7 @@ export function layoutTimelineWithAxis(
     const status = mayStillStart.has(model.runId) ? 'PENDING' : 'NEVER_RUN';
     push(
       {
-        key: `declared:${call.id}`,
+        key: declaredRowKey(call.id),
         kind: 'tool',
         depth: 2,
         label: `${call.name} (${call.toolCallId})`,
