@@ -175,7 +175,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     }
     await worker.finishRun({ lease, status: 'COMPLETED' });
 
-    const page = await newPage();
+    let page = await newPage();
     await openThread(page, who.owner, threadId);
     const loaded = page.locator('[data-testid=loaded-count]');
     await expect.poll(() => loaded.textContent()).toBe('500 entries loaded; older ones exist');
@@ -185,7 +185,22 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await expect.poll(() => loaded.textContent()).toBe('520 entries loaded');
     expect(await page.locator('[data-testid=load-older]').count()).toBe(0);
 
-    // Keyboard: the first row (the run), then the oldest model call, then the newest at End.
+    // Keyboard, with nothing selected: End goes to the last row, Home to the first.
+    await page.focus('[data-testid=rows]');
+    await page.keyboard.press('End');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ids[519]);
+    await page.close();
+    page = await newPage();
+    await openThread(page, who.owner, threadId);
+    await page.focus('[data-testid=rows]');
+    await page.keyboard.press('Home');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(run.id);
+    await page.close();
+    page = await newPage();
+    await openThread(page, who.owner, threadId);
+    await page.click('[data-testid=load-older]');
+    await expect.poll(() => page.locator('[data-testid=loaded-count]').textContent()).toBe('520 entries loaded');
+    // Then the first row (the run), then the oldest model call, then the newest at End.
     await page.focus('[data-testid=rows]');
     await page.keyboard.press('ArrowDown');
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(run.id);
