@@ -304,6 +304,10 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await openThread(page, `#thread=${threadId}`);
     // It opens at its newest activity.
     await expect.poll(() => row(page, second.ids.c245!).isVisible()).toBe(true);
+    // A reader at the bottom keeps following: a run written now comes into sight without a click.
+    const tail = await writeRun(owner, worker, threadId, { models: 1 });
+    await expect.poll(() => row(page, tail.ids.c1!).isVisible()).toBe(true);
+    expect(await page.locator('[data-testid=new-activity]').count()).toBe(0);
     // A reader scrolled up gets a cue for new rows, not a jump; the cue takes them to the tail.
     await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
     const third = await writeRun(owner, worker, threadId, { models: 1 });
@@ -317,7 +321,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     // The run's failures and tokens are the server's: all 10 model calls, the failing tool though not loaded.
     expect(await run.locator('[data-testid=run-failures]').textContent()).toBe('1 tool failed');
     expect(await run.locator('.tokens').textContent()).toBe('1,000 → 100 tokens');
-    await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 25,600 → 2,560 tokens in this thread');
+    await expect.poll(() => page.locator('[data-testid=thread-tokens]').textContent()).toBe(' · 25,700 → 2,570 tokens in this thread');
     // One press of the failure key loads the run and selects its failing call.
     await page.keyboard.press('n');
     await expect.poll(() => selectedKey(page)).toBe(first.ids.c1);
@@ -326,6 +330,40 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     expect(await row(page, first.ids.m1!).locator('.name').textContent()).toBe('gpt-x · call 1');
     await page.close();
   }, 300_000);
+
+  it('shows cut text in full on hover, and one size for a payload in its row and its panel', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'a long tool name, a large output' });
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const name = `lookup_${'customer_billing_history_'.repeat(8)}`;
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name, args: { n: 1 } }] });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name, effectiveInput: { n: 1 }, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'x'.repeat(300_000), status: 'success' }, sequence: 4 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await newPage({ width: 1100, height: 720 });
+    await signIn(page, who.owner);
+    await openThread(page, `#thread=${threadId}`);
+    const toolRow = row(page, tool.id);
+    // The name is cut at 1100 px; its full text is on hover, and so is the row's whole info.
+    const label = await toolRow.locator('.label').evaluate((element) => ({ cut: element.scrollWidth > element.clientWidth, title: element.querySelector('.name')!.getAttribute('title') }));
+    expect(label.cut).toBe(true);
+    expect(label.title).toContain(name);
+    const rowSizes = (await toolRow.locator('.sizes').textContent())!;
+    expect(rowSizes).toMatch(/^input \S+ B · output \S+ kB$/);
+    expect(await toolRow.locator('.info').getAttribute('title')).toContain(rowSizes);
+    // One size formatter: the panel says of the output what its row says, bytes of the stored value.
+    await toolRow.click();
+    const panelSize = page.locator('.details .json-view[data-label=output] h4 .muted');
+    await expect.poll(() => panelSize.textContent()).toMatch(/^\(.+\)$/);
+    expect(rowSizes).toContain(`output ${(await panelSize.textContent())!.slice(1, -1)}`);
+    expect(await page.locator('[data-testid=facts]').textContent()).toContain(rowSizes);
+    await page.close();
+  }, 120_000);
 
   it("opens a call that never ran, from the ledger across threads, at its own row under its model call, its run loaded", async () => {
     const who = await e2eActors();
