@@ -40,7 +40,12 @@ export interface AuditSearch {
   after?: string | null;
 }
 
-export type AuditHit = AuditRow & { threadTitle: string | null };
+/** `snippet`: the searched text around its first match (see SNIPPET_CHARS); null for a search without text. */
+export type AuditHit = AuditRow & { threadTitle: string | null; snippet?: string | null };
+
+/** A hit's snippet: this many characters of the searched text, starting a little before the match. */
+export const SNIPPET_CHARS = 60;
+const SNIPPET_LEAD = 25;
 
 /**
  * How many audits a search walks newest first before it asks the trigram index instead. A walk
@@ -117,6 +122,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const limit = param(first + 1);
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
+  const textAt = param(text);
   const rows = await sql.query<AuditHit>(
     `WITH walked AS (
        SELECT m.id, ${hit} AS hit FROM (SELECT * FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${budget}) m
@@ -130,7 +136,16 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
        SELECT id FROM walk_hits
        UNION ALL (SELECT id FROM older_hits WHERE id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY id DESC LIMIT ${limit})
      )
-     SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
+     SELECT ${columns}, t.title AS thread_title,
+       CASE WHEN s.at > 0 THEN
+         CASE WHEN s.start > 1 THEN '…' ELSE '' END || substr(s.searched, s.start, ${SNIPPET_CHARS})
+           || CASE WHEN s.start + ${SNIPPET_CHARS} <= length(s.searched) THEN '…' ELSE '' END
+       END AS snippet
+     FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
+     CROSS JOIN LATERAL (
+       SELECT x.searched, x.at, greatest(1, x.at - ${SNIPPET_LEAD}) AS start
+       FROM (SELECT ${AUDIT_SEARCH_TEXT} AS searched, strpos(lower(${AUDIT_SEARCH_TEXT}), lower(${textAt})) AS at) x
+     ) s
      WHERE t.deleted_at IS NULL
      ORDER BY m.id DESC LIMIT ${limit}`,
     params,

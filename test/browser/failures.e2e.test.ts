@@ -238,6 +238,10 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     expect(await hits.first().getAttribute('data-audit-id')).toBe(failing.ids.c1);
     expect(await hits.first().locator('.hit-run').textContent()).toBe(`run 1 · ${failing.runId.replace(/-/g, '').slice(-6)}`);
     expect(await hits.first().locator('.snippet').textContent()).toContain('permission denied');
+    // A model call matching in its input shows the input around the match.
+    const inInput = hits.nth(1).locator('.snippet');
+    expect(await inInput.textContent()).toMatch(/^….*"content": ?"permission denied".*…$/);
+    expect(await inInput.getAttribute('title')).toBe(await inInput.textContent());
     // The name filter: only that tool.
     await page.fill('input[name=name]', 'pay');
     await page.press('input[name=q]', 'Enter');

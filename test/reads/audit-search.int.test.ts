@@ -77,6 +77,23 @@ describe(`searchAudits (${backendName})`, () => {
     expect(planner.items.map((hit) => hit.audit.__typename)).toEqual(['ModelAudit', 'ModelAudit']);
   });
 
+  it('gives each hit a snippet of its searched text around the match, in its own case; none without text', async () => {
+    const SNIPPET = `query($text: String, $name: String) { searchAudits(text: $text, name: $name, first: 5) { items { snippet audit { id } } } }`;
+    const declined = await t.gql(SNIPPET, { text: 'ISSUER DECLINED' }, who.owner);
+    expect(declined.errors).toBeUndefined();
+    const snippets = declined.data.searchAudits.items.map((hit: { snippet: string }) => hit.snippet);
+    expect(snippets).toHaveLength(2);
+    for (const snippet of snippets) {
+      expect(snippet).toMatch(/^….{25}issuer declined.*$/);
+      expect(snippet.length).toBeLessThanOrEqual(62);
+    }
+    // The start of a short text is not cut.
+    const planner = await t.gql(SNIPPET, { text: 'planner-7' }, who.owner);
+    expect(planner.data.searchAudits.items[0].snippet).toMatch(/^planner-7 \{"messages".*…$/);
+    const byName = await t.gql(SNIPPET, { name: 'refund' }, who.owner);
+    expect(byName.data.searchAudits.items.map((hit: { snippet: string | null }) => hit.snippet)).toEqual([null, null]);
+  });
+
   it('takes LIKE wildcards in the text literally', async () => {
     expect((await search(who.owner, { text: '100% of_the' })).items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
     expect((await search(who.owner, { text: '100_' })).items).toEqual([]);

@@ -178,7 +178,11 @@ function SearchResults() {
               {' '}in {hit.threadTitle || hit.threadId} · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
               {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
             </span>
-            {hit.audit.error != null && <div class="snippet" title={JSON.stringify(hit.audit.error)}>{snippetOf(JSON.stringify(hit.audit.error), results.text)}</div>}
+            {(hit.snippet ?? hit.audit.error != null) && (
+              <div class="snippet" title={hit.snippet ?? JSON.stringify(hit.audit.error)} data-testid="snippet">
+                {hit.snippet ?? snippetOf(JSON.stringify(hit.audit.error), results.text)}
+              </div>
+            )}
           </li>
         ))}
       </ul>

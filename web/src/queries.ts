@@ -72,7 +72,7 @@ export const SEARCH_AUDITS = graphql(`
   query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {
     searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {
       hasMore
-      items { threadId threadTitle audit { ...PageAuditFields } }
+      items { threadId threadTitle snippet audit { ...PageAuditFields } }
     }
   }`);
 

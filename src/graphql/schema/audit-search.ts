@@ -1,5 +1,5 @@
 import { requirePrincipal } from '../../domain/access.js';
-import { MAX_SEARCH_HITS, MIN_SEARCH_TEXT, searchAudits, type AuditHit } from '../../domain/audit-search.js';
+import { MAX_SEARCH_HITS, MIN_SEARCH_TEXT, SNIPPET_CHARS, searchAudits, type AuditHit } from '../../domain/audit-search.js';
 import { builder, listCost } from '../builder.js';
 import { MAX_SEARCHES_PER_PRINCIPAL, MAX_SEARCHES_PER_REQUEST, withSearchSlot } from '../search-limits.js';
 import { AuditRef } from './audit.js';
@@ -11,6 +11,11 @@ const AuditSearchHitRef = builder.objectRef<AuditHit>('AuditSearchHit').implemen
     audit: t.field({ type: AuditRef, resolve: (hit) => hit }),
     threadId: t.exposeID('threadId'),
     threadTitle: t.exposeString('threadTitle', { nullable: true }),
+    snippet: t.string({
+      nullable: true,
+      description: `Up to ${SNIPPET_CHARS} characters of the name, input, output or error (as JSON text) from a little before the first match of \`text\`, with "…" where cut; null for a search without text.`,
+      resolve: (hit) => hit.snippet ?? null,
+    }),
   }),
 });
 

@@ -25,7 +25,7 @@ type Documents = {
     "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": typeof types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
-    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
+    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ToolCallLedgerDocument,
 };
 const documents: Documents = {
@@ -39,7 +39,7 @@ const documents: Documents = {
     "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
-    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
+    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ToolCallLedgerDocument,
 };
 
@@ -86,7 +86,7 @@ export function graphql(source: "\n  subscription RunChanged($threadId: ID!) { r
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle audit { ...PageAuditFields } }\n    }\n  }"): typeof import('./graphql.js').SearchAuditsDocument;
+export function graphql(source: "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }"): typeof import('./graphql.js').SearchAuditsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

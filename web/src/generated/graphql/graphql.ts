@@ -138,7 +138,7 @@ export type SearchAuditsQueryVariables = Exact<{
 }>;
 
 
-export type SearchAuditsQuery = { searchAudits: { hasMore: boolean, items: Array<{ threadId: string, threadTitle: string | null, audit:
+export type SearchAuditsQuery = { searchAudits: { hasMore: boolean, items: Array<{ threadId: string, threadTitle: string | null, snippet: string | null, audit:
         | { __typename: 'ModelAudit', model: string | null, error: unknown, usage: unknown, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, status: ToolCallStatus }> }
         | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { id: string, status: ToolCallStatus }, declaredBy: { id: string } }
        }> } };
@@ -595,6 +595,7 @@ export const SearchAuditsDocument = new TypedDocumentString(`
     items {
       threadId
       threadTitle
+      snippet
       audit {
         ...PageAuditFields
       }
