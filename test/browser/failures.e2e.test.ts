@@ -333,6 +333,18 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await expect.poll(() => row(page, first.ids.c1!).isVisible()).toBe(true);
     expect(await row(page, first.ids.m1!).locator('.name').textContent()).toBe('gpt-x · call 1');
     await page.close();
+
+    // Zooming into a run whose entries are not loaded loads them.
+    const again = await newPage({ width: 1280, height: 720 });
+    await signIn(again, who.owner);
+    await openThread(again, `#thread=${threadId}`);
+    await again.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    const unloaded = row(again, first.runId);
+    await expect.poll(() => unloaded.locator('[data-testid=load-run]').count()).toBe(1);
+    await unloaded.locator('.zoom-run').click();
+    await expect.poll(() => unloaded.locator('[data-testid=load-run]').count()).toBe(0);
+    await expect.poll(() => row(again, first.ids.m1!).isVisible()).toBe(true);
+    await again.close();
   }, 300_000);
 
   it('shows cut text in full on hover, and one size for a payload in its row and its panel', async () => {

@@ -515,7 +515,9 @@ function Details() {
 }
 
 /** Shows `row`'s span (a run), with a margin, on the whole axis. */
+/** Zooms the axis to a row's span; a run whose entries are not all loaded loads them. */
 function zoomTo(row: Row) {
+  if (row.kind === 'run' && row.unloaded > 0) void loadRun(row.key);
   if (!Number.isFinite(row.start)) return;
   const end = Number.isFinite(row.end) ? row.end : now.value;
   const margin = Math.max(50, (end - row.start) * 0.02);
