@@ -27,8 +27,8 @@ describe('the tool-call ledger on the page', () => {
     expect(shownDurationMs(entry(), NOW)).toBeNull();
   });
 
-  it('opens the execution, else the model call that declared it', () => {
+  it("opens the execution, else the call's own row under the model call that declared it", () => {
     expect(rowToOpen(entry({ auditId: 'tool-1' }))).toBe('tool-1');
-    expect(rowToOpen(entry())).toBe('model-1');
+    expect(rowToOpen(entry())).toBe('declared:tc');
   });
 });
