@@ -1,4 +1,4 @@
-// npx tsx bench/growth.ts [--sizes 10000,100000,1000000] [--iterations 15] [--plans]
+// npx tsx bench/growth.ts [--sizes 10000,100000,1000000] [--iterations 15] [--plans] [--payload-bytes 2000]
 //   DATABASE_URL=<admin URL> for PostgreSQL (a scratch database, dropped afterwards), else in-memory PGlite
 //
 // Issue 44, flat at a million: each read a debugger or dashboard makes, as the domain runs it,
@@ -10,7 +10,10 @@
 // ANALYZE was at the previous size), then after ANALYZE. p50 over `iterations`, after two warm-ups.
 // --plans prints each read's plan (EXPLAIN ANALYZE, text) at the largest size, analysed.
 // The rows are written by SQL, not through the API: the shape is the write path's, its payloads
-// small (the storage per audit is not what this measures).
+// small unless --payload-bytes <mean>: then each audit (model input, tool output) also carries text
+// of 100 B to 50 kB, one audit in a hundred 50 kB and the rest spread evenly up to what makes that
+// mean (the issue's: 100 B–50 kB, mean ~2 kB), cut from one text of words `w0`…`w4999`, so that
+// the storage per audit can be set against real payload sizes.
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Database } from '../src/db/database.js';
@@ -26,8 +29,10 @@ import { openScratchDatabase } from './lib/scratch.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
-  options: { sizes: { type: 'string' }, iterations: { type: 'string' }, plans: { type: 'boolean' } },
+  options: { sizes: { type: 'string' }, iterations: { type: 'string' }, plans: { type: 'boolean' }, 'payload-bytes': { type: 'string' } },
 });
+const payloadBytes = flags['payload-bytes'] === undefined ? null : Number(flags['payload-bytes']);
+const LARGEST_PAYLOAD = 50_000;
 const sizes = (flags.sizes ?? '10000,100000,1000000').split(',').map(Number);
 const iterations = Number(flags.iterations ?? 15);
 const OWNERS = 50;
@@ -68,12 +73,13 @@ async function grow(db: Database, from: { thread: number; big: number }, to: { t
   const audits = `SELECT t.id AS thread_id, k FROM thread t, generate_series(${bound('from')}, ${bound('to')} - 1) k WHERE k % ${RUN_AUDITS} <> 0`;
   const id = (kind: string, k: string) => `md5('${kind}' || a.thread_id || '/' || ${k})::uuid`;
   const run = (k: string) => `md5('r' || a.thread_id || '/' || (${k}) / ${RUN_AUDITS})::uuid`;
+  const text = (k: string) => (payloadBytes === null ? `''` : payloadText(k, payloadBytes));
   await db.driver.exec(`
     INSERT INTO run (id, thread_id, status, lease_epoch)
       SELECT md5('r' || a.thread_id || '/' || a.b)::uuid, a.thread_id, 'COMPLETED', 1 FROM (${blocks}) a ORDER BY a.b, a.thread_id;
     INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input)
       SELECT ${id('m', 'a.b')}, a.thread_id, md5('r' || a.thread_id || '/' || a.b)::uuid, 'ASSISTANT', 'model_audit', 'model', 'planner', 0,
-        'COMPLETED', jsonb_build_object('q', 'question ' || a.b) FROM (${blocks}) a;
+        'COMPLETED', jsonb_build_object('q', 'question ' || a.b, 'text', ${text("hashtext(a.thread_id || '/m' || a.b)")}) FROM (${blocks}) a;
     INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, status, declared_input)
       SELECT ${id('c', 'a.k')}, a.thread_id, ${run('a.k')}, md5('m' || a.thread_id || '/' || (a.k / ${RUN_AUDITS}))::uuid, a.k % ${RUN_AUDITS},
         'call-' || a.k, CASE WHEN a.k % 4 = 0 THEN 'calc' ELSE 'tool-' || (a.k % 7) END,
@@ -83,8 +89,26 @@ async function grow(db: Database, from: { thread: number; big: number }, to: { t
       SELECT ${id('a', 'a.k')}, a.thread_id, ${run('a.k')}, 'TOOL', 'tool_audit', 'call-' || a.k,
         CASE WHEN a.k % 4 = 0 THEN 'calc' ELSE 'tool-' || (a.k % 7) END, a.k % ${RUN_AUDITS},
         (CASE WHEN a.k % 10 = 5 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
-        jsonb_build_object('x', a.k, 'q', 'question ' || a.k || '-' || a.k), jsonb_build_object('content', 'result ' || a.k), ${id('c', 'a.k')}
+        jsonb_build_object('x', a.k, 'q', 'question ' || a.k || '-' || a.k), jsonb_build_object('content', 'result ' || a.k || ' ' || ${text("hashtext(a.thread_id || '/a' || a.k)")}), ${id('c', 'a.k')}
       FROM (${audits}) a;`);
+}
+
+/**
+ * SQL for the payload text of the audit whose hash is `hash`: 50 kB for one in a hundred, else
+ * 100 B up to twice what brings the mean to `mean`, cut at a point the hash picks from the text in
+ * `payload_words` (made by `makePayloadWords`).
+ */
+function payloadText(hashInt: string, mean: number): string {
+  const hash = `(${hashInt})::bigint`;
+  const span = Math.max(0, Math.round(2 * ((mean - LARGEST_PAYLOAD / 100) / 0.99 - 100)));
+  const size = `CASE WHEN abs(${hash}) % 100 = 37 THEN ${LARGEST_PAYLOAD} ELSE 100 + abs(${hash} / 100) % ${span + 1} END`;
+  return `substr((SELECT words FROM payload_words), (1 + abs(${hash}) % 10000)::int, (${size})::int)`;
+}
+
+/** One text of words `w0`…`w4999` in a fixed pseudo-random order, long enough for any cut. */
+async function makePayloadWords(db: Database) {
+  await db.driver.exec(`CREATE TABLE payload_words AS
+    SELECT string_agg('w' || abs(hashtext(g::text)) % 5000, ' ' ORDER BY g) AS words FROM generate_series(1, ${(LARGEST_PAYLOAD + 10_000) / 4}) g`);
 }
 
 async function p50(sql: Sql, read: (sql: Sql) => Promise<unknown>): Promise<number> {
@@ -131,15 +155,26 @@ async function plan(db: Database, read: (sql: Sql) => Promise<unknown>): Promise
   return text;
 }
 
-/** What the tables that hold audits and their projection weigh per audit, against the payloads' own bytes. */
+/**
+ * What the tables that hold audits and their projection weigh per audit, against the payloads' own
+ * bytes (input_bytes + output_bytes + error_bytes: the payloads' JSON text), and the parts of it.
+ */
 async function storage(db: Database): Promise<string> {
-  const [row] = await db.driver.query<{ tables: string; payloads: string; audits: string }>(`SELECT
+  type Sizes = Record<'tables' | 'payloads' | 'audits' | 'heap' | 'toast' | 'search' | 'indexes' | 'toolCall', string>;
+  const [row] = await db.driver.query<Sizes>(`SELECT
       pg_total_relation_size('message') + pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS tables,
       (SELECT sum(coalesce(input_bytes, 0) + coalesce(output_bytes, 0) + coalesce(error_bytes, 0)) FROM message) AS payloads,
-      (SELECT count(*) FROM message) AS audits`);
-  const perAudit = Number(row!.tables) / Number(row!.audits);
-  const payloadPerAudit = Number(row!.payloads) / Number(row!.audits);
-  return `storage: ${round(perAudit)} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(perAudit / payloadPerAudit)}×`;
+      (SELECT count(*) FROM message) AS audits,
+      pg_relation_size('message') AS heap,
+      pg_total_relation_size(reltoastrelid) AS toast,
+      pg_relation_size('message_audit_search_idx') AS search,
+      pg_indexes_size('message') AS indexes,
+      pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS "toolCall"
+    FROM pg_class WHERE oid = 'message'::regclass`);
+  const audits = Number(row!.audits);
+  const perAudit = (column: keyof Sizes) => round(Number(row![column]) / audits);
+  const payloadPerAudit = Number(row!.payloads) / audits;
+  return `storage: ${perAudit('tables')} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(Number(row!.tables) / audits / payloadPerAudit)}×; per audit: message heap ${perAudit('heap')}, its TOAST ${perAudit('toast')}, its indexes ${perAudit('indexes')} (trigram ${perAudit('search')}), tool_call and tool_call_count ${perAudit('toolCall')}`;
 }
 
 const { db, drop } = await openScratchDatabase('audit_growth', { statementTimeoutMs: 3_600_000 });
@@ -151,6 +186,7 @@ try {
       SELECT gen_random_uuid(), 'owner-' || o, 'thread ' || o || '/' || k, now() - ((o * ${THREADS_PER_OWNER} + k) * interval '1 minute')
       FROM generate_series(0, ${OWNERS - 1}) o, generate_series(1, ${THREADS_PER_OWNER}) k;
     INSERT INTO thread (id, owner_id, title) VALUES ('${BIG_THREAD}', 'big-owner', 'long');`);
+  if (payloadBytes !== null) await makePayloadWords(db);
   const results: Record<string, { stale: number; analysed: number; buffers: number }[]> = {};
   let grown = { thread: 0, big: 0 };
   for (const size of sizes) {
