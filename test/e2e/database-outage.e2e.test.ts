@@ -109,7 +109,10 @@ describe.runIf(meaningful)('database outages, as the server process meets them (
       limited.password = password;
       const server = await startServer(storage!, { DATABASE_URL: limited.toString(), DATABASE_POOL_SIZE: '10' });
       const who = await e2eActors();
-      // The server holds what it holds now; the role's other connections take the rest of its limit.
+      // The server's pool may already hold all three of the role's connections, and then no request
+      // would need another: end them, so the requests below must open new ones; the role's other
+      // connections then take its whole limit.
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
       const others: pg.Client[] = [];
       for (;;) {
         const other = new pg.Client({ connectionString: limited.toString() });
