@@ -20,10 +20,10 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { openDatabase, type Database } from '../src/db/database.js';
+import type { Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import { MAX_ACTIVITY_LIST, TOOL_ACTIVITY_STATEMENT, bucketCount, readOwnerToolActivity } from '../src/domain/tool-activity.js';
+import { openScratchDatabase } from './lib/scratch.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
@@ -43,20 +43,6 @@ const audits = Number(flags.audits);
 const reads = Number(flags.reads);
 const adminUrl = process.env.DATABASE_URL;
 
-async function scratch(): Promise<{ db: Database; drop(): Promise<void> }> {
-  if (!adminUrl) return { db: await openDatabase({}), drop: async () => {} };
-  const name = `bench_activity_${randomBytes(4).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(sql).finally(() => client.end());
-  };
-  await admin(`CREATE DATABASE "${name}"`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const db = await openDatabase({ url: url.toString(), statementTimeoutMs: 600_000 });
-  return { db, drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
-}
 
 /**
  * `count` tool audits of `owner`, on threads of 1,000, ended `fromSeconds` to `toSeconds` ago
@@ -136,7 +122,7 @@ async function measureWrites(db: Database, owner: string, n: number) {
   return (n * 2) / ((performance.now() - began) / 1000);
 }
 
-const { db, drop } = await scratch();
+const { db, drop } = await openScratchDatabase('bench_activity', { statementTimeoutMs: 600_000 });
 try {
   await migrate(db.driver);
   console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits, ${reads} reads per row`);
