@@ -107,12 +107,12 @@ describe('audit summaries', () => {
       if (process.env.SHOW_SQL) console.log(caused.map((sql) => sql.slice(0, 140)).join('\n'));
       return caused.length;
     };
-    const small = await measure(1);
-    const large = await measure(5);
-    expect(large).toBe(small);
     // The page; the thread's run counts, audit counts and tokens; then for `latestRun` and for
     // `runs` each: Prisma's thread and run reads, the runs' audit counts and tokens. None per item.
-    expect(large).toBeLessThanOrEqual(12);
+    // Fewer when the loaders of `latestRun` and `runs` happen to fall in one batch (10 or 12,
+    // by timing), so the bound, not the exact count, is what holds for one thread and for five.
+    expect(await measure(1)).toBeLessThanOrEqual(12);
+    expect(await measure(5)).toBeLessThanOrEqual(12);
   });
 });
 
