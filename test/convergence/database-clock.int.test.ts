@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
+import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { auditsOf, cancelRun, openWork, readRun } from './helpers.js';
 
@@ -11,8 +11,7 @@ import { auditsOf, cancelRun, openWork, readRun } from './helpers.js';
 
 const HOUR = 3_600_000;
 
-const meaningful = onPostgres || servicesRequired;
-if (!meaningful) console.warn('Skipping the database-clock suite: on PGlite the database clock is the process clock (set TEST_DATABASE_URL)');
+const meaningful = postgresSuiteRuns('the database-clock suite', 'on PGlite the database clock is the process clock');
 
 let t: TestApp | undefined;
 beforeAll(async () => {

@@ -7,25 +7,14 @@
 // one is a failure, never a skip.
 import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
-import { e2eActors, killServers, startServer, type ServerProcess } from './support/server.js';
+import { describe, expect, it } from 'vitest';
+import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
+import { e2eActors, startServer, storageForFile, type ServerProcess } from './support/server.js';
 import { startTcpProxy } from './support/tcp-proxy.js';
 
-const meaningful = onPostgres || servicesRequired;
-if (!meaningful) console.warn(`Skipping database-outage.e2e.test.ts: it needs PostgreSQL (set TEST_DATABASE_URL)`);
+const meaningful = postgresSuiteRuns('database-outage.e2e.test.ts');
 
-let storage: TestStorage | undefined;
-beforeAll(async () => {
-  if (!meaningful) return;
-  requirePostgresUrl();
-  storage = await createTestStorage();
-});
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
-});
+const storage = storageForFile({ runs: meaningful, postgresOnly: true });
 
 const jsonLines = (server: ServerProcess) =>
   server
@@ -53,12 +42,12 @@ async function readThreads(server: ServerProcess, token: string): Promise<string
 
 describe.runIf(meaningful)('database outages, as the server process meets them (PostgreSQL)', () => {
   it('a restart (connections cut, then refused for 2 s): UNAVAILABLE meanwhile, never INTERNAL_SERVER_ERROR; served again after; the lease sweeps log it once', async () => {
-    const direct = new URL(storage!.env.DATABASE_URL!);
+    const direct = new URL(storage().env.DATABASE_URL!);
     const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
     try {
       const viaProxy = new URL(direct);
       viaProxy.host = `127.0.0.1:${proxy.port}`;
-      const server = await startServer(storage!, { DATABASE_URL: viaProxy.toString(), LEASE_SWEEP_INTERVAL_MS: '100' });
+      const server = await startServer(storage(), { DATABASE_URL: viaProxy.toString(), LEASE_SWEEP_INTERVAL_MS: '100' });
       const who = await e2eActors();
       expect(await readThreads(server, who.owner)).toBe('200');
 
@@ -95,7 +84,7 @@ describe.runIf(meaningful)('database outages, as the server process meets them (
   }, 120_000);
 
   it('too many connections (a role limited below the pool): the requests refused a connection are UNAVAILABLE, never INTERNAL_SERVER_ERROR', async () => {
-    const admin = new pg.Client({ connectionString: storage!.env.DATABASE_URL });
+    const admin = new pg.Client({ connectionString: storage().env.DATABASE_URL });
     await admin.connect();
     const role = `audit_limited_${process.pid}`;
     const password = 'limited-role-password';
@@ -104,10 +93,10 @@ describe.runIf(meaningful)('database outages, as the server process meets them (
       await admin.query(`GRANT ALL ON SCHEMA public TO ${role}`);
       await admin.query(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`);
       await admin.query(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
-      const limited = new URL(storage!.env.DATABASE_URL!);
+      const limited = new URL(storage().env.DATABASE_URL!);
       limited.username = role;
       limited.password = password;
-      const server = await startServer(storage!, { DATABASE_URL: limited.toString(), DATABASE_POOL_SIZE: '10' });
+      const server = await startServer(storage(), { DATABASE_URL: limited.toString(), DATABASE_POOL_SIZE: '10' });
       const who = await e2eActors();
       // The server's pool may already hold all three of the role's connections, and then no request
       // would need another: end them, so the requests below must open new ones; the role's other

@@ -5,13 +5,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
-import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
+import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { e2eActors, serverForFile } from './support/server.js';
 import { eventually } from '../support/streams.js';
 
 const IN_FLIGHT = 6;
-const meaningful = onPostgres || servicesRequired;
-if (!meaningful) console.warn('Skipping the dropped-connection suite: it needs PostgreSQL (set TEST_DATABASE_URL)');
+const meaningful = postgresSuiteRuns('the dropped-connection suite');
 
 let server: ReturnType<typeof serverForFile>;
 /** Watches and terminates the server's backends. */

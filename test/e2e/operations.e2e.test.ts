@@ -4,14 +4,13 @@
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { AuditClient } from '@agent-audit/client';
 import pg from 'pg';
 import { MIGRATION_LOCK_KEY } from '../../src/db/migrate.js';
 import { onPostgres, postgresAdminUrl, servicesRequired } from '../support/database.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
-import { E2E_JWT_SECRET, e2eActors, freePort, killServers, startServer } from './support/server.js';
+import { E2E_JWT_SECRET, e2eActors, freePort, startServer, storageForFile } from './support/server.js';
 import { withTimeout } from './support/wait.js';
 
 /** The server process (this run's bundle of src/main.ts when there is one, as startServer runs it), not waited for. */
@@ -39,14 +38,7 @@ async function runServer(env: Record<string, string>): Promise<{ code: number | 
   }
 }
 
-let storage: TestStorage;
-beforeAll(async () => {
-  storage = await createTestStorage();
-});
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
-});
+const storage = storageForFile();
 
 const jsonLines = (output: string) =>
   output
@@ -96,7 +88,7 @@ describe('start-up mistakes: one line each, exit 1', () => {
 
 describe('a running server process', () => {
   it('logs one access line per request and echoes x-request-id (the client\'s when safe, else a new one)', async () => {
-    const server = await startServer(storage);
+    const server = await startServer(storage());
     const who = await e2eActors();
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${who.owner}` };
     const given = await fetch(server.url, { method: 'POST', headers: { ...headers, 'x-request-id': 'ops-43-given' }, body: JSON.stringify({ query: '{ __typename }' }) });
@@ -117,7 +109,7 @@ describe('a running server process', () => {
   }, 120_000);
 
   it('SIGTERM: /readyz answers 503 through the drain while requests are still served; then it closes without resetting a request', async () => {
-    const server = await startServer(storage, { SHUTDOWN_DRAIN_MS: '1500' });
+    const server = await startServer(storage(), { SHUTDOWN_DRAIN_MS: '1500' });
     const who = await e2eActors();
     const base = server.url.replace(/\/graphql$/, '');
     // One client with keep-alive connections, as a load balancer or a worker keeps them.
@@ -165,12 +157,12 @@ describe('a running server process', () => {
 // what it waits for. Held here by another instance's migration lock (PostgreSQL only).
 describe.runIf(onPostgres || servicesRequired)('a server process starting while another instance migrates (PostgreSQL)', () => {
   it('answers /healthz 200, /readyz 503 and GraphQL 503 UNAVAILABLE until its migrations are done, then serves', async () => {
-    const migrating = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+    const migrating = new pg.Client({ connectionString: storage().env.DATABASE_URL });
     await migrating.connect();
     await migrating.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const server = spawnServer({ ...storage.env, AUTH_JWT_SECRET: E2E_JWT_SECRET, REDIS_URL: '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port) });
+    const server = spawnServer({ ...storage().env, AUTH_JWT_SECRET: E2E_JWT_SECRET, REDIS_URL: '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port) });
     try {
       await expect.poll(() => fetch(`${base}/healthz`).then((r) => r.status, () => 0), { timeout: 60_000 }).toBe(200);
       await expect.poll(() => jsonLines(server.output()).some((line) => line.msg === "waiting for another instance's migrations"), { timeout: 30_000 }).toBe(true);
@@ -210,14 +202,14 @@ describe.runIf(onPostgres || servicesRequired)('a server process starting while 
 // session holds the row lock the write waits for).
 describe.runIf(onPostgres || servicesRequired)('SIGTERM with a write in flight (PostgreSQL)', () => {
   it('the write finishes and is answered before the process exits 0; it is in the database', async () => {
-    const server = await startServer(storage);
+    const server = await startServer(storage());
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });
     const worker = new AuditClient({ url: server.url, token: who.worker });
     const thread = await owner.createThread({ title: 'in flight at SIGTERM' });
     const run = await owner.createRun({ threadId: thread.id });
     const lease = await worker.claimRun(run.id, 300);
-    const locker = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+    const locker = new pg.Client({ connectionString: storage().env.DATABASE_URL });
     await locker.connect();
     try {
       await locker.query('BEGIN');

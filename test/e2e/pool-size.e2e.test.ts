@@ -3,36 +3,25 @@
 // requests wait: the rest queue in the pool (agent_audit_db_pool_connections{state="waiting"})
 // and are served when connections free. PostgreSQL only; with REQUIRE_SERVICES=1 never skipped.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
-import { onPostgres, requirePostgresUrl, servicesRequired } from '../support/database.js';
-import { createTestStorage, type TestStorage } from '../support/storage.js';
+import { postgresSuiteRuns } from '../support/database.js';
 import { eventually } from '../support/streams.js';
-import { e2eActors, killServers, startServer } from './support/server.js';
+import { e2eActors, startServer, storageForFile } from './support/server.js';
 
-const meaningful = onPostgres || servicesRequired;
-if (!meaningful) console.warn(`Skipping pool-size.e2e.test.ts: it needs PostgreSQL (set TEST_DATABASE_URL)`);
+const meaningful = postgresSuiteRuns('pool-size.e2e.test.ts');
 const POOL_SIZE = 3;
 const WRITES = 8;
 
-let storage: TestStorage | undefined;
-beforeAll(async () => {
-  if (!meaningful) return;
-  requirePostgresUrl();
-  storage = await createTestStorage();
-});
-afterAll(async () => {
-  await killServers();
-  await storage?.remove();
-});
+const storage = storageForFile({ runs: meaningful, postgresOnly: true });
 
 const MODEL_STARTED = `mutation($input: ModelStartedInput!) { recordModelStarted(input: $input) { status } }`;
 
 describe.runIf(meaningful)(`DATABASE_POOL_SIZE=${POOL_SIZE} (PostgreSQL, the server process)`, () => {
   it(`opens at most ${POOL_SIZE} connections while ${WRITES} writes wait; the others queue in the pool and all are served`, async () => {
-    const server = await startServer(storage!, { DATABASE_POOL_SIZE: String(POOL_SIZE) });
-    const admin = new pg.Client({ connectionString: storage!.env.DATABASE_URL });
-    const locker = new pg.Client({ connectionString: storage!.env.DATABASE_URL });
+    const server = await startServer(storage(), { DATABASE_POOL_SIZE: String(POOL_SIZE) });
+    const admin = new pg.Client({ connectionString: storage().env.DATABASE_URL });
+    const locker = new pg.Client({ connectionString: storage().env.DATABASE_URL });
     await Promise.all([admin.connect(), locker.connect()]);
     try {
       const who = await e2eActors();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { onPostgres, servicesRequired } from '../support/database.js';
+import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { counterOf, delivered, payloads, subscribeLive, type ThreadChange } from '../support/streams.js';
 
@@ -9,9 +9,8 @@ import { counterOf, delivered, payloads, subscribeLive, type ThreadChange } from
 // with a mistyped REDIS_URL delivered none of another instance's changes). Only PostgreSQL is
 // shared between instances; with REQUIRE_SERVICES=1 a missing one is a failure, never a skip.
 
-const meaningful = onPostgres || servicesRequired;
 const title = 'two instances on one PostgreSQL database without Redis';
-if (!meaningful) console.warn(`Skipping "${title}": set TEST_DATABASE_URL`);
+const meaningful = postgresSuiteRuns(`"${title}"`, 'only PostgreSQL is shared between instances');
 
 const AUDITS = `subscription($threadId: ID!) { auditChanged(threadId: $threadId) { id operationId status } }`;
 const RUNS = `subscription($threadId: ID!) { runChanged(threadId: $threadId) { id status } }`;
@@ -25,6 +24,7 @@ describe.runIf(meaningful)(title, () => {
   let urlB: string;
 
   beforeAll(async () => {
+    requirePostgresUrl();
     a = await startTestApp({ REDIS_URL: '' });
     b = await startTestApp({ REDIS_URL: '' }, { databaseUrl: a.config.databaseUrl });
     urlB = await b.app.start(0);

@@ -58,3 +58,14 @@ export function requirePostgresUrl(): string {
   if (!postgresAdminUrl) throw new Error('TEST_DATABASE_URL must point at PostgreSQL for this suite');
   return postgresAdminUrl;
 }
+
+/**
+ * Whether a suite that only means something on PostgreSQL runs here: on PostgreSQL, and always in
+ * CI's services pass (where requirePostgresUrl then fails it instead of skipping). Says why when
+ * it does not.
+ */
+export function postgresSuiteRuns(suite: string, why = 'it needs PostgreSQL'): boolean {
+  const runs = onPostgres || servicesRequired;
+  if (!runs) console.warn(`Skipping ${suite}: ${why} (set TEST_DATABASE_URL)`);
+  return runs;
+}

@@ -5,6 +5,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { mintToken } from '../../../src/auth/jwt.js';
 import type { Role } from '../../../src/domain/principal.js';
+import { requirePostgresUrl } from '../../support/database.js';
 import { createTestStorage, type TestStorage } from '../../support/storage.js';
 import { withTimeout } from './wait.js';
 
@@ -126,6 +127,28 @@ export async function killServers(): Promise<void> {
 }
 
 /**
+ * Fresh storage for the test file: made before its tests (none when `runs` is false; PostgreSQL
+ * asked for first when `postgresOnly`), removed after them with every server process still
+ * running killed. The returned function gives it to the file's tests and later hooks.
+ */
+export function storageForFile({ runs = true, postgresOnly = false } = {}): () => TestStorage {
+  let storage: TestStorage | undefined;
+  beforeAll(async () => {
+    if (!runs) return;
+    if (postgresOnly) requirePostgresUrl();
+    storage = await createTestStorage();
+  });
+  afterAll(async () => {
+    await killServers();
+    await storage?.remove();
+  });
+  return () => {
+    if (!storage) throw new Error('the storage is made before the tests (beforeAll)');
+    return storage;
+  };
+}
+
+/**
  * The test file's own server process on fresh storage (with `env` on top of startServer's):
  * started before its tests, killed with its storage removed after them. `url`, `wsUrl`, the
  * `process` and its `storage` are there from the file's tests and later hooks on.
@@ -136,19 +159,14 @@ export function serverForFile(env: Record<string, string> = {}): {
   readonly process: ServerProcess;
   readonly storage: TestStorage;
 } {
-  let storage: TestStorage | undefined;
+  const storage = storageForFile();
   let server: ServerProcess | undefined;
   beforeAll(async () => {
-    storage = await createTestStorage();
-    server = await startServer(storage, env);
+    server = await startServer(storage(), env);
   }, 120_000);
-  afterAll(async () => {
-    await killServers();
-    await storage?.remove();
-  });
   const started = () => {
-    if (!server || !storage) throw new Error('the server process starts before the tests (beforeAll)');
-    return { server, storage };
+    if (!server) throw new Error('the server process starts before the tests (beforeAll)');
+    return { server, storage: storage() };
   };
   return {
     get url() {
