@@ -86,9 +86,14 @@ export const NO_PAYLOADS: ReadonlySet<Payload> = new Set();
  * thread of 5 k audits as on one of 500 k (bench/results/recorded/HISTORY.md, the read curve). Only a single run
  * holding more audits than that is sorted whole. Newest first: by run creation, then the
  * runtime's sequence (role and id break ties between a model call and a tool sharing a number).
+ * A run's audits are its messages but the chat ones, said as `<> 'chat'` and not as the audit
+ * indexes' `IN ('model_audit', 'tool_audit')`: then no partial audit index matches, and the run's
+ * key is the only index the planner can take. On a table never analysed it otherwise ANDed each
+ * run's key with a whole audit index, reading every audit of every thread once per run (3 s at
+ * 1,000,000 audits: bench/README.md, growth, run Q3).
  */
 const newestAudits = (payloads: ReadonlySet<Payload>) => `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
-    SELECT ${auditColumns(payloads)} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
+    SELECT ${auditColumns(payloads)} FROM message m WHERE m.run_id = r.id AND m.message_type <> 'chat'
       AND (r.created_order < (SELECT run_order FROM anchor) OR (m.sequence, m.role, m.id) < (SELECT sequence, role, id FROM anchor))
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
   WHERE r.thread_id = $1 AND r.created_order <= (SELECT run_order FROM anchor)

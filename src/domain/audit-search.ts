@@ -49,10 +49,12 @@ const SNIPPET_LEAD = 25;
 
 /**
  * How many audits a search walks newest first before it asks the trigram index instead. A walk
- * reads each audit it passes (its payloads included), so this bounds what a text that is not
- * common costs before the index takes over; a common text finds its page well within it.
+ * reads each audit it passes (its payloads included, as JSON text), so this bounds what a text
+ * that is not common costs before the index takes over: with payloads of 100 B–50 kB, 2,000 took
+ * ~80 ms, most of a rare text's search at 1,000,000 audits (bench/README.md, Q3). A text one audit
+ * in ten holds still fills a page of 50 within it.
  */
-export const SEARCH_WALK_BUDGET = 2000;
+export const SEARCH_WALK_BUDGET = 500;
 
 /**
  * How many audits a search without text (by name, status, or nothing) walks on its filter's index
@@ -67,14 +69,17 @@ export const FILTER_WALK_BUDGET = 10_000;
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
  *
  * 1. Walk the newest `SEARCH_WALK_BUDGET` audits below `after` (within the thread when one is
- *    given) on the primary key, testing each, and stop at `first + 1` hits: a text or name most
- *    audits hold is found here, after reading a few hundred rows.
+ *    given) one index probe each (walkNewestFirst, whatever the statistics say), testing each,
+ *    and stop at `first + 1` hits: a text or name most audits hold is found here, after reading
+ *    a few hundred rows.
  * 2. Only when the walk read its whole budget without filling the page: every match, found
  *    through the trigram index (the text, and the name, which an exact name match implies), of
- *    which those older than the last audit walked are sorted and the newest `first + 1` kept. A
- *    rare text or name is found here, after reading its few matches. (The matches are gathered
- *    whole first, as a materialized CTE: given the walk's boundary as a condition it could use,
- *    the planner reads every audit below it on the primary key instead of the index.)
+ *    which those of the thread and older than the last audit walked are sorted and the newest
+ *    `first + 1` kept. A rare text or name is found here, after reading its few matches. (The
+ *    matches are gathered whole first, as a materialized CTE, and only then kept to the thread
+ *    and below the walk: given either as a condition it could use, the planner reads every audit
+ *    below the walk on the primary key, or, on a table never analysed, every audit of the thread
+ *    on its index, instead of the trigram index: 1.9 s at 1,000,000 audits, bench/README.md, Q3.)
  *
  * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
  * What stays slow is a text search that matches few audits but that the index cannot narrow: a
@@ -100,13 +105,20 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   // What bounds the walk: the audits of the thread, below `after`.
   const range = [`m.message_type IN ('model_audit', 'tool_audit')`];
   let threadId: string | null = null;
+  let inThread: string | null = null;
   if (search.threadId != null) {
     threadId = rowId(search.threadId, 'Thread');
     const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1 AND deleted_at IS NULL', [threadId]);
     if (!owned || owned.ownerId !== principal.sub) throw notFound('Thread', search.threadId);
-    range.push(`m.thread_id = ${param(threadId)}`);
+    inThread = `m.thread_id = ${param(threadId)}`;
   }
-  if (search.after != null) range.push(`m.id < ${param(search.after.toLowerCase())}::uuid`);
+  const probeRange = [...range];
+  if (inThread !== null) range.push(inThread);
+  if (search.after != null) {
+    const below = `m.id < ${param(search.after.toLowerCase())}::uuid`;
+    range.push(below);
+    probeRange.push(below);
+  }
   if (text === null) return filterSearch(sql, principal.sub, threadId, { ...search, name, first }, range, params);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   const tests: string[] = [];
@@ -124,17 +136,17 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const textAt = param(text);
   const rows = await sql.query<AuditHit>(
-    `WITH walked AS (
-       SELECT m.id, ${hit} AS hit FROM (SELECT * FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${budget}) m
+    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', range.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget)}, walked AS (
+       SELECT m.id, ${hit} AS hit FROM walk m
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
      ), older_hits AS MATERIALIZED (
-       SELECT m.id FROM message m
+       SELECT m.id, m.thread_id FROM message m
        WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
-         AND ${[...range, ...tests, ...textTests].join(' AND ')}
+         AND ${[...probeRange, ...tests, ...textTests].join(' AND ')}
      ), hits AS (
        SELECT id FROM walk_hits
-       UNION ALL (SELECT id FROM older_hits WHERE id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY id DESC LIMIT ${limit})
+       UNION ALL (SELECT m.id FROM older_hits m WHERE ${inThread ?? 'true'} AND m.id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
        CASE WHEN s.at > 0 THEN

@@ -52,7 +52,7 @@ async function seedAudits(threadId: string, runId: string, count: number, offset
         (CASE WHEN i % 97 = 0 THEN 'FAILED' WHEN i % 89 = 0 THEN 'RUNNING' ELSE 'COMPLETED' END)::"AuditStatus",
         jsonb_build_object('prompt', 'common words about alpha and gamma ' || i, 'tag', CASE WHEN i % 40 = 0 THEN 'medium-tag' END),
         CASE WHEN i % 89 = 0 THEN NULL ELSE jsonb_build_object('content', CASE WHEN i % 700 = 11 THEN 'gamma alpha swapped' ELSE 'alpha then gamma' END) END,
-        CASE WHEN i % 97 = 0 THEN jsonb_build_object('message', CASE WHEN i = 1940 THEN 'needle-rare failure' ELSE 'card declined' END) END
+        CASE WHEN i % 97 = 0 THEN jsonb_build_object('message', CASE WHEN i = 970 THEN 'needle-rare failure' ELSE 'card declined' END) END
       FROM generate_series(${offset}, ${offset + count - 1}) i;
     ANALYZE message;`);
 }
