@@ -10,7 +10,8 @@ import { expectRejected, interruptAndResume, runningScene } from './support.js';
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
+  // The sweeper stays out of the way, so that an expired lease is seen as such.
+  t = await startTestApp({ LEASE_SWEEP_INTERVAL_MS: '600000' });
 });
 afterAll(() => t.close());
 
