@@ -483,8 +483,10 @@ DECLARE
   refusal_code text;
   refusal_message text;
 BEGIN
-  PERFORM 1 FROM run WHERE id = ANY (run_ids) ORDER BY id FOR UPDATE;
-  PERFORM 1 FROM thread WHERE id = ANY (ARRAY(SELECT r.thread_id FROM run r WHERE r.id = ANY (run_ids))) ORDER BY id FOR NO KEY UPDATE;
+  IF cardinality(run_ids) > 1 THEN -- one run's event locks its run, then its thread, by itself
+    PERFORM 1 FROM run WHERE id = ANY (run_ids) ORDER BY id FOR UPDATE;
+    PERFORM 1 FROM thread WHERE id = ANY (ARRAY(SELECT r.thread_id FROM run r WHERE r.id = ANY (run_ids))) ORDER BY id FOR NO KEY UPDATE;
+  END IF;
   FOR event IN SELECT e.value FROM jsonb_array_elements(events) e LOOP
     BEGIN
       RETURN NEXT jsonb_build_object('ok', audit_apply_event(worker, event));
