@@ -89,6 +89,22 @@ export const timestampParser =
     return new StoredTimestamp(`${text.slice(0, 10)}T${time.slice(0, 8)}.${millis}Z`);
   };
 
+const TIMESTAMP_COLUMNS = new Set(['started_at', 'finished_at', 'created_at', 'changed_at', 'lease_expires_at']);
+
+/**
+ * A row as the database's `to_jsonb` gave it, with its bigints as text (the lifecycle functions'
+ * results, migration 20261203100000_lifecycle_functions), in the shape `toRows` gives.
+ */
+export function fromJsonRow<Row>(json: Record<string, unknown>): Row {
+  const row: Record<string, unknown> = {};
+  for (const column in json) {
+    const value = json[column];
+    row[camel(column)] =
+      value === null ? null : BIGINT_COLUMNS.has(column) ? BigInt(value as string) : TIMESTAMP_COLUMNS.has(column) ? new Date(value as string) : value;
+  }
+  return row as Row;
+}
+
 /** A parameter as both drivers take it. */
 export const param = (value: unknown) => (typeof value === 'bigint' ? value.toString() : value);
 

@@ -1,12 +1,12 @@
 import type { Principal } from './principal.js';
 import type { Run } from '../generated/prisma/client.js';
 import type { DomainDeps } from './command.js';
-import { finishRun, type FinishRunInput } from './convergence.js';
-import { badInput } from './errors.js';
-import type { LeaseProof } from './fenced-statements.js';
-import { renewLease, type RunLease } from './lease.js';
-import { recordModelFinished, recordModelStarted, type ModelAudit, type ModelFinished, type ModelStarted } from './model-audits.js';
-import { recordToolError, recordToolFinished, recordToolStarted, type ToolErrored, type ToolFinished, type ToolStarted } from './tool-audits.js';
+import { finishRunEvent, type FinishRunInput } from './convergence.js';
+import { badInput, DomainError } from './errors.js';
+import { renewalEvent, toLease, type RunLease } from './lease.js';
+import { applyEvents, type LeaseProof, type SqlEvent } from './lifecycle-events.js';
+import { modelFinishedEvent, modelStartedEvent, type ModelAudit, type ModelFinished, type ModelStarted } from './model-audits.js';
+import { toolErrorEvent, toolFinishedEvent, toolStartedEvent, type ToolErrored, type ToolFinished, type ToolStarted } from './tool-audits.js';
 
 /** The most events one batch may carry (SEMANTICS.md, "Batches"); more is refused, never cut. */
 export const MAX_BATCH_EVENTS = 500;
@@ -37,23 +37,24 @@ export function runIdOf(event: LifecycleEvent): string | undefined {
   return proof?.lease?.runId;
 }
 
-/** One event, by the very command its own mutation calls. */
-async function apply(deps: DomainDeps, principal: Principal, event: LifecycleEvent): Promise<Omit<EventOutcome, 'runId' | 'error'>> {
-  if (event.renewLease) return { lease: await renewLease(deps, principal, event.renewLease.lease, event.renewLease.leaseSeconds) };
-  if (event.modelStarted) return { audit: await recordModelStarted(deps, principal, event.modelStarted) };
-  if (event.modelFinished) return { audit: await recordModelFinished(deps, principal, event.modelFinished) };
-  if (event.toolStarted) return { audit: await recordToolStarted(deps, principal, event.toolStarted) };
-  if (event.toolFinished) return { audit: await recordToolFinished(deps, principal, event.toolFinished) };
-  if (event.toolError) return { audit: await recordToolError(deps, principal, event.toolError) };
-  if (event.finishRun) return { run: await finishRun(deps, principal, event.finishRun) };
+/** One event as its function takes it, checked as its own mutation checks it. */
+function sqlEvent(deps: DomainDeps, event: LifecycleEvent): SqlEvent {
+  if (event.renewLease) return renewalEvent(deps.limits, event.renewLease.lease, event.renewLease.leaseSeconds);
+  if (event.modelStarted) return modelStartedEvent(deps, event.modelStarted);
+  if (event.modelFinished) return modelFinishedEvent(deps, event.modelFinished);
+  if (event.toolStarted) return toolStartedEvent(deps, event.toolStarted);
+  if (event.toolFinished) return toolFinishedEvent(deps, event.toolFinished);
+  if (event.toolError) return toolErrorEvent(deps, event.toolError);
+  if (event.finishRun) return finishRunEvent(deps, event.finishRun);
   throw badInput('A lifecycle event sets exactly one kind');
 }
 
 /**
- * Applies a batch's events in order, each exactly as its own mutation: it commits and publishes
- * its changes before the next one starts (so a later event sees what an earlier one wrote, and
- * live changes come in commit order), and a refused one changes nothing and stops nothing. Its
- * error is returned in its place, for the caller to name as its own mutation would.
+ * Applies a batch's events in order, each exactly as its own mutation, in one call of the
+ * database (lifecycle-events.ts): a later event sees what an earlier one wrote, live changes come
+ * in commit order, and a refused one changes nothing and stops nothing. An event its input checks
+ * refuse is not sent. Each error is returned in its event's place, for the caller to name as its
+ * own mutation would.
  */
 export async function recordEvents(deps: DomainDeps, principal: Principal, events: LifecycleEvent[]): Promise<EventOutcome[]> {
   if (events.length < 1 || events.length > MAX_BATCH_EVENTS) {
@@ -63,13 +64,25 @@ export async function recordEvents(deps: DomainDeps, principal: Principal, event
   const malformed = events.findIndex((event) => Object.values(event).filter((value) => value != null).length !== 1);
   if (malformed >= 0) throw badInput(`Event ${malformed} of the batch must set exactly one kind of event`);
   const outcomes: EventOutcome[] = [];
-  for (const event of events) {
+  const sent: { index: number; event: SqlEvent }[] = [];
+  events.forEach((event, index) => {
     const runId = runIdOf(event);
     try {
-      outcomes.push({ runId, ...(await apply(deps, principal, event)) });
+      sent.push({ index, event: sqlEvent(deps, event) });
+      outcomes.push({ runId });
     } catch (error) {
       outcomes.push({ runId, error });
     }
-  }
+  });
+  if (sent.length === 0) return outcomes;
+  const applied = await applyEvents(deps, principal, sent.map(({ event }) => event));
+  sent.forEach(({ index, event }, position) => {
+    const result = applied[position]!;
+    const outcome = outcomes[index]!;
+    if (result instanceof DomainError) outcome.error = result;
+    else if (event.kind === 'renewLease') outcome.lease = toLease(result.run!);
+    else if (event.kind === 'finishRun') outcome.run = result.run;
+    else outcome.audit = result.audit;
+  });
   return outcomes;
 }

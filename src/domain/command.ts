@@ -3,6 +3,7 @@ import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
 import { onOneSnapshot, stampChanges } from './change-cursors.js';
 import type { CommittedChange, DomainEvent } from './events.js';
+import { publishWritten } from './lifecycle-events.js';
 
 export interface Limits {
   leaseMinSeconds: number;
@@ -60,70 +61,40 @@ export interface Written<T> {
   changes: DomainEvent[];
 }
 
-/** Publishes the changes a statement wrote, stamped with their cursors by the statement itself. */
-export function publishWritten(deps: DomainDeps, changes: DomainEvent[]): void {
-  deps.publish(changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));
-}
-
 /**
  * What the read-only explanation of a statement that wrote nothing found, when no rule refuses
  * the write (a refusal is thrown): the identical write already done (`replay`), or a state in
- * which the statement would now write (a concurrent change came between), so it runs again,
- * with what the explanation learned (`retry`, e.g. a declaration bound through resume ancestry).
+ * which the statement would now write (a concurrent change came between), so it runs again.
  */
-export type Explanation<T, Hint> = { replay: T } | { retry: Hint | undefined };
+export type Explanation<T> = { replay: T } | { retry: true };
 
 /** A statement that keeps losing to concurrent changes of its thread gives up after this many runs. */
 const MAX_STATEMENT_RUNS = 8;
-/** Runs of a `serialize`-able statement before it runs behind its locks. */
-const OPTIMISTIC_RUNS = 2;
 
-export interface FencedCommand<Args extends unknown[], T, Hint> {
-  /** The input checks that need no database. */
-  check?: (deps: DomainDeps, ...args: Args) => void;
+export interface FencedCommand<Args extends unknown[], T> {
   /** The rule as one statement in autocommit: it writes only when every rule holds; undefined when it wrote nothing. */
-  write: (deps: DomainDeps, hint: Hint | undefined, ...args: Args) => Promise<Written<T> | undefined>;
+  write: (deps: DomainDeps, ...args: Args) => Promise<Written<T> | undefined>;
   /** Read-only, on one snapshot taken after the statement: throws the refusal, or says what it found. */
-  explain: (sql: Sql, ...args: NoInfer<Args>) => Promise<Explanation<NoInfer<T>, NoInfer<Hint>>>;
-  /**
-   * For a statement that writes only on a snapshot no change of its thread committed after
-   * (`fresh`): locks what makes that snapshot fresh (the run, then its thread, the statement's own
-   * lock order). Under a steady stream of changes to the thread the statement may keep finding
-   * its snapshot stale; after OPTIMISTIC_RUNS it runs in a transaction behind these locks, where it
-   * cannot be.
-   */
-  serialize?: (sql: Sql, ...args: NoInfer<Args>) => Promise<void>;
+  explain: (sql: Sql, ...args: NoInfer<Args>) => Promise<Explanation<NoInfer<T>>>;
 }
 
 /**
- * A lifecycle command as graphile-worker keeps its rules: the fenced statement is the command.
- * Only when it wrote nothing does a read-only step run, which names the refusal or returns the
- * replay and never writes. Its snapshot is taken after the statement, so its answer is the
- * answer of a serialization in which the command ran at that snapshot; when that state would
- * let the statement write, the statement runs again.
+ * An owner's command as one fenced statement (createRun; the lifecycle events are functions of
+ * the database, lifecycle-events.ts). Only when it wrote nothing does a read-only step run, which
+ * names the refusal or returns the replay and never writes; when that state would let the
+ * statement write, it runs again.
  */
-export function fenced<Args extends unknown[], T, Hint = never>(
-  spec: FencedCommand<Args, T, Hint>,
-): (deps: DomainDeps, ...args: Args) => Promise<T> {
+export function fenced<Args extends unknown[], T>(spec: FencedCommand<Args, T>): (deps: DomainDeps, ...args: Args) => Promise<T> {
   return async (deps, ...args) => {
-    spec.check?.(deps, ...args);
-    let hint: Hint | undefined;
     for (let run = 1; ; run++) {
-      const written =
-        spec.serialize && run > OPTIMISTIC_RUNS
-          ? await inTransaction(deps.db, async (sql) => {
-              await spec.serialize!(sql, ...args);
-              return spec.write({ ...deps, db: { ...deps.db, query: sql.query.bind(sql) } }, hint, ...args);
-            })
-          : await spec.write(deps, hint, ...args);
+      const written = await spec.write(deps, ...args);
       if (written) {
         publishWritten(deps, written.changes);
         return written.value;
       }
       const explained = await onOneSnapshot(deps.db, (sql) => spec.explain(sql, ...args));
       if ('replay' in explained) return explained.replay;
-      if (run >= MAX_STATEMENT_RUNS) throw new Error(`A lifecycle statement wrote nothing ${run} times, though no rule refused it`);
-      hint = explained.retry;
+      if (run >= MAX_STATEMENT_RUNS) throw new Error(`A statement wrote nothing ${run} times, though no rule refused it`);
     }
   };
 }

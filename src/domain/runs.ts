@@ -1,11 +1,10 @@
 import type { Principal } from './principal.js';
-import type { Sql } from '../db/sql.js';
+import { prepared, type Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { assertCanReadThread, canReadEveryThread, loadReadableThread } from './access.js';
 import { fenced, type DomainDeps } from './command.js';
 import { invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
-import { bump, fencedRows } from './fenced-statements.js';
 import { isUuid, newId, rowId } from './ids.js';
 
 export const ENDED_RUN_STATUSES: readonly RunStatus[] = ['INTERRUPTED', 'COMPLETED', 'FAILED', 'CANCELLED'];
@@ -33,12 +32,26 @@ export const CREATE_RUN = `WITH target AS (
     AND ($5::uuid IS NULL OR EXISTS (
       SELECT 1 FROM run parent WHERE parent.id = $5::uuid AND parent.thread_id = t.id
         AND parent.status IN (${ENDED_RUN_STATUSES.map((status) => `'${status}'`).join(', ')})))),
-${bump('target')},
+bumped AS (
+  UPDATE thread t SET change_cursor = t.change_cursor + 1 FROM target WHERE t.id = target.thread_id
+  RETURNING t.change_cursor AS cursor, clock_timestamp() AS at),
 created AS (
   INSERT INTO run (id, thread_id, resumed_from_id, change_cursor, changed_at)
   SELECT $4::uuid, target.thread_id, $5::uuid, bumped.cursor, bumped.at FROM target, bumped
   RETURNING *)
 SELECT * FROM created`;
+
+/** Failures that mean "a concurrent write got there first": the statement wrote nothing, the explanation decides. */
+const WROTE_NOTHING_SQLSTATES = new Set(['23505', '40001', '40P01']);
+
+async function createdRows(sql: Sql, params: unknown[]): Promise<Run[]> {
+  try {
+    return await sql.query<Run>(prepared(CREATE_RUN), params);
+  } catch (error) {
+    if (WROTE_NOTHING_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
+    throw error;
+  }
+}
 
 interface CreateRunInput {
   threadId: string;
@@ -47,10 +60,10 @@ interface CreateRunInput {
 
 /** Creates a QUEUED run; a resume must name an ended run of the same thread. */
 export const createRun = fenced({
-  async write(deps: DomainDeps, _hint, principal: Principal, input: CreateRunInput) {
+  async write(deps: DomainDeps, principal: Principal, input: CreateRunInput) {
     const resume = input.resumeFromRunId ?? null;
     if (!isUuid(input.threadId) || (resume !== null && !isUuid(resume))) return undefined;
-    const [run] = await fencedRows<Run>(deps.db, CREATE_RUN, [
+    const [run] = await createdRows(deps.db, [
       input.threadId.toLowerCase(),
       principal.sub,
       canReadEveryThread(principal),
@@ -68,6 +81,6 @@ export const createRun = fenced({
       if (parent.threadId !== thread.id) throw invalidTransition('A run can only resume a run of the same thread');
       if (!isRunEnded(parent.status)) throw invalidTransition(`Run ${parent.id} has not ended (${parent.status})`);
     }
-    return { retry: undefined };
+    return { retry: true };
   },
 });

@@ -20,7 +20,7 @@ describe.skipIf(onPostgres)('the lifecycle statements on PGlite', () => {
     const { session } = await runningRun(t);
     must(await session.modelStarted('m0'));
     const afterFirst = await preparedTexts();
-    expect(afterFirst.some((text) => text.includes('INSERT INTO message'))).toBe(true);
+    expect(afterFirst.some((text) => text.includes('audit_record_events'))).toBe(true);
 
     const m1 = { sequence: '50', model: 'm', input: { q: 1 } };
     must(await session.modelStarted('m1', m1));
@@ -35,7 +35,7 @@ describe.skipIf(onPostgres)('the lifecycle statements on PGlite', () => {
     // would run inside it, and be rolled back with it after answering a success.
     let sendingWrite = () => {};
     const writeSent = new Promise<void>((resolve) => (sendingWrite = resolve));
-    const app = await startTestApp({}, { onQuery: (sql) => sql.includes('INSERT INTO message') && sendingWrite() });
+    const app = await startTestApp({}, { onQuery: (sql) => sql.includes('audit_record_events') && sendingWrite() });
     try {
       const { session, runId } = await runningRun(app);
       let write: ReturnType<typeof session.modelStarted> | undefined;

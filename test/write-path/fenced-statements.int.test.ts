@@ -1,7 +1,7 @@
-// The cases a lifecycle write's one statement (src/domain/fenced-statements.ts) leaves to its
-// read-only explanation: a write it starts but cannot finish (a replay meeting the unique key, a
-// race on the same audit or run) must leave nothing behind, the thread's change cursor included,
-// and the explanation must still answer as some serialization of the racing commands would.
+// The races of a lifecycle write (its rules: the functions of migration
+// 20261203100000_lifecycle_functions): a write it starts but cannot finish (a replay meeting the
+// unique key, a race on the same audit or run) must leave nothing behind, the thread's change
+// cursor included, and the answer must be that of some serialization of the racing commands.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { actors, claimRunMutation, createRun, createThread, must } from '../support/lifecycle.js';

@@ -1,0 +1,115 @@
+import type { Principal } from './principal.js';
+import { fromJsonRow, prepared } from '../db/sql.js';
+import { withRetries } from '../db/transaction.js';
+import type { Message, Run, ToolCall } from '../generated/prisma/client.js';
+import type { DomainDeps } from './command.js';
+import { DomainError, ERROR_CODES, type ErrorCode } from './errors.js';
+import type { DomainEvent } from './events.js';
+import { rowId } from './ids.js';
+
+/*
+ * The write path's rules live in the database, one PL/pgSQL function per lifecycle event
+ * (migration 20261203100000_lifecycle_functions): each locks the run, checks every rule, writes,
+ * stamps its changes with the thread's change cursors, and returns what it wrote or the replay,
+ * or raises its named refusal before it writes anything. A command here is the input checks that
+ * need no database, one call, and the publication of what the call wrote.
+ */
+
+/** What a worker presents on every lifecycle write: the run and the epoch it claimed (the fence's token). */
+export interface LeaseProof {
+  runId: string;
+  epoch: number;
+}
+
+export type EventKind = 'claimRun' | 'renewLease' | 'modelStarted' | 'modelFinished' | 'toolStarted' | 'toolFinished' | 'toolError' | 'finishRun';
+
+/** One event as its function takes it: the run it is fenced by, and its fields by their GraphQL names. */
+export interface SqlEvent {
+  kind: EventKind;
+  runId: string;
+  [field: string]: unknown;
+}
+
+/** What an event wrote (`changes`, stamped, in cursor order) or, for a replay, found (no changes). */
+export interface Applied {
+  audit?: Message & { declaredToolCalls?: ToolCall[] };
+  run?: Run;
+  changes: DomainEvent[];
+}
+
+interface JsonRow {
+  [column: string]: unknown;
+}
+
+/** A change as the functions return it: the row written, stamped with its cursor. */
+export interface ChangeJson {
+  kind: 'audit' | 'run';
+  row: JsonRow;
+  leaseOnly?: boolean;
+}
+
+interface Result {
+  ok?: { audit?: JsonRow; run?: JsonRow; declared?: JsonRow[]; changes: ChangeJson[] };
+  refused?: { code: string; message: string };
+}
+
+const RECORD_EVENTS = prepared('SELECT result FROM audit_record_events($1, $2::jsonb) AS result');
+
+const toJson = (events: SqlEvent[]) => JSON.stringify(events, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+
+function applied(result: Result): Applied | DomainError {
+  if (result.refused) {
+    const { code, message } = result.refused;
+    if (!(ERROR_CODES as readonly string[]).includes(code)) throw new Error(`A lifecycle function refused with an unknown code ${code}`);
+    return new DomainError(code as ErrorCode, message);
+  }
+  const { audit, run, declared, changes } = result.ok!;
+  return {
+    audit: audit && { ...fromJsonRow<Message>(audit), ...(declared && { declaredToolCalls: declared.map((row) => fromJsonRow<ToolCall>(row)) }) },
+    run: run && fromJsonRow<Run>(run),
+    changes: changesOf(changes),
+  };
+}
+
+/** The changes a function wrote, as the domain publishes them. */
+export const changesOf = (changes: ChangeJson[]): DomainEvent[] =>
+  changes.map(({ kind, row, leaseOnly }) => {
+    const stamped = kind === 'run' ? fromJsonRow<Run>(row) : fromJsonRow<Message>(row);
+    return { kind, threadId: stamped.threadId, row: stamped, ...(leaseOnly && { leaseOnly }) } as DomainEvent;
+  });
+
+/** Publishes the changes an event wrote, stamped with their cursors by its function. */
+export function publishWritten(deps: DomainDeps, changes: DomainEvent[]): void {
+  if (changes.length === 0) return;
+  deps.publish(changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));
+}
+
+/**
+ * Applies `events` in order in one call of one transaction, as `principal`: one result each, what
+ * it wrote or replayed, or its refusal (which wrote nothing and stopped nothing). A deadlock or
+ * serialization failure runs the whole call again (a replay returns what the first run wrote).
+ * After the commit each event's changes are published as if it came alone, in order.
+ */
+export async function applyEvents(deps: DomainDeps, principal: Principal, events: SqlEvent[]): Promise<(Applied | DomainError)[]> {
+  const json = toJson(events);
+  const rows = await withRetries(() => deps.db.query<{ result: Result }>(RECORD_EVENTS, [principal.sub, json]));
+  const outcomes = rows.map((row) => applied(row.result));
+  for (const outcome of outcomes) if (!(outcome instanceof DomainError)) publishWritten(deps, outcome.changes);
+  return outcomes;
+}
+
+/** One event alone: what it wrote or replayed; its refusal is thrown. */
+export async function applyEvent(deps: DomainDeps, principal: Principal, event: SqlEvent): Promise<Applied> {
+  const [outcome] = await applyEvents(deps, principal, [event]);
+  if (outcome instanceof DomainError) throw outcome;
+  return outcome!;
+}
+
+/**
+ * The fields every event fenced by a lease carries. A run id that is no UUID names no run
+ * (ids.ts `rowId`): refused here, never sent.
+ */
+export function leased(kind: EventKind, lease: LeaseProof): SqlEvent {
+  rowId(lease.runId, 'Run');
+  return { kind, runId: lease.runId, epoch: lease.epoch };
+}
