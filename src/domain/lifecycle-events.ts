@@ -85,16 +85,30 @@ export function publishWritten(deps: DomainDeps, changes: DomainEvent[]): void {
 }
 
 /**
- * Applies `events` in order in one call of one transaction, as `principal`: one result each, what
- * it wrote or replayed, or its refusal (which wrote nothing and stopped nothing). A deadlock or
- * serialization failure runs the whole call again (a replay returns what the first run wrote).
- * After the commit each event's changes are published as if it came alone, in order.
+ * The most events one call applies. audit_record_events applies each event in a sub-block of its
+ * own, a subtransaction with an id of its own once it writes; past 64 of them in one transaction
+ * PostgreSQL's per-backend cache of subtransaction ids overflows, and every other session's
+ * snapshot then looks its running xids up in pg_subtrans until that transaction ends. A longer
+ * batch goes as several calls, in order.
+ */
+export const EVENTS_PER_CALL = 50;
+
+/**
+ * Applies `events` in order, as `principal`, in one call of one transaction per EVENTS_PER_CALL:
+ * one result each, what it wrote or replayed, or its refusal (which wrote nothing and stopped
+ * nothing). A deadlock or serialization failure runs the whole call again (a replay returns what
+ * the first run wrote). After each commit each event's changes are published as if it came
+ * alone, in order.
  */
 export async function applyEvents(deps: DomainDeps, principal: Principal, events: SqlEvent[]): Promise<(Applied | DomainError)[]> {
-  const json = toJson(events);
-  const rows = await withRetries(() => deps.db.query<{ result: Result }>(RECORD_EVENTS, [principal.sub, json]));
-  const outcomes = rows.map((row) => applied(row.result));
-  for (const outcome of outcomes) if (!(outcome instanceof DomainError)) publishWritten(deps, outcome.changes);
+  const outcomes: (Applied | DomainError)[] = [];
+  for (let first = 0; first < events.length; first += EVENTS_PER_CALL) {
+    const json = toJson(events.slice(first, first + EVENTS_PER_CALL));
+    const rows = await withRetries(() => deps.db.query<{ result: Result }>(RECORD_EVENTS, [principal.sub, json]));
+    const committed = rows.map((row) => applied(row.result));
+    for (const outcome of committed) if (!(outcome instanceof DomainError)) publishWritten(deps, outcome.changes);
+    outcomes.push(...committed);
+  }
   return outcomes;
 }
 
