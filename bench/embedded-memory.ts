@@ -72,11 +72,11 @@ function sampleTree(pid: number): { stop: () => number } {
   return { stop: () => (clearInterval(timer), sample(), peak) };
 }
 
-/** The install step's template (scripts/create-pglite-template.ts) made again into a scratch file: its peak resident size, in MB. */
+/** The install step's template (scripts/create-pglite-template.ts) made again into a scratch directory: its peak resident size, in MB. */
 async function templatePeak(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'audit-template-'));
   try {
-    const script = spawn(process.execPath, ['--import', 'tsx', 'scripts/create-pglite-template.ts', join(dir, 'template.tar.gz')], { stdio: 'ignore' });
+    const script = spawn(process.execPath, ['--import', 'tsx', 'scripts/create-pglite-template.ts', join(dir, 'template')], { stdio: 'ignore' });
     const sampler = sampleTree(script.pid!);
     await new Promise((resolve) => script.once('exit', resolve));
     return sampler.stop();

@@ -1,4 +1,4 @@
-// `node --import tsx src/db/create-embedded-database.ts <dataDir> [template file]`: creates and
+// `node --import tsx src/db/create-embedded-database.ts <dataDir> [template directory]`: creates and
 // migrates a new embedded database, in a process of its own that then exits (new-pglite.ts).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,12 +6,14 @@ import { PGlite } from '@electric-sql/pglite';
 import { errorFields, log } from '../log.js';
 import { migrate } from './migrate.js';
 import { pgliteOptions, pgliteSession, serverStartParams } from './pglite-settings.js';
-import { installedPgliteTemplate, pgliteTemplateFile } from './pglite-template.js';
+import { copyPgliteTemplate } from './pglite-template.js';
 
-const [dataDir, templateFile = pgliteTemplateFile()] = process.argv.slice(2);
+const [dataDir, templateDir] = process.argv.slice(2);
 try {
   mkdirSync(dataDir!, { recursive: true });
-  const pglite = new PGlite({ ...pgliteOptions, startParams: serverStartParams, dataDir: join(dataDir!, 'pglite'), loadDataDir: installedPgliteTemplate(templateFile) });
+  const pgData = join(dataDir!, 'pglite');
+  copyPgliteTemplate(pgData, templateDir);
+  const pglite = new PGlite({ ...pgliteOptions, startParams: serverStartParams, dataDir: pgData });
   try {
     const session = pgliteSession(pglite);
     await migrate({ ...session, withSession: (fn) => fn(session), close: () => pglite.close() });

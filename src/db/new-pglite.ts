@@ -14,10 +14,10 @@ export const isNewPgliteDataDir = (dataDir: string) => !existsSync(join(dataDir,
  * "Memory"): PGlite keeps what a new database's creation and migrations touched (its WebAssembly
  * memory never shrinks, and the allocator keeps the rest), ~80 MB more than a later start holds,
  * and without the install's template (pglite-template.ts) its initdb runs a second instance.
- * The child's output (the migrations' log) is the server's. `templateFile`: the install's by default.
+ * The child's output (the migrations' log) is the server's. `templateDir`: the install's by default.
  */
-export async function createPgliteInChildProcess(dataDir: string, templateFile?: string): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, dataDir, ...(templateFile ? [templateFile] : [])], {
+export async function createPgliteInChildProcess(dataDir: string, templateDir?: string): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, dataDir, ...(templateDir ? [templateDir] : [])], {
     cwd: PROJECT_ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],
   });

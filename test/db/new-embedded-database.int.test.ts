@@ -1,7 +1,7 @@
 // A new embedded database (src/db/new-pglite.ts): created in a process of its own, from the
 // install's template when there is one (src/db/pglite-template.ts), else by PGlite's initdb, then
 // migrated; the server then opens it as any later start does.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -32,11 +32,11 @@ async function describeDatabase(dataDir: string) {
 
 describe.skipIf(onPostgres)('a new embedded database', () => {
   it("from the install's template is the database PGlite's initdb creates, migrated, and kept across starts", { timeout: 180_000 }, async () => {
-    const template = await createPgliteTemplate(serverStartParams, join(scratch, 'template.tar.gz'));
+    const template = await createPgliteTemplate(serverStartParams, join(scratch, 'template'));
     const fromTemplate = join(scratch, 'from-template');
     const byInitdb = join(scratch, 'by-initdb');
     await createPgliteInChildProcess(fromTemplate, template);
-    await createPgliteInChildProcess(byInitdb, join(scratch, 'no-template-installed.tar.gz'));
+    await createPgliteInChildProcess(byInitdb, join(scratch, 'no-template-installed'));
     expect(isNewPgliteDataDir(fromTemplate)).toBe(false);
 
     const expected = await describeDatabase(byInitdb);
@@ -57,9 +57,10 @@ describe.skipIf(onPostgres)('a new embedded database', () => {
   });
 
   it('that cannot be created stops the start with the reason', { timeout: 60_000 }, async () => {
-    const notATarball = join(scratch, 'not-a-tarball.tar.gz');
-    writeFileSync(notATarball, 'not a tarball');
-    await expect(createPgliteInChildProcess(join(scratch, 'bad-template'), notATarball)).rejects.toThrow(
+    const notADatabase = join(scratch, 'not-a-database');
+    mkdirSync(notADatabase);
+    writeFileSync(join(notADatabase, 'PG_VERSION'), 'not a database\n');
+    await expect(createPgliteInChildProcess(join(scratch, 'bad-template'), notADatabase)).rejects.toThrow(
       /^creating the embedded database in .*bad-template failed \(exit 1; its output is above\)$/,
     );
   });
