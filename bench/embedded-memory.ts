@@ -3,11 +3,14 @@
 //
 // The embedded default's memory (issue 45, "a lean embedded default"): `npm run serve`'s command
 // on a fresh data directory (PGlite), its resident size read from /proc: the peak of its first
-// start (a new database created and migrated), the resident size once it answers and has settled,
-// and the peak while W workers drive whole runs through it (claim, model call, tool, model call,
-// finish), with the lifecycle events per second they reached. Linux only (/proc).
+// start (a new database created and migrated: by a child process, so the peak of the whole process
+// tree, summed every 50 ms, beside the server's own), the resident size once it answers and has
+// settled, and the peak while W workers drive whole runs through it (claim, model call, tool, model
+// call, finish), with the lifecycle events per second they reached. First, the install step's
+// template of a new database (scripts/create-pglite-template.ts), made once per install: its peak.
+// Linux only (/proc).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +37,52 @@ function memory(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)![1]!);
   return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) };
+}
+
+/** `pid` and its descendants, by their parent ids in /proc. */
+function processTree(pid: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const name of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      const parent = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${name}/status`, 'utf8'))![1]);
+      parents.set(parent, [...(parents.get(parent) ?? []), Number(name)]);
+    } catch {
+      // Exited while listed.
+    }
+  }
+  const tree = [pid];
+  for (let index = 0; index < tree.length; index++) tree.push(...(parents.get(tree[index]!) ?? []));
+  return tree;
+}
+
+/** Samples the summed resident size of `pid`'s process tree every 50 ms until `stop` is called: its peak, in MB. */
+function sampleTree(pid: number): { stop: () => number } {
+  let peak = 0;
+  const sample = () => {
+    const rss = processTree(pid).reduce((sum, member) => {
+      try {
+        return sum + memory(member).rss;
+      } catch {
+        return sum; // exited between the listing and the read
+      }
+    }, 0);
+    peak = Math.max(peak, rss);
+  };
+  const timer = setInterval(sample, 50);
+  return { stop: () => (clearInterval(timer), sample(), peak) };
+}
+
+/** The install step's template (scripts/create-pglite-template.ts) made again into a scratch directory: its peak resident size, in MB. */
+async function templatePeak(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'audit-template-'));
+  try {
+    const script = spawn(process.execPath, ['--import', 'tsx', 'scripts/create-pglite-template.ts', join(dir, 'template')], { stdio: 'ignore' });
+    const sampler = sampleTree(script.pid!);
+    await new Promise((resolve) => script.once('exit', resolve));
+    return sampler.stop();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 async function freePort(): Promise<number> {
@@ -64,6 +113,7 @@ async function driveRuns(owner: AuditClient, worker: AuditClient, until: number)
   return events;
 }
 
+const installPeak = await templatePeak();
 const dataDir = mkdtempSync(join(tmpdir(), 'audit-memory-'));
 const port = await freePort();
 const child = spawn(process.execPath, [...flags['node-flags'].split(' ').filter(Boolean), '--import', 'tsx', 'src/main.ts'], {
@@ -73,6 +123,7 @@ const child = spawn(process.execPath, [...flags['node-flags'].split(' ').filter(
     NODE_ENV: 'production', DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', REDIS_URL: '', AUTH_JWT_SECRET: '' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
+const startSampler = sampleTree(child.pid!);
 let banner = '';
 child.stdout!.on('data', (chunk: Buffer) => (banner += chunk.toString()));
 try {
@@ -83,6 +134,7 @@ try {
   }
   const startSeconds = (Date.now() - started) / 1000;
   const firstStartPeak = memory(child.pid!).peak;
+  const firstStartTreePeak = startSampler.stop();
   await pause(5000); // settled: start-up garbage collected or not, as a user would find it
   const afterStart = memory(child.pid!).rss;
 
@@ -97,7 +149,8 @@ try {
   const { rss: afterWrites, peak } = memory(child.pid!);
 
   console.log(`node flags: ${flags['node-flags'] || '(none)'}; allocator: ${flags['malloc-env'] || "glibc's defaults"}; W=${workers}, ${seconds} s of writes`);
-  console.log(`first start: ${startSeconds.toFixed(1)} s, peak resident ${firstStartPeak} MB`);
+  console.log(`install step's template of a new database: peak resident ${installPeak} MB (its own process, once per install)`);
+  console.log(`first start: ${startSeconds.toFixed(1)} s, peak resident ${firstStartTreePeak} MB (process tree, sampled every 50 ms; the server's own ${firstStartPeak} MB)`);
   console.log(`resident after start (settled 5 s): ${afterStart} MB`);
   console.log(`under writes: resident up to ${Math.max(underWrites, afterWrites)} MB (process peak ${peak} MB); ${Math.round(events / seconds)} lifecycle events/s`);
 } finally {

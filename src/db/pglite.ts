@@ -1,14 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse, PGlite, protocol, type ParserOptions, type PGliteOptions, type Results, type Transaction } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { parse, PGlite, protocol, type ParserOptions, type Results, type Transaction } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { INT8, mappedSql, prismaClient, TIMESTAMPTZ, type Database, type Rows, type SqlDriver, type SqlTransactor } from './driver.js';
 import { JSON_OIDS, parseJsonText } from './json-text.js';
+import { createPgliteInChildProcess, isNewPgliteDataDir } from './new-pglite.js';
+import { pgliteOptions, pgliteSession, serverStartParams } from './pglite-settings.js';
 import { isPrepared, timestampParser } from './sql.js';
 
-/** PGlite as the server opens it: pg_trgm for the audit search index (migration 20261201200000_audit_search). */
-export const pgliteOptions = { extensions: { pg_trgm } } satisfies PGliteOptions;
+export { pgliteOptions };
 
 let statementsNamed = 0;
 
@@ -51,27 +51,17 @@ function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
     pglite.transaction(() => pglite.runExclusive(() => execute(text, values)));
 }
 
-/**
- * The server's own PGlite, sized for a laptop (README, "Memory"): PostgreSQL's 128 MB of shared
- * buffers live in PGlite's WebAssembly memory, which never shrinks, and its first start holds
- * them twice (its initdb instance beside its own). 16 MB (the test suites' size too) holds a
- * run's hot rows and index pages; the rest of the database is a read from the operating system's
- * file cache away.
- */
-const serverStartParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB', '-c', 'maintenance_work_mem=16MB'];
-
+/** The server's own PGlite: in `dataDir`, created and migrated first in a process of its own when new (new-pglite.ts); in memory without one. */
 export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: (sql: string) => void): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
+  if (!embedded && dataDir && isNewPgliteDataDir(dataDir)) await createPgliteInChildProcess(dataDir);
   const pglite = embedded ?? new PGlite({ ...pgliteOptions, startParams: serverStartParams, dataDir: dataDir ? join(dataDir, 'pglite') : undefined });
   await pglite.waitReady;
-  // What PGlite's start left behind (on a first start, its initdb instance: ~400 MB of WebAssembly
-  // memory) goes back to the system at the next full collection, which a server's young
-  // allocations may not cause for a long time: `npm run serve` exposes gc for this one call.
+  // What PGlite's start left behind (a database in memory: the instance that ran its initdb, ~400 MB
+  // of WebAssembly memory) goes back to the system at the next full collection, which a server's
+  // young allocations may not cause for a long time: `npm run serve` exposes gc for this one call.
   if (!embedded) (globalThis as { gc?: () => void }).gc?.();
-  const session = {
-    exec: async (sql: string) => void (await pglite.exec(sql)),
-    query: async <Row>(sql: string, params?: unknown[]) => (await pglite.query<Row>(sql, params)).rows,
-  };
+  const session = pgliteSession(pglite);
   // PGlite is one in-process session: "a session" is the database itself.
   // int8 as text: the row mapper makes it a bigint without a detour through an imprecise number.
   const parsers: ParserOptions = {

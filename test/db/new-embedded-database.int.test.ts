@@ -1,0 +1,67 @@
+// A new embedded database (src/db/new-pglite.ts): created in a process of its own, from the
+// install's template when there is one (src/db/pglite-template.ts), else by PGlite's initdb, then
+// migrated; the server then opens it as any later start does.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readMigrations } from '../../src/db/migrate.js';
+import { createPgliteInChildProcess, isNewPgliteDataDir } from '../../src/db/new-pglite.js';
+import { openPglite } from '../../src/db/pglite.js';
+import { serverStartParams } from '../../src/db/pglite-settings.js';
+import { createPgliteTemplate } from '../../src/db/pglite-template.js';
+import { onPostgres } from '../support/database.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'audit-new-pglite-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** What a user's data and queries depend on: the database's encoding and collation, and the migrations applied. */
+async function describeDatabase(dataDir: string) {
+  const db = await openPglite(dataDir);
+  try {
+    const [settings] = await db.driver.query<Record<string, unknown>>(
+      `SELECT pg_encoding_to_char(encoding) AS encoding, datcollate, datctype, datlocprovider
+       FROM pg_database WHERE datname = current_database()`,
+    );
+    const migrations = await db.driver.query<{ migration_name: string }>('SELECT migration_name FROM _prisma_migrations ORDER BY migration_name');
+    return { settings, migrations: migrations.map((row) => row.migration_name) };
+  } finally {
+    await db.close();
+  }
+}
+
+describe.skipIf(onPostgres)('a new embedded database', () => {
+  it("from the install's template is the database PGlite's initdb creates, migrated, and kept across starts", { timeout: 180_000 }, async () => {
+    const template = await createPgliteTemplate(serverStartParams, join(scratch, 'template'));
+    const fromTemplate = join(scratch, 'from-template');
+    const byInitdb = join(scratch, 'by-initdb');
+    await createPgliteInChildProcess(fromTemplate, template);
+    await createPgliteInChildProcess(byInitdb, join(scratch, 'no-template-installed'));
+    expect(isNewPgliteDataDir(fromTemplate)).toBe(false);
+
+    const expected = await describeDatabase(byInitdb);
+    expect(expected.settings).toEqual({ encoding: 'UTF8', datcollate: 'C', datctype: 'C.UTF-8', datlocprovider: 'c' });
+    expect(expected.migrations).toEqual(readMigrations().map((migration) => migration.name));
+    expect(await describeDatabase(fromTemplate)).toEqual(expected);
+
+    // A later start opens what the first one wrote, not a new copy of the template.
+    const first = await openPglite(fromTemplate);
+    await first.driver.exec(`INSERT INTO thread (id, owner_id, title) VALUES (gen_random_uuid(), 'owner', 'kept')`);
+    await first.close();
+    const later = await openPglite(fromTemplate);
+    try {
+      expect(await later.driver.query('SELECT title FROM thread')).toEqual([{ title: 'kept' }]);
+    } finally {
+      await later.close();
+    }
+  });
+
+  it('that cannot be created stops the start with the reason', { timeout: 60_000 }, async () => {
+    const notADatabase = join(scratch, 'not-a-database');
+    mkdirSync(notADatabase);
+    writeFileSync(join(notADatabase, 'PG_VERSION'), 'not a database\n');
+    await expect(createPgliteInChildProcess(join(scratch, 'bad-template'), notADatabase)).rejects.toThrow(
+      /^creating the embedded database in .*bad-template failed \(exit 1; its output is above\)$/,
+    );
+  });
+});
