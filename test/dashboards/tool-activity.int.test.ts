@@ -172,6 +172,86 @@ describe(`toolActivity (${backendName})`, () => {
     expect(minute.buckets).toHaveLength(60);
   });
 
+  it('counts each bucket and tool exactly over audits spread across hours, moved after they were counted, some of a deleted thread', async () => {
+    const who = await actors(t);
+    const threads = [await createThread(t, who.owner), await createThread(t, who.owner), await createThread(t, who.owner)];
+    const doomed = threads[2]!;
+    // 1,800 audits written at once, then moved into the past (0 to 2 hours, each at half a second
+    // past a whole second, started up to 10 minutes before it ended), then some moved again and
+    // one thread deleted: what is counted must follow every move.
+    for (const threadId of threads) {
+      const runId = await createRun(t, who.owner, threadId);
+      await t.app.db.driver.query(
+        `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, changed_at)
+         SELECT gen_random_uuid(), $1, $2, 'TOOL', 'tool_audit', 'spread' || i, (ARRAY['search', 'fetch', 'calc'])[1 + i % 3],
+           (ARRAY['RUNNING', 'COMPLETED', 'FAILED', 'COMPLETED', 'CANCELLED', 'ABANDONED', 'COMPLETED'])[1 + i % 7]::"AuditStatus", now()
+         FROM generate_series(1, 600) AS i`,
+        [threadId, runId],
+      );
+    }
+    const move = (where: string) =>
+      t.app.db.driver.query(
+        `WITH moved AS (
+           SELECT id, date_trunc('second', now()) - make_interval(secs => 1 + abs(hashtext(operation_id || $2)) % 7200) + interval '500 milliseconds' AS ended
+           FROM message WHERE owner_id = $1 AND message_type = 'tool_audit' AND ${where})
+         UPDATE message m SET changed_at = CASE WHEN m.status = 'RUNNING' THEN m.changed_at ELSE moved.ended END,
+           created_at = moved.ended - make_interval(secs => abs(hashtext(m.operation_id || 'start')) % 600),
+           duration_ms = CASE WHEN m.status = 'RUNNING' OR abs(hashtext(m.operation_id)) % 11 = 0 THEN NULL ELSE abs(hashtext(m.operation_id || 'ms')) % 90000 END
+         FROM moved WHERE m.id = moved.id`,
+        [who.ownerSub, where],
+      );
+    await move('true');
+    await move(`operation_id LIKE '%3'`);
+    await t.app.db.driver.query(`UPDATE message SET status = 'COMPLETED', changed_at = now() - interval '1 second' + interval '500 milliseconds' - (now() - date_trunc('second', now()))
+      WHERE owner_id = $1 AND status = 'RUNNING' AND operation_id LIKE '%4'`, [who.ownerSub]);
+    must(await t.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, who.owner));
+
+    const rows = await t.app.db.driver.query<{ name: string; status: string; durationMs: number | null; createdAt: Date; changedAt: Date | null }>(
+      `SELECT m.name, m.status, m.duration_ms AS "durationMs", m.created_at AS "createdAt", m.changed_at AS "changedAt" FROM message m
+       WHERE m.owner_id = $1 AND m.message_type = 'tool_audit' AND m.thread_id <> $2`,
+      [who.ownerSub, doomed],
+    );
+    for (const windowSeconds of [3600, 900, 86_400, 60]) {
+      const count = Math.min(120, windowSeconds);
+      const width = (windowSeconds * 1000) / count;
+      // A boundary within 2 ms of an audit's half second could fall either side of it as the view's
+      // microseconds are rounded to milliseconds here: read again then.
+      let view = await activity(who.owner, { windowSeconds });
+      const clear = (since: number) => Array.from({ length: count + 1 }, (_, k) => since + k * width).every((b) => Math.abs((((b % 1000) + 1000) % 1000) - 500) > 2);
+      while (!clear(new Date(view.since).getTime())) view = await activity(who.owner, { windowSeconds });
+      const since = new Date(view.since).getTime();
+      const at = new Date(view.at).getTime();
+      const bucket = (time: number) => Math.min(count - 1, Math.floor(((time - since) * count) / (windowSeconds * 1000)));
+      const buckets = Array.from({ length: count }, () => ({ started: 0, completed: 0, failed: 0, otherEnded: 0 }));
+      const tools = new Map<string, { running: number; completed: number; failed: number; otherEnded: number; max: number | null }>();
+      for (const row of rows) {
+        const tool = tools.get(row.name) ?? { running: 0, completed: 0, failed: 0, otherEnded: 0, max: null };
+        const start = row.createdAt.getTime();
+        if (start >= since && start <= at) buckets[bucket(start)]!.started++;
+        if (row.status === 'RUNNING') tool.running++;
+        else {
+          const end = row.changedAt!.getTime();
+          if (end < since || end > at) continue;
+          const key = row.status === 'COMPLETED' ? 'completed' : row.status === 'FAILED' ? 'failed' : 'otherEnded';
+          buckets[bucket(end)]![key]++;
+          tool[key]++;
+          if (row.durationMs !== null) tool.max = Math.max(tool.max ?? 0, row.durationMs);
+        }
+        tools.set(row.name, tool);
+      }
+      const counted = [...tools].filter(([, tool]) => tool.running + tool.completed + tool.failed + tool.otherEnded > 0);
+      expect(
+        Object.fromEntries(view.tools.map(({ name, running, completed, failed, otherEnded, maxDurationMs }: Record<string, number>) => [name, { running, completed, failed, otherEnded, max: maxDurationMs }])),
+        `tools, ${windowSeconds} s`,
+      ).toEqual(Object.fromEntries(counted));
+      expect(view.buckets.map(({ started, completed, failed, otherEnded }: Record<string, number>) => ({ started, completed, failed, otherEnded })), `buckets, ${windowSeconds} s`).toEqual(buckets);
+    }
+    // The spread reaches every kind of count, so the comparison means something.
+    const day = await activity(who.owner, { windowSeconds: 86_400 });
+    for (const key of ['started', 'completed', 'failed', 'otherEnded']) expect(sum(day.buckets, key), key).toBeGreaterThan(20);
+    // 1,800 rows written and moved, each window read: a few seconds alone, more beside other suites.
+  }, 60_000);
+
   it('gives p50 and p95 within 5 % of the nearest-rank percentiles and the exact maximum', async () => {
     const who = await actors(t);
     const threadId = await createThread(t, who.owner);
