@@ -3,7 +3,6 @@ import type { Sql } from '../db/sql.js';
 import { inTransaction } from '../db/transaction.js';
 import { onOneSnapshot, stampChanges } from './change-cursors.js';
 import type { CommittedChange, DomainEvent } from './events.js';
-import { publishWritten } from './lifecycle-events.js';
 
 export interface Limits {
   leaseMinSeconds: number;
@@ -59,6 +58,12 @@ export function command<Args extends unknown[], T>(
 export interface Written<T> {
   value: T;
   changes: DomainEvent[];
+}
+
+/** Publishes the changes a statement wrote, stamped with their cursors by the statement itself. */
+export function publishWritten(deps: DomainDeps, changes: DomainEvent[]): void {
+  if (changes.length === 0) return;
+  deps.publish(changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));
 }
 
 /**

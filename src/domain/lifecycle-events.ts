@@ -2,7 +2,7 @@ import type { Principal } from './principal.js';
 import { fromJsonRow, prepared } from '../db/sql.js';
 import { withRetries } from '../db/transaction.js';
 import type { Message, Run, ToolCall } from '../generated/prisma/client.js';
-import type { DomainDeps } from './command.js';
+import { publishWritten, type DomainDeps } from './command.js';
 import { DomainError, ERROR_CODES, type ErrorCode } from './errors.js';
 import type { DomainEvent } from './events.js';
 import { rowId } from './ids.js';
@@ -77,12 +77,6 @@ export const changesOf = (changes: ChangeJson[]): DomainEvent[] =>
     const stamped = kind === 'run' ? fromJsonRow<Run>(row) : fromJsonRow<Message>(row);
     return { kind, threadId: stamped.threadId, row: stamped, ...(leaseOnly && { leaseOnly }) } as DomainEvent;
   });
-
-/** Publishes the changes an event wrote, stamped with their cursors by its function. */
-export function publishWritten(deps: DomainDeps, changes: DomainEvent[]): void {
-  if (changes.length === 0) return;
-  deps.publish(changes.map((change) => ({ ...change, cursor: change.row.changeCursor!, committedAt: change.row.changedAt! })));
-}
 
 /**
  * The most events one call applies. audit_record_events applies each event in a sub-block of its
