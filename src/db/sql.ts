@@ -131,15 +131,3 @@ export async function insertRow<Row>(sql: Sql, table: string, data: Record<strin
   );
   return row!;
 }
-
-/** UPDATE of the defined fields of `data` (camelCase) on the row `id`, returning it. */
-export async function updateRow<Row>(sql: Sql, table: string, id: string, data: Record<string, unknown>): Promise<Row> {
-  const { columns, values } = columnValues(data);
-  const [row] = await sql.query<Row>(
-    `UPDATE ${table} SET ${columns.map((column, index) => `${column} = $${index + 2}`).join(', ')} WHERE id = $1 RETURNING *`,
-    [id, ...values],
-  );
-  // As Prisma's update: a missing row is an error, never a silent no-op.
-  if (!row) throw new Error(`No ${table} row ${id} to update`);
-  return row;
-}
