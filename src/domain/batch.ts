@@ -3,7 +3,7 @@ import type { Run } from '../generated/prisma/client.js';
 import type { DomainDeps } from './command.js';
 import { finishRunEvent, type FinishRunInput } from './convergence.js';
 import { badInput, DomainError } from './errors.js';
-import { renewalEvent, toLease, type RunLease } from './lease.js';
+import { claimEvent, renewalEvent, toLease, type ClaimInput, type RunLease } from './lease.js';
 import { applyEvents, type LeaseProof, type SqlEvent } from './lifecycle-events.js';
 import { modelFinishedEvent, modelStartedEvent, type ModelAudit, type ModelFinished, type ModelStarted } from './model-audits.js';
 import { toolErrorEvent, toolFinishedEvent, toolStartedEvent, type ToolErrored, type ToolFinished, type ToolStarted } from './tool-audits.js';
@@ -13,6 +13,7 @@ export const MAX_BATCH_EVENTS = 500;
 
 /** One lifecycle event of a batch: exactly one kind is set (the input is @oneOf). */
 export interface LifecycleEvent {
+  claimRun?: ClaimInput | null;
   renewLease?: { lease: LeaseProof; leaseSeconds?: number | null } | null;
   modelStarted?: ModelStarted | null;
   modelFinished?: ModelFinished | null;
@@ -31,14 +32,16 @@ export interface EventOutcome {
   error?: unknown;
 }
 
-/** The run an event is fenced by: every kind presents its lease. */
+/** The run an event is for: a claim names it, every other kind presents its lease. */
 export function runIdOf(event: LifecycleEvent): string | undefined {
+  if (event.claimRun) return event.claimRun.runId;
   const proof = Object.values(event).find((value) => value != null) as { lease?: LeaseProof } | undefined;
   return proof?.lease?.runId;
 }
 
 /** One event as its function takes it, checked as its own mutation checks it. */
 function sqlEvent(deps: DomainDeps, event: LifecycleEvent): SqlEvent {
+  if (event.claimRun) return claimEvent(deps.limits, event.claimRun);
   if (event.renewLease) return renewalEvent(deps.limits, event.renewLease.lease, event.renewLease.leaseSeconds);
   if (event.modelStarted) return modelStartedEvent(deps, event.modelStarted);
   if (event.modelFinished) return modelFinishedEvent(deps, event.modelFinished);
@@ -80,7 +83,7 @@ export async function recordEvents(deps: DomainDeps, principal: Principal, event
     const result = applied[position]!;
     const outcome = outcomes[index]!;
     if (result instanceof DomainError) outcome.error = result;
-    else if (event.kind === 'renewLease') outcome.lease = toLease(result.run!);
+    else if (event.kind === 'claimRun' || event.kind === 'renewLease') outcome.lease = toLease(result.run!);
     else if (event.kind === 'finishRun') outcome.run = result.run;
     else outcome.audit = result.audit;
   });

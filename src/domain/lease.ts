@@ -65,16 +65,16 @@ export interface ClaimInput {
   claimId?: string | null;
 }
 
-/** Claims a QUEUED run; a retry of the claim that took the current lease gets it back (audit_claim_run). */
-export async function claimRun(deps: DomainDeps, principal: Principal, input: ClaimInput): Promise<RunLease> {
+/** The claim as an event: the claimId checked and the lease clamped as the claimRun mutation does. */
+export function claimEvent(limits: Limits, input: ClaimInput): SqlEvent {
   if (input.claimId != null) nonBlank(input.claimId, 'claimId');
   rowId(input.runId, 'Run');
-  const { run } = await applyEvent(deps, principal, {
-    kind: 'claimRun',
-    runId: input.runId,
-    leaseSeconds: clampLeaseSeconds(deps.limits, input.leaseSeconds),
-    claimId: input.claimId ?? null,
-  });
+  return { kind: 'claimRun', runId: input.runId, leaseSeconds: clampLeaseSeconds(limits, input.leaseSeconds), claimId: input.claimId ?? null };
+}
+
+/** Claims a QUEUED run; a retry of the claim that took the current lease gets it back (audit_claim_run). */
+export async function claimRun(deps: DomainDeps, principal: Principal, input: ClaimInput): Promise<RunLease> {
+  const { run } = await applyEvent(deps, principal, claimEvent(deps.limits, input));
   return toLease(run!);
 }
 

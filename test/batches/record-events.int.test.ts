@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
-import { claim, createRun, createThread, expireLeases, must, runningRun } from '../support/lifecycle.js';
+import { actors, claim, createRun, createThread, expireLeases, must, runningRun } from '../support/lifecycle.js';
 import { threadState, type Scene } from '../write-path/support.js';
-import { RunEvents, sendAlone, sendBatch, type Event } from './support.js';
+import { claimEvent, RunEvents, sendAlone, sendBatch, type Event } from './support.js';
 
 // SEMANTICS.md, "Batches": recordEvents applies 1 to 500 events in order, each exactly as its own
 // mutation; a refused event writes nothing and stops nothing; one result per event.
@@ -160,5 +160,75 @@ describe('recordEvents', () => {
       expect(alone.error, JSON.stringify(event)).toEqual(results[index]!.error);
     }
     expect(await threadState(scene)).toEqual(before);
+  });
+});
+
+describe('recordEvents: claims', () => {
+  /** A fresh owner's thread with `count` QUEUED runs, and a fresh worker. */
+  async function queued(count: number) {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runIds: string[] = [];
+    for (let i = 0; i < count; i++) runIds.push(await createRun(t, who.owner, threadId));
+    return { ...who, threadId, runIds, scene: { t, owner: who.owner, threadId } as Scene };
+  }
+
+  it('claims as the claimRun mutation does: the lease, and a retry with the same claimId gets it back either way', async () => {
+    const { worker, workerSub, runIds: [batched, alone] } = await queued(2);
+    const [claimed] = (await sendBatch(t, worker, [claimEvent(batched!, 'claim-b')])).data!.result;
+    expect(claimed).toMatchObject({ index: 0, error: null, audit: null, run: null, lease: { runId: batched, owner: workerSub, epoch: 1 } });
+    // The mutation retrying the batch's claim, and a batch retrying the mutation's: the same lease.
+    expect(await sendAlone(t, worker, claimEvent(batched!, 'claim-b'))).toEqual(claimed);
+    const single = await sendAlone(t, worker, claimEvent(alone!, 'claim-a'));
+    expect(single.lease).toMatchObject({ runId: alone, epoch: 1 });
+    expect((await sendBatch(t, worker, [claimEvent(alone!, 'claim-a')])).data!.result).toEqual([single]);
+  });
+
+  it('answers each refused claim with the code the mutation answers, and changes nothing', async () => {
+    const { worker, runIds: [running, ended], scene } = await queued(2);
+    must(await t.gql(`mutation($id: ID!) { result: cancelRun(runId: $id) { id } }`, { id: ended }, scene.owner));
+    const [first] = (await sendBatch(t, worker, [claimEvent(running!, 'first')])).data!.result;
+    expect(first!.error).toBeNull();
+    const other = await t.token(`other-worker-${Math.random().toString(36).slice(2)}`, 'worker');
+    const cases: [string, Event, string][] = [
+      ['INVALID_TRANSITION', claimEvent(running!, 'second'), worker],
+      ['INVALID_TRANSITION', claimEvent(running!), worker],
+      ['INVALID_TRANSITION', claimEvent(running!, 'first'), other],
+      ['INVALID_TRANSITION', claimEvent(ended!, 'late'), worker],
+      ['NOT_FOUND', claimEvent('00000000-0000-4000-8000-000000000000', 'x'), worker],
+      ['BAD_USER_INPUT', claimEvent(running!, ' '), worker],
+      ['BAD_USER_INPUT', claimEvent(running!, 'k'.repeat(257)), worker],
+    ];
+    const before = await threadState(scene);
+    for (const [index, [code, event, token]] of cases.entries()) {
+      const [result] = (await sendBatch(t, token, [event])).data!.result;
+      expect(result!.error?.code, String(index)).toBe(code);
+      expect(await sendAlone(t, token, event), String(index)).toEqual(result);
+    }
+    expect(await threadState(scene)).toEqual(before);
+  });
+
+  it('a claim refused mid-batch stops nothing: the other claims and runs go on, and a run claimed earlier in the batch is fenced by its lease', async () => {
+    const first = await running();
+    const second = await anotherRun(first.owner, first.worker);
+    const threadId = await createThread(t, first.owner);
+    const fresh = await createRun(t, first.owner, threadId);
+    const later = new RunEvents({ runId: fresh, epoch: 1 });
+    const batch = [
+      later.modelStarted('too-early'),
+      claimEvent(first.runId, 'again'),
+      first.events.modelStarted('a1'),
+      claimEvent(fresh, 'fresh'),
+      claimEvent('00000000-0000-4000-8000-000000000000', 'missing'),
+      second.events.modelStarted('b1'),
+      later.modelStarted('f1'),
+    ];
+    const results = (await sendBatch(t, first.worker, batch)).data!.result;
+    expect(results.map((r) => r.error?.code ?? null)).toEqual(['LEASE_LOST', 'INVALID_TRANSITION', null, null, 'NOT_FOUND', null, null]);
+    expect(results[3]!.lease).toMatchObject({ runId: fresh, epoch: 1 });
+    expect(results[6]!.audit).toMatchObject({ operationId: 'f1', status: 'RUNNING' });
+    const { runs, audits } = await threadState({ t, owner: first.owner, threadId });
+    expect(runs.map((r: any) => r.status)).toEqual(['RUNNING']);
+    expect(audits.items.map((a: any) => a.operationId)).toEqual(['f1']);
   });
 });

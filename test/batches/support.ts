@@ -66,8 +66,12 @@ export class RunEvents {
   }
 }
 
+/** A claim as a batch carries it: the claimRun mutation's input. */
+export const claimEvent = (runId: string, claimId?: string, leaseSeconds = 60): Event => ({ claimRun: { runId, claimId, leaseSeconds } });
+
 /** The one mutation each kind of event stands for, with its document. */
 const SINGLE: Record<string, { field: string; args: (input: Record<string, unknown>) => Record<string, unknown>; signature: string }> = {
+  claimRun: { field: 'claimRun', args: (input) => ({ input }), signature: '($input: ClaimRunInput!) { result: claimRun(input: $input)' },
   renewLease: { field: 'renewLease', args: (input) => input, signature: '($lease: LeaseInput!, $leaseSeconds: Int) { result: renewLease(lease: $lease, leaseSeconds: $leaseSeconds)' },
   modelStarted: { field: 'recordModelStarted', args: (input) => ({ input }), signature: '($input: ModelStartedInput!) { result: recordModelStarted(input: $input)' },
   modelFinished: { field: 'recordModelFinished', args: (input) => ({ input }), signature: '($input: ModelFinishedInput!) { result: recordModelFinished(input: $input)' },
@@ -87,23 +91,24 @@ const MODEL_SELECTION = `{ __typename ...LifecycleAuditFields model input output
 export async function sendAlone(t: TestApp, token: string, event: Event, index = 0): Promise<EventResult> {
   const [kind, input] = Object.entries(event)[0]!;
   const single = SINGLE[kind]!;
+  const leaseResult = kind === 'claimRun' || kind === 'renewLease';
   const selection =
-    kind === 'renewLease'
+    leaseResult
       ? '{ runId owner epoch }'
       : kind === 'finishRun'
         ? '{ ...WorkerRunFields }'
         : kind.startsWith('model')
           ? MODEL_SELECTION
           : TOOL_SELECTION;
-  const fragment = kind === 'renewLease' ? '' : kind === 'finishRun' ? WORKER_RUN_FRAGMENT.toString() : AUDIT_FRAGMENT.toString();
+  const fragment = leaseResult ? '' : kind === 'finishRun' ? WORKER_RUN_FRAGMENT.toString() : AUDIT_FRAGMENT.toString();
   const response = await t.gql(`mutation${single.signature} ${selection} }\n${fragment}`, single.args(input), token);
   const error = response.errors?.[0];
   const value = response.data?.result ?? null;
   return {
     index,
     error: error ? { code: String(error.extensions?.code), message: error.message } : null,
-    lease: kind === 'renewLease' ? value : null,
+    lease: leaseResult ? value : null,
     run: kind === 'finishRun' ? value : null,
-    audit: kind !== 'renewLease' && kind !== 'finishRun' ? value : null,
+    audit: !leaseResult && kind !== 'finishRun' ? value : null,
   };
 }

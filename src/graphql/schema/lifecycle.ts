@@ -145,9 +145,11 @@ const RenewLeaseInput = builder.inputType('RenewLeaseInput', {
 });
 
 const LifecycleEventInput = builder.inputType('LifecycleEventInput', {
-  description: 'One lifecycle event of a batch (`recordEvents`): exactly one field is set.',
+  description:
+    'One lifecycle event of a batch (`recordEvents`): exactly one field is set. A claimRun is claimed\nexactly as the claimRun mutation claims; the events that its lease fences need the epoch it\nreturns, so a client sends them in a later batch (SEMANTICS.md, "Batches").',
   isOneOf: true,
   fields: (t) => ({
+    claimRun: t.field({ type: ClaimRunInput }),
     renewLease: t.field({ type: RenewLeaseInput }),
     modelStarted: t.field({ type: ModelStartedInput }),
     modelFinished: t.field({ type: ModelFinishedInput }),
@@ -194,7 +196,7 @@ const LifecycleEventResultRef = builder.objectRef<EventResult>('LifecycleEventRe
     lease: t.field({
       type: RunLeaseRef,
       nullable: true,
-      description: 'The lease a renewLease extended.',
+      description: 'The lease a claimRun took (or its retry got back) or a renewLease extended.',
       resolve: (result) => result.lease ?? null,
     }),
     error: t.field({
