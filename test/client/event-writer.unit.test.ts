@@ -123,4 +123,51 @@ describe('the batching writer', () => {
     expect(await Promise.all(answers)).toEqual([toolAudit('c0'), toolAudit('c1'), toolAudit('c2')]);
     expect(fetchImpl.requests.map((request) => body(request).operationName)).toEqual(['RecordToolStarted', 'RecordToolStarted', 'RecordToolStarted']);
   });
+
+  it('sends claims through the batch beside other runs\' events; each claim gets its lease or its own error, and its run\'s events follow its answer', async () => {
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const claimsReply = (request: RecordedRequest) =>
+      Response.json({
+        data: {
+          recordEvents: body(request).variables.events.map((event: any, index: number) =>
+            event.claimRun?.runId === 'run-3'
+              ? { index, audit: null, run: null, lease: null, error: { code: 'INVALID_TRANSITION', message: 'Run run-3 is RUNNING' } }
+              : event.claimRun
+                ? { index, audit: null, run: null, lease: { runId: event.claimRun.runId, owner: 'w', epoch: 1, expiresAt: 'x' }, error: null }
+                : { index, audit: toolAudit(event.toolStarted.toolCallId), run: null, lease: null, error: null },
+          ),
+        },
+      });
+    const fetchImpl = fakeFetch(first.reply, claimsReply, batchReply());
+    const client = clientWith(fetchImpl);
+    const zero = start(client, 'c0', 1);
+    const claimed = client.claimRun('run-2', 60, 'claim-2');
+    const refused = client.claimRun('run-3', 60, 'claim-3').catch((error: unknown) => error);
+    const sibling = start(client, 'c1', 2);
+    first.release();
+    await zero;
+    const lease2 = await claimed;
+    expect(lease2).toMatchObject({ runId: 'run-2', epoch: 1 });
+    expect(await refused).toMatchObject({ code: 'INVALID_TRANSITION', operationName: 'ClaimRun', message: 'ClaimRun: Run run-3 is RUNNING' });
+    expect(await sibling).toEqual(toolAudit('c1'));
+    expect(body(fetchImpl.requests[1]!).variables.events).toEqual([
+      { claimRun: { runId: 'run-2', leaseSeconds: 60, claimId: 'claim-2' } },
+      { claimRun: { runId: 'run-3', leaseSeconds: 60, claimId: 'claim-3' } },
+      { toolStarted: expect.objectContaining({ toolCallId: 'c1' }) },
+    ]);
+    // Idle again: the claimed run's first event goes at once, fenced by the epoch the claim got.
+    await client.recordToolStarted({ lease: lease2, toolCallId: 'c2', name: 'search', sequence: 1n });
+    expect(fetchImpl.requests).toHaveLength(3);
+    expect(body(fetchImpl.requests[2]!).variables.input.lease).toEqual({ runId: 'run-2', epoch: 1 });
+  });
+
+  it('sends a claim alone as the ClaimRun mutation when nothing is in flight, and retries it with the same claimId', async () => {
+    const lease2 = { runId: 'run-2', owner: 'w', epoch: 1, expiresAt: 'x' };
+    const fetchImpl = fakeFetch(networkError, graphqlData('claimRun', lease2));
+    const client = clientWith(fetchImpl);
+    expect(await client.claimRun('run-2', 30)).toEqual(lease2);
+    expect(fetchImpl.requests.map((request) => body(request).operationName)).toEqual(['ClaimRun', 'ClaimRun']);
+    expect(fetchImpl.requests[1]!.body).toBe(fetchImpl.requests[0]!.body);
+    expect(body(fetchImpl.requests[0]!).variables.input.claimId).toMatch(/^[0-9a-f-]{36}$/);
+  });
 });

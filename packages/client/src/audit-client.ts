@@ -36,7 +36,7 @@ export interface AuditClientOptions {
   fetch?: FetchLike;
   retry?: Partial<RetryPolicy>;
   /**
-   * Lifecycle events (renewLease to finishRun) go through one writer that batches by itself
+   * Lifecycle events (claimRun to finishRun) go through one writer that batches by itself
    * (event-writer.ts): on by default; `false` sends each as its own request.
    */
   batching?: boolean | EventWriterOptions;
@@ -83,10 +83,11 @@ export class AuditClient {
   /**
    * QUEUED -> RUNNING with this worker as owner. The claim carries a `claimId` (a fresh UUID
    * unless given) and is retried with it after transport failures: a retry of a claim that won
-   * unseen gets the same lease back, so a lost answer never costs the run.
+   * unseen gets the same lease back, so a lost answer never costs the run. It goes through the
+   * batching writer like every lifecycle event.
    */
   async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID()): Promise<RunLease> {
-    return this.transport.execute(OPERATIONS.claimRun, { input: { runId, leaseSeconds, claimId } });
+    return this.event('claimRun', { runId, leaseSeconds, claimId });
   }
 
   /** Extends an unexpired lease; returns it with its new expiry. */

@@ -5,6 +5,7 @@ import type { GraphQLHttpTransport } from './transport.js';
 
 /** The lifecycle events a batch carries, by their key in `LifecycleEventInput`, and the mutation each stands for. */
 const SINGLE = {
+  claimRun: OPERATIONS.claimRun,
   renewLease: OPERATIONS.renewLease,
   modelStarted: OPERATIONS.recordModelStarted,
   modelFinished: OPERATIONS.recordModelFinished,
@@ -39,6 +40,8 @@ interface Pending {
  * while a request is in flight go together in the next one (`recordEvents`). Events are sent in
  * the order they were written, one request at a time, so the order within a run is kept. Each
  * event's promise gets its own result, or the AuditApiError its own mutation would have thrown.
+ * A claim is an event too: its run's later events carry the epoch its promise resolves to, so
+ * they are written after it answers and go in a later request, while other runs' events share its.
  * A full queue makes `write` wait for room; `flush` waits until everything written is answered.
  */
 export class EventWriter {
@@ -57,7 +60,7 @@ export class EventWriter {
     this.maxQueued = Math.max(1, options.maxQueued ?? 2_000);
   }
 
-  /** `input` is the event as `LifecycleEventInput` carries it (renewLease: `{lease, leaseSeconds}`). */
+  /** `input` is the event as `LifecycleEventInput` carries it (claimRun: `{runId, leaseSeconds, claimId}`). */
   async write<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
     while (this.queue.length >= this.maxQueued) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     const answer = new Promise<unknown>((resolve, reject) => this.queue.push({ kind, input, resolve, reject }));

@@ -70,15 +70,20 @@ export type LeaseInput = {
   runId: string | number;
 };
 
-/** One lifecycle event of a batch (`recordEvents`): exactly one field is set. */
+/**
+ * One lifecycle event of a batch (`recordEvents`): exactly one field is set. A claimRun is claimed
+ * exactly as the claimRun mutation claims; the events that its lease fences need the epoch it
+ * returns, so a client sends them in a later batch (SEMANTICS.md, "Batches").
+ */
 export type LifecycleEventInput =
-  {   finishRun: FinishRunInput; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { finishRun?: never;   modelFinished: ModelFinishedInput; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { finishRun?: never; modelFinished?: never;   modelStarted: ModelStartedInput; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { finishRun?: never; modelFinished?: never; modelStarted?: never;   renewLease: RenewLeaseInput; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never;   toolError: ToolErrorInput; toolFinished?: never; toolStarted?: never; }
-  |  { finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never;   toolFinished: ToolFinishedInput; toolStarted?: never; }
-  |  { finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never;   toolStarted: ToolStartedInput; };
+  {   claimRun: ClaimRunInput; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never;   finishRun: FinishRunInput; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never;   modelFinished: ModelFinishedInput; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never;   modelStarted: ModelStartedInput; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never;   renewLease: RenewLeaseInput; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never;   toolError: ToolErrorInput; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never;   toolFinished: ToolFinishedInput; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never;   toolStarted: ToolStartedInput; };
 
 export type MessageRole =
   | 'ASSISTANT'
