@@ -79,10 +79,11 @@ class AuditClient:
         """QUEUED -> RUNNING with this worker as the lease owner.
 
         The claim carries a ``claim_id`` (a fresh UUID unless given) and is retried with it after
-        transport failures: a retry of a claim that won unseen gets the same lease back.
+        transport failures: a retry of a claim that won unseen gets the same lease back. It goes
+        through the batching writer like every lifecycle call.
         """
         claim = {"runId": run_id, "leaseSeconds": lease_seconds, "claimId": claim_id or str(uuid.uuid4())}
-        return RunLease.from_json(self._transport.execute(ops.CLAIM_RUN, {"input": _without_none(claim)}))
+        return RunLease.from_json(self._event(ops.CLAIM_RUN, {"input": _without_none(claim)}))
 
     def start_run(
         self,
@@ -259,6 +260,7 @@ class AuditClient:
 
 # Each lifecycle mutation's key in LifecycleEventInput.
 _EVENT_KINDS = {
+    ops.CLAIM_RUN.name: "claimRun",
     ops.RENEW_LEASE.name: "renewLease",
     ops.RECORD_MODEL_STARTED.name: "modelStarted",
     ops.RECORD_MODEL_FINISHED.name: "modelFinished",

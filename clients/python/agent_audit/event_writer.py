@@ -4,6 +4,8 @@ Idle, an event goes at once as its own mutation (no timer); the events written w
 is in flight go together in the next one (``recordEvents``), in the order they were written.
 Each call gets its own result or the ``AuditApiError`` its own mutation would have raised. A
 full queue makes writers wait for room; ``flush`` waits until every event written is answered.
+A claim is an event too: its run's later calls carry the epoch it returns, so they are written
+after it answers and go in a later request, while other threads' calls share its.
 """
 
 from __future__ import annotations

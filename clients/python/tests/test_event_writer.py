@@ -7,7 +7,7 @@ import threading
 import unittest
 from typing import Any, List, Mapping
 
-from agent_audit import AuditApiError
+from agent_audit import AuditApiError, AuditClient
 from agent_audit import _operations as ops
 from agent_audit.event_writer import EventWriter
 
@@ -143,6 +143,66 @@ class EventWriterTest(unittest.TestCase):
         for name in ("c1", "c2"):
             self.assertIsInstance(answers[name], AuditApiError)
             self.assertEqual(answers[name].code, "TRANSPORT_ERROR")
+
+    def test_claims_go_in_the_batch_beside_other_runs_events_each_with_its_own_lease_or_error(self) -> None:
+        class Claims(HeldTransport):
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+                if operation is ops.RECORD_EVENTS:
+                    self.requests.append((operation.name, variables))
+                    results = []
+                    for index, event in enumerate(variables["events"]):
+                        claim = event.get("claimRun")
+                        if claim and claim["runId"] == "run-3":
+                            results.append({"index": index, "audit": None, "run": None, "lease": None,
+                                            "error": {"code": "INVALID_TRANSITION", "message": "Run run-3 is RUNNING"}})
+                        elif claim:
+                            lease = {"runId": claim["runId"], "owner": "w", "epoch": 1, "expiresAt": "2026-12-03T12:00:00Z"}
+                            results.append({"index": index, "audit": None, "run": None, "lease": lease, "error": None})
+                        else:
+                            call = event["toolStarted"]["toolCallId"]
+                            results.append({"index": index, "audit": {"toolCallId": call}, "run": None, "lease": None, "error": None})
+                    return results
+                return super().execute(operation, variables)
+
+        transport = Claims({})
+        writer = EventWriter(transport)  # type: ignore[arg-type]
+        # The client's claim_run, through this writer.
+        client = AuditClient("http://audit.test/graphql", "worker-token")
+        client._writer = writer  # noqa: SLF001 - the offline transport behind the client's writer
+        answers: dict = {}
+
+        def claim(run_id: str) -> None:
+            try:
+                answers[run_id] = client.claim_run(run_id, claim_id=f"claim-{run_id}")
+            except AuditApiError as error:
+                answers[run_id] = error
+
+        def call(name: str) -> None:
+            answers[name] = start(writer, name)
+
+        threads = [threading.Thread(target=call, args=("c0",)), threading.Thread(target=claim, args=("run-2",)),
+                   threading.Thread(target=claim, args=("run-3",)), threading.Thread(target=call, args=("c1",))]
+        threads[0].start()
+        self.assertTrue(transport.in_flight.wait(5))
+        for count, thread in enumerate(threads[1:], start=1):
+            thread.start()
+            while len(writer._queue) < count:  # noqa: SLF001 - the test waits for its own writes
+                threading.Event().wait(0.001)
+        transport.release.set()
+        for thread in threads:
+            thread.join(5)
+        writer.flush()
+
+        self.assertEqual([name for name, _ in transport.requests], ["RecordToolStarted", "RecordEvents"])
+        self.assertEqual(transport.requests[1][1]["events"], [
+            {"claimRun": {"runId": "run-2", "claimId": "claim-run-2"}},
+            {"claimRun": {"runId": "run-3", "claimId": "claim-run-3"}},
+            {"toolStarted": {"toolCallId": "c1", "name": "search"}},
+        ])
+        self.assertEqual((answers["run-2"].run_id, answers["run-2"].epoch), ("run-2", 1))
+        self.assertIsInstance(answers["run-3"], AuditApiError)
+        self.assertEqual((answers["run-3"].code, answers["run-3"].operation), ("INVALID_TRANSITION", "ClaimRun"))
+        self.assertEqual(answers["c1"], {"toolCallId": "c1"})
 
 
 if __name__ == "__main__":
