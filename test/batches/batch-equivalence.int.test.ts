@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { actors, claim, createRun, createThread, expireLeases } from '../support/lifecycle.js';
+import { actors, createRun, createThread, expireLeases } from '../support/lifecycle.js';
 import { threadState } from '../write-path/support.js';
 import { sendAlone, sendBatch, type Event, type EventResult } from './support.js';
 
 // SEMANTICS.md, "Batches", as a property: random event sequences over several runs of a thread
-// (replays, conflicts, stale epochs, lost and expired leases, tool starts bound through resume
-// ancestry), sent one by one as their own mutations and sent in random batches, give identical
-// results per event and identical stored state.
+// (claims and their retries, replays, conflicts, stale epochs, lost and expired leases, tool
+// starts bound through resume ancestry), sent one by one as their own mutations and sent in
+// random batches, give identical results per event and identical stored state. A run's claim
+// comes before its events in the script; a batch may carry both, since a fresh run's first claim
+// takes epoch 1.
 
 const TRIALS = Number(process.env.BATCH_PROPERTY_TRIALS ?? 3);
 const STEPS = Number(process.env.BATCH_PROPERTY_STEPS ?? 70);
@@ -54,6 +56,12 @@ function script(seed: number): { steps: Step[]; initial: string[] } {
   const steps: Step[] = [];
   const at = (n: number) => new Date(Date.UTC(2026, 11, 2, 12, 0, 0, n)).toISOString();
   let counter = 0;
+  const claimOf = (label: string): ScriptEvent => {
+    const claim: ScriptEvent = { kind: 'event', label, epochOffset: 0, event: ['claimRun', { claimId: `claim-${label}`, leaseSeconds: 60 }] };
+    sent.set(label, [...(sent.get(label) ?? []), claim]);
+    return claim;
+  };
+  for (const label of initial) steps.push(claimOf(label));
   for (let step = 0; step < STEPS; step++) {
     const label = rnd.pick(labels);
     const seq = (sequence.get(label) ?? 0) + 1;
@@ -70,7 +78,7 @@ function script(seed: number): { steps: Step[]; initial: string[] } {
       const next = `r${labels.length}`;
       labels.push(next);
       calls.set(next, [...own(calls)]);
-      steps.push({ kind: 'resume', label, next });
+      steps.push({ kind: 'resume', label, next }, claimOf(next));
       // The resumed run starts a call its ancestor declared and did not start.
       const inherited = own(calls).filter((id) => !own(started).includes(id));
       if (inherited.length > 0) {
@@ -78,7 +86,7 @@ function script(seed: number): { steps: Step[]; initial: string[] } {
         started.set(next, [id]);
         sequence.set(next, 1);
         const first: ScriptEvent = { kind: 'event', label: next, epochOffset: 0, event: ['toolStarted', { toolCallId: id, name: 'search', effectiveInput: { id }, observedAt: at(1), sequence: '1' }] };
-        sent.set(next, [first]);
+        sent.get(next)!.push(first);
         steps.push(first);
       }
       continue;
@@ -105,8 +113,11 @@ function script(seed: number): { steps: Step[]; initial: string[] } {
       const [kind, input] = earlier.event;
       event = rnd.next() < 0.33 && kind === 'modelStarted' ? [kind, { ...input, input: { other: true } }] : [kind, input];
       epochOffset = earlier.epochOffset;
-    } else if (roll < 0.86) {
+    } else if (roll < 0.83) {
       event = ['renewLease', { leaseSeconds: 60 }];
+    } else if (roll < 0.86) {
+      // The run claimed again: a retry of its claim, or (one in two) another claim.
+      event = ['claimRun', { claimId: rnd.next() < 0.5 ? `claim-${label}` : `other-${counter++}`, leaseSeconds: 60 }];
     } else if (roll < 0.9) {
       event = ['modelStarted', { operationId: `${label}-stale-${counter++}`, ...observed }];
       epochOffset = 1;
@@ -125,13 +136,9 @@ async function world(initial: string[]) {
   const who = await actors(t);
   const threadId = await createThread(t, who.owner);
   const runs = new Map<string, string>();
-  for (const label of initial) {
-    const runId = await createRun(t, who.owner, threadId);
-    await claim(t, who.worker, runId, 60);
-    runs.set(label, runId);
-  }
+  for (const label of initial) runs.set(label, await createRun(t, who.owner, threadId));
   const materialize = ({ label, epochOffset, event: [kind, input] }: ScriptEvent): Event => ({
-    [kind]: { ...input, lease: { runId: runs.get(label)!, epoch: 1 + epochOffset } },
+    [kind]: kind === 'claimRun' ? { ...input, runId: runs.get(label)! } : { ...input, lease: { runId: runs.get(label)!, epoch: 1 + epochOffset } },
   });
   async function control(step: Control) {
     const runId = runs.get(step.label)!;
@@ -139,9 +146,7 @@ async function world(initial: string[]) {
     // Ended by its worker if it still can, else cancelled by its owner (or already ended); then resumed.
     const ended = await sendAlone(t, who.worker, { finishRun: { lease: { runId, epoch: 1 }, status: 'INTERRUPTED' } });
     if (ended.error) await t.gql(`mutation($id: ID!) { cancelRun(runId: $id) { id } }`, { id: runId }, who.owner);
-    const next = await createRun(t, who.owner, threadId, runId);
-    await claim(t, who.worker, next, 60);
-    runs.set(step.next, next);
+    runs.set(step.next, await createRun(t, who.owner, threadId, runId));
   }
   /** Run ids, the thread id and the principals as labels; ids and clock readings of the database dropped. */
   function normalize(value: unknown): unknown {
@@ -155,6 +160,8 @@ async function world(initial: string[]) {
 
 it(`gives identical results and state sent one by one and in batches (${TRIALS} trials of ${STEPS} steps)`, async () => {
   const seen = new Map<string, number>();
+  const claims = new Set<string>();
+  let claimRetriesReplayed = 0;
   let boundThroughAncestry = 0;
   for (let trial = 0; trial < TRIALS; trial++) {
     const seed = 4500 + trial;
@@ -198,6 +205,11 @@ it(`gives identical results and state sent one by one and in batches (${TRIALS} 
       const outcome = result.error?.code ?? 'applied';
       seen.set(outcome, (seen.get(outcome) ?? 0) + 1);
       const { label, event: [kind, input] } = events[index]!;
+      if (kind === 'claimRun') {
+        claims.add(outcome);
+        // The same claim again, answered with its lease (not the run's first claim).
+        if (!result.error && events.slice(0, index).some((e) => e.label === label && e.event[0] === 'claimRun')) claimRetriesReplayed++;
+      }
       const id = String(input.toolCallId ?? '');
       // A call declared by another run (an ancestor) and started here: bound through resume ancestry.
       if (kind === 'toolStarted' && !result.error && steps.some((s) => s.kind === 'event' && s.label !== label && s.event[0] === 'modelFinished' && (s.event[1].toolCalls as { id: string }[]).some((c) => c.id === id))) {
@@ -206,6 +218,8 @@ it(`gives identical results and state sent one by one and in batches (${TRIALS} 
     }
   }
   // The property exercised what it claims to.
-  expect([...seen.keys()]).toEqual(expect.arrayContaining(['applied', 'LEASE_LOST', 'LEASE_EXPIRED', 'CONFLICT']));
+  expect([...seen.keys()]).toEqual(expect.arrayContaining(['applied', 'LEASE_LOST', 'LEASE_EXPIRED', 'CONFLICT', 'INVALID_TRANSITION']));
+  expect([...claims]).toEqual(expect.arrayContaining(['applied', 'INVALID_TRANSITION']));
+  expect(claimRetriesReplayed).toBeGreaterThan(0);
   expect(boundThroughAncestry).toBeGreaterThan(0);
 }, 240_000);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runningRun } from '../support/lifecycle.js';
+import { actors, createRun, createThread, runningRun } from '../support/lifecycle.js';
 import { counterOf, payloads, subscribeLive } from '../support/streams.js';
 import { startListeningApp, type ListeningApp } from '../subscriptions/support.js';
-import { RunEvents, sendBatch } from './support.js';
+import { claimEvent, RunEvents, sendBatch } from './support.js';
 
 // SEMANTICS.md, "Batches": a batch's changes are published as if each event came alone, one live
 // change each, in commit order: a tool that starts and finishes in one batch is delivered RUNNING,
@@ -61,5 +61,27 @@ it('delivers each change of a batch once, in commit order, over graphql-ws and S
       { toolCallId: 'c2', status: 'RUNNING' },
       { toolCallId: 'c2', status: 'COMPLETED' },
     ]);
+  }
+});
+
+it('delivers a claim of a batch as the run going RUNNING, before the events after it, each once', async () => {
+  const who = await actors(t);
+  const threadId = await createThread(t, who.owner);
+  const runId = await createRun(t, who.owner, threadId);
+  const { data } = await t.gql(`query($id: ID!) { thread(id: $id) { changeCursor } }`, { id: threadId }, who.owner);
+  const start = counterOf(data.thread.changeCursor);
+  const changes = await subscribeLive(t.app, t.url, 'changes', THREAD_CHANGES, { threadId }, who.owner);
+
+  const events = new RunEvents({ runId, epoch: 1 });
+  const batch = [claimEvent(runId, 'live-claim'), events.modelStarted('m1'), events.modelFinished('m1'), claimEvent(runId, 'live-claim')];
+  const response = await sendBatch(t, who.worker, batch);
+  expect(response.data!.result.map((r) => r.error)).toEqual(batch.map(() => null));
+
+  // The retried claim (a replay that extends the lease) is a change of its own, as when sent alone.
+  for (const stream of changes) {
+    await stream.until((results) => payloads(results, 'threadChanges').length >= 4, 'every change of the batch');
+    const delivered = payloads(stream.results, 'threadChanges');
+    expect(delivered.map((change: { cursor: string }) => counterOf(change.cursor))).toEqual([1, 2, 3, 4].map((i) => start + BigInt(i)));
+    expect(delivered.map((change: any) => change.audit?.status ?? `run ${change.run.status}`)).toEqual(['run RUNNING', 'RUNNING', 'COMPLETED', 'run RUNNING']);
   }
 });
