@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { AuditClient, type FetchLike } from '@agent-audit/client';
 import type { GraphQLHttp } from './graphql-http.js';
-import { runScript } from './run-script.js';
+import { runScript, type Step } from './run-script.js';
 import { serverCreateRun, serverCreateThread, stepRequest, type Lease } from './server-worker.js';
 import type { Sql } from './sql.js';
 import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
@@ -33,27 +33,29 @@ export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: 
       const threadId = await serverCreateThread(http, ownerToken, `bench batched worker ${worker}.${loop % runsAtOnce}`);
       return {
         createRun: () => serverCreateRun(http, ownerToken, threadId),
-        async step(runId, lease, step) {
-          if (step.op === 'claimRun') {
-            const claimed = await client.claimRun(runId, step.leaseSeconds);
-            return { runId: claimed.runId, epoch: claimed.epoch };
-          }
-          // The same inputs the unbatched path sends (server-worker.ts), through the client's methods.
-          const input = stepRequest(runId, lease, step).variables.input as never;
-          if (step.op === 'recordModelStarted') await client.recordModelStarted(input);
-          else if (step.op === 'recordModelFinished') await client.recordModelFinished(input);
-          else if (step.op === 'recordToolStarted') await client.recordToolStarted(input);
-          else if (step.op === 'recordToolFinished') await client.recordToolFinished(input);
-          else {
-            await client.finishRun(input);
-            return null;
-          }
-          return lease;
-        },
+        step: (runId, lease, step) => clientStep(client, runId, lease, step),
       };
     },
   };
   return { target, counter };
+}
+
+/** One step of the run script through a client's methods, with the same inputs the unbatched path sends (server-worker.ts). */
+export async function clientStep(client: AuditClient, runId: string, lease: Lease | null, step: Step): Promise<Lease | null> {
+  if (step.op === 'claimRun') {
+    const claimed = await client.claimRun(runId, step.leaseSeconds);
+    return { runId: claimed.runId, epoch: claimed.epoch };
+  }
+  const input = stepRequest(runId, lease, step).variables.input as never;
+  if (step.op === 'recordModelStarted') await client.recordModelStarted(input);
+  else if (step.op === 'recordModelFinished') await client.recordModelFinished(input);
+  else if (step.op === 'recordToolStarted') await client.recordToolStarted(input);
+  else if (step.op === 'recordToolFinished') await client.recordToolFinished(input);
+  else {
+    await client.finishRun(input);
+    return null;
+  }
+  return lease;
 }
 
 export interface BatchFloorWindow {
