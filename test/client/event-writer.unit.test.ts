@@ -170,4 +170,24 @@ describe('the batching writer', () => {
     expect(fetchImpl.requests[1]!.body).toBe(fetchImpl.requests[0]!.body);
     expect(body(fetchImpl.requests[0]!).variables.input.claimId).toMatch(/^[0-9a-f-]{36}$/);
   });
+
+  it('lets the callers a request answered write their next events into the next request', async () => {
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('a1') } }));
+    const fetchImpl = fakeFetch(first.reply, batchReply());
+    const client = clientWith(fetchImpl);
+    // Three runs, each writing its second event once its first is answered.
+    const run = async (name: string) => {
+      await start(client, `${name}1`, 1);
+      await start(client, `${name}2`, 2);
+    };
+    const runs = [run('a'), run('b'), run('c')];
+    first.release();
+    await Promise.all(runs);
+    const sent = fetchImpl.requests.map((request) => {
+      const { operationName, variables } = body(request);
+      return operationName === 'RecordEvents' ? variables.events.map((event: any) => event.toolStarted.toolCallId) : [variables.input.toolCallId];
+    });
+    // a2 is written when a1 is answered, while b1 and c1 wait: it goes with them.
+    expect(sent).toEqual([['a1'], ['b1', 'c1', 'a2'], ['b2', 'c2']]);
+  });
 });

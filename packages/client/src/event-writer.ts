@@ -37,7 +37,8 @@ interface Pending {
 /**
  * One writer of lifecycle events per client, batching by itself: when no request is in flight an
  * event goes at once, as its own mutation (no timer, no added latency); the events that arrive
- * while a request is in flight go together in the next one (`recordEvents`). Events are sent in
+ * while a request is in flight, and those its answer lets callers write at once, go together in
+ * the next one (`recordEvents`). Events are sent in
  * the order they were written, one request at a time, so the order within a run is kept. Each
  * event's promise gets its own result, or the AuditApiError its own mutation would have thrown.
  * A claim is an event too: its run's later events carry the epoch its promise resolves to, so
@@ -80,6 +81,10 @@ export class EventWriter {
       const batch = this.queue.splice(0, this.maxBatch);
       for (const wake of this.roomWaiters.splice(0, this.maxQueued - this.queue.length)) wake();
       await (batch.length === 1 ? this.sendAlone(batch[0]!) : this.sendBatch(batch));
+      // The callers just answered write their next events in the promise jobs that follow (a run's
+      // next event waits for its previous one): a turn of the event loop lets those join the next
+      // request, where sending at once would take only the events queued before the answer.
+      await nextTurn();
     }
     this.sending = false;
     for (const wake of this.idleWaiters.splice(0)) wake();
@@ -117,6 +122,9 @@ export class EventWriter {
     }
   }
 }
+
+/** Resolves after the promise jobs queued so far have run (Node's check phase; a zero timeout elsewhere). */
+const nextTurn = () => new Promise<void>((resolve) => (typeof setImmediate === 'function' ? setImmediate(resolve) : setTimeout(resolve, 0)));
 
 /** A refused event's error, as its own mutation would have thrown it. */
 function eventError(operationName: string, error: { code: string; message: string }): AuditApiError {
