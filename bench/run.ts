@@ -3,6 +3,7 @@
 //   [--pubsubs memory,redis] [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--profile] [--record]
 //   [--curves write,read,catchup,memory] [--scale 1] [--interval 40,20] [--writers 1,4]
 //   [--runs-at-once 10] (batch: each of the widest W workers drives this many runs at once)
+//   [--batch-size 50] (batch: also batches of exactly this many events, server CPU per event)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
 // the bench creates a fresh database there and drops it afterwards). The server runs as its own
@@ -28,7 +29,7 @@ import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.js';
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, READ_WARMUPS, seedTimeline, serverReadStatements, type ReadResult } from './lib/timeline.js';
-import { batchedServerTarget, measureBatchFloor, type BatchFloorWindow } from './lib/batch-path.js';
+import { batchedServerTarget, measureBatchFloor, measureFixedBatches, type BatchFloorWindow, type FixedBatchesWindow } from './lib/batch-path.js';
 import { combineWindows, floorTarget, measureWritePath, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -63,6 +64,7 @@ const { values: flags } = parseArgs({
     curves: { type: 'string' },
     record: { type: 'boolean', default: false },
     'runs-at-once': { type: 'string' },
+    'batch-size': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -110,6 +112,8 @@ const settings = {
   scale: Number(flags.scale ?? 1),
   /** The batch section: runs each worker drives at once through its batching client. */
   runsAtOnce: Number(flags['runs-at-once'] ?? 10),
+  /** The batch section also sends batches of exactly this many events (lib/batch-path.ts measureFixedBatches); 0: not. */
+  batchSize: Number(flags['batch-size'] ?? 0),
 };
 settings.pubsubs = flags.pubsubs ? (flags.pubsubs.split(',') as ('memory' | 'redis')[]) : settings.redisUrl ? ['memory', 'redis'] : ['memory'];
 for (const section of settings.sections) {
@@ -275,6 +279,8 @@ interface BatchRow {
   eventFloor: WriteResult;
   /** The same events as the write floor's calls, one transaction per batch of R (lib/batch-path.ts). */
   batchFloor: BatchFloorWindow;
+  /** With --batch-size: batches of exactly that many events, sent without the client's writer. */
+  fixedBatches?: FixedBatchesWindow;
   /** Medians of the rounds' ratios, and each round's. */
   overEventFloor: number | null;
   overBatchFloor: number | null;
@@ -315,6 +321,20 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
         `per-event floor ${Math.round(eventFloors.at(-1)!.eventsPerSecond)}, batch floor ${Math.round(batchFloors.at(-1)!.eventsPerSecond)}`,
     );
   }
+  let fixedBatches: FixedBatchesWindow | undefined;
+  if (settings.batchSize > 0) {
+    log(`  fixed batches: W=${workers} × ${settings.batchSize} events a request, ${settings.rounds} passes…`);
+    const cpuUs = async () => {
+      const { cpu } = await server.counts();
+      return cpu.user + cpu.system;
+    };
+    let profiledOnce = false;
+    fixedBatches = await measureFixedBatches(http, ownerToken, workerTokens, workers, settings.batchSize, settings.rounds, cpuUs, (body) => {
+      if (profiledOnce) return body();
+      profiledOnce = true;
+      return profiled(server, `batch-fixed-W${workers}x${settings.batchSize}`, body);
+    });
+  }
   const measured = combineWindows(servers);
   const rounds = servers.map((window, index) => ({
     overEventFloor: ratio(window.eventsPerSecond, eventFloors[index]!.eventsPerSecond),
@@ -334,6 +354,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     },
     eventFloor: combineWindows(eventFloors),
     batchFloor: { workers, runsAtOnce, seconds, events: sum((w) => w.events), eventsPerSecond: sum((w) => w.events) / seconds, batches: sum((w) => w.batches) },
+    fixedBatches,
     overEventFloor: medianOf(rounds.map((r) => r.overEventFloor)),
     overBatchFloor: medianOf(rounds.map((r) => r.overBatchFloor)),
     rounds,
@@ -360,6 +381,16 @@ function printBatch(row: BatchRow) {
       ],
     ),
   );
+  const fixed = row.fixedBatches;
+  if (fixed) {
+    log(`\nFixed batches: W=${fixed.workers} workers, ${fixed.batchSize} events a request (setup not counted)`);
+    log(
+      table(
+        ['server ev/s', 'requests', 'request p50 ms', 'request p99 ms', 'server CPU ms/ev'],
+        [[Math.round(fixed.eventsPerSecond), fixed.requests, round(fixed.requestLatencyMs.p50), round(fixed.requestLatencyMs.p99), round(fixed.serverCpuMsPerEvent, 3)]],
+      ),
+    );
+  }
 }
 
 interface ReadRow {
@@ -721,6 +752,16 @@ function targets(report: Record<string, any>): TargetRow[] {
       ratio: batch.overBatchFloor,
       met: (batch.overBatchFloor ?? 0) >= 0.6,
     });
+    const fixed = batch.fixedBatches;
+    if (fixed) {
+      rows.push({
+        path: 'write, batched',
+        target: `server CPU per event in batches of ${fixed.batchSize} ≤ 0.15 ms`,
+        figure: `${round(fixed.serverCpuMsPerEvent, 3)} ms (W=${fixed.workers}, ${Math.round(fixed.eventsPerSecond)} events/s)`,
+        ratio: null,
+        met: fixed.serverCpuMsPerEvent <= 0.15,
+      });
+    }
   }
   const read = report.read as ReadRow | undefined;
   if (read) {
