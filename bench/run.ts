@@ -3,6 +3,8 @@
 //   [--pubsubs memory,redis] [--events 1000] [--audits 5000] [--seconds 9] [--rounds 3] [--profile] [--record]
 //   [--curves write,read,catchup,memory] [--scale 1] [--interval 40,20] [--writers 1,4]
 //   [--runs-at-once 10] (batch: each of the widest W workers drives this many runs at once)
+//   [--batch-size 50] (batch: also batches of exactly this many events, server CPU per event;
+//   with --runs-at-once 0 only those)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
 // the bench creates a fresh database there and drops it afterwards). The server runs as its own
@@ -28,7 +30,7 @@ import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.js';
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, READ_WARMUPS, seedTimeline, serverReadStatements, type ReadResult } from './lib/timeline.js';
-import { batchedServerTarget, measureBatchFloor, type BatchFloorWindow } from './lib/batch-path.js';
+import { batchedServerTarget, measureBatchFloor, measureFixedBatches, type BatchFloorWindow, type FixedBatchesWindow } from './lib/batch-path.js';
 import { combineWindows, floorTarget, measureWritePath, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -63,6 +65,7 @@ const { values: flags } = parseArgs({
     curves: { type: 'string' },
     record: { type: 'boolean', default: false },
     'runs-at-once': { type: 'string' },
+    'batch-size': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -110,6 +113,8 @@ const settings = {
   scale: Number(flags.scale ?? 1),
   /** The batch section: runs each worker drives at once through its batching client. */
   runsAtOnce: Number(flags['runs-at-once'] ?? 10),
+  /** The batch section also sends batches of exactly this many events (lib/batch-path.ts measureFixedBatches); 0: not. */
+  batchSize: Number(flags['batch-size'] ?? 0),
 };
 settings.pubsubs = flags.pubsubs ? (flags.pubsubs.split(',') as ('memory' | 'redis')[]) : settings.redisUrl ? ['memory', 'redis'] : ['memory'];
 for (const section of settings.sections) {
@@ -340,6 +345,32 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
   };
 }
 
+/** Batches of exactly --batch-size events (lib/batch-path.ts measureFixedBatches), the widest W workers. */
+async function fixedBatchSection(server: ServerProcess, http: GraphQLHttp, ownerToken: string, workerTokens: string[]): Promise<FixedBatchesWindow> {
+  const workers = Math.max(...settings.workers);
+  log(`  fixed batches: W=${workers} × ${settings.batchSize} events a request, ${settings.rounds} passes…`);
+  const cpuUs = async () => {
+    const { cpu } = await server.counts();
+    return cpu.user + cpu.system;
+  };
+  let profiledOnce = false;
+  return measureFixedBatches(http, ownerToken, workerTokens, workers, settings.batchSize, settings.rounds, cpuUs, (body) => {
+    if (profiledOnce) return body();
+    profiledOnce = true;
+    return profiled(server, `batch-fixed-W${workers}x${settings.batchSize}`, body);
+  });
+}
+
+function printFixedBatches(fixed: FixedBatchesWindow) {
+  log(`\nFixed batches: W=${fixed.workers} workers, ${fixed.batchSize} events a request (setup not counted)`);
+  log(
+    table(
+      ['server ev/s', 'requests', 'request p50 ms', 'request p99 ms', 'server CPU ms/ev'],
+      [[Math.round(fixed.eventsPerSecond), fixed.requests, round(fixed.requestLatencyMs.p50), round(fixed.requestLatencyMs.p99), round(fixed.serverCpuMsPerEvent, 3)]],
+    ),
+  );
+}
+
 function printBatch(row: BatchRow) {
   log(`\nBatched write path: W=${row.workers} workers × ${row.runsAtOnce} runs at once, lifecycle events/s`);
   log(
@@ -486,9 +517,16 @@ async function runSections(
 
   if (runs('batch')) {
     log('Batched write path…');
-    const row = await batchSection(server, http, backend, ownerToken, workerTokens);
-    report.batch = row;
-    printBatch(row);
+    if (settings.runsAtOnce > 0) {
+      const row = await batchSection(server, http, backend, ownerToken, workerTokens);
+      report.batch = row;
+      printBatch(row);
+    }
+    if (settings.batchSize > 0) {
+      const fixed = await fixedBatchSection(server, http, ownerToken, workerTokens);
+      report.fixedBatches = fixed;
+      printFixedBatches(fixed);
+    }
   }
 
   if (runs('read') && timeline) {
@@ -720,6 +758,16 @@ function targets(report: Record<string, any>): TargetRow[] {
       figure,
       ratio: batch.overBatchFloor,
       met: (batch.overBatchFloor ?? 0) >= 0.6,
+    });
+  }
+  const fixed = report.fixedBatches as FixedBatchesWindow | undefined;
+  if (fixed) {
+    rows.push({
+      path: 'write, batched',
+      target: `server CPU per event in batches of ${fixed.batchSize} ≤ 0.15 ms`,
+      figure: `${round(fixed.serverCpuMsPerEvent, 3)} ms (W=${fixed.workers}, ${Math.round(fixed.eventsPerSecond)} events/s)`,
+      ratio: null,
+      met: fixed.serverCpuMsPerEvent <= 0.15,
     });
   }
   const read = report.read as ReadRow | undefined;

@@ -4,11 +4,12 @@
 // does the same events as the write floor's functions (lib/write-floor.ts), one transaction per
 // batch: a worker's R runs step in lock-step, step k of all R runs in one transaction.
 import { performance } from 'node:perf_hooks';
-import { AuditClient, type FetchLike } from '@agent-audit/client';
+import { AuditClient, OPERATIONS, type FetchLike } from '@agent-audit/client';
 import type { GraphQLHttp } from './graphql-http.js';
 import { runScript, type Step } from './run-script.js';
-import { serverCreateRun, serverCreateThread, stepRequest, type Lease } from './server-worker.js';
+import { serverCreateRun, serverCreateThread, serverStep, stepRequest, type Lease } from './server-worker.js';
 import type { Sql } from './sql.js';
+import { summarize, type Summary } from './stats.js';
 import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
 import type { WriteTarget } from './write-path.js';
 
@@ -116,4 +117,95 @@ export async function measureBatchFloor(
     }),
   );
   return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches };
+}
+
+/** A lifecycle step as one event of `recordEvents` (the schema's LifecycleEventInput). */
+function batchEventOf(runId: string, lease: Lease, step: Step): Record<string, unknown> {
+  const input = stepRequest(runId, lease, step).variables.input;
+  const field = { recordModelStarted: 'modelStarted', recordModelFinished: 'modelFinished', recordToolStarted: 'toolStarted', recordToolFinished: 'toolFinished', finishRun: 'finishRun' }[
+    step.op as Exclude<Step['op'], 'claimRun'>
+  ];
+  return { [field]: input };
+}
+
+export interface FixedBatchesWindow {
+  workers: number;
+  batchSize: number;
+  /** Seconds spent sending the batches (setup excluded), summed over the passes. */
+  seconds: number;
+  events: number;
+  requests: number;
+  eventsPerSecond: number;
+  /** The server's CPU (user + system) while only the batches were in flight, per event. */
+  serverCpuMsPerEvent: number;
+  /** Each batch request's latency. */
+  requestLatencyMs: Summary;
+}
+
+/**
+ * Server cost per event in batches of exactly `batchSize` (issue 45's "≤ 0.15 ms in batches of
+ * 50"), which the batching client reaches only when that many events wait. Each pass: every worker
+ * creates and claims `batchSize` runs (not measured), then, all together, sends each later step of
+ * its runs as one `recordEvents` of `batchSize` events (nine requests a worker); the server's CPU is
+ * read around that part only.
+ */
+export async function measureFixedBatches(
+  http: GraphQLHttp,
+  ownerToken: string,
+  workerTokens: string[],
+  workers: number,
+  batchSize: number,
+  passes: number,
+  serverCpuUs: () => Promise<number>,
+  around: (body: () => Promise<void>) => Promise<void> = (body) => body(),
+): Promise<FixedBatchesWindow> {
+  const steps = runScript();
+  const [claim, ...later] = steps;
+  const threads = await Promise.all(Array.from({ length: workers }, (_, worker) => serverCreateThread(http, ownerToken, `bench fixed batches ${worker}`)));
+  let seconds = 0;
+  let events = 0;
+  let requests = 0;
+  let cpuUs = 0;
+  const latencies: number[] = [];
+  for (let pass = 0; pass < passes; pass++) {
+    const leases = await Promise.all(
+      threads.map(async (threadId, worker) => {
+        const runs: Lease[] = [];
+        for (let run = 0; run < batchSize; run++) {
+          const runId = await serverCreateRun(http, ownerToken, threadId);
+          runs.push((await serverStep(http, workerTokens[worker]!, runId, null, claim!))!);
+        }
+        return runs;
+      }),
+    );
+    await around(async () => {
+      const cpuBefore = await serverCpuUs();
+      const began = performance.now();
+      await Promise.all(
+        leases.map(async (runs, worker) => {
+          for (const step of later) {
+            const sent = performance.now();
+            const data = await http.must(OPERATIONS.recordEvents.document, { events: runs.map((lease) => batchEventOf(lease.runId, lease, step)) }, workerTokens[worker]!);
+            latencies.push(performance.now() - sent);
+            const refused = (data.recordEvents as { error: { code: string; message: string } | null }[]).find((result) => result.error);
+            if (refused) throw new Error(`A fixed batch's event was refused: ${refused.error!.code} ${refused.error!.message}`);
+            events += runs.length;
+            requests++;
+          }
+        }),
+      );
+      seconds += (performance.now() - began) / 1000;
+      cpuUs += (await serverCpuUs()) - cpuBefore;
+    });
+  }
+  return {
+    workers,
+    batchSize,
+    seconds,
+    events,
+    requests,
+    eventsPerSecond: events / seconds,
+    serverCpuMsPerEvent: cpuUs / 1000 / events,
+    requestLatencyMs: summarize(latencies),
+  };
 }

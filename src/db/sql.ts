@@ -99,10 +99,23 @@ export function fromJsonRow<Row>(json: Record<string, unknown>): Row {
   const row: Record<string, unknown> = {};
   for (const column in json) {
     const value = json[column];
-    row[camel(column)] =
-      value === null ? null : BIGINT_COLUMNS.has(column) ? BigInt(value as string) : TIMESTAMP_COLUMNS.has(column) ? new Date(value as string) : value;
+    const { field, read } = jsonColumn(column);
+    row[field] = value === null ? null : read(value);
   }
   return row as Row;
+}
+
+const asIs = (value: unknown) => value;
+const jsonColumns = new Map<string, { field: string; read: (value: unknown) => unknown }>();
+
+/** A column's field and reader, worked out once per column name (a batch maps thousands of rows). */
+function jsonColumn(column: string) {
+  let known = jsonColumns.get(column);
+  if (!known) {
+    const read = BIGINT_COLUMNS.has(column) ? (value: unknown) => BigInt(value as string) : TIMESTAMP_COLUMNS.has(column) ? (value: unknown) => new Date(value as string) : asIs;
+    jsonColumns.set(column, (known = { field: camel(column), read }));
+  }
+  return known;
 }
 
 /** A parameter as both drivers take it. */
