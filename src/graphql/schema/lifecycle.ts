@@ -146,7 +146,7 @@ const RenewLeaseInput = builder.inputType('RenewLeaseInput', {
 
 const LifecycleEventInput = builder.inputType('LifecycleEventInput', {
   description:
-    'One lifecycle event of a batch (`recordEvents`): exactly one field is set. A claimRun is claimed\nexactly as the claimRun mutation claims; the events that its lease fences need the epoch it\nreturns, so a client sends them in a later batch (SEMANTICS.md, "Batches").',
+    'One lifecycle event of a batch (`recordEvents`): exactly one field is set. A claimRun is claimed\nexactly as the claimRun mutation claims; the events that its lease fences need the epoch it\nreturns, so a client sends them in a later batch (docs/runtime-authors.md, "Batches").',
   isOneOf: true,
   fields: (t) => ({
     claimRun: t.field({ type: ClaimRunInput }),

@@ -73,7 +73,7 @@ export type LeaseInput = {
 /**
  * One lifecycle event of a batch (`recordEvents`): exactly one field is set. A claimRun is claimed
  * exactly as the claimRun mutation claims; the events that its lease fences need the epoch it
- * returns, so a client sends them in a later batch (SEMANTICS.md, "Batches").
+ * returns, so a client sends them in a later batch (docs/runtime-authors.md, "Batches").
  */
 export type LifecycleEventInput =
   {   claimRun: ClaimRunInput; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
