@@ -128,6 +128,8 @@ function batchEventOf(runId: string, lease: Lease, step: Step): Record<string, u
   return { [field]: input };
 }
 
+const IDLE_MS = 2000;
+
 export interface FixedBatchesWindow {
   workers: number;
   batchSize: number;
@@ -138,6 +140,13 @@ export interface FixedBatchesWindow {
   eventsPerSecond: number;
   /** The server's CPU (user + system) while only the batches were in flight, per event. */
   serverCpuMsPerEvent: number;
+  /**
+   * The server's CPU per second while idle (timers, pollers, the probe), read for 2 s before the
+   * passes, and the CPU per event without that much per second of the batches: the idle part
+   * weighs more the fewer events a second the database lets through.
+   */
+  serverIdleCpuMsPerSecond: number;
+  serverCpuMsPerEventNetOfIdle: number;
   /** Each batch request's latency. */
   requestLatencyMs: Summary;
 }
@@ -167,6 +176,9 @@ export async function measureFixedBatches(
   let requests = 0;
   let cpuUs = 0;
   const latencies: number[] = [];
+  const idleFrom = await serverCpuUs();
+  await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+  const idleCpuMsPerSecond = ((await serverCpuUs()) - idleFrom) / IDLE_MS;
   for (let pass = 0; pass < passes; pass++) {
     const leases = await Promise.all(
       threads.map(async (threadId, worker) => {
@@ -206,6 +218,8 @@ export async function measureFixedBatches(
     requests,
     eventsPerSecond: events / seconds,
     serverCpuMsPerEvent: cpuUs / 1000 / events,
+    serverIdleCpuMsPerSecond: idleCpuMsPerSecond,
+    serverCpuMsPerEventNetOfIdle: (cpuUs / 1000 - idleCpuMsPerSecond * seconds) / events,
     requestLatencyMs: summarize(latencies),
   };
 }
