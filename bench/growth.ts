@@ -175,7 +175,7 @@ async function storage(db: Database): Promise<string> {
   const audits = Number(row!.audits);
   const perAudit = (column: keyof Sizes) => round(Number(row![column]) / audits);
   const payloadPerAudit = Number(row!.payloads) / audits;
-  return `storage: ${perAudit('tables')} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(Number(row!.tables) / audits / payloadPerAudit)}×; per audit: message heap ${perAudit('heap')}, its TOAST ${perAudit('toast')}, its indexes ${perAudit('indexes')} (trigram ${perAudit('search')}), tool_call and tool_call_count ${perAudit('toolCall')}`;
+  return `storage: ${perAudit('tables')} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(Number(row!.tables) / audits / payloadPerAudit)}×; per audit: message heap ${perAudit('heap')}, its TOAST ${perAudit('toast')}, its indexes ${perAudit('indexes')} (the search index ${perAudit('search')}), tool_call and tool_call_count ${perAudit('toolCall')}`;
 }
 
 const { db, drop } = await openScratchDatabase('audit_growth', { statementTimeoutMs: 3_600_000 });
