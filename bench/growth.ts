@@ -1,5 +1,6 @@
-// npx tsx bench/growth.ts [--sizes 10000,100000,1000000] [--iterations 15] [--plans] [--payload-bytes 2000]
-//   DATABASE_URL=<admin URL> for PostgreSQL (a scratch database, dropped afterwards), else in-memory PGlite
+// npx tsx bench/growth.ts [--sizes 10000,100000,1000000] [--iterations 15] [--plans] [--payload-bytes 2000] [--keep]
+//   DATABASE_URL=<admin URL> for PostgreSQL (a scratch database, dropped afterwards unless --keep,
+//   which prints its name), else in-memory PGlite
 //
 // Issue 44, flat at a million: each read a debugger or dashboard makes, as the domain runs it,
 // at each size back to back on one database that grows between them. The history: 50 superadmin
@@ -29,7 +30,7 @@ import { openScratchDatabase } from './lib/scratch.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
-  options: { sizes: { type: 'string' }, iterations: { type: 'string' }, plans: { type: 'boolean' }, 'payload-bytes': { type: 'string' } },
+  options: { sizes: { type: 'string' }, iterations: { type: 'string' }, plans: { type: 'boolean' }, keep: { type: 'boolean' }, 'payload-bytes': { type: 'string' } },
 });
 const payloadBytes = flags['payload-bytes'] === undefined ? null : Number(flags['payload-bytes']);
 const LARGEST_PAYLOAD = 50_000;
@@ -167,14 +168,14 @@ async function storage(db: Database): Promise<string> {
       (SELECT count(*) FROM message) AS audits,
       pg_relation_size('message') AS heap,
       pg_total_relation_size(reltoastrelid) AS toast,
-      pg_relation_size('message_audit_search_idx') AS search,
+      pg_relation_size('message_audit_search_thread_idx') AS search,
       pg_indexes_size('message') AS indexes,
       pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS "toolCall"
     FROM pg_class WHERE oid = 'message'::regclass`);
   const audits = Number(row!.audits);
   const perAudit = (column: keyof Sizes) => round(Number(row![column]) / audits);
   const payloadPerAudit = Number(row!.payloads) / audits;
-  return `storage: ${perAudit('tables')} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(Number(row!.tables) / audits / payloadPerAudit)}×; per audit: message heap ${perAudit('heap')}, its TOAST ${perAudit('toast')}, its indexes ${perAudit('indexes')} (trigram ${perAudit('search')}), tool_call and tool_call_count ${perAudit('toolCall')}`;
+  return `storage: ${perAudit('tables')} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(Number(row!.tables) / audits / payloadPerAudit)}×; per audit: message heap ${perAudit('heap')}, its TOAST ${perAudit('toast')}, its indexes ${perAudit('indexes')} (the search index ${perAudit('search')}), tool_call and tool_call_count ${perAudit('toolCall')}`;
 }
 
 const { db, drop } = await openScratchDatabase('audit_growth', { statementTimeoutMs: 3_600_000 });
@@ -239,6 +240,7 @@ try {
     for (const [name, read] of READS) console.log(`\n### ${name}\n\n${await plan(db, read)}`);
   }
 } finally {
+  if (flags.keep && db.kind === 'postgres') console.log(`kept: database ${(await db.driver.query<{ name: string }>('SELECT current_database() AS name'))[0]!.name}`);
   await db.close();
-  await drop();
+  if (!flags.keep) await drop();
 }

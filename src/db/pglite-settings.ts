@@ -1,8 +1,12 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 
-/** PGlite as the server opens it: pg_trgm for the audit search index (migration 20261201200000_audit_search). */
-export const pgliteOptions = { extensions: { pg_trgm } } satisfies PGliteOptions;
+/**
+ * PGlite as the server opens it: pg_trgm and btree_gin for the audit search index, the thread
+ * beside the searched text's trigrams (migrations 20261201200000_audit_search, 20261203120000_btree_gin).
+ */
+export const pgliteOptions = { extensions: { pg_trgm, btree_gin } } satisfies PGliteOptions;
 
 /**
  * The server's own PGlite, sized for a laptop (README, "Memory"): PostgreSQL's 128 MB of shared

@@ -22,10 +22,21 @@ const INDEXABLE = /[\p{L}\p{N}]{3}/u;
 
 /**
  * What a search matches against: the audit's name (tool or model) and the JSON text of its input,
- * output and error. It must stay identical to the expression of the trigram index
- * (prisma/migrations/20261201200000_audit_search), or the planner cannot use that index.
+ * output and error. It must stay identical to the expression of the search index, the thread and
+ * this text's trigrams (prisma/migrations/20261203120100_audit_search_by_thread), or the planner
+ * cannot use that index.
  */
 export const AUDIT_SEARCH_TEXT = `(coalesce(m.name, '') || ' ' || coalesce(m.input::text, '') || ' ' || coalesce(m.output::text, '') || ' ' || coalesce(m.error::text, ''))`;
+
+/**
+ * The probe of the search index (migration 20261203120100_audit_search_by_thread): the audits as
+ * `<> 'chat'` and the thread as text, as the index holds them. Conditions no other index serves:
+ * on a table never analysed, the planner took `message_type IN ('model_audit', 'tool_audit')` to
+ * hold one row in a hundred and read every audit through another audit index, and a thread to
+ * hold a handful of audits and read all of the thread's through one of its btree indexes, instead
+ * of the search index (bench/README.md, G).
+ */
+export const AUDIT_SEARCH_PROBE = { audits: `m.message_type <> 'chat'`, thread: `(m.thread_id::text)` };
 
 export interface AuditSearch {
   /** A substring (any case) of the name, input, output or error. */
@@ -73,13 +84,13 @@ export const FILTER_WALK_BUDGET = 10_000;
  *    and stop at `first + 1` hits: a text or name most audits hold is found here, after reading
  *    a few hundred rows.
  * 2. Only when the walk read its whole budget without filling the page: every match, found
- *    through the trigram index (the text, and the name, which an exact name match implies), of
- *    which those of the thread and older than the last audit walked are sorted and the newest
- *    `first + 1` kept. A rare text or name is found here, after reading its few matches. (The
- *    matches are gathered whole first, as a materialized CTE, and only then kept to the thread
- *    and below the walk: given either as a condition it could use, the planner reads every audit
- *    below the walk on the primary key, or, on a table never analysed, every audit of the thread
- *    on its index, instead of the trigram index: 1.9 s at 1,000,000 audits, bench/README.md, Q3.)
+ *    through the search index (the text, and the name, which an exact name match implies; within
+ *    a thread, the thread too: the index holds it beside the trigrams, so the probe reads that
+ *    thread's matches only, however many other threads hold the text), of which those older than
+ *    the last audit walked are sorted and the newest `first + 1` kept. A rare text or name is
+ *    found here, after reading its few matches. (The matches are gathered whole first, as a
+ *    materialized CTE, and only then kept below the walk: given that as a condition it could use,
+ *    the planner reads every audit below the walk on the primary key instead of the search index.)
  *
  * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
  * What stays slow is a text search that matches few audits but that the index cannot narrow: a
@@ -102,24 +113,22 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
 
   const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
-  // What bounds the walk: the audits of the thread, below `after`.
+  // What bounds the walk and the probe: the audits of the thread, below `after`.
   const range = [`m.message_type IN ('model_audit', 'tool_audit')`];
   let threadId: string | null = null;
-  let inThread: string | null = null;
   if (search.threadId != null) {
     threadId = rowId(search.threadId, 'Thread');
     const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1 AND deleted_at IS NULL', [threadId]);
     if (!owned || owned.ownerId !== principal.sub) throw notFound('Thread', search.threadId);
-    inThread = `m.thread_id = ${param(threadId)}`;
+    range.push(`m.thread_id = ${param(threadId)}`);
   }
-  const probeRange = [...range];
-  if (inThread !== null) range.push(inThread);
-  if (search.after != null) {
-    const below = `m.id < ${param(search.after.toLowerCase())}::uuid`;
-    range.push(below);
-    probeRange.push(below);
-  }
+  const below = search.after != null ? `m.id < ${param(search.after.toLowerCase())}::uuid` : null;
+  if (below !== null) range.push(below);
   if (text === null) return filterSearch(sql, principal.sub, threadId, { ...search, name, first }, range, params);
+  // The same bounds for the probe of the search index, as that index holds them.
+  const probeRange = [AUDIT_SEARCH_PROBE.audits];
+  if (threadId !== null) probeRange.push(`${AUDIT_SEARCH_PROBE.thread} = ${param(threadId)}`);
+  if (below !== null) probeRange.push(below);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   const tests: string[] = [];
   if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)} AND t.deleted_at IS NULL)`);
@@ -141,12 +150,12 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
      ), older_hits AS MATERIALIZED (
-       SELECT m.id, m.thread_id FROM message m
+       SELECT m.id FROM message m
        WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
          AND ${[...probeRange, ...tests, ...textTests].join(' AND ')}
      ), hits AS (
        SELECT id FROM walk_hits
-       UNION ALL (SELECT m.id FROM older_hits m WHERE ${inThread ?? 'true'} AND m.id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY m.id DESC LIMIT ${limit})
+       UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
        CASE WHEN s.at > 0 THEN

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUDIT_SEARCH_TEXT } from '../../src/domain/audit-search.js';
+import { AUDIT_SEARCH_PROBE, AUDIT_SEARCH_TEXT } from '../../src/domain/audit-search.js';
 import { backendName } from '../support/database.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { actors, claim, createRun, createThread, must, type Actors } from '../support/lifecycle.js';
@@ -135,7 +135,7 @@ describe(`searchAudits (${backendName})`, () => {
     }
   });
 
-  it('matches text through the trigram index, not by reading every audit', { timeout: 120_000 }, async () => {
+  it('matches text through the search index, not by reading every audit', { timeout: 120_000 }, async () => {
     // Enough other audits that reading them all costs the planner more than the index (at 20 k
     // it still reads them all: a trigram search's fixed cost is high).
     const threadId = await createThread(t, who.owner, 'many audits');
@@ -147,10 +147,10 @@ describe(`searchAudits (${backendName})`, () => {
         FROM generate_series(1, 30000) i;
       ANALYZE message;`);
     const rows = await t.app.db.driver.query<Record<string, string>>(
-      `EXPLAIN SELECT m.id FROM message m WHERE m.message_type IN ('model_audit', 'tool_audit') AND ${AUDIT_SEARCH_TEXT} ILIKE $1`,
+      `EXPLAIN SELECT m.id FROM message m WHERE ${AUDIT_SEARCH_PROBE.audits} AND ${AUDIT_SEARCH_TEXT} ILIKE $1`,
       ['%issuer declined%'],
     );
-    expect(rows.map((row) => Object.values(row)[0]).join('\n')).toContain('message_audit_search_idx');
+    expect(rows.map((row) => Object.values(row)[0]).join('\n')).toContain('message_audit_search_thread_idx');
     expect((await search(who.owner, { text: 'issuer declined' })).items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
   });
 });
