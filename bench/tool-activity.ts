@@ -160,13 +160,16 @@ try {
   console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits, ${reads} reads per row`);
   const rows: (string | number | null)[][] = [];
   type Measured = Awaited<ReturnType<typeof measureView>>;
-  const row = (label: string, { view, floor, windowed, baseline: before, cpu }: Measured, base?: Measured) =>
+  const row = (label: string, { view, floor, windowed, baseline: before, cpu }: Measured, base?: Measured) => {
     rows.push([
       label, windowed, round(view.p50), round(view.p99), base ? round(view.p50 / base.view.p50) : 1, base ? round(view.p99 / base.view.p99) : 1,
       round(floor.p50), round(view.p50 / floor.p50),
       ...(before ? [round(before.p50), round(before.p99), round(view.p50 / before.p50)] : []),
       round(cpu.view, 1), round(cpu.floor, 1), ...(before ? [round(cpu.baseline, 1), round(cpu.view / cpu.baseline)] : []),
     ]);
+    // Each step as it is measured: a run at the issue's scale takes a while.
+    console.log(`${new Date().toISOString()} ${rows.at(-1)!.join(' | ')}`);
+  };
 
   // The window's tenth ended within the hour (some still running); the rest within the week before.
   await seed(db, 'owner-a', audits / 10, 3500, 0, true);
