@@ -14,10 +14,13 @@
 //   step then reads both views, alternating, and the ratio of this one to it is printed too.
 //   --steps 1 stops after the first step. Each step also reads the floor, alternating: the least
 //   work exact buckets need, every ended audit of the window read once through the same index
-//   (a count and a maximum, no grouping), and the view's ratio to it.
+//   (a count and a maximum, no grouping), and the view's ratio to it. On PostgreSQL on this host,
+//   each read's server CPU too (the scratch database's backends' run time, /proc/<pid>/schedstat):
+//   on a shared machine the wall times swing with the load, the CPU a read takes much less.
 // write: inserting tool audits RUNNING and ending them, as the lifecycle statements do, with the
 //   owner trigger and the two partial indexes, and without them (dropped), back to back.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Database } from '../src/db/database.js';
@@ -71,11 +74,29 @@ async function seed(db: Database, owner: string, count: number, fromSeconds: num
   await db.sql.query('ANALYZE message');
 }
 
-/** The read times of the view, of the baseline when given and of the floor, alternating read by read. */
+/**
+ * The CPU the scratch database's backends have run, in ms, or null where it cannot be read (PGlite
+ * runs in this process; a PostgreSQL elsewhere). The backends are listed once per step: the pool
+ * keeps its connections between sequential reads.
+ */
+async function serverCpu(db: Database): Promise<() => number | null> {
+  if (!adminUrl) return () => null;
+  const backends = await db.sql.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
+  const runTime = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  try {
+    backends.forEach(({ pid }) => runTime(pid));
+  } catch {
+    return () => null;
+  }
+  return () => backends.reduce((total, { pid }) => total + runTime(pid), 0);
+}
+
+/** The read times of the view, of the baseline when given and of the floor, alternating read by read; their server CPU where it can be read. */
 async function measureView(db: Database, owner: string) {
   const times: number[] = [];
   const baseTimes: number[] = [];
   const floorTimes: number[] = [];
+  const cpu = { view: [] as number[], base: [] as number[], floor: [] as number[] };
   let windowed = 0;
   const floor = async () => {
     const [counted] = await db.sql.query<{ ended: number }>(
@@ -86,15 +107,21 @@ async function measureView(db: Database, owner: string) {
     windowed = counted!.ended;
   };
   const view = (read: ReadView) => () => read(db.sql, owner, { windowSeconds: 3600, name: null });
-  const timed = async (read: () => Promise<unknown>, into: number[]) => {
+  let cpuNow: () => number | null = () => null;
+  const timed = async (read: () => Promise<unknown>, into: number[], cpuInto: number[]) => {
+    const cpuBefore = cpuNow();
     const began = performance.now();
     await read();
     into.push(performance.now() - began);
+    const cpuAfter = cpuNow();
+    if (cpuBefore !== null && cpuAfter !== null) cpuInto.push(cpuAfter - cpuBefore);
   };
   for (let i = 0; i < reads; i++) {
-    await timed(view(readOwnerToolActivity), times);
-    if (baseline) await timed(view(baseline), baseTimes);
-    await timed(floor, floorTimes);
+    // After the first round the pool holds the connections the reads use.
+    if (i === 1) cpuNow = await serverCpu(db);
+    await timed(view(readOwnerToolActivity), times, cpu.view);
+    if (baseline) await timed(view(baseline), baseTimes, cpu.base);
+    await timed(floor, floorTimes, cpu.floor);
   }
   if (process.env.EXPLAIN) {
     // The plan of the last read: which indexes it used and how many rows it touched.
@@ -102,8 +129,12 @@ async function measureView(db: Database, owner: string) {
     console.log(plan.map((row) => Object.values(row)[0]).join('\n'));
   }
   const warm = (values: number[]) => summarize(values.slice(Math.min(5, reads - 1)));
+  const cpuP50 = (values: number[]) => (values.length ? summarize(values.slice(Math.min(4, values.length - 1))).p50 : NaN);
   // The window's ended audits at the last read: the seeded ones leave the window as the run goes on.
-  return { view: warm(times), floor: warm(floorTimes), windowed, baseline: baseline ? warm(baseTimes) : undefined };
+  return {
+    view: warm(times), floor: warm(floorTimes), windowed, baseline: baseline ? warm(baseTimes) : undefined,
+    cpu: { view: cpuP50(cpu.view), floor: cpuP50(cpu.floor), baseline: cpuP50(cpu.base) },
+  };
 }
 
 /** Inserts `n` RUNNING tool audits one statement each, then ends each: the rows' writes as the lifecycle does them. */
@@ -122,18 +153,23 @@ async function measureWrites(db: Database, owner: string, n: number) {
   return (n * 2) / ((performance.now() - began) / 1000);
 }
 
+const loadAtStart = (await import('node:os')).loadavg().map((value) => value.toFixed(1)).join(' ');
 const { db, drop } = await openScratchDatabase('bench_activity', { statementTimeoutMs: 600_000 });
 try {
   await migrate(db.driver);
   console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits, ${reads} reads per row`);
   const rows: (string | number | null)[][] = [];
   type Measured = Awaited<ReturnType<typeof measureView>>;
-  const row = (label: string, { view, floor, windowed, baseline: before }: Measured, base?: Measured) =>
+  const row = (label: string, { view, floor, windowed, baseline: before, cpu }: Measured, base?: Measured) => {
     rows.push([
       label, windowed, round(view.p50), round(view.p99), base ? round(view.p50 / base.view.p50) : 1, base ? round(view.p99 / base.view.p99) : 1,
       round(floor.p50), round(view.p50 / floor.p50),
       ...(before ? [round(before.p50), round(before.p99), round(view.p50 / before.p50)] : []),
+      round(cpu.view, 1), round(cpu.floor, 1), ...(before ? [round(cpu.baseline, 1), round(cpu.view / cpu.baseline)] : []),
     ]);
+    // Each step as it is measured: a run at the issue's scale takes a while.
+    console.log(`${new Date().toISOString()} ${rows.at(-1)!.join(' | ')}`);
+  };
 
   // The window's tenth ended within the hour (some still running); the rest within the week before.
   await seed(db, 'owner-a', audits / 10, 3500, 0, true);
@@ -149,7 +185,10 @@ try {
     await seed(db, 'owner-b', audits - audits / 10, 7 * 86_400, 3700);
     row(`+ another owner's ${audits}`, await measureView(db, 'owner-a'), base);
   }
-  console.log(table(['view of owner-a', 'ended in the window', 'p50 ms', 'p99 ms', 'p50 ×', 'p99 ×', 'floor p50', 'p50 / floor', ...(baseline ? ['baseline p50', 'baseline p99', 'p50 / baseline'] : [])], rows));
+  console.log(table(['view of owner-a', 'ended in the window', 'p50 ms', 'p99 ms', 'p50 ×', 'p99 ×', 'floor p50', 'p50 / floor', ...(baseline ? ['baseline p50', 'baseline p99', 'p50 / baseline'] : []),
+    'server CPU ms', 'floor CPU', ...(baseline ? ['baseline CPU', 'CPU / baseline'] : [])], rows));
+  const load = (await import('node:os')).loadavg().map((value) => value.toFixed(1)).join(' ');
+  console.log(`load average at start ${loadAtStart}, at the end ${load}`);
   if (!flags['skip-writes']) {
     const writes = Math.max(200, Math.min(5000, audits / 20));
     const withView: number[] = [];

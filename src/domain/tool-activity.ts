@@ -70,9 +70,11 @@ export function activityListSize(first: number | null | undefined): number {
 /** How many equal buckets a window is cut into: at most MAX_BUCKETS, none shorter than a second. */
 export const bucketCount = (windowSeconds: number) => Math.min(MAX_BUCKETS, windowSeconds);
 
-const GROUPED_BY = ['name', 'bin', 'end_bucket', 'start_bucket'];
-/** GROUPING(name, bin, end_bucket, start_bucket) of the grouping set of these columns: a bit set for each column it does not group by. */
+const GROUPED_BY = ['name', 'status', 'bin', 'end_bucket', 'start_bucket'];
+/** GROUPING(name, status, bin, end_bucket, start_bucket) of the grouping set of these columns: a bit set for each column it does not group by. */
 const grouping = (...set: string[]) => GROUPED_BY.reduce((bits, column) => (bits << 1) | (set.includes(column) ? 0 : 1), 0);
+const BY_TOOL = grouping('name', 'status', 'bin');
+const BY_TIME = grouping('status', 'end_bucket', 'start_bucket');
 
 /** The value a percentile reports from its bin, an array [bin, least, greatest] (DURATION_BIN_GROWTH). */
 const binValue = (bin: string) =>
@@ -94,55 +96,81 @@ const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text I
 export const DURATION_BIN_GROWTH = 1.04;
 
 /**
+ * Where each bin starts, for `width_bucket`, which finds a value's place among them by binary
+ * search (no logarithm per row): durations are whole milliseconds, so bin h holds ⌊γ^(h−1)⌋ + 1 to
+ * ⌊γ^h⌋ and bin h + 1 starts at ⌊γ^h⌋ + 1. The first start, 1, leaves durations under a
+ * millisecond (0, or negative from a skewed clock) in bin −1. A duration past the last start (the
+ * largest below 2^31) is in the bin after it, since γ^h there reaches 2^31.
+ */
+const BIN_STARTS = `1 || ARRAY(SELECT floor(power(${DURATION_BIN_GROWTH}::float8, h))::int + 1 FROM generate_series(0, 600) h
+    WHERE power(${DURATION_BIN_GROWTH}::float8, h) < 2147483646 ORDER BY h)`;
+
+/**
+ * Where buckets 1 to $4 − 1 start, to the microsecond: bucket k holds the times t with
+ * ⌊(t − since)·$4 / $2⌋ = k (the last also `at` itself), so it starts at since + ⌈k·$2/$4⌉ s,
+ * computed in whole microseconds. `width_bucket` over them gives a time's bucket by binary search.
+ */
+const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k::bigint * $2::int * 1000000 + $4::int - 1) / $4::int) * interval '1 microsecond'
+    FROM generate_series(1, $4::int - 1) k ORDER BY k)`;
+
+/**
  * The view, one statement (so one snapshot). `at` is the database's clock read after the snapshot
  * was taken, so every change the snapshot holds is at or before it. Times are the commits', by the
  * database clock: an audit started when its start committed (`created_at`) and ended when its end
  * did (`changed_at`: an ended audit never changes again), never a worker's clock. It reads the
  * owner's running audits and those that ended within the window, through the partial indexes of
- * migration 20261202110000_tool_activity, and nothing else of the owner's history. The window's
- * ended audits are read once and counted by how they ended in one pass of two grouping sets (per tool
- * and duration bin; per bucket of the end and bucket of the start), never sorted or kept;
- * the recent failures are the newest few of the same index, read on their own.
+ * migration 20261202110000_tool_activity, and nothing else of the owner's history.
+ *
+ * The window's ended audits are read once and hashed in one pass into two small sets of groups
+ * (per tool, status and duration bin; per status, bucket of the end and bucket of the start),
+ * never sorted or kept; their bucket and bin come from `width_bucket` over starts computed once
+ * per view. The running audits, a few, are grouped on their own. Tools, percentiles and buckets
+ * are folded from those few thousand groups. The recent failures are the newest few of the same
+ * index, read on their own.
  * Prepared once per connection: its planning is a large part of a small window's view.
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
  */
-export const TOOL_ACTIVITY_STATEMENT = prepared(`WITH w AS MATERIALIZED (SELECT c.at, c.at - make_interval(secs => $2::int) AS since FROM (SELECT clock_timestamp() AS at) c),
+export const TOOL_ACTIVITY_STATEMENT = prepared(`WITH w AS MATERIALIZED (
+  SELECT c.at, c.at - make_interval(secs => $2::int) AS since, ${BUCKET_STARTS} AS bucket_starts, ${BIN_STARTS} AS bin_starts
+  FROM (SELECT clock_timestamp() AS at) c),
 gone AS (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL),
 running AS MATERIALIZED (
   SELECT m.id, m.name, m.created_at FROM message m WHERE ${OWNED} AND m.status = 'RUNNING'),
-events AS (
-  SELECT name, 'running' AS class, NULL::int AS duration_ms, created_at, NULL::timestamptz AS changed_at FROM running
-  UNION ALL
-  SELECT m.name, CASE m.status WHEN 'COMPLETED' THEN 'completed' WHEN 'FAILED' THEN 'failed' ELSE 'other' END,
-    m.duration_ms, m.created_at, m.changed_at FROM message m
+ended AS (
+  SELECT m.name, m.status, m.duration_ms, width_bucket(m.duration_ms, (SELECT bin_starts FROM w)) - 1 AS bin,
+    width_bucket(m.changed_at, (SELECT bucket_starts FROM w)) AS end_bucket,
+    CASE WHEN m.created_at >= (SELECT since FROM w) THEN width_bucket(m.created_at, (SELECT bucket_starts FROM w)) END AS start_bucket
+  FROM message m
   WHERE ${OWNED} AND m.status <> 'RUNNING' AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)),
-binned AS (
-  SELECT e.name, e.class, e.duration_ms,
-    CASE WHEN e.created_at >= w.since THEN least($4::int - 1, floor(date_part('epoch', e.created_at - w.since) * $4::int / $2::int))::int END AS start_bucket,
-    least($4::int - 1, floor(date_part('epoch', e.changed_at - w.since) * $4::int / $2::int))::int AS end_bucket,
-    CASE WHEN e.duration_ms >= 1 THEN ceil(ln(e.duration_ms) / ln(${DURATION_BIN_GROWTH}))::int WHEN e.duration_ms IS NOT NULL THEN -1 END AS bin
-  FROM events e, w),
 grouped AS MATERIALIZED (
-  SELECT GROUPING(name, bin, end_bucket, start_bucket) AS grouping_set, name, bin, end_bucket, start_bucket,
-    count(*) FILTER (WHERE class = 'running') AS running, count(*) FILTER (WHERE class = 'completed') AS completed,
-    count(*) FILTER (WHERE class = 'failed') AS failed, count(*) FILTER (WHERE class = 'other') AS other_ended,
+  SELECT GROUPING(name, status, bin, end_bucket, start_bucket) AS grouping_set, name, status, bin, end_bucket, start_bucket,
     count(*) AS n, min(duration_ms) AS lo, max(duration_ms) AS hi
-  FROM binned GROUP BY GROUPING SETS ((name, bin), (end_bucket, start_bucket))),
-by_tool AS (SELECT * FROM grouped WHERE grouping_set = ${grouping('name', 'bin')}),
+  FROM ended GROUP BY GROUPING SETS ((name, status, bin), (status, end_bucket, start_bucket))
+  UNION ALL
+  SELECT ${BY_TOOL}, name, 'RUNNING', NULL, NULL, NULL, count(*), NULL, NULL FROM running GROUP BY name
+  UNION ALL
+  SELECT ${BY_TIME}, NULL, 'RUNNING', NULL, NULL, width_bucket(created_at, (SELECT bucket_starts FROM w)), count(*), NULL, NULL
+  FROM running WHERE created_at >= (SELECT since FROM w) GROUP BY 6),
+by_tool AS (SELECT * FROM grouped WHERE grouping_set = ${BY_TOOL}),
 tools AS (
-  SELECT name, sum(running) AS running, sum(completed) AS completed, sum(failed) AS failed, sum(other_ended) AS other_ended, max(hi) AS max, sum(n) AS total
+  SELECT name, sum(n) FILTER (WHERE status = 'RUNNING') AS running, sum(n) FILTER (WHERE status = 'COMPLETED') AS completed,
+    sum(n) FILTER (WHERE status = 'FAILED') AS failed, sum(n) FILTER (WHERE status NOT IN ('RUNNING', 'COMPLETED', 'FAILED')) AS other_ended,
+    max(hi) AS max, sum(n) AS total
   FROM by_tool GROUP BY name),
 bins AS (
-  SELECT name, bin, lo, hi, sum(n) OVER (PARTITION BY name ORDER BY bin) AS below, sum(n) OVER (PARTITION BY name) AS timed
-  FROM by_tool WHERE bin IS NOT NULL),
+  SELECT name, bin, min(lo) AS lo, max(hi) AS hi, sum(sum(n)) OVER (PARTITION BY name ORDER BY bin) AS below, sum(sum(n)) OVER (PARTITION BY name) AS timed
+  FROM by_tool WHERE bin IS NOT NULL GROUP BY name, bin),
 percentiles AS MATERIALIZED (
   SELECT name, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.5 * timed)) AS p50, min(ARRAY[bin, lo, hi]) FILTER (WHERE below >= ceil(0.95 * timed)) AS p95
   FROM bins GROUP BY name),
-by_time AS (SELECT * FROM grouped WHERE grouping_set = ${grouping('end_bucket', 'start_bucket')}),
+by_time AS (SELECT * FROM grouped WHERE grouping_set = ${BY_TIME}),
 buckets AS (
   SELECT bucket, sum(started) AS started, sum(completed) AS completed, sum(failed) AS failed, sum(other_ended) AS other_ended
   FROM (SELECT start_bucket AS bucket, n AS started, 0 AS completed, 0 AS failed, 0 AS other_ended FROM by_time WHERE start_bucket IS NOT NULL
-        UNION ALL SELECT end_bucket, 0, completed, failed, other_ended FROM by_time WHERE end_bucket IS NOT NULL) b
+        UNION ALL
+        SELECT end_bucket, 0, CASE WHEN status = 'COMPLETED' THEN n ELSE 0 END, CASE WHEN status = 'FAILED' THEN n ELSE 0 END,
+          CASE WHEN status NOT IN ('COMPLETED', 'FAILED') THEN n ELSE 0 END
+        FROM by_time WHERE end_bucket IS NOT NULL) b
   GROUP BY bucket),
 failures AS (
   SELECT m.id, m.changed_at FROM message m

@@ -303,6 +303,29 @@ describe(`toolActivity (${backendName})`, () => {
     }
   });
 
+  it('puts the durations either side of a bin edge in their own bins, from 0 ms to the largest a duration can be', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    // A bin holds (1.04^(h−1), 1.04^h]: ⌊1.04^h⌋ is the last duration of bin h, one more the first
+    // of bin h + 1. Each tool has three of each, so its p50 is the lower and its p95 the upper:
+    // both exact only if the two are counted in different bins.
+    const edges = [1, 18, 30, 60, 100, 200, 300, 400, 500, 547].map((h) => Math.floor(1.04 ** h));
+    const pairs = [...edges.map((edge) => [`edge-${edge}`, edge, edge + 1] as const), ['extremes', 0, 2_147_483_647] as const];
+    await t.app.db.driver.query(
+      `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at)
+       SELECT gen_random_uuid(), $1, $2, 'TOOL', 'tool_audit', p.name || i, p.name, 'COMPLETED', CASE WHEN i <= 3 THEN p.lower ELSE p.upper END,
+         now() - interval '1 minute', now()
+       FROM jsonb_to_recordset($3::jsonb) AS p(name text, lower int, upper int) CROSS JOIN generate_series(1, 6) AS i`,
+      [threadId, runId, JSON.stringify(pairs.map(([name, lower, upper]) => ({ name, lower, upper })))],
+    );
+    const view = await activity(who.owner);
+    for (const [name, lower, upper] of pairs) {
+      const stat = view.tools.find((tool: { name: string }) => tool.name === name);
+      expect([stat.completed, stat.p50DurationMs, stat.p95DurationMs, stat.maxDurationMs], name).toEqual([6, lower, upper, upper]);
+    }
+  });
+
   it('refuses bad bounds with BAD_USER_INPUT', async () => {
     const { owner } = await actors(t);
     for (const windowSeconds of [59, 604_801, 0, -1]) {
