@@ -75,6 +75,14 @@ export const SEARCH_WALK_BUDGET = 500;
 export const FILTER_WALK_BUDGET = 10_000;
 
 /**
+ * Across threads, below the walk: up to this many matches of every owner are read (each rechecked,
+ * its payloads read) and the caller's kept; a text with more, each of the caller's threads is
+ * probed instead, whose cost grows with the caller's threads' audits rather than the text's
+ * matches (bench/README.md, growth, XS).
+ */
+export const SEARCH_SHARED_MATCHES = 500;
+
+/**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
@@ -85,11 +93,12 @@ export const FILTER_WALK_BUDGET = 10_000;
  *    a few hundred rows.
  * 2. Only when the walk read its whole budget without filling the page: the matches found
  *    through the search index (the text, and the name, which an exact name match implies) in the
- *    thread, or across threads in each of the owner's threads in turn (the index holds the thread
- *    beside the trigrams, so a probe reads that thread's matches only, however many other threads
- *    or owners hold the text), of which those older than the last audit walked are sorted and the
- *    newest `first + 1` kept. A rare text or name is found here, after reading its few matches,
- *    and a common one of which the caller owns few after reading the caller's. (The matches are
+ *    thread; across threads, every owner's when they are at most SEARCH_SHARED_MATCHES, else
+ *    those of each of the owner's threads in turn (the index holds the thread beside the
+ *    trigrams, so a probe reads that thread's matches only, however many other threads or owners
+ *    hold the text); of which those older than the last audit walked are sorted and the newest
+ *    `first + 1` kept. A rare text or name is found here, after reading its few matches, and a
+ *    common one of which the caller owns few after reading the caller's. (The matches are
  *    gathered whole first, and only then kept below the walk: given that as a condition it could
  *    use, the planner reads every audit below the walk on the primary key instead of the index.)
  *
@@ -150,20 +159,29 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const textAt = param(text);
   const walkFellShort = `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
   const belowWalk = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
-  // Below the walk: within a thread, the index's matches in it; across threads, each of the
-  // owner's threads' matches (the thread as the index holds it, so that a common text's probe
-  // starts from the thread's entries and never reads other owners' matches), newest first.
-  // OFFSET 0 keeps the probe whole: given `m.id < …` (which implies `after`) and the order, the
-  // planner would walk the primary key instead (see above).
+  // Below the walk, within a thread: the index's matches in it. Across threads, whichever reads
+  // less: every owner's matches when there are few (read lazily: at most SEARCH_SHARED_MATCHES + 1
+  // of them to know), else each of the owner's threads' matches (the thread as the index holds
+  // it, so that the probe starts from the thread's entries), newest first. OFFSET 0 keeps that
+  // probe whole: given `m.id < …` (which implies `after`) and the order, the planner would walk
+  // the primary key instead (see above).
   const olderHits =
     threadId !== null
-      ? `SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...tests, ...textTests].join(' AND ')}`
-      : `SELECT h.id FROM thread t CROSS JOIN LATERAL (
-           SELECT p.id FROM (
-             SELECT m.id FROM message m
-             WHERE ${[`${AUDIT_SEARCH_PROBE.thread} = t.id::text`, AUDIT_SEARCH_PROBE.audits, ...tests.slice(1), ...textTests].join(' AND ')} OFFSET 0
-           ) p WHERE p.id < ${belowWalk} ORDER BY p.id DESC LIMIT ${limit}) h
-         WHERE ${walkFellShort} AND t.owner_id = ${owner} AND t.deleted_at IS NULL`;
+      ? `older_hits AS MATERIALIZED (SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...tests, ...textTests].join(' AND ')})`
+      : `shared_matches AS MATERIALIZED (
+           SELECT m.id, m.thread_id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...tests.slice(1), ...textTests].join(' AND ')}
+         ), few_shared AS (
+           SELECT count(*) <= ${SEARCH_SHARED_MATCHES} AS few FROM (SELECT 1 FROM shared_matches LIMIT ${SEARCH_SHARED_MATCHES + 1}) x
+         ), older_hits AS MATERIALIZED (
+           SELECT m.id FROM shared_matches m WHERE (SELECT few FROM few_shared) AND ${tests[0]}
+           UNION ALL
+           SELECT h.id FROM thread t CROSS JOIN LATERAL (
+             SELECT p.id FROM (
+               SELECT m.id FROM message m
+               WHERE ${[`${AUDIT_SEARCH_PROBE.thread} = t.id::text`, AUDIT_SEARCH_PROBE.audits, ...tests.slice(1), ...textTests].join(' AND ')} OFFSET 0
+             ) p WHERE p.id < ${belowWalk} ORDER BY p.id DESC LIMIT ${limit}) h
+           WHERE ${walkFellShort} AND NOT (SELECT few FROM few_shared) AND t.owner_id = ${owner} AND t.deleted_at IS NULL
+         )`;
   // Across threads the walk goes back on the primary key: with the audit indexes' `IN`, a table
   // never analysed had each of its steps read every audit through `(status, id)` and sort them.
   const walkRange = threadId === null ? [AUDIT_SEARCH_PROBE.audits, ...range.slice(1)] : range;
@@ -172,9 +190,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
        SELECT m.id, ${hit} AS hit FROM walk m
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
-     ), older_hits AS MATERIALIZED (
-       ${olderHits}
-     ), hits AS (
+     ), ${olderHits}, hits AS (
        SELECT id FROM walk_hits
        UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < ${belowWalk} ORDER BY m.id DESC LIMIT ${limit})
      )
