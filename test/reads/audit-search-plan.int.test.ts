@@ -92,6 +92,21 @@ describe(`a text search across threads when the caller owns few of its matches (
     });
   };
 
+  it("pages through the caller's matches, each once, newest first", async () => {
+    const own = await db.driver.query<{ id: string }>(
+      `SELECT m.id FROM message m JOIN thread t ON t.id = m.thread_id WHERE t.owner_id = 'caller' ORDER BY m.id DESC`,
+    );
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page = await searchAudits(db.sql, { sub: 'caller', role: 'superadmin' }, { text: 'common needle', first: 7, after });
+      seen.push(...page.items.map((hit) => hit.id));
+      if (!page.hasMore) break;
+      after = page.items.at(-1)!.id;
+    }
+    expect(seen).toEqual(own.map((row) => row.id));
+  });
+
   describe('never analysed', plans);
   describe('analysed', () => {
     beforeAll(() => db.driver.exec('ANALYZE'), 120_000);
