@@ -57,6 +57,10 @@ const READS: [string, (sql: Sql) => Promise<unknown>][] = [
   ['threadAudits(limit: 500), long thread', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500, null, new Set(['error']))],
   ['threadAudits(limit: 500), long thread, every payload', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500, null, ALL_PAYLOADS)],
   ['searchAudits(text: rare), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, text: 'question 777-777', first: 50 })],
+  // Across threads, texts of which owner-0 holds 1 in 50 matches: in every tool audit, in one audit of each thread, in the long thread only.
+  ['searchAudits(text: common), across threads', (sql) => searchAudits(sql, owner, { text: 'question', first: 50 })],
+  ['searchAudits(text: medium), across threads', (sql) => searchAudits(sql, owner, { text: 'question 37-37', first: 50 })],
+  ['searchAudits(text: rare), across threads', (sql) => searchAudits(sql, owner, { text: 'question 7777-7777', first: 50 })],
   ['threads(first: 20), owner (user)', (sql) => readableThreadsPage(sql, user, { first: 20 })],
   ['threads(first: 20), admin', (sql) => readableThreadsPage(sql, admin, { first: 20 })],
   ['toolCallStats, long thread', (sql) => toolCallStats(sql, BIG_THREAD)],

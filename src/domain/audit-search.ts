@@ -75,6 +75,14 @@ export const SEARCH_WALK_BUDGET = 500;
 export const FILTER_WALK_BUDGET = 10_000;
 
 /**
+ * Across threads, below the walk: up to this many matches of every owner are read (each rechecked,
+ * its payloads read) and the caller's kept; a text with more, each of the caller's threads is
+ * probed instead, whose cost grows with the caller's threads' audits rather than the text's
+ * matches (bench/README.md, growth, XS).
+ */
+export const SEARCH_SHARED_MATCHES = 500;
+
+/**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
@@ -83,18 +91,21 @@ export const FILTER_WALK_BUDGET = 10_000;
  *    given) one index probe each (walkNewestFirst, whatever the statistics say), testing each,
  *    and stop at `first + 1` hits: a text or name most audits hold is found here, after reading
  *    a few hundred rows.
- * 2. Only when the walk read its whole budget without filling the page: every match, found
- *    through the search index (the text, and the name, which an exact name match implies; within
- *    a thread, the thread too: the index holds it beside the trigrams, so the probe reads that
- *    thread's matches only, however many other threads hold the text), of which those older than
- *    the last audit walked are sorted and the newest `first + 1` kept. A rare text or name is
- *    found here, after reading its few matches. (The matches are gathered whole first, as a
- *    materialized CTE, and only then kept below the walk: given that as a condition it could use,
- *    the planner reads every audit below the walk on the primary key instead of the search index.)
+ * 2. Only when the walk read its whole budget without filling the page: the matches found
+ *    through the search index (the text, and the name, which an exact name match implies) in the
+ *    thread; across threads, every owner's when they are at most SEARCH_SHARED_MATCHES, else
+ *    those of each of the owner's threads in turn (the index holds the thread beside the
+ *    trigrams, so a probe reads that thread's matches only, however many other threads or owners
+ *    hold the text); of which those older than the last audit walked are sorted and the newest
+ *    `first + 1` kept. A rare text or name is found here, after reading its few matches, and a
+ *    common one of which the caller owns few after reading the caller's. (The matches are
+ *    gathered whole first, and only then kept below the walk: given that as a condition it could
+ *    use, the planner reads every audit below the walk on the primary key instead of the index.)
  *
  * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
  * What stays slow is a text search that matches few audits but that the index cannot narrow: a
- * text whose every trigram is common (bench/README.md, search). A search without text takes
+ * text whose every trigram is common (bench/README.md, search); across threads, one probe per
+ * thread of the owner, so an owner of thousands of threads pays for each. A search without text takes
  * filterSearch's path instead.
  */
 export async function searchAudits(sql: Sql, principal: Principal, search: AuditSearch): Promise<{ items: AuditHit[]; hasMore: boolean }> {
@@ -131,7 +142,9 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (below !== null) probeRange.push(below);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   const tests: string[] = [];
-  if (threadId === null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${param(principal.sub)} AND t.deleted_at IS NULL)`);
+  const owner = threadId === null ? param(principal.sub) : null;
+  // The owner's test first: the probe across threads goes through the owner's threads and skips it.
+  if (owner !== null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL)`);
   if (name !== null) tests.push(`m.name = ${param(name)}`);
   if (search.status != null) tests.push(`m.status = ${param(search.status)}::"AuditStatus"`);
   // The index's terms: an exact name is also a substring of the searched text.
@@ -144,18 +157,42 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const textAt = param(text);
+  const walkFellShort = `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
+  const belowWalk = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
+  // Below the walk, within a thread: the index's matches in it. Across threads, whichever reads
+  // less: every owner's matches when there are few (read lazily: at most SEARCH_SHARED_MATCHES + 1
+  // of them to know), else each of the owner's threads' matches (the thread as the index holds
+  // it, so that the probe starts from the thread's entries), newest first. OFFSET 0 keeps that
+  // probe whole: given `m.id < …` (which implies `after`) and the order, the planner would walk
+  // the primary key instead (see above).
+  const olderHits =
+    threadId !== null
+      ? `older_hits AS MATERIALIZED (SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...tests, ...textTests].join(' AND ')})`
+      : `shared_matches AS MATERIALIZED (
+           SELECT m.id, m.thread_id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...tests.slice(1), ...textTests].join(' AND ')}
+         ), few_shared AS (
+           SELECT count(*) <= ${SEARCH_SHARED_MATCHES} AS few FROM (SELECT 1 FROM shared_matches LIMIT ${SEARCH_SHARED_MATCHES + 1}) x
+         ), older_hits AS MATERIALIZED (
+           SELECT m.id FROM shared_matches m WHERE (SELECT few FROM few_shared) AND ${tests[0]}
+           UNION ALL
+           SELECT h.id FROM thread t CROSS JOIN LATERAL (
+             SELECT p.id FROM (
+               SELECT m.id FROM message m
+               WHERE ${[`${AUDIT_SEARCH_PROBE.thread} = t.id::text`, AUDIT_SEARCH_PROBE.audits, ...tests.slice(1), ...textTests].join(' AND ')} OFFSET 0
+             ) p WHERE p.id < ${belowWalk} ORDER BY p.id DESC LIMIT ${limit}) h
+           WHERE ${walkFellShort} AND NOT (SELECT few FROM few_shared) AND t.owner_id = ${owner} AND t.deleted_at IS NULL
+         )`;
+  // Across threads the walk goes back on the primary key: with the audit indexes' `IN`, a table
+  // never analysed had each of its steps read every audit through `(status, id)` and sort them.
+  const walkRange = threadId === null ? [AUDIT_SEARCH_PROBE.audits, ...range.slice(1)] : range;
   const rows = await sql.query<AuditHit>(
-    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', range.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget)}, walked AS (
+    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget)}, walked AS (
        SELECT m.id, ${hit} AS hit FROM walk m
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
-     ), older_hits AS MATERIALIZED (
-       SELECT m.id FROM message m
-       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
-         AND ${[...probeRange, ...tests, ...textTests].join(' AND ')}
-     ), hits AS (
+     ), ${olderHits}, hits AS (
        SELECT id FROM walk_hits
-       UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < (SELECT id FROM walked ORDER BY id LIMIT 1) ORDER BY m.id DESC LIMIT ${limit})
+       UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < ${belowWalk} ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
        CASE WHEN s.at > 0 THEN

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import { SEARCH_SHARED_MATCHES, SEARCH_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.js';
+import type { Sql } from '../../src/db/sql.js';
+import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
+import { postgresTemplateDatabase } from '../support/database-templates.js';
+import { borrowMigratedPglite, type BorrowedPglite } from '../support/pglite-pool.js';
+
+// A text search across threads by a caller who owns few of the text's matches (issue 44): the
+// newest audits hold too few of the caller's to fill the page, so the search goes to the index;
+// it must read (recheck, payloads and all) the caller's threads' matches there, not every owner's,
+// however many other owners hold the text. Counted from the plan's own row counts, not from time.
+
+const OWN_THREADS = 4;
+const OWN_MATCHES_PER_THREAD = 5;
+const OTHER_THREADS = 200;
+const OTHER_MATCHES_PER_THREAD = 50; // 10,000 matches of other owners
+const TEXT = '{"note": "a common needle"}';
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows each table's scans produced, filtered or rechecked away, over all their loops; a bitmap index scan's under its index's name. */
+function rowsTouched(node: PlanNode, into = new Map<string, number>()) {
+  const name = node['Relation Name'] ?? (node['Node Type'] === 'Bitmap Index Scan' ? node['Index Name'] : undefined);
+  if (name) {
+    const rows = (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops'];
+    into.set(name, (into.get(name) ?? 0) + rows);
+  }
+  for (const child of node.Plans ?? []) rowsTouched(child, into);
+  return into;
+}
+
+describe(`a text search across threads when the caller owns few of its matches (${backendName})`, () => {
+  let db: Database;
+  let embedded: BorrowedPglite | undefined;
+  let drop = async () => {};
+
+  beforeAll(async () => {
+    const scratch = onPostgres ? await createScratchDatabase(undefined, postgresTemplateDatabase()) : undefined;
+    if (scratch) drop = scratch.drop;
+    embedded = scratch ? undefined : await borrowMigratedPglite();
+    db = await openDatabase({ url: scratch?.url, embedded: embedded?.pglite, statementTimeoutMs: 300_000 });
+    // Ids are random: the caller's matches lie among the others' in time, a few in the newest 500.
+    await db.driver.exec(`
+      INSERT INTO thread (id, owner_id, title)
+        SELECT md5('own' || t)::uuid, 'caller', 'own ' || t FROM generate_series(1, ${OWN_THREADS}) t
+        UNION ALL SELECT md5('other' || t)::uuid, 'other-' || t % 20, 'other ' || t FROM generate_series(1, ${OTHER_THREADS}) t;
+      INSERT INTO run (id, thread_id, status, lease_epoch) SELECT gen_random_uuid(), id, 'COMPLETED', 1 FROM thread;
+      INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, sequence, status, input)
+        SELECT gen_random_uuid(), r.thread_id, r.id, 'TOOL', 'tool_audit', 'op-' || k, k, 'COMPLETED', '${TEXT}'
+        FROM run r JOIN thread t ON t.id = r.thread_id,
+          generate_series(1, CASE WHEN t.owner_id = 'caller' THEN ${OWN_MATCHES_PER_THREAD} ELSE ${OTHER_MATCHES_PER_THREAD} END) k;`);
+    for (const table of ['thread', 'run', 'message']) await db.driver.exec(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await db?.close();
+    await embedded?.giveBack();
+    await drop();
+  });
+
+  const plans = () => {
+    it("reads the caller's matches in the search index, not the other owners'", async () => {
+      let touched = new Map<string, number>();
+      const sql: Sql = {
+        query: async <Row,>(text: string, params?: unknown[]) => {
+          const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
+          touched = rowsTouched(row!['QUERY PLAN'][0].Plan);
+          return db.sql.query<Row>(text, params);
+        },
+      };
+      const found = await searchAudits(sql, { sub: 'caller', role: 'superadmin' }, { text: 'Common Needle', first: 50 });
+      const own = await db.driver.query<{ id: string }>(
+        `SELECT m.id FROM message m JOIN thread t ON t.id = m.thread_id WHERE t.owner_id = 'caller' ORDER BY m.id DESC`,
+      );
+      expect(own).toHaveLength(OWN_THREADS * OWN_MATCHES_PER_THREAD);
+      expect(found.items.map((hit) => hit.id)).toEqual(own.map((row) => row.id));
+      expect(found.hasMore).toBe(false);
+      // The walk's SEARCH_WALK_BUDGET audits, one probe each; SEARCH_SHARED_MATCHES + 1 of every
+      // owner's matches, to learn they are many; then the caller's threads' 20 matches. The other
+      // owners' 10,000 matches are not read (their payloads rechecked), only counted in the index.
+      expect(touched.get('message')).toBeLessThan(SEARCH_WALK_BUDGET + SEARCH_SHARED_MATCHES + 100);
+    });
+  };
+
+  it("pages through the caller's matches, each once, newest first", async () => {
+    const own = await db.driver.query<{ id: string }>(
+      `SELECT m.id FROM message m JOIN thread t ON t.id = m.thread_id WHERE t.owner_id = 'caller' ORDER BY m.id DESC`,
+    );
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page = await searchAudits(db.sql, { sub: 'caller', role: 'superadmin' }, { text: 'common needle', first: 7, after });
+      seen.push(...page.items.map((hit) => hit.id));
+      if (!page.hasMore) break;
+      after = page.items.at(-1)!.id;
+    }
+    expect(seen).toEqual(own.map((row) => row.id));
+  });
+
+  describe('never analysed', plans);
+  describe('analysed', () => {
+    beforeAll(() => db.driver.exec('ANALYZE'), 120_000);
+    plans();
+  });
+});
