@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { SqlDriver } from '../../src/db/database.js';
-import { pgliteOptions } from '../../src/db/pglite-settings.js';
+import { ginPendingListParams, pgliteOptions } from '../../src/db/pglite-settings.js';
 
 /** The plain-SQL surface the floors and the seeding need, on either backend: no ORM, no GraphQL. */
 export interface SqlSession {
@@ -41,7 +41,7 @@ export function postgresSql(url: string, poolSize: number): Sql {
 
 export async function pgliteSql(dataDir: string): Promise<Sql> {
   mkdirSync(dirname(dataDir), { recursive: true });
-  const db = new PGlite({ ...pgliteOptions, dataDir });
+  const db = new PGlite({ ...pgliteOptions, startParams: [...PGlite.defaultStartParams, ...ginPendingListParams], dataDir });
   await db.waitReady;
   const query = async (text: string, params?: unknown[]) => (await db.query<any>(text, params)).rows;
   const session = { exec: async (text: string) => void (await db.exec(text)), query };
