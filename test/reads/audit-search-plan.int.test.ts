@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/database.js';
+import type { Database } from '../../src/db/database.js';
 import { SEARCH_SHARED_MATCHES, SEARCH_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.js';
-import type { Sql } from '../../src/db/sql.js';
-import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
-import { postgresTemplateDatabase } from '../support/database-templates.js';
-import { borrowMigratedPglite, type BorrowedPglite } from '../support/pglite-pool.js';
+import { backendName } from '../support/database.js';
+import { explainingSql, planTestDatabase, rowsTouched } from '../support/plans.js';
 
 // A text search across threads by a caller who owns few of the text's matches (issue 44): the
 // newest audits hold too few of the caller's to fill the page, so the search goes to the index;
@@ -17,38 +15,14 @@ const OTHER_THREADS = 200;
 const OTHER_MATCHES_PER_THREAD = 50; // 10,000 matches of other owners
 const TEXT = '{"note": "a common needle"}';
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
 
-/** Rows each table's scans produced, filtered or rechecked away, over all their loops; a bitmap index scan's under its index's name. */
-function rowsTouched(node: PlanNode, into = new Map<string, number>()) {
-  const name = node['Relation Name'] ?? (node['Node Type'] === 'Bitmap Index Scan' ? node['Index Name'] : undefined);
-  if (name) {
-    const rows = (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops'];
-    into.set(name, (into.get(name) ?? 0) + rows);
-  }
-  for (const child of node.Plans ?? []) rowsTouched(child, into);
-  return into;
-}
 
 describe(`a text search across threads when the caller owns few of its matches (${backendName})`, () => {
   let db: Database;
-  let embedded: BorrowedPglite | undefined;
-  let drop = async () => {};
+  let close = async () => {};
 
   beforeAll(async () => {
-    const scratch = onPostgres ? await createScratchDatabase(undefined, postgresTemplateDatabase()) : undefined;
-    if (scratch) drop = scratch.drop;
-    embedded = scratch ? undefined : await borrowMigratedPglite();
-    db = await openDatabase({ url: scratch?.url, embedded: embedded?.pglite, statementTimeoutMs: 300_000 });
+    ({ db, close } = await planTestDatabase());
     // Ids are random: the caller's matches lie among the others' in time, a few in the newest 500.
     await db.driver.exec(`
       INSERT INTO thread (id, owner_id, title)
@@ -62,22 +36,12 @@ describe(`a text search across threads when the caller owns few of its matches (
     for (const table of ['thread', 'run', 'message']) await db.driver.exec(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
   }, 120_000);
 
-  afterAll(async () => {
-    await db?.close();
-    await embedded?.giveBack();
-    await drop();
-  });
+  afterAll(() => close());
 
   const plans = () => {
     it("reads the caller's matches in the search index, not the other owners'", async () => {
       let touched = new Map<string, number>();
-      const sql: Sql = {
-        query: async <Row,>(text: string, params?: unknown[]) => {
-          const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
-          touched = rowsTouched(row!['QUERY PLAN'][0].Plan);
-          return db.sql.query<Row>(text, params);
-        },
-      };
+      const sql = explainingSql(db, (plan) => (touched = rowsTouched(plan)));
       const found = await searchAudits(sql, { sub: 'caller', role: 'superadmin' }, { text: 'Common Needle', first: 50 });
       const own = await db.driver.query<{ id: string }>(
         `SELECT m.id FROM message m JOIN thread t ON t.id = m.thread_id WHERE t.owner_id = 'caller' ORDER BY m.id DESC`,

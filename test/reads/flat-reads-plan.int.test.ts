@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/database.js';
+import type { Database } from '../../src/db/database.js';
 import type { Sql } from '../../src/db/sql.js';
 import { FILTER_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.js';
 import type { Principal } from '../../src/domain/principal.js';
 import { readableThreadsPage } from '../../src/domain/threads.js';
 import { LEDGER_WALK_BUDGET, toolCallLedger } from '../../src/domain/tool-call-ledger.js';
 import { toolCallStats } from '../../src/domain/tool-call-stats.js';
-import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
-import { postgresTemplateDatabase } from '../support/database-templates.js';
-import { borrowMigratedPglite, type BorrowedPglite } from '../support/pglite-pool.js';
+import { backendName } from '../support/database.js';
+import { explainingSql, planTestDatabase, type PlanNode } from '../support/plans.js';
 
 // Issue 44, flat at a million: each read the page and the dashboards make walks a composite index
 // newest first and stops after its page, so it costs the same however large the history. Counted
@@ -31,15 +30,6 @@ const admin: Principal = { sub: 'someone', role: 'admin' };
 /** The owner as a user: staff read every thread. */
 const user: Principal = { sub: OWNER, role: 'user' };
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
 
 interface Touched {
   /** Rows each table's scans produced or filtered away, over all their loops. */
@@ -65,14 +55,7 @@ function touched(node: PlanNode, into: Touched = { tables: new Map(), indexes: n
 /** The message's statement (the last the domain function ran): its answer and what its plan touched. */
 async function explained<T>(db: Database, read: (sql: Sql) => Promise<T>): Promise<{ result: T; last: Touched }> {
   let last: Touched | undefined;
-  const sql: Sql = {
-    query: async <Row,>(text: string, params?: unknown[]) => {
-      const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
-      last = touched(row!['QUERY PLAN'][0].Plan);
-      return db.sql.query<Row>(text, params);
-    },
-  };
-  const result = await read(sql);
+  const result = await read(explainingSql(db, (plan) => (last = touched(plan))));
   return { result, last: last! };
 }
 
@@ -92,14 +75,10 @@ const seedAudits = (from: number, to: number, bigFrom: number, bigTo: number) =>
 
 describe(`the reads that must stay flat as history grows (${backendName})`, () => {
   let db: Database;
-  let embedded: BorrowedPglite | undefined;
-  let drop = async () => {};
+  let close = async () => {};
 
   beforeAll(async () => {
-    const scratch = onPostgres ? await createScratchDatabase(undefined, postgresTemplateDatabase()) : undefined;
-    if (scratch) drop = scratch.drop;
-    embedded = scratch ? undefined : await borrowMigratedPglite();
-    db = await openDatabase({ url: scratch?.url, embedded: embedded?.pglite, statementTimeoutMs: 300_000 });
+    ({ db, close } = await planTestDatabase());
     await db.driver.exec(`
       INSERT INTO thread (id, owner_id, title, created_at)
         SELECT gen_random_uuid(), CASE WHEN o = 0 THEN '${OWNER}' ELSE 'filler-' || o END, 'thread ' || o || '/' || k,
@@ -119,11 +98,7 @@ describe(`the reads that must stay flat as history grows (${backendName})`, () =
       ${seedAudits(2, THREAD_AUDITS, 2001, BIG_AUDITS)}`);
   }, 600_000);
 
-  afterAll(async () => {
-    await db?.close();
-    await embedded?.giveBack();
-    await drop();
-  });
+  afterAll(() => close());
 
   const reads = () => {
     it('threads(first): an owner\'s and an admin\'s newest threads, on their index, a page of rows', async () => {

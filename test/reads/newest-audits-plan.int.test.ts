@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/database.js';
+import type { Database } from '../../src/db/database.js';
 import { TIMELINE } from '../../src/domain/audit-reads.js';
 import { SEARCH_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.js';
-import type { Sql } from '../../src/db/sql.js';
-import { backendName, createScratchDatabase, onPostgres } from '../support/database.js';
-import { postgresTemplateDatabase } from '../support/database-templates.js';
-import { borrowMigratedPglite, type BorrowedPglite } from '../support/pglite-pool.js';
+import { backendName } from '../support/database.js';
+import { explainingSql, planTestDatabase, rowsTouched, type PlanNode } from '../support/plans.js';
 
 // The timeline read must cost the same on a long thread as on a short one (issue 18's read curve):
 // the plan may read only the newest runs it needs, whatever the thread's size and however many
@@ -18,44 +16,17 @@ const RUNS = 30_000; // four audits each: 120,000 audits in the thread read
 const NEWER_THREADS = 1_000; // 100 runs each, all created after the thread read's
 const NEEDLES_PER_NEWER_THREAD = 2;
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
 
-/**
- * Rows each table's scans produced or filtered away, over all their loops; a bitmap index scan's
- * under its index's name (it names no table: on a table never analysed, one read a whole audit
- * index once per run, 110,000 entries a loop, for the 10 rows its bitmap heap scan kept).
- */
-function rowsTouched(node: PlanNode, into = new Map<string, number>()) {
-  const name = node['Relation Name'] ?? (node['Node Type'] === 'Bitmap Index Scan' ? node['Index Name'] : undefined);
-  if (name) {
-    const rows = (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'];
-    into.set(name, (into.get(name) ?? 0) + rows);
-  }
-  for (const child of node.Plans ?? []) rowsTouched(child, into);
-  return into;
-}
 
 /** The tables and indexes of which the plan read `bound` rows or more. */
 const readAtLeast = (touched: Map<string, number>, bound: number) => [...touched].filter(([, rows]) => rows >= bound);
 
 describe(`the newest audits of a thread (${backendName})`, () => {
   let db: Database;
-  let embedded: BorrowedPglite | undefined;
-  let drop = async () => {};
+  let close = async () => {};
 
   beforeAll(async () => {
-    const scratch = onPostgres ? await createScratchDatabase(undefined, postgresTemplateDatabase()) : undefined;
-    if (scratch) drop = scratch.drop;
-    embedded = scratch ? undefined : await borrowMigratedPglite();
-    db = await openDatabase({ url: scratch?.url, embedded: embedded?.pglite, statementTimeoutMs: 300_000 });
+    ({ db, close } = await planTestDatabase());
     await db.driver.exec(`
       INSERT INTO thread (id, owner_id, title) VALUES ('${OLD_THREAD}', 'owner', 'old');
       INSERT INTO run (id, thread_id, status, lease_epoch)
@@ -81,11 +52,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
     for (const table of ['thread', 'run', 'message']) await db.driver.exec(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
   }, 120_000);
 
-  afterAll(async () => {
-    await db?.close();
-    await embedded?.giveBack();
-    await drop();
-  });
+  afterAll(() => close());
 
   // First as a restored database, or a fast-growing table before autovacuum's first ANALYZE, stands
   // (no statistics at all), then analysed: the plan must not hinge on the estimates.
@@ -122,13 +89,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
       // The search index as the migrations left it: built on empty tables, grown insert by insert,
       // never vacuumed (PGlite runs no autovacuum), so it knows nothing of its own size.
       let touched = new Map<string, number>();
-      const sql: Sql = {
-        query: async <Row,>(text: string, params?: unknown[]) => {
-          const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
-          touched = rowsTouched(row!['QUERY PLAN'][0].Plan);
-          return db.sql.query<Row>(text, params);
-        },
-      };
+      const sql = explainingSql(db, (plan) => (touched = rowsTouched(plan)));
       const found = await searchAudits(sql, { sub: 'owner', role: 'superadmin' }, { threadId: OLD_THREAD, text: 'NEEDLE 4711', first: 50 });
       expect(found.items.map((hit) => hit.input)).toEqual([{ note: 'a rare needle 4711' }]);
       // The walk's SEARCH_WALK_BUDGET audits, each one probe of (thread_id, id); then the index's
