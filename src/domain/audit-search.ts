@@ -141,17 +141,17 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (threadId !== null) probeRange.push(`${AUDIT_SEARCH_PROBE.thread} = ${param(threadId)}`);
   if (below !== null) probeRange.push(below);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
-  const tests: string[] = [];
+  // Across threads, the owner's test comes first; the probe goes through the owner's threads and skips it.
   const owner = threadId === null ? param(principal.sub) : null;
-  // The owner's test first: the probe across threads goes through the owner's threads and skips it.
-  if (owner !== null) tests.push(`EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL)`);
-  if (name !== null) tests.push(`m.name = ${param(name)}`);
-  if (search.status != null) tests.push(`m.status = ${param(search.status)}::"AuditStatus"`);
+  const ownerTest = owner === null ? null : `EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL)`;
+  const filters: string[] = [];
+  if (name !== null) filters.push(`m.name = ${param(name)}`);
+  if (search.status != null) filters.push(`m.status = ${param(search.status)}::"AuditStatus"`);
   // The index's terms: an exact name is also a substring of the searched text.
   const indexed = [text, name].filter((term): term is string => term !== null && term.length >= MIN_SEARCH_TEXT);
   const textTests = indexed.map((term) => `${AUDIT_SEARCH_TEXT} ILIKE ${param(`%${escapeLike(term)}%`)}`);
   // The name's substring test is implied by `m.name = …`: the walk skips it, the index uses it.
-  const walkTests = [...tests, ...(text !== null ? [textTests[0]!] : [])];
+  const walkTests = [...(ownerTest === null ? [] : [ownerTest]), ...filters, ...(text !== null ? [textTests[0]!] : [])];
   const budget = SEARCH_WALK_BUDGET;
   const limit = param(first + 1);
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
@@ -167,18 +167,18 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   // the primary key instead (see above).
   const olderHits =
     threadId !== null
-      ? `older_hits AS MATERIALIZED (SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...tests, ...textTests].join(' AND ')})`
+      ? `older_hits AS MATERIALIZED (SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...filters, ...textTests].join(' AND ')})`
       : `shared_matches AS MATERIALIZED (
-           SELECT m.id, m.thread_id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...tests.slice(1), ...textTests].join(' AND ')}
+           SELECT m.id, m.thread_id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...filters, ...textTests].join(' AND ')}
          ), few_shared AS (
            SELECT count(*) <= ${SEARCH_SHARED_MATCHES} AS few FROM (SELECT 1 FROM shared_matches LIMIT ${SEARCH_SHARED_MATCHES + 1}) x
          ), older_hits AS MATERIALIZED (
-           SELECT m.id FROM shared_matches m WHERE (SELECT few FROM few_shared) AND ${tests[0]}
+           SELECT m.id FROM shared_matches m WHERE (SELECT few FROM few_shared) AND ${ownerTest}
            UNION ALL
            SELECT h.id FROM thread t CROSS JOIN LATERAL (
              SELECT p.id FROM (
                SELECT m.id FROM message m
-               WHERE ${[`${AUDIT_SEARCH_PROBE.thread} = t.id::text`, AUDIT_SEARCH_PROBE.audits, ...tests.slice(1), ...textTests].join(' AND ')} OFFSET 0
+               WHERE ${[`${AUDIT_SEARCH_PROBE.thread} = t.id::text`, AUDIT_SEARCH_PROBE.audits, ...filters, ...textTests].join(' AND ')} OFFSET 0
              ) p WHERE p.id < ${belowWalk} ORDER BY p.id DESC LIMIT ${limit}) h
            WHERE ${walkFellShort} AND NOT (SELECT few FROM few_shared) AND t.owner_id = ${owner} AND t.deleted_at IS NULL
          )`;
