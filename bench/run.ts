@@ -275,7 +275,13 @@ interface BatchRow {
   workers: number;
   runsAtOnce: number;
   /** The server through each worker's batching client; eventsPerRequest: the batch size the writers reached. */
-  server: WriteResult & { serverCpuMsPerEvent: number; statementsPerEvent: number; eventsPerRequest: number };
+  server: WriteResult & {
+    serverCpuMsPerEvent: number;
+    statementsPerEvent: number;
+    eventsPerRequest: number;
+    /** Requests by the number of events they carried (1: a lone mutation), over every phase. */
+    requestSizes: Record<number, number>;
+  };
   /** The write floor, one transaction per event, the same W (W loops, not W×R: the floor's pool is the limit). */
   eventFloor: WriteResult;
   /** The same events as the write floor's calls, one transaction per batch of R (lib/batch-path.ts). */
@@ -301,6 +307,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
   let cpuUs = 0;
   let statements = 0;
   let requests = 0;
+  const requestSizes = new Map<number, number>();
   for (let pass = 0; pass < settings.rounds; pass++) {
     // W×R loops start together each round (threads, runs, claims): a longer warm-up than the write section's.
     const warmupMs = Math.max(3000, settings.warmupSeconds * 1000);
@@ -315,6 +322,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
     statements += end.statements - start.statements;
     requests += counter.requests;
+    for (const [size, count] of counter.sizes) requestSizes.set(size, (requestSizes.get(size) ?? 0) + count);
     log(
       `    server ${Math.round(servers.at(-1)!.eventsPerSecond)} events/s (${round(servers.at(-1)!.phaseEvents / counter.requests, 1)} a request), ` +
         `per-event floor ${Math.round(eventFloors.at(-1)!.eventsPerSecond)}, batch floor ${Math.round(batchFloors.at(-1)!.eventsPerSecond)}`,
@@ -336,6 +344,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
       serverCpuMsPerEvent: round(cpuUs / 1000 / measured.phaseEvents, 3)!,
       statementsPerEvent: round(statements / measured.phaseEvents, 1)!,
       eventsPerRequest: round(measured.phaseEvents / requests, 1)!,
+      requestSizes: Object.fromEntries([...requestSizes].sort(([a], [b]) => a - b)),
     },
     eventFloor: combineWindows(eventFloors),
     batchFloor: { workers, runsAtOnce, seconds, events: sum((w) => w.events), eventsPerSecond: sum((w) => w.events) / seconds, batches: sum((w) => w.batches) },
@@ -401,6 +410,7 @@ function printBatch(row: BatchRow) {
       ],
     ),
   );
+  log(`Requests by events carried: ${Object.entries(row.server.requestSizes).map(([size, count]) => `${size}×${count}`).join(' ')}`);
 }
 
 interface ReadRow {

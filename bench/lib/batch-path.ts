@@ -17,12 +17,14 @@ import type { WriteTarget } from './write-path.js';
  * The server through the batching client: `measureWritePath` over W×R loops, each a run at a
  * time, the loops of one worker sharing its client (so its writer coalesces their events).
  * `requests` counts the lifecycle requests the clients sent (the events per request is the
- * batch size the writer reached).
+ * batch size the writer reached), `sizes` how many requests carried each number of events.
  */
 export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: string, workerTokens: string[], runsAtOnce: number) {
-  const counter = { requests: 0 };
+  const counter = { requests: 0, sizes: new Map<number, number>() };
   const countingFetch: FetchLike = (input, init) => {
     counter.requests++;
+    const size = (JSON.parse(init.body as string) as { variables: { events?: unknown[] } }).variables.events?.length ?? 1;
+    counter.sizes.set(size, (counter.sizes.get(size) ?? 0) + 1);
     return fetch(input, init);
   };
   const clients = new Map<number, AuditClient>();
