@@ -31,7 +31,7 @@ import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, READ_WARMUPS, seedTimeline, serverReadStatements, type ReadResult } from './lib/timeline.js';
 import { batchedServerTarget, measureBatchFloor, measureFixedBatches, type BatchFloorWindow, type FixedBatchesWindow } from './lib/batch-path.js';
-import { combineWindows, floorTarget, measureWritePath, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
+import { combineWindows, floorTarget, measureWritePath, runsAheadPerLoop, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
@@ -312,11 +312,16 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     // W×R loops start together each round (threads, runs, claims): a longer warm-up than the write section's.
     const warmupMs = Math.max(3000, settings.warmupSeconds * 1000);
     log(`  batched, W=${workers} × ${runsAtOnce} runs, round ${pass + 1} of ${settings.rounds}: per-event floor, batch floor, server…`);
-    eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs));
-    batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs));
+    // The runs are created ahead, outside the windows, for the floors and the server alike (lib/write-path.ts RUNS_AHEAD_PER_SECOND).
+    const ahead = (loops: number) => runsAheadPerLoop(loops, warmupMs, windowMs);
+    eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs, ahead(workers)));
+    batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs, ahead(workers)));
     const { target, counter } = batchedServerTarget(server.url, http, ownerToken, workerTokens, runsAtOnce);
-    const start = await server.counts();
-    const measure = () => measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs);
+    let start = await server.counts();
+    const measure = () =>
+      measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs, ahead(workers * runsAtOnce), async () => {
+        start = await server.counts();
+      });
     servers.push(await (pass === 0 ? profiled(server, `batch-W${workers}x${runsAtOnce}`, measure) : measure()));
     const end = await server.counts();
     cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
@@ -347,7 +352,15 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
       requestSizes: Object.fromEntries([...requestSizes].sort(([a], [b]) => a - b)),
     },
     eventFloor: combineWindows(eventFloors),
-    batchFloor: { workers, runsAtOnce, seconds, events: sum((w) => w.events), eventsPerSecond: sum((w) => w.events) / seconds, batches: sum((w) => w.batches) },
+    batchFloor: {
+      workers,
+      runsAtOnce,
+      seconds,
+      events: sum((w) => w.events),
+      eventsPerSecond: sum((w) => w.events) / seconds,
+      batches: sum((w) => w.batches),
+      runsCreatedInWindow: sum((w) => w.runsCreatedInWindow),
+    },
     overEventFloor: medianOf(rounds.map((r) => r.overEventFloor)),
     overBatchFloor: medianOf(rounds.map((r) => r.overBatchFloor)),
     rounds,
@@ -411,6 +424,8 @@ function printBatch(row: BatchRow) {
     ),
   );
   log(`Requests by events carried: ${Object.entries(row.server.requestSizes).map(([size, count]) => `${size}×${count}`).join(' ')}`);
+  const createdInWindow = [row.server.runsCreatedInWindow, row.eventFloor.runsCreatedInWindow, row.batchFloor.runsCreatedInWindow];
+  if (createdInWindow.some((count) => count > 0)) log(`Runs created in the window (those created ahead ran out): server, per-event floor, batch floor ${createdInWindow.join(', ')}`);
 }
 
 interface ReadRow {

@@ -11,7 +11,7 @@ import { serverCreateRun, serverCreateThread, serverStep, stepRequest, type Leas
 import type { Sql } from './sql.js';
 import { summarize, type Summary } from './stats.js';
 import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
-import type { WriteTarget } from './write-path.js';
+import { createRunsAhead, type WriteTarget } from './write-path.js';
 
 /**
  * The server through the batching client: `measureWritePath` over W×R loops, each a run at a
@@ -69,6 +69,8 @@ export interface BatchFloorWindow {
   eventsPerSecond: number;
   /** Transactions (one per batch) that ended inside the window. */
   batches: number;
+  /** With runs created ahead: the runs still created in the window (a worker ran out). */
+  runsCreatedInWindow: number;
 }
 
 /**
@@ -84,8 +86,14 @@ export async function measureBatchFloor(
   runsAtOnce: number,
   warmupMs: number,
   measureMs: number,
+  runsAhead = 0,
 ): Promise<BatchFloorWindow> {
   const threads = await Promise.all(Array.from({ length: workers }, () => floorCreateThread(sql, ownerSub)));
+  const ahead = await createRunsAhead(
+    threads.map((threadId) => () => floorCreateRun(sql, ownerSub, threadId)),
+    runsAhead,
+  );
+  let runsCreatedInWindow = 0;
   const windowStart = performance.now() + warmupMs;
   const windowEnd = windowStart + measureMs;
   const steps = runScript();
@@ -95,11 +103,13 @@ export async function measureBatchFloor(
     threads.map(async (threadId, worker) => {
       const sub = workerSubs[worker]!;
       while (performance.now() < windowEnd) {
-        const runIds = await sql.transaction(async (tx) => {
-          const created: string[] = [];
-          for (let run = 0; run < runsAtOnce; run++) created.push(await floorCreateRun(tx, ownerSub, threadId));
-          return created;
-        });
+        const runIds = ahead[worker]!.splice(0, runsAtOnce);
+        if (runIds.length < runsAtOnce) {
+          if (runsAhead > 0) runsCreatedInWindow += runsAtOnce - runIds.length;
+          await sql.transaction(async (tx) => {
+            while (runIds.length < runsAtOnce) runIds.push(await floorCreateRun(tx, ownerSub, threadId));
+          });
+        }
         let leases: (Lease | null)[] = runIds.map(() => null);
         for (const step of steps) {
           const began = performance.now();
@@ -118,7 +128,7 @@ export async function measureBatchFloor(
       }
     }),
   );
-  return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches };
+  return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches, runsCreatedInWindow };
 }
 
 /** A lifecycle step as one event of `recordEvents` (the schema's LifecycleEventInput). */
