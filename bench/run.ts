@@ -156,9 +156,13 @@ async function profiled<T>(server: ServerProcess, phase: string, body: () => Pro
   if (!profileDir) return body();
   await server.profileStart();
   const value = await body();
-  const file = await server.profileStop(join(profileDir, `${phase}.cpuprofile`));
-  profiles.push({ ...summarizeProfile(file), phase });
+  await profileStop(server, phase);
   return value;
+}
+
+async function profileStop(server: ServerProcess, phase: string): Promise<void> {
+  const file = await server.profileStop(join(profileDir!, `${phase}.cpuprofile`));
+  profiles.push({ ...summarizeProfile(file), phase });
 }
 
 function printProfile(title: string, profile: ProfileSummary) {
@@ -317,12 +321,16 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs, ahead(workers)));
     batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs, ahead(workers)));
     const { target, counter } = batchedServerTarget(server.url, http, ownerToken, workerTokens, runsAtOnce);
+    // Counted and profiled from the warm-up on: the runs created ahead are not the section's work.
+    const profile = pass === 0 && profileDir !== null;
     let start = await server.counts();
-    const measure = () =>
-      measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs, ahead(workers * runsAtOnce), async () => {
+    servers.push(
+      await measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs, ahead(workers * runsAtOnce), async () => {
         start = await server.counts();
-      });
-    servers.push(await (pass === 0 ? profiled(server, `batch-W${workers}x${runsAtOnce}`, measure) : measure()));
+        if (profile) await server.profileStart();
+      }),
+    );
+    if (profile) await profileStop(server, `batch-W${workers}x${runsAtOnce}`);
     const end = await server.counts();
     cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
     statements += end.statements - start.statements;
