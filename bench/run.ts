@@ -353,7 +353,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     runsAtOnce,
     server: {
       ...measured,
-      // Per lifecycle event the clients sent (claims included; createRun's requests are the owner's, one per ten events, not counted).
+      // Per lifecycle event the clients sent (claims included; the runs were created before the counts began).
       serverCpuMsPerEvent: round(cpuUs / 1000 / measured.phaseEvents, 3)!,
       statementsPerEvent: round(statements / measured.phaseEvents, 1)!,
       eventsPerRequest: round(measured.phaseEvents / requests, 1)!,
