@@ -31,7 +31,7 @@ import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.
 import { round, table } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, READ_WARMUPS, seedTimeline, serverReadStatements, type ReadResult } from './lib/timeline.js';
 import { batchedServerTarget, measureBatchFloor, measureFixedBatches, type BatchFloorWindow, type FixedBatchesWindow } from './lib/batch-path.js';
-import { combineWindows, floorTarget, measureWritePath, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
+import { combineWindows, floorTarget, measureWritePath, runsAheadPerLoop, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
@@ -156,9 +156,13 @@ async function profiled<T>(server: ServerProcess, phase: string, body: () => Pro
   if (!profileDir) return body();
   await server.profileStart();
   const value = await body();
-  const file = await server.profileStop(join(profileDir, `${phase}.cpuprofile`));
-  profiles.push({ ...summarizeProfile(file), phase });
+  await profileStop(server, phase);
   return value;
+}
+
+async function profileStop(server: ServerProcess, phase: string): Promise<void> {
+  const file = await server.profileStop(join(profileDir!, `${phase}.cpuprofile`));
+  profiles.push({ ...summarizeProfile(file), phase });
 }
 
 function printProfile(title: string, profile: ProfileSummary) {
@@ -275,7 +279,13 @@ interface BatchRow {
   workers: number;
   runsAtOnce: number;
   /** The server through each worker's batching client; eventsPerRequest: the batch size the writers reached. */
-  server: WriteResult & { serverCpuMsPerEvent: number; statementsPerEvent: number; eventsPerRequest: number };
+  server: WriteResult & {
+    serverCpuMsPerEvent: number;
+    statementsPerEvent: number;
+    eventsPerRequest: number;
+    /** Requests by the number of events they carried (1: a lone mutation), over every phase. */
+    requestSizes: Record<number, number>;
+  };
   /** The write floor, one transaction per event, the same W (W loops, not W×R: the floor's pool is the limit). */
   eventFloor: WriteResult;
   /** The same events as the write floor's calls, one transaction per batch of R (lib/batch-path.ts). */
@@ -301,20 +311,31 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
   let cpuUs = 0;
   let statements = 0;
   let requests = 0;
+  const requestSizes = new Map<number, number>();
   for (let pass = 0; pass < settings.rounds; pass++) {
     // W×R loops start together each round (threads, runs, claims): a longer warm-up than the write section's.
     const warmupMs = Math.max(3000, settings.warmupSeconds * 1000);
     log(`  batched, W=${workers} × ${runsAtOnce} runs, round ${pass + 1} of ${settings.rounds}: per-event floor, batch floor, server…`);
-    eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs));
-    batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs));
+    // The runs are created ahead, outside the windows, for the floors and the server alike (lib/write-path.ts RUNS_AHEAD_PER_SECOND).
+    const ahead = (loops: number) => runsAheadPerLoop(loops, warmupMs, windowMs);
+    eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs, ahead(workers)));
+    batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs, ahead(workers)));
     const { target, counter } = batchedServerTarget(server.url, http, ownerToken, workerTokens, runsAtOnce);
-    const start = await server.counts();
-    const measure = () => measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs);
-    servers.push(await (pass === 0 ? profiled(server, `batch-W${workers}x${runsAtOnce}`, measure) : measure()));
+    // Counted and profiled from the warm-up on: the runs created ahead are not the section's work.
+    const profile = pass === 0 && profileDir !== null;
+    let start = await server.counts();
+    servers.push(
+      await measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs, ahead(workers * runsAtOnce), async () => {
+        start = await server.counts();
+        if (profile) await server.profileStart();
+      }),
+    );
+    if (profile) await profileStop(server, `batch-W${workers}x${runsAtOnce}`);
     const end = await server.counts();
     cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
     statements += end.statements - start.statements;
     requests += counter.requests;
+    for (const [size, count] of counter.sizes) requestSizes.set(size, (requestSizes.get(size) ?? 0) + count);
     log(
       `    server ${Math.round(servers.at(-1)!.eventsPerSecond)} events/s (${round(servers.at(-1)!.phaseEvents / counter.requests, 1)} a request), ` +
         `per-event floor ${Math.round(eventFloors.at(-1)!.eventsPerSecond)}, batch floor ${Math.round(batchFloors.at(-1)!.eventsPerSecond)}`,
@@ -332,13 +353,22 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     runsAtOnce,
     server: {
       ...measured,
-      // Per lifecycle event the clients sent (claims included; createRun's requests are the owner's, one per ten events, not counted).
+      // Per lifecycle event the clients sent (claims included; the runs were created before the counts began).
       serverCpuMsPerEvent: round(cpuUs / 1000 / measured.phaseEvents, 3)!,
       statementsPerEvent: round(statements / measured.phaseEvents, 1)!,
       eventsPerRequest: round(measured.phaseEvents / requests, 1)!,
+      requestSizes: Object.fromEntries([...requestSizes].sort(([a], [b]) => a - b)),
     },
     eventFloor: combineWindows(eventFloors),
-    batchFloor: { workers, runsAtOnce, seconds, events: sum((w) => w.events), eventsPerSecond: sum((w) => w.events) / seconds, batches: sum((w) => w.batches) },
+    batchFloor: {
+      workers,
+      runsAtOnce,
+      seconds,
+      events: sum((w) => w.events),
+      eventsPerSecond: sum((w) => w.events) / seconds,
+      batches: sum((w) => w.batches),
+      runsCreatedInWindow: sum((w) => w.runsCreatedInWindow),
+    },
     overEventFloor: medianOf(rounds.map((r) => r.overEventFloor)),
     overBatchFloor: medianOf(rounds.map((r) => r.overBatchFloor)),
     rounds,
@@ -401,6 +431,9 @@ function printBatch(row: BatchRow) {
       ],
     ),
   );
+  log(`Requests by events carried: ${Object.entries(row.server.requestSizes).map(([size, count]) => `${size}×${count}`).join(' ')}`);
+  const createdInWindow = [row.server.runsCreatedInWindow, row.eventFloor.runsCreatedInWindow, row.batchFloor.runsCreatedInWindow];
+  if (createdInWindow.some((count) => count > 0)) log(`Runs created in the window (those created ahead ran out): server, per-event floor, batch floor ${createdInWindow.join(', ')}`);
 }
 
 interface ReadRow {

@@ -11,18 +11,20 @@ import { serverCreateRun, serverCreateThread, serverStep, stepRequest, type Leas
 import type { Sql } from './sql.js';
 import { summarize, type Summary } from './stats.js';
 import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
-import type { WriteTarget } from './write-path.js';
+import { createRunsAhead, type WriteTarget } from './write-path.js';
 
 /**
  * The server through the batching client: `measureWritePath` over W×R loops, each a run at a
  * time, the loops of one worker sharing its client (so its writer coalesces their events).
  * `requests` counts the lifecycle requests the clients sent (the events per request is the
- * batch size the writer reached).
+ * batch size the writer reached), `sizes` how many requests carried each number of events.
  */
 export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: string, workerTokens: string[], runsAtOnce: number) {
-  const counter = { requests: 0 };
+  const counter = { requests: 0, sizes: new Map<number, number>() };
   const countingFetch: FetchLike = (input, init) => {
     counter.requests++;
+    const size = (JSON.parse(init.body as string) as { variables: { events?: unknown[] } }).variables.events?.length ?? 1;
+    counter.sizes.set(size, (counter.sizes.get(size) ?? 0) + 1);
     return fetch(input, init);
   };
   const clients = new Map<number, AuditClient>();
@@ -67,6 +69,8 @@ export interface BatchFloorWindow {
   eventsPerSecond: number;
   /** Transactions (one per batch) that ended inside the window. */
   batches: number;
+  /** With runs created ahead: the runs still created in the window (a worker ran out). */
+  runsCreatedInWindow: number;
 }
 
 /**
@@ -82,8 +86,14 @@ export async function measureBatchFloor(
   runsAtOnce: number,
   warmupMs: number,
   measureMs: number,
+  runsAhead = 0,
 ): Promise<BatchFloorWindow> {
   const threads = await Promise.all(Array.from({ length: workers }, () => floorCreateThread(sql, ownerSub)));
+  const ahead = await createRunsAhead(
+    threads.map((threadId) => () => floorCreateRun(sql, ownerSub, threadId)),
+    runsAhead,
+  );
+  let runsCreatedInWindow = 0;
   const windowStart = performance.now() + warmupMs;
   const windowEnd = windowStart + measureMs;
   const steps = runScript();
@@ -93,11 +103,13 @@ export async function measureBatchFloor(
     threads.map(async (threadId, worker) => {
       const sub = workerSubs[worker]!;
       while (performance.now() < windowEnd) {
-        const runIds = await sql.transaction(async (tx) => {
-          const created: string[] = [];
-          for (let run = 0; run < runsAtOnce; run++) created.push(await floorCreateRun(tx, ownerSub, threadId));
-          return created;
-        });
+        const runIds = ahead[worker]!.splice(0, runsAtOnce);
+        if (runIds.length < runsAtOnce) {
+          if (runsAhead > 0) runsCreatedInWindow += runsAtOnce - runIds.length;
+          await sql.transaction(async (tx) => {
+            while (runIds.length < runsAtOnce) runIds.push(await floorCreateRun(tx, ownerSub, threadId));
+          });
+        }
         let leases: (Lease | null)[] = runIds.map(() => null);
         for (const step of steps) {
           const began = performance.now();
@@ -116,7 +128,7 @@ export async function measureBatchFloor(
       }
     }),
   );
-  return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches };
+  return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches, runsCreatedInWindow };
 }
 
 /** A lifecycle step as one event of `recordEvents` (the schema's LifecycleEventInput). */

@@ -1,6 +1,6 @@
 import { createGraphQLError } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
-import { DomainError } from '../domain/errors.js';
+import { DomainError, withoutFrames } from '../domain/errors.js';
 import { isUnavailable } from '../db/outage.js';
 import { errorFields, log } from '../log.js';
 import { dependencyUnavailable } from '../metrics.js';
@@ -36,11 +36,13 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
   const original = originalOf(error);
   const outer = error instanceof GraphQLError ? error : undefined;
   if (original instanceof DomainError) {
-    return createGraphQLError(original.message, {
-      nodes: outer?.nodes,
-      path: outer?.path,
-      extensions: { code: original.code },
-    });
+    return withoutFrames(() =>
+      createGraphQLError(original.message, {
+        nodes: outer?.nodes,
+        path: outer?.path,
+        extensions: { code: original.code },
+      }),
+    );
   }
   // A GraphQLError raised on purpose: by graphql-js (parse, validation, variable coercion),
   // by yoga, by GraphQL Armor, or by our scalars.
