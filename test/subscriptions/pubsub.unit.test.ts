@@ -256,6 +256,32 @@ describe('change feed', () => {
       await vi.waitFor(() => expect(reads).toBe(2)); // the recovery's own read, once the first ended
       await close();
     });
+
+    it('a thread subscribed while a poll is under way is not taken for deleted', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      // Several instances without Redis: the poll reads every subscribed thread's cursor.
+      const store = memoryStore();
+      const { pubsub, publishEvents, close } = await createPubSubFor(loadConfig({ DATABASE_URL: 'postgres://poll' }), store);
+      await pubsub.subscribe('audit', 'old');
+      const threadCursors = store.threadCursors;
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let polls = 0;
+      store.threadCursors = async (threadIds) => {
+        // The poll asks for the old thread alone; its read is held open while the new one starts.
+        if (threadIds.includes('old') && polls++ === 0) await gate;
+        return threadCursors(threadIds);
+      };
+      await vi.advanceTimersByTimeAsync(loadConfig({ DATABASE_URL: 'postgres://poll' }).changePollIntervalMs);
+      expect(polls).toBe(1);
+      const started = await pubsub.subscribe('audit', 'new');
+      open();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(pubsub.subscriberCount('audit', 'new')).toBe(1);
+      publishEvents([store.commit('new', 'live')]);
+      expect(ids(await take(started, 1))).toEqual(['live']);
+      await close();
+    });
   });
 
   describe.skipIf(!testRedisUrl)('the safety-net poll while Redis is healthy', () => {
