@@ -1,5 +1,5 @@
 import type { CommittedChange } from '../domain/events.js';
-import { catchUps } from '../metrics.js';
+import { catchUps, lookUps } from '../metrics.js';
 import { retriedWork } from '../db/outage.js';
 
 /** Why a stream ended before its subscriber asked it to (SEMANTICS.md, "Subscriptions" and "Deletion and retention"). */
@@ -232,6 +232,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
       return this.fallBehind();
     }
     this.lookingUp = false;
+    lookUps.inc();
     if (this.state !== 'open' || this.reading || this.behind) return;
     for (const change of page) if (!this.ahead.has(change.cursor)) this.offer(change);
     if (!this.behind && !this.missingTimer) this.restartMissingTimer();

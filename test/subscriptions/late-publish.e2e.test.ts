@@ -12,35 +12,43 @@ import { testRedisUrl } from './support.js';
 // command's publish can come more than ARRIVAL_WAIT_MS after its commit, after later changes of
 // the thread were delivered. Played here by holding back the publish of one change (the tool
 // named LATE starting): subscribers that read promptly must still get every change once, in
-// commit order, each in the state its own change committed.
+// commit order, each in the state its own change committed. The held publish is released once
+// changes committed after it have waited HELD_MS (1.5 waits) for it.
 
 const LATE = 'late-tool';
 const HELD_MS = ARRIVAL_WAIT_MS * 1.5;
 
 /**
- * Holds back the publish of the command whose changes include LATE's start, by HELD_MS: the seam
- * is the domain's `publish` (what an overloaded event loop delays). Returns the cursors published
- * before the held one was, to show it really arrived after later changes.
+ * Holds back the publish of the command whose changes include LATE's start until `release`: the
+ * seam is the domain's `publish` (what an overloaded event loop delays). `release` waits until
+ * changes committed after it have been published and have waited HELD_MS, then publishes it.
  */
 function holdBackLateStart(t: TestApp) {
   const publish = t.app.deps.publish;
-  const seen = { heldCursor: 0n, publishedBeforeIt: [] as bigint[] };
-  let released = false;
+  let held: CommittedChange[] | null = null;
+  const publishedAfterIt: bigint[] = [];
   const isLateStart = (change: CommittedChange) => change.kind === 'audit' && change.row.name === LATE && change.row.status === 'RUNNING';
   t.app.deps.publish = (changes) => {
-    const held = changes.find(isLateStart);
-    if (!held) {
-      if (seen.heldCursor && !released) seen.publishedBeforeIt.push(...changes.map((change) => change.cursor));
-      return publish(changes);
-    }
-    seen.heldCursor = held.cursor;
-    setTimeout(() => {
-      released = true;
-      publish(changes);
-    }, HELD_MS);
+    if (changes.some(isLateStart)) return void (held = changes);
+    if (held) publishedAfterIt.push(...changes.map((change) => change.cursor));
+    publish(changes);
   };
   onTestFinished(() => void (t.app.deps.publish = publish));
-  return seen;
+  return {
+    async release(laterChanges: number) {
+      await waitFor(() => publishedAfterIt.length >= laterChanges, 'later changes published first');
+      const lateCursor = held!.find(isLateStart)!.cursor;
+      expect(publishedAfterIt.every((cursor) => cursor > lateCursor)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, HELD_MS));
+      publish(held!);
+    },
+  };
+}
+
+/** The server's look-ups of changes whose publish had not arrived (GET /metrics): the path this suite exercises. */
+async function lookUps(url: string): Promise<number> {
+  const text = await (await fetch(url.replace('/graphql', '/metrics'))).text();
+  return Number(/^agent_audit_subscription_look_ups_total (\d+)/m.exec(text)?.[1]);
 }
 
 const SUBSCRIPTIONS = {
@@ -110,32 +118,33 @@ function lateStart(instanceCount: 1 | 2, env: Record<string, string>) {
     const [lateRun, otherRun] = [await claim(t, who.worker, late!, 120), await claim(t, who.worker, other!, 120)];
     await lateRun.declare('m-late', [{ id: 'c-late', name: LATE }]);
     await otherRun.declare('m-other', [{ id: 'c-other', name: 'other-tool' }]);
-    return { t, who, threadId, streams, lateRun, otherRun, fromCursor: counterOf(data.thread.changeCursor) };
+    return { t, who, threadId, streams, lateRun, otherRun, fromCursor: counterOf(data.thread.changeCursor), lookUpsBefore: await lookUps(instances[0]!.url) };
   }
 
-  it(`a change published ${HELD_MS} ms late, after later changes of other entities: each delivered once, in commit order, unfolded`, async () => {
-    const { t, who, threadId, streams, lateRun, otherRun, fromCursor } = await setUp();
+  it(`a change published ${HELD_MS} ms after later changes of other entities: each delivered once, in commit order, unfolded`, async () => {
+    const { t, who, threadId, streams, lateRun, otherRun, fromCursor, lookUpsBefore } = await setUp();
     const held = holdBackLateStart(t);
     must(await lateRun.toolStarted('c-late', LATE));
     // Another run's tool starts and finishes while the late start's publish is held back.
     must(await otherRun.toolStarted('c-other', 'other-tool'));
     must(await otherRun.toolFinished('c-other', { content: 'done' }));
-    await waitFor(() => held.publishedBeforeIt.length > 0 && held.publishedBeforeIt.every((cursor) => cursor > held.heldCursor), 'later changes published first');
-    await new Promise((resolve) => setTimeout(resolve, HELD_MS));
+    await held.release(2);
     must(await lateRun.toolFinished('c-late', { content: 'done' }));
     await everyChangeOnce(streams, t, who, threadId, fromCursor, 2);
+    expect(await lookUps(instances[0]!.url)).toBeGreaterThan(lookUpsBefore);
   });
 
-  it(`a change published ${HELD_MS} ms late, after its own entity's next change: still delivered, then that one`, async () => {
-    const { t, who, threadId, streams, lateRun, otherRun, fromCursor } = await setUp();
+  it(`a change published ${HELD_MS} ms after its own entity's next change: still delivered, then that one`, async () => {
+    const { t, who, threadId, streams, lateRun, otherRun, fromCursor, lookUpsBefore } = await setUp();
     const held = holdBackLateStart(t);
     must(await lateRun.toolStarted('c-late', LATE));
     // The late tool finishes (its row now holds COMPLETED) while its start's publish is held back.
     must(await lateRun.toolFinished('c-late', { content: 'done' }));
     must(await otherRun.toolStarted('c-other', 'other-tool'));
     must(await otherRun.toolFinished('c-other', { content: 'done' }));
-    await waitFor(() => held.publishedBeforeIt.length >= 3, 'later changes published first');
+    await held.release(3);
     await everyChangeOnce(streams, t, who, threadId, fromCursor, 2);
+    expect(await lookUps(instances[0]!.url)).toBeGreaterThan(lookUpsBefore);
   });
 }
 
