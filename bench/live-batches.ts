@@ -68,20 +68,24 @@ interface Phase {
   answeredMs: Summary;
   delivery: Delivery;
   /**
-   * Catch-up reads the server's streams made in the phase: a change still missing a second after
-   * a later one arrived is taken for a gap and read from the database, where it may be folded
-   * into its entity's later state (src/realtime/change-stream.ts); such a change is counted lost.
+   * Catch-up reads the server's streams made in the phase: a lagging stream's, or a gap's (a
+   * change neither published nor found in the database as committed), where a change may be
+   * folded into its entity's later state (src/realtime/change-stream.ts); such a change is
+   * counted lost.
    */
   catchUps: number;
+  /** Look-ups the streams made in the phase: a change whose publish was late, read as committed (no fold). */
+  lookUps: number;
   complete: boolean;
   errors: number;
   firstError?: string;
 }
 
-/** The server's count of catch-up reads (`/metrics`, served to loopback clients). */
-async function catchUpReads(server: ServerProcess): Promise<number> {
+/** The server's counts of its streams' catch-up reads and look-ups (`/metrics`, served to loopback clients). */
+async function streamReads(server: ServerProcess): Promise<{ catchUps: number; lookUps: number }> {
   const text = await (await fetch(`${server.url.replace(/\/graphql$/, '')}/metrics`)).text();
-  return Number(/^agent_audit_subscription_catch_ups_total (\d+)/m.exec(text)?.[1] ?? NaN);
+  const count = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  return { catchUps: count('agent_audit_subscription_catch_ups_total'), lookUps: count('agent_audit_subscription_look_ups_total') };
 }
 
 async function phase(server: ServerProcess, http: GraphQLHttp, ownerToken: string, workerTokens: string[], mode: Mode, roundIndex: number): Promise<Phase> {
@@ -109,7 +113,7 @@ async function phase(server: ServerProcess, http: GraphQLHttp, ownerToken: strin
       }
     }
 
-    const catchUpsBefore = await catchUpReads(server);
+    const readsBefore = await streamReads(server);
     const from = await Promise.all(threadIds.map(async (threadId) => counterOf(await serverChangeCursor(http, ownerToken, threadId))));
     const answered: number[] = [];
     const errors: string[] = [];
@@ -148,7 +152,7 @@ async function phase(server: ServerProcess, http: GraphQLHttp, ownerToken: strin
     const windows = threadIds.map((threadId, t) => ({ threadId, from: from[t]!, to: to[t]! }));
     const { complete } = await ask<{ complete: boolean }>({ command: 'wait', windows, idleTimeoutMs: 10_000 } satisfies LiveRequest);
     const delivery = await ask<Delivery>({ command: 'summarize', windows } satisfies LiveRequest);
-    const catchUps = (await catchUpReads(server)) - catchUpsBefore;
+    const readsAfter = await streamReads(server);
     return {
       mode,
       round: roundIndex,
@@ -157,7 +161,8 @@ async function phase(server: ServerProcess, http: GraphQLHttp, ownerToken: strin
       eventsPerSecond: events / elapsed,
       answeredMs: summarize(answered),
       delivery,
-      catchUps,
+      catchUps: readsAfter.catchUps - readsBefore.catchUps,
+      lookUps: readsAfter.lookUps - readsBefore.lookUps,
       complete,
       errors: errors.length,
       ...(errors.length && { firstError: errors[0] }),
@@ -193,7 +198,7 @@ try {
       console.log(
         `  round ${r + 1} ${mode}: ${Math.round(result.eventsPerSecond)} events/s, ${round(result.events / Math.max(1, result.requests))} a request; ` +
           `${d.changes} changes, ${d.delivered}/${d.expectedDeliveries} delivered, lost ${d.lost}, duplicated ${d.duplicated}, out of order ${d.outOfOrder}; ` +
-          `from commit p50 ${round(d.fromCommitMs?.p50 ?? NaN)} p99 ${round(d.fromCommitMs?.p99 ?? NaN)} ms; catch-up reads ${result.catchUps}${result.errors || d.errors ? `; errors ${result.errors + d.errors}: ${result.firstError ?? d.firstError}` : ''}`,
+          `from commit p50 ${round(d.fromCommitMs?.p50 ?? NaN)} p99 ${round(d.fromCommitMs?.p99 ?? NaN)} ms; catch-up reads ${result.catchUps}, look-ups ${result.lookUps}${result.errors || d.errors ? `; errors ${result.errors + d.errors}: ${result.firstError ?? d.firstError}` : ''}`,
       );
     }
   }
@@ -214,11 +219,12 @@ const rows = phases.map((p) => [
   p.delivery.duplicated,
   p.delivery.outOfOrder,
   p.catchUps,
+  p.lookUps,
   round(p.delivery.fromCommitMs?.p50 ?? NaN),
   round(p.delivery.fromCommitMs?.p99 ?? NaN),
   round(p.answeredMs.p50),
 ]);
-console.log(table(['round', 'mode', 'events/s', 'events a request', 'changes', 'delivered', 'lost', 'dup', 'out of order', 'catch-ups', 'commit→receipt p50 ms', 'p99 ms', 'event answered p50 ms'], rows));
+console.log(table(['round', 'mode', 'events/s', 'events a request', 'changes', 'delivered', 'lost', 'dup', 'out of order', 'catch-ups', 'look-ups', 'commit→receipt p50 ms', 'p99 ms', 'event answered p50 ms'], rows));
 const ratios = Array.from({ length: rounds }, (_, r) => {
   const of = (mode: Mode) => phases.find((p) => p.round === r && p.mode === mode)!.delivery.fromCommitMs?.p99 ?? NaN;
   return of('batched') / of('unbatched');

@@ -57,6 +57,12 @@ export const catchUps = new Counter({
   registers: [registry],
 });
 
+export const lookUps = new Counter({
+  name: 'agent_audit_subscription_look_ups_total',
+  help: 'Reads from the database by live subscription streams for a change whose publish had not arrived (late or lost), taken as committed',
+  registers: [registry],
+});
+
 export const slowConsumerCloses = new Counter({
   name: 'agent_audit_slow_consumer_closes_total',
   help: 'Connections closed because their client stopped reading (unsent bytes over the bound)',

@@ -1,5 +1,5 @@
 import type { CommittedChange } from '../domain/events.js';
-import { catchUps } from '../metrics.js';
+import { catchUps, lookUps } from '../metrics.js';
 import { retriedWork } from '../db/outage.js';
 
 /** Why a stream ended before its subscriber asked it to (SEMANTICS.md, "Subscriptions" and "Deletion and retention"). */
@@ -20,20 +20,26 @@ export type CatchUp = (after: bigint) => Promise<CommittedChange[]>;
  * How long a live change that arrived ahead of its turn waits for the changes before it. Changes
  * of one thread committed close together (concurrent runs, other instances) reach the fan-out in
  * the order their commands finish in Node, or their Redis messages arrive, not in commit order:
- * a missing cursor is normally milliseconds behind. Only when it is still missing after this long
- * (a publish that never comes: a crash between commit and publish, a lost message) is it a gap,
- * caught up from the database. One second covers an event loop stalled by a long collection or a
- * busy Redis many times over, and is what the safety-net poll already grants a change in flight
- * (pubsub.ts POLL_GRACE_MS); a real gap costs the subscriber at most that delay.
+ * a missing cursor is normally milliseconds behind. When it is still missing after this long, it
+ * is looked up in the database (ChangeStream.lookUp), and only when it is not there as it was
+ * committed and still missing after this long again is it a gap, caught up (folded) from the
+ * database. One second covers an event loop stalled by a long collection or a busy Redis many
+ * times over, and is what the safety-net poll already grants a change in flight (pubsub.ts
+ * POLL_GRACE_MS).
  */
 export const ARRIVAL_WAIT_MS = 1000;
 
 /**
  * One subscriber's view of a thread's change feed. It knows the cursor of the last change it
  * took (`last`) and takes only the next one. A live change that arrives ahead of its turn is held
- * until the changes before it arrive, then taken in cursor order; when one is still missing after
- * ARRIVAL_WAIT_MS, or a change arrives while the queue is full, the stream falls back to catching
- * up from the database after `last`, one page at a time, before it takes live changes again.
+ * until the changes before it arrive, then taken in cursor order. A change still missing after
+ * ARRIVAL_WAIT_MS, or one the thread has reached by a poll or a wake-up without rows, is looked up
+ * in the database (`lookUp`): exactly as committed while its entity has not changed since, so a
+ * subscriber that keeps up gets one event per change even when a publish is late (an overloaded
+ * event loop). Only a change that is neither there nor arrives within ARRIVAL_WAIT_MS more (a
+ * publish that never comes, its entity changed since), or a change that arrives while the queue
+ * is full, makes the stream fall back to catching up from the database after `last`, one page at
+ * a time, folded, before it takes live changes again.
  * Changes at or before `last` are dropped, so no cursor is delivered twice and cursors only
  * increase. Memory is bounded: at most `limit` queued and held changes (shared objects) and one page.
  * Nothing but `interrupt` (server stop, token expiry) and `return` ends it.
@@ -47,8 +53,13 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
   private arrivedDuringRead: CommittedChange[] = [];
   /** Live changes that arrived ahead of their turn, by cursor, waiting for the ones before them. */
   private ahead = new Map<bigint, CommittedChange>();
-  /** Set while `ahead` waits for the cursor after `last`: its expiry makes that cursor a gap. */
+  /** Set while the cursor after `last` is missing: its expiry looks it up, or makes it a gap (`missingTimedOut`). */
   private missingTimer: NodeJS.Timeout | null = null;
+  /** The highest cursor a poll or a wake-up without rows said the thread has reached. */
+  private reachedTo = 0n;
+  /** `last` when the change after it was last still missing after ARRIVAL_WAIT_MS (and looked up). */
+  private timedOutAfter: bigint | null = null;
+  private lookingUp = false;
   private behind = false;
   /** While a catch-up read (or the start) is under way, live changes wait in `arrivedDuringRead`. */
   private reading = true;
@@ -106,7 +117,9 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
    * start) it is left to `offerArrived`: the changes that arrived meanwhile may bring it there.
    */
   reached(cursor: bigint): void {
-    if (this.state === 'open' && !this.reading && cursor > this.last) this.fallBehind();
+    if (this.state !== 'open' || this.reading || cursor <= this.last) return;
+    if (cursor > this.reachedTo) this.reachedTo = cursor;
+    if (!this.behind) void this.lookUp();
   }
 
   interrupt(interruption: StreamInterrupted): void {
@@ -187,12 +200,48 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
 
   private restartMissingTimer(): void {
     if (this.missingTimer) clearTimeout(this.missingTimer);
-    this.missingTimer = this.ahead.size === 0 ? null : setTimeout(() => this.fallBehind(), ARRIVAL_WAIT_MS).unref();
+    const missing = this.ahead.size > 0 || this.reachedTo > this.last;
+    this.missingTimer = missing ? setTimeout(() => this.missingTimedOut(), ARRIVAL_WAIT_MS).unref() : null;
+  }
+
+  private missingTimedOut(): void {
+    this.missingTimer = null;
+    if (this.state !== 'open' || this.reading || this.behind) return;
+    // Still missing a wait after it was looked up: lost (or later than two waits), a gap.
+    if (this.timedOutAfter === this.last) return this.fallBehind();
+    this.timedOutAfter = this.last;
+    void this.lookUp();
+  }
+
+  /**
+   * The database's rows after `last`, offered as live changes: a row whose cursor is still its
+   * own is that change as committed (each entity's latest state is stored, stamped with the cursor
+   * of its latest change). One whose entity changed again since carries the later cursor, and is
+   * held like any change ahead: the missing one waits for its own publish, until the wait under
+   * way (a poll's look-up does not prolong it) and one more have passed.
+   */
+  private async lookUp(): Promise<void> {
+    if (this.lookingUp) return;
+    this.lookingUp = true;
+    let page: CommittedChange[];
+    try {
+      page = await this.catchUp(this.last);
+    } catch {
+      // The database is unreachable: the catch-up retries (and reports the outage).
+      this.lookingUp = false;
+      return this.fallBehind();
+    }
+    this.lookingUp = false;
+    lookUps.inc();
+    if (this.state !== 'open' || this.reading || this.behind) return;
+    for (const change of page) if (!this.ahead.has(change.cursor)) this.offer(change);
+    if (!this.behind && !this.missingTimer) this.restartMissingTimer();
   }
 
   private dropAhead(): void {
     this.ahead.clear();
-    this.restartMissingTimer();
+    if (this.missingTimer) clearTimeout(this.missingTimer);
+    this.missingTimer = null;
   }
 
   /** What is held is read again from the database, with whatever it waited for. */
@@ -243,6 +292,6 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.arrivedDuringRead = [];
     for (const change of arrived) this.offer(change);
     // Held changes wait for the missing ones (or their expiry) instead.
-    if (this.known() > this.last && this.ahead.size === 0) this.fallBehind();
+    if (this.ahead.size === 0) this.reached(this.known());
   }
 }

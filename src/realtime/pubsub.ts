@@ -146,11 +146,13 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   const readCursors = async (graceMs: number) => {
     try {
       if (feeds.size === 0) return;
-      const cursors = await store.threadCursors([...feeds.keys()]);
+      const asked = [...feeds.keys()];
+      const cursors = await store.threadCursors(asked);
       cursorReads.succeeded();
-      // A subscribed thread that is no more was deleted: its deletion signal may have been lost.
+      // A thread asked for and not found was deleted: its deletion signal may have been lost. Only
+      // those asked for: a thread first subscribed during the read was not looked for.
       const found = new Set(cursors.map(({ id }) => id));
-      for (const threadId of [...feeds.keys()]) if (!found.has(threadId)) pubsub.endThread(threadId);
+      for (const threadId of asked) if (!found.has(threadId)) pubsub.endThread(threadId);
       const reach = () => {
         for (const { id, changeCursor } of cursors) feeds.get(id)?.reached(changeCursor);
       };

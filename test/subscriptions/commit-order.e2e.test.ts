@@ -71,7 +71,12 @@ async function trial(instances: { t: TestApp; url: string }[], t: TestApp) {
   for (const [index, { t: on }] of instances.entries()) {
     for (const topic of ['audit', 'run', 'changes'] as const) {
       const expected = Object.values(TOPIC_OF).filter((each) => each === topic).length;
-      await waitFor(() => on.app.pubsub.subscriberCount(topic, threadId) === expected, `instance ${index}'s ${topic} subscriptions`);
+      await waitFor(() => {
+        // A subscription that ended instead of starting fails here, with its reason.
+        const ended = streams.find(({ stream }) => stream.ending);
+        if (ended) throw new Error(`${ended.kind} on instance ${ended.instance} ended: ${JSON.stringify(ended.stream.ending)}`);
+        return on.app.pubsub.subscriberCount(topic, threadId) === expected;
+      }, `instance ${index}'s ${topic} subscriptions`);
     }
   }
   const { data: before } = await t.gql(`query($id: ID!) { thread(id: $id) { changeCursor } }`, { id: threadId }, who.owner);

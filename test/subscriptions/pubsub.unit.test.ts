@@ -80,7 +80,7 @@ describe('change feed', () => {
   describe('a change that never arrives', () => {
     afterEach(() => vi.useRealTimers());
 
-    it(`is a gap once the changes after it have waited ARRIVAL_WAIT_MS (${ARRIVAL_WAIT_MS} ms): caught up from the store, nothing twice`, async () => {
+    it(`is looked up in the store once the changes after it have waited ARRIVAL_WAIT_MS (${ARRIVAL_WAIT_MS} ms), nothing twice`, async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
       const { store, pubsub, publishEvents, close } = await feed(10);
       const audits = await pubsub.subscribe('audit', 't');
@@ -107,6 +107,37 @@ describe('change feed', () => {
       expect(store.reads).toBe(0);
       await vi.advanceTimersByTimeAsync(1);
       expect(ids(await take(audits, 2))).toEqual(['lost', '3']);
+      expect(store.reads).toBe(1);
+      await close();
+    });
+
+    it('whose entity changed since is a gap a wait after it was looked up: caught up, folded into that change', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+      const { store, pubsub, publishEvents, close } = await feed(10);
+      const audits = await pubsub.subscribe('audit', 't');
+      store.commit('t', 'x'); // its publish is lost
+      const later = store.commit('t', 'x');
+      publishEvents([later]);
+      await vi.advanceTimersByTimeAsync(ARRIVAL_WAIT_MS);
+      expect(store.reads).toBe(1); // looked up: the store holds x's later change only
+      await vi.advanceTimersByTimeAsync(ARRIVAL_WAIT_MS - 1);
+      expect(store.reads).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(await take(audits, 1)).toEqual([later]);
+      expect(store.reads).toBe(2);
+      await close();
+    });
+
+    it('whose entity changed since is still delivered live when its publish comes within the second wait', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+      const { store, pubsub, publishEvents, close } = await feed(10);
+      const audits = await pubsub.subscribe('audit', 't');
+      const [late, later] = [store.commit('t', 'x'), store.commit('t', 'x')];
+      publishEvents([later!]);
+      await vi.advanceTimersByTimeAsync(ARRIVAL_WAIT_MS * 2 - 1);
+      publishEvents([late!]);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(await take(audits, 2)).toEqual([late, later]);
       expect(store.reads).toBe(1);
       await close();
     });
@@ -254,6 +285,48 @@ describe('change feed', () => {
       expect([reads, inFlight]).toEqual([1, 1]);
       open();
       await vi.waitFor(() => expect(reads).toBe(2)); // the recovery's own read, once the first ended
+      await close();
+    });
+
+    it('changes the poll finds before their publish are looked up: each taken once, exactly as committed', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const config = loadConfig({ DATABASE_URL: 'postgres://poll' });
+      const store = memoryStore();
+      const { pubsub, publishEvents, close } = await createPubSubFor(config, store);
+      const audits = await pubsub.subscribe('audit', 't');
+      // Committed, their publishes late: the store holds y, and z in its later state only.
+      const [y, zStarted, zFinished] = [store.commit('t', 'y'), store.commit('t', 'z'), store.commit('t', 'z')];
+      await vi.advanceTimersByTimeAsync(config.changePollIntervalMs);
+      expect(await take(audits, 1)).toEqual([y]);
+      for (const change of [y, zStarted, zFinished]) publishEvents([change!]);
+      expect(await take(audits, 2)).toEqual([zStarted, zFinished]);
+      expect(store.reads).toBe(1);
+      await close();
+    });
+
+    it('a thread subscribed while a poll is under way is not taken for deleted', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      // Several instances without Redis: the poll reads every subscribed thread's cursor.
+      const store = memoryStore();
+      const { pubsub, publishEvents, close } = await createPubSubFor(loadConfig({ DATABASE_URL: 'postgres://poll' }), store);
+      await pubsub.subscribe('audit', 'old');
+      const threadCursors = store.threadCursors;
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let polls = 0;
+      store.threadCursors = async (threadIds) => {
+        // The poll asks for the old thread alone; its read is held open while the new one starts.
+        if (threadIds.includes('old') && polls++ === 0) await gate;
+        return threadCursors(threadIds);
+      };
+      await vi.advanceTimersByTimeAsync(loadConfig({ DATABASE_URL: 'postgres://poll' }).changePollIntervalMs);
+      expect(polls).toBe(1);
+      const started = await pubsub.subscribe('audit', 'new');
+      open();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(pubsub.subscriberCount('audit', 'new')).toBe(1);
+      publishEvents([store.commit('new', 'live')]);
+      expect(ids(await take(started, 1))).toEqual(['live']);
       await close();
     });
   });
