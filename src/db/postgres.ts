@@ -2,7 +2,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { mappedSql, prismaClient, StartupError, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
 import { JSON_OIDS, parseJsonText } from './json-text.js';
-import { isPrepared, timestampParser } from './sql.js';
+import { isGeneric, isPrepared, timestampParser } from './sql.js';
 import { errorFields, log } from '../log.js';
 import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
 
@@ -92,6 +92,25 @@ class MeasuredPool extends pg.Pool {
   }
 }
 
+/**
+ * Runs a named statement with its generic plan (sql.ts `preparedGeneric`): plan_cache_mode is set
+ * for its transaction only, since on the whole connection it would plan every other statement
+ * (Prisma's unnamed ones too) generically.
+ */
+function queryGeneric(pool: pg.Pool, query: pg.QueryArrayConfig): Promise<pg.QueryArrayResult> {
+  return withClient(pool, async (client, discard) => {
+    await client.query('BEGIN; SET LOCAL plan_cache_mode = force_generic_plan');
+    try {
+      const result = await client.query(query);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(discard);
+      throw error;
+    }
+  });
+}
+
 export async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
   const pool = new MeasuredPool({
@@ -151,13 +170,15 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     driver,
     sql: {
       ...mappedSql(async (text, values) => {
+        const run = (name: string | undefined) =>
+          isGeneric(text) ? queryGeneric(pool, { name, text, values, rowMode: 'array' }) : pool.query({ name, text, values, rowMode: 'array' });
         try {
-          return await pool.query({ name: preparedName(text), text, values, rowMode: 'array' });
+          return await run(preparedName(text));
         } catch (error) {
-          // In autocommit a refused statement did nothing: prepared again under a new name, it runs once more.
+          // A refused statement did nothing (in autocommit, or its transaction rolled back): prepared again under a new name, it runs once more.
           if (!isPrepared(text) || !isStalePlan(error)) throw error;
           log.info({ component: 'db', statement: preparedNames.get(text) }, 'a prepared statement went stale after a schema change: prepared again');
-          return pool.query({ name: preparedName(text, true), text, values, rowMode: 'array' });
+          return run(preparedName(text, true));
         }
       }, onQuery),
       transaction: driver.transaction,

@@ -1,5 +1,5 @@
 import type { Principal } from './principal.js';
-import { prepared, type Sql } from '../db/sql.js';
+import { preparedGeneric, type Sql } from '../db/sql.js';
 import { requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput } from './errors.js';
@@ -127,10 +127,11 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
  * per view. The running audits, a few, are grouped on their own. Tools, percentiles and buckets
  * are folded from those few thousand groups. The recent failures are the newest few of the same
  * index, read on their own.
- * Prepared once per connection: its planning is a large part of a small window's view.
+ * Prepared and planned once per connection (a generic plan): planned per execution, its planning
+ * was half a small window's view (bench/README.md, run SV1).
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
  */
-export const TOOL_ACTIVITY_STATEMENT = prepared(`WITH w AS MATERIALIZED (
+export const TOOL_ACTIVITY_STATEMENT = preparedGeneric(`WITH w AS MATERIALIZED (
   SELECT c.at, c.at - make_interval(secs => $2::int) AS since, ${BUCKET_STARTS} AS bucket_starts, ${BIN_STARTS} AS bin_starts
   FROM (SELECT clock_timestamp() AS at) c),
 gone AS (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL),

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { onPostgres } from '../support/database.js';
-import { must, runningRun } from '../support/lifecycle.js';
+import { TOOL_ACTIVITY_STATEMENT } from '../../src/domain/tool-activity.js';
+import { actors, must, runningRun } from '../support/lifecycle.js';
 
 describe.skipIf(onPostgres)('the lifecycle statements on PGlite', () => {
   let t: TestApp;
@@ -80,5 +81,48 @@ describe.runIf(onPostgres)('the lifecycle statements on PostgreSQL after a schem
       [runId],
     );
     expect(written.map((row) => row.operation_id)).toEqual(['before', ...after]);
+  });
+});
+
+// Issue 40: PostgreSQL planned the tool activity view again at each execution (plan_cache_mode
+// auto keeps custom plans while they look cheaper than the generic one): half of a small view's
+// cost (bench/README.md, run SV1). It runs with its generic plan; the connection's other
+// statements keep PostgreSQL's own choice.
+describe.runIf(onPostgres)('the tool activity view on PostgreSQL', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ DATABASE_POOL_SIZE: '2' });
+  });
+  afterAll(() => t.close());
+
+  it('is planned once, for every owner and window, and leaves the plan cache mode of its connection as it was', async () => {
+    const windows = [60, 900, 3600, 86_400, 604_800, 3600, 60];
+    for (const windowSeconds of windows) {
+      const { owner } = await actors(t);
+      const response = await t.gql(`query($w: Int) { toolActivity(windowSeconds: $w) { runningCount } }`, { w: windowSeconds }, owner);
+      expect(response.errors).toBeUndefined();
+    }
+    // Both connections of the pool at once (each session holds its own until both have one), each
+    // with its own prepared statements and settings.
+    let entered = 0;
+    let bothIn = () => {};
+    const both = new Promise<void>((resolve) => (bothIn = resolve));
+    const sessions = await Promise.all(
+      [0, 1].map(() =>
+        t.app.db.driver.withSession(async (session) => {
+          if (++entered === 2) bothIn();
+          await both;
+          const [plans] = await session.query<{ generic: number; custom: number }>(
+            `SELECT coalesce(sum(generic_plans), 0)::int AS generic, coalesce(sum(custom_plans), 0)::int AS custom FROM pg_prepared_statements WHERE statement = $1`,
+            [TOOL_ACTIVITY_STATEMENT],
+          );
+          const [setting] = await session.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`);
+          return { ...plans!, mode: setting!.mode };
+        }),
+      ),
+    );
+    expect(sessions.reduce((sum, { generic }) => sum + generic, 0)).toBe(windows.length);
+    expect(sessions.reduce((sum, { custom }) => sum + custom, 0)).toBe(0);
+    expect(sessions.map(({ mode }) => mode)).toEqual(['auto', 'auto']);
   });
 });
