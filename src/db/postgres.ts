@@ -92,24 +92,26 @@ class MeasuredPool extends pg.Pool {
   }
 }
 
+/** `fn` in a transaction on the client, opened by `begin`; a connection whose rollback failed is not returned to the pool. */
+async function inTransaction<T>(client: pg.PoolClient, discard: (error: Error) => void, fn: () => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  await client.query(begin);
+  try {
+    const value = await fn();
+    await client.query('COMMIT');
+    return value;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(discard);
+    throw error;
+  }
+}
+
 /**
  * Runs a named statement with its generic plan (sql.ts `preparedGeneric`): plan_cache_mode is set
  * for its transaction only, since on the whole connection it would plan every other statement
  * (Prisma's unnamed ones too) generically.
  */
-function queryGeneric(pool: pg.Pool, query: pg.QueryArrayConfig): Promise<pg.QueryArrayResult> {
-  return withClient(pool, async (client, discard) => {
-    await client.query('BEGIN; SET LOCAL plan_cache_mode = force_generic_plan');
-    try {
-      const result = await client.query(query);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(discard);
-      throw error;
-    }
-  });
-}
+const queryGeneric = (pool: pg.Pool, query: pg.QueryArrayConfig): Promise<pg.QueryArrayResult> =>
+  withClient(pool, (client, discard) => inTransaction(client, discard, () => client.query(query), 'BEGIN; SET LOCAL plan_cache_mode = force_generic_plan'));
 
 export async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
@@ -149,18 +151,9 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
         }),
       ),
     transaction: (fn) =>
-      withClient(pool, async (client, discard) => {
-        await client.query('BEGIN');
-        try {
-          const value = await fn(mappedSql((text, values) => client.query({ text, values, rowMode: 'array' })));
-          await client.query('COMMIT');
-          return value;
-        } catch (error) {
-          // A connection whose rollback failed is not returned to the pool.
-          await client.query('ROLLBACK').catch(discard);
-          throw error;
-        }
-      }),
+      withClient(pool, (client, discard) =>
+        inTransaction(client, discard, () => fn(mappedSql((text, values) => client.query({ text, values, rowMode: 'array' })))),
+      ),
     close: () => pool.end(),
   };
   const prisma = prismaClient(new PrismaPg(pool), onQuery);

@@ -22,8 +22,8 @@ const genericTexts = new Set<string>();
 /**
  * As `prepared`, and planned once for every argument (a generic plan). PostgreSQL otherwise plans
  * a named statement again at each execution while that plan looks cheaper than the generic one
- * (plan_cache_mode auto): for a statement whose planning costs more than a small execution, as the
- * tool activity view's (1.4 ms of a small view's 2.7 ms, bench/README.md run SV1), that is most of it.
+ * (plan_cache_mode auto): for a statement whose planning costs as much as a small execution, as the
+ * tool activity view's (1.45 ms planning, 1.37 ms executing; bench/README.md run SV1), that is half.
  */
 export function preparedGeneric(text: string): string {
   genericTexts.add(text);
