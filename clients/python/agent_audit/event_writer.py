@@ -11,6 +11,7 @@ after it answers and go in a later request, while other threads' calls share its
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from typing import Any, Deque, Dict, List, Mapping, Optional
 
@@ -20,13 +21,14 @@ from .transport import Transport
 
 
 class _Pending:
-    __slots__ = ("kind", "operation", "variables", "done", "result", "error")
+    __slots__ = ("kind", "operation", "variables", "done", "collected", "result", "error")
 
     def __init__(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> None:
         self.kind = kind
         self.operation = operation
         self.variables = variables
         self.done = False
+        self.collected = False  # its caller has its answer (or gave up waiting)
         self.result: Any = None
         self.error: Optional[BaseException] = None
 
@@ -51,7 +53,11 @@ class EventWriter:
             self._lock.wait_for(lambda: len(self._queue) < self._max_queued)
             self._queue.append(event)
             self._lock.notify_all()
-            self._lock.wait_for(lambda: event.done)
+            try:
+                self._lock.wait_for(lambda: event.done)
+            finally:
+                event.collected = True
+                self._lock.notify_all()
         if event.error is not None:
             raise event.error
         return event.result
@@ -74,6 +80,23 @@ class EventWriter:
                     event.done = True
                 self._sending = 0
                 self._lock.notify_all()
+                self._let_answered_callers_write(batch)
+
+    def _let_answered_callers_write(self, batch: List[_Pending]) -> None:
+        # The callers just answered write their next events as soon as they run (a run's next
+        # event waits for its previous one): once each has its answer, letting them run until the
+        # queue stops growing puts those events in the next request together, where taking the
+        # queue at once would send the first alone. A caller busy elsewhere is not waited for.
+        self._lock.wait_for(lambda: all(event.collected for event in batch))
+        while True:
+            queued = len(self._queue)
+            self._lock.release()
+            try:
+                time.sleep(0)
+            finally:
+                self._lock.acquire()
+            if len(self._queue) == queued:
+                return
 
     def _send(self, batch: List[_Pending]) -> None:
         if len(batch) == 1:

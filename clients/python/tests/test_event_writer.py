@@ -78,6 +78,35 @@ class EventWriterTest(unittest.TestCase):
         self.assertIsInstance(refused, AuditApiError)
         self.assertEqual((refused.code, refused.operation, refused.retryable), ("LEASE_LOST", "RecordToolStarted", False))
 
+    def test_callers_answered_together_send_their_next_events_together(self) -> None:
+        transport = HeldTransport({})
+        writer = EventWriter(transport)  # type: ignore[arg-type]
+
+        def run(name: str) -> None:
+            start(writer, name)
+            start(writer, "next-" + name)
+
+        first = threading.Thread(target=start, args=(writer, "c0"))
+        first.start()
+        self.assertTrue(transport.in_flight.wait(5))
+        runs = [threading.Thread(target=run, args=(name,)) for name in ("c1", "c2", "c3", "c4")]
+        for count, thread in enumerate(runs, start=1):
+            thread.start()
+            while len(writer._queue) < count:  # noqa: SLF001 - the test waits for its own writes
+                threading.Event().wait(0.001)
+        transport.release.set()
+        for thread in [first, *runs]:
+            thread.join(5)
+        writer.flush()
+
+        sent = [
+            sorted(event["toolStarted"]["toolCallId"] for event in variables["events"]) if name == "RecordEvents" else [variables["input"]["toolCallId"]]
+            for name, variables in transport.requests[1:]
+        ]
+        # Each run's next event waits for its previous one's answer; answered in one request, the
+        # four next events go in one request too, not the first alone and the rest after it.
+        self.assertEqual(sent, [["c1", "c2", "c3", "c4"], ["next-c1", "next-c2", "next-c3", "next-c4"]])
+
     def test_an_event_goes_at_once_as_its_own_mutation_when_idle(self) -> None:
         transport = HeldTransport({})
         transport.release.set()
