@@ -94,6 +94,22 @@ describe('change feed', () => {
       await close();
     });
 
+    it("is looked up once for all of the thread's subscribers: one read, however many wait for it", async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+      const { store, pubsub, publishEvents, close } = await feed(10);
+      const subscribers = await Promise.all(Array.from({ length: 50 }, () => pubsub.subscribe('audit', 't')));
+      store.commit('t', 'lost');
+      publishEvents([store.commit('t', 'after it')]);
+      // A database read takes I/O: every subscriber's wait expires before it answers.
+      let answer!: () => void;
+      store.gate = new Promise((resolve) => (answer = resolve));
+      await vi.advanceTimersByTimeAsync(ARRIVAL_WAIT_MS);
+      answer();
+      for (const audits of subscribers) expect(ids(await take(audits, 2))).toEqual(['lost', 'after it']);
+      expect(store.reads).toBe(1);
+      await close();
+    });
+
     it('waits its own time after the ones before it arrived', async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
       const { store, pubsub, publishEvents, close } = await feed(10);
