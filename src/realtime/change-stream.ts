@@ -228,10 +228,10 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
       page = await this.catchUp(this.last);
     } catch {
       // The database is unreachable: the catch-up retries (and reports the outage).
-      this.lookingUp = false;
       return this.fallBehind();
+    } finally {
+      this.lookingUp = false;
     }
-    this.lookingUp = false;
     lookUps.inc();
     if (this.state !== 'open' || this.reading || this.behind) return;
     for (const change of page) if (!this.ahead.has(change.cursor)) this.offer(change);
