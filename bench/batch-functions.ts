@@ -1,4 +1,4 @@
-// npx tsx bench/batch-functions.ts [--threads 32] [--runs 10] [--rounds 3] [--concurrency 1]
+// npx tsx bench/batch-functions.ts [--threads 32] [--runs 10] [--rounds 3] [--concurrency 1] [--patch <file.sql>]
 //   DATABASE_URL=<admin URL> for PostgreSQL (a scratch database, dropped afterwards); PGlite without.
 //   With a PostgreSQL URL ending in `?options=-c%20synchronous_commit%3Doff` the commits' flush
 //   is left out of both sides (the same one commit a batch on each).
@@ -10,7 +10,9 @@
 // 10 connections. --concurrency 1 (the default): one thread after another, the function's call and
 // the floor's transaction alternating step by step; prints the milliseconds per batch by step.
 // --concurrency N: each round drives the T threads N at a time through the functions, then
-// through the floor; prints events a second of each.
+// through the floor; prints events a second of each. --patch runs a SQL file after the migrations
+// (an experiment: a function replaced, to time the functions with one of their parts taken out).
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
@@ -29,6 +31,7 @@ const { values: flags } = parseArgs({
     runs: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '1' },
+    patch: { type: 'string' },
   },
 });
 const threads = Number(flags.threads);
@@ -92,6 +95,7 @@ try {
   await migrate(db.driver, undefined, { log: () => {} });
   const sql = sqlOverDriver(db.driver);
   await installWriteFloor(sql);
+  if (flags.patch) await sql.driver.exec(readFileSync(flags.patch, 'utf8'));
   const steps = runScript();
   const load = loadavg()[0]!.toFixed(1);
   if (concurrency === 1) {
