@@ -1,4 +1,4 @@
-// DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2]
+// DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2] [--profile]
 //
 // Live dashboards under write load (issue 40, docs/dashboards.md): `principals` × `per` identical
 // toolActivity subscriptions over graphql-ws (one socket per principal, `per` subscriptions on
@@ -12,7 +12,14 @@
 //   one worker, so its changes commit in the order their answers arrive.
 // - throughput: the writers' events/s with dashboards over without, per round.
 // - CPU: the server process's CPU seconds per second with and without, and the views it read
-//   per second (distinct `at` per principal: identical subscriptions share one read).
+//   per second (distinct `at` per principal: identical subscriptions share one read). The
+//   dashboards' share of the server's CPU is what it spent with them less what the writes it
+//   served would have cost without (the window without's CPU per event); per view and per
+//   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench
+//   process's own CPU (its writers' clients, and with dashboards their 1,000 subscribers parsing
+//   every message) the same way.
+// - with --profile, a V8 CPU profile of the server in each mode's first window, summarized into
+//   the report (files under bench/results/profile-dashboards-<time>/).
 // PostgreSQL only; one server, no Redis (its views follow its own commits in process).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -26,6 +33,7 @@ import { openPostgresBackend } from './lib/backend.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateRun, serverCreateThread, serverStep } from './lib/server-worker.js';
+import { summarizeProfile } from './lib/cpuprofile.js';
 import { round, summarize, table } from './lib/stats.js';
 import { measureWritePath, type WriteTarget } from './lib/write-path.js';
 
@@ -37,6 +45,7 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string', default: '20' },
     warmup: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '2' },
+    profile: { type: 'boolean', default: false },
   },
 });
 const principals = Number(flags.principals);
@@ -123,6 +132,10 @@ const cpuSeconds = async (server: ServerProcess) => {
   const { cpu } = await server.counts();
   return (cpu.user + cpu.system) / 1e6;
 };
+const benchCpuSeconds = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main() {
@@ -134,6 +147,10 @@ async function main() {
   const workerTokens = await Promise.all(Array.from({ length: workers }, (_, i) => mintToken(secret, { sub: `bench-dashboard-worker-${i}`, role: 'worker' }, '2h')));
   const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const benchCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const profileDir = flags.profile ? join(import.meta.dirname, 'results', `profile-dashboards-${new Date(started).toISOString().replace(/[:.]/g, '-')}`) : null;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const profiles: (ReturnType<typeof summarizeProfile> & { mode: string })[] = [];
   const latencies: number[] = [];
   const viewsPerSecond: number[] = [];
   let missing = 0;
@@ -153,13 +170,19 @@ async function main() {
           }
           const baselines = dashboards.map((d) => d.arrivals[0]![0]!.total);
           const changes: number[][] = ownerTokens.map(() => []);
+          const profiling = profileDir !== null && r === 0;
+          if (profiling) await server.profileStart();
           const cpuBefore = await cpuSeconds(server);
+          const benchCpuBefore = benchCpuSeconds();
           const windowStart = performance.now();
           const window = await measureWritePath(target(http, ownerTokens, workerTokens, changes), workers, warmupMs, windowMs);
           const seconds = (performance.now() - windowStart) / 1000;
+          const benchCpuPerSecond = (benchCpuSeconds() - benchCpuBefore) / seconds;
           const cpuPerSecond = ((await cpuSeconds(server)) - cpuBefore) / seconds;
+          if (profiling) profiles.push({ ...summarizeProfile(await server.profileStop(join(profileDir, `${mode}.cpuprofile`))), mode });
           rates[mode].push(window.eventsPerSecond);
           cpu[mode].push(cpuPerSecond);
+          benchCpu[mode].push(benchCpuPerSecond);
           let note = '';
           if (mode === 'with') {
             await sleep(GRACE_MS);
@@ -178,7 +201,7 @@ async function main() {
             viewsPerSecond.push(reads.size / seconds);
             note = `, ${Math.round(reads.size / seconds)} views read/s, ${changes.flat().length} tool audit changes`;
           }
-          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s${note}`);
+          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s, bench CPU ${round(benchCpuPerSecond, 2)} s/s${note}`);
         } finally {
           await Promise.all(dashboards.map((d) => d.close()));
           http.close();
@@ -191,7 +214,7 @@ async function main() {
   }
   const latency = summarize(latencies);
   const ratio = median(rates.with.map((rate, i) => rate / rates.without[i]!));
-  const extraCpu = median(cpu.with) - median(cpu.without);
+  const dashboardsCpu = median(cpu.with.map((used, i) => used - (cpu.without[i]! / rates.without[i]!) * rates.with[i]!));
   const views = median(viewsPerSecond);
   const report = {
     principals,
@@ -207,8 +230,12 @@ async function main() {
     deliveries: latencies.length,
     missing,
     serverCpuSecondsPerSecond: { without: cpu.without.map((v) => round(v, 3)), with: cpu.with.map((v) => round(v, 3)) },
+    benchCpuSecondsPerSecond: { without: benchCpu.without.map((v) => round(v, 3)), with: benchCpu.with.map((v) => round(v, 3)) },
     viewsReadPerSecond: round(views, 1),
-    serverCpuMsPerView: round((extraCpu * 1000) / views, 2),
+    dashboardsServerCpuSecondsPerSecond: round(dashboardsCpu, 3),
+    serverCpuMsPerView: round((dashboardsCpu * 1000) / views, 2),
+    serverCpuMsPerMessage: round((dashboardsCpu * 1000) / (views * per), 3),
+    profiles,
     errors: errors.slice(0, 5),
     seconds: Math.round((Date.now() - started) / 1000),
   };
@@ -220,10 +247,20 @@ async function main() {
         ['deliveries measured / missing', `${latencies.length} / ${missing}`, 'none missing'],
         ['writers with / without dashboards', `${report.eventsPerSecond.with.join(', ')} / ${report.eventsPerSecond.without.join(', ')} events/s: ${report.withOverWithout}×`, '≥ 0.9×'],
         ['server CPU with / without', `${report.serverCpuSecondsPerSecond.with.join(', ')} / ${report.serverCpuSecondsPerSecond.without.join(', ')} s/s`, ''],
-        ['views read per second; server CPU per view', `${report.viewsReadPerSecond}; ${report.serverCpuMsPerView} ms`, 'stated'],
+        ['bench process CPU with / without', `${report.benchCpuSecondsPerSecond.with.join(', ')} / ${report.benchCpuSecondsPerSecond.without.join(', ')} s/s`, ''],
+        [
+          "views read per second; the dashboards' server CPU: per second, per view, per message",
+          `${report.viewsReadPerSecond}; ${report.dashboardsServerCpuSecondsPerSecond} s/s, ${report.serverCpuMsPerView} ms, ${report.serverCpuMsPerMessage} ms`,
+          'stated',
+        ],
       ],
     ),
   );
+  for (const profile of profiles) {
+    console.log(`\nCPU profile, ${profile.mode} dashboards: busy ${profile.busyMs} ms of ${profile.wallMs} ms (${profile.file})`);
+    console.log(table(['package (inclusive)', 'ms', '% busy'], profile.inclusivePackages.slice(0, 12).map((p) => [p.name, p.ms, p.percentOfBusy])));
+    console.log(table(['function (self)', 'ms', '% busy'], profile.functions.slice(0, 15).map((p) => [p.name, p.ms, p.percentOfBusy])));
+  }
   if (errors.length) console.log(`errors: ${errors.slice(0, 5).join('; ')}`);
   const directory = join(import.meta.dirname, 'results');
   mkdirSync(directory, { recursive: true });
