@@ -1,4 +1,4 @@
-// DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2] [--profile]
+// DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2] [--pace <events/s>] [--profile]
 //
 // Live dashboards under write load (issue 40, docs/dashboards.md): `principals` × `per` identical
 // toolActivity subscriptions over graphql-ws (one socket per principal, `per` subscriptions on
@@ -18,6 +18,9 @@
 //   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench
 //   process's own CPU (its writers' clients, and with dashboards their 1,000 subscribers parsing
 //   every message) the same way.
+// - with --pace, the writers write at most that many events a second between them (each worker
+//   its share, on a fixed schedule), so that both windows serve the same writes however loaded
+//   the machine is: the server's CPU with dashboards less without is then the dashboards' alone.
 // - with --profile, a V8 CPU profile of the server in each mode's first window, summarized into
 //   the report (files under bench/results/profile-dashboards-<time>/).
 // PostgreSQL only; one server, no Redis (its views follow its own commits in process).
@@ -45,6 +48,7 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string', default: '20' },
     warmup: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '2' },
+    pace: { type: 'string' },
     profile: { type: 'boolean', default: false },
   },
 });
@@ -54,6 +58,8 @@ const workers = Number(flags.workers);
 const windowMs = Number(flags.seconds) * 1000;
 const warmupMs = Number(flags.warmup) * 1000;
 const rounds = Number(flags.rounds);
+/** With --pace: how long each worker leaves between the starts of its events. */
+const paceMs = flags.pace ? (1000 * workers) / Number(flags.pace) : 0;
 const adminUrl = process.env.DATABASE_URL;
 if (!adminUrl) throw new Error('Set DATABASE_URL to a PostgreSQL admin URL (a fresh database is created and dropped)');
 
@@ -110,6 +116,7 @@ function target(http: GraphQLHttp, ownerTokens: string[], workerTokens: string[]
       const threads = await Promise.all(owners.map((owner) => serverCreateThread(http, ownerTokens[owner]!, `dashboards bench ${owner}`)));
       let turn = -1;
       let current = 0;
+      let nextStartAt = 0;
       return {
         createRun: () => {
           turn = (turn + 1) % owners.length;
@@ -117,6 +124,10 @@ function target(http: GraphQLHttp, ownerTokens: string[], workerTokens: string[]
           return serverCreateRun(http, ownerTokens[current]!, threads[turn]!);
         },
         step: async (runId, lease, step) => {
+          if (paceMs) {
+            nextStartAt = Math.max(nextStartAt + paceMs, performance.now());
+            await sleep(nextStartAt - performance.now());
+          }
           const owner = current;
           const next = await serverStep(http, workerTokens[worker]!, runId, lease, step);
           if (TOOL_OPS.has(step.op)) changes[owner]!.push(performance.now());
@@ -155,7 +166,7 @@ async function main() {
   const viewsPerSecond: number[] = [];
   let missing = 0;
   let errors: string[] = [];
-  console.log(`${principals} principals × ${per} subscriptions, ${workers} writers, ${rounds} round(s) of ${windowMs / 1000} s (+${warmupMs / 1000} s warm-up); load ${loadAtStart.join(' ')}`);
+  console.log(`${principals} principals × ${per} subscriptions, ${workers} writers${paceMs ? ` paced to ${flags.pace} events/s` : ''}, ${rounds} round(s) of ${windowMs / 1000} s (+${warmupMs / 1000} s warm-up); load ${loadAtStart.join(' ')}`);
   try {
     for (let r = 0; r < rounds; r++) {
       for (const mode of ['without', 'with'] as const) {
@@ -220,6 +231,7 @@ async function main() {
     principals,
     per,
     workers,
+    pace: flags.pace ? Number(flags.pace) : null,
     rounds,
     windowSeconds: windowMs / 1000,
     loadAverageAtStart: loadAtStart,
