@@ -1,4 +1,5 @@
 // DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2] [--pace <events/s>] [--profile]
+//   DATABASE_URL=<admin URL> REDIS_URL=<url> npx tsx bench/dashboards.ts --signals [--principals 100] [--per 10] [--seconds 20] [--warmup 3] [--rounds 2]
 //
 // Live dashboards under write load (issue 40, docs/dashboards.md): `principals` × `per` identical
 // toolActivity subscriptions over graphql-ws (one socket per principal, `per` subscriptions on
@@ -21,6 +22,11 @@
 // - with --pace, the writers write at most that many events a second between them (each worker
 //   its share, on a fixed schedule), so that both windows serve the same writes however loaded
 //   the machine is: the server's CPU with dashboards less without is then the dashboards' alone.
+// - with --signals, no writers at all: the dashboards' own cost. Every second each owner's
+//   activity signal is published on Redis (the channel other instances tell of commits on,
+//   src/realtime/activity-signal.ts), so each feed reads and sends a view a second, against
+//   windows without signals (the same sockets, idle); the server's and the bench's CPU over the
+//   views sent. Nothing else runs in the server, so this holds on a loaded machine too.
 // - with --profile, a V8 CPU profile of the server in each mode's first window, summarized into
 //   the report (files under bench/results/profile-dashboards-<time>/).
 // PostgreSQL only; one server, no Redis (its views follow its own commits in process).
@@ -30,6 +36,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { mintToken } from '../src/auth/jwt.js';
 import { openPostgresBackend } from './lib/backend.js';
@@ -49,6 +56,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '2' },
     pace: { type: 'string' },
+    signals: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
   },
 });
@@ -281,4 +289,92 @@ async function main() {
   console.log(`Done in ${report.seconds} s, load ${report.loadAverageAtEnd.join(' ')}. Report: ${file}`);
 }
 
-await main();
+/** --signals: the dashboards without writers, views driven by the activity signal. */
+async function signalled() {
+  const redisUrl = process.env.REDIS_URL;
+  if (!redisUrl) throw new Error('--signals needs REDIS_URL');
+  const started = Date.now();
+  const loadAtStart = os.loadavg().map((value) => round(value, 2));
+  const backend = await openPostgresBackend(adminUrl!);
+  const secret = randomBytes(32).toString('base64url');
+  const prefix = `bench-dashboards-${randomBytes(4).toString('hex')}:`;
+  const owners = Array.from({ length: principals }, (_, i) => `bench-dashboard-${i}`);
+  const ownerTokens = await Promise.all(owners.map((sub) => mintToken(secret, { sub, role: 'superadmin' }, '2h')));
+  const publisher = new Redis(redisUrl);
+  const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: redisUrl, REDIS_PREFIX: prefix });
+  const dashboards = ownerTokens.map((token) => dashboard(server.wsUrl, token));
+  const windows: { signalled: boolean; serverCpu: number; benchCpu: number; viewsPerSecond: number; messagesPerSecond: number }[] = [];
+  console.log(`${principals} principals × ${per} subscriptions, no writers, views driven by Redis signals; ${rounds} round(s) of ${windowMs / 1000} s; load ${loadAtStart.join(' ')}`);
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!dashboards.every((d) => d.ready())) {
+      if (Date.now() > deadline) throw new Error(`dashboards not ready: ${dashboards.flatMap((d) => d.errors).slice(0, 3).join('; ')}`);
+      await sleep(50);
+    }
+    const signal = () => Promise.all(owners.map((owner) => publisher.publish(`${prefix}tool-activity`, `bench ${owner}`)));
+    // Warm-up: the first signalled seconds also compile the paths they take.
+    for (const warmupStart = performance.now(); performance.now() - warmupStart < warmupMs; await sleep(1000)) await signal();
+    for (let r = 0; r < rounds; r++) {
+      for (const signalled of [false, true]) {
+        const windowStart = performance.now();
+        const cpuBefore = await cpuSeconds(server);
+        const benchCpuBefore = benchCpuSeconds();
+        while (performance.now() - windowStart < windowMs) {
+          // Each owner's signal, as if another instance committed a change of its tool audits.
+          if (signalled) await signal();
+          await sleep(1000);
+        }
+        const seconds = (performance.now() - windowStart) / 1000;
+        const serverCpu = ((await cpuSeconds(server)) - cpuBefore) / seconds;
+        const benchCpu = (benchCpuSeconds() - benchCpuBefore) / seconds;
+        const views = new Set<string>();
+        let messages = 0;
+        for (const [owner, d] of dashboards.entries()) {
+          for (const list of d.arrivals) {
+            for (const arrival of list) {
+              if (arrival.at < windowStart || arrival.at > windowStart + seconds * 1000) continue;
+              views.add(`${owner} ${arrival.viewAt}`);
+              messages++;
+            }
+          }
+        }
+        windows.push({ signalled, serverCpu, benchCpu, viewsPerSecond: views.size / seconds, messagesPerSecond: messages / seconds });
+        console.log(
+          `  round ${r + 1}, ${signalled ? 'signalled' : 'idle'}: ${round(views.size / seconds, 1)} views/s, ${round(messages / seconds, 0)} messages/s, server CPU ${round(serverCpu, 3)} s/s, bench CPU ${round(benchCpu, 3)} s/s`,
+        );
+      }
+    }
+  } finally {
+    await Promise.all(dashboards.map((d) => d.close()));
+    await server.stop();
+    publisher.disconnect();
+    await backend.close();
+  }
+  // Per round: the signalled window less the idle one before it, over the views it sent.
+  const pairs = Array.from({ length: rounds }, (_, r) => [windows[2 * r]!, windows[2 * r + 1]!] as const);
+  const perView = (pick: (w: (typeof windows)[number]) => number) =>
+    median(pairs.map(([idle, busy]) => ((pick(busy) - pick(idle)) * 1000) / (busy.viewsPerSecond - idle.viewsPerSecond)));
+  const report = {
+    mode: 'signals',
+    principals,
+    per,
+    rounds,
+    windowSeconds: windowMs / 1000,
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: os.loadavg().map((value) => round(value, 2)),
+    windows: windows.map((w) => ({ ...w, serverCpu: round(w.serverCpu, 3), benchCpu: round(w.benchCpu, 3), viewsPerSecond: round(w.viewsPerSecond, 1) })),
+    serverCpuMsPerView: round(perView((w) => w.serverCpu), 3),
+    benchCpuMsPerView: round(perView((w) => w.benchCpu), 3),
+    errors: dashboards.flatMap((d) => d.errors).slice(0, 5),
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
+  console.log(`server CPU per view sent to ${per} subscriptions: ${report.serverCpuMsPerView} ms; the bench's (its subscribers parsing): ${report.benchCpuMsPerView} ms`);
+  if (report.errors.length) console.log(`errors: ${report.errors.join('; ')}`);
+  const directory = join(import.meta.dirname, 'results');
+  mkdirSync(directory, { recursive: true });
+  const file = join(directory, `dashboards-signals-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  console.log(`Done in ${report.seconds} s, load ${report.loadAverageAtEnd.join(' ')}. Report: ${file}`);
+}
+
+await (flags.signals ? signalled() : main());
