@@ -1,5 +1,5 @@
 // DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2] [--pace <events/s>] [--profile]
-//   DATABASE_URL=<admin URL> REDIS_URL=<url> npx tsx bench/dashboards.ts --signals [--principals 100] [--per 10] [--seconds 20] [--warmup 3] [--rounds 2]
+//   DATABASE_URL=<admin URL> REDIS_URL=<url> npx tsx bench/dashboards.ts --signals [--principals 100] [--per 10] [--seconds 20] [--warmup 3] [--rounds 2] [--profile]
 //
 // Live dashboards under write load (issue 40, docs/dashboards.md): `principals` × `per` identical
 // toolActivity subscriptions over graphql-ws (one socket per principal, `per` subscriptions on
@@ -303,6 +303,7 @@ async function signalled() {
   const publisher = new Redis(redisUrl);
   const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: redisUrl, REDIS_PREFIX: prefix });
   const dashboards = ownerTokens.map((token) => dashboard(server.wsUrl, token));
+  let profile: ReturnType<typeof summarizeProfile> | null = null;
   const windows: { signalled: boolean; serverCpu: number; benchCpu: number; viewsPerSecond: number; messagesPerSecond: number }[] = [];
   console.log(`${principals} principals × ${per} subscriptions, no writers, views driven by Redis signals; ${rounds} round(s) of ${windowMs / 1000} s; load ${loadAtStart.join(' ')}`);
   try {
@@ -316,6 +317,9 @@ async function signalled() {
     for (const warmupStart = performance.now(); performance.now() - warmupStart < warmupMs; await sleep(1000)) await signal();
     for (let r = 0; r < rounds; r++) {
       for (const signalled of [false, true]) {
+        // With --profile, the last signalled window is profiled (its CPU then counts the profiler's too).
+        const profiling = flags.profile && signalled && r === rounds - 1;
+        if (profiling) await server.profileStart();
         const windowStart = performance.now();
         const cpuBefore = await cpuSeconds(server);
         const benchCpuBefore = benchCpuSeconds();
@@ -327,6 +331,7 @@ async function signalled() {
         const seconds = (performance.now() - windowStart) / 1000;
         const serverCpu = ((await cpuSeconds(server)) - cpuBefore) / seconds;
         const benchCpu = (benchCpuSeconds() - benchCpuBefore) / seconds;
+        if (profiling) profile = summarizeProfile(await server.profileStop(join(import.meta.dirname, 'results', `profile-dashboards-signals-${new Date(started).toISOString().replace(/[:.]/g, '-')}.cpuprofile`)));
         const views = new Set<string>();
         let messages = 0;
         for (const [owner, d] of dashboards.entries()) {
@@ -365,10 +370,16 @@ async function signalled() {
     windows: windows.map((w) => ({ ...w, serverCpu: round(w.serverCpu, 3), benchCpu: round(w.benchCpu, 3), viewsPerSecond: round(w.viewsPerSecond, 1) })),
     serverCpuMsPerView: round(perView((w) => w.serverCpu), 3),
     benchCpuMsPerView: round(perView((w) => w.benchCpu), 3),
+    profile,
     errors: dashboards.flatMap((d) => d.errors).slice(0, 5),
     seconds: Math.round((Date.now() - started) / 1000),
   };
   console.log(`server CPU per view sent to ${per} subscriptions: ${report.serverCpuMsPerView} ms; the bench's (its subscribers parsing): ${report.benchCpuMsPerView} ms`);
+  if (profile) {
+    console.log(`\nCPU profile, the last signalled window: busy ${profile.busyMs} ms of ${profile.wallMs} ms (${profile.file})`);
+    console.log(table(['package (inclusive)', 'ms', '% busy'], profile.inclusivePackages.slice(0, 15).map((p) => [p.name, p.ms, p.percentOfBusy])));
+    console.log(table(['function (self)', 'ms', '% busy'], profile.functions.slice(0, 15).map((p) => [p.name, p.ms, p.percentOfBusy])));
+  }
   if (report.errors.length) console.log(`errors: ${report.errors.join('; ')}`);
   const directory = join(import.meta.dirname, 'results');
   mkdirSync(directory, { recursive: true });
