@@ -1,4 +1,5 @@
-// DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2]
+// DATABASE_URL=<admin URL> npx tsx bench/dashboards.ts [--principals 100] [--per 10] [--workers 32] [--seconds 20] [--warmup 3] [--rounds 2] [--pace <events/s>] [--profile]
+//   DATABASE_URL=<admin URL> REDIS_URL=<url> npx tsx bench/dashboards.ts --signals [--principals 100] [--per 10] [--seconds 20] [--warmup 3] [--rounds 2] [--profile]
 //
 // Live dashboards under write load (issue 40, docs/dashboards.md): `principals` × `per` identical
 // toolActivity subscriptions over graphql-ws (one socket per principal, `per` subscriptions on
@@ -12,7 +13,22 @@
 //   one worker, so its changes commit in the order their answers arrive.
 // - throughput: the writers' events/s with dashboards over without, per round.
 // - CPU: the server process's CPU seconds per second with and without, and the views it read
-//   per second (distinct `at` per principal: identical subscriptions share one read).
+//   per second (distinct `at` per principal: identical subscriptions share one read). The
+//   dashboards' share of the server's CPU is what it spent with them less what the writes it
+//   served would have cost without (the window without's CPU per event); per view and per
+//   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench
+//   process's own CPU (its writers' clients, and with dashboards their 1,000 subscribers parsing
+//   every message) the same way.
+// - with --pace, the writers write at most that many events a second between them (each worker
+//   its share, on a fixed schedule), so that both windows serve the same writes however loaded
+//   the machine is: the server's CPU with dashboards less without is then the dashboards' alone.
+// - with --signals, no writers at all: the dashboards' own cost. Every second each owner's
+//   activity signal is published on Redis (the channel other instances tell of commits on,
+//   src/realtime/activity-signal.ts), so each feed reads and sends a view a second, against
+//   windows without signals (the same sockets, idle); the server's and the bench's CPU over the
+//   views sent. Nothing else runs in the server, so this holds on a loaded machine too.
+// - with --profile, a V8 CPU profile of the server in each mode's first window, summarized into
+//   the report (files under bench/results/profile-dashboards-<time>/).
 // PostgreSQL only; one server, no Redis (its views follow its own commits in process).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -20,12 +36,14 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { mintToken } from '../src/auth/jwt.js';
 import { openPostgresBackend } from './lib/backend.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateRun, serverCreateThread, serverStep } from './lib/server-worker.js';
+import { summarizeProfile } from './lib/cpuprofile.js';
 import { round, summarize, table } from './lib/stats.js';
 import { measureWritePath, type WriteTarget } from './lib/write-path.js';
 
@@ -37,6 +55,9 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string', default: '20' },
     warmup: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '2' },
+    pace: { type: 'string' },
+    signals: { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
   },
 });
 const principals = Number(flags.principals);
@@ -45,6 +66,8 @@ const workers = Number(flags.workers);
 const windowMs = Number(flags.seconds) * 1000;
 const warmupMs = Number(flags.warmup) * 1000;
 const rounds = Number(flags.rounds);
+/** With --pace: how long each worker leaves between the starts of its events. */
+const paceMs = flags.pace ? (1000 * workers) / Number(flags.pace) : 0;
 const adminUrl = process.env.DATABASE_URL;
 if (!adminUrl) throw new Error('Set DATABASE_URL to a PostgreSQL admin URL (a fresh database is created and dropped)');
 
@@ -101,6 +124,7 @@ function target(http: GraphQLHttp, ownerTokens: string[], workerTokens: string[]
       const threads = await Promise.all(owners.map((owner) => serverCreateThread(http, ownerTokens[owner]!, `dashboards bench ${owner}`)));
       let turn = -1;
       let current = 0;
+      let nextStartAt = 0;
       return {
         createRun: () => {
           turn = (turn + 1) % owners.length;
@@ -108,6 +132,10 @@ function target(http: GraphQLHttp, ownerTokens: string[], workerTokens: string[]
           return serverCreateRun(http, ownerTokens[current]!, threads[turn]!);
         },
         step: async (runId, lease, step) => {
+          if (paceMs) {
+            nextStartAt = Math.max(nextStartAt + paceMs, performance.now());
+            await sleep(nextStartAt - performance.now());
+          }
           const owner = current;
           const next = await serverStep(http, workerTokens[worker]!, runId, lease, step);
           if (TOOL_OPS.has(step.op)) changes[owner]!.push(performance.now());
@@ -123,6 +151,10 @@ const cpuSeconds = async (server: ServerProcess) => {
   const { cpu } = await server.counts();
   return (cpu.user + cpu.system) / 1e6;
 };
+const benchCpuSeconds = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main() {
@@ -134,11 +166,15 @@ async function main() {
   const workerTokens = await Promise.all(Array.from({ length: workers }, (_, i) => mintToken(secret, { sub: `bench-dashboard-worker-${i}`, role: 'worker' }, '2h')));
   const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const benchCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const profileDir = flags.profile ? join(import.meta.dirname, 'results', `profile-dashboards-${new Date(started).toISOString().replace(/[:.]/g, '-')}`) : null;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const profiles: (ReturnType<typeof summarizeProfile> & { mode: string })[] = [];
   const latencies: number[] = [];
   const viewsPerSecond: number[] = [];
   let missing = 0;
   let errors: string[] = [];
-  console.log(`${principals} principals × ${per} subscriptions, ${workers} writers, ${rounds} round(s) of ${windowMs / 1000} s (+${warmupMs / 1000} s warm-up); load ${loadAtStart.join(' ')}`);
+  console.log(`${principals} principals × ${per} subscriptions, ${workers} writers${paceMs ? ` paced to ${flags.pace} events/s` : ''}, ${rounds} round(s) of ${windowMs / 1000} s (+${warmupMs / 1000} s warm-up); load ${loadAtStart.join(' ')}`);
   try {
     for (let r = 0; r < rounds; r++) {
       for (const mode of ['without', 'with'] as const) {
@@ -153,13 +189,19 @@ async function main() {
           }
           const baselines = dashboards.map((d) => d.arrivals[0]![0]!.total);
           const changes: number[][] = ownerTokens.map(() => []);
+          const profiling = profileDir !== null && r === 0;
+          if (profiling) await server.profileStart();
           const cpuBefore = await cpuSeconds(server);
+          const benchCpuBefore = benchCpuSeconds();
           const windowStart = performance.now();
           const window = await measureWritePath(target(http, ownerTokens, workerTokens, changes), workers, warmupMs, windowMs);
           const seconds = (performance.now() - windowStart) / 1000;
+          const benchCpuPerSecond = (benchCpuSeconds() - benchCpuBefore) / seconds;
           const cpuPerSecond = ((await cpuSeconds(server)) - cpuBefore) / seconds;
+          if (profiling) profiles.push({ ...summarizeProfile(await server.profileStop(join(profileDir, `${mode}.cpuprofile`))), mode });
           rates[mode].push(window.eventsPerSecond);
           cpu[mode].push(cpuPerSecond);
+          benchCpu[mode].push(benchCpuPerSecond);
           let note = '';
           if (mode === 'with') {
             await sleep(GRACE_MS);
@@ -178,7 +220,7 @@ async function main() {
             viewsPerSecond.push(reads.size / seconds);
             note = `, ${Math.round(reads.size / seconds)} views read/s, ${changes.flat().length} tool audit changes`;
           }
-          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s${note}`);
+          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s, bench CPU ${round(benchCpuPerSecond, 2)} s/s${note}`);
         } finally {
           await Promise.all(dashboards.map((d) => d.close()));
           http.close();
@@ -191,12 +233,13 @@ async function main() {
   }
   const latency = summarize(latencies);
   const ratio = median(rates.with.map((rate, i) => rate / rates.without[i]!));
-  const extraCpu = median(cpu.with) - median(cpu.without);
+  const dashboardsCpu = median(cpu.with.map((used, i) => used - (cpu.without[i]! / rates.without[i]!) * rates.with[i]!));
   const views = median(viewsPerSecond);
   const report = {
     principals,
     per,
     workers,
+    pace: flags.pace ? Number(flags.pace) : null,
     rounds,
     windowSeconds: windowMs / 1000,
     loadAverageAtStart: loadAtStart,
@@ -207,8 +250,12 @@ async function main() {
     deliveries: latencies.length,
     missing,
     serverCpuSecondsPerSecond: { without: cpu.without.map((v) => round(v, 3)), with: cpu.with.map((v) => round(v, 3)) },
+    benchCpuSecondsPerSecond: { without: benchCpu.without.map((v) => round(v, 3)), with: benchCpu.with.map((v) => round(v, 3)) },
     viewsReadPerSecond: round(views, 1),
-    serverCpuMsPerView: round((extraCpu * 1000) / views, 2),
+    dashboardsServerCpuSecondsPerSecond: round(dashboardsCpu, 3),
+    serverCpuMsPerView: round((dashboardsCpu * 1000) / views, 2),
+    serverCpuMsPerMessage: round((dashboardsCpu * 1000) / (views * per), 3),
+    profiles,
     errors: errors.slice(0, 5),
     seconds: Math.round((Date.now() - started) / 1000),
   };
@@ -220,10 +267,20 @@ async function main() {
         ['deliveries measured / missing', `${latencies.length} / ${missing}`, 'none missing'],
         ['writers with / without dashboards', `${report.eventsPerSecond.with.join(', ')} / ${report.eventsPerSecond.without.join(', ')} events/s: ${report.withOverWithout}×`, '≥ 0.9×'],
         ['server CPU with / without', `${report.serverCpuSecondsPerSecond.with.join(', ')} / ${report.serverCpuSecondsPerSecond.without.join(', ')} s/s`, ''],
-        ['views read per second; server CPU per view', `${report.viewsReadPerSecond}; ${report.serverCpuMsPerView} ms`, 'stated'],
+        ['bench process CPU with / without', `${report.benchCpuSecondsPerSecond.with.join(', ')} / ${report.benchCpuSecondsPerSecond.without.join(', ')} s/s`, ''],
+        [
+          "views read per second; the dashboards' server CPU: per second, per view, per message",
+          `${report.viewsReadPerSecond}; ${report.dashboardsServerCpuSecondsPerSecond} s/s, ${report.serverCpuMsPerView} ms, ${report.serverCpuMsPerMessage} ms`,
+          'stated',
+        ],
       ],
     ),
   );
+  for (const profile of profiles) {
+    console.log(`\nCPU profile, ${profile.mode} dashboards: busy ${profile.busyMs} ms of ${profile.wallMs} ms (${profile.file})`);
+    console.log(table(['package (inclusive)', 'ms', '% busy'], profile.inclusivePackages.slice(0, 12).map((p) => [p.name, p.ms, p.percentOfBusy])));
+    console.log(table(['function (self)', 'ms', '% busy'], profile.functions.slice(0, 15).map((p) => [p.name, p.ms, p.percentOfBusy])));
+  }
   if (errors.length) console.log(`errors: ${errors.slice(0, 5).join('; ')}`);
   const directory = join(import.meta.dirname, 'results');
   mkdirSync(directory, { recursive: true });
@@ -232,4 +289,103 @@ async function main() {
   console.log(`Done in ${report.seconds} s, load ${report.loadAverageAtEnd.join(' ')}. Report: ${file}`);
 }
 
-await main();
+/** --signals: the dashboards without writers, views driven by the activity signal. */
+async function signalled() {
+  const redisUrl = process.env.REDIS_URL;
+  if (!redisUrl) throw new Error('--signals needs REDIS_URL');
+  const started = Date.now();
+  const loadAtStart = os.loadavg().map((value) => round(value, 2));
+  const backend = await openPostgresBackend(adminUrl!);
+  const secret = randomBytes(32).toString('base64url');
+  const prefix = `bench-dashboards-${randomBytes(4).toString('hex')}:`;
+  const owners = Array.from({ length: principals }, (_, i) => `bench-dashboard-${i}`);
+  const ownerTokens = await Promise.all(owners.map((sub) => mintToken(secret, { sub, role: 'superadmin' }, '2h')));
+  const publisher = new Redis(redisUrl);
+  const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: redisUrl, REDIS_PREFIX: prefix });
+  const dashboards = ownerTokens.map((token) => dashboard(server.wsUrl, token));
+  let profile: ReturnType<typeof summarizeProfile> | null = null;
+  const windows: { signalled: boolean; serverCpu: number; benchCpu: number; viewsPerSecond: number; messagesPerSecond: number }[] = [];
+  console.log(`${principals} principals × ${per} subscriptions, no writers, views driven by Redis signals; ${rounds} round(s) of ${windowMs / 1000} s; load ${loadAtStart.join(' ')}`);
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!dashboards.every((d) => d.ready())) {
+      if (Date.now() > deadline) throw new Error(`dashboards not ready: ${dashboards.flatMap((d) => d.errors).slice(0, 3).join('; ')}`);
+      await sleep(50);
+    }
+    const signal = () => Promise.all(owners.map((owner) => publisher.publish(`${prefix}tool-activity`, `bench ${owner}`)));
+    // Warm-up: the first signalled seconds also compile the paths they take.
+    for (const warmupStart = performance.now(); performance.now() - warmupStart < warmupMs; await sleep(1000)) await signal();
+    for (let r = 0; r < rounds; r++) {
+      for (const signalled of [false, true]) {
+        // With --profile, the last signalled window is profiled (its CPU then counts the profiler's too).
+        const profiling = flags.profile && signalled && r === rounds - 1;
+        if (profiling) await server.profileStart();
+        const windowStart = performance.now();
+        const cpuBefore = await cpuSeconds(server);
+        const benchCpuBefore = benchCpuSeconds();
+        while (performance.now() - windowStart < windowMs) {
+          // Each owner's signal, as if another instance committed a change of its tool audits.
+          if (signalled) await signal();
+          await sleep(1000);
+        }
+        const seconds = (performance.now() - windowStart) / 1000;
+        const serverCpu = ((await cpuSeconds(server)) - cpuBefore) / seconds;
+        const benchCpu = (benchCpuSeconds() - benchCpuBefore) / seconds;
+        if (profiling) profile = summarizeProfile(await server.profileStop(join(import.meta.dirname, 'results', `profile-dashboards-signals-${new Date(started).toISOString().replace(/[:.]/g, '-')}.cpuprofile`)));
+        const views = new Set<string>();
+        let messages = 0;
+        for (const [owner, d] of dashboards.entries()) {
+          for (const list of d.arrivals) {
+            for (const arrival of list) {
+              if (arrival.at < windowStart || arrival.at > windowStart + seconds * 1000) continue;
+              views.add(`${owner} ${arrival.viewAt}`);
+              messages++;
+            }
+          }
+        }
+        windows.push({ signalled, serverCpu, benchCpu, viewsPerSecond: views.size / seconds, messagesPerSecond: messages / seconds });
+        console.log(
+          `  round ${r + 1}, ${signalled ? 'signalled' : 'idle'}: ${round(views.size / seconds, 1)} views/s, ${round(messages / seconds, 0)} messages/s, server CPU ${round(serverCpu, 3)} s/s, bench CPU ${round(benchCpu, 3)} s/s`,
+        );
+      }
+    }
+  } finally {
+    await Promise.all(dashboards.map((d) => d.close()));
+    await server.stop();
+    publisher.disconnect();
+    await backend.close();
+  }
+  // Per round: the signalled window less the idle one before it, over the views it sent.
+  const pairs = Array.from({ length: rounds }, (_, r) => [windows[2 * r]!, windows[2 * r + 1]!] as const);
+  const perView = (pick: (w: (typeof windows)[number]) => number) =>
+    median(pairs.map(([idle, busy]) => ((pick(busy) - pick(idle)) * 1000) / (busy.viewsPerSecond - idle.viewsPerSecond)));
+  const report = {
+    mode: 'signals',
+    principals,
+    per,
+    rounds,
+    windowSeconds: windowMs / 1000,
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: os.loadavg().map((value) => round(value, 2)),
+    windows: windows.map((w) => ({ ...w, serverCpu: round(w.serverCpu, 3), benchCpu: round(w.benchCpu, 3), viewsPerSecond: round(w.viewsPerSecond, 1) })),
+    serverCpuMsPerView: round(perView((w) => w.serverCpu), 3),
+    benchCpuMsPerView: round(perView((w) => w.benchCpu), 3),
+    profile,
+    errors: dashboards.flatMap((d) => d.errors).slice(0, 5),
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
+  console.log(`server CPU per view sent to ${per} subscriptions: ${report.serverCpuMsPerView} ms; the bench's (its subscribers parsing): ${report.benchCpuMsPerView} ms`);
+  if (profile) {
+    console.log(`\nCPU profile, the last signalled window: busy ${profile.busyMs} ms of ${profile.wallMs} ms (${profile.file})`);
+    console.log(table(['package (inclusive)', 'ms', '% busy'], profile.inclusivePackages.slice(0, 15).map((p) => [p.name, p.ms, p.percentOfBusy])));
+    console.log(table(['function (self)', 'ms', '% busy'], profile.functions.slice(0, 15).map((p) => [p.name, p.ms, p.percentOfBusy])));
+  }
+  if (report.errors.length) console.log(`errors: ${report.errors.join('; ')}`);
+  const directory = join(import.meta.dirname, 'results');
+  mkdirSync(directory, { recursive: true });
+  const file = join(directory, `dashboards-signals-${new Date(started).toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  console.log(`Done in ${report.seconds} s, load ${report.loadAverageAtEnd.join(' ')}. Report: ${file}`);
+}
+
+await (flags.signals ? signalled() : main());

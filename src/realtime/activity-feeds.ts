@@ -32,7 +32,7 @@ export type ActivityDelivery = ToolActivity | StreamInterrupted;
 /** One subscriber: the newest view it has not taken yet (a view is a state: a newer one replaces it). */
 class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
   private pending: ActivityDelivery | null = null;
-  private waiting: ((result: IteratorResult<ActivityDelivery>) => void) | null = null;
+  private ready: (() => void) | null = null;
   private state: 'open' | 'ending' | 'closed' = 'open';
 
   constructor(private readonly detach: () => void) {}
@@ -40,21 +40,37 @@ class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
   offer(view: ActivityDelivery): void {
     if (this.state !== 'open') return;
     if (view instanceof StreamInterrupted) this.state = 'ending';
-    if (this.waiting) {
-      const resolve = this.waiting;
-      this.waiting = null;
-      resolve({ value: view, done: false });
-    } else this.pending = view;
+    this.pending = view;
+    this.wake();
   }
 
-  next(): Promise<IteratorResult<ActivityDelivery>> {
+  /**
+   * `next` for a consumer that pulls synchronously (the graphql-ws write path,
+   * src/transports/websocket.ts: no promise per view): the view not taken yet, or null, and then
+   * `ready` is called once, when there is one or the stream ended.
+   */
+  pull(ready: () => void): IteratorResult<ActivityDelivery> | null {
     if (this.pending) {
       const value = this.pending;
       this.pending = null;
-      return Promise.resolve({ value, done: false });
+      return { value, done: false };
     }
-    if (this.state !== 'open') return this.return();
-    return new Promise((resolve) => (this.waiting = resolve));
+    if (this.state !== 'open') {
+      void this.return();
+      return { value: undefined, done: true };
+    }
+    this.ready = ready;
+    return null;
+  }
+
+  async next(): Promise<IteratorResult<ActivityDelivery>> {
+    for (;;) {
+      let ready!: () => void;
+      const readyAgain = new Promise<void>((resolve) => (ready = resolve));
+      const result = this.pull(ready);
+      if (result) return result;
+      await readyAgain;
+    }
   }
 
   return(): Promise<IteratorResult<ActivityDelivery>> {
@@ -62,10 +78,15 @@ class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
       this.state = 'closed';
       this.pending = null;
       this.detach();
-      this.waiting?.({ value: undefined, done: true });
-      this.waiting = null;
+      this.wake();
     }
     return Promise.resolve({ value: undefined, done: true });
+  }
+
+  private wake(): void {
+    const ready = this.ready;
+    this.ready = null;
+    ready?.();
   }
 
   [Symbol.asyncIterator]() {

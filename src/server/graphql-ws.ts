@@ -35,9 +35,10 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
       onClose: (ctx) => limits.onClose(ctx),
       execute: (args) => executors.get(args)!(args),
       subscribe: (args) => shared.start(args),
-      // The subscription's socket comes from graphql-ws's context: it writes its own frames.
+      // The subscription's socket comes from graphql-ws's context: it writes its own frames, on
+      // the connection under it (the upgraded request's socket) corked for the turn.
       onOperation: (ctx, id, _payload, _args, result) =>
-        isSharedStream(result) ? writtenBySubscription(result, ctx.extra.socket, id) : undefined,
+        isSharedStream(result) ? writtenBySubscription(result, ctx.extra.socket, id, ctx.extra.request.socket) : undefined,
       onSubscribe: async (ctx, id, params) => {
         const refused = limits.refusal(ctx);
         if (refused) return [refused];

@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream';
 import type { ExecutionResult } from 'graphql';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
@@ -49,29 +50,38 @@ export function boundedWebSocket(limit: number): typeof WebSocket {
   };
 }
 
-/** Each result object is serialized once, however many sockets send it. */
-const serialized = new WeakMap<object, string>();
-function jsonOf(result: object): string {
+/** Each result object is serialized (and encoded) once, however many subscriptions send it. */
+const serialized = new WeakMap<object, Buffer>();
+function jsonOf(result: object): Buffer {
   let json = serialized.get(result);
-  if (json === undefined) serialized.set(result, (json = JSON.stringify(result)));
+  if (json === undefined) serialized.set(result, (json = Buffer.from(JSON.stringify(result))));
   return json;
 }
 
 /**
  * Each result's `next` message as bytes, for the last subscription id it was framed with: a group
  * whose members share their subscription id (as clients numbering their subscriptions do) sends
- * one Buffer to every socket; otherwise each subscription builds its own from the shared JSON.
+ * one Buffer to every socket; otherwise each subscription copies the shared JSON behind its own head.
  */
-const payloads = new WeakMap<object, { head: string; bytes: Buffer }>();
-function payloadOf(result: ExecutionResult, head: string): Buffer {
+const payloads = new WeakMap<object, { subscriptionId: string; bytes: Buffer }>();
+function payloadOf(result: ExecutionResult, head: Head): Buffer {
   const cached = payloads.get(result);
-  if (cached?.head === head) return cached.bytes;
-  const bytes = Buffer.from(`${head}${jsonOf(result)}}`);
-  payloads.set(result, { head, bytes });
+  if (cached?.subscriptionId === head.subscriptionId) return cached.bytes;
+  const bytes = Buffer.concat([head.bytes, jsonOf(result), MESSAGE_END]);
+  payloads.set(result, { subscriptionId: head.subscriptionId, bytes });
   return bytes;
 }
 
-const nextHead = (subscriptionId: string) => `{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`;
+/** A subscription's `next` message up to its payload. */
+interface Head {
+  subscriptionId: string;
+  bytes: Buffer;
+}
+const nextHead = (subscriptionId: string): Head => ({
+  subscriptionId,
+  bytes: Buffer.from(`{"id":${JSON.stringify(subscriptionId)},"type":"next","payload":`),
+});
+const MESSAGE_END = Buffer.from('}');
 
 /** Buffers built from text are still text frames. */
 const TEXT = { binary: false } as const;
@@ -86,7 +96,8 @@ const WAIT_ABOVE_BYTES = 16 * 1024;
  * Sends one payload; `written` is called once it is written (or the connection closed) only when
  * the next send of this subscription must wait for it, and then true is returned.
  */
-function send(socket: WebSocket, payload: Buffer, written: () => void): boolean {
+function send(socket: WebSocket, connection: Writable | undefined, payload: Buffer, written: () => void): boolean {
+  if (connection) corkForThisTurn(connection);
   if (socket.bufferedAmount + payload.length <= WAIT_ABOVE_BYTES) {
     socket.send(payload, TEXT);
     return false;
@@ -98,6 +109,23 @@ function send(socket: WebSocket, payload: Buffer, written: () => void): boolean 
   // The kernel may have taken it all at once.
   waiting = socket.bufferedAmount > WAIT_ABOVE_BYTES;
   return waiting;
+}
+
+/**
+ * The frames a connection is sent in one turn of the event loop leave in one write, as Node's
+ * http corks a response: a view reaches every subscription of a socket in the same turn (a
+ * dashboard's identical panels), and frame by frame each would be a system call of the server
+ * and a wake-up of the client.
+ */
+const corked = new WeakSet<Writable>();
+function corkForThisTurn(connection: Writable): void {
+  if (corked.has(connection)) return;
+  corked.add(connection);
+  connection.cork();
+  process.nextTick(() => {
+    corked.delete(connection);
+    connection.uncork();
+  });
 }
 
 const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, done: true });
@@ -115,12 +143,17 @@ const finished = (): IteratorResult<ExecutionResult> => ({ value: undefined, don
  * catches up from the database later. Once its connection is no longer open (closed as a slow
  * consumer, say), the subscription ends and stops listening.
  */
-export function writtenBySubscription(stream: Written, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
+export function writtenBySubscription(
+  stream: Written,
+  socket: WebSocket,
+  subscriptionId: string,
+  connection?: Writable,
+): AsyncIterableIterator<ExecutionResult> {
   const events = stream.events as Partial<Pullable>;
   if (typeof events.pull === 'function' && stream.outcomeOf) {
-    return pushedBySubscription(events as Pullable, stream.outcomeOf, socket, subscriptionId);
+    return pushedBySubscription(events as Pullable, stream.outcomeOf, socket, connection, subscriptionId);
   }
-  return awaitedBySubscription(stream, socket, subscriptionId);
+  return awaitedBySubscription(stream, socket, connection, subscriptionId);
 }
 
 /** What the writer takes of a shared stream: its events and the group's results. */
@@ -143,6 +176,7 @@ function pushedBySubscription(
   events: Pullable,
   outcomeOf: (event: unknown) => Outcome,
   socket: WebSocket,
+  connection: Writable | undefined,
   subscriptionId: string,
 ): AsyncIterableIterator<ExecutionResult> {
   const head = nextHead(subscriptionId);
@@ -166,7 +200,7 @@ function pushedBySubscription(
   const write = (outcome: Outcome): boolean => {
     if (outcome.failure || socket.readyState !== WebSocket.OPEN) finish(outcome.failure);
     if (!settle) return false;
-    return !send(socket, payloadOf(outcome.result!, head), pump);
+    return !send(socket, connection, payloadOf(outcome.result!, head), pump);
   };
 
   function pump(): void {
@@ -209,7 +243,7 @@ function pushedBySubscription(
 }
 
 /** The write path for any other stream: one awaited step per change. */
-function awaitedBySubscription(stream: Written, socket: WebSocket, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
+function awaitedBySubscription(stream: Written, socket: WebSocket, connection: Writable | undefined, subscriptionId: string): AsyncIterableIterator<ExecutionResult> {
   const head = nextHead(subscriptionId);
   let ended = false;
   let wake: (() => void) | null = null;
@@ -234,7 +268,7 @@ function awaitedBySubscription(stream: Written, socket: WebSocket, subscriptionI
           const result = await stream.resultOf(next.value);
           if (ended || socket.readyState !== WebSocket.OPEN) break;
           const wait = new Promise<void>((resolve) => (wake = resolve));
-          if (!send(socket, payloadOf(result, head), woken)) woken();
+          if (!send(socket, connection, payloadOf(result, head), woken)) woken();
           await wait;
         }
         unregister();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { IDLE_VIEW_INTERVAL_MS, MIN_VIEW_INTERVAL_MS } from '../../src/realtime/activity-feeds.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { mintToken } from '../../src/auth/jwt.js';
+import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/app.js';
 import { backendName, onPostgres, postgresAdminUrl, servicesRequired } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { movedClock } from '../support/moved-clock.js';
@@ -111,6 +112,25 @@ describe(`toolActivity subscription (${backendName})`, () => {
     // Each subscriber got exactly those two views, the same ones.
     const ats = streams.map((stream) => views(stream).map((view) => view.at));
     for (const each of ats) expect(each).toEqual(ats[0]);
+  });
+
+  it('ends with SUBSCRIPTION_INTERRUPTED (TOKEN_EXPIRED) once its token expires, and its feed stops reading', async () => {
+    const sub = `dashboard-expiring-${Date.now()}`;
+    // JWT expiry has a resolution of one second: this one lapses 2 to 3 seconds from now.
+    const expiresAtMs = (Math.floor(Date.now() / 1000) + 3) * 1000;
+    const shortLived = await mintToken(TEST_JWT_SECRET, { sub, role: 'superadmin' }, expiresAtMs / 1000);
+    const streams = await both(t, url, shortLived);
+    for (const stream of streams) await viewWhere(stream, () => true, 'the first view');
+    expect(t.app.pubsub.activity.owners()).toContain(sub);
+
+    for (const stream of streams) {
+      expect(await stream.ended(10_000)).toEqual({ kind: 'complete' });
+      const last = stream.results.at(-1);
+      expect(last?.data ?? null).toBeNull();
+      expect(last?.errors?.[0]?.extensions).toMatchObject({ code: 'SUBSCRIPTION_INTERRUPTED', reason: 'TOKEN_EXPIRED' });
+    }
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAtMs);
+    expect(t.app.pubsub.activity.owners()).not.toContain(sub);
   });
 
   it('refuses other roles and bad arguments when it starts', async () => {

@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Outcome } from '../../src/transports/shared-subscriptions.js';
@@ -98,12 +98,14 @@ describe.each(STREAMS)('graphql-ws subscriptions sharing one connection (%s)', (
 async function connectedPair() {
   const server = new WebSocketServer({ port: 0 });
   onTestFinished(() => void server.close());
-  const accepted = new Promise<WebSocket>((resolve) => server.once('connection', resolve));
+  const accepted = new Promise<{ socket: WebSocket; connection: Socket }>((resolve) =>
+    server.once('connection', (socket, request) => resolve({ socket, connection: request.socket })),
+  );
   const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
   onTestFinished(() => client.terminate());
   const received: string[] = [];
   client.on('message', (data, isBinary) => received.push(isBinary ? 'binary!' : String(data)));
-  return { socket: await accepted, received };
+  return { ...(await accepted), received };
 }
 
 describe.each(STREAMS)('graphql-ws frames sent through ws (%s)', (_name, streamOf) => {
@@ -143,5 +145,24 @@ describe('a result shared by a group', () => {
     expect(sent[0]).toBeInstanceOf(Buffer);
     expect(sent[1]).toBe(sent[0]);
     for (const { received } of pairs) expect(JSON.parse(received[0]!)).toEqual({ id: '1', type: 'next', payload: result });
+  });
+});
+
+describe('subscriptions of one connection', () => {
+  it('send the frames of one turn of the event loop in one write on the connection', async () => {
+    const { socket, connection, received } = await connectedPair();
+    const writes: number[] = [];
+    // The stream's own hooks (node:stream's implementer API): each is one system call.
+    const writev = connection._writev!.bind(connection);
+    connection._writev = (chunks, callback) => (writes.push(chunks.length), writev(chunks, callback));
+    const write = connection._write.bind(connection);
+    connection._write = (chunk, encoding, callback) => (writes.push(1), write(chunk, encoding, callback));
+
+    const ids = Array.from({ length: 10 }, (_, id) => String(id));
+    await Promise.all(ids.map((id) => writtenBySubscription(streamOf([1], 10), socket, id, connection).next()));
+
+    while (received.length < ids.length) await settle();
+    expect(received.map((frame) => JSON.parse(frame).id)).toEqual(ids);
+    expect(writes).toHaveLength(1);
   });
 });
