@@ -92,9 +92,9 @@ class MeasuredPool extends pg.Pool {
   }
 }
 
-/** `fn` in a transaction on the client, opened by `begin`; a connection whose rollback failed is not returned to the pool. */
-async function inTransaction<T>(client: pg.PoolClient, discard: (error: Error) => void, fn: () => Promise<T>, begin = 'BEGIN'): Promise<T> {
-  await client.query(begin);
+/** `fn` in a transaction on the client; a connection whose rollback failed is not returned to the pool. */
+async function inTransaction<T>(client: pg.PoolClient, discard: (error: Error) => void, fn: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
   try {
     const value = await fn();
     await client.query('COMMIT');
@@ -105,13 +105,37 @@ async function inTransaction<T>(client: pg.PoolClient, discard: (error: Error) =
   }
 }
 
+/** The generic statements (below) each connection has prepared, by name. */
+const preparedGenerics = new WeakMap<pg.ClientBase, Set<string>>();
+
 /**
- * Runs a named statement with its generic plan (sql.ts `preparedGeneric`): plan_cache_mode is set
- * for its transaction only, since on the whole connection it would plan every other statement
- * (Prisma's unnamed ones too) generically.
+ * Runs a named statement with its generic plan (sql.ts `preparedGeneric`), in one round trip:
+ * `SET LOCAL plan_cache_mode` and `EXECUTE` as one simple query, whose implicit transaction ends
+ * the setting with it (on the whole connection it would plan every other statement, Prisma's
+ * unnamed ones too, generically). A transaction around the extended protocol's execution took
+ * three round trips, a third of a small dashboard view's server CPU (bench/README.md, run QM6).
+ * The statement is prepared by SQL `PREPARE` on each connection at its first use; its arguments
+ * go as literals, escaped by the driver.
  */
-const queryGeneric = (pool: pg.Pool, query: pg.QueryArrayConfig): Promise<pg.QueryArrayResult> =>
-  withClient(pool, (client, discard) => inTransaction(client, discard, () => client.query(query), 'BEGIN; SET LOCAL plan_cache_mode = force_generic_plan'));
+const queryGeneric = (pool: pg.Pool, name: string, text: string, values: unknown[]): Promise<pg.QueryArrayResult> =>
+  withClient(pool, async (client) => {
+    let prepared = preparedGenerics.get(client);
+    if (!prepared) preparedGenerics.set(client, (prepared = new Set()));
+    if (!prepared.has(name)) {
+      await client.query(`PREPARE ${name} AS ${text}`);
+      prepared.add(name);
+    }
+    const args = values.map((value) => literal(client, value)).join(', ');
+    const [, executed] = (await client.query({ text: `SET LOCAL plan_cache_mode = force_generic_plan; EXECUTE ${name}(${args})`, rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
+    return executed!;
+  });
+
+function literal(client: pg.ClientBase, value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint') return String(value);
+  if (typeof value === 'string') return client.escapeLiteral(value);
+  throw new TypeError(`a generic statement's argument must be a string, a number or null, not ${typeof value}`);
+}
 
 export async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
@@ -164,7 +188,7 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     sql: {
       ...mappedSql(async (text, values) => {
         const run = (name: string | undefined) =>
-          isGeneric(text) ? queryGeneric(pool, { name, text, values, rowMode: 'array' }) : pool.query({ name, text, values, rowMode: 'array' });
+          name && isGeneric(text) ? queryGeneric(pool, name, text, values ?? []) : pool.query({ name, text, values, rowMode: 'array' });
         try {
           return await run(preparedName(text));
         } catch (error) {

@@ -113,7 +113,7 @@ describe.runIf(onPostgres)('the tool activity view on PostgreSQL', () => {
           if (++entered === 2) bothIn();
           await both;
           const [plans] = await session.query<{ generic: number; custom: number }>(
-            `SELECT coalesce(sum(generic_plans), 0)::int AS generic, coalesce(sum(custom_plans), 0)::int AS custom FROM pg_prepared_statements WHERE statement = $1`,
+            `SELECT coalesce(sum(generic_plans), 0)::int AS generic, coalesce(sum(custom_plans), 0)::int AS custom FROM pg_prepared_statements WHERE right(statement, length($1)) = $1`,
             [TOOL_ACTIVITY_STATEMENT],
           );
           const [setting] = await session.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`);
