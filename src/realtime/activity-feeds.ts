@@ -1,6 +1,6 @@
 import { retriedWork } from '../db/outage.js';
 import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
-import { StreamInterrupted } from './change-stream.js';
+import { nextPulled, StreamInterrupted } from './change-stream.js';
 import { at } from './timers.js';
 
 /** The fewest milliseconds between two views of one subscription (SEMANTICS.md, "Dashboards"). */
@@ -63,14 +63,8 @@ class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
     return null;
   }
 
-  async next(): Promise<IteratorResult<ActivityDelivery>> {
-    for (;;) {
-      let ready!: () => void;
-      const readyAgain = new Promise<void>((resolve) => (ready = resolve));
-      const result = this.pull(ready);
-      if (result) return result;
-      await readyAgain;
-    }
+  next(): Promise<IteratorResult<ActivityDelivery>> {
+    return nextPulled(this);
   }
 
   return(): Promise<IteratorResult<ActivityDelivery>> {

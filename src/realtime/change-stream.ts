@@ -13,6 +13,23 @@ export class StreamInterrupted {
   ) {}
 }
 
+/** A stream a consumer may pull synchronously (`pull`), as the graphql-ws write path does. */
+export interface Pullable<T> {
+  /** The next value if one is ready now, or null; then `ready` is called once when pulling again is worthwhile. */
+  pull(ready: () => void): IteratorResult<T> | null;
+}
+
+/** `next` of a Pullable stream: its next value, waiting for it. */
+export async function nextPulled<T>(stream: Pullable<T>): Promise<IteratorResult<T>> {
+  for (;;) {
+    let ready!: () => void;
+    const readyAgain = new Promise<void>((resolve) => (ready = resolve));
+    const result = stream.pull(ready);
+    if (result) return result;
+    await readyAgain;
+  }
+}
+
 /** Reads the thread's changes after a cursor from the database (one page, cursor order). */
 export type CatchUp = (after: bigint) => Promise<CommittedChange[]>;
 
@@ -132,14 +149,8 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     this.wake();
   }
 
-  async next(): Promise<IteratorResult<CommittedChange | StreamInterrupted>> {
-    for (;;) {
-      let ready!: () => void;
-      const readyAgain = new Promise<void>((resolve) => (ready = resolve));
-      const result = this.pull(ready);
-      if (result) return result;
-      await readyAgain;
-    }
+  next(): Promise<IteratorResult<CommittedChange | StreamInterrupted>> {
+    return nextPulled(this);
   }
 
   /**

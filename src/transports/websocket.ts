@@ -3,6 +3,7 @@ import type { ExecutionResult } from 'graphql';
 import { WebSocket } from 'ws';
 import type { Config } from '../config.js';
 import { slowConsumerCloses } from '../metrics.js';
+import type { Pullable as PullableStream } from '../realtime/change-stream.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
 import { log } from '../log.js';
 
@@ -159,9 +160,8 @@ export function writtenBySubscription(
 /** What the writer takes of a shared stream: its events and the group's results. */
 type Written = Pick<SharedStream, 'events' | 'resultOf' | 'outcomeOf'>;
 
-/** A stream whose next value can be taken synchronously (ChangeStream). */
-interface Pullable {
-  pull(ready: () => void): IteratorResult<unknown> | null;
+/** A stream whose next value can be taken synchronously (ChangeStream, the dashboards' streams). */
+interface Pullable extends PullableStream<unknown> {
   return?(): Promise<unknown>;
   throw?(error: unknown): Promise<unknown>;
 }
