@@ -28,10 +28,12 @@ import { measureStorm, type StormResult } from './lib/storm.js';
 import { LIFECYCLE_OPS } from './lib/run-script.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateThread, serverHasThreadChanges } from './lib/server-worker.js';
-import { round, table } from './lib/stats.js';
+import { round, summarize, table, type Summary } from './lib/stats.js';
 import { measureFloorRead, measureServerRead, READ_WARMUPS, seedTimeline, serverReadStatements, type ReadResult } from './lib/timeline.js';
 import { batchedServerTarget, measureBatchFloor, measureFixedBatches, type BatchFloorWindow, type FixedBatchesWindow } from './lib/batch-path.js';
 import { combineWindows, floorTarget, measureWritePath, runsAheadPerLoop, serverTarget, type WriteResult, type WriteWindow } from './lib/write-path.js';
+import { poolUse } from './lib/pool-meter.js';
+import { combineUses, windowUse, type WindowUse } from './lib/window-use.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench/results');
@@ -289,11 +291,17 @@ interface BatchRow {
   /** The write floor, one transaction per event, the same W (W loops, not W×R: the floor's pool is the limit). */
   eventFloor: WriteResult;
   /** The same events as the write floor's calls, one transaction per batch of R (lib/batch-path.ts). */
-  batchFloor: BatchFloorWindow;
+  batchFloor: Omit<BatchFloorWindow, 'batchLatenciesMs'>;
   /** Medians of the rounds' ratios, and each round's. */
   overEventFloor: number | null;
   overBatchFloor: number | null;
   rounds: { overEventFloor: number | null; overBatchFloor: number | null }[];
+  /**
+   * Each kind of window's use of the machine (the cores by process, the measured side's database
+   * connections), its events, and its requests' latency as the bench saw it: the per-event floor's
+   * calls, the batch floor's transactions, the server's lifecycle requests.
+   */
+  windows: Record<'eventFloor' | 'batchFloor' | 'server', WindowUse & { events: number; requestLatencyMs: Summary }>;
 }
 
 /**
@@ -312,24 +320,47 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
   let statements = 0;
   let requests = 0;
   const requestSizes = new Map<number, number>();
+  const uses = { eventFloor: [] as WindowUse[], batchFloor: [] as WindowUse[], server: [] as WindowUse[] };
+  const serverRequestLatenciesMs: number[] = [];
   for (let pass = 0; pass < settings.rounds; pass++) {
     // W×R loops start together each round (threads, runs, claims): a longer warm-up than the write section's.
     const warmupMs = Math.max(3000, settings.warmupSeconds * 1000);
     log(`  batched, W=${workers} × ${runsAtOnce} runs, round ${pass + 1} of ${settings.rounds}: per-event floor, batch floor, server…`);
     // The runs are created ahead, outside the windows, for the floors and the server alike (lib/write-path.ts RUNS_AHEAD_PER_SECOND).
     const ahead = (loops: number) => runsAheadPerLoop(loops, warmupMs, windowMs);
-    eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs, ahead(workers)));
-    batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs, ahead(workers)));
+    // The floors' windows count the floor's pool (this process's), the server's its own (through its probe).
+    const floorUse = () => windowUse(server.pid, backend.database, backend.database ? poolUse : null);
+    const eventFloorUse = floorUse();
+    eventFloors.push(await measureWritePath(floorTarget(backend.floor, OWNER, workerSubs), workers, warmupMs, windowMs, ahead(workers), undefined, eventFloorUse.edges));
+    uses.eventFloor.push(await eventFloorUse.use());
+    const batchFloorUse = floorUse();
+    batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs, ahead(workers), batchFloorUse.edges));
+    uses.batchFloor.push(await batchFloorUse.use());
     const { target, counter } = batchedServerTarget(server.url, http, ownerToken, workerTokens, runsAtOnce);
+    const serverUse = windowUse(server.pid, backend.database, backend.database ? async () => (await server.counts()).pool : null);
+    const serverEdges = {
+      open: () => ((counter.timing = true), serverUse.edges.open()),
+      close: () => ((counter.timing = false), serverUse.edges.close()),
+    };
     // Counted and profiled from the warm-up on: the runs created ahead are not the section's work.
     const profile = pass === 0 && profileDir !== null;
     let start = await server.counts();
     servers.push(
-      await measureWritePath(target, workers * runsAtOnce, warmupMs, windowMs, ahead(workers * runsAtOnce), async () => {
-        start = await server.counts();
-        if (profile) await server.profileStart();
-      }),
+      await measureWritePath(
+        target,
+        workers * runsAtOnce,
+        warmupMs,
+        windowMs,
+        ahead(workers * runsAtOnce),
+        async () => {
+          start = await server.counts();
+          if (profile) await server.profileStart();
+        },
+        serverEdges,
+      ),
     );
+    uses.server.push(await serverUse.use());
+    serverRequestLatenciesMs.push(...counter.latenciesMs);
     if (profile) await profileStop(server, `batch-W${workers}x${runsAtOnce}`);
     const end = await server.counts();
     cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
@@ -372,6 +403,11 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     overEventFloor: medianOf(rounds.map((r) => r.overEventFloor)),
     overBatchFloor: medianOf(rounds.map((r) => r.overBatchFloor)),
     rounds,
+    windows: {
+      eventFloor: { ...combineUses(uses.eventFloor), events: eventFloors.reduce((total, w) => total + w.events, 0), requestLatencyMs: combineWindows(eventFloors).eventLatencyMs },
+      batchFloor: { ...combineUses(uses.batchFloor), events: sum((w) => w.events), requestLatencyMs: summarize(batchFloors.flatMap((w) => w.batchLatenciesMs)) },
+      server: { ...combineUses(uses.server), events: measured.events, requestLatencyMs: summarize(serverRequestLatenciesMs) },
+    },
   };
 }
 
@@ -432,8 +468,44 @@ function printBatch(row: BatchRow) {
     ),
   );
   log(`Requests by events carried: ${Object.entries(row.server.requestSizes).map(([size, count]) => `${size}×${count}`).join(' ')}`);
+  printWindowUses(row.windows);
   const createdInWindow = [row.server.runsCreatedInWindow, row.eventFloor.runsCreatedInWindow, row.batchFloor.runsCreatedInWindow];
   if (createdInWindow.some((count) => count > 0)) log(`Runs created in the window (those created ahead ran out): server, per-event floor, batch floor ${createdInWindow.join(', ')}`);
+}
+
+/** Where each kind of batched window's cores went, per event, and what its requests and connections did. */
+function printWindowUses(windows: BatchRow['windows']) {
+  const kinds = [windows.eventFloor, windows.batchFloor, windows.server];
+  // CPU ms an event, and in brackets the cores busy (CPU seconds a second) over the window.
+  const cell = (use: (typeof kinds)[number], cores: number | null) =>
+    cores === null ? null : `${round((cores * use.cpu.seconds * 1000) / use.events, 3)} (${round(cores, 2)})`;
+  const cpuRow = (label: string, pick: (cpu: WindowUse['cpu']) => number | null) => [label, ...kinds.map((use) => cell(use, pick(use.cpu)))];
+  const poolRow = (label: string, pick: (pool: NonNullable<WindowUse['pool']>, use: (typeof kinds)[number]) => number) => [
+    label,
+    ...kinds.map((use) => (use.pool && use.pool.checkouts > 0 ? round(pick(use.pool, use), 2) : null)),
+  ];
+  log('\nWhere the cores went in each kind of window: CPU ms an event (cores busy)');
+  log(
+    table(
+      ['', 'per-event floor', 'batch floor', 'server'],
+      [
+        ['events/s', ...kinds.map((use) => Math.round(use.events / use.cpu.seconds))],
+        cpuRow('bench process (clients, floor calls, harness)', (cpu) => cpu.bench),
+        cpuRow('server process', (cpu) => cpu.server),
+        cpuRow('PostgreSQL backends of the database', (cpu) => cpu.postgres),
+        cpuRow('PostgreSQL background', (cpu) => cpu.postgresBackground),
+        cpuRow('other processes and the kernel', (cpu) => cpu.other),
+        cpuRow('idle', (cpu) => cpu.idle),
+        ['request p50 / p99 ms', ...kinds.map((use) => `${round(use.requestLatencyMs.p50)} / ${round(use.requestLatencyMs.p99)}`)],
+        poolRow('connection held ms a checkout', (pool) => pool.heldMs / pool.checkouts),
+        poolRow('connections busy (mean)', (pool, use) => pool.heldMs / 1000 / use.cpu.seconds),
+        poolRow('connection waited ms a checkout', (pool) => pool.waitedMs / pool.checkouts),
+        poolRow('checkouts an event', (pool, use) => pool.checkouts / use.events),
+      ],
+    ),
+  );
+  log('(requests: a per-event floor call, a batch floor transaction, a lifecycle request to its answer\'s headers; connections: the');
+  log(' floor\'s pool in the floors\' windows, the server\'s in its own, 10 each; per event: the window\'s CPU over the events it counted)');
 }
 
 interface ReadRow {

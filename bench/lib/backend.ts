@@ -23,6 +23,8 @@ export interface Backend {
   floor: Sql;
   /** True when the floor reads the very rows the server reads (one PostgreSQL database). */
   floorSharesServerData: boolean;
+  /** PostgreSQL: the bench's database, whose backends' CPU the batch section counts; null on PGlite. */
+  database: string | null;
   close(): Promise<void>;
 }
 
@@ -56,6 +58,7 @@ export async function openPostgresBackend(adminUrl: string): Promise<Backend> {
       beforeServer: (fn) => fn(floor),
       floor,
       floorSharesServerData: true,
+      database: name,
       async close() {
         try {
           await floor.close();
@@ -94,6 +97,7 @@ export async function openPgliteBackend(): Promise<Backend> {
     },
     floor,
     floorSharesServerData: false,
+    database: null,
     async close() {
       try {
         await floor.close();

@@ -11,7 +11,7 @@ import { serverCreateRun, serverCreateThread, serverStep, stepRequest, type Leas
 import type { Sql } from './sql.js';
 import { summarize, type Summary } from './stats.js';
 import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
-import { createRunsAhead, type WriteTarget } from './write-path.js';
+import { atEdges, createRunsAhead, type WindowEdges, type WriteTarget } from './write-path.js';
 
 /**
  * The server through the batching client: `measureWritePath` over W×R loops, each a run at a
@@ -20,12 +20,17 @@ import { createRunsAhead, type WriteTarget } from './write-path.js';
  * batch size the writer reached), `sizes` how many requests carried each number of events.
  */
 export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: string, workerTokens: string[], runsAtOnce: number) {
-  const counter = { requests: 0, sizes: new Map<number, number>() };
-  const countingFetch: FetchLike = (input, init) => {
+  /** `latenciesMs`: each lifecycle request's, to its answer's headers, while `timing` (the measured window). */
+  const counter = { requests: 0, sizes: new Map<number, number>(), timing: false, latenciesMs: [] as number[] };
+  const countingFetch: FetchLike = async (input, init) => {
     counter.requests++;
     const size = (JSON.parse(init.body as string) as { variables: { events?: unknown[] } }).variables.events?.length ?? 1;
     counter.sizes.set(size, (counter.sizes.get(size) ?? 0) + 1);
-    return fetch(input, init);
+    if (!counter.timing) return fetch(input, init);
+    const sent = performance.now();
+    const response = await fetch(input, init);
+    counter.latenciesMs.push(performance.now() - sent);
+    return response;
   };
   const clients = new Map<number, AuditClient>();
   const target: WriteTarget = {
@@ -71,6 +76,8 @@ export interface BatchFloorWindow {
   batches: number;
   /** With runs created ahead: the runs still created in the window (a worker ran out). */
   runsCreatedInWindow: number;
+  /** Each counted batch's transaction, ms (its wait for a connection included). */
+  batchLatenciesMs: number[];
 }
 
 /**
@@ -87,6 +94,7 @@ export async function measureBatchFloor(
   warmupMs: number,
   measureMs: number,
   runsAhead = 0,
+  edges?: WindowEdges,
 ): Promise<BatchFloorWindow> {
   const threads = await Promise.all(Array.from({ length: workers }, () => floorCreateThread(sql, ownerSub)));
   const ahead = await createRunsAhead(
@@ -96,9 +104,11 @@ export async function measureBatchFloor(
   let runsCreatedInWindow = 0;
   const windowStart = performance.now() + warmupMs;
   const windowEnd = windowStart + measureMs;
+  const edgesCalled = atEdges(edges, windowStart, windowEnd);
   const steps = runScript();
   let events = 0;
   let batches = 0;
+  const batchLatenciesMs: number[] = [];
   await Promise.all(
     threads.map(async (threadId, worker) => {
       const sub = workerSubs[worker]!;
@@ -123,12 +133,14 @@ export async function measureBatchFloor(
           if (began >= windowStart && ended <= windowEnd) {
             events += runsAtOnce;
             batches++;
+            batchLatenciesMs.push(ended - began);
           }
         }
       }
     }),
   );
-  return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches, runsCreatedInWindow };
+  await edgesCalled;
+  return { workers, runsAtOnce, seconds: measureMs / 1000, events, eventsPerSecond: events / (measureMs / 1000), batches, runsCreatedInWindow, batchLatenciesMs };
 }
 
 /** A lifecycle step as one event of `recordEvents` (the schema's LifecycleEventInput). */

@@ -6,6 +6,7 @@ import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { meteredConnect, poolUse } from './pool-meter.js';
 
 interface TracedStatement {
   sql: string;
@@ -74,6 +75,9 @@ const sessions = new WeakMap<object, (sql: string) => boolean>();
   }
   return result;
 };
+
+// Every pool's checkouts timed (waited for, held): Prisma's queries and the domain's transactions alike.
+pg.Pool.prototype.connect = meteredConnect(pg.Pool.prototype.connect);
 
 // PGlite's query and exec: every statement starts with a Parse ('P', extended protocol) or a Query
 // ('Q', simple protocol) message and ends with a Sync; the time between them is the statement's time.
@@ -163,7 +167,7 @@ async function answer(request: ProbeRequest): Promise<unknown> {
     {
       const loopDelayMaxMs = loopDelay.max / 1e6;
       loopDelay.reset();
-      return { statements, cpu: process.cpuUsage(), rssBytes: process.memoryUsage().rss, preemptions: preemptions(), loopDelayMaxMs };
+      return { statements, cpu: process.cpuUsage(), rssBytes: process.memoryUsage().rss, preemptions: preemptions(), loopDelayMaxMs, pool: poolUse() };
     }
     case 'trace-start':
       trace = [];

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { ipcClient } from './ipc.js';
+import type { PoolUse } from './pool-meter.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PROBE = fileURLToPath(new URL('./server-probe.ts', import.meta.url));
@@ -21,6 +22,8 @@ export interface ProbeCounts {
   preemptions: number | null;
   /** The longest its event loop was late since the previous `counts` (5 ms resolution). */
   loopDelayMaxMs: number;
+  /** Its PostgreSQL pool's checkouts so far (zeros on PGlite). */
+  pool: PoolUse;
 }
 
 export interface TracedStatement {

@@ -4,6 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { SqlDriver } from '../../src/db/database.js';
 import { ginPendingListParams, pgliteOptions } from '../../src/db/pglite-settings.js';
+import { meteredConnect } from './pool-meter.js';
 
 /** The plain-SQL surface the floors and the seeding need, on either backend: no ORM, no GraphQL. */
 export interface SqlSession {
@@ -21,6 +22,8 @@ export interface Sql extends SqlSession {
 export function postgresSql(url: string, poolSize: number): Sql {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   pool.on('error', () => {});
+  // Its checkouts timed (pool-meter.ts poolUse), as the server's are.
+  pool.connect = meteredConnect(pool.connect);
   return sqlOverDriver({
     exec: async (text) => void (await pool.query(text)),
     query: async (text, params) => (await pool.query(text, params)).rows,

@@ -109,6 +109,19 @@ export async function createRunsAhead(createRuns: (() => Promise<string>)[], cou
   return runs;
 }
 
+/** Called as a measured window opens and as it closes, on timers set at its edges (lib/window-use.ts). */
+export interface WindowEdges {
+  open(): unknown;
+  close(): unknown;
+}
+
+/** Calls the edges' functions at the window's start and end (performance.now() times); resolves after both. */
+export function atEdges(edges: WindowEdges | undefined, windowStart: number, windowEnd: number): Promise<unknown> {
+  if (!edges) return Promise.resolve();
+  const at = (time: number, call: () => unknown) => new Promise((resolve) => setTimeout(resolve, time - performance.now())).then(call);
+  return Promise.all([at(windowStart, () => edges.open()), at(windowEnd, () => edges.close())]);
+}
+
 /**
  * W workers each drive whole runs back to back (createRun, then the ten lifecycle events) for
  * `warmupMs + measureMs`. Only calls that start after the warm-up and end inside the window
@@ -125,6 +138,7 @@ export async function measureWritePath(
   runsAhead = 0,
   /** Called once the setup is done, as the warm-up begins. */
   started: () => Promise<void> = async () => {},
+  edges?: WindowEdges,
 ): Promise<WriteWindow> {
   const prepared = await Promise.all(Array.from({ length: workers }, (_, worker) => target.prepare(worker)));
   const ahead = runsAhead > 0 ? await createRunsAhead(prepared.map((worker) => worker.createRun), runsAhead) : prepared.map((): string[] => []);
@@ -133,6 +147,7 @@ export async function measureWritePath(
   const start = performance.now();
   const windowStart = start + warmupMs;
   const windowEnd = windowStart + measureMs;
+  const edgesCalled = atEdges(edges, windowStart, windowEnd);
   const latencies = new Map<string, number[]>();
   let events = 0;
   let phaseEvents = 0;
@@ -167,6 +182,7 @@ export async function measureWritePath(
       }
     }),
   );
+  await edgesCalled;
   return {
     workers,
     seconds: measureMs / 1000,
