@@ -1,7 +1,8 @@
 import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
 import { EventWriter, type EventWriterOptions, type LifecycleEventKind, type LifecycleEventValue } from './event-writer.js';
 import { OPERATIONS } from './operations.js';
-import { DEFAULT_RETRY_POLICY, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
+import { nodeHttpPost } from './node-http.js';
+import { DEFAULT_RETRY_POLICY, fetchPost, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
 import type {
   AppendMessageInput,
   BigIntLike,
@@ -32,7 +33,7 @@ export interface AuditClientOptions {
   token: string;
   /** Id of the monotonic clock the filled-in readings come from; defaults to this process's. */
   clockId?: string;
-  /** Replaces the global fetch (tests, proxies). */
+  /** Sends the requests through this fetch (tests, proxies) instead of Node's HTTP client (node-http.ts). */
   fetch?: FetchLike;
   retry?: Partial<RetryPolicy>;
   /**
@@ -54,8 +55,8 @@ export class AuditClient {
 
   constructor(options: AuditClientOptions) {
     this.clockId = options.clockId ?? PROCESS_CLOCK_ID;
-    const fetchImpl = options.fetch ?? ((url, init) => fetch(url, init));
-    this.transport = new GraphQLHttpTransport(options.url, options.token, fetchImpl, {
+    const post = options.fetch ? fetchPost(options.url, options.fetch) : nodeHttpPost(options.url);
+    this.transport = new GraphQLHttpTransport(post, options.token, {
       ...DEFAULT_RETRY_POLICY,
       ...options.retry,
     });

@@ -20,6 +20,22 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
+/** As much of an HTTP answer as the transport reads (fetch's Response is one). */
+export interface HttpAnswer {
+  status: number;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
+}
+
+/** POSTs `body` to the client's endpoint; rejects on a network failure, or with an error named TimeoutError after `timeoutMs`. */
+export type HttpPost = (headers: Record<string, string>, body: string, timeoutMs: number) => Promise<HttpAnswer>;
+
+/** An HttpPost through a fetch (the client's `fetch` option). */
+export const fetchPost =
+  (url: string, fetchImpl: FetchLike): HttpPost =>
+  (headers, body, timeoutMs) =>
+    fetchImpl(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs) });
+
 // Statuses a proxy or load balancer answers with when the server did not (or may not have).
 const GATEWAY_STATUSES = new Set([502, 503, 504]);
 
@@ -32,9 +48,8 @@ export function backoffDelayMs(policy: RetryPolicy, failedAttempt: number, rando
 /** POSTs GraphQL over HTTP and retries replayable operations after transport failures and UNAVAILABLE answers. */
 export class GraphQLHttpTransport {
   constructor(
-    private readonly url: string,
+    private readonly post: HttpPost,
     private readonly token: string,
-    private readonly fetchImpl: FetchLike,
     private readonly policy: RetryPolicy,
   ) {}
 
@@ -66,19 +81,18 @@ export class GraphQLHttpTransport {
         ...extra,
       });
 
-    let response: Response;
+    let response: HttpAnswer;
     let text: string;
     try {
-      response = await this.fetchImpl(this.url, {
-        method: 'POST',
-        headers: {
+      response = await this.post(
+        {
           'content-type': 'application/json',
           accept: 'application/graphql-response+json, application/json',
           authorization: `Bearer ${this.token}`,
         },
         body,
-        signal: AbortSignal.timeout(this.policy.timeoutMs),
-      });
+        this.policy.timeoutMs,
+      );
       if (GATEWAY_STATUSES.has(response.status)) {
         const unavailable = await unavailableError(response, operation.name);
         if (unavailable) throw unavailable;
@@ -123,10 +137,11 @@ export class GraphQLHttpTransport {
 /**
  * The server's own UNAVAILABLE answer (HTTP 503: the database cannot be reached for the moment),
  * retried as a transport failure is, after its Retry-After; null for a gateway's 5xx, whose body
- * is dropped.
+ * is read and dropped.
  */
-async function unavailableError(response: Response, operationName: string): Promise<AuditApiError | null> {
-  const text = response.status === 503 ? await response.text().catch(() => '') : (await response.body?.cancel().catch(() => undefined), '');
+async function unavailableError(response: HttpAnswer, operationName: string): Promise<AuditApiError | null> {
+  const text = await response.text().catch(() => '');
+  if (response.status !== 503) return null;
   let payload: { errors?: GraphQLErrorPayload[] } | undefined;
   try {
     payload = JSON.parse(text) as typeof payload;
