@@ -5,6 +5,8 @@
 //   [--runs-at-once 10] (batch: each of the widest W workers drives this many runs at once)
 //   [--batch-size 50] (batch: also batches of exactly this many events, server CPU per event;
 //   with --runs-at-once 0 only those)
+//   [--client-fetch] (batch: the clients send through the global fetch, their transport before
+//   runs BC…, instead of their default, Node's HTTP client)
 //
 // Against embedded PGlite by default; against PostgreSQL when DATABASE_URL is set (an admin URL:
 // the bench creates a fresh database there and drops it afterwards). The server runs as its own
@@ -68,6 +70,7 @@ const { values: flags } = parseArgs({
     record: { type: 'boolean', default: false },
     'runs-at-once': { type: 'string' },
     'batch-size': { type: 'string' },
+    'client-fetch': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -117,6 +120,8 @@ const settings = {
   runsAtOnce: Number(flags['runs-at-once'] ?? 10),
   /** The batch section also sends batches of exactly this many events (lib/batch-path.ts measureFixedBatches); 0: not. */
   batchSize: Number(flags['batch-size'] ?? 0),
+  /** The batch section's clients send through the global fetch instead of their default transport. */
+  clientFetch: flags['client-fetch'],
 };
 settings.pubsubs = flags.pubsubs ? (flags.pubsubs.split(',') as ('memory' | 'redis')[]) : settings.redisUrl ? ['memory', 'redis'] : ['memory'];
 for (const section of settings.sections) {
@@ -285,8 +290,6 @@ interface BatchRow {
     serverCpuMsPerEvent: number;
     statementsPerEvent: number;
     eventsPerRequest: number;
-    /** Requests by the number of events they carried (1: a lone mutation), over every phase. */
-    requestSizes: Record<number, number>;
   };
   /** The write floor, one transaction per event, the same W (W loops, not W×R: the floor's pool is the limit). */
   eventFloor: WriteResult;
@@ -319,7 +322,6 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
   let cpuUs = 0;
   let statements = 0;
   let requests = 0;
-  const requestSizes = new Map<number, number>();
   const uses = { eventFloor: [] as WindowUse[], batchFloor: [] as WindowUse[], server: [] as WindowUse[] };
   const serverRequestLatenciesMs: number[] = [];
   for (let pass = 0; pass < settings.rounds; pass++) {
@@ -336,7 +338,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     const batchFloorUse = floorUse();
     batchFloors.push(await measureBatchFloor(backend.floor, OWNER, workerSubs, workers, runsAtOnce, warmupMs, windowMs, ahead(workers), batchFloorUse.edges));
     uses.batchFloor.push(await batchFloorUse.use());
-    const { target, counter } = batchedServerTarget(server.url, http, ownerToken, workerTokens, runsAtOnce);
+    const { target, counter, stop } = batchedServerTarget(server.url, http, ownerToken, workerTokens, runsAtOnce, settings.clientFetch);
     const serverUse = windowUse(server.pid, backend.database, backend.database ? async () => (await server.counts()).pool : null);
     const serverEdges = {
       open: () => ((counter.timing = true), serverUse.edges.open()),
@@ -359,6 +361,7 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
         serverEdges,
       ),
     );
+    stop();
     uses.server.push(await serverUse.use());
     serverRequestLatenciesMs.push(...counter.latenciesMs);
     if (profile) await profileStop(server, `batch-W${workers}x${runsAtOnce}`);
@@ -366,7 +369,6 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
     cpuUs += end.cpu.user + end.cpu.system - start.cpu.user - start.cpu.system;
     statements += end.statements - start.statements;
     requests += counter.requests;
-    for (const [size, count] of counter.sizes) requestSizes.set(size, (requestSizes.get(size) ?? 0) + count);
     log(
       `    server ${Math.round(servers.at(-1)!.eventsPerSecond)} events/s (${round(servers.at(-1)!.phaseEvents / counter.requests, 1)} a request), ` +
         `per-event floor ${Math.round(eventFloors.at(-1)!.eventsPerSecond)}, batch floor ${Math.round(batchFloors.at(-1)!.eventsPerSecond)}`,
@@ -388,7 +390,6 @@ async function batchSection(server: ServerProcess, http: GraphQLHttp, backend: B
       serverCpuMsPerEvent: round(cpuUs / 1000 / measured.phaseEvents, 3)!,
       statementsPerEvent: round(statements / measured.phaseEvents, 1)!,
       eventsPerRequest: round(measured.phaseEvents / requests, 1)!,
-      requestSizes: Object.fromEntries([...requestSizes].sort(([a], [b]) => a - b)),
     },
     eventFloor: combineWindows(eventFloors),
     batchFloor: {
@@ -467,7 +468,6 @@ function printBatch(row: BatchRow) {
       ],
     ),
   );
-  log(`Requests by events carried: ${Object.entries(row.server.requestSizes).map(([size, count]) => `${size}×${count}`).join(' ')}`);
   printWindowUses(row.windows);
   const createdInWindow = [row.server.runsCreatedInWindow, row.eventFloor.runsCreatedInWindow, row.batchFloor.runsCreatedInWindow];
   if (createdInWindow.some((count) => count > 0)) log(`Runs created in the window (those created ahead ran out): server, per-event floor, batch floor ${createdInWindow.join(', ')}`);

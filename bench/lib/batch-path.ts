@@ -3,6 +3,7 @@
 // events that come while a request is in flight together in one `recordEvents`. The batch floor
 // does the same events as the write floor's functions (lib/write-floor.ts), one transaction per
 // batch: a worker's R runs step in lock-step, step k of all R runs in one transaction.
+import diagnostics from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { AuditClient, OPERATIONS, type FetchLike } from '@agent-audit/client';
 import type { GraphQLHttp } from './graphql-http.js';
@@ -13,31 +14,66 @@ import { summarize, type Summary } from './stats.js';
 import { floorCreateRun, floorCreateThread, floorStep } from './write-floor.js';
 import { atEdges, createRunsAhead, type WindowEdges, type WriteTarget } from './write-path.js';
 
-/**
- * The server through the batching client: `measureWritePath` over W×R loops, each a run at a
- * time, the loops of one worker sharing its client (so its writer coalesces their events).
- * `requests` counts the lifecycle requests the clients sent (the events per request is the
- * batch size the writer reached), `sizes` how many requests carried each number of events.
- */
-export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: string, workerTokens: string[], runsAtOnce: number) {
-  /** `latenciesMs`: each lifecycle request's, to its answer's headers, while `timing` (the measured window). */
-  const counter = { requests: 0, sizes: new Map<number, number>(), timing: false, latenciesMs: [] as number[] };
-  const countingFetch: FetchLike = async (input, init) => {
+/** The clients' lifecycle requests: how many, and (while `timing`: the window) each one's latency to its answer's headers. */
+interface RequestCounter {
+  requests: number;
+  timing: boolean;
+  latenciesMs: number[];
+}
+
+/** A fetch that counts and times the requests sent through it (the clients with `--client-fetch`). */
+function countingFetch(counter: RequestCounter): FetchLike {
+  return async (input, init) => {
     counter.requests++;
-    const size = (JSON.parse(init.body as string) as { variables: { events?: unknown[] } }).variables.events?.length ?? 1;
-    counter.sizes.set(size, (counter.sizes.get(size) ?? 0) + 1);
     if (!counter.timing) return fetch(input, init);
     const sent = performance.now();
     const response = await fetch(input, init);
     counter.latenciesMs.push(performance.now() - sent);
     return response;
   };
+}
+
+/**
+ * Counts and times the requests the clients send through their default transport, Node's HTTP
+ * client (its diagnostics channels: no other request of this process goes through it; the bench's
+ * own go through undici). Returns the function that stops counting.
+ */
+function countHttpRequests(counter: RequestCounter): () => void {
+  const sentAt = new WeakMap<object, number>();
+  const started = ({ request }: { request: object }) => {
+    counter.requests++;
+    if (counter.timing) sentAt.set(request, performance.now());
+  };
+  const answered = ({ request }: { request: object }) => {
+    const sent = sentAt.get(request);
+    if (sent !== undefined) counter.latenciesMs.push(performance.now() - sent);
+  };
+  diagnostics.subscribe('http.client.request.start', started as (message: unknown) => void);
+  diagnostics.subscribe('http.client.response.finish', answered as (message: unknown) => void);
+  return () => {
+    diagnostics.unsubscribe('http.client.request.start', started as (message: unknown) => void);
+    diagnostics.unsubscribe('http.client.response.finish', answered as (message: unknown) => void);
+  };
+}
+
+/**
+ * The server through the batching client: `measureWritePath` over W×R loops, each a run at a
+ * time, the loops of one worker sharing its client (so its writer coalesces their events).
+ * `requests` counts the lifecycle requests the clients sent (the events per request is the
+ * batch size the writer reached).
+ * `clientFetch`: the clients send through the global fetch (their transport before runs BC…)
+ * instead of their default. `stop()` ends the counting once the window is done.
+ */
+export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: string, workerTokens: string[], runsAtOnce: number, clientFetch = false) {
+  const counter: RequestCounter = { requests: 0, timing: false, latenciesMs: [] };
+  const fetchImpl = clientFetch ? countingFetch(counter) : undefined;
+  const stop = clientFetch ? () => {} : countHttpRequests(counter);
   const clients = new Map<number, AuditClient>();
   const target: WriteTarget = {
     async prepare(loop) {
       const worker = Math.floor(loop / runsAtOnce);
       let client = clients.get(worker);
-      if (!client) clients.set(worker, (client = new AuditClient({ url, token: workerTokens[worker]!, fetch: countingFetch })));
+      if (!client) clients.set(worker, (client = new AuditClient({ url, token: workerTokens[worker]!, fetch: fetchImpl })));
       const threadId = await serverCreateThread(http, ownerToken, `bench batched worker ${worker}.${loop % runsAtOnce}`);
       return {
         createRun: () => serverCreateRun(http, ownerToken, threadId),
@@ -45,7 +81,7 @@ export function batchedServerTarget(url: string, http: GraphQLHttp, ownerToken: 
       };
     },
   };
-  return { target, counter };
+  return { target, counter, stop };
 }
 
 /** One step of the run script through a client's methods, with the same inputs the unbatched path sends (server-worker.ts). */
