@@ -210,8 +210,31 @@ export async function readToolActivity(sql: Sql, principal: Principal, args: Too
 
 /** The view of the owner's threads: the caller checked the access rule (readToolActivity, or a subscription's start). */
 export async function readOwnerToolActivity(sql: Sql, ownerId: string, args: ToolActivityArgs): Promise<ToolActivity> {
+  return viewOf(await sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, statementArgs(ownerId, args)), args);
+}
+
+/** One owner's view to read (the caller checked the access rule). */
+export interface OwnerActivityRead {
+  ownerId: string;
+  args: ToolActivityArgs;
+}
+
+/**
+ * Several owners' views, each its own statement (so each one read at its own `at`), sent in one
+ * round trip where the driver can (a dashboard feed's reads: src/realtime/activity-feeds.ts).
+ */
+export async function readOwnersToolActivity(sql: Sql, reads: readonly OwnerActivityRead[]): Promise<ToolActivity[]> {
+  const argLists = reads.map(({ ownerId, args }) => statementArgs(ownerId, args));
+  const results = sql.queryEach
+    ? await sql.queryEach<ViewRow>(TOOL_ACTIVITY_STATEMENT, argLists)
+    : await Promise.all(argLists.map((argList) => sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, argList)));
+  return results.map((rows, index) => viewOf(rows, reads[index]!.args));
+}
+
+const statementArgs = (ownerId: string, args: ToolActivityArgs) => [ownerId, args.windowSeconds, args.name, bucketCount(args.windowSeconds), MAX_ACTIVITY_LIST];
+
+function viewOf(rows: ViewRow[], args: ToolActivityArgs): ToolActivity {
   const count = bucketCount(args.windowSeconds);
-  const rows = await sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, [ownerId, args.windowSeconds, args.name, count, MAX_ACTIVITY_LIST]);
   const head = rows[0]!;
   const summary = head.activitySummary!;
   const since = head.activitySince;
