@@ -100,10 +100,11 @@ export const DURATION_BIN_GROWTH = 1.04;
  * search (no logarithm per row): durations are whole milliseconds, so bin h holds ⌊γ^(h−1)⌋ + 1 to
  * ⌊γ^h⌋ and bin h + 1 starts at ⌊γ^h⌋ + 1. The first start, 1, leaves durations under a
  * millisecond (0, or negative from a skewed clock) in bin −1. A duration past the last start (the
- * largest below 2^31) is in the bin after it, since γ^h there reaches 2^31.
+ * largest below 2^31) is in the bin after it, since γ^h there reaches 2^31. An IMMUTABLE function
+ * of the growth (migration 20261203190000_tool_activity_bin_starts): a constant of the view's
+ * plan, computed when it is planned, not at each view.
  */
-const BIN_STARTS = `1 || ARRAY(SELECT floor(power(${DURATION_BIN_GROWTH}::float8, h))::int + 1 FROM generate_series(0, 600) h
-    WHERE power(${DURATION_BIN_GROWTH}::float8, h) < 2147483646 ORDER BY h)`;
+const BIN_STARTS = `tool_activity_bin_starts(${DURATION_BIN_GROWTH}::float8)`;
 
 /**
  * Where buckets 1 to $4 − 1 start, to the microsecond: bucket k holds the times t with
