@@ -68,31 +68,8 @@ const payloads = new WeakMap<object, { subscriptionId: string; bytes: Buffer }>(
 function payloadOf(result: ExecutionResult, head: Head): Buffer {
   const cached = payloads.get(result);
   if (cached?.subscriptionId === head.subscriptionId) return cached.bytes;
-  const bytes = framed(head.bytes, jsonOf(result));
+  const bytes = Buffer.concat([head.bytes, jsonOf(result), MESSAGE_END]);
   payloads.set(result, { subscriptionId: head.subscriptionId, bytes });
-  return bytes;
-}
-
-/**
- * A message's bytes, cut from a shared slab as Node's pool does for buffers under 4 kB: a view
- * is a message of several kB for each subscription, and a buffer of its own each (an ArrayBuffer,
- * external memory the collector then chases) cost more than the copy. A slab is freed once no
- * message cut from it is referenced (written, and its result gone).
- */
-const SLAB_BYTES = 256 * 1024;
-let slab = Buffer.alloc(0);
-let slabUsed = 0;
-function framed(head: Buffer, json: Buffer): Buffer {
-  const length = head.length + json.length + MESSAGE_END.length;
-  if (length > SLAB_BYTES / 8) return Buffer.concat([head, json, MESSAGE_END], length);
-  if (slabUsed + length > slab.length) {
-    slab = Buffer.allocUnsafe(SLAB_BYTES);
-    slabUsed = 0;
-  }
-  const bytes = slab.subarray(slabUsed, (slabUsed += length));
-  head.copy(bytes);
-  json.copy(bytes, head.length);
-  MESSAGE_END.copy(bytes, head.length + json.length);
   return bytes;
 }
 
