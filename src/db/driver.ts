@@ -41,14 +41,24 @@ export type Rows = (sql: string, values?: unknown[]) => Promise<{ rows: unknown[
 export const TIMESTAMPTZ = 1184;
 export const INT8 = 20;
 
+/** The same statement with each of these parameter lists, in one round trip (Sql's `queryEach`). */
+export type RowsEach = (sql: string, valueLists: unknown[][]) => Promise<{ rows: unknown[][]; fields: { name: string }[] }[]>;
+
+const mapped = <Row>(result: { rows: unknown[][]; fields: { name: string }[] }) => toRows<Row>(result.rows, result.fields.map((field) => field.name));
+
 /** The domain's `Sql` over a driver's query call: parameters and rows mapped the same way for both drivers. */
-export function mappedSql(rows: Rows, onQuery?: (sql: string) => void): Sql {
+export function mappedSql(rows: Rows, onQuery?: (sql: string) => void, rowsEach?: RowsEach): Sql {
   return {
     query: async <Row>(sql: string, values?: unknown[]) => {
       onQuery?.(sql);
-      const result = await rows(sql, params(values));
-      return toRows<Row>(result.rows, result.fields.map((field) => field.name));
+      return mapped<Row>(await rows(sql, params(values)));
     },
+    ...(rowsEach && {
+      queryEach: async <Row>(sql: string, valueLists: unknown[][]) => {
+        for (let i = 0; i < valueLists.length; i++) onQuery?.(sql);
+        return (await rowsEach(sql, valueLists.map((values) => params(values)!))).map((result) => mapped<Row>(result));
+      },
+    }),
   };
 }
 

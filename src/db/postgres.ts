@@ -109,16 +109,17 @@ async function inTransaction<T>(client: pg.PoolClient, discard: (error: Error) =
 const preparedGenerics = new WeakMap<pg.ClientBase, Set<string>>();
 
 /**
- * Runs a named statement with its generic plan (sql.ts `preparedGeneric`), in one round trip:
- * `SET LOCAL plan_cache_mode` and `EXECUTE` as one simple query, whose implicit transaction ends
- * the setting with it (on the whole connection it would plan every other statement, Prisma's
- * unnamed ones too, generically). A transaction around the extended protocol's execution took
- * three round trips: an owner's empty view cost 1.35× the wall time and the client's CPU
- * (bench/README.md, run QM7).
+ * Runs a named statement with its generic plan (sql.ts `preparedGeneric`) once for each argument
+ * list, in one round trip: `SET LOCAL plan_cache_mode` and an `EXECUTE` for each list as one
+ * simple query, whose implicit transaction ends the setting with it (on the whole connection it
+ * would plan every other statement, Prisma's unnamed ones too, generically). Each `EXECUTE` is a
+ * statement of its own, with its own snapshot (read committed). A transaction around the extended
+ * protocol's execution took three round trips: an owner's empty view cost 1.35× the wall time and
+ * the client's CPU (bench/README.md, run QM7).
  * The statement is prepared by SQL `PREPARE` on each connection at its first use; its arguments
  * go as literals, escaped by the driver.
  */
-const queryGeneric = (pool: pg.Pool, name: string, text: string, values: unknown[]): Promise<pg.QueryArrayResult> =>
+const queryGeneric = (pool: pg.Pool, name: string, text: string, valueLists: unknown[][]): Promise<pg.QueryArrayResult[]> =>
   withClient(pool, async (client) => {
     let prepared = preparedGenerics.get(client);
     if (!prepared) preparedGenerics.set(client, (prepared = new Set()));
@@ -126,9 +127,9 @@ const queryGeneric = (pool: pg.Pool, name: string, text: string, values: unknown
       await client.query(`PREPARE ${name} AS ${text}`);
       prepared.add(name);
     }
-    const args = values.map((value) => literal(client, value)).join(', ');
-    const [, executed] = (await client.query({ text: `SET LOCAL plan_cache_mode = force_generic_plan; EXECUTE ${name}(${args})`, rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
-    return executed!;
+    const executes = valueLists.map((values) => `EXECUTE ${name}(${values.map((value) => literal(client, value)).join(', ')})`);
+    const [, ...executed] = (await client.query({ text: `SET LOCAL plan_cache_mode = force_generic_plan; ${executes.join('; ')}`, rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
+    return executed;
   });
 
 function literal(client: pg.ClientBase, value: unknown): string {
@@ -165,6 +166,21 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
       );
     },
   );
+  /** A statement prepared (sql.ts `prepared`) again under a new name once its plan went stale; any other as is. */
+  async function renamedWhenStale<T>(text: string, run: (name: string | undefined) => Promise<T>): Promise<T> {
+    try {
+      return await run(preparedName(text));
+    } catch (error) {
+      // A refused statement did nothing (in autocommit, or its transaction rolled back): prepared again under a new name, it runs once more.
+      if (!isPrepared(text) || !isStalePlan(error)) throw error;
+      log.info({ component: 'db', statement: preparedNames.get(text) }, 'a prepared statement went stale after a schema change: prepared again');
+      return run(preparedName(text, true));
+    }
+  }
+  const queryPrepared = (text: string, values: unknown[] | undefined) =>
+    renamedWhenStale(text, (name) => pool.query({ name, text, values, rowMode: 'array' }));
+  const queryGenericEach = (text: string, valueLists: unknown[][]) => renamedWhenStale(text, (name) => queryGeneric(pool, name!, text, valueLists));
+
   const driver: SqlDriver & SqlTransactor = {
     exec: async (sql) => void (await pool.query(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],
@@ -187,18 +203,11 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     prisma,
     driver,
     sql: {
-      ...mappedSql(async (text, values) => {
-        const run = (name: string | undefined) =>
-          name && isGeneric(text) ? queryGeneric(pool, name, text, values ?? []) : pool.query({ name, text, values, rowMode: 'array' });
-        try {
-          return await run(preparedName(text));
-        } catch (error) {
-          // A refused statement did nothing (in autocommit, or its transaction rolled back): prepared again under a new name, it runs once more.
-          if (!isPrepared(text) || !isStalePlan(error)) throw error;
-          log.info({ component: 'db', statement: preparedNames.get(text) }, 'a prepared statement went stale after a schema change: prepared again');
-          return run(preparedName(text, true));
-        }
-      }, onQuery),
+      ...mappedSql(
+        async (text, values) => (isGeneric(text) ? (await queryGenericEach(text, [values ?? []]))[0]! : queryPrepared(text, values)),
+        onQuery,
+        async (text, valueLists) => (isGeneric(text) ? queryGenericEach(text, valueLists) : Promise.all(valueLists.map((values) => queryPrepared(text, values)))),
+      ),
       transaction: driver.transaction,
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),

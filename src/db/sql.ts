@@ -1,6 +1,12 @@
 /** A connection, or a transaction's own: parametrized SQL, rows in the shape Prisma gives them. */
 export interface Sql {
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
+  /**
+   * The same statement once for each parameter list, each a statement of its own (its own
+   * snapshot), all in one round trip: PostgreSQL's pool, for a `preparedGeneric` text. Without it,
+   * the caller runs `query` for each list.
+   */
+  queryEach?<Row = Record<string, unknown>>(text: string, paramLists: unknown[][]): Promise<Row[][]>;
 }
 
 const preparedTexts = new Set<string>();

@@ -100,10 +100,11 @@ export const DURATION_BIN_GROWTH = 1.04;
  * search (no logarithm per row): durations are whole milliseconds, so bin h holds ⌊γ^(h−1)⌋ + 1 to
  * ⌊γ^h⌋ and bin h + 1 starts at ⌊γ^h⌋ + 1. The first start, 1, leaves durations under a
  * millisecond (0, or negative from a skewed clock) in bin −1. A duration past the last start (the
- * largest below 2^31) is in the bin after it, since γ^h there reaches 2^31.
+ * largest below 2^31) is in the bin after it, since γ^h there reaches 2^31. An IMMUTABLE function
+ * of the growth (migration 20261203190000_tool_activity_bin_starts): a constant of the view's
+ * plan, computed when it is planned, not at each view.
  */
-const BIN_STARTS = `1 || ARRAY(SELECT floor(power(${DURATION_BIN_GROWTH}::float8, h))::int + 1 FROM generate_series(0, 600) h
-    WHERE power(${DURATION_BIN_GROWTH}::float8, h) < 2147483646 ORDER BY h)`;
+const BIN_STARTS = `tool_activity_bin_starts(${DURATION_BIN_GROWTH}::float8)`;
 
 /**
  * Where buckets 1 to $4 − 1 start, to the microsecond: bucket k holds the times t with
@@ -210,8 +211,31 @@ export async function readToolActivity(sql: Sql, principal: Principal, args: Too
 
 /** The view of the owner's threads: the caller checked the access rule (readToolActivity, or a subscription's start). */
 export async function readOwnerToolActivity(sql: Sql, ownerId: string, args: ToolActivityArgs): Promise<ToolActivity> {
+  return viewOf(await sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, statementArgs(ownerId, args)), args);
+}
+
+/** One owner's view to read (the caller checked the access rule). */
+export interface OwnerActivityRead {
+  ownerId: string;
+  args: ToolActivityArgs;
+}
+
+/**
+ * Several owners' views, each its own statement (so each one read at its own `at`), sent in one
+ * round trip where the driver can (a dashboard feed's reads: src/realtime/activity-feeds.ts).
+ */
+export async function readOwnersToolActivity(sql: Sql, reads: readonly OwnerActivityRead[]): Promise<ToolActivity[]> {
+  const argLists = reads.map(({ ownerId, args }) => statementArgs(ownerId, args));
+  const results = sql.queryEach
+    ? await sql.queryEach<ViewRow>(TOOL_ACTIVITY_STATEMENT, argLists)
+    : await Promise.all(argLists.map((argList) => sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, argList)));
+  return results.map((rows, index) => viewOf(rows, reads[index]!.args));
+}
+
+const statementArgs = (ownerId: string, args: ToolActivityArgs) => [ownerId, args.windowSeconds, args.name, bucketCount(args.windowSeconds), MAX_ACTIVITY_LIST];
+
+function viewOf(rows: ViewRow[], args: ToolActivityArgs): ToolActivity {
   const count = bucketCount(args.windowSeconds);
-  const rows = await sql.query<ViewRow>(TOOL_ACTIVITY_STATEMENT, [ownerId, args.windowSeconds, args.name, count, MAX_ACTIVITY_LIST]);
   const head = rows[0]!;
   const summary = head.activitySummary!;
   const since = head.activitySince;

@@ -1,5 +1,5 @@
 import { retriedWork } from '../db/outage.js';
-import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
+import type { OwnerActivityRead, ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
 import { nextPulled, StreamInterrupted } from './change-stream.js';
 import { at } from './timers.js';
 
@@ -24,8 +24,14 @@ export const systemClock: Clock = {
   },
 };
 
-/** Reads one owner's view (src/domain/tool-activity.ts). */
-export type ReadActivity = (ownerId: string, args: ToolActivityArgs) => Promise<ToolActivity>;
+/** Reads owners' views, in the order asked (src/domain/tool-activity.ts). */
+export type ReadActivity = (reads: readonly OwnerActivityRead[]) => Promise<ToolActivity[]>;
+
+/**
+ * The most views read in one round trip. The views due together beyond it are read in several,
+ * side by side on the pool's connections.
+ */
+export const MAX_VIEWS_PER_READ = 25;
 
 export type ActivityDelivery = ToolActivity | StreamInterrupted;
 
@@ -88,16 +94,17 @@ class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
   }
 }
 
+/** Every feed's reads, as one job: an outage is a line when they start failing and one when they work again. */
+const activityReads = retriedWork('reading the tool activity', { component: 'activity' });
+
 /**
  * The subscribers of one view (owner and arguments): one read serves them all, so identical
  * subscriptions cost one read per view however many there are. A read follows a change of the
  * owner's tool audits at most MIN_VIEW_INTERVAL_MS after the previous one, and comes every
- * IDLE_VIEW_INTERVAL_MS without changes; reads never overlap.
+ * IDLE_VIEW_INTERVAL_MS without changes; reads never overlap. The read itself is `readings`'s:
+ * with the other feeds' due at the same time.
  */
-/** Every feed's reads, as one job: an outage is a line when they start failing and one when they work again. */
-const activityReads = retriedWork('reading the tool activity', { component: 'activity' });
-
-class ActivityFeed {
+class ActivityFeed implements OwnerActivityRead {
   readonly streams = new Set<ActivityStream>();
   view: ToolActivity | null = null;
   /** A change (or a new feed) the latest view does not show. */
@@ -108,8 +115,8 @@ class ActivityFeed {
 
   constructor(
     readonly ownerId: string,
-    private readonly args: ToolActivityArgs,
-    private readonly read: () => Promise<ToolActivity>,
+    readonly args: ToolActivityArgs,
+    private readonly readings: Readings,
     private readonly clock: Clock,
   ) {}
 
@@ -122,30 +129,41 @@ class ActivityFeed {
     if (this.reading || this.streams.size === 0) return;
     this.cancelTimer?.();
     const dueAtMs = this.lastReadAtMs + (this.dirty ? MIN_VIEW_INTERVAL_MS : IDLE_VIEW_INTERVAL_MS);
-    if (dueAtMs <= this.clock.now()) void this.readNow();
-    else this.cancelTimer = this.clock.at(dueAtMs, () => void this.readNow());
+    if (dueAtMs <= this.clock.now()) this.readNow();
+    else this.cancelTimer = this.clock.at(dueAtMs, () => this.readNow());
   }
 
-  private async readNow(): Promise<void> {
+  private readNow(): void {
     this.cancelTimer?.();
     this.cancelTimer = null;
     if (this.reading || this.streams.size === 0) return;
     this.reading = true;
+    this.readings.add(this);
+  }
+
+  /** Its statement is sent: what changed before is in the view. False when nobody waits for it any more. */
+  started(): boolean {
+    if (this.streams.size === 0) {
+      this.reading = false;
+      return false;
+    }
     this.dirty = false;
     this.lastReadAtMs = this.clock.now();
-    try {
-      const view = await this.read();
-      activityReads.succeeded();
-      this.view = view;
-      for (const stream of this.streams) stream.offer(view);
-    } catch (error) {
-      // The next read tries again; subscribers keep their last view meanwhile.
-      this.dirty = true;
-      activityReads.failed(error);
-    } finally {
-      this.reading = false;
-      this.schedule();
-    }
+    return true;
+  }
+
+  read(view: ToolActivity): void {
+    this.view = view;
+    for (const stream of this.streams) stream.offer(view);
+    this.reading = false;
+    this.schedule();
+  }
+
+  /** The next read tries again; subscribers keep their last view meanwhile. */
+  failed(): void {
+    this.dirty = true;
+    this.reading = false;
+    this.schedule();
   }
 
   stop(): void {
@@ -154,11 +172,63 @@ class ActivityFeed {
   }
 }
 
+type Readings = ReturnType<typeof readingsOf>;
+
+/**
+ * The feeds' reads, together: the feeds due in the same turn of the event loop (a signal names
+ * many owners, timers set by one read fire together), or while the previous reads are under way,
+ * are read in one round trip of up to MAX_VIEWS_PER_READ views. A round trip and a wake-up of the
+ * database cost the server more than a small view's rows. Feeds read together are due together
+ * next time, so under steady changes they stay together.
+ */
+function readingsOf(read: ReadActivity, counted: (views: number) => void) {
+  let due: ActivityFeed[] = [];
+  let busy = false;
+
+  async function readDue(): Promise<void> {
+    try {
+      const feeds = due.filter((feed) => feed.started());
+      due = [];
+      const batches = Array.from({ length: Math.ceil(feeds.length / MAX_VIEWS_PER_READ) }, (_, i) =>
+        feeds.slice(i * MAX_VIEWS_PER_READ, (i + 1) * MAX_VIEWS_PER_READ),
+      );
+      await Promise.all(batches.map(readBatch));
+    } finally {
+      if (due.length > 0) setImmediate(() => void readDue());
+      else busy = false;
+    }
+  }
+
+  async function readBatch(batch: ActivityFeed[]): Promise<void> {
+    counted(batch.length);
+    let views: ToolActivity[];
+    try {
+      views = await read(batch);
+      activityReads.succeeded();
+    } catch (error) {
+      activityReads.failed(error);
+      for (const feed of batch) feed.failed();
+      return;
+    }
+    batch.forEach((feed, index) => feed.read(views[index]!));
+  }
+
+  return {
+    add(feed: ActivityFeed): void {
+      due.push(feed);
+      if (busy) return;
+      busy = true;
+      setImmediate(() => void readDue());
+    },
+  };
+}
+
 /** Tool activity views for this instance's dashboard subscribers, by owner and arguments. */
 export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClock) {
   const feeds = new Map<string, ActivityFeed>();
   const byOwner = new Map<string, Set<ActivityFeed>>();
   let reads = 0;
+  const readings = readingsOf(read, (views) => (reads += views));
 
   const release = (key: string, feed: ActivityFeed, stream: ActivityStream) => {
     feed.streams.delete(stream);
@@ -179,7 +249,7 @@ export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClo
       const key = JSON.stringify([ownerId, args.windowSeconds, args.name]);
       let feed = feeds.get(key);
       if (!feed) {
-        feed = new ActivityFeed(ownerId, args, () => (reads++, read(ownerId, args)), clock);
+        feed = new ActivityFeed(ownerId, args, readings, clock);
         feeds.set(key, feed);
         byOwner.set(ownerId, (byOwner.get(ownerId) ?? new Set()).add(feed));
       }

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { CommittedChange } from '../domain/events.js';
-import type { ToolActivity, ToolActivityArgs } from '../domain/tool-activity.js';
+import type { OwnerActivityRead, ToolActivity } from '../domain/tool-activity.js';
 import { changedOwners, type ToolAuditChangeCount, type ToolAuditChangePoll } from '../domain/tool-activity-changes.js';
 import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-feeds.js';
 import { at } from './timers.js';
@@ -27,8 +27,8 @@ export const DEFAULT_MAX_PENDING_EVENTS = 256;
 export interface ChangeStore {
   changesAfter(threadId: string, after: bigint, limit: number): Promise<CommittedChange[]>;
   threadCursors(threadIds: readonly string[]): Promise<{ id: string; changeCursor: bigint }[]>;
-  /** One owner's tool activity view (dashboards); a store without it serves no dashboards. */
-  toolActivity?(ownerId: string, args: ToolActivityArgs): Promise<ToolActivity>;
+  /** Owners' tool activity views, in the order asked (dashboards); a store without it serves no dashboards. */
+  toolActivity?(reads: readonly OwnerActivityRead[]): Promise<ToolActivity[]>;
   /** The owners' tool audits changed since a poll's bound (src/domain/tool-activity-changes.ts): dashboards without Redis. */
   pollToolAuditChanges?(ownerIds: readonly string[], previousBound: Date | null): Promise<ToolAuditChangePoll>;
 }
@@ -119,7 +119,7 @@ export const POLL_GRACE_MS = ARRIVAL_WAIT_MS;
 function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAULT_MAX_PENDING_EVENTS, pollWithoutBusMs: number | null = null, clock?: Clock) {
   const feeds = new Map<string, ThreadFeed>();
   const activity = createActivityFeeds(
-    (ownerId, args) => (store.toolActivity ? store.toolActivity(ownerId, args) : Promise.reject(new Error('This store reads no tool activity'))),
+    (reads) => (store.toolActivity ? store.toolActivity(reads) : Promise.reject(new Error('This store reads no tool activity'))),
     clock,
   );
 

@@ -9,7 +9,7 @@ import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscr
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
 import type { webSocketLimits } from '../transports/ws-limits.js';
 import { bodyLimit } from './http-server.js';
-import type { GraphQLServer } from './yoga.js';
+import { compilable, type GraphQLServer } from './yoga.js';
 
 /**
  * graphql-ws on the HTTP server's GraphQL path. Every operation goes through yoga's envelop
@@ -25,7 +25,7 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
     maxPayload: bodyLimit(config),
     WebSocket: boundedWebSocket(maxUnsentBytes(config)),
   });
-  const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError);
+  const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError, compilable);
   /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
   const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();
   const served = useServer(

@@ -3,7 +3,7 @@ import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import { changesAfter, threadCursors } from '../domain/change-cursors.js';
 import { databaseIdentity } from '../domain/database-identity.js';
-import { readOwnerToolActivity } from '../domain/tool-activity.js';
+import { readOwnersToolActivity } from '../domain/tool-activity.js';
 import { pollToolAuditChanges } from '../domain/tool-activity-changes.js';
 import type { Clock } from '../realtime/activity-feeds.js';
 import { createPubSubFor } from '../realtime/pubsub.js';
@@ -30,7 +30,7 @@ export async function openStorage(
       {
         changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit),
         threadCursors: (threadIds) => threadCursors(db.sql, threadIds),
-        toolActivity: (ownerId, args) => readOwnerToolActivity(db.sql, ownerId, args),
+        toolActivity: (reads) => readOwnersToolActivity(db.sql, reads),
         pollToolAuditChanges: (ownerIds, previousBound) => pollToolAuditChanges(db.sql, ownerIds, previousBound),
       },
       { maxPendingEvents: options.maxPendingEvents, activityClock: options.activityClock },

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { getOperationAST, getVariableValues, GraphQLError, Kind, type ValidationContext } from 'graphql';
+import { getOperationAST, getVariableValues, GraphQLError, Kind, type DocumentNode, type ValidationContext } from 'graphql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -128,7 +128,7 @@ function useBodyLimit(limit: number): Plugin {
  * the group leaves errors as they are.
  */
 function useSharedSubscriptions(): Plugin {
-  const { subscribe } = sharedSubscriptions((error) => error);
+  const { subscribe } = sharedSubscriptions((error) => error, compilable);
   return {
     onSubscribe({ setSubscribeFn }) {
       setSubscribeFn(subscribe as Parameters<typeof setSubscribeFn>[0]);
@@ -155,6 +155,14 @@ function useCorrelatedMasking(): Plugin {
 }
 
 const writesCustomScalarInline = customScalarLiterals(schema);
+
+/**
+ * The documents that run compiled by graphql-jit: not those that write a custom scalar inline
+ * (inline-scalars.ts), nor those with more than one operation (a compiled operation is cached per
+ * document, whichever operationName came first).
+ */
+export const compilable = (document: DocumentNode) =>
+  !writesCustomScalarInline(document) && document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION).length === 1;
 
 /**
  * GraphQL Armor's rejections, worded as the limits they are (Armor prefixes them "Syntax Error: ")
@@ -310,18 +318,13 @@ export function createGraphQLServer(options: {
       ...(options.plugins ?? []),
       useSseEventIds(),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
-      // building are generated once per document); subscriptions keep graphql-js, whose subscribe
-      // graphql-jit does not match (arguments of a GET/SSE subscription arrive empty).
-      // Documents that write a custom scalar inline (inline-scalars.ts), and documents with more than
-      // one operation (the plugin caches one compiled operation per document, whichever
-      // operationName came first), run on graphql-js.
+      // building are generated once per document); subscriptions start on graphql-js, whose
+      // subscribe graphql-jit does not match (arguments of a GET/SSE subscription arrive empty),
+      // and execute their events compiled (src/transports/shared-subscriptions.ts).
       useGraphQlJit(
         {},
         {
-          enableIf: ({ document, operationName }) =>
-            getOperationAST(document, operationName)?.operation !== 'subscription' &&
-            !writesCustomScalarInline(document) &&
-            document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION).length === 1,
+          enableIf: ({ document, operationName }) => getOperationAST(document, operationName)?.operation !== 'subscription' && compilable(document),
         },
       ),
       // After graphql-jit: it wraps whichever executor runs the query.

@@ -3,6 +3,7 @@ import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, actors, claim, clockAt, createRun, createThread, expireLeases, must, type Actors, type WorkerSession } from '../support/lifecycle.js';
 import { eventually } from '../support/streams.js';
+import { readOwnersToolActivity } from '../../src/domain/tool-activity.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -324,6 +325,33 @@ describe(`toolActivity (${backendName})`, () => {
       const stat = view.tools.find((tool: { name: string }) => tool.name === name);
       expect([stat.completed, stat.p50DurationMs, stat.p95DurationMs, stat.maxDurationMs], name).toEqual([6, lower, upper, upper]);
     }
+  });
+
+  it("reads several owners' views in one call (the dashboards' feeds), each what the query answers for that owner and window", async () => {
+    const owners = await Promise.all(
+      [['a-1', 'a-2'], ['b-1']].map(async (names) => {
+        const who = await actors(t);
+        const session = await claim(t, who.worker, await createRun(t, who.owner, await createThread(t, who.owner)));
+        await session.declare('m1', names.map((name, i) => ({ id: `c${i}`, name })));
+        for (const [i, name] of names.entries()) {
+          must(await session.toolStarted(`c${i}`, name));
+          if (i > 0) must(await session.toolFinished(`c${i}`, { content: 'ok', status: 'success' }));
+        }
+        return who;
+      }),
+    );
+    const [a, b] = owners as [Actors, Actors];
+    const reads = [
+      { ownerId: a.ownerSub, args: { windowSeconds: 3600, name: null } },
+      { ownerId: b.ownerSub, args: { windowSeconds: 3600, name: null } },
+      { ownerId: a.ownerSub, args: { windowSeconds: 60, name: 'a-2' } },
+    ];
+    const views = await readOwnersToolActivity(t.app.db.sql, reads);
+    const queried = [await activity(a.owner), await activity(b.owner), await activity(a.owner, { windowSeconds: 60, name: 'a-2' })];
+    expect(views.map((view) => view.tools)).toEqual(queried.map((view) => view.tools));
+    expect(views.map((view) => [view.runningCount, view.buckets.length])).toEqual(queried.map((view) => [view.runningCount, view.buckets.length]));
+    expect(views.map((view) => view.running.map((audit) => audit.id))).toEqual(queried.map((view) => view.running.map((audit: { id: string }) => audit.id)));
+    for (const view of views) expect(view.since.getTime()).toBe(view.at.getTime() - (view.buckets.length === 60 ? 60_000 : 3_600_000));
   });
 
   it('refuses bad bounds with BAD_USER_INPUT', async () => {
