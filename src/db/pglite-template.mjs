@@ -6,7 +6,7 @@
 // A data directory closed cleanly, not a `dumpDataDir` tarball: a server's first run on a database
 // loaded from a dump of a running instance wrote at a third of the rate (bench run BM2).
 // Plain JavaScript (typed by pglite-template.d.mts) so that the install step runs in a bare `node`:
-// the tsx loader costs that process ~70 MB (bench/README.md, runs EM1-EM3).
+// the tsx loader cost that process 50-95 MB at its peak (bench/README.md, run EM2).
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +32,7 @@ export function copyPgliteTemplate(pgData, templateDir = pgliteTemplateDir()) {
  * PGlite's in-memory file system, written to `target` once PGlite has shut down. On it, PGlite's
  * initdb instance writes the new database straight into this instance's files; on a data
  * directory on disk, initdb writes its own files and PGlite then copies them over through a
- * tarball, which held ~190 MB more at the install step's peak (runs EM1-EM3).
+ * tarball, which held ~120 MB more at the install step's peak (run EM2).
  */
 class WrittenOnClose extends MemoryFS {
   #target;
