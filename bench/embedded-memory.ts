@@ -11,13 +11,14 @@
 // with its node flags), made once per install: its peak.
 // Linux only (/proc).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { AuditClient } from '@agent-audit/client';
+import { memory, processTree } from './lib/process-tree.js';
 import { SERVE_MALLOC_ENV } from './lib/server-process.js';
 
 const { values: flags } = parseArgs({
@@ -32,29 +33,6 @@ const { values: flags } = parseArgs({
 });
 const workers = Number(flags.workers);
 const seconds = Number(flags.seconds);
-
-/** VmRSS and VmHWM (the peak resident size so far) of a process, in MB. */
-function memory(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)![1]!);
-  return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) };
-}
-
-/** `pid` and its descendants, by their parent ids in /proc. */
-function processTree(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const name of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      const parent = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${name}/status`, 'utf8'))![1]);
-      parents.set(parent, [...(parents.get(parent) ?? []), Number(name)]);
-    } catch {
-      // Exited while listed.
-    }
-  }
-  const tree = [pid];
-  for (let index = 0; index < tree.length; index++) tree.push(...(parents.get(tree[index]!) ?? []));
-  return tree;
-}
 
 /** Samples the summed resident size of `pid`'s process tree every 50 ms until `stop` is called: its peak, in MB. */
 function sampleTree(pid: number): { stop: () => number } {
