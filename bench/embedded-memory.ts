@@ -7,16 +7,18 @@
 // tree, summed every 50 ms, beside the server's own), the resident size once it answers and has
 // settled, and the peak while W workers drive whole runs through it (claim, model call, tool, model
 // call, finish), with the lifecycle events per second they reached. First, the install step's
-// template of a new database (scripts/create-pglite-template.ts), made once per install: its peak.
+// template of a new database (the postinstall script's last command, scripts/create-pglite-template.mjs
+// with its node flags), made once per install: its peak.
 // Linux only (/proc).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { AuditClient } from '@agent-audit/client';
+import { memory, processTree } from './lib/process-tree.js';
 import { SERVE_MALLOC_ENV } from './lib/server-process.js';
 
 const { values: flags } = parseArgs({
@@ -31,29 +33,6 @@ const { values: flags } = parseArgs({
 });
 const workers = Number(flags.workers);
 const seconds = Number(flags.seconds);
-
-/** VmRSS and VmHWM (the peak resident size so far) of a process, in MB. */
-function memory(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)![1]!);
-  return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) };
-}
-
-/** `pid` and its descendants, by their parent ids in /proc. */
-function processTree(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const name of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      const parent = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${name}/status`, 'utf8'))![1]);
-      parents.set(parent, [...(parents.get(parent) ?? []), Number(name)]);
-    } catch {
-      // Exited while listed.
-    }
-  }
-  const tree = [pid];
-  for (let index = 0; index < tree.length; index++) tree.push(...(parents.get(tree[index]!) ?? []));
-  return tree;
-}
 
 /** Samples the summed resident size of `pid`'s process tree every 50 ms until `stop` is called: its peak, in MB. */
 function sampleTree(pid: number): { stop: () => number } {
@@ -72,13 +51,21 @@ function sampleTree(pid: number): { stop: () => number } {
   return { stop: () => (clearInterval(timer), sample(), peak) };
 }
 
-/** The install step's template (scripts/create-pglite-template.ts) made again into a scratch directory: its peak resident size, in MB. */
+/** The postinstall script's command that makes the install's template, as npm runs it (package.json). */
+const TEMPLATE_COMMAND: string[] = JSON.parse(readFileSync('package.json', 'utf8'))
+  .scripts.postinstall.split('&&')
+  .map((command: string) => command.trim().split(/\s+/))
+  .find((command: string[]) => command.includes('scripts/create-pglite-template.mjs'));
+
+/** The install step's template made again into a scratch directory, by the postinstall's command: its peak resident size, in MB. */
 async function templatePeak(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'audit-template-'));
   try {
-    const script = spawn(process.execPath, ['--import', 'tsx', 'scripts/create-pglite-template.ts', join(dir, 'template')], { stdio: 'ignore' });
+    const [, ...args] = TEMPLATE_COMMAND; // `node`: this one
+    const script = spawn(process.execPath, [...args, join(dir, 'template')], { stdio: ['ignore', 'ignore', 'inherit'] });
     const sampler = sampleTree(script.pid!);
-    await new Promise((resolve) => script.once('exit', resolve));
+    const code = await new Promise((resolve) => script.once('exit', resolve));
+    if (code !== 0) throw new Error(`the template step exited with ${code}`);
     return sampler.stop();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -150,6 +137,7 @@ try {
 
   console.log(`node flags: ${flags['node-flags'] || '(none)'}; allocator: ${flags['malloc-env'] || "glibc's defaults"}; W=${workers}, ${seconds} s of writes`);
   console.log(`install step's template of a new database: peak resident ${installPeak} MB (its own process, once per install)`);
+  console.log(`a new user's first start, install step's template then the server: peak ${Math.max(installPeak, firstStartTreePeak)} MB (the two run one after the other)`);
   console.log(`first start: ${startSeconds.toFixed(1)} s, peak resident ${firstStartTreePeak} MB (process tree, sampled every 50 ms; the server's own ${firstStartPeak} MB)`);
   console.log(`resident after start (settled 5 s): ${afterStart} MB`);
   console.log(`under writes: resident up to ${Math.max(underWrites, afterWrites)} MB (process peak ${peak} MB); ${Math.round(events / seconds)} lifecycle events/s`);

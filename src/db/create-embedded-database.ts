@@ -6,7 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { errorFields, log } from '../log.js';
 import { migrate } from './migrate.js';
 import { pgliteOptions, pgliteSession, serverStartParams } from './pglite-settings.js';
-import { copyPgliteTemplate } from './pglite-template.js';
+import { copyPgliteTemplate } from './pglite-template.mjs';
 
 const [dataDir, templateDir] = process.argv.slice(2);
 try {

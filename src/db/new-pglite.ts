@@ -13,7 +13,7 @@ export const isNewPgliteDataDir = (dataDir: string) => !existsSync(join(dataDir,
  * Creates and migrates a new embedded database in `dataDir`, in a process of its own (README,
  * "Memory"): PGlite keeps what a new database's creation and migrations touched (its WebAssembly
  * memory never shrinks, and the allocator keeps the rest), ~85 MB more than a later start holds,
- * and without the install's template (pglite-template.ts) its initdb runs a second instance.
+ * and without the install's template (pglite-template.mjs) its initdb runs a second instance.
  * The child's output (the migrations' log) is the server's. `templateDir`: the install's by default.
  */
 export async function createPgliteInChildProcess(dataDir: string, templateDir?: string): Promise<void> {

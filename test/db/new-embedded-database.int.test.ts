@@ -1,15 +1,16 @@
 // A new embedded database (src/db/new-pglite.ts): created in a process of its own, from the
-// install's template when there is one (src/db/pglite-template.ts), else by PGlite's initdb, then
+// install's template when there is one (src/db/pglite-template.mjs), else by PGlite's initdb, then
 // migrated; the server then opens it as any later start does.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readMigrations } from '../../src/db/migrate.js';
 import { createPgliteInChildProcess, isNewPgliteDataDir } from '../../src/db/new-pglite.js';
 import { openPglite } from '../../src/db/pglite.js';
 import { serverStartParams } from '../../src/db/pglite-settings.js';
-import { createPgliteTemplate } from '../../src/db/pglite-template.js';
+import { createPgliteTemplate } from '../../src/db/pglite-template.mjs';
 import { onPostgres } from '../support/database.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'audit-new-pglite-'));
@@ -30,7 +31,29 @@ async function describeDatabase(dataDir: string) {
   }
 }
 
+/** Every file and directory under `dir`, with each file's size. */
+function listing(dir: string): string[] {
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .sort()
+    .map((name) => {
+      const stat = statSync(join(dir, name));
+      return stat.isDirectory() ? `${name}/` : `${name} ${stat.size}`;
+    });
+}
+
 describe.skipIf(onPostgres)('a new embedded database', () => {
+  it("from the install's template holds the files PGlite writes for a new data directory on disk, with the same settings", { timeout: 120_000 }, async () => {
+    const template = await createPgliteTemplate(serverStartParams, join(scratch, 'template-files'));
+    const onDisk = join(scratch, 'pglite-on-disk');
+    await (await PGlite.create({ dataDir: onDisk, startParams: serverStartParams })).close();
+
+    expect(listing(template)).toEqual(listing(onDisk));
+    for (const file of ['PG_VERSION', 'postgresql.conf', 'postgresql.auto.conf', 'pg_hba.conf', 'pg_ident.conf']) {
+      expect(readFileSync(join(template, file), 'utf8'), file).toBe(readFileSync(join(onDisk, file), 'utf8'));
+    }
+  });
+
   it("from the install's template is the database PGlite's initdb creates, migrated, and kept across starts", { timeout: 180_000 }, async () => {
     const template = await createPgliteTemplate(serverStartParams, join(scratch, 'template'));
     const fromTemplate = join(scratch, 'from-template');

@@ -86,7 +86,7 @@ describe('the pages say what the code does', () => {
   });
 
   it("README's embedded memory settings are the server's", () => {
-    const startParams = /export const serverStartParams = \[(.*)\];/.exec(read('src/db/pglite-settings.ts'))?.[1];
+    const startParams = /export const serverStartParams = \[(.*)\];/.exec(read('src/db/pglite-start-params.mjs'))?.[1];
     expect(startParams).toContain("'shared_buffers=16MB'");
     expect(startParams).toContain("'maintenance_work_mem=16MB'");
     expect(read('README.md')).toMatch(/PGlite runs with 16 MB of shared buffers[\s\S]*`maintenance_work_mem` is 16 MB too/);

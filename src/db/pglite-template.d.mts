@@ -1,0 +1,10 @@
+// Types of pglite-template.mjs (plain JavaScript: the install step runs it without the tsx loader).
+
+/** node_modules/.cache/agent-audit-server/pglite-<version>: goes with the install it was made by. */
+export function pgliteTemplateDir(): string;
+
+/** Copies the install's new database to `pgData`; false when the install step made none (then PGlite runs initdb). */
+export function copyPgliteTemplate(pgData: string, templateDir?: string): boolean;
+
+/** Creates `templateDir` (the install's by default) unless it exists: PGlite's initdb, closed cleanly. `startParams`: the server's. Resolves to it. */
+export function createPgliteTemplate(startParams: string[], templateDir?: string): Promise<string>;

@@ -1,0 +1,77 @@
+// A new PGlite database, as PGlite's initdb creates it, kept once per install (README, "Memory").
+// PGlite creates a database with a second instance beside its own, and a copy of that instance's
+// memory to reset it between initdb's steps. A first start that copies this data directory instead
+// runs one instance, as every later start does. The install step makes it
+// (scripts/create-pglite-template.mjs), in a process of its own that then exits.
+// A data directory closed cleanly, not a `dumpDataDir` tarball: a server's first run on a database
+// loaded from a dump of a running instance wrote at a third of the rate (bench run BM2).
+// Plain JavaScript (typed by pglite-template.d.mts) so that the install step runs in a bare `node`:
+// the tsx loader cost that process 50-95 MB at its peak (bench/README.md, run EM2).
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MemoryFS, PGlite } from '@electric-sql/pglite';
+
+/** The project's node_modules, where npm installs PGlite: a data directory is in its version's format. */
+const nodeModules = fileURLToPath(new URL('../../node_modules/', import.meta.url));
+
+/** node_modules/.cache/agent-audit-server/pglite-<version>: goes with the install it was made by. */
+export function pgliteTemplateDir() {
+  const { version } = JSON.parse(readFileSync(join(nodeModules, '@electric-sql', 'pglite', 'package.json'), 'utf8'));
+  return join(nodeModules, '.cache', 'agent-audit-server', `pglite-${version}`);
+}
+
+/** Copies the install's new database to `pgData`; false when the install step made none (then PGlite runs initdb). */
+export function copyPgliteTemplate(pgData, templateDir = pgliteTemplateDir()) {
+  if (!existsSync(join(templateDir, 'PG_VERSION'))) return false;
+  cpSync(templateDir, pgData, { recursive: true });
+  return true;
+}
+
+/**
+ * PGlite's in-memory file system, written to `target` once PGlite has shut down. On it, PGlite's
+ * initdb instance writes the new database straight into this instance's files; on a data
+ * directory on disk, initdb writes its own files and PGlite then copies them over through a
+ * tarball, which held ~120 MB more at the install step's peak (run EM2).
+ */
+class WrittenOnClose extends MemoryFS {
+  #target;
+
+  constructor(target) {
+    super();
+    this.#target = target;
+  }
+
+  async closeFs() {
+    writeTree(this.pg.Module.FS, PGlite.paths.PGDATA, this.#target);
+    await super.closeFs();
+  }
+}
+
+/** Writes the Emscripten file system's tree at `from` to the directory `to`, with initdb's modes. */
+function writeTree(FS, from, to) {
+  const { mode } = FS.stat(from);
+  if (FS.isDir(mode)) {
+    mkdirSync(to);
+    for (const name of FS.readdir(from)) if (name !== '.' && name !== '..') writeTree(FS, `${from}/${name}`, join(to, name));
+  } else {
+    writeFileSync(to, FS.readFile(from));
+  }
+  chmodSync(to, mode & 0o777);
+}
+
+/**
+ * Creates `templateDir` unless it exists: PGlite's initdb, closed cleanly. Whole or not at all.
+ * `startParams`: the server's. They live in memory, not in the data directory, but the instance
+ * that closes it holds its shared buffers, and its start writes the catalogs' cache files.
+ */
+export async function createPgliteTemplate(startParams, templateDir = pgliteTemplateDir()) {
+  if (existsSync(join(templateDir, 'PG_VERSION'))) return templateDir;
+  const partial = `${templateDir}.${process.pid}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(dirname(partial), { recursive: true });
+  const pglite = await PGlite.create({ fs: new WrittenOnClose(partial), startParams });
+  await pglite.close();
+  renameSync(partial, templateDir);
+  return templateDir;
+}
