@@ -18,7 +18,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return name === 'generated' ? [] : sourceFiles(path);
-    return path.endsWith('.ts') ? [path] : [];
+    return /\.(ts|mjs)$/.test(path) ? [path] : [];
   });
 }
 
