@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { AuditApiError, AuditClient, type FetchLike } from '@agent-audit/client';
+import { AuditClient, type FetchLike } from '@agent-audit/client';
 import { fakeFetch, graphqlData, graphqlError, hang, httpStatus, networkError, unavailable, variablesOf } from './fake-fetch.js';
+import { rejectionOf } from '../support/client-errors.js';
 
 const lease = { runId: 'run-1', owner: 'worker-1', epoch: 3, expiresAt: '2030-01-01T00:00:00.000Z' };
 const toolAudit = { __typename: 'ToolAudit', id: 'audit-1', status: 'RUNNING' };
@@ -18,14 +19,6 @@ function clientWith(fetchImpl: FetchLike, maxAttempts = 4) {
 const startTool = (client: AuditClient) =>
   client.recordToolStarted({ lease, toolCallId: 'call-1', name: 'search', effectiveInput: { q: 'x' }, sequence: 7n });
 
-async function rejectionOf(promise: Promise<unknown>): Promise<AuditApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(AuditApiError);
-  return error as AuditApiError;
-}
 
 describe('AuditClient retries', () => {
   it('replays the byte-identical request after transport failures, then returns the result', async () => {

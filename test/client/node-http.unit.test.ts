@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AuditApiError, AuditClient } from '@agent-audit/client';
+import { AuditClient } from '@agent-audit/client';
+import { rejectionOf } from '../support/client-errors.js';
 
 // The client's default transport (no `fetch` given): Node's HTTP client, against a local HTTP server.
 
@@ -58,14 +59,6 @@ function clientAt(url: string, maxAttempts = 3) {
 
 const startTool = (client: AuditClient) => client.recordToolStarted({ lease, toolCallId: 'call-1', name: 'search', effectiveInput: { q: 'é ✓' }, sequence: 7n });
 
-async function rejectionOf(promise: Promise<unknown>): Promise<AuditApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(AuditApiError);
-  return error as AuditApiError;
-}
 
 describe("AuditClient's default transport (Node's HTTP client)", () => {
   it('posts the JSON request with its headers and returns the answer; later requests reuse the connection', async () => {

@@ -20,6 +20,7 @@ import { LiveConnection, firstDelivered } from './support/live.js';
 import { losingFirstResponses } from './support/lossy-fetch.js';
 import { e2eActors, serverForFile } from './support/server.js';
 import { withTimeout } from './support/wait.js';
+import { rejectionOf } from '../support/client-errors.js';
 
 const AUDIT_CHANGED = /* GraphQL */ `
   subscription ($threadId: ID!) {
@@ -116,14 +117,6 @@ function lastEventOf<T extends { id: string }>(events: T[], id: string): T | und
   return events.filter((event) => event.id === id).at(-1);
 }
 
-async function rejectionOf(promise: Promise<unknown>): Promise<AuditApiError> {
-  const error = await promise.then(
-    () => new Error('expected the call to be refused'),
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(AuditApiError);
-  return error as AuditApiError;
-}
 
 describe(`run scenarios against the server process (${backendName})`, () => {
   it('normal: model -> tool -> model, read back in sequence with the projection, events in commit order', async () => {
