@@ -17,8 +17,8 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { migrate } from '../src/db/migrate.js';
-import { newId } from '../src/domain/ids.js';
-import { stepRequest, type Lease } from './lib/server-worker.js';
+import { functionsStep } from './lib/lifecycle-calls.js';
+import type { Lease } from './lib/server-worker.js';
 import { runScript, type Step } from './lib/run-script.js';
 import { openScratchDatabase } from './lib/scratch.js';
 import { sqlOverDriver, type Sql } from './lib/sql.js';
@@ -41,25 +41,6 @@ const concurrency = Number(flags.concurrency);
 const OWNER = 'bench-owner';
 const WORKER = 'bench-worker';
 
-/** A step as the domain sends it to audit_record_events (lifecycle-events.ts SqlEvent). */
-function sqlEventOf(runId: string, lease: Lease | null, step: Step): Record<string, unknown> {
-  if (step.op === 'claimRun') return { kind: 'claimRun', runId, leaseSeconds: step.leaseSeconds, claimId: null };
-  const { lease: _lease, ...fields } = stepRequest(runId, lease, step).variables.input as Record<string, unknown>;
-  const fenced = { runId, epoch: lease!.epoch };
-  switch (step.op) {
-    case 'recordModelStarted':
-      return { kind: 'modelStarted', ...fenced, ...fields, rowId: newId() };
-    case 'recordModelFinished':
-      return { kind: 'modelFinished', ...fenced, ...fields, toolCalls: step.toolCalls.map((call) => ({ rowId: newId(), ...call })) };
-    case 'recordToolStarted':
-      return { kind: 'toolStarted', ...fenced, ...fields, rowId: newId() };
-    case 'recordToolFinished':
-      return { kind: 'toolFinished', ...fenced, ...fields };
-    case 'finishRun':
-      return { kind: 'finishRun', ...fenced, status: step.status, error: null, stateMessages: [] };
-  }
-}
-
 type Target = 'functions' | 'floor';
 
 /** Drives `runIds` (runs of one thread) through one step as one batch; returns the new leases. */
@@ -71,15 +52,7 @@ async function step(sql: Sql, target: Target, runIds: string[], leases: (Lease |
       return next;
     });
   }
-  const events = runIds.map((runId, run) => sqlEventOf(runId, leases[run]!, op));
-  const rows = await sql.query<{ result: { ok?: { run?: { lease_epoch: number } }; refused?: unknown } }>(
-    'SELECT result FROM audit_record_events($1, $2::jsonb) AS result',
-    [WORKER, JSON.stringify(events)],
-  );
-  const refused = rows.find((row) => row.result.refused);
-  if (refused) throw new Error(`${op.op} refused: ${JSON.stringify(refused.result.refused)}`);
-  if (op.op === 'claimRun') return rows.map((row, run) => ({ runId: runIds[run]!, epoch: Number(row.result.ok!.run!.lease_epoch) }));
-  return op.op === 'finishRun' ? runIds.map(() => null) : leases;
+  return functionsStep(sql, WORKER, runIds, leases, op);
 }
 
 /** A thread of `runsAtOnce` new runs. */
