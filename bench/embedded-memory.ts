@@ -7,8 +7,8 @@
 // tree, summed every 50 ms, beside the server's own), the resident size once it answers and has
 // settled, and the peak while W workers drive whole runs through it (claim, model call, tool, model
 // call, finish), with the lifecycle events per second they reached. First, the install step's
-// template of a new database (the postinstall script's last command, scripts/create-pglite-template.mjs
-// with its node flags), made once per install: its peak.
+// template of a new database (scripts/pglite-template.sh, the postinstall script's last command),
+// made once per install: its peak.
 // Linux only (/proc).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,9 +25,9 @@ const { values: flags } = parseArgs({
   options: {
     workers: { type: 'string', default: '8' },
     seconds: { type: 'string', default: '20' },
-    // The serve script's node flags (package.json), so a run can compare others.
-    'node-flags': { type: 'string', default: /node (.*?) --import tsx/.exec(JSON.parse(readFileSync('package.json', 'utf8')).scripts.serve)![1]! },
-    // The serve script's allocator settings (package.json), so a run can compare others.
+    // The serve script's node flags (scripts/serve.sh), so a run can compare others.
+    'node-flags': { type: 'string', default: /node (.*?) --import tsx/.exec(readFileSync('scripts/serve.sh', 'utf8'))![1]! },
+    // The serve script's allocator settings (scripts/serve.sh), so a run can compare others.
     'malloc-env': { type: 'string', default: Object.entries(SERVE_MALLOC_ENV).map(([name, value]) => `${name}=${value}`).join(' ') },
   },
 });
@@ -51,18 +51,11 @@ function sampleTree(pid: number): { stop: () => number } {
   return { stop: () => (clearInterval(timer), sample(), peak) };
 }
 
-/** The postinstall script's command that makes the install's template, as npm runs it (package.json). */
-const TEMPLATE_COMMAND: string[] = JSON.parse(readFileSync('package.json', 'utf8'))
-  .scripts.postinstall.split('&&')
-  .map((command: string) => command.trim().split(/\s+/))
-  .find((command: string[]) => command.includes('scripts/create-pglite-template.mjs'));
-
-/** The install step's template made again into a scratch directory, by the postinstall's command: its peak resident size, in MB. */
+/** The install step's template made again into a scratch directory, by its script: its peak resident size, in MB. */
 async function templatePeak(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'audit-template-'));
   try {
-    const [, ...args] = TEMPLATE_COMMAND; // `node`: this one
-    const script = spawn(process.execPath, [...args, join(dir, 'template')], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const script = spawn('sh', ['scripts/pglite-template.sh', join(dir, 'template')], { stdio: ['ignore', 'ignore', 'inherit'] });
     const sampler = sampleTree(script.pid!);
     const code = await new Promise((resolve) => script.once('exit', resolve));
     if (code !== 0) throw new Error(`the template step exited with ${code}`);

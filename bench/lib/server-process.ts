@@ -8,8 +8,8 @@ import type { PoolUse } from './pool-meter.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PROBE = fileURLToPath(new URL('./server-probe.ts', import.meta.url));
-/** The V8 flags `npm run serve` gives the server (package.json), so the bench measures that server. */
-const SERVE_SCRIPT: string = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).scripts.serve;
+/** The V8 flags `npm run serve` gives the server (scripts/serve.sh), so the bench measures that server. */
+const SERVE_SCRIPT = readFileSync(`${ROOT}scripts/serve.sh`, 'utf8');
 export const SERVE_FLAGS: string[] = SERVE_SCRIPT.match(/--max-[a-z-]+=\d+/g) ?? [];
 /** The allocator's settings `npm run serve` gives the server (glibc reads them at start: MALLOC_TRIM_THRESHOLD_). */
 export const SERVE_MALLOC_ENV: Record<string, string> = Object.fromEntries([...SERVE_SCRIPT.matchAll(/\b(MALLOC_\w+)=(\S+)/g)].map(([, name, value]) => [name!, value!]));
