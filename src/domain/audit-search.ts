@@ -77,28 +77,24 @@ export const FILTER_WALK_BUDGET = 10_000;
 /**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
- * superadmin-on-own-thread data). One statement, so one snapshot, in up to three steps:
+ * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
  *
- * 0. Across threads, the owner's matches below `after` found through the search index (the
- *    text, and the name, which an exact name match implies), read lazily: when there are at most
- *    `first + 1` of them, they are the answer, and a rare text or name is found after reading its
- *    few matches only. (Within a thread, the matches are those of the thread: the index holds
- *    the thread and the owner beside the trigrams, so a probe reads their matches only, however
- *    many other threads or owners hold the text.)
- * 1. Else, walk the newest `SEARCH_WALK_BUDGET` audits below `after` of the thread, or of the
- *    owner (every audit carries its thread's owner: migration 20261204000000_audit_owner), one
- *    index probe each (walkNewestFirst, whatever the statistics say), testing each, and stop at
- *    `first + 1` hits: a text or name most audits hold is found here, after reading a few
- *    hundred rows.
- * 2. Only when the walk read its whole budget without filling the page: the rest of step 0's
- *    matches, of which those older than the last audit walked are sorted and the newest
- *    `first + 1` kept: a text of which the caller's newest audits hold few is found here, after
- *    reading the caller's matches. (The matches are gathered whole, and only then kept below the
- *    walk: given that as a condition it could use, the planner reads every audit below the walk
- *    on the primary key instead of the index.)
+ * 1. Walk the newest `SEARCH_WALK_BUDGET` audits below `after` of the thread when one is given,
+ *    else of the owner (every audit carries its thread's owner: migration
+ *    20261204000000_audit_owner), one index probe each (walkNewestFirst, whatever the statistics say), testing each,
+ *    and stop at `first + 1` hits: a text or name most audits hold is found here, after reading
+ *    a few hundred rows.
+ * 2. Only when the walk read its whole budget without filling the page: the matches found
+ *    through the search index (the text, and the name, which an exact name match implies) in the
+ *    thread, else the owner's (the index holds the thread and the owner beside the trigrams, so a
+ *    probe reads their matches only, however many other threads or owners hold the text); of
+ *    which those older than the last audit walked are sorted and the newest `first + 1` kept. A
+ *    rare text or name is found here, after reading its few matches, and a common one of which
+ *    the caller owns few after reading the caller's. (The matches are
+ *    gathered whole first, and only then kept below the walk: given that as a condition it could
+ *    use, the planner reads every audit below the walk on the primary key instead of the index.)
  *
- * Steps 1 and 2 cover disjoint id ranges, and step 0 answers alone, so each hit is found once
- * and the order is the ids'.
+ * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
  * What stays slow is a text search that matches few audits but that the index cannot narrow: a
  * text whose every trigram is common (bench/README.md, search). A search without text takes
  * filterSearch's path instead.
@@ -152,27 +148,22 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const textAt = param(text);
-  // Step 0 across threads only: in a thread, the walk ends at the thread's first audit, and the
-  // index's probe cost more than the walk it saved (bench/README.md, MT3).
-  const fewMatches = threadId === null ? `(SELECT count(*) <= ${limit} FROM (SELECT 1 FROM matches LIMIT ${limit} + 1) x)` : 'false';
-  const few = `(SELECT few FROM few_matches)`;
-  const walkFellShort = `(SELECT CASE WHEN ${few} THEN false WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
+  const walkFellShort = `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
   const belowWalk = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
+  // Below the walk: the index's matches in the thread, or the owner's (still live).
+  const olderHits = `older_hits AS MATERIALIZED (
+       SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
+     )`;
   // Across threads the walk goes back on `(owner_id, id)`.
   const walkRange = threadId === null ? [`m.owner_id = ${owner}`, ...range] : range;
   const rows = await sql.query<AuditHit>(
-    `WITH RECURSIVE matches AS MATERIALIZED (
-       SELECT m.id FROM message m WHERE ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
-     ), few_matches AS MATERIALIZED (
-       SELECT ${fewMatches} AS few
-     ), ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget)}, walked AS (
+    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget)}, walked AS (
        SELECT m.id, ${hit} AS hit FROM walk m
      ), walk_hits AS (
-       SELECT id FROM walked WHERE NOT ${few} AND hit LIMIT ${limit}
-     ), hits AS (
-       SELECT id FROM matches WHERE ${few}
-       UNION ALL SELECT id FROM walk_hits
-       UNION ALL (SELECT m.id FROM matches m WHERE ${walkFellShort} AND m.id < ${belowWalk} ORDER BY m.id DESC LIMIT ${limit})
+       SELECT id FROM walked WHERE hit LIMIT ${limit}
+     ), ${olderHits}, hits AS (
+       SELECT id FROM walk_hits
+       UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < ${belowWalk} ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
        CASE WHEN s.at > 0 THEN
