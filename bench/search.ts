@@ -1,8 +1,12 @@
-// npx tsx bench/search.ts [--parts search,write] [--sizes 50000,500000] [--iterations 15]
-//   [--workers 1,8] [--rounds 4] [--seconds 24] [--without index,sizes]; DATABASE_URL=<admin URL> for PostgreSQL, else PGlite
+// npx tsx bench/search.ts [--parts search,write] [--sizes 50000,500000] [--others 0] [--compare <module>]
+//   [--iterations 15] [--workers 1,8] [--rounds 4] [--seconds 24] [--without index,sizes];
+//   DATABASE_URL=<admin URL> for PostgreSQL, else PGlite
 //
 // search: searchAudits (src/domain/audit-search.ts) as the server runs it, on 50 k and 500 k audits
-// (bench/lib/bulk-seed.ts: 4 audits a run, 1,000 threads of one owner), one row per kind of search.
+// (bench/lib/bulk-seed.ts: 4 audits a run, 1,000 threads of one owner), one row per kind of search;
+// with --others N, N other owners hold as many audits each, of the same texts, for each size
+// (a search must not grow with them). --compare: another module's searchAudits measured beside,
+// on the same database (e.g. an earlier commit's src/domain/audit-search.ts copied next to it).
 // Floor, measured in the same run: reading the search's answer (its first + 1 hits, found
 // beforehand) by primary key with their thread titles, the least any search must do. EXPLAIN=1
 // prints each search's plan.
@@ -27,11 +31,17 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string' },
     seconds: { type: 'string' },
     without: { type: 'string' },
+    others: { type: 'string' },
+    compare: { type: 'string' },
   },
 });
 const parts = (flags.parts ?? 'search,write').split(',');
 const sizes = (flags.sizes ?? '50000,500000').split(',').map(Number);
 const iterations = Number(flags.iterations ?? 15);
+const othersList = (flags.others ?? '0').split(',').map(Number);
+const compared: typeof searchAudits | null = flags.compare
+  ? ((await import(new URL(flags.compare, `file://${process.cwd()}/`).href)) as { searchAudits: typeof searchAudits }).searchAudits
+  : null;
 const OWNER = 'bench-search-owner';
 const THREADS = 1000;
 const principal = { sub: OWNER, role: 'superadmin' as const };
@@ -75,12 +85,17 @@ for (const without of parts.includes('write') ? ((flags.without ?? 'index') as s
 }
 
 const rows: (string | number | null)[][] = [];
-for (const size of parts.includes('search') ? sizes : []) {
+for (const [size, others] of parts.includes('search') ? sizes.flatMap((size) => othersList.map((others) => [size, others] as const)) : []) {
   const backend = await openBackend();
   try {
     const seedStart = performance.now();
-    await backend.beforeServer((sql) => bulkSeed(sql, { ownerSub: OWNER, threads: THREADS, auditsPerThread: Math.ceil(size / THREADS), title: 'bench' }));
-    log(`seeded ${size} audits in ${Math.round((performance.now() - seedStart) / 1000)} s`);
+    await backend.beforeServer(async (sql) => {
+      for (let other = 0; other < others; other++) {
+        await bulkSeed(sql, { ownerSub: `bench-search-other-${other}`, threads: THREADS, auditsPerThread: Math.ceil(size / THREADS), title: 'other' });
+      }
+      await bulkSeed(sql, { ownerSub: OWNER, threads: THREADS, auditsPerThread: Math.ceil(size / THREADS), title: 'bench' });
+    });
+    log(`seeded ${size} audits (and ${others} other owners' as many) in ${Math.round((performance.now() - seedStart) / 1000)} s`);
     const db = await openDatabase(backend.kind === 'postgres' ? { url: backend.serverEnv.DATABASE_URL } : { dataDir: backend.serverEnv.DATA_DIR });
     try {
       const [thread] = await db.driver.query<{ id: string }>('SELECT id FROM thread WHERE owner_id = $1 ORDER BY id LIMIT 1', [OWNER]);
@@ -132,8 +147,10 @@ for (const size of parts.includes('search') ? sizes : []) {
           db.sql.query(`SELECT ${columns}, t.title FROM message m JOIN thread t ON t.id = m.thread_id WHERE m.id = ANY($1::uuid[]) ORDER BY m.id DESC`, [ids]);
         const searched = await p50(() => searchAudits(db.sql, principal, { first: FIRST, ...search }));
         const floored = await p50(floor);
-        rows.push([size, label, ids.length > FIRST ? `${FIRST}+` : ids.length, round(searched), round(floored), round(searched / floored, 1)]);
-        log(`  ${label}: ${round(searched)} ms (floor ${round(floored)} ms)`);
+        const other = compared === null ? null : await p50(() => compared(db.sql, principal, { first: FIRST, ...search }));
+        rows.push([size, others, label, ids.length > FIRST ? `${FIRST}+` : ids.length, round(searched), round(floored), round(searched / floored, 1),
+          ...(other === null ? [] : [round(other), round(searched / other, 2)])]);
+        log(`  ${label}: ${round(searched)} ms (floor ${round(floored)} ms${other === null ? '' : `, compared ${round(other)} ms`})`);
       }
     } finally {
       await db.close();
@@ -141,6 +158,6 @@ for (const size of parts.includes('search') ? sizes : []) {
   } finally {
     await backend.close();
   }
-  log(table(['audits', 'search (first = 50)', 'hits', 'p50 ms', 'floor p50 ms', 'ratio'], rows));
+  log(table(['audits', 'other owners ×', 'search (first = 50)', 'hits', 'p50 ms', 'floor p50 ms', 'ratio', ...(compared === null ? [] : ['compared p50 ms', 'ratio to compared'])], rows));
   log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 }

@@ -29,10 +29,12 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
   const at = (ms: number) => `(now() - interval '30 days' + r * interval '10 seconds' + interval '${ms} milliseconds')`;
   const ns = (ms: number) => `${ms}::bigint * 1000000`;
   const clock = `'bench-clock-' || ${uuid('r', 't', 'r')}`;
+  // What the audit-owner trigger (20261204000000_audit_owner) sets, which replica mode skips.
+  const owner = `'${options.ownerSub.replaceAll("'", "''")}'`;
   const message = (kind: string, role: string, type: string, operation: string, name: string, sequence: number, start: number, end: number, offset: number, input: string, output: string, usage: string, toolCallRow: string) =>
     `SELECT ${uuid(kind, 't', 'r')}, ${uuid('t', 't')}, ${uuid('r', 't', 'r')}, '${role}'::"MessageRole", '${type}'::"MessageType", '${operation}', '${name}',
        'COMPLETED'::"AuditStatus", ${input}, ${output}, ${usage}, ${sequence}, ${sequence + 1}, ${at(start)}, ${at(end)}, ${end - start},
-       ${clock}, ${ns(start)}, ${clock}, ${ns(end)}, ${toolCallRow}, ${at(start)}, ${cursor(offset)}, ${at(end)}`;
+       ${clock}, ${ns(start)}, ${clock}, ${ns(end)}, ${toolCallRow}, ${at(start)}, ${cursor(offset)}, ${at(end)}, ${owner}`;
   const question = `jsonb_build_object('messages', jsonb_build_array(jsonb_build_object('role', 'user', 'content', 'Question ' || r || ': what changed in the quarterly numbers?')))`;
   const usage = `'{"input_tokens": 412, "output_tokens": 57}'::jsonb`;
   const args = `jsonb_build_object('query', 'quarterly revenue by region ' || r)`;
@@ -47,7 +49,7 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
 
   async function seedBatch(sql: SqlSession, from: number, to: number) {
     // The rows reference each other correctly by construction: skip the foreign keys' per-row
-    // triggers (a scratch database, and the bench's own session only).
+    // triggers, and so every trigger (a scratch database, and the bench's own session only).
     await sql.query(`SET LOCAL session_replication_role = replica`);
     const series = `generate_series(0, ${options.threads - 1}) t, generate_series(${from}, ${to}) r`;
     await sql.query(
@@ -60,7 +62,7 @@ export async function bulkSeed(sql: Sql, options: { ownerSub: string; threads: n
       sql.query(
         `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, output, usage, sequence,
            finished_sequence, started_at, finished_at, duration_ms, start_clock_id, start_clock_nanos, end_clock_id, end_clock_nanos,
-           tool_call_row_id, created_at, change_cursor, changed_at)
+           tool_call_row_id, created_at, change_cursor, changed_at, owner_id)
          ${selects.map((select) => `${select} FROM ${series}`).join(' UNION ALL ')}`,
       );
     await messages([

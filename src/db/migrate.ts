@@ -31,15 +31,25 @@ export const ONLINE_MARK = '-- migrate: no-transaction';
 
 export const isOnline = (migration: Pick<Migration, 'sql'>) => migration.sql.split('\n', 1)[0]!.trim() === ONLINE_MARK;
 
-/** An online migration's statements: comment lines dropped, split at each `;` that ends a line. */
+/**
+ * An online migration's statements: comment lines dropped, split at each `;` that ends a line
+ * outside a `$$ … $$` body (a function's or a DO block's statements end lines with `;` too).
+ */
 export function onlineStatements(sql: string): string[] {
-  return sql
-    .split('\n')
-    .filter((line) => !line.trimStart().startsWith('--'))
-    .join('\n')
-    .split(/;[ \t]*(?:\n|$)/)
-    .map((statement) => statement.trim())
-    .filter((statement) => statement !== '');
+  const statements: string[] = [];
+  let statement: string[] = [];
+  let inBody = false;
+  for (const line of sql.split('\n')) {
+    if (!inBody && line.trimStart().startsWith('--')) continue;
+    statement.push(line);
+    if ((line.split('$$').length - 1) % 2 === 1) inBody = !inBody;
+    if (!inBody && /;[ \t]*$/.test(line)) {
+      statements.push(statement.join('\n').replace(/;[ \t]*$/, ''));
+      statement = [];
+    }
+  }
+  statements.push(statement.join('\n'));
+  return statements.map((text) => text.trim()).filter((text) => text !== '');
 }
 
 /** The index a `CREATE [UNIQUE] INDEX CONCURRENTLY [IF NOT EXISTS] "name"` statement builds. */

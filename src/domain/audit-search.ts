@@ -23,20 +23,20 @@ const INDEXABLE = /[\p{L}\p{N}]{3}/u;
 /**
  * What a search matches against: the audit's name (tool or model) and the JSON text of its input,
  * output and error. It must stay identical to the expression of the search index, the thread and
- * this text's trigrams (prisma/migrations/20261203120100_audit_search_by_thread), or the planner
+ * this text's trigrams (prisma/migrations/20261204000100_audit_search_by_owner), or the planner
  * cannot use that index.
  */
 export const AUDIT_SEARCH_TEXT = `(coalesce(m.name, '') || ' ' || coalesce(m.input::text, '') || ' ' || coalesce(m.output::text, '') || ' ' || coalesce(m.error::text, ''))`;
 
 /**
- * The probe of the search index (migration 20261203120100_audit_search_by_thread): the audits as
- * `<> 'chat'` and the thread as text, as the index holds them. Conditions no other index serves:
+ * The probe of the search index (migration 20261204000100_audit_search_by_owner): the audits as
+ * `<> 'chat'`, the thread as text and the owner, as the index holds them. Conditions no other index serves:
  * on a table never analysed, the planner took `message_type IN ('model_audit', 'tool_audit')` to
  * hold one row in a hundred and read every audit through another audit index, and a thread to
  * hold a handful of audits and read all of the thread's through one of its btree indexes, instead
  * of the search index (bench/README.md, G).
  */
-export const AUDIT_SEARCH_PROBE = { audits: `m.message_type <> 'chat'`, thread: `(m.thread_id::text)` };
+export const AUDIT_SEARCH_PROBE = { audits: `m.message_type <> 'chat'`, thread: `(m.thread_id::text)`, owner: `m.owner_id` };
 
 export interface AuditSearch {
   /** A substring (any case) of the name, input, output or error. */
@@ -75,37 +75,28 @@ export const SEARCH_WALK_BUDGET = 500;
 export const FILTER_WALK_BUDGET = 10_000;
 
 /**
- * Across threads, below the walk: up to this many matches of every owner are read (each rechecked,
- * its payloads read) and the caller's kept; a text with more, each of the caller's threads is
- * probed instead, whose cost grows with the caller's threads' audits rather than the text's
- * matches (bench/README.md, growth, XS).
- */
-export const SEARCH_SHARED_MATCHES = 500;
-
-/**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
  *
- * 1. Walk the newest `SEARCH_WALK_BUDGET` audits below `after` (within the thread when one is
- *    given) one index probe each (walkNewestFirst, whatever the statistics say), testing each,
+ * 1. Walk the newest `SEARCH_WALK_BUDGET` audits below `after` of the thread when one is given,
+ *    else of the owner (every audit carries its thread's owner: migration
+ *    20261204000000_audit_owner), one index probe each (walkNewestFirst, whatever the statistics say), testing each,
  *    and stop at `first + 1` hits: a text or name most audits hold is found here, after reading
  *    a few hundred rows.
  * 2. Only when the walk read its whole budget without filling the page: the matches found
  *    through the search index (the text, and the name, which an exact name match implies) in the
- *    thread; across threads, every owner's when they are at most SEARCH_SHARED_MATCHES, else
- *    those of each of the owner's threads in turn (the index holds the thread beside the
- *    trigrams, so a probe reads that thread's matches only, however many other threads or owners
- *    hold the text); of which those older than the last audit walked are sorted and the newest
- *    `first + 1` kept. A rare text or name is found here, after reading its few matches, and a
- *    common one of which the caller owns few after reading the caller's. (The matches are
+ *    thread, else the owner's (the index holds the thread and the owner beside the trigrams, so a
+ *    probe reads their matches only, however many other threads or owners hold the text); of
+ *    which those older than the last audit walked are sorted and the newest `first + 1` kept. A
+ *    rare text or name is found here, after reading its few matches, and a common one of which
+ *    the caller owns few after reading the caller's. (The matches are
  *    gathered whole first, and only then kept below the walk: given that as a condition it could
  *    use, the planner reads every audit below the walk on the primary key instead of the index.)
  *
  * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
  * What stays slow is a text search that matches few audits but that the index cannot narrow: a
- * text whose every trigram is common (bench/README.md, search); across threads, one probe per
- * thread of the owner, so an owner of thousands of threads pays for each. A search without text takes
+ * text whose every trigram is common (bench/README.md, search). A search without text takes
  * filterSearch's path instead.
  */
 export async function searchAudits(sql: Sql, principal: Principal, search: AuditSearch): Promise<{ items: AuditHit[]; hasMore: boolean }> {
@@ -137,13 +128,13 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (below !== null) range.push(below);
   if (text === null) return filterSearch(sql, principal.sub, threadId, { ...search, name, first }, range, params);
   // The same bounds for the probe of the search index, as that index holds them.
+  const owner = threadId === null ? param(principal.sub) : null;
   const probeRange = [AUDIT_SEARCH_PROBE.audits];
-  if (threadId !== null) probeRange.push(`${AUDIT_SEARCH_PROBE.thread} = ${param(threadId)}`);
+  probeRange.push(threadId !== null ? `${AUDIT_SEARCH_PROBE.thread} = ${param(threadId)}` : `${AUDIT_SEARCH_PROBE.owner} = ${owner}`);
   if (below !== null) probeRange.push(below);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
-  // Across threads, the owner's test comes first; the probe goes through the owner's threads and skips it.
-  const owner = threadId === null ? param(principal.sub) : null;
-  const ownerTest = owner === null ? null : `EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL)`;
+  // Across threads, that its thread is not deleted (within one, checked above).
+  const liveTest = owner === null ? null : `EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.deleted_at IS NULL)`;
   const filters: string[] = [];
   if (name !== null) filters.push(`m.name = ${param(name)}`);
   if (search.status != null) filters.push(`m.status = ${param(search.status)}::"AuditStatus"`);
@@ -151,7 +142,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const indexed = [text, name].filter((term): term is string => term !== null && term.length >= MIN_SEARCH_TEXT);
   const textTests = indexed.map((term) => `${AUDIT_SEARCH_TEXT} ILIKE ${param(`%${escapeLike(term)}%`)}`);
   // The name's substring test is implied by `m.name = …`: the walk skips it, the index uses it.
-  const walkTests = [...(ownerTest === null ? [] : [ownerTest]), ...filters, ...(text !== null ? [textTests[0]!] : [])];
+  const walkTests = [...(liveTest === null ? [] : [liveTest]), ...filters, ...(text !== null ? [textTests[0]!] : [])];
   const budget = SEARCH_WALK_BUDGET;
   const limit = param(first + 1);
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
@@ -159,32 +150,12 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const textAt = param(text);
   const walkFellShort = `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
   const belowWalk = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
-  // Below the walk, within a thread: the index's matches in it. Across threads, whichever reads
-  // less: every owner's matches when there are few (read lazily: at most SEARCH_SHARED_MATCHES + 1
-  // of them to know), else each of the owner's threads' matches (the thread as the index holds
-  // it, so that the probe starts from the thread's entries), newest first. OFFSET 0 keeps that
-  // probe whole: given `m.id < …` (which implies `after`) and the order, the planner would walk
-  // the primary key instead (see above).
-  const olderHits =
-    threadId !== null
-      ? `older_hits AS MATERIALIZED (SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...filters, ...textTests].join(' AND ')})`
-      : `shared_matches AS MATERIALIZED (
-           SELECT m.id, m.thread_id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...filters, ...textTests].join(' AND ')}
-         ), few_shared AS (
-           SELECT count(*) <= ${SEARCH_SHARED_MATCHES} AS few FROM (SELECT 1 FROM shared_matches LIMIT ${SEARCH_SHARED_MATCHES + 1}) x
-         ), older_hits AS MATERIALIZED (
-           SELECT m.id FROM shared_matches m WHERE (SELECT few FROM few_shared) AND ${ownerTest}
-           UNION ALL
-           SELECT h.id FROM thread t CROSS JOIN LATERAL (
-             SELECT p.id FROM (
-               SELECT m.id FROM message m
-               WHERE ${[`${AUDIT_SEARCH_PROBE.thread} = t.id::text`, AUDIT_SEARCH_PROBE.audits, ...filters, ...textTests].join(' AND ')} OFFSET 0
-             ) p WHERE p.id < ${belowWalk} ORDER BY p.id DESC LIMIT ${limit}) h
-           WHERE ${walkFellShort} AND NOT (SELECT few FROM few_shared) AND t.owner_id = ${owner} AND t.deleted_at IS NULL
-         )`;
-  // Across threads the walk goes back on the primary key: with the audit indexes' `IN`, a table
-  // never analysed had each of its steps read every audit through `(status, id)` and sort them.
-  const walkRange = threadId === null ? [AUDIT_SEARCH_PROBE.audits, ...range.slice(1)] : range;
+  // Below the walk: the index's matches in the thread, or the owner's (still live).
+  const olderHits = `older_hits AS MATERIALIZED (
+       SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
+     )`;
+  // Across threads the walk goes back on `(owner_id, id)`.
+  const walkRange = threadId === null ? [`m.owner_id = ${owner}`, ...range] : range;
   const rows = await sql.query<AuditHit>(
     `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget)}, walked AS (
        SELECT m.id, ${hit} AS hit FROM walk m
@@ -204,7 +175,6 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
        SELECT x.searched, x.at, greatest(1, x.at - ${SNIPPET_LEAD}) AS start
        FROM (SELECT ${AUDIT_SEARCH_TEXT} AS searched, strpos(lower(${AUDIT_SEARCH_TEXT}), lower(${textAt})) AS at) x
      ) s
-     WHERE t.deleted_at IS NULL
      ORDER BY m.id DESC LIMIT ${limit}`,
     params,
   );

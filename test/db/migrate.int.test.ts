@@ -144,11 +144,43 @@ describe(`online migrations (${backendName})`, () => {
     });
   });
 
+  it('an upgrade gives the audits already written their thread\'s owner, and those written after it too (20261204000000_audit_owner)', async () => {
+    await onScratch(async (db) => {
+      const migrations = readMigrations();
+      const upgrade = migrations.findIndex((migration) => migration.name === '20261204000000_audit_owner');
+      await migrate(db.driver, migrations.slice(0, upgrade), { log: () => {} });
+      const audit = (type: string, k: number) =>
+        `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, sequence, status)
+         SELECT gen_random_uuid(), r.thread_id, r.id, 'ASSISTANT', '${type}', '${type}-' || t.title || '-${k}', ${k}, 'COMPLETED' FROM run r JOIN thread t ON t.id = r.thread_id`;
+      await db.driver.exec(`
+        INSERT INTO thread (id, owner_id, title) SELECT gen_random_uuid(), 'owner-' || t, t::text FROM generate_series(1, 3) t;
+        INSERT INTO run (id, thread_id, status, lease_epoch) SELECT gen_random_uuid(), id, 'COMPLETED', 1 FROM thread;
+        ${audit('model_audit', 1)}; ${audit('tool_audit', 2)};
+        INSERT INTO message (id, thread_id, role, content) SELECT gen_random_uuid(), id, 'USER', '"hi"' FROM thread;`);
+      await migrate(db.driver, migrations, { log: () => {} });
+      await db.driver.exec(`${audit('model_audit', 3)}; ${audit('tool_audit', 4)}`);
+      const owners = await db.driver.query<{ type: string; owned: boolean; n: number }>(
+        `SELECT m.message_type::text AS type, m.owner_id IS NOT DISTINCT FROM t.owner_id AS owned, count(*)::int AS n
+         FROM message m JOIN thread t ON t.id = m.thread_id GROUP BY 1, 2 ORDER BY 1, 2`,
+      );
+      expect(owners).toEqual([
+        { type: 'chat', owned: false, n: 3 },
+        { type: 'model_audit', owned: true, n: 6 },
+        { type: 'tool_audit', owned: true, n: 6 },
+      ]);
+    });
+  });
+
   it('splits a script at each semicolon that ends a line, without its comment lines', () => {
     expect(onlineStatements(`${ONLINE_MARK}\n-- why\nCREATE INDEX CONCURRENTLY a ON t (x);\n\nCREATE INDEX CONCURRENTLY b\n  ON t (y) WHERE y > 0;`)).toEqual([
       'CREATE INDEX CONCURRENTLY a ON t (x)',
       'CREATE INDEX CONCURRENTLY b\n  ON t (y) WHERE y > 0',
     ]);
     expect(readMigrations().filter(isOnline).map((migration) => migration.name)).toContain('20261202100000_flat_read_indexes');
+  });
+
+  it('keeps a $$ body whole: its lines end with a semicolon too', () => {
+    const body = 'DO $$\nBEGIN\n  -- kept\n  PERFORM 1;\n  COMMIT;\nEND $$';
+    expect(onlineStatements(`${ONLINE_MARK}\n${body};\nSELECT 2;`)).toEqual([body, 'SELECT 2']);
   });
 });

@@ -78,6 +78,7 @@ describe(`migrated database vs Prisma datamodel (${backendName})`, () => {
     expect(actual).toEqual(expected);
   });
 
+  // Indexes over expressions (the trigram search index) are beyond what Prisma can describe.
   it.each(models.map(([name]) => name))('%s: primary key, unique keys and indexes', async (model) => {
     const indexes = await query<{ columns: string; is_unique: boolean; is_primary: boolean }>(
       `SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns, i.indisunique AS is_unique, i.indisprimary AS is_primary
@@ -86,7 +87,7 @@ describe(`migrated database vs Prisma datamodel (${backendName})`, () => {
        JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
        CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
-       WHERE c.relname = '${tableOf(model)}'
+       WHERE c.relname = '${tableOf(model)}' AND i.indexprs IS NULL
        GROUP BY i.indexrelid, i.indisunique, i.indisprimary`,
     );
     const describe = (kind: string, fields: readonly string[]) => `${kind}(${fields.map((f) => columnOf(model, f)).join(',')})`;

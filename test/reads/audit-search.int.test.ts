@@ -150,7 +150,7 @@ describe(`searchAudits (${backendName})`, () => {
       `EXPLAIN SELECT m.id FROM message m WHERE ${AUDIT_SEARCH_PROBE.audits} AND ${AUDIT_SEARCH_TEXT} ILIKE $1`,
       ['%issuer declined%'],
     );
-    expect(rows.map((row) => Object.values(row)[0]).join('\n')).toContain('message_audit_search_thread_idx');
+    expect(rows.map((row) => Object.values(row)[0]).join('\n')).toContain('message_audit_search_owner_idx');
     expect((await search(who.owner, { text: 'issuer declined' })).items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
   });
 });

@@ -94,7 +94,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
       expect(found.items.map((hit) => hit.input)).toEqual([{ note: 'a rare needle 4711' }]);
       // The walk's SEARCH_WALK_BUDGET audits, each one probe of (thread_id, id); then the index's
       // matches in the thread alone (the other threads' 2,000 matches stay in the index).
-      expect(touched.get('message_audit_search_thread_idx')).toBeLessThan(NEWER_THREADS);
+      expect(touched.get('message_audit_search_owner_idx')).toBeLessThan(NEWER_THREADS);
       expect(readAtLeast(touched, SEARCH_WALK_BUDGET + 100)).toEqual([]);
     });
   };
