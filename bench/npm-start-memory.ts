@@ -2,8 +2,8 @@
 //
 // `npm start` as a new user's first start, npm's own processes included (issue 45: the first
 // start's peak, install step included): the resident size of its whole process tree, summed
-// every 20 ms until the server answers; the peak, the processes at the peak, and the peak while
-// the server ran. <checkout> is a scratch clone whose dependencies are already downloaded:
+// every 20 ms until the server answers; the peak, the processes at the peak, and the peaks before
+// and while the server ran, and the tree 5 s after the server answered. <checkout> is a scratch clone whose dependencies are already downloaded:
 //   git clone . /tmp/fresh && cp -a node_modules /tmp/fresh/
 // a copy, not hard links (`cp -al`): npm install rewrites files of node_modules in place. Before
 // each run this removes what a first start makes (the install stamp, the install's template,
@@ -50,11 +50,14 @@ npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
 const started = Date.now();
 let peak: Sample & { seconds: number } = { total: 0, processes: [], seconds: 0 };
 let serverPeak: Sample = { total: 0, processes: [] };
+let installPeak: Sample = { total: 0, processes: [] };
 const ended = await new Promise<string>((resolveEnd) => {
   const timer = setInterval(() => {
     const now = sample(npm.pid!);
     if (now.total > peak.total) peak = { ...now, seconds: (Date.now() - started) / 1000 };
-    if (now.processes.some((process) => process.command.includes('src/main.ts')) && now.total > serverPeak.total) serverPeak = now;
+    const serverRuns = now.processes.some((process) => process.command.includes('src/main.ts'));
+    if (serverRuns && now.total > serverPeak.total) serverPeak = now;
+    if (!serverRuns && now.total > installPeak.total) installPeak = now;
     if (/listening on/.test(output)) {
       clearInterval(timer);
       resolveEnd('the server answers');
@@ -65,6 +68,9 @@ const ended = await new Promise<string>((resolveEnd) => {
     resolveEnd(`npm start exited (${code}):\n${output.slice(-3000)}`);
   });
 });
+// The tree once the start is over: the database's creation has exited, the server waits for requests.
+await new Promise((resolveSettled) => setTimeout(resolveSettled, 5000));
+const settled = sample(npm.pid!);
 try {
   process.kill(-npm.pid!, 'SIGKILL');
 } catch {
@@ -74,4 +80,6 @@ try {
 const list = (processes: Sample['processes']) => processes.map(({ rss, command }) => `  ${String(rss).padStart(4)} MB  ${command.slice(0, 100)}`).join('\n');
 console.log(`${ended} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
 console.log(`npm start's process tree: peak ${peak.total} MB at ${peak.seconds.toFixed(1)} s:\n${list(peak.processes)}`);
+console.log(`before the server (the install steps): peak ${installPeak.total} MB:\n${list(installPeak.processes)}`);
 console.log(`while the server ran: peak ${serverPeak.total} MB:\n${list(serverPeak.processes)}`);
+console.log(`5 s after it answered: ${settled.total} MB:\n${list(settled.processes)}`);
