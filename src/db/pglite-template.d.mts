@@ -3,6 +3,9 @@
 /** node_modules/.cache/agent-audit-server/pglite-<version>: goes with the install it was made by. */
 export function pgliteTemplateDir(): string;
 
+/** Whether the install step made its new database in `templateDir` (the install's by default). */
+export function hasPgliteTemplate(templateDir?: string): boolean;
+
 /** Copies the install's new database to `pgData`; false when the install step made none (then PGlite runs initdb). */
 export function copyPgliteTemplate(pgData: string, templateDir?: string): boolean;
 

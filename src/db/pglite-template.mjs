@@ -21,9 +21,14 @@ export function pgliteTemplateDir() {
   return join(nodeModules, '.cache', 'agent-audit-server', `pglite-${version}`);
 }
 
+/** Whether the install step made its new database in `templateDir`. */
+export function hasPgliteTemplate(templateDir = pgliteTemplateDir()) {
+  return existsSync(join(templateDir, 'PG_VERSION'));
+}
+
 /** Copies the install's new database to `pgData`; false when the install step made none (then PGlite runs initdb). */
 export function copyPgliteTemplate(pgData, templateDir = pgliteTemplateDir()) {
-  if (!existsSync(join(templateDir, 'PG_VERSION'))) return false;
+  if (!hasPgliteTemplate(templateDir)) return false;
   cpSync(templateDir, pgData, { recursive: true });
   return true;
 }
@@ -66,7 +71,7 @@ function writeTree(FS, from, to) {
  * that closes it holds its shared buffers, and its start writes the catalogs' cache files.
  */
 export async function createPgliteTemplate(startParams, templateDir = pgliteTemplateDir()) {
-  if (existsSync(join(templateDir, 'PG_VERSION'))) return templateDir;
+  if (hasPgliteTemplate(templateDir)) return templateDir;
   const partial = `${templateDir}.${process.pid}.partial`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(dirname(partial), { recursive: true });

@@ -38,13 +38,16 @@ export async function bundleServer(): Promise<{ file: string; remove(): Promise<
   return { file, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
-/** Each source keeps its own `import.meta.url` (the migrations and the page are found beside it). */
+/** Each source keeps its own `import.meta.url` (the migrations, the page and the install's template are found from it). */
 const sourceLocations: Plugin = {
   name: 'source-locations',
   setup(bundle) {
-    bundle.onLoad({ filter: /\.ts$/ }, async ({ path }) =>
+    bundle.onLoad({ filter: /\.(ts|mjs)$/ }, async ({ path }) =>
       path.startsWith(SOURCES)
-        ? { contents: (await readFile(path, 'utf8')).replaceAll('import.meta.url', JSON.stringify(pathToFileURL(path).href)), loader: 'ts' }
+        ? {
+            contents: (await readFile(path, 'utf8')).replaceAll('import.meta.url', JSON.stringify(pathToFileURL(path).href)),
+            loader: path.endsWith('.mjs') ? 'js' : 'ts',
+          }
         : undefined,
     );
   },
