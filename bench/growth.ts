@@ -172,7 +172,7 @@ async function storage(db: Database): Promise<string> {
       (SELECT count(*) FROM message) AS audits,
       pg_relation_size('message') AS heap,
       pg_total_relation_size(reltoastrelid) AS toast,
-      pg_relation_size('message_audit_search_thread_idx') AS search,
+      pg_relation_size('message_audit_search_owner_idx') AS search,
       pg_indexes_size('message') AS indexes,
       pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS "toolCall"
     FROM pg_class WHERE oid = 'message'::regclass`);

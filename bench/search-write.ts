@@ -1,6 +1,6 @@
 // The write-path cost of the audit search's trigram index (issue 32), run by bench/search.ts
 // (`--parts write`): the worker's lifecycle mutations (lib/write-path.ts, over the server's HTTP
-// API) against two fresh databases of the same backend, one with message_audit_search_thread_idx and one
+// API) against two fresh databases of the same backend, one with message_audit_search_owner_idx and one
 // without it, each with its own server, in interleaved rounds so both sides see the same load.
 // Besides events per second (wall time: noisy on a loaded machine), the database's CPU time per
 // lifecycle event, which load changes far less: on PostgreSQL the CPU of the database's backends
@@ -66,7 +66,12 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
  * columns' generation (they stay, as plain columns, so the server reads them alike).
  */
 export const WITHOUT = {
-  index: 'DROP INDEX message_audit_search_thread_idx',
+  index: 'DROP INDEX message_audit_search_owner_idx',
+  // Issue 44's owner on every audit: the owner copied onto tool audits alone, as before
+  // 20261204000000_audit_owner, and no (owner_id, id) index.
+  owner: `DROP INDEX message_owner_id_id_idx;
+    CREATE OR REPLACE TRIGGER message_audit_owner BEFORE INSERT ON message
+    FOR EACH ROW WHEN (NEW.message_type = 'tool_audit') EXECUTE FUNCTION message_audit_owner()`,
   sizes: `ALTER TABLE message ALTER COLUMN input_bytes DROP EXPRESSION, ALTER COLUMN output_bytes DROP EXPRESSION,
     ALTER COLUMN error_bytes DROP EXPRESSION`,
 } as const;

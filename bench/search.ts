@@ -1,5 +1,5 @@
 // npx tsx bench/search.ts [--parts search,write] [--sizes 50000,500000] [--others 0] [--compare <module>]
-//   [--iterations 15] [--workers 1,8] [--rounds 4] [--seconds 24] [--without index,sizes];
+//   [--iterations 15] [--workers 1,8] [--rounds 4] [--seconds 24] [--without index,sizes,owner];
 //   DATABASE_URL=<admin URL> for PostgreSQL, else PGlite
 //
 // search: searchAudits (src/domain/audit-search.ts) as the server runs it, on 50 k and 500 k audits
@@ -11,7 +11,8 @@
 // beforehand) by primary key with their thread titles, the least any search must do. EXPLAIN=1
 // prints each search's plan.
 // write: the worker's write path with the trigram index against without it, or (--without sizes)
-// with the generated payload-size columns against plain ones (search-write.ts).
+// with the generated payload-size columns against plain ones, or (--without owner) with the owner on
+// every audit against on tool audits alone (search-write.ts).
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.js';
@@ -69,7 +70,8 @@ const log = (line: string) => console.log(line);
 log(`${new Date().toISOString()} · ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'} · load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 
 for (const without of parts.includes('write') ? ((flags.without ?? 'index') as string).split(',') as (keyof typeof WITHOUT)[] : []) {
-  log(`The write path with the ${without === 'index' ? 'trigram index' : 'generated payload sizes'} against without (lifecycle mutations over HTTP)…`);
+  const what = { index: 'trigram index', sizes: 'generated payload sizes', owner: 'owner on every audit' }[without];
+  log(`The write path with the ${what} against without (lifecycle mutations over HTTP)…`);
   const costs = await measureIndexWriteCost(openBackend, {
     without,
     workers: (flags.workers ?? '1,8').split(',').map(Number),
