@@ -4,34 +4,20 @@
 // history (bench/lib/bulk-seed.ts, 1,000 threads of one owner): the database is migrated to the
 // migration before, seeded, its model audits' owner cleared (as that version left them), vacuumed
 // and analysed, then migrated on; each migration's time as its `migration applied` line gives it.
-import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { migrate, readMigrations, type MigrationProgress } from '../src/db/migrate.js';
 import { bulkSeed } from './lib/bulk-seed.js';
-import { postgresSql } from './lib/sql.js';
+import { openScratchDatabase } from './lib/scratch.js';
+import { sqlOverDriver } from './lib/sql.js';
 
 const { values: flags } = parseArgs({ options: { audits: { type: 'string' } } });
 const audits = Number(flags.audits ?? 100_000);
-const adminUrl = process.env.DATABASE_URL;
-if (!adminUrl) throw new Error('DATABASE_URL (an admin URL of PostgreSQL) is required');
-const admin = async (text: string) => {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-};
+if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL (an admin URL of PostgreSQL) is required');
 
 console.log(`${new Date().toISOString()} · load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-const name = `audit_owner_bench_${randomBytes(4).toString('hex')}`;
-await admin(`CREATE DATABASE "${name}"`);
-const url = new URL(adminUrl);
-url.pathname = `/${name}`;
-const sql = postgresSql(url.toString(), 2);
+const { db, drop } = await openScratchDatabase('audit_owner_bench', { statementTimeoutMs: 3_600_000 });
+const sql = sqlOverDriver(db.driver);
 try {
   const migrations = readMigrations();
   const upgrade = migrations.findIndex((migration) => migration.name === '20261204000000_audit_owner');
@@ -46,6 +32,6 @@ try {
   for (const entry of applied) if (entry.event === 'migration_applied') console.log(`${entry.migration}: ${(entry.ms / 1000).toFixed(1)} s`);
   console.log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 } finally {
-  await sql.close();
-  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await db.close();
+  await drop();
 }

@@ -23,7 +23,7 @@ import { runScript, type Step } from './lib/run-script.js';
 import { openScratchDatabase } from './lib/scratch.js';
 import { sqlOverDriver, type Sql } from './lib/sql.js';
 import { round, table } from './lib/stats.js';
-import { floorCreateRun, floorCreateThread, floorStep, installWriteFloor } from './lib/write-floor.js';
+import { floorCreateRuns, floorStep, installWriteFloor } from './lib/write-floor.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -56,12 +56,7 @@ async function step(sql: Sql, target: Target, runIds: string[], leases: (Lease |
 }
 
 /** A thread of `runsAtOnce` new runs. */
-async function createRuns(sql: Sql): Promise<string[]> {
-  const threadId = await floorCreateThread(sql, OWNER);
-  const runIds: string[] = [];
-  for (let run = 0; run < runsAtOnce; run++) runIds.push(await floorCreateRun(sql, OWNER, threadId));
-  return runIds;
-}
+const createRuns = (sql: Sql) => floorCreateRuns(sql, OWNER, runsAtOnce);
 
 const { db, drop } = await openScratchDatabase('audit_bench_batchfn');
 try {

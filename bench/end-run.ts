@@ -14,13 +14,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { migrate } from '../src/db/migrate.js';
-import { functionsStep } from './lib/lifecycle-calls.js';
+import { functionsStep, sqlEventOf } from './lib/lifecycle-calls.js';
 import { runScript } from './lib/run-script.js';
 import { openScratchDatabase } from './lib/scratch.js';
 import type { Lease } from './lib/server-worker.js';
 import { sqlOverDriver, type Sql } from './lib/sql.js';
 import { round, summarize, table } from './lib/stats.js';
-import { floorCreateRun, floorCreateThread, installWriteFloor } from './lib/write-floor.js';
+import { floorCreateRuns, installWriteFloor } from './lib/write-floor.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -55,9 +55,7 @@ const finish = steps.at(-1)!;
 async function driveRuns(sql: Sql, count: number, upTo: number): Promise<{ runIds: string[]; leases: (Lease | null)[] }[]> {
   const groups = [];
   for (let first = 0; first < count; first += RUNS_A_CALL) {
-    const threadId = await floorCreateThread(sql, OWNER);
-    const runIds: string[] = [];
-    for (let run = first; run < Math.min(count, first + RUNS_A_CALL); run++) runIds.push(await floorCreateRun(sql, OWNER, threadId));
+    const runIds = await floorCreateRuns(sql, OWNER, Math.min(RUNS_A_CALL, count - first));
     let leases: (Lease | null)[] = runIds.map(() => null);
     for (const op of steps.slice(0, upTo)) leases = await functionsStep(sql, WORKER, runIds, leases, op);
     groups.push({ runIds, leases });
@@ -83,7 +81,7 @@ try {
       const buffers: number[] = [];
       for (const { runIds, leases } of await driveRuns(sql, Number(flags.runs), steps.length - 1)) {
         for (const [index, runId] of runIds.entries()) {
-          const event = { kind: 'finishRun', runId, epoch: leases[index]!.epoch, status: finish.op === 'finishRun' ? finish.status : 'COMPLETED', error: null, stateMessages: [] };
+          const event = sqlEventOf(runId, leases[index]!, finish);
           const [plan] = await sql.query<{ 'QUERY PLAN': [{ 'Execution Time': number; Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
             'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT audit_record_events($1, $2::jsonb)',
             [WORKER, JSON.stringify([event])],

@@ -6,7 +6,7 @@ import { stepRequest, type Lease } from './server-worker.js';
 import type { SqlSession } from './sql.js';
 
 /** A step as the domain sends it to audit_record_events (lifecycle-events.ts SqlEvent). */
-function sqlEventOf(runId: string, lease: Lease | null, step: Step): Record<string, unknown> {
+export function sqlEventOf(runId: string, lease: Lease | null, step: Step): Record<string, unknown> {
   if (step.op === 'claimRun') return { kind: 'claimRun', runId, leaseSeconds: step.leaseSeconds, claimId: null };
   const { lease: _lease, ...fields } = stepRequest(runId, lease, step).variables.input as Record<string, unknown>;
   const fenced = { runId, epoch: lease!.epoch };

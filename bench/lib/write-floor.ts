@@ -159,6 +159,14 @@ export async function floorCreateRun(sql: SqlSession, ownerSub: string, threadId
   return run!.id as string;
 }
 
+/** A new thread of `count` new runs, owned by `ownerSub`: the runs' ids. */
+export async function floorCreateRuns(sql: SqlSession, ownerSub: string, count: number): Promise<string[]> {
+  const threadId = await floorCreateThread(sql, ownerSub);
+  const runIds: string[] = [];
+  for (let run = 0; run < count; run++) runIds.push(await floorCreateRun(sql, ownerSub, threadId));
+  return runIds;
+}
+
 /** One lifecycle event as one function call; a claim returns the new lease. */
 export async function floorStep(sql: SqlSession, workerSub: string, runId: string, lease: Lease | null, step: Step): Promise<Lease | null> {
   if (step.op === 'claimRun') {
