@@ -5,6 +5,8 @@
 //   [--runs-at-once 10] (batch: each of the widest W workers drives this many runs at once)
 //   [--batch-size 50] (batch: also batches of exactly this many events, server CPU per event;
 //   with --runs-at-once 0 only those)
+//   [--server-warmup 20] (write, batch: seconds of standard runs at the widest W before the
+//   sections, so that they measure a server as warm as one that has been serving a while; 0: none)
 //   [--client-fetch] (batch: the clients send through the global fetch, their transport before
 //   runs BC…, instead of their default, Node's HTTP client)
 //
@@ -71,6 +73,7 @@ const { values: flags } = parseArgs({
     'runs-at-once': { type: 'string' },
     'batch-size': { type: 'string' },
     'client-fetch': { type: 'boolean', default: false },
+    'server-warmup': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -122,6 +125,12 @@ const settings = {
   batchSize: Number(flags['batch-size'] ?? 0),
   /** The batch section's clients send through the global fetch instead of their default transport. */
   clientFetch: flags['client-fetch'],
+  /**
+   * Before the write and batch sections, seconds of standard runs driven at the widest W. A server
+   * just started runs its request path in V8's first tiers and grows its heap: after 3 s of W=1 it
+   * spent 1.9× the CPU per event of one warmed for 40 s (bench/README, runs WU…).
+   */
+  serverWarmupSeconds: Number(flags['server-warmup'] ?? (quick ? 0 : 20)),
 };
 settings.pubsubs = flags.pubsubs ? (flags.pubsubs.split(',') as ('memory' | 'redis')[]) : settings.redisUrl ? ['memory', 'redis'] : ['memory'];
 for (const section of settings.sections) {
@@ -622,6 +631,11 @@ async function runSections(
   const ownerToken = await mintToken(secret, { sub: OWNER, role: 'superadmin' }, '2h');
   const maxWorkers = Math.max(...settings.workers, 1);
   const workerTokens = await Promise.all(Array.from({ length: maxWorkers }, (_, i) => mintToken(secret, { sub: `bench-worker-${i}`, role: 'worker' }, '2h')));
+
+  if ((runs('write') || runs('batch')) && settings.serverWarmupSeconds > 0) {
+    log(`Warming the server up: ${settings.serverWarmupSeconds} s of standard runs, W=${maxWorkers}…`);
+    await measureWritePath(serverTarget(http, ownerToken, workerTokens), maxWorkers, 0, settings.serverWarmupSeconds * 1000);
+  }
 
   if (runs('write')) {
     log('Write path…');
