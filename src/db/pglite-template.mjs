@@ -15,10 +15,14 @@ import { MemoryFS, PGlite } from '@electric-sql/pglite';
 /** The project's node_modules, where npm installs PGlite: a data directory is in its version's format. */
 const nodeModules = fileURLToPath(new URL('../../node_modules/', import.meta.url));
 
-/** node_modules/.cache/agent-audit-server/pglite-<version>: goes with the install it was made by. */
+/**
+ * node_modules/.cache/agent-audit-server/pglite-<version>: goes with the install it was made by.
+ * AUDIT_SERVER_TEMPLATE_DIR puts the `pglite-<version>` directories elsewhere (an install whose
+ * node_modules is read-only); every process that makes or copies the template reads it.
+ */
 export function pgliteTemplateDir() {
   const { version } = JSON.parse(readFileSync(join(nodeModules, '@electric-sql', 'pglite', 'package.json'), 'utf8'));
-  return join(nodeModules, '.cache', 'agent-audit-server', `pglite-${version}`);
+  return join(process.env.AUDIT_SERVER_TEMPLATE_DIR || join(nodeModules, '.cache', 'agent-audit-server'), `pglite-${version}`);
 }
 
 /** Whether the install step made its new database in `templateDir`. */
