@@ -1,11 +1,9 @@
 // A new embedded database (src/db/new-pglite.ts): created in a process of its own, from the
 // install's template when there is one (src/db/pglite-template.mjs), else by PGlite's initdb, then
 // migrated; the server then opens it as any later start does.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as pause } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readMigrations } from '../../src/db/migrate.js';
@@ -14,10 +12,13 @@ import { openPglite } from '../../src/db/pglite.js';
 import { serverStartParams } from '../../src/db/pglite-settings.js';
 import { createPgliteTemplate } from '../../src/db/pglite-template.mjs';
 import { onPostgres } from '../support/database.js';
-import { E2E_JWT_SECRET, freePort, tokenFor } from '../e2e/support/server.js';
+import { killServers, startServer, tokenFor } from '../e2e/support/server.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'audit-new-pglite-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterAll(async () => {
+  await killServers();
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 /** What a user's data and queries depend on: the database's encoding and collation, and the migrations applied. */
 async function describeDatabase(dataDir: string) {
@@ -84,45 +85,23 @@ describe.skipIf(onPostgres)('a new embedded database', () => {
 
   it("is made by a server started without the install's template: the template first (in AUDIT_SERVER_TEMPLATE_DIR), then the database; the server answers", { timeout: 300_000 }, async () => {
     const templates = join(scratch, 'templates');
-    const port = await freePort();
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: join(import.meta.dirname, '../..'),
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        AUTH_JWT_SECRET: E2E_JWT_SECRET,
-        DATABASE_URL: '',
-        REDIS_URL: '',
-        DATA_DIR: join(scratch, 'started-without-template'),
-        AUDIT_SERVER_TEMPLATE_DIR: templates,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    server.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    server.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise((resolve) => server.once('exit', resolve));
+    const storage = { env: { DATABASE_URL: '', DATA_DIR: join(scratch, 'started-without-template') }, describe: 'PGlite', remove: async () => {} };
+    // PGlite's initdb, then the migrations, before the server is ready.
+    const server = await startServer(storage, { AUDIT_SERVER_TEMPLATE_DIR: templates }, { readyWithinMs: 240_000 });
     try {
-      const base = `http://127.0.0.1:${port}`;
-      for (const deadline = Date.now() + 240_000; !(await fetch(`${base}/readyz`).then((answer) => answer.ok, () => false)); await pause(200)) {
-        if (server.exitCode !== null || Date.now() > deadline) throw new Error(`The server did not get ready:\n${output}`);
-      }
-      expect(output).toMatch(/embedded database template: /);
+      expect(server.output()).toMatch(/embedded database template: /);
       const [made] = readdirSync(templates);
       expect(made).toMatch(/^pglite-/);
       expect(existsSync(join(templates, made!, 'PG_VERSION'))).toBe(true);
 
-      const answer = await fetch(`${base}/graphql`, {
+      const answer = await fetch(server.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${await tokenFor('no-template-owner', 'superadmin')}` },
         body: JSON.stringify({ query: 'mutation { createThread(input: { title: "first" }) { id title } }' }),
       }).then((response) => response.json());
       expect(answer).toMatchObject({ data: { createThread: { title: 'first' } } });
     } finally {
-      server.kill('SIGTERM');
-      await exited;
+      await server.stop();
     }
   });
 

@@ -68,9 +68,9 @@ async function waitUntilReady(server: ServerProcess, timeoutMs: number): Promise
 /**
  * Starts `src/main.ts` in its own process, as `npm run serve` does (from this run's bundle of it
  * when there is one: test/support/server-bundle.ts), on a free port with `storage`, and waits for
- * /readyz. Call `killServers()` in afterAll.
+ * /readyz (at most `readyWithinMs`). Call `killServers()` in afterAll.
  */
-export async function startServer(storage: TestStorage, env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServer(storage: TestStorage, env: Record<string, string> = {}, { readyWithinMs = 90_000 } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const bundle = inject('serverBundle');
   const child = spawn(process.execPath, bundle ? [bundle] : ['--import', 'tsx', 'src/main.ts'], {
@@ -108,7 +108,7 @@ export async function startServer(storage: TestStorage, env: Record<string, stri
   running.add(server);
   void exited.then(() => running.delete(server));
   try {
-    await waitUntilReady(server, 90_000);
+    await waitUntilReady(server, readyWithinMs);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
