@@ -81,10 +81,14 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
       await app.db.close();
       await embedded?.giveBack();
     },
+    // After loseDatabase the stop fails; the scratch database is dropped all the same.
     async close() {
-      await app.stop();
-      await embedded?.giveBack();
-      await scratch?.drop();
+      try {
+        await app.stop();
+      } finally {
+        await embedded?.giveBack();
+        await scratch?.drop();
+      }
     },
   };
 }
