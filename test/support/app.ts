@@ -42,15 +42,14 @@ export interface TestAppOptions {
   activityClock?: Clock;
 }
 
-/** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
-export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const scratch = options.databaseUrl || options.storage || !onPostgres ? null : await createScratchDatabase(undefined, postgresTemplateDatabase());
+/** The app on `scratchUrl` (or the options' database, or an in-memory PGlite), with the database it opened. */
+async function openTestApp(env: Record<string, string>, options: TestAppOptions, scratchUrl: string | undefined) {
   const config = loadConfig({
     AUTH_JWT_SECRET: TEST_JWT_SECRET,
     DATA_DIR: ':memory:',
     LEASE_SWEEP_INTERVAL_MS: '200',
     ...options.storage?.env,
-    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratch ? { DATABASE_URL: scratch.url } : {}),
+    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratchUrl ? { DATABASE_URL: scratchUrl } : {}),
     ...env,
   });
   const { onQuery, maxPendingEvents, activityClock } = options;
@@ -63,6 +62,17 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
   const app = await buildApp(config, { database, maxPendingEvents, activityClock }).catch(async (error: unknown) => {
     await database?.close();
     await embedded?.giveBack();
+    throw error;
+  });
+  return { app, config, embedded };
+}
+
+/** Env-style overrides, e.g. { LEASE_MIN_SECONDS: '1' }. */
+export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
+  const scratch = options.databaseUrl || options.storage || !onPostgres ? null : await createScratchDatabase(undefined, postgresTemplateDatabase());
+  // A start that fails (a bad setting, say) drops its scratch database too.
+  const { app, config, embedded } = await openTestApp(env, options, scratch?.url).catch(async (error: unknown) => {
+    await scratch?.drop();
     throw error;
   });
   return {
