@@ -7,7 +7,7 @@
 // against two references measured in the same run:
 // - floor: the least work a page needs, the ids of its `first + 1` tool calls read straight
 //   through the same index with the same owner check (no execution joined, no cases computed);
-// - without: the same ledger read with the ledger's three indexes dropped (in a transaction that
+// - without: the same ledger read with the ledger's four indexes dropped (in a transaction that
 //   is rolled back; only the reads are timed), what it would cost without them.
 import { parseArgs } from 'node:util';
 import { openDatabase, type Database } from '../src/db/database.js';
@@ -30,7 +30,7 @@ class RolledBack extends Error {
     super('rolled back');
   }
 }
-const LEDGER_INDEXES = ['tool_call_thread_id_id_idx', 'tool_call_name_id_idx', 'tool_call_status_id_idx'];
+const LEDGER_INDEXES = ['tool_call_thread_id_id_idx', 'tool_call_owner_id_id_idx', 'tool_call_owner_id_name_id_idx', 'tool_call_owner_id_status_id_idx'];
 
 async function p50(fn: () => Promise<unknown>): Promise<number> {
   for (let i = 0; i < 2; i++) await fn();
@@ -46,8 +46,9 @@ async function p50(fn: () => Promise<unknown>): Promise<number> {
 /** The floor: the page's ToolCall ids, the owner checked, through the narrowest condition on tool_call alone. */
 const floor = (sql: Sql, condition: string, params: unknown[]) =>
   sql.query(
-    `SELECT tc.id FROM tool_call tc JOIN thread t ON t.id = tc.thread_id
-     WHERE t.owner_id = $1 AND t.deleted_at IS NULL ${condition ? `AND ${condition}` : ''} ORDER BY tc.id DESC LIMIT ${FIRST + 1}`,
+    `SELECT tc.id FROM tool_call tc
+     WHERE tc.owner_id = $1 AND tc.thread_id NOT IN (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL)
+       ${condition ? `AND ${condition}` : ''} ORDER BY tc.id DESC LIMIT ${FIRST + 1}`,
     [OWNER, ...params],
   );
 

@@ -68,13 +68,6 @@ const SNIPPET_LEAD = 25;
 export const SEARCH_WALK_BUDGET = 500;
 
 /**
- * How many audits a search without text (by name, status, or nothing) walks on its filter's index
- * before it asks each of the owner's threads instead. The walk reads no payload and stops as soon
- * as its page is full: an owner holding one audit in fifty fills a page of 50 after ~2,500.
- */
-export const FILTER_WALK_BUDGET = 10_000;
-
-/**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
@@ -182,17 +175,14 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
 }
 
 /**
- * A search without text: by name, by status, both or neither. Its terms are equalities that the
- * composite indexes (migration 20261202100000_flat_read_indexes) serve with the order, so no
- * step reads a payload, and none reads every audit of the owner:
- *
- * - within a thread, the thread's audits matching the terms, newest first on
- *   `(thread_id, name | status, id)`, `first + 1` of them;
- * - across threads, the newest FILTER_WALK_BUDGET audits matching the terms (on `(name, id)` or
- *   `(status, id)`), each tested for the owner, stopping at `first + 1` hits; only when the walk
- *   read its whole budget without filling the page (an owner with a small share of the matches),
- *   each of the owner's threads gives its newest `first + 1` matches older than the walk, on
- *   `(thread_id, name | status, id)`, and the newest `first + 1` of those are kept.
+ * A search without text: by name, by status, both or neither. Its terms are equalities that a
+ * composite index serves with the order, so it reads no payload and no audit it does not return:
+ * the newest `first + 1` audits matching the terms, on `(thread_id, name | status, id)` within a
+ * thread (migration 20261202100000_flat_read_indexes), on `(owner_id, name | status, id)` or
+ * `(owner_id, id)` across the owner's threads (20261205000000_audit_filters_by_owner,
+ * 20261204000100_audit_search_by_owner), skipping the audits of the owner's threads being deleted
+ * (a few, on their own index: 20261205000000_audit_filters_by_owner). Given both
+ * a name and a status, the planner keys on one and tests the other on each audit it reads.
  */
 async function filterSearch(
   sql: Sql,
@@ -203,35 +193,17 @@ async function filterSearch(
   params: unknown[],
 ): Promise<{ items: AuditHit[]; hasMore: boolean }> {
   const param = (value: unknown) => `$${params.push(value)}`;
+  if (threadId === null) {
+    const owner = param(ownerId);
+    // A filter on each audit read (NOT IN is never planned as a join), so the index's order serves the page.
+    range.push(`m.owner_id = ${owner}`, `m.thread_id NOT IN (SELECT id FROM thread WHERE owner_id = ${owner} AND deleted_at IS NOT NULL)`);
+  }
   if (search.name !== null) range.push(`m.name = ${param(search.name)}`);
   if (search.status != null) range.push(`m.status = ${param(search.status)}::"AuditStatus"`);
   const limit = param(search.first + 1);
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
-  let hits: string;
-  if (threadId !== null) {
-    hits = `hits AS (SELECT m.id FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${limit})`;
-  } else {
-    const owner = param(ownerId);
-    const budget = FILTER_WALK_BUDGET;
-    hits = `${walkNewestFirst('walk', 'message', 'm', range.join(' AND '), ['thread_id'], budget)}, walked AS (
-       SELECT w.id, EXISTS (SELECT 1 FROM thread t WHERE t.id = w.thread_id AND t.owner_id = ${owner} AND t.deleted_at IS NULL) AS hit
-       FROM walk w
-     ), walk_hits AS (
-       SELECT id FROM walked WHERE hit LIMIT ${limit}
-     ), older_hits AS MATERIALIZED (
-       SELECT h.id FROM thread t CROSS JOIN LATERAL (
-         SELECT m.id FROM message m WHERE m.thread_id = t.id AND ${range.join(' AND ')}
-           AND m.id < (SELECT id FROM walked ORDER BY id LIMIT 1)
-         ORDER BY m.id DESC LIMIT ${limit}) h
-       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
-         AND t.owner_id = ${owner} AND t.deleted_at IS NULL
-       ORDER BY h.id DESC LIMIT ${limit}
-     ), hits AS (
-       SELECT id FROM walk_hits UNION ALL SELECT id FROM older_hits
-     )`;
-  }
   const rows = await sql.query<AuditHit>(
-    `WITH RECURSIVE ${hits}
+    `WITH hits AS (SELECT m.id FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${limit})
      SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
      ORDER BY m.id DESC LIMIT ${limit}`,
     params,

@@ -3,7 +3,6 @@ import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
 import { boundedText, isUuid } from './ids.js';
-import { walkNewestFirst } from './walk.js';
 
 /**
  * The tool-call ledger: every tool call a model call declared, run or not, with the cases a
@@ -28,7 +27,7 @@ const DECLARING_RUN_GOING = `EXISTS (SELECT 1 FROM run r WHERE (r.id = tc.run_id
  * The rule of each case, as SQL over `tc` (the ToolCall) and `e` (its latest execution, all
  * NULL when it never ran). `narrowing` is the ToolCall statuses an entry in that case can have
  * (the projection mirrors the audit: INTERRUPTED reads PENDING, ABANDONED reads FAILED), a
- * condition on `tool_call` alone, so the read walks `(status, id)` newest first for the rare ones.
+ * condition on `tool_call` alone, so the read walks `(owner_id | thread_id, status, id)` newest first for the rare ones.
  */
 const CASE_RULES: Record<LedgerCase, { sql: string; narrowing: string }> = {
   // Declared and never started, once nothing can start it any more: its declaring run ended and
@@ -104,11 +103,8 @@ const caseArray = `array_remove(ARRAY[${LEDGER_CASES.map((name) => `CASE WHEN ${
 
 /**
  * One ledger page, newest first, from the threads whose audits the principal may read (a
- * superadmin's own, SEMANTICS: the ledger shows audit data). Indexes (migrations
- * 20261201231000_tool_call_ledger, 20261202100000_flat_read_indexes): `(thread_id, id)`,
- * `(thread_id, status, id)`, `(thread_id, name, id)` within a thread, `(name, id)` for a tool
- * across threads, `(status, id)` for a status or case; each walks newest first and stops after
- * `first + 1` entries (ledgerStatement).
+ * superadmin's own, SEMANTICS: the ledger shows audit data), read newest first on a composite
+ * index that stops after `first + 1` entries (ledgerStatement).
  */
 export async function toolCallLedger(sql: Sql, principal: Principal, query: LedgerQuery): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
   requireAuditReader(principal);
@@ -126,14 +122,6 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
   return { entries: entries.slice(0, first), hasMore: entries.length > first };
 }
 
-/**
- * How many calls a ledger read across threads walks on its filter's index before it asks each of
- * the owner's threads instead: the walk stops as soon as its page is full (an owner holding one
- * call in fifty fills a page of 50 after ~2,500), so only an owner with a small share of the
- * matching calls reads the whole budget.
- */
-export const LEDGER_WALK_BUDGET = 10_000;
-
 /** A call's latest execution (the newest tool audit bound to it), NULL columns when it never ran. */
 const LATEST_EXECUTION = `LEFT JOIN LATERAL (
        SELECT m.id, m.run_id, m.input, m.status, m.error, m.awaiting_run_terminal, m.started_at, m.finished_at, m.duration_ms
@@ -142,15 +130,13 @@ const LATEST_EXECUTION = `LEFT JOIN LATERAL (
 
 /**
  * The ledger's read for an owner, its filters checked (`threadId` one the owner's audits may be
- * read in): one statement, `first + 1` entries at most. Within a thread: the thread's calls newest
- * first on `(thread_id, id)`, `(thread_id, status, id)` or `(thread_id, name, id)`. Across
- * threads, in the shape of a search without text (src/domain/audit-search.ts): the newest
- * LEDGER_WALK_BUDGET calls matching the filters on the call alone (on `(status, id)`,
- * `(name, id)` or the primary key), each tested for the owner and its execution, stopping at
- * `first + 1` hits; only when the walk read its whole budget without filling the page, each of
- * the owner's threads gives its newest `first + 1` entries older than the walk, and the newest
- * `first + 1` of those are kept. Neither step reads every call of the owner, nor depends on the
- * planner's estimates of how many there are.
+ * read in): one statement, `first + 1` entries at most, the calls matching the filters newest
+ * first, each tested on its latest execution, straight from a composite index that serves the
+ * filter on the call and the order together: within a thread `(thread_id, id)`,
+ * `(thread_id, status, id)` or `(thread_id, name, id)`; across threads the owner's
+ * `(owner_id, id)`, `(owner_id, status, id)` or `(owner_id, name, id)` (migration
+ * 20261205000100_tool_call_owner), skipping the calls of the owner's threads being deleted. It
+ * reads no call of another owner, and stops after its page, however many calls the owner has.
  */
 export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: number }): { text: string; params: unknown[] } {
   const params: unknown[] = [ownerId];
@@ -173,32 +159,12 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
   if (query.after != null) onCall.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
   const limit = param(query.first + 1);
   const all = (conditions: string[]) => (conditions.length ? conditions.join(' AND ') : 'true');
-  let hits: string;
-  if (query.threadId != null) {
-    hits = `hits AS (SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
-       WHERE ${all([...onCall, ...onExecution])} ORDER BY tc.id DESC LIMIT ${limit})`;
-  } else {
-    const budget = LEDGER_WALK_BUDGET;
-    hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all(onCall), ['thread_id', 'status', 'run_id'], budget)}, walked AS (
-       -- The execution is read only for the owner's calls.
-       SELECT tc.id, CASE WHEN EXISTS (SELECT 1 FROM thread t WHERE t.id = tc.thread_id AND t.owner_id = $1 AND t.deleted_at IS NULL)
-         THEN coalesce((SELECT ${all(onExecution)} FROM (SELECT 1) one ${LATEST_EXECUTION}), false) ELSE false END AS hit
-       FROM walk tc
-     ), walk_hits AS (
-       SELECT id FROM walked WHERE hit LIMIT ${limit}
-     ), older_hits AS MATERIALIZED (
-       SELECT h.id FROM thread t CROSS JOIN LATERAL (
-         SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
-         WHERE tc.thread_id = t.id AND ${all([...onCall, ...onExecution])} AND tc.id < (SELECT id FROM walked ORDER BY id LIMIT 1)
-         ORDER BY tc.id DESC LIMIT ${limit}) h
-       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
-         AND t.owner_id = $1 AND t.deleted_at IS NULL
-       ORDER BY h.id DESC LIMIT ${limit}
-     ), hits AS (
-       SELECT id FROM walk_hits UNION ALL SELECT id FROM older_hits
-     )`;
-  }
-  const text = `WITH RECURSIVE ${hits}
+  // Across threads: the owner's calls (a filter on each call read, as NOT IN is never planned as a join).
+  const scope =
+    query.threadId != null ? [] : ['tc.owner_id = $1', 'tc.thread_id NOT IN (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL)'];
+  const hits = `hits AS (SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
+       WHERE ${all([...scope, ...onCall, ...onExecution])} ORDER BY tc.id DESC LIMIT ${limit})`;
+  const text = `WITH ${hits}
      SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
        tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,
        CASE WHEN e.id IS NULL THEN NULL ELSE e.input IS DISTINCT FROM tc.declared_input END AS input_differs,

@@ -171,6 +171,30 @@ describe(`online migrations (${backendName})`, () => {
     });
   });
 
+  it('an upgrade gives the tool calls already declared their thread\'s owner, and those declared after it too (20261205000100_tool_call_owner)', async () => {
+    await onScratch(async (db) => {
+      const migrations = readMigrations();
+      const upgrade = migrations.findIndex((migration) => migration.name === '20261205000100_tool_call_owner');
+      await migrate(db.driver, migrations.slice(0, upgrade), { log: () => {} });
+      const declared = (k: number) =>
+        `INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name)
+         SELECT gen_random_uuid(), m.thread_id, m.run_id, m.id, ${k}, 'call-${k}', 'lookup' FROM message m`;
+      await db.driver.exec(`
+        INSERT INTO thread (id, owner_id, title) SELECT gen_random_uuid(), 'owner-' || t, t::text FROM generate_series(1, 3) t;
+        INSERT INTO run (id, thread_id, status, lease_epoch) SELECT gen_random_uuid(), id, 'COMPLETED', 1 FROM thread;
+        INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, sequence, status)
+          SELECT gen_random_uuid(), r.thread_id, r.id, 'ASSISTANT', 'model_audit', 'plan', 1, 'COMPLETED' FROM run r;
+        ${declared(0)}; ${declared(1)};`);
+      await migrate(db.driver, migrations, { log: () => {} });
+      await db.driver.exec(declared(2));
+      const owners = await db.driver.query<{ owned: boolean; n: number }>(
+        `SELECT tc.owner_id IS NOT DISTINCT FROM t.owner_id AS owned, count(*)::int AS n
+         FROM tool_call tc JOIN thread t ON t.id = tc.thread_id GROUP BY 1 ORDER BY 1`,
+      );
+      expect(owners).toEqual([{ owned: true, n: 9 }]);
+    });
+  });
+
   it('splits a script at each semicolon that ends a line, without its comment lines', () => {
     expect(onlineStatements(`${ONLINE_MARK}\n-- why\nCREATE INDEX CONCURRENTLY a ON t (x);\n\nCREATE INDEX CONCURRENTLY b\n  ON t (y) WHERE y > 0;`)).toEqual([
       'CREATE INDEX CONCURRENTLY a ON t (x)',

@@ -15,7 +15,8 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const AUDIT = 'query($id: ID!) { audit(id: $id) { id } }';
-const SEARCH = 'query($text: String, $threadId: ID) { searchAudits(text: $text, threadId: $threadId, first: 10) { items { audit { id } threadTitle } } }';
+const SEARCH =
+  'query($text: String, $name: String, $status: AuditStatus, $threadId: ID) { searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 10) { items { audit { id } threadTitle } } }';
 const LEDGER = 'query($threadId: ID) { toolCallLedger(threadId: $threadId, first: 10) { edges { node { id } } } }';
 
 describe(`reads of a thread whose deletion mark committed, its rows still there (${backendName})`, () => {
@@ -28,6 +29,9 @@ describe(`reads of a thread whose deletion mark committed, its rows still there 
       audit: await t.gql(AUDIT, { id: tool.id }, ctx.owner),
       search: await t.gql(SEARCH, { text: 'zebrafish' }, ctx.owner),
       searchInThread: await t.gql(SEARCH, { text: 'zebrafish', threadId: ctx.threadId }, ctx.owner),
+      // Without text, across threads: read on the owner's indexes of names and statuses.
+      byName: await t.gql(SEARCH, { name: 'lookup_zebrafish' }, ctx.owner),
+      byStatus: await t.gql(SEARCH, { status: 'COMPLETED' }, ctx.owner),
       ledger: await t.gql(LEDGER, {}, ctx.owner),
       ledgerInThread: await t.gql(LEDGER, { threadId: ctx.threadId }, ctx.owner),
       timeline: await t.gql(THREAD_AUDITS, { threadId: ctx.threadId }, ctx.owner),
@@ -35,6 +39,8 @@ describe(`reads of a thread whose deletion mark committed, its rows still there 
     const before = await visible();
     expect(before.audit.data.audit.id).toBe(tool.id);
     expect(before.search.data.searchAudits.items).toHaveLength(1);
+    expect(before.byName.data.searchAudits.items.map((hit: { audit: { id: string } }) => hit.audit.id)).toEqual([tool.id]);
+    expect(before.byStatus.data.searchAudits.items.map((hit: { audit: { id: string } }) => hit.audit.id)).toContain(tool.id);
     expect(before.ledger.data.toolCallLedger.edges).toHaveLength(1);
 
     // The mark alone, as a deletion between its mark and its batches leaves it.
@@ -45,6 +51,8 @@ describe(`reads of a thread whose deletion mark committed, its rows still there 
     expect(errorCode(after.audit)).toBe('NOT_FOUND');
     expect(after.search.errors).toBeUndefined();
     expect(after.search.data.searchAudits.items).toEqual([]);
+    expect(after.byName.data.searchAudits.items).toEqual([]);
+    expect(after.byStatus.data.searchAudits.items).toEqual([]);
     expect(errorCode(after.searchInThread)).toBe('NOT_FOUND');
     expect(after.ledger.data.toolCallLedger.edges).toEqual([]);
     expect(errorCode(after.ledgerInThread)).toBe('NOT_FOUND');

@@ -250,11 +250,13 @@ describe(`toolCallLedger (${backendName})`, () => {
     const cases: [LedgerQuery, string][] = [
       // Any of the indexes that begin with the thread (its calls are few; with a status or a name, its own).
       [{ threadId: billing.threadId }, 'tool_call_thread_id_\\w*idx'],
-      [{ name: 'pay_invoice' }, 'tool_call_name_id_idx'],
-      [{ case: 'RUNNING' }, 'tool_call_status_id_idx'],
-      [{ case: 'NEVER_RUN' }, 'tool_call_status_id_idx'],
-      [{ case: 'PENDING' }, 'tool_call_status_id_idx'],
-      [{ status: 'PENDING' }, 'tool_call_status_id_idx'],
+      // Across threads, the owner's calls on an index that begins with the owner, never other owners'.
+      [{ name: 'pay_invoice' }, 'tool_call_owner_id_\\w*idx'],
+      [{ case: 'RUNNING' }, 'tool_call_owner_id_\\w*idx'],
+      [{ case: 'NEVER_RUN' }, 'tool_call_owner_id_\\w*idx'],
+      [{ case: 'PENDING' }, 'tool_call_owner_id_\\w*idx'],
+      [{ status: 'PENDING' }, 'tool_call_owner_id_\\w*idx'],
+      [{}, 'tool_call_owner_id_\\w*idx'],
     ];
     for (const [query, index] of cases) {
       const text = await plan(query);
