@@ -3,6 +3,7 @@ import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
 import { boundedText, isUuid } from './ids.js';
+import { walkNewestFirst } from './walk.js';
 
 /**
  * The tool-call ledger: every tool call a model call declared, run or not, with the cases a
@@ -130,13 +131,17 @@ const LATEST_EXECUTION = `LEFT JOIN LATERAL (
 
 /**
  * The ledger's read for an owner, its filters checked (`threadId` one the owner's audits may be
- * read in): one statement, `first + 1` entries at most, the calls matching the filters newest
- * first, each tested on its latest execution, straight from a composite index that serves the
- * filter on the call and the order together: within a thread `(thread_id, id)`,
+ * read in): one statement, `first + 1` entries at most. It walks the calls matching the filters on
+ * the call alone newest first, one index probe each (walkNewestFirst), on a composite index that
+ * serves that filter and the order together: within a thread `(thread_id, id)`,
  * `(thread_id, status, id)` or `(thread_id, name, id)`; across threads the owner's
  * `(owner_id, id)`, `(owner_id, status, id)` or `(owner_id, name, id)` (migration
- * 20261205000100_tool_call_owner), skipping the calls of the owner's threads being deleted. It
- * reads no call of another owner, and stops after its page, however many calls the owner has.
+ * 20261205000100_tool_call_owner), skipping the calls of the owner's threads being deleted. Each
+ * call walked is tested on its latest execution, and the walk stops at `first + 1` hits. So it
+ * reads no call of another owner, and no more of the owner's than its page and the calls the
+ * execution's test turns away, however many the owner has and whatever the statistics say: a
+ * plain `ORDER BY id DESC LIMIT` whose execution test the planner cannot estimate was planned as
+ * reading and sorting every match (bench/README.md, growth, OW1).
  */
 export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: number }): { text: string; params: unknown[] } {
   const params: unknown[] = [ownerId];
@@ -162,9 +167,10 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
   // Across threads: the owner's calls (a filter on each call read, as NOT IN is never planned as a join).
   const scope =
     query.threadId != null ? [] : ['tc.owner_id = $1', 'tc.thread_id NOT IN (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL)'];
-  const hits = `hits AS (SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
-       WHERE ${all([...scope, ...onCall, ...onExecution])} ORDER BY tc.id DESC LIMIT ${limit})`;
-  const text = `WITH ${hits}
+  // The columns of the call that the tests on its execution read (DECLARING_RUN_GOING, STATUS_SQL).
+  const hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all([...scope, ...onCall]), ['status', 'run_id'])},
+     hits AS (SELECT tc.id FROM walk tc ${LATEST_EXECUTION} WHERE ${all(onExecution)} LIMIT ${limit})`;
+  const text = `WITH RECURSIVE ${hits}
      SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
        tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,
        CASE WHEN e.id IS NULL THEN NULL ELSE e.input IS DISTINCT FROM tc.declared_input END AS input_differs,

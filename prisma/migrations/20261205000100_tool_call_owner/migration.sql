@@ -6,7 +6,7 @@
 -- the owner has. A thread never changes owner, so the copy never goes stale.
 -- Online (src/db/migrate.ts): the column (no default: no rewrite), the trigger, so that every call
 -- inserted from now on has its owner, then the backfill in batches of 5,000 calls in primary key
--- order, each committed, then the indexes built CONCURRENTLY. Safe to run again.
+-- order, each committed, then the indexes built CONCURRENTLY and those they replace dropped. Safe to run again.
 ALTER TABLE "tool_call" ADD COLUMN IF NOT EXISTS "owner_id" TEXT;
 
 CREATE OR REPLACE FUNCTION "tool_call_owner"() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -39,3 +39,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS "tool_call_owner_id_name_id_idx" ON "too
 -- Used only by the ledger's walk across every owner's calls, which these replace.
 DROP INDEX CONCURRENTLY IF EXISTS "tool_call_status_id_idx";
 DROP INDEX CONCURRENTLY IF EXISTS "tool_call_name_id_idx";
+-- Read by nothing since toolCallStats reads the kept counts (20261203040000_tool_call_counts); a
+-- call's status changes as its tool starts and ends, and each such update writes every index of
+-- tool_call that holds the status: one fewer keeps the table's indexes as many as before.
+DROP INDEX CONCURRENTLY IF EXISTS "tool_call_thread_id_name_status_idx";
