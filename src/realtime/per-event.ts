@@ -12,3 +12,13 @@ export function perEvent<T>(): (event: object, key: string, compute: () => T) =>
     return byKey.get(key)!;
   };
 }
+
+const pages = new WeakMap<object, readonly object[]>();
+
+/** Marks the changes of one catch-up read as read together (src/realtime/pubsub.ts, ThreadFeed). */
+export function readTogether(page: readonly object[]): void {
+  for (const change of page) pages.set(change, page);
+}
+
+/** The catch-up page a change was read in; undefined for a change published live. */
+export const pageOf = (change: object): readonly object[] | undefined => pages.get(change);

@@ -4,6 +4,7 @@ import type { OwnerActivityRead, ToolActivity } from '../domain/tool-activity.js
 import { changedOwners, type ToolAuditChangeCount, type ToolAuditChangePoll } from '../domain/tool-activity-changes.js';
 import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-feeds.js';
 import { at } from './timers.js';
+import { readTogether } from './per-event.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
 import type { WakeBus } from './redis-bus.js';
 import { retriedWork } from '../db/outage.js';
@@ -95,7 +96,10 @@ class ThreadFeed {
   readAfter = (after: bigint): Promise<CommittedChange[]> => {
     let read = this.reads.get(after);
     if (!read) {
-      read = this.store.changesAfter(this.threadId, after, this.pageSize).finally(() => this.reads.delete(after));
+      read = this.store
+        .changesAfter(this.threadId, after, this.pageSize)
+        .then((page) => (readTogether(page), page))
+        .finally(() => this.reads.delete(after));
       this.reads.set(after, read);
     }
     return read;
