@@ -32,6 +32,15 @@ export function canReadAudits(principal: Principal, thread: OwnedThread): boolea
   return principal.role === 'superadmin' && thread.ownerId === principal.sub;
 }
 
+/**
+ * SQL: the row's thread (`threadColumn`) is not one of the owner's (`owner`, a parameter) being
+ * deleted, the test of a read across the owner's threads. A filter on each row read (NOT IN is
+ * never planned as a join, so an index's order still serves the read), over a handful of threads
+ * on their own index (migration 20261205000000_audit_filters_by_owner), never every thread.
+ */
+export const inLiveThreadOf = (threadColumn: string, owner: string) =>
+  `${threadColumn} NOT IN (SELECT id FROM thread WHERE owner_id = ${owner} AND deleted_at IS NOT NULL)`;
+
 export async function findThread(sql: Sql, threadId: string): Promise<Thread | null> {
   const [thread] = await sql.query<Thread>('SELECT * FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [rowId(threadId, 'Thread')]);
   return thread ?? null;

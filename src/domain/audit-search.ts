@@ -1,7 +1,7 @@
 import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import type { AuditStatus } from '../generated/prisma/client.js';
-import { requireAuditReader } from './access.js';
+import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
 import { boundedText, escapeLike, isUuid, rowId } from './ids.js';
@@ -127,7 +127,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (below !== null) probeRange.push(below);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   // Across threads, that its thread is not deleted (within one, checked above).
-  const liveTest = owner === null ? null : `EXISTS (SELECT 1 FROM thread t WHERE t.id = m.thread_id AND t.deleted_at IS NULL)`;
+  const liveTest = owner === null ? null : inLiveThreadOf('m.thread_id', owner);
   const filters: string[] = [];
   if (name !== null) filters.push(`m.name = ${param(name)}`);
   if (search.status != null) filters.push(`m.status = ${param(search.status)}::"AuditStatus"`);
@@ -195,8 +195,7 @@ async function filterSearch(
   const param = (value: unknown) => `$${params.push(value)}`;
   if (threadId === null) {
     const owner = param(ownerId);
-    // A filter on each audit read (NOT IN is never planned as a join), so the index's order serves the page.
-    range.push(`m.owner_id = ${owner}`, `m.thread_id NOT IN (SELECT id FROM thread WHERE owner_id = ${owner} AND deleted_at IS NOT NULL)`);
+    range.push(`m.owner_id = ${owner}`, inLiveThreadOf('m.thread_id', owner));
   }
   if (search.name !== null) range.push(`m.name = ${param(search.name)}`);
   if (search.status != null) range.push(`m.status = ${param(search.status)}::"AuditStatus"`);

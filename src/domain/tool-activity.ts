@@ -1,6 +1,6 @@
 import type { Principal } from './principal.js';
 import { preparedGeneric, type Sql } from '../db/sql.js';
-import { requireAuditReader } from './access.js';
+import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput } from './errors.js';
 import { MAX_ID_LENGTH } from './ids.js';
@@ -83,7 +83,7 @@ const binValue = (bin: string) =>
 const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
 /** A tool audit of the owner ($1), of the tool $3 when given, in a thread not deleted. */
 const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text IS NULL OR m.name = $3::text)
-    AND m.thread_id NOT IN (SELECT id FROM gone)`;
+    AND ${inLiveThreadOf('m.thread_id', '$1')}`;
 
 /**
  * Durations are counted in log-spaced bins growing by this factor (DDSketch's idea): a bin holds
@@ -135,7 +135,6 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
 export const TOOL_ACTIVITY_STATEMENT = preparedGeneric(`WITH w AS MATERIALIZED (
   SELECT c.at, c.at - make_interval(secs => $2::int) AS since, ${BUCKET_STARTS} AS bucket_starts, ${BIN_STARTS} AS bin_starts
   FROM (SELECT clock_timestamp() AS at) c),
-gone AS (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL),
 running AS MATERIALIZED (
   SELECT m.id, m.name, m.created_at FROM message m WHERE ${OWNED} AND m.status = 'RUNNING'),
 ended AS (

@@ -1,6 +1,6 @@
 import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
-import { auditThreadOrNotFound, findThread, requireAuditReader } from './access.js';
+import { auditThreadOrNotFound, findThread, inLiveThreadOf, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
 import { boundedText, isUuid } from './ids.js';
 import { walkNewestFirst } from './walk.js';
@@ -164,9 +164,7 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
   if (query.after != null) onCall.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
   const limit = param(query.first + 1);
   const all = (conditions: string[]) => (conditions.length ? conditions.join(' AND ') : 'true');
-  // Across threads: the owner's calls (a filter on each call read, as NOT IN is never planned as a join).
-  const scope =
-    query.threadId != null ? [] : ['tc.owner_id = $1', 'tc.thread_id NOT IN (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL)'];
+  const scope = query.threadId != null ? [] : ['tc.owner_id = $1', inLiveThreadOf('tc.thread_id', '$1')];
   // The columns of the call that the tests on its execution read (DECLARING_RUN_GOING, STATUS_SQL).
   const hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all([...scope, ...onCall]), ['status', 'run_id'])},
      hits AS (SELECT tc.id FROM walk tc ${LATEST_EXECUTION} WHERE ${all(onExecution)} LIMIT ${limit})`;

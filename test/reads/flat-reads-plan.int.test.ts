@@ -151,6 +151,14 @@ describe(`the reads that must stay flat as history grows (${backendName})`, () =
       expect(last.tables.get('message')).toBeLessThan(150);
     });
 
+    it('searchAudits by text across threads: the owner\'s audits and threads only, never every thread of every owner', async () => {
+      const { result, last } = await explained(db, (sql) => searchAudits(sql, owner, { text: 'calc', first: 50 }));
+      expect(result.items).toHaveLength(50);
+      // The 51 hits' threads by key, and the owner's threads being deleted (none), of 22,000 threads. Testing each
+      // walked audit's thread for a deletion read 223-308 here, and every thread of every owner where planned as a hash.
+      expect(last.tables.get('thread') ?? 0).toBeLessThan(100);
+    });
+
     it('searchAudits in the long thread, by status and by a rare text, on the thread\'s own indexes', async () => {
       const failed = await explained(db, (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, status: 'FAILED', first: 50 }));
       expect(failed.result.items).toHaveLength(50);
