@@ -102,14 +102,15 @@ export function createLoaders({ db: read }: DomainDeps) {
 export type Loaders = ReturnType<typeof createLoaders>;
 
 /**
- * Starts, in one tick, the loads that a timeline's subscriber makes for each change of a catch-up
- * page (the page's own document, web/src/queries.ts: a run's audit summary and the run it resumed,
- * a model call's declared tool calls, a tool audit's call and the model call that declared it, the
- * thread its access is checked on), so that a page of changes is delivered with a statement per
- * loader instead of a few per change (bench/README.md, replay). A load that no subscriber asks for
- * costs its share of one statement; a failed one fails the field that asks for it, as alone.
+ * Starts, in one tick, the loads that a timeline's subscriber makes for each of several changes
+ * delivered together (a catch-up page, one command's or batch's changes: the page's own document,
+ * web/src/queries.ts: a run's audit summary and the run it resumed, a model call's declared tool
+ * calls, a tool audit's call and the model call that declared it, the thread its access is checked
+ * on), so that they are delivered with a statement per loader instead of a few per change
+ * (bench/README.md, replay). A load that no subscriber asks for costs its share of one statement; a
+ * failed one fails the field that asks for it, as alone.
  */
-export function primedForPage(loaders: Loaders, changes: readonly CommittedChange[]): Loaders {
+export function primedForBurst(loaders: Loaders, changes: readonly CommittedChange[]): Loaders {
   const loads: Promise<unknown>[] = [];
   for (const change of changes) {
     if (change.kind === 'run') {

@@ -13,12 +13,15 @@ export function perEvent<T>(): (event: object, key: string, compute: () => T) =>
   };
 }
 
-const pages = new WeakMap<object, readonly object[]>();
+const bursts = new WeakMap<object, readonly object[]>();
 
-/** Marks the changes of one catch-up read as read together (src/realtime/pubsub.ts, ThreadFeed). */
-export function readTogether(page: readonly object[]): void {
-  for (const change of page) pages.set(change, page);
+/**
+ * Marks changes that are delivered together, one after another: those of one catch-up read, or
+ * those one command (or batch) published at once (src/realtime/pubsub.ts, ThreadFeed).
+ */
+export function deliveredTogether(changes: readonly object[]): void {
+  if (changes.length > 1) for (const change of changes) bursts.set(change, changes);
 }
 
-/** The catch-up page a change was read in; undefined for a change published live. */
-export const pageOf = (change: object): readonly object[] | undefined => pages.get(change);
+/** The changes a change was delivered with (itself among them); undefined for one read or published alone. */
+export const deliveredWith = (change: object): readonly object[] | undefined => bursts.get(change);

@@ -4,7 +4,7 @@ import type { OwnerActivityRead, ToolActivity } from '../domain/tool-activity.js
 import { changedOwners, type ToolAuditChangeCount, type ToolAuditChangePoll } from '../domain/tool-activity-changes.js';
 import { createActivityFeeds, type ActivityFeeds, type Clock } from './activity-feeds.js';
 import { at } from './timers.js';
-import { readTogether } from './per-event.js';
+import { deliveredTogether } from './per-event.js';
 import { ARRIVAL_WAIT_MS, ChangeStream, StreamInterrupted } from './change-stream.js';
 import type { WakeBus } from './redis-bus.js';
 import { retriedWork } from '../db/outage.js';
@@ -83,7 +83,9 @@ class ThreadFeed {
   /** The highest cursor heard of. */
   known = 0n;
 
+  /** Changes published together (one command's, one batch's), delivered together. */
   deliver(changes: CommittedChange[]): void {
+    deliveredTogether(changes);
     for (const change of changes) if (change.cursor > this.known) this.known = change.cursor;
     for (const stream of this.streams.keys()) for (const change of changes) stream.offer(change);
   }
@@ -98,7 +100,7 @@ class ThreadFeed {
     if (!read) {
       read = this.store
         .changesAfter(this.threadId, after, this.pageSize)
-        .then((page) => (readTogether(page), page))
+        .then((page) => (deliveredTogether(page), page))
         .finally(() => this.reads.delete(after));
       this.reads.set(after, read);
     }

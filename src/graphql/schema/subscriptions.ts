@@ -4,11 +4,11 @@ import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../dom
 import { decodeCursor, encodeCursor } from '../../domain/change-cursors.js';
 import type { CommittedChange } from '../../domain/events.js';
 import type { Message, Run, Thread } from '../../generated/prisma/client.js';
-import { pageOf, perEvent } from '../../realtime/per-event.js';
+import { deliveredWith, perEvent } from '../../realtime/per-event.js';
 import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { createLoaders, primedForPage } from '../loaders.js';
+import { createLoaders, primedForBurst } from '../loaders.js';
 import { AuditRef, ToolAuditRef } from './audit.js';
 import { RunRef } from './run.js';
 
@@ -22,24 +22,24 @@ function payloadOf(delivery: Delivery): CommittedChange {
   return delivery;
 }
 
-/** One set of loaders per live change, or per catch-up page, shared by every subscriber that receives it. */
+/** One set of loaders per change, or per burst of changes delivered together, shared by every subscriber that receives it. */
 const loadersOnce = perEvent<ReturnType<typeof createLoaders>>();
 
 /**
  * One delivery: the change carries its entity as committed by that change, never re-read. Its
  * nested fields (an audit's run, tool call, declaring model call) are read when it is delivered,
- * through loaders fresh for this change and shared by its subscribers; those of a catch-up page's
- * changes, delivered one after another in a burst, are read together when its first change is
- * delivered (primedForPage). Pothos' per-context caches are replaced too, so the second change is
- * never served what the first one decided.
+ * through loaders fresh for this change and shared by its subscribers; those of changes delivered
+ * together, one after another (a catch-up page, one command's or batch's changes), are read
+ * together when the first of them is delivered (primedForBurst). Pothos' per-context caches are
+ * replaced too, so the second change is never served what the first one decided.
  */
 function committed(delivery: Delivery, context: GraphQLContext): CommittedChange {
   const change = payloadOf(delivery);
-  const page = pageOf(change) as readonly CommittedChange[] | undefined;
+  const burst = deliveredWith(change) as readonly CommittedChange[] | undefined;
   context.loaders =
-    page === undefined
+    burst === undefined
       ? loadersOnce(change, 'loaders', () => createLoaders(context.deps))
-      : loadersOnce(page, 'loaders', () => primedForPage(createLoaders(context.deps), page));
+      : loadersOnce(burst, 'loaders', () => primedForBurst(createLoaders(context.deps), burst));
   Object.assign(context, initContextCache());
   return change;
 }

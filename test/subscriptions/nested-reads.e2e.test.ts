@@ -3,13 +3,13 @@ import { THREAD_AUDITS, THREAD_CHANGES, THREAD_RUNS } from '../../web/src/querie
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
-import { payloads, subscribeWs } from '../support/streams.js';
+import { eventually, payloads, subscribeWs } from '../support/streams.js';
 
-// A threadChanges resume reads the thread's changes from the database a page at a time
-// (docs/subscriptions.md); the nested fields a timeline selects for each change (the page's own
-// document, web/src/queries.ts: a run's audit summary, a model call's declared tool calls, a tool
-// audit's call and declaring model call) are read for the whole page at once, not change by change.
-// Pages of 20 here, so that a short thread fills several.
+// Changes delivered together, one after another (a threadChanges resume's catch-up page, the
+// changes one command published), have the nested fields a timeline selects for each of them (the
+// page's own document, web/src/queries.ts: a run's audit summary, a model call's declared tool
+// calls, a tool audit's call and declaring model call) read at once, not change by change
+// (docs/subscriptions.md). Catch-up pages of 20 here, so that a short thread fills several.
 const PAGE = 20;
 const TOOL_CALLS = 40;
 
@@ -25,8 +25,8 @@ afterAll(() => t?.close());
 
 const byId = <T extends { id: string }>(items: T[]) => [...items].sort((a, b) => a.id.localeCompare(b.id));
 
-describe(`a threadChanges catch-up with the page's own document (${backendName})`, () => {
-  it('reads each page\'s nested fields together, a few statements a page, each change as a fresh read shows it', async () => {
+describe(`the nested fields of changes delivered together, with the page's own document (${backendName})`, () => {
+  it('a catch-up reads each page\'s together, a few statements a page, each change as a fresh read shows it', async () => {
     const { session, owner, threadId } = await runningRun(t);
     const cursorOf = async () => (await t.gql(`query($id: ID!) { thread(id: $id) { changeCursor } }`, { id: threadId }, owner)).data.thread.changeCursor as string;
     const after = await cursorOf();
@@ -57,5 +57,29 @@ describe(`a threadChanges catch-up with the page's own document (${backendName})
     // 16 here; read change by change, the nested fields took one to three statements each (123 here).
     const pages = Math.ceil(entities / PAGE);
     expect(caused.length, caused.join('\n')).toBeLessThanOrEqual(6 * pages);
+  });
+
+  it('a run\'s end that closes 30 running tool calls delivers its 31 changes with their nested fields read together', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    const calls = Array.from({ length: 30 }, (_, i) => ({ id: `open${i}`, name: 'search' }));
+    await session.declare('plan', calls);
+    for (const call of calls) must(await session.toolStarted(call.id, 'search'));
+    const stream = subscribeWs(url, String(THREAD_CHANGES), { threadId }, owner);
+    onTestFinished(() => stream.close());
+    await eventually(() => t.app.pubsub.subscriberCount('changes', threadId), (count) => count === 1, { what: 'the subscription to start' });
+
+    statements.length = 0;
+    must(await session.finish('COMPLETED'));
+    const results = await stream.until((all) => all.some((result) => result.data?.threadChanges.run?.finishedAt), 'the run\'s end');
+    const caused = statements.splice(0);
+
+    const changes = payloads(results, 'threadChanges');
+    expect(changes).toHaveLength(31);
+    const fresh = await t.gql(String(THREAD_AUDITS), { threadId }, owner);
+    const closed = new Map(fresh.data.threadAudits.items.map((audit: { id: string }) => [audit.id, audit]));
+    for (const change of changes.filter((change) => change.audit)) expect(change.audit).toEqual(closed.get(change.audit.id));
+    expect(changes.at(-1).run.auditSummary).toMatchObject({ audits: 31, toolCalls: 30, running: 0 });
+    // finishRun's own statement and five a burst for the changes' nested fields (11 here); read change by change, 48.
+    expect(caused.length, caused.join('\n')).toBeLessThanOrEqual(20);
   });
 });
