@@ -80,6 +80,8 @@ for (const size of sizes) {
         ['running, all threads', { case: 'RUNNING' }, `tc.status = 'RUNNING'`, []],
         ['never run, all threads', { case: 'NEVER_RUN' }, `tc.status = 'PENDING'`, []],
         ['failed, all threads (none)', { status: 'FAILED' }, `tc.status = 'FAILED'`, []],
+        // No call is in this case: every call the narrowing leaves is tested on its execution.
+        ['closed by a run\'s end, all threads (none)', { case: 'CLOSED_BY_RUN_END' }, `tc.status IN ('PENDING', 'FAILED', 'CANCELLED')`, []],
       ];
       for (const [label, query, condition, params] of reads) {
         const ledger = await p50(() => toolCallLedger(db.sql, principal, { ...query, first: FIRST }));

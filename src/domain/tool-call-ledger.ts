@@ -130,18 +130,31 @@ const LATEST_EXECUTION = `LEFT JOIN LATERAL (
      ) e ON true`;
 
 /**
+ * How many calls a ledger read walks, one index probe each, before it reads the rest of its
+ * matches at once: a page of calls that many match (a status, a tool) is found within it; a case
+ * few calls are in (calls closed by a run's end, say) is then read in one statement below the
+ * walk, instead of a probe for every call of the owner's history.
+ */
+export const LEDGER_WALK_BUDGET = 2_000;
+
+/**
  * The ledger's read for an owner, its filters checked (`threadId` one the owner's audits may be
- * read in): one statement, `first + 1` entries at most. It walks the calls matching the filters on
- * the call alone newest first, one index probe each (walkNewestFirst), on a composite index that
- * serves that filter and the order together: within a thread `(thread_id, id)`,
- * `(thread_id, status, id)` or `(thread_id, name, id)`; across threads the owner's
- * `(owner_id, id)`, `(owner_id, status, id)` or `(owner_id, name, id)` (migration
- * 20261205000100_tool_call_owner), skipping the calls of the owner's threads being deleted. Each
- * call walked is tested on its latest execution, and the walk stops at `first + 1` hits. So it
- * reads no call of another owner, and no more of the owner's than its page and the calls the
- * execution's test turns away, however many the owner has and whatever the statistics say: a
- * plain `ORDER BY id DESC LIMIT` whose execution test the planner cannot estimate was planned as
- * reading and sorting every match (bench/README.md, growth, OW1).
+ * read in): one statement, `first + 1` entries at most, in two steps, as a text search
+ * (src/domain/audit-search.ts):
+ *
+ * 1. Walk the calls matching the filters on the call alone newest first, one index probe each
+ *    (walkNewestFirst), on a composite index that serves that filter and the order together:
+ *    within a thread `(thread_id, id)`, `(thread_id, status, id)` or `(thread_id, name, id)`;
+ *    across threads the owner's `(owner_id, id)`, `(owner_id, status, id)` or `(owner_id, name,
+ *    id)` (migration 20261205000100_tool_call_owner), skipping the calls of the owner's threads
+ *    being deleted. Each call walked is tested on its latest execution; the walk stops at
+ *    `first + 1` hits or LEDGER_WALK_BUDGET calls. Whatever the statistics say: a plain
+ *    `ORDER BY id DESC LIMIT` whose execution test the planner cannot estimate was planned as
+ *    reading and sorting every match (bench/README.md, growth, OW1).
+ * 2. Only when the walk read its whole budget without filling the page: the matches below it, in
+ *    one statement, newest `first + 1` kept.
+ *
+ * Neither step reads a call of another owner.
  */
 export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: number }): { text: string; params: unknown[] } {
   const params: unknown[] = [ownerId];
@@ -165,9 +178,21 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
   const limit = param(query.first + 1);
   const all = (conditions: string[]) => (conditions.length ? conditions.join(' AND ') : 'true');
   const scope = query.threadId != null ? [] : ['tc.owner_id = $1', inLiveThreadOf('tc.thread_id', '$1')];
-  // The columns of the call that the tests on its execution read (DECLARING_RUN_GOING, STATUS_SQL).
-  const hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all([...scope, ...onCall]), ['status', 'run_id'])},
-     hits AS (SELECT tc.id FROM walk tc ${LATEST_EXECUTION} WHERE ${all(onExecution)} LIMIT ${limit})`;
+  const budget = LEDGER_WALK_BUDGET;
+  // The walk keeps the columns of the call that the tests on its execution read (DECLARING_RUN_GOING, STATUS_SQL).
+  const hits = `${walkNewestFirst('walk', 'tool_call', 'tc', all([...scope, ...onCall]), ['status', 'run_id'], budget)},
+     walked AS (
+       SELECT tc.id, coalesce((SELECT ${all(onExecution)} FROM (SELECT 1) one ${LATEST_EXECUTION}), false) AS hit FROM walk tc
+     ), walk_hits AS (
+       SELECT id FROM walked WHERE hit LIMIT ${limit}
+     ), older_hits AS MATERIALIZED (
+       SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
+       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
+         AND ${all([...scope, ...onCall, ...onExecution])} AND tc.id < (SELECT id FROM walked ORDER BY id LIMIT 1)
+       ORDER BY tc.id DESC LIMIT ${limit}
+     ), hits AS (
+       SELECT id FROM walk_hits UNION ALL SELECT id FROM older_hits
+     )`;
   const text = `WITH RECURSIVE ${hits}
      SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
        tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,

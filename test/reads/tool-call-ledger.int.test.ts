@@ -229,6 +229,35 @@ describe(`toolCallLedger (${backendName})`, () => {
     expect(errorCode(await t.gql(LEDGER, { case: 'SOMETIMES' }, who.owner))).toBe('BAD_USER_INPUT');
   });
 
+  it('finds a case that only calls older than the walk are in: the walk reads its budget, then the rest at once', async () => {
+    // One owner's 2,500 calls, each executed; the three oldest closed by their run's end (CANCELLED),
+    // the rest COMPLETED: a case the walk on (owner_id, id) cannot fill a page of within LEDGER_WALK_BUDGET.
+    const owner = await t.token('ledger-deep-owner', 'superadmin');
+    const id = (kind: number, i: string) => `('00000000-0000-7000-800${kind}-' || lpad(to_hex(${i}), 12, '0'))::uuid`;
+    await t.app.db.driver.exec(`
+      INSERT INTO thread (id, title, owner_id) VALUES ('00000000-0000-7000-8000-00000000d001', 'deep', 'ledger-deep-owner');
+      INSERT INTO run (id, thread_id, status) VALUES ('00000000-0000-7000-8000-00000000d002', '00000000-0000-7000-8000-00000000d001', 'COMPLETED');
+      INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status)
+        VALUES ('00000000-0000-7000-8000-00000000d003', '00000000-0000-7000-8000-00000000d001', '00000000-0000-7000-8000-00000000d002',
+          'ASSISTANT', 'model_audit', 'plan', 'model', 1, 'COMPLETED');
+      INSERT INTO tool_call (id, thread_id, run_id, declared_by_id, position, tool_call_id, name, status)
+        SELECT ${id(1, 'i')}, '00000000-0000-7000-8000-00000000d001', '00000000-0000-7000-8000-00000000d002', '00000000-0000-7000-8000-00000000d003',
+          i, 'deep-' || i, 'lookup', (CASE WHEN i <= 3 THEN 'CANCELLED' ELSE 'COMPLETED' END)::"ToolCallStatus"
+        FROM generate_series(1, 2500) i;
+      INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, tool_call_row_id)
+        SELECT ${id(2, 'i')}, '00000000-0000-7000-8000-00000000d001', '00000000-0000-7000-8000-00000000d002', 'TOOL', 'tool_audit', 'deep-' || i,
+          'lookup', i, (CASE WHEN i <= 3 THEN 'CANCELLED' ELSE 'COMPLETED' END)::"AuditStatus", ${id(1, 'i')}
+        FROM generate_series(1, 2500) i;`);
+    const closed = await ledger(owner, { case: 'CLOSED_BY_RUN_END', first: 2 });
+    expect(callIds(closed.entries)).toEqual(['deep-3', 'deep-2']);
+    expect(closed.hasNextPage).toBe(true);
+    const rest = await ledger(owner, { case: 'CLOSED_BY_RUN_END', first: 2, after: closed.endCursor });
+    expect(callIds(rest.entries)).toEqual(['deep-1']);
+    expect(rest.hasNextPage).toBe(false);
+    // And a filter most calls match still fills its page within the walk.
+    expect(callIds((await ledger(owner, { status: 'COMPLETED', first: 3 })).entries)).toEqual(['deep-2500', 'deep-2499', 'deep-2498']);
+  });
+
   it('finds one thread\'s, one tool\'s and one case\'s calls through an index, among many other calls', { timeout: 120_000 }, async () => {
     // Other owners' threads, each with a model call that declared twenty calls that completed.
     await t.app.db.driver.exec(`
