@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { openDatabase, type Database } from '../src/db/database.js';
 import type { Sql } from '../src/db/sql.js';
+import { inLiveThreadOf } from '../src/domain/access.js';
 import { toolCallLedger, type LedgerQuery } from '../src/domain/tool-call-ledger.js';
 import { openPgliteBackend, openPostgresBackend, type Backend } from './lib/backend.js';
 import { bulkSeed } from './lib/bulk-seed.js';
@@ -47,7 +48,7 @@ async function p50(fn: () => Promise<unknown>): Promise<number> {
 const floor = (sql: Sql, condition: string, params: unknown[]) =>
   sql.query(
     `SELECT tc.id FROM tool_call tc
-     WHERE tc.owner_id = $1 AND tc.thread_id NOT IN (SELECT id FROM thread WHERE owner_id = $1 AND deleted_at IS NOT NULL)
+     WHERE tc.owner_id = $1 AND ${inLiveThreadOf('tc.thread_id', '$1')}
        ${condition ? `AND ${condition}` : ''} ORDER BY tc.id DESC LIMIT ${FIRST + 1}`,
     [OWNER, ...params],
   );

@@ -104,8 +104,8 @@ const caseArray = `array_remove(ARRAY[${LEDGER_CASES.map((name) => `CASE WHEN ${
 
 /**
  * One ledger page, newest first, from the threads whose audits the principal may read (a
- * superadmin's own, SEMANTICS: the ledger shows audit data), read newest first on a composite
- * index that stops after `first + 1` entries (ledgerStatement).
+ * superadmin's own, SEMANTICS: the ledger shows audit data), `first + 1` entries at most, walked
+ * newest first on a composite index (ledgerStatement).
  */
 export async function toolCallLedger(sql: Sql, principal: Principal, query: LedgerQuery): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
   requireAuditReader(principal);
