@@ -17,6 +17,11 @@ export interface DomainDeps {
   /** Called once per committed command with its changes, stamped with their cursors; never for a rolled-back one. */
   publish(changes: CommittedChange[]): void;
   limits: Limits;
+  /**
+   * How many calls of single lifecycle events may be under way at once; the events that come
+   * beyond wait and share the next call (lifecycle-events.ts). 1 when not given.
+   */
+  writeCalls?: number;
   /** The id of the database, carried in every change cursor (database-identity.ts). */
   databaseId: string;
   /** Called once a thread is marked deleted (deletion.ts): its open streams end, on every instance. */

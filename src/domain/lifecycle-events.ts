@@ -53,7 +53,7 @@ interface Result {
   refused?: { code: string; message: string };
 }
 
-const RECORD_EVENTS = prepared('SELECT result FROM audit_record_events($1, $2::jsonb) AS result');
+const RECORD_EVENTS = prepared('SELECT result FROM audit_record_events_of($1::text[], $2::jsonb) AS result');
 
 const toJson = (events: SqlEvent[]) => JSON.stringify(events, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
 
@@ -88,29 +88,114 @@ export const changesOf = (changes: ChangeJson[]): DomainEvent[] =>
 export const EVENTS_PER_CALL = 50;
 
 /**
- * Applies `events` in order, as `principal`, in one call of one transaction per EVENTS_PER_CALL:
- * one result each, what it wrote or replayed, or its refusal (which wrote nothing and stopped
- * nothing). A deadlock or serialization failure runs the whole call again (a replay returns what
- * the first run wrote). After each commit each event's changes are published as if it came
+ * One call of one transaction: event i of `eventsJson` (a JSON array) applied as workers[i], in
+ * order, one result each, what it wrote or replayed, or its refusal (which wrote nothing and
+ * stopped nothing). A deadlock or serialization failure runs the whole call again (a replay returns
+ * what the first run wrote). After the commit each event's changes are published as if it came
  * alone, in order.
+ */
+async function call(deps: DomainDeps, workers: string[], eventsJson: string): Promise<(Applied | DomainError)[]> {
+  const rows = await withRetries(() => deps.db.query<{ result: Result }>(RECORD_EVENTS, [workers, eventsJson]));
+  const outcomes = rows.map((row) => applied(row.result));
+  for (const outcome of outcomes) if (!(outcome instanceof DomainError)) publishWritten(deps, outcome.changes);
+  return outcomes;
+}
+
+/**
+ * Applies `events` in order, as `principal`, in one call per EVENTS_PER_CALL (a batch,
+ * batch.ts): one result each.
  */
 export async function applyEvents(deps: DomainDeps, principal: Principal, events: SqlEvent[]): Promise<(Applied | DomainError)[]> {
   const outcomes: (Applied | DomainError)[] = [];
   for (let first = 0; first < events.length; first += EVENTS_PER_CALL) {
-    const json = toJson(events.slice(first, first + EVENTS_PER_CALL));
-    const rows = await withRetries(() => deps.db.query<{ result: Result }>(RECORD_EVENTS, [principal.sub, json]));
-    const committed = rows.map((row) => applied(row.result));
-    for (const outcome of committed) if (!(outcome instanceof DomainError)) publishWritten(deps, outcome.changes);
-    outcomes.push(...committed);
+    const slice = events.slice(first, first + EVENTS_PER_CALL);
+    outcomes.push(...(await call(deps, slice.map(() => principal.sub), toJson(slice))));
   }
   return outcomes;
 }
 
-/** One event alone: what it wrote or replayed; its refusal is thrown. */
+/**
+ * The most characters of events' JSON one call of single events carries (it carries one event
+ * whatever its size): several workers' requests must not add up to a statement far larger than
+ * one of them sends, holding all their runs' locks while it is read.
+ */
+export const MAX_SHARED_CALL_JSON = 1 << 20;
+
+interface Waiting {
+  worker: string;
+  /** The event as JSON text. */
+  json: string;
+  resolve: (outcome: Applied | DomainError) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * The single events (a lifecycle mutation each) of one server. An event goes at once while fewer
+ * than `deps.writeCalls` calls of single events are under way; beyond, it waits, and when a call
+ * ends the events that waited go together in the next one (at most EVENTS_PER_CALL, and
+ * MAX_SHARED_CALL_JSON), each as its own worker: under load, one transaction and one round trip serve several workers' events, as a
+ * batch serves one worker's. Idle, nothing waits.
+ */
+class SingleEvents {
+  private calls = 0;
+  private readonly waiting: Waiting[] = [];
+
+  constructor(
+    private readonly deps: DomainDeps,
+    private readonly maxCalls: number,
+  ) {}
+
+  apply(worker: string, event: SqlEvent): Promise<Applied | DomainError> {
+    const json = toJson([event]).slice(1, -1);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ worker, json, resolve, reject });
+      this.sendWaiting();
+    });
+  }
+
+  private sendWaiting(): void {
+    while (this.calls < this.maxCalls && this.waiting.length > 0) {
+      const group = this.nextGroup();
+      this.calls++;
+      void this.send(group).finally(() => {
+        this.calls--;
+        this.sendWaiting();
+      });
+    }
+  }
+
+  /** The events that waited longest, as many as one call carries. */
+  private nextGroup(): Waiting[] {
+    let size = 1;
+    let json = this.waiting[0]!.json.length;
+    for (; size < this.waiting.length && size < EVENTS_PER_CALL; size++) {
+      json += this.waiting[size]!.json.length;
+      if (json > MAX_SHARED_CALL_JSON) break;
+    }
+    return this.waiting.splice(0, size);
+  }
+
+  private async send(group: Waiting[]): Promise<void> {
+    try {
+      const outcomes = await call(this.deps, group.map(({ worker }) => worker), `[${group.map(({ json }) => json).join(',')}]`);
+      group.forEach(({ resolve }, index) => resolve(outcomes[index]!));
+    } catch (error) {
+      if (group.length === 1) return group[0]!.reject(error);
+      // The call wrote nothing: each event alone, so that what failed it fails its own caller only.
+      await Promise.all(group.map(({ worker, json, resolve, reject }) => call(this.deps, [worker], `[${json}]`).then(([outcome]) => resolve(outcome!), reject)));
+    }
+  }
+}
+
+const singleEvents = new WeakMap<DomainDeps, SingleEvents>();
+
+/** One event alone (a lifecycle mutation): what it wrote or replayed; its refusal is thrown. */
 export async function applyEvent(deps: DomainDeps, principal: Principal, event: SqlEvent): Promise<Applied> {
-  const [outcome] = await applyEvents(deps, principal, [event]);
+  let events = singleEvents.get(deps);
+  if (!events) singleEvents.set(deps, (events = new SingleEvents(deps, deps.writeCalls ?? 1)));
+  const outcome = await events.apply(principal.sub, event);
   if (outcome instanceof DomainError) throw outcome;
-  return outcome!;
+  return outcome;
 }
 
 /**

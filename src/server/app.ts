@@ -41,6 +41,8 @@ export async function buildApp(
       jobs?.retention.noteDeletion();
     },
     limits: { leaseMinSeconds: config.leaseMinSeconds, leaseMaxSeconds: config.leaseMaxSeconds, maxJsonBytes: config.maxJsonBytes },
+    // Half the pool: the other half stays for reads, batches and the owners' commands.
+    writeCalls: db.kind === 'postgres' ? Math.ceil(config.databasePoolSize / 2) : 1,
   };
   const verifier = createTokenVerifier(secret);
   const limits = webSocketLimits(config, verifier);
