@@ -131,14 +131,19 @@ interface Waiting {
 
 /**
  * The single events (a lifecycle mutation each) of one server. An event goes at once while fewer
- * than `deps.writeCalls` calls of single events are under way; beyond, it waits, and when a call
- * ends the events that waited go together in the next one (at most EVENTS_PER_CALL, and
- * MAX_SHARED_CALL_JSON), each as its own worker: under load, one transaction and one round trip serve several workers' events, as a
- * batch serves one worker's. Idle, nothing waits.
+ * than `deps.writeCalls` calls of single events are under way; beyond, it waits. When a call ends,
+ * the events that waited, and those that come in the same turn of the event loop, go together in
+ * the next call, at the turn's end (at most EVENTS_PER_CALL, and MAX_SHARED_CALL_JSON), each as its
+ * own worker: under load, one transaction and one round trip serve several workers' events, as a
+ * batch serves one worker's. The turn matters on PGlite, whose calls run on the event loop: a call
+ * has ended before the next request is read, so without it no event would ever wait. Idle,
+ * nothing waits.
  */
 class SingleEvents {
   private calls = 0;
   private readonly waiting: Waiting[] = [];
+  /** A call ended in this turn of the event loop: the events that come in it wait for the turn's end. */
+  private callEnded = false;
 
   constructor(
     private readonly deps: DomainDeps,
@@ -154,12 +159,18 @@ class SingleEvents {
   }
 
   private sendWaiting(): void {
-    while (this.calls < this.maxCalls && this.waiting.length > 0) {
+    while (!this.callEnded && this.calls < this.maxCalls && this.waiting.length > 0) {
       const group = this.nextGroup();
       this.calls++;
       void this.send(group).finally(() => {
         this.calls--;
-        this.sendWaiting();
+        if (!this.callEnded) {
+          this.callEnded = true;
+          setImmediate(() => {
+            this.callEnded = false;
+            this.sendWaiting();
+          });
+        }
       });
     }
   }

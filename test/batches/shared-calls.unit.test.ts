@@ -43,7 +43,10 @@ const deps = (db: Db, writeCalls: number): DomainDeps => ({
 });
 const worker = (n: number): Principal => ({ sub: `worker-${n}`, role: 'worker' }) as Principal;
 const event = (n: number): SqlEvent => ({ kind: 'renewLease', runId: `run-${n}`, epoch: 1 });
-const settled = () => new Promise((resolve) => setImmediate(resolve));
+/** A few turns of the event loop: a call that ended sends the next at its turn's end. */
+const settled = async () => {
+  for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+};
 
 describe('single events', () => {
   it('go at once while calls are free, and those that waited go together, each as its own worker', async () => {
@@ -91,6 +94,22 @@ describe('single events', () => {
     }
     await Promise.all(answers);
     expect(calls.map((call) => call.workers)).toEqual([['worker-0'], ['worker-1', 'worker-2'], ['worker-3'], ['worker-4']]);
+  });
+
+  it('that come as a call ends wait for the end of that turn of the event loop, and go together', async () => {
+    const { db, calls } = database();
+    const d = deps(db, 1);
+    const first = applyEvent(d, worker(1), event(1));
+    await settled();
+    calls[0]!.answer();
+    await first;
+    // As on PGlite: the call has ended, and requests read in the same turn bring their events.
+    const [second, third] = [2, 3].map((n) => applyEvent(d, worker(n), event(n)));
+    expect(calls).toHaveLength(1);
+    await settled();
+    expect(calls.map((call) => call.workers)).toEqual([['worker-1'], ['worker-2', 'worker-3']]);
+    calls[1]!.answer();
+    await Promise.all([second, third]);
   });
 
   it('fail alone: a call that fails is sent again an event a call, and only the failing event fails its caller', async () => {

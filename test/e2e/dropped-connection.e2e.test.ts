@@ -9,7 +9,8 @@ import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { e2eActors, serverForFile } from './support/server.js';
 import { eventually } from '../support/streams.js';
 
-const IN_FLIGHT = 6;
+/** Half the default pool of 10: the most lifecycle mutations sent alone that hold a connection at once. */
+const IN_FLIGHT = 5;
 const meaningful = postgresSuiteRuns('the dropped-connection suite');
 
 let server: ReturnType<typeof serverForFile>;
