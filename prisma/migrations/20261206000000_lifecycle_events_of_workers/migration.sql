@@ -1,6 +1,6 @@
--- Single lifecycle events of several workers applied in one call (issue 45): while the server's
--- calls of single events fill its pool, the events that arrive meanwhile go together in the next
--- call (src/domain/lifecycle-events.ts), each applied as its own worker. audit_record_events_of
+-- Single lifecycle events of several workers applied in one call (issue 45): while half the
+-- server's pool carries calls of single events, the events that arrive meanwhile go together in
+-- the next call (src/domain/lifecycle-events.ts), each applied as its own worker. audit_record_events_of
 -- is the batch's loop with a worker per event; audit_record_events, one worker's batch, is now
 -- that loop with the worker repeated, so the loop stays written once. Functions only: instant.
 
