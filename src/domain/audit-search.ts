@@ -5,7 +5,7 @@ import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
 import { boundedText, escapeLike, isUuid, rowId } from './ids.js';
-import { walkNewestFirst } from './walk.js';
+import { BELOW_WALK, walkFellShort, walkNewestFirst } from './walk.js';
 
 /** The most hits one search returns. */
 export const MAX_SEARCH_HITS = 100;
@@ -141,11 +141,9 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const textAt = param(text);
-  const walkFellShort = `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
-  const belowWalk = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
   // Below the walk: the index's matches in the thread, or the owner's (still live).
   const olderHits = `older_hits AS MATERIALIZED (
-       SELECT m.id FROM message m WHERE ${walkFellShort} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
+       SELECT m.id FROM message m WHERE ${walkFellShort(limit, budget)} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
      )`;
   // Across threads the walk goes back on `(owner_id, id)`.
   const walkRange = threadId === null ? [`m.owner_id = ${owner}`, ...range] : range;
@@ -156,7 +154,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
        SELECT id FROM walked WHERE hit LIMIT ${limit}
      ), ${olderHits}, hits AS (
        SELECT id FROM walk_hits
-       UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < ${belowWalk} ORDER BY m.id DESC LIMIT ${limit})
+       UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < ${BELOW_WALK} ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
        CASE WHEN s.at > 0 THEN

@@ -55,7 +55,7 @@ interface Result {
 
 const RECORD_EVENTS = prepared('SELECT result FROM audit_record_events_of($1::text[], $2::jsonb) AS result');
 
-const toJson = (events: SqlEvent[]) => JSON.stringify(events, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+const toJson = (events: SqlEvent | SqlEvent[]) => JSON.stringify(events, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
 
 function applied(result: Result): Applied | DomainError {
   if (result.refused) {
@@ -151,7 +151,7 @@ class SingleEvents {
   ) {}
 
   apply(worker: string, event: SqlEvent): Promise<Applied | DomainError> {
-    const json = toJson([event]).slice(1, -1);
+    const json = toJson(event);
     return new Promise((resolve, reject) => {
       this.waiting.push({ worker, json, resolve, reject });
       this.sendWaiting();

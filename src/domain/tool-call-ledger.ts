@@ -3,7 +3,7 @@ import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, inLiveThreadOf, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
 import { boundedText, isUuid } from './ids.js';
-import { walkNewestFirst } from './walk.js';
+import { BELOW_WALK, walkFellShort, walkNewestFirst } from './walk.js';
 
 /**
  * The tool-call ledger: every tool call a model call declared, run or not, with the cases a
@@ -187,8 +187,8 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
        SELECT id FROM walked WHERE hit LIMIT ${limit}
      ), older_hits AS MATERIALIZED (
        SELECT tc.id FROM tool_call tc ${LATEST_EXECUTION}
-       WHERE (SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)
-         AND ${all([...scope, ...onCall, ...onExecution])} AND tc.id < (SELECT id FROM walked ORDER BY id LIMIT 1)
+       WHERE ${walkFellShort(limit, budget)}
+         AND ${all([...scope, ...onCall, ...onExecution])} AND tc.id < ${BELOW_WALK}
        ORDER BY tc.id DESC LIMIT ${limit}
      ), hits AS (
        SELECT id FROM walk_hits UNION ALL SELECT id FROM older_hits

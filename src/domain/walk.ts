@@ -16,3 +16,14 @@ export function walkNewestFirst(name: string, table: string, alias: string, rang
        WHERE w.step < ${budget}
      )`;
 }
+
+/**
+ * After a walk, as its readers name what it found (`walked(id, hit)`, every row walked, and
+ * `walk_hits(id)`, its hits, at most `limit`): whether it read its whole `budget` without filling
+ * the page, so that the rest of the matches must be read below it, at once.
+ */
+export const walkFellShort = (limit: string, budget: number) =>
+  `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
+
+/** The oldest id a walk read (`walked`): the rest of the matches lie below it. */
+export const BELOW_WALK = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
