@@ -19,6 +19,8 @@
 //   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench
 //   process's own CPU (its writers' clients, and with dashboards their 1,000 subscribers parsing
 //   every message) the same way.
+//   Each window also prints where the machine's cores went (lib/cpu-shares.ts): the server's main
+//   thread (its event loop: near 1 when it is the bottleneck), PostgreSQL's backends, idle.
 // - with --pace, the writers write at most that many events a second between them (each worker
 //   its share, on a fixed schedule), so that both windows serve the same writes however loaded
 //   the machine is: the server's CPU with dashboards less without is then the dashboards' alone.
@@ -44,6 +46,7 @@ import { GraphQLHttp } from './lib/graphql-http.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateRun, serverCreateThread, serverStep } from './lib/server-worker.js';
 import { summarizeProfile } from './lib/cpuprofile.js';
+import { cpuShares, sampleCpu } from './lib/cpu-shares.js';
 import { round, summarize, table } from './lib/stats.js';
 import { measureWritePath, type WriteTarget } from './lib/write-path.js';
 
@@ -167,6 +170,10 @@ async function main() {
   const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const benchCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  /** The bench database's PostgreSQL backends, the server's main thread and the machine's idle cores (lib/cpu-shares.ts). */
+  const postgresCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const idle: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const mainThreadCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const profileDir = flags.profile ? join(import.meta.dirname, 'results', `profile-dashboards-${new Date(started).toISOString().replace(/[:.]/g, '-')}`) : null;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   const profiles: (ReturnType<typeof summarizeProfile> & { mode: string })[] = [];
@@ -193,8 +200,10 @@ async function main() {
           if (profiling) await server.profileStart();
           const cpuBefore = await cpuSeconds(server);
           const benchCpuBefore = benchCpuSeconds();
+          const machineBefore = sampleCpu(server.pid, backend.database);
           const windowStart = performance.now();
           const window = await measureWritePath(target(http, ownerTokens, workerTokens, changes), workers, warmupMs, windowMs);
+          const machine = cpuShares(machineBefore, sampleCpu(server.pid, backend.database));
           const seconds = (performance.now() - windowStart) / 1000;
           const benchCpuPerSecond = (benchCpuSeconds() - benchCpuBefore) / seconds;
           const cpuPerSecond = ((await cpuSeconds(server)) - cpuBefore) / seconds;
@@ -202,6 +211,9 @@ async function main() {
           rates[mode].push(window.eventsPerSecond);
           cpu[mode].push(cpuPerSecond);
           benchCpu[mode].push(benchCpuPerSecond);
+          postgresCpu[mode].push(machine.postgres ?? NaN);
+          mainThreadCpu[mode].push(machine.serverMain ?? NaN);
+          idle[mode].push(machine.idle ?? NaN);
           let note = '';
           if (mode === 'with') {
             await sleep(GRACE_MS);
@@ -220,7 +232,7 @@ async function main() {
             viewsPerSecond.push(reads.size / seconds);
             note = `, ${Math.round(reads.size / seconds)} views read/s, ${changes.flat().length} tool audit changes`;
           }
-          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s, bench CPU ${round(benchCpuPerSecond, 2)} s/s${note}`);
+          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s, bench CPU ${round(benchCpuPerSecond, 2)} s/s, the server's main thread ${round(machine.serverMain ?? NaN, 2)} s/s, PostgreSQL ${round(machine.postgres ?? NaN, 2)} s/s, idle ${round(machine.idle ?? NaN, 2)} cores${note}`);
         } finally {
           await Promise.all(dashboards.map((d) => d.close()));
           http.close();
@@ -250,6 +262,9 @@ async function main() {
     deliveries: latencies.length,
     missing,
     serverCpuSecondsPerSecond: { without: cpu.without.map((v) => round(v, 3)), with: cpu.with.map((v) => round(v, 3)) },
+    postgresCpuSecondsPerSecond: { without: postgresCpu.without.map((v) => round(v, 3)), with: postgresCpu.with.map((v) => round(v, 3)) },
+    serverMainThreadCpuSecondsPerSecond: { without: mainThreadCpu.without.map((v) => round(v, 3)), with: mainThreadCpu.with.map((v) => round(v, 3)) },
+    idleCores: { without: idle.without.map((v) => round(v, 3)), with: idle.with.map((v) => round(v, 3)) },
     benchCpuSecondsPerSecond: { without: benchCpu.without.map((v) => round(v, 3)), with: benchCpu.with.map((v) => round(v, 3)) },
     viewsReadPerSecond: round(views, 1),
     dashboardsServerCpuSecondsPerSecond: round(dashboardsCpu, 3),

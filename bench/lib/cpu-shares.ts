@@ -16,6 +16,8 @@ export interface CpuSample {
   benchUs: number;
   /** The server process's utime + stime in ticks, every thread; null when not given or unreadable. */
   serverTicks: number | null;
+  /** The same for its main thread alone: the event loop (the rest is V8's and libuv's helper threads). */
+  serverMainTicks: number | null;
   /** PostgreSQL's processes by pid, in ticks: the backends of the database, and its background processes. */
   postgres: { database: Map<number, number>; background: Map<number, number> } | null;
 }
@@ -25,6 +27,8 @@ export interface CpuShares {
   seconds: number;
   bench: number;
   server: number | null;
+  /** The server's main thread: near 1 when its event loop is the bottleneck. */
+  serverMain: number | null;
   /** The database's backends (the floors' connections and the server's alike). */
   postgres: number | null;
   /** Checkpointer, writers, launchers: shared with every database on the server. */
@@ -42,7 +46,7 @@ const ticksOf = (stat: string) => {
   return Number(fields[11]) + Number(fields[12]);
 };
 
-function processTicks(pid: number): number | null {
+function processTicks(pid: number | string): number | null {
   try {
     return ticksOf(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
@@ -122,6 +126,7 @@ export function sampleCpu(serverPid: number | null, database: string | null): Cp
     machine: machineTicks(),
     benchUs: cpu.user + cpu.system,
     serverTicks: serverPid === null ? null : processTicks(serverPid),
+    serverMainTicks: serverPid === null ? null : processTicks(`${serverPid}/task/${serverPid}`),
     postgres: database === null ? null : postgresTicks(database),
   };
 }
@@ -134,13 +139,14 @@ export function cpuShares(before: CpuSample, after: CpuSample): CpuShares {
   const cores = (ticks: number) => (ticks * TICK_SECONDS) / seconds;
   const bench = (after.benchUs - before.benchUs) / 1e6 / seconds;
   const server = before.serverTicks === null || after.serverTicks === null ? null : cores(after.serverTicks - before.serverTicks);
+  const serverMain = before.serverMainTicks === null || after.serverMainTicks === null ? null : cores(after.serverMainTicks - before.serverMainTicks);
   const postgres = before.postgres && after.postgres ? cores(spent(before.postgres.database, after.postgres.database)) : null;
   const postgresBackground = before.postgres && after.postgres ? cores(spent(before.postgres.background, after.postgres.background)) : null;
-  if (!before.machine || !after.machine) return { seconds, bench, server, postgres, postgresBackground, other: null, idle: null, total: null };
+  if (!before.machine || !after.machine) return { seconds, bench, server, serverMain, postgres, postgresBackground, other: null, idle: null, total: null };
   const total = cores(after.machine.total - before.machine.total);
   const idle = cores(after.machine.idle - before.machine.idle);
   const other = total - idle - bench - (server ?? 0) - (postgres ?? 0) - (postgresBackground ?? 0);
-  return { seconds, bench, server, postgres, postgresBackground, other, idle, total };
+  return { seconds, bench, server, serverMain, postgres, postgresBackground, other, idle, total };
 }
 
 /** Windows of one kind as one: each category's CPU seconds over the windows' seconds. */
@@ -159,6 +165,7 @@ export function combineShares(windows: CpuShares[]): CpuShares {
     seconds,
     bench: mean((w) => w.bench)!,
     server: mean((w) => w.server),
+    serverMain: mean((w) => w.serverMain),
     postgres: mean((w) => w.postgres),
     postgresBackground: mean((w) => w.postgresBackground),
     other: mean((w) => w.other),
