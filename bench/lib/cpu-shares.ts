@@ -46,9 +46,10 @@ const ticksOf = (stat: string) => {
   return Number(fields[11]) + Number(fields[12]);
 };
 
-function processTicks(pid: number | string): number | null {
+/** `task`: a process's pid, or `<pid>/task/<tid>` for one of its threads. */
+function processTicks(task: number | string): number | null {
   try {
-    return ticksOf(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return ticksOf(readFileSync(`/proc/${task}/stat`, 'utf8'));
   } catch {
     return null;
   }
