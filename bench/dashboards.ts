@@ -46,7 +46,7 @@ import { GraphQLHttp } from './lib/graphql-http.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateRun, serverCreateThread, serverStep } from './lib/server-worker.js';
 import { summarizeProfile } from './lib/cpuprofile.js';
-import { cpuShares, sampleCpu } from './lib/cpu-shares.js';
+import { cpuShares, sampleCpu, type CpuShares } from './lib/cpu-shares.js';
 import { round, summarize, table } from './lib/stats.js';
 import { measureWritePath, type WriteTarget } from './lib/write-path.js';
 
@@ -160,6 +160,12 @@ const benchCpuSeconds = () => {
 };
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+/** One figure of each window's cores, by kind of window. */
+const eachWindow = (shares: Record<'without' | 'with', CpuShares[]>, pick: (window: CpuShares) => number | null) => ({
+  without: shares.without.map((window) => round(pick(window) ?? NaN, 3)),
+  with: shares.with.map((window) => round(pick(window) ?? NaN, 3)),
+});
+
 async function main() {
   const started = Date.now();
   const loadAtStart = os.loadavg().map((value) => round(value, 2));
@@ -170,10 +176,8 @@ async function main() {
   const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const benchCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
-  /** The bench database's PostgreSQL backends, the server's main thread and the machine's idle cores (lib/cpu-shares.ts). */
-  const postgresCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
-  const idle: Record<'without' | 'with', number[]> = { without: [], with: [] };
-  const mainThreadCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  /** Where the machine's cores went in each window (lib/cpu-shares.ts). */
+  const shares: Record<'without' | 'with', CpuShares[]> = { without: [], with: [] };
   const profileDir = flags.profile ? join(import.meta.dirname, 'results', `profile-dashboards-${new Date(started).toISOString().replace(/[:.]/g, '-')}`) : null;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   const profiles: (ReturnType<typeof summarizeProfile> & { mode: string })[] = [];
@@ -211,9 +215,7 @@ async function main() {
           rates[mode].push(window.eventsPerSecond);
           cpu[mode].push(cpuPerSecond);
           benchCpu[mode].push(benchCpuPerSecond);
-          postgresCpu[mode].push(machine.postgres ?? NaN);
-          mainThreadCpu[mode].push(machine.serverMain ?? NaN);
-          idle[mode].push(machine.idle ?? NaN);
+          shares[mode].push(machine);
           let note = '';
           if (mode === 'with') {
             await sleep(GRACE_MS);
@@ -262,9 +264,9 @@ async function main() {
     deliveries: latencies.length,
     missing,
     serverCpuSecondsPerSecond: { without: cpu.without.map((v) => round(v, 3)), with: cpu.with.map((v) => round(v, 3)) },
-    postgresCpuSecondsPerSecond: { without: postgresCpu.without.map((v) => round(v, 3)), with: postgresCpu.with.map((v) => round(v, 3)) },
-    serverMainThreadCpuSecondsPerSecond: { without: mainThreadCpu.without.map((v) => round(v, 3)), with: mainThreadCpu.with.map((v) => round(v, 3)) },
-    idleCores: { without: idle.without.map((v) => round(v, 3)), with: idle.with.map((v) => round(v, 3)) },
+    postgresCpuSecondsPerSecond: eachWindow(shares, (window) => window.postgres),
+    serverMainThreadCpuSecondsPerSecond: eachWindow(shares, (window) => window.serverMain),
+    idleCores: eachWindow(shares, (window) => window.idle),
     benchCpuSecondsPerSecond: { without: benchCpu.without.map((v) => round(v, 3)), with: benchCpu.with.map((v) => round(v, 3)) },
     viewsReadPerSecond: round(views, 1),
     dashboardsServerCpuSecondsPerSecond: round(dashboardsCpu, 3),

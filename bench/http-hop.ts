@@ -13,9 +13,9 @@ import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { openPostgresBackend } from './lib/backend.js';
-import { round, summarize, table } from './lib/stats.js';
+import { round, table } from './lib/stats.js';
 import { floorCreateRun, floorCreateThread, floorStep } from './lib/write-floor.js';
-import { floorTarget, measureWritePath, type WriteTarget, type WriteWindow } from './lib/write-path.js';
+import { combineWindows, floorTarget, measureWritePath, type WriteTarget, type WriteWindow } from './lib/write-path.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -80,7 +80,6 @@ const throughHop: WriteTarget = {
   },
 };
 
-const eventLatencies = (window: WriteWindow) => [...window.latencies].filter(([op]) => op !== 'createRun').flatMap(([, values]) => values);
 const rows: string[][] = [];
 try {
   for (const workers of workerCounts) {
@@ -91,14 +90,13 @@ try {
       direct.push(await measureWritePath(floorTarget(sql, OWNER, subs), workers, 1000, windowMs));
       hop.push(await measureWritePath(throughHop, workers, 1000, windowMs));
     }
-    const rate = (windows: WriteWindow[]) => windows.reduce((sum, w) => sum + w.events, 0) / windows.reduce((sum, w) => sum + w.seconds, 0);
-    const p50 = (windows: WriteWindow[]) => summarize(windows.flatMap(eventLatencies)).p50;
+    const [straight, behindHop] = [combineWindows(direct), combineWindows(hop)];
     rows.push([
       String(workers),
-      `${Math.round(rate(hop))} / ${Math.round(rate(direct))}`,
-      String(round(rate(hop) / rate(direct), 2)),
-      `${round(p50(hop), 3)} / ${round(p50(direct), 3)}`,
-      String(round(p50(hop) / p50(direct), 2)),
+      `${Math.round(behindHop.eventsPerSecond)} / ${Math.round(straight.eventsPerSecond)}`,
+      String(round(behindHop.eventsPerSecond / straight.eventsPerSecond, 2)),
+      `${round(behindHop.eventLatencyMs.p50, 3)} / ${round(straight.eventLatencyMs.p50, 3)}`,
+      String(round(behindHop.eventLatencyMs.p50 / straight.eventLatencyMs.p50, 2)),
       hop.map((w, i) => round(w.eventsPerSecond / direct[i]!.eventsPerSecond, 2)).join(', '),
     ]);
   }
