@@ -19,8 +19,9 @@
 //   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench
 //   process's own CPU (its writers' clients, and with dashboards their 1,000 subscribers parsing
 //   every message) the same way.
-//   Each window also prints where the machine's cores went (lib/cpu-shares.ts): the server's main
-//   thread (its event loop: near 1 when it is the bottleneck), PostgreSQL's backends, idle.
+//   Each window also prints where the machine's cores went while it was measured
+//   (lib/window-use.ts): the server's main thread (its event loop: near 1 when it is the
+//   bottleneck), PostgreSQL's backends, idle.
 // - with --pace, the writers write at most that many events a second between them (each worker
 //   its share, on a fixed schedule), so that both windows serve the same writes however loaded
 //   the machine is: the server's CPU with dashboards less without is then the dashboards' alone.
@@ -46,8 +47,9 @@ import { GraphQLHttp } from './lib/graphql-http.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateRun, serverCreateThread, serverStep } from './lib/server-worker.js';
 import { summarizeProfile } from './lib/cpuprofile.js';
-import { cpuShares, sampleCpu, type CpuShares } from './lib/cpu-shares.js';
+import type { CpuShares } from './lib/cpu-shares.js';
 import { round, summarize, table } from './lib/stats.js';
+import { windowUse } from './lib/window-use.js';
 import { measureWritePath, type WriteTarget } from './lib/write-path.js';
 
 const { values: flags } = parseArgs({
@@ -204,10 +206,10 @@ async function main() {
           if (profiling) await server.profileStart();
           const cpuBefore = await cpuSeconds(server);
           const benchCpuBefore = benchCpuSeconds();
-          const machineBefore = sampleCpu(server.pid, backend.database);
+          const machineUse = windowUse(server.pid, backend.database, null);
           const windowStart = performance.now();
-          const window = await measureWritePath(target(http, ownerTokens, workerTokens, changes), workers, warmupMs, windowMs);
-          const machine = cpuShares(machineBefore, sampleCpu(server.pid, backend.database));
+          const window = await measureWritePath(target(http, ownerTokens, workerTokens, changes), workers, warmupMs, windowMs, 0, undefined, machineUse.edges);
+          const machine = (await machineUse.use()).cpu;
           const seconds = (performance.now() - windowStart) / 1000;
           const benchCpuPerSecond = (benchCpuSeconds() - benchCpuBefore) / seconds;
           const cpuPerSecond = ((await cpuSeconds(server)) - cpuBefore) / seconds;
