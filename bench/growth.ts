@@ -10,7 +10,8 @@
 // read is measured twice: first with the statistics as they stood before the growth (the last
 // ANALYZE was at the previous size), then after ANALYZE. p50 over `iterations`, after two warm-ups.
 // --plans prints each read's plan (EXPLAIN ANALYZE, text) at the largest size, analysed.
-// The rows are written by SQL, not through the API: the shape is the write path's, its payloads
+// The rows are written by SQL, not through the API: the shape is the write path's (each tool audit
+// ended when it is written, so the database copies its end into tool_audit_end), its payloads
 // small unless --payload-bytes <mean>: then each audit (model input, tool output) also carries text
 // of 100 B to 50 kB, one audit in a hundred 50 kB and the rest spread evenly up to what makes that
 // mean (the issue's: 100 B–50 kB, mean ~2 kB), cut from one text of words `w0`…`w4999`, so that
@@ -90,11 +91,11 @@ async function grow(db: Database, from: { thread: number; big: number }, to: { t
         'call-' || a.k, CASE WHEN a.k % 4 = 0 THEN 'calc' ELSE 'tool-' || (a.k % 7) END,
         (CASE WHEN a.k % 10 = 5 THEN 'FAILED' ELSE 'COMPLETED' END)::"ToolCallStatus", jsonb_build_object('x', a.k)
       FROM (${audits}) a;
-    INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input, output, tool_call_row_id)
+    INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input, output, tool_call_row_id, changed_at)
       SELECT ${id('a', 'a.k')}, a.thread_id, ${run('a.k')}, 'TOOL', 'tool_audit', 'call-' || a.k,
         CASE WHEN a.k % 4 = 0 THEN 'calc' ELSE 'tool-' || (a.k % 7) END, a.k % ${RUN_AUDITS},
         (CASE WHEN a.k % 10 = 5 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
-        jsonb_build_object('x', a.k, 'q', 'question ' || a.k || '-' || a.k), jsonb_build_object('content', 'result ' || a.k || ' ' || ${text("hashtext(a.thread_id || '/a' || a.k)")}), ${id('c', 'a.k')}
+        jsonb_build_object('x', a.k, 'q', 'question ' || a.k || '-' || a.k), jsonb_build_object('content', 'result ' || a.k || ' ' || ${text("hashtext(a.thread_id || '/a' || a.k)")}), ${id('c', 'a.k')}, now()
       FROM (${audits}) a;`);
 }
 
@@ -165,21 +166,23 @@ async function plan(db: Database, read: (sql: Sql) => Promise<unknown>): Promise
  * bytes (input_bytes + output_bytes + error_bytes: the payloads' JSON text), and the parts of it.
  */
 async function storage(db: Database): Promise<string> {
-  type Sizes = Record<'tables' | 'payloads' | 'audits' | 'heap' | 'toast' | 'search' | 'indexes' | 'toolCall', string>;
+  type Sizes = Record<'tables' | 'payloads' | 'audits' | 'heap' | 'toast' | 'search' | 'indexes' | 'toolCall' | 'ends', string>;
   const [row] = await db.driver.query<Sizes>(`SELECT
-      pg_total_relation_size('message') + pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS tables,
+      pg_total_relation_size('message') + pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count')
+        + pg_total_relation_size('tool_audit_end') AS tables,
       (SELECT sum(coalesce(input_bytes, 0) + coalesce(output_bytes, 0) + coalesce(error_bytes, 0)) FROM message) AS payloads,
       (SELECT count(*) FROM message) AS audits,
       pg_relation_size('message') AS heap,
       pg_total_relation_size(reltoastrelid) AS toast,
       pg_relation_size('message_audit_search_owner_idx') AS search,
       pg_indexes_size('message') AS indexes,
-      pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS "toolCall"
+      pg_total_relation_size('tool_call') + pg_total_relation_size('tool_call_count') AS "toolCall",
+      pg_total_relation_size('tool_audit_end') AS ends
     FROM pg_class WHERE oid = 'message'::regclass`);
   const audits = Number(row!.audits);
   const perAudit = (column: keyof Sizes) => round(Number(row![column]) / audits);
   const payloadPerAudit = Number(row!.payloads) / audits;
-  return `storage: ${perAudit('tables')} bytes per audit (message, tool_call, tool_call_count with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(Number(row!.tables) / audits / payloadPerAudit)}×; per audit: message heap ${perAudit('heap')}, its TOAST ${perAudit('toast')}, its indexes ${perAudit('indexes')} (the search index ${perAudit('search')}), tool_call and tool_call_count ${perAudit('toolCall')}`;
+  return `storage: ${perAudit('tables')} bytes per audit (message, tool_call, tool_call_count, tool_audit_end with their indexes and TOAST), payloads ${round(payloadPerAudit)}: ${round(Number(row!.tables) / audits / payloadPerAudit)}×; per audit: message heap ${perAudit('heap')}, its TOAST ${perAudit('toast')}, its indexes ${perAudit('indexes')} (the search index ${perAudit('search')}), tool_call and tool_call_count ${perAudit('toolCall')}, tool_audit_end ${perAudit('ends')}`;
 }
 
 const { db, drop } = await openScratchDatabase('audit_growth', { statementTimeoutMs: 3_600_000 });

@@ -1,4 +1,4 @@
-// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50] [--baseline <module>] [--steps 3] [--skip-writes]
+// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50] [--baseline <module>] [--steps 3] [--skip-writes] [--payload-bytes 0]
 //   (EXPLAIN=1 prints the view's plan at each step)
 //
 // The cost of one toolActivity view (issue 40, docs/dashboards.md) as history and other owners
@@ -12,19 +12,23 @@
 //   --baseline names a module exporting readOwnerToolActivity (e.g. the view of an earlier commit,
 //   `git show <commit>:src/domain/tool-activity.ts > src/domain/tool-activity.baseline.ts`): each
 //   step then reads both views, alternating, and the ratio of this one to it is printed too.
-//   --steps 1 stops after the first step. Each step also reads the floor, alternating: the least
+//   --steps 1 stops after the first step. --payload-bytes gives each audit an output of about
+//   that many bytes on average (33 to twice that), inline in its row as real outputs are: the
+//   view reads no payload, but a read of the audits' rows fetches them with the rest.
+//   Each step also reads the floor, alternating: the least
 //   work exact buckets need, every ended audit of the window read once through the same index
 //   (a count and a maximum, no grouping), and the view's ratio to it. On PostgreSQL on this host,
 //   each read's server CPU too (the scratch database's backends' run time, /proc/<pid>/schedstat):
 //   on a shared machine the wall times swing with the load, the CPU a read takes much less.
-// write: inserting tool audits RUNNING and ending them, as the lifecycle statements do, with the
-//   owner trigger and the two partial indexes, and without them (dropped), back to back.
+// write: inserting tool audits RUNNING and ending them, as the lifecycle statements do, with what
+//   the view needs (the index of running audits, the triggers that copy each end into
+//   tool_audit_end) and without it (dropped), back to back.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Database } from '../src/db/database.js';
-import { migrate } from '../src/db/migrate.js';
+import { migrate, onlineStatements } from '../src/db/migrate.js';
 import { MAX_ACTIVITY_LIST, TOOL_ACTIVITY_STATEMENT, bucketCount, readOwnerToolActivity } from '../src/domain/tool-activity.js';
 import { openScratchDatabase } from './lib/scratch.js';
 import { round, summarize, table } from './lib/stats.js';
@@ -36,6 +40,7 @@ const { values: flags } = parseArgs({
     baseline: { type: 'string' },
     steps: { type: 'string', default: '3' },
     'skip-writes': { type: 'boolean', default: false },
+    'payload-bytes': { type: 'string', default: '0' },
   },
 });
 type ReadView = typeof readOwnerToolActivity;
@@ -45,6 +50,8 @@ const baseline: ReadView | undefined = flags.baseline
 const audits = Number(flags.audits);
 const reads = Number(flags.reads);
 const adminUrl = process.env.DATABASE_URL;
+/** An output's length in md5 words of 33 characters: 1 to twice the mean. */
+const payloadWords = Math.round((2 * Number(flags['payload-bytes'])) / 33);
 
 
 /**
@@ -61,14 +68,15 @@ async function seed(db: Database, owner: string, count: number, fromSeconds: num
        runs AS (
          INSERT INTO run (id, thread_id, status) SELECT gen_random_uuid(), id, 'COMPLETED' FROM threads RETURNING id, thread_id),
        numbered AS (SELECT id, thread_id, row_number() OVER () - 1 AS k, count(*) OVER () AS c FROM runs)
-       INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at)
+       INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at, output)
        SELECT gen_random_uuid(), r.thread_id, r.id, 'TOOL', 'tool_audit', 'op' || i, 'tool' || (i % 20),
          (CASE WHEN $5::boolean AND i % 100 = 0 THEN 'RUNNING' WHEN i % 20 = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
-         (i * 7919) % 5000, t - interval '2 seconds', t
+         (i * 7919) % 5000, t - interval '2 seconds', t,
+         CASE WHEN $8::int > 0 THEN jsonb_build_object('content', repeat(md5(i::text) || ' ', 1 + (i * 37) % $8::int)) END
        FROM generate_series(0, $2::int - 1) AS i
        JOIN numbered r ON r.k = i % r.c
        CROSS JOIN LATERAL (SELECT now() - make_interval(secs => $3::float8 + ($4::float8 - $3::float8) * (i + $6::int)::float8 / $7::int)) AS at(t)`,
-      [owner, n, fromSeconds, toSeconds, running, offset, count],
+      [owner, n, fromSeconds, toSeconds, running, offset, count, payloadWords],
     );
   }
   await db.sql.query('ANALYZE message');
@@ -98,10 +106,13 @@ async function measureView(db: Database, owner: string) {
   const floorTimes: number[] = [];
   const cpu = { view: [] as number[], base: [] as number[], floor: [] as number[] };
   let windowed = 0;
+  // The ends where the view reads them: tool_audit_end, or `message` in a tree from before it.
+  const [{ ends }] = await db.sql.query<{ ends: string }>(
+    `SELECT CASE WHEN to_regclass('tool_audit_end') IS NULL THEN 'message WHERE message_type = ''tool_audit'' AND' ELSE 'tool_audit_end WHERE' END AS ends`,
+  ) as [{ ends: string }];
   const floor = async () => {
     const [counted] = await db.sql.query<{ ended: number }>(
-      `SELECT count(*)::int AS ended, max(duration_ms) FROM message WHERE owner_id = $1 AND message_type = 'tool_audit' AND status <> 'RUNNING'
-         AND changed_at >= now() - interval '1 hour'`,
+      `SELECT count(*)::int AS ended, max(duration_ms) FROM ${ends} owner_id = $1 AND status <> 'RUNNING' AND changed_at >= now() - interval '1 hour'`,
       [owner],
     );
     windowed = counted!.ended;
@@ -157,7 +168,7 @@ const loadAtStart = (await import('node:os')).loadavg().map((value) => value.toF
 const { db, drop } = await openScratchDatabase('bench_activity', { statementTimeoutMs: 600_000 });
 try {
   await migrate(db.driver);
-  console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits, ${reads} reads per row`);
+  console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits${payloadWords ? `, outputs of ~${flags['payload-bytes']} bytes` : ''}, ${reads} reads per row`);
   const rows: (string | number | null)[][] = [];
   type Measured = Awaited<ReturnType<typeof measureView>>;
   const row = (label: string, { view, floor, windowed, baseline: before, cpu }: Measured, base?: Measured) => {
@@ -193,9 +204,12 @@ try {
     const writes = Math.max(200, Math.min(5000, audits / 20));
     const withView: number[] = [];
     const without: number[] = [];
-    const drops = `DROP TRIGGER message_tool_audit_owner ON message; DROP INDEX message_owner_id_created_at_idx; DROP INDEX message_owner_id_changed_at_idx`;
-    const creates = (await import('node:fs')).readFileSync(new URL('../prisma/migrations/20261202110000_tool_activity/migration.sql', import.meta.url), 'utf8')
-      .split(';').filter((statement) => /CREATE (TRIGGER|INDEX)/.test(statement)).join(';');
+    const drops = `DROP TRIGGER tool_audit_end_inserted ON message; DROP TRIGGER tool_audit_end_updated ON message; DROP INDEX message_owner_id_created_at_idx`;
+    const statements = (migration: string) => onlineStatements(readFileSync(new URL(`../prisma/migrations/${migration}/migration.sql`, import.meta.url), 'utf8'));
+    const creates = [
+      ...statements('20261202110000_tool_activity').filter((statement) => statement.includes('"message_owner_id_created_at_idx"')),
+      ...statements('20261207000000_tool_audit_ends').filter((statement) => /^CREATE OR REPLACE TRIGGER/.test(statement)),
+    ].join(';\n');
     // Back to back, alternating, so neither side has the warmer cache.
     for (let round = 0; round < 3; round++) {
       withView.push(await measureWrites(db, 'owner-w', writes));

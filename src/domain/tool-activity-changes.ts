@@ -25,9 +25,11 @@ export interface ToolAuditChangePoll {
  * (the database's clock less LATE_COMMIT_MS), in one statement. An owner's counts after a bound
  * only grow while that bound is recent, as changes stamped after it commit: so the counts after
  * the previous bound, compared with what the previous poll counted after it, tell which owners
- * changed meanwhile, without a row every writer would update. Each count is a range read of the
- * partial indexes of migration 20261202110000_tool_activity (owner, then time), of the last
- * seconds only: the cost follows the recent writes, never the owner's history.
+ * changed meanwhile, without a row every writer would update. Each count is a range read, keyed
+ * by the owner, then the time, of the last seconds only, where the view reads the same audits: the
+ * running audits' partial index (migration 20261202110000_tool_activity) and the ends' copies
+ * (tool_audit_end, 20261207000000_tool_audit_ends). The cost follows the recent writes, never the
+ * owner's history.
  */
 const POLL = `WITH b AS (SELECT statement_timestamp() - make_interval(secs => $3::int / 1000.0) AS bound)
 SELECT o.owner_id, b.bound, r.previous AS running_previous, r.next AS running_next, e.previous AS ended_previous, e.next AS ended_next
@@ -38,8 +40,7 @@ CROSS JOIN LATERAL (
     AND m.created_at > least(coalesce($2::timestamptz, b.bound), b.bound)) r
 CROSS JOIN LATERAL (
   SELECT count(*) FILTER (WHERE m.changed_at > coalesce($2::timestamptz, b.bound))::int AS previous, count(*) FILTER (WHERE m.changed_at > b.bound)::int AS next
-  FROM message m WHERE m.owner_id = o.owner_id AND m.message_type = 'tool_audit' AND m.status <> 'RUNNING'
-    AND m.changed_at > least(coalesce($2::timestamptz, b.bound), b.bound)) e`;
+  FROM tool_audit_end m WHERE m.owner_id = o.owner_id AND m.changed_at > least(coalesce($2::timestamptz, b.bound), b.bound)) e`;
 
 type PollRow = {
   ownerId: string;

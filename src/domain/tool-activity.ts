@@ -81,9 +81,12 @@ const binValue = (bin: string) =>
   `least(${bin}[3], greatest(${bin}[2], round(2 * power(${DURATION_BIN_GROWTH}::float8, ${bin}[1]) / (${DURATION_BIN_GROWTH} + 1))))`;
 
 const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
-/** A tool audit of the owner ($1), of the tool $3 when given, in a thread not deleted. */
-const OWNED = `m.owner_id = $1 AND m.message_type = 'tool_audit' AND ($3::text IS NULL OR m.name = $3::text)
-    AND ${inLiveThreadOf('m.thread_id', '$1')}`;
+/** Of the owner ($1), of the tool $3 when given, in a thread not deleted. */
+const OWNERS = `m.owner_id = $1 AND ($3::text IS NULL OR m.name = $3::text) AND ${inLiveThreadOf('m.thread_id', '$1')}`;
+/** A tool audit running at `at` (`message`), of the owner's. */
+const RUNNING = `m.message_type = 'tool_audit' AND m.status = 'RUNNING' AND ${OWNERS}`;
+/** An end within the window (`tool_audit_end`), of the owner's. */
+const ENDED_IN_WINDOW = `${OWNERS} AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)`;
 
 /**
  * Durations are counted in log-spaced bins growing by this factor (DDSketch's idea): a bin holds
@@ -119,8 +122,10 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
  * was taken, so every change the snapshot holds is at or before it. Times are the commits', by the
  * database clock: an audit started when its start committed (`created_at`) and ended when its end
  * did (`changed_at`: an ended audit never changes again), never a worker's clock. It reads the
- * owner's running audits and those that ended within the window, through the partial indexes of
- * migration 20261202110000_tool_activity, and nothing else of the owner's history.
+ * owner's running audits (`message`, through the partial index of migration
+ * 20261202110000_tool_activity) and the ends within the window (`tool_audit_end`, the narrow copy
+ * of each end the database keeps: migration 20261207000000_tool_audit_ends, so the audits'
+ * payloads are never read), and nothing else of the owner's history.
  *
  * The window's ended audits are read once and hashed in one pass into two small sets of groups
  * (per tool, status and duration bin; per status, bucket of the end and bucket of the start),
@@ -136,13 +141,12 @@ export const TOOL_ACTIVITY_STATEMENT = preparedGeneric(`WITH w AS MATERIALIZED (
   SELECT c.at, c.at - make_interval(secs => $2::int) AS since, ${BUCKET_STARTS} AS bucket_starts, ${BIN_STARTS} AS bin_starts
   FROM (SELECT clock_timestamp() AS at) c),
 running AS MATERIALIZED (
-  SELECT m.id, m.name, m.created_at FROM message m WHERE ${OWNED} AND m.status = 'RUNNING'),
+  SELECT m.id, m.name, m.created_at FROM message m WHERE ${RUNNING}),
 ended AS (
   SELECT m.name, m.status, m.duration_ms, width_bucket(m.duration_ms, (SELECT bin_starts FROM w)) - 1 AS bin,
     width_bucket(m.changed_at, (SELECT bucket_starts FROM w)) AS end_bucket,
     CASE WHEN m.created_at >= (SELECT since FROM w) THEN width_bucket(m.created_at, (SELECT bucket_starts FROM w)) END AS start_bucket
-  FROM message m
-  WHERE ${OWNED} AND m.status <> 'RUNNING' AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)),
+  FROM tool_audit_end m WHERE ${ENDED_IN_WINDOW}),
 grouped AS MATERIALIZED (
   SELECT GROUPING(name, status, bin, end_bucket, start_bucket) AS grouping_set, name, status, bin, end_bucket, start_bucket,
     count(*) AS n, min(duration_ms) AS lo, max(duration_ms) AS hi
@@ -174,9 +178,8 @@ buckets AS (
         FROM by_time WHERE end_bucket IS NOT NULL) b
   GROUP BY bucket),
 failures AS (
-  SELECT m.id, m.changed_at FROM message m
-  WHERE ${OWNED} AND m.status <> 'RUNNING' AND m.status = 'FAILED' AND m.changed_at >= (SELECT since FROM w) AND m.changed_at <= (SELECT at FROM w)
-  ORDER BY m.changed_at DESC, m.id DESC LIMIT $5),
+  SELECT m.audit_id AS id, m.changed_at FROM tool_audit_end m WHERE ${ENDED_IN_WINDOW} AND m.status = 'FAILED'
+  ORDER BY m.changed_at DESC, m.audit_id DESC LIMIT $5),
 listed AS (
   SELECT 0 AS part, 0::bigint AS ord, NULL::uuid AS id
   UNION ALL SELECT 1, row_number() OVER (ORDER BY created_at, id), id FROM (SELECT * FROM running ORDER BY created_at, id LIMIT $5) r

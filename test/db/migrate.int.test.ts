@@ -2,6 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { isOnline, MIGRATION_LOCK_KEY, migrate, ONLINE_MARK, type MigrationProgress, onlineStatements, readMigrations } from '../../src/db/migrate.js';
+import { readOwnerToolActivity } from '../../src/domain/tool-activity.js';
 import { backendName, createScratchDatabase, onPostgres, servicesRequired } from '../support/database.js';
 
 const migrationNames = readMigrations().map((migration) => migration.name);
@@ -192,6 +193,45 @@ describe(`online migrations (${backendName})`, () => {
          FROM tool_call tc JOIN thread t ON t.id = tc.thread_id GROUP BY 1 ORDER BY 1`,
       );
       expect(owners).toEqual([{ owned: true, n: 9 }]);
+    });
+  });
+
+  it('an upgrade copies the tool audits that ended within a week, which a week\'s view reads; ends after it are copied as they commit (20261207000000_tool_audit_ends)', async () => {
+    await onScratch(async (db) => {
+      const migrations = readMigrations();
+      const upgrade = migrations.findIndex((migration) => migration.name === '20261207000000_tool_audit_ends');
+      await migrate(db.driver, migrations.slice(0, upgrade), { log: () => {} });
+      // Per owner: 40 tool audits ended over 9 days (i = 0 a minute ago), one in ten still running, one in seven FAILED.
+      await db.driver.exec(`
+        INSERT INTO thread (id, owner_id, title) SELECT gen_random_uuid(), 'owner-' || t, t::text FROM generate_series(1, 2) t;
+        INSERT INTO run (id, thread_id, status, lease_epoch) SELECT gen_random_uuid(), id, 'COMPLETED', 1 FROM thread;
+        INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at)
+          SELECT gen_random_uuid(), r.thread_id, r.id, 'TOOL', 'tool_audit', 'op-' || i, 'tool-' || i % 3,
+            (CASE WHEN i % 10 = 0 THEN 'RUNNING' WHEN i % 7 = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
+            CASE WHEN i % 10 <> 0 THEN 100 + i END, now() - make_interval(secs => i * 19440 + 120), now() - make_interval(secs => i * 19440 + 60)
+          FROM run r, generate_series(0, 39) i`);
+      await migrate(db.driver, migrations, { log: () => {} });
+      // Ended within the week: i = 1…31 but the running 10, 20 and 30 (of them FAILED 7, 14, 21, 28); running 0, 10, 20, 30.
+      const tools = async () =>
+        (await readOwnerToolActivity(db.sql, 'owner-1', { windowSeconds: 604_800, name: null })).tools
+          .map(({ name, running, completed, failed, maxDurationMs }) => ({ name, running, completed, failed, maxDurationMs }))
+          .sort((a, b) => a.name.localeCompare(b.name));
+      expect(await db.driver.query(`SELECT owner_id, count(*)::int AS n FROM tool_audit_end GROUP BY 1 ORDER BY 1`)).toEqual([
+        { owner_id: 'owner-1', n: 28 },
+        { owner_id: 'owner-2', n: 28 },
+      ]);
+      expect(await tools()).toEqual([
+        { name: 'tool-0', running: 2, completed: 8, failed: 1, maxDurationMs: 127 },
+        { name: 'tool-1', running: 1, completed: 8, failed: 2, maxDurationMs: 131 },
+        { name: 'tool-2', running: 1, completed: 8, failed: 1, maxDurationMs: 129 },
+      ]);
+
+      await db.driver.exec(`UPDATE message SET status = 'COMPLETED', duration_ms = 5, changed_at = now() WHERE status = 'RUNNING'`);
+      expect(await tools()).toEqual([
+        { name: 'tool-0', running: 0, completed: 10, failed: 1, maxDurationMs: 127 },
+        { name: 'tool-1', running: 0, completed: 9, failed: 2, maxDurationMs: 131 },
+        { name: 'tool-2', running: 0, completed: 9, failed: 1, maxDurationMs: 129 },
+      ]);
     });
   });
 
