@@ -79,7 +79,7 @@ async function seed(db: Database, owner: string, count: number, fromSeconds: num
       [owner, n, fromSeconds, toSeconds, running, offset, count, payloadWords],
     );
   }
-  await db.sql.query('ANALYZE message');
+  await db.sql.query('ANALYZE');
 }
 
 /**
