@@ -99,15 +99,14 @@ const ENDED_IN_WINDOW = `${OWNERS} AND m.changed_at >= (SELECT since FROM w) AND
 export const DURATION_BIN_GROWTH = 1.04;
 
 /**
- * Where each bin starts, for `width_bucket`, which finds a value's place among them by binary
- * search (no logarithm per row): durations are whole milliseconds, so bin h holds ⌊γ^(h−1)⌋ + 1 to
- * ⌊γ^h⌋ and bin h + 1 starts at ⌊γ^h⌋ + 1. The first start, 1, leaves durations under a
- * millisecond (0, or negative from a skewed clock) in bin −1. A duration past the last start (the
- * largest below 2^31) is in the bin after it, since γ^h there reaches 2^31. An IMMUTABLE function
- * of the growth (migration 20261203190000_tool_activity_bin_starts): a constant of the view's
- * plan, computed when it is planned, not at each view.
+ * A duration's bin: the least h with γ^h ≥ d, ⌈ln d / ln γ⌉. Durations are whole milliseconds, so
+ * bin h holds ⌊γ^(h−1)⌋ + 1 to ⌊γ^h⌋; durations under a millisecond (0, or negative from a skewed
+ * clock) are in bin −1. A logarithm per row costs less than the binary search among the bins'
+ * starts it replaced (0.93× the view's time, bench/README.md, LB2); γ^h is never a whole number
+ * but for h = 0, so no duration lies where the rounding of the logarithm could move it.
  */
-const BIN_STARTS = `tool_activity_bin_starts(${DURATION_BIN_GROWTH}::float8)`;
+const binOf = (duration: string) =>
+  `CASE WHEN ${duration} < 1 THEN -1 ELSE ceil(ln(${duration}::float8) * ${1 / Math.log(DURATION_BIN_GROWTH)})::int END`;
 
 /**
  * Where buckets 1 to $4 − 1 start, to the microsecond: bucket k holds the times t with
@@ -129,8 +128,8 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
  *
  * The window's ended audits are read once and hashed in one pass into two small sets of groups
  * (per tool, status and duration bin; per status, bucket of the end and bucket of the start),
- * never sorted or kept; their bucket and bin come from `width_bucket` over starts computed once
- * per view. The running audits, a few, are grouped on their own. Tools, percentiles and buckets
+ * never sorted or kept; their buckets come from `width_bucket` over starts computed once per
+ * view, their bin from a logarithm (binOf). The running audits, a few, are grouped on their own. Tools, percentiles and buckets
  * are folded from those few thousand groups. The recent failures are the newest few of the same
  * index, read on their own.
  * Prepared and planned once per connection (a generic plan): planned per execution, its planning
@@ -138,12 +137,12 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
  */
 export const TOOL_ACTIVITY_STATEMENT = preparedGeneric(`WITH w AS MATERIALIZED (
-  SELECT c.at, c.at - make_interval(secs => $2::int) AS since, ${BUCKET_STARTS} AS bucket_starts, ${BIN_STARTS} AS bin_starts
+  SELECT c.at, c.at - make_interval(secs => $2::int) AS since, ${BUCKET_STARTS} AS bucket_starts
   FROM (SELECT clock_timestamp() AS at) c),
 running AS MATERIALIZED (
   SELECT m.id, m.name, m.created_at FROM message m WHERE ${RUNNING}),
 ended AS (
-  SELECT m.name, m.status, m.duration_ms, width_bucket(m.duration_ms, (SELECT bin_starts FROM w)) - 1 AS bin,
+  SELECT m.name, m.status, m.duration_ms, ${binOf('m.duration_ms')} AS bin,
     width_bucket(m.changed_at, (SELECT bucket_starts FROM w)) AS end_bucket,
     CASE WHEN m.created_at >= (SELECT since FROM w) THEN width_bucket(m.created_at, (SELECT bucket_starts FROM w)) END AS start_bucket
   FROM tool_audit_end m WHERE ${ENDED_IN_WINDOW}),
