@@ -102,7 +102,7 @@ export const DURATION_BIN_GROWTH = 1.04;
  * A duration's bin: the least h with γ^h ≥ d, ⌈ln d / ln γ⌉. Durations are whole milliseconds, so
  * bin h holds ⌊γ^(h−1)⌋ + 1 to ⌊γ^h⌋; durations under a millisecond (0, or negative from a skewed
  * clock) are in bin −1. A logarithm per row costs less than the binary search among the bins'
- * starts it replaced (0.93× the view's time, bench/README.md, LB2); γ^h is never a whole number
+ * starts it replaced (0.93× the view's time, bench/README.md, LN1, LN2); γ^h is never a whole number
  * but for h = 0, so no duration lies where the rounding of the logarithm could move it.
  */
 const binOf = (duration: string) =>
