@@ -102,8 +102,10 @@ export const DURATION_BIN_GROWTH = 1.04;
  * A duration's bin: the least h with γ^h ≥ d, ⌈ln d / ln γ⌉. Durations are whole milliseconds, so
  * bin h holds ⌊γ^(h−1)⌋ + 1 to ⌊γ^h⌋; durations under a millisecond (0, or negative from a skewed
  * clock) are in bin −1. A logarithm per row costs less than the binary search among the bins'
- * starts it replaced (0.93× the view's time, bench/README.md, LN1, LN2); γ^h is never a whole number
- * but for h = 0, so no duration lies where the rounding of the logarithm could move it.
+ * starts it replaced (0.93× the view's time, bench/README.md, LN1, LN2). Below 2^31, γ^h is at
+ * least 8·10⁻¹² (relative) from every whole number but for h = 0, where the logarithm is exact: a
+ * thousand times what its rounding could move a bin's edge, so each duration gets the bin the
+ * starts gave it.
  */
 const binOf = (duration: string) =>
   `CASE WHEN ${duration} < 1 THEN -1 ELSE ceil(ln(${duration}::float8) * ${1 / Math.log(DURATION_BIN_GROWTH)})::int END`;
@@ -129,8 +131,8 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
  * The window's ended audits are read once and hashed in one pass into two small sets of groups
  * (per tool, status and duration bin; per status, bucket of the end and bucket of the start),
  * never sorted or kept; their buckets come from `width_bucket` over starts computed once per
- * view, their bin from a logarithm (binOf). The running audits, a few, are grouped on their own. Tools, percentiles and buckets
- * are folded from those few thousand groups. The recent failures are the newest few of the same
+ * view, their bin from a logarithm (binOf). The running audits, a few, are grouped on their own.
+ * Tools, percentiles and buckets are folded from those few thousand groups. The recent failures are the newest few of the same
  * index, read on their own.
  * Prepared and planned once per connection (a generic plan): planned per execution, its planning
  * was half a small window's view (bench/README.md, run SV1).
@@ -270,4 +272,34 @@ function viewOf(rows: ViewRow[], args: ToolActivityArgs): ToolActivity {
     })),
     buckets,
   };
+}
+
+/** How many ends' copies one statement of a prune removes at most, so that none holds its locks long. */
+const PRUNE_BATCH = 5_000;
+
+/**
+ * Removes the ends' copies (`tool_audit_end`) that ended more than the widest window
+ * (MAX_WINDOW_SECONDS) before `now`: no view reads them again, so the copy holds a week of ends
+ * however long the history. Owner by owner on the copies' own `(owner_id, changed_at)` index (the
+ * owners found by a skip scan of it), PRUNE_BATCH at a time. Returns how many it removed.
+ */
+export async function pruneToolAuditEnds(sql: Sql, now: Date): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const [batch] = await sql.query<{ removed: number }>(
+      `WITH RECURSIVE owners AS (
+         (SELECT owner_id FROM tool_audit_end ORDER BY owner_id LIMIT 1)
+         UNION ALL
+         SELECT (SELECT e.owner_id FROM tool_audit_end e WHERE e.owner_id > o.owner_id ORDER BY e.owner_id LIMIT 1) FROM owners o WHERE o.owner_id IS NOT NULL),
+       old AS (
+         SELECT e.audit_id FROM owners o CROSS JOIN LATERAL (
+           SELECT audit_id FROM tool_audit_end WHERE owner_id = o.owner_id AND changed_at < $1::timestamptz - make_interval(secs => $2::int) LIMIT $3) e
+         LIMIT $3),
+       gone AS (DELETE FROM tool_audit_end e USING old WHERE e.audit_id = old.audit_id RETURNING 1)
+       SELECT count(*)::int AS removed FROM gone`,
+      [now, MAX_WINDOW_SECONDS, PRUNE_BATCH],
+    );
+    removed += batch!.removed;
+    if (batch!.removed < PRUNE_BATCH) return removed;
+  }
 }

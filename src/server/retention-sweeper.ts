@@ -2,6 +2,7 @@ import type { SqlDriver } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
 import { sweeperDeletedThreads } from '../metrics.js';
 import { finishAbandonedDeletions, sweepRetention, type DeletionReceipt } from '../domain/deletion.js';
+import { pruneToolAuditEnds } from '../domain/tool-activity.js';
 import { errorFields, log } from '../log.js';
 
 /** The advisory lock that lets one instance at a time sweep (any other key of this server differs). */
@@ -31,7 +32,8 @@ export const logReceipt = (reason: 'retention' | 'abandoned-deletion') => (recei
 
 /**
  * Deletes threads older than RETENTION_DAYS every `intervalMs`, finishes deletions a stopped
- * instance left half done, and on PGlite vacuums after deletions. A sweep runs on one instance at a
+ * instance left half done, prunes the tool activity view's copies of ends no view reads any more
+ * (pruneToolAuditEnds), and on PGlite vacuums after deletions. A sweep runs on one instance at a
  * time (a PostgreSQL session advisory lock, held on one pooled connection for the sweep; an
  * instance that finds it taken skips that sweep) and never overlaps itself in one process.
  */
@@ -41,17 +43,20 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
   const sweepLocked = async () => {
     const abandoned = await finishAbandonedDeletions(deps, { batchRuns: options.batchRuns });
     abandoned.forEach(logReceipt('abandoned-deletion'));
+    const now = options.now?.() ?? (await databaseNow(deps));
     const deleted =
       retentionDays === undefined
         ? 0
         : await sweepRetention(deps, {
-            olderThan: new Date((options.now?.() ?? (await databaseNow(deps))).getTime() - retentionDays * DAY_MS),
+            olderThan: new Date(now.getTime() - retentionDays * DAY_MS),
             batchRuns: options.batchRuns,
             onReceipt: logReceipt('retention'),
           });
-    if (options.vacuumAfterDeletions && (deletedSinceVacuum || abandoned.length > 0 || deleted > 0)) {
+    const pruned = await pruneToolAuditEnds(deps.db, now);
+    if (pruned > 0) log.info({ event: 'tool_audit_ends_pruned', count: pruned }, "tool audits' ends older than the widest window pruned");
+    if (options.vacuumAfterDeletions && (deletedSinceVacuum || abandoned.length > 0 || deleted > 0 || pruned > 0)) {
       deletedSinceVacuum = false;
-      await deps.db.query('VACUUM thread, run, message, tool_call');
+      await deps.db.query('VACUUM thread, run, message, tool_call, tool_audit_end');
     }
     return deleted;
   };

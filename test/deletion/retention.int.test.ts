@@ -3,6 +3,7 @@ import { LATEST_CHANGE } from '../../src/domain/deletion.js';
 import { registry } from '../../src/metrics.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { RETENTION_LOCK_KEY, startRetentionSweeper } from '../../src/server/retention-sweeper.js';
+import { readOwnerToolActivity } from '../../src/domain/tool-activity.js';
 import { onLogLine } from '../../src/log.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
@@ -119,6 +120,33 @@ describe(`RETENTION_DAYS (${backendName})`, () => {
     expect((await t.gql(`query($id: ID!) { thread(id: $id) { id } }`, { id: old.threadId }, old.owner)).data.thread.id).toBe(old.threadId);
     expect(await sweeperAt(far, 1).sweep()).toBeGreaterThanOrEqual(1);
     expect(await rowsLeft(t, old.threadId, [old.runId])).toEqual({});
+  });
+
+  it("prunes the tool activity view's copies of ends older than its widest window, with or without RETENTION_DAYS; no view changes", async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    // Three ends by SQL, 8 days, a week and a minute, and 6 days before now; copied as they commit.
+    await t.app.db.sql.query(
+      `INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at)
+       SELECT gen_random_uuid(), $1::uuid, $2::uuid, 'TOOL', 'tool_audit', 'op-' || ago, 'lookup', 'COMPLETED', 10 * ago,
+         now() - make_interval(secs => ago + 1), now() - make_interval(secs => ago)
+       FROM unnest(ARRAY[8 * 86400, 7 * 86400 + 60, 6 * 86400]) AS ago`,
+      [threadId, runId],
+    );
+    const copies = async () =>
+      (await t.app.db.sql.query<{ ago: number }>(
+        `SELECT round(extract(epoch FROM now() - changed_at) / 86400)::int AS ago FROM tool_audit_end WHERE owner_id = $1 ORDER BY 1`,
+        [who.ownerSub],
+      )).map((row) => row.ago);
+    const week = () => readOwnerToolActivity(t.app.db.sql, who.ownerSub, { windowSeconds: 604_800, name: null }).then((view) => view.tools);
+    expect(await copies()).toEqual([6, 7, 8]);
+    const before = await week();
+    expect(before).toMatchObject([{ name: 'lookup', completed: 1, maxDurationMs: 6 * 86400 * 10 }]);
+
+    expect(await sweeperAt(new Date(), undefined).sweep()).toBe(0);
+    expect(await copies()).toEqual([6]);
+    expect(await week()).toEqual(before);
   });
 
   // PostgreSQL's autovacuum makes deleted rows' space reusable there (docs/deletion.md; the bench
