@@ -2,16 +2,17 @@
 -- Tool activity (issue 40, src/domain/tool-activity.ts): a view reads every tool audit that ended
 -- within its window. From `message` that meant fetching each one's whole row, its payloads
 -- inline, to use five narrow columns: with ~1 kB payloads the rows of a 100,000-audit window
--- span ~100 MB, and the view took 1.8× as long as with empty payloads (bench/README.md, TA-P).
--- Each tool audit's end is copied here once, narrow (about 80 bytes), by the database as it
--- commits, so a view reads the same bytes whatever the payloads. An ended audit never changes
+-- span ~100 MB, and the view took 1.4–1.6× as long as with none (bench/README.md, "The ends'
+-- narrow copy"). Each tool audit's end is copied here, narrow (about 80 bytes), by a trigger in
+-- the transaction that ends it, so a view reads the same bytes whatever the payloads. An ended audit never changes
 -- again (its status, duration and times are final), so the copy never goes stale; the trigger
 -- still copies a later change of any of them, so that nothing else has to keep that promise.
 -- The copy goes with its audit (a foreign key that cascades), so a deleted thread takes it along.
 -- An end without a time (no audit the server writes) is in no window, so it is not copied.
 -- Online (src/db/migrate.ts): the table, then the triggers, so that every end committed from now
 -- on is copied, then the backfill of the ends a view can still read (the last 7 days: the widest
--- window) in batches of 5,000 audits in primary key order, each committed (writes go on), then
+-- window), walking `message` in batches of 5,000 rows in primary key order, each committed
+-- (writes go on; ~21 s per million tool audits on PostgreSQL 15), then
 -- the partial index the view read before, dropped CONCURRENTLY. Safe to run again.
 CREATE TABLE IF NOT EXISTS "tool_audit_end" (
     "audit_id" UUID NOT NULL,
