@@ -162,11 +162,12 @@ const benchCpuSeconds = () => {
 };
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-/** One figure of each window's cores, by kind of window. */
-const eachWindow = (shares: Record<'without' | 'with', CpuShares[]>, pick: (window: CpuShares) => number | null) => ({
-  without: shares.without.map((window) => round(pick(window) ?? NaN, 3)),
-  with: shares.with.map((window) => round(pick(window) ?? NaN, 3)),
+/** One figure of each window, by kind of window, for the report. */
+const eachWindow = <T,>(windows: Record<'without' | 'with', T[]>, pick: (window: T) => number | null) => ({
+  without: windows.without.map((window) => round(pick(window) ?? NaN, 3)),
+  with: windows.with.map((window) => round(pick(window) ?? NaN, 3)),
 });
+const itself = (value: number) => value;
 
 async function main() {
   const started = Date.now();
@@ -265,11 +266,11 @@ async function main() {
     latencyMs: latency,
     deliveries: latencies.length,
     missing,
-    serverCpuSecondsPerSecond: { without: cpu.without.map((v) => round(v, 3)), with: cpu.with.map((v) => round(v, 3)) },
+    serverCpuSecondsPerSecond: eachWindow(cpu, itself),
     postgresCpuSecondsPerSecond: eachWindow(shares, (window) => window.postgres),
     serverMainThreadCpuSecondsPerSecond: eachWindow(shares, (window) => window.serverMain),
     idleCores: eachWindow(shares, (window) => window.idle),
-    benchCpuSecondsPerSecond: { without: benchCpu.without.map((v) => round(v, 3)), with: benchCpu.with.map((v) => round(v, 3)) },
+    benchCpuSecondsPerSecond: eachWindow(benchCpu, itself),
     viewsReadPerSecond: round(views, 1),
     dashboardsServerCpuSecondsPerSecond: round(dashboardsCpu, 3),
     serverCpuMsPerView: round((dashboardsCpu * 1000) / views, 2),
