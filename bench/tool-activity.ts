@@ -1,4 +1,4 @@
-// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50] [--baseline <module>] [--steps 3] [--skip-writes] [--payload-bytes 0]
+// npx tsx bench/tool-activity.ts [--audits 1000000] [--reads 50] [--baseline <module>] [--steps 3] [--skip-writes] [--payload-bytes 0] [--failed-every 20]
 //   (EXPLAIN=1 prints the view's plan at each step)
 //
 // The cost of one toolActivity view (issue 40, docs/dashboards.md) as history and other owners
@@ -15,6 +15,8 @@
 //   --steps 1 stops after the first step. --payload-bytes gives each audit an output of about
 //   that many bytes on average (33 to twice that), inline in its row as real outputs are: the
 //   view reads no payload, but a read of the audits' rows fetches them with the rest.
+//   --failed-every n: one ended audit in n FAILED (0: none, as in a healthy fleet, where the view's
+//   list of recent failures finds none to stop at).
 //   Each step also reads the floor, alternating: the least
 //   work exact buckets need, every ended audit of the window read once through the same index
 //   (a count and a maximum, no grouping), and the view's ratio to it. On PostgreSQL on this host,
@@ -41,6 +43,7 @@ const { values: flags } = parseArgs({
     steps: { type: 'string', default: '3' },
     'skip-writes': { type: 'boolean', default: false },
     'payload-bytes': { type: 'string', default: '0' },
+    'failed-every': { type: 'string', default: '20' },
   },
 });
 type ReadView = typeof readOwnerToolActivity;
@@ -52,11 +55,12 @@ const reads = Number(flags.reads);
 const adminUrl = process.env.DATABASE_URL;
 /** An output's length in md5 words of 33 characters: 1 to twice the mean. */
 const payloadWords = Math.round((2 * Number(flags['payload-bytes'])) / 33);
+const failedEvery = Number(flags['failed-every']);
 
 
 /**
  * `count` tool audits of `owner`, on threads of 1,000, ended `fromSeconds` to `toSeconds` ago
- * (spread evenly); one in twenty FAILED, one in a hundred still RUNNING when `running`.
+ * (spread evenly); one in `failedEvery` FAILED, one in a hundred still RUNNING when `running`.
  */
 async function seed(db: Database, owner: string, count: number, fromSeconds: number, toSeconds: number, running = false) {
   const batch = 50_000;
@@ -70,13 +74,13 @@ async function seed(db: Database, owner: string, count: number, fromSeconds: num
        numbered AS (SELECT id, thread_id, row_number() OVER () - 1 AS k, count(*) OVER () AS c FROM runs)
        INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, duration_ms, created_at, changed_at, output)
        SELECT gen_random_uuid(), r.thread_id, r.id, 'TOOL', 'tool_audit', 'op' || i, 'tool' || (i % 20),
-         (CASE WHEN $5::boolean AND i % 100 = 0 THEN 'RUNNING' WHEN i % 20 = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
+         (CASE WHEN $5::boolean AND i % 100 = 0 THEN 'RUNNING' WHEN $9::int > 0 AND i % greatest($9::int, 1) = 0 THEN 'FAILED' ELSE 'COMPLETED' END)::"AuditStatus",
          (i * 7919) % 5000, t - interval '2 seconds', t,
          CASE WHEN $8::int > 0 THEN jsonb_build_object('content', repeat(md5(i::text) || ' ', 1 + (i * 37) % $8::int)) END
        FROM generate_series(0, $2::int - 1) AS i
        JOIN numbered r ON r.k = i % r.c
        CROSS JOIN LATERAL (SELECT now() - make_interval(secs => $3::float8 + ($4::float8 - $3::float8) * (i + $6::int)::float8 / $7::int)) AS at(t)`,
-      [owner, n, fromSeconds, toSeconds, running, offset, count, payloadWords],
+      [owner, n, fromSeconds, toSeconds, running, offset, count, payloadWords, failedEvery],
     );
   }
   await db.sql.query('ANALYZE');
@@ -168,7 +172,7 @@ const loadAtStart = (await import('node:os')).loadavg().map((value) => value.toF
 const { db, drop } = await openScratchDatabase('bench_activity', { statementTimeoutMs: 600_000 });
 try {
   await migrate(db.driver);
-  console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits${payloadWords ? `, outputs of ~${flags['payload-bytes']} bytes` : ''}, ${reads} reads per row`);
+  console.log(`${adminUrl ? 'PostgreSQL' : 'PGlite'}: ${audits} tool audits${payloadWords ? `, outputs of ~${flags['payload-bytes']} bytes` : ''}, ${failedEvery ? `one in ${failedEvery} failed` : 'none failed'}, ${reads} reads per row`);
   const rows: (string | number | null)[][] = [];
   type Measured = Awaited<ReturnType<typeof measureView>>;
   const row = (label: string, { view, floor, windowed, baseline: before, cpu }: Measured, base?: Measured) => {

@@ -132,8 +132,10 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
  * (per tool, status and duration bin; per status, bucket of the end and bucket of the start),
  * never sorted or kept; their buckets come from `width_bucket` over starts computed once per
  * view, their bin from a logarithm (binOf). The running audits, a few, are grouped on their own.
- * Tools, percentiles and buckets are folded from those few thousand groups. The recent failures are the newest few of the same
- * index, read on their own.
+ * Tools, percentiles and buckets are folded from those few thousand groups. The recent failures
+ * are read on their own from the failed ends' index, in the list's order (migration
+ * 20261208000000_tool_audit_failures): the failed ends only, newest first, until the list is
+ * full, however many other ends the window holds.
  * Prepared and planned once per connection (a generic plan): planned per execution, its planning
  * was half a small window's view (bench/README.md, run SV1).
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.

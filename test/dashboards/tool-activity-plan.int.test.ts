@@ -12,6 +12,8 @@ import { explainingSql, planTestDatabase, rowsTouched } from '../support/plans.j
 const OLDER = 20_000;
 const IN_WINDOW = 300;
 const RUNNING = 20;
+/** One in nine of the window's ends failed (see `audits`). */
+const FAILED_IN_WINDOW = Math.floor(IN_WINDOW / 9);
 
 describe(`a tool activity view's plan (${backendName})`, () => {
   let db: Database;
@@ -45,9 +47,10 @@ describe(`a tool activity view's plan (${backendName})`, () => {
       const view = await readOwnerToolActivity(sql, 'owner-a', { windowSeconds: 3600, name: null });
       expect(view.runningCount).toBe(RUNNING);
       expect(view.tools.reduce((ended, tool) => ended + tool.completed + tool.failed, 0)).toBe(IN_WINDOW);
-      // The window's ends, read twice (the counts, then the newest failures); the running audits,
-      // and the listed ones by primary key.
-      expect(touched.get('tool_audit_end')).toBeLessThanOrEqual(2 * IN_WINDOW);
+      // The window's ends once (the counts), and the failures it lists: never the window again to
+      // find them, which with rare failures meant reading all of it twice. The running audits, and
+      // the listed ones by primary key.
+      expect(touched.get('tool_audit_end')).toBeLessThanOrEqual(IN_WINDOW + FAILED_IN_WINDOW);
       expect(touched.get('message')).toBeLessThanOrEqual(RUNNING + 2 * 100);
     });
   };
