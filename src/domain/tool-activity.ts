@@ -136,6 +136,8 @@ const BUCKET_STARTS = `ARRAY(SELECT c.at - make_interval(secs => $2::int) + ((k:
  * are read on their own from the failed ends' index, in the list's order (migration
  * 20261208000000_tool_audit_failures): the failed ends only, newest first, until the list is
  * full, however many other ends the window holds.
+ * The summary is built as `json`, text the server parses, not `jsonb`: nothing queries it, and
+ * building `jsonb` cost a small window's view 1.08–1.11× the time (bench/README.md, run VJ1).
  * Prepared and planned once per connection (a generic plan): planned per execution, its planning
  * was half a small window's view (bench/README.md, run SV1).
  * $1 owner, $2 windowSeconds, $3 name, $4 bucket count, $5 list size.
@@ -188,12 +190,12 @@ listed AS (
   UNION ALL SELECT 1, row_number() OVER (ORDER BY created_at, id), id FROM (SELECT * FROM running ORDER BY created_at, id LIMIT $5) r
   UNION ALL SELECT 2, row_number() OVER (ORDER BY changed_at DESC, id DESC), id FROM failures)
 SELECT l.part AS activity_part, w.at AS activity_at, w.since AS activity_since,
-  CASE WHEN l.part = 0 THEN jsonb_build_object(
+  CASE WHEN l.part = 0 THEN json_build_object(
     'runningCount', (SELECT count(*) FROM running),
-    'tools', (SELECT coalesce(jsonb_agg(jsonb_build_array(t.name, coalesce(t.running, 0), coalesce(t.completed, 0), coalesce(t.failed, 0), coalesce(t.other_ended, 0),
+    'tools', (SELECT coalesce(json_agg(json_build_array(t.name, coalesce(t.running, 0), coalesce(t.completed, 0), coalesce(t.failed, 0), coalesce(t.other_ended, 0),
         ${binValue('p.p50')}, ${binValue('p.p95')}, t.max)
       ORDER BY t.total DESC, t.name), '[]') FROM tools t LEFT JOIN percentiles p ON p.name = t.name),
-    'buckets', (SELECT coalesce(jsonb_agg(jsonb_build_array(bucket, coalesce(started, 0), coalesce(completed, 0), coalesce(failed, 0), coalesce(other_ended, 0))), '[]') FROM buckets)) END AS activity_summary,
+    'buckets', (SELECT coalesce(json_agg(json_build_array(bucket, coalesce(started, 0), coalesce(completed, 0), coalesce(failed, 0), coalesce(other_ended, 0))), '[]') FROM buckets)) END AS activity_summary,
   ${columns}
 FROM listed l CROSS JOIN w LEFT JOIN message m ON m.id = l.id
 ORDER BY l.part, l.ord`);
