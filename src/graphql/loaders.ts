@@ -1,3 +1,4 @@
+import { initContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
 import {
@@ -8,6 +9,8 @@ import type { DomainDeps } from '../domain/command.js';
 import type { CommittedChange } from '../domain/events.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts } from '../domain/audit-summaries.js';
 import type { Tokens } from '../shared/llm-payloads.js';
+import { perEvent } from '../realtime/per-event.js';
+import type { GraphQLContext } from './context.js';
 
 /** A loader of one value per key from a map read for the whole batch; a key the map lacks is null. */
 function valuesBy<Value>(read: (keys: readonly string[]) => Promise<Map<string, Value>>) {
@@ -100,6 +103,19 @@ export function createLoaders({ db: read }: DomainDeps) {
 }
 
 export type Loaders = ReturnType<typeof createLoaders>;
+
+const loadersOnce = perEvent<Loaders>();
+
+/**
+ * Gives the context the loaders of this delivered event (a change, a burst of changes, a dashboard
+ * view), made once per event by `create` and shared by every subscriber that receives it, and
+ * fresh Pothos per-context caches: a subscription's context lives as long as the subscription, and
+ * what one event loaded (a run's lease) must not be served to the next, nor kept for its whole life.
+ */
+export function loadersForEvent(context: GraphQLContext, event: object, create: () => Loaders): void {
+  context.loaders = loadersOnce(event, 'loaders', create);
+  Object.assign(context, initContextCache());
+}
 
 /**
  * Starts, in one tick, the loads that a timeline's subscriber makes for each of several changes

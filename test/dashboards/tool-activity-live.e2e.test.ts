@@ -71,6 +71,24 @@ describe(`toolActivity subscription (${backendName})`, () => {
     }
   });
 
+  it("shows each view's audits as they are at that view: a renewed lease in the next view, over graphql-ws and SSE", async () => {
+    const { session, owner } = await runningRun(t);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }, { id: 'call-2', name: 'fetch' }]);
+    const document = `subscription { toolActivity(windowSeconds: 3600) { runningCount running { id run { id leaseExpiresAt } } } }`;
+    const streams = [subscribeWs(url, document, {}, owner), await subscribeSse(t.app, document, {}, owner)];
+    for (const stream of streams) onTestFinished(() => stream.close());
+    must(await session.toolStarted('call-1', 'search'));
+    const leaseOf = (view: any) => view.running.map((audit: any) => audit.run.leaseExpiresAt);
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 1, 'the first call running', 2000);
+    const renewed = must(await session.renew(900)).expiresAt;
+    // A renewal is no change of a tool audit: the next view comes with the second call.
+    must(await session.toolStarted('call-2', 'fetch'));
+    for (const stream of streams) {
+      const view = await viewWhere(stream, (v) => v.runningCount === 2, 'both calls running', 2000);
+      expect(leaseOf(view)).toEqual([renewed, renewed]);
+    }
+  });
+
   it('sends at most one view a second under a burst of writes, and the last one shows the whole burst', async () => {
     const { session, owner } = await runningRun(t);
     const calls = Array.from({ length: 12 }, (_, i) => ({ id: `b${i}`, name: 'burst' }));

@@ -1,14 +1,13 @@
-import { initContextCache } from '@pothos/core';
 import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { decodeCursor, encodeCursor } from '../../domain/change-cursors.js';
 import type { CommittedChange } from '../../domain/events.js';
 import type { Message, Run, Thread } from '../../generated/prisma/client.js';
-import { deliveredWith, perEvent } from '../../realtime/per-event.js';
+import { deliveredWith } from '../../realtime/per-event.js';
 import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { createLoaders, primedForBurst } from '../loaders.js';
+import { createLoaders, loadersForEvent, primedForBurst } from '../loaders.js';
 import { AuditRef, ToolAuditRef } from './audit.js';
 import { RunRef } from './run.js';
 
@@ -22,9 +21,6 @@ function payloadOf(delivery: Delivery): CommittedChange {
   return delivery;
 }
 
-/** One set of loaders per change, or per burst of changes delivered together, shared by every subscriber that receives it. */
-const loadersOnce = perEvent<ReturnType<typeof createLoaders>>();
-
 /**
  * One delivery: the change carries its entity as committed by that change, never re-read. Its
  * nested fields (an audit's run, tool call, declaring model call) are read when it is delivered,
@@ -36,11 +32,8 @@ const loadersOnce = perEvent<ReturnType<typeof createLoaders>>();
 function committed(delivery: Delivery, context: GraphQLContext): CommittedChange {
   const change = payloadOf(delivery);
   const burst = deliveredWith(change) as readonly CommittedChange[] | undefined;
-  context.loaders =
-    burst === undefined
-      ? loadersOnce(change, 'loaders', () => createLoaders(context.deps))
-      : loadersOnce(burst, 'loaders', () => primedForBurst(createLoaders(context.deps), burst));
-  Object.assign(context, initContextCache());
+  if (burst === undefined) loadersForEvent(context, change, () => createLoaders(context.deps));
+  else loadersForEvent(context, burst, () => primedForBurst(createLoaders(context.deps), burst));
   return change;
 }
 

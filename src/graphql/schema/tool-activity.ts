@@ -14,6 +14,7 @@ import type { ActivityDelivery } from '../../realtime/activity-feeds.js';
 import { StreamInterrupted } from '../../realtime/pubsub.js';
 import { createGraphQLError } from 'graphql-yoga';
 import { builder, listCost } from '../builder.js';
+import { createLoaders, loadersForEvent, type Loaders } from '../loaders.js';
 import { ToolAuditRef } from './audit.js';
 
 const ToolActivityStatRef = builder.objectRef<ToolActivityStat>('ToolActivityStat').implement({
@@ -75,6 +76,12 @@ const ToolActivityRef = builder.objectRef<ToolActivity>('ToolActivity').implemen
   }),
 });
 
+/** The view's listed audits in the loaders' audit cache: a link back to one of them reads no row again. */
+function primed(loaders: Loaders, view: ToolActivity): Loaders {
+  for (const audit of [...view.running, ...view.recentFailures]) loaders.audit.prime(audit.id, audit);
+  return loaders;
+}
+
 builder.queryField('toolActivity', (t) =>
   t.field({
     type: ToolActivityRef,
@@ -83,7 +90,7 @@ builder.queryField('toolActivity', (t) =>
     args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
     resolve: async (_root, { windowSeconds, name }, { deps, principal, loaders }) => {
       const view = await readToolActivity(deps.db, requirePrincipal(principal), toolActivityArgs(windowSeconds, name));
-      for (const audit of [...view.running, ...view.recentFailures]) loaders.audit.prime(audit.id, audit);
+      primed(loaders, view);
       return view;
     },
   }),
@@ -101,11 +108,13 @@ builder.subscriptionField('toolActivity', (t) =>
       requireAuditReader(viewer);
       return pubsub.activity.subscribe(viewer.sub, toolActivityArgs(windowSeconds, name), viewer.expiresAtMs);
     },
-    resolve: (delivery: ActivityDelivery) => {
+    resolve: (delivery: ActivityDelivery, _args, context) => {
       // Only the server stopping or the token expiring ends a stream early.
       if (delivery instanceof StreamInterrupted) {
         throw createGraphQLError(delivery.message, { extensions: { code: 'SUBSCRIPTION_INTERRUPTED', reason: delivery.reason } });
       }
+      // Each view's audits link to their runs and threads as they are at that view.
+      loadersForEvent(context, delivery, () => primed(createLoaders(context.deps), delivery));
       return delivery;
     },
   }),
