@@ -10,7 +10,6 @@ import type { CommittedChange } from '../domain/events.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts } from '../domain/audit-summaries.js';
 import type { Tokens } from '../shared/llm-payloads.js';
 import { perEvent } from '../realtime/per-event.js';
-import type { GraphQLContext } from './context.js';
 
 /** A loader of one value per key from a map read for the whole batch; a key the map lacks is null. */
 function valuesBy<Value>(read: (keys: readonly string[]) => Promise<Map<string, Value>>) {
@@ -112,7 +111,7 @@ const loadersOnce = perEvent<Loaders>();
  * fresh Pothos per-context caches: a subscription's context lives as long as the subscription, and
  * what one event loaded (a run's lease) must not be served to the next, nor kept for its whole life.
  */
-export function loadersForEvent(context: GraphQLContext, event: object, create: () => Loaders): void {
+export function loadersForEvent(context: { loaders: Loaders }, event: object, create: () => Loaders): void {
   context.loaders = loadersOnce(event, 'loaders', create);
   Object.assign(context, initContextCache());
 }
