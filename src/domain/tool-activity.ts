@@ -1,7 +1,7 @@
 import type { Principal } from './principal.js';
 import { preparedGeneric, type Sql } from '../db/sql.js';
 import { inLiveThreadOf, requireAuditReader } from './access.js';
-import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
+import { auditColumns, type AuditRow, type Payload } from './audit-reads.js';
 import { badInput } from './errors.js';
 import { MAX_ID_LENGTH } from './ids.js';
 
@@ -80,7 +80,14 @@ const BY_TIME = grouping('status', 'end_bucket', 'start_bucket');
 const binValue = (bin: string) =>
   `least(${bin}[3], greatest(${bin}[2], round(2 * power(${DURATION_BIN_GROWTH}::float8, ${bin}[1]) / (${DURATION_BIN_GROWTH} + 1))))`;
 
-const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+/**
+ * A listed audit's payloads the view reads: its error, which dashboards show (the page, its first
+ * line). Its input and output, up to MAX_JSON_BYTES each (1 MiB by default), are loaded only for
+ * a subscriber that asks for them (src/graphql/schema/audit.ts), not read with every view
+ * (bench/README.md, run VL1).
+ */
+const LISTED_PAYLOADS: ReadonlySet<Payload> = new Set(['error']);
+const columns = auditColumns(LISTED_PAYLOADS, 'm.');
 /** Of the owner ($1), of the tool $3 when given, in a thread not deleted. */
 const OWNERS = `m.owner_id = $1 AND ($3::text IS NULL OR m.name = $3::text) AND ${inLiveThreadOf('m.thread_id', '$1')}`;
 /** A tool audit running at `at` (`message`), of the owner's. */

@@ -89,6 +89,25 @@ describe(`toolActivity subscription (${backendName})`, () => {
     }
   });
 
+  it("shows a listed audit's effective input, output and error when asked for them, over graphql-ws, SSE and the query", async () => {
+    const { session, owner } = await runningRun(t);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }, { id: 'call-2', name: 'fetch' }]);
+    const selection = `toolActivity(windowSeconds: 3600) { runningCount running { id effectiveInput output error } recentFailures { id effectiveInput output error } }`;
+    const streams = [subscribeWs(url, `subscription { ${selection} }`, {}, owner), await subscribeSse(t.app, `subscription { ${selection} }`, {}, owner)];
+    for (const stream of streams) onTestFinished(() => stream.close());
+    const running = must(await session.toolStarted('call-1', 'search', { effectiveInput: { q: 'still running' } }));
+    const failed = must(await session.toolStarted('call-2', 'fetch', { effectiveInput: { url: 'https://example.test/down' } }));
+    must(await session.toolFinished('call-2', { content: 'no luck', status: 'error' }));
+    const payloads = async (id: string) => (await t.gql(`query($id: ID!) { audit(id: $id) { id ... on ToolAudit { effectiveInput output error } } }`, { id }, owner)).data.audit;
+    const expected = { runningCount: 1, running: [await payloads(running.id)], recentFailures: [await payloads(failed.id)] };
+    expect(expected.running[0].effectiveInput).toEqual({ q: 'still running' });
+    expect(expected.recentFailures[0].output).toMatchObject({ content: 'no luck' });
+    for (const stream of streams) {
+      expect(await viewWhere(stream, (view) => view.recentFailures.length === 1, 'the failure', 2000)).toEqual(expected);
+    }
+    expect((await t.gql(`{ ${selection} }`, {}, owner)).data.toolActivity).toEqual(expected);
+  });
+
   it('sends at most one view a second under a burst of writes, and the last one shows the whole burst', async () => {
     const { session, owner } = await runningRun(t);
     const calls = Array.from({ length: 12 }, (_, i) => ({ id: `b${i}`, name: 'burst' }));
