@@ -30,8 +30,9 @@ async function viewWhere(stream: Stream, holds: (view: any) => boolean, what: st
   return results.map((result) => result.data!.toolActivity).find(holds);
 }
 
-function both(t: TestApp, url: string, token: string, variables: Record<string, unknown> = {}) {
-  return Promise.all([subscribeWs(url, LIVE_ACTIVITY, variables, token), subscribeSse(t.app, LIVE_ACTIVITY, variables, token)]).then((streams) => {
+/** The same subscription (LIVE_ACTIVITY unless `document`) over graphql-ws and SSE, closed when the test ends. */
+function both(t: TestApp, url: string, token: string, variables: Record<string, unknown> = {}, document = LIVE_ACTIVITY) {
+  return Promise.all([subscribeWs(url, document, variables, token), subscribeSse(t.app, document, variables, token)]).then((streams) => {
     for (const stream of streams) onTestFinished(() => stream.close());
     return streams;
   });
@@ -75,8 +76,7 @@ describe(`toolActivity subscription (${backendName})`, () => {
     const { session, owner } = await runningRun(t);
     await session.declare('m1', [{ id: 'call-1', name: 'search' }, { id: 'call-2', name: 'fetch' }]);
     const document = `subscription { toolActivity(windowSeconds: 3600) { runningCount running { id run { id leaseExpiresAt } } } }`;
-    const streams = [subscribeWs(url, document, {}, owner), await subscribeSse(t.app, document, {}, owner)];
-    for (const stream of streams) onTestFinished(() => stream.close());
+    const streams = await both(t, url, owner, {}, document);
     must(await session.toolStarted('call-1', 'search'));
     const leaseOf = (view: any) => view.running.map((audit: any) => audit.run.leaseExpiresAt);
     for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 1, 'the first call running', 2000);
@@ -93,8 +93,7 @@ describe(`toolActivity subscription (${backendName})`, () => {
     const { session, owner } = await runningRun(t);
     await session.declare('m1', [{ id: 'call-1', name: 'search' }, { id: 'call-2', name: 'fetch' }]);
     const selection = `toolActivity(windowSeconds: 3600) { runningCount running { id effectiveInput output error } recentFailures { id effectiveInput output error } }`;
-    const streams = [subscribeWs(url, `subscription { ${selection} }`, {}, owner), await subscribeSse(t.app, `subscription { ${selection} }`, {}, owner)];
-    for (const stream of streams) onTestFinished(() => stream.close());
+    const streams = await both(t, url, owner, {}, `subscription { ${selection} }`);
     const running = must(await session.toolStarted('call-1', 'search', { effectiveInput: { q: 'still running' } }));
     const failed = must(await session.toolStarted('call-2', 'fetch', { effectiveInput: { url: 'https://example.test/down' } }));
     must(await session.toolFinished('call-2', { content: 'no luck', status: 'error' }));
