@@ -3,8 +3,9 @@
 //
 // Live dashboards under write load (issue 40, docs/dashboards.md): `principals` × `per` identical
 // toolActivity subscriptions over graphql-ws (one socket per principal, `per` subscriptions on
-// it) while `workers` writers drive whole runs (two tool calls each) through the server's HTTP
-// API, the runs' threads spread over the principals. Against the same load without dashboards,
+// it, in a process of their own: lib/dashboard-subscribers.ts) while `workers` writers drive whole
+// runs (two tool calls each) through the server's HTTP API, the runs' threads spread over the
+// principals. Against the same load without dashboards,
 // on a fresh server process each window, rounds interleaved:
 // - latency: from a tool audit write's answer (its commit is just before it) to the arrival of
 //   the first view that includes it, for each of the principal's subscriptions. A view includes
@@ -16,9 +17,11 @@
 //   per second (distinct `at` per principal: identical subscriptions share one read). The
 //   dashboards' share of the server's CPU is what it spent with them less what the writes it
 //   served would have cost without (the window without's CPU per event); per view and per
-//   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench
-//   process's own CPU (its writers' clients, and with dashboards their 1,000 subscribers parsing
-//   every message) the same way.
+//   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench's
+//   own CPU (its writers' clients, and with dashboards the subscribers' process parsing every
+//   message) the same way.
+//   Each window prints the writers' event loop delay (p99): what held their requests back in
+//   the bench itself.
 //   Each window also prints where the machine's cores went while it was measured
 //   (lib/window-use.ts): the server's main thread (its event loop: near 1 when it is the
 //   bottleneck), PostgreSQL's backends, idle.
@@ -33,16 +36,19 @@
 // - with --profile, a V8 CPU profile of the server in each mode's first window, summarized into
 //   the report (files under bench/results/profile-dashboards-<time>/).
 // PostgreSQL only; one server, no Redis (its views follow its own commits in process).
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import WebSocket from 'ws';
 import { mintToken } from '../src/auth/jwt.js';
 import { openPostgresBackend } from './lib/backend.js';
+import { now, type Arrivals, type DashboardRequest } from './lib/dashboard-subscribers.js';
+import { ipcClient } from './lib/ipc.js';
 import { GraphQLHttp } from './lib/graphql-http.js';
 import { startServer, type ServerProcess } from './lib/server-process.js';
 import { serverCreateRun, serverCreateThread, serverStep } from './lib/server-worker.js';
@@ -76,50 +82,36 @@ const paceMs = flags.pace ? (1000 * workers) / Number(flags.pace) : 0;
 const adminUrl = process.env.DATABASE_URL;
 if (!adminUrl) throw new Error('Set DATABASE_URL to a PostgreSQL admin URL (a fresh database is created and dropped)');
 
-const VIEW = `subscription { toolActivity(windowSeconds: 3600) { at buckets { started completed failed otherEnded } } }`;
 const TOOL_OPS = new Set(['recordToolStarted', 'recordToolFinished']);
 /** How long after the writers stop a change may still be waited for. */
 const GRACE_MS = 5000;
+const SUBSCRIBERS = fileURLToPath(new URL('./lib/dashboard-subscribers.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
-interface Arrival {
-  at: number;
-  total: number;
-  viewAt: string;
-}
-
-/** One principal's dashboard: `per` identical subscriptions on one graphql-ws socket. */
-function dashboard(url: string, token: string) {
-  const arrivals: Arrival[][] = Array.from({ length: per }, () => []);
-  const errors: string[] = [];
-  const socket = new WebSocket(url, 'graphql-transport-ws');
-  socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
-  socket.on('message', (data) => {
-    const at = performance.now(); // stamped before parsing: a frame's cost here is not the server's latency
-    const message = JSON.parse(String(data)) as { id?: string; type: string; payload?: any };
-    if (message.type === 'connection_ack') {
-      for (let k = 0; k < per; k++) socket.send(JSON.stringify({ id: String(k), type: 'subscribe', payload: { query: VIEW } }));
-    } else if (message.type === 'next') {
-      const view = message.payload?.data?.toolActivity;
-      if (!view) return void errors.push(JSON.stringify(message.payload?.errors ?? message.payload));
-      let total = 0;
-      for (const bucket of view.buckets) total += bucket.started + bucket.completed + bucket.failed + bucket.otherEnded;
-      arrivals[Number(message.id)]!.push({ at, total, viewAt: view.at });
-    } else if (message.type === 'ping') socket.send(JSON.stringify({ type: 'pong' }));
-    else if (message.type !== 'pong') errors.push(`${message.type}: ${JSON.stringify(message.payload ?? null)}`);
-  });
-  socket.on('error', (error) => errors.push(error.message));
-  return {
-    arrivals,
-    errors,
-    ready: () => arrivals.every((list) => list.length > 0),
-    close: () =>
-      new Promise<void>((resolve) => {
-        if (socket.readyState === WebSocket.CLOSED) return resolve();
-        socket.once('close', () => resolve());
-        socket.close(1000);
-      }),
+/**
+ * The principals' dashboards (`per` identical subscriptions on one socket each) in a process of
+ * their own (lib/dashboard-subscribers.ts), open once each subscription has its first view.
+ */
+async function openDashboards(url: string, tokens: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', SUBSCRIBERS], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const asked = ipcClient(child);
+  const ask = async <T,>(request: DashboardRequest): Promise<T> => {
+    const body = await asked<T | { error: string }>(request);
+    if (typeof body === 'object' && body !== null && 'error' in body) throw new Error(body.error);
+    return body as T;
   };
+  const stop = async () => {
+    if (child.exitCode === null) await ask({ command: 'stop' }).catch(() => child.kill());
+  };
+  try {
+    const baselines = await ask<number[]>({ command: 'start', url, tokens, per, timeoutMs: 60_000 });
+    return { baselines, arrivals: () => ask<Arrivals>({ command: 'arrivals' }), cpuSeconds: () => ask<number>({ command: 'cpu' }), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }
+type Dashboards = Awaited<ReturnType<typeof openDashboards>>;
 
 /** The writers: worker w writes the threads of owners w, w + workers, …; each tool audit change's answer time is kept per owner. */
 function target(http: GraphQLHttp, ownerTokens: string[], workerTokens: string[], changes: number[][]): WriteTarget {
@@ -143,7 +135,7 @@ function target(http: GraphQLHttp, ownerTokens: string[], workerTokens: string[]
           }
           const owner = current;
           const next = await serverStep(http, workerTokens[worker]!, runId, lease, step);
-          if (TOOL_OPS.has(step.op)) changes[owner]!.push(performance.now());
+          if (TOOL_OPS.has(step.op)) changes[owner]!.push(now());
           return next;
         },
       };
@@ -194,25 +186,24 @@ async function main() {
       for (const mode of ['without', 'with'] as const) {
         const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: '' });
         const http = new GraphQLHttp(server.url);
-        const dashboards = mode === 'with' ? ownerTokens.map((token) => dashboard(server.wsUrl, token)) : [];
+        let dashboards: Dashboards | null = null;
         try {
-          const deadline = Date.now() + 60_000;
-          while (!dashboards.every((d) => d.ready())) {
-            if (Date.now() > deadline) throw new Error(`dashboards not ready: ${dashboards.flatMap((d) => d.errors).slice(0, 3).join('; ')}`);
-            await sleep(50);
-          }
-          const baselines = dashboards.map((d) => d.arrivals[0]![0]!.total);
+          if (mode === 'with') dashboards = await openDashboards(server.wsUrl, ownerTokens);
           const changes: number[][] = ownerTokens.map(() => []);
           const profiling = profileDir !== null && r === 0;
           if (profiling) await server.profileStart();
           const cpuBefore = await cpuSeconds(server);
-          const benchCpuBefore = benchCpuSeconds();
+          const benchCpuBefore = benchCpuSeconds() + ((await dashboards?.cpuSeconds()) ?? 0);
           const machineUse = windowUse(server.pid, backend.database, null);
-          const windowStart = performance.now();
+          const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+          loopDelay.enable();
+          const windowStart = now();
           const window = await measureWritePath(target(http, ownerTokens, workerTokens, changes), workers, warmupMs, windowMs, 0, undefined, machineUse.edges);
+          loopDelay.disable();
+          const writersDelayP99 = loopDelay.percentile(99) / 1e6;
           const machine = (await machineUse.use()).cpu;
-          const seconds = (performance.now() - windowStart) / 1000;
-          const benchCpuPerSecond = (benchCpuSeconds() - benchCpuBefore) / seconds;
+          const seconds = (now() - windowStart) / 1000;
+          const benchCpuPerSecond = (benchCpuSeconds() + ((await dashboards?.cpuSeconds()) ?? 0) - benchCpuBefore) / seconds;
           const cpuPerSecond = ((await cpuSeconds(server)) - cpuBefore) / seconds;
           if (profiling) profiles.push({ ...summarizeProfile(await server.profileStop(join(profileDir, `${mode}.cpuprofile`))), mode });
           rates[mode].push(window.eventsPerSecond);
@@ -220,26 +211,27 @@ async function main() {
           benchCpu[mode].push(benchCpuPerSecond);
           shares[mode].push(machine);
           let note = '';
-          if (mode === 'with') {
+          if (dashboards) {
             await sleep(GRACE_MS);
+            const received = await dashboards.arrivals();
             const reads = new Set<string>();
-            for (const [owner, d] of dashboards.entries()) {
-              for (const list of d.arrivals) for (const arrival of list) if (arrival.at >= windowStart) reads.add(`${owner} ${arrival.viewAt}`);
+            for (const [owner, lists] of received.arrivals.entries()) {
+              for (const list of lists) for (const arrival of list) if (arrival.at >= windowStart) reads.add(`${owner} ${arrival.viewAt}`);
               changes[owner]!.forEach((answeredAt, n) => {
-                for (const list of d.arrivals) {
-                  const first = list.find((arrival) => arrival.total >= baselines[owner]! + n + 1);
+                for (const list of lists) {
+                  const first = list.find((arrival) => arrival.total >= dashboards!.baselines[owner]! + n + 1);
                   if (first) latencies.push(Math.max(0, first.at - answeredAt));
                   else missing++;
                 }
               });
             }
-            errors = [...errors, ...dashboards.flatMap((d) => d.errors)];
+            errors = [...errors, ...received.errors];
             viewsPerSecond.push(reads.size / seconds);
             note = `, ${Math.round(reads.size / seconds)} views read/s, ${changes.flat().length} tool audit changes`;
           }
-          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s, bench CPU ${round(benchCpuPerSecond, 2)} s/s, the server's main thread ${round(machine.serverMain ?? NaN, 2)} s/s, PostgreSQL ${round(machine.postgres ?? NaN, 2)} s/s, idle ${round(machine.idle ?? NaN, 2)} cores${note}`);
+          console.log(`  round ${r + 1}, ${mode} dashboards: ${Math.round(window.eventsPerSecond)} events/s, server CPU ${round(cpuPerSecond, 2)} s/s, bench CPU ${round(benchCpuPerSecond, 2)} s/s, the server's main thread ${round(machine.serverMain ?? NaN, 2)} s/s, PostgreSQL ${round(machine.postgres ?? NaN, 2)} s/s, idle ${round(machine.idle ?? NaN, 2)} cores, the writers' event loop delay p99 ${round(writersDelayP99, 1)} ms${note}`);
         } finally {
-          await Promise.all(dashboards.map((d) => d.close()));
+          await dashboards?.stop();
           http.close();
           await server.stop();
         }
@@ -322,16 +314,13 @@ async function signalled() {
   const ownerTokens = await Promise.all(owners.map((sub) => mintToken(secret, { sub, role: 'superadmin' }, '2h')));
   const publisher = new Redis(redisUrl);
   const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, REDIS_URL: redisUrl, REDIS_PREFIX: prefix });
-  const dashboards = ownerTokens.map((token) => dashboard(server.wsUrl, token));
+  let dashboards: Dashboards | null = null;
+  let errors: string[] = [];
   let profile: ReturnType<typeof summarizeProfile> | null = null;
   const windows: { signalled: boolean; serverCpu: number; benchCpu: number; viewsPerSecond: number; messagesPerSecond: number }[] = [];
   console.log(`${principals} principals × ${per} subscriptions, no writers, views driven by Redis signals; ${rounds} round(s) of ${windowMs / 1000} s; load ${loadAtStart.join(' ')}`);
   try {
-    const deadline = Date.now() + 60_000;
-    while (!dashboards.every((d) => d.ready())) {
-      if (Date.now() > deadline) throw new Error(`dashboards not ready: ${dashboards.flatMap((d) => d.errors).slice(0, 3).join('; ')}`);
-      await sleep(50);
-    }
+    dashboards = await openDashboards(server.wsUrl, ownerTokens);
     const signal = () => Promise.all(owners.map((owner) => publisher.publish(`${prefix}tool-activity`, `bench ${owner}`)));
     // Warm-up: the first signalled seconds also compile the paths they take.
     for (const warmupStart = performance.now(); performance.now() - warmupStart < warmupMs; await sleep(1000)) await signal();
@@ -340,22 +329,24 @@ async function signalled() {
         // With --profile, the last signalled window is profiled (its CPU then counts the profiler's too).
         const profiling = flags.profile && signalled && r === rounds - 1;
         if (profiling) await server.profileStart();
-        const windowStart = performance.now();
+        const windowStart = now();
         const cpuBefore = await cpuSeconds(server);
-        const benchCpuBefore = benchCpuSeconds();
-        while (performance.now() - windowStart < windowMs) {
+        const benchCpuBefore = benchCpuSeconds() + (await dashboards.cpuSeconds());
+        while (now() - windowStart < windowMs) {
           // Each owner's signal, as if another instance committed a change of its tool audits.
           if (signalled) await signal();
           await sleep(1000);
         }
-        const seconds = (performance.now() - windowStart) / 1000;
+        const seconds = (now() - windowStart) / 1000;
         const serverCpu = ((await cpuSeconds(server)) - cpuBefore) / seconds;
-        const benchCpu = (benchCpuSeconds() - benchCpuBefore) / seconds;
+        const benchCpu = (benchCpuSeconds() + (await dashboards.cpuSeconds()) - benchCpuBefore) / seconds;
         if (profiling) profile = summarizeProfile(await server.profileStop(join(import.meta.dirname, 'results', `profile-dashboards-signals-${new Date(started).toISOString().replace(/[:.]/g, '-')}.cpuprofile`)));
         const views = new Set<string>();
         let messages = 0;
-        for (const [owner, d] of dashboards.entries()) {
-          for (const list of d.arrivals) {
+        const received = await dashboards.arrivals();
+        errors = received.errors;
+        for (const [owner, lists] of received.arrivals.entries()) {
+          for (const list of lists) {
             for (const arrival of list) {
               if (arrival.at < windowStart || arrival.at > windowStart + seconds * 1000) continue;
               views.add(`${owner} ${arrival.viewAt}`);
@@ -370,7 +361,7 @@ async function signalled() {
       }
     }
   } finally {
-    await Promise.all(dashboards.map((d) => d.close()));
+    await dashboards?.stop();
     await server.stop();
     publisher.disconnect();
     await backend.close();
@@ -391,7 +382,7 @@ async function signalled() {
     serverCpuMsPerView: round(perView((w) => w.serverCpu), 3),
     benchCpuMsPerView: round(perView((w) => w.benchCpu), 3),
     profile,
-    errors: dashboards.flatMap((d) => d.errors).slice(0, 5),
+    errors: errors.slice(0, 5),
     seconds: Math.round((Date.now() - started) / 1000),
   };
   console.log(`server CPU per view sent to ${per} subscriptions: ${report.serverCpuMsPerView} ms; the bench's (its subscribers parsing): ${report.benchCpuMsPerView} ms`);
