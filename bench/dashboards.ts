@@ -20,8 +20,8 @@
 //   message (a view sent to each of `per` subscriptions) it is that over their rates. The bench's
 //   own CPU (its writers' clients, and with dashboards the subscribers' process parsing every
 //   message) the same way.
-//   Each window prints the writers' event loop delay (p99): what held their requests back in
-//   the bench itself.
+//   Each window also gives the writers' event loop delay (p99): what held their requests back
+//   in the bench itself.
 //   Each window also prints where the machine's cores went while it was measured
 //   (lib/window-use.ts): the server's main thread (its event loop: near 1 when it is the
 //   bottleneck), PostgreSQL's backends, idle.
@@ -171,6 +171,8 @@ async function main() {
   const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
   const benchCpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  /** The writers' event loop delay, p99 ms: what held their requests back in the bench itself. */
+  const writersDelay: Record<'without' | 'with', number[]> = { without: [], with: [] };
   /** Where the machine's cores went in each window (lib/cpu-shares.ts). */
   const shares: Record<'without' | 'with', CpuShares[]> = { without: [], with: [] };
   const profileDir = flags.profile ? join(import.meta.dirname, 'results', `profile-dashboards-${new Date(started).toISOString().replace(/[:.]/g, '-')}`) : null;
@@ -209,6 +211,7 @@ async function main() {
           rates[mode].push(window.eventsPerSecond);
           cpu[mode].push(cpuPerSecond);
           benchCpu[mode].push(benchCpuPerSecond);
+          writersDelay[mode].push(writersDelayP99);
           shares[mode].push(machine);
           let note = '';
           if (dashboards) {
@@ -263,6 +266,7 @@ async function main() {
     serverMainThreadCpuSecondsPerSecond: eachWindow(shares, (window) => window.serverMain),
     idleCores: eachWindow(shares, (window) => window.idle),
     benchCpuSecondsPerSecond: eachWindow(benchCpu, itself),
+    writersEventLoopDelayP99Ms: eachWindow(writersDelay, itself),
     viewsReadPerSecond: round(views, 1),
     dashboardsServerCpuSecondsPerSecond: round(dashboardsCpu, 3),
     serverCpuMsPerView: round((dashboardsCpu * 1000) / views, 2),
