@@ -181,6 +181,9 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
  * 20261204000100_audit_search_by_owner), skipping the audits of the owner's threads being deleted
  * (a few, on their own index: 20261205000000_audit_filters_by_owner). Given both
  * a name and a status, the planner keys on one and tests the other on each audit it reads.
+ * The matches are walked one index probe each (walkNewestFirst): left to choose, PostgreSQL read
+ * every match of the owner on a bitmap and sorted them whenever its sample put their number
+ * low, a plan whose cost grows with the owner's history (test/reads/flat-reads-plan.int.test.ts).
  */
 async function filterSearch(
   sql: Sql,
@@ -197,12 +200,12 @@ async function filterSearch(
   }
   if (search.name !== null) range.push(`m.name = ${param(search.name)}`);
   if (search.status != null) range.push(`m.status = ${param(search.status)}::"AuditStatus"`);
-  const limit = param(search.first + 1);
+  const limit = `${param(search.first + 1)}::int`;
   const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
   const rows = await sql.query<AuditHit>(
-    `WITH hits AS (SELECT m.id FROM message m WHERE ${range.join(' AND ')} ORDER BY m.id DESC LIMIT ${limit})
+    `WITH RECURSIVE ${walkNewestFirst('hits', 'message', 'm', range.join(' AND '), [], limit)}
      SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
-     ORDER BY m.id DESC LIMIT ${limit}`,
+     ORDER BY m.id DESC`,
     params,
   );
   return { items: rows.slice(0, search.first), hasMore: rows.length > search.first };
