@@ -148,9 +148,10 @@ const cpuSeconds = async (server: ServerProcess) => {
   const { cpu } = await server.counts();
   return (cpu.user + cpu.system) / 1e6;
 };
-const benchCpuSeconds = () => {
+/** The bench's CPU seconds so far: this process's, and its dashboards' process's when it has one. */
+const benchCpuSeconds = async (dashboards: Dashboards | null) => {
   const { user, system } = process.cpuUsage();
-  return (user + system) / 1e6;
+  return (user + system) / 1e6 + ((await dashboards?.cpuSeconds()) ?? 0);
 };
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
@@ -195,7 +196,7 @@ async function main() {
           const profiling = profileDir !== null && r === 0;
           if (profiling) await server.profileStart();
           const cpuBefore = await cpuSeconds(server);
-          const benchCpuBefore = benchCpuSeconds() + ((await dashboards?.cpuSeconds()) ?? 0);
+          const benchCpuBefore = await benchCpuSeconds(dashboards);
           const machineUse = windowUse(server.pid, backend.database, null);
           const loopDelay = monitorEventLoopDelay({ resolution: 10 });
           loopDelay.enable();
@@ -205,7 +206,7 @@ async function main() {
           const writersDelayP99 = loopDelay.percentile(99) / 1e6;
           const machine = (await machineUse.use()).cpu;
           const seconds = (now() - windowStart) / 1000;
-          const benchCpuPerSecond = (benchCpuSeconds() + ((await dashboards?.cpuSeconds()) ?? 0) - benchCpuBefore) / seconds;
+          const benchCpuPerSecond = ((await benchCpuSeconds(dashboards)) - benchCpuBefore) / seconds;
           const cpuPerSecond = ((await cpuSeconds(server)) - cpuBefore) / seconds;
           if (profiling) profiles.push({ ...summarizeProfile(await server.profileStop(join(profileDir, `${mode}.cpuprofile`))), mode });
           rates[mode].push(window.eventsPerSecond);
@@ -335,7 +336,7 @@ async function signalled() {
         if (profiling) await server.profileStart();
         const windowStart = now();
         const cpuBefore = await cpuSeconds(server);
-        const benchCpuBefore = benchCpuSeconds() + (await dashboards.cpuSeconds());
+        const benchCpuBefore = await benchCpuSeconds(dashboards);
         while (now() - windowStart < windowMs) {
           // Each owner's signal, as if another instance committed a change of its tool audits.
           if (signalled) await signal();
@@ -343,7 +344,7 @@ async function signalled() {
         }
         const seconds = (now() - windowStart) / 1000;
         const serverCpu = ((await cpuSeconds(server)) - cpuBefore) / seconds;
-        const benchCpu = (benchCpuSeconds() + (await dashboards.cpuSeconds()) - benchCpuBefore) / seconds;
+        const benchCpu = ((await benchCpuSeconds(dashboards)) - benchCpuBefore) / seconds;
         if (profiling) profile = summarizeProfile(await server.profileStop(join(import.meta.dirname, 'results', `profile-dashboards-signals-${new Date(started).toISOString().replace(/[:.]/g, '-')}.cpuprofile`)));
         const views = new Set<string>();
         let messages = 0;

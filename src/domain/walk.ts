@@ -1,9 +1,10 @@
 /**
  * A recursive CTE `name(id, …columns, step)`: the rows of `table` (as `alias`) meeting `range`,
  * newest first by id, one index probe each (`ORDER BY id DESC LIMIT 1` below the last row found),
- * at most `budget` of them (a number, or a parameter such as `$3`). Read lazily: a reader that stops after a page stops the walk. Each
- * probe's plan is the index walk whatever the statistics say: a single `ORDER BY id DESC LIMIT
- * budget` over the matches, once analysed, was planned as reading and sorting every match.
+ * at most `budget` of them (a number, or a parameter such as `$3`). Read lazily: a reader that
+ * stops after a page stops the walk. Each probe's plan is the index walk whatever the statistics
+ * say: a single `ORDER BY id DESC LIMIT budget` over the matches, once analysed, was planned as
+ * reading and sorting every match.
  */
 export function walkNewestFirst(name: string, table: string, alias: string, range: string, columns: string[], budget: number | string): string {
   const selected = [`${alias}.id`, ...columns.map((column) => `${alias}.${column}`)].join(', ');
