@@ -1,6 +1,7 @@
 // The page's Activity view (`#activity`, docs/dashboards.md) in headless Chromium against the
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
-// failure appearing among the recent failures, a click opening the row's thread, the window and
+// failure appearing among the recent failures with how long ago it ended, a cancelled call among
+// its tool's other ends, a click opening the row's thread, the window and
 // tool filter kept in the address, axe-core clean, no request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -51,7 +52,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     expect(outsideRequests.filter((url) => !url.startsWith(origin.replace('http', 'ws')))).toEqual([]);
   });
 
-  it('updates live without a reload, shows a failure with its first line, sorts, keeps the window in the address, and a click opens the row', async () => {
+  it('updates live without a reload, shows a failure with its first line and age, counts a cancelled call among other ends, sorts, keeps the window in the address, and a click opens the row', async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });
     const worker = new AuditClient({ url: server.url, token: who.worker });
@@ -87,7 +88,20 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'quota exceeded\nretry later', status: 'error' }, sequence: 6 });
     await expect.poll(() => page.locator('[data-testid=activity-failures] li').count()).toBe(1);
     expect(await page.locator('[data-testid=activity-failures] .error-line').textContent()).toBe('quota exceeded');
+    expect(await page.locator('[data-testid=activity-failures] time').textContent()).toMatch(/^\d+ s ago$/);
     await expect.poll(() => page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (0)');
+
+    // A call cancelled with its run counts among the tool's other ends, not its failures.
+    const cancelled = await owner.createRun({ threadId });
+    const cancelledLease = await worker.claimRun(cancelled.id, 600);
+    await worker.recordModelStarted({ lease: cancelledLease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({
+      lease: cancelledLease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c4', name: 'fetch', args: {} }],
+    });
+    await worker.recordToolStarted({ lease: cancelledLease, toolCallId: 'c4', name: 'fetch', effectiveInput: {}, sequence: 3 });
+    await owner.cancelRun(cancelled.id);
+    const fetchRow = page.locator('[data-testid=activity-tools] tbody tr', { hasText: 'fetch' });
+    await expect.poll(() => fetchRow.locator('td').allTextContents()).toEqual(['fetch', '2', '0 %', '1', expect.any(String), expect.any(String), expect.any(String)]);
     await saveScreenshot(page, 'activity.png');
 
     // The per-tool table sorts by each column.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildAxis, layoutTimelineWithAxis, runLabel, shortId, type AuditView, type RunView } from '../../web/src/timeline.js';
+import { buildAxis, formatAgo, layoutTimelineWithAxis, runLabel, shortId, type AuditView, type RunView } from '../../web/src/timeline.js';
 
 // The page's time axis: idle gaps compressed and marked, a ruler on round clock times, zoom.
 
@@ -114,5 +114,12 @@ describe('run labels', () => {
     expect(runs.map((r) => runLabel(runs, r.id))).toEqual(['run 1 · 3a7c01', 'run 2 · cd34ef']);
     expect(layoutTimelineWithAxis(runs, [], T0).rows.map((row) => row.label)).toEqual(['run 1 · 3a7c01', 'run 2 · cd34ef']);
     expect(shortId('019a2329-4e10-7a31-9c2b-5d1e8f3a7c01')).toBe('3a7c01');
+  });
+});
+
+describe('how long ago (the Activity view\'s recent failures)', () => {
+  it('is said in its largest whole unit, up to the days of a week\'s window, never in the future', () => {
+    const seconds = [0, 59.9, 60, 3599, 3600, 86_399, 86_400, 6.5 * 86_400, -2];
+    expect(seconds.map((s) => formatAgo(s * 1000))).toEqual(['0 s ago', '59 s ago', '1 min ago', '59 min ago', '1 h ago', '23 h ago', '1 d ago', '6 d ago', '0 s ago']);
   });
 });

@@ -7,7 +7,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
 import { createLiveClient } from './api.js';
-import { formatDuration } from './timeline.js';
+import { formatAgo, formatDuration } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
@@ -98,11 +98,12 @@ export function firstLine(error: unknown): string {
   return (text ?? '').split('\n')[0]!;
 }
 
-type Column = 'name' | 'calls' | 'failureRate' | 'p50' | 'p95' | 'max';
-const COLUMNS: { key: Column; label: string }[] = [
+type Column = 'name' | 'calls' | 'failureRate' | 'otherEnded' | 'p50' | 'p95' | 'max';
+const COLUMNS: { key: Column; label: string; title?: string }[] = [
   { key: 'name', label: 'Tool' },
   { key: 'calls', label: 'Calls' },
   { key: 'failureRate', label: 'Failure rate' },
+  { key: 'otherEnded', label: 'Other ends', title: 'Ended within the window as CANCELLED, INTERRUPTED or ABANDONED' },
   { key: 'p50', label: 'p50' },
   { key: 'p95', label: 'p95' },
   { key: 'max', label: 'Max' },
@@ -115,6 +116,7 @@ function rowOf(stat: ToolStat) {
     name: stat.name,
     calls: stat.running + ended,
     failureRate: ended ? stat.failed / ended : 0,
+    otherEnded: stat.otherEnded,
     p50: stat.p50DurationMs ?? -1,
     p95: stat.p95DurationMs ?? -1,
     max: stat.maxDurationMs ?? -1,
@@ -135,7 +137,7 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
         <tr>
           {COLUMNS.map((column) => (
             <th key={column.key} scope="col" aria-sort={key === column.key ? (descending ? 'descending' : 'ascending') : 'none'}>
-              <button onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
+              <button title={column.title} onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
                 {column.label}
               </button>
             </th>
@@ -148,6 +150,7 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
             <td>{row.name}</td>
             <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
             <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
+            <td>{row.otherEnded}</td>
             <td>{ms(row.stat.p50DurationMs)}</td>
             <td>{ms(row.stat.p95DurationMs)}</td>
             <td>{ms(row.stat.maxDurationMs)}</td>
@@ -176,9 +179,10 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
           height: 180,
           series: [
             {},
-            { label: 'started', stroke: '#2f6fde' },
-            { label: 'completed', stroke: '#2e8b57' },
-            { label: 'failed', stroke: '#c0392b' },
+            // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
+            { label: 'started', stroke: '#2f6fde', width: 1.5, points: { show: false } },
+            { label: 'completed', stroke: '#2e8b57', width: 1.5, points: { show: false } },
+            { label: 'failed', stroke: '#c0392b', width: 1.5, points: { show: false } },
           ],
         },
         data,
@@ -221,7 +225,7 @@ function Running({ view, now }: { view: ActivityView; now: number }) {
   );
 }
 
-function Failures({ view }: { view: ActivityView }) {
+function Failures({ view, now }: { view: ActivityView; now: number }) {
   return (
     <section aria-label="Recent failures">
       <h2>Recent failures</h2>
@@ -231,6 +235,11 @@ function Failures({ view }: { view: ActivityView }) {
         <ul class="activity-failures" data-testid="activity-failures">
           {view.recentFailures.map((audit) => (
             <li key={audit.id}>
+              {audit.finishedAt && (
+                <time class="muted" dateTime={audit.finishedAt} title={new Date(audit.finishedAt).toLocaleString()}>
+                  {formatAgo(now - Date.parse(audit.finishedAt))}
+                </time>
+              )}{' '}
               <a href={rowLink(audit)}>{audit.name}</a> <span class="muted">{audit.run.thread.title ?? audit.run.thread.id}</span>{' '}
               <span class="error-line">{firstLine(audit.error)}</span>
             </li>
@@ -305,7 +314,7 @@ export function Activity({ token }: { token: string }) {
             <h2>Over time</h2>
             <Chart buckets={current.buckets} />
           </section>
-          <Failures view={current} />
+          <Failures view={current} now={now.value} />
         </>
       )}
     </section>
