@@ -4,6 +4,7 @@ import type { Message, MessageRole, Thread } from '../generated/prisma/client.js
 import { canReadEveryThread, loadReadableThread } from './access.js';
 import { badInput } from './errors.js';
 import { boundedText, escapeLike, isUuid, newId } from './ids.js';
+import { parseInstant } from './instants.js';
 import { command } from './command.js';
 import { assertStorableJson } from './json.js';
 
@@ -56,8 +57,8 @@ function parseThreadCursor(cursor: string): ThreadPosition {
   if (!Array.isArray(decoded) || decoded.length !== 2) throw malformed();
   const [createdAt, id] = decoded as unknown[];
   if (typeof createdAt !== 'string' || typeof id !== 'string' || !isUuid(id)) throw malformed();
-  const date = new Date(createdAt);
-  if (Number.isNaN(date.getTime())) throw malformed();
+  const date = parseInstant(createdAt);
+  if (!date) throw malformed();
   return { createdAt: date, id: id.toLowerCase() };
 }
 

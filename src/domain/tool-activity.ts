@@ -3,7 +3,7 @@ import { preparedGeneric, type Sql } from '../db/sql.js';
 import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { auditColumns, type AuditRow, type Payload } from './audit-reads.js';
 import { badInput } from './errors.js';
-import { MAX_ID_LENGTH } from './ids.js';
+import { boundedText } from './ids.js';
 
 /** The window a view covers, in seconds: a minute to a week. */
 export const MIN_WINDOW_SECONDS = 60;
@@ -57,8 +57,7 @@ export function toolActivityArgs(windowSeconds: number | null | undefined, name:
     throw badInput(`windowSeconds must be between ${MIN_WINDOW_SECONDS} and ${MAX_WINDOW_SECONDS}`);
   }
   const tool = name?.trim() || null;
-  if (tool !== null && tool.length > MAX_ID_LENGTH) throw badInput(`name is ${tool.length} characters long; the limit is ${MAX_ID_LENGTH}`);
-  return { windowSeconds, name: tool };
+  return { windowSeconds, name: tool === null ? null : boundedText(tool, 'name') };
 }
 
 /** `first` of the view's lists; bad ones are BAD_USER_INPUT. */

@@ -1,20 +1,17 @@
 import { GraphQLError, Kind, type ValueNode } from 'graphql';
 import { countedPayload } from './answer-payloads.js';
+import { parseInstant } from '../domain/instants.js';
 import { hasNonFiniteNumber } from '../domain/json.js';
 import { builder } from './builder.js';
 
 const badInput = (message: string) => new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
 
-// RFC 3339 with an explicit offset or Z; a local time without a zone is ambiguous.
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
-
 function parseDateTime(value: unknown): Date {
-  if (typeof value !== 'string' || !RFC3339.test(value)) {
-    throw badInput('DateTime must be an RFC 3339 string with a time zone, e.g. 2026-11-29T21:00:00.123Z');
+  const instant = typeof value === 'string' ? parseInstant(value) : null;
+  if (!instant) {
+    throw badInput('DateTime must be an RFC 3339 time with a time zone, from year 1 to 9999, e.g. 2026-11-29T21:00:00.123Z');
   }
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw badInput(`Invalid DateTime "${value}"`);
-  return date;
+  return instant;
 }
 
 builder.scalarType('DateTime', {

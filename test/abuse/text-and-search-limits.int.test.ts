@@ -19,6 +19,7 @@ const CREATE = 'mutation($title: String) { createThread(input: { title: $title }
 const THREADS = '{ threads(first: 100) { edges { node { id } } } }';
 const SEARCH = 'query($text: String, $name: String) { searchAudits(text: $text, name: $name, first: 5) { hasMore } }';
 const LEDGER = 'query($name: String) { toolCallLedger(name: $name, first: 5) { edges { node { id } } } }';
+const ACTIVITY = 'query($name: String) { toolActivity(name: $name) { runningCount } }';
 
 function refused(response: GraphQLResponse, why: RegExp) {
   expect(errorCode(response), JSON.stringify(response)).toBe('BAD_USER_INPUT');
@@ -37,13 +38,14 @@ describe(`text inputs (${backendName})`, () => {
     expect(created.data.createThread.title).toHaveLength(1000);
   });
 
-  it('a NUL or an unpaired surrogate in a title, a search text or name, or a ledger name is BAD_USER_INPUT', async () => {
+  it("a NUL or an unpaired surrogate in a title, a search text or name, a ledger name or an activity view's tool name is BAD_USER_INPUT", async () => {
     const before = await threadCount();
     for (const bad of ['a\u0000b', 'lone \ud800 high', 'lone \udc00 low']) {
       refused(await t.gql(CREATE, { title: bad }, admin), /title contains a NUL character or an unpaired surrogate/);
       refused(await t.gql(SEARCH, { text: `invoice ${bad}` }, admin), /text contains/);
       refused(await t.gql(SEARCH, { name: bad }, admin), /name contains/);
       refused(await t.gql(LEDGER, { name: bad }, admin), /name contains/);
+      refused(await t.gql(ACTIVITY, { name: bad }, admin), /name contains/);
     }
     expect(await threadCount()).toBe(before);
     // A paired surrogate (an emoji) is ordinary text.

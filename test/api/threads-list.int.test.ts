@@ -86,7 +86,8 @@ describe(`Query.threads (${backendName})`, () => {
     expect(response.data).toBeNull();
   });
 
-  it.each(['garbage', Buffer.from('["x","y"]').toString('base64url'), ''])('refuses a malformed cursor: %j', async (after) => {
+  const forged = (createdAt: string) => Buffer.from(JSON.stringify([createdAt, '01a24586-c93f-747a-89bb-5c743949eac2'])).toString('base64url');
+  it.each(['garbage', Buffer.from('["x","y"]').toString('base64url'), '', forged('0000-01-01T00:00:00Z'), forged('+275760-09-13T00:00:00.000Z'), forged('9999-12-31T23:59:59-23:59'), forged('2026-02-30T00:00:00Z')])('refuses a malformed cursor: %j', async (after) => {
     expect(errorCode(await t.gql(THREADS, { first: 2, after }, alice))).toBe('BAD_USER_INPUT');
   });
 

@@ -85,6 +85,23 @@ describe('recordEvents', () => {
     expect(await threadState(scene)).toEqual(before);
   });
 
+  it('refuses a time that is no RFC 3339 instant the database holds (year 0, past 9999 in UTC, 30 February, 24:00), alone or in a batch, applying nothing', async () => {
+    const { worker, scene, events } = await running();
+    const before = await threadState(scene);
+    for (const observedAt of ['0000-01-01T00:00:00Z', '0000-12-31T23:59:59+00:00', '9999-12-31T23:59:59-23:59', '2026-02-30T00:00:00Z', '2025-02-29T12:00:00Z', '2026-04-31T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T12:00:00+24:00']) {
+      const bad = events.modelStarted(`m-${observedAt}`, { observedAt });
+      const alone = await sendAlone(t, worker, bad, 0);
+      expect(alone.error?.code, observedAt).toBe('BAD_USER_INPUT');
+      const batch = await sendBatch(t, worker, [events.modelStarted('m-before'), bad, events.modelStarted('m-after')]);
+      expect(errorCode(batch), observedAt).toBe('BAD_USER_INPUT');
+      expect(batch.errors![0]!.message).toMatch(/DateTime/);
+    }
+    expect(await threadState(scene)).toEqual(before);
+    // The edges of what is held, and a leap day, are times like any other.
+    const edges = ['0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '2024-02-29T23:59:59+05:30'].map((observedAt, i) => events.modelStarted(`edge-${i}`, { observedAt }));
+    expect((await sendBatch(t, worker, edges)).data!.result.map((r) => r.error)).toEqual([null, null, null]);
+  });
+
   it('after a lease lost mid-batch refuses the rest of that run and still applies the other runs', async () => {
     const first = await running();
     const second = await anotherRun(first.owner, first.worker);

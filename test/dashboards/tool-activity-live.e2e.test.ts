@@ -176,6 +176,8 @@ describe(`toolActivity subscription (${backendName})`, () => {
       await subscribeSse(t.app, LIVE_ACTIVITY, {}, worker),
       await subscribeSse(t.app, LIVE_ACTIVITY, { windowSeconds: 30 }, owner),
       subscribeWs(url, LIVE_ACTIVITY, { windowSeconds: 604_801 }, owner),
+      subscribeWs(url, LIVE_ACTIVITY, { name: 'a\u0000b' }, owner),
+      await subscribeSse(t.app, LIVE_ACTIVITY, { name: 'lone \ud800' }, owner),
     ];
     for (const stream of refused) onTestFinished(() => stream.close());
     const codes = await Promise.all(
@@ -188,7 +190,7 @@ describe(`toolActivity subscription (${backendName})`, () => {
         );
       }),
     );
-    expect(codes).toEqual(['FORBIDDEN', 'BAD_USER_INPUT', 'BAD_USER_INPUT']);
+    expect(codes).toEqual(['FORBIDDEN', 'BAD_USER_INPUT', 'BAD_USER_INPUT', 'BAD_USER_INPUT', 'BAD_USER_INPUT']);
   });
 });
 
