@@ -206,8 +206,14 @@ function readingsOf(read: ReadActivity, counted: (views: number) => void) {
       views = await read(batch);
       activityReads.succeeded();
     } catch (error) {
+      // One failing statement fails the round trip: each view is tried alone, so a view that
+      // cannot be read holds back no other owner's.
+      if (batch.length > 1) {
+        await Promise.all(batch.map((feed) => readBatch([feed])));
+        return;
+      }
       activityReads.failed(error);
-      for (const feed of batch) feed.failed();
+      batch[0]!.failed();
       return;
     }
     batch.forEach((feed, index) => feed.read(views[index]!));
