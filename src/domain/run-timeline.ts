@@ -4,6 +4,7 @@ import { auditThreadOrNotFound, requireAuditReader } from './access.js';
 import { ALL_PAYLOADS, auditColumns, MAX_AUDITS, type AuditRow, type Payload, type Timeline } from './audit-reads.js';
 import { badInput } from './errors.js';
 import { isUuid, rowId } from './ids.js';
+import { notARunOfThread } from './runs.js';
 
 /**
  * One run's audits, paged like the thread's timeline (readTimeline): the newest `limit` of them,
@@ -23,7 +24,7 @@ export async function readRunTimeline(
   requireAuditReader(principal);
   if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
   const id = rowId(threadId, 'Thread');
-  if (!isUuid(runId)) throw badInput('runId must be the id of a run of this thread');
+  if (!isUuid(runId)) throw notARunOfThread();
   if (before != null && !isUuid(before)) throw badInput('before must be the id of an audit of this run');
   const rows = await sql.query<AuditRow & { timelineOwnerId: string; timelineCursor: string | null; timelineRunFound: boolean; timelineBeforeFound: boolean }>(
     runTimelineStatement(payloads),
@@ -31,7 +32,7 @@ export async function readRunTimeline(
   );
   const [first] = rows;
   auditThreadOrNotFound(principal, first && { id, ownerId: first.timelineOwnerId }, threadId);
-  if (!first!.timelineRunFound) throw badInput('runId must be the id of a run of this thread');
+  if (!first!.timelineRunFound) throw notARunOfThread();
   if (!first!.timelineBeforeFound) throw badInput('before must be the id of an audit of this run');
   const newestFirst = first!.id === null ? [] : rows;
   return {

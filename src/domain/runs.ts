@@ -3,7 +3,7 @@ import { prepared, type Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { assertCanReadThread, canReadEveryThread, loadReadableThread } from './access.js';
 import { fenced, type DomainDeps } from './command.js';
-import { invalidTransition, notFound } from './errors.js';
+import { badInput, invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
 import { isUuid, newId, rowId } from './ids.js';
 
@@ -20,6 +20,15 @@ export async function loadReadableRun(sql: Sql, principal: Principal, runId: str
   const { threadOwnerId, ...readable } = run;
   assertCanReadThread(principal, { id: run.threadId, ownerId: threadOwnerId });
   return readable;
+}
+
+export const notARunOfThread = () => badInput('runId must be the id of a run of this thread');
+
+/** A run id given to narrow a read of the thread (a stream of its changes) to one run: that run's id, else BAD_USER_INPUT. */
+export async function runOfThread(sql: Sql, threadId: string, runId: string): Promise<string> {
+  const [run] = isUuid(runId) ? await sql.query<{ id: string }>('SELECT id FROM run WHERE id = $1::uuid AND thread_id = $2::uuid', [runId, threadId]) : [];
+  if (!run) throw notARunOfThread();
+  return run.id;
 }
 
 /**

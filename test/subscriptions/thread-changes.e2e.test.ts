@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { backendName } from '../support/database.js';
 import type { GraphQLResponse } from '../support/app.js';
 import { actors, claim, createRun, createThread, must, runningRun, type WorkerSession } from '../support/lifecycle.js';
-import { counterOf, eventually, payloads, sseEvents, subscribeSse, subscribeWs, THREAD_SNAPSHOT, waitFor, type Stream, type ThreadChange } from '../support/streams.js';
+import { counterOf, eventually, payloads, sseEvents, subscribeLive, subscribeSse, subscribeWs, THREAD_SNAPSHOT, waitFor, type Stream, type ThreadChange } from '../support/streams.js';
 import { startListeningApp, testRedisUrl, type ListeningApp } from './support.js';
 
 let t: ListeningApp;
@@ -117,6 +117,31 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     const response = await subscribeSseRaw(threadId, owner, { after: 'not a cursor' });
     const text = await response.text();
     expect(text).toContain('BAD_USER_INPUT');
+  });
+
+  it('refuses a runId that is no run of the thread with BAD_USER_INPUT, as threadAudits does; takes a run id in any case', async () => {
+    const { owner, threadId, runId, session } = await runningRun(t);
+    const other = await runningRun(t);
+    const TOOLS_OF_RUN = `subscription($threadId: ID!, $runId: ID) { toolStatusChanged(threadId: $threadId, runId: $runId) { toolCallId status } }`;
+    for (const document of [CHANGES, TOOLS_OF_RUN]) {
+      for (const notOfThread of ['nope', other.runId, '00000000-0000-4000-8000-000000000000']) {
+        const stream = subscribeWs(t.url, document, { threadId, runId: notOfThread }, owner);
+        onTestFinished(() => stream.close());
+        const ending = await stream.ended();
+        const errors = ending.kind === 'error' ? (ending.error as GraphQLResponse['errors']) : stream.results[0]?.errors;
+        expect(errors?.[0]?.extensions?.code, `${notOfThread}: ${JSON.stringify(ending)}`).toBe('BAD_USER_INPUT');
+        expect(errors?.[0]?.message).toMatch(/runId must be the id of a run of this thread/);
+      }
+    }
+    const sse = await subscribeSse(t.app, TOOLS_OF_RUN, { threadId, runId: 'nope' }, owner);
+    onTestFinished(() => sse.close());
+    await sse.until((results) => results.length > 0, 'an answer');
+    expect(sse.results[0]?.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    // The run's own id, written in capitals, is the run.
+    await session.declare('m-upper', [{ id: 'call-upper', name: 'search' }]);
+    const upper = await subscribeLive(t.app, t.url, 'audit', TOOLS_OF_RUN, { threadId, runId: runId.toUpperCase() }, owner);
+    must(await session.toolStarted('call-upper', 'search'));
+    for (const stream of upper) expect(payloads(await stream.take(1), 'toolStatusChanged')).toEqual([{ toolCallId: 'call-upper', status: 'RUNNING' }]);
   });
 
   it('refuses a cursor of this thread beyond its counter with BAD_USER_INPUT: nothing could ever follow it', async () => {

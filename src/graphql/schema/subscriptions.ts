@@ -2,6 +2,7 @@ import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { decodeCursor, encodeCursor } from '../../domain/change-cursors.js';
 import type { CommittedChange } from '../../domain/events.js';
+import { runOfThread } from '../../domain/runs.js';
 import type { Message, Run, Thread } from '../../generated/prisma/client.js';
 import { deliveredWith } from '../../realtime/per-event.js';
 import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
@@ -73,8 +74,9 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, { threadId, runId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
       const thread = await loadAuditThread(deps.db, viewer, threadId);
+      const run = runId == null ? null : await runOfThread(deps.db, thread.id, runId);
       return pubsub.subscribe('audit', thread.id, {
-        accept: (change) => change.kind === 'audit' && change.row.role === 'TOOL' && (!runId || change.row.runId === runId),
+        accept: (change) => change.kind === 'audit' && change.row.role === 'TOOL' && (!run || change.row.runId === run),
         endsAtMs: viewer.expiresAtMs,
       });
     },
@@ -116,9 +118,10 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, { threadId, after, runId }, context) => {
       const viewer = requirePrincipal(context.principal);
       const thread = await loadAuditThread(context.deps.db, viewer, threadId);
+      const run = runId == null ? null : await runOfThread(context.deps.db, thread.id, runId);
       return context.pubsub.subscribe('changes', thread.id, {
         after: resumeCursor(thread, after, context),
-        accept: (change) => !runId || runIdOf(change) === runId,
+        accept: (change) => !run || runIdOf(change) === run,
         endsAtMs: viewer.expiresAtMs,
       });
     },
