@@ -50,7 +50,15 @@ export const builder = new SchemaBuilder<{
     unauthorizedError: (_parent, context, info, result) => {
       if (!context.principal) return unauthenticated(context.authFailure);
       const role = missingRole(result.failure);
-      return role ? forbidden(`Only a ${String(role)} token may call ${info.fieldName} (this token's role is ${context.principal.role})`) : forbidden();
+      if (role) return forbidden(`Only a ${String(role)} token may call ${info.fieldName} (this token's role is ${context.principal.role})`);
+      // A field of a worker's lifecycle result is resolved once the write is done (schema/audit-access.ts).
+      if (context.principal.role === 'worker' && info.operation.operation === 'mutation') {
+        return forbidden(
+          `${info.parentType.name}.${info.fieldName} is beyond a worker's reach: a lifecycle result reaches only the run whose lease it used, ` +
+            'with its tool calls and audits. The event itself was recorded: send it again without this field to read its result (a replay).',
+        );
+      }
+      return forbidden();
     },
   },
   // Each field costs 1 and a list multiplies its selection by its size; fields declare their

@@ -57,13 +57,19 @@ describe(`a worker reads only its own run in its lifecycle results (${backendNam
   });
 
   it('Run.thread (and through it the messages and the other runs) is FORBIDDEN', async () => {
+    const input = { lease: resumed.lease, operationId: 'm3', model: 'x', ...at() };
     const response = await t.gql(
       lifecycle('recordModelStarted', 'ModelStartedInput', `id run { thread { messages { content } runs { toolCalls { declaredBy { input output } } } } }`),
-      { input: { lease: resumed.lease, operationId: 'm3', model: 'x', ...at() } },
+      { input },
       resumed.token,
     );
     expect(errorsOf(response)).toEqual([[['recordModelStarted', 'run', 'thread'], 'FORBIDDEN']]);
     expect(JSON.stringify(response)).not.toContain('secret history');
+    // The write was done before its result was read: the message says so, and how to read it.
+    expect(response.errors![0]!.message).toMatch(/^Run\.thread is beyond a worker's reach: .* The event itself was recorded: send it again without this field/);
+    const replayed = await t.gql(lifecycle('recordModelStarted', 'ModelStartedInput', 'id status run { id }'), { input }, resumed.token);
+    expect(replayed.errors).toBeUndefined();
+    expect(replayed.data.recordModelStarted).toMatchObject({ status: 'RUNNING', run: { id: resumed.lease.runId } });
   });
 
   it('the run it resumes is another run: FORBIDDEN', async () => {
