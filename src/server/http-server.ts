@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
@@ -34,10 +35,25 @@ async function guarded(handler: (req: IncomingMessage, res: ServerResponse) => P
   }
 }
 
-/** yoga's adapter logs a failure to send its answer and leaves the request hanging: it becomes ours to answer. */
-async function answeredBy(yogaHandled: Promise<void> | void, res: ServerResponse): Promise<void> {
+/**
+ * yoga's adapter logs a failure to send its answer and leaves the request hanging: it becomes ours
+ * to answer. A client that left before its body was read has nobody to answer (its access line says
+ * `aborted`).
+ */
+async function answeredBy(yogaHandled: Promise<void> | void, req: IncomingMessage, res: ServerResponse): Promise<void> {
   await yogaHandled;
-  if (!res.headersSent) throw new Error('yoga could not send its answer (logged above)');
+  if (!res.headersSent && !req.destroyed) throw new Error('yoga could not send its answer (logged above)');
+}
+
+/**
+ * A request Node's parser refuses (a malformed Content-Length, a header too large) gets a JSON
+ * error as every other refusal does, instead of Node's bare status line.
+ */
+function answerUnparsable(error: Error & { code?: string; reason?: string }, socket: Duplex): void {
+  if (!socket.writable || error.code === 'ECONNRESET') return void socket.destroy();
+  const [status, phrase] = error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
+  const body = JSON.stringify({ errors: [{ message: `Not a valid HTTP request: ${error.reason ?? phrase}`, extensions: { code: 'BAD_REQUEST' } }] });
+  socket.end(`HTTP/1.1 ${status} ${phrase}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 async function databaseReady(db: Database): Promise<boolean> {
@@ -78,7 +94,7 @@ export function createHttpServer(
       const streamSession = await streams.sessionOf(req, res);
       if (!streamSession) return;
       req.url = yoga.graphqlEndpoint + (req.url ?? '').slice(STREAM_PATH.length);
-      return answeredBy(yoga(req, res, { streamSession }), res);
+      return answeredBy(yoga(req, res, { streamSession }), req, res);
     }
     // Refused before yoga, which counts chunked ones. The body is read first (thrown away; see drainedBodyLimit).
     const length = Number(req.headers['content-length'] ?? 0);
@@ -88,7 +104,7 @@ export function createHttpServer(
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
       return void res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
     }
-    return answeredBy(yoga(req, res), res);
+    return answeredBy(yoga(req, res), req, res);
   };
 
   const serve = (req: IncomingMessage, res: ServerResponse) => {
@@ -106,6 +122,7 @@ export function createHttpServer(
     void guarded(handle, req, res);
   };
   const server = listening ?? createServer(serve);
+  server.on('clientError', answerUnparsable);
   return {
     server,
     /** Listens, or takes over the server that listened while the instance started (starting.ts); resolves to the GraphQL endpoint's URL. */

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
@@ -56,6 +57,43 @@ describe(`HTTP limits (${backendName})`, () => {
     for (const chunked of [false, true]) {
       const answer = await post(LIMIT - 1024, chunked);
       expect(answer).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+    }
+  });
+});
+
+/** Writes `head` (a request's head and maybe part of its body) on a raw connection; then `leave` ends it or reads the answer. */
+function rawRequest(head: string, leave: boolean): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(head);
+      if (leave) setTimeout(() => (socket.destroy(), resolve('')), 100);
+    });
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+describe(`malformed and abandoned requests (${backendName})`, () => {
+  it('an invalid Content-Length is 400 BAD_REQUEST with a JSON body naming it', async () => {
+    const answer = await rawRequest('POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}', false);
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(head!.toLowerCase()).toContain('content-type: application/json');
+    expect(JSON.parse(body!).errors[0]).toMatchObject({ extensions: { code: 'BAD_REQUEST' }, message: expect.stringMatching(/Content-Length/) });
+  });
+
+  it('a client that leaves before its body is sent is no error of the server: nothing is logged above info', async () => {
+    const logged: { level: string; msg: string; aborted?: boolean }[] = [];
+    const stopReading = onLogLine((line) => void logged.push(JSON.parse(line)));
+    try {
+      await rawRequest(`POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${admin}\r\nContent-Length: 100\r\n\r\n{"query":`, true);
+      await expect.poll(() => logged.find((line) => line.msg === 'request')).toMatchObject({ aborted: true });
+      expect(logged.filter((line) => line.level !== 'info')).toEqual([]);
+    } finally {
+      stopReading();
     }
   });
 });
