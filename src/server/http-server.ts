@@ -42,7 +42,7 @@ async function guarded(handler: (req: IncomingMessage, res: ServerResponse) => P
  */
 async function answeredBy(yogaHandled: Promise<void> | void, req: IncomingMessage, res: ServerResponse): Promise<void> {
   await yogaHandled;
-  if (!res.headersSent && !req.destroyed) throw new Error('yoga could not send its answer (logged above)');
+  if (!res.headersSent && !req.socket.destroyed) throw new Error('yoga could not send its answer (logged above)');
 }
 
 /**
