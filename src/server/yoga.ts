@@ -221,9 +221,9 @@ function useStreamSessionForSubscriptionsOnly(): Plugin {
   };
 }
 
-/** The media types yoga parses a POST body of; anything else is 415 with a JSON answer saying so. */
+/** The media types yoga parses a POST body of; anything else is 415 with a JSON answer saying so, as is a request without a query. */
 const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/graphql-response+json', 'application/x-www-form-urlencoded', 'application/graphql'];
-function useUnsupportedMediaTypeAnswer(): Plugin {
+function useNotAGraphQLRequestAnswers(): Plugin {
   return {
     onRequestParse({ request, requestParser }) {
       if (request.method !== 'POST' || requestParser) return;
@@ -231,6 +231,17 @@ function useUnsupportedMediaTypeAnswer(): Plugin {
       throw bodyError(
         `Unsupported Content-Type "${given}": send the operation as application/json ({"query": ..., "variables": ...}); also accepted: ${POST_MEDIA_TYPES.slice(1).join(', ')}`,
         415,
+        'BAD_REQUEST',
+      );
+    },
+    // yoga's own answer, "Must provide query string.", leaves a client that posted JSON as a form
+    // (curl -d's default type) guessing.
+    onParams({ params, request }) {
+      if (params.query != null || params.extensions?.persistedQuery) return;
+      const given = request.headers.get('content-type') ?? 'none';
+      throw bodyError(
+        `No GraphQL query in the request: send {"query": ..., "variables": ...} as JSON with Content-Type: application/json (this request's Content-Type: ${given})`,
+        400,
         'BAD_REQUEST',
       );
     },
@@ -311,7 +322,7 @@ export function createGraphQLServer(options: {
       useSearchesPerRequestLimit(),
       useCorrelatedMasking(),
       useBodyLimit(options.maxBodyBytes),
-      useUnsupportedMediaTypeAnswer(),
+      useNotAGraphQLRequestAnswers(),
       useStreamSessionForSubscriptionsOnly(),
       useVariableErrorsOfGraphqlJs(),
       useSharedSubscriptions(),

@@ -92,6 +92,16 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     expect(answer.json.errors[0].extensions.code).toBe('BAD_REQUEST');
   });
 
+  it("a body without a query (curl -d's default form type) is 400 BAD_REQUEST saying how to send one", async () => {
+    const answer = await post(threadsQuery, { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${admin}` });
+    expect(answer.status).toBe(400);
+    expect(answer.json.errors[0].extensions.code).toBe('BAD_REQUEST');
+    expect(answer.json.errors[0].message).toMatch(/^No GraphQL query in the request: .*Content-Type: application\/json.*application\/x-www-form-urlencoded/);
+    const empty = await post('{"variables": {}}', { authorization: `Bearer ${admin}` });
+    expect([empty.status, empty.json.errors[0].extensions.code]).toEqual([400, 'BAD_REQUEST']);
+    expect(empty.json.errors[0].message).toMatch(/^No GraphQL query in the request/);
+  });
+
   it('an unsupported Content-Type is 415 with a JSON error naming it', async () => {
     const answer = await post('{ __typename }', { 'content-type': 'text/plain', authorization: `Bearer ${admin}` });
     expect(answer.status).toBe(415);
