@@ -5,12 +5,18 @@ import { assertStorableText } from './json.js';
 /** Ids and names are keys of btree indexes and labels on a dashboard, never documents. */
 export const MAX_ID_LENGTH = 256;
 
+/** Characters as a person counts them (code points): an emoji is one, where `length` counts two. */
+const characterCount = (value: string) => [...value].length;
+
 /**
  * The one check of text a principal gives (names, titles, search terms): at most `maxLength`
  * characters, and storable (no NUL, no unpaired surrogate: json.ts), else BAD_USER_INPUT.
  */
 export function boundedText(value: string, field: string, maxLength = MAX_ID_LENGTH): string {
-  if (value.length > maxLength) throw badInput(`${field} is ${value.length} characters long; the limit is ${maxLength}`);
+  // `length` is never less than the characters: only a text over it by that measure is counted.
+  if (value.length > maxLength && characterCount(value) > maxLength) {
+    throw badInput(`${field} is ${characterCount(value)} characters long; the limit is ${maxLength}`);
+  }
   assertStorableText(value, field);
   return value;
 }

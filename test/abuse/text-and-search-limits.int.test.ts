@@ -36,6 +36,9 @@ describe(`text inputs (${backendName})`, () => {
     expect(await threadCount()).toBe(before);
     const created = await t.gql(CREATE, { title: 'y'.repeat(1000) }, admin);
     expect(created.data.createThread.title).toHaveLength(1000);
+    // Characters as a person counts them: an emoji is one, though JavaScript's length says two.
+    expect((await t.gql(CREATE, { title: '🚀'.repeat(1000) }, admin)).errors).toBeUndefined();
+    refused(await t.gql(CREATE, { title: '🚀'.repeat(1001) }, admin), /title is 1001 characters long; the limit is 1000/);
   });
 
   it("a NUL or an unpaired surrogate in a title, a search text or name, a ledger name or an activity view's tool name is BAD_USER_INPUT", async () => {
