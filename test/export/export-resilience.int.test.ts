@@ -151,7 +151,9 @@ describe(`several exporters on one database (${backendName})`, () => {
       startExporter(
         t.app.db,
         exportConfigFromEnv({ ...exportEnv(receiver), OTEL_EXPORTER_OTLP_HEADERS: `x-exporter=${name}` })!,
-        { threadsPerBatch: 2 },
+        // Two instances, each with its own id, as docs/export.md asks: two starts of one id take
+        // back each other's claims as a restarted instance does, and may send a span twice.
+        { threadsPerBatch: 2, instanceId: `exporter-${name}` },
       ),
     );
     try {
