@@ -1,7 +1,8 @@
 // npm run -s token -- --sub alice --role superadmin [--expires 1h]
 import { loadConfig } from '../config.js';
-import { loadOrCreateLocalSecret, mintToken } from '../auth/jwt.js';
+import { mintToken } from '../auth/jwt.js';
 import { ROLES, isRole } from '../domain/principal.js';
+import { serverSigningSecretOf } from '../server/signing-secret.js';
 import { parseCliArgs } from './args.js';
 
 const USAGE = `usage: npm run -s token -- --sub <id> --role <${ROLES.join('|')}> [--expires 30d]
@@ -23,8 +24,13 @@ if (!values.sub || !isRole(values.role)) {
   console.error(USAGE);
   process.exit(2);
 }
-const config = loadConfig();
-const secret = config.jwtSecret ?? loadOrCreateLocalSecret(config.dataDir).secret;
+let secret: string;
+try {
+  secret = serverSigningSecretOf(loadConfig());
+} catch (error) {
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+}
 let token: string;
 try {
   token = await mintToken(secret, { sub: values.sub, role: values.role }, values.expires);
