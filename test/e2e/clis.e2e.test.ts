@@ -41,6 +41,22 @@ describe('the CLIs answer --help', () => {
   });
 });
 
+describe('the token tool refuses what it cannot mint, in one line', () => {
+  it.each([
+    ['--sub alice --role admn', /^unknown role "admn": use one of user, admin, superadmin, worker/],
+    ['--role user', /^--sub is required/],
+    ['--sub alice --expires 0s', /^--expires must be a span in the future such as 1h or 30d, got "0s"/],
+    ['--sub alice --expires=-1h', /^--expires must be a span in the future such as 1h or 30d, got "-1h"/],
+    ['--sub alice --expires soon', /^--expires must be a span in the future such as 1h or 30d, got "soon"/],
+  ])('npm run -s token -- %s', (args, message) => {
+    const { code, stdout, stderr } = sh(`npm run -s token -- ${args}`, { AUTH_JWT_SECRET: E2E_JWT_SECRET });
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(message);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
 describe('capturing a token', () => {
   it('TOKEN=$(npm run -s token …) holds the token alone', () => {
     const { code, stdout, stderr } = sh('TOKEN=$(npm run -s token -- --sub alice --role superadmin --expires 1h) && printf %s "$TOKEN"', {
