@@ -66,6 +66,23 @@ describe('the pages say what the code does', () => {
     expect(read('docs/debug-ui.md')).not.toContain('field for field');
   });
 
+  it("docs/runtime-authors.md says an event for a run the worker does not hold is refused alone (test/batches/record-events.int.test.ts), not the batch", () => {
+    const batches = read('docs/runtime-authors.md').split('### Batches: the fast way in')[1]!.split('\n## ')[0]!;
+    expect(batches).not.toMatch(/anything else is `BAD_USER_INPUT`/);
+    expect(batches).toMatch(/`LEASE_LOST`/);
+    expect(batches).toMatch(/`NOT_FOUND`/);
+  });
+
+  it("docs/subscriptions.md: a subscription over graphql-ws's caps gets an `error` message (test/abuse/websocket-limits.e2e.test.ts), over SSE a `next` with errors", () => {
+    const row = read('docs/subscriptions.md')
+      .split('\n')
+      .find((line) => line.includes('as many subscriptions as allowed'));
+    expect(row).toBeDefined();
+    const [, , graphqlWs, sse] = row!.split(' | ');
+    expect(graphqlWs).toBe('an `error` message');
+    expect(sse).toMatch(/`next` with `errors`, then `complete`/);
+  });
+
   it('docs/subscriptions.md does not say the server serves live-thread.js, and says how a page gets it', () => {
     const page = read('docs/subscriptions.md');
     expect(page).not.toMatch(/A page the server serves can use this script/);
