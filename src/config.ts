@@ -2,6 +2,9 @@ import { hostname } from 'node:os';
 import { MIN_SECRET_BYTES } from './auth/jwt.js';
 import { exportConfigFromEnv, type ExportConfig } from './export/config.js';
 
+/** Where the embedded database and its JWT secret live without DATA_DIR (relative to the repository, where npm runs scripts). */
+export const DEFAULT_DATA_DIR = '.data';
+
 export interface Config {
   port: number;
   host: string;
@@ -97,7 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: intFromEnv(env, 'PORT', 4000),
     host: env.HOST || '127.0.0.1',
     databaseUrl,
-    dataDir: env.DATA_DIR || '.data',
+    dataDir: env.DATA_DIR || DEFAULT_DATA_DIR,
     embeddedInMemory: env.DATA_DIR === ':memory:',
     jwtSecret: env.AUTH_JWT_SECRET || undefined,
     redisUrl: env.REDIS_URL || undefined,

@@ -3,6 +3,7 @@ import { mintToken } from './auth/jwt.js';
 import { loadConfig, type Config } from './config.js';
 import { errorFields, log } from './log.js';
 import { buildApp, type App } from './server/app.js';
+import { howToMintTokens } from './server/signing-secret.js';
 import { installProcessGuards } from './server/process-guards.js';
 import { listenWhileStarting } from './server/starting.js';
 
@@ -41,11 +42,11 @@ log.info(
 log.info(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
 if (localTokens) {
   // The tokens alone, so a copy is one whole token: a client adds "Bearer " in the header.
-  console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; mint more with \`npm run -s token -- --sub <id> --role <role>\`):`);
+  console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; ${howToMintTokens(config)}):`);
   console.log(`  superadmin token: ${localTokens.superadmin}`);
   console.log(`  worker token:     ${localTokens.worker}`);
 } else {
-  log.info('Mint a token with `npm run -s token -- --sub <id> --role <superadmin|admin|user|worker>`.');
+  log.info(`Tokens are printed on the first start only: ${howToMintTokens(config)}.`);
 }
 
 // The first signal drains (bounded by SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS, after which

@@ -18,6 +18,12 @@ import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from '@langch
 import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
 import { z } from 'zod';
 
+// The tokens, or one line saying which to set (rather than a request refused for want of one).
+for (const [name, role] of Object.entries({ AUDIT_OWNER_TOKEN: 'superadmin', AUDIT_WORKER_TOKEN: 'worker' })) {
+  if (process.env[name]) continue;
+  console.error(`${name} is not set: give it a ${role} token (\`npm start\` prints one on its first start; \`npm run -s token -- --sub me --role ${role}\` mints more)`);
+  process.exit(1);
+}
 const url = process.env.AUDIT_URL ?? 'http://127.0.0.1:4000/graphql';
 const owner = new AuditClient({ url, token: process.env.AUDIT_OWNER_TOKEN! });
 const worker = new AuditClient({ url, token: process.env.AUDIT_WORKER_TOKEN! });

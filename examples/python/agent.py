@@ -13,6 +13,7 @@ weather in two cities at once, then answers from the tools' results. Prints the 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Dict, List
 
 from agent_audit import AuditClient, DeclaredToolCall, RunSession
@@ -62,6 +63,11 @@ def run_agent(run: RunSession, question: str) -> str:
 
 def main() -> None:
     url = os.environ.get("AUDIT_URL", "http://127.0.0.1:4000/graphql")
+    # The tokens, or one line saying which to set (rather than a KeyError).
+    for name, role in (("AUDIT_OWNER_TOKEN", "superadmin"), ("AUDIT_WORKER_TOKEN", "worker")):
+        if not os.environ.get(name):
+            sys.exit(f"{name} is not set: give it a {role} token (`npm start` prints one on its first start;"
+                     f" `npm run -s token -- --sub me --role {role}` mints more)")
     owner = AuditClient(url, os.environ["AUDIT_OWNER_TOKEN"])
     worker = AuditClient(url, os.environ["AUDIT_WORKER_TOKEN"])
 

@@ -11,7 +11,11 @@ import WebSocket from 'ws';
 
 const url = process.env.AUDIT_WS_URL ?? 'ws://127.0.0.1:4000/graphql';
 const token = (process.env.AUDIT_OWNER_TOKEN ?? '').replace(/^Bearer\s+/i, '');
-if (!token) throw new Error('Set AUDIT_OWNER_TOKEN');
+// One line saying what to set, rather than a stack trace.
+if (!token) {
+  console.error('AUDIT_OWNER_TOKEN is not set: give it a superadmin token (`npm start` prints one on its first start; `npm run -s token -- --sub me --role superadmin` mints more)');
+  process.exit(1);
+}
 
 const client = createClient({
   url,

@@ -1,6 +1,6 @@
 // Follows every change of a thread over graphql-ws (WebSocket) from Node.js 20, and resumes after
 // a dropped connection with `after:` the last cursor it applied: nothing is missed or repeated.
-// Prints each change as one JSON line.
+// Prints each change as one JSON line, and on stderr a line each time it is connected.
 //
 //   AUDIT_OWNER_TOKEN=<superadmin token> AUDIT_THREAD_ID=<thread id> npx tsx examples/subscribers/graphql-ws.ts
 //
@@ -13,7 +13,15 @@ import WebSocket from 'ws';
 const url = process.env.AUDIT_WS_URL ?? 'ws://127.0.0.1:4000/graphql';
 const token = (process.env.AUDIT_OWNER_TOKEN ?? '').replace(/^Bearer\s+/i, '');
 const threadId = process.env.AUDIT_THREAD_ID;
-if (!token || !threadId) throw new Error('Set AUDIT_OWNER_TOKEN and AUDIT_THREAD_ID');
+// One line saying what to set, rather than a stack trace.
+if (!token) {
+  console.error('AUDIT_OWNER_TOKEN is not set: give it a superadmin token (`npm start` prints one on its first start; `npm run -s token -- --sub me --role superadmin` mints more)');
+  process.exit(1);
+}
+if (!threadId) {
+  console.error('AUDIT_THREAD_ID is not set: give it the id of a thread that token owns (as createThread answers it, or as `npm run simulate` prints it)');
+  process.exit(1);
+}
 let after = process.env.AUDIT_AFTER || undefined;
 
 const client = createClient({
@@ -23,6 +31,8 @@ const client = createClient({
   // graphql-ws would resubscribe by itself with the first variables; this loop resubscribes with
   // the last cursor instead.
   retryAttempts: 0,
+  // On stderr, so stdout stays one JSON line per change. A refused subscription says why next.
+  on: { connected: () => console.error(`connected to ${url}: following thread ${threadId}${after ? ` after ${after}` : ''}, one JSON line per change`) },
 });
 
 /** Why the connection dropped, readable: a close's code and reason, or a socket error's message. */

@@ -1,6 +1,7 @@
 // Follows every change of a thread over server-sent events from Node.js 20 (its fetch, no other
 // dependency), and resumes after a dropped connection with the last cursor it applied (sent as
-// Last-Event-ID): nothing is missed or repeated. Prints each change as one JSON line.
+// Last-Event-ID): nothing is missed or repeated. Prints each change as one JSON line, and on
+// stderr a line each time it is connected.
 //
 //   AUDIT_OWNER_TOKEN=<superadmin token> AUDIT_THREAD_ID=<thread id> npx tsx examples/subscribers/sse.ts
 //
@@ -10,7 +11,15 @@ import { setTimeout as pause } from 'node:timers/promises';
 const url = process.env.AUDIT_URL ?? 'http://127.0.0.1:4000/graphql';
 const token = (process.env.AUDIT_OWNER_TOKEN ?? '').replace(/^Bearer\s+/i, '');
 const threadId = process.env.AUDIT_THREAD_ID;
-if (!token || !threadId) throw new Error('Set AUDIT_OWNER_TOKEN and AUDIT_THREAD_ID');
+// One line saying what to set, rather than a stack trace.
+if (!token) {
+  console.error('AUDIT_OWNER_TOKEN is not set: give it a superadmin token (`npm start` prints one on its first start; `npm run -s token -- --sub me --role superadmin` mints more)');
+  process.exit(1);
+}
+if (!threadId) {
+  console.error('AUDIT_THREAD_ID is not set: give it the id of a thread that token owns (as createThread answers it, or as `npm run simulate` prints it)');
+  process.exit(1);
+}
 let lastCursor = process.env.AUDIT_AFTER || undefined;
 
 const query = `subscription($t: ID!) {
@@ -31,6 +40,8 @@ async function follow(): Promise<boolean> {
     body: JSON.stringify({ query, variables: { t: threadId } }),
   });
   if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+  // On stderr, so stdout stays one JSON line per change. A refused subscription says why next.
+  console.error(`connected to ${url}: following thread ${threadId}${lastCursor ? ` after ${lastCursor}` : ''}, one JSON line per change`);
   const decoder = new TextDecoder();
   let buffer = '';
   const reader = response.body.getReader();

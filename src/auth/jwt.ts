@@ -165,11 +165,23 @@ export function loadOrCreateLocalSecret(dataDir: string): { secret: string; crea
   } finally {
     unlinkSync(temporary);
   }
-  const mode = statSync(file).mode & 0o777;
+  return { secret: readLocalSecret(dataDir)!, created };
+}
+
+/** The secret kept under the data directory, or undefined when there is none; never creates one. */
+export function readLocalSecret(dataDir: string): string | undefined {
+  const file = join(dataDir, 'jwt-secret');
+  let mode: number;
+  try {
+    mode = statSync(file).mode & 0o777;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
   if (mode & 0o077) {
     throw new Error(`${file} is readable by others (mode ${mode.toString(8)}): run \`chmod 600 ${file}\`, or delete it to generate a new secret`);
   }
   const secret = readFileSync(file, 'utf8').trim();
   if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) throw new Error(`${file} must hold at least ${MIN_SECRET_BYTES} bytes`);
-  return { secret, created };
+  return secret;
 }

@@ -17,13 +17,12 @@
 // `--thread` runs the scenarios in an existing thread of the owner, e.g. one a dashboard is
 // already subscribed to; `--step-ms` slows the runs down to watch them live.
 // Tokens: the flags, else AUDIT_OWNER_TOKEN / AUDIT_WORKER_TOKEN, else minted here from
-// AUTH_JWT_SECRET or the embedded server's .data/jwt-secret.
+// AUTH_JWT_SECRET or the embedded server's DATA_DIR/jwt-secret (default .data).
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { mintToken } from '../auth/jwt.js';
 import { loadConfig } from '../config.js';
+import { serverSigningSecretOf } from '../server/signing-secret.js';
 import { parseCliArgs } from './args.js';
 import {
   AuditClient,
@@ -48,7 +47,8 @@ const USAGE = `usage: npm run simulate -- [--url http://127.0.0.1:4000/graphql]
 Drives realistic agent runs against a running server and prints where to watch them.
 The threads belong to the owner token: --owner-token (or AUDIT_OWNER_TOKEN) to watch them with
 a token you hold, e.g. the superadmin token \`npm start\` printed; without it the simulator mints
-its own (sub "simulator-admin") from AUTH_JWT_SECRET or .data/jwt-secret and prints it.
+its own (sub "simulator-admin") with the server's secret, from the same AUTH_JWT_SECRET or
+DATA_DIR as the server's (DATA_DIR/jwt-secret, default .data), and prints it.
 Likewise --worker-token (or AUDIT_WORKER_TOKEN) for the worker.`;
 
 const SCENARIOS = {
@@ -336,24 +336,12 @@ const indent = (text: string) => text.replace(/^/gm, '    ');
 
 // ---- Tokens and main ----
 
-function localJwtSecret(): string | undefined {
-  const config = loadConfig();
-  if (config.jwtSecret) return config.jwtSecret;
-  const file = join(config.dataDir, 'jwt-secret');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
-}
-
+/** The flags' tokens, else the environment's, else minted with the server's secret (never a new one). */
 async function resolveTokens(flags: { ownerToken?: string; workerToken?: string }): Promise<{ owner: string; worker: string }> {
-  const owner = flags.ownerToken ?? process.env.AUDIT_OWNER_TOKEN;
-  const worker = flags.workerToken ?? process.env.AUDIT_WORKER_TOKEN;
+  const owner = flags.ownerToken || process.env.AUDIT_OWNER_TOKEN || undefined;
+  const worker = flags.workerToken || process.env.AUDIT_WORKER_TOKEN || undefined;
   if (owner && worker) return { owner, worker };
-  const secret = localJwtSecret();
-  if (!secret) {
-    throw new Error(
-      'No tokens: pass --owner-token and --worker-token, set AUDIT_OWNER_TOKEN and AUDIT_WORKER_TOKEN, ' +
-        'or set AUTH_JWT_SECRET (the embedded server writes .data/jwt-secret on its first start).',
-    );
-  }
+  const secret = serverSigningSecretOf(loadConfig());
   return {
     owner: owner ?? (await mintToken(secret, { sub: 'simulator-admin', role: 'superadmin' }, '1h')),
     worker: worker ?? (await mintToken(secret, { sub: 'simulator-worker', role: 'worker' }, '1h')),
@@ -410,7 +398,14 @@ async function main(): Promise<void> {
     return;
   }
 
-  const tokens = await resolveTokens({ ownerToken: values['owner-token'], workerToken: values['worker-token'] });
+  let tokens: { owner: string; worker: string };
+  try {
+    tokens = await resolveTokens({ ownerToken: values['owner-token'], workerToken: values['worker-token'] });
+  } catch (error) {
+    console.error(`No tokens: pass --owner-token and --worker-token, or let the simulator mint them. ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+    return;
+  }
   const owner = new AuditClient({ url: values.url, token: tokens.owner });
   const worker = new AuditClient({ url: values.url, token: tokens.worker });
   const outcomes: { name: string; threadId?: string; ok: boolean }[] = [];

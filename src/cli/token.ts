@@ -1,7 +1,9 @@
 // npm run -s token -- --sub alice --role superadmin [--expires 1h]
+import { decodeJwt } from 'jose';
 import { loadConfig } from '../config.js';
-import { loadOrCreateLocalSecret, mintToken } from '../auth/jwt.js';
+import { mintToken } from '../auth/jwt.js';
 import { ROLES, isRole } from '../domain/principal.js';
+import { serverSigningSecretOf } from '../server/signing-secret.js';
 import { parseCliArgs } from './args.js';
 
 const USAGE = `usage: npm run -s token -- --sub <id> --role <${ROLES.join('|')}> [--expires 30d]
@@ -19,17 +21,28 @@ const values = parseCliArgs(
   },
   USAGE,
 );
-if (!values.sub || !isRole(values.role)) {
-  console.error(USAGE);
+/** A mistake in the command line: one line, exit 2. */
+function refuse(message: string): never {
+  console.error(`${message} (--help lists the options)`);
   process.exit(2);
 }
-const config = loadConfig();
-const secret = config.jwtSecret ?? loadOrCreateLocalSecret(config.dataDir).secret;
+if (!values.sub) refuse('--sub is required: the id the token names, e.g. --sub alice');
+if (!isRole(values.role)) refuse(`unknown role "${values.role}": use one of ${ROLES.join(', ')}`);
+let secret: string;
+try {
+  secret = serverSigningSecretOf(loadConfig());
+} catch (error) {
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+}
+const badExpires = `--expires must be a span in the future such as 1h or 30d, got "${values.expires}"`;
 let token: string;
 try {
   token = await mintToken(secret, { sub: values.sub, role: values.role }, values.expires);
 } catch {
-  console.error(`--expires must be a span such as 1h or 30d, got "${values.expires}"\n\n${USAGE}`);
-  process.exit(2);
+  refuse(badExpires);
 }
+// jose takes "0s" and "-1h" (or "1h ago"): a token that has expired when it is printed.
+const { iat, exp } = decodeJwt(token);
+if (exp! <= iat!) refuse(badExpires);
 console.log(token);

@@ -121,6 +121,25 @@ describe('recordEvents', () => {
     expect((await threadState(second.scene)).audits.items.map((a: any) => a.status)).toEqual(['COMPLETED']);
   });
 
+  it("refuses an event for another worker's run (or for no run) on its own, and applies the caller's", async () => {
+    const mine = await running();
+    const theirs = await running();
+    const before = await threadState(theirs.scene);
+    const missing = new RunEvents({ runId: '00000000-0000-4000-8000-000000000000', epoch: 1 });
+    const batch = [
+      mine.events.modelStarted('a1'),
+      theirs.events.modelStarted('b1'),
+      theirs.events.renew(),
+      missing.renew(),
+      mine.events.modelFinished('a1'),
+    ];
+    const results = (await sendBatch(t, mine.worker, batch)).data!.result;
+    expect(results.map((r) => r.error?.code ?? null)).toEqual([null, 'LEASE_LOST', 'LEASE_LOST', 'NOT_FOUND', null]);
+    expect(results[1]!.error!.message).toMatch(/held by another worker/);
+    expect((await threadState(mine.scene)).audits.items.map((a: any) => a.status)).toEqual(['COMPLETED']);
+    expect(await threadState(theirs.scene)).toEqual(before);
+  });
+
   it('answers an expired lease with LEASE_EXPIRED per event, and other runs go on', async () => {
     const first = await running();
     const second = await anotherRun(first.owner, first.worker);

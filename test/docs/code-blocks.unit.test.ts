@@ -118,6 +118,24 @@ describe('docs stand alone', () => {
   });
 });
 
+describe("the pages and the schema's descriptions cite sections of docs/semantics.md that exist", () => {
+  const headings = [...readFileSync(join(ROOT, 'docs/semantics.md'), 'utf8').matchAll(/^## (.+)$/gm)].map((match) => match[1]!);
+  /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
+  const slug = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replaceAll(' ', '-');
+  // "Dashboards" names "## Dashboards (tool activity)": a heading's words before its parenthesis.
+  const names = new Set(headings.flatMap((heading) => [heading, heading.replace(/ \(.*\)$/, '')]));
+
+  it.each([...PAGES, 'schema.graphql'])('%s', (page) => {
+    const text = readFileSync(join(ROOT, page), 'utf8');
+    // SEMANTICS.md is the contract's file, which is not in this repository.
+    expect(text).not.toMatch(/SEMANTICS\.md/);
+    const cited = [...text.matchAll(/semantics\.md\)?,? "([^"]+)"/g)].map((match) => match[1]!);
+    expect(cited.filter((name) => !names.has(name))).toEqual([]);
+    const anchors = [...text.matchAll(/semantics\.md#([\w-]+)/g)].map((match) => match[1]!);
+    expect(anchors.filter((anchor) => !headings.some((heading) => slug(heading) === anchor))).toEqual([]);
+  });
+});
+
 describe('example documents validate against the schema', () => {
   const schema = buildSchema(readFileSync(join(ROOT, 'schema.graphql'), 'utf8'));
   // The README's operations, pasted into GraphiQL with their "<…>" placeholders filled in.

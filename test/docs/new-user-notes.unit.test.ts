@@ -66,6 +66,35 @@ describe('the pages say what the code does', () => {
     expect(read('docs/debug-ui.md')).not.toContain('field for field');
   });
 
+  it("docs/runtime-authors.md says an event for a run the worker does not hold is refused alone (test/batches/record-events.int.test.ts), not the batch", () => {
+    const batches = read('docs/runtime-authors.md').split('### Batches: the fast way in')[1]!.split('\n## ')[0]!;
+    expect(batches).not.toMatch(/anything else is `BAD_USER_INPUT`/);
+    expect(batches).toMatch(/`LEASE_LOST`/);
+    expect(batches).toMatch(/`NOT_FOUND`/);
+  });
+
+  it("docs/subscriptions.md: a subscription over graphql-ws's caps gets an `error` message (test/abuse/websocket-limits.e2e.test.ts), over SSE a `next` with errors", () => {
+    const row = read('docs/subscriptions.md')
+      .split('\n')
+      .find((line) => line.includes('as many subscriptions as allowed'));
+    expect(row).toBeDefined();
+    const [, , graphqlWs, sse] = row!.split(' | ');
+    expect(graphqlWs).toBe('an `error` message');
+    expect(sse).toMatch(/`next` with `errors`, then `complete`/);
+  });
+
+  it("README's production install is the full `npm ci`, since the install steps need the dev dependencies, and says why `--omit=dev` fails", () => {
+    const section = read('README.md').split('## PostgreSQL and Redis')[1]!.split('\n## ')[0]!;
+    expect(section).toMatch(/install with `npm ci`/i);
+    expect(section).toMatch(/not `npm ci --omit=dev`/);
+    // What the page gives as the reasons: the Prisma CLI, a dev dependency, generates the database
+    // client at install; the client package's `prepare` compiles it with the frameworks' types.
+    const root = JSON.parse(read('package.json'));
+    expect(root.devDependencies.prisma).toBeDefined();
+    expect(root.dependencies.prisma).toBeUndefined();
+    expect(JSON.parse(read('packages/client/package.json')).scripts).toMatchObject({ prepare: 'npm run build', build: 'tsc -p tsconfig.json' });
+  });
+
   it('docs/subscriptions.md does not say the server serves live-thread.js, and says how a page gets it', () => {
     const page = read('docs/subscriptions.md');
     expect(page).not.toMatch(/A page the server serves can use this script/);

@@ -179,6 +179,10 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
     ];
     const runsSeen = (subscriber: (typeof subscribers)[number]) => subscriber.lines().map((line) => JSON.parse(line).run?.id);
     try {
+      // Each says once it is connected, before any change (stdout keeps one JSON line per change).
+      const connected = new RegExp(`^connected to \\S+: following thread ${threadId}, one JSON line per change$`, 'm');
+      await eventually(() => subscribers.every((s) => connected.test(s.output.stderr)), Boolean, { timeoutMs: 30_000, what: 'both subscribers to say they are connected' });
+      expect(subscribers.map((s) => s.lines())).toEqual([[], []]);
       // Both are live once each has printed a run created now (they start from "now").
       const created: string[] = [];
       await eventually(

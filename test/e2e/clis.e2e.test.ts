@@ -1,7 +1,7 @@
 // The CLIs a user runs from the README: `--help` answers with usage (no stack trace), a token can
 // be captured without npm's banner, and `npm start`'s install step installs only what changed.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -41,6 +41,22 @@ describe('the CLIs answer --help', () => {
   });
 });
 
+describe('the token tool refuses what it cannot mint, in one line', () => {
+  it.each([
+    ['--sub alice --role admn', /^unknown role "admn": use one of user, admin, superadmin, worker/],
+    ['--role user', /^--sub is required/],
+    ['--sub alice --expires 0s', /^--expires must be a span in the future such as 1h or 30d, got "0s"/],
+    ['--sub alice --expires=-1h', /^--expires must be a span in the future such as 1h or 30d, got "-1h"/],
+    ['--sub alice --expires soon', /^--expires must be a span in the future such as 1h or 30d, got "soon"/],
+  ])('npm run -s token -- %s', (args, message) => {
+    const { code, stdout, stderr } = sh(`npm run -s token -- ${args}`, { AUTH_JWT_SECRET: E2E_JWT_SECRET });
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(message);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
 describe('capturing a token', () => {
   it('TOKEN=$(npm run -s token …) holds the token alone', () => {
     const { code, stdout, stderr } = sh('TOKEN=$(npm run -s token -- --sub alice --role superadmin --expires 1h) && printf %s "$TOKEN"', {
@@ -48,6 +64,39 @@ describe('capturing a token', () => {
     });
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+  });
+});
+
+describe('the token tool and the simulator never make a JWT secret of their own', () => {
+  // A secret made here would sign tokens the server (with its own secret) refuses.
+  const noSecret = { AUTH_JWT_SECRET: '', AUDIT_OWNER_TOKEN: '', AUDIT_WORKER_TOKEN: '' };
+  const commands = ['npm run -s token -- --sub alice --role superadmin', 'npm run -s simulate -- --scenario normal'];
+
+  it.each(commands)('%s, with no secret in DATA_DIR: one line saying where it looked and what to do, nothing written', (command) => {
+    const dataDir = join(scratch, 'no-server-here');
+    const { code, stdout, stderr } = sh(command, { ...noSecret, DATA_DIR: dataDir });
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toContain(join(dataDir, 'jwt-secret'));
+    expect(stderr).toMatch(/start the server first/i);
+    expect(stderr).toMatch(/DATA_DIR/);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it.each(commands)('%s, with DATA_DIR=:memory:: the in-memory server\'s secret cannot be read, set AUTH_JWT_SECRET for both', (command) => {
+    const stray = join(REPO_ROOT, ':memory:');
+    const there = existsSync(stray);
+    try {
+      const { code, stdout, stderr } = sh(command, { ...noSecret, DATA_DIR: ':memory:' });
+      expect(code).toBe(1);
+      expect(stdout).toBe('');
+      expect(stderr.trim().split('\n')).toHaveLength(1);
+      expect(stderr).toMatch(/AUTH_JWT_SECRET/);
+      expect(existsSync(stray)).toBe(there);
+    } finally {
+      if (!there) rmSync(stray, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 // The examples the runtime authors' guide points at (examples/*/agent.ts), each run by bash with
 // the guide's command as written (npx tsx <file>, the tokens in place of its placeholders, the
 // server's address in AUDIT_URL) against the server process, and the run it recorded read back.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
@@ -110,5 +110,36 @@ describe(`the examples against the server process (${backendName})`, () => {
       ]),
     );
     expect(rows).toHaveLength(4);
+  });
+});
+
+describe('an example run without its variables says which one to set, in one line', () => {
+  // Nothing of AUDIT_* from the test's own environment; no __pycache__ left in the work tree.
+  const bare = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AUDIT_')));
+  /** Runs an example as its page says: npx tsx for TypeScript, python3 for Python. */
+  const run = (file: string, env: Record<string, string>) =>
+    spawnSync(file.endsWith('.py') ? 'python3' : process.execPath, file.endsWith('.py') ? [file] : ['--import', 'tsx', file], {
+      cwd: REPO_ROOT,
+      env: { ...bare, PYTHONPATH: join(REPO_ROOT, 'clients/python'), PYTHONDONTWRITEBYTECODE: '1', ...env },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+  it.each([
+    ['examples/typescript/agent.ts', {}, 'AUDIT_OWNER_TOKEN', /superadmin/],
+    ['examples/typescript/agent.ts', { AUDIT_OWNER_TOKEN: 'x' }, 'AUDIT_WORKER_TOKEN', /worker/],
+    ['examples/ai-sdk/agent.ts', {}, 'AUDIT_OWNER_TOKEN', /superadmin/],
+    ['examples/langgraph/agent.ts', { AUDIT_OWNER_TOKEN: 'x' }, 'AUDIT_WORKER_TOKEN', /worker/],
+    ['examples/python/agent.py', {}, 'AUDIT_OWNER_TOKEN', /superadmin/],
+    ['examples/python/agent.py', { AUDIT_OWNER_TOKEN: 'x' }, 'AUDIT_WORKER_TOKEN', /worker/],
+    ['examples/subscribers/graphql-ws.ts', { AUDIT_THREAD_ID: 't' }, 'AUDIT_OWNER_TOKEN', /superadmin/],
+    ['examples/subscribers/sse.ts', { AUDIT_OWNER_TOKEN: 'x' }, 'AUDIT_THREAD_ID', /thread/],
+    ['examples/subscribers/dashboard.ts', {}, 'AUDIT_OWNER_TOKEN', /superadmin/],
+  ] as const)('%s with %o: %s', (file, env, variable, what) => {
+    const { status, stdout, stderr } = run(file, env);
+    expect(status, stderr).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(new RegExp(`^${variable} is not set: `));
+    expect(stderr).toMatch(what);
   });
 });

@@ -1,4 +1,4 @@
-"""One writer of lifecycle events per client, batching by itself (SEMANTICS.md, "Batches").
+"""One writer of lifecycle events per client, batching by itself (docs/semantics.md, "Batches").
 
 Idle, an event goes at once as its own mutation (no timer); the events written while a request
 is in flight go together in the next one (``recordEvents``), in the order they were written.

@@ -1,4 +1,4 @@
-/** The `extensions.code` values the contract defines (SEMANTICS.md, "Errors"). */
+/** The `extensions.code` values the contract defines (docs/semantics.md, "Errors"). */
 export const AUDIT_ERROR_CODES = [
   'UNAUTHENTICATED',
   'FORBIDDEN',

@@ -18,7 +18,7 @@ builder.mutationField('deleteThread', (t) =>
   t.field({
     type: DeletionReceiptRef,
     description:
-      'The thread owner or an admin. Deletes the thread and everything under it for good\n(SEMANTICS.md, "Deletion and retention").',
+      'The thread owner or an admin. Deletes the thread and everything under it for good\n(docs/semantics.md, "Deletion and retention").',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, { deps, principal }) => deleteThread(deps, requirePrincipal(principal), id),

@@ -281,7 +281,7 @@ builder.mutationFields((t) => ({
   recordEvents: t.field({
     type: [LifecycleEventResultRef],
     description:
-      'Workers only. Applies 1 to 500 lifecycle events in order, each fenced and checked as its own\nmutation would be; a refused event does not stop the ones after it (SEMANTICS.md, "Batches").',
+      'Workers only. Applies 1 to 500 lifecycle events in order, each fenced and checked as its own\nmutation would be; a refused event does not stop the ones after it (docs/semantics.md,\n"Batches").',
     authScopes: worker,
     args: { events: t.arg({ type: [LifecycleEventInput], required: true }) },
     resolve: async (_root, { events }, context, info) => {

@@ -112,7 +112,7 @@ builder.subscriptionFields((t) => ({
   threadChanges: t.field({
     type: ThreadChangeRef,
     description:
-      'Every committed change of the thread\'s runs and audits, each with its cursor. With `after`,\nfirst every change committed after that cursor, then live; resumable, gapless, no\nduplicates (SEMANTICS.md, "Change cursors"). Same access rule as threadAudits.',
+      'Every committed change of the thread\'s runs and audits, each with its cursor. With `after`,\nfirst every change committed after that cursor, then live; resumable, gapless, no\nduplicates (docs/semantics.md, "Change cursors"). Same access rule as threadAudits.',
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true }), after: t.arg.string(), runId: t.arg.id() },
     subscribe: async (_root, { threadId, after, runId }, context) => {

@@ -85,7 +85,7 @@ function primed(loaders: Loaders, view: ToolActivity): Loaders {
 builder.queryField('toolActivity', (t) =>
   t.field({
     type: ToolActivityRef,
-    description: `Tool activity across the caller's threads over the last \`windowSeconds\` (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}), for\nlive dashboards (SEMANTICS.md, "Dashboards"). A superadmin's own threads; any other role is\nFORBIDDEN. \`name\` keeps only that tool.`,
+    description: `Tool activity across the caller's threads over the last \`windowSeconds\` (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}), for\nlive dashboards (docs/semantics.md, "Dashboards"). A superadmin's own threads; any other\nrole is FORBIDDEN. \`name\` keeps only that tool.`,
     authScopes: { authenticated: true },
     args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
     resolve: async (_root, { windowSeconds, name }, { deps, principal, loaders }) => {
@@ -100,7 +100,7 @@ builder.subscriptionField('toolActivity', (t) =>
   t.field({
     type: ToolActivityRef,
     description:
-      'A live dashboard: the current `toolActivity` view at once, then a new one after changes of\ntool audits in the caller\'s threads commit (SEMANTICS.md, "Dashboards").',
+      'A live dashboard: the current `toolActivity` view at once, then a new one after changes of\ntool audits in the caller\'s threads commit (docs/semantics.md, "Dashboards").',
     authScopes: { authenticated: true },
     args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
     subscribe: (_root, { windowSeconds, name }, { principal, pubsub }) => {
