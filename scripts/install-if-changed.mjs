@@ -1,6 +1,7 @@
 // `npm start`'s install step: runs `npm install` only when package.json or package-lock.json
 // changed since the last install, and rebuilds the page only when its sources did, so a start on
-// an unchanged checkout takes seconds. What was installed is recorded in a stamp file.
+// an unchanged checkout takes seconds. What was installed is recorded in a stamp file; with
+// `--record` (the last step of postinstall, so after an `npm ci` too) it only records.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -25,6 +26,10 @@ const wanted = {
   dependencies: digest(['package.json', 'package-lock.json', 'prisma/schema.prisma']),
   page: digest([...filesUnder(join('web', 'src')), 'scripts/build-web.mjs']),
 };
+if (process.argv.includes('--record')) {
+  writeFileSync(STAMP, JSON.stringify(wanted) + '\n');
+  process.exit(0);
+}
 let stamp = {};
 try {
   stamp = JSON.parse(readFileSync(STAMP, 'utf8'));

@@ -152,4 +152,13 @@ describe("npm start's install step (scripts/install-if-changed.mjs)", () => {
     expect(again.output).toMatch(/changed since the last install/);
     expect(step().calls).toBe('');
   });
+
+  it("counts an install made otherwise (npm ci): its postinstall records it, and the next start installs nothing", () => {
+    rmSync(join(project, 'node_modules', '.audit-server-install.json'), { force: true });
+    const postinstall = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).scripts.postinstall as string;
+    const recording = / && (node scripts\/install-if-changed\.mjs --record)$/.exec(postinstall);
+    expect(recording, postinstall).not.toBeNull();
+    execFileSync(process.execPath, ['scripts/install-if-changed.mjs', '--record'], { cwd: project, stdio: 'ignore' });
+    expect(step()).toEqual({ output: '', calls: '' });
+  });
 });
