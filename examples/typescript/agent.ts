@@ -13,14 +13,17 @@ for (const [name, role] of Object.entries({ AUDIT_OWNER_TOKEN: 'superadmin', AUD
   console.error(`${name} is not set: give it a ${role} token (\`npm start\` prints one on its first start; \`npm run -s token -- --sub me --role ${role}\` mints more)`);
   process.exit(1);
 }
+// #region clients
+// One client per token: the owner's (your app's) and the worker's (the agent runtime's).
 const url = process.env.AUDIT_URL ?? 'http://127.0.0.1:4000/graphql';
 const owner = new AuditClient({ url, token: process.env.AUDIT_OWNER_TOKEN! });
 const worker = new AuditClient({ url, token: process.env.AUDIT_WORKER_TOKEN! });
 
-// The thread's owner (your app) opens a thread and queues a run for the agent.
+// The thread's owner opens a thread and queues a run for the agent.
 const thread = await owner.createThread({ title: 'bare client example' });
 await owner.appendMessage({ threadId: thread.id, role: 'USER', content: 'What is the weather in Paris?' });
 const { id: runId } = await owner.createRun({ threadId: thread.id });
+// #endregion clients
 
 // Your model and your tool (stand-ins here).
 const callModel = async (step: number) =>
