@@ -127,7 +127,12 @@ function whyRefused(error: unknown): string {
   if (error instanceof jose.JWSSignatureVerificationFailed) {
     return "The token's signature does not verify: it was signed with another secret than this server's AUTH_JWT_SECRET";
   }
+  if (error instanceof jose.JWTClaimValidationFailed && error.claim === 'nbf' && typeof error.payload.nbf === 'number') {
+    return `The token is not valid before ${new Date(error.payload.nbf * 1000).toISOString()}: check the clock of the machine that minted it`;
+  }
   if (error instanceof jose.JOSEAlgNotAllowed) return `The token must be signed with ${ALGORITHM}`;
+  // jose's message names the extension ("Extension Header Parameter "x" is not recognized").
+  if (error instanceof jose.JOSENotSupported) return `The token's header marks as critical ("crit") what this server does not support: ${error.message}`;
   if (error instanceof jose.JWTClaimValidationFailed) return `The token's "${error.claim}" claim is invalid (${error.reason})`;
   return 'The token is not a well-formed JWT (three base64url parts: header.payload.signature)';
 }

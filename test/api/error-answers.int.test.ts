@@ -1,6 +1,7 @@
 // What a client reads when a request fails before it executes: which token problem it has, which
 // HTTP status each media type answers (GraphQL over HTTP), and messages that name the client's own
 // variables and limits. docs/runtime-authors.md's error table is written from these answers.
+import { createHmac } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/jwt.js';
@@ -31,6 +32,13 @@ async function post(body: string, headers: Record<string, string> = {}) {
 const threadsQuery = JSON.stringify({ query: '{ threads { edges { node { id } } } }' });
 const key = new TextEncoder().encode(TEST_JWT_SECRET);
 
+/** An HS256 JWT signed with the test secret, whatever its header says (jose signs no header it would refuse). */
+function signedByHand(header: object, payload: object): string {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const signed = `${part(header)}.${part(payload)}`;
+  return `${signed}.${createHmac('sha256', TEST_JWT_SECRET).update(signed).digest('base64url')}`;
+}
+
 describe(`UNAUTHENTICATED names its cause (${backendName})`, () => {
   const cases: [string, () => Promise<string | null>, RegExp][] = [
     ['no Authorization header', async () => null, /no Authorization header/i],
@@ -40,6 +48,8 @@ describe(`UNAUTHENTICATED names its cause (${backendName})`, () => {
     ['an expired token', async () => `Bearer ${await mintToken(TEST_JWT_SECRET, { sub: 'a', role: 'user' }, Math.floor(Date.now() / 1000) - 60)}`, /expired at \d{4}-/i],
     ['a token without exp', async () => `Bearer ${await new SignJWT({ role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setSubject('a').sign(key)}`, /no "exp"/i],
     ['a token signed with another secret', async () => `Bearer ${await mintToken('another-secret-that-is-long-enough-for-hs256', { sub: 'a', role: 'user' })}`, /signature/i],
+    ['a token not valid yet', async () => `Bearer ${await new SignJWT({ role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setSubject('a').setNotBefore('1h').setExpirationTime('2h').sign(key)}`, /not valid before \d{4}-.*clock/i],
+    ['a token with a header extension the server does not know', async () => `Bearer ${signedByHand({ alg: 'HS256', crit: ['x-custom'], 'x-custom': 1 }, { sub: 'a', role: 'user', exp: Math.floor(Date.now() / 1000) + 3600 })}`, /"crit".*x-custom/i],
     ['a token with an unknown role', async () => `Bearer ${await new SignJWT({ role: 'root' }).setProtectedHeader({ alg: 'HS256' }).setSubject('a').setExpirationTime('1h').sign(key)}`, /"role"/i],
   ];
   it.each(cases)('%s', async (_name, header, message) => {
