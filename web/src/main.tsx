@@ -64,7 +64,7 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, hash, isActivityHash } from './activity.js';
 
 function SignIn() {
@@ -397,8 +397,6 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
   );
 }
 
-const time = (value: string | null | undefined) => (value ? new Date(value).toLocaleString(undefined, { hour12: false, fractionalSecondDigits: 3 } as Intl.DateTimeFormatOptions) : '—');
-
 /** The label of the model call that declared a never-started call's row: the row above it at depth 1. */
 function declaringModelLabel(row: Row): string | null {
   const all = allRows.value;
@@ -417,8 +415,8 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       ]
     : row.audit
     ? [
-        ['started (runtime clock)', time(row.audit.startedAt)],
-        ['finished (runtime clock)', time(row.audit.finishedAt)],
+        ['started (runtime clock)', dateTimeLabel(row.audit.startedAt)],
+        ['finished (runtime clock)', dateTimeLabel(row.audit.finishedAt)],
         ['duration', formatDuration(row.durationMs)],
         ['audit id', row.audit.id],
         ['tool call id', row.audit.toolCallId],
@@ -430,9 +428,9 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
         ['sizes', row.sizes],
       ]
     : [
-        ['created', time(row.run?.createdAt)],
-        ['started (claimed)', time(row.run?.startedAt)],
-        ['finished', time(row.run?.finishedAt)],
+        ['created', dateTimeLabel(row.run?.createdAt)],
+        ['started (claimed)', dateTimeLabel(row.run?.startedAt)],
+        ['finished', dateTimeLabel(row.run?.finishedAt)],
         ['duration', formatDuration(row.durationMs)],
         ['run id', row.run?.id],
         ['lease epoch', row.run ? String(row.run.leaseEpoch) : null],
