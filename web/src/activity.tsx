@@ -6,7 +6,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
-import { createLiveClient } from './api.js';
+import { createLiveClient, noteTokenRefusal } from './api.js';
 import { formatAgo, formatDuration } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
@@ -266,13 +266,14 @@ export function Activity({ token }: { token: string }) {
       { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
       {
         next: ({ data, errors }) => {
+          if (noteTokenRefusal(errors)) return;
           if (errors?.length) error.value = errors[0]!.message;
           else if (data) {
             view.value = data.toolActivity;
             error.value = null;
           }
         },
-        error: (reason) => (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.'),
+        error: (reason) => void (noteTokenRefusal(reason) || (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.')),
         complete: () => {},
       },
     );

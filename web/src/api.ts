@@ -1,3 +1,4 @@
+import { signal } from '@preact/signals';
 import { createClient, type Client, type Sink } from 'graphql-ws';
 import type { FormattedExecutionResult } from 'graphql';
 import type { TypedDocumentString } from './generated/graphql/graphql.js';
@@ -33,6 +34,33 @@ export class GraphQLRequestError extends Error {
   }
 }
 
+/**
+ * The server's message when it refused the page's token (expired, malformed, wrongly signed): the
+ * page then asks for a new one. Null while the token is good as far as the page knows.
+ */
+export const tokenRefusal = signal<string | null>(null);
+
+/**
+ * Notes a refusal of the token among a request's or a stream's errors (UNAUTHENTICATED, or a stream
+ * ended because its token expired); true when there was one.
+ */
+export function noteTokenRefusal(errors: unknown): boolean {
+  const refused = (Array.isArray(errors) ? errors : [errors]).find((error) => {
+    const extensions = (error as { extensions?: { code?: string; reason?: string } } | null)?.extensions;
+    return extensions?.code === 'UNAUTHENTICATED' || extensions?.reason === 'TOKEN_EXPIRED';
+  }) as { message: string } | undefined;
+  if (refused) tokenRefusal.value = refused.message;
+  return refused !== undefined;
+}
+
+/** What to tell the user of a failed request or stream: an Error's message, or a list of GraphQL errors' messages. */
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (Array.isArray(error)) return error.map((item) => messageOf(item)).join('; ');
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(error);
+}
+
 /** Sends a query from queries.ts: its variables and its result are typed by the document. */
 export async function gql<TResult, TVariables>(token: string, document: TypedDocumentString<TResult, TVariables>, variables: TVariables): Promise<TResult> {
   const response = await fetch('/graphql', {
@@ -48,7 +76,8 @@ export async function gql<TResult, TVariables>(token: string, document: TypedDoc
 
 /**
  * Follows a subscription from queries.ts. graphql-ws re-sends this same `variables` object on
- * every reconnect, so a caller may update it to resume where it left off.
+ * every reconnect, so a caller may update it to resume where it left off. A refused token goes to
+ * `tokenRefusal`, not to `sink`.
  */
 export function subscribe<TResult, TVariables extends Record<string, unknown>>(
   client: Client,
@@ -56,7 +85,12 @@ export function subscribe<TResult, TVariables extends Record<string, unknown>>(
   variables: TVariables,
   sink: Sink<FormattedExecutionResult<TResult>>,
 ): () => void {
-  return client.subscribe({ query: document.toString(), variables }, sink);
+  const unlessRefused: typeof sink = {
+    next: (result) => void (noteTokenRefusal(result.errors) || sink.next(result)),
+    error: (error) => void (noteTokenRefusal(error) || sink.error(error)),
+    complete: () => sink.complete(),
+  };
+  return client.subscribe({ query: document.toString(), variables }, unlessRefused);
 }
 
 /** One graphql-ws connection for the page; it retries for ever, so a dropped network heals. */

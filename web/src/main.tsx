@@ -66,6 +66,7 @@ import { conversationOf, type ConversationMessage } from '../../src/shared/llm-p
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, hash, isActivityHash } from './activity.js';
+import { tokenRefusal } from './api.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -78,6 +79,11 @@ function SignIn() {
       }}
     >
       <h1>Agent audit timeline</h1>
+      {tokenRefusal.value && (
+        <p class="banner error" role="alert">
+          The server refused the token: {tokenRefusal.value} Sign in again with a new one.
+        </p>
+      )}
       <p>
         Paste a bearer token (the one <code>npm start</code> prints, or <code>npm run token -- --sub you --role superadmin</code>).
         It stays in this tab only.

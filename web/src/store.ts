@@ -1,6 +1,6 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
+import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -328,6 +328,7 @@ export function signIn(value: string) {
   const pasted = value.trim().replace(/^Bearer\s+/i, '');
   storeToken(pasted);
   token.value = pasted;
+  tokenRefusal.value = null;
   pageError.value = null;
   void loadThreads(true);
   followLocation();
@@ -335,12 +336,24 @@ export function signIn(value: string) {
 
 export function signOut() {
   closeThread();
+  endSession();
+}
+
+function endSession() {
   void client?.dispose();
   client = null;
   storeToken(null);
   token.value = null;
   threads.value = [];
 }
+
+// A refused token ends the session where it stands: the address keeps the open thread or view,
+// so signing in again returns there.
+effect(() => {
+  if (!tokenRefusal.value) return;
+  resetThread();
+  endSession();
+});
 
 function liveClient(): Client {
   client ??= createLiveClient(token.value!, (state) => (connection.value = state));
@@ -415,6 +428,12 @@ export function openThread(id: string, audit: string | null = null) {
 }
 
 export function closeThread() {
+  resetThread();
+  if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
+}
+
+/** Stops following the open thread and forgets it; the address stays. */
+function resetThread() {
   stopFollowing?.();
   stopFollowing = null;
   threadId.value = null;
@@ -431,7 +450,6 @@ export function closeThread() {
   auditsHidden.value = null;
   threadGone.value = false;
   selectedKey.value = null;
-  if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
 }
 
 /** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id). */
