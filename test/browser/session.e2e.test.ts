@@ -80,4 +80,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page's session and conne
     expect(await page.locator('.banner.error').count()).toBe(0);
     await page.close();
   }, 120_000);
+
+  it('says the server is unreachable while it is, and clears that once the page is live again, the row opened meanwhile read', async () => {
+    const { who, threadId, runId } = await threadWithShortToken('through an outage', 600);
+    const page = await newPage();
+    await page.goto(`${origin}/#thread=${threadId}`);
+    await signIn(page, who.owner);
+    await page.waitForSelector(`.row[data-key="${runId}"]`);
+    await page.waitForSelector('[data-testid=connection]:text("live")');
+
+    relay.disconnect();
+    await page.waitForSelector('[data-testid=connection]:text("reconnecting")');
+    // A row opened while the server cannot be reached.
+    await page.locator('.row.model').click();
+    const banner = page.locator('.banner.error');
+    await expect.poll(() => banner.textContent()).toBe('The server is unreachable; retrying…');
+
+    relay.reconnect();
+    await page.waitForSelector('[data-testid=connection]:text("live")');
+    await expect.poll(() => banner.count()).toBe(0);
+    await expect.poll(() => page.locator('.details .json-view').count()).toBeGreaterThan(0);
+    await page.close();
+  }, 120_000);
 });

@@ -61,12 +61,17 @@ export function messageOf(error: unknown): string {
   return typeof message === 'string' ? message : String(error);
 }
 
+/** A request that could not reach the server (fetch's own "Failed to fetch" says less). */
+export const UNREACHABLE = 'The server is unreachable; retrying…';
+
 /** Sends a query from queries.ts: its variables and its result are typed by the document. */
 export async function gql<TResult, TVariables>(token: string, document: TypedDocumentString<TResult, TVariables>, variables: TVariables): Promise<TResult> {
   const response = await fetch('/graphql', {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query: document.toString(), variables }),
+  }).catch(() => {
+    throw new Error(UNREACHABLE);
   });
   const body = (await response.json()) as { data?: TResult; errors?: { message: string; extensions?: { code?: string } }[] };
   const [error] = body.errors ?? [];

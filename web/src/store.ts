@@ -1,6 +1,6 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal } from './api.js';
+import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal, UNREACHABLE } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -91,8 +91,17 @@ effect(() => {
   return () => clearInterval(timer);
 });
 
-/** Reads the opened audit's payloads, again whenever a newer state of it arrives. */
+// The live connection is back: what the outage left on the banner is over.
 effect(() => {
+  if (connection.value === 'live' && pageError.peek() === UNREACHABLE) pageError.value = null;
+});
+
+/**
+ * Reads the opened audit's payloads, again whenever a newer state of it arrives, and when the live
+ * connection comes back (a read lost to an outage is retried).
+ */
+effect(() => {
+  void connection.value;
   const key = selectedKey.value;
   const summary = key ? audits.value.get(key) : undefined;
   if (!key || !summary || !token.value || auditDetails.peek().get(key)?.summary === summary) return;
