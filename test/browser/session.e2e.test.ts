@@ -81,6 +81,28 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page's session and conne
     await page.close();
   }, 120_000);
 
+  it('refuses a token the server does not accept at sign-in, on the thread list, a thread link and the Activity view, with the sign-in form', async () => {
+    const { who, threadId } = await threadWithShortToken('for a bad token', 600);
+    const expired = await mintToken(E2E_JWT_SECRET, { sub: who.ownerSub, role: 'superadmin' }, Math.floor(Date.now() / 1000) - 60);
+    const page = await newPage();
+    const refusal = page.locator('form.sign-in [role=alert]');
+    for (const [hash, token, reason] of [
+      ['', 'not-a-token', 'not a well-formed JWT'],
+      [`#thread=${threadId}`, expired, 'The token expired at'],
+      ['#activity', expired, 'The token expired at'],
+    ] as const) {
+      await page.goto(`${origin}/${hash}`);
+      await signIn(page, token);
+      await expect.poll(() => refusal.textContent()).toContain(reason);
+      expect(await page.locator('textarea[name=token]').isVisible()).toBe(true);
+      // Nothing pretends to be there: no thread, no list, no view waiting for ever.
+      expect(await page.locator('section.timeline, section.threads, section.activity').count()).toBe(0);
+      await page.reload();
+      expect(await page.locator('textarea[name=token]').isVisible()).toBe(true);
+    }
+    await page.close();
+  }, 120_000);
+
   it('says the server is unreachable while it is, and clears that once the page is live again, the row opened meanwhile read', async () => {
     const { who, threadId, runId } = await threadWithShortToken('through an outage', 600);
     const page = await newPage();

@@ -75,7 +75,10 @@ export async function gql<TResult, TVariables>(token: string, document: TypedDoc
   });
   const body = (await response.json()) as { data?: TResult; errors?: { message: string; extensions?: { code?: string } }[] };
   const [error] = body.errors ?? [];
-  if (error) throw new GraphQLRequestError(error.message, error.extensions?.code);
+  if (error) {
+    noteTokenRefusal(body.errors);
+    throw new GraphQLRequestError(error.message, error.extensions?.code);
+  }
   return body.data as TResult;
 }
 
