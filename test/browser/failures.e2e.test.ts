@@ -269,6 +269,29 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await page.close();
   }, 300_000);
 
+  it('opens a row link in the timeline with that row selected, whichever view was last shown', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: first } = await owner.createThread({ title: 'read in the ledger' });
+    const { id: second } = await owner.createThread({ title: 'linked to' });
+    const here = await writeRun(owner, worker, first, { models: 2 });
+    const there = await writeRun(owner, worker, second, { models: 2, fail: 2 });
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    for (const [thread, key] of [[second, there.ids.c2!], [first, here.ids.m1!]] as const) {
+      await openThread(page, `#thread=${first}`);
+      await page.click('button:text("Tool calls")');
+      await page.waitForSelector('[data-testid=ledger] tbody tr');
+      // A shared link (Activity's failures, "Link to this row"), to another thread or this one.
+      await page.goto(`${origin}/#thread=${thread}&audit=${key}`);
+      await expect.poll(() => selectedKey(page)).toBe(key);
+      expect(await row(page, key).isVisible()).toBe(true);
+      expect(await page.locator('[data-testid=ledger]').count()).toBe(0);
+    }
+    await page.close();
+  }, 120_000);
+
   it("says a deleted thread is gone, stops following it, and shows no timeline for it after a reload", async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });

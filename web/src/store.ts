@@ -185,7 +185,6 @@ effect(() => {
  */
 export function openLedgerEntry(entry: LedgerEntry) {
   if (threadId.value !== entry.threadId) openThread(entry.threadId);
-  view.value = 'timeline';
   pendingReveal.value = rowToOpen(entry);
   if (!entry.auditId && !audits.peek().has(entry.declaredById)) void loadRun(entry.runId);
 }
@@ -236,6 +235,10 @@ export function openHit(hit: SearchHit) {
   if (threadId.value !== hit.threadId) openThread(hit.threadId);
   pendingReveal.value = hit.audit.id;
 }
+// A row asked for (a link, a search hit, a ledger entry) shows in the timeline, whichever view was last used.
+effect(() => {
+  if (pendingReveal.value) view.value = 'timeline';
+});
 effect(() => {
   const wanted = pendingReveal.value;
   if (!wanted || !snapshotLoaded.value) return;
