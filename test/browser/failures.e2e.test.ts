@@ -370,6 +370,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await expect.poll(() => unloaded.locator('[data-testid=load-run]').count()).toBe(0);
     await expect.poll(() => row(again, first.ids.m1!).isVisible()).toBe(true);
     await again.close();
+
+    // The button loads the run at common widths: in sight, not covered by the run's lease and epoch.
+    for (const viewport of [{ width: 1400, height: 900 }, { width: 1280, height: 720 }]) {
+      const clicked = await newPage(viewport);
+      await signIn(clicked, who.owner);
+      await openThread(clicked, `#thread=${threadId}`);
+      await clicked.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+      const button = row(clicked, first.runId).locator('[data-testid=load-run]');
+      await button.click({ timeout: 5000 });
+      await expect.poll(() => button.count()).toBe(0);
+      await expect.poll(() => row(clicked, first.ids.m1!).isVisible()).toBe(true);
+      await clicked.close();
+    }
   }, 300_000);
 
   it('shows cut text in full on hover, and one size for a payload in its row and its panel', async () => {
@@ -391,7 +404,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await openThread(page, `#thread=${threadId}`);
     const toolRow = row(page, tool.id);
     // The name is cut at 1100 px; its full text is on hover, and so is the row's whole info.
-    const label = await toolRow.locator('.label').evaluate((element) => ({ cut: element.scrollWidth > element.clientWidth, title: element.querySelector('.name')!.getAttribute('title') }));
+    const label = await toolRow.locator('.label .name').evaluate((element) => ({ cut: element.scrollWidth > element.clientWidth, title: element.getAttribute('title') }));
     expect(label.cut).toBe(true);
     expect(label.title).toContain(name);
     const rowSizes = (await toolRow.locator('.sizes').textContent())!;

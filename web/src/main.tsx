@@ -309,7 +309,6 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
             ⤢
           </button>
         )}
-        {row.kind === 'run' && <RunMeta row={row} />}
         {row.unloaded > 0 && (
           <button
             class="load-run"
@@ -321,6 +320,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
             {loadingRuns.value.has(row.key) ? 'loading…' : `${row.unloaded} entries not loaded · load`}
           </button>
         )}
+        {row.kind === 'run' && <RunMeta row={row} />}
         {row.ranInRun && <span class="meta"> · ran in resumed {runLabel(orderedRuns.value, row.ranInRun)}</span>}
       </div>
       <div class="track">
