@@ -41,6 +41,23 @@ async function openThread(page: Page, hash: string) {
 }
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+
+/**
+ * The text of each part of a row that is cut with no ellipsis to say so: an element clipping its
+ * overflow without `text-overflow: ellipsis`, or with it on a flex or grid box (where it draws nothing).
+ */
+const cutWithoutEllipsis = (page: Page) =>
+  page.locator('.row-space .row').evaluateAll((rows) =>
+    rows.flatMap((element) =>
+      [...element.querySelectorAll<HTMLElement>('.label, .label *, .info, .info *')]
+        .filter((part) => {
+          const style = getComputedStyle(part);
+          const marked = style.textOverflow === 'ellipsis' && !/flex|grid/.test(style.display);
+          return style.overflowX === 'hidden' && part.scrollWidth > part.clientWidth + 1 && !marked;
+        })
+        .map((part) => part.textContent),
+    ),
+  );
 const selectedKey = (page: Page) => page.locator('.row.selected').getAttribute('data-key');
 
 async function violations(page: Page, where: string) {
@@ -410,6 +427,11 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     const rowSizes = (await toolRow.locator('.sizes').textContent())!;
     expect(rowSizes).toMatch(/^input \S+ B · output \S+ kB$/);
     expect(await toolRow.locator('.info').getAttribute('title')).toContain(rowSizes);
+    // Whatever a row cannot show at this width ends in an ellipsis, never mid-word with no mark.
+    for (const width of [1100, 1280, 1400]) {
+      await page.setViewportSize({ width, height: 720 });
+      expect(await cutWithoutEllipsis(page), `at ${width} px`).toEqual([]);
+    }
     // One size formatter: the panel says of the output what its row says, bytes of the stored value.
     await toolRow.click();
     const panelSize = page.locator('.details .json-view[data-label=output] h4 .muted');
