@@ -173,16 +173,20 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
   ];
   useEffect(() => {
     if (!plot.current) {
+      // The colours are activity.css's, for the scheme in use when the chart draws.
+      const colour = (name: string) => () => getComputedStyle(box.current!).getPropertyValue(name).trim();
+      const axis = { stroke: colour('color'), grid: { stroke: colour('--chart-grid') }, ticks: { stroke: colour('--chart-grid') } };
       plot.current = new uPlot(
         {
           width: Math.max(320, (box.current!.clientWidth || 720) - 16),
           height: 180,
+          axes: [axis, axis],
           series: [
             {},
             // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
-            { label: 'started', stroke: '#2f6fde', width: 1.5, points: { show: false } },
-            { label: 'completed', stroke: '#2e8b57', width: 1.5, points: { show: false } },
-            { label: 'failed', stroke: '#c0392b', width: 1.5, points: { show: false } },
+            { label: 'started', stroke: colour('--chart-started'), width: 1.5, points: { show: false } },
+            { label: 'completed', stroke: colour('--chart-completed'), width: 1.5, points: { show: false } },
+            { label: 'failed', stroke: colour('--chart-failed'), width: 1.5, points: { show: false } },
           ],
         },
         data,
