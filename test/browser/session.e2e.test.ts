@@ -124,4 +124,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page's session and conne
     await expect.poll(() => page.locator('.details .json-view').count()).toBeGreaterThan(0);
     await page.close();
   }, 120_000);
+
+  it('says on the Activity view whether it is live, reconnecting while the server is away', async () => {
+    const { who } = await threadWithShortToken('watched from Activity', 600);
+    const page = await newPage();
+    await page.goto(`${origin}/#activity`);
+    await signIn(page, who.owner);
+    await page.waitForSelector('[data-testid=activity-tools]');
+    const pill = page.locator('[data-testid=connection]');
+    await expect.poll(() => pill.textContent()).toBe('live');
+    relay.disconnect();
+    await expect.poll(() => pill.textContent()).toBe('reconnecting…');
+    relay.reconnect();
+    await expect.poll(() => pill.textContent()).toBe('live');
+    await page.close();
+  }, 120_000);
 });

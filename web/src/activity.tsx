@@ -6,13 +6,15 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
-import { createLiveClient, noteTokenRefusal } from './api.js';
+import { createLiveClient, noteTokenRefusal, type ConnectionState } from './api.js';
 import { formatAgo, formatDuration } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
 addEventListener('hashchange', () => (hash.value = location.hash));
 export const isActivityHash = (value: string) => /^#activity(&|$)/.test(value);
+/** The Activity view's own live connection (the header shows it while the view does). */
+export const activityConnection = signal<ConnectionState>('connecting');
 
 export const WINDOWS = [
   { seconds: 900, label: '15 min' },
@@ -265,7 +267,8 @@ export function Activity({ token }: { token: string }) {
   }, []);
   useEffect(() => {
     view.value = null;
-    const client = createLiveClient(token, () => {});
+    activityConnection.value = 'connecting';
+    const client = createLiveClient(token, (state) => (activityConnection.value = state));
     const stop = client.subscribe<{ toolActivity: ActivityView }>(
       { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
       {

@@ -101,8 +101,11 @@ export function subscribe<TResult, TVariables extends Record<string, unknown>>(
   return client.subscribe({ query: document.toString(), variables }, unlessRefused);
 }
 
+/** What the page's live connection is doing, as its header shows it. */
+export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
+
 /** One graphql-ws connection for the page; it retries for ever, so a dropped network heals. */
-export function createLiveClient(token: string, onState: (state: 'live' | 'reconnecting') => void): Client {
+export function createLiveClient(token: string, onState: (state: ConnectionState) => void): Client {
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/graphql`;
   return createClient({
     url,

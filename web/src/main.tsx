@@ -65,7 +65,7 @@ import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphq
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
-import { Activity, hash, isActivityHash } from './activity.js';
+import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { tokenRefusal } from './api.js';
 
 function SignIn() {
@@ -95,15 +95,17 @@ function SignIn() {
 }
 
 function Header() {
+  // The live connection of what shows: the Activity view's, or the open thread's.
+  const state = isActivityHash(hash.value) ? activityConnection.value : threadId.value && !threadGone.value ? connection.value : null;
   return (
     <header>
       <strong>Agent audit timeline</strong>
       <span class="who">
         {claims.value ? `${claims.value.sub} (${claims.value.role})` : 'unknown token'}
       </span>
-      {threadId.value && !threadGone.value && (
-        <span class={`connection ${connection.value}`} data-testid="connection">
-          {connection.value === 'live' ? 'live' : connection.value === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
+      {state && (
+        <span class={`connection ${state}`} data-testid="connection">
+          {state === 'live' ? 'live' : state === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
         </span>
       )}
       <a href="#activity">Activity</a>

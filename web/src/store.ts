@@ -1,6 +1,6 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal, UNREACHABLE } from './api.js';
+import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal, UNREACHABLE, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -9,7 +9,7 @@ import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunV
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
-export const connection = signal<'connecting' | 'live' | 'reconnecting'>('connecting');
+export const connection = signal<ConnectionState>('connecting');
 
 export type ThreadItem = ThreadsQuery['threads']['edges'][number]['node'];
 export const threads = signal<ThreadItem[]>([]);
