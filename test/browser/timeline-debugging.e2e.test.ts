@@ -220,6 +220,39 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.close();
   }, 300_000);
 
+  it('moves through the rows with the arrow, Home and End keys wherever the focus is, except while typing', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('keys anywhere');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const ids: string[] = [];
+    for (let i = 1; i <= 3; i++) ids.push((await worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i, model: `model-${i}` })).id);
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    const page = await newPage();
+    await openThread(page, who.owner, threadId);
+    await expect.poll(() => page.locator('.row-space .row').count()).toBe(4);
+    const selected = () => page.locator('.row.selected').getAttribute('data-key');
+    // Nothing focused but the page: as n and p, the keys the help line lists work at once.
+    expect(await page.evaluate(() => document.activeElement === document.body)).toBe(true);
+    await page.keyboard.press('End');
+    await expect.poll(selected).toBe(ids[2]);
+    await page.keyboard.press('Home');
+    await expect.poll(selected).toBe(run.id);
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(selected).toBe(ids[0]);
+    // After a click on a button, still.
+    await page.click('[data-testid=errors-only]');
+    await page.click('[data-testid=errors-only]');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(selected).toBe(ids[1]);
+    // Typing in the search box keeps its own keys.
+    await page.fill('input[type=search]', 'model');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowUp');
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).selectionStart)).toBe(0);
+    expect(await selected()).toBe(ids[1]);
+    await page.close();
+  }, 120_000);
+
   it('searches within the open thread and across threads, opens a hit in its timeline, and shows a live tool as it runs', async () => {
     const { who, owner, worker, threadId: billing } = await superadminThread('billing');
     const { id: other } = await owner.createThread({ title: 'refunds' });

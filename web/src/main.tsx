@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useSignal } from '@preact/signals';
+import { signal, useSignal } from '@preact/signals';
 import { useEffect, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
 import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
@@ -588,15 +588,17 @@ function Ruler({ axis }: { axis: Axis }) {
   );
 }
 
-/** The rows in sight of the scroller, and the keyboard: arrows, Page Up/Down, Home/End move the selection. */
+/** The rows pane's height in pixels (measured): the rows in sight, and how far Page Up/Down move. */
+const rowsHeight = signal(600);
+
+/** The rows in sight of the scroller. */
 function Rows() {
   const scroller = useRef<HTMLDivElement>(null);
   const scrollTop = useSignal(0);
-  const height = useSignal(600);
   useEffect(() => {
     const element = scroller.current;
     if (!element) return;
-    const measure = () => (height.value = element.clientHeight);
+    const measure = () => (rowsHeight.value = element.clientHeight);
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(element);
@@ -637,9 +639,7 @@ function Rows() {
     if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
   };
   const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(all.length, Math.ceil((scrollTop.value + height.value) / ROW_HEIGHT) + OVERSCAN);
-  const page = Math.max(1, Math.floor(height.value / ROW_HEIGHT) - 1);
-  const keys: Record<string, number | 'first' | 'last'> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 };
+  const last = Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / ROW_HEIGHT) + OVERSCAN);
   return (
     <div
       class="rows"
@@ -651,12 +651,6 @@ function Rows() {
         const element = e.currentTarget;
         scrollTop.value = element.scrollTop;
         if (element.scrollTop + element.clientHeight >= element.scrollHeight - ROW_HEIGHT) newBelow.value = 0;
-      }}
-      onKeyDown={(e) => {
-        const delta = keys[e.key];
-        if (delta === undefined) return;
-        e.preventDefault();
-        moveSelection(delta);
       }}
     >
       <Ruler axis={timeline.value.axis} />
@@ -701,14 +695,23 @@ function FailureBar() {
   );
 }
 
-// n and p anywhere on an open thread's timeline (not while typing): the next and previous failure.
+/** How far a key moves the selection (Page Up/Down: a pane's height of rows). */
+function rowKeyDelta(key: string): number | 'first' | 'last' | undefined {
+  const page = Math.max(1, Math.floor(rowsHeight.value / ROW_HEIGHT) - 1);
+  return ({ ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 } as const)[key];
+}
+
+// The timeline's keys anywhere on an open thread's timeline (not while typing): n and p the next
+// and previous failure; arrows, Page Up/Down, Home and End move the selection.
 addEventListener('keydown', (event) => {
   if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement | null;
   if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
-  if (event.key !== 'n' && event.key !== 'p') return;
+  const delta = rowKeyDelta(event.key);
+  if (event.key !== 'n' && event.key !== 'p' && delta === undefined) return;
   event.preventDefault();
-  moveToFailure(event.key === 'n' ? 1 : -1);
+  if (delta !== undefined) moveSelection(delta);
+  else moveToFailure(event.key === 'n' ? 1 : -1);
 });
 
 /**
