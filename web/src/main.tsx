@@ -606,7 +606,31 @@ function Rows() {
   }, []);
   const all = rows.value;
   const selectedIndex = all.findIndex((row) => row.key === selectedKey.value);
-  // Keeps the selected row in sight when the keyboard moves it.
+  // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
+  // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump, and rows added
+  // above the first row in sight (a page back, a run loaded) leave that row where it was.
+  const seen = useRef<Row[]>([]);
+  const newBelow = useSignal(0);
+  useEffect(() => {
+    const element = scroller.current;
+    const before = seen.current;
+    seen.current = all;
+    const added = all.length - before.length;
+    if (!element || added <= 0) return;
+    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
+    if (wasAtBottom && selectedIndex < 0) return void (element.scrollTop = element.scrollHeight);
+    const topIndex = Math.floor(element.scrollTop / ROW_HEIGHT);
+    const topKey = before[topIndex]?.key;
+    const topNow = all.findIndex((row) => row.key === topKey);
+    if (topNow > topIndex) element.scrollTop += (topNow - topIndex) * ROW_HEIGHT;
+    // Only rows after the previous last one are new below.
+    const previousLast = before[before.length - 1]?.key;
+    const previousAt = previousLast === undefined ? -1 : all.findIndex((row) => row.key === previousLast);
+    const addedBelow = previousAt < 0 ? added : all.length - 1 - previousAt;
+    if (!wasAtBottom && addedBelow > 0) newBelow.value += addedBelow;
+  }, [all.length]);
+  // Keeps the selected row in sight when the selection moves or the filter changes (not when rows
+  // added above shift it: the reader stays where they were).
   useEffect(() => {
     const element = scroller.current;
     if (!element || selectedIndex < 0) return;
@@ -614,26 +638,7 @@ function Rows() {
     const rulerHeight = ROW_HEIGHT;
     if (top < element.scrollTop) element.scrollTop = top;
     else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + 2 * ROW_HEIGHT - element.clientHeight;
-  }, [selectedIndex]);
-  // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
-  // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump.
-  const seen = useRef(0);
-  const lastKey = useRef<string | null>(null);
-  const newBelow = useSignal(0);
-  useEffect(() => {
-    const element = scroller.current;
-    const added = all.length - seen.current;
-    seen.current = all.length;
-    const previousLast = lastKey.current;
-    lastKey.current = all[all.length - 1]?.key ?? null;
-    if (!element || added <= 0) return;
-    // Only rows after the previous last one are new below (a run loaded or a page back adds rows above it).
-    const previousAt = previousLast === null ? -1 : all.findIndex((row) => row.key === previousLast);
-    const addedBelow = previousAt < 0 ? added : all.length - 1 - previousAt;
-    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
-    if (wasAtBottom && selectedIndex < 0) element.scrollTop = element.scrollHeight;
-    else if (!wasAtBottom && addedBelow > 0) newBelow.value += addedBelow;
-  }, [all.length]);
+  }, [selectedKey.value, errorsOnly.value]);
   const toBottom = () => {
     newBelow.value = 0;
     if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
