@@ -39,6 +39,29 @@ async function seriousViolations(page: Page): Promise<string[]> {
   });
 }
 
+/**
+ * The best contrast ratio (WCAG's) of the chart's y-axis labels against the page's background:
+ * the opaque pixels the canvas drew left of the plot, where only the labels are.
+ */
+const axisLabelContrast = (page: Page) =>
+  page.evaluate(() => {
+    const canvas = document.querySelector<HTMLCanvasElement>('.activity-chart canvas')!;
+    const plotLeft = document.querySelector<HTMLElement>('.activity-chart .u-over')!.offsetLeft * devicePixelRatio;
+    const { data } = canvas.getContext('2d')!.getImageData(0, 0, Math.floor(plotLeft) - 2, canvas.height);
+    const luminance = ([r, g, b]: number[]) => {
+      const [R, G, B] = [r!, g!, b!].map((c) => (c / 255 <= 0.03928 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4));
+      return 0.2126 * R! + 0.7152 * G! + 0.0722 * B!;
+    };
+    const background = luminance(getComputedStyle(document.documentElement).backgroundColor.match(/\d+/g)!.map(Number));
+    let best = 1;
+    for (let at = 0; at < data.length; at += 4) {
+      if (data[at + 3] !== 255) continue;
+      const shade = luminance([data[at]!, data[at + 1]!, data[at + 2]!]);
+      best = Math.max(best, (Math.max(shade, background) + 0.05) / (Math.min(shade, background) + 0.05));
+    }
+    return best;
+  });
+
 describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromium (${backendName})`, () => {
   beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
   server = serverForFile();
@@ -128,5 +151,30 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await link.click();
     await page.waitForSelector('section.timeline');
     expect(new URL(page.url()).hash).toMatch(new RegExp(`^#thread=${threadId}`));
+  }, 120_000);
+
+  it('reads in the light and in the dark: the chart\'s axis labels, the failures, the tables', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: threadId } = await owner.createThread({ title: 'read at night' });
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: {} }] });
+    await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: {}, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'quota exceeded', status: 'error' }, sequence: 4 });
+    for (const colorScheme of ['light', 'dark'] as const) {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, colorScheme });
+      await page.goto(`${origin}/`);
+      await page.fill('textarea[name=token]', who.owner);
+      await page.click('button[type=submit]');
+      await page.click('header a[href="#activity"]');
+      await page.waitForSelector('[data-testid=activity-failures] .error-line');
+      await page.waitForSelector('.activity-chart canvas');
+      expect(await axisLabelContrast(page), colorScheme).toBeGreaterThanOrEqual(4.5);
+      expect(await seriousViolations(page), colorScheme).toEqual([]);
+      await page.close();
+    }
   }, 120_000);
 });

@@ -41,6 +41,23 @@ async function openThread(page: Page, hash: string) {
 }
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+
+/**
+ * The text of each part of a row that is cut with no ellipsis to say so: an element clipping its
+ * overflow without `text-overflow: ellipsis`, or with it on a flex or grid box (where it draws nothing).
+ */
+const cutWithoutEllipsis = (page: Page) =>
+  page.locator('.row-space .row').evaluateAll((rows) =>
+    rows.flatMap((element) =>
+      [...element.querySelectorAll<HTMLElement>('.label, .label *, .info, .info *')]
+        .filter((part) => {
+          const style = getComputedStyle(part);
+          const marked = style.textOverflow === 'ellipsis' && !/flex|grid/.test(style.display);
+          return style.overflowX === 'hidden' && part.scrollWidth > part.clientWidth + 1 && !marked;
+        })
+        .map((part) => part.textContent),
+    ),
+  );
 const selectedKey = (page: Page) => page.locator('.row.selected').getAttribute('data-key');
 
 async function violations(page: Page, where: string) {
@@ -173,6 +190,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await expect.poll(() => page.locator('[data-testid=facts]').textContent()).toContain(failing.ids.c2);
     const facts = await page.locator('[data-testid=facts]').textContent();
     for (const fact of ['tool call id', 'c2', 'operation id', 'sequence', 'lease epoch', 'started', 'finished', 'duration']) expect(facts).toContain(fact);
+    // Times read as a date and a time to the millisecond, not a bare fraction of a second.
+    expect(facts).toMatch(/started \(runtime clock\)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}finished \(runtime clock\)\d{4}-/);
     expect(page.url()).toBe(`${origin}/#thread=${threadId}&audit=${failing.ids.c2}`);
     await page.keyboard.press('n');
     await expect.poll(() => selectedKey(page)).toBe(failing.ids.c3);
@@ -267,6 +286,29 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await page.close();
   }, 300_000);
 
+  it('opens a row link in the timeline with that row selected, whichever view was last shown', async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: first } = await owner.createThread({ title: 'read in the ledger' });
+    const { id: second } = await owner.createThread({ title: 'linked to' });
+    const here = await writeRun(owner, worker, first, { models: 2 });
+    const there = await writeRun(owner, worker, second, { models: 2, fail: 2 });
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    for (const [thread, key] of [[second, there.ids.c2!], [first, here.ids.m1!]] as const) {
+      await openThread(page, `#thread=${first}`);
+      await page.click('button:text("Tool calls")');
+      await page.waitForSelector('[data-testid=ledger] tbody tr');
+      // A shared link (Activity's failures, "Link to this row"), to another thread or this one.
+      await page.goto(`${origin}/#thread=${thread}&audit=${key}`);
+      await expect.poll(() => selectedKey(page)).toBe(key);
+      expect(await row(page, key).isVisible()).toBe(true);
+      expect(await page.locator('[data-testid=ledger]').count()).toBe(0);
+    }
+    await page.close();
+  }, 120_000);
+
   it("says a deleted thread is gone, stops following it, and shows no timeline for it after a reload", async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });
@@ -345,6 +387,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await expect.poll(() => unloaded.locator('[data-testid=load-run]').count()).toBe(0);
     await expect.poll(() => row(again, first.ids.m1!).isVisible()).toBe(true);
     await again.close();
+
+    // The button loads the run at common widths: in sight, not covered by the run's lease and epoch.
+    for (const viewport of [{ width: 1400, height: 900 }, { width: 1280, height: 720 }]) {
+      const clicked = await newPage(viewport);
+      await signIn(clicked, who.owner);
+      await openThread(clicked, `#thread=${threadId}`);
+      await clicked.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+      const button = row(clicked, first.runId).locator('[data-testid=load-run]');
+      await button.click({ timeout: 5000 });
+      await expect.poll(() => button.count()).toBe(0);
+      await expect.poll(() => row(clicked, first.ids.m1!).isVisible()).toBe(true);
+      await clicked.close();
+    }
   }, 300_000);
 
   it('shows cut text in full on hover, and one size for a payload in its row and its panel', async () => {
@@ -366,12 +421,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await openThread(page, `#thread=${threadId}`);
     const toolRow = row(page, tool.id);
     // The name is cut at 1100 px; its full text is on hover, and so is the row's whole info.
-    const label = await toolRow.locator('.label').evaluate((element) => ({ cut: element.scrollWidth > element.clientWidth, title: element.querySelector('.name')!.getAttribute('title') }));
+    const label = await toolRow.locator('.label .name').evaluate((element) => ({ cut: element.scrollWidth > element.clientWidth, title: element.getAttribute('title') }));
     expect(label.cut).toBe(true);
     expect(label.title).toContain(name);
     const rowSizes = (await toolRow.locator('.sizes').textContent())!;
     expect(rowSizes).toMatch(/^input \S+ B · output \S+ kB$/);
     expect(await toolRow.locator('.info').getAttribute('title')).toContain(rowSizes);
+    // Whatever a row cannot show at this width ends in an ellipsis, never mid-word with no mark.
+    for (const width of [1100, 1280, 1400]) {
+      await page.setViewportSize({ width, height: 720 });
+      expect(await cutWithoutEllipsis(page), `at ${width} px`).toEqual([]);
+    }
     // One size formatter: the panel says of the output what its row says, bytes of the stored value.
     await toolRow.click();
     const panelSize = page.locator('.details .json-view[data-label=output] h4 .muted');

@@ -220,6 +220,74 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await page.close();
   }, 300_000);
 
+  it('keeps the rows in sight where they were when older entries load, a row selected elsewhere', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('paged back while reading');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const ids: string[] = [];
+    for (let i = 1; i <= 520; i++) ids.push((await worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i, model: `model-${i}` })).id);
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    const page = await newPage();
+    await openThread(page, who.owner, threadId);
+    await expect.poll(() => page.locator('[data-testid=loaded-count]').textContent()).toBe('500 entries loaded; older ones exist');
+    // The newest row selected, then the reader scrolls up to model-101 (the run's row, then model-21 on).
+    await page.keyboard.press('End');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ids[519]);
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 81 * 28));
+    /** Where a row is drawn in the rows pane, or null when it is out of sight (not drawn). */
+    const inPane = async (key: string) => {
+      if ((await row(page, key).count()) === 0) return null;
+      const [pane, box] = await Promise.all([page.locator('[data-testid=rows]').boundingBox(), row(page, key).boundingBox()]);
+      return box && pane ? Math.round(box.y - pane.y) : null;
+    };
+    await expect.poll(() => inPane(ids[100]!)).not.toBeNull();
+    const before = await inPane(ids[100]!);
+
+    await page.click('[data-testid=load-older]');
+    await expect.poll(() => page.locator('[data-testid=loaded-count]').textContent()).toBe('520 entries loaded');
+    // Still reading model-101 where it was; the selection kept, not scrolled to.
+    await expect.poll(() => inPane(ids[100]!)).toBe(before);
+    expect(await page.locator('.details h3').textContent()).toContain('model-520');
+    expect(await row(page, ids[519]!).count()).toBe(0);
+    // The older rows are above.
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    await expect.poll(() => row(page, ids[0]!).isVisible()).toBe(true);
+    await page.close();
+  }, 300_000);
+
+  it('moves through the rows with the arrow, Home and End keys wherever the focus is, except while typing', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('keys anywhere');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const ids: string[] = [];
+    for (let i = 1; i <= 3; i++) ids.push((await worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i, model: `model-${i}` })).id);
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    const page = await newPage();
+    await openThread(page, who.owner, threadId);
+    await expect.poll(() => page.locator('.row-space .row').count()).toBe(4);
+    const selected = () => page.locator('.row.selected').getAttribute('data-key');
+    // Nothing focused but the page: as n and p, the keys the help line lists work at once.
+    expect(await page.evaluate(() => document.activeElement === document.body)).toBe(true);
+    await page.keyboard.press('End');
+    await expect.poll(selected).toBe(ids[2]);
+    await page.keyboard.press('Home');
+    await expect.poll(selected).toBe(run.id);
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(selected).toBe(ids[0]);
+    // After a click on a button, still.
+    await page.click('[data-testid=errors-only]');
+    await page.click('[data-testid=errors-only]');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(selected).toBe(ids[1]);
+    // Typing in the search box keeps its own keys.
+    await page.fill('input[type=search]', 'model');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowUp');
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).selectionStart)).toBe(0);
+    expect(await selected()).toBe(ids[1]);
+    await page.close();
+  }, 120_000);
+
   it('searches within the open thread and across threads, opens a hit in its timeline, and shows a live tool as it runs', async () => {
     const { who, owner, worker, threadId: billing } = await superadminThread('billing');
     const { id: other } = await owner.createThread({ title: 'refunds' });

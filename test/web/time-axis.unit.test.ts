@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildAxis, formatAgo, layoutTimelineWithAxis, runLabel, shortId, type AuditView, type RunView } from '../../web/src/timeline.js';
+import { buildAxis, dateTimeLabel, formatAgo, layoutTimelineWithAxis, runLabel, shortId, type AuditView, type RunView } from '../../web/src/timeline.js';
 
 // The page's time axis: idle gaps compressed and marked, a ruler on round clock times, zoom.
 
@@ -121,5 +121,15 @@ describe('how long ago (the Activity view\'s recent failures)', () => {
   it('is said in its largest whole unit, up to the days of a week\'s window, never in the future', () => {
     const seconds = [0, 59.9, 60, 3599, 3600, 86_399, 86_400, 6.5 * 86_400, -2];
     expect(seconds.map((s) => formatAgo(s * 1000))).toEqual(['0 s ago', '59 s ago', '1 min ago', '59 min ago', '1 h ago', '23 h ago', '1 d ago', '6 d ago', '0 s ago']);
+  });
+});
+
+describe('a moment in the details panel', () => {
+  it('reads as a full local date and time to the millisecond, so a debugger can match it with logs', () => {
+    // Chromium printed only "218" for this when given nothing but fractionalSecondDigits.
+    const moment = new Date(2026, 10, 30, 14, 3, 27, 218);
+    expect(dateTimeLabel(moment.toISOString())).toBe('2026-11-30 14:03:27.218');
+    expect(dateTimeLabel(new Date(2027, 0, 2, 3, 4, 5, 6).toISOString())).toBe('2027-01-02 03:04:05.006');
+    expect(dateTimeLabel(null)).toBe('—');
   });
 });

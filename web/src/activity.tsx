@@ -6,13 +6,15 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
-import { createLiveClient } from './api.js';
+import { createLiveClient, noteTokenRefusal, type ConnectionState } from './api.js';
 import { formatAgo, formatDuration } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
 addEventListener('hashchange', () => (hash.value = location.hash));
 export const isActivityHash = (value: string) => /^#activity(&|$)/.test(value);
+/** The Activity view's own live connection (the header shows it while the view does). */
+export const activityConnection = signal<ConnectionState>('connecting');
 
 export const WINDOWS = [
   { seconds: 900, label: '15 min' },
@@ -173,16 +175,20 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
   ];
   useEffect(() => {
     if (!plot.current) {
+      // The colours are activity.css's, for the scheme in use when the chart draws.
+      const colour = (name: string) => () => getComputedStyle(box.current!).getPropertyValue(name).trim();
+      const axis = { stroke: colour('color'), grid: { stroke: colour('--chart-grid') }, ticks: { stroke: colour('--chart-grid') } };
       plot.current = new uPlot(
         {
           width: Math.max(320, (box.current!.clientWidth || 720) - 16),
           height: 180,
+          axes: [axis, axis],
           series: [
             {},
             // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
-            { label: 'started', stroke: '#2f6fde', width: 1.5, points: { show: false } },
-            { label: 'completed', stroke: '#2e8b57', width: 1.5, points: { show: false } },
-            { label: 'failed', stroke: '#c0392b', width: 1.5, points: { show: false } },
+            { label: 'started', stroke: colour('--chart-started'), width: 1.5, points: { show: false } },
+            { label: 'completed', stroke: colour('--chart-completed'), width: 1.5, points: { show: false } },
+            { label: 'failed', stroke: colour('--chart-failed'), width: 1.5, points: { show: false } },
           ],
         },
         data,
@@ -261,18 +267,20 @@ export function Activity({ token }: { token: string }) {
   }, []);
   useEffect(() => {
     view.value = null;
-    const client = createLiveClient(token, () => {});
+    activityConnection.value = 'connecting';
+    const client = createLiveClient(token, (state) => (activityConnection.value = state));
     const stop = client.subscribe<{ toolActivity: ActivityView }>(
       { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
       {
         next: ({ data, errors }) => {
+          if (noteTokenRefusal(errors)) return;
           if (errors?.length) error.value = errors[0]!.message;
           else if (data) {
             view.value = data.toolActivity;
             error.value = null;
           }
         },
-        error: (reason) => (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.'),
+        error: (reason) => void (noteTokenRefusal(reason) || (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.')),
         complete: () => {},
       },
     );

@@ -1,3 +1,4 @@
+import { signal } from '@preact/signals';
 import { createClient, type Client, type Sink } from 'graphql-ws';
 import type { FormattedExecutionResult } from 'graphql';
 import type { TypedDocumentString } from './generated/graphql/graphql.js';
@@ -33,22 +34,58 @@ export class GraphQLRequestError extends Error {
   }
 }
 
+/**
+ * The server's message when it refused the page's token (expired, malformed, wrongly signed): the
+ * page then asks for a new one. Null while the token is good as far as the page knows.
+ */
+export const tokenRefusal = signal<string | null>(null);
+
+/**
+ * Notes a refusal of the token among a request's or a stream's errors (UNAUTHENTICATED, or a stream
+ * ended because its token expired); true when there was one.
+ */
+export function noteTokenRefusal(errors: unknown): boolean {
+  const refused = (Array.isArray(errors) ? errors : [errors]).find((error) => {
+    const extensions = (error as { extensions?: { code?: string; reason?: string } } | null)?.extensions;
+    return extensions?.code === 'UNAUTHENTICATED' || extensions?.reason === 'TOKEN_EXPIRED';
+  }) as { message: string } | undefined;
+  if (refused) tokenRefusal.value = refused.message;
+  return refused !== undefined;
+}
+
+/** What to tell the user of a failed request or stream: an Error's message, or a list of GraphQL errors' messages. */
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (Array.isArray(error)) return error.map((item) => messageOf(item)).join('; ');
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(error);
+}
+
+/** A request that could not reach the server (fetch's own "Failed to fetch" says less). */
+export const UNREACHABLE = 'The server is unreachable; retrying…';
+
 /** Sends a query from queries.ts: its variables and its result are typed by the document. */
 export async function gql<TResult, TVariables>(token: string, document: TypedDocumentString<TResult, TVariables>, variables: TVariables): Promise<TResult> {
   const response = await fetch('/graphql', {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query: document.toString(), variables }),
+  }).catch(() => {
+    throw new Error(UNREACHABLE);
   });
   const body = (await response.json()) as { data?: TResult; errors?: { message: string; extensions?: { code?: string } }[] };
   const [error] = body.errors ?? [];
-  if (error) throw new GraphQLRequestError(error.message, error.extensions?.code);
+  if (error) {
+    noteTokenRefusal(body.errors);
+    throw new GraphQLRequestError(error.message, error.extensions?.code);
+  }
   return body.data as TResult;
 }
 
 /**
  * Follows a subscription from queries.ts. graphql-ws re-sends this same `variables` object on
- * every reconnect, so a caller may update it to resume where it left off.
+ * every reconnect, so a caller may update it to resume where it left off. A refused token goes to
+ * `tokenRefusal`, not to `sink`.
  */
 export function subscribe<TResult, TVariables extends Record<string, unknown>>(
   client: Client,
@@ -56,11 +93,19 @@ export function subscribe<TResult, TVariables extends Record<string, unknown>>(
   variables: TVariables,
   sink: Sink<FormattedExecutionResult<TResult>>,
 ): () => void {
-  return client.subscribe({ query: document.toString(), variables }, sink);
+  const unlessRefused: typeof sink = {
+    next: (result) => void (noteTokenRefusal(result.errors) || sink.next(result)),
+    error: (error) => void (noteTokenRefusal(error) || sink.error(error)),
+    complete: () => sink.complete(),
+  };
+  return client.subscribe({ query: document.toString(), variables }, unlessRefused);
 }
 
+/** What the page's live connection is doing, as its header shows it. */
+export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
+
 /** One graphql-ws connection for the page; it retries for ever, so a dropped network heals. */
-export function createLiveClient(token: string, onState: (state: 'live' | 'reconnecting') => void): Client {
+export function createLiveClient(token: string, onState: (state: ConnectionState) => void): Client {
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/graphql`;
   return createClient({
     url,

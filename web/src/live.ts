@@ -4,7 +4,7 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError, subscribe } from './api.js';
+import { gql, GraphQLRequestError, messageOf, subscribe } from './api.js';
 import type { ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN_CHANGED, THREAD_AUDITS, THREAD_CHANGES, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
@@ -51,7 +51,7 @@ export function followThread(client: Client, token: string, threadId: string, si
   };
   const fail = (error: unknown) => {
     if (stopped) return;
-    if (!isGone(error)) return sink.failed(error instanceof Error ? error.message : String(error));
+    if (!isGone(error)) return sink.failed(messageOf(error));
     stop();
     sink.gone();
   };

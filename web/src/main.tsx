@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useSignal } from '@preact/signals';
+import { signal, useSignal } from '@preact/signals';
 import { useEffect, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
 import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
@@ -64,8 +64,9 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
-import { Activity, hash, isActivityHash } from './activity.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
+import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
+import { tokenRefusal } from './api.js';
 
 function SignIn() {
   const draft = useSignal('');
@@ -78,6 +79,11 @@ function SignIn() {
       }}
     >
       <h1>Agent audit timeline</h1>
+      {tokenRefusal.value && (
+        <p class="banner error" role="alert">
+          The server refused the token: {tokenRefusal.value} Sign in again with a new one.
+        </p>
+      )}
       <p>
         Paste a bearer token (the one <code>npm start</code> prints, or <code>npm run token -- --sub you --role superadmin</code>).
         It stays in this tab only.
@@ -89,15 +95,17 @@ function SignIn() {
 }
 
 function Header() {
+  // The live connection of what shows: the Activity view's, or the open thread's.
+  const state = isActivityHash(hash.value) ? activityConnection.value : threadId.value && !threadGone.value ? connection.value : null;
   return (
     <header>
       <strong>Agent audit timeline</strong>
       <span class="who">
         {claims.value ? `${claims.value.sub} (${claims.value.role})` : 'unknown token'}
       </span>
-      {threadId.value && !threadGone.value && (
-        <span class={`connection ${connection.value}`} data-testid="connection">
-          {connection.value === 'live' ? 'live' : connection.value === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
+      {state && (
+        <span class={`connection ${state}`} data-testid="connection">
+          {state === 'live' ? 'live' : state === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
         </span>
       )}
       <a href="#activity">Activity</a>
@@ -303,7 +311,6 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
             ⤢
           </button>
         )}
-        {row.kind === 'run' && <RunMeta row={row} />}
         {row.unloaded > 0 && (
           <button
             class="load-run"
@@ -315,6 +322,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
             {loadingRuns.value.has(row.key) ? 'loading…' : `${row.unloaded} entries not loaded · load`}
           </button>
         )}
+        {row.kind === 'run' && <RunMeta row={row} />}
         {row.ranInRun && <span class="meta"> · ran in resumed {runLabel(orderedRuns.value, row.ranInRun)}</span>}
       </div>
       <div class="track">
@@ -397,8 +405,6 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
   );
 }
 
-const time = (value: string | null | undefined) => (value ? new Date(value).toLocaleString(undefined, { hour12: false, fractionalSecondDigits: 3 } as Intl.DateTimeFormatOptions) : '—');
-
 /** The label of the model call that declared a never-started call's row: the row above it at depth 1. */
 function declaringModelLabel(row: Row): string | null {
   const all = allRows.value;
@@ -417,8 +423,8 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       ]
     : row.audit
     ? [
-        ['started (runtime clock)', time(row.audit.startedAt)],
-        ['finished (runtime clock)', time(row.audit.finishedAt)],
+        ['started (runtime clock)', dateTimeLabel(row.audit.startedAt)],
+        ['finished (runtime clock)', dateTimeLabel(row.audit.finishedAt)],
         ['duration', formatDuration(row.durationMs)],
         ['audit id', row.audit.id],
         ['tool call id', row.audit.toolCallId],
@@ -430,9 +436,9 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
         ['sizes', row.sizes],
       ]
     : [
-        ['created', time(row.run?.createdAt)],
-        ['started (claimed)', time(row.run?.startedAt)],
-        ['finished', time(row.run?.finishedAt)],
+        ['created', dateTimeLabel(row.run?.createdAt)],
+        ['started (claimed)', dateTimeLabel(row.run?.startedAt)],
+        ['finished', dateTimeLabel(row.run?.finishedAt)],
         ['duration', formatDuration(row.durationMs)],
         ['run id', row.run?.id],
         ['lease epoch', row.run ? String(row.run.leaseEpoch) : null],
@@ -582,15 +588,17 @@ function Ruler({ axis }: { axis: Axis }) {
   );
 }
 
-/** The rows in sight of the scroller, and the keyboard: arrows, Page Up/Down, Home/End move the selection. */
+/** The rows pane's height in pixels (measured): the rows in sight, and how far Page Up/Down move. */
+const rowsHeight = signal(600);
+
+/** The rows in sight of the scroller. */
 function Rows() {
   const scroller = useRef<HTMLDivElement>(null);
   const scrollTop = useSignal(0);
-  const height = useSignal(600);
   useEffect(() => {
     const element = scroller.current;
     if (!element) return;
-    const measure = () => (height.value = element.clientHeight);
+    const measure = () => (rowsHeight.value = element.clientHeight);
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(element);
@@ -598,7 +606,31 @@ function Rows() {
   }, []);
   const all = rows.value;
   const selectedIndex = all.findIndex((row) => row.key === selectedKey.value);
-  // Keeps the selected row in sight when the keyboard moves it.
+  // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
+  // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump, and rows added
+  // above the first row in sight (a page back, a run loaded) leave that row where it was.
+  const seen = useRef<Row[]>([]);
+  const newBelow = useSignal(0);
+  useEffect(() => {
+    const element = scroller.current;
+    const before = seen.current;
+    seen.current = all;
+    const added = all.length - before.length;
+    if (!element || added <= 0) return;
+    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
+    if (wasAtBottom && selectedIndex < 0) return void (element.scrollTop = element.scrollHeight);
+    const topIndex = Math.floor(element.scrollTop / ROW_HEIGHT);
+    const topKey = before[topIndex]?.key;
+    const topNow = all.findIndex((row) => row.key === topKey);
+    if (topNow > topIndex) element.scrollTop += (topNow - topIndex) * ROW_HEIGHT;
+    // Only rows after the previous last one are new below.
+    const previousLast = before[before.length - 1]?.key;
+    const previousAt = previousLast === undefined ? -1 : all.findIndex((row) => row.key === previousLast);
+    const addedBelow = previousAt < 0 ? added : all.length - 1 - previousAt;
+    if (!wasAtBottom && addedBelow > 0) newBelow.value += addedBelow;
+  }, [all.length]);
+  // Keeps the selected row in sight when the selection moves or the filter changes (not when rows
+  // added above shift it: the reader stays where they were).
   useEffect(() => {
     const element = scroller.current;
     if (!element || selectedIndex < 0) return;
@@ -606,34 +638,13 @@ function Rows() {
     const rulerHeight = ROW_HEIGHT;
     if (top < element.scrollTop) element.scrollTop = top;
     else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + 2 * ROW_HEIGHT - element.clientHeight;
-  }, [selectedIndex]);
-  // Follows the tail: a thread opens at its newest activity, and rows that arrive while the reader
-  // is at the bottom keep it there; a reader elsewhere gets a cue instead of a jump.
-  const seen = useRef(0);
-  const lastKey = useRef<string | null>(null);
-  const newBelow = useSignal(0);
-  useEffect(() => {
-    const element = scroller.current;
-    const added = all.length - seen.current;
-    seen.current = all.length;
-    const previousLast = lastKey.current;
-    lastKey.current = all[all.length - 1]?.key ?? null;
-    if (!element || added <= 0) return;
-    // Only rows after the previous last one are new below (a run loaded or a page back adds rows above it).
-    const previousAt = previousLast === null ? -1 : all.findIndex((row) => row.key === previousLast);
-    const addedBelow = previousAt < 0 ? added : all.length - 1 - previousAt;
-    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
-    if (wasAtBottom && selectedIndex < 0) element.scrollTop = element.scrollHeight;
-    else if (!wasAtBottom && addedBelow > 0) newBelow.value += addedBelow;
-  }, [all.length]);
+  }, [selectedKey.value, errorsOnly.value]);
   const toBottom = () => {
     newBelow.value = 0;
     if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
   };
   const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(all.length, Math.ceil((scrollTop.value + height.value) / ROW_HEIGHT) + OVERSCAN);
-  const page = Math.max(1, Math.floor(height.value / ROW_HEIGHT) - 1);
-  const keys: Record<string, number | 'first' | 'last'> = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 };
+  const last = Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / ROW_HEIGHT) + OVERSCAN);
   return (
     <div
       class="rows"
@@ -645,12 +656,6 @@ function Rows() {
         const element = e.currentTarget;
         scrollTop.value = element.scrollTop;
         if (element.scrollTop + element.clientHeight >= element.scrollHeight - ROW_HEIGHT) newBelow.value = 0;
-      }}
-      onKeyDown={(e) => {
-        const delta = keys[e.key];
-        if (delta === undefined) return;
-        e.preventDefault();
-        moveSelection(delta);
       }}
     >
       <Ruler axis={timeline.value.axis} />
@@ -695,14 +700,23 @@ function FailureBar() {
   );
 }
 
-// n and p anywhere on an open thread's timeline (not while typing): the next and previous failure.
+/** How far a key moves the selection (Page Up/Down: a pane's height of rows). */
+function rowKeyDelta(key: string): number | 'first' | 'last' | undefined {
+  const page = Math.max(1, Math.floor(rowsHeight.value / ROW_HEIGHT) - 1);
+  return ({ ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 } as const)[key];
+}
+
+// The timeline's keys anywhere on an open thread's timeline (not while typing): n and p the next
+// and previous failure; arrows, Page Up/Down, Home and End move the selection.
 addEventListener('keydown', (event) => {
   if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement | null;
   if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
-  if (event.key !== 'n' && event.key !== 'p') return;
+  const delta = rowKeyDelta(event.key);
+  if (event.key !== 'n' && event.key !== 'p' && delta === undefined) return;
   event.preventDefault();
-  moveToFailure(event.key === 'n' ? 1 : -1);
+  if (delta !== undefined) moveSelection(delta);
+  else moveToFailure(event.key === 'n' ? 1 : -1);
 });
 
 /**

@@ -1,6 +1,6 @@
 import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { claimsOf, createLiveClient, gql, storedToken, storeToken } from './api.js';
+import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal, UNREACHABLE, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -9,7 +9,7 @@ import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunV
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
-export const connection = signal<'connecting' | 'live' | 'reconnecting'>('connecting');
+export const connection = signal<ConnectionState>('connecting');
 
 export type ThreadItem = ThreadsQuery['threads']['edges'][number]['node'];
 export const threads = signal<ThreadItem[]>([]);
@@ -91,8 +91,17 @@ effect(() => {
   return () => clearInterval(timer);
 });
 
-/** Reads the opened audit's payloads, again whenever a newer state of it arrives. */
+// The live connection is back: what the outage left on the banner is over.
 effect(() => {
+  if (connection.value === 'live' && pageError.peek() === UNREACHABLE) pageError.value = null;
+});
+
+/**
+ * Reads the opened audit's payloads, again whenever a newer state of it arrives, and when the live
+ * connection comes back (a read lost to an outage is retried).
+ */
+effect(() => {
+  void connection.value;
   const key = selectedKey.value;
   const summary = key ? audits.value.get(key) : undefined;
   if (!key || !summary || !token.value || auditDetails.peek().get(key)?.summary === summary) return;
@@ -176,7 +185,6 @@ effect(() => {
  */
 export function openLedgerEntry(entry: LedgerEntry) {
   if (threadId.value !== entry.threadId) openThread(entry.threadId);
-  view.value = 'timeline';
   pendingReveal.value = rowToOpen(entry);
   if (!entry.auditId && !audits.peek().has(entry.declaredById)) void loadRun(entry.runId);
 }
@@ -227,6 +235,10 @@ export function openHit(hit: SearchHit) {
   if (threadId.value !== hit.threadId) openThread(hit.threadId);
   pendingReveal.value = hit.audit.id;
 }
+// A row asked for (a link, a search hit, a ledger entry) shows in the timeline, whichever view was last used.
+effect(() => {
+  if (pendingReveal.value) view.value = 'timeline';
+});
 effect(() => {
   const wanted = pendingReveal.value;
   if (!wanted || !snapshotLoaded.value) return;
@@ -328,6 +340,7 @@ export function signIn(value: string) {
   const pasted = value.trim().replace(/^Bearer\s+/i, '');
   storeToken(pasted);
   token.value = pasted;
+  tokenRefusal.value = null;
   pageError.value = null;
   void loadThreads(true);
   followLocation();
@@ -335,12 +348,24 @@ export function signIn(value: string) {
 
 export function signOut() {
   closeThread();
+  endSession();
+}
+
+function endSession() {
   void client?.dispose();
   client = null;
   storeToken(null);
   token.value = null;
   threads.value = [];
 }
+
+// A refused token ends the session where it stands: the address keeps the open thread or view,
+// so signing in again returns there.
+effect(() => {
+  if (!tokenRefusal.value) return;
+  resetThread();
+  endSession();
+});
 
 function liveClient(): Client {
   client ??= createLiveClient(token.value!, (state) => (connection.value = state));
@@ -415,6 +440,12 @@ export function openThread(id: string, audit: string | null = null) {
 }
 
 export function closeThread() {
+  resetThread();
+  if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
+}
+
+/** Stops following the open thread and forgets it; the address stays. */
+function resetThread() {
   stopFollowing?.();
   stopFollowing = null;
   threadId.value = null;
@@ -431,7 +462,6 @@ export function closeThread() {
   auditsHidden.value = null;
   threadGone.value = false;
   selectedKey.value = null;
-  if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
 }
 
 /** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id). */

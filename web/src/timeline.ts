@@ -226,6 +226,13 @@ export function clockLabel(at: number, withMs: boolean): string {
   return withMs ? `${base}.${pad(d.getMilliseconds(), 3)}` : base;
 }
 
+/** A moment as a debugger quotes it, in local time: "2026-11-30 14:03:27.218"; "—" for none. */
+export function dateTimeLabel(value: string | null | undefined): string {
+  if (!value) return '—';
+  const d = new Date(value);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clockLabel(d.getTime(), true)}`;
+}
+
 /**
  * The time axis of a set of spans: idle stretches between them (no run or audit busy) longer
  * than MIN_GAP_MS and a quarter of the busy time are each drawn GAP_SHARE percent wide and marked,
