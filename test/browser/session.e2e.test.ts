@@ -70,6 +70,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page's session and conne
     const alert = page.locator('form.sign-in [role=alert]');
     await expect.poll(() => alert.textContent()).toContain('expired');
     expect(await alert.textContent()).not.toContain('[object Object]');
+    expect(await alert.textContent()).not.toContain('Subscribe again');
     expect(await page.locator('[data-testid=connection]').count()).toBe(0);
 
     // A fresh token opens the same thread again, live.

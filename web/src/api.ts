@@ -45,11 +45,13 @@ export const tokenRefusal = signal<string | null>(null);
  * ended because its token expired); true when there was one.
  */
 export function noteTokenRefusal(errors: unknown): boolean {
+  type Refusal = { message: string; extensions?: { code?: string; reason?: string } };
   const refused = (Array.isArray(errors) ? errors : [errors]).find((error) => {
-    const extensions = (error as { extensions?: { code?: string; reason?: string } } | null)?.extensions;
+    const extensions = (error as Refusal | null)?.extensions;
     return extensions?.code === 'UNAUTHENTICATED' || extensions?.reason === 'TOKEN_EXPIRED';
-  }) as { message: string } | undefined;
-  if (refused) tokenRefusal.value = refused.message;
+  }) as Refusal | undefined;
+  // A stream's interruption speaks to API clients ("Subscribe again…"); the page signs in again.
+  if (refused) tokenRefusal.value = refused.extensions?.reason === 'TOKEN_EXPIRED' ? 'The token has expired.' : refused.message;
   return refused !== undefined;
 }
 
