@@ -329,6 +329,13 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
       expect(await page.locator('[data-testid=audits-hidden]').textContent()).toContain('superadmins on their own threads only');
       await expect.poll(() => row(page, run.id).getAttribute('data-status')).toBe('RUNNING');
       expect(await page.locator('.row.model, .row.tool').count()).toBe(0);
+      // Nothing offered that could only fail: no run's entries to load, no failure to jump to.
+      expect(await page.locator('[data-testid=load-run]').count()).toBe(0);
+      expect(await page.locator('.keys-help').textContent()).not.toContain('failure');
+      await page.keyboard.press('n');
+      await page.keyboard.press('p');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await page.locator('.banner.error').count()).toBe(0);
       await page.close();
     }
   }, 120_000);

@@ -311,7 +311,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
             ⤢
           </button>
         )}
-        {row.unloaded > 0 && (
+        {row.unloaded > 0 && !auditsHidden.value && (
           <button
             class="load-run"
             data-testid="load-run"
@@ -694,7 +694,7 @@ function FailureBar() {
         {text ? `In this thread: ${text}` : 'Nothing failed in this thread'}
       </span>
       <span class="muted keys-help">
-        Keys: <kbd>n</kbd> / <kbd>p</kbd> next / previous failure · <kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
+        Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
       </span>
     </div>
   );
@@ -713,7 +713,9 @@ addEventListener('keydown', (event) => {
   const target = event.target as HTMLElement | null;
   if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
   const delta = rowKeyDelta(event.key);
-  if (event.key !== 'n' && event.key !== 'p' && delta === undefined) return;
+  // Failures are found in the audits, which this reader may not read (the page says so).
+  const failureKey = (event.key === 'n' || event.key === 'p') && !auditsHidden.value;
+  if (!failureKey && delta === undefined) return;
   event.preventDefault();
   if (delta !== undefined) moveSelection(delta);
   else moveToFailure(event.key === 'n' ? 1 : -1);
