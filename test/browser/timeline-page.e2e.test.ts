@@ -316,6 +316,22 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page in Chromiu
     await page.close();
   }, 120_000);
 
+  it('keeps the thread list current without a reload: a new thread, a run that starts and ends', async () => {
+    const { owner, worker, threadId } = await liveThread('listed first');
+    const page = await newPage();
+    await signIn(page, owner.token);
+    const item = (id: string) => page.locator(`.threads li[data-thread-id="${id}"]`);
+    await item(threadId).waitFor();
+    const { id: newer } = await owner.client.createThread({ title: 'created while the list shows' });
+    await expect.poll(() => item(newer).count(), { timeout: 15_000 }).toBe(1);
+    const run = await owner.client.createRun({ threadId: newer });
+    const lease = await worker.claimRun(run.id, 60);
+    await expect.poll(() => item(newer).locator('.status').textContent(), { timeout: 15_000 }).toBe('RUNNING');
+    await worker.finishRun({ lease, status: 'FAILED', error: { message: 'boom' } });
+    await expect.poll(() => item(newer).locator('[data-testid=thread-stats]').textContent(), { timeout: 15_000 }).toBe(' 1 run · 1 failed');
+    await page.close();
+  }, 120_000);
+
   it('says what a role may not see instead of showing an empty timeline', async () => {
     const { owner, worker, threadId } = await liveThread('not for everyone');
     const run = await owner.client.createRun({ threadId });

@@ -261,7 +261,7 @@ function ThreadList() {
           );
         })}
       </ul>
-      {threadsHaveMore.value && <button onClick={() => loadThreads(false)}>More threads</button>}
+      {threadsHaveMore.value && <button onClick={() => loadThreads('more')}>More threads</button>}
     </section>
   );
 }

@@ -4,6 +4,7 @@ import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal,
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
+import { hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
 import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
@@ -342,7 +343,7 @@ export function signIn(value: string) {
   token.value = pasted;
   tokenRefusal.value = null;
   pageError.value = null;
-  void loadThreads(true);
+  void loadThreads('start');
   followLocation();
 }
 
@@ -374,30 +375,51 @@ function liveClient(): Client {
 
 /** Counts the thread-list reads started: an answer shows only if no read started after its own (a slower, older filter's answer is dropped). */
 let threadReadsStarted = 0;
+let threadReadsRunning = 0;
+const THREADS_PAGE = 20;
+/** The most threads one read returns (the API's bound): a list paged beyond it is not refreshed. */
+const MAX_THREADS_READ = 100;
+/** How often the thread list is read again while it shows. */
+const THREADS_REFRESH_MS = 5000;
 
-export async function loadThreads(fromStart: boolean) {
+/** The first page of threads (`start`), the next one (`more`), or again as many as show (`refresh`). */
+export async function loadThreads(from: 'start' | 'more' | 'refresh') {
+  const shown = threads.peek().length;
+  if (from === 'refresh' && (threadReadsRunning > 0 || shown > MAX_THREADS_READ)) return;
   const read = ++threadReadsStarted;
+  threadReadsRunning++;
   try {
     const title = threadFilter.peek().trim() || null;
-    const { threads: page } = await gql(token.value!, THREADS, { first: 20, after: fromStart ? null : threadsCursor.value, title });
+    const first = from === 'refresh' ? Math.max(THREADS_PAGE, shown) : THREADS_PAGE;
+    const { threads: page } = await gql(token.value!, THREADS, { first, after: from === 'more' ? threadsCursor.value : null, title });
     if (read !== threadReadsStarted) return;
     const nodes = page.edges.map((edge) => edge.node);
-    threads.value = fromStart ? nodes : [...threads.value, ...nodes];
+    threads.value = from === 'more' ? [...threads.value, ...nodes] : nodes;
     threadsCursor.value = page.pageInfo.endCursor;
     threadsHaveMore.value = page.pageInfo.hasNextPage;
     pageError.value = null;
   } catch (error) {
     if (read !== threadReadsStarted) return;
     pageError.value = error instanceof Error ? error.message : String(error);
+  } finally {
+    threadReadsRunning--;
   }
 }
+
+// The thread list has no stream to follow (changes are per thread): while it shows, it is read
+// again, as many threads as show, so new threads and their runs' statuses appear.
+effect(() => {
+  if (!token.value || threadId.value || home.value !== 'threads' || isActivityHash(hash.value)) return;
+  const timer = setInterval(() => void loadThreads('refresh'), THREADS_REFRESH_MS);
+  return () => clearInterval(timer);
+});
 
 let threadFilterTimer: ReturnType<typeof setTimeout> | undefined;
 /** The thread list's title filter, read on the server (threads(title:)) a moment after the last keystroke. */
 export function filterThreads(text: string) {
   threadFilter.value = text;
   clearTimeout(threadFilterTimer);
-  threadFilterTimer = setTimeout(() => void loadThreads(true), 200);
+  threadFilterTimer = setTimeout(() => void loadThreads('start'), 200);
 }
 
 export function openThread(id: string, audit: string | null = null) {
@@ -494,6 +516,6 @@ effect(() => {
 export function restore() {
   addEventListener('hashchange', () => token.value && followLocation());
   if (!token.value) return;
-  void loadThreads(true);
+  void loadThreads('start');
   followLocation();
 }
