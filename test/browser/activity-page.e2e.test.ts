@@ -151,6 +151,10 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await link.click();
     await page.waitForSelector('section.timeline');
     expect(new URL(page.url()).hash).toMatch(new RegExp(`^#thread=${threadId}`));
+    // Back returns to the Activity view, as it was.
+    await page.goBack();
+    await page.waitForSelector('[data-testid=activity-failures] a');
+    expect(new URL(page.url()).hash).toMatch(/^#activity/);
   }, 120_000);
 
   it('reads in the light and in the dark: the chart\'s axis labels, the failures, the tables', async () => {

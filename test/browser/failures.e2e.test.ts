@@ -472,7 +472,13 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     expect(keys.indexOf(await selected.getAttribute('data-key'))).toBe(keys.indexOf(model.id) + 1);
     expect(keys.indexOf(model.id)).toBe(keys.indexOf(run.id) + 1);
     expect(await row(page, run.id).locator('[data-testid=load-run]').count()).toBe(0);
+    // Back returns to the ledger across threads, its filter as it was.
+    await page.goBack();
+    await page.waitForSelector('[data-testid=ledger]');
+    expect(await page.locator('select[aria-label=Case]').inputValue()).toBe('NEVER_RUN');
+    await page.goForward();
     // Its address reopens it.
+    await expect.poll(() => selectedKey(page)).toMatch(/^declared:/);
     const key = (await selected.getAttribute('data-key'))!;
     expect(page.url()).toBe(`${origin}/#thread=${threadId}&audit=${key}`);
     await page.reload();

@@ -422,11 +422,17 @@ export function filterThreads(text: string) {
   threadFilterTimer = setTimeout(() => void loadThreads('start'), 200);
 }
 
+/**
+ * Opens a thread (and a row of it), its address pushed unless the address already names it (a
+ * link followed): one history entry per thread opened, so Back returns to where the reader came
+ * from, the home view (threads or the ledger across threads) as it was.
+ */
 export function openThread(id: string, audit: string | null = null) {
-  closeThread();
-  threadId.value = id;
-  home.value = 'threads';
+  resetThread();
+  // The row first: with the thread alone, the address effect below would rewrite the address to
+  // the thread without its row, and the push below would then add a second entry.
   pendingReveal.value = audit;
+  threadId.value = id;
   if (location.hash !== linkTo(id, audit)) history.pushState(null, '', linkTo(id, audit));
   stopFollowing = followThread(liveClient(), token.value!, id, {
     thread: (info) => (threadInfo.value = info),
