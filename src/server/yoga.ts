@@ -221,8 +221,12 @@ function useStreamSessionForSubscriptionsOnly(): Plugin {
   };
 }
 
-/** The media types yoga parses a POST body of; anything else is 415 with a JSON answer saying so, as is a request without a query. */
+/** The media types yoga parses a POST body of. */
 const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/graphql-response+json', 'application/x-www-form-urlencoded', 'application/graphql'];
+/**
+ * What is not a GraphQL request gets a JSON answer saying what to send: a POST body of another
+ * media type is 415, a request without a query 400.
+ */
 function useNotAGraphQLRequestAnswers(): Plugin {
   return {
     onRequestParse({ request, requestParser }) {
