@@ -6,7 +6,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
-import { createLiveClient, noteTokenRefusal, type ConnectionState } from './api.js';
+import { createLiveClient, unlessTokenRefused, type ConnectionState } from './api.js';
 import { formatAgo, formatDuration } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
@@ -271,18 +271,17 @@ export function Activity({ token }: { token: string }) {
     const client = createLiveClient(token, (state) => (activityConnection.value = state));
     const stop = client.subscribe<{ toolActivity: ActivityView }>(
       { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
-      {
+      unlessTokenRefused({
         next: ({ data, errors }) => {
-          if (noteTokenRefusal(errors)) return;
           if (errors?.length) error.value = errors[0]!.message;
           else if (data) {
             view.value = data.toolActivity;
             error.value = null;
           }
         },
-        error: (reason) => void (noteTokenRefusal(reason) || (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.')),
+        error: (reason) => void (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.'),
         complete: () => {},
-      },
+      }),
     );
     return () => (stop(), void client.dispose());
   }, [token, settings.windowSeconds, settings.tool]);

@@ -44,7 +44,7 @@ export const tokenRefusal = signal<string | null>(null);
  * Notes a refusal of the token among a request's or a stream's errors (UNAUTHENTICATED, or a stream
  * ended because its token expired); true when there was one.
  */
-export function noteTokenRefusal(errors: unknown): boolean {
+function noteTokenRefusal(errors: unknown): boolean {
   type Refusal = { message: string; extensions?: { code?: string; reason?: string } };
   const refused = (Array.isArray(errors) ? errors : [errors]).find((error) => {
     const extensions = (error as Refusal | null)?.extensions;
@@ -95,12 +95,16 @@ export function subscribe<TResult, TVariables extends Record<string, unknown>>(
   variables: TVariables,
   sink: Sink<FormattedExecutionResult<TResult>>,
 ): () => void {
-  const unlessRefused: typeof sink = {
+  return client.subscribe({ query: document.toString(), variables }, unlessTokenRefused(sink));
+}
+
+/** `sink` for a subscription, but a refused token goes to `tokenRefusal` instead. */
+export function unlessTokenRefused<T extends { errors?: readonly unknown[] | null }>(sink: Sink<T>): Sink<T> {
+  return {
     next: (result) => void (noteTokenRefusal(result.errors) || sink.next(result)),
     error: (error) => void (noteTokenRefusal(error) || sink.error(error)),
     complete: () => sink.complete(),
   };
-  return client.subscribe({ query: document.toString(), variables }, unlessRefused);
 }
 
 /** What the page's live connection is doing, as its header shows it. */
