@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { MIN_SECRET_BYTES } from './auth/jwt.js';
 import { exportConfigFromEnv, type ExportConfig } from './export/config.js';
+import { isLogLevel, LOG_LEVELS } from './log.js';
 
 /** Where the embedded database and its JWT secret live without DATA_DIR (relative to the repository, where npm runs scripts). */
 export const DEFAULT_DATA_DIR = '.data';
@@ -59,11 +60,15 @@ export interface Config {
   maxAnswerPayloadBytes: number;
 }
 
-function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+/** An integer variable within [min, max]; unset or empty: `fallback`. */
+function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new Error(`${name} must be an integer ${range}, got "${raw}"`);
+  }
   return value;
 }
 
@@ -96,55 +101,57 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new Error('DATABASE_URL must start with postgres:// or postgresql://');
   }
+  // Not echoed: the URL may hold a password.
+  if (databaseUrl && !URL.canParse(databaseUrl)) throw new Error('DATABASE_URL is not a valid URL (postgres://user:password@host:port/database)');
+  const redisUrl = env.REDIS_URL || undefined;
+  if (redisUrl && !(URL.canParse(redisUrl) && ['redis:', 'rediss:'].includes(new URL(redisUrl).protocol))) {
+    throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got "${redisUrl.replace(/\/\/[^@/]*@/, '//…@')}"`);
+  }
+  if (env.LOG_LEVEL && !isLogLevel(env.LOG_LEVEL)) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  const port = intFromEnv(env, 'PORT', 4000, { max: 65535 });
+  const maxJsonBytes = intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024, { min: 1024 });
   const config: Config = {
-    port: intFromEnv(env, 'PORT', 4000),
+    port,
     host: env.HOST || '127.0.0.1',
     databaseUrl,
     dataDir: env.DATA_DIR || DEFAULT_DATA_DIR,
     embeddedInMemory: env.DATA_DIR === ':memory:',
     jwtSecret: env.AUTH_JWT_SECRET || undefined,
-    redisUrl: env.REDIS_URL || undefined,
+    redisUrl,
     redisPrefix: env.REDIS_PREFIX ?? 'audit:',
-    leaseMinSeconds: intFromEnv(env, 'LEASE_MIN_SECONDS', 1),
+    leaseMinSeconds: intFromEnv(env, 'LEASE_MIN_SECONDS', 1, { min: 1 }),
     leaseMaxSeconds: intFromEnv(env, 'LEASE_MAX_SECONDS', 3600),
-    leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000),
-    maxJsonBytes: intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024),
-    maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000),
+    leaseSweepIntervalMs: intFromEnv(env, 'LEASE_SWEEP_INTERVAL_MS', 1000, { min: 10 }),
+    maxJsonBytes,
+    maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000, { min: 1 }),
     shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     shutdownDrainMs: intFromEnv(env, 'SHUTDOWN_DRAIN_MS', 5_000),
-    databasePoolSize: intFromEnv(env, 'DATABASE_POOL_SIZE', 10),
-    changePollIntervalMs: intFromEnv(env, 'CHANGE_POLL_INTERVAL_MS', 1_000),
+    // A sweep holds one connection (its advisory lock's session) while it queries on another.
+    databasePoolSize: intFromEnv(env, 'DATABASE_POOL_SIZE', 10, { min: 2 }),
+    changePollIntervalMs: intFromEnv(env, 'CHANGE_POLL_INTERVAL_MS', 1_000, { min: 100 }),
     corsOrigins: originsFromEnv(env.CORS_ORIGINS),
     retentionDays: retentionDaysFromEnv(env),
-    retentionSweepIntervalMs: intFromEnv(env, 'RETENTION_SWEEP_INTERVAL_MS', 3_600_000),
+    retentionSweepIntervalMs: intFromEnv(env, 'RETENTION_SWEEP_INTERVAL_MS', 3_600_000, { min: 1000 }),
     webSocket: {
-      maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100),
-      maxSubscriptionsPerPrincipal: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', 500),
-      maxConnectionsPerPrincipal: intFromEnv(env, 'WS_MAX_CONNECTIONS_PER_PRINCIPAL', 50),
-      initTimeoutMs: intFromEnv(env, 'WS_INIT_TIMEOUT_MS', 3000),
-      anonymousTimeoutMs: intFromEnv(env, 'WS_ANONYMOUS_TIMEOUT_MS', 10_000),
-      maxConnectionParamsBytes: intFromEnv(env, 'WS_MAX_CONNECTION_PARAMS_BYTES', 16 * 1024),
+      maxSubscriptionsPerConnection: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_CONNECTION', 100, { min: 1 }),
+      maxSubscriptionsPerPrincipal: intFromEnv(env, 'WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL', 500, { min: 1 }),
+      maxConnectionsPerPrincipal: intFromEnv(env, 'WS_MAX_CONNECTIONS_PER_PRINCIPAL', 50, { min: 1 }),
+      initTimeoutMs: intFromEnv(env, 'WS_INIT_TIMEOUT_MS', 3000, { min: 1 }),
+      anonymousTimeoutMs: intFromEnv(env, 'WS_ANONYMOUS_TIMEOUT_MS', 10_000, { min: 1 }),
+      maxConnectionParamsBytes: intFromEnv(env, 'WS_MAX_CONNECTION_PARAMS_BYTES', 16 * 1024, { min: 1 }),
     },
     export: exportConfigFromEnv(env),
     metricsToken: env.METRICS_TOKEN || undefined,
-    instanceId: env.INSTANCE_ID || `${hostname()}:${intFromEnv(env, 'PORT', 4000)}`,
-    maxAnswerPayloadBytes: intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, 4 * intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024))),
+    instanceId: env.INSTANCE_ID || `${hostname()}:${port}`,
+    maxAnswerPayloadBytes: intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, 4 * maxJsonBytes)),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
-  }
-  for (const [name, value] of Object.entries(config.webSocket)) {
-    if (value < 1) throw new Error(`webSocket.${name} (WS_*) must be at least 1`);
   }
   // One audit's four JSON values (input, output, error, usage) always fit in one answer.
   if (config.maxAnswerPayloadBytes < 4 * config.maxJsonBytes) {
     throw new Error(`MAX_ANSWER_PAYLOAD_BYTES must be at least 4 × MAX_JSON_BYTES (${4 * config.maxJsonBytes})`);
   }
-  // A sweep holds one connection (its advisory lock's session) while it queries on another.
-  if (config.databasePoolSize < 2) throw new Error('DATABASE_POOL_SIZE must be at least 2');
-  if (config.changePollIntervalMs < 100) throw new Error('CHANGE_POLL_INTERVAL_MS must be at least 100');
-  if (config.leaseSweepIntervalMs < 1) throw new Error('LEASE_SWEEP_INTERVAL_MS must be at least 1');
-  if (config.leaseMinSeconds < 1) throw new Error('LEASE_MIN_SECONDS must be at least 1');
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {
     throw new Error('LEASE_MIN_SECONDS must not exceed LEASE_MAX_SECONDS');
   }

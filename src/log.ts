@@ -10,9 +10,13 @@ import pino from 'pino';
 const stdout = pino.destination({ dest: 1, sync: true });
 const listeners = new Set<(line: string) => void>();
 
+/** LOG_LEVEL's values, least to most verbose; another value is refused at start (config.ts) and logs at info until then. */
+export const LOG_LEVELS = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export const isLogLevel = (name: string) => (LOG_LEVELS as readonly string[]).includes(name);
+
 export const log = pino(
   {
-    level: process.env.LOG_LEVEL || 'info',
+    level: isLogLevel(process.env.LOG_LEVEL ?? '') ? process.env.LOG_LEVEL : 'info',
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
@@ -45,4 +49,10 @@ export function errorFields(error: unknown): { message: string; code?: string; s
     ...(typeof code === 'string' ? { code } : {}),
     ...(fromDriver || !error.stack ? {} : { stack: error.stack.split('\n').slice(0, 6).join(' | ') }),
   };
+}
+
+/** errorFields without a stack: for an error from outside the process (a lost connection, a collector's answer), never a bug's. */
+export function outsideErrorFields(error: unknown): { message: string; code?: string } {
+  const { stack: _stack, ...fields } = errorFields(error);
+  return fields;
 }

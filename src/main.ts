@@ -1,7 +1,7 @@
 import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
 import { loadConfig, type Config } from './config.js';
-import { errorFields, log } from './log.js';
+import { errorFields, log, outsideErrorFields } from './log.js';
 import { buildApp, type App } from './server/app.js';
 import { howToMintTokens } from './server/signing-secret.js';
 import { installProcessGuards } from './server/process-guards.js';
@@ -9,7 +9,7 @@ import { listenWhileStarting } from './server/starting.js';
 
 /** A start that cannot go on: one line saying why (never a stack), exit 1. */
 function cannotStart(error: unknown): never {
-  log.fatal({ error: { ...errorFields(error), stack: undefined } }, `cannot start: ${errorFields(error).message}`);
+  log.fatal({ error: outsideErrorFields(error) }, `cannot start: ${errorFields(error).message}`);
   process.exit(1);
 }
 
@@ -45,8 +45,10 @@ if (localTokens) {
   console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; ${howToMintTokens(config)}):`);
   console.log(`  superadmin token: ${localTokens.superadmin}`);
   console.log(`  worker token:     ${localTokens.worker}`);
-} else {
+} else if (app.db.kind === 'pglite') {
   log.info(`Tokens are printed on the first start only: ${howToMintTokens(config)}.`);
+} else {
+  log.info(`Tokens: ${howToMintTokens(config)}.`);
 }
 
 // The first signal drains (bounded by SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS, after which
@@ -74,8 +76,20 @@ function shutDown(reason: string, exitCode: number, drainMs = 0): void {
     },
   );
 }
+/**
+ * The same signal again this soon is the same stop delivered twice, not an operator's second
+ * one: `npm start` forwards to the server the signal its whole process group already got (Ctrl-C,
+ * systemd's control-group kill, `timeout`).
+ */
+const REPEAT_WITHIN_MS = 1000;
+let firstSignal: { signal: NodeJS.Signals; at: number } | undefined;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
+    if (firstSignal?.signal === signal && Date.now() - firstSignal.at < REPEAT_WITHIN_MS) {
+      log.info({ signal }, `${signal} repeated within ${REPEAT_WITHIN_MS} ms: the same stop, still draining`);
+      return;
+    }
+    firstSignal ??= { signal, at: Date.now() };
     if (exiting) {
       log.warn({ signal }, `${signal} again: exiting now`);
       process.exit(128 + constants.signals[signal]);

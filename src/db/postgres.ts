@@ -3,7 +3,7 @@ import pg from 'pg';
 import { mappedSql, prismaClient, StartupError, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
 import { JSON_OIDS, parseJsonText } from './json-text.js';
 import { isGeneric, isPrepared, timestampParser } from './sql.js';
-import { errorFields, log } from '../log.js';
+import { errorFields, log, outsideErrorFields } from '../log.js';
 import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
 
 const preparedNames = new Map<string, string>();
@@ -153,7 +153,7 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.
-  pool.on('error', (error) => log.warn({ component: 'db', error: errorFields(error) }, 'idle PostgreSQL connection lost'));
+  pool.on('error', (error) => log.warn({ component: 'db', error: outsideErrorFields(error) }, 'idle PostgreSQL connection lost'));
   await pool.connect().then(
     (client) => client.release(),
     async (error: Error & { code?: string }) => {

@@ -33,6 +33,11 @@ export function exportConfigFromEnv(env: NodeJS.ProcessEnv): ExportConfig | unde
   const general = env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || undefined;
   if (!general && !traces) return undefined;
+  const given = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const endpoint = (traces ?? general)!;
+  if (!(URL.canParse(endpoint) && ['http:', 'https:'].includes(new URL(endpoint).protocol))) {
+    throw new Error(`${given} must be an http:// or https:// URL, got "${endpoint}"`);
+  }
   const url = traces ?? `${general!.replace(/\/+$/, '')}/v1/traces`;
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
   if (!(PROTOCOLS as readonly string[]).includes(protocol)) {

@@ -10,7 +10,7 @@ import { exportedSpans, exportFailures, exportLagSeconds } from '../metrics.js';
 import type { ExportConfig } from './config.js';
 import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim } from './queue.js';
 import { spansOf } from './spans.js';
-import { errorFields, log } from '../log.js';
+import { errorFields, log, outsideErrorFields } from '../log.js';
 
 export interface ExporterOptions {
   /** Threads claimed at once (the batch). */
@@ -30,6 +30,9 @@ export interface ExporterOptions {
    */
   instanceId?: string;
 }
+
+/** The collector did not take a request (refused it, timed out, unreachable): logged without a stack. */
+class CollectorFailed extends Error {}
 
 /** The official OTLP exporter of the configured protocol. */
 export function otlpExporter(config: ExportConfig): SpanExporter {
@@ -71,7 +74,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
   const send = (spans: ReadableSpan[]) =>
     new Promise<void>((resolve, reject) =>
       exporter.export(spans, (result) =>
-        result.code === ExportResultCode.SUCCESS ? resolve() : reject(result.error ?? new Error('OTLP export failed')),
+        result.code === ExportResultCode.SUCCESS ? resolve() : reject(new CollectorFailed(result.error?.message ?? 'OTLP export failed')),
       ),
     );
 
@@ -117,7 +120,8 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         if (stopped) break;
         exportFailures.inc();
         backoffMs = Math.min(maxBackoffMs, Math.max(500, backoffMs * 2));
-        log.warn({ component: 'export', error: errorFields(error), retryInMs: backoffMs }, 'export failed; retrying');
+        const fields = error instanceof CollectorFailed ? outsideErrorFields(error) : errorFields(error);
+        log.warn({ component: 'export', error: fields, retryInMs: backoffMs }, 'export failed; retrying');
         await pause(backoffMs * (0.8 + 0.4 * Math.random()));
       }
     }

@@ -123,12 +123,19 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
   publisher.on('error', publishLog.failed);
   subscriber.on('error', subscribeLog.failed);
 
+  // A failed connect rejects with "Connection is closed."; the cause (ECONNREFUSED, a DNS error) came as an 'error' event.
+  let cause: unknown;
+  const noteCause = (error: unknown) => void (cause ??= error);
+  publisher.once('error', noteCause);
   try {
     await Promise.all([publisher.connect(), subscriber.connect()]);
   } catch (error) {
     publisher.disconnect();
     subscriber.disconnect();
-    throw new Error(`REDIS_URL is set but Redis cannot be reached: ${(error as Error)?.message ?? String(error)}`);
+    const { host, port } = publisher.options;
+    throw new Error(`REDIS_URL is set but Redis at ${host}:${port} cannot be reached: ${errorFields(cause ?? error).message}`);
+  } finally {
+    publisher.off('error', noteCause);
   }
   publishLog.arm();
   subscribeLog.arm();

@@ -1,5 +1,6 @@
 // Shutdown under WebSocket clients that never answer the close handshake: the drain is bounded by
-// SHUTDOWN_TIMEOUT_MS from the first signal, and a second signal exits at once.
+// SHUTDOWN_TIMEOUT_MS from the first signal, and a second signal exits at once (the same one
+// repeated within a second is the same stop, as npm start forwards it).
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +68,24 @@ describe(`shutdown with WebSocket clients that never answer (${backendName})`, (
     // ws waits 30 s for each close handshake; the drain must not.
     expect(await server.stop('SIGTERM', 25_000)).toBe(0);
     expect(server.output()).toMatch(/SIGTERM: draining/);
+  }, 120_000);
+
+  it('the same signal delivered twice at once (npm start forwarding what its process group got) is one stop: it drains', async () => {
+    const server = await startServer(storage, { SHUTDOWN_TIMEOUT_MS: '1000' });
+    const { owner } = await e2eActors();
+    await frozenClient(server.url, owner);
+    server.child.kill('SIGTERM');
+    await withTimeout(
+      (async () => {
+        while (!/SIGTERM: draining/.test(server.output())) await new Promise((resolve) => setTimeout(resolve, 5));
+      })(),
+      20_000,
+      () => server.output(),
+    );
+    server.child.kill('SIGTERM');
+    expect(await withTimeout(server.exited, 25_000, () => server.output())).toBe(0);
+    expect(server.output()).toMatch(/SIGTERM repeated within 1000 ms: the same stop/);
+    expect(server.output()).not.toMatch(/again: exiting now/);
   }, 120_000);
 
   it('a second signal exits at once', async () => {
