@@ -18,8 +18,14 @@ const FAIL_FAST: RedisOptions = {
   retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
 };
 
-/** Changes travel with their wake-up up to this size; a larger message carries the cursor alone. */
-export const MAX_INLINE_BYTES = 64 * 1024;
+/**
+ * Changes published together travel in messages of about this size, so each change reaches the
+ * other instances as committed (a wake-up without its changes is read from the database, where
+ * an entity that changed again since is folded into its latest state).
+ */
+export const MESSAGE_BYTES = 1024 * 1024;
+/** A change larger than this (above four MAX_JSON_BYTES values of the default 1 MiB) travels as a bare wake-up. */
+export const MAX_CHANGE_BYTES = 16 * 1024 * 1024;
 
 /** Redis as a wake-up channel: "thread T reached cursor C", with the committed changes when small. */
 export interface WakeBus {
@@ -57,15 +63,33 @@ function reviveRow(row: Record<string, unknown>) {
   return revived;
 }
 
-export function encodeMessage(origin: string, threadId: string, changes: CommittedChange[]): string {
-  const cursor = changes[changes.length - 1]!.cursor.toString();
-  const full = JSON.stringify({ origin, threadId, cursor, changes: changes.map((change) => ({
-      kind: change.kind,
-      row: encodeRow(change.row),
-      leaseOnly: change.kind === 'run' ? change.leaseOnly : undefined,
-    })),
-  });
-  return Buffer.byteLength(full) <= MAX_INLINE_BYTES ? full : JSON.stringify({ origin, threadId, cursor });
+/** The messages carrying `changes` (in commit order), each with its last change's cursor. */
+export function encodeMessages(origin: string, threadId: string, changes: CommittedChange[]): { cursor: bigint; text: string }[] {
+  const messages: { cursor: bigint; text: string }[] = [];
+  let held: { cursor: bigint; encoded: string[]; bytes: number } | null = null;
+  const flush = () => {
+    if (held) {
+      const text = `{"origin":${JSON.stringify(origin)},"threadId":${JSON.stringify(threadId)},"cursor":"${held.cursor}","changes":[${held.encoded.join(',')}]}`;
+      messages.push({ cursor: held.cursor, text });
+    }
+    held = null;
+  };
+  for (const change of changes) {
+    const encoded = JSON.stringify({ kind: change.kind, row: encodeRow(change.row), leaseOnly: change.kind === 'run' ? change.leaseOnly : undefined });
+    const bytes = Buffer.byteLength(encoded);
+    if (bytes > MAX_CHANGE_BYTES) {
+      flush();
+      messages.push({ cursor: change.cursor, text: JSON.stringify({ origin, threadId, cursor: change.cursor.toString() }) });
+      continue;
+    }
+    if (held && held.bytes + bytes > MESSAGE_BYTES) flush();
+    held ??= { cursor: change.cursor, encoded: [], bytes: 0 };
+    held.cursor = change.cursor;
+    held.encoded.push(encoded);
+    held.bytes += bytes;
+  }
+  flush();
+  return messages;
 }
 
 /** The message's cursor and changes, or null when it is not a wake-up for `threadId` (logged). */
@@ -188,8 +212,7 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
 
   return {
     publish(threadId, changes) {
-      if (changes.length === 0) return;
-      send(threadId, encodeMessage(origin, threadId, changes), changes[changes.length - 1]!.cursor);
+      for (const { text, cursor } of encodeMessages(origin, threadId, changes)) send(threadId, text, cursor);
     },
     listen(threadId) {
       const channel = channelOf(threadId);

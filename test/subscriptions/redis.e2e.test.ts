@@ -9,6 +9,7 @@ import { postgresAdminUrl, servicesRequired } from '../support/database.js';
 import { claim, createRun, must, runningRun } from '../support/lifecycle.js';
 import { delivered, eventually, payloads, subscribeLive, subscribeSse, subscribeWs, waitFor, THREAD_SNAPSHOT, counterOf } from '../support/streams.js';
 import { tcpProxy, testRedisUrl } from './support.js';
+import { RunEvents, sendBatch } from '../batches/support.js';
 import { onLogLine } from '../../src/log.js';
 
 // SEMANTICS.md, "Subscriptions": with REDIS_URL set, a subscriber on one instance receives the
@@ -62,6 +63,33 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       expect(events).toMatchObject([
         { toolCallId: 'call-1', status: 'RUNNING', toolCall: { status: 'RUNNING' } },
         { toolCallId: 'call-1', status: 'COMPLETED', toolCall: { status: 'COMPLETED' } },
+      ]);
+    }
+  });
+
+  it('a batch of large changes served by B reaches A one event per change, as committed (not folded)', async () => {
+    const { session, owner, worker, threadId } = await runningRun(b);
+    await session.declare('m1', [
+      { id: 'big-1', name: 'fetch' },
+      { id: 'big-2', name: 'fetch' },
+    ]);
+    const streams = await subscribeLive(a.app, urlA, 'audit', TOOL_STATUS, { threadId }, owner);
+    const events = new RunEvents(session.lease);
+    // Each change ~100 kB serialized, the batch ~400 kB: far more than one Redis message held before.
+    const page = 'x'.repeat(100_000);
+    const batch = await sendBatch(b, worker, [
+      events.toolStarted('big-1', 'fetch', { sequence: '10', effectiveInput: { page } }),
+      events.toolFinished('big-1', { sequence: '11', output: { content: page, status: 'success' } }),
+      events.toolStarted('big-2', 'fetch', { sequence: '12', effectiveInput: { page } }),
+      events.toolFinished('big-2', { sequence: '13', output: { content: page, status: 'success' } }),
+    ]);
+    expect(batch.data?.result.map((result) => result.error)).toEqual([null, null, null, null]);
+    for (const received of await delivered(streams, 4, 'toolStatusChanged')) {
+      expect(received.map((e: { toolCallId: string; status: string }) => `${e.toolCallId}:${e.status}`)).toEqual([
+        'big-1:RUNNING',
+        'big-1:COMPLETED',
+        'big-2:RUNNING',
+        'big-2:COMPLETED',
       ]);
     }
   });
@@ -138,7 +166,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
   describe('when Redis goes away', () => {
     it('the server does not start if Redis cannot be reached', async () => {
       const store = { changesAfter: async () => [], threadCursors: async () => [] };
-      await expect(createPubSubFor(loadConfig({ REDIS_URL: 'redis://127.0.0.1:1' }), store)).rejects.toThrow(/Redis cannot be reached/);
+      await expect(createPubSubFor(loadConfig({ REDIS_URL: 'redis://127.0.0.1:1' }), store)).rejects.toThrow(/Redis at 127.0.0.1:1 cannot be reached: .*ECONNREFUSED/);
     });
 
     it('killed and restarted: writes commit, no stream ends, old and new subscriptions catch up within 5 s of its return', async () => {
