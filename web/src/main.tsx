@@ -301,7 +301,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
       data-kind={row.kind}
       data-status={row.status}
       style={{ top: `${top}px`, height: `${ROW_HEIGHT}px` }}
-      onClick={() => (selectedKey.value = row.key)}
+      onClick={() => selectRow(row.key)}
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
       <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
@@ -341,6 +341,15 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
       </div>
     </div>
   );
+}
+
+/** Selects a clicked row; where the details stack below the rows (a narrow window), brings them into sight. */
+function selectRow(key: string) {
+  selectedKey.value = key;
+  requestAnimationFrame(() => {
+    const details = document.querySelector('.details');
+    if (details && details.getBoundingClientRect().top > innerHeight * 0.75) details.scrollIntoView({ block: 'start' });
+  });
 }
 
 const PREVIEW_CHARS = 2000;
@@ -754,37 +763,39 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
       {!page && <p class="muted">Loading the tool calls…</p>}
       {page?.error && <p class="banner error">{page.error}</p>}
       {page && !page.error && (
-        <table>
-          <thead>
-            <tr>{acrossThreads && <th>thread</th>}<th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
-          </thead>
-          <tbody>
-            {page.entries.map((entry) => {
-              const leaseLeft = leaseLeftMs(entry, now.value);
-              return (
-                <tr key={entry.id} data-tool-call-id={entry.toolCallId} data-status={entry.status} data-thread-id={entry.threadId}>
-                  {acrossThreads && <td>{entry.threadTitle || entry.threadId}</td>}
-                  <td>{runName(entry.runId)}</td>
-                  <td>
-                    <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{entry.name}</a>
-                  </td>
-                  <td><code>{entry.toolCallId}</code></td>
-                  <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
-                  <td>{formatDuration(shownDurationMs(entry, now.value))}</td>
-                  <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
-                    {entry.inputDiffers === true && <span class="differs">≠ effective differs</span>}
-                    {entry.inputDiffers === false && <span class="same">= as declared</span>}
-                    {entry.inputDiffers == null && <span class="muted">not run</span>}
-                  </td>
-                  <td class="cases">
-                    {entry.cases.map((name) => <span key={name} class={`case ${LEDGER_CASE_LABELS[name].replace(/ /g, '-')}`}>{LEDGER_CASE_LABELS[name]}</span>)}
-                    {leaseLeft !== null && <span class="lease-left">{leaseLeft > 0 ? `lease ${formatDuration(leaseLeft)} left` : 'lease expired'}</span>}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div class="table-box">
+          <table>
+            <thead>
+              <tr>{acrossThreads && <th>thread</th>}<th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
+            </thead>
+            <tbody>
+              {page.entries.map((entry) => {
+                const leaseLeft = leaseLeftMs(entry, now.value);
+                return (
+                  <tr key={entry.id} data-tool-call-id={entry.toolCallId} data-status={entry.status} data-thread-id={entry.threadId}>
+                    {acrossThreads && <td>{entry.threadTitle || entry.threadId}</td>}
+                    <td>{runName(entry.runId)}</td>
+                    <td>
+                      <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{entry.name}</a>
+                    </td>
+                    <td><code>{entry.toolCallId}</code></td>
+                    <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
+                    <td>{formatDuration(shownDurationMs(entry, now.value))}</td>
+                    <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
+                      {entry.inputDiffers === true && <span class="differs">≠ effective differs</span>}
+                      {entry.inputDiffers === false && <span class="same">= as declared</span>}
+                      {entry.inputDiffers == null && <span class="muted">not run</span>}
+                    </td>
+                    <td class="cases">
+                      {entry.cases.map((name) => <span key={name} class={`case ${LEDGER_CASE_LABELS[name].replace(/ /g, '-')}`}>{LEDGER_CASE_LABELS[name]}</span>)}
+                      {leaseLeft !== null && <span class="lease-left">{leaseLeft > 0 ? `lease ${formatDuration(leaseLeft)} left` : 'lease expired'}</span>}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       )}
       {page?.hasMore && <button onClick={() => void loadLedger(true)}>More tool calls</button>}
     </section>

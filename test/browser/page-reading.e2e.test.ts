@@ -1,0 +1,216 @@
+// The page as a reviewer read it, in headless Chromium against the server process (PGlite, or
+// PostgreSQL in the services pass), offline: every view on a phone (390 px), the ruler's idle
+// labels when gaps are close together, the search's scope after a hit in another thread, search
+// matches marked, a text output read as its lines.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient } from '@agent-audit/client';
+import { backendName } from '../support/database.js';
+import { e2eActors, serverForFile } from '../e2e/support/server.js';
+import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../..');
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const PHONE = { width: 390, height: 844 };
+
+let server: ReturnType<typeof serverForFile>;
+let origin: string;
+let browser: Browser;
+/** Every request a page sent anywhere but this server. */
+const outsideRequests: string[] = [];
+
+async function newPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  page.on('request', (request) => {
+    if (!request.url().startsWith(origin) && !request.url().startsWith(origin.replace('http', 'ws')) && !/^(data|blob):/.test(request.url())) {
+      outsideRequests.push(request.url());
+    }
+  });
+  return page;
+}
+
+async function signIn(page: Page, token: string) {
+  await page.goto(`${origin}/`);
+  await page.fill('textarea[name=token]', token);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('section.threads');
+}
+
+async function openThread(page: Page, threadId: string) {
+  await page.goto(`${origin}/#thread=${threadId}`);
+  await page.waitForSelector('section.timeline');
+  await page.waitForSelector('[data-testid=connection]:text("live")');
+}
+
+const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+
+async function seriousViolations(page: Page, where: string): Promise<string[]> {
+  // Through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
+  await page.evaluate(readFileSync(AXE, 'utf8'));
+  const found = await page.evaluate(async () => {
+    const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+  });
+  return found.map((violation) => `${where}: ${violation}`);
+}
+
+/**
+ * What keeps a view from being used at the window's width: the page scrolling sideways (the
+ * document, or #app, which scrolls the page), and each control that is not wholly in sight
+ * across the window or is covered where a click would land, once scrolled to vertically.
+ */
+async function unusable(page: Page, controls: Record<string, Locator>): Promise<string[]> {
+  const found: string[] = [];
+  const widths = await page.evaluate(() => ({
+    window: innerWidth,
+    document: document.documentElement.scrollWidth,
+    app: document.getElementById('app')!.scrollWidth,
+  }));
+  if (widths.document > widths.window) found.push(`the document is ${widths.document} px wide`);
+  if (widths.app > widths.window) found.push(`#app is ${widths.app} px wide`);
+  for (const [name, control] of Object.entries(controls)) {
+    if ((await control.count()) === 0) {
+      found.push(`${name}: not found`);
+      continue;
+    }
+    const problem = await control.first().evaluate((element) => {
+      element.scrollIntoView({ block: 'center' });
+      // In sight as the page opens, not after scrolling sideways to it.
+      for (let box = element.parentElement; box; box = box.parentElement) box.scrollLeft = 0;
+      const box = element.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0) return 'not drawn';
+      if (box.left < -0.5 || box.right > innerWidth + 0.5) return `from ${Math.round(box.left)} to ${Math.round(box.right)} px across a window of ${innerWidth}`;
+      const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+      return hit && (hit === element || element.contains(hit)) ? null : `covered by ${hit?.outerHTML.slice(0, 80)}`;
+    });
+    if (problem) found.push(`${name}: ${problem}`);
+  }
+  return found;
+}
+
+/**
+ * A run of `models` model calls each declaring one tool that completes, written as one queue (the
+ * client batches them); `startAt` (epoch ms) and `stepMs` have the runtime observe its entries
+ * from then, that far apart.
+ */
+async function writeRun(owner: AuditClient, worker: AuditClient, threadId: string, models: number, timing: { startAt?: number; stepMs?: number } = {}) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  const writes: Promise<{ id: string }>[] = [];
+  let sequence = 1;
+  const observedAt = () => (timing.startAt === undefined ? {} : { observedAt: new Date(timing.startAt + (timing.stepMs ?? 100) * (sequence - 1)).toISOString() });
+  for (let i = 1; i <= models; i++) {
+    writes.push(worker.recordModelStarted({ lease, operationId: `m${i}`, model: 'gpt-x', ...observedAt(), sequence: sequence++ }));
+    writes.push(worker.recordModelFinished({
+      lease, operationId: `m${i}`, status: 'COMPLETED', ...observedAt(), sequence: sequence++, toolCalls: [{ id: `c${i}`, name: 'pay_invoice', args: { n: i } }],
+    }));
+    writes.push(worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay_invoice', effectiveInput: { n: i }, ...observedAt(), sequence: sequence++ }));
+    writes.push(worker.recordToolFinished({ lease, toolCallId: `c${i}`, output: { content: 'paid', status: 'success' }, ...observedAt(), sequence: sequence++ }));
+  }
+  const written = await Promise.all(writes);
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  return { runId: run.id, lastTool: written[written.length - 1]!.id };
+}
+
+async function superadminThread(title: string) {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const worker = new AuditClient({ url: server.url, token: who.worker });
+  const { id: threadId } = await owner.createThread({ title });
+  return { who, owner, worker, threadId };
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read it (${backendName})`, () => {
+  // The page is built before the server starts and serves it.
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  server = serverForFile();
+  beforeAll(async () => {
+    origin = new URL(server.url).origin;
+    browser = await launchChromium();
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    expect(outsideRequests).toEqual([]);
+  });
+
+  it('is usable on a phone, 390 px wide: no view scrolls sideways, its controls are in sight, the details stack below the rows', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('read on a phone');
+    // (10 + 245) model calls and their tools, 510 entries: the newest 500 leave the first run's
+    // 10 oldest out, so both load buttons show.
+    const first = await writeRun(owner, worker, threadId, 10);
+    await writeRun(owner, worker, threadId, 245);
+
+    const page = await newPage(PHONE);
+    await signIn(page, who.owner);
+    const search = {
+      'search box': page.locator('input[type=search]'),
+      'status filter': page.locator('select[aria-label=Status]'),
+      'search button': page.locator('form.search button[type=submit]'),
+      'sign out': page.locator('header button:text("Sign out")'),
+    };
+    await page.locator('section.threads li').first().waitFor();
+    expect(await unusable(page, { ...search, 'thread filter': page.locator('.thread-filter'), 'first thread': page.locator('section.threads li a').first() }), 'thread list').toEqual([]);
+
+    await page.click('button:text("Tool calls across threads")');
+    await page.locator('[data-testid=ledger] tbody tr').first().waitFor();
+    expect(await unusable(page, {
+      ...search,
+      'tool filter': page.locator('select[aria-label="Tool name"]'),
+      'case filter': page.locator('select[aria-label=Case]'),
+      'first entry': page.locator('[data-testid=ledger] tbody tr a').first(),
+    }), 'ledger across threads').toEqual([]);
+
+    await openThread(page, threadId);
+    await expect.poll(() => page.locator('[data-testid=loaded-count]').textContent()).toBe('500 entries loaded; older ones exist');
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    await row(page, first.runId).locator('[data-testid=load-run]').waitFor();
+    const timeline = {
+      ...search,
+      'search scope': page.locator('select[aria-label=Where]'),
+      'load older entries': page.locator('[data-testid=load-older]'),
+      "a run's load button": row(page, first.runId).locator('[data-testid=load-run]'),
+      'errors only': page.locator('[data-testid=errors-only]'),
+      'tool calls view': page.locator('.views button:text("Tool calls")'),
+      ruler: page.locator('[data-testid=ruler]'),
+    };
+    expect(await unusable(page, timeline), 'timeline').toEqual([]);
+    // A row opened: the details go below the rows, which keep the window's width.
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    await page.locator('#app').evaluate((element) => (element.scrollTop = 0));
+    await row(page, first.runId).locator('.name').click();
+    await page.locator('.details[data-key] [data-testid=facts]').waitFor();
+    const [rows, details] = await Promise.all([page.locator('[data-testid=rows]').boundingBox(), page.locator('.details').boundingBox()]);
+    expect(rows!.width).toBeGreaterThan(PHONE.width * 0.8);
+    expect(details!.y).toBeGreaterThanOrEqual(rows!.y + rows!.height - 1);
+    // The tap brings them into sight.
+    await expect.poll(() => page.locator('.details h3').evaluate((element) => element.getBoundingClientRect().bottom)).toBeLessThan(PHONE.height);
+    expect(await unusable(page, { ...timeline, 'copy as JSON': page.locator('[data-testid=copy-json]') }), 'timeline with a row open').toEqual([]);
+    expect(await seriousViolations(page, 'timeline at 390 px')).toEqual([]);
+
+    await page.click('.views button:text("Tool calls")');
+    await page.locator('[data-testid=ledger] tbody tr').first().waitFor();
+    expect(await unusable(page, {
+      ...search,
+      'tool filter': page.locator('select[aria-label="Tool name"]'),
+      'status filter of the ledger': page.locator('select[aria-label="Tool-call status"]'),
+      'first entry': page.locator('[data-testid=ledger] tbody tr a').first(),
+    }), "the thread's ledger").toEqual([]);
+
+    await page.goto(`${origin}/#activity`);
+    await page.locator('[data-testid=activity-tools]').waitFor();
+    expect(await unusable(page, {
+      ...search,
+      'window selector': page.locator('.activity-controls select').first(),
+      'tool selector': page.locator('.activity-controls select').nth(1),
+      'sort by failure rate': page.locator('[data-testid=activity-tools] th button:text("Failure rate")'),
+    }), 'activity').toEqual([]);
+    await page.selectOption('.activity-controls select >> nth=0', '900');
+    await expect.poll(() => page.url()).toContain('window=900');
+    await page.close();
+  }, 300_000);
+});
