@@ -93,6 +93,30 @@ async function unusable(page: Page, controls: Record<string, Locator>): Promise<
 }
 
 /**
+ * The ruler's labels (clock times and idle gaps, the boxes of their text) that overlap one another
+ * or run past the ruler, and how many idle labels show of how many gaps.
+ */
+const rulerLabels = (page: Page) =>
+  page.locator('[data-testid=ruler]').evaluate((ruler) => {
+    const edges = ruler.getBoundingClientRect();
+    const textBox = (element: Element) => {
+      const range = document.createRange();
+      range.selectNodeContents(element);
+      return range.getBoundingClientRect();
+    };
+    const labels = [...ruler.querySelectorAll('.tick, .gap-label')].map((element) => ({ text: element.textContent ?? '', box: textBox(element) }));
+    const found: string[] = [];
+    labels.forEach(({ text, box }, index) => {
+      if (box.left < edges.left - 0.5 || box.right > edges.right + 0.5) found.push(`${text} runs past the ruler`);
+      for (const other of labels.slice(index + 1)) {
+        const apart = box.right <= other.box.left + 0.5 || other.box.right <= box.left + 0.5 || box.bottom <= other.box.top + 0.5 || other.box.bottom <= box.top + 0.5;
+        if (!apart) found.push(`${text} overlaps ${other.text}`);
+      }
+    });
+    return { found, idleLabels: ruler.querySelectorAll('.gap-label').length, gaps: ruler.querySelectorAll('.gap').length };
+  });
+
+/**
  * A run of `models` model calls each declaring one tool that completes, written as one queue (the
  * client batches them); `startAt` (epoch ms) and `stepMs` have the runtime observe its entries
  * from then, that far apart.
@@ -213,4 +237,30 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await expect.poll(() => page.url()).toContain('window=900');
     await page.close();
   }, 300_000);
+
+  it("draws the ruler's idle labels apart when gaps are close together: the longer gap's label shows, none overlaps another or a clock time", async () => {
+    const { who, owner, worker, threadId } = await superadminThread('three runs, two gaps close together');
+    // The runtime's observations: 11 s, then 5 min idle, a run of 90 ms, 5 min idle again, then 11 s.
+    const base = Date.now() - 11 * 60_000;
+    await writeRun(owner, worker, threadId, 3, { startAt: base, stepMs: 1000 });
+    await writeRun(owner, worker, threadId, 1, { startAt: base + 5 * 60_000, stepMs: 30 });
+    await writeRun(owner, worker, threadId, 3, { startAt: base + 10 * 60_000 + 5000, stepMs: 1000 });
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    await openThread(page, threadId);
+    await expect.poll(() => page.locator('[data-testid=ruler] .gap').count()).toBe(2);
+    for (const viewport of [{ width: 1400, height: 900 }, { width: 1100, height: 800 }, PHONE]) {
+      await page.setViewportSize(viewport);
+      await expect.poll(() => rulerLabels(page), { message: `at ${viewport.width} px` }).toEqual({ found: [], idleLabels: 1, gaps: 2 });
+      // The one shown is the longer gap's (5 min 5 s; on a narrow ruler without "idle"); the
+      // other's length is on its hover.
+      expect(await page.locator('[data-testid=ruler] .gap-label').textContent()).toMatch(/^5 min [5-9] s( idle)?$/);
+      expect(await page.locator('[data-testid=ruler] .gap').evaluateAll((gaps) => gaps.map((gap) => gap.getAttribute('title')))).toEqual([
+        expect.stringMatching(/^4 min 4\d s idle/),
+        expect.stringMatching(/^5 min [5-9] s idle/),
+      ]);
+    }
+    await page.close();
+  }, 120_000);
 });

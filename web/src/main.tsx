@@ -581,9 +581,10 @@ function Ruler({ axis }: { axis: Axis }) {
         }}
       >
         {axis.pieces.filter((piece) => piece.gap).map((piece) => (
-          <div class="gap" key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`}>
-            <span class="gap-label">{formatDuration(piece.to - piece.from)} idle</span>
-          </div>
+          <div class="gap" key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`} />
+        ))}
+        {axis.idleLabels.map((idle) => (
+          <span class="gap-label" key={idle.left} style={{ left: `${idle.left}%` }}>{idle.label}</span>
         ))}
         {axis.ticks.map((tick) => (
           <span class="tick" key={tick.at} style={{ left: `${tick.left}%` }}>{tick.label}</span>

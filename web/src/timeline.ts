@@ -196,11 +196,20 @@ export interface Tick {
   label: string;
 }
 
+/** An idle gap's label on the ruler ("6 min 2 s idle"); `left` and `width` in percent of the axis. */
+export interface IdleLabel {
+  left: number;
+  width: number;
+  label: string;
+}
+
 export interface Axis {
   from: number;
   to: number;
   pieces: AxisPiece[];
   ticks: Tick[];
+  /** The idle gaps' labels that fit, left to right (a gap without one gives its length on hover). */
+  idleLabels: IdleLabel[];
   /** Where an instant sits on the axis, in percent (0..100, clamped). */
   position(at: number): number;
   /** The instant at a point of the axis (percent): position's inverse. */
@@ -215,6 +224,8 @@ const MIN_GAP_MS = 2000;
 
 /** One label character's share of the axis for a ruler about 800 px wide (11 px digits). */
 export const DEFAULT_CHAR_SHARE = 0.8;
+/** An idle label's character against a clock digit: the ruler draws them at 10 px and 11 px. */
+const IDLE_CHAR = 10 / 11;
 
 const TICK_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5, 72e5, 216e5, 432e5, 864e5];
 
@@ -315,7 +326,22 @@ export function buildAxis(spans: readonly (readonly [number, number])[], now: nu
       ticks.push({ at, left, label: clockLabel(at, step < 1000) });
     }
   }
-  return { from, to, pieces, ticks, position, timeAt };
+  // Idle labels sit below the clock times, each from its gap's start, pulled back to end within
+  // the axis; the longest gap's first, then each that overlaps none placed ("6 min 2 s idle", else
+  // the bare "6 min 2 s"): gaps close together would draw their labels over one another.
+  const idleLabels: IdleLabel[] = [];
+  for (const piece of pieces.filter((candidate) => candidate.gap).sort((a, b) => b.to - b.from - (a.to - a.from))) {
+    const duration = formatDuration(piece.to - piece.from);
+    for (const label of [`${duration} idle`, duration]) {
+      const width = label.length * charShare * IDLE_CHAR;
+      const left = Math.max(0, Math.min(piece.left, 100 - width));
+      if (width > 100 || idleLabels.some((placed) => left < placed.left + placed.width && placed.left < left + width)) continue;
+      idleLabels.push({ left, width, label });
+      break;
+    }
+  }
+  idleLabels.sort((a, b) => a.left - b.left);
+  return { from, to, pieces, ticks, idleLabels, position, timeAt };
 }
 
 export interface Timeline {
