@@ -47,6 +47,7 @@ async function openThread(page: Page, threadId: string) {
 }
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+const hitIds = (page: Page) => page.locator('[data-testid=search-results] li').evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')));
 
 async function seriousViolations(page: Page, where: string): Promise<string[]> {
   // Through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
@@ -261,6 +262,54 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
         expect.stringMatching(/^5 min [5-9] s idle/),
       ]);
     }
+    await page.close();
+  }, 120_000);
+
+  it('keeps the search box saying what its results are: a search from the thread list is across all threads, also once a hit opens another thread', async () => {
+    const { who, owner, worker, threadId: invoices } = await superadminThread('invoices');
+    const { id: refunds } = await owner.createThread({ title: 'refunds' });
+    /** A run of `threadId` whose model declared `calls`, the first ones run; its lease and next sequence, the ids of the tools run. */
+    const write = async (threadId: string, calls: { id: string; payee: string }[], run: number) => {
+      const { id } = await owner.createRun({ threadId });
+      const lease = await worker.claimRun(id, 120);
+      await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'planner-7' });
+      await worker.recordModelFinished({
+        lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: calls.map((call) => ({ id: call.id, name: 'pay_invoice', args: { payee: call.payee } })),
+      });
+      const ids: string[] = [];
+      for (const [index, call] of calls.slice(0, run).entries()) {
+        ids.push((await worker.recordToolStarted({ lease, toolCallId: call.id, name: 'pay_invoice', effectiveInput: { payee: call.payee }, sequence: 3 + 2 * index })).id);
+        await worker.recordToolFinished({ lease, toolCallId: call.id, output: { content: 'paid' }, sequence: 4 + 2 * index });
+      }
+      return { lease, ids, sequence: 3 + 2 * run };
+    };
+    const invoiced = await write(invoices, [{ id: 'pay', payee: 'Kettle Co.' }], 1);
+    const refunded = await write(refunds, [{ id: 'refund', payee: 'Kettle Co.' }, { id: 'refund-again', payee: 'Kettle Co.' }], 1);
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    const where = page.locator('select[aria-label=Where]');
+    // From the thread list: across all threads (no thread to narrow to).
+    await page.fill('input[type=search]', 'kettle co');
+    await page.press('input[type=search]', 'Enter');
+    await expect.poll(() => hitIds(page)).toEqual([refunded.ids[0], invoiced.ids[0]]);
+    // A hit opens its thread: the box says "all my threads", as the results are.
+    await page.locator(`[data-testid=search-results] li[data-audit-id="${refunded.ids[0]}"] a`).click();
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(refunded.ids[0]);
+    expect(await where.inputValue()).toBe('all');
+    expect(await hitIds(page)).toEqual([refunded.ids[0], invoiced.ids[0]]);
+    // Following the open thread live, they stay across threads.
+    const again = await worker.recordToolStarted({ lease: refunded.lease, toolCallId: 'refund-again', name: 'pay_invoice', effectiveInput: { payee: 'Kettle Co.' }, sequence: refunded.sequence });
+    await expect.poll(() => hitIds(page), { timeout: 5000 }).toEqual([again.id, refunded.ids[0], invoiced.ids[0]]);
+    expect(await where.inputValue()).toBe('all');
+    // Narrowed to this thread, then another thread opened from the list: its own hits.
+    await page.selectOption('select[aria-label=Where]', 'thread');
+    await expect.poll(() => hitIds(page)).toEqual([again.id, refunded.ids[0]]);
+    await page.click('text=← threads');
+    await page.locator(`section.threads a[data-thread-id="${invoices}"]`).click();
+    await page.waitForSelector('[data-testid=connection]:text("live")');
+    expect(await where.inputValue()).toBe('thread');
+    await expect.poll(() => hitIds(page)).toEqual([invoiced.ids[0]]);
     await page.close();
   }, 120_000);
 });
