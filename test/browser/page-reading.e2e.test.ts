@@ -312,4 +312,39 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await expect.poll(() => hitIds(page)).toEqual([invoiced.ids[0]]);
     await page.close();
   }, 120_000);
+
+  it('marks what a search matched, in any case: in the results, and in the opened row\'s details', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('marked');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 120);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'planner-7', input: { messages: [{ role: 'user', content: 'Pay the KETTLE invoice' }] } });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'pay', name: 'pay_invoice', args: { payee: 'Kettle Co.' } }] });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'pay', name: 'pay_invoice', effectiveInput: { payee: 'Kettle Co.' }, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'pay', output: { content: 'Paid kettle co. in full' }, sequence: 4 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    await openThread(page, threadId);
+    await page.fill('input[type=search]', 'kettle');
+    await page.press('input[type=search]', 'Enter');
+    const hit = page.locator(`[data-testid=search-results] li[data-audit-id="${tool.id}"]`);
+    await hit.waitFor();
+    const marks = (where: Locator) => where.locator('mark').allTextContents();
+    // Its snippet holds the input's match and the output's.
+    expect(await marks(hit)).toEqual(['Kettle', 'kettle']);
+    expect((await marks(page.locator('[data-testid=search-results]'))).every((text) => text.toLowerCase() === 'kettle')).toBe(true);
+    // The hit opened: its details mark the text wherever it shows (declared, effective, output).
+    await hit.locator('a').click();
+    await page.locator(`.details[data-key="${tool.id}"] .json-view`).first().waitFor();
+    expect(await marks(page.locator('.details .json-view'))).toEqual(['Kettle', 'Kettle', 'kettle']);
+    // A model call's conversation too.
+    await row(page, (await page.locator('.row.model').getAttribute('data-key'))!).click();
+    await page.locator('[data-testid=conversation]').waitFor();
+    expect(await marks(page.locator('[data-testid=conversation]'))).toEqual(['KETTLE']);
+    // Cleared: nothing marked.
+    await page.click('form.search button:text("Clear")');
+    await expect.poll(() => page.locator('mark').count()).toBe(0);
+    await page.close();
+  }, 120_000);
 });

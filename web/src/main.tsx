@@ -1,4 +1,4 @@
-import { render } from 'preact';
+import { render, type ComponentChildren } from 'preact';
 import { signal, useSignal } from '@preact/signals';
 import { useEffect, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
@@ -58,6 +58,7 @@ import {
   threadFilter,
   threadGone,
   searchName,
+  searchedText,
   type AuditDetail,
   type SearchHit,
 } from './store.js';
@@ -179,7 +180,7 @@ function SearchResults() {
         {rankHits(results.hits).map((hit) => (
           <li key={hit.audit.id} data-audit-id={hit.audit.id}>
             <a href={linkTo(hit.threadId, hit.audit.id)} onClick={(e) => (e.preventDefault(), openHit(hit))}>
-              {hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`}
+              {marked(hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`, results.text)}
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
             <span class="muted">
@@ -188,7 +189,7 @@ function SearchResults() {
             </span>
             {(hit.snippet ?? hit.audit.error != null) && (
               <div class="snippet" title={hit.snippet ?? JSON.stringify(hit.audit.error)} data-testid="snippet">
-                {hit.snippet ?? snippetOf(JSON.stringify(hit.audit.error), results.text)}
+                {marked(hit.snippet ?? snippetOf(JSON.stringify(hit.audit.error), results.text), results.text)}
               </div>
             )}
           </li>
@@ -206,6 +207,23 @@ function SearchResults() {
 const rankHits = (hits: SearchHit[]) =>
   [...hits].sort((a, b) => rankOf(a) - rankOf(b));
 const rankOf = (hit: SearchHit) => (hit.audit.__typename === 'ToolAudit' || hit.audit.error != null ? 0 : 1);
+
+/** The most matches marked in one text: a common word in a 300 kB output stays quick to draw. */
+const MAX_MARKS = 500;
+
+/** `text` with each match of `term` (in any case, as the search matches) in a <mark>. */
+function marked(text: string, term: string): ComponentChildren {
+  if (!term) return text;
+  const parts: ComponentChildren[] = [];
+  let from = 0;
+  for (const match of text.matchAll(new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'))) {
+    if (parts.length === 2 * MAX_MARKS) break;
+    parts.push(text.slice(from, match.index), <mark>{match[0]}</mark>);
+    from = match.index + match[0].length;
+  }
+  parts.push(text.slice(from));
+  return parts;
+}
 
 /** Up to 60 characters around the first match of `text` (any case), else the start. */
 function snippetOf(value: string, text: string): string {
@@ -366,7 +384,7 @@ function JsonView({ value, label, bytes }: { value: unknown; label: string; byte
         {label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}
         {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}
       </h4>
-      <pre>{large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text}</pre>
+      <pre>{marked(large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text, searchedText.value)}</pre>
     </div>
   );
 }
@@ -379,7 +397,7 @@ function MessageView({ message }: { message: ConversationMessage }) {
   return (
     <li class={`message ${message.role}`}>
       <strong>{message.role}</strong>{' '}
-      <span class="message-text">{long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text}</span>
+      <span class="message-text">{marked(long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text, searchedText.value)}</span>
       {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${message.text.length.toLocaleString('en')} characters`}</button>}
       {message.toolCalls.map((call) => (
         <div class="message-tool-call" key={call.id}>
@@ -493,7 +511,7 @@ function Details() {
   return (
     <aside class="details" data-key={row.key}>
       <h3>
-        {row.label} <span class={`status ${row.status}`}>{row.status}</span>
+        {marked(row.label, searchedText.value)} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
       <Facts row={row} audit={audit} />
       {row.declared && (

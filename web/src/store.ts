@@ -54,6 +54,8 @@ export const searchStatus = signal<AuditStatus | ''>('');
  */
 export const searchScope = signal<'thread' | 'all'>('thread');
 export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string; text: string } | null>(null);
+/** The text the shown results matched ('' for none): marked in the results and the opened row's details. */
+export const searchedText = computed(() => (searchResults.value && !searchResults.value.error ? searchResults.value.text : ''));
 
 /** Which view of the open thread shows: the timeline or the tool-call ledger. */
 export const view = signal<'timeline' | 'ledger'>('timeline');
