@@ -347,4 +347,53 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await expect.poll(() => page.locator('mark').count()).toBe(0);
     await page.close();
   }, 120_000);
+
+  it("shows a tool's text content as its lines, and text holding JSON indented, 320 kB of it too", async () => {
+    const { who, owner, worker, threadId } = await superadminThread('text outputs');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 120);
+    const log = ['00001 GET /a 200', '00002 GET /b 200', '00003 GET /c 500'];
+    const items = Array.from({ length: 4000 }, (_, i) => ({ id: i, sku: `SKU-${String(i).padStart(5, '0')}`, note: 'x'.repeat(50) }));
+    // Tool message envelopes whose content is a log, and JSON as text.
+    const outputs = {
+      log: { content: log.join('\n'), status: 'success' },
+      json: { content: JSON.stringify({ items }), status: 'success' },
+    };
+    expect(outputs.json.content.length).toBeGreaterThan(320_000);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'planner-7' });
+    await worker.recordModelFinished({
+      lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: Object.keys(outputs).map((name) => ({ id: name, name, args: {} })),
+    });
+    const ids: Record<string, string> = {};
+    let sequence = 3;
+    for (const [name, output] of Object.entries(outputs)) {
+      ids[name] = (await worker.recordToolStarted({ lease, toolCallId: name, name, effectiveInput: {}, sequence: sequence++ })).id;
+      await worker.recordToolFinished({ lease, toolCallId: name, output, sequence: sequence++ });
+    }
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await newPage();
+    await signIn(page, who.owner);
+    await openThread(page, threadId);
+    const output = page.locator('.details .json-view[data-label=output]');
+    const shownText = () => output.locator('pre').evaluate((element) => (element as HTMLElement).innerText);
+    const open = async (name: string) => {
+      await row(page, ids[name]!).click();
+      await page.locator(`.details[data-key="${ids[name]}"] .json-view[data-label=output] pre`).waitFor();
+      return shownText();
+    };
+    // The log: its lines, not one string with \n in it.
+    const shown = await open('log');
+    expect(shown).toContain(`"content": "${log.join('\n')}"`);
+    expect(shown).not.toContain('\\n');
+    // JSON as text: that JSON indented, collapsed until asked for, then all of it.
+    const json = await open('json');
+    expect(json).toContain('"content": {\n    "items": [\n      {\n        "id": 0,\n        "sku": "SKU-00000",');
+    expect(json).not.toContain('\\"');
+    await output.locator('text=Expand all').click();
+    const all = await shownText();
+    expect(all).toContain('"sku": "SKU-03999"');
+    expect(all.split('\n').length).toBeGreaterThan(4000 * 5);
+    await page.close();
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 import { render, type ComponentChildren } from 'preact';
 import { signal, useSignal } from '@preact/signals';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
 import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
 import 'jsondiffpatch/formatters/styles/html.css';
@@ -65,7 +65,7 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, payloadText, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { tokenRefusal } from './api.js';
 
@@ -372,11 +372,12 @@ function selectRow(key: string) {
 
 const PREVIEW_CHARS = 2000;
 
-/** JSON stays collapsed above a size: a 1 MiB output costs nothing until it is opened. */
+/** A payload (payloadText), collapsed above a size: a 1 MiB output costs nothing until it is opened. */
 function JsonView({ value, label, bytes }: { value: unknown; label: string; bytes?: number | null }) {
   const open = useSignal(false);
+  // Read once per payload, not on each tick of the page's clock.
+  const text = useMemo(() => (value == null ? '' : payloadText(value)), [value]);
   if (value === undefined || value === null) return <div class="json-view"><h4>{label}</h4><span class="muted">none</span></div>;
-  const text = JSON.stringify(value, null, 2);
   const large = text.length > PREVIEW_CHARS;
   return (
     <div class="json-view" data-label={label}>

@@ -71,6 +71,33 @@ export function payloadSizes(audit: { inputBytes?: number | null; outputBytes?: 
   return parts.length ? parts.join(' · ') : null;
 }
 
+/**
+ * A payload as the details panel shows it: indented JSON whose strings keep their line breaks as
+ * lines (a log reads as its lines, not as one string of "\n"), a string payload as its text, and a
+ * string holding a JSON object or array (a tool's content, often) as that JSON, indented, as
+ * Langfuse shows it, unless it holds a number of 16 digits or more, which parsing would round.
+ * For 300 kB it costs milliseconds: one stringify, one pass of a regular expression.
+ */
+export function payloadText(value: unknown): string {
+  // A string payload (an error's text, say) is shown as its text.
+  const shown = typeof value === 'string' ? (parsedJson(value) ?? value) : value;
+  if (typeof shown === 'string') return shown;
+  const text = JSON.stringify(shown, (_key, item: unknown) => (typeof item === 'string' ? (parsedJson(item) ?? item) : item), 2) ?? String(shown);
+  // In JSON text a backslash only ever starts an escape: matched left to right, `\\` is one escape
+  // (a backslash) and never the start of `\n`.
+  return text.replace(/\\(?:r\\n|n|\\)/g, (escape) => (escape === '\\\\' ? escape : '\n'));
+}
+
+/** The JSON object or array a string holds, if it holds one. */
+function parsedJson(text: string): object | undefined {
+  if (!/^\s*[[{]/.test(text) || /\d{16}/.test(text)) return undefined;
+  try {
+    return JSON.parse(text) as object;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Closed audits never change again; a bare error is further along than a plain start. */
 const auditProgress = (audit: AuditView) => (audit.status !== 'RUNNING' ? 2 : audit.finishedSequence !== null ? 1 : 0);
 const runProgress = (run: RunView) =>
