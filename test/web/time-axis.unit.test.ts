@@ -90,6 +90,18 @@ describe('the time axis', () => {
     }
   });
 
+  it("labels idle gaps apart: close together, only the longer gap's label; each within the axis; the bare length where the label does not fit", () => {
+    // 10 s busy, 4 min 50 s idle, 100 ms busy, 5 min 5 s idle, 10 s busy: two gaps side by side.
+    const spans = [[T0, T0 + 10_000], [T0 + 300_000, T0 + 300_100], [T0 + 605_100, T0 + 615_100]] as const;
+    // Character shares of a ruler about 800 and 70 px wide.
+    expect(buildAxis(spans, T0, null, 0.8).idleLabels).toEqual([expect.objectContaining({ label: '5 min 5 s idle' })]);
+    expect(buildAxis(spans, T0, null, 9).idleLabels).toEqual([expect.objectContaining({ label: '5 min 5 s' })]);
+    // A gap at the axis's end (a zoom) pulls its label back within the axis.
+    const [end] = buildAxis([[T0, T0 + 10_000]], T0, { from: T0, to: T0 + 400_000 }, 0.8).idleLabels;
+    expect(end!.left + end!.width).toBeLessThanOrEqual(100);
+    expect(end!.label).toBe('6 min 30 s idle');
+  });
+
   it('maps a point of the axis back to its instant (drag to zoom)', () => {
     const axis = buildAxis([[T0, T0 + 3000], [T0 + 303_000, T0 + 306_000]], T0);
     for (const instant of [T0 + 1000, T0 + 2999, T0 + 304_000, T0 + 306_000]) {

@@ -207,25 +207,27 @@ function Running({ view, now }: { view: ActivityView; now: number }) {
       {view.running.length === 0 ? (
         <p class="muted">Nothing is running.</p>
       ) : (
-        <table data-testid="activity-running">
-          <thead>
-            <tr><th scope="col">Tool</th><th scope="col">Thread</th><th scope="col">Run</th><th scope="col">Running for</th><th scope="col">Lease left</th></tr>
-          </thead>
-          <tbody>
-            {view.running.map((audit) => {
-              const lease = audit.run.leaseExpiresAt ? Date.parse(audit.run.leaseExpiresAt) - now : null;
-              return (
-                <tr key={audit.id}>
-                  <td><a href={rowLink(audit)}>{audit.name}</a></td>
-                  <td>{audit.run.thread.title ?? audit.run.thread.id}</td>
-                  <td>{runLabelOf(audit.run.id)}</td>
-                  <td>{audit.startedAt ? formatDuration(Math.max(0, now - Date.parse(audit.startedAt))) : '—'}</td>
-                  <td>{lease === null ? '—' : lease > 0 ? formatDuration(lease) : 'expired'}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div class="table-box">
+          <table data-testid="activity-running">
+            <thead>
+              <tr><th scope="col">Tool</th><th scope="col">Thread</th><th scope="col">Run</th><th scope="col">Running for</th><th scope="col">Lease left</th></tr>
+            </thead>
+            <tbody>
+              {view.running.map((audit) => {
+                const lease = audit.run.leaseExpiresAt ? Date.parse(audit.run.leaseExpiresAt) - now : null;
+                return (
+                  <tr key={audit.id}>
+                    <td><a href={rowLink(audit)}>{audit.name}</a></td>
+                    <td>{audit.run.thread.title ?? audit.run.thread.id}</td>
+                    <td>{runLabelOf(audit.run.id)}</td>
+                    <td>{audit.startedAt ? formatDuration(Math.max(0, now - Date.parse(audit.startedAt))) : '—'}</td>
+                    <td>{lease === null ? '—' : lease > 0 ? formatDuration(lease) : 'expired'}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );
@@ -314,7 +316,7 @@ export function Activity({ token }: { token: string }) {
       ) : (
         <>
           <Running view={current} now={now.value} />
-          <section aria-label="Per tool">
+          <section aria-label="Per tool" class="table-box">
             <ToolTable tools={current.tools} />
           </section>
           <section aria-label="Over time">

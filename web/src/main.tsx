@@ -1,6 +1,6 @@
-import { render } from 'preact';
+import { render, type ComponentChildren } from 'preact';
 import { signal, useSignal } from '@preact/signals';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
 import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
 import 'jsondiffpatch/formatters/styles/html.css';
@@ -58,13 +58,14 @@ import {
   threadFilter,
   threadGone,
   searchName,
+  searchedText,
   type AuditDetail,
   type SearchHit,
 } from './store.js';
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, payloadText, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { tokenRefusal } from './api.js';
 
@@ -179,7 +180,7 @@ function SearchResults() {
         {rankHits(results.hits).map((hit) => (
           <li key={hit.audit.id} data-audit-id={hit.audit.id}>
             <a href={linkTo(hit.threadId, hit.audit.id)} onClick={(e) => (e.preventDefault(), openHit(hit))}>
-              {hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`}
+              {marked(hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`, results.text)}
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
             <span class="muted">
@@ -188,7 +189,7 @@ function SearchResults() {
             </span>
             {(hit.snippet ?? hit.audit.error != null) && (
               <div class="snippet" title={hit.snippet ?? JSON.stringify(hit.audit.error)} data-testid="snippet">
-                {hit.snippet ?? snippetOf(JSON.stringify(hit.audit.error), results.text)}
+                {marked(hit.snippet ?? snippetOf(JSON.stringify(hit.audit.error), results.text), results.text)}
               </div>
             )}
           </li>
@@ -206,6 +207,23 @@ function SearchResults() {
 const rankHits = (hits: SearchHit[]) =>
   [...hits].sort((a, b) => rankOf(a) - rankOf(b));
 const rankOf = (hit: SearchHit) => (hit.audit.__typename === 'ToolAudit' || hit.audit.error != null ? 0 : 1);
+
+/** The most matches marked in one text: a common word in a 300 kB output stays quick to draw. */
+const MAX_MARKS = 500;
+
+/** `text` with each match of `term` (in any case, as the search matches) in a <mark>. */
+function marked(text: string, term: string): ComponentChildren {
+  if (!term) return text;
+  const parts: ComponentChildren[] = [];
+  let from = 0;
+  for (const match of text.matchAll(new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'))) {
+    if (parts.length === 2 * MAX_MARKS) break;
+    parts.push(text.slice(from, match.index), <mark>{match[0]}</mark>);
+    from = match.index + match[0].length;
+  }
+  parts.push(text.slice(from));
+  return parts;
+}
 
 /** Up to 60 characters around the first match of `text` (any case), else the start. */
 function snippetOf(value: string, text: string): string {
@@ -301,7 +319,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
       data-kind={row.kind}
       data-status={row.status}
       style={{ top: `${top}px`, height: `${ROW_HEIGHT}px` }}
-      onClick={() => (selectedKey.value = row.key)}
+      onClick={() => selectRow(row.key)}
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
       <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
@@ -343,13 +361,23 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
   );
 }
 
+/** Selects a clicked row; where the details stack below the rows (a narrow window), brings them into sight. */
+function selectRow(key: string) {
+  selectedKey.value = key;
+  requestAnimationFrame(() => {
+    const details = document.querySelector('.details');
+    if (details && details.getBoundingClientRect().top > innerHeight * 0.75) details.scrollIntoView({ block: 'start' });
+  });
+}
+
 const PREVIEW_CHARS = 2000;
 
-/** JSON stays collapsed above a size: a 1 MiB output costs nothing until it is opened. */
+/** A payload (payloadText), collapsed above a size: a 1 MiB output costs nothing until it is opened. */
 function JsonView({ value, label, bytes }: { value: unknown; label: string; bytes?: number | null }) {
   const open = useSignal(false);
+  // Read once per payload, not on each tick of the page's clock.
+  const text = useMemo(() => (value == null ? '' : payloadText(value)), [value]);
   if (value === undefined || value === null) return <div class="json-view"><h4>{label}</h4><span class="muted">none</span></div>;
-  const text = JSON.stringify(value, null, 2);
   const large = text.length > PREVIEW_CHARS;
   return (
     <div class="json-view" data-label={label}>
@@ -357,7 +385,7 @@ function JsonView({ value, label, bytes }: { value: unknown; label: string; byte
         {label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}
         {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}
       </h4>
-      <pre>{large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text}</pre>
+      <pre>{marked(large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text, searchedText.value)}</pre>
     </div>
   );
 }
@@ -370,7 +398,7 @@ function MessageView({ message }: { message: ConversationMessage }) {
   return (
     <li class={`message ${message.role}`}>
       <strong>{message.role}</strong>{' '}
-      <span class="message-text">{long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text}</span>
+      <span class="message-text">{marked(long && !open.value ? `${message.text.slice(0, PREVIEW_CHARS)}…` : message.text, searchedText.value)}</span>
       {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${message.text.length.toLocaleString('en')} characters`}</button>}
       {message.toolCalls.map((call) => (
         <div class="message-tool-call" key={call.id}>
@@ -484,7 +512,7 @@ function Details() {
   return (
     <aside class="details" data-key={row.key}>
       <h3>
-        {row.label} <span class={`status ${row.status}`}>{row.status}</span>
+        {marked(row.label, searchedText.value)} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
       <Facts row={row} audit={audit} />
       {row.declared && (
@@ -572,9 +600,10 @@ function Ruler({ axis }: { axis: Axis }) {
         }}
       >
         {axis.pieces.filter((piece) => piece.gap).map((piece) => (
-          <div class="gap" key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`}>
-            <span class="gap-label">{formatDuration(piece.to - piece.from)} idle</span>
-          </div>
+          <div class="gap" key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`} />
+        ))}
+        {axis.idleLabels.map((idle) => (
+          <span class="gap-label" key={idle.left} style={{ left: `${idle.left}%` }}>{idle.label}</span>
         ))}
         {axis.ticks.map((tick) => (
           <span class="tick" key={tick.at} style={{ left: `${tick.left}%` }}>{tick.label}</span>
@@ -754,37 +783,39 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
       {!page && <p class="muted">Loading the tool calls…</p>}
       {page?.error && <p class="banner error">{page.error}</p>}
       {page && !page.error && (
-        <table>
-          <thead>
-            <tr>{acrossThreads && <th>thread</th>}<th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
-          </thead>
-          <tbody>
-            {page.entries.map((entry) => {
-              const leaseLeft = leaseLeftMs(entry, now.value);
-              return (
-                <tr key={entry.id} data-tool-call-id={entry.toolCallId} data-status={entry.status} data-thread-id={entry.threadId}>
-                  {acrossThreads && <td>{entry.threadTitle || entry.threadId}</td>}
-                  <td>{runName(entry.runId)}</td>
-                  <td>
-                    <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{entry.name}</a>
-                  </td>
-                  <td><code>{entry.toolCallId}</code></td>
-                  <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
-                  <td>{formatDuration(shownDurationMs(entry, now.value))}</td>
-                  <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
-                    {entry.inputDiffers === true && <span class="differs">≠ effective differs</span>}
-                    {entry.inputDiffers === false && <span class="same">= as declared</span>}
-                    {entry.inputDiffers == null && <span class="muted">not run</span>}
-                  </td>
-                  <td class="cases">
-                    {entry.cases.map((name) => <span key={name} class={`case ${LEDGER_CASE_LABELS[name].replace(/ /g, '-')}`}>{LEDGER_CASE_LABELS[name]}</span>)}
-                    {leaseLeft !== null && <span class="lease-left">{leaseLeft > 0 ? `lease ${formatDuration(leaseLeft)} left` : 'lease expired'}</span>}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div class="table-box">
+          <table>
+            <thead>
+              <tr>{acrossThreads && <th>thread</th>}<th>run</th><th>tool</th><th>call id</th><th>status</th><th>duration</th><th>input</th><th>cases</th></tr>
+            </thead>
+            <tbody>
+              {page.entries.map((entry) => {
+                const leaseLeft = leaseLeftMs(entry, now.value);
+                return (
+                  <tr key={entry.id} data-tool-call-id={entry.toolCallId} data-status={entry.status} data-thread-id={entry.threadId}>
+                    {acrossThreads && <td>{entry.threadTitle || entry.threadId}</td>}
+                    <td>{runName(entry.runId)}</td>
+                    <td>
+                      <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{entry.name}</a>
+                    </td>
+                    <td><code>{entry.toolCallId}</code></td>
+                    <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
+                    <td>{formatDuration(shownDurationMs(entry, now.value))}</td>
+                    <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
+                      {entry.inputDiffers === true && <span class="differs">≠ effective differs</span>}
+                      {entry.inputDiffers === false && <span class="same">= as declared</span>}
+                      {entry.inputDiffers == null && <span class="muted">not run</span>}
+                    </td>
+                    <td class="cases">
+                      {entry.cases.map((name) => <span key={name} class={`case ${LEDGER_CASE_LABELS[name].replace(/ /g, '-')}`}>{LEDGER_CASE_LABELS[name]}</span>)}
+                      {leaseLeft !== null && <span class="lease-left">{leaseLeft > 0 ? `lease ${formatDuration(leaseLeft)} left` : 'lease expired'}</span>}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       )}
       {page?.hasMore && <button onClick={() => void loadLedger(true)}>More tool calls</button>}
     </section>

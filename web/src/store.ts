@@ -48,9 +48,14 @@ export const searchText = signal('');
 export const searchName = signal('');
 /** An audit status to search for, or '' for any. */
 export const searchStatus = signal<AuditStatus | ''>('');
-/** 'thread': within the open thread; 'all': every thread whose audits the caller may read. */
+/**
+ * 'thread': within the open thread; 'all': every thread whose audits the caller may read. It says
+ * what the results shown are: a search with no thread open is across all threads.
+ */
 export const searchScope = signal<'thread' | 'all'>('thread');
 export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string; text: string } | null>(null);
+/** The text the shown results matched ('' for none): marked in the results and the opened row's details. */
+export const searchedText = computed(() => (searchResults.value && !searchResults.value.error ? searchResults.value.text : ''));
 
 /** Which view of the open thread shows: the timeline or the tool-call ledger. */
 export const view = signal<'timeline' | 'ledger'>('timeline');
@@ -196,6 +201,7 @@ let searchesStarted = 0;
 /** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
 export async function runSearch(more = false) {
   const search = ++searchesStarted;
+  if (!threadId.value) searchScope.value = 'all';
   const text = searchText.value.trim();
   const name = searchName.value.trim() || null;
   const status = searchStatus.value || null;
@@ -434,6 +440,8 @@ export function openThread(id: string, audit: string | null = null) {
   pendingReveal.value = audit;
   threadId.value = id;
   if (location.hash !== linkTo(id, audit)) history.pushState(null, '', linkTo(id, audit));
+  // Results of "this thread" are the open thread's: read again for this one.
+  if (searchResults.peek() && searchScope.peek() === 'thread') void runSearch();
   stopFollowing = followThread(liveClient(), token.value!, id, {
     thread: (info) => (threadInfo.value = info),
     runs: (list) => {

@@ -71,6 +71,33 @@ export function payloadSizes(audit: { inputBytes?: number | null; outputBytes?: 
   return parts.length ? parts.join(' · ') : null;
 }
 
+/**
+ * A payload as the details panel shows it: indented JSON whose strings keep their line breaks as
+ * lines (a log reads as its lines, not as one string of "\n"), a string payload as its text, and a
+ * string holding a JSON object or array (a tool's content, often) as that JSON, indented, as
+ * Langfuse shows it, unless it holds a number of 16 digits or more, which parsing would round.
+ * For 300 kB it costs milliseconds: one stringify, one pass of a regular expression.
+ */
+export function payloadText(value: unknown): string {
+  // A string payload (an error's text, say) is shown as its text.
+  const shown = typeof value === 'string' ? (parsedJson(value) ?? value) : value;
+  if (typeof shown === 'string') return shown;
+  const text = JSON.stringify(shown, (_key, item: unknown) => (typeof item === 'string' ? (parsedJson(item) ?? item) : item), 2) ?? String(shown);
+  // In JSON text a backslash only ever starts an escape: matched left to right, `\\` is one escape
+  // (a backslash) and never the start of `\n`.
+  return text.replace(/\\(?:r\\n|n|\\)/g, (escape) => (escape === '\\\\' ? escape : '\n'));
+}
+
+/** The JSON object or array a string holds, if it holds one. */
+function parsedJson(text: string): object | undefined {
+  if (!/^\s*[[{]/.test(text) || /\d{16}/.test(text)) return undefined;
+  try {
+    return JSON.parse(text) as object;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Closed audits never change again; a bare error is further along than a plain start. */
 const auditProgress = (audit: AuditView) => (audit.status !== 'RUNNING' ? 2 : audit.finishedSequence !== null ? 1 : 0);
 const runProgress = (run: RunView) =>
@@ -196,11 +223,20 @@ export interface Tick {
   label: string;
 }
 
+/** An idle gap's label on the ruler ("6 min 2 s idle"); `left` and `width` in percent of the axis. */
+export interface IdleLabel {
+  left: number;
+  width: number;
+  label: string;
+}
+
 export interface Axis {
   from: number;
   to: number;
   pieces: AxisPiece[];
   ticks: Tick[];
+  /** The idle gaps' labels that fit, left to right (a gap without one gives its length on hover). */
+  idleLabels: IdleLabel[];
   /** Where an instant sits on the axis, in percent (0..100, clamped). */
   position(at: number): number;
   /** The instant at a point of the axis (percent): position's inverse. */
@@ -215,6 +251,8 @@ const MIN_GAP_MS = 2000;
 
 /** One label character's share of the axis for a ruler about 800 px wide (11 px digits). */
 export const DEFAULT_CHAR_SHARE = 0.8;
+/** An idle label's character against a clock digit: the ruler draws them at 10 px and 11 px. */
+const IDLE_CHAR = 10 / 11;
 
 const TICK_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5, 72e5, 216e5, 432e5, 864e5];
 
@@ -315,7 +353,22 @@ export function buildAxis(spans: readonly (readonly [number, number])[], now: nu
       ticks.push({ at, left, label: clockLabel(at, step < 1000) });
     }
   }
-  return { from, to, pieces, ticks, position, timeAt };
+  // Idle labels sit below the clock times, each from its gap's start, pulled back to end within
+  // the axis; the longest gap's first, then each that overlaps none placed ("6 min 2 s idle", else
+  // the bare "6 min 2 s"): gaps close together would draw their labels over one another.
+  const idleLabels: IdleLabel[] = [];
+  for (const piece of pieces.filter((candidate) => candidate.gap).sort((a, b) => b.to - b.from - (a.to - a.from))) {
+    const duration = formatDuration(piece.to - piece.from);
+    for (const label of [`${duration} idle`, duration]) {
+      const width = label.length * charShare * IDLE_CHAR;
+      const left = Math.max(0, Math.min(piece.left, 100 - width));
+      if (width > 100 || idleLabels.some((placed) => left < placed.left + placed.width && placed.left < left + width)) continue;
+      idleLabels.push({ left, width, label });
+      break;
+    }
+  }
+  idleLabels.sort((a, b) => a.left - b.left);
+  return { from, to, pieces, ticks, idleLabels, position, timeAt };
 }
 
 export interface Timeline {

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { payloadText } from '../../web/src/timeline.js';
+
+// A payload as the details panel shows it: indented JSON, text read as its lines.
+
+describe('a payload in the details panel', () => {
+  it("shows a string's line breaks as lines, and every other escape as JSON writes it", () => {
+    expect(payloadText({ content: 'GET /a 200\nGET /b 500', status: 'success' })).toBe('{\n  "content": "GET /a 200\nGET /b 500",\n  "status": "success"\n}');
+    expect(payloadText({ log: 'one\r\ntwo' })).toBe('{\n  "log": "one\ntwo"\n}');
+    // A backslash then "n" is not a line break; a quote stays escaped.
+    expect(payloadText({ path: 'C:\\new', said: 'a "b"' })).toBe('{\n  "path": "C:\\\\new",\n  "said": "a \\"b\\""\n}');
+  });
+
+  it('shows a string payload as its text', () => {
+    expect(payloadText('timed out\nafter 3 tries')).toBe('timed out\nafter 3 tries');
+  });
+
+  it('shows a string holding a JSON object or array as that JSON, indented, wherever it is; other strings as they are', () => {
+    expect(payloadText('{"a":[1]}')).toBe('{\n  "a": [\n    1\n  ]\n}');
+    expect(payloadText({ content: '[{"sku":"S-1","note":"x\\ny"}]' })).toBe('{\n  "content": [\n    {\n      "sku": "S-1",\n      "note": "x\ny"\n    }\n  ]\n}');
+    expect(payloadText({ content: '{not json' })).toBe('{\n  "content": "{not json"\n}');
+    // Parsing would round a number this long: the text stays as it was.
+    expect(payloadText({ content: '{"id": 12345678901234567890}' })).toBe('{\n  "content": "{\\"id\\": 12345678901234567890}"\n}');
+  });
+});
