@@ -19,6 +19,8 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** Sees every SQL statement but the transactions', Prisma's and `sql`'s (tests count them to prove that reads are batched). */
   onQuery?: (sql: string) => void;
+  /** PostgreSQL: this instance's writes keep each change as committed for a few minutes (the `recent_change` table), for instances without Redis. */
+  recentChanges?: boolean;
 }
 
 /**
@@ -29,7 +31,7 @@ export interface DatabaseOptions {
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.url) {
     const { openPostgres } = await import('./postgres.js');
-    return openPostgres(options.url, options.poolSize ?? 10, options.statementTimeoutMs ?? 30_000, options.onQuery);
+    return openPostgres(options.url, options.poolSize ?? 10, options.statementTimeoutMs ?? 30_000, options.onQuery, options.recentChanges);
   }
   const { openPglite } = await import('./pglite.js');
   return openPglite(options.dataDir, options.embedded, options.onQuery);

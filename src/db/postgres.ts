@@ -139,7 +139,13 @@ function literal(client: pg.ClientBase, value: unknown): string {
   throw new TypeError(`a generic statement's argument must be a string, a number or null, not ${typeof value}`);
 }
 
-export async function openPostgres(url: string, poolSize: number, statementTimeoutMs: number, onQuery?: (sql: string) => void): Promise<Database> {
+export async function openPostgres(
+  url: string,
+  poolSize: number,
+  statementTimeoutMs: number,
+  onQuery?: (sql: string) => void,
+  recentChanges = false,
+): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
   const pool = new MeasuredPool({
     connectionString: url,
@@ -149,7 +155,8 @@ export async function openPostgres(url: string, poolSize: number, statementTimeo
     // No JIT: compiling a statement whose estimate passes jit_above_cost takes hundreds of
     // milliseconds (the tool activity view's does at a million audits: 316 ms of a 550 ms read),
     // more than any request here runs.
-    options: '-c jit=off',
+    // audit.recent_changes: the triggers of migration 20261209000000_recent_changes copy each change.
+    options: recentChanges ? '-c jit=off -c audit.recent_changes=on' : '-c jit=off',
     types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.

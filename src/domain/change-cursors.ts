@@ -105,14 +105,50 @@ export function onOneSnapshot<T>(sql: SqlTransactor, read: (sql: Sql) => Promise
 export const threadCursors = (sql: Sql, threadIds: readonly string[]) =>
   sql.query<{ id: string; changeCursor: bigint }>('SELECT id, change_cursor FROM thread WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL', [threadIds]);
 
+/** How long the database keeps each change as committed (migration 20261209000000_recent_changes). */
+export const RECENT_CHANGES_KEPT = '5 minutes';
+
+const recentOf = (kind: 'run' | 'audit') => `
+SELECT c.lease_only, r.* FROM recent_change c CROSS JOIN LATERAL jsonb_populate_record(NULL::${kind === 'run' ? 'run' : 'message'}, c.row) r
+WHERE c.thread_id = $1::uuid AND c.kind = '${kind}' AND c.change_cursor > $2 AND c.change_cursor <= $3`;
+const RECENT_RUNS = recentOf('run');
+const RECENT_AUDITS = recentOf('audit');
+
 /**
- * Catch-up: the thread's runs and audits whose latest change is after `after`, in cursor order,
- * at most `limit` of them (each in its latest state, with its latest cursor: several changes of
- * one entity fold into one). Every change up to the last one returned is covered, so the next
- * page starts after it. One indexed range read per table, on one snapshot.
+ * The changes after `after` as each was committed, from the database's recent changes: the
+ * unbroken run of them from `after + 1` (cursors are contiguous), at most `limit`; none when the
+ * next one is not kept (written without `audit.recent_changes`, or pruned).
  */
-export function changesAfter(sql: SqlTransactor, threadId: string, after: bigint, limit: number): Promise<CommittedChange[]> {
+async function recentChangesAfter(tx: Sql, threadId: string, after: bigint, limit: number): Promise<CommittedChange[]> {
+  const upTo = after + BigInt(limit);
+  const runs = await tx.query<Run & { leaseOnly: boolean }>(RECENT_RUNS, [threadId, after, upTo]);
+  const audits = await tx.query<Message & { leaseOnly: boolean }>(RECENT_AUDITS, [threadId, after, upTo]);
+  const changes: CommittedChange[] = [
+    ...runs.map(({ leaseOnly, ...row }) => ({ kind: 'run' as const, threadId, row, cursor: row.changeCursor!, committedAt: row.changedAt!, ...(leaseOnly && { leaseOnly }) })),
+    ...audits.map(({ leaseOnly: _, ...row }) => ({ kind: 'audit' as const, threadId, row, cursor: row.changeCursor!, committedAt: row.changedAt! })),
+  ].sort((a, b) => (a.cursor < b.cursor ? -1 : 1));
+  const unbroken = changes.findIndex((change, i) => change.cursor !== after + BigInt(i + 1));
+  return unbroken === -1 ? changes : changes.slice(0, unbroken);
+}
+
+/** Deletes the recent changes older than RECENT_CHANGES_KEPT. */
+export const pruneRecentChanges = (sql: Sql) =>
+  sql.query(`DELETE FROM recent_change WHERE logged_at < now() - interval '${RECENT_CHANGES_KEPT}'`);
+
+/**
+ * Catch-up: the thread's changes after `after`, in cursor order, at most `limit` of them. With
+ * `recent` (the database keeps recent changes: PostgreSQL without Redis), each as it was
+ * committed while they are kept; else, and beyond them, the runs and audits whose latest change
+ * is after `after`, each in its latest state, with its latest cursor (several changes of one
+ * entity fold into one). Every change up to the last one returned is covered, so the next page
+ * starts after it. Indexed range reads, on one snapshot.
+ */
+export function changesAfter(sql: SqlTransactor, threadId: string, after: bigint, limit: number, recent = false): Promise<CommittedChange[]> {
   return onOneSnapshot(sql, async (tx) => {
+    if (recent) {
+      const kept = await recentChangesAfter(tx, threadId, after, limit);
+      if (kept.length > 0) return kept;
+    }
     const [runs, audits] = [
       await tx.query<Run>('SELECT * FROM run WHERE thread_id = $1::uuid AND change_cursor > $2 ORDER BY change_cursor LIMIT $3', [
         threadId,

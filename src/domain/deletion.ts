@@ -191,7 +191,8 @@ function add(counts: Counts, batch: Counts): void {
 async function verifiedGone(sql: Sql, threadId: string): Promise<Date> {
   const [check] = await sql.query<{ left: number; at: Date }>(
     `SELECT ((SELECT count(*) FROM thread WHERE id = $1::uuid) + (SELECT count(*) FROM run WHERE thread_id = $1::uuid)
-      + (SELECT count(*) FROM message WHERE thread_id = $1::uuid) + (SELECT count(*) FROM tool_call WHERE thread_id = $1::uuid))::int AS left,
+      + (SELECT count(*) FROM message WHERE thread_id = $1::uuid) + (SELECT count(*) FROM tool_call WHERE thread_id = $1::uuid)
+      + (SELECT count(*) FROM recent_change WHERE thread_id = $1::uuid))::int AS left,
       clock_timestamp() AS at`,
     [threadId],
   );

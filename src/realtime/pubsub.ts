@@ -28,6 +28,8 @@ export const DEFAULT_MAX_PENDING_EVENTS = 256;
 export interface ChangeStore {
   changesAfter(threadId: string, after: bigint, limit: number): Promise<CommittedChange[]>;
   threadCursors(threadIds: readonly string[]): Promise<{ id: string; changeCursor: bigint }[]>;
+  /** Deletes the changes kept as committed once they are old (keepsRecentChanges). */
+  pruneRecentChanges?(): Promise<void>;
   /** Owners' tool activity views, in the order asked (dashboards); a store without it serves no dashboards. */
   toolActivity?(reads: readonly OwnerActivityRead[]): Promise<ToolActivity[]>;
   /** The owners' tool audits changed since a poll's bound (src/domain/tool-activity-changes.ts): dashboards without Redis. */
@@ -107,6 +109,9 @@ class ThreadFeed {
     return read;
   };
 }
+
+/** How often an instance deletes the recent changes past their time (each instance does: any may be the last one up). */
+const PRUNE_RECENT_CHANGES_MS = 60_000;
 
 /** How often subscribed threads' cursors are read from the database: a safety net, and Redis' stand-in while it is down. */
 export const POLL_MS = { healthy: 5000, unhealthy: 1000 };
@@ -222,6 +227,11 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   // Reads only while this instance has subscribers (readCursors).
   if (bus || pollWithoutBusMs !== null) schedule();
 
+  const prunes = retriedWork('pruning the recent changes', { component: 'realtime' });
+  const pruner = store.pruneRecentChanges
+    ? setInterval(() => void store.pruneRecentChanges!().then(prunes.succeeded, prunes.failed), PRUNE_RECENT_CHANGES_MS).unref()
+    : null;
+
   const pubsub = {
     activity,
 
@@ -277,6 +287,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     stopPolling() {
       if (timer) clearTimeout(timer);
       timer = null;
+      if (pruner) clearInterval(pruner);
     },
   };
   return pubsub;
@@ -286,6 +297,13 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
  * How this instance hears of changes other instances commit: Redis wake-ups, a poll of the
  * watched threads' cursors (PostgreSQL without Redis), or none needed (embedded PGlite: one process).
  */
+/**
+ * PostgreSQL without Redis: other instances' changes are read from the database, so each change
+ * is kept there as committed for a few minutes (src/domain/change-cursors.ts, recent changes),
+ * by every instance's writes, for every instance's subscribers.
+ */
+export const keepsRecentChanges = (config: Pick<Config, 'redisUrl' | 'databaseUrl'>) => Boolean(config.databaseUrl) && !config.redisUrl;
+
 export function liveUpdatesMode(config: Pick<Config, 'redisUrl' | 'databaseUrl' | 'changePollIntervalMs'>): string {
   if (config.redisUrl) return 'Redis wake-ups (REDIS_URL), database poll as a safety net';
   if (config.databaseUrl) return `database poll every ${config.changePollIntervalMs} ms (no REDIS_URL; set it for faster delivery across instances)`;

@@ -1,12 +1,12 @@
 import type { Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
-import { changesAfter, threadCursors } from '../domain/change-cursors.js';
+import { changesAfter, pruneRecentChanges, threadCursors } from '../domain/change-cursors.js';
 import { databaseIdentity } from '../domain/database-identity.js';
 import { readOwnersToolActivity } from '../domain/tool-activity.js';
 import { pollToolAuditChanges } from '../domain/tool-activity-changes.js';
 import type { Clock } from '../realtime/activity-feeds.js';
-import { createPubSubFor } from '../realtime/pubsub.js';
+import { createPubSubFor, keepsRecentChanges } from '../realtime/pubsub.js';
 
 export type ChangeFeeds = Awaited<ReturnType<typeof createPubSubFor>>;
 
@@ -21,14 +21,20 @@ export async function openStorage(
 ): Promise<{ db: Database; feeds: ChangeFeeds; databaseId: string }> {
   const db =
     options.database ??
-    (await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, poolSize: config.databasePoolSize }));
+    (await openDatabase({
+      url: config.databaseUrl,
+      dataDir: config.embeddedInMemory ? undefined : config.dataDir,
+      poolSize: config.databasePoolSize,
+      recentChanges: keepsRecentChanges(config),
+    }));
   try {
     await migrate(db.driver);
     const databaseId = await databaseIdentity(db.sql);
     const feeds = await createPubSubFor(
       config,
       {
-        changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit),
+        changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit, keepsRecentChanges(config)),
+        ...(keepsRecentChanges(config) && { pruneRecentChanges: () => pruneRecentChanges(db.sql).then(() => undefined) }),
         threadCursors: (threadIds) => threadCursors(db.sql, threadIds),
         toolActivity: (reads) => readOwnersToolActivity(db.sql, reads),
         pollToolAuditChanges: (ownerIds, previousBound) => pollToolAuditChanges(db.sql, ownerIds, previousBound),

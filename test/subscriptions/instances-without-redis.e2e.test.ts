@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../support/app.js';
 import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { counterOf, delivered, payloads, subscribeLive, type ThreadChange } from '../support/streams.js';
+import { RunEvents, sendBatch } from '../batches/support.js';
 
 // SEMANTICS.md, "Subscriptions": several instances on one database without REDIS_URL still
 // deliver every change committed on any instance, read from the database (issue 43: an instance
@@ -21,6 +22,7 @@ const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
 describe.runIf(meaningful)(title, () => {
   let a: TestApp;
   let b: TestApp;
+  let urlA: string;
   let urlB: string;
 
   beforeAll(async () => {
@@ -28,6 +30,7 @@ describe.runIf(meaningful)(title, () => {
     a = await startTestApp({ REDIS_URL: '' });
     b = await startTestApp({ REDIS_URL: '' }, { databaseUrl: a.config.databaseUrl });
     urlB = await b.app.start(0);
+    urlA = await a.app.start(0);
   });
   afterAll(async () => {
     await b?.close();
@@ -83,6 +86,55 @@ describe.runIf(meaningful)(title, () => {
     }
     for (const results of toolStatuses) {
       expect(payloads(results, 'toolStatusChanged').at(-1)).toEqual({ toolCallId: 'call-1', status: 'COMPLETED' });
+    }
+  });
+
+  it('changes committed together, or faster than the poll, reach B one event per change, each as committed: the same events as A delivers in process', async () => {
+    const { session, owner, worker, threadId } = await runningRun(a);
+    const DETAILED = `subscription($threadId: ID!) { threadChanges(threadId: $threadId) {
+      cursor audit { id status ... on ToolAudit { toolCallId output } ... on ModelAudit { output } } run { id status } } }`;
+    const RUN_STATUS = `subscription($threadId: ID!) { runChanged(threadId: $threadId) { id status leaseExpiresAt } }`;
+    const streams = {
+      changes: { a: await subscribeLive(a.app, urlA, 'changes', DETAILED, { threadId }, owner), b: await subscribeLive(b.app, urlB, 'changes', DETAILED, { threadId }, owner) },
+      tools: { a: await subscribeLive(a.app, urlA, 'audit', TOOL_STATUS, { threadId }, owner), b: await subscribeLive(b.app, urlB, 'audit', TOOL_STATUS, { threadId }, owner) },
+      runs: { a: await subscribeLive(a.app, urlA, 'run', RUN_STATUS, { threadId }, owner), b: await subscribeLive(b.app, urlB, 'run', RUN_STATUS, { threadId }, owner) },
+    };
+    const events = new RunEvents(session.lease);
+    // One batch: a model call declaring two tools, one tool started and finished, a renewal.
+    const batch = await sendBatch(a, worker, [
+      events.modelStarted('m1'),
+      events.modelFinished('m1', [{ id: 'c1', name: 'search' }, { id: 'c2', name: 'search' }]),
+      events.toolStarted('c1'),
+      events.toolFinished('c1'),
+      events.renew(),
+    ]);
+    expect(batch.data?.result.map((result) => result.error)).toEqual([null, null, null, null, null]);
+    // Then single mutations faster than the poll, and the run's end closing the open call.
+    must(await session.toolStarted('c2', 'search', { sequence: '20' }));
+    must(await session.finish('COMPLETED'));
+    const final = (await a.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor as string;
+
+    const until = (stream: (typeof streams.changes.a)[number]) =>
+      stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', 10_000);
+    await Promise.all([...streams.changes.a, ...streams.changes.b].map(until));
+    const inProcess = payloads(streams.changes.a[0]!.results, 'threadChanges');
+    expect(counterOf(inProcess.at(-1).cursor) - counterOf(inProcess[0].cursor) + 1n).toBe(BigInt(inProcess.length)); // every change, one event each
+    expect(inProcess.filter((change: ThreadChange & { audit: { toolCallId?: string } | null }) => change.audit?.toolCallId === 'c1').map((change: { audit: { status: string } }) => change.audit.status)).toEqual(['RUNNING', 'COMPLETED']);
+    for (const stream of [...streams.changes.a, ...streams.changes.b]) expect(payloads(stream.results, 'threadChanges')).toEqual(inProcess);
+
+    const toolsInProcess = await Promise.all(streams.tools.a.map((stream) => stream.take(4)));
+    const toolsRead = await Promise.all(streams.tools.b.map((stream) => stream.take(4)));
+    for (const results of [...toolsInProcess, ...toolsRead]) expect(payloads(results, 'toolStatusChanged')).toEqual(payloads(toolsInProcess[0]!, 'toolStatusChanged'));
+    expect(payloads(toolsInProcess[0]!, 'toolStatusChanged').map((change: { toolCallId: string; status: string }) => `${change.toolCallId}:${change.status}`)).toEqual([
+      'c1:RUNNING',
+      'c1:COMPLETED',
+      'c2:RUNNING',
+      'c2:ABANDONED',
+    ]);
+    // The renewal is left out of runChanged on both: only the run's end is a run change here.
+    for (const stream of [...streams.runs.a, ...streams.runs.b]) {
+      const runs = payloads(await stream.take(1), 'runChanged');
+      expect(runs.map((run: { status: string }) => run.status)).toEqual(['COMPLETED']);
     }
   });
 });

@@ -2,6 +2,7 @@ import { mintToken } from '../../src/auth/jwt.js';
 import type { Role } from '../../src/domain/principal.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
+import { keepsRecentChanges } from '../../src/realtime/pubsub.js';
 import type { Clock } from '../../src/realtime/activity-feeds.js';
 import { buildApp, type App } from '../../src/server/app.js';
 import { createScratchDatabase, onPostgres } from './database.js';
@@ -57,7 +58,13 @@ async function openTestApp(env: Record<string, string>, options: TestAppOptions,
   const embedded = !config.databaseUrl && config.embeddedInMemory ? await borrowMigratedPglite() : undefined;
   const database =
     onQuery || embedded
-      ? await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedInMemory ? undefined : config.dataDir, embedded: embedded?.pglite, onQuery })
+      ? await openDatabase({
+          url: config.databaseUrl,
+          dataDir: config.embeddedInMemory ? undefined : config.dataDir,
+          embedded: embedded?.pglite,
+          onQuery,
+          recentChanges: keepsRecentChanges(config),
+        })
       : undefined;
   const app = await buildApp(config, { database, maxPendingEvents, activityClock }).catch(async (error: unknown) => {
     await database?.close();
