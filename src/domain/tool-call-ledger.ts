@@ -21,8 +21,17 @@ export type LedgerCase = (typeof LEDGER_CASES)[number];
 export const LEDGER_STATUSES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'] as const;
 export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
 
-/** The run that declared the call `tc`, or a run resuming it, is queued or running: the call may still start. */
-const DECLARING_RUN_GOING = `EXISTS (SELECT 1 FROM run r WHERE (r.id = tc.run_id OR r.resumed_from_id = tc.run_id) AND r.status IN ('QUEUED', 'RUNNING'))`;
+/**
+ * The run that declared the call `tc`, or a resume of it at any depth, is queued or running: the
+ * call may still start (a tool start binds through the whole resume ancestry,
+ * audit_declaring_tool_call). Walked down from the declaring run, one probe of
+ * run_resumed_from_id_idx a generation, stopping at the first run found going; UNION ends a cycle.
+ */
+const DECLARING_RUN_GOING = `EXISTS (
+       WITH RECURSIVE resumes (id, status) AS (
+         SELECT r.id, r.status FROM run r WHERE r.id = tc.run_id
+         UNION SELECT r.id, r.status FROM resumes d JOIN run r ON r.resumed_from_id = d.id
+       ) SELECT 1 FROM resumes WHERE resumes.status IN ('QUEUED', 'RUNNING'))`;
 
 /**
  * The rule of each case, as SQL over `tc` (the ToolCall) and `e` (its latest execution, all

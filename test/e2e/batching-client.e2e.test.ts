@@ -48,3 +48,60 @@ it('drives ten runs at once through one batching client, each event answered by 
   const audits = (await owner.threadAudits(threadId)).items;
   expect(audits.map((audit) => audit.status)).toEqual(Array(20).fill('COMPLETED'));
 });
+
+it('cuts a batch by bytes: concurrent large events are all stored, an event over the body limit alone gets its own 413, small events still go together', async () => {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const sent: { operationName: string; bytes: number; events: string[] }[] = [];
+  const counting: FetchLike = (url, init) => {
+    const body = String(init.body);
+    const { operationName, variables } = JSON.parse(body) as { operationName: string; variables: { events?: Record<string, { toolCallId: string }>[]; input?: { toolCallId: string } } };
+    const events = variables.events?.map((event) => Object.values(event)[0]!.toolCallId) ?? [variables.input!.toolCallId];
+    sent.push({ operationName, bytes: Buffer.byteLength(body), events });
+    return fetch(url, init);
+  };
+  const worker = new AuditClient({ url: server.url, token: who.worker, fetch: counting });
+  const { id: threadId } = await owner.createThread({ title: 'batches by bytes' });
+  const { id: runId } = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(runId, 120);
+  const calls = [...Array.from({ length: 12 }, (_, i) => `c${i}`), 'huge'];
+  await worker.recordModelStarted({ lease, operationId: 'm', sequence: 1n });
+  await worker.recordModelFinished({ lease, operationId: 'm', status: 'COMPLETED', toolCalls: calls.map((id) => ({ id, name: 'fetch', args: {} })) });
+
+  // Small events written at once go together (the first alone, if nothing was in flight).
+  sent.length = 0;
+  await Promise.all(calls.map((id, i) => worker.recordToolStarted({ lease, toolCallId: id, name: 'fetch', sequence: BigInt(10 + i) })));
+  expect(sent.length).toBeLessThanOrEqual(2);
+  expect(sent.at(-1)!.operationName).toBe('RecordEvents');
+  expect(sent.flatMap(({ events }) => events)).toEqual(calls);
+
+  // Twelve outputs of 900 kB (each accepted alone; 10.8 MB together, over the server's 8 MiB
+  // body limit), and among them one of 9 MB, which no request can carry.
+  sent.length = 0;
+  const content = 'x'.repeat(900_000);
+  const finishes = calls.map((id, i) =>
+    worker.recordToolFinished({ lease, toolCallId: id, output: { content: id === 'huge' ? 'x'.repeat(9_000_000) : content }, sequence: BigInt(100 + i) }).then(
+      (audit) => ({ audit }),
+      (error: unknown) => ({ error }),
+    ),
+  );
+  const settled = await Promise.all(finishes);
+  for (const [i, outcome] of settled.entries()) {
+    if (calls[i] === 'huge') {
+      // What its own mutation answers: the server's 413, for it alone.
+      expect((outcome as { error: unknown }).error).toBeInstanceOf(AuditApiError);
+      expect((outcome as { error: AuditApiError }).error).toMatchObject({ code: 'BAD_USER_INPUT', httpStatus: 413, operationName: 'RecordToolFinished' });
+    } else expect(outcome, calls[i]).toMatchObject({ audit: { toolCallId: calls[i], status: 'COMPLETED' } });
+  }
+  // Every request under the limit but the huge event's, which went alone; the large events still
+  // shared requests, in the order they were written.
+  const limit = 8 * 1024 * 1024;
+  expect(sent.filter(({ bytes }) => bytes >= limit).map(({ operationName, events }) => [operationName, events])).toEqual([['RecordToolFinished', ['huge']]]);
+  expect(sent.some(({ operationName, events }) => operationName === 'RecordEvents' && events.length > 1)).toBe(true);
+  expect(sent.flatMap(({ events }) => events)).toEqual(calls);
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  await worker.close();
+
+  const tools = (await owner.threadAudits(threadId)).items.flatMap((item) => (item.__typename === 'ToolAudit' && item.toolCallId !== 'huge' ? [item] : []));
+  expect(tools.map((tool) => [tool.toolCallId, tool.status, (tool.output as { content: string }).content.length])).toEqual(calls.slice(0, 12).map((id) => [id, 'COMPLETED', 900_000]));
+}, 120_000);

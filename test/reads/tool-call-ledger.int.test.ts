@@ -312,4 +312,34 @@ describe(`toolCallLedger (${backendName})`, () => {
     must(await resumed.finish('COMPLETED'));
     expect(await cases()).toEqual([['later', 'PENDING', ['NEVER_RUN']]]);
   });
+
+  it('follows the whole resume chain: a call is pending while a resume of a resume of its run goes, which can still start it', async () => {
+    const threadId = await createThread(t, who.owner, 'resume chain');
+    const cases = async () => (await ledger(who.owner, { threadId })).entries.map((entry) => [entry.toolCallId, entry.status, entry.cases]);
+    const inCase = async (name: string) => callIds((await ledger(who.owner, { threadId, case: name })).entries);
+    const declaring = await createRun(t, who.owner, threadId);
+    const first = await claim(t, who.worker, declaring);
+    await first.declare('plan', [{ id: 'x', name: 'search', args: { q: 'x' } }]);
+    must(await first.finish('INTERRUPTED'));
+    const middle = await createRun(t, who.owner, threadId, declaring);
+    must(await (await claim(t, who.worker, middle)).finish('INTERRUPTED'));
+    expect(await cases()).toEqual([['x', 'PENDING', ['NEVER_RUN']]]);
+
+    // r3 resumes r2, which resumed r1: queued, then running, the call may still start.
+    const third = await createRun(t, who.owner, threadId, middle);
+    expect(await cases()).toEqual([['x', 'PENDING', ['PENDING']]]);
+    const thirdWorker = await claim(t, who.worker, third);
+    expect(await cases()).toEqual([['x', 'PENDING', ['PENDING']]]);
+    expect([await inCase('PENDING'), await inCase('NEVER_RUN')]).toEqual([['x'], []]);
+    must(await thirdWorker.finish('INTERRUPTED'));
+    expect(await cases()).toEqual([['x', 'PENDING', ['NEVER_RUN']]]);
+    expect([await inCase('PENDING'), await inCase('NEVER_RUN')]).toEqual([[], ['x']]);
+
+    // Three resumes down, it does start it.
+    const fourth = await createRun(t, who.owner, threadId, third);
+    const fourthWorker = await claim(t, who.worker, fourth);
+    expect(await cases()).toEqual([['x', 'PENDING', ['PENDING']]]);
+    must(await fourthWorker.toolStarted('x', 'search', { effectiveInput: { q: 'x' } }));
+    expect(await cases()).toEqual([['x', 'RUNNING', ['RUNNING']]]);
+  });
 });

@@ -51,6 +51,14 @@ describe('layoutTimeline', () => {
     expect(layout([run('r1')]).at(-1)).toEqual(['declared:tc-skipped', 2, 'NEVER_RUN']);
     const resume = run('r2', { status: 'QUEUED', createdAt: at(2000), startedAt: null, finishedAt: null, resumedFrom: { id: 'r1' } });
     expect(layout([run('r1', { status: 'INTERRUPTED' }), resume]).find(([key]) => key === 'declared:tc-skipped')).toEqual(['declared:tc-skipped', 2, 'PENDING']);
+    // A resume of a resume binds its tool starts through the whole ancestry: pending while it goes.
+    const chain = (status: RunView['status']) => [
+      run('r1', { status: 'INTERRUPTED' }),
+      run('r2', { status: 'INTERRUPTED', createdAt: at(2000), resumedFrom: { id: 'r1' } }),
+      run('r3', { status, createdAt: at(3000), finishedAt: status === 'RUNNING' ? null : at(4000), resumedFrom: { id: 'r2' } }),
+    ];
+    expect(layout(chain('RUNNING')).find(([key]) => key === 'declared:tc-skipped')).toEqual(['declared:tc-skipped', 2, 'PENDING']);
+    expect(layout(chain('COMPLETED')).find(([key]) => key === 'declared:tc-skipped')).toEqual(['declared:tc-skipped', 2, 'NEVER_RUN']);
   });
 
   it('keeps a tool whose declaring model is not loaded (truncated) in its own run', () => {

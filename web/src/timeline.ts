@@ -407,8 +407,14 @@ export function layoutTimelineWithAxis(
   // call whose ToolCall moved on from PENDING ran somewhere).
   const started = new Set(all.flatMap((audit) => (audit.toolCall ? [audit.toolCall.id] : [])));
   const going = (run: RunView) => run.status === 'QUEUED' || run.status === 'RUNNING';
-  // A run's declared calls may still start while it or a resume of it goes.
-  const mayStillStart = new Set(runs.filter(going).flatMap((run) => [run.id, ...(run.resumedFrom ? [run.resumedFrom.id] : [])]));
+  // A run's declared calls may still start while it or a resume of it at any depth goes (a tool
+  // start binds through the whole resume ancestry): every going run and all its ancestors. A run
+  // already in the set has its ancestors in it too, which also ends a cycle.
+  const runById = new Map(runs.map((run) => [run.id, run]));
+  const mayStillStart = new Set<string>();
+  for (const run of runs.filter(going)) {
+    for (let id: string | undefined = run.id; id !== undefined && !mayStillStart.has(id); id = runById.get(id)?.resumedFrom?.id) mayStillStart.add(id);
+  }
   const auditsByRun = new Map<string, AuditView[]>();
   for (const audit of all) {
     const list = auditsByRun.get(audit.runId);

@@ -1,9 +1,10 @@
 """One writer of lifecycle events per client, batching by itself (docs/semantics.md, "Batches").
 
 Idle, an event goes at once as its own mutation (no timer); the events written while a request
-is in flight go together in the next one (``recordEvents``), in the order they were written.
-Each call gets its own result or the ``AuditApiError`` its own mutation would have raised. A
-full queue makes writers wait for room; ``flush`` waits until every event written is answered.
+is in flight go together in the next one (``recordEvents``), in the order they were written, as
+many as fit in ``MAX_BATCH_BYTES``; an event that alone is larger goes as its own mutation. Each
+call gets its own result or the ``AuditApiError`` its own mutation would have raised. A full
+queue makes writers wait for room; ``flush`` waits until every event written is answered.
 A claim is an event too: its run's later calls carry the epoch it returns, so they are written
 after it answers and go in a later request, while other threads' calls share its.
 """
@@ -17,16 +18,22 @@ from typing import Any, Deque, Dict, List, Mapping, Optional
 
 from . import _operations as ops
 from .errors import AuditApiError
-from .transport import Transport
+from .transport import Transport, encode_json
+
+#: The most bytes of events (as JSON) one ``recordEvents`` request carries. The server refuses a
+#: body over max(8 MiB, 4 × MAX_JSON_BYTES) (README, "Limits"), so never one under 8 MiB; the
+#: 2 MiB left over covers the request's query text and envelope many times.
+MAX_BATCH_BYTES = 6 * 1024 * 1024
 
 
 class _Pending:
-    __slots__ = ("kind", "operation", "variables", "done", "collected", "result", "error")
+    __slots__ = ("kind", "operation", "variables", "size", "done", "collected", "result", "error")
 
     def __init__(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> None:
         self.kind = kind
         self.operation = operation
         self.variables = variables
+        self.size = len(encode_json({kind: _event_input(kind, variables)}))  # in a batch (MAX_BATCH_BYTES)
         self.done = False
         self.collected = False  # its caller has its answer (or gave up waiting)
         self.result: Any = None
@@ -71,7 +78,7 @@ class EventWriter:
         while True:
             with self._lock:
                 self._lock.wait_for(lambda: bool(self._queue))
-                batch = [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]
+                batch = self._next_batch()
                 self._sending = len(batch)
                 self._lock.notify_all()  # room for waiting writers
             self._send(batch)
@@ -81,6 +88,15 @@ class EventWriter:
                 self._sending = 0
                 self._lock.notify_all()
                 self._let_answered_callers_write(batch)
+
+    def _next_batch(self) -> List[_Pending]:
+        # At least one event, at most max_batch, within MAX_BATCH_BYTES.
+        batch = [self._queue.popleft()]
+        size = batch[0].size
+        while self._queue and len(batch) < self._max_batch and size + self._queue[0].size <= MAX_BATCH_BYTES:
+            size += self._queue[0].size
+            batch.append(self._queue.popleft())
+        return batch
 
     def _let_answered_callers_write(self, batch: List[_Pending]) -> None:
         # The callers just answered write their next events as soon as they run (a run's next
@@ -106,7 +122,7 @@ class EventWriter:
             except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
                 event.error = error
             return
-        events = [{event.kind: _event_input(event)} for event in batch]
+        events = [{event.kind: _event_input(event.kind, event.variables)} for event in batch]
         try:
             results = self._transport.execute(ops.RECORD_EVENTS, {"events": events})
         except BaseException as error:  # noqa: BLE001 - the whole request failed: each event gets it
@@ -127,6 +143,6 @@ class EventWriter:
                 event.result = result.get("audit") or result.get("run") or result.get("lease")
 
 
-def _event_input(event: _Pending) -> Mapping[str, Any]:
+def _event_input(kind: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
     # renewLease's variables are the event itself; every other mutation takes its event as `input`.
-    return event.variables if event.kind == "renewLease" else event.variables["input"]
+    return variables if kind == "renewLease" else variables["input"]

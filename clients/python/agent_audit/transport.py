@@ -67,6 +67,11 @@ def _unavailable_error(operation: str, status: int, text: bytes, retry_after: Op
     )
 
 
+def encode_json(value: Any) -> bytes:
+    """``value`` as the client sends JSON: compact, ASCII (``\\u`` escapes), with no NaN or infinity."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
 class Transport:
     def __init__(self, url: str, token: str, policy: RetryPolicy) -> None:
         self.url = url
@@ -76,11 +81,7 @@ class Transport:
     def execute(self, operation: Operation, variables: Mapping[str, Any]) -> Any:
         """The operation's root field value. The body is serialised once, so every attempt sends
         the byte-identical request, which the server recognises as a replay."""
-        body = json.dumps(
-            {"query": operation.document, "operationName": operation.name, "variables": variables},
-            separators=(",", ":"),
-            allow_nan=False,
-        ).encode("utf-8")
+        body = encode_json({"query": operation.document, "operationName": operation.name, "variables": variables})
         max_attempts = max(1, self.policy.max_attempts) if operation.replayable else 1
         attempt = 1
         while True:

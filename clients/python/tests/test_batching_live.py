@@ -1,12 +1,14 @@
 """The batching writer against the server: runs driven at once from several threads through one
-client are recorded whole, in order, and a late call gets its own LEASE_LOST."""
+client are recorded whole, in order, and a late call gets its own LEASE_LOST; large events are cut
+into requests under the server's body limit."""
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
-from agent_audit import AuditApiError, DeclaredToolCall
+from agent_audit import AuditApiError, DeclaredToolCall, ToolAudit
 
 from .support import LiveTestCase
 
@@ -56,3 +58,93 @@ class BatchingLiveTest(LiveTestCase):
         self.assertLess(len([name for name in sent if name != "ClaimRun"]), 36)
         for thread_id, _ in runs:
             self.assertEqual([audit.status for audit in self.owner.thread_audits(thread_id).items], ["COMPLETED", "COMPLETED"])
+
+    def test_concurrent_large_events_are_cut_into_requests_under_the_body_limit(self) -> None:
+        thread_id, run_id = self.queued_run("batches by bytes")
+        calls = [f"c{index}" for index in range(12)] + ["huge"]
+        sent: List[Tuple[str, int, List[str]]] = []
+        execute = self.worker._transport.execute  # noqa: SLF001 - the test measures the requests
+
+        def measuring(operation: Any, variables: Any) -> Any:
+            events = [next(iter(event.values()))["toolCallId"] for event in variables["events"]] if "events" in variables else [variables["input"]["toolCallId"]]
+            body = json.dumps({"query": operation.document, "operationName": operation.name, "variables": variables}, separators=(",", ":"))
+            sent.append((operation.name, len(body.encode("utf-8")), events))
+            return execute(operation, variables)
+
+        lease = self.worker.claim_run(run_id, 120)
+        self.worker.record_model_started(lease, "m", 1)
+        self.worker.record_model_finished(lease, "m", tool_calls=[DeclaredToolCall(call, "fetch", {}) for call in calls])
+        for index, call in enumerate(calls):
+            self.worker.record_tool_started(lease, call, "fetch", 10 + index)
+
+        # Twelve outputs of 900 kB from twelve threads at once (each accepted alone; 10.8 MB
+        # together, over the server's 8 MiB body limit), and one of 9 MB, which no request can carry.
+        self.worker._transport.execute = measuring  # type: ignore[method-assign]  # noqa: SLF001
+        outcomes: Dict[str, Any] = {}
+        gate = threading.Barrier(len(calls))
+
+        def finish(index: int, call: str) -> None:
+            content = "x" * (9_000_000 if call == "huge" else 900_000)
+            gate.wait()
+            try:
+                outcomes[call] = self.worker.record_tool_finished(lease, call, {"content": content}, sequence=100 + index)
+            except AuditApiError as error:
+                outcomes[call] = error
+
+        threads = [threading.Thread(target=finish, args=(index, call)) for index, call in enumerate(calls)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        self.worker._transport.execute = execute  # type: ignore[method-assign]  # noqa: SLF001
+
+        for call in calls[:12]:
+            self.assertNotIsInstance(outcomes[call], AuditApiError, call)
+            self.assertEqual((outcomes[call].tool_call_id, outcomes[call].status), (call, "COMPLETED"))
+        # What its own mutation answers: the server's 413, for it alone.
+        huge = outcomes["huge"]
+        self.assertIsInstance(huge, AuditApiError)
+        self.assertEqual((huge.code, huge.http_status, huge.operation), ("BAD_USER_INPUT", 413, "RecordToolFinished"))
+        # Every request under the limit but the huge event's, which went alone; the large events
+        # still shared requests; each sent once.
+        limit = 8 * 1024 * 1024
+        self.assertEqual([(name, events) for name, size, events in sent if size >= limit], [("RecordToolFinished", ["huge"])])
+        self.assertTrue(any(name == "RecordEvents" and len(events) > 1 for name, _, events in sent))
+        self.assertEqual(sorted(event for _, _, events in sent for event in events), sorted(calls))
+        self.worker.finish_run(lease, "COMPLETED")
+        self.worker.close()
+
+        tools = [item for item in self.owner.thread_audits(thread_id).items if isinstance(item, ToolAudit) and item.tool_call_id != "huge"]
+        self.assertEqual(
+            [(tool.tool_call_id, tool.status, len(tool.output["content"])) for tool in tools],  # type: ignore[index,arg-type]
+            [(call, "COMPLETED", 900_000) for call in calls[:12]],
+        )
+
+    def test_small_events_written_at_once_go_together(self) -> None:
+        _, run_id = self.queued_run("small batches")
+        calls = [f"c{index}" for index in range(12)]
+        sent: List[str] = []
+        execute = self.worker._transport.execute  # noqa: SLF001 - the test counts the requests
+
+        def counting(operation: Any, variables: Any) -> Any:
+            sent.append(operation.name)
+            return execute(operation, variables)
+
+        lease = self.worker.claim_run(run_id, 120)
+        self.worker.record_model_started(lease, "m", 1)
+        self.worker.record_model_finished(lease, "m", tool_calls=[DeclaredToolCall(call, "fetch", {}) for call in calls])
+        self.worker._transport.execute = counting  # type: ignore[method-assign]  # noqa: SLF001
+        gate = threading.Barrier(len(calls))
+
+        def start(index: int, call: str) -> None:
+            gate.wait()
+            self.worker.record_tool_started(lease, call, "fetch", 10 + index)
+
+        threads = [threading.Thread(target=start, args=(index, call)) for index, call in enumerate(calls)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        self.worker.close()
+        self.assertIn("RecordEvents", sent)
+        self.assertLess(len(sent), len(calls))

@@ -17,6 +17,14 @@ const SINGLE = {
 
 export type LifecycleEventKind = keyof typeof SINGLE;
 
+/**
+ * The most bytes of events (as JSON, in UTF-8) one `recordEvents` request carries. The server
+ * refuses a body over max(8 MiB, 4 × MAX_JSON_BYTES) (README, "Limits"), so never one under
+ * 8 MiB; the 2 MiB left over covers the request's query text and envelope many times. An event
+ * that alone is larger goes alone, as its own mutation, and gets that mutation's answer.
+ */
+export const MAX_BATCH_BYTES = 6 * 1024 * 1024;
+
 /** What each kind's own mutation answers. */
 export type LifecycleEventValue<K extends LifecycleEventKind> = NonNullable<(typeof SINGLE)[K]['types']>['result'];
 
@@ -30,6 +38,8 @@ export interface EventWriterOptions {
 interface Pending {
   kind: LifecycleEventKind;
   input: Record<string, unknown>;
+  /** Its size in a batch (MAX_BATCH_BYTES). */
+  bytes: number;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -38,7 +48,7 @@ interface Pending {
  * One writer of lifecycle events per client, batching by itself: when no request is in flight an
  * event goes at once, as its own mutation (no timer, no added latency); the events that arrive
  * while a request is in flight, and those its answer lets callers write at once, go together in
- * the next one (`recordEvents`). Events are sent in
+ * the next one (`recordEvents`), as many as fit in MAX_BATCH_BYTES. Events are sent in
  * the order they were written, one request at a time, so the order within a run is kept. Each
  * event's promise gets its own result, or the AuditApiError its own mutation would have thrown.
  * A claim is an event too: its run's later events carry the epoch its promise resolves to, so
@@ -64,7 +74,8 @@ export class EventWriter {
   /** `input` is the event as `LifecycleEventInput` carries it (claimRun: `{runId, leaseSeconds, claimId}`). */
   async write<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
     while (this.queue.length >= this.maxQueued) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-    const answer = new Promise<unknown>((resolve, reject) => this.queue.push({ kind, input, resolve, reject }));
+    const bytes = utf8Length(JSON.stringify({ [kind]: input }));
+    const answer = new Promise<unknown>((resolve, reject) => this.queue.push({ kind, input, bytes, resolve, reject }));
     if (!this.sending) void this.pump();
     return answer as Promise<LifecycleEventValue<K>>;
   }
@@ -78,7 +89,7 @@ export class EventWriter {
   private async pump(): Promise<void> {
     this.sending = true;
     while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
+      const batch = this.queue.splice(0, this.nextBatchLength());
       for (const wake of this.roomWaiters.splice(0, this.maxQueued - this.queue.length)) wake();
       await (batch.length === 1 ? this.sendAlone(batch[0]!) : this.sendBatch(batch));
       // The callers just answered write their next events in the promise jobs that follow (a run's
@@ -88,6 +99,17 @@ export class EventWriter {
     }
     this.sending = false;
     for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  /** How many of the queued events the next request takes: at least one, at most maxBatch, within MAX_BATCH_BYTES. */
+  private nextBatchLength(): number {
+    let length = 1;
+    let bytes = this.queue[0]!.bytes;
+    for (; length < Math.min(this.maxBatch, this.queue.length); length++) {
+      bytes += this.queue[length]!.bytes;
+      if (bytes > MAX_BATCH_BYTES) break;
+    }
+    return length;
   }
 
   /** The mutation an event is when sent alone, and its variables. */
@@ -121,6 +143,17 @@ export class EventWriter {
       else event.resolve(result.audit ?? result.run ?? result.lease);
     }
   }
+}
+
+/** The bytes of `text` in UTF-8 (JSON.stringify leaves no lone surrogate: it escapes them). */
+function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    // U+0080 to U+07FF take 2 bytes, the rest of the BMP 3, a surrogate pair 4 (2 for each of its units).
+    if (code >= 0x80) bytes += code < 0x800 || (code >= 0xd800 && code <= 0xdfff) ? 1 : 2;
+  }
+  return bytes;
 }
 
 /** Resolves after the promise jobs queued so far have run (Node's check phase; a zero timeout elsewhere). */

@@ -15,6 +15,6 @@ export { OPERATIONS, type Operation } from './operations.js';
 export { AuditLeaseLostError } from './lease-lost.js';
 export { RunRecording, type FinishedRun, type RecordingOptions } from './run-recording.js';
 export { RunWriter } from './run-writer.js';
-export { EventWriter, type EventWriterOptions, type LifecycleEventKind } from './event-writer.js';
+export { EventWriter, MAX_BATCH_BYTES, type EventWriterOptions, type LifecycleEventKind } from './event-writer.js';
 export { errorJson, toJson } from './json.js';
 export type * from './types.js';
