@@ -8,9 +8,16 @@ import { errorFields, log } from '../log.js';
  * - 57P01 admin_shutdown (pg_terminate_backend, a restart), 57P02 crash_shutdown,
  *   57P03 cannot_connect_now (starting up, in recovery), 53300 too_many_connections,
  *   class 08 (connection exceptions);
+ * - 55000 object_not_in_prerequisite_state raised FATAL, which ends the session: at connect, a
+ *   database not accepting connections (ALTER DATABASE … ALLOW_CONNECTIONS false, as during a
+ *   maintenance). Raised as an ERROR, 55000 is a statement's (currval before nextval): a bug;
  * - ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, EAI_AGAIN: the socket.
  */
 const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const FATAL_SQLSTATES = new Set(['55000']);
+/** An SQLSTATE (and its severity, for those that are an outage only when FATAL) that says the database cannot be reached. */
+const isUnavailableState = (code: string | undefined, severity: unknown) =>
+  code !== undefined && (SQLSTATES.has(code) || code.startsWith('08') || (FATAL_SQLSTATES.has(code) && severity === 'FATAL'));
 const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 /** pg's own wordings for a connection it lost or could not get (errors without a code). */
@@ -30,9 +37,10 @@ const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'Sock
 export function isUnavailable(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 4) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (SQLSTATES.has(code) || code.startsWith('08') || SOCKET_ERRORS.has(code) || PRISMA_CODES.has(code))) return true;
-  const adapterCause = (error as { meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } } }).meta?.driverAdapterError?.cause;
-  if (adapterCause && (ADAPTER_KINDS.has(adapterCause.kind ?? '') || SQLSTATES.has(adapterCause.originalCode ?? '') || adapterCause.originalCode?.startsWith('08'))) return true;
+  if (typeof code === 'string' && (isUnavailableState(code, (error as { severity?: unknown }).severity) || SOCKET_ERRORS.has(code) || PRISMA_CODES.has(code))) return true;
+  const adapterCause = (error as { meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string; severity?: string } } } }).meta?.driverAdapterError
+    ?.cause;
+  if (adapterCause && (ADAPTER_KINDS.has(adapterCause.kind ?? '') || isUnavailableState(adapterCause.originalCode, adapterCause.severity))) return true;
   // pg's own errors carry no code, and no user input: their messages are fixed texts.
   if (code === undefined && !('severity' in error) && PG_CONNECTION_MESSAGES.includes(error.message)) return true;
   // Prisma's adapter wraps the driver's error; an AggregateError (a connect to several addresses) holds several.

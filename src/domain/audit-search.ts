@@ -5,7 +5,10 @@ import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
 import { boundedText, escapeLike, isUuid, rowId } from './ids.js';
-import { BELOW_WALK, walkFellShort, walkNewestFirst } from './walk.js';
+import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
+
+/** What a search answers an `after` that is not one of its hits. */
+const AFTER_REFUSED = 'after must be the id of an audit of a previous page';
 
 /** The most hits one search returns. */
 export const MAX_SEARCH_HITS = 100;
@@ -104,7 +107,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   }
   const name = search.name?.trim() || null;
   if (name !== null) boundedText(name, 'name');
-  if (search.after != null && !isUuid(search.after)) throw badInput('after must be the id of an audit of a previous page');
+  if (search.after != null && !isUuid(search.after)) throw badInput(AFTER_REFUSED);
 
   const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
@@ -116,6 +119,10 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
     const [owned] = await sql.query<{ ownerId: string }>('SELECT owner_id FROM thread WHERE id = $1 AND deleted_at IS NULL', [threadId]);
     if (!owned || owned.ownerId !== principal.sub) throw notFound('Thread', search.threadId);
     range.push(`m.thread_id = ${param(threadId)}`);
+  }
+  // An audit of the caller's, in the thread when one is given.
+  if (search.after != null && !(await isPageAnchor(sql, { table: 'message', kind: `message_type IN ('model_audit', 'tool_audit')` }, search.after, principal.sub, threadId))) {
+    throw badInput(AFTER_REFUSED);
   }
   const below = search.after != null ? `m.id < ${param(search.after.toLowerCase())}::uuid` : null;
   if (below !== null) range.push(below);

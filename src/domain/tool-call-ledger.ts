@@ -3,13 +3,16 @@ import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, inLiveThreadOf, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
 import { boundedText, isUuid } from './ids.js';
-import { BELOW_WALK, walkFellShort, walkNewestFirst } from './walk.js';
+import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
 
 /**
  * The tool-call ledger: every tool call a model call declared, run or not, with the cases a
  * debugger hunts for. Each entry is one ToolCall row and its latest execution (the newest tool
  * audit bound to it: a call interrupted and run again in a resume is the resumed execution).
  */
+
+/** What a ledger read answers an `after` that is not one of its entries. */
+const AFTER_REFUSED = 'after must be the cursor of an entry of a previous page';
 
 /** The most entries one page returns. */
 export const MAX_LEDGER_PAGE = 100;
@@ -122,11 +125,13 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
   if (first == null || first < 1 || first > MAX_LEDGER_PAGE) throw badInput(`first must be between 1 and ${MAX_LEDGER_PAGE}`);
   const name = query.name?.trim() || null;
   if (name !== null) boundedText(name, 'name');
-  if (query.after != null && !isUuid(query.after)) throw badInput('after must be the cursor of an entry of a previous page');
+  if (query.after != null && !isUuid(query.after)) throw badInput(AFTER_REFUSED);
   if (query.status != null && !LEDGER_STATUSES.includes(query.status)) throw badInput(`status must be one of ${LEDGER_STATUSES.join(', ')}`);
   if (query.case != null && !LEDGER_CASES.includes(query.case)) throw badInput(`case must be one of ${LEDGER_CASES.join(', ')}`);
 
   const threadId = query.threadId == null ? null : auditThreadOrNotFound(principal, await findThread(sql, query.threadId), query.threadId).id;
+  // An entry's cursor is its ToolCall's id: a call of the caller's, in the thread when one is given.
+  if (query.after != null && !(await isPageAnchor(sql, { table: 'tool_call' }, query.after, principal.sub, threadId))) throw badInput(AFTER_REFUSED);
   const statement = ledgerStatement(principal.sub, { ...query, first, name, threadId });
   const entries = await sql.query<LedgerEntry>(statement.text, statement.params);
   return { entries: entries.slice(0, first), hasMore: entries.length > first };

@@ -1,3 +1,5 @@
+import type { Sql } from '../db/sql.js';
+
 /**
  * A recursive CTE `name(id, …columns, step)`: the rows of `table` (as `alias`) meeting `range`,
  * newest first by id, one index probe each (`ORDER BY id DESC LIMIT 1` below the last row found),
@@ -28,3 +30,22 @@ export const walkFellShort = (limit: string, budget: number) =>
 
 /** The oldest id a walk read (`walked`): the rest of the matches lie below it. */
 export const BELOW_WALK = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
+
+/**
+ * Whether a page's `after` (the id of the previous page's last row) names a row of `table` that
+ * the same read could have returned: the owner's, in `threadId` when the read is within one
+ * thread, meeting `kind` (SQL on the row alone). One probe of the primary key. The read's
+ * filters are not checked: a row a page returned may no longer match them (its status moved
+ * on), and the next page still follows it.
+ */
+export async function isPageAnchor(
+  sql: Sql,
+  rows: { table: 'message' | 'tool_call'; kind?: string },
+  after: string,
+  ownerId: string,
+  threadId: string | null,
+): Promise<boolean> {
+  const conditions = ['id = $1::uuid', 'owner_id = $2', ...(threadId === null ? [] : ['thread_id = $3::uuid']), ...(rows.kind ? [rows.kind] : [])];
+  const found = await sql.query(`SELECT 1 FROM ${rows.table} WHERE ${conditions.join(' AND ')}`, [after.toLowerCase(), ownerId, ...(threadId === null ? [] : [threadId])]);
+  return found.length > 0;
+}

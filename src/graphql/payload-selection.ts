@@ -1,17 +1,9 @@
-import type { FieldNode, GraphQLResolveInfo, SelectionSetNode } from 'graphql';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { Payload } from '../domain/audit-reads.js';
+import { fieldsOf } from './selections.js';
 
 /** Each audit field that shows a payload, and the payload (a tool's effective input is its audit's input). */
 const PAYLOAD_OF_FIELD: Readonly<Record<string, Payload>> = { input: 'input', effectiveInput: 'input', output: 'output', error: 'error' };
-
-/** The fields a selection set selects, through its fragments and inline fragments (whatever their type condition). */
-function fieldsOf(selectionSet: SelectionSetNode | undefined, info: GraphQLResolveInfo): FieldNode[] {
-  return (selectionSet?.selections ?? []).flatMap((selection) => {
-    if (selection.kind === 'Field') return [selection];
-    if (selection.kind === 'InlineFragment') return fieldsOf(selection.selectionSet, info);
-    return fieldsOf(info.fragments[selection.name.value]?.selectionSet, info);
-  });
-}
 
 /**
  * The payloads the audits under `path` (field names below the resolved field, e.g. `items`)

@@ -192,6 +192,36 @@ describe(`toolActivity subscription (${backendName})`, () => {
     );
     expect(codes).toEqual(['FORBIDDEN', 'BAD_USER_INPUT', 'BAD_USER_INPUT', 'BAD_USER_INPUT', 'BAD_USER_INPUT']);
   });
+
+  it("refuses a list's `first` out of 1 to 100 when it starts: one error, then the stream ends, over graphql-ws and SSE", async () => {
+    const { owner, ownerSub } = await runningRun(t);
+    const documents: [string, Record<string, unknown>][] = [
+      ['subscription { toolActivity(windowSeconds: 60) { at running(first: 0) { id } } }', {}],
+      ['subscription($first: Int) { toolActivity { at recentFailures(first: $first) { id } } }', { first: 101 }],
+      // Through a fragment, and beside a list asked for within range.
+      [
+        'subscription($first: Int) { toolActivity { ...lists } } fragment lists on ToolActivity { running(first: 5) { id } failures: recentFailures(first: $first) { id } }',
+        { first: -1 },
+      ],
+    ];
+    for (const [document, variables] of documents) {
+      const streams = await both(t, url, owner, variables, document);
+      for (const stream of streams) {
+        expect(await stream.ended(5000), `${stream.label}: ${document}`).toEqual({ kind: 'complete' });
+        expect(stream.results).toHaveLength(1);
+        expect(stream.results[0]!.data ?? null).toBeNull();
+        expect(stream.results[0]!.errors).toEqual([
+          expect.objectContaining({ message: 'first must be between 1 and 100', extensions: { code: 'BAD_USER_INPUT' } }),
+        ]);
+      }
+    }
+    // No stream was started: the owner has no feed to read views for.
+    expect(t.app.pubsub.activity.owners()).not.toContain(ownerSub);
+
+    // A list the document skips is never resolved, so its size is not checked: the stream starts.
+    const skipped = await both(t, url, owner, { all: false }, 'subscription($all: Boolean!) { toolActivity { runningCount running(first: 0) @include(if: $all) { id } } }');
+    for (const stream of skipped) expect(await viewWhere(stream, (view) => view.runningCount === 0, 'the first view')).toEqual({ runningCount: 0 });
+  });
 });
 
 const missing = [!postgresAdminUrl && 'TEST_DATABASE_URL', !testRedisUrl && 'TEST_REDIS_URL'].filter(Boolean).join(' and ');

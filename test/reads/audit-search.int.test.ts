@@ -123,6 +123,33 @@ describe(`searchAudits (${backendName})`, () => {
     expect(paged).toEqual(all);
   });
 
+  it("refuses an after that is no hit the same search could have returned: another thread's audit (with threadId), another owner's, no audit at all", async () => {
+    const runId = (await t.gql(`query($id: ID!) { thread(id: $id) { latestRun { id } } }`, { id: first.threadId }, who.owner)).data.thread.latestRun.id;
+    const refused: [string, Record<string, unknown>][] = [
+      ["another thread's audit, with threadId", { threadId: first.threadId, after: second.paid }],
+      ["another owner's audit", { after: strangers.paid }],
+      ["another owner's audit, with threadId", { threadId: first.threadId, after: strangers.paid }],
+      ['a UUID that is no audit', { after: '01a24000-0000-7000-8000-000000000000' }],
+      ['a run id', { after: runId }],
+      ['a thread id', { threadId: first.threadId, after: first.threadId }],
+    ];
+    // With text (the walk and the search index) and without (the filters' walk).
+    for (const terms of [{ text: 'amount' }, { name: 'pay_invoice' }]) {
+      for (const [what, variables] of refused) {
+        const response = await t.gql(SEARCH, { ...terms, ...variables }, who.owner);
+        expect(response.errors, `${what} ${JSON.stringify(terms)}`).toEqual([
+          expect.objectContaining({ message: 'after must be the id of an audit of a previous page', extensions: { code: 'BAD_USER_INPUT' } }),
+        ]);
+        expect(response.data ?? null).toBeNull();
+      }
+    }
+    // An audit of this thread, or of any of the owner's threads without threadId, still pages on,
+    // whatever the search (a hit's status may have changed since its page).
+    expect((await search(who.owner, { text: 'payee', threadId: first.threadId, after: first.running })).items.map((hit) => hit.audit.id)).toEqual([first.paid]);
+    expect((await search(who.owner, { name: 'pay_invoice', after: second.paid })).items.map((hit) => hit.audit.id)).toEqual([first.running, first.paid]);
+    expect((await search(who.owner, { name: 'refund', status: 'FAILED', after: second.running })).items.map((hit) => hit.audit.id)).toEqual([second.refund, first.refund]);
+  });
+
   it('keeps audits superadmin-on-own-thread data, and refuses malformed input', async () => {
     expect(errorCode(await t.gql(SEARCH, { text: 'amount' }, await t.token('a-user', 'user')))).toBe('FORBIDDEN');
     expect(errorCode(await t.gql(SEARCH, { text: 'amount' }, await t.token('an-admin', 'admin')))).toBe('FORBIDDEN');

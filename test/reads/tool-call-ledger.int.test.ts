@@ -212,6 +212,32 @@ describe(`toolCallLedger (${backendName})`, () => {
     expect(rest.hasNextPage).toBe(true);
   });
 
+  it("refuses an after that is no entry the same read could have returned: another thread's (with threadId), another owner's, none at all", async () => {
+    const endedCursor = (await ledger(who.owner, { threadId: ended.threadId, first: 1 })).endCursor!;
+    // A ToolCall's id is its entry's cursor; an admin reads another owner's run and its calls.
+    const strangersRun = await t.gql(`query($id: ID!) { run(id: $id) { toolCalls { id } } }`, { id: strangers.runId }, await t.token('an-admin', 'admin'));
+    const strangersCall = strangersRun.data.run.toolCalls[0].id as string;
+    const refused: [string, Record<string, unknown>][] = [
+      ["another thread's entry, with threadId", { threadId: billing.threadId, after: endedCursor }],
+      ["another owner's entry", { after: strangersCall }],
+      ["another owner's entry, with threadId", { threadId: billing.threadId, after: strangersCall }],
+      ['a UUID that is no entry', { after: '01a24000-0000-7000-8000-000000000000' }],
+      ['a run id', { after: billing.runId }],
+      ['a thread id', { threadId: billing.threadId, after: billing.threadId }],
+    ];
+    for (const [what, variables] of refused) {
+      const response = await t.gql(LEDGER, variables, who.owner);
+      expect(response.errors, what).toEqual([
+        expect.objectContaining({ message: 'after must be the cursor of an entry of a previous page', extensions: { code: 'BAD_USER_INPUT' } }),
+      ]);
+      expect(response.data ?? null, what).toBeNull();
+    }
+    // An entry of this thread, or of any of the owner's threads without threadId, still pages on.
+    expect(callIds((await ledger(who.owner, { after: endedCursor, first: 100 })).entries)).toEqual(['stopped', 'left', 'again', 'skipped', 'cut', 'slow', 'refund', 'pay', 'lookup']);
+    const billingFirst = (await ledger(who.owner, { threadId: billing.threadId, first: 1 })).endCursor;
+    expect(callIds((await ledger(who.owner, { threadId: billing.threadId, after: billingFirst })).entries)).toEqual(['refund', 'pay', 'lookup']);
+  });
+
   it('keeps the ledger superadmin-on-own-thread data, and refuses malformed input', async () => {
     expect(errorCode(await t.gql(LEDGER, {}, await t.token('a-user', 'user')))).toBe('FORBIDDEN');
     expect(errorCode(await t.gql(LEDGER, {}, await t.token('an-admin', 'admin')))).toBe('FORBIDDEN');

@@ -119,6 +119,38 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     expect(text).toContain('BAD_USER_INPUT');
   });
 
+  it('refuses after: "" as a malformed cursor, over graphql-ws and SSE: an empty cursor never passes for "live from now"', async () => {
+    const { owner, threadId } = await runningRun(t);
+    const ws = subscribeWs(t.url, CHANGES, { threadId, after: '' }, owner);
+    onTestFinished(() => ws.close());
+    const sse = await subscribeSse(t.app, CHANGES, { threadId, after: '' }, owner);
+    onTestFinished(() => sse.close());
+    for (const stream of [ws, sse]) {
+      expect(await stream.ended(), stream.label).toEqual({ kind: 'complete' });
+      expect(stream.results).toHaveLength(1);
+      expect(stream.results[0]!.data ?? null).toBeNull();
+      expect(stream.results[0]!.errors).toEqual([expect.objectContaining({ message: 'Cursor "" is malformed', extensions: { code: 'BAD_USER_INPUT' } })]);
+    }
+    expect(t.app.pubsub.subscriberCount('changes', threadId)).toBe(0);
+  });
+
+  it('takes an empty Last-Event-ID as none, as the SSE standard does (a browser never sends one): `after` applies', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    const { cursor } = await committedView(threadId, owner);
+    // Committed after the cursor, before the stream starts: only a resume from `after` delivers it.
+    await toolRoundTrips(session, 'missed', 1);
+    const final = await committedView(threadId, owner);
+    const response = await subscribeSseRaw(threadId, owner, { after: cursor }, '');
+    const events = await readSseEvents(response, (all) => all.at(-1)?.id === final.cursor);
+    const changes = events.map((event) => event.data.threadChanges as ThreadChange);
+    expect(changes.every((change) => counterOf(change.cursor) > counterOf(cursor))).toBe(true);
+    expect(changes.map((change) => change.audit?.status ?? change.run?.status)).toContain('COMPLETED');
+    // Without `after`, it is a stream from now on, as a first EventSource connection.
+    const live = await subscribeSseRaw(threadId, owner, {}, '');
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the live stream to start');
+    expect(live.status).toBe(200);
+  });
+
   it('refuses a runId that is no run of the thread with BAD_USER_INPUT, as threadAudits does; takes a run id in any case', async () => {
     const { owner, threadId, runId, session } = await runningRun(t);
     const other = await runningRun(t);
@@ -263,7 +295,7 @@ async function subscribeSseRaw(threadId: string, token: string, variables: Recor
     headers: {
       accept: 'text/event-stream',
       authorization: `Bearer ${token}`,
-      ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+      ...(lastEventId !== undefined ? { 'last-event-id': lastEventId } : {}),
     },
     signal: controller.signal,
   });

@@ -40,11 +40,15 @@ function committed(delivery: Delivery, context: GraphQLContext): CommittedChange
 
 const runIdOf = (change: CommittedChange) => (change.kind === 'run' ? change.row.id : change.row.runId);
 
-/** The cursor a threadChanges stream resumes after: SSE's Last-Event-ID (a reconnecting EventSource) wins over `after`. */
+/**
+ * The cursor a threadChanges stream resumes after: SSE's Last-Event-ID (a reconnecting
+ * EventSource) wins over `after`. An empty Last-Event-ID is none, as the SSE standard has it (an
+ * EventSource whose last event ID is empty sends no header), so `after` applies; an empty `after`
+ * is a cursor like any other given one, and malformed.
+ */
 function resumeCursor(thread: Thread, after: string | null | undefined, context: GraphQLContext): bigint | undefined {
-  const lastEventId = context.request?.headers.get('last-event-id');
-  const text = lastEventId || after;
-  return text ? decodeCursor(context.deps.databaseId, thread, text) : undefined;
+  const text = context.request?.headers.get('last-event-id') || after;
+  return text == null ? undefined : decodeCursor(context.deps.databaseId, thread, text);
 }
 
 interface ThreadChangeShape {

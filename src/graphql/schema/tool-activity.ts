@@ -15,6 +15,7 @@ import { StreamInterrupted } from '../../realtime/pubsub.js';
 import { createGraphQLError } from 'graphql-yoga';
 import { builder, listCost } from '../builder.js';
 import { createLoaders, loadersForEvent, type Loaders } from '../loaders.js';
+import { argumentsOfSelected } from '../selections.js';
 import { ToolAuditRef } from './audit.js';
 
 const ToolActivityStatRef = builder.objectRef<ToolActivityStat>('ToolActivityStat').implement({
@@ -103,10 +104,14 @@ builder.subscriptionField('toolActivity', (t) =>
       'A live dashboard: the current `toolActivity` view at once, then a new one after changes of\ntool audits in the caller\'s threads commit (docs/semantics.md, "Dashboards").',
     authScopes: { authenticated: true },
     args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
-    subscribe: (_root, { windowSeconds, name }, { principal, pubsub }) => {
+    subscribe: (_root, { windowSeconds, name }, { principal, pubsub }, info) => {
       const viewer = requirePrincipal(principal);
       requireAuditReader(viewer);
-      return pubsub.activity.subscribe(viewer.sub, toolActivityArgs(windowSeconds, name), viewer.expiresAtMs);
+      const args = toolActivityArgs(windowSeconds, name);
+      // The lists' sizes are checked where each view resolves them; checked now too, a size out
+      // of range refuses the stream once, at its start, instead of failing every view it sends.
+      for (const list of ['running', 'recentFailures']) for (const { first } of argumentsOfSelected(info, list)) activityListSize(first as number | null);
+      return pubsub.activity.subscribe(viewer.sub, args, viewer.expiresAtMs);
     },
     resolve: (delivery: ActivityDelivery, _args, context) => {
       // Only the server stopping or the token expiring ends a stream early.

@@ -1,0 +1,37 @@
+// Which failures are an outage the client may retry (UNAVAILABLE, 503 with Retry-After), judged
+// by SQLSTATE, severity or errno, never by message text: src/db/outage.ts.
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { isUnavailable } from '../../src/db/outage.js';
+
+/** An error as pg reads it from the server's ErrorResponse. */
+function serverError(code: string, severity: 'FATAL' | 'ERROR', message: string): pg.DatabaseError {
+  return Object.assign(new pg.DatabaseError(message, message.length, 'error'), { code, severity });
+}
+
+/** The same error as Prisma's pg adapter passes it on (its `postgres` kind keeps code and severity). */
+function throughPrisma(error: pg.DatabaseError): Error {
+  const cause = { kind: 'postgres', code: error.code, severity: error.severity, message: error.message, originalCode: error.code, originalMessage: error.message };
+  return Object.assign(new Error('Invalid `prisma.thread.findMany()` invocation'), { code: 'P2010', meta: { driverAdapterError: Object.assign(new Error('postgres'), { cause }) } });
+}
+
+describe('isUnavailable', () => {
+  const notAccepting = serverError('55000', 'FATAL', 'database "audit" is not currently accepting connections');
+  const startingUp = serverError('57P03', 'FATAL', 'the database system is starting up');
+
+  it('takes a database that is not accepting connections (ALTER DATABASE … ALLOW_CONNECTIONS false) as an outage, from pg and through Prisma', () => {
+    expect(isUnavailable(notAccepting)).toBe(true);
+    expect(isUnavailable(throughPrisma(notAccepting))).toBe(true);
+  });
+
+  it('takes a server that cannot take connections now (starting up, in recovery) as an outage', () => {
+    expect(isUnavailable(startingUp)).toBe(true);
+    expect(isUnavailable(throughPrisma(startingUp))).toBe(true);
+  });
+
+  it("does not take a statement's 55000 (object not in prerequisite state) for one: that is no connection refused, but a bug to see", () => {
+    const statement = serverError('55000', 'ERROR', 'currval of sequence "run_created_order_seq" is not yet defined in this session');
+    expect(isUnavailable(statement)).toBe(false);
+    expect(isUnavailable(throughPrisma(statement))).toBe(false);
+  });
+});
