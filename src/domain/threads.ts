@@ -67,10 +67,15 @@ const THREAD_TITLE_TEXT = `coalesce(title, '')`;
 
 /**
  * A page of the threads `principal` may read (as `thread(id)`: its own, every thread for admins
- * and superadmins), newest first; with `title`, only those whose title holds it (any case). The
- * order is total (creation time, then id), so a cursor keeps its place while new threads are created.
+ * and superadmins), newest first; with `title`, only those whose title holds it (any case); with
+ * `ownerId`, only that owner's (an operator erasing one person's threads). The order is total
+ * (creation time, then id), so a cursor keeps its place while new threads are created.
  */
-export async function readableThreadsPage(sql: Sql, principal: Principal, page: { first: number; after?: string | null; title?: string | null }) {
+export async function readableThreadsPage(
+  sql: Sql,
+  principal: Principal,
+  page: { first: number; after?: string | null; title?: string | null; ownerId?: string | null },
+) {
   if (!Number.isInteger(page.first) || page.first < 1 || page.first > MAX_THREADS_PAGE) {
     throw badInput(`first must be between 1 and ${MAX_THREADS_PAGE}`);
   }
@@ -82,6 +87,7 @@ export async function readableThreadsPage(sql: Sql, principal: Principal, page: 
   const params: unknown[] = [page.first + 1];
   const where = ['deleted_at IS NULL'];
   if (!canReadEveryThread(principal)) where.push(`owner_id = $${params.push(principal.sub)}`);
+  if (page.ownerId != null) where.push(`owner_id = $${params.push(boundedText(page.ownerId, 'ownerId'))}`);
   if (position) where.push(`(created_at, id) < ($${params.push(position.createdAt)}::timestamptz, $${params.push(position.id)}::uuid)`);
   if (title !== null) where.push(`${THREAD_TITLE_TEXT} ILIKE $${params.push(`%${escapeLike(title)}%`)}`);
   const rows = await sql.query<Thread>(

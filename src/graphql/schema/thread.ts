@@ -119,10 +119,13 @@ builder.queryField('threads', (t) =>
       first: t.arg.int({ defaultValue: 20 }),
       after: t.arg.string(),
       title: t.arg.string({ description: 'Only threads whose title holds this text (any case); pass the same `title` with `after`.' }),
+      ownerId: t.arg.string({
+        description: "Only threads of this owner (the `sub` of the token that created them), e.g. to erase one person's threads (docs/deletion.md); pass the same `ownerId` with `after`.",
+      }),
     },
     complexity: ({ first }) => listCost(first, MAX_THREADS_PAGE),
-    resolve: (_root, { first, after, title }, { deps, principal }) =>
-      readableThreadsPage(deps.db, requirePrincipal(principal), { first: first ?? 20, after, title }),
+    resolve: (_root, { first, after, title, ownerId }, { deps, principal }) =>
+      readableThreadsPage(deps.db, requirePrincipal(principal), { first: first ?? 20, after, title, ownerId }),
   }),
 );
 
