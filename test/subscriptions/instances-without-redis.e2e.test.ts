@@ -4,6 +4,7 @@ import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { counterOf, delivered, payloads, subscribeLive, type ThreadChange } from '../support/streams.js';
 import { RunEvents, sendBatch } from '../batches/support.js';
+import { pruneRecentChanges } from '../../src/domain/change-cursors.js';
 
 // SEMANTICS.md, "Subscriptions": several instances on one database without REDIS_URL still
 // deliver every change committed on any instance, read from the database (issue 43: an instance
@@ -136,5 +137,19 @@ describe.runIf(meaningful)(title, () => {
       const runs = payloads(await stream.take(1), 'runChanged');
       expect(runs.map((run: { status: string }) => run.status)).toEqual(['COMPLETED']);
     }
+  });
+
+  it('the changes kept as committed go after 5 minutes, and with their thread', async () => {
+    const { session, owner, threadId } = await runningRun(a);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+    const kept = async () => Number((await a.app.db.sql.query<{ count: string }>('SELECT count(*)::text AS count FROM recent_change WHERE thread_id = $1::uuid', [threadId]))[0]!.count);
+    const before = await kept();
+    expect(before).toBe(4); // the run's creation and claim, the model call's start and finish
+    await a.app.db.sql.query(`UPDATE recent_change SET logged_at = now() - interval '6 minutes' WHERE thread_id = $1::uuid AND change_cursor = (SELECT min(change_cursor) FROM recent_change WHERE thread_id = $1::uuid)`, [threadId]);
+    await pruneRecentChanges(a.app.db.sql);
+    expect(await kept()).toBe(before - 1);
+    const receipt = await a.gql(`mutation($id: ID!) { deleteThread(id: $id) { verifiedAt } }`, { id: threadId }, owner);
+    expect(receipt.errors).toBeUndefined();
+    expect(await kept()).toBe(0);
   });
 });
