@@ -1,6 +1,6 @@
 // The page as a reviewer read it, in headless Chromium against the server process (PGlite, or
-// PostgreSQL in the services pass), offline: every view on a phone (390 px), the ruler's idle
-// labels when gaps are close together, the search's scope after a hit in another thread, search
+// PostgreSQL in the services pass), offline: every view on a phone (390 px), a drag across the
+// ruler with a finger or a pen, the ruler's idle labels when gaps are close together, the search's scope after a hit in another thread, search
 // matches marked, a text output read as its lines.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,8 +23,8 @@ let browser: Browser;
 /** Every request a page sent anywhere but this server. */
 const outsideRequests: string[] = [];
 
-async function newPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
-  const page = await browser.newPage({ viewport });
+async function newPage(viewport = { width: 1400, height: 900 }, device: { hasTouch?: boolean; isMobile?: boolean } = {}): Promise<Page> {
+  const page = await browser.newPage({ viewport, ...device });
   page.on('request', (request) => {
     if (!request.url().startsWith(origin) && !request.url().startsWith(origin.replace('http', 'ws')) && !/^(data|blob):/.test(request.url())) {
       outsideRequests.push(request.url());
@@ -116,6 +116,34 @@ const rulerLabels = (page: Page) =>
     });
     return { found, idleLabels: ruler.querySelectorAll('.gap-label').length, gaps: ruler.querySelectorAll('.gap').length };
   });
+
+/**
+ * A finger dragged from `from` to `to` (CSS pixels in the window), as a touch screen sends it
+ * (Chromium's own touch input: pointer events of pointerType "touch", and no mouse events for a drag).
+ */
+async function touchDrag(page: Page, from: { x: number; y: number }, to: { x: number; y: number }, steps = 8) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [from] });
+  for (let step = 1; step <= steps; step++) {
+    const point = { x: from.x + ((to.x - from.x) * step) / steps, y: from.y + ((to.y - from.y) * step) / steps };
+    await cdp.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [point] });
+  }
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await cdp.detach();
+}
+
+/** The same drag with a pen (pointerType "pen"). */
+async function penDrag(page: Page, from: { x: number; y: number }, to: { x: number; y: number }, steps = 8) {
+  const cdp = await page.context().newCDPSession(page);
+  const pen = { pointerType: 'pen' as const, button: 'left' as const };
+  await cdp.send('Input.dispatchMouseEvent', { type: 'mousePressed', ...from, ...pen, buttons: 1, clickCount: 1 });
+  for (let step = 1; step <= steps; step++) {
+    const point = { x: from.x + ((to.x - from.x) * step) / steps, y: from.y + ((to.y - from.y) * step) / steps };
+    await cdp.send('Input.dispatchMouseEvent', { type: 'mouseMoved', ...point, ...pen, buttons: 1 });
+  }
+  await cdp.send('Input.dispatchMouseEvent', { type: 'mouseReleased', ...to, ...pen, buttons: 0, clickCount: 1 });
+  await cdp.detach();
+}
 
 /**
  * A run of `models` model calls each declaring one tool that completes, written as one queue (the
@@ -238,6 +266,38 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await expect.poll(() => page.url()).toContain('window=900');
     await page.close();
   }, 300_000);
+
+  it('zooms the axis by a drag across the ruler with a finger or a pen, as with a mouse', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('zoomed on a touch screen');
+    // Two runs five minutes apart, each a large share of the axis (the idle gap is compressed).
+    const base = Date.now() - 5 * 60_000;
+    const first = await writeRun(owner, worker, threadId, 2, { startAt: base, stepMs: 1000 });
+    const second = await writeRun(owner, worker, threadId, 2, { startAt: base + 5 * 60_000, stepMs: 1000 });
+
+    const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
+    await signIn(page, who.owner);
+    await openThread(page, threadId);
+    await row(page, second.runId).locator('.bar').waitFor();
+    expect(await row(page, first.runId).locator('.bar').count()).toBe(1);
+    /** Drags along the ruler over the second run's bar only, with `drag`. */
+    const dragOverSecondRun = async (drag: typeof touchDrag) => {
+      const ruler = (await page.locator('[data-testid=ruler]').boundingBox())!;
+      const bar = (await row(page, second.runId).locator('.bar').boundingBox())!;
+      expect(bar.width).toBeGreaterThan(20);
+      const y = ruler.y + ruler.height / 2;
+      await drag(page, { x: bar.x + 2, y }, { x: bar.x + bar.width - 2, y });
+    };
+    await dragOverSecondRun(touchDrag);
+    // Zoomed into the second run: the first is out of view, and the way back is offered.
+    await expect.poll(() => row(page, first.runId).locator('.bar').count()).toBe(0);
+    expect(await row(page, second.runId).locator('.bar').count()).toBe(1);
+    await page.locator('.ruler-row button:text("Whole thread")').click();
+    await expect.poll(() => row(page, first.runId).locator('.bar').count()).toBe(1);
+
+    await dragOverSecondRun(penDrag);
+    await expect.poll(() => row(page, first.runId).locator('.bar').count()).toBe(0);
+    await page.close();
+  }, 120_000);
 
   it("draws the ruler's idle labels apart when gaps are close together: the longer gap's label shows, none overlaps another or a clock time", async () => {
     const { who, owner, worker, threadId } = await superadminThread('three runs, two gaps close together');

@@ -558,10 +558,14 @@ function zoomTo(row: Row) {
   zoom.value = { from: row.start - margin, to: end + margin };
 }
 
-/** The ruler: clock times on round values, idle gaps marked; drag across it to zoom into a span. */
+/**
+ * The ruler: clock times on round values, idle gaps marked; drag across it to zoom into a span,
+ * with a mouse, a finger or a pen (one pointer, captured, so a drag that leaves the ruler still
+ * ends where it is let go, clamped to the axis).
+ */
 function Ruler({ axis }: { axis: Axis }) {
-  const drag = useSignal<{ from: number; to: number } | null>(null);
-  const percentAt = (event: MouseEvent) => {
+  const drag = useSignal<{ pointerId: number; from: number; to: number } | null>(null);
+  const percentAt = (event: PointerEvent) => {
     const box = (event.currentTarget as HTMLElement).getBoundingClientRect();
     return Math.min(100, Math.max(0, ((event.clientX - box.left) / box.width) * 100));
   };
@@ -588,13 +592,19 @@ function Ruler({ axis }: { axis: Axis }) {
         class="track ruler-track"
         ref={track}
         data-testid="ruler"
-        onMouseDown={(e) => (drag.value = { from: percentAt(e), to: percentAt(e) })}
-        onMouseMove={(e) => drag.value && (drag.value = { ...drag.value, to: percentAt(e) })}
-        onMouseLeave={() => (drag.value = null)}
-        onMouseUp={() => {
+        onPointerDown={(e) => {
+          // A mouse's or a pen's main button, or a first finger; a second finger leaves the drag be.
+          if (!e.isPrimary || e.button !== 0 || drag.value) return;
+          e.currentTarget.setPointerCapture(e.pointerId);
+          drag.value = { pointerId: e.pointerId, from: percentAt(e), to: percentAt(e) };
+        }}
+        onPointerMove={(e) => drag.value?.pointerId === e.pointerId && (drag.value = { ...drag.value, to: percentAt(e) })}
+        onPointerCancel={() => (drag.value = null)}
+        onPointerUp={(e) => {
           const span = drag.value;
+          if (span?.pointerId !== e.pointerId) return;
           drag.value = null;
-          if (!span || Math.abs(span.to - span.from) < 0.5) return;
+          if (Math.abs(span.to - span.from) < 0.5) return;
           const [a, b] = [Math.min(span.from, span.to), Math.max(span.from, span.to)];
           zoom.value = { from: axis.timeAt(a), to: axis.timeAt(b) };
         }}
