@@ -2,7 +2,8 @@
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and
-// tool filter kept in the address, axe-core clean, no request leaving the machine.
+// tool filter kept in the address, the chart following the window's width, axe-core clean,
+// no request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -23,8 +24,8 @@ let origin: string;
 let browser: Browser;
 const outsideRequests: string[] = [];
 
-async function newPage(): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+async function newPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
   page.on('request', (request) => {
     if (!request.url().startsWith(origin) && !/^(data|blob|ws):/.test(request.url())) outsideRequests.push(request.url());
   });
@@ -61,6 +62,44 @@ const axisLabelContrast = (page: Page) =>
     }
     return best;
   });
+
+/**
+ * The chart's width against its box's (the figure's content width), and how wide the document
+ * and #app (which scrolls the page) are against the window.
+ */
+const widths = (page: Page) =>
+  page.evaluate(() => {
+    const box = document.querySelector<HTMLElement>('.activity-chart')!;
+    return {
+      box: box.clientWidth,
+      chart: Math.round(box.querySelector('.uplot')!.getBoundingClientRect().width),
+      window: innerWidth,
+      document: document.documentElement.scrollWidth,
+      app: document.getElementById('app')!.scrollWidth,
+    };
+  });
+
+/** The Activity view at `viewport`, of a new superadmin with one failed tool call. */
+async function activityWithAFailure(viewport: { width: number; height: number }): Promise<Page> {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const worker = new AuditClient({ url: server.url, token: who.worker });
+  const { id: threadId } = await owner.createThread({ title: 'watched on a phone' });
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: {} }] });
+  await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: {}, sequence: 3 });
+  await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'quota exceeded', status: 'error' }, sequence: 4 });
+  const page = await newPage(viewport);
+  await page.goto(`${origin}/`);
+  await page.fill('textarea[name=token]', who.owner);
+  await page.click('button[type=submit]');
+  await page.click('header a[href="#activity"]');
+  await page.waitForSelector('[data-testid=activity-failures] .error-line');
+  await page.waitForSelector('.activity-chart canvas');
+  return page;
+}
 
 describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromium (${backendName})`, () => {
   beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
@@ -155,6 +194,23 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.goBack();
     await page.waitForSelector('[data-testid=activity-failures] a');
     expect(new URL(page.url()).hash).toMatch(/^#activity/);
+  }, 120_000);
+
+  it("follows the window's width: the chart fills its box at 1200 px, stays within it at 340 px with nothing scrolling sideways, and fills it again", async () => {
+    const page = await activityWithAFailure({ width: 1200, height: 900 });
+    const fills = async (where: string) => {
+      await expect.poll(async () => { const { box, chart } = await widths(page); return chart - box; }, { message: `the chart against its box at ${where}` }).toBe(0);
+      const { window, document, app } = await widths(page);
+      expect({ document, app }, where).toEqual({ document: window, app: window });
+    };
+    await fills('1200 px');
+    // A narrow phone, held upright.
+    await page.setViewportSize({ width: 340, height: 700 });
+    await fills('340 px');
+    // Turned back (or a desktop window widened again).
+    await page.setViewportSize({ width: 1200, height: 900 });
+    await fills('1200 px again');
+    await page.close();
   }, 120_000);
 
   it('reads in the light and in the dark: the chart\'s axis labels, the failures, the tables', async () => {

@@ -163,7 +163,12 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
   );
 }
 
-/** Started, completed and failed per bucket, drawn with uPlot (bundled; no network). */
+const CHART_HEIGHT = 180;
+
+/**
+ * Started, completed and failed per bucket, drawn with uPlot (bundled; no network), as wide as
+ * its box: it follows the box when the window is resized or a phone turned.
+ */
 function Chart({ buckets }: { buckets: Bucket[] }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -180,8 +185,8 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
       const axis = { stroke: colour('color'), grid: { stroke: colour('--chart-grid') }, ticks: { stroke: colour('--chart-grid') } };
       plot.current = new uPlot(
         {
-          width: Math.max(320, (box.current!.clientWidth || 720) - 16),
-          height: 180,
+          width: box.current!.clientWidth,
+          height: CHART_HEIGHT,
           axes: [axis, axis],
           series: [
             {},
@@ -196,7 +201,15 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
       );
     } else plot.current.setData(data);
   });
-  useEffect(() => () => plot.current?.destroy(), []);
+  useEffect(() => {
+    const element = box.current!;
+    const observer = new ResizeObserver(() => {
+      const width = element.clientWidth;
+      if (plot.current && width > 0 && width !== plot.current.width) plot.current.setSize({ width, height: CHART_HEIGHT });
+    });
+    observer.observe(element);
+    return () => (observer.disconnect(), plot.current?.destroy());
+  }, []);
   return <figure class="activity-chart" aria-label="Tool audits started, completed and failed over the window" ref={box} />;
 }
 
