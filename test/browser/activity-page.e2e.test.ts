@@ -2,8 +2,8 @@
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and
-// tool filter kept in the address, the chart following the window's width, axe-core clean,
-// no request leaving the machine.
+// tool filter kept in the address, the chart following the window's width, the parts lined up
+// with the heading, axe-core clean, no request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -77,6 +77,16 @@ const widths = (page: Page) =>
       document: document.documentElement.scrollWidth,
       app: document.getElementById('app')!.scrollWidth,
     };
+  });
+
+/** The view's parts whose content does not start where its heading does (their left edges, in px). */
+const misaligned = (page: Page) =>
+  page.evaluate(() => {
+    const heading = document.querySelector('.activity h1')!.getBoundingClientRect().left;
+    return [...document.querySelectorAll<HTMLElement>('.activity section')]
+      .map((section) => ({ name: section.getAttribute('aria-label'), left: section.getBoundingClientRect().left + parseFloat(getComputedStyle(section).paddingLeft) }))
+      .filter(({ left }) => Math.abs(left - heading) > 0.5)
+      .map(({ name, left }) => `${name} starts at ${Math.round(left)} px, the heading at ${Math.round(heading)} px`);
   });
 
 /** The Activity view at `viewport`, of a new superadmin with one failed tool call. */
@@ -210,6 +220,14 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     // Turned back (or a desktop window widened again).
     await page.setViewportSize({ width: 1200, height: 900 });
     await fills('1200 px again');
+    await page.close();
+  }, 120_000);
+
+  it('lines its parts up with its heading, on a desktop and on a phone', async () => {
+    const page = await activityWithAFailure({ width: 1200, height: 900 });
+    expect(await misaligned(page), '1200 px').toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect.poll(() => misaligned(page), { message: '390 px' }).toEqual([]);
     await page.close();
   }, 120_000);
 
