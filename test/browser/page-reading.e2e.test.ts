@@ -1,7 +1,8 @@
 // The page as a reviewer read it, in headless Chromium against the server process (PGlite, or
-// PostgreSQL in the services pass), offline: every view on a phone (390 px), a drag across the
-// ruler with a finger or a pen, the ruler's idle labels when gaps are close together, the search's scope after a hit in another thread, search
-// matches marked, a text output read as its lines.
+// PostgreSQL in the services pass), offline: every view on a phone (390 px), its controls big
+// enough for a finger, a drag across the ruler with a finger or a pen, the ruler's idle labels
+// when gaps are close together, the search's scope after a hit in another thread, search matches
+// marked, a text output read as its lines.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -57,6 +58,26 @@ async function seriousViolations(page: Page, where: string): Promise<string[]> {
     return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
   });
   return found.map((violation) => `${where}: ${violation}`);
+}
+
+/**
+ * The controls smaller than 24 by 24 CSS px as drawn (WCAG 2.5.8's size, without its spacing
+ * exception: these are the ones a finger aims at): every button, select and input, the header's
+ * links, and `more`.
+ */
+async function smallControls(page: Page, where: string, more: Record<string, Locator> = {}): Promise<string[]> {
+  const found = await page.evaluate(() =>
+    [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, header a')]
+      .map((element) => ({ element, box: element.getBoundingClientRect() }))
+      .filter(({ box }) => box.width > 0 && (box.width < 24 || box.height < 24))
+      .map(({ element, box }) => `${element.outerHTML.slice(0, 60)}… is ${Math.round(box.width)} × ${Math.round(box.height)} px`),
+  );
+  for (const [name, control] of Object.entries(more)) {
+    const box = await control.first().boundingBox();
+    if (!box) found.push(`${name}: not drawn`);
+    else if (box.width < 24 || box.height < 24) found.push(`${name} is ${Math.round(box.width)} × ${Math.round(box.height)} px`);
+  }
+  return found.map((text) => `${where}: ${text}`);
 }
 
 /**
@@ -296,6 +317,30 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
 
     await dragOverSecondRun(penDrag);
     await expect.poll(() => row(page, first.runId).locator('.bar').count()).toBe(0);
+    await page.close();
+  }, 120_000);
+
+  it('gives a finger room on a phone: every button, select and input, the header\'s links and the way back to the threads are at least 24 by 24 px', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('tapped on a phone');
+    const first = await writeRun(owner, worker, threadId, 2);
+    const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
+    await signIn(page, who.owner);
+    await page.locator('section.threads li').first().waitFor();
+    const found = await smallControls(page, 'thread list');
+    await page.click('button:text("Tool calls across threads")');
+    await page.locator('[data-testid=ledger] tbody tr').first().waitFor();
+    found.push(...(await smallControls(page, 'ledger across threads')));
+    await openThread(page, threadId);
+    // A run zoomed into and open: its zoom button, Whole thread, the details' buttons.
+    await row(page, first.runId).locator('.zoom-run').click();
+    await page.locator('.ruler-row button:text("Whole thread")').waitFor();
+    await row(page, first.runId).locator('.name').click();
+    await page.locator('.details[data-key] [data-testid=facts]').waitFor();
+    found.push(...(await smallControls(page, 'timeline', { 'the way back to the threads': page.locator('section.timeline a:text("← threads")') })));
+    await page.goto(`${origin}/#activity`);
+    await page.locator('[data-testid=activity-tools]').waitFor();
+    found.push(...(await smallControls(page, 'activity')));
+    expect(found).toEqual([]);
     await page.close();
   }, 120_000);
 

@@ -838,7 +838,7 @@ function Timeline() {
       <section class="timeline gone">
         <p class="banner error" role="alert" data-testid="thread-gone">
           This thread does not exist or was deleted: there is nothing more to show or follow.{' '}
-          <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>
+          <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>
         </p>
       </section>
     );
@@ -846,7 +846,7 @@ function Timeline() {
   return (
     <section class="timeline">
       <p>
-        <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
+        <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
         <strong>{threadInfo.value?.title ?? 'untitled thread'}</strong>{' '}
         <span class="muted">
           owned by {threadInfo.value?.ownerId} · <code>{threadId.value}</code>
