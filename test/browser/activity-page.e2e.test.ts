@@ -3,7 +3,8 @@
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and
 // tool filter kept in the address, the chart following the window's width, the parts lined up
-// with the heading, axe-core clean, no request leaving the machine.
+// with the heading, what 'Other ends' counts said on the page, axe-core clean, no request leaving
+// the machine.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -228,6 +229,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     expect(await misaligned(page), '1200 px').toEqual([]);
     await page.setViewportSize({ width: 390, height: 844 });
     await expect.poll(() => misaligned(page), { message: '390 px' }).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it("says what its 'Other ends' column counts in words on the page, not only on a mouse's hover", async () => {
+    const page = await activityWithAFailure({ width: 390, height: 844 });
+    const otherEnds = page.locator('[data-testid=activity-tools] th button:text("Other ends")');
+    // What a finger can read: the text drawn on the page, and what the column's button is described by.
+    const description = await otherEnds.evaluate((button) =>
+      (button.getAttribute('aria-describedby') ?? '').split(' ').map((id) => document.getElementById(id)).filter((element) => element?.checkVisibility()).map((element) => element!.textContent).join(' '),
+    );
+    expect(description).toMatch(/CANCELLED, INTERRUPTED or ABANDONED/);
     await page.close();
   }, 120_000);
 

@@ -101,11 +101,13 @@ export function firstLine(error: unknown): string {
 }
 
 type Column = 'name' | 'calls' | 'failureRate' | 'otherEnded' | 'p50' | 'p95' | 'max';
-const COLUMNS: { key: Column; label: string; title?: string }[] = [
+/** Said below the table, where a finger can read it too (a title shows only on a mouse's hover). */
+const OTHER_ENDS_NOTE = 'activity-other-ends';
+const COLUMNS: { key: Column; label: string; describedBy?: string }[] = [
   { key: 'name', label: 'Tool' },
   { key: 'calls', label: 'Calls' },
   { key: 'failureRate', label: 'Failure rate' },
-  { key: 'otherEnded', label: 'Other ends', title: 'Ended within the window as CANCELLED, INTERRUPTED or ABANDONED' },
+  { key: 'otherEnded', label: 'Other ends', describedBy: OTHER_ENDS_NOTE },
   { key: 'p50', label: 'p50' },
   { key: 'p95', label: 'p95' },
   { key: 'max', label: 'Max' },
@@ -133,33 +135,36 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
     return descending ? -order : order;
   });
   return (
-    <table class="activity-tools" data-testid="activity-tools">
-      <caption>Tools</caption>
-      <thead>
-        <tr>
-          {COLUMNS.map((column) => (
-            <th key={column.key} scope="col" aria-sort={key === column.key ? (descending ? 'descending' : 'ascending') : 'none'}>
-              <button title={column.title} onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
-                {column.label}
-              </button>
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((row) => (
-          <tr key={row.name}>
-            <td>{row.name}</td>
-            <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
-            <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
-            <td>{row.otherEnded}</td>
-            <td>{ms(row.stat.p50DurationMs)}</td>
-            <td>{ms(row.stat.p95DurationMs)}</td>
-            <td>{ms(row.stat.maxDurationMs)}</td>
+    <>
+      <table class="activity-tools" data-testid="activity-tools">
+        <caption>Tools</caption>
+        <thead>
+          <tr>
+            {COLUMNS.map((column) => (
+              <th key={column.key} scope="col" aria-sort={key === column.key ? (descending ? 'descending' : 'ascending') : 'none'}>
+                <button aria-describedby={column.describedBy} onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
+                  {column.label}
+                </button>
+              </th>
+            ))}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.name}>
+              <td>{row.name}</td>
+              <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
+              <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
+              <td>{row.otherEnded}</td>
+              <td>{ms(row.stat.p50DurationMs)}</td>
+              <td>{ms(row.stat.p95DurationMs)}</td>
+              <td>{ms(row.stat.maxDurationMs)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="muted" id={OTHER_ENDS_NOTE}>Other ends: calls that ended within the window as CANCELLED, INTERRUPTED or ABANDONED.</p>
+    </>
   );
 }
 
