@@ -1,8 +1,8 @@
 // The page as a reviewer read it, in headless Chromium against the server process (PGlite, or
 // PostgreSQL in the services pass), offline: every view on a phone (390 px), its controls big
 // enough for a finger, a drag across the ruler with a finger or a pen, the ruler's idle labels
-// when gaps are close together, the search's scope after a hit in another thread, search matches
-// marked, a text output read as its lines.
+// when gaps are close together and their lengths on a tap, the search's scope after a hit in
+// another thread, search matches marked, a text output read as its lines.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -149,6 +149,14 @@ async function touchDrag(page: Page, from: { x: number; y: number }, to: { x: nu
     const point = { x: from.x + ((to.x - from.x) * step) / steps, y: from.y + ((to.y - from.y) * step) / steps };
     await cdp.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [point] });
   }
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await cdp.detach();
+}
+
+/** A finger's tap at `point` (CSS pixels in the window). */
+async function tap(page: Page, point: { x: number; y: number }) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point] });
   await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
   await cdp.detach();
 }
@@ -367,6 +375,39 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
         expect.stringMatching(/^5 min [5-9] s idle/),
       ]);
     }
+    await page.close();
+  }, 120_000);
+
+  it("gives an unlabelled idle gap's length on a tap, as on a mouse's hover", async () => {
+    const { who, owner, worker, threadId } = await superadminThread('two gaps, tapped');
+    // As above: two idle stretches close together, only the longer one labelled.
+    const base = Date.now() - 11 * 60_000;
+    await writeRun(owner, worker, threadId, 3, { startAt: base, stepMs: 1000 });
+    await writeRun(owner, worker, threadId, 1, { startAt: base + 5 * 60_000, stepMs: 30 });
+    await writeRun(owner, worker, threadId, 3, { startAt: base + 10 * 60_000 + 5000, stepMs: 1000 });
+
+    const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
+    await signIn(page, who.owner);
+    await openThread(page, threadId);
+    const gaps = page.locator('[data-testid=ruler] .gap');
+    await expect.poll(() => gaps.count()).toBe(2);
+    expect(await page.locator('[data-testid=ruler] .gap-label').textContent()).toMatch(/^5 min [5-9] s( idle)?$/);
+    const shown = page.locator('.ruler-row [data-testid=gap-length]');
+    // A tap on the shorter, unlabelled gap: on a phone the two are a few px wide each, side by
+    // side, so both lengths show, left to right.
+    const first = (await gaps.first().boundingBox())!;
+    await tap(page, { x: first.x + first.width / 2, y: first.y + first.height / 2 });
+    await expect.poll(() => shown.allTextContents()).toEqual([expect.stringMatching(/^4 min 4\d s · 5 min [5-9] s idle$/)]);
+    // Whole, not cut: its text fits its box, and the box the window.
+    expect(await shown.evaluate((element) => element.scrollWidth <= element.clientWidth && element.getBoundingClientRect().right <= innerWidth)).toBe(true);
+    expect(await unusable(page, { 'the gaps\' lengths': shown })).toEqual([]);
+    expect(await seriousViolations(page, 'the gaps\' lengths shown')).toEqual([]);
+    // A tap away from both: nothing.
+    const ruler = (await page.locator('[data-testid=ruler]').boundingBox())!;
+    await tap(page, { x: ruler.x + ruler.width - 3, y: ruler.y + ruler.height / 2 });
+    await expect.poll(() => shown.count()).toBe(0);
+    // Not zoomed by any of it.
+    expect(await page.locator('.ruler-row button:text("Whole thread")').count()).toBe(0);
     await page.close();
   }, 120_000);
 
