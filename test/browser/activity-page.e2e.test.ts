@@ -2,9 +2,9 @@
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and
-// tool filter kept in the address, the chart following the window's width, the parts lined up
-// with the heading, what 'Other ends' counts said on the page, axe-core clean, no request leaving
-// the machine.
+// tool filter kept in the address, the chart following the window's width with its time labels
+// apart, the parts lined up with the heading, what 'Other ends' counts said on the page, axe-core
+// clean, no request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -88,6 +88,38 @@ const misaligned = (page: Page) =>
       .map((section) => ({ name: section.getAttribute('aria-label'), left: section.getBoundingClientRect().left + parseFloat(getComputedStyle(section).paddingLeft) }))
       .filter(({ left }) => Math.abs(left - heading) > 0.5)
       .map(({ name, left }) => `${name} starts at ${Math.round(left)} px, the heading at ${Math.round(heading)} px`);
+  });
+
+/**
+ * The chart's time labels, as drawn on its canvas below the plot: the widths (CSS px) of the runs
+ * of inked columns there, a run ending at 8 px of blank. Labels apart are a run each, none wider
+ * than a label ("12:40pm"); labels drawn into one another make one long run.
+ */
+const timeLabelWidths = (page: Page) =>
+  page.evaluate(() => {
+    const canvas = document.querySelector<HTMLCanvasElement>('.activity-chart canvas')!;
+    const over = document.querySelector<HTMLElement>('.activity-chart .u-over')!;
+    // Below the series drawn along zero, at the plot's bottom edge.
+    const top = Math.ceil((over.offsetTop + over.offsetHeight + 3) * devicePixelRatio);
+    const { data, width, height } = canvas.getContext('2d')!.getImageData(0, top, canvas.width, canvas.height - top);
+    const inked = Array.from({ length: width }, (_, x) => {
+      for (let y = 0; y < height; y++) if (data[(y * width + x) * 4 + 3]! > 128) return true;
+      return false;
+    });
+    const runs: number[] = [];
+    let start = -1;
+    let blank = 0;
+    inked.forEach((ink, x) => {
+      if (ink) {
+        if (start < 0) start = x;
+        blank = 0;
+      } else if (start >= 0 && ++blank >= 8 * devicePixelRatio) {
+        runs.push(Math.round((x - blank + 1 - start) / devicePixelRatio));
+        start = -1;
+      }
+    });
+    if (start >= 0) runs.push(Math.round((width - blank - start) / devicePixelRatio));
+    return runs;
   });
 
 /** The Activity view at `viewport`, of a new superadmin with one failed tool call. */
@@ -221,6 +253,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     // Turned back (or a desktop window widened again).
     await page.setViewportSize({ width: 1200, height: 900 });
     await fills('1200 px again');
+    await page.close();
+  }, 120_000);
+
+  it('keeps the chart\'s time labels apart, on a phone too, for every window', async () => {
+    const page = await activityWithAFailure({ width: 1200, height: 900 });
+    for (const viewport of [{ width: 1200, height: 900 }, { width: 390, height: 844 }, { width: 340, height: 700 }]) {
+      await page.setViewportSize(viewport);
+      for (const { value, label } of [{ value: '900', label: '15 min' }, { value: '3600', label: '1 h' }, { value: '86400', label: '24 h' }, { value: '604800', label: '7 d' }]) {
+        // The chart is drawn again for the new window: the previous one's canvas is marked, to be
+        // waited out.
+        await page.locator('.activity-chart canvas').evaluate((canvas) => canvas.setAttribute('data-previous', ''));
+        await page.selectOption('.activity-controls select >> nth=0', value);
+        await expect.poll(() => new URL(page.url()).hash).toContain(`window=${value}`);
+        await page.waitForSelector('.activity-chart canvas:not([data-previous])');
+        await expect.poll(async () => { const { box, chart } = await widths(page); return chart - box; }).toBe(0);
+        await expect
+          .poll(() => timeLabelWidths(page), { message: `${label} at ${viewport.width} px` })
+          .toSatisfy((widths: number[]) => widths.length >= 2 && Math.max(...widths) <= 60);
+      }
+    }
     await page.close();
   }, 120_000);
 

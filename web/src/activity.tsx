@@ -192,7 +192,9 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
         {
           width: box.current!.clientWidth,
           height: CHART_HEIGHT,
-          axes: [axis, axis],
+          // Time labels ("12:40pm") are about 50 px wide: at uPlot's 50 px between ticks they ran
+          // into one another on a phone.
+          axes: [{ ...axis, space: 72 }, axis],
           series: [
             {},
             // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
