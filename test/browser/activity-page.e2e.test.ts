@@ -2,7 +2,9 @@
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and
-// tool filter kept in the address, axe-core clean, no request leaving the machine.
+// tool filter kept in the address, the chart following the window's width with its time labels
+// apart, the parts lined up with the heading, what 'Other ends' counts said on the page, axe-core
+// clean, no request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -23,8 +25,8 @@ let origin: string;
 let browser: Browser;
 const outsideRequests: string[] = [];
 
-async function newPage(): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+async function newPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
   page.on('request', (request) => {
     if (!request.url().startsWith(origin) && !/^(data|blob|ws):/.test(request.url())) outsideRequests.push(request.url());
   });
@@ -61,6 +63,86 @@ const axisLabelContrast = (page: Page) =>
     }
     return best;
   });
+
+/**
+ * The chart's width against its box's (the figure's content width), and how wide the document
+ * and #app (which scrolls the page) are against the window.
+ */
+const widths = (page: Page) =>
+  page.evaluate(() => {
+    const box = document.querySelector<HTMLElement>('.activity-chart')!;
+    return {
+      box: box.clientWidth,
+      chart: Math.round(box.querySelector('.uplot')!.getBoundingClientRect().width),
+      window: innerWidth,
+      document: document.documentElement.scrollWidth,
+      app: document.getElementById('app')!.scrollWidth,
+    };
+  });
+
+/** The view's parts whose content does not start where its heading does (their left edges, in px). */
+const misaligned = (page: Page) =>
+  page.evaluate(() => {
+    const heading = document.querySelector('.activity h1')!.getBoundingClientRect().left;
+    return [...document.querySelectorAll<HTMLElement>('.activity section')]
+      .map((section) => ({ name: section.getAttribute('aria-label'), left: section.getBoundingClientRect().left + parseFloat(getComputedStyle(section).paddingLeft) }))
+      .filter(({ left }) => Math.abs(left - heading) > 0.5)
+      .map(({ name, left }) => `${name} starts at ${Math.round(left)} px, the heading at ${Math.round(heading)} px`);
+  });
+
+/**
+ * The chart's time labels, as drawn on its canvas below the plot: the widths (CSS px) of the runs
+ * of inked columns there, a run ending at 8 px of blank. Labels apart are a run each, none wider
+ * than a label ("12:40pm"); labels drawn into one another make one long run.
+ */
+const timeLabelWidths = (page: Page) =>
+  page.evaluate(() => {
+    const canvas = document.querySelector<HTMLCanvasElement>('.activity-chart canvas')!;
+    const over = document.querySelector<HTMLElement>('.activity-chart .u-over')!;
+    // Below the series drawn along zero, at the plot's bottom edge.
+    const top = Math.ceil((over.offsetTop + over.offsetHeight + 3) * devicePixelRatio);
+    const { data, width, height } = canvas.getContext('2d')!.getImageData(0, top, canvas.width, canvas.height - top);
+    const inked = Array.from({ length: width }, (_, x) => {
+      for (let y = 0; y < height; y++) if (data[(y * width + x) * 4 + 3]! > 128) return true;
+      return false;
+    });
+    const runs: number[] = [];
+    let start = -1;
+    let blank = 0;
+    inked.forEach((ink, x) => {
+      if (ink) {
+        if (start < 0) start = x;
+        blank = 0;
+      } else if (start >= 0 && ++blank >= 8 * devicePixelRatio) {
+        runs.push(Math.round((x - blank + 1 - start) / devicePixelRatio));
+        start = -1;
+      }
+    });
+    if (start >= 0) runs.push(Math.round((width - blank - start) / devicePixelRatio));
+    return runs;
+  });
+
+/** The Activity view at `viewport`, of a new superadmin with one failed tool call. */
+async function activityWithAFailure(viewport: { width: number; height: number }): Promise<Page> {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const worker = new AuditClient({ url: server.url, token: who.worker });
+  const { id: threadId } = await owner.createThread({ title: 'watched on a phone' });
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: {} }] });
+  await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: {}, sequence: 3 });
+  await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'quota exceeded', status: 'error' }, sequence: 4 });
+  const page = await newPage(viewport);
+  await page.goto(`${origin}/`);
+  await page.fill('textarea[name=token]', who.owner);
+  await page.click('button[type=submit]');
+  await page.click('header a[href="#activity"]');
+  await page.waitForSelector('[data-testid=activity-failures] .error-line');
+  await page.waitForSelector('.activity-chart canvas');
+  return page;
+}
 
 describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromium (${backendName})`, () => {
   beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
@@ -155,6 +237,62 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.goBack();
     await page.waitForSelector('[data-testid=activity-failures] a');
     expect(new URL(page.url()).hash).toMatch(/^#activity/);
+  }, 120_000);
+
+  it("follows the window's width: the chart fills its box at 1200 px, stays within it at 340 px with nothing scrolling sideways, and fills it again", async () => {
+    const page = await activityWithAFailure({ width: 1200, height: 900 });
+    const fills = async (where: string) => {
+      await expect.poll(async () => { const { box, chart } = await widths(page); return chart - box; }, { message: `the chart against its box at ${where}` }).toBe(0);
+      const { window, document, app } = await widths(page);
+      expect({ document, app }, where).toEqual({ document: window, app: window });
+    };
+    await fills('1200 px');
+    // A narrow phone, held upright.
+    await page.setViewportSize({ width: 340, height: 700 });
+    await fills('340 px');
+    // Turned back (or a desktop window widened again).
+    await page.setViewportSize({ width: 1200, height: 900 });
+    await fills('1200 px again');
+    await page.close();
+  }, 120_000);
+
+  it('keeps the chart\'s time labels apart, on a phone too, for every window', async () => {
+    const page = await activityWithAFailure({ width: 1200, height: 900 });
+    for (const viewport of [{ width: 1200, height: 900 }, { width: 390, height: 844 }, { width: 340, height: 700 }]) {
+      await page.setViewportSize(viewport);
+      for (const { value, label } of [{ value: '900', label: '15 min' }, { value: '3600', label: '1 h' }, { value: '86400', label: '24 h' }, { value: '604800', label: '7 d' }]) {
+        // The chart is drawn again for the new window: the previous one's canvas is marked, to be
+        // waited out.
+        await page.locator('.activity-chart canvas').evaluate((canvas) => canvas.setAttribute('data-previous', ''));
+        await page.selectOption('.activity-controls select >> nth=0', value);
+        await expect.poll(() => new URL(page.url()).hash).toContain(`window=${value}`);
+        await page.waitForSelector('.activity-chart canvas:not([data-previous])');
+        await expect.poll(async () => { const { box, chart } = await widths(page); return chart - box; }).toBe(0);
+        await expect
+          .poll(() => timeLabelWidths(page), { message: `${label} at ${viewport.width} px` })
+          .toSatisfy((widths: number[]) => widths.length >= 2 && Math.max(...widths) <= 60);
+      }
+    }
+    await page.close();
+  }, 120_000);
+
+  it('lines its parts up with its heading, on a desktop and on a phone', async () => {
+    const page = await activityWithAFailure({ width: 1200, height: 900 });
+    expect(await misaligned(page), '1200 px').toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect.poll(() => misaligned(page), { message: '390 px' }).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it("says what its 'Other ends' column counts in words on the page, not only on a mouse's hover", async () => {
+    const page = await activityWithAFailure({ width: 390, height: 844 });
+    const otherEnds = page.locator('[data-testid=activity-tools] th button:text("Other ends")');
+    // What a finger can read: the text drawn on the page, and what the column's button is described by.
+    const description = await otherEnds.evaluate((button) =>
+      (button.getAttribute('aria-describedby') ?? '').split(' ').map((id) => document.getElementById(id)).filter((element) => element?.checkVisibility()).map((element) => element!.textContent).join(' '),
+    );
+    expect(description).toMatch(/CANCELLED, INTERRUPTED or ABANDONED/);
+    await page.close();
   }, 120_000);
 
   it('reads in the light and in the dark: the chart\'s axis labels, the failures, the tables', async () => {

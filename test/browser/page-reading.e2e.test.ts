@@ -1,7 +1,8 @@
 // The page as a reviewer read it, in headless Chromium against the server process (PGlite, or
-// PostgreSQL in the services pass), offline: every view on a phone (390 px), the ruler's idle
-// labels when gaps are close together, the search's scope after a hit in another thread, search
-// matches marked, a text output read as its lines.
+// PostgreSQL in the services pass), offline: every view on a phone (390 px), its controls big
+// enough for a finger, a drag across the ruler with a finger or a pen, the ruler's idle labels
+// when gaps are close together and their lengths on a tap, the search's scope after a hit in
+// another thread, search matches marked, a text output read as its lines.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -23,8 +24,8 @@ let browser: Browser;
 /** Every request a page sent anywhere but this server. */
 const outsideRequests: string[] = [];
 
-async function newPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
-  const page = await browser.newPage({ viewport });
+async function newPage(viewport = { width: 1400, height: 900 }, device: { hasTouch?: boolean; isMobile?: boolean } = {}): Promise<Page> {
+  const page = await browser.newPage({ viewport, ...device });
   page.on('request', (request) => {
     if (!request.url().startsWith(origin) && !request.url().startsWith(origin.replace('http', 'ws')) && !/^(data|blob):/.test(request.url())) {
       outsideRequests.push(request.url());
@@ -57,6 +58,26 @@ async function seriousViolations(page: Page, where: string): Promise<string[]> {
     return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
   });
   return found.map((violation) => `${where}: ${violation}`);
+}
+
+/**
+ * The controls smaller than 24 by 24 CSS px as drawn (WCAG 2.5.8's size, without its spacing
+ * exception: these are the ones a finger aims at): every button, select and input, the header's
+ * links, and `more`.
+ */
+async function smallControls(page: Page, where: string, more: Record<string, Locator> = {}): Promise<string[]> {
+  const found = await page.evaluate(() =>
+    [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, header a')]
+      .map((element) => ({ element, box: element.getBoundingClientRect() }))
+      .filter(({ box }) => box.width > 0 && (box.width < 24 || box.height < 24))
+      .map(({ element, box }) => `${element.outerHTML.slice(0, 60)}… is ${Math.round(box.width)} × ${Math.round(box.height)} px`),
+  );
+  for (const [name, control] of Object.entries(more)) {
+    const box = await control.first().boundingBox();
+    if (!box) found.push(`${name}: not drawn`);
+    else if (box.width < 24 || box.height < 24) found.push(`${name} is ${Math.round(box.width)} × ${Math.round(box.height)} px`);
+  }
+  return found.map((text) => `${where}: ${text}`);
 }
 
 /**
@@ -116,6 +137,42 @@ const rulerLabels = (page: Page) =>
     });
     return { found, idleLabels: ruler.querySelectorAll('.gap-label').length, gaps: ruler.querySelectorAll('.gap').length };
   });
+
+/**
+ * A finger dragged from `from` to `to` (CSS pixels in the window), as a touch screen sends it
+ * (Chromium's own touch input: pointer events of pointerType "touch", and no mouse events for a drag).
+ */
+async function touchDrag(page: Page, from: { x: number; y: number }, to: { x: number; y: number }, steps = 8) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [from] });
+  for (let step = 1; step <= steps; step++) {
+    const point = { x: from.x + ((to.x - from.x) * step) / steps, y: from.y + ((to.y - from.y) * step) / steps };
+    await cdp.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [point] });
+  }
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await cdp.detach();
+}
+
+/** A finger's tap at `point` (CSS pixels in the window). */
+async function tap(page: Page, point: { x: number; y: number }) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point] });
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await cdp.detach();
+}
+
+/** The same drag with a pen (pointerType "pen"). */
+async function penDrag(page: Page, from: { x: number; y: number }, to: { x: number; y: number }, steps = 8) {
+  const cdp = await page.context().newCDPSession(page);
+  const pen = { pointerType: 'pen' as const, button: 'left' as const };
+  await cdp.send('Input.dispatchMouseEvent', { type: 'mousePressed', ...from, ...pen, buttons: 1, clickCount: 1 });
+  for (let step = 1; step <= steps; step++) {
+    const point = { x: from.x + ((to.x - from.x) * step) / steps, y: from.y + ((to.y - from.y) * step) / steps };
+    await cdp.send('Input.dispatchMouseEvent', { type: 'mouseMoved', ...point, ...pen, buttons: 1 });
+  }
+  await cdp.send('Input.dispatchMouseEvent', { type: 'mouseReleased', ...to, ...pen, buttons: 0, clickCount: 1 });
+  await cdp.detach();
+}
 
 /**
  * A run of `models` model calls each declaring one tool that completes, written as one queue (the
@@ -239,6 +296,62 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await page.close();
   }, 300_000);
 
+  it('zooms the axis by a drag across the ruler with a finger or a pen, as with a mouse', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('zoomed on a touch screen');
+    // Two runs five minutes apart, each a large share of the axis (the idle gap is compressed).
+    const base = Date.now() - 5 * 60_000;
+    const first = await writeRun(owner, worker, threadId, 2, { startAt: base, stepMs: 1000 });
+    const second = await writeRun(owner, worker, threadId, 2, { startAt: base + 5 * 60_000, stepMs: 1000 });
+
+    const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
+    await signIn(page, who.owner);
+    await openThread(page, threadId);
+    await row(page, second.runId).locator('.bar').waitFor();
+    expect(await row(page, first.runId).locator('.bar').count()).toBe(1);
+    /** Drags along the ruler over the second run's bar only, with `drag`. */
+    const dragOverSecondRun = async (drag: typeof touchDrag) => {
+      const ruler = (await page.locator('[data-testid=ruler]').boundingBox())!;
+      const bar = (await row(page, second.runId).locator('.bar').boundingBox())!;
+      expect(bar.width).toBeGreaterThan(20);
+      const y = ruler.y + ruler.height / 2;
+      await drag(page, { x: bar.x + 2, y }, { x: bar.x + bar.width - 2, y });
+    };
+    await dragOverSecondRun(touchDrag);
+    // Zoomed into the second run: the first is out of view, and the way back is offered.
+    await expect.poll(() => row(page, first.runId).locator('.bar').count()).toBe(0);
+    expect(await row(page, second.runId).locator('.bar').count()).toBe(1);
+    await page.locator('.ruler-row button:text("Whole thread")').click();
+    await expect.poll(() => row(page, first.runId).locator('.bar').count()).toBe(1);
+
+    await dragOverSecondRun(penDrag);
+    await expect.poll(() => row(page, first.runId).locator('.bar').count()).toBe(0);
+    await page.close();
+  }, 120_000);
+
+  it('gives a finger room on a phone: every button, select and input, the header\'s links and the way back to the threads are at least 24 by 24 px', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('tapped on a phone');
+    const first = await writeRun(owner, worker, threadId, 2);
+    const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
+    await signIn(page, who.owner);
+    await page.locator('section.threads li').first().waitFor();
+    const found = await smallControls(page, 'thread list');
+    await page.click('button:text("Tool calls across threads")');
+    await page.locator('[data-testid=ledger] tbody tr').first().waitFor();
+    found.push(...(await smallControls(page, 'ledger across threads')));
+    await openThread(page, threadId);
+    // A run zoomed into and open: its zoom button, Whole thread, the details' buttons.
+    await row(page, first.runId).locator('.zoom-run').click();
+    await page.locator('.ruler-row button:text("Whole thread")').waitFor();
+    await row(page, first.runId).locator('.name').click();
+    await page.locator('.details[data-key] [data-testid=facts]').waitFor();
+    found.push(...(await smallControls(page, 'timeline', { 'the way back to the threads': page.locator('section.timeline a:text("← threads")') })));
+    await page.goto(`${origin}/#activity`);
+    await page.locator('[data-testid=activity-tools]').waitFor();
+    found.push(...(await smallControls(page, 'activity')));
+    expect(found).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it("draws the ruler's idle labels apart when gaps are close together: the longer gap's label shows, none overlaps another or a clock time", async () => {
     const { who, owner, worker, threadId } = await superadminThread('three runs, two gaps close together');
     // The runtime's observations: 11 s, then 5 min idle, a run of 90 ms, 5 min idle again, then 11 s.
@@ -262,6 +375,39 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
         expect.stringMatching(/^5 min [5-9] s idle/),
       ]);
     }
+    await page.close();
+  }, 120_000);
+
+  it("gives an unlabelled idle gap's length on a tap, as on a mouse's hover", async () => {
+    const { who, owner, worker, threadId } = await superadminThread('two gaps, tapped');
+    // As above: two idle stretches close together, only the longer one labelled.
+    const base = Date.now() - 11 * 60_000;
+    await writeRun(owner, worker, threadId, 3, { startAt: base, stepMs: 1000 });
+    await writeRun(owner, worker, threadId, 1, { startAt: base + 5 * 60_000, stepMs: 30 });
+    await writeRun(owner, worker, threadId, 3, { startAt: base + 10 * 60_000 + 5000, stepMs: 1000 });
+
+    const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
+    await signIn(page, who.owner);
+    await openThread(page, threadId);
+    const gaps = page.locator('[data-testid=ruler] .gap');
+    await expect.poll(() => gaps.count()).toBe(2);
+    expect(await page.locator('[data-testid=ruler] .gap-label').textContent()).toMatch(/^5 min [5-9] s( idle)?$/);
+    const shown = page.locator('.ruler-row [data-testid=gap-length]');
+    // A tap on the shorter, unlabelled gap: on a phone the two are a few px wide each, side by
+    // side, so both lengths show, left to right.
+    const first = (await gaps.first().boundingBox())!;
+    await tap(page, { x: first.x + first.width / 2, y: first.y + first.height / 2 });
+    await expect.poll(() => shown.allTextContents()).toEqual([expect.stringMatching(/^4 min 4\d s · 5 min [5-9] s idle$/)]);
+    // Whole, not cut: its text fits its box, and the box the window.
+    expect(await shown.evaluate((element) => element.scrollWidth <= element.clientWidth && element.getBoundingClientRect().right <= innerWidth)).toBe(true);
+    expect(await unusable(page, { 'the gaps\' lengths': shown })).toEqual([]);
+    expect(await seriousViolations(page, 'the gaps\' lengths shown')).toEqual([]);
+    // A tap away from both: nothing.
+    const ruler = (await page.locator('[data-testid=ruler]').boundingBox())!;
+    await tap(page, { x: ruler.x + ruler.width - 3, y: ruler.y + ruler.height / 2 });
+    await expect.poll(() => shown.count()).toBe(0);
+    // Not zoomed by any of it.
+    expect(await page.locator('.ruler-row button:text("Whole thread")').count()).toBe(0);
     await page.close();
   }, 120_000);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildAxis, dateTimeLabel, formatAgo, layoutTimelineWithAxis, runLabel, shortId, type AuditView, type RunView } from '../../web/src/timeline.js';
+import { buildAxis, dateTimeLabel, gapsNear, formatAgo, layoutTimelineWithAxis, runLabel, shortId, type AuditView, type RunView } from '../../web/src/timeline.js';
 
 // The page's time axis: idle gaps compressed and marked, a ruler on round clock times, zoom.
 
@@ -100,6 +100,20 @@ describe('the time axis', () => {
     const [end] = buildAxis([[T0, T0 + 10_000]], T0, { from: T0, to: T0 + 400_000 }, 0.8).idleLabels;
     expect(end!.left + end!.width).toBeLessThanOrEqual(100);
     expect(end!.label).toBe('6 min 30 s idle');
+  });
+
+  it("finds the idle gaps a tap meant: those within a fingertip of it, left to right, both of two side by side", () => {
+    const spans = [[T0, T0 + 10_000], [T0 + 300_000, T0 + 300_100], [T0 + 605_100, T0 + 615_100]] as const;
+    const axis = buildAxis(spans, T0);
+    const [first, second] = axis.pieces.filter((piece) => piece.gap);
+    const lengths = (at: number, rulerPx: number) => gapsNear(axis, at, rulerPx).map((gap) => gap.to - gap.from);
+    // A ruler 90 px wide (a phone): the two gaps are 4 % (3.6 px) each, side by side.
+    expect(lengths(first!.left + first!.width / 2, 90)).toEqual([290_000, 305_000]);
+    // 1000 px wide: a tap on one is more than 12 px from the other.
+    expect(lengths(first!.left + first!.width / 2, 1000)).toEqual([290_000]);
+    expect(lengths(second!.left + second!.width + 1, 1000)).toEqual([305_000]);
+    // Far from both: none.
+    expect(lengths(99, 90)).toEqual([]);
   });
 
   it('maps a point of the axis back to its instant (drag to zoom)', () => {

@@ -101,11 +101,13 @@ export function firstLine(error: unknown): string {
 }
 
 type Column = 'name' | 'calls' | 'failureRate' | 'otherEnded' | 'p50' | 'p95' | 'max';
-const COLUMNS: { key: Column; label: string; title?: string }[] = [
+/** Said below the table, where a finger can read it too (a title shows only on a mouse's hover). */
+const OTHER_ENDS_NOTE = 'activity-other-ends';
+const COLUMNS: { key: Column; label: string; describedBy?: string }[] = [
   { key: 'name', label: 'Tool' },
   { key: 'calls', label: 'Calls' },
   { key: 'failureRate', label: 'Failure rate' },
-  { key: 'otherEnded', label: 'Other ends', title: 'Ended within the window as CANCELLED, INTERRUPTED or ABANDONED' },
+  { key: 'otherEnded', label: 'Other ends', describedBy: OTHER_ENDS_NOTE },
   { key: 'p50', label: 'p50' },
   { key: 'p95', label: 'p95' },
   { key: 'max', label: 'Max' },
@@ -133,37 +135,45 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
     return descending ? -order : order;
   });
   return (
-    <table class="activity-tools" data-testid="activity-tools">
-      <caption>Tools</caption>
-      <thead>
-        <tr>
-          {COLUMNS.map((column) => (
-            <th key={column.key} scope="col" aria-sort={key === column.key ? (descending ? 'descending' : 'ascending') : 'none'}>
-              <button title={column.title} onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
-                {column.label}
-              </button>
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((row) => (
-          <tr key={row.name}>
-            <td>{row.name}</td>
-            <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
-            <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
-            <td>{row.otherEnded}</td>
-            <td>{ms(row.stat.p50DurationMs)}</td>
-            <td>{ms(row.stat.p95DurationMs)}</td>
-            <td>{ms(row.stat.maxDurationMs)}</td>
+    <>
+      <table class="activity-tools" data-testid="activity-tools">
+        <caption>Tools</caption>
+        <thead>
+          <tr>
+            {COLUMNS.map((column) => (
+              <th key={column.key} scope="col" aria-sort={key === column.key ? (descending ? 'descending' : 'ascending') : 'none'}>
+                <button aria-describedby={column.describedBy} onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
+                  {column.label}
+                </button>
+              </th>
+            ))}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.name}>
+              <td>{row.name}</td>
+              <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
+              <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
+              <td>{row.otherEnded}</td>
+              <td>{ms(row.stat.p50DurationMs)}</td>
+              <td>{ms(row.stat.p95DurationMs)}</td>
+              <td>{ms(row.stat.maxDurationMs)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="muted" id={OTHER_ENDS_NOTE}>Other ends: calls that ended within the window as CANCELLED, INTERRUPTED or ABANDONED.</p>
+    </>
   );
 }
 
-/** Started, completed and failed per bucket, drawn with uPlot (bundled; no network). */
+const CHART_HEIGHT = 180;
+
+/**
+ * Started, completed and failed per bucket, drawn with uPlot (bundled; no network), as wide as
+ * its box: it follows the box when the window is resized or a phone turned.
+ */
 function Chart({ buckets }: { buckets: Bucket[] }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -180,9 +190,11 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
       const axis = { stroke: colour('color'), grid: { stroke: colour('--chart-grid') }, ticks: { stroke: colour('--chart-grid') } };
       plot.current = new uPlot(
         {
-          width: Math.max(320, (box.current!.clientWidth || 720) - 16),
-          height: 180,
-          axes: [axis, axis],
+          width: box.current!.clientWidth,
+          height: CHART_HEIGHT,
+          // Time labels ("12:40pm") are about 50 px wide: at uPlot's 50 px between ticks they ran
+          // into one another on a phone.
+          axes: [{ ...axis, space: 72 }, axis],
           series: [
             {},
             // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
@@ -196,7 +208,15 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
       );
     } else plot.current.setData(data);
   });
-  useEffect(() => () => plot.current?.destroy(), []);
+  useEffect(() => {
+    const element = box.current!;
+    const observer = new ResizeObserver(() => {
+      const width = element.clientWidth;
+      if (plot.current && width > 0 && width !== plot.current.width) plot.current.setSize({ width, height: CHART_HEIGHT });
+    });
+    observer.observe(element);
+    return () => (observer.disconnect(), plot.current?.destroy());
+  }, []);
   return <figure class="activity-chart" aria-label="Tool audits started, completed and failed over the window" ref={box} />;
 }
 

@@ -65,7 +65,7 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, payloadText, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { tokenRefusal } from './api.js';
 
@@ -558,10 +558,18 @@ function zoomTo(row: Row) {
   zoom.value = { from: row.start - margin, to: end + margin };
 }
 
-/** The ruler: clock times on round values, idle gaps marked; drag across it to zoom into a span. */
+/**
+ * The ruler: clock times on round values, idle gaps marked; drag across it to zoom into a span,
+ * with a mouse, a finger or a pen (one pointer, captured, so a drag that leaves the ruler still
+ * ends where it is let go, clamped to the axis). A tap on an idle gap gives its length (and its
+ * neighbours' within a fingertip) below the ruler, as its title does on a mouse's hover.
+ */
 function Ruler({ axis }: { axis: Axis }) {
-  const drag = useSignal<{ from: number; to: number } | null>(null);
-  const percentAt = (event: MouseEvent) => {
+  const drag = useSignal<{ pointerId: number; from: number; to: number } | null>(null);
+  /** The gaps a tap was near, by their starts: shown while the axis still has them. */
+  const tappedGaps = useSignal<number[]>([]);
+  const tapped = axis.pieces.filter((piece) => piece.gap && tappedGaps.value.includes(piece.from));
+  const percentAt = (event: PointerEvent) => {
     const box = (event.currentTarget as HTMLElement).getBoundingClientRect();
     return Math.min(100, Math.max(0, ((event.clientX - box.left) / box.width) * 100));
   };
@@ -588,19 +596,25 @@ function Ruler({ axis }: { axis: Axis }) {
         class="track ruler-track"
         ref={track}
         data-testid="ruler"
-        onMouseDown={(e) => (drag.value = { from: percentAt(e), to: percentAt(e) })}
-        onMouseMove={(e) => drag.value && (drag.value = { ...drag.value, to: percentAt(e) })}
-        onMouseLeave={() => (drag.value = null)}
-        onMouseUp={() => {
+        onPointerDown={(e) => {
+          // A mouse's or a pen's main button, or a first finger; a second finger leaves the drag be.
+          if (!e.isPrimary || e.button !== 0 || drag.value) return;
+          e.currentTarget.setPointerCapture(e.pointerId);
+          drag.value = { pointerId: e.pointerId, from: percentAt(e), to: percentAt(e) };
+        }}
+        onPointerMove={(e) => drag.value?.pointerId === e.pointerId && (drag.value = { ...drag.value, to: percentAt(e) })}
+        onPointerCancel={() => (drag.value = null)}
+        onPointerUp={(e) => {
           const span = drag.value;
+          if (span?.pointerId !== e.pointerId) return;
           drag.value = null;
-          if (!span || Math.abs(span.to - span.from) < 0.5) return;
+          if (Math.abs(span.to - span.from) < 0.5) return void (tappedGaps.value = gapsNear(axis, span.to, e.currentTarget.clientWidth).map((gap) => gap.from));
           const [a, b] = [Math.min(span.from, span.to), Math.max(span.from, span.to)];
           zoom.value = { from: axis.timeAt(a), to: axis.timeAt(b) };
         }}
       >
         {axis.pieces.filter((piece) => piece.gap).map((piece) => (
-          <div class="gap" key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`} />
+          <div class={`gap ${tapped.includes(piece) ? 'tapped' : ''}`} key={piece.from} style={{ left: `${piece.left}%`, width: `${piece.width}%` }} title={`${formatDuration(piece.to - piece.from)} idle (compressed)`} />
         ))}
         {axis.idleLabels.map((idle) => (
           <span class="gap-label" key={idle.left} style={{ left: `${idle.left}%` }}>{idle.label}</span>
@@ -613,6 +627,11 @@ function Ruler({ axis }: { axis: Axis }) {
         )}
       </div>
       <div class="info">{zoom.value && <span class="muted">zoomed</span>}</div>
+      {tapped.length > 0 && (
+        <button class="gap-length" data-testid="gap-length" title="Close" onClick={() => (tappedGaps.value = [])}>
+          {tapped.map((gap) => formatDuration(gap.to - gap.from)).join(' · ')} idle
+        </button>
+      )}
     </div>
   );
 }
@@ -828,7 +847,7 @@ function Timeline() {
       <section class="timeline gone">
         <p class="banner error" role="alert" data-testid="thread-gone">
           This thread does not exist or was deleted: there is nothing more to show or follow.{' '}
-          <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>
+          <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>
         </p>
       </section>
     );
@@ -836,7 +855,7 @@ function Timeline() {
   return (
     <section class="timeline">
       <p>
-        <a href="#" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
+        <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
         <strong>{threadInfo.value?.title ?? 'untitled thread'}</strong>{' '}
         <span class="muted">
           owned by {threadInfo.value?.ownerId} · <code>{threadId.value}</code>

@@ -235,7 +235,10 @@ export interface Axis {
   to: number;
   pieces: AxisPiece[];
   ticks: Tick[];
-  /** The idle gaps' labels that fit, left to right (a gap without one gives its length on hover). */
+  /**
+   * The idle gaps' labels that fit, left to right (a gap without one gives its length on hover,
+   * and the ruler's row on a tap: gapsNear).
+   */
   idleLabels: IdleLabel[];
   /** Where an instant sits on the axis, in percent (0..100, clamped). */
   position(at: number): number;
@@ -369,6 +372,15 @@ export function buildAxis(spans: readonly (readonly [number, number])[], now: nu
   }
   idleLabels.sort((a, b) => a.left - b.left);
   return { from, to, pieces, ticks, idleLabels, position, timeAt };
+}
+
+/**
+ * The idle gaps a tap at `at` (percent of the axis) on a ruler `rulerPx` wide may have meant,
+ * left to right: those within `reachPx` of it (a fingertip; gaps close together may be a few
+ * pixels wide each, side by side).
+ */
+export function gapsNear(axis: Axis, at: number, rulerPx: number, reachPx = 12): AxisPiece[] {
+  return axis.pieces.filter((piece) => piece.gap && (Math.max(0, piece.left - at, at - (piece.left + piece.width)) * rulerPx) / 100 <= reachPx);
 }
 
 export interface Timeline {
