@@ -542,4 +542,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     expect(all.split('\n').length).toBeGreaterThan(4000 * 5);
     await page.close();
   }, 120_000);
+
+  it('says the thread list is loading until its first answer, not that there are no threads', async () => {
+    const { who } = await superadminThread('listed after a slow first read');
+    const page = await newPage();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The first read of the thread list is held back, as a slow network would.
+    await page.route(`${origin}/graphql`, async (route) => {
+      if (/threads\(/.test(route.request().postData() ?? '')) await held;
+      await route.continue();
+    });
+    await page.goto(`${origin}/`);
+    await page.fill('textarea[name=token]', who.owner);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('section.threads');
+    expect(await page.locator('section.threads').innerText()).toContain('Loading threads…');
+    expect(await page.locator('section.threads').innerText()).not.toContain('No threads you may read yet.');
+    release();
+    await page.waitForSelector('section.threads :text("listed after a slow first read")');
+    expect(await page.locator('section.threads').innerText()).not.toContain('Loading threads…');
+    await page.close();
+  }, 120_000);
 });

@@ -45,6 +45,7 @@ import {
   threadId,
   threadInfo,
   threads,
+  threadsRead,
   threadsHaveMore,
   token,
   truncated,
@@ -259,7 +260,9 @@ function ThreadList() {
         value={threadFilter.value}
         onInput={(e) => filterThreads(e.currentTarget.value)}
       />
-      {shown.length === 0 && <p class="muted">{filtered ? 'No thread you may read has that in its title.' : 'No threads you may read yet.'}</p>}
+      {shown.length === 0 && (
+        <p class="muted">{!threadsRead.value ? 'Loading threads…' : filtered ? 'No thread you may read has that in its title.' : 'No threads you may read yet.'}</p>
+      )}
       <ul>
         {shown.map((thread) => {
           const failures = failuresText(thread.auditSummary);

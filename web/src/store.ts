@@ -14,6 +14,8 @@ export const connection = signal<ConnectionState>('connecting');
 
 export type ThreadItem = ThreadsQuery['threads']['edges'][number]['node'];
 export const threads = signal<ThreadItem[]>([]);
+/** Whether `threads` holds an answer of the server's yet (until then the list is loading, not empty). */
+export const threadsRead = signal(false);
 export const threadsCursor = signal<string | null>(null);
 export const threadsHaveMore = signal(false);
 export const pageError = signal<string | null>(null);
@@ -364,6 +366,7 @@ function endSession() {
   storeToken(null);
   token.value = null;
   threads.value = [];
+  threadsRead.value = false;
 }
 
 // A refused token ends the session where it stands: the address keeps the open thread or view,
@@ -401,6 +404,7 @@ export async function loadThreads(from: 'start' | 'more' | 'refresh') {
     if (read !== threadReadsStarted) return;
     const nodes = page.edges.map((edge) => edge.node);
     threads.value = from === 'more' ? [...threads.value, ...nodes] : nodes;
+    threadsRead.value = true;
     threadsCursor.value = page.pageInfo.endCursor;
     threadsHaveMore.value = page.pageInfo.hasNextPage;
     pageError.value = null;
