@@ -108,7 +108,38 @@ const severalSteps = () => [
   turn('Sunny in Paris, Oslo and Rome.'),
 ];
 
+/**
+ * A network that forwards every request, but loses the answer to the first one carrying a
+ * finishRun (as a reset connection would, after the server committed it): the client resends it.
+ */
+function losingFirstFinishAnswer(): FetchLike & { lost: number } {
+  const losing = Object.assign(
+    async (url: string, init: RequestInit) => {
+      const answer = await fetch(url, init);
+      if (losing.lost === 0 && String(init.body).includes('finishRun')) {
+        losing.lost++;
+        await answer.arrayBuffer();
+        throw new TypeError('fetch failed (the answer was lost)');
+      }
+      return answer;
+    },
+    { lost: 0 },
+  );
+  return losing;
+}
+
 describe(`the AI SDK adapter against the server process (${backendName})`, () => {
+  it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
+    const network = losingFirstFinishAnswer();
+    const t = await openThread('ai-sdk: finish answer lost', { workerFetch: network });
+    const runId = await t.newRun();
+    const { status, result } = await t.audit.generateText(runId, { model: scriptedModel([turn('Hello.')]), prompt: 'Hi.' });
+    expect(network.lost).toBe(1);
+    expect(status).toBe('COMPLETED');
+    expect(result.text).toBe('Hello.');
+    expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
   it('generateText: several steps with parallel calls and a throwing tool match the timeline audit by audit', async () => {
     const t = await openThread('ai-sdk: generateText');
     const turns = severalSteps();
