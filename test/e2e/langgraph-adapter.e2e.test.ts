@@ -208,6 +208,38 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     });
   });
 
+  it('a tool that threw earlier in a run that then paused on interrupt() ends FAILED with its error, not back to PENDING', async () => {
+    const t = await openThread('langgraph: bare error, then interrupt');
+    const email = callTool('send_email', { to: 'me@example.com' });
+    const pay = callTool('pay_invoice', { invoice: 8, amount: 90 });
+    const graph = buildReactAgent([turn('Mailing it.', [email]), turn('The mail failed; paying instead.', [pay]), turn('Paid.')]);
+
+    const firstRunId = await t.newRun();
+    const first = await t.audit.invoke(firstRunId, graph, userSays('Mail or pay invoice 8.'), t.config);
+    expect(first.status).toBe('INTERRUPTED');
+    expect(first.writeErrors).toEqual([]);
+    const stateError = first.state.messages.find((message: BaseMessage) => (message as { tool_call_id?: string }).tool_call_id === email.id);
+    expect(stateError).toMatchObject({ status: 'error', content: expect.stringContaining('SMTP server timed out') });
+    // The throw ended in the state's error ToolMessage: it is the tool's verdict, as at a COMPLETED end.
+    const mailed = (await t.timeline()).filter((item) => item.__typename === 'ToolAudit' && item.toolCallId === email.id).map(asTool);
+    expect(mailed).toHaveLength(1);
+    expect(mailed[0]).toMatchObject({
+      status: 'FAILED',
+      output: { status: 'error', tool_call_id: email.id, content: stateError!.content },
+      error: expect.objectContaining({ message: expect.stringContaining('SMTP server timed out') }),
+      awaitingRunTerminal: false,
+      toolCall: { status: 'FAILED', output: stateError!.content },
+    });
+    expect((await t.owner.run(firstRunId))?.toolCalls).toMatchObject([
+      { toolCallId: email.id, status: 'FAILED' },
+      { toolCallId: pay.id, status: 'PENDING' },
+    ]);
+
+    const resumed = await t.audit.invoke(await t.newRun(firstRunId), graph, new Command({ resume: 'approve' }), t.config);
+    expect(resumed).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    expect(resumed.state.messages.at(-1)?.content).toBe('Paid.');
+  });
+
   it('records a large tool output whole', async () => {
     const t = await openThread('langgraph: large output');
     const read = callTool('read_log', { file: 'access.log' });

@@ -144,6 +144,19 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     await this.write((lease) => this.target.client.recordToolError({ lease, toolCallId: tool.toolCallId, error: recorded, ...event }));
   }
 
+  /**
+   * Sends the verdict of a tool that ended in a bare error: the error ToolMessage the graph's
+   * state holds for it, as the tool's finish (FAILED with it). For a run that pauses: the
+   * server settles bare errors from the state only at a COMPLETED or FAILED end, and the resume
+   * never runs that tool again.
+   */
+  async settleBareError(toolMessage: JsonObject): Promise<void> {
+    const toolCallId = String(toolMessage.tool_call_id);
+    if (!this.bareErrors.delete(toolCallId)) return;
+    const event = this.observe();
+    await this.write((lease) => this.target.client.recordToolFinished({ lease, toolCallId, output: toolMessage, ...event }));
+  }
+
   override handleInterrupt(event: GraphInterruptEvent): void {
     this.interrupt = event;
   }
