@@ -240,6 +240,35 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     expect(resumed.state.messages.at(-1)?.content).toBe('Paid.');
   });
 
+  it('on a resume, a tool of the paused step that had completed runs again: not a write error, reported to onToolRerun', async () => {
+    const t = await openThread('langgraph: resume re-runs a completed tool');
+    const weather = callTool('get_weather', { city: 'Rome' });
+    const pay = callTool('pay_invoice', { invoice: 9, amount: 30 });
+    const graph = buildReactAgent([turn('Checking and paying.', [weather, pay]), turn('Paid; sunny in Rome.')]);
+    const writeErrors: unknown[] = [];
+    const reruns: unknown[] = [];
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), {
+      onWriteError: (error) => writeErrors.push(error),
+      onToolRerun: (rerun) => reruns.push(rerun),
+    });
+
+    const firstRunId = await t.newRun();
+    expect((await audit.invoke(firstRunId, graph, userSays('Weather, and pay invoice 9.'), t.config)).status).toBe('INTERRUPTED');
+    const resumedRunId = await t.newRun(firstRunId);
+    const resumed = await audit.invoke(resumedRunId, graph, new Command({ resume: 'approve' }), t.config);
+    expect(resumed).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    expect(writeErrors).toEqual([]);
+    // LangGraph ran get_weather a second time; the server keeps its first (ended) execution.
+    expect(reruns).toMatchObject([{ toolCallId: weather.id, name: 'get_weather', cause: { code: 'INVALID_TRANSITION' } }]);
+    expect(glance(await t.timeline())).toEqual([
+      { model: 'COMPLETED', runId: firstRunId, declares: [weather.id, pay.id] },
+      { tool: 'get_weather', toolCallId: weather.id, status: 'COMPLETED', runId: firstRunId },
+      { tool: 'pay_invoice', toolCallId: pay.id, status: 'INTERRUPTED', runId: firstRunId },
+      { tool: 'pay_invoice', toolCallId: pay.id, status: 'COMPLETED', runId: resumedRunId },
+      { model: 'COMPLETED', runId: resumedRunId, declares: [] },
+    ]);
+  });
+
   it('records a large tool output whole', async () => {
     const t = await openThread('langgraph: large output');
     const read = callTool('read_log', { file: 'access.log' });

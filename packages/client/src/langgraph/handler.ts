@@ -3,6 +3,7 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { LLMResult, ChatGeneration } from '@langchain/core/outputs';
 import { GraphCallbackHandler, isGraphInterrupt, type GraphInterruptEvent } from '@langchain/langgraph';
 import type { AuditClient } from '../audit-client.js';
+import { isAuditApiError, type AuditApiError } from '../errors.js';
 import { SequenceCounter, readClock } from '../clock.js';
 import type { JsonObject, LeaseInput } from '../types.js';
 import { errorJson, toJson } from '../json.js';
@@ -14,6 +15,22 @@ export interface RecordingTarget {
   client: AuditClient;
   lease: () => LeaseInput;
   writer: RunWriter;
+  /** Called for a tool that ran again for a tool call that had already ended (see ToolRerun). */
+  onToolRerun?: (rerun: ToolRerun) => void;
+}
+
+/**
+ * A tool the graph ran again for a tool call whose execution had already ended: on a resume,
+ * LangGraph re-runs every tool of the step that paused, those that had completed included. The
+ * server keeps the first execution and refuses the new start (INVALID_TRANSITION: an ended
+ * ToolCall never starts again), so this second run of the tool, and any side effect it had, is
+ * on no timeline: this is how it is seen.
+ */
+export interface ToolRerun {
+  toolCallId: string;
+  name: string;
+  /** The server's refusal of the start. */
+  cause: AuditApiError;
 }
 
 /**
@@ -38,7 +55,7 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   /** Callback run ids of the model calls recorded as started. */
   private readonly models = new Set<string>();
   /** Callback run id -> tool call id, for the tools recorded as started. */
-  private readonly tools = new Map<string, { toolCallId: string; name: string }>();
+  private readonly tools = new Map<string, { toolCallId: string; name: string; rerun?: boolean }>();
   /** Tool calls of this run that ended in a bare error: their final ToolMessage settles them. */
   readonly bareErrors = new Set<string>();
   /** Set when the root graph paused on interrupt(). */
@@ -117,10 +134,18 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     if (!toolCallId || eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
     const event = this.observe();
     const name = runName ?? tool.id.at(-1) ?? 'tool';
-    this.tools.set(runId, { toolCallId, name });
-    await this.write((lease) =>
-      this.target.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: effectiveInput(input), ...event }),
-    );
+    const recorded: { toolCallId: string; name: string; rerun?: boolean } = { toolCallId, name };
+    this.tools.set(runId, recorded);
+    await this.write(async (lease) => {
+      try {
+        await this.target.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: effectiveInput(input), ...event });
+      } catch (error) {
+        // Expected on a resume (see ToolRerun), so not a write error; its end is not sent either.
+        if (!isAuditApiError(error, 'INVALID_TRANSITION')) throw error;
+        recorded.rerun = true;
+        this.target.onToolRerun?.({ toolCallId, name, cause: error });
+      }
+    });
   }
 
   override async handleToolEnd(output: unknown, runId: string): Promise<void> {
@@ -128,9 +153,9 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     if (!tool) return this.target.writer.throwIfLost();
     const event = this.observe();
     const envelope = toolOutputEnvelope(output, tool.toolCallId, tool.name);
-    await this.write((lease) =>
-      this.target.client.recordToolFinished({ lease, toolCallId: tool.toolCallId, output: envelope, ...event }),
-    );
+    await this.write(async (lease) => {
+      if (!tool.rerun) await this.target.client.recordToolFinished({ lease, toolCallId: tool.toolCallId, output: envelope, ...event });
+    });
   }
 
   override async handleToolError(error: unknown, runId: string): Promise<void> {
@@ -141,7 +166,10 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
       ? { name: 'GraphInterrupt', message: 'interrupted', interrupts: toJson(error.interrupts) }
       : errorJson(error);
     this.bareErrors.add(tool.toolCallId);
-    await this.write((lease) => this.target.client.recordToolError({ lease, toolCallId: tool.toolCallId, error: recorded, ...event }));
+    await this.write(async (lease) => {
+      if (tool.rerun) this.bareErrors.delete(tool.toolCallId);
+      else await this.target.client.recordToolError({ lease, toolCallId: tool.toolCallId, error: recorded, ...event });
+    });
   }
 
   /**

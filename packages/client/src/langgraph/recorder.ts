@@ -4,12 +4,18 @@ import type { AuditClient } from '../audit-client.js';
 import { errorJson } from '../json.js';
 import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
 import type { JsonObject, JsonValue, RunTerminalStatus } from '../types.js';
-import { AuditCallbackHandler } from './handler.js';
+import { AuditCallbackHandler, type ToolRerun } from './handler.js';
 import { messageJson } from './messages.js';
 
 export interface LangGraphAuditOptions extends RecordingOptions {
   /** The state key holding the graph's messages. Default "messages". */
   messagesKey?: string;
+  /**
+   * Called when the graph runs a tool again for a tool call that had already ended (a resume
+   * re-runs the paused step's completed tools): the server keeps the first execution, so this
+   * is the only sign of the second one. Not a write error.
+   */
+  onToolRerun?: (rerun: ToolRerun) => void;
 }
 
 /** How an invocation ended, as handed to `AuditedRun.finish`. */
@@ -75,7 +81,12 @@ export class AuditedRun {
     private readonly recording: RunRecording,
     options: LangGraphAuditOptions = {},
   ) {
-    this.handler = new AuditCallbackHandler({ client: recording.client, lease: () => recording.lease, writer: recording.writer });
+    this.handler = new AuditCallbackHandler({
+      client: recording.client,
+      lease: () => recording.lease,
+      writer: recording.writer,
+      onToolRerun: options.onToolRerun,
+    });
     this.messagesKey = options.messagesKey ?? 'messages';
   }
 
