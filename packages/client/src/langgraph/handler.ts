@@ -4,6 +4,7 @@ import type { LLMResult, ChatGeneration } from '@langchain/core/outputs';
 import { GraphCallbackHandler, isGraphInterrupt, type GraphInterruptEvent } from '@langchain/langgraph';
 import type { AuditClient } from '../audit-client.js';
 import { isAuditApiError, type AuditApiError } from '../errors.js';
+import { AuditLeaseLostError } from '../lease-lost.js';
 import { SequenceCounter, readClock } from '../clock.js';
 import type { JsonObject, LeaseInput } from '../types.js';
 import { errorJson, toJson } from '../json.js';
@@ -96,10 +97,10 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   }
 
   override async handleLLMEnd(output: LLMResult, runId: string): Promise<void> {
-    if (!this.models.has(runId)) return this.target.writer.throwIfLost();
+    if (!this.models.has(runId)) return;
     const event = this.observe();
     const message = (output.generations[0]?.[0] as ChatGeneration | undefined)?.message;
-    await this.write((lease) =>
+    await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({
         lease,
         operationId: runId,
@@ -113,9 +114,9 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   }
 
   override async handleLLMError(error: unknown, runId: string): Promise<void> {
-    if (!this.models.has(runId)) return this.target.writer.throwIfLost();
+    if (!this.models.has(runId)) return;
     const event = this.observe();
-    await this.write((lease) =>
+    await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({ lease, operationId: runId, status: 'FAILED', error: errorJson(error), ...event }),
     );
   }
@@ -150,23 +151,23 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
 
   override async handleToolEnd(output: unknown, runId: string): Promise<void> {
     const tool = this.tools.get(runId);
-    if (!tool) return this.target.writer.throwIfLost();
+    if (!tool) return;
     const event = this.observe();
     const envelope = toolOutputEnvelope(output, tool.toolCallId, tool.name);
-    await this.write(async (lease) => {
+    await this.writeEnd(async (lease) => {
       if (!tool.rerun) await this.target.client.recordToolFinished({ lease, toolCallId: tool.toolCallId, output: envelope, ...event });
     });
   }
 
   override async handleToolError(error: unknown, runId: string): Promise<void> {
     const tool = this.tools.get(runId);
-    if (!tool) return this.target.writer.throwIfLost();
+    if (!tool) return;
     const event = this.observe();
     const recorded: JsonObject = isGraphInterrupt(error)
       ? { name: 'GraphInterrupt', message: 'interrupted', interrupts: toJson(error.interrupts) }
       : errorJson(error);
     this.bareErrors.add(tool.toolCallId);
-    await this.write(async (lease) => {
+    await this.writeEnd(async (lease) => {
       if (tool.rerun) this.bareErrors.delete(tool.toolCallId);
       else await this.target.client.recordToolError({ lease, toolCallId: tool.toolCallId, error: recorded, ...event });
     });
@@ -196,6 +197,19 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
 
   private write(send: (lease: LeaseInput) => Promise<unknown>): Promise<void> {
     return this.target.writer.submit(() => send(this.target.lease()));
+  }
+
+  /**
+   * The write of an end (of a model call or a tool). A lost lease is not thrown from here:
+   * LangChain prints every error a handler throws, and the agent is already stopped the
+   * documented way (the run's signal aborts, the next start callback and `finish` throw
+   * AuditLeaseLostError).
+   */
+  private async writeEnd(send: (lease: LeaseInput) => Promise<unknown>): Promise<void> {
+    if (this.target.writer.leaseLost) return;
+    await this.write(send).catch((error: unknown) => {
+      if (!(error instanceof AuditLeaseLostError)) throw error;
+    });
   }
 }
 
