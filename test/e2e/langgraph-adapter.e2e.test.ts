@@ -269,6 +269,53 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     ]);
   });
 
+  it('a resume after a crash cannot run the crashed run\'s ended tool calls again; the model is called again and its new calls are recorded', async () => {
+    const t = await openThread('langgraph: resume after a crash');
+    const done = callTool('get_weather', { city: 'Rome' });
+    const inFlight = callTool('get_weather', { city: 'Oslo' });
+    const declaring = turn('Checking both.', [done, inFlight]);
+
+    // The crashed worker: it recorded the model call, one finished tool and one started, then died (no renewal).
+    const crashedRunId = await t.newRun();
+    const crashed = new AuditClient({ url: server.url, token: (await e2eActors()).worker });
+    const lease = await crashed.claimRun(crashedRunId, 1);
+    await crashed.recordModelStarted({ lease, operationId: 'crashed-model', sequence: 1, model: 'scripted', input: {} });
+    await crashed.recordModelFinished({ lease, operationId: 'crashed-model', status: 'COMPLETED', sequence: 2, output: {}, toolCalls: [done, inFlight] });
+    await crashed.recordToolStarted({ lease, toolCallId: done.id, name: 'get_weather', effectiveInput: done.args, sequence: 3 });
+    await crashed.recordToolFinished({ lease, toolCallId: done.id, output: { type: 'tool', status: 'success', content: 'Sunny in Rome' }, sequence: 4 });
+    await crashed.recordToolStarted({ lease, toolCallId: inFlight.id, name: 'get_weather', effectiveInput: inFlight.args, sequence: 5 });
+    await vi.waitFor(async () => expect((await t.owner.run(crashedRunId))?.status).toBe('FAILED'), { timeout: 15_000, interval: 200 });
+
+    // The resume replays the graph's checkpoint taken before the tools step: LangGraph runs both calls again.
+    const fresh = callTool('get_weather', { city: 'Oslo' });
+    const graph = buildReactAgent([turn('Oslo again.', [fresh]), turn('Sunny in Rome and Oslo.')]);
+    await graph.updateState(t.config, { messages: [{ role: 'user', content: 'Weather in Rome and Oslo?' }, declaring] }, 'agent');
+    const reruns: { toolCallId: string }[] = [];
+    const writeErrors: unknown[] = [];
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), {
+      onToolRerun: (rerun) => reruns.push(rerun),
+      onWriteError: (error) => writeErrors.push(error),
+    });
+    const resumedRunId = await t.newRun(crashedRunId);
+    const resumed = await audit.invoke(resumedRunId, graph, null as never, t.config);
+    expect(resumed.status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    // Neither ended call could start again: their second executions are on no timeline.
+    expect(reruns.map((rerun) => rerun.toolCallId).sort()).toEqual([done.id, inFlight.id].sort());
+    expect(glance(await t.timeline())).toEqual([
+      { model: 'COMPLETED', runId: crashedRunId, declares: [done.id, inFlight.id] },
+      { tool: 'get_weather', toolCallId: done.id, status: 'COMPLETED', runId: crashedRunId },
+      { tool: 'get_weather', toolCallId: inFlight.id, status: 'ABANDONED', runId: crashedRunId },
+      { model: 'COMPLETED', runId: resumedRunId, declares: [fresh.id] },
+      { tool: 'get_weather', toolCallId: fresh.id, status: 'COMPLETED', runId: resumedRunId },
+      { model: 'COMPLETED', runId: resumedRunId, declares: [] },
+    ]);
+    expect((await t.owner.run(crashedRunId))?.toolCalls).toMatchObject([
+      { toolCallId: done.id, status: 'COMPLETED' },
+      { toolCallId: inFlight.id, status: 'FAILED' },
+    ]);
+  });
+
   it('records a large tool output whole', async () => {
     const t = await openThread('langgraph: large output');
     const read = callTool('read_log', { file: 'access.log' });
