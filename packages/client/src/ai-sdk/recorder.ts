@@ -146,9 +146,9 @@ export class AuditedAiRun {
 
   /**
    * Waits for every queued write, then ends the run: CANCELLED when the caller's abortSignal
-   * fired, FAILED for an error (with or without steps), else COMPLETED. The tool errors the SDK handed back to the
-   * model for this run's bare errors go along as `stateMessages`, so the server settles them
-   * as FAILED.
+   * fired, FAILED for an error (with or without steps), else COMPLETED. The tool errors the SDK
+   * handed back to the model for this run's bare errors go along as `stateMessages`, so the
+   * server settles them as FAILED.
    */
   async finish(outcome: AiSdkOutcome): Promise<FinishedRun> {
     this.stopIfLeaseLost();

@@ -59,6 +59,8 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   private readonly tools = new Map<string, { toolCallId: string; name: string; rerun?: boolean }>();
   /** Tool calls of this run that ended in a bare error: their final ToolMessage settles them. */
   readonly bareErrors = new Set<string>();
+  /** Tool calls whose start the server refused as already ended (see ToolRerun): nothing more is sent for them. */
+  private readonly reruns = new Set<string>();
   /** Set when the root graph paused on interrupt(). */
   interrupt: GraphInterruptEvent | undefined;
 
@@ -144,6 +146,7 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
         // Expected on a resume (see ToolRerun), so not a write error; its end is not sent either.
         if (!isAuditApiError(error, 'INVALID_TRANSITION')) throw error;
         recorded.rerun = true;
+        this.reruns.add(toolCallId);
         this.target.onToolRerun?.({ toolCallId, name, cause: error });
       }
     });
@@ -183,7 +186,9 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     const toolCallId = String(toolMessage.tool_call_id);
     if (!this.bareErrors.delete(toolCallId)) return;
     const event = this.observe();
-    await this.write((lease) => this.target.client.recordToolFinished({ lease, toolCallId, output: toolMessage, ...event }));
+    await this.write(async (lease) => {
+      if (!this.reruns.has(toolCallId)) await this.target.client.recordToolFinished({ lease, toolCallId, output: toolMessage, ...event });
+    });
   }
 
   override handleInterrupt(event: GraphInterruptEvent): void {
