@@ -6,7 +6,7 @@ import { Command, END, MessagesAnnotation, START, StateGraph } from '@langchain/
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { describe, expect, it, vi } from 'vitest';
-import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
+import { AuditClient, type FetchLike, type JsonObject, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
 import { AuditLeaseLostError, LangGraphAudit } from '@agent-audit/client/langgraph';
 import { LARGE_LOG_LINES, ScriptedChatModel, buildReactAgent, callTool, turn } from '../../src/cli/langgraph-agent.js';
 import { backendName } from '../support/database.js';
@@ -274,16 +274,17 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     const done = callTool('get_weather', { city: 'Rome' });
     const inFlight = callTool('get_weather', { city: 'Oslo' });
     const declaring = turn('Checking both.', [done, inFlight]);
+    const argsOf = (call: typeof done) => call.args as JsonObject;
 
     // The crashed worker: it recorded the model call, one finished tool and one started, then died (no renewal).
     const crashedRunId = await t.newRun();
     const crashed = new AuditClient({ url: server.url, token: (await e2eActors()).worker });
     const lease = await crashed.claimRun(crashedRunId, 1);
     await crashed.recordModelStarted({ lease, operationId: 'crashed-model', sequence: 1, model: 'scripted', input: {} });
-    await crashed.recordModelFinished({ lease, operationId: 'crashed-model', status: 'COMPLETED', sequence: 2, output: {}, toolCalls: [done, inFlight] });
-    await crashed.recordToolStarted({ lease, toolCallId: done.id, name: 'get_weather', effectiveInput: done.args, sequence: 3 });
+    await crashed.recordModelFinished({ lease, operationId: 'crashed-model', status: 'COMPLETED', sequence: 2, output: {}, toolCalls: [done, inFlight].map((call) => ({ id: call.id, name: call.name, args: argsOf(call) })) });
+    await crashed.recordToolStarted({ lease, toolCallId: done.id, name: 'get_weather', effectiveInput: argsOf(done), sequence: 3 });
     await crashed.recordToolFinished({ lease, toolCallId: done.id, output: { type: 'tool', status: 'success', content: 'Sunny in Rome' }, sequence: 4 });
-    await crashed.recordToolStarted({ lease, toolCallId: inFlight.id, name: 'get_weather', effectiveInput: inFlight.args, sequence: 5 });
+    await crashed.recordToolStarted({ lease, toolCallId: inFlight.id, name: 'get_weather', effectiveInput: argsOf(inFlight), sequence: 5 });
     await vi.waitFor(async () => expect((await t.owner.run(crashedRunId))?.status).toBe('FAILED'), { timeout: 15_000, interval: 200 });
 
     // The resume replays the graph's checkpoint taken before the tools step: LangGraph runs both calls again.
