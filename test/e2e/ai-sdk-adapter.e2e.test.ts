@@ -2,7 +2,8 @@
 // (generateText / streamText with tools, the SDK's own mock language model following a script)
 // is recorded through AiSdkAudit, and the owner reads the run back with threadAudits, audit by
 // audit against what the SDK reports the agent did.
-import { generateText, stepCountIs, type StepResult } from 'ai';
+import { generateText, simulateReadableStream, stepCountIs, type StepResult } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it, vi } from 'vitest';
 import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
 import { AiSdkAudit, AuditLeaseLostError } from '@agent-audit/client/ai-sdk';
@@ -108,7 +109,38 @@ const severalSteps = () => [
   turn('Sunny in Paris, Oslo and Rome.'),
 ];
 
+/**
+ * A network that forwards every request, but loses the answer to the first one carrying a
+ * finishRun (as a reset connection would, after the server committed it): the client resends it.
+ */
+function losingFirstFinishAnswer(): FetchLike & { lost: number } {
+  const losing = Object.assign(
+    async (url: string, init: RequestInit) => {
+      const answer = await fetch(url, init);
+      if (losing.lost === 0 && String(init.body).includes('finishRun')) {
+        losing.lost++;
+        await answer.arrayBuffer();
+        throw new TypeError('fetch failed (the answer was lost)');
+      }
+      return answer;
+    },
+    { lost: 0 },
+  );
+  return losing;
+}
+
 describe(`the AI SDK adapter against the server process (${backendName})`, () => {
+  it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
+    const network = losingFirstFinishAnswer();
+    const t = await openThread('ai-sdk: finish answer lost', { workerFetch: network });
+    const runId = await t.newRun();
+    const { status, result } = await t.audit.generateText(runId, { model: scriptedModel([turn('Hello.')]), prompt: 'Hi.' });
+    expect(network.lost).toBe(1);
+    expect(status).toBe('COMPLETED');
+    expect(result.text).toBe('Hello.');
+    expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
   it('generateText: several steps with parallel calls and a throwing tool match the timeline audit by audit', async () => {
     const t = await openThread('ai-sdk: generateText');
     const turns = severalSteps();
@@ -207,9 +239,36 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
         break;
       }
     }
-    await expect(finished).rejects.toMatchObject({ name: 'AbortError' });
+    // The run was recorded (CANCELLED): finished says so, with the stream's error.
+    await expect(finished).resolves.toMatchObject({ status: 'CANCELLED', run: { status: 'CANCELLED' }, error: { name: 'AbortError' } });
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
     expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'CANCELLED']]);
+  });
+
+  it('a stream carrying an error part ends the run FAILED; finished resolves with that status and the error', async () => {
+    const t = await openThread('ai-sdk: stream error part');
+    const runId = await t.newRun();
+    const model = new MockLanguageModelV3({
+      modelId: 'breaking-stream',
+      doStream: async () => ({
+        stream: simulateReadableStream({
+          chunks: [
+            { type: 'stream-start' as const, warnings: [] },
+            { type: 'text-start' as const, id: 'text' },
+            { type: 'text-delta' as const, id: 'text', delta: 'partial' },
+            { type: 'error' as const, error: new Error('provider stream broke') },
+          ],
+        }),
+      }),
+    });
+    const seen: unknown[] = [];
+    const { result, finished } = await t.audit.streamText(runId, { model, prompt: 'Go.', onError: ({ error }) => void seen.push(error) });
+    for await (const _ of result.textStream);
+    await expect(finished).resolves.toMatchObject({ status: 'FAILED', run: { status: 'FAILED' }, error: { message: 'provider stream broke' } });
+    // The caller's own onError still hears of it.
+    expect(seen).toMatchObject([{ message: 'provider stream broke' }]);
+    expect((await t.owner.run(runId))?.status).toBe('FAILED');
+    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
   });
 
   it('a model call that throws is recorded FAILED with its error; the run ends FAILED and the error reaches the caller', async () => {

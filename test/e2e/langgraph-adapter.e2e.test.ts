@@ -5,8 +5,8 @@ import type { BaseMessage } from '@langchain/core/messages';
 import { Command, END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
-import { describe, expect, it } from 'vitest';
-import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
+import { describe, expect, it, vi } from 'vitest';
+import { AuditClient, type FetchLike, type JsonObject, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
 import { AuditLeaseLostError, LangGraphAudit } from '@agent-audit/client/langgraph';
 import { LARGE_LOG_LINES, ScriptedChatModel, buildReactAgent, callTool, turn } from '../../src/cli/langgraph-agent.js';
 import { backendName } from '../support/database.js';
@@ -51,7 +51,39 @@ const asTool = (item: ThreadAuditItem | undefined) => {
   return item as ToolAuditWithLinks;
 };
 
+/**
+ * A network that forwards every request, but loses the answer to the first one carrying a
+ * finishRun (as a reset connection would, after the server committed it): the client resends it.
+ */
+function losingFirstFinishAnswer(): FetchLike & { lost: number } {
+  const losing = Object.assign(
+    async (url: string, init: RequestInit) => {
+      const answer = await fetch(url, init);
+      if (losing.lost === 0 && String(init.body).includes('finishRun')) {
+        losing.lost++;
+        await answer.arrayBuffer();
+        throw new TypeError('fetch failed (the answer was lost)');
+      }
+      return answer;
+    },
+    { lost: 0 },
+  );
+  return losing;
+}
+
 describe(`the LangGraph.js adapter against the server process (${backendName})`, () => {
+  it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
+    const network = losingFirstFinishAnswer();
+    const t = await openThread('langgraph: finish answer lost', network);
+    const graph = buildReactAgent([turn('Checking.', [callTool('get_weather', { city: 'Rome' })]), turn('Sunny in Rome.')]);
+    const runId = await t.newRun();
+    const { status, state } = await t.audit.invoke(runId, graph, userSays('Weather in Rome?'), t.config);
+    expect(network.lost).toBe(1);
+    expect(status).toBe('COMPLETED');
+    expect(state.messages.at(-1)?.content).toBe('Sunny in Rome.');
+    expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
   it('records model -> parallel tools -> model, with the declared calls, inputs, outputs and one sequence', async () => {
     const t = await openThread('langgraph: parallel tools');
     const paris = callTool('get_weather', { city: 'Paris' });
@@ -176,6 +208,115 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     });
   });
 
+  it('a tool that threw earlier in a run that then paused on interrupt() ends FAILED with its error, not back to PENDING', async () => {
+    const t = await openThread('langgraph: bare error, then interrupt');
+    const email = callTool('send_email', { to: 'me@example.com' });
+    const pay = callTool('pay_invoice', { invoice: 8, amount: 90 });
+    const graph = buildReactAgent([turn('Mailing it.', [email]), turn('The mail failed; paying instead.', [pay]), turn('Paid.')]);
+
+    const firstRunId = await t.newRun();
+    const first = await t.audit.invoke(firstRunId, graph, userSays('Mail or pay invoice 8.'), t.config);
+    expect(first.status).toBe('INTERRUPTED');
+    expect(first.writeErrors).toEqual([]);
+    const stateError = first.state.messages.find((message: BaseMessage) => (message as { tool_call_id?: string }).tool_call_id === email.id);
+    expect(stateError).toMatchObject({ status: 'error', content: expect.stringContaining('SMTP server timed out') });
+    // The throw ended in the state's error ToolMessage: it is the tool's verdict, as at a COMPLETED end.
+    const mailed = (await t.timeline()).filter((item) => item.__typename === 'ToolAudit' && item.toolCallId === email.id).map(asTool);
+    expect(mailed).toHaveLength(1);
+    expect(mailed[0]).toMatchObject({
+      status: 'FAILED',
+      output: { status: 'error', tool_call_id: email.id, content: stateError!.content },
+      error: expect.objectContaining({ message: expect.stringContaining('SMTP server timed out') }),
+      awaitingRunTerminal: false,
+      toolCall: { status: 'FAILED', output: stateError!.content },
+    });
+    expect((await t.owner.run(firstRunId))?.toolCalls).toMatchObject([
+      { toolCallId: email.id, status: 'FAILED' },
+      { toolCallId: pay.id, status: 'PENDING' },
+    ]);
+
+    const resumed = await t.audit.invoke(await t.newRun(firstRunId), graph, new Command({ resume: 'approve' }), t.config);
+    expect(resumed).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    expect(resumed.state.messages.at(-1)?.content).toBe('Paid.');
+  });
+
+  it('on a resume, a tool of the paused step that had completed runs again: not a write error, reported to onToolRerun', async () => {
+    const t = await openThread('langgraph: resume re-runs a completed tool');
+    const weather = callTool('get_weather', { city: 'Rome' });
+    const pay = callTool('pay_invoice', { invoice: 9, amount: 30 });
+    const graph = buildReactAgent([turn('Checking and paying.', [weather, pay]), turn('Paid; sunny in Rome.')]);
+    const writeErrors: unknown[] = [];
+    const reruns: unknown[] = [];
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), {
+      onWriteError: (error) => writeErrors.push(error),
+      onToolRerun: (rerun) => reruns.push(rerun),
+    });
+
+    const firstRunId = await t.newRun();
+    expect((await audit.invoke(firstRunId, graph, userSays('Weather, and pay invoice 9.'), t.config)).status).toBe('INTERRUPTED');
+    const resumedRunId = await t.newRun(firstRunId);
+    const resumed = await audit.invoke(resumedRunId, graph, new Command({ resume: 'approve' }), t.config);
+    expect(resumed).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    expect(writeErrors).toEqual([]);
+    // LangGraph ran get_weather a second time; the server keeps its first (ended) execution.
+    expect(reruns).toMatchObject([{ toolCallId: weather.id, name: 'get_weather', cause: { code: 'INVALID_TRANSITION' } }]);
+    expect(glance(await t.timeline())).toEqual([
+      { model: 'COMPLETED', runId: firstRunId, declares: [weather.id, pay.id] },
+      { tool: 'get_weather', toolCallId: weather.id, status: 'COMPLETED', runId: firstRunId },
+      { tool: 'pay_invoice', toolCallId: pay.id, status: 'INTERRUPTED', runId: firstRunId },
+      { tool: 'pay_invoice', toolCallId: pay.id, status: 'COMPLETED', runId: resumedRunId },
+      { model: 'COMPLETED', runId: resumedRunId, declares: [] },
+    ]);
+  });
+
+  it('a resume after a crash cannot run the crashed run\'s ended tool calls again; the model is called again and its new calls are recorded', async () => {
+    const t = await openThread('langgraph: resume after a crash');
+    const done = callTool('get_weather', { city: 'Rome' });
+    const inFlight = callTool('get_weather', { city: 'Oslo' });
+    const declaring = turn('Checking both.', [done, inFlight]);
+    const argsOf = (call: typeof done) => call.args as JsonObject;
+
+    // The crashed worker: it recorded the model call, one finished tool and one started, then died (no renewal).
+    const crashedRunId = await t.newRun();
+    const crashed = new AuditClient({ url: server.url, token: (await e2eActors()).worker });
+    const lease = await crashed.claimRun(crashedRunId, 1);
+    await crashed.recordModelStarted({ lease, operationId: 'crashed-model', sequence: 1, model: 'scripted', input: {} });
+    await crashed.recordModelFinished({ lease, operationId: 'crashed-model', status: 'COMPLETED', sequence: 2, output: {}, toolCalls: [done, inFlight].map((call) => ({ id: call.id, name: call.name, args: argsOf(call) })) });
+    await crashed.recordToolStarted({ lease, toolCallId: done.id, name: 'get_weather', effectiveInput: argsOf(done), sequence: 3 });
+    await crashed.recordToolFinished({ lease, toolCallId: done.id, output: { type: 'tool', status: 'success', content: 'Sunny in Rome' }, sequence: 4 });
+    await crashed.recordToolStarted({ lease, toolCallId: inFlight.id, name: 'get_weather', effectiveInput: argsOf(inFlight), sequence: 5 });
+    await vi.waitFor(async () => expect((await t.owner.run(crashedRunId))?.status).toBe('FAILED'), { timeout: 15_000, interval: 200 });
+
+    // The resume replays the graph's checkpoint taken before the tools step: LangGraph runs both calls again.
+    const fresh = callTool('get_weather', { city: 'Oslo' });
+    const graph = buildReactAgent([turn('Oslo again.', [fresh]), turn('Sunny in Rome and Oslo.')]);
+    await graph.updateState(t.config, { messages: [{ role: 'user', content: 'Weather in Rome and Oslo?' }, declaring] }, 'agent');
+    const reruns: { toolCallId: string }[] = [];
+    const writeErrors: unknown[] = [];
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), {
+      onToolRerun: (rerun) => reruns.push(rerun),
+      onWriteError: (error) => writeErrors.push(error),
+    });
+    const resumedRunId = await t.newRun(crashedRunId);
+    const resumed = await audit.invoke(resumedRunId, graph, null as never, t.config);
+    expect(resumed.status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    // Neither ended call could start again: their second executions are on no timeline.
+    expect(reruns.map((rerun) => rerun.toolCallId).sort()).toEqual([done.id, inFlight.id].sort());
+    expect(glance(await t.timeline())).toEqual([
+      { model: 'COMPLETED', runId: crashedRunId, declares: [done.id, inFlight.id] },
+      { tool: 'get_weather', toolCallId: done.id, status: 'COMPLETED', runId: crashedRunId },
+      { tool: 'get_weather', toolCallId: inFlight.id, status: 'ABANDONED', runId: crashedRunId },
+      { model: 'COMPLETED', runId: resumedRunId, declares: [fresh.id] },
+      { tool: 'get_weather', toolCallId: fresh.id, status: 'COMPLETED', runId: resumedRunId },
+      { model: 'COMPLETED', runId: resumedRunId, declares: [] },
+    ]);
+    expect((await t.owner.run(crashedRunId))?.toolCalls).toMatchObject([
+      { toolCallId: done.id, status: 'COMPLETED' },
+      { toolCallId: inFlight.id, status: 'FAILED' },
+    ]);
+  });
+
   it('records a large tool output whole', async () => {
     const t = await openThread('langgraph: large output');
     const read = callTool('read_log', { file: 'access.log' });
@@ -204,7 +345,12 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     const graph = buildReactAgent([turn('Working.', [call]), turn('Never reached.')], { tools: [cancelMyRun] });
 
     runId = await t.newRun();
+    const logged = vi.spyOn(console, 'error');
     const failure = await t.audit.invoke(runId, graph, userSays('Go.'), t.config).catch((error: unknown) => error);
+    const handlerErrors = logged.mock.calls.map(String).filter((line) => line.includes('Error in handler') && !line.includes('Start'));
+    logged.mockRestore();
+    // The tool's end found the lease gone: reported through the signal and the next start, not thrown from handleToolEnd.
+    expect(handlerErrors).toEqual([]);
     expect(failure).toBeInstanceOf(AuditLeaseLostError);
     expect((failure as AuditLeaseLostError).runId).toBe(runId);
     expect((failure as AuditLeaseLostError).cause).toMatchObject({ code: 'LEASE_LOST', operationName: 'RecordToolFinished' });
@@ -233,7 +379,14 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), { leaseSeconds: 3 });
 
     runId = await t.newRun();
+    const logged = vi.spyOn(console, 'error');
+    const warned = vi.spyOn(console, 'warn');
     const failure = await audit.invoke(runId, graph, userSays('Go.'), t.config).catch((error: unknown) => error);
+    // LangChain prints every error a handler throws; the tool's end only reports what the signal already did.
+    const handlerErrors = [...logged.mock.calls, ...warned.mock.calls].map(String).filter((line) => line.includes('Error in handler'));
+    logged.mockRestore();
+    warned.mockRestore();
+    expect(handlerErrors).toEqual([]);
     expect(failure).toBeInstanceOf(AuditLeaseLostError);
     expect((failure as AuditLeaseLostError).runId).toBe(runId);
     expect((failure as AuditLeaseLostError).cause).toMatchObject({ code: 'LEASE_LOST', operationName: 'RenewLease' });

@@ -16,8 +16,11 @@ export interface RecordableOptions {
   abortSignal?: AbortSignal;
 }
 
-/** How the SDK call ended: its steps (generateText's or streamText's `steps`), or what it threw. */
-export type AiSdkOutcome = { steps: ReadonlyArray<StepResult<any>> } | { error: unknown };
+/**
+ * How the SDK call ended: its steps (generateText's or streamText's `steps`), with the error
+ * of a stream that failed after them (an error part), or what it threw.
+ */
+export type AiSdkOutcome = { steps: ReadonlyArray<StepResult<any>>; error?: unknown } | { error: unknown };
 
 /**
  * Records Vercel AI SDK calls as audit runs, through a worker's AuditClient.
@@ -58,27 +61,42 @@ export class AiSdkAudit {
   }
 
   /**
-   * Claims the run and starts streamText recorded. Consume `result` as usual; `finished`
-   * settles once the stream has ended and the run with it (rejects with AuditLeaseLostError
-   * when the lease was lost, with the stream's error when it failed).
+   * Claims the run and starts streamText recorded. Consume `result` as usual (the stream's
+   * errors reach you there, and through your `onError`); `finished` resolves once the stream has
+   * ended and the run with it, with the status recorded: COMPLETED, FAILED when the stream failed
+   * (an error part included; `error` is that error), CANCELLED when your abortSignal stopped it.
+   * It rejects only when the recording itself failed: AuditLeaseLostError when the lease was
+   * lost, or the error of the finishRun call.
    */
   async streamText<TOOLS extends ToolSet>(
     runId: string,
     options: Parameters<typeof streamText<TOOLS>>[0] & RecordableOptions,
-  ): Promise<{ result: ReturnType<typeof streamText<TOOLS>>; finished: Promise<FinishedRun> }> {
+  ): Promise<{ result: ReturnType<typeof streamText<TOOLS>>; finished: Promise<FinishedStream> }> {
     const run = await this.start(runId);
-    const result = streamText(run.record(options));
+    let streamError: { error: unknown } | undefined;
+    const callerOnError = options.onError;
+    const result = streamText({
+      ...run.record(options),
+      // An error part does not fail `steps`: heard here, it makes the run FAILED.
+      onError: async (event: { error: unknown }) => {
+        streamError ??= { error: event.error };
+        if (callerOnError) await callerOnError(event);
+        else console.error(event.error); // the SDK's default onError
+      },
+    });
     const finished = Promise.resolve(result.steps).then(
-      (steps) => run.finish({ steps }),
-      async (error: unknown) => {
+      async (steps): Promise<FinishedStream> => ({ ...(await run.finish({ steps, ...streamError })), ...streamError }),
+      async (error: unknown): Promise<FinishedStream> => {
         run.stopIfLeaseLost();
-        await run.finish({ error });
-        throw error;
+        return { ...(await run.finish({ error })), error };
       },
     );
     return { result, finished };
   }
 }
+
+/** How a recorded stream ended: the run as recorded and, when the stream failed or was aborted, its error. */
+export type FinishedStream = FinishedRun & { error?: unknown };
 
 /** One claimed run being recorded: `record` the SDK call's options, then `finish` the run. */
 export class AuditedAiRun {
@@ -128,15 +146,16 @@ export class AuditedAiRun {
 
   /**
    * Waits for every queued write, then ends the run: CANCELLED when the caller's abortSignal
-   * fired, FAILED for an error, else COMPLETED. The tool errors the SDK handed back to the
-   * model for this run's bare errors go along as `stateMessages`, so the server settles them
-   * as FAILED.
+   * fired, FAILED for an error (with or without steps), else COMPLETED. The tool errors the SDK
+   * handed back to the model for this run's bare errors go along as `stateMessages`, so the
+   * server settles them as FAILED.
    */
   async finish(outcome: AiSdkOutcome): Promise<FinishedRun> {
     this.stopIfLeaseLost();
-    const status: RunTerminalStatus = this.callerSignal?.aborted ? 'CANCELLED' : 'error' in outcome ? 'FAILED' : 'COMPLETED';
+    const failed = 'error' in outcome && outcome.error !== undefined;
+    const status: RunTerminalStatus = this.callerSignal?.aborted ? 'CANCELLED' : failed ? 'FAILED' : 'COMPLETED';
     return this.recording.finish(status, {
-      error: 'error' in outcome ? errorJson(outcome.error) : undefined,
+      error: failed ? errorJson(outcome.error) : undefined,
       stateMessages: 'steps' in outcome ? this.settlingMessages(outcome.steps) : undefined,
     });
   }

@@ -3,6 +3,8 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { LLMResult, ChatGeneration } from '@langchain/core/outputs';
 import { GraphCallbackHandler, isGraphInterrupt, type GraphInterruptEvent } from '@langchain/langgraph';
 import type { AuditClient } from '../audit-client.js';
+import { isAuditApiError, type AuditApiError } from '../errors.js';
+import { AuditLeaseLostError } from '../lease-lost.js';
 import { SequenceCounter, readClock } from '../clock.js';
 import type { JsonObject, LeaseInput } from '../types.js';
 import { errorJson, toJson } from '../json.js';
@@ -14,6 +16,22 @@ export interface RecordingTarget {
   client: AuditClient;
   lease: () => LeaseInput;
   writer: RunWriter;
+  /** Called for a tool that ran again for a tool call that had already ended (see ToolRerun). */
+  onToolRerun?: (rerun: ToolRerun) => void;
+}
+
+/**
+ * A tool the graph ran again for a tool call whose execution had already ended: on a resume,
+ * LangGraph re-runs every tool of the step that paused, those that had completed included. The
+ * server keeps the first execution and refuses the new start (INVALID_TRANSITION: an ended
+ * ToolCall never starts again), so this second run of the tool, and any side effect it had, is
+ * on no timeline: this is how it is seen.
+ */
+export interface ToolRerun {
+  toolCallId: string;
+  name: string;
+  /** The server's refusal of the start. */
+  cause: AuditApiError;
 }
 
 /**
@@ -38,9 +56,11 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   /** Callback run ids of the model calls recorded as started. */
   private readonly models = new Set<string>();
   /** Callback run id -> tool call id, for the tools recorded as started. */
-  private readonly tools = new Map<string, { toolCallId: string; name: string }>();
+  private readonly tools = new Map<string, { toolCallId: string; name: string; rerun?: boolean }>();
   /** Tool calls of this run that ended in a bare error: their final ToolMessage settles them. */
   readonly bareErrors = new Set<string>();
+  /** Tool calls whose start the server refused as already ended (see ToolRerun): nothing more is sent for them. */
+  private readonly reruns = new Set<string>();
   /** Set when the root graph paused on interrupt(). */
   interrupt: GraphInterruptEvent | undefined;
 
@@ -79,10 +99,10 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   }
 
   override async handleLLMEnd(output: LLMResult, runId: string): Promise<void> {
-    if (!this.models.has(runId)) return this.target.writer.throwIfLost();
+    if (!this.models.has(runId)) return;
     const event = this.observe();
     const message = (output.generations[0]?.[0] as ChatGeneration | undefined)?.message;
-    await this.write((lease) =>
+    await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({
         lease,
         operationId: runId,
@@ -96,9 +116,9 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   }
 
   override async handleLLMError(error: unknown, runId: string): Promise<void> {
-    if (!this.models.has(runId)) return this.target.writer.throwIfLost();
+    if (!this.models.has(runId)) return;
     const event = this.observe();
-    await this.write((lease) =>
+    await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({ lease, operationId: runId, status: 'FAILED', error: errorJson(error), ...event }),
     );
   }
@@ -117,31 +137,58 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     if (!toolCallId || eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
     const event = this.observe();
     const name = runName ?? tool.id.at(-1) ?? 'tool';
-    this.tools.set(runId, { toolCallId, name });
-    await this.write((lease) =>
-      this.target.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: effectiveInput(input), ...event }),
-    );
+    const recorded: { toolCallId: string; name: string; rerun?: boolean } = { toolCallId, name };
+    this.tools.set(runId, recorded);
+    await this.write(async (lease) => {
+      try {
+        await this.target.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: effectiveInput(input), ...event });
+      } catch (error) {
+        // Expected on a resume (see ToolRerun), so not a write error; its end is not sent either.
+        if (!isAuditApiError(error, 'INVALID_TRANSITION')) throw error;
+        recorded.rerun = true;
+        this.reruns.add(toolCallId);
+        this.target.onToolRerun?.({ toolCallId, name, cause: error });
+      }
+    });
   }
 
   override async handleToolEnd(output: unknown, runId: string): Promise<void> {
     const tool = this.tools.get(runId);
-    if (!tool) return this.target.writer.throwIfLost();
+    if (!tool) return;
     const event = this.observe();
     const envelope = toolOutputEnvelope(output, tool.toolCallId, tool.name);
-    await this.write((lease) =>
-      this.target.client.recordToolFinished({ lease, toolCallId: tool.toolCallId, output: envelope, ...event }),
-    );
+    await this.writeEnd(async (lease) => {
+      if (!tool.rerun) await this.target.client.recordToolFinished({ lease, toolCallId: tool.toolCallId, output: envelope, ...event });
+    });
   }
 
   override async handleToolError(error: unknown, runId: string): Promise<void> {
     const tool = this.tools.get(runId);
-    if (!tool) return this.target.writer.throwIfLost();
+    if (!tool) return;
     const event = this.observe();
     const recorded: JsonObject = isGraphInterrupt(error)
       ? { name: 'GraphInterrupt', message: 'interrupted', interrupts: toJson(error.interrupts) }
       : errorJson(error);
     this.bareErrors.add(tool.toolCallId);
-    await this.write((lease) => this.target.client.recordToolError({ lease, toolCallId: tool.toolCallId, error: recorded, ...event }));
+    await this.writeEnd(async (lease) => {
+      if (tool.rerun) this.bareErrors.delete(tool.toolCallId);
+      else await this.target.client.recordToolError({ lease, toolCallId: tool.toolCallId, error: recorded, ...event });
+    });
+  }
+
+  /**
+   * Sends the verdict of a tool that ended in a bare error: the error ToolMessage the graph's
+   * state holds for it, as the tool's finish (FAILED with it). For a run that pauses: the
+   * server settles bare errors from the state only at a COMPLETED or FAILED end, and the resume
+   * never runs that tool again.
+   */
+  async settleBareError(toolMessage: JsonObject): Promise<void> {
+    const toolCallId = String(toolMessage.tool_call_id);
+    if (!this.bareErrors.delete(toolCallId)) return;
+    const event = this.observe();
+    await this.write(async (lease) => {
+      if (!this.reruns.has(toolCallId)) await this.target.client.recordToolFinished({ lease, toolCallId, output: toolMessage, ...event });
+    });
   }
 
   override handleInterrupt(event: GraphInterruptEvent): void {
@@ -155,6 +202,19 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
 
   private write(send: (lease: LeaseInput) => Promise<unknown>): Promise<void> {
     return this.target.writer.submit(() => send(this.target.lease()));
+  }
+
+  /**
+   * The write of an end (of a model call or a tool). A lost lease is not thrown from here:
+   * LangChain prints every error a handler throws, and the agent is already stopped the
+   * documented way (the run's signal aborts, the next start callback and `finish` throw
+   * AuditLeaseLostError).
+   */
+  private async writeEnd(send: (lease: LeaseInput) => Promise<unknown>): Promise<void> {
+    if (this.target.writer.leaseLost) return;
+    await this.write(send).catch((error: unknown) => {
+      if (!(error instanceof AuditLeaseLostError)) throw error;
+    });
   }
 }
 

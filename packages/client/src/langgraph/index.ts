@@ -1,6 +1,6 @@
 // The LangGraph.js adapter of the typed client: its own entry point, so only runtimes that use
 // it load @langchain/core and @langchain/langgraph (optional peer dependencies).
-export { AuditCallbackHandler, eventNamespace, type RecordingTarget } from './handler.js';
+export { AuditCallbackHandler, eventNamespace, type RecordingTarget, type ToolRerun } from './handler.js';
 export { AuditLeaseLostError } from '../lease-lost.js';
 export {
   AuditedRun,

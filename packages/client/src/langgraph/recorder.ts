@@ -3,13 +3,19 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import type { AuditClient } from '../audit-client.js';
 import { errorJson } from '../json.js';
 import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
-import type { JsonValue, RunTerminalStatus } from '../types.js';
-import { AuditCallbackHandler } from './handler.js';
+import type { JsonObject, JsonValue, RunTerminalStatus } from '../types.js';
+import { AuditCallbackHandler, type ToolRerun } from './handler.js';
 import { messageJson } from './messages.js';
 
 export interface LangGraphAuditOptions extends RecordingOptions {
   /** The state key holding the graph's messages. Default "messages". */
   messagesKey?: string;
+  /**
+   * Called when the graph runs a tool again for a tool call that had already ended (a resume
+   * re-runs the paused step's completed tools): the server keeps the first execution, so this
+   * is the only sign of the second one. Not a write error.
+   */
+  onToolRerun?: (rerun: ToolRerun) => void;
 }
 
 /** How an invocation ended, as handed to `AuditedRun.finish`. */
@@ -75,7 +81,12 @@ export class AuditedRun {
     private readonly recording: RunRecording,
     options: LangGraphAuditOptions = {},
   ) {
-    this.handler = new AuditCallbackHandler({ client: recording.client, lease: () => recording.lease, writer: recording.writer });
+    this.handler = new AuditCallbackHandler({
+      client: recording.client,
+      lease: () => recording.lease,
+      writer: recording.writer,
+      onToolRerun: options.onToolRerun,
+    });
     this.messagesKey = options.messagesKey ?? 'messages';
   }
 
@@ -96,10 +107,18 @@ export class AuditedRun {
   /**
    * Waits for every queued write, then ends the run: FAILED for an error, INTERRUPTED when the
    * graph paused on interrupt(), else COMPLETED. The final state's ToolMessages of tools that
-   * ended in a bare error go along as `stateMessages`, so the server settles them.
+   * ended in a bare error go along as `stateMessages`, so the server settles them; at a pause
+   * on interrupt() they are sent as those tools' finishes first (the server settles from the
+   * state only at a COMPLETED or FAILED end).
    */
   async finish(outcome: InvocationOutcome): Promise<FinishedRun> {
     const status = this.endingOf(outcome);
+    if (status === 'INTERRUPTED' && 'state' in outcome) {
+      // The server reconciles bare errors from the state only for COMPLETED and FAILED runs; at a
+      // pause it would close them INTERRUPTED and their ToolCalls back to PENDING, and the resume
+      // never runs those tools again: settle each from its last error ToolMessage now.
+      for (const message of lastErrorPerToolCall(this.settlingMessages(outcome.state))) await this.handler.settleBareError(message);
+    }
     return this.recording.finish(status, {
       error: 'error' in outcome ? errorJson(outcome.error) : undefined,
       stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.settlingMessages(outcome.state) : undefined,
@@ -121,6 +140,13 @@ export class AuditedRun {
       .map(messageJson)
       .filter((message) => typeof message.tool_call_id === 'string' && this.handler.bareErrors.has(message.tool_call_id));
   }
+}
+
+/** The last message of each tool call, when it is an error ToolMessage (as the server's final-state reconciliation takes it). */
+function lastErrorPerToolCall(messages: JsonValue[]): JsonObject[] {
+  const last = new Map<string, JsonObject>();
+  for (const message of messages as JsonObject[]) last.set(String(message.tool_call_id), message);
+  return [...last.values()].filter((message) => message.status === 'error');
 }
 
 function callbackList(callbacks: RunnableConfig['callbacks']): NonNullable<Extract<RunnableConfig['callbacks'], unknown[]>> {
