@@ -6,8 +6,6 @@
 // apart, the parts lined up with the heading, what 'Other ends' counts said on the page, axe-core
 // clean, no request leaving the machine.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,9 +14,9 @@ import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
+import { noteOutsideRequests, seriousViolations } from './support/page.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -27,19 +25,10 @@ const outsideRequests: string[] = [];
 
 async function newPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
   const page = await browser.newPage({ viewport });
-  page.on('request', (request) => {
-    if (!request.url().startsWith(origin) && !/^(data|blob|ws):/.test(request.url())) outsideRequests.push(request.url());
-  });
+  noteOutsideRequests(page, origin, outsideRequests);
   return page;
 }
 
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.evaluate(readFileSync(AXE, 'utf8'));
-  return page.evaluate(async () => {
-    const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
-    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
-  });
-}
 
 /**
  * The best contrast ratio (WCAG's) of the chart's y-axis labels against the page's background:

@@ -12,6 +12,7 @@ import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
+import { openThread as openThreadAt, signIn as signInAt } from './support/page.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -27,18 +28,9 @@ async function newPage(viewport = { width: 1600, height: 1000 }): Promise<Page> 
   return page;
 }
 
-async function signIn(page: Page, token: string) {
-  await page.goto(`${origin}/`);
-  await page.fill('textarea[name=token]', token);
-  await page.click('button[type=submit]');
-  await page.waitForSelector('section.threads');
-}
+const signIn = (page: Page, token: string) => signInAt(page, origin, token);
 
-async function openThread(page: Page, hash: string) {
-  await page.goto(`${origin}/${hash}`);
-  await page.waitForSelector('section.timeline');
-  await page.waitForSelector('[data-testid=connection]:text("live")');
-}
+const openThread = (page: Page, hash: string) => openThreadAt(page, origin, hash);
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
 

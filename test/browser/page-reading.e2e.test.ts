@@ -4,18 +4,16 @@
 // when gaps are close together and their lengths on a tap, the search's scope after a hit in
 // another thread, search matches marked, a text output read as its lines.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, serverForFile } from '../e2e/support/server.js';
+import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { noteOutsideRequests, openThread as openThreadAt, seriousViolations, signIn as signInAt, superadminThread as superadminThreadAt } from './support/page.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const PHONE = { width: 390, height: 844 };
 
 let server: ReturnType<typeof serverForFile>;
@@ -26,39 +24,16 @@ const outsideRequests: string[] = [];
 
 async function newPage(viewport = { width: 1400, height: 900 }, device: { hasTouch?: boolean; isMobile?: boolean } = {}): Promise<Page> {
   const page = await browser.newPage({ viewport, ...device });
-  page.on('request', (request) => {
-    if (!request.url().startsWith(origin) && !request.url().startsWith(origin.replace('http', 'ws')) && !/^(data|blob):/.test(request.url())) {
-      outsideRequests.push(request.url());
-    }
-  });
-  return page;
+  return noteOutsideRequests(page, origin, outsideRequests);
 }
 
-async function signIn(page: Page, token: string) {
-  await page.goto(`${origin}/`);
-  await page.fill('textarea[name=token]', token);
-  await page.click('button[type=submit]');
-  await page.waitForSelector('section.threads');
-}
+const signIn = (page: Page, token: string) => signInAt(page, origin, token);
 
-async function openThread(page: Page, threadId: string) {
-  await page.goto(`${origin}/#thread=${threadId}`);
-  await page.waitForSelector('section.timeline');
-  await page.waitForSelector('[data-testid=connection]:text("live")');
-}
+const openThread = (page: Page, threadId: string) => openThreadAt(page, origin, `#thread=${threadId}`);
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
 const hitIds = (page: Page) => page.locator('[data-testid=search-results] li').evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')));
 
-async function seriousViolations(page: Page, where: string): Promise<string[]> {
-  // Through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
-  await page.evaluate(readFileSync(AXE, 'utf8'));
-  const found = await page.evaluate(async () => {
-    const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
-    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
-  });
-  return found.map((violation) => `${where}: ${violation}`);
-}
 
 /**
  * The controls smaller than 24 by 24 CSS px as drawn (WCAG 2.5.8's size, without its spacing
@@ -198,13 +173,7 @@ async function writeRun(owner: AuditClient, worker: AuditClient, threadId: strin
   return { runId: run.id, lastTool: written[written.length - 1]!.id };
 }
 
-async function superadminThread(title: string) {
-  const who = await e2eActors();
-  const owner = new AuditClient({ url: server.url, token: who.owner });
-  const worker = new AuditClient({ url: server.url, token: who.worker });
-  const { id: threadId } = await owner.createThread({ title });
-  return { who, owner, worker, threadId };
-}
+const superadminThread = (title: string) => superadminThreadAt(server.url, title);
 
 describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read it (${backendName})`, () => {
   // The page is built before the server starts and serves it.

@@ -8,11 +8,11 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, serverForFile } from '../e2e/support/server.js';
+import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
+import { noteOutsideRequests, openThread as openThreadAt, signIn as signInAt, superadminThread as superadminThreadAt } from './support/page.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -26,25 +26,16 @@ const failedResponses: string[] = [];
 
 async function newPage(): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('request', (request) => {
-    if (!request.url().startsWith(origin) && !/^(data|blob):/.test(request.url())) outsideRequests.push(request.url());
-  });
+  noteOutsideRequests(page, origin, outsideRequests);
   page.on('response', (response) => response.status() >= 400 && failedResponses.push(`${response.status()} ${response.url()}`));
   return page;
 }
 
-async function signIn(page: Page, token: string) {
-  await page.goto(`${origin}/`);
-  await page.fill('textarea[name=token]', token);
-  await page.click('button[type=submit]');
-  await page.waitForSelector('section.threads');
-}
+const signIn = (page: Page, token: string) => signInAt(page, origin, token);
 
 async function openThread(page: Page, token: string, threadId: string) {
   await signIn(page, token);
-  await page.goto(`${origin}/#thread=${threadId}`);
-  await page.waitForSelector('section.timeline');
-  await page.waitForSelector('[data-testid=connection]:text("live")');
+  await openThreadAt(page, origin, `#thread=${threadId}`);
 }
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
@@ -52,13 +43,7 @@ const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`)
 const barShare = (page: Page, key: string) =>
   row(page, key).evaluate((element) => element.querySelector('.bar')!.getBoundingClientRect().width / element.querySelector('.track')!.getBoundingClientRect().width);
 
-async function superadminThread(title: string) {
-  const who = await e2eActors();
-  const owner = new AuditClient({ url: server.url, token: who.owner });
-  const worker = new AuditClient({ url: server.url, token: who.worker });
-  const { id: threadId } = await owner.createThread({ title });
-  return { who, owner, worker, threadId };
-}
+const superadminThread = (title: string) => superadminThreadAt(server.url, title);
 
 /** Ruler labels that overlap another label or run past the ruler, ticks drawn inside an idle gap (their drawn boxes). */
 async function overlappingRulerLabels(page: Page): Promise<string[]> {

@@ -10,6 +10,7 @@ import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { Relay } from './relay.js';
 import { e2eActors, runScript, serverForFile, tokenFor } from '../e2e/support/server.js';
+import { noteOutsideRequests, openThread as openThreadAt, signIn as signInAt } from './support/page.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -32,24 +33,13 @@ const outsideRequests: string[] = [];
 
 async function newPage(): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('request', (request) => {
-    if (!request.url().startsWith(origin) && !/^(data|blob):/.test(request.url())) outsideRequests.push(request.url());
-  });
+  noteOutsideRequests(page, origin, outsideRequests);
   return page;
 }
 
-async function signIn(page: Page, token: string) {
-  await page.goto(`${origin}/`);
-  await page.fill('textarea[name=token]', token);
-  await page.click('button[type=submit]');
-  await page.waitForSelector('section.threads');
-}
+const signIn = (page: Page, token: string) => signInAt(page, origin, token);
 
-async function openThread(page: Page, threadId: string) {
-  await page.goto(`${origin}/#thread=${threadId}`);
-  await page.waitForSelector('section.timeline');
-  await page.waitForSelector('[data-testid=connection]:text("live")');
-}
+const openThread = (page: Page, threadId: string) => openThreadAt(page, origin, `#thread=${threadId}`);
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
 

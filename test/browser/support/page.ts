@@ -1,0 +1,55 @@
+// What the page's browser tests do alike: note every request a page sends anywhere but the server
+// (the page works offline), sign in, open a thread, ask axe-core for serious violations, and make
+// a superadmin's thread to look at.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { AuditClient } from '@agent-audit/client';
+import type { Page } from 'playwright-core';
+import { e2eActors } from '../../e2e/support/server.js';
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/** Adds to `outside` each request `page` sends anywhere but `origin` (its WebSocket included), data: and blob: URLs aside. */
+export function noteOutsideRequests(page: Page, origin: string, outside: string[]): Page {
+  const own = [origin, origin.replace(/^http/, 'ws')];
+  page.on('request', (request) => {
+    const url = request.url();
+    if (!own.some((prefix) => url.startsWith(prefix)) && !/^(data|blob):/.test(url)) outside.push(url);
+  });
+  return page;
+}
+
+/** The sign-in form, from the page's root, until the thread list shows. */
+export async function signIn(page: Page, origin: string, token: string) {
+  await page.goto(`${origin}/`);
+  await page.fill('textarea[name=token]', token);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('section.threads');
+}
+
+/** Opens `hash` (`#thread=<id>`, with more after it if need be) until the timeline is live. */
+export async function openThread(page: Page, origin: string, hash: string) {
+  await page.goto(`${origin}/${hash}`);
+  await page.waitForSelector('section.timeline');
+  await page.waitForSelector('[data-testid=connection]:text("live")');
+}
+
+/** axe-core's serious and critical violations on the page as it is, each prefixed with `where` when given. */
+export async function seriousViolations(page: Page, where?: string): Promise<string[]> {
+  // Through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
+  await page.evaluate(readFileSync(AXE, 'utf8'));
+  const found = await page.evaluate(async () => {
+    const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+  });
+  return where === undefined ? found : found.map((violation) => `${where}: ${violation}`);
+}
+
+/** A fresh superadmin's new thread, with clients for that owner and a worker. */
+export async function superadminThread(url: string, title: string) {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url, token: who.owner });
+  const worker = new AuditClient({ url, token: who.worker });
+  const { id: threadId } = await owner.createThread({ title });
+  return { who, owner, worker, threadId };
+}
