@@ -109,7 +109,9 @@ export class GraphQLHttpTransport {
     try {
       payload = JSON.parse(text) as typeof payload;
     } catch (error) {
-      throw transportFailure(`HTTP ${response.status} with a body that is not JSON`, false, {
+      // A 5xx page that is not JSON came from a proxy or CDN (an HTML 500, a Cloudflare 52x),
+      // not from the server: it may not have committed, so it is retried as a gateway's 502 is.
+      throw transportFailure(`HTTP ${response.status} with a body that is not JSON`, response.status >= 500, {
         httpStatus: response.status,
         cause: error,
       });
