@@ -17,13 +17,17 @@ from .errors import TRANSPORT_ERROR, AuditApiError
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How a replayable request is retried after a transport failure."""
+    """How a replayable request is retried after a transport failure.
+
+    The default retries wait 8 to 16 s in all (about 12; 250 ms doubling to 4 s, with jitter), so
+    a request outlasts a server restart of a few seconds (an embedded one takes about 4).
+    """
 
     #: Total sends of one request, the first included.
-    max_attempts: int = 5
+    max_attempts: int = 8
     #: Backoff before the second attempt; it doubles per attempt up to ``max_delay``, with jitter.
-    base_delay: float = 0.1
-    max_delay: float = 3.0
+    base_delay: float = 0.25
+    max_delay: float = 4.0
     #: Seconds per attempt; a timed-out attempt is a transport failure.
     timeout: float = 30.0
 

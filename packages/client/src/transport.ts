@@ -11,10 +11,14 @@ export interface RetryPolicy {
   timeoutMs: number;
 }
 
+/**
+ * Eight sends, 250 ms doubling to 4 s with jitter: the retries wait 8 to 16 s in all (about 12),
+ * so a request outlasts a server restart of a few seconds (an embedded one takes about 4).
+ */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  maxAttempts: 5,
-  baseDelayMs: 100,
-  maxDelayMs: 3_000,
+  maxAttempts: 8,
+  baseDelayMs: 250,
+  maxDelayMs: 4_000,
   timeoutMs: 30_000,
 };
 
