@@ -22,6 +22,13 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   timeoutMs: 30_000,
 };
 
+/** A request's result, the sends it took (the first included) and the HTTP status of its answer. */
+export interface Answered<Result> {
+  result: Result;
+  attempts: number;
+  httpStatus: number;
+}
+
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
 /** As much of an HTTP answer as the transport reads (fetch's Response is one). */
@@ -58,12 +65,17 @@ export class GraphQLHttpTransport {
   ) {}
 
   async execute<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>): Promise<Result> {
+    return (await this.executeAnswered(operation, variables)).result;
+  }
+
+  /** As execute, with how many sends it took and the HTTP status of the one answered. */
+  async executeAnswered<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>): Promise<Answered<Result>> {
     // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
     const body = JSON.stringify({ query: operation.document, operationName: operation.name, variables });
     const maxAttempts = operation.replayable ? Math.max(1, this.policy.maxAttempts) : 1;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.sendOnce<Result>(operation, body);
+        return { ...(await this.sendOnce<Result>(operation, body)), attempts: attempt };
       } catch (error) {
         if (!(error instanceof AuditApiError)) throw error;
         if (!error.retryable || attempt >= maxAttempts) {
@@ -76,7 +88,7 @@ export class GraphQLHttpTransport {
     }
   }
 
-  private async sendOnce<T>(operation: Operation<T, unknown>, body: string): Promise<T> {
+  private async sendOnce<T>(operation: Operation<T, unknown>, body: string): Promise<{ result: T; httpStatus: number }> {
     const transportFailure = (message: string, retryable: boolean, extra: { httpStatus?: number; cause?: unknown } = {}) =>
       new AuditApiError(`${operation.name}: ${message}`, {
         code: TRANSPORT_ERROR,
@@ -136,7 +148,7 @@ export class GraphQLHttpTransport {
         httpStatus: response.status,
       });
     }
-    return result as T;
+    return { result: result as T, httpStatus: response.status };
   }
 }
 
