@@ -123,12 +123,12 @@ describe('AuditClient retries', () => {
     expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: true, httpStatus: 504, attempts: 3 });
   });
 
-  it('does not retry an HTTP error that is not a gateway failure', async () => {
-    const fetchImpl = fakeFetch(httpStatus(500), graphqlData('recordToolStarted', toolAudit));
+  it('does not retry a 4xx answer that is not GraphQL (a 5xx page is retried: transport-faults.unit.test.ts)', async () => {
+    const fetchImpl = fakeFetch(httpStatus(404), graphqlData('recordToolStarted', toolAudit));
     const error = await rejectionOf(startTool(clientWith(fetchImpl)));
 
     expect(fetchImpl.requests).toHaveLength(1);
-    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: false, httpStatus: 500 });
+    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', retryable: false, httpStatus: 404 });
   });
 
   it('sends a claim with a claimId and replays it with the same claimId after a transport failure', async () => {

@@ -95,6 +95,52 @@ describe('the batching writer', () => {
     expect(fetchImpl.requests.slice(1).map((request) => request.body)).toEqual([fetchImpl.requests[1]!.body, fetchImpl.requests[1]!.body, fetchImpl.requests[1]!.body]);
   });
 
+  it('sends each event of a batch refused whole as BAD_USER_INPUT alone, in order: only the bad call fails', async () => {
+    // The server refuses a whole recordEvents when one event's value does not coerce (an observedAt
+    // of "yesterday"): other callers' events must still get their own answers.
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const refusedWhole = (request: RecordedRequest) => {
+      const { operationName, variables } = body(request);
+      const ids: string[] = operationName === 'RecordEvents' ? variables.events.map((event: any) => event.toolStarted.toolCallId) : [variables.input.toolCallId];
+      if (!ids.includes('bad')) return Response.json({ data: { recordToolStarted: toolAudit(ids[0]!) } });
+      return Response.json({ data: null, errors: [{ message: 'Variable "$events" got invalid value "yesterday"', extensions: { code: 'BAD_USER_INPUT' } }] }, { status: 400 });
+    };
+    const fetchImpl = fakeFetch(first.reply, refusedWhole);
+    const client = clientWith(fetchImpl);
+    const answers = ['c0', 'c1', 'bad', 'c3'].map((id, i) => start(client, id, i + 1).then((value) => ({ value }), (error: unknown) => ({ error })));
+    first.release();
+    const settled = await Promise.all(answers);
+
+    expect(settled[1]).toEqual({ value: toolAudit('c1') });
+    expect(settled[3]).toEqual({ value: toolAudit('c3') });
+    expect((settled[2] as { error: unknown }).error).toMatchObject({ code: 'BAD_USER_INPUT', operationName: 'RecordToolStarted', httpStatus: 400, attempts: 1 });
+    expect(fetchImpl.requests.map((request) => [body(request).operationName, body(request).variables.input?.toolCallId])).toEqual([
+      ['RecordToolStarted', 'c0'],
+      ['RecordEvents', undefined],
+      ['RecordToolStarted', 'c1'],
+      ['RecordToolStarted', 'bad'],
+      ['RecordToolStarted', 'c3'],
+    ]);
+  });
+
+  it('gives an event refused inside a batch the attempts and HTTP status of the batch request', async () => {
+    // The batch's first answer is lost and it is sent again: a LEASE_LOST in the replay's answer
+    // may mean the first attempt committed (docs/runtime-authors.md), which attempts > 1 tells.
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const fetchImpl = fakeFetch(first.reply, networkError, batchReply({ c2: 'LEASE_LOST' }));
+    const client = clientWith(fetchImpl);
+    const answers = [0, 1, 2].map((i) => start(client, `c${i}`, i + 1).then((value) => ({ value }), (error: unknown) => ({ error })));
+    first.release();
+    const settled = await Promise.all(answers);
+
+    expect(fetchImpl.requests.map((request) => body(request).operationName)).toEqual(['RecordToolStarted', 'RecordEvents', 'RecordEvents']);
+    expect(settled[1]).toEqual({ value: toolAudit('c1') });
+    const refused = (settled[2] as { error: AuditApiError }).error;
+    expect(refused).toBeInstanceOf(AuditApiError);
+    expect(refused).toMatchObject({ code: 'LEASE_LOST', operationName: 'RecordToolStarted', attempts: 2, httpStatus: 200 });
+    expect(refused.graphqlErrors).toEqual([{ message: 'refused c2', extensions: { code: 'LEASE_LOST' } }]);
+  });
+
   it('makes a writer wait for room when the queue is full, and close() flushes', async () => {
     const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
     const fetchImpl = fakeFetch(first.reply, batchReply());

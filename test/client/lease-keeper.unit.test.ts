@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AuditApiError, LeaseKeeper, type LeaseInput, type RunLease } from '@agent-audit/client';
+import { AuditApiError, AuditTokenRejectedError, LeaseKeeper, type LeaseInput, type RunLease } from '@agent-audit/client';
 
 const LEASE_SECONDS = 30;
 
@@ -66,6 +66,36 @@ describe('LeaseKeeper', () => {
     expect(onLost).not.toHaveBeenCalled();
     expect(keeper.signal.aborted).toBe(false);
     keeper.stop();
+  });
+
+  it('takes a refused token (UNAUTHENTICATED) as its own error naming the token, not as a lost lease', async () => {
+    // The worker's token expired: the lease is still the worker's until it expires, so the agent
+    // must not be stopped as if the run had moved on; the runtime refreshes the token instead.
+    const expired = new AuditApiError('RenewLease: the token expired at 2026-12-05T13:00:00.000Z', { code: 'UNAUTHENTICATED', operationName: 'RenewLease', retryable: false, httpStatus: 401 });
+    const renewLease = vi.fn<(lease: LeaseInput, seconds?: number) => Promise<RunLease>>().mockRejectedValue(expired);
+    const onLost = vi.fn();
+    const onTokenRejected = vi.fn();
+    const keeper = new LeaseKeeper({ renewLease }, leaseFor(1), { leaseSeconds: LEASE_SECONDS, onLost, onTokenRejected });
+
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(onLost).not.toHaveBeenCalled();
+    expect(keeper.signal.aborted).toBe(false);
+    expect(onTokenRejected).toHaveBeenCalledTimes(1);
+    const rejected = onTokenRejected.mock.calls[0]![0] as AuditTokenRejectedError;
+    expect(rejected).toBeInstanceOf(AuditTokenRejectedError);
+    expect(rejected).toMatchObject({ name: 'AuditTokenRejectedError', runId: 'run-1', cause: expired });
+    expect(rejected.message).toMatch(/token/);
+    expect(rejected.message).toContain('expired at 2026-12-05T13:00:00.000Z');
+    expect(rejected.lease).toEqual(keeper.lease);
+
+    // Renewing with the same token cannot succeed: the keeper stops; one with a fresh client carries on.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(renewLease).toHaveBeenCalledTimes(1);
+    const fresh = vi.fn(async (lease: LeaseInput) => leaseFor(lease.epoch));
+    const next = new LeaseKeeper({ renewLease: fresh }, rejected.lease, { leaseSeconds: LEASE_SECONDS });
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(fresh).toHaveBeenCalledWith(expect.objectContaining({ runId: 'run-1', epoch: 1 }), LEASE_SECONDS);
+    next.stop();
   });
 
   it('renews no more after stop()', async () => {

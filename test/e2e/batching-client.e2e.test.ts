@@ -105,3 +105,40 @@ it('cuts a batch by bytes: concurrent large events are all stored, an event over
   const tools = (await owner.threadAudits(threadId)).items.flatMap((item) => (item.__typename === 'ToolAudit' && item.toolCallId !== 'huge' ? [item] : []));
   expect(tools.map((tool) => [tool.toolCallId, tool.status, (tool.output as { content: string }).content.length])).toEqual(calls.slice(0, 12).map((id) => [id, 'COMPLETED', 900_000]));
 }, 120_000);
+
+it('fails only the call whose value the server refuses: other runs\' events and renewals in its batch are stored', async () => {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const operations: string[] = [];
+  const counting: FetchLike = (url, init) => {
+    operations.push((JSON.parse(String(init.body)) as { operationName: string }).operationName);
+    return fetch(url, init);
+  };
+  const worker = new AuditClient({ url: server.url, token: who.worker, fetch: counting });
+  const { id: threadId } = await owner.createThread({ title: 'one bad value in a batch' });
+  const [a, b, c] = await Promise.all([0, 1, 2].map(async () => (await owner.createRun({ threadId })).id));
+  const [leaseA, leaseB, leaseC] = await Promise.all([a!, b!, c!].map((runId) => worker.claimRun(runId, 60)));
+
+  operations.length = 0;
+  // Written at once, the calls meet in one recordEvents request (with C's renewal, or after it).
+  const renewal = worker.renewLease(leaseC!, 60);
+  const [a1, bad, a2] = await Promise.allSettled([
+    worker.recordModelStarted({ lease: leaseA!, operationId: 'a1', sequence: 1n, model: 'm', input: { healthy: true } }),
+    // A string, so it type-checks; the DateTime scalar refuses it.
+    worker.recordModelStarted({ lease: leaseB!, operationId: 'b1', sequence: 1n, model: 'm', input: {}, observedAt: 'yesterday' }),
+    worker.recordModelStarted({ lease: leaseA!, operationId: 'a2', sequence: 2n, model: 'm', input: { healthy: true } }),
+  ]);
+  expect(await renewal).toMatchObject({ runId: c, epoch: leaseC!.epoch });
+  expect(operations).toContain('RecordEvents');
+
+  expect(a1).toMatchObject({ status: 'fulfilled', value: { operationId: 'a1' } });
+  expect(a2).toMatchObject({ status: 'fulfilled', value: { operationId: 'a2' } });
+  expect(bad.status).toBe('rejected');
+  expect((bad as PromiseRejectedResult).reason).toMatchObject({ code: 'BAD_USER_INPUT', operationName: 'RecordModelStarted' });
+  const audits = (await owner.threadAudits(threadId)).items;
+  expect(audits.map((audit) => [audit.runId, (audit as { operationId?: string }).operationId])).toEqual([
+    [a, 'a1'],
+    [a, 'a2'],
+  ]);
+  await worker.close();
+});

@@ -114,17 +114,31 @@ class EventWriter:
             if len(self._queue) == queued:
                 return
 
+    def _send_alone(self, event: _Pending) -> None:
+        try:
+            event.result = self._transport.execute(event.operation, event.variables)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            event.error = error
+
     def _send(self, batch: List[_Pending]) -> None:
         if len(batch) == 1:
-            event = batch[0]
-            try:
-                event.result = self._transport.execute(event.operation, event.variables)
-            except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
-                event.error = error
+            self._send_alone(batch[0])
             return
         events = [{event.kind: _event_input(event.kind, event.variables)} for event in batch]
         try:
-            results = self._transport.execute(ops.RECORD_EVENTS, {"events": events})
+            results, attempts, status = self._transport.execute_answered(ops.RECORD_EVENTS, {"events": events})
+        except AuditApiError as error:
+            if error.code != "BAD_USER_INPUT":
+                for event in batch:  # the whole request failed: each event gets its error
+                    event.error = error
+                return
+            # A value its type refuses (an observed_at the DateTime scalar does not take) makes
+            # the server refuse the whole request before applying any event. Sent alone, each
+            # event gets its own mutation's answer, so one caller's bad value fails only its own
+            # call; one at a time, in the order written, so each run's events keep their order.
+            for event in batch:
+                self._send_alone(event)
+            return
         except BaseException as error:  # noqa: BLE001 - the whole request failed: each event gets it
             for event in batch:
                 event.error = error
@@ -132,13 +146,19 @@ class EventWriter:
         for event, result in zip(batch, results):
             refusal: Optional[Dict[str, str]] = result.get("error")
             if refusal:
-                event.error = AuditApiError(
+                # With the batch request's sends and HTTP status: a LEASE_LOST after more than
+                # one send may mean the first one committed. The result carries the code and
+                # message only: those are its extensions.
+                refused = AuditApiError(
                     f"{event.operation.name}: {refusal['message']}",
                     code=refusal["code"],
                     operation=event.operation.name,
                     retryable=False,
+                    http_status=status,
                     errors=[{"message": refusal["message"], "extensions": {"code": refusal["code"]}}],
                 )
+                refused.attempts = attempts
+                event.error = refused
             else:
                 event.result = result.get("audit") or result.get("run") or result.get("lease")
 

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from .client import AuditClient
 
 #: Renewal answers after which the lease cannot come back: the run moved on without this worker.
-RENEWAL_GONE_CODES = ("LEASE_LOST", "LEASE_EXPIRED", "INVALID_TRANSITION", "NOT_FOUND", "FORBIDDEN", "UNAUTHENTICATED")
+#: Not UNAUTHENTICATED: a refused token (expired, most often) says nothing of the run, whose lease
+#: stays this worker's until it expires.
+RENEWAL_GONE_CODES = ("LEASE_LOST", "LEASE_EXPIRED", "INVALID_TRANSITION", "NOT_FOUND", "FORBIDDEN")
 
 
 class LeaseKeeper:
@@ -25,6 +27,12 @@ class LeaseKeeper:
     ``lost`` (a ``threading.Event`` the agent may wait on or poll), keeps the error in
     ``lost_error`` and calls ``on_lost`` once, from its thread. Other failures (transport,
     internal errors) go to ``on_renew_error`` and the next renewal comes as scheduled.
+
+    When the server refuses the token (UNAUTHENTICATED, e.g. expired), the lease is not lost (it
+    stays this worker's until ``lease.expires_at``) but the same token cannot renew it: the keeper
+    stops, sets ``token_rejected``, keeps the error in ``token_rejected_error`` and calls
+    ``on_token_rejected`` once; keep the lease with a client holding a fresh token
+    (``LeaseKeeper(fresh_client, keeper.lease, lease_seconds)``).
     """
 
     def __init__(
@@ -35,15 +43,19 @@ class LeaseKeeper:
         *,
         on_lost: Optional[Callable[[AuditApiError], None]] = None,
         on_renew_error: Optional[Callable[[Exception], None]] = None,
+        on_token_rejected: Optional[Callable[[AuditApiError], None]] = None,
     ) -> None:
         self._client = client
         self._lease = lease
         self._lease_seconds = lease_seconds
         self._on_lost = on_lost
         self._on_renew_error = on_renew_error
+        self._on_token_rejected = on_token_rejected
         self._stopped = threading.Event()
         self.lost = threading.Event()
         self.lost_error: Optional[AuditApiError] = None
+        self.token_rejected = threading.Event()
+        self.token_rejected_error: Optional[AuditApiError] = None
         self._thread = threading.Thread(target=self._keep, name=f"lease-keeper-{lease.run_id}", daemon=True)
         self._thread.start()
 
@@ -79,6 +91,15 @@ class LeaseKeeper:
                     self._stopped.set()
                     if self._on_lost:
                         self._on_lost(error)
+                    return
+                if error.code == "UNAUTHENTICATED":
+                    self.token_rejected_error = error
+                    self.token_rejected.set()
+                    self._stopped.set()
+                    if self._on_token_rejected:
+                        self._on_token_rejected(error)
+                    elif self._on_renew_error:
+                        self._on_renew_error(error)
                     return
                 if self._on_renew_error:
                     self._on_renew_error(error)

@@ -18,13 +18,13 @@ class BatchingLiveTest(LiveTestCase):
         runs = [self.queued_run("batching") for _ in range(6)]
         outcomes: Dict[int, Any] = {}
         sent: List[str] = []
-        execute = self.worker._transport.execute  # noqa: SLF001 - the test counts the requests
+        execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test counts the requests
 
         def counting(operation: Any, variables: Any) -> Any:
             sent.append(operation.name)
             return execute(operation, variables)
 
-        self.worker._transport.execute = counting  # type: ignore[method-assign]  # noqa: SLF001
+        self.worker._transport.execute_answered = counting  # type: ignore[method-assign]  # noqa: SLF001
 
         def drive(index: int, run_id: str) -> None:
             lease = self.worker.claim_run(run_id, 60)
@@ -59,11 +59,66 @@ class BatchingLiveTest(LiveTestCase):
         for thread_id, _ in runs:
             self.assertEqual([audit.status for audit in self.owner.thread_audits(thread_id).items], ["COMPLETED", "COMPLETED"])
 
+    def test_one_threads_bad_value_fails_only_its_own_call_in_a_shared_batch(self) -> None:
+        # A renewal held in flight makes the three calls below queue and go in one recordEvents,
+        # which the server refuses whole for the one observed_at its DateTime scalar does not take.
+        thread_id, run_a = self.queued_run("one bad value in a batch")
+        run_b = self.owner.create_run(thread_id).id
+        run_c = self.owner.create_run(thread_id).id
+        lease_a, lease_b, lease_c = (self.worker.claim_run(run_id, 60) for run_id in (run_a, run_b, run_c))
+        sent: List[str] = []
+        execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test holds the renewal
+        in_flight = threading.Event()
+        release = threading.Event()
+
+        def holding(operation: Any, variables: Any) -> Any:
+            sent.append(operation.name)
+            if operation.name == "RenewLease" and not in_flight.is_set():
+                in_flight.set()
+                release.wait(10)
+            return execute(operation, variables)
+
+        self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
+        outcomes: Dict[str, Any] = {}
+
+        def call(name: str, send: Any) -> None:
+            try:
+                outcomes[name] = send()
+            except AuditApiError as error:
+                outcomes[name] = error
+
+        calls = [
+            ("c", lambda: self.worker.renew_lease(lease_c, 60)),
+            ("a1", lambda: self.worker.record_model_started(lease_a, "a1", 1, model="m", input={"healthy": True})),
+            ("b1", lambda: self.worker.record_model_started(lease_b, "b1", 1, model="m", observed_at="2026-12-05 13:00:00")),
+            ("a2", lambda: self.worker.record_model_started(lease_a, "a2", 2, model="m", input={"healthy": True})),
+        ]
+        writer = self.worker._writer  # noqa: SLF001 - the test waits for the calls to queue
+        assert writer is not None
+        threads = [threading.Thread(target=call, args=entry) for entry in calls]
+        threads[0].start()
+        self.assertTrue(in_flight.wait(10))
+        for count, thread in enumerate(threads[1:], start=1):
+            thread.start()
+            while len(writer._queue) < count:  # noqa: SLF001
+                threading.Event().wait(0.001)
+        release.set()
+        for thread in threads:
+            thread.join(60)
+
+        self.assertEqual(sent[:2], ["RenewLease", "RecordEvents"])
+        self.assertEqual(outcomes["c"].run_id, run_c)
+        self.assertEqual([outcomes[name].operation_id for name in ("a1", "a2")], ["a1", "a2"])
+        self.assertIsInstance(outcomes["b1"], AuditApiError)
+        self.assertEqual((outcomes["b1"].code, outcomes["b1"].operation), ("BAD_USER_INPUT", "RecordModelStarted"))
+        stored = [(audit.run_id, audit.operation_id) for audit in self.owner.thread_audits(thread_id).items]
+        self.assertEqual(stored, [(run_a, "a1"), (run_a, "a2")])
+
     def test_concurrent_large_events_are_cut_into_requests_under_the_body_limit(self) -> None:
         thread_id, run_id = self.queued_run("batches by bytes")
         calls = [f"c{index}" for index in range(12)] + ["huge"]
         sent: List[Tuple[str, int, List[str]]] = []
-        execute = self.worker._transport.execute  # noqa: SLF001 - the test measures the requests
+        execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test measures the requests
 
         def measuring(operation: Any, variables: Any) -> Any:
             events = [next(iter(event.values()))["toolCallId"] for event in variables["events"]] if "events" in variables else [variables["input"]["toolCallId"]]
@@ -79,7 +134,7 @@ class BatchingLiveTest(LiveTestCase):
 
         # Twelve outputs of 900 kB from twelve threads at once (each accepted alone; 10.8 MB
         # together, over the server's 8 MiB body limit), and one of 9 MB, which no request can carry.
-        self.worker._transport.execute = measuring  # type: ignore[method-assign]  # noqa: SLF001
+        self.worker._transport.execute_answered = measuring  # type: ignore[method-assign]  # noqa: SLF001
         outcomes: Dict[str, Any] = {}
         gate = threading.Barrier(len(calls))
 
@@ -96,7 +151,7 @@ class BatchingLiveTest(LiveTestCase):
             thread.start()
         for thread in threads:
             thread.join(120)
-        self.worker._transport.execute = execute  # type: ignore[method-assign]  # noqa: SLF001
+        self.worker._transport.execute_answered = execute  # type: ignore[method-assign]  # noqa: SLF001
 
         for call in calls[:12]:
             self.assertNotIsInstance(outcomes[call], AuditApiError, call)
@@ -124,7 +179,7 @@ class BatchingLiveTest(LiveTestCase):
         _, run_id = self.queued_run("small batches")
         calls = [f"c{index}" for index in range(12)]
         sent: List[str] = []
-        execute = self.worker._transport.execute  # noqa: SLF001 - the test counts the requests
+        execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test counts the requests
 
         def counting(operation: Any, variables: Any) -> Any:
             sent.append(operation.name)
@@ -133,7 +188,7 @@ class BatchingLiveTest(LiveTestCase):
         lease = self.worker.claim_run(run_id, 120)
         self.worker.record_model_started(lease, "m", 1)
         self.worker.record_model_finished(lease, "m", tool_calls=[DeclaredToolCall(call, "fetch", {}) for call in calls])
-        self.worker._transport.execute = counting  # type: ignore[method-assign]  # noqa: SLF001
+        self.worker._transport.execute_answered = counting  # type: ignore[method-assign]  # noqa: SLF001
         gate = threading.Barrier(len(calls))
 
         def start(index: int, call: str) -> None:

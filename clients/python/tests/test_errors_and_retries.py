@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import uuid
+from typing import Any, Callable, Dict, List, Tuple
 
 from agent_audit import TRANSPORT_ERROR, AuditApiError, AuditClient, DeclaredToolCall, RetryPolicy
 
@@ -55,6 +57,61 @@ class LostAnswersTest(LiveTestCase):
         self.assertEqual(after.status, "COMPLETED")
         self.assertEqual([(item.operation_id, item.status) for item in self.owner.thread_audits(thread_id).items],
                          [("model-1", "COMPLETED"), ("call-1", "COMPLETED")])
+
+    def test_an_event_refused_in_a_batch_sent_twice_says_it_was_sent_twice(self) -> None:
+        # The batch's first answer is lost (the server committed it) and the batch is sent again:
+        # a LEASE_LOST in the second answer carries attempts 2, the documented hint that the first
+        # send may have committed.
+        thread_id, run_a = self.queued_run()
+        run_b = self.owner.create_run(thread_id).id
+        lease_a = self.worker.claim_run(run_a, 60)
+        lease_b = self.worker.claim_run(run_b, 60)
+        self.worker.finish_run(lease_b, "COMPLETED")
+        transport = self.lossy_worker._transport  # noqa: SLF001 - the test holds the first request
+        writer = self.lossy_worker._writer  # noqa: SLF001
+        assert writer is not None
+        execute = transport.execute_answered
+        in_flight = threading.Event()
+        release = threading.Event()
+
+        def holding(operation: Any, variables: Any) -> Any:
+            if not in_flight.is_set():
+                in_flight.set()
+                release.wait(10)
+            return execute(operation, variables)
+
+        transport.execute_answered = holding  # type: ignore[method-assign]
+        outcomes: Dict[str, Any] = {}
+
+        def call(name: str, send: Callable[[], Any]) -> None:
+            try:
+                outcomes[name] = send()
+            except AuditApiError as error:
+                outcomes[name] = error
+
+        calls: List[Tuple[str, Callable[[], Any]]] = [
+            ("warm", lambda: self.lossy_worker.renew_lease(lease_a, 60)),
+            ("a1", lambda: self.lossy_worker.record_model_started(lease_a, "a1", 1, model="m")),
+            ("b", lambda: self.lossy_worker.renew_lease(lease_b, 60)),
+        ]
+        threads = [threading.Thread(target=call, args=entry) for entry in calls]
+        threads[0].start()
+        self.assertTrue(in_flight.wait(10))
+        for count, thread in enumerate(threads[1:], start=1):
+            thread.start()
+            while len(writer._queue) < count:  # noqa: SLF001
+                threading.Event().wait(0.001)
+        release.set()
+        for thread in threads:
+            thread.join(60)
+
+        sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
+        self.assertEqual(sent, ["RenewLease", "RenewLease", "RecordEvents", "RecordEvents"])
+        self.assertEqual(outcomes["a1"].operation_id, "a1")
+        refused = outcomes["b"]
+        self.assertIsInstance(refused, AuditApiError)
+        self.assertEqual((refused.code, refused.operation, refused.attempts, refused.http_status),
+                         ("LEASE_LOST", "RenewLease", 2, 200))
 
     def test_a_gateway_answer_is_retried(self) -> None:
         self.proxy.mode = "gateway_first"

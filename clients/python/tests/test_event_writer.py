@@ -36,6 +36,33 @@ class HeldTransport:
             return results
         return {"toolCallId": variables["input"]["toolCallId"]}
 
+    def execute_answered(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+        """The result, the sends it took and the answer's HTTP status (one send, 200)."""
+        return self.execute(operation, variables), 1, 200
+
+
+def send_while_first_is_held(transport: HeldTransport, writer: EventWriter, names: List[str]) -> dict:
+    """Writes ``names`` from threads: the first alone (held), the rest queued meanwhile, in order."""
+    answers: dict = {}
+
+    def call(name: str) -> None:
+        try:
+            answers[name] = start(writer, name)
+        except AuditApiError as error:
+            answers[name] = error
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in names]
+    threads[0].start()
+    assert transport.in_flight.wait(5)
+    for count, thread in enumerate(threads[1:], start=1):
+        thread.start()
+        while len(writer._queue) < count:  # noqa: SLF001
+            threading.Event().wait(0.001)
+    transport.release.set()
+    for thread in threads:
+        thread.join(5)
+    return answers
+
 
 def start(writer: EventWriter, call: str) -> Any:
     return writer.write("toolStarted", ops.RECORD_TOOL_STARTED, {"input": {"toolCallId": call, "name": "search"}})
@@ -172,6 +199,46 @@ class EventWriterTest(unittest.TestCase):
         for name in ("c1", "c2"):
             self.assertIsInstance(answers[name], AuditApiError)
             self.assertEqual(answers[name].code, "TRANSPORT_ERROR")
+
+    def test_a_batch_refused_whole_as_bad_user_input_is_sent_event_by_event_in_order(self) -> None:
+        # One event's value its type refuses (an observed_at the DateTime scalar does not take)
+        # makes the server refuse the whole recordEvents: only that caller's call may fail.
+        class RefusedWhole(HeldTransport):
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+                calls = ([event["toolStarted"]["toolCallId"] for event in variables["events"]]
+                         if operation is ops.RECORD_EVENTS else [variables["input"]["toolCallId"]])
+                if "bad" in calls and len(self.requests) > 0:
+                    self.requests.append((operation.name, variables))
+                    raise AuditApiError(f"{operation.name}: got invalid value", code="BAD_USER_INPUT",
+                                        operation=operation.name, retryable=False, http_status=400)
+                return super().execute(operation, variables)
+
+        transport = RefusedWhole({})
+        writer = EventWriter(transport)  # type: ignore[arg-type]
+        answers = send_while_first_is_held(transport, writer, ["c0", "c1", "bad", "c3"])
+        self.assertEqual([answers[name] for name in ("c0", "c1", "c3")], [{"toolCallId": "c0"}, {"toolCallId": "c1"}, {"toolCallId": "c3"}])
+        self.assertIsInstance(answers["bad"], AuditApiError)
+        self.assertEqual((answers["bad"].code, answers["bad"].operation), ("BAD_USER_INPUT", "RecordToolStarted"))
+        sent = [(name, variables["input"]["toolCallId"] if "input" in variables else None) for name, variables in transport.requests]
+        self.assertEqual(sent, [("RecordToolStarted", "c0"), ("RecordEvents", None), ("RecordToolStarted", "c1"),
+                                ("RecordToolStarted", "bad"), ("RecordToolStarted", "c3")])
+
+    def test_an_event_refused_in_a_batch_carries_the_batch_requests_attempts_and_http_status(self) -> None:
+        # A batch sent twice (its first answer lost): a LEASE_LOST in the second answer may mean
+        # the first send committed (docs/runtime-authors.md), which attempts > 1 tells.
+        class SentTwice(HeldTransport):
+            def execute_answered(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+                return self.execute(operation, variables), 2, 200
+
+        transport = SentTwice({"c2": "LEASE_LOST"})
+        writer = EventWriter(transport)  # type: ignore[arg-type]
+        answers = send_while_first_is_held(transport, writer, ["c0", "c1", "c2"])
+        self.assertEqual(answers["c1"], {"toolCallId": "c1"})
+        refused = answers["c2"]
+        self.assertIsInstance(refused, AuditApiError)
+        self.assertEqual((refused.code, refused.operation, refused.attempts, refused.http_status),
+                         ("LEASE_LOST", "RecordToolStarted", 2, 200))
+        self.assertEqual(refused.errors, [{"message": "refused c2", "extensions": {"code": "LEASE_LOST"}}])
 
     def test_claims_go_in_the_batch_beside_other_runs_events_each_with_its_own_lease_or_error(self) -> None:
         class Claims(HeldTransport):

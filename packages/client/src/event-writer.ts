@@ -1,4 +1,4 @@
-import { AuditApiError } from './errors.js';
+import { AuditApiError, isAuditApiError } from './errors.js';
 import { OPERATIONS, type Operation } from './operations.js';
 import type { LifecycleEventInput } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
@@ -125,21 +125,30 @@ export class EventWriter {
   }
 
   private async sendBatch(batch: Pending[]): Promise<void> {
-    let results;
+    let answered;
     try {
-      results = await this.transport.execute(OPERATIONS.recordEvents, {
+      answered = await this.transport.executeAnswered(OPERATIONS.recordEvents, {
         // The input is @oneOf: one key per event, checked by the server.
         events: batch.map(({ kind, input }) => ({ [kind]: input }) as unknown as LifecycleEventInput),
       });
     } catch (error) {
+      if (isAuditApiError(error, 'BAD_USER_INPUT')) {
+        // A value its type refuses (an observedAt of "yesterday", a sequence of "12abc") makes
+        // the server refuse the whole request before applying any event. Sent alone, each event
+        // gets its own mutation's answer, so one caller's bad value fails only its own call;
+        // one at a time, in the order written, so each run's events keep their order.
+        for (const event of batch) await this.sendAlone(event);
+        return;
+      }
       // The whole request failed (after its retries): every event of it gets that error.
       for (const event of batch) event.reject(error);
       return;
     }
+    const { result: results, ...request } = answered;
     for (const [index, event] of batch.entries()) {
       const result = results[index];
       if (!result) event.reject(new AuditApiError(`recordEvents: no result for event ${index}`, { code: 'INTERNAL_SERVER_ERROR', operationName: SINGLE[event.kind].name, retryable: false }));
-      else if (result.error) event.reject(eventError(SINGLE[event.kind].name, result.error));
+      else if (result.error) event.reject(eventError(SINGLE[event.kind].name, result.error, request));
       else event.resolve(result.audit ?? result.run ?? result.lease);
     }
   }
@@ -159,12 +168,19 @@ function utf8Length(text: string): number {
 /** Resolves after the promise jobs queued so far have run (Node's check phase; a zero timeout elsewhere). */
 const nextTurn = () => new Promise<void>((resolve) => (typeof setImmediate === 'function' ? setImmediate(resolve) : setTimeout(resolve, 0)));
 
-/** A refused event's error, as its own mutation would have thrown it. */
-function eventError(operationName: string, error: { code: string; message: string }): AuditApiError {
-  return new AuditApiError(`${operationName}: ${error.message}`, {
+/**
+ * A refused event's error, as its own mutation would have thrown it, with the batch request's
+ * sends and HTTP status: a LEASE_LOST after more than one send may mean the first one committed.
+ */
+function eventError(operationName: string, error: { code: string; message: string }, request: { attempts: number; httpStatus: number }): AuditApiError {
+  const refused = new AuditApiError(`${operationName}: ${error.message}`, {
     code: error.code,
     operationName,
     retryable: false,
+    httpStatus: request.httpStatus,
+    // The result carries the code and message only (LifecycleEventError): those are its extensions.
     graphqlErrors: [{ message: error.message, extensions: { code: error.code } }],
   });
+  refused.attempts = request.attempts;
+  return refused;
 }

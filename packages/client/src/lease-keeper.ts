@@ -1,15 +1,36 @@
 import { isAuditApiError, type AuditApiError } from './errors.js';
 import type { LeaseInput, RunLease } from './types.js';
 
-/** Renewal answers after which the lease cannot come back: the run moved on without this worker. */
-export const LEASE_GONE_CODES = [
-  'LEASE_LOST',
-  'LEASE_EXPIRED',
-  'INVALID_TRANSITION',
-  'NOT_FOUND',
-  'FORBIDDEN',
-  'UNAUTHENTICATED',
-] as const;
+/**
+ * Renewal answers after which the lease cannot come back: the run moved on without this worker.
+ * Not UNAUTHENTICATED: a refused token (expired, most often) says nothing of the run, whose
+ * lease stays this worker's until it expires (AuditTokenRejectedError).
+ */
+export const LEASE_GONE_CODES = ['LEASE_LOST', 'LEASE_EXPIRED', 'INVALID_TRANSITION', 'NOT_FOUND', 'FORBIDDEN'] as const;
+
+/**
+ * The server refused the worker's token while the keeper renewed a lease (UNAUTHENTICATED; the
+ * cause's message says why, e.g. "expired at ..."). The lease is not lost: it stays this worker's
+ * until `lease.expiresAt`. Renewing with the same token cannot succeed, so the keeper stopped;
+ * before that time, keep it with a client holding a fresh token:
+ * `new LeaseKeeper(freshClient, error.lease, options)`.
+ */
+export class AuditTokenRejectedError extends Error {
+  readonly runId: string;
+
+  constructor(
+    readonly lease: RunLease,
+    cause: AuditApiError,
+  ) {
+    super(
+      `The worker token was refused while renewing the lease of run ${lease.runId} (${cause.code}: ${cause.message}); ` +
+        `the lease is still held until ${lease.expiresAt}: renew it with a fresh token before then`,
+      { cause },
+    );
+    this.name = 'AuditTokenRejectedError';
+    this.runId = lease.runId;
+  }
+}
 
 export interface LeaseRenewer {
   renewLease(lease: LeaseInput, leaseSeconds?: number): Promise<RunLease>;
@@ -22,6 +43,12 @@ export interface LeaseKeeperOptions {
   onLost?: (error: AuditApiError) => void;
   /** A renewal failed for a reason that may pass (transport, internal error); the keeper tries again. */
   onRenewError?: (error: unknown) => void;
+  /**
+   * Called once when the server refuses the token (UNAUTHENTICATED): the keeper stops, the lease
+   * is not lost (the signal stays unaborted); refresh the token and keep the lease with a new
+   * keeper. Without it, the error goes to onRenewError.
+   */
+  onTokenRejected?: (error: AuditTokenRejectedError) => void;
 }
 
 /**
@@ -83,6 +110,13 @@ export class LeaseKeeper {
         this.stop();
         this.lostController.abort(error);
         this.options.onLost?.(error);
+        return;
+      }
+      if (isAuditApiError(error, 'UNAUTHENTICATED')) {
+        this.stop();
+        const rejected = new AuditTokenRejectedError(this.current, error);
+        if (this.options.onTokenRejected) this.options.onTokenRejected(rejected);
+        else this.options.onRenewError?.(rejected);
         return;
       }
       this.options.onRenewError?.(error);

@@ -11,12 +11,23 @@ export interface RetryPolicy {
   timeoutMs: number;
 }
 
+/**
+ * Eight sends, 250 ms doubling to 4 s with jitter: the retries wait 8 to 16 s in all (about 12),
+ * so a request outlasts a server restart of a few seconds (an embedded one takes about 4).
+ */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  maxAttempts: 5,
-  baseDelayMs: 100,
-  maxDelayMs: 3_000,
+  maxAttempts: 8,
+  baseDelayMs: 250,
+  maxDelayMs: 4_000,
   timeoutMs: 30_000,
 };
+
+/** A request's result, the sends it took (the first included) and the HTTP status of its answer. */
+export interface Answered<Result> {
+  result: Result;
+  attempts: number;
+  httpStatus: number;
+}
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -54,12 +65,17 @@ export class GraphQLHttpTransport {
   ) {}
 
   async execute<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>): Promise<Result> {
+    return (await this.executeAnswered(operation, variables)).result;
+  }
+
+  /** As execute, with how many sends it took and the HTTP status of the one answered. */
+  async executeAnswered<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>): Promise<Answered<Result>> {
     // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
     const body = JSON.stringify({ query: operation.document, operationName: operation.name, variables });
     const maxAttempts = operation.replayable ? Math.max(1, this.policy.maxAttempts) : 1;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.sendOnce<Result>(operation, body);
+        return { ...(await this.sendOnce<Result>(operation, body)), attempts: attempt };
       } catch (error) {
         if (!(error instanceof AuditApiError)) throw error;
         if (!error.retryable || attempt >= maxAttempts) {
@@ -72,7 +88,7 @@ export class GraphQLHttpTransport {
     }
   }
 
-  private async sendOnce<T>(operation: Operation<T, unknown>, body: string): Promise<T> {
+  private async sendOnce<T>(operation: Operation<T, unknown>, body: string): Promise<{ result: T; httpStatus: number }> {
     const transportFailure = (message: string, retryable: boolean, extra: { httpStatus?: number; cause?: unknown } = {}) =>
       new AuditApiError(`${operation.name}: ${message}`, {
         code: TRANSPORT_ERROR,
@@ -109,7 +125,9 @@ export class GraphQLHttpTransport {
     try {
       payload = JSON.parse(text) as typeof payload;
     } catch (error) {
-      throw transportFailure(`HTTP ${response.status} with a body that is not JSON`, false, {
+      // A 5xx page that is not JSON came from a proxy or CDN (an HTML 500, a Cloudflare 52x),
+      // not from the server: it may not have committed, so it is retried as a gateway's 502 is.
+      throw transportFailure(`HTTP ${response.status} with a body that is not JSON`, response.status >= 500, {
         httpStatus: response.status,
         cause: error,
       });
@@ -130,7 +148,7 @@ export class GraphQLHttpTransport {
         httpStatus: response.status,
       });
     }
-    return result as T;
+    return { result: result as T, httpStatus: response.status };
   }
 }
 
