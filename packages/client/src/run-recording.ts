@@ -50,7 +50,13 @@ export class RunRecording {
     options: RecordingOptions & { leaseSeconds: number },
   ) {
     this.writer = new RunWriter(lease.runId, options.budgetMs ?? 2_000, (lost) => this.lostController.abort(lost), options.onWriteError);
-    this.keeper = new LeaseKeeper(client, lease, { leaseSeconds: options.leaseSeconds, onLost: (error) => this.writer.markLost(error) });
+    this.keeper = new LeaseKeeper(client, lease, {
+      leaseSeconds: options.leaseSeconds,
+      onLost: (error) => this.writer.markLost(error),
+      // An expired or refused worker token is no lost lease: said once, where write errors go; the
+      // writes that follow fail alike until the lease expires.
+      onTokenRejected: (error) => this.writer.reportFailure(error),
+    });
   }
 
   get runId(): string {

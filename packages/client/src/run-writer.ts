@@ -51,6 +51,12 @@ export class RunWriter {
     this.throwIfLost();
   }
 
+  /** A failure outside the writes (the lease keeper's), reported as a write's would be. */
+  reportFailure(error: unknown): void {
+    this.failures.push(error);
+    this.onWriteError(error);
+  }
+
   markLost(cause: AuditApiError): void {
     if (this.lost) return;
     this.lost = new AuditLeaseLostError(this.runId, cause);
