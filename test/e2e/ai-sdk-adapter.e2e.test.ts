@@ -10,6 +10,7 @@ import { AiSdkAudit, AuditLeaseLostError } from '@agent-audit/client/ai-sdk';
 import { agentTools, callTool, scriptedModel, turn, type ScriptedTurn } from '../../src/cli/ai-sdk-agent.js';
 import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile } from './support/server.js';
+import { losingFirstResponses } from './support/lossy-fetch.js';
 
 const server = serverForFile();
 
@@ -109,25 +110,8 @@ const severalSteps = () => [
   turn('Sunny in Paris, Oslo and Rome.'),
 ];
 
-/**
- * A network that forwards every request, but loses the answer to the first one carrying a
- * finishRun (as a reset connection would, after the server committed it): the client resends it.
- */
-function losingFirstFinishAnswer(): FetchLike & { lost: number } {
-  const losing = Object.assign(
-    async (url: string, init: RequestInit) => {
-      const answer = await fetch(url, init);
-      if (losing.lost === 0 && String(init.body).includes('finishRun')) {
-        losing.lost++;
-        await answer.arrayBuffer();
-        throw new TypeError('fetch failed (the answer was lost)');
-      }
-      return answer;
-    },
-    { lost: 0 },
-  );
-  return losing;
-}
+/** Loses the answer to the first request carrying a finishRun (as a reset connection would, after the server committed it): the client resends it. */
+const losingFirstFinishAnswer = () => losingFirstResponses((body) => body.includes('finishRun'));
 
 describe(`the AI SDK adapter against the server process (${backendName})`, () => {
   it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
@@ -135,7 +119,7 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     const t = await openThread('ai-sdk: finish answer lost', { workerFetch: network });
     const runId = await t.newRun();
     const { status, result } = await t.audit.generateText(runId, { model: scriptedModel([turn('Hello.')]), prompt: 'Hi.' });
-    expect(network.lost).toBe(1);
+    expect(network.lost).toHaveLength(1);
     expect(status).toBe('COMPLETED');
     expect(result.text).toBe('Hello.');
     expect((await t.owner.run(runId))?.status).toBe('COMPLETED');

@@ -11,6 +11,7 @@ import { AuditLeaseLostError, LangGraphAudit } from '@agent-audit/client/langgra
 import { LARGE_LOG_LINES, ScriptedChatModel, buildReactAgent, callTool, turn } from '../../src/cli/langgraph-agent.js';
 import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile } from './support/server.js';
+import { losingFirstResponses } from './support/lossy-fetch.js';
 
 const server = serverForFile();
 
@@ -51,25 +52,8 @@ const asTool = (item: ThreadAuditItem | undefined) => {
   return item as ToolAuditWithLinks;
 };
 
-/**
- * A network that forwards every request, but loses the answer to the first one carrying a
- * finishRun (as a reset connection would, after the server committed it): the client resends it.
- */
-function losingFirstFinishAnswer(): FetchLike & { lost: number } {
-  const losing = Object.assign(
-    async (url: string, init: RequestInit) => {
-      const answer = await fetch(url, init);
-      if (losing.lost === 0 && String(init.body).includes('finishRun')) {
-        losing.lost++;
-        await answer.arrayBuffer();
-        throw new TypeError('fetch failed (the answer was lost)');
-      }
-      return answer;
-    },
-    { lost: 0 },
-  );
-  return losing;
-}
+/** Loses the answer to the first request carrying a finishRun (as a reset connection would, after the server committed it): the client resends it. */
+const losingFirstFinishAnswer = () => losingFirstResponses((body) => body.includes('finishRun'));
 
 describe(`the LangGraph.js adapter against the server process (${backendName})`, () => {
   it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
@@ -78,7 +62,7 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     const graph = buildReactAgent([turn('Checking.', [callTool('get_weather', { city: 'Rome' })]), turn('Sunny in Rome.')]);
     const runId = await t.newRun();
     const { status, state } = await t.audit.invoke(runId, graph, userSays('Weather in Rome?'), t.config);
-    expect(network.lost).toBe(1);
+    expect(network.lost).toHaveLength(1);
     expect(status).toBe('COMPLETED');
     expect(state.messages.at(-1)?.content).toBe('Sunny in Rome.');
     expect((await t.owner.run(runId))?.status).toBe('COMPLETED');

@@ -8,9 +8,10 @@ import unittest
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from agent_audit import AuditClient, RetryPolicy
+from agent_audit import AuditApiError, AuditClient, RetryPolicy
+from agent_audit.event_writer import EventWriter
 
 from .live_server import live_server, unique
 
@@ -101,3 +102,36 @@ class LossyProxy:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def call_while_first_is_held(
+    writer: EventWriter,
+    in_flight: threading.Event,
+    release: threading.Event,
+    calls: Sequence[Tuple[str, Callable[[], Any]]],
+    wait_seconds: float = 10,
+) -> Dict[str, Any]:
+    """Runs each ``(name, call)`` on a thread of its own: the first alone, until ``in_flight``
+    says its request is held; then the others one by one, each queued in ``writer`` before the
+    next starts (so they go together, in this order); then sets ``release``. Returns each
+    name's answer, or the AuditApiError it raised."""
+    outcomes: Dict[str, Any] = {}
+
+    def run(name: str, call: Callable[[], Any]) -> None:
+        try:
+            outcomes[name] = call()
+        except AuditApiError as error:
+            outcomes[name] = error
+
+    threads = [threading.Thread(target=run, args=entry) for entry in calls]
+    threads[0].start()
+    if not in_flight.wait(wait_seconds):
+        raise AssertionError("the first call's request was never held in flight")
+    for count, thread in enumerate(threads[1:], start=1):
+        thread.start()
+        while len(writer._queue) < count:  # noqa: SLF001 - the calls must queue in order
+            threading.Event().wait(0.001)
+    release.set()
+    for thread in threads:
+        thread.join(wait_seconds * 6)
+    return outcomes

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Tuple
 
 from agent_audit import AuditApiError, DeclaredToolCall, ToolAudit
 
-from .support import LiveTestCase
+from .support import LiveTestCase, call_while_first_is_held
 
 
 class BatchingLiveTest(LiveTestCase):
@@ -79,14 +79,6 @@ class BatchingLiveTest(LiveTestCase):
             return execute(operation, variables)
 
         self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
-        outcomes: Dict[str, Any] = {}
-
-        def call(name: str, send: Any) -> None:
-            try:
-                outcomes[name] = send()
-            except AuditApiError as error:
-                outcomes[name] = error
-
         calls = [
             ("c", lambda: self.worker.renew_lease(lease_c, 60)),
             ("a1", lambda: self.worker.record_model_started(lease_a, "a1", 1, model="m", input={"healthy": True})),
@@ -95,16 +87,7 @@ class BatchingLiveTest(LiveTestCase):
         ]
         writer = self.worker._writer  # noqa: SLF001 - the test waits for the calls to queue
         assert writer is not None
-        threads = [threading.Thread(target=call, args=entry) for entry in calls]
-        threads[0].start()
-        self.assertTrue(in_flight.wait(10))
-        for count, thread in enumerate(threads[1:], start=1):
-            thread.start()
-            while len(writer._queue) < count:  # noqa: SLF001
-                threading.Event().wait(0.001)
-        release.set()
-        for thread in threads:
-            thread.join(60)
+        outcomes = call_while_first_is_held(writer, in_flight, release, calls)
 
         self.assertEqual(sent[:2], ["RenewLease", "RecordEvents"])
         self.assertEqual(outcomes["c"].run_id, run_c)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from agent_audit import TRANSPORT_ERROR, AuditApiError, AuditClient, DeclaredToolCall, RetryPolicy
 
-from .support import FAST_RETRY, LiveTestCase, LossyProxy
+from .support import FAST_RETRY, LiveTestCase, LossyProxy, call_while_first_is_held
 
 
 class ClaimTest(LiveTestCase):
@@ -81,29 +81,12 @@ class LostAnswersTest(LiveTestCase):
             return execute(operation, variables)
 
         transport.execute_answered = holding  # type: ignore[method-assign]
-        outcomes: Dict[str, Any] = {}
-
-        def call(name: str, send: Callable[[], Any]) -> None:
-            try:
-                outcomes[name] = send()
-            except AuditApiError as error:
-                outcomes[name] = error
-
         calls: List[Tuple[str, Callable[[], Any]]] = [
             ("warm", lambda: self.lossy_worker.renew_lease(lease_a, 60)),
             ("a1", lambda: self.lossy_worker.record_model_started(lease_a, "a1", 1, model="m")),
             ("b", lambda: self.lossy_worker.renew_lease(lease_b, 60)),
         ]
-        threads = [threading.Thread(target=call, args=entry) for entry in calls]
-        threads[0].start()
-        self.assertTrue(in_flight.wait(10))
-        for count, thread in enumerate(threads[1:], start=1):
-            thread.start()
-            while len(writer._queue) < count:  # noqa: SLF001
-                threading.Event().wait(0.001)
-        release.set()
-        for thread in threads:
-            thread.join(60)
+        outcomes = call_while_first_is_held(writer, in_flight, release, calls)
 
         sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
         self.assertEqual(sent, ["RenewLease", "RenewLease", "RecordEvents", "RecordEvents"])

@@ -11,6 +11,8 @@ from agent_audit import AuditApiError, AuditClient
 from agent_audit import _operations as ops
 from agent_audit.event_writer import EventWriter
 
+from .support import call_while_first_is_held
+
 
 class HeldTransport:
     """Answers tool starts; the first request waits until ``release`` is set."""
@@ -43,25 +45,8 @@ class HeldTransport:
 
 def send_while_first_is_held(transport: HeldTransport, writer: EventWriter, names: List[str]) -> dict:
     """Writes ``names`` from threads: the first alone (held), the rest queued meanwhile, in order."""
-    answers: dict = {}
-
-    def call(name: str) -> None:
-        try:
-            answers[name] = start(writer, name)
-        except AuditApiError as error:
-            answers[name] = error
-
-    threads = [threading.Thread(target=call, args=(name,)) for name in names]
-    threads[0].start()
-    assert transport.in_flight.wait(5)
-    for count, thread in enumerate(threads[1:], start=1):
-        thread.start()
-        while len(writer._queue) < count:  # noqa: SLF001
-            threading.Event().wait(0.001)
-    transport.release.set()
-    for thread in threads:
-        thread.join(5)
-    return answers
+    calls = [(name, lambda name=name: start(writer, name)) for name in names]
+    return call_while_first_is_held(writer, transport.in_flight, transport.release, calls, wait_seconds=5)
 
 
 def start(writer: EventWriter, call: str) -> Any:
