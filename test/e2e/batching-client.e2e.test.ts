@@ -7,15 +7,23 @@ import { e2eActors, serverForFile } from './support/server.js';
 
 const server = serverForFile();
 
-it('drives ten runs at once through one batching client, each event answered by its own result or error', async () => {
+/** A new owner's client, and a worker's whose requests' operation names are noted in `operations`. */
+async function clientsCountingOperations() {
   const who = await e2eActors();
-  const owner = new AuditClient({ url: server.url, token: who.owner });
   const operations: string[] = [];
   const counting: FetchLike = (url, init) => {
     operations.push((JSON.parse(String(init.body)) as { operationName: string }).operationName);
     return fetch(url, init);
   };
-  const worker = new AuditClient({ url: server.url, token: who.worker, fetch: counting });
+  return {
+    owner: new AuditClient({ url: server.url, token: who.owner }),
+    worker: new AuditClient({ url: server.url, token: who.worker, fetch: counting }),
+    operations,
+  };
+}
+
+it('drives ten runs at once through one batching client, each event answered by its own result or error', async () => {
+  const { owner, worker, operations } = await clientsCountingOperations();
   const { id: threadId } = await owner.createThread({ title: 'batching' });
   const runIds = await Promise.all(Array.from({ length: 10 }, async () => (await owner.createRun({ threadId })).id));
 
@@ -107,14 +115,7 @@ it('cuts a batch by bytes: concurrent large events are all stored, an event over
 }, 120_000);
 
 it('fails only the call whose value the server refuses: other runs\' events and renewals in its batch are stored', async () => {
-  const who = await e2eActors();
-  const owner = new AuditClient({ url: server.url, token: who.owner });
-  const operations: string[] = [];
-  const counting: FetchLike = (url, init) => {
-    operations.push((JSON.parse(String(init.body)) as { operationName: string }).operationName);
-    return fetch(url, init);
-  };
-  const worker = new AuditClient({ url: server.url, token: who.worker, fetch: counting });
+  const { owner, worker, operations } = await clientsCountingOperations();
   const { id: threadId } = await owner.createThread({ title: 'one bad value in a batch' });
   const [a, b, c] = await Promise.all([0, 1, 2].map(async () => (await owner.createRun({ threadId })).id));
   const [leaseA, leaseB, leaseC] = await Promise.all([a!, b!, c!].map((runId) => worker.claimRun(runId, 60)));
