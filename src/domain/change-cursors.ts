@@ -132,8 +132,9 @@ async function recentChangesAfter(tx: Sql, threadId: string, after: bigint, limi
 }
 
 /** Deletes the recent changes older than RECENT_CHANGES_KEPT. */
-export const pruneRecentChanges = (sql: Sql) =>
-  sql.query(`DELETE FROM recent_change WHERE logged_at < now() - interval '${RECENT_CHANGES_KEPT}'`);
+export async function pruneRecentChanges(sql: Sql): Promise<void> {
+  await sql.query(`DELETE FROM recent_change WHERE logged_at < now() - interval '${RECENT_CHANGES_KEPT}'`);
+}
 
 /**
  * Catch-up: the thread's changes after `after`, in cursor order, at most `limit` of them. With

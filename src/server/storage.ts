@@ -19,13 +19,14 @@ export async function openStorage(
   config: Config,
   options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock },
 ): Promise<{ db: Database; feeds: ChangeFeeds; databaseId: string }> {
+  const recentChanges = keepsRecentChanges(config);
   const db =
     options.database ??
     (await openDatabase({
       url: config.databaseUrl,
       dataDir: config.embeddedInMemory ? undefined : config.dataDir,
       poolSize: config.databasePoolSize,
-      recentChanges: keepsRecentChanges(config),
+      recentChanges,
     }));
   try {
     await migrate(db.driver);
@@ -33,8 +34,8 @@ export async function openStorage(
     const feeds = await createPubSubFor(
       config,
       {
-        changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit, keepsRecentChanges(config)),
-        ...(keepsRecentChanges(config) && { pruneRecentChanges: () => pruneRecentChanges(db.sql).then(() => undefined) }),
+        changesAfter: (threadId, after, limit) => changesAfter(db.driver, threadId, after, limit, recentChanges),
+        ...(recentChanges && { pruneRecentChanges: () => pruneRecentChanges(db.sql) }),
         threadCursors: (threadIds) => threadCursors(db.sql, threadIds),
         toolActivity: (reads) => readOwnersToolActivity(db.sql, reads),
         pollToolAuditChanges: (ownerIds, previousBound) => pollToolAuditChanges(db.sql, ownerIds, previousBound),
