@@ -1,3 +1,5 @@
+import type { RunStatus } from '../generated/prisma/enums.js';
+
 /**
  * The contract's expected failure codes (docs/semantics.md, "Errors"); the clients keep the same
  * list (test/schema/error-codes.unit.test.ts).
@@ -25,6 +27,8 @@ export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    /** A LEASE_LOST refusal of a run that ended: how it ended (a worker may not read the run). */
+    readonly runStatus?: RunStatus,
   ) {
     // Without frames, as withoutFrames below (super cannot go in a callback).
     const limit = Error.stackTraceLimit;

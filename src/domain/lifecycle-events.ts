@@ -1,7 +1,7 @@
 import type { Principal } from './principal.js';
 import { fromJsonRow, prepared } from '../db/sql.js';
 import { withRetries } from '../db/transaction.js';
-import type { Message, Run, ToolCall } from '../generated/prisma/client.js';
+import type { Message, Run, RunStatus, ToolCall } from '../generated/prisma/client.js';
 import { publishWritten, type DomainDeps } from './command.js';
 import { DomainError, ERROR_CODES, type ErrorCode } from './errors.js';
 import type { DomainEvent } from './events.js';
@@ -50,7 +50,7 @@ export interface ChangeJson {
 
 interface Result {
   ok?: { audit?: JsonRow; run?: JsonRow; declared?: JsonRow[]; changes: ChangeJson[] };
-  refused?: { code: string; message: string };
+  refused?: { code: string; message: string; runStatus?: RunStatus };
 }
 
 const RECORD_EVENTS = prepared('SELECT result FROM audit_record_events_of($1::text[], $2::jsonb) AS result');
@@ -59,9 +59,9 @@ const toJson = (events: SqlEvent | SqlEvent[]) => JSON.stringify(events, (_key, 
 
 function applied(result: Result): Applied | DomainError {
   if (result.refused) {
-    const { code, message } = result.refused;
+    const { code, message, runStatus } = result.refused;
     if (!(ERROR_CODES as readonly string[]).includes(code)) throw new Error(`A lifecycle function refused with an unknown code ${code}`);
-    return new DomainError(code as ErrorCode, message);
+    return new DomainError(code as ErrorCode, message, runStatus);
   }
   const { audit, run, declared, changes } = result.ok!;
   return {

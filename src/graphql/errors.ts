@@ -1,6 +1,7 @@
 import { createGraphQLError } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
 import { DomainError, withoutFrames } from '../domain/errors.js';
+import type { RunStatus } from '../generated/prisma/enums.js';
 import { isUnavailable } from '../db/outage.js';
 import { errorFields, log } from '../log.js';
 import { dependencyUnavailable } from '../metrics.js';
@@ -40,7 +41,7 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
       createGraphQLError(original.message, {
         nodes: outer?.nodes,
         path: outer?.path,
-        extensions: { code: original.code },
+        extensions: { code: original.code, ...(original.runStatus && { runStatus: original.runStatus }) },
       }),
     );
   }
@@ -77,11 +78,21 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
 }
 
 /**
- * A batch event's refusal (`LifecycleEventError`): the code and message its own mutation would
- * have answered, by the same mapping as every other error.
+ * A batch event's refusal (`LifecycleEventError`): the code, message and run status its own
+ * mutation would have answered, by the same mapping as every other error.
  */
-export function eventError(error: unknown, requestId: () => string | undefined): { code: string; message: string } {
+export function eventError(error: unknown, requestId: () => string | undefined): EventError {
   const result = maskError(error, requestId);
-  const code = result instanceof GraphQLError ? result.extensions?.code : undefined;
-  return { code: typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR', message: result.message };
+  const { code, runStatus } = result instanceof GraphQLError ? result.extensions : {};
+  return {
+    code: typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR',
+    message: result.message,
+    ...(typeof runStatus === 'string' && { runStatus: runStatus as RunStatus }),
+  };
+}
+
+export interface EventError {
+  code: string;
+  message: string;
+  runStatus?: RunStatus;
 }

@@ -115,6 +115,7 @@ describe('recordEvents', () => {
     ];
     const results = (await sendBatch(t, first.worker, batch)).data!.result;
     expect(results.map((r) => r.error?.code ?? null)).toEqual([null, null, null, 'LEASE_LOST', null, 'LEASE_LOST']);
+    expect(results.map((r) => r.error?.runStatus ?? null)).toEqual([null, null, null, 'COMPLETED', null, 'COMPLETED']);
     // The run's end abandoned its open model call; the refused close wrote nothing.
     const firstAudits = (await threadState(first.scene)).audits.items;
     expect(firstAudits.map((a: any) => a.status)).toEqual(['ABANDONED']);
@@ -136,6 +137,7 @@ describe('recordEvents', () => {
     const results = (await sendBatch(t, mine.worker, batch)).data!.result;
     expect(results.map((r) => r.error?.code ?? null)).toEqual([null, 'LEASE_LOST', 'LEASE_LOST', 'NOT_FOUND', null]);
     expect(results[1]!.error!.message).toMatch(/held by another worker/);
+    expect(results[1]!.error!.runStatus).toBeNull();
     expect((await threadState(mine.scene)).audits.items.map((a: any) => a.status)).toEqual(['COMPLETED']);
     expect(await threadState(theirs.scene)).toEqual(before);
   });

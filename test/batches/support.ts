@@ -5,7 +5,7 @@ import { AUDIT_FRAGMENT, WORKER_RUN_FRAGMENT, type Lease } from '../support/life
 export const RECORD_EVENTS = `mutation($events: [LifecycleEventInput!]!) {
   result: recordEvents(events: $events) {
     index
-    error { code message }
+    error { code message runStatus }
     lease { runId owner epoch }
     run { ...WorkerRunFields }
     audit {
@@ -22,7 +22,7 @@ export type Event = Record<string, Record<string, unknown>>;
 
 export interface EventResult {
   index: number;
-  error: { code: string; message: string } | null;
+  error: { code: string; message: string; runStatus: string | null } | null;
   lease: Record<string, unknown> | null;
   run: Record<string, unknown> | null;
   audit: Record<string, unknown> | null;
@@ -106,7 +106,7 @@ export async function sendAlone(t: TestApp, token: string, event: Event, index =
   const value = response.data?.result ?? null;
   return {
     index,
-    error: error ? { code: String(error.extensions?.code), message: error.message } : null,
+    error: error ? { code: String(error.extensions?.code), message: error.message, runStatus: (error.extensions?.runStatus as string | undefined) ?? null } : null,
     lease: leaseResult ? value : null,
     run: kind === 'finishRun' ? value : null,
     audit: !leaseResult && kind !== 'finishRun' ? value : null,

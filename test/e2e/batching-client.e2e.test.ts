@@ -48,7 +48,7 @@ it('drives ten runs at once through one batching client, each event answered by 
     expect(tool).toMatchObject({ toolCallId: `c${index}`, status: 'COMPLETED' });
     expect(run).toMatchObject({ id: runIds[index], status: 'COMPLETED' });
     expect(late).toBeInstanceOf(AuditApiError);
-    expect(late).toMatchObject({ code: 'LEASE_LOST', operationName: 'RenewLease' });
+    expect(late).toMatchObject({ code: 'LEASE_LOST', operationName: 'RenewLease', runStatus: 'COMPLETED' });
   }
   // 70 lifecycle calls (and 10 claims), fewer requests: those that met in flight went together.
   expect(operations.filter((name) => name === 'RecordEvents').length).toBeGreaterThan(0);

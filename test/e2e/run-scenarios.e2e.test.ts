@@ -335,7 +335,7 @@ describe(`run scenarios against the server process (${backendName})`, () => {
       ];
       for (const write of lateWrites) {
         const error = await rejectionOf(write());
-        expect(error.code).toBe('LEASE_LOST');
+        expect(error).toMatchObject({ code: 'LEASE_LOST', runStatus: 'CANCELLED' });
         // Final: the client sent it once, no retry loop.
         expect(error.attempts).toBe(1);
       }
@@ -459,9 +459,10 @@ describe(`run scenarios against the server process (${backendName})`, () => {
     await worker.renewLease(run.lease, 60);
 
     // An ended run refuses every lifecycle write, the replayed finish included: LEASE_LOST after
-    // more than one attempt is the one ambiguous answer, and the owner's read settles it.
+    // more than one attempt is the one ambiguous answer; the refusal names how the run ended,
+    // and the owner's read says the rest.
     const finishing = await rejectionOf(worker.finishRun({ lease: run.lease, status: 'FAILED', error: { message: 'fetch_page timed out' } }));
-    expect(finishing).toMatchObject({ code: 'LEASE_LOST', attempts: 2 });
+    expect(finishing).toMatchObject({ code: 'LEASE_LOST', attempts: 2, runStatus: 'FAILED' });
     expect(await owner.run(run.runId)).toMatchObject({ status: 'FAILED', error: { message: 'fetch_page timed out' } });
 
     expect(network.lost).toEqual([

@@ -29,21 +29,25 @@ describe('the lease fence', () => {
   it('a run that is not RUNNING: LEASE_LOST', async () => {
     const { session, scene, runId } = await runningScene(t);
     must(await session.finish('COMPLETED'));
-    const { message } = await expectRejected(scene, 'LEASE_LOST', () => session.modelStarted('m1'));
+    const { message, extensions } = await expectRejected(scene, 'LEASE_LOST', () => session.modelStarted('m1'));
     expect(message).toBe(`Run ${runId} is COMPLETED, not RUNNING`);
+    // A worker may not read a run it no longer leases: the refusal names how the run ended.
+    expect(extensions?.runStatus).toBe('COMPLETED');
   });
 
   it('a worker that does not hold the lease: LEASE_LOST', async () => {
     const { session, scene, runId } = await runningScene(t);
     const other = new WorkerSession(t, (await actors(t)).worker, session.lease);
-    const { message } = await expectRejected(scene, 'LEASE_LOST', () => other.renew());
+    const { message, extensions } = await expectRejected(scene, 'LEASE_LOST', () => other.renew());
     expect(message).toBe(`The lease of run ${runId} is held by another worker`);
+    expect(extensions).not.toHaveProperty('runStatus');
   });
 
   it('a stale epoch: LEASE_LOST', async () => {
     const { session, scene } = await runningScene(t);
     const stale = new WorkerSession(t, session.token, { ...session.lease, epoch: session.lease.epoch + 1 });
-    const { message } = await expectRejected(scene, 'LEASE_LOST', () => stale.modelStarted('m1'));
+    const { message, extensions } = await expectRejected(scene, 'LEASE_LOST', () => stale.modelStarted('m1'));
+    expect(extensions).not.toHaveProperty('runStatus');
     expect(message).toBe(`Lease epoch ${session.lease.epoch + 1} is stale; the current epoch is ${session.lease.epoch}`);
   });
 

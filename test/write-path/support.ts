@@ -58,7 +58,7 @@ export async function expectRejected(scene: Scene, code: string, write: () => Pr
   expect(response.errors, JSON.stringify(response.data)).toBeDefined();
   expect(errorCode(response), response.errors?.[0]?.message).toBe(code);
   expect(await threadState(scene)).toEqual(before);
-  return { code: errorCode(response), message: response.errors![0]!.message };
+  return { code: errorCode(response), message: response.errors![0]!.message, extensions: response.errors![0]!.extensions };
 }
 
 /** The tool audit of `toolCallId` in `runId`, read back through threadAudits. */

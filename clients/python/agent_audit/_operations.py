@@ -124,5 +124,5 @@ query Run($id: ID!) {
 RECORD_EVENTS = _operation("RecordEvents", "recordEvents", True,
     "mutation RecordEvents($events: [LifecycleEventInput!]!) { recordEvents(events: $events) {"
     " index audit { ... on ModelAudit { ...ModelAuditFields } ... on ToolAudit { ...ToolAuditFields } }"
-    " run { ...RunFields } lease { ...RunLeaseFields } error { code message } } }",
+    " run { ...RunFields } lease { ...RunLeaseFields } error { code message runStatus } } }",
     MODEL_AUDIT_FIELDS, TOOL_AUDIT_FIELDS, AUDIT_FIELDS, TOOL_CALL_FIELDS, RUN_FIELDS, RUN_LEASE_FIELDS)

@@ -200,7 +200,8 @@ class AuditClient:
         """Ends the run (COMPLETED, FAILED, CANCELLED, INTERRUPTED) and closes what is open in it.
 
         Retried after transport failures, but an ended run answers LEASE_LOST: a LEASE_LOST with
-        ``attempts > 1`` may mean the first attempt ended the run.
+        ``attempts > 1`` may mean the first attempt ended the run, which its ``run_status`` (how
+        the run ended) tells.
         """
         finish = {"lease": _lease(lease), "status": status, "error": error, "stateMessages": state_messages or []}
         return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}))

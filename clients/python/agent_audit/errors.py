@@ -59,15 +59,27 @@ class AuditApiError(Exception):
         self.retry_after = retry_after
         self.attempts = 1
 
+    def _extension(self, name: str) -> Optional[str]:
+        for error in self.errors:
+            extensions: Dict[str, Any] = error.get("extensions") or {}
+            value = extensions.get(name)
+            if isinstance(value, str):
+                return value
+        return None
+
     @property
     def request_id(self) -> Optional[str]:
         """The server's correlation id of an INTERNAL_SERVER_ERROR (report it), else None."""
-        for error in self.errors:
-            extensions: Dict[str, Any] = error.get("extensions") or {}
-            request_id = extensions.get("requestId")
-            if isinstance(request_id, str):
-                return request_id
-        return None
+        return self._extension("requestId")
+
+    @property
+    def run_status(self) -> Optional[str]:
+        """A LEASE_LOST because the run has ended: how it ended (``extensions.runStatus``), else None.
+
+        A worker cannot read a run it no longer leases; after a lost ``finish_run`` answer this
+        says whether the run ended as the finish asked.
+        """
+        return self._extension("runStatus")
 
     @property
     def lease_gone(self) -> bool:

@@ -144,18 +144,20 @@ class EventWriter:
                 event.error = error
             return
         for event, result in zip(batch, results):
-            refusal: Optional[Dict[str, str]] = result.get("error")
+            refusal: Optional[Dict[str, Optional[str]]] = result.get("error")
             if refusal:
                 # With the batch request's sends and HTTP status: a LEASE_LOST after more than
-                # one send may mean the first one committed. The result carries the code and
-                # message only: those are its extensions.
+                # one send may mean the first one committed. The result carries what its own
+                # mutation's extensions would.
+                code, message, run_status = str(refusal["code"]), str(refusal["message"]), refusal.get("runStatus")
+                extensions = {"code": code, **({"runStatus": run_status} if run_status else {})}
                 refused = AuditApiError(
-                    f"{event.operation.name}: {refusal['message']}",
-                    code=refusal["code"],
+                    f"{event.operation.name}: {message}",
+                    code=code,
                     operation=event.operation.name,
                     retryable=False,
                     http_status=status,
-                    errors=[{"message": refusal["message"], "extensions": {"code": refusal["code"]}}],
+                    errors=[{"message": message, "extensions": extensions}],
                 )
                 refused.attempts = attempts
                 event.error = refused

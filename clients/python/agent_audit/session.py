@@ -130,16 +130,16 @@ class RunSession:
     ) -> Optional[Run]:
         """Ends the run now (e.g. INTERRUPTED after an interrupt) and stops renewing its lease.
 
-        Returns the ended run, or None when the answer was lost and the retry found the run
-        already ended (LEASE_LOST after more than one attempt): this finish or a cancel or an
-        expiry ended it, and the run's owner can read which.
+        Returns the ended run, or None when the run had already ended as asked: the answer was
+        lost and the retry found the run ended with ``status`` (the refusal's ``run_status``).
+        A run ended otherwise meanwhile (a cancel, an expiry) raises ``LeaseLostError``.
         """
         self._keeper.stop()
         messages = self.state_messages if state_messages is None else state_messages
         try:
             self.finished = self._write(lambda: self.client.finish_run(self.lease, status, error=error, state_messages=messages))
         except LeaseLostError as lost:
-            if lost.attempts > 1:
+            if lost.run_status == status:
                 self._ended = True
                 return None
             raise

@@ -46,6 +46,8 @@ class LossyProxy:
         self.upstream = upstream
         self.mode = mode
         self.bodies: List[bytes] = []
+        # Called with each body the first time it is sent, before the proxy answers it.
+        self.on_first_send: Callable[[bytes], None] = lambda body: None
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +55,8 @@ class LossyProxy:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 first = body not in proxy.bodies
                 proxy.bodies.append(body)
+                if first:
+                    proxy.on_first_send(body)
                 if first and proxy.mode == "gateway_first":
                     self.send_response(503)
                     self.send_header("Content-Length", "0")

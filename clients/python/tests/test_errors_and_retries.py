@@ -8,7 +8,7 @@ import threading
 import uuid
 from typing import Any, Callable, Dict, List, Tuple
 
-from agent_audit import TRANSPORT_ERROR, AuditApiError, AuditClient, DeclaredToolCall, RetryPolicy
+from agent_audit import TRANSPORT_ERROR, AuditApiError, AuditClient, DeclaredToolCall, LeaseLostError, RetryPolicy
 
 from .support import FAST_RETRY, LiveTestCase, LossyProxy, call_while_first_is_held
 
@@ -93,8 +93,24 @@ class LostAnswersTest(LiveTestCase):
         self.assertEqual(outcomes["a1"].operation_id, "a1")
         refused = outcomes["b"]
         self.assertIsInstance(refused, AuditApiError)
-        self.assertEqual((refused.code, refused.operation, refused.attempts, refused.http_status),
-                         ("LEASE_LOST", "RenewLease", 2, 200))
+        self.assertEqual((refused.code, refused.operation, refused.attempts, refused.http_status, refused.run_status),
+                         ("LEASE_LOST", "RenewLease", 2, 200, "COMPLETED"))
+
+    def test_a_finish_whose_retry_finds_the_run_ended_otherwise_raises_with_how_it_ended(self) -> None:
+        # The finish's first send never reaches the server, the owner cancels meanwhile, and the
+        # resend answers LEASE_LOST after two attempts: the refusal's run status tells this
+        # apart from a finish whose own first send ended the run (the test above).
+        self.proxy.mode = "gateway_first"
+        _, run_id = self.queued_run()
+        with self.lossy_worker.start_run(run_id, lease_seconds=60) as run:
+            def cancel_before_the_resend(body: bytes) -> None:
+                if json.loads(body)["operationName"] == "FinishRun":
+                    self.owner.cancel_run(run_id)
+
+            self.proxy.on_first_send = cancel_before_the_resend
+            with self.assertRaises(LeaseLostError) as raised:
+                run.finish("COMPLETED")
+        self.assertEqual((raised.exception.attempts, raised.exception.run_status), (2, "CANCELLED"))
 
     def test_a_gateway_answer_is_retried(self) -> None:
         self.proxy.mode = "gateway_first"

@@ -1,3 +1,5 @@
+import type { RunStatus } from './generated/graphql/graphql.js';
+
 /** The `extensions.code` values the contract defines (docs/semantics.md, "Errors"). */
 export const AUDIT_ERROR_CODES = [
   'UNAUTHENTICATED',
@@ -50,6 +52,12 @@ export class AuditApiError extends Error {
   readonly httpStatus: number | undefined;
   readonly graphqlErrors: readonly GraphQLErrorPayload[];
   readonly retryAfterMs: number | undefined;
+  /**
+   * A LEASE_LOST because the run has ended: how it ended (the server's `extensions.runStatus`).
+   * A worker cannot read a run it no longer leases; after a lost finishRun answer this says
+   * whether the run ended as the finish asked.
+   */
+  readonly runStatus: RunStatus | undefined;
   attempts = 1;
 
   constructor(message: string, details: AuditApiErrorDetails) {
@@ -61,6 +69,7 @@ export class AuditApiError extends Error {
     this.httpStatus = details.httpStatus;
     this.graphqlErrors = details.graphqlErrors ?? [];
     this.retryAfterMs = details.retryAfterMs;
+    this.runStatus = this.graphqlErrors.map((entry) => entry.extensions?.runStatus).find((status): status is RunStatus => typeof status === 'string');
   }
 }
 

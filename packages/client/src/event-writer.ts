@@ -1,6 +1,7 @@
 import { AuditApiError, isAuditApiError } from './errors.js';
 import { OPERATIONS, type Operation } from './operations.js';
 import type { LifecycleEventInput } from './generated/graphql/graphql.js';
+import type { RunStatus } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
 
 /** The lifecycle events a batch carries, by their key in `LifecycleEventInput`, and the mutation each stands for. */
@@ -172,14 +173,18 @@ const nextTurn = () => new Promise<void>((resolve) => (typeof setImmediate === '
  * A refused event's error, as its own mutation would have thrown it, with the batch request's
  * sends and HTTP status: a LEASE_LOST after more than one send may mean the first one committed.
  */
-function eventError(operationName: string, error: { code: string; message: string }, request: { attempts: number; httpStatus: number }): AuditApiError {
+function eventError(
+  operationName: string,
+  error: { code: string; message: string; runStatus?: RunStatus | null },
+  request: { attempts: number; httpStatus: number },
+): AuditApiError {
   const refused = new AuditApiError(`${operationName}: ${error.message}`, {
     code: error.code,
     operationName,
     retryable: false,
     httpStatus: request.httpStatus,
-    // The result carries the code and message only (LifecycleEventError): those are its extensions.
-    graphqlErrors: [{ message: error.message, extensions: { code: error.code } }],
+    // The result (LifecycleEventError) carries what its own mutation's extensions would.
+    graphqlErrors: [{ message: error.message, extensions: { code: error.code, ...(error.runStatus && { runStatus: error.runStatus }) } }],
   });
   refused.attempts = request.attempts;
   return refused;

@@ -103,7 +103,7 @@ export const OPERATIONS = {
         audit { ... on ModelAudit { ...ModelAuditFields } ... on ToolAudit { ...ToolAuditFields } }
         run { ...RunFields }
         lease { ...RunLeaseFields }
-        error { code message }
+        error { code message runStatus }
       }
     }`),),
   threadAudits: operation('ThreadAudits', 'threadAudits', true, graphql(`

@@ -1,6 +1,6 @@
 import type { AuditClient } from './audit-client.js';
 import { SequenceCounter, readClock } from './clock.js';
-import { isAuditApiError, type AuditApiError } from './errors.js';
+import { isAuditApiError } from './errors.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RunWriter } from './run-writer.js';
 import type { JsonValue, LeaseInput, Run, RunLease, RunTerminalStatus } from './types.js';
@@ -104,7 +104,7 @@ export class RunRecording {
       // client's resend answers LEASE_LOST. A refusal naming the status asked for means the run
       // ended as asked: only a worker's finish ends a run COMPLETED or INTERRUPTED, and a cancel
       // (CANCELLED) or the sweeper (FAILED) meanwhile would have ended it so anyway.
-      if (isAuditApiError(error, 'LEASE_LOST') && endedStatusOf(error) === status) {
+      if (isAuditApiError(error, 'LEASE_LOST') && error.runStatus === status) {
         return { status, run: null, writeErrors: [...this.writer.failures] };
       }
       if (isAuditApiError(error, 'LEASE_LOST', 'LEASE_EXPIRED')) this.writer.markLost(error);
@@ -114,16 +114,3 @@ export class RunRecording {
   }
 }
 
-/**
- * The status of an ended run as a LEASE_LOST refusal names it ("Run <id> is COMPLETED, not
- * RUNNING"). A worker may not read a run outside its own lifecycle results, and after the run
- * ended it has none: the refusal's explanation is the one read it gets.
- */
-function endedStatusOf(error: AuditApiError): RunTerminalStatus | undefined {
-  const messages = [error.message, ...error.graphqlErrors.map((entry) => entry.message)];
-  for (const message of messages) {
-    const named = /\bis (COMPLETED|FAILED|INTERRUPTED|CANCELLED), not RUNNING\b/.exec(message);
-    if (named) return named[1] as RunTerminalStatus;
-  }
-  return undefined;
-}

@@ -7,10 +7,10 @@ import { recordModelFinished, recordModelStarted } from '../../domain/model-audi
 import { recordToolError, recordToolFinished, recordToolStarted } from '../../domain/tool-audits.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { eventError } from '../errors.js';
+import { eventError, type EventError } from '../errors.js';
 import { scopeToLeasedRun } from './audit-access.js';
 import { AuditRef, ModelAuditRef, ToolAuditRef } from './audit.js';
-import { AuditStatusEnum, RunTerminalStatusEnum } from './enums.js';
+import { AuditStatusEnum, RunStatusEnum, RunTerminalStatusEnum } from './enums.js';
 import { RunLeaseRef, RunRef } from './run.js';
 
 // The agent runtime's write path: every mutation here is for workers and fenced by the lease.
@@ -160,12 +160,19 @@ const LifecycleEventInput = builder.inputType('LifecycleEventInput', {
   }),
 });
 
-const LifecycleEventErrorRef = builder.objectRef<{ code: string; message: string }>('LifecycleEventError').implement({
+const LifecycleEventErrorRef = builder.objectRef<EventError>('LifecycleEventError').implement({
   fields: (t) => ({
     code: t.exposeString('code', {
       description: 'The `extensions.code` its own mutation would have answered (LEASE_LOST, CONFLICT, INVALID_TRANSITION, ...).',
     }),
     message: t.exposeString('message'),
+    runStatus: t.field({
+      type: RunStatusEnum,
+      nullable: true,
+      description:
+        "A LEASE_LOST refusal because the run has ended: how it ended (its own mutation's `extensions.runStatus`). Null for every other refusal.",
+      resolve: (error) => error.runStatus ?? null,
+    }),
   }),
 });
 
@@ -174,7 +181,7 @@ interface EventResult {
   audit?: EventOutcome['audit'];
   run?: EventOutcome['run'];
   lease?: EventOutcome['lease'];
-  error?: { code: string; message: string };
+  error?: EventError;
 }
 
 const LifecycleEventResultRef = builder.objectRef<EventResult>('LifecycleEventResult').implement({

@@ -292,7 +292,7 @@ export type RecordEventsMutationVariables = Exact<{
 export type RecordEventsMutation = { recordEvents: Array<{ index: number, audit:
       | { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> }
       | { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
-     | null, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } | null, lease: { runId: string, owner: string, epoch: number, expiresAt: string } | null, error: { code: string, message: string } | null }> };
+     | null, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } | null, lease: { runId: string, owner: string, epoch: number, expiresAt: string } | null, error: { code: string, message: string, runStatus: RunStatus | null } | null }> };
 
 export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
@@ -748,6 +748,7 @@ export const RecordEventsDocument = new TypedDocumentString(`
     error {
       code
       message
+      runStatus
     }
   }
 }
