@@ -4,7 +4,7 @@ import type { AuditStatus } from '../generated/prisma/client.js';
 import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
-import { boundedText, escapeLike, isUuid, rowId } from './ids.js';
+import { boundedText, escapeLike, isUuid, nameFilter, rowId } from './ids.js';
 import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
 
 /** What a search answers an `after` that is not one of its hits. */
@@ -105,8 +105,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   if (text !== null && !INDEXABLE.test(text)) {
     throw badInput(`text must hold at least ${MIN_SEARCH_TEXT} letters or digits in a row: the search index is built from words, and "${text}" has none that long`);
   }
-  const name = search.name?.trim() || null;
-  if (name !== null) boundedText(name, 'name');
+  const name = nameFilter(search.name);
   if (search.after != null && !isUuid(search.after)) throw badInput(AFTER_REFUSED);
 
   const params: unknown[] = [];

@@ -12,6 +12,14 @@ const characterCount = (value: string) => [...value].length;
  * The one check of text a principal gives (names, titles, search terms): at most `maxLength`
  * characters, and storable (no NUL, no unpaired surrogate: json.ts), else BAD_USER_INPUT.
  */
+/**
+ * A read's `name` filter: the tool (or model) of exactly that name, since names are stored as
+ * written, spaces included; a blank one filters nothing, as no name is blank.
+ */
+export function nameFilter(value: string | null | undefined): string | null {
+  return value == null || value.trim() === '' ? null : boundedText(value, 'name');
+}
+
 export function boundedText(value: string, field: string, maxLength = MAX_ID_LENGTH): string {
   // `length` is never less than the characters: only a text over it by that measure is counted.
   if (value.length > maxLength && characterCount(value) > maxLength) {

@@ -3,7 +3,7 @@ import { preparedGeneric, type Sql } from '../db/sql.js';
 import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { auditColumns, type AuditRow, type Payload } from './audit-reads.js';
 import { badInput } from './errors.js';
-import { boundedText } from './ids.js';
+import { nameFilter } from './ids.js';
 
 /** The window a view covers, in seconds: a minute to a week. */
 export const MIN_WINDOW_SECONDS = 60;
@@ -56,8 +56,7 @@ export function toolActivityArgs(windowSeconds: number | null | undefined, name:
   if (windowSeconds == null || !Number.isInteger(windowSeconds) || windowSeconds < MIN_WINDOW_SECONDS || windowSeconds > MAX_WINDOW_SECONDS) {
     throw badInput(`windowSeconds must be between ${MIN_WINDOW_SECONDS} and ${MAX_WINDOW_SECONDS}`);
   }
-  const tool = name?.trim() || null;
-  return { windowSeconds, name: tool === null ? null : boundedText(tool, 'name') };
+  return { windowSeconds, name: nameFilter(name) };
 }
 
 /** `first` of the view's lists; bad ones are BAD_USER_INPUT. */

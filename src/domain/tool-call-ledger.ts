@@ -2,7 +2,7 @@ import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, inLiveThreadOf, requireAuditReader } from './access.js';
 import { badInput } from './errors.js';
-import { boundedText, isUuid } from './ids.js';
+import { isUuid, nameFilter } from './ids.js';
 import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
 
 /**
@@ -123,8 +123,7 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
   requireAuditReader(principal);
   const { first } = query;
   if (first == null || first < 1 || first > MAX_LEDGER_PAGE) throw badInput(`first must be between 1 and ${MAX_LEDGER_PAGE}`);
-  const name = query.name?.trim() || null;
-  if (name !== null) boundedText(name, 'name');
+  const name = nameFilter(query.name);
   if (query.after != null && !isUuid(query.after)) throw badInput(AFTER_REFUSED);
   if (query.status != null && !LEDGER_STATUSES.includes(query.status)) throw badInput(`status must be one of ${LEDGER_STATUSES.join(', ')}`);
   if (query.case != null && !LEDGER_CASES.includes(query.case)) throw badInput(`case must be one of ${LEDGER_CASES.join(', ')}`);
