@@ -1,5 +1,5 @@
 import type { Sql } from '../db/sql.js';
-import { addTokens, tokensOf, type Tokens } from '../shared/llm-payloads.js';
+import { tokensOf } from '../shared/llm-payloads.js';
 
 // Per-run and per-thread numbers over ALL their audits, whatever a timeline has loaded: what
 // ended badly, how many calls, the span of their times, the tokens. Each function reads a whole
@@ -56,15 +56,23 @@ export const auditCountsOfThreads = (sql: Sql, threadIds: readonly string[]) =>
  * would have to know one by one. Only the usage column is read. A key with no usage carrying
  * counts is left out.
  */
-async function tokensBy(sql: Sql, column: 'run_id' | 'thread_id', keys: readonly string[]): Promise<Map<string, Tokens>> {
+/** A run's or a thread's tokens summed, exact past 2^53 (a thread's sum passes GraphQL's Int early). */
+export interface TokenTotals {
+  input: bigint;
+  output: bigint;
+}
+
+async function tokensBy(sql: Sql, column: 'run_id' | 'thread_id', keys: readonly string[]): Promise<Map<string, TokenTotals>> {
   const rows = await sql.query<{ key: string; usage: unknown }>(
     `SELECT ${column} AS key, usage FROM message WHERE ${column} = ANY($1::uuid[]) AND message_type = 'model_audit' AND usage IS NOT NULL`,
     [keys],
   );
-  const totals = new Map<string, Tokens>();
+  const totals = new Map<string, TokenTotals>();
   for (const { key, usage } of rows) {
-    const sum = addTokens([totals.get(key) ?? null, tokensOf(usage)]);
-    if (sum) totals.set(key, sum);
+    const tokens = tokensOf(usage);
+    if (!tokens) continue;
+    const sum = totals.get(key) ?? { input: 0n, output: 0n };
+    totals.set(key, { input: sum.input + BigInt(tokens.input), output: sum.output + BigInt(tokens.output) });
   }
   return totals;
 }

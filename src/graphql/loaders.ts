@@ -7,8 +7,7 @@ import {
 } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
 import type { CommittedChange } from '../domain/events.js';
-import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts } from '../domain/audit-summaries.js';
-import type { Tokens } from '../shared/llm-payloads.js';
+import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts, type TokenTotals } from '../domain/audit-summaries.js';
 import { perEvent } from '../realtime/per-event.js';
 
 /** A loader of one value per key from a map read for the whole batch; a key the map lacks is null. */
@@ -90,8 +89,8 @@ export function createLoaders({ db: read }: DomainDeps) {
     /** Audit counts per run and per thread (null: no audits), and token totals (null: no usage with counts). */
     runAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfRuns(read, ids), (row) => row.key),
     threadAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfThreads(read, ids), (row) => row.key),
-    runTokens: valuesBy<Tokens>((ids) => tokensOfRuns(read, ids)),
-    threadTokens: valuesBy<Tokens>((ids) => tokensOfThreads(read, ids)),
+    runTokens: valuesBy<TokenTotals>((ids) => tokensOfRuns(read, ids)),
+    threadTokens: valuesBy<TokenTotals>((ids) => tokensOfThreads(read, ids)),
     threadRunCounts: rowsBy((ids) => runCountsOfThreads(read, ids), (row) => row.threadId),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: new DataLoader<string, number>(async (threadIds) => {

@@ -37,10 +37,13 @@ const asRecord = (value: unknown): Json | null =>
   value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : null;
 
 /** A count: a finite number, or AI SDK 5+'s `{total}`. */
+/** A whole, non-negative count exactly as sent (past 2^53 a JSON number has already been rounded). */
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
 function countOf(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (isCount(value)) return value;
   const total = asRecord(value)?.total;
-  return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
+  return isCount(total) ? total : undefined;
 }
 
 const firstCount = (record: Json, keys: readonly string[]) => {

@@ -70,16 +70,41 @@ describe('audit summaries', () => {
     expect(first.status).toBe('COMPLETED');
     expect(first.auditSummary).toMatchObject({
       audits: 5, modelCalls: 2, toolCalls: 3, modelsFailed: 0, toolsFailed: 1, toolsAbandoned: 1, toolsCancelled: 0, toolsInterrupted: 0,
-      running: 0, inputTokens: 150, outputTokens: 15,
+      running: 0, inputTokens: '150', outputTokens: '15',
     });
     expect(Date.parse(first.auditSummary.firstStartedAt)).toBeLessThanOrEqual(Date.parse(first.auditSummary.lastFinishedAt));
-    expect(second.auditSummary).toMatchObject({ audits: 1, modelCalls: 1, toolCalls: 0, toolsFailed: 0, inputTokens: 7, outputTokens: 1 });
+    expect(second.auditSummary).toMatchObject({ audits: 1, modelCalls: 1, toolCalls: 0, toolsFailed: 0, inputTokens: '7', outputTokens: '1' });
     expect(data.thread).toMatchObject({
       runCount: 2,
       failedRunCount: 1,
-      auditSummary: { audits: 6, modelCalls: 3, toolCalls: 3, toolsFailed: 1, toolsAbandoned: 1, inputTokens: 157, outputTokens: 16 },
+      auditSummary: { audits: 6, modelCalls: 3, toolCalls: 3, toolsFailed: 1, toolsAbandoned: 1, inputTokens: '157', outputTokens: '16' },
     });
     expect(Date.parse(data.thread.lastActivityAt)).toBeGreaterThanOrEqual(Date.parse(first.auditSummary.lastChangedAt));
+  });
+
+  it("sum tokens past GraphQL Int's 2^31 - 1 exactly, counting only whole non-negative counts", async () => {
+    const threadId = await createThread(t, who.owner, 'tokens');
+    const session = await claim(t, who.worker, await createRun(t, who.owner, threadId));
+    const usages = [
+      { input_tokens: 2_000_000_000, output_tokens: 9_007_199_254_740_991 },
+      { input_tokens: 2_000_000_000, output_tokens: 9_007_199_254_740_991 },
+      // Not counts: a fraction, a negative, past 2^53 (already rounded when it arrived), not finite.
+      { input_tokens: 1.5, output_tokens: -3 },
+      { input_tokens: 1e300, output_tokens: 2 ** 60 },
+    ];
+    for (const [index, usage] of usages.entries()) {
+      must(await session.modelStarted(`m${index}`));
+      must(await session.modelFinished(`m${index}`, [], { usage }));
+    }
+    const data = await ok(
+      `query($id: ID!) { thread(id: $id) { auditSummary { inputTokens outputTokens } runs { auditSummary { inputTokens outputTokens } } } }`,
+      { id: threadId },
+    );
+    const totals = { inputTokens: '4000000000', outputTokens: '18014398509481982' };
+    expect(data.thread.auditSummary).toEqual(totals);
+    expect(data.thread.runs).toEqual([{ auditSummary: totals }]);
+    const page = await ok(`{ threads(first: 1) { edges { node { id auditSummary { inputTokens } } } } }`, {});
+    expect(page.threads.edges[0].node).toEqual({ id: threadId, auditSummary: { inputTokens: '4000000000' } });
   });
 
   it('are zero and null for a thread and a run without audits', async () => {

@@ -43,7 +43,7 @@ describe('failures at a glance', () => {
 
   it("a run with entries not loaded: the server's counts, span and tokens, and how many are missing", () => {
     const rows = layoutTimeline(
-      [run('r1', { auditSummary: summary({ audits: 40, toolsFailed: 1, firstStartedAt: at(0), lastFinishedAt: at(2500), inputTokens: 900, outputTokens: 90 }) })],
+      [run('r1', { auditSummary: summary({ audits: 40, toolsFailed: 1, firstStartedAt: at(0), lastFinishedAt: at(2500), inputTokens: '900', outputTokens: '90' }) })],
       [audit('m1', 20, { usage: { input_tokens: 10, output_tokens: 1 } })],
       Date.parse(at(20_000)),
     );

@@ -521,7 +521,7 @@ export function layoutTimelineWithAxis(
     if (!Number.isFinite(start)) start = time(run.startedAt ?? run.createdAt);
     if (!Number.isFinite(end)) end = Number.isNaN(time(run.finishedAt)) ? now : time(run.finishedAt);
     const failures = failuresText(summary && unloaded > 0 ? summary : countFailures(own));
-    const serverTokens = summary && (summary.inputTokens !== null || summary.outputTokens !== null) ? { input: summary.inputTokens ?? 0, output: summary.outputTokens ?? 0 } : null;
+    const serverTokens = summary && (summary.inputTokens !== null || summary.outputTokens !== null) ? { input: Number(summary.inputTokens ?? 0), output: Number(summary.outputTokens ?? 0) } : null;
     push(
       {
         key: run.id,

@@ -1,4 +1,4 @@
-import type { AuditCounts } from '../../domain/audit-summaries.js';
+import type { AuditCounts, TokenTotals } from '../../domain/audit-summaries.js';
 import { builder } from '../builder.js';
 import type { Loaders } from '../loaders.js';
 import { RunRef } from './run.js';
@@ -7,7 +7,7 @@ import { ThreadRef } from './thread.js';
 /** A run's or a thread's audits summed up: the counts (null when it has none) and where to find its tokens. */
 interface AuditSummary {
   counts: AuditCounts | null;
-  tokens: () => Promise<{ input: number; output: number } | null>;
+  tokens: () => Promise<TokenTotals | null>;
 }
 
 const count = (field: keyof Omit<AuditCounts, 'key' | 'firstStartedAt' | 'lastFinishedAt' | 'lastChangedAt'>) => (summary: AuditSummary) =>
@@ -44,14 +44,17 @@ const AuditSummaryRef = builder.objectRef<AuditSummary>('AuditSummary').implemen
       description: 'When an audit last changed (the server\'s commit time): the latest activity.',
       resolve: (summary) => summary.counts?.lastChangedAt ?? null,
     }),
-    inputTokens: t.int({
+    inputTokens: t.field({
+      type: 'BigInt',
       nullable: true,
-      description: "The model calls' input tokens, from each usage as its runtime reported it; null when no usage carries counts.",
+      description:
+        "The model calls' input tokens, from each usage as its runtime reported it (whole, non-negative counts; anything else is no count); null when no usage carries counts. A BigInt: busy threads pass Int's 2^31 - 1.",
       resolve: async (summary) => (await summary.tokens())?.input ?? null,
     }),
-    outputTokens: t.int({
+    outputTokens: t.field({
+      type: 'BigInt',
       nullable: true,
-      description: "The model calls' output tokens; null when no usage carries counts.",
+      description: "The model calls' output tokens, counted as `inputTokens`; null when no usage carries counts.",
       resolve: async (summary) => (await summary.tokens())?.output ?? null,
     }),
   }),
