@@ -119,8 +119,9 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
     if (!owned || owned.ownerId !== principal.sub) throw notFound('Thread', search.threadId);
     range.push(`m.thread_id = ${param(threadId)}`);
   }
-  // An audit of the caller's, in the thread when one is given.
-  if (search.after != null && !(await isPageAnchor(sql, { table: 'message', kind: `message_type IN ('model_audit', 'tool_audit')` }, search.after, principal.sub, threadId))) {
+  // An audit of the caller's, in the thread when one is given, of the name when one is given.
+  const anchorRows = { table: 'message', kind: `message_type IN ('model_audit', 'tool_audit')` } as const;
+  if (search.after != null && !(await isPageAnchor(sql, anchorRows, search.after, { ownerId: principal.sub, threadId, name }))) {
     throw badInput(AFTER_REFUSED);
   }
   const below = search.after != null ? `m.id < ${param(search.after.toLowerCase())}::uuid` : null;

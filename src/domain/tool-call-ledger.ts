@@ -129,8 +129,10 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
   if (query.case != null && !LEDGER_CASES.includes(query.case)) throw badInput(`case must be one of ${LEDGER_CASES.join(', ')}`);
 
   const threadId = query.threadId == null ? null : auditThreadOrNotFound(principal, await findThread(sql, query.threadId), query.threadId).id;
-  // An entry's cursor is its ToolCall's id: a call of the caller's, in the thread when one is given.
-  if (query.after != null && !(await isPageAnchor(sql, { table: 'tool_call' }, query.after, principal.sub, threadId))) throw badInput(AFTER_REFUSED);
+  // An entry's cursor is its ToolCall's id: a call of the caller's, in the thread and of the name when given.
+  if (query.after != null && !(await isPageAnchor(sql, { table: 'tool_call' }, query.after, { ownerId: principal.sub, threadId, name }))) {
+    throw badInput(AFTER_REFUSED);
+  }
   const statement = ledgerStatement(principal.sub, { ...query, first, name, threadId });
   const entries = await sql.query<LedgerEntry>(statement.text, statement.params);
   return { entries: entries.slice(0, first), hasMore: entries.length > first };

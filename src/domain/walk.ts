@@ -34,18 +34,21 @@ export const BELOW_WALK = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
 /**
  * Whether a page's `after` (the id of the previous page's last row) names a row of `table` that
  * the same read could have returned: the owner's, in `threadId` when the read is within one
- * thread, meeting `kind` (SQL on the row alone). One probe of the primary key. The read's
- * filters are not checked: a row a page returned may no longer match them (its status moved
- * on), and the next page still follows it.
+ * thread, of `name` when it reads one name (a name never changes), meeting `kind` (SQL on the row
+ * alone). One probe of the primary key. The other filters are not checked: a row a page returned
+ * may no longer match them (its status moved on), and the next page still follows it.
  */
 export async function isPageAnchor(
   sql: Sql,
   rows: { table: 'message' | 'tool_call'; kind?: string },
   after: string,
-  ownerId: string,
-  threadId: string | null,
+  scope: { ownerId: string; threadId: string | null; name: string | null },
 ): Promise<boolean> {
-  const conditions = ['id = $1::uuid', 'owner_id = $2', ...(threadId === null ? [] : ['thread_id = $3::uuid']), ...(rows.kind ? [rows.kind] : [])];
-  const found = await sql.query(`SELECT 1 FROM ${rows.table} WHERE ${conditions.join(' AND ')}`, [after.toLowerCase(), ownerId, ...(threadId === null ? [] : [threadId])]);
+  const params: unknown[] = [after.toLowerCase(), scope.ownerId];
+  const conditions = ['id = $1::uuid', 'owner_id = $2'];
+  if (scope.threadId !== null) conditions.push(`thread_id = $${params.push(scope.threadId)}::uuid`);
+  if (scope.name !== null) conditions.push(`name = $${params.push(scope.name)}`);
+  if (rows.kind) conditions.push(rows.kind);
+  const found = await sql.query(`SELECT 1 FROM ${rows.table} WHERE ${conditions.join(' AND ')}`, params);
   return found.length > 0;
 }

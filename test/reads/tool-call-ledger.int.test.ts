@@ -224,6 +224,8 @@ describe(`toolCallLedger (${backendName})`, () => {
       ['a UUID that is no entry', { after: '01a24000-0000-7000-8000-000000000000' }],
       ['a run id', { after: billing.runId }],
       ['a thread id', { threadId: billing.threadId, after: billing.threadId }],
+      // A name never changes: a call of another name was never an entry of a read by name.
+      ['a call of another name', { name: 'pay', after: endedCursor }],
     ];
     for (const [what, variables] of refused) {
       const response = await t.gql(LEDGER, variables, who.owner);
