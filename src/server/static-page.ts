@@ -32,8 +32,8 @@ export async function servePage(method: string | undefined, path: string, res: S
     'content-type': entry.type,
     'content-length': body.byteLength,
     'cache-control': 'no-cache',
-    // The page talks only to this server.
-    'content-security-policy': `default-src 'self'; connect-src 'self' ws: wss:; style-src 'self' 'unsafe-inline'; ${FRAME_ANCESTORS}`,
+    // The page talks only to this server ('self' covers its WebSocket, CSP Level 3).
+    'content-security-policy': `default-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; ${FRAME_ANCESTORS}`,
     'x-content-type-options': 'nosniff',
   });
   res.end(method === 'HEAD' ? undefined : body);
