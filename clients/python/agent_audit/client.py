@@ -102,9 +102,13 @@ class AuditClient:
         return RunSession.claim(self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost)
 
     def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None) -> RunLease:
-        """Extends an unexpired lease (same epoch); returns it with its new expiry."""
+        """Extends an unexpired lease (same epoch); returns it with its new expiry.
+
+        Sent at once as its own request, never queued behind the batching writer's request in
+        flight: another run's slow request must not let this lease expire. A renewal replays
+        harmlessly and its order against the run's events does not matter."""
         variables = _without_none({"lease": _lease(lease), "leaseSeconds": lease_seconds})
-        return RunLease.from_json(self._event(ops.RENEW_LEASE, variables))
+        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables))
 
     def record_model_started(
         self,
@@ -259,10 +263,9 @@ class AuditClient:
         return self._writer.write(_EVENT_KINDS[operation.name], operation, variables)
 
 
-# Each lifecycle mutation's key in LifecycleEventInput.
+# Each batched lifecycle mutation's key in LifecycleEventInput (renew_lease is sent on its own).
 _EVENT_KINDS = {
     ops.CLAIM_RUN.name: "claimRun",
-    ops.RENEW_LEASE.name: "renewLease",
     ops.RECORD_MODEL_STARTED.name: "modelStarted",
     ops.RECORD_MODEL_FINISHED.name: "modelFinished",
     ops.RECORD_TOOL_STARTED.name: "toolStarted",

@@ -7,6 +7,8 @@ call gets its own result or the ``AuditApiError`` its own mutation would have ra
 queue makes writers wait for room; ``flush`` waits until every event written is answered.
 A claim is an event too: its run's later calls carry the epoch it returns, so they are written
 after it answers and go in a later request, while other threads' calls share its.
+Lease renewals do not come here (``AuditClient.renew_lease`` sends them at once): queued behind
+another run's slow request, a short lease would expire.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class _Pending:
         self.kind = kind
         self.operation = operation
         self.variables = variables
-        self.size = len(encode_json({kind: _event_input(kind, variables)}))  # in a batch (MAX_BATCH_BYTES)
+        self.size = len(encode_json({kind: variables["input"]}))  # in a batch (MAX_BATCH_BYTES)
         self.done = False
         self.collected = False  # its caller has its answer (or gave up waiting)
         self.result: Any = None
@@ -54,7 +56,8 @@ class EventWriter:
         self._thread.start()
 
     def write(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
-        """``kind`` is the event's key in ``LifecycleEventInput``; ``variables`` its own mutation's."""
+        """``kind`` is the event's key in ``LifecycleEventInput``; ``variables`` its own mutation's
+        (``{"input": event}``)."""
         event = _Pending(kind, operation, variables)
         with self._lock:
             self._lock.wait_for(lambda: len(self._queue) < self._max_queued)
@@ -124,7 +127,7 @@ class EventWriter:
         if len(batch) == 1:
             self._send_alone(batch[0])
             return
-        events = [{event.kind: _event_input(event.kind, event.variables)} for event in batch]
+        events = [{event.kind: event.variables["input"]} for event in batch]
         try:
             results, attempts, status = self._transport.execute_answered(ops.RECORD_EVENTS, {"events": events})
         except AuditApiError as error:
@@ -164,7 +167,3 @@ class EventWriter:
             else:
                 event.result = result.get("audit") or result.get("run") or result.get("lease")
 
-
-def _event_input(kind: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
-    # renewLease's variables are the event itself; every other mutation takes its event as `input`.
-    return variables if kind == "renewLease" else variables["input"]
