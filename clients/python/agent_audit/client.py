@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type, Union
 
 from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
@@ -70,8 +71,22 @@ class AuditClient:
             self._writer.flush()
 
     def close(self) -> None:
-        """Flushes the lifecycle events still queued; the client stays usable."""
-        self.flush()
+        """Flushes the lifecycle events still queued and stops the writer's thread; every later
+        call raises RuntimeError. Closing again does nothing."""
+        if self._writer is not None:
+            self._writer.close()
+        self._transport.closed = True
+
+    def __enter__(self) -> "AuditClient":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
 
     # ---- Worker: the run lifecycle ----
 
