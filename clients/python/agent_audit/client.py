@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
-from .errors import AuditApiError
+from .errors import LeaseLostError
 from .event_writer import EventWriter
 from .transport import RetryPolicy, Transport
 from .types import (
@@ -107,11 +107,12 @@ class AuditClient:
         *,
         claim_id: Optional[str] = None,
         first_sequence: int = 1,
-        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+        on_lost: Optional[Callable[[LeaseLostError], object]] = None,
     ) -> "RunSession":
         """Claims the run and keeps its lease alive; use the returned session as a context
-        manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called, from
-        the keeper's thread, once the lease is gone."""
+        manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called once the
+        lease is gone, on the thread that found it gone: the keeper's, or the one whose call got
+        the refusal; its value is ignored."""
         from .session import RunSession
 
         return RunSession.claim(self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost)

@@ -26,8 +26,10 @@ class RunSession:
 
     When the lease is gone (the keeper's renewal or a write answered LEASE_LOST or
     LEASE_EXPIRED: the run was cancelled, expired, or is no longer this worker's), ``lost`` is
-    set and every later call raises ``LeaseLostError``: stop the agent's work. The run is then
-    not finished (it already ended, or is not this worker's to end).
+    set, ``on_lost`` is called once with a ``LeaseLostError`` (on the thread that found the lease
+    gone: the keeper's, or the one whose call got the refusal) and every later call raises
+    ``LeaseLostError``: stop the agent's work. The run is then not finished (it already ended, or
+    is not this worker's to end).
 
     Each event method takes its sequence number from ``sequence`` and reads the wall clock and
     the monotonic clock when it is called, unless given.
@@ -40,7 +42,7 @@ class RunSession:
         lease_seconds: int,
         *,
         first_sequence: int = 1,
-        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+        on_lost: Optional[Callable[[LeaseLostError], object]] = None,
     ) -> None:
         self.client = client
         self.run_id = lease.run_id
@@ -68,7 +70,7 @@ class RunSession:
         *,
         claim_id: Optional[str] = None,
         first_sequence: int = 1,
-        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+        on_lost: Optional[Callable[[LeaseLostError], object]] = None,
     ) -> "RunSession":
         lease = client.claim_run(run_id, lease_seconds, claim_id)
         return cls(client, lease, lease_seconds, first_sequence=first_sequence, on_lost=on_lost)
@@ -193,4 +195,4 @@ class RunSession:
         self._keeper.stop()
         self.lost.set()
         if self._on_lost:
-            self._on_lost(error)
+            self._on_lost(LeaseLostError(self.run_id, error))
