@@ -5,13 +5,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, Union
 
 from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
-from .errors import LeaseLostError
+from .errors import AuditApiError, LeaseLostError
 from .event_writer import EventWriter
-from .transport import RetryPolicy, Transport
+from .transport import RetryPolicy, Transport, encode_json
 from .types import (
     JSON,
     ClockReading,
@@ -36,7 +36,29 @@ if TYPE_CHECKING:
 LeaseLike = Union[RunLease, Any]
 
 # "Read now": the default of observed_at and clock, so that None can still send "no reading".
-_NOW: Any = object()
+READ_NOW: Any = object()
+
+#: What ``observed_at`` takes: an RFC 3339 string, an aware datetime, or None (read now).
+ObservedAt = Union[str, datetime, None]
+
+
+def check_values(operation: ops.Operation, json_fields: Mapping[str, Any], observed_at: Any = READ_NOW) -> None:
+    """Raises ``AuditApiError`` (BAD_USER_INPUT, not retryable), before anything is sent, for a
+    value no request can carry: one JSON cannot encode (a datetime, bytes, a set, a Decimal, NaN,
+    nesting too deep) or an ``observed_at`` that is neither an RFC 3339 string nor an aware
+    datetime. The message names the field and the value's type."""
+
+    def refused(reason: str) -> AuditApiError:
+        return AuditApiError(f"{operation.name}: {reason}", code="BAD_USER_INPUT", operation=operation.name, retryable=False)
+
+    for name, value in json_fields.items():
+        try:
+            encode_json(value)
+        except (TypeError, ValueError, RecursionError) as error:
+            raise refused(f"{name} ({type(value).__name__}) cannot be sent as JSON: {error}") from None
+    if not (observed_at is READ_NOW or observed_at is None or isinstance(observed_at, str)):
+        if not isinstance(observed_at, datetime) or observed_at.tzinfo is None:
+            raise refused(f"observed_at ({type(observed_at).__name__}) must be an RFC 3339 string or a datetime with a time zone")
 
 
 class AuditClient:
@@ -134,8 +156,8 @@ class AuditClient:
         *,
         model: Optional[str] = None,
         input: JSON = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ModelAudit:
         fields = {"operationId": operation_id, "sequence": str(sequence), "model": model, "input": input}
         return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_STARTED, lease, fields, observed_at, clock))
@@ -151,8 +173,8 @@ class AuditClient:
         usage: JSON = None,
         tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
         sequence: Optional[int] = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ModelAudit:
         """Closes the model call (COMPLETED or FAILED); each declared tool call becomes a PENDING ToolCall."""
         fields = {
@@ -174,8 +196,8 @@ class AuditClient:
         sequence: int,
         *,
         effective_input: JSON = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ToolAudit:
         """Binds to the model call that declared ``tool_call_id`` (else MODEL_NOT_FOUND)."""
         fields = {"toolCallId": tool_call_id, "name": name, "effectiveInput": effective_input, "sequence": str(sequence)}
@@ -188,8 +210,8 @@ class AuditClient:
         output: JSON,
         *,
         sequence: Optional[int] = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ToolAudit:
         """``output`` is the raw tool message envelope; ``output["status"] == "error"`` records a controlled failure."""
         fields = {"toolCallId": tool_call_id, "output": output, "sequence": _big(sequence)}
@@ -202,8 +224,8 @@ class AuditClient:
         error: JSON,
         *,
         sequence: Optional[int] = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ToolAudit:
         """A bare error (an exception, a timeout, an interrupt): the audit waits for the run's verdict."""
         fields = {"toolCallId": tool_call_id, "error": error, "sequence": _big(sequence)}
@@ -223,6 +245,7 @@ class AuditClient:
         ``attempts > 1`` may mean the first attempt ended the run, which its ``run_status`` (how
         the run ended) tells.
         """
+        check_values(ops.FINISH_RUN, {"error": error, "stateMessages": state_messages})
         finish = {"lease": _lease(lease), "status": status, "error": error, "stateMessages": state_messages or []}
         return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}))
 
@@ -233,6 +256,7 @@ class AuditClient:
         return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none({"title": title})}))
 
     def append_message(self, thread_id: str, role: MessageRole, content: JSON) -> Message:
+        check_values(ops.APPEND_MESSAGE, {"content": content})
         message = {"threadId": thread_id, "role": role, "content": content}
         return Message.from_json(self._transport.execute(ops.APPEND_MESSAGE, {"input": message}))
 
@@ -261,14 +285,15 @@ class AuditClient:
         operation: ops.Operation,
         lease: LeaseLike,
         fields: Dict[str, Any],
-        observed_at: Union[str, datetime, None],
+        observed_at: ObservedAt,
         clock: Optional[ClockReading],
     ) -> Any:
-        reading = read_clock(self.clock_id) if clock is _NOW else clock
+        check_values(operation, {name: fields[name] for name in _JSON_FIELDS if name in fields}, observed_at)
+        reading = read_clock(self.clock_id) if clock is READ_NOW else clock
         event = {
             "lease": _lease(lease),
             **fields,
-            "observedAt": now_rfc3339() if observed_at is _NOW or observed_at is None else to_rfc3339(observed_at),
+            "observedAt": now_rfc3339() if observed_at is READ_NOW or observed_at is None else to_rfc3339(observed_at),
             "clock": None if reading is None else {"clockId": reading.clock_id, "nanos": str(reading.nanos)},
         }
         return self._event(operation, {"input": _without_none(event)})
@@ -278,6 +303,9 @@ class AuditClient:
             return self._transport.execute(operation, variables)
         return self._writer.write(_EVENT_KINDS[operation.name], operation, variables)
 
+
+# The lifecycle events' fields that carry the caller's JSON values (check_values).
+_JSON_FIELDS = ("input", "output", "error", "usage", "toolCalls", "effectiveInput")
 
 # Each batched lifecycle mutation's key in LifecycleEventInput (renew_lease is sent on its own).
 _EVENT_KINDS = {
