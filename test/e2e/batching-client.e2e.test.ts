@@ -164,7 +164,7 @@ it("keeps run B's lease while run A's request is held in flight: a renewal does 
   const { id: threadId } = await owner.createThread({ title: 'a held request' });
   const [a, b] = await Promise.all([0, 1].map(async () => (await owner.createRun({ threadId })).id));
   const leaseA = await worker.claimRun(a!, 60);
-  const leaseSeconds = 2;
+  const leaseSeconds = 4;
   const leaseB = await worker.claimRun(b!, leaseSeconds);
   const keeper = new LeaseKeeper(worker, leaseB, { leaseSeconds });
 

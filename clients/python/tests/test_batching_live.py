@@ -77,7 +77,7 @@ class BatchingLiveTest(LiveTestCase):
             return execute(operation, variables)
 
         self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
-        lease_seconds = 2
+        lease_seconds = 4
         with self.worker.start_run(run_b, lease_seconds=lease_seconds) as run:
             first_expiry = run.lease.expires_at
             slow = threading.Thread(target=lambda: self.worker.record_model_started(lease_a, "a1", 1))
