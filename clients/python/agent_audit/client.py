@@ -83,8 +83,8 @@ class AuditClient:
         self.url = url
         self.clock_id = clock_id
         self._transport = Transport(url, token, retry or RetryPolicy())
-        # Lifecycle events from every thread go through one writer that batches by itself
-        # (event_writer.py); ``batching=False`` sends each as its own request.
+        # Lifecycle events from every thread (not renewals, sent at once) go through one writer
+        # that batches by itself (event_writer.py); ``batching=False`` sends each as its own request.
         self._writer = EventWriter(self._transport) if batching else None
 
     def flush(self) -> None:

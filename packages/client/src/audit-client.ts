@@ -37,8 +37,8 @@ export interface AuditClientOptions {
   fetch?: FetchLike;
   retry?: Partial<RetryPolicy>;
   /**
-   * Lifecycle events (claimRun to finishRun) go through one writer that batches by itself
-   * (event-writer.ts): on by default; `false` sends each as its own request.
+   * Lifecycle events (claimRun to finishRun; not renewLease, sent at once) go through one writer
+   * that batches by itself (event-writer.ts): on by default; `false` sends each as its own request.
    */
   batching?: boolean | EventWriterOptions;
 }
