@@ -2,7 +2,8 @@
 // once through one client, whose events meet while requests are in flight and go together
 // (recordEvents); every run ends as its events say, in order, and each call gets its own answer.
 import { expect, it } from 'vitest';
-import { AuditApiError, AuditClient, type FetchLike } from '@agent-audit/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AuditApiError, AuditClient, LeaseKeeper, type FetchLike } from '@agent-audit/client';
 import { e2eActors, serverForFile } from './support/server.js';
 
 const server = serverForFile();
@@ -114,14 +115,14 @@ it('cuts a batch by bytes: concurrent large events are all stored, an event over
   expect(tools.map((tool) => [tool.toolCallId, tool.status, (tool.output as { content: string }).content.length])).toEqual(calls.slice(0, 12).map((id) => [id, 'COMPLETED', 900_000]));
 }, 120_000);
 
-it('fails only the call whose value the server refuses: other runs\' events and renewals in its batch are stored', async () => {
+it('fails only the call whose value the server refuses: other runs\' events in its batch are stored', async () => {
   const { owner, worker, operations } = await clientsCountingOperations();
   const { id: threadId } = await owner.createThread({ title: 'one bad value in a batch' });
   const [a, b, c] = await Promise.all([0, 1, 2].map(async () => (await owner.createRun({ threadId })).id));
   const [leaseA, leaseB, leaseC] = await Promise.all([a!, b!, c!].map((runId) => worker.claimRun(runId, 60)));
 
   operations.length = 0;
-  // Written at once, the calls meet in one recordEvents request (with C's renewal, or after it).
+  // Written at once, the calls meet in one recordEvents request (after C's renewal, sent on its own).
   const renewal = worker.renewLease(leaseC!, 60);
   const [a1, bad, a2] = await Promise.allSettled([
     worker.recordModelStarted({ lease: leaseA!, operationId: 'a1', sequence: 1n, model: 'm', input: { healthy: true } }),
@@ -143,3 +144,42 @@ it('fails only the call whose value the server refuses: other runs\' events and 
   ]);
   await worker.close();
 });
+
+it("keeps run B's lease while run A's request is held in flight: a renewal does not wait behind another run's request", async () => {
+  const who = await e2eActors();
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  let release = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held = () => {};
+  const inFlight = new Promise<void>((resolve) => (held = resolve));
+  // A's event is answered slowly (a slow link, a large upload): held until the test lets it go.
+  const holding: FetchLike = async (url, init) => {
+    if ((JSON.parse(String(init.body)) as { operationName: string }).operationName === 'RecordModelStarted') {
+      held();
+      await released;
+    }
+    return fetch(url, init);
+  };
+  const worker = new AuditClient({ url: server.url, token: who.worker, fetch: holding });
+  const { id: threadId } = await owner.createThread({ title: 'a held request' });
+  const [a, b] = await Promise.all([0, 1].map(async () => (await owner.createRun({ threadId })).id));
+  const leaseA = await worker.claimRun(a!, 60);
+  const leaseSeconds = 4;
+  const leaseB = await worker.claimRun(b!, leaseSeconds);
+  const keeper = new LeaseKeeper(worker, leaseB, { leaseSeconds });
+
+  const slow = worker.recordModelStarted({ lease: leaseA, operationId: 'a1', sequence: 1n });
+  await inFlight;
+  // Past B's lease length twice, and past the server's sweeps of expired leases (every second).
+  await sleep(2 * leaseSeconds * 1000 + 1_500);
+  expect(keeper.signal.aborted).toBe(false);
+  expect(await owner.run(b!)).toMatchObject({ status: 'RUNNING' });
+  expect(Date.parse(keeper.lease.expiresAt)).toBeGreaterThan(Date.parse(leaseB.expiresAt));
+
+  release();
+  expect(await slow).toMatchObject({ operationId: 'a1' });
+  keeper.stop();
+  expect(await worker.finishRun({ lease: keeper.lease, status: 'COMPLETED' })).toMatchObject({ status: 'COMPLETED' });
+  expect(await worker.finishRun({ lease: leaseA, status: 'COMPLETED' })).toMatchObject({ status: 'COMPLETED' });
+  await worker.close();
+}, 60_000);

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, Union
 
 from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
-from .errors import AuditApiError
+from .errors import AuditApiError, LeaseLostError
 from .event_writer import EventWriter
-from .transport import RetryPolicy, Transport
+from .transport import RetryPolicy, Transport, encode_json
 from .types import (
     JSON,
     ClockReading,
@@ -35,7 +36,29 @@ if TYPE_CHECKING:
 LeaseLike = Union[RunLease, Any]
 
 # "Read now": the default of observed_at and clock, so that None can still send "no reading".
-_NOW: Any = object()
+READ_NOW: Any = object()
+
+#: What ``observed_at`` takes: an RFC 3339 string, an aware datetime, or None (read now).
+ObservedAt = Union[str, datetime, None]
+
+
+def check_values(operation: ops.Operation, json_fields: Mapping[str, Any], observed_at: Any = READ_NOW) -> None:
+    """Raises ``AuditApiError`` (BAD_USER_INPUT, not retryable), before anything is sent, for a
+    value no request can carry: one JSON cannot encode (a datetime, bytes, a set, a Decimal, NaN,
+    nesting too deep) or an ``observed_at`` that is neither an RFC 3339 string nor an aware
+    datetime. The message names the field and the value's type."""
+
+    def refused(reason: str) -> AuditApiError:
+        return AuditApiError(f"{operation.name}: {reason}", code="BAD_USER_INPUT", operation=operation.name, retryable=False)
+
+    for name, value in json_fields.items():
+        try:
+            encode_json(value)
+        except (TypeError, ValueError, RecursionError) as error:
+            raise refused(f"{name} ({type(value).__name__}) cannot be sent as JSON: {error}") from None
+    if not (observed_at is READ_NOW or observed_at is None or isinstance(observed_at, str)):
+        if not isinstance(observed_at, datetime) or observed_at.tzinfo is None:
+            raise refused(f"observed_at ({type(observed_at).__name__}) must be an RFC 3339 string or a datetime with a time zone")
 
 
 class AuditClient:
@@ -60,8 +83,8 @@ class AuditClient:
         self.url = url
         self.clock_id = clock_id
         self._transport = Transport(url, token, retry or RetryPolicy())
-        # Lifecycle events from every thread go through one writer that batches by itself
-        # (event_writer.py); ``batching=False`` sends each as its own request.
+        # Lifecycle events from every thread (not renewals, sent at once) go through one writer
+        # that batches by itself (event_writer.py); ``batching=False`` sends each as its own request.
         self._writer = EventWriter(self._transport) if batching else None
 
     def flush(self) -> None:
@@ -70,8 +93,22 @@ class AuditClient:
             self._writer.flush()
 
     def close(self) -> None:
-        """Flushes the lifecycle events still queued; the client stays usable."""
-        self.flush()
+        """Flushes the lifecycle events still queued and stops the writer's thread; every later
+        call raises RuntimeError. Closing again does nothing."""
+        if self._writer is not None:
+            self._writer.close()
+        self._transport.closed = True
+
+    def __enter__(self) -> "AuditClient":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
 
     # ---- Worker: the run lifecycle ----
 
@@ -92,19 +129,24 @@ class AuditClient:
         *,
         claim_id: Optional[str] = None,
         first_sequence: int = 1,
-        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+        on_lost: Optional[Callable[[LeaseLostError], object]] = None,
     ) -> "RunSession":
         """Claims the run and keeps its lease alive; use the returned session as a context
-        manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called, from
-        the keeper's thread, once the lease is gone."""
+        manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called once the
+        lease is gone, on the thread that found it gone: the keeper's, or the one whose call got
+        the refusal; its value is ignored."""
         from .session import RunSession
 
         return RunSession.claim(self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost)
 
     def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None) -> RunLease:
-        """Extends an unexpired lease (same epoch); returns it with its new expiry."""
+        """Extends an unexpired lease (same epoch); returns it with its new expiry.
+
+        Sent at once as its own request, never queued behind the batching writer's request in
+        flight: another run's slow request must not let this lease expire. A renewal replays
+        harmlessly and its order against the run's events does not matter."""
         variables = _without_none({"lease": _lease(lease), "leaseSeconds": lease_seconds})
-        return RunLease.from_json(self._event(ops.RENEW_LEASE, variables))
+        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables))
 
     def record_model_started(
         self,
@@ -114,8 +156,8 @@ class AuditClient:
         *,
         model: Optional[str] = None,
         input: JSON = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ModelAudit:
         fields = {"operationId": operation_id, "sequence": str(sequence), "model": model, "input": input}
         return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_STARTED, lease, fields, observed_at, clock))
@@ -131,8 +173,8 @@ class AuditClient:
         usage: JSON = None,
         tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
         sequence: Optional[int] = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ModelAudit:
         """Closes the model call (COMPLETED or FAILED); each declared tool call becomes a PENDING ToolCall."""
         fields = {
@@ -154,8 +196,8 @@ class AuditClient:
         sequence: int,
         *,
         effective_input: JSON = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ToolAudit:
         """Binds to the model call that declared ``tool_call_id`` (else MODEL_NOT_FOUND)."""
         fields = {"toolCallId": tool_call_id, "name": name, "effectiveInput": effective_input, "sequence": str(sequence)}
@@ -168,8 +210,8 @@ class AuditClient:
         output: JSON,
         *,
         sequence: Optional[int] = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ToolAudit:
         """``output`` is the raw tool message envelope; ``output["status"] == "error"`` records a controlled failure."""
         fields = {"toolCallId": tool_call_id, "output": output, "sequence": _big(sequence)}
@@ -182,8 +224,8 @@ class AuditClient:
         error: JSON,
         *,
         sequence: Optional[int] = None,
-        observed_at: Union[str, datetime, None] = _NOW,
-        clock: Optional[ClockReading] = _NOW,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ToolAudit:
         """A bare error (an exception, a timeout, an interrupt): the audit waits for the run's verdict."""
         fields = {"toolCallId": tool_call_id, "error": error, "sequence": _big(sequence)}
@@ -203,6 +245,7 @@ class AuditClient:
         ``attempts > 1`` may mean the first attempt ended the run, which its ``run_status`` (how
         the run ended) tells.
         """
+        check_values(ops.FINISH_RUN, {"error": error, "stateMessages": state_messages})
         finish = {"lease": _lease(lease), "status": status, "error": error, "stateMessages": state_messages or []}
         return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}))
 
@@ -213,6 +256,7 @@ class AuditClient:
         return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none({"title": title})}))
 
     def append_message(self, thread_id: str, role: MessageRole, content: JSON) -> Message:
+        check_values(ops.APPEND_MESSAGE, {"content": content})
         message = {"threadId": thread_id, "role": role, "content": content}
         return Message.from_json(self._transport.execute(ops.APPEND_MESSAGE, {"input": message}))
 
@@ -241,14 +285,15 @@ class AuditClient:
         operation: ops.Operation,
         lease: LeaseLike,
         fields: Dict[str, Any],
-        observed_at: Union[str, datetime, None],
+        observed_at: ObservedAt,
         clock: Optional[ClockReading],
     ) -> Any:
-        reading = read_clock(self.clock_id) if clock is _NOW else clock
+        check_values(operation, {name: fields[name] for name in _JSON_FIELDS if name in fields}, observed_at)
+        reading = read_clock(self.clock_id) if clock is READ_NOW else clock
         event = {
             "lease": _lease(lease),
             **fields,
-            "observedAt": now_rfc3339() if observed_at is _NOW or observed_at is None else to_rfc3339(observed_at),
+            "observedAt": now_rfc3339() if observed_at is READ_NOW or observed_at is None else to_rfc3339(observed_at),
             "clock": None if reading is None else {"clockId": reading.clock_id, "nanos": str(reading.nanos)},
         }
         return self._event(operation, {"input": _without_none(event)})
@@ -259,10 +304,12 @@ class AuditClient:
         return self._writer.write(_EVENT_KINDS[operation.name], operation, variables)
 
 
-# Each lifecycle mutation's key in LifecycleEventInput.
+# The lifecycle events' fields that carry the caller's JSON values (check_values).
+_JSON_FIELDS = ("input", "output", "error", "usage", "toolCalls", "effectiveInput")
+
+# Each batched lifecycle mutation's key in LifecycleEventInput (renew_lease is sent on its own).
 _EVENT_KINDS = {
     ops.CLAIM_RUN.name: "claimRun",
-    ops.RENEW_LEASE.name: "renewLease",
     ops.RECORD_MODEL_STARTED.name: "modelStarted",
     ops.RECORD_MODEL_FINISHED.name: "modelFinished",
     ops.RECORD_TOOL_STARTED.name: "toolStarted",

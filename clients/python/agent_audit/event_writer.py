@@ -7,12 +7,16 @@ call gets its own result or the ``AuditApiError`` its own mutation would have ra
 queue makes writers wait for room; ``flush`` waits until every event written is answered.
 A claim is an event too: its run's later calls carry the epoch it returns, so they are written
 after it answers and go in a later request, while other threads' calls share its.
+Lease renewals do not come here (``AuditClient.renew_lease`` sends them at once): queued behind
+another run's slow request, a short lease would expire.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any, Deque, Dict, List, Mapping, Optional
 
@@ -33,7 +37,7 @@ class _Pending:
         self.kind = kind
         self.operation = operation
         self.variables = variables
-        self.size = len(encode_json({kind: _event_input(kind, variables)}))  # in a batch (MAX_BATCH_BYTES)
+        self.size = len(encode_json({kind: variables["input"]}))  # in a batch (MAX_BATCH_BYTES)
         self.done = False
         self.collected = False  # its caller has its answer (or gave up waiting)
         self.result: Any = None
@@ -41,23 +45,36 @@ class _Pending:
 
 
 class EventWriter:
-    """A background thread sends the queue; callers block on their own event's answer."""
+    """A background thread sends the queue; callers block on their own event's answer. The thread
+    starts with the first write and ends with ``close``; a forked child starts its own."""
 
     def __init__(self, transport: Transport, *, max_batch: int = 500, max_queued: int = 2000) -> None:
         self._transport = transport
         self._max_batch = min(500, max(1, max_batch))
         self._max_queued = max(1, max_queued)
+        self._closed = False
+        self._reset()
+        _WRITERS.add(self)
+
+    def _reset(self) -> None:
+        # Also in a forked child: the parent's thread does not exist there, its queued events are
+        # the parent's to send, and the lock may have been held by a thread that is gone.
         self._queue: Deque[_Pending] = deque()
         self._sending = 0
         self._lock = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="agent-audit-event-writer", daemon=True)
-        self._thread.start()
+        self._thread: Optional[threading.Thread] = None
 
     def write(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
-        """``kind`` is the event's key in ``LifecycleEventInput``; ``variables`` its own mutation's."""
+        """``kind`` is the event's key in ``LifecycleEventInput``; ``variables`` its own mutation's
+        (``{"input": event}``)."""
         event = _Pending(kind, operation, variables)
         with self._lock:
             self._lock.wait_for(lambda: len(self._queue) < self._max_queued)
+            if self._closed:
+                raise RuntimeError(f"{operation.name}: the AuditClient is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="agent-audit-event-writer", daemon=True)
+                self._thread.start()
             self._queue.append(event)
             self._lock.notify_all()
             try:
@@ -74,10 +91,22 @@ class EventWriter:
         with self._lock:
             self._lock.wait_for(lambda: not self._queue and not self._sending)
 
+    def close(self) -> None:
+        """Flushes, then ends the thread; later writes raise RuntimeError."""
+        with self._lock:
+            self._lock.wait_for(lambda: not self._queue and not self._sending)
+            self._closed = True
+            self._lock.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
     def _run(self) -> None:
         while True:
             with self._lock:
-                self._lock.wait_for(lambda: bool(self._queue))
+                self._lock.wait_for(lambda: bool(self._queue) or self._closed)
+                if not self._queue:
+                    return
                 batch = self._next_batch()
                 self._sending = len(batch)
                 self._lock.notify_all()  # room for waiting writers
@@ -124,7 +153,7 @@ class EventWriter:
         if len(batch) == 1:
             self._send_alone(batch[0])
             return
-        events = [{event.kind: _event_input(event.kind, event.variables)} for event in batch]
+        events = [{event.kind: event.variables["input"]} for event in batch]
         try:
             results, attempts, status = self._transport.execute_answered(ops.RECORD_EVENTS, {"events": events})
         except AuditApiError as error:
@@ -165,6 +194,14 @@ class EventWriter:
                 event.result = result.get("audit") or result.get("run") or result.get("lease")
 
 
-def _event_input(kind: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
-    # renewLease's variables are the event itself; every other mutation takes its event as `input`.
-    return variables if kind == "renewLease" else variables["input"]
+# Every live writer, so that a forked child resets each (a weak set: a writer is not kept alive).
+_WRITERS: "weakref.WeakSet[EventWriter]" = weakref.WeakSet()
+
+
+def _reset_writers_in_child() -> None:
+    for writer in list(_WRITERS):
+        writer._reset()  # pyright: ignore[reportPrivateUsage]  # the writer's own state
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_reset_writers_in_child)

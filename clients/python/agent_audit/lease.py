@@ -41,9 +41,9 @@ class LeaseKeeper:
         lease: RunLease,
         lease_seconds: int,
         *,
-        on_lost: Optional[Callable[[AuditApiError], None]] = None,
-        on_renew_error: Optional[Callable[[Exception], None]] = None,
-        on_token_rejected: Optional[Callable[[AuditApiError], None]] = None,
+        on_lost: Optional[Callable[[AuditApiError], object]] = None,
+        on_renew_error: Optional[Callable[[Exception], object]] = None,
+        on_token_rejected: Optional[Callable[[AuditApiError], object]] = None,
     ) -> None:
         self._client = client
         self._lease = lease

@@ -6,10 +6,23 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type
 
+from . import _operations as ops
+from .client import READ_NOW, ObservedAt, check_values
 from .clock import SequenceCounter
 from .errors import AuditApiError, LeaseLostError
 from .lease import LeaseKeeper
-from .types import JSON, DeclaredToolCall, ModelAudit, ModelFinishedStatus, Run, RunLease, RunTerminalStatus, ToolAudit
+from .types import (
+    JSON,
+    ClockReading,
+    DeclaredToolCall,
+    ModelAudit,
+    ModelFinishedStatus,
+    Run,
+    RunLease,
+    RunTerminalStatus,
+    ToolAudit,
+    tool_calls_json,
+)
 
 if TYPE_CHECKING:
     from .client import AuditClient
@@ -26,8 +39,10 @@ class RunSession:
 
     When the lease is gone (the keeper's renewal or a write answered LEASE_LOST or
     LEASE_EXPIRED: the run was cancelled, expired, or is no longer this worker's), ``lost`` is
-    set and every later call raises ``LeaseLostError``: stop the agent's work. The run is then
-    not finished (it already ended, or is not this worker's to end).
+    set, ``on_lost`` is called once with a ``LeaseLostError`` (on the thread that found the lease
+    gone: the keeper's, or the one whose call got the refusal) and every later call raises
+    ``LeaseLostError``: stop the agent's work. The run is then not finished (it already ended, or
+    is not this worker's to end).
 
     Each event method takes its sequence number from ``sequence`` and reads the wall clock and
     the monotonic clock when it is called, unless given.
@@ -40,7 +55,7 @@ class RunSession:
         lease_seconds: int,
         *,
         first_sequence: int = 1,
-        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+        on_lost: Optional[Callable[[LeaseLostError], object]] = None,
     ) -> None:
         self.client = client
         self.run_id = lease.run_id
@@ -68,7 +83,7 @@ class RunSession:
         *,
         claim_id: Optional[str] = None,
         first_sequence: int = 1,
-        on_lost: Optional[Callable[[AuditApiError], None]] = None,
+        on_lost: Optional[Callable[[LeaseLostError], object]] = None,
     ) -> "RunSession":
         lease = client.claim_run(run_id, lease_seconds, claim_id)
         return cls(client, lease, lease_seconds, first_sequence=first_sequence, on_lost=on_lost)
@@ -84,11 +99,20 @@ class RunSession:
 
     # ---- Events ----
 
-    def model_started(self, operation_id: str, *, model: Optional[str] = None, input: JSON = None, **when: Any) -> ModelAudit:
+    def model_started(
+        self,
+        operation_id: str,
+        *,
+        model: Optional[str] = None,
+        input: JSON = None,
+        sequence: Optional[int] = None,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
+    ) -> ModelAudit:
         """A model call starts; ``operation_id`` is unique within the run."""
-        sequence = self._sequence(when)
+        number = self._sequence(ops.RECORD_MODEL_STARTED, {"input": input}, observed_at, sequence)
         return self._write(lambda: self.client.record_model_started(
-            self.lease, operation_id, sequence, model=model, input=input, **when))
+            self.lease, operation_id, number, model=model, input=input, observed_at=observed_at, clock=clock))
 
     def model_finished(
         self,
@@ -99,31 +123,59 @@ class RunSession:
         status: ModelFinishedStatus = "COMPLETED",
         error: JSON = None,
         usage: JSON = None,
-        **when: Any,
+        sequence: Optional[int] = None,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
     ) -> ModelAudit:
         """The model call ends, declaring its tool calls (record this before starting them)."""
-        sequence = self._sequence(when)
+        json_fields = {"output": output, "error": error, "usage": usage, "toolCalls": tool_calls_json(list(tool_calls or []))}
+        number = self._sequence(ops.RECORD_MODEL_FINISHED, json_fields, observed_at, sequence)
         return self._write(lambda: self.client.record_model_finished(
             self.lease, operation_id, status=status, output=output, error=error, usage=usage,
-            tool_calls=tool_calls, sequence=sequence, **when))
+            tool_calls=tool_calls, sequence=number, observed_at=observed_at, clock=clock))
 
-    def tool_started(self, tool_call_id: str, name: str, *, effective_input: JSON = None, **when: Any) -> ToolAudit:
+    def tool_started(
+        self,
+        tool_call_id: str,
+        name: str,
+        *,
+        effective_input: JSON = None,
+        sequence: Optional[int] = None,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
+    ) -> ToolAudit:
         """A declared tool call starts, with the input it really runs with."""
-        sequence = self._sequence(when)
+        number = self._sequence(ops.RECORD_TOOL_STARTED, {"effectiveInput": effective_input}, observed_at, sequence)
         return self._write(lambda: self.client.record_tool_started(
-            self.lease, tool_call_id, name, sequence, effective_input=effective_input, **when))
+            self.lease, tool_call_id, name, number, effective_input=effective_input, observed_at=observed_at, clock=clock))
 
-    def tool_finished(self, tool_call_id: str, output: JSON, **when: Any) -> ToolAudit:
+    def tool_finished(
+        self,
+        tool_call_id: str,
+        output: JSON,
+        *,
+        sequence: Optional[int] = None,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
+    ) -> ToolAudit:
         """The tool returned its message envelope (``status: "error"`` in it is a controlled failure)."""
-        sequence = self._sequence(when)
+        number = self._sequence(ops.RECORD_TOOL_FINISHED, {"output": output}, observed_at, sequence)
         return self._write(lambda: self.client.record_tool_finished(
-            self.lease, tool_call_id, output, sequence=sequence, **when))
+            self.lease, tool_call_id, output, sequence=number, observed_at=observed_at, clock=clock))
 
-    def tool_error(self, tool_call_id: str, error: JSON, **when: Any) -> ToolAudit:
+    def tool_error(
+        self,
+        tool_call_id: str,
+        error: JSON,
+        *,
+        sequence: Optional[int] = None,
+        observed_at: ObservedAt = READ_NOW,
+        clock: Optional[ClockReading] = READ_NOW,
+    ) -> ToolAudit:
         """The tool raised, timed out or was interrupted: a bare error, settled by the run's end."""
-        sequence = self._sequence(when)
+        number = self._sequence(ops.RECORD_TOOL_ERROR, {"error": error}, observed_at, sequence)
         return self._write(lambda: self.client.record_tool_error(
-            self.lease, tool_call_id, error, sequence=sequence, **when))
+            self.lease, tool_call_id, error, sequence=number, observed_at=observed_at, clock=clock))
 
     def finish(
         self, status: RunTerminalStatus = "COMPLETED", *, error: JSON = None, state_messages: Optional[List[JSON]] = None
@@ -171,9 +223,11 @@ class RunSession:
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
             self.finish_error = error
 
-    def _sequence(self, when: Dict[str, Any]) -> int:
-        given = when.pop("sequence", None)
-        return self.sequence.next() if given is None else int(given)
+    def _sequence(self, operation: ops.Operation, json_fields: Dict[str, Any], observed_at: Any, given: Optional[int]) -> int:
+        # The event's number is taken only once its values are known to be sendable: a refused
+        # call leaves no gap in the run's sequence.
+        check_values(operation, json_fields, observed_at)
+        return self.sequence.next() if given is None else given
 
     def _write(self, call: Callable[[], Any]) -> Any:
         self.check()
@@ -193,4 +247,4 @@ class RunSession:
         self._keeper.stop()
         self.lost.set()
         if self._on_lost:
-            self._on_lost(error)
+            self._on_lost(LeaseLostError(self.run_id, error))

@@ -81,6 +81,8 @@ class Transport:
         self.url = url
         self._authorization = token if token.startswith("Bearer ") else f"Bearer {token}"
         self.policy = policy
+        #: Set by ``AuditClient.close``: every later request raises RuntimeError.
+        self.closed = False
 
     def execute(self, operation: Operation, variables: Mapping[str, Any]) -> Any:
         """The operation's root field value. The body is serialised once, so every attempt sends
@@ -90,6 +92,8 @@ class Transport:
     def execute_answered(self, operation: Operation, variables: Mapping[str, Any]) -> Tuple[Any, int, int]:
         """As ``execute`` (which calls it: every request goes through here): the root field value,
         with the sends it took and the answer's HTTP status."""
+        if self.closed:
+            raise RuntimeError(f"{operation.name}: the AuditClient is closed")
         body = encode_json({"query": operation.document, "operationName": operation.name, "variables": variables})
         max_attempts = max(1, self.policy.max_attempts) if operation.replayable else 1
         attempt = 1

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any, Dict, List, Tuple
 
-from agent_audit import AuditApiError, DeclaredToolCall, ToolAudit
+from agent_audit import AuditApiError, DeclaredToolCall, ToolAudit, parse_rfc3339
 
 from .support import LiveTestCase, call_while_first_is_held
 
@@ -59,28 +60,66 @@ class BatchingLiveTest(LiveTestCase):
         for thread_id, _ in runs:
             self.assertEqual([audit.status for audit in self.owner.thread_audits(thread_id).items], ["COMPLETED", "COMPLETED"])
 
+    def test_a_request_held_in_flight_does_not_stop_another_runs_renewals(self) -> None:
+        # Run A's event is answered slowly (a slow link, a large upload) while run B, with a short
+        # lease, only renews it: B's lease must outlive its length and the server's sweeps.
+        thread_id, run_a = self.queued_run("a held request")
+        run_b = self.owner.create_run(thread_id).id
+        lease_a = self.worker.claim_run(run_a, 60)
+        execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test holds A's request
+        in_flight = threading.Event()
+        release = threading.Event()
+
+        def holding(operation: Any, variables: Any) -> Any:
+            if operation.name == "RecordModelStarted" and not in_flight.is_set():
+                in_flight.set()
+                release.wait(30)
+            return execute(operation, variables)
+
+        self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
+        lease_seconds = 4
+        with self.worker.start_run(run_b, lease_seconds=lease_seconds) as run:
+            first_expiry = run.lease.expires_at
+            slow = threading.Thread(target=lambda: self.worker.record_model_started(lease_a, "a1", 1))
+            slow.start()
+            try:
+                self.assertTrue(in_flight.wait(10), "run A's request was never held in flight")
+                time.sleep(2 * lease_seconds + 1.5)  # twice B's lease, and past a sweep (every second)
+                self.assertFalse(run.lost.is_set())
+                during = self.owner.run(run_b)
+                assert during is not None
+                self.assertEqual(during.status, "RUNNING")
+                self.assertGreater(parse_rfc3339(run.lease.expires_at), parse_rfc3339(first_expiry))
+            finally:
+                release.set()
+                slow.join(30)
+        after = self.owner.run(run_b)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")
+        self.assertEqual(self.worker.finish_run(lease_a, "COMPLETED").status, "COMPLETED")
+
     def test_one_threads_bad_value_fails_only_its_own_call_in_a_shared_batch(self) -> None:
-        # A renewal held in flight makes the three calls below queue and go in one recordEvents,
+        # C's event held in flight makes the three calls below queue and go in one recordEvents,
         # which the server refuses whole for the one observed_at its DateTime scalar does not take.
         thread_id, run_a = self.queued_run("one bad value in a batch")
         run_b = self.owner.create_run(thread_id).id
         run_c = self.owner.create_run(thread_id).id
         lease_a, lease_b, lease_c = (self.worker.claim_run(run_id, 60) for run_id in (run_a, run_b, run_c))
         sent: List[str] = []
-        execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test holds the renewal
+        execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test holds C's event
         in_flight = threading.Event()
         release = threading.Event()
 
         def holding(operation: Any, variables: Any) -> Any:
             sent.append(operation.name)
-            if operation.name == "RenewLease" and not in_flight.is_set():
+            if operation.name == "RecordModelStarted" and not in_flight.is_set():
                 in_flight.set()
                 release.wait(10)
             return execute(operation, variables)
 
         self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
         calls = [
-            ("c", lambda: self.worker.renew_lease(lease_c, 60)),
+            ("c", lambda: self.worker.record_model_started(lease_c, "c1", 1, model="m")),
             ("a1", lambda: self.worker.record_model_started(lease_a, "a1", 1, model="m", input={"healthy": True})),
             ("b1", lambda: self.worker.record_model_started(lease_b, "b1", 1, model="m", observed_at="2026-12-05 13:00:00")),
             ("a2", lambda: self.worker.record_model_started(lease_a, "a2", 2, model="m", input={"healthy": True})),
@@ -89,13 +128,13 @@ class BatchingLiveTest(LiveTestCase):
         assert writer is not None
         outcomes = call_while_first_is_held(writer, in_flight, release, calls)
 
-        self.assertEqual(sent[:2], ["RenewLease", "RecordEvents"])
-        self.assertEqual(outcomes["c"].run_id, run_c)
+        self.assertEqual(sent[:2], ["RecordModelStarted", "RecordEvents"])
+        self.assertEqual(outcomes["c"].operation_id, "c1")
         self.assertEqual([outcomes[name].operation_id for name in ("a1", "a2")], ["a1", "a2"])
         self.assertIsInstance(outcomes["b1"], AuditApiError)
         self.assertEqual((outcomes["b1"].code, outcomes["b1"].operation), ("BAD_USER_INPUT", "RecordModelStarted"))
         stored = [(audit.run_id, audit.operation_id) for audit in self.owner.thread_audits(thread_id).items]
-        self.assertEqual(stored, [(run_a, "a1"), (run_a, "a2")])
+        self.assertEqual(sorted(stored), sorted([(run_a, "a1"), (run_a, "a2"), (run_c, "c1")]))
 
     def test_concurrent_large_events_are_cut_into_requests_under_the_body_limit(self) -> None:
         thread_id, run_id = self.queued_run("batches by bytes")

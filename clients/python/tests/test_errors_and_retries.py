@@ -82,19 +82,19 @@ class LostAnswersTest(LiveTestCase):
 
         transport.execute_answered = holding  # type: ignore[method-assign]
         calls: List[Tuple[str, Callable[[], Any]]] = [
-            ("warm", lambda: self.lossy_worker.renew_lease(lease_a, 60)),
-            ("a1", lambda: self.lossy_worker.record_model_started(lease_a, "a1", 1, model="m")),
-            ("b", lambda: self.lossy_worker.renew_lease(lease_b, 60)),
+            ("warm", lambda: self.lossy_worker.record_model_started(lease_a, "a0", 1, model="m")),
+            ("a1", lambda: self.lossy_worker.record_model_started(lease_a, "a1", 2, model="m")),
+            ("b", lambda: self.lossy_worker.record_model_started(lease_b, "b1", 1, model="m")),
         ]
         outcomes = call_while_first_is_held(writer, in_flight, release, calls)
 
         sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
-        self.assertEqual(sent, ["RenewLease", "RenewLease", "RecordEvents", "RecordEvents"])
+        self.assertEqual(sent, ["RecordModelStarted", "RecordModelStarted", "RecordEvents", "RecordEvents"])
         self.assertEqual(outcomes["a1"].operation_id, "a1")
         refused = outcomes["b"]
         self.assertIsInstance(refused, AuditApiError)
         self.assertEqual((refused.code, refused.operation, refused.attempts, refused.http_status, refused.run_status),
-                         ("LEASE_LOST", "RenewLease", 2, 200, "COMPLETED"))
+                         ("LEASE_LOST", "RecordModelStarted", 2, 200, "COMPLETED"))
 
     def test_a_finish_whose_retry_finds_the_run_ended_otherwise_raises_with_how_it_ended(self) -> None:
         # The finish's first send never reaches the server, the owner cancels meanwhile, and the

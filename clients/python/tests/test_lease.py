@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import List, Tuple
 
 from agent_audit import AuditApiError, LeaseLostError, parse_rfc3339
 
@@ -59,3 +60,20 @@ class LeaseTest(LiveTestCase):
             self.assertTrue(run.lost.is_set())
             with self.assertRaises(LeaseLostError):
                 run.check()
+
+    def test_on_lost_runs_once_on_the_thread_whose_write_found_the_lease_gone(self) -> None:
+        _, run_id = self.queued_run()
+        told: List[Tuple[str, str, str]] = []
+
+        # Its value is ignored: a bridge such as ``loop.call_soon_threadsafe`` returns a Handle.
+        def on_lost(error: LeaseLostError) -> bool:
+            told.append((threading.current_thread().name, error.run_id, error.code))
+            return True
+
+        with self.worker.start_run(run_id, lease_seconds=60, on_lost=on_lost) as run:
+            self.owner.cancel_run(run_id)
+            with self.assertRaises(LeaseLostError):
+                run.model_started("model-1", model="gpt-x", input={})
+            with self.assertRaises(LeaseLostError):
+                run.model_started("model-2", model="gpt-x", input={})
+        self.assertEqual(told, [(threading.current_thread().name, run_id, "LEASE_LOST")])

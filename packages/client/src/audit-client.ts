@@ -37,8 +37,8 @@ export interface AuditClientOptions {
   fetch?: FetchLike;
   retry?: Partial<RetryPolicy>;
   /**
-   * Lifecycle events (claimRun to finishRun) go through one writer that batches by itself
-   * (event-writer.ts): on by default; `false` sends each as its own request.
+   * Lifecycle events (claimRun to finishRun; not renewLease, sent at once) go through one writer
+   * that batches by itself (event-writer.ts): on by default; `false` sends each as its own request.
    */
   batching?: boolean | EventWriterOptions;
 }
@@ -76,7 +76,7 @@ export class AuditClient {
   /** A lifecycle event through the batching writer, or as its own mutation when batching is off. */
   private event<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
     if (this.writer) return this.writer.write(kind, input);
-    return this.transport.execute(EventWriter.operationOf(kind), EventWriter.variablesOf(kind, input)) as Promise<LifecycleEventValue<K>>;
+    return this.transport.execute(EventWriter.operationOf(kind), { input }) as Promise<LifecycleEventValue<K>>;
   }
 
   // ---- Worker: the run lifecycle ----
@@ -91,9 +91,14 @@ export class AuditClient {
     return this.event('claimRun', { runId, leaseSeconds, claimId });
   }
 
-  /** Extends an unexpired lease; returns it with its new expiry. */
+  /**
+   * Extends an unexpired lease; returns it with its new expiry. Sent at once as its own request,
+   * never queued behind the batching writer's request in flight: another run's slow request must
+   * not let this lease expire. A renewal replays harmlessly and its order against the run's
+   * events does not matter.
+   */
   async renewLease(lease: LeaseInput, leaseSeconds?: number): Promise<RunLease> {
-    return this.event('renewLease', { lease: leaseRef(lease), leaseSeconds });
+    return this.transport.execute(OPERATIONS.renewLease, { lease: leaseRef(lease), leaseSeconds });
   }
 
   async recordModelStarted(input: ModelStartedInput): Promise<ModelAudit> {

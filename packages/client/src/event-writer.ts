@@ -4,10 +4,13 @@ import type { LifecycleEventInput } from './generated/graphql/graphql.js';
 import type { RunStatus } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
 
-/** The lifecycle events a batch carries, by their key in `LifecycleEventInput`, and the mutation each stands for. */
+/**
+ * The lifecycle events the writer batches, by their key in `LifecycleEventInput`, and the mutation
+ * each stands for. Not renewLease: a renewal must not wait behind another run's request in flight
+ * (its lease could expire meanwhile), so AuditClient sends it at once, on its own.
+ */
 const SINGLE = {
   claimRun: OPERATIONS.claimRun,
-  renewLease: OPERATIONS.renewLease,
   modelStarted: OPERATIONS.recordModelStarted,
   modelFinished: OPERATIONS.recordModelFinished,
   toolStarted: OPERATIONS.recordToolStarted,
@@ -117,12 +120,9 @@ export class EventWriter {
   static operationOf(kind: LifecycleEventKind): Operation<unknown, Record<string, unknown>> {
     return SINGLE[kind] as Operation<unknown, Record<string, unknown>>;
   }
-  static variablesOf(kind: LifecycleEventKind, input: Record<string, unknown>): Record<string, unknown> {
-    return kind === 'renewLease' ? input : { input };
-  }
 
   private async sendAlone(event: Pending): Promise<void> {
-    await this.transport.execute(EventWriter.operationOf(event.kind), EventWriter.variablesOf(event.kind, event.input)).then(event.resolve, event.reject);
+    await this.transport.execute(EventWriter.operationOf(event.kind), { input: event.input }).then(event.resolve, event.reject);
   }
 
   private async sendBatch(batch: Pending[]): Promise<void> {
