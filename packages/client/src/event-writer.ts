@@ -1,7 +1,6 @@
 import { AuditApiError, isAuditApiError } from './errors.js';
 import { OPERATIONS, type Operation } from './operations.js';
-import type { LifecycleEventInput } from './generated/graphql/graphql.js';
-import type { RunStatus } from './generated/graphql/graphql.js';
+import type { LifecycleEventInput, RunStatus } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
 
 /**
