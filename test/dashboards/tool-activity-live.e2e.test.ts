@@ -134,6 +134,22 @@ describe(`toolActivity subscription (${backendName})`, () => {
     }
   });
 
+  it("gives a new subscriber a view read now, not the feed's last one once that is a second old (the clock moved)", async () => {
+    const { session, owner } = await runningRun(t);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+    must(await session.toolStarted('call-1', 'search'));
+    const document = `subscription { toolActivity(windowSeconds: 3600) { at running { run { leaseExpiresAt } } } }`;
+    const [first] = await both(t, url, owner, {}, document);
+    const before = await viewWhere(first!, (view) => view.running.length === 1, 'the first view');
+    // A renewal is no change of a tool audit: the feed's last view still shows the old lease.
+    const renewed = must(await session.renew(900)).expiresAt;
+    expect(before.running[0].run.leaseExpiresAt).not.toBe(renewed);
+    clock.move(MIN_VIEW_INTERVAL_MS);
+    const [newcomer] = await both(t, url, owner, {}, document);
+    await newcomer!.until((results) => results.length > 0, 'the first view');
+    expect(views(newcomer!)[0].running[0].run.leaseExpiresAt).toBe(renewed);
+  });
+
   it('reads once per view for identical subscriptions, however many there are', async () => {
     const { session, owner } = await runningRun(t);
     await session.declare('m1', [{ id: 'call-1', name: 'shared' }]);
