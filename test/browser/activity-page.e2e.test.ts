@@ -3,18 +3,19 @@
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and
 // tool filter kept in the address, the chart following the window's width with its time labels
-// apart, the parts lined up with the heading, what 'Other ends' counts said on the page, axe-core
-// clean, no request leaving the machine.
+// apart, the parts lined up with the heading, what 'Other ends' counts said on the page, another
+// role's refusal final (no link to the view, no loading, no reconnecting), axe-core clean, no
+// request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, serverForFile } from '../e2e/support/server.js';
+import { e2eActors, serverForFile, tokenFor } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
-import { noteOutsideRequests, seriousViolations } from './support/page.js';
+import { noteOutsideRequests, seriousViolations, signIn } from './support/page.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
@@ -232,6 +233,20 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.goBack();
     await page.waitForSelector('[data-testid=activity-failures] a');
     expect(new URL(page.url()).hash).toMatch(/^#activity/);
+  }, 120_000);
+
+  it('tells an admin the view is for super administrators and stops there: no Activity link, no "Loading…", no "reconnecting…"', async () => {
+    const page = await newPage();
+    await signIn(page, origin, await tokenFor(`e2e-admin-${process.pid}`, 'admin'));
+    expect(await page.locator('header a[href="#activity"]').count()).toBe(0);
+    // Through the address, as a bookmark or a shared link would.
+    await page.goto(`${origin}/#activity`);
+    await expect.poll(() => page.locator('.activity [role=alert]').textContent()).toBe('Audit data is for super administrators only');
+    // The refusal is final: the header shows no connection at all, and the view waits for nothing.
+    await expect.poll(() => page.locator('[data-testid=connection]').count()).toBe(0);
+    expect(await page.locator('.activity').textContent()).not.toContain('Loading');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
   }, 120_000);
 
   it("follows the window's width: the chart fills its box at 1200 px, stays within it at 340 px with nothing scrolling sideways, and fills it again", async () => {

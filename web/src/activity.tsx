@@ -13,8 +13,11 @@ import { formatAgo, formatDuration } from './timeline.js';
 export const hash = signal(location.hash);
 addEventListener('hashchange', () => (hash.value = location.hash));
 export const isActivityHash = (value: string) => /^#activity(&|$)/.test(value);
-/** The Activity view's own live connection (the header shows it while the view does). */
-export const activityConnection = signal<ConnectionState>('connecting');
+/**
+ * The Activity view's own live connection (the header shows it while the view does); null once
+ * the server ended the subscription (refused it, or stopped), which the page does not retry.
+ */
+export const activityConnection = signal<ConnectionState | null>('connecting');
 
 export const WINDOWS = [
   { seconds: 900, label: '15 min' },
@@ -282,6 +285,7 @@ export function Activity({ token }: { token: string }) {
   const settings = settingsOf(hash.value);
   const view = useSignal<ActivityView | null>(null);
   const error = useSignal<string | null>(null);
+  const ended = useSignal(false);
   const now = useSignal(Date.now());
   useEffect(() => {
     const timer = setInterval(() => (now.value = Date.now()), 1000);
@@ -289,8 +293,18 @@ export function Activity({ token }: { token: string }) {
   }, []);
   useEffect(() => {
     view.value = null;
+    ended.value = false;
     activityConnection.value = 'connecting';
-    const client = createLiveClient(token, (state) => (activityConnection.value = state));
+    let over = false;
+    const client = createLiveClient(token, (state) => void (over || (activityConnection.value = state)));
+    // The server refused the subscription (FORBIDDEN for any role but superadmin) or ended it: no
+    // view is coming, and no connection is kept to say otherwise.
+    const end = () => {
+      over = true;
+      ended.value = true;
+      activityConnection.value = null;
+      void client.dispose();
+    };
     const stop = client.subscribe<{ toolActivity: ActivityView }>(
       { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
       unlessTokenRefused({
@@ -301,8 +315,11 @@ export function Activity({ token }: { token: string }) {
             error.value = null;
           }
         },
-        error: (reason) => void (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.'),
-        complete: () => {},
+        error: (reason) => {
+          error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.';
+          end();
+        },
+        complete: end,
       }),
     );
     return () => (stop(), void client.dispose());
@@ -332,7 +349,7 @@ export function Activity({ token }: { token: string }) {
       </div>
       {error.value && <p class="banner error" role="alert">{error.value}</p>}
       {!current ? (
-        <p class="muted">Loading…</p>
+        !ended.value && <p class="muted">Loading…</p>
       ) : (
         <>
           <Running view={current} now={now.value} />
