@@ -2,7 +2,7 @@
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and
-// tool filter kept in the address, the chart following the window's width with its time labels
+// tool filter kept in the address (every tool still offered, Back stepping through the changes), the chart following the window's width with its time labels
 // apart, the parts lined up with the heading, what 'Other ends' counts said on the page, another
 // role's refusal final (no link to the view, no loading, no reconnecting), axe-core clean, no
 // request leaving the machine.
@@ -214,12 +214,30 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     expect(await page.locator('[data-testid=activity-tools] th[aria-sort=descending]').textContent()).toBe('Failure rate');
 
     // The window and the tool filter are kept in the address.
-    await page.selectOption('.activity-controls select >> nth=0', '900');
-    await page.selectOption('.activity-controls select >> nth=1', 'lookup');
+    const [windowSelect, toolSelect] = [page.locator('.activity-controls select >> nth=0'), page.locator('.activity-controls select >> nth=1')];
+    await windowSelect.selectOption('900');
+    await toolSelect.selectOption('lookup');
     await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
+    await expect.poll(() => names()).toEqual(['lookup']);
+    // With a tool chosen, the others are still offered: one change switches tools.
+    expect(await toolSelect.locator('option').allTextContents()).toEqual(['all tools', 'fetch', 'lookup']);
+    await toolSelect.selectOption('fetch');
+    await expect.poll(() => names()).toEqual(['fetch']);
+    // Back steps through the filter changes, the view following the address.
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
+    await expect.poll(() => names()).toEqual(['lookup']);
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
+    expect([await windowSelect.inputValue(), await toolSelect.inputValue()]).toEqual(['900', '']);
+    await page.goForward();
     await expect.poll(() => names()).toEqual(['lookup']);
     await page.reload();
     await expect.poll(() => names()).toEqual(['lookup']);
+    // A window the page does not offer is shown as the one it falls back to, in the address too.
+    await page.goto(`${origin}/#activity&window=120&tool=lookup`);
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=3600&tool=lookup');
+    expect(await windowSelect.inputValue()).toBe('3600');
 
     expect(await seriousViolations(page)).toEqual([]);
 

@@ -12,6 +12,8 @@ import { formatAgo, formatDuration } from './timeline.js';
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
 addEventListener('hashchange', () => (hash.value = location.hash));
+// Back and Forward through the filter changes (pushState fires no hashchange of its own).
+addEventListener('popstate', () => (hash.value = location.hash));
 export const isActivityHash = (value: string) => /^#activity(&|$)/.test(value);
 /**
  * The Activity view's own live connection (the header shows it while the view does); null once
@@ -37,11 +39,16 @@ function settingsOf(value: string): Settings {
   return { windowSeconds: WINDOWS.some((w) => w.seconds === windowSeconds) ? windowSeconds : 3600, tool: params.get('tool') ?? '' };
 }
 
-function setSettings(settings: Settings) {
+const addressOf = (settings: Settings) => {
   const params = new URLSearchParams({ window: String(settings.windowSeconds) });
   if (settings.tool) params.set('tool', settings.tool);
-  const next = `#activity&${params.toString()}`;
-  history.replaceState(null, '', next);
+  return `#activity&${params.toString()}`;
+};
+
+/** A filter change is a step Back returns from. */
+function setSettings(settings: Settings) {
+  const next = addressOf(settings);
+  history.pushState(null, '', next);
   hash.value = next;
 }
 
@@ -283,9 +290,16 @@ function Failures({ view, now }: { view: ActivityView; now: number }) {
 
 export function Activity({ token }: { token: string }) {
   const settings = settingsOf(hash.value);
+  // The address says what shows: a window the page does not offer (or none) becomes the one shown.
+  useEffect(() => {
+    const shown = addressOf(settings);
+    if (location.hash !== shown) history.replaceState(null, '', shown);
+  }, [hash.value]);
   const view = useSignal<ActivityView | null>(null);
   const error = useSignal<string | null>(null);
   const ended = useSignal(false);
+  /** Every tool name a view showed: with a tool chosen, the view lists that one only. */
+  const toolNames = useSignal<string[]>([]);
   const now = useSignal(Date.now());
   useEffect(() => {
     const timer = setInterval(() => (now.value = Date.now()), 1000);
@@ -313,6 +327,8 @@ export function Activity({ token }: { token: string }) {
           else if (data) {
             view.value = data.toolActivity;
             error.value = null;
+            const names = new Set([...toolNames.value, ...data.toolActivity.tools.map((tool) => tool.name)]);
+            if (names.size > toolNames.value.length) toolNames.value = [...names].sort();
           }
         },
         error: (reason) => {
@@ -340,7 +356,7 @@ export function Activity({ token }: { token: string }) {
           Tool{' '}
           <select value={settings.tool} onChange={(e) => setSettings({ ...settings, tool: e.currentTarget.value })}>
             <option value="">all tools</option>
-            {[...new Set([...(current?.tools.map((tool) => tool.name) ?? []), ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
+            {[...new Set([...toolNames.value, ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
               <option key={name} value={name}>{name}</option>
             ))}
           </select>
