@@ -1,11 +1,12 @@
 // The page's Activity view (`#activity`, docs/dashboards.md) in headless Chromium against the
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
-// its tool's other ends, a click opening the row's thread, the window and
-// tool filter kept in the address (every tool still offered, Back stepping through the changes), the chart following the window's width with its time labels
-// apart, the parts lined up with the heading, what 'Other ends' counts said on the page, another
-// role's refusal final (no link to the view, no loading, no reconnecting), axe-core clean, no
-// request leaving the machine.
+// its tool's other ends, a click opening the row's thread, the window and tool filter kept in the
+// address (every tool still offered, Back stepping through the changes), a running call's bare
+// error marked, the running calls left out said, other ends charted, the chart following the
+// window's width with its time labels apart, the parts lined up with the heading, what 'Other
+// ends' counts said on the page, another role's refusal final (no link to the view, no loading,
+// no reconnecting), axe-core clean, no request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -15,7 +16,7 @@ import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile, tokenFor } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
-import { noteOutsideRequests, seriousViolations, signIn } from './support/page.js';
+import { noteOutsideRequests, seriousViolations, signIn, superadminThread } from './support/page.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
@@ -263,6 +264,44 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     // The refusal is final: the header shows no connection at all, and the view waits for nothing.
     await expect.poll(() => page.locator('[data-testid=connection]').count()).toBe(0);
     expect(await page.locator('.activity').textContent()).not.toContain('Loading');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it("marks a running call that reported an error, says how many running calls it leaves out, and charts other ends", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'busy fleet');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    // One more than the page lists: the first (the longest running, listed first) reports a bare error.
+    const calls = Array.from({ length: 51 }, (_, i) => ({ id: `c${i}`, name: i === 0 ? 'flaky' : 'steady', args: {} }));
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: calls });
+    let sequence = 3;
+    for (const call of calls) await worker.recordToolStarted({ lease, toolCallId: call.id, name: call.name, effectiveInput: {}, sequence: sequence++ });
+    await worker.recordToolError({ lease, toolCallId: 'c0', error: { message: 'connection reset\nby peer' }, sequence: sequence++ });
+    // A call cancelled with its run: an other end.
+    const cancelled = await owner.createRun({ threadId: (await owner.createThread({ title: 'cancelled' })).id });
+    const cancelledLease = await worker.claimRun(cancelled.id, 600);
+    await worker.recordModelStarted({ lease: cancelledLease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease: cancelledLease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'x1', name: 'steady', args: {} }] });
+    await worker.recordToolStarted({ lease: cancelledLease, toolCallId: 'x1', name: 'steady', effectiveInput: {}, sequence: 3 });
+    await owner.cancelRun(cancelled.id);
+
+    const page = await newPage();
+    await page.goto(`${origin}/`);
+    await page.fill('textarea[name=token]', who.owner);
+    await page.click('button[type=submit]');
+    await page.click('header a[href="#activity"]');
+    const rows = page.locator('[data-testid=activity-running] tbody tr');
+    await expect.poll(() => rows.count()).toBe(50);
+    expect(await page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (51)');
+    expect(await page.locator('section[aria-label="Running now"]').textContent()).toContain('showing 50 of 51');
+    const awaiting = page.locator('[data-testid=activity-running] [data-testid=awaiting-verdict]');
+    expect(await awaiting.count()).toBe(1);
+    expect(await rows.first().locator('td').first().textContent()).toBe("flaky error reported: connection reset, awaiting the run's verdict");
+    // The chart has a series for each kind of end the table counts (after the legend's time).
+    await page.waitForSelector('.activity-chart canvas');
+    expect((await page.locator('.activity-chart .u-legend .u-label').allTextContents()).slice(1)).toEqual(['started', 'completed', 'failed', 'other ends']);
     expect(await seriousViolations(page)).toEqual([]);
     await page.close();
   }, 120_000);

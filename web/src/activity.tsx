@@ -58,6 +58,8 @@ interface ActivityAudit {
   startedAt: string | null;
   finishedAt: string | null;
   error: unknown;
+  /** A bare error reported, the audit still RUNNING until the run's verdict. */
+  awaitingRunTerminal: boolean;
   run: { id: string; leaseExpiresAt: string | null; thread: { id: string; title: string | null } };
 }
 interface ToolStat {
@@ -87,7 +89,7 @@ export interface ActivityView {
   buckets: Bucket[];
 }
 
-const AUDIT = 'id name startedAt finishedAt error run { id leaseExpiresAt thread { id title } }';
+const AUDIT = 'id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } }';
 const TOOL_ACTIVITY = `subscription PageToolActivity($windowSeconds: Int, $name: String) {
   toolActivity(windowSeconds: $windowSeconds, name: $name) {
     at since runningCount
@@ -181,7 +183,7 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
 const CHART_HEIGHT = 180;
 
 /**
- * Started, completed and failed per bucket, drawn with uPlot (bundled; no network), as wide as
+ * Started, completed, failed and other ends per bucket, drawn with uPlot (bundled; no network), as wide as
  * its box: it follows the box when the window is resized or a phone turned.
  */
 function Chart({ buckets }: { buckets: Bucket[] }) {
@@ -192,6 +194,7 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
     buckets.map((bucket) => bucket.started),
     buckets.map((bucket) => bucket.completed),
     buckets.map((bucket) => bucket.failed),
+    buckets.map((bucket) => bucket.otherEnded),
   ];
   useEffect(() => {
     if (!plot.current) {
@@ -211,6 +214,7 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
             { label: 'started', stroke: colour('--chart-started'), width: 1.5, points: { show: false } },
             { label: 'completed', stroke: colour('--chart-completed'), width: 1.5, points: { show: false } },
             { label: 'failed', stroke: colour('--chart-failed'), width: 1.5, points: { show: false } },
+            { label: 'other ends', stroke: colour('--chart-other'), width: 1.5, points: { show: false } },
           ],
         },
         data,
@@ -227,13 +231,16 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
     observer.observe(element);
     return () => (observer.disconnect(), plot.current?.destroy());
   }, []);
-  return <figure class="activity-chart" aria-label="Tool audits started, completed and failed over the window" ref={box} />;
+  return <figure class="activity-chart" aria-label="Tool audits started, completed, failed and otherwise ended over the window" ref={box} />;
 }
 
 function Running({ view, now }: { view: ActivityView; now: number }) {
   return (
     <section aria-label="Running now">
       <h2>Running now ({view.runningCount})</h2>
+      {view.running.length < view.runningCount && (
+        <p class="muted">showing {view.running.length} of {view.runningCount}, the longest running</p>
+      )}
       {view.running.length === 0 ? (
         <p class="muted">Nothing is running.</p>
       ) : (
@@ -247,7 +254,14 @@ function Running({ view, now }: { view: ActivityView; now: number }) {
                 const lease = audit.run.leaseExpiresAt ? Date.parse(audit.run.leaseExpiresAt) - now : null;
                 return (
                   <tr key={audit.id}>
-                    <td><a href={rowLink(audit)}>{audit.name}</a></td>
+                    <td>
+                      <a href={rowLink(audit)}>{audit.name}</a>
+                      {audit.awaitingRunTerminal && (
+                        <span class="error-line" data-testid="awaiting-verdict">
+                          {' '}error reported: {firstLine(audit.error)}, awaiting the run's verdict
+                        </span>
+                      )}
+                    </td>
                     <td>{audit.run.thread.title ?? audit.run.thread.id}</td>
                     <td>{runLabelOf(audit.run.id)}</td>
                     <td>{audit.startedAt ? formatDuration(Math.max(0, now - Date.parse(audit.startedAt))) : '—'}</td>
