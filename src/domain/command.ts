@@ -24,8 +24,11 @@ export interface DomainDeps {
   writeCalls?: number;
   /** The id of the database, carried in every change cursor (database-identity.ts). */
   databaseId: string;
-  /** Called once a thread is marked deleted (deletion.ts): its open streams end, on every instance. */
-  threadDeleted?: (threadId: string) => void;
+  /**
+   * Called once a thread is marked deleted (deletion.ts): its open streams end, and its owner's
+   * dashboards read a view without it, on every instance.
+   */
+  threadDeleted?: (threadId: string, ownerId: string) => void;
 }
 
 export interface CommandScope {

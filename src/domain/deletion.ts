@@ -84,7 +84,7 @@ export async function markDeleted(
 ): Promise<boolean> {
   const [visible] = await deps.db.query<MarkableThread>('SELECT id, owner_id FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [threadId]);
   if (!visible || (await admit(visible, deps.db)) === false) return false;
-  const marked = await inTransaction(deps.db, async (sql) => {
+  const ownerId = await inTransaction(deps.db, async (sql) => {
     // The write path locks a run, then the thread: the same order here, so a writer in flight
     // finishes first (its rows are then removed with the rest) or finds the thread gone.
     await sql.query('SELECT id FROM run WHERE thread_id = $1::uuid ORDER BY id FOR UPDATE', [threadId]);
@@ -92,13 +92,14 @@ export async function markDeleted(
       'SELECT id, owner_id FROM thread WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE',
       [threadId],
     );
-    if (!thread || (await admit(thread, sql)) === false) return false;
+    if (!thread || (await admit(thread, sql)) === false) return null;
     await sql.query('UPDATE thread SET deleted_at = now() WHERE id = $1::uuid', [threadId]);
     await revokeLeases(sql, threadId);
-    return true;
+    return thread.ownerId;
   });
-  if (marked) deps.threadDeleted?.(threadId);
-  return marked;
+  if (ownerId === null) return false;
+  deps.threadDeleted?.(threadId, ownerId);
+  return true;
 }
 
 /** No fast path writes to a run that is not RUNNING or QUEUED with the caller's lease (fast-write.ts). */

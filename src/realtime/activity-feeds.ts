@@ -100,8 +100,10 @@ const activityReads = retriedWork('reading the tool activity', { component: 'act
 /**
  * The subscribers of one view (owner and arguments): one read serves them all, so identical
  * subscriptions cost one read per view however many there are. A read follows a change of the
- * owner's tool audits at most MIN_VIEW_INTERVAL_MS after the previous one, and comes every
- * IDLE_VIEW_INTERVAL_MS without changes; reads never overlap. The read itself is `readings`'s:
+ * owner's tool audits MIN_VIEW_INTERVAL_MS after the previous view was delivered, and comes
+ * IDLE_VIEW_INTERVAL_MS after it without changes; reads never overlap. Measured from the delivery,
+ * not from when the statement was sent: a read may wait for a pool connection, and take longer
+ * one time than the next, so views delivered, and their `at`, stay at least that far apart. The read itself is `readings`'s:
  * with the other feeds' due at the same time.
  */
 class ActivityFeed implements OwnerActivityRead {
@@ -110,7 +112,8 @@ class ActivityFeed implements OwnerActivityRead {
   /** A change (or a new feed) the latest view does not show. */
   dirty = true;
   private reading = false;
-  private lastReadAtMs = -Infinity;
+  /** When the latest read ended: its view delivered, or its failure. */
+  private lastReadEndedAtMs = -Infinity;
   private cancelTimer: (() => void) | null = null;
 
   constructor(
@@ -120,6 +123,17 @@ class ActivityFeed implements OwnerActivityRead {
     private readonly clock: Clock,
   ) {}
 
+  /**
+   * A new subscriber: the latest view when it was delivered less than MIN_VIEW_INTERVAL_MS ago and
+   * nothing changed since (or the view under way), else a new read as soon as the cadence allows.
+   */
+  join(stream: ActivityStream): void {
+    this.streams.add(stream);
+    if (this.reading) return;
+    if (this.view && !this.dirty && this.clock.now() - this.lastReadEndedAtMs < MIN_VIEW_INTERVAL_MS) stream.offer(this.view);
+    else this.changed();
+  }
+
   changed(): void {
     this.dirty = true;
     this.schedule();
@@ -128,7 +142,7 @@ class ActivityFeed implements OwnerActivityRead {
   schedule(): void {
     if (this.reading || this.streams.size === 0) return;
     this.cancelTimer?.();
-    const dueAtMs = this.lastReadAtMs + (this.dirty ? MIN_VIEW_INTERVAL_MS : IDLE_VIEW_INTERVAL_MS);
+    const dueAtMs = this.lastReadEndedAtMs + (this.dirty ? MIN_VIEW_INTERVAL_MS : IDLE_VIEW_INTERVAL_MS);
     if (dueAtMs <= this.clock.now()) this.readNow();
     else this.cancelTimer = this.clock.at(dueAtMs, () => this.readNow());
   }
@@ -148,13 +162,13 @@ class ActivityFeed implements OwnerActivityRead {
       return false;
     }
     this.dirty = false;
-    this.lastReadAtMs = this.clock.now();
     return true;
   }
 
   read(view: ToolActivity): void {
     this.view = view;
     for (const stream of this.streams) stream.offer(view);
+    this.lastReadEndedAtMs = this.clock.now();
     this.reading = false;
     this.schedule();
   }
@@ -162,6 +176,7 @@ class ActivityFeed implements OwnerActivityRead {
   /** The next read tries again; subscribers keep their last view meanwhile. */
   failed(): void {
     this.dirty = true;
+    this.lastReadEndedAtMs = this.clock.now();
     this.reading = false;
     this.schedule();
   }
@@ -248,8 +263,8 @@ export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClo
 
   return {
     /**
-     * The owner's views with these arguments: the latest at once when it is current, else the
-     * next one read; then a new one after each change (changed()) and while idle.
+     * The owner's views with these arguments: the latest at once when it is current (ActivityFeed.join),
+     * else the next one read; then a new one after each change (changed()) and while idle.
      */
     subscribe(ownerId: string, args: ToolActivityArgs, endsAtMs?: number): AsyncIterableIterator<ActivityDelivery> {
       const key = JSON.stringify([ownerId, args.windowSeconds, args.name]);
@@ -266,9 +281,7 @@ export function createActivityFeeds(read: ReadActivity, clock: Clock = systemClo
         release(key, joined, stream);
       });
       if (endsAtMs !== undefined) cancelExpiry = at(endsAtMs, () => stream.offer(tokenExpired()));
-      feed.streams.add(stream);
-      if (feed.view && !feed.dirty) stream.offer(feed.view);
-      feed.schedule();
+      feed.join(stream);
       return stream;
     },
 

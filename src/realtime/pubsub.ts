@@ -326,6 +326,11 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
     ? (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => pubsub.activity.changed([ownerId]))
     : null;
   let closed = false;
+  /** The owners' dashboards read a new view, here and (through Redis) on the other instances. */
+  const activityChanged = (ownerIds: Iterable<string>) => {
+    pubsub.activity.changed(ownerIds);
+    for (const ownerId of ownerIds) activitySignal?.publish(ownerId);
+  };
   return {
     pubsub: pubsub as PubSub,
     /**
@@ -339,18 +344,20 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
         if (closed) return;
         try {
           pubsub.publish(changes);
-          const owners = toolAuditOwners(changes);
-          pubsub.activity.changed(owners);
-          for (const ownerId of owners) activitySignal?.publish(ownerId);
+          activityChanged(toolAuditOwners(changes));
         } catch (error) {
           log.error({ component: 'realtime', error: errorFields(error) }, 'could not publish committed changes');
         }
       });
     },
-    /** A thread was marked deleted: its streams end here at once, and on the other instances through Redis. */
-    threadDeleted: (threadId: string) => {
+    /**
+     * A thread was marked deleted: its streams end here at once, and on the other instances through
+     * Redis; its owner's dashboards no longer count it from then (docs/dashboards.md).
+     */
+    threadDeleted: (threadId: string, ownerId: string) => {
       pubsub.endThread(threadId);
       deletions?.publish(threadId);
+      activityChanged([ownerId]);
     },
     /** With REDIS_URL: whether Redis is reachable now (GET /metrics); /readyz does not ask, Redis being optional for correctness. */
     redisHealthy: bus ? () => bus.healthy() : undefined,

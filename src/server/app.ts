@@ -36,8 +36,8 @@ export async function buildApp(
     db: db.sql,
     databaseId,
     publish: feeds.publishEvents,
-    threadDeleted: (threadId) => {
-      feeds.threadDeleted(threadId);
+    threadDeleted: (threadId, ownerId) => {
+      feeds.threadDeleted(threadId, ownerId);
       jobs?.retention.noteDeletion();
     },
     limits: { leaseMinSeconds: config.leaseMinSeconds, leaseMaxSeconds: config.leaseMaxSeconds, maxJsonBytes: config.maxJsonBytes },

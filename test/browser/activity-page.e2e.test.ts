@@ -1,20 +1,22 @@
 // The page's Activity view (`#activity`, docs/dashboards.md) in headless Chromium against the
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
-// its tool's other ends, a click opening the row's thread, the window and
-// tool filter kept in the address, the chart following the window's width with its time labels
-// apart, the parts lined up with the heading, what 'Other ends' counts said on the page, axe-core
-// clean, no request leaving the machine.
+// its tool's other ends, a click opening the row's thread, the window and tool filter kept in the
+// address (every tool still offered, Back stepping through the changes), a running call's bare
+// error marked, the running calls left out said, other ends charted, the chart following the
+// window's width with its time labels apart, the parts lined up with the heading, what 'Other
+// ends' counts said on the page, another role's refusal final (no link to the view, no loading,
+// no reconnecting), axe-core clean, no request leaving the machine.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, serverForFile } from '../e2e/support/server.js';
+import { e2eActors, serverForFile, tokenFor } from '../e2e/support/server.js';
 import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
-import { noteOutsideRequests, seriousViolations } from './support/page.js';
+import { noteOutsideRequests, seriousViolations, signIn, superadminThread } from './support/page.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
@@ -213,12 +215,30 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     expect(await page.locator('[data-testid=activity-tools] th[aria-sort=descending]').textContent()).toBe('Failure rate');
 
     // The window and the tool filter are kept in the address.
-    await page.selectOption('.activity-controls select >> nth=0', '900');
-    await page.selectOption('.activity-controls select >> nth=1', 'lookup');
+    const [windowSelect, toolSelect] = [page.locator('.activity-controls select >> nth=0'), page.locator('.activity-controls select >> nth=1')];
+    await windowSelect.selectOption('900');
+    await toolSelect.selectOption('lookup');
     await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
+    await expect.poll(() => names()).toEqual(['lookup']);
+    // With a tool chosen, the others are still offered: one change switches tools.
+    expect(await toolSelect.locator('option').allTextContents()).toEqual(['all tools', 'fetch', 'lookup']);
+    await toolSelect.selectOption('fetch');
+    await expect.poll(() => names()).toEqual(['fetch']);
+    // Back steps through the filter changes, the view following the address.
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
+    await expect.poll(() => names()).toEqual(['lookup']);
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
+    expect([await windowSelect.inputValue(), await toolSelect.inputValue()]).toEqual(['900', '']);
+    await page.goForward();
     await expect.poll(() => names()).toEqual(['lookup']);
     await page.reload();
     await expect.poll(() => names()).toEqual(['lookup']);
+    // A window the page does not offer is shown as the one it falls back to, in the address too.
+    await page.goto(`${origin}/#activity&window=120&tool=lookup`);
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=3600&tool=lookup');
+    expect(await windowSelect.inputValue()).toBe('3600');
 
     expect(await seriousViolations(page)).toEqual([]);
 
@@ -232,6 +252,58 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.goBack();
     await page.waitForSelector('[data-testid=activity-failures] a');
     expect(new URL(page.url()).hash).toMatch(/^#activity/);
+  }, 120_000);
+
+  it('tells an admin the view is for super administrators and stops there: no Activity link, no "Loading…", no "reconnecting…"', async () => {
+    const page = await newPage();
+    await signIn(page, origin, await tokenFor(`e2e-admin-${process.pid}`, 'admin'));
+    expect(await page.locator('header a[href="#activity"]').count()).toBe(0);
+    // Through the address, as a bookmark or a shared link would.
+    await page.goto(`${origin}/#activity`);
+    await expect.poll(() => page.locator('.activity [role=alert]').textContent()).toBe('Audit data is for super administrators only');
+    // The refusal is final: the header shows no connection at all, and the view waits for nothing.
+    await expect.poll(() => page.locator('[data-testid=connection]').count()).toBe(0);
+    expect(await page.locator('.activity').textContent()).not.toContain('Loading');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it("marks a running call that reported an error, says how many running calls it leaves out, and charts other ends", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'busy fleet');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    // One more than the page lists: the first (the longest running, listed first) reports a bare error.
+    const calls = Array.from({ length: 51 }, (_, i) => ({ id: `c${i}`, name: i === 0 ? 'flaky' : 'steady', args: {} }));
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: calls });
+    let sequence = 3;
+    for (const call of calls) await worker.recordToolStarted({ lease, toolCallId: call.id, name: call.name, effectiveInput: {}, sequence: sequence++ });
+    await worker.recordToolError({ lease, toolCallId: 'c0', error: { message: 'connection reset\nby peer' }, sequence: sequence++ });
+    // A call cancelled with its run: an other end.
+    const cancelled = await owner.createRun({ threadId: (await owner.createThread({ title: 'cancelled' })).id });
+    const cancelledLease = await worker.claimRun(cancelled.id, 600);
+    await worker.recordModelStarted({ lease: cancelledLease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease: cancelledLease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'x1', name: 'steady', args: {} }] });
+    await worker.recordToolStarted({ lease: cancelledLease, toolCallId: 'x1', name: 'steady', effectiveInput: {}, sequence: 3 });
+    await owner.cancelRun(cancelled.id);
+
+    const page = await newPage();
+    await page.goto(`${origin}/`);
+    await page.fill('textarea[name=token]', who.owner);
+    await page.click('button[type=submit]');
+    await page.click('header a[href="#activity"]');
+    const rows = page.locator('[data-testid=activity-running] tbody tr');
+    await expect.poll(() => rows.count()).toBe(50);
+    expect(await page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (51)');
+    expect(await page.locator('section[aria-label="Running now"]').textContent()).toContain('showing 50 of 51');
+    const awaiting = page.locator('[data-testid=activity-running] [data-testid=awaiting-verdict]');
+    expect(await awaiting.count()).toBe(1);
+    expect(await rows.first().locator('td').first().textContent()).toBe("flaky error reported: connection reset, awaiting the run's verdict");
+    // The chart has a series for each kind of end the table counts (after the legend's time).
+    await page.waitForSelector('.activity-chart canvas');
+    expect((await page.locator('.activity-chart .u-legend .u-label').allTextContents()).slice(1)).toEqual(['started', 'completed', 'failed', 'other ends']);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
   }, 120_000);
 
   it("follows the window's width: the chart fills its box at 1200 px, stays within it at 340 px with nothing scrolling sideways, and fills it again", async () => {

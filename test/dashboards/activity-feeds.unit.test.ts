@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createActivityFeeds, type ReadActivity } from '../../src/realtime/activity-feeds.js';
+import { createActivityFeeds, MIN_VIEW_INTERVAL_MS, type ReadActivity } from '../../src/realtime/activity-feeds.js';
+import { movedClock } from '../support/moved-clock.js';
 import type { ToolActivity } from '../../src/domain/tool-activity.js';
 
 const viewOf = (ownerId: string) => ({ ownerId }) as unknown as ToolActivity;
@@ -28,3 +29,42 @@ describe('activity feeds', () => {
     for (const stream of streams) await stream.return!();
   });
 });
+
+describe('activity feeds: cadence', () => {
+  it('delivers views at least MIN_VIEW_INTERVAL_MS apart on its clock, however long a read takes', async () => {
+    const clock = movedClock();
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    let readsStarted = 0;
+    const read: ReadActivity = async (reads) => {
+      // The first read waits (for a pool connection, or a slow statement); the others answer at once.
+      if (++readsStarted === 1) await firstHeld;
+      return reads.map((r) => viewOf(r.ownerId));
+    };
+    const feeds = createActivityFeeds(read, clock);
+    const stream = feeds.subscribe('owner', { windowSeconds: 3600, name: null });
+    const deliveredAtMs: number[] = [];
+    const next = async () => {
+      await stream.next();
+      deliveredAtMs.push(clock.now());
+    };
+    const first = next();
+    await until(() => readsStarted === 1);
+    clock.move(MIN_VIEW_INTERVAL_MS - 100);
+    releaseFirst();
+    await first;
+    // A change right after the slow view: the next view is still a whole interval after it.
+    feeds.changed(['owner']);
+    const second = next();
+    while (deliveredAtMs.length < 2) {
+      clock.move(100);
+      await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 20))]);
+    }
+    expect(deliveredAtMs[1]! - deliveredAtMs[0]!).toBeGreaterThanOrEqual(MIN_VIEW_INTERVAL_MS);
+    await stream.return!();
+  });
+});
+
+async function until(holds: () => boolean) {
+  while (!holds()) await new Promise((resolve) => setTimeout(resolve, 5));
+}

@@ -3,7 +3,7 @@ import { IDLE_VIEW_INTERVAL_MS, MIN_VIEW_INTERVAL_MS } from '../../src/realtime/
 import { mintToken } from '../../src/auth/jwt.js';
 import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/app.js';
 import { backendName, onPostgres, postgresAdminUrl, servicesRequired } from '../support/database.js';
-import { must, runningRun } from '../support/lifecycle.js';
+import { claim, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
 import { movedClock } from '../support/moved-clock.js';
 import { subscribeSse, subscribeWs, type Stream } from '../support/streams.js';
 import { testRedisUrl } from '../subscriptions/support.js';
@@ -134,6 +134,40 @@ describe(`toolActivity subscription (${backendName})`, () => {
     }
   });
 
+  it("gives a new subscriber a view read now, not the feed's last one once that is a second old (the clock moved)", async () => {
+    const { session, owner } = await runningRun(t);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+    must(await session.toolStarted('call-1', 'search'));
+    const document = `subscription { toolActivity(windowSeconds: 3600) { at running { run { leaseExpiresAt } } } }`;
+    const [first] = await both(t, url, owner, {}, document);
+    const before = await viewWhere(first!, (view) => view.running.length === 1, 'the first view');
+    // A renewal is no change of a tool audit: the feed's last view still shows the old lease.
+    const renewed = must(await session.renew(900)).expiresAt;
+    expect(before.running[0].run.leaseExpiresAt).not.toBe(renewed);
+    clock.move(MIN_VIEW_INTERVAL_MS);
+    const [newcomer] = await both(t, url, owner, {}, document);
+    await newcomer!.until((results) => results.length > 0, 'the first view');
+    expect(views(newcomer!)[0].running[0].run.leaseExpiresAt).toBe(renewed);
+  });
+
+  it("takes a deleted thread's running calls out of the live view as its deletion begins, over graphql-ws and SSE", async () => {
+    const { session, owner, worker } = await runningRun(t);
+    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
+    const keptCall = must(await session.toolStarted('call-1', 'search'));
+    const doomed = await createThread(t, owner, 'doomed');
+    const doomedRun = await claim(t, worker, await createRun(t, owner, doomed));
+    await doomedRun.declare('m1', [{ id: 'call-2', name: 'fetch' }]);
+    must(await doomedRun.toolStarted('call-2', 'fetch'));
+    const streams = await both(t, url, owner);
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 2, 'both calls running');
+    must(await t.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, owner));
+    // The idle view is 30 s away: only the deletion itself brings the next view within 2 s.
+    for (const stream of streams) {
+      const view = await viewWhere(stream, (v) => v.runningCount === 1, 'the view without the deleted thread', 2000);
+      expect(view.running).toEqual([{ id: keptCall.id, name: 'search' }]);
+    }
+  });
+
   it('reads once per view for identical subscriptions, however many there are', async () => {
     const { session, owner } = await runningRun(t);
     await session.declare('m1', [{ id: 'call-1', name: 'shared' }]);
@@ -257,6 +291,23 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
     for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 1, 'the call started on B', 2000);
     must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
     for (const stream of streams) await viewWhere(stream, (view) => view.tools[0]?.completed === 1, 'the call finished on B', 2000);
+  });
+
+  it("a dashboard on instance A stops counting, within 2 s, a thread deleted through instance B", async () => {
+    const { session, owner, worker } = await runningRun(b);
+    await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
+    must(await session.toolStarted('call-1', 'kept'));
+    const doomed = await createThread(b, owner, 'doomed');
+    const doomedRun = await claim(b, worker, await createRun(b, owner, doomed));
+    await doomedRun.declare('m1', [{ id: 'call-2', name: 'doomed' }]);
+    must(await doomedRun.toolStarted('call-2', 'doomed'));
+    const streams = await both(a, urlA, owner);
+    for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 2, 'both calls running');
+    must(await b.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, owner));
+    for (const stream of streams) {
+      const view = await viewWhere(stream, (v) => v.runningCount === 1, 'the view without the thread deleted on B', 2000);
+      expect(view.running.map((audit: { name: string }) => audit.name)).toEqual(['kept']);
+    }
   });
 });
 

@@ -33,7 +33,7 @@ describe('the end of a deleted thread\'s streams', () => {
     onTestFinished(close);
     const doomed = [await pubsub.subscribe('audit', 'doomed'), await pubsub.subscribe('changes', 'doomed')];
     const kept = await pubsub.subscribe('audit', 'kept');
-    threadDeleted('doomed');
+    threadDeleted('doomed', 'owner');
     expect(await Promise.all(doomed.map(reasonOf))).toEqual(['THREAD_DELETED', 'THREAD_DELETED']);
     expect(pubsub.subscriberCount('audit', 'kept')).toBe(1);
     await kept.return!();
@@ -53,7 +53,7 @@ describe('the end of a deleted thread\'s streams', () => {
       let arrived = false;
       void ended.then(() => (arrived = true));
       for (let tries = 0; !arrived && tries < 50; tries++) {
-        a!.threadDeleted(thread);
+        a!.threadDeleted(thread, 'owner');
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(await ended).toBe('THREAD_DELETED');

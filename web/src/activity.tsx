@@ -12,9 +12,14 @@ import { formatAgo, formatDuration } from './timeline.js';
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
 addEventListener('hashchange', () => (hash.value = location.hash));
+// Back and Forward through the filter changes (pushState fires no hashchange of its own).
+addEventListener('popstate', () => (hash.value = location.hash));
 export const isActivityHash = (value: string) => /^#activity(&|$)/.test(value);
-/** The Activity view's own live connection (the header shows it while the view does). */
-export const activityConnection = signal<ConnectionState>('connecting');
+/**
+ * The Activity view's own live connection (the header shows it while the view does); null once
+ * the server ended the subscription (refused it, or stopped), which the page does not retry.
+ */
+export const activityConnection = signal<ConnectionState | null>('connecting');
 
 export const WINDOWS = [
   { seconds: 900, label: '15 min' },
@@ -34,11 +39,16 @@ function settingsOf(value: string): Settings {
   return { windowSeconds: WINDOWS.some((w) => w.seconds === windowSeconds) ? windowSeconds : 3600, tool: params.get('tool') ?? '' };
 }
 
-function setSettings(settings: Settings) {
+const addressOf = (settings: Settings) => {
   const params = new URLSearchParams({ window: String(settings.windowSeconds) });
   if (settings.tool) params.set('tool', settings.tool);
-  const next = `#activity&${params.toString()}`;
-  history.replaceState(null, '', next);
+  return `#activity&${params.toString()}`;
+};
+
+/** A filter change is a step Back returns from. */
+function setSettings(settings: Settings) {
+  const next = addressOf(settings);
+  history.pushState(null, '', next);
   hash.value = next;
 }
 
@@ -48,6 +58,8 @@ interface ActivityAudit {
   startedAt: string | null;
   finishedAt: string | null;
   error: unknown;
+  /** A bare error reported, the audit still RUNNING until the run's verdict. */
+  awaitingRunTerminal: boolean;
   run: { id: string; leaseExpiresAt: string | null; thread: { id: string; title: string | null } };
 }
 interface ToolStat {
@@ -77,7 +89,7 @@ export interface ActivityView {
   buckets: Bucket[];
 }
 
-const AUDIT = 'id name startedAt finishedAt error run { id leaseExpiresAt thread { id title } }';
+const AUDIT = 'id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } }';
 const TOOL_ACTIVITY = `subscription PageToolActivity($windowSeconds: Int, $name: String) {
   toolActivity(windowSeconds: $windowSeconds, name: $name) {
     at since runningCount
@@ -171,7 +183,7 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
 const CHART_HEIGHT = 180;
 
 /**
- * Started, completed and failed per bucket, drawn with uPlot (bundled; no network), as wide as
+ * Started, completed, failed and other ends per bucket, drawn with uPlot (bundled; no network), as wide as
  * its box: it follows the box when the window is resized or a phone turned.
  */
 function Chart({ buckets }: { buckets: Bucket[] }) {
@@ -182,6 +194,7 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
     buckets.map((bucket) => bucket.started),
     buckets.map((bucket) => bucket.completed),
     buckets.map((bucket) => bucket.failed),
+    buckets.map((bucket) => bucket.otherEnded),
   ];
   useEffect(() => {
     if (!plot.current) {
@@ -201,6 +214,7 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
             { label: 'started', stroke: colour('--chart-started'), width: 1.5, points: { show: false } },
             { label: 'completed', stroke: colour('--chart-completed'), width: 1.5, points: { show: false } },
             { label: 'failed', stroke: colour('--chart-failed'), width: 1.5, points: { show: false } },
+            { label: 'other ends', stroke: colour('--chart-other'), width: 1.5, points: { show: false } },
           ],
         },
         data,
@@ -217,13 +231,16 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
     observer.observe(element);
     return () => (observer.disconnect(), plot.current?.destroy());
   }, []);
-  return <figure class="activity-chart" aria-label="Tool audits started, completed and failed over the window" ref={box} />;
+  return <figure class="activity-chart" aria-label="Tool audits started, completed, failed and otherwise ended over the window" ref={box} />;
 }
 
 function Running({ view, now }: { view: ActivityView; now: number }) {
   return (
     <section aria-label="Running now">
       <h2>Running now ({view.runningCount})</h2>
+      {view.running.length < view.runningCount && (
+        <p class="muted">showing {view.running.length} of {view.runningCount}, the longest running</p>
+      )}
       {view.running.length === 0 ? (
         <p class="muted">Nothing is running.</p>
       ) : (
@@ -237,7 +254,14 @@ function Running({ view, now }: { view: ActivityView; now: number }) {
                 const lease = audit.run.leaseExpiresAt ? Date.parse(audit.run.leaseExpiresAt) - now : null;
                 return (
                   <tr key={audit.id}>
-                    <td><a href={rowLink(audit)}>{audit.name}</a></td>
+                    <td>
+                      <a href={rowLink(audit)}>{audit.name}</a>
+                      {audit.awaitingRunTerminal && (
+                        <span class="error-line" data-testid="awaiting-verdict">
+                          {' '}error reported: {firstLine(audit.error)}, awaiting the run's verdict
+                        </span>
+                      )}
+                    </td>
                     <td>{audit.run.thread.title ?? audit.run.thread.id}</td>
                     <td>{runLabelOf(audit.run.id)}</td>
                     <td>{audit.startedAt ? formatDuration(Math.max(0, now - Date.parse(audit.startedAt))) : '—'}</td>
@@ -280,8 +304,16 @@ function Failures({ view, now }: { view: ActivityView; now: number }) {
 
 export function Activity({ token }: { token: string }) {
   const settings = settingsOf(hash.value);
+  // The address says what shows: a window the page does not offer (or none) becomes the one shown.
+  useEffect(() => {
+    const shown = addressOf(settings);
+    if (location.hash !== shown) history.replaceState(null, '', shown);
+  }, [hash.value]);
   const view = useSignal<ActivityView | null>(null);
   const error = useSignal<string | null>(null);
+  const ended = useSignal(false);
+  /** Every tool name a view showed: with a tool chosen, the view lists that one only. */
+  const toolNames = useSignal<string[]>([]);
   const now = useSignal(Date.now());
   useEffect(() => {
     const timer = setInterval(() => (now.value = Date.now()), 1000);
@@ -289,8 +321,18 @@ export function Activity({ token }: { token: string }) {
   }, []);
   useEffect(() => {
     view.value = null;
+    ended.value = false;
     activityConnection.value = 'connecting';
-    const client = createLiveClient(token, (state) => (activityConnection.value = state));
+    let over = false;
+    const client = createLiveClient(token, (state) => void (over || (activityConnection.value = state)));
+    // The server refused the subscription (FORBIDDEN for any role but superadmin) or ended it: no
+    // view is coming, and no connection is kept to say otherwise.
+    const end = () => {
+      over = true;
+      ended.value = true;
+      activityConnection.value = null;
+      void client.dispose();
+    };
     const stop = client.subscribe<{ toolActivity: ActivityView }>(
       { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
       unlessTokenRefused({
@@ -299,10 +341,15 @@ export function Activity({ token }: { token: string }) {
           else if (data) {
             view.value = data.toolActivity;
             error.value = null;
+            const names = new Set([...toolNames.value, ...data.toolActivity.tools.map((tool) => tool.name)]);
+            if (names.size > toolNames.value.length) toolNames.value = [...names].sort();
           }
         },
-        error: (reason) => void (error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.'),
-        complete: () => {},
+        error: (reason) => {
+          error.value = Array.isArray(reason) ? reason[0]?.message : 'The live connection failed.';
+          end();
+        },
+        complete: end,
       }),
     );
     return () => (stop(), void client.dispose());
@@ -323,7 +370,7 @@ export function Activity({ token }: { token: string }) {
           Tool{' '}
           <select value={settings.tool} onChange={(e) => setSettings({ ...settings, tool: e.currentTarget.value })}>
             <option value="">all tools</option>
-            {[...new Set([...(current?.tools.map((tool) => tool.name) ?? []), ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
+            {[...new Set([...toolNames.value, ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
               <option key={name} value={name}>{name}</option>
             ))}
           </select>
@@ -332,7 +379,7 @@ export function Activity({ token }: { token: string }) {
       </div>
       {error.value && <p class="banner error" role="alert">{error.value}</p>}
       {!current ? (
-        <p class="muted">Loading…</p>
+        !ended.value && <p class="muted">Loading…</p>
       ) : (
         <>
           <Running view={current} now={now.value} />

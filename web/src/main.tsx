@@ -110,7 +110,7 @@ function Header() {
           {state === 'live' ? 'live' : state === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
         </span>
       )}
-      <a href="#activity">Activity</a>
+      {claims.value?.role === 'superadmin' && <a href="#activity">Activity</a>}
       <a href="/graphql" target="_blank" rel="noreferrer">GraphiQL</a>
       <button onClick={signOut}>Sign out</button>
     </header>
