@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
-import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
@@ -8,6 +7,7 @@ import { keepConnectionsAlive } from '../transports/keep-alive.js';
 import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
 import type { webSocketLimits } from '../transports/ws-limits.js';
+import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
 import { compilable, type GraphQLServer } from './yoga.js';
 
@@ -28,7 +28,7 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError, compilable);
   /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
   const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();
-  const served = useServer(
+  const served = serveGraphQLWs(
     {
       connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
       onConnect: (ctx) => limits.onConnect(ctx),
@@ -72,9 +72,8 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
       },
     },
     wsServer,
-    // Pings are sent by keepConnectionsAlive instead, spread over the period.
-    0,
   );
+  // Pings are sent by keepConnectionsAlive, spread over the period.
   keepConnectionsAlive(wsServer);
   return {
     wsServer,
