@@ -11,6 +11,9 @@ import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
 import { compilable, type GraphQLServer } from './yoga.js';
 
+/** The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame. */
+const withoutHttp = ({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions });
+
 /**
  * graphql-ws on the HTTP server's GraphQL path. Every operation goes through yoga's envelop
  * (context, parsing, validation and its limits), so auth and limits apply to it too.
@@ -54,7 +57,7 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
           document = parse(params.query);
         } catch (error) {
           // A syntax error answers this subscription alone (graphql-ws would close the socket).
-          if (error instanceof GraphQLError) return [maskError(error, () => undefined) as GraphQLError];
+          if (error instanceof GraphQLError) return [withoutHttp(maskError(error, () => undefined) as GraphQLError)];
           throw error;
         }
         const args: ExecutionArgs = {
@@ -65,8 +68,7 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
           contextValue: await contextFactory(),
         };
         const errors = validate(args.schema, args.document);
-        // The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame.
-        if (errors.length) return errors.map(({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions }));
+        if (errors.length) return errors.map(withoutHttp);
         executors.set(args, execute);
         return args;
       },

@@ -318,7 +318,16 @@ export function createGraphQLServer(options: {
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },
         maxAliases: { n: 15, ...armorLimit((found) => `The document uses ${found} aliases; at most 15 are allowed (GraphQL Armor's alias limit)`) },
         maxDirectives: { n: 20, ...armorLimit((found) => `The document uses ${found} directives; at most 20 are allowed (GraphQL Armor's directive limit)`) },
-        maxTokens: { n: 5000 },
+        // Refused while parsing, where there is no validation context to report to: thrown as the
+        // limit it is (Armor's own error is a "Syntax Error" without a code).
+        maxTokens: {
+          n: 5000,
+          onReject: [
+            () => {
+              throw new GraphQLError("The document has more than 5000 tokens; at most 5000 are allowed (GraphQL Armor's token limit)", { extensions: { code: 'BAD_USER_INPUT' } });
+            },
+          ],
+        },
         costLimit: { enabled: false }, // useQueryCostLimit counts list sizes
         blockFieldSuggestion: { enabled: true },
       }),
