@@ -221,14 +221,21 @@ function useStreamSessionForSubscriptionsOnly(): Plugin {
   };
 }
 
-/** The media types yoga parses a POST body of. */
-const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/graphql-response+json', 'application/x-www-form-urlencoded', 'application/graphql'];
+/** The media types yoga parses a POST body of (application/graphql-response+json is one to accept, not to send). */
+const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/x-www-form-urlencoded', 'application/graphql', 'multipart/form-data'];
 /**
  * What is not a GraphQL request gets a JSON answer saying what to send: a POST body of another
  * media type is 415, a request without a query 400.
  */
 function useNotAGraphQLRequestAnswers(): Plugin {
   return {
+    // A media type is case-insensitive (RFC 9110 §8.3.1); yoga matches it as written. Its
+    // parameters are left as they are (a multipart boundary is case-sensitive).
+    onRequest({ request }) {
+      const given = request.headers.get('content-type');
+      const mediaType = given?.split(';')[0];
+      if (given && mediaType !== mediaType!.toLowerCase()) request.headers.set('content-type', mediaType!.toLowerCase() + given.slice(mediaType!.length));
+    },
     onRequestParse({ request, requestParser }) {
       if (request.method !== 'POST' || requestParser) return;
       const given = request.headers.get('content-type') ?? 'none';
