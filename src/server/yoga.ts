@@ -9,7 +9,7 @@ import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
 import { useAnswerPayloadLimit } from '../graphql/answer-payloads.js';
 import type { GraphQLContext } from '../graphql/context.js';
-import { maskError } from '../graphql/errors.js';
+import { echoed, maskError } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
@@ -238,7 +238,7 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     },
     onRequestParse({ request, requestParser }) {
       if (request.method !== 'POST' || requestParser) return;
-      const given = request.headers.get('content-type') ?? 'none';
+      const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
         `Unsupported Content-Type "${given}": send the operation as application/json ({"query": ..., "variables": ...}); also accepted: ${POST_MEDIA_TYPES.slice(1).join(', ')}`,
         415,
@@ -249,7 +249,7 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     // (curl -d's default type) guessing.
     onParams({ params, request }) {
       if (params.query != null || params.extensions?.persistedQuery) return;
-      const given = request.headers.get('content-type') ?? 'none';
+      const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
         `No GraphQL query in the request: send {"query": ..., "variables": ...} as JSON with Content-Type: application/json (this request's Content-Type: ${given})`,
         400,

@@ -1,6 +1,7 @@
 import { CloseCode, handleProtocols, makeServer, MessageType, parseMessage, type ConnectionInitMessage, type ServerOptions } from 'graphql-ws';
 import type { Extra } from 'graphql-ws/use/ws';
 import type { WebSocketServer } from 'ws';
+import { echoed } from '../graphql/errors.js';
 import { errorFields, log } from '../log.js';
 
 /** What a graphql-transport-ws client may send; the other types are the server's. */
@@ -16,6 +17,13 @@ function serverOnlyType(data: string): string | undefined {
   }
   return CLIENT_MESSAGE_TYPES.has(type) ? undefined : type;
 }
+
+/**
+ * A close reason is at most 123 bytes (RFC 6455 §5.5), and graphql-ws quotes a client's
+ * subscription id in one: ws would throw, leaving the connection half closed. 40 UTF-16 units
+ * and "…" are 123 bytes at most.
+ */
+const closeReason = (reason: string | undefined) => (reason === undefined || Buffer.byteLength(reason) <= 123 ? reason : echoed(reason, 40));
 
 /**
  * graphql-ws's server on `ws`, bound as its `useServer` binds it (without pings: the caller sends
@@ -40,7 +48,7 @@ export function serveGraphQLWs(options: ServerOptions<ConnectionInitMessage['pay
             if (socket.readyState !== socket.OPEN) return resolve();
             socket.send(data, (error) => (error ? reject(error) : resolve()));
           }),
-        close: (code, reason) => socket.close(code, reason),
+        close: (code, reason) => socket.close(code, closeReason(reason)),
         onMessage: (handle) =>
           socket.on('message', async (data) => {
             const text = String(data);

@@ -41,6 +41,29 @@ describe('graphql-ws messages a client must not send', () => {
     }
   }
 
+  it("a subscription id used twice closes with 4409, the id quoted cut (a close reason's 123 bytes)", async () => {
+    const token = await tokenFor('proto-owner', 'superadmin');
+    const created = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: 'mutation { createThread(input: { title: "ids" }) { id } }' }),
+    });
+    const threadId = (await created.json()).data.createThread.id;
+    const id = 'x'.repeat(100_000);
+    const subscribe = JSON.stringify({ type: 'subscribe', id, payload: { query: `subscription { runChanged(threadId: "${threadId}") { id } }` } });
+    const socket = new WebSocket(server.wsUrl, 'graphql-transport-ws');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const acknowledged = new Promise((resolve) => socket.once('message', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } }));
+    await acknowledged;
+    socket.send(subscribe);
+    socket.send(subscribe);
+    const { code, reason } = await closed;
+    expect(code).toBe(4409);
+    expect(reason).toBe(`Subscriber for ${'x'.repeat(25)}…`);
+  });
+
   it("leaves nothing but one-line JSON on the server's output", async () => {
     for (const message of SERVER_ONLY) await closeAfter(message, {});
     // The server's access line for a later request comes after anything those messages made it print.

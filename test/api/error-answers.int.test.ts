@@ -154,6 +154,24 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
 });
 
 describe(`messages name what the client sent (${backendName})`, () => {
+  it('a very long value is quoted cut to 100 characters, with "…"', async () => {
+    const thread = (await t.gql('mutation { createThread(input: { title: "long cursor" }) { id } }', {}, admin)).data.createThread.id;
+    const longId = 'a'.repeat(5000);
+    const stream = await t.app.yoga.fetch(
+      `http://test/graphql?${new URLSearchParams({ query: 'subscription($t: ID!) { threadChanges(threadId: $t) { cursor } }', variables: JSON.stringify({ t: thread }) })}`,
+      { headers: { accept: 'text/event-stream', authorization: `Bearer ${admin}`, 'last-event-id': longId } },
+    );
+    const event = /data: (.*)\n/.exec(await stream.text())![1]!;
+    const [error] = JSON.parse(event).errors;
+    expect(error.extensions.code).toBe('BAD_USER_INPUT');
+    expect(error.message).toBe(`Cursor "${'a'.repeat(100)}…" is malformed`);
+
+    const unsupported = await post('{ __typename }', { 'content-type': `text/${'x'.repeat(5000)}`, authorization: `Bearer ${admin}` });
+    expect(unsupported.status).toBe(415);
+    expect(unsupported.json.errors[0].message).toContain(`"text/${'x'.repeat(95)}…"`);
+    expect(unsupported.json.errors[0].message.length).toBeLessThan(400);
+  });
+
   it('a variable error names the query\'s own variable', async () => {
     const { json } = await post(
       JSON.stringify({
