@@ -11,6 +11,8 @@ export interface GraphQLContext {
   authFailure?: string;
   /** Authenticated by the browser's stream session cookie (GET /graphql/stream): subscriptions only. */
   viaStreamSession?: boolean;
+  /** Aborted when that stream session signs out on this instance: its SSE stream then ends. */
+  signedOut?: AbortSignal;
   deps: DomainDeps;
   /** The Pothos Prisma plugin's client (builder.ts): the relation reads it plans; the domain never uses it. */
   prisma: PrismaClient;

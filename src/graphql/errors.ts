@@ -14,6 +14,9 @@ function originalOf(error: unknown): unknown {
   return current;
 }
 
+/** A client's value as a message quotes it: whole up to `max` characters, else cut there with "…". */
+export const echoed = (value: string, max = 100) => (value.length <= max ? value : `${value.slice(0, max)}…`);
+
 /** What an UNAVAILABLE answer's Retry-After says: a short outage (a restart, a failover) is over in seconds. */
 export const RETRY_AFTER_SECONDS = 1;
 

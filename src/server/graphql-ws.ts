@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
-import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
@@ -8,8 +7,12 @@ import { keepConnectionsAlive } from '../transports/keep-alive.js';
 import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
 import type { webSocketLimits } from '../transports/ws-limits.js';
+import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
 import { compilable, type GraphQLServer } from './yoga.js';
+
+/** The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame. */
+const withoutHttp = ({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions });
 
 /**
  * graphql-ws on the HTTP server's GraphQL path. Every operation goes through yoga's envelop
@@ -28,7 +31,7 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError, compilable);
   /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
   const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();
-  const served = useServer(
+  const served = serveGraphQLWs(
     {
       connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
       onConnect: (ctx) => limits.onConnect(ctx),
@@ -54,7 +57,7 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
           document = parse(params.query);
         } catch (error) {
           // A syntax error answers this subscription alone (graphql-ws would close the socket).
-          if (error instanceof GraphQLError) return [maskError(error, () => undefined) as GraphQLError];
+          if (error instanceof GraphQLError) return [withoutHttp(maskError(error, () => undefined) as GraphQLError)];
           throw error;
         }
         const args: ExecutionArgs = {
@@ -65,16 +68,14 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
           contextValue: await contextFactory(),
         };
         const errors = validate(args.schema, args.document);
-        // The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame.
-        if (errors.length) return errors.map(({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions }));
+        if (errors.length) return errors.map(withoutHttp);
         executors.set(args, execute);
         return args;
       },
     },
     wsServer,
-    // Pings are sent by keepConnectionsAlive instead, spread over the period.
-    0,
   );
+  // Pings are sent by keepConnectionsAlive, spread over the period.
   keepConnectionsAlive(wsServer);
   return {
     wsServer,

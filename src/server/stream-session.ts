@@ -20,6 +20,8 @@ const COOKIE = 'audit_stream';
 export interface StreamSession {
   principal: Principal | null;
   authFailure?: string;
+  /** Aborted when the session signs out on this instance: the stream then ends (SIGNED_OUT). */
+  signedOut?: AbortSignal;
 }
 
 function answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
@@ -79,6 +81,20 @@ export function streamSessions(options: { secret: string; verifier: TokenVerifie
     }
   };
 
+  /** The streams open on this instance, by session: a sign-out ends them. */
+  const openStreams = new Map<string, Set<AbortController>>();
+  const opened = (sessionId: string, res: ServerResponse): AbortSignal => {
+    const signOut = new AbortController();
+    let streams = openStreams.get(sessionId);
+    if (!streams) openStreams.set(sessionId, (streams = new Set()));
+    streams.add(signOut);
+    res.once('close', () => {
+      streams.delete(signOut);
+      if (streams.size === 0) openStreams.delete(sessionId);
+    });
+    return signOut.signal;
+  };
+
   return {
     /** POST signs in with the bearer token (sets the cookie); DELETE signs out (clears it). */
     async signIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -86,7 +102,10 @@ export function streamSessions(options: { secret: string; verifier: TokenVerifie
         // The cookie's session is revoked too: a copy of it (another tab, a leaked value) opens nothing.
         const value = cookieOf(req);
         const session = value ? await sessionOfCookie(options.verifier, options.sql, value) : null;
-        if (session && typeof session !== 'string') await revoke(options.sql, session.sessionId, session.principal.expiresAtMs!);
+        if (session && typeof session !== 'string') {
+          await revoke(options.sql, session.sessionId, session.principal.expiresAtMs!);
+          for (const stream of openStreams.get(session.sessionId) ?? []) stream.abort();
+        }
         return answer(res, 204, undefined, { 'set-cookie': cookie(req, '', 0) });
       }
       if (req.method !== 'POST') return answer(res, 405, refusal('BAD_REQUEST', 'POST (sign in) or DELETE (sign out)'), { allow: 'POST, DELETE' });
@@ -117,7 +136,8 @@ export function streamSessions(options: { secret: string; verifier: TokenVerifie
       const value = cookieOf(req);
       if (!value) return { principal: null, authFailure: `No stream session cookie: sign in first with POST ${STREAM_SESSION_PATH} and "Authorization: Bearer <JWT>"` };
       const session = await sessionOfCookie(options.verifier, options.sql, value);
-      return typeof session === 'string' ? { principal: null, authFailure: session } : { principal: session.principal };
+      if (typeof session === 'string') return { principal: null, authFailure: session };
+      return { principal: session.principal, signedOut: opened(session.sessionId, res) };
     },
   };
 }

@@ -9,7 +9,7 @@ import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
 import { useAnswerPayloadLimit } from '../graphql/answer-payloads.js';
 import type { GraphQLContext } from '../graphql/context.js';
-import { maskError } from '../graphql/errors.js';
+import { echoed, maskError } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
@@ -221,17 +221,24 @@ function useStreamSessionForSubscriptionsOnly(): Plugin {
   };
 }
 
-/** The media types yoga parses a POST body of. */
-const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/graphql-response+json', 'application/x-www-form-urlencoded', 'application/graphql'];
+/** The media types yoga parses a POST body of (application/graphql-response+json is one to accept, not to send). */
+const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/x-www-form-urlencoded', 'application/graphql', 'multipart/form-data'];
 /**
  * What is not a GraphQL request gets a JSON answer saying what to send: a POST body of another
  * media type is 415, a request without a query 400.
  */
 function useNotAGraphQLRequestAnswers(): Plugin {
   return {
+    // A media type is case-insensitive (RFC 9110 §8.3.1); yoga matches it as written. Its
+    // parameters are left as they are (a multipart boundary is case-sensitive).
+    onRequest({ request }) {
+      const given = request.headers.get('content-type');
+      const mediaType = given?.split(';')[0];
+      if (given && mediaType !== mediaType!.toLowerCase()) request.headers.set('content-type', mediaType!.toLowerCase() + given.slice(mediaType!.length));
+    },
     onRequestParse({ request, requestParser }) {
       if (request.method !== 'POST' || requestParser) return;
-      const given = request.headers.get('content-type') ?? 'none';
+      const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
         `Unsupported Content-Type "${given}": send the operation as application/json ({"query": ..., "variables": ...}); also accepted: ${POST_MEDIA_TYPES.slice(1).join(', ')}`,
         415,
@@ -242,7 +249,7 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     // (curl -d's default type) guessing.
     onParams({ params, request }) {
       if (params.query != null || params.extensions?.persistedQuery) return;
-      const given = request.headers.get('content-type') ?? 'none';
+      const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
         `No GraphQL query in the request: send {"query": ..., "variables": ...} as JSON with Content-Type: application/json (this request's Content-Type: ${given})`,
         400,
@@ -318,7 +325,16 @@ export function createGraphQLServer(options: {
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },
         maxAliases: { n: 15, ...armorLimit((found) => `The document uses ${found} aliases; at most 15 are allowed (GraphQL Armor's alias limit)`) },
         maxDirectives: { n: 20, ...armorLimit((found) => `The document uses ${found} directives; at most 20 are allowed (GraphQL Armor's directive limit)`) },
-        maxTokens: { n: 5000 },
+        // Refused while parsing, where there is no validation context to report to: thrown as the
+        // limit it is (Armor's own error is a "Syntax Error" without a code).
+        maxTokens: {
+          n: 5000,
+          onReject: [
+            () => {
+              throw new GraphQLError("The document has more than 5000 tokens; at most 5000 are allowed (GraphQL Armor's token limit)", { extensions: { code: 'BAD_USER_INPUT' } });
+            },
+          ],
+        },
         costLimit: { enabled: false }, // useQueryCostLimit counts list sizes
         blockFieldSuggestion: { enabled: true },
       }),

@@ -246,4 +246,22 @@ describe(`graphql-ws abuse limits (${backendName})`, () => {
     expect(result!.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', maxCost: 10_000_000 });
     await sse.close();
   });
+
+  it('the token and bracket limits answer BAD_USER_INPUT over HTTP and graphql-ws alike, with no HTTP detail over graphql-ws', async () => {
+    const user = await dashboardUser();
+    const documents = {
+      tokens: `subscription { ${'__typename '.repeat(5001)}}`,
+      brackets: `subscription { runChanged(threadId: ${'['.repeat(201)}1${']'.repeat(201)}) { id } }`,
+    };
+    const socket = await RawSocket.open(url, user.params);
+    for (const [id, query] of Object.entries(documents)) {
+      const response = await t.gql(query, {}, user.token);
+      expect(response.errors?.[0]?.extensions?.code, id).toBe('BAD_USER_INPUT');
+      socket.subscribe(id, query);
+      const [error] = await socket.errorOf(id);
+      expect(error.extensions, id).toEqual({ code: 'BAD_USER_INPUT' });
+      expect(error.message).toBe(response.errors![0]!.message);
+    }
+    expect(socket.closed).toBeNull();
+  });
 });

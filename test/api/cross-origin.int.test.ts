@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
+import { sseStream } from '../support/streams.js';
 
 let t: TestApp;
 let base: string;
@@ -152,4 +153,38 @@ describe(`the stream session cookie (${backendName})`, () => {
     // Another session of the same principal is not signed out.
     expect(await open(other.cookie.split(';')[0]!)).not.toMatch(/UNAUTHENTICATED/);
   });
+
+  it("a sign-out ends the session's streams already open (SIGNED_OUT), not another session's", async () => {
+    const [pair, otherPair] = [(await signIn(admin)).cookie.split(';')[0]!, (await signIn(admin)).cookie.split(';')[0]!];
+    const thread = (await t.gql('mutation { createThread(input: { title: "open when signed out" }) { id } }', {}, admin)).data.createThread.id;
+    const url = `${base}/graphql/stream?${new URLSearchParams({ query: 'subscription($t: ID!) { runChanged(threadId: $t) { id } }', variables: JSON.stringify({ t: thread }) })}`;
+    const openStream = async (cookiePair: string) => {
+      const client = new AbortController();
+      return sseStream(await fetch(url, { headers: { accept: 'text/event-stream', cookie: cookiePair }, signal: client.signal }), client);
+    };
+    const [signedOut, copy, other] = [await openStream(pair), await openStream(pair), await openStream(otherPair)];
+    try {
+      await createRunIn(thread);
+      for (const stream of [signedOut, copy, other]) await stream.take(1);
+
+      expect((await fetch(`${base}/graphql/stream-session`, { method: 'DELETE', headers: { cookie: pair } })).status).toBe(204);
+      for (const stream of [signedOut, copy]) {
+        expect(await stream.ended()).toEqual({ kind: 'complete' });
+        const [last] = stream.results.slice(-1);
+        expect(last!.errors![0]!.extensions).toEqual({ code: 'SUBSCRIPTION_INTERRUPTED', reason: 'SIGNED_OUT' });
+        expect(last!.errors![0]!.message).toMatch(/signed out/);
+      }
+      await createRunIn(thread);
+      await other.take(2);
+      expect(other.ending).toBeNull();
+      expect(signedOut.results.filter((result) => result.data).length).toBe(1);
+    } finally {
+      await Promise.all([signedOut, copy, other].map((stream) => stream.close()));
+    }
+  });
 });
+
+async function createRunIn(threadId: string) {
+  const created = await t.gql('mutation($t: ID!) { createRun(input: { threadId: $t }) { id } }', { t: threadId }, admin);
+  expect(created.errors).toBeUndefined();
+}

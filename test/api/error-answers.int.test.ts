@@ -29,6 +29,12 @@ async function post(body: string, headers: Record<string, string> = {}) {
   return { status: response.status, type: response.headers.get('content-type'), text, json: text ? JSON.parse(text) : null };
 }
 
+function multipart(fields: Record<string, string>): FormData {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  return form;
+}
+
 const threadsQuery = JSON.stringify({ query: '{ threads { edges { node { id } } } }' });
 const key = new TextEncoder().encode(TEST_JWT_SECRET);
 
@@ -120,9 +126,52 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     expect(answer.json.errors[0].message).toMatch(/text\/plain/);
     expect(answer.json.errors[0].message).toMatch(/application\/json/);
   });
+
+  it('the 415 lists the media types a POST may have, and only those', async () => {
+    const answer = await post('{"query": "{ __typename }"}', { 'content-type': 'application/graphql-response+json', authorization: `Bearer ${admin}` });
+    expect(answer.status).toBe(415);
+    const listed = /also accepted: (.*)$/.exec(answer.json.errors[0].message)![1]!.split(', ');
+    expect(listed).not.toContain('application/graphql-response+json');
+    expect(listed).toContain('multipart/form-data');
+    for (const type of listed) {
+      const bodies: Record<string, string | FormData> = {
+        'application/x-www-form-urlencoded': 'query=%7B__typename%7D',
+        'application/graphql': '{ __typename }',
+        'multipart/form-data': multipart({ operations: '{"query": "{ __typename }"}', map: '{}' }),
+      };
+      const body = bodies[type] ?? '{"query": "{ __typename }"}';
+      // fetch writes a multipart body's Content-Type itself, with its boundary.
+      const headers: Record<string, string> = body instanceof FormData ? {} : { 'content-type': type };
+      const response = await t.app.yoga.fetch('http://test/graphql', { method: 'POST', headers: { ...headers, authorization: `Bearer ${admin}` }, body });
+      expect(await response.json(), type).toEqual({ data: { __typename: 'Query' } });
+    }
+  });
+
+  it('a media type is matched whatever its case (RFC 9110)', async () => {
+    const answer = await post('{"query": "{ __typename }"}', { 'content-type': 'APPLICATION/JSON; charset=UTF-8', authorization: `Bearer ${admin}` });
+    expect([answer.status, answer.json]).toEqual([200, { data: { __typename: 'Query' } }]);
+  });
 });
 
 describe(`messages name what the client sent (${backendName})`, () => {
+  it('a very long value is quoted cut to 100 characters, with "…"', async () => {
+    const thread = (await t.gql('mutation { createThread(input: { title: "long cursor" }) { id } }', {}, admin)).data.createThread.id;
+    const longId = 'a'.repeat(5000);
+    const stream = await t.app.yoga.fetch(
+      `http://test/graphql?${new URLSearchParams({ query: 'subscription($t: ID!) { threadChanges(threadId: $t) { cursor } }', variables: JSON.stringify({ t: thread }) })}`,
+      { headers: { accept: 'text/event-stream', authorization: `Bearer ${admin}`, 'last-event-id': longId } },
+    );
+    const event = /data: (.*)\n/.exec(await stream.text())![1]!;
+    const [error] = JSON.parse(event).errors;
+    expect(error.extensions.code).toBe('BAD_USER_INPUT');
+    expect(error.message).toBe(`Cursor "${'a'.repeat(100)}…" is malformed`);
+
+    const unsupported = await post('{ __typename }', { 'content-type': `text/${'x'.repeat(5000)}`, authorization: `Bearer ${admin}` });
+    expect(unsupported.status).toBe(415);
+    expect(unsupported.json.errors[0].message).toContain(`"text/${'x'.repeat(95)}…"`);
+    expect(unsupported.json.errors[0].message.length).toBeLessThan(400);
+  });
+
   it('a variable error names the query\'s own variable', async () => {
     const { json } = await post(
       JSON.stringify({

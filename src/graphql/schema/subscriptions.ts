@@ -7,6 +7,7 @@ import type { Message, Run, Thread } from '../../generated/prisma/client.js';
 import { deliveredWith } from '../../realtime/per-event.js';
 import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
 import { builder } from '../builder.js';
+import { echoed } from '../errors.js';
 import type { GraphQLContext } from '../context.js';
 import { createLoaders, loadersForEvent, primedForBurst } from '../loaders.js';
 import { AuditRef, ToolAuditRef } from './audit.js';
@@ -48,7 +49,8 @@ const runIdOf = (change: CommittedChange) => (change.kind === 'run' ? change.row
  */
 function resumeCursor(thread: Thread, after: string | null | undefined, context: GraphQLContext): bigint | undefined {
   const text = context.request?.headers.get('last-event-id') || after;
-  return text == null ? undefined : decodeCursor(context.deps.databaseId, thread, text);
+  // No cursor is longer than 100 characters: one cut by `echoed` is malformed, and quoted cut.
+  return text == null ? undefined : decodeCursor(context.deps.databaseId, thread, echoed(text));
 }
 
 interface ThreadChangeShape {

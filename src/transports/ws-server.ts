@@ -1,0 +1,77 @@
+import { CloseCode, handleProtocols, makeServer, MessageType, parseMessage, type ConnectionInitMessage, type ServerOptions } from 'graphql-ws';
+import type { Extra } from 'graphql-ws/use/ws';
+import type { WebSocketServer } from 'ws';
+import { echoed } from '../graphql/errors.js';
+import { errorFields, log } from '../log.js';
+
+/** What a graphql-transport-ws client may send; the other types are the server's. */
+const CLIENT_MESSAGE_TYPES: ReadonlySet<string> = new Set([MessageType.ConnectionInit, MessageType.Ping, MessageType.Pong, MessageType.Subscribe, MessageType.Complete]);
+
+/** The type of `data` when it is a well-formed message only the server sends. */
+function serverOnlyType(data: string): string | undefined {
+  let type: string;
+  try {
+    type = parseMessage(data).type;
+  } catch {
+    return undefined; // not a message of the protocol: graphql-ws closes with 4400 itself
+  }
+  return CLIENT_MESSAGE_TYPES.has(type) ? undefined : type;
+}
+
+/**
+ * A close reason is at most 123 bytes (RFC 6455 §5.5), and graphql-ws quotes a client's
+ * subscription id in one: ws would throw, leaving the connection half closed. 40 UTF-16 units
+ * and "…" are 123 bytes at most.
+ */
+const closeReason = (reason: string | undefined) => (reason === undefined || Buffer.byteLength(reason) <= 123 ? reason : echoed(reason, 40));
+
+/**
+ * graphql-ws's server on `ws`, bound as its `useServer` binds it (without pings: the caller sends
+ * them), except that nothing reaches the output but the server's JSON log lines: graphql-ws's
+ * binding closes a client-sent `next`, `error` or `connection_ack` with 4500 and prints a stack
+ * trace for it, so any client could flood the logs. Such a message is the client's error, closed
+ * here with 4400 before graphql-ws sees it; a failure in handling a message is logged as one line.
+ */
+export function serveGraphQLWs(options: ServerOptions<ConnectionInitMessage['payload'], Extra>, wsServer: WebSocketServer) {
+  const server = makeServer(options);
+  wsServer.options.handleProtocols = handleProtocols;
+  // The HTTP server's errors (a failed listen) arrive here too.
+  wsServer.on('error', (error) => log.error({ component: 'graphql-ws', error: errorFields(error) }, 'WebSocket server error'));
+  wsServer.on('connection', (socket, request) => {
+    // A frame ws refuses (invalid UTF-8, over maxPayload) is the client's: ws closes the connection itself.
+    socket.on('error', () => {});
+    const closed = server.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) =>
+          new Promise<void>((resolve, reject) => {
+            if (socket.readyState !== socket.OPEN) return resolve();
+            socket.send(data, (error) => (error ? reject(error) : resolve()));
+          }),
+        close: (code, reason) => socket.close(code, closeReason(reason)),
+        onMessage: (handle) =>
+          socket.on('message', async (data) => {
+            const text = String(data);
+            const type = serverOnlyType(text);
+            if (type) return socket.close(CloseCode.BadRequest, `Unexpected message of type "${type}": only the server sends it`);
+            try {
+              await handle(text);
+            } catch (error) {
+              log.error({ component: 'graphql-ws', error: errorFields(error) }, 'unexpected error in a WebSocket message');
+              socket.close(CloseCode.InternalServerError, 'Internal server error');
+            }
+          }),
+      },
+      { socket, request },
+    );
+    socket.once('close', (code, reason) => void closed(code, String(reason)));
+  });
+  return {
+    /** Closes every socket with 1001 "Going away" (graphql-ws completes their subscriptions) and the server. */
+    async dispose(): Promise<void> {
+      for (const client of wsServer.clients) client.close(1001, 'Going away');
+      wsServer.removeAllListeners();
+      await new Promise<void>((resolve, reject) => wsServer.close((error) => (error ? reject(error) : resolve())));
+    },
+  };
+}
