@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 from agent_audit import DeclaredToolCall
 
 from .support import LiveTestCase
@@ -51,6 +58,35 @@ class RunSessionTest(LiveTestCase):
         # The tool's call goes back to PENDING, for a resumed run to start it again.
         self.assertEqual([call.status for call in after.tool_calls], ["PENDING"])
         self.assertEqual([item.status for item in self.owner.thread_audits(thread_id).items], ["COMPLETED", "INTERRUPTED"])
+
+    def test_sigterm_as_keyboard_interrupt_interrupts_the_run_of_a_stopped_process(self) -> None:
+        # The README's recipe for a process stopped by SIGTERM (a deploy, systemd, Kubernetes):
+        # Python's default SIGTERM kills the process without leaving the block, and the run would
+        # stay RUNNING until its lease expired.
+        _, run_id = self.queued_run()
+        agent = textwrap.dedent("""
+            import signal, sys, time
+            from agent_audit import AuditClient
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
+            worker = AuditClient(sys.argv[1], sys.argv[2])
+            with worker.start_run(sys.argv[3]) as run:
+                run.model_started("model-1", model="gpt-x", input={})
+                print("working", flush=True)
+                time.sleep(60)
+        """)
+        process = subprocess.Popen(
+            [sys.executable, "-c", agent, self.server.url, self.server.token(self.worker_sub, "worker"), run_id],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+        assert process.stdout is not None
+        self.assertEqual(process.stdout.readline().strip(), "working")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+        self.assertIn("KeyboardInterrupt", stderr)
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "INTERRUPTED")
 
     def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
         _, run_id = self.queued_run()
