@@ -1,14 +1,22 @@
 import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
 import { badInput } from '../../domain/errors.js';
+import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
-import type { Thread } from '../../generated/prisma/client.js';
+import type { PrismaClient, Thread } from '../../generated/prisma/client.js';
 import { builder, listCost } from '../builder.js';
 import { MessageRoleEnum } from './enums.js';
 import { RunRef } from './run.js';
 
 const MAX_HISTORY_PAGE = 1000;
 const MAX_RUNS_PAGE = 500;
+
+/** The run `after` names, refused unless it is one of this thread's (as every cursor is). */
+async function runOfThread(prisma: PrismaClient, threadId: string, after: string) {
+  const run = isUuid(after) ? await prisma.run.findFirst({ where: { id: after, threadId }, select: { createdOrder: true } }) : null;
+  if (!run) throw badInput('after must be the id of a run of this thread');
+  return run;
+}
 
 export const ThreadRef = builder.prismaObject('Thread', {
   fields: (t) => ({
@@ -31,13 +39,20 @@ export const ThreadRef = builder.prismaObject('Thread', {
       description: 'Count of ordinary messages. Audit rows are never counted.',
       resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
     }),
-    runs: t.relation('runs', {
-      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}).`,
-      args: { first: t.arg.int({ defaultValue: 100 }) },
+    runs: t.prismaField({
+      type: ['Run'],
+      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}); with \`after\` (a run of this thread), those created after it.`,
+      args: { first: t.arg.int({ defaultValue: 100 }), after: t.arg.id() },
       complexity: ({ first }) => listCost(first, MAX_RUNS_PAGE),
-      query: ({ first }) => {
+      resolve: async (query, thread, { first, after }, { prisma }) => {
         if (first == null || first < 1 || first > MAX_RUNS_PAGE) throw badInput(`first must be between 1 and ${MAX_RUNS_PAGE}`);
-        return { orderBy: { createdOrder: 'asc' }, take: first };
+        const from = after == null ? null : await runOfThread(prisma, thread.id, after);
+        return prisma.run.findMany({
+          ...query,
+          where: { threadId: thread.id, ...(from && { createdOrder: { gt: from.createdOrder } }) },
+          orderBy: { createdOrder: 'asc' },
+          take: first,
+        });
       },
     }),
     latestRun: t.field({
