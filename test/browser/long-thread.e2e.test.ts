@@ -1,0 +1,91 @@
+// A thread as a debugger meets it late in its life, in headless Chromium against the server
+// process: more runs than one read returns, failures written while the page is open.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditClient } from '@agent-audit/client';
+import { backendName } from '../support/database.js';
+import { serverForFile } from '../e2e/support/server.js';
+import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { openThread, signIn, superadminThread } from './support/page.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../..');
+
+let server: ReturnType<typeof serverForFile>;
+let origin: string;
+let browser: Browser;
+
+const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+const selectedKey = (page: Page) => page.locator('.row.selected').getAttribute('data-key');
+
+/** A run whose one model call declares one tool call that fails. */
+async function runWithFailingTool(owner: AuditClient, worker: AuditClient, threadId: string) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'pay', args: {} }] });
+  const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'pay', effectiveInput: {}, sequence: 3 });
+  await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'permission denied', status: 'error' }, sequence: 4 });
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  return { runId: run.id, toolId: tool.id };
+}
+
+/**
+ * `count` runs of the thread, queued and never claimed (only their number matters): 15 to a
+ * request (the server's alias limit), the requests sent together.
+ */
+async function createRuns(url: string, token: string, threadId: string, count: number) {
+  const requests = [];
+  for (let made = 0; made < count; made += 15) {
+    const aliases = Array.from({ length: Math.min(15, count - made) }, (_, i) => `r${i}: createRun(input: { threadId: $threadId }) { id }`);
+    const body = JSON.stringify({ query: `mutation($threadId: ID!) { ${aliases.join(' ')} }`, variables: { threadId } });
+    requests.push(fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body }).then((response) => response.json()));
+  }
+  for (const answer of await Promise.all(requests)) expect(answer.errors).toBeUndefined();
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName})`, () => {
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  server = serverForFile();
+  beforeAll(async () => {
+    origin = new URL(server.url).origin;
+    browser = await launchChromium();
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('shows every run of a thread of more than 500, by its real place: the newest failure is one key away', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'five hundred and twenty runs');
+    await createRuns(server.url, who.owner, threadId, 519);
+    const newest = await runWithFailingTool(owner, worker, threadId);
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(newest.toolId);
+    expect(await row(page, newest.runId).locator('.name').textContent()).toMatch(/^run 520 · /);
+
+    // A run created while the page shows takes the next place.
+    const live = await runWithFailingTool(owner, worker, threadId);
+    await expect.poll(() => row(page, live.runId).locator('.name').textContent()).toMatch(/^run 521 · /);
+    await page.close();
+  });
+
+  it('keeps the thread\'s failure line in step with failures written while it shows', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'failing while watched');
+    await runWithFailingTool(owner, worker, threadId);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const line = page.locator('[data-testid=thread-failures]');
+    await expect.poll(() => line.textContent()).toBe('In this thread: 1 tool failed');
+
+    const live = await runWithFailingTool(owner, worker, threadId);
+    await expect.poll(() => row(page, live.toolId).getAttribute('data-status')).toBe('FAILED');
+    await expect.poll(() => line.textContent()).toBe('In this thread: 2 tools failed');
+    await page.close();
+  });
+});
