@@ -522,7 +522,16 @@ function Details() {
         <p class="muted" data-testid="declared-note">
           {row.status === 'PENDING'
             ? 'Declared by the model call above; not started yet (its run, or a resume of it, still goes).'
-            : 'Declared by the model call above and never started: its run ended without running it.'}
+            : row.status === 'NEVER_RUN'
+              ? 'Declared by the model call above and never started: its run ended without running it.'
+              : <>
+                  Declared by the model call above; it ran in {row.ranInRun ? runLabel(orderedRuns.value, row.ranInRun) : 'a resumed run'}, whose entries are not loaded.{' '}
+                  {row.ranInRun && (
+                    <button type="button" onClick={() => void loadRun(row.ranInRun!)}>
+                      {loadingRuns.value.has(row.ranInRun) ? 'Loading…' : 'Load that run'}
+                    </button>
+                  )}
+                </>}
         </p>
       )}
       {row.awaitingVerdict && <p class="awaiting">This tool reported an error; the run's terminal verdict will decide its final status.</p>}

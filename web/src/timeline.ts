@@ -158,7 +158,7 @@ export interface Row {
   failed: boolean;
   /** A run's entries the server holds that are not loaded (0 for audits). */
   unloaded: number;
-  /** A tool call its model declared that never started: no audit of its own (status PENDING or NEVER_RUN). */
+  /** A tool call its model declared with no execution loaded: never started (status PENDING or NEVER_RUN), or ran in a run not loaded. */
   declared?: DeclaredCall;
 }
 
@@ -415,8 +415,8 @@ export function layoutTimelineWithAxis(
       else toolsByModel.set(modelId, [audit]);
     }
   }
-  // Declared calls with an execution loaded; the others never started (or theirs is not loaded: a
-  // call whose ToolCall moved on from PENDING ran somewhere).
+  // Declared calls with an execution loaded; the others never started, or ran where they are not
+  // loaded (a call whose ToolCall moved on from PENDING ran somewhere: a resume not read yet).
   const started = new Set(all.flatMap((audit) => (audit.toolCall ? [audit.toolCall.id] : [])));
   const going = (run: RunView) => run.status === 'QUEUED' || run.status === 'RUNNING';
   // A run's declared calls may still start while it or a resume of it at any depth goes (a tool
@@ -473,9 +473,25 @@ export function layoutTimelineWithAxis(
       end,
     );
   };
+  // A run's resumes, at any depth, whose entries are not all loaded: where a call it declared may
+  // have run. A resume is created after the run it resumes, so one pass in creation order finds them.
+  const unloadedResumesOf = (runId: string): string[] => {
+    const line = new Set([runId]);
+    return runs.flatMap((run) => {
+      if (!run.resumedFrom || !line.has(run.resumedFrom.id)) return [];
+      line.add(run.id);
+      return (run.auditSummary?.audits ?? 0) > (auditsByRun.get(run.id)?.length ?? 0) ? [run.id] : [];
+    });
+  };
+  /**
+   * A declared call with no execution loaded: never started (PENDING or NEVER_RUN), or started
+   * where it is not loaded (a resumed run not read yet), then it says so and where, if one run may hold it.
+   */
   const declaredRow = (call: DeclaredCall, model: AuditView) => {
     const start = time(model.finishedAt);
-    const status = mayStillStart.has(model.runId) ? 'PENDING' : 'NEVER_RUN';
+    const ran = call.status !== 'PENDING';
+    const status = ran ? call.status : mayStillStart.has(model.runId) ? 'PENDING' : 'NEVER_RUN';
+    const ranIn = ran ? unloadedResumesOf(model.runId) : [];
     push(
       {
         key: declaredRowKey(call.id),
@@ -486,10 +502,10 @@ export function layoutTimelineWithAxis(
         running: false,
         durationMs: null,
         awaitingVerdict: false,
-        reason: status === 'PENDING' ? 'declared, not started yet' : 'declared, never started',
+        reason: ran ? 'declared; ran where it is not loaded' : status === 'PENDING' ? 'declared, not started yet' : 'declared, never started',
         tokens: null,
         sizes: null,
-        ranInRun: null,
+        ranInRun: ranIn.length === 1 ? ranIn[0]! : null,
         failures: null,
         failed: false,
         unloaded: 0,
@@ -551,7 +567,7 @@ export function layoutTimelineWithAxis(
           auditRow(tool, 2, 0);
           if (tool.runId !== run.id) rows[rows.length - 1]!.ranInRun = tool.runId;
         }
-        for (const call of audit.toolCalls ?? []) if (call.status === 'PENDING' && !started.has(call.id)) declaredRow(call, audit);
+        for (const call of audit.toolCalls ?? []) if (!started.has(call.id)) declaredRow(call, audit);
       } else if (!(audit.declaredBy?.id && models.has(audit.declaredBy.id))) {
         auditRow(audit, 1, 0);
       }
