@@ -1,5 +1,6 @@
 // A thread as a debugger meets it late in its life, in headless Chromium against the server
-// process: more runs than one read returns, failures written while the page is open.
+// process: more runs than one read returns, failures written while the page is open, payloads
+// holding characters that hide or reorder text.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -86,6 +87,31 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     const live = await runWithFailingTool(owner, worker, threadId);
     await expect.poll(() => row(page, live.toolId).getAttribute('data-status')).toBe('FAILED');
     await expect.poll(() => line.textContent()).toBe('In this thread: 2 tools failed');
+    await page.close();
+  });
+
+  it('shows bidi controls and invisible characters of a payload as marks, so the text reads as stored', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'payload with hidden characters');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const declared = { q: 'say \u202Eevil\u202C now', zw: 'a\u200bb\u200fc' };
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'echo', args: declared }] });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'echo', effectiveInput: { ...declared, zw: 'abc' }, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'ok', status: 'success' }, sequence: 4 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
+    const pane = (label: string) => page.locator(`.details .json-view[data-label=${label}] pre`);
+    await expect.poll(() => pane('declared').textContent()).toContain('"say ⟨U+202E⟩evil⟨U+202C⟩ now"');
+    expect(await pane('declared').textContent()).toContain('"a⟨U+200B⟩b⟨U+200F⟩c"');
+    expect(await pane('effective').textContent()).toContain('"abc"');
+    // What the page draws holds no control that acts: the diff too.
+    const drawn = await page.locator('.details').evaluate((details) => details.innerText);
+    expect(drawn).not.toMatch(/[\u200B-\u200F\u202A-\u202E]/);
+    expect(await page.locator('.details .diff').textContent()).toContain('a⟨U+200B⟩b⟨U+200F⟩c');
     await page.close();
   });
 });
