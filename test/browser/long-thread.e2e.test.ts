@@ -114,4 +114,21 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     expect(await page.locator('.details .diff').textContent()).toContain('a⟨U+200B⟩b⟨U+200F⟩c');
     await page.close();
   });
+
+  it('opens a link to an old row by reading its run only, not the whole thread back to it', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'an old row behind 510 newer ones');
+    const { toolId: oldRow } = await runWithFailingTool(owner, worker, threadId);
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await Promise.all(Array.from({ length: 510 }, (_, i) => worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i + 1, model: 'gpt-x' })));
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${oldRow}`);
+    await expect.poll(() => selectedKey(page)).toBe(oldRow);
+    // The old row's run (2 entries) joined the newest 500; the 10 entries between stay unread.
+    expect(await page.locator('[data-testid=loaded-count]').textContent()).toBe('502 entries loaded; older ones exist');
+    await page.close();
+  });
 });

@@ -41,6 +41,10 @@ export const AUDIT_DETAIL = graphql(`
     }
   }`);
 
+/** The run an audit belongs to: a link to an old row reads that run's entries only. */
+export const AUDIT_RUN = graphql(`
+  query AuditRun($id: ID!) { audit(id: $id) { id runId } }`);
+
 export const THREADS = graphql(`
   query Threads($first: Int, $after: String, $title: String) {
     threads(first: $first, after: $after, title: $title) {

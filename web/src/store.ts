@@ -2,11 +2,11 @@ import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal, UNREACHABLE, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
-import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
+import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
-import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
+import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -239,7 +239,7 @@ function refreshSearchSoon() {
 /** Runs whose own entries are being read (loadRun). */
 export const loadingRuns = signal<ReadonlySet<string>>(new Set());
 
-/** Opens a search hit in its thread's timeline, paging back until the timeline holds it. */
+/** Opens a search hit in its thread's timeline, reading its run if that is not loaded. */
 export function openHit(hit: SearchHit) {
   if (threadId.value !== hit.threadId) openThread(hit.threadId);
   pendingReveal.value = hit.audit.id;
@@ -254,14 +254,33 @@ effect(() => {
   if (audits.value.has(wanted) || runs.value.has(wanted) || allRows.value.some((row) => row.key === wanted)) {
     selectedKey.value = wanted;
     pendingReveal.value = null;
-  } else if (loadingRuns.value.size) {
+  } else if (loadingRuns.value.size || locating.value) {
     // A run being read may hold it.
+  } else if (located !== wanted && !isDeclaredRowKey(wanted)) {
+    located = wanted;
+    void loadRunOf(wanted);
   } else if (truncated.value) {
     void loadOlder();
   } else if (!loadingOlder.value) {
     pendingReveal.value = null;
   }
 });
+
+/** The audit whose run was last read for a row asked for, and whether that read is under way. */
+let located: string | null = null;
+const locating = signal(false);
+/** Reads the entries of the run `auditId` belongs to (one run, not the whole thread back to it). */
+async function loadRunOf(auditId: string) {
+  locating.value = true;
+  try {
+    const { audit } = await gql(token.value!, AUDIT_RUN, { id: auditId });
+    await loadRun(audit.runId);
+  } catch {
+    // Not an audit this reader may read (or none): paging back answers as it always did.
+  } finally {
+    locating.value = false;
+  }
+}
 
 /** The next page back: the audits older than the oldest loaded. */
 export async function loadOlder() {
@@ -495,6 +514,7 @@ function resetThread() {
   truncated.value = false;
   olderBefore.value = null;
   snapshotLoaded.value = false;
+  located = null;
   ledgerPage.value = null;
   ledgerNames.value = [];
   zoom.value = null;

@@ -193,6 +193,7 @@ export type DeclaredCall = NonNullable<AuditView['toolCalls']>[number];
 
 /** The row of a declared call that never started, by the ToolCall's id. */
 export const declaredRowKey = (toolCallId: string) => `declared:${toolCallId}`;
+export const isDeclaredRowKey = (key: string) => key.startsWith('declared:');
 
 type RowBase = Omit<Row, 'left' | 'width' | 'start' | 'end' | 'inView'>;
 

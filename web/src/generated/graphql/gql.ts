@@ -20,6 +20,7 @@ type Documents = {
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": typeof types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage toolCalls { id toolCallId name status } }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": typeof types.PageAuditFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": typeof types.AuditDocument,
+    "\n  query AuditRun($id: ID!) { audit(id: $id) { id runId } }": typeof types.AuditRunDocument,
     "\n  query Threads($first: Int, $after: String, $title: String) {\n    threads(first: $first, after: $after, title: $title) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ThreadsDocument,
     "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": typeof types.PageThreadInfoFragmentDoc,
     "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": typeof types.ThreadInfoDocument,
@@ -36,6 +37,7 @@ const documents: Documents = {
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage toolCalls { id toolCallId name status } }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": types.PageAuditFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": types.AuditDocument,
+    "\n  query AuditRun($id: ID!) { audit(id: $id) { id runId } }": types.AuditRunDocument,
     "\n  query Threads($first: Int, $after: String, $title: String) {\n    threads(first: $first, after: $after, title: $title) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ThreadsDocument,
     "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": types.PageThreadInfoFragmentDoc,
     "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": types.ThreadInfoDocument,
@@ -67,6 +69,10 @@ export function graphql(source: "\n  fragment PageAuditFields on Audit {\n    ..
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }"): typeof import('./graphql.js').AuditDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query AuditRun($id: ID!) { audit(id: $id) { id runId } }"): typeof import('./graphql.js').AuditRunDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

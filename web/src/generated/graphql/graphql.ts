@@ -83,6 +83,16 @@ export type AuditQuery = { audit:
     | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, effectiveInput: unknown, output: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { declaredInput: unknown, status: ToolCallStatus }, declaredBy: { id: string } }
    };
 
+export type AuditRunQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type AuditRunQuery = { audit:
+    | { id: string, runId: string }
+    | { id: string, runId: string }
+   };
+
 export type ThreadsQueryVariables = Exact<{
   first?: number | null | undefined;
   after?: string | null | undefined;
@@ -361,6 +371,14 @@ export const AuditDocument = new TypedDocumentString(`
   outputBytes
   errorBytes
 }`) as unknown as TypedDocumentString<AuditQuery, AuditQueryVariables>;
+export const AuditRunDocument = new TypedDocumentString(`
+    query AuditRun($id: ID!) {
+  audit(id: $id) {
+    id
+    runId
+  }
+}
+    `) as unknown as TypedDocumentString<AuditRunQuery, AuditRunQueryVariables>;
 export const ThreadsDocument = new TypedDocumentString(`
     query Threads($first: Int, $after: String, $title: String) {
   threads(first: $first, after: $after, title: $title) {
