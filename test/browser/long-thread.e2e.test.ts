@@ -131,4 +131,21 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     expect(await page.locator('[data-testid=loaded-count]').textContent()).toBe('502 entries loaded; older ones exist');
     await page.close();
   });
+
+  it('says so when n finds no failure after the selected row, and p none before it', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'one failure to step past');
+    const { toolId } = await runWithFailingTool(owner, worker, threadId);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const cue = page.getByRole('status').filter({ hasText: /failures/ });
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(toolId);
+    await page.keyboard.press('n');
+    await expect.poll(() => cue.textContent()).toBe('No more failures after this row.');
+    await page.keyboard.press('p');
+    await expect.poll(() => cue.textContent()).toBe('No failures before this row.');
+    expect(await selectedKey(page)).toBe(toolId);
+    await page.close();
+  });
 });

@@ -44,6 +44,7 @@ import {
   signOut,
   threadId,
   threadInfo,
+  failureEdge,
   threads,
   threadsRead,
   threadsHaveMore,
@@ -762,6 +763,7 @@ function FailureBar() {
       <span class={failing ? 'failures' : 'muted'} data-testid="thread-failures">
         {text ? `In this thread: ${text}` : 'Nothing failed in this thread'}
       </span>
+      <span role="status" class="failure-edge" data-testid="failure-edge">{failureEdge.value}</span>
       <span class="muted keys-help">
         Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
       </span>

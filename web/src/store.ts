@@ -300,6 +300,13 @@ export async function loadOlder() {
   }
 }
 
+/** Why the last `n` or `p` moved nothing (no failure past the selection that way); cleared when the selection moves. */
+export const failureEdge = signal<string | null>(null);
+effect(() => {
+  void selectedKey.value;
+  failureEdge.value = null;
+});
+
 /**
  * Selects the next (`delta` 1) or previous (-1) row that failed, from the selected row; with none
  * selected, the first or the last. A run whose failures are not loaded is selected while its
@@ -310,7 +317,7 @@ export function moveToFailure(delta: 1 | -1) {
   const index = list.findIndex((row) => row.key === selectedKey.value);
   const order = delta > 0 ? list.slice(index + 1) : list.slice(0, index < 0 ? list.length : index).reverse();
   const next = order.find((row) => row.failed);
-  if (!next) return;
+  if (!next) return void (failureEdge.value = delta > 0 ? 'No more failures after this row.' : 'No failures before this row.');
   selectedKey.value = next.key;
   if (next.kind !== 'run' || next.unloaded === 0) return;
   void loadRun(next.key).then(() => {
