@@ -109,7 +109,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     expect(await pane('declared').textContent()).toContain('"a⟨U+200B⟩b⟨U+200F⟩c"');
     expect(await pane('effective').textContent()).toContain('"abc"');
     // What the page draws holds no control that acts: the diff too.
-    const drawn = await page.locator('.details').evaluate((details) => details.innerText);
+    const drawn = await page.locator('.details').innerText();
     expect(drawn).not.toMatch(/[\u200B-\u200F\u202A-\u202E]/);
     expect(await page.locator('.details .diff').textContent()).toContain('a⟨U+200B⟩b⟨U+200F⟩c');
     await page.close();
@@ -146,6 +146,40 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await page.keyboard.press('p');
     await expect.poll(() => cue.textContent()).toBe('No failures before this row.');
     expect(await selectedKey(page)).toBe(toolId);
+    await page.close();
+  });
+
+  it('shows a declared call under its model call when only the declaring run is loaded, though it ran in a resume', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'interrupted, resumed, then long');
+    const first = await owner.createRun({ threadId });
+    let lease = await worker.claimRun(first.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    const calls = [{ id: 'c1', name: 'read_file', args: {} }, { id: 'c2', name: 'write_file', args: {} }, { id: 'c3', name: 'run_sql', args: {} }];
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: calls });
+    await worker.finishRun({ lease, status: 'INTERRUPTED' });
+    const resume = await owner.createRun({ threadId, resumeFromRunId: first.id });
+    lease = await worker.claimRun(resume.id, 600);
+    await worker.recordToolStarted({ lease, toolCallId: 'c2', name: 'write_file', effectiveInput: {}, sequence: 1 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c2', output: { content: 'written', status: 'success' }, sequence: 2 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    // Newer entries than the page's first read holds: neither run above is loaded on opening.
+    const long = await owner.createRun({ threadId });
+    lease = await worker.claimRun(long.id, 600);
+    await Promise.all(Array.from({ length: 510 }, (_, i) => worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i + 1, model: 'gpt-x' })));
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.getByRole('button', { name: 'Tool calls', exact: true }).click();
+    // The never-run call opens under its model call: only the declaring run is read.
+    await page.locator('[data-testid=ledger] tr[data-tool-call-id=c3] a').click();
+    await expect.poll(() => page.locator('.row.selected').textContent()).toContain('run_sql (c3)');
+    const written = page.locator('.row', { hasText: 'write_file (c2)' });
+    await expect.poll(() => written.textContent()).toContain(`ran in resumed run 2 · ${resume.id.replace(/-/g, '').slice(-6)}`);
+    expect(await written.getAttribute('data-status')).toBe('COMPLETED');
+    // Its model call's run only (one entry) joined the newest 500.
+    expect(await page.locator('[data-testid=loaded-count]').textContent()).toBe('501 entries loaded; older ones exist');
     await page.close();
   });
 });

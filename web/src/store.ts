@@ -193,8 +193,9 @@ effect(() => {
  */
 export function openLedgerEntry(entry: LedgerEntry) {
   if (threadId.value !== entry.threadId) openThread(entry.threadId);
-  pendingReveal.value = rowToOpen(entry);
+  // The run read first: a row asked for while no run is read pages back through the thread.
   if (!entry.auditId && !audits.peek().has(entry.declaredById)) void loadRun(entry.runId);
+  pendingReveal.value = rowToOpen(entry);
 }
 
 /** Counts the searches started: an answer shows only if no search started after its own (answers may arrive out of order). */
