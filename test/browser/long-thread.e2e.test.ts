@@ -73,7 +73,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     const live = await runWithFailingTool(owner, worker, threadId);
     await expect.poll(() => row(page, live.runId).locator('.name').textContent()).toMatch(/^run 521 · /);
     await page.close();
-  });
+  }, 180_000);
 
   it('keeps the thread\'s failure line in step with failures written while it shows', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'failing while watched');
@@ -130,7 +130,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     // The old row's run (2 entries) joined the newest 500; the 10 entries between stay unread.
     expect(await page.locator('[data-testid=loaded-count]').textContent()).toBe('502 entries loaded; older ones exist');
     await page.close();
-  });
+  }, 180_000);
 
   it('says so when n finds no failure after the selected row, and p none before it', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'one failure to step past');
@@ -181,5 +181,5 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     // Its model call's run only (one entry) joined the newest 500.
     expect(await page.locator('[data-testid=loaded-count]').textContent()).toBe('501 entries loaded; older ones exist');
     await page.close();
-  });
+  }, 180_000);
 });
