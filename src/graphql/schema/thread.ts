@@ -3,20 +3,13 @@ import { encodeCursor } from '../../domain/change-cursors.js';
 import { badInput } from '../../domain/errors.js';
 import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
-import type { PrismaClient, Thread } from '../../generated/prisma/client.js';
+import type { Thread } from '../../generated/prisma/client.js';
 import { builder, listCost } from '../builder.js';
 import { MessageRoleEnum } from './enums.js';
 import { RunRef } from './run.js';
 
 const MAX_HISTORY_PAGE = 1000;
 const MAX_RUNS_PAGE = 500;
-
-/** The run `after` names, refused unless it is one of this thread's (as every cursor is). */
-async function runOfThread(prisma: PrismaClient, threadId: string, after: string) {
-  const run = isUuid(after) ? await prisma.run.findFirst({ where: { id: after, threadId }, select: { createdOrder: true } }) : null;
-  if (!run) throw badInput('after must be the id of a run of this thread');
-  return run;
-}
 
 export const ThreadRef = builder.prismaObject('Thread', {
   fields: (t) => ({
@@ -39,20 +32,17 @@ export const ThreadRef = builder.prismaObject('Thread', {
       description: 'Count of ordinary messages. Audit rows are never counted.',
       resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
     }),
-    runs: t.prismaField({
-      type: ['Run'],
-      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}); with \`after\` (a run of this thread), those created after it.`,
+    runs: t.relation('runs', {
+      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}); with \`after\` (a run of this thread), those created after it. An \`after\` of no run of this thread reads none.`,
       args: { first: t.arg.int({ defaultValue: 100 }), after: t.arg.id() },
       complexity: ({ first }) => listCost(first, MAX_RUNS_PAGE),
-      resolve: async (query, thread, { first, after }, { prisma }) => {
+      // Read with the thread (one statement for a page of threads). The cursor must be one of
+      // the thread's runs: another thread's would place this thread's runs by its order.
+      query: ({ first, after }) => {
         if (first == null || first < 1 || first > MAX_RUNS_PAGE) throw badInput(`first must be between 1 and ${MAX_RUNS_PAGE}`);
-        const from = after == null ? null : await runOfThread(prisma, thread.id, after);
-        return prisma.run.findMany({
-          ...query,
-          where: { threadId: thread.id, ...(from && { createdOrder: { gt: from.createdOrder } }) },
-          orderBy: { createdOrder: 'asc' },
-          take: first,
-        });
+        if (after == null) return { orderBy: { createdOrder: 'asc' }, take: first };
+        if (!isUuid(after)) throw badInput('after must be the id of a run of this thread');
+        return { where: { thread: { runs: { some: { id: after } } } }, cursor: { id: after }, skip: 1, orderBy: { createdOrder: 'asc' }, take: first };
       },
     }),
     latestRun: t.field({
