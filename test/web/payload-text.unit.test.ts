@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { payloadText } from '../../web/src/timeline.js';
+import { payloadText, revealInvisible } from '../../web/src/timeline.js';
 
 // A payload as the details panel shows it: indented JSON, text read as its lines.
 
@@ -21,5 +21,15 @@ describe('a payload in the details panel', () => {
     expect(payloadText({ content: '{not json' })).toBe('{\n  "content": "{not json"\n}');
     // Parsing would round a number this long: the text stays as it was.
     expect(payloadText({ content: '{"id": 12345678901234567890}' })).toBe('{\n  "content": "{\\"id\\": 12345678901234567890}"\n}');
+  });
+});
+
+describe('revealInvisible', () => {
+  it('cuts out each bidi control and invisible character as its mark, and leaves other text whole', () => {
+    expect(revealInvisible('say \u202Eevil\u202C, a\u200Bb')).toEqual([
+      { text: 'say ', mark: false }, { text: '⟨U+202E⟩', mark: true }, { text: 'evil', mark: false }, { text: '⟨U+202C⟩', mark: true },
+      { text: ', a', mark: false }, { text: '⟨U+200B⟩', mark: true }, { text: 'b', mark: false },
+    ]);
+    expect(revealInvisible('مرحبا שלום')).toEqual([{ text: 'مرحبا שלום', mark: false }]);
   });
 });

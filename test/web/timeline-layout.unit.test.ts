@@ -61,6 +61,19 @@ describe('layoutTimeline', () => {
     expect(layout(chain('COMPLETED')).find(([key]) => key === 'declared:tc-skipped')).toEqual(['declared:tc-skipped', 2, 'NEVER_RUN']);
   });
 
+  it('shows a declared call that ran in a resume not loaded under its model call, naming that run', () => {
+    const calls = [{ id: 'tc-elsewhere', toolCallId: 'elsewhere', name: 'write_file', status: 'COMPLETED' }] as AuditView['toolCalls'];
+    const summary = (audits: number) => ({ audits }) as RunView['auditSummary'];
+    const runs = [
+      run('r1', { status: 'INTERRUPTED', auditSummary: summary(1) }),
+      run('r2', { createdAt: at(2000), resumedFrom: { id: 'r1' }, auditSummary: summary(3) }),
+    ];
+    const rows = layoutTimeline(runs, [audit('m1', 'r1', 1, { toolCalls: calls })], Date.parse(at(5000)));
+    expect(rows.map((row) => [row.key, row.depth, row.status, row.ranInRun])).toEqual([
+      ['r1', 0, 'INTERRUPTED', null], ['m1', 1, 'COMPLETED', null], ['declared:tc-elsewhere', 2, 'COMPLETED', 'r2'], ['r2', 0, 'COMPLETED', null],
+    ]);
+  });
+
   it('keeps a tool whose declaring model is not loaded (truncated) in its own run', () => {
     const rows = layoutTimeline([run('r1')], [tool('t', 'r1', 5, 'not-loaded')], Date.parse(at(5000)));
     expect(rows.map((row) => [row.key, row.depth])).toEqual([['r1', 0], ['t', 1]]);

@@ -5,8 +5,8 @@
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
 import { gql, GraphQLRequestError, messageOf, subscribe } from './api.js';
-import type { ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
-import { RUN_CHANGED, THREAD_AUDITS, THREAD_CHANGES, THREAD_RUNS } from './queries.js';
+import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
+import { RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
 
 export interface ThreadSink {
@@ -31,7 +31,7 @@ const isGone = (errors: unknown) =>
 
 type AuditPage = ThreadAuditsQuery['threadAudits'];
 /** The open thread's title, owner and totals (its runs come apart). */
-export type ThreadInfo = Omit<NonNullable<ThreadRunsQuery['thread']>, 'runs'>;
+export type ThreadInfo = PageThreadInfoFragment;
 
 /**
  * One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it;
@@ -42,11 +42,15 @@ export async function readAuditPage(token: string, threadId: string, before: str
   return threadAudits;
 }
 
+/** How long after a change the thread's totals are read again (the changes of that while share the read). */
+const THREAD_REREAD_MS = 500;
+
 export function followThread(client: Client, token: string, threadId: string, sink: ThreadSink): () => void {
   let stopped = false;
   const unsubscribers: (() => void)[] = [];
   const stop = () => {
     stopped = true;
+    clearTimeout(threadTimer);
     unsubscribers.forEach((unsubscribe) => unsubscribe());
   };
   const fail = (error: unknown) => {
@@ -56,12 +60,28 @@ export function followThread(client: Client, token: string, threadId: string, si
     sink.gone();
   };
 
+  /** All the thread's runs, a page at a time: a thread may hold more than one read returns. */
   const readRuns = async () => {
-    const { thread } = await gql(token, THREAD_RUNS, { id: threadId });
-    if (stopped) return;
-    if (!thread) throw new GraphQLRequestError(`Thread ${threadId} not found.`, 'NOT_FOUND');
-    sink.thread(thread);
-    sink.runs(thread.runs);
+    const runs: RunView[] = [];
+    let after: string | null = null;
+    do {
+      const { thread }: ThreadRunsQuery = await gql(token, THREAD_RUNS, { id: threadId, first: RUNS_PAGE, after });
+      if (stopped) return;
+      if (!thread) throw new GraphQLRequestError(`Thread ${threadId} not found.`, 'NOT_FOUND');
+      if (after === null) sink.thread(thread);
+      runs.push(...thread.runs);
+      after = thread.runs.length === RUNS_PAGE ? thread.runs[RUNS_PAGE - 1]!.id : null;
+    } while (after);
+    sink.runs(runs);
+  };
+  // The thread's totals (its failure line) follow its changes: one read per burst of them.
+  let threadTimer: ReturnType<typeof setTimeout> | undefined;
+  const readThreadSoon = () => {
+    if (threadTimer || stopped) return;
+    threadTimer = setTimeout(() => {
+      threadTimer = undefined;
+      void gql(token, THREAD_INFO, { id: threadId }).then(({ thread }) => thread && !stopped && sink.thread(thread), fail);
+    }, THREAD_REREAD_MS);
   };
   const readAudits = async () => {
     try {
@@ -85,6 +105,7 @@ export function followThread(client: Client, token: string, threadId: string, si
           if (run) sink.run(run);
           if (audit) sink.audit(audit);
           variables.after = cursor;
+          readThreadSoon();
         },
         error: fail,
         complete: () => {},
@@ -96,7 +117,12 @@ export function followThread(client: Client, token: string, threadId: string, si
     sink.auditsHidden('Audits (model calls and tool executions) are shown to superadmins on their own threads only.');
     unsubscribers.push(
       subscribe(client, RUN_CHANGED, { threadId }, {
-        next: ({ data, errors }) => (errors?.length ? fail(errors) : data && !stopped && sink.run(data.runChanged)),
+        next: ({ data, errors }) => {
+          if (errors?.length) return fail(errors);
+          if (!data || stopped) return;
+          sink.run(data.runChanged);
+          readThreadSoon();
+        },
         error: (error) => isGone(error) && fail(error),
         complete: () => {},
       }),

@@ -44,6 +44,7 @@ import {
   signOut,
   threadId,
   threadInfo,
+  failureEdge,
   threads,
   threadsRead,
   threadsHaveMore,
@@ -66,7 +67,7 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, runLabel, shortId, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, revealInvisible, runLabel, shortId, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { tokenRefusal } from './api.js';
 
@@ -214,16 +215,23 @@ const MAX_MARKS = 500;
 
 /** `text` with each match of `term` (in any case, as the search matches) in a <mark>. */
 function marked(text: string, term: string): ComponentChildren {
-  if (!term) return text;
+  if (!term) return revealed(text);
   const parts: ComponentChildren[] = [];
   let from = 0;
   for (const match of text.matchAll(new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'))) {
     if (parts.length === 2 * MAX_MARKS) break;
-    parts.push(text.slice(from, match.index), <mark>{match[0]}</mark>);
+    parts.push(revealed(text.slice(from, match.index)), <mark>{revealed(match[0])}</mark>);
     from = match.index + match[0].length;
   }
-  parts.push(text.slice(from));
+  parts.push(revealed(text.slice(from)));
   return parts;
+}
+
+/** Text with its invisible and bidi control characters shown as marks, none of them acting. */
+function revealed(text: string): ComponentChildren {
+  const pieces = revealInvisible(text);
+  if (pieces.length === 1 && !pieces[0]!.mark) return text;
+  return pieces.map((piece) => (piece.mark ? <span class="invisible-char" title="an invisible or text-direction character">{piece.text}</span> : piece.text));
 }
 
 /** Up to 60 characters around the first match of `text` (any case), else the start. */
@@ -423,7 +431,9 @@ function Conversation({ messages }: { messages: ConversationMessage[] }) {
 
 /** The model's declared arguments against what the tool really received, differences marked. */
 function DeclaredVsEffective({ declared, effective }: { declared: unknown; effective: unknown }) {
-  const delta = diff(declared ?? null, effective ?? null);
+  // Compared as shown: a difference in invisible characters shows as their marks.
+  const [shownDeclared, shownEffective] = [declared ?? null, effective ?? null].map(withInvisibleMarked);
+  const delta = diff(shownDeclared, shownEffective);
   return (
     <div class="declared-vs-effective">
       <h4>Declared by the model vs effective input {delta ? <span class="differs">differs</span> : <span class="same">identical</span>}</h4>
@@ -431,7 +441,7 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
         <JsonView label="declared" value={declared} />
         <JsonView label="effective" value={effective} />
       </div>
-      {delta && <div class="diff" dangerouslySetInnerHTML={{ __html: formatDiffHtml(delta, declared ?? null) ?? '' }} />}
+      {delta && <div class="diff" dangerouslySetInnerHTML={{ __html: formatDiffHtml(delta, shownDeclared) ?? '' }} />}
     </div>
   );
 }
@@ -522,7 +532,16 @@ function Details() {
         <p class="muted" data-testid="declared-note">
           {row.status === 'PENDING'
             ? 'Declared by the model call above; not started yet (its run, or a resume of it, still goes).'
-            : 'Declared by the model call above and never started: its run ended without running it.'}
+            : row.status === 'NEVER_RUN'
+              ? 'Declared by the model call above and never started: its run ended without running it.'
+              : <>
+                  Declared by the model call above; it ran in {row.ranInRun ? runLabel(orderedRuns.value, row.ranInRun) : 'a resumed run'}, whose entries are not loaded.{' '}
+                  {row.ranInRun && (
+                    <button type="button" onClick={() => void loadRun(row.ranInRun!)}>
+                      {loadingRuns.value.has(row.ranInRun) ? 'Loading…' : 'Load that run'}
+                    </button>
+                  )}
+                </>}
         </p>
       )}
       {row.awaitingVerdict && <p class="awaiting">This tool reported an error; the run's terminal verdict will decide its final status.</p>}
@@ -744,6 +763,7 @@ function FailureBar() {
       <span class={failing ? 'failures' : 'muted'} data-testid="thread-failures">
         {text ? `In this thread: ${text}` : 'Nothing failed in this thread'}
       </span>
+      <span role="status" class="failure-edge" data-testid="failure-edge">{failureEdge.value}</span>
       <span class="muted keys-help">
         Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
       </span>

@@ -41,6 +41,10 @@ export const AUDIT_DETAIL = graphql(`
     }
   }`);
 
+/** The run an audit belongs to: a link to an old row reads that run's entries only. */
+export const AUDIT_RUN = graphql(`
+  query AuditRun($id: ID!) { audit(id: $id) { id runId } }`);
+
 export const THREADS = graphql(`
   query Threads($first: Int, $after: String, $title: String) {
     threads(first: $first, after: $after, title: $title) {
@@ -52,8 +56,18 @@ export const THREADS = graphql(`
     }
   }`);
 
+/** The most runs one read returns (Thread.runs' bound): a longer thread is read again `after` the last. */
+export const RUNS_PAGE = 500;
+
+/** The open thread's title, owner and totals, read again as it changes (its failure line). */
+export const THREAD_INFO_FIELDS = graphql(`
+  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }`);
+
+export const THREAD_INFO = graphql(`
+  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }`);
+
 export const THREAD_RUNS = graphql(`
-  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }`);
+  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }`);
 
 export const THREAD_AUDITS = graphql(`
   query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {

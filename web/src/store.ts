@@ -2,11 +2,11 @@ import { computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal, UNREACHABLE, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
-import { AUDIT_DETAIL, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
+import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
-import { layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
+import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -193,8 +193,9 @@ effect(() => {
  */
 export function openLedgerEntry(entry: LedgerEntry) {
   if (threadId.value !== entry.threadId) openThread(entry.threadId);
-  pendingReveal.value = rowToOpen(entry);
+  // The run read first: a row asked for while no run is read pages back through the thread.
   if (!entry.auditId && !audits.peek().has(entry.declaredById)) void loadRun(entry.runId);
+  pendingReveal.value = rowToOpen(entry);
 }
 
 /** Counts the searches started: an answer shows only if no search started after its own (answers may arrive out of order). */
@@ -239,7 +240,7 @@ function refreshSearchSoon() {
 /** Runs whose own entries are being read (loadRun). */
 export const loadingRuns = signal<ReadonlySet<string>>(new Set());
 
-/** Opens a search hit in its thread's timeline, paging back until the timeline holds it. */
+/** Opens a search hit in its thread's timeline, reading its run if that is not loaded. */
 export function openHit(hit: SearchHit) {
   if (threadId.value !== hit.threadId) openThread(hit.threadId);
   pendingReveal.value = hit.audit.id;
@@ -254,14 +255,33 @@ effect(() => {
   if (audits.value.has(wanted) || runs.value.has(wanted) || allRows.value.some((row) => row.key === wanted)) {
     selectedKey.value = wanted;
     pendingReveal.value = null;
-  } else if (loadingRuns.value.size) {
+  } else if (loadingRuns.value.size || locating.value) {
     // A run being read may hold it.
+  } else if (located !== wanted && !isDeclaredRowKey(wanted)) {
+    located = wanted;
+    void loadRunOf(wanted);
   } else if (truncated.value) {
     void loadOlder();
   } else if (!loadingOlder.value) {
     pendingReveal.value = null;
   }
 });
+
+/** The audit whose run was last read for a row asked for, and whether that read is under way. */
+let located: string | null = null;
+const locating = signal(false);
+/** Reads the entries of the run `auditId` belongs to (one run, not the whole thread back to it). */
+async function loadRunOf(auditId: string) {
+  locating.value = true;
+  try {
+    const { audit } = await gql(token.value!, AUDIT_RUN, { id: auditId });
+    await loadRun(audit.runId);
+  } catch {
+    // Not an audit this reader may read (or none): paging back answers as it always did.
+  } finally {
+    locating.value = false;
+  }
+}
 
 /** The next page back: the audits older than the oldest loaded. */
 export async function loadOlder() {
@@ -281,6 +301,13 @@ export async function loadOlder() {
   }
 }
 
+/** Why the last `n` or `p` moved nothing (no failure past the selection that way); cleared when the selection moves. */
+export const failureEdge = signal<string | null>(null);
+effect(() => {
+  void selectedKey.value;
+  failureEdge.value = null;
+});
+
 /**
  * Selects the next (`delta` 1) or previous (-1) row that failed, from the selected row; with none
  * selected, the first or the last. A run whose failures are not loaded is selected while its
@@ -291,7 +318,7 @@ export function moveToFailure(delta: 1 | -1) {
   const index = list.findIndex((row) => row.key === selectedKey.value);
   const order = delta > 0 ? list.slice(index + 1) : list.slice(0, index < 0 ? list.length : index).reverse();
   const next = order.find((row) => row.failed);
-  if (!next) return;
+  if (!next) return void (failureEdge.value = delta > 0 ? 'No more failures after this row.' : 'No failures before this row.');
   selectedKey.value = next.key;
   if (next.kind !== 'run' || next.unloaded === 0) return;
   void loadRun(next.key).then(() => {
@@ -495,6 +522,7 @@ function resetThread() {
   truncated.value = false;
   olderBefore.value = null;
   snapshotLoaded.value = false;
+  located = null;
   ledgerPage.value = null;
   ledgerNames.value = [];
   zoom.value = null;

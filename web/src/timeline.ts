@@ -88,6 +88,32 @@ export function payloadText(value: unknown): string {
   return text.replace(/\\(?:r\\n|n|\\)/g, (escape) => (escape === '\\\\' ? escape : '\n'));
 }
 
+/**
+ * Characters that draw nothing or reorder the text around them: bidi controls (embeddings,
+ * overrides, isolates, marks), zero-width and other invisible format characters. Left in the
+ * page they would act ("Trojan Source": U+202E shows "evil" as "live"), so they are shown as
+ * marks instead.
+ */
+const INVISIBLE = /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF]/;
+
+/** The mark shown for an invisible character: "⟨U+202E⟩". */
+const invisibleMark = (char: string) => `⟨U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+
+/** `text` cut into pieces: plain text, and each invisible character as its mark (`mark: true`). */
+export function revealInvisible(text: string): { text: string; mark: boolean }[] {
+  return text.split(new RegExp(`(${INVISIBLE.source})`)).flatMap((piece, index) =>
+    piece === '' ? [] : [index % 2 ? { text: invisibleMark(piece), mark: true } : { text: piece, mark: false }],
+  );
+}
+
+/** A JSON value whose strings show their invisible characters as marks (for views drawing HTML of their own). */
+export function withInvisibleMarked(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(new RegExp(INVISIBLE.source, 'g'), invisibleMark);
+  if (Array.isArray(value)) return value.map(withInvisibleMarked);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [withInvisibleMarked(key), withInvisibleMarked(item)]));
+  return value;
+}
+
 /** The JSON object or array a string holds, if it holds one. */
 function parsedJson(text: string): object | undefined {
   if (!/^\s*[[{]/.test(text) || /\d{16}/.test(text)) return undefined;
@@ -158,7 +184,7 @@ export interface Row {
   failed: boolean;
   /** A run's entries the server holds that are not loaded (0 for audits). */
   unloaded: number;
-  /** A tool call its model declared that never started: no audit of its own (status PENDING or NEVER_RUN). */
+  /** A tool call its model declared with no execution loaded: never started (status PENDING or NEVER_RUN), or ran in a run not loaded. */
   declared?: DeclaredCall;
 }
 
@@ -167,6 +193,7 @@ export type DeclaredCall = NonNullable<AuditView['toolCalls']>[number];
 
 /** The row of a declared call that never started, by the ToolCall's id. */
 export const declaredRowKey = (toolCallId: string) => `declared:${toolCallId}`;
+export const isDeclaredRowKey = (key: string) => key.startsWith('declared:');
 
 type RowBase = Omit<Row, 'left' | 'width' | 'start' | 'end' | 'inView'>;
 
@@ -415,8 +442,8 @@ export function layoutTimelineWithAxis(
       else toolsByModel.set(modelId, [audit]);
     }
   }
-  // Declared calls with an execution loaded; the others never started (or theirs is not loaded: a
-  // call whose ToolCall moved on from PENDING ran somewhere).
+  // Declared calls with an execution loaded; the others never started, or ran where they are not
+  // loaded (a call whose ToolCall moved on from PENDING ran somewhere: a resume not read yet).
   const started = new Set(all.flatMap((audit) => (audit.toolCall ? [audit.toolCall.id] : [])));
   const going = (run: RunView) => run.status === 'QUEUED' || run.status === 'RUNNING';
   // A run's declared calls may still start while it or a resume of it at any depth goes (a tool
@@ -473,9 +500,25 @@ export function layoutTimelineWithAxis(
       end,
     );
   };
+  // A run's resumes, at any depth, whose entries are not all loaded: where a call it declared may
+  // have run. A resume is created after the run it resumes, so one pass in creation order finds them.
+  const unloadedResumesOf = (runId: string): string[] => {
+    const line = new Set([runId]);
+    return runs.flatMap((run) => {
+      if (!run.resumedFrom || !line.has(run.resumedFrom.id)) return [];
+      line.add(run.id);
+      return (run.auditSummary?.audits ?? 0) > (auditsByRun.get(run.id)?.length ?? 0) ? [run.id] : [];
+    });
+  };
+  /**
+   * A declared call with no execution loaded: never started (PENDING or NEVER_RUN), or started
+   * where it is not loaded (a resumed run not read yet), then it says so and where, if one run may hold it.
+   */
   const declaredRow = (call: DeclaredCall, model: AuditView) => {
     const start = time(model.finishedAt);
-    const status = mayStillStart.has(model.runId) ? 'PENDING' : 'NEVER_RUN';
+    const ran = call.status !== 'PENDING';
+    const status = ran ? call.status : mayStillStart.has(model.runId) ? 'PENDING' : 'NEVER_RUN';
+    const ranIn = ran ? unloadedResumesOf(model.runId) : [];
     push(
       {
         key: declaredRowKey(call.id),
@@ -486,10 +529,10 @@ export function layoutTimelineWithAxis(
         running: false,
         durationMs: null,
         awaitingVerdict: false,
-        reason: status === 'PENDING' ? 'declared, not started yet' : 'declared, never started',
+        reason: ran ? 'declared; ran where it is not loaded' : status === 'PENDING' ? 'declared, not started yet' : 'declared, never started',
         tokens: null,
         sizes: null,
-        ranInRun: null,
+        ranInRun: ranIn.length === 1 ? ranIn[0]! : null,
         failures: null,
         failed: false,
         unloaded: 0,
@@ -551,7 +594,7 @@ export function layoutTimelineWithAxis(
           auditRow(tool, 2, 0);
           if (tool.runId !== run.id) rows[rows.length - 1]!.ranInRun = tool.runId;
         }
-        for (const call of audit.toolCalls ?? []) if (call.status === 'PENDING' && !started.has(call.id)) declaredRow(call, audit);
+        for (const call of audit.toolCalls ?? []) if (!started.has(call.id)) declaredRow(call, audit);
       } else if (!(audit.declaredBy?.id && models.has(audit.declaredBy.id))) {
         auditRow(audit, 1, 0);
       }

@@ -1,6 +1,7 @@
 import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
 import { badInput } from '../../domain/errors.js';
+import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
 import { builder, listCost } from '../builder.js';
@@ -32,12 +33,16 @@ export const ThreadRef = builder.prismaObject('Thread', {
       resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
     }),
     runs: t.relation('runs', {
-      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}).`,
-      args: { first: t.arg.int({ defaultValue: 100 }) },
+      description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}); with \`after\` (a run of this thread), those created after it. An \`after\` of no run of this thread reads none.`,
+      args: { first: t.arg.int({ defaultValue: 100 }), after: t.arg.id() },
       complexity: ({ first }) => listCost(first, MAX_RUNS_PAGE),
-      query: ({ first }) => {
+      // Read with the thread (one statement for a page of threads). The cursor must be one of
+      // the thread's runs: another thread's would place this thread's runs by its order.
+      query: ({ first, after }) => {
         if (first == null || first < 1 || first > MAX_RUNS_PAGE) throw badInput(`first must be between 1 and ${MAX_RUNS_PAGE}`);
-        return { orderBy: { createdOrder: 'asc' }, take: first };
+        if (after == null) return { orderBy: { createdOrder: 'asc' }, take: first };
+        if (!isUuid(after)) throw badInput('after must be the id of a run of this thread');
+        return { where: { thread: { runs: { some: { id: after } } } }, cursor: { id: after }, skip: 1, orderBy: { createdOrder: 'asc' }, take: first };
       },
     }),
     latestRun: t.field({

@@ -20,8 +20,11 @@ type Documents = {
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": typeof types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage toolCalls { id toolCallId name status } }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": typeof types.PageAuditFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": typeof types.AuditDocument,
+    "\n  query AuditRun($id: ID!) { audit(id: $id) { id runId } }": typeof types.AuditRunDocument,
     "\n  query Threads($first: Int, $after: String, $title: String) {\n    threads(first: $first, after: $after, title: $title) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ThreadsDocument,
-    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
+    "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": typeof types.PageThreadInfoFragmentDoc,
+    "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": typeof types.ThreadInfoDocument,
+    "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
     "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": typeof types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
@@ -34,8 +37,11 @@ const documents: Documents = {
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": types.PageAuditCommonFieldsFragmentDoc,
     "\n  fragment PageAuditFields on Audit {\n    ...PageAuditCommonFields\n    ... on ModelAudit { model error usage toolCalls { id toolCallId name status } }\n    ... on ToolAudit { name toolCallId error awaitingRunTerminal toolCall { id status } declaredBy { id } }\n  }": types.PageAuditFieldsFragmentDoc,
     "\n  query Audit($id: ID!) {\n    audit(id: $id) {\n      ...PageAuditCommonFields\n      ... on ModelAudit { model error input output usage }\n      ... on ToolAudit { name toolCallId error effectiveInput output awaitingRunTerminal toolCall { declaredInput status } declaredBy { id } }\n    }\n  }": types.AuditDocument,
+    "\n  query AuditRun($id: ID!) { audit(id: $id) { id runId } }": types.AuditRunDocument,
     "\n  query Threads($first: Int, $after: String, $title: String) {\n    threads(first: $first, after: $after, title: $title) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ThreadsDocument,
-    "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }": types.ThreadRunsDocument,
+    "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": types.PageThreadInfoFragmentDoc,
+    "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": types.ThreadInfoDocument,
+    "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }": types.ThreadRunsDocument,
     "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
@@ -66,11 +72,23 @@ export function graphql(source: "\n  query Audit($id: ID!) {\n    audit(id: $id)
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
+export function graphql(source: "\n  query AuditRun($id: ID!) { audit(id: $id) { id runId } }"): typeof import('./graphql.js').AuditRunDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
 export function graphql(source: "\n  query Threads($first: Int, $after: String, $title: String) {\n    threads(first: $first, after: $after, title: $title) {\n      edges { cursor node {\n        id title ownerId createdAt latestRun { id status } runCount failedRunCount lastActivityAt\n        auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }"): typeof import('./graphql.js').ThreadsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query ThreadRuns($id: ID!) { thread(id: $id) { id title ownerId auditSummary { ...PageAuditSummary } runs(first: 500) { ...PageRunFields } } }"): typeof import('./graphql.js').ThreadRunsDocument;
+export function graphql(source: "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }"): typeof import('./graphql.js').PageThreadInfoFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }"): typeof import('./graphql.js').ThreadInfoDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }"): typeof import('./graphql.js').ThreadRunsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -83,6 +83,16 @@ export type AuditQuery = { audit:
     | { __typename: 'ToolAudit', name: string, toolCallId: string, error: unknown, effectiveInput: unknown, output: unknown, awaitingRunTerminal: boolean, id: string, runId: string, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, inputBytes: number | null, outputBytes: number | null, errorBytes: number | null, toolCall: { declaredInput: unknown, status: ToolCallStatus }, declaredBy: { id: string } }
    };
 
+export type AuditRunQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type AuditRunQuery = { audit:
+    | { id: string, runId: string }
+    | { id: string, runId: string }
+   };
+
 export type ThreadsQueryVariables = Exact<{
   first?: number | null | undefined;
   after?: string | null | undefined;
@@ -92,12 +102,23 @@ export type ThreadsQueryVariables = Exact<{
 
 export type ThreadsQuery = { threads: { edges: Array<{ cursor: string, node: { id: string, title: string | null, ownerId: string, createdAt: string, runCount: number, failedRunCount: number, lastActivityAt: string, latestRun: { id: string, status: RunStatus } | null, auditSummary: { modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number } } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
-export type ThreadRunsQueryVariables = Exact<{
+export type PageThreadInfoFragment = { id: string, title: string | null, ownerId: string, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } };
+
+export type ThreadInfoQueryVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type ThreadRunsQuery = { thread: { id: string, title: string | null, ownerId: string, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null }, runs: Array<{ id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } }> } | null };
+export type ThreadInfoQuery = { thread: { id: string, title: string | null, ownerId: string, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } } | null };
+
+export type ThreadRunsQueryVariables = Exact<{
+  id: string | number;
+  first: number;
+  after?: string | number | null | undefined;
+}>;
+
+
+export type ThreadRunsQuery = { thread: { id: string, title: string | null, ownerId: string, runs: Array<{ id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } }>, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } } | null };
 
 export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
@@ -283,6 +304,30 @@ export const PageAuditFieldsFragmentDoc = new TypedDocumentString(`
   outputBytes
   errorBytes
 }`, {"fragmentName":"PageAuditFields"}) as unknown as TypedDocumentString<PageAuditFieldsFragment, unknown>;
+export const PageThreadInfoFragmentDoc = new TypedDocumentString(`
+    fragment PageThreadInfo on Thread {
+  id
+  title
+  ownerId
+  auditSummary {
+    ...PageAuditSummary
+  }
+}
+    fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
+}`, {"fragmentName":"PageThreadInfo"}) as unknown as TypedDocumentString<PageThreadInfoFragment, unknown>;
 export const AuditDocument = new TypedDocumentString(`
     query Audit($id: ID!) {
   audit(id: $id) {
@@ -326,6 +371,14 @@ export const AuditDocument = new TypedDocumentString(`
   outputBytes
   errorBytes
 }`) as unknown as TypedDocumentString<AuditQuery, AuditQueryVariables>;
+export const AuditRunDocument = new TypedDocumentString(`
+    query AuditRun($id: ID!) {
+  audit(id: $id) {
+    id
+    runId
+  }
+}
+    `) as unknown as TypedDocumentString<AuditRunQuery, AuditRunQueryVariables>;
 export const ThreadsDocument = new TypedDocumentString(`
     query Threads($first: Int, $after: String, $title: String) {
   threads(first: $first, after: $after, title: $title) {
@@ -359,16 +412,40 @@ export const ThreadsDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ThreadsQuery, ThreadsQueryVariables>;
-export const ThreadRunsDocument = new TypedDocumentString(`
-    query ThreadRuns($id: ID!) {
+export const ThreadInfoDocument = new TypedDocumentString(`
+    query ThreadInfo($id: ID!) {
   thread(id: $id) {
-    id
-    title
-    ownerId
-    auditSummary {
-      ...PageAuditSummary
-    }
-    runs(first: 500) {
+    ...PageThreadInfo
+  }
+}
+    fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
+}
+fragment PageThreadInfo on Thread {
+  id
+  title
+  ownerId
+  auditSummary {
+    ...PageAuditSummary
+  }
+}`) as unknown as TypedDocumentString<ThreadInfoQuery, ThreadInfoQueryVariables>;
+export const ThreadRunsDocument = new TypedDocumentString(`
+    query ThreadRuns($id: ID!, $first: Int!, $after: ID) {
+  thread(id: $id) {
+    ...PageThreadInfo
+    runs(first: $first, after: $after) {
       ...PageRunFields
     }
   }
@@ -404,6 +481,14 @@ fragment PageAuditSummary on AuditSummary {
   lastFinishedAt
   inputTokens
   outputTokens
+}
+fragment PageThreadInfo on Thread {
+  id
+  title
+  ownerId
+  auditSummary {
+    ...PageAuditSummary
+  }
 }`) as unknown as TypedDocumentString<ThreadRunsQuery, ThreadRunsQueryVariables>;
 export const ThreadAuditsDocument = new TypedDocumentString(`
     query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {

@@ -1,0 +1,185 @@
+// A thread as a debugger meets it late in its life, in headless Chromium against the server
+// process: more runs than one read returns, failures written while the page is open, payloads
+// holding characters that hide or reorder text.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditClient } from '@agent-audit/client';
+import { backendName } from '../support/database.js';
+import { serverForFile } from '../e2e/support/server.js';
+import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { openThread, signIn, superadminThread } from './support/page.js';
+
+const REPO_ROOT = join(import.meta.dirname, '../..');
+
+let server: ReturnType<typeof serverForFile>;
+let origin: string;
+let browser: Browser;
+
+const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
+const selectedKey = (page: Page) => page.locator('.row.selected').getAttribute('data-key');
+
+/** A run whose one model call declares one tool call that fails. */
+async function runWithFailingTool(owner: AuditClient, worker: AuditClient, threadId: string) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'pay', args: {} }] });
+  const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'pay', effectiveInput: {}, sequence: 3 });
+  await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'permission denied', status: 'error' }, sequence: 4 });
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  return { runId: run.id, toolId: tool.id };
+}
+
+/**
+ * `count` runs of the thread, queued and never claimed (only their number matters): 15 to a
+ * request (the server's alias limit), the requests sent together.
+ */
+async function createRuns(url: string, token: string, threadId: string, count: number) {
+  const requests = [];
+  for (let made = 0; made < count; made += 15) {
+    const aliases = Array.from({ length: Math.min(15, count - made) }, (_, i) => `r${i}: createRun(input: { threadId: $threadId }) { id }`);
+    const body = JSON.stringify({ query: `mutation($threadId: ID!) { ${aliases.join(' ')} }`, variables: { threadId } });
+    requests.push(fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body }).then((response) => response.json()));
+  }
+  for (const answer of await Promise.all(requests)) expect(answer.errors).toBeUndefined();
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName})`, () => {
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  server = serverForFile();
+  beforeAll(async () => {
+    origin = new URL(server.url).origin;
+    browser = await launchChromium();
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('shows every run of a thread of more than 500, by its real place: the newest failure is one key away', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'five hundred and twenty runs');
+    await createRuns(server.url, who.owner, threadId, 519);
+    const newest = await runWithFailingTool(owner, worker, threadId);
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(newest.toolId);
+    expect(await row(page, newest.runId).locator('.name').textContent()).toMatch(/^run 520 · /);
+
+    // A run created while the page shows takes the next place.
+    const live = await runWithFailingTool(owner, worker, threadId);
+    await expect.poll(() => row(page, live.runId).locator('.name').textContent()).toMatch(/^run 521 · /);
+    await page.close();
+  }, 180_000);
+
+  it('keeps the thread\'s failure line in step with failures written while it shows', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'failing while watched');
+    await runWithFailingTool(owner, worker, threadId);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const line = page.locator('[data-testid=thread-failures]');
+    await expect.poll(() => line.textContent()).toBe('In this thread: 1 tool failed');
+
+    const live = await runWithFailingTool(owner, worker, threadId);
+    await expect.poll(() => row(page, live.toolId).getAttribute('data-status')).toBe('FAILED');
+    await expect.poll(() => line.textContent()).toBe('In this thread: 2 tools failed');
+    await page.close();
+  });
+
+  it('shows bidi controls and invisible characters of a payload as marks, so the text reads as stored', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'payload with hidden characters');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const declared = { q: 'say \u202Eevil\u202C now', zw: 'a\u200bb\u200fc' };
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'echo', args: declared }] });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'echo', effectiveInput: { ...declared, zw: 'abc' }, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'ok', status: 'success' }, sequence: 4 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
+    const pane = (label: string) => page.locator(`.details .json-view[data-label=${label}] pre`);
+    await expect.poll(() => pane('declared').textContent()).toContain('"say ⟨U+202E⟩evil⟨U+202C⟩ now"');
+    expect(await pane('declared').textContent()).toContain('"a⟨U+200B⟩b⟨U+200F⟩c"');
+    expect(await pane('effective').textContent()).toContain('"abc"');
+    // What the page draws holds no control that acts: the diff too.
+    const drawn = await page.locator('.details').innerText();
+    expect(drawn).not.toMatch(/[\u200B-\u200F\u202A-\u202E]/);
+    expect(await page.locator('.details .diff').textContent()).toContain('a⟨U+200B⟩b⟨U+200F⟩c');
+    await page.close();
+  });
+
+  it('opens a link to an old row by reading its run only, not the whole thread back to it', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'an old row behind 510 newer ones');
+    const { toolId: oldRow } = await runWithFailingTool(owner, worker, threadId);
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await Promise.all(Array.from({ length: 510 }, (_, i) => worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i + 1, model: 'gpt-x' })));
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${oldRow}`);
+    await expect.poll(() => selectedKey(page)).toBe(oldRow);
+    // The old row's run (2 entries) joined the newest 500; the 10 entries between stay unread.
+    expect(await page.locator('[data-testid=loaded-count]').textContent()).toBe('502 entries loaded; older ones exist');
+    await page.close();
+  }, 180_000);
+
+  it('says so when n finds no failure after the selected row, and p none before it', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'one failure to step past');
+    const { toolId } = await runWithFailingTool(owner, worker, threadId);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const cue = page.getByRole('status').filter({ hasText: /failures/ });
+    await page.keyboard.press('n');
+    await expect.poll(() => selectedKey(page)).toBe(toolId);
+    await page.keyboard.press('n');
+    await expect.poll(() => cue.textContent()).toBe('No more failures after this row.');
+    await page.keyboard.press('p');
+    await expect.poll(() => cue.textContent()).toBe('No failures before this row.');
+    expect(await selectedKey(page)).toBe(toolId);
+    await page.close();
+  });
+
+  it('shows a declared call under its model call when only the declaring run is loaded, though it ran in a resume', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'interrupted, resumed, then long');
+    const first = await owner.createRun({ threadId });
+    let lease = await worker.claimRun(first.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    const calls = [{ id: 'c1', name: 'read_file', args: {} }, { id: 'c2', name: 'write_file', args: {} }, { id: 'c3', name: 'run_sql', args: {} }];
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: calls });
+    await worker.finishRun({ lease, status: 'INTERRUPTED' });
+    const resume = await owner.createRun({ threadId, resumeFromRunId: first.id });
+    lease = await worker.claimRun(resume.id, 600);
+    await worker.recordToolStarted({ lease, toolCallId: 'c2', name: 'write_file', effectiveInput: {}, sequence: 1 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c2', output: { content: 'written', status: 'success' }, sequence: 2 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    // Newer entries than the page's first read holds: neither run above is loaded on opening.
+    const long = await owner.createRun({ threadId });
+    lease = await worker.claimRun(long.id, 600);
+    await Promise.all(Array.from({ length: 510 }, (_, i) => worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: i + 1, model: 'gpt-x' })));
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.getByRole('button', { name: 'Tool calls', exact: true }).click();
+    // The never-run call opens under its model call: only the declaring run is read.
+    await page.locator('[data-testid=ledger] tr[data-tool-call-id=c3] a').click();
+    await expect.poll(() => page.locator('.row.selected').textContent()).toContain('run_sql (c3)');
+    const written = page.locator('.row', { hasText: 'write_file (c2)' });
+    await expect.poll(() => written.textContent()).toContain(`ran in resumed run 2 · ${resume.id.replace(/-/g, '').slice(-6)}`);
+    expect(await written.getAttribute('data-status')).toBe('COMPLETED');
+    // Its model call's run only (one entry) joined the newest 500.
+    expect(await page.locator('[data-testid=loaded-count]').textContent()).toBe('501 entries loaded; older ones exist');
+    await page.close();
+  }, 180_000);
+});
