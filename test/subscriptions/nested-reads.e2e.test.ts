@@ -54,7 +54,7 @@ describe(`the nested fields of changes delivered together, with the page's own d
     expect(latest).toHaveLength(entities);
     const fresh = await t.gql(String(THREAD_AUDITS), { threadId }, owner);
     expect(byId(latest.filter((change) => change.audit).map((change) => change.audit))).toEqual(byId(fresh.data.threadAudits.items));
-    const runs = await t.gql(String(THREAD_RUNS), { id: threadId }, owner);
+    const runs = await t.gql(String(THREAD_RUNS), { id: threadId, first: 500 }, owner);
     expect(latest.filter((change) => change.run).map((change) => change.run)).toEqual(runs.data.thread.runs);
     expect(latest.find((change) => change.run).run.auditSummary).toMatchObject({ audits: entities - 1, toolCalls: TOOL_CALLS, running: 0 });
 
