@@ -7,18 +7,14 @@
 // window's width with its time labels apart, the parts lined up with the heading, what 'Other
 // ends' counts said on the page, another role's refusal final (no link to the view, no loading,
 // no reconnecting), axe-core clean, no request leaving the machine.
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile, tokenFor } from '../e2e/support/server.js';
-import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
-import { noteOutsideRequests, seriousViolations, signIn, superadminThread } from './support/page.js';
-
-const REPO_ROOT = join(import.meta.dirname, '../..');
+import { noteOutsideRequests, pageSuite, seriousViolations, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -30,7 +26,6 @@ async function newPage(viewport = { width: 1400, height: 900 }): Promise<Page> {
   noteOutsideRequests(page, origin, outsideRequests);
   return page;
 }
-
 
 /**
  * The best contrast ratio (WCAG's) of the chart's y-axis labels against the page's background:
@@ -142,15 +137,8 @@ async function activityWithAFailure(viewport: { width: number; height: number })
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromium (${backendName})`, () => {
-  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
-  server = serverForFile();
-  beforeAll(async () => {
-    origin = new URL(server.url).origin;
-    browser = await launchChromium();
-  }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
+  server = pageSuite((suite) => ({ origin, browser } = suite));
+  afterAll(() => {
     expect(outsideRequests).toEqual([]);
   });
 

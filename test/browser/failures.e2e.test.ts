@@ -1,20 +1,17 @@
 // Issue 41 in Chromium, against the server process (PGlite, or PostgreSQL in the services pass):
 // a debugger finds the failing call of a long thread in one key, reads the row beside the rows,
 // links and copies it; a run whose entries are not loaded says so and loads them.
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile } from '../e2e/support/server.js';
-import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
-import { openThread as openThreadAt, signIn as signInAt } from './support/page.js';
+import { openThread as openThreadAt, pageSuite, signIn as signInAt } from './support/page.js';
 
-const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 let server: ReturnType<typeof serverForFile>;
@@ -124,16 +121,9 @@ async function writeRunBatched(
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows you can link (${backendName})`, () => {
-  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
-  server = serverForFile();
+  server = pageSuite((suite) => ({ origin, browser } = suite));
   beforeAll(async () => {
-    origin = new URL(server.url).origin;
-    browser = await launchChromium();
     context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
-  }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
   });
 
   it('marks the run whose tool failed, finds the failing call in one key, opens a linked row beside the rows, copies it', async () => {

@@ -1,17 +1,13 @@
 // A thread as a debugger meets it late in its life, in headless Chromium against the server
 // process: more runs than one read returns, failures written while the page is open, payloads
 // holding characters that hide or reorder text.
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
-import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
-import { openThread, signIn, superadminThread } from './support/page.js';
-
-const REPO_ROOT = join(import.meta.dirname, '../..');
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -47,15 +43,7 @@ async function createRuns(url: string, token: string, threadId: string, count: n
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName})`, () => {
-  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
-  server = serverForFile();
-  beforeAll(async () => {
-    origin = new URL(server.url).origin;
-    browser = await launchChromium();
-  }, 180_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
+  server = pageSuite((suite) => ({ origin, browser } = suite));
 
   it('shows every run of a thread of more than 500, by its real place: the newest failure is one key away', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'five hundred and twenty runs');

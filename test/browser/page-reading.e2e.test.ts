@@ -3,17 +3,14 @@
 // enough for a finger, a drag across the ruler with a finger or a pen, the ruler's idle labels
 // when gaps are close together and their lengths on a tap, the search's scope after a hit in
 // another thread, search matches marked, a text output read as its lines.
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
-import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
-import { noteOutsideRequests, openThread as openThreadAt, seriousViolations, signIn as signInAt, superadminThread as superadminThreadAt } from './support/page.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { noteOutsideRequests, openThread as openThreadAt, pageSuite, seriousViolations, signIn as signInAt, superadminThread as superadminThreadAt } from './support/page.js';
 
-const REPO_ROOT = join(import.meta.dirname, '../..');
 const PHONE = { width: 390, height: 844 };
 
 let server: ReturnType<typeof serverForFile>;
@@ -33,7 +30,6 @@ const openThread = (page: Page, threadId: string) => openThreadAt(page, origin, 
 
 const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`);
 const hitIds = (page: Page) => page.locator('[data-testid=search-results] li').evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')));
-
 
 /**
  * The controls smaller than 24 by 24 CSS px as drawn (WCAG 2.5.8's size, without its spacing
@@ -176,16 +172,8 @@ async function writeRun(owner: AuditClient, worker: AuditClient, threadId: strin
 const superadminThread = (title: string) => superadminThreadAt(server.url, title);
 
 describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read it (${backendName})`, () => {
-  // The page is built before the server starts and serves it.
-  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
-  server = serverForFile();
-  beforeAll(async () => {
-    origin = new URL(server.url).origin;
-    browser = await launchChromium();
-  }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
+  server = pageSuite((suite) => ({ origin, browser } = suite));
+  afterAll(() => {
     expect(outsideRequests).toEqual([]);
   });
 

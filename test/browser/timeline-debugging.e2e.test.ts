@@ -2,19 +2,16 @@
 // (PGlite, or PostgreSQL in the services pass), offline: the time axis across runs minutes apart,
 // paging back past the newest 500 entries, keyboard navigation, search within and across
 // threads (a live tool among the results), the favicon.
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
-import { browserRequired, haveChromium, launchChromium } from './support/chromium.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
-import { noteOutsideRequests, openThread as openThreadAt, signIn as signInAt, superadminThread as superadminThreadAt } from './support/page.js';
+import { noteOutsideRequests, openThread as openThreadAt, pageSuite, signIn as signInAt, superadminThread as superadminThreadAt } from './support/page.js';
 
-const REPO_ROOT = join(import.meta.dirname, '../..');
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 let server: ReturnType<typeof serverForFile>;
@@ -63,16 +60,8 @@ async function overlappingRulerLabels(page: Page): Promise<string[]> {
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugging (${backendName})`, () => {
-  // The page is built before the server starts and serves it.
-  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
-  server = serverForFile();
-  beforeAll(async () => {
-    origin = new URL(server.url).origin;
-    browser = await launchChromium();
-  }, 180_000);
-
-  afterAll(async () => {
-    await browser?.close();
+  server = pageSuite((suite) => ({ origin, browser } = suite));
+  afterAll(() => {
     expect(outsideRequests).toEqual([]);
     expect(failedResponses).toEqual([]);
   });

@@ -1,13 +1,37 @@
-// What the page's browser tests do alike: note every request a page sends anywhere but the server
-// (the page works offline), sign in, open a thread, ask axe-core for serious violations, and make
-// a superadmin's thread to look at.
+// What the page's browser tests do alike: start their server and Chromium, note every request a
+// page sends anywhere but the server (the page works offline), sign in, open a thread, ask
+// axe-core for serious violations, and make a superadmin's thread to look at.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { AuditClient } from '@agent-audit/client';
-import type { Page } from 'playwright-core';
-import { e2eActors } from '../../e2e/support/server.js';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import { e2eActors, serverForFile } from '../../e2e/support/server.js';
+import { launchChromium } from './chromium.js';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const REPO_ROOT = join(import.meta.dirname, '../../..');
+
+/**
+ * A browser suite's set-up, called in its `describe`: the page built before this file's server
+ * starts and serves it, then Chromium, handed to `started` with the server's origin, and closed
+ * after the suite. Returns the server.
+ */
+export function pageSuite(started: (suite: { origin: string; browser: Browser }) => void, env: Record<string, string> = {}) {
+  let browser: Browser | undefined;
+  beforeAll(() => void execFileSync(process.execPath, ['scripts/build-web.mjs'], { cwd: REPO_ROOT }));
+  const server = serverForFile(env);
+  beforeAll(async () => {
+    browser = await launchChromium();
+    started({ origin: new URL(server.url).origin, browser });
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return server;
+}
 
 /** Adds to `outside` each request `page` sends anywhere but `origin` (its WebSocket included), data: and blob: URLs aside. */
 export function noteOutsideRequests(page: Page, origin: string, outside: string[]): Page {
