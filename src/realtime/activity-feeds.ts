@@ -100,20 +100,22 @@ const activityReads = retriedWork('reading the tool activity', { component: 'act
 /**
  * The subscribers of one view (owner and arguments): one read serves them all, so identical
  * subscriptions cost one read per view however many there are. A read follows a change of the
- * owner's tool audits MIN_VIEW_INTERVAL_MS after the previous view was delivered, and comes
- * IDLE_VIEW_INTERVAL_MS after it without changes; reads never overlap. Measured from the delivery,
- * not from when the statement was sent: a read may wait for a pool connection, and take longer
- * one time than the next, so views delivered, and their `at`, stay at least that far apart. The read itself is `readings`'s:
- * with the other feeds' due at the same time.
+ * owner's tool audits MIN_VIEW_INTERVAL_MS after the previous read started, and comes
+ * IDLE_VIEW_INTERVAL_MS after it without changes; reads never overlap. A view read sooner than
+ * MIN_VIEW_INTERVAL_MS after the previous one was delivered (the previous read waited for a pool
+ * connection, or took longer) is held until then: views stay a second apart, and a change waits
+ * for the interval and one read, not two. The read itself is `readings`'s: with the other feeds'
+ * due at the same time.
  */
 class ActivityFeed implements OwnerActivityRead {
   readonly streams = new Set<ActivityStream>();
   view: ToolActivity | null = null;
   /** A change (or a new feed) the latest view does not show. */
   dirty = true;
+  /** From the read's start until its view is delivered (or it failed). */
   private reading = false;
-  /** When the latest read ended: its view delivered, or its failure. */
-  private lastReadEndedAtMs = -Infinity;
+  private lastReadAtMs = -Infinity;
+  private lastDeliveredAtMs = -Infinity;
   private cancelTimer: (() => void) | null = null;
 
   constructor(
@@ -130,7 +132,7 @@ class ActivityFeed implements OwnerActivityRead {
   join(stream: ActivityStream): void {
     this.streams.add(stream);
     if (this.reading) return;
-    if (this.view && !this.dirty && this.clock.now() - this.lastReadEndedAtMs < MIN_VIEW_INTERVAL_MS) stream.offer(this.view);
+    if (this.view && !this.dirty && this.clock.now() - this.lastDeliveredAtMs < MIN_VIEW_INTERVAL_MS) stream.offer(this.view);
     else this.changed();
   }
 
@@ -142,7 +144,7 @@ class ActivityFeed implements OwnerActivityRead {
   schedule(): void {
     if (this.reading || this.streams.size === 0) return;
     this.cancelTimer?.();
-    const dueAtMs = this.lastReadEndedAtMs + (this.dirty ? MIN_VIEW_INTERVAL_MS : IDLE_VIEW_INTERVAL_MS);
+    const dueAtMs = this.lastReadAtMs + (this.dirty ? MIN_VIEW_INTERVAL_MS : IDLE_VIEW_INTERVAL_MS);
     if (dueAtMs <= this.clock.now()) this.readNow();
     else this.cancelTimer = this.clock.at(dueAtMs, () => this.readNow());
   }
@@ -162,13 +164,21 @@ class ActivityFeed implements OwnerActivityRead {
       return false;
     }
     this.dirty = false;
+    this.lastReadAtMs = this.clock.now();
     return true;
   }
 
   read(view: ToolActivity): void {
+    const deliverAtMs = this.lastDeliveredAtMs + MIN_VIEW_INTERVAL_MS;
+    if (this.clock.now() < deliverAtMs) this.cancelTimer = this.clock.at(deliverAtMs, () => this.deliver(view));
+    else this.deliver(view);
+  }
+
+  private deliver(view: ToolActivity): void {
+    this.cancelTimer = null;
     this.view = view;
     for (const stream of this.streams) stream.offer(view);
-    this.lastReadEndedAtMs = this.clock.now();
+    this.lastDeliveredAtMs = this.clock.now();
     this.reading = false;
     this.schedule();
   }
@@ -176,7 +186,6 @@ class ActivityFeed implements OwnerActivityRead {
   /** The next read tries again; subscribers keep their last view meanwhile. */
   failed(): void {
     this.dirty = true;
-    this.lastReadEndedAtMs = this.clock.now();
     this.reading = false;
     this.schedule();
   }
