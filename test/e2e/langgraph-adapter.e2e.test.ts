@@ -260,10 +260,11 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     const declaring = turn('Checking both.', [done, inFlight]);
     const argsOf = (call: typeof done) => call.args as JsonObject;
 
-    // The crashed worker: it recorded the model call, one finished tool and one started, then died (no renewal).
+    // The crashed worker: it recorded the model call, one finished tool and one started, then died
+    // (no renewal). Its lease is short, yet long enough for its five writes on a loaded machine.
     const crashedRunId = await t.newRun();
     const crashed = new AuditClient({ url: server.url, token: (await e2eActors()).worker });
-    const lease = await crashed.claimRun(crashedRunId, 1);
+    const lease = await crashed.claimRun(crashedRunId, 4);
     await crashed.recordModelStarted({ lease, operationId: 'crashed-model', sequence: 1, model: 'scripted', input: {} });
     await crashed.recordModelFinished({ lease, operationId: 'crashed-model', status: 'COMPLETED', sequence: 2, output: {}, toolCalls: [done, inFlight].map((call) => ({ id: call.id, name: call.name, args: argsOf(call) })) });
     await crashed.recordToolStarted({ lease, toolCallId: done.id, name: 'get_weather', effectiveInput: argsOf(done), sequence: 3 });
