@@ -123,14 +123,17 @@ async function superadminWithAFailure(title: string) {
   return who;
 }
 
+/** Signs in with `token` and opens the Activity view from the header's link. */
+async function openActivity(page: Page, token: string) {
+  await signIn(page, origin, token);
+  await page.click('header a[href="#activity"]');
+}
+
 /** The Activity view at `viewport`, of a new superadmin with one failed tool call. */
 async function activityWithAFailure(viewport: { width: number; height: number }): Promise<Page> {
   const who = await superadminWithAFailure('watched on a phone');
   const page = await newPage(viewport);
-  await page.goto(`${origin}/`);
-  await page.fill('textarea[name=token]', who.owner);
-  await page.click('button[type=submit]');
-  await page.click('header a[href="#activity"]');
+  await openActivity(page, who.owner);
   await page.waitForSelector('[data-testid=activity-failures] .error-line');
   await page.waitForSelector('.activity-chart canvas');
   return page;
@@ -158,10 +161,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await worker.recordToolFinished({ lease, toolCallId: 'c3', output: { content: 'ok' }, sequence: 4 });
 
     const page = await newPage();
-    await page.goto(`${origin}/`);
-    await page.fill('textarea[name=token]', who.owner);
-    await page.click('button[type=submit]');
-    await page.click('header a[href="#activity"]');
+    await openActivity(page, who.owner);
     await page.waitForSelector('[data-testid=activity-tools]');
     await expect.poll(() => page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (0)');
     expect(await page.locator('.activity-chart canvas').count()).toBeGreaterThan(0);
@@ -276,10 +276,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await owner.cancelRun(cancelled.id);
 
     const page = await newPage();
-    await page.goto(`${origin}/`);
-    await page.fill('textarea[name=token]', who.owner);
-    await page.click('button[type=submit]');
-    await page.click('header a[href="#activity"]');
+    await openActivity(page, who.owner);
     const rows = page.locator('[data-testid=activity-running] tbody tr');
     await expect.poll(() => rows.count()).toBe(50);
     expect(await page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (51)');
@@ -354,10 +351,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     const who = await superadminWithAFailure('read at night');
     for (const colorScheme of ['light', 'dark'] as const) {
       const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, colorScheme });
-      await page.goto(`${origin}/`);
-      await page.fill('textarea[name=token]', who.owner);
-      await page.click('button[type=submit]');
-      await page.click('header a[href="#activity"]');
+      await openActivity(page, who.owner);
       await page.waitForSelector('[data-testid=activity-failures] .error-line');
       await page.waitForSelector('.activity-chart canvas');
       expect(await axisLabelContrast(page), colorScheme).toBeGreaterThanOrEqual(4.5);
