@@ -30,6 +30,18 @@ async function viewWhere(stream: Stream, holds: (view: any) => boolean, what: st
   return results.map((result) => result.data!.toolActivity).find(holds);
 }
 
+/** A call running in one thread of a new owner (`kept`), and one in another thread of theirs (`doomed`). */
+async function keptAndDoomed(t: TestApp) {
+  const { session, owner, worker } = await runningRun(t);
+  await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
+  const keptCall = must(await session.toolStarted('call-1', 'kept'));
+  const doomed = await createThread(t, owner, 'doomed');
+  const doomedRun = await claim(t, worker, await createRun(t, owner, doomed));
+  await doomedRun.declare('m1', [{ id: 'call-2', name: 'doomed' }]);
+  must(await doomedRun.toolStarted('call-2', 'doomed'));
+  return { owner, keptCall, doomed };
+}
+
 /** The same subscription (LIVE_ACTIVITY unless `document`) over graphql-ws and SSE, closed when the test ends. */
 function both(t: TestApp, url: string, token: string, variables: Record<string, unknown> = {}, document = LIVE_ACTIVITY) {
   return Promise.all([subscribeWs(url, document, variables, token), subscribeSse(t.app, document, variables, token)]).then((streams) => {
@@ -151,20 +163,14 @@ describe(`toolActivity subscription (${backendName})`, () => {
   });
 
   it("takes a deleted thread's running calls out of the live view as its deletion begins, over graphql-ws and SSE", async () => {
-    const { session, owner, worker } = await runningRun(t);
-    await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
-    const keptCall = must(await session.toolStarted('call-1', 'search'));
-    const doomed = await createThread(t, owner, 'doomed');
-    const doomedRun = await claim(t, worker, await createRun(t, owner, doomed));
-    await doomedRun.declare('m1', [{ id: 'call-2', name: 'fetch' }]);
-    must(await doomedRun.toolStarted('call-2', 'fetch'));
+    const { owner, keptCall, doomed } = await keptAndDoomed(t);
     const streams = await both(t, url, owner);
     for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 2, 'both calls running');
     must(await t.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, owner));
     // The idle view is 30 s away: only the deletion itself brings the next view within 2 s.
     for (const stream of streams) {
       const view = await viewWhere(stream, (v) => v.runningCount === 1, 'the view without the deleted thread', 2000);
-      expect(view.running).toEqual([{ id: keptCall.id, name: 'search' }]);
+      expect(view.running).toEqual([{ id: keptCall.id, name: 'kept' }]);
     }
   });
 
@@ -294,13 +300,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
   });
 
   it("a dashboard on instance A stops counting, within 2 s, a thread deleted through instance B", async () => {
-    const { session, owner, worker } = await runningRun(b);
-    await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
-    must(await session.toolStarted('call-1', 'kept'));
-    const doomed = await createThread(b, owner, 'doomed');
-    const doomedRun = await claim(b, worker, await createRun(b, owner, doomed));
-    await doomedRun.declare('m1', [{ id: 'call-2', name: 'doomed' }]);
-    must(await doomedRun.toolStarted('call-2', 'doomed'));
+    const { owner, doomed } = await keptAndDoomed(b);
     const streams = await both(a, urlA, owner);
     for (const stream of streams) await viewWhere(stream, (view) => view.runningCount === 2, 'both calls running');
     must(await b.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, owner));
