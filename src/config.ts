@@ -48,6 +48,8 @@ export interface Config {
     initTimeoutMs: number;
     /** How long a connection without a valid token stays open. */
     anonymousTimeoutMs: number;
+    /** Sockets open at once on this instance without a valid token (before or after their `connection_init`). */
+    maxAnonymousConnections: number;
     maxConnectionParamsBytes: number;
   };
   /** OpenTelemetry export (docs/export.md): on when an OTLP endpoint is set. */
@@ -138,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxConnectionsPerPrincipal: intFromEnv(env, 'WS_MAX_CONNECTIONS_PER_PRINCIPAL', 50, { min: 1 }),
       initTimeoutMs: intFromEnv(env, 'WS_INIT_TIMEOUT_MS', 3000, { min: 1 }),
       anonymousTimeoutMs: intFromEnv(env, 'WS_ANONYMOUS_TIMEOUT_MS', 10_000, { min: 1 }),
+      maxAnonymousConnections: intFromEnv(env, 'WS_MAX_ANONYMOUS_CONNECTIONS', 1000, { min: 1 }),
       maxConnectionParamsBytes: intFromEnv(env, 'WS_MAX_CONNECTION_PARAMS_BYTES', 16 * 1024, { min: 1 }),
     },
     export: exportConfigFromEnv(env),

@@ -74,6 +74,7 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
       },
     },
     wsServer,
+    (socket) => limits.admit(socket),
   );
   // Pings are sent by keepConnectionsAlive, spread over the period.
   keepConnectionsAlive(wsServer);

@@ -26,6 +26,8 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
   const connectionsOf = new Map<string, Set<Connection>>();
   const principalOf = new WeakMap<Connection, string>();
   const anonymousTimers = new WeakMap<Connection, NodeJS.Timeout>();
+  /** The open sockets that have not presented a valid token (yet). */
+  const unauthenticated = new Set<WebSocket>();
   /** Open SSE subscriptions of each principal. */
   const sseOpen = new Map<string, number>();
 
@@ -61,6 +63,17 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
       return { ws, sse };
     },
 
+    /**
+     * A new socket: false when WS_MAX_ANONYMOUS_CONNECTIONS sockets without a valid token are
+     * open. Each lives seconds at most (the init and anonymous timeouts); the cap bounds how many.
+     */
+    admit(socket: WebSocket): boolean {
+      if (unauthenticated.size >= limits.maxAnonymousConnections) return false;
+      unauthenticated.add(socket);
+      socket.once('close', () => unauthenticated.delete(socket));
+      return true;
+    },
+
     /** graphql-ws `onConnect`: false refuses the connection (closed here with the reason). */
     async onConnect(ctx: Connection): Promise<boolean> {
       const socket = ctx.extra.socket;
@@ -79,6 +92,7 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
         anonymousTimers.set(ctx, timer);
         return true;
       }
+      unauthenticated.delete(socket);
       const open = connectionsOf.get(sub) ?? new Set<Connection>();
       if (open.size >= limits.maxConnectionsPerPrincipal) {
         socket.close(4429, `Too many connections for this principal (at most ${limits.maxConnectionsPerPrincipal})`);

@@ -1,6 +1,6 @@
 import { CloseCode, handleProtocols, makeServer, MessageType, parseMessage, type ConnectionInitMessage, type ServerOptions } from 'graphql-ws';
 import type { Extra } from 'graphql-ws/use/ws';
-import type { WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { echoed } from '../graphql/errors.js';
 import { errorFields, log } from '../log.js';
 
@@ -32,7 +32,12 @@ const closeReason = (reason: string | undefined) => (reason === undefined || Buf
  * trace for it, so any client could flood the logs. Such a message is the client's error, closed
  * here with 4400 before graphql-ws sees it; a failure in handling a message is logged as one line.
  */
-export function serveGraphQLWs(options: ServerOptions<ConnectionInitMessage['payload'], Extra>, wsServer: WebSocketServer) {
+export function serveGraphQLWs(
+  options: ServerOptions<ConnectionInitMessage['payload'], Extra>,
+  wsServer: WebSocketServer,
+  /** False closes a new socket at once with 1013 (Try Again Later). */
+  admit: (socket: WebSocket) => boolean,
+) {
   const server = makeServer(options);
   wsServer.options.handleProtocols = handleProtocols;
   // The HTTP server's errors (a failed listen) arrive here too.
@@ -40,6 +45,7 @@ export function serveGraphQLWs(options: ServerOptions<ConnectionInitMessage['pay
   wsServer.on('connection', (socket, request) => {
     // A frame ws refuses (invalid UTF-8, over maxPayload) is the client's: ws closes the connection itself.
     socket.on('error', () => {});
+    if (!admit(socket)) return socket.close(1013, 'Too many connections without a valid token on this server: try again later');
     const closed = server.opened(
       {
         protocol: socket.protocol,
