@@ -27,6 +27,8 @@ async function guarded(handler: (req: IncomingMessage, res: ServerResponse) => P
     log.error({ requestId, method: req.method, path: (req.url ?? '/').split('?')[0], error: errorFields(error) }, 'unexpected error in a route');
     if (res.headersSent) return void res.destroy();
     try {
+      // Headers the route set before it failed (content-encoding, content-length) are not this answer's.
+      for (const name of res.getHeaderNames()) res.removeHeader(name);
       res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
       res.end(JSON.stringify({ errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } }] }));
     } catch {

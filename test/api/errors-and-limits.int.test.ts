@@ -65,8 +65,11 @@ describe(`errors and query limits (${backendName})`, () => {
 });
 
 describe(`health probes (${backendName})`, () => {
+  let listening: Promise<string> | undefined;
+  const listen = () => (listening ??= t.app.start(0));
+
   it('/healthz, /readyz, GraphiQL and the body limit on a real port', async () => {
-    const url = await t.app.start(0);
+    const url = await listen();
     const base = url.replace(/\/graphql$/, '');
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
@@ -80,5 +83,42 @@ describe(`health probes (${backendName})`, () => {
     const page = await fetch(url, { headers: { accept: 'text/html' } });
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/graphiql/i);
+  });
+
+  it("GraphiQL's page (9 MB) is sent compressed when the browser accepts gzip, and a browser that has it gets 304", async () => {
+    const url = await listen();
+    const raw = (await import('node:http')).get;
+    // node's fetch decompresses by itself: a bare request shows what travels.
+    const get = (headers: Record<string, string>) =>
+      new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: number }>((resolve, reject) => {
+        raw(url, { headers: { accept: 'text/html', ...headers } }, (res) => {
+          let bytes = 0;
+          res.on('data', (chunk: Buffer) => (bytes += chunk.byteLength));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bytes }));
+        }).on('error', reject);
+      });
+    const plain = await get({});
+    expect(plain.status).toBe(200);
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    const etag = plain.headers.etag as string;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    expect(plain.headers['cache-control']).toBe('no-cache');
+    expect(plain.headers['content-security-policy']).toMatch(/script-src/);
+
+    const gzipped = await get({ 'accept-encoding': 'gzip, deflate, br' });
+    expect(gzipped.status).toBe(200);
+    expect(gzipped.headers['content-encoding']).toBe('gzip');
+    expect(gzipped.headers.vary).toMatch(/accept-encoding/i);
+    expect(gzipped.headers.etag).toBe(etag);
+    expect(gzipped.bytes).toBeLessThan(plain.bytes / 2);
+
+    const again = await get({ 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.bytes).toBe(0);
+    expect(again.headers.etag).toBe(etag);
+    expect((await get({ 'if-none-match': '"another"' })).status).toBe(200);
+    // The GraphQL answers themselves are never compressed (SSE streams would stall).
+    const answer = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, body: '{"query":"{ __typename }"}' });
+    expect(answer.headers.get('content-encoding')).toBeNull();
   });
 });
