@@ -5,7 +5,8 @@
 // The shapes read (recorded examples: test/shared/llm-payloads.unit.test.ts):
 // - usage: LangChain's usage_metadata and Anthropic's (input_tokens/output_tokens), OpenAI's
 //   (prompt_tokens/completion_tokens), the JS SDKs' camelCase (promptTokens/completionTokens,
-//   inputTokens/outputTokens), AI SDK 5+'s nested counts ({inputTokens: {total}}), and any of
+//   inputTokens/outputTokens), AI SDK 5+'s nested counts ({inputTokens: {total}}), OpenTelemetry's
+//   GenAI names (gen_ai.usage.input_tokens), Langfuse's ({input, output, total}), and any of
 //   those one level down under `usage`, `usage_metadata` or `tokenUsage`.
 // - messages: `{messages: [...]}` or a bare list; a role (`role`, or LangChain's `type`, or a
 //   serialized LangChain message's class name); content as text or parts: text parts, OpenAI's
@@ -54,8 +55,8 @@ const firstCount = (record: Json, keys: readonly string[]) => {
   return undefined;
 };
 
-const INPUT_KEYS = ['input_tokens', 'prompt_tokens', 'inputTokens', 'promptTokens'] as const;
-const OUTPUT_KEYS = ['output_tokens', 'completion_tokens', 'outputTokens', 'completionTokens'] as const;
+const INPUT_KEYS = ['input_tokens', 'prompt_tokens', 'inputTokens', 'promptTokens', 'gen_ai.usage.input_tokens', 'input'] as const;
+const OUTPUT_KEYS = ['output_tokens', 'completion_tokens', 'outputTokens', 'completionTokens', 'gen_ai.usage.output_tokens', 'output'] as const;
 const NESTED_USAGE = ['usage', 'usage_metadata', 'tokenUsage'] as const;
 
 /** A model call's input and output token counts; null when its usage carries none. */

@@ -31,6 +31,13 @@ describe('token usage of every shape', () => {
     expect(tokensOf({ tokenUsage: { promptTokens: 5, completionTokens: 2 } })).toEqual({ input: 5, output: 2 });
   });
 
+  it("a tracer's usage: OpenTelemetry's GenAI attribute names and Langfuse's {input, output, total}", () => {
+    expect(tokensOf({ 'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 4 })).toEqual({ input: 10, output: 4 });
+    expect(tokensOf({ input: 11, output: 5, total: 16 })).toEqual({ input: 11, output: 5 });
+    // A model's input or output is no count.
+    expect(tokensOf({ input: 'hello', output: { text: 'hi' } })).toBeNull();
+  });
+
   it('one count alone, and nothing from anything else', () => {
     expect(tokensOf({ output_tokens: 5 })).toEqual({ input: 0, output: 5 });
     for (const none of [null, undefined, 3, 'many', [1, 2], {}, { input_tokens: 'lots' }, { inputTokens: { total: 'x' } }]) expect(tokensOf(none)).toBeNull();
