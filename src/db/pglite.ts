@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parse, PGlite, protocol, type ParserOptions, type Results, type Transaction } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { INT8, mappedSql, prismaClient, TIMESTAMPTZ, type Database, type Rows, type SqlDriver, type SqlTransactor } from './driver.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { JSON_OIDS, parseJsonText } from './json-text.js';
 import { createPgliteInChildProcess, isNewPgliteDataDir } from './new-pglite.js';
 import { pgliteOptions, pgliteSession, serverStartParams } from './pglite-settings.js';
@@ -54,6 +55,7 @@ function namedStatements(pglite: PGlite, parsers: ParserOptions): Rows {
 /** The server's own PGlite: in `dataDir`, created and migrated first in a process of its own when new (new-pglite.ts); in memory without one. */
 export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: (sql: string) => void): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const release = dataDir && !embedded ? lockDataDir(dataDir) : () => {};
   if (!embedded && dataDir && isNewPgliteDataDir(dataDir)) await createPgliteInChildProcess(dataDir);
   const pglite = embedded ?? new PGlite({ ...pgliteOptions, startParams: serverStartParams, dataDir: dataDir ? join(dataDir, 'pglite') : undefined });
   await pglite.waitReady;
@@ -80,6 +82,7 @@ export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: 
       pglite.transaction((tx) => fn(mappedSql(rowsOf(tx)))),
     close: async () => {
       if (!embedded) await pglite.close();
+      release();
     },
   };
   const statement = namedStatements(pglite, parsers);
