@@ -93,15 +93,40 @@ const failureCount = (operation: 'query') => ({
   },
 });
 
-/** Counts each mutation by root field and outcome, times it, and counts failed queries and mutations (a yoga plugin). */
+const operationOf = (document: DocumentNode, operationName: string | null | undefined) =>
+  document.definitions.find(
+    (definition): definition is OperationDefinitionNode =>
+      definition.kind === Kind.OPERATION_DEFINITION && (!operationName || definition.name?.value === operationName),
+  );
+
+/**
+ * Counts each mutation by root field and outcome, times it, and counts failed queries and
+ * mutations (a yoga plugin). Those that never ran are counted as their answer goes out (its codes
+ * final): a document that does not validate (a newer client's field an older server lacks) by its
+ * operation type, one that does not parse as "unknown".
+ */
 export function mutationMetrics(): Plugin {
+  const operationTypes = new WeakMap<Request, string>();
+  const ran = new WeakSet<Request>();
+  const requestOf = (context: unknown) => (context as { request?: Request }).request; // none over graphql-ws
   return {
+    onValidate({ context, params: { documentAST } }) {
+      const request = requestOf(context);
+      const operationName = (context as { params?: { operationName?: string } }).params?.operationName;
+      if (request) operationTypes.set(request, operationOf(documentAST, operationName)?.operation ?? 'unknown');
+    },
+    onSubscribe({ args }) {
+      const request = requestOf(args.contextValue);
+      if (request) ran.add(request);
+    },
+    onResultProcess({ request, result }) {
+      if (ran.has(request) || Array.isArray(result) || Symbol.asyncIterator in result || !result.errors?.length) return;
+      failedOperations.inc({ operation: operationTypes.get(request) ?? 'unknown', code: codeOf(result.errors[0]!) });
+    },
     onExecute({ args }) {
-      const document = args.document as DocumentNode;
-      const operation = document.definitions.find(
-        (definition): definition is OperationDefinitionNode =>
-          definition.kind === Kind.OPERATION_DEFINITION && (!args.operationName || definition.name?.value === args.operationName),
-      );
+      const request = requestOf(args.contextValue);
+      if (request) ran.add(request);
+      const operation = operationOf(args.document as DocumentNode, args.operationName);
       if (operation?.operation === 'query') return failureCount('query');
       if (operation?.operation !== 'mutation') return;
       // Response key (alias or name) -> field name: errors name the response key in their path.

@@ -73,6 +73,16 @@ describe(`GET /metrics (${backendName})`, () => {
       expect(delta('agent_audit_db_pool_wait_seconds_count')).toBeGreaterThan(0);
       expect(after.types.get('agent_audit_db_pool_acquire_failures_total')).toBe('counter');
     }
+    // Documents that never run count too: a newer client's field an older server lacks shows here.
+    const beforeDocuments = await scrape();
+    const unknownField = await t.gql('mutation { noSuchMutation }', {}, owner);
+    expect(errorCode(unknownField)).toBe('GRAPHQL_VALIDATION_FAILED');
+    const unparsable = await t.gql('{ __typename ', {}, owner);
+    expect(errorCode(unparsable)).toBe('GRAPHQL_PARSE_FAILED');
+    const afterDocuments = await scrape();
+    const documentDelta = (series: string) => value(afterDocuments, series) - value(beforeDocuments, series);
+    expect(documentDelta('agent_audit_failed_operations_total{operation="mutation",code="GRAPHQL_VALIDATION_FAILED"}')).toBe(1);
+    expect(documentDelta('agent_audit_failed_operations_total{operation="unknown",code="GRAPHQL_PARSE_FAILED"}')).toBe(1);
     // No REDIS_URL here: no Redis gauge to mislead (test/subscriptions/redis.e2e.test.ts has one).
     expect(after.types.has('agent_audit_redis_up')).toBe(false);
   });
