@@ -1,7 +1,7 @@
 import { errorFields, log } from '../log.js';
 
 /**
- * Whether a failure means a dependency cannot be reached for the moment (the request may be sent
+ * Whether a failure means a dependency cannot be reached, or answer, for the moment (the request may be sent
  * again): judged by the driver's SQLSTATE or the socket's errno name, never by message text
  * (which can carry user input), plus the pool's own acquire timeout.
  *
@@ -11,9 +11,11 @@ import { errorFields, log } from '../log.js';
  * - 55000 object_not_in_prerequisite_state raised FATAL, which ends the session: at connect, a
  *   database not accepting connections (ALTER DATABASE … ALLOW_CONNECTIONS false, as during a
  *   maintenance). Raised as an ERROR, 55000 is a statement's (currval before nextval): a bug;
+ * - 57014 query_canceled (the statement timeout, a cancel) and 55P03 lock_not_available (a lock
+ *   timeout): the database was too busy to answer in time, and the transaction rolled back;
  * - ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, EAI_AGAIN: the socket.
  */
-const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '55P03']);
 const FATAL_SQLSTATES = new Set(['55000']);
 /** An SQLSTATE (and its severity, for those that are an outage only when FATAL) that says the database cannot be reached. */
 const isUnavailableState = (code: string | undefined, severity: unknown) =>

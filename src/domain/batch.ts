@@ -4,7 +4,7 @@ import type { DomainDeps } from './command.js';
 import { finishRunEvent, type FinishRunInput } from './convergence.js';
 import { badInput, DomainError } from './errors.js';
 import { claimEvent, renewalEvent, toLease, type ClaimInput, type RunLease } from './lease.js';
-import { applyEvents, type LeaseProof, type SqlEvent } from './lifecycle-events.js';
+import { applyEvents, Unapplied, type LeaseProof, type SqlEvent } from './lifecycle-events.js';
 import { modelFinishedEvent, modelStartedEvent, type ModelAudit, type ModelFinished, type ModelStarted } from './model-audits.js';
 import { toolErrorEvent, toolFinishedEvent, toolStartedEvent, type ToolErrored, type ToolFinished, type ToolStarted } from './tool-audits.js';
 
@@ -23,7 +23,7 @@ export interface LifecycleEvent {
   finishRun?: FinishRunInput | null;
 }
 
-/** What became of one event: what it wrote or replayed, or (`error`) why it was refused. */
+/** What became of one event: what it wrote or replayed, or (`error`) why it was refused or not applied. */
 export interface EventOutcome {
   runId?: string;
   audit?: ModelAudit;
@@ -57,7 +57,8 @@ function sqlEvent(deps: DomainDeps, event: LifecycleEvent): SqlEvent {
  * database (lifecycle-events.ts): a later event sees what an earlier one wrote, live changes come
  * in commit order, and a refused one changes nothing and stops nothing. An event its input checks
  * refuse is not sent. Each error is returned in its event's place, for the caller to name as its
- * own mutation would.
+ * own mutation would; so is the failure of a call after earlier calls committed (applyEvents), in
+ * the place of each event it left unapplied.
  */
 export async function recordEvents(deps: DomainDeps, principal: Principal, events: LifecycleEvent[]): Promise<EventOutcome[]> {
   if (events.length < 1 || events.length > MAX_BATCH_EVENTS) {
@@ -83,6 +84,7 @@ export async function recordEvents(deps: DomainDeps, principal: Principal, event
     const result = applied[position]!;
     const outcome = outcomes[index]!;
     if (result instanceof DomainError) outcome.error = result;
+    else if (result instanceof Unapplied) outcome.error = result.error;
     else if (event.kind === 'claimRun' || event.kind === 'renewLease') outcome.lease = toLease(result.run!);
     else if (event.kind === 'finishRun') outcome.run = result.run;
     else outcome.audit = result.audit;

@@ -101,15 +101,28 @@ async function call(deps: DomainDeps, workers: string[], eventsJson: string): Pr
   return outcomes;
 }
 
+/** An event of a call that failed (a timeout, an outage) after earlier calls of its batch committed: not applied. */
+export class Unapplied {
+  constructor(readonly error: unknown) {}
+}
+
 /**
  * Applies `events` in order, as `principal`, in one call per EVENTS_PER_CALL (a batch,
- * batch.ts): one result each.
+ * batch.ts): one result each. A call that fails after earlier ones committed does not hide what
+ * they applied: its events and every later one are Unapplied, and are not sent. A failure of the
+ * first call applied nothing and is thrown.
  */
-export async function applyEvents(deps: DomainDeps, principal: Principal, events: SqlEvent[]): Promise<(Applied | DomainError)[]> {
-  const outcomes: (Applied | DomainError)[] = [];
+export async function applyEvents(deps: DomainDeps, principal: Principal, events: SqlEvent[]): Promise<(Applied | DomainError | Unapplied)[]> {
+  const outcomes: (Applied | DomainError | Unapplied)[] = [];
   for (let first = 0; first < events.length; first += EVENTS_PER_CALL) {
     const slice = events.slice(first, first + EVENTS_PER_CALL);
-    outcomes.push(...(await call(deps, slice.map(() => principal.sub), toJson(slice))));
+    try {
+      outcomes.push(...(await call(deps, slice.map(() => principal.sub), toJson(slice))));
+    } catch (error) {
+      if (first === 0) throw error;
+      const unapplied = new Unapplied(error);
+      return [...outcomes, ...events.slice(first).map(() => unapplied)];
+    }
   }
   return outcomes;
 }

@@ -26,7 +26,7 @@ const masked = new WeakSet<object>();
 /**
  * The one place where failures become what a client sees: a DomainError keeps its message and
  * gets the contract's `extensions.code`; GraphQL's own validation and input errors pass through;
- * a dependency that cannot be reached for the moment is UNAVAILABLE (HTTP 503, Retry-After);
+ * a dependency that cannot be reached (or answer in time) for the moment is UNAVAILABLE (HTTP 503, Retry-After);
  * anything else (a bug) is masked and logged with the request id.
  */
 export function maskError(error: unknown, requestId: () => string | undefined): Error {
@@ -66,7 +66,7 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
   if (isUnavailable(original)) {
     dependencyUnavailable.inc({ dependency: 'database' });
     log.warn({ requestId: id, error: errorFields(original) }, 'database unavailable');
-    return createGraphQLError('The database cannot be reached for the moment. Retry with backoff.', {
+    return createGraphQLError('The database cannot be reached, or did not answer in time, for the moment. Retry with backoff.', {
       nodes: outer?.nodes,
       path: outer?.path,
       extensions: { code: 'UNAVAILABLE', requestId: id, http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },

@@ -55,6 +55,28 @@ describe('recordEvents', () => {
     ]);
   });
 
+  it('replays as a whole when sent again as it is: a bare error, then the tool result that closed its audit', async () => {
+    const { worker, scene, events } = await running();
+    const batch = [
+      events.modelStarted('m1'),
+      events.modelFinished('m1', [{ id: 'c1', name: 'search' }]),
+      events.toolStarted('c1'),
+      events.toolError('c1'),
+      events.toolFinished('c1'),
+    ];
+    const first = (await sendBatch(t, worker, batch)).data!.result;
+    expect(first.map((r) => r.error)).toEqual([null, null, null, null, null]);
+    const state = await threadState(scene);
+    const resent = (await sendBatch(t, worker, batch)).data!.result;
+    expect(resent.map((r) => r.error)).toEqual([null, null, null, null, null]);
+    expect(resent[3]!.audit).toMatchObject({ toolCallId: 'c1', status: 'COMPLETED', error: { message: 'boom c1' } });
+    expect(await threadState(scene)).toEqual(state);
+    // Another error, or the same one at a sequence past the close, is still a CONFLICT.
+    const late = (await sendBatch(t, worker, [events.toolError('c1', { error: { message: 'other' }, sequence: '3' }), events.toolError('c1')])).data!.result;
+    expect(late.map((r) => r.error?.code)).toEqual(['CONFLICT', 'CONFLICT']);
+    expect(await threadState(scene)).toEqual(state);
+  });
+
   it('refuses 0 and 501 events with BAD_USER_INPUT and applies nothing', async () => {
     const { worker, scene, events } = await running();
     const before = await threadState(scene);

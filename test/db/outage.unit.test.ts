@@ -35,3 +35,15 @@ describe('isUnavailable', () => {
     expect(isUnavailable(throughPrisma(statement))).toBe(false);
   });
 });
+
+describe('a statement the database gave up on', () => {
+  it('takes a statement timeout (57014) and a lock timeout (55P03) as passing trouble, from pg and through Prisma: the transaction rolled back', () => {
+    for (const timedOut of [
+      serverError('57014', 'ERROR', 'canceling statement due to statement timeout'),
+      serverError('55P03', 'ERROR', 'canceling statement due to lock timeout'),
+    ]) {
+      expect(isUnavailable(timedOut), timedOut.code).toBe(true);
+      expect(isUnavailable(throughPrisma(timedOut)), timedOut.code).toBe(true);
+    }
+  });
+});

@@ -119,6 +119,15 @@ describe('a claim retried with its claimId', () => {
     expect((await t.gql(RUN_STATE, { id: runId }, owner)).data.run).toMatchObject({ status: 'RUNNING', leaseEpoch: first.epoch });
   });
 
+  it('never shortens a lease renewed since: the lease keeps the later of the two expiries', async () => {
+    const { worker, owner, runId } = await queued();
+    const first = must(await claimWith(worker, runId, 'claim-A', 2));
+    const renewed = must(await new WorkerSession(t, worker, { runId, epoch: first.epoch }).renew(60));
+    const retried = must(await claimWith(worker, runId, 'claim-A', 2));
+    expect(retried).toMatchObject({ runId, epoch: first.epoch, expiresAt: renewed.expiresAt });
+    expect((await t.gql(RUN_STATE, { id: runId }, owner)).data.run).toMatchObject({ status: 'RUNNING', leaseExpiresAt: renewed.expiresAt });
+  });
+
   it('is INVALID_TRANSITION without the claimId, with another claimId, or from another worker', async () => {
     const { worker, runId } = await queued();
     must(await claimWith(worker, runId, 'claim-A'));
@@ -223,6 +232,17 @@ describe('renewLease', () => {
       status: 'RUNNING',
       leaseExpiresAt: renewed.expiresAt,
     });
+  });
+});
+
+describe('a renewal shorter than the lease left', () => {
+  it('sets the expiry to now + leaseSeconds: the worker shortens its own lease (docs/semantics.md)', async () => {
+    const { session, scene, runId } = await runningScene(t);
+    const long = must(await session.renew(60));
+    const short = must(await session.renew(2));
+    expect(short).toMatchObject({ runId, epoch: long.epoch });
+    expect(Date.parse(short.expiresAt)).toBeLessThan(Date.parse(long.expiresAt));
+    expect(await runOf(scene, runId)).toMatchObject({ status: 'RUNNING', leaseExpiresAt: short.expiresAt });
   });
 });
 

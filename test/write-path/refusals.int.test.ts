@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { WorkerSession, actors, claimRunMutation, expireLeases, must } from '../support/lifecycle.js';
+import { WorkerSession, actors, claimRunMutation, createRun, expireLeases, must } from '../support/lifecycle.js';
 import { expectRejected, interruptAndResume, runningScene } from './support.js';
 
 let t: TestApp;
@@ -33,6 +33,24 @@ describe('the lease fence', () => {
     expect(message).toBe(`Run ${runId} is COMPLETED, not RUNNING`);
     // A worker may not read a run it no longer leases: the refusal names how the run ended.
     expect(extensions?.runStatus).toBe('COMPLETED');
+  });
+
+  it('a run that has not been claimed (QUEUED): LEASE_LOST without a runStatus, which is for an ended run', async () => {
+    const { session, scene } = await runningScene(t);
+    const queuedId = await createRun(t, scene.owner, scene.threadId);
+    const queued = new WorkerSession(t, session.token, { runId: queuedId, epoch: 0 });
+    const { message, extensions } = await expectRejected(scene, 'LEASE_LOST', () => queued.renew());
+    expect(message).toBe(`Run ${queuedId} is QUEUED, not RUNNING`);
+    expect(extensions).not.toHaveProperty('runStatus');
+  });
+
+  it('a run that ended, to a worker that never held it: LEASE_LOST, and neither runStatus nor the message says how it ended', async () => {
+    const { session, scene, runId } = await runningScene(t);
+    must(await session.finish('CANCELLED'));
+    const prober = new WorkerSession(t, (await actors(t)).worker, session.lease);
+    const { message, extensions } = await expectRejected(scene, 'LEASE_LOST', () => prober.renew());
+    expect(message).toBe(`Run ${runId} is not RUNNING under your lease`);
+    expect(extensions).not.toHaveProperty('runStatus');
   });
 
   it('a worker that does not hold the lease: LEASE_LOST', async () => {

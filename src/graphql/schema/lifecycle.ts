@@ -293,8 +293,11 @@ builder.mutationFields((t) => ({
     args: { events: t.arg({ type: [LifecycleEventInput], required: true }) },
     resolve: async (_root, { events }, context, info) => {
       const outcomes = await recordEvents(context.deps, requirePrincipal(context.principal), events);
+      // A failure that left several events unapplied is mapped (and logged) once.
+      const mapped = new Map<unknown, EventError>();
+      const errorOf = (error: unknown) => mapped.get(error) ?? mapped.set(error, eventError(error, () => context.requestId)).get(error)!;
       return outcomes.map(({ runId, error, ...result }, index): EventResult => {
-        if (error !== undefined) return { index, error: eventError(error, () => context.requestId) };
+        if (error !== undefined) return { index, error: errorOf(error) };
         if (runId) scopeToLeasedRun(context, info, runId, index);
         return { index, ...result };
       });
