@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { AuditClient, type FetchLike } from '@agent-audit/client';
+import { AuditClient, isAuditApiError, type FetchLike } from '@agent-audit/client';
 import { fakeFetch, graphqlData, type RecordedRequest } from './fake-fetch.js';
+import { rejectionOf } from '../support/client-errors.js';
 
 // What the client sends of a payload (packages/client/README.md, "Payloads"): any value, as JSON
 // (toJson), and a value the server would refuse as too large (MAX_JSON_BYTES) cut visibly, so
@@ -83,6 +84,14 @@ describe('payloads the client sends', () => {
     await clientWith(fetchImpl, { maxJsonBytes: 2_048 }).recordToolError({ lease, toolCallId: 'c1', error: '😀'.repeat(2_000) });
     const { preview } = sentInput(fetchImpl.requests[0]!).error;
     expect(preview).toBe(`"${'😀'.repeat(127)}`);
+  });
+
+  it('refuses a sequence that is not an integer as BAD_USER_INPUT, sending nothing', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordModelStarted', modelAudit));
+    const error = await rejectionOf(clientWith(fetchImpl).recordModelStarted({ lease, operationId: 'm1', sequence: 1.5 }));
+    expect(isAuditApiError(error, 'BAD_USER_INPUT')).toBe(true);
+    expect(error).toMatchObject({ operationName: 'RecordModelStarted', retryable: false });
+    expect(fetchImpl.requests).toHaveLength(0);
   });
 
 });

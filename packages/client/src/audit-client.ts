@@ -1,4 +1,5 @@
 import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
+import { AuditApiError } from './errors.js';
 import { EventWriter, type EventWriterOptions, type LifecycleEventKind, type LifecycleEventValue } from './event-writer.js';
 import { capJson, DEFAULT_MAX_JSON_BYTES, toJson } from './json.js';
 import type { JsonValue } from './json-value.js';
@@ -84,9 +85,20 @@ export class AuditClient {
     return this.flush();
   }
 
-  /** A lifecycle event through the batching writer, or as its own mutation when batching is off. `build` makes its input. */
+  /**
+   * A lifecycle event through the batching writer, or as its own mutation when batching is off.
+   * `build` makes its input; a value it cannot convert (a sequence of 1.5, an invalid Date) is
+   * refused as BAD_USER_INPUT, as the server refuses a sequence of "1.5".
+   */
   private event<K extends LifecycleEventKind>(kind: K, build: () => Record<string, unknown>): Promise<LifecycleEventValue<K>> {
-    const input = build();
+    let input: Record<string, unknown>;
+    try {
+      input = build();
+    } catch (error) {
+      if (!(error instanceof RangeError || error instanceof SyntaxError)) throw error;
+      const operationName = EventWriter.operationOf(kind).name;
+      throw new AuditApiError(`${operationName}: ${error.message}`, { code: 'BAD_USER_INPUT', operationName, retryable: false, cause: error });
+    }
     if (this.writer) return this.writer.write(kind, input);
     return this.transport.execute(EventWriter.operationOf(kind), { input }) as Promise<LifecycleEventValue<K>>;
   }

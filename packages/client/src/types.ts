@@ -12,6 +12,8 @@ export type RunTerminalStatus = Generated.RunTerminalStatus;
 export type AuditStatus = Generated.AuditStatus;
 export type ToolCallStatus = Generated.ToolCallStatus;
 export type MessageRole = Generated.MessageRole;
+/** How a model call ends: the server refuses any other status in recordModelFinished. */
+export type ModelFinishedStatus = Extract<AuditStatus, 'COMPLETED' | 'FAILED'>;
 
 /** A 64-bit integer: the client converts bigint and number to the decimal string the API expects. */
 export type BigIntLike = string | bigint | number;
@@ -90,8 +92,7 @@ export interface ModelStartedInput extends Observation {
 export interface ModelFinishedInput extends Observation {
   lease: LeaseInput;
   operationId: string;
-  /** COMPLETED or FAILED. */
-  status: AuditStatus;
+  status: ModelFinishedStatus;
   output?: unknown;
   error?: unknown;
   usage?: unknown;
