@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AuditClient, isAuditApiError, type FetchLike } from '@agent-audit/client';
-import { fakeFetch, graphqlData, type RecordedRequest } from './fake-fetch.js';
+import { fakeFetch, graphqlData, httpStatus, type RecordedRequest } from './fake-fetch.js';
 import { rejectionOf } from '../support/client-errors.js';
 
 // What the client sends of a payload (packages/client/README.md, "Payloads"): any value, as JSON
@@ -94,4 +94,9 @@ describe('payloads the client sends', () => {
     expect(fetchImpl.requests).toHaveLength(0);
   });
 
+  it('says what to check when the URL answers 404 with a page that is not GraphQL (a URL without /graphql)', async () => {
+    const error = await rejectionOf(clientWith(fakeFetch(httpStatus(404))).claimRun('run-1'));
+    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', httpStatus: 404 });
+    expect((error as Error).message).toContain("is the URL the server's GraphQL endpoint, e.g. http://host:4000/graphql?");
+  });
 });

@@ -132,7 +132,9 @@ export class GraphQLHttpTransport {
     } catch (error) {
       // A 5xx page that is not JSON came from a proxy or CDN (an HTML 500, a Cloudflare 52x),
       // not from the server: it may not have committed, so it is retried as a gateway's 502 is.
-      throw transportFailure(`HTTP ${response.status} with a body that is not JSON`, response.status >= 500, {
+      // A 404 page is the answer of a path the server does not serve: most often a URL without /graphql.
+      const hint = response.status === 404 ? " (is the URL the server's GraphQL endpoint, e.g. http://host:4000/graphql?)" : '';
+      throw transportFailure(`HTTP ${response.status} with a body that is not JSON${hint}`, response.status >= 500, {
         httpStatus: response.status,
         cause: error,
       });
