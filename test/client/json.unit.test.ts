@@ -69,5 +69,7 @@ describe('errorJson', () => {
     expect(errorJson(new RangeError('out of range'))).toEqual({ name: 'RangeError', message: 'out of range' });
     expect(errorJson('boom')).toEqual({ message: 'boom' });
     expect(errorJson(undefined)).toEqual({ message: 'undefined' });
+    expect(errorJson({ toJSON: () => 'as text' })).toEqual({ message: 'as text' });
+    expect(errorJson([1, 2])).toEqual({ message: '[1,2]' });
   });
 });

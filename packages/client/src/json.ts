@@ -25,7 +25,7 @@ export function toJson(value: unknown): JsonValue {
 export function errorJson(error: unknown): JsonObject {
   const json = typeof error === 'object' && error !== null ? toJson(error) : undefined;
   if (typeof json === 'object' && json !== null && !Array.isArray(json)) return json;
-  return { message: json === undefined ? String(error) : JSON.stringify(json) };
+  return { message: json === undefined ? String(error) : typeof json === 'string' ? json : JSON.stringify(json) };
 }
 
 /** `undefined` where JSON.stringify would leave the value out. `ancestors`: the objects being converted around it. */
