@@ -123,6 +123,30 @@ describe('the batching writer', () => {
     ]);
   });
 
+  it('records a payload as it was when the call was made, not when its request leaves, even after a refused batch', async () => {
+    // Agents append the reply to the history they just recorded as the model's input; the call
+    // was recorded before that, so the reply must not appear in it (docs/runtime-authors.md:
+    // "serialise the body once").
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    const refusedWhole = () => Response.json({ data: null, errors: [{ message: 'Variable "$events" got invalid value', extensions: { code: 'BAD_USER_INPUT' } }] }, { status: 400 });
+    const fetchImpl = fakeFetch(first.reply, refusedWhole, () => Response.json({ data: { recordModelStarted: { __typename: 'ModelAudit', id: 'm1' } } }));
+    const client = clientWith(fetchImpl);
+    const zero = start(client, 'c0', 1);
+    const messages: unknown[] = [{ role: 'user', content: 'hi' }];
+    const startedModel = client.recordModelStarted({ lease, operationId: 'm1', sequence: 2, model: 'm', input: { messages } });
+    const other = start(client, 'c1', 3).catch(() => undefined);
+    messages.push({ role: 'assistant', content: 'the reply' });
+    first.release();
+    await Promise.all([zero, startedModel, other]);
+
+    expect(fetchImpl.requests.map((request) => body(request).operationName)).toEqual(['RecordToolStarted', 'RecordEvents', 'RecordModelStarted', 'RecordToolStarted']);
+    const batched = body(fetchImpl.requests[1]!).variables.events[0].modelStarted;
+    expect(batched.input).toEqual({ messages: [{ role: 'user', content: 'hi' }] });
+    // Sent alone after the batch was refused: the same bytes as in the batch.
+    const alone = fetchImpl.requests[2]!.body;
+    expect(alone).toContain(`{"input":${JSON.stringify(batched)}}`);
+  });
+
   it('gives an event refused inside a batch the attempts and HTTP status of the batch request', async () => {
     // The batch's first answer is lost and it is sent again: a LEASE_LOST in the replay's answer
     // may mean the first attempt committed (docs/runtime-authors.md), which attempts > 1 tells.

@@ -1,5 +1,8 @@
 import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
+import { AuditApiError } from './errors.js';
 import { EventWriter, type EventWriterOptions, type LifecycleEventKind, type LifecycleEventValue } from './event-writer.js';
+import { capJson, DEFAULT_MAX_JSON_BYTES, toJson } from './json.js';
+import type { JsonValue } from './json-value.js';
 import { OPERATIONS } from './operations.js';
 import { nodeHttpPost } from './node-http.js';
 import { DEFAULT_RETRY_POLICY, fetchPost, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
@@ -41,6 +44,13 @@ export interface AuditClientOptions {
    * that batches by itself (event-writer.ts): on by default; `false` sends each as its own request.
    */
   batching?: boolean | EventWriterOptions;
+  /**
+   * The server's MAX_JSON_BYTES (default 1 MiB, the server's default). A payload (a model's input,
+   * output, error or usage, a declared call's args, a tool's input, output or error, a run's error
+   * or state message) larger than this as JSON is sent truncated, with a visible marker (README,
+   * "Payloads"): the server would refuse the whole event.
+   */
+  maxJsonBytes?: number;
 }
 
 /**
@@ -52,9 +62,11 @@ export class AuditClient {
   readonly clockId: string;
   private readonly transport: GraphQLHttpTransport;
   private readonly writer: EventWriter | undefined;
+  private readonly maxJsonBytes: number;
 
   constructor(options: AuditClientOptions) {
     this.clockId = options.clockId ?? PROCESS_CLOCK_ID;
+    this.maxJsonBytes = options.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
     const post = options.fetch ? fetchPost(options.url, options.fetch) : nodeHttpPost(options.url);
     this.transport = new GraphQLHttpTransport(post, options.token, {
       ...DEFAULT_RETRY_POLICY,
@@ -73,8 +85,20 @@ export class AuditClient {
     return this.flush();
   }
 
-  /** A lifecycle event through the batching writer, or as its own mutation when batching is off. */
-  private event<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
+  /**
+   * A lifecycle event through the batching writer, or as its own mutation when batching is off.
+   * `build` makes its input; a value it cannot convert (a sequence of 1.5, an invalid Date) is
+   * refused as BAD_USER_INPUT, as the server refuses a sequence of "1.5".
+   */
+  private event<K extends LifecycleEventKind>(kind: K, build: () => Record<string, unknown>): Promise<LifecycleEventValue<K>> {
+    let input: Record<string, unknown>;
+    try {
+      input = build();
+    } catch (error) {
+      if (!(error instanceof RangeError || error instanceof SyntaxError)) throw error;
+      const operationName = EventWriter.operationOf(kind).name;
+      throw new AuditApiError(`${operationName}: ${error.message}`, { code: 'BAD_USER_INPUT', operationName, retryable: false, cause: error });
+    }
     if (this.writer) return this.writer.write(kind, input);
     return this.transport.execute(EventWriter.operationOf(kind), { input }) as Promise<LifecycleEventValue<K>>;
   }
@@ -88,7 +112,7 @@ export class AuditClient {
    * batching writer like every lifecycle event.
    */
   async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID()): Promise<RunLease> {
-    return this.event('claimRun', { runId, leaseSeconds, claimId });
+    return this.event('claimRun', () => ({ runId, leaseSeconds, claimId }));
   }
 
   /**
@@ -102,65 +126,65 @@ export class AuditClient {
   }
 
   async recordModelStarted(input: ModelStartedInput): Promise<ModelAudit> {
-    return this.event('modelStarted', {
+    return this.event('modelStarted', () => ({
       lease: leaseRef(input.lease),
       operationId: input.operationId,
       sequence: toBigIntString(input.sequence),
       model: input.model,
-      input: input.input,
+      input: this.payload(input.input),
       ...this.observe(input),
-    });
+    }));
   }
 
   /** Closes the model call; each declared tool call becomes a PENDING ToolCall. */
   async recordModelFinished(input: ModelFinishedInput): Promise<ModelAudit> {
-    return this.event('modelFinished', {
+    return this.event('modelFinished', () => ({
       lease: leaseRef(input.lease),
       operationId: input.operationId,
       status: input.status,
-      output: input.output,
-      error: input.error,
-      usage: input.usage,
-      toolCalls: input.toolCalls?.map(({ id, name, args }) => ({ id, name, args })),
+      output: this.payload(input.output),
+      error: this.payload(input.error),
+      usage: this.payload(input.usage),
+      toolCalls: input.toolCalls?.map(({ id, name, args }) => ({ id, name, args: this.payload(args) })),
       sequence: optionalBigInt(input.sequence),
       ...this.observe(input),
-    });
+    }));
   }
 
   async recordToolStarted(input: ToolStartedInput): Promise<ToolAudit> {
-    return this.event('toolStarted', {
+    return this.event('toolStarted', () => ({
       lease: leaseRef(input.lease),
       toolCallId: input.toolCallId,
       name: input.name,
-      effectiveInput: input.effectiveInput,
+      effectiveInput: this.payload(input.effectiveInput),
       sequence: toBigIntString(input.sequence),
       namespace: input.namespace,
       ...this.observe(input),
-    });
+    }));
   }
 
   /** An `output.status` of "error" records a controlled failure (FAILED), anything else COMPLETED. */
   async recordToolFinished(input: ToolFinishedInput): Promise<ToolAudit> {
-    return this.event('toolFinished', {
+    return this.event('toolFinished', () => ({
       lease: leaseRef(input.lease),
       toolCallId: input.toolCallId,
-      output: input.output,
+      output: this.payload(input.output),
       sequence: optionalBigInt(input.sequence),
       namespace: input.namespace,
       ...this.observe(input),
-    });
+    }));
   }
 
   /** A bare error (perhaps an interrupt): the audit stays RUNNING until the run's verdict. */
   async recordToolError(input: ToolErrorInput): Promise<ToolAudit> {
-    return this.event('toolError', {
+    return this.event('toolError', () => ({
       lease: leaseRef(input.lease),
       toolCallId: input.toolCallId,
-      error: input.error,
+      error: this.payload(input.error),
       sequence: optionalBigInt(input.sequence),
       namespace: input.namespace,
       ...this.observe(input),
-    });
+    }));
   }
 
   /**
@@ -169,12 +193,12 @@ export class AuditClient {
    * `attempts > 1` may mean the first attempt committed.
    */
   async finishRun(input: FinishRunInput): Promise<Run> {
-    return this.event('finishRun', {
+    return this.event('finishRun', () => ({
       lease: leaseRef(input.lease),
       status: input.status,
-      error: input.error,
-      stateMessages: input.stateMessages,
-    });
+      error: this.payload(input.error),
+      stateMessages: input.stateMessages?.map((message) => this.payload(message)),
+    }));
   }
 
   // ---- Owner side (not retried unless a read) ----
@@ -208,6 +232,11 @@ export class AuditClient {
   /** The run with its ToolCall projection, or null when it does not exist. */
   async run(id: string): Promise<RunDetails | null> {
     return this.transport.execute(OPERATIONS.run, { id });
+  }
+
+  /** A payload as the server stores it: JSON (toJson), at most maxJsonBytes (capJson); undefined is left out. */
+  private payload(value: unknown): JsonValue | undefined {
+    return value === undefined ? undefined : capJson(toJson(value), this.maxJsonBytes);
   }
 
   // Read once per call, before the first attempt, so retries replay the same observation.

@@ -73,7 +73,7 @@ export class AuditApiError extends Error {
   }
 }
 
-/** True when `error` is an AuditApiError, optionally with one of the given codes. */
-export function isAuditApiError(error: unknown, ...codes: string[]): error is AuditApiError {
-  return error instanceof AuditApiError && (codes.length === 0 || codes.includes(error.code));
+/** True when `error` is an AuditApiError, optionally with one of the given codes (the contract's, or TRANSPORT_ERROR). */
+export function isAuditApiError(error: unknown, ...codes: readonly (AuditErrorCode | typeof TRANSPORT_ERROR)[]): error is AuditApiError {
+  return error instanceof AuditApiError && (codes.length === 0 || (codes as readonly string[]).includes(error.code));
 }

@@ -1,6 +1,6 @@
 import { AuditApiError, isAuditApiError } from './errors.js';
 import { OPERATIONS, type Operation } from './operations.js';
-import type { LifecycleEventInput, RunStatus } from './generated/graphql/graphql.js';
+import type { RunStatus } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
 
 /**
@@ -40,7 +40,8 @@ export interface EventWriterOptions {
 
 interface Pending {
   kind: LifecycleEventKind;
-  input: Record<string, unknown>;
+  /** The input as JSON, serialised once when written: later changes to the caller's objects are not sent. */
+  json: string;
   /** Its size in a batch (MAX_BATCH_BYTES). */
   bytes: number;
   resolve(value: unknown): void;
@@ -76,9 +77,10 @@ export class EventWriter {
 
   /** `input` is the event as `LifecycleEventInput` carries it (claimRun: `{runId, leaseSeconds, claimId}`). */
   async write<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
+    const json = JSON.stringify(input);
+    const bytes = utf8Length(batchEntry(kind, json));
     while (this.queue.length >= this.maxQueued) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-    const bytes = utf8Length(JSON.stringify({ [kind]: input }));
-    const answer = new Promise<unknown>((resolve, reject) => this.queue.push({ kind, input, bytes, resolve, reject }));
+    const answer = new Promise<unknown>((resolve, reject) => this.queue.push({ kind, json, bytes, resolve, reject }));
     if (!this.sending) void this.pump();
     return answer as Promise<LifecycleEventValue<K>>;
   }
@@ -121,16 +123,15 @@ export class EventWriter {
   }
 
   private async sendAlone(event: Pending): Promise<void> {
-    await this.transport.execute(EventWriter.operationOf(event.kind), { input: event.input }).then(event.resolve, event.reject);
+    await this.transport.executeSerialized(EventWriter.operationOf(event.kind), `{"input":${event.json}}`).then(({ result }) => event.resolve(result), event.reject);
   }
 
   private async sendBatch(batch: Pending[]): Promise<void> {
     let answered;
     try {
-      answered = await this.transport.executeAnswered(OPERATIONS.recordEvents, {
-        // The input is @oneOf: one key per event, checked by the server.
-        events: batch.map(({ kind, input }) => ({ [kind]: input }) as unknown as LifecycleEventInput),
-      });
+      // The input is @oneOf: one key per event, checked by the server.
+      const events = batch.map(({ kind, json }) => batchEntry(kind, json)).join(',');
+      answered = await this.transport.executeSerialized(OPERATIONS.recordEvents, `{"events":[${events}]}`);
     } catch (error) {
       if (isAuditApiError(error, 'BAD_USER_INPUT')) {
         // A value its type refuses (an observedAt of "yesterday", a sequence of "12abc") makes
@@ -153,6 +154,9 @@ export class EventWriter {
     }
   }
 }
+
+/** An event as `LifecycleEventInput` carries it in a batch, as JSON. */
+const batchEntry = (kind: LifecycleEventKind, json: string) => `{"${kind}":${json}}`;
 
 /** The bytes of `text` in UTF-8 (JSON.stringify leaves no lone surrogate: it escapes them). */
 function utf8Length(text: string): number {

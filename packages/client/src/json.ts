@@ -1,21 +1,134 @@
 // Values as the audit server stores them: plain JSON.
 import type { JsonObject, JsonValue } from './json-value.js';
 
+/** Stands for a reference back to an object that contains it. */
+export const CIRCULAR = '[Circular]';
+
 /**
- * A value as JSON: what JSON.stringify would send, so class instances, undefined members and
- * Dates become plain JSON. A value JSON cannot hold (a cycle, a BigInt) becomes its string form.
+ * A value as JSON: what JSON.stringify would send (toJSON is used, undefined members, functions
+ * and symbols are dropped, a non-finite number is null), except for what JSON cannot hold, which
+ * keeps what it says instead of throwing or becoming `{}`: a BigInt becomes its decimal string, a
+ * reference back to an enclosing object "[Circular]", a Map an object (an array of [key, value]
+ * entries when a key is not a string), a Set an array, bytes (a typed array, Buffer, ArrayBuffer)
+ * `{type: "bytes", bytes: <length>}`, an Error `{name, message, ...its own fields}` (no stack).
  */
 export function toJson(value: unknown): JsonValue {
   try {
-    const text = JSON.stringify(value);
-    return text === undefined ? null : (JSON.parse(text) as JsonValue);
+    return convert(value, '', new Set()) ?? null;
   } catch {
+    // A getter or toJSON that throws, a value too deep for the stack.
     return String(value);
   }
 }
 
-/** An error as JSON: its name and message (never a stack, which is the runtime's business). */
+/** An error as JSON: an Error's name, message and own fields (never a stack), a thrown object's fields, or `{message}`. */
 export function errorJson(error: unknown): JsonObject {
-  if (error instanceof Error) return { name: error.name, message: error.message };
-  return { message: String(error) };
+  const json = typeof error === 'object' && error !== null ? toJson(error) : undefined;
+  if (typeof json === 'object' && json !== null && !Array.isArray(json)) return json;
+  return { message: json === undefined ? String(error) : typeof json === 'string' ? json : JSON.stringify(json) };
+}
+
+/** `undefined` where JSON.stringify would leave the value out. `ancestors`: the objects being converted around it. */
+function convert(value: unknown, key: string, ancestors: Set<object>): JsonValue | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : null;
+    case 'bigint':
+      return value.toString();
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return undefined;
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (ancestors.has(object)) return CIRCULAR;
+  if (ArrayBuffer.isView(object)) return { type: 'bytes', bytes: object.byteLength };
+  if (object instanceof ArrayBuffer || (typeof SharedArrayBuffer === 'function' && object instanceof SharedArrayBuffer)) {
+    return { type: 'bytes', bytes: object.byteLength };
+  }
+  if (typeof (object as { toJSON?: unknown }).toJSON === 'function') {
+    ancestors.add(object);
+    try {
+      return convert((object as { toJSON(key: string): unknown }).toJSON(key), key, ancestors);
+    } finally {
+      ancestors.delete(object);
+    }
+  }
+  if (object instanceof Number || object instanceof String || object instanceof Boolean) return convert(object.valueOf(), key, ancestors);
+  ancestors.add(object);
+  try {
+    if (Array.isArray(object)) return object.map((item, index) => convert(item, String(index), ancestors) ?? null);
+    if (object instanceof Set) return [...object].map((item, index) => convert(item, String(index), ancestors) ?? null);
+    if (object instanceof Map) {
+      const entries = [...(object as Map<unknown, unknown>)];
+      if (!entries.every(([entryKey]) => typeof entryKey === 'string')) {
+        return entries.map(([entryKey, entryValue], index) => [convert(entryKey, String(index), ancestors) ?? null, convert(entryValue, String(index), ancestors) ?? null]);
+      }
+      return members(entries as [string, unknown][], ancestors);
+    }
+    const fields = members(Object.entries(object), ancestors);
+    if (!(object instanceof Error)) return fields;
+    const cause = 'cause' in object ? convert(object.cause, 'cause', ancestors) : undefined;
+    return { name: object.name, message: object.message, ...fields, ...(cause !== undefined && { cause }) };
+  } finally {
+    ancestors.delete(object);
+  }
+}
+
+function members(entries: [string, unknown][], ancestors: Set<object>): JsonObject {
+  const json: JsonObject = {};
+  for (const [key, item] of entries) {
+    const converted = convert(item, key, ancestors);
+    if (converted === undefined) continue;
+    // An own "__proto__" member, as JSON.parse makes one, not the object's prototype.
+    if (key === '__proto__') Object.defineProperty(json, key, { value: converted, enumerable: true, writable: true, configurable: true });
+    else json[key] = converted;
+  }
+  return json;
+}
+
+/** The server's default MAX_JSON_BYTES: the most bytes of UTF-8 JSON it stores in one payload value. */
+export const DEFAULT_MAX_JSON_BYTES = 1024 * 1024;
+
+const PREVIEW_CHARS = 4096;
+
+/**
+ * A payload as the server will store it whole: at most `maxBytes` of UTF-8 JSON. Over that, an
+ * object keeps its members and its largest ones, largest first, become truncation markers until
+ * it fits (a tool message keeps its status and tool_call_id); anything else becomes one marker:
+ * `{truncated: true, bytes: <its size>, preview: <the start of its JSON text>}`.
+ */
+export function capJson(json: JsonValue, maxBytes: number): JsonValue {
+  const text = JSON.stringify(json);
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= maxBytes) return json;
+  if (typeof json === 'object' && json !== null && !Array.isArray(json)) {
+    const capped: JsonObject = { ...json };
+    const sizes = Object.entries(json)
+      .filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
+      .map(([key, value]) => ({ key, text: JSON.stringify(value) }))
+      .map((member) => ({ ...member, bytes: Buffer.byteLength(member.text) }))
+      .sort((a, b) => b.bytes - a.bytes);
+    let total = bytes;
+    for (const member of sizes) {
+      if (total <= maxBytes) break;
+      const marker = truncated(member.text, member.bytes, maxBytes);
+      Object.defineProperty(capped, member.key, { value: marker, enumerable: true, writable: true, configurable: true });
+      total += Buffer.byteLength(JSON.stringify(marker)) - member.bytes;
+    }
+    if (total <= maxBytes) return capped;
+  }
+  return truncated(text, bytes, maxBytes);
+}
+
+function truncated(text: string, bytes: number, maxBytes: number): JsonObject {
+  // At most 3 bytes a character once escaped again, so the marker fits well within maxBytes.
+  let preview = text.slice(0, Math.min(PREVIEW_CHARS, Math.floor(maxBytes / 8)));
+  // Never half a surrogate pair: the server refuses an unpaired surrogate.
+  if (/[\ud800-\udbff]$/.test(preview)) preview = preview.slice(0, -1);
+  return { truncated: true, bytes, preview };
 }

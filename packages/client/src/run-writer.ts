@@ -2,7 +2,7 @@ import { isAuditApiError, type AuditApiError } from './errors.js';
 import { AuditLeaseLostError } from './lease-lost.js';
 
 /** Write answers after which no write of the run can succeed again. */
-const LEASE_GONE = ['LEASE_LOST', 'LEASE_EXPIRED'];
+const LEASE_GONE = ['LEASE_LOST', 'LEASE_EXPIRED'] as const;
 
 /**
  * The writes of one run, sent one after another in the order the events happened (a tool

@@ -70,8 +70,13 @@ export class GraphQLHttpTransport {
 
   /** As execute, with how many sends it took and the HTTP status of the one answered. */
   async executeAnswered<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>): Promise<Answered<Result>> {
+    return this.executeSerialized(operation, JSON.stringify(variables));
+  }
+
+  /** As executeAnswered, with the variables already serialised (the batching writer serialises each event when written). */
+  async executeSerialized<Result>(operation: Operation<Result, unknown>, variablesJson: string): Promise<Answered<Result>> {
     // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
-    const body = JSON.stringify({ query: operation.document, operationName: operation.name, variables });
+    const body = `{"query":${JSON.stringify(operation.document)},"operationName":${JSON.stringify(operation.name)},"variables":${variablesJson}}`;
     const maxAttempts = operation.replayable ? Math.max(1, this.policy.maxAttempts) : 1;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -127,7 +132,9 @@ export class GraphQLHttpTransport {
     } catch (error) {
       // A 5xx page that is not JSON came from a proxy or CDN (an HTML 500, a Cloudflare 52x),
       // not from the server: it may not have committed, so it is retried as a gateway's 502 is.
-      throw transportFailure(`HTTP ${response.status} with a body that is not JSON`, response.status >= 500, {
+      // A 404 page is the answer of a path the server does not serve: most often a URL without /graphql.
+      const hint = response.status === 404 ? " (is the URL the server's GraphQL endpoint, e.g. http://host:4000/graphql?)" : '';
+      throw transportFailure(`HTTP ${response.status} with a body that is not JSON${hint}`, response.status >= 500, {
         httpStatus: response.status,
         cause: error,
       });

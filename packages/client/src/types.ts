@@ -4,7 +4,7 @@
 // the inputs below are the client's conveniences, checked against the generated variables
 // wherever the client sends them.
 import type * as Generated from './generated/graphql/graphql.js';
-import type { JsonObject, JsonValue } from './json-value.js';
+import type { JsonValue } from './json-value.js';
 
 export type { JsonObject, JsonValue } from './json-value.js';
 export type RunStatus = Generated.RunStatus;
@@ -12,6 +12,8 @@ export type RunTerminalStatus = Generated.RunTerminalStatus;
 export type AuditStatus = Generated.AuditStatus;
 export type ToolCallStatus = Generated.ToolCallStatus;
 export type MessageRole = Generated.MessageRole;
+/** How a model call ends: the server refuses any other status in recordModelFinished. */
+export type ModelFinishedStatus = Extract<AuditStatus, 'COMPLETED' | 'FAILED'>;
 
 /** A 64-bit integer: the client converts bigint and number to the decimal string the API expects. */
 export type BigIntLike = string | bigint | number;
@@ -35,6 +37,8 @@ export type ThreadAuditItem = ThreadAudits['items'][number];
 export type ToolAuditWithLinks = Extract<ThreadAuditItem, { __typename: 'ToolAudit' }>;
 
 // ---- Inputs ----
+// A payload (`unknown` or `object`) may be any value: the client converts it with toJson and
+// replaces one over `maxJsonBytes` by a marker (README, "Payloads") before sending it.
 
 /** Proof of the lease; a `RunLease` from claimRun/renewLease fits (extra fields are dropped). */
 export interface LeaseInput {
@@ -74,7 +78,7 @@ export interface CreateRunInput {
 export interface DeclaredToolCallInput {
   id: string;
   name: string;
-  args?: JsonValue;
+  args?: unknown;
 }
 
 export interface ModelStartedInput extends Observation {
@@ -82,17 +86,16 @@ export interface ModelStartedInput extends Observation {
   operationId: string;
   sequence: BigIntLike;
   model?: string | null;
-  input?: JsonValue;
+  input?: unknown;
 }
 
 export interface ModelFinishedInput extends Observation {
   lease: LeaseInput;
   operationId: string;
-  /** COMPLETED or FAILED. */
-  status: AuditStatus;
-  output?: JsonValue;
-  error?: JsonValue;
-  usage?: JsonValue;
+  status: ModelFinishedStatus;
+  output?: unknown;
+  error?: unknown;
+  usage?: unknown;
   toolCalls?: DeclaredToolCallInput[];
   sequence?: BigIntLike | null;
 }
@@ -101,7 +104,8 @@ export interface ToolStartedInput extends Observation {
   lease: LeaseInput;
   toolCallId: string;
   name: string;
-  effectiveInput?: JsonObject | null;
+  /** An object (the arguments the tool really received). */
+  effectiveInput?: object | null;
   sequence: BigIntLike;
   namespace?: string[];
 }
@@ -109,8 +113,8 @@ export interface ToolStartedInput extends Observation {
 export interface ToolFinishedInput extends Observation {
   lease: LeaseInput;
   toolCallId: string;
-  /** The raw tool message envelope, e.g. {content, status, id, name, artifact}. */
-  output: JsonValue;
+  /** The raw tool message envelope, an object, e.g. {content, status, id, name, artifact}. */
+  output: object;
   sequence?: BigIntLike | null;
   namespace?: string[];
 }
@@ -118,7 +122,7 @@ export interface ToolFinishedInput extends Observation {
 export interface ToolErrorInput extends Observation {
   lease: LeaseInput;
   toolCallId: string;
-  error: JsonValue;
+  error: unknown;
   sequence?: BigIntLike | null;
   namespace?: string[];
 }
@@ -126,6 +130,6 @@ export interface ToolErrorInput extends Observation {
 export interface FinishRunInput {
   lease: LeaseInput;
   status: RunTerminalStatus;
-  error?: JsonValue;
-  stateMessages?: JsonValue[];
+  error?: unknown;
+  stateMessages?: unknown[];
 }

@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { AuditClient, isAuditApiError, type FetchLike } from '@agent-audit/client';
+import { fakeFetch, graphqlData, httpStatus, type RecordedRequest } from './fake-fetch.js';
+import { rejectionOf } from '../support/client-errors.js';
+
+// What the client sends of a payload (packages/client/README.md, "Payloads"): any value, as JSON
+// (toJson), and a value the server would refuse as too large (MAX_JSON_BYTES) cut visibly, so
+// the event itself is recorded.
+
+const lease = { runId: 'run-1', epoch: 3 };
+const modelAudit = { __typename: 'ModelAudit', id: 'audit-1', status: 'RUNNING' };
+
+function clientWith(fetchImpl: FetchLike, options: { maxJsonBytes?: number } = {}) {
+  return new AuditClient({
+    url: 'http://audit.test/graphql',
+    token: 'worker-token',
+    clockId: 'test-clock',
+    fetch: fetchImpl,
+    retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5, timeoutMs: 1_000 },
+    ...options,
+  });
+}
+
+const sentInput = (request: RecordedRequest) => (JSON.parse(request.body) as { variables: { input: Record<string, any> } }).variables.input;
+const utf8Bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+
+describe('payloads the client sends', () => {
+  it('sends values JSON cannot hold as what they say: a BigInt, a cycle, a Map, bytes, a thrown object', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordModelFinished', modelAudit));
+    const cyclic: Record<string, unknown> = { name: 'node' };
+    cyclic.self = cyclic;
+    await clientWith(fetchImpl).recordModelFinished({
+      lease,
+      operationId: 'm1',
+      status: 'FAILED',
+      output: { id: 123n, cyclic, index: new Map([['a', 1]]), image: new Uint8Array(150_000) },
+      error: { code: 'RATE_LIMITED', retryAfter: 3 },
+      toolCalls: [{ id: 'c1', name: 'lookup', args: { ids: new Set([1n, 2n]) } }],
+    });
+
+    const input = sentInput(fetchImpl.requests[0]!);
+    expect(input.output).toEqual({ id: '123', cyclic: { name: 'node', self: '[Circular]' }, index: { a: 1 }, image: { type: 'bytes', bytes: 150_000 } });
+    expect(input.error).toEqual({ code: 'RATE_LIMITED', retryAfter: 3 });
+    expect(input.toolCalls).toEqual([{ id: 'c1', name: 'lookup', args: { ids: ['1', '2'] } }]);
+  });
+
+  it('cuts a payload over maxJsonBytes to a visible marker, keeping the other payloads and the declared tool calls', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordModelStarted', modelAudit), graphqlData('recordModelFinished', modelAudit));
+    const client = clientWith(fetchImpl);
+    const messages = [{ role: 'user', content: 'page '.repeat(300_000) }];
+    await client.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'm', input: messages });
+    await client.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', output: { text: 'ok' }, toolCalls: [{ id: 'c1', name: 'fetchPage', args: { url: 'x' } }] });
+
+    const started = sentInput(fetchImpl.requests[0]!);
+    expect(started.input).toEqual({ truncated: true, bytes: utf8Bytes(messages), preview: expect.any(String) });
+    expect(JSON.stringify(messages).startsWith(started.input.preview)).toBe(true);
+    expect(started.input.preview.length).toBeGreaterThan(1000);
+    expect(utf8Bytes(started.input)).toBeLessThan(16 * 1024);
+    expect(sentInput(fetchImpl.requests[1]!).toolCalls).toEqual([{ id: 'c1', name: 'fetchPage', args: { url: 'x' } }]);
+  });
+
+  it("cuts an object's largest members first, so a tool message keeps its status and tool_call_id", async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordToolFinished', { __typename: 'ToolAudit', id: 'audit-2' }));
+    const content = 'x'.repeat(5_000);
+    const output = { type: 'tool', tool_call_id: 'c1', name: 'fetchPage', status: 'error', content };
+    await clientWith(fetchImpl, { maxJsonBytes: 2_048 }).recordToolFinished({ lease, toolCallId: 'c1', output });
+
+    const sent = sentInput(fetchImpl.requests[0]!).output;
+    expect(sent).toEqual({ ...output, content: { truncated: true, bytes: utf8Bytes(content), preview: expect.stringMatching(/^"x+$/) } });
+    expect(utf8Bytes(sent)).toBeLessThanOrEqual(2_048);
+  });
+
+  it('sends a payload at the limit whole', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordToolFinished', { __typename: 'ToolAudit', id: 'audit-2' }));
+    const output = { content: 'y'.repeat(2_048 - utf8Bytes({ content: '' })) };
+    expect(utf8Bytes(output)).toBe(2_048);
+    await clientWith(fetchImpl, { maxJsonBytes: 2_048 }).recordToolFinished({ lease, toolCallId: 'c1', output });
+    expect(sentInput(fetchImpl.requests[0]!).output).toEqual(output);
+  });
+
+  it('never leaves half a surrogate pair at the end of a preview', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordToolError', { __typename: 'ToolAudit', id: 'audit-2' }));
+    // maxJsonBytes 2048 previews 256 characters: the opening quote, then emoji of two units each.
+    await clientWith(fetchImpl, { maxJsonBytes: 2_048 }).recordToolError({ lease, toolCallId: 'c1', error: '😀'.repeat(2_000) });
+    const { preview } = sentInput(fetchImpl.requests[0]!).error;
+    expect(preview).toBe(`"${'😀'.repeat(127)}`);
+  });
+
+  it('refuses a sequence that is not an integer as BAD_USER_INPUT, sending nothing', async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordModelStarted', modelAudit));
+    const error = await rejectionOf(clientWith(fetchImpl).recordModelStarted({ lease, operationId: 'm1', sequence: 1.5 }));
+    expect(isAuditApiError(error, 'BAD_USER_INPUT')).toBe(true);
+    expect(error).toMatchObject({ operationName: 'RecordModelStarted', retryable: false });
+    expect(fetchImpl.requests).toHaveLength(0);
+  });
+
+  it('says what to check when the URL answers 404 with a page that is not GraphQL (a URL without /graphql)', async () => {
+    const error = await rejectionOf(clientWith(fakeFetch(httpStatus(404))).claimRun('run-1'));
+    expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', httpStatus: 404 });
+    expect((error as Error).message).toContain("is the URL the server's GraphQL endpoint, e.g. http://host:4000/graphql?");
+  });
+});
