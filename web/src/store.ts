@@ -1,4 +1,4 @@
-import { computed, effect, signal } from '@preact/signals';
+import { batch, computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { answers, claimsOf, createLiveClient, gql, isTransient, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
@@ -6,7 +6,7 @@ import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } fro
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
-import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
+import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudits, mergeRuns, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -304,7 +304,7 @@ export async function loadOlder() {
   try {
     const page = await readAuditPage(token.value!, thread, olderBefore.value);
     if (threadId.value !== thread) return;
-    audits.value = page.items.reduce(mergeAudit, audits.value);
+    audits.value = mergeAudits(audits.value, page.items);
     truncated.value = page.truncated;
     olderBefore.value = page.items[0]?.id ?? null;
   } catch (error) {
@@ -359,7 +359,7 @@ export async function loadRun(runId: string) {
     do {
       const page = await readAuditPage(token.value, thread, before, runId);
       if (threadId.value !== thread) return;
-      audits.value = page.items.reduce(mergeAudit, audits.value);
+      audits.value = mergeAudits(audits.value, page.items);
       before = page.truncated ? (page.items[0]?.id ?? null) : null;
     } while (before);
   } catch (error) {
@@ -491,23 +491,22 @@ export function openThread(id: string, audit: string | null = null) {
   stopFollowing = followThread(liveClient(), token.value!, id, {
     thread: (info) => (threadInfo.value = info),
     runs: (list) => {
-      runs.value = list.reduce(mergeRun, runs.value);
+      runs.value = mergeRuns(runs.value, list);
       pageError.value = null;
     },
     run: (run) => {
-      runs.value = mergeRun(runs.value, run);
-      refreshLedgerSoon();
+      pendingRuns.push(run);
+      applyChangesSoon();
     },
     audits: (items, isTruncated) => {
-      audits.value = items.reduce(mergeAudit, audits.value);
+      audits.value = mergeAudits(audits.value, items);
       truncated.value = isTruncated;
       olderBefore.value = items[0]?.id ?? null;
       snapshotLoaded.value = true;
     },
     audit: (audit) => {
-      audits.value = mergeAudit(audits.value, audit);
-      refreshSearchSoon();
-      refreshLedgerSoon();
+      pendingAudits.push(audit);
+      applyChangesSoon();
     },
     auditsHidden: (reason) => {
       auditsHidden.value = reason;
@@ -521,6 +520,32 @@ export function openThread(id: string, audit: string | null = null) {
   });
 }
 
+/**
+ * The open thread's live changes not applied yet. They are applied together a moment after the
+ * first: a burst of them (runs streaming in) costs one copy of the maps and one layout of the
+ * timeline, not one per change.
+ */
+let pendingRuns: RunView[] = [];
+let pendingAudits: AuditView[] = [];
+let changesTimer: ReturnType<typeof setTimeout> | undefined;
+const APPLY_CHANGES_MS = 100;
+
+function applyChangesSoon() {
+  changesTimer ??= setTimeout(applyChanges, APPLY_CHANGES_MS);
+}
+
+function applyChanges() {
+  changesTimer = undefined;
+  const [changedRuns, changedAudits] = [pendingRuns, pendingAudits];
+  [pendingRuns, pendingAudits] = [[], []];
+  batch(() => {
+    if (changedRuns.length) runs.value = mergeRuns(runs.value, changedRuns);
+    if (changedAudits.length) audits.value = mergeAudits(audits.value, changedAudits);
+  });
+  if (changedAudits.length) refreshSearchSoon();
+  refreshLedgerSoon();
+}
+
 export function closeThread() {
   resetThread();
   if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
@@ -530,6 +555,9 @@ export function closeThread() {
 function resetThread() {
   stopFollowing?.();
   stopFollowing = null;
+  clearTimeout(changesTimer);
+  changesTimer = undefined;
+  [pendingRuns, pendingAudits] = [[], []];
   threadId.value = null;
   threadInfo.value = null;
   runs.value = new Map();
