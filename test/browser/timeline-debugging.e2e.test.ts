@@ -240,8 +240,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await openThread(page, who.owner, threadId);
     await expect.poll(() => page.locator('.row-space .row').count()).toBe(4);
     const selected = () => page.locator('.row.selected').getAttribute('data-key');
-    // Nothing focused but the page: as n and p, the keys the help line lists work at once.
-    expect(await page.evaluate(() => document.activeElement === document.body)).toBe(true);
+    // Focus on the thread's heading, where opening it puts it: as n and p, the keys the help line lists work at once.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
     await page.keyboard.press('End');
     await expect.poll(selected).toBe(ids[2]);
     await page.keyboard.press('Home');

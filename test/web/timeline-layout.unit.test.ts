@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { layoutTimeline, mergeAudit, type AuditView, type RunView } from '../../web/src/timeline.js';
+import { layoutTimeline, mergeAudit, mergeAudits, type AuditView, type RunView } from '../../web/src/timeline.js';
 
 const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 12, 0, 0) + ms).toISOString();
 
@@ -117,5 +117,15 @@ describe('mergeAudit', () => {
     const started = audit('m1', 'r1', 1, { status: 'RUNNING', finishedAt: null });
     expect(mergeAudit(mergeAudit(new Map(), done), started).get('m1')).toBe(done);
     expect(mergeAudit(mergeAudit(new Map(), started), done).get('m1')).toBe(done);
+  });
+
+  it('applies a burst of changes at once as one by one, the held map untouched', () => {
+    const done = audit('m1', 'r1', 1, { status: 'COMPLETED', finishedSequence: '2' });
+    const started = audit('m1', 'r1', 1, { status: 'RUNNING', finishedAt: null });
+    const other = audit('t1', 'r1', 3);
+    const held = new Map([['m1', started]]);
+    const merged = mergeAudits(held, [done, other, started]);
+    expect([...merged.values()]).toEqual([done, other]);
+    expect(held.get('m1')).toBe(started);
   });
 });

@@ -63,8 +63,25 @@ export function messageOf(error: unknown): string {
   return typeof message === 'string' ? message : String(error);
 }
 
+/**
+ * The token in what was pasted: `Bearer ` and all whitespace dropped (a token copied from a
+ * wrapped terminal holds line breaks; a JWT holds none), or why it is no token.
+ */
+export function pastedToken(pasted: string): { token: string } | { refusal: string } {
+  const token = pasted.trim().replace(/^Bearer\s+/i, '').replace(/\s+/g, '');
+  return /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
+    ? { token }
+    : { refusal: 'That is not a token (not a well-formed JWT: three parts of letters, digits, - and _ joined by dots).' };
+}
+
 /** A request that could not reach the server (fetch's own "Failed to fetch" says less). */
 export const UNREACHABLE = 'The server is unreachable; retrying…';
+
+/** A failure of the way to the server, not an answer of it: retried, and over once the server answers. */
+export const isTransient = (message: string) => message === UNREACHABLE || message.startsWith('The server answered HTTP ');
+
+/** Counts the server's GraphQL answers (errors included): one after a transient failure ends it. */
+export const answers = signal(0);
 
 /** Sends a query from queries.ts: its variables and its result are typed by the document. */
 export async function gql<TResult, TVariables>(token: string, document: TypedDocumentString<TResult, TVariables>, variables: TVariables): Promise<TResult> {
@@ -75,7 +92,10 @@ export async function gql<TResult, TVariables>(token: string, document: TypedDoc
   }).catch(() => {
     throw new Error(UNREACHABLE);
   });
-  const body = (await response.json()) as { data?: TResult; errors?: { message: string; extensions?: { code?: string } }[] };
+  const body = (await response.json().catch(() => {
+    throw new Error(`The server answered HTTP ${response.status}, not GraphQL (a proxy in between?); retrying…`);
+  })) as { data?: TResult; errors?: { message: string; extensions?: { code?: string } }[] };
+  answers.value++;
   const [error] = body.errors ?? [];
   if (error) {
     noteTokenRefusal(body.errors);

@@ -4,7 +4,7 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError, messageOf, subscribe } from './api.js';
+import { gql, GraphQLRequestError, isTransient, messageOf, subscribe } from './api.js';
 import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
@@ -132,17 +132,22 @@ export function followThread(client: Client, token: string, threadId: string, si
   };
 
   void (async () => {
-    try {
-      // The audits' cursor is read before the runs: a run change after it is replayed by the
-      // stream in its latest state, never older than the runs read here.
-      const audits = await readAudits();
-      await readRuns();
-      if (stopped) return;
-      if (!audits) return followRuns();
-      sink.audits(audits.items, audits.truncated);
-      followChanges(audits.cursor);
-    } catch (error) {
-      fail(error);
+    // A read lost on the way (the network, a proxy's error page) is tried again, a little later each time.
+    for (let attempt = 0; !stopped; attempt++) {
+      try {
+        // The audits' cursor is read before the runs: a run change after it is replayed by the
+        // stream in its latest state, never older than the runs read here.
+        const audits = await readAudits();
+        await readRuns();
+        if (stopped) return;
+        if (!audits) return followRuns();
+        sink.audits(audits.items, audits.truncated);
+        return followChanges(audits.cursor);
+      } catch (error) {
+        fail(error);
+        if (!isTransient(messageOf(error))) return;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(15_000, 1000 * 2 ** attempt)));
+      }
     }
   })();
 

@@ -1,5 +1,5 @@
 import { render, type ComponentChildren } from 'preact';
-import { signal, useSignal } from '@preact/signals';
+import { effect, signal, useSignal } from '@preact/signals';
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import { diff } from 'jsondiffpatch';
 import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
@@ -40,6 +40,8 @@ import {
   restore,
   rows,
   selectedKey,
+  snapshotLoaded,
+  announcedKey,
   signIn,
   signOut,
   threadId,
@@ -69,31 +71,49 @@ import { conversationOf, type ConversationMessage } from '../../src/shared/llm-p
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, revealInvisible, runLabel, shortId, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
-import { tokenRefusal } from './api.js';
+import { pastedToken, tokenRefusal } from './api.js';
+
+/** A sentence ends with a full stop (a server's message may not). */
+const sentence = (text: string) => (/[.!?…]$/.test(text) ? text : `${text}.`);
+
+/** Focus goes to a new view's heading (tabIndex -1), so a screen reader starts there, not at the page's top. */
+function useFocusedHeading(key: unknown = null) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), [key]);
+  return heading;
+}
 
 function SignIn() {
   const draft = useSignal('');
+  const refusal = useSignal<string | null>(null);
+  const heading = useFocusedHeading();
   return (
-    <form
-      class="sign-in"
-      onSubmit={(event) => {
-        event.preventDefault();
-        if (draft.value.trim()) signIn(draft.value);
-      }}
-    >
-      <h1>Agent audit timeline</h1>
-      {tokenRefusal.value && (
-        <p class="banner error" role="alert">
-          The server refused the token: {tokenRefusal.value} Sign in again with a new one.
+    <main>
+      <form
+        class="sign-in"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (!draft.value.trim()) return;
+          const pasted = pastedToken(draft.value);
+          refusal.value = 'refusal' in pasted ? pasted.refusal : null;
+          if ('token' in pasted) signIn(pasted.token);
+        }}
+      >
+        <h1 ref={heading} tabIndex={-1}>Agent audit timeline</h1>
+        {(refusal.value || tokenRefusal.value) && (
+          <p class="banner error" role="alert">
+            {refusal.value ?? <>The server refused the token: {sentence(tokenRefusal.value!)} Sign in again with a new one.</>}
+          </p>
+        )}
+        <label for="token">Bearer token</label>
+        <p id="token-help">
+          Paste a bearer token (the one <code>npm start</code> prints, or <code>npm run token -- --sub you --role superadmin</code>).
+          It stays in this tab only.
         </p>
-      )}
-      <p>
-        Paste a bearer token (the one <code>npm start</code> prints, or <code>npm run token -- --sub you --role superadmin</code>).
-        It stays in this tab only.
-      </p>
-      <textarea name="token" rows={4} value={draft.value} onInput={(e) => (draft.value = e.currentTarget.value)} />
-      <button type="submit">Sign in</button>
-    </form>
+        <textarea id="token" name="token" aria-describedby="token-help" rows={4} value={draft.value} onInput={(e) => (draft.value = e.currentTarget.value)} />
+        <button type="submit">Sign in</button>
+      </form>
+    </main>
   );
 }
 
@@ -172,12 +192,10 @@ function SearchResults() {
   if (!results) return null;
   return (
     <section class="search-results" aria-label="Search results" data-testid="search-results">
-      {results.error && <p class="banner error">{results.error}</p>}
-      {!results.error && (
-        <p class="muted">
-          {results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audits: tools and errors first, then model calls, each newest first`}
-        </p>
-      )}
+      {results.error && <p class="banner error" role="alert">{results.error}</p>}
+      <p class="muted" role="status">
+        {results.error ? '' : results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audit${results.hits.length === 1 && !results.hasMore ? '' : 's'}: tools and errors first, then model calls, each newest first`}
+      </p>
       <ul>
         {rankHits(results.hits).map((hit) => (
           <li key={hit.audit.id} data-audit-id={hit.audit.id}>
@@ -243,8 +261,10 @@ function snippetOf(value: string, text: string): string {
 
 /** With no thread open: the threads, or the tool-call ledger across them. */
 function Home() {
+  const heading = useFocusedHeading();
   return (
     <>
+      <h1 class="visually-hidden" ref={heading} tabIndex={-1}>{home.value === 'ledger' ? 'Tool calls across threads' : 'Threads'}</h1>
       <div class="views home-views" role="group" aria-label="View">
         <button aria-pressed={home.value === 'threads'} onClick={() => (home.value = 'threads')}>Threads</button>
         <button aria-pressed={home.value === 'ledger'} onClick={() => (home.value = 'ledger')}>Tool calls across threads</button>
@@ -321,10 +341,28 @@ const ROW_HEIGHT = 28;
 const formatTokens = (tokens: Tokens) => `${tokens.input.toLocaleString('en')} → ${tokens.output.toLocaleString('en')} tokens`;
 const OVERSCAN = 8;
 
-function TimelineRow({ row, top }: { row: Row; top: number }) {
+/** A row as a screen reader reads it: what, how it ended, its failures, how long. */
+const rowName = (row: Row) => [row.label, row.status.toLowerCase(), row.failures, formatDuration(row.durationMs)].filter(Boolean).join(', ');
+
+/** What `n` or `p` selected, said aloud: "Failed tool fetch (c1), run 3 · 1a2b3c". */
+function selectionAnnouncement(): string {
+  const key = announcedKey.value;
+  const row = key && key === selectedKey.value ? rows.value.find((candidate) => candidate.key === key) : undefined;
+  if (!row) return '';
+  const status = row.status.charAt(0) + row.status.slice(1).toLowerCase().replace(/_/g, ' ');
+  const what = row.kind === 'tool' ? `tool ${row.label}` : row.kind === 'model' ? `model call ${row.label}` : row.label;
+  return `${status} ${what}${row.audit ? `, ${runLabel(orderedRuns.value, row.audit.runId)}` : ''}`;
+}
+
+function TimelineRow({ row, top, index }: { row: Row; top: number; index: number }) {
+  const selected = selectedKey.value === row.key;
   return (
     <div
-      class={`row ${row.kind} ${selectedKey.value === row.key ? 'selected' : ''}`}
+      role="row"
+      aria-selected={selected}
+      aria-rowindex={index + 1}
+      aria-label={rowName(row)}
+      class={`row ${row.kind} ${selected ? 'selected' : ''}`}
       id={`row-${row.key}`}
       data-key={row.key}
       data-kind={row.kind}
@@ -333,7 +371,7 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
       onClick={() => selectRow(row.key)}
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
-      <div class="label" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
+      <div class="label" role="gridcell" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
         <span class="name" title={row.label}>{row.label}</span>
         {row.kind === 'run' && (
           <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${row.label}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
@@ -354,12 +392,12 @@ function TimelineRow({ row, top }: { row: Row; top: number }) {
         {row.kind === 'run' && <RunMeta row={row} />}
         {row.ranInRun && <span class="meta"> · ran in resumed {runLabel(orderedRuns.value, row.ranInRun)}</span>}
       </div>
-      <div class="track">
+      <div class="track" role="gridcell">
         {row.inView && (
           <div class={`bar ${row.status} ${row.running ? 'running' : ''}`} style={{ left: `${row.left}%`, width: `${row.width}%` }} />
         )}
       </div>
-      <div class="info" title={[row.status, row.failures, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
+      <div class="info" role="gridcell" title={[row.status, row.failures, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
         <span class={`status ${row.status}`}>{row.status}</span>
         {row.failures && <span class="failures" data-testid="run-failures">{row.failures}</span>}
         <span class="duration">{formatDuration(row.durationMs)}</span>
@@ -453,6 +491,8 @@ function declaringModelLabel(row: Row): string | null {
   return null;
 }
 
+const counted = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+
 /** The row's facts a debugger quotes: times, ids, sequence, lease epoch, duration, tokens. */
 function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
   const run = row.run ?? orderedRuns.value.find((candidate) => candidate.id === row.audit?.runId);
@@ -484,16 +524,22 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
         ['run id', row.run?.id],
         ['lease epoch', row.run ? String(row.run.leaseEpoch) : null],
         ['lease owner', row.run?.leaseOwner],
-        ['entries', row.run?.auditSummary ? `${row.run.auditSummary.audits} (${row.run.auditSummary.modelCalls} model calls, ${row.run.auditSummary.toolCalls} tools)` : null],
+        ['entries', row.run?.auditSummary ? `${row.run.auditSummary.audits} (${counted(row.run.auditSummary.modelCalls, 'model call')}, ${counted(row.run.auditSummary.toolCalls, 'tool')})` : null],
         ['failures', row.failures],
         ['tokens', row.tokens && formatTokens(row.tokens)],
       ];
   const copied = useSignal(false);
-  const copy = () =>
-    void navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run ?? row.declared, null, 2)).then(() => {
+  const copyRefused = useSignal<string | null>(null);
+  const copy = () => {
+    // The clipboard is there on https and localhost only, and a browser may still refuse it.
+    const refused = () => (copyRefused.value = 'Copy needs https or localhost; select the text instead.');
+    if (!navigator.clipboard) return refused();
+    navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run ?? row.declared, null, 2)).then(() => {
+      copyRefused.value = null;
       copied.value = true;
       setTimeout(() => (copied.value = false), 1500);
-    });
+    }, refused);
+  };
   return (
     <>
       <dl class="facts" data-testid="facts">
@@ -504,6 +550,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       <p class="details-actions">
         <button onClick={copy} data-testid="copy-json">{copied.value ? 'Copied' : 'Copy as JSON'}</button>{' '}
         <a href={threadId.value ? linkTo(threadId.value, row.key) : '#'} data-testid="row-link">Link to this row</a>
+        <span role="status" class="muted">{copyRefused.value && ` ${copyRefused.value}`}</span>
       </p>
     </>
   );
@@ -511,19 +558,25 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
 
 function Details() {
   const row = rows.value.find((candidate) => candidate.key === selectedKey.value);
-  if (!row) return <aside class="details muted">Select a row to see its details. Keys: ↑ ↓ move, n / p next / previous failure.</aside>;
+  if (!row) {
+    return (
+      <aside class="details muted" aria-label="Details of the selected row">
+        Select a row to see its details. Keys: ↑ ↓ move{auditsHidden.value ? '.' : ', n / p next / previous failure.'}
+      </aside>
+    );
+  }
   const loaded = row.audit && auditDetails.value.get(row.key);
   const audit = loaded && loaded.summary === row.audit ? loaded.detail : undefined;
   if (row.audit && !audit) {
     return (
-      <aside class="details" data-key={row.key} aria-busy="true">
+      <aside class="details" data-key={row.key} aria-busy="true" aria-label={`Details of ${row.label}`}>
         <h3>{row.label} <span class={`status ${row.status}`}>{row.status}</span></h3>
         <p class="muted">Loading…</p>
       </aside>
     );
   }
   return (
-    <aside class="details" data-key={row.key}>
+    <aside class="details" data-key={row.key} aria-label={`Details of ${row.label}`}>
       <h3>
         {marked(row.label, searchedText.value)} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
@@ -715,12 +768,12 @@ function Rows() {
   };
   const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
   const last = Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / ROW_HEIGHT) + OVERSCAN);
+  // Focus stays on the grid; it points at the selected row while that row is drawn.
+  const active = selectedIndex >= first && selectedIndex < last ? `row-${all[selectedIndex]!.key}` : undefined;
   return (
     <div
       class="rows"
       ref={scroller}
-      tabIndex={0}
-      aria-label="Timeline rows: arrow keys move the selection"
       data-testid="rows"
       onScroll={(e) => {
         const element = e.currentTarget;
@@ -729,17 +782,28 @@ function Rows() {
       }}
     >
       <Ruler axis={timeline.value.axis} />
-      <div class="row-space" style={{ height: `${all.length * ROW_HEIGHT}px` }}>
+      <div
+        class="row-space"
+        role="grid"
+        tabIndex={0}
+        aria-label={`Timeline rows: arrow keys move the selection${auditsHidden.value ? '' : ', n and p go to the next and previous failure'}`}
+        aria-rowcount={all.length}
+        aria-activedescendant={active}
+        style={{ height: `${all.length * ROW_HEIGHT}px` }}
+      >
         {all.slice(first, last).map((row, offset) => (
-          <TimelineRow key={row.key} row={row} top={(first + offset) * ROW_HEIGHT} />
+          <TimelineRow key={row.key} row={row} index={first + offset} top={(first + offset) * ROW_HEIGHT} />
         ))}
       </div>
+      <span class="visually-hidden" role="status" data-testid="selection-announcement">{selectionAnnouncement()}</span>
       {newBelow.value > 0 && (
         <button class="new-activity" data-testid="new-activity" onClick={toBottom}>
           ↓ {newBelow.value} new {newBelow.value === 1 ? 'row' : 'rows'} below
         </button>
       )}
-      {all.length === 0 && <p class="muted">{errorsOnly.value ? 'Nothing failed in this thread.' : 'No runs in this thread yet.'}</p>}
+      {all.length === 0 && (
+        <p class="muted">{!snapshotLoaded.value ? 'Loading the runs…' : errorsOnly.value ? 'Nothing failed in this thread.' : 'No runs in this thread yet.'}</p>
+      )}
     </div>
   );
 }
@@ -761,7 +825,7 @@ function FailureBar() {
         Errors only
       </button>
       <span class={failing ? 'failures' : 'muted'} data-testid="thread-failures">
-        {text ? `In this thread: ${text}` : 'Nothing failed in this thread'}
+        {text ? `In this thread: ${text}` : snapshotLoaded.value ? 'Nothing failed in this thread' : ''}
       </span>
       <span role="status" class="failure-edge" data-testid="failure-edge">{failureEdge.value}</span>
       <span class="muted keys-help">
@@ -823,7 +887,7 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
         )}
       </div>
       {!page && <p class="muted">Loading the tool calls…</p>}
-      {page?.error && <p class="banner error">{page.error}</p>}
+      {page?.error && <p class="banner error" role="alert">{page.error}</p>}
       {page && !page.error && (
         <div class="table-box">
           <table>
@@ -865,6 +929,7 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
 }
 
 function Timeline() {
+  const heading = useFocusedHeading(threadId.value);
   if (threadGone.value) {
     return (
       <section class="timeline gone">
@@ -875,16 +940,17 @@ function Timeline() {
       </section>
     );
   }
+  const info = threadInfo.value;
   return (
     <section class="timeline">
-      <p>
+      <div class="thread-head">
         <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
-        <strong>{threadInfo.value?.title ?? 'untitled thread'}</strong>{' '}
+        <h1 class="view-title" ref={heading} tabIndex={-1}>{info ? info.title || 'untitled thread' : 'Loading the thread…'}</h1>{' '}
         <span class="muted">
-          owned by {threadInfo.value?.ownerId} · <code>{threadId.value}</code>
+          {info && <>owned by {info.ownerId} · </>}<code>{threadId.value}</code>
         </span>
-      </p>
-      {!auditsHidden.value && (
+      </div>
+      {!auditsHidden.value && snapshotLoaded.value && (
         <p class="muted">
           <span data-testid="loaded-count">{audits.value.size} entries loaded{truncated.value ? '; older ones exist' : ''}</span>
           <ThreadTokens />
@@ -925,13 +991,27 @@ function App() {
   return (
     <>
       <Header />
-      {pageError.value && <p class="banner error" role="alert">{pageError.value}</p>}
       <SearchBox />
-      <SearchResults />
-      {isActivityHash(hash.value) ? <Activity token={token.value} /> : threadId.value ? <Timeline /> : <Home />}
+      <main>
+        {pageError.value && <p class="banner error" role="alert">{pageError.value}</p>}
+        <SearchResults />
+        {isActivityHash(hash.value) ? <Activity token={token.value} /> : threadId.value ? <Timeline /> : <Home />}
+      </main>
     </>
   );
 }
+
+// The tab's title names the view, so a reader knows where they are among their tabs and history.
+effect(() => {
+  const where = !token.value
+    ? 'Sign in'
+    : isActivityHash(hash.value)
+      ? 'Activity'
+      : threadId.value
+        ? threadGone.value ? 'Thread not found' : threadInfo.value ? threadInfo.value.title || 'untitled thread' : 'Loading the thread…'
+        : home.value === 'ledger' ? 'Tool calls across threads' : 'Threads';
+  document.title = `${where} · Agent audit timeline`;
+});
 
 restore();
 render(<App />, document.getElementById('app')!);

@@ -1,12 +1,12 @@
-import { computed, effect, signal } from '@preact/signals';
+import { batch, computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { claimsOf, createLiveClient, gql, storedToken, storeToken, tokenRefusal, UNREACHABLE, type ConnectionState } from './api.js';
+import { answers, claimsOf, createLiveClient, gql, isTransient, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
-import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudit, mergeRun, type AuditView, type RunView, type TimeWindow } from './timeline.js';
+import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudits, mergeRuns, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -99,25 +99,38 @@ effect(() => {
   return () => clearInterval(timer);
 });
 
-// The live connection is back: what the outage left on the banner is over.
+// The server answers again (the live connection, or any request): what an outage or a proxy's
+// error page left on the banner is over.
 effect(() => {
-  if (connection.value === 'live' && pageError.peek() === UNREACHABLE) pageError.value = null;
+  void answers.value;
+  if (connection.value === 'live' && pageError.peek() && isTransient(pageError.peek()!)) pageError.value = null;
 });
 
+/** Bumped to read the opened audit's payloads again after a failed read. */
+const detailRetry = signal(0);
+let detailFailures = 0;
+
 /**
- * Reads the opened audit's payloads, again whenever a newer state of it arrives, and when the live
- * connection comes back (a read lost to an outage is retried).
+ * Reads the opened audit's payloads, again whenever a newer state of it arrives; a failed read is
+ * retried, each time a little later (up to 15 s), and at once when the live connection comes back.
  */
 effect(() => {
   void connection.value;
+  void detailRetry.value;
   const key = selectedKey.value;
   const summary = key ? audits.value.get(key) : undefined;
   if (!key || !summary || !token.value || auditDetails.peek().get(key)?.summary === summary) return;
   void gql(token.value, AUDIT_DETAIL, { id: key }).then(
     ({ audit }) => {
+      detailFailures = 0;
       if (audits.peek().get(key) === summary) auditDetails.value = new Map(auditDetails.peek()).set(key, { summary, detail: audit });
     },
-    (error: unknown) => (pageError.value = error instanceof Error ? error.message : String(error)),
+    (error: unknown) => {
+      const message = error instanceof Error ? error.message : String(error);
+      pageError.value = message;
+      if (!isTransient(message)) return;
+      setTimeout(() => selectedKey.peek() === key && detailRetry.value++, Math.min(15_000, 1000 * 2 ** detailFailures++));
+    },
   );
 });
 
@@ -291,7 +304,7 @@ export async function loadOlder() {
   try {
     const page = await readAuditPage(token.value!, thread, olderBefore.value);
     if (threadId.value !== thread) return;
-    audits.value = page.items.reduce(mergeAudit, audits.value);
+    audits.value = mergeAudits(audits.value, page.items);
     truncated.value = page.truncated;
     olderBefore.value = page.items[0]?.id ?? null;
   } catch (error) {
@@ -300,6 +313,9 @@ export async function loadOlder() {
     loadingOlder.value = false;
   }
 }
+
+/** The row the last `n` or `p` selected: told to screen readers while it stays selected. */
+export const announcedKey = signal<string | null>(null);
 
 /** Why the last `n` or `p` moved nothing (no failure past the selection that way); cleared when the selection moves. */
 export const failureEdge = signal<string | null>(null);
@@ -319,7 +335,7 @@ export function moveToFailure(delta: 1 | -1) {
   const order = delta > 0 ? list.slice(index + 1) : list.slice(0, index < 0 ? list.length : index).reverse();
   const next = order.find((row) => row.failed);
   if (!next) return void (failureEdge.value = delta > 0 ? 'No more failures after this row.' : 'No failures before this row.');
-  selectedKey.value = next.key;
+  selectedKey.value = announcedKey.value = next.key;
   if (next.kind !== 'run' || next.unloaded === 0) return;
   void loadRun(next.key).then(() => {
     if (selectedKey.peek() !== next.key) return;
@@ -328,7 +344,7 @@ export function moveToFailure(delta: 1 | -1) {
     const end = after.findIndex((row, at) => at > start && row.kind === 'run');
     const failing = after.slice(start + 1, end < 0 ? after.length : end).filter((row) => row.failed);
     const target = delta > 0 ? failing[0] : failing[failing.length - 1];
-    if (target) selectedKey.value = target.key;
+    if (target) selectedKey.value = announcedKey.value = target.key;
   });
 }
 
@@ -343,7 +359,7 @@ export async function loadRun(runId: string) {
     do {
       const page = await readAuditPage(token.value, thread, before, runId);
       if (threadId.value !== thread) return;
-      audits.value = page.items.reduce(mergeAudit, audits.value);
+      audits.value = mergeAudits(audits.value, page.items);
       before = page.truncated ? (page.items[0]?.id ?? null) : null;
     } while (before);
   } catch (error) {
@@ -371,9 +387,8 @@ export function moveSelection(delta: number | 'first' | 'last') {
 let client: Client | null = null;
 let stopFollowing: (() => void) | null = null;
 
-/** Takes a token as `npm start` prints it (`Bearer …`) or bare. */
-export function signIn(value: string) {
-  const pasted = value.trim().replace(/^Bearer\s+/i, '');
+/** Signs in with a token (pastedToken has taken it out of what was pasted). */
+export function signIn(pasted: string) {
   storeToken(pasted);
   token.value = pasted;
   tokenRefusal.value = null;
@@ -476,23 +491,22 @@ export function openThread(id: string, audit: string | null = null) {
   stopFollowing = followThread(liveClient(), token.value!, id, {
     thread: (info) => (threadInfo.value = info),
     runs: (list) => {
-      runs.value = list.reduce(mergeRun, runs.value);
+      runs.value = mergeRuns(runs.value, list);
       pageError.value = null;
     },
     run: (run) => {
-      runs.value = mergeRun(runs.value, run);
-      refreshLedgerSoon();
+      pendingRuns.push(run);
+      applyChangesSoon();
     },
     audits: (items, isTruncated) => {
-      audits.value = items.reduce(mergeAudit, audits.value);
+      audits.value = mergeAudits(audits.value, items);
       truncated.value = isTruncated;
       olderBefore.value = items[0]?.id ?? null;
       snapshotLoaded.value = true;
     },
     audit: (audit) => {
-      audits.value = mergeAudit(audits.value, audit);
-      refreshSearchSoon();
-      refreshLedgerSoon();
+      pendingAudits.push(audit);
+      applyChangesSoon();
     },
     auditsHidden: (reason) => {
       auditsHidden.value = reason;
@@ -506,6 +520,32 @@ export function openThread(id: string, audit: string | null = null) {
   });
 }
 
+/**
+ * The open thread's live changes not applied yet. They are applied together a moment after the
+ * first: a burst of them (runs streaming in) costs one copy of the maps and one layout of the
+ * timeline, not one per change.
+ */
+let pendingRuns: RunView[] = [];
+let pendingAudits: AuditView[] = [];
+let changesTimer: ReturnType<typeof setTimeout> | undefined;
+const APPLY_CHANGES_MS = 100;
+
+function applyChangesSoon() {
+  changesTimer ??= setTimeout(applyChanges, APPLY_CHANGES_MS);
+}
+
+function applyChanges() {
+  changesTimer = undefined;
+  const [changedRuns, changedAudits] = [pendingRuns, pendingAudits];
+  [pendingRuns, pendingAudits] = [[], []];
+  batch(() => {
+    if (changedRuns.length) runs.value = mergeRuns(runs.value, changedRuns);
+    if (changedAudits.length) audits.value = mergeAudits(audits.value, changedAudits);
+  });
+  if (changedAudits.length) refreshSearchSoon();
+  refreshLedgerSoon();
+}
+
 export function closeThread() {
   resetThread();
   if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
@@ -515,6 +555,9 @@ export function closeThread() {
 function resetThread() {
   stopFollowing?.();
   stopFollowing = null;
+  clearTimeout(changesTimer);
+  changesTimer = undefined;
+  [pendingRuns, pendingAudits] = [[], []];
   threadId.value = null;
   threadInfo.value = null;
   runs.value = new Map();

@@ -134,16 +134,26 @@ const runProgress = (run: RunView) =>
  * an audit backwards, so snapshots and live events may arrive in any order.
  */
 export function mergeAudit(audits: ReadonlyMap<string, AuditView>, audit: AuditView): Map<string, AuditView> {
-  const held = audits.get(audit.id);
+  return mergeAudits(audits, [audit]);
+}
+
+/** `mergeAudit` of many at once: one copy of the map, however many there are. */
+export function mergeAudits(audits: ReadonlyMap<string, AuditView>, items: Iterable<AuditView>): Map<string, AuditView> {
   const next = new Map(audits);
-  if (!held || auditProgress(audit) >= auditProgress(held)) next.set(audit.id, audit);
+  for (const audit of items) {
+    const held = next.get(audit.id);
+    if (!held || auditProgress(audit) >= auditProgress(held)) next.set(audit.id, audit);
+  }
   return next;
 }
 
-export function mergeRun(runs: ReadonlyMap<string, RunView>, run: RunView): Map<string, RunView> {
-  const held = runs.get(run.id);
+/** `runs` with `items` merged in, each kept only if it is no older than the one held. */
+export function mergeRuns(runs: ReadonlyMap<string, RunView>, items: Iterable<RunView>): Map<string, RunView> {
   const next = new Map(runs);
-  if (!held || runProgress(run) >= runProgress(held)) next.set(run.id, run);
+  for (const run of items) {
+    const held = next.get(run.id);
+    if (!held || runProgress(run) >= runProgress(held)) next.set(run.id, run);
+  }
   return next;
 }
 
