@@ -95,6 +95,20 @@ describe('the batching writer', () => {
     expect(fetchImpl.requests.slice(1).map((request) => request.body)).toEqual([fetchImpl.requests[1]!.body, fetchImpl.requests[1]!.body, fetchImpl.requests[1]!.body]);
   });
 
+  it('sends again the events of a batch the server left unapplied (UNAVAILABLE: a later call of the batch timed out after earlier ones committed)', async () => {
+    const first = held(() => Response.json({ data: { recordToolStarted: toolAudit('c0') } }));
+    let batches = 0;
+    const fetchImpl = fakeFetch(first.reply, (request) => (++batches === 1 ? batchReply({ c2: 'UNAVAILABLE', c3: 'UNAVAILABLE' })(request) : batchReply()(request)));
+    const client = clientWith(fetchImpl);
+    const answers = [0, 1, 2, 3].map((i) => start(client, `c${i}`, i + 1));
+    first.release();
+    expect(await Promise.all(answers)).toEqual(['c0', 'c1', 'c2', 'c3'].map((id) => toolAudit(id)));
+    expect(fetchImpl.requests.slice(1).map((request) => body(request).variables.events.map((event: any) => event.toolStarted.toolCallId))).toEqual([
+      ['c1', 'c2', 'c3'],
+      ['c2', 'c3'],
+    ]);
+  });
+
   it('sends each event of a batch refused whole as BAD_USER_INPUT alone, in order: only the bad call fails', async () => {
     // The server refuses a whole recordEvents when one event's value does not coerce (an observedAt
     // of "yesterday"): other callers' events must still get their own answers.

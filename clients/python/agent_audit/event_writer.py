@@ -172,9 +172,12 @@ class EventWriter:
             for event in batch:
                 event.error = error
             return
+        unapplied: List[_Pending] = []
         for event, result in zip(batch, results):
             refusal: Optional[Dict[str, Optional[str]]] = result.get("error")
-            if refusal:
+            if refusal and refusal["code"] == "UNAVAILABLE":
+                unapplied.append(event)
+            elif refusal:
                 # With the batch request's sends and HTTP status: a LEASE_LOST after more than
                 # one send may mean the first one committed. The result carries what its own
                 # mutation's extensions would.
@@ -192,6 +195,10 @@ class EventWriter:
                 event.error = refused
             else:
                 event.result = result.get("audit") or result.get("run") or result.get("lease")
+        # The batch's tail the server left unapplied (a later call of it failed for the moment
+        # after earlier ones committed) goes again, before anything written since.
+        if unapplied:
+            self._send(unapplied)
 
 
 # Every live writer, so that a forked child resets each (a weak set: a writer is not kept alive).

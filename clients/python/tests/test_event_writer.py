@@ -208,6 +208,22 @@ class EventWriterTest(unittest.TestCase):
         self.assertEqual(sent, [("RecordToolStarted", "c0"), ("RecordEvents", None), ("RecordToolStarted", "c1"),
                                 ("RecordToolStarted", "bad"), ("RecordToolStarted", "c3")])
 
+    def test_events_a_batch_left_unapplied_are_sent_again(self) -> None:
+        # UNAVAILABLE in a batch's answer: a later call of it failed for the moment (a lock wait's
+        # timeout) after earlier ones committed; those events were not applied.
+        class TailUnavailableOnce(HeldTransport):
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+                batches = sum(1 for name, _ in self.requests if name == "RecordEvents")
+                self.refuse = {"c2": "UNAVAILABLE", "c3": "UNAVAILABLE"} if batches == 0 else {}
+                return super().execute(operation, variables)
+
+        transport = TailUnavailableOnce({})
+        writer = EventWriter(transport)  # type: ignore[arg-type]
+        answers = send_while_first_is_held(transport, writer, ["c0", "c1", "c2", "c3"])
+        self.assertEqual([answers[name] for name in ("c0", "c1", "c2", "c3")], [{"toolCallId": name} for name in ("c0", "c1", "c2", "c3")])
+        batches = [[event["toolStarted"]["toolCallId"] for event in variables["events"]] for name, variables in transport.requests if name == "RecordEvents"]
+        self.assertEqual(batches, [["c1", "c2", "c3"], ["c2", "c3"]])
+
     def test_an_event_refused_in_a_batch_carries_the_batch_requests_attempts_and_http_status(self) -> None:
         # A batch sent twice (its first answer lost): a LEASE_LOST in the second answer may mean
         # the first send committed (docs/runtime-authors.md), which attempts > 1 tells.

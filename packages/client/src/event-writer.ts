@@ -146,12 +146,17 @@ export class EventWriter {
       return;
     }
     const { result: results, ...request } = answered;
+    const unapplied: Pending[] = [];
     for (const [index, event] of batch.entries()) {
       const result = results[index];
       if (!result) event.reject(new AuditApiError(`recordEvents: no result for event ${index}`, { code: 'INTERNAL_SERVER_ERROR', operationName: SINGLE[event.kind].name, retryable: false }));
+      else if (result.error?.code === 'UNAVAILABLE') unapplied.push(event);
       else if (result.error) event.reject(eventError(SINGLE[event.kind].name, result.error, request));
       else event.resolve(result.audit ?? result.run ?? result.lease);
     }
+    // The batch's tail the server left unapplied (a later call of it failed for the moment after
+    // earlier ones committed) goes again, before anything written since: each run keeps its order.
+    if (unapplied.length) await (unapplied.length === 1 ? this.sendAlone(unapplied[0]!) : this.sendBatch(unapplied));
   }
 }
 
