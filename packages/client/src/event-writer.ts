@@ -1,4 +1,5 @@
 import { AuditApiError, isAuditApiError } from './errors.js';
+import { utf8Length } from './json.js';
 import { OPERATIONS, type Operation } from './operations.js';
 import type { RunStatus } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
@@ -162,17 +163,6 @@ export class EventWriter {
 
 /** An event as `LifecycleEventInput` carries it in a batch, as JSON. */
 const batchEntry = (kind: LifecycleEventKind, json: string) => `{"${kind}":${json}}`;
-
-/** The bytes of `text` in UTF-8 (JSON.stringify leaves no lone surrogate: it escapes them). */
-function utf8Length(text: string): number {
-  let bytes = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    // U+0080 to U+07FF take 2 bytes, the rest of the BMP 3, a surrogate pair 4 (2 for each of its units).
-    if (code >= 0x80) bytes += code < 0x800 || (code >= 0xd800 && code <= 0xdfff) ? 1 : 2;
-  }
-  return bytes;
-}
 
 /** Resolves after the promise jobs queued so far have run (Node's check phase; a zero timeout elsewhere). */
 const nextTurn = () => new Promise<void>((resolve) => (typeof setImmediate === 'function' ? setImmediate(resolve) : setTimeout(resolve, 0)));

@@ -91,6 +91,17 @@ function members(entries: [string, unknown][], ancestors: Set<object>): JsonObje
   return json;
 }
 
+/** The bytes of `text` in UTF-8 without Buffer, which browsers and edge runtimes lack (JSON.stringify leaves no lone surrogate: it escapes them). */
+export function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    // U+0080 to U+07FF take 2 bytes, the rest of the BMP 3, a surrogate pair 4 (2 for each of its units).
+    if (code >= 0x80) bytes += code < 0x800 || (code >= 0xd800 && code <= 0xdfff) ? 1 : 2;
+  }
+  return bytes;
+}
+
 /** The server's default MAX_JSON_BYTES: the most bytes of UTF-8 JSON it stores in one payload value. */
 export const DEFAULT_MAX_JSON_BYTES = 1024 * 1024;
 
@@ -104,21 +115,21 @@ const PREVIEW_CHARS = 4096;
  */
 export function capJson(json: JsonValue, maxBytes: number): JsonValue {
   const text = JSON.stringify(json);
-  const bytes = Buffer.byteLength(text);
+  const bytes = utf8Length(text);
   if (bytes <= maxBytes) return json;
   if (typeof json === 'object' && json !== null && !Array.isArray(json)) {
     const capped: JsonObject = { ...json };
     const sizes = Object.entries(json)
       .filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
       .map(([key, value]) => ({ key, text: JSON.stringify(value) }))
-      .map((member) => ({ ...member, bytes: Buffer.byteLength(member.text) }))
+      .map((member) => ({ ...member, bytes: utf8Length(member.text) }))
       .sort((a, b) => b.bytes - a.bytes);
     let total = bytes;
     for (const member of sizes) {
       if (total <= maxBytes) break;
       const marker = truncated(member.text, member.bytes, maxBytes);
       Object.defineProperty(capped, member.key, { value: marker, enumerable: true, writable: true, configurable: true });
-      total += Buffer.byteLength(JSON.stringify(marker)) - member.bytes;
+      total += utf8Length(JSON.stringify(marker)) - member.bytes;
     }
     if (total <= maxBytes) return capped;
   }
