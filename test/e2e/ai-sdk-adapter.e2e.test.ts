@@ -2,7 +2,8 @@
 // (generateText / streamText with tools, the SDK's own mock language model following a script)
 // is recorded through AiSdkAudit, and the owner reads the run back with threadAudits, audit by
 // audit against what the SDK reports the agent did.
-import { generateText, simulateReadableStream, stepCountIs, type StepResult } from 'ai';
+import { generateText, simulateReadableStream, stepCountIs, tool, type StepResult } from 'ai';
+import { z } from 'zod';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it, vi } from 'vitest';
 import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
@@ -181,6 +182,27 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expectOneOrderedSequence(items);
     // The streamed response is recorded whole, as a generated one is.
     expect(items.filter((item) => item.__typename === 'ModelAudit').map((item) => item.output)).toEqual(turns.map(outputOf));
+  });
+
+  it('a tool whose execute returns an async iterable (not declared async function*) streams as it does without the adapter', async () => {
+    const t = await openThread('ai-sdk: iterable tool');
+    async function* progress(steps: number) {
+      for (let step = 1; step <= steps; step++) yield { step, of: steps };
+    }
+    // A plain function handing back a generator, as a wrapper or transpiled code does.
+    const tools = { progress: tool({ inputSchema: z.object({ steps: z.number() }), execute: ({ steps }) => progress(steps) }) };
+    const call = callTool('progress', { steps: 3 });
+    const turns = [turn('Working.', [call]), turn('Done.')];
+    const options = { tools, prompt: 'Go.', stopWhen: stepCountIs(3) };
+    const bare = await generateText({ ...options, model: scriptedModel(turns) });
+    expect(bare.steps[0]!.toolResults[0]?.output).toEqual({ step: 3, of: 3 });
+
+    const runId = await t.newRun();
+    const { result, status } = await t.audit.generateText(runId, { ...options, model: scriptedModel(turns) });
+    expect(status).toBe('COMPLETED');
+    expect(result.steps[0]!.toolResults[0]?.output).toEqual({ step: 3, of: 3 });
+    const [recorded] = toolsOf(await t.timeline());
+    expect(recorded).toMatchObject({ toolCallId: call.id, status: 'COMPLETED', toolCall: { output: { step: 3, of: 3 } } });
   });
 
   it('an aborted call ends the run CANCELLED, with the tool it stopped', async () => {

@@ -11,8 +11,9 @@ type Execute = NonNullable<Tool['execute']>;
  * SDK's schema parsing, so defaults show against what the model declared), finished with its
  * output, or a bare error when it throws. The SDK hands a throw back to the model as a tool
  * error; `bareErrors` keeps them so the run's end can settle them. Tools without `execute`
- * are left as they are. A streaming tool (an async generator) is recorded finished with its
- * last value, which the SDK takes as its output.
+ * are left as they are. A streaming tool (one whose execute returns an AsyncIterable, declared
+ * `async function*` or not) is recorded finished with its last value, which the SDK takes as its
+ * output.
  */
 export function recordedTools<TOOLS extends ToolSet>(recording: RunRecording, tools: TOOLS, bareErrors: Map<string, string>): TOOLS {
   const recorded: ToolSet = {};
@@ -41,36 +42,76 @@ function recordedExecute(recording: RunRecording, name: string, execute: Execute
     throw error;
   };
 
-  if (isAsyncGeneratorFunction(execute)) {
-    return async function* (input: unknown, options: ToolExecutionOptions) {
-      await started(input, options);
-      let last: unknown;
-      try {
-        for await (const value of execute(input, options) as AsyncIterable<unknown>) {
-          last = value;
-          yield value;
-        }
-      } catch (error) {
-        return failed(error, options);
-      }
-      await finished(last, options);
-    };
-  }
-  return async (input: unknown, options: ToolExecutionOptions) => {
-    await started(input, options);
-    let output: unknown;
+  /** Passes a streaming tool's values on; its last one, which the SDK takes as its output, is recorded as the finish. */
+  async function* recordedValues(values: AsyncIterable<unknown>, options: ToolExecutionOptions) {
+    let last: unknown;
     try {
-      output = await execute(input, options);
+      for await (const value of values) {
+        last = value;
+        yield value;
+      }
     } catch (error) {
       return failed(error, options);
     }
-    await finished(output, options);
-    return output;
+    await finished(last, options);
+  }
+  const recordedOutput = async (output: PromiseLike<unknown> | unknown, options: ToolExecutionOptions) => {
+    let value: unknown;
+    try {
+      value = await output;
+    } catch (error) {
+      return failed(error, options);
+    }
+    await finished(value, options);
+    return value;
+  };
+
+  if (isFunctionOfKind(execute, 'AsyncGeneratorFunction')) {
+    return async function* (input: unknown, options: ToolExecutionOptions) {
+      await started(input, options);
+      yield* recordedValues(execute(input, options) as AsyncIterable<unknown>, options);
+    };
+  }
+  if (isFunctionOfKind(execute, 'AsyncFunction')) {
+    return async (input: unknown, options: ToolExecutionOptions) => {
+      await started(input, options);
+      return recordedOutput(execute(input, options), options);
+    };
+  }
+  // Any other function (a wrapper, transpiled code) may hand back an AsyncIterable, which the SDK
+  // streams only if it gets it back at once: so execute is called as soon as its start is queued,
+  // and what it returned says how it is recorded.
+  return (input: unknown, options: ToolExecutionOptions) => {
+    recording.stopIfLeaseLost();
+    const start = started(input, options);
+    let returned: unknown;
+    try {
+      returned = execute(input, options);
+    } catch (error) {
+      return start.then(() => failed(error, options));
+    }
+    if (isAsyncIterable(returned)) {
+      return (async function* () {
+        await start;
+        yield* recordedValues(returned, options);
+      })();
+    }
+    return start.then(
+      () => recordedOutput(returned, options),
+      (error: unknown) => {
+        Promise.resolve(returned).catch(() => {}); // the recording's error is the one thrown
+        throw error;
+      },
+    );
   };
 }
 
-function isAsyncGeneratorFunction(fn: unknown): boolean {
-  return typeof fn === 'function' && fn.constructor?.name === 'AsyncGeneratorFunction';
+function isFunctionOfKind(fn: unknown, kind: 'AsyncFunction' | 'AsyncGeneratorFunction'): boolean {
+  return typeof fn === 'function' && fn.constructor?.name === kind;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return value != null && typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
 }
 
 /** A tool's input as the JSON object the server stores as effective input. */
