@@ -114,6 +114,10 @@ const severalSteps = () => [
 /** Loses the answer to the first request carrying a finishRun (as a reset connection would, after the server committed it): the client resends it. */
 const losingFirstFinishAnswer = () => losingFirstResponses((body) => body.includes('finishRun'));
 
+/** Sends finishRun with a token the server refuses, as once the worker's token has expired. */
+const expiredTokenForFinish: FetchLike = (url, init) =>
+  fetch(url, String(init.body).includes('finishRun') ? { ...init, headers: { ...(init.headers as Record<string, string>), authorization: 'Bearer expired' } } : init);
+
 describe(`the AI SDK adapter against the server process (${backendName})`, () => {
   it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
     const network = losingFirstFinishAnswer();
@@ -124,6 +128,17 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(status).toBe('COMPLETED');
     expect(result.text).toBe('Hello.');
     expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
+  it('a run that cannot be ended (the token expired) still hands the agent\'s result back, with the recording error', async () => {
+    const t = await openThread('ai-sdk: finish refused', { workerFetch: expiredTokenForFinish });
+    const runId = await t.newRun();
+    const { result, status, run, recordingError } = await t.audit.generateText(runId, { model: scriptedModel([turn('Hello.')]), prompt: 'Hi.' });
+    expect(result.text).toBe('Hello.');
+    expect(status).toBe('COMPLETED');
+    expect(run).toBeNull();
+    expect(recordingError).toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect((await t.owner.run(runId))?.status).toBe('RUNNING');
   });
 
   it('generateText: several steps with parallel calls and a throwing tool match the timeline audit by audit', async () => {

@@ -55,6 +55,10 @@ const asTool = (item: ThreadAuditItem | undefined) => {
 /** Loses the answer to the first request carrying a finishRun (as a reset connection would, after the server committed it): the client resends it. */
 const losingFirstFinishAnswer = () => losingFirstResponses((body) => body.includes('finishRun'));
 
+/** Sends finishRun with a token the server refuses, as once the worker's token has expired. */
+const expiredTokenForFinish: FetchLike = (url, init) =>
+  fetch(url, String(init.body).includes('finishRun') ? { ...init, headers: { ...(init.headers as Record<string, string>), authorization: 'Bearer expired' } } : init);
+
 describe(`the LangGraph.js adapter against the server process (${backendName})`, () => {
   it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
     const network = losingFirstFinishAnswer();
@@ -66,6 +70,18 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     expect(status).toBe('COMPLETED');
     expect(state.messages.at(-1)?.content).toBe('Sunny in Rome.');
     expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
+  it('a run that cannot be ended (the token expired) still hands the final state back, with the recording error', async () => {
+    const t = await openThread('langgraph: finish refused', expiredTokenForFinish);
+    const graph = buildReactAgent([turn('Hello.')]);
+    const runId = await t.newRun();
+    const { state, status, run, recordingError } = await t.audit.invoke(runId, graph, userSays('Hi.'), t.config);
+    expect(state.messages.at(-1)?.content).toBe('Hello.');
+    expect(status).toBe('COMPLETED');
+    expect(run).toBeNull();
+    expect(recordingError).toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect((await t.owner.run(runId))?.status).toBe('RUNNING');
   });
 
   it('records model -> parallel tools -> model, with the declared calls, inputs, outputs and one sequence', async () => {

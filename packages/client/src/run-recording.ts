@@ -24,6 +24,12 @@ export interface FinishedRun {
   run: Run | null;
   /** Writes the server refused (other than for a lost lease); their events are missing from the timeline. */
   writeErrors: unknown[];
+  /**
+   * Why the run could not be ended, when it could not (`run` is then null and the run was not
+   * ended as `status` says). Only `tryFinish` and the one-call methods return it, once the agent is
+   * done, so that its result still reaches you; `finish` throws it.
+   */
+  recordingError?: unknown;
 }
 
 /**
@@ -89,6 +95,12 @@ export class RunRecording {
       this.keeper.stop();
       this.writer.throwIfLost();
     }
+  }
+
+  /** What a run that could not be ended is reported as: `run` null, with the error that stopped its end. */
+  unended(status: RunTerminalStatus, recordingError: unknown): FinishedRun {
+    this.keeper.stop();
+    return { status, run: null, writeErrors: [...this.writer.failures], recordingError };
   }
 
   /** Waits for every queued write, then ends the run. */

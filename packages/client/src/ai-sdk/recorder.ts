@@ -42,7 +42,8 @@ export class AiSdkAudit {
   /**
    * Claims the run, calls generateText recorded, and ends the run: COMPLETED, CANCELLED when
    * the caller's abortSignal aborted it, FAILED when it threw (the error is rethrown). A lost
-   * lease aborts the call and throws AuditLeaseLostError.
+   * lease aborts the call and throws AuditLeaseLostError. Once the call has returned, its result
+   * is returned even when the run could not be ended (see `tryFinish`: `recordingError`).
    */
   async generateText<TOOLS extends ToolSet>(
     runId: string,
@@ -57,7 +58,7 @@ export class AiSdkAudit {
       await run.finish({ error });
       throw error;
     }
-    return { ...(await run.finish({ steps: result.steps })), result };
+    return { ...(await run.tryFinish({ steps: result.steps })), result };
   }
 
   /**
@@ -153,11 +154,28 @@ export class AuditedAiRun {
   async finish(outcome: AiSdkOutcome): Promise<FinishedRun> {
     this.stopIfLeaseLost();
     const failed = 'error' in outcome && outcome.error !== undefined;
-    const status: RunTerminalStatus = this.callerSignal?.aborted ? 'CANCELLED' : failed ? 'FAILED' : 'COMPLETED';
-    return this.recording.finish(status, {
+    return this.recording.finish(this.statusOf(outcome), {
       error: failed ? errorJson(outcome.error) : undefined,
       stateMessages: 'steps' in outcome ? this.settlingMessages(outcome.steps) : undefined,
     });
+  }
+
+  /**
+   * `finish`, for when the agent's result must reach the caller whatever happens to the
+   * recording: a run that could not be ended (a lost lease, a refused token, the server out of
+   * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
+   */
+  async tryFinish(outcome: AiSdkOutcome): Promise<FinishedRun> {
+    try {
+      return await this.finish(outcome);
+    } catch (error) {
+      return this.recording.unended(this.statusOf(outcome), error);
+    }
+  }
+
+  private statusOf(outcome: AiSdkOutcome): RunTerminalStatus {
+    const failed = 'error' in outcome && outcome.error !== undefined;
+    return this.callerSignal?.aborted ? 'CANCELLED' : failed ? 'FAILED' : 'COMPLETED';
   }
 
   private settlingMessages(steps: Extract<AiSdkOutcome, { steps: unknown }>['steps']): JsonValue[] {

@@ -46,7 +46,9 @@ export class LangGraphAudit {
   /**
    * Claims the run, invokes the graph with the recording handler, and ends the run: INTERRUPTED
    * when the graph paused on interrupt(), FAILED when it threw (the error is rethrown),
-   * COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError.
+   * COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError. Once the
+   * graph has returned, its state is returned even when the run could not be ended (see
+   * `tryFinish`: `recordingError`).
    */
   async invoke<Input, State>(
     runId: string,
@@ -68,7 +70,7 @@ export class LangGraphAudit {
       await run.finish({ error });
       throw error;
     }
-    return { ...(await run.finish({ state })), state };
+    return { ...(await run.tryFinish({ state })), state };
   }
 }
 
@@ -123,6 +125,19 @@ export class AuditedRun {
       error: 'error' in outcome ? errorJson(outcome.error) : undefined,
       stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.settlingMessages(outcome.state) : undefined,
     });
+  }
+
+  /**
+   * `finish`, for when the graph's state must reach the caller whatever happens to the
+   * recording: a run that could not be ended (a lost lease, a refused token, the server out of
+   * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
+   */
+  async tryFinish(outcome: InvocationOutcome): Promise<FinishedRun> {
+    try {
+      return await this.finish(outcome);
+    } catch (error) {
+      return this.recording.unended(this.endingOf(outcome), error);
+    }
   }
 
   private endingOf(outcome: InvocationOutcome): RunTerminalStatus {
