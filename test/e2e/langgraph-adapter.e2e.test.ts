@@ -364,6 +364,23 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
   });
 
+  it('an invocation your signal aborts ends the run CANCELLED, with the tool it stopped', async () => {
+    const t = await openThread('langgraph: aborted');
+    const abort = new AbortController();
+    const waitForAbort = tool(
+      async (_args, config) => {
+        abort.abort(new Error('user stop'));
+        return new Promise<string>((_resolve, reject) => config?.signal?.addEventListener('abort', () => reject(config.signal!.reason)));
+      },
+      { name: 'wait_for_abort', description: 'Runs until the invocation is aborted.', schema: z.object({}) },
+    );
+    const graph = buildReactAgent([turn('Waiting.', [callTool('wait_for_abort', {})]), turn('Never reached.')], { tools: [waitForAbort] });
+    const runId = await t.newRun();
+    await expect(t.audit.invoke(runId, graph, userSays('Go.'), { ...t.config, signal: abort.signal })).rejects.toThrow('user stop');
+    expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+    expect((await t.timeline()).map((item) => item.status)).toEqual(['COMPLETED', 'CANCELLED']);
+  });
+
   it('a lease the keeper finds gone aborts a long tool at once, with AuditLeaseLostError', async () => {
     const t = await openThread('langgraph: lease gone while a tool waits');
     let runId = '';

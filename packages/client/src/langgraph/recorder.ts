@@ -38,15 +38,15 @@ export class LangGraphAudit {
     private readonly options: LangGraphAuditOptions = {},
   ) {}
 
-  /** Claims the QUEUED run and keeps its lease; pass `run.handler` in the invocation's callbacks. */
+  /** Claims the QUEUED run and keeps its lease; invoke the graph with `run.record(config)` (or pass `run.handler` in its callbacks yourself). */
   async start(runId: string): Promise<AuditedRun> {
     return new AuditedRun(await RunRecording.claim(this.client, runId, this.options), this.options);
   }
 
   /**
    * Claims the run, invokes the graph with the recording handler, and ends the run: INTERRUPTED
-   * when the graph paused on interrupt(), FAILED when it threw (the error is rethrown),
-   * COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError. Once the
+   * when the graph paused on interrupt(), CANCELLED when `config.signal` aborted it, FAILED when
+   * it threw (the error is rethrown in both cases), COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError. Once the
    * graph has returned, its state is returned even when the run could not be ended (see
    * `tryFinish`: `recordingError`).
    */
@@ -56,15 +56,11 @@ export class LangGraphAudit {
     input: Input,
     config: RunnableConfig = {},
   ): Promise<FinishedRun & { state: State }> {
-    const callbacks = callbackList(config.callbacks);
+    callbackList(config.callbacks); // refused before the run is claimed
     const run = await this.start(runId);
     let state: State;
     try {
-      state = await graph.invoke(input, {
-        ...config,
-        callbacks: [...callbacks, run.handler],
-        signal: config.signal ? AbortSignal.any([config.signal, run.signal]) : run.signal,
-      });
+      state = await graph.invoke(input, run.record(config));
     } catch (error) {
       run.stopIfLeaseLost();
       await run.finish({ error });
@@ -78,6 +74,7 @@ export class LangGraphAudit {
 export class AuditedRun {
   readonly handler: AuditCallbackHandler;
   private readonly messagesKey: string;
+  private callerSignal: AbortSignal | undefined;
 
   constructor(
     private readonly recording: RunRecording,
@@ -107,7 +104,21 @@ export class AuditedRun {
   }
 
   /**
-   * Waits for every queued write, then ends the run: FAILED for an error, INTERRUPTED when the
+   * The invocation's config with the handler added to its callbacks (an array) and the lease's
+   * signal joined to its signal; an abort by that signal of yours ends the run CANCELLED.
+   */
+  record(config: RunnableConfig = {}): RunnableConfig {
+    this.callerSignal = config.signal;
+    return {
+      ...config,
+      callbacks: [...callbackList(config.callbacks), this.handler],
+      signal: config.signal ? AbortSignal.any([config.signal, this.signal]) : this.signal,
+    };
+  }
+
+  /**
+   * Waits for every queued write, then ends the run: CANCELLED when the signal given to `record`
+   * aborted, FAILED for an error, INTERRUPTED when the
    * graph paused on interrupt(), else COMPLETED. The final state's ToolMessages of tools that
    * ended in a bare error go along as `stateMessages`, so the server settles them; at a pause
    * on interrupt() they are sent as those tools' finishes first (the server settles from the
@@ -141,6 +152,7 @@ export class AuditedRun {
   }
 
   private endingOf(outcome: InvocationOutcome): RunTerminalStatus {
+    if (this.callerSignal?.aborted) return 'CANCELLED';
     if ('error' in outcome) return 'FAILED';
     const pending = (outcome.state as { __interrupt__?: unknown[] } | null)?.__interrupt__;
     return this.handler.interrupt || (Array.isArray(pending) && pending.length > 0) ? 'INTERRUPTED' : 'COMPLETED';
