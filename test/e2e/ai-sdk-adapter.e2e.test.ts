@@ -220,6 +220,32 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(recorded).toMatchObject({ toolCallId: call.id, status: 'COMPLETED', toolCall: { output: { step: 3, of: 3 } } });
   });
 
+  it('a model that numbers its calls afresh each step (call_0 every time): each later declaration is recorded as call_0#n', async () => {
+    const t = await openThread('ai-sdk: reused tool call ids');
+    const numbered = (call: ScriptedTurn['toolCalls'][number]) => ({ ...call, id: 'call_0' });
+    const turns = [
+      turn('Paris first.', [numbered(callTool('get_weather', { city: 'Paris' }))]),
+      turn('Now Oslo.', [numbered(callTool('get_weather', { city: 'Oslo' }))]),
+      turn('Now the mail.', [numbered(callTool('send_email', { to: 'me@example.com' }))]),
+      turn('Sunny in both; the mail failed.'),
+    ];
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(5) });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    const items = await t.timeline();
+    expect(whatWasRecorded(items).map((item) => (item.declares ? item.declares.map((call) => call.toolCallId) : [item.toolCallId, item.status, item.effectiveInput]))).toEqual([
+      ['call_0'],
+      ['call_0', 'COMPLETED', { city: 'Paris', units: 'metric' }],
+      ['call_0#2'],
+      ['call_0#2', 'COMPLETED', { city: 'Oslo', units: 'metric' }],
+      ['call_0#3'],
+      ['call_0#3', 'FAILED', { to: 'me@example.com' }],
+      [],
+    ]);
+    expect(toolsOf(items).map((item) => item.output && (item.output as { tool_call_id: string }).tool_call_id)).toEqual(['call_0', 'call_0#2', 'call_0#3']);
+  });
+
   it('an aborted call ends the run CANCELLED, with the tool it stopped', async () => {
     const t = await openThread('ai-sdk: aborted');
     const approval = callTool('wait_for_approval', { request: 'deploy' });

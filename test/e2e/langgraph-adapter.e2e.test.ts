@@ -364,6 +364,32 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
   });
 
+  it('a model that numbers its calls afresh each step (call_0 every time): each later declaration is recorded as call_0#n', async () => {
+    const t = await openThread('langgraph: reused tool call ids');
+    const numbered = (call: ReturnType<typeof callTool>) => ({ ...call, id: 'call_0' });
+    const graph = buildReactAgent([
+      turn('The mail first.', [numbered(callTool('send_email', { to: 'me@example.com' }))]),
+      turn('Now Paris.', [numbered(callTool('get_weather', { city: 'Paris' }))]),
+      turn('Now Oslo.', [numbered(callTool('get_weather', { city: 'Oslo' }))]),
+      turn('The mail failed.'),
+    ]);
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.invoke(runId, graph, userSays('Go.'), t.config);
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    // LangGraph's ToolNode runs no call whose id already has a ToolMessage: only the first ran,
+    // and its bare error is settled FAILED under its own id.
+    const items = await t.timeline();
+    expect(glance(items).map((item) => ('model' in item ? item.declares : [item.toolCallId, item.status]))).toEqual([
+      ['call_0'],
+      ['call_0', 'FAILED'],
+      ['call_0#2'],
+      ['call_0#3'],
+      [],
+    ]);
+    expect(asTool(items[1]).toolCall).toMatchObject({ status: 'FAILED' });
+  });
+
   it('an invocation your signal aborts ends the run CANCELLED, with the tool it stopped', async () => {
     const t = await openThread('langgraph: aborted');
     const abort = new AbortController();

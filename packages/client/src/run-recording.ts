@@ -33,6 +33,34 @@ export interface FinishedRun {
 }
 
 /**
+ * The ids a run's tool calls are recorded under. The server keys a run's tool executions by
+ * tool call id, but some models number their calls afresh in every response (`call_0` at each
+ * step): an id the model declares again in the same run is recorded as `<id>#<n>` (its n-th
+ * declaration), and the executions that follow use the newest one.
+ */
+export class ToolCallIds {
+  private readonly declared = new Map<string, string[]>();
+
+  /** A model call declared `id`: the id it is recorded under. */
+  declare(id: string): string {
+    const recorded = this.declared.get(id) ?? [];
+    recorded.push(recorded.length === 0 ? id : `${id}#${recorded.length + 1}`);
+    this.declared.set(id, recorded);
+    return recorded.at(-1)!;
+  }
+
+  /** The id an execution of the model's `id` is recorded under: that of its newest declaration. */
+  current(id: string): string {
+    return this.declared.get(id)?.at(-1) ?? id;
+  }
+
+  /** The ids the declarations of the model's `id` were recorded under, in order. */
+  all(id: string): readonly string[] {
+    return this.declared.get(id) ?? [];
+  }
+}
+
+/**
  * One claimed run that a framework adapter records: its lease kept alive, its writes sent in
  * the order the events happened and waited for at most the budget, one sequence counter, and
  * its end. When the lease is lost, `signal` aborts (stop the agent with it) and every later
@@ -40,6 +68,7 @@ export interface FinishedRun {
  */
 export class RunRecording {
   readonly writer: RunWriter;
+  readonly toolCallIds = new ToolCallIds();
   private readonly keeper: LeaseKeeper;
   private readonly lostController = new AbortController();
   private readonly sequence = new SequenceCounter(1);

@@ -1,7 +1,7 @@
 import type { LanguageModelMiddleware } from 'ai';
 import { randomUUID } from 'node:crypto';
 import { errorJson, toJson } from '../json.js';
-import type { RunRecording } from '../run-recording.js';
+import type { RunRecording, ToolCallIds } from '../run-recording.js';
 import type { DeclaredToolCallInput, JsonObject, JsonValue } from '../types.js';
 
 type GenerateResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapGenerate']>>>;
@@ -35,6 +35,8 @@ export function modelCallRecorder(recording: RunRecording): LanguageModelMiddlew
     return (response: ModelResponse) => {
       const ended = recording.observe();
       const failed = response.error !== undefined;
+      // Declared now, before the SDK runs the tools, so that their executions find the ids.
+      const toolCalls = failed ? undefined : declaredToolCalls(response.content, recording.toolCallIds);
       return recording.write((lease) =>
         recording.client.recordModelFinished({
           lease,
@@ -43,7 +45,7 @@ export function modelCallRecorder(recording: RunRecording): LanguageModelMiddlew
           output: failed ? undefined : { content: response.content.map(contentJson), finishReason: toJson(response.finishReason) },
           error: failed ? errorJson(response.error) : undefined,
           usage: failed ? undefined : toJson(response.usage),
-          toolCalls: failed ? undefined : declaredToolCalls(response.content),
+          toolCalls,
           ...ended,
         }),
       );
@@ -137,10 +139,10 @@ function contentJson(part: Content): JsonValue {
 }
 
 /** The tool calls the SDK will execute here; a provider-executed one never reaches a tool of this run. */
-function declaredToolCalls(content: Content[]): DeclaredToolCallInput[] {
+function declaredToolCalls(content: Content[], ids: ToolCallIds): DeclaredToolCallInput[] {
   return content
     .filter((part): part is ToolCallPart => part.type === 'tool-call' && !part.providerExecuted)
-    .map((call) => ({ id: call.toolCallId, name: call.toolName, args: parsedInput(call.input) }));
+    .map((call) => ({ id: ids.declare(call.toolCallId), name: call.toolName, args: parsedInput(call.input) }));
 }
 
 /** A tool call's input as the model declared it: JSON text, parsed (kept as text when it is not JSON). */

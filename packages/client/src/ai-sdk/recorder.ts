@@ -179,13 +179,21 @@ export class AuditedAiRun {
   }
 
   private settlingMessages(steps: Extract<AiSdkOutcome, { steps: unknown }>['steps']): JsonValue[] {
-    return steps.flatMap((step) =>
-      step.content
-        .filter((part) => part.type === 'tool-error' && this.bareErrors.has(part.toolCallId))
-        .map((part) => {
-          const { toolCallId, toolName, error } = part as { toolCallId: string; toolName: string; error: unknown };
-          return { type: 'tool', tool_call_id: toolCallId, name: toolName, status: 'error', content: String(errorJson(error).message) };
-        }),
-    );
+    // A reused tool call id: the k-th step declaring it used the id of its k-th declaration.
+    const declarations = new Map<string, number>();
+    return steps.flatMap((step) => {
+      const recordedIds = new Map<string, string>();
+      for (const { toolCallId } of step.toolCalls) {
+        const k = declarations.get(toolCallId) ?? 0;
+        declarations.set(toolCallId, k + 1);
+        recordedIds.set(toolCallId, this.recording.toolCallIds.all(toolCallId)[k] ?? toolCallId);
+      }
+      return step.content.flatMap((part) => {
+        if (part.type !== 'tool-error') return [];
+        const toolCallId = recordedIds.get(part.toolCallId) ?? part.toolCallId;
+        if (!this.bareErrors.has(toolCallId)) return [];
+        return [{ type: 'tool', tool_call_id: toolCallId, name: part.toolName, status: 'error', content: String(errorJson(part.error).message) }];
+      });
+    });
   }
 }

@@ -24,16 +24,17 @@ export function recordedTools<TOOLS extends ToolSet>(recording: RunRecording, to
 }
 
 function recordedExecute(recording: RunRecording, name: string, execute: Execute, bareErrors: Map<string, string>): Execute {
-  const started = (input: unknown, { toolCallId }: ToolExecutionOptions) => {
+  // Each execution is recorded under the id its declaration was recorded under (see ToolCallIds).
+  const started = (input: unknown, toolCallId: string) => {
     const event = recording.observe();
     return recording.write((lease) => recording.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: inputJson(input), ...event }));
   };
-  const finished = (output: unknown, { toolCallId }: ToolExecutionOptions) => {
+  const finished = (output: unknown, toolCallId: string) => {
     const event = recording.observe();
     const envelope: JsonObject = { type: 'tool', tool_call_id: toolCallId, name, status: 'success', content: typeof output === 'string' ? output : toJson(output) };
     return recording.write((lease) => recording.client.recordToolFinished({ lease, toolCallId, output: envelope, ...event }));
   };
-  const failed = async (error: unknown, { toolCallId }: ToolExecutionOptions) => {
+  const failed = async (error: unknown, toolCallId: string) => {
     // Our own write found the lease gone: that is not the tool's error, and nothing can be recorded.
     if (error instanceof AuditLeaseLostError) throw error;
     const event = recording.observe();
@@ -41,9 +42,10 @@ function recordedExecute(recording: RunRecording, name: string, execute: Execute
     await recording.write((lease) => recording.client.recordToolError({ lease, toolCallId, error: errorJson(error), ...event }));
     throw error;
   };
+  const recordedId = (options: ToolExecutionOptions) => recording.toolCallIds.current(options.toolCallId);
 
   /** Passes a streaming tool's values on; its last one, which the SDK takes as its output, is recorded as the finish. */
-  async function* recordedValues(values: AsyncIterable<unknown>, options: ToolExecutionOptions) {
+  async function* recordedValues(values: AsyncIterable<unknown>, toolCallId: string) {
     let last: unknown;
     try {
       for await (const value of values) {
@@ -51,31 +53,33 @@ function recordedExecute(recording: RunRecording, name: string, execute: Execute
         yield value;
       }
     } catch (error) {
-      return failed(error, options);
+      return failed(error, toolCallId);
     }
-    await finished(last, options);
+    await finished(last, toolCallId);
   }
-  const recordedOutput = async (output: PromiseLike<unknown> | unknown, options: ToolExecutionOptions) => {
+  const recordedOutput = async (output: PromiseLike<unknown> | unknown, toolCallId: string) => {
     let value: unknown;
     try {
       value = await output;
     } catch (error) {
-      return failed(error, options);
+      return failed(error, toolCallId);
     }
-    await finished(value, options);
+    await finished(value, toolCallId);
     return value;
   };
 
   if (isFunctionOfKind(execute, 'AsyncGeneratorFunction')) {
     return async function* (input: unknown, options: ToolExecutionOptions) {
-      await started(input, options);
-      yield* recordedValues(execute(input, options) as AsyncIterable<unknown>, options);
+      const toolCallId = recordedId(options);
+      await started(input, toolCallId);
+      yield* recordedValues(execute(input, options) as AsyncIterable<unknown>, toolCallId);
     };
   }
   if (isFunctionOfKind(execute, 'AsyncFunction')) {
     return async (input: unknown, options: ToolExecutionOptions) => {
-      await started(input, options);
-      return recordedOutput(execute(input, options), options);
+      const toolCallId = recordedId(options);
+      await started(input, toolCallId);
+      return recordedOutput(execute(input, options), toolCallId);
     };
   }
   // Any other function (a wrapper, transpiled code) may hand back an AsyncIterable, which the SDK
@@ -83,21 +87,22 @@ function recordedExecute(recording: RunRecording, name: string, execute: Execute
   // and what it returned says how it is recorded.
   return (input: unknown, options: ToolExecutionOptions) => {
     recording.stopIfLeaseLost();
-    const start = started(input, options);
+    const toolCallId = recordedId(options);
+    const start = started(input, toolCallId);
     let returned: unknown;
     try {
       returned = execute(input, options);
     } catch (error) {
-      return start.then(() => failed(error, options));
+      return start.then(() => failed(error, toolCallId));
     }
     if (isAsyncIterable(returned)) {
       return (async function* () {
         await start;
-        yield* recordedValues(returned, options);
+        yield* recordedValues(returned, toolCallId);
       })();
     }
     return start.then(
-      () => recordedOutput(returned, options),
+      () => recordedOutput(returned, toolCallId),
       (error: unknown) => {
         Promise.resolve(returned).catch(() => {}); // the recording's error is the one thrown
         throw error;

@@ -85,6 +85,7 @@ export class AuditedRun {
       lease: () => recording.lease,
       writer: recording.writer,
       onToolRerun: options.onToolRerun,
+      toolCallIds: recording.toolCallIds,
     });
     this.messagesKey = options.messagesKey ?? 'messages';
   }
@@ -162,10 +163,22 @@ export class AuditedRun {
   private settlingMessages(state: unknown): JsonValue[] {
     const messages = (state as Record<string, unknown> | null)?.[this.messagesKey];
     if (!Array.isArray(messages)) return [];
-    return messages
-      .filter(isBaseMessage)
-      .map(messageJson)
-      .filter((message) => typeof message.tool_call_id === 'string' && this.handler.bareErrors.has(message.tool_call_id));
+    const json = messages.filter(isBaseMessage).map(messageJson);
+    const toolMessages = json.filter((message): message is JsonObject & { tool_call_id: string } => typeof message.tool_call_id === 'string');
+    // A reused tool call id (see ToolCallIds): a ToolMessage answers the latest AI message before it
+    // that declared its id; the last AI messages declaring an id are this run's declarations of it.
+    const declaredIds = (message: JsonObject) => ((message.tool_calls as { id?: string }[] | undefined) ?? []).flatMap(({ id }) => (id ? [id] : []));
+    const declarations = json.flatMap(declaredIds);
+    const seen = new Map<string, number>();
+    for (const message of json) {
+      for (const id of declaredIds(message)) seen.set(id, (seen.get(id) ?? 0) + 1);
+      if (typeof message.tool_call_id !== 'string') continue;
+      const recorded = this.handler.toolCallIds.all(message.tool_call_id);
+      const beforeThisRun = declarations.filter((id) => id === message.tool_call_id).length - recorded.length;
+      const recordedId = recorded[(seen.get(message.tool_call_id) ?? 0) - 1 - beforeThisRun];
+      if (recordedId) message.tool_call_id = recordedId;
+    }
+    return toolMessages.filter((message) => this.handler.bareErrors.has(message.tool_call_id));
   }
 }
 
