@@ -315,7 +315,10 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     // The caller's own onError still hears of it.
     expect(seen).toMatchObject([{ message: 'provider stream broke' }]);
     expect((await t.owner.run(runId))?.status).toBe('FAILED');
-    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    // What was streamed before the error is kept with it.
+    expect(asModel(items[0])).toMatchObject({ output: { content: [{ type: 'text', text: 'partial' }] }, error: { message: 'provider stream broke' } });
   });
 
   it('a model call that throws is recorded FAILED with its error; the run ends FAILED and the error reaches the caller', async () => {

@@ -21,7 +21,7 @@ interface ModelResponse {
 /**
  * The language-model middleware that records each model call of the run: started with the
  * prompt it was given, finished with its content, usage and the tool calls it declares (or
- * FAILED with its error). A streamed response is recorded finished when its `finish` part
+ * FAILED with its error, and the content a stream had sent before it). A streamed response is recorded finished when its `finish` part
  * comes, before the part is passed on: the SDK runs the step's tools only after that part, so
  * their starts are queued after the declaring model call.
  */
@@ -42,7 +42,8 @@ export function modelCallRecorder(recording: RunRecording): LanguageModelMiddlew
           lease,
           operationId,
           status: failed ? 'FAILED' : 'COMPLETED',
-          output: failed ? undefined : { content: response.content.map(contentJson), finishReason: toJson(response.finishReason) },
+          // A stream that failed keeps what it had streamed.
+          output: failed && response.content.length === 0 ? undefined : { content: response.content.map(contentJson), finishReason: toJson(response.finishReason) },
           error: failed ? errorJson(response.error) : undefined,
           usage: failed ? undefined : toJson(response.usage),
           toolCalls,
