@@ -2,7 +2,8 @@
 // (generateText / streamText with tools, the SDK's own mock language model following a script)
 // is recorded through AiSdkAudit, and the owner reads the run back with threadAudits, audit by
 // audit against what the SDK reports the agent did.
-import { generateText, simulateReadableStream, stepCountIs, type StepResult } from 'ai';
+import { generateText, simulateReadableStream, stepCountIs, tool, type StepResult } from 'ai';
+import { z } from 'zod';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it, vi } from 'vitest';
 import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
@@ -113,6 +114,10 @@ const severalSteps = () => [
 /** Loses the answer to the first request carrying a finishRun (as a reset connection would, after the server committed it): the client resends it. */
 const losingFirstFinishAnswer = () => losingFirstResponses((body) => body.includes('finishRun'));
 
+/** Sends finishRun with a token the server refuses, as once the worker's token has expired. */
+const expiredTokenForFinish: FetchLike = (url, init) =>
+  fetch(url, String(init.body).includes('finishRun') ? { ...init, headers: { ...(init.headers as Record<string, string>), authorization: 'Bearer expired' } } : init);
+
 describe(`the AI SDK adapter against the server process (${backendName})`, () => {
   it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
     const network = losingFirstFinishAnswer();
@@ -123,6 +128,17 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(status).toBe('COMPLETED');
     expect(result.text).toBe('Hello.');
     expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
+  it('a run that cannot be ended (the token expired) still hands the agent\'s result back, with the recording error', async () => {
+    const t = await openThread('ai-sdk: finish refused', { workerFetch: expiredTokenForFinish });
+    const runId = await t.newRun();
+    const { result, status, run, recordingError } = await t.audit.generateText(runId, { model: scriptedModel([turn('Hello.')]), prompt: 'Hi.' });
+    expect(result.text).toBe('Hello.');
+    expect(status).toBe('COMPLETED');
+    expect(run).toBeNull();
+    expect(recordingError).toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect((await t.owner.run(runId))?.status).toBe('RUNNING');
   });
 
   it('generateText: several steps with parallel calls and a throwing tool match the timeline audit by audit', async () => {
@@ -181,6 +197,53 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expectOneOrderedSequence(items);
     // The streamed response is recorded whole, as a generated one is.
     expect(items.filter((item) => item.__typename === 'ModelAudit').map((item) => item.output)).toEqual(turns.map(outputOf));
+  });
+
+  it('a tool whose execute returns an async iterable (not declared async function*) streams as it does without the adapter', async () => {
+    const t = await openThread('ai-sdk: iterable tool');
+    async function* progress(steps: number) {
+      for (let step = 1; step <= steps; step++) yield { step, of: steps };
+    }
+    // A plain function handing back a generator, as a wrapper or transpiled code does.
+    const tools = { progress: tool({ inputSchema: z.object({ steps: z.number() }), execute: ({ steps }) => progress(steps) }) };
+    const call = callTool('progress', { steps: 3 });
+    const turns = [turn('Working.', [call]), turn('Done.')];
+    const options = { tools, prompt: 'Go.', stopWhen: stepCountIs(3) };
+    const bare = await generateText({ ...options, model: scriptedModel(turns) });
+    expect(bare.steps[0]!.toolResults[0]?.output).toEqual({ step: 3, of: 3 });
+
+    const runId = await t.newRun();
+    const { result, status } = await t.audit.generateText(runId, { ...options, model: scriptedModel(turns) });
+    expect(status).toBe('COMPLETED');
+    expect(result.steps[0]!.toolResults[0]?.output).toEqual({ step: 3, of: 3 });
+    const [recorded] = toolsOf(await t.timeline());
+    expect(recorded).toMatchObject({ toolCallId: call.id, status: 'COMPLETED', toolCall: { output: { step: 3, of: 3 } } });
+  });
+
+  it('a model that numbers its calls afresh each step (call_0 every time): each later declaration is recorded as call_0#n', async () => {
+    const t = await openThread('ai-sdk: reused tool call ids');
+    const numbered = (call: ScriptedTurn['toolCalls'][number]) => ({ ...call, id: 'call_0' });
+    const turns = [
+      turn('Paris first.', [numbered(callTool('get_weather', { city: 'Paris' }))]),
+      turn('Now Oslo.', [numbered(callTool('get_weather', { city: 'Oslo' }))]),
+      turn('Now the mail.', [numbered(callTool('send_email', { to: 'me@example.com' }))]),
+      turn('Sunny in both; the mail failed.'),
+    ];
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(5) });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    const items = await t.timeline();
+    expect(whatWasRecorded(items).map((item) => (item.declares ? item.declares.map((call) => call.toolCallId) : [item.toolCallId, item.status, item.effectiveInput]))).toEqual([
+      ['call_0'],
+      ['call_0', 'COMPLETED', { city: 'Paris', units: 'metric' }],
+      ['call_0#2'],
+      ['call_0#2', 'COMPLETED', { city: 'Oslo', units: 'metric' }],
+      ['call_0#3'],
+      ['call_0#3', 'FAILED', { to: 'me@example.com' }],
+      [],
+    ]);
+    expect(toolsOf(items).map((item) => item.output && (item.output as { tool_call_id: string }).tool_call_id)).toEqual(['call_0', 'call_0#2', 'call_0#3']);
   });
 
   it('an aborted call ends the run CANCELLED, with the tool it stopped', async () => {
@@ -252,7 +315,10 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     // The caller's own onError still hears of it.
     expect(seen).toMatchObject([{ message: 'provider stream broke' }]);
     expect((await t.owner.run(runId))?.status).toBe('FAILED');
-    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    // What was streamed before the error is kept with it.
+    expect(asModel(items[0])).toMatchObject({ output: { content: [{ type: 'text', text: 'partial' }] }, error: { message: 'provider stream broke' } });
   });
 
   it('a model call that throws is recorded FAILED with its error; the run ends FAILED and the error reaches the caller', async () => {

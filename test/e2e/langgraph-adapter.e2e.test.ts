@@ -55,6 +55,10 @@ const asTool = (item: ThreadAuditItem | undefined) => {
 /** Loses the answer to the first request carrying a finishRun (as a reset connection would, after the server committed it): the client resends it. */
 const losingFirstFinishAnswer = () => losingFirstResponses((body) => body.includes('finishRun'));
 
+/** Sends finishRun with a token the server refuses, as once the worker's token has expired. */
+const expiredTokenForFinish: FetchLike = (url, init) =>
+  fetch(url, String(init.body).includes('finishRun') ? { ...init, headers: { ...(init.headers as Record<string, string>), authorization: 'Bearer expired' } } : init);
+
 describe(`the LangGraph.js adapter against the server process (${backendName})`, () => {
   it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
     const network = losingFirstFinishAnswer();
@@ -66,6 +70,18 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     expect(status).toBe('COMPLETED');
     expect(state.messages.at(-1)?.content).toBe('Sunny in Rome.');
     expect((await t.owner.run(runId))?.status).toBe('COMPLETED');
+  });
+
+  it('a run that cannot be ended (the token expired) still hands the final state back, with the recording error', async () => {
+    const t = await openThread('langgraph: finish refused', expiredTokenForFinish);
+    const graph = buildReactAgent([turn('Hello.')]);
+    const runId = await t.newRun();
+    const { state, status, run, recordingError } = await t.audit.invoke(runId, graph, userSays('Hi.'), t.config);
+    expect(state.messages.at(-1)?.content).toBe('Hello.');
+    expect(status).toBe('COMPLETED');
+    expect(run).toBeNull();
+    expect(recordingError).toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect((await t.owner.run(runId))?.status).toBe('RUNNING');
   });
 
   it('records model -> parallel tools -> model, with the declared calls, inputs, outputs and one sequence', async () => {
@@ -346,6 +362,49 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
       { tool: 'cancel_my_run', toolCallId: call.id, status: 'CANCELLED', runId },
     ]);
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+  });
+
+  it('a model that numbers its calls afresh each step (call_0 every time): each later declaration is recorded as call_0#n', async () => {
+    const t = await openThread('langgraph: reused tool call ids');
+    const numbered = (call: ReturnType<typeof callTool>) => ({ ...call, id: 'call_0' });
+    const graph = buildReactAgent([
+      turn('The mail first.', [numbered(callTool('send_email', { to: 'me@example.com' }))]),
+      turn('Now Paris.', [numbered(callTool('get_weather', { city: 'Paris' }))]),
+      turn('Now Oslo.', [numbered(callTool('get_weather', { city: 'Oslo' }))]),
+      turn('The mail failed.'),
+    ]);
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.invoke(runId, graph, userSays('Go.'), t.config);
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    // LangGraph's ToolNode runs no call whose id already has a ToolMessage: only the first ran,
+    // and its bare error is settled FAILED under its own id.
+    const items = await t.timeline();
+    expect(glance(items).map((item) => ('model' in item ? item.declares : [item.toolCallId, item.status]))).toEqual([
+      ['call_0'],
+      ['call_0', 'FAILED'],
+      ['call_0#2'],
+      ['call_0#3'],
+      [],
+    ]);
+    expect(asTool(items[1]).toolCall).toMatchObject({ status: 'FAILED' });
+  });
+
+  it('an invocation your signal aborts ends the run CANCELLED, with the tool it stopped', async () => {
+    const t = await openThread('langgraph: aborted');
+    const abort = new AbortController();
+    const waitForAbort = tool(
+      async (_args, config) => {
+        abort.abort(new Error('user stop'));
+        return new Promise<string>((_resolve, reject) => config?.signal?.addEventListener('abort', () => reject(config.signal!.reason)));
+      },
+      { name: 'wait_for_abort', description: 'Runs until the invocation is aborted.', schema: z.object({}) },
+    );
+    const graph = buildReactAgent([turn('Waiting.', [callTool('wait_for_abort', {})]), turn('Never reached.')], { tools: [waitForAbort] });
+    const runId = await t.newRun();
+    await expect(t.audit.invoke(runId, graph, userSays('Go.'), { ...t.config, signal: abort.signal })).rejects.toThrow('user stop');
+    expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+    expect((await t.timeline()).map((item) => item.status)).toEqual(['COMPLETED', 'CANCELLED']);
   });
 
   it('a lease the keeper finds gone aborts a long tool at once, with AuditLeaseLostError', async () => {

@@ -24,6 +24,40 @@ export interface FinishedRun {
   run: Run | null;
   /** Writes the server refused (other than for a lost lease); their events are missing from the timeline. */
   writeErrors: unknown[];
+  /**
+   * Why the run could not be ended, when it could not (`run` is then null and the run was not
+   * ended as `status` says). Only `tryFinish` and the one-call methods return it, once the agent is
+   * done, so that its result still reaches you; `finish` throws it.
+   */
+  recordingError?: unknown;
+}
+
+/**
+ * The ids a run's tool calls are recorded under. The server keys a run's tool executions by
+ * tool call id, but some models number their calls afresh in every response (`call_0` at each
+ * step): an id the model declares again in the same run is recorded as `<id>#<n>` (its n-th
+ * declaration), and the executions that follow use the newest one.
+ */
+export class ToolCallIds {
+  private readonly declared = new Map<string, string[]>();
+
+  /** A model call declared `id`: the id it is recorded under. */
+  declare(id: string): string {
+    const recorded = this.declared.get(id) ?? [];
+    recorded.push(recorded.length === 0 ? id : `${id}#${recorded.length + 1}`);
+    this.declared.set(id, recorded);
+    return recorded.at(-1)!;
+  }
+
+  /** The id an execution of the model's `id` is recorded under: that of its newest declaration. */
+  current(id: string): string {
+    return this.declared.get(id)?.at(-1) ?? id;
+  }
+
+  /** The ids the declarations of the model's `id` were recorded under, in order. */
+  all(id: string): readonly string[] {
+    return this.declared.get(id) ?? [];
+  }
 }
 
 /**
@@ -34,6 +68,7 @@ export interface FinishedRun {
  */
 export class RunRecording {
   readonly writer: RunWriter;
+  readonly toolCallIds = new ToolCallIds();
   private readonly keeper: LeaseKeeper;
   private readonly lostController = new AbortController();
   private readonly sequence = new SequenceCounter(1);
@@ -89,6 +124,12 @@ export class RunRecording {
       this.keeper.stop();
       this.writer.throwIfLost();
     }
+  }
+
+  /** What a run that could not be ended is reported as: `run` null, with the error that stopped its end. */
+  unended(status: RunTerminalStatus, recordingError: unknown): FinishedRun {
+    this.keeper.stop();
+    return { status, run: null, writeErrors: [...this.writer.failures], recordingError };
   }
 
   /** Waits for every queued write, then ends the run. */

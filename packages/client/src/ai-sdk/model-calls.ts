@@ -1,7 +1,7 @@
 import type { LanguageModelMiddleware } from 'ai';
 import { randomUUID } from 'node:crypto';
 import { errorJson, toJson } from '../json.js';
-import type { RunRecording } from '../run-recording.js';
+import type { RunRecording, ToolCallIds } from '../run-recording.js';
 import type { DeclaredToolCallInput, JsonObject, JsonValue } from '../types.js';
 
 type GenerateResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapGenerate']>>>;
@@ -21,7 +21,7 @@ interface ModelResponse {
 /**
  * The language-model middleware that records each model call of the run: started with the
  * prompt it was given, finished with its content, usage and the tool calls it declares (or
- * FAILED with its error). A streamed response is recorded finished when its `finish` part
+ * FAILED with its error, and the content a stream had sent before it). A streamed response is recorded finished when its `finish` part
  * comes, before the part is passed on: the SDK runs the step's tools only after that part, so
  * their starts are queued after the declaring model call.
  */
@@ -35,15 +35,18 @@ export function modelCallRecorder(recording: RunRecording): LanguageModelMiddlew
     return (response: ModelResponse) => {
       const ended = recording.observe();
       const failed = response.error !== undefined;
+      // Declared now, before the SDK runs the tools, so that their executions find the ids.
+      const toolCalls = failed ? undefined : declaredToolCalls(response.content, recording.toolCallIds);
       return recording.write((lease) =>
         recording.client.recordModelFinished({
           lease,
           operationId,
           status: failed ? 'FAILED' : 'COMPLETED',
-          output: failed ? undefined : { content: response.content.map(contentJson), finishReason: toJson(response.finishReason) },
+          // A stream that failed keeps what it had streamed.
+          output: failed && response.content.length === 0 ? undefined : { content: response.content.map(contentJson), finishReason: toJson(response.finishReason) },
           error: failed ? errorJson(response.error) : undefined,
           usage: failed ? undefined : toJson(response.usage),
-          toolCalls: failed ? undefined : declaredToolCalls(response.content),
+          toolCalls,
           ...ended,
         }),
       );
@@ -137,10 +140,10 @@ function contentJson(part: Content): JsonValue {
 }
 
 /** The tool calls the SDK will execute here; a provider-executed one never reaches a tool of this run. */
-function declaredToolCalls(content: Content[]): DeclaredToolCallInput[] {
+function declaredToolCalls(content: Content[], ids: ToolCallIds): DeclaredToolCallInput[] {
   return content
     .filter((part): part is ToolCallPart => part.type === 'tool-call' && !part.providerExecuted)
-    .map((call) => ({ id: call.toolCallId, name: call.toolName, args: parsedInput(call.input) }));
+    .map((call) => ({ id: ids.declare(call.toolCallId), name: call.toolName, args: parsedInput(call.input) }));
 }
 
 /** A tool call's input as the model declared it: JSON text, parsed (kept as text when it is not JSON). */

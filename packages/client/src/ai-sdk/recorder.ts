@@ -42,7 +42,8 @@ export class AiSdkAudit {
   /**
    * Claims the run, calls generateText recorded, and ends the run: COMPLETED, CANCELLED when
    * the caller's abortSignal aborted it, FAILED when it threw (the error is rethrown). A lost
-   * lease aborts the call and throws AuditLeaseLostError.
+   * lease aborts the call and throws AuditLeaseLostError. Once the call has returned, its result
+   * is returned even when the run could not be ended (see `tryFinish`: `recordingError`).
    */
   async generateText<TOOLS extends ToolSet>(
     runId: string,
@@ -57,7 +58,7 @@ export class AiSdkAudit {
       await run.finish({ error });
       throw error;
     }
-    return { ...(await run.finish({ steps: result.steps })), result };
+    return { ...(await run.tryFinish({ steps: result.steps })), result };
   }
 
   /**
@@ -153,21 +154,46 @@ export class AuditedAiRun {
   async finish(outcome: AiSdkOutcome): Promise<FinishedRun> {
     this.stopIfLeaseLost();
     const failed = 'error' in outcome && outcome.error !== undefined;
-    const status: RunTerminalStatus = this.callerSignal?.aborted ? 'CANCELLED' : failed ? 'FAILED' : 'COMPLETED';
-    return this.recording.finish(status, {
+    return this.recording.finish(this.statusOf(outcome), {
       error: failed ? errorJson(outcome.error) : undefined,
       stateMessages: 'steps' in outcome ? this.settlingMessages(outcome.steps) : undefined,
     });
   }
 
+  /**
+   * `finish`, for when the agent's result must reach the caller whatever happens to the
+   * recording: a run that could not be ended (a lost lease, a refused token, the server out of
+   * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
+   */
+  async tryFinish(outcome: AiSdkOutcome): Promise<FinishedRun> {
+    try {
+      return await this.finish(outcome);
+    } catch (error) {
+      return this.recording.unended(this.statusOf(outcome), error);
+    }
+  }
+
+  private statusOf(outcome: AiSdkOutcome): RunTerminalStatus {
+    const failed = 'error' in outcome && outcome.error !== undefined;
+    return this.callerSignal?.aborted ? 'CANCELLED' : failed ? 'FAILED' : 'COMPLETED';
+  }
+
   private settlingMessages(steps: Extract<AiSdkOutcome, { steps: unknown }>['steps']): JsonValue[] {
-    return steps.flatMap((step) =>
-      step.content
-        .filter((part) => part.type === 'tool-error' && this.bareErrors.has(part.toolCallId))
-        .map((part) => {
-          const { toolCallId, toolName, error } = part as { toolCallId: string; toolName: string; error: unknown };
-          return { type: 'tool', tool_call_id: toolCallId, name: toolName, status: 'error', content: String(errorJson(error).message) };
-        }),
-    );
+    // A reused tool call id: the k-th step declaring it used the id of its k-th declaration.
+    const declarations = new Map<string, number>();
+    return steps.flatMap((step) => {
+      const recordedIds = new Map<string, string>();
+      for (const { toolCallId } of step.toolCalls) {
+        const k = declarations.get(toolCallId) ?? 0;
+        declarations.set(toolCallId, k + 1);
+        recordedIds.set(toolCallId, this.recording.toolCallIds.all(toolCallId)[k] ?? toolCallId);
+      }
+      return step.content.flatMap((part) => {
+        if (part.type !== 'tool-error') return [];
+        const toolCallId = recordedIds.get(part.toolCallId) ?? part.toolCallId;
+        if (!this.bareErrors.has(toolCallId)) return [];
+        return [{ type: 'tool', tool_call_id: toolCallId, name: part.toolName, status: 'error', content: String(errorJson(part.error).message) }];
+      });
+    });
   }
 }

@@ -11,8 +11,9 @@ type Execute = NonNullable<Tool['execute']>;
  * SDK's schema parsing, so defaults show against what the model declared), finished with its
  * output, or a bare error when it throws. The SDK hands a throw back to the model as a tool
  * error; `bareErrors` keeps them so the run's end can settle them. Tools without `execute`
- * are left as they are. A streaming tool (an async generator) is recorded finished with its
- * last value, which the SDK takes as its output.
+ * are left as they are. A streaming tool (one whose execute returns an AsyncIterable, declared
+ * `async function*` or not) is recorded finished with its last value, which the SDK takes as its
+ * output.
  */
 export function recordedTools<TOOLS extends ToolSet>(recording: RunRecording, tools: TOOLS, bareErrors: Map<string, string>): TOOLS {
   const recorded: ToolSet = {};
@@ -23,16 +24,17 @@ export function recordedTools<TOOLS extends ToolSet>(recording: RunRecording, to
 }
 
 function recordedExecute(recording: RunRecording, name: string, execute: Execute, bareErrors: Map<string, string>): Execute {
-  const started = (input: unknown, { toolCallId }: ToolExecutionOptions) => {
+  // Each execution is recorded under the id its declaration was recorded under (see ToolCallIds).
+  const started = (input: unknown, toolCallId: string) => {
     const event = recording.observe();
     return recording.write((lease) => recording.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: inputJson(input), ...event }));
   };
-  const finished = (output: unknown, { toolCallId }: ToolExecutionOptions) => {
+  const finished = (output: unknown, toolCallId: string) => {
     const event = recording.observe();
     const envelope: JsonObject = { type: 'tool', tool_call_id: toolCallId, name, status: 'success', content: typeof output === 'string' ? output : toJson(output) };
     return recording.write((lease) => recording.client.recordToolFinished({ lease, toolCallId, output: envelope, ...event }));
   };
-  const failed = async (error: unknown, { toolCallId }: ToolExecutionOptions) => {
+  const failed = async (error: unknown, toolCallId: string) => {
     // Our own write found the lease gone: that is not the tool's error, and nothing can be recorded.
     if (error instanceof AuditLeaseLostError) throw error;
     const event = recording.observe();
@@ -40,37 +42,81 @@ function recordedExecute(recording: RunRecording, name: string, execute: Execute
     await recording.write((lease) => recording.client.recordToolError({ lease, toolCallId, error: errorJson(error), ...event }));
     throw error;
   };
+  const recordedId = (options: ToolExecutionOptions) => recording.toolCallIds.current(options.toolCallId);
 
-  if (isAsyncGeneratorFunction(execute)) {
-    return async function* (input: unknown, options: ToolExecutionOptions) {
-      await started(input, options);
-      let last: unknown;
-      try {
-        for await (const value of execute(input, options) as AsyncIterable<unknown>) {
-          last = value;
-          yield value;
-        }
-      } catch (error) {
-        return failed(error, options);
+  /** Passes a streaming tool's values on; its last one, which the SDK takes as its output, is recorded as the finish. */
+  async function* recordedValues(values: AsyncIterable<unknown>, toolCallId: string) {
+    let last: unknown;
+    try {
+      for await (const value of values) {
+        last = value;
+        yield value;
       }
-      await finished(last, options);
+    } catch (error) {
+      return failed(error, toolCallId);
+    }
+    await finished(last, toolCallId);
+  }
+  const recordedOutput = async (output: PromiseLike<unknown> | unknown, toolCallId: string) => {
+    let value: unknown;
+    try {
+      value = await output;
+    } catch (error) {
+      return failed(error, toolCallId);
+    }
+    await finished(value, toolCallId);
+    return value;
+  };
+
+  if (isFunctionOfKind(execute, 'AsyncGeneratorFunction')) {
+    return async function* (input: unknown, options: ToolExecutionOptions) {
+      const toolCallId = recordedId(options);
+      await started(input, toolCallId);
+      yield* recordedValues(execute(input, options) as AsyncIterable<unknown>, toolCallId);
     };
   }
-  return async (input: unknown, options: ToolExecutionOptions) => {
-    await started(input, options);
-    let output: unknown;
+  if (isFunctionOfKind(execute, 'AsyncFunction')) {
+    return async (input: unknown, options: ToolExecutionOptions) => {
+      const toolCallId = recordedId(options);
+      await started(input, toolCallId);
+      return recordedOutput(execute(input, options), toolCallId);
+    };
+  }
+  // Any other function (a wrapper, transpiled code) may hand back an AsyncIterable, which the SDK
+  // streams only if it gets it back at once: so execute is called as soon as its start is queued,
+  // and what it returned says how it is recorded.
+  return (input: unknown, options: ToolExecutionOptions) => {
+    recording.stopIfLeaseLost();
+    const toolCallId = recordedId(options);
+    const start = started(input, toolCallId);
+    let returned: unknown;
     try {
-      output = await execute(input, options);
+      returned = execute(input, options);
     } catch (error) {
-      return failed(error, options);
+      return start.then(() => failed(error, toolCallId));
     }
-    await finished(output, options);
-    return output;
+    if (isAsyncIterable(returned)) {
+      return (async function* () {
+        await start;
+        yield* recordedValues(returned, toolCallId);
+      })();
+    }
+    return start.then(
+      () => recordedOutput(returned, toolCallId),
+      (error: unknown) => {
+        Promise.resolve(returned).catch(() => {}); // the recording's error is the one thrown
+        throw error;
+      },
+    );
   };
 }
 
-function isAsyncGeneratorFunction(fn: unknown): boolean {
-  return typeof fn === 'function' && fn.constructor?.name === 'AsyncGeneratorFunction';
+function isFunctionOfKind(fn: unknown, kind: 'AsyncFunction' | 'AsyncGeneratorFunction'): boolean {
+  return typeof fn === 'function' && fn.constructor?.name === kind;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return value != null && typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
 }
 
 /** A tool's input as the JSON object the server stores as effective input. */

@@ -10,6 +10,7 @@ import type { JsonObject, LeaseInput } from '../types.js';
 import { errorJson, toJson } from '../json.js';
 import { declaredToolCalls, effectiveInput, messageJson, toolOutputEnvelope } from './messages.js';
 import type { RunWriter } from '../run-writer.js';
+import { ToolCallIds } from '../run-recording.js';
 
 /** What the handler writes through: the run's client, its current lease and its writer. */
 export interface RecordingTarget {
@@ -18,6 +19,8 @@ export interface RecordingTarget {
   writer: RunWriter;
   /** Called for a tool that ran again for a tool call that had already ended (see ToolRerun). */
   onToolRerun?: (rerun: ToolRerun) => void;
+  /** The ids the run's tool calls are recorded under (see ToolCallIds); the run's own by default. */
+  toolCallIds?: ToolCallIds;
 }
 
 /**
@@ -63,9 +66,11 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   private readonly reruns = new Set<string>();
   /** Set when the root graph paused on interrupt(). */
   interrupt: GraphInterruptEvent | undefined;
+  readonly toolCallIds: ToolCallIds;
 
   constructor(private readonly target: RecordingTarget) {
     super();
+    this.toolCallIds = target.toolCallIds ?? new ToolCallIds();
     // Awaited, so the agent waits for a write (at most the writer's budget) and sees a lost lease;
     // raised, so that AuditLeaseLostError stops the agent.
     this.awaitHandlers = true;
@@ -102,6 +107,8 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     if (!this.models.has(runId)) return;
     const event = this.observe();
     const message = (output.generations[0]?.[0] as ChatGeneration | undefined)?.message;
+    // Declared now, before the graph runs the tools, so that their starts find the ids.
+    const toolCalls = declaredToolCalls(message).map((call) => ({ ...call, id: this.toolCallIds.declare(call.id) }));
     await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({
         lease,
@@ -109,7 +116,7 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
         status: 'COMPLETED',
         output: message ? messageJson(message) : toJson(output.generations),
         usage: message && 'usage_metadata' in message ? toJson(message.usage_metadata) : toJson(output.llmOutput?.tokenUsage),
-        toolCalls: declaredToolCalls(message),
+        toolCalls,
         ...event,
       }),
     );
@@ -131,11 +138,12 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     _tags?: string[],
     metadata?: Record<string, unknown>,
     runName?: string,
-    toolCallId?: string,
+    declaredId?: string,
   ): Promise<void> {
     // A tool run without a tool call id (called directly, not for a model's tool call) has nothing to bind to.
-    if (!toolCallId || eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
+    if (!declaredId || eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
     const event = this.observe();
+    const toolCallId = this.toolCallIds.current(declaredId);
     const name = runName ?? tool.id.at(-1) ?? 'tool';
     const recorded: { toolCallId: string; name: string; rerun?: boolean } = { toolCallId, name };
     this.tools.set(runId, recorded);

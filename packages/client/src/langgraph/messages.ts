@@ -26,11 +26,14 @@ export function messageJson(message: BaseMessage): JsonObject {
 
 /**
  * What a tool's run produced, as the output envelope of `recordToolFinished`: a ToolMessage
- * as is; anything else (a Command, a raw value of a tool called without a tool call) as the
- * content of a successful result.
+ * as is (with the id its tool call is recorded under); anything else (a Command, a raw value of
+ * a tool called without a tool call) as the content of a successful result.
  */
 export function toolOutputEnvelope(output: unknown, toolCallId: string, name: string): JsonObject {
-  if (isBaseMessage(output)) return messageJson(output);
+  if (isBaseMessage(output)) {
+    const json = messageJson(output);
+    return 'tool_call_id' in json ? { ...json, tool_call_id: toolCallId } : json;
+  }
   return { type: 'tool', tool_call_id: toolCallId, name, status: 'success', content: typeof output === 'string' ? output : toJson(output) };
 }
 

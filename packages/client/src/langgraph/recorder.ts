@@ -38,15 +38,17 @@ export class LangGraphAudit {
     private readonly options: LangGraphAuditOptions = {},
   ) {}
 
-  /** Claims the QUEUED run and keeps its lease; pass `run.handler` in the invocation's callbacks. */
+  /** Claims the QUEUED run and keeps its lease; invoke the graph with `run.record(config)` (or pass `run.handler` in its callbacks yourself). */
   async start(runId: string): Promise<AuditedRun> {
     return new AuditedRun(await RunRecording.claim(this.client, runId, this.options), this.options);
   }
 
   /**
    * Claims the run, invokes the graph with the recording handler, and ends the run: INTERRUPTED
-   * when the graph paused on interrupt(), FAILED when it threw (the error is rethrown),
-   * COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError.
+   * when the graph paused on interrupt(), CANCELLED when `config.signal` aborted it, FAILED when
+   * it threw (the error is rethrown in both cases), COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError. Once the
+   * graph has returned, its state is returned even when the run could not be ended (see
+   * `tryFinish`: `recordingError`).
    */
   async invoke<Input, State>(
     runId: string,
@@ -54,21 +56,17 @@ export class LangGraphAudit {
     input: Input,
     config: RunnableConfig = {},
   ): Promise<FinishedRun & { state: State }> {
-    const callbacks = callbackList(config.callbacks);
+    callbackList(config.callbacks); // refused before the run is claimed
     const run = await this.start(runId);
     let state: State;
     try {
-      state = await graph.invoke(input, {
-        ...config,
-        callbacks: [...callbacks, run.handler],
-        signal: config.signal ? AbortSignal.any([config.signal, run.signal]) : run.signal,
-      });
+      state = await graph.invoke(input, run.record(config));
     } catch (error) {
       run.stopIfLeaseLost();
       await run.finish({ error });
       throw error;
     }
-    return { ...(await run.finish({ state })), state };
+    return { ...(await run.tryFinish({ state })), state };
   }
 }
 
@@ -76,6 +74,7 @@ export class LangGraphAudit {
 export class AuditedRun {
   readonly handler: AuditCallbackHandler;
   private readonly messagesKey: string;
+  private callerSignal: AbortSignal | undefined;
 
   constructor(
     private readonly recording: RunRecording,
@@ -86,6 +85,7 @@ export class AuditedRun {
       lease: () => recording.lease,
       writer: recording.writer,
       onToolRerun: options.onToolRerun,
+      toolCallIds: recording.toolCallIds,
     });
     this.messagesKey = options.messagesKey ?? 'messages';
   }
@@ -105,7 +105,21 @@ export class AuditedRun {
   }
 
   /**
-   * Waits for every queued write, then ends the run: FAILED for an error, INTERRUPTED when the
+   * The invocation's config with the handler added to its callbacks (an array) and the lease's
+   * signal joined to its signal; an abort by that signal of yours ends the run CANCELLED.
+   */
+  record(config: RunnableConfig = {}): RunnableConfig {
+    this.callerSignal = config.signal;
+    return {
+      ...config,
+      callbacks: [...callbackList(config.callbacks), this.handler],
+      signal: config.signal ? AbortSignal.any([config.signal, this.signal]) : this.signal,
+    };
+  }
+
+  /**
+   * Waits for every queued write, then ends the run: CANCELLED when the signal given to `record`
+   * aborted, FAILED for an error, INTERRUPTED when the
    * graph paused on interrupt(), else COMPLETED. The final state's ToolMessages of tools that
    * ended in a bare error go along as `stateMessages`, so the server settles them; at a pause
    * on interrupt() they are sent as those tools' finishes first (the server settles from the
@@ -125,7 +139,21 @@ export class AuditedRun {
     });
   }
 
+  /**
+   * `finish`, for when the graph's state must reach the caller whatever happens to the
+   * recording: a run that could not be ended (a lost lease, a refused token, the server out of
+   * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
+   */
+  async tryFinish(outcome: InvocationOutcome): Promise<FinishedRun> {
+    try {
+      return await this.finish(outcome);
+    } catch (error) {
+      return this.recording.unended(this.endingOf(outcome), error);
+    }
+  }
+
   private endingOf(outcome: InvocationOutcome): RunTerminalStatus {
+    if (this.callerSignal?.aborted) return 'CANCELLED';
     if ('error' in outcome) return 'FAILED';
     const pending = (outcome.state as { __interrupt__?: unknown[] } | null)?.__interrupt__;
     return this.handler.interrupt || (Array.isArray(pending) && pending.length > 0) ? 'INTERRUPTED' : 'COMPLETED';
@@ -135,10 +163,22 @@ export class AuditedRun {
   private settlingMessages(state: unknown): JsonValue[] {
     const messages = (state as Record<string, unknown> | null)?.[this.messagesKey];
     if (!Array.isArray(messages)) return [];
-    return messages
-      .filter(isBaseMessage)
-      .map(messageJson)
-      .filter((message) => typeof message.tool_call_id === 'string' && this.handler.bareErrors.has(message.tool_call_id));
+    const json = messages.filter(isBaseMessage).map(messageJson);
+    const toolMessages = json.filter((message): message is JsonObject & { tool_call_id: string } => typeof message.tool_call_id === 'string');
+    // A reused tool call id (see ToolCallIds): a ToolMessage answers the latest AI message before it
+    // that declared its id; the last AI messages declaring an id are this run's declarations of it.
+    const declaredIds = (message: JsonObject) => ((message.tool_calls as { id?: string }[] | undefined) ?? []).flatMap(({ id }) => (id ? [id] : []));
+    const declarations = json.flatMap(declaredIds);
+    const seen = new Map<string, number>();
+    for (const message of json) {
+      for (const id of declaredIds(message)) seen.set(id, (seen.get(id) ?? 0) + 1);
+      if (typeof message.tool_call_id !== 'string') continue;
+      const recorded = this.handler.toolCallIds.all(message.tool_call_id);
+      const beforeThisRun = declarations.filter((id) => id === message.tool_call_id).length - recorded.length;
+      const recordedId = recorded[(seen.get(message.tool_call_id) ?? 0) - 1 - beforeThisRun];
+      if (recordedId) message.tool_call_id = recordedId;
+    }
+    return toolMessages.filter((message) => this.handler.bareErrors.has(message.tool_call_id));
   }
 }
 
