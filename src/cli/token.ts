@@ -45,4 +45,6 @@ try {
 // jose takes "0s" and "-1h" (or "1h ago"): a token that has expired when it is printed.
 const { iat, exp } = decodeJwt(token);
 if (exp! <= iat!) refuse(badExpires);
+// The server refuses a token whose expiry no Date holds (src/auth/jwt.ts).
+if (Number.isNaN(new Date(exp! * 1000).getTime())) refuse(`--expires must end before the year 275760, got "${values.expires}"`);
 console.log(token);
