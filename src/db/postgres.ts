@@ -165,8 +165,9 @@ export async function openPostgres(
     (client) => client.release(),
     async (error: Error & { code?: string }) => {
       await pool.end();
-      if (error.code !== '3D000') throw error; // invalid_catalog_name: the database does not exist
       const { hostname, port, pathname } = new URL(url);
+      // invalid_catalog_name: the database does not exist
+      if (error.code !== '3D000') throw new StartupError(`the PostgreSQL server of DATABASE_URL at ${hostname}:${port || 5432} cannot be reached: ${error.message}`);
       const database = decodeURIComponent(pathname.slice(1));
       throw new StartupError(
         `The database "${database}" does not exist on ${hostname}:${port || 5432}: create it (CREATE DATABASE "${database}", or createdb "${database}") or point DATABASE_URL at one that does.`,

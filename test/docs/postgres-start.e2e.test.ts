@@ -31,4 +31,22 @@ describe.runIf(onPostgres || servicesRequired)('npm run serve on a PostgreSQL da
     expect(readme).toContain('The database "audit" does not exist on 127.0.0.1:5432: create it');
     expect(readme).toMatch(/create it first, once/);
   });
+
+  it('names the server it could not reach (host and port, never the password) and why', () => {
+    const url = new URL(postgresAdminUrl!);
+    url.password = 'not-to-be-printed';
+    url.port = '1'; // nothing listens there
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: String(url), AUTH_JWT_SECRET: 'a-secret-that-is-long-enough-for-hs256', PORT: '0', REDIS_URL: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status, run.stderr).toBe(1);
+    expect(run.stdout).not.toContain('not-to-be-printed');
+    const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(lines, run.stdout).toEqual([
+      expect.objectContaining({ level: 'fatal', msg: `cannot start: the PostgreSQL server of DATABASE_URL at ${url.hostname}:1 cannot be reached: connect ECONNREFUSED ${url.hostname}:1` }),
+    ]);
+  });
 });
