@@ -11,6 +11,7 @@ from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
 from .errors import AuditApiError, LeaseLostError
 from .event_writer import EventWriter
+from .payloads import DEFAULT_MAX_JSON_BYTES, cap_json
 from .transport import RetryPolicy, Transport, encode_json
 from .types import (
     JSON,
@@ -79,9 +80,12 @@ class AuditClient:
         clock_id: str = PROCESS_CLOCK_ID,
         retry: Optional[RetryPolicy] = None,
         batching: bool = True,
+        max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
     ) -> None:
         self.url = url
         self.clock_id = clock_id
+        # A payload larger than this as JSON is sent cut, with a visible marker (payloads.py).
+        self.max_json_bytes = max_json_bytes
         self._transport = Transport(url, token, retry or RetryPolicy())
         # Lifecycle events from every thread (not renewals, sent at once) go through one writer
         # that batches by itself (event_writer.py); ``batching=False`` sends each as its own request.
@@ -246,7 +250,8 @@ class AuditClient:
         the run ended) tells.
         """
         check_values(ops.FINISH_RUN, {"error": error, "stateMessages": state_messages})
-        finish = {"lease": _lease(lease), "status": status, "error": error, "stateMessages": state_messages or []}
+        messages = [self._capped(message) for message in state_messages or []]
+        finish = {"lease": _lease(lease), "status": status, "error": self._capped(error), "stateMessages": messages}
         return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}))
 
     # ---- Owners (creations are not retried: a resend would create a second one) ----
@@ -289,6 +294,9 @@ class AuditClient:
         clock: Optional[ClockReading],
     ) -> Any:
         check_values(operation, {name: fields[name] for name in _JSON_FIELDS if name in fields}, observed_at)
+        fields = {name: self._capped(value) if name in _PAYLOAD_FIELDS else value for name, value in fields.items()}
+        if fields.get("toolCalls"):
+            fields["toolCalls"] = [{**call, "args": self._capped(call["args"])} for call in fields["toolCalls"]]
         reading = read_clock(self.clock_id) if clock is READ_NOW else clock
         event = {
             "lease": _lease(lease),
@@ -298,6 +306,9 @@ class AuditClient:
         }
         return self._event(operation, {"input": _without_none(event)})
 
+    def _capped(self, value: Any) -> Any:
+        return None if value is None else cap_json(value, self.max_json_bytes)
+
     def _event(self, operation: ops.Operation, variables: Dict[str, Any]) -> Any:
         if self._writer is None:
             return self._transport.execute(operation, variables)
@@ -306,6 +317,8 @@ class AuditClient:
 
 # The lifecycle events' fields that carry the caller's JSON values (check_values).
 _JSON_FIELDS = ("input", "output", "error", "usage", "toolCalls", "effectiveInput")
+# Those that are one payload each (a declared call's args are one each too).
+_PAYLOAD_FIELDS = ("input", "output", "error", "usage", "effectiveInput")
 
 # Each batched lifecycle mutation's key in LifecycleEventInput (renew_lease is sent on its own).
 _EVENT_KINDS = {
