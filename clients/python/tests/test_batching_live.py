@@ -138,6 +138,7 @@ class BatchingLiveTest(LiveTestCase):
 
     def test_concurrent_large_events_are_cut_into_requests_under_the_body_limit(self) -> None:
         thread_id, run_id = self.queued_run("batches by bytes")
+        self.worker.max_json_bytes = 16 * 1024 * 1024  # the client's own cut further off than the server's limits
         calls = [f"c{index}" for index in range(12)] + ["huge"]
         sent: List[Tuple[str, int, List[str]]] = []
         execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test measures the requests

@@ -178,6 +178,7 @@ class RefusedTest(LiveTestCase):
 
     def test_a_json_value_over_the_limit_is_bad_user_input(self) -> None:
         _, run_id = self.queued_run()
+        self.worker.max_json_bytes = 16 * 1024 * 1024  # a client told a larger limit than the server's
         with self.worker.start_run(run_id) as run:
             with self.assertRaises(AuditApiError) as raised:
                 run.model_started("model-1", model="gpt-x", input={"pad": "x" * (1024 * 1024 + 1)})
@@ -185,6 +186,7 @@ class RefusedTest(LiveTestCase):
 
     def test_a_body_over_the_server_limit_is_a_413_that_is_not_retried_and_changes_nothing(self) -> None:
         thread_id, run_id = self.queued_run()
+        self.worker.max_json_bytes = 16 * 1024 * 1024  # the client's own cut further off than the server's limits
         with self.worker.start_run(run_id) as run:
             run.model_started("model-1", model="gpt-x", input={})
             run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "dump", {})])
