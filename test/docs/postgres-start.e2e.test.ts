@@ -8,16 +8,20 @@ import { onPostgres, postgresAdminUrl, servicesRequired } from '../support/datab
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
+/** `npm run serve`'s server on DATABASE_URL `url`, run to its exit. */
+const serveOn = (url: URL) =>
+  spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, DATABASE_URL: String(url), AUTH_JWT_SECRET: 'a-secret-that-is-long-enough-for-hs256', PORT: '0', REDIS_URL: '' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+
 describe.runIf(onPostgres || servicesRequired)('npm run serve on a PostgreSQL database that does not exist', () => {
   it('prints one line naming the database, as the README says, and exits 1', () => {
     const url = new URL(postgresAdminUrl!);
     url.pathname = '/audit_never_created';
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, DATABASE_URL: String(url), AUTH_JWT_SECRET: 'a-secret-that-is-long-enough-for-hs256', PORT: '0', REDIS_URL: '' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const run = serveOn(url);
     expect(run.status, run.stderr).toBe(1);
     // One fatal JSON line (docs/operations.md, "Logs"), its message the README's.
     const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string });
@@ -36,12 +40,7 @@ describe.runIf(onPostgres || servicesRequired)('npm run serve on a PostgreSQL da
     const url = new URL(postgresAdminUrl!);
     url.password = 'not-to-be-printed';
     url.port = '1'; // nothing listens there
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, DATABASE_URL: String(url), AUTH_JWT_SECRET: 'a-secret-that-is-long-enough-for-hs256', PORT: '0', REDIS_URL: '' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const run = serveOn(url);
     expect(run.status, run.stderr).toBe(1);
     expect(run.stdout).not.toContain('not-to-be-printed');
     const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string });
