@@ -19,12 +19,20 @@ export interface ExportConfig {
 const PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 
 /** `k1=v1,k2=v2`, values percent-encoded (the W3C baggage format the variables use). */
-function parseHeaders(text: string | undefined): Record<string, string> {
+/** `key=value` pairs, comma-separated, URL-encoded; a pair that is not one is refused by its place (its text may be a secret). */
+function parseHeaders(name: string, text: string | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const pair of (text ?? '').split(',')) {
+  for (const [index, pair] of (text ?? '').split(',').entries()) {
+    if (!pair.trim()) continue;
     const at = pair.indexOf('=');
-    if (at <= 0) continue;
-    headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    let header: [string, string] | undefined;
+    try {
+      if (at > 0) header = [decodeURIComponent(pair.slice(0, at).trim()), decodeURIComponent(pair.slice(at + 1).trim())];
+    } catch {
+      // a malformed %-escape
+    }
+    if (!header?.[0]) throw new Error(`${name} must be comma-separated key=value pairs (W3C baggage format, values URL-encoded): pair ${index + 1} is not`);
+    headers[header[0]] = header[1];
   }
   return headers;
 }
@@ -50,7 +58,10 @@ export function exportConfigFromEnv(env: NodeJS.ProcessEnv): ExportConfig | unde
   return {
     url,
     protocol: protocol as ExportConfig['protocol'],
-    headers: { ...parseHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), ...parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
+    headers: {
+      ...parseHeaders('OTEL_EXPORTER_OTLP_HEADERS', env.OTEL_EXPORTER_OTLP_HEADERS),
+      ...parseHeaders('OTEL_EXPORTER_OTLP_TRACES_HEADERS', env.OTEL_EXPORTER_OTLP_TRACES_HEADERS),
+    },
     timeoutMs: timeout,
     serviceName: env.OTEL_SERVICE_NAME || 'agent-audit-server',
     pollMs,

@@ -50,4 +50,14 @@ describe('the exporter variables', () => {
     expect(config).toMatchObject({ url: 'http://traces:9999/custom', protocol: 'http/json', headers: { a: '1', b: '3' } });
     expect(exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://general:4318/' })!.url).toBe('http://general:4318/v1/traces');
   });
+
+  it('refuse headers that are not key=value pairs, naming the variable and the pair by its place, never its text (it may be a secret)', () => {
+    const withHeaders = (headers: string) => () => exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_HEADERS: headers });
+    expect(withHeaders('garbage-secret')).toThrow(/^OTEL_EXPORTER_OTLP_HEADERS must be comma-separated key=value pairs \(W3C baggage format, values URL-encoded\): pair 1 is not$/);
+    expect(withHeaders('a=1,=secret')).toThrow(/pair 2 is not/);
+    expect(withHeaders('authorization=Bearer%2')).toThrow(/pair 1 is not/);
+    expect(withHeaders('garbage-secret')).not.toThrow(/secret/);
+    // Blank pairs (a trailing comma) are no pairs.
+    expect(exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_HEADERS: ' a = 1 , ' })!.headers).toEqual({ a: '1' });
+  });
 });
