@@ -115,6 +115,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for assistive techn
     await page.getByRole('link', { name: '← threads' }).click();
     await expect.poll(() => focused(page)).toMatch(/^h[12]:Threads/);
     expect(await page.title()).toMatch(/Threads/);
+    await page.getByRole('link', { name: 'Activity', exact: true }).click();
+    await expect.poll(() => focused(page)).toBe('h1:Tool activity');
     await page.close();
   }, 120_000);
 
@@ -180,6 +182,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for assistive techn
     // Retried by itself: the details load and the banner goes.
     await page.locator('.details .diff').waitFor({ timeout: 20_000 });
     await expect.poll(() => banner.count(), { timeout: 10_000 }).toBe(0);
+    await page.close();
+  }, 120_000);
+
+  it("reads the thread's tool-call ledger again by itself after a proxy's error page", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'ledger behind a proxy');
+    await threadWithFailedTool(owner, worker, threadId);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    let failures = 1;
+    await page.route('**/graphql', (route) => {
+      if (failures > 0 && /query ToolCallLedger\b/.test(route.request().postData() ?? '')) {
+        failures--;
+        return void route.fulfill({ status: 502, contentType: 'text/html', body: '<html><body>502 Bad Gateway</body></html>' });
+      }
+      void route.continue();
+    });
+    await page.click('button:text("Tool calls")');
+    await expect.poll(() => failures).toBe(0);
+    await page.locator('[data-testid=ledger] tr[data-tool-call-id="c1"]').waitFor({ timeout: 20_000 });
     await page.close();
   }, 120_000);
 

@@ -7,6 +7,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
 import { createLiveClient, unlessTokenRefused, type ConnectionState } from './api.js';
+import { useFocusedHeading } from './focus.js';
 import { formatAgo, formatDuration } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
@@ -304,6 +305,7 @@ function Failures({ view, now }: { view: ActivityView; now: number }) {
 
 export function Activity({ token }: { token: string }) {
   const settings = settingsOf(hash.value);
+  const heading = useFocusedHeading();
   // The address says what shows: a window the page does not offer (or none) becomes the one shown.
   useEffect(() => {
     const shown = addressOf(settings);
@@ -358,7 +360,7 @@ export function Activity({ token }: { token: string }) {
   const current = view.value;
   return (
     <section class="activity" aria-label="Tool activity">
-      <h1>Tool activity</h1>
+      <h1 ref={heading} tabIndex={-1}>Tool activity</h1>
       <div class="activity-controls">
         <label>
           Window{' '}

@@ -72,16 +72,10 @@ import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } fro
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, revealInvisible, runLabel, shortId, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { pastedToken, tokenRefusal } from './api.js';
+import { useFocusedHeading } from './focus.js';
 
 /** A sentence ends with a full stop (a server's message may not). */
 const sentence = (text: string) => (/[.!?…]$/.test(text) ? text : `${text}.`);
-
-/** Focus goes to a new view's heading (tabIndex -1), so a screen reader starts there, not at the page's top. */
-function useFocusedHeading(key: unknown = null) {
-  const heading = useRef<HTMLHeadingElement>(null);
-  useEffect(() => heading.current?.focus(), [key]);
-  return heading;
-}
 
 function SignIn() {
   const draft = useSignal('');

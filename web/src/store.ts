@@ -173,13 +173,19 @@ export async function loadLedger(more = false) {
       after = page.pageInfo.endCursor ?? null;
     } while (hasMore && entries.length < wanted);
     if (JSON.stringify(ledgerQuery.peek()) !== forQuery) return;
+    ledgerFailures = 0;
     ledgerPage.value = { entries, hasMore, error: null, forQuery };
     const names = new Set([...ledgerNames.peek(), ...entries.map((entry) => entry.name)]);
     if (names.size !== ledgerNames.peek().length) ledgerNames.value = [...names].sort();
   } catch (error) {
-    ledgerPage.value = { entries: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery };
+    const message = error instanceof Error ? error.message : String(error);
+    ledgerPage.value = { entries: [], hasMore: false, error: message, forQuery };
+    // A read lost on the way is tried again, a little later each time, while the same ledger shows.
+    if (!isTransient(message)) return;
+    setTimeout(() => JSON.stringify(ledgerQuery.peek()) === forQuery && void loadLedger(), Math.min(15_000, 1000 * 2 ** ledgerFailures++));
   }
 }
+let ledgerFailures = 0;
 let ledgerTimer: ReturnType<typeof setTimeout> | undefined;
 /** The open thread's ledger follows its changes (threadChanges): one read per burst of them. */
 function refreshLedgerSoon() {
