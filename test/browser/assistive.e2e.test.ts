@@ -49,6 +49,19 @@ function holdRequests(page: Page, pattern: RegExp) {
   return { ready, release: () => ((holding = false), held.splice(0).forEach((route) => void route.continue())) };
 }
 
+/** Answers the first `count` GraphQL requests whose query matches `pattern` with a proxy's HTML 502. */
+async function proxyErrorPages(page: Page, pattern: RegExp, count: number) {
+  const proxy = { left: count };
+  await page.route('**/graphql', (route) => {
+    if (proxy.left > 0 && pattern.test(route.request().postData() ?? '')) {
+      proxy.left--;
+      return void route.fulfill({ status: 502, contentType: 'text/html', body: '<html><body>502 Bad Gateway</body></html>' });
+    }
+    void route.continue();
+  });
+  return proxy;
+}
+
 describe.skipIf(!haveChromium && !browserRequired)(`the page for assistive technology and a rough network (${backendName})`, () => {
   server = pageSuite((suite) => ({ origin, browser } = suite));
 
@@ -167,14 +180,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for assistive techn
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     await signIn(page, origin, who.owner);
     await openThread(page, origin, `#thread=${threadId}`);
-    let failures = 2;
-    await page.route('**/graphql', (route) => {
-      if (failures > 0 && /query Audit\b/.test(route.request().postData() ?? '')) {
-        failures--;
-        return void route.fulfill({ status: 502, contentType: 'text/html', body: '<html><body>502 Bad Gateway</body></html>' });
-      }
-      void route.continue();
-    });
+    await proxyErrorPages(page, /query Audit\b/, 2);
     await page.locator(`#row-${toolId}`).click();
     const banner = page.locator('.banner.error[role=alert]');
     await expect.poll(() => banner.textContent()).toContain('HTTP 502');
@@ -191,16 +197,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for assistive techn
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     await signIn(page, origin, who.owner);
     await openThread(page, origin, `#thread=${threadId}`);
-    let failures = 1;
-    await page.route('**/graphql', (route) => {
-      if (failures > 0 && /query ToolCallLedger\b/.test(route.request().postData() ?? '')) {
-        failures--;
-        return void route.fulfill({ status: 502, contentType: 'text/html', body: '<html><body>502 Bad Gateway</body></html>' });
-      }
-      void route.continue();
-    });
+    const proxy = await proxyErrorPages(page, /query ToolCallLedger\b/, 1);
     await page.click('button:text("Tool calls")');
-    await expect.poll(() => failures).toBe(0);
+    await expect.poll(() => proxy.left).toBe(0);
     await page.locator('[data-testid=ledger] tr[data-tool-call-id="c1"]').waitFor({ timeout: 20_000 });
     await page.close();
   }, 120_000);
