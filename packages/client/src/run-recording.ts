@@ -126,10 +126,19 @@ export class RunRecording {
     }
   }
 
-  /** What a run that could not be ended is reported as: `run` null, with the error that stopped its end. */
-  unended(status: RunTerminalStatus, recordingError: unknown): FinishedRun {
-    this.keeper.stop();
-    return { status, run: null, writeErrors: [...this.writer.failures], recordingError };
+  /**
+   * `finish` (the adapter's own, which ends the run as `status`), for when the agent's result must
+   * reach the caller whatever happens to the recording: a run that could not be ended (a lost
+   * lease, a refused token, the server out of reach) comes back with `run: null` and the error as
+   * `recordingError`, instead of thrown.
+   */
+  async tryFinish(status: RunTerminalStatus, finish: () => Promise<FinishedRun>): Promise<FinishedRun> {
+    try {
+      return await finish();
+    } catch (recordingError) {
+      this.keeper.stop();
+      return { status, run: null, writeErrors: [...this.writer.failures], recordingError };
+    }
   }
 
   /** Waits for every queued write, then ends the run. */

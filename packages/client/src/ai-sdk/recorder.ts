@@ -165,12 +165,8 @@ export class AuditedAiRun {
    * recording: a run that could not be ended (a lost lease, a refused token, the server out of
    * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
    */
-  async tryFinish(outcome: AiSdkOutcome): Promise<FinishedRun> {
-    try {
-      return await this.finish(outcome);
-    } catch (error) {
-      return this.recording.unended(this.statusOf(outcome), error);
-    }
+  tryFinish(outcome: AiSdkOutcome): Promise<FinishedRun> {
+    return this.recording.tryFinish(this.statusOf(outcome), () => this.finish(outcome));
   }
 
   private statusOf(outcome: AiSdkOutcome): RunTerminalStatus {

@@ -144,12 +144,8 @@ export class AuditedRun {
    * recording: a run that could not be ended (a lost lease, a refused token, the server out of
    * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
    */
-  async tryFinish(outcome: InvocationOutcome): Promise<FinishedRun> {
-    try {
-      return await this.finish(outcome);
-    } catch (error) {
-      return this.recording.unended(this.endingOf(outcome), error);
-    }
+  tryFinish(outcome: InvocationOutcome): Promise<FinishedRun> {
+    return this.recording.tryFinish(this.endingOf(outcome), () => this.finish(outcome));
   }
 
   private endingOf(outcome: InvocationOutcome): RunTerminalStatus {
