@@ -263,7 +263,16 @@ describe(`run scenarios against the server process (${backendName})`, () => {
       lease: run.lease,
       status: 'FAILED',
       error: { message: 'send_email failed' },
-      stateMessages: [{ type: 'human', content: 'Email me invoice 42.' }, finalToolMessage],
+      // The whole checkpoint, as docs/runtime-authors.md says to pass it: a long conversation past
+      // the server's 8 MiB body limit, a NUL (which PostgreSQL's JSON cannot store) and an earlier
+      // success that the last error supersedes. The client sends what can settle a bare error.
+      stateMessages: [
+        { type: 'human', content: 'Email me invoice 42.' },
+        ...Array.from({ length: 9 }, () => ({ type: 'ai', content: 'x'.repeat(1024 * 1024 - 100) })),
+        { type: 'ai', content: 'a\u0000b' },
+        toolMessage(email, 'sent'),
+        finalToolMessage,
+      ],
     });
     expect(ended).toMatchObject({ status: 'FAILED', error: { message: 'send_email failed' }, leaseOwner: null });
 

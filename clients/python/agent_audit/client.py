@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, Union, cast
 
 from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
@@ -41,6 +41,22 @@ READ_NOW: Any = object()
 
 #: What ``observed_at`` takes: an RFC 3339 string, an aware datetime, or None (read now).
 ObservedAt = Union[str, datetime, None]
+
+
+def settling_messages(messages: Sequence[Any]) -> List[Dict[str, Any]]:
+    """The messages of a run's final state that can settle its bare tool errors (the server's
+    final-state reconciliation): for each ``tool_call_id`` the last message, when its ``status``
+    is ``"error"``. The server reads nothing else of the state, and a whole checkpoint can
+    outgrow the request's body limit."""
+    last: Dict[str, Dict[str, Any]] = {}
+    for message in messages:
+        if isinstance(message, Mapping):
+            fields = cast(Mapping[str, Any], message)
+            call_id: Any = fields.get("tool_call_id")
+            if isinstance(call_id, (str, int)) and not isinstance(call_id, bool):
+                last.pop(str(call_id), None)
+                last[str(call_id)] = dict(fields)
+    return [message for message in last.values() if message.get("status") == "error"]
 
 
 def check_values(operation: ops.Operation, json_fields: Mapping[str, Any], observed_at: Any = READ_NOW) -> None:
@@ -245,12 +261,16 @@ class AuditClient:
     ) -> Run:
         """Ends the run (COMPLETED, FAILED, CANCELLED, INTERRUPTED) and closes what is open in it.
 
+        ``state_messages`` may be the whole final state: only the messages that can settle a bare
+        error are sent (``settling_messages``).
+
         Retried after transport failures, but an ended run answers LEASE_LOST: a LEASE_LOST with
         ``attempts > 1`` may mean the first attempt ended the run, which its ``run_status`` (how
         the run ended) tells.
         """
-        check_values(ops.FINISH_RUN, {"error": error, "stateMessages": state_messages})
-        messages = [self._capped(message) for message in state_messages or []]
+        settling = settling_messages(state_messages or [])
+        check_values(ops.FINISH_RUN, {"error": error, "stateMessages": settling})
+        messages = [self._capped(message) for message in settling]
         finish = {"lease": _lease(lease), "status": status, "error": self._capped(error), "stateMessages": messages}
         return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}))
 

@@ -62,6 +62,26 @@ class LifecycleTest(LiveTestCase):
         self.assertEqual(hotels_audit.output, hotels_error)
         self.assertFalse(hotels_audit.awaiting_run_terminal)
 
+    def test_a_whole_checkpoint_past_the_body_limit_settles_the_bare_error(self) -> None:
+        thread_id, run_id = self.queued_run()
+        search = DeclaredToolCall("call-search", "search", {"q": "x"})
+        settled = {"type": "tool", "tool_call_id": "call-search", "content": "quota exceeded", "status": "error"}
+        # A long conversation: 12 MiB of messages (the server takes 8 MiB a request), one holding a
+        # NUL (which PostgreSQL's JSON cannot store), and an earlier success the last error supersedes.
+        history = [{"type": "human", "content": "x" * (1024 * 1024 - 100)} for _ in range(12)]
+        history += [{"type": "ai", "content": "a\u0000b"}, {**settled, "status": "success"}, settled, {"type": "ai", "content": "done"}]
+        with self.worker.start_run(run_id) as run:
+            run.model_started("model-1", model="gpt-x", input={"messages": []})
+            run.model_finished("model-1", output={"content": ""}, tool_calls=[search])
+            run.tool_started("call-search", "search", effective_input={"q": "x"})
+            run.tool_error("call-search", {"name": "HTTPError", "message": "429"})
+            run.state_messages = history
+
+        self.assertEqual(run.finished.status if run.finished else None, "COMPLETED")
+        tool = self.owner.thread_audits(thread_id).items[1]
+        assert isinstance(tool, ToolAudit)
+        self.assertEqual((tool.status, tool.output), ("FAILED", settled))
+
     def test_an_interrupted_tool_runs_again_in_the_resumed_run(self) -> None:
         thread_id, run_id = self.queued_run()
         approval = DeclaredToolCall("call-approve", "ask_human", {"question": "Book it?"})

@@ -4,6 +4,7 @@ import { EventWriter, type EventWriterOptions, type LifecycleEventKind, type Lif
 import { capJson, DEFAULT_MAX_JSON_BYTES, toJson } from './json.js';
 import type { JsonValue } from './json-value.js';
 import { OPERATIONS } from './operations.js';
+import { settlingMessages } from './state-messages.js';
 import { nodeHttpPost } from './node-http.js';
 import { DEFAULT_RETRY_POLICY, fetchPost, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
 import type {
@@ -197,7 +198,7 @@ export class AuditClient {
       lease: leaseRef(input.lease),
       status: input.status,
       error: this.payload(input.error),
-      stateMessages: input.stateMessages?.map((message) => this.payload(message)),
+      stateMessages: input.stateMessages && settlingMessages(input.stateMessages.map(toJson)).map((message) => this.payload(message)),
     }));
   }
 

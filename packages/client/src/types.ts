@@ -131,5 +131,6 @@ export interface FinishRunInput {
   lease: LeaseInput;
   status: RunTerminalStatus;
   error?: unknown;
+  /** The final state's messages (the whole checkpoint may be given): only those that can settle a bare error are sent, per tool call id the last, when its status is "error". */
   stateMessages?: unknown[];
 }

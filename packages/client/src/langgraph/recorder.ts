@@ -3,6 +3,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import type { AuditClient } from '../audit-client.js';
 import { errorJson } from '../json.js';
 import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
+import { settlingMessages } from '../state-messages.js';
 import type { JsonObject, JsonValue, RunTerminalStatus } from '../types.js';
 import { AuditCallbackHandler, type ToolRerun } from './handler.js';
 import { messageJson } from './messages.js';
@@ -131,11 +132,11 @@ export class AuditedRun {
       // The server reconciles bare errors from the state only for COMPLETED and FAILED runs; at a
       // pause it would close them INTERRUPTED and their ToolCalls back to PENDING, and the resume
       // never runs those tools again: settle each from its last error ToolMessage now.
-      for (const message of lastErrorPerToolCall(this.settlingMessages(outcome.state))) await this.handler.settleBareError(message);
+      for (const message of settlingMessages(this.bareErrorToolMessages(outcome.state))) await this.handler.settleBareError(message);
     }
     return this.recording.finish(status, {
       error: 'error' in outcome ? errorJson(outcome.error) : undefined,
-      stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.settlingMessages(outcome.state) : undefined,
+      stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.bareErrorToolMessages(outcome.state) : undefined,
     });
   }
 
@@ -156,7 +157,7 @@ export class AuditedRun {
   }
 
   /** Only the messages that can settle something: the ToolMessages of this run's bare errors. */
-  private settlingMessages(state: unknown): JsonValue[] {
+  private bareErrorToolMessages(state: unknown): JsonValue[] {
     const messages = (state as Record<string, unknown> | null)?.[this.messagesKey];
     if (!Array.isArray(messages)) return [];
     const json = messages.filter(isBaseMessage).map(messageJson);
@@ -176,13 +177,6 @@ export class AuditedRun {
     }
     return toolMessages.filter((message) => this.handler.bareErrors.has(message.tool_call_id));
   }
-}
-
-/** The last message of each tool call, when it is an error ToolMessage (as the server's final-state reconciliation takes it). */
-function lastErrorPerToolCall(messages: JsonValue[]): JsonObject[] {
-  const last = new Map<string, JsonObject>();
-  for (const message of messages as JsonObject[]) last.set(String(message.tool_call_id), message);
-  return [...last.values()].filter((message) => message.status === 'error');
 }
 
 function callbackList(callbacks: RunnableConfig['callbacks']): NonNullable<Extract<RunnableConfig['callbacks'], unknown[]>> {
