@@ -91,7 +91,8 @@ describe('a server process whose Redis cannot be reached at start', () => {
 
       await proxy.up();
       await expect.poll(() => redisUp(a), { timeout: 20_000 }).toBe(1);
-      expect(jsonLines(a).filter((line) => line.msg === 'Redis is back')).not.toEqual([]);
+      // Logged once its channels are subscribed again, a moment after both connections are up.
+      await expect.poll(() => jsonLines(a).filter((line) => line.msg === 'Redis is back')).toHaveLength(1);
       // A listens on the thread's Redis channel (no one else does): B's wake-ups reach it from now on.
       const observer = new Redis(testRedisUrl!);
       onTestFinished(() => void observer.quit());
