@@ -7,7 +7,7 @@ import { errorFields, log } from '../log.js';
  * change wake-ups (redis-bus.ts): a deletion is no change of the thread, and has no cursor.
  * Best effort, like a wake-up: a signal lost while Redis is away is made up by the poll of
  * subscribed threads' cursors (pubsub.ts), which ends the feed of a thread it no longer finds.
- * Connecting never fails the start (the wake-up bus already requires Redis then).
+ * Connecting never holds the start up: the connections retry until Redis is there.
  */
 export function connectDeletionSignal(url: string, prefix: string, onDeleted: (threadId: string) => void) {
   const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };

@@ -313,8 +313,8 @@ export function liveUpdatesMode(config: Pick<Config, 'redisUrl' | 'databaseUrl' 
 /**
  * Change feeds for this instance; with REDIS_URL, Redis carries wake-ups (and small changes) to
  * every instance; on PostgreSQL without it, a poll of the watched threads' cursors does, slower.
- * The database stays the source of truth: the start fails if Redis cannot be reached then, but
- * a later outage only slows delivery down to the poll.
+ * The database stays the source of truth: a Redis outage, even one that begins at start, only
+ * slows delivery down to the poll.
  */
 export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number; activityClock?: Clock } = {}) {
   const { redisUrl, redisPrefix } = config;

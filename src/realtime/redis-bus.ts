@@ -112,57 +112,39 @@ export function decodeMessage(threadId: string, text: string): { origin: string;
 }
 
 /**
- * Logs the first failure of an outage and the recovery, not every retry. Silent until `arm`ed
- * once connected: a Redis unreachable at start is the start-up's one error, not an outage.
+ * Logs an outage once when it begins (whichever connection meets it first, at start or later)
+ * and once when it ends, not every retry.
  */
-function outageLog(name: string) {
+function outageLog(redis: string) {
   let down = false;
-  let armed = false;
   return {
-    arm: () => void (armed = true),
     failed(error: unknown) {
-      if (down || !armed) return;
+      if (down) return;
       down = true;
-      log.warn({ component: 'realtime', connection: name, error: errorFields(error) }, 'Redis unreachable; subscribers read changes from the database until it is back');
+      log.warn({ component: 'realtime', redis, error: errorFields(error) }, 'Redis unreachable; subscribers read changes from the database until it is back');
     },
     recovered() {
       if (!down) return;
       down = false;
-      log.info({ component: 'realtime', connection: name }, 'Redis is back');
+      log.info({ component: 'realtime', redis }, 'Redis is back');
     },
   };
 }
 
 /**
  * Two connections (a subscribing connection cannot publish), one channel per thread under
- * `prefix`. Rejects if Redis cannot be reached at start; a later outage never throws to writers:
- * the threads whose wake-up could not be published are published again once it is back.
+ * `prefix`. Resolves after the first attempt to connect: a Redis unreachable then is an outage
+ * that begins at start, as one later is. An outage never throws to writers: the threads whose
+ * wake-up could not be published are published again once it is back.
  */
 export async function connectRedisBus(url: string, prefix: string): Promise<WakeBus> {
   const origin = randomUUID();
   const publisher = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-publisher' });
   const subscriber = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-subscriber' });
-  const publishLog = outageLog('publish');
-  const subscribeLog = outageLog('subscribe');
-  publisher.on('error', publishLog.failed);
-  subscriber.on('error', subscribeLog.failed);
-
-  // A failed connect rejects with "Connection is closed."; the cause (ECONNREFUSED, a DNS error) came as an 'error' event.
-  let cause: unknown;
-  const noteCause = (error: unknown) => void (cause ??= error);
-  publisher.once('error', noteCause);
-  try {
-    await Promise.all([publisher.connect(), subscriber.connect()]);
-  } catch (error) {
-    publisher.disconnect();
-    subscriber.disconnect();
-    const { host, port } = publisher.options;
-    throw new Error(`REDIS_URL is set but Redis at ${host}:${port} cannot be reached: ${errorFields(cause ?? error).message}`);
-  } finally {
-    publisher.off('error', noteCause);
-  }
-  publishLog.arm();
-  subscribeLog.arm();
+  const outage = outageLog(`${publisher.options.host}:${publisher.options.port}`);
+  publisher.on('error', outage.failed);
+  subscriber.on('error', outage.failed);
+  const healthy = () => publisher.status === 'ready' && subscriber.status === 'ready';
 
   const channelOf = (threadId: string) => `${prefix}thread:${threadId}`;
   const channels = new Set<string>();
@@ -173,15 +155,18 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
 
   const send = (threadId: string, text: string, cursor: bigint) => {
     publisher.publish(channelOf(threadId), text).then(
-      () => publishLog.recovered(),
+      () => {
+        if (healthy()) outage.recovered();
+      },
       (error: unknown) => {
-        publishLog.failed(error);
+        // Refused for want of a connection: the connection's own error says why, and is logged.
+        if (publisher.status === 'ready') outage.failed(error);
         if ((unsent.get(threadId) ?? -1n) < cursor) unsent.set(threadId, cursor);
       },
     );
   };
 
-  const subscribe = (channel: string) => void subscriber.subscribe(channel).catch(subscribeLog.failed);
+  const subscribe = (channel: string) => void subscriber.subscribe(channel).catch(outage.failed);
 
   subscriber.on('message', (channel: string, text: string) => {
     if (!channel.startsWith(`${prefix}thread:`)) return;
@@ -191,24 +176,25 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     for (const listener of messageListeners) listener(threadId, message.cursor, message.changes);
   });
 
-  const healthy = () => publisher.status === 'ready' && subscriber.status === 'ready';
   const recovered = () => {
     if (!healthy()) return;
+    outage.recovered();
     for (const listener of recoveredListeners) listener();
   };
   subscriber.on('ready', () => {
-    subscribeLog.recovered();
-    if (channels.size > 0) void subscriber.subscribe(...channels).then(recovered, subscribeLog.failed);
+    if (channels.size > 0) void subscriber.subscribe(...channels).then(recovered, outage.failed);
     else recovered();
   });
   publisher.on('ready', () => {
-    publishLog.recovered();
     for (const [threadId, cursor] of [...unsent]) {
       unsent.delete(threadId);
       send(threadId, JSON.stringify({ origin, threadId, cursor: cursor.toString() }), cursor);
     }
     recovered();
   });
+
+  // Connected when it resolves, or retrying (every second at most) until Redis is there.
+  await Promise.all([publisher.connect(), subscriber.connect()].map((connected) => connected.catch(() => {})));
 
   return {
     publish(threadId, changes) {
@@ -222,7 +208,7 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     unlisten(threadId) {
       const channel = channelOf(threadId);
       channels.delete(channel);
-      if (subscriber.status === 'ready') void subscriber.unsubscribe(channel).catch(subscribeLog.failed);
+      if (subscriber.status === 'ready') void subscriber.unsubscribe(channel).catch(outage.failed);
     },
     onMessage: (listener) => void messageListeners.push(listener),
     onRecovered: (listener) => void recoveredListeners.push(listener),

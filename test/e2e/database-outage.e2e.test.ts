@@ -9,19 +9,12 @@ import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
-import { e2eActors, startServer, storageForFile, type ServerProcess } from './support/server.js';
+import { e2eActors, jsonLines, startServer, storageForFile, type ServerProcess } from './support/server.js';
 import { startTcpProxy } from './support/tcp-proxy.js';
 
 const meaningful = postgresSuiteRuns('database-outage.e2e.test.ts');
 
 const storage = storageForFile({ runs: meaningful, postgresOnly: true });
-
-const jsonLines = (server: ServerProcess) =>
-  server
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { level: string; msg: string; [key: string]: unknown });
 
 /** A database read through GraphQL: its HTTP status and error code, or the network error. */
 async function readThreads(server: ServerProcess, token: string): Promise<string> {

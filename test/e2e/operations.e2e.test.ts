@@ -55,7 +55,6 @@ describe('start-up mistakes: one line each, exit 1', () => {
     ['PORT=abc', { PORT: 'abc' }, /PORT must be an integer from 0 to 65535, got "abc"/],
     ['DATABASE_POOL_SIZE=1', { DATABASE_POOL_SIZE: '1' }, /DATABASE_POOL_SIZE must be an integer of at least 2, got "1"/],
     ['an unreachable database host', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/audit' }, /ECONNREFUSED|connect/],
-    ['an unreachable Redis', { REDIS_URL: 'redis://127.0.0.1:1' }, /REDIS_URL is set but Redis at 127\.0\.0\.1:1 cannot be reached: .*ECONNREFUSED/],
     ['a REDIS_URL that is no URL', { REDIS_URL: 'redis//127.0.0.1:6379' }, /REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL, got "redis\/\/127\.0\.0\.1:6379"/],
     ['a DATABASE_URL that is no URL', { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432:bad/audit' }, /DATABASE_URL is not a valid URL/],
     ['LOG_LEVEL=bogus', { LOG_LEVEL: 'bogus' }, /LOG_LEVEL must be one of .*info.*, got "bogus"/],

@@ -116,6 +116,14 @@ export async function startServer(storage: TestStorage, env: Record<string, stri
   return server;
 }
 
+/** The JSON log lines the server process printed so far. */
+export const jsonLines = (server: ServerProcess) =>
+  server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: string; msg: string; [key: string]: unknown });
+
 /** SIGKILLs every server process still running; for afterAll, whatever the tests did. */
 export async function killServers(): Promise<void> {
   await Promise.all(
