@@ -2,6 +2,7 @@ import SchemaBuilder from '@pothos/core';
 import ComplexityPlugin from '@pothos/plugin-complexity';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import ScopeAuthPlugin, { type AuthFailure } from '@pothos/plugin-scope-auth';
+import { getNamedType } from 'graphql';
 import type { Role } from '../domain/principal.js';
 import { forbidden, unauthenticated } from '../domain/errors.js';
 import type PrismaTypes from '../generated/pothos-types.js';
@@ -58,7 +59,11 @@ export const builder = new SchemaBuilder<{
             'with its tool calls and audits. The event itself was recorded: send it again without this field to read its result (a replay).',
         );
       }
-      return forbidden();
+      const type = getNamedType(info.returnType).name;
+      if (type === 'ModelAudit' || type === 'ToolAudit') {
+        return forbidden(`${info.parentType.name}.${info.fieldName} is audit data, for super administrators on their own threads only (docs/semantics.md, "Principals")`);
+      }
+      return forbidden(`${info.parentType.name}.${info.fieldName} is not for this token (docs/semantics.md, "Principals")`);
     },
   },
   // Each field costs 1 and a list multiplies its selection by its size; fields declare their

@@ -56,14 +56,14 @@ builder.queryField('run', (t) =>
 builder.mutationFields((t) => ({
   createRun: t.prismaField({
     type: 'Run',
-    description: 'The thread owner. Creates a QUEUED run.',
+    description: 'The thread owner, an admin or a superadmin. Creates a QUEUED run.',
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: CreateRunInput, required: true }) },
     resolve: (_query, _root, { input }, { deps, principal }) => createRun(deps, requirePrincipal(principal), input),
   }),
   cancelRun: t.prismaField({
     type: 'Run',
-    description: 'The thread owner or an admin. Ends the run as CANCELLED at once and revokes its lease.',
+    description: 'The thread owner, an admin or a superadmin. Ends the run as CANCELLED at once and revokes its lease.',
     authScopes: { authenticated: true },
     args: { runId: t.arg.id({ required: true }) },
     resolve: (_query, _root, { runId }, { deps, principal }) => cancelRun(deps, requirePrincipal(principal), runId),

@@ -157,7 +157,7 @@ builder.mutationFields((t) => ({
   }),
   appendMessage: t.prismaField({
     type: 'Message',
-    description: 'The thread owner. Ordinary history only.',
+    description: 'The thread owner, an admin or a superadmin. Ordinary history only.',
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: AppendMessageInput, required: true }) },
     resolve: (_query, _root, { input }, { deps, principal }) => appendMessage(deps, requirePrincipal(principal), input),
