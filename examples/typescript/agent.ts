@@ -59,7 +59,10 @@ try {
     }
   }
   keeper.stop();
-  await worker.finishRun({ lease: keeper.lease, status: 'COMPLETED' });
+  // A finish whose answer was lost is sent again and refused, LEASE_LOST: its runStatus says how the run ended.
+  await worker.finishRun({ lease: keeper.lease, status: 'COMPLETED' }).catch((error: unknown) => {
+    if (!isAuditApiError(error, 'LEASE_LOST') || error.runStatus !== 'COMPLETED') throw error;
+  });
 } catch (error) {
   keeper.stop();
   if (!isAuditApiError(error, 'LEASE_LOST', 'LEASE_EXPIRED')) {
