@@ -6,9 +6,10 @@ import { startListeningApp, type ListeningApp } from '../subscriptions/support.j
 import { RunEvents, sendAlone, sendBatch, type Event } from './support.js';
 
 // docs/subscriptions.md: a thread's cursors are contiguous integers in commit order, a refused
-// event takes none, and threadChanges delivers each once. A call of the batch function writes each
-// thread's cursor once, at its end (migration 20261212000000_one_cursor_update_per_call): the
-// guarantees hold across its calls, refusals, threads, and batches into one thread at once.
+// event takes none, and threadChanges delivers each once. A call of the batch function updates a
+// thread's row at its first change and at its end only (migration
+// 20261212000000_one_cursor_update_per_call): the guarantees hold across its calls, refusals,
+// threads, and batches into one thread at once.
 
 let t: ListeningApp;
 beforeAll(async () => {
@@ -20,20 +21,22 @@ const THREAD_CHANGES = `subscription($threadId: ID!) { threadChanges(threadId: $
 const cursorOf = async (token: string, threadId: string) =>
   counterOf((await t.gql(`query($id: ID!) { thread(id: $id) { changeCursor } }`, { id: threadId }, token)).data.thread.changeCursor);
 
-it('writes a thread row once per call of the batch function, not once per change', async () => {
+it("updates a thread's row twice in a call of the batch function (its first change, the call's end), not once per change", async () => {
   // Each version of the row stays while any older snapshot is open (a pg_dump, a long report),
   // and every later change of the thread walked them all (bench/cursor-chains.ts).
   const { workerSub, session } = await runningRun(t);
-  const renewals = Array.from({ length: EVENTS_PER_CALL }, () => ({ kind: 'renewLease', ...session.lease, leaseSeconds: 30 }));
-  const updates = await t.app.db.sql.transaction(async (tx) => {
-    const threadUpdates = async () =>
-      Number((await tx.query<{ updates: bigint }>("SELECT n_tup_upd AS updates FROM pg_stat_xact_user_tables WHERE relname = 'thread'"))[0]!.updates);
-    const before = await threadUpdates(); // PGlite's include its earlier transactions' (not yet flushed)
-    const results = await tx.query<{ result: { ok?: unknown } }>('SELECT audit_record_events($1, $2::jsonb) AS result', [workerSub, JSON.stringify(renewals)]);
-    expect(results.filter(({ result }) => result.ok)).toHaveLength(EVENTS_PER_CALL);
-    return (await threadUpdates()) - before;
-  });
-  expect(updates).toBe(1);
+  const threadUpdatesOf = (renewals: number) =>
+    t.app.db.sql.transaction(async (tx) => {
+      const threadUpdates = async () =>
+        Number((await tx.query<{ updates: bigint }>("SELECT n_tup_upd AS updates FROM pg_stat_xact_user_tables WHERE relname = 'thread'"))[0]!.updates);
+      const before = await threadUpdates(); // PGlite's include its earlier transactions' (not yet flushed)
+      const events = Array.from({ length: renewals }, () => ({ kind: 'renewLease', ...session.lease, leaseSeconds: 30 }));
+      const results = await tx.query<{ result: { ok?: unknown } }>('SELECT audit_record_events($1, $2::jsonb) AS result', [workerSub, JSON.stringify(events)]);
+      expect(results.filter(({ result }) => result.ok)).toHaveLength(renewals);
+      return (await threadUpdates()) - before;
+    });
+  expect(await threadUpdatesOf(EVENTS_PER_CALL)).toBe(2);
+  expect(await threadUpdatesOf(1)).toBe(1); // a single event's call, as before
 });
 
 it('keeps cursors contiguous, in commit order and delivered once, across calls, refusals, threads and concurrent batches', async () => {

@@ -1,35 +1,36 @@
--- A call of audit_record_events_of writes each thread's change cursor once, at its end, instead of
--- once per change: while any old snapshot was open (a pg_dump, a long report), none of a call's
--- versions of the thread row could be pruned and every next change walked a longer chain (5
--- batches of 500 events into one thread: 2.8 s, then up to 15.4 s each; bench/cursor-chains.ts).
--- The first change of a thread in a call locks its row (the same lock, at the same point, as the
--- UPDATE before), later ones count on in `audit.call_cursors`, a transaction-local setting: a
--- refused event's sub-block rolls it back with everything else the event did, so its values are
--- given back as before. Cursors stay contiguous and in commit order. Functions only: instant.
+-- A call of audit_record_events_of updates each thread's row at most twice (its first change in
+-- the call and the call's end) instead of once per change: while any old snapshot was open (a
+-- pg_dump, a long report), none of a call's versions of the thread row could be pruned, and every
+-- later change walked a longer chain (5 batches of 500 events into one thread: 2.8 s, then up to
+-- 15.4 s each; bench/cursor-chains.ts). The first change takes the row's lock by its update as
+-- before, at the same point; later ones count on in `audit.call_cursors`, a transaction-local
+-- setting: a refused event's sub-block rolls it back with everything else the event did, so its
+-- values are given back as before. (Only locking the row at the first change would leave one
+-- version, but the call's own update of a row its sub-block locked makes a MultiXact each call.)
+-- Cursors stay contiguous and in commit order; a single event's call updates the row once, as
+-- before. Functions only: instant.
 
 /**
  * The thread's next change cursor, under the thread row's lock (held to commit: cursor order is
- * commit order). Inside a call of audit_record_events_of (`audit.call_cursors` holds the thread's
- * last value, by thread id) the row is only locked, at the thread's first change, and the call
- * writes the last value at its end; anywhere else it is bumped at once.
+ * commit order). Inside a call of audit_record_events_of, whose `audit.call_cursors` holds each
+ * thread's [written, last] value, only the thread's first change of the call updates the row;
+ * later ones count on, and the call writes the last value at its end.
  */
 CREATE OR REPLACE FUNCTION audit_next_change(thread uuid, OUT cursor bigint, OUT at timestamptz) LANGUAGE plpgsql AS $$
 DECLARE
   counted jsonb := nullif(current_setting('audit.call_cursors', true), '')::jsonb;
 BEGIN
-  IF counted IS NULL THEN
-    UPDATE thread t SET change_cursor = t.change_cursor + 1 WHERE t.id = audit_next_change.thread
-      RETURNING t.change_cursor, clock_timestamp() INTO cursor, at;
+  IF counted ? thread::text THEN
+    cursor := (counted -> thread::text ->> 1)::bigint + 1;
+    at := clock_timestamp();
+    PERFORM set_config('audit.call_cursors', jsonb_set(counted, ARRAY[thread::text, '1'], to_jsonb(cursor))::text, true);
     RETURN;
   END IF;
-  cursor := (counted ->> thread::text)::bigint;
-  IF cursor IS NULL THEN
-    SELECT t.change_cursor INTO cursor FROM thread t WHERE t.id = audit_next_change.thread FOR NO KEY UPDATE;
-    IF NOT FOUND THEN RETURN; END IF;
+  UPDATE thread t SET change_cursor = t.change_cursor + 1 WHERE t.id = audit_next_change.thread
+    RETURNING t.change_cursor, clock_timestamp() INTO cursor, at;
+  IF counted IS NOT NULL AND cursor IS NOT NULL THEN
+    PERFORM set_config('audit.call_cursors', (counted || jsonb_build_object(thread::text, jsonb_build_array(cursor, cursor)))::text, true);
   END IF;
-  cursor := cursor + 1;
-  at := clock_timestamp();
-  PERFORM set_config('audit.call_cursors', jsonb_set(counted, ARRAY[thread::text], to_jsonb(cursor))::text, true);
 END $$;
 
 /**
@@ -37,7 +38,7 @@ END $$;
  * `{"refused": {code, message[, runStatus]}}` for an event a rule refused, which wrote nothing and
  * stops nothing. Any other error (a deadlock, an outage) fails the whole call. The runs of the
  * events are locked first, in id order, then their threads, in id order: the write path's lock
- * order, kept across the call. Each changed thread's cursor is written once, at the end.
+ * order, kept across the call. A thread's cursor is written at its first change and at the end.
  */
 CREATE OR REPLACE FUNCTION audit_record_events_of(workers text[], events jsonb) RETURNS SETOF jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -66,7 +67,7 @@ BEGIN
         'runStatus', NULLIF(refusal_run_status, ''))));
     END;
   END LOOP;
-  UPDATE thread t SET change_cursor = c.value::bigint
-    FROM jsonb_each_text(current_setting('audit.call_cursors')::jsonb) c WHERE t.id = c.key::uuid;
+  UPDATE thread t SET change_cursor = (c.value ->> 1)::bigint
+    FROM jsonb_each(current_setting('audit.call_cursors')::jsonb) c WHERE t.id = c.key::uuid AND c.value ->> 1 <> c.value ->> 0;
   PERFORM set_config('audit.call_cursors', '', true);
 END $$;
