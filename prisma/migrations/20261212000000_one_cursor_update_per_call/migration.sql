@@ -7,8 +7,8 @@
 -- setting: a refused event's sub-block rolls it back with everything else the event did, so its
 -- values are given back as before. (Only locking the row at the first change would leave one
 -- version, but the call's own update of a row its sub-block locked makes a MultiXact each call.)
--- Cursors stay contiguous and in commit order; a single event's call updates the row once, as
--- before. Functions only: instant.
+-- Cursors stay contiguous and in commit order; a call of a single event runs as before.
+-- Functions only: instant.
 
 /**
  * The thread's next change cursor, under the thread row's lock (held to commit: cursor order is
@@ -49,6 +49,7 @@ DECLARE
   refusal_code text;
   refusal_message text;
   refusal_run_status text;
+  counting boolean := jsonb_array_length(events) > 1; -- a single event's call goes as before
 BEGIN
   IF cardinality(workers) <> jsonb_array_length(events) THEN
     RAISE EXCEPTION 'audit_record_events_of: % workers for % events', cardinality(workers), jsonb_array_length(events);
@@ -57,7 +58,9 @@ BEGIN
     PERFORM 1 FROM run WHERE id = ANY (run_ids) ORDER BY id FOR UPDATE;
     PERFORM 1 FROM thread WHERE id = ANY (ARRAY(SELECT r.thread_id FROM run r WHERE r.id = ANY (run_ids))) ORDER BY id FOR NO KEY UPDATE;
   END IF;
-  PERFORM set_config('audit.call_cursors', '{}', true);
+  IF counting THEN
+    PERFORM set_config('audit.call_cursors', '{}', true);
+  END IF;
   FOR event, position IN SELECT e.value, e.ordinality FROM jsonb_array_elements(events) WITH ORDINALITY e LOOP
     BEGIN
       RETURN NEXT jsonb_build_object('ok', audit_apply_event(workers[position], event));
@@ -67,7 +70,9 @@ BEGIN
         'runStatus', NULLIF(refusal_run_status, ''))));
     END;
   END LOOP;
-  UPDATE thread t SET change_cursor = (c.value ->> 1)::bigint
-    FROM jsonb_each(current_setting('audit.call_cursors')::jsonb) c WHERE t.id = c.key::uuid AND c.value ->> 1 <> c.value ->> 0;
-  PERFORM set_config('audit.call_cursors', '', true);
+  IF counting THEN
+    UPDATE thread t SET change_cursor = (c.value ->> 1)::bigint
+      FROM jsonb_each(current_setting('audit.call_cursors')::jsonb) c WHERE t.id = c.key::uuid AND c.value ->> 1 <> c.value ->> 0;
+    PERFORM set_config('audit.call_cursors', '', true);
+  END IF;
 END $$;
