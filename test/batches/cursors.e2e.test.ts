@@ -39,6 +39,32 @@ it("updates a thread's row twice in a call of the batch function (its first chan
   expect(await threadUpdatesOf(1)).toBe(1); // a single event's call, as before
 });
 
+it("gives back the cursor values a refused event's sub-block took, in a call's count as when sent alone", async () => {
+  // No rule refuses after taking a value today (each checks before it writes); a sub-block rolled
+  // back takes the call's count back with it all the same. Rolled back whole: nothing is written.
+  const { threadId } = await runningRun(t);
+  const taken = await t.app.db.sql
+    .transaction(async (tx) => {
+      const next = async () => BigInt((await tx.query<{ cursor: string }>('SELECT cursor::text FROM audit_next_change($1::uuid)', [threadId]))[0]!.cursor);
+      const taken: bigint[][] = [];
+      for (const count of ['', '{}']) {
+        await tx.query("SELECT set_config('audit.call_cursors', $1, true)", [count]); // '{}': inside a call
+        await tx.query('SAVEPOINT refused');
+        const refused = [await next(), await next()];
+        await tx.query('ROLLBACK TO SAVEPOINT refused');
+        taken.push(refused, [await next(), await next()]);
+        await tx.query('ROLLBACK TO SAVEPOINT refused');
+      }
+      throw Object.assign(new Error('roll back'), { taken });
+    })
+    .catch((error: { taken?: bigint[][] }) => {
+      if (!error.taken) throw error;
+      return error.taken;
+    });
+  const [first] = taken[0]!;
+  expect(taken).toEqual(Array(4).fill([first, first! + 1n]));
+});
+
 it('keeps cursors contiguous, in commit order and delivered once, across calls, refusals, threads and concurrent batches', async () => {
   const who = await actors(t);
   const threads = [await createThread(t, who.owner, 'A'), await createThread(t, who.owner, 'B')];
