@@ -1,13 +1,25 @@
+import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { answerWhileStarting } from '../../src/server/starting.js';
 
-/** A TCP relay in front of the server, so a test can cut a browser's connections and restore them. */
+/**
+ * A TCP relay in front of the server, so a test can cut a browser's connections and restore them,
+ * or have them answered as by an instance that is starting.
+ */
 export class Relay {
   private readonly sockets = new Set<Socket>();
   private cut = false;
+  /** While set, new connections are answered by this instead of the server. */
+  private stand: ReturnType<typeof createHttpServer> | null = null;
   private readonly server: Server;
   constructor(private readonly targetPort: number) {
     this.server = createServer((client) => {
       if (this.cut) return void client.destroy();
+      if (this.stand) {
+        this.sockets.add(client);
+        client.on('close', () => this.sockets.delete(client));
+        return void this.stand.emit('connection', client);
+      }
       const upstream = connect(this.targetPort, '127.0.0.1');
       for (const socket of [client, upstream]) {
         this.sockets.add(socket);
@@ -29,6 +41,16 @@ export class Relay {
   }
   reconnect() {
     this.cut = false;
+    this.stand = null;
+  }
+  /**
+   * A restart's start-up window: every connection is cut, and new ones get what an instance
+   * answers while it starts (503 UNAVAILABLE with Retry-After, src/server/starting.ts) until `reconnect()`.
+   */
+  starting() {
+    this.disconnect();
+    this.cut = false;
+    this.stand = createHttpServer(answerWhileStarting);
   }
   close() {
     this.disconnect();
