@@ -12,7 +12,7 @@ export class Relay {
   /** While set, new connections are answered by this instead of the server. */
   private stand: ReturnType<typeof createHttpServer> | null = null;
   private readonly server: Server;
-  constructor(private readonly targetPort: number) {
+  constructor(private targetPort: number) {
     this.server = createServer((client) => {
       if (this.cut) return void client.destroy();
       if (this.stand) {
@@ -39,16 +39,17 @@ export class Relay {
     this.cut = true;
     this.sockets.forEach((socket) => socket.destroy());
   }
-  reconnect() {
+  /** Relays again, to `targetPort` when given (a restarted server's). */
+  reconnect(targetPort = this.targetPort) {
     this.cut = false;
     this.stand = null;
+    this.targetPort = targetPort;
   }
   /**
-   * A restart's start-up window: every connection is cut, and new ones get what an instance
-   * answers while it starts (503 UNAVAILABLE with Retry-After, src/server/starting.ts) until `reconnect()`.
+   * A deploy's start-up window: open connections go on, new ones get what an instance answers
+   * while it starts (503 UNAVAILABLE with Retry-After, src/server/starting.ts) until `reconnect()`.
    */
   starting() {
-    this.disconnect();
     this.cut = false;
     this.stand = createHttpServer(answerWhileStarting);
   }

@@ -217,6 +217,7 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
       // A deploy: the connections are cut, and the instance answers 503 UNAVAILABLE while it starts.
       const seenBeforeRestart = subscribers.map((s) => s.lines().length);
       const stderrBefore = subscribers.map((s) => s.output.stderr.length);
+      relay.disconnect();
       relay.starting();
       const whileStarting = [];
       for (let i = 0; i < 2; i++) whileStarting.push((await client.createRun({ threadId })).id);
