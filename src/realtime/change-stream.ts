@@ -77,6 +77,8 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
   /** `last` when the change after it was last still missing after ARRIVAL_WAIT_MS (and looked up). */
   private timedOutAfter: bigint | null = null;
   private lookingUp = false;
+  /** The last look-up read a full page: the thread may be further ahead; the next page is read once this one is taken. */
+  private morePages = false;
   private behind = false;
   /** While a catch-up read (or the start) is under way, live changes wait in `arrivedDuringRead`. */
   private reading = true;
@@ -168,7 +170,10 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     const change = this.queue.shift();
     if (change) return { value: change, done: false };
     if (this.behind && this.started) void this.readPage().then(ready);
-    else this.waiting = ready;
+    else {
+      this.waiting = ready;
+      this.lookUpNextPage();
+    }
     return null;
   }
 
@@ -246,7 +251,18 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     lookUps.inc();
     if (this.state !== 'open' || this.reading || this.behind) return;
     for (const change of page) if (!this.ahead.has(change.cursor)) this.offer(change);
-    if (!this.behind && !this.missingTimer) this.restartMissingTimer();
+    if (this.behind) return;
+    if (!this.missingTimer) this.restartMissingTimer();
+    // A burst of more than a page (another instance's, found by a poll) comes in full, a page
+    // at a time as the subscriber takes them, not a page per poll.
+    this.morePages = page.length >= this.limit;
+    if (this.queue.length === 0) this.lookUpNextPage();
+  }
+
+  private lookUpNextPage(): void {
+    if (!this.morePages) return;
+    this.morePages = false;
+    void this.lookUp();
   }
 
   private dropAhead(): void {

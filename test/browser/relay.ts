@@ -1,13 +1,25 @@
+import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { answerWhileStarting } from '../../src/server/starting.js';
 
-/** A TCP relay in front of the server, so a test can cut a browser's connections and restore them. */
+/**
+ * A TCP relay in front of the server, so a test can cut a browser's connections and restore them,
+ * or have them answered as by an instance that is starting.
+ */
 export class Relay {
   private readonly sockets = new Set<Socket>();
   private cut = false;
+  /** While set, new connections are answered by this instead of the server. */
+  private stand: ReturnType<typeof createHttpServer> | null = null;
   private readonly server: Server;
-  constructor(private readonly targetPort: number) {
+  constructor(private targetPort: number) {
     this.server = createServer((client) => {
       if (this.cut) return void client.destroy();
+      if (this.stand) {
+        this.sockets.add(client);
+        client.on('close', () => this.sockets.delete(client));
+        return void this.stand.emit('connection', client);
+      }
       const upstream = connect(this.targetPort, '127.0.0.1');
       for (const socket of [client, upstream]) {
         this.sockets.add(socket);
@@ -27,8 +39,19 @@ export class Relay {
     this.cut = true;
     this.sockets.forEach((socket) => socket.destroy());
   }
-  reconnect() {
+  /** Relays again, to `targetPort` when given (a restarted server's). */
+  reconnect(targetPort = this.targetPort) {
     this.cut = false;
+    this.stand = null;
+    this.targetPort = targetPort;
+  }
+  /**
+   * A deploy's start-up window: open connections go on, new ones get what an instance answers
+   * while it starts (503 UNAVAILABLE with Retry-After, src/server/starting.ts) until `reconnect()`.
+   */
+  starting() {
+    this.cut = false;
+    this.stand = createHttpServer(answerWhileStarting);
   }
   close() {
     this.disconnect();

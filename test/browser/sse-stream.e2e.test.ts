@@ -1,6 +1,7 @@
 // A browser's own EventSource on the authenticated SSE stream (examples/browser/live-thread.js, as
 // docs/subscriptions.md shows it): signed in by a cookie no script can read, a URL without a
-// token, the automatic reconnect resuming with Last-Event-ID, and a foreign origin refused.
+// token, the automatic reconnect resuming with Last-Event-ID, following on through a deploy, and a
+// foreign origin refused.
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -8,7 +9,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
-import { e2eActors, serverForFile } from '../e2e/support/server.js';
+import { e2eActors, serverForFile, startServer } from '../e2e/support/server.js';
+import { createTestStorage } from '../support/storage.js';
 import { Relay } from './relay.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -26,16 +28,43 @@ let browser: Browser;
 
 interface Received {
   cursor: string;
-  lastEventId: string;
   runId: string;
 }
 
 /** A page of the server's origin (a plain-text path: no CSP) with the example loaded. */
-async function pageWithExample(): Promise<Page> {
+async function pageWithExample(at = origin): Promise<Page> {
   const page = await browser.newPage();
-  await page.goto(`${origin}/healthz`);
+  await page.goto(`${at}/healthz`);
   await page.addScriptTag({ path: EXAMPLE });
   return page;
+}
+
+/** The thread's latest cursor, as the recipe reads it before subscribing with `after`. */
+async function changeCursor(url: string, token: string, threadId: string): Promise<string> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query: 'query($id: ID!) { thread(id: $id) { changeCursor } }', variables: { id: threadId } }),
+  });
+  return (await response.json()).data.thread.changeCursor;
+}
+
+/** watchThread in the page, collecting what it receives (window.received) and its ends (window.ended). */
+async function watch(page: Page, threadId: string, after: string): Promise<void> {
+  await page.evaluate(
+    ({ threadId, after }) => {
+      const w = window as any;
+      w.received = [];
+      w.ended = [];
+      w.watching = w.watchThread({
+        threadId,
+        after,
+        onChange: (change: any) => w.received.push({ cursor: change.cursor, runId: change.run?.id }),
+        onEnd: (error: unknown) => w.ended.push(error),
+      });
+    },
+    { threadId, after },
+  );
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`SSE in Chromium with its own EventSource (${backendName})`, () => {
@@ -80,29 +109,16 @@ describe.skipIf(!haveChromium && !browserRequired)(`SSE in Chromium with its own
     expect(cookie).toMatchObject({ name: 'audit_stream', httpOnly: true, sameSite: 'Strict', path: '/graphql/stream' });
     expect(await page.evaluate(() => document.cookie)).toBe('');
 
-    await page.evaluate((threadId) => {
-      const w = window as any;
-      w.received = [];
-      w.ended = [];
-      w.source = w.watchThread({
-        threadId,
-        onChange: (change: any) => w.received.push({ cursor: change.cursor, runId: change.run?.id }),
-        onEnd: (error: unknown) => w.ended.push(error),
-      });
-      w.source.addEventListener('next', (event: MessageEvent) => (w.received.at(-1).lastEventId = event.lastEventId));
-    }, threadId);
+    await watch(page, threadId, await changeCursor(server.url, who.owner, threadId));
     const received = () => page.evaluate(() => (window as any).received as Received[]);
-    await expect.poll(() => page.evaluate(() => (window as any).source.readyState)).toBe(1);
 
     const before = [];
     for (let i = 0; i < 3; i++) before.push((await owner.createRun({ threadId })).id);
     await expect.poll(async () => (await received()).map((change) => change.runId)).toEqual(before);
-    for (const change of await received()) expect(change.lastEventId).toBe(change.cursor);
     const lastBeforeCut = (await received()).at(-1)!.cursor;
 
     // Cut every connection and refuse new ones while three more runs are created.
     relay.disconnect();
-    await expect.poll(() => page.evaluate(() => (window as any).source.readyState)).toBe(0); // CONNECTING
     const during = [];
     for (let i = 0; i < 3; i++) during.push((await owner.createRun({ threadId })).id);
     relay.reconnect();
@@ -122,9 +138,48 @@ describe.skipIf(!haveChromium && !browserRequired)(`SSE in Chromium with its own
       expect(request.url).not.toMatch(/eyJ/); // no JWT of any kind
     }
     expect(await page.evaluate(() => (window as any).ended)).toEqual([]);
-    await page.evaluate(() => (window as any).source.close());
+    await page.evaluate(() => (window as any).watching.close());
     await page.close();
   }, 120_000);
+
+  it('keeps following through a deploy: its instance stops (SERVER_STOPPING) and the next one answers 503 while it starts', async () => {
+    const storage = await createTestStorage();
+    let instance = await startServer(storage);
+    const deploy = new Relay(Number(new URL(instance.url).port));
+    const deployOrigin = await deploy.listen();
+    try {
+      const who = await e2eActors();
+      const owner = () => new AuditClient({ url: instance.url, token: who.owner });
+      const { id: threadId } = await owner().createThread({ title: 'watched through a deploy' });
+      const page = await pageWithExample(deployOrigin);
+      const streamAnswers: number[] = [];
+      page.on('response', (response) => void (response.url().includes('/graphql/stream?') && streamAnswers.push(response.status())));
+      await page.evaluate((token) => (window as any).signInToStreams(token), who.owner);
+      await watch(page, threadId, await changeCursor(instance.url, who.owner, threadId));
+      const runsReceived = () => page.evaluate(() => ((window as any).received as Received[]).map((change) => change.runId));
+
+      const before = [(await owner().createRun({ threadId })).id];
+      await expect.poll(runsReceived).toEqual(before);
+
+      // New connections reach the next instance, which is starting; the old one stops.
+      deploy.starting();
+      expect(await instance.stop('SIGTERM')).toBe(0);
+      await expect.poll(() => streamAnswers.filter((status) => status === 503).length, { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+      instance = await startServer(storage);
+      const during = [(await owner().createRun({ threadId })).id];
+      deploy.reconnect(Number(new URL(instance.url).port));
+      await expect.poll(runsReceived, { timeout: 60_000 }).toEqual([...before, ...during]);
+      const after = (await owner().createRun({ threadId })).id;
+      await expect.poll(runsReceived).toEqual([...before, ...during, after]);
+      expect(await page.evaluate(() => (window as any).ended)).toEqual([]);
+      await page.evaluate(() => (window as any).watching.close());
+      await page.close();
+    } finally {
+      deploy.close();
+      await instance.stop('SIGKILL');
+      await storage.remove();
+    }
+  }, 180_000);
 
   it('a foreign origin can neither open the stream with the cookie nor run a mutation', async () => {
     const who = await e2eActors();

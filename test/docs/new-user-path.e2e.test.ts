@@ -167,7 +167,7 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
     expect((await client.threadAudits(threads[0]!)).items.length).toBeGreaterThan(runsBefore);
   }, 180_000);
 
-  it('the graphql-ws and SSE subscribers (docs/subscriptions.md) resume after a dropped connection, missing and repeating nothing', async () => {
+  it('the graphql-ws and SSE subscribers (docs/subscriptions.md) resume after a dropped connection and through a restart\'s start-up (HTTP 503), missing and repeating nothing', async () => {
     const client = new AuditClient({ url, token: owner });
     const { id: threadId } = await client.createThread({ title: 'watched' });
     const relay = new Relay(Number(new URL(url).port));
@@ -213,6 +213,24 @@ describe('a new user follows the README and docs/ (embedded default)', () => {
         // The reason it dropped, readable.
         expect(subscriber.output.stderr).not.toMatch(/\[object /);
       }
+
+      // A deploy: the connections are cut, and the instance answers 503 UNAVAILABLE while it starts.
+      const seenBeforeRestart = subscribers.map((s) => s.lines().length);
+      const stderrBefore = subscribers.map((s) => s.output.stderr.length);
+      relay.disconnect();
+      relay.starting();
+      const whileStarting = [];
+      for (let i = 0; i < 2; i++) whileStarting.push((await client.createRun({ threadId })).id);
+      const answered503 = () => subscribers.map((s, i) => s.output.stderr.slice(stderrBefore[i]).match(/503/g)?.length ?? 0);
+      await eventually(answered503, (counts) => counts.every((count) => count >= 2), { timeoutMs: 30_000, what: 'both to be answered 503 twice' });
+      relay.reconnect();
+      const restarted = (await client.createRun({ threadId })).id;
+      for (const [i, subscriber] of subscribers.entries()) {
+        await eventually(() => runsSeen(subscriber), (seen) => seen.includes(restarted), { timeoutMs: 30_000, what: `subscriber ${i} to resume after the start-up:\n${subscriber.output.stderr}` });
+        expect(runsSeen(subscriber).slice(seenBeforeRestart[i])).toEqual([...whileStarting, restarted]);
+        expect(subscriber.child.exitCode).toBeNull();
+      }
+      expect(subscribers[1]!.output.stderr).toMatch(/disconnected \(HTTP 503 UNAVAILABLE: The server is starting; retry shortly\.\); resubscribing after \S+ in \d+ s/);
     } finally {
       for (const subscriber of subscribers) subscriber.child.kill('SIGTERM');
       relay.close();

@@ -113,6 +113,24 @@ describe(`the examples against the server process (${backendName})`, () => {
   });
 });
 
+describe(`the SSE subscriber (docs/subscriptions.md) against the server process (${backendName})`, () => {
+  /** examples/subscribers/sse.ts as the page runs it, until it exits (within a minute). */
+  const follow = (env: Record<string, string>) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'examples/subscribers/sse.ts'], { cwd: REPO_ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+
+  it.each([
+    ['a token the server refuses', 'not-a-token', '/graphql', /^UNAUTHENTICATED: /],
+    ['a URL that is no GraphQL endpoint', null, '/graphql/nowhere', /^HTTP 404\b/],
+  ])('ends on %s: one line, exit code 1, no retry', async (_, token, path, line) => {
+    const who = await e2eActors();
+    const { id } = await new AuditClient({ url: server.url, token: who.owner }).createThread({ title: 'refused' });
+    const { status, stdout, stderr } = follow({ AUDIT_OWNER_TOKEN: token ?? who.owner, AUDIT_THREAD_ID: id, AUDIT_URL: new URL(path, server.url).href });
+    expect(status, stderr).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n').filter((l) => !l.startsWith('connected to '))).toEqual([expect.stringMatching(line)]);
+  }, 90_000);
+});
+
 describe('an example run without its variables says which one to set, in one line', () => {
   // Nothing of AUDIT_* from the test's own environment; no __pycache__ left in the work tree.
   const bare = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AUDIT_')));

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
@@ -138,6 +138,37 @@ describe.runIf(meaningful)(title, () => {
       expect(runs.map((run: { status: string }) => run.status)).toEqual(['COMPLETED']);
     }
   });
+
+  it('a burst of many catch-up pages written through A (one batch of 500 events) reaches the subscribers of another instance within a couple of polls, every change one event', async () => {
+    // Pages of 50 (the default is 256): one page per poll, the defect, would bring 50 changes a
+    // second, ten seconds for this burst, whatever the machine's speed.
+    const page = 50;
+    const c = await startTestApp({ REDIS_URL: '' }, { databaseUrl: a.config.databaseUrl, maxPendingEvents: page });
+    onTestFinished(() => c.close());
+    const urlC = await c.app.start(0);
+    const { session, owner, worker, threadId } = await runningRun(a);
+    const streams = await subscribeLive(c.app, urlC, 'changes', CHANGES, { threadId }, owner);
+    const start = (await a.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor as string;
+    const events = new RunEvents(session.lease);
+    // Model calls declaring 48 tools each, each tool started and finished: 98 events a call.
+    const burst = Array.from({ length: 6 }, (_, m) => {
+      const tools = Array.from({ length: 48 }, (_, i) => ({ id: `m${m}-c${i}`, name: 'search' }));
+      return [events.modelStarted(`m${m}`), events.modelFinished(`m${m}`, tools), ...tools.flatMap((tool) => [events.toolStarted(tool.id), events.toolFinished(tool.id)])];
+    }).flat();
+    const batch = await sendBatch(a, worker, burst.slice(0, 500));
+    expect(batch.data?.result.filter((result) => result.error)).toEqual([]);
+    const final = (await a.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor as string;
+    const written = counterOf(final) - counterOf(start);
+    expect(written).toBe(500n);
+
+    const bound = 2 * c.config.changePollIntervalMs + 2000;
+    await Promise.all(streams.map((stream) => stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', bound)));
+    for (const stream of streams) {
+      const counters = (payloads(stream.results, 'threadChanges') as ThreadChange[]).map((change) => counterOf(change.cursor));
+      expect(counters).toEqual(Array.from({ length: 500 }, (_, i) => counterOf(start) + BigInt(i) + 1n));
+      expect(stream.ending).toBeNull();
+    }
+  }, 60_000);
 
   it('the changes kept as committed go after 5 minutes, and with their thread', async () => {
     const { session, owner, threadId } = await runningRun(a);
