@@ -3,7 +3,7 @@ import { errorFields, log } from '../log.js';
 /**
  * Whether a failure means a dependency cannot be reached, or answer, for the moment (the request may be sent
  * again): judged by the driver's SQLSTATE or the socket's errno name, never by message text
- * (which can carry user input), plus the pool's own acquire timeout.
+ * (which can carry user input), plus the pool's own acquire timeout and the client's query timeout.
  *
  * - 57P01 admin_shutdown (pg_terminate_backend, a restart), 57P02 crash_shutdown,
  *   57P03 cannot_connect_now (starting up, in recovery), 53300 too_many_connections,
@@ -22,6 +22,9 @@ const isUnavailableState = (code: string | undefined, severity: unknown) =>
   code !== undefined && (SQLSTATES.has(code) || code.startsWith('08') || (FATAL_SQLSTATES.has(code) && severity === 'FATAL'));
 const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
+/** pg's error for a query its client gave up waiting for (query_timeout: no answer a little past the statement timeout). */
+export const QUERY_TIMEOUT_MESSAGE = 'Query read timeout';
+
 /** pg's own wordings for a connection it lost or could not get (errors without a code). */
 const PG_CONNECTION_MESSAGES = [
   'Connection terminated unexpectedly',
@@ -30,6 +33,7 @@ const PG_CONNECTION_MESSAGES = [
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
   'Connection terminated due to connection timeout',
+  QUERY_TIMEOUT_MESSAGE,
 ];
 
 /** Prisma's codes for the same (its driver adapter maps pg's errors): not reachable, timed out, closed, pool timeout, too many connections. */
