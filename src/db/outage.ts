@@ -1,4 +1,4 @@
-import { errorFields, log } from '../log.js';
+import { errorFields, log, outsideErrorFields } from '../log.js';
 
 /**
  * Whether a failure means a dependency cannot be reached, or answer, for the moment (the request may be sent
@@ -56,22 +56,27 @@ export function isUnavailable(error: unknown, depth = 0): boolean {
   return false;
 }
 
+/** What a log line says of a failure: an outage's without a stack (it is no bug), anything else's as errorFields does. */
+export const failureFields = (error: unknown) => (isUnavailable(error) ? outsideErrorFields(error) : errorFields(error));
+
 /**
  * A job that runs again and again and retries what failed (a poll, a sweep, a stream's catch-up):
  * an outage is one line when it first fails (warn when the database cannot be reached, error for
- * anything else) and one when it works again, never a line per try. A failure of another kind
- * while it keeps failing is a line of its own.
+ * anything else) and one when it works again, never a line per try. The ways a database cannot be
+ * reached (refused, reset, terminated, timed out) are one kind, as they alternate in one outage;
+ * a failure of another kind while it keeps failing is a line of its own.
  */
 export function retriedWork(what: string, fields: Record<string, unknown>) {
   let failing: { sinceMs: number; tries: number; kind: string } | null = null;
   return {
     failed(error: unknown): void {
-      const described = errorFields(error);
-      const kind = `${described.code ?? ''} ${described.message}`;
+      const described = failureFields(error);
+      const unreachable = isUnavailable(error);
+      const kind = unreachable ? 'database unreachable' : `${described.code ?? ''} ${described.message}`;
       const tries = (failing?.tries ?? 0) + 1;
       if (failing?.kind !== kind) {
         const line = { ...fields, error: described };
-        if (isUnavailable(error)) log.warn(line, `${what} failed: the database cannot be reached; retrying`);
+        if (unreachable) log.warn(line, `${what} failed: the database cannot be reached; retrying`);
         else log.error(line, `${what} failed; retrying`);
       }
       failing = { sinceMs: failing?.sinceMs ?? Date.now(), tries, kind };
