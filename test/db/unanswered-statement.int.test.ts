@@ -7,23 +7,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { isUnavailable } from '../../src/db/outage.js';
-import { startTcpProxy } from '../e2e/support/tcp-proxy.js';
+import { startTcpProxyFor } from '../e2e/support/tcp-proxy.js';
 import { createScratchDatabase, postgresSuiteRuns } from '../support/database.js';
 
 const meaningful = postgresSuiteRuns('unanswered-statement.int.test.ts');
 
 describe.runIf(meaningful)('a statement the database does not answer (PostgreSQL behind a silent link)', () => {
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
-  let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
+  let proxy: Awaited<ReturnType<typeof startTcpProxyFor>>;
   let db: Database;
   beforeAll(async () => {
     scratch = await createScratchDatabase();
-    const direct = new URL(scratch.url);
-    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    const viaProxy = new URL(direct);
-    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    proxy = await startTcpProxyFor(scratch.url);
     // One connection: whatever runs next runs on the one a given-up statement was sent on, unless it was ended.
-    db = await openDatabase({ url: viaProxy.toString(), poolSize: 1, statementTimeoutMs: 200 });
+    db = await openDatabase({ url: proxy.url, poolSize: 1, statementTimeoutMs: 200 });
   });
   afterAll(async () => {
     await db?.close();

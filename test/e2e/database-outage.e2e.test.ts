@@ -13,7 +13,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { e2eActors, jsonLines, startServer, storageForFile, type ServerProcess } from './support/server.js';
-import { startTcpProxy } from './support/tcp-proxy.js';
+import { startTcpProxyFor } from './support/tcp-proxy.js';
 
 const meaningful = postgresSuiteRuns('database-outage.e2e.test.ts');
 
@@ -39,12 +39,9 @@ async function readThreads(server: ServerProcess, token: string, signal?: AbortS
 
 describe.runIf(meaningful)('database outages, as the server process meets them (PostgreSQL)', () => {
   it('a restart (connections cut, then refused for 2 s): UNAVAILABLE meanwhile, never INTERNAL_SERVER_ERROR; served again after; the lease sweeps log it once', async () => {
-    const direct = new URL(storage().env.DATABASE_URL!);
-    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const proxy = await startTcpProxyFor(storage().env.DATABASE_URL!);
     try {
-      const viaProxy = new URL(direct);
-      viaProxy.host = `127.0.0.1:${proxy.port}`;
-      const server = await startServer(storage(), { DATABASE_URL: viaProxy.toString(), LEASE_SWEEP_INTERVAL_MS: '100', RETENTION_SWEEP_INTERVAL_MS: '1000' });
+      const server = await startServer(storage(), { DATABASE_URL: proxy.url, LEASE_SWEEP_INTERVAL_MS: '100', RETENTION_SWEEP_INTERVAL_MS: '1000' });
       const who = await e2eActors();
       expect(await readThreads(server, who.owner)).toBe('200');
 
@@ -81,13 +78,10 @@ describe.runIf(meaningful)('database outages, as the server process meets them (
   }, 120_000);
 
   it('a partition (the link holds every byte, resets nothing): requests and /readyz answered 503 while it lasts; the sweeps log it once and work again after', async () => {
-    const direct = new URL(storage().env.DATABASE_URL!);
-    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const proxy = await startTcpProxyFor(storage().env.DATABASE_URL!);
     try {
-      const viaProxy = new URL(direct);
-      viaProxy.host = `127.0.0.1:${proxy.port}`;
       const server = await startServer(storage(), {
-        DATABASE_URL: viaProxy.toString(),
+        DATABASE_URL: proxy.url,
         // The statement timeout PostgreSQL enforces cannot fire across a silent link: the server
         // gives a statement up itself a little past it.
         DATABASE_STATEMENT_TIMEOUT_MS: '500',

@@ -62,3 +62,12 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     },
   };
 }
+
+/** A proxy in front of the server `url` names, and `url` through it (the same database, user and password). */
+export async function startTcpProxyFor(url: string, defaultPort = 5432) {
+  const direct = new URL(url);
+  const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || defaultPort) });
+  const through = new URL(direct);
+  through.host = `127.0.0.1:${proxy.port}`;
+  return { ...proxy, url: through.toString() };
+}
