@@ -31,6 +31,8 @@ export interface Config {
   shutdownDrainMs: number;
   /** DATABASE_POOL_SIZE: PostgreSQL connections per instance (instances x pool must stay under max_connections). */
   databasePoolSize: number;
+  /** DATABASE_STATEMENT_TIMEOUT_MS: PostgreSQL's statement_timeout for requests; a statement the server did not answer a little past it is given up. */
+  databaseStatementTimeoutMs: number;
   /** CHANGE_POLL_INTERVAL_MS: without Redis on PostgreSQL, how often watched threads' cursors are read for other instances' changes. */
   changePollIntervalMs: number;
   /** Origins other than the server's own that browsers may call it from (CORS_ORIGINS). */
@@ -130,6 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownDrainMs: intFromEnv(env, 'SHUTDOWN_DRAIN_MS', 5_000),
     // A sweep holds one connection (its advisory lock's session) while it queries on another.
     databasePoolSize: intFromEnv(env, 'DATABASE_POOL_SIZE', 10, { min: 2 }),
+    databaseStatementTimeoutMs: intFromEnv(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, { min: 100 }),
     changePollIntervalMs: intFromEnv(env, 'CHANGE_POLL_INTERVAL_MS', 1_000, { min: 100 }),
     corsOrigins: originsFromEnv(env.CORS_ORIGINS),
     retentionDays: retentionDaysFromEnv(env),

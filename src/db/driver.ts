@@ -7,8 +7,12 @@ export interface SqlDriver {
   /** Runs a script of one or more statements (simple query protocol). */
   exec(sql: string): Promise<void>;
   query<Row>(sql: string, params?: unknown[]): Promise<Row[]>;
-  /** Runs `fn` on one session, so session-level advisory locks hold across its statements. */
-  withSession<T>(fn: (session: Omit<SqlDriver, 'withSession' | 'close'>) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` on one session, so session-level advisory locks hold across its statements.
+   * `statementTimeoutMs`: the statement_timeout the session sets itself (migrations raise theirs),
+   * for PostgreSQL's client to wait as long for an answer; by default the requests' one.
+   */
+  withSession<T>(fn: (session: Omit<SqlDriver, 'withSession' | 'close'>) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
   close(): Promise<void>;
 }
 

@@ -106,7 +106,7 @@ export async function migrate(driver: SqlDriver, migrations = readMigrations(), 
       // Back to the connection's own default (the request timeout) before it returns to the pool.
       await session.exec('RESET statement_timeout');
     }
-  });
+  }, { statementTimeoutMs: MIGRATION_TIMEOUT_MS });
 }
 
 type Session = Omit<SqlDriver, 'withSession' | 'close'>;

@@ -1,9 +1,9 @@
-import { errorFields, log } from '../log.js';
+import { errorFields, log, outsideErrorFields } from '../log.js';
 
 /**
  * Whether a failure means a dependency cannot be reached, or answer, for the moment (the request may be sent
  * again): judged by the driver's SQLSTATE or the socket's errno name, never by message text
- * (which can carry user input), plus the pool's own acquire timeout.
+ * (which can carry user input), plus the pool's own acquire timeout and the client's query timeout.
  *
  * - 57P01 admin_shutdown (pg_terminate_backend, a restart), 57P02 crash_shutdown,
  *   57P03 cannot_connect_now (starting up, in recovery), 53300 too_many_connections,
@@ -22,6 +22,9 @@ const isUnavailableState = (code: string | undefined, severity: unknown) =>
   code !== undefined && (SQLSTATES.has(code) || code.startsWith('08') || (FATAL_SQLSTATES.has(code) && severity === 'FATAL'));
 const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
+/** pg's error for a query its client gave up waiting for (query_timeout: no answer a little past the statement timeout). */
+export const QUERY_TIMEOUT_MESSAGE = 'Query read timeout';
+
 /** pg's own wordings for a connection it lost or could not get (errors without a code). */
 const PG_CONNECTION_MESSAGES = [
   'Connection terminated unexpectedly',
@@ -30,6 +33,7 @@ const PG_CONNECTION_MESSAGES = [
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
   'Connection terminated due to connection timeout',
+  QUERY_TIMEOUT_MESSAGE,
 ];
 
 /** Prisma's codes for the same (its driver adapter maps pg's errors): not reachable, timed out, closed, pool timeout, too many connections. */
@@ -52,22 +56,27 @@ export function isUnavailable(error: unknown, depth = 0): boolean {
   return false;
 }
 
+/** What a log line says of a failure: an outage's without a stack (it is no bug), anything else's as errorFields does. */
+export const failureFields = (error: unknown) => (isUnavailable(error) ? outsideErrorFields(error) : errorFields(error));
+
 /**
  * A job that runs again and again and retries what failed (a poll, a sweep, a stream's catch-up):
  * an outage is one line when it first fails (warn when the database cannot be reached, error for
- * anything else) and one when it works again, never a line per try. A failure of another kind
- * while it keeps failing is a line of its own.
+ * anything else) and one when it works again, never a line per try. The ways a database cannot be
+ * reached (refused, reset, terminated, timed out) are one kind, as they alternate in one outage;
+ * a failure of another kind while it keeps failing is a line of its own.
  */
 export function retriedWork(what: string, fields: Record<string, unknown>) {
   let failing: { sinceMs: number; tries: number; kind: string } | null = null;
   return {
     failed(error: unknown): void {
-      const described = errorFields(error);
-      const kind = `${described.code ?? ''} ${described.message}`;
+      const described = failureFields(error);
+      const unreachable = isUnavailable(error);
+      const kind = unreachable ? 'database unreachable' : `${described.code ?? ''} ${described.message}`;
       const tries = (failing?.tries ?? 0) + 1;
       if (failing?.kind !== kind) {
         const line = { ...fields, error: described };
-        if (isUnavailable(error)) log.warn(line, `${what} failed: the database cannot be reached; retrying`);
+        if (unreachable) log.warn(line, `${what} failed: the database cannot be reached; retrying`);
         else log.error(line, `${what} failed; retrying`);
       }
       failing = { sinceMs: failing?.sinceMs ?? Date.now(), tries, kind };

@@ -3,7 +3,8 @@ import pg from 'pg';
 import { mappedSql, prismaClient, StartupError, TIMESTAMPTZ, type Database, type SqlDriver, type SqlTransactor } from './driver.js';
 import { JSON_OIDS, parseJsonText } from './json-text.js';
 import { isGeneric, isPrepared, timestampParser } from './sql.js';
-import { errorFields, log, outsideErrorFields } from '../log.js';
+import { log, outsideErrorFields } from '../log.js';
+import { QUERY_TIMEOUT_MESSAGE } from './outage.js';
 import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
 
 const preparedNames = new Map<string, string>();
@@ -42,7 +43,7 @@ async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard:
   const discard = (error: Error) => void (broken ??= error);
   const onError = (error: Error) => {
     discard(error);
-    log.warn({ component: 'db', error: errorFields(error) }, 'PostgreSQL connection lost while in use');
+    log.warn({ component: 'db', error: outsideErrorFields(error) }, 'PostgreSQL connection lost while in use');
   };
   client.on('error', onError);
   try {
@@ -62,6 +63,30 @@ const typeParser = (oid: number, format?: 'text' | 'binary') =>
       : (JSON_OIDS as readonly number[]).includes(oid)
         ? parseJsonText
         : pg.types.getTypeParser(oid, format);
+
+/**
+ * How long past a statement's statement_timeout the client waits for its answer. PostgreSQL ends
+ * a statement at its timeout and says so (57014); only a link that carries nothing any more (a
+ * network partition, a peer gone without a reset) leaves the client waiting past it.
+ */
+const ANSWER_MARGIN_MS = 2_000;
+
+/**
+ * A connection whose query went unanswered past query_timeout is in an unknown state: the
+ * statement may still run, its transaction may still be open, and whatever is sent next would
+ * queue behind it. So it is ended at once (pg then fails what is queued on it, and the pool drops
+ * it), never used again, whoever held it (pool.query, withClient, Prisma's transactions).
+ */
+class AnsweredClient extends pg.Client {
+  override query(...args: any[]): any {
+    const result: unknown = (super.query as (...params: unknown[]) => unknown)(...args);
+    if (!(result instanceof Promise)) return result;
+    return result.catch((error: unknown) => {
+      if (error instanceof Error && error.message === QUERY_TIMEOUT_MESSAGE) void this.end().catch(() => undefined);
+      throw error;
+    });
+  }
+}
 
 /**
  * The pool, its waits for a connection timed and its failures to get one counted (GET /metrics):
@@ -152,6 +177,12 @@ export async function openPostgres(
     max: poolSize,
     connectionTimeoutMillis: 10_000,
     statement_timeout: statementTimeoutMs,
+    // PostgreSQL enforces statement_timeout, so it cannot fire when the link is gone: the client
+    // gives up a little later (AnsweredClient). Keepalive: an idle connection's peer gone silently is noticed.
+    query_timeout: statementTimeoutMs + ANSWER_MARGIN_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    Client: AnsweredClient,
     // No JIT: compiling a statement whose estimate passes jit_above_cost takes hundreds of
     // milliseconds (the tool activity view's does at a million audits: 316 ms of a 550 ms read),
     // more than any request here runs.
@@ -192,13 +223,16 @@ export async function openPostgres(
   const driver: SqlDriver & SqlTransactor = {
     exec: async (sql) => void (await pool.query(sql)),
     query: async <Row>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as Row[],
-    withSession: (fn) =>
-      withClient(pool, (client) =>
+    withSession: (fn, { statementTimeoutMs: sessionTimeoutMs } = {}) => {
+      const query_timeout = sessionTimeoutMs === undefined ? undefined : sessionTimeoutMs + ANSWER_MARGIN_MS;
+      const run = (client: pg.PoolClient, text: string, values?: unknown[]) => client.query({ text, values, query_timeout } as pg.QueryConfig);
+      return withClient(pool, (client) =>
         fn({
-          exec: async (sql) => void (await client.query(sql)),
-          query: async <Row>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as Row[],
+          exec: async (sql) => void (await run(client, sql)),
+          query: async <Row>(sql: string, params?: unknown[]) => (await run(client, sql, params)).rows as Row[],
         }),
-      ),
+      );
+    },
     transaction: (fn) =>
       withClient(pool, (client, discard) =>
         inTransaction(client, discard, () => fn(mappedSql((text, values) => client.query({ text, values, rowMode: 'array' })))),

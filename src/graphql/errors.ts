@@ -3,7 +3,7 @@ import { GraphQLError } from 'graphql';
 import { DomainError, withoutFrames } from '../domain/errors.js';
 import type { RunStatus } from '../generated/prisma/enums.js';
 import { isUnavailable } from '../db/outage.js';
-import { errorFields, log } from '../log.js';
+import { errorFields, log, outsideErrorFields } from '../log.js';
 import { dependencyUnavailable } from '../metrics.js';
 
 function originalOf(error: unknown): unknown {
@@ -65,7 +65,7 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
   const id = requestId() ?? 'unknown';
   if (isUnavailable(original)) {
     dependencyUnavailable.inc({ dependency: 'database' });
-    log.warn({ requestId: id, error: errorFields(original) }, 'database unavailable');
+    log.warn({ requestId: id, error: outsideErrorFields(original) }, 'database unavailable');
     return createGraphQLError('The database cannot be reached, or did not answer in time, for the moment. Retry with backoff.', {
       nodes: outer?.nodes,
       path: outer?.path,

@@ -58,12 +58,19 @@ function answerUnparsable(error: Error & { code?: string; reason?: string }, soc
   socket.end(`HTTP/1.1 ${status} ${phrase}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
+/**
+ * How long /readyz waits for the database: well under a load balancer's probe timeout, so an
+ * unreachable database is a 503, not a probe timing out (the pool alone waits 10 s to connect).
+ */
+const READY_WITHIN_MS = 2_000;
+
 async function databaseReady(db: Database): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const tooLate = new Promise<false>((resolve) => (timer = setTimeout(resolve, READY_WITHIN_MS, false)));
   try {
-    await db.driver.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
+    return await Promise.race([db.driver.query('SELECT 1').then(() => true, () => false), tooLate]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

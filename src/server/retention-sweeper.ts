@@ -3,7 +3,8 @@ import type { DomainDeps } from '../domain/command.js';
 import { sweeperDeletedThreads } from '../metrics.js';
 import { finishAbandonedDeletions, sweepRetention, type DeletionReceipt } from '../domain/deletion.js';
 import { pruneToolAuditEnds } from '../domain/tool-activity.js';
-import { errorFields, log } from '../log.js';
+import { retriedWork } from '../db/outage.js';
+import { log } from '../log.js';
 
 /** The advisory lock that lets one instance at a time sweep (any other key of this server differs). */
 export const RETENTION_LOCK_KEY = 7_316_244_195_034;
@@ -61,7 +62,8 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
     return deleted;
   };
   let running: Promise<number | null> | null = null;
-  /** One sweep: the number of threads it deleted, or null when another instance holds the lock. */
+  const sweeps = retriedWork('retention sweep', { component: 'retention' });
+  /** One sweep: the number of threads it deleted, or null when another instance holds the lock (or it failed). */
   const sweep = () =>
     (running ??= driver
       .withSession(async (session) => {
@@ -73,10 +75,10 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
           await session.query('SELECT pg_advisory_unlock($1)', [RETENTION_LOCK_KEY]);
         }
       })
-      .catch((error: unknown) => {
-        log.error({ component: 'retention', error: errorFields(error) }, 'retention sweep failed; the next one retries');
-        return null;
-      })
+      .then(
+        (deleted) => (sweeps.succeeded(), deleted),
+        (error: unknown) => (sweeps.failed(error), null),
+      )
       .finally(() => (running = null)));
   // Also without retention: deletions a stopped instance left half done, and PGlite's vacuum.
   const timer = setInterval(() => void sweep(), options.intervalMs);

@@ -26,6 +26,7 @@ export async function openStorage(
       url: config.databaseUrl,
       dataDir: config.embeddedInMemory ? undefined : config.dataDir,
       poolSize: config.databasePoolSize,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
       recentChanges,
     }));
   try {

@@ -8,6 +8,10 @@ const lines: { level: string; msg: string; [field: string]: unknown }[] = [];
 onLogLine((line) => lines.push(JSON.parse(line) as (typeof lines)[number]));
 afterEach(() => void lines.splice(0));
 
+// pg's own errors for a lost connection carry no code; the socket's carry its errno name.
+const reset = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+const terminated = () => new Error('Connection terminated unexpectedly');
+const unanswered = () => new Error('Query read timeout');
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 
 describe('a job retried through an outage', () => {
@@ -33,5 +37,19 @@ describe('a job retried through an outage', () => {
       ['error', 'lease sweep failed; retrying'],
       ['warn', 'lease sweep failed: the database cannot be reached; retrying'],
     ]);
+  });
+
+  // The chaos report's finding 4: in one 4 s outage the error alternated between a reset and pg's
+  // "Connection terminated unexpectedly", and each switch was a new line, with pg-pool's stack.
+  it('logs the ways a connection fails in one outage (reset, terminated, unanswered, refused) as one warning, without a stack', () => {
+    const job = retriedWork('lease sweep', { component: 'lease-sweeper' });
+    for (const error of [reset(), terminated(), reset(), unanswered(), terminated(), refused()]) job.failed(error);
+    job.succeeded();
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'warn', msg: 'lease sweep failed: the database cannot be reached; retrying', error: { message: 'read ECONNRESET', code: 'ECONNRESET' } }),
+      expect.objectContaining({ level: 'info', msg: 'lease sweep works again', failedTries: 6 }),
+    ]);
+    job.failed(terminated());
+    expect(lines[2]).toEqual(expect.objectContaining({ level: 'warn', error: { message: 'Connection terminated unexpectedly' } }));
   });
 });

@@ -59,6 +59,7 @@ describe('start-up mistakes: one line each, exit 1', () => {
     ['a DATABASE_URL that is no URL', { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432:bad/audit' }, /DATABASE_URL is not a valid URL/],
     ['LOG_LEVEL=bogus', { LOG_LEVEL: 'bogus' }, /LOG_LEVEL must be one of .*info.*, got "bogus"/],
     ['PORT=99999', { PORT: '99999' }, /PORT must be an integer from 0 to 65535, got "99999"/],
+    ['DATABASE_STATEMENT_TIMEOUT_MS=0', { DATABASE_STATEMENT_TIMEOUT_MS: '0' }, /DATABASE_STATEMENT_TIMEOUT_MS must be an integer of at least 100, got "0"/],
     ['RETENTION_SWEEP_INTERVAL_MS=0', { RETENTION_SWEEP_INTERVAL_MS: '0' }, /RETENTION_SWEEP_INTERVAL_MS must be an integer of at least 1000, got "0"/],
     ['MAX_JSON_BYTES=0', { MAX_JSON_BYTES: '0' }, /MAX_JSON_BYTES must be an integer of at least 1024, got "0"/],
     ['WS_MAX_CONNECTIONS_PER_PRINCIPAL=0', { WS_MAX_CONNECTIONS_PER_PRINCIPAL: '0' }, /WS_MAX_CONNECTIONS_PER_PRINCIPAL must be an integer of at least 1, got "0"/],

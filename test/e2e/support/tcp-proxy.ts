@@ -2,10 +2,18 @@ import { connect, createServer, type Socket } from 'node:net';
 
 /**
  * A TCP proxy in front of a server (PostgreSQL here), to take it away as a restart does: `down()`
- * cuts every open connection and refuses new ones (ECONNREFUSED) until `up()`.
+ * cuts every open connection and refuses new ones (ECONNREFUSED) until `up()`; or as a network
+ * partition does: `stall()` holds every byte either way, resetting nothing, until `resume()`.
  */
 export async function startTcpProxy(target: { host: string; port: number }) {
   const open = new Set<Socket>();
+  let held: (() => void)[] | null = null;
+  /** Runs `step` now, or after what is held when the link is stalled. */
+  const inOrder = (step: () => void) => (held ? held.push(step) : step());
+  const forward = (from: Socket, to: Socket) => {
+    from.on('data', (chunk: Buffer) => inOrder(() => void (to.writable && to.write(chunk))));
+    from.on('end', () => inOrder(() => to.end()));
+  };
   const listen = async (port: number) => {
     const server = createServer((client) => {
       const upstream = connect(target.port, target.host);
@@ -17,7 +25,8 @@ export async function startTcpProxy(target: { host: string; port: number }) {
           upstream.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      forward(client, upstream);
+      forward(upstream, client);
     });
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
     return server;
@@ -36,9 +45,29 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     async up(): Promise<void> {
       server = await listen(port);
     },
+    /** The link goes silent: connections stay open (new ones are accepted), no byte passes, none is lost. */
+    stall(): void {
+      held ??= [];
+    },
+    /** What was held passes, in order, and the link carries bytes again. */
+    resume(): void {
+      const writes = held ?? [];
+      held = null;
+      for (const write of writes) write();
+    },
     async close(): Promise<void> {
+      held = null;
       for (const socket of open) socket.destroy();
       if (server.listening) await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** A proxy in front of the server `url` names, and `url` through it (the same database, user and password). */
+export async function startTcpProxyFor(url: string, defaultPort = 5432) {
+  const direct = new URL(url);
+  const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || defaultPort) });
+  const through = new URL(direct);
+  through.host = `127.0.0.1:${proxy.port}`;
+  return { ...proxy, url: through.toString() };
 }
