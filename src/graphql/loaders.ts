@@ -2,8 +2,8 @@ import { initContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
 import {
-  auditPayloadsByIds, auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallPayloadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns,
-  type ToolCallRow,
+  auditPayloadsByIds, auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
+  TOOL_CALL_PAYLOAD_BYTES, toolCallsByIdsOrDeclarers, toolCallsOfRuns, type Payload, type ToolCallPayload, type ToolCallRow, type WantedPayloads,
 } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
 import type { CommittedChange } from '../domain/events.js';
@@ -36,6 +36,30 @@ function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, k
 }
 
 const idOf = (row: { id: string }) => row.id;
+
+/**
+ * A loader of one payload (or one payload's size: `field`) of a row by id, one statement per
+ * batch, which reads each payload only of the rows asked for it. A missing row is an error (the
+ * row was read in the same request).
+ */
+function payloadsBy<Payload extends string, Row extends { id: string }>(
+  read: (wanted: WantedPayloads<Payload>) => Promise<Row[]>,
+  field: (payload: Payload) => keyof Row,
+) {
+  type Key = { id: string; payload: Payload };
+  return new DataLoader<Key, unknown, string>(
+    async (keys) => {
+      const wanted = new Map<Payload, string[]>();
+      for (const { id, payload } of keys) (wanted.get(payload) ?? wanted.set(payload, []).get(payload)!).push(id);
+      const rows = new Map((await read(wanted)).map((row) => [row.id, row]));
+      return keys.map(({ id, payload }) => {
+        const row = rows.get(id);
+        return row ? row[field(payload)] : new Error(`Row ${id} is missing behind a foreign key`);
+      });
+    },
+    { cacheKeyFn: (key) => `${key.payload}:${key.id}` },
+  );
+}
 
 /**
  * Tool calls by id and the tool calls each model audit declared: a timeline asks for both at
@@ -79,12 +103,14 @@ export async function loadRequired<Row>(loader: { load(id: string): Promise<Row 
 export function createLoaders({ db: read }: DomainDeps) {
   return {
     audit: rowsBy((ids) => auditsByIds(read, ids), idOf),
-    /** The payloads of audits a read returned without them (a read reads those its fields select). */
-    auditPayloads: rowsBy((ids) => auditPayloadsByIds(read, ids), idOf),
+    /** The payloads of audits, by id and payload: reads return audits without them (charged first: answer-payloads.ts). */
+    auditPayload: payloadsBy((wanted: WantedPayloads<Payload>) => auditPayloadsByIds(read, wanted), (payload) => payload),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
     run: rowsBy((ids) => runsByIds(read, ids), idOf),
     ...toolCallLinks(read),
-    toolCallPayloads: rowsBy((ids) => toolCallPayloadsByIds(read, ids), idOf),
+    /** The payloads of tool calls, and their sizes (to charge before the payloads are loaded), by id and payload. */
+    toolCallPayload: payloadsBy((wanted: WantedPayloads<ToolCallPayload>) => toolCallPayloadsByIds(read, wanted), (payload) => payload),
+    toolCallPayloadBytes: payloadsBy((wanted: WantedPayloads<ToolCallPayload>) => toolCallPayloadSizesByIds(read, wanted), (payload) => TOOL_CALL_PAYLOAD_BYTES[payload]),
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
     /** Audit counts per run and per thread (null: no audits), and token totals (null: no usage with counts). */
     runAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfRuns(read, ids), (row) => row.key),
