@@ -190,6 +190,17 @@ export const runsByIds = (sql: Sql, ids: readonly string[]) =>
 export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Thread>(`SELECT * FROM thread WHERE id = ANY($1::uuid[])`, [ids]);
 
+/**
+ * The sizes of ordinary messages' contents by id (the bytes of each one's JSON text, measured by
+ * the database, which sends only the size), and the contents: a read charges the first to its
+ * answer before it reads the second.
+ */
+export const messageContentSizesByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<{ id: string; contentBytes: number | null }>(`SELECT id, octet_length(content::text) AS content_bytes FROM message WHERE id = ANY($1::uuid[])`, [ids]);
+
+export const messageContentsByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<Pick<Message, 'id' | 'content'>>(`SELECT id, content FROM message WHERE id = ANY($1::uuid[])`, [ids]);
+
 /** Each thread's count of ordinary history messages (audit rows are never counted); a thread with none is left out. */
 export const chatMessageCounts = (sql: Sql, threadIds: readonly string[]) =>
   sql.query<{ threadId: string; count: number }>(

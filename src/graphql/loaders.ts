@@ -2,7 +2,7 @@ import { initContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
 import {
-  auditPayloadsByIds, auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
+  auditPayloadsByIds, auditsByIds, chatMessageCounts, messageContentSizesByIds, messageContentsByIds, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
   TOOL_CALL_PAYLOAD_BYTES, toolCallsByIdsOrDeclarers, toolCallsOfRuns, type Payload, type ToolCallPayload, type ToolCallRow, type WantedPayloads,
 } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
@@ -118,6 +118,9 @@ export function createLoaders({ db: read }: DomainDeps) {
     runTokens: valuesBy<TokenTotals>((ids) => tokensOfRuns(read, ids)),
     threadTokens: valuesBy<TokenTotals>((ids) => tokensOfThreads(read, ids)),
     threadRunCounts: rowsBy((ids) => runCountsOfThreads(read, ids), (row) => row.threadId),
+    /** Ordinary messages' contents and their sizes (to charge before the contents are loaded), by id. */
+    messageContentBytes: rowsBy((ids) => messageContentSizesByIds(read, ids), idOf),
+    messageContent: rowsBy((ids) => messageContentsByIds(read, ids), idOf),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: new DataLoader<string, number>(async (threadIds) => {
       const counts = new Map((await chatMessageCounts(read, threadIds)).map((group) => [group.threadId, group.count]));

@@ -18,6 +18,8 @@ const MAX_ANSWER_PAYLOAD_BYTES = 4 * MAX_JSON_BYTES;
 /** 50 model audits, 50 tool calls and 50 tool audits: each payload ~1 MiB, ~200 MiB in all. */
 const AUDITS = 100;
 const PAYLOAD_CHARS = MAX_JSON_BYTES - 1024;
+/** Ordinary messages of ~1 MiB each. */
+const CHAT_MESSAGES = 100;
 /** Far below what the refused reads would have loaded (each at least 50 MiB), above a small read's noise. */
 const MAX_PEAK_GROWTH = 24 * MiB;
 
@@ -38,6 +40,10 @@ beforeAll(async () => {
   const big = `jsonb_build_object('text', repeat('x', ${PAYLOAD_CHARS}))`;
   await t.app.db.prisma.$executeRawUnsafe(`UPDATE message SET input = ${big}, output = ${big}, usage = ${big} WHERE run_id = $1::uuid`, runId);
   await t.app.db.prisma.$executeRawUnsafe(`UPDATE tool_call SET declared_input = ${big} WHERE run_id = $1::uuid`, runId);
+  await t.app.db.prisma.$executeRawUnsafe(
+    `INSERT INTO message (id, thread_id, role, message_type, content) SELECT gen_random_uuid(), $1::uuid, 'USER', 'chat', ${big} FROM generate_series(1, ${CHAT_MESSAGES})`,
+    threadId,
+  );
 }, 120_000);
 afterAll(() => t?.close());
 
@@ -100,6 +106,15 @@ describe(`a refused answer loads no more payloads than the budget (${backendName
     );
     expectRefused(runs.answer);
     expect(runs.growth).toBeLessThan(MAX_PEAK_GROWTH);
+  });
+
+  it("a thread's ordinary messages: refused, the peak memory barely moves", async () => {
+    const { answer, growth } = await refusedWithPeak(`query($threadId: ID!) { thread(id: $threadId) { messages(first: 1000) { id content } } }`, { threadId });
+    expectRefused(answer);
+    expect(growth).toBeLessThan(MAX_PEAK_GROWTH);
+    const few = await t.gql(`query($threadId: ID!) { thread(id: $threadId) { messages(first: 2) { content } } }`, { threadId }, owner);
+    expect(few.errors).toBeUndefined();
+    expect(few.data.thread.messages.map((message: { content: { text: string } }) => message.content.text.length)).toEqual([PAYLOAD_CHARS, PAYLOAD_CHARS]);
   });
 
   it('within the budget the same reads answer every payload as stored', async () => {

@@ -4,7 +4,9 @@ import { badInput } from '../../domain/errors.js';
 import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
+import { chargedPayload } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
+import { loadRequired } from '../loaders.js';
 import { MessageRoleEnum } from './enums.js';
 import { RunRef } from './run.js';
 
@@ -94,10 +96,21 @@ const ThreadConnectionRef = builder
 
 builder.prismaObject('Message', {
   description: 'An ordinary conversation message (history, memory and dashboard views read these).',
+  // Read without its content (up to MAX_JSON_BYTES): the content is charged to the answer by its
+  // size before it is loaded (answer-payloads.ts).
+  select: { id: true },
   fields: (t) => ({
     id: t.exposeID('id'),
     role: t.expose('role', { type: MessageRoleEnum }),
-    content: t.expose('content', { type: 'JSON', nullable: true }),
+    content: t.field({
+      type: 'JSON',
+      nullable: true,
+      resolve: async (message, _args, { loaders }) => {
+        if ('content' in message) return message.content as unknown; // a mutation's own row
+        const { contentBytes } = await loadRequired(loaders.messageContentBytes, message.id);
+        return chargedPayload(contentBytes, async () => (await loadRequired(loaders.messageContent, message.id)).content);
+      },
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });
