@@ -184,8 +184,22 @@ export function auditPayloadsByIds(sql: Sql, wanted: WantedPayloads<Payload>) {
   return sql.query<Pick<AuditRow, 'id' | Payload>>(`SELECT id, ${columns} FROM message WHERE id = ANY($1::uuid[])`, params);
 }
 
+/** A run as the reads return it: without its error (up to MAX_JSON_BYTES), read when asked for (runErrorsByIds). */
+export type RunRow = Omit<Run, 'error'>;
+const RUN_COLUMNS = [
+  'id', 'threadId', 'status', 'resumedFromId', 'leaseOwner', 'leaseEpoch', 'leaseExpiresAt', 'claimId', 'endedLeaseOwner', 'createdAt', 'createdOrder',
+  'startedAt', 'finishedAt', 'changeCursor', 'changedAt',
+] as const satisfies readonly (keyof RunRow)[];
+
 export const runsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<Run>(`SELECT * FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<RunRow>(`SELECT ${RUN_COLUMNS.map(snake).join(', ')} FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+
+/** The sizes of runs' errors by id (the bytes of each one's JSON text, measured by the database), and the errors: charged, then read. */
+export const runErrorSizesByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<{ id: string; errorBytes: number | null }>(`SELECT id, octet_length(error::text) AS error_bytes FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+
+export const runErrorsByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<Pick<Run, 'id' | 'error'>>(`SELECT id, error FROM run WHERE id = ANY($1::uuid[])`, [ids]);
 
 export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Thread>(`SELECT * FROM thread WHERE id = ANY($1::uuid[])`, [ids]);

@@ -14,7 +14,7 @@ import { jsonBytes } from '../db/json-text.js';
  * loads the payload (chargedPayload), so a refused answer has loaded at most the budget, however
  * many items, aliases or nested links asked for more. Every JSON value is also counted as it is
  * serialized (the JSON scalar; each by the size of the text it was read from, src/db/json-text.ts):
- * what no read charged (a run's error) is bounded there.
+ * what no read charged (the errors a toolActivity view reads with its audits) is bounded there.
  */
 
 interface Budget {

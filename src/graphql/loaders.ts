@@ -2,10 +2,11 @@ import { initContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
 import {
-  auditPayloadsByIds, auditsByIds, chatMessageCounts, messageContentSizesByIds, messageContentsByIds, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
+  auditPayloadsByIds, auditsByIds, chatMessageCounts, messageContentSizesByIds, messageContentsByIds, runErrorSizesByIds, runErrorsByIds, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
   TOOL_CALL_PAYLOAD_BYTES, toolCallsByIdsOrDeclarers, toolCallsOfRuns, type Payload, type ToolCallPayload, type ToolCallRow, type WantedPayloads,
 } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
+import type { Run } from '../generated/prisma/client.js';
 import type { CommittedChange } from '../domain/events.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts, type TokenTotals } from '../domain/audit-summaries.js';
 import { perEvent } from '../realtime/per-event.js';
@@ -106,7 +107,11 @@ export function createLoaders({ db: read }: DomainDeps) {
     /** The payloads of audits, by id and payload: reads return audits without them (charged first: answer-payloads.ts). */
     auditPayload: payloadsBy((wanted: WantedPayloads<Payload>) => auditPayloadsByIds(read, wanted), (payload) => payload),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
-    run: rowsBy((ids) => runsByIds(read, ids), idOf),
+    /** Runs without their error (typed as the whole run, as RunRef takes it: only its `error` field reads it, run.ts). */
+    run: rowsBy((ids) => runsByIds(read, ids) as Promise<Run[]>, idOf),
+    /** Runs' errors and their sizes (to charge before the errors are loaded), by id. */
+    runErrorBytes: rowsBy((ids) => runErrorSizesByIds(read, ids), idOf),
+    runError: rowsBy((ids) => runErrorsByIds(read, ids), idOf),
     ...toolCallLinks(read),
     /** The payloads of tool calls, and their sizes (to charge before the payloads are loaded), by id and payload. */
     toolCallPayload: payloadsBy((wanted: WantedPayloads<ToolCallPayload>) => toolCallPayloadsByIds(read, wanted), (payload) => payload),

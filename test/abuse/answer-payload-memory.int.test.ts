@@ -20,6 +20,8 @@ const AUDITS = 100;
 const PAYLOAD_CHARS = MAX_JSON_BYTES - 1024;
 /** Ordinary messages of ~1 MiB each. */
 const CHAT_MESSAGES = 100;
+/** Runs that failed with an error of ~1 MiB each. */
+const FAILED_RUNS = 100;
 /** Far below what the refused reads would have loaded (each at least 50 MiB), above a small read's noise. */
 const MAX_PEAK_GROWTH = 24 * MiB;
 
@@ -42,6 +44,10 @@ beforeAll(async () => {
   await t.app.db.prisma.$executeRawUnsafe(`UPDATE tool_call SET declared_input = ${big} WHERE run_id = $1::uuid`, runId);
   await t.app.db.prisma.$executeRawUnsafe(
     `INSERT INTO message (id, thread_id, role, message_type, content) SELECT gen_random_uuid(), $1::uuid, 'USER', 'chat', ${big} FROM generate_series(1, ${CHAT_MESSAGES})`,
+    threadId,
+  );
+  await t.app.db.prisma.$executeRawUnsafe(
+    `INSERT INTO run (id, thread_id, status, error) SELECT gen_random_uuid(), $1::uuid, 'FAILED', ${big} FROM generate_series(1, ${FAILED_RUNS})`,
     threadId,
   );
 }, 120_000);
@@ -109,12 +115,25 @@ describe(`a refused answer loads no more payloads than the budget (${backendName
   });
 
   it("a thread's ordinary messages: refused, the peak memory barely moves", async () => {
-    const { answer, growth } = await refusedWithPeak(`query($threadId: ID!) { thread(id: $threadId) { messages(first: 1000) { id content } } }`, { threadId });
+    // The second alias, with other arguments, is read apart from the first (the plugin's fallback).
+    const { answer, growth } = await refusedWithPeak(
+      `query($threadId: ID!) { thread(id: $threadId) { messages(first: 1000) { id content } older: messages(first: 999) { content } } }`,
+      { threadId },
+    );
     expectRefused(answer);
     expect(growth).toBeLessThan(MAX_PEAK_GROWTH);
     const few = await t.gql(`query($threadId: ID!) { thread(id: $threadId) { messages(first: 2) { content } } }`, { threadId }, owner);
     expect(few.errors).toBeUndefined();
     expect(few.data.thread.messages.map((message: { content: { text: string } }) => message.content.text.length)).toEqual([PAYLOAD_CHARS, PAYLOAD_CHARS]);
+  });
+
+  it("a thread's runs' errors: refused, the peak memory barely moves", async () => {
+    const { answer, growth } = await refusedWithPeak(`query($threadId: ID!) { thread(id: $threadId) { runs(first: 500) { id error } } }`, { threadId });
+    expectRefused(answer);
+    expect(growth).toBeLessThan(MAX_PEAK_GROWTH);
+    const few = await t.gql(`query($threadId: ID!) { thread(id: $threadId) { runs(first: 2) { error } } }`, { threadId }, owner);
+    expect(few.errors).toBeUndefined();
+    expect(few.data.thread.runs.map((run: { error: { text: string } | null }) => run.error?.text.length ?? null)).toEqual([null, PAYLOAD_CHARS]);
   });
 
   it('within the budget the same reads answer every payload as stored', async () => {

@@ -114,8 +114,6 @@ describe('one threadAudits call issues a bounded number of SQL statements', () =
       expect(item.run.thread).toEqual({ oldest: [{ id: chat[0] }], page: chat.map((id) => ({ id })) });
     }
     expect(large.statements.length).toBe(small.statements.length);
-    // A message is read without its content (it is charged before it is loaded), a type-level
-    // selection: the plugin's fallback for the second alias reads those rows once more, batched.
-    expect(large.statements.length).toBeLessThanOrEqual(13);
+    expect(large.statements.length).toBeLessThanOrEqual(10);
   });
 });
