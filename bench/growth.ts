@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import type { Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Sql } from '../src/db/sql.js';
-import { ALL_PAYLOADS, readTimeline } from '../src/domain/audit-reads.js';
+import { auditPayloadsByIds, PAYLOADS, readTimeline, type Payload } from '../src/domain/audit-reads.js';
 import { searchAudits } from '../src/domain/audit-search.js';
 import type { Principal } from '../src/domain/principal.js';
 import { readableThreadsPage } from '../src/domain/threads.js';
@@ -47,6 +47,13 @@ const bigOwner: Principal = { sub: 'big-owner', role: 'superadmin' };
 const admin: Principal = { sub: 'someone', role: 'admin' };
 const user: Principal = { sub: 'owner-0', role: 'user' };
 
+/** The long thread's newest 500 audits and then their `payloads`, as `threadAudits` reads them. */
+async function timelineWith(sql: Sql, payloads: readonly Payload[]) {
+  const { items } = await readTimeline(sql, bigOwner, BIG_THREAD, 500, null);
+  const ids = items.map((item) => item.id);
+  return auditPayloadsByIds(sql, new Map(payloads.map((payload) => [payload, ids])));
+}
+
 /** Each read the issue's table names, as its page asks for it (first 50, limit 500). */
 const READS: [string, (sql: Sql) => Promise<unknown>][] = [
   ['searchAudits(name: calc), across threads', (sql) => searchAudits(sql, owner, { name: 'calc', first: 50 })],
@@ -54,9 +61,9 @@ const READS: [string, (sql: Sql) => Promise<unknown>][] = [
   ['searchAudits(status: FAILED), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, status: 'FAILED', first: 50 })],
   ['toolCallLedger(status: FAILED), across threads', (sql) => toolCallLedger(sql, owner, { status: 'FAILED', first: 50 })],
   ['toolCallLedger(name: calc), across threads', (sql) => toolCallLedger(sql, owner, { name: 'calc', first: 50 })],
-  // As the page asks (sizes and the error, src/graphql/payload-selection.ts), and with every payload as before.
-  ['threadAudits(limit: 500), long thread', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500, null, new Set(['error']))],
-  ['threadAudits(limit: 500), long thread, every payload', (sql) => readTimeline(sql, bigOwner, BIG_THREAD, 500, null, ALL_PAYLOADS)],
+  // As the page asks (sizes and the error), and with every payload: the timeline, then the payloads its items ask for.
+  ['threadAudits(limit: 500), long thread', (sql) => timelineWith(sql, ['error'])],
+  ['threadAudits(limit: 500), long thread, every payload', (sql) => timelineWith(sql, PAYLOADS)],
   ['searchAudits(text: rare), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, text: 'question 777-777', first: 50 })],
   // Across threads, texts of which owner-0 holds 1 in 50 matches: in every tool audit, in one audit of each thread, in the long thread only.
   ['searchAudits(text: common), across threads', (sql) => searchAudits(sql, owner, { text: 'question', first: 50 })],

@@ -16,7 +16,7 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.js';
-import { AUDIT_COLUMNS } from '../src/domain/audit-reads.js';
+import { auditSummaryColumns } from '../src/domain/audit-reads.js';
 import { searchAudits, type AuditSearch } from '../src/domain/audit-search.js';
 import { openPgliteBackend, openPostgresBackend, type Backend } from './lib/backend.js';
 import { bulkSeed } from './lib/bulk-seed.js';
@@ -141,7 +141,7 @@ for (const [size, others] of parts.includes('search') ? sizes.flatMap((size) => 
           await searchAudits(explaining, principal, { first: FIRST, ...search });
         }
       }
-      const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+      const columns = auditSummaryColumns('m.');
       for (const [label, search] of searches) {
         const answer = await searchAudits(db.sql, principal, { first: FIRST + 1, ...search });
         const ids = answer.items.map((hit) => hit.id);

@@ -4,7 +4,7 @@ import { auditThreadOrNotFound, canReadAudits, requireAuditReader } from './acce
 import { badInput, notFound } from './errors.js';
 import { isUuid, rowId } from './ids.js';
 import type { Message, Run, Thread, ToolCall } from '../generated/prisma/client.js';
-import { EXECUTION_PAYLOADS } from './tool-call-projection.js';
+import { EXECUTION_PAYLOADS, unlessInterrupted } from './tool-call-projection.js';
 
 // The audit timeline and the rows it points to, as plain SQL: each function reads a whole batch
 // in one statement (the GraphQL layer's DataLoaders call them once per relation and request).
@@ -22,7 +22,8 @@ export interface Timeline {
 }
 
 /**
- * The newest `limit` audits of a thread the principal may read, with the thread's cursor: one
+ * The newest `limit` audits of a thread the principal may read, with the thread's cursor, without
+ * their payloads (auditPayloadsByIds reads those, once their sizes were charged): one
  * statement, so one snapshot, that also reads the thread's owner for the access rule. One more
  * audit than asked tells whether the thread holds more, without a count. With `before` (an audit
  * of this thread, usually the oldest of the previous page) the newest `limit` audits older than it:
@@ -34,14 +35,13 @@ export async function readTimeline(
   threadId: string,
   limit: number | null | undefined,
   before?: string | null,
-  payloads: ReadonlySet<Payload> = ALL_PAYLOADS,
 ): Promise<Timeline> {
   requireAuditReader(principal);
   if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
   const id = rowId(threadId, 'Thread');
   if (before != null && !isUuid(before)) throw badInput('before must be the id of an audit of this thread');
   const rows = await sql.query<AuditRow & { timelineOwnerId: string; timelineCursor: string | null; timelineBeforeFound: boolean }>(
-    timelineStatement(payloads),
+    TIMELINE,
     [id, limit + 1, before?.toLowerCase() ?? null],
   );
   const [first] = rows;
@@ -66,19 +66,30 @@ const AUDIT_FIELDS = [
   'startedAt', 'finishedAt', 'durationMs', 'input', 'output', 'error', 'inputBytes', 'outputBytes', 'errorBytes', 'usage',
   'awaitingRunTerminal', 'toolCallRowId',
 ] as const satisfies readonly (keyof Message)[];
-/** An audit's payloads: up to MAX_JSON_BYTES each, stored out of line (TOAST), read only when asked for. */
-export const PAYLOADS = ['input', 'output', 'error'] as const satisfies readonly (typeof AUDIT_FIELDS)[number][];
+/**
+ * An audit's payloads: up to MAX_JSON_BYTES each, stored out of line (TOAST), read only when asked
+ * for, each after its size (PAYLOAD_BYTES) was charged to the answer: a read never holds more of
+ * them than its answer may carry.
+ */
+export const PAYLOADS = ['input', 'output', 'error', 'usage'] as const satisfies readonly (typeof AUDIT_FIELDS)[number][];
 export type Payload = (typeof PAYLOADS)[number];
+/**
+ * Each payload's size, read instead of it: the bytes of its JSON text (as the database sends it),
+ * null when it is absent. Stored for the input, output and error (generated columns, migration
+ * 20261201230000_audit_payload_sizes); the usage, small as a rule, is measured by the database.
+ */
+export const PAYLOAD_BYTES = { input: 'inputBytes', output: 'outputBytes', error: 'errorBytes', usage: 'usageBytes' } as const satisfies Record<Payload, string>;
 /** A read that left a payload out leaves its field undefined (null is a payload that is absent). */
-export type AuditRow = Omit<Pick<Message, (typeof AUDIT_FIELDS)[number]>, Payload> & Partial<Pick<Message, Payload>>;
-export const AUDIT_COLUMNS = AUDIT_FIELDS.map(snake).join(', ');
-/** The audit columns with only the `payloads` among the payloads, each prefixed with `prefix`. */
+export type AuditRow = Omit<Pick<Message, (typeof AUDIT_FIELDS)[number]>, Payload> & Partial<Pick<Message, Payload>> & { usageBytes?: number | null };
+/** The audit columns with only the `payloads` among the payloads, each prefixed with `prefix`; with the usage's size when the usage is left out. */
 export const auditColumns = (payloads: ReadonlySet<Payload>, prefix = '') =>
-  AUDIT_FIELDS.filter((field) => !(PAYLOADS as readonly string[]).includes(field) || payloads.has(field as Payload))
-    .map((field) => prefix + snake(field))
-    .join(', ');
-export const ALL_PAYLOADS: ReadonlySet<Payload> = new Set(PAYLOADS);
+  [
+    ...AUDIT_FIELDS.filter((field) => !(PAYLOADS as readonly string[]).includes(field) || payloads.has(field as Payload)).map((field) => prefix + snake(field)),
+    ...(payloads.has('usage') ? [] : [`octet_length(${prefix}usage::text) AS usage_bytes`]),
+  ].join(', ');
 export const NO_PAYLOADS: ReadonlySet<Payload> = new Set();
+/** An audit's columns without its payloads, each prefixed with `prefix`: what every read returns. */
+export const auditSummaryColumns = (prefix = '') => auditColumns(NO_PAYLOADS, prefix);
 
 /**
  * The thread's runs newest first on their (thread_id, created_order) index, each run's audits
@@ -92,8 +103,8 @@ export const NO_PAYLOADS: ReadonlySet<Payload> = new Set();
  * run's key with a whole audit index, reading every audit of every thread once per run (3 s at
  * 1,000,000 audits: bench/README.md, growth, run Q3).
  */
-const newestAudits = (payloads: ReadonlySet<Payload>) => `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
-    SELECT ${auditColumns(payloads)} FROM message m WHERE m.run_id = r.id AND m.message_type <> 'chat'
+const NEWEST_AUDITS = `SELECT r.created_order AS run_order, m.* FROM run r CROSS JOIN LATERAL (
+    SELECT ${auditSummaryColumns()} FROM message m WHERE m.run_id = r.id AND m.message_type <> 'chat'
       AND (r.created_order < (SELECT run_order FROM anchor) OR (m.sequence, m.role, m.id) < (SELECT sequence, role, id FROM anchor))
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) m
   WHERE r.thread_id = $1 AND r.created_order <= (SELECT run_order FROM anchor)
@@ -111,26 +122,23 @@ const ANCHOR = `anchor AS (
     UNION ALL SELECT 9223372036854775807, NULL, NULL, NULL WHERE $3::uuid IS NULL)`;
 
 /** The thread's row (one, with empty audit columns, when it has no audits) joined to its newest audits. */
-export const timelineStatement = (payloads: ReadonlySet<Payload>) => `WITH ${ANCHOR}
+export const TIMELINE = `WITH ${ANCHOR}
   SELECT t.owner_id AS timeline_owner_id, t.change_cursor AS timeline_cursor,
     EXISTS (SELECT 1 FROM anchor) AS timeline_before_found, a.*
-  FROM thread t LEFT JOIN (${newestAudits(payloads)}) a ON true
+  FROM thread t LEFT JOIN (${NEWEST_AUDITS}) a ON true
   WHERE t.id = $1 AND t.deleted_at IS NULL
   ORDER BY a.run_order DESC, a.sequence DESC, a.role DESC, a.id DESC`;
 
-/** The timeline with every payload, as `threadAudits` read it before it read only the selected ones. */
-export const TIMELINE = timelineStatement(ALL_PAYLOADS);
-
 /**
- * One audit with everything it holds (inputs, outputs, errors), for the row a debugger opens: the
- * timeline's summaries leave those out. Superadmin-on-own-thread, like the timeline; to anyone
+ * One audit, for the row a debugger opens (its payloads are read as a timeline's are, when asked
+ * for). Superadmin-on-own-thread, like the timeline; to anyone
  * else, whatever the role, it is NOT_FOUND, as an unknown id is (the contract's description of
  * `audit(id)`).
  */
 export async function readAudit(sql: Sql, principal: Principal, auditId: string): Promise<AuditRow> {
   const id = rowId(auditId, 'Audit');
   const [row] = await sql.query<AuditRow & { auditOwnerId: string }>(
-    `SELECT t.owner_id AS audit_owner_id, ${AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ')}
+    `SELECT t.owner_id AS audit_owner_id, ${auditSummaryColumns('m.')}
       FROM message m JOIN thread t ON t.id = m.thread_id
       WHERE m.id = $1 AND m.message_type IN ('model_audit', 'tool_audit') AND t.deleted_at IS NULL`,
     [id],
@@ -142,17 +150,70 @@ export async function readAudit(sql: Sql, principal: Principal, auditId: string)
 
 /** Audit rows (model or tool) by id, without their payloads (auditPayloadsByIds reads those). */
 export const auditsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<AuditRow>(`SELECT ${auditColumns(NO_PAYLOADS)} FROM message WHERE id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit')`, [ids]);
+  sql.query<AuditRow>(`SELECT ${auditSummaryColumns()} FROM message WHERE id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit')`, [ids]);
 
-/** The payloads of audits by id, for the rows a read returned without them. */
-export const auditPayloadsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<Required<Pick<AuditRow, 'id' | Payload>>>(`SELECT id, ${PAYLOADS.join(', ')} FROM message WHERE id = ANY($1::uuid[])`, [ids]);
+/** Which rows, by id, a read of payloads wants each payload of. */
+export type WantedPayloads<P extends string> = ReadonlyMap<P, readonly string[]>;
+
+/**
+ * The select list of a read of payloads by id ($1, every row asked for, is added to `params`):
+ * each wanted payload (`expression`), for the rows that want it. A batch mostly wants the same
+ * payloads of every row; a payload fewer rows want is read for those alone, the others' left unread.
+ */
+function wantedColumns<P extends string>(
+  wanted: WantedPayloads<P>,
+  idColumn: string,
+  expression: (payload: P) => string,
+  params: unknown[],
+  suffix = '',
+): string {
+  const ids = [...new Set([...wanted.values()].flat())];
+  params.push(ids);
+  return [...wanted]
+    .map(([payload, some]) => {
+      const value = some.length === ids.length ? expression(payload) : `CASE WHEN ${idColumn} = ANY($${params.push(some)}::uuid[]) THEN ${expression(payload)} END`;
+      return `${value} AS ${snake(payload)}${suffix}`;
+    })
+    .join(', ');
+}
+
+/** The payloads of audits by id, each for the rows that want it: for the rows a read returned without them. */
+export function auditPayloadsByIds(sql: Sql, wanted: WantedPayloads<Payload>) {
+  const params: unknown[] = [];
+  const columns = wantedColumns(wanted, 'id', (payload) => payload, params);
+  return sql.query<Pick<AuditRow, 'id' | Payload>>(`SELECT id, ${columns} FROM message WHERE id = ANY($1::uuid[])`, params);
+}
+
+/** A run as the reads return it: without its error (up to MAX_JSON_BYTES), read when asked for (runErrorsByIds). */
+export type RunRow = Omit<Run, 'error'>;
+const RUN_COLUMNS = [
+  'id', 'threadId', 'status', 'resumedFromId', 'leaseOwner', 'leaseEpoch', 'leaseExpiresAt', 'claimId', 'endedLeaseOwner', 'createdAt', 'createdOrder',
+  'startedAt', 'finishedAt', 'changeCursor', 'changedAt',
+] as const satisfies readonly (keyof RunRow)[];
 
 export const runsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<Run>(`SELECT * FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<RunRow>(`SELECT ${RUN_COLUMNS.map(snake).join(', ')} FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+
+/** The sizes of runs' errors by id (the bytes of each one's JSON text, measured by the database), and the errors: charged, then read. */
+export const runErrorSizesByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<{ id: string; errorBytes: number | null }>(`SELECT id, octet_length(error::text) AS error_bytes FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+
+export const runErrorsByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<Pick<Run, 'id' | 'error'>>(`SELECT id, error FROM run WHERE id = ANY($1::uuid[])`, [ids]);
 
 export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
   sql.query<Thread>(`SELECT * FROM thread WHERE id = ANY($1::uuid[])`, [ids]);
+
+/**
+ * The sizes of ordinary messages' contents by id (the bytes of each one's JSON text, measured by
+ * the database, which sends only the size), and the contents: a read charges the first to its
+ * answer before it reads the second.
+ */
+export const messageContentSizesByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<{ id: string; contentBytes: number | null }>(`SELECT id, octet_length(content::text) AS content_bytes FROM message WHERE id = ANY($1::uuid[])`, [ids]);
+
+export const messageContentsByIds = (sql: Sql, ids: readonly string[]) =>
+  sql.query<Pick<Message, 'id' | 'content'>>(`SELECT id, content FROM message WHERE id = ANY($1::uuid[])`, [ids]);
 
 /** Each thread's count of ordinary history messages (audit rows are never counted); a thread with none is left out. */
 export const chatMessageCounts = (sql: Sql, threadIds: readonly string[]) =>
@@ -178,18 +239,48 @@ export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], decl
     [ids, declarers],
   );
 
+/** A call's latest execution `e` (the newest audit bound to it), with its status and `columns`; NULL ones when it never ran. */
+const latestExecution = (columns: readonly string[]) =>
+  `LEFT JOIN LATERAL (SELECT ${['status', ...new Set(columns)].map((column) => `x.${column}`).join(', ')} FROM message x
+      WHERE x.tool_call_row_id = tc.id ORDER BY x.id DESC LIMIT 1) e ON true`;
+
+/** What a read of tool calls' payloads (or of their sizes) by id reads, for the `wanted` ones. */
+function toolCallPayloadsStatement(wanted: WantedPayloads<ToolCallPayload>, read: 'value' | 'bytes') {
+  const params: unknown[] = [];
+  const executionColumns: string[] = [];
+  const columns = wantedColumns(wanted, 'tc.id', (payload) => {
+    if (payload === 'declaredInput') return read === 'value' ? 'tc.declared_input' : 'octet_length(tc.declared_input::text)';
+    const source = EXECUTION_PAYLOADS[payload];
+    executionColumns.push(...(read === 'value' ? source.columns : source.sizeColumns));
+    return unlessInterrupted('e', source[read]('e'));
+  }, params, read === 'bytes' ? '_bytes' : '');
+  return { text: `SELECT tc.id, ${columns} FROM tool_call tc ${latestExecution(executionColumns)} WHERE tc.id = ANY($1::uuid[])`, params };
+}
+
+/** A tool call payload's size, read instead of it (as an audit's, PAYLOAD_BYTES). */
+export const TOOL_CALL_PAYLOAD_BYTES = {
+  declaredInput: 'declaredInputBytes', effectiveInput: 'effectiveInputBytes', output: 'outputBytes', error: 'errorBytes',
+} as const satisfies Record<ToolCallPayload, string>;
+
 /**
- * The payloads of tool calls by id, for the rows read without them: the declared input from the
- * ToolCall, the rest from its latest execution (the newest audit bound to it) as the projection
- * derives them (tool-call-projection.ts), so the ToolCall keeps no copy of its audit's payloads.
+ * The sizes of tool calls' payloads by id (TOOL_CALL_PAYLOAD_BYTES), each for the calls that want
+ * it: what a read charges before it reads them. The declared input's and the output content's
+ * are measured by the database, which reads them there and sends only their sizes.
  */
-export const toolCallPayloadsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<Required<Pick<ToolCallRow, 'id' | ToolCallPayload>>>(
-    `SELECT tc.id, tc.declared_input, ${EXECUTION_PAYLOADS('e')} FROM tool_call tc
-      LEFT JOIN LATERAL (SELECT x.status, x.input, x.output, x.error FROM message x WHERE x.tool_call_row_id = tc.id ORDER BY x.id DESC LIMIT 1) e ON true
-      WHERE tc.id = ANY($1::uuid[])`,
-    [ids],
-  );
+export function toolCallPayloadSizesByIds(sql: Sql, wanted: WantedPayloads<ToolCallPayload>) {
+  const { text, params } = toolCallPayloadsStatement(wanted, 'bytes');
+  return sql.query<{ id: string } & Partial<Record<(typeof TOOL_CALL_PAYLOAD_BYTES)[ToolCallPayload], number | null>>>(text, params);
+}
+
+/**
+ * The payloads of tool calls by id, each for the calls that want it, for the rows read without
+ * them: the declared input from the ToolCall, the rest from its latest execution as the
+ * projection derives them (tool-call-projection.ts), so the ToolCall keeps no copy of its audit's payloads.
+ */
+export function toolCallPayloadsByIds(sql: Sql, wanted: WantedPayloads<ToolCallPayload>) {
+  const { text, params } = toolCallPayloadsStatement(wanted, 'value');
+  return sql.query<Pick<ToolCallRow, 'id' | ToolCallPayload>>(text, params);
+}
 
 /** Each run's tool calls in declaration order: by the declaring model call (its sequence, then id), then position; without payloads. */
 export const toolCallsOfRuns = (sql: Sql, runIds: readonly string[]) =>

@@ -2,7 +2,7 @@ import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import type { AuditStatus } from '../generated/prisma/client.js';
 import { inLiveThreadOf, requireAuditReader } from './access.js';
-import { AUDIT_COLUMNS, type AuditRow } from './audit-reads.js';
+import { auditSummaryColumns, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
 import { boundedText, escapeLike, isUuid, nameFilter, rowId } from './ids.js';
 import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
@@ -71,7 +71,8 @@ const SNIPPET_LEAD = 25;
 export const SEARCH_WALK_BUDGET = 500;
 
 /**
- * Audits matching every criterion given, newest first (ids are UUIDv7: time order), from the
+ * Audits matching every criterion given, newest first (ids are UUIDv7: time order), without their
+ * payloads (read when asked for, once their sizes were charged, as a timeline's), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
  *
@@ -145,7 +146,7 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   const walkTests = [...(liveTest === null ? [] : [liveTest]), ...filters, ...(text !== null ? [textTests[0]!] : [])];
   const budget = SEARCH_WALK_BUDGET;
   const limit = param(first + 1);
-  const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+  const columns = auditSummaryColumns('m.');
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const textAt = param(text);
   // Below the walk: the index's matches in the thread, or the owner's (still live).
@@ -208,7 +209,7 @@ async function filterSearch(
   if (search.name !== null) range.push(`m.name = ${param(search.name)}`);
   if (search.status != null) range.push(`m.status = ${param(search.status)}::"AuditStatus"`);
   const limit = `${param(search.first + 1)}::int`;
-  const columns = AUDIT_COLUMNS.split(', ').map((column) => `m.${column}`).join(', ');
+  const columns = auditSummaryColumns('m.');
   const rows = await sql.query<AuditHit>(
     `WITH RECURSIVE ${walkNewestFirst('hits', 'message', 'm', range.join(' AND '), [], limit)}
      SELECT ${columns}, t.title AS thread_title FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id

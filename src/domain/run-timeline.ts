@@ -1,7 +1,7 @@
 import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, requireAuditReader } from './access.js';
-import { ALL_PAYLOADS, auditColumns, MAX_AUDITS, type AuditRow, type Payload, type Timeline } from './audit-reads.js';
+import { auditSummaryColumns, MAX_AUDITS, type AuditRow, type Timeline } from './audit-reads.js';
 import { badInput } from './errors.js';
 import { isUuid, rowId } from './ids.js';
 import { notARunOfThread } from './runs.js';
@@ -9,7 +9,7 @@ import { notARunOfThread } from './runs.js';
 /**
  * One run's audits, paged like the thread's timeline (readTimeline): the newest `limit` of them,
  * oldest first, older ones with `before`; in the same order (sequence, role, id), so a run's page
- * drops into a thread's timeline as it is. For a debug UI that opens a long thread on its newest
+ * drops into a thread's timeline as it is; without payloads, as the thread's. For a debug UI that opens a long thread on its newest
  * page and loads a run's entries when the run is expanded (docs/debug-ui.md).
  */
 export async function readRunTimeline(
@@ -19,7 +19,6 @@ export async function readRunTimeline(
   runId: string,
   limit: number | null | undefined,
   before?: string | null,
-  payloads: ReadonlySet<Payload> = ALL_PAYLOADS,
 ): Promise<Timeline> {
   requireAuditReader(principal);
   if (limit == null || limit < 1 || limit > MAX_AUDITS) throw badInput(`limit must be between 1 and ${MAX_AUDITS}`);
@@ -27,7 +26,7 @@ export async function readRunTimeline(
   if (!isUuid(runId)) throw notARunOfThread();
   if (before != null && !isUuid(before)) throw badInput('before must be the id of an audit of this run');
   const rows = await sql.query<AuditRow & { timelineOwnerId: string; timelineCursor: string | null; timelineRunFound: boolean; timelineBeforeFound: boolean }>(
-    runTimelineStatement(payloads),
+    RUN_TIMELINE,
     [id, limit + 1, before?.toLowerCase() ?? null, runId.toLowerCase()],
   );
   const [first] = rows;
@@ -44,7 +43,7 @@ export async function readRunTimeline(
 }
 
 /** The thread's row (one, with empty audit columns, when the run has none) joined to the run's newest audits before the anchor. */
-const runTimelineStatement = (payloads: ReadonlySet<Payload>) => `WITH anchor AS (
+const RUN_TIMELINE = `WITH anchor AS (
     SELECT m.sequence, m.role, m.id FROM message m
       WHERE m.id = $3::uuid AND m.run_id = $4::uuid AND m.message_type IN ('model_audit', 'tool_audit')
     UNION ALL SELECT NULL, NULL, NULL WHERE $3::uuid IS NULL)
@@ -53,7 +52,7 @@ const runTimelineStatement = (payloads: ReadonlySet<Payload>) => `WITH anchor AS
   FROM thread t
   LEFT JOIN run r ON r.id = $4::uuid AND r.thread_id = t.id
   LEFT JOIN LATERAL (
-    SELECT ${auditColumns(payloads)} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
+    SELECT ${auditSummaryColumns()} FROM message m WHERE m.run_id = r.id AND m.message_type IN ('model_audit', 'tool_audit')
       AND ($3::uuid IS NULL OR (m.sequence, m.role, m.id) < (SELECT sequence, role, id FROM anchor))
     ORDER BY m.sequence DESC, m.role DESC, m.id DESC LIMIT $2) a ON true
   WHERE t.id = $1 AND t.deleted_at IS NULL

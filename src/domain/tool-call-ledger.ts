@@ -98,9 +98,13 @@ export interface LedgerEntry {
   auditId: string | null;
   toolCallId: string;
   name: string;
-  declaredInput: unknown;
-  /** What the tool ran with (its audit's input); null when it never ran. */
-  effectiveInput: unknown;
+  /**
+   * The sizes of the declared arguments and of what the tool ran with (its audit's input), read
+   * instead of them (the declared input's measured by the database): a reader charges them to its
+   * answer before it reads the payloads. Null when absent (the effective input: never run).
+   */
+  declaredInputBytes: number | null;
+  effectiveInputBytes: number | null;
   /** The effective input differs from the declared arguments; null when it never ran. */
   inputDiffers: boolean | null;
   status: LedgerStatus;
@@ -140,7 +144,7 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
 
 /** A call's latest execution (the newest tool audit bound to it), NULL columns when it never ran. */
 const LATEST_EXECUTION = `LEFT JOIN LATERAL (
-       SELECT m.id, m.run_id, m.input, m.status, m.error, m.awaiting_run_terminal, m.started_at, m.finished_at, m.duration_ms
+       SELECT m.id, m.run_id, m.input, m.input_bytes, m.status, m.error, m.awaiting_run_terminal, m.started_at, m.finished_at, m.duration_ms
        FROM message m WHERE m.tool_call_row_id = tc.id ORDER BY m.id DESC LIMIT 1
      ) e ON true`;
 
@@ -210,7 +214,7 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
      )`;
   const text = `WITH RECURSIVE ${hits}
      SELECT tc.id, tc.thread_id, t.title AS thread_title, tc.run_id, tc.declared_by_id, e.run_id AS executed_in_run_id, e.id AS audit_id,
-       tc.tool_call_id, tc.name, tc.declared_input, e.input AS effective_input,
+       tc.tool_call_id, tc.name, octet_length(tc.declared_input::text) AS declared_input_bytes, e.input_bytes AS effective_input_bytes,
        CASE WHEN e.id IS NULL THEN NULL ELSE e.input IS DISTINCT FROM tc.declared_input END AS input_differs,
        ${STATUS_SQL} AS status, e.started_at, e.finished_at, e.duration_ms, ${caseArray} AS cases,
        CASE WHEN ${CASE_RULES.RUNNING.sql} THEN (SELECT r.lease_expires_at FROM run r WHERE r.id = e.run_id AND r.status = 'RUNNING') END

@@ -8,8 +8,20 @@
  * A ToolCall's payloads from its latest execution `e` (a message row, all NULL when it never
  * ran), read when asked for: the ToolCall keeps no copy of them (issue 44). An interrupted
  * call's are empty, as its status is the model's intent again. Its output is the content of the
- * raw tool output envelope (audit_output_content): the ToolCall never sees the rest.
+ * raw tool output envelope (audit_output_content): the ToolCall never sees the rest. Each is read
+ * from the execution's columns `columns` (`value`), and its size (the bytes of its JSON text)
+ * from `sizeColumns` (`bytes`: the audit's stored sizes, the output content's measured).
  */
-export const EXECUTION_PAYLOADS = (e: string) => `CASE WHEN ${e}.status = 'INTERRUPTED' THEN NULL ELSE ${e}.input END AS effective_input,
-    CASE WHEN ${e}.status = 'INTERRUPTED' THEN NULL ELSE audit_output_content(${e}.output) END AS output,
-    CASE WHEN ${e}.status = 'INTERRUPTED' THEN NULL ELSE ${e}.error END AS error`;
+export const EXECUTION_PAYLOADS = {
+  effectiveInput: { columns: ['input'], value: (e: string) => `${e}.input`, sizeColumns: ['input_bytes'], bytes: (e: string) => `${e}.input_bytes` },
+  output: {
+    columns: ['output'],
+    value: (e: string) => `audit_output_content(${e}.output)`,
+    sizeColumns: ['output'],
+    bytes: (e: string) => `octet_length(audit_output_content(${e}.output)::text)`,
+  },
+  error: { columns: ['error'], value: (e: string) => `${e}.error`, sizeColumns: ['error_bytes'], bytes: (e: string) => `${e}.error_bytes` },
+} as const;
+
+/** `expression` of the execution `e`, or NULL when the call was interrupted (it is the model's intent again). */
+export const unlessInterrupted = (e: string, expression: string) => `CASE WHEN ${e}.status = 'INTERRUPTED' THEN NULL ELSE ${expression} END`;

@@ -6,18 +6,41 @@ import { jsonBytes } from '../db/json-text.js';
 /*
  * Each JSON value a principal writes is bounded (MAX_JSON_BYTES), a list of them is not: one read
  * of a thread's audits could answer hundreds of megabytes. The JSON payloads of one query's
- * answer are counted as they are serialized (the JSON scalar; each by the size of the text it was read
- * from, src/db/json-text.ts); past MAX_ANSWER_PAYLOAD_BYTES the
- * answer is refused whole. Mutations are left alone (their changes
- * are committed; each answers one command's audits), and subscriptions (one change per event).
+ * answer are bounded by MAX_ANSWER_PAYLOAD_BYTES; past it the answer is refused whole. Mutations
+ * are left alone (their changes are committed; each answers one command's audits), and
+ * subscriptions (one change per event).
+ *
+ * A read charges each payload's size (stored beside it, or measured by the database) before it
+ * loads the payload (chargedPayload), so a refused answer has loaded at most the budget, however
+ * many items, aliases or nested links asked for more. Every JSON value is also counted as it is
+ * serialized (the JSON scalar; each by the size of the text it was read from, src/db/json-text.ts):
+ * what no read charged (the errors a toolActivity view reads with its audits) is bounded there.
  */
 
 interface Budget {
-  left: number;
+  /** Bytes charged by payloads' sizes before they were loaded. */
+  charged: number;
+  /** Bytes of the JSON values serialized so far. */
+  serialized: number;
+  max: number;
   exceeded: boolean;
 }
 
 const budgets = new AsyncLocalStorage<Budget>();
+
+/**
+ * A payload of `bytes` (its JSON text's; null: absent) loaded by `load` once the answer's budget
+ * has room for it; null, not loaded, once it has not (the answer is then refused whole).
+ */
+export async function chargedPayload<Value>(bytes: number | null | undefined, load: () => Promise<Value>): Promise<Value | null> {
+  if (bytes == null) return null;
+  const budget = budgets.getStore();
+  if (budget && !budget.exceeded) {
+    budget.charged += bytes;
+    budget.exceeded = budget.charged > budget.max;
+  }
+  return budget?.exceeded ? null : load();
+}
 
 /**
  * The JSON scalar's serialize: `value`, counted against the query's budget. Once it is spent, an
@@ -28,8 +51,8 @@ export function countedPayload(value: unknown): unknown {
   const budget = budgets.getStore();
   if (!budget || value == null) return value;
   if (!budget.exceeded) {
-    budget.left -= jsonBytes(value);
-    budget.exceeded = budget.left < 0;
+    budget.serialized += jsonBytes(value);
+    budget.exceeded = budget.serialized > budget.max;
   }
   return budget.exceeded ? '' : value;
 }
@@ -38,7 +61,7 @@ export function useAnswerPayloadLimit(maxBytes: number): Plugin {
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
       if (getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
-      const budget: Budget = { left: maxBytes, exceeded: false };
+      const budget: Budget = { charged: 0, serialized: 0, max: maxBytes, exceeded: false };
       setExecuteFn((executeArgs) => budgets.run(budget, () => executeFn(executeArgs)));
       return {
         onExecuteDone({ setResult }) {

@@ -2,10 +2,11 @@ import { initContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
 import {
-  auditPayloadsByIds, auditsByIds, chatMessageCounts, runsByIds, threadsByIds, toolCallPayloadsByIds, toolCallsByIdsOrDeclarers, toolCallsOfRuns,
-  type ToolCallRow,
+  auditPayloadsByIds, auditsByIds, chatMessageCounts, messageContentSizesByIds, messageContentsByIds, runErrorSizesByIds, runErrorsByIds, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
+  TOOL_CALL_PAYLOAD_BYTES, toolCallsByIdsOrDeclarers, toolCallsOfRuns, type Payload, type ToolCallPayload, type ToolCallRow, type WantedPayloads,
 } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
+import type { Run } from '../generated/prisma/client.js';
 import type { CommittedChange } from '../domain/events.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts, type TokenTotals } from '../domain/audit-summaries.js';
 import { perEvent } from '../realtime/per-event.js';
@@ -36,6 +37,30 @@ function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, k
 }
 
 const idOf = (row: { id: string }) => row.id;
+
+/**
+ * A loader of one payload (or one payload's size: `field`) of a row by id, one statement per
+ * batch, which reads each payload only of the rows asked for it. A missing row is an error (the
+ * row was read in the same request).
+ */
+function payloadsBy<Payload extends string, Row extends { id: string }>(
+  read: (wanted: WantedPayloads<Payload>) => Promise<Row[]>,
+  field: (payload: Payload) => keyof Row,
+) {
+  type Key = { id: string; payload: Payload };
+  return new DataLoader<Key, unknown, string>(
+    async (keys) => {
+      const wanted = new Map<Payload, string[]>();
+      for (const { id, payload } of keys) (wanted.get(payload) ?? wanted.set(payload, []).get(payload)!).push(id);
+      const rows = new Map((await read(wanted)).map((row) => [row.id, row]));
+      return keys.map(({ id, payload }) => {
+        const row = rows.get(id);
+        return row ? row[field(payload)] : new Error(`Row ${id} is missing behind a foreign key`);
+      });
+    },
+    { cacheKeyFn: (key) => `${key.payload}:${key.id}` },
+  );
+}
 
 /**
  * Tool calls by id and the tool calls each model audit declared: a timeline asks for both at
@@ -79,12 +104,18 @@ export async function loadRequired<Row>(loader: { load(id: string): Promise<Row 
 export function createLoaders({ db: read }: DomainDeps) {
   return {
     audit: rowsBy((ids) => auditsByIds(read, ids), idOf),
-    /** The payloads of audits a read returned without them (a read reads those its fields select). */
-    auditPayloads: rowsBy((ids) => auditPayloadsByIds(read, ids), idOf),
+    /** The payloads of audits, by id and payload: reads return audits without them (charged first: answer-payloads.ts). */
+    auditPayload: payloadsBy((wanted: WantedPayloads<Payload>) => auditPayloadsByIds(read, wanted), (payload) => payload),
     thread: rowsBy((ids) => threadsByIds(read, ids), idOf),
-    run: rowsBy((ids) => runsByIds(read, ids), idOf),
+    /** Runs without their error (typed as the whole run, as RunRef takes it: only its `error` field reads it, run.ts). */
+    run: rowsBy((ids) => runsByIds(read, ids) as Promise<Run[]>, idOf),
+    /** Runs' errors and their sizes (to charge before the errors are loaded), by id. */
+    runErrorBytes: rowsBy((ids) => runErrorSizesByIds(read, ids), idOf),
+    runError: rowsBy((ids) => runErrorsByIds(read, ids), idOf),
     ...toolCallLinks(read),
-    toolCallPayloads: rowsBy((ids) => toolCallPayloadsByIds(read, ids), idOf),
+    /** The payloads of tool calls, and their sizes (to charge before the payloads are loaded), by id and payload. */
+    toolCallPayload: payloadsBy((wanted: WantedPayloads<ToolCallPayload>) => toolCallPayloadsByIds(read, wanted), (payload) => payload),
+    toolCallPayloadBytes: payloadsBy((wanted: WantedPayloads<ToolCallPayload>) => toolCallPayloadSizesByIds(read, wanted), (payload) => TOOL_CALL_PAYLOAD_BYTES[payload]),
     toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
     /** Audit counts per run and per thread (null: no audits), and token totals (null: no usage with counts). */
     runAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfRuns(read, ids), (row) => row.key),
@@ -92,6 +123,9 @@ export function createLoaders({ db: read }: DomainDeps) {
     runTokens: valuesBy<TokenTotals>((ids) => tokensOfRuns(read, ids)),
     threadTokens: valuesBy<TokenTotals>((ids) => tokensOfThreads(read, ids)),
     threadRunCounts: rowsBy((ids) => runCountsOfThreads(read, ids), (row) => row.threadId),
+    /** Ordinary messages' contents and their sizes (to charge before the contents are loaded), by id. */
+    messageContentBytes: rowsBy((ids) => messageContentSizesByIds(read, ids), idOf),
+    messageContent: rowsBy((ids) => messageContentsByIds(read, ids), idOf),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: new DataLoader<string, number>(async (threadIds) => {
       const counts = new Map((await chatMessageCounts(read, threadIds)).map((group) => [group.threadId, group.count]));

@@ -55,12 +55,18 @@ describe(`payloads only when selected (${backendName})`, () => {
     expect([...columns]).toEqual([]);
   });
 
-  it('the timeline reads only the payloads its items select (error: not input or output)', async () => {
-    const { data, columns } = await read(`query($threadId: ID!) { threadAudits(threadId: $threadId) { items {
+  it('the timeline reads only the payloads its items select (output: not input or error), and none that is absent', async () => {
+    const outputs = await read(`query($threadId: ID!) { threadAudits(threadId: $threadId) { items {
+      id ... on ToolAudit { output }
+    } } }`);
+    expect(outputs.data.threadAudits.items.filter((item: any) => item.output)).toHaveLength(3);
+    expect([...outputs.columns]).toEqual(['output']);
+    // Its size (null) tells an absent payload: nothing to read.
+    const errors = await read(`query($threadId: ID!) { threadAudits(threadId: $threadId) { items {
       id ... on ModelAudit { error } ... on ToolAudit { error }
     } } }`);
-    expect(data.threadAudits.items.map((item: any) => item.error)).toEqual(Array(6).fill(null));
-    expect([...columns]).toEqual(['error']);
+    expect(errors.data.threadAudits.items.map((item: any) => item.error)).toEqual(Array(6).fill(null));
+    expect([...errors.columns]).toEqual([]);
   });
 
   it('payloads selected through a fragment, an alias, a run page and nested links equal audit(id)', async () => {

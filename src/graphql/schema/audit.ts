@@ -1,16 +1,19 @@
 import { requirePrincipal } from '../../domain/access.js';
-import { MAX_AUDITS, readAudit, readTimeline, type AuditRow, type Payload } from '../../domain/audit-reads.js';
+import { MAX_AUDITS, PAYLOAD_BYTES, readAudit, readTimeline, type AuditRow, type Payload } from '../../domain/audit-reads.js';
 import { encodeCursor } from '../../domain/change-cursors.js';
 import { readRunTimeline } from '../../domain/run-timeline.js';
 import { builder, listCost } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { loadRequired } from '../loaders.js';
-import { selectedPayloads } from '../payload-selection.js';
+import { chargedPayload } from '../answer-payloads.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
 
-/** A payload of an audit: from its row when the read selected it, else loaded with the request's other rows' payloads. */
-async function payloadOf(row: AuditRow, payload: Payload, { loaders }: GraphQLContext) {
-  return row[payload] !== undefined ? row[payload] : (await loadRequired(loaders.auditPayloads, row.id))[payload];
+/**
+ * A payload of an audit: from its row when the row holds it (a lifecycle result, a change), else
+ * charged by its size and loaded with the request's other audits' payloads.
+ */
+function payloadOf(row: AuditRow, payload: Payload, { loaders }: GraphQLContext) {
+  if (row[payload] !== undefined) return row[payload];
+  return chargedPayload(row[PAYLOAD_BYTES[payload]], () => loaders.auditPayload.load({ id: row.id, payload }));
 }
 
 // Shaped by AuditRow, not the whole Message model: reads return only the columns these show.
@@ -59,7 +62,7 @@ export const ModelAuditRef = builder.objectRef<AuditRow>('ModelAudit').implement
     input: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'input', context) }),
     output: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'output', context) }),
     error: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'error', context) }),
-    usage: t.expose('usage', { type: 'JSON', nullable: true }),
+    usage: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'usage', context) }),
   }),
 });
 
@@ -123,12 +126,11 @@ builder.queryField('threadAudits', (t) =>
       }),
     },
     complexity: ({ limit }) => listCost(limit, MAX_AUDITS),
-    resolve: async (_root, { threadId, limit, before, runId }, { deps, principal, loaders }, info) => {
+    resolve: async (_root, { threadId, limit, before, runId }, { deps, principal, loaders }) => {
       const anchor = before == null ? null : String(before);
-      const payloads = selectedPayloads(info, 'items');
       const timeline = runId == null
-        ? await readTimeline(deps.db, requirePrincipal(principal), threadId, limit, anchor, payloads)
-        : await readRunTimeline(deps.db, requirePrincipal(principal), threadId, String(runId), limit, anchor, payloads);
+        ? await readTimeline(deps.db, requirePrincipal(principal), threadId, limit, anchor)
+        : await readRunTimeline(deps.db, requirePrincipal(principal), threadId, String(runId), limit, anchor);
       // The items are what a tool audit's `declaredBy` most often points to.
       for (const audit of timeline.items) loaders.audit.prime(audit.id, audit);
       return { ...timeline, cursor: encodeCursor(deps.databaseId, timeline.threadId, timeline.cursor) };

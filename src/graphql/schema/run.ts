@@ -1,8 +1,18 @@
 import { requirePrincipal } from '../../domain/access.js';
+import type { Run } from '../../generated/prisma/client.js';
 import { cancelRun } from '../../domain/convergence.js';
 import { createRun, loadReadableRun } from '../../domain/runs.js';
+import { chargedPayload } from '../answer-payloads.js';
 import { builder } from '../builder.js';
+import { loadRequired } from '../loaders.js';
 import { RunStatusEnum } from './enums.js';
+
+/**
+ * A run's error (up to MAX_JSON_BYTES) is left out of its reads: the field charges its size to the
+ * answer before it loads it (answer-payloads.ts). Rows read so are typed as whole runs (the
+ * plugin's type), their `error` undefined: only that field reads it.
+ */
+export const WITHOUT_ERROR = { omit: { error: true } } as const;
 
 export const RunRef = builder.prismaObject('Run', {
   fields: (t) => ({
@@ -14,10 +24,17 @@ export const RunRef = builder.prismaObject('Run', {
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
     finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
-    error: t.expose('error', {
+    error: t.field({
       type: 'JSON',
       nullable: true,
       description: 'Why the run failed or was cancelled, e.g. {code: "LEASE_EXPIRED"}.',
+      resolve: async (run, _args, { loaders }) => {
+        // Reads leave it out (WITHOUT_ERROR, runsByIds); a mutation's or a change's own row holds it.
+        const { error } = run as Partial<Pick<typeof run, 'error'>>;
+        if (error !== undefined) return error;
+        const { errorBytes } = await loadRequired(loaders.runErrorBytes, run.id);
+        return chargedPayload(errorBytes, async () => (await loadRequired(loaders.runError, run.id)).error);
+      },
     }),
   }),
 });
@@ -48,7 +65,7 @@ builder.queryField('run', (t) =>
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
       const run = await loadReadableRun(deps.db, requirePrincipal(principal), id);
-      return prisma.run.findUnique({ ...query, where: { id: run.id } });
+      return prisma.run.findUnique({ ...query, ...WITHOUT_ERROR, where: { id: run.id } }) as Promise<Run | null>;
     },
   }),
 );

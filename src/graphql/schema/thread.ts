@@ -4,9 +4,11 @@ import { badInput } from '../../domain/errors.js';
 import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
+import { chargedPayload } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
+import { loadRequired } from '../loaders.js';
 import { MessageRoleEnum } from './enums.js';
-import { RunRef } from './run.js';
+import { RunRef, WITHOUT_ERROR } from './run.js';
 
 const MAX_HISTORY_PAGE = 1000;
 const MAX_RUNS_PAGE = 500;
@@ -25,7 +27,9 @@ export const ThreadRef = builder.prismaObject('Thread', {
         if (first == null || first < 0 || first > MAX_HISTORY_PAGE) {
           throw badInput(`first must be between 0 and ${MAX_HISTORY_PAGE}`);
         }
-        return { where: { messageType: 'chat' }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], take: first };
+        // Without the contents (up to MAX_JSON_BYTES each): `content` charges each one's size to
+        // the answer before it loads it (answer-payloads.ts).
+        return { omit: { content: true }, where: { messageType: 'chat' }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], take: first };
       },
     }),
     messageCount: t.int({
@@ -40,9 +44,9 @@ export const ThreadRef = builder.prismaObject('Thread', {
       // the thread's runs: another thread's would place this thread's runs by its order.
       query: ({ first, after }) => {
         if (first == null || first < 1 || first > MAX_RUNS_PAGE) throw badInput(`first must be between 1 and ${MAX_RUNS_PAGE}`);
-        if (after == null) return { orderBy: { createdOrder: 'asc' }, take: first };
+        if (after == null) return { ...WITHOUT_ERROR, orderBy: { createdOrder: 'asc' }, take: first };
         if (!isUuid(after)) throw badInput('after must be the id of a run of this thread');
-        return { where: { thread: { runs: { some: { id: after } } } }, cursor: { id: after }, skip: 1, orderBy: { createdOrder: 'asc' }, take: first };
+        return { ...WITHOUT_ERROR, where: { thread: { runs: { some: { id: after } } } }, cursor: { id: after }, skip: 1, orderBy: { createdOrder: 'asc' }, take: first };
       },
     }),
     latestRun: t.field({
@@ -50,7 +54,7 @@ export const ThreadRef = builder.prismaObject('Thread', {
       nullable: true,
       description: 'The most recently created run of the thread, for thread lists.',
       select: (_args, _ctx, nestedSelection) => ({
-        runs: nestedSelection({ orderBy: { createdOrder: 'desc' as const }, take: 1 }),
+        runs: nestedSelection({ ...WITHOUT_ERROR, orderBy: { createdOrder: 'desc' as const }, take: 1 }),
       }),
       resolve: (thread) => thread.runs[0] ?? null,
     }),
@@ -97,7 +101,17 @@ builder.prismaObject('Message', {
   fields: (t) => ({
     id: t.exposeID('id'),
     role: t.expose('role', { type: MessageRoleEnum }),
-    content: t.expose('content', { type: 'JSON', nullable: true }),
+    content: t.field({
+      type: 'JSON',
+      nullable: true,
+      resolve: async (message, _args, { loaders }) => {
+        // Reads leave it out (`messages`); a mutation's own row holds it.
+        const { content } = message as Partial<Pick<typeof message, 'content'>>;
+        if (content !== undefined) return content;
+        const { contentBytes } = await loadRequired(loaders.messageContentBytes, message.id);
+        return chargedPayload(contentBytes, async () => (await loadRequired(loaders.messageContent, message.id)).content);
+      },
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });

@@ -1,5 +1,6 @@
 import { requirePrincipal } from '../../domain/access.js';
 import { LEDGER_CASES, LEDGER_STATUSES, MAX_LEDGER_PAGE, toolCallLedger, type LedgerEntry } from '../../domain/tool-call-ledger.js';
+import { chargedPayload } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
 import { PageInfoRef } from './thread.js';
 
@@ -31,8 +32,20 @@ const ToolCallLedgerEntryRef = builder.objectRef<LedgerEntry>('ToolCallLedgerEnt
     auditId: t.exposeID('auditId', { nullable: true, description: 'The tool audit of its latest execution: the row to open in the timeline.' }),
     toolCallId: t.exposeString('toolCallId'),
     name: t.exposeString('name'),
-    declaredInput: t.expose('declaredInput', { type: 'JSON', nullable: true, description: 'The arguments the model declared.' }),
-    effectiveInput: t.expose('effectiveInput', { type: 'JSON', nullable: true, description: 'The input the tool ran with; null when it never ran.' }),
+    declaredInput: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'The arguments the model declared.',
+      resolve: (entry, _args, { loaders }) =>
+        chargedPayload(entry.declaredInputBytes, () => loaders.toolCallPayload.load({ id: entry.id, payload: 'declaredInput' })),
+    }),
+    effectiveInput: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'The input the tool ran with; null when it never ran.',
+      resolve: (entry, _args, { loaders }) =>
+        chargedPayload(entry.effectiveInputBytes, () => loaders.auditPayload.load({ id: entry.auditId!, payload: 'input' })),
+    }),
     inputDiffers: t.exposeBoolean('inputDiffers', { nullable: true, description: 'The effective input differs from the declared arguments (JSON equality); null when it never ran.' }),
     status: t.field({ type: ToolCallLedgerStatusEnum, resolve: (entry) => entry.status }),
     startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),

@@ -3,12 +3,17 @@ import { toolCallStats } from '../../domain/tool-call-stats.js';
 import type { ToolCallPayload, ToolCallRow } from '../../domain/audit-reads.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { loadRequired } from '../loaders.js';
+import { chargedPayload } from '../answer-payloads.js';
 import { ToolCallStatusEnum } from './enums.js';
 
-/** A payload of a tool call: from its row when read, else loaded with the request's other calls' payloads. */
+/**
+ * A payload of a tool call: from its row when the row holds it (a lifecycle result), else its size
+ * read and charged, then the payload loaded, each with the request's other calls'.
+ */
 async function payloadOf(toolCall: ToolCallRow, payload: ToolCallPayload, { loaders }: GraphQLContext) {
-  return toolCall[payload] !== undefined ? toolCall[payload] : (await loadRequired(loaders.toolCallPayloads, toolCall.id))[payload];
+  if (toolCall[payload] !== undefined) return toolCall[payload];
+  const key = { id: toolCall.id, payload };
+  return chargedPayload((await loaders.toolCallPayloadBytes.load(key)) as number | null, () => loaders.toolCallPayload.load(key));
 }
 
 export const ToolCallRef = builder.objectRef<ToolCallRow>('ToolCall').implement({
