@@ -4,6 +4,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const require = createRequire(import.meta.url);
 
 const UNIT = 'test/**/*.unit.test.ts';
+/** Tests that read the whole process's state (its peak memory): each file in a process of its own. */
+const ISOLATED = 'test/**/*.isolated.test.ts';
 
 export default defineConfig({
   resolve: {
@@ -22,7 +24,8 @@ export default defineConfig({
       // No database, no server, no browser: `npm run test:unit` runs these alone, in seconds.
       { extends: true, test: { name: 'unit', include: [UNIT], isolate: false } },
       // A real database (one migrated copy per run: test/global-setup.ts), servers, browsers.
-      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, UNIT], globalSetup: ['test/global-setup.ts'], isolate: false } },
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, UNIT, ISOLATED], globalSetup: ['test/global-setup.ts'], isolate: false } },
+      { extends: true, test: { name: 'isolated', include: [ISOLATED], globalSetup: ['test/global-setup.ts'], isolate: true } },
     ],
   },
 });

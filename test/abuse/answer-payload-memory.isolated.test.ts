@@ -4,7 +4,8 @@
 // 500 audits of 1 MiB payloads, a search or ledger page, aliased root fields) before it refused.
 // Each read now charges the payloads' stored sizes before it loads them: a refused answer loads
 // at most the budget. What shows it: the server process's peak resident memory (getrusage's
-// maxRSS) while it refuses reads of ~100 MiB of payloads stays far below that.
+// maxRSS) while it refuses reads of ~100 MiB of payloads stays far below that; this file runs in a
+// process of its own (vitest.config.ts, "isolated"), so no earlier file has raised that peak.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
