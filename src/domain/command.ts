@@ -108,7 +108,7 @@ export interface FencedCommand<Args extends unknown[], T> {
 }
 
 /**
- * An owner's command as one fenced statement (createRun; the lifecycle events are functions of
+ * An owner's command as one fenced statement (createThread, createRun; the lifecycle events are functions of
  * the database, lifecycle-events.ts). Only when it wrote nothing does a read-only step run, which
  * names the refusal or returns the replay and never writes; when that state would let the
  * statement write, it runs again.
