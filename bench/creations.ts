@@ -6,14 +6,10 @@
 // alternating in each of --rounds rounds: without a createId (the baseline), with a fresh one, and
 // the same creation sent again (a replay). Reported: ms a call (p50, mean) and its p50's ratio to
 // the baseline's in the same round. The first round warms the server up.
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { mintToken } from '../src/auth/jwt.js';
-import { openPgliteBackend, openPostgresBackend } from './lib/backend.js';
-import { GraphQLHttp } from './lib/graphql-http.js';
-import { startServer } from './lib/server-process.js';
+import { benchServer, loadAverage } from './lib/bench-server.js';
 import { serverCreateThread } from './lib/server-worker.js';
 import { round, summarize, table } from './lib/stats.js';
 
@@ -24,12 +20,8 @@ const rounds = Number(flags.rounds);
 const CREATE_RUN = `mutation($input: CreateRunInput!) { createRun(input: $input) { id } }`;
 const CREATE_THREAD = `mutation($input: CreateThreadInput!) { createThread(input: $input) { id } }`;
 
-const load = () => loadavg().map((value) => value.toFixed(2)).join(' ');
-const backend = process.env.DATABASE_URL ? await openPostgresBackend(process.env.DATABASE_URL) : await openPgliteBackend();
-console.log(`${new Date().toISOString()} · ${backend.kind} · load average ${load()}`);
-const secret = randomBytes(32).toString('hex');
-const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, LEASE_SWEEP_INTERVAL_MS: '600000' });
-const http = new GraphQLHttp(server.url);
+const bench = await benchServer();
+const { http, secret } = bench;
 const rows: (string | number | null)[][] = [];
 try {
   const token = await mintToken(secret, { sub: 'bench-creations-owner', role: 'superadmin' }, '2h');
@@ -66,11 +58,9 @@ try {
       }
       for (const row of rows.slice(-names.length)) row[5] = round(Number(row[5]) / baseline, 3);
     }
-    console.log(`  round ${r} done (load average ${load()})`);
+    console.log(`  round ${r} done (load average ${loadAverage()})`);
   }
 } finally {
-  http.close();
-  await server.stop();
-  await backend.close();
+  await bench.close();
 }
 console.log(table(['round', 'mutation', 'createId', 'p50 ms', 'mean ms', 'p50 / no createId'], rows));
