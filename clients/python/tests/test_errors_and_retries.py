@@ -141,6 +141,16 @@ class LostAnswersTest(LiveTestCase):
         self.assertEqual([t["id"] for t in self.owner_threads()], [thread.id])
         self.assertEqual(self.run_ids(thread.id), [run.id])
 
+    def test_creations_answered_unavailable_are_resent_and_make_one_thread_with_one_run(self) -> None:
+        self.proxy.mode = "unavailable_first"
+        owner = AuditClient(self.proxy.url, self.server.token(self.owner_sub, "superadmin"), retry=FAST_RETRY)
+        thread = owner.create_thread("unavailable")
+        run = owner.create_run(thread.id)
+        sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
+        self.assertEqual(sent, ["CreateThread", "CreateThread", "CreateRun", "CreateRun"])
+        self.assertEqual([t["id"] for t in self.owner_threads()], [thread.id])
+        self.assertEqual(self.run_ids(thread.id), [run.id])
+
     def test_a_create_id_kept_by_the_caller_gets_the_same_thread_and_run_again(self) -> None:
         thread = self.owner.create_thread("kept", create_id="order-42/thread")
         run = self.owner.create_run(thread.id, create_id="order-42/run-1")
