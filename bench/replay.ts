@@ -9,17 +9,14 @@
 // with the cursor alone, alternating, --rounds times. Reported: changes delivered a second, and the
 // server's CPU a change (its process's user + system time over the replay). The subscriber runs in
 // this process, on the same two cores.
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { mintToken } from '../src/auth/jwt.js';
 import { THREAD_CHANGES } from '../web/src/queries.js';
-import { openPgliteBackend, openPostgresBackend } from './lib/backend.js';
-import { GraphQLHttp } from './lib/graphql-http.js';
+import { benchServer, loadAverage } from './lib/bench-server.js';
 import { counterOf } from './lib/live-subscribers.js';
-import { startServer, type ServerProcess } from './lib/server-process.js';
+import type { ServerProcess } from './lib/server-process.js';
 import { driveChanges, serverChangeCursor, serverCreateThread } from './lib/server-worker.js';
 import { round, table } from './lib/stats.js';
 
@@ -74,12 +71,8 @@ function replay(server: ServerProcess, token: string, threadId: string, after: s
   });
 }
 
-const load = () => loadavg().map((value) => value.toFixed(2)).join(' ');
-const backend = process.env.DATABASE_URL ? await openPostgresBackend(process.env.DATABASE_URL) : await openPgliteBackend();
-console.log(`${new Date().toISOString()} · ${backend.kind} · load average ${load()}`);
-const secret = randomBytes(32).toString('hex');
-const server = await startServer({ ...backend.serverEnv, AUTH_JWT_SECRET: secret, LEASE_SWEEP_INTERVAL_MS: '600000' });
-const http = new GraphQLHttp(server.url);
+const bench = await benchServer();
+const { server, http, secret } = bench;
 const rows: (string | number | null)[][] = [];
 try {
   const ownerToken = await mintToken(secret, { sub: 'bench-replay-owner', role: 'superadmin' }, '2h');
@@ -90,7 +83,7 @@ try {
   const grown = performance.now();
   await driveChanges(http, ownerToken, workerTokens, threadId, changes, 'run-');
   const until = counterOf(await serverChangeCursor(http, ownerToken, threadId));
-  console.log(`grown to ${until} changes in ${round((performance.now() - grown) / 1000)} s; load average ${load()}`);
+  console.log(`grown to ${until} changes in ${round((performance.now() - grown) / 1000)} s; load average ${loadAverage()}`);
   for (let r = 0; r < rounds; r++) {
     const names = Object.keys(SELECTIONS);
     for (const name of r % 2 === 0 ? names : names.reverse()) {
@@ -108,12 +101,10 @@ try {
         afterCounts.statements - before.statements,
         result.errors.length ? `${result.errors.length}: ${result.errors[0]}` : '0',
       ]);
-      console.log(`  round ${r + 1}, ${name}: ${result.received} changes in ${round(result.seconds)} s (load average ${load()})`);
+      console.log(`  round ${r + 1}, ${name}: ${result.received} changes in ${round(result.seconds)} s (load average ${loadAverage()})`);
     }
   }
 } finally {
-  http.close();
-  await server.stop();
-  await backend.close();
+  await bench.close();
 }
 console.log(table(['round', 'selection', 'changes', 's', 'changes/s', 'server CPU ms a change', 'SQL statements', 'errors'], rows));

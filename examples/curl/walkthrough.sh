@@ -31,8 +31,11 @@ call() {
 }
 
 THREAD=$(call "$OWNER" 'mutation { createThread(input: {title: "curl"}) { id } }' | jq -r .createThread.id)
-RUN=$(call "$OWNER" 'mutation($t: ID!) { createRun(input: {threadId: $t}) { id } }' \
-  "$(jq -nc --arg t "$THREAD" '{t: $t}')" | jq -r .createRun.id)
+# A retry of this request with the same createId (after a lost answer) gets the run it created,
+# not a second one that nobody would claim.
+CREATE_ID=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+RUN=$(call "$OWNER" 'mutation($t: ID!, $k: String) { createRun(input: {threadId: $t, createId: $k}) { id } }' \
+  "$(jq -nc --arg t "$THREAD" --arg k "$CREATE_ID" '{t: $t, k: $k}')" | jq -r .createRun.id)
 echo "thread $THREAD, run $RUN"
 
 # The worker claims the run: the lease's epoch goes into every later write. A retry of this

@@ -81,6 +81,22 @@ export function publishWritten(deps: DomainDeps, changes: DomainEvent[]): void {
  */
 export type Explanation<T> = { replay: T } | { retry: true };
 
+/** Failures that mean "a concurrent write got there first": the statement wrote nothing, the explanation decides. */
+const WROTE_NOTHING_SQLSTATES = new Set(['23505', '40001', '40P01']);
+
+/**
+ * The rows a fenced command's statement wrote; none when a concurrent write got there first (a
+ * unique key it took, a serialization failure, a deadlock), for the explanation to decide.
+ */
+export async function writtenRows<Row>(sql: Sql, text: string, params: unknown[]): Promise<Row[]> {
+  try {
+    return await sql.query<Row>(text, params);
+  } catch (error) {
+    if (WROTE_NOTHING_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
+    throw error;
+  }
+}
+
 /** A statement that keeps losing to concurrent changes of its thread gives up after this many runs. */
 const MAX_STATEMENT_RUNS = 8;
 
@@ -92,7 +108,7 @@ export interface FencedCommand<Args extends unknown[], T> {
 }
 
 /**
- * An owner's command as one fenced statement (createRun; the lifecycle events are functions of
+ * An owner's command as one fenced statement (createThread, createRun; the lifecycle events are functions of
  * the database, lifecycle-events.ts). Only when it wrote nothing does a read-only step run, which
  * names the refusal or returns the replay and never writes; when that state would let the
  * statement write, it runs again.

@@ -93,7 +93,8 @@ export async function markDeleted(
       [threadId],
     );
     if (!thread || (await admit(thread, sql)) === false) return null;
-    await sql.query('UPDATE thread SET deleted_at = now() WHERE id = $1::uuid', [threadId]);
+    // Its createId goes with it: from the mark on, the key creates a new thread.
+    await sql.query('UPDATE thread SET deleted_at = now(), create_id = NULL WHERE id = $1::uuid', [threadId]);
     await revokeLeases(sql, threadId);
     return thread.ownerId;
   });

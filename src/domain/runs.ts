@@ -2,10 +2,10 @@ import type { Principal } from './principal.js';
 import { prepared, type Sql } from '../db/sql.js';
 import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { assertCanReadThread, canReadEveryThread, loadReadableThread } from './access.js';
-import { fenced, type DomainDeps } from './command.js';
-import { badInput, invalidTransition, notFound } from './errors.js';
+import { fenced, writtenRows, type DomainDeps } from './command.js';
+import { badInput, conflict, invalidTransition, notFound } from './errors.js';
 import { runChanged } from './events.js';
-import { isUuid, newId, rowId } from './ids.js';
+import { isUuid, newId, nonBlank, rowId } from './ids.js';
 
 export const ENDED_RUN_STATUSES: readonly RunStatus[] = ['INTERRUPTED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 export const isRunEnded = (status: RunStatus) => ENDED_RUN_STATUSES.includes(status);
@@ -33,60 +33,67 @@ export async function runOfThread(sql: Sql, threadId: string, runId: string): Pr
 
 /**
  * A new QUEUED run, in a thread the caller may write ($2: the caller, $3: may write every
- * thread); a resume ($5) only of an ended run of the same thread.
+ * thread); a resume ($5) only of an ended run of the same thread; with a createId ($6), only if
+ * no run of the thread has it yet (the unique index decides between concurrent sends).
  */
 export const CREATE_RUN = `WITH target AS (
   SELECT t.id AS thread_id FROM thread t
   WHERE t.id = $1::uuid AND (t.owner_id = $2 OR $3::boolean) AND t.deleted_at IS NULL
     AND ($5::uuid IS NULL OR EXISTS (
       SELECT 1 FROM run parent WHERE parent.id = $5::uuid AND parent.thread_id = t.id
-        AND parent.status IN (${ENDED_RUN_STATUSES.map((status) => `'${status}'`).join(', ')})))),
+        AND parent.status IN (${ENDED_RUN_STATUSES.map((status) => `'${status}'`).join(', ')})))
+    AND ($6::text IS NULL OR NOT EXISTS (SELECT 1 FROM run keyed WHERE keyed.thread_id = t.id AND keyed.create_id = $6::text))),
 bumped AS (
   UPDATE thread t SET change_cursor = t.change_cursor + 1 FROM target WHERE t.id = target.thread_id
   RETURNING t.change_cursor AS cursor, clock_timestamp() AS at),
 created AS (
-  INSERT INTO run (id, thread_id, resumed_from_id, change_cursor, changed_at)
-  SELECT $4::uuid, target.thread_id, $5::uuid, bumped.cursor, bumped.at FROM target, bumped
+  INSERT INTO run (id, thread_id, resumed_from_id, create_id, change_cursor, changed_at)
+  SELECT $4::uuid, target.thread_id, $5::uuid, $6::text, bumped.cursor, bumped.at FROM target, bumped
   RETURNING *)
 SELECT * FROM created`;
-
-/** Failures that mean "a concurrent write got there first": the statement wrote nothing, the explanation decides. */
-const WROTE_NOTHING_SQLSTATES = new Set(['23505', '40001', '40P01']);
-
-async function createdRows(sql: Sql, params: unknown[]): Promise<Run[]> {
-  try {
-    return await sql.query<Run>(prepared(CREATE_RUN), params);
-  } catch (error) {
-    if (WROTE_NOTHING_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) return [];
-    throw error;
-  }
-}
 
 interface CreateRunInput {
   threadId: string;
   resumeFromRunId?: string | null;
+  /** The creator's idempotency key, unique per thread: sent again, it gets the run it created. */
+  createId?: string | null;
 }
 
-/** Creates a QUEUED run; a resume must name an ended run of the same thread. */
+/**
+ * Creates a QUEUED run; a resume must name an ended run of the same thread. The same createId
+ * again gets the run it created (a replay), if the resume is the same too, else CONFLICT.
+ */
 export const createRun = fenced({
   async write(deps: DomainDeps, principal: Principal, input: CreateRunInput) {
+    const createId = input.createId == null ? null : nonBlank(input.createId, 'createId');
     const resume = input.resumeFromRunId ?? null;
     if (!isUuid(input.threadId) || (resume !== null && !isUuid(resume))) return undefined;
-    const [run] = await createdRows(deps.db, [
+    const [run] = await writtenRows<Run>(deps.db, prepared(CREATE_RUN), [
       input.threadId.toLowerCase(),
       principal.sub,
       canReadEveryThread(principal),
       newId(),
       resume?.toLowerCase() ?? null,
+      createId,
     ]);
     return run && { value: run, changes: [runChanged(run)] };
   },
   async explain(sql, principal, input) {
     const thread = await loadReadableThread(sql, principal, input.threadId);
     // Present means meant: a blank id is malformed, never a run that resumes nothing.
-    if (input.resumeFromRunId != null) {
-      const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [rowId(input.resumeFromRunId, 'Run')]);
-      if (!parent) throw notFound('Run', input.resumeFromRunId);
+    const resume = input.resumeFromRunId == null ? null : rowId(input.resumeFromRunId, 'Run');
+    if (input.createId != null) {
+      const [created] = await sql.query<Run>('SELECT * FROM run WHERE thread_id = $1::uuid AND create_id = $2', [thread.id, input.createId]);
+      if (created) {
+        if (created.resumedFromId !== resume) {
+          throw conflict(`createId ${input.createId} created run ${created.id} with resumeFromRunId ${created.resumedFromId ?? 'null'}, not ${resume ?? 'null'}`);
+        }
+        return { replay: created };
+      }
+    }
+    if (resume !== null) {
+      const [parent] = await sql.query<Run>('SELECT * FROM run WHERE id = $1', [resume]);
+      if (!parent) throw notFound('Run', resume);
       if (parent.threadId !== thread.id) throw invalidTransition('A run can only resume a run of the same thread');
       if (!isRunEnded(parent.status)) throw invalidTransition(`Run ${parent.id} has not ended (${parent.status})`);
     }

@@ -2,22 +2,48 @@ import type { Principal } from './principal.js';
 import { insertRow, type Sql } from '../db/sql.js';
 import type { Message, MessageRole, Thread } from '../generated/prisma/client.js';
 import { canReadEveryThread, loadReadableThread } from './access.js';
-import { badInput } from './errors.js';
-import { boundedText, escapeLike, isUuid, newId } from './ids.js';
+import { badInput, conflict } from './errors.js';
+import { boundedText, escapeLike, isUuid, newId, nonBlank } from './ids.js';
 import { parseInstant } from './instants.js';
-import { command } from './command.js';
+import { command, fenced, writtenRows, type DomainDeps } from './command.js';
 import { assertStorableJson } from './json.js';
 
 /** Titles are listed to others (threads, search hits): bounded, so no one can make every list huge. */
 export const MAX_TITLE_LENGTH = 1000;
 
-export const createThread = command(async ({ sql }, principal: Principal, input: { title?: string | null }) =>
-  insertRow<Thread>(sql, 'thread', {
-    id: newId(),
-    ownerId: principal.sub,
-    title: input.title == null ? null : boundedText(input.title, 'title', MAX_TITLE_LENGTH),
-  }),
-);
+interface CreateThreadInput {
+  title?: string | null;
+  /** The creator's idempotency key, unique per creator: sent again, it gets the thread it created. */
+  createId?: string | null;
+}
+
+/** A new thread owned by the caller; with a createId ($4), only if none of the caller's threads has it yet. */
+const CREATE_THREAD = `INSERT INTO thread (id, owner_id, title, create_id)
+  SELECT $1::uuid, $2, $3, $4::text
+  WHERE $4::text IS NULL OR NOT EXISTS (SELECT 1 FROM thread keyed WHERE keyed.owner_id = $2 AND keyed.create_id = $4::text)
+  RETURNING *`;
+
+/**
+ * The caller becomes the owner. The same createId again gets the thread it created (a replay),
+ * if the title is the same too, else CONFLICT; a deletion frees the key (deletion.ts).
+ */
+export const createThread = fenced({
+  async write(deps: DomainDeps, principal: Principal, input: CreateThreadInput) {
+    const createId = input.createId == null ? null : nonBlank(input.createId, 'createId');
+    const title = input.title == null ? null : boundedText(input.title, 'title', MAX_TITLE_LENGTH);
+    const [thread] = await writtenRows<Thread>(deps.db, CREATE_THREAD, [newId(), principal.sub, title, createId]);
+    return thread && { value: thread, changes: [] };
+  },
+  async explain(sql, principal, input) {
+    const [created] = await sql.query<Thread>('SELECT * FROM thread WHERE owner_id = $1 AND create_id = $2', [principal.sub, input.createId]);
+    if (!created) return { retry: true };
+    const title = input.title ?? null;
+    if (created.title !== title) {
+      throw conflict(`createId ${input.createId} created thread ${created.id} with another title`);
+    }
+    return { replay: created };
+  },
+});
 
 /** Ordinary history only: audit rows are written by the run lifecycle, never through here. */
 export const appendMessage = command(

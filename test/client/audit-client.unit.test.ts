@@ -162,11 +162,27 @@ describe('AuditClient retries', () => {
     expect(fetchImpl.requests).toHaveLength(2);
   });
 
-  it('does not retry owner-side creations', async () => {
-    const fetchImpl = fakeFetch(httpStatus(503), graphqlData('createThread', { id: 't' }));
-    await rejectionOf(clientWith(fetchImpl).createThread({ title: 'x' }));
+  it('retries a creation with the same createId, a fresh one per creation unless the caller names one', async () => {
+    const fetchImpl = fakeFetch(networkError, graphqlData('createThread', { id: 't' }), networkError, graphqlData('createRun', { id: 'r' }));
+    const client = clientWith(fetchImpl);
+    await client.createThread({ title: 'x' });
+    await client.createRun({ threadId: 't' });
+    await client.createRun({ threadId: 't', createId: 'my-run' });
+    const inputs = fetchImpl.requests.map((request) => (JSON.parse(request.body) as { variables: any }).variables.input);
+    expect(inputs.map((input) => input.createId)).toEqual([inputs[0].createId, inputs[0].createId, inputs[2].createId, inputs[2].createId, 'my-run']);
+    expect(inputs[0].createId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(inputs[2].createId).not.toBe(inputs[0].createId);
+  });
 
-    expect(fetchImpl.requests).toHaveLength(1);
+  it('does not retry a message or a cancel: sent again, a message is a second one', async () => {
+    for (const [field, call] of [
+      ['appendMessage', (c: AuditClient) => c.appendMessage({ threadId: 't', role: 'USER', content: 'x' })],
+      ['cancelRun', (c: AuditClient) => c.cancelRun('r')],
+    ] as const) {
+      const fetchImpl = fakeFetch(httpStatus(503), graphqlData(field, { id: 'x' }));
+      await rejectionOf(call(clientWith(fetchImpl)));
+      expect(fetchImpl.requests, field).toHaveLength(1);
+    }
   });
 
   it('retries every lifecycle call and reads', async () => {

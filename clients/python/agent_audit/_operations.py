@@ -41,8 +41,9 @@ MESSAGE_FIELDS = "fragment MessageFields on Message { id role content createdAt 
 @dataclass(frozen=True)
 class Operation:
     """``replayable``: sending the identical request twice has the effect of sending it once (the
-    server takes an identical lifecycle event as a replay, a claim is retried with its claimId,
-    reads change nothing), so it is retried after transport failures. Creations are not."""
+    server takes an identical lifecycle event as a replay, a claim is retried with its claimId and
+    a thread's or run's creation with its createId, reads change nothing), so it is retried after
+    transport failures. A message or a cancel is not: a message sent again is a second one."""
 
     name: str
     field: str
@@ -57,13 +58,13 @@ def _operation(name: str, field: str, replayable: bool, body: str, *fragments: s
 _MODEL_AUDIT = (MODEL_AUDIT_FIELDS, AUDIT_FIELDS, TOOL_CALL_FIELDS)
 _TOOL_AUDIT = (TOOL_AUDIT_FIELDS, AUDIT_FIELDS)
 
-CREATE_THREAD = _operation("CreateThread", "createThread", False,
+CREATE_THREAD = _operation("CreateThread", "createThread", True,
     "mutation CreateThread($input: CreateThreadInput!) { createThread(input: $input) { ...ThreadFields } }",
     THREAD_FIELDS)
 APPEND_MESSAGE = _operation("AppendMessage", "appendMessage", False,
     "mutation AppendMessage($input: AppendMessageInput!) { appendMessage(input: $input) { ...MessageFields } }",
     MESSAGE_FIELDS)
-CREATE_RUN = _operation("CreateRun", "createRun", False,
+CREATE_RUN = _operation("CreateRun", "createRun", True,
     "mutation CreateRun($input: CreateRunInput!) { createRun(input: $input) { ...RunFields } }",
     RUN_FIELDS)
 CANCEL_RUN = _operation("CancelRun", "cancelRun", False,

@@ -276,18 +276,30 @@ class AuditClient:
 
     # ---- Owners (creations are not retried: a resend would create a second one) ----
 
-    def create_thread(self, title: Optional[str] = None) -> Thread:
-        """The caller becomes the thread's owner."""
-        return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none({"title": title})}))
+    def create_thread(self, title: Optional[str] = None, *, create_id: Optional[str] = None) -> Thread:
+        """The caller becomes the thread's owner.
+
+        The creation carries a ``create_id`` (a fresh UUID unless given; 1 to 256 characters) and
+        is retried with it after transport failures: a retry of a creation that committed unseen
+        gets that thread, never a second one. Keep your own ``create_id`` to resend a creation
+        after a restart.
+        """
+        thread = {"title": title, "createId": create_id or str(uuid.uuid4())}
+        return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none(thread)}))
 
     def append_message(self, thread_id: str, role: MessageRole, content: JSON) -> Message:
         check_values(ops.APPEND_MESSAGE, {"content": content})
         message = {"threadId": thread_id, "role": role, "content": content}
         return Message.from_json(self._transport.execute(ops.APPEND_MESSAGE, {"input": message}))
 
-    def create_run(self, thread_id: str, resume_from_run_id: Optional[str] = None) -> Run:
-        """A QUEUED run; ``resume_from_run_id`` names an ended run of the same thread."""
-        run = _without_none({"threadId": thread_id, "resumeFromRunId": resume_from_run_id})
+    def create_run(self, thread_id: str, resume_from_run_id: Optional[str] = None, *, create_id: Optional[str] = None) -> Run:
+        """A QUEUED run; ``resume_from_run_id`` names an ended run of the same thread.
+
+        Like ``create_thread``, it carries a ``create_id`` (a fresh UUID unless given; keys are per
+        thread) and is retried with it: a lost answer never leaves a second run no one claims.
+        """
+        run = _without_none({"threadId": thread_id, "resumeFromRunId": resume_from_run_id,
+                             "createId": create_id or str(uuid.uuid4())})
         return Run.from_json(self._transport.execute(ops.CREATE_RUN, {"input": run}))
 
     def cancel_run(self, run_id: str) -> Run:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import urllib.request
 import uuid
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -129,13 +130,63 @@ class LostAnswersTest(LiveTestCase):
         self.assertEqual(sent, [name for name in ("ClaimRun", "RecordModelStarted", "FinishRun") for _ in range(2)])
         self.assertEqual([item.operation_id for item in self.owner.thread_audits(thread_id).items], ["model-1"])
 
-    def test_creations_are_not_retried(self) -> None:
+    def test_creations_whose_answers_are_lost_are_resent_and_make_one_thread_with_one_run(self) -> None:
+        owner = AuditClient(self.proxy.url, self.server.token(self.owner_sub, "superadmin"), retry=FAST_RETRY)
+        thread = owner.create_thread("lost")
+        run = owner.create_run(thread.id)
+        sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
+        self.assertEqual(sent, ["CreateThread", "CreateThread", "CreateRun", "CreateRun"])
+        self.assertEqual(self.proxy.bodies[0], self.proxy.bodies[1])
+        self.assertEqual(self.proxy.bodies[2], self.proxy.bodies[3])
+        self.assertEqual([t["id"] for t in self.owner_threads()], [thread.id])
+        self.assertEqual(self.run_ids(thread.id), [run.id])
+
+    def test_creations_answered_unavailable_are_resent_and_make_one_thread_with_one_run(self) -> None:
+        self.proxy.mode = "unavailable_first"
+        owner = AuditClient(self.proxy.url, self.server.token(self.owner_sub, "superadmin"), retry=FAST_RETRY)
+        thread = owner.create_thread("unavailable")
+        run = owner.create_run(thread.id)
+        sent = [json.loads(body)["operationName"] for body in self.proxy.bodies]
+        self.assertEqual(sent, ["CreateThread", "CreateThread", "CreateRun", "CreateRun"])
+        self.assertEqual([t["id"] for t in self.owner_threads()], [thread.id])
+        self.assertEqual(self.run_ids(thread.id), [run.id])
+
+    def test_a_create_id_kept_by_the_caller_gets_the_same_thread_and_run_again(self) -> None:
+        thread = self.owner.create_thread("kept", create_id="order-42/thread")
+        run = self.owner.create_run(thread.id, create_id="order-42/run-1")
+        self.assertEqual(self.owner.create_thread("kept", create_id="order-42/thread").id, thread.id)
+        self.assertEqual(self.owner.create_run(thread.id, create_id="order-42/run-1").id, run.id)
+        with self.assertRaises(AuditApiError) as raised:
+            self.owner.create_thread("another title", create_id="order-42/thread")
+        self.assertEqual((raised.exception.code, raised.exception.attempts), ("CONFLICT", 1))
+        self.assertEqual(self.run_ids(thread.id), [run.id])
+
+    def test_a_message_is_not_retried(self) -> None:
+        thread = self.owner.create_thread("message")
         owner = AuditClient(self.proxy.url, self.server.token(self.owner_sub, "superadmin"), retry=FAST_RETRY)
         with self.assertRaises(AuditApiError) as raised:
-            owner.create_thread("lost")
+            owner.append_message(thread.id, "USER", "hello")
         self.assertEqual((raised.exception.code, raised.exception.retryable, raised.exception.attempts),
                          (TRANSPORT_ERROR, True, 1))
         self.assertEqual(len(self.proxy.bodies), 1)
+
+    def read(self, query: str, variables: Dict[str, Any]) -> Dict[str, Any]:
+        """What the server holds, read as the owner straight from it (not through the proxy)."""
+        request = urllib.request.Request(
+            self.server.url, data=json.dumps({"query": query, "variables": variables}).encode(), method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.server.token(self.owner_sub, 'superadmin')}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())["data"]
+
+    def owner_threads(self) -> List[Dict[str, Any]]:
+        return [edge["node"] for edge in self.read(
+            "query($o: String!) { threads(first: 100, ownerId: $o) { edges { node { id } } } }",
+            {"o": self.owner_sub})["threads"]["edges"]]
+
+    def run_ids(self, thread_id: str) -> List[str]:
+        thread = self.read("query($id: ID!) { thread(id: $id) { runCount runs { id } } }", {"id": thread_id})["thread"]
+        self.assertEqual(thread["runCount"], len(thread["runs"]))
+        return [run["id"] for run in thread["runs"]]
 
 
 class RefusedTest(LiveTestCase):

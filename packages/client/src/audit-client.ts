@@ -56,8 +56,9 @@ export interface AuditClientOptions {
 
 /**
  * A typed client of the audit server for agent runtimes (the lifecycle calls, as a `worker`)
- * and for their owners (threads, runs, audits). Lifecycle calls are retried with the identical
- * request after transport failures; GraphQL errors are thrown as final `AuditApiError`s.
+ * and for their owners (threads, runs, audits). Lifecycle calls, claims and creations (with their
+ * claimId or createId) and reads are retried with the identical request after transport failures;
+ * GraphQL errors are thrown as final `AuditApiError`s.
  */
 export class AuditClient {
   readonly clockId: string;
@@ -202,11 +203,16 @@ export class AuditClient {
     }));
   }
 
-  // ---- Owner side (not retried unless a read) ----
+  // ---- Owner side (creations carry a createId and are retried with it, as reads are; messages and cancels are not retried) ----
 
-  /** The caller becomes the thread's owner. */
+  /**
+   * The caller becomes the thread's owner. The creation carries a `createId` (a fresh UUID unless
+   * given) and is retried with it after transport failures: a retry of a creation that committed
+   * unseen gets that thread, never a second one.
+   */
   async createThread(input: CreateThreadInput = {}): Promise<Thread> {
-    return this.transport.execute(OPERATIONS.createThread, { input: { title: input.title } });
+    const { title, createId = globalThis.crypto.randomUUID() } = input;
+    return this.transport.execute(OPERATIONS.createThread, { input: { title, createId } });
   }
 
   async appendMessage(input: AppendMessageInput): Promise<Message> {
@@ -214,10 +220,14 @@ export class AuditClient {
     return this.transport.execute(OPERATIONS.appendMessage, { input: { threadId, role, content } });
   }
 
-  /** A QUEUED run; `resumeFromRunId` names an ended run of the same thread. */
+  /**
+   * A QUEUED run; `resumeFromRunId` names an ended run of the same thread. Like `createThread`, it
+   * carries a `createId` (a fresh UUID unless given) and is retried with it: a lost answer never
+   * leaves a second run that no one claims.
+   */
   async createRun(input: CreateRunInput): Promise<Run> {
-    const { threadId, resumeFromRunId } = input;
-    return this.transport.execute(OPERATIONS.createRun, { input: { threadId, resumeFromRunId } });
+    const { threadId, resumeFromRunId, createId = globalThis.crypto.randomUUID() } = input;
+    return this.transport.execute(OPERATIONS.createRun, { input: { threadId, resumeFromRunId, createId } });
   }
 
   /** Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease. */

@@ -44,9 +44,10 @@ export const MESSAGE_FIELDS = graphql(`
 
 /**
  * `replayable`: sending the identical request twice has the effect of sending it once (the
- * server treats an identical lifecycle replay as a no-op, a second claim of a run is refused,
- * reads change nothing), so the client may retry it after a transport failure. Creations are
- * not: a replay would create a second thread, run or message.
+ * server treats an identical lifecycle replay as a no-op, a claim or a thread's or run's creation
+ * sent again with its claimId or createId gets what the first got, reads change nothing), so the
+ * client may retry it after a transport failure. A message or a cancel is not: a message sent
+ * again is a second message.
  */
 export interface Operation<Result = unknown, Variables = unknown> {
   name: string;
@@ -69,11 +70,11 @@ function operation<Data, Variables, Field extends keyof Data & string>(
 }
 
 export const OPERATIONS = {
-  createThread: operation('CreateThread', 'createThread', false, graphql(`
+  createThread: operation('CreateThread', 'createThread', true, graphql(`
     mutation CreateThread($input: CreateThreadInput!) { createThread(input: $input) { ...ThreadFields } }`),),
   appendMessage: operation('AppendMessage', 'appendMessage', false, graphql(`
     mutation AppendMessage($input: AppendMessageInput!) { appendMessage(input: $input) { ...MessageFields } }`),),
-  createRun: operation('CreateRun', 'createRun', false, graphql(`
+  createRun: operation('CreateRun', 'createRun', true, graphql(`
     mutation CreateRun($input: CreateRunInput!) { createRun(input: $input) { ...RunFields } }`),),
   cancelRun: operation('CancelRun', 'cancelRun', false, graphql(`
     mutation CancelRun($runId: ID!) { cancelRun(runId: $runId) { ...RunFields } }`),),

@@ -62,6 +62,11 @@ export interface Observation {
 
 export interface CreateThreadInput {
   title?: string | null;
+  /**
+   * The creation's idempotency key (1 to 256 characters): the same key sent again gets the thread
+   * it created. A fresh UUID unless given; give your own to resend a creation across restarts.
+   */
+  createId?: string;
 }
 
 export interface AppendMessageInput {
@@ -73,6 +78,11 @@ export interface AppendMessageInput {
 export interface CreateRunInput {
   threadId: string;
   resumeFromRunId?: string | null;
+  /**
+   * The creation's idempotency key in the thread (1 to 256 characters): the same key sent again
+   * gets the run it created. A fresh UUID unless given; give your own to resend a creation across restarts.
+   */
+  createId?: string;
 }
 
 export interface DeclaredToolCallInput {

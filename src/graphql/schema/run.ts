@@ -54,6 +54,10 @@ const CreateRunInput = builder.inputType('CreateRunInput', {
   fields: (t) => ({
     threadId: t.id({ required: true }),
     resumeFromRunId: t.id({ description: 'Resume an earlier run of the same thread; it must have ended.' }),
+    createId: t.string({
+      description:
+        "The caller's idempotency key for this creation (1 to 256 characters), one per thread. The\nsame createId again in the same thread gets the run the first send created, instead of a\nsecond one; with another resumeFromRunId it is CONFLICT.",
+    }),
   }),
 });
 

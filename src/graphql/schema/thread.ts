@@ -117,7 +117,13 @@ builder.prismaObject('Message', {
 });
 
 const CreateThreadInput = builder.inputType('CreateThreadInput', {
-  fields: (t) => ({ title: t.string() }),
+  fields: (t) => ({
+    title: t.string(),
+    createId: t.string({
+      description:
+        "The caller's idempotency key for this creation (1 to 256 characters). The same caller sending\nthe same createId again gets the thread the first send created, instead of a second one; with\nanother title it is CONFLICT. Keys are per caller, and a deleted thread's key is free again.",
+    }),
+  }),
 });
 
 const AppendMessageInput = builder.inputType('AppendMessageInput', {

@@ -41,12 +41,24 @@ export type ClockReadingInput = {
 };
 
 export type CreateRunInput = {
+  /**
+   * The caller's idempotency key for this creation (1 to 256 characters), one per thread. The
+   * same createId again in the same thread gets the run the first send created, instead of a
+   * second one; with another resumeFromRunId it is CONFLICT.
+   */
+  createId?: string | null | undefined;
   /** Resume an earlier run of the same thread; it must have ended. */
   resumeFromRunId?: string | number | null | undefined;
   threadId: string | number;
 };
 
 export type CreateThreadInput = {
+  /**
+   * The caller's idempotency key for this creation (1 to 256 characters). The same caller sending
+   * the same createId again gets the thread the first send created, instead of a second one; with
+   * another title it is CONFLICT. Keys are per caller, and a deleted thread's key is free again.
+   */
+  createId?: string | null | undefined;
   title?: string | null | undefined;
 };
 
