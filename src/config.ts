@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { MIN_SECRET_BYTES } from './auth/jwt.js';
 import { exportConfigFromEnv, type ExportConfig } from './export/config.js';
-import { isLogLevel, LOG_LEVELS } from './log.js';
+import { maxStoredJsonBytes } from './domain/json.js';
+import { isLogLevel, log, LOG_LEVELS } from './log.js';
 
 /** Where the embedded database and its JWT secret live without DATA_DIR (relative to the repository, where npm runs scripts). */
 export const DEFAULT_DATA_DIR = '.data';
@@ -98,6 +99,42 @@ function retentionDaysFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return days;
 }
 
+/**
+ * The largest MAX_JSON_BYTES whose worst case each backend handles: one request carries up to
+ * max(8 MiB, 4 × MAX_JSON_BYTES) of JSON, and arrays of small numbers (`[0,0,…]`, a jsonb element
+ * every 2 bytes) in all of a model finish's values. Twice as much ran PGlite out of memory
+ * (SQLSTATE 53200) and PostgreSQL past its jsonb limit (54000) or its 30 s statement timeout.
+ */
+export const MAX_JSON_BYTES_CEILING = { postgres: 4 * 1024 * 1024, pglite: 2 * 1024 * 1024 } as const;
+
+function maxJsonBytesFromEnv(env: NodeJS.ProcessEnv, backend: keyof typeof MAX_JSON_BYTES_CEILING): number {
+  const bytes = intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024, { min: 1024 });
+  const ceiling = MAX_JSON_BYTES_CEILING[backend];
+  if (bytes > ceiling) {
+    const where = backend === 'postgres' ? 'PostgreSQL' : 'the embedded PGlite';
+    throw new Error(
+      `MAX_JSON_BYTES must be at most ${ceiling} on ${where}, got ${bytes}: past that, a request's largest values (arrays of small numbers) go past the database's limits (docs/semantics.md, "Sizes of JSON values")`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * MAX_ANSWER_PAYLOAD_BYTES: at least one audit's four JSON values (input, output, error, usage) at
+ * their stored bound, 6 × MAX_JSON_BYTES. A smaller setting is raised to that, with a warning, not
+ * refused: the floor was 4 × MAX_JSON_BYTES, and a server set so must still start.
+ */
+function answerPayloadBytesFromEnv(env: NodeJS.ProcessEnv, maxJsonBytes: number): number {
+  const floor = 4 * maxStoredJsonBytes(maxJsonBytes);
+  const bytes = intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, floor));
+  if (bytes >= floor) return bytes;
+  log.warn(
+    { setting: 'MAX_ANSWER_PAYLOAD_BYTES', configured: bytes, used: floor },
+    `MAX_ANSWER_PAYLOAD_BYTES ${bytes} is raised to ${floor} (6 × MAX_JSON_BYTES), so that one audit (four JSON values of up to 1.5 × MAX_JSON_BYTES as stored) always fits one answer`,
+  );
+  return floor;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -111,7 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (env.LOG_LEVEL && !isLogLevel(env.LOG_LEVEL)) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   const port = intFromEnv(env, 'PORT', 4000, { max: 65535 });
-  const maxJsonBytes = intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024, { min: 1024 });
+  const maxJsonBytes = maxJsonBytesFromEnv(env, databaseUrl ? 'postgres' : 'pglite');
   const config: Config = {
     port,
     host: env.HOST || '127.0.0.1',
@@ -146,14 +183,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     export: exportConfigFromEnv(env),
     metricsToken: env.METRICS_TOKEN || undefined,
     instanceId: env.INSTANCE_ID || `${hostname()}:${port}`,
-    maxAnswerPayloadBytes: intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, 4 * maxJsonBytes)),
+    maxAnswerPayloadBytes: answerPayloadBytesFromEnv(env, maxJsonBytes),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
-  }
-  // One audit's four JSON values (input, output, error, usage) always fit in one answer.
-  if (config.maxAnswerPayloadBytes < 4 * config.maxJsonBytes) {
-    throw new Error(`MAX_ANSWER_PAYLOAD_BYTES must be at least 4 × MAX_JSON_BYTES (${4 * config.maxJsonBytes})`);
   }
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {
     throw new Error('LEASE_MIN_SECONDS must not exceed LEASE_MAX_SECONDS');
