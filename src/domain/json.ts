@@ -47,7 +47,7 @@ function storableTreeExtraBytes(value: unknown, field: string, depth: number): n
     assertStorableText(value, field);
     return 0;
   }
-  if (typeof value === 'number') return fullNumberLength(value) - String(value).length;
+  if (typeof value === 'number') return fullNumberExtraBytes(value);
   if (typeof value !== 'object' || value === null) return 0;
   if (depth > MAX_JSON_DEPTH) throw badInput(`${field} is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (Array.isArray(value)) {
@@ -64,16 +64,20 @@ function storableTreeExtraBytes(value: unknown, field: string, depth: number): n
   return extra;
 }
 
-/** A finite number's length as PostgreSQL's numeric prints it: in full, never with an exponent (1e21 is 22 digits, 1.5e-7 is 0.00000015). */
-function fullNumberLength(value: number): number {
+/**
+ * How much longer a finite number is as PostgreSQL's numeric prints it, in full, than as JSON:
+ * JS writes 1e21 and up, and below 1e-6, with an exponent (1e21 is 22 digits, 1.5e-7 0.00000015).
+ */
+function fullNumberExtraBytes(value: number): number {
+  const magnitude = Math.abs(value);
+  if (magnitude === 0 || (magnitude >= 1e-6 && magnitude < 1e21)) return 0;
   const text = String(value);
   const e = text.indexOf('e');
-  if (e < 0) return text.length;
   const sign = value < 0 ? 1 : 0;
-  const digits = text.slice(sign, e).replace('.', '').length;
   const exponent = Number(text.slice(e + 1));
-  // JS writes an exponent only from 1e21 up (more places than its 17 digits) and below 1e-6.
-  return exponent > 0 ? sign + exponent + 1 : sign + 1 - exponent + digits;
+  // From 1e21 up, more places than JS's 17 digits: the digits and zeros, exponent + 1 in all.
+  const full = exponent > 0 ? sign + exponent + 1 : sign + 1 - exponent + text.slice(sign, e).replace('.', '').length;
+  return full - text.length;
 }
 
 /**
