@@ -100,20 +100,19 @@ function retentionDaysFromEnv(env: NodeJS.ProcessEnv): number | undefined {
 }
 
 /**
- * The largest MAX_JSON_BYTES whose worst case each backend handles: one request carries up to
- * max(8 MiB, 4 × MAX_JSON_BYTES) of JSON, and arrays of small numbers (`[0,0,…]`, a jsonb element
- * every 2 bytes) in all of a model finish's values. Twice as much ran PGlite out of memory
- * (SQLSTATE 53200) and PostgreSQL past its jsonb limit (54000) or its 30 s statement timeout.
+ * The largest MAX_JSON_BYTES whose worst case both backends write (bench/json-ceiling.ts): a
+ * request carries up to max(8 MiB, 4 × MAX_JSON_BYTES) of JSON, at most 8 MiB up to this ceiling,
+ * as at the default; the worst is arrays of small numbers (`[0,0,…]`, a jsonb element every 2
+ * bytes) in all of a model finish's values. At 4 MiB PGlite ran out of memory (SQLSTATE 53200) and
+ * PostgreSQL took 28 s of its 30 s statement timeout; at 8 MiB it went past its jsonb limit (54000).
  */
-export const MAX_JSON_BYTES_CEILING = { postgres: 4 * 1024 * 1024, pglite: 2 * 1024 * 1024 } as const;
+export const MAX_JSON_BYTES_CEILING = 2 * 1024 * 1024;
 
-function maxJsonBytesFromEnv(env: NodeJS.ProcessEnv, backend: keyof typeof MAX_JSON_BYTES_CEILING): number {
+function maxJsonBytesFromEnv(env: NodeJS.ProcessEnv): number {
   const bytes = intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024, { min: 1024 });
-  const ceiling = MAX_JSON_BYTES_CEILING[backend];
-  if (bytes > ceiling) {
-    const where = backend === 'postgres' ? 'PostgreSQL' : 'the embedded PGlite';
+  if (bytes > MAX_JSON_BYTES_CEILING) {
     throw new Error(
-      `MAX_JSON_BYTES must be at most ${ceiling} on ${where}, got ${bytes}: past that, a request's largest values (arrays of small numbers) go past the database's limits (docs/semantics.md, "Sizes of JSON values")`,
+      `MAX_JSON_BYTES must be at most ${MAX_JSON_BYTES_CEILING}, got ${bytes}: past that, a request's largest values (arrays of small numbers) go past the database's limits (docs/semantics.md, "Sizes of JSON values")`,
     );
   }
   return bytes;
@@ -148,7 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (env.LOG_LEVEL && !isLogLevel(env.LOG_LEVEL)) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   const port = intFromEnv(env, 'PORT', 4000, { max: 65535 });
-  const maxJsonBytes = maxJsonBytesFromEnv(env, databaseUrl ? 'postgres' : 'pglite');
+  const maxJsonBytes = maxJsonBytesFromEnv(env);
   const config: Config = {
     port,
     host: env.HOST || '127.0.0.1',
