@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { MIN_SECRET_BYTES } from './auth/jwt.js';
 import { exportConfigFromEnv, type ExportConfig } from './export/config.js';
-import { isLogLevel, LOG_LEVELS } from './log.js';
+import { maxStoredJsonBytes } from './domain/json.js';
+import { isLogLevel, log, LOG_LEVELS } from './log.js';
 
 /** Where the embedded database and its JWT secret live without DATA_DIR (relative to the repository, where npm runs scripts). */
 export const DEFAULT_DATA_DIR = '.data';
@@ -100,6 +101,41 @@ function retentionDaysFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return days;
 }
 
+/**
+ * The largest MAX_JSON_BYTES whose worst case both backends write (bench/json-ceiling.ts): a
+ * request carries up to max(8 MiB, 4 × MAX_JSON_BYTES) of JSON, at most 8 MiB up to this ceiling,
+ * as at the default; the worst is arrays of small numbers (`[0,0,…]`, a jsonb element every 2
+ * bytes) in all of a model finish's values. At 4 MiB PGlite ran out of memory (SQLSTATE 53200) and
+ * PostgreSQL took 28 s of its 30 s statement timeout; at 8 MiB it went past its jsonb limit (54000).
+ */
+export const MAX_JSON_BYTES_CEILING = 2 * 1024 * 1024;
+
+function maxJsonBytesFromEnv(env: NodeJS.ProcessEnv): number {
+  const bytes = intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024, { min: 1024 });
+  if (bytes > MAX_JSON_BYTES_CEILING) {
+    throw new Error(
+      `MAX_JSON_BYTES must be at most ${MAX_JSON_BYTES_CEILING}, got ${bytes}: past that, a request's largest values (arrays of small numbers) go past the database's limits (docs/semantics.md, "Sizes of JSON values")`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * MAX_ANSWER_PAYLOAD_BYTES: at least one audit's four JSON values (input, output, error, usage) at
+ * their stored bound, 6 × MAX_JSON_BYTES. A smaller setting is raised to that, with a warning, not
+ * refused: the floor was 4 × MAX_JSON_BYTES, and a server set so must still start.
+ */
+function answerPayloadBytesFromEnv(env: NodeJS.ProcessEnv, maxJsonBytes: number): number {
+  const floor = 4 * maxStoredJsonBytes(maxJsonBytes);
+  const bytes = intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, floor));
+  if (bytes >= floor) return bytes;
+  log.warn(
+    { setting: 'MAX_ANSWER_PAYLOAD_BYTES', configured: bytes, used: floor },
+    `MAX_ANSWER_PAYLOAD_BYTES ${bytes} is raised to ${floor} (6 × MAX_JSON_BYTES), so that one audit (four JSON values of up to 1.5 × MAX_JSON_BYTES as stored) always fits one answer`,
+  );
+  return floor;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -113,7 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (env.LOG_LEVEL && !isLogLevel(env.LOG_LEVEL)) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   const port = intFromEnv(env, 'PORT', 4000, { max: 65535 });
-  const maxJsonBytes = intFromEnv(env, 'MAX_JSON_BYTES', 1024 * 1024, { min: 1024 });
+  const maxJsonBytes = maxJsonBytesFromEnv(env);
   const config: Config = {
     port,
     host: env.HOST || '127.0.0.1',
@@ -149,14 +185,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     export: exportConfigFromEnv(env),
     metricsToken: env.METRICS_TOKEN || undefined,
     instanceId: env.INSTANCE_ID || `${hostname()}:${port}`,
-    maxAnswerPayloadBytes: intFromEnv(env, 'MAX_ANSWER_PAYLOAD_BYTES', Math.max(32 * 1024 * 1024, 4 * maxJsonBytes)),
+    maxAnswerPayloadBytes: answerPayloadBytesFromEnv(env, maxJsonBytes),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
-  }
-  // One audit's four JSON values (input, output, error, usage) always fit in one answer.
-  if (config.maxAnswerPayloadBytes < 4 * config.maxJsonBytes) {
-    throw new Error(`MAX_ANSWER_PAYLOAD_BYTES must be at least 4 × MAX_JSON_BYTES (${4 * config.maxJsonBytes})`);
   }
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {
     throw new Error('LEASE_MIN_SECONDS must not exceed LEASE_MAX_SECONDS');

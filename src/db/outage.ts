@@ -40,19 +40,33 @@ const PG_CONNECTION_MESSAGES = [
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2037']);
 const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
 
-export function isUnavailable(error: unknown, depth = 0): boolean {
-  if (!(error instanceof Error) || depth > 4) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (isUnavailableState(code, (error as { severity?: unknown }).severity) || SOCKET_ERRORS.has(code) || PRISMA_CODES.has(code))) return true;
-  const adapterCause = (error as { meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string; severity?: string } } } }).meta?.driverAdapterError
-    ?.cause;
+export const isUnavailable = (error: unknown): boolean => someCause(error, (each) => {
+  const code = (each as { code?: unknown }).code;
+  if (typeof code === 'string' && (isUnavailableState(code, (each as { severity?: unknown }).severity) || SOCKET_ERRORS.has(code) || PRISMA_CODES.has(code))) return true;
+  const adapterCause = adapterCauseOf(each);
   if (adapterCause && (ADAPTER_KINDS.has(adapterCause.kind ?? '') || isUnavailableState(adapterCause.originalCode, adapterCause.severity))) return true;
   // pg's own errors carry no code, and no user input: their messages are fixed texts.
-  if (code === undefined && !('severity' in error) && PG_CONNECTION_MESSAGES.includes(error.message)) return true;
-  // Prisma's adapter wraps the driver's error; an AggregateError (a connect to several addresses) holds several.
+  return code === undefined && !('severity' in each) && PG_CONNECTION_MESSAGES.includes(each.message);
+});
+
+/**
+ * Whether the database refused a statement for going past one of its own size limits (SQLSTATE
+ * 54000 program_limit_exceeded: a jsonb value of more than 256 MiB of elements, say). It depends
+ * on the input alone: the same request fails again.
+ */
+export const isProgramLimit = (error: unknown): boolean =>
+  someCause(error, (each) => (each as { code?: unknown }).code === '54000' || adapterCauseOf(each)?.originalCode === '54000');
+
+const adapterCauseOf = (error: Error) =>
+  (error as { meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string; severity?: string } } } }).meta?.driverAdapterError?.cause;
+
+/** Whether `error` or one it wraps (Prisma's adapter wraps the driver's error; an AggregateError, a connect to several addresses, holds several) passes `test`. */
+function someCause(error: unknown, test: (error: Error) => boolean, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 4) return false;
+  if (test(error)) return true;
   const inner = (error as { cause?: unknown }).cause;
-  if (inner && isUnavailable(inner, depth + 1)) return true;
-  if (error instanceof AggregateError) return error.errors.some((each) => isUnavailable(each, depth + 1));
+  if (inner && someCause(inner, test, depth + 1)) return true;
+  if (error instanceof AggregateError) return error.errors.some((each) => someCause(each, test, depth + 1));
   return false;
 }
 

@@ -36,31 +36,79 @@ export function hasNonFiniteNumber(value: unknown): boolean {
 /** Deeper values are refused: serialising them recursively could exhaust the stack. */
 export const MAX_JSON_DEPTH = 1000;
 
-function assertStorableTree(value: unknown, field: string, depth: number): void {
-  if (typeof value === 'string') return assertStorableText(value, field);
-  if (typeof value !== 'object' || value === null) return;
+/**
+ * How many bytes longer than its compact JSON a value is as PostgreSQL prints its jsonb (the text
+ * stored values are read back, and measured, as: `*Bytes`, the answer budget): a space after every
+ * `,` and `:`, and every number written out in full (JSON.stringify writes 1e21 and up, and below
+ * 1e-6, with an exponent). Checks that the value can be stored as it walks it.
+ */
+function storableTreeExtraBytes(value: unknown, field: string, depth: number): number {
+  if (typeof value === 'string') {
+    assertStorableText(value, field);
+    return 0;
+  }
+  if (typeof value === 'number') return fullNumberExtraBytes(value);
+  if (typeof value !== 'object' || value === null) return 0;
   if (depth > MAX_JSON_DEPTH) throw badInput(`${field} is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (Array.isArray(value)) {
-    for (const item of value) assertStorableTree(item, field, depth + 1);
-    return;
+    let extra = Math.max(0, value.length - 1);
+    for (const item of value) extra += storableTreeExtraBytes(item, field, depth + 1);
+    return extra;
   }
-  for (const [key, item] of Object.entries(value)) {
+  const members = Object.entries(value).filter(([, item]) => item !== undefined);
+  let extra = Math.max(0, 2 * members.length - 1);
+  for (const [key, item] of members) {
     assertStorableText(key, field);
-    assertStorableTree(item, field, depth + 1);
+    extra += storableTreeExtraBytes(item, field, depth + 1);
   }
+  return extra;
+}
+
+/**
+ * How much longer a finite number is as PostgreSQL's numeric prints it, in full, than as JSON:
+ * JS writes 1e21 and up, and below 1e-6, with an exponent (1e21 is 22 digits, 1.5e-7 0.00000015).
+ */
+function fullNumberExtraBytes(value: number): number {
+  const magnitude = Math.abs(value);
+  if (magnitude === 0 || (magnitude >= 1e-6 && magnitude < 1e21)) return 0;
+  const text = String(value);
+  const e = text.indexOf('e');
+  const sign = value < 0 ? 1 : 0;
+  const exponent = Number(text.slice(e + 1));
+  // From 1e21 up, more places than JS's 17 digits: the digits and zeros, exponent + 1 in all.
+  const full = exponent > 0 ? sign + exponent + 1 : sign + 1 - exponent + text.slice(sign, e).replace('.', '').length;
+  return full - text.length;
+}
+
+/**
+ * The most bytes one JSON value takes as stored (as PostgreSQL prints it) when it is `maxJsonBytes`
+ * of compact JSON: 1.5 times, which a space after each `,` and `:` never reaches. Only numbers
+ * written with a large exponent pass it (1e308 is 309 bytes stored).
+ */
+export const maxStoredJsonBytes = (maxJsonBytes: number) => Math.floor((maxJsonBytes * 3) / 2);
+
+/** A value's size as stored (the text PostgreSQL prints its jsonb as), computed without the database; checks it can be stored. */
+export function storedJsonBytes(value: unknown, field = 'value'): number {
+  return Buffer.byteLength(JSON.stringify(value), 'utf8') + storableTreeExtraBytes(value, field, 1);
 }
 
 /**
  * One JSON value is stored whole or refused: at most `maxBytes` of UTF-8 JSON, at most
- * MAX_JSON_DEPTH levels deep, only storable text. Nothing is ever silently cut.
+ * maxStoredJsonBytes as stored, at most MAX_JSON_DEPTH levels deep, only storable text. Nothing
+ * is ever silently cut.
  */
 export function assertStorableJson(value: unknown, maxBytes: number, field: string): void {
   if (value === undefined || value === null) return;
-  assertStorableTree(value, field, 1);
+  const extra = storableTreeExtraBytes(value, field, 1);
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (bytes > maxBytes) throw badInput(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes}`);
+  const maxStored = maxStoredJsonBytes(maxBytes);
+  if (bytes + extra > maxStored) {
+    throw badInput(
+      `${field} is ${bytes + extra} bytes as stored, where every number is written out in full (1e308 takes 309 digits); the limit is ${maxStored}: send large or small numbers as strings`,
+    );
+  }
 }
-
 
 /**
  * Exact equality of two JSON values, as a replay is compared (SEMANTICS "Terminal replays"): two

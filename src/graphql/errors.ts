@@ -2,7 +2,7 @@ import { createGraphQLError } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
 import { DomainError, withoutFrames } from '../domain/errors.js';
 import type { RunStatus } from '../generated/prisma/enums.js';
-import { isUnavailable } from '../db/outage.js';
+import { isProgramLimit, isUnavailable } from '../db/outage.js';
 import { errorFields, log, outsideErrorFields } from '../log.js';
 import { dependencyUnavailable } from '../metrics.js';
 
@@ -27,6 +27,7 @@ const masked = new WeakSet<object>();
  * The one place where failures become what a client sees: a DomainError keeps its message and
  * gets the contract's `extensions.code`; GraphQL's own validation and input errors pass through;
  * a dependency that cannot be reached (or answer in time) for the moment is UNAVAILABLE (HTTP 503, Retry-After);
+ * a statement past one of the database's own size limits is BAD_USER_INPUT (the same request fails again);
  * anything else (a bug) is masked and logged with the request id.
  */
 export function maskError(error: unknown, requestId: () => string | undefined): Error {
@@ -63,6 +64,13 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
     }
   }
   const id = requestId() ?? 'unknown';
+  if (isProgramLimit(original)) {
+    log.warn({ requestId: id, error: { code: '54000' } }, 'a request went past a size limit of the database');
+    return createGraphQLError(
+      "The request's JSON is too large for the database to handle at once (PostgreSQL's size limit on one jsonb value): send fewer or smaller values",
+      { nodes: outer?.nodes, path: outer?.path, extensions: { code: 'BAD_USER_INPUT', requestId: id } },
+    );
+  }
   if (isUnavailable(original)) {
     dependencyUnavailable.inc({ dependency: 'database' });
     log.warn({ requestId: id, error: outsideErrorFields(original) }, 'database unavailable');

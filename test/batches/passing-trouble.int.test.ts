@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+import { failingInserts } from '../support/failing-inserts.js';
 import { runningRun } from '../support/lifecycle.js';
 import { threadState, type Scene } from '../write-path/support.js';
 import { RunEvents, sendBatch, type Event } from './support.js';
@@ -15,19 +16,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 /** Every insert of a model call `operationId` fails as a statement the database gave up on, until the returned function runs. */
-async function timesOut(operationId: string, sqlstate: '57014' | '55P03') {
-  const name = `times_out_${sqlstate}`;
-  await t.app.db.driver.exec(`
-    CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF NEW.operation_id = '${operationId}' THEN
-        RAISE EXCEPTION 'canceling statement due to a timeout' USING ERRCODE = '${sqlstate}';
-      END IF;
-      RETURN NEW;
-    END $$;
-    CREATE TRIGGER ${name} BEFORE INSERT ON message FOR EACH ROW EXECUTE FUNCTION ${name}();`);
-  return () => t.app.db.driver.exec(`DROP TRIGGER ${name} ON message; DROP FUNCTION ${name}();`);
-}
+const timesOut = (operationId: string, sqlstate: '57014' | '55P03') => failingInserts(t, operationId, sqlstate, 'canceling statement due to a timeout');
 
 async function running() {
   const run = await runningRun(t);

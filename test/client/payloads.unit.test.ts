@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AuditClient, isAuditApiError, type FetchLike } from '@agent-audit/client';
 import { fakeFetch, graphqlData, httpStatus, type RecordedRequest } from './fake-fetch.js';
 import { rejectionOf } from '../support/client-errors.js';
+import { assertStorableJson } from '../../src/domain/json.js';
 
 // What the client sends of a payload (packages/client/README.md, "Payloads"): any value, as JSON
 // (toJson), and a value the server would refuse as too large (MAX_JSON_BYTES) cut visibly, so
@@ -76,6 +77,21 @@ describe('payloads the client sends', () => {
     expect(utf8Bytes(output)).toBe(2_048);
     await clientWith(fetchImpl, { maxJsonBytes: 2_048 }).recordToolFinished({ lease, toolCallId: 'c1', output });
     expect(sentInput(fetchImpl.requests[0]!).output).toEqual(output);
+  });
+
+  it('cuts a payload whose numbers, written out in full as the server stores them, pass 1.5 × maxJsonBytes; ordinary JSON at the limit goes whole', async () => {
+    const fetchImpl = fakeFetch(...Array.from({ length: 2 }, () => graphqlData('recordToolFinished', { __typename: 'ToolAudit', id: 'audit-2' })));
+    const client = clientWith(fetchImpl, { maxJsonBytes: 2_048 });
+    const numbers = Array<number>(200).fill(1e308); // 1,401 bytes sent, 62,200 stored
+    await client.recordToolFinished({ lease, toolCallId: 'c1', output: { status: 'success', content: numbers } });
+    const zeros = Array<number>(1_023).fill(0); // 2,047 bytes sent, 3,069 stored
+    await client.recordToolFinished({ lease, toolCallId: 'c2', output: zeros });
+
+    const [cut, whole] = fetchImpl.requests.map((request) => sentInput(request).output);
+    expect(cut).toEqual({ status: 'success', content: { truncated: true, bytes: utf8Bytes(numbers), preview: expect.stringMatching(/^\[1e\+308,/) } });
+    expect(whole).toEqual(zeros);
+    // What the server checks: both are accepted.
+    for (const sent of [cut, whole]) expect(() => assertStorableJson(sent, 2_048, 'output')).not.toThrow();
   });
 
   it('never leaves half a surrogate pair at the end of a preview', async () => {

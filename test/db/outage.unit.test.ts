@@ -2,7 +2,7 @@
 // by SQLSTATE, severity or errno, never by message text: src/db/outage.ts.
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { isUnavailable } from '../../src/db/outage.js';
+import { isProgramLimit, isUnavailable } from '../../src/db/outage.js';
 
 /** An error as pg reads it from the server's ErrorResponse. */
 function serverError(code: string, severity: 'FATAL' | 'ERROR', message: string): pg.DatabaseError {
@@ -45,5 +45,16 @@ describe('a statement the database gave up on', () => {
       expect(isUnavailable(timedOut), timedOut.code).toBe(true);
       expect(isUnavailable(throughPrisma(timedOut)), timedOut.code).toBe(true);
     }
+  });
+});
+
+describe('a statement past a size limit of the database', () => {
+  it('takes program_limit_exceeded (54000) as such, from pg and through Prisma, and not as an outage: the same request fails again', () => {
+    const tooLarge = serverError('54000', 'ERROR', 'total size of jsonb object elements exceeds the maximum of 268435455 bytes');
+    for (const error of [tooLarge, throughPrisma(tooLarge)]) {
+      expect(isProgramLimit(error)).toBe(true);
+      expect(isUnavailable(error)).toBe(false);
+    }
+    expect(isProgramLimit(serverError('57014', 'ERROR', 'canceling statement due to statement timeout'))).toBe(false);
   });
 });

@@ -54,3 +54,26 @@ class PayloadCapTest(LiveTestCase):
         self.assertEqual((capped["status"], capped["tool_call_id"]), ("error", "c1"))
         self.assertEqual(capped["content"]["bytes"], 2002)  # two bytes a character, and the quotes
         self.assertEqual(cap_json("q" * 2000, 1024)["bytes"], 2002)  # type: ignore[index]
+
+    def test_numbers_written_out_in_full_past_the_stored_bound_are_cut_and_the_event_recorded(self) -> None:
+        # 42,001 bytes sent, 1.87 MB as the server stores it (1e308 is 309 digits): over 1.5 × 1 MiB.
+        numbers = [1e308] * 6000
+        thread_id, run_id = self.queued_run()
+        with self.worker.start_run(run_id) as run:
+            run.model_started("m1", input={"model": "m"})
+            run.model_finished("m1", output={"status": "ok", "logits": numbers})
+        model = self.owner.thread_audits(thread_id).items[0]
+        assert isinstance(model, ModelAudit)
+        self.assertEqual(model.status, "COMPLETED")
+        output = model.output
+        assert isinstance(output, dict)
+        self.assertEqual(output["status"], "ok")
+        self.assertEqual((output["logits"]["truncated"], output["logits"]["bytes"]), (True, 42_001))
+
+    def test_cap_json_measures_numbers_as_the_server_does(self) -> None:
+        zeros = [0] * 1023  # 2,047 bytes sent, 3,069 stored: whole
+        self.assertIs(cap_json(zeros, 2048), zeros)
+        self.assertEqual(cap_json([1e308] * 200, 2048)["bytes"], 1401)  # type: ignore[index]
+        # JavaScript writes 1e-05 as 0.00001: 7 bytes, not Python's 5.
+        self.assertEqual(cap_json([1e-05] * 300, 2048)["bytes"], 2401)  # type: ignore[index]
+

@@ -107,33 +107,59 @@ export const DEFAULT_MAX_JSON_BYTES = 1024 * 1024;
 
 const PREVIEW_CHARS = 4096;
 
+/** In compact JSON text: a string (skipped whole), a number with an exponent (its sign, digits after the point, exponent), or a separator. */
+const STORED_TOKENS = /"(?:[^"\\]|\\.)*"|(-?)\d(?:\.(\d+))?e([+-]\d+)|[,:]/g;
+
 /**
- * A payload as the server will store it whole: at most `maxBytes` of UTF-8 JSON. Over that, an
- * object keeps its members and its largest ones, largest first, become truncation markers until
- * it fits (a tool message keeps its status and tool_call_id); anything else becomes one marker:
+ * A value's size as JSON in UTF-8, and as the server stores it (PostgreSQL's jsonb text, which the
+ * server bounds at 1.5 × MAX_JSON_BYTES): a space after every `,` and `:`, and every number
+ * written out in full (JSON.stringify writes 1e21 and up, and below 1e-6, with an exponent: 1e308
+ * is 309 digits stored, 1.5e-7 is 0.00000015).
+ */
+function sizes(text: string) {
+  const bytes = utf8Length(text);
+  let stored = bytes;
+  for (const [token, sign, fraction = '', exponent] of text.matchAll(STORED_TOKENS)) {
+    if (token === ',' || token === ':') stored += 1;
+    else if (exponent !== undefined) {
+      const power = Number(exponent);
+      stored += (power > 0 ? power + 1 : 2 - power + fraction.length) + sign!.length - token.length;
+    }
+  }
+  return { bytes, stored };
+}
+
+/**
+ * A payload as the server will store it whole: at most `maxBytes` of UTF-8 JSON, and at most 1.5
+ * × that as stored (only numbers with large exponents reach it). Over either, an object keeps its
+ * members and its largest ones, largest first, become truncation markers until it fits (a tool
+ * message keeps its status and tool_call_id); anything else becomes one marker:
  * `{truncated: true, bytes: <its size>, preview: <the start of its JSON text>}`.
  */
 export function capJson(json: JsonValue, maxBytes: number): JsonValue {
   const text = JSON.stringify(json);
-  const bytes = utf8Length(text);
-  if (bytes <= maxBytes) return json;
+  const whole = sizes(text);
+  const fits = ({ bytes, stored }: { bytes: number; stored: number }) => bytes <= maxBytes && stored <= Math.floor((maxBytes * 3) / 2);
+  if (fits(whole)) return json;
   if (typeof json === 'object' && json !== null && !Array.isArray(json)) {
     const capped: JsonObject = { ...json };
-    const sizes = Object.entries(json)
+    const members = Object.entries(json)
       .filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
       .map(([key, value]) => ({ key, text: JSON.stringify(value) }))
-      .map((member) => ({ ...member, bytes: utf8Length(member.text) }))
-      .sort((a, b) => b.bytes - a.bytes);
-    let total = bytes;
-    for (const member of sizes) {
-      if (total <= maxBytes) break;
+      .map((member) => ({ ...member, ...sizes(member.text) }))
+      .sort((a, b) => b.stored - a.stored);
+    const total = { ...whole };
+    for (const member of members) {
+      if (fits(total)) break;
       const marker = truncated(member.text, member.bytes, maxBytes);
       Object.defineProperty(capped, member.key, { value: marker, enumerable: true, writable: true, configurable: true });
-      total += utf8Length(JSON.stringify(marker)) - member.bytes;
+      const markerSizes = sizes(JSON.stringify(marker));
+      total.bytes += markerSizes.bytes - member.bytes;
+      total.stored += markerSizes.stored - member.stored;
     }
-    if (total <= maxBytes) return capped;
+    if (fits(total)) return capped;
   }
-  return truncated(text, bytes, maxBytes);
+  return truncated(text, whole.bytes, maxBytes);
 }
 
 function truncated(text: string, bytes: number, maxBytes: number): JsonObject {
