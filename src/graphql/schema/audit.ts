@@ -48,10 +48,10 @@ export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({
     inputBytes: t.exposeInt('inputBytes', {
       nullable: true,
       description:
-        "Size in bytes of the input (a tool's effective input) as JSON text; null when there is none. Read without the payload: a row can show which payload is large before `audit(id)` loads it.",
+        "Size in bytes of the input (a tool's effective input) as stored: its JSON text with a space after each `,` and `:` and numbers in full (at most 1.5 × MAX_JSON_BYTES; docs/semantics.md, \"Sizes of JSON values\"); null when there is none. Read without the payload: a row can show which payload is large before `audit(id)` loads it.",
     }),
-    outputBytes: t.exposeInt('outputBytes', { nullable: true, description: 'Size in bytes of the output as JSON text; null when there is none.' }),
-    errorBytes: t.exposeInt('errorBytes', { nullable: true, description: 'Size in bytes of the error as JSON text; null when there is none.' }),
+    outputBytes: t.exposeInt('outputBytes', { nullable: true, description: 'Size in bytes of the output as stored (as inputBytes); null when there is none.' }),
+    errorBytes: t.exposeInt('errorBytes', { nullable: true, description: 'Size in bytes of the error as stored (as inputBytes); null when there is none.' }),
   }),
 });
 
