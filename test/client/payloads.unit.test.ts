@@ -94,6 +94,16 @@ describe('payloads the client sends', () => {
     for (const sent of [cut, whole]) expect(() => assertStorableJson(sent, 2_048, 'output')).not.toThrow();
   });
 
+  it('measures payloads of megabytes, strings full of escapes and numbers among them included', async () => {
+    const fetchImpl = fakeFetch(...Array.from({ length: 2 }, () => graphqlData('recordToolFinished', { __typename: 'ToolAudit', id: 'audit-2' })));
+    const client = clientWith(fetchImpl, { maxJsonBytes: 16 * 1024 * 1024 });
+    const text = 'x'.repeat(9_000_000);
+    const escaped = { lines: '\n"'.repeat(2_000_000), numbers: Array<number>(1_000).fill(1.5e-7) };
+    await client.recordToolFinished({ lease, toolCallId: 'c1', output: { content: text } });
+    await client.recordToolFinished({ lease, toolCallId: 'c2', output: escaped });
+    expect(fetchImpl.requests.map((request) => sentInput(request).output)).toEqual([{ content: text }, escaped]);
+  });
+
   it('never leaves half a surrogate pair at the end of a preview', async () => {
     const fetchImpl = fakeFetch(graphqlData('recordToolError', { __typename: 'ToolAudit', id: 'audit-2' }));
     // maxJsonBytes 2048 previews 256 characters: the opening quote, then emoji of two units each.

@@ -107,23 +107,34 @@ export const DEFAULT_MAX_JSON_BYTES = 1024 * 1024;
 
 const PREVIEW_CHARS = 4096;
 
-/** In compact JSON text: a string (skipped whole), a number with an exponent (its sign, digits after the point, exponent), or a separator. */
-const STORED_TOKENS = /"(?:[^"\\]|\\.)*"|(-?)\d(?:\.(\d+))?e([+-]\d+)|[,:]/g;
+/** A number JSON.stringify wrote with an exponent: its sign, the digits after its point, its exponent. */
+const EXPONENT_NUMBER = /^(-?)\d(?:\.(\d+))?e([+-]\d+)$/;
 
 /**
  * A value's size as JSON in UTF-8, and as the server stores it (PostgreSQL's jsonb text, which the
  * server bounds at 1.5 × MAX_JSON_BYTES): a space after every `,` and `:`, and every number
  * written out in full (JSON.stringify writes 1e21 and up, and below 1e-6, with an exponent: 1e308
- * is 309 digits stored, 1.5e-7 is 0.00000015).
+ * is 309 digits stored, 1.5e-7 is 0.00000015). A scan, not a regular expression over the text:
+ * one over a string of megabytes overflows the stack.
  */
 function sizes(text: string) {
   const bytes = utf8Length(text);
   let stored = bytes;
-  for (const [token, sign, fraction = '', exponent] of text.matchAll(STORED_TOKENS)) {
-    if (token === ',' || token === ':') stored += 1;
-    else if (exponent !== undefined) {
-      const power = Number(exponent);
-      stored += (power > 0 ? power + 1 : 2 - power + fraction.length) + sign!.length - token.length;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i]!;
+    if (char === '"') {
+      // A string, skipped whole (an escape's next character is never its end).
+      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++;
+    } else if (char === ',' || char === ':') stored += 1;
+    else if (char === '-' || (char >= '0' && char <= '9')) {
+      let end = i + 1;
+      while (end < text.length && /[\d.e+-]/.test(text[end]!)) end++;
+      const exponent = EXPONENT_NUMBER.exec(text.slice(i, end));
+      if (exponent) {
+        const [token, sign, fraction = '', power] = exponent;
+        stored += (Number(power) > 0 ? Number(power) + 1 : 2 - Number(power) + fraction.length) + sign!.length - token.length;
+      }
+      i = end - 1;
     }
   }
   return { bytes, stored };
