@@ -58,10 +58,21 @@ const CONCURRENT_INDEX = /^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+(?:IF\s
 /** How often an instance asks again for the migration lock while another instance migrates. */
 const LOCK_POLL_MS = 250;
 
+/**
+ * How long a migration's statement waits for a table's lock before it gives way and tries again
+ * a second later. A statement waiting for a lock (an ALTER TABLE behind a `pg_dump`'s or a long
+ * report's transaction) queues every later request on that table behind it: the old instances
+ * would stop for as long as that transaction lasts. Statements `CONCURRENTLY` wait as long as it
+ * takes: their waits hold up nobody, and a build given up at its end would start over.
+ */
+const TABLE_LOCK_WAIT_MS = 2_000;
+const TABLE_LOCK_RETRY_MS = 1_000;
+
 /** The progress of a start-up's migrations, as the log says it (docs/operations.md "Upgrades"). */
 export type MigrationProgress =
   | { event: 'migration_lock_wait' }
   | { event: 'migration_started'; migration: string; online: boolean }
+  | { event: 'migration_table_busy'; migration: string }
   | { event: 'index_build_started'; migration: string; index: string }
   | { event: 'migration_applied'; migration: string; online: boolean; ms: number };
 
@@ -73,11 +84,13 @@ export interface MigrateOptions {
 const MESSAGES: Record<MigrationProgress['event'], string> = {
   migration_lock_wait: "waiting for another instance's migrations",
   migration_started: 'migration started',
+  migration_table_busy: 'a transaction open on a table the migration changes (a backup, a long report) holds it; giving way to requests and trying again every second',
   index_build_started: 'index build started (online: writes go on)',
   migration_applied: 'migration applied',
 };
 
-const logJson: NonNullable<MigrateOptions['log']> = (entry) => log.info(entry, MESSAGES[entry.event]);
+const logJson: NonNullable<MigrateOptions['log']> = (entry) =>
+  entry.event === 'migration_table_busy' ? log.warn(entry, MESSAGES[entry.event]) : log.info(entry, MESSAGES[entry.event]);
 
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir, { withFileTypes: true })
@@ -100,11 +113,13 @@ export async function migrate(driver: SqlDriver, migrations = readMigrations(), 
     // The session's request statement_timeout must cut neither a long migration nor the wait of
     // an instance queueing on the lock while another migrates: both get MIGRATION_TIMEOUT_MS.
     await session.exec(`SET statement_timeout = ${MIGRATION_TIMEOUT_MS}`);
+    await session.exec(`SET lock_timeout = ${TABLE_LOCK_WAIT_MS}`);
     try {
       return await migrateLocked(session, migrations, options.log ?? logJson);
     } finally {
-      // Back to the connection's own default (the request timeout) before it returns to the pool.
+      // Back to the connection's own defaults (the request timeout) before it returns to the pool.
       await session.exec('RESET statement_timeout');
+      await session.exec('RESET lock_timeout');
     }
   }, { statementTimeoutMs: MIGRATION_TIMEOUT_MS });
 }
@@ -127,6 +142,30 @@ async function lockMigrations(session: Session, log: NonNullable<MigrateOptions[
   }
 }
 
+/** `apply`, again a second later each time it gave up waiting for a table's lock (55P03), until MIGRATION_TIMEOUT_MS. */
+async function givingWay(migration: Migration, log: NonNullable<MigrateOptions['log']>, apply: () => Promise<void>) {
+  const deadline = Date.now() + MIGRATION_TIMEOUT_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await apply();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== '55P03' || Date.now() > deadline) throw error;
+      if (attempt === 0) log({ event: 'migration_table_busy', migration: migration.name });
+      await new Promise((resolve) => setTimeout(resolve, TABLE_LOCK_RETRY_MS));
+    }
+  }
+}
+
+/** A statement whose waits for locks hold up no request: it waits as long as it takes. */
+async function execWaiting(session: Session, statement: string) {
+  await session.exec('SET lock_timeout = 0');
+  try {
+    await session.exec(statement);
+  } finally {
+    await session.exec(`SET lock_timeout = ${TABLE_LOCK_WAIT_MS}`);
+  }
+}
+
 /**
  * Runs an online migration statement by statement in autocommit. An index a crashed build left
  * INVALID is dropped first: `IF NOT EXISTS` alone would keep it, unused and maintained forever.
@@ -141,9 +180,10 @@ async function applyOnline(session: Session, migration: Migration, log: NonNulla
           WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid`,
         [index],
       );
-      if (invalid) await session.exec(`DROP INDEX CONCURRENTLY IF EXISTS "${index}"`);
+      if (invalid) await execWaiting(session, `DROP INDEX CONCURRENTLY IF EXISTS "${index}"`);
     }
-    await session.exec(statement);
+    if (/\bCONCURRENTLY\b/i.test(statement)) await execWaiting(session, statement);
+    else await givingWay(migration, log, () => session.exec(statement));
   }
 }
 
@@ -198,7 +238,7 @@ async function migrateLocked(session: Session, migrations: Migration[], log: Non
         await applyOnline(session, migration, log);
         await record();
       } else {
-        await applyInTransaction(session, migration.sql, record);
+        await givingWay(migration, log, () => applyInTransaction(session, migration.sql, record));
       }
       log({ event: 'migration_applied', migration: migration.name, online, ms: Math.round(performance.now() - started) });
       newlyApplied.push(migration.name);

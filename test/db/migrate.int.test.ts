@@ -92,6 +92,43 @@ describe.runIf(onPostgres || servicesRequired)('migrations and the request state
   });
 });
 
+describe.runIf(onPostgres || servicesRequired)('a migration beside a transaction open on its table (PostgreSQL)', () => {
+  // A pg_dump or a long report holds a table's share lock for its whole run; an ALTER TABLE waiting
+  // for it would queue every later request on the table behind it, the old instances' included.
+  it.each([
+    ['in a transaction', ''],
+    ['online', `${ONLINE_MARK}\n`],
+  ])('%s, it gives way to requests on the table, says why once, and applies when the transaction ends', async (_kind, mark) => {
+    const scratch = await createScratchDatabase();
+    const db = await openDatabase({ url: scratch.url, poolSize: 1 });
+    const report = new pg.Client({ connectionString: scratch.url });
+    const writer = new pg.Client({ connectionString: scratch.url });
+    await Promise.all([report.connect(), writer.connect()]);
+    const table = { name: '99999999999980_table', sql: 'CREATE TABLE probe (a int NOT NULL);', checksum: 'table' };
+    const column = { name: '99999999999981_column', sql: `${mark}ALTER TABLE probe ADD COLUMN IF NOT EXISTS b text;\n`, checksum: 'column' };
+    try {
+      await migrate(db.driver, [...readMigrations(), table], { log: () => {} });
+      await report.query('BEGIN');
+      await report.query('SELECT count(*) FROM probe');
+      const progress: MigrationProgress[] = [];
+      const migrating = migrate(db.driver, [...readMigrations(), table, column], { log: (entry) => progress.push(entry) });
+      await expect.poll(() => progress.some((entry) => entry.event === 'migration_table_busy'), { timeout: 20_000 }).toBe(true);
+      // Writes to the table go on while the report's transaction is open (they queued behind the
+      // waiting ALTER, for as long as the report lasted).
+      for (let i = 0; i < 3; i++) await writer.query({ text: 'INSERT INTO probe (a) VALUES ($1)', values: [i], query_timeout: 10_000 } as pg.QueryConfig);
+      await report.query('COMMIT');
+      expect(await migrating).toEqual([column.name]);
+      expect(progress.filter((entry) => entry.event === 'migration_table_busy')).toEqual([{ event: 'migration_table_busy', migration: column.name }]);
+      expect((await writer.query('SELECT count(b) AS with_b, count(*) AS rows FROM probe')).rows).toEqual([{ with_b: '0', rows: '3' }]);
+    } finally {
+      await report.end();
+      await writer.end();
+      await db.close();
+      await scratch.drop();
+    }
+  });
+});
+
 // Online migrations (issue 43 item 2): a migration whose first line is ONLINE_MARK runs outside a
 // transaction, statement by statement, so `CREATE INDEX CONCURRENTLY` builds without blocking writes.
 describe(`online migrations (${backendName})`, () => {
