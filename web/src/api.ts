@@ -29,8 +29,26 @@ export class GraphQLRequestError extends Error {
   constructor(
     message: string,
     readonly code: string | undefined,
+    /** The limit a BAD_USER_INPUT refusal names (extensions.limit), such as 'ANSWER_PAYLOAD_BYTES'. */
+    readonly limit?: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * Reads a list of `count` items, asking for half as many each time the server refuses the answer
+ * for carrying more than MAX_ANSWER_PAYLOAD_BYTES of payloads (docs/semantics.md, "Reads"), down
+ * to one item: one audit's payloads always fit. The read that resolves is the last one called.
+ */
+export async function readFewer<T>(count: number, read: (count: number) => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await read(count);
+    } catch (error) {
+      if (count <= 1 || !(error instanceof GraphQLRequestError && error.limit === 'ANSWER_PAYLOAD_BYTES')) throw error;
+      count = Math.ceil(count / 2);
+    }
   }
 }
 
@@ -94,12 +112,12 @@ export async function gql<TResult, TVariables>(token: string, document: TypedDoc
   });
   const body = (await response.json().catch(() => {
     throw new Error(`The server answered HTTP ${response.status}, not GraphQL (a proxy in between?); retrying…`);
-  })) as { data?: TResult; errors?: { message: string; extensions?: { code?: string } }[] };
+  })) as { data?: TResult; errors?: { message: string; extensions?: { code?: string; limit?: string } }[] };
   answers.value++;
   const [error] = body.errors ?? [];
   if (error) {
     noteTokenRefusal(body.errors);
-    throw new GraphQLRequestError(error.message, error.extensions?.code);
+    throw new GraphQLRequestError(error.message, error.extensions?.code, error.extensions?.limit);
   }
   return body.data as TResult;
 }

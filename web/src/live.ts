@@ -4,7 +4,7 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError, isTransient, messageOf, subscribe } from './api.js';
+import { gql, GraphQLRequestError, isTransient, messageOf, readFewer, subscribe } from './api.js';
 import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
@@ -33,12 +33,15 @@ type AuditPage = ThreadAuditsQuery['threadAudits'];
 /** The open thread's title, owner and totals (its runs come apart). */
 export type ThreadInfo = PageThreadInfoFragment;
 
+/** The most audits one page asks for (threadAudits' default); fewer when their errors and usage are over the answer budget. */
+const AUDITS_PAGE = 500;
+
 /**
  * One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it;
- * with `runId`, of that run only.
+ * with `runId`, of that run only. `truncated` says older ones exist, also when fewer were read.
  */
 export async function readAuditPage(token: string, threadId: string, before: string | null, runId: string | null = null): Promise<AuditPage> {
-  const { threadAudits } = await gql(token, THREAD_AUDITS, { threadId, before, runId });
+  const { threadAudits } = await readFewer(AUDITS_PAGE, (limit) => gql(token, THREAD_AUDITS, { threadId, before, runId, limit }));
   return threadAudits;
 }
 
@@ -64,13 +67,14 @@ export function followThread(client: Client, token: string, threadId: string, si
   const readRuns = async () => {
     const runs: RunView[] = [];
     let after: string | null = null;
+    let size = RUNS_PAGE;
     do {
-      const { thread }: ThreadRunsQuery = await gql(token, THREAD_RUNS, { id: threadId, first: RUNS_PAGE, after });
+      const { thread }: ThreadRunsQuery = await readFewer(size, (first) => ((size = first), gql(token, THREAD_RUNS, { id: threadId, first, after })));
       if (stopped) return;
       if (!thread) throw new GraphQLRequestError(`Thread ${threadId} not found.`, 'NOT_FOUND');
       if (after === null) sink.thread(thread);
       runs.push(...thread.runs);
-      after = thread.runs.length === RUNS_PAGE ? thread.runs[RUNS_PAGE - 1]!.id : null;
+      after = thread.runs.length === size ? thread.runs[size - 1]!.id : null;
     } while (after);
     sink.runs(runs);
   };

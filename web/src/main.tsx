@@ -41,6 +41,7 @@ import {
   rows,
   selectedKey,
   snapshotLoaded,
+  threadReadError,
   announcedKey,
   signIn,
   signOut,
@@ -796,7 +797,7 @@ function Rows() {
         </button>
       )}
       {all.length === 0 && (
-        <p class="muted">{!snapshotLoaded.value ? 'Loading the runs…' : errorsOnly.value ? 'Nothing failed in this thread.' : 'No runs in this thread yet.'}</p>
+        <p class="muted" data-testid="rows-empty">{!snapshotLoaded.value ? (threadReadError.value ? `The thread could not be read: ${threadReadError.value}` : 'Loading the runs…') : errorsOnly.value ? 'Nothing failed in this thread.' : 'No runs in this thread yet.'}</p>
       )}
     </div>
   );

@@ -70,8 +70,8 @@ export const THREAD_RUNS = graphql(`
   query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }`);
 
 export const THREAD_AUDITS = graphql(`
-  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {
-    threadAudits(threadId: $threadId, before: $before, runId: $runId) { cursor truncated items { ...PageAuditFields } }
+  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int!) {
+    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }
   }`);
 
 export const THREAD_CHANGES = graphql(`
@@ -83,8 +83,8 @@ export const RUN_CHANGED = graphql(`
   subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }`);
 
 export const SEARCH_AUDITS = graphql(`
-  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {
-    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: 50, after: $after) {
+  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int!, $after: ID) {
+    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {
       hasMore
       items { threadId threadTitle snippet audit { ...PageAuditFields } }
     }

@@ -1,6 +1,6 @@
 import { batch, computed, effect, signal } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { answers, claimsOf, createLiveClient, gql, isTransient, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
+import { answers, claimsOf, createLiveClient, gql, isTransient, readFewer, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -39,6 +39,8 @@ export const selectedKey = signal<string | null>(null);
 
 /** The open thread's first audit page has arrived (or its audits are hidden). */
 export const snapshotLoaded = signal(false);
+/** Why the open thread's first read failed, until a read succeeds: shown where its rows would be. */
+export const threadReadError = signal<string | null>(null);
 /** An audit to select once its thread's timeline holds it (a search result opened). */
 const pendingReveal = signal<string | null>(null);
 
@@ -158,15 +160,14 @@ export async function loadLedger(more = false) {
   const entries: LedgerEntry[] = [];
   let after: string | null = null;
   let hasMore = false;
+  // Once inputs are too large for a page of LEDGER_PAGE, the following pages ask for as few.
+  let size = LEDGER_PAGE;
   try {
     do {
-      const { toolCallLedger: page }: ToolCallLedgerQuery = await gql(token.value, TOOL_CALL_LEDGER, {
-        threadId: query.threadId,
-        name: query.filter.name || null,
-        status: query.filter.status || null,
-        case: query.filter.case || null,
-        first: LEDGER_PAGE,
-        after,
+      const { toolCallLedger: page }: ToolCallLedgerQuery = await readFewer(size, (first) => {
+        size = first;
+        const filter = { name: query.filter.name || null, status: query.filter.status || null, case: query.filter.case || null };
+        return gql(token.value!, TOOL_CALL_LEDGER, { threadId: query.threadId, ...filter, first, after });
       });
       entries.push(...page.edges.map((edge) => edge.node));
       hasMore = page.pageInfo.hasNextPage;
@@ -217,6 +218,8 @@ export function openLedgerEntry(entry: LedgerEntry) {
   pendingReveal.value = rowToOpen(entry);
 }
 
+/** The most hits one search read asks for; fewer when their errors and usage are over the answer budget. */
+const SEARCH_PAGE = 50;
 /** Counts the searches started: an answer shows only if no search started after its own (answers may arrive out of order). */
 let searchesStarted = 0;
 
@@ -237,7 +240,9 @@ export async function runSearch(more = false) {
   const shown = searchResults.value?.forQuery === forQuery ? searchResults.value.hits : [];
   const after = more ? (shown[shown.length - 1]?.audit.id ?? null) : null;
   try {
-    const { searchAudits } = await gql(token.value, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, after });
+    const { searchAudits } = await readFewer(SEARCH_PAGE, (first) =>
+      gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, first, after }),
+    );
     if (search !== searchesStarted) return;
     searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text };
   } catch (error) {
@@ -433,6 +438,8 @@ function liveClient(): Client {
 /** Counts the thread-list reads started: an answer shows only if no read started after its own (a slower, older filter's answer is dropped). */
 let threadReadsStarted = 0;
 let threadReadsRunning = 0;
+/** The last failure of a thread-list read: a later read that succeeds takes it off the banner. */
+let threadsError: string | null = null;
 const THREADS_PAGE = 20;
 /** The most threads one read returns (the API's bound): a list paged beyond it is not refreshed. */
 const MAX_THREADS_READ = 100;
@@ -455,10 +462,11 @@ export async function loadThreads(from: 'start' | 'more' | 'refresh') {
     threadsRead.value = true;
     threadsCursor.value = page.pageInfo.endCursor;
     threadsHaveMore.value = page.pageInfo.hasNextPage;
-    pageError.value = null;
+    // Only the list's own failure: the open thread's (read at the same time) stays on the banner.
+    if (pageError.peek() === threadsError) pageError.value = null;
   } catch (error) {
     if (read !== threadReadsStarted) return;
-    pageError.value = error instanceof Error ? error.message : String(error);
+    pageError.value = threadsError = error instanceof Error ? error.message : String(error);
   } finally {
     threadReadsRunning--;
   }
@@ -505,6 +513,7 @@ export function openThread(id: string, audit: string | null = null) {
       applyChangesSoon();
     },
     audits: (items, isTruncated) => {
+      threadReadError.value = null;
       audits.value = mergeAudits(audits.value, items);
       truncated.value = isTruncated;
       olderBefore.value = items[0]?.id ?? null;
@@ -518,7 +527,10 @@ export function openThread(id: string, audit: string | null = null) {
       auditsHidden.value = reason;
       snapshotLoaded.value = true;
     },
-    failed: (message) => (pageError.value = message),
+    failed: (message) => {
+      pageError.value = message;
+      if (!snapshotLoaded.peek()) threadReadError.value = message;
+    },
     gone: () => {
       threadGone.value = true;
       stopFollowing = null;
@@ -571,6 +583,7 @@ function resetThread() {
   truncated.value = false;
   olderBefore.value = null;
   snapshotLoaded.value = false;
+  threadReadError.value = null;
   located = null;
   ledgerPage.value = null;
   ledgerNames.value = [];

@@ -124,6 +124,7 @@ export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
   before?: string | number | null | undefined;
   runId?: string | number | null | undefined;
+  limit: number;
 }>;
 
 
@@ -155,6 +156,7 @@ export type SearchAuditsQueryVariables = Exact<{
   name?: string | null | undefined;
   status?: AuditStatus | null | undefined;
   threadId?: string | number | null | undefined;
+  first: number;
   after?: string | number | null | undefined;
 }>;
 
@@ -491,8 +493,8 @@ fragment PageThreadInfo on Thread {
   }
 }`) as unknown as TypedDocumentString<ThreadRunsQuery, ThreadRunsQueryVariables>;
 export const ThreadAuditsDocument = new TypedDocumentString(`
-    query ThreadAudits($threadId: ID!, $before: ID, $runId: ID) {
-  threadAudits(threadId: $threadId, before: $before, runId: $runId) {
+    query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int!) {
+  threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) {
     cursor
     truncated
     items {
@@ -667,13 +669,13 @@ fragment PageAuditSummary on AuditSummary {
   outputTokens
 }`) as unknown as TypedDocumentString<RunChangedSubscription, RunChangedSubscriptionVariables>;
 export const SearchAuditsDocument = new TypedDocumentString(`
-    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $after: ID) {
+    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int!, $after: ID) {
   searchAudits(
     text: $text
     name: $name
     status: $status
     threadId: $threadId
-    first: 50
+    first: $first
     after: $after
   ) {
     hasMore
