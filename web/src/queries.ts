@@ -70,7 +70,7 @@ export const THREAD_RUNS = graphql(`
   query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }`);
 
 export const THREAD_AUDITS = graphql(`
-  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int!) {
+  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {
     threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }
   }`);
 
@@ -83,7 +83,7 @@ export const RUN_CHANGED = graphql(`
   subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }`);
 
 export const SEARCH_AUDITS = graphql(`
-  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int!, $after: ID) {
+  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int = 50, $after: ID) {
     searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {
       hasMore
       items { threadId threadTitle snippet audit { ...PageAuditFields } }

@@ -25,10 +25,10 @@ type Documents = {
     "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": typeof types.PageThreadInfoFragmentDoc,
     "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": typeof types.ThreadInfoDocument,
     "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
-    "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int!) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
+    "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": typeof types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
-    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int!, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
+    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int = 50, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ToolCallLedgerDocument,
 };
 const documents: Documents = {
@@ -42,10 +42,10 @@ const documents: Documents = {
     "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": types.PageThreadInfoFragmentDoc,
     "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": types.ThreadInfoDocument,
     "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }": types.ThreadRunsDocument,
-    "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int!) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
+    "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
-    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int!, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
+    "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int = 50, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ToolCallLedgerDocument,
 };
 
@@ -92,7 +92,7 @@ export function graphql(source: "\n  query ThreadRuns($id: ID!, $first: Int!, $a
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int!) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }"): typeof import('./graphql.js').ThreadAuditsDocument;
+export function graphql(source: "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }"): typeof import('./graphql.js').ThreadAuditsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -104,7 +104,7 @@ export function graphql(source: "\n  subscription RunChanged($threadId: ID!) { r
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int!, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }"): typeof import('./graphql.js').SearchAuditsDocument;
+export function graphql(source: "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int = 50, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }"): typeof import('./graphql.js').SearchAuditsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

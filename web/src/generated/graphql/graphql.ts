@@ -124,7 +124,7 @@ export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
   before?: string | number | null | undefined;
   runId?: string | number | null | undefined;
-  limit: number;
+  limit?: number | null | undefined;
 }>;
 
 
@@ -156,7 +156,7 @@ export type SearchAuditsQueryVariables = Exact<{
   name?: string | null | undefined;
   status?: AuditStatus | null | undefined;
   threadId?: string | number | null | undefined;
-  first: number;
+  first?: number | null | undefined;
   after?: string | number | null | undefined;
 }>;
 
@@ -493,7 +493,7 @@ fragment PageThreadInfo on Thread {
   }
 }`) as unknown as TypedDocumentString<ThreadRunsQuery, ThreadRunsQueryVariables>;
 export const ThreadAuditsDocument = new TypedDocumentString(`
-    query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int!) {
+    query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {
   threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) {
     cursor
     truncated
@@ -669,7 +669,7 @@ fragment PageAuditSummary on AuditSummary {
   outputTokens
 }`) as unknown as TypedDocumentString<RunChangedSubscription, RunChangedSubscriptionVariables>;
 export const SearchAuditsDocument = new TypedDocumentString(`
-    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int!, $after: ID) {
+    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int = 50, $after: ID) {
   searchAudits(
     text: $text
     name: $name
