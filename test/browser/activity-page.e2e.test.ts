@@ -328,6 +328,36 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.close();
   }, 120_000);
 
+  it('labels a phone\'s 1 h chart twice when the window began just after a half hour', async () => {
+    // uPlot ticks a 1 h window 30 min apart at this width: the views are moved to end 17 s after
+    // an hour, so that the window holds one half hour and two hours, whatever the time of the run.
+    const who = await superadminWithAFailure('watched just after the hour');
+    const page = await newPage({ width: 340, height: 700 });
+    await page.routeWebSocket(/\/graphql/, (socket) => {
+      const server = socket.connectToServer();
+      socket.onMessage((message) => server.send(message));
+      server.onMessage((message) => {
+        const parsed = JSON.parse(String(message));
+        const view = parsed.payload?.data?.toolActivity;
+        if (view) {
+          const at = Date.parse(view.at);
+          const shift = at - (at % 3_600_000) + 17_000 - at;
+          const moved = (time: string) => new Date(Date.parse(time) + shift).toISOString();
+          Object.assign(view, { at: moved(view.at), since: moved(view.since) });
+          for (const bucket of view.buckets) bucket.start = moved(bucket.start);
+        }
+        socket.send(JSON.stringify(parsed));
+      });
+    });
+    await openActivity(page, who.owner);
+    await expect.poll(() => new URL(page.url()).hash).toContain('window=3600');
+    await page.waitForSelector('.activity-chart canvas');
+    await expect
+      .poll(() => timeLabelWidths(page))
+      .toSatisfy((widths: number[]) => widths.length >= 2 && Math.max(...widths) <= 60);
+    await page.close();
+  });
+
   it('lines its parts up with its heading, on a desktop and on a phone', async () => {
     const page = await activityWithAFailure({ width: 1200, height: 900 });
     expect(await misaligned(page), '1200 px').toEqual([]);

@@ -187,9 +187,13 @@ const CHART_HEIGHT = 180;
  * Started, completed, failed and other ends per bucket, drawn with uPlot (bundled; no network), as wide as
  * its box: it follows the box when the window is resized or a phone turned.
  */
-function Chart({ buckets }: { buckets: Bucket[] }) {
+function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
+  // The axis spans the whole window, not its buckets' starts: a 1 h window on a phone is ticked
+  // every 30 min, and the starts' span (59.5 min) then held a single tick when it began just after one.
+  const span = useRef<[number, number]>([0, 0]);
+  span.current = [Date.parse(since) / 1000, Date.parse(at) / 1000];
   const data: uPlot.AlignedData = [
     buckets.map((bucket) => Date.parse(bucket.start) / 1000),
     buckets.map((bucket) => bucket.started),
@@ -209,6 +213,7 @@ function Chart({ buckets }: { buckets: Bucket[] }) {
           // Time labels ("12:40pm") are about 50 px wide: at uPlot's 50 px between ticks they ran
           // into one another on a phone.
           axes: [{ ...axis, space: 72 }, axis],
+          scales: { x: { time: true, range: () => span.current } },
           series: [
             {},
             // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
@@ -390,7 +395,7 @@ export function Activity({ token }: { token: string }) {
           </section>
           <section aria-label="Over time">
             <h2>Over time</h2>
-            <Chart buckets={current.buckets} />
+            <Chart view={current} />
           </section>
           <Failures view={current} now={now.value} />
         </>
