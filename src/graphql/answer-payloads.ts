@@ -43,6 +43,18 @@ export async function chargedPayload<Value>(bytes: number | null | undefined, lo
 }
 
 /**
+ * A payload field's value: the item's `own` when it holds it (a mutation's result, a change), else
+ * (reads leave payloads out) its `size` charged to the answer, then the value loaded.
+ */
+export async function payloadField<Value>(
+  own: Value | undefined,
+  size: () => number | null | undefined | Promise<number | null | undefined>,
+  load: () => Promise<Value>,
+): Promise<Value | null> {
+  return own !== undefined ? own : chargedPayload(await size(), load);
+}
+
+/**
  * The JSON scalar's serialize: `value`, counted against the query's budget. Once it is spent, an
  * empty string stands in (not null: a non-null field would fail, and log, once per item); the
  * answer is then refused whole.

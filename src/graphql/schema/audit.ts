@@ -4,17 +4,12 @@ import { encodeCursor } from '../../domain/change-cursors.js';
 import { readRunTimeline } from '../../domain/run-timeline.js';
 import { builder, listCost } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { chargedPayload } from '../answer-payloads.js';
+import { payloadField } from '../answer-payloads.js';
 import { AuditStatusEnum, MessageRoleEnum } from './enums.js';
 
-/**
- * A payload of an audit: from its row when the row holds it (a lifecycle result, a change), else
- * charged by its size and loaded with the request's other audits' payloads.
- */
-function payloadOf(row: AuditRow, payload: Payload, { loaders }: GraphQLContext) {
-  if (row[payload] !== undefined) return row[payload];
-  return chargedPayload(row[PAYLOAD_BYTES[payload]], () => loaders.auditPayload.load({ id: row.id, payload }));
-}
+/** A payload of an audit, its size read with the row, loaded with the request's other audits' payloads. */
+const payloadOf = (row: AuditRow, payload: Payload, { loaders }: GraphQLContext) =>
+  payloadField(row[payload], () => row[PAYLOAD_BYTES[payload]], () => loaders.auditPayload.load({ id: row.id, payload }));
 
 // Shaped by AuditRow, not the whole Message model: reads return only the columns these show.
 export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({

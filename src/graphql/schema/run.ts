@@ -2,7 +2,7 @@ import { requirePrincipal } from '../../domain/access.js';
 import type { Run } from '../../generated/prisma/client.js';
 import { cancelRun } from '../../domain/convergence.js';
 import { createRun, loadReadableRun } from '../../domain/runs.js';
-import { chargedPayload } from '../answer-payloads.js';
+import { payloadField } from '../answer-payloads.js';
 import { builder } from '../builder.js';
 import { loadRequired } from '../loaders.js';
 import { RunStatusEnum } from './enums.js';
@@ -28,13 +28,13 @@ export const RunRef = builder.prismaObject('Run', {
       type: 'JSON',
       nullable: true,
       description: 'Why the run failed or was cancelled, e.g. {code: "LEASE_EXPIRED"}.',
-      resolve: async (run, _args, { loaders }) => {
-        // Reads leave it out (WITHOUT_ERROR, runsByIds); a mutation's or a change's own row holds it.
-        const { error } = run as Partial<Pick<typeof run, 'error'>>;
-        if (error !== undefined) return error;
-        const { errorBytes } = await loadRequired(loaders.runErrorBytes, run.id);
-        return chargedPayload(errorBytes, async () => (await loadRequired(loaders.runError, run.id)).error);
-      },
+      // Reads leave it out (WITHOUT_ERROR, runsByIds); a mutation's or a change's own row holds it.
+      resolve: (run, _args, { loaders }) =>
+        payloadField(
+          (run as Partial<Pick<typeof run, 'error'>>).error,
+          async () => (await loadRequired(loaders.runErrorBytes, run.id)).errorBytes,
+          async () => (await loadRequired(loaders.runError, run.id)).error,
+        ),
     }),
   }),
 });

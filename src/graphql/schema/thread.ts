@@ -4,7 +4,7 @@ import { badInput } from '../../domain/errors.js';
 import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
-import { chargedPayload } from '../answer-payloads.js';
+import { payloadField } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
 import { MessageRoleEnum } from './enums.js';
@@ -104,13 +104,13 @@ builder.prismaObject('Message', {
     content: t.field({
       type: 'JSON',
       nullable: true,
-      resolve: async (message, _args, { loaders }) => {
-        // Reads leave it out (`messages`); a mutation's own row holds it.
-        const { content } = message as Partial<Pick<typeof message, 'content'>>;
-        if (content !== undefined) return content;
-        const { contentBytes } = await loadRequired(loaders.messageContentBytes, message.id);
-        return chargedPayload(contentBytes, async () => (await loadRequired(loaders.messageContent, message.id)).content);
-      },
+      // Reads leave it out (`messages`); a mutation's own row holds it.
+      resolve: (message, _args, { loaders }) =>
+        payloadField(
+          (message as Partial<Pick<typeof message, 'content'>>).content,
+          async () => (await loadRequired(loaders.messageContentBytes, message.id)).contentBytes,
+          async () => (await loadRequired(loaders.messageContent, message.id)).content,
+        ),
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),

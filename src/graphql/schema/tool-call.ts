@@ -3,17 +3,13 @@ import { toolCallStats } from '../../domain/tool-call-stats.js';
 import type { ToolCallPayload, ToolCallRow } from '../../domain/audit-reads.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { chargedPayload } from '../answer-payloads.js';
+import { payloadField } from '../answer-payloads.js';
 import { ToolCallStatusEnum } from './enums.js';
 
-/**
- * A payload of a tool call: from its row when the row holds it (a lifecycle result), else its size
- * read and charged, then the payload loaded, each with the request's other calls'.
- */
-async function payloadOf(toolCall: ToolCallRow, payload: ToolCallPayload, { loaders }: GraphQLContext) {
-  if (toolCall[payload] !== undefined) return toolCall[payload];
+/** A payload of a tool call, its size and then itself read with the request's other calls'. */
+function payloadOf(toolCall: ToolCallRow, payload: ToolCallPayload, { loaders }: GraphQLContext) {
   const key = { id: toolCall.id, payload };
-  return chargedPayload((await loaders.toolCallPayloadBytes.load(key)) as number | null, () => loaders.toolCallPayload.load(key));
+  return payloadField(toolCall[payload], () => loaders.toolCallPayloadBytes.load(key) as Promise<number | null>, () => loaders.toolCallPayload.load(key));
 }
 
 export const ToolCallRef = builder.objectRef<ToolCallRow>('ToolCall').implement({
