@@ -62,6 +62,32 @@ describe('ordinary history never shows audit rows', () => {
     });
   });
 
+  it('messages page on with `after` (one of the thread\'s messages), each message once; contentBytes gives each content\'s size as stored', async () => {
+    const page = async (after: string | null, id = threadId) => {
+      const response = await t.gql(
+        `query($id: ID!, $after: ID) { thread(id: $id) { messages(first: 3, after: $after) { id contentBytes content } } }`,
+        { id, after },
+        who.owner,
+      );
+      expect(response.errors).toBeUndefined();
+      return response.data.thread.messages as { id: string; contentBytes: number; content: unknown }[];
+    };
+    const first = await page(null);
+    const rest = await page(first.at(-1)!.id);
+    expect([...first, ...rest].map(({ content }) => content)).toEqual(chat.map(({ content }) => content));
+    expect(await page(rest.at(-1)!.id)).toEqual([]);
+    // The bytes of the JSON text as stored (jsonb writes `": "` between a key and its value).
+    expect([...first, ...rest].map(({ contentBytes }) => contentBytes)).toEqual([8, 19, 8, 8]);
+
+    // An audit of this thread or another thread's message is no place in this thread's history.
+    const audits = await t.gql(`query($id: ID!) { threadAudits(threadId: $id) { items { id } } }`, { id: threadId }, who.owner);
+    expect(await page(audits.data.threadAudits.items[0].id)).toEqual([]);
+    const otherThread = await createThread(t, who.owner);
+    expect(await page(first[0]!.id, otherThread)).toEqual([]);
+    const refused = await t.gql(`query($id: ID!) { thread(id: $id) { messages(after: "nope") { id } } }`, { id: threadId }, who.owner);
+    expect(refused.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
   it('the audit timeline holds the audits and none of the chat', async () => {
     const response = await t.gql(
       `query($id: ID!) { threadAudits(threadId: $id) { items { __typename operationId status } } }`,

@@ -20,16 +20,26 @@ export const ThreadRef = builder.prismaObject('Thread', {
     ownerId: t.exposeString('ownerId', { description: 'The `sub` of the principal who created the thread.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     messages: t.relation('messages', {
-      description: 'Ordinary conversation history, oldest first. Never contains audit rows.',
-      args: { first: t.arg.int({ defaultValue: 100 }) },
+      description: `Ordinary conversation history, oldest first, the first \`first\` messages (0 to ${MAX_HISTORY_PAGE}); with \`after\` (a message of this thread's history), those after it. Never contains audit rows; an \`after\` that is no message of this thread's history reads none.`,
+      args: { first: t.arg.int({ defaultValue: 100 }), after: t.arg.id() },
       complexity: ({ first }) => listCost(first, MAX_HISTORY_PAGE),
-      query: ({ first }) => {
+      query: ({ first, after }) => {
         if (first == null || first < 0 || first > MAX_HISTORY_PAGE) {
           throw badInput(`first must be between 0 and ${MAX_HISTORY_PAGE}`);
         }
         // Without the contents (up to MAX_JSON_BYTES each): `content` charges each one's size to
         // the answer before it loads it (answer-payloads.ts).
-        return { omit: { content: true }, where: { messageType: 'chat' }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], take: first };
+        const page = { omit: { content: true }, orderBy: [{ createdAt: 'asc' as const }, { id: 'asc' as const }], take: first };
+        if (after == null) return { ...page, where: { messageType: 'chat' as const } };
+        if (!isUuid(after)) throw badInput("after must be the id of a message of this thread's history");
+        // The cursor must be one of the thread's chat messages: another row would place this
+        // history by its time.
+        return {
+          ...page,
+          where: { messageType: 'chat' as const, thread: { messages: { some: { id: after, messageType: 'chat' as const } } } },
+          cursor: { id: after },
+          skip: 1,
+        };
       },
     }),
     messageCount: t.int({
@@ -111,6 +121,11 @@ builder.prismaObject('Message', {
           async () => (await loadRequired(loaders.messageContentBytes, message.id)).contentBytes,
           async () => (await loadRequired(loaders.messageContent, message.id)).content,
         ),
+    }),
+    contentBytes: t.int({
+      nullable: true,
+      description: 'The bytes of `content` as stored (its JSON text), null when it has none: read it before a large content.',
+      resolve: async (message, _args, { loaders }) => (await loadRequired(loaders.messageContentBytes, message.id)).contentBytes,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
