@@ -16,6 +16,13 @@ export const lifecycleWrites = new Counter({
   registers: [registry],
 });
 
+export const lifecycleEvents = new Counter({
+  name: 'agent_audit_lifecycle_events_total',
+  help: 'Lifecycle events sent in batches (recordEvents), by kind and outcome (OK, or the code its own mutation would have answered)',
+  labelNames: ['event', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const lifecycleWriteSeconds = new Histogram({
   name: 'agent_audit_mutation_duration_seconds',
   help: 'Time to execute a GraphQL mutation operation, by root field',

@@ -239,10 +239,17 @@ export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], decl
     [ids, declarers],
   );
 
+/**
+ * The order of a call's executions (audits of `alias`), the latest first: by when each started, on
+ * the database's clock. Not by id alone: a UUIDv7 carries the clock of the instance that wrote it,
+ * and instances' clocks differ, so a resume's execution could sort before the one it follows.
+ */
+export const latestExecutionFirst = (alias: string) => `${alias}.created_at DESC, ${alias}.id DESC`;
+
 /** A call's latest execution `e` (the newest audit bound to it), with its status and `columns`; NULL ones when it never ran. */
 const latestExecution = (columns: readonly string[]) =>
   `LEFT JOIN LATERAL (SELECT ${['status', ...new Set(columns)].map((column) => `x.${column}`).join(', ')} FROM message x
-      WHERE x.tool_call_row_id = tc.id ORDER BY x.id DESC LIMIT 1) e ON true`;
+      WHERE x.tool_call_row_id = tc.id ORDER BY ${latestExecutionFirst('x')} LIMIT 1) e ON true`;
 
 /** What a read of tool calls' payloads (or of their sizes) by id reads, for the `wanted` ones. */
 function toolCallPayloadsStatement(wanted: WantedPayloads<ToolCallPayload>, read: 'value' | 'bytes') {

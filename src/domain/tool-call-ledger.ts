@@ -1,6 +1,7 @@
 import type { Principal } from './principal.js';
 import type { Sql } from '../db/sql.js';
 import { auditThreadOrNotFound, findThread, inLiveThreadOf, requireAuditReader } from './access.js';
+import { latestExecutionFirst } from './audit-reads.js';
 import { badInput } from './errors.js';
 import { isUuid, nameFilter } from './ids.js';
 import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
@@ -145,7 +146,7 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
 /** A call's latest execution (the newest tool audit bound to it), NULL columns when it never ran. */
 const LATEST_EXECUTION = `LEFT JOIN LATERAL (
        SELECT m.id, m.run_id, m.input, m.input_bytes, m.status, m.error, m.awaiting_run_terminal, m.started_at, m.finished_at, m.duration_ms
-       FROM message m WHERE m.tool_call_row_id = tc.id ORDER BY m.id DESC LIMIT 1
+       FROM message m WHERE m.tool_call_row_id = tc.id ORDER BY ${latestExecutionFirst('m')} LIMIT 1
      ) e ON true`;
 
 /**

@@ -91,13 +91,16 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
     }
     const claimed = await claimThreads(db.sql, owner, threadsPerBatch, claimSeconds, config.pollMs / 1000);
     if (claimed.length === 0) return false;
+    // The lag is read on the database's clock, which stamped the commits: this instance's own may differ.
+    const claimedAtMs = performance.now();
+    const databaseNowMs = () => claimed[0]!.databaseNow.getTime() + (performance.now() - claimedAtMs);
     const threadIds = claimed.map((claim) => claim.threadId);
     try {
       const batch = await readChanges(db.driver, threadIds, pageSize);
       const { spans, changedAt } = spansOf(resource, batch);
       for (let at = 0; at < spans.length; at += spansPerRequest) {
         await send(spans.slice(at, at + spansPerRequest));
-        const now = Date.now();
+        const now = databaseNowMs();
         for (const committed of changedAt.slice(at, at + spansPerRequest)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
         exportedSpans.inc(Math.min(spansPerRequest, spans.length - at));
       }

@@ -21,6 +21,8 @@ export interface ClaimedThread {
   threadId: string;
   /** Pending for longer than the exporter's poll: the export is behind, so it should not pause. */
   behind: boolean;
+  /** The database's clock at the claim, the clock the changes' commit times are on. */
+  databaseNow: Date;
 }
 
 /** One claimed thread's changes read for export: its rows in cursor order, and how far they cover. */
@@ -48,7 +50,7 @@ export function claimThreads(sql: Sql, owner: string, limit: number, claimSecond
      WHERE p.thread_id IN (
        SELECT thread_id FROM export_pending WHERE claimed_until IS NULL OR claimed_until < now()
        ORDER BY since LIMIT $2 FOR UPDATE SKIP LOCKED)
-     RETURNING p.thread_id, p.since < now() - make_interval(secs => $4) AS behind`,
+     RETURNING p.thread_id, p.since < now() - make_interval(secs => $4) AS behind, clock_timestamp() AS database_now`,
     [owner, limit, claimSeconds, pollSeconds],
   );
 }

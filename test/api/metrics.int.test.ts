@@ -55,6 +55,36 @@ describe(`GET /metrics (${backendName})`, () => {
     expect(delta('agent_audit_mutation_duration_seconds_bucket{le="+Inf",mutation="recordModelStarted"}')).toBe(1);
   });
 
+  it('counts each event of a batch by kind and outcome, as its own mutation would be counted', async () => {
+    const before = await scrape();
+    const { runId, session } = await runningRun(t);
+    const lease = { runId, epoch: session.lease.epoch };
+    const observedAt = new Date().toISOString();
+    const batch = await t.gql(
+      `mutation($events: [LifecycleEventInput!]!) { recordEvents(events: $events) { index error { code } } }`,
+      {
+        events: [
+          { modelStarted: { lease, operationId: 'm1', sequence: '1', observedAt } },
+          { toolFinished: { lease, toolCallId: 'never-started', sequence: '2', observedAt, output: { content: 'x' } } },
+          { renewLease: { lease: { runId, epoch: lease.epoch + 1 } } },
+        ],
+      },
+      session.token,
+    );
+    expect(batch.errors).toBeUndefined();
+    const codes = (batch.data.recordEvents as { error: { code: string } | null }[]).map((result) => result.error?.code ?? 'OK');
+    expect(codes[0]).toBe('OK');
+    expect(codes[1]).not.toBe('OK');
+    expect(codes[2]).not.toBe('OK');
+    const after = await scrape();
+    const delta = (series: string) => value(after, series) - value(before, series);
+    expect(after.types.get('agent_audit_lifecycle_events_total')).toBe('counter');
+    expect(delta('agent_audit_lifecycle_events_total{event="modelStarted",outcome="OK"}')).toBe(1);
+    expect(delta(`agent_audit_lifecycle_events_total{event="toolFinished",outcome="${codes[1]}"}`)).toBe(1);
+    expect(delta(`agent_audit_lifecycle_events_total{event="renewLease",outcome="${codes[2]}"}`)).toBe(1);
+    expect(delta('agent_audit_mutations_total{mutation="recordEvents",outcome="OK"}')).toBe(1);
+  });
+
   it('counts failed queries and mutations by code; on PostgreSQL times the pool wait and counts its failures; with REDIS_URL says whether Redis is up', async () => {
     const before = await scrape();
     const { session, owner } = await runningRun(t);

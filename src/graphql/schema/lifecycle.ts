@@ -8,6 +8,7 @@ import { recordToolError, recordToolFinished, recordToolStarted } from '../../do
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { eventError, type EventError } from '../errors.js';
+import { lifecycleEvents } from '../../metrics.js';
 import { scopeToLeasedRun } from './audit-access.js';
 import { AuditRef, ModelAuditRef, ToolAuditRef } from './audit.js';
 import { AuditStatusEnum, RunStatusEnum, RunTerminalStatusEnum } from './enums.js';
@@ -297,6 +298,9 @@ builder.mutationFields((t) => ({
       const mapped = new Map<unknown, EventError>();
       const errorOf = (error: unknown) => mapped.get(error) ?? mapped.set(error, eventError(error, () => context.requestId)).get(error)!;
       return outcomes.map(({ runId, error, ...result }, index): EventResult => {
+        // A batch answers without an error when some of its events are refused: they are counted here.
+        const event = Object.entries(events[index]!).find(([, input]) => input != null)?.[0] ?? 'unknown';
+        lifecycleEvents.inc({ event, outcome: error === undefined ? 'OK' : errorOf(error).code });
         if (error !== undefined) return { index, error: errorOf(error) };
         if (runId) scopeToLeasedRun(context, info, runId, index);
         return { index, ...result };
