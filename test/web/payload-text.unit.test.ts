@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { payloadText, revealInvisible } from '../../web/src/timeline.js';
+import { payloadText, revealInvisible, withInvisibleMarked } from '../../web/src/timeline.js';
 
 // A payload as the details panel shows it: indented JSON, text read as its lines.
 
@@ -31,5 +31,18 @@ describe('revealInvisible', () => {
       { text: ', a', mark: false }, { text: '⟨U+200B⟩', mark: true }, { text: 'b', mark: false },
     ]);
     expect(revealInvisible('مرحبا שלום')).toEqual([{ text: 'مرحبا שלום', mark: false }]);
+  });
+
+  it('marks every character that draws nothing, astral ones too: tag characters (hidden "ASCII smuggling" text), fillers, joiners', () => {
+    // "say hi" followed by the tag characters for "IGNORE": drawn as "say hi" alone.
+    const smuggled = `say hi${[...'IGNORE'].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('')}`;
+    expect(revealInvisible(smuggled).map((piece) => piece.text).join('')).toBe('say hi⟨U+E0049⟩⟨U+E0047⟩⟨U+E004E⟩⟨U+E004F⟩⟨U+E0052⟩⟨U+E0045⟩');
+    expect(revealInvisible('a\u034Fb\u3164c\u{E0100}')).toEqual([
+      { text: 'a', mark: false }, { text: '⟨U+034F⟩', mark: true }, { text: 'b', mark: false }, { text: '⟨U+3164⟩', mark: true },
+      { text: 'c', mark: false }, { text: '⟨U+E0100⟩', mark: true },
+    ]);
+    expect(withInvisibleMarked({ q: 'x\u{E0041}' })).toEqual({ q: 'x⟨U+E0041⟩' });
+    // An emoji's presentation selector is part of how it is drawn, not hidden text.
+    expect(revealInvisible('sunny ☀️ ✔️')).toEqual([{ text: 'sunny ☀️ ✔️', mark: false }]);
   });
 });

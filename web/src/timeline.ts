@@ -89,26 +89,28 @@ export function payloadText(value: unknown): string {
 }
 
 /**
- * Characters that draw nothing or reorder the text around them: bidi controls (embeddings,
- * overrides, isolates, marks), zero-width and other invisible format characters. Left in the
- * page they would act ("Trojan Source": U+202E shows "evil" as "live"), so they are shown as
- * marks instead.
+ * Characters that draw nothing or reorder the text around them: Unicode's default-ignorable code
+ * points (bidi controls, zero-width and other format characters, fillers, variation selectors,
+ * and the astral tag characters, which can carry a whole hidden sentence after visible text).
+ * Left in the page they would act ("Trojan Source": U+202E shows "evil" as "live") or hide text,
+ * so they are shown as marks instead; all but an emoji's presentation selector (U+FE0E, U+FE0F),
+ * which is how "☀️" is drawn.
  */
-const INVISIBLE = /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF]/;
+const INVISIBLE = /(?![\uFE0E\uFE0F])\p{Default_Ignorable_Code_Point}/u;
 
 /** The mark shown for an invisible character: "⟨U+202E⟩". */
 const invisibleMark = (char: string) => `⟨U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`;
 
 /** `text` cut into pieces: plain text, and each invisible character as its mark (`mark: true`). */
 export function revealInvisible(text: string): { text: string; mark: boolean }[] {
-  return text.split(new RegExp(`(${INVISIBLE.source})`)).flatMap((piece, index) =>
+  return text.split(new RegExp(`(${INVISIBLE.source})`, 'u')).flatMap((piece, index) =>
     piece === '' ? [] : [index % 2 ? { text: invisibleMark(piece), mark: true } : { text: piece, mark: false }],
   );
 }
 
 /** A JSON value whose strings show their invisible characters as marks (for views drawing HTML of their own). */
 export function withInvisibleMarked(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(new RegExp(INVISIBLE.source, 'g'), invisibleMark);
+  if (typeof value === 'string') return value.replace(new RegExp(INVISIBLE.source, 'gu'), invisibleMark);
   if (Array.isArray(value)) return value.map(withInvisibleMarked);
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [withInvisibleMarked(key), withInvisibleMarked(item)]));
   return value;
