@@ -21,6 +21,12 @@ describe('a payload in the details panel', () => {
     expect(payloadText({ content: '{not json' })).toBe('{\n  "content": "{not json"\n}');
     // Parsing would round a number this long: the text stays as it was.
     expect(payloadText({ content: '{"id": 12345678901234567890}' })).toBe('{\n  "content": "{\\"id\\": 12345678901234567890}"\n}');
+    // Nor would it show what was written: a number out of range (null), a negative zero (0).
+    expect(payloadText('{"limit": 1e400}')).toBe('{"limit": 1e400}');
+    expect(payloadText({ content: '[-0]' })).toBe('{\n  "content": "[-0]"\n}');
+    expect(payloadText('{"p": 0.1000000000000000055511151231257827}')).toBe('{"p": 0.1000000000000000055511151231257827}');
+    // A number written another way but meaning the same is shown as JSON writes it.
+    expect(payloadText('{"t": 21.0, "n": 1E2, "s": "1e400"}')).toBe('{\n  "t": 21,\n  "n": 100,\n  "s": "1e400"\n}');
   });
 });
 

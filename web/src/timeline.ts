@@ -75,7 +75,7 @@ export function payloadSizes(audit: { inputBytes?: number | null; outputBytes?: 
  * A payload as the details panel shows it: indented JSON whose strings keep their line breaks as
  * lines (a log reads as its lines, not as one string of "\n"), a string payload as its text, and a
  * string holding a JSON object or array (a tool's content, often) as that JSON, indented, as
- * Langfuse shows it, unless it holds a number of 16 digits or more, which parsing would round.
+ * Langfuse shows it, unless parsing would change one of its numbers (parsedJson).
  * For 300 kB it costs milliseconds: one stringify, one pass of a regular expression.
  */
 export function payloadText(value: unknown): string {
@@ -116,14 +116,35 @@ export function withInvisibleMarked(value: unknown): unknown {
   return value;
 }
 
-/** The JSON object or array a string holds, if it holds one. */
+/**
+ * The JSON object or array a string holds, if it holds one whose numbers parsing keeps: one that
+ * rounds (12345678901234567890), overflows (1e400 shows as null) or loses its sign (-0) leaves
+ * the string shown as written.
+ */
 function parsedJson(text: string): object | undefined {
-  if (!/^\s*[[{]/.test(text) || /\d{16}/.test(text)) return undefined;
+  if (!/^\s*[[{]/.test(text)) return undefined;
+  let parsed: object;
   try {
-    return JSON.parse(text) as object;
+    parsed = JSON.parse(text) as object;
   } catch {
     return undefined;
   }
+  // Valid JSON, so a number is any match outside a string.
+  for (const [token] of text.matchAll(/"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g)) {
+    if (!token.startsWith('"') && decimal(token) !== decimal(JSON.stringify(Number(token)))) return undefined;
+  }
+  return parsed;
+}
+
+/** A JSON number's exact value as sign, significant digits and exponent ("21.0" and "21" alike); null is no number. */
+function decimal(token: string): string | null {
+  const parts = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
+  if (!parts) return null;
+  const [, sign, whole, fraction = '', exponent = '0'] = parts;
+  const digits = whole! + fraction;
+  const significant = digits.replace(/^0+/, '').replace(/0+$/, '');
+  if (!significant) return `${sign}0`;
+  return `${sign}${significant}e${Number(exponent) + whole!.length - (digits.length - digits.replace(/^0+/, '').length)}`;
 }
 
 /** Closed audits never change again; a bare error is further along than a plain start. */
