@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { payloadText, revealInvisible, withInvisibleMarked } from '../../web/src/timeline.js';
+import { payloadText, revealInvisible, snippetOf, withInvisibleMarked } from '../../web/src/timeline.js';
 
 // A payload as the details panel shows it: indented JSON, text read as its lines.
 
@@ -50,5 +50,15 @@ describe('revealInvisible', () => {
     expect(withInvisibleMarked({ q: 'x\u{E0041}' })).toEqual({ q: 'x⟨U+E0041⟩' });
     // An emoji's presentation selector is part of how it is drawn, not hidden text.
     expect(revealInvisible('sunny ☀️ ✔️')).toEqual([{ text: 'sunny ☀️ ✔️', mark: false }]);
+  });
+});
+
+describe('a search hit without a server snippet', () => {
+  it('cuts its text between characters, never inside one (an emoji is two UTF-16 units)', () => {
+    const error = JSON.stringify({ message: `a${'😀'.repeat(80)}` });
+    const shown = snippetOf(error, '');
+    expect(shown).toBe(`${[...error].slice(0, 60).join('')}…`);
+    expect(shown).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
+    expect(snippetOf(`${'😀'.repeat(30)}needle`, 'NEEDLE')).toBe(`…${'😀'.repeat(25)}needle`);
   });
 });

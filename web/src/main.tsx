@@ -70,7 +70,7 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, runLabel, shortId, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { pastedToken, tokenRefusal } from './api.js';
 import { useFocusedHeading } from './focus.js';
@@ -239,13 +239,6 @@ function marked(text: string, term: string): ComponentChildren {
   }
   parts.push(revealed(text.slice(from)));
   return parts;
-}
-
-/** Up to 60 characters around the first match of `text` (any case), else the start. */
-function snippetOf(value: string, text: string): string {
-  const at = text ? value.toLowerCase().indexOf(text.toLowerCase()) : -1;
-  const from = Math.max(0, at < 0 ? 0 : at - 25);
-  return `${from > 0 ? '…' : ''}${value.slice(from, from + 60)}${from + 60 < value.length ? '…' : ''}`;
 }
 
 /** With no thread open: the threads, or the tool-call ledger across them. */

@@ -108,6 +108,17 @@ export function revealInvisible(text: string): { text: string; mark: boolean }[]
   );
 }
 
+/**
+ * Up to 60 characters around the first match of `text` (any case), else the start: characters
+ * as the server's snippets count them (code points), so an emoji is never cut in two.
+ */
+export function snippetOf(value: string, text: string): string {
+  const at = text ? value.toLowerCase().indexOf(text.toLowerCase()) : -1;
+  const characters = [...value];
+  const from = at < 0 ? 0 : Math.max(0, [...value.slice(0, at)].length - 25);
+  return `${from > 0 ? '…' : ''}${characters.slice(from, from + 60).join('')}${from + 60 < characters.length ? '…' : ''}`;
+}
+
 /** A JSON value whose strings show their invisible characters as marks (for views drawing HTML of their own). */
 export function withInvisibleMarked(value: unknown): unknown {
   if (typeof value === 'string') return value.replace(new RegExp(INVISIBLE.source, 'gu'), invisibleMark);
