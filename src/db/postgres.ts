@@ -164,6 +164,18 @@ function literal(client: pg.ClientBase, value: unknown): string {
   throw new TypeError(`a generic statement's argument must be a string, a number or null, not ${typeof value}`);
 }
 
+/**
+ * Searches match any case by the database's case rules (lower(), ILIKE), which under the C
+ * character type know only a–z; a database's LC_CTYPE is fixed when it is created.
+ */
+function warnIfCaseBlind(ctype: string): void {
+  if (ctype !== 'C' && ctype !== 'POSIX') return;
+  log.warn(
+    { component: 'db', lcCtype: ctype },
+    `the database's LC_CTYPE is '${ctype}': searches (searchAudits text, threads title) match letters other than a-z only in the case written ("ЗНАЧЕНИЕ" does not find "значение"); a database created with a UTF-8 character type (e.g. LC_CTYPE 'C.UTF-8') matches every letter in any case`,
+  );
+}
+
 export async function openPostgres(
   url: string,
   poolSize: number,
@@ -193,7 +205,13 @@ export async function openPostgres(
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => log.warn({ component: 'db', error: outsideErrorFields(error) }, 'idle PostgreSQL connection lost'));
   await pool.connect().then(
-    (client) => client.release(),
+    async (client) => {
+      try {
+        warnIfCaseBlind((await client.query<{ ctype: string }>(`SELECT current_setting('lc_ctype') AS ctype`)).rows[0]!.ctype);
+      } finally {
+        client.release();
+      }
+    },
     async (error: Error & { code?: string }) => {
       await pool.end();
       const { hostname, port, pathname } = new URL(url);

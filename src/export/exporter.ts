@@ -19,6 +19,8 @@ export interface ExporterOptions {
   pageSize?: number;
   /** Spans per OTLP request. */
   spansPerRequest?: number;
+  /** Span text per OTLP request (requestsOf): within what receivers take in one request. */
+  bytesPerRequest?: number;
   /** How long a claim keeps other exporters off a thread (an exporter that dies gives it up after this). */
   claimSeconds?: number;
   /** The longest wait between attempts while the receiver keeps failing. */
@@ -29,6 +31,36 @@ export interface ExporterOptions {
    * a name of this start only.
    */
   instanceId?: string;
+}
+
+/**
+ * Spans cut into requests of at most `maxSpans` spans and about `maxBytes` of text (a span alone
+ * may pass it: its payloads are never cut). A receiver bounds a request's body (the OpenTelemetry
+ * Collector at 20 MiB by default), and a request it refuses is sent again whole, forever.
+ */
+export function requestsOf(spans: ReadableSpan[], maxSpans: number, maxBytes: number): ReadableSpan[][] {
+  const requests: ReadableSpan[][] = [];
+  let request: ReadableSpan[] = [];
+  let bytes = 0;
+  for (const span of spans) {
+    const size = spanBytes(span);
+    if (request.length > 0 && (request.length === maxSpans || bytes + size > maxBytes)) {
+      requests.push(request);
+      request = [];
+      bytes = 0;
+    }
+    request.push(span);
+    bytes += size;
+  }
+  if (request.length > 0) requests.push(request);
+  return requests;
+}
+
+/** A span's text as sent: its attributes' and events' strings (payloads as JSON), and a little for the rest. */
+function spanBytes(span: ReadableSpan): number {
+  const textOf = (attributes: Record<string, unknown> = {}) =>
+    Object.entries(attributes).reduce((sum, [key, value]) => sum + key.length + (typeof value === 'string' ? Buffer.byteLength(value) : 16), 0);
+  return 1024 + Buffer.byteLength(span.status.message ?? '') + textOf(span.attributes) + span.events.reduce((sum, event) => sum + textOf(event.attributes), 0);
 }
 
 /** The collector did not take a request (refused it, timed out, unreachable): logged without a stack. */
@@ -51,6 +83,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
   const threadsPerBatch = options.threadsPerBatch ?? 32;
   const pageSize = options.pageSize ?? 256;
   const spansPerRequest = options.spansPerRequest ?? 512;
+  const bytesPerRequest = options.bytesPerRequest ?? 4 * 1024 * 1024;
   const claimSeconds = options.claimSeconds ?? 30;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const instanceId = options.instanceId ?? `${hostname()}:${process.pid}`;
@@ -98,11 +131,13 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
     try {
       const batch = await readChanges(db.driver, threadIds, pageSize);
       const { spans, changedAt } = spansOf(resource, batch);
-      for (let at = 0; at < spans.length; at += spansPerRequest) {
-        await send(spans.slice(at, at + spansPerRequest));
+      let at = 0;
+      for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) {
+        await send(request);
         const now = databaseNowMs();
-        for (const committed of changedAt.slice(at, at + spansPerRequest)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
-        exportedSpans.inc(Math.min(spansPerRequest, spans.length - at));
+        for (const committed of changedAt.slice(at, at + request.length)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
+        exportedSpans.inc(request.length);
+        at += request.length;
       }
       await release(db.sql, owner, batch.threads);
       return claimed.some((claim) => claim.behind) || batch.threads.some((thread) => thread.more);

@@ -103,6 +103,35 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await page.close();
   });
 
+  it('shows bidi controls in names, ids and titles as marks too: a tool name cannot reorder the row it labels', async () => {
+    // U+202E would draw "pay\u202Efdp.exe" as "payexe.pdf", and the title "refund\u202Enimda" as "refundadmin".
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'refund\u202Enimda');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const name = 'pay\u202Efdp.exe';
+    const args = { to: 'say \u202Eevil' };
+    const model = await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt\u2066x' });
+    const declared = [{ id: 'c\u202E1', name, args }];
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, output: { role: 'assistant', content: '', tool_calls: declared }, toolCalls: declared });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c\u202E1', name, effectiveInput: args, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c\u202E1', output: { content: 'ok', status: 'success' }, sequence: 4 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
+    await expect.poll(() => row(page, tool.id).locator('.name').textContent()).toBe('pay⟨U+202E⟩fdp.exe (c⟨U+202E⟩1)');
+    await expect.poll(() => page.locator('.details h3').textContent()).toContain('pay⟨U+202E⟩fdp.exe');
+    expect(await page.locator('h1.view-title').textContent()).toBe('refund⟨U+202E⟩nimda');
+    expect(await page.locator('main').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    // The model call's conversation: the call it declared, its name, arguments and id.
+    await openThread(page, origin, `#thread=${threadId}&audit=${model.id}`);
+    await expect.poll(() => page.locator('.message-tool-call').textContent()).toContain('pay⟨U+202E⟩fdp.exe({"to":"say ⟨U+202E⟩evil"}) c⟨U+202E⟩1');
+    await expect.poll(() => row(page, model.id).locator('.name').textContent()).toMatch(/^gpt⟨U\+2066⟩x/);
+    expect(await page.locator('main').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    await page.close();
+  });
+
   it('opens a link to an old row by reading its run only, not the whole thread back to it', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'an old row behind 510 newer ones');
     const { toolId: oldRow } = await runWithFailingTool(owner, worker, threadId);

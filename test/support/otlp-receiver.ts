@@ -99,6 +99,8 @@ export interface OtlpReceiver {
   failWith: number | null;
   /** While true, requests are taken (in `requests`) but left unanswered, as a collector that hangs. */
   hold: boolean;
+  /** A larger request body is answered 413, as a collector's max_request_body_size does; null for no limit. */
+  maxBodyBytes: number | null;
   /** Stops listening (connections are refused) until `up`. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -116,6 +118,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     requests: [],
     failWith: null,
     hold: false,
+    maxBodyBytes: null,
     async down() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -144,6 +147,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         if (receiver.hold) return;
         if (req.method !== 'POST' || req.url !== '/v1/traces') return void res.writeHead(404).end();
         const body = Buffer.concat(chunks);
+        if (receiver.maxBodyBytes !== null && body.length > receiver.maxBodyBytes) return void res.writeHead(413).end();
         const contentType = req.headers['content-type'] ?? '';
         try {
           const request = contentType.includes('json')

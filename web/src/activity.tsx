@@ -8,6 +8,7 @@ import 'uplot/dist/uPlot.min.css';
 import './activity.css';
 import { createLiveClient, unlessTokenRefused, type ConnectionState } from './api.js';
 import { useFocusedHeading } from './focus.js';
+import { revealed } from './revealed.js';
 import { formatAgo, formatDuration } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
@@ -261,14 +262,14 @@ function Running({ view, now }: { view: ActivityView; now: number }) {
                 return (
                   <tr key={audit.id}>
                     <td>
-                      <a href={rowLink(audit)}>{audit.name}</a>
+                      <a href={rowLink(audit)}>{revealed(audit.name)}</a>
                       {audit.awaitingRunTerminal && (
                         <span class="error-line" data-testid="awaiting-verdict">
                           {' '}error reported: {firstLine(audit.error)}, awaiting the run's verdict
                         </span>
                       )}
                     </td>
-                    <td>{audit.run.thread.title ?? audit.run.thread.id}</td>
+                    <td>{revealed(audit.run.thread.title ?? audit.run.thread.id)}</td>
                     <td>{runLabelOf(audit.run.id)}</td>
                     <td>{audit.startedAt ? formatDuration(Math.max(0, now - Date.parse(audit.startedAt))) : '—'}</td>
                     <td>{lease === null ? '—' : lease > 0 ? formatDuration(lease) : 'expired'}</td>
@@ -298,7 +299,7 @@ function Failures({ view, now }: { view: ActivityView; now: number }) {
                   {formatAgo(now - Date.parse(audit.finishedAt))}
                 </time>
               )}{' '}
-              <a href={rowLink(audit)}>{audit.name}</a> <span class="muted">{audit.run.thread.title ?? audit.run.thread.id}</span>{' '}
+              <a href={rowLink(audit)}>{revealed(audit.name)}</a> <span class="muted">{revealed(audit.run.thread.title ?? audit.run.thread.id)}</span>{' '}
               <span class="error-line">{firstLine(audit.error)}</span>
             </li>
           ))}

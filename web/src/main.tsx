@@ -70,10 +70,11 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, revealInvisible, runLabel, shortId, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { pastedToken, tokenRefusal } from './api.js';
 import { useFocusedHeading } from './focus.js';
+import { revealed } from './revealed.js';
 
 /** A sentence ends with a full stop (a server's message may not). */
 const sentence = (text: string) => (/[.!?…]$/.test(text) ? text : `${text}.`);
@@ -240,20 +241,6 @@ function marked(text: string, term: string): ComponentChildren {
   return parts;
 }
 
-/** Text with its invisible and bidi control characters shown as marks, none of them acting. */
-function revealed(text: string): ComponentChildren {
-  const pieces = revealInvisible(text);
-  if (pieces.length === 1 && !pieces[0]!.mark) return text;
-  return pieces.map((piece) => (piece.mark ? <span class="invisible-char" title="an invisible or text-direction character">{piece.text}</span> : piece.text));
-}
-
-/** Up to 60 characters around the first match of `text` (any case), else the start. */
-function snippetOf(value: string, text: string): string {
-  const at = text ? value.toLowerCase().indexOf(text.toLowerCase()) : -1;
-  const from = Math.max(0, at < 0 ? 0 : at - 25);
-  return `${from > 0 ? '…' : ''}${value.slice(from, from + 60)}${from + 60 < value.length ? '…' : ''}`;
-}
-
 /** With no thread open: the threads, or the tool-call ledger across them. */
 function Home() {
   const heading = useFocusedHeading();
@@ -292,7 +279,7 @@ function ThreadList() {
           return (
             <li key={thread.id} data-thread-id={thread.id}>
               <a href={`#thread=${thread.id}`} data-thread-id={thread.id} onClick={(e) => (e.preventDefault(), openThread(thread.id))}>
-                {thread.title || thread.id}
+                {revealed(thread.title || thread.id)}
               </a>
               {thread.latestRun && <span class={`status ${thread.latestRun.status}`} title="the latest run's status">{thread.latestRun.status}</span>}
               <span class="thread-stats" data-testid="thread-stats">
@@ -367,7 +354,7 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
       <div class="label" role="gridcell" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
-        <span class="name" title={row.label}>{row.label}</span>
+        <span class="name" title={row.label}>{revealed(row.label)}</span>
         {row.kind === 'run' && (
           <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${row.label}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
             ⤢
@@ -446,7 +433,7 @@ function MessageView({ message }: { message: ConversationMessage }) {
       {long && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : `Show all ${message.text.length.toLocaleString('en')} characters`}</button>}
       {message.toolCalls.map((call) => (
         <div class="message-tool-call" key={call.id}>
-          → {call.name}({JSON.stringify(call.args)}) <code>{call.id}</code>
+          → {revealed(`${call.name}(${JSON.stringify(call.args)})`)} <code>{revealed(call.id)}</code>
         </div>
       ))}
     </li>
@@ -539,7 +526,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
     <>
       <dl class="facts" data-testid="facts">
         {facts.filter(([, value]) => value).map(([name, value]) => (
-          <div key={name}><dt>{name}</dt><dd>{value}</dd></div>
+          <div key={name}><dt>{name}</dt><dd>{revealed(value!)}</dd></div>
         ))}
       </dl>
       <p class="details-actions">
@@ -565,7 +552,7 @@ function Details() {
   if (row.audit && !audit) {
     return (
       <aside class="details" data-key={row.key} aria-busy="true" aria-label={`Details of ${row.label}`}>
-        <h3>{row.label} <span class={`status ${row.status}`}>{row.status}</span></h3>
+        <h3>{revealed(row.label)} <span class={`status ${row.status}`}>{row.status}</span></h3>
         <p class="muted">Loading…</p>
       </aside>
     );
@@ -894,12 +881,12 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
                 const leaseLeft = leaseLeftMs(entry, now.value);
                 return (
                   <tr key={entry.id} data-tool-call-id={entry.toolCallId} data-status={entry.status} data-thread-id={entry.threadId}>
-                    {acrossThreads && <td>{entry.threadTitle || entry.threadId}</td>}
+                    {acrossThreads && <td>{revealed(entry.threadTitle || entry.threadId)}</td>}
                     <td>{runName(entry.runId)}</td>
                     <td>
-                      <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{entry.name}</a>
+                      <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{revealed(entry.name)}</a>
                     </td>
-                    <td><code>{entry.toolCallId}</code></td>
+                    <td><code>{revealed(entry.toolCallId)}</code></td>
                     <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
                     <td>{formatDuration(shownDurationMs(entry, now.value))}</td>
                     <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
@@ -940,7 +927,7 @@ function Timeline() {
     <section class="timeline">
       <div class="thread-head">
         <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
-        <h1 class="view-title" ref={heading} tabIndex={-1}>{info ? info.title || 'untitled thread' : 'Loading the thread…'}</h1>{' '}
+        <h1 class="view-title" ref={heading} tabIndex={-1}>{info ? revealed(info.title || 'untitled thread') : 'Loading the thread…'}</h1>{' '}
         <span class="muted">
           {info && <>owned by {info.ownerId} · </>}<code>{threadId.value}</code>
         </span>

@@ -75,7 +75,7 @@ export function payloadSizes(audit: { inputBytes?: number | null; outputBytes?: 
  * A payload as the details panel shows it: indented JSON whose strings keep their line breaks as
  * lines (a log reads as its lines, not as one string of "\n"), a string payload as its text, and a
  * string holding a JSON object or array (a tool's content, often) as that JSON, indented, as
- * Langfuse shows it, unless it holds a number of 16 digits or more, which parsing would round.
+ * Langfuse shows it, unless parsing would change one of its numbers (parsedJson).
  * For 300 kB it costs milliseconds: one stringify, one pass of a regular expression.
  */
 export function payloadText(value: unknown): string {
@@ -89,39 +89,73 @@ export function payloadText(value: unknown): string {
 }
 
 /**
- * Characters that draw nothing or reorder the text around them: bidi controls (embeddings,
- * overrides, isolates, marks), zero-width and other invisible format characters. Left in the
- * page they would act ("Trojan Source": U+202E shows "evil" as "live"), so they are shown as
- * marks instead.
+ * Characters that draw nothing or reorder the text around them: Unicode's default-ignorable code
+ * points (bidi controls, zero-width and other format characters, fillers, variation selectors,
+ * and the astral tag characters, which can carry a whole hidden sentence after visible text).
+ * Left in the page they would act ("Trojan Source": U+202E shows "evil" as "live") or hide text,
+ * so they are shown as marks instead; all but an emoji's presentation selector (U+FE0E, U+FE0F),
+ * which is how "☀️" is drawn.
  */
-const INVISIBLE = /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF]/;
+const INVISIBLE = /(?![\uFE0E\uFE0F])\p{Default_Ignorable_Code_Point}/u;
 
 /** The mark shown for an invisible character: "⟨U+202E⟩". */
 const invisibleMark = (char: string) => `⟨U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`;
 
 /** `text` cut into pieces: plain text, and each invisible character as its mark (`mark: true`). */
 export function revealInvisible(text: string): { text: string; mark: boolean }[] {
-  return text.split(new RegExp(`(${INVISIBLE.source})`)).flatMap((piece, index) =>
+  return text.split(new RegExp(`(${INVISIBLE.source})`, 'u')).flatMap((piece, index) =>
     piece === '' ? [] : [index % 2 ? { text: invisibleMark(piece), mark: true } : { text: piece, mark: false }],
   );
 }
 
+/**
+ * Up to 60 characters around the first match of `text` (any case), else the start: characters
+ * as the server's snippets count them (code points), so an emoji is never cut in two.
+ */
+export function snippetOf(value: string, text: string): string {
+  const at = text ? value.toLowerCase().indexOf(text.toLowerCase()) : -1;
+  const characters = [...value];
+  const from = at < 0 ? 0 : Math.max(0, [...value.slice(0, at)].length - 25);
+  return `${from > 0 ? '…' : ''}${characters.slice(from, from + 60).join('')}${from + 60 < characters.length ? '…' : ''}`;
+}
+
 /** A JSON value whose strings show their invisible characters as marks (for views drawing HTML of their own). */
 export function withInvisibleMarked(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(new RegExp(INVISIBLE.source, 'g'), invisibleMark);
+  if (typeof value === 'string') return value.replace(new RegExp(INVISIBLE.source, 'gu'), invisibleMark);
   if (Array.isArray(value)) return value.map(withInvisibleMarked);
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [withInvisibleMarked(key), withInvisibleMarked(item)]));
   return value;
 }
 
-/** The JSON object or array a string holds, if it holds one. */
+/**
+ * The JSON object or array a string holds, if it holds one whose numbers parsing keeps: one that
+ * rounds (12345678901234567890), overflows (1e400 shows as null) or loses its sign (-0) leaves
+ * the string shown as written.
+ */
 function parsedJson(text: string): object | undefined {
-  if (!/^\s*[[{]/.test(text) || /\d{16}/.test(text)) return undefined;
+  if (!/^\s*[[{]/.test(text)) return undefined;
+  let parsed: object;
   try {
-    return JSON.parse(text) as object;
+    parsed = JSON.parse(text) as object;
   } catch {
     return undefined;
   }
+  // Valid JSON, so a number is any match outside a string.
+  for (const [token] of text.matchAll(/"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g)) {
+    if (!token.startsWith('"') && decimal(token) !== decimal(JSON.stringify(Number(token)))) return undefined;
+  }
+  return parsed;
+}
+
+/** A JSON number's exact value as sign, significant digits and exponent ("21.0" and "21" alike); null is no number. */
+function decimal(token: string): string | null {
+  const parts = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
+  if (!parts) return null;
+  const [, sign, whole, fraction = '', exponent = '0'] = parts;
+  const digits = whole! + fraction;
+  const significant = digits.replace(/^0+/, '').replace(/0+$/, '');
+  if (!significant) return `${sign}0`;
+  return `${sign}${significant}e${Number(exponent) + whole!.length - (digits.length - digits.replace(/^0+/, '').length)}`;
 }
 
 /** Closed audits never change again; a bare error is further along than a plain start. */

@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { must, runningRun } from '../support/lifecycle.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+
+/*
+ * A receiver bounds a request's body (the OpenTelemetry Collector at 20 MiB by default). Audits
+ * with large payloads that end together, or a backlog, must not make one request past it: a
+ * refused batch was sent again whole forever, and every thread claimed with it waited behind it.
+ */
+describe(`OTLP export of large audits (${backendName})`, () => {
+  let receiver: OtlpReceiver;
+  let t: TestApp;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    receiver.maxBodyBytes = 8 * 1024 * 1024;
+    t = await startTestApp({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_TIMEOUT: '5000', EXPORT_POLL_MS: '50' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('sends them in requests the receiver takes, and the threads beside them too', async () => {
+    await receiver.down();
+    // Three model calls of 3 MB of span text each (input, output, the output's text), ended while the receiver is down.
+    const large = await runningRun(t);
+    const text = { text: 'x'.repeat(1_000_000) };
+    for (const operationId of ['m1', 'm2', 'm3']) {
+      must(await large.session.modelStarted(operationId, { input: text }));
+      must(await large.session.modelFinished(operationId, [], { output: text }));
+    }
+    must(await large.session.finish('COMPLETED'));
+    const small = await runningRun(t);
+    must(await small.session.finish('COMPLETED'));
+    await receiver.up();
+
+    const runIdOf = (span: { attributes: Record<string, unknown> }) => span.attributes['agent_audit.run.id'];
+    await receiver.waitFor((spans) => spans.filter((span) => runIdOf(span) === large.runId).length === 4 && spans.some((span) => runIdOf(span) === small.runId), 60_000);
+    expect(receiver.spans.filter((span) => runIdOf(span) === large.runId && span.name === 'chat')).toHaveLength(3);
+  }, 120_000);
+});
