@@ -124,6 +124,11 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await expect.poll(() => page.locator('.details h3').textContent()).toContain('pay⟨U+202E⟩fdp.exe');
     expect(await page.locator('h1.view-title').textContent()).toBe('refund⟨U+202E⟩nimda');
     expect(await page.locator('main').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    // Where no mark can be drawn (the tab's title, what a screen reader announces), the same marks.
+    expect(await page.title()).toBe('refund⟨U+202E⟩nimda · Agent audit timeline');
+    expect(await page.locator('.details').getAttribute('aria-label')).toBe('Details of pay⟨U+202E⟩fdp.exe (c⟨U+202E⟩1)');
+    const labels = await page.locator('[aria-label]').evaluateAll((elements) => elements.map((element) => element.getAttribute('aria-label')!));
+    expect(labels.filter((label) => /[\u202A-\u202E\u2066-\u2069]/.test(label))).toEqual([]);
     // The model call's conversation: the call it declared, its name, arguments and id.
     await openThread(page, origin, `#thread=${threadId}&audit=${model.id}`);
     await expect.poll(() => page.locator('.message-tool-call').textContent()).toContain('pay⟨U+202E⟩fdp.exe({"to":"say ⟨U+202E⟩evil"}) c⟨U+202E⟩1');

@@ -70,7 +70,7 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { pastedToken, tokenRefusal } from './api.js';
 import { useFocusedHeading } from './focus.js';
@@ -324,7 +324,7 @@ const formatTokens = (tokens: Tokens) => `${tokens.input.toLocaleString('en')} �
 const OVERSCAN = 8;
 
 /** A row as a screen reader reads it: what, how it ended, its failures, how long. */
-const rowName = (row: Row) => [row.label, row.status.toLowerCase(), row.failures, formatDuration(row.durationMs)].filter(Boolean).join(', ');
+const rowName = (row: Row) => markedText([row.label, row.status.toLowerCase(), row.failures, formatDuration(row.durationMs)].filter(Boolean).join(', '));
 
 /** What `n` or `p` selected, said aloud: "Failed tool fetch (c1), run 3 · 1a2b3c". */
 function selectionAnnouncement(): string {
@@ -333,7 +333,7 @@ function selectionAnnouncement(): string {
   if (!row) return '';
   const status = row.status.charAt(0) + row.status.slice(1).toLowerCase().replace(/_/g, ' ');
   const what = row.kind === 'tool' ? `tool ${row.label}` : row.kind === 'model' ? `model call ${row.label}` : row.label;
-  return `${status} ${what}${row.audit ? `, ${runLabel(orderedRuns.value, row.audit.runId)}` : ''}`;
+  return markedText(`${status} ${what}${row.audit ? `, ${runLabel(orderedRuns.value, row.audit.runId)}` : ''}`);
 }
 
 function TimelineRow({ row, top, index }: { row: Row; top: number; index: number }) {
@@ -356,7 +356,7 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
       <div class="label" role="gridcell" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
         <span class="name" title={row.label}>{revealed(row.label)}</span>
         {row.kind === 'run' && (
-          <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${row.label}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
+          <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${markedText(row.label)}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
             ⤢
           </button>
         )}
@@ -551,14 +551,14 @@ function Details() {
   const audit = loaded && loaded.summary === row.audit ? loaded.detail : undefined;
   if (row.audit && !audit) {
     return (
-      <aside class="details" data-key={row.key} aria-busy="true" aria-label={`Details of ${row.label}`}>
+      <aside class="details" data-key={row.key} aria-busy="true" aria-label={`Details of ${markedText(row.label)}`}>
         <h3>{revealed(row.label)} <span class={`status ${row.status}`}>{row.status}</span></h3>
         <p class="muted">Loading…</p>
       </aside>
     );
   }
   return (
-    <aside class="details" data-key={row.key} aria-label={`Details of ${row.label}`}>
+    <aside class="details" data-key={row.key} aria-label={`Details of ${markedText(row.label)}`}>
       <h3>
         {marked(row.label, searchedText.value)} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
@@ -889,7 +889,7 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
                     <td><code>{revealed(entry.toolCallId)}</code></td>
                     <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
                     <td>{formatDuration(shownDurationMs(entry, now.value))}</td>
-                    <td class="input" title={`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`}>
+                    <td class="input" title={markedText(`declared ${JSON.stringify(entry.declaredInput)}${entry.inputDiffers !== null ? `; effective ${JSON.stringify(entry.effectiveInput)}` : ''}`)}>
                       {entry.inputDiffers === true && <span class="differs">≠ effective differs</span>}
                       {entry.inputDiffers === false && <span class="same">= as declared</span>}
                       {entry.inputDiffers == null && <span class="muted">not run</span>}
@@ -990,7 +990,7 @@ effect(() => {
     : isActivityHash(hash.value)
       ? 'Activity'
       : threadId.value
-        ? threadGone.value ? 'Thread not found' : threadInfo.value ? threadInfo.value.title || 'untitled thread' : 'Loading the thread…'
+        ? threadGone.value ? 'Thread not found' : threadInfo.value ? markedText(threadInfo.value.title || 'untitled thread') : 'Loading the thread…'
         : home.value === 'ledger' ? 'Tool calls across threads' : 'Threads';
   document.title = `${where} · Agent audit timeline`;
 });

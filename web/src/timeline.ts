@@ -119,9 +119,12 @@ export function snippetOf(value: string, text: string): string {
   return `${from > 0 ? '…' : ''}${characters.slice(from, from + 60).join('')}${from + 60 < characters.length ? '…' : ''}`;
 }
 
+/** `text` with its invisible characters as marks: for where the page cannot draw a mark (a title, an aria-label). */
+export const markedText = (text: string): string => text.replace(new RegExp(INVISIBLE.source, 'gu'), invisibleMark);
+
 /** A JSON value whose strings show their invisible characters as marks (for views drawing HTML of their own). */
 export function withInvisibleMarked(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(new RegExp(INVISIBLE.source, 'gu'), invisibleMark);
+  if (typeof value === 'string') return markedText(value);
   if (Array.isArray(value)) return value.map(withInvisibleMarked);
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [withInvisibleMarked(key), withInvisibleMarked(item)]));
   return value;
