@@ -259,6 +259,19 @@ function useNotAGraphQLRequestAnswers(): Plugin {
   };
 }
 
+/**
+ * An answer's CORS headers depend on the request's Origin (listed or not), so every answer says
+ * so to caches, whatever its origin: a GET query's answer cached for one origin is not another's.
+ */
+function useVaryByOrigin(): Plugin {
+  return {
+    onResponse({ response }) {
+      const vary = response.headers.get('vary') ?? '';
+      if (!vary.split(',').some((name) => name.trim().toLowerCase() === 'origin')) response.headers.append('vary', 'Origin');
+    },
+  };
+}
+
 /** The GraphQL server every transport goes through: HTTP and SSE by request, graphql-ws by its envelop. */
 export type GraphQLServer = YogaServerInstance<ServerContext, GraphQLContext>;
 
@@ -285,7 +298,8 @@ export function createGraphQLServer(options: {
     // and never credentials (a bearer header needs none; the stream cookie is SameSite=Strict).
     cors: (request) => {
       const origin = request.headers.get('origin');
-      return origin !== null && options.corsOrigins.includes(origin) ? { origin: [origin], credentials: false } : false;
+      // Retry-After: what an UNAVAILABLE (503) answer says to wait, for a page's script to read.
+      return origin !== null && options.corsOrigins.includes(origin) ? { origin: [origin], credentials: false, exposedHeaders: ['Retry-After'] } : false;
     },
     maxRequestBodySize: false, // useBodyLimit below
     // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
@@ -320,6 +334,7 @@ export function createGraphQLServer(options: {
     }),
     plugins: [
       useDocumentNestingLimit(),
+      useVaryByOrigin(),
       graphiql.plugin,
       EnvelopArmorPlugin({
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },

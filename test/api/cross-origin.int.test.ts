@@ -47,6 +47,19 @@ describe(`cross-origin access (${backendName})`, () => {
     }
   });
 
+  it('a page on a listed origin may read Retry-After, and every answer varies by Origin (caches)', async () => {
+    const post = (origin: string) =>
+      fetch(`${base}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json', authorization: `Bearer ${admin}` }, body: '{"query":"{ __typename }"}' });
+    const listed = await post('https://dashboard.example');
+    expect(listed.headers.get('access-control-expose-headers')).toMatch(/retry-after/i);
+    expect(listed.headers.get('vary')).toMatch(/origin/i);
+    const other = await post('https://evil.example');
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    expect(other.headers.get('vary')).toMatch(/origin/i);
+    const sameOrigin = await fetch(`${base}/graphql?query=%7B__typename%7D`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(sameOrigin.headers.get('vary')).toMatch(/origin/i);
+  });
+
   it('CORS_ORIGINS must hold origins', () => {
     expect(() => loadConfig({ CORS_ORIGINS: 'https://dashboard.example/path' })).toThrow(/CORS_ORIGINS/);
     expect(() => loadConfig({ CORS_ORIGINS: '*' })).toThrow(/CORS_ORIGINS/);
