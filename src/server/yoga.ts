@@ -221,6 +221,24 @@ function useStreamSessionForSubscriptionsOnly(): Plugin {
   };
 }
 
+/**
+ * A GET's (or a form's) parameters as yoga reads them, except that `variables` or `extensions`
+ * that are not JSON are the client's error, named as such (yoga's parser lets JSON.parse throw,
+ * which answered an INTERNAL_SERVER_ERROR).
+ */
+function paramsOf(search: URLSearchParams) {
+  const json = (name: 'variables' | 'extensions') => {
+    const text = search.get(name);
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw bodyError(`The "${name}" parameter is not valid JSON: ${(error as Error).message}`, 400, 'BAD_REQUEST');
+    }
+  };
+  return { query: search.get('query') || undefined, operationName: search.get('operationName') || undefined, variables: json('variables'), extensions: json('extensions') };
+}
+
 /** The media types yoga parses a POST body of (application/graphql-response+json is one to accept, not to send). */
 const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/x-www-form-urlencoded', 'application/graphql', 'multipart/form-data'];
 /**
@@ -236,7 +254,10 @@ function useNotAGraphQLRequestAnswers(): Plugin {
       const mediaType = given?.split(';')[0];
       if (given && mediaType !== mediaType!.toLowerCase()) request.headers.set('content-type', mediaType!.toLowerCase() + given.slice(mediaType!.length));
     },
-    onRequestParse({ request, requestParser }) {
+    onRequestParse({ request, requestParser, setRequestParser }) {
+      const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
+      if (request.method === 'GET') return setRequestParser(async () => paramsOf(new URL(request.url).searchParams));
+      if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async () => paramsOf(new URLSearchParams(await request.text())));
       if (request.method !== 'POST' || requestParser) return;
       const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(

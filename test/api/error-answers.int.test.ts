@@ -115,6 +115,23 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     expect(answer.json.errors[0].extensions.code).toBe('BAD_REQUEST');
   });
 
+  it('variables or extensions that are not JSON (GET, or a form) are 400 BAD_REQUEST naming the parameter', async () => {
+    const answers = [
+      await t.app.yoga.fetch('http://test/graphql?query=%7B__typename%7D&variables=notjson', { headers: { authorization: `Bearer ${admin}` } }),
+      await t.app.yoga.fetch('http://test/graphql?query=%7B__typename%7D&extensions=%7B', { headers: { authorization: `Bearer ${admin}` } }),
+      await t.app.yoga.fetch('http://test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${admin}` },
+        body: 'query=%7B__typename%7D&variables=notjson',
+      }),
+    ];
+    for (const [answer, parameter] of [[answers[0], 'variables'], [answers[1], 'extensions'], [answers[2], 'variables']] as const) {
+      const json = await answer!.json();
+      expect({ status: answer!.status, code: json.errors[0].extensions.code }).toEqual({ status: 400, code: 'BAD_REQUEST' });
+      expect(json.errors[0].message).toMatch(new RegExp(`^The "${parameter}" parameter is not valid JSON`));
+    }
+  });
+
   it("a body without a query (curl -d's default form type) is 400 BAD_REQUEST saying how to send one", async () => {
     const answer = await post(threadsQuery, { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${admin}` });
     expect(answer.status).toBe(400);
