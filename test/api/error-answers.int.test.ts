@@ -265,4 +265,21 @@ describe(`subscriptions answer the same codes (${backendName})`, () => {
     expect(text).not.toMatch(/"http"/);
     expect(text).toMatch(/event: complete/);
   });
+
+  it('an operationName the document does not hold: OPERATION_RESOLUTION_FAILURE over graphql-ws as over HTTP', async () => {
+    const query = 'subscription A { toolActivity { at } } subscription B { toolActivity { at } }';
+    const client = wsClient(url, admin);
+    const thrown = await Promise.all(
+      [undefined, 'C'].map((operationName) =>
+        (async () => {
+          for await (const _result of client.iterate({ query, operationName })) return 'a result';
+          return 'completed';
+        })().catch((error: unknown) => error),
+      ),
+    );
+    await client.dispose();
+    for (const errors of thrown) expect(errors).toEqual([expect.objectContaining({ extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })]);
+    const http = await post(JSON.stringify({ query, operationName: 'C' }), { authorization: `Bearer ${admin}` });
+    expect(http.json.errors[0].extensions.code).toBe('OPERATION_RESOLUTION_FAILURE');
+  });
 });
