@@ -19,6 +19,7 @@ import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
+import { EXPOSED_HEADERS, isAllowedOrigin } from './cors.js';
 import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 import { errorFields, log } from '../log.js';
@@ -319,8 +320,7 @@ export function createGraphQLServer(options: {
     // and never credentials (a bearer header needs none; the stream cookie is SameSite=Strict).
     cors: (request) => {
       const origin = request.headers.get('origin');
-      // Retry-After: what an UNAVAILABLE (503) answer says to wait, for a page's script to read.
-      return origin !== null && options.corsOrigins.includes(origin) ? { origin: [origin], credentials: false, exposedHeaders: ['Retry-After'] } : false;
+      return isAllowedOrigin(origin, options.corsOrigins) ? { origin: [origin], credentials: false, exposedHeaders: EXPOSED_HEADERS } : false;
     },
     maxRequestBodySize: false, // useBodyLimit below
     // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
