@@ -271,6 +271,7 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     // (curl -d's default type) guessing.
     onParams({ params, request }) {
       if (params.query != null || params.extensions?.persistedQuery) return;
+      if (request.method === 'GET') throw bodyError('No GraphQL query in the request: a GET carries it in the URL, as ?query=... (and &variables=... as JSON)', 400, 'BAD_REQUEST');
       const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
         `No GraphQL query in the request: send {"query": ..., "variables": ...} as JSON with Content-Type: application/json (this request's Content-Type: ${given})`,

@@ -140,6 +140,9 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     const empty = await post('{"variables": {}}', { authorization: `Bearer ${admin}` });
     expect([empty.status, empty.json.errors[0].extensions.code]).toEqual([400, 'BAD_REQUEST']);
     expect(empty.json.errors[0].message).toMatch(/^No GraphQL query in the request/);
+    const get = await t.app.yoga.fetch('http://test/graphql?variables=%7B%7D', { headers: { accept: 'application/json', authorization: `Bearer ${admin}` } });
+    expect(get.status).toBe(400);
+    expect((await get.json()).errors[0]).toEqual({ message: expect.stringMatching(/^No GraphQL query in the request: a GET carries it in the URL, as \?query=/), extensions: { code: 'BAD_REQUEST' } });
   });
 
   it('an unsupported Content-Type is 415 with a JSON error naming it', async () => {
