@@ -270,7 +270,10 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     // yoga's own answer, "Must provide query string.", leaves a client that posted JSON as a form
     // (curl -d's default type) guessing.
     onParams({ params, request }) {
-      if (params.query != null || params.extensions?.persistedQuery) return;
+      if (params.query != null) return;
+      // Automatic persisted queries are not kept: this answer (message and code as Apollo's and
+      // urql's links know them) makes a client's link send the whole query from then on.
+      if (params.extensions?.persistedQuery) throw bodyError('PersistedQueryNotSupported', 400, 'PERSISTED_QUERY_NOT_SUPPORTED');
       if (request.method === 'GET') throw bodyError('No GraphQL query in the request: a GET carries it in the URL, as ?query=... (and &variables=... as JSON)', 400, 'BAD_REQUEST');
       const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(

@@ -145,6 +145,21 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     expect((await get.json()).errors[0]).toEqual({ message: expect.stringMatching(/^No GraphQL query in the request: a GET carries it in the URL, as \?query=/), extensions: { code: 'BAD_REQUEST' } });
   });
 
+  it("an automatic persisted query's hash alone is PERSISTED_QUERY_NOT_SUPPORTED, so Apollo's and urql's links send the query", async () => {
+    const hashOnly = { extensions: { persistedQuery: { version: 1, sha256Hash: 'ecf4edb46db40b5132295c0291d62fb65d6759a9eedfa4d5d612dd5ec54a6b38' } } };
+    const get = await t.app.yoga.fetch(`http://test/graphql?extensions=${encodeURIComponent(JSON.stringify(hashOnly.extensions))}`, { headers: { authorization: `Bearer ${admin}` } });
+    const answers = [await post(JSON.stringify(hashOnly), { authorization: `Bearer ${admin}` }), { status: get.status, json: await get.json() }];
+    for (const answer of answers) {
+      expect({ status: answer.status, errors: answer.json.errors }).toEqual({
+        status: 400,
+        errors: [{ message: 'PersistedQueryNotSupported', extensions: { code: 'PERSISTED_QUERY_NOT_SUPPORTED' } }],
+      });
+    }
+    // The link's next request, with the query and the hash, runs as any other.
+    const full = await post(JSON.stringify({ query: '{ __typename }', ...hashOnly }), { authorization: `Bearer ${admin}` });
+    expect(full.json).toEqual({ data: { __typename: 'Query' } });
+  });
+
   it('an unsupported Content-Type is 415 with a JSON error naming it', async () => {
     const answer = await post('{ __typename }', { 'content-type': 'text/plain', authorization: `Bearer ${admin}` });
     expect(answer.status).toBe(415);
