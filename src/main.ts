@@ -18,7 +18,7 @@ let app: App;
 try {
   config = loadConfig();
   // The port answers from now on (/healthz 200, /readyz 503) while migrations run.
-  const listening = await listenWhileStarting(config.port, config.host);
+  const listening = await listenWhileStarting(config.port, config.host, config.corsOrigins);
   app = await buildApp(config, { listening });
 } catch (error) {
   cannotStart(error);

@@ -19,8 +19,10 @@ import type { GraphQLParams, Plugin } from 'graphql-yoga';
 const costErrors = new WeakSet<GraphQLError>();
 
 function costError(cost: number, maxCost: number): GraphQLError {
+  // Its HTTP status as yoga gives every other validation error (200 for application/json, 400 for
+  // application/graphql-response+json): it is added after yoga's own hook has run.
   const error = new GraphQLError(`This operation's cost of ${cost} exceeds the limit of ${maxCost}; ask for smaller lists or fewer nested lists.`, {
-    extensions: { code: 'BAD_USER_INPUT', cost, maxCost },
+    extensions: { code: 'BAD_USER_INPUT', cost, maxCost, http: { status: 400, spec: true } },
   });
   costErrors.add(error);
   return error;

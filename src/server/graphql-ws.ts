@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { getOperationAST, GraphQLError, type ExecutionArgs } from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
@@ -69,6 +69,10 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
         };
         const errors = validate(args.schema, args.document);
         if (errors.length) return errors.map(withoutHttp);
+        // graphql-ws's own answer to this ("Unable to identify operation") carries no code: the one yoga gives over HTTP.
+        if (!getOperationAST(document, params.operationName)) {
+          return [new GraphQLError('Could not determine what operation to execute.', { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })];
+        }
         executors.set(args, execute);
         return args;
       },

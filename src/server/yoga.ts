@@ -19,6 +19,7 @@ import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
+import { EXPOSED_HEADERS, isAllowedOrigin } from './cors.js';
 import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 import { errorFields, log } from '../log.js';
@@ -221,6 +222,24 @@ function useStreamSessionForSubscriptionsOnly(): Plugin {
   };
 }
 
+/**
+ * A GET's (or a form's) parameters as yoga reads them, except that `variables` or `extensions`
+ * that are not JSON are the client's error, named as such (yoga's parser lets JSON.parse throw,
+ * which answered an INTERNAL_SERVER_ERROR).
+ */
+function paramsOf(search: URLSearchParams) {
+  const json = (name: 'variables' | 'extensions') => {
+    const text = search.get(name);
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw bodyError(`The "${name}" parameter is not valid JSON: ${(error as Error).message}`, 400, 'BAD_REQUEST');
+    }
+  };
+  return { query: search.get('query') || undefined, operationName: search.get('operationName') || undefined, variables: json('variables'), extensions: json('extensions') };
+}
+
 /** The media types yoga parses a POST body of (application/graphql-response+json is one to accept, not to send). */
 const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/x-www-form-urlencoded', 'application/graphql', 'multipart/form-data'];
 /**
@@ -236,7 +255,10 @@ function useNotAGraphQLRequestAnswers(): Plugin {
       const mediaType = given?.split(';')[0];
       if (given && mediaType !== mediaType!.toLowerCase()) request.headers.set('content-type', mediaType!.toLowerCase() + given.slice(mediaType!.length));
     },
-    onRequestParse({ request, requestParser }) {
+    onRequestParse({ request, requestParser, setRequestParser }) {
+      const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
+      if (request.method === 'GET') return setRequestParser(async () => paramsOf(new URL(request.url).searchParams));
+      if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async () => paramsOf(new URLSearchParams(await request.text())));
       if (request.method !== 'POST' || requestParser) return;
       const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
@@ -248,13 +270,30 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     // yoga's own answer, "Must provide query string.", leaves a client that posted JSON as a form
     // (curl -d's default type) guessing.
     onParams({ params, request }) {
-      if (params.query != null || params.extensions?.persistedQuery) return;
+      if (params.query != null) return;
+      // Automatic persisted queries are not kept: this answer (message and code as Apollo's and
+      // urql's links know them) makes a client's link send the whole query from then on.
+      if (params.extensions?.persistedQuery) throw bodyError('PersistedQueryNotSupported', 400, 'PERSISTED_QUERY_NOT_SUPPORTED');
+      if (request.method === 'GET') throw bodyError('No GraphQL query in the request: a GET carries it in the URL, as ?query=... (and &variables=... as JSON)', 400, 'BAD_REQUEST');
       const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
         `No GraphQL query in the request: send {"query": ..., "variables": ...} as JSON with Content-Type: application/json (this request's Content-Type: ${given})`,
         400,
         'BAD_REQUEST',
       );
+    },
+  };
+}
+
+/**
+ * An answer's CORS headers depend on the request's Origin (listed or not), so every answer says
+ * so to caches, whatever its origin: a GET query's answer cached for one origin is not another's.
+ */
+function useVaryByOrigin(): Plugin {
+  return {
+    onResponse({ response }) {
+      const vary = response.headers.get('vary') ?? '';
+      if (!vary.split(',').some((name) => name.trim().toLowerCase() === 'origin')) response.headers.append('vary', 'Origin');
     },
   };
 }
@@ -285,7 +324,7 @@ export function createGraphQLServer(options: {
     // and never credentials (a bearer header needs none; the stream cookie is SameSite=Strict).
     cors: (request) => {
       const origin = request.headers.get('origin');
-      return origin !== null && options.corsOrigins.includes(origin) ? { origin: [origin], credentials: false } : false;
+      return isAllowedOrigin(origin, options.corsOrigins) ? { origin: [origin], credentials: false, exposedHeaders: EXPOSED_HEADERS } : false;
     },
     maxRequestBodySize: false, // useBodyLimit below
     // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
@@ -320,6 +359,7 @@ export function createGraphQLServer(options: {
     }),
     plugins: [
       useDocumentNestingLimit(),
+      useVaryByOrigin(),
       graphiql.plugin,
       EnvelopArmorPlugin({
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },

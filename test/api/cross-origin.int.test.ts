@@ -2,7 +2,10 @@
 // browser's stream session cookie authenticates the SSE stream path only, never a query or a
 // mutation (docs/subscriptions.md, "Browsers").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.js';
+import { bodyLimit } from '../../src/server/http-server.js';
+import { listenWhileStarting } from '../../src/server/starting.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { sseStream } from '../support/streams.js';
@@ -44,6 +47,42 @@ describe(`cross-origin access (${backendName})`, () => {
       expect(response.headers.get('access-control-allow-origin')).toBe(origin);
       expect(response.headers.get('access-control-allow-credentials')).toBeNull();
       expect(response.headers.get('access-control-allow-headers')).toMatch(/authorization/i);
+    }
+  });
+
+  it('a page on a listed origin may read Retry-After, and every answer varies by Origin (caches)', async () => {
+    const post = (origin: string) =>
+      fetch(`${base}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json', authorization: `Bearer ${admin}` }, body: '{"query":"{ __typename }"}' });
+    const listed = await post('https://dashboard.example');
+    expect(listed.headers.get('access-control-expose-headers')).toMatch(/retry-after/i);
+    expect(listed.headers.get('vary')).toMatch(/origin/i);
+    const other = await post('https://evil.example');
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    expect(other.headers.get('vary')).toMatch(/origin/i);
+    const sameOrigin = await fetch(`${base}/graphql?query=%7B__typename%7D`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(sameOrigin.headers.get('vary')).toMatch(/origin/i);
+  });
+
+  it('the answers given before yoga (a body over the limit, an instance still starting) follow the same list', async () => {
+    const body = Buffer.alloc(bodyLimit(t.app.config) + 1, 0x20);
+    const tooLarge = (origin: string) => fetch(`${base}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body });
+    const listed = await tooLarge('https://dashboard.example');
+    expect(listed.status).toBe(413);
+    expect(listed.headers.get('access-control-allow-origin')).toBe('https://dashboard.example');
+    expect(listed.headers.get('vary')).toMatch(/origin/i);
+    expect((await tooLarge('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
+
+    const starting = await listenWhileStarting(0, '127.0.0.1', ['https://dashboard.example']);
+    try {
+      const url = `http://127.0.0.1:${(starting.address() as AddressInfo).port}/graphql`;
+      const answer = await fetch(url, { method: 'POST', headers: { origin: 'https://dashboard.example', 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get('access-control-allow-origin')).toBe('https://dashboard.example');
+      expect(answer.headers.get('access-control-expose-headers')).toMatch(/retry-after/i);
+      const other = await fetch(url, { headers: { origin: 'https://evil.example' } });
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    } finally {
+      await new Promise((resolve) => starting.close(resolve));
     }
   });
 

@@ -87,9 +87,16 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
       JSON.stringify({ query: 'mutation($i: ModelStartedInput!) { recordModelStarted(input: $i) { id } }', variables: { i: { lease: { runId: 'x', epoch: 1 }, operationId: 'm', sequence: 'one', model: 'x', observedAt: '2026-01-01T00:00:00Z' } } }),
       'BAD_USER_INPUT',
     ],
+    // Refused during validation like the rest, so answered like them (no `data`: a 4xx).
+    ['a document over the cost limit', JSON.stringify({ query: '{ threads(first: 100) { edges { node { runs(first: 500) { toolCalls { declaredBy { toolCalls { id } } } } } } } }' }), 'BAD_USER_INPUT'],
+    ['a document over the depth limit', JSON.stringify({ query: '{ threads(first: 1) { edges { node { latestRun { thread { latestRun { thread { latestRun { thread { latestRun { id } } } } } } } } } } }' }), 'BAD_USER_INPUT'],
+    ['a document over the token limit', JSON.stringify({ query: `{ threads(first: 1) { pageInfo { ${'hasNextPage '.repeat(5000)}} } }` }), 'BAD_USER_INPUT'],
   ];
   it.each(failures)('%s: 200 for application/json, 400 for application/graphql-response+json', async (_name, body, code) => {
+    // application/graphql-response+json first: the first answer for a document is the one not
+    // served from yoga's validation cache.
     for (const [accept, status, type] of [
+      ['application/graphql-response+json', 400, 'application/graphql-response+json'],
       [undefined, 200, 'application/json'],
       ['application/json', 200, 'application/json'],
       ['*/*', 200, 'application/json'],
@@ -108,6 +115,23 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     expect(answer.json.errors[0].extensions.code).toBe('BAD_REQUEST');
   });
 
+  it('variables or extensions that are not JSON (GET, or a form) are 400 BAD_REQUEST naming the parameter', async () => {
+    const answers = [
+      await t.app.yoga.fetch('http://test/graphql?query=%7B__typename%7D&variables=notjson', { headers: { authorization: `Bearer ${admin}` } }),
+      await t.app.yoga.fetch('http://test/graphql?query=%7B__typename%7D&extensions=%7B', { headers: { authorization: `Bearer ${admin}` } }),
+      await t.app.yoga.fetch('http://test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${admin}` },
+        body: 'query=%7B__typename%7D&variables=notjson',
+      }),
+    ];
+    for (const [answer, parameter] of [[answers[0], 'variables'], [answers[1], 'extensions'], [answers[2], 'variables']] as const) {
+      const json = await answer!.json();
+      expect({ status: answer!.status, code: json.errors[0].extensions.code }).toEqual({ status: 400, code: 'BAD_REQUEST' });
+      expect(json.errors[0].message).toMatch(new RegExp(`^The "${parameter}" parameter is not valid JSON`));
+    }
+  });
+
   it("a body without a query (curl -d's default form type) is 400 BAD_REQUEST saying how to send one", async () => {
     const answer = await post(threadsQuery, { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${admin}` });
     expect(answer.status).toBe(400);
@@ -116,6 +140,24 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     const empty = await post('{"variables": {}}', { authorization: `Bearer ${admin}` });
     expect([empty.status, empty.json.errors[0].extensions.code]).toEqual([400, 'BAD_REQUEST']);
     expect(empty.json.errors[0].message).toMatch(/^No GraphQL query in the request/);
+    const get = await t.app.yoga.fetch('http://test/graphql?variables=%7B%7D', { headers: { accept: 'application/json', authorization: `Bearer ${admin}` } });
+    expect(get.status).toBe(400);
+    expect((await get.json()).errors[0]).toEqual({ message: expect.stringMatching(/^No GraphQL query in the request: a GET carries it in the URL, as \?query=/), extensions: { code: 'BAD_REQUEST' } });
+  });
+
+  it("an automatic persisted query's hash alone is PERSISTED_QUERY_NOT_SUPPORTED, so Apollo's and urql's links send the query", async () => {
+    const hashOnly = { extensions: { persistedQuery: { version: 1, sha256Hash: 'ecf4edb46db40b5132295c0291d62fb65d6759a9eedfa4d5d612dd5ec54a6b38' } } };
+    const get = await t.app.yoga.fetch(`http://test/graphql?extensions=${encodeURIComponent(JSON.stringify(hashOnly.extensions))}`, { headers: { authorization: `Bearer ${admin}` } });
+    const answers = [await post(JSON.stringify(hashOnly), { authorization: `Bearer ${admin}` }), { status: get.status, json: await get.json() }];
+    for (const answer of answers) {
+      expect({ status: answer.status, errors: answer.json.errors }).toEqual({
+        status: 400,
+        errors: [{ message: 'PersistedQueryNotSupported', extensions: { code: 'PERSISTED_QUERY_NOT_SUPPORTED' } }],
+      });
+    }
+    // The link's next request, with the query and the hash, runs as any other.
+    const full = await post(JSON.stringify({ query: '{ __typename }', ...hashOnly }), { authorization: `Bearer ${admin}` });
+    expect(full.json).toEqual({ data: { __typename: 'Query' } });
   });
 
   it('an unsupported Content-Type is 415 with a JSON error naming it', async () => {
@@ -213,6 +255,7 @@ describe(`subscriptions answer the same codes (${backendName})`, () => {
   const cases: [string, string, string][] = [
     ['a document that does not parse', 'subscription { threadChanges(', 'GRAPHQL_PARSE_FAILED'],
     ['a document that does not validate', 'subscription { threadChanges(threadId: "x") { cursr } }', 'GRAPHQL_VALIDATION_FAILED'],
+    ['a document over the cost limit', 'subscription { toolActivity { running(first: 100) { run { thread { runs(first: 500) { toolCalls { id } } } } } } }', 'BAD_USER_INPUT'],
   ];
   let url: string;
   beforeAll(async () => {
@@ -225,7 +268,7 @@ describe(`subscriptions answer the same codes (${backendName})`, () => {
       return 'completed';
     })().catch((error: unknown) => error);
     await client.dispose();
-    expect(thrown).toEqual([expect.objectContaining({ extensions: { code } })]);
+    expect(thrown).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code }) })]);
     expect(JSON.stringify(thrown)).not.toMatch(/"http"/);
 
     const sse = await t.app.yoga.fetch('http://test/graphql', {
@@ -236,7 +279,25 @@ describe(`subscriptions answer the same codes (${backendName})`, () => {
     expect(sse.status).toBe(200);
     const text = await sse.text();
     const result = JSON.parse(/event: next\ndata: (.*)\n/.exec(text)![1]!);
-    expect(result.errors[0].extensions).toEqual({ code });
+    expect(result.errors[0].extensions).toEqual(expect.objectContaining({ code }));
+    expect(text).not.toMatch(/"http"/);
     expect(text).toMatch(/event: complete/);
+  });
+
+  it('an operationName the document does not hold: OPERATION_RESOLUTION_FAILURE over graphql-ws as over HTTP', async () => {
+    const query = 'subscription A { toolActivity { at } } subscription B { toolActivity { at } }';
+    const client = wsClient(url, admin);
+    const thrown = await Promise.all(
+      [undefined, 'C'].map((operationName) =>
+        (async () => {
+          for await (const _result of client.iterate({ query, operationName })) return 'a result';
+          return 'completed';
+        })().catch((error: unknown) => error),
+      ),
+    );
+    await client.dispose();
+    for (const errors of thrown) expect(errors).toEqual([expect.objectContaining({ extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })]);
+    const http = await post(JSON.stringify({ query, operationName: 'C' }), { authorization: `Bearer ${admin}` });
+    expect(http.json.errors[0].extensions.code).toBe('OPERATION_RESOLUTION_FAILURE');
   });
 });
