@@ -8,6 +8,8 @@ import { nameFilter } from './ids.js';
 /** The window a view covers, in seconds: a minute to a week. */
 export const MIN_WINDOW_SECONDS = 60;
 export const MAX_WINDOW_SECONDS = 604_800;
+/** The window of a view that names none: an hour. */
+export const DEFAULT_WINDOW_SECONDS = 3_600;
 /** The most audits `running(first)` and `recentFailures(first)` list. */
 export const MAX_ACTIVITY_LIST = 100;
 /** The most buckets a window is cut into. */
@@ -53,7 +55,10 @@ export interface ToolActivityArgs {
 
 /** The arguments as a view is keyed by (identical views are read once: src/realtime/activity-feeds.ts); bad ones are BAD_USER_INPUT. */
 export function toolActivityArgs(windowSeconds: number | null | undefined, name: string | null | undefined): ToolActivityArgs {
-  if (windowSeconds == null || !Number.isInteger(windowSeconds) || windowSeconds < MIN_WINDOW_SECONDS || windowSeconds > MAX_WINDOW_SECONDS) {
+  if (windowSeconds == null) {
+    throw badInput(`windowSeconds must be between ${MIN_WINDOW_SECONDS} and ${MAX_WINDOW_SECONDS}, not null: leave it out for the default, ${DEFAULT_WINDOW_SECONDS}`);
+  }
+  if (!Number.isInteger(windowSeconds) || windowSeconds < MIN_WINDOW_SECONDS || windowSeconds > MAX_WINDOW_SECONDS) {
     throw badInput(`windowSeconds must be between ${MIN_WINDOW_SECONDS} and ${MAX_WINDOW_SECONDS}`);
   }
   return { windowSeconds, name: nameFilter(name) };

@@ -359,6 +359,10 @@ describe(`toolActivity (${backendName})`, () => {
     for (const windowSeconds of [59, 604_801, 0, -1]) {
       expect(errorCode(await t.gql(TOOL_ACTIVITY, { windowSeconds, first: 1 }, owner))).toBe('BAD_USER_INPUT');
     }
+    // An explicit null is no window either: the message says to leave it out for the default.
+    const nullWindow = await t.gql(TOOL_ACTIVITY, { windowSeconds: null, first: 1 }, owner);
+    expect(errorCode(nullWindow)).toBe('BAD_USER_INPUT');
+    expect(nullWindow.errors?.[0]?.message).toMatch(/not null.*leave it out.*3600/);
     for (const first of [0, 101, -5]) expect(errorCode(await t.gql(TOOL_ACTIVITY, { first }, owner))).toBe('BAD_USER_INPUT');
     expect(errorCode(await t.gql(TOOL_ACTIVITY, { name: 'x'.repeat(300), first: 1 }, owner))).toBe('BAD_USER_INPUT');
     expect((await t.gql(TOOL_ACTIVITY, { windowSeconds: 604_800, first: 100 }, owner)).errors).toBeUndefined();

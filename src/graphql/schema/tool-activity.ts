@@ -1,5 +1,6 @@
 import { requirePrincipal, requireAuditReader } from '../../domain/access.js';
 import {
+  DEFAULT_WINDOW_SECONDS,
   MAX_ACTIVITY_LIST,
   MAX_WINDOW_SECONDS,
   MIN_WINDOW_SECONDS,
@@ -88,7 +89,7 @@ builder.queryField('toolActivity', (t) =>
     type: ToolActivityRef,
     description: `Tool activity across the caller's threads over the last \`windowSeconds\` (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}), for\nlive dashboards (docs/semantics.md, "Dashboards"). A superadmin's own threads; any other\nrole is FORBIDDEN. \`name\` keeps only that tool.`,
     authScopes: { authenticated: true },
-    args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
+    args: { windowSeconds: t.arg.int({ defaultValue: DEFAULT_WINDOW_SECONDS }), name: t.arg.string({ required: false }) },
     resolve: async (_root, { windowSeconds, name }, { deps, principal, loaders }) => {
       const view = await readToolActivity(deps.db, requirePrincipal(principal), toolActivityArgs(windowSeconds, name));
       primed(loaders, view);
@@ -103,7 +104,7 @@ builder.subscriptionField('toolActivity', (t) =>
     description:
       'A live dashboard: the current `toolActivity` view at once, then a new one after changes of\ntool audits in the caller\'s threads commit (docs/semantics.md, "Dashboards").',
     authScopes: { authenticated: true },
-    args: { windowSeconds: t.arg.int({ defaultValue: 3600 }), name: t.arg.string({ required: false }) },
+    args: { windowSeconds: t.arg.int({ defaultValue: DEFAULT_WINDOW_SECONDS }), name: t.arg.string({ required: false }) },
     subscribe: (_root, { windowSeconds, name }, { principal, pubsub }, info) => {
       const viewer = requirePrincipal(principal);
       requireAuditReader(viewer);
