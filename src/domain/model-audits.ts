@@ -61,9 +61,9 @@ function checkDeclaredToolCalls(toolCalls: DeclaredToolCall[]): void {
     throw badInput(`A model response declares ${toolCalls.length} tool calls; the limit is ${MAX_DECLARED_TOOL_CALLS}`);
   }
   const seen = new Set<string>();
-  for (const call of toolCalls) {
-    nonBlank(call.id, 'toolCalls.id');
-    nonBlank(call.name, 'toolCalls.name');
+  for (const [index, call] of toolCalls.entries()) {
+    nonBlank(call.id, `toolCalls[${index}].id`);
+    nonBlank(call.name, `toolCalls[${index}].name`);
     if (seen.has(call.id)) throw badInput(`Tool call ${call.id} is declared twice in one model response`);
     seen.add(call.id);
   }

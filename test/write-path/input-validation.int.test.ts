@@ -128,6 +128,14 @@ describe('the bounds of ids, names and declarations', () => {
     expect(must(await session.toolStarted(id, name)).name).toBe(name);
   });
 
+  it('names a declared call\'s field by its place, as its arguments are named: toolCalls[1].id', async () => {
+    const { session } = await busyRun();
+    const refused = await session.modelFinished('m-open', [{ id: 'call-9', name: 'search' }, { id: ' ', name: 'fetch' }]);
+    expect(refused.errors?.[0]?.message).toContain('toolCalls[1].id');
+    const unnamed = await session.modelFinished('m-open', [{ id: 'call-9', name: '' }]);
+    expect(unnamed.errors?.[0]?.message).toContain('toolCalls[0].name');
+  });
+
   it('accepts 1,000 tool calls declared by one model response', async () => {
     const { session } = await busyRun();
     const calls = Array.from({ length: 1000 }, (_, i) => ({ id: `call-many-${i}`, name: 'search', args: { i } }));
