@@ -24,9 +24,11 @@ def _size(text: str) -> int:
 def _number_lengths(number: float) -> Tuple[int, int]:
     """A float's length as JavaScript writes it (the server's JSON), and written out in full, as
     the server stores it (1e308 is 309 digits). The same shortest digits as Python's repr."""
+    if number == 0:
+        return 1, 1  # -0.0 too: JavaScript writes it 0
     digits = Decimal(repr(number)).normalize()
     full = format(digits, "f")
-    if abs(number) == 0 or 1e-6 <= abs(number) < 1e21:
+    if 1e-6 <= abs(number) < 1e21:
         return len(full), len(full)
     sign, mantissa, _ = digits.as_tuple()
     written = sign + len(mantissa) + (1 if len(mantissa) > 1 else 0) + 2 + len(str(abs(digits.adjusted())))

@@ -76,4 +76,7 @@ class PayloadCapTest(LiveTestCase):
         self.assertEqual(cap_json([1e308] * 200, 2048)["bytes"], 1401)  # type: ignore[index]
         # JavaScript writes 1e-05 as 0.00001: 7 bytes, not Python's 5.
         self.assertEqual(cap_json([1e-05] * 300, 2048)["bytes"], 2401)  # type: ignore[index]
+        # JavaScript writes -0.0 as 0: 1,024 of them are 2,049 bytes, one over.
+        self.assertEqual(cap_json([-0.0] * 1024, 2048)["bytes"], 2049)  # type: ignore[index]
+        self.assertEqual(cap_json([-0.0] * 1023, 2048), [-0.0] * 1023)
 
