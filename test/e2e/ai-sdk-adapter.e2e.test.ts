@@ -246,6 +246,30 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(toolsOf(items).map((item) => item.output && (item.output as { tool_call_id: string }).tool_call_id)).toEqual(['call_0', 'call_0#2', 'call_0#3']);
   });
 
+  it('two calls of one response with the same id: each execution is recorded under its own declaration, a throw settled too', async () => {
+    const t = await openThread('ai-sdk: one id twice in a response');
+    const numbered = (call: ScriptedTurn['toolCalls'][number]) => ({ ...call, id: 'call_0' });
+    const turns = [
+      turn('Both cities, then the mail.', [
+        numbered(callTool('get_weather', { city: 'Paris' })),
+        numbered(callTool('get_weather', { city: 'Oslo' })),
+        numbered(callTool('send_email', { to: 'me@example.com' })),
+      ]),
+      turn('Sunny in both; the mail failed.'),
+    ];
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(3) });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    const items = await t.timeline();
+    expect(toolsOf(items).map((item) => [item.toolCallId, item.status, item.effectiveInput, item.toolCall.declaredInput])).toEqual([
+      ['call_0', 'COMPLETED', { city: 'Paris', units: 'metric' }, { city: 'Paris' }],
+      ['call_0#2', 'COMPLETED', { city: 'Oslo', units: 'metric' }, { city: 'Oslo' }],
+      ['call_0#3', 'FAILED', { to: 'me@example.com' }, { to: 'me@example.com' }],
+    ]);
+    expect(toolsOf(items).every((item) => !item.awaitingRunTerminal)).toBe(true);
+  });
+
   it('an aborted call ends the run CANCELLED, with the tool it stopped', async () => {
     const t = await openThread('ai-sdk: aborted');
     const approval = callTool('wait_for_approval', { request: 'deploy' });

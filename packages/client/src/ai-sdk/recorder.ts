@@ -189,19 +189,20 @@ export class AuditedAiRun {
   }
 
   private settlingMessages(steps: Extract<AiSdkOutcome, { steps: unknown }>['steps']): JsonObject[] {
-    // A reused tool call id: the k-th step declaring it used the id of its k-th declaration.
+    // A reused tool call id: the k-th declaration of it in the run was recorded under its k-th id,
+    // and a step's results follow its declarations in order.
     const declarations = new Map<string, number>();
     return steps.flatMap((step) => {
-      const recordedIds = new Map<string, string>();
+      const recordedIds = new Map<string, string[]>();
       for (const { toolCallId } of step.toolCalls) {
         const k = declarations.get(toolCallId) ?? 0;
         declarations.set(toolCallId, k + 1);
-        recordedIds.set(toolCallId, this.recording.toolCallIds.all(toolCallId)[k] ?? toolCallId);
+        recordedIds.set(toolCallId, [...(recordedIds.get(toolCallId) ?? []), this.recording.toolCallIds.all(toolCallId)[k] ?? toolCallId]);
       }
       return step.content.flatMap((part) => {
-        if (part.type !== 'tool-error') return [];
-        const toolCallId = recordedIds.get(part.toolCallId) ?? part.toolCallId;
-        if (!this.bareErrors.has(toolCallId)) return [];
+        if (part.type !== 'tool-result' && part.type !== 'tool-error') return [];
+        const toolCallId = recordedIds.get(part.toolCallId)?.shift() ?? part.toolCallId;
+        if (part.type !== 'tool-error' || !this.bareErrors.has(toolCallId)) return [];
         return [{ type: 'tool', tool_call_id: toolCallId, name: part.toolName, status: 'error', content: errorText(part.error) }];
       });
     });

@@ -118,7 +118,9 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     const event = this.observe();
     const message = (output.generations[0]?.[0] as ChatGeneration | undefined)?.message;
     // Declared now, before the graph runs the tools, so that their starts find the ids.
-    const toolCalls = declaredToolCalls(message).map((call) => ({ ...call, id: this.toolCallIds.declare(call.id) }));
+    const declared = declaredToolCalls(message);
+    const recordedIds = this.toolCallIds.declare(declared.map((call) => call.id));
+    const toolCalls = declared.map((call, index) => ({ ...call, id: recordedIds[index]! }));
     await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({
         lease,
