@@ -270,6 +270,25 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(toolsOf(items).every((item) => !item.awaitingRunTerminal)).toBe(true);
   });
 
+  it('a tool output holding a NUL character (which the database cannot store) leaves the rest of the run on the timeline', async () => {
+    const t = await openThread('ai-sdk: NUL in a tool output');
+    const tools = { ...agentTools, read_file: tool({ inputSchema: z.object({ path: z.string() }), execute: async () => 'PK\u0003\u0004\u0000\u0000 binary' }) };
+    const turns = [turn('Reading it.', [callTool('read_file', { path: 'a.zip' })]), turn('Now the weather.', [callTool('get_weather', { city: 'Rome' })]), turn('Sunny.')];
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools, prompt: 'Go.', stopWhen: stepCountIs(4) });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'COMPLETED'],
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'COMPLETED'],
+      ['ModelAudit', 'COMPLETED'],
+    ]);
+    expect(toolsOf(items)[0]!.toolCall.output).toBe('PK\u0003\u0004\uFFFD\uFFFD binary');
+  });
+
   it('an aborted call ends the run CANCELLED, with the tool it stopped', async () => {
     const t = await openThread('ai-sdk: aborted');
     const approval = callTool('wait_for_approval', { request: 'deploy' });
