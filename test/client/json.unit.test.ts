@@ -28,6 +28,12 @@ describe('toJson', () => {
     expect(toJson({ at: new Date('2026-01-02T03:04:05.000Z') })).toEqual({ at: '2026-01-02T03:04:05.000Z' });
   });
 
+  it('replaces a NUL character and an unpaired surrogate, in values and keys, with U+FFFD; keeps a surrogate pair', () => {
+    expect(toJson({ 'a\u0000': ['b\u0000c', 'lone \uD83D', 'lone \uDE00', 'pair \uD83D\uDE00'] })).toEqual({
+      'a\uFFFD': ['b\uFFFDc', 'lone \uFFFD', 'lone \uFFFD', 'pair \uD83D\uDE00'],
+    });
+  });
+
   it('marks a circular reference, and keeps a value that is only shared', () => {
     const node: Record<string, unknown> = { name: 'root', id: 7n };
     node.self = node;

@@ -246,6 +246,49 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(toolsOf(items).map((item) => item.output && (item.output as { tool_call_id: string }).tool_call_id)).toEqual(['call_0', 'call_0#2', 'call_0#3']);
   });
 
+  it('two calls of one response with the same id: each execution is recorded under its own declaration, a throw settled too', async () => {
+    const t = await openThread('ai-sdk: one id twice in a response');
+    const numbered = (call: ScriptedTurn['toolCalls'][number]) => ({ ...call, id: 'call_0' });
+    const turns = [
+      turn('Both cities, then the mail.', [
+        numbered(callTool('get_weather', { city: 'Paris' })),
+        numbered(callTool('get_weather', { city: 'Oslo' })),
+        numbered(callTool('send_email', { to: 'me@example.com' })),
+      ]),
+      turn('Sunny in both; the mail failed.'),
+    ];
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(3) });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    const items = await t.timeline();
+    expect(toolsOf(items).map((item) => [item.toolCallId, item.status, item.effectiveInput, item.toolCall.declaredInput])).toEqual([
+      ['call_0', 'COMPLETED', { city: 'Paris', units: 'metric' }, { city: 'Paris' }],
+      ['call_0#2', 'COMPLETED', { city: 'Oslo', units: 'metric' }, { city: 'Oslo' }],
+      ['call_0#3', 'FAILED', { to: 'me@example.com' }, { to: 'me@example.com' }],
+    ]);
+    expect(toolsOf(items).every((item) => !item.awaitingRunTerminal)).toBe(true);
+  });
+
+  it('a tool output holding a NUL character (which the database cannot store) leaves the rest of the run on the timeline', async () => {
+    const t = await openThread('ai-sdk: NUL in a tool output');
+    const tools = { ...agentTools, read_file: tool({ inputSchema: z.object({ path: z.string() }), execute: async () => 'PK\u0003\u0004\u0000\u0000 binary' }) };
+    const turns = [turn('Reading it.', [callTool('read_file', { path: 'a.zip' })]), turn('Now the weather.', [callTool('get_weather', { city: 'Rome' })]), turn('Sunny.')];
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools, prompt: 'Go.', stopWhen: stepCountIs(4) });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'COMPLETED'],
+      ['ModelAudit', 'COMPLETED'],
+      ['ToolAudit', 'COMPLETED'],
+      ['ModelAudit', 'COMPLETED'],
+    ]);
+    expect(toolsOf(items)[0]!.toolCall.output).toBe('PK\u0003\u0004\uFFFD\uFFFD binary');
+  });
+
   it('an aborted call ends the run CANCELLED, with the tool it stopped', async () => {
     const t = await openThread('ai-sdk: aborted');
     const approval = callTool('wait_for_approval', { request: 'deploy' });
@@ -364,6 +407,51 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     );
     expect(model.doGenerateCalls).toHaveLength(1);
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+  });
+
+  it('a tool that throws something other than an Error is settled with the error text the SDK gave the model', async () => {
+    const t = await openThread('ai-sdk: thrown non-errors');
+    const throwing = (thrown: unknown) => tool({ inputSchema: z.object({}), execute: async (): Promise<string> => Promise.reject(thrown) });
+    const tools = { throws_object: throwing({ code: 42 }), throws_null: throwing(null), throws_string: throwing('plain text') };
+    const turns = [turn('Trying.', [callTool('throws_object', {}), callTool('throws_null', {}), callTool('throws_string', {})]), turn('All failed.')];
+    const runId = await t.newRun();
+    const { status, result } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools, prompt: 'Go.', stopWhen: stepCountIs(3) });
+    expect(status).toBe('COMPLETED');
+    // What the second model call was told about each tool (the SDK's error text).
+    const toolMessage = result.response.messages.find((message) => message.role === 'tool')!;
+    const errorTexts = Object.fromEntries(
+      (toolMessage.content as { toolName: string; output: { type: string; value: unknown } }[]).map((part) => [part.toolName, part.output.value]),
+    );
+    expect(errorTexts).toEqual({ throws_object: '{"code":42}', throws_null: 'unknown error', throws_string: 'plain text' });
+    const recorded = Object.fromEntries(toolsOf(await t.timeline()).map((item) => [item.name, [item.status, item.toolCall.output]]));
+    expect(recorded).toEqual({ throws_object: ['FAILED', '{"code":42}'], throws_null: ['FAILED', 'unknown error'], throws_string: ['FAILED', 'plain text'] });
+  });
+
+  it('a step that stops for tool approval (needsApproval) ends the run INTERRUPTED; the approved call runs in a resumed run', async () => {
+    const t = await openThread('ai-sdk: tool approval');
+    const tools = {
+      deploy: tool({ inputSchema: z.object({ target: z.string() }), needsApproval: true, execute: async ({ target }) => `deployed ${target}` }),
+      backup: tool({ inputSchema: z.object({}), execute: async (): Promise<string> => Promise.reject(new Error('disk full')) }),
+    };
+    const model = scriptedModel([turn('Deploying.', [callTool('deploy', { target: 'prod' }), callTool('backup', {})]), turn('Deployed.')]);
+    const firstRun = await t.newRun();
+    const first = await t.audit.generateText(firstRun, { model, tools, prompt: 'Deploy.', stopWhen: stepCountIs(3) });
+    const request = first.result.content.find((part) => part.type === 'tool-approval-request')!;
+    expect(first.status).toBe('INTERRUPTED');
+    expect((await t.owner.run(firstRun))?.status).toBe('INTERRUPTED');
+    // The tool that threw in the paused step is settled FAILED, not sent back to PENDING.
+    expect(toolsOf(await t.timeline()).map((item) => [item.name, item.status, item.toolCall.status])).toEqual([['backup', 'FAILED', 'FAILED']]);
+
+    const { id: resumed } = await t.owner.createRun({ threadId: (await t.owner.run(firstRun))!.thread.id, resumeFromRunId: firstRun });
+    const messages = [
+      { role: 'user' as const, content: 'Deploy.' },
+      ...first.result.response.messages,
+      { role: 'tool' as const, content: [{ type: 'tool-approval-response' as const, approvalId: request.approvalId, approved: true }] },
+    ];
+    const second = await t.audit.generateText(resumed, { model, tools, messages, stopWhen: stepCountIs(3) });
+    expect(second).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+    const deploy = toolsOf(await t.timeline()).find((item) => item.name === 'deploy')!;
+    expect(deploy).toMatchObject({ runId: resumed, status: 'COMPLETED', toolCall: { output: 'deployed prod' } });
   });
 
   it('never holds the agent on an unanswering server beyond the budget; the writes land in order afterwards', async () => {

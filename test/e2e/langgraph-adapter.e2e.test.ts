@@ -3,6 +3,7 @@
 // LangGraphAudit, and the owner reads the run back with threadAudits.
 import type { BaseMessage } from '@langchain/core/messages';
 import { Command, END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { describe, expect, it, vi } from 'vitest';
@@ -165,6 +166,34 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
       toolCall: { status: 'FAILED', output: stateError!.content },
     });
     expect(tools.send_email!.finishedAt).not.toBeNull();
+  });
+
+  it('a node retried by its retryPolicy runs its tools again in the same run: one audit per tool call, no write error', async () => {
+    const t = await openThread('langgraph: node retry');
+    const attempts = { flaky: 0, steady: 0 };
+    const tools = [
+      tool(async () => (++attempts.flaky < 3 ? Promise.reject(new Error(`transient ${attempts.flaky}`)) : 'ok'), { name: 'flaky', description: 'fails twice', schema: z.object({}) }),
+      tool(async () => `steady ${++attempts.steady}`, { name: 'steady', description: 'always works', schema: z.object({}) }),
+    ];
+    const model = new ScriptedChatModel([turn('Trying.', [callTool('flaky', {}), callTool('steady', {})]), turn('Done.')]);
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode('agent', async (state: { messages: BaseMessage[] }) => ({ messages: [await model.invoke(state.messages)] }))
+      .addNode('tools', new ToolNode(tools, { handleToolErrors: false }), { retryPolicy: { maxAttempts: 3, initialInterval: 1, jitter: false, retryOn: () => true } })
+      .addEdge(START, 'agent')
+      .addConditionalEdges('agent', toolsCondition, ['tools', END])
+      .addEdge('tools', 'agent')
+      .compile();
+    const runId = await t.newRun();
+    const { status, writeErrors } = await t.audit.invoke(runId, graph, userSays('Go.'), t.config);
+    expect(attempts).toEqual({ flaky: 3, steady: 3 });
+    expect(status).toBe('COMPLETED');
+    expect(writeErrors).toEqual([]);
+    const tools_ = (await t.timeline()).filter((item) => item.__typename === 'ToolAudit').map(asTool);
+    // The first attempt's start and error, and the end of the attempt that succeeded.
+    expect(tools_.map((item) => [item.name, item.status, item.toolCall.output, item.error])).toEqual([
+      ['flaky', 'COMPLETED', 'ok', { name: 'Error', message: 'transient 1' }],
+      ['steady', 'COMPLETED', 'steady 1', null],
+    ]);
   });
 
   it('a controlled failure carries its content as the error (SEMANTICS: error = {message: content})', async () => {

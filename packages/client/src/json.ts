@@ -10,7 +10,8 @@ export const CIRCULAR = '[Circular]';
  * keeps what it says instead of throwing or becoming `{}`: a BigInt becomes its decimal string, a
  * reference back to an enclosing object "[Circular]", a Map an object (an array of [key, value]
  * entries when a key is not a string), a Set an array, bytes (a typed array, Buffer, ArrayBuffer)
- * `{type: "bytes", bytes: <length>}`, an Error `{name, message, ...its own fields}` (no stack).
+ * `{type: "bytes", bytes: <length>}`, an Error `{name, message, ...its own fields}` (no stack), and
+ * a NUL character or an unpaired surrogate in a string or a key U+FFFD.
  */
 export function toJson(value: unknown): JsonValue {
   try {
@@ -32,6 +33,7 @@ export function errorJson(error: unknown): JsonObject {
 function convert(value: unknown, key: string, ancestors: Set<object>): JsonValue | undefined {
   switch (typeof value) {
     case 'string':
+      return storable(value);
     case 'boolean':
       return value;
     case 'number':
@@ -79,9 +81,21 @@ function convert(value: unknown, key: string, ancestors: Set<object>): JsonValue
   }
 }
 
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * `text` with each character the server cannot store (a NUL, an unpaired surrogate) replaced by
+ * U+FFFD: a payload holding one would be refused whole, and with it every event that follows
+ * from it (a model call whose prompt repeats a tool's binary output, and the calls it declares).
+ */
+function storable(text: string): string {
+  return text.replaceAll('\u0000', '\uFFFD').replace(UNPAIRED_SURROGATE, '\uFFFD');
+}
+
 function members(entries: [string, unknown][], ancestors: Set<object>): JsonObject {
   const json: JsonObject = {};
-  for (const [key, item] of entries) {
+  for (const [rawKey, item] of entries) {
+    const key = storable(rawKey);
     const converted = convert(item, key, ancestors);
     if (converted === undefined) continue;
     // An own "__proto__" member, as JSON.parse makes one, not the object's prototype.

@@ -35,23 +35,33 @@ export interface FinishedRun {
 /**
  * The ids a run's tool calls are recorded under. The server keys a run's tool executions by
  * tool call id, but some models number their calls afresh in every response (`call_0` at each
- * step): an id the model declares again in the same run is recorded as `<id>#<n>` (its n-th
- * declaration), and the executions that follow use the newest one.
+ * step), or give two calls of one response the same id: an id the model declares again in the
+ * same run is recorded as `<id>#<n>` (its n-th declaration), and the executions that follow take
+ * the ids of the newest response's declarations of it, one each, in order.
  */
 export class ToolCallIds {
   private readonly declared = new Map<string, string[]>();
+  /** The newest declaring response's recorded ids of each model id that no execution took yet. */
+  private readonly unexecuted = new Map<string, string[]>();
 
-  /** A model call declared `id`: the id it is recorded under. */
-  declare(id: string): string {
-    const recorded = this.declared.get(id) ?? [];
-    recorded.push(recorded.length === 0 ? id : `${id}#${recorded.length + 1}`);
-    this.declared.set(id, recorded);
-    return recorded.at(-1)!;
+  /** A model response declared `ids`: the ids they are recorded under, in the same order. */
+  declare(ids: readonly string[]): string[] {
+    for (const id of new Set(ids)) this.unexecuted.set(id, []);
+    return ids.map((id) => {
+      const recorded = this.declared.get(id) ?? [];
+      recorded.push(recorded.length === 0 ? id : `${id}#${recorded.length + 1}`);
+      this.declared.set(id, recorded);
+      this.unexecuted.get(id)!.push(recorded.at(-1)!);
+      return recorded.at(-1)!;
+    });
   }
 
-  /** The id an execution of the model's `id` is recorded under: that of its newest declaration. */
+  /**
+   * The id an execution of the model's `id` is recorded under: the next of the newest response's
+   * declarations of it; once each has run, the newest (a tool run again).
+   */
   current(id: string): string {
-    return this.declared.get(id)?.at(-1) ?? id;
+    return this.unexecuted.get(id)?.shift() ?? this.declared.get(id)?.at(-1) ?? id;
   }
 
   /** The ids the declarations of the model's `id` were recorded under, in order. */

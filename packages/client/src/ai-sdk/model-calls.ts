@@ -141,9 +141,9 @@ function contentJson(part: Content): JsonValue {
 
 /** The tool calls the SDK will execute here; a provider-executed one never reaches a tool of this run. */
 function declaredToolCalls(content: Content[], ids: ToolCallIds): DeclaredToolCallInput[] {
-  return content
-    .filter((part): part is ToolCallPart => part.type === 'tool-call' && !part.providerExecuted)
-    .map((call) => ({ id: ids.declare(call.toolCallId), name: call.toolName, args: parsedInput(call.input) }));
+  const calls = content.filter((part): part is ToolCallPart => part.type === 'tool-call' && !part.providerExecuted);
+  const recordedIds = ids.declare(calls.map((call) => call.toolCallId));
+  return calls.map((call, index) => ({ id: recordedIds[index]!, name: call.toolName, args: parsedInput(call.input) }));
 }
 
 /** A tool call's input as the model declared it: JSON text, parsed (kept as text when it is not JSON). */

@@ -1,8 +1,8 @@
 import { generateText, streamText, wrapLanguageModel, type LanguageModelMiddleware, type StepResult, type ToolSet } from 'ai';
 import type { AuditClient } from '../audit-client.js';
-import { errorJson } from '../json.js';
+import { errorJson, toJson } from '../json.js';
 import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
-import type { JsonValue, RunTerminalStatus } from '../types.js';
+import type { JsonObject, RunTerminalStatus } from '../types.js';
 import { modelCallRecorder } from './model-calls.js';
 import { recordedTools } from './tool-calls.js';
 
@@ -147,16 +147,27 @@ export class AuditedAiRun {
 
   /**
    * Waits for every queued write, then ends the run: CANCELLED when the caller's abortSignal
-   * fired, FAILED for an error (with or without steps), else COMPLETED. The tool errors the SDK
-   * handed back to the model for this run's bare errors go along as `stateMessages`, so the
-   * server settles them as FAILED.
+   * fired, FAILED for an error (with or without steps), INTERRUPTED when the last step stopped
+   * for a tool approval (`needsApproval`: the approved call runs in the run that resumes this
+   * one), else COMPLETED. The tool errors the SDK handed back to the model for this run's bare
+   * errors settle them as FAILED: as `stateMessages`, or at a pause (where the server does not
+   * settle from the state) as those tools' finishes first.
    */
   async finish(outcome: AiSdkOutcome): Promise<FinishedRun> {
     this.stopIfLeaseLost();
     const failed = 'error' in outcome && outcome.error !== undefined;
-    return this.recording.finish(this.statusOf(outcome), {
+    const status = this.statusOf(outcome);
+    const settling = 'steps' in outcome ? this.settlingMessages(outcome.steps) : undefined;
+    if (status === 'INTERRUPTED') {
+      for (const output of settling ?? []) {
+        const toolCallId = String(output.tool_call_id);
+        const event = this.recording.observe();
+        await this.recording.write((lease) => this.recording.client.recordToolFinished({ lease, toolCallId, output, ...event }));
+      }
+    }
+    return this.recording.finish(status, {
       error: failed ? errorJson(outcome.error) : undefined,
-      stateMessages: 'steps' in outcome ? this.settlingMessages(outcome.steps) : undefined,
+      stateMessages: status === 'INTERRUPTED' ? undefined : settling,
     });
   }
 
@@ -171,25 +182,37 @@ export class AuditedAiRun {
 
   private statusOf(outcome: AiSdkOutcome): RunTerminalStatus {
     const failed = 'error' in outcome && outcome.error !== undefined;
-    return this.callerSignal?.aborted ? 'CANCELLED' : failed ? 'FAILED' : 'COMPLETED';
+    if (this.callerSignal?.aborted) return 'CANCELLED';
+    if (failed) return 'FAILED';
+    const last = 'steps' in outcome ? outcome.steps.at(-1) : undefined;
+    return last?.content.some((part) => part.type === 'tool-approval-request') ? 'INTERRUPTED' : 'COMPLETED';
   }
 
-  private settlingMessages(steps: Extract<AiSdkOutcome, { steps: unknown }>['steps']): JsonValue[] {
-    // A reused tool call id: the k-th step declaring it used the id of its k-th declaration.
+  private settlingMessages(steps: Extract<AiSdkOutcome, { steps: unknown }>['steps']): JsonObject[] {
+    // A reused tool call id: the k-th declaration of it in the run was recorded under its k-th id,
+    // and a step's results follow its declarations in order.
     const declarations = new Map<string, number>();
     return steps.flatMap((step) => {
-      const recordedIds = new Map<string, string>();
+      const recordedIds = new Map<string, string[]>();
       for (const { toolCallId } of step.toolCalls) {
         const k = declarations.get(toolCallId) ?? 0;
         declarations.set(toolCallId, k + 1);
-        recordedIds.set(toolCallId, this.recording.toolCallIds.all(toolCallId)[k] ?? toolCallId);
+        recordedIds.set(toolCallId, [...(recordedIds.get(toolCallId) ?? []), this.recording.toolCallIds.all(toolCallId)[k] ?? toolCallId]);
       }
       return step.content.flatMap((part) => {
-        if (part.type !== 'tool-error') return [];
-        const toolCallId = recordedIds.get(part.toolCallId) ?? part.toolCallId;
-        if (!this.bareErrors.has(toolCallId)) return [];
-        return [{ type: 'tool', tool_call_id: toolCallId, name: part.toolName, status: 'error', content: String(errorJson(part.error).message) }];
+        if (part.type !== 'tool-result' && part.type !== 'tool-error') return [];
+        const toolCallId = recordedIds.get(part.toolCallId)?.shift() ?? part.toolCallId;
+        if (part.type !== 'tool-error' || !this.bareErrors.has(toolCallId)) return [];
+        return [{ type: 'tool', tool_call_id: toolCallId, name: part.toolName, status: 'error', content: errorText(part.error) }];
       });
     });
   }
+}
+
+/** The text the SDK hands the model for a tool's error (its `getErrorMessage`): what the settled ToolMessage says. */
+function errorText(error: unknown): string {
+  if (error == null) return 'unknown error';
+  if (typeof error === 'string') return error;
+  if (error instanceof Error) return error.message;
+  return JSON.stringify(toJson(error));
 }

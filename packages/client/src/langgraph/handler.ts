@@ -37,6 +37,14 @@ export interface ToolRerun {
   cause: AuditApiError;
 }
 
+/** A tool run recorded as started: `rerun` when its start was refused (see ToolRerun), `ended` once it returned. */
+interface RecordedTool {
+  toolCallId: string;
+  name: string;
+  rerun?: boolean;
+  ended?: boolean;
+}
+
 /**
  * The namespace of an event: the parent graph tasks above the node it ran in. Empty for the
  * root graph's nodes; a subgraph's (sub-agent's) nodes carry the task that ran the subgraph.
@@ -59,7 +67,9 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   /** Callback run ids of the model calls recorded as started. */
   private readonly models = new Set<string>();
   /** Callback run id -> tool call id, for the tools recorded as started. */
-  private readonly tools = new Map<string, { toolCallId: string; name: string; rerun?: boolean }>();
+  private readonly tools = new Map<string, RecordedTool>();
+  /** Tool call id -> the tool recorded as started for it in this run (a retried node's attempts share it). */
+  private readonly started = new Map<string, RecordedTool>();
   /** Tool calls of this run that ended in a bare error: their final ToolMessage settles them. */
   readonly bareErrors = new Set<string>();
   /** Tool calls whose start the server refused as already ended (see ToolRerun): nothing more is sent for them. */
@@ -108,7 +118,9 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     const event = this.observe();
     const message = (output.generations[0]?.[0] as ChatGeneration | undefined)?.message;
     // Declared now, before the graph runs the tools, so that their starts find the ids.
-    const toolCalls = declaredToolCalls(message).map((call) => ({ ...call, id: this.toolCallIds.declare(call.id) }));
+    const declared = declaredToolCalls(message);
+    const recordedIds = this.toolCallIds.declare(declared.map((call) => call.id));
+    const toolCalls = declared.map((call, index) => ({ ...call, id: recordedIds[index]! }));
     await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({
         lease,
@@ -142,11 +154,20 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   ): Promise<void> {
     // A tool run without a tool call id (called directly, not for a model's tool call) has nothing to bind to.
     if (!declaredId || eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
-    const event = this.observe();
     const toolCallId = this.toolCallIds.current(declaredId);
+    const earlier = this.started.get(toolCallId);
+    if (earlier) {
+      // A node retried by its retryPolicy runs the tool again in this run: the server keeps one
+      // audit per tool call and run, so this attempt is not started again; its end closes that
+      // audit unless an earlier attempt ended it.
+      this.tools.set(runId, earlier.ended ? { ...earlier, rerun: true } : earlier);
+      return this.target.writer.throwIfLost();
+    }
+    const event = this.observe();
     const name = runName ?? tool.id.at(-1) ?? 'tool';
-    const recorded: { toolCallId: string; name: string; rerun?: boolean } = { toolCallId, name };
+    const recorded: RecordedTool = { toolCallId, name };
     this.tools.set(runId, recorded);
+    this.started.set(toolCallId, recorded);
     await this.write(async (lease) => {
       try {
         await this.target.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: effectiveInput(input), ...event });
@@ -163,6 +184,8 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   override async handleToolEnd(output: unknown, runId: string): Promise<void> {
     const tool = this.tools.get(runId);
     if (!tool) return;
+    tool.ended = true;
+    this.bareErrors.delete(tool.toolCallId); // an earlier attempt's error, when a retried node's tool succeeded
     const event = this.observe();
     const envelope = toolOutputEnvelope(output, tool.toolCallId, tool.name);
     await this.writeEnd(async (lease) => {
@@ -173,6 +196,8 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   override async handleToolError(error: unknown, runId: string): Promise<void> {
     const tool = this.tools.get(runId);
     if (!tool) return;
+    // A retried attempt failing again: the first attempt's error stays the one recorded.
+    if (this.bareErrors.has(tool.toolCallId)) return;
     const event = this.observe();
     const recorded: JsonObject = isGraphInterrupt(error)
       ? { name: 'GraphInterrupt', message: 'interrupted', interrupts: toJson(error.interrupts) }
