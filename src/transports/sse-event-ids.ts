@@ -27,6 +27,22 @@ const SIGNED_OUT_EVENTS = `event: next\ndata: ${JSON.stringify({
 })}\n\nevent: complete\ndata:\n\n`;
 
 /**
+ * Each result's `next` event, encoded once: a group of identical subscriptions shares one result
+ * object (shared-subscriptions.ts), so its streams write the same bytes rather than a copy each.
+ */
+const encodedEvents = new WeakMap<ExecutionResult, Uint8Array>();
+
+function nextEvent(result: ExecutionResult, encoder: TextEncoder): Uint8Array {
+  let bytes = encodedEvents.get(result);
+  if (bytes === undefined) {
+    const id = eventIdOf(result);
+    bytes = encoder.encode(`${id ? `id: ${id}\n` : ''}event: next\ndata: ${JSON.stringify(withoutInternals(result))}\n\n`);
+    encodedEvents.set(result, bytes);
+  }
+  return bytes;
+}
+
+/**
  * yoga's SSE writer, plus an `id:` line for each result that has an event id (a threadChanges
  * cursor): a browser's EventSource then sends it back as Last-Event-ID when it reconnects.
  * The stream ends with its request: when the client goes (the request's signal aborts) or cancels
@@ -77,11 +93,7 @@ function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: Fetch
       if (ended) return;
       const next = await iterator.next();
       if (ended) return; // the client went while this pull waited
-      if (next.value != null) {
-        const id = eventIdOf(next.value);
-        const data = JSON.stringify(withoutInternals(next.value));
-        controller.enqueue(encoder.encode(`${id ? `id: ${id}\n` : ''}event: next\ndata: ${data}\n\n`));
-      }
+      if (next.value != null) controller.enqueue(nextEvent(next.value, encoder));
       if (next.done) {
         controller.enqueue(encoder.encode('event: complete\ndata:\n\n'));
         await end();
