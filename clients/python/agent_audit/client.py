@@ -11,7 +11,7 @@ from . import _operations as ops
 from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
 from .errors import AuditApiError, LeaseLostError
 from .event_writer import EventWriter
-from .payloads import DEFAULT_MAX_JSON_BYTES, cap_json
+from .payloads import DEFAULT_MAX_JSON_BYTES, cap_json, storable
 from .transport import RetryPolicy, Transport, encode_json
 from .types import (
     JSON,
@@ -339,7 +339,7 @@ class AuditClient:
         return self._event(operation, {"input": _without_none(event)})
 
     def _capped(self, value: Any) -> Any:
-        return None if value is None else cap_json(value, self.max_json_bytes)
+        return None if value is None else cap_json(storable(value), self.max_json_bytes)
 
     def _event(self, operation: ops.Operation, variables: Dict[str, Any]) -> Any:
         if self._writer is None:

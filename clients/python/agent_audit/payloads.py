@@ -4,6 +4,7 @@ most 1.5 times that as stored (PostgreSQL writes every number out in full)."""
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any, Dict, List, Tuple, cast
 
@@ -69,6 +70,24 @@ def _sizes(text: str, value: Any) -> Tuple[int, int]:
 def _truncated(text: str, size: int, max_bytes: int) -> Dict[str, Any]:
     # At most 3 bytes a character once escaped again, so the marker fits well within max_bytes.
     return {"truncated": True, "bytes": size, "preview": text[: min(_PREVIEW_CHARS, max_bytes // 8)]}
+
+
+# A NUL, and a surrogate that is not half of a pair (a pair, as two code points, is JSON's escape of one character).
+_UNSTORABLE = re.compile("\x00|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """``value`` with each character the server cannot store (a NUL, an unpaired surrogate), in a
+    string or a key, replaced by U+FFFD, as the TypeScript client does: a payload holding one is
+    refused whole, and with it every event that repeats it (a model call whose prompt holds a
+    tool's binary output, and the calls it declares)."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {storable(key): storable(member) for key, member in cast(Dict[Any, Any], value).items()}
+    if isinstance(value, (list, tuple)):
+        return [storable(item) for item in cast(List[Any], value)]
+    return value
 
 
 def cap_json(value: Any, max_bytes: int) -> Any:

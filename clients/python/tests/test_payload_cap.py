@@ -5,7 +5,7 @@ TypeScript client does: the event is recorded and its tools bind."""
 
 from __future__ import annotations
 
-from agent_audit import AuditClient, DeclaredToolCall, ModelAudit
+from agent_audit import AuditClient, DeclaredToolCall, ModelAudit, ToolAudit
 from agent_audit.payloads import cap_json
 
 from .support import FAST_RETRY, LiveTestCase
@@ -69,6 +69,25 @@ class PayloadCapTest(LiveTestCase):
         assert isinstance(output, dict)
         self.assertEqual(output["status"], "ok")
         self.assertEqual((output["logits"]["truncated"], output["logits"]["bytes"]), (True, 42_001))
+
+    def test_a_nul_or_an_unpaired_surrogate_is_sent_as_u_fffd_and_the_rest_of_the_run_is_recorded(self) -> None:
+        # The server cannot store either: one in a tool's output refused its end, and the next
+        # model call, whose prompt repeats it, with every tool it declared.
+        thread_id, run_id = self.queued_run()
+        binary = {"content": "PK\u0003\u0004\u0000\ud800", "status": "success", "k\u0000": 1}
+        with self.worker.start_run(run_id) as run:
+            run.model_started("m1", input={"messages": []})
+            run.model_finished("m1", tool_calls=[DeclaredToolCall("c1", "unzip", {"path": "a\u0000.zip"})])
+            run.tool_started("c1", "unzip", effective_input={"path": "a\u0000.zip"})
+            run.tool_finished("c1", binary)
+            run.model_started("m2", input={"messages": [binary]})
+            run.model_finished("m2", output={"content": "done"})
+        audits = self.owner.thread_audits(thread_id).items
+        self.assertEqual([(audit.operation_id, audit.status) for audit in audits], [("m1", "COMPLETED"), ("c1", "COMPLETED"), ("m2", "COMPLETED")])
+        tool = audits[1]
+        assert isinstance(tool, ToolAudit)
+        self.assertEqual(tool.output, {"content": "PK\u0003\u0004\ufffd\ufffd", "status": "success", "k\ufffd": 1})
+        self.assertEqual(tool.effective_input, {"path": "a\ufffd.zip"})
 
     def test_cap_json_measures_numbers_as_the_server_does(self) -> None:
         zeros = [0] * 1023  # 2,047 bytes sent, 3,069 stored: whole
