@@ -30,6 +30,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** SHUTDOWN_DRAIN_MS: after SIGTERM, how long /readyz answers 503 while requests are still served, before the listener closes. */
   shutdownDrainMs: number;
+  /** HTTP_KEEP_ALIVE_TIMEOUT_MS: how long an idle HTTP connection stays open for its next request. */
+  httpKeepAliveTimeoutMs: number;
   /** DATABASE_POOL_SIZE: PostgreSQL connections per instance (instances x pool must stay under max_connections). */
   databasePoolSize: number;
   /** DATABASE_STATEMENT_TIMEOUT_MS: PostgreSQL's statement_timeout for requests; a statement the server did not answer a little past it is given up. */
@@ -166,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxQueryCost: intFromEnv(env, 'MAX_QUERY_COST', 10_000_000, { min: 1 }),
     shutdownTimeoutMs: intFromEnv(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     shutdownDrainMs: intFromEnv(env, 'SHUTDOWN_DRAIN_MS', 5_000),
+    httpKeepAliveTimeoutMs: intFromEnv(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, { min: 1 }),
     // A sweep holds one connection (its advisory lock's session) while it queries on another.
     databasePoolSize: intFromEnv(env, 'DATABASE_POOL_SIZE', 10, { min: 2 }),
     databaseStatementTimeoutMs: intFromEnv(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, { min: 100 }),

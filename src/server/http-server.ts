@@ -133,6 +133,11 @@ export function createHttpServer(
   };
   const server = listening ?? createServer(serve);
   server.on('clientError', answerUnparsable);
+  // Longer than a load balancer's idle timeout (60 s on the common ones): the side that closes an
+  // idle connection must be the one that sends on it, or a request sent as the server closes it is
+  // lost (a 502, a reset). Node's default, 5 s, is shorter than every load balancer's.
+  server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+  server.headersTimeout = Math.max(server.headersTimeout, config.httpKeepAliveTimeoutMs + 1_000);
   return {
     server,
     /** Listens, or takes over the server that listened while the instance started (starting.ts); resolves to the GraphQL endpoint's URL. */

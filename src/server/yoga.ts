@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { getOperationAST, getVariableValues, GraphQLError, Kind, type DocumentNode, type ValidationContext } from 'graphql';
@@ -27,6 +28,8 @@ import { errorFields, log } from '../log.js';
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
   request?: Request;
+  /** HTTP on Node: the response, which yoga's Node adapter puts in the server context. */
+  res?: ServerResponse;
   /** graphql-ws: the connection's `connectionParams`. */
   connectionParams?: Record<string, unknown>;
   /** GET /graphql/stream: the browser's stream session (src/server/stream-session.ts), not a bearer token. */
@@ -78,8 +81,11 @@ export function requestIdOf(given: string | string[] | null | undefined): string
   return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** `request` with its body counted as it streams, failing past `limit` bytes (as yoga does). */
-function counted(request: Request, limit: number, fetchAPI: FetchAPI): Request {
+/**
+ * `request` with its body counted as it streams, failing past `limit` bytes (as yoga does). A body
+ * cut past drainedBodyLimit calls `cut`: the rest is never read.
+ */
+function counted(request: Request, limit: number, fetchAPI: FetchAPI, cut: () => void): Request {
   const body = request.body;
   if (!body) return request;
   // A native stream needs the native TransformStream (graphql-yoga#4583).
@@ -90,7 +96,10 @@ function counted(request: Request, limit: number, fetchAPI: FetchAPI): Request {
       transform(chunk, controller) {
         bytes += chunk.byteLength;
         if (bytes <= limit) controller.enqueue(chunk);
-        else if (bytes > drainedBodyLimit(limit)) controller.error(bodyTooLargeError(limit));
+        else if (bytes > drainedBodyLimit(limit)) {
+          cut();
+          controller.error(bodyTooLargeError(limit));
+        }
         // Else read on to the end, thrown away, so that the 413 reaches the client (drainedBodyLimit).
       },
       flush(controller) {
@@ -108,9 +117,9 @@ function counted(request: Request, limit: number, fetchAPI: FetchAPI): Request {
  * within the limit needs no counting, since Node's HTTP parser delivers exactly that many bytes;
  * only bodies without one (chunked) are counted as they stream.
  */
-function useBodyLimit(limit: number): Plugin {
+function useBodyLimit(limit: number): Plugin<Record<string, unknown>, ServerContext> {
   return {
-    onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
+    onRequestParse({ request, requestParser, setRequestParser, fetchAPI, serverContext }) {
       const length = request.headers.get('content-length');
       if (length !== null) {
         if (!/^\d+$/.test(length)) throw bodyError('Content-Length header is invalid.', 400, 'BAD_REQUEST');
@@ -118,7 +127,9 @@ function useBodyLimit(limit: number): Plugin {
         return;
       }
       if (!requestParser || !request.body) return;
-      setRequestParser((req) => requestParser(counted(req, limit, fetchAPI)));
+      // The connection closes after the 413: kept alive, Node would read the rest of the body to reach the next request.
+      const closeAfterAnswer = () => serverContext.res?.setHeader('connection', 'close');
+      setRequestParser((req) => requestParser(counted(req, limit, fetchAPI, closeAfterAnswer)));
     },
   };
 }

@@ -2,7 +2,8 @@
 // exit 1; every request is one access line with its x-request-id echoed; SIGTERM answers /readyz
 // 503 for SHUTDOWN_DRAIN_MS while requests are still served, then closes without resetting any.
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -115,6 +116,28 @@ describe('a running server process', () => {
     );
     expect(jsonLines(server.output()).find((line) => /listening on/.test(line.msg))).toMatchObject({ liveUpdates: expect.any(String), retention: 'off', export: 'off', instanceId: expect.stringMatching(/:\d+$/) });
   }, 120_000);
+
+  it('keeps an idle connection open past a load balancer\'s idle timeout: 65 s, said in Keep-Alive, not Node\'s 5 s', async () => {
+    const server = await startServer(storage());
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    await once(socket, 'connect');
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    const ask = async () => {
+      const before = received.length;
+      socket.write(`GET /healthz HTTP/1.1\r\nHost: ${hostname}\r\nConnection: keep-alive\r\n\r\n`);
+      await expect.poll(() => received.slice(before)).toMatch(/\r\n\r\n(2\r\nok\r\n0\r\n\r\n|ok)$/);
+      return received.slice(before);
+    };
+    expect(await ask()).toMatch(/^keep-alive: timeout=65$/im);
+    // Past Node's default, on the same connection.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    expect(socket.destroyed).toBe(false);
+    expect(await ask()).toMatch(/^HTTP\/1\.1 200/);
+    socket.destroy();
+    expect(await server.stop('SIGTERM')).toBe(0);
+  }, 60_000);
 
   it('SIGTERM: /readyz answers 503 through the drain while requests are still served; then it closes without resetting a request', async () => {
     const server = await startServer(storage(), { SHUTDOWN_DRAIN_MS: '1500' });
