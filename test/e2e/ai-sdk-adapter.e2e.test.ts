@@ -427,6 +427,28 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(recorded).toEqual({ throws_object: ['FAILED', '{"code":42}'], throws_null: ['FAILED', 'unknown error'], throws_string: ['FAILED', 'plain text'] });
   });
 
+  it('a call the SDK never ran (an unknown tool, input its schema refuses) is recorded FAILED with the error the model was told', async () => {
+    const t = await openThread('ai-sdk: calls that never ran');
+    const turns = [
+      turn('Trying.', [callTool('delete_everything', { really: true }), callTool('get_weather', { city: 42 }), callTool('get_weather', { city: 'Oslo' })]),
+      turn('Two of those could not run.'),
+    ];
+    const runId = await t.newRun();
+    const { status, result } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(3) });
+    expect(status).toBe('COMPLETED');
+    const toolMessage = result.response.messages.find((message) => message.role === 'tool')!;
+    const told = (toolMessage.content as { toolCallId: string; output: { type: string; value: unknown } }[]).filter((part) => part.output.type === 'error-text');
+    expect(told).toHaveLength(2);
+    const tools = toolsOf(await t.timeline());
+    const [unknown, refused, ran] = turns[0]!.toolCalls.map((call) => tools.find((item) => item.toolCallId === call.id));
+    for (const [item, declared] of [[unknown, turns[0]!.toolCalls[0]!], [refused, turns[0]!.toolCalls[1]!]] as const) {
+      const said = told.find((part) => part.toolCallId === declared.id)!.output.value;
+      expect(item).toMatchObject({ name: declared.name, status: 'FAILED', effectiveInput: declared.args, toolCall: { status: 'FAILED', output: said } });
+    }
+    expect(unknown!.toolCall.output).toMatch(/delete_everything/);
+    expect(ran).toMatchObject({ status: 'COMPLETED' });
+  });
+
   it('a step that stops for tool approval (needsApproval) ends the run INTERRUPTED; the approved call runs in a resumed run', async () => {
     const t = await openThread('ai-sdk: tool approval');
     const tools = {

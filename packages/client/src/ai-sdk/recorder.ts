@@ -1,10 +1,10 @@
 import { generateText, streamText, wrapLanguageModel, type LanguageModelMiddleware, type StepResult, type ToolSet } from 'ai';
 import type { AuditClient } from '../audit-client.js';
-import { errorJson, toJson } from '../json.js';
+import { errorJson } from '../json.js';
 import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
 import type { JsonObject, RunTerminalStatus } from '../types.js';
 import { modelCallRecorder } from './model-calls.js';
-import { recordedTools } from './tool-calls.js';
+import { errorText, recordCallsNeverRun, recordedTools } from './tool-calls.js';
 
 /** A model the AI SDK's middleware can wrap (a provider's model object, not a gateway id string). */
 export type WrappableModel = Parameters<typeof wrapLanguageModel>[0]['model'];
@@ -14,6 +14,7 @@ export interface RecordableOptions {
   model: WrappableModel;
   tools?: ToolSet;
   abortSignal?: AbortSignal;
+  onStepFinish?: (step: StepResult<any>) => unknown;
 }
 
 /**
@@ -129,11 +130,19 @@ export class AuditedAiRun {
     return recordedTools(this.recording, tools, this.bareErrors);
   }
 
-  /** The call's options with the model and tools recorded and the lease's signal joined to its abortSignal. */
+  /**
+   * The call's options with the model and tools recorded, the lease's signal joined to its
+   * abortSignal, and each step's calls the SDK never ran recorded as it finishes.
+   */
   record<O extends RecordableOptions>(options: O): O {
     this.callerSignal = options.abortSignal;
+    const callerOnStepFinish = options.onStepFinish;
     return {
       ...options,
+      onStepFinish: async (step: StepResult<any>) => {
+        await recordCallsNeverRun(this.recording, step);
+        await callerOnStepFinish?.(step);
+      },
       model: this.model(options.model),
       ...(options.tools ? { tools: this.tools(options.tools) } : {}),
       abortSignal: options.abortSignal ? AbortSignal.any([options.abortSignal, this.signal]) : this.signal,
@@ -207,12 +216,4 @@ export class AuditedAiRun {
       });
     });
   }
-}
-
-/** The text the SDK hands the model for a tool's error (its `getErrorMessage`): what the settled ToolMessage says. */
-function errorText(error: unknown): string {
-  if (error == null) return 'unknown error';
-  if (typeof error === 'string') return error;
-  if (error instanceof Error) return error.message;
-  return JSON.stringify(toJson(error));
 }

@@ -1,4 +1,4 @@
-import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import type { StepResult, Tool, ToolExecutionOptions, ToolSet } from 'ai';
 import { errorJson, toJson } from '../json.js';
 import { AuditLeaseLostError } from '../lease-lost.js';
 import type { RunRecording } from '../run-recording.js';
@@ -25,15 +25,9 @@ export function recordedTools<TOOLS extends ToolSet>(recording: RunRecording, to
 
 function recordedExecute(recording: RunRecording, name: string, execute: Execute, bareErrors: Map<string, string>): Execute {
   // Each execution is recorded under the id its declaration was recorded under (see ToolCallIds).
-  const started = (input: unknown, toolCallId: string) => {
-    const event = recording.observe();
-    return recording.write((lease) => recording.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: inputJson(input), ...event }));
-  };
-  const finished = (output: unknown, toolCallId: string) => {
-    const event = recording.observe();
-    const envelope: JsonObject = { type: 'tool', tool_call_id: toolCallId, name, status: 'success', content: typeof output === 'string' ? output : toJson(output) };
-    return recording.write((lease) => recording.client.recordToolFinished({ lease, toolCallId, output: envelope, ...event }));
-  };
+  const started = (input: unknown, toolCallId: string) => recordStart(recording, name, input, toolCallId);
+  const finished = (output: unknown, toolCallId: string) =>
+    recordFinish(recording, { type: 'tool', tool_call_id: toolCallId, name, status: 'success', content: typeof output === 'string' ? output : toJson(output) });
   const failed = async (error: unknown, toolCallId: string) => {
     // Our own write found the lease gone: that is not the tool's error, and nothing can be recorded.
     if (error instanceof AuditLeaseLostError) throw error;
@@ -109,6 +103,42 @@ function recordedExecute(recording: RunRecording, name: string, execute: Execute
       },
     );
   };
+}
+
+function recordStart(recording: RunRecording, name: string, input: unknown, toolCallId: string): Promise<void> {
+  const event = recording.observe();
+  return recording.write((lease) => recording.client.recordToolStarted({ lease, toolCallId, name, effectiveInput: inputJson(input), ...event }));
+}
+
+function recordFinish(recording: RunRecording, envelope: JsonObject & { tool_call_id: string }): Promise<void> {
+  const event = recording.observe();
+  return recording.write((lease) => recording.client.recordToolFinished({ lease, toolCallId: envelope.tool_call_id, output: envelope, ...event }));
+}
+
+/**
+ * The calls of a step that the SDK refused before running them (a tool it does not have, input
+ * its schema refuses): the model is told the error, and the timeline shows each as a tool that
+ * started and failed at once with that error, on the input the model gave.
+ */
+export async function recordCallsNeverRun(recording: RunRecording, step: StepResult<ToolSet>): Promise<void> {
+  const writes = step.toolCalls.flatMap((call) => {
+    const told = call.invalid && step.content.find((part) => part.type === 'tool-error' && part.toolCallId === call.toolCallId);
+    if (!told || told.type !== 'tool-error') return [];
+    const toolCallId = recording.toolCallIds.current(call.toolCallId);
+    return [
+      recordStart(recording, call.toolName, call.input, toolCallId),
+      recordFinish(recording, { type: 'tool', tool_call_id: toolCallId, name: call.toolName, status: 'error', content: errorText(told.error) }),
+    ];
+  });
+  await Promise.all(writes);
+}
+
+/** The text the SDK hands the model for a tool's error (its `getErrorMessage`): what the settled ToolMessage says. */
+export function errorText(error: unknown): string {
+  if (error == null) return 'unknown error';
+  if (typeof error === 'string') return error;
+  if (error instanceof Error) return error.message;
+  return JSON.stringify(toJson(error));
 }
 
 function isFunctionOfKind(fn: unknown, kind: 'AsyncFunction' | 'AsyncGeneratorFunction'): boolean {
