@@ -168,6 +168,31 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     expect(tools.send_email!.finishedAt).not.toBeNull();
   });
 
+  it('a call ToolNode never ran (a tool it does not have, input the schema refuses) is recorded FAILED with the error ToolMessage', async () => {
+    const t = await openThread('langgraph: calls that never ran');
+    const unknown = callTool('delete_everything', { really: true });
+    const refused = callTool('get_weather', { city: 42 });
+    const ran = callTool('get_weather', { city: 'Oslo' });
+    const graph = buildReactAgent([turn('Trying.', [unknown, refused, ran]), turn('Two of those could not run.')]);
+    const runId = await t.newRun();
+    const { status, state } = await t.audit.invoke(runId, graph, userSays('Go.'), t.config);
+    expect(status).toBe('COMPLETED');
+    const toolMessageOf = (call: typeof unknown) => state.messages.find((message: BaseMessage) => (message as { tool_call_id?: string }).tool_call_id === call.id)!;
+    const tools = (await t.timeline()).filter((item) => item.__typename === 'ToolAudit').map(asTool);
+    for (const call of [unknown, refused]) {
+      const told = toolMessageOf(call);
+      expect(told).toMatchObject({ status: 'error' });
+      expect(tools.find((item) => item.toolCallId === call.id)).toMatchObject({
+        name: call.name,
+        status: 'FAILED',
+        effectiveInput: call.args,
+        output: { status: 'error', tool_call_id: call.id, content: told.content },
+        toolCall: { status: 'FAILED', output: told.content },
+      });
+    }
+    expect(tools.find((item) => item.toolCallId === ran.id)).toMatchObject({ status: 'COMPLETED' });
+  });
+
   it('a node retried by its retryPolicy runs its tools again in the same run: one audit per tool call, no write error', async () => {
     const t = await openThread('langgraph: node retry');
     const attempts = { flaky: 0, steady: 0 };

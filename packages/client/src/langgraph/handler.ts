@@ -1,5 +1,5 @@
 import type { Serialized } from '@langchain/core/load/serializable';
-import type { BaseMessage } from '@langchain/core/messages';
+import { ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import type { LLMResult, ChatGeneration } from '@langchain/core/outputs';
 import { GraphCallbackHandler, isGraphInterrupt, type GraphInterruptEvent } from '@langchain/langgraph';
 import type { AuditClient } from '../audit-client.js';
@@ -72,6 +72,10 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   private readonly started = new Map<string, RecordedTool>();
   /** Tool calls of this run that ended in a bare error: their final ToolMessage settles them. */
   readonly bareErrors = new Set<string>();
+  /** Tool calls declared in this run (by the id they are recorded under): what a call that never ran is recorded with. */
+  private readonly declared = new Map<string, { name: string; args?: unknown }>();
+  /** Callback run ids of the root graph's nodes: their outputs are what each step added to the state. */
+  private readonly rootNodes = new Set<string>();
   /** Tool calls whose start the server refused as already ended (see ToolRerun): nothing more is sent for them. */
   private readonly reruns = new Set<string>();
   /** Set when the root graph paused on interrupt(). */
@@ -121,6 +125,7 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     const declared = declaredToolCalls(message);
     const recordedIds = this.toolCallIds.declare(declared.map((call) => call.id));
     const toolCalls = declared.map((call, index) => ({ ...call, id: recordedIds[index]! }));
+    for (const call of toolCalls) this.declared.set(call.id, call);
     await this.writeEnd((lease) =>
       this.target.client.recordModelFinished({
         lease,
@@ -209,6 +214,42 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     });
   }
 
+  override handleChainStart(
+    _chain: Serialized,
+    _inputs: unknown,
+    runId: string,
+    _runType?: string,
+    _tags?: string[],
+    metadata?: Record<string, unknown>,
+  ): void {
+    if (typeof metadata?.langgraph_node === 'string' && eventNamespace(metadata).length === 0) this.rootNodes.add(runId);
+  }
+
+  /**
+   * A call ToolNode never ran (a tool it does not have, input the tool's schema refuses) gets no
+   * tool callback, only an error ToolMessage in the node's output: it is recorded as a tool that
+   * started and failed at once with that message, on the input the model declared. Only a node's
+   * output is read (the graph's own is the whole state, whose older messages may carry reused ids).
+   */
+  override async handleChainEnd(outputs: unknown, runId: string): Promise<void> {
+    if (!this.rootNodes.delete(runId)) return;
+    for (const message of errorToolMessagesIn(outputs)) {
+      const toolCallId = this.toolCallIds.current(message.tool_call_id);
+      const call = this.declared.get(toolCallId);
+      if (!call || this.started.has(toolCallId)) continue;
+      const recorded: RecordedTool = { toolCallId, name: call.name, ended: true };
+      this.started.set(toolCallId, recorded);
+      const [start, end] = [this.observe(), this.observe()];
+      const output = toolOutputEnvelope(message, toolCallId, call.name);
+      await this.write((lease) => this.target.client.recordToolStarted({ lease, toolCallId, name: call.name, effectiveInput: effectiveInput(call.args), ...start }));
+      await this.writeEnd((lease) => this.target.client.recordToolFinished({ lease, toolCallId, output, ...end }));
+    }
+  }
+
+  override handleChainError(_error: unknown, runId: string): void {
+    this.rootNodes.delete(runId);
+  }
+
   /**
    * Sends the verdict of a tool that ended in a bare error: the error ToolMessage the graph's
    * state holds for it, as the tool's finish (FAILED with it). For a run that pauses: the
@@ -249,6 +290,14 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
       if (!(error instanceof AuditLeaseLostError)) throw error;
     });
   }
+}
+
+/** The error ToolMessages of a node's output (its `messages` update, or a list of them). */
+function errorToolMessagesIn(outputs: unknown): ToolMessage[] {
+  if (ToolMessage.isInstance(outputs)) return outputs.status === 'error' ? [outputs] : [];
+  if (Array.isArray(outputs)) return outputs.flatMap(errorToolMessagesIn);
+  const messages = (outputs as { messages?: unknown } | null)?.messages;
+  return Array.isArray(messages) ? messages.flatMap(errorToolMessagesIn) : [];
 }
 
 function modelName(llm: Serialized, metadata: Record<string, unknown> | undefined, runName: string | undefined): string {
