@@ -29,31 +29,28 @@ async function databaseWithCtype(ctype: string) {
   };
 }
 
+/** The warn lines the server logs while it opens a database of that character type. */
+async function warningsOpening(ctype: string): Promise<string[]> {
+  const warn = vi.spyOn(log, 'warn');
+  const database = await databaseWithCtype(ctype);
+  try {
+    const db = await openPostgres(database.url, 2, 5_000);
+    await db.close();
+  } finally {
+    await database.drop();
+  }
+  return warn.mock.calls.map((call) => String(call[1]));
+}
+
 describe.runIf(postgresSuiteRuns('a database whose character type is C'))('a database whose character type is C', () => {
   afterEach(() => vi.restoreAllMocks());
 
   it('is named at start, with what it does to searches', async () => {
-    const warn = vi.spyOn(log, 'warn');
-    const database = await databaseWithCtype('C');
-    try {
-      const db = await openPostgres(database.url, 2, 5_000);
-      await db.close();
-    } finally {
-      await database.drop();
-    }
-    const lines = warn.mock.calls.map((call) => String(call[1]));
+    const lines = await warningsOpening('C');
     expect(lines.some((line) => line.includes("LC_CTYPE is 'C'") && line.includes('ЗНАЧЕНИЕ'))).toBe(true);
   });
 
   it('is not named for a UTF-8 character type', async () => {
-    const warn = vi.spyOn(log, 'warn');
-    const database = await databaseWithCtype('C.UTF-8');
-    try {
-      const db = await openPostgres(database.url, 2, 5_000);
-      await db.close();
-    } finally {
-      await database.drop();
-    }
-    expect(warn.mock.calls.map((call) => String(call[1])).filter((line) => line.includes('LC_CTYPE'))).toEqual([]);
+    expect((await warningsOpening('C.UTF-8')).filter((line) => line.includes('LC_CTYPE'))).toEqual([]);
   });
 });

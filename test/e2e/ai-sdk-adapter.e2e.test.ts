@@ -2,13 +2,13 @@
 // (generateText / streamText with tools, the SDK's own mock language model following a script)
 // is recorded through AiSdkAudit, and the owner reads the run back with threadAudits, audit by
 // audit against what the SDK reports the agent did.
-import { generateText, simulateReadableStream, stepCountIs, tool, type StepResult } from 'ai';
+import { generateText, simulateReadableStream, stepCountIs, tool, type StepResult, type ToolSet } from 'ai';
 import { z } from 'zod';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it, vi } from 'vitest';
 import { AuditClient, type FetchLike, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
 import { AiSdkAudit, AuditLeaseLostError } from '@agent-audit/client/ai-sdk';
-import { agentTools, callTool, scriptedModel, turn, type ScriptedTurn } from '../../src/cli/ai-sdk-agent.js';
+import { agentTools, callTool, scriptedModel, turn, type ScriptedCall, type ScriptedTurn } from '../../src/cli/ai-sdk-agent.js';
 import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile } from './support/server.js';
 import { losingFirstResponses } from './support/lossy-fetch.js';
@@ -99,6 +99,17 @@ const asModel = (item: ThreadAuditItem | undefined) => {
   return item as ModelAudit;
 };
 const toolsOf = (items: ThreadAuditItem[]) => items.filter((item): item is ToolAuditWithLinks => item.__typename === 'ToolAudit');
+
+/** The same id for every call: as a model that numbers its calls afresh each step (call_0 every time). */
+const asCall0 = (call: ScriptedCall) => ({ ...call, id: 'call_0' });
+
+/** Runs the scripted turns through generateText on a new run of the thread, which must end COMPLETED with every write landed. */
+async function completedRun<TOOLS extends ToolSet>(t: Awaited<ReturnType<typeof openThread>>, turns: ScriptedTurn[], tools: TOOLS) {
+  const runId = await t.newRun();
+  const finished = await t.audit.generateText(runId, { model: scriptedModel(turns), tools, prompt: 'Go.', stopWhen: stepCountIs(turns.length + 1) });
+  expect(finished).toMatchObject({ status: 'COMPLETED', writeErrors: [] });
+  return finished;
+}
 
 /** Several steps: parallel calls (one of which throws, one where the schema's default applies), then one more call. */
 const severalSteps = () => [
@@ -222,17 +233,12 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
 
   it('a model that numbers its calls afresh each step (call_0 every time): each later declaration is recorded as call_0#n', async () => {
     const t = await openThread('ai-sdk: reused tool call ids');
-    const numbered = (call: ScriptedTurn['toolCalls'][number]) => ({ ...call, id: 'call_0' });
-    const turns = [
-      turn('Paris first.', [numbered(callTool('get_weather', { city: 'Paris' }))]),
-      turn('Now Oslo.', [numbered(callTool('get_weather', { city: 'Oslo' }))]),
-      turn('Now the mail.', [numbered(callTool('send_email', { to: 'me@example.com' }))]),
+    await completedRun(t, [
+      turn('Paris first.', [asCall0(callTool('get_weather', { city: 'Paris' }))]),
+      turn('Now Oslo.', [asCall0(callTool('get_weather', { city: 'Oslo' }))]),
+      turn('Now the mail.', [asCall0(callTool('send_email', { to: 'me@example.com' }))]),
       turn('Sunny in both; the mail failed.'),
-    ];
-    const runId = await t.newRun();
-    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(5) });
-    expect(status).toBe('COMPLETED');
-    expect(writeErrors).toEqual([]);
+    ], agentTools);
     const items = await t.timeline();
     expect(whatWasRecorded(items).map((item) => (item.declares ? item.declares.map((call) => call.toolCallId) : [item.toolCallId, item.status, item.effectiveInput]))).toEqual([
       ['call_0'],
@@ -248,19 +254,14 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
 
   it('two calls of one response with the same id: each execution is recorded under its own declaration, a throw settled too', async () => {
     const t = await openThread('ai-sdk: one id twice in a response');
-    const numbered = (call: ScriptedTurn['toolCalls'][number]) => ({ ...call, id: 'call_0' });
-    const turns = [
+    await completedRun(t, [
       turn('Both cities, then the mail.', [
-        numbered(callTool('get_weather', { city: 'Paris' })),
-        numbered(callTool('get_weather', { city: 'Oslo' })),
-        numbered(callTool('send_email', { to: 'me@example.com' })),
+        asCall0(callTool('get_weather', { city: 'Paris' })),
+        asCall0(callTool('get_weather', { city: 'Oslo' })),
+        asCall0(callTool('send_email', { to: 'me@example.com' })),
       ]),
       turn('Sunny in both; the mail failed.'),
-    ];
-    const runId = await t.newRun();
-    const { status, writeErrors } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(3) });
-    expect(status).toBe('COMPLETED');
-    expect(writeErrors).toEqual([]);
+    ], agentTools);
     const items = await t.timeline();
     expect(toolsOf(items).map((item) => [item.toolCallId, item.status, item.effectiveInput, item.toolCall.declaredInput])).toEqual([
       ['call_0', 'COMPLETED', { city: 'Paris', units: 'metric' }, { city: 'Paris' }],
@@ -413,10 +414,7 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     const t = await openThread('ai-sdk: thrown non-errors');
     const throwing = (thrown: unknown) => tool({ inputSchema: z.object({}), execute: async (): Promise<string> => Promise.reject(thrown) });
     const tools = { throws_object: throwing({ code: 42 }), throws_null: throwing(null), throws_string: throwing('plain text') };
-    const turns = [turn('Trying.', [callTool('throws_object', {}), callTool('throws_null', {}), callTool('throws_string', {})]), turn('All failed.')];
-    const runId = await t.newRun();
-    const { status, result } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools, prompt: 'Go.', stopWhen: stepCountIs(3) });
-    expect(status).toBe('COMPLETED');
+    const { result } = await completedRun(t, [turn('Trying.', [callTool('throws_object', {}), callTool('throws_null', {}), callTool('throws_string', {})]), turn('All failed.')], tools);
     // What the second model call was told about each tool (the SDK's error text).
     const toolMessage = result.response.messages.find((message) => message.role === 'tool')!;
     const errorTexts = Object.fromEntries(
@@ -433,9 +431,7 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
       turn('Trying.', [callTool('delete_everything', { really: true }), callTool('get_weather', { city: 42 }), callTool('get_weather', { city: 'Oslo' })]),
       turn('Two of those could not run.'),
     ];
-    const runId = await t.newRun();
-    const { status, result } = await t.audit.generateText(runId, { model: scriptedModel(turns), tools: agentTools, prompt: 'Go.', stopWhen: stepCountIs(3) });
-    expect(status).toBe('COMPLETED');
+    const { result } = await completedRun(t, turns, agentTools);
     const toolMessage = result.response.messages.find((message) => message.role === 'tool')!;
     const told = (toolMessage.content as { toolCallId: string; output: { type: string; value: unknown } }[]).filter((part) => part.output.type === 'error-text');
     expect(told).toHaveLength(2);
