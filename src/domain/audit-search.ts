@@ -71,17 +71,30 @@ const SNIPPET_LEAD = 25;
 export const SEARCH_WALK_BUDGET = 500;
 
 /**
+ * How many bytes of payloads (the stored sizes of input, output and error) a search walks at
+ * most before it asks the trigram index instead; it reads one audit past them at most. The walk
+ * reads whole each audit it passes: the newest 500 audits of a tool returning 1 MB each took
+ * 3.7–10 s of PostgreSQL CPU per search that found nothing (~10–20 ms a MB; 70 ms with this
+ * budget: bench/search-large-payloads.ts). 4 MiB keep a walk under ~80 ms however large its
+ * audits, and never stop one of 500 audits of 8 kB or less.
+ */
+export const SEARCH_WALK_BYTES = 4 * 1024 * 1024;
+/** An audit's weight for SEARCH_WALK_BYTES: its payloads' sizes as stored (read from the row, not the payloads). */
+const PAYLOAD_BYTES_OF = `coalesce(m.input_bytes, 0) + coalesce(m.output_bytes, 0) + coalesce(m.error_bytes, 0)`;
+
+/**
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), without their
  * payloads (read when asked for, once their sizes were charged, as a timeline's), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
  *
- * 1. Walk the newest `SEARCH_WALK_BUDGET` audits below `after` of the thread when one is given,
+ * 1. Walk the newest `SEARCH_WALK_BUDGET` audits (or fewer, holding `SEARCH_WALK_BYTES` of
+ *    payloads) below `after` of the thread when one is given,
  *    else of the owner (every audit carries its thread's owner: migration
  *    20261204000000_audit_owner), one index probe each (walkNewestFirst, whatever the statistics say), testing each,
  *    and stop at `first + 1` hits: a text or name most audits hold is found here, after reading
  *    a few hundred rows.
- * 2. Only when the walk read its whole budget without filling the page: the matches found
+ * 2. Only when the walk read its whole budget (of audits or bytes) without filling the page: the matches found
  *    through the search index (the text, and the name, which an exact name match implies) in the
  *    thread, else the owner's (the index holds the thread and the owner beside the trigrams, so a
  *    probe reads their matches only, however many other threads or owners hold the text); of
@@ -145,19 +158,20 @@ export async function searchAudits(sql: Sql, principal: Principal, search: Audit
   // The name's substring test is implied by `m.name = …`: the walk skips it, the index uses it.
   const walkTests = [...(liveTest === null ? [] : [liveTest]), ...filters, ...(text !== null ? [textTests[0]!] : [])];
   const budget = SEARCH_WALK_BUDGET;
+  const bytes = { of: PAYLOAD_BYTES_OF, budget: SEARCH_WALK_BYTES };
   const limit = param(first + 1);
   const columns = auditSummaryColumns('m.');
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const textAt = param(text);
   // Below the walk: the index's matches in the thread, or the owner's (still live).
   const olderHits = `older_hits AS MATERIALIZED (
-       SELECT m.id FROM message m WHERE ${walkFellShort(limit, budget)} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
+       SELECT m.id FROM message m WHERE ${walkFellShort(limit, budget, bytes.budget)} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
      )`;
   // Across threads the walk goes back on `(owner_id, id)`.
   const walkRange = threadId === null ? [`m.owner_id = ${owner}`, ...range] : range;
   const rows = await sql.query<AuditHit>(
-    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget)}, walked AS (
-       SELECT m.id, ${hit} AS hit FROM walk m
+    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget, bytes)}, walked AS (
+       SELECT m.id, m.bytes, ${hit} AS hit FROM walk m
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
      ), ${olderHits}, hits AS (

@@ -10,6 +10,8 @@ export const MIN_WINDOW_SECONDS = 60;
 export const MAX_WINDOW_SECONDS = 604_800;
 /** The window of a view that names none: an hour. */
 export const DEFAULT_WINDOW_SECONDS = 3_600;
+/** A view over a longer window is a wide one: a principal runs a few at once (src/graphql/search-limits.ts). */
+export const WIDE_WINDOW_SECONDS = DEFAULT_WINDOW_SECONDS;
 /** The most audits `running(first)` and `recentFailures(first)` list. */
 export const MAX_ACTIVITY_LIST = 100;
 /** The most buckets a window is cut into. */

@@ -7,26 +7,42 @@ import type { Sql } from '../db/sql.js';
  * stops after a page stops the walk. Each probe's plan is the index walk whatever the statistics
  * say: a single `ORDER BY id DESC LIMIT budget` over the matches, once analysed, was planned as
  * reading and sorting every match.
+ *
+ * With `bytes` (SQL on `alias`: what a row weighs, e.g. its payloads' stored sizes), the CTE also
+ * has a column `bytes`, the weight of the rows walked so far, and the walk takes no row once it
+ * reaches `bytes.budget`: it reads at most one row past that weight.
  */
-export function walkNewestFirst(name: string, table: string, alias: string, range: string, columns: string[], budget: number | string): string {
+export function walkNewestFirst(
+  name: string,
+  table: string,
+  alias: string,
+  range: string,
+  columns: string[],
+  budget: number | string,
+  bytes?: { of: string; budget: number },
+): string {
   const selected = [`${alias}.id`, ...columns.map((column) => `${alias}.${column}`)].join(', ');
   const next = ['next.id', ...columns.map((column) => `next.${column}`)].join(', ');
-  return `${name}(${['id', ...columns, 'step'].join(', ')}) AS (
-       (SELECT ${selected}, 1 FROM ${table} ${alias} WHERE ${range} ORDER BY ${alias}.id DESC LIMIT 1)
+  const weight = bytes ? `, (${bytes.of})::bigint AS bytes` : '';
+  return `${name}(${['id', ...columns, 'step', ...(bytes ? ['bytes'] : [])].join(', ')}) AS (
+       (SELECT ${selected}, 1${weight} FROM ${table} ${alias} WHERE ${range} ORDER BY ${alias}.id DESC LIMIT 1)
        UNION ALL
-       SELECT ${next}, w.step + 1 FROM ${name} w CROSS JOIN LATERAL (
-         SELECT ${selected} FROM ${table} ${alias} WHERE ${range} AND ${alias}.id < w.id ORDER BY ${alias}.id DESC LIMIT 1) next
-       WHERE w.step < ${budget}
+       SELECT ${next}, w.step + 1${bytes ? ', w.bytes + next.bytes' : ''} FROM ${name} w CROSS JOIN LATERAL (
+         SELECT ${selected}${weight} FROM ${table} ${alias} WHERE ${range} AND ${alias}.id < w.id ORDER BY ${alias}.id DESC LIMIT 1) next
+       WHERE w.step < ${budget}${bytes ? ` AND w.bytes < ${bytes.budget}` : ''}
      )`;
 }
 
 /**
- * After a walk, as its readers name what it found (`walked(id, hit)`, every row walked, and
- * `walk_hits(id)`, its hits, at most `limit`): whether it read its whole `budget` without filling
- * the page, so that the rest of the matches must be read below it, at once.
+ * After a walk, as its readers name what it found (`walked(id, hit)`, every row walked, with
+ * `bytes` when the walk has a byte budget, and `walk_hits(id)`, its hits, at most `limit`):
+ * whether it stopped at its `budget` of rows (or its `bytes` budget) without filling the page, so
+ * that the rest of the matches must be read below it, at once.
  */
-export const walkFellShort = (limit: string, budget: number) =>
-  `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) FROM walked) = ${budget} ELSE false END)`;
+export const walkFellShort = (limit: string, budget: number, bytes?: number) =>
+  `(SELECT CASE WHEN (SELECT count(*) FROM walk_hits) < ${limit} THEN (SELECT count(*) = ${budget}${
+    bytes === undefined ? '' : ` OR max(bytes) >= ${bytes}`
+  } FROM walked) ELSE false END)`;
 
 /** The oldest id a walk read (`walked`): the rest of the matches lie below it. */
 export const BELOW_WALK = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;

@@ -1,9 +1,10 @@
 // Issue 42, items 2, 3 and 5: text a principal gives is bounded and storable (titles at most
 // 1,000 characters; no NUL, no unpaired surrogate: BAD_USER_INPUT, nothing stored); a search
 // text the trigram index cannot narrow is refused, saying why; searches are limited per request
-// and per principal.
+// and per principal, and so are toolActivity views over windows longer than the default hour.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_SEARCHES_PER_PRINCIPAL } from '../../src/graphql/search-limits.js';
+import { DEFAULT_WINDOW_SECONDS, MAX_WINDOW_SECONDS } from '../../src/domain/tool-activity.js';
+import { MAX_SEARCHES_PER_PRINCIPAL, MAX_WIDE_VIEWS_PER_PRINCIPAL } from '../../src/graphql/search-limits.js';
 import { backendName } from '../support/database.js';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 
@@ -19,7 +20,7 @@ const CREATE = 'mutation($title: String) { createThread(input: { title: $title }
 const THREADS = '{ threads(first: 100) { edges { node { id } } } }';
 const SEARCH = 'query($text: String, $name: String) { searchAudits(text: $text, name: $name, first: 5) { hasMore } }';
 const LEDGER = 'query($name: String) { toolCallLedger(name: $name, first: 5) { edges { node { id } } } }';
-const ACTIVITY = 'query($name: String) { toolActivity(name: $name) { runningCount } }';
+const ACTIVITY = 'query($name: String, $windowSeconds: Int) { toolActivity(name: $name, windowSeconds: $windowSeconds) { runningCount } }';
 
 function refused(response: GraphQLResponse, why: RegExp) {
   expect(errorCode(response), JSON.stringify(response)).toBe('BAD_USER_INPUT');
@@ -91,5 +92,29 @@ describe(`search limits (${backendName})`, () => {
     // Once they finished, the principal searches again; another principal never waited on it.
     expect((await t.gql(SEARCH, { text: 'invoice' }, admin)).errors).toBeUndefined();
     expect((await t.gql(SEARCH, { text: 'invoice' }, await t.token('other-admin', 'superadmin'))).errors).toBeUndefined();
+  });
+
+  it(`a principal may run at most ${MAX_WIDE_VIEWS_PER_PRINCIPAL} toolActivity views over more than an hour at once; an hour's view, a search and another principal are not held back`, { timeout: 120_000 }, async () => {
+    const owner = await t.token('week-viewer', 'superadmin');
+    let refusedSome = false;
+    for (let trial = 0; trial < 10 && !refusedSome; trial++) {
+      const week = Array.from({ length: MAX_WIDE_VIEWS_PER_PRINCIPAL * 3 }, () => t.gql(ACTIVITY, { windowSeconds: MAX_WINDOW_SECONDS }, owner));
+      // Alongside them, what the cap does not count: the default window's view and a search.
+      const hour = t.gql(ACTIVITY, { windowSeconds: DEFAULT_WINDOW_SECONDS }, owner);
+      const search = t.gql(SEARCH, { text: 'invoice' }, owner);
+      const answers = await Promise.all(week);
+      expect((await hour).errors).toBeUndefined();
+      expect((await search).errors).toBeUndefined();
+      const refusals = answers.filter((answer) => answer.errors);
+      for (const refusal of refusals) {
+        refused(refusal, new RegExp(`at most ${MAX_WIDE_VIEWS_PER_PRINCIPAL} toolActivity views over more than ${DEFAULT_WINDOW_SECONDS} seconds at once`));
+        expect(refusal.errors![0]!.extensions).toMatchObject({ limit: 'WIDE_VIEWS_PER_PRINCIPAL', max: MAX_WIDE_VIEWS_PER_PRINCIPAL });
+      }
+      expect(answers.length - refusals.length).toBeGreaterThanOrEqual(MAX_WIDE_VIEWS_PER_PRINCIPAL);
+      refusedSome = refusals.length > 0;
+    }
+    expect(refusedSome).toBe(true);
+    expect((await t.gql(ACTIVITY, { windowSeconds: MAX_WINDOW_SECONDS }, owner)).errors).toBeUndefined();
+    expect((await t.gql(ACTIVITY, { windowSeconds: MAX_WINDOW_SECONDS }, await t.token('other-week-viewer', 'superadmin'))).errors).toBeUndefined();
   });
 });

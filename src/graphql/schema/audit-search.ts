@@ -1,7 +1,7 @@
 import { requirePrincipal } from '../../domain/access.js';
 import { MAX_SEARCH_HITS, MIN_SEARCH_TEXT, SNIPPET_CHARS, searchAudits, type AuditHit } from '../../domain/audit-search.js';
 import { builder, listCost } from '../builder.js';
-import { MAX_SEARCHES_PER_PRINCIPAL, MAX_SEARCHES_PER_REQUEST, withSearchSlot } from '../search-limits.js';
+import { MAX_SEARCHES_PER_PRINCIPAL, MAX_SEARCHES_PER_REQUEST, withReadSlot } from '../search-limits.js';
 import { AuditRef } from './audit.js';
 import { AuditStatusEnum } from './enums.js';
 
@@ -48,7 +48,7 @@ builder.queryField('searchAudits', (t) =>
     complexity: ({ first }) => listCost(first, MAX_SEARCH_HITS),
     resolve: async (_root, args, { deps, principal, loaders }) => {
       const caller = requirePrincipal(principal);
-      const result = await withSearchSlot(caller.sub, () =>
+      const result = await withReadSlot('search', caller.sub, () =>
         searchAudits(deps.db, caller, {
           ...args,
           threadId: args.threadId == null ? null : String(args.threadId),

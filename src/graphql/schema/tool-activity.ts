@@ -4,6 +4,7 @@ import {
   MAX_ACTIVITY_LIST,
   MAX_WINDOW_SECONDS,
   MIN_WINDOW_SECONDS,
+  WIDE_WINDOW_SECONDS,
   activityListSize,
   readToolActivity,
   toolActivityArgs,
@@ -15,6 +16,7 @@ import type { ActivityDelivery } from '../../realtime/activity-feeds.js';
 import { StreamInterrupted } from '../../realtime/pubsub.js';
 import { createGraphQLError } from 'graphql-yoga';
 import { builder, listCost } from '../builder.js';
+import { MAX_WIDE_VIEWS_PER_PRINCIPAL, withReadSlot } from '../search-limits.js';
 import { createLoaders, loadersForEvent, type Loaders } from '../loaders.js';
 import { argumentsOfSelected } from '../selections.js';
 import { ToolAuditRef } from './audit.js';
@@ -87,11 +89,14 @@ function primed(loaders: Loaders, view: ToolActivity): Loaders {
 builder.queryField('toolActivity', (t) =>
   t.field({
     type: ToolActivityRef,
-    description: `Tool activity across the caller's threads over the last \`windowSeconds\` (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}), for\nlive dashboards (docs/semantics.md, "Dashboards"). A superadmin's own threads; any other\nrole is FORBIDDEN. \`name\` keeps only that tool.`,
+    description: `Tool activity across the caller's threads over the last \`windowSeconds\` (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}), for\nlive dashboards (docs/semantics.md, "Dashboards"). A superadmin's own threads; any other\nrole is FORBIDDEN. \`name\` keeps only that tool. At most ${MAX_WIDE_VIEWS_PER_PRINCIPAL} views over more than ${WIDE_WINDOW_SECONDS} seconds running at once per principal.`,
     authScopes: { authenticated: true },
     args: { windowSeconds: t.arg.int({ defaultValue: DEFAULT_WINDOW_SECONDS }), name: t.arg.string({ required: false }) },
     resolve: async (_root, { windowSeconds, name }, { deps, principal, loaders }) => {
-      const view = await readToolActivity(deps.db, requirePrincipal(principal), toolActivityArgs(windowSeconds, name));
+      const caller = requirePrincipal(principal);
+      const args = toolActivityArgs(windowSeconds, name);
+      const read = () => readToolActivity(deps.db, caller, args);
+      const view = args.windowSeconds > WIDE_WINDOW_SECONDS ? await withReadSlot('wideView', caller.sub, read) : await read();
       primed(loaders, view);
       return view;
     },
