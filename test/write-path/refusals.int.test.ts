@@ -126,6 +126,16 @@ describe('tool audits', () => {
     expect(message).toBe('Tool call call-1 has already ended (COMPLETED)');
   });
 
+  it("a start of a call its run's end closed: INVALID_TRANSITION with the closing reason", async () => {
+    const { session, scene } = await runningScene(t);
+    await session.declare('m1', [call]);
+    must(await session.toolStarted('call-1', 'search'));
+    must(await session.finish('FAILED'));
+    const resumed = await claim(t, session.token, await createRun(t, scene.owner, scene.threadId, session.lease.runId));
+    const { message } = await expectRejected(scene, 'INVALID_TRANSITION', () => resumed.toolStarted('call-1', 'search'));
+    expect(message).toBe('Tool call call-1 has already ended (FAILED: RUN_FAILED)');
+  });
+
   it('a start through a broken resume ancestry fails closed: INVALID_TRANSITION', async () => {
     const { session, scene } = await runningScene(t);
     const resumed = await interruptAndResume(scene, session);

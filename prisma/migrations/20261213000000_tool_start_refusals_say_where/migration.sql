@@ -2,7 +2,9 @@
 -- - a start of a call another run is executing (two resumes of one run) names that run;
 -- - a start of an id that a later model call of the run declared again, after the id's first
 --   execution in this run, says so (the run's audit of that id, and the model call that
---   redeclared it), instead of only "a different name, input or sequence".
+--   redeclared it), instead of only "a different name, input or sequence";
+-- - a start of a call that the end of its run closed (a crash's LEASE_EXPIRED, RUN_FAILED, ...)
+--   gives that closing reason beside the call's status.
 
 /**
  * Opens the RUNNING tool audit bound to its declaration and moves the ToolCall to RUNNING. It
@@ -19,6 +21,7 @@ DECLARE
   change record;
   redeclared_by text;
   running_in uuid;
+  closed_by text;
 BEGIN
   SELECT * INTO audit FROM message m WHERE m.run_id = leased.id AND m.role = 'TOOL' AND m.operation_id = event ->> 'toolCallId';
   IF FOUND THEN
@@ -44,7 +47,12 @@ BEGIN
     PERFORM audit_refuse('INVALID_TRANSITION',
       format('Tool call %s is already running in run %s; a declared call runs in one run at a time', event ->> 'toolCallId', running_in));
   ELSIF declaration.status <> 'PENDING' THEN
-    PERFORM audit_refuse('INVALID_TRANSITION', format('Tool call %s has already ended (%s)', event ->> 'toolCallId', declaration.status));
+    -- The closing reason (LEASE_EXPIRED, RUN_FAILED, ...) when the run's end closed it rather than the tool:
+    -- it is on the audit that ended the call (the ToolCall keeps no payloads).
+    SELECT m.error ->> 'code' INTO closed_by FROM message m
+      WHERE m.tool_call_row_id = declaration.id AND m.role = 'TOOL' AND m.status <> 'INTERRUPTED' ORDER BY m.id DESC LIMIT 1;
+    PERFORM audit_refuse('INVALID_TRANSITION', format('Tool call %s has already ended (%s%s)', event ->> 'toolCallId', declaration.status,
+      coalesce(': ' || closed_by, '')));
   END IF;
   change := audit_next_change(leased.thread_id);
   INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, status, input, tool_call_row_id,
