@@ -62,12 +62,27 @@ export async function stampChanges(sql: Sql, events: DomainEvent[]): Promise<Com
   return committed.sort((a, b) => (a.threadId === b.threadId ? Number(a.cursor - b.cursor) : 0));
 }
 
+/** Digits of a counter in a cursor: every bigint counter fits, so one thread's cursors are one length. */
+const COUNTER_DIGITS = 19;
+
 /**
  * A cursor as clients see it: opaque, naming its thread (so a foreign one is refused) and the
- * database that issued it (src/domain/database-identity.ts: so one from before a restore is).
+ * database that issued it (src/domain/database-identity.ts: so one from before a restore is),
+ * then the counter, zero-padded: a thread's cursors compare as strings in commit order, as the
+ * contract's "a greater cursor" lets a client compare them.
  */
 export function encodeCursor(databaseId: string, threadId: string, cursor: bigint): string {
-  return Buffer.from(`${threadId}:${cursor}:${databaseId}`).toString('base64url');
+  return `${Buffer.from(`${threadId}:${databaseId}`).toString('base64url')}.${cursor.toString().padStart(COUNTER_DIGITS, '0')}`;
+}
+
+/** The `threadId:counter[:databaseId]` a cursor names; before cursors compared as strings, it was all base64url. */
+function cursorText(text: string): string {
+  const padded = /^([A-Za-z0-9_-]+)\.([0-9]{19})$/.exec(text);
+  if (padded) {
+    const named = Buffer.from(padded[1]!, 'base64url').toString().split(':');
+    return named.length === 2 ? `${named[0]}:${BigInt(padded[2]!)}:${named[1]}` : '';
+  }
+  return /^[A-Za-z0-9_-]*$/.test(text) ? Buffer.from(text, 'base64url').toString() : '';
 }
 
 /**
@@ -78,9 +93,7 @@ export function encodeCursor(databaseId: string, threadId: string, cursor: bigin
  * database id, issued before cursors carried one, is still taken as it was then.
  */
 export function decodeCursor(databaseId: string, thread: { id: string; changeCursor: bigint }, text: string): bigint {
-  const match = /^([0-9a-f-]{36}):(0|[1-9][0-9]{0,18})(?::([0-9a-f]{16}))?$/.exec(
-    /^[A-Za-z0-9_-]*$/.test(text) ? Buffer.from(text, 'base64url').toString() : '',
-  );
+  const match = /^([0-9a-f-]{36}):(0|[1-9][0-9]{0,18})(?::([0-9a-f]{16}))?$/.exec(cursorText(text));
   if (!match) throw badInput(`Cursor ${JSON.stringify(text)} is malformed`);
   if (match[1] !== thread.id) throw badInput(`Cursor ${JSON.stringify(text)} belongs to another thread`);
   if (match[3] !== undefined && match[3] !== databaseId) {

@@ -14,6 +14,7 @@ const COMMANDS = {
   typescript: 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/typescript/agent.ts',
   aiSdk: 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/ai-sdk/agent.ts',
   langgraph: 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/langgraph/agent.ts',
+  orchestrator: 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/typescript/orchestrator.ts',
 };
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
@@ -41,7 +42,7 @@ async function runExample(command: string) {
   const { threadId, runId } = JSON.parse(output.trim().split('\n').at(-1)!) as { threadId: string; runId: string };
   const owner = new AuditClient({ url: server.url, token: who.owner });
   const { items } = await owner.threadAudits(threadId);
-  return { output, runId, run: await owner.run(runId), items };
+  return { output, runId, run: await owner.run(runId), items, owner };
 }
 
 /** Each audit's kind, name and status; for tools the declared and the effective input. */
@@ -61,6 +62,35 @@ describe(`the examples against the server process (${backendName})`, () => {
       ['tool', 'get_weather', 'COMPLETED', { city: 'Paris' }, { city: 'Paris', units: 'metric' }],
       ['model', 'COMPLETED', 0],
     ]);
+  });
+
+  it('examples/typescript/orchestrator.ts records a supervisor, its three sub-agents in their threads, and a handoff by resume', async () => {
+    const { output, run, items, owner } = await runExample(COMMANDS.orchestrator);
+    expect(output).toContain('All three look fine.');
+    expect(run?.status).toBe('COMPLETED');
+    const { threadId, subAgents } = JSON.parse(output.trim().split('\n').at(-1)!) as { threadId: string; subAgents: { topic: string; threadId: string; runId: string }[] };
+    const rows = items.map((item) => (item.__typename === 'ModelAudit' ? ['model', item.runId, item.status] : ['tool', item.runId, item.operationId, item.status]));
+    const first = (await owner.run(run!.id))!.resumedFrom!.id;
+    // The supervisor's first run: a model call, three delegations at once, the handoff's declaration; then the resume.
+    expect(rows[0]).toEqual(['model', first, 'COMPLETED']);
+    expect(rows.slice(1, 4)).toEqual(expect.arrayContaining(['prices', 'stock', 'shipping'].map((topic) => ['tool', first, `delegate-${topic}`, 'COMPLETED'])));
+    expect(rows.slice(4)).toEqual([
+      ['model', first, 'COMPLETED'],
+      ['tool', run!.id, 'summarise-1', 'COMPLETED'],
+      ['model', run!.id, 'COMPLETED'],
+    ]);
+    const handedOver = items.find((item) => item.__typename === 'ToolAudit' && item.operationId === 'summarise-1');
+    const declaring = items.find((item) => item.__typename === 'ModelAudit' && item.runId === first && item.toolCalls.some((call) => call.toolCallId === 'summarise-1'));
+    expect(handedOver?.__typename === 'ToolAudit' && handedOver.declaredBy.id).toBe(declaring?.id);
+    // Each delegation's envelope says where its sub-agent's audits are; each sub-agent run completed in its own thread.
+    expect(subAgents.map((agent) => agent.topic).sort()).toEqual(['prices', 'shipping', 'stock']);
+    for (const agent of subAgents) {
+      expect(agent.threadId).not.toBe(threadId);
+      const delegation = items.find((item) => item.__typename === 'ToolAudit' && item.operationId === `delegate-${agent.topic}`);
+      expect(delegation?.__typename === 'ToolAudit' && delegation.output).toMatchObject({ artifact: { threadId: agent.threadId, runId: agent.runId } });
+      expect((await owner.run(agent.runId))?.status).toBe('COMPLETED');
+      expect((await owner.threadAudits(agent.threadId)).items.map((item) => item.__typename)).toEqual(['ModelAudit']);
+    }
   });
 
   it('examples/ai-sdk/agent.ts records a generateText agent with parallel tool calls', async () => {
@@ -145,6 +175,7 @@ describe('an example run without its variables says which one to set, in one lin
   it.each([
     ['examples/typescript/agent.ts', {}, 'AUDIT_OWNER_TOKEN', /superadmin/],
     ['examples/typescript/agent.ts', { AUDIT_OWNER_TOKEN: 'x' }, 'AUDIT_WORKER_TOKEN', /worker/],
+    ['examples/typescript/orchestrator.ts', { AUDIT_OWNER_TOKEN: 'x' }, 'AUDIT_WORKER_TOKEN', /worker/],
     ['examples/ai-sdk/agent.ts', {}, 'AUDIT_OWNER_TOKEN', /superadmin/],
     ['examples/langgraph/agent.ts', { AUDIT_OWNER_TOKEN: 'x' }, 'AUDIT_WORKER_TOKEN', /worker/],
     ['examples/python/agent.py', {}, 'AUDIT_OWNER_TOKEN', /superadmin/],

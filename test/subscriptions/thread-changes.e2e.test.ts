@@ -79,6 +79,21 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     expect(view).toEqual(final.view);
   });
 
+  it('cursors increase as strings, as the contract says ("a greater cursor"): a client may compare them', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    const before = await committedView(threadId, owner);
+    const stream = subscribeWs(t.url, CHANGES, { threadId }, owner);
+    onTestFinished(() => stream.close());
+    await waitFor(() => t.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+    await toolRoundTrips(session, 'order', 30); // past 9, 99 and 100 changes: where a number's digits change in count
+    const final = await committedView(threadId, owner);
+    const results = await stream.until((all) => all.at(-1)?.data?.threadChanges.cursor === final.cursor, 'the latest cursor');
+    const cursors = [before.cursor, ...cursorsOf(payloads(results, 'threadChanges') as ThreadChange[])];
+    expect(cursors.length).toBeGreaterThan(100);
+    const outOfOrder = cursors.flatMap((cursor, i) => (i > 0 && !(cursor > cursors[i - 1]!) ? [[cursors[i - 1], cursor]] : []));
+    expect(outOfOrder).toEqual([]);
+  });
+
   it('a tool started and finished back to back reaches every subscriber RUNNING, then COMPLETED', async () => {
     const { session, owner, threadId } = await runningRun(t);
     await session.declare('m1', [{ id: 'c1', name: 'fast' }]);

@@ -245,4 +245,5 @@ export interface ThreadChange {
 }
 
 /** Cursors are opaque to clients; the tests read their counter to check order and completeness. */
-export const counterOf = (cursor: string) => BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);
+export const counterOf = (cursor: string) =>
+  cursor.includes('.') ? BigInt(cursor.split('.')[1]!) : BigInt(Buffer.from(cursor, 'base64url').toString().split(':')[1]!);

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { WorkerSession, actors, claimRunMutation, createRun, expireLeases, must } from '../support/lifecycle.js';
+import { WorkerSession, actors, claim, claimRunMutation, createRun, expireLeases, must } from '../support/lifecycle.js';
 import { expectRejected, interruptAndResume, runningScene } from './support.js';
 
 let t: TestApp;
@@ -126,6 +126,16 @@ describe('tool audits', () => {
     expect(message).toBe('Tool call call-1 has already ended (COMPLETED)');
   });
 
+  it("a start of a call its run's end closed: INVALID_TRANSITION with the closing reason", async () => {
+    const { session, scene } = await runningScene(t);
+    await session.declare('m1', [call]);
+    must(await session.toolStarted('call-1', 'search'));
+    must(await session.finish('FAILED'));
+    const resumed = await claim(t, session.token, await createRun(t, scene.owner, scene.threadId, session.lease.runId));
+    const { message } = await expectRejected(scene, 'INVALID_TRANSITION', () => resumed.toolStarted('call-1', 'search'));
+    expect(message).toBe('Tool call call-1 has already ended (FAILED: RUN_FAILED)');
+  });
+
   it('a start through a broken resume ancestry fails closed: INVALID_TRANSITION', async () => {
     const { session, scene } = await runningScene(t);
     const resumed = await interruptAndResume(scene, session);
@@ -141,6 +151,30 @@ describe('tool audits', () => {
     must(await session.toolStarted('call-1', 'search', { sequence: '7' }));
     const { message } = await expectRejected(scene, 'CONFLICT', () => session.toolStarted('call-1', 'lookup', { sequence: '7' }));
     expect(message).toBe('Tool call call-1 was already started with a different name, input or sequence');
+  });
+
+  it('a start of a call a sibling resume is executing: INVALID_TRANSITION naming that run', async () => {
+    const { session, scene } = await runningScene(t);
+    await session.declare('m1', [call]);
+    must(await session.finish('INTERRUPTED'));
+    const left = await claim(t, session.token, await createRun(t, scene.owner, scene.threadId, session.lease.runId));
+    const right = await claim(t, session.token, await createRun(t, scene.owner, scene.threadId, session.lease.runId));
+    must(await left.toolStarted('call-1', 'search'));
+    const { message } = await expectRejected(scene, 'INVALID_TRANSITION', () => right.toolStarted('call-1', 'search'));
+    expect(message).toBe(`Tool call call-1 is already running in run ${left.lease.runId}; a declared call runs in one run at a time`);
+  });
+
+  it('a start of an id a later model call declared again, after its first execution in this run: CONFLICT saying so', async () => {
+    const { session, scene, runId } = await runningScene(t);
+    await session.declare('m1', [call]);
+    must(await session.toolStarted('call-1', 'search', { sequence: '7' }));
+    must(await session.toolFinished('call-1', { content: 'found', status: 'success' }));
+    await session.declare('m2', [call]);
+    const { message } = await expectRejected(scene, 'CONFLICT', () => session.toolStarted('call-1', 'search', { sequence: '20' }));
+    expect(message).toBe(
+      `Tool call call-1 already ran in run ${runId} (started at sequence 7, COMPLETED) for an earlier declaration: ` +
+        'a tool call id runs once per run, so the declaration of model call m2 cannot start in this run',
+    );
   });
 
   it('a finish of a tool never started: INVALID_TRANSITION', async () => {

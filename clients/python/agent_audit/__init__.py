@@ -29,6 +29,7 @@ from .types import (
     ThreadAudits,
     ToolAudit,
     ToolCall,
+    ToolCallLike,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "ThreadAudits",
     "ToolAudit",
     "ToolCall",
+    "ToolCallLike",
     "now_rfc3339",
     "parse_rfc3339",
     "read_clock",

@@ -16,7 +16,7 @@ from .transport import RetryPolicy, Transport, encode_json
 from .types import (
     JSON,
     ClockReading,
-    DeclaredToolCall,
+    ToolCallLike,
     Message,
     MessageRole,
     ModelAudit,
@@ -191,7 +191,7 @@ class AuditClient:
         output: JSON = None,
         error: JSON = None,
         usage: JSON = None,
-        tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
+        tool_calls: Optional[Sequence[ToolCallLike]] = None,
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,

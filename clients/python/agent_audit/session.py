@@ -14,7 +14,7 @@ from .lease import LeaseKeeper
 from .types import (
     JSON,
     ClockReading,
-    DeclaredToolCall,
+    ToolCallLike,
     ModelAudit,
     ModelFinishedStatus,
     Run,
@@ -119,7 +119,7 @@ class RunSession:
         operation_id: str,
         *,
         output: JSON = None,
-        tool_calls: Optional[Sequence[DeclaredToolCall]] = None,
+        tool_calls: Optional[Sequence[ToolCallLike]] = None,
         status: ModelFinishedStatus = "COMPLETED",
         error: JSON = None,
         usage: JSON = None,

@@ -7,7 +7,7 @@ Results are read from the server's JSON: ``BigInt`` values (sequences) become ``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Mapping, Optional, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Union, cast
 
 #: Any JSON value (inputs, outputs, errors).
 JSON = Any
@@ -265,5 +265,23 @@ class ThreadAudits:
         return cls(thread_id=data["threadId"], truncated=data["truncated"], items=items)
 
 
-def tool_calls_json(calls: Optional[List[DeclaredToolCall]]) -> List[Dict[str, Any]]:
-    return [{"id": call.id, "name": call.name, "args": call.args} for call in calls or []]
+#: A declared tool call: a DeclaredToolCall, or a mapping with "id", "name" and optionally "args"
+#: (the shape of LangChain's ``AIMessage.tool_calls``; other keys, such as its "type", are ignored).
+ToolCallLike = Union[DeclaredToolCall, Mapping[str, Any]]
+
+
+def tool_calls_json(calls: Optional[List[ToolCallLike]]) -> List[Dict[str, Any]]:
+    return [_tool_call_json(index, call) for index, call in enumerate(calls or [])]
+
+
+def _tool_call_json(index: int, call: object) -> Dict[str, Any]:
+    if isinstance(call, DeclaredToolCall):
+        return {"id": call.id, "name": call.name, "args": call.args}
+    shape, kind = "", type(call).__name__
+    if isinstance(call, Mapping):
+        fields = cast("Mapping[str, Any]", call)
+        if "id" in fields and "name" in fields:
+            return {"id": fields["id"], "name": fields["name"], "args": fields.get("args")}
+        shape = ' without "id"' if "id" not in fields else ' without "name"'
+    raise TypeError(f"tool_calls[{index}] is a {kind}{shape}: declare DeclaredToolCall(id, name, args) "
+                    'or a mapping {"id": ..., "name": ..., "args": ...}')

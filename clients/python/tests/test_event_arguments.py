@@ -68,3 +68,35 @@ class EventArgumentsTest(LiveTestCase):
             self.assertEqual(sent, [])
             run.model_started("m1", input={"ok": True})
         self.assertEqual(self.recorded(thread_id), [("m1", 1)])
+
+
+class DeclaredToolCallShapesTest(LiveTestCase):
+    def test_tool_calls_as_the_model_gave_them_are_declared_like_declared_tool_calls(self) -> None:
+        # LangChain's AIMessage.tool_calls and the scripted replies of the examples are dicts
+        # {"id", "name", "args"} (LangChain adds "type"); they declare as DeclaredToolCall does.
+        thread_id, run_id = self.queued_run()
+        with self.worker.start_run(run_id) as run:
+            run.model_started("m1", model="m")
+            declared = run.model_finished("m1", tool_calls=[
+                {"id": "c1", "name": "search", "args": {"q": 1}, "type": "tool_call"},
+                DeclaredToolCall("c2", "fetch", {"url": "u"}),
+                {"id": "c3", "name": "noop"},
+            ])
+            self.assertEqual([(call.tool_call_id, call.name, call.declared_input) for call in declared.tool_calls],
+                             [("c1", "search", {"q": 1}), ("c2", "fetch", {"url": "u"}), ("c3", "noop", None)])
+            run.tool_started("c1", "search", effective_input={"q": 1})
+            run.tool_finished("c1", {"content": "found"})
+        self.assertEqual([audit.operation_id for audit in self.owner.thread_audits(thread_id).items], ["m1", "c1"])
+
+    def test_a_tool_call_of_another_shape_is_a_type_error_naming_it_before_anything_is_sent(self) -> None:
+        thread_id, run_id = self.queued_run()
+        with self.worker.start_run(run_id) as run:
+            run.model_started("m1", model="m")
+            for bad, named in (({"name": "search"}, "id"), ("c1", "str"), ({"id": "c1", "function": {}}, "name")):
+                with self.subTest(bad=bad):
+                    with self.assertRaises(TypeError) as refused:
+                        run.model_finished("m1", tool_calls=[bad])  # type: ignore[list-item]  # pyright: ignore[reportArgumentType]
+                    self.assertIn("tool_calls[0]", str(refused.exception))
+                    self.assertIn(named, str(refused.exception))
+            run.model_finished("m1", tool_calls=[])
+        self.assertEqual([(audit.operation_id, audit.sequence) for audit in self.owner.thread_audits(thread_id).items], [("m1", 1)])
