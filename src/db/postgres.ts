@@ -216,6 +216,48 @@ function missingSchema(schema: string | undefined, searchPath: string): never {
   );
 }
 
+/**
+ * Refuses a pooler that hands each transaction to whichever server connection is free (PgBouncer's
+ * `pool_mode = transaction` or `statement`): the server keeps state on its connections (named
+ * prepared statements, the session advisory locks of migrations and of the retention sweep, the
+ * settings above), which such a pool mixes between clients: requests would fail with `prepared
+ * statement "prepared_1" does not exist`, and a lock could stay held on a connection nobody owns.
+ * Seen by the backend each statement lands on: while a transaction of a second connection holds a
+ * server connection, the first connection's statements land on one server connection throughout,
+ * never on the one the second holds.
+ */
+async function refuseTransactionPooling(pool: pg.Pool): Promise<void> {
+  const backend = async (client: pg.PoolClient) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const first = await pool.connect();
+  let shared: boolean;
+  try {
+    const second = await pool.connect();
+    try {
+      const before = await backend(first);
+      await second.query('BEGIN');
+      try {
+        const held = await backend(second);
+        shared = held === before || (await backend(first)) !== before;
+      } finally {
+        await second.query('ROLLBACK');
+      }
+    } catch (error) {
+      // PgBouncer's statement pooling refuses the BEGIN itself.
+      if (!/statement pooling/i.test((error as Error).message)) throw error;
+      shared = true;
+    } finally {
+      second.release();
+    }
+  } finally {
+    first.release();
+  }
+  if (shared) {
+    throw new StartupError(
+      'DATABASE_URL leads to a connection pooler in transaction or statement pooling mode (PgBouncer pool_mode = transaction): the server keeps state on its connections (prepared statements, advisory locks, settings), which such a pool shares between clients. Give its database pool_mode = session in the pooler (it still bounds the connections to PostgreSQL), or connect to PostgreSQL directly (docs/operations.md, "Connection poolers").',
+    );
+  }
+}
+
 export async function openPostgres(
   url: string,
   poolSize: number,
@@ -263,6 +305,11 @@ export async function openPostgres(
       );
     },
   );
+  // A pool of one (a tool's, e.g. the tests' template migration) cannot hold the two connections it takes.
+  if (poolSize > 1) await refuseTransactionPooling(pool).catch(async (error: unknown) => {
+    await pool.end();
+    throw error;
+  });
   /** A statement prepared (sql.ts `prepared`) again under a new name once its plan went stale; any other as is. */
   async function renamedWhenStale<T>(text: string, run: (name: string | undefined) => Promise<T>): Promise<T> {
     try {
