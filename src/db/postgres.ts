@@ -253,7 +253,7 @@ async function refuseTransactionPooling(pool: pg.Pool): Promise<void> {
   }
   if (shared) {
     throw new StartupError(
-      'DATABASE_URL leads to a connection pooler in transaction or statement pooling mode (PgBouncer pool_mode = transaction): the server keeps state on its connections (prepared statements, advisory locks, settings), which such a pool shares between clients. Give its database pool_mode = session in the pooler (it still bounds the connections to PostgreSQL), or connect to PostgreSQL directly (docs/operations.md, "Connection poolers").',
+      'DATABASE_URL leads to a connection pooler in transaction or statement pooling mode (PgBouncer pool_mode = transaction): the server keeps state on its connections (prepared statements, advisory locks, settings), which such a pool shares between clients. Give its database pool_mode = session in the pooler (it still bounds the connections to PostgreSQL), or connect to PostgreSQL directly (docs/operations.md, "Managed PostgreSQL and connection poolers").',
     );
   }
 }

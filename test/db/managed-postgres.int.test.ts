@@ -1,8 +1,11 @@
 // PostgreSQL as a platform team runs it: the server's role is no superuser and owns only its
-// schema, which is not `public`, and the role carries its own statement_timeout. Migrations run as
+// schema, which is not `public`, and the role carries its own statement_timeout and
+// idle_in_transaction_session_timeout. Migrations run as
 // that role, and every read and write then finds its tables in that schema, whether the URL
 // names it (`?schema=`, Prisma's way) or the role's search_path does.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp } from '../support/app.js';
@@ -10,6 +13,15 @@ import { createScratchDatabase, postgresSuiteRuns, requirePostgresUrl } from '..
 import { actors, claim, createRun, createThread } from '../support/lifecycle.js';
 
 const SCHEMA = 'audit_app';
+
+/** The SQL block of docs/operations.md, "Managed PostgreSQL and connection poolers". */
+function adminStatements(): string {
+  const page = readFileSync(join(import.meta.dirname, '../../docs/operations.md'), 'utf8');
+  const block = /<!-- checked by: test\/db\/managed-postgres\.int\.test\.ts -->\n\s*```sql\n([\s\S]*?)\n\s*```/.exec(page);
+  if (!block) throw new Error('docs/operations.md has no SQL block checked by this test');
+  expect(block[1]).toContain(`CREATE SCHEMA ${SCHEMA} AUTHORIZATION audit_server`);
+  return block[1]!;
+}
 
 describe.runIf(postgresSuiteRuns('a role that owns only its schema'))('a role that owns only its schema, not the database', () => {
   const role = `audit_test_role_${randomBytes(4).toString('hex')}`;
@@ -27,12 +39,11 @@ describe.runIf(postgresSuiteRuns('a role that owns only its schema'))('a role th
     database = await createScratchDatabase();
     admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
-    await admin.query(`CREATE ROLE "${role}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE`);
     await admin.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
-    await admin.query(`CREATE SCHEMA ${SCHEMA} AUTHORIZATION "${role}"`);
-    // What the trusted extensions pg_trgm and btree_gin need (docs/operations.md).
-    await admin.query(`GRANT CREATE ON DATABASE "${database.name}" TO "${role}"`);
+    // The page's statements as written, for this test's role and database.
+    await admin.query(adminStatements().replaceAll('audit_server', `"${role}"`).replace('DATABASE audit ', `DATABASE "${database.name}" `));
     await admin.query(`ALTER ROLE "${role}" IN DATABASE "${database.name}" SET statement_timeout = '20s'`);
+    await admin.query(`ALTER ROLE "${role}" IN DATABASE "${database.name}" SET idle_in_transaction_session_timeout = '5s'`);
   });
 
   afterAll(async () => {
