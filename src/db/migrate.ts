@@ -112,14 +112,17 @@ export async function migrate(driver: SqlDriver, migrations = readMigrations(), 
   return driver.withSession(async (session) => {
     // The session's request statement_timeout must cut neither a long migration nor the wait of
     // an instance queueing on the lock while another migrates: both get MIGRATION_TIMEOUT_MS.
+    const [own] = await session.query<{ statement_timeout: string; lock_timeout: string }>(
+      `SELECT current_setting('statement_timeout') AS statement_timeout, current_setting('lock_timeout') AS lock_timeout`,
+    );
     await session.exec(`SET statement_timeout = ${MIGRATION_TIMEOUT_MS}`);
     await session.exec(`SET lock_timeout = ${TABLE_LOCK_WAIT_MS}`);
     try {
       return await migrateLocked(session, migrations, options.log ?? logJson);
     } finally {
-      // Back to the connection's own defaults (the request timeout) before it returns to the pool.
-      await session.exec('RESET statement_timeout');
-      await session.exec('RESET lock_timeout');
+      // Back to the connection's own settings (the request timeout, which the connection set
+      // itself: RESET would go back to the role's) before it returns to the pool.
+      await session.query(`SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false)`, [own!.statement_timeout, own!.lock_timeout]);
     }
   }, { statementTimeoutMs: MIGRATION_TIMEOUT_MS });
 }

@@ -176,6 +176,88 @@ function warnIfCaseBlind(ctype: string): void {
   );
 }
 
+/**
+ * The URL without `?schema=` (Prisma's way of naming the schema, which PostgreSQL does not know as
+ * a connection parameter), and that schema.
+ */
+function withoutSchema(url: string): { connectionString: string; schema?: string } {
+  const parsed = new URL(url);
+  const schema = parsed.searchParams.get('schema') ?? undefined;
+  if (schema === undefined) return { connectionString: url };
+  parsed.searchParams.delete('schema');
+  return { connectionString: parsed.toString(), schema };
+}
+
+/**
+ * What each connection sets before its first use, as a statement rather than as startup
+ * parameters: PgBouncer refuses a connection that carries any it does not know
+ * (`unsupported startup parameter: statement_timeout`), and one told to ignore them drops them
+ * without a word. A statement also leaves the URL's own `options` (`-c search_path=…`) in force.
+ * No JIT: compiling a statement whose estimate passes jit_above_cost takes hundreds of
+ * milliseconds (the tool activity view's does at a million audits: 316 ms of a 550 ms read), more
+ * than any request here runs. audit.recent_changes: the triggers of migration
+ * 20261209000000_recent_changes copy each change.
+ */
+function sessionSettings(statementTimeoutMs: number, recentChanges: boolean, schema: string | undefined): string {
+  const settings = [`SET statement_timeout = ${statementTimeoutMs}`, 'SET jit = off'];
+  if (recentChanges) settings.push('SET audit.recent_changes = on');
+  if (schema !== undefined) settings.push(`SET search_path TO ${pg.escapeIdentifier(schema)}`);
+  return settings.join('; ');
+}
+
+function missingSchema(schema: string | undefined, searchPath: string): never {
+  if (schema !== undefined) {
+    throw new StartupError(
+      `The schema "${schema}" does not exist (DATABASE_URL's ?schema=): create it (CREATE SCHEMA ${pg.escapeIdentifier(schema)} AUTHORIZATION <the server's role>) or name one that does.`,
+    );
+  }
+  throw new StartupError(
+    `No schema of the search_path (${searchPath}) exists for the server's tables: create one (CREATE SCHEMA … AUTHORIZATION <the server's role>), or name it with ?schema= in DATABASE_URL.`,
+  );
+}
+
+/**
+ * Refuses a pooler that hands each transaction to whichever server connection is free (PgBouncer's
+ * `pool_mode = transaction` or `statement`): the server keeps state on its connections (named
+ * prepared statements, the session advisory locks of migrations and of the retention sweep, the
+ * settings above), which such a pool mixes between clients: requests would fail with `prepared
+ * statement "prepared_1" does not exist`, and a lock could stay held on a connection nobody owns.
+ * Seen by the backend each statement lands on: while a transaction of a second connection holds a
+ * server connection, the first connection's statements land on one server connection throughout,
+ * never on the one the second holds.
+ */
+async function refuseTransactionPooling(pool: pg.Pool): Promise<void> {
+  const backend = async (client: pg.PoolClient) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const first = await pool.connect();
+  let shared: boolean;
+  try {
+    const second = await pool.connect();
+    try {
+      const before = await backend(first);
+      await second.query('BEGIN');
+      try {
+        const held = await backend(second);
+        shared = held === before || (await backend(first)) !== before;
+      } finally {
+        await second.query('ROLLBACK');
+      }
+    } catch (error) {
+      // PgBouncer's statement pooling refuses the BEGIN itself.
+      if (!/statement pooling/i.test((error as Error).message)) throw error;
+      shared = true;
+    } finally {
+      second.release();
+    }
+  } finally {
+    first.release();
+  }
+  if (shared) {
+    throw new StartupError(
+      'DATABASE_URL leads to a connection pooler in transaction or statement pooling mode (PgBouncer pool_mode = transaction): the server keeps state on its connections (prepared statements, advisory locks, settings), which such a pool shares between clients. Give its database pool_mode = session in the pooler (it still bounds the connections to PostgreSQL), or connect to PostgreSQL directly (docs/operations.md, "Managed PostgreSQL and connection poolers").',
+    );
+  }
+}
+
 export async function openPostgres(
   url: string,
   poolSize: number,
@@ -184,30 +266,30 @@ export async function openPostgres(
   recentChanges = false,
 ): Promise<Database> {
   // Bounded waits: a writer never queues forever behind a stuck lock or an exhausted pool.
+  const { connectionString, schema } = withoutSchema(url);
+  const settings = sessionSettings(statementTimeoutMs, recentChanges, schema);
   const pool = new MeasuredPool({
-    connectionString: url,
+    connectionString,
     max: poolSize,
     connectionTimeoutMillis: 10_000,
-    statement_timeout: statementTimeoutMs,
     // PostgreSQL enforces statement_timeout, so it cannot fire when the link is gone: the client
     // gives up a little later (AnsweredClient). Keepalive: an idle connection's peer gone silently is noticed.
     query_timeout: statementTimeoutMs + ANSWER_MARGIN_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     Client: AnsweredClient,
-    // No JIT: compiling a statement whose estimate passes jit_above_cost takes hundreds of
-    // milliseconds (the tool activity view's does at a million audits: 316 ms of a 550 ms read),
-    // more than any request here runs.
-    // audit.recent_changes: the triggers of migration 20261209000000_recent_changes copy each change.
-    options: recentChanges ? '-c jit=off -c audit.recent_changes=on' : '-c jit=off',
+    // Before the connection's first use; a connection whose settings failed is ended, never used.
+    onConnect: async (client: pg.ClientBase) => void (await client.query(settings)),
     types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => log.warn({ component: 'db', error: outsideErrorFields(error) }, 'idle PostgreSQL connection lost'));
-  await pool.connect().then(
+  const currentSchema = await pool.connect().then(
     async (client) => {
       try {
-        warnIfCaseBlind((await client.query<{ ctype: string }>(`SELECT current_setting('lc_ctype') AS ctype`)).rows[0]!.ctype);
+        const { rows } = await client.query<{ ctype: string; schema: string | null }>(`SELECT current_setting('lc_ctype') AS ctype, current_schema() AS schema`);
+        warnIfCaseBlind(rows[0]!.ctype);
+        return rows[0]!.schema ?? missingSchema(schema, (await client.query<{ path: string }>('SHOW search_path')).rows[0]!.path);
       } finally {
         client.release();
       }
@@ -223,6 +305,11 @@ export async function openPostgres(
       );
     },
   );
+  // A pool of one (a tool's, e.g. the tests' template migration) cannot hold the two connections it takes.
+  if (poolSize > 1) await refuseTransactionPooling(pool).catch(async (error: unknown) => {
+    await pool.end();
+    throw error;
+  });
   /** A statement prepared (sql.ts `prepared`) again under a new name once its plan went stale; any other as is. */
   async function renamedWhenStale<T>(text: string, run: (name: string | undefined) => Promise<T>): Promise<T> {
     try {
@@ -257,7 +344,8 @@ export async function openPostgres(
       ),
     close: () => pool.end(),
   };
-  const prisma = prismaClient(new PrismaPg(pool), onQuery);
+  // Prisma names every table with its schema (`public` unless told): the one the statements here find unqualified.
+  const prisma = prismaClient(new PrismaPg(pool, { schema: currentSchema }), onQuery);
   return {
     kind: 'postgres',
     prisma,
