@@ -126,7 +126,9 @@ function sseWithEventIds(
         slow = true;
         void end();
         const { res } = budgeted!;
-        const cut = setTimeout(() => res.destroy(), SLOW_CONSUMER_CUT_MS);
+        // With a reset: closed normally, the kernel would keep the socket, and the bytes it holds
+        // (megabytes for a client that stopped reading), until it gave up sending them.
+        const cut = setTimeout(() => (res.socket ? res.socket.resetAndDestroy() : res.destroy()), SLOW_CONSUMER_CUT_MS);
         res.once('close', () => clearTimeout(cut));
       };
       if (request.signal.aborted) return onClientGone();
