@@ -23,8 +23,8 @@ interface Tracked {
  * MAX_UNSENT_BYTES_PER_PRINCIPAL (docs/subscriptions.md, "A subscriber that falls behind"): what
  * one principal's SSE streams and graphql-ws connections together hold written but unsent. Each
  * stream sends only as fast as its client reads, so one stream holds little; five hundred unread
- * ones of one principal held hundreds of megabytes, and the kernel's copies into their sockets
- * took the CPU other principals' requests needed. A write that leaves bytes unsent is checked
+ * ones of one principal held a gigabyte, and their sockets the kernel's memory, for as long as
+ * their client kept them open. A write that leaves bytes unsent is checked
  * here; past the budget the principal's streams that have held bytes unsent the longest (those
  * not reading) are ended as slow consumers until the rest is within it, and the rest go on.
  */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { must, runningRun } from '../support/lifecycle.js';
 import { startTestApp } from '../support/app.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
-import { counterOf, payloads, sseStream, subscribeOn, subscribeSse, subscribeWs, waitFor, wsClient, type Stream } from '../support/streams.js';
+import { counterOf, payloads, sseEvents, sseStream, subscribeOn, subscribeSse, subscribeWs, waitFor, wsClient, type Stream } from '../support/streams.js';
 import { tcpProxy, testRedisUrl, type ListeningApp } from './support.js';
 
 // docs/subscriptions.md, "A subscriber that falls behind": one principal's streams together may
@@ -40,22 +40,11 @@ async function rawSse(url: string, token: string, threadId: string) {
   const reader = response.body!.getReader();
   onTestFinished(() => reader.cancel().catch(() => {}));
   void (async () => {
-    const decoder = new TextDecoder();
-    let buffered = '';
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffered += decoder.decode(value, { stream: true });
-        let boundary: number;
-        while ((boundary = buffered.indexOf('\n\n')) >= 0) {
-          for (const line of buffered.slice(0, boundary).split('\n')) {
-            if (line.startsWith('id:')) seen.lastId = line.slice(3).trim();
-            else if (line.startsWith(':') && line.slice(1).trim()) seen.comments.push(line.slice(1).trim());
-            else if (line === 'event: complete') seen.completed = true;
-          }
-          buffered = buffered.slice(boundary + 2);
-        }
+      for await (const { event, id, comment } of sseEvents(reader)) {
+        if (id) seen.lastId = id;
+        if (comment) seen.comments.push(comment);
+        if (event === 'complete') seen.completed = true;
       }
     } catch {
       // a cut connection ends it too
