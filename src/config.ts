@@ -65,6 +65,8 @@ export interface Config {
   instanceId: string;
   /** MAX_ANSWER_PAYLOAD_BYTES: the most JSON payload bytes one query's answer may carry (src/graphql/answer-payloads.ts). */
   maxAnswerPayloadBytes: number;
+  /** MAX_UNSENT_BYTES_PER_PRINCIPAL: what one principal's live streams may hold written but unsent (src/transports/unsent-budget.ts). */
+  maxUnsentBytesPerPrincipal: number;
 }
 
 /** An integer variable within [min, max]; unset or empty: `fallback`. */
@@ -189,6 +191,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: env.METRICS_TOKEN || undefined,
     instanceId: env.INSTANCE_ID || `${hostname()}:${port}`,
     maxAnswerPayloadBytes: answerPayloadBytesFromEnv(env, maxJsonBytes),
+    // At least the 16 MiB the contract lets a slow connection hold before it may be closed.
+    maxUnsentBytesPerPrincipal: intFromEnv(env, 'MAX_UNSENT_BYTES_PER_PRINCIPAL', Math.max(64 * 1024 * 1024, 64 * maxJsonBytes), { min: 16 * 1024 * 1024 }),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);

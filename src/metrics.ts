@@ -72,8 +72,8 @@ export const lookUps = new Counter({
 
 export const slowConsumerCloses = new Counter({
   name: 'agent_audit_slow_consumer_closes_total',
-  help: 'Connections closed because their client stopped reading (unsent bytes over the bound)',
-  labelNames: ['transport'] as const,
+  help: 'Streams ended because their client stopped reading: one connection over its bound of unsent bytes (bound="connection"), or a principal\'s streams together over MAX_UNSENT_BYTES_PER_PRINCIPAL (bound="principal")',
+  labelNames: ['transport', 'bound'] as const,
   registers: [registry],
 });
 

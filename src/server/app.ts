@@ -5,6 +5,7 @@ import type { Database } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
 import type { Clock } from '../realtime/activity-feeds.js';
 import { liveUpdatesMode } from '../realtime/pubsub.js';
+import { unsentBudget } from '../transports/unsent-budget.js';
 import { webSocketLimits } from '../transports/ws-limits.js';
 import { startBackgroundJobs, type BackgroundJobs } from './background-jobs.js';
 import { serveGraphQLOverWebSocket } from './graphql-ws.js';
@@ -46,6 +47,7 @@ export async function buildApp(
   };
   const verifier = createTokenVerifier(secret);
   const limits = webSocketLimits(config, verifier);
+  const budget = unsentBudget(config.maxUnsentBytesPerPrincipal);
   const yoga = createGraphQLServer({
     deps,
     prisma: db.prisma,
@@ -55,12 +57,14 @@ export async function buildApp(
     maxAnswerPayloadBytes: config.maxAnswerPayloadBytes,
     maxBodyBytes: bodyLimit(config),
     corsOrigins: config.corsOrigins,
+    unsentBudget: budget,
     plugins: [limits.sse(), mutationMetrics()],
   });
   const metrics = serverMetrics({
     db,
     exporting: config.export !== undefined,
     redisHealthy: feeds.redisHealthy,
+    unsent: () => budget.usage(),
     open: () => {
       const subscriptions = limits.openSubscriptions();
       return [
@@ -71,7 +75,7 @@ export async function buildApp(
   });
   const streams = streamSessions({ secret, verifier, corsOrigins: config.corsOrigins, sql: db.sql });
   const http = createHttpServer(config, { yoga, db, metrics, streams, listening: options.listening });
-  const webSocket = serveGraphQLOverWebSocket(http.server, yoga, config, limits);
+  const webSocket = serveGraphQLOverWebSocket(http.server, yoga, config, limits, budget);
   jobs = await startBackgroundJobs(config, db, deps);
 
   return {

@@ -5,7 +5,8 @@ import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
 import { keepConnectionsAlive } from '../transports/keep-alive.js';
 import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
-import { boundedWebSocket, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
+import type { UnsentBudget } from '../transports/unsent-budget.js';
+import { boundedWebSocket, closeAsSlowConsumer, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
 import type { webSocketLimits } from '../transports/ws-limits.js';
 import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
@@ -21,12 +22,19 @@ const withoutHttp = ({ message, nodes, extensions: { http: _http, ...extensions 
  * (src/transports/shared-subscriptions.ts), masked as yoga masks its results, and write their
  * frames themselves (src/transports/websocket.ts); graphql-ws starts and completes them.
  */
-export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, config: Config, limits: ReturnType<typeof webSocketLimits>) {
+export function serveGraphQLOverWebSocket(
+  server: Server,
+  yoga: GraphQLServer,
+  config: Config,
+  limits: ReturnType<typeof webSocketLimits>,
+  /** What each principal's connections and SSE streams together may hold unsent. */
+  budget: UnsentBudget,
+) {
   const wsServer = new WebSocketServer({
     server,
     path: yoga.graphqlEndpoint,
     maxPayload: bodyLimit(config),
-    WebSocket: boundedWebSocket(maxUnsentBytes(config)),
+    WebSocket: boundedWebSocket(maxUnsentBytes(config), budget),
   });
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError, compilable);
   /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
@@ -34,7 +42,16 @@ export function serveGraphQLOverWebSocket(server: Server, yoga: GraphQLServer, c
   const served = serveGraphQLWs(
     {
       connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
-      onConnect: (ctx) => limits.onConnect(ctx),
+      onConnect: async (ctx) => {
+        if (!(await limits.onConnect(ctx))) return false;
+        const sub = limits.principalOf(ctx);
+        const socket = ctx.extra.socket;
+        if (sub === undefined || socket.readyState !== socket.OPEN) return true;
+        const release = budget.track(socket, sub, { transport: 'ws', unsent: () => socket.bufferedAmount, end: () => closeAsSlowConsumer(socket) });
+        socket.once('close', release);
+        ctx.extra.request.socket.on('drain', () => budget.drained(socket));
+        return true;
+      },
       onClose: (ctx) => limits.onClose(ctx),
       execute: (args) => executors.get(args)!(args),
       subscribe: (args) => shared.start(args),

@@ -15,6 +15,8 @@ export interface ServerState {
   exporting: boolean;
   /** With REDIS_URL: whether both Redis connections are up now. */
   redisHealthy?: () => boolean;
+  /** Bytes written to live streams and not yet taken by their sockets: in all, and of the principal holding the most. */
+  unsent?: () => { total: number; largestPrincipal: number };
 }
 
 /** This server's scraped gauges; `/metrics` serves them with the process-wide instruments. */
@@ -28,6 +30,21 @@ export function serverMetrics(state: ServerState) {
     gauge.reset();
     for (const { transport, subscriptions } of state.open()) gauge.set({ transport }, subscriptions);
   });
+  const unsent = state.unsent;
+  if (unsent) {
+    scrapedGauge(own, 'agent_audit_unsent_bytes', 'Bytes written to live SSE streams and graphql-ws connections that their sockets have not taken yet', [], (gauge) => {
+      gauge.set(unsent().total);
+    });
+    scrapedGauge(
+      own,
+      'agent_audit_unsent_bytes_largest_principal',
+      'The most bytes one principal\'s live streams hold unsent (bounded by MAX_UNSENT_BYTES_PER_PRINCIPAL)',
+      [],
+      (gauge) => {
+        gauge.set(unsent().largestPrincipal);
+      },
+    );
+  }
   const pool = state.db.poolStats;
   if (pool) {
     scrapedGauge(own, 'agent_audit_db_pool_connections', 'PostgreSQL pool connections by state (idle, busy, waiting requests)', ['state'], (gauge) => {

@@ -20,6 +20,7 @@ import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
+import type { UnsentBudget } from '../transports/unsent-budget.js';
 import { EXPOSED_HEADERS, isAllowedOrigin } from './cors.js';
 import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
@@ -323,6 +324,8 @@ export function createGraphQLServer(options: {
   maxBodyBytes: number;
   /** Origins other than the server's own that browsers may call it from. */
   corsOrigins: string[];
+  /** What each principal's SSE streams and graphql-ws connections together may hold unsent. */
+  unsentBudget?: UnsentBudget;
   /** More plugins, after these. */
   plugins?: Plugin[];
 }): GraphQLServer {
@@ -398,7 +401,7 @@ export function createGraphQLServer(options: {
       useVariableErrorsOfGraphqlJs(),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),
-      useSseEventIds(),
+      useSseEventIds(options.unsentBudget),
       // Queries and mutations run compiled (graphql-jit: the plan, variable coercion and result
       // building are generated once per document); subscriptions start on graphql-js, whose
       // subscribe graphql-jit does not match (arguments of a GET/SSE subscription arrive empty),

@@ -1,7 +1,9 @@
+import type { ServerResponse } from 'node:http';
 import { isAsyncIterable } from '@envelop/core';
 import type { ExecutionResult } from 'graphql';
 import type { FetchAPI, Plugin } from 'graphql-yoga';
 import { eventIdOf } from './shared-subscriptions.js';
+import type { UnsentBudget } from './unsent-budget.js';
 
 /** As yoga: an error's `http` and `unexpected` extensions are the server's, not the client's. */
 function withoutInternals(result: ExecutionResult) {
@@ -27,6 +29,24 @@ const SIGNED_OUT_EVENTS = `event: next\ndata: ${JSON.stringify({
 })}\n\nevent: complete\ndata:\n\n`;
 
 /**
+ * The last words of a stream ended as a slow consumer (its principal's streams held too much
+ * unsent): a comment, which clients ignore, and no `complete`, so that every client takes it as
+ * a dropped connection and resumes (an EventSource by itself, with Last-Event-ID).
+ */
+export const SLOW_CONSUMER_COMMENT =
+  ': slow consumer: this principal\'s streams hold too much unsent data; reconnect with Last-Event-ID (your last cursor) to resume\n\n';
+
+/** As ws cuts a closing connection: a client that does not read what is left within this is cut. */
+const SLOW_CONSUMER_CUT_MS = 30_000;
+
+/** An SSE response counted against its principal's budget of unsent bytes. */
+interface Budgeted {
+  budget: UnsentBudget;
+  res: ServerResponse;
+  sub: string;
+}
+
+/**
  * Each result's `next` event, encoded once: a group of identical subscriptions shares one result
  * object (shared-subscriptions.ts), so its streams write the same bytes rather than a copy each.
  */
@@ -50,18 +70,39 @@ function nextEvent(result: ExecutionResult, encoder: TextEncoder): Uint8Array {
  * when the next keep-alive comment finds nobody to write to. So does a stream whose session signs
  * out (`signedOut`), after SIGNED_OUT_EVENTS.
  */
-function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: FetchAPI, request: Request, signedOut: AbortSignal | undefined): Response {
+function sseWithEventIds(
+  result: AsyncIterable<ExecutionResult>,
+  fetchAPI: FetchAPI,
+  request: Request,
+  signedOut: AbortSignal | undefined,
+  budgeted: Budgeted | undefined,
+): Response {
   const encoder = new fetchAPI.TextEncoder();
   const iterator = result[Symbol.asyncIterator]();
   let ping: NodeJS.Timeout | undefined;
   let ended = false;
   let onClientGone = () => {};
   let onSignedOut = () => {};
+  let onSlow = () => {};
+  /** Ended as a slow consumer: the next pull writes SLOW_CONSUMER_COMMENT and closes. */
+  let slow = false;
+  const endSlow = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    controller.enqueue(encoder.encode(SLOW_CONSUMER_COMMENT));
+    controller.close();
+  };
+  let release = () => {};
+  /**
+   * Bytes of the event enqueued last that the response has not taken yet: the body is pulled
+   * again only once the response took (nearly) all of it, so an unread stream holds at most that
+   * and what its response holds.
+   */
+  let queued = 0;
   /** Stops the pings and the subscription; the iterator's `return` also settles a pending `next`. */
   const end = async () => {
     if (ended) return;
     ended = true;
     clearInterval(ping);
+    release();
     request.signal.removeEventListener('abort', onClientGone);
     signedOut?.removeEventListener('abort', onSignedOut);
     await iterator.return?.();
@@ -78,8 +119,25 @@ function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: Fetch
         void end();
         controller.close();
       };
+      // The comment and the end go out from `pull`, behind what the stream holds: enqueued from
+      // here, they could overtake the event a pull has enqueued but not yet handed on.
+      onSlow = () => {
+        if (ended) return;
+        slow = true;
+        void end();
+        const { res } = budgeted!;
+        // With a reset: closed normally, the kernel would keep the socket, and the bytes it holds
+        // (megabytes for a client that stopped reading), until it gave up sending them.
+        const cut = setTimeout(() => (res.socket ? res.socket.resetAndDestroy() : res.destroy()), SLOW_CONSUMER_CUT_MS);
+        res.once('close', () => clearTimeout(cut));
+      };
       if (request.signal.aborted) return onClientGone();
       request.signal.addEventListener('abort', onClientGone, { once: true });
+      if (budgeted) {
+        const { budget, res, sub } = budgeted;
+        release = budget.track(res, sub, { transport: 'sse', unsent: () => res.writableLength + queued, end: () => onSlow() });
+        res.on('drain', () => budget.drained(res));
+      }
       // Some browsers wait for a first byte before they report the response.
       controller.enqueue(encoder.encode(':\n\n'));
       if (signedOut?.aborted) return onSignedOut();
@@ -90,10 +148,19 @@ function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: Fetch
       }, PING_MS);
     },
     async pull(controller) {
+      queued = 0;
+      if (slow) return endSlow(controller);
       if (ended) return;
       const next = await iterator.next();
+      if (slow) return endSlow(controller);
       if (ended) return; // the client went while this pull waited
-      if (next.value != null) controller.enqueue(nextEvent(next.value, encoder));
+      if (next.value != null) {
+        const bytes = nextEvent(next.value, encoder);
+        controller.enqueue(bytes);
+        queued = bytes.byteLength;
+        // The response still holds earlier bytes: its client may not be reading.
+        if (budgeted && budgeted.res.writableLength > 0) budgeted.budget.wrote(budgeted.res);
+      }
       if (next.done) {
         controller.enqueue(encoder.encode('event: complete\ndata:\n\n'));
         await end();
@@ -107,20 +174,34 @@ function sseWithEventIds(result: AsyncIterable<ExecutionResult>, fetchAPI: Fetch
   });
 }
 
-/** Subscriptions that yoga answers over SSE are written by `sseWithEventIds`. */
-export function useSseEventIds(): Plugin {
-  /** Each subscription request's stream session sign-out, if it has one. */
-  const subscriptionRequests = new WeakMap<Request, AbortSignal | undefined>();
+/**
+ * Subscriptions that yoga answers over SSE are written by `sseWithEventIds`; those of a principal
+ * answered on a Node response count against its budget of unsent bytes (`budget`).
+ */
+export function useSseEventIds(budget?: UnsentBudget): Plugin {
+  /** Each subscription request's stream session sign-out, if it has one, and its budget. */
+  const subscriptionRequests = new WeakMap<Request, { signedOut: AbortSignal | undefined; budgeted: Budgeted | undefined }>();
   return {
     onSubscribe({ args }) {
-      const { request, signedOut } = args.contextValue as { request?: Request; signedOut?: AbortSignal };
-      if (request) subscriptionRequests.set(request, signedOut);
+      const { request, signedOut, res, principal } = args.contextValue as {
+        request?: Request;
+        signedOut?: AbortSignal;
+        res?: ServerResponse;
+        principal?: { sub: string } | null;
+      };
+      if (!request) return;
+      const budgeted = budget && res?.writableLength !== undefined && principal ? { budget, res, sub: principal.sub } : undefined;
+      subscriptionRequests.set(request, { signedOut, budgeted });
     },
     onResultProcess({ request, result, resultProcessor, setResultProcessor }) {
       // yoga answers a subscription's stream only as SSE: a processor chosen for it is SSE's.
-      if (resultProcessor && isAsyncIterable(result) && subscriptionRequests.has(request)) {
-        const signedOut = subscriptionRequests.get(request);
-        setResultProcessor((stream, fetchAPI) => sseWithEventIds(stream as AsyncIterable<ExecutionResult>, fetchAPI, request, signedOut), 'text/event-stream');
+      const subscription = subscriptionRequests.get(request);
+      if (resultProcessor && isAsyncIterable(result) && subscription) {
+        const { signedOut, budgeted } = subscription;
+        setResultProcessor(
+          (stream, fetchAPI) => sseWithEventIds(stream as AsyncIterable<ExecutionResult>, fetchAPI, request, signedOut, budgeted),
+          'text/event-stream',
+        );
       }
     },
   };

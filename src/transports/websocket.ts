@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { slowConsumerCloses } from '../metrics.js';
 import type { Pullable as PullableStream } from '../realtime/change-stream.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
+import type { UnsentBudget } from './unsent-budget.js';
 import { log } from '../log.js';
 
 /**
@@ -31,21 +32,33 @@ function register(socket: WebSocket, end: () => void): () => void {
 }
 
 /**
+ * Closes a connection as a slow consumer. The close frame goes behind what is unsent: a client
+ * that reads again gets every frame, then code 1013; one that never does is cut by ws's closing
+ * timeout (30 s), and nothing more is queued for it meanwhile (ws refuses sends once closing).
+ */
+export function closeAsSlowConsumer(socket: WebSocket): void {
+  if (socket.readyState !== WebSocket.OPEN) return;
+  socket.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON);
+  for (const end of [...(writers.get(socket) ?? [])]) end();
+}
+
+/**
  * The server's WebSocket class (ws's `WebSocketServer` option `WebSocket`): checked right after
  * each send, so a connection never pins much more than `limit` (the send that crossed it, at
- * most). Closing sends the close frame behind what is unsent: a client that reads again gets
- * every frame, then code 1013; one that never does is cut by ws's closing timeout (30 s), and
- * nothing more is queued for it meanwhile (ws refuses sends once closing).
+ * most), and its principal's connections and SSE streams together not much more than the
+ * budget's bound (`budget`, src/transports/unsent-budget.ts).
  */
-export function boundedWebSocket(limit: number): typeof WebSocket {
+export function boundedWebSocket(limit: number, budget?: UnsentBudget): typeof WebSocket {
   return class BoundedWebSocket extends WebSocket {
     override send(...args: unknown[]): void {
       (super.send as (...args: unknown[]) => void)(...args);
-      if (this.readyState === WebSocket.OPEN && this.bufferedAmount > limit) {
+      if (this.readyState !== WebSocket.OPEN || this.bufferedAmount <= WAIT_ABOVE_BYTES) return;
+      if (this.bufferedAmount > limit) {
         log.warn({ component: 'realtime', unsentBytes: this.bufferedAmount }, 'closing a WebSocket client that stopped reading');
-        slowConsumerCloses.inc({ transport: 'ws' });
-        this.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON);
-        for (const end of [...(writers.get(this) ?? [])]) end();
+        slowConsumerCloses.inc({ transport: 'ws', bound: 'connection' });
+        closeAsSlowConsumer(this);
+      } else {
+        budget?.wrote(this);
       }
     }
   };

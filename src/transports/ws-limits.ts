@@ -104,6 +104,11 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
       return true;
     },
 
+    /** The principal (`sub`) of an accepted connection with a valid token. */
+    principalOf(ctx: Connection): string | undefined {
+      return principalOf.get(ctx);
+    },
+
     /** graphql-ws `onClose`. */
     onClose(ctx: Connection): void {
       clearTimeout(anonymousTimers.get(ctx));

@@ -143,6 +143,8 @@ export interface SseEvent {
   event?: string;
   id?: string;
   data?: string;
+  /** Its comment lines' text, if any (a keep-alive's has none). */
+  comment?: string;
 }
 
 function parseEvent(block: string): SseEvent {
@@ -151,6 +153,7 @@ function parseEvent(block: string): SseEvent {
     if (line.startsWith('event:')) fields.event = line.slice(6).trim();
     else if (line.startsWith('id:')) fields.id = line.slice(3).trim();
     else if (line.startsWith('data:')) fields.data = (fields.data ?? '') + line.slice(5).trim();
+    else if (line.startsWith(':') && line.slice(1).trim()) fields.comment = (fields.comment ?? '') + line.slice(1).trim();
   }
   return fields;
 }
