@@ -6,8 +6,8 @@
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> npx tsx bench/unsent-budget.ts
 //
-// MAX_UNSENT_BYTES_PER_PRINCIPAL (default: the server's) is passed to the server; set it to
-// 9007199254740991 to see the server without a budget. STREAMS (500) and BIG_WRITES (30) size it.
+// MAX_UNSENT_BYTES_PER_PRINCIPAL (default here: 67108864, 64 MiB; the server's own default is no
+// budget) is passed to the server; set it to 9007199254740991 to see the server without a budget. STREAMS (500) and BIG_WRITES (30) size it.
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -27,7 +27,7 @@ const server = await startServer({
   DATABASE_URL: databaseUrl,
   AUTH_JWT_SECRET: SECRET,
   LOG_LEVEL: 'warn',
-  ...(process.env.MAX_UNSENT_BYTES_PER_PRINCIPAL ? { MAX_UNSENT_BYTES_PER_PRINCIPAL: process.env.MAX_UNSENT_BYTES_PER_PRINCIPAL } : {}),
+  MAX_UNSENT_BYTES_PER_PRINCIPAL: process.env.MAX_UNSENT_BYTES_PER_PRINCIPAL ?? String(64 * 1024 * 1024),
 });
 const gql = new GraphQLHttp(server.url);
 const quietGql = new GraphQLHttp(server.url);
@@ -187,7 +187,7 @@ try {
   console.log(
     JSON.stringify(
       {
-        budget: process.env.MAX_UNSENT_BYTES_PER_PRINCIPAL ?? 'default',
+        budget: process.env.MAX_UNSENT_BYTES_PER_PRINCIPAL ?? String(64 * 1024 * 1024),
         noisyStreams: STREAMS,
         bigWrites: BIG_WRITES,
         quietWrites: { count: latencies.length, p50Ms: round(percentile(latencies, 50)), p95Ms: round(percentile(latencies, 95)), maxMs: round(percentile(latencies, 100)), failures, failureCodes: Object.fromEntries(failureCodes) },

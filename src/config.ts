@@ -65,7 +65,7 @@ export interface Config {
   instanceId: string;
   /** MAX_ANSWER_PAYLOAD_BYTES: the most JSON payload bytes one query's answer may carry (src/graphql/answer-payloads.ts). */
   maxAnswerPayloadBytes: number;
-  /** MAX_UNSENT_BYTES_PER_PRINCIPAL: what one principal's live streams may hold written but unsent (src/transports/unsent-budget.ts). */
+  /** MAX_UNSENT_BYTES_PER_PRINCIPAL: what one principal's live streams may hold written but unsent (src/transports/unsent-budget.ts); unset: Infinity, no budget. */
   maxUnsentBytesPerPrincipal: number;
 }
 
@@ -191,8 +191,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: env.METRICS_TOKEN || undefined,
     instanceId: env.INSTANCE_ID || `${hostname()}:${port}`,
     maxAnswerPayloadBytes: answerPayloadBytesFromEnv(env, maxJsonBytes),
-    // At least the 16 MiB the contract lets a slow connection hold before it may be closed.
-    maxUnsentBytesPerPrincipal: intFromEnv(env, 'MAX_UNSENT_BYTES_PER_PRINCIPAL', Math.max(64 * 1024 * 1024, 64 * maxJsonBytes), { min: 16 * 1024 * 1024 }),
+    // Unset, no budget: the contract lets each connection hold 16 MiB unsent before it may be
+    // closed, and a budget ends streams that hold less. At least those 16 MiB when set.
+    maxUnsentBytesPerPrincipal: intFromEnv(env, 'MAX_UNSENT_BYTES_PER_PRINCIPAL', Number.POSITIVE_INFINITY, { min: 16 * 1024 * 1024 }),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
     throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);

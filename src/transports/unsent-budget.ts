@@ -76,7 +76,7 @@ export function unsentBudget(maxBytes: number) {
     /** After a write to `key` that left bytes unsent: past the budget, ends its principal's slowest streams. */
     wrote(key: object): void {
       const entry = tracked.get(key);
-      const outlets = entry && outletsOf.get(entry.sub);
+      const outlets = entry && maxBytes !== Number.POSITIVE_INFINITY ? outletsOf.get(entry.sub) : undefined;
       if (!outlets) return;
       let total = look(outlets);
       if (total <= maxBytes) return;
