@@ -21,6 +21,7 @@ import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
 import { EXPOSED_HEADERS, isAllowedOrigin } from './cors.js';
+import { DocumentCache, useErrorsWithoutTheirRequests } from './document-cache.js';
 import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 import { errorFields, log } from '../log.js';
@@ -338,6 +339,7 @@ export function createGraphQLServer(options: {
       return isAllowedOrigin(origin, options.corsOrigins) ? { origin: [origin], credentials: false, exposedHeaders: EXPOSED_HEADERS } : false;
     },
     maxRequestBodySize: false, // useBodyLimit below
+    parserAndValidationCache: { documentCache: new DocumentCache(), errorCache: new DocumentCache(), validationCache: true },
     // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
     // over graphql-ws it would put them where no WebSocket client puts its token.
     graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'SSE' },
@@ -369,6 +371,7 @@ export function createGraphQLServer(options: {
       loaders: createLoaders(options.deps),
     }),
     plugins: [
+      useErrorsWithoutTheirRequests(),
       useDocumentNestingLimit(),
       useVaryByOrigin(),
       graphiql.plugin,
