@@ -22,6 +22,7 @@ import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
 import type { UnsentBudget } from '../transports/unsent-budget.js';
 import { EXPOSED_HEADERS, isAllowedOrigin } from './cors.js';
+import { DocumentCache, useErrorsWithoutTheirRequests } from './document-cache.js';
 import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 import { errorFields, log } from '../log.js';
@@ -341,6 +342,7 @@ export function createGraphQLServer(options: {
       return isAllowedOrigin(origin, options.corsOrigins) ? { origin: [origin], credentials: false, exposedHeaders: EXPOSED_HEADERS } : false;
     },
     maxRequestBodySize: false, // useBodyLimit below
+    parserAndValidationCache: { documentCache: new DocumentCache(), errorCache: new DocumentCache(), validationCache: true },
     // Subscriptions over SSE: GraphiQL then sends its headers (the bearer token) with them too;
     // over graphql-ws it would put them where no WebSocket client puts its token.
     graphiql: { title: 'Agent audit server', subscriptionsProtocol: 'SSE' },
@@ -372,6 +374,7 @@ export function createGraphQLServer(options: {
       loaders: createLoaders(options.deps),
     }),
     plugins: [
+      useErrorsWithoutTheirRequests(),
       useDocumentNestingLimit(),
       useVaryByOrigin(),
       graphiql.plugin,
