@@ -19,7 +19,15 @@ const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
 
 let t: ListeningApp;
 beforeAll(async () => {
-  const app = await startTestApp({ MAX_UNSENT_BYTES_PER_PRINCIPAL: String(BUDGET), ...(testRedisUrl ? { REDIS_URL: testRedisUrl } : {}) });
+  // Each connection's own bound (16 × MAX_JSON_BYTES: 32 MiB) above the budget and a write: the
+  // budget keeps a principal's streams within 16 MiB, so a connection it leaves open never reaches
+  // its own. With both at 16 MiB, the last connection left holds the whole budget, and the next
+  // write closes it by its own bound instead.
+  const app = await startTestApp({
+    MAX_UNSENT_BYTES_PER_PRINCIPAL: String(BUDGET),
+    MAX_JSON_BYTES: String(2 * 1024 * 1024),
+    ...(testRedisUrl ? { REDIS_URL: testRedisUrl } : {}),
+  });
   t = Object.assign(app, { url: await app.app.start(0) });
 });
 afterAll(() => t?.close());
