@@ -6,7 +6,7 @@ import { maskError } from '../graphql/errors.js';
 import { keepConnectionsAlive } from '../transports/keep-alive.js';
 import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import type { UnsentBudget } from '../transports/unsent-budget.js';
-import { boundedWebSocket, closeAsSlowConsumer, maxUnsentBytes, writtenBySubscription } from '../transports/websocket.js';
+import { boundedWebSocket, closeAsSlowConsumer, maxUnsentBytes, rememberTcpSockets, writtenBySubscription } from '../transports/websocket.js';
 import type { webSocketLimits } from '../transports/ws-limits.js';
 import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
@@ -97,6 +97,7 @@ export function serveGraphQLOverWebSocket(
     wsServer,
     (socket) => limits.admit(socket),
   );
+  rememberTcpSockets(wsServer);
   // Pings are sent by keepConnectionsAlive, spread over the period.
   keepConnectionsAlive(wsServer);
   return {

@@ -1,4 +1,5 @@
 import type { WebSocketServer } from 'ws';
+import { cut } from './websocket.js';
 
 /** graphql-ws's own keep-alive period: a connection is pinged this often and cut if a ping goes unanswered this long. */
 export const KEEP_ALIVE_MS = 12_000;
@@ -16,7 +17,7 @@ export function keepConnectionsAlive(wsServer: WebSocketServer, periodMs = KEEP_
     let every: NodeJS.Timeout | null = null;
     const ping = () => {
       if (socket.readyState !== socket.OPEN) return;
-      unanswered ??= setTimeout(() => socket.terminate(), periodMs);
+      unanswered ??= setTimeout(() => cut(socket), periodMs);
       socket.ping();
     };
     const first = setTimeout(() => {

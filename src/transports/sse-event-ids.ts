@@ -3,7 +3,7 @@ import { isAsyncIterable } from '@envelop/core';
 import type { ExecutionResult } from 'graphql';
 import type { FetchAPI, Plugin } from 'graphql-yoga';
 import { eventIdOf } from './shared-subscriptions.js';
-import type { UnsentBudget } from './unsent-budget.js';
+import { SLOW_CONSUMER_CUT_MS, type UnsentBudget } from './unsent-budget.js';
 
 /** As yoga: an error's `http` and `unexpected` extensions are the server's, not the client's. */
 function withoutInternals(result: ExecutionResult) {
@@ -35,9 +35,6 @@ const SIGNED_OUT_EVENTS = `event: next\ndata: ${JSON.stringify({
  */
 export const SLOW_CONSUMER_COMMENT =
   ': slow consumer: this principal\'s streams hold too much unsent data; reconnect with Last-Event-ID (your last cursor) to resume\n\n';
-
-/** As ws cuts a closing connection: a client that does not read what is left within this is cut. */
-const SLOW_CONSUMER_CUT_MS = 30_000;
 
 /** An SSE response counted against its principal's budget of unsent bytes. */
 interface Budgeted {

@@ -1,6 +1,12 @@
 import { slowConsumerCloses } from '../metrics.js';
 import { log } from '../log.js';
 
+/**
+ * How long a stream ended as a slow consumer has to read what it was sent before its connection
+ * is cut with a TCP reset (less than ws's own closing timeout, 30 s, which closes it normally).
+ */
+export const SLOW_CONSUMER_CUT_MS = 20_000;
+
 /** One principal's live stream as the budget sees it: an SSE response or a graphql-ws connection. */
 export interface Outlet {
   transport: 'sse' | 'ws';

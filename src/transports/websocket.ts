@@ -1,11 +1,12 @@
+import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import type { ExecutionResult } from 'graphql';
-import { WebSocket } from 'ws';
+import { WebSocket, type WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { slowConsumerCloses } from '../metrics.js';
 import type { Pullable as PullableStream } from '../realtime/change-stream.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
-import type { UnsentBudget } from './unsent-budget.js';
+import { SLOW_CONSUMER_CUT_MS, type UnsentBudget } from './unsent-budget.js';
 import { log } from '../log.js';
 
 /**
@@ -31,14 +32,33 @@ function register(socket: WebSocket, end: () => void): () => void {
   return () => ends.delete(end);
 }
 
+/** Each connection's TCP socket: its upgraded request's. */
+const tcpSockets = new WeakMap<WebSocket, Socket>();
+export function rememberTcpSockets(wsServer: WebSocketServer): void {
+  wsServer.on('connection', (socket, request) => tcpSockets.set(socket, request.socket));
+}
+
+/**
+ * Cuts a connection the server gives up on with a TCP reset. ws's `terminate` closes its socket
+ * normally, and the kernel then keeps the socket, with the megabytes it may hold for a client that
+ * does not read or has vanished, until it gives up sending them.
+ */
+export function cut(socket: WebSocket): void {
+  const tcp = tcpSockets.get(socket);
+  if (tcp) tcp.resetAndDestroy();
+  else socket.terminate();
+}
+
 /**
  * Closes a connection as a slow consumer. The close frame goes behind what is unsent: a client
- * that reads again gets every frame, then code 1013; one that never does is cut by ws's closing
- * timeout (30 s), and nothing more is queued for it meanwhile (ws refuses sends once closing).
+ * that reads again gets every frame, then code 1013; one that has not within SLOW_CONSUMER_CUT_MS
+ * is cut, and nothing more is queued for it meanwhile (ws refuses sends once closing).
  */
 export function closeAsSlowConsumer(socket: WebSocket): void {
   if (socket.readyState !== WebSocket.OPEN) return;
   socket.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON);
+  const grace = setTimeout(() => cut(socket), SLOW_CONSUMER_CUT_MS);
+  socket.once('close', () => clearTimeout(grace));
   for (const end of [...(writers.get(socket) ?? [])]) end();
 }
 

@@ -5,7 +5,7 @@ import { maxUnsentBytes } from '../../src/transports/websocket.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { counterOf, payloads, subscribeOn, subscribeSse, THREAD_SNAPSHOT, waitFor, wsClient, type Stream } from '../support/streams.js';
-import { startListeningApp, tcpProxy, testRedisUrl, type ListeningApp } from './support.js';
+import { kernelSocket, startListeningApp, tcpProxy, testRedisUrl, type ListeningApp } from './support.js';
 
 // docs/subscriptions.md, "A subscriber that falls behind": a client that stops reading never
 // holds up writers, other subscribers or the server's memory. (Catching a lagging subscriber up
@@ -15,6 +15,13 @@ const CHANGES = `subscription($threadId: ID!) {
   threadChanges(threadId: $threadId) { cursor audit { id status ... on ToolAudit { effectiveInput } } run { id leaseExpiresAt } }
 }`;
 const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
+const OUTPUT_BYTES = 900_000;
+/** /proc/net/tcp's state of an established connection. */
+const ESTABLISHED = '01';
+const COPIES = ['output', 'again: output', 'thrice: output', 'fourfold: output'];
+const LARGE = `subscription($threadId: ID!, $after: String) {
+  threadChanges(threadId: $threadId, after: $after) { cursor audit { id status ... on ToolAudit { ${COPIES.join(' ')} } } run { id status } }
+}`;
 
 let t: ListeningApp;
 beforeAll(async () => {
@@ -72,17 +79,15 @@ describe('a subscriber that falls behind', () => {
     }
   });
 
-  it('a client that stops reading is closed past the unsent bound with 1013, naming a slow consumer; resuming with after misses nothing', async () => {
-    // Subscriptions on one connection each selecting a tool's large output four times, a client
-    // (behind a TCP proxy that stops reading from the server) that stops reading when the tool
-    // finishes: each subscription has one large frame unsent (each waits for its own), together
-    // more than the server keeps unsent for one client plus what the socket buffers can absorb.
-    // The tool's start frames are small: a burst of large ones would close even a client that reads.
-    const OUTPUT_BYTES = 900_000;
-    const COPIES = ['output', 'again: output', 'thrice: output', 'fourfold: output'];
-    const LARGE = `subscription($threadId: ID!, $after: String) {
-      threadChanges(threadId: $threadId, after: $after) { cursor audit { id status ... on ToolAudit { ${COPIES.join(' ')} } } run { id status } }
-    }`;
+  /**
+   * Subscriptions on one connection each selecting a tool's large output four times, a client
+   * (behind a TCP proxy that stops reading from the server) that stops reading when the tool
+   * finishes: each subscription has one large frame unsent (each waits for its own), together
+   * more than the server keeps unsent for one client plus what the socket buffers can absorb.
+   * The tool's start frames are small: a burst of large ones would close even a client that reads.
+   * Returns once the server has closed the connection as a slow consumer, the proxy still stalled.
+   */
+  async function closedAsSlowConsumer() {
     const { owner, threadId, session } = await runningRun(t);
     await session.declare('m1', [{ id: 'big', name: 'read_file' }]);
     const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(t.url).port) });
@@ -104,7 +109,11 @@ describe('a subscriber that falls behind', () => {
     proxy.stall();
     must(await session.toolFinished('big', { content: 'y'.repeat(OUTPUT_BYTES) }));
     await waitFor(() => subscribers(threadId) === 0, 'the connection and its subscriptions to be closed', 20_000);
+    return { owner, threadId, session, proxy, streams, snapshot, start };
+  }
 
+  it('a client that stops reading is closed past the unsent bound with 1013, naming a slow consumer; resuming with after misses nothing', async () => {
+    const { owner, threadId, session, proxy, streams, snapshot, start } = await closedAsSlowConsumer();
     proxy.resume();
     for (const stream of streams) {
       const ending = await stream.ended(20_000);
@@ -130,6 +139,16 @@ describe('a subscriber that falls behind', () => {
     const final = (await snapshot()).view;
     expect(view).toEqual(final);
   });
+
+  it('a client that never reads again is cut with a TCP reset after the grace: the kernel does not keep what it held for it', async () => {
+    // Closed normally, the server's socket would linger in FIN-WAIT-1 holding its unsent bytes
+    // for as long as the client kept its window shut.
+    const { proxy } = await closedAsSlowConsumer();
+    const serverPort = Number(new URL(t.url).port);
+    const [proxyPort] = proxy.upstreamPorts();
+    await waitFor(() => kernelSocket(serverPort, proxyPort!)?.state !== ESTABLISHED, 'the server to let go of the connection', 60_000);
+    expect(kernelSocket(serverPort, proxyPort!)).toBeUndefined();
+  }, 90_000);
 
   it('an SSE response is written only as fast as its client reads: past its queue the subscriber folds instead of the server buffering', async () => {
     // A separate server whose subscribers queue at most 4 changes, so that one that cannot send

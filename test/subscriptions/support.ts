@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { startTestApp, type TestApp } from '../support/app.js';
 
@@ -47,6 +48,8 @@ export async function tcpProxy(target: { host: string; port: number }) {
   return {
     port,
     url: (scheme: string) => `${scheme}://127.0.0.1:${port}`,
+    /** The local ports of its connections to the target. */
+    upstreamPorts: () => [...pairs].map(({ upstream }) => upstream.localPort!),
     stall() {
       stalled = true;
       for (const { client, upstream } of pairs) {
@@ -78,4 +81,19 @@ export async function tcpProxy(target: { host: string; port: number }) {
       if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * The kernel's socket from `localPort` to `remotePort` on this machine, as Linux lists it in
+ * /proc/net/tcp{,6}: its state (01 established, 04 FIN-WAIT-1, …) and the bytes it holds unsent.
+ */
+export function kernelSocket(localPort: number, remotePort: number): { state: string; unsentBytes: number } | undefined {
+  const port = (address: string) => parseInt(address.split(':')[1]!, 16);
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6'].filter(existsSync)) {
+    for (const line of readFileSync(file, 'utf8').trim().split('\n').slice(1)) {
+      const [, local, remote, state, queues] = line.trim().split(/\s+/);
+      if (port(local!) === localPort && port(remote!) === remotePort) return { state: state!, unsentBytes: parseInt(queues!.split(':')[0]!, 16) };
+    }
+  }
+  return undefined;
 }
