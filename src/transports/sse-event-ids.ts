@@ -2,6 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { isAsyncIterable } from '@envelop/core';
 import type { ExecutionResult } from 'graphql';
 import type { FetchAPI, Plugin } from 'graphql-yoga';
+import type { GraphQLContext } from '../graphql/context.js';
+import type { ServerContext } from '../server/yoga.js';
 import { eventIdOf } from './shared-subscriptions.js';
 import { SLOW_CONSUMER_CUT_MS, type UnsentBudget } from './unsent-budget.js';
 
@@ -175,17 +177,12 @@ function sseWithEventIds(
  * Subscriptions that yoga answers over SSE are written by `sseWithEventIds`; those of a principal
  * answered on a Node response count against its budget of unsent bytes (`budget`).
  */
-export function useSseEventIds(budget?: UnsentBudget): Plugin {
+export function useSseEventIds(budget?: UnsentBudget): Plugin<GraphQLContext & ServerContext> {
   /** Each subscription request's stream session sign-out, if it has one, and its budget. */
   const subscriptionRequests = new WeakMap<Request, { signedOut: AbortSignal | undefined; budgeted: Budgeted | undefined }>();
   return {
     onSubscribe({ args }) {
-      const { request, signedOut, res, principal } = args.contextValue as {
-        request?: Request;
-        signedOut?: AbortSignal;
-        res?: ServerResponse;
-        principal?: { sub: string } | null;
-      };
+      const { request, signedOut, res, principal } = args.contextValue;
       if (!request) return;
       const budgeted = budget && res?.writableLength !== undefined && principal ? { budget, res, sub: principal.sub } : undefined;
       subscriptionRequests.set(request, { signedOut, budgeted });
