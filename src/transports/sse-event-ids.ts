@@ -83,10 +83,15 @@ function sseWithEventIds(
   let onClientGone = () => {};
   let onSignedOut = () => {};
   let onSlow = () => {};
-  /** Ended as a slow consumer: the next pull writes SLOW_CONSUMER_COMMENT and closes. */
-  let slow = false;
-  const endSlow = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    controller.enqueue(encoder.encode(SLOW_CONSUMER_COMMENT));
+  /**
+   * What the stream says last, once its session signed out or it was ended as a slow consumer:
+   * the next pull writes it and closes. Each pull has its own controller, whose bytes are handed on
+   * when the pull returns: written from elsewhere, these words could overtake a pull's event, or
+   * be followed by it after the end.
+   */
+  let lastWords: string | null = null;
+  const sayLastWords = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    controller.enqueue(encoder.encode(lastWords!));
     controller.close();
   };
   let release = () => {};
@@ -114,15 +119,12 @@ function sseWithEventIds(
       };
       onSignedOut = () => {
         if (ended) return;
-        controller.enqueue(encoder.encode(SIGNED_OUT_EVENTS));
+        lastWords = SIGNED_OUT_EVENTS;
         void end();
-        controller.close();
       };
-      // The comment and the end go out from `pull`, behind what the stream holds: enqueued from
-      // here, they could overtake the event a pull has enqueued but not yet handed on.
       onSlow = () => {
         if (ended) return;
-        slow = true;
+        lastWords = SLOW_CONSUMER_COMMENT;
         void end();
         const { res } = budgeted!;
         // With a reset: closed normally, the kernel would keep the socket, and the bytes it holds
@@ -148,10 +150,10 @@ function sseWithEventIds(
     },
     async pull(controller) {
       queued = 0;
-      if (slow) return endSlow(controller);
+      if (lastWords) return sayLastWords(controller);
       if (ended) return;
       const next = await iterator.next();
-      if (slow) return endSlow(controller);
+      if (lastWords) return sayLastWords(controller);
       if (ended) return; // the client went while this pull waited
       if (next.value != null) {
         const bytes = nextEvent(next.value, encoder);
