@@ -18,7 +18,7 @@
 // the storage per audit can be set against real payload sizes.
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import type { Database } from '../src/db/database.js';
+import type { Database, Db } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Sql } from '../src/db/sql.js';
 import { auditPayloadsByIds, PAYLOADS, readTimeline, type Payload } from '../src/domain/audit-reads.js';
@@ -28,6 +28,7 @@ import { readableThreadsPage } from '../src/domain/threads.js';
 import { toolCallLedger } from '../src/domain/tool-call-ledger.js';
 import { toolCallStats } from '../src/domain/tool-call-stats.js';
 import { openScratchDatabase } from './lib/scratch.js';
+import { observedSql } from '../test/support/plans.js';
 import { round, summarize, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
@@ -55,7 +56,7 @@ async function timelineWith(sql: Sql, payloads: readonly Payload[]) {
 }
 
 /** Each read the issue's table names, as its page asks for it (first 50, limit 500). */
-const READS: [string, (sql: Sql) => Promise<unknown>][] = [
+const READS: [string, (sql: Db) => Promise<unknown>][] = [
   ['searchAudits(name: calc), across threads', (sql) => searchAudits(sql, owner, { name: 'calc', first: 50 })],
   ['searchAudits(status: FAILED), across threads', (sql) => searchAudits(sql, owner, { status: 'FAILED', first: 50 })],
   ['searchAudits(status: FAILED), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, status: 'FAILED', first: 50 })],
@@ -124,7 +125,7 @@ async function makePayloadWords(db: Database) {
     SELECT string_agg('w' || abs(hashtext(g::text)) % 5000, ' ' ORDER BY g) AS words FROM generate_series(1, ${(LARGEST_PAYLOAD + 10_000) / 4}) g`);
 }
 
-async function p50(sql: Sql, read: (sql: Sql) => Promise<unknown>): Promise<number> {
+async function p50(sql: Db, read: (sql: Db) => Promise<unknown>): Promise<number> {
   for (let i = 0; i < 2; i++) await read(sql);
   const times: number[] = [];
   for (let i = 0; i < iterations; i++) {
@@ -139,32 +140,27 @@ async function p50(sql: Sql, read: (sql: Sql) => Promise<unknown>): Promise<numb
  * The buffers the read's statements touched (shared hits and reads, from EXPLAIN (ANALYZE,
  * BUFFERS)): the work, whatever else loads the machine. PostgreSQL only (PGlite reports none).
  */
-async function buffers(db: Database, read: (sql: Sql) => Promise<unknown>): Promise<number> {
+async function buffers(db: Database, read: (sql: Db) => Promise<unknown>): Promise<number> {
   let total = 0;
-  await read({
-    query: async <Row,>(statement: string, params?: unknown[]) => {
-      const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
-        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statement}`,
-        params,
-      );
+  await read(
+    observedSql(db, async (sql, statement, params) => {
+      const [row] = await sql.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statement}`, params);
       const plan = row!['QUERY PLAN'][0].Plan;
       total += (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
-      return db.sql.query<Row>(statement, params);
-    },
-  });
+    }),
+  );
   return total;
 }
 
 /** The plan of the read's last statement, as text. */
-async function plan(db: Database, read: (sql: Sql) => Promise<unknown>): Promise<string> {
+async function plan(db: Database, read: (sql: Db) => Promise<unknown>): Promise<string> {
   let text = '';
-  await read({
-    query: async <Row,>(statement: string, params?: unknown[]) => {
-      const rows = await db.driver.query<Record<string, string>>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${statement}`, params);
+  await read(
+    observedSql(db, async (sql, statement, params) => {
+      const rows = await sql.query<Record<string, string>>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${statement}`, params);
       text = rows.map((row) => Object.values(row)[0]).join('\n');
-      return db.sql.query<Row>(statement, params);
-    },
-  });
+    }),
+  );
   return text;
 }
 

@@ -7,8 +7,8 @@
 // audits and payload bytes lie in the newest SEARCH_WALK_BUDGET. Seeds the database once (kept
 // between runs), by SQL: one owner, one thread, `--audits` tool audits whose
 // output is `--kb` kB of hex digits (barely compressible); beside them `--others` small audits of
-// 50 other owners (with none, PostgreSQL reads the few audits below the walk in sequence, payloads
-// and all, rather than ask the search index).
+// 50 other owners (`--others 0`: a database holding little besides the large audits, where the
+// planner would read them in sequence, payloads and all, were sequential scans not off).
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.js';

@@ -16,6 +16,7 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.js';
+import { observedSql } from '../test/support/plans.js';
 import { auditSummaryColumns } from '../src/domain/audit-reads.js';
 import { searchAudits, type AuditSearch } from '../src/domain/audit-search.js';
 import { openPgliteBackend, openPostgresBackend, type Backend } from './lib/backend.js';
@@ -128,14 +129,11 @@ for (const [size, others] of parts.includes('search') ? sizes.flatMap((size) => 
         ['rare text, one thread', { text: 'region 1234', threadId }],
       ];
       if (process.env.EXPLAIN) {
-        const explaining = {
-          query: async <Row>(text: string, params?: unknown[]) => {
-            if (!/^WITH/.test(text)) return db.sql.query<Row>(text, params);
-            const plan = await db.sql.query<Record<string, string>>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params);
-            log(plan.map((row) => Object.values(row)[0]).join('\n'));
-            return [] as Row[];
-          },
-        };
+        const explaining = observedSql(db, async (sql, text, params) => {
+          if (!/^WITH/.test(text)) return;
+          const plan = await sql.query<Record<string, string>>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params);
+          log(plan.map((row) => Object.values(row)[0]).join('\n'));
+        });
         for (const [label, search] of searches) {
           log(`-- ${label}`);
           await searchAudits(explaining, principal, { first: FIRST, ...search });

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../src/db/database.js';
-import type { Sql } from '../../src/db/sql.js';
+import type { Database, Db } from '../../src/db/database.js';
 import { searchAudits } from '../../src/domain/audit-search.js';
 import type { Principal } from '../../src/domain/principal.js';
 import { readableThreadsPage } from '../../src/domain/threads.js';
@@ -59,7 +58,7 @@ function touched(node: PlanNode, into: Touched = { tables: new Map(), indexes: n
 }
 
 /** The message's statement (the last the domain function ran): its answer and what its plan touched. */
-async function explained<T>(db: Database, read: (sql: Sql) => Promise<T>): Promise<{ result: T; last: Touched }> {
+async function explained<T>(db: Database, read: (sql: Db) => Promise<T>): Promise<{ result: T; last: Touched }> {
   let last: Touched | undefined;
   const result = await read(explainingSql(db, (plan) => (last = touched(plan))));
   return { result, last: last! };

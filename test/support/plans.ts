@@ -1,4 +1,4 @@
-import { openDatabase, type Database } from '../../src/db/database.js';
+import { openDatabase, type Database, type Db } from '../../src/db/database.js';
 import type { Sql } from '../../src/db/sql.js';
 import { createScratchDatabase, onPostgres } from './database.js';
 import { postgresTemplateDatabase } from './database-templates.js';
@@ -46,13 +46,24 @@ export function rowsTouched(node: PlanNode, into = new Map<string, number>()) {
   return into;
 }
 
-/** An `Sql` that runs each statement under `EXPLAIN (ANALYZE, FORMAT JSON)` first, handing its plan to `seen`, then runs it for its answer. */
-export function explainingSql(db: Database, seen: (plan: PlanNode) => void): Sql {
-  return {
+/**
+ * `db.sql` that hands each statement but a setting (`SET …`) to `before` first, on the connection
+ * it is about to run on (its transaction's, if it runs in one, so that the transaction's settings
+ * apply to both).
+ */
+export function observedSql(db: Database, before: (sql: Sql, text: string, params?: unknown[]) => Promise<void>): Db {
+  const observed = (sql: Sql): Sql => ({
     query: async <Row,>(text: string, params?: unknown[]) => {
-      const [row] = await db.driver.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
-      seen(row!['QUERY PLAN'][0].Plan);
-      return db.sql.query<Row>(text, params);
+      if (!/^SET\b/i.test(text)) await before(sql, text, params);
+      return sql.query<Row>(text, params);
     },
-  };
+  });
+  return { ...observed(db.sql), transaction: (fn) => db.sql.transaction((tx) => fn(observed(tx))) };
 }
+
+/** A `Db` that runs each statement under `EXPLAIN (ANALYZE, FORMAT JSON)` first, handing its plan to `seen`, then runs it for its answer. */
+export const explainingSql = (db: Database, seen: (plan: PlanNode) => void): Db =>
+  observedSql(db, async (sql, text, params) => {
+    const [row] = await sql.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
+    seen(row!['QUERY PLAN'][0].Plan);
+  });
