@@ -44,7 +44,8 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     } catch (error) {
       throw unauthenticated(whyRefused(error));
     }
-    if (payload.aud !== undefined) {
+    // Identity services set `aud` (and `iss`) as they please; only the stream session's is refused here.
+    if ([payload.aud].flat().includes(STREAM_SESSION_AUDIENCE)) {
       throw unauthenticated('A stream session token authenticates the SSE stream path only (GET /graphql/stream), never a bearer request');
     }
     const principal = principalOf(payload);

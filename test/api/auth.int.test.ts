@@ -45,6 +45,15 @@ describe(`authentication (${backendName})`, () => {
     expect(await t.app.db.prisma.thread.count()).toBe(before);
   });
 
+  it.each([
+    ['an audience and an issuer', { aud: 'agent-audit', iss: 'https://id.example.com' }],
+    ['a list of audiences', { aud: ['agent-audit', 'dashboards'] }],
+  ])('a token from an identity service carrying %s is taken: the server checks no aud of its own', async (_case, claims) => {
+    const response = await createThreadWith(`Bearer ${await sign({ sub: 'idp-user', role: 'user', ...claims })}`);
+    expect(response.errors).toBeUndefined();
+    expect(response.data.createThread.ownerId).toBe('idp-user');
+  });
+
   it('introspection works without a token', async () => {
     const response = await t.gql(`{ __schema { queryType { name } } }`);
     expect(response.errors).toBeUndefined();
