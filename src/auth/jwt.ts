@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
+import { SignJWT, errors as jose, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import { DomainError, unauthenticated } from '../domain/errors.js';
 import { boundedText } from '../domain/ids.js';
 import { isRole, type Principal, type Role } from '../domain/principal.js';
@@ -24,8 +24,18 @@ const VERIFIED_CACHE_SIZE = 10_000;
  * Reads `Authorization: Bearer <JWT>`. No header: anonymous (null). A header that is not a
  * valid, unexpired HS256 token with a known role: UNAUTHENTICATED, never anonymous.
  */
-export function createTokenVerifier(secret: string): TokenVerifier {
+export function createTokenVerifier(secret: string, previousSecret?: string): TokenVerifier {
   const key = new TextEncoder().encode(secret);
+  const previousKey = previousSecret === undefined ? undefined : new TextEncoder().encode(previousSecret);
+  /** jwtVerify with the secret, then (a rotation: AUTH_JWT_PREVIOUS_SECRET) with the previous one. */
+  async function verifySigned(token: string, options: JWTVerifyOptions) {
+    try {
+      return await jwtVerify(token, key, options);
+    } catch (error) {
+      if (!previousKey || !(error instanceof jose.JWSSignatureVerificationFailed)) throw error;
+      return jwtVerify(token, previousKey, options);
+    }
+  }
   // token -> its principal (which says when it expires); insertion order makes it an LRU.
   const verified = new Map<string, Principal>();
 
@@ -40,7 +50,7 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     let payload;
     try {
       // Without `exp` a token (and every subscription it starts) would be valid forever.
-      ({ payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'] }));
+      ({ payload } = await verifySigned(token, { algorithms: [ALGORITHM], requiredClaims: ['exp'] }));
     } catch (error) {
       throw unauthenticated(whyRefused(error));
     }
@@ -61,7 +71,7 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     },
     async verifyStreamSession(value) {
       try {
-        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE });
+        const { payload } = await verifySigned(value, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE });
         return { principal: principalOf(payload), sessionId: payload.jti! };
       } catch (error) {
         if (error instanceof DomainError) throw error;
