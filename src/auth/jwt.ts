@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { SignJWT, errors as jose, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import { DomainError, unauthenticated } from '../domain/errors.js';
 import { boundedText } from '../domain/ids.js';
-import { isRole, type Principal, type Role } from '../domain/principal.js';
+import { ROLES, isRole, type Principal, type Role } from '../domain/principal.js';
 
 const ALGORITHM = 'HS256';
 
@@ -82,9 +82,14 @@ export function createTokenVerifier(secret: string, previousSecret?: string): To
 }
 
 function principalOf(payload: JWTPayload): Principal {
-  if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
-    throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+  const roles = ROLES.join(', ');
+  if (payload.sub === undefined) throw unauthenticated('The token has no "sub" claim: give it the principal\'s id');
+  if (typeof payload.sub !== 'string' || payload.sub === '') {
+    throw unauthenticated('The token\'s "sub" claim must be a non-empty string (the principal\'s id)');
   }
+  if (payload.role === undefined) throw unauthenticated(`The token has no "role" claim: give it one of ${roles}`);
+  if (typeof payload.role !== 'string') throw unauthenticated(`The token's "role" claim must be a string, one of ${roles}`);
+  if (!isRole(payload.role)) throw unauthenticated(`The token's "role" claim (${JSON.stringify(payload.role.slice(0, 64))}) is not one of ${roles}`);
   // The sub becomes the owner id of what the principal creates, which others list.
   try {
     boundedText(payload.sub, '"sub"');

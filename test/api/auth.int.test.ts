@@ -54,6 +54,18 @@ describe(`authentication (${backendName})`, () => {
     expect(response.data.createThread.ownerId).toBe('idp-user');
   });
 
+  it.each([
+    ['an unknown role', { sub: 'alice', role: 'root' }, 'The token\'s "role" claim ("root") is not one of user, admin, superadmin, worker'],
+    ['a list of roles', { sub: 'alice', roles: ['admin'] }, 'The token has no "role" claim: give it one of user, admin, superadmin, worker'],
+    ['a role that is no string', { sub: 'alice', role: ['admin'] }, 'The token\'s "role" claim must be a string, one of user, admin, superadmin, worker'],
+    ['a numeric sub', { sub: 42, role: 'user' }, 'The token\'s "sub" claim must be a non-empty string (the principal\'s id)'],
+    ['no sub', { role: 'user' }, 'The token has no "sub" claim: give it the principal\'s id'],
+  ])('a token with %s is UNAUTHENTICATED with a message naming that claim', async (_case, claims, message) => {
+    const response = await createThreadWith(`Bearer ${await sign(claims)}`);
+    expect(errorCode(response)).toBe('UNAUTHENTICATED');
+    expect(response.errors?.[0]?.message).toBe(message);
+  });
+
   it('introspection works without a token', async () => {
     const response = await t.gql(`{ __schema { queryType { name } } }`);
     expect(response.errors).toBeUndefined();
