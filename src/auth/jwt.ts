@@ -17,6 +17,13 @@ export interface TokenVerifier {
 /** The audience of stream session tokens, which authenticate GET /graphql/stream only. */
 const STREAM_SESSION_AUDIENCE = 'audit-stream-session';
 
+/**
+ * How far ahead of this instance's clock a token's `nbf` may be: identity services set it to the
+ * second they mint, so a minter's clock a few ms ahead would have fresh tokens refused. `exp` is
+ * exact (checked apart), so a subscription ends when its token expires, here as elsewhere.
+ */
+const NBF_LEEWAY_SECONDS = 60;
+
 /** Verified tokens kept, so a worker's stream of requests pays for one HMAC check per token. */
 const VERIFIED_CACHE_SIZE = 10_000;
 
@@ -50,10 +57,11 @@ export function createTokenVerifier(secret: string, previousSecret?: string): To
     let payload;
     try {
       // Without `exp` a token (and every subscription it starts) would be valid forever.
-      ({ payload } = await verifySigned(token, { algorithms: [ALGORITHM], requiredClaims: ['exp'] }));
+      ({ payload } = await verifySigned(token, { algorithms: [ALGORITHM], requiredClaims: ['exp'], clockTolerance: NBF_LEEWAY_SECONDS }));
     } catch (error) {
       throw unauthenticated(whyRefused(error));
     }
+    if (payload.exp! <= Math.floor(Date.now() / 1000)) throw unauthenticated(expiredMessage(payload.exp));
     // Identity services set `aud` (and `iss`) as they please; only the stream session's is refused here.
     if ([payload.aud].flat().includes(STREAM_SESSION_AUDIENCE)) {
       throw unauthenticated('A stream session token authenticates the SSE stream path only (GET /graphql/stream), never a bearer request');
@@ -131,12 +139,11 @@ function bearerTokenOf(authorization: string): string {
   return words[1]!;
 }
 
+const expiredMessage = (exp: unknown) => `The token expired${typeof exp === 'number' ? ` at ${new Date(exp * 1000).toISOString()}` : ''}: get a new one`;
+
 /** What is wrong with a token jose refused, in words that never include the token. */
 function whyRefused(error: unknown): string {
-  if (error instanceof jose.JWTExpired) {
-    const exp = error.payload.exp;
-    return `The token expired${typeof exp === 'number' ? ` at ${new Date(exp * 1000).toISOString()}` : ''}: get a new one`;
-  }
+  if (error instanceof jose.JWTExpired) return expiredMessage(error.payload.exp);
   if (error instanceof jose.JWTClaimValidationFailed && error.claim === 'exp') {
     return 'The token has no "exp" claim: every token must expire';
   }

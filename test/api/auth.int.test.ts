@@ -66,6 +66,18 @@ describe(`authentication (${backendName})`, () => {
     expect(response.errors?.[0]?.message).toBe(message);
   });
 
+  it("a token minted with nbf = now on a machine whose clock is a little ahead is taken; exp stays exact", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const ahead = await createThreadWith(`Bearer ${await sign({ sub: 'skewed', role: 'user', nbf: now + 5 })}`);
+    expect(ahead.errors).toBeUndefined();
+    const later = await createThreadWith(`Bearer ${await sign({ sub: 'skewed', role: 'user', nbf: now + 600 })}`);
+    expect(errorCode(later)).toBe('UNAUTHENTICATED');
+    expect(later.errors?.[0]?.message).toMatch(/^The token is not valid before .*: check the clock of the machine that minted it$/);
+    const expired = await createThreadWith(`Bearer ${await sign({ sub: 'skewed', role: 'user' }, TEST_JWT_SECRET, now - 1)}`);
+    expect(errorCode(expired)).toBe('UNAUTHENTICATED');
+    expect(expired.errors?.[0]?.message).toMatch(/^The token expired at /);
+  });
+
   it('introspection works without a token', async () => {
     const response = await t.gql(`{ __schema { queryType { name } } }`);
     expect(response.errors).toBeUndefined();
