@@ -78,6 +78,16 @@ describe(`authentication (${backendName})`, () => {
     expect(expired.errors?.[0]?.message).toMatch(/^The token expired at /);
   });
 
+  it('a token too large for the HTTP headers is answered 431 with a message that says so', async () => {
+    const base = await t.app.start(0);
+    const huge = await sign({ sub: 'alice', role: 'user', groups: Array.from({ length: 2000 }, (_, i) => `group-${i}`) });
+    const response = await fetch(base, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${huge}` }, body: '{"query":"{ __typename }"}' });
+    expect(response.status).toBe(431);
+    const body = (await response.json()) as { errors: { message: string; extensions: { code: string } }[] };
+    expect(body.errors[0]!.extensions.code).toBe('BAD_REQUEST');
+    expect(body.errors[0]!.message).toBe('Not a valid HTTP request: its headers are larger than 16 KiB, the most this server reads (a token that large: mint it with fewer claims)');
+  });
+
   it('introspection works without a token', async () => {
     const response = await t.gql(`{ __schema { queryType { name } } }`);
     expect(response.errors).toBeUndefined();
