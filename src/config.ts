@@ -17,6 +17,8 @@ export interface Config {
   /** DATA_DIR=:memory: keeps the embedded database in memory (tests, demos). */
   embeddedInMemory: boolean;
   jwtSecret?: string;
+  /** Also taken for verifying (never for signing) while tokens signed with it may still be in use: a rotation. */
+  jwtPreviousSecret?: string;
   redisUrl?: string;
   /** Prefix of this deployment's Redis channels, so several deployments can share one Redis. */
   redisPrefix: string;
@@ -161,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR || DEFAULT_DATA_DIR,
     embeddedInMemory: env.DATA_DIR === ':memory:',
     jwtSecret: env.AUTH_JWT_SECRET || undefined,
+    jwtPreviousSecret: env.AUTH_JWT_PREVIOUS_SECRET || undefined,
     redisUrl,
     redisPrefix: env.REDIS_PREFIX ?? 'audit:',
     leaseMinSeconds: intFromEnv(env, 'LEASE_MIN_SECONDS', 1, { min: 1 }),
@@ -195,8 +198,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // closed, and a budget ends streams that hold less. At least those 16 MiB when set.
     maxUnsentBytesPerPrincipal: intFromEnv(env, 'MAX_UNSENT_BYTES_PER_PRINCIPAL', Number.POSITIVE_INFINITY, { min: 16 * 1024 * 1024 }),
   };
-  if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < MIN_SECRET_BYTES) {
-    throw new Error(`AUTH_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
+  for (const [name, secret] of [['AUTH_JWT_SECRET', config.jwtSecret], ['AUTH_JWT_PREVIOUS_SECRET', config.jwtPreviousSecret]] as const) {
+    if (secret !== undefined && Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
+      throw new Error(`${name} must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
+    }
   }
   if (config.leaseMinSeconds > config.leaseMaxSeconds) {
     throw new Error('LEASE_MIN_SECONDS must not exceed LEASE_MAX_SECONDS');

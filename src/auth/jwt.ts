@@ -1,10 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SignJWT, errors as jose, jwtVerify, type JWTPayload } from 'jose';
+import { SignJWT, errors as jose, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import { DomainError, unauthenticated } from '../domain/errors.js';
 import { boundedText } from '../domain/ids.js';
-import { isRole, type Principal, type Role } from '../domain/principal.js';
+import { ROLES, isRole, type Principal, type Role } from '../domain/principal.js';
 
 const ALGORITHM = 'HS256';
 
@@ -17,6 +17,13 @@ export interface TokenVerifier {
 /** The audience of stream session tokens, which authenticate GET /graphql/stream only. */
 const STREAM_SESSION_AUDIENCE = 'audit-stream-session';
 
+/**
+ * How far ahead of this instance's clock a token's `nbf` may be: identity services set it to the
+ * second they mint, so a minter's clock a few ms ahead would have fresh tokens refused. `exp` is
+ * exact (checked apart), so a subscription ends when its token expires, here as elsewhere.
+ */
+const NBF_LEEWAY_SECONDS = 60;
+
 /** Verified tokens kept, so a worker's stream of requests pays for one HMAC check per token. */
 const VERIFIED_CACHE_SIZE = 10_000;
 
@@ -24,8 +31,18 @@ const VERIFIED_CACHE_SIZE = 10_000;
  * Reads `Authorization: Bearer <JWT>`. No header: anonymous (null). A header that is not a
  * valid, unexpired HS256 token with a known role: UNAUTHENTICATED, never anonymous.
  */
-export function createTokenVerifier(secret: string): TokenVerifier {
+export function createTokenVerifier(secret: string, previousSecret?: string): TokenVerifier {
   const key = new TextEncoder().encode(secret);
+  const previousKey = previousSecret === undefined ? undefined : new TextEncoder().encode(previousSecret);
+  /** jwtVerify with the secret, then (a rotation: AUTH_JWT_PREVIOUS_SECRET) with the previous one. */
+  async function verifySigned(token: string, options: JWTVerifyOptions) {
+    try {
+      return await jwtVerify(token, key, options);
+    } catch (error) {
+      if (!previousKey || !(error instanceof jose.JWSSignatureVerificationFailed)) throw error;
+      return jwtVerify(token, previousKey, options);
+    }
+  }
   // token -> its principal (which says when it expires); insertion order makes it an LRU.
   const verified = new Map<string, Principal>();
 
@@ -40,11 +57,13 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     let payload;
     try {
       // Without `exp` a token (and every subscription it starts) would be valid forever.
-      ({ payload } = await jwtVerify(token, key, { algorithms: [ALGORITHM], requiredClaims: ['exp'] }));
+      ({ payload } = await verifySigned(token, { algorithms: [ALGORITHM], requiredClaims: ['exp'], clockTolerance: NBF_LEEWAY_SECONDS }));
     } catch (error) {
       throw unauthenticated(whyRefused(error));
     }
-    if (payload.aud !== undefined) {
+    if (payload.exp! <= Math.floor(Date.now() / 1000)) throw unauthenticated(expiredMessage(payload.exp));
+    // Identity services set `aud` (and `iss`) as they please; only the stream session's is refused here.
+    if ([payload.aud].flat().includes(STREAM_SESSION_AUDIENCE)) {
       throw unauthenticated('A stream session token authenticates the SSE stream path only (GET /graphql/stream), never a bearer request');
     }
     const principal = principalOf(payload);
@@ -60,7 +79,7 @@ export function createTokenVerifier(secret: string): TokenVerifier {
     },
     async verifyStreamSession(value) {
       try {
-        const { payload } = await jwtVerify(value, key, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE });
+        const { payload } = await verifySigned(value, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE });
         return { principal: principalOf(payload), sessionId: payload.jti! };
       } catch (error) {
         if (error instanceof DomainError) throw error;
@@ -71,9 +90,14 @@ export function createTokenVerifier(secret: string): TokenVerifier {
 }
 
 function principalOf(payload: JWTPayload): Principal {
-  if (typeof payload.sub !== 'string' || payload.sub === '' || !isRole(payload.role)) {
-    throw unauthenticated('The token must carry a non-empty "sub" and a known "role"');
+  const roles = ROLES.join(', ');
+  if (payload.sub === undefined) throw unauthenticated('The token has no "sub" claim: give it the principal\'s id');
+  if (typeof payload.sub !== 'string' || payload.sub === '') {
+    throw unauthenticated('The token\'s "sub" claim must be a non-empty string (the principal\'s id)');
   }
+  if (payload.role === undefined) throw unauthenticated(`The token has no "role" claim: give it one of ${roles}`);
+  if (typeof payload.role !== 'string') throw unauthenticated(`The token's "role" claim must be a string, one of ${roles}`);
+  if (!isRole(payload.role)) throw unauthenticated(`The token's "role" claim (${JSON.stringify(payload.role.slice(0, 64))}) is not one of ${roles}`);
   // The sub becomes the owner id of what the principal creates, which others list.
   try {
     boundedText(payload.sub, '"sub"');
@@ -115,12 +139,11 @@ function bearerTokenOf(authorization: string): string {
   return words[1]!;
 }
 
+const expiredMessage = (exp: unknown) => `The token expired${typeof exp === 'number' ? ` at ${new Date(exp * 1000).toISOString()}` : ''}: get a new one`;
+
 /** What is wrong with a token jose refused, in words that never include the token. */
 function whyRefused(error: unknown): string {
-  if (error instanceof jose.JWTExpired) {
-    const exp = error.payload.exp;
-    return `The token expired${typeof exp === 'number' ? ` at ${new Date(exp * 1000).toISOString()}` : ''}: get a new one`;
-  }
+  if (error instanceof jose.JWTExpired) return expiredMessage(error.payload.exp);
   if (error instanceof jose.JWTClaimValidationFailed && error.claim === 'exp') {
     return 'The token has no "exp" claim: every token must expire';
   }

@@ -45,7 +45,7 @@ export async function buildApp(
     // Half the pool: the other half stays for reads, batches and the owners' commands.
     writeCalls: db.kind === 'postgres' ? Math.ceil(config.databasePoolSize / 2) : 1,
   };
-  const verifier = createTokenVerifier(secret);
+  const verifier = createTokenVerifier(secret, config.jwtPreviousSecret);
   const limits = webSocketLimits(config, verifier);
   const budget = unsentBudget(config.maxUnsentBytesPerPrincipal);
   const yoga = createGraphQLServer({

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -55,7 +55,10 @@ async function answeredBy(yogaHandled: Promise<void> | void, req: IncomingMessag
 function answerUnparsable(error: Error & { code?: string; reason?: string }, socket: Duplex): void {
   if (!socket.writable || error.code === 'ECONNRESET') return void socket.destroy();
   const [status, phrase] = error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
-  const body = JSON.stringify({ errors: [{ message: `Not a valid HTTP request: ${error.reason ?? phrase}`, extensions: { code: 'BAD_REQUEST' } }] });
+  // Node says only "Header overflow": most often a bearer token grown with an identity service's claims.
+  const reason =
+    status === 431 ? `its headers are larger than ${Math.round(maxHeaderSize / 1024)} KiB, the most this server reads (a token that large: mint it with fewer claims)` : (error.reason ?? phrase);
+  const body = JSON.stringify({ errors: [{ message: `Not a valid HTTP request: ${reason}`, extensions: { code: 'BAD_REQUEST' } }] });
   socket.end(`HTTP/1.1 ${status} ${phrase}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 

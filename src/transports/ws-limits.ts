@@ -5,6 +5,8 @@ import type { WebSocket } from 'ws';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { Config } from '../config.js';
 import type { GraphQLContext } from '../graphql/context.js';
+import type { Principal } from '../domain/principal.js';
+import { at } from '../realtime/timers.js';
 
 type Connection = Context<Record<string, unknown> | undefined, { socket: WebSocket }>;
 
@@ -26,6 +28,8 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
   const connectionsOf = new Map<string, Set<Connection>>();
   const principalOf = new WeakMap<Connection, string>();
   const anonymousTimers = new WeakMap<Connection, NodeJS.Timeout>();
+  /** Cancels the close of a connection whose token expires (`at`). */
+  const expiryClosers = new WeakMap<Connection, () => void>();
   /** The open sockets that have not presented a valid token (yet). */
   const unauthenticated = new Set<WebSocket>();
   /** Open SSE subscriptions of each principal. */
@@ -44,10 +48,10 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
       limits.maxSubscriptionsPerPrincipal,
     );
 
-  async function subOf(connectionParams: Record<string, unknown> | undefined): Promise<string | null> {
+  async function principalOfParams(connectionParams: Record<string, unknown> | undefined): Promise<Principal | null> {
     const authorization = connectionParams?.authorization ?? connectionParams?.Authorization;
     try {
-      return (await verifier.verify(typeof authorization === 'string' ? authorization : null))?.sub ?? null;
+      return await verifier.verify(typeof authorization === 'string' ? authorization : null);
     } catch {
       return null; // each subscription then gets UNAUTHENTICATED
     }
@@ -82,8 +86,8 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
         socket.close(4413, `connectionParams exceed ${limits.maxConnectionParamsBytes} bytes`);
         return false;
       }
-      const sub = await subOf(ctx.connectionParams);
-      if (sub === null) {
+      const principal = await principalOfParams(ctx.connectionParams);
+      if (principal === null) {
         const timer = setTimeout(
           () => socket.close(4401, `Unauthorized: a connection without a valid token closes after ${limits.anonymousTimeoutMs} ms`),
           limits.anonymousTimeoutMs,
@@ -93,6 +97,7 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
         return true;
       }
       unauthenticated.delete(socket);
+      const { sub, expiresAtMs } = principal;
       const open = connectionsOf.get(sub) ?? new Set<Connection>();
       if (open.size >= limits.maxConnectionsPerPrincipal) {
         socket.close(4429, `Too many connections for this principal (at most ${limits.maxConnectionsPerPrincipal})`);
@@ -101,6 +106,14 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
       open.add(ctx);
       connectionsOf.set(sub, open);
       principalOf.set(ctx, sub);
+      // Once its token has expired (its subscriptions ended with TOKEN_EXPIRED), the connection is
+      // one without a valid token: closed as those are, which frees its place under the cap.
+      if (expiresAtMs !== undefined) {
+        expiryClosers.set(
+          ctx,
+          at(expiresAtMs + limits.anonymousTimeoutMs, () => socket.close(4401, 'Unauthorized: the token of this connection has expired; reconnect with a fresh one')),
+        );
+      }
       return true;
     },
 
@@ -112,6 +125,7 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
     /** graphql-ws `onClose`. */
     onClose(ctx: Connection): void {
       clearTimeout(anonymousTimers.get(ctx));
+      expiryClosers.get(ctx)?.();
       const sub = principalOf.get(ctx);
       const open = sub === undefined ? undefined : connectionsOf.get(sub);
       open?.delete(ctx);

@@ -4,7 +4,8 @@ import WebSocket from 'ws';
 import { backendName } from '../support/database.js';
 import { createRun, createThread } from '../support/lifecycle.js';
 import { subscribeSse, waitFor, type Stream } from '../support/streams.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { TEST_JWT_SECRET, startTestApp, type TestApp } from '../support/app.js';
+import { mintToken } from '../../src/auth/jwt.js';
 
 // Raw graphql-transport-ws sockets, so every frame and close code the server sends is seen.
 
@@ -229,6 +230,22 @@ describe(`graphql-ws abuse limits (${backendName})`, () => {
     socket.subscribe('s', RUN_CHANGED, { threadId: randomUUID() });
     expect((await socket.nextOf('s'))[0]!.payload.errors[0].extensions.code).toBe('UNAUTHENTICATED');
     expect(await socket.closedWith()).toEqual({ code: 4401, reason: 'Unauthorized: a connection without a valid token closes after 300 ms' });
+  });
+
+  it("a connection whose token expires ends its subscriptions, then is closed as one without a valid token, freeing its principal's slot", async () => {
+    const sub = `expiring-${randomUUID().slice(0, 8)}`;
+    const shortLived = await mintToken(TEST_JWT_SECRET, { sub, role: 'user' }, Math.floor(Date.now() / 1000) + 2);
+    const threadId = await createThread(t, shortLived);
+    const sockets = await Promise.all([1, 2, 3].map(() => RawSocket.open(url, { authorization: `Bearer ${shortLived}` })));
+    expect(sockets.every((socket) => socket.acknowledged)).toBe(true);
+    sockets[0]!.subscribe('s', RUN_CHANGED, { threadId });
+    expect((await sockets[0]!.nextOf('s'))[0]!.payload.errors[0].extensions).toEqual({ code: 'SUBSCRIPTION_INTERRUPTED', reason: 'TOKEN_EXPIRED' });
+    for (const socket of sockets) {
+      expect(await socket.closedWith()).toEqual({ code: 4401, reason: 'Unauthorized: the token of this connection has expired; reconnect with a fresh one' });
+    }
+    // The three connections the cap allows that principal are free again.
+    const fresh = await RawSocket.open(url, { authorization: `Bearer ${await t.token(sub, 'user')}` });
+    expect(fresh.acknowledged).toBe(true);
   });
 
   it('a subscription document over the cost limit is refused, over graphql-ws and SSE', async () => {

@@ -45,6 +45,49 @@ describe(`authentication (${backendName})`, () => {
     expect(await t.app.db.prisma.thread.count()).toBe(before);
   });
 
+  it.each([
+    ['an audience and an issuer', { aud: 'agent-audit', iss: 'https://id.example.com' }],
+    ['a list of audiences', { aud: ['agent-audit', 'dashboards'] }],
+  ])('a token from an identity service carrying %s is taken: the server checks no aud of its own', async (_case, claims) => {
+    const response = await createThreadWith(`Bearer ${await sign({ sub: 'idp-user', role: 'user', ...claims })}`);
+    expect(response.errors).toBeUndefined();
+    expect(response.data.createThread.ownerId).toBe('idp-user');
+  });
+
+  it.each([
+    ['an unknown role', { sub: 'alice', role: 'root' }, 'The token\'s "role" claim ("root") is not one of user, admin, superadmin, worker'],
+    ['a list of roles', { sub: 'alice', roles: ['admin'] }, 'The token has no "role" claim: give it one of user, admin, superadmin, worker'],
+    ['a role that is no string', { sub: 'alice', role: ['admin'] }, 'The token\'s "role" claim must be a string, one of user, admin, superadmin, worker'],
+    ['a numeric sub', { sub: 42, role: 'user' }, 'The token\'s "sub" claim must be a non-empty string (the principal\'s id)'],
+    ['no sub', { role: 'user' }, 'The token has no "sub" claim: give it the principal\'s id'],
+  ])('a token with %s is UNAUTHENTICATED with a message naming that claim', async (_case, claims, message) => {
+    const response = await createThreadWith(`Bearer ${await sign(claims)}`);
+    expect(errorCode(response)).toBe('UNAUTHENTICATED');
+    expect(response.errors?.[0]?.message).toBe(message);
+  });
+
+  it("a token minted with nbf = now on a machine whose clock is a little ahead is taken; exp stays exact", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const ahead = await createThreadWith(`Bearer ${await sign({ sub: 'skewed', role: 'user', nbf: now + 5 })}`);
+    expect(ahead.errors).toBeUndefined();
+    const later = await createThreadWith(`Bearer ${await sign({ sub: 'skewed', role: 'user', nbf: now + 600 })}`);
+    expect(errorCode(later)).toBe('UNAUTHENTICATED');
+    expect(later.errors?.[0]?.message).toMatch(/^The token is not valid before .*: check the clock of the machine that minted it$/);
+    const expired = await createThreadWith(`Bearer ${await sign({ sub: 'skewed', role: 'user' }, TEST_JWT_SECRET, now - 1)}`);
+    expect(errorCode(expired)).toBe('UNAUTHENTICATED');
+    expect(expired.errors?.[0]?.message).toMatch(/^The token expired at /);
+  });
+
+  it('a token too large for the HTTP headers is answered 431 with a message that says so', async () => {
+    const base = await t.app.start(0);
+    const huge = await sign({ sub: 'alice', role: 'user', groups: Array.from({ length: 2000 }, (_, i) => `group-${i}`) });
+    const response = await fetch(base, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${huge}` }, body: '{"query":"{ __typename }"}' });
+    expect(response.status).toBe(431);
+    const body = (await response.json()) as { errors: { message: string; extensions: { code: string } }[] };
+    expect(body.errors[0]!.extensions.code).toBe('BAD_REQUEST');
+    expect(body.errors[0]!.message).toBe('Not a valid HTTP request: its headers are larger than 16 KiB, the most this server reads (a token that large: mint it with fewer claims)');
+  });
+
   it('introspection works without a token', async () => {
     const response = await t.gql(`{ __schema { queryType { name } } }`);
     expect(response.errors).toBeUndefined();

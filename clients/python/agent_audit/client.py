@@ -12,7 +12,7 @@ from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
 from .errors import AuditApiError, LeaseLostError
 from .event_writer import EventWriter
 from .payloads import DEFAULT_MAX_JSON_BYTES, cap_json, storable
-from .transport import RetryPolicy, Transport, encode_json
+from .transport import RetryPolicy, TokenProvider, Transport, encode_json
 from .types import (
     JSON,
     ClockReading,
@@ -86,12 +86,15 @@ class AuditClient:
     ``observed_at`` (an RFC 3339 string or an aware datetime) and ``clock`` are read when the
     method is called unless given, once, before the first attempt; ``clock=None`` sends no
     reading (the duration is then unknown). Thread-safe: each call is its own HTTP request.
+    ``token`` is a JWT, or a function giving one that is called before each request (short-lived
+    tokens: cache it there and mint a new one near its ``exp``); a request refused as
+    ``UNAUTHENTICATED`` asks it once more and is resent if it then gives another token.
     """
 
     def __init__(
         self,
         url: str,
-        token: str,
+        token: Union[str, TokenProvider],
         *,
         clock_id: str = PROCESS_CLOCK_ID,
         retry: Optional[RetryPolicy] = None,

@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
 
 from ._operations import Operation
 from .errors import TRANSPORT_ERROR, AuditApiError
@@ -76,10 +76,19 @@ def encode_json(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+#: Gives the token for the next request (``AuditClient(url, token=provider)``): called before
+#: each send, so it may cache a token and mint a new one near its ``exp``.
+TokenProvider = Callable[[], str]
+
+
+def _authorization(token: str) -> str:
+    return token if token.startswith("Bearer ") else f"Bearer {token}"
+
+
 class Transport:
-    def __init__(self, url: str, token: str, policy: RetryPolicy) -> None:
+    def __init__(self, url: str, token: Union[str, TokenProvider], policy: RetryPolicy) -> None:
         self.url = url
-        self._authorization = token if token.startswith("Bearer ") else f"Bearer {token}"
+        self._token = token
         self.policy = policy
         #: Set by ``AuditClient.close``: every later request raises RuntimeError.
         self.closed = False
@@ -96,21 +105,35 @@ class Transport:
             raise RuntimeError(f"{operation.name}: the AuditClient is closed")
         body = encode_json({"query": operation.document, "operationName": operation.name, "variables": variables})
         max_attempts = max(1, self.policy.max_attempts) if operation.replayable else 1
+        token = self._current_token()
+        asked_for_fresh_token = False
         attempt = 1
         while True:
             try:
-                result, status = self._send_once(operation, body)
+                result, status = self._send_once(operation, body, token)
                 return result, attempt, status
             except AuditApiError as error:
                 error.attempts = attempt
+                # A refused token changed nothing: the provider's newer token (if it has one) gets
+                # the request once more, replayable or not (a token that expired in flight).
+                if error.code == "UNAUTHENTICATED" and callable(self._token) and not asked_for_fresh_token:
+                    asked_for_fresh_token = True
+                    fresh = self._token()
+                    if fresh != token:
+                        token = fresh
+                        continue
                 if not error.retryable or attempt >= max_attempts:
                     raise
                 # A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
                 retry_after = min(error.retry_after or 0.0, self.policy.max_delay)
             time.sleep(max(backoff_delay(self.policy, attempt), retry_after))
+            token = self._current_token()
             attempt += 1
 
-    def _send_once(self, operation: Operation, body: bytes) -> Tuple[Any, int]:
+    def _current_token(self) -> str:
+        return self._token() if callable(self._token) else self._token
+
+    def _send_once(self, operation: Operation, body: bytes, token: str) -> Tuple[Any, int]:
         def transport_failure(message: str, retryable: bool, status: Optional[int] = None) -> AuditApiError:
             return AuditApiError(
                 f"{operation.name}: {message}",
@@ -127,7 +150,7 @@ class Transport:
             headers={
                 "Content-Type": "application/json",
                 "Accept": "application/graphql-response+json, application/json",
-                "Authorization": self._authorization,
+                "Authorization": _authorization(token),
             },
         )
         try:

@@ -6,7 +6,7 @@ import type { JsonValue } from './json-value.js';
 import { OPERATIONS } from './operations.js';
 import { settlingMessages } from './state-messages.js';
 import { nodeHttpPost } from './node-http.js';
-import { DEFAULT_RETRY_POLICY, fetchPost, GraphQLHttpTransport, type FetchLike, type RetryPolicy } from './transport.js';
+import { DEFAULT_RETRY_POLICY, fetchPost, GraphQLHttpTransport, type FetchLike, type RetryPolicy, type TokenProvider } from './transport.js';
 import type {
   AppendMessageInput,
   BigIntLike,
@@ -33,8 +33,11 @@ import type {
 export interface AuditClientOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
   url: string;
-  /** A JWT sent as `Authorization: Bearer <token>`. */
-  token: string;
+  /**
+   * A JWT sent as `Authorization: Bearer <token>`, or a function giving it before each request
+   * (a short-lived token renewed by your identity service: TokenProvider).
+   */
+  token: string | TokenProvider;
   /** Id of the monotonic clock the filled-in readings come from; defaults to this process's. */
   clockId?: string;
   /** Sends the requests through this fetch (tests, proxies) instead of Node's HTTP client (node-http.ts). */

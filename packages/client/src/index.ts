@@ -10,7 +10,7 @@ export {
 } from './errors.js';
 export { AuditTokenRejectedError, LEASE_GONE_CODES, LeaseKeeper, type LeaseKeeperOptions, type LeaseRenewer } from './lease-keeper.js';
 export { PROCESS_CLOCK_ID, SequenceCounter, readClock } from './clock.js';
-export { DEFAULT_RETRY_POLICY, backoffDelayMs, type FetchLike, type RetryPolicy } from './transport.js';
+export { DEFAULT_RETRY_POLICY, backoffDelayMs, type FetchLike, type RetryPolicy, type TokenProvider } from './transport.js';
 export { OPERATIONS, type Operation } from './operations.js';
 export { AuditLeaseLostError } from './lease-lost.js';
 export { RunRecording, type FinishedRun, type RecordingOptions } from './run-recording.js';

@@ -13,7 +13,8 @@ export const LEASE_GONE_CODES = ['LEASE_LOST', 'LEASE_EXPIRED', 'INVALID_TRANSIT
  * cause's message says why, e.g. "expired at ..."). The lease is not lost: it stays this worker's
  * until `lease.expiresAt`. Renewing with the same token cannot succeed, so the keeper stopped;
  * before that time, keep it with a client holding a fresh token:
- * `new LeaseKeeper(freshClient, error.lease, options)`.
+ * `new LeaseKeeper(freshClient, error.lease, options)`. A client whose `token` is a provider
+ * gets this only when the provider had no newer token to give.
  */
 export class AuditTokenRejectedError extends Error {
   readonly runId: string;

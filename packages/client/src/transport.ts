@@ -38,6 +38,13 @@ export interface HttpAnswer {
   text(): Promise<string>;
 }
 
+/**
+ * Gives the token for the next request: called before each send, so it may cache a token and
+ * mint a new one near its `exp`. A request the server refuses as UNAUTHENTICATED asks it once
+ * more and is sent again if it then gives another token.
+ */
+export type TokenProvider = () => string | Promise<string>;
+
 /** POSTs `body` to the client's endpoint; rejects on a network failure, or with an error named TimeoutError after `timeoutMs`. */
 export type HttpPost = (headers: Record<string, string>, body: string, timeoutMs: number) => Promise<HttpAnswer>;
 
@@ -60,7 +67,7 @@ export function backoffDelayMs(policy: RetryPolicy, failedAttempt: number, rando
 export class GraphQLHttpTransport {
   constructor(
     private readonly post: HttpPost,
-    private readonly token: string,
+    private readonly token: string | TokenProvider,
     private readonly policy: RetryPolicy,
   ) {}
 
@@ -78,22 +85,37 @@ export class GraphQLHttpTransport {
     // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
     const body = `{"query":${JSON.stringify(operation.document)},"operationName":${JSON.stringify(operation.name)},"variables":${variablesJson}}`;
     const maxAttempts = operation.replayable ? Math.max(1, this.policy.maxAttempts) : 1;
+    // A string is sent without an await: the batching writer counts on a send starting at once.
+    let token = typeof this.token === 'string' ? this.token : await this.token();
+    let askedForFreshToken = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        return { ...(await this.sendOnce<Result>(operation, body)), attempts: attempt };
+        return { ...(await this.sendOnce<Result>(operation, body, token)), attempts: attempt };
       } catch (error) {
         if (!(error instanceof AuditApiError)) throw error;
+        // A refused token changed nothing: the provider's newer token (if it has one) gets the
+        // request once more, whether or not it is replayable (a token that expired in flight).
+        if (error.code === 'UNAUTHENTICATED' && typeof this.token === 'function' && !askedForFreshToken) {
+          askedForFreshToken = true;
+          const fresh = await this.token();
+          if (fresh !== token) {
+            token = fresh;
+            attempt--;
+            continue;
+          }
+        }
         if (!error.retryable || attempt >= maxAttempts) {
           error.attempts = attempt;
           throw error;
         }
         // A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
         await sleep(Math.max(backoffDelayMs(this.policy, attempt), Math.min(error.retryAfterMs ?? 0, this.policy.maxDelayMs)));
+        if (typeof this.token === 'function') token = await this.token();
       }
     }
   }
 
-  private async sendOnce<T>(operation: Operation<T, unknown>, body: string): Promise<{ result: T; httpStatus: number }> {
+  private async sendOnce<T>(operation: Operation<T, unknown>, body: string, token: string): Promise<{ result: T; httpStatus: number }> {
     const transportFailure = (message: string, retryable: boolean, extra: { httpStatus?: number; cause?: unknown } = {}) =>
       new AuditApiError(`${operation.name}: ${message}`, {
         code: TRANSPORT_ERROR,
@@ -109,7 +131,7 @@ export class GraphQLHttpTransport {
         {
           'content-type': 'application/json',
           accept: 'application/graphql-response+json, application/json',
-          authorization: `Bearer ${this.token}`,
+          authorization: `Bearer ${token}`,
         },
         body,
         this.policy.timeoutMs,
