@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onLogLine } from '../../src/log.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, actors, claim, createRun, createThread, must, runningRun, claimRunMutation } from '../support/lifecycle.js';
@@ -43,6 +44,29 @@ describe(`deleteThread (${backendName})`, () => {
     expect(receipt).toMatchObject({ threadId: ctx.threadId, runs: 2, audits: 5, toolCalls: 3, messages: 1 });
     expect(new Date(receipt.verifiedAt).getTime()).toBeGreaterThanOrEqual(before - 5_000);
     expect(await rowsLeft(t, ctx.threadId, [ctx.runId, ctx.resumeId])).toEqual({});
+  });
+
+  it('logs each receipt it answers, with who asked, as the sweeper logs its own', async () => {
+    const ctx = await runningRun(t);
+    const admin = await t.token('ops-erasure', 'admin');
+    const logged: Record<string, unknown>[] = [];
+    const stopReading = onLogLine((line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (entry.event === 'thread_deleted') logged.push(entry);
+    });
+    let receipt: Record<string, unknown>;
+    try {
+      receipt = must(await t.gql(DELETE_THREAD.replace('deleteThread', 'result: deleteThread'), { id: ctx.threadId }, admin));
+      expect(errorCode(await t.gql(DELETE_THREAD, { id: ctx.threadId }, admin))).toBe('NOT_FOUND'); // a refusal is no receipt
+    } finally {
+      stopReading();
+    }
+    expect(logged).toEqual([
+      {
+        level: 'info', time: expect.any(String), msg: 'thread deleted', event: 'thread_deleted', reason: 'request',
+        requestId: expect.any(String), deletedBy: { sub: 'ops-erasure', role: 'admin' }, ...receipt,
+      },
+    ]);
   });
 
   it('leaves the thread NOT_FOUND for every read, write and second deletion', async () => {
