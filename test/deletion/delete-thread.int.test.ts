@@ -190,6 +190,34 @@ describe(`deleteThread (${backendName})`, () => {
     expect(await rowsLeft(t, threadId, runIds)).toEqual({});
   });
 
+  it("an owner's write racing the deletion is counted by the receipt or NOT_FOUND: an OK is never a row the receipt misses", async () => {
+    // Every trial is checked, not only until each outcome occurred: the write that got past the
+    // thread's lookup before the mark and committed after it was one trial in ten or so (PostgreSQL).
+    const seen = new Set<string>();
+    for (let trial = 0; trial < 40; trial++) {
+      const who = await actors(t);
+      const threadId = await createThread(t, who.owner);
+      const [deleted, [message, run]] = await sendRacing(
+        trial,
+        () => t.gql(DELETE_THREAD, { id: threadId }, who.owner),
+        () =>
+          Promise.all([
+            t.gql(`mutation($input: AppendMessageInput!) { result: appendMessage(input: $input) { id } }`, {
+              input: { threadId, role: 'USER', content: { text: 'racing' } },
+            }, who.owner),
+            t.gql(`mutation($input: CreateRunInput!) { result: createRun(input: $input) { id } }`, { input: { threadId } }, who.owner),
+          ]),
+      );
+      expect(deleted.errors).toBeUndefined();
+      const outcomes = [message, run].map((write) => (write.errors ? String(errorCode(write)) : 'written'));
+      outcomes.forEach((outcome) => seen.add(outcome));
+      expect(outcomes.filter((outcome) => outcome !== 'written' && outcome !== 'NOT_FOUND'), `trial ${trial}`).toEqual([]);
+      const { messages, runs } = deleted.data.deleteThread;
+      expect({ trial, messages, runs }).toEqual({ trial, messages: outcomes[0] === 'written' ? 1 : 0, runs: outcomes[1] === 'written' ? 1 : 0 });
+    }
+    expect([...seen].sort()).toEqual(['NOT_FOUND', 'written']);
+  });
+
   it('a worker write racing the deletion is either removed with the thread or NOT_FOUND, never anything else; both happened', async () => {
     const outcomes = await untilEachOutcome(['NOT_FOUND', 'written'], async (trial) => {
       const ctx = await runningRun(t);
