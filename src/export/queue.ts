@@ -174,12 +174,12 @@ export async function unclaim(sql: Sql, owner: string, threadIds: string[]): Pro
   ]);
 }
 
-/** The export's backlog: threads waiting, changes not yet exported, and how long the oldest has waited. */
+/** The export's backlog: threads waiting, changes not yet exported, and how long the oldest has waited (not a thread being deleted, which never leaves). */
 export async function backlog(sql: Sql): Promise<{ threads: number; changes: number; oldestSeconds: number }> {
   const [row] = await sql.query<{ threads: string; changes: string; oldestSeconds: number | null }>(
     `SELECT count(*)::text AS threads, coalesce(sum(t.change_cursor - coalesce(x.exported_cursor, 0)), 0)::text AS changes,
        extract(epoch FROM now() - min(p.since))::float8 AS oldest_seconds
-     FROM export_pending p JOIN thread t ON t.id = p.thread_id LEFT JOIN export_position x ON x.thread_id = p.thread_id`,
+     FROM export_pending p JOIN thread t ON t.id = p.thread_id AND t.deleted_at IS NULL LEFT JOIN export_position x ON x.thread_id = p.thread_id`,
   );
   return { threads: Number(row?.threads ?? 0), changes: Number(row?.changes ?? 0), oldestSeconds: Math.max(0, row?.oldestSeconds ?? 0) };
 }

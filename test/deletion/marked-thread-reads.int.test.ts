@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDeleted } from '../../src/domain/deletion.js';
 import { exportConfigFromEnv } from '../../src/export/config.js';
 import { startExporter } from '../../src/export/exporter.js';
+import { backlog } from '../../src/export/queue.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, must, runningRun } from '../support/lifecycle.js';
 import { startOtlpReceiver } from '../support/otlp-receiver.js';
+import { eventually } from '../support/streams.js';
 import { rowsLeft } from './support.js';
 
 // Issue 42, item 4: from the commit of a thread's deletion mark, every read treats the thread as
@@ -83,6 +85,8 @@ describe(`reads of a thread whose deletion mark committed, its rows still there 
       // The marked thread was pending first (claims go oldest first): once the kept one's spans are in, it had its turn.
       await receiver.waitFor(() => ofThread(kept.threadId).length === 3); // its run, model call and tool call
       expect(ofThread(deleted.threadId)).toEqual([]);
+      // Nor is it a backlog (GET /metrics): nothing of it will leave, and its age would only grow until its removal ends.
+      await eventually(() => backlog(t.app.db.sql), (waiting) => waiting.threads === 0, { what: 'an empty export backlog' });
     } finally {
       await exporter.stop();
       await receiver.close();
