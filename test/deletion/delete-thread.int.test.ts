@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient, AuditApiError } from '@agent-audit/client';
 import { onLogLine } from '../../src/log.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
@@ -67,6 +68,16 @@ describe(`deleteThread (${backendName})`, () => {
         requestId: expect.any(String), deletedBy: { sub: 'ops-erasure', role: 'admin' }, ...receipt,
       },
     ]);
+  });
+
+  it('the TypeScript client deletes a thread and returns the receipt; a second deletion is NOT_FOUND', async () => {
+    const ctx = await runningRun(t);
+    const owner = new AuditClient({ url: 'http://test/graphql', token: ctx.owner, fetch: async (url, init) => t.app.yoga.fetch(url, init) });
+    const receipt = await owner.deleteThread(ctx.threadId);
+    expect(receipt).toEqual({ threadId: ctx.threadId, runs: 1, audits: 0, toolCalls: 0, messages: 0, verifiedAt: expect.any(String) });
+    const again = await owner.deleteThread(ctx.threadId).catch((error: unknown) => error);
+    expect(again).toBeInstanceOf(AuditApiError);
+    expect((again as AuditApiError).code).toBe('NOT_FOUND');
   });
 
   it('leaves the thread NOT_FOUND for every read, write and second deletion', async () => {

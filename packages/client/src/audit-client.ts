@@ -12,6 +12,7 @@ import type {
   BigIntLike,
   CreateRunInput,
   CreateThreadInput,
+  DeletionReceipt,
   FinishRunInput,
   LeaseInput,
   Message,
@@ -233,6 +234,15 @@ export class AuditClient {
   /** Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease. */
   async cancelRun(runId: string): Promise<Run> {
     return this.transport.execute(OPERATIONS.cancelRun, { runId });
+  }
+
+  /**
+   * Deletes the thread and everything under it (its owner, an admin or a superadmin), answering
+   * once it is gone with the receipt. Not retried: a deletion whose answer was lost is
+   * `NOT_FOUND` when sent again, and its receipt is in the server's log (docs/deletion.md).
+   */
+  async deleteThread(id: string): Promise<DeletionReceipt> {
+    return this.transport.execute(OPERATIONS.deleteThread, { id });
   }
 
   /** The newest `limit` (1 to 500, server default 500) audits of a thread, oldest first. Superadmin owners only. */
