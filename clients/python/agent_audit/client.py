@@ -16,6 +16,7 @@ from .transport import RetryPolicy, Transport, encode_json
 from .types import (
     JSON,
     ClockReading,
+    DeletionReceipt,
     ToolCallLike,
     Message,
     MessageRole,
@@ -305,6 +306,14 @@ class AuditClient:
     def cancel_run(self, run_id: str) -> Run:
         """Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease."""
         return Run.from_json(self._transport.execute(ops.CANCEL_RUN, {"runId": run_id}))
+
+    def delete_thread(self, thread_id: str) -> DeletionReceipt:
+        """Deletes the thread and everything under it (its owner, an admin or a superadmin).
+
+        Answers once it is gone, with the receipt. Not retried: a deletion whose answer was lost is
+        NOT_FOUND when sent again, and its receipt is in the server's log.
+        """
+        return DeletionReceipt.from_json(self._transport.execute(ops.DELETE_THREAD, {"id": thread_id}))
 
     def thread_audits(self, thread_id: str, limit: Optional[int] = None) -> ThreadAudits:
         """The newest ``limit`` (1 to 500) audits of a thread, oldest first. Superadmin owners only."""
