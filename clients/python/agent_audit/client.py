@@ -321,7 +321,7 @@ class AuditClient:
         return ThreadAudits.from_json(self._transport.execute(ops.THREAD_AUDITS, variables))
 
     def run(self, run_id: str) -> Optional[Run]:
-        """The run with its ToolCall projection, or None when it does not exist."""
+        """The run with its ToolCall projection; one that does not exist (or whose thread was deleted) is AuditApiError NOT_FOUND."""
         data = self._transport.execute(ops.RUN, {"id": run_id})
         return None if data is None else Run.from_json(data)
 

@@ -250,7 +250,7 @@ export class AuditClient {
     return this.transport.execute(OPERATIONS.threadAudits, { threadId, limit });
   }
 
-  /** The run with its ToolCall projection, or null when it does not exist. */
+  /** The run with its ToolCall projection; one that does not exist (or whose thread was deleted) is an `AuditApiError` `NOT_FOUND`. */
   async run(id: string): Promise<RunDetails | null> {
     return this.transport.execute(OPERATIONS.run, { id });
   }
