@@ -41,13 +41,21 @@ export function canReadAudits(principal: Principal, thread: OwnedThread): boolea
 export const inLiveThreadOf = (threadColumn: string, owner: string) =>
   `${threadColumn} NOT IN (SELECT id FROM thread WHERE owner_id = ${owner} AND deleted_at IS NOT NULL)`;
 
-export async function findThread(sql: Sql, threadId: string): Promise<Thread | null> {
-  const [thread] = await sql.query<Thread>('SELECT * FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [rowId(threadId, 'Thread')]);
+/**
+ * The thread, unless its deletion began. `forWrite`: for a write of a row into it, in the write's
+ * transaction: the row is locked (FOR KEY SHARE, which no ordinary update waits for) until the
+ * write commits, so a deletion's mark either waits for the write, whose row its batches then
+ * remove and count, or commits first, and the thread is then not found.
+ */
+export async function findThread(sql: Sql, threadId: string, forWrite = false): Promise<Thread | null> {
+  const [thread] = await sql.query<Thread>(`SELECT * FROM thread WHERE id = $1::uuid AND deleted_at IS NULL${forWrite ? ' FOR KEY SHARE' : ''}`, [
+    rowId(threadId, 'Thread'),
+  ]);
   return thread ?? null;
 }
 
-export async function loadReadableThread(sql: Sql, principal: Principal, threadId: string): Promise<Thread> {
-  const thread = await findThread(sql, threadId);
+export async function loadReadableThread(sql: Sql, principal: Principal, threadId: string, forWrite = false): Promise<Thread> {
+  const thread = await findThread(sql, threadId, forWrite);
   if (!thread) throw notFound('Thread', threadId);
   assertCanReadThread(principal, thread);
   return thread;

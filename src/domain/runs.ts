@@ -34,7 +34,8 @@ export async function runOfThread(sql: Sql, threadId: string, runId: string): Pr
 /**
  * A new QUEUED run, in a thread the caller may write ($2: the caller, $3: may write every
  * thread); a resume ($5) only of an ended run of the same thread; with a createId ($6), only if
- * no run of the thread has it yet (the unique index decides between concurrent sends).
+ * no run of the thread has it yet (the unique index decides between concurrent sends). The bump
+ * tests `deleted_at` again: it waits for a deletion's mark holding the thread row, then sees it.
  */
 export const CREATE_RUN = `WITH target AS (
   SELECT t.id AS thread_id FROM thread t
@@ -44,7 +45,7 @@ export const CREATE_RUN = `WITH target AS (
         AND parent.status IN (${ENDED_RUN_STATUSES.map((status) => `'${status}'`).join(', ')})))
     AND ($6::text IS NULL OR NOT EXISTS (SELECT 1 FROM run keyed WHERE keyed.thread_id = t.id AND keyed.create_id = $6::text))),
 bumped AS (
-  UPDATE thread t SET change_cursor = t.change_cursor + 1 FROM target WHERE t.id = target.thread_id
+  UPDATE thread t SET change_cursor = t.change_cursor + 1 FROM target WHERE t.id = target.thread_id AND t.deleted_at IS NULL
   RETURNING t.change_cursor AS cursor, clock_timestamp() AS at),
 created AS (
   INSERT INTO run (id, thread_id, resumed_from_id, create_id, change_cursor, changed_at)

@@ -48,7 +48,7 @@ export const createThread = fenced({
 /** Ordinary history only: audit rows are written by the run lifecycle, never through here. */
 export const appendMessage = command(
   async ({ sql, deps }, principal: Principal, input: { threadId: string; role: MessageRole; content?: unknown }) => {
-    const thread = await loadReadableThread(sql, principal, input.threadId);
+    const thread = await loadReadableThread(sql, principal, input.threadId, true);
     assertStorableJson(input.content, deps.limits.maxJsonBytes, 'content');
     return insertRow<Message>(sql, 'message', {
       id: newId(),

@@ -43,13 +43,18 @@ export interface ExportBatch {
   toolCalls: Map<string, ToolCall>;
 }
 
-/** Claims up to `limit` pending threads no live claim holds, oldest first, for `claimSeconds`. */
+/**
+ * Claims up to `limit` pending threads no live claim holds, oldest first, for `claimSeconds`;
+ * not a thread whose deletion began (its pending row goes with it when its removal ends).
+ */
 export function claimThreads(sql: Sql, owner: string, limit: number, claimSeconds: number, pollSeconds: number): Promise<ClaimedThread[]> {
   return sql.query<ClaimedThread>(
     `UPDATE export_pending p SET claimed_by = $1, claimed_until = now() + make_interval(secs => $3)
      WHERE p.thread_id IN (
-       SELECT thread_id FROM export_pending WHERE claimed_until IS NULL OR claimed_until < now()
-       ORDER BY since LIMIT $2 FOR UPDATE SKIP LOCKED)
+       SELECT q.thread_id FROM export_pending q
+       WHERE (q.claimed_until IS NULL OR q.claimed_until < now())
+         AND NOT EXISTS (SELECT 1 FROM thread t WHERE t.id = q.thread_id AND t.deleted_at IS NOT NULL)
+       ORDER BY q.since LIMIT $2 FOR UPDATE OF q SKIP LOCKED)
      RETURNING p.thread_id, p.since < now() - make_interval(secs => $4) AS behind, clock_timestamp() AS database_now`,
     [owner, limit, claimSeconds, pollSeconds],
   );
@@ -57,13 +62,14 @@ export function claimThreads(sql: Sql, owner: string, limit: number, claimSecond
 
 /**
  * The claimed threads' changes after their export positions, at most `pageSize` per thread, on
- * one snapshot; a thread that no longer exists is left out (its pending row went with it).
+ * one snapshot; a thread that no longer exists is left out (its pending row went with it), and
+ * so is one whose deletion mark committed since the claim: nothing of it is read from the mark on.
  */
 export function readChanges(sql: SqlTransactor, threadIds: string[], pageSize: number): Promise<ExportBatch> {
   return onOneSnapshot(sql, async (tx) => {
     const heads = await tx.query<{ id: string; changeCursor: bigint; exported: string }>(
       `SELECT t.id, t.change_cursor, coalesce(p.exported_cursor, 0)::text AS exported
-       FROM thread t LEFT JOIN export_position p ON p.thread_id = t.id WHERE t.id = ANY($1::uuid[])`,
+       FROM thread t LEFT JOIN export_position p ON p.thread_id = t.id WHERE t.id = ANY($1::uuid[]) AND t.deleted_at IS NULL`,
       [threadIds],
     );
     const ids = heads.map((head) => head.id);
@@ -168,12 +174,12 @@ export async function unclaim(sql: Sql, owner: string, threadIds: string[]): Pro
   ]);
 }
 
-/** The export's backlog: threads waiting, changes not yet exported, and how long the oldest has waited. */
+/** The export's backlog: threads waiting, changes not yet exported, and how long the oldest has waited (not a thread being deleted, which never leaves). */
 export async function backlog(sql: Sql): Promise<{ threads: number; changes: number; oldestSeconds: number }> {
   const [row] = await sql.query<{ threads: string; changes: string; oldestSeconds: number | null }>(
     `SELECT count(*)::text AS threads, coalesce(sum(t.change_cursor - coalesce(x.exported_cursor, 0)), 0)::text AS changes,
        extract(epoch FROM now() - min(p.since))::float8 AS oldest_seconds
-     FROM export_pending p JOIN thread t ON t.id = p.thread_id LEFT JOIN export_position x ON x.thread_id = p.thread_id`,
+     FROM export_pending p JOIN thread t ON t.id = p.thread_id AND t.deleted_at IS NULL LEFT JOIN export_position x ON x.thread_id = p.thread_id`,
   );
   return { threads: Number(row?.threads ?? 0), changes: Number(row?.changes ?? 0), oldestSeconds: Math.max(0, row?.oldestSeconds ?? 0) };
 }

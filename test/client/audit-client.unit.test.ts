@@ -174,10 +174,11 @@ describe('AuditClient retries', () => {
     expect(inputs[2].createId).not.toBe(inputs[0].createId);
   });
 
-  it('does not retry a message or a cancel: sent again, a message is a second one', async () => {
+  it('does not retry a message, a cancel or a deletion: sent again, a message is a second one', async () => {
     for (const [field, call] of [
       ['appendMessage', (c: AuditClient) => c.appendMessage({ threadId: 't', role: 'USER', content: 'x' })],
       ['cancelRun', (c: AuditClient) => c.cancelRun('r')],
+      ['deleteThread', (c: AuditClient) => c.deleteThread('t')],
     ] as const) {
       const fetchImpl = fakeFetch(httpStatus(503), graphqlData(field, { id: 'x' }));
       await rejectionOf(call(clientWith(fetchImpl)));

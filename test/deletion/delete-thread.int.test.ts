@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient, AuditApiError } from '@agent-audit/client';
+import { onLogLine } from '../../src/log.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, actors, claim, createRun, createThread, must, runningRun, claimRunMutation } from '../support/lifecycle.js';
@@ -43,6 +45,39 @@ describe(`deleteThread (${backendName})`, () => {
     expect(receipt).toMatchObject({ threadId: ctx.threadId, runs: 2, audits: 5, toolCalls: 3, messages: 1 });
     expect(new Date(receipt.verifiedAt).getTime()).toBeGreaterThanOrEqual(before - 5_000);
     expect(await rowsLeft(t, ctx.threadId, [ctx.runId, ctx.resumeId])).toEqual({});
+  });
+
+  it('logs each receipt it answers, with who asked, as the sweeper logs its own', async () => {
+    const ctx = await runningRun(t);
+    const admin = await t.token('ops-erasure', 'admin');
+    const logged: Record<string, unknown>[] = [];
+    const stopReading = onLogLine((line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (entry.event === 'thread_deleted') logged.push(entry);
+    });
+    let receipt: Record<string, unknown>;
+    try {
+      receipt = must(await t.gql(DELETE_THREAD.replace('deleteThread', 'result: deleteThread'), { id: ctx.threadId }, admin));
+      expect(errorCode(await t.gql(DELETE_THREAD, { id: ctx.threadId }, admin))).toBe('NOT_FOUND'); // a refusal is no receipt
+    } finally {
+      stopReading();
+    }
+    expect(logged).toEqual([
+      {
+        level: 'info', time: expect.any(String), msg: 'thread deleted', event: 'thread_deleted', reason: 'request',
+        requestId: expect.any(String), deletedBy: { sub: 'ops-erasure', role: 'admin' }, ...receipt,
+      },
+    ]);
+  });
+
+  it('the TypeScript client deletes a thread and returns the receipt; a second deletion is NOT_FOUND', async () => {
+    const ctx = await runningRun(t);
+    const owner = new AuditClient({ url: 'http://test/graphql', token: ctx.owner, fetch: async (url, init) => t.app.yoga.fetch(url, init) });
+    const receipt = await owner.deleteThread(ctx.threadId);
+    expect(receipt).toEqual({ threadId: ctx.threadId, runs: 1, audits: 0, toolCalls: 0, messages: 0, verifiedAt: expect.any(String) });
+    const again = await owner.deleteThread(ctx.threadId).catch((error: unknown) => error);
+    expect(again).toBeInstanceOf(AuditApiError);
+    expect((again as AuditApiError).code).toBe('NOT_FOUND');
   });
 
   it('leaves the thread NOT_FOUND for every read, write and second deletion', async () => {
@@ -164,6 +199,34 @@ describe(`deleteThread (${backendName})`, () => {
     const receipts = await finishAbandonedDeletions(t.app.deps, { batchRuns: 1 });
     expect(receipts.find((receipt) => receipt.threadId === threadId)).toMatchObject({ runs: 3, audits: 3, toolCalls: 6, messages: 0 });
     expect(await rowsLeft(t, threadId, runIds)).toEqual({});
+  });
+
+  it("an owner's write racing the deletion is counted by the receipt or NOT_FOUND: an OK is never a row the receipt misses", async () => {
+    // Every trial is checked, not only until each outcome occurred: the write that got past the
+    // thread's lookup before the mark and committed after it was one trial in ten or so (PostgreSQL).
+    const seen = new Set<string>();
+    for (let trial = 0; trial < 40; trial++) {
+      const who = await actors(t);
+      const threadId = await createThread(t, who.owner);
+      const [deleted, [message, run]] = await sendRacing(
+        trial,
+        () => t.gql(DELETE_THREAD, { id: threadId }, who.owner),
+        () =>
+          Promise.all([
+            t.gql(`mutation($input: AppendMessageInput!) { result: appendMessage(input: $input) { id } }`, {
+              input: { threadId, role: 'USER', content: { text: 'racing' } },
+            }, who.owner),
+            t.gql(`mutation($input: CreateRunInput!) { result: createRun(input: $input) { id } }`, { input: { threadId } }, who.owner),
+          ]),
+      );
+      expect(deleted.errors).toBeUndefined();
+      const outcomes = [message, run].map((write) => (write.errors ? String(errorCode(write)) : 'written'));
+      outcomes.forEach((outcome) => seen.add(outcome));
+      expect(outcomes.filter((outcome) => outcome !== 'written' && outcome !== 'NOT_FOUND'), `trial ${trial}`).toEqual([]);
+      const { messages, runs } = deleted.data.deleteThread;
+      expect({ trial, messages, runs }).toEqual({ trial, messages: outcomes[0] === 'written' ? 1 : 0, runs: outcomes[1] === 'written' ? 1 : 0 });
+    }
+    expect([...seen].sort()).toEqual(['NOT_FOUND', 'written']);
   });
 
   it('a worker write racing the deletion is either removed with the thread or NOT_FOUND, never anything else; both happened', async () => {

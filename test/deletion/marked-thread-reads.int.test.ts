@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDeleted } from '../../src/domain/deletion.js';
+import { exportConfigFromEnv } from '../../src/export/config.js';
+import { startExporter } from '../../src/export/exporter.js';
+import { backlog } from '../../src/export/queue.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, must, runningRun } from '../support/lifecycle.js';
+import { startOtlpReceiver } from '../support/otlp-receiver.js';
+import { eventually } from '../support/streams.js';
 import { rowsLeft } from './support.js';
 
 // Issue 42, item 4: from the commit of a thread's deletion mark, every read treats the thread as
@@ -57,5 +62,34 @@ describe(`reads of a thread whose deletion mark committed, its rows still there 
     expect(after.ledger.data.toolCallLedger.edges).toEqual([]);
     expect(errorCode(after.ledgerInThread)).toBe('NOT_FOUND');
     expect(errorCode(after.timeline)).toBe('NOT_FOUND');
+  });
+
+  it('the export sends none of it: spans waiting for export when the mark committed never leave', async () => {
+    const endedRun = async () => {
+      const ctx = await runningRun(t);
+      await ctx.session.declare('m1', [{ id: 'c1', name: 'lookup' }]);
+      must(await ctx.session.toolStarted('c1', 'lookup', { effectiveInput: { q: 'secret' } }));
+      must(await ctx.session.toolFinished('c1', { found: 'secret' }));
+      must(await ctx.session.finish('COMPLETED'));
+      return ctx;
+    };
+    // Both wait for export (this app exports nothing); one is marked, as a long deletion leaves it.
+    const deleted = await endedRun();
+    const kept = await endedRun();
+    expect(await markDeleted(t.app.deps, deleted.threadId, () => true)).toBe(true);
+
+    const receiver = await startOtlpReceiver();
+    const exporter = startExporter(t.app.db, exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, EXPORT_POLL_MS: '50' })!);
+    try {
+      const ofThread = (threadId: string) => receiver.spans.filter((span) => span.attributes['gen_ai.conversation.id'] === threadId);
+      // The marked thread was pending first (claims go oldest first): once the kept one's spans are in, it had its turn.
+      await receiver.waitFor(() => ofThread(kept.threadId).length === 3); // its run, model call and tool call
+      expect(ofThread(deleted.threadId)).toEqual([]);
+      // Nor is it a backlog (GET /metrics): nothing of it will leave, and its age would only grow until its removal ends.
+      await eventually(() => backlog(t.app.db.sql), (waiting) => waiting.threads === 0, { what: 'an empty export backlog' });
+    } finally {
+      await exporter.stop();
+      await receiver.close();
+    }
   });
 });

@@ -70,6 +70,9 @@ CREATE_RUN = _operation("CreateRun", "createRun", True,
 CANCEL_RUN = _operation("CancelRun", "cancelRun", False,
     "mutation CancelRun($runId: ID!) { cancelRun(runId: $runId) { ...RunFields } }",
     RUN_FIELDS)
+# Not sent again: a deletion that committed unseen answers NOT_FOUND the second time.
+DELETE_THREAD = _operation("DeleteThread", "deleteThread", False,
+    "mutation DeleteThread($id: ID!) { deleteThread(id: $id) { threadId runs audits toolCalls messages verifiedAt } }")
 CLAIM_RUN = _operation("ClaimRun", "claimRun", True,
     "mutation ClaimRun($input: ClaimRunInput!) { claimRun(input: $input) { ...RunLeaseFields } }",
     RUN_LEASE_FIELDS)

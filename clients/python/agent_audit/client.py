@@ -16,6 +16,7 @@ from .transport import RetryPolicy, TokenProvider, Transport, encode_json
 from .types import (
     JSON,
     ClockReading,
+    DeletionReceipt,
     ToolCallLike,
     Message,
     MessageRole,
@@ -309,13 +310,21 @@ class AuditClient:
         """Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease."""
         return Run.from_json(self._transport.execute(ops.CANCEL_RUN, {"runId": run_id}))
 
+    def delete_thread(self, thread_id: str) -> DeletionReceipt:
+        """Deletes the thread and everything under it (its owner, an admin or a superadmin).
+
+        Answers once it is gone, with the receipt. Not retried: a deletion whose answer was lost is
+        NOT_FOUND when sent again, and its receipt is in the server's log.
+        """
+        return DeletionReceipt.from_json(self._transport.execute(ops.DELETE_THREAD, {"id": thread_id}))
+
     def thread_audits(self, thread_id: str, limit: Optional[int] = None) -> ThreadAudits:
         """The newest ``limit`` (1 to 500) audits of a thread, oldest first. Superadmin owners only."""
         variables = _without_none({"threadId": thread_id, "limit": limit})
         return ThreadAudits.from_json(self._transport.execute(ops.THREAD_AUDITS, variables))
 
     def run(self, run_id: str) -> Optional[Run]:
-        """The run with its ToolCall projection, or None when it does not exist."""
+        """The run with its ToolCall projection; one that does not exist (or whose thread was deleted) is AuditApiError NOT_FOUND."""
         data = self._transport.execute(ops.RUN, {"id": run_id})
         return None if data is None else Run.from_json(data)
 

@@ -79,6 +79,25 @@ class Thread:
 
 
 @dataclass(frozen=True)
+class DeletionReceipt:
+    """What a deletion removed, and when a read after it found nothing of the thread left (docs/deletion.md)."""
+
+    thread_id: str
+    runs: int
+    audits: int
+    tool_calls: int
+    messages: int
+    verified_at: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "DeletionReceipt":
+        return cls(
+            thread_id=data["threadId"], runs=data["runs"], audits=data["audits"], tool_calls=data["toolCalls"],
+            messages=data["messages"], verified_at=data["verifiedAt"],
+        )
+
+
+@dataclass(frozen=True)
 class Message:
     id: str
     role: str

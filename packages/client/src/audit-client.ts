@@ -12,6 +12,7 @@ import type {
   BigIntLike,
   CreateRunInput,
   CreateThreadInput,
+  DeletionReceipt,
   FinishRunInput,
   LeaseInput,
   Message,
@@ -238,12 +239,21 @@ export class AuditClient {
     return this.transport.execute(OPERATIONS.cancelRun, { runId });
   }
 
+  /**
+   * Deletes the thread and everything under it (its owner, an admin or a superadmin), answering
+   * once it is gone with the receipt. Not retried: a deletion whose answer was lost is
+   * `NOT_FOUND` when sent again, and its receipt is in the server's log (docs/deletion.md).
+   */
+  async deleteThread(id: string): Promise<DeletionReceipt> {
+    return this.transport.execute(OPERATIONS.deleteThread, { id });
+  }
+
   /** The newest `limit` (1 to 500, server default 500) audits of a thread, oldest first. Superadmin owners only. */
   async threadAudits(threadId: string, limit?: number): Promise<ThreadAudits> {
     return this.transport.execute(OPERATIONS.threadAudits, { threadId, limit });
   }
 
-  /** The run with its ToolCall projection, or null when it does not exist. */
+  /** The run with its ToolCall projection; one that does not exist (or whose thread was deleted) is an `AuditApiError` `NOT_FOUND`. */
   async run(id: string): Promise<RunDetails | null> {
     return this.transport.execute(OPERATIONS.run, { id });
   }

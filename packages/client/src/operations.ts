@@ -78,6 +78,9 @@ export const OPERATIONS = {
     mutation CreateRun($input: CreateRunInput!) { createRun(input: $input) { ...RunFields } }`),),
   cancelRun: operation('CancelRun', 'cancelRun', false, graphql(`
     mutation CancelRun($runId: ID!) { cancelRun(runId: $runId) { ...RunFields } }`),),
+  // Not sent again: a deletion that committed unseen answers NOT_FOUND the second time.
+  deleteThread: operation('DeleteThread', 'deleteThread', false, graphql(`
+    mutation DeleteThread($id: ID!) { deleteThread(id: $id) { threadId runs audits toolCalls messages verifiedAt } }`),),
   claimRun: operation('ClaimRun', 'claimRun', true, graphql(`
     mutation ClaimRun($input: ClaimRunInput!) { claimRun(input: $input) { ...RunLeaseFields } }`),),
   renewLease: operation('RenewLease', 'renewLease', true, graphql(`

@@ -28,6 +28,8 @@ export type Run = Generated.RunFieldsFragment;
 /** A run as its owner reads it with `AuditClient.run`. */
 export type RunDetails = NonNullable<Generated.RunQuery['run']>;
 export type RunLease = Generated.RunLeaseFieldsFragment;
+/** What a deletion removed, and when a read after it found nothing of the thread left (docs/deletion.md). */
+export type DeletionReceipt = Generated.DeleteThreadMutation['deleteThread'];
 export type ToolCall = Generated.ToolCallFieldsFragment;
 export type ModelAudit = Generated.ModelAuditFieldsFragment;
 export type ToolAudit = Generated.ToolAuditFieldsFragment;

@@ -1,5 +1,6 @@
 import { requirePrincipal } from '../../domain/access.js';
 import { deleteThread, type DeletionReceipt } from '../../domain/deletion.js';
+import { log } from '../../log.js';
 import { builder } from '../builder.js';
 
 const DeletionReceiptRef = builder.objectRef<DeletionReceipt>('DeletionReceipt').implement({
@@ -21,6 +22,13 @@ builder.mutationField('deleteThread', (t) =>
       'The thread owner or an admin. Deletes the thread and everything under it for good\n(docs/semantics.md, "Deletion and retention").',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, { id }, { deps, principal }) => deleteThread(deps, requirePrincipal(principal), id),
+    async resolve(_root, { id }, { deps, principal, requestId }) {
+      const deleter = requirePrincipal(principal);
+      const receipt = await deleteThread(deps, deleter, id);
+      // The server's own record of an erasure, as the sweeper's: a client that loses its answer loses no proof.
+      const deletedBy = { sub: deleter.sub, role: deleter.role };
+      log.info({ event: 'thread_deleted', reason: 'request', requestId, deletedBy, ...receipt }, 'thread deleted');
+      return receipt;
+    },
   }),
 );

@@ -27,6 +27,7 @@ type Documents = {
     "\n    mutation AppendMessage($input: AppendMessageInput!) { appendMessage(input: $input) { ...MessageFields } }": typeof types.AppendMessageDocument,
     "\n    mutation CreateRun($input: CreateRunInput!) { createRun(input: $input) { ...RunFields } }": typeof types.CreateRunDocument,
     "\n    mutation CancelRun($runId: ID!) { cancelRun(runId: $runId) { ...RunFields } }": typeof types.CancelRunDocument,
+    "\n    mutation DeleteThread($id: ID!) { deleteThread(id: $id) { threadId runs audits toolCalls messages verifiedAt } }": typeof types.DeleteThreadDocument,
     "\n    mutation ClaimRun($input: ClaimRunInput!) { claimRun(input: $input) { ...RunLeaseFields } }": typeof types.ClaimRunDocument,
     "\n    mutation RenewLease($lease: LeaseInput!, $leaseSeconds: Int) {\n      renewLease(lease: $lease, leaseSeconds: $leaseSeconds) { ...RunLeaseFields }\n    }": typeof types.RenewLeaseDocument,
     "\n    mutation RecordModelStarted($input: ModelStartedInput!) { recordModelStarted(input: $input) { ...ModelAuditFields } }": typeof types.RecordModelStartedDocument,
@@ -52,6 +53,7 @@ const documents: Documents = {
     "\n    mutation AppendMessage($input: AppendMessageInput!) { appendMessage(input: $input) { ...MessageFields } }": types.AppendMessageDocument,
     "\n    mutation CreateRun($input: CreateRunInput!) { createRun(input: $input) { ...RunFields } }": types.CreateRunDocument,
     "\n    mutation CancelRun($runId: ID!) { cancelRun(runId: $runId) { ...RunFields } }": types.CancelRunDocument,
+    "\n    mutation DeleteThread($id: ID!) { deleteThread(id: $id) { threadId runs audits toolCalls messages verifiedAt } }": types.DeleteThreadDocument,
     "\n    mutation ClaimRun($input: ClaimRunInput!) { claimRun(input: $input) { ...RunLeaseFields } }": types.ClaimRunDocument,
     "\n    mutation RenewLease($lease: LeaseInput!, $leaseSeconds: Int) {\n      renewLease(lease: $lease, leaseSeconds: $leaseSeconds) { ...RunLeaseFields }\n    }": types.RenewLeaseDocument,
     "\n    mutation RecordModelStarted($input: ModelStartedInput!) { recordModelStarted(input: $input) { ...ModelAuditFields } }": types.RecordModelStartedDocument,
@@ -113,6 +115,10 @@ export function graphql(source: "\n    mutation CreateRun($input: CreateRunInput
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n    mutation CancelRun($runId: ID!) { cancelRun(runId: $runId) { ...RunFields } }"): typeof import('./graphql.js').CancelRunDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n    mutation DeleteThread($id: ID!) { deleteThread(id: $id) { threadId runs audits toolCalls messages verifiedAt } }"): typeof import('./graphql.js').DeleteThreadDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -239,6 +239,13 @@ export type CancelRunMutationVariables = Exact<{
 
 export type CancelRunMutation = { cancelRun: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } };
 
+export type DeleteThreadMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type DeleteThreadMutation = { deleteThread: { threadId: string, runs: number, audits: number, toolCalls: number, messages: number, verifiedAt: string } };
+
 export type ClaimRunMutationVariables = Exact<{
   input: ClaimRunInput;
 }>;
@@ -528,6 +535,18 @@ export const CancelRunDocument = new TypedDocumentString(`
   finishedAt
   error
 }`) as unknown as TypedDocumentString<CancelRunMutation, CancelRunMutationVariables>;
+export const DeleteThreadDocument = new TypedDocumentString(`
+    mutation DeleteThread($id: ID!) {
+  deleteThread(id: $id) {
+    threadId
+    runs
+    audits
+    toolCalls
+    messages
+    verifiedAt
+  }
+}
+    `) as unknown as TypedDocumentString<DeleteThreadMutation, DeleteThreadMutationVariables>;
 export const ClaimRunDocument = new TypedDocumentString(`
     mutation ClaimRun($input: ClaimRunInput!) {
   claimRun(input: $input) {
