@@ -14,52 +14,20 @@ function cannotStart(error: unknown): never {
 }
 
 let config: Config;
-let app: App;
-try {
-  config = loadConfig();
-  // The port answers from now on (/healthz 200, /readyz 503) while migrations run.
-  const listening = await listenWhileStarting(config.port, config.host, config.corsOrigins);
-  app = await buildApp(config, { listening });
-} catch (error) {
-  cannotStart(error);
-}
-// Tokens are printed once, when the local secret is generated, never on every start (logs are
-// collected and kept); `npm run token` mints more. Minted before the app serves on its port (until
-// then /readyz answers 503), so the whole banner is out by the time the server is ready (a client
-// watching the log for them never misses them).
-const hours = '12h';
-const localTokens = app.jwtSecretGenerated && {
-  superadmin: await mintToken(app.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours),
-  worker: await mintToken(app.jwtSecret, { sub: 'local-worker', role: 'worker' }, hours),
-};
-const url = await app.start().catch(cannotStart);
-const database = app.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL';
-const { mode } = app;
-log.info(
-  { url, database: app.db.kind, ...mode, instanceId: config.instanceId },
-  `Agent audit server listening on ${url} (${database}; live updates: ${mode.liveUpdates}; export ${mode.export}; retention ${mode.retention})`,
-);
-log.info(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
-if (localTokens) {
-  // The tokens alone, so a copy is one whole token: a client adds "Bearer " in the header.
-  console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; ${howToMintTokens(config)}):`);
-  console.log(`  superadmin token: ${localTokens.superadmin}`);
-  console.log(`  worker token:     ${localTokens.worker}`);
-} else if (app.db.kind === 'pglite') {
-  log.info(`Tokens are printed on the first start only: ${howToMintTokens(config)}.`);
-} else {
-  log.info(`Tokens: ${howToMintTokens(config)}.`);
-}
+/** Set once built: a signal before that ends the start (stopWhileStarting), after it drains. */
+let app: App | undefined;
 
-// The first signal drains (bounded by SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS, after which
-// app.stop cuts every connection; the process exits 5 s later whatever is left); a second one
-// exits at once.
+// Listened for from the first line: a stop during the start (migrations may take minutes) is said,
+// not a silent death by the signal. Once the app is built, the first signal drains (bounded by
+// SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS, after which app.stop cuts every connection; the process
+// exits 5 s later whatever is left); a second one exits at once.
 let exiting = false;
 /** SIGTERM (an orchestrator's stop) first answers /readyz 503 for SHUTDOWN_DRAIN_MS, so a load
  * balancer stops sending before the listener closes; SIGINT (Ctrl-C) and a fault close at once. */
 function shutDown(reason: string, exitCode: number, drainMs = 0): void {
   if (exiting) return;
   exiting = true;
+  if (!app) return stopWhileStarting(reason, exitCode);
   log.info({ reason, drainMs, timeoutMs: config.shutdownTimeoutMs }, `${reason}: draining requests and closing`);
   setTimeout(() => {
     log.error('shutdown did not finish in time: exiting');
@@ -97,4 +65,52 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     shutDown(signal, 0, signal === 'SIGTERM' ? config.shutdownDrainMs : 0);
   });
 }
+
+/**
+ * Before the app serves there is nothing to drain (every request but /healthz is answered 503):
+ * exit now. A migration under way is left to PostgreSQL: one in a transaction rolls back when its
+ * connection ends, an online one is taken up again by the next start (src/db/migrate.ts).
+ */
+function stopWhileStarting(reason: string, exitCode: number): never {
+  log.info({ reason }, `${reason} during start-up: exiting before serving`);
+  process.exit(exitCode);
+}
+
+try {
+  config = loadConfig();
+  // The port answers from now on (/healthz 200, /readyz 503) while migrations run.
+  const listening = await listenWhileStarting(config.port, config.host, config.corsOrigins);
+  app = await buildApp(config, { listening });
+} catch (error) {
+  cannotStart(error);
+}
+const built: App = app;
+// Tokens are printed once, when the local secret is generated, never on every start (logs are
+// collected and kept); `npm run token` mints more. Minted before the app serves on its port (until
+// then /readyz answers 503), so the whole banner is out by the time the server is ready (a client
+// watching the log for them never misses them).
+const hours = '12h';
+const localTokens = built.jwtSecretGenerated && {
+  superadmin: await mintToken(built.jwtSecret, { sub: 'local-admin', role: 'superadmin' }, hours),
+  worker: await mintToken(built.jwtSecret, { sub: 'local-worker', role: 'worker' }, hours),
+};
+const url = await built.start().catch(cannotStart);
+const database = built.db.kind === 'pglite' ? `embedded PGlite in ${config.embeddedInMemory ? 'memory' : config.dataDir}` : 'PostgreSQL';
+const { mode } = built;
+log.info(
+  { url, database: built.db.kind, ...mode, instanceId: config.instanceId },
+  `Agent audit server listening on ${url} (${database}; live updates: ${mode.liveUpdates}; export ${mode.export}; retention ${mode.retention})`,
+);
+log.info(`Timeline page: ${new URL('/', url)} (sign in with a token). GraphiQL: ${url}. Health: /healthz, readiness: /readyz`);
+if (localTokens) {
+  // The tokens alone, so a copy is one whole token: a client adds "Bearer " in the header.
+  console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; ${howToMintTokens(config)}):`);
+  console.log(`  superadmin token: ${localTokens.superadmin}`);
+  console.log(`  worker token:     ${localTokens.worker}`);
+} else if (built.db.kind === 'pglite') {
+  log.info(`Tokens are printed on the first start only: ${howToMintTokens(config)}.`);
+} else {
+  log.info(`Tokens: ${howToMintTokens(config)}.`);
+}
+
 installProcessGuards((reason) => shutDown(reason, 1));

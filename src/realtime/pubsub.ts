@@ -218,14 +218,23 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   bus?.onRecovered(() => void poll(0));
 
   let timer: NodeJS.Timeout | null = null;
-  const schedule = () => {
-    const healthy = () => bus?.healthy() ?? false;
+  const schedule = (down = false) => {
+    const healthy = () => !down && (bus?.healthy() ?? false);
     const interval = bus ? (healthy() ? POLL_MS.healthy : POLL_MS.unhealthy) : pollWithoutBusMs!;
     timer = setTimeout(() => void poll(healthy() ? POLL_GRACE_MS : 0).finally(() => timer && schedule()), interval);
     timer.unref();
   };
   // Reads only while this instance has subscribers (readCursors).
   if (bus || pollWithoutBusMs !== null) schedule();
+  // Redis just went away: the database stands in from now on, not from the healthy poll's next
+  // turn (up to POLL_MS.healthy away), which would leave subscribers without changes until then.
+  // (A connection's error may come before its status leaves `ready`: the outage is taken as said.)
+  bus?.onLost(() => {
+    if (!timer) return;
+    clearTimeout(timer);
+    void poll(0);
+    schedule(true);
+  });
 
   const prunes = retriedWork('pruning the recent changes', { component: 'realtime' });
   const pruner = store.pruneRecentChanges

@@ -35,6 +35,8 @@ export interface WakeBus {
   onMessage(listener: (threadId: string, cursor: bigint, changes: CommittedChange[] | null) => void): void;
   /** Called when both connections are back after an outage (channels subscribed again). */
   onRecovered(listener: () => void): void;
+  /** Called when an outage begins (at most once until it ends). */
+  onLost(listener: () => void): void;
   healthy(): boolean;
   close(): Promise<void>;
 }
@@ -115,13 +117,14 @@ export function decodeMessage(threadId: string, text: string): { origin: string;
  * Logs an outage once when it begins (whichever connection meets it first, at start or later)
  * and once when it ends, not every retry.
  */
-function outageLog(redis: string) {
+function outageLog(redis: string, lost: () => void) {
   let down = false;
   return {
     failed(error: unknown) {
       if (down) return;
       down = true;
       log.warn({ component: 'realtime', redis, error: errorFields(error) }, 'Redis unreachable; subscribers read changes from the database until it is back');
+      lost();
     },
     recovered() {
       if (!down) return;
@@ -141,7 +144,8 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
   const origin = randomUUID();
   const publisher = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-publisher' });
   const subscriber = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-subscriber' });
-  const outage = outageLog(`${publisher.options.host}:${publisher.options.port}`);
+  const lostListeners: (() => void)[] = [];
+  const outage = outageLog(`${publisher.options.host}:${publisher.options.port}`, () => lostListeners.forEach((listener) => listener()));
   publisher.on('error', outage.failed);
   subscriber.on('error', outage.failed);
   const healthy = () => publisher.status === 'ready' && subscriber.status === 'ready';
@@ -212,6 +216,7 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     },
     onMessage: (listener) => void messageListeners.push(listener),
     onRecovered: (listener) => void recoveredListeners.push(listener),
+    onLost: (listener) => void lostListeners.push(listener),
     healthy,
     async close() {
       await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));

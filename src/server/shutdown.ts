@@ -35,7 +35,11 @@ export function gracefulStop(timeoutMs: number, { http, webSocket, jobs, feeds, 
       };
       const deadline = setTimeout(cutAll, timeoutMs);
       deadline.unref();
-      await jobs.stop();
+      // Stopped alongside the rest, awaited before the database closes: a sweep whose statement
+      // waits on a database that does not answer must not keep the listener open and the
+      // subscriptions unended until the deadline cuts them.
+      const jobsStopped = jobs.stop();
+      jobsStopped.catch(() => {}); // its failure is the stop's, when awaited below: not an unhandled rejection meanwhile
       const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
       server.closeIdleConnections();
       await webSocket.dispose();
@@ -47,6 +51,7 @@ export function gracefulStop(timeoutMs: number, { http, webSocket, jobs, feeds, 
       await closed;
       clearInterval(idleCloser);
       clearTimeout(deadline);
+      await jobsStopped;
       await feeds.close();
       await db.close();
     })());

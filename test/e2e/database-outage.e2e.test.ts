@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { postgresSuiteRuns, requirePostgresUrl } from '../support/database.js';
 import { e2eActors, jsonLines, startServer, storageForFile, type ServerProcess } from './support/server.js';
 import { startTcpProxyFor } from './support/tcp-proxy.js';
+import { sseResponse } from '../support/streams.js';
 
 const meaningful = postgresSuiteRuns('database-outage.e2e.test.ts');
 
@@ -123,6 +124,52 @@ describe.runIf(meaningful)('database outages, as the server process meets them (
       expect(lines.filter((line) => (line.error as { stack?: string } | undefined)?.stack)).toEqual([]);
       expect(server.child.exitCode).toBeNull();
       await server.stop();
+    } finally {
+      await proxy.close();
+    }
+  }, 120_000);
+
+  // A deploy while the database does not answer: the drain waited for the lease sweep stuck on the
+  // silent link before it closed the listener and ended the subscriptions, so at SHUTDOWN_TIMEOUT_MS
+  // an SSE subscriber's stream was cut, with no SERVER_STOPPING to tell it to resume elsewhere.
+  it('SIGTERM during a partition: the subscriptions still end with SERVER_STOPPING, not cut at the deadline', async () => {
+    const proxy = await startTcpProxyFor(storage().env.DATABASE_URL!);
+    try {
+      const server = await startServer(storage(), {
+        DATABASE_URL: proxy.url,
+        LEASE_SWEEP_INTERVAL_MS: '100',
+        SHUTDOWN_DRAIN_MS: '100',
+        // Well below the statement timeout (30 s) the stuck sweep waits for.
+        SHUTDOWN_TIMEOUT_MS: '3000',
+      });
+      const who = await e2eActors();
+      const created = (await (
+        await fetch(server.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${who.owner}` },
+          body: JSON.stringify({ query: 'mutation { createThread(input: { title: "partition" }) { id } }' }),
+        })
+      ).json()) as { data: { createThread: { id: string } } };
+      const stream = await sseResponse(server.url, 'subscription ($t: ID!) { threadChanges(threadId: $t) { cursor } }', { t: created.data.createThread.id }, who.owner);
+      expect(stream.status).toBe(200);
+      let text = '';
+      const read = (async () => {
+        const decoder = new TextDecoder();
+        const reader = stream.body!.getReader();
+        try {
+          for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value, { stream: true });
+        } catch {
+          // cut: what was read is what counts
+        }
+      })();
+
+      proxy.stall();
+      // A lease sweep is on the silent link now (one every 100 ms).
+      await pause(500);
+      await server.stop('SIGTERM');
+      await read;
+      expect(text).toMatch(/"reason":"SERVER_STOPPING"/);
+      expect(text).toMatch(/event: complete/);
     } finally {
       await proxy.close();
     }

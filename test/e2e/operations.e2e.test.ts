@@ -229,6 +229,25 @@ describe.runIf(onPostgres || servicesRequired)('a server process starting while 
       await migrating.end();
     }
   }, 120_000);
+
+  // An orchestrator stops an instance that is still starting (a newer roll replaced it): it
+  // vanished killed by the signal without a line, as if it had crashed mid-migration.
+  it('SIGTERM while it waits for the migrations: one line saying so, exit 0', async () => {
+    const migrating = new pg.Client({ connectionString: storage().env.DATABASE_URL });
+    await migrating.connect();
+    await migrating.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const server = spawnServer({ ...storage().env, AUTH_JWT_SECRET: E2E_JWT_SECRET, REDIS_URL: '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: '0' });
+    try {
+      await expect.poll(() => jsonLines(server.output()).some((line) => line.msg === "waiting for another instance's migrations"), { timeout: 60_000 }).toBe(true);
+      server.child.kill('SIGTERM');
+      expect(await withTimeout(server.exited, 30_000, () => `the server did not exit:\n${server.output()}`), server.output()).toBe(0);
+      expect(jsonLines(server.output()).at(-1), server.output()).toEqual(expect.objectContaining({ level: 'info', msg: 'SIGTERM during start-up: exiting before serving' }));
+    } finally {
+      server.child.kill('SIGKILL');
+      await migrating.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+      await migrating.end();
+    }
+  }, 120_000);
 });
 
 // Issue 43 item 6: "2–3 in-flight or keep-alive requests were reset per restart, so their clients

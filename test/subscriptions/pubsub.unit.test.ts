@@ -273,6 +273,7 @@ describe('change feed', () => {
         unlisten() {},
         onMessage() {},
         onRecovered: (listener) => void (recovered = listener),
+        onLost() {},
         healthy: () => true,
         close: async () => {},
       };
@@ -301,6 +302,45 @@ describe('change feed', () => {
       expect([reads, inFlight]).toEqual([1, 1]);
       open();
       await vi.waitFor(() => expect(reads).toBe(2)); // the recovery's own read, once the first ended
+      await close();
+    });
+
+    // Redis went away just after a healthy poll: the next poll, 5 s later, was the first to read
+    // the database, so subscribers on other instances than the writer's got nothing for 5 s.
+    it('reads the database as soon as Redis is lost, then every second, not at the healthy poll\'s next turn', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      let up = true;
+      let lost: (() => void) | undefined;
+      const bus: WakeBus = {
+        publish() {},
+        listen() {},
+        unlisten() {},
+        onMessage() {},
+        onRecovered() {},
+        onLost: (listener) => void (lost = listener),
+        healthy: () => up,
+        close: async () => {},
+      };
+      vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
+      vi.resetModules();
+      const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');
+      const store = memoryStore();
+      const { pubsub, close } = await withBus(loadConfig({ REDIS_URL: 'redis://fake' }), store);
+      const audits = await pubsub.subscribe('audit', 't');
+      await vi.advanceTimersByTimeAsync(POLL_MS.healthy + POLL_GRACE_MS); // a healthy poll: nothing yet
+
+      // What the subscriber has by now, without waiting for more.
+      const hasNow = (next: Promise<IteratorResult<unknown>>) => Promise.race([next.then(({ value }) => ids([value])), new Promise<string[]>((resolve) => setImmediate(resolve, []))]);
+      up = false;
+      lost?.();
+      store.commit('t', 'while Redis is away'); // its publish never reaches this instance
+      const first = audits.next();
+      await vi.advanceTimersByTimeAsync(POLL_MS.unhealthy);
+      expect(await hasNow(first)).toEqual(['while Redis is away']);
+      store.commit('t', 'a second later');
+      const second = audits.next();
+      await vi.advanceTimersByTimeAsync(POLL_MS.unhealthy);
+      expect(await hasNow(second)).toEqual(['a second later']);
       await close();
     });
 
