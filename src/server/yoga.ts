@@ -311,6 +311,19 @@ function useVaryByOrigin(): Plugin {
   };
 }
 
+/**
+ * GraphQL answers carry audits (tool inputs and outputs): no browser or proxy may keep a copy, on
+ * disk or anywhere (`no-store`), GET answers included. Answers that say otherwise keep their word:
+ * the GraphiQL page (revalidated) and SSE streams.
+ */
+function useNoStoredAnswers(): Plugin {
+  return {
+    onResponse({ response }) {
+      if (!response.headers.has('cache-control')) response.headers.set('cache-control', 'no-store');
+    },
+  };
+}
+
 /** The GraphQL server every transport goes through: HTTP and SSE by request, graphql-ws by its envelop. */
 export type GraphQLServer = YogaServerInstance<ServerContext, GraphQLContext>;
 
@@ -377,6 +390,7 @@ export function createGraphQLServer(options: {
       useErrorsWithoutTheirRequests(),
       useDocumentNestingLimit(),
       useVaryByOrigin(),
+      useNoStoredAnswers(),
       graphiql.plugin,
       EnvelopArmorPlugin({
         maxDepth: { n: 10, ...armorLimit((found) => `The document is nested ${found} levels deep; at most 10 are allowed (GraphQL Armor's depth limit)`) },

@@ -63,6 +63,16 @@ describe(`cross-origin access (${backendName})`, () => {
     expect(sameOrigin.headers.get('vary')).toMatch(/origin/i);
   });
 
+  it('no GraphQL answer is stored by a browser or a proxy (they carry audits: no-store); the GraphiQL page still revalidates', async () => {
+    const headers = { authorization: `Bearer ${admin}` };
+    const get = await fetch(`${base}/graphql?query=${encodeURIComponent('{ threads(first: 1) { edges { node { id } } } }')}`, { headers });
+    const post = await fetch(`${base}/graphql`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+    const refused = await fetch(`${base}/graphql?query=${encodeURIComponent('{ nope }')}`, { headers });
+    for (const answer of [get, post, refused]) expect(answer.headers.get('cache-control')).toBe('no-store');
+    const graphiql = await fetch(`${base}/graphql`, { headers: { accept: 'text/html' } });
+    expect(graphiql.headers.get('cache-control')).toBe('no-cache');
+  });
+
   it('the answers given before yoga (a body over the limit, an instance still starting) follow the same list', async () => {
     const body = Buffer.alloc(bodyLimit(t.app.config) + 1, 0x20);
     const tooLarge = (origin: string) => fetch(`${base}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body });
