@@ -155,10 +155,14 @@ export async function pruneRecentChanges(sql: Sql): Promise<void> {
  * committed while they are kept; else, and beyond them, the runs and audits whose latest change
  * is after `after`, each in its latest state, with its latest cursor (several changes of one
  * entity fold into one). Every change up to the last one returned is covered, so the next page
- * starts after it. Indexed range reads, on one snapshot.
+ * starts after it. Indexed range reads, on one snapshot. None of a thread marked deleted.
  */
 export function changesAfter(sql: SqlTransactor, threadId: string, after: bigint, limit: number, recent = false): Promise<CommittedChange[]> {
   return onOneSnapshot(sql, async (tx) => {
+    // A thread whose deletion mark committed is gone, though its rows may still be there: its
+    // streams end at the deletion's signal, or at their poll where that signal did not arrive.
+    const [live] = await tx.query('SELECT 1 FROM thread WHERE id = $1::uuid AND deleted_at IS NULL', [threadId]);
+    if (!live) return [];
     if (recent) {
       const kept = await recentChangesAfter(tx, threadId, after, limit);
       if (kept.length > 0) return kept;

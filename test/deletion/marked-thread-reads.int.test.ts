@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { changesAfter } from '../../src/domain/change-cursors.js';
 import { markDeleted } from '../../src/domain/deletion.js';
 import { exportConfigFromEnv } from '../../src/export/config.js';
 import { startExporter } from '../../src/export/exporter.js';
@@ -62,6 +63,16 @@ describe(`reads of a thread whose deletion mark committed, its rows still there 
     expect(after.ledger.data.toolCallLedger.edges).toEqual([]);
     expect(errorCode(after.ledgerInThread)).toBe('NOT_FOUND');
     expect(errorCode(after.timeline)).toBe('NOT_FOUND');
+  });
+
+  it('a stream catching up reads none of it: the changes a lagging subscriber reads from the database', async () => {
+    // Another instance's stream may catch up before the deletion's signal reaches it (Redis down: up to its poll).
+    const ctx = await runningRun(t);
+    await ctx.session.declare('m1', [{ id: 'c1', name: 'lookup' }]);
+    must(await ctx.session.toolStarted('c1', 'lookup', { effectiveInput: { q: 'secret' } }));
+    for (const recent of [false, true]) expect((await changesAfter(t.app.deps.db, ctx.threadId, 0n, 100, recent)).length).toBeGreaterThan(0);
+    expect(await markDeleted(t.app.deps, ctx.threadId, () => true)).toBe(true);
+    for (const recent of [false, true]) expect(await changesAfter(t.app.deps.db, ctx.threadId, 0n, 100, recent)).toEqual([]);
   });
 
   it('the export sends none of it: spans waiting for export when the mark committed never leave', async () => {
