@@ -4,7 +4,7 @@ import type { Run, RunStatus } from '../generated/prisma/client.js';
 import { assertCanReadThread, canReadEveryThread, loadReadableThread } from './access.js';
 import { fenced, writtenRows, type DomainDeps } from './command.js';
 import { badInput, conflict, invalidTransition, notFound } from './errors.js';
-import { runChanged } from './events.js';
+import { runChanged, type CommittedChange } from './events.js';
 import { isUuid, newId, nonBlank, rowId } from './ids.js';
 
 export const ENDED_RUN_STATUSES: readonly RunStatus[] = ['INTERRUPTED', 'COMPLETED', 'FAILED', 'CANCELLED'];
@@ -29,6 +29,23 @@ export async function runOfThread(sql: Sql, threadId: string, runId: string): Pr
   const [run] = isUuid(runId) ? await sql.query<{ id: string }>('SELECT id FROM run WHERE id = $1::uuid AND thread_id = $2::uuid', [runId, threadId]) : [];
   if (!run) throw notARunOfThread();
   return run.id;
+}
+
+/**
+ * runChanged's filter: changes of a run's status only. A renewal published live says it is one
+ * (leaseOnly); a run read back from the database in its latest state (a stream catching up while
+ * Redis is down, or behind) does not, so a run whose status is the one the stream last passed, or
+ * the one it had when the stream started, has not changed status. Read before the stream starts:
+ * a status change committed meanwhile differs from the one read, and is passed.
+ */
+export async function runStatusChanges(sql: Sql, threadId: string): Promise<(change: CommittedChange) => boolean> {
+  const runs = await sql.query<{ id: string; status: RunStatus }>('SELECT id, status FROM run WHERE thread_id = $1::uuid', [threadId]);
+  const statuses = new Map(runs.map(({ id, status }) => [id, status]));
+  return (change) => {
+    if (change.kind !== 'run' || change.leaseOnly || statuses.get(change.row.id) === change.row.status) return false;
+    statuses.set(change.row.id, change.row.status);
+    return true;
+  };
 }
 
 /**

@@ -213,6 +213,30 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       }
     });
 
+    it('runChanged read back from the database while Redis is down sends status changes only, not lease renewals', async () => {
+      const redis = await privateRedis();
+      onTestFinished(() => redis.stop());
+      const env = { REDIS_URL: redis.url, REDIS_PREFIX: `renewals-${Date.now()}:` };
+      const c = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(() => c.close());
+      const d = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(() => d.close());
+      const urlC = await c.app.start(0);
+      const { session, owner, threadId } = await runningRun(d);
+      const runs = subscribeWs(urlC, RUNS, { threadId }, owner);
+      const changes = subscribeWs(urlC, CHANGES, { threadId }, owner);
+      for (const stream of [runs, changes]) onTestFinished(() => stream.close());
+      await waitFor(() => c.app.pubsub.subscriberCount('run', threadId) === 1 && c.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscriptions to start');
+
+      await redis.kill();
+      must(await session.renew(60));
+      const renewed = (await c.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor;
+      await changes.until((all) => all.at(-1)?.data?.threadChanges?.cursor === renewed, 'the renewal, read back from the database', 20_000);
+      must(await session.finish('COMPLETED'));
+      const statuses = payloads(await runs.until((all) => all.at(-1)?.data?.runChanged?.status === 'COMPLETED', 'the run to end', 20_000), 'runChanged');
+      expect(statuses.map((run) => run.status)).toEqual(['COMPLETED']);
+    });
+
     it("an instance whose publish fails loses nothing for the other instance's subscribers", async () => {
       const redis = new URL(testRedisUrl!);
       const proxy = await tcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) });

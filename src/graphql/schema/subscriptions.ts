@@ -2,7 +2,7 @@ import { createGraphQLError } from 'graphql-yoga';
 import { loadAuditThread, loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { decodeCursor, encodeCursor } from '../../domain/change-cursors.js';
 import type { CommittedChange } from '../../domain/events.js';
-import { runOfThread } from '../../domain/runs.js';
+import { runOfThread, runStatusChanges } from '../../domain/runs.js';
 import type { Message, Run, Thread } from '../../generated/prisma/client.js';
 import { deliveredWith } from '../../realtime/per-event.js';
 import { StreamInterrupted, type Delivery } from '../../realtime/pubsub.js';
@@ -109,7 +109,7 @@ builder.subscriptionFields((t) => ({
       const viewer = requirePrincipal(principal);
       const thread = await loadReadableThread(deps.db, viewer, threadId);
       return pubsub.subscribe('run', thread.id, {
-        accept: (change) => change.kind === 'run' && !change.leaseOnly,
+        accept: await runStatusChanges(deps.db, thread.id),
         endsAtMs: viewer.expiresAtMs,
       });
     },
