@@ -103,6 +103,7 @@ THREAD_AUDITS = _operation("ThreadAudits", "threadAudits", True, """
 query ThreadAudits($threadId: ID!, $limit: Int) {
   threadAudits(threadId: $threadId, limit: $limit) {
     threadId
+    cursor
     truncated
     items {
       ... on ModelAudit { ...ModelAuditFields }

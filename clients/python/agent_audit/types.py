@@ -269,9 +269,11 @@ Audit = Union[ModelAudit, ToolAudit]
 
 @dataclass(frozen=True)
 class ThreadAudits:
-    """The newest audits of a thread, oldest first; ``truncated`` when more exist."""
+    """The newest audits of a thread, oldest first; ``truncated`` when more exist. ``cursor`` is
+    the thread's latest change in this read: ``threadChanges(after: cursor)`` continues it live."""
 
     thread_id: str
+    cursor: str
     truncated: bool
     items: List[Audit]
 
@@ -281,7 +283,7 @@ class ThreadAudits:
             ModelAudit.from_json(item) if item["__typename"] == "ModelAudit" else ToolAudit.from_json(item)
             for item in data["items"]
         ]
-        return cls(thread_id=data["threadId"], truncated=data["truncated"], items=items)
+        return cls(thread_id=data["threadId"], cursor=data["cursor"], truncated=data["truncated"], items=items)
 
 
 #: A declared tool call: a DeclaredToolCall, or a mapping with "id", "name" and optionally "args"

@@ -132,3 +132,12 @@ class LifecycleTest(LiveTestCase):
         self.assertEqual(tools[0].duration_ms, 350)
         # No reading at the start: the duration is unknown, never guessed from wall-clock times.
         self.assertIsNone(tools[1].duration_ms)
+
+    def test_thread_audits_cursor_moves_with_each_change_of_the_thread(self) -> None:
+        thread_id, run_id = self.queued_run()
+        before = self.owner.thread_audits(thread_id).cursor
+        lease = self.worker.claim_run(run_id, 30)
+        self.worker.finish_run(lease, "COMPLETED")
+        after = self.owner.thread_audits(thread_id).cursor
+        # Sortable within a thread (SEMANTICS, "Change cursors"): threadChanges(after: before) gives the claim and the finish.
+        self.assertLess(before, after)

@@ -114,6 +114,7 @@ export const OPERATIONS = {
     query ThreadAudits($threadId: ID!, $limit: Int) {
       threadAudits(threadId: $threadId, limit: $limit) {
         threadId
+        cursor
         truncated
         items {
           ... on ModelAudit { ...ModelAuditFields }

@@ -37,7 +37,7 @@ type Documents = {
     "\n    mutation RecordToolError($input: ToolErrorInput!) { recordToolError(input: $input) { ...ToolAuditFields } }": typeof types.RecordToolErrorDocument,
     "\n    mutation FinishRun($input: FinishRunInput!) { finishRun(input: $input) { ...RunFields } }": typeof types.FinishRunDocument,
     "\n    mutation RecordEvents($events: [LifecycleEventInput!]!) {\n      recordEvents(events: $events) {\n        index\n        audit { ... on ModelAudit { ...ModelAuditFields } ... on ToolAudit { ...ToolAuditFields } }\n        run { ...RunFields }\n        lease { ...RunLeaseFields }\n        error { code message runStatus }\n      }\n    }": typeof types.RecordEventsDocument,
-    "\n    query ThreadAudits($threadId: ID!, $limit: Int) {\n      threadAudits(threadId: $threadId, limit: $limit) {\n        threadId\n        truncated\n        items {\n          ... on ModelAudit { ...ModelAuditFields }\n          ... on ToolAudit {\n            ...ToolAuditFields\n            toolCall { ...ToolCallFields }\n            declaredBy { id operationId }\n          }\n        }\n      }\n    }": typeof types.ThreadAuditsDocument,
+    "\n    query ThreadAudits($threadId: ID!, $limit: Int) {\n      threadAudits(threadId: $threadId, limit: $limit) {\n        threadId\n        cursor\n        truncated\n        items {\n          ... on ModelAudit { ...ModelAuditFields }\n          ... on ToolAudit {\n            ...ToolAuditFields\n            toolCall { ...ToolCallFields }\n            declaredBy { id operationId }\n          }\n        }\n      }\n    }": typeof types.ThreadAuditsDocument,
     "\n    query Run($id: ID!) {\n      run(id: $id) {\n        ...RunFields\n        thread { id }\n        resumedFrom { id }\n        toolCalls { ...ToolCallFields }\n      }\n    }": typeof types.RunDocument,
 };
 const documents: Documents = {
@@ -63,7 +63,7 @@ const documents: Documents = {
     "\n    mutation RecordToolError($input: ToolErrorInput!) { recordToolError(input: $input) { ...ToolAuditFields } }": types.RecordToolErrorDocument,
     "\n    mutation FinishRun($input: FinishRunInput!) { finishRun(input: $input) { ...RunFields } }": types.FinishRunDocument,
     "\n    mutation RecordEvents($events: [LifecycleEventInput!]!) {\n      recordEvents(events: $events) {\n        index\n        audit { ... on ModelAudit { ...ModelAuditFields } ... on ToolAudit { ...ToolAuditFields } }\n        run { ...RunFields }\n        lease { ...RunLeaseFields }\n        error { code message runStatus }\n      }\n    }": types.RecordEventsDocument,
-    "\n    query ThreadAudits($threadId: ID!, $limit: Int) {\n      threadAudits(threadId: $threadId, limit: $limit) {\n        threadId\n        truncated\n        items {\n          ... on ModelAudit { ...ModelAuditFields }\n          ... on ToolAudit {\n            ...ToolAuditFields\n            toolCall { ...ToolCallFields }\n            declaredBy { id operationId }\n          }\n        }\n      }\n    }": types.ThreadAuditsDocument,
+    "\n    query ThreadAudits($threadId: ID!, $limit: Int) {\n      threadAudits(threadId: $threadId, limit: $limit) {\n        threadId\n        cursor\n        truncated\n        items {\n          ... on ModelAudit { ...ModelAuditFields }\n          ... on ToolAudit {\n            ...ToolAuditFields\n            toolCall { ...ToolCallFields }\n            declaredBy { id operationId }\n          }\n        }\n      }\n    }": types.ThreadAuditsDocument,
     "\n    query Run($id: ID!) {\n      run(id: $id) {\n        ...RunFields\n        thread { id }\n        resumedFrom { id }\n        toolCalls { ...ToolCallFields }\n      }\n    }": types.RunDocument,
 };
 
@@ -158,7 +158,7 @@ export function graphql(source: "\n    mutation RecordEvents($events: [Lifecycle
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n    query ThreadAudits($threadId: ID!, $limit: Int) {\n      threadAudits(threadId: $threadId, limit: $limit) {\n        threadId\n        truncated\n        items {\n          ... on ModelAudit { ...ModelAuditFields }\n          ... on ToolAudit {\n            ...ToolAuditFields\n            toolCall { ...ToolCallFields }\n            declaredBy { id operationId }\n          }\n        }\n      }\n    }"): typeof import('./graphql.js').ThreadAuditsDocument;
+export function graphql(source: "\n    query ThreadAudits($threadId: ID!, $limit: Int) {\n      threadAudits(threadId: $threadId, limit: $limit) {\n        threadId\n        cursor\n        truncated\n        items {\n          ... on ModelAudit { ...ModelAuditFields }\n          ... on ToolAudit {\n            ...ToolAuditFields\n            toolCall { ...ToolCallFields }\n            declaredBy { id operationId }\n          }\n        }\n      }\n    }"): typeof import('./graphql.js').ThreadAuditsDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -319,7 +319,7 @@ export type ThreadAuditsQueryVariables = Exact<{
 }>;
 
 
-export type ThreadAuditsQuery = { threadAudits: { threadId: string, truncated: boolean, items: Array<
+export type ThreadAuditsQuery = { threadAudits: { threadId: string, cursor: string, truncated: boolean, items: Array<
       | { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> }
       | { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCall: { id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }, declaredBy: { id: string, operationId: string } }
     > } };
@@ -850,6 +850,7 @@ export const ThreadAuditsDocument = new TypedDocumentString(`
     query ThreadAudits($threadId: ID!, $limit: Int) {
   threadAudits(threadId: $threadId, limit: $limit) {
     threadId
+    cursor
     truncated
     items {
       ... on ModelAudit {
