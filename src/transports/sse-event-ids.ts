@@ -3,7 +3,6 @@ import { isAsyncIterable } from '@envelop/core';
 import type { ExecutionResult } from 'graphql';
 import type { FetchAPI, Plugin } from 'graphql-yoga';
 import type { GraphQLContext } from '../graphql/context.js';
-import type { ServerContext } from '../server/yoga.js';
 import { eventIdOf } from './shared-subscriptions.js';
 import { SLOW_CONSUMER_CUT_MS, type UnsentBudget } from './unsent-budget.js';
 
@@ -179,7 +178,7 @@ function sseWithEventIds(
  * Subscriptions that yoga answers over SSE are written by `sseWithEventIds`; those of a principal
  * answered on a Node response count against its budget of unsent bytes (`budget`).
  */
-export function useSseEventIds(budget?: UnsentBudget): Plugin<GraphQLContext & ServerContext> {
+export function useSseEventIds(budget?: UnsentBudget): Plugin<GraphQLContext & { res?: ServerResponse }> {
   /** Each subscription request's stream session sign-out, if it has one, and its budget. */
   const subscriptionRequests = new WeakMap<Request, { signedOut: AbortSignal | undefined; budgeted: Budgeted | undefined }>();
   return {
