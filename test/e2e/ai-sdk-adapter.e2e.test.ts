@@ -315,7 +315,7 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(toolsOf(items)[0]!.toolCallId).toBe(approval.id);
   });
 
-  it('an aborted stream ends the run CANCELLED, with the model call it stopped', async () => {
+  it('an aborted stream ends the run CANCELLED, the model call it stopped keeping the text streamed so far', async () => {
     const t = await openThread('ai-sdk: aborted stream');
     const runId = await t.newRun();
     const abort = new AbortController();
@@ -333,7 +333,37 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     // The run was recorded (CANCELLED): finished says so, with the stream's error.
     await expect(finished).resolves.toMatchObject({ status: 'CANCELLED', run: { status: 'CANCELLED' }, error: { name: 'AbortError' } });
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
-    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'CANCELLED']]);
+    const items = await t.timeline();
+    // Stopped mid-answer: FAILED with the abort, as an aborted generateText call is, with what the user saw.
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    expect(asModel(items[0])).toMatchObject({ output: { content: [{ type: 'text', text: 'A ' }] }, error: { name: 'AbortError' } });
+  });
+
+  it('a stream that breaks (the connection drops mid-answer) records the model call FAILED with its error and the text streamed so far', async () => {
+    const t = await openThread('ai-sdk: stream broken');
+    const runId = await t.newRun();
+    const model = new MockLanguageModelV3({
+      modelId: 'dropping-stream',
+      doStream: async () => ({
+        stream: new ReadableStream({
+          start(controller) {
+            controller.enqueue({ type: 'stream-start', warnings: [] });
+            controller.enqueue({ type: 'text-start', id: 'text' });
+            controller.enqueue({ type: 'text-delta', id: 'text', delta: 'partial' });
+            setTimeout(() => controller.error(new TypeError('terminated')), 50);
+          },
+        }),
+      }),
+    });
+    const { result, finished } = await t.audit.streamText(runId, { model, prompt: 'Go.', onError: () => {} });
+    const read = async () => {
+      for await (const _ of result.textStream);
+    };
+    await expect(read()).rejects.toThrow('terminated');
+    await expect(finished).resolves.toMatchObject({ status: 'FAILED', writeErrors: [], error: { message: 'terminated' } });
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    expect(asModel(items[0])).toMatchObject({ output: { content: [{ type: 'text', text: 'partial' }] }, error: { name: 'TypeError', message: 'terminated' } });
   });
 
   it('a stream carrying an error part ends the run FAILED; finished resolves with that status and the error', async () => {
