@@ -339,6 +339,38 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(asModel(items[0])).toMatchObject({ output: { content: [{ type: 'text', text: 'A ' }] }, error: { name: 'AbortError' } });
   });
 
+  it('a stream stopped after a tool call arrived: the call is declared, so the tool the SDK still runs at the finish part is on the timeline', async () => {
+    const t = await openThread('ai-sdk: stopped at a tool call');
+    const call = callTool('get_weather', { city: 'Paris' });
+    // A provider stream that does not stop at the abort: the SDK runs the call once its finish part comes.
+    const model = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: simulateReadableStream({
+          chunkDelayInMs: 200,
+          chunks: [
+            { type: 'stream-start' as const, warnings: [] },
+            { type: 'tool-call' as const, toolCallId: call.id, toolName: call.name, input: JSON.stringify(call.args) },
+            { type: 'finish' as const, finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' }, usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 0, reasoning: 0 } } },
+          ],
+        }),
+      }),
+    });
+    const runId = await t.newRun();
+    const abort = new AbortController();
+    const { result, finished } = await t.audit.streamText(runId, { model, tools: agentTools, prompt: 'Weather?', abortSignal: abort.signal, stopWhen: stepCountIs(2) });
+    for await (const part of result.fullStream) {
+      if (part.type === 'tool-input-start' || part.type === 'tool-call') {
+        abort.abort();
+        break;
+      }
+    }
+    expect(await finished).toMatchObject({ status: 'CANCELLED', writeErrors: [] });
+    const items = await t.timeline();
+    expect(asModel(items[0])).toMatchObject({ status: 'FAILED', error: { name: 'AbortError' } });
+    expect(asModel(items[0]).toolCalls.map((declared) => declared.toolCallId)).toEqual([call.id]);
+    expect(toolsOf(items).map((tool) => tool.toolCallId)).toEqual([call.id]);
+  });
+
   it('a stream that breaks (the connection drops mid-answer) records the model call FAILED with its error and the text streamed so far', async () => {
     const t = await openThread('ai-sdk: stream broken');
     const runId = await t.newRun();

@@ -36,8 +36,10 @@ export function modelCallRecorder(recording: RunRecording): LanguageModelMiddlew
     return (response: ModelResponse) => {
       const ended = recording.observe();
       const failed = response.error !== undefined;
-      // Declared now, before the SDK runs the tools, so that their executions find the ids.
-      const toolCalls = failed ? undefined : declaredToolCalls(response.content, recording.toolCallIds);
+      // Declared now, before the SDK runs the tools, so that their executions find the ids. A failed
+      // or stopped stream declares the calls that had arrived whole: the SDK still runs them if the
+      // stream's finish part comes after all (a provider that does not stop at the abort).
+      const toolCalls = declaredToolCalls(response.content, recording.toolCallIds);
       return recording.write((lease) =>
         recording.client.recordModelFinished({
           lease,
