@@ -315,7 +315,7 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     expect(toolsOf(items)[0]!.toolCallId).toBe(approval.id);
   });
 
-  it('an aborted stream ends the run CANCELLED, with the model call it stopped', async () => {
+  it('an aborted stream ends the run CANCELLED, the model call it stopped keeping the text streamed so far', async () => {
     const t = await openThread('ai-sdk: aborted stream');
     const runId = await t.newRun();
     const abort = new AbortController();
@@ -333,7 +333,69 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     // The run was recorded (CANCELLED): finished says so, with the stream's error.
     await expect(finished).resolves.toMatchObject({ status: 'CANCELLED', run: { status: 'CANCELLED' }, error: { name: 'AbortError' } });
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
-    expect((await t.timeline()).map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'CANCELLED']]);
+    const items = await t.timeline();
+    // Stopped mid-answer: FAILED with the abort, as an aborted generateText call is, with what the user saw.
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    expect(asModel(items[0])).toMatchObject({ output: { content: [{ type: 'text', text: 'A ' }] }, error: { name: 'AbortError' } });
+  });
+
+  it('a stream stopped after a tool call arrived: the call is declared, so the tool the SDK still runs at the finish part is on the timeline', async () => {
+    const t = await openThread('ai-sdk: stopped at a tool call');
+    const call = callTool('get_weather', { city: 'Paris' });
+    // A provider stream that does not stop at the abort: the SDK runs the call once its finish part comes.
+    const model = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: simulateReadableStream({
+          chunkDelayInMs: 200,
+          chunks: [
+            { type: 'stream-start' as const, warnings: [] },
+            { type: 'tool-call' as const, toolCallId: call.id, toolName: call.name, input: JSON.stringify(call.args) },
+            { type: 'finish' as const, finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' }, usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 0, reasoning: 0 } } },
+          ],
+        }),
+      }),
+    });
+    const runId = await t.newRun();
+    const abort = new AbortController();
+    const { result, finished } = await t.audit.streamText(runId, { model, tools: agentTools, prompt: 'Weather?', abortSignal: abort.signal, stopWhen: stepCountIs(2) });
+    for await (const part of result.fullStream) {
+      if (part.type === 'tool-input-start' || part.type === 'tool-call') {
+        abort.abort();
+        break;
+      }
+    }
+    expect(await finished).toMatchObject({ status: 'CANCELLED', writeErrors: [] });
+    const items = await t.timeline();
+    expect(asModel(items[0])).toMatchObject({ status: 'FAILED', error: { name: 'AbortError' } });
+    expect(asModel(items[0]).toolCalls.map((declared) => declared.toolCallId)).toEqual([call.id]);
+    expect(toolsOf(items).map((tool) => tool.toolCallId)).toEqual([call.id]);
+  });
+
+  it('a stream that breaks (the connection drops mid-answer) records the model call FAILED with its error and the text streamed so far', async () => {
+    const t = await openThread('ai-sdk: stream broken');
+    const runId = await t.newRun();
+    const model = new MockLanguageModelV3({
+      modelId: 'dropping-stream',
+      doStream: async () => ({
+        stream: new ReadableStream({
+          start(controller) {
+            controller.enqueue({ type: 'stream-start', warnings: [] });
+            controller.enqueue({ type: 'text-start', id: 'text' });
+            controller.enqueue({ type: 'text-delta', id: 'text', delta: 'partial' });
+            setTimeout(() => controller.error(new TypeError('terminated')), 50);
+          },
+        }),
+      }),
+    });
+    const { result, finished } = await t.audit.streamText(runId, { model, prompt: 'Go.', onError: () => {} });
+    const read = async () => {
+      for await (const _ of result.textStream);
+    };
+    await expect(read()).rejects.toThrow('terminated');
+    await expect(finished).resolves.toMatchObject({ status: 'FAILED', writeErrors: [], error: { message: 'terminated' } });
+    const items = await t.timeline();
+    expect(items.map((item) => [item.__typename, item.status])).toEqual([['ModelAudit', 'FAILED']]);
+    expect(asModel(items[0])).toMatchObject({ output: { content: [{ type: 'text', text: 'partial' }] }, error: { name: 'TypeError', message: 'terminated' } });
   });
 
   it('a stream carrying an error part ends the run FAILED; finished resolves with that status and the error', async () => {

@@ -1,10 +1,12 @@
 // The LangGraph.js adapter against the real framework and the real server process: a ReAct
 // graph (StateGraph + ToolNode, a scripted FakeListChatModel, real tools) is invoked through
 // LangGraphAudit, and the owner reads the run back with threadAudits.
-import type { BaseMessage } from '@langchain/core/messages';
+import { AIMessageChunk, type BaseMessage } from '@langchain/core/messages';
+import { ChatGenerationChunk } from '@langchain/core/outputs';
 import { Command, END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
 import { tool } from '@langchain/core/tools';
+import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
 import { z } from 'zod';
 import { describe, expect, it, vi } from 'vitest';
 import { AuditClient, type FetchLike, type JsonObject, type ModelAudit, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
@@ -59,6 +61,38 @@ const losingFirstFinishAnswer = () => losingFirstResponses((body) => body.includ
 /** Sends finishRun with a token the server refuses, as once the worker's token has expired. */
 const expiredTokenForFinish: FetchLike = (url, init) =>
   fetch(url, String(init.body).includes('finishRun') ? { ...init, headers: { ...(init.headers as Record<string, string>), authorization: 'Bearer expired' } } : init);
+
+/**
+ * A chat model that streams its answer word by word, `wordMs` apart, as a provider does (the
+ * scripted model streams only its script index); `brokenAt` makes the connection drop there.
+ */
+class StreamingChatModel extends ScriptedChatModel {
+  constructor(
+    private readonly answer: string,
+    private readonly options: { wordMs: number; brokenAt?: number },
+  ) {
+    super([turn(answer)]);
+  }
+
+  override async *_streamResponseChunks(_messages: BaseMessage[], _options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun) {
+    const words = this.answer.split(/(?<= )/);
+    for (const [index, word] of words.entries()) {
+      await new Promise((resolve) => setTimeout(resolve, this.options.wordMs));
+      if (index === this.options.brokenAt) throw new TypeError('terminated');
+      const chunk = new ChatGenerationChunk({ text: word, message: new AIMessageChunk({ content: word }) });
+      yield chunk;
+      await runManager?.handleLLMNewToken(word, undefined, undefined, undefined, undefined, { chunk });
+    }
+  }
+}
+
+/** A one-node graph whose node calls `model` (so LangGraph's stream modes stream its tokens). */
+const oneModelGraph = (model: StreamingChatModel) =>
+  new StateGraph(MessagesAnnotation)
+    .addNode('agent', async (state: { messages: BaseMessage[] }, config) => ({ messages: [await model.invoke(state.messages, config)] }))
+    .addEdge(START, 'agent')
+    .addEdge('agent', END)
+    .compile();
 
 describe(`the LangGraph.js adapter against the server process (${backendName})`, () => {
   it('a lost answer to finishRun, resent and refused because the first attempt ended the run, is still a success', async () => {
@@ -459,6 +493,40 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     await expect(t.audit.invoke(runId, graph, userSays('Go.'), { ...t.config, signal: abort.signal })).rejects.toThrow('user stop');
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
     expect((await t.timeline()).map((item) => item.status)).toEqual(['COMPLETED', 'CANCELLED']);
+  });
+
+  it('a streamed answer the user stops (graph.stream, your signal) keeps the text streamed so far, FAILED with the abort; the run ends CANCELLED', async () => {
+    const t = await openThread('langgraph: stream stopped');
+    const graph = oneModelGraph(new StreamingChatModel('A long answer streamed word by word, one every 100 ms.', { wordMs: 100 }));
+    const runId = await t.newRun();
+    const run = await t.audit.start(runId);
+    const abort = new AbortController();
+    let words = 0;
+    const stopped = await (async () => {
+      for await (const _ of await graph.stream(userSays('Go.'), run.record({ ...t.config, signal: abort.signal, streamMode: 'messages' as const }))) {
+        if (++words === 3) abort.abort();
+      }
+    })().catch((error: unknown) => error);
+    expect(stopped).toMatchObject({ name: 'AbortError' });
+    expect(await run.finish({ error: stopped })).toMatchObject({ status: 'CANCELLED', writeErrors: [] });
+    const items = await t.timeline();
+    expect(items.map((item) => item.status)).toEqual(['FAILED']);
+    expect(asModel(items[0])).toMatchObject({ output: { type: 'ai', content: expect.stringMatching(/^A long /) }, error: { name: 'AbortError' } });
+  });
+
+  it('a streamed answer whose connection drops keeps the text streamed so far with the error', async () => {
+    const t = await openThread('langgraph: stream broken');
+    const graph = oneModelGraph(new StreamingChatModel('An answer that breaks after three words.', { wordMs: 10, brokenAt: 3 }));
+    const runId = await t.newRun();
+    const run = await t.audit.start(runId);
+    const broken = await (async () => {
+      for await (const _ of await graph.stream(userSays('Go.'), run.record({ ...t.config, streamMode: 'messages' as const })));
+    })().catch((error: unknown) => error);
+    expect(broken).toMatchObject({ message: 'terminated' });
+    expect(await run.finish({ error: broken })).toMatchObject({ status: 'FAILED', writeErrors: [] });
+    const items = await t.timeline();
+    expect(items.map((item) => item.status)).toEqual(['FAILED']);
+    expect(asModel(items[0])).toMatchObject({ output: { type: 'ai', content: 'An answer that ' }, error: { name: 'TypeError', message: 'terminated' } });
   });
 
   it('a lease the keeper finds gone aborts a long tool at once, with AuditLeaseLostError', async () => {

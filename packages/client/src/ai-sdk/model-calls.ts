@@ -21,7 +21,8 @@ interface ModelResponse {
 /**
  * The language-model middleware that records each model call of the run: started with the
  * prompt it was given, finished with its content, usage and the tool calls it declares (or
- * FAILED with its error, and the content a stream had sent before it). A streamed response is recorded finished when its `finish` part
+ * FAILED with its error, and the content a stream had sent before it broke, was aborted or was
+ * cancelled). A streamed response is recorded finished when its `finish` part
  * comes, before the part is passed on: the SDK runs the step's tools only after that part, so
  * their starts are queued after the declaring model call.
  */
@@ -35,8 +36,10 @@ export function modelCallRecorder(recording: RunRecording): LanguageModelMiddlew
     return (response: ModelResponse) => {
       const ended = recording.observe();
       const failed = response.error !== undefined;
-      // Declared now, before the SDK runs the tools, so that their executions find the ids.
-      const toolCalls = failed ? undefined : declaredToolCalls(response.content, recording.toolCallIds);
+      // Declared now, before the SDK runs the tools, so that their executions find the ids. A failed
+      // or stopped stream declares the calls that had arrived whole: the SDK still runs them if the
+      // stream's finish part comes after all (a provider that does not stop at the abort).
+      const toolCalls = declaredToolCalls(response.content, recording.toolCallIds);
       return recording.write((lease) =>
         recording.client.recordModelFinished({
           lease,
@@ -76,22 +79,31 @@ export function modelCallRecorder(recording: RunRecording): LanguageModelMiddlew
         await finish({ content: [], error });
         throw error;
       }
-      return { ...result, stream: result.stream.pipeThrough(recordedStream(finish)) };
+      return { ...result, stream: result.stream.pipeThrough(recordedStream(finish, params.abortSignal)) };
     },
   };
 }
 
 /** Passes a model stream through, collecting its response, and records it finished at its end. */
-function recordedStream(finish: (response: ModelResponse) => Promise<void>): TransformStream<StreamPart, StreamPart> {
+function recordedStream(finish: (response: ModelResponse) => Promise<void>, abortSignal: AbortSignal | undefined): TransformStream<StreamPart, StreamPart> {
   const response: ModelResponse & { content: Content[] } = { content: [] };
   const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
   let recorded = false;
   const record = async () => {
     if (recorded) return;
     recorded = true;
+    abortSignal?.removeEventListener('abort', stopped);
     await finish(response);
   };
-  return new TransformStream({
+  // The user pressed Stop: the SDK stops reading the model's stream without cancelling it, so the
+  // call is recorded here, FAILED with the abort and the text streamed so far, before the run ends.
+  const stopped = () => {
+    response.error ??= abortSignal?.reason;
+    record().catch(() => {}); // a lost lease is the run's end to report
+  };
+  abortSignal?.addEventListener('abort', stopped, { once: true });
+  // `cancel` is in Node's TransformStream (20.19 and later) but not yet in TypeScript's lib.
+  const transformer: NonNullable<ConstructorParameters<typeof TransformStream<StreamPart, StreamPart>>[0]> & { cancel(reason: unknown): void } = {
     async transform(part, controller) {
       switch (part.type) {
         case 'text-start':
@@ -128,7 +140,15 @@ function recordedStream(finish: (response: ModelResponse) => Promise<void>): Tra
     async flush() {
       await record();
     },
-  });
+    // A stream that broke (its source errored) or was stopped (an abort, the reader's cancel):
+    // recorded FAILED with what it had streamed. Not awaited, so the error reaches the reader at
+    // once; the run's end waits for the write.
+    cancel(reason) {
+      response.error ??= reason ?? new Error('The model stream was cancelled');
+      stopped();
+    },
+  };
+  return new TransformStream(transformer);
 }
 
 /** One content part as JSON, a tool call's input parsed. */

@@ -1,6 +1,7 @@
 import type { Serialized } from '@langchain/core/load/serializable';
 import { ToolMessage, type BaseMessage } from '@langchain/core/messages';
-import type { LLMResult, ChatGeneration } from '@langchain/core/outputs';
+import { ChatGenerationChunk, type LLMResult, type ChatGeneration } from '@langchain/core/outputs';
+import type { HandleLLMNewTokenCallbackFields, NewTokenIndices } from '@langchain/core/callbacks/base';
 import { GraphCallbackHandler, isGraphInterrupt, type GraphInterruptEvent } from '@langchain/langgraph';
 import type { AuditClient } from '../audit-client.js';
 import { isAuditApiError, type AuditApiError } from '../errors.js';
@@ -64,8 +65,8 @@ export function eventNamespace(metadata: Record<string, unknown> | undefined): s
 export class AuditCallbackHandler extends GraphCallbackHandler {
   override name = 'AgentAuditHandler';
   private readonly sequence = new SequenceCounter(1);
-  /** Callback run ids of the model calls recorded as started. */
-  private readonly models = new Set<string>();
+  /** Callback run ids of the model calls recorded as started and not yet ended -> what they streamed so far. */
+  private readonly models = new Map<string, { streamed?: ChatGenerationChunk }>();
   /** Callback run id -> tool call id, for the tools recorded as started. */
   private readonly tools = new Map<string, RecordedTool>();
   /** Tool call id -> the tool recorded as started for it in this run (a retried node's attempts share it). */
@@ -105,7 +106,7 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     if (eventNamespace(metadata).length > 0) return this.target.writer.throwIfLost();
     const event = this.observe();
     const model = modelName(llm, metadata, runName);
-    this.models.add(runId);
+    this.models.set(runId, {});
     await this.write((lease) =>
       this.target.client.recordModelStarted({
         lease,
@@ -117,8 +118,16 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
     );
   }
 
+  /** Collects a streamed answer's chunks, so a call that breaks or is stopped keeps what it had said. Nothing is sent. */
+  override handleLLMNewToken(_token: string, _idx: NewTokenIndices, runId: string, _parentRunId?: string, _tags?: string[], fields?: HandleLLMNewTokenCallbackFields): void {
+    const model = this.models.get(runId);
+    const chunk = fields?.chunk;
+    if (!model || !(chunk instanceof ChatGenerationChunk)) return;
+    model.streamed = model.streamed ? model.streamed.concat(chunk) : chunk;
+  }
+
   override async handleLLMEnd(output: LLMResult, runId: string): Promise<void> {
-    if (!this.models.has(runId)) return;
+    if (!this.models.delete(runId)) return;
     const event = this.observe();
     const message = (output.generations[0]?.[0] as ChatGeneration | undefined)?.message;
     // Declared now, before the graph runs the tools, so that their starts find the ids.
@@ -140,10 +149,33 @@ export class AuditCallbackHandler extends GraphCallbackHandler {
   }
 
   override async handleLLMError(error: unknown, runId: string): Promise<void> {
-    if (!this.models.has(runId)) return;
+    await this.modelFailed(runId, error);
+  }
+
+  /**
+   * Records the model calls still streaming FAILED with `reason` (the abort of the invocation's
+   * signal), each with what it had streamed: LangChain tells a model call of the abort only at
+   * its next chunk, after the graph has already rejected and the run ended.
+   */
+  stopModelCalls(reason: unknown): void {
+    for (const runId of [...this.models.keys()]) this.modelFailed(runId, reason).catch(() => {}); // a write error is the run's end to report
+  }
+
+  /** A model call FAILED with its error, and the message it had streamed (a ModelAbortError carries it too). */
+  private async modelFailed(runId: string, error: unknown): Promise<void> {
+    const model = this.models.get(runId);
+    if (!this.models.delete(runId)) return;
     const event = this.observe();
+    const partial = (error as { partialOutput?: BaseMessage } | null)?.partialOutput ?? model?.streamed?.message;
     await this.writeEnd((lease) =>
-      this.target.client.recordModelFinished({ lease, operationId: runId, status: 'FAILED', error: errorJson(error), ...event }),
+      this.target.client.recordModelFinished({
+        lease,
+        operationId: runId,
+        status: 'FAILED',
+        output: partial ? messageJson(partial) : undefined,
+        error: errorJson(error),
+        ...event,
+      }),
     );
   }
 

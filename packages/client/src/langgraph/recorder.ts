@@ -109,8 +109,10 @@ export class AuditedRun {
    * The invocation's config with the handler added to its callbacks (an array) and the lease's
    * signal joined to its signal; an abort by that signal of yours ends the run CANCELLED.
    */
-  record(config: RunnableConfig = {}): RunnableConfig {
+  record<Config extends RunnableConfig>(config: Config = {} as Config): Config {
     this.callerSignal = config.signal;
+    // A streamed answer the user stops is recorded with its text now, before the graph rejects.
+    config.signal?.addEventListener('abort', () => this.handler.stopModelCalls(config.signal?.reason), { once: true });
     return {
       ...config,
       callbacks: [...callbackList(config.callbacks), this.handler],
