@@ -54,6 +54,19 @@ async function take(iterator: AsyncIterator<unknown>, count: number) {
 
 const ids = (values: unknown[]) => values.map((value) => (value as CommittedChange).row.id);
 
+/** A Redis bus that carries nothing and is healthy, but for what `overrides` says. */
+const quietBus = (overrides: Partial<WakeBus>): WakeBus => ({
+  publish() {},
+  listen() {},
+  unlisten() {},
+  onMessage() {},
+  onRecovered() {},
+  onLost() {},
+  healthy: () => true,
+  close: async () => {},
+  ...overrides,
+});
+
 describe('change feed', () => {
   it("delivers a thread's changes live, in cursor order, with no other thread's", async () => {
     const { store, pubsub, publishEvents, close } = await feed(10);
@@ -267,16 +280,7 @@ describe('change feed', () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       // A stand-in for Redis, so that the test decides when it recovers.
       let recovered!: () => void;
-      const bus: WakeBus = {
-        publish() {},
-        listen() {},
-        unlisten() {},
-        onMessage() {},
-        onRecovered: (listener) => void (recovered = listener),
-        onLost() {},
-        healthy: () => true,
-        close: async () => {},
-      };
+      const bus = quietBus({ onRecovered: (listener) => void (recovered = listener) });
       vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
       vi.resetModules();
       const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');
@@ -311,16 +315,7 @@ describe('change feed', () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       let up = true;
       let lost: (() => void) | undefined;
-      const bus: WakeBus = {
-        publish() {},
-        listen() {},
-        unlisten() {},
-        onMessage() {},
-        onRecovered() {},
-        onLost: (listener) => void (lost = listener),
-        healthy: () => up,
-        close: async () => {},
-      };
+      const bus = quietBus({ onLost: (listener) => void (lost = listener), healthy: () => up });
       vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
       vi.resetModules();
       const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');

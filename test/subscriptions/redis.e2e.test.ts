@@ -163,14 +163,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
 
   describe('when Redis goes away', () => {
     it('killed and restarted: writes commit, no stream ends, old and new subscriptions catch up within 5 s of its return', async () => {
-      const redis = await privateRedis();
-      onTestFinished(() => redis.stop());
-      const env = { REDIS_URL: redis.url, REDIS_PREFIX: `outage-${Date.now()}:` };
-      const c = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
-      onTestFinished(() => c.close());
-      const d = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
-      onTestFinished(() => d.close());
-      const urlC = await c.app.start(0);
+      const { redis, c, d, urlC } = await twoInstancesOnPrivateRedis('outage', a.config.databaseUrl);
       const { session, owner, threadId } = await runningRun(d);
       const before = [
         subscribeWs(urlC, CHANGES, { threadId }, owner),
@@ -214,14 +207,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
     });
 
     it('runChanged read back from the database while Redis is down sends status changes only, not lease renewals', async () => {
-      const redis = await privateRedis();
-      onTestFinished(() => redis.stop());
-      const env = { REDIS_URL: redis.url, REDIS_PREFIX: `renewals-${Date.now()}:` };
-      const c = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
-      onTestFinished(() => c.close());
-      const d = await startTestApp(env, { databaseUrl: a.config.databaseUrl });
-      onTestFinished(() => d.close());
-      const urlC = await c.app.start(0);
+      const { redis, c, d, urlC } = await twoInstancesOnPrivateRedis('renewals', a.config.databaseUrl);
       const { session, owner, threadId } = await runningRun(d);
       const runs = subscribeWs(urlC, RUNS, { threadId }, owner);
       const changes = subscribeWs(urlC, CHANGES, { threadId }, owner);
@@ -301,6 +287,18 @@ function applied(snapshot: any, changes: any[]): Map<string, string> {
 const range = (from: bigint, to: bigint) => Array.from({ length: Number(to - from + 1n) }, (_, i) => from + BigInt(i));
 
 /** A redis-server of the test's own on a free port, which the test may kill and start again. */
+/** Two instances on `databaseUrl` sharing a Redis of their own (to kill): c listening, d in process. */
+async function twoInstancesOnPrivateRedis(prefix: string, databaseUrl: string | undefined) {
+  const redis = await privateRedis();
+  onTestFinished(() => redis.stop());
+  const env = { REDIS_URL: redis.url, REDIS_PREFIX: `${prefix}-${Date.now()}:` };
+  const c = await startTestApp(env, { databaseUrl });
+  onTestFinished(() => c.close());
+  const d = await startTestApp(env, { databaseUrl });
+  onTestFinished(() => d.close());
+  return { redis, c, d, urlC: await c.app.start(0) };
+}
+
 async function privateRedis() {
   const port = await new Promise<number>((resolve) => {
     const server = net.createServer().listen(0, '127.0.0.1', () => {
