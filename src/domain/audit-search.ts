@@ -20,9 +20,11 @@ export const MIN_SEARCH_TEXT = 3;
  * pg_trgm takes trigrams from words only (runs of letters and digits; anything else separates
  * them), and a LIKE pattern's words shorter than three characters give none. A text without a
  * run of three letters or digits (`%%%`, `___`, `ab cd`) gives the index nothing to narrow, so
- * its search would read every audit of every owner: it is refused.
+ * its search would read every audit of every owner: it is refused. Letters as the database's
+ * UTF-8 character type counts them: Unicode's Alphabetic, which holds the vowel marks inside
+ * Hebrew, Arabic, Thai or Hindi words (`שָׁלוֹם`, `مُحَمَّد`, `สวัสดี` are one word each to pg_trgm).
  */
-const INDEXABLE = /[\p{L}\p{N}]{3}/u;
+const INDEXABLE = /[\p{Alphabetic}\p{Nd}]{3}/u;
 
 /**
  * What a search matches against: the audit's name (tool or model) and the JSON text of its input,
