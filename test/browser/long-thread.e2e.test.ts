@@ -134,6 +134,13 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await expect.poll(() => page.locator('.message-tool-call').textContent()).toContain('pay⟨U+202E⟩fdp.exe({"to":"say ⟨U+202E⟩evil"}) c⟨U+202E⟩1');
     await expect.poll(() => row(page, model.id).locator('.name').textContent()).toMatch(/^gpt⟨U\+2066⟩x/);
     expect(await page.locator('main').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    // A search hit names its thread, and its snippet's tooltip holds the text: marks there too.
+    await page.getByPlaceholder('Search tool and model names, inputs, outputs, errors').fill('evil');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const hit = page.locator(`li[data-audit-id="${tool.id}"]`);
+    await expect.poll(() => hit.innerText()).toContain('in refund⟨U+202E⟩nimda');
+    expect(await page.locator('body').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    expect(await hit.locator('[data-testid=snippet]').getAttribute('title')).toContain('say ⟨U+202E⟩evil');
     await page.close();
   });
 

@@ -200,11 +200,11 @@ function SearchResults() {
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
             <span class="muted">
-              {' '}in {hit.threadTitle || hit.threadId} · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
+              {' '}in {revealed(hit.threadTitle || hit.threadId)} · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
               {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
             </span>
             {(hit.snippet ?? hit.audit.error != null) && (
-              <div class="snippet" title={hit.snippet ?? JSON.stringify(hit.audit.error)} data-testid="snippet">
+              <div class="snippet" title={markedText(hit.snippet ?? JSON.stringify(hit.audit.error))} data-testid="snippet">
                 {marked(hit.snippet ?? snippetOf(JSON.stringify(hit.audit.error), results.text), results.text)}
               </div>
             )}
