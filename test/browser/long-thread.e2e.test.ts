@@ -144,6 +144,35 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await page.close();
   });
 
+  it('lays out a Hebrew title holding a Latin word right to left: its first word is drawn rightmost', async () => {
+    const title = 'שגיאה ב-API של התשלום';
+    const { who, threadId } = await superadminThread(server.url, title);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await expect.poll(() => page.getByRole('link', { name: title }).count()).toBe(1);
+    /** The left edges of `first` and `last` as drawn inside the element `selector` finds. */
+    const edges = (selector: string) =>
+      page.locator(selector).evaluate((element, words) => {
+        const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        const text = walker.nextNode()!;
+        const left = (word: string) => {
+          const range = document.createRange();
+          const at = text.textContent!.indexOf(word);
+          range.setStart(text, at);
+          range.setEnd(text, at + word.length);
+          return range.getBoundingClientRect().left;
+        };
+        return { first: left(words[0]!), last: left(words[1]!) };
+      }, ['שגיאה', 'התשלום']);
+    const listed = await edges(`a[href$="${threadId}"]`);
+    expect(listed.first).toBeGreaterThan(listed.last);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await expect.poll(() => page.locator('h1.view-title').textContent()).toBe(title);
+    const heading = await edges('h1.view-title');
+    expect(heading.first).toBeGreaterThan(heading.last);
+    await page.close();
+  });
+
   it('opens a link to an old row by reading its run only, not the whole thread back to it', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'an old row behind 510 newer ones');
     const { toolId: oldRow } = await runWithFailingTool(owner, worker, threadId);
