@@ -20,9 +20,11 @@ export const MIN_SEARCH_TEXT = 3;
  * pg_trgm takes trigrams from words only (runs of letters and digits; anything else separates
  * them), and a LIKE pattern's words shorter than three characters give none. A text without a
  * run of three letters or digits (`%%%`, `___`, `ab cd`) gives the index nothing to narrow, so
- * its search would read every audit of every owner: it is refused.
+ * its search would read every audit of every owner: it is refused. Letters as the database's
+ * UTF-8 character type counts them: Unicode's Alphabetic, which holds the vowel marks inside
+ * Hebrew, Arabic, Thai or Hindi words (`שָׁלוֹם`, `مُحَمَّد`, `สวัสดี` are one word each to pg_trgm).
  */
-const INDEXABLE = /[\p{L}\p{N}]{3}/u;
+const INDEXABLE = /[\p{Alphabetic}\p{Nd}]{3}/u;
 
 /**
  * What a search matches against: the audit's name (tool or model) and the JSON text of its input,
@@ -61,6 +63,33 @@ export type AuditHit = AuditRow & { threadTitle: string | null; snippet?: string
 /** A hit's snippet: this many characters of the searched text, starting a little before the match. */
 export const SNIPPET_CHARS = 60;
 const SNIPPET_LEAD = 25;
+/** Code points read beyond each end of a snippet, to find where the characters as a reader sees them end. */
+const SNIPPET_MARGIN = 16;
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/** What the database reads of a hit's searched text around the match (code point offsets in `window`). */
+interface SnippetWindow { window: string | null; lead: number; at: number; cutBefore: boolean; cutAfter: boolean }
+
+/**
+ * The snippet: at most SNIPPET_CHARS code points of `window` from about `lead`, its ends moved to
+ * grapheme boundaries, so that an emoji sequence (👨‍👩‍👧, a flag, a skin tone) or a letter with
+ * its marks is never cut in two; "…" where the text goes on. A boundary at an end of the window
+ * counts only where the text ends there too.
+ */
+function snippetOf({ window, lead, at, cutBefore, cutAfter }: SnippetWindow): string | null {
+  if (window === null) return null;
+  const points = [...window];
+  const bounds: number[] = [];
+  let offset = 0;
+  for (const { segment } of graphemes.segment(window)) {
+    if (offset > 0 || !cutBefore) bounds.push(offset);
+    offset += [...segment].length;
+  }
+  if (!cutAfter) bounds.push(offset);
+  const start = bounds.find((b) => b >= lead && b <= at) ?? bounds.findLast((b) => b <= lead) ?? lead;
+  const end = bounds.findLast((b) => b > start && b <= start + SNIPPET_CHARS) ?? Math.min(points.length, start + SNIPPET_CHARS);
+  return `${start > 0 || cutBefore ? '…' : ''}${points.slice(start, end).join('')}${end < points.length || cutAfter ? '…' : ''}`;
+}
 
 /**
  * How many audits a search walks newest first before it asks the trigram index instead. A walk
@@ -175,7 +204,7 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
     // of line that the text test reads: on a table of a few hundred large audits it read every
     // payload (~10 s of CPU for 500 of 1 MB) rather than probe the search index.
     await tx.query('SET LOCAL enable_seqscan = off');
-    return tx.query<AuditHit>(
+    return tx.query<AuditHit & { snippetWindow: string | null; snippetLead: number; snippetAt: number; snippetCutBefore: boolean; snippetCutAfter: boolean }>(
     `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget, bytes)}, walked AS (
        SELECT m.id, m.bytes, ${hit} AS hit FROM walk m
      ), walk_hits AS (
@@ -185,20 +214,25 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
        UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < ${BELOW_WALK} ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
-       CASE WHEN s.at > 0 THEN
-         CASE WHEN s.start > 1 THEN '…' ELSE '' END || substr(s.searched, s.start, ${SNIPPET_CHARS})
-           || CASE WHEN s.start + ${SNIPPET_CHARS} <= length(s.searched) THEN '…' ELSE '' END
-       END AS snippet
+       CASE WHEN s.at > 0 THEN substr(s.searched, s.win, ${SNIPPET_CHARS + 2 * SNIPPET_MARGIN}) END AS snippet_window,
+       s.start - s.win AS snippet_lead, s.at - s.win AS snippet_at, s.win > 1 AS snippet_cut_before,
+       s.win + ${SNIPPET_CHARS + 2 * SNIPPET_MARGIN} <= length(s.searched) AS snippet_cut_after
      FROM hits h JOIN message m ON m.id = h.id JOIN thread t ON t.id = m.thread_id
      CROSS JOIN LATERAL (
-       SELECT x.searched, x.at, greatest(1, x.at - ${SNIPPET_LEAD}) AS start
-       FROM (SELECT ${AUDIT_SEARCH_TEXT} AS searched, strpos(lower(${AUDIT_SEARCH_TEXT}), lower(${textAt})) AS at) x
+       SELECT y.*, greatest(1, y.start - ${SNIPPET_MARGIN}) AS win FROM (
+         SELECT x.searched, x.at, greatest(1, x.at - ${SNIPPET_LEAD}) AS start
+         FROM (SELECT ${AUDIT_SEARCH_TEXT} AS searched, strpos(lower(${AUDIT_SEARCH_TEXT}), lower(${textAt})) AS at) x
+       ) y
      ) s
      ORDER BY m.id DESC LIMIT ${limit}`,
     params,
   );
   });
-  return { items: rows.slice(0, first), hasMore: rows.length > first };
+  const items = rows.slice(0, first).map(({ snippetWindow, snippetLead, snippetAt, snippetCutBefore, snippetCutAfter, ...hit }) => ({
+    ...hit,
+    snippet: snippetOf({ window: snippetWindow, lead: snippetLead, at: snippetAt, cutBefore: snippetCutBefore, cutAfter: snippetCutAfter }),
+  }));
+  return { items, hasMore: rows.length > first };
 }
 
 /**

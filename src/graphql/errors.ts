@@ -14,8 +14,15 @@ function originalOf(error: unknown): unknown {
   return current;
 }
 
-/** A client's value as a message quotes it: whole up to `max` characters, else cut there with "…". */
-export const echoed = (value: string, max = 100) => (value.length <= max ? value : `${value.slice(0, max)}…`);
+/**
+ * A client's value as a message quotes it: whole up to `max` characters, else cut there with "…";
+ * characters are code points, so an emoji is never cut into a lone surrogate.
+ */
+export function echoed(value: string, max = 100): string {
+  if (value.length <= max) return value;
+  const characters = [...value.slice(0, 2 * max + 1)];
+  return characters.length <= max ? value : `${characters.slice(0, max).join('')}…`;
+}
 
 /** What an UNAVAILABLE answer's Retry-After says: a short outage (a restart, a failover) is over in seconds. */
 export const RETRY_AFTER_SECONDS = 1;

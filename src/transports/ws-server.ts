@@ -20,10 +20,10 @@ function serverOnlyType(data: string): string | undefined {
 
 /**
  * A close reason is at most 123 bytes (RFC 6455 §5.5), and graphql-ws quotes a client's
- * subscription id in one: ws would throw, leaving the connection half closed. 40 UTF-16 units
- * and "…" are 123 bytes at most.
+ * subscription id in one: ws would throw, leaving the connection half closed. 30 code points
+ * (4 bytes at most each) and "…" are 123 bytes at most.
  */
-const closeReason = (reason: string | undefined) => (reason === undefined || Buffer.byteLength(reason) <= 123 ? reason : echoed(reason, 40));
+const closeReason = (reason: string | undefined) => (reason === undefined || Buffer.byteLength(reason) <= 123 ? reason : echoed(reason, 30));
 
 /**
  * graphql-ws's server on `ws`, bound as its `useServer` binds it (without pings: the caller sends

@@ -61,7 +61,35 @@ describe('graphql-ws messages a client must not send', () => {
     socket.send(subscribe);
     const { code, reason } = await closed;
     expect(code).toBe(4409);
-    expect(reason).toBe(`Subscriber for ${'x'.repeat(25)}…`);
+    expect(reason).toBe(`Subscriber for ${'x'.repeat(15)}…`);
+  });
+
+  it('a subscription id of emoji or CJK used twice closes with its quote cut between whole characters', async () => {
+    const token = await tokenFor('proto-owner', 'superadmin');
+    const created = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: 'mutation { createThread(input: { title: "ids" }) { id } }' }),
+    });
+    const threadId = (await created.json()).data.createThread.id;
+    for (const id of ['🦊'.repeat(1000), 'a' + '購読'.repeat(1000)]) {
+      const subscribe = JSON.stringify({ type: 'subscribe', id, payload: { query: `subscription { runChanged(threadId: "${threadId}") { id } }` } });
+      const socket = new WebSocket(server.wsUrl, 'graphql-transport-ws');
+      const closed = new Promise<{ code: number; reason: Buffer }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason })));
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      const acknowledged = new Promise((resolve) => socket.once('message', resolve));
+      socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } }));
+      await acknowledged;
+      socket.send(subscribe);
+      socket.send(subscribe);
+      const { code, reason } = await closed;
+      expect(code).toBe(4409);
+      expect(reason.byteLength).toBeLessThanOrEqual(123);
+      const text = reason.toString();
+      expect(text).not.toContain('\ufffd');
+      expect(text).toMatch(/^Subscriber for .+…$/u);
+      expect(id.startsWith(text.slice('Subscriber for '.length, -1))).toBe(true);
+    }
   });
 
   it("leaves nothing but one-line JSON on the server's output", async () => {

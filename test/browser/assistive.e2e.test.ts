@@ -169,7 +169,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for assistive techn
     expect(text).toContain('Loading the thread…');
     for (const claim of ['untitled thread', 'owned by ·', '0 entries loaded', 'Nothing failed in this thread', 'No runs in this thread yet']) expect(text).not.toContain(claim);
     hold.release();
-    await page.waitForSelector('h1:text("slow to read")');
+    await page.waitForSelector('h1:has-text("slow to read")');
     await page.waitForSelector('.row.tool');
     await page.close();
   }, 120_000);

@@ -134,6 +134,42 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await expect.poll(() => page.locator('.message-tool-call').textContent()).toContain('pay⟨U+202E⟩fdp.exe({"to":"say ⟨U+202E⟩evil"}) c⟨U+202E⟩1');
     await expect.poll(() => row(page, model.id).locator('.name').textContent()).toMatch(/^gpt⟨U\+2066⟩x/);
     expect(await page.locator('main').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    // A search hit names its thread, and its snippet's tooltip holds the text: marks there too.
+    await page.getByPlaceholder('Search tool and model names, inputs, outputs, errors').fill('evil');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const hit = page.locator(`li[data-audit-id="${tool.id}"]`);
+    await expect.poll(() => hit.innerText()).toContain('in refund⟨U+202E⟩nimda');
+    expect(await page.locator('body').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    expect(await hit.locator('[data-testid=snippet]').getAttribute('title')).toContain('say ⟨U+202E⟩evil');
+    await page.close();
+  });
+
+  it('lays out a Hebrew title holding a Latin word right to left: its first word is drawn rightmost', async () => {
+    const title = 'שגיאה ב-API של התשלום';
+    const { who, threadId } = await superadminThread(server.url, title);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await expect.poll(() => page.getByRole('link', { name: title }).count()).toBe(1);
+    /** The left edges of `first` and `last` as drawn inside the element `selector` finds. */
+    const edges = (selector: string) =>
+      page.locator(selector).evaluate((element, words) => {
+        const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        const text = walker.nextNode()!;
+        const left = (word: string) => {
+          const range = document.createRange();
+          const at = text.textContent!.indexOf(word);
+          range.setStart(text, at);
+          range.setEnd(text, at + word.length);
+          return range.getBoundingClientRect().left;
+        };
+        return { first: left(words[0]!), last: left(words[1]!) };
+      }, ['שגיאה', 'התשלום']);
+    const listed = await edges(`a[href$="${threadId}"]`);
+    expect(listed.first).toBeGreaterThan(listed.last);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await expect.poll(() => page.locator('h1.view-title').textContent()).toBe(title);
+    const heading = await edges('h1.view-title');
+    expect(heading.first).toBeGreaterThan(heading.last);
     await page.close();
   });
 

@@ -61,4 +61,10 @@ describe('a search hit without a server snippet', () => {
     expect(shown).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
     expect(snippetOf(`${'😀'.repeat(30)}needle`, 'NEEDLE')).toBe(`…${'😀'.repeat(25)}needle`);
   });
+
+  it('cuts between characters as a reader sees them: never inside an emoji sequence or a flag', () => {
+    const family = '👨‍👩‍👧'; // five code points
+    expect(snippetOf(`${family.repeat(6)}needle${family.repeat(20)}`, 'needle')).toBe(`…${family.repeat(5)}needle${family.repeat(5)}…`);
+    expect(snippetOf(`x${'🇯🇵'.repeat(40)}`, '')).toBe(`x${'🇯🇵'.repeat(29)}…`);
+  });
 });

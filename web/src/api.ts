@@ -18,7 +18,9 @@ export interface Claims {
 /** What the token says about its holder, for display; the server still checks everything. */
 export function claimsOf(token: string): Claims | null {
   try {
-    const payload = JSON.parse(atob(token.split('.')[1]!.replace(/-/g, '+').replace(/_/g, '/'))) as Partial<Claims>;
+    // atob gives one character a byte: the JSON is UTF-8, decoded as such for a sub in any script.
+    const bytes = Uint8Array.from(atob(token.split('.')[1]!.replace(/-/g, '+').replace(/_/g, '/')), (char) => char.charCodeAt(0));
+    const payload = JSON.parse(new TextDecoder().decode(bytes)) as Partial<Claims>;
     return typeof payload.sub === 'string' && typeof payload.role === 'string' ? { sub: payload.sub, role: payload.role } : null;
   } catch {
     return null;

@@ -200,11 +200,11 @@ function SearchResults() {
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
             <span class="muted">
-              {' '}in {hit.threadTitle || hit.threadId} · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
+              {' '}in <bdi>{revealed(hit.threadTitle || hit.threadId)}</bdi> · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
               {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
             </span>
             {(hit.snippet ?? hit.audit.error != null) && (
-              <div class="snippet" title={hit.snippet ?? JSON.stringify(hit.audit.error)} data-testid="snippet">
+              <div class="snippet" title={markedText(hit.snippet ?? JSON.stringify(hit.audit.error))} data-testid="snippet">
                 {marked(hit.snippet ?? snippetOf(JSON.stringify(hit.audit.error), results.text), results.text)}
               </div>
             )}
@@ -279,7 +279,7 @@ function ThreadList() {
           return (
             <li key={thread.id} data-thread-id={thread.id}>
               <a href={`#thread=${thread.id}`} data-thread-id={thread.id} onClick={(e) => (e.preventDefault(), openThread(thread.id))}>
-                {revealed(thread.title || thread.id)}
+                <bdi>{revealed(thread.title || thread.id)}</bdi>
               </a>
               {thread.latestRun && <span class={`status ${thread.latestRun.status}`} title="the latest run's status">{thread.latestRun.status}</span>}
               <span class="thread-stats" data-testid="thread-stats">
@@ -881,7 +881,7 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
                 const leaseLeft = leaseLeftMs(entry, now.value);
                 return (
                   <tr key={entry.id} data-tool-call-id={entry.toolCallId} data-status={entry.status} data-thread-id={entry.threadId}>
-                    {acrossThreads && <td>{revealed(entry.threadTitle || entry.threadId)}</td>}
+                    {acrossThreads && <td><bdi>{revealed(entry.threadTitle || entry.threadId)}</bdi></td>}
                     <td>{runName(entry.runId)}</td>
                     <td>
                       <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{revealed(entry.name)}</a>
@@ -927,7 +927,7 @@ function Timeline() {
     <section class="timeline">
       <div class="thread-head">
         <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
-        <h1 class="view-title" ref={heading} tabIndex={-1}>{info ? revealed(info.title || 'untitled thread') : 'Loading the thread…'}</h1>{' '}
+        <h1 class="view-title" ref={heading} tabIndex={-1}>{info ? <bdi>{revealed(info.title || 'untitled thread')}</bdi> : 'Loading the thread…'}</h1>{' '}
         <span class="muted">
           {info && <>owned by {info.ownerId} · </>}<code>{threadId.value}</code>
         </span>

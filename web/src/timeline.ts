@@ -108,15 +108,21 @@ export function revealInvisible(text: string): { text: string; mark: boolean }[]
   );
 }
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
 /**
  * Up to 60 characters around the first match of `text` (any case), else the start: characters
- * as the server's snippets count them (code points), so an emoji is never cut in two.
+ * as the server's snippets count them (code points), cut as the server cuts them, between
+ * grapheme clusters, so an emoji sequence (👨‍👩‍👧, a flag) is never cut in two.
  */
 export function snippetOf(value: string, text: string): string {
   const at = text ? value.toLowerCase().indexOf(text.toLowerCase()) : -1;
-  const characters = [...value];
-  const from = at < 0 ? 0 : Math.max(0, [...value.slice(0, at)].length - 25);
-  return `${from > 0 ? '…' : ''}${characters.slice(from, from + 60).join('')}${from + 60 < characters.length ? '…' : ''}`;
+  const pieces = [...graphemes.segment(value)].map(({ segment, index }) => ({ segment, index, size: [...segment].length }));
+  let from = at < 0 ? 0 : Math.max(0, pieces.findIndex((piece) => piece.index + piece.segment.length > at));
+  for (let lead = 0; at >= 0 && from > 0 && lead + pieces[from - 1]!.size <= 25; ) lead += pieces[--from]!.size;
+  let to = from;
+  for (let used = 0; to < pieces.length && used + pieces[to]!.size <= 60; ) used += pieces[to++]!.size;
+  return `${from > 0 ? '…' : ''}${pieces.slice(from, to).map((piece) => piece.segment).join('')}${to < pieces.length ? '…' : ''}`;
 }
 
 /** `text` with its invisible characters as marks: for where the page cannot draw a mark (a title, an aria-label). */

@@ -72,8 +72,14 @@ def _unavailable_error(operation: str, status: int, text: bytes, retry_after: Op
 
 
 def encode_json(value: Any) -> bytes:
-    """``value`` as the client sends JSON: compact, ASCII (``\\u`` escapes), with no NaN or infinity."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """``value`` as the client sends JSON: compact UTF-8, with no NaN or infinity. A text holding an
+    unpaired surrogate, which UTF-8 cannot carry, goes as ASCII (``\\u`` escapes), for the server
+    to refuse by name; escaping every text would make an emoji 12 bytes instead of 4, and a large
+    payload in another script pass the server's request size limit."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 #: Gives the token for the next request (``AuditClient(url, token=provider)``): called before
