@@ -41,7 +41,8 @@ describe('graphql-ws messages a client must not send', () => {
     }
   }
 
-  it("a subscription id used twice closes with 4409, the id quoted cut (a close reason's 123 bytes)", async () => {
+  /** A new thread's runChanged subscribed twice with subscription id `id` on one connection: how the connection closed. */
+  async function subscribedTwice(id: string): Promise<{ code: number; reason: Buffer }> {
     const token = await tokenFor('proto-owner', 'superadmin');
     const created = await fetch(server.url, {
       method: 'POST',
@@ -49,40 +50,27 @@ describe('graphql-ws messages a client must not send', () => {
       body: JSON.stringify({ query: 'mutation { createThread(input: { title: "ids" }) { id } }' }),
     });
     const threadId = (await created.json()).data.createThread.id;
-    const id = 'x'.repeat(100_000);
     const subscribe = JSON.stringify({ type: 'subscribe', id, payload: { query: `subscription { runChanged(threadId: "${threadId}") { id } }` } });
     const socket = new WebSocket(server.wsUrl, 'graphql-transport-ws');
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: Buffer }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason })));
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     const acknowledged = new Promise((resolve) => socket.once('message', resolve));
     socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } }));
     await acknowledged;
     socket.send(subscribe);
     socket.send(subscribe);
-    const { code, reason } = await closed;
+    return closed;
+  }
+
+  it("a subscription id used twice closes with 4409, the id quoted cut (a close reason's 123 bytes)", async () => {
+    const { code, reason } = await subscribedTwice('x'.repeat(100_000));
     expect(code).toBe(4409);
-    expect(reason).toBe(`Subscriber for ${'x'.repeat(15)}…`);
+    expect(reason.toString()).toBe(`Subscriber for ${'x'.repeat(15)}…`);
   });
 
   it('a subscription id of emoji or CJK used twice closes with its quote cut between whole characters', async () => {
-    const token = await tokenFor('proto-owner', 'superadmin');
-    const created = await fetch(server.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: JSON.stringify({ query: 'mutation { createThread(input: { title: "ids" }) { id } }' }),
-    });
-    const threadId = (await created.json()).data.createThread.id;
     for (const id of ['🦊'.repeat(1000), 'a' + '購読'.repeat(1000)]) {
-      const subscribe = JSON.stringify({ type: 'subscribe', id, payload: { query: `subscription { runChanged(threadId: "${threadId}") { id } }` } });
-      const socket = new WebSocket(server.wsUrl, 'graphql-transport-ws');
-      const closed = new Promise<{ code: number; reason: Buffer }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason })));
-      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-      const acknowledged = new Promise((resolve) => socket.once('message', resolve));
-      socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } }));
-      await acknowledged;
-      socket.send(subscribe);
-      socket.send(subscribe);
-      const { code, reason } = await closed;
+      const { code, reason } = await subscribedTwice(id);
       expect(code).toBe(4409);
       expect(reason.byteLength).toBeLessThanOrEqual(123);
       const text = reason.toString();
