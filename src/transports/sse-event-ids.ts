@@ -4,7 +4,7 @@ import type { ExecutionResult } from 'graphql';
 import type { FetchAPI, Plugin } from 'graphql-yoga';
 import type { GraphQLContext } from '../graphql/context.js';
 import { eventIdOf } from './shared-subscriptions.js';
-import { SLOW_CONSUMER_CUT_MS, type UnsentBudget } from './unsent-budget.js';
+import { cutUnlessClosed, type UnsentBudget } from './unsent-budget.js';
 
 /** As yoga: an error's `http` and `unexpected` extensions are the server's, not the client's. */
 function withoutInternals(result: ExecutionResult) {
@@ -126,10 +126,7 @@ function sseWithEventIds(
         lastWords = SLOW_CONSUMER_COMMENT;
         void end();
         const { res } = budgeted!;
-        // With a reset: closed normally, the kernel would keep the socket, and the bytes it holds
-        // (megabytes for a client that stopped reading), until it gave up sending them.
-        const cut = setTimeout(() => (res.socket ? res.socket.resetAndDestroy() : res.destroy()), SLOW_CONSUMER_CUT_MS);
-        res.once('close', () => clearTimeout(cut));
+        cutUnlessClosed(res, () => (res.socket ? res.socket.resetAndDestroy() : res.destroy()));
       };
       if (request.signal.aborted) return onClientGone();
       request.signal.addEventListener('abort', onClientGone, { once: true });

@@ -5,7 +5,17 @@ import { log } from '../log.js';
  * How long a stream ended as a slow consumer has to read what it was sent before its connection
  * is cut with a TCP reset (less than ws's own closing timeout, 30 s, which closes it normally).
  */
-export const SLOW_CONSUMER_CUT_MS = 20_000;
+const SLOW_CONSUMER_CUT_MS = 20_000;
+
+/**
+ * After a stream was ended as a slow consumer: `cut` (a TCP reset) unless `stream` closed within
+ * SLOW_CONSUMER_CUT_MS. Closed normally, the kernel would keep the socket, and the bytes it holds
+ * (megabytes for a client that stopped reading), until it gave up sending them.
+ */
+export function cutUnlessClosed(stream: { once(event: 'close', listener: () => void): unknown }, cut: () => void): void {
+  const timer = setTimeout(cut, SLOW_CONSUMER_CUT_MS);
+  stream.once('close', () => clearTimeout(timer));
+}
 
 /** One principal's live stream as the budget sees it: an SSE response or a graphql-ws connection. */
 export interface Outlet {

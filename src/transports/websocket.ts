@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { slowConsumerCloses } from '../metrics.js';
 import type { Pullable as PullableStream } from '../realtime/change-stream.js';
 import type { Outcome, SharedStream } from './shared-subscriptions.js';
-import { SLOW_CONSUMER_CUT_MS, type UnsentBudget } from './unsent-budget.js';
+import { cutUnlessClosed, type UnsentBudget } from './unsent-budget.js';
 import { log } from '../log.js';
 
 /**
@@ -57,8 +57,7 @@ export function cut(socket: WebSocket): void {
 export function closeAsSlowConsumer(socket: WebSocket): void {
   if (socket.readyState !== WebSocket.OPEN) return;
   socket.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON);
-  const grace = setTimeout(() => cut(socket), SLOW_CONSUMER_CUT_MS);
-  socket.once('close', () => clearTimeout(grace));
+  cutUnlessClosed(socket, () => cut(socket));
   for (const end of [...(writers.get(socket) ?? [])]) end();
 }
 
