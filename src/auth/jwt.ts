@@ -26,6 +26,8 @@ const NBF_LEEWAY_SECONDS = 60;
 
 /** Verified tokens kept, so a worker's stream of requests pays for one HMAC check per token. */
 const VERIFIED_CACHE_SIZE = 10_000;
+/** The latest `exp` taken (the year 5000): later ones are milliseconds sent as seconds. */
+export const LATEST_EXP_SECONDS = Date.UTC(5000, 0, 1) / 1000;
 
 /**
  * Reads `Authorization: Bearer <JWT>`. No header: anonymous (null). A header that is not a
@@ -104,12 +106,12 @@ function principalOf(payload: JWTPayload): Principal {
   } catch (error) {
     throw unauthenticated(`The token's ${(error as Error).message}`);
   }
-  const expiresAtMs = payload.exp! * 1000;
-  // Past ±8.64e15 ms no Date holds it (year 275760): such an expiry cannot be told, kept or compared.
-  if (Number.isNaN(new Date(expiresAtMs).getTime())) {
-    throw unauthenticated('The token\'s "exp" claim is past any date this server can hold (year 275760): mint one that expires sooner');
+  // An exp in milliseconds (a minter's Date.now()) reads as seconds tens of thousands of years ahead:
+  // a token that would never expire.
+  if (payload.exp! > LATEST_EXP_SECONDS) {
+    throw unauthenticated('The token\'s "exp" claim is past the year 5000: exp counts seconds since 1970, not milliseconds');
   }
-  return { sub: payload.sub, role: payload.role, expiresAtMs };
+  return { sub: payload.sub, role: payload.role, expiresAtMs: payload.exp! * 1000 };
 }
 
 /**

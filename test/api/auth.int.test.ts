@@ -78,6 +78,14 @@ describe(`authentication (${backendName})`, () => {
     expect(expired.errors?.[0]?.message).toMatch(/^The token expired at /);
   });
 
+  it('a token whose exp is in milliseconds (Date.now(), not seconds) is refused, naming the mistake, not taken as valid for millennia', async () => {
+    const inMs = await createThreadWith(`Bearer ${await sign({ sub: 'ms-minter', role: 'user' }, TEST_JWT_SECRET, Date.now() + 3_600_000)}`);
+    expect(errorCode(inMs)).toBe('UNAUTHENTICATED');
+    expect(inMs.errors?.[0]?.message).toBe('The token\'s "exp" claim is past the year 5000: exp counts seconds since 1970, not milliseconds');
+    const longLived = await createThreadWith(`Bearer ${await sign({ sub: 'long-lived', role: 'user' }, TEST_JWT_SECRET, '100y')}`);
+    expect(longLived.errors).toBeUndefined();
+  });
+
   it('a token too large for the HTTP headers is answered 431 with a message that says so', async () => {
     const base = await t.app.start(0);
     const huge = await sign({ sub: 'alice', role: 'user', groups: Array.from({ length: 2000 }, (_, i) => `group-${i}`) });
