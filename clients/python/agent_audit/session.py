@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type
@@ -28,14 +29,21 @@ if TYPE_CHECKING:
     from .client import AuditClient
 
 
+#: A stop, not a failure: the block ends the run INTERRUPTED (resumable). asyncio delivers a
+#: task's ``cancel()`` (``asyncio.wait_for``'s timeout of it, Ctrl-C under ``asyncio.run``) to the
+#: task's code as CancelledError.
+_STOPS = (KeyboardInterrupt, asyncio.CancelledError)
+
+
 class RunSession:
     """A run this worker claimed, as a context manager that ends it.
 
     ``with worker.start_run(run_id) as run:`` claims the run (with a ``claimId``, so a lost answer
     is retried safely) and renews its lease in the background. On leaving the block the run is
     finished: COMPLETED on a normal exit (with ``run.state_messages``), INTERRUPTED on
-    ``KeyboardInterrupt``, FAILED with ``{"name", "message"}`` on any other exception, which is
-    then re-raised. A run already ended by ``finish`` is left as it is.
+    ``KeyboardInterrupt`` or ``asyncio.CancelledError`` (a cancelled task), FAILED with
+    ``{"name", "message"}`` on any other exception, which is then re-raised. A run already
+    ended by ``finish`` is left as it is.
 
     When the lease is gone (the keeper's renewal or a write answered LEASE_LOST or
     LEASE_EXPIRED: the run was cancelled, expired, or is no longer this worker's), ``lost`` is
@@ -217,7 +225,7 @@ class RunSession:
             return
         if isinstance(exc, AuditApiError) and exc.lease_gone:
             return
-        status: RunTerminalStatus = "INTERRUPTED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+        status: RunTerminalStatus = "INTERRUPTED" if isinstance(exc, _STOPS) else "FAILED"
         try:
             self.finish(status, error={"name": type(exc).__name__, "message": str(exc)})
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
