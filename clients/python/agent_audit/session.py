@@ -231,6 +231,19 @@ class RunSession:
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
             self.finish_error = error
 
+    async def __aenter__(self) -> "RunSession":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        """As leaving the ``with`` block, but the run's finish (a request, retried by the client's
+        RetryPolicy) is sent from a worker thread (``asyncio.to_thread``), so the loop runs on."""
+        await asyncio.to_thread(self.__exit__, exc_type, exc, traceback)
+
     def _sequence(self, operation: ops.Operation, json_fields: Dict[str, Any], observed_at: Any, given: Optional[int]) -> int:
         # The event's number is taken only once its values are known to be sendable: a refused
         # call leaves no gap in the run's sequence.

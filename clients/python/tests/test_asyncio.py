@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
+from typing import List
 
-from agent_audit import DeclaredToolCall, RunSession
+from agent_audit import AuditClient, DeclaredToolCall, RunSession
 
-from .support import LiveTestCase
+from .support import FAST_RETRY, LiveTestCase, LossyProxy
 
 
 class AsyncioTest(LiveTestCase):
@@ -78,3 +80,40 @@ class AsyncioTest(LiveTestCase):
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "INTERRUPTED")
+
+    def test_async_with_ends_the_run_while_the_loop_runs_on(self) -> None:
+        # The run's finish is held at a proxy until a coroutine of the loop lets it through: a
+        # block that ended the run on the loop's thread would hold the loop, and nothing would.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        worker = AuditClient(proxy.url, self.server.token(self.worker_sub, "worker"), retry=FAST_RETRY)
+        self.addCleanup(worker.close)
+        finish_held = threading.Event()
+        released = threading.Event()
+        released_by_the_loop: List[bool] = []
+
+        def hold(body: bytes) -> None:
+            if b'"operationName":"FinishRun"' in body:
+                finish_held.set()
+                released_by_the_loop.append(released.wait(20))
+
+        proxy.on_first_send = hold
+
+        async def release_the_finish() -> None:
+            while not finish_held.is_set():
+                await asyncio.sleep(0.01)
+            released.set()
+
+        async def main() -> None:
+            run = await asyncio.to_thread(worker.start_run, run_id)
+            releaser = asyncio.ensure_future(release_the_finish())
+            async with run:
+                await asyncio.to_thread(run.model_started, "model-1", model="gpt-x", input={})
+            await releaser
+
+        asyncio.run(main())
+        self.assertEqual(released_by_the_loop, [True])
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")
