@@ -11,7 +11,7 @@ from .client import AuditClient
 from .clock import PROCESS_CLOCK_ID, SequenceCounter, now_rfc3339, parse_rfc3339, read_clock
 from .errors import AUDIT_ERROR_CODES, LEASE_GONE_CODES, TRANSPORT_ERROR, AuditApiError, LeaseLostError
 from .lease import LeaseKeeper
-from .session import RunSession
+from .session import RunSession, StartingRun
 from .transport import RetryPolicy
 from .types import (
     JSON,
@@ -57,6 +57,7 @@ __all__ = [
     "RunSession",
     "RunTerminalStatus",
     "SequenceCounter",
+    "StartingRun",
     "Thread",
     "ThreadAudits",
     "ToolAudit",

@@ -32,7 +32,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from .session import RunSession
+    from .session import RunSession, StartingRun
 
 #: A lease as lifecycle calls take it: a RunLease, or anything with ``run_id`` and ``epoch``.
 LeaseLike = Union[RunLease, Any]
@@ -162,6 +162,24 @@ class AuditClient:
         from .session import RunSession
 
         return RunSession.claim(self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost)
+
+    def start_run_async(
+        self,
+        run_id: str,
+        lease_seconds: int = 30,
+        *,
+        claim_id: Optional[str] = None,
+        first_sequence: int = 1,
+        on_lost: Optional[Callable[[LeaseLostError], object]] = None,
+    ) -> "StartingRun":
+        """For asyncio: ``async with worker.start_run_async(run_id) as run:`` claims the run from
+        a worker thread and ends it on leaving the block, its finish sent from a worker thread
+        too. A task cancelled while its claim is in flight hands the claimed run back
+        INTERRUPTED (see ``StartingRun``)."""
+        from .session import StartingRun
+
+        return StartingRun(lambda: self.start_run(
+            run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost))
 
     def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None) -> RunLease:
         """Extends an unexpired lease (same epoch); returns it with its new expiry.

@@ -269,3 +269,53 @@ class RunSession:
         self.lost.set()
         if self._on_lost:
             self._on_lost(LeaseLostError(self.run_id, error))
+
+
+class StartingRun:
+    """``AuditClient.start_run_async``: ``async with`` claims the run from a worker thread (the
+    loop runs on meanwhile) and gives its ``RunSession``, which ends the run on leaving the block
+    as ``RunSession``'s own ``async with`` does.
+
+    A task cancelled while the claim is in flight (a shutdown, a timeout around the agent) never
+    enters the block: the run the claim takes is handed back at once, INTERRUPTED, as a block
+    left by a cancellation would end it, instead of being kept RUNNING by its lease keeper."""
+
+    def __init__(self, claim: Callable[[], RunSession]) -> None:
+        self._claim = claim
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._session: Optional[RunSession] = None
+
+    async def __aenter__(self) -> RunSession:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, self._claim_unless_abandoned)
+        except asyncio.CancelledError:
+            with self._lock:
+                self._abandoned = True
+                claimed = self._session
+            if claimed is not None:  # answered, but the task was cancelled before it went on
+                threading.Thread(target=_hand_back, args=(claimed,), name=f"hand-back-{claimed.run_id}").start()
+            raise
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        assert self._session is not None  # __aenter__ returned it
+        await self._session.__aexit__(exc_type, exc, traceback)
+
+    def _claim_unless_abandoned(self) -> RunSession:
+        session = self._claim()
+        with self._lock:
+            self._session = session
+            abandoned = self._abandoned
+        if abandoned:
+            _hand_back(session)
+        return session
+
+
+def _hand_back(session: RunSession) -> None:
+    # The run ends as a block left by a cancellation ends it.
+    session.__exit__(asyncio.CancelledError, asyncio.CancelledError(), None)

@@ -117,3 +117,49 @@ class AsyncioTest(LiveTestCase):
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "COMPLETED")
+
+    def test_a_task_cancelled_while_its_claim_is_in_flight_leaves_no_lease_renewed_behind(self) -> None:
+        # The claim, held at the proxy, is answered only after its task was cancelled (a shutdown,
+        # a timeout around the agent): the claimed run is handed back INTERRUPTED, not kept
+        # RUNNING by a lease keeper that no code holds any more.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        worker = AuditClient(proxy.url, self.server.token(self.worker_sub, "worker"), retry=FAST_RETRY)
+        self.addCleanup(worker.close)
+        claim_held = threading.Event()
+        cancelled = threading.Event()
+
+        def hold(body: bytes) -> None:
+            if b'"operationName":"ClaimRun"' in body:
+                claim_held.set()
+                cancelled.wait(20)
+
+        proxy.on_first_send = hold
+        entered: List[bool] = []
+
+        async def agent() -> None:
+            async with worker.start_run_async(run_id, lease_seconds=2):
+                entered.append(True)
+
+        async def main() -> None:
+            task = asyncio.ensure_future(agent())
+            while not claim_held.is_set() and not task.done():
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await task
+            cancelled.set()
+
+        asyncio.run(main())
+        self.assertEqual(entered, [])
+        worker.flush()
+        status = "RUNNING"
+        for _ in range(200):  # the lease (2 s) runs out unless renewed; the sweeper then ends the run
+            after = self.owner.run(run_id)
+            assert after is not None
+            status = after.status
+            if status != "RUNNING":
+                break
+            threading.Event().wait(0.1)
+        self.assertEqual(status, "INTERRUPTED")
