@@ -181,14 +181,21 @@ class AuditClient:
         return StartingRun(lambda: self.start_run(
             run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost))
 
-    def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None) -> RunLease:
+    @property
+    def retry(self) -> RetryPolicy:
+        """How this client's requests are retried."""
+        return self._transport.policy
+
+    def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None, *, retry: Optional[RetryPolicy] = None) -> RunLease:
         """Extends an unexpired lease (same epoch); returns it with its new expiry.
 
         Sent at once as its own request, never queued behind the batching writer's request in
         flight: another run's slow request must not let this lease expire. A renewal replays
-        harmlessly and its order against the run's events does not matter."""
+        harmlessly and its order against the run's events does not matter. ``retry`` replaces
+        the client's policy for this renewal (``LeaseKeeper`` sends one attempt of at most a
+        third of the lease)."""
         variables = _without_none({"lease": _lease(lease), "leaseSeconds": lease_seconds})
-        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables))
+        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables, retry))
 
     def record_model_started(
         self,

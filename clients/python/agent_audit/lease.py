@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Optional
 
 from .clock import parse_rfc3339
 from .errors import AuditApiError
+from .transport import RetryPolicy
 from .types import RunLease
 
 if TYPE_CHECKING:
@@ -21,7 +23,9 @@ RENEWAL_GONE_CODES = ("LEASE_LOST", "LEASE_EXPIRED", "INVALID_TRANSITION", "NOT_
 
 class LeaseKeeper:
     """Renews a run's lease at about a third of its length, so one or two failed renewals still
-    leave time, on a daemon thread (it never keeps a process alive).
+    leave time, on a daemon thread (it never keeps a process alive). Each renewal is one attempt
+    of at most a third of the lease (or the client's ``RetryPolicy.timeout``, if shorter); after
+    a failure the next comes at a third of the time left (at least 1 s later).
 
     When a renewal answers that the lease is gone (``RENEWAL_GONE_CODES``), it stops, sets
     ``lost`` (a ``threading.Event`` the agent may wait on or poll), keeps the error in
@@ -76,10 +80,17 @@ class LeaseKeeper:
         length = min(float(self._lease_seconds), remaining)
         return max(min(1.0, self._lease_seconds / 3), length / 3)
 
+    def _renewal_policy(self) -> RetryPolicy:
+        # One attempt, given up after a third of the lease: a renewal that hangs (packets dropped,
+        # a stalled server) must not outlast the lease; the next comes on the keeper's schedule,
+        # at a third of the time left, while the lease is still current.
+        policy = self._client.retry
+        return replace(policy, max_attempts=1, timeout=min(policy.timeout, max(1.0, self._lease_seconds / 3)))
+
     def _keep(self) -> None:
         while not self._stopped.wait(self._delay()):
             try:
-                renewed = self._client.renew_lease(self._lease, self._lease_seconds)
+                renewed = self._client.renew_lease(self._lease, self._lease_seconds, retry=self._renewal_policy())
                 if not self._stopped.is_set():
                     self._lease = renewed
             except AuditApiError as error:

@@ -99,24 +99,30 @@ class Transport:
         #: Set by ``AuditClient.close``: every later request raises RuntimeError.
         self.closed = False
 
-    def execute(self, operation: Operation, variables: Mapping[str, Any]) -> Any:
+    def execute(self, operation: Operation, variables: Mapping[str, Any], policy: Optional[RetryPolicy] = None) -> Any:
         """The operation's root field value. The body is serialised once, so every attempt sends
-        the byte-identical request, which the server recognises as a replay."""
+        the byte-identical request, which the server recognises as a replay. ``policy`` replaces
+        the client's for this request."""
+        if policy is not None:
+            return self._execute(operation, variables, policy)[0]
         return self.execute_answered(operation, variables)[0]
 
     def execute_answered(self, operation: Operation, variables: Mapping[str, Any]) -> Tuple[Any, int, int]:
-        """As ``execute`` (which calls it: every request goes through here): the root field value,
-        with the sends it took and the answer's HTTP status."""
+        """As ``execute``: the root field value, with the sends it took and the answer's HTTP status."""
+        return self._execute(operation, variables, self.policy)
+
+    def _execute(self, operation: Operation, variables: Mapping[str, Any], policy: RetryPolicy) -> Tuple[Any, int, int]:
+        # Every request goes through here.
         if self.closed:
             raise RuntimeError(f"{operation.name}: the AuditClient is closed")
         body = encode_json({"query": operation.document, "operationName": operation.name, "variables": variables})
-        max_attempts = max(1, self.policy.max_attempts) if operation.replayable else 1
+        max_attempts = max(1, policy.max_attempts) if operation.replayable else 1
         token = self._current_token()
         asked_for_fresh_token = False
         attempt = 1
         while True:
             try:
-                result, status = self._send_once(operation, body, token)
+                result, status = self._send_once(operation, body, token, policy.timeout)
                 return result, attempt, status
             except AuditApiError as error:
                 error.attempts = attempt
@@ -131,15 +137,15 @@ class Transport:
                 if not error.retryable or attempt >= max_attempts:
                     raise
                 # A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
-                retry_after = min(error.retry_after or 0.0, self.policy.max_delay)
-            time.sleep(max(backoff_delay(self.policy, attempt), retry_after))
+                retry_after = min(error.retry_after or 0.0, policy.max_delay)
+            time.sleep(max(backoff_delay(policy, attempt), retry_after))
             token = self._current_token()
             attempt += 1
 
     def _current_token(self) -> str:
         return self._token() if callable(self._token) else self._token
 
-    def _send_once(self, operation: Operation, body: bytes, token: str) -> Tuple[Any, int]:
+    def _send_once(self, operation: Operation, body: bytes, token: str, timeout: float) -> Tuple[Any, int]:
         def transport_failure(message: str, retryable: bool, status: Optional[int] = None) -> AuditApiError:
             return AuditApiError(
                 f"{operation.name}: {message}",
@@ -160,7 +166,7 @@ class Transport:
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.policy.timeout) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 status: int = response.status
                 text = response.read()
         except urllib.error.HTTPError as answer:

@@ -6,9 +6,9 @@ import threading
 import time
 from typing import List, Tuple
 
-from agent_audit import AuditApiError, LeaseLostError, parse_rfc3339
+from agent_audit import AuditApiError, AuditClient, LeaseLostError, parse_rfc3339
 
-from .support import LiveTestCase
+from .support import FAST_RETRY, LiveTestCase, LossyProxy
 
 
 class LeaseTest(LiveTestCase):
@@ -77,3 +77,36 @@ class LeaseTest(LiveTestCase):
             with self.assertRaises(LeaseLostError):
                 run.model_started("model-2", model="gpt-x", input={})
         self.assertEqual(told, [(threading.current_thread().name, run_id, "LEASE_LOST")])
+
+    def test_a_renewal_that_hangs_is_given_up_in_time_for_the_next_to_keep_the_lease(self) -> None:
+        # A renewal whose answer never comes (packets dropped, a server stalled) waits at most a
+        # third of the lease, not the client's 30 s per attempt: the next renewal, sent while the
+        # lease is still current, keeps it.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        release = threading.Event()
+        self.addCleanup(release.set)  # before the proxy closes (cleanups run last first)
+        held = threading.Event()
+
+        def hold(body: bytes) -> None:
+            if b'"operationName":"RenewLease"' in body:  # the first renewal only: the next are the same body
+                held.set()
+                release.wait(90)
+
+        proxy.on_first_send = hold
+        worker = AuditClient(proxy.url, self.server.token(self.worker_sub, "worker"), retry=FAST_RETRY)
+        self.addCleanup(worker.close)
+        with worker.start_run(run_id, lease_seconds=12) as run:
+            claimed_expiry = run.lease.expires_at
+            self.assertTrue(held.wait(30), "no renewal was sent")
+            for _ in range(600):
+                if run.lease.expires_at != claimed_expiry or run.lost.is_set():
+                    break
+                time.sleep(0.1)
+            self.assertFalse(run.lost.is_set(), f"the lease was lost: {run.lost_error}")
+            self.assertNotEqual(run.lease.expires_at, claimed_expiry)
+            run.model_started("model-1", model="gpt-x", input={})
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")

@@ -8,15 +8,17 @@ import unittest
 from datetime import datetime, timedelta, timezone
 from typing import Any, List
 
-from agent_audit import AuditApiError, RunLease
+from agent_audit import AuditApiError, RetryPolicy, RunLease
 from agent_audit.lease import LeaseKeeper
 
 
 class TokenRefused:
+    retry = RetryPolicy()
+
     def __init__(self) -> None:
         self.renewals = 0
 
-    def renew_lease(self, lease: Any, lease_seconds: Any = None) -> RunLease:
+    def renew_lease(self, lease: Any, lease_seconds: Any = None, *, retry: Any = None) -> RunLease:
         self.renewals += 1
         raise AuditApiError("RenewLease: the token expired at 2026-12-05T13:00:00.000Z", code="UNAUTHENTICATED",
                             operation="RenewLease", retryable=False, http_status=401)
