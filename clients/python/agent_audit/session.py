@@ -78,6 +78,9 @@ class RunSession:
         #: Why the finish on leaving the block after an exception failed (that exception is kept).
         self.finish_error: Optional[Exception] = None
         self._ended = False
+        #: Set while ``finish`` is sent and once it ended the run: later events are refused, and
+        #: what they find is not a lost lease.
+        self._ending = False
         self._on_lost = on_lost
         self._lost_lock = threading.Lock()
         self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=self._lose)
@@ -192,16 +195,25 @@ class RunSession:
 
         Returns the ended run, or None when the run had already ended as asked: the answer was
         lost and the retry found the run ended with ``status`` (the refusal's ``run_status``).
-        A run ended otherwise meanwhile (a cancel, an expiry) raises ``LeaseLostError``.
+        A run ended otherwise meanwhile (a cancel, an expiry) raises ``LeaseLostError``. Once it is
+        called, the session's event methods raise RuntimeError, and a refusal met by an event sent
+        just before it is not a lost lease (``on_lost`` is not called for it).
         """
         self._keeper.stop()
+        self.check()
+        self._ending = True
         messages = self.state_messages if state_messages is None else state_messages
         try:
-            self.finished = self._write(lambda: self.client.finish_run(self.lease, status, error=error, state_messages=messages))
-        except LeaseLostError as lost:
-            if lost.run_status == status:
+            self.finished = self.client.finish_run(self.lease, status, error=error, state_messages=messages)
+        except AuditApiError as refused:
+            if refused.lease_gone and refused.run_status == status:
+                # A retry of a finish that ended the run: ended as asked, by this session.
                 self._ended = True
                 return None
+            if refused.lease_gone:
+                self._lose(refused)
+                raise LeaseLostError(self.run_id, refused) from refused
+            self._ending = False  # not ended (or not known to be): the session goes on as it was
             raise
         self._ended = True
         return self.finished
@@ -252,11 +264,14 @@ class RunSession:
 
     def _write(self, call: Callable[[], Any]) -> Any:
         self.check()
+        if self._ending:
+            raise RuntimeError(f"run {self.run_id}: this session has finished the run; its events can no longer be recorded")
         try:
             return call()
         except AuditApiError as error:
             if error.lease_gone:
-                self._lose(error)
+                if not self._ending:  # sent just before the finish and answered after it: not lost
+                    self._lose(error)
                 raise LeaseLostError(self.run_id, error) from error
             raise
 

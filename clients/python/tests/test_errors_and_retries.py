@@ -97,6 +97,17 @@ class LostAnswersTest(LiveTestCase):
         self.assertEqual((refused.code, refused.operation, refused.attempts, refused.http_status, refused.run_status),
                          ("LEASE_LOST", "RecordModelStarted", 2, 200, "COMPLETED"))
 
+    def test_a_finish_whose_answer_is_lost_does_not_report_the_lease_lost(self) -> None:
+        # The retry's LEASE_LOST says the run ended as asked: the session ended it, nobody took
+        # it away, so on_lost is not called and ``lost`` stays clear.
+        _, run_id = self.queued_run()
+        told: List[str] = []
+        with self.lossy_worker.start_run(run_id, lease_seconds=60, on_lost=lambda error: told.append(error.code)) as run:
+            run.model_started("model-1", model="gpt-x", input={})
+        self.assertIsNone(run.finished)
+        self.assertEqual(told, [])
+        self.assertFalse(run.lost.is_set())
+
     def test_a_finish_whose_retry_finds_the_run_ended_otherwise_raises_with_how_it_ended(self) -> None:
         # The finish's first send never reaches the server, the owner cancels meanwhile, and the
         # resend answers LEASE_LOST after two attempts: the refusal's run status tells this

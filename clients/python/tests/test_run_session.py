@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import List
 
 from agent_audit import DeclaredToolCall
 
@@ -99,3 +100,19 @@ class RunSessionTest(LiveTestCase):
         assert after is not None
         self.assertEqual(after.status, "CANCELLED")
         self.assertIsNone(run.finish_error)
+
+    def test_a_call_after_the_session_finished_the_run_is_refused_without_reporting_the_lease_lost(self) -> None:
+        # A late event (a tool's thread that outlived its cancelled task, say) after the session
+        # ended the run: it cannot be recorded, and the lease was not taken away.
+        _, run_id = self.queued_run()
+        told: List[str] = []
+        run = self.worker.start_run(run_id, on_lost=lambda error: told.append(error.code))
+        run.model_started("model-1", model="gpt-x", input={})
+        run.finish("INTERRUPTED")
+        with self.assertRaisesRegex(RuntimeError, "finished"):
+            run.model_finished("model-1")
+        self.assertEqual(told, [])
+        self.assertFalse(run.lost.is_set())
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "INTERRUPTED")
