@@ -5,6 +5,7 @@ import type { Plugin } from 'graphql-yoga';
 import { Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
 import { backlog } from '../export/queue.js';
+import { log, outsideErrorFields } from '../log.js';
 import { failedOperations, lifecycleWriteSeconds, lifecycleWrites, registry, scrapedGauge } from '../metrics.js';
 
 /** What one server reports when scraped, besides the process-wide instruments of src/metrics.ts. */
@@ -61,20 +62,49 @@ export function serverMetrics(state: ServerState) {
     });
   }
   if (state.exporting) {
-    // One read of the queue per scrape, shared by the three gauges.
-    let reading: ReturnType<typeof backlog> | null = null;
-    const read = () => (reading ??= backlog(state.db.sql).finally(() => setImmediate(() => (reading = null))));
-    scrapedGauge(own, 'agent_audit_export_backlog_threads', 'Threads with changes not yet exported', [], async (gauge) => {
-      gauge.set((await read()).threads);
-    });
-    scrapedGauge(own, 'agent_audit_export_backlog_changes', 'Changes (cursors) not yet exported, over all threads', [], async (gauge) => {
-      gauge.set((await read()).changes);
-    });
-    scrapedGauge(own, 'agent_audit_export_backlog_seconds', 'How long the oldest change not yet exported has waited', [], async (gauge) => {
-      gauge.set((await read()).oldestSeconds);
-    });
+    const read = backlogReader(state.db);
+    const backlogGauge = (name: string, help: string, value: (now: Backlog) => number) =>
+      scrapedGauge(own, name, help, [], async (gauge) => {
+        const now = await read();
+        if (now) gauge.set(value(now));
+        else gauge.remove({}); // no sample: neither a zero (an "export stuck" alert would resolve) nor a stale value
+      });
+    backlogGauge('agent_audit_export_backlog_threads', 'Threads with changes not yet exported', (now) => now.threads);
+    backlogGauge('agent_audit_export_backlog_changes', 'Changes (cursors) not yet exported, over all threads', (now) => now.changes);
+    backlogGauge('agent_audit_export_backlog_seconds', 'How long the oldest change not yet exported has waited', (now) => now.oldestSeconds);
   }
   return own;
+}
+
+type Backlog = Awaited<ReturnType<typeof backlog>>;
+
+/** How long a scrape waits for the export backlog: well inside Prometheus's scrape timeout (10 s by default). */
+export const BACKLOG_READ_MS = 2_000;
+
+/**
+ * The export backlog for a scrape, or undefined when the database did not give it within
+ * BACKLOG_READ_MS (down, or the read held up): the scrape goes on without it, so that the rest of
+ * /metrics (agent_audit_unavailable_total among them) is served exactly when the database is in
+ * trouble. One read per scrape, shared by the three gauges; one read of the database at a time, so
+ * that scrapes during a stall do not pile reads (and pool connections) up behind it.
+ */
+function backlogReader(db: Database): () => Promise<Backlog | undefined> {
+  let inFlight: Promise<Backlog> | null = null;
+  let scrape: Promise<Backlog | undefined> | null = null;
+  const readNow = async () => {
+    inFlight ??= backlog(db.sql).finally(() => (inFlight = null));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, BACKLOG_READ_MS, undefined)));
+    try {
+      return await Promise.race([inFlight, late]);
+    } catch (error) {
+      log.warn({ component: 'metrics', error: outsideErrorFields(error) }, 'export backlog not read for /metrics');
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return () => (scrape ??= readNow().finally(() => setImmediate(() => (scrape = null))));
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsAllowed } from '../../src/server/metrics.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
@@ -180,6 +181,57 @@ describe('who may read /metrics without a token', () => {
     for (const address of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) expect(metricsAllowed(address, undefined, undefined)).toBe(true);
     for (const address of ['10.0.0.1', '192.168.1.5', '::ffff:10.0.0.1', 'fe80::1', undefined]) {
       expect(metricsAllowed(address, 'Bearer anything', undefined)).toBe(false);
+    }
+  });
+});
+
+/*
+ * The scrape an SRE alerts from while the database is down or stuck: the export backlog is read
+ * from the database, and a scrape that failed (500) or outlasted Prometheus's scrape timeout with
+ * it would hide every other metric (agent_audit_unavailable_total among them) exactly then.
+ */
+describe(`GET /metrics while the database cannot answer (${backendName})`, () => {
+  const scrapeOf = async (url: string) => {
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    return parsePrometheusText(await response.text());
+  };
+
+  it('still answers, without the export backlog it could not read, when the database is gone', async () => {
+    const t = await startTestApp({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', EXPORT_POLL_MS: '50' });
+    try {
+      const url = (await t.app.start(0, '127.0.0.1')).replace('/graphql', '/metrics');
+      expect((await scrapeOf(url)).samples.has('agent_audit_export_backlog_seconds')).toBe(true);
+      await t.loseDatabase();
+      const down = await scrapeOf(url);
+      expect(down.types.get('agent_audit_unavailable_total')).toBe('counter');
+      expect(down.samples.has('agent_audit_open_connections{transport="ws"}')).toBe(true);
+      // Not a zero (an "export stuck" alert would resolve) nor a stale value: no sample.
+      for (const name of ['agent_audit_export_backlog_threads', 'agent_audit_export_backlog_changes', 'agent_audit_export_backlog_seconds']) {
+        expect(down.samples.has(name)).toBe(false);
+      }
+    } finally {
+      await t.close().catch(() => undefined);
+    }
+  });
+
+  it.runIf(onPostgres)('answers without waiting for a backlog read that the database holds up (PostgreSQL)', async () => {
+    const t = await startTestApp({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', EXPORT_POLL_MS: '50' });
+    const blocker = new pg.Client({ connectionString: t.config.databaseUrl });
+    try {
+      const url = (await t.app.start(0, '127.0.0.1')).replace('/graphql', '/metrics');
+      await blocker.connect();
+      // The backlog read waits for this lock as long as the test holds it (past the test's timeout).
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE export_pending IN ACCESS EXCLUSIVE MODE');
+      const held = await scrapeOf(url);
+      expect(held.samples.has('agent_audit_export_backlog_seconds')).toBe(false);
+      expect(held.samples.has('agent_audit_open_connections{transport="ws"}')).toBe(true);
+      await blocker.query('ROLLBACK');
+      await expect.poll(async () => (await scrapeOf(url)).samples.has('agent_audit_export_backlog_seconds')).toBe(true);
+    } finally {
+      await blocker.end().catch(() => undefined);
+      await t.close();
     }
   });
 });
