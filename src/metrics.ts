@@ -9,6 +9,16 @@ export const registry = new Registry();
 // Process metrics, the event-loop delay among them (nodejs_eventloop_lag_*).
 collectDefaultMetrics({ register: registry });
 
+/**
+ * Gives a counter's series known in advance their 0 from the start. A series that first appears
+ * at 1 has no earlier sample to rise from, so rate() and increase() miss its first event: the first
+ * outage, bug or lost lease since a restart would never alert.
+ */
+export function zeroed<T extends string>(counter: Counter<T>, labelSets: Partial<Record<T, string>>[]): Counter<T> {
+  for (const labels of labelSets) counter.inc(labels, 0);
+  return counter;
+}
+
 export const lifecycleWrites = new Counter({
   name: 'agent_audit_mutations_total',
   help: 'GraphQL mutations by root field and outcome (OK, or the error extensions.code)',
@@ -31,19 +41,29 @@ export const lifecycleWriteSeconds = new Histogram({
   registers: [registry],
 });
 
-export const dependencyUnavailable = new Counter({
-  name: 'agent_audit_unavailable_total',
-  help: 'Requests answered UNAVAILABLE (HTTP 503) because a dependency could not be reached for the moment, by dependency',
-  labelNames: ['dependency'] as const,
-  registers: [registry],
-});
+export const dependencyUnavailable = zeroed(
+  new Counter({
+    name: 'agent_audit_unavailable_total',
+    help: 'Requests answered UNAVAILABLE (HTTP 503) because a dependency could not be reached for the moment, by dependency',
+    labelNames: ['dependency'] as const,
+    registers: [registry],
+  }),
+  [{ dependency: 'database' }],
+);
 
-export const failedOperations = new Counter({
-  name: 'agent_audit_failed_operations_total',
-  help: 'GraphQL queries and mutations answered with an error, by operation type and extensions.code',
-  labelNames: ['operation', 'code'] as const,
-  registers: [registry],
-});
+export const failedOperations = zeroed(
+  new Counter({
+    name: 'agent_audit_failed_operations_total',
+    help: 'GraphQL queries and mutations answered with an error, by operation type and extensions.code',
+    labelNames: ['operation', 'code'] as const,
+    registers: [registry],
+  }),
+  // The bug alert's (docs/operations.md "Alerts worth setting").
+  [
+    { operation: 'query', code: 'INTERNAL_SERVER_ERROR' },
+    { operation: 'mutation', code: 'INTERNAL_SERVER_ERROR' },
+  ],
+);
 
 export const poolWaitSeconds = new Histogram({
   name: 'agent_audit_db_pool_wait_seconds',
@@ -70,12 +90,20 @@ export const lookUps = new Counter({
   registers: [registry],
 });
 
-export const slowConsumerCloses = new Counter({
-  name: 'agent_audit_slow_consumer_closes_total',
-  help: 'Streams ended because their client stopped reading: one connection over its bound of unsent bytes (bound="connection"), or a principal\'s streams together over MAX_UNSENT_BYTES_PER_PRINCIPAL (bound="principal")',
-  labelNames: ['transport', 'bound'] as const,
-  registers: [registry],
-});
+export const slowConsumerCloses = zeroed(
+  new Counter({
+    name: 'agent_audit_slow_consumer_closes_total',
+    help: 'Streams ended because their client stopped reading: one connection over its bound of unsent bytes (bound="connection"), or a principal\'s streams together over MAX_UNSENT_BYTES_PER_PRINCIPAL (bound="principal")',
+    labelNames: ['transport', 'bound'] as const,
+    registers: [registry],
+  }),
+  // An SSE stream has no bound of its own: its response is pulled only as its socket takes it.
+  [
+    { transport: 'ws', bound: 'connection' },
+    { transport: 'ws', bound: 'principal' },
+    { transport: 'sse', bound: 'principal' },
+  ],
+);
 
 export const leaseSweeps = new Counter({
   name: 'agent_audit_lease_sweeps_total',
@@ -89,12 +117,15 @@ export const leaseSweptRuns = new Counter({
   registers: [registry],
 });
 
-export const sweeperDeletedThreads = new Counter({
-  name: 'agent_audit_sweeper_deleted_threads_total',
-  help: 'Threads deleted by the server itself: by RETENTION_DAYS (retention) or finishing a deletion a stopped instance left (abandoned-deletion)',
-  labelNames: ['reason'],
-  registers: [registry],
-});
+export const sweeperDeletedThreads = zeroed(
+  new Counter({
+    name: 'agent_audit_sweeper_deleted_threads_total',
+    help: 'Threads deleted by the server itself: by RETENTION_DAYS (retention) or finishing a deletion a stopped instance left (abandoned-deletion)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  [{ reason: 'retention' }, { reason: 'abandoned-deletion' }],
+);
 
 export const exportedSpans = new Counter({
   name: 'agent_audit_export_spans_total',

@@ -1,12 +1,21 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Kind, type DocumentNode, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
+import {
+  getNamedType,
+  isInputObjectType,
+  Kind,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLInputType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
 import { backlog } from '../export/queue.js';
 import { log, outsideErrorFields } from '../log.js';
-import { failedOperations, lifecycleWriteSeconds, lifecycleWrites, registry, scrapedGauge } from '../metrics.js';
+import { failedOperations, lifecycleEvents, lifecycleWriteSeconds, lifecycleWrites, registry, scrapedGauge, zeroed } from '../metrics.js';
 
 /** What one server reports when scraped, besides the process-wide instruments of src/metrics.ts. */
 export interface ServerState {
@@ -146,6 +155,30 @@ const operationOf = (document: DocumentNode, operationName: string | null | unde
       definition.kind === Kind.OPERATION_DEFINITION && (!operationName || definition.name?.value === operationName),
   );
 
+/** A lease-fenced write's input: the lease itself, or an input object that carries one. */
+const carriesLease = (type: GraphQLInputType): boolean => {
+  const named = getNamedType(type);
+  return named.name === 'LeaseInput' || (isInputObjectType(named) && Object.values(named.getFields()).some((field) => getNamedType(field.type).name === 'LeaseInput'));
+};
+
+/** What a lease-fenced write answers when its worker lost its lease, let it expire, or replayed differently (the README's alerts). */
+const FENCED_OUTCOMES = ['LEASE_LOST', 'LEASE_EXPIRED', 'CONFLICT'];
+
+/** The fenced writes' refusals at 0 from the start, one by one (mutations) and in batches (events): see `zeroed`. */
+function zeroFencedOutcomes(schema: GraphQLSchema): void {
+  const fenced = (fields: Record<string, { type: GraphQLInputType }>) =>
+    Object.entries(fields)
+      .filter(([, field]) => carriesLease(field.type))
+      .map(([name]) => name);
+  const mutations = Object.values(schema.getMutationType()?.getFields() ?? {})
+    .filter((field) => field.args.some((arg) => carriesLease(arg.type)))
+    .map((field) => field.name);
+  const batched = schema.getType('LifecycleEventInput');
+  const events = isInputObjectType(batched) ? fenced(batched.getFields()) : [];
+  zeroed(lifecycleWrites, mutations.flatMap((mutation) => FENCED_OUTCOMES.map((outcome) => ({ mutation, outcome }))));
+  zeroed(lifecycleEvents, events.flatMap((event) => FENCED_OUTCOMES.map((outcome) => ({ event, outcome }))));
+}
+
 /**
  * Counts each mutation by root field and outcome, times it, and counts failed queries and
  * mutations (a yoga plugin). Those that never ran are counted as their answer goes out (its codes
@@ -157,6 +190,9 @@ export function mutationMetrics(): Plugin {
   const ran = new WeakSet<Request>();
   const requestOf = (context: unknown) => (context as { request?: Request }).request; // none over graphql-ws
   return {
+    onSchemaChange({ schema }) {
+      zeroFencedOutcomes(schema);
+    },
     onValidate({ context, params: { documentAST } }) {
       const request = requestOf(context);
       const operationName = (context as { params?: { operationName?: string } }).params?.operationName;

@@ -35,6 +35,35 @@ describe(`GET /metrics (${backendName})`, () => {
   };
   const value = (text: { samples: Map<string, number> }, series: string) => text.samples.get(series) ?? 0;
 
+  it('shows every series an alert is written on from the first scrape (at 0 before its first event), so that rate() sees the first one', async () => {
+    // A series that first appears at 1 has no earlier sample to rise from: rate() and increase()
+    // miss that first event (the first lost lease, the first bug, the first outage since a restart).
+    const text = await scrape();
+    const expected = [
+      'agent_audit_unavailable_total{dependency="database"}',
+      'agent_audit_failed_operations_total{operation="query",code="INTERNAL_SERVER_ERROR"}',
+      'agent_audit_failed_operations_total{operation="mutation",code="INTERNAL_SERVER_ERROR"}',
+      'agent_audit_slow_consumer_closes_total{transport="ws",bound="connection"}',
+      'agent_audit_slow_consumer_closes_total{transport="ws",bound="principal"}',
+      'agent_audit_slow_consumer_closes_total{transport="sse",bound="principal"}',
+      'agent_audit_sweeper_deleted_threads_total{reason="retention"}',
+      'agent_audit_sweeper_deleted_threads_total{reason="abandoned-deletion"}',
+    ];
+    // The lease-fenced writes, one by one and in batches: the README's LEASE_LOST, LEASE_EXPIRED and CONFLICT alerts.
+    for (const outcome of ['LEASE_LOST', 'LEASE_EXPIRED', 'CONFLICT']) {
+      for (const mutation of ['renewLease', 'recordToolStarted', 'recordToolFinished', 'recordToolError', 'recordModelStarted', 'recordModelFinished', 'finishRun']) {
+        expected.push(`agent_audit_mutations_total{mutation="${mutation}",outcome="${outcome}"}`);
+      }
+      for (const event of ['renewLease', 'toolStarted', 'toolFinished', 'toolError', 'modelStarted', 'modelFinished', 'finishRun']) {
+        expected.push(`agent_audit_lifecycle_events_total{event="${event}",outcome="${outcome}"}`);
+      }
+    }
+    expect(expected.filter((series) => !text.samples.has(series))).toEqual([]);
+    // Nothing more: writes that hold no lease are not given series they cannot have.
+    expect(text.samples.has('agent_audit_mutations_total{mutation="createThread",outcome="LEASE_LOST"}')).toBe(false);
+    expect(text.samples.has('agent_audit_lifecycle_events_total{event="claimRun",outcome="LEASE_LOST"}')).toBe(false);
+  });
+
   it('counts each mutation by outcome and times it', async () => {
     const before = await scrape();
     const { session } = await runningRun(t);
