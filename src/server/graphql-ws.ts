@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { getOperationAST, GraphQLError, type ExecutionArgs } from 'graphql';
+import { getOperationAST, GraphQLError, type DocumentNode, type ExecutionArgs } from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
@@ -10,6 +10,7 @@ import { boundedWebSocket, closeAsSlowConsumer, maxUnsentBytes, rememberTcpSocke
 import type { webSocketLimits } from '../transports/ws-limits.js';
 import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
+import { countUnrun } from './metrics.js';
 import { compilable, type GraphQLServer } from './yoga.js';
 
 /** The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame. */
@@ -69,12 +70,17 @@ export function serveGraphQLOverWebSocket(
           socket: ctx.extra.socket,
           params,
         });
+        // A document that never runs is counted in /metrics as yoga's plugin counts it over HTTP.
+        const counted = (document: DocumentNode | undefined, errors: GraphQLError[]) => {
+          countUnrun(document, params.operationName, errors);
+          return errors;
+        };
         let document;
         try {
           document = parse(params.query);
         } catch (error) {
           // A syntax error answers this subscription alone (graphql-ws would close the socket).
-          if (error instanceof GraphQLError) return [withoutHttp(maskError(error, () => undefined) as GraphQLError)];
+          if (error instanceof GraphQLError) return counted(undefined, [withoutHttp(maskError(error, () => undefined) as GraphQLError)]);
           throw error;
         }
         const args: ExecutionArgs = {
@@ -85,10 +91,10 @@ export function serveGraphQLOverWebSocket(
           contextValue: await contextFactory(),
         };
         const errors = validate(args.schema, args.document);
-        if (errors.length) return errors.map(withoutHttp);
+        if (errors.length) return counted(document, errors.map(withoutHttp));
         // graphql-ws's own answer to this ("Unable to identify operation") carries no code: the one yoga gives over HTTP.
         if (!getOperationAST(document, params.operationName)) {
-          return [new GraphQLError('Could not determine what operation to execute.', { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })];
+          return counted(document, [new GraphQLError('Could not determine what operation to execute.', { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })]);
         }
         executors.set(args, execute);
         return args;

@@ -155,6 +155,15 @@ const operationOf = (document: DocumentNode, operationName: string | null | unde
       definition.kind === Kind.OPERATION_DEFINITION && (!operationName || definition.name?.value === operationName),
   );
 
+/**
+ * A document answered without running (over HTTP or graphql-ws): counted by its operation type
+ * ("unknown" when it did not parse, or names no operation of it) and its first error's code.
+ */
+export function countUnrun(document: DocumentNode | undefined, operationName: string | null | undefined, errors: readonly { extensions?: Record<string, unknown> }[]) {
+  const operation = (document && operationOf(document, operationName)?.operation) ?? 'unknown';
+  failedOperations.inc({ operation, code: codeOf(errors[0]!) });
+}
+
 /** A lease-fenced write's input: the lease itself, or an input object that carries one. */
 const carriesLease = (type: GraphQLInputType): boolean => {
   const named = getNamedType(type);
@@ -186,7 +195,7 @@ function zeroFencedOutcomes(schema: GraphQLSchema): void {
  * operation type, one that does not parse as "unknown".
  */
 export function mutationMetrics(): Plugin {
-  const operationTypes = new WeakMap<Request, string>();
+  const documents = new WeakMap<Request, { document: DocumentNode; operationName: string | undefined }>();
   const ran = new WeakSet<Request>();
   const requestOf = (context: unknown) => (context as { request?: Request }).request; // none over graphql-ws
   return {
@@ -196,7 +205,7 @@ export function mutationMetrics(): Plugin {
     onValidate({ context, params: { documentAST } }) {
       const request = requestOf(context);
       const operationName = (context as { params?: { operationName?: string } }).params?.operationName;
-      if (request) operationTypes.set(request, operationOf(documentAST, operationName)?.operation ?? 'unknown');
+      if (request) documents.set(request, { document: documentAST, operationName });
     },
     onSubscribe({ args }) {
       const request = requestOf(args.contextValue);
@@ -204,7 +213,8 @@ export function mutationMetrics(): Plugin {
     },
     onResultProcess({ request, result }) {
       if (ran.has(request) || Array.isArray(result) || Symbol.asyncIterator in result || !result.errors?.length) return;
-      failedOperations.inc({ operation: operationTypes.get(request) ?? 'unknown', code: codeOf(result.errors[0]!) });
+      const validated = documents.get(request);
+      countUnrun(validated?.document, validated?.operationName, result.errors);
     },
     onExecute({ args }) {
       const request = requestOf(args.contextValue);

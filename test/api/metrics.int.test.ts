@@ -6,7 +6,7 @@ import { backendName, onPostgres } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
-import { subscribeWs, waitFor } from '../support/streams.js';
+import { subscribeOn, subscribeWs, waitFor, wsClient } from '../support/streams.js';
 
 /* GET /metrics (README "Metrics"): Prometheus text whose counters move with the writes a test makes. */
 
@@ -145,6 +145,30 @@ describe(`GET /metrics (${backendName})`, () => {
     expect(documentDelta('agent_audit_failed_operations_total{operation="unknown",code="GRAPHQL_PARSE_FAILED"}')).toBe(1);
     // No REDIS_URL here: no Redis gauge to mislead (test/subscriptions/redis.e2e.test.ts has one).
     expect(after.types.has('agent_audit_redis_up')).toBe(false);
+  });
+
+  it('counts documents that never ran over graphql-ws as over HTTP: by operation type and code', async () => {
+    // A newer client's subscription (a field this server lacks) is as visible on graphql-ws as on SSE.
+    const { owner, threadId } = await runningRun(t);
+    const before = await scrape();
+    const client = wsClient(url, owner);
+    try {
+      for (const query of [
+        'subscription($threadId: ID!) { threadChanges(threadId: $threadId) { noSuchField } }',
+        'query { noSuchQuery }',
+        'subscription { threadChanges(',
+      ]) {
+        const stream = subscribeOn(client, query, { threadId });
+        expect((await stream.ended()).kind).toBe('error');
+      }
+    } finally {
+      await client.dispose();
+    }
+    const after = await scrape();
+    const delta = (series: string) => value(after, series) - value(before, series);
+    expect(delta('agent_audit_failed_operations_total{operation="subscription",code="GRAPHQL_VALIDATION_FAILED"}')).toBe(1);
+    expect(delta('agent_audit_failed_operations_total{operation="query",code="GRAPHQL_VALIDATION_FAILED"}')).toBe(1);
+    expect(delta('agent_audit_failed_operations_total{operation="unknown",code="GRAPHQL_PARSE_FAILED"}')).toBe(1);
   });
 
   it('shows open subscriptions and connections, lease sweeps, the event loop and the export lag and failures', async () => {
