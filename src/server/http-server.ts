@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { errorFields, log } from '../log.js';
 import { corsHeaders } from './cors.js';
-import { serveMetrics } from './metrics.js';
+import { countUnrun, serveMetrics } from './metrics.js';
 import { servePage } from './static-page.js';
 import { STREAM_PATH, STREAM_SESSION_PATH, type streamSessions } from './stream-session.js';
 import { bodyTooLarge, drainedBodyLimit, requestIdOf, type GraphQLServer } from './yoga.js';
@@ -114,6 +114,7 @@ export function createHttpServer(
     if (length > limit) {
       if (length <= drainedBodyLimit(limit)) await finished(req.resume()).catch(() => undefined);
       const { status, message, code } = bodyTooLarge(limit);
+      countUnrun(undefined, undefined, [{ extensions: { code } }]); // as yoga's refusal of a chunked one is
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...corsHeaders(req.headers.origin, config.corsOrigins) });
       return void res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
     }

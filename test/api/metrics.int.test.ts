@@ -147,6 +147,22 @@ describe(`GET /metrics (${backendName})`, () => {
     expect(after.types.has('agent_audit_redis_up')).toBe(false);
   });
 
+  it('counts a body over the limit as a failed operation "unknown", with or without a Content-Length', async () => {
+    const body = JSON.stringify({ query: '{ __typename }', variables: { pad: 'x'.repeat(9 * 1024 * 1024) } });
+    const before = await scrape();
+    const declared = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(declared.status).toBe(413);
+    const chunked = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new Blob([body]).stream(),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    const after = await scrape();
+    expect(value(after, 'agent_audit_failed_operations_total{operation="unknown",code="BAD_USER_INPUT"}') - value(before, 'agent_audit_failed_operations_total{operation="unknown",code="BAD_USER_INPUT"}')).toBe(2);
+  });
+
   it('counts documents that never ran over graphql-ws as over HTTP: by operation type and code', async () => {
     // A newer client's subscription (a field this server lacks) is as visible on graphql-ws as on SSE.
     const { owner, threadId } = await runningRun(t);
