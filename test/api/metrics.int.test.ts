@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsAllowed } from '../../src/server/metrics.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
-import { must, runningRun } from '../support/lifecycle.js';
+import { expireLeases, must, runningRun } from '../support/lifecycle.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 import { subscribeOn, subscribeWs, waitFor, wsClient } from '../support/streams.js';
@@ -145,6 +145,17 @@ describe(`GET /metrics (${backendName})`, () => {
     expect(documentDelta('agent_audit_failed_operations_total{operation="unknown",code="GRAPHQL_PARSE_FAILED"}')).toBe(1);
     // No REDIS_URL here: no Redis gauge to mislead (test/subscriptions/redis.e2e.test.ts has one).
     expect(after.types.has('agent_audit_redis_up')).toBe(false);
+  });
+
+  it('shows a worker that lost its lease: the sweep that ended its run, and its next write refused', async () => {
+    const before = await scrape();
+    const { runId, session } = await runningRun(t);
+    await expireLeases(t.app.db.driver, [runId]);
+    await expect.poll(async () => value(await scrape(), 'agent_audit_lease_swept_runs_total') - value(before, 'agent_audit_lease_swept_runs_total')).toBeGreaterThanOrEqual(1);
+    const refused = await session.modelStarted('m1', { model: 'gpt-test' });
+    expect(errorCode(refused)).toBe('LEASE_LOST');
+    const after = await scrape();
+    expect(value(after, 'agent_audit_mutations_total{mutation="recordModelStarted",outcome="LEASE_LOST"}') - value(before, 'agent_audit_mutations_total{mutation="recordModelStarted",outcome="LEASE_LOST"}')).toBe(1);
   });
 
   it('counts a body over the limit as a failed operation "unknown", with or without a Content-Length', async () => {
