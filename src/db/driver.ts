@@ -32,7 +32,7 @@ export interface Database {
   /** What the domain queries and runs its transactions with. */
   sql: Db;
   /** PostgreSQL: the pool's connections now (GET /metrics). */
-  poolStats?: () => { total: number; idle: number; waiting: number };
+  poolStats?: () => { total: number; idle: number; waiting: number; max: number };
   close(): Promise<void>;
 }
 

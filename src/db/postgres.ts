@@ -358,7 +358,7 @@ export async function openPostgres(
       ),
       transaction: driver.transaction,
     },
-    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
     close: async () => {
       await prisma.$disconnect();
       await driver.close();

@@ -63,6 +63,9 @@ export function serverMetrics(state: ServerState) {
       gauge.set({ state: 'busy' }, total - idle);
       gauge.set({ state: 'waiting' }, waiting);
     });
+    scrapedGauge(own, 'agent_audit_db_pool_max_connections', 'The most connections the PostgreSQL pool opens (DATABASE_POOL_SIZE): busy at this many, requests wait', [], (gauge) => {
+      gauge.set(pool().max);
+    });
   }
   const redis = state.redisHealthy;
   if (redis) {

@@ -158,6 +158,13 @@ describe(`GET /metrics (${backendName})`, () => {
     expect(value(after, 'agent_audit_mutations_total{mutation="recordModelStarted",outcome="LEASE_LOST"}') - value(before, 'agent_audit_mutations_total{mutation="recordModelStarted",outcome="LEASE_LOST"}')).toBe(1);
   });
 
+  it.runIf(onPostgres)('shows the pool\'s size beside its busy connections, so that "the pool is saturated" (busy / max) can be alerted on (PostgreSQL)', async () => {
+    const text = await scrape();
+    expect(text.types.get('agent_audit_db_pool_max_connections')).toBe('gauge');
+    expect(value(text, 'agent_audit_db_pool_max_connections')).toBe(t.config.databasePoolSize);
+    expect(value(text, 'agent_audit_db_pool_connections{state="busy"}')).toBeLessThanOrEqual(t.config.databasePoolSize);
+  });
+
   it('counts a body over the limit as a failed operation "unknown", with or without a Content-Length', async () => {
     const body = JSON.stringify({ query: '{ __typename }', variables: { pad: 'x'.repeat(9 * 1024 * 1024) } });
     const before = await scrape();
