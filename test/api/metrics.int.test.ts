@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsAllowed } from '../../src/server/metrics.js';
 import { errorCode, startTestApp, type TestApp } from '../support/app.js';
-import { backendName, onPostgres } from '../support/database.js';
+import { backendName, onPostgres, requirePostgresUrl } from '../support/database.js';
 import { expireLeases, must, runningRun } from '../support/lifecycle.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
@@ -298,6 +298,39 @@ describe(`GET /metrics while the database cannot answer (${backendName})`, () =>
         expect(down.samples.has(name)).toBe(false);
       }
     } finally {
+      await t.close().catch(() => undefined);
+    }
+  });
+
+  it.runIf(onPostgres)('counts each request answered UNAVAILABLE once, however many of its fields failed (PostgreSQL)', async () => {
+    const t = await startTestApp();
+    const admin = new pg.Client({ connectionString: requirePostgresUrl() });
+    const database = decodeURIComponent(new URL(t.config.databaseUrl!).pathname.slice(1));
+    try {
+      await admin.connect();
+      const url = (await t.app.start(0, '127.0.0.1')).replace('/graphql', '/metrics');
+      const owner = await t.token('unavailable-owner', 'user');
+      const threeReads = async () => {
+        const response = await fetch(url.replace('/metrics', '/graphql'), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${owner}` },
+          body: JSON.stringify({ query: '{ a: threads(first: 1) { edges { cursor } } b: threads(first: 2) { edges { cursor } } c: threads(first: 3) { edges { cursor } } }' }),
+        });
+        const body = (await response.json()) as { errors?: { extensions?: { code?: string } }[] };
+        return `${response.status} ${body.errors?.[0]?.extensions?.code}`;
+      };
+      // Refused at connect (as the outage tests do, test/api/database-refusing-connections.int.test.ts).
+      await admin.query(`ALTER DATABASE "${database}" WITH ALLOW_CONNECTIONS false`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
+      await expect.poll(threeReads).toBe('503 UNAVAILABLE');
+      const before = await scrapeOf(url);
+      expect(await threeReads()).toBe('503 UNAVAILABLE');
+      const after = await scrapeOf(url);
+      const series = 'agent_audit_unavailable_total{dependency="database"}';
+      expect((after.samples.get(series) ?? 0) - (before.samples.get(series) ?? 0)).toBe(1);
+    } finally {
+      await admin.query(`ALTER DATABASE "${database}" WITH ALLOW_CONNECTIONS true`).catch(() => undefined);
+      await admin.end().catch(() => undefined);
       await t.close().catch(() => undefined);
     }
   });
