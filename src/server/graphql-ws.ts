@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { getOperationAST, GraphQLError, type DocumentNode, type ExecutionArgs } from 'graphql';
+import { getOperationAST, GraphQLError, parse, type DocumentNode, type ExecutionArgs } from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
@@ -12,6 +12,15 @@ import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
 import { countUnrun } from './metrics.js';
 import { compilable, type GraphQLServer } from './yoga.js';
+
+/** A refused document's operation, for /metrics: its own parse, as the refusal comes before yoga's. */
+const parsedOrNot = (query: string): DocumentNode | undefined => {
+  try {
+    return parse(query, { noLocation: true });
+  } catch {
+    return undefined;
+  }
+};
 
 /** The `http` extension is yoga's, for HTTP status codes: not part of a graphql-ws frame. */
 const withoutHttp = ({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions });
@@ -61,8 +70,13 @@ export function serveGraphQLOverWebSocket(
       onOperation: (ctx, id, _payload, _args, result) =>
         isSharedStream(result) ? writtenBySubscription(result, ctx.extra.socket, id, ctx.extra.request.socket) : undefined,
       onSubscribe: async (ctx, id, params) => {
+        // A document that never runs is counted in /metrics as yoga's plugin counts it over HTTP.
+        const counted = (document: DocumentNode | undefined, errors: GraphQLError[]) => {
+          countUnrun(document, params.operationName, errors);
+          return errors;
+        };
         const refused = limits.refusal(ctx);
-        if (refused) return [refused];
+        if (refused) return counted(parsedOrNot(params.query), [refused]);
         const { schema, execute, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
           connectionParams: ctx.connectionParams,
@@ -70,11 +84,6 @@ export function serveGraphQLOverWebSocket(
           socket: ctx.extra.socket,
           params,
         });
-        // A document that never runs is counted in /metrics as yoga's plugin counts it over HTTP.
-        const counted = (document: DocumentNode | undefined, errors: GraphQLError[]) => {
-          countUnrun(document, params.operationName, errors);
-          return errors;
-        };
         let document;
         try {
           document = parse(params.query);
