@@ -33,8 +33,8 @@ export interface DeletionReceipt {
 }
 
 export interface DeletionOptions {
-  /** Runs (or messages) removed per statement; default: sized by time, below. */
-  batchRuns?: number;
+  /** Rows removed per statement; default: sized by time, below. */
+  batchRows?: number;
 }
 
 /**
@@ -43,17 +43,16 @@ export interface DeletionOptions {
  * size doubles while batches are quicker and halves while they are slower, within bounds.
  */
 export const DELETION_BATCH_MS = 20;
-const BATCH_RUNS = { first: 20, min: 1, max: 1000 };
-const BATCH_MESSAGES = { first: 200, min: 20, max: 5000 };
+const BATCH_ROWS = { first: 200, min: 20, max: 5000 };
 
-function batchSizer(fixed: number | undefined, bounds: { first: number; min: number; max: number }) {
-  let units = fixed ?? bounds.first;
+function batchSizer(fixed: number | undefined) {
+  let units = fixed ?? BATCH_ROWS.first;
   return {
     units: () => units,
     took(ms: number) {
       if (fixed !== undefined) return;
-      if (ms < DELETION_BATCH_MS / 2) units = Math.min(bounds.max, units * 2);
-      else if (ms > DELETION_BATCH_MS * 2) units = Math.max(bounds.min, Math.floor(units / 2));
+      if (ms < DELETION_BATCH_MS / 2) units = Math.min(BATCH_ROWS.max, units * 2);
+      else if (ms > DELETION_BATCH_MS * 2) units = Math.max(BATCH_ROWS.min, Math.floor(units / 2));
     },
   };
 }
@@ -121,59 +120,56 @@ const TALLY = `tally AS (UPDATE thread t SET deleted_runs = t.deleted_runs + c.r
     FROM counts c WHERE t.id = $1::uuid)`;
 
 /**
- * One batch: the thread's next `$2` runs, newest first from before `$3` (a keyset on the run
- * index, so no batch rescans what earlier ones removed), with their audits and ToolCalls, in one
- * statement: its foreign keys are checked at its end, when referencing and referenced rows are
- * gone together (a resumed run is always newer than the run it resumes, so it goes first).
+ * One batch: the next `$2` rows of one table of the thread, whatever run they belong to (a run of
+ * 100,000 audits is as many batches, not one statement), found on one of the thread's indexes;
+ * after `$3` on that index's keyset where it has one, so no batch rescans what earlier ones removed.
+ * The steps go in the foreign keys' order: tool audits (they reference their ToolCall), ToolCalls
+ * (they reference the model audit that declared them), the other audits, the ordinary messages,
+ * then the runs, newest first (a resumed run references the run it resumes).
  */
-const RUN_BATCH = `WITH runs AS (
-    SELECT id, created_order FROM run WHERE thread_id = $1::uuid AND ($3::bigint IS NULL OR created_order < $3::bigint)
-    ORDER BY created_order DESC LIMIT $2),
-  messages AS (DELETE FROM message m USING runs WHERE m.run_id = runs.id RETURNING m.message_type),
-  calls AS (DELETE FROM tool_call c USING runs WHERE c.run_id = runs.id RETURNING 1),
-  gone AS (DELETE FROM run r USING runs WHERE r.id = runs.id RETURNING 1),
-  counts AS (SELECT (SELECT count(*) FROM gone)::int AS runs,
-    (SELECT count(*) FROM messages WHERE message_type <> 'chat')::int AS audits,
-    (SELECT count(*) FROM messages WHERE message_type = 'chat')::int AS messages,
-    (SELECT count(*) FROM calls)::int AS "toolCalls"),
-  ${TALLY}
-  SELECT counts.*, (SELECT min(created_order) FROM runs)::text AS before FROM counts`;
+function batchOf(table: 'message' | 'tool_call' | 'run', only: string, counts: string, keyset: 'id' | 'created_order' | null) {
+  // From the keyset's start while `$3` is null, as a bound the index takes (`$3 IS NULL OR …` would only filter).
+  const [key, order, past, start] =
+    keyset === 'created_order' ? ['created_order', 'DESC', '<', `${2n ** 63n - 1n}::bigint`] : ['id', 'ASC', '>', `'00000000-0000-0000-0000-000000000000'::uuid`];
+  const from = keyset === null ? '' : `AND ${key} ${past} coalesce($3, ${start}) ORDER BY ${key} ${order}`;
+  const sql = `WITH doomed AS (SELECT id, ${key} AS key FROM ${table} WHERE thread_id = $1::uuid ${only} ${from} LIMIT $2),
+    gone AS (DELETE FROM ${table} x USING doomed WHERE x.id = doomed.id RETURNING ${table === 'message' ? 'x.message_type' : '1'}),
+    counts AS (SELECT ${counts}),
+    ${TALLY}
+    SELECT counts.*, (SELECT count(*) FROM doomed)::int AS rows,
+      ${keyset === null ? 'NULL' : `(SELECT key FROM doomed ORDER BY key ${order === 'ASC' ? 'DESC' : 'ASC'} LIMIT 1)::text`} AS after FROM counts`;
+  return { sql, keyset: keyset !== null };
+}
 
-/** Then the ordinary messages, which belong to no run, a batch at a time. */
-const MESSAGE_BATCH = `WITH doomed AS (SELECT id FROM message WHERE thread_id = $1::uuid LIMIT $2),
-  gone AS (DELETE FROM message m USING doomed WHERE m.id = doomed.id RETURNING m.message_type),
-  counts AS (SELECT 0 AS runs, (SELECT count(*) FROM gone WHERE message_type <> 'chat')::int AS audits,
-    (SELECT count(*) FROM gone WHERE message_type = 'chat')::int AS messages, 0 AS "toolCalls"),
-  ${TALLY}
-  SELECT counts.*, NULL AS before FROM counts`;
+/** As the audit indexes on (thread_id, id) are partial. */
+const AUDITS = `AND message_type IN ('model_audit', 'tool_audit')`;
+const REMOVAL_STEPS = [
+  batchOf('message', `${AUDITS} AND tool_call_row_id IS NOT NULL`, `0 AS runs, (SELECT count(*) FROM gone)::int AS audits, 0 AS messages, 0 AS "toolCalls"`, 'id'),
+  batchOf('tool_call', '', `0 AS runs, 0 AS audits, 0 AS messages, (SELECT count(*) FROM gone)::int AS "toolCalls"`, 'id'),
+  batchOf('message', AUDITS, `0 AS runs, (SELECT count(*) FROM gone)::int AS audits, 0 AS messages, 0 AS "toolCalls"`, 'id'),
+  batchOf('message', '', `0 AS runs, 0 AS audits, (SELECT count(*) FROM gone)::int AS messages, 0 AS "toolCalls"`, null),
+  batchOf('run', '', `(SELECT count(*) FROM gone)::int AS runs, 0 AS audits, 0 AS messages, 0 AS "toolCalls"`, 'created_order'),
+];
 
 type Counts = Omit<DeletionReceipt, 'threadId' | 'verifiedAt'>;
 
 /** Steps 2 and 3 for a thread already marked. */
 export async function removeMarkedThread(deps: DomainDeps, threadId: string, options: DeletionOptions = {}): Promise<DeletionReceipt> {
   const counts: Counts = { runs: 0, audits: 0, toolCalls: 0, messages: 0 };
-  const size = batchSizer(options.batchRuns, BATCH_RUNS);
-  let before: string | null = null;
-  for (;;) {
-    const runs = size.units();
-    const began = performance.now();
-    const [batch]: (Counts & { before: string | null })[] = await deps.db.query(RUN_BATCH, [threadId, runs, before]);
-    size.took(performance.now() - began);
-    add(counts, batch!);
-    if (batch!.runs < runs) break;
-    before = batch!.before;
-    // Writes to other threads that queued behind this batch go first (PGlite has one connection).
-    await yieldToWrites();
-  }
-  const messages = batchSizer(options.batchRuns, BATCH_MESSAGES);
-  for (;;) {
-    const rows = messages.units();
-    const began = performance.now();
-    const [batch] = await deps.db.query<Counts>(MESSAGE_BATCH, [threadId, rows]);
-    messages.took(performance.now() - began);
-    add(counts, batch!);
-    if (batch!.audits + batch!.messages < rows) break;
-    await yieldToWrites();
+  const size = batchSizer(options.batchRows);
+  for (const step of REMOVAL_STEPS) {
+    let after: string | null = null;
+    for (;;) {
+      const rows = size.units();
+      const began = performance.now();
+      const [batch]: (Counts & { rows: number; after: string | null })[] = await deps.db.query(step.sql, step.keyset ? [threadId, rows, after] : [threadId, rows]);
+      size.took(performance.now() - began);
+      add(counts, batch!);
+      if (batch!.rows < rows) break;
+      after = batch!.after;
+      // Writes to other threads that queued behind this batch go first (PGlite has one connection).
+      await yieldToWrites();
+    }
   }
   // The tally counts the batches of every instance that worked on this deletion; if another one
   // removed the thread row first, its receipt has them, and this one says what this one removed.
@@ -230,7 +226,7 @@ export interface RetentionSweep {
   olderThan: Date;
   /** Threads chosen per query. */
   batchThreads?: number;
-  batchRuns?: number;
+  batchRows?: number;
   /** Each receipt, as it is issued. */
   onReceipt: (receipt: DeletionReceipt) => void;
 }
@@ -261,7 +257,7 @@ export async function sweepRetention(deps: DomainDeps, sweep: RetentionSweep): P
     for (const { id } of page) {
       // Rechecked inside the mark's transaction, after its locks: a write that got in first keeps the thread.
       if (!(await markDeleted(deps, id, isDue))) continue;
-      sweep.onReceipt(await removeMarkedThread(deps, id, { batchRuns: sweep.batchRuns }));
+      sweep.onReceipt(await removeMarkedThread(deps, id, { batchRows: sweep.batchRows }));
       deleted++;
     }
     if (page.length < (sweep.batchThreads ?? 100)) return deleted;

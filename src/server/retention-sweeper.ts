@@ -17,7 +17,7 @@ export interface RetentionOptions {
   intervalMs: number;
   /** The clock the age is judged by; tests pass their own. Default: the database's. */
   now?: () => Date;
-  batchRuns?: number;
+  batchRows?: number;
   /**
    * Vacuum the tables after deletions: PGlite runs no autovacuum (one process, no background
    * workers), so without it the space deleted rows held would never be reused there.
@@ -42,7 +42,7 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
   const { retentionDays } = options;
   let deletedSinceVacuum = false;
   const sweepLocked = async () => {
-    const abandoned = await finishAbandonedDeletions(deps, { batchRuns: options.batchRuns });
+    const abandoned = await finishAbandonedDeletions(deps, { batchRows: options.batchRows });
     abandoned.forEach(logReceipt('abandoned-deletion'));
     const now = options.now?.() ?? (await databaseNow(deps));
     const deleted =
@@ -50,7 +50,7 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
         ? 0
         : await sweepRetention(deps, {
             olderThan: new Date(now.getTime() - retentionDays * DAY_MS),
-            batchRuns: options.batchRuns,
+            batchRows: options.batchRows,
             onReceipt: logReceipt('retention'),
           });
     const pruned = await pruneToolAuditEnds(deps.db, now);

@@ -5,6 +5,8 @@ import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, actors, claim, createRun, createThread, must, runningRun, claimRunMutation } from '../support/lifecycle.js';
 import { sendRacing, untilEachOutcome } from '../support/races.js';
+import { bulkSeed } from '../../bench/lib/bulk-seed.js';
+import { sqlOverDriver } from '../../bench/lib/sql.js';
 import { DELETE_THREAD, rowsLeft } from './support.js';
 
 // SEMANTICS.md "Deletion and retention": who may delete, what the receipt says, and that nothing
@@ -148,7 +150,7 @@ describe(`deleteThread (${backendName})`, () => {
     expect(errorCode(await t.gql(DELETE_THREAD, { id: ' ' }, owner))).toBe('BAD_USER_INPUT');
   });
 
-  it('removes a thread in bounded batches, a run at a time: the counts add up over the batches', async () => {
+  it('removes a thread in bounded batches of rows: the counts add up over the batches', async () => {
     const { deleteThread } = await import('../../src/domain/deletion.js');
     const who = await actors(t);
     const threadId = await createThread(t, who.owner);
@@ -162,9 +164,46 @@ describe(`deleteThread (${backendName})`, () => {
       must(await session.finish('INTERRUPTED'));
     }
     const principal = { sub: who.ownerSub, role: 'superadmin' as const, expiresAtMs: Date.now() + 60_000 };
-    const receipt = await deleteThread(t.app.deps, principal, threadId, { batchRuns: 1 });
+    const receipt = await deleteThread(t.app.deps, principal, threadId, { batchRows: 1 });
     expect(receipt).toMatchObject({ runs: 3, audits: 15, toolCalls: 12, messages: 0 });
     expect(await rowsLeft(t, threadId, runIds)).toEqual({});
+  });
+
+  it('a run of more audits than a batch may hold is removed in batches too: no statement removes more than 5,000 rows', async () => {
+    // A long agent run: 8,000 audits and 4,000 ToolCalls in ONE run (bulk seeded as 2,000 runs, then merged).
+    const owner = 'one-long-run';
+    const [threadId] = await bulkSeed(sqlOverDriver(t.app.db.driver), { ownerSub: owner, threads: 1, auditsPerThread: 8_000, title: 'long run' });
+    await t.app.db.sql.transaction(async (tx) => {
+      await tx.query('SET LOCAL session_replication_role = replica');
+      const [first] = await tx.query<{ id: string }>('SELECT id FROM run WHERE thread_id = $1::uuid ORDER BY created_order LIMIT 1', [threadId]);
+      await tx.query(`UPDATE message SET run_id = $2::uuid, operation_id = operation_id || '-' || id WHERE thread_id = $1::uuid`, [threadId, first!.id]);
+      await tx.query(`UPDATE tool_call SET run_id = $2::uuid, tool_call_id = tool_call_id || '-' || id WHERE thread_id = $1::uuid`, [threadId, first!.id]);
+      await tx.query('DELETE FROM run WHERE thread_id = $1::uuid AND id <> $2::uuid', [threadId, first!.id]);
+    });
+    // Every statement's own count of what it removed (each batch returns it).
+    const removedPerStatement: number[] = [];
+    const watched = {
+      ...t.app.deps,
+      db: {
+        ...t.app.deps.db,
+        query: async <Row>(text: string, params?: unknown[]) => {
+          const rows = await t.app.deps.db.query<Row>(text, params);
+          const [row] = rows as Record<string, unknown>[];
+          if (/^\s*WITH/.test(text) && /DELETE/.test(text) && row && 'audits' in row) {
+            removedPerStatement.push(['runs', 'audits', 'toolCalls', 'messages'].reduce((sum, kind) => sum + Number(row[kind]), 0));
+          }
+          return rows;
+        },
+      },
+    };
+    const { deleteThread } = await import('../../src/domain/deletion.js');
+    const receipt = await deleteThread(watched, { sub: owner, role: 'user', expiresAtMs: Date.now() + 60_000 }, threadId!);
+    expect(receipt).toMatchObject({ runs: 1, audits: 8_000, toolCalls: 4_000, messages: 0 });
+    expect(removedPerStatement.reduce((sum, n) => sum + n, 0)).toBe(1 + 8_000 + 4_000);
+    // docs/deletion.md: "A batch is sized to take about 20 ms (from 20 to 5,000 rows)": on PGlite
+    // every other write waits for the statement in progress, however many audits its run has.
+    expect(Math.max(...removedPerStatement)).toBeLessThanOrEqual(5_000);
+    expect(await rowsLeft(t, threadId!, [])).toEqual({});
   });
 
   it('a deletion a crash cut short: the receipt of its finish counts what the whole deletion removed', async () => {
@@ -180,7 +219,7 @@ describe(`deleteThread (${backendName})`, () => {
       must(await session.finish('INTERRUPTED'));
     }
     expect(await markDeleted(t.app.deps, threadId, () => true)).toBe(true);
-    // The instance dies after its first batch (one run): every later statement fails.
+    // The instance dies after its first batches (no tool audits, then one ToolCall): every later statement fails.
     let statements = 0;
     const crash = new Error('the process died');
     const dying = {
@@ -188,15 +227,15 @@ describe(`deleteThread (${backendName})`, () => {
       db: {
         ...t.app.deps.db,
         query: <Row>(text: string, params?: unknown[]) =>
-          ++statements > 1 ? Promise.reject(crash) : t.app.deps.db.query<Row>(text, params),
+          ++statements > 2 ? Promise.reject(crash) : t.app.deps.db.query<Row>(text, params),
       },
     };
-    await expect(removeMarkedThread(dying, threadId, { batchRuns: 1 })).rejects.toBe(crash);
-    expect((await rowsLeft(t, threadId, runIds))['run.thread_id']).toBe(2);
+    await expect(removeMarkedThread(dying, threadId, { batchRows: 1 })).rejects.toBe(crash);
+    expect((await rowsLeft(t, threadId, runIds))['tool_call.thread_id']).toBe(5);
 
     // Ten minutes later, another instance's sweeper finishes it.
     await t.app.db.sql.query(`UPDATE thread SET deleted_at = now() - interval '11 minutes' WHERE id = $1::uuid`, [threadId]);
-    const receipts = await finishAbandonedDeletions(t.app.deps, { batchRuns: 1 });
+    const receipts = await finishAbandonedDeletions(t.app.deps, { batchRows: 1 });
     expect(receipts.find((receipt) => receipt.threadId === threadId)).toMatchObject({ runs: 3, audits: 3, toolCalls: 6, messages: 0 });
     expect(await rowsLeft(t, threadId, runIds)).toEqual({});
   });

@@ -40,7 +40,7 @@ const appendMessage = (token: string, threadId: string) =>
   }, token);
 
 const sweeperAt = (now: Date, retentionDays: number | undefined) =>
-  startRetentionSweeper(t.app.deps, t.app.db.driver, { retentionDays, intervalMs: 3_600_000, now: () => now, batchRuns: 1 });
+  startRetentionSweeper(t.app.deps, t.app.db.driver, { retentionDays, intervalMs: 3_600_000, now: () => now, batchRows: 1 });
 
 describe(`RETENTION_DAYS (${backendName})`, () => {
   it('deletes the threads whose latest change is older, keeps the others, and logs each receipt', async () => {
