@@ -20,4 +20,6 @@ export const ginPendingListParams = ['-c', 'gin_pending_list_limit=128kB'];
  * run's hot rows and index pages; the rest of the database is a read from the operating system's
  * file cache away.
  */
-export const serverStartParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB', '-c', 'maintenance_work_mem=16MB', ...ginPendingListParams];
+// max_wal_size: the write-ahead log a checkpoint keeps (src/server/wal-checkpoints.ts checkpoints
+// every 64 MB written), 1 GB by default, for a database of a few hundred MB.
+export const serverStartParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB', '-c', 'maintenance_work_mem=16MB', ...ginPendingListParams, '-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB'];

@@ -3,11 +3,13 @@ import type { Database } from '../db/database.js';
 import type { DomainDeps } from '../domain/command.js';
 import { startLeaseSweeper } from './lease-sweeper.js';
 import { startRetentionSweeper } from './retention-sweeper.js';
+import { startWalCheckpoints } from './wal-checkpoints.js';
 
 /**
  * What the server does besides answering: the lease sweep (whose first sweep is awaited, so a
  * crash-restarted server first closes what it left open), the OpenTelemetry export when an OTLP
- * endpoint is configured (docs/export.md), and the retention sweep.
+ * endpoint is configured (docs/export.md), the retention sweep, and on PGlite the checkpoints
+ * that keep its write-ahead log bounded (wal-checkpoints.ts).
  */
 export type BackgroundJobs = Awaited<ReturnType<typeof startBackgroundJobs>>;
 
@@ -22,6 +24,7 @@ export async function startBackgroundJobs(config: Config, db: Database, deps: Do
     vacuumAfterDeletions: db.kind === 'pglite',
   });
   void retention.sweep();
+  const checkpoints = db.kind === 'pglite' ? startWalCheckpoints(deps.db) : undefined;
   return {
     sweeper,
     exporter,
@@ -31,6 +34,7 @@ export async function startBackgroundJobs(config: Config, db: Database, deps: Do
       await sweeper.stop();
       await exporter?.stop();
       await retention.stop();
+      await checkpoints?.stop();
     },
   };
 }
