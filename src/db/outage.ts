@@ -13,9 +13,12 @@ import { errorFields, log, outsideErrorFields } from '../log.js';
  *   maintenance). Raised as an ERROR, 55000 is a statement's (currval before nextval): a bug;
  * - 57014 query_canceled (the statement timeout, a cancel) and 55P03 lock_not_available (a lock
  *   timeout): the database was too busy to answer in time, and the transaction rolled back;
+ * - 53100 disk_full: the database cannot write (the statement, and its transaction, changed
+ *   nothing); the same request succeeds once space is freed (isDiskFull);
  * - ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, EAI_AGAIN: the socket.
  */
-const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '55P03']);
+const DISK_FULL = '53100';
+const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '55P03', DISK_FULL]);
 const FATAL_SQLSTATES = new Set(['55000']);
 /** An SQLSTATE (and its severity, for those that are an outage only when FATAL) that says the database cannot be reached. */
 const isUnavailableState = (code: string | undefined, severity: unknown) =>
@@ -48,6 +51,10 @@ export const isUnavailable = (error: unknown): boolean => someCause(error, (each
   // pg's own errors carry no code, and no user input: their messages are fixed texts.
   return code === undefined && !('severity' in each) && PG_CONNECTION_MESSAGES.includes(each.message);
 });
+
+/** Whether the database refused a write for want of disk space (an outage of its own kind: UNAVAILABLE, saying so). */
+export const isDiskFull = (error: unknown): boolean =>
+  someCause(error, (each) => (each as { code?: unknown }).code === DISK_FULL || adapterCauseOf(each)?.originalCode === DISK_FULL);
 
 /**
  * Whether the database refused a statement for going past one of its own size limits (SQLSTATE

@@ -2,7 +2,7 @@ import { createGraphQLError } from 'graphql-yoga';
 import { GraphQLError } from 'graphql';
 import { DomainError, withoutFrames } from '../domain/errors.js';
 import type { RunStatus } from '../generated/prisma/enums.js';
-import { isProgramLimit, isUnavailable } from '../db/outage.js';
+import { isDiskFull, isProgramLimit, isUnavailable } from '../db/outage.js';
 import { errorFields, log, outsideErrorFields } from '../log.js';
 import { dependencyUnavailable } from '../metrics.js';
 
@@ -81,7 +81,10 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
   if (isUnavailable(original)) {
     dependencyUnavailable.inc({ dependency: 'database' });
     log.warn({ requestId: id, error: outsideErrorFields(original) }, 'database unavailable');
-    return createGraphQLError('The database cannot be reached, or did not answer in time, for the moment. Retry with backoff.', {
+    const why = isDiskFull(original)
+      ? 'The database is out of disk space: nothing was written. Retry with backoff once space is freed.'
+      : 'The database cannot be reached, or did not answer in time, for the moment. Retry with backoff.';
+    return createGraphQLError(why, {
       nodes: outer?.nodes,
       path: outer?.path,
       extensions: { code: 'UNAVAILABLE', requestId: id, http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
