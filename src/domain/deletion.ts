@@ -224,7 +224,7 @@ export const LATEST_CHANGE = (thread: string) => `greatest(${thread}.created_at,
 export interface RetentionSweep {
   /** Threads whose latest change is before this are deleted. */
   olderThan: Date;
-  /** Threads chosen per query. */
+  /** Threads looked at per query. */
   batchThreads?: number;
   batchRows?: number;
   /** Each receipt, as it is issued. */
@@ -244,23 +244,27 @@ export async function sweepRetention(deps: DomainDeps, sweep: RetentionSweep): P
     );
     return due?.due === true;
   };
+  const pageSize = sweep.batchThreads ?? 100;
   let deleted = 0;
-  let after: string | null = null;
+  let after: { createdAt: Date; id: string } | null = null;
   for (;;) {
-    const page: { id: string }[] = await deps.db.query<{ id: string }>(
-      `SELECT t.id FROM thread t
-       WHERE t.deleted_at IS NULL AND t.created_at < $1::timestamptz AND ($3::uuid IS NULL OR t.id > $3::uuid)
-         AND ${LATEST_CHANGE('t')} < $1::timestamptz
-       ORDER BY t.id LIMIT $2`,
-      [sweep.olderThan, sweep.batchThreads ?? 100, after],
+    // A page of the threads created before the cut-off, each asked for its latest change: at most
+    // `pageSize` asked per statement, however many old threads are still in use (none of them due).
+    const page: { id: string; createdAt: Date; due: boolean }[] = await deps.db.query(
+      `SELECT t.id, t.created_at, ${LATEST_CHANGE('t')} < $1::timestamptz AS due
+       FROM (SELECT * FROM thread WHERE created_at < $1::timestamptz AND deleted_at IS NULL
+               AND (created_at, id) > (coalesce($3::timestamptz, '-infinity'), coalesce($4::uuid, '00000000-0000-0000-0000-000000000000'))
+             ORDER BY created_at, id LIMIT $2) t
+       ORDER BY t.created_at, t.id`,
+      [sweep.olderThan, pageSize, after?.createdAt ?? null, after?.id ?? null],
     );
-    for (const { id } of page) {
+    for (const { id, due } of page) {
       // Rechecked inside the mark's transaction, after its locks: a write that got in first keeps the thread.
-      if (!(await markDeleted(deps, id, isDue))) continue;
+      if (!due || !(await markDeleted(deps, id, isDue))) continue;
       sweep.onReceipt(await removeMarkedThread(deps, id, { batchRows: sweep.batchRows }));
       deleted++;
     }
-    if (page.length < (sweep.batchThreads ?? 100)) return deleted;
-    after = page.at(-1)!.id;
+    if (page.length < pageSize) return deleted;
+    after = page.at(-1)!;
   }
 }
