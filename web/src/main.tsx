@@ -57,6 +57,7 @@ import {
   rulerWidth,
   errorsOnly,
   linkTo,
+  linkNotUnderstood,
   loadRun,
   loadingRuns,
   moveToFailure,
@@ -976,6 +977,12 @@ function App() {
       <SearchBox />
       <main>
         {pageError.value && <p class="banner error" role="alert">{pageError.value}</p>}
+        {linkNotUnderstood.value && (
+          <p class="banner error" role="alert" data-testid="link-not-understood">
+            This link is not the address of a thread or a row: <code>{revealed(linkNotUnderstood.value)}</code>. A thread's is{' '}
+            <code>#thread=</code> and its id of 36 characters; the link may have been cut short, or had text added, where it was shared.
+          </p>
+        )}
         <SearchResults />
         {isActivityHash(hash.value) ? <Activity token={token.value} /> : threadId.value ? <Timeline /> : <Home />}
       </main>
@@ -991,7 +998,7 @@ effect(() => {
       ? 'Activity'
       : threadId.value
         ? threadGone.value ? 'Thread not found' : threadInfo.value ? markedText(threadInfo.value.title || 'untitled thread') : 'Loading the thread…'
-        : home.value === 'ledger' ? 'Tool calls across threads' : 'Threads';
+        : linkNotUnderstood.value ? 'Link not understood' : home.value === 'ledger' ? 'Tool calls across threads' : 'Threads';
   document.title = `${where} · Agent audit timeline`;
 });
 

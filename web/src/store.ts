@@ -495,6 +495,7 @@ export function filterThreads(text: string) {
  */
 export function openThread(id: string, audit: string | null = null) {
   resetThread();
+  linkNotUnderstood.value = null;
   // The row first: with the thread alone, the address effect below would rewrite the address to
   // the thread without its row, and the push below would then add a second entry.
   pendingReveal.value = audit;
@@ -566,6 +567,7 @@ function applyChanges() {
 
 export function closeThread() {
   resetThread();
+  linkNotUnderstood.value = null;
   if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
 }
 
@@ -597,19 +599,32 @@ function resetThread() {
 /** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id). */
 export const linkTo = (thread: string, row: string | null) => `#thread=${thread}${row ? `&audit=${row}` : ''}`;
 
+/** The thread and row an address names; null for none (the home view), 'not understood' for an address that is no link of this page. */
+export function linkOf(address: string): { thread: string; row: string | null } | null | 'not understood' {
+  if (!address || address === '#') return null;
+  const [, thread, row = null] = /^#thread=([0-9a-f-]{36})(?:&audit=((?:declared:)?[0-9a-f-]{36}))?$/i.exec(address) ?? [];
+  return thread ? { thread, row } : 'not understood';
+}
+
+/** The address followed last, when it is no link of this page (cut short, or text added when it was shared): said on the page. */
+export const linkNotUnderstood = signal<string | null>(null);
+
 /**
  * Opens the thread and the row named in the URL (ids are not secrets; the token never goes
  * there): the thread scrolled to that row with it open, once loaded.
  */
 function followLocation() {
+  linkNotUnderstood.value = null;
   // The Activity view (activity.tsx) keeps its own state in the hash: no thread is open there.
-  if (/^#activity(&|$)/.test(location.hash)) return closeThread();
-  const [, wanted = null, row = null] = /^#thread=([0-9a-f-]{36})(?:&audit=((?:declared:)?[0-9a-f-]{36}))?$/i.exec(location.hash) ?? [];
-  if (wanted && wanted === threadId.value) {
-    if (row && row !== selectedKey.value) pendingReveal.value = row;
+  if (isActivityHash(location.hash)) return closeThread();
+  const link = linkOf(location.hash);
+  // Said, and the address left as followed (no entry pushed: Back leaves it as any other).
+  if (link === 'not understood') return void (resetThread(), (linkNotUnderstood.value = location.hash));
+  if (link && link.thread === threadId.value) {
+    if (link.row && link.row !== selectedKey.value) pendingReveal.value = link.row;
     return;
   }
-  if (wanted) openThread(wanted, row);
+  if (link) openThread(link.thread, link.row);
   else closeThread();
 }
 
