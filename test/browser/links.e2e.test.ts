@@ -3,6 +3,7 @@
 // Ctrl or the middle button.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
 import { pageSuite, signIn, superadminThread } from './support/page.js';
@@ -10,6 +11,18 @@ import { pageSuite, signIn, superadminThread } from './support/page.js';
 let origin: string;
 let browser: Browser;
 let context: BrowserContext;
+
+/** One run: a model call declaring tool `c1`, which fails. */
+async function writeRun(owner: AuditClient, worker: AuditClient, threadId: string) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  const model = await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'pay', args: { n: 1 } }] });
+  const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'pay', effectiveInput: { n: 1 }, sequence: 3 });
+  await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'permission denied', status: 'error' }, sequence: 4 });
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  return { runId: run.id, modelId: model.id, toolId: tool.id };
+}
 
 async function newPage(): Promise<Page> {
   const page = await context.newPage();
@@ -44,6 +57,38 @@ describe.skipIf(!haveChromium && !browserRequired)(`links to threads and rows ($
     await expect.poll(() => page.url()).toBe(`${origin}/`);
     await page.waitForSelector('section.threads');
     expect(await banner(page)).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('opens a thread, a search hit and a ledger entry in a new tab on Ctrl+click, at its row, this tab staying where it was', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'opened in tabs');
+    const { toolId } = await writeRun(owner, worker, threadId);
+    const page = await newPage();
+    await signIn(page, origin, who.owner);
+    /** Ctrl+clicks `selector`: the address of the tab it opened, this tab's address unchanged. */
+    const ctrlClick = async (selector: string) => {
+      const before = page.url();
+      const opened = context.waitForEvent('page');
+      await page.click(selector, { modifiers: ['Control'] });
+      const tab = await opened;
+      await tab.waitForLoadState();
+      const address = tab.url();
+      await tab.close();
+      expect(page.url()).toBe(before);
+      return address;
+    };
+    expect(await ctrlClick(`section.threads a[data-thread-id="${threadId}"]`)).toBe(`${origin}/#thread=${threadId}`);
+    await page.fill('input[name=q]', 'permission denied');
+    await page.press('input[name=q]', 'Enter');
+    await page.waitForSelector(`[data-testid=search-results] li[data-audit-id="${toolId}"]`);
+    expect(await ctrlClick(`[data-testid=search-results] li[data-audit-id="${toolId}"] a`)).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
+    await page.click('button:text("Clear")');
+    await page.click('button:text("Tool calls across threads")');
+    await page.waitForSelector(`[data-testid=ledger] tr[data-thread-id="${threadId}"]`);
+    expect(await ctrlClick(`[data-testid=ledger] tr[data-thread-id="${threadId}"] a`)).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
+    // A plain click still opens it here.
+    await page.click(`[data-testid=ledger] tr[data-thread-id="${threadId}"] a`);
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
     await page.close();
   }, 120_000);
 });

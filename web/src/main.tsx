@@ -70,12 +70,22 @@ import {
 } from './store.js';
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
-import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, shownDurationMs } from './ledger.js';
+import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurationMs } from './ledger.js';
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
 import { pastedToken, tokenRefusal } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
+
+/**
+ * A link's click, followed in this page; with Ctrl, Cmd, Shift or Alt (a new tab, a window, a
+ * download), or another button, left to the browser, which opens the link's address.
+ */
+const inPage = (follow: () => void) => (event: MouseEvent) => {
+  if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+  event.preventDefault();
+  follow();
+};
 
 /** A sentence ends with a full stop (a server's message may not). */
 const sentence = (text: string) => (/[.!?…]$/.test(text) ? text : `${text}.`);
@@ -196,7 +206,7 @@ function SearchResults() {
       <ul>
         {rankHits(results.hits).map((hit) => (
           <li key={hit.audit.id} data-audit-id={hit.audit.id}>
-            <a href={linkTo(hit.threadId, hit.audit.id)} onClick={(e) => (e.preventDefault(), openHit(hit))}>
+            <a href={linkTo(hit.threadId, hit.audit.id)} onClick={inPage(() => openHit(hit))}>
               {marked(hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`, results.text)}
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
@@ -279,7 +289,7 @@ function ThreadList() {
           const failures = failuresText(thread.auditSummary);
           return (
             <li key={thread.id} data-thread-id={thread.id}>
-              <a href={`#thread=${thread.id}`} data-thread-id={thread.id} onClick={(e) => (e.preventDefault(), openThread(thread.id))}>
+              <a href={linkTo(thread.id, null)} data-thread-id={thread.id} onClick={inPage(() => openThread(thread.id))}>
                 <bdi>{revealed(thread.title || thread.id)}</bdi>
               </a>
               {thread.latestRun && <span class={`status ${thread.latestRun.status}`} title="the latest run's status">{thread.latestRun.status}</span>}
@@ -308,7 +318,7 @@ function RunMeta({ row }: { row: Row }) {
       {run.resumedFrom && (
         <>
           {' · resumes '}
-          <a href="#" class="resumed-from" onClick={(e) => (e.preventDefault(), (selectedKey.value = run.resumedFrom!.id))}>
+          <a href={linkTo(threadId.value!, run.resumedFrom.id)} class="resumed-from" onClick={inPage(() => (selectedKey.value = run.resumedFrom!.id))}>
             {runLabel(orderedRuns.value, run.resumedFrom.id)}
           </a>
         </>
@@ -885,7 +895,7 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
                     {acrossThreads && <td><bdi>{revealed(entry.threadTitle || entry.threadId)}</bdi></td>}
                     <td>{runName(entry.runId)}</td>
                     <td>
-                      <a href={`#thread=${entry.threadId}`} onClick={(e) => (e.preventDefault(), openLedgerEntry(entry))}>{revealed(entry.name)}</a>
+                      <a href={linkTo(entry.threadId, rowToOpen(entry))} onClick={inPage(() => openLedgerEntry(entry))}>{revealed(entry.name)}</a>
                     </td>
                     <td><code>{revealed(entry.toolCallId)}</code></td>
                     <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
@@ -918,7 +928,7 @@ function Timeline() {
       <section class="timeline gone">
         <p class="banner error" role="alert" data-testid="thread-gone">
           This thread does not exist or was deleted: there is nothing more to show or follow.{' '}
-          <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>
+          <a href="/" class="back" onClick={inPage(closeThread)}>← threads</a>
         </p>
       </section>
     );
@@ -927,7 +937,7 @@ function Timeline() {
   return (
     <section class="timeline">
       <div class="thread-head">
-        <a href="#" class="back" onClick={(e) => (e.preventDefault(), closeThread())}>← threads</a>{' '}
+        <a href="/" class="back" onClick={inPage(closeThread)}>← threads</a>{' '}
         <h1 class="view-title" ref={heading} tabIndex={-1}>{info ? <bdi>{revealed(info.title || 'untitled thread')}</bdi> : 'Loading the thread…'}</h1>{' '}
         <span class="muted">
           {info && <>owned by {info.ownerId} · </>}<code>{threadId.value}</code>
