@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
-import { pageSuite, signIn, superadminThread } from './support/page.js';
+import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
 
 let origin: string;
 let browser: Browser;
@@ -90,5 +90,29 @@ describe.skipIf(!haveChromium && !browserRequired)(`links to threads and rows ($
     await page.click(`[data-testid=ledger] tr[data-thread-id="${threadId}"] a`);
     await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
     await page.close();
+  }, 120_000);
+
+  it('says a linked row is not in the thread, to its owner and to a colleague who may not read its audits, instead of dropping it silently', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'row gone');
+    const { runId, toolId } = await writeRun(owner, worker, threadId);
+    const page = await newPage();
+    await signIn(page, origin, who.owner);
+    const missing = '01000000-0000-7000-8000-000000000000';
+    await openThread(page, origin, `#thread=${threadId}&audit=${missing}`);
+    await page.waitForSelector(`.row[data-key="${runId}"]`);
+    await expect.poll(() => page.locator('[data-testid=row-not-found]').innerText()).toMatch(new RegExp(`no row.*${missing}`));
+    // Once the reader selects a row, the notice is over.
+    await page.click(`.row[data-key="${toolId}"]`);
+    await expect.poll(() => page.locator('[data-testid=row-not-found]').count()).toBe(0);
+    await page.close();
+    // A superadmin who does not own the thread sees its runs; the tool's row is an audit.
+    const colleague = await (await superadminThread(server.url, 'colleague')).who.owner;
+    const other = await (await browser.newContext()).newPage();
+    await signIn(other, origin, colleague);
+    await openThread(other, origin, `#thread=${threadId}&audit=${toolId}`);
+    await other.waitForSelector(`.row[data-key="${runId}"]`);
+    await other.waitForSelector('[data-testid=audits-hidden]');
+    await expect.poll(() => other.locator('[data-testid=row-not-found]').innerText()).toMatch(/owner/);
+    await other.context().close();
   }, 120_000);
 });

@@ -58,6 +58,7 @@ import {
   errorsOnly,
   linkTo,
   linkNotUnderstood,
+  rowNotFound,
   loadRun,
   loadingRuns,
   moveToFailure,
@@ -958,6 +959,12 @@ function Timeline() {
         </p>
       )}
       {auditsHidden.value && <p class="banner hidden-audits" data-testid="audits-hidden">{auditsHidden.value}</p>}
+      {rowNotFound.value && (
+        <p class="banner error" role="alert" data-testid="row-not-found">
+          This thread shows no row the link names (<code>{revealed(rowNotFound.value)}</code>):{' '}
+          {auditsHidden.value ? "a model call or a tool execution shows to the thread's owner only, if they are a superadmin." : 'it may be gone, or the link was changed where it was shared.'}
+        </p>
+      )}
       {!auditsHidden.value && (
         <div class="views" role="group" aria-label="View">
           <button aria-pressed={view.value === 'timeline'} onClick={() => (view.value = 'timeline')}>Timeline</button>

@@ -43,6 +43,8 @@ export const snapshotLoaded = signal(false);
 export const threadReadError = signal<string | null>(null);
 /** An audit to select once its thread's timeline holds it (a search result opened). */
 const pendingReveal = signal<string | null>(null);
+/** A row asked for (a link) that the open thread does not hold, or not for this reader: said until another row is selected. */
+export const rowNotFound = signal<string | null>(null);
 
 export type SearchHit = SearchAuditsQuery['searchAudits']['items'][number];
 /** An opened audit with its payloads (AUDIT_DETAIL). */
@@ -287,8 +289,12 @@ effect(() => {
   } else if (truncated.value) {
     void loadOlder();
   } else if (!loadingOlder.value) {
+    rowNotFound.value = wanted;
     pendingReveal.value = null;
   }
+});
+effect(() => {
+  if (selectedKey.value) rowNotFound.value = null;
 });
 
 /** The audit whose run was last read for a row asked for, and whether that read is under way. */
@@ -594,6 +600,7 @@ function resetThread() {
   auditsHidden.value = null;
   threadGone.value = false;
   selectedKey.value = null;
+  rowNotFound.value = null;
 }
 
 /** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id). */
