@@ -115,4 +115,32 @@ describe.skipIf(!haveChromium && !browserRequired)(`links to threads and rows ($
     await expect.poll(() => other.locator('[data-testid=row-not-found]').innerText()).toMatch(/owner/);
     await other.context().close();
   }, 120_000);
+
+  it("keeps 'Errors only' in the address: a reload, a shared link and Back show the thread filtered as it was", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'failures only');
+    const { modelId, toolId } = await writeRun(owner, worker, threadId);
+    const page = await newPage();
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.waitForSelector(`.row[data-key="${modelId}"]`);
+    await page.click('[data-testid=errors-only]');
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&errors`);
+    await page.click(`.row[data-key="${toolId}"]`);
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}&errors`);
+    const shown = async (target: Page) => {
+      await target.waitForSelector(`.row.selected[data-key="${toolId}"]`);
+      return { pressed: await target.getAttribute('[data-testid=errors-only]', 'aria-pressed'), model: await target.locator(`.row[data-key="${modelId}"]`).count() };
+    };
+    await page.reload();
+    expect(await shown(page)).toEqual({ pressed: 'true', model: 0 });
+    const colleague = await (await browser.newContext()).newPage();
+    await signIn(colleague, origin, who.owner);
+    await colleague.goto(page.url());
+    expect(await shown(colleague)).toEqual({ pressed: 'true', model: 0 });
+    await colleague.context().close();
+    // Unpressed, the address says so; a thread opened from the list keeps the filter as it is.
+    await page.click('[data-testid=errors-only]');
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
+    await page.close();
+  }, 120_000);
 });

@@ -543,7 +543,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       </dl>
       <p class="details-actions">
         <button onClick={copy} data-testid="copy-json">{copied.value ? 'Copied' : 'Copy as JSON'}</button>{' '}
-        <a href={threadId.value ? linkTo(threadId.value, row.key) : '#'} data-testid="row-link">Link to this row</a>
+        <a href={threadId.value ? linkTo(threadId.value, row.key, errorsOnly.value) : '#'} data-testid="row-link">Link to this row</a>
         <span role="status" class="muted">{copyRefused.value && ` ${copyRefused.value}`}</span>
       </p>
     </>

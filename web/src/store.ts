@@ -506,7 +506,8 @@ export function openThread(id: string, audit: string | null = null) {
   // the thread without its row, and the push below would then add a second entry.
   pendingReveal.value = audit;
   threadId.value = id;
-  if (location.hash !== linkTo(id, audit)) history.pushState(null, '', linkTo(id, audit));
+  const address = linkTo(id, audit, errorsOnly.peek());
+  if (location.hash !== address) history.pushState(null, '', address);
   // Results of "this thread" are the open thread's: read again for this one.
   if (searchResults.peek() && searchScope.peek() === 'thread') void runSearch();
   stopFollowing = followThread(liveClient(), token.value!, id, {
@@ -603,14 +604,14 @@ function resetThread() {
   rowNotFound.value = null;
 }
 
-/** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id). */
-export const linkTo = (thread: string, row: string | null) => `#thread=${thread}${row ? `&audit=${row}` : ''}`;
+/** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id), `&errors` with 'Errors only' pressed. */
+export const linkTo = (thread: string, row: string | null, errors = false) => `#thread=${thread}${row ? `&audit=${row}` : ''}${errors ? '&errors' : ''}`;
 
-/** The thread and row an address names; null for none (the home view), 'not understood' for an address that is no link of this page. */
-export function linkOf(address: string): { thread: string; row: string | null } | null | 'not understood' {
+/** The thread, row and filter an address names; null for none (the home view), 'not understood' for an address that is no link of this page. */
+export function linkOf(address: string): { thread: string; row: string | null; errors: boolean } | null | 'not understood' {
   if (!address || address === '#') return null;
-  const [, thread, row = null] = /^#thread=([0-9a-f-]{36})(?:&audit=((?:declared:)?[0-9a-f-]{36}))?$/i.exec(address) ?? [];
-  return thread ? { thread, row } : 'not understood';
+  const [, thread, row = null, errors] = /^#thread=([0-9a-f-]{36})(?:&audit=((?:declared:)?[0-9a-f-]{36}))?(&errors)?$/i.exec(address) ?? [];
+  return thread ? { thread, row, errors: Boolean(errors) } : 'not understood';
 }
 
 /** The address followed last, when it is no link of this page (cut short, or text added when it was shared): said on the page. */
@@ -627,6 +628,7 @@ function followLocation() {
   const link = linkOf(location.hash);
   // Said, and the address left as followed (no entry pushed: Back leaves it as any other).
   if (link === 'not understood') return void (resetThread(), (linkNotUnderstood.value = location.hash));
+  if (link) errorsOnly.value = link.errors;
   if (link && link.thread === threadId.value) {
     if (link.row && link.row !== selectedKey.value) pendingReveal.value = link.row;
     return;
@@ -635,12 +637,12 @@ function followLocation() {
   else closeThread();
 }
 
-// The address follows the selected row, so it can be copied and shared (replaced, not pushed: Back leaves the thread).
+// The address follows the selected row and 'Errors only', so it can be copied and shared (replaced, not pushed: Back leaves the thread).
 effect(() => {
   const thread = threadId.value;
-  const key = selectedKey.value;
-  if (!thread || pendingReveal.value || !location.hash.startsWith(`#thread=${thread}`)) return;
-  if (location.hash !== linkTo(thread, key)) history.replaceState(null, '', linkTo(thread, key));
+  const address = thread && linkTo(thread, selectedKey.value, errorsOnly.value);
+  if (!address || pendingReveal.value || !location.hash.startsWith(`#thread=${thread}`)) return;
+  if (location.hash !== address) history.replaceState(null, '', address);
 });
 
 export function restore() {
