@@ -143,4 +143,15 @@ describe.skipIf(!haveChromium && !browserRequired)(`links to threads and rows ($
     await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
     await page.close();
   }, 120_000);
+
+  it("names the Activity view's tool and window in the tab's title, so ten tabs of it tell apart", async () => {
+    const { who } = await superadminThread(server.url, 'activity tabs');
+    const page = await newPage();
+    await signIn(page, origin, who.owner);
+    await page.goto(`${origin}/#activity&window=900&tool=pay`);
+    await expect.poll(() => page.title()).toBe('Activity: pay, 15 min · Agent audit timeline');
+    await page.goto(`${origin}/#activity`);
+    await expect.poll(() => page.title()).toBe('Activity: all tools, 1 h · Agent audit timeline');
+    await page.close();
+  }, 120_000);
 });

@@ -9,7 +9,7 @@ import './activity.css';
 import { createLiveClient, unlessTokenRefused, type ConnectionState } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
-import { formatAgo, formatDuration } from './timeline.js';
+import { formatAgo, formatDuration, markedText } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
@@ -39,6 +39,12 @@ function settingsOf(value: string): Settings {
   const params = new URLSearchParams(value.replace(/^#/, ''));
   const windowSeconds = Number(params.get('window'));
   return { windowSeconds: WINDOWS.some((w) => w.seconds === windowSeconds) ? windowSeconds : 3600, tool: params.get('tool') ?? '' };
+}
+
+/** The view as the tab's title names it: its tool and window ("Activity: search, 1 h"), so its tabs tell apart. */
+export function activityTitle(value: string): string {
+  const { windowSeconds, tool } = settingsOf(value);
+  return `Activity: ${tool ? markedText(tool) : 'all tools'}, ${WINDOWS.find((w) => w.seconds === windowSeconds)!.label}`;
 }
 
 const addressOf = (settings: Settings) => {

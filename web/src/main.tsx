@@ -73,7 +73,7 @@ import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphq
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurationMs } from './ledger.js';
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
-import { Activity, activityConnection, hash, isActivityHash } from './activity.js';
+import { Activity, activityConnection, activityTitle, hash, isActivityHash } from './activity.js';
 import { pastedToken, tokenRefusal } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
@@ -1012,7 +1012,7 @@ effect(() => {
   const where = !token.value
     ? 'Sign in'
     : isActivityHash(hash.value)
-      ? 'Activity'
+      ? activityTitle(hash.value)
       : threadId.value
         ? threadGone.value ? 'Thread not found' : threadInfo.value ? markedText(threadInfo.value.title || 'untitled thread') : 'Loading the thread…'
         : linkNotUnderstood.value ? 'Link not understood' : home.value === 'ledger' ? 'Tool calls across threads' : 'Threads';
