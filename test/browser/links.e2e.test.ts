@@ -154,4 +154,33 @@ describe.skipIf(!haveChromium && !browserRequired)(`links to threads and rows ($
     await expect.poll(() => page.title()).toBe('Activity: all tools, 1 h · Agent audit timeline');
     await page.close();
   }, 120_000);
+
+  it('keeps a search in the address: a reload, a shared link and a hit opened show the same results', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'searched');
+    const { toolId } = await writeRun(owner, worker, threadId);
+    const page = await newPage();
+    await signIn(page, origin, who.owner);
+    await page.fill('input[name=q]', 'permission denied');
+    await page.selectOption('select[aria-label=Status]', 'FAILED');
+    const hit = `[data-testid=search-results] li[data-audit-id="${toolId}"]`;
+    await page.waitForSelector(hit);
+    await expect.poll(() => page.url()).toBe(`${origin}/#q=permission+denied&status=FAILED`);
+    await page.reload();
+    await page.waitForSelector(hit);
+    expect(await page.inputValue('input[name=q]')).toBe('permission denied');
+    // A hit opened: its row, and the search across threads it came from.
+    await page.click(`${hit} a`);
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}&q=permission+denied&status=FAILED&in=all`);
+    const colleague = await (await browser.newContext()).newPage();
+    await signIn(colleague, origin, who.owner);
+    await colleague.goto(page.url());
+    await colleague.waitForSelector(hit);
+    await colleague.waitForSelector(`.row.selected[data-key="${toolId}"]`);
+    expect(await colleague.inputValue('select[aria-label=Where]')).toBe('all');
+    await colleague.context().close();
+    // Cleared, the address holds no search.
+    await page.click('button:text("Clear")');
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
+    await page.close();
+  }, 120_000);
 });

@@ -225,15 +225,20 @@ const SEARCH_PAGE = 50;
 /** Counts the searches started: an answer shows only if no search started after its own (answers may arrive out of order). */
 let searchesStarted = 0;
 
-/** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
-export async function runSearch(more = false) {
-  const search = ++searchesStarted;
-  if (!threadId.value) searchScope.value = 'all';
+/** The search the box and the filters describe; `forQuery` names it. */
+function searchAsked() {
   const text = searchText.value.trim();
   const name = searchName.value.trim() || null;
   const status = searchStatus.value || null;
   const scopedThread = searchScope.value === 'thread' ? threadId.value : null;
-  const forQuery = JSON.stringify([text, name, status, scopedThread]);
+  return { text, name, status, scopedThread, forQuery: JSON.stringify([text, name, status, scopedThread]) };
+}
+
+/** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
+export async function runSearch(more = false) {
+  const search = ++searchesStarted;
+  if (!threadId.value) searchScope.value = 'all';
+  const { text, name, status, scopedThread, forQuery } = searchAsked();
   if (!token.value || (!text && !status && !name)) return void (searchResults.value = null);
   if (text && text.length < 3) {
     searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery, text };
@@ -241,6 +246,7 @@ export async function runSearch(more = false) {
   }
   const shown = searchResults.value?.forQuery === forQuery ? searchResults.value.hits : [];
   const after = more ? (shown[shown.length - 1]?.audit.id ?? null) : null;
+  searchRunning.value = forQuery;
   try {
     const { searchAudits } = await readFewer(SEARCH_PAGE, (first) =>
       gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, first, after }),
@@ -250,6 +256,8 @@ export async function runSearch(more = false) {
   } catch (error) {
     if (search !== searchesStarted) return;
     searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery, text };
+  } finally {
+    if (search === searchesStarted) searchRunning.value = null;
   }
 }
 
@@ -506,7 +514,7 @@ export function openThread(id: string, audit: string | null = null) {
   // the thread without its row, and the push below would then add a second entry.
   pendingReveal.value = audit;
   threadId.value = id;
-  const address = linkTo(id, audit, errorsOnly.peek());
+  const address = linkTo(id, audit, errorsOnly.peek()) + searchAddress.peek();
   if (location.hash !== address) history.pushState(null, '', address);
   // Results of "this thread" are the open thread's: read again for this one.
   if (searchResults.peek() && searchScope.peek() === 'thread') void runSearch();
@@ -575,7 +583,7 @@ function applyChanges() {
 export function closeThread() {
   resetThread();
   linkNotUnderstood.value = null;
-  if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname);
+  if (location.hash.startsWith('#thread=')) history.pushState(null, '', location.pathname + addressNow());
 }
 
 /** Stops following the open thread and forgets it; the address stays. */
@@ -607,11 +615,60 @@ function resetThread() {
 /** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id), `&errors` with 'Errors only' pressed. */
 export const linkTo = (thread: string, row: string | null, errors = false) => `#thread=${thread}${row ? `&audit=${row}` : ''}${errors ? '&errors' : ''}`;
 
-/** The thread, row and filter an address names; null for none (the home view), 'not understood' for an address that is no link of this page. */
-export function linkOf(address: string): { thread: string; row: string | null; errors: boolean } | null | 'not understood' {
+/** A search as the address holds it (`q`, `name`, `status`, and `in=all` for one across threads with a thread open). */
+export interface SearchLink {
+  text: string;
+  name: string;
+  status: AuditStatus | '';
+  all: boolean;
+}
+const AUDIT_STATUSES: readonly string[] = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'];
+
+/**
+ * What an address names: a thread (its row, `Errors only`) and a search, each optional; null for
+ * neither (the home view), 'not understood' for an address that is no link of this page.
+ */
+export function linkOf(address: string): { thread: string | null; row: string | null; errors: boolean; search: SearchLink | null } | null | 'not understood' {
   if (!address || address === '#') return null;
-  const [, thread, row = null, errors] = /^#thread=([0-9a-f-]{36})(?:&audit=((?:declared:)?[0-9a-f-]{36}))?(&errors)?$/i.exec(address) ?? [];
-  return thread ? { thread, row, errors: Boolean(errors) } : 'not understood';
+  const params = new URLSearchParams(address.slice(1));
+  const [thread, row] = [params.get('thread'), params.get('audit')];
+  if (thread !== null && !/^[0-9a-f-]{36}$/i.test(thread)) return 'not understood';
+  if (row !== null && (thread === null || !/^(declared:)?[0-9a-f-]{36}$/i.test(row))) return 'not understood';
+  const [text, name, status] = [params.get('q') ?? '', params.get('name') ?? '', params.get('status') ?? ''];
+  const search = text || name || status ? { text, name, status: (AUDIT_STATUSES.includes(status) ? status : '') as AuditStatus | '', all: params.get('in') === 'all' } : null;
+  if (!thread && !search) return 'not understood';
+  return { thread, row, errors: params.has('errors'), search };
+}
+
+/** The search being read (its forQuery) until its results show. */
+const searchRunning = signal<string | null>(null);
+/** The address's search part (`&q=…`) for the search shown or being read, or '' with none. */
+const searchAddress = computed(() => {
+  const forQuery = searchRunning.value ?? searchResults.value?.forQuery;
+  if (!forQuery) return '';
+  const [text, name, status, scopedThread] = JSON.parse(forQuery) as [string, string | null, string | null, string | null];
+  const params = new URLSearchParams();
+  if (text) params.set('q', text);
+  if (name) params.set('name', name);
+  if (status) params.set('status', status);
+  if (threadId.value && !scopedThread) params.set('in', 'all');
+  return `&${params.toString()}`;
+});
+
+/** The address of what shows: the open thread (its row, `Errors only`) or the home view, and the search shown. */
+const addressNow = () => {
+  const thread = threadId.value;
+  const search = searchAddress.value;
+  return thread ? linkTo(thread, selectedKey.value, errorsOnly.value) + search : search ? `#${search.slice(1)}` : '';
+};
+
+/** Shows the search a link names, unless it shows already. */
+function followSearch(search: SearchLink) {
+  searchText.value = search.text;
+  searchName.value = search.name;
+  searchStatus.value = search.status;
+  searchScope.value = search.all || !threadId.value ? 'all' : 'thread';
+  if (searchResults.peek()?.forQuery !== searchAsked().forQuery) void runSearch();
 }
 
 /** The address followed last, when it is no link of this page (cut short, or text added when it was shared): said on the page. */
@@ -621,7 +678,16 @@ export const linkNotUnderstood = signal<string | null>(null);
  * Opens the thread and the row named in the URL (ids are not secrets; the token never goes
  * there): the thread scrolled to that row with it open, once loaded.
  */
+/** The address has been read since the page loaded: until then, it is not written over. */
+const addressRead = signal(false);
+
+/** Follows the address (in one batch: the address effect sees the state it names, never a step on the way). */
 function followLocation() {
+  batch(followAddress);
+}
+
+function followAddress() {
+  addressRead.value = true;
   linkNotUnderstood.value = null;
   // The Activity view (activity.tsx) keeps its own state in the hash: no thread is open there.
   if (isActivityHash(location.hash)) return closeThread();
@@ -629,20 +695,21 @@ function followLocation() {
   // Said, and the address left as followed (no entry pushed: Back leaves it as any other).
   if (link === 'not understood') return void (resetThread(), (linkNotUnderstood.value = location.hash));
   if (link) errorsOnly.value = link.errors;
-  if (link && link.thread === threadId.value) {
+  if (link?.thread && link.thread === threadId.value) {
     if (link.row && link.row !== selectedKey.value) pendingReveal.value = link.row;
-    return;
-  }
-  if (link) openThread(link.thread, link.row);
+  } else if (link?.thread) openThread(link.thread, link.row);
   else closeThread();
+  if (link?.search) followSearch(link.search);
 }
 
-// The address follows the selected row and 'Errors only', so it can be copied and shared (replaced, not pushed: Back leaves the thread).
+// The address follows the selected row, 'Errors only' and the search shown, so it can be copied and
+// shared (replaced, not pushed: Back leaves the thread). Not on the Activity view, nor over a link not understood.
 effect(() => {
   const thread = threadId.value;
-  const address = thread && linkTo(thread, selectedKey.value, errorsOnly.value);
-  if (!address || pendingReveal.value || !location.hash.startsWith(`#thread=${thread}`)) return;
-  if (location.hash !== address) history.replaceState(null, '', address);
+  const address = addressNow();
+  if (!token.value || !addressRead.value || pendingReveal.value || linkNotUnderstood.value || isActivityHash(location.hash)) return;
+  if (thread ? !location.hash.startsWith(`#thread=${thread}`) : location.hash.startsWith('#thread=')) return;
+  if (location.hash !== address) history.replaceState(null, '', location.pathname + address);
 });
 
 export function restore() {
