@@ -183,4 +183,24 @@ describe.skipIf(!haveChromium && !browserRequired)(`links to threads and rows ($
     await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&audit=${toolId}`);
     await page.close();
   }, 120_000);
+
+  it("keeps the tool-call ledger in the address, a thread's and the one across threads: a reload or a shared link shows it", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'ledger linked');
+    await writeRun(owner, worker, threadId);
+    const page = await newPage();
+    await signIn(page, origin, who.owner);
+    await page.click('button:text("Tool calls across threads")');
+    await expect.poll(() => page.url()).toBe(`${origin}/#calls`);
+    await page.reload();
+    await page.waitForSelector(`[data-testid=ledger] tr[data-thread-id="${threadId}"]`);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.click('.views button:text("Tool calls")');
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}&calls`);
+    await page.reload();
+    await page.waitForSelector('[data-testid=ledger] tbody tr');
+    expect(await page.getAttribute('.views button:text("Tool calls")', 'aria-pressed')).toBe('true');
+    await page.click('.views button:text("Timeline")');
+    await expect.poll(() => page.url()).toBe(`${origin}/#thread=${threadId}`);
+    await page.close();
+  }, 120_000);
 });

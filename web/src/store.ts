@@ -1,4 +1,4 @@
-import { batch, computed, effect, signal } from '@preact/signals';
+import { batch, computed, effect, signal, untracked } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { answers, claimsOf, createLiveClient, gql, isTransient, readFewer, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
@@ -514,7 +514,7 @@ export function openThread(id: string, audit: string | null = null) {
   // the thread without its row, and the push below would then add a second entry.
   pendingReveal.value = audit;
   threadId.value = id;
-  const address = linkTo(id, audit, errorsOnly.peek()) + searchAddress.peek();
+  const address = untracked(() => threadAddress(id, audit));
   if (location.hash !== address) history.pushState(null, '', address);
   // Results of "this thread" are the open thread's: read again for this one.
   if (searchResults.peek() && searchScope.peek() === 'thread') void runSearch();
@@ -628,7 +628,7 @@ const AUDIT_STATUSES: readonly string[] = ['RUNNING', 'COMPLETED', 'FAILED', 'CA
  * What an address names: a thread (its row, `Errors only`) and a search, each optional; null for
  * neither (the home view), 'not understood' for an address that is no link of this page.
  */
-export function linkOf(address: string): { thread: string | null; row: string | null; errors: boolean; search: SearchLink | null } | null | 'not understood' {
+export function linkOf(address: string): { thread: string | null; row: string | null; errors: boolean; calls: boolean; search: SearchLink | null } | null | 'not understood' {
   if (!address || address === '#') return null;
   const params = new URLSearchParams(address.slice(1));
   const [thread, row] = [params.get('thread'), params.get('audit')];
@@ -636,8 +636,9 @@ export function linkOf(address: string): { thread: string | null; row: string | 
   if (row !== null && (thread === null || !/^(declared:)?[0-9a-f-]{36}$/i.test(row))) return 'not understood';
   const [text, name, status] = [params.get('q') ?? '', params.get('name') ?? '', params.get('status') ?? ''];
   const search = text || name || status ? { text, name, status: (AUDIT_STATUSES.includes(status) ? status : '') as AuditStatus | '', all: params.get('in') === 'all' } : null;
-  if (!thread && !search) return 'not understood';
-  return { thread, row, errors: params.has('errors'), search };
+  const calls = params.has('calls');
+  if (!thread && !search && !calls) return 'not understood';
+  return { thread, row, errors: params.has('errors'), calls, search };
 }
 
 /** The search being read (its forQuery) until its results show. */
@@ -655,11 +656,16 @@ const searchAddress = computed(() => {
   return `&${params.toString()}`;
 });
 
-/** The address of what shows: the open thread (its row, `Errors only`) or the home view, and the search shown. */
+/** The address of a thread (a row of it) as it shows: `Errors only`, its tool-call ledger (`&calls`), the search shown. */
+const threadAddress = (thread: string, row: string | null) =>
+  linkTo(thread, row, errorsOnly.value) + (view.value === 'ledger' ? '&calls' : '') + searchAddress.value;
+
+/** The address of what shows: the open thread, or the home view (`#calls` for the ledger across threads) and the search shown. */
 const addressNow = () => {
   const thread = threadId.value;
-  const search = searchAddress.value;
-  return thread ? linkTo(thread, selectedKey.value, errorsOnly.value) + search : search ? `#${search.slice(1)}` : '';
+  if (thread) return threadAddress(thread, selectedKey.value);
+  const parts = (home.value === 'ledger' ? '&calls' : '') + searchAddress.value;
+  return parts ? `#${parts.slice(1)}` : '';
 };
 
 /** Shows the search a link names, unless it shows already. */
@@ -694,7 +700,11 @@ function followAddress() {
   const link = linkOf(location.hash);
   // Said, and the address left as followed (no entry pushed: Back leaves it as any other).
   if (link === 'not understood') return void (resetThread(), (linkNotUnderstood.value = location.hash));
-  if (link) errorsOnly.value = link.errors;
+  if (link) {
+    errorsOnly.value = link.errors;
+    if (link.thread) view.value = link.calls ? 'ledger' : 'timeline';
+    else home.value = link.calls ? 'ledger' : 'threads';
+  }
   if (link?.thread && link.thread === threadId.value) {
     if (link.row && link.row !== selectedKey.value) pendingReveal.value = link.row;
   } else if (link?.thread) openThread(link.thread, link.row);
