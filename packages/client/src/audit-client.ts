@@ -125,10 +125,16 @@ export class AuditClient {
    * Extends an unexpired lease; returns it with its new expiry. Sent at once as its own request,
    * never queued behind the batching writer's request in flight: another run's slow request must
    * not let this lease expire. A renewal replays harmlessly and its order against the run's
-   * events does not matter.
+   * events does not matter. `retry` replaces parts of the client's policy for this renewal
+   * (LeaseKeeper sends one attempt of at most a third of the lease).
    */
-  async renewLease(lease: LeaseInput, leaseSeconds?: number): Promise<RunLease> {
-    return this.transport.execute(OPERATIONS.renewLease, { lease: leaseRef(lease), leaseSeconds });
+  async renewLease(lease: LeaseInput, leaseSeconds?: number, retry?: Partial<RetryPolicy>): Promise<RunLease> {
+    return this.transport.execute(OPERATIONS.renewLease, { lease: leaseRef(lease), leaseSeconds }, retry);
+  }
+
+  /** How this client's requests are retried. */
+  get retry(): RetryPolicy {
+    return this.transport.policyOf();
   }
 
   async recordModelStarted(input: ModelStartedInput): Promise<ModelAudit> {

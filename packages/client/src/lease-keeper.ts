@@ -1,4 +1,5 @@
 import { isAuditApiError, type AuditApiError } from './errors.js';
+import type { RetryPolicy } from './transport.js';
 import type { LeaseInput, RunLease } from './types.js';
 
 /**
@@ -34,7 +35,8 @@ export class AuditTokenRejectedError extends Error {
 }
 
 export interface LeaseRenewer {
-  renewLease(lease: LeaseInput, leaseSeconds?: number): Promise<RunLease>;
+  /** `retry`: the policy of this one renewal, over the client's (AuditClient.renewLease). */
+  renewLease(lease: LeaseInput, leaseSeconds?: number, retry?: Partial<RetryPolicy>): Promise<RunLease>;
 }
 
 export interface LeaseKeeperOptions {
@@ -54,7 +56,10 @@ export interface LeaseKeeperOptions {
 
 /**
  * Keeps a run's lease alive by renewing it at about a third of its length, so one or two
- * renewals may fail before it expires. Its timers are unref'd: it never keeps a process alive.
+ * renewals may fail before it expires. Each renewal is one attempt, given up after a third of
+ * the lease (at least 1 s): one that hangs (packets dropped, a stalled server) must not outlast
+ * the lease; after a failure the next comes at a third of the time left (at least 1 s later),
+ * while the lease is still current. Its timers are unref'd: it never keeps a process alive.
  */
 export class LeaseKeeper {
   private current: RunLease;
@@ -104,7 +109,7 @@ export class LeaseKeeper {
   private async renew(): Promise<void> {
     if (this.stopped) return;
     try {
-      this.current = await this.client.renewLease(this.current, this.leaseSeconds);
+      this.current = await this.client.renewLease(this.current, this.leaseSeconds, { maxAttempts: 1, timeoutMs: Math.max(1_000, this.leaseMs / 3) });
     } catch (error) {
       if (this.stopped) return;
       if (isAuditApiError(error, ...LEASE_GONE_CODES)) {

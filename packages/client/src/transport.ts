@@ -71,8 +71,14 @@ export class GraphQLHttpTransport {
     private readonly policy: RetryPolicy,
   ) {}
 
-  async execute<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>): Promise<Result> {
-    return (await this.executeAnswered(operation, variables)).result;
+  /** The client's policy, or `retry` (for this request) over it. */
+  policyOf(retry?: Partial<RetryPolicy>): RetryPolicy {
+    return retry ? { ...this.policy, ...retry } : this.policy;
+  }
+
+  /** The operation's root field value; `retry` replaces parts of the client's policy for this request. */
+  async execute<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>, retry?: Partial<RetryPolicy>): Promise<Result> {
+    return (await this.executeSerialized(operation, JSON.stringify(variables), retry)).result;
   }
 
   /** As execute, with how many sends it took and the HTTP status of the one answered. */
@@ -81,16 +87,17 @@ export class GraphQLHttpTransport {
   }
 
   /** As executeAnswered, with the variables already serialised (the batching writer serialises each event when written). */
-  async executeSerialized<Result>(operation: Operation<Result, unknown>, variablesJson: string): Promise<Answered<Result>> {
+  async executeSerialized<Result>(operation: Operation<Result, unknown>, variablesJson: string, retry?: Partial<RetryPolicy>): Promise<Answered<Result>> {
+    const policy = this.policyOf(retry);
     // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
     const body = `{"query":${JSON.stringify(operation.document)},"operationName":${JSON.stringify(operation.name)},"variables":${variablesJson}}`;
-    const maxAttempts = operation.replayable ? Math.max(1, this.policy.maxAttempts) : 1;
+    const maxAttempts = operation.replayable ? Math.max(1, policy.maxAttempts) : 1;
     // A string is sent without an await: the batching writer counts on a send starting at once.
     let token = typeof this.token === 'string' ? this.token : await this.token();
     let askedForFreshToken = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        return { ...(await this.sendOnce<Result>(operation, body, token)), attempts: attempt };
+        return { ...(await this.sendOnce<Result>(operation, body, token, policy.timeoutMs)), attempts: attempt };
       } catch (error) {
         if (!(error instanceof AuditApiError)) throw error;
         // A refused token changed nothing: the provider's newer token (if it has one) gets the
@@ -109,13 +116,13 @@ export class GraphQLHttpTransport {
           throw error;
         }
         // A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
-        await sleep(Math.max(backoffDelayMs(this.policy, attempt), Math.min(error.retryAfterMs ?? 0, this.policy.maxDelayMs)));
+        await sleep(Math.max(backoffDelayMs(policy, attempt), Math.min(error.retryAfterMs ?? 0, policy.maxDelayMs)));
         if (typeof this.token === 'function') token = await this.token();
       }
     }
   }
 
-  private async sendOnce<T>(operation: Operation<T, unknown>, body: string, token: string): Promise<{ result: T; httpStatus: number }> {
+  private async sendOnce<T>(operation: Operation<T, unknown>, body: string, token: string, timeoutMs: number): Promise<{ result: T; httpStatus: number }> {
     const transportFailure = (message: string, retryable: boolean, extra: { httpStatus?: number; cause?: unknown } = {}) =>
       new AuditApiError(`${operation.name}: ${message}`, {
         code: TRANSPORT_ERROR,
@@ -134,7 +141,7 @@ export class GraphQLHttpTransport {
           authorization: `Bearer ${token}`,
         },
         body,
-        this.policy.timeoutMs,
+        timeoutMs,
       );
       if (GATEWAY_STATUSES.has(response.status)) {
         const unavailable = await unavailableError(response, operation.name);
