@@ -116,9 +116,25 @@ export class AuditClient {
    * unless given) and is retried with it after transport failures: a retry of a claim that won
    * unseen gets the same lease back, so a lost answer never costs the run. It goes through the
    * batching writer like every lifecycle event.
+   *
+   * `signal` stops waiting: an aborted claim rejects with the signal's reason at once (it is not
+   * sent when the signal was aborted before). A claim already sent may still win on the server:
+   * when it answers, the run is handed back at once, ended INTERRUPTED (resumable), so that no
+   * run stays RUNNING with nobody working on it.
    */
-  async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID()): Promise<RunLease> {
-    return this.event('claimRun', () => ({ runId, leaseSeconds, claimId }));
+  async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID(), options: { signal?: AbortSignal } = {}): Promise<RunLease> {
+    const { signal } = options;
+    signal?.throwIfAborted();
+    const claim = this.event('claimRun', () => ({ runId, leaseSeconds, claimId }));
+    if (!signal) return claim;
+    return new Promise<RunLease>((resolve, reject) => {
+      const abandon = () => {
+        reject(signal.reason);
+        claim.then((lease) => this.finishRun({ lease, status: 'INTERRUPTED' })).catch(() => {});
+      };
+      signal.addEventListener('abort', abandon, { once: true });
+      void claim.then(resolve, reject).finally(() => signal.removeEventListener('abort', abandon));
+    });
   }
 
   /**

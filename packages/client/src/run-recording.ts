@@ -83,10 +83,14 @@ export class RunRecording {
   private readonly lostController = new AbortController();
   private readonly sequence = new SequenceCounter(1);
 
-  /** Claims the QUEUED run `runId` and starts keeping its lease. */
-  static async claim(client: AuditClient, runId: string, options: RecordingOptions = {}): Promise<RunRecording> {
+  /**
+   * Claims the QUEUED run `runId` and starts keeping its lease. Aborting `signal` while the claim
+   * is in flight rejects with its reason, and a claim that wins after it is ended INTERRUPTED
+   * (AuditClient.claimRun), never kept.
+   */
+  static async claim(client: AuditClient, runId: string, options: RecordingOptions = {}, signal?: AbortSignal): Promise<RunRecording> {
     const leaseSeconds = options.leaseSeconds ?? 60;
-    return new RunRecording(client, await client.claimRun(runId, leaseSeconds), { ...options, leaseSeconds });
+    return new RunRecording(client, await client.claimRun(runId, leaseSeconds, undefined, { signal }), { ...options, leaseSeconds });
   }
 
   constructor(

@@ -35,9 +35,13 @@ export class AiSdkAudit {
     private readonly options: RecordingOptions = {},
   ) {}
 
-  /** Claims the QUEUED run and keeps its lease; pass `run.record(options)` to the SDK, then `run.finish(...)`. */
-  async start(runId: string): Promise<AuditedAiRun> {
-    return new AuditedAiRun(await RunRecording.claim(this.client, runId, this.options));
+  /**
+   * Claims the QUEUED run and keeps its lease; pass `run.record(options)` to the SDK, then
+   * `run.finish(...)`. Aborting `signal` while the claim is in flight rejects with its reason;
+   * the run, if the claim won, is ended INTERRUPTED.
+   */
+  async start(runId: string, { signal }: { signal?: AbortSignal } = {}): Promise<AuditedAiRun> {
+    return new AuditedAiRun(await RunRecording.claim(this.client, runId, this.options, signal));
   }
 
   /**
@@ -50,7 +54,7 @@ export class AiSdkAudit {
     runId: string,
     options: Parameters<typeof generateText<TOOLS>>[0] & RecordableOptions,
   ): Promise<FinishedRun & { result: Awaited<ReturnType<typeof generateText<TOOLS>>> }> {
-    const run = await this.start(runId);
+    const run = await this.start(runId, { signal: options.abortSignal });
     let result: Awaited<ReturnType<typeof generateText<TOOLS>>>;
     try {
       result = await generateText(run.record(options));
@@ -74,7 +78,7 @@ export class AiSdkAudit {
     runId: string,
     options: Parameters<typeof streamText<TOOLS>>[0] & RecordableOptions,
   ): Promise<{ result: ReturnType<typeof streamText<TOOLS>>; finished: Promise<FinishedStream> }> {
-    const run = await this.start(runId);
+    const run = await this.start(runId, { signal: options.abortSignal });
     let streamError: { error: unknown } | undefined;
     const callerOnError = options.onError;
     const result = streamText({

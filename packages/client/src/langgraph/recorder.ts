@@ -39,9 +39,13 @@ export class LangGraphAudit {
     private readonly options: LangGraphAuditOptions = {},
   ) {}
 
-  /** Claims the QUEUED run and keeps its lease; invoke the graph with `run.record(config)` (or pass `run.handler` in its callbacks yourself). */
-  async start(runId: string): Promise<AuditedRun> {
-    return new AuditedRun(await RunRecording.claim(this.client, runId, this.options), this.options);
+  /**
+   * Claims the QUEUED run and keeps its lease; invoke the graph with `run.record(config)` (or pass
+   * `run.handler` in its callbacks yourself). Aborting `signal` while the claim is in flight
+   * rejects with its reason; the run, if the claim won, is ended INTERRUPTED.
+   */
+  async start(runId: string, { signal }: { signal?: AbortSignal } = {}): Promise<AuditedRun> {
+    return new AuditedRun(await RunRecording.claim(this.client, runId, this.options, signal), this.options);
   }
 
   /**
@@ -58,7 +62,7 @@ export class LangGraphAudit {
     config: RunnableConfig = {},
   ): Promise<FinishedRun & { state: State }> {
     callbackList(config.callbacks); // refused before the run is claimed
-    const run = await this.start(runId);
+    const run = await this.start(runId, { signal: config.signal });
     let state: State;
     try {
       state = await graph.invoke(input, run.record(config));
