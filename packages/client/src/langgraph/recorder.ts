@@ -80,6 +80,8 @@ export class AuditedRun {
   readonly handler: AuditCallbackHandler;
   private readonly messagesKey: string;
   private callerSignal: AbortSignal | undefined;
+  /** Takes record()'s listener off the caller's signal, which may outlive the run (a worker pool's shutdown signal). */
+  private detach = () => {};
 
   constructor(
     private readonly recording: RunRecording,
@@ -106,6 +108,7 @@ export class AuditedRun {
 
   /** Throws AuditLeaseLostError once the lease is lost. */
   stopIfLeaseLost(): void {
+    if (this.recording.writer.leaseLost) this.detach();
     this.recording.stopIfLeaseLost();
   }
 
@@ -114,9 +117,14 @@ export class AuditedRun {
    * signal joined to its signal; an abort by that signal of yours ends the run CANCELLED.
    */
   record<Config extends RunnableConfig>(config: Config = {} as Config): Config {
-    this.callerSignal = config.signal;
-    // A streamed answer the user stops is recorded with its text now, before the graph rejects.
-    config.signal?.addEventListener('abort', () => this.handler.stopModelCalls(config.signal?.reason), { once: true });
+    const signal = (this.callerSignal = config.signal);
+    this.detach();
+    if (signal) {
+      // A streamed answer the user stops is recorded with its text now, before the graph rejects.
+      const stop = () => this.handler.stopModelCalls(signal.reason);
+      signal.addEventListener('abort', stop, { once: true });
+      this.detach = () => signal.removeEventListener('abort', stop);
+    }
     return {
       ...config,
       callbacks: [...callbackList(config.callbacks), this.handler],
@@ -133,6 +141,7 @@ export class AuditedRun {
    * state only at a COMPLETED or FAILED end).
    */
   async finish(outcome: InvocationOutcome): Promise<FinishedRun> {
+    this.detach();
     const status = this.endingOf(outcome);
     if (status === 'INTERRUPTED' && 'state' in outcome) {
       // The server reconciles bare errors from the state only for COMPLETED and FAILED runs; at a
