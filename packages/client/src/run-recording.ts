@@ -15,6 +15,24 @@ export interface RecordingOptions {
   onWriteError?: (error: unknown) => void;
 }
 
+/**
+ * An abort reason that hands the run over instead of cancelling it: a worker shutting down
+ * (SIGTERM) aborts its runs with `controller.abort(new RunInterruption())`, and each run the
+ * adapters record ends INTERRUPTED (its running tools INTERRUPTED, their calls PENDING again, for a
+ * run that resumes it) where any other abort ends it CANCELLED.
+ */
+export class RunInterruption extends Error {
+  constructor(message = 'the worker stopped the run to hand it over') {
+    super(message);
+    this.name = 'RunInterruption';
+  }
+}
+
+/** How a run whose caller's signal aborted ends: INTERRUPTED for a RunInterruption, else CANCELLED. */
+export function abortedStatus(signal: AbortSignal): 'INTERRUPTED' | 'CANCELLED' {
+  return signal.reason instanceof RunInterruption ? 'INTERRUPTED' : 'CANCELLED';
+}
+
 export interface FinishedRun {
   status: RunTerminalStatus;
   /**

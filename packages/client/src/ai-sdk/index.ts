@@ -4,4 +4,4 @@ export { AiSdkAudit, AuditedAiRun, type AiSdkOutcome, type FinishedStream, type 
 export { modelCallRecorder } from './model-calls.js';
 export { recordedTools } from './tool-calls.js';
 export { AuditLeaseLostError } from '../lease-lost.js';
-export { ToolCallIds, type FinishedRun, type RecordingOptions } from '../run-recording.js';
+export { RunInterruption, ToolCallIds, type FinishedRun, type RecordingOptions } from '../run-recording.js';

@@ -1,7 +1,7 @@
 import { generateText, streamText, wrapLanguageModel, type LanguageModelMiddleware, type StepResult, type ToolSet } from 'ai';
 import type { AuditClient } from '../audit-client.js';
 import { errorJson } from '../json.js';
-import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
+import { abortedStatus, RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
 import type { JsonObject, RunTerminalStatus } from '../types.js';
 import { modelCallRecorder } from './model-calls.js';
 import { errorText, recordCallsNeverRun, recordedTools } from './tool-calls.js';
@@ -195,7 +195,7 @@ export class AuditedAiRun {
 
   private statusOf(outcome: AiSdkOutcome): RunTerminalStatus {
     const failed = 'error' in outcome && outcome.error !== undefined;
-    if (this.callerSignal?.aborted) return 'CANCELLED';
+    if (this.callerSignal?.aborted) return abortedStatus(this.callerSignal);
     if (failed) return 'FAILED';
     const last = 'steps' in outcome ? outcome.steps.at(-1) : undefined;
     return last?.content.some((part) => part.type === 'tool-approval-request') ? 'INTERRUPTED' : 'COMPLETED';

@@ -10,4 +10,4 @@ export {
   type LangGraphAuditOptions,
 } from './recorder.js';
 export { messageJson } from './messages.js';
-export { ToolCallIds, type FinishedRun, type RecordingOptions } from '../run-recording.js';
+export { RunInterruption, ToolCallIds, type FinishedRun, type RecordingOptions } from '../run-recording.js';

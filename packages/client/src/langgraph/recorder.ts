@@ -2,7 +2,7 @@ import { isBaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { AuditClient } from '../audit-client.js';
 import { errorJson } from '../json.js';
-import { RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
+import { abortedStatus, RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
 import { settlingMessages } from '../state-messages.js';
 import type { JsonObject, JsonValue, RunTerminalStatus } from '../types.js';
 import { AuditCallbackHandler, type ToolRerun } from './handler.js';
@@ -165,7 +165,7 @@ export class AuditedRun {
   }
 
   private endingOf(outcome: InvocationOutcome): RunTerminalStatus {
-    if (this.callerSignal?.aborted) return 'CANCELLED';
+    if (this.callerSignal?.aborted) return abortedStatus(this.callerSignal);
     if ('error' in outcome) return 'FAILED';
     const pending = (outcome.state as { __interrupt__?: unknown[] } | null)?.__interrupt__;
     return this.handler.interrupt || (Array.isArray(pending) && pending.length > 0) ? 'INTERRUPTED' : 'COMPLETED';
