@@ -97,6 +97,9 @@ export class AiSdkAudit {
         return { ...(await run.finish({ error })), error };
       },
     );
+    // Handled here too: a worker whose own code threw before `await finished` must not crash on an
+    // unhandled rejection (a lost lease), which would end every run of its process; awaited, it rejects as before.
+    finished.catch(() => {});
     return { result, finished };
   }
 }
