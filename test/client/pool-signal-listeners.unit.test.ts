@@ -30,4 +30,20 @@ describe('one shutdown signal across many runs', () => {
     }
     expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
   });
+
+  it('many runs in flight at once share one listener on it (no MaxListenersExceededWarning)', async () => {
+    const worker = new AuditClient({ url: 'http://audit.invalid/graphql', token: 't', fetch: server, batching: false });
+    const audit = new LangGraphAudit(worker);
+    const shutdown = new AbortController();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let invoked = 0;
+    const graph = { invoke: async () => { invoked++; await gate; return { messages: [] }; } };
+    const runs = Array.from({ length: 50 }, (_, run) => audit.invoke(`run-${run}`, graph, {}, { signal: shutdown.signal }));
+    await expect.poll(() => invoked).toBe(50);
+    expect(getEventListeners(shutdown.signal, 'abort').length).toBeLessThanOrEqual(1);
+    open();
+    await Promise.all(runs);
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
+  });
 });

@@ -1,4 +1,5 @@
 import { PROCESS_CLOCK_ID, readClock, toBigIntString, toClockInput } from './clock.js';
+import { onAbort } from './abort.js';
 import { AuditApiError } from './errors.js';
 import { EventWriter, type EventWriterOptions, type LifecycleEventKind, type LifecycleEventValue } from './event-writer.js';
 import { capJson, DEFAULT_MAX_JSON_BYTES, toJson } from './json.js';
@@ -132,8 +133,8 @@ export class AuditClient {
         reject(signal.reason);
         claim.then((lease) => this.finishRun({ lease, status: 'INTERRUPTED' })).catch(() => {});
       };
-      signal.addEventListener('abort', abandon, { once: true });
-      void claim.then(resolve, reject).finally(() => signal.removeEventListener('abort', abandon));
+      const detach = onAbort(signal, abandon);
+      void claim.then(resolve, reject).finally(detach);
     });
   }
 

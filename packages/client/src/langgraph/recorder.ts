@@ -1,5 +1,6 @@
 import { isBaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
+import { onAbort } from '../abort.js';
 import type { AuditClient } from '../audit-client.js';
 import { errorJson } from '../json.js';
 import { abortedStatus, RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
@@ -121,9 +122,7 @@ export class AuditedRun {
     this.detach();
     if (signal) {
       // A streamed answer the user stops is recorded with its text now, before the graph rejects.
-      const stop = () => this.handler.stopModelCalls(signal.reason);
-      signal.addEventListener('abort', stop, { once: true });
-      this.detach = () => signal.removeEventListener('abort', stop);
+      this.detach = onAbort(signal, () => this.handler.stopModelCalls(signal.reason));
     }
     return {
       ...config,
