@@ -115,19 +115,32 @@ export class LeaseKeeper {
       if (isAuditApiError(error, ...LEASE_GONE_CODES)) {
         this.stop();
         this.lostController.abort(error);
-        this.options.onLost?.(error);
+        notify(this.options.onLost, error);
         return;
       }
       if (isAuditApiError(error, 'UNAUTHENTICATED')) {
         this.stop();
         const rejected = new AuditTokenRejectedError(this.current, error);
-        if (this.options.onTokenRejected) this.options.onTokenRejected(rejected);
-        else this.options.onRenewError?.(rejected);
+        if (this.options.onTokenRejected) notify(this.options.onTokenRejected, rejected);
+        else notify(this.options.onRenewError, rejected);
         return;
       }
-      this.options.onRenewError?.(error);
+      notify(this.options.onRenewError, error);
     }
     this.schedule();
+  }
+}
+
+/**
+ * Calls one of the caller's callbacks from the keeper's timer. One that throws (a logger, a metrics
+ * client down) must neither stop the renewals nor end the process with an unhandled rejection:
+ * its error is printed, as an uncaught one would be, and the keeper goes on.
+ */
+function notify<T>(callback: ((value: T) => void) | undefined, value: T): void {
+  try {
+    callback?.(value);
+  } catch (error) {
+    console.error('LeaseKeeper: a callback threw', error);
   }
 }
 
