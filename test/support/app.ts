@@ -53,7 +53,10 @@ async function openTestApp(env: Record<string, string>, options: TestAppOptions,
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratchUrl ? { DATABASE_URL: scratchUrl } : {}),
     ...env,
   });
-  const { onQuery, maxPendingEvents, activityClock } = options;
+  const { maxPendingEvents, activityClock } = options;
+  // The statements requests send: the embedded database's checkpoint probe runs on its own timer
+  // (src/server/wal-checkpoints.ts) and would land in a count now and then.
+  const onQuery = options.onQuery && ((sql: string) => void (sql.includes('pg_current_wal_lsn') || options.onQuery!(sql)));
   // Opened here as buildApp would open it, but an in-memory one migrated (and reused: pglite-pool.ts).
   const embedded = !config.databaseUrl && config.embeddedInMemory ? await borrowMigratedPglite() : undefined;
   const database =
