@@ -42,13 +42,14 @@ export const inLiveThreadOf = (threadColumn: string, owner: string) =>
   `${threadColumn} NOT IN (SELECT id FROM thread WHERE owner_id = ${owner} AND deleted_at IS NOT NULL)`;
 
 /**
- * The thread, unless its deletion began. `forWrite`: for a write of a row into it, in the write's
- * transaction: the row is locked (FOR KEY SHARE, which no ordinary update waits for) until the
- * write commits, so a deletion's mark either waits for the write, whose row its batches then
- * remove and count, or commits first, and the thread is then not found.
+ * The thread, unless its deletion began. `forWrite`: for a write of a message into it, in the
+ * write's transaction: the row is locked (FOR NO KEY UPDATE) until the write commits, so a
+ * deletion's mark either waits for the write, whose row its batches then remove and count, or
+ * commits first, and the thread is then not found; and the thread's appends go one at a time, so
+ * its history's order is the order they commit in (threads.ts, appendMessage).
  */
 export async function findThread(sql: Sql, threadId: string, forWrite = false): Promise<Thread | null> {
-  const [thread] = await sql.query<Thread>(`SELECT * FROM thread WHERE id = $1::uuid AND deleted_at IS NULL${forWrite ? ' FOR KEY SHARE' : ''}`, [
+  const [thread] = await sql.query<Thread>(`SELECT * FROM thread WHERE id = $1::uuid AND deleted_at IS NULL${forWrite ? ' FOR NO KEY UPDATE' : ''}`, [
     rowId(threadId, 'Thread'),
   ]);
   return thread ?? null;

@@ -45,17 +45,28 @@ export const createThread = fenced({
   },
 });
 
+/**
+ * When a message appended now goes in its thread's history (oldest first, by this time, then id):
+ * read under the thread's lock, after the thread's last message. Stamped at the transaction's
+ * start, as a column default is, two appends committing in the other order put the second one
+ * committed before the first in the history, where a reader that had paged past the first never saw it.
+ */
+const NEXT_IN_HISTORY = `SELECT greatest(clock_timestamp(),
+  (SELECT created_at + interval '1 millisecond' FROM message WHERE thread_id = $1::uuid AND message_type = 'chat' ORDER BY created_at DESC LIMIT 1)) AS at`;
+
 /** Ordinary history only: audit rows are written by the run lifecycle, never through here. */
 export const appendMessage = command(
   async ({ sql, deps }, principal: Principal, input: { threadId: string; role: MessageRole; content?: unknown }) => {
     const thread = await loadReadableThread(sql, principal, input.threadId, true);
     assertStorableJson(input.content, deps.limits.maxJsonBytes, 'content');
+    const [next] = await sql.query<{ at: Date }>(NEXT_IN_HISTORY, [thread.id]);
     return insertRow<Message>(sql, 'message', {
       id: newId(),
       threadId: thread.id,
       role: input.role,
       messageType: 'chat',
       content: input.content ?? undefined,
+      createdAt: next!.at,
     });
   },
 );
