@@ -1,6 +1,7 @@
 import { isAuditApiError, type AuditApiError } from './errors.js';
 import type { RetryPolicy } from './transport.js';
 import type { LeaseInput, RunLease } from './types.js';
+import { notify } from './callbacks.js';
 
 /**
  * Renewal answers after which the lease cannot come back: the run moved on without this worker.
@@ -115,32 +116,19 @@ export class LeaseKeeper {
       if (isAuditApiError(error, ...LEASE_GONE_CODES)) {
         this.stop();
         this.lostController.abort(error);
-        notify(this.options.onLost, error);
+        notify('LeaseKeeper onLost', this.options.onLost, error);
         return;
       }
       if (isAuditApiError(error, 'UNAUTHENTICATED')) {
         this.stop();
         const rejected = new AuditTokenRejectedError(this.current, error);
-        if (this.options.onTokenRejected) notify(this.options.onTokenRejected, rejected);
-        else notify(this.options.onRenewError, rejected);
+        if (this.options.onTokenRejected) notify('LeaseKeeper onTokenRejected', this.options.onTokenRejected, rejected);
+        else notify('LeaseKeeper onRenewError', this.options.onRenewError, rejected);
         return;
       }
-      notify(this.options.onRenewError, error);
+      notify('LeaseKeeper onRenewError', this.options.onRenewError, error);
     }
     this.schedule();
-  }
-}
-
-/**
- * Calls one of the caller's callbacks from the keeper's timer. One that throws (a logger, a metrics
- * client down) must neither stop the renewals nor end the process with an unhandled rejection:
- * its error is printed, as an uncaught one would be, and the keeper goes on.
- */
-function notify<T>(callback: ((value: T) => void) | undefined, value: T): void {
-  try {
-    callback?.(value);
-  } catch (error) {
-    console.error('LeaseKeeper: a callback threw', error);
   }
 }
 

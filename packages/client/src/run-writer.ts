@@ -1,4 +1,5 @@
 import { isAuditApiError, type AuditApiError } from './errors.js';
+import { notify } from './callbacks.js';
 import { AuditLeaseLostError } from './lease-lost.js';
 
 /** Write answers after which no write of the run can succeed again. */
@@ -37,7 +38,7 @@ export class RunWriter {
         if (isAuditApiError(error, ...LEASE_GONE)) this.markLost(error);
         else {
           this.failures.push(error);
-          this.onWriteError(error);
+          notify('onWriteError', this.onWriteError, error);
         }
       }
     });
@@ -54,7 +55,7 @@ export class RunWriter {
   /** A failure outside the writes (the lease keeper's), reported as a write's would be. */
   reportFailure(error: unknown): void {
     this.failures.push(error);
-    this.onWriteError(error);
+    notify('onWriteError', this.onWriteError, error);
   }
 
   markLost(cause: AuditApiError): void {
