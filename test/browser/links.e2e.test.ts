@@ -92,6 +92,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`links to threads and rows ($
     await page.close();
   }, 120_000);
 
+  it('follows a link whose address a mail scanner percent-encoded (#thread%3D…%26audit%3D…) to its row', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'scanned');
+    const { toolId } = await writeRun(owner, worker, threadId);
+    const page = await newPage();
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#${encodeURIComponent(`thread=${threadId}&audit=${toolId}`)}`);
+    await page.waitForSelector(`.row.selected[data-key="${toolId}"]`);
+    expect(await banner(page)).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it('says a linked row is not in the thread, to its owner and to a colleague who may not read its audits, instead of dropping it silently', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'row gone');
     const { runId, toolId } = await writeRun(owner, worker, threadId);

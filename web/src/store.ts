@@ -630,7 +630,16 @@ const AUDIT_STATUSES: readonly string[] = ['RUNNING', 'COMPLETED', 'FAILED', 'CA
  */
 export function linkOf(address: string): { thread: string | null; row: string | null; errors: boolean; calls: boolean; search: SearchLink | null } | null | 'not understood' {
   if (!address || address === '#') return null;
-  const params = new URLSearchParams(address.slice(1));
+  let fields = address.slice(1);
+  // Mail scanners and chat apps rewriting links percent-encode the whole fragment (`thread%3D…`).
+  if (!fields.includes('=') && /%3d/i.test(fields)) {
+    try {
+      fields = decodeURIComponent(fields);
+    } catch {
+      return 'not understood';
+    }
+  }
+  const params = new URLSearchParams(fields);
   const [thread, row] = [params.get('thread'), params.get('audit')];
   if (thread !== null && !/^[0-9a-f-]{36}$/i.test(thread)) return 'not understood';
   if (row !== null && (thread === null || !/^(declared:)?[0-9a-f-]{36}$/i.test(row))) return 'not understood';
