@@ -75,9 +75,11 @@ class EventWriter:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="agent-audit-event-writer", daemon=True)
                 self._thread.start()
-            self._queue.append(event)
-            self._lock.notify_all()
+            # Inside the try: a Ctrl-C between queueing and waiting must still mark the event
+            # collected, which the writer thread waits for before it sends the next batch.
             try:
+                self._queue.append(event)
+                self._lock.notify_all()
                 self._lock.wait_for(lambda: event.done)
             finally:
                 event.collected = True

@@ -304,3 +304,33 @@ class EventWriterTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class InterruptedOnce(threading.Condition):
+    """A Condition whose first ``notify_all`` raises KeyboardInterrupt: a Ctrl-C landing on the
+    caller's thread right after its event was queued, before it waits for the answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.interrupted = False
+
+    def notify_all(self) -> None:
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        super().notify_all()
+
+
+class InterruptedWriteTest(unittest.TestCase):
+    def test_a_ctrl_c_right_after_queueing_an_event_does_not_hang_the_writer_for_every_other_caller(self) -> None:
+        transport = HeldTransport({})
+        transport.release.set()
+        writer = EventWriter(transport)  # type: ignore[arg-type]
+        writer._lock = InterruptedOnce()
+        with self.assertRaises(KeyboardInterrupt):
+            start(writer, "c0")
+        answers: List[Any] = []
+        later = threading.Thread(target=lambda: answers.append(start(writer, "c1")), daemon=True)
+        later.start()
+        later.join(5)
+        self.assertEqual(answers, [{"toolCallId": "c1"}])
