@@ -97,7 +97,8 @@ export class GraphQLHttpTransport {
     let askedForFreshToken = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        return { ...(await this.sendOnce<Result>(operation, body, token, policy.timeoutMs)), attempts: attempt };
+        // Whole milliseconds: AbortSignal.timeout refuses a fraction (a LeaseKeeper's third of a 4 s lease).
+        return { ...(await this.sendOnce<Result>(operation, body, token, Math.ceil(policy.timeoutMs))), attempts: attempt };
       } catch (error) {
         if (!(error instanceof AuditApiError)) throw error;
         // A refused token changed nothing: the provider's newer token (if it has one) gets the
