@@ -11,12 +11,12 @@ import type { webSocketLimits } from '../transports/ws-limits.js';
 import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
 import { countUnrun } from './metrics.js';
-import { compilable, type GraphQLServer } from './yoga.js';
+import { compilable, MAX_DOCUMENT_TOKENS, type GraphQLServer } from './yoga.js';
 
-/** A refused document's operation, for /metrics: its own parse, as the refusal comes before yoga's. */
+/** A refused document's operation, for /metrics: its own parse, as the refusal comes before yoga's, within yoga's token limit. */
 const parsedOrNot = (query: string): DocumentNode | undefined => {
   try {
-    return parse(query, { noLocation: true });
+    return parse(query, { noLocation: true, maxTokens: MAX_DOCUMENT_TOKENS });
   } catch {
     return undefined;
   }

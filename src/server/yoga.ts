@@ -27,6 +27,9 @@ import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 import { errorFields, log } from '../log.js';
 
+/** The most tokens a document may have (GraphQL Armor's maxTokens): refused while it is parsed. */
+export const MAX_DOCUMENT_TOKENS = 5000;
+
 export interface ServerContext {
   /** HTTP: the Fetch API request. */
   request?: Request;
@@ -399,10 +402,10 @@ export function createGraphQLServer(options: {
         // Refused while parsing, where there is no validation context to report to: thrown as the
         // limit it is (Armor's own error is a "Syntax Error" without a code).
         maxTokens: {
-          n: 5000,
+          n: MAX_DOCUMENT_TOKENS,
           onReject: [
             () => {
-              throw new GraphQLError("The document has more than 5000 tokens; at most 5000 are allowed (GraphQL Armor's token limit)", { extensions: { code: 'BAD_USER_INPUT' } });
+              throw new GraphQLError(`The document has more than ${MAX_DOCUMENT_TOKENS} tokens; at most ${MAX_DOCUMENT_TOKENS} are allowed (GraphQL Armor's token limit)`, { extensions: { code: 'BAD_USER_INPUT' } });
             },
           ],
         },
