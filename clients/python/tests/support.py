@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import unittest
 import urllib.error
 import urllib.request
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -33,6 +38,24 @@ class LiveTestCase(unittest.TestCase):
         """A new thread and a QUEUED run in it, created by the owner: (thread id, run id)."""
         thread = self.owner.create_thread(title)
         return thread.id, self.owner.create_run(thread.id).id
+
+    def assert_signal_interrupts(self, agent: str, run_id: str, sent: signal.Signals) -> None:
+        """Runs ``agent`` (Python source taking the url, a worker token and ``run_id``, printing
+        "working" once the run is under way) in a process of its own, sends it ``sent``, and checks
+        the process stopped on KeyboardInterrupt with the run ended INTERRUPTED."""
+        process = subprocess.Popen(
+            [sys.executable, "-c", agent, self.server.url, self.server.token(self.worker_sub, "worker"), run_id],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+        assert process.stdout is not None
+        self.assertEqual(process.stdout.readline().strip(), "working")
+        process.send_signal(sent)
+        _, stderr = process.communicate(timeout=30)
+        self.assertIn("KeyboardInterrupt", stderr)
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "INTERRUPTED")
 
 
 class LossyProxy:

@@ -4,13 +4,9 @@ under asyncio.run), and its loop must not wait on the client's requests."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
-from pathlib import Path
 from typing import List
 
 from agent_audit import AuditClient, DeclaredToolCall, RunSession
@@ -67,19 +63,7 @@ class AsyncioTest(LiveTestCase):
                     await asyncio.sleep(60)
             asyncio.run(main())
         """)
-        process = subprocess.Popen(
-            [sys.executable, "-c", agent, self.server.url, self.server.token(self.worker_sub, "worker"), run_id],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-        )
-        assert process.stdout is not None
-        self.assertEqual(process.stdout.readline().strip(), "working")
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
-        self.assertIn("KeyboardInterrupt", stderr)
-        after = self.owner.run(run_id)
-        assert after is not None
-        self.assertEqual(after.status, "INTERRUPTED")
+        self.assert_signal_interrupts(agent, run_id, signal.SIGINT)
 
     def test_async_with_ends_the_run_while_the_loop_runs_on(self) -> None:
         # The run's finish is held at a proxy until a coroutine of the loop lets it through: a

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import List
 
 from agent_audit import DeclaredToolCall
@@ -75,19 +71,7 @@ class RunSessionTest(LiveTestCase):
                 print("working", flush=True)
                 time.sleep(60)
         """)
-        process = subprocess.Popen(
-            [sys.executable, "-c", agent, self.server.url, self.server.token(self.worker_sub, "worker"), run_id],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-        )
-        assert process.stdout is not None
-        self.assertEqual(process.stdout.readline().strip(), "working")
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=30)
-        self.assertIn("KeyboardInterrupt", stderr)
-        after = self.owner.run(run_id)
-        assert after is not None
-        self.assertEqual(after.status, "INTERRUPTED")
+        self.assert_signal_interrupts(agent, run_id, signal.SIGTERM)
 
     def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
         _, run_id = self.queued_run()
