@@ -51,8 +51,11 @@ export const BELOW_WALK = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
  * Whether a page's `after` (the id of the previous page's last row) names a row of `table` that
  * the same read could have returned: the owner's, in `threadId` when the read is within one
  * thread, of `name` when it reads one name (a name never changes), meeting `kind` (SQL on the row
- * alone). One probe of the primary key. The other filters are not checked: a row a page returned
- * may no longer match them (its status moved on), and the next page still follows it.
+ * alone). The other filters are not checked: a row a page returned may no longer match them (its
+ * status moved on), and the next page still follows it. An id that names nothing (no thread, run,
+ * message or tool call) is taken too: the row a page returned is gone with its deleted thread, and
+ * its place in the order (ids are UUIDv7, newest first) is still where the next page starts. One
+ * probe of each primary key.
  */
 export async function isPageAnchor(
   sql: Sql,
@@ -65,6 +68,10 @@ export async function isPageAnchor(
   if (scope.threadId !== null) conditions.push(`thread_id = $${params.push(scope.threadId)}::uuid`);
   if (scope.name !== null) conditions.push(`name = $${params.push(scope.name)}`);
   if (rows.kind) conditions.push(rows.kind);
-  const found = await sql.query(`SELECT 1 FROM ${rows.table} WHERE ${conditions.join(' AND ')}`, params);
-  return found.length > 0;
+  const named = ['thread', 'run', 'message', 'tool_call'].map((table) => `EXISTS (SELECT 1 FROM ${table} WHERE id = $1::uuid)`);
+  const [probe] = await sql.query<{ anchor: boolean; gone: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${rows.table} WHERE ${conditions.join(' AND ')}) AS anchor, NOT (${named.join(' OR ')}) AS gone`,
+    params,
+  );
+  return probe!.anchor || probe!.gone;
 }
