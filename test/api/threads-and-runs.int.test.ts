@@ -43,6 +43,19 @@ describe(`threads, history and runs (${backendName})`, () => {
     });
   });
 
+  it("appendMessage answers the message's thread as it now is, so a client's cache updates the count without a refetch", async () => {
+    const threadId = await createThread(t, alice, 'Counted');
+    const append = `mutation($input: AppendMessageInput!) { result: appendMessage(input: $input) { id thread { id messageCount messages { id } } } }`;
+    const first = must(await t.gql(append, { input: { threadId, role: 'USER', content: 'one' } }, alice));
+    expect(first.thread).toEqual({ id: threadId, messageCount: 1, messages: [{ id: first.id }] });
+    // An admin appends too: it reads the thread it wrote to.
+    const second = must(await t.gql(append, { input: { threadId, role: 'ASSISTANT', content: 'two' } }, admin));
+    expect(second.thread).toEqual({ id: threadId, messageCount: 2, messages: [{ id: first.id }, { id: second.id }] });
+    // A message read through its thread names the same thread.
+    const read = await t.gql(`query($id: ID!) { thread(id: $id) { messages { thread { id } } } }`, { id: threadId }, alice);
+    expect(read.data.thread.messages).toEqual([{ thread: { id: threadId } }, { thread: { id: threadId } }]);
+  });
+
   it('the owner, an admin and a superadmin may read a thread; another user and a worker may not', async () => {
     const threadId = await createThread(t, alice);
     for (const token of [alice, admin, await t.token('root', 'superadmin')]) {

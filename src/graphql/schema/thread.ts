@@ -128,6 +128,12 @@ builder.prismaObject('Message', {
       resolve: async (message, _args, { loaders }) => (await loadRequired(loaders.messageContentBytes, message.id)).contentBytes,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    thread: t.field({
+      type: ThreadRef,
+      description:
+        "The thread whose history holds it. Select it in appendMessage's answer to update the thread (`messageCount`, `messages`) in a client's cache without reading it again.",
+      resolve: (message, _args, { loaders }) => loadRequired(loaders.thread, message.threadId),
+    }),
   }),
 });
 
