@@ -103,9 +103,15 @@ export const isTransient = (message: string) => message === UNREACHABLE || messa
 /** Counts the server's GraphQL answers (errors included): one after a transient failure ends it. */
 export const answers = signal(0);
 
+/**
+ * The server's GraphQL endpoint, relative to the page: behind a proxy that serves the server under
+ * a path prefix (https://example.com/audit/) it is that prefix's, `/audit/graphql`.
+ */
+export const GRAPHQL_URL = 'graphql';
+
 /** Sends a query from queries.ts: its variables and its result are typed by the document. */
 export async function gql<TResult, TVariables>(token: string, document: TypedDocumentString<TResult, TVariables>, variables: TVariables): Promise<TResult> {
-  const response = await fetch('/graphql', {
+  const response = await fetch(GRAPHQL_URL, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query: document.toString(), variables }),
@@ -152,7 +158,7 @@ export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
 
 /** One graphql-ws connection for the page; it retries for ever, so a dropped network heals. */
 export function createLiveClient(token: string, onState: (state: ConnectionState) => void): Client {
-  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/graphql`;
+  const url = new URL(GRAPHQL_URL, document.baseURI).href.replace(/^http/, 'ws');
   return createClient({
     url,
     connectionParams: { authorization: `Bearer ${token}` },

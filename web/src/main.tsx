@@ -74,7 +74,7 @@ import { conversationOf, type ConversationMessage } from '../../src/shared/llm-p
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurationMs } from './ledger.js';
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, activityTitle, hash, isActivityHash } from './activity.js';
-import { pastedToken, tokenRefusal } from './api.js';
+import { GRAPHQL_URL, pastedToken, tokenRefusal } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 
@@ -140,7 +140,7 @@ function Header() {
         </span>
       )}
       {claims.value?.role === 'superadmin' && <a href="#activity">Activity</a>}
-      <a href="/graphql" target="_blank" rel="noreferrer">GraphiQL</a>
+      <a href={GRAPHQL_URL} target="_blank" rel="noreferrer">GraphiQL</a>
       <button onClick={signOut}>Sign out</button>
     </header>
   );
@@ -929,7 +929,7 @@ function Timeline() {
       <section class="timeline gone">
         <p class="banner error" role="alert" data-testid="thread-gone">
           This thread does not exist or was deleted: there is nothing more to show or follow.{' '}
-          <a href="/" class="back" onClick={inPage(closeThread)}>← threads</a>
+          <a href="./" class="back" onClick={inPage(closeThread)}>← threads</a>
         </p>
       </section>
     );
@@ -938,7 +938,7 @@ function Timeline() {
   return (
     <section class="timeline">
       <div class="thread-head">
-        <a href="/" class="back" onClick={inPage(closeThread)}>← threads</a>{' '}
+        <a href="./" class="back" onClick={inPage(closeThread)}>← threads</a>{' '}
         <h1 class="view-title" ref={heading} tabIndex={-1}>{info ? <bdi>{revealed(info.title || 'untitled thread')}</bdi> : 'Loading the thread…'}</h1>{' '}
         <span class="muted">
           {info && <>owned by {info.ownerId} · </>}<code>{threadId.value}</code>
