@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
   getNamedType,
   isInputObjectType,
@@ -121,9 +121,20 @@ function backlogReader(db: Database): () => Promise<Backlog | undefined> {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
-/** Who may read /metrics: with a token, whoever presents it as a bearer token; without one, loopback clients. */
-export function metricsAllowed(remoteAddress: string | undefined, authorization: string | undefined, token: string | undefined): boolean {
-  if (token === undefined) return LOOPBACK.test(remoteAddress ?? '');
+/**
+ * Headers a reverse proxy adds to what it forwards. A proxy on the same host connects from
+ * loopback, so a request carrying one is an outside client's, not a local scrape's.
+ */
+const FORWARDED = ['forwarded', 'x-forwarded-for', 'x-real-ip'];
+
+const forwardedByProxy = (headers: IncomingHttpHeaders) => FORWARDED.some((name) => headers[name] !== undefined);
+
+/**
+ * Who may read /metrics: with a token, whoever presents it as a bearer token; without one,
+ * loopback clients whose request no proxy forwarded.
+ */
+export function metricsAllowed(remoteAddress: string | undefined, authorization: string | undefined, token: string | undefined, forwarded = false): boolean {
+  if (token === undefined) return !forwarded && LOOPBACK.test(remoteAddress ?? '');
   const presented = Buffer.from(/^Bearer (.+)$/i.exec(authorization ?? '')?.[1] ?? '');
   const expected = Buffer.from(token);
   return presented.length === expected.length && timingSafeEqual(presented, expected);
@@ -131,9 +142,13 @@ export function metricsAllowed(remoteAddress: string | undefined, authorization:
 
 /** GET /metrics: Prometheus text, for loopback clients only, or with METRICS_TOKEN for whoever presents it. */
 export async function serveMetrics(req: IncomingMessage, res: ServerResponse, own: Registry, token: string | undefined): Promise<void> {
-  if (!metricsAllowed(req.socket.remoteAddress, req.headers.authorization, token)) {
+  const forwarded = forwardedByProxy(req.headers);
+  if (!metricsAllowed(req.socket.remoteAddress, req.headers.authorization, token, forwarded)) {
     res.writeHead(token === undefined ? 403 : 401, { 'content-type': 'text/plain', ...(token ? { 'www-authenticate': 'Bearer' } : {}) });
-    return void res.end(token === undefined ? 'metrics are served to loopback clients only (or set METRICS_TOKEN)\n' : 'unauthorized\n');
+    const refusal = forwarded
+      ? 'metrics are not served to requests forwarded by a proxy: set METRICS_TOKEN to scrape through it\n'
+      : 'metrics are served to loopback clients only (or set METRICS_TOKEN)\n';
+    return void res.end(token === undefined ? refusal : 'unauthorized\n');
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
   const merged = Registry.merge([registry, own]);

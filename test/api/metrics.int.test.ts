@@ -6,6 +6,7 @@ import { backendName, onPostgres, requirePostgresUrl } from '../support/database
 import { expireLeases, must, runningRun } from '../support/lifecycle.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
+import { startReverseProxy } from '../support/reverse-proxy.js';
 import { subscribeOn, subscribeWs, waitFor, wsClient } from '../support/streams.js';
 
 /* GET /metrics (README "Metrics"): Prometheus text whose counters move with the writes a test makes. */
@@ -268,6 +269,30 @@ describe('who may read /metrics without a token', () => {
     for (const address of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) expect(metricsAllowed(address, undefined, undefined)).toBe(true);
     for (const address of ['10.0.0.1', '192.168.1.5', '::ffff:10.0.0.1', 'fe80::1', undefined]) {
       expect(metricsAllowed(address, 'Bearer anything', undefined)).toBe(false);
+    }
+  });
+});
+
+/*
+ * A reverse proxy on the same host reaches the server from loopback: without METRICS_TOKEN, what
+ * it forwards from the internet must not pass for a local Prometheus (README "Metrics").
+ */
+describe(`GET /metrics through a reverse proxy on the same host (${backendName})`, () => {
+  it('refuses a request the proxy forwarded (Forwarded, X-Forwarded-For, X-Real-IP), and still serves a local scrape', async () => {
+    const t = await startTestApp();
+    const url = await t.app.start(0, '127.0.0.1');
+    const proxy = await startReverseProxy(url);
+    const own = url.replace('/graphql', '/metrics');
+    try {
+      const through = await fetch(`${proxy.origin}/metrics`);
+      expect([through.status, await through.text()]).toEqual([403, expect.stringMatching(/forwarded by a proxy/)]);
+      for (const header of ['forwarded', 'x-forwarded-for', 'x-real-ip']) {
+        expect((await fetch(own, { headers: { [header]: header === 'forwarded' ? 'for=203.0.113.7' : '203.0.113.7' } })).status).toBe(403);
+      }
+      expect((await fetch(own)).status).toBe(200);
+    } finally {
+      await proxy.close();
+      await t.close();
     }
   });
 });
