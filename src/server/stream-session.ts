@@ -70,12 +70,19 @@ async function sessionOfCookie(verifier: TokenVerifier, sql: Sql, value: string)
 
 export function streamSessions(options: { secret: string; verifier: TokenVerifier; corsOrigins: string[]; sql: Sql }) {
   const allowed = new Set(options.corsOrigins);
-  /** A browser's Origin header names this server, or an origin on CORS_ORIGINS. */
+  /**
+   * A browser's Origin header names this server, or an origin on CORS_ORIGINS. This server's host
+   * is the request's, or, behind a reverse proxy that rewrites `Host`, the one it forwards as
+   * `X-Forwarded-Host`: a page of another site cannot send that header (it is not one a
+   * cross-origin request may carry without a preflight, which these paths never grant).
+   */
   const isAllowedOrigin = (req: IncomingMessage) => {
     const origin = req.headers.origin;
     if (origin === undefined || allowed.has(origin)) return true;
+    const forwardedHost = String(req.headers['x-forwarded-host'] ?? '').split(',')[0]!.trim();
     try {
-      return new URL(origin).host === req.headers.host;
+      const { host } = new URL(origin);
+      return host === req.headers.host || host === forwardedHost;
     } catch {
       return false;
     }

@@ -8,6 +8,7 @@ import { bodyLimit } from '../../src/server/http-server.js';
 import { listenWhileStarting } from '../../src/server/starting.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
+import { startReverseProxy } from '../support/reverse-proxy.js';
 import { sseStream } from '../support/streams.js';
 
 let t: TestApp;
@@ -169,6 +170,29 @@ describe(`the stream session cookie (${backendName})`, () => {
     const foreign = await fetch(url, { headers: { accept: 'text/event-stream', cookie: cookie.split(';')[0]!, origin: 'https://evil.example' } });
     expect(foreign.status).toBe(403);
     expect((await foreign.json()).errors[0].message).toMatch(/origin/i);
+  });
+
+  it("behind a TLS-terminating proxy that rewrites Host (nginx's default), the page's own origin signs in and opens its stream; another is refused", async () => {
+    const proxy = await startReverseProxy(`${base}/graphql`, { proto: 'https' });
+    try {
+      // The browser's origin is the proxy's public one; the server sees its own address as Host.
+      const own = proxy.origin.replace(/^http:/, 'https:');
+      const signedIn = await fetch(`${proxy.origin}/graphql/stream-session`, { method: 'POST', headers: { origin: own, authorization: `Bearer ${admin}` } });
+      expect(signedIn.status).toBe(200);
+      const cookie = signedIn.headers.get('set-cookie') ?? '';
+      expect(cookie).toMatch(/; Secure/);
+      const url = `${proxy.origin}/graphql/stream?${new URLSearchParams({ query: 'subscription { toolActivity { windowSeconds } }' })}`;
+      const controller = new AbortController();
+      const stream = await fetch(url, { headers: { accept: 'text/event-stream', origin: own, cookie: cookie.split(';')[0]! }, signal: controller.signal });
+      expect([stream.status, stream.headers.get('content-type')]).toEqual([200, 'text/event-stream']);
+      controller.abort();
+      for (const origin of ['https://evil.example', `https://evil.example:${new URL(proxy.origin).port}`]) {
+        const foreign = await fetch(`${proxy.origin}/graphql/stream-session`, { method: 'POST', headers: { origin, authorization: `Bearer ${admin}` } });
+        expect(foreign.status).toBe(403);
+      }
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('a sign-out clears the cookie', async () => {
