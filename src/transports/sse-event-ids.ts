@@ -185,6 +185,12 @@ export function useSseEventIds(budget?: UnsentBudget): Plugin<GraphQLContext & {
       const budgeted = budget && res?.writableLength !== undefined && principal ? { budget, res, sub: principal.sub } : undefined;
       subscriptionRequests.set(request, { signedOut, budgeted });
     },
+    onResponse({ response }) {
+      // Every event stream, this module's or yoga's: nginx would read it faster than a stalled client
+      // does and spool it to its disk (up to 1 GB); unbuffered, a stream is written only as fast as
+      // its client reads, as without a proxy (docs/subscriptions.md, "A subscriber that falls behind").
+      if (response.headers.get('content-type')?.startsWith('text/event-stream')) response.headers.set('x-accel-buffering', 'no');
+    },
     onResultProcess({ request, result, resultProcessor, setResultProcessor }) {
       // yoga answers a subscription's stream only as SSE: a processor chosen for it is SSE's.
       const subscription = subscriptionRequests.get(request);

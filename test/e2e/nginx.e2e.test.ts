@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { subscribeSse, subscribeWs } from '../support/streams.js';
+import { sseResponse, subscribeSse, subscribeWs } from '../support/streams.js';
 import { e2eActors, freePort, serverForFile } from './support/server.js';
 
 const NGINX = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
@@ -82,6 +82,21 @@ describe.skipIf(!existsSync(NGINX) && process.env.REQUIRE_NGINX !== '1')('behind
       await sse.close();
       await ws.close();
     }
+  });
+
+  it('asks nginx not to buffer its SSE answers (X-Accel-Buffering: no), a header nginx keeps to itself', async () => {
+    // nginx buffers a response it may read faster than its client does: up to 1 GB of a stalled
+    // reader's stream on its disk, unseen by the server, which bounds what it holds for a slow
+    // reader (docs/subscriptions.md, "A subscriber that falls behind"). nginx reads the header
+    // and passes it on to no one: the server's own answer shows it.
+    const { owner } = await e2eActors();
+    const query = 'subscription { toolActivity { windowSeconds } }';
+    const controller = new AbortController();
+    const direct = await sseResponse(server.url, query, {}, owner, controller.signal);
+    expect([direct.headers.get('content-type'), direct.headers.get('x-accel-buffering')]).toEqual(['text/event-stream', 'no']);
+    const through = await fetch(`${base}graphql?query=${encodeURIComponent(query)}`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${owner}` }, signal: controller.signal });
+    expect([through.status, through.headers.get('x-accel-buffering')]).toEqual([200, null]);
+    controller.abort();
   });
 
   it("signs a page of its origin in to streams: the cookie's path is the prefix's, and the stream opens with it", async () => {
