@@ -10,6 +10,8 @@ export interface RunLease {
   owner: string;
   epoch: number;
   expiresAt: Date;
+  /** The database clock when the lease was taken or extended (the run's change): expiresAt − grantedAt is its length on one clock. */
+  grantedAt: Date;
 }
 
 export interface LockedRun {
@@ -51,11 +53,12 @@ export async function lockRun(sql: Sql, runId: string): Promise<LockedRun | null
 }
 
 
-export const toLease = (row: { id: string; leaseOwner: string | null; leaseEpoch: number; leaseExpiresAt: Date | null }): RunLease => ({
+export const toLease = (row: { id: string; leaseOwner: string | null; leaseEpoch: number; leaseExpiresAt: Date | null; changedAt: Date | null }): RunLease => ({
   runId: row.id,
   owner: row.leaseOwner!,
   epoch: row.leaseEpoch,
   expiresAt: row.leaseExpiresAt!,
+  grantedAt: row.changedAt!,
 });
 
 export interface ClaimInput {

@@ -3,7 +3,7 @@ import { AuditClient, LeaseKeeper, type RunLease } from '@agent-audit/client';
 import { fakeFetch, hang, type RecordedRequest } from './fake-fetch.js';
 
 const LEASE_SECONDS = 9;
-const leaseFrom = (now: number): RunLease => ({ runId: 'run-1', owner: 'worker-1', epoch: 1, expiresAt: new Date(now + LEASE_SECONDS * 1000).toISOString() });
+const leaseFrom = (now: number): RunLease => ({ runId: 'run-1', owner: 'worker-1', epoch: 1, expiresAt: new Date(now + LEASE_SECONDS * 1000).toISOString(), grantedAt: new Date(now).toISOString() });
 
 describe('LeaseKeeper over a server that does not answer one renewal', () => {
   it('sends the next renewal before the lease expires, not after the hung one times out', async () => {

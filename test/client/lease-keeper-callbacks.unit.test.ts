@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AuditApiError, LeaseKeeper, type LeaseInput, type RunLease } from '@agent-audit/client';
 
-const leaseFor = (): RunLease => ({ runId: 'run-1', owner: 'w', epoch: 1, expiresAt: new Date(Date.now() + 30_000).toISOString() });
+const leaseFor = (): RunLease => ({ runId: 'run-1', owner: 'w', epoch: 1, expiresAt: new Date(Date.now() + 30_000).toISOString(), grantedAt: new Date().toISOString() });
 
 describe('LeaseKeeper with a callback that throws', () => {
   const unhandled: unknown[] = [];

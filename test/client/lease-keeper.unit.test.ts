@@ -4,7 +4,7 @@ import { AuditApiError, AuditTokenRejectedError, LeaseKeeper, type LeaseInput, t
 const LEASE_SECONDS = 30;
 
 function leaseFor(epoch: number): RunLease {
-  return { runId: 'run-1', owner: 'worker-1', epoch, expiresAt: new Date(Date.now() + LEASE_SECONDS * 1000).toISOString() };
+  return { runId: 'run-1', owner: 'worker-1', epoch, expiresAt: new Date(Date.now() + LEASE_SECONDS * 1000).toISOString(), grantedAt: new Date().toISOString() };
 }
 
 const apiError = (code: string, retryable = false) =>
@@ -115,6 +115,43 @@ describe('LeaseKeeper', () => {
     await vi.advanceTimersByTimeAsync(1_000);
     expect(renewLease).toHaveBeenCalledTimes(1);
     keeper.stop();
+  });
+
+  // A worker's clock may be minutes off the database's, which stamps grantedAt and expiresAt: the
+  // keeper times its renewals by the length granted, never by expiresAt against its own clock.
+  /** A lease the database granted for `seconds` at its `databaseNow`. */
+  const grantedAt = (databaseNow: number, seconds: number): RunLease => ({
+    ...leaseFor(1),
+    grantedAt: new Date(databaseNow).toISOString(),
+    expiresAt: new Date(databaseNow + seconds * 1000).toISOString(),
+  });
+
+  it('renews within the granted length when the server clamped the request and the worker clock is 5 minutes behind', async () => {
+    const behindMs = 5 * 60_000;
+    // The database granted 30 s of the 600 asked (LEASE_MAX_SECONDS=30).
+    const renewLease = vi.fn(async () => grantedAt(Date.now() + behindMs, 30));
+    const keeper = new LeaseKeeper({ renewLease }, grantedAt(Date.now() + behindMs, 30), { leaseSeconds: 600 });
+
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(renewLease).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(renewLease).toHaveBeenCalledTimes(2);
+    keeper.stop();
+  });
+
+  it.each([
+    ['40 s ahead', 40_000],
+    ['5 minutes behind', -5 * 60_000],
+  ])('without leaseSeconds renews for the length granted, the worker clock %s', async (_, offsetMs) => {
+    const renewedAt: number[] = [];
+    const renewLease = vi.fn(async (_lease: LeaseInput, _seconds?: number) => (renewedAt.push(Date.now()), grantedAt(Date.now() - offsetMs, 30)));
+    const keeper = new LeaseKeeper({ renewLease }, grantedAt(Date.now() - offsetMs, 30));
+
+    await vi.advanceTimersByTimeAsync(40_000);
+    keeper.stop();
+    expect(renewLease.mock.calls.map(([, seconds]) => seconds)).toEqual([30, 30, 30, 30]);
+    // The first may come early (its lease may be old); then every third of the length granted.
+    expect(renewedAt.slice(1).map((at, i) => at - renewedAt[i]!)).toEqual([10_000, 10_000, 10_000]);
   });
 
   it('does not keep the process alive', () => {

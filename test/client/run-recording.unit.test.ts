@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AuditApiError, AuditTokenRejectedError, RunRecording, type AuditClient, type RunLease } from '@agent-audit/client';
 
-const lease = (): RunLease => ({ runId: 'run-1', owner: 'worker-1', epoch: 1, expiresAt: new Date(Date.now() + 30_000).toISOString() });
+const lease = (): RunLease => ({ runId: 'run-1', owner: 'worker-1', epoch: 1, expiresAt: new Date(Date.now() + 30_000).toISOString(), grantedAt: new Date().toISOString() });
 
 describe('RunRecording', () => {
   beforeEach(() => void vi.useFakeTimers());

@@ -95,6 +95,28 @@ describe('claimRun', () => {
     expect(await leaseLength(5)).toBe(5000);
     expect(await leaseLength(100_000)).toBe(60_000);
   });
+
+  it('says when it granted the lease, on the clock of expiresAt: expiresAt − grantedAt is the clamped length (claim, renewal, batch)', async () => {
+    const { session, runId } = await runningScene(t);
+    const granted = (lease: { expiresAt: string; grantedAt: string }) => Date.parse(lease.expiresAt) - Date.parse(lease.grantedAt);
+    // grantedAt is read as the write commits, a little after the instant the expiry counts from.
+    const within = (ms: number) => expect.toSatisfy((length: number) => length <= ms && length > ms - 1_000);
+    const LEASE = '{ runId epoch expiresAt grantedAt }';
+    const renewed = must(await t.gql(`mutation($lease: LeaseInput!) { result: renewLease(lease: $lease, leaseSeconds: 100000) ${LEASE} }`, { lease: session.lease }, session.token));
+    expect(granted(renewed)).toEqual(within(60_000));
+    const batch = await t.gql(
+      `mutation($events: [LifecycleEventInput!]!) { result: recordEvents(events: $events) { lease ${LEASE} } }`,
+      { events: [{ renewLease: { lease: session.lease, leaseSeconds: 7 } }] },
+      session.token,
+    );
+    expect(granted(must(batch)[0].lease)).toEqual(within(7_000));
+
+    const who = await actors(t);
+    const queued = await createRun(t, who.owner, await createThread(t, who.owner));
+    const claimed = must(await t.gql(`mutation($input: ClaimRunInput!) { result: claimRun(input: $input) ${LEASE} }`, { input: { runId: queued, leaseSeconds: 0 } }, who.worker));
+    expect(granted(claimed)).toEqual(within(1_000));
+    expect(renewed.runId).toBe(runId);
+  });
 });
 
 describe('a claim retried with its claimId', () => {

@@ -41,7 +41,7 @@ export interface LeaseRenewer {
 }
 
 export interface LeaseKeeperOptions {
-  /** Length requested on each renewal; pass what claimRun was given. Default: the lease's remaining length. */
+  /** Length requested on each renewal; pass what claimRun was given. Default: the length the server granted the lease. */
   leaseSeconds?: number;
   /** Called once when renewal fails with one of LEASE_GONE_CODES; stop writing for this run. */
   onLost?: (error: AuditApiError) => void;
@@ -67,6 +67,8 @@ export class LeaseKeeper {
   private readonly leaseMs: number;
   private readonly leaseSeconds: number;
   private readonly lostController = new AbortController();
+  /** When the current lease expires on this process's monotonic clock (performance.now). */
+  private expiresAtMs: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
 
@@ -76,8 +78,11 @@ export class LeaseKeeper {
     private readonly options: LeaseKeeperOptions = {},
   ) {
     this.current = lease;
-    this.leaseSeconds = options.leaseSeconds ?? Math.max(1, Math.round(msUntil(lease.expiresAt) / 1000));
+    this.leaseSeconds = options.leaseSeconds ?? Math.max(1, Math.round(grantedMs(lease) / 1000));
     this.leaseMs = this.leaseSeconds * 1000;
+    // The lease may have been granted a while ago (handed over after a refused token): this once,
+    // this machine's clock may say it has less left than it was granted.
+    this.expiresAtMs = performance.now() + Math.min(grantedMs(lease), msUntil(lease.expiresAt));
     this.schedule();
   }
 
@@ -97,11 +102,15 @@ export class LeaseKeeper {
     clearTimeout(this.timer);
   }
 
+  /**
+   * The next renewal, at a third of what is left of the lease. What is left is counted from the
+   * length the server granted (expiresAt − grantedAt, both on the database's clock; the server may
+   * clamp the requested length) on this process's monotonic clock, never by comparing expiresAt
+   * with this machine's clock, which may be minutes off.
+   */
   private schedule(): void {
     if (this.stopped) return;
-    // The server may clamp the requested length, so the granted expiry can be sooner; a skewed
-    // local clock could make that look like "now", hence the floor.
-    const lengthMs = Math.min(this.leaseMs, msUntil(this.current.expiresAt));
+    const lengthMs = Math.min(this.leaseMs, this.expiresAtMs - performance.now());
     const delayMs = Math.max(Math.min(1_000, this.leaseMs / 3), lengthMs / 3);
     this.timer = setTimeout(() => void this.renew(), delayMs);
     this.timer.unref?.();
@@ -110,7 +119,10 @@ export class LeaseKeeper {
   private async renew(): Promise<void> {
     if (this.stopped) return;
     try {
+      // Granted after it was sent: counted from then, it expires no sooner than counted.
+      const sentAtMs = performance.now();
       this.current = await this.client.renewLease(this.current, this.leaseSeconds, { maxAttempts: 1, timeoutMs: Math.max(1_000, this.leaseMs / 3) });
+      this.expiresAtMs = sentAtMs + grantedMs(this.current);
     } catch (error) {
       if (this.stopped) return;
       if (isAuditApiError(error, ...LEASE_GONE_CODES)) {
@@ -134,4 +146,10 @@ export class LeaseKeeper {
 
 function msUntil(isoTime: string): number {
   return Date.parse(isoTime) - Date.now();
+}
+
+/** How long the lease lasts from its grant, on the server's clock; by this machine's clock for a lease without grantedAt. */
+function grantedMs(lease: RunLease): number {
+  const length = Date.parse(lease.expiresAt) - Date.parse(lease.grantedAt);
+  return Number.isNaN(length) ? msUntil(lease.expiresAt) : length;
 }

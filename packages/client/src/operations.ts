@@ -34,7 +34,7 @@ export const RUN_FIELDS = graphql(`
   }`);
 
 export const RUN_LEASE_FIELDS = graphql(`
-  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt }`);
+  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt grantedAt }`);
 
 export const THREAD_FIELDS = graphql(`
   fragment ThreadFields on Thread { id title ownerId createdAt }`);

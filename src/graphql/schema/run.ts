@@ -40,13 +40,18 @@ export const RunRef = builder.prismaObject('Run', {
 });
 
 export const RunLeaseRef = builder
-  .objectRef<{ runId: string; owner: string; epoch: number; expiresAt: Date }>('RunLease')
+  .objectRef<{ runId: string; owner: string; epoch: number; expiresAt: Date; grantedAt: Date }>('RunLease')
   .implement({
     fields: (t) => ({
       runId: t.exposeID('runId'),
       owner: t.exposeString('owner'),
       epoch: t.exposeInt('epoch'),
       expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+      grantedAt: t.expose('grantedAt', {
+        type: 'DateTime',
+        description:
+          "When the database took or last extended this lease, on the clock expiresAt is read on: expiresAt − grantedAt\nis how long the lease lasts from then, whatever the worker's own clock says.",
+      }),
     }),
   });
 

@@ -20,7 +20,7 @@ type Documents = {
     "\n  fragment ModelAuditFields on ModelAudit {\n    ...AuditFields\n    model input output error usage\n    toolCalls { ...ToolCallFields }\n  }": typeof types.ModelAuditFieldsFragmentDoc,
     "\n  fragment ToolAuditFields on ToolAudit {\n    ...AuditFields\n    toolCallId name effectiveInput output error awaitingRunTerminal\n  }": typeof types.ToolAuditFieldsFragmentDoc,
     "\n  fragment RunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error\n  }": typeof types.RunFieldsFragmentDoc,
-    "\n  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt }": typeof types.RunLeaseFieldsFragmentDoc,
+    "\n  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt grantedAt }": typeof types.RunLeaseFieldsFragmentDoc,
     "\n  fragment ThreadFields on Thread { id title ownerId createdAt }": typeof types.ThreadFieldsFragmentDoc,
     "\n  fragment MessageFields on Message { id role content createdAt }": typeof types.MessageFieldsFragmentDoc,
     "\n    mutation CreateThread($input: CreateThreadInput!) { createThread(input: $input) { ...ThreadFields } }": typeof types.CreateThreadDocument,
@@ -46,7 +46,7 @@ const documents: Documents = {
     "\n  fragment ModelAuditFields on ModelAudit {\n    ...AuditFields\n    model input output error usage\n    toolCalls { ...ToolCallFields }\n  }": types.ModelAuditFieldsFragmentDoc,
     "\n  fragment ToolAuditFields on ToolAudit {\n    ...AuditFields\n    toolCallId name effectiveInput output error awaitingRunTerminal\n  }": types.ToolAuditFieldsFragmentDoc,
     "\n  fragment RunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error\n  }": types.RunFieldsFragmentDoc,
-    "\n  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt }": types.RunLeaseFieldsFragmentDoc,
+    "\n  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt grantedAt }": types.RunLeaseFieldsFragmentDoc,
     "\n  fragment ThreadFields on Thread { id title ownerId createdAt }": types.ThreadFieldsFragmentDoc,
     "\n  fragment MessageFields on Message { id role content createdAt }": types.MessageFieldsFragmentDoc,
     "\n    mutation CreateThread($input: CreateThreadInput!) { createThread(input: $input) { ...ThreadFields } }": types.CreateThreadDocument,
@@ -90,7 +90,7 @@ export function graphql(source: "\n  fragment RunFields on Run {\n    id status 
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt }"): typeof import('./graphql.js').RunLeaseFieldsFragmentDoc;
+export function graphql(source: "\n  fragment RunLeaseFields on RunLease { runId owner epoch expiresAt grantedAt }"): typeof import('./graphql.js').RunLeaseFieldsFragmentDoc;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

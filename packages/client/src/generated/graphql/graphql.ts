@@ -205,7 +205,7 @@ export type ToolAuditFieldsFragment = { __typename: 'ToolAudit', toolCallId: str
 
 export type RunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null };
 
-export type RunLeaseFieldsFragment = { runId: string, owner: string, epoch: number, expiresAt: string };
+export type RunLeaseFieldsFragment = { runId: string, owner: string, epoch: number, expiresAt: string, grantedAt: string };
 
 export type ThreadFieldsFragment = { id: string, title: string | null, ownerId: string, createdAt: string };
 
@@ -251,7 +251,7 @@ export type ClaimRunMutationVariables = Exact<{
 }>;
 
 
-export type ClaimRunMutation = { claimRun: { runId: string, owner: string, epoch: number, expiresAt: string } };
+export type ClaimRunMutation = { claimRun: { runId: string, owner: string, epoch: number, expiresAt: string, grantedAt: string } };
 
 export type RenewLeaseMutationVariables = Exact<{
   lease: LeaseInput;
@@ -259,7 +259,7 @@ export type RenewLeaseMutationVariables = Exact<{
 }>;
 
 
-export type RenewLeaseMutation = { renewLease: { runId: string, owner: string, epoch: number, expiresAt: string } };
+export type RenewLeaseMutation = { renewLease: { runId: string, owner: string, epoch: number, expiresAt: string, grantedAt: string } };
 
 export type RecordModelStartedMutationVariables = Exact<{
   input: ModelStartedInput;
@@ -311,7 +311,7 @@ export type RecordEventsMutationVariables = Exact<{
 export type RecordEventsMutation = { recordEvents: Array<{ index: number, audit:
       | { __typename: 'ModelAudit', model: string | null, input: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, usage: import("../../json-value.js").JsonValue | null, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, toolCalls: Array<{ id: string, toolCallId: string, name: string, declaredInput: import("../../json-value.js").JsonValue | null, effectiveInput: import("../../json-value.js").JsonValue | null, status: ToolCallStatus, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, startedAt: string | null, finishedAt: string | null, durationMs: number | null }> }
       | { __typename: 'ToolAudit', toolCallId: string, name: string, effectiveInput: import("../../json-value.js").JsonValue | null, output: import("../../json-value.js").JsonValue | null, error: import("../../json-value.js").JsonValue | null, awaitingRunTerminal: boolean, id: string, runId: string, role: MessageRole, operationId: string, sequence: string, finishedSequence: string | null, status: AuditStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null }
-     | null, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } | null, lease: { runId: string, owner: string, epoch: number, expiresAt: string } | null, error: { code: string, message: string, runStatus: RunStatus | null } | null }> };
+     | null, run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: import("../../json-value.js").JsonValue | null } | null, lease: { runId: string, owner: string, epoch: number, expiresAt: string, grantedAt: string } | null, error: { code: string, message: string, runStatus: RunStatus | null } | null }> };
 
 export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
@@ -459,6 +459,7 @@ export const RunLeaseFieldsFragmentDoc = new TypedDocumentString(`
   owner
   epoch
   expiresAt
+  grantedAt
 }
     `, {"fragmentName":"RunLeaseFields"}) as unknown as TypedDocumentString<RunLeaseFieldsFragment, unknown>;
 export const ThreadFieldsFragmentDoc = new TypedDocumentString(`
@@ -558,6 +559,7 @@ export const ClaimRunDocument = new TypedDocumentString(`
   owner
   epoch
   expiresAt
+  grantedAt
 }`) as unknown as TypedDocumentString<ClaimRunMutation, ClaimRunMutationVariables>;
 export const RenewLeaseDocument = new TypedDocumentString(`
     mutation RenewLease($lease: LeaseInput!, $leaseSeconds: Int) {
@@ -570,6 +572,7 @@ export const RenewLeaseDocument = new TypedDocumentString(`
   owner
   epoch
   expiresAt
+  grantedAt
 }`) as unknown as TypedDocumentString<RenewLeaseMutation, RenewLeaseMutationVariables>;
 export const RecordModelStartedDocument = new TypedDocumentString(`
     mutation RecordModelStarted($input: ModelStartedInput!) {
@@ -845,6 +848,7 @@ fragment RunLeaseFields on RunLease {
   owner
   epoch
   expiresAt
+  grantedAt
 }`) as unknown as TypedDocumentString<RecordEventsMutation, RecordEventsMutationVariables>;
 export const ThreadAuditsDocument = new TypedDocumentString(`
     query ThreadAudits($threadId: ID!, $limit: Int) {
