@@ -33,7 +33,7 @@ fragment RunFields on Run {
   id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error
 }"""
 
-RUN_LEASE_FIELDS = "fragment RunLeaseFields on RunLease { runId owner epoch expiresAt }"
+RUN_LEASE_FIELDS = "fragment RunLeaseFields on RunLease { runId owner epoch expiresAt grantedAt }"
 THREAD_FIELDS = "fragment ThreadFields on Thread { id title ownerId createdAt }"
 MESSAGE_FIELDS = "fragment MessageFields on Message { id role content createdAt }"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Optional
@@ -52,6 +53,10 @@ class LeaseKeeper:
         self._client = client
         self._lease = lease
         self._lease_seconds = lease_seconds
+        # When the lease expires on this process's monotonic clock. The lease may have been granted a
+        # while ago (handed over after a refused token): this once, this machine's clock may say it
+        # has less left than it was granted.
+        self._expires_at = time.monotonic() + min(_granted_seconds(lease), _seconds_until(lease.expires_at))
         self._on_lost = on_lost
         self._on_renew_error = on_renew_error
         self._on_token_rejected = on_token_rejected
@@ -74,10 +79,10 @@ class LeaseKeeper:
         self._stopped.set()
 
     def _delay(self) -> float:
-        # The server may clamp the requested length, so the granted expiry can be sooner; a skewed
-        # local clock could make that look like "now", hence the floor.
-        remaining = (parse_rfc3339(self._lease.expires_at) - datetime.now(timezone.utc)).total_seconds()
-        length = min(float(self._lease_seconds), remaining)
+        # A third of what is left: counted from the length the server granted (it may clamp the
+        # request), read on the database's clock alone, on this process's monotonic clock; never
+        # expires_at against this machine's clock, which may be minutes off.
+        length = min(float(self._lease_seconds), self._expires_at - time.monotonic())
         return max(min(1.0, self._lease_seconds / 3), length / 3)
 
     def _renewal_policy(self) -> RetryPolicy:
@@ -90,9 +95,11 @@ class LeaseKeeper:
     def _keep(self) -> None:
         while not self._stopped.wait(self._delay()):
             try:
+                sent_at = time.monotonic()  # granted after it was sent: counted from then, it lasts no less
                 renewed = self._client.renew_lease(self._lease, self._lease_seconds, retry=self._renewal_policy())
                 if not self._stopped.is_set():
                     self._lease = renewed
+                    self._expires_at = sent_at + _granted_seconds(renewed)
             except AuditApiError as error:
                 if self._stopped.is_set():
                     return
@@ -117,3 +124,15 @@ class LeaseKeeper:
             except Exception as error:  # noqa: BLE001 - a keeper must outlive an odd failure
                 if self._on_renew_error:
                     self._on_renew_error(error)
+
+
+def _seconds_until(rfc3339: str) -> float:
+    return (parse_rfc3339(rfc3339) - datetime.now(timezone.utc)).total_seconds()
+
+
+def _granted_seconds(lease: RunLease) -> float:
+    """How long the lease lasts from its grant, on the server's clock; by this machine's clock for a
+    lease without ``granted_at``."""
+    if lease.granted_at is None:
+        return _seconds_until(lease.expires_at)
+    return (parse_rfc3339(lease.expires_at) - parse_rfc3339(lease.granted_at)).total_seconds()

@@ -60,10 +60,14 @@ class RunLease:
     epoch: int
     owner: str
     expires_at: str
+    #: When the database took or last extended the lease, on the clock ``expires_at`` is read on:
+    #: ``expires_at - granted_at`` is its length, whatever this machine's clock says.
+    granted_at: Optional[str] = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "RunLease":
-        return cls(run_id=data["runId"], epoch=data["epoch"], owner=data["owner"], expires_at=data["expiresAt"])
+        return cls(run_id=data["runId"], epoch=data["epoch"], owner=data["owner"], expires_at=data["expiresAt"],
+                   granted_at=data.get("grantedAt"))
 
 
 @dataclass(frozen=True)
