@@ -42,11 +42,18 @@ function cookie(req: IncomingMessage, value: string, maxAgeSeconds: number): str
 }
 
 /**
+ * How long a signed-out session's row outlives its expiry, by the database's clock. An instance
+ * judges the expiry by its own clock, which may run behind the database's: it must still find
+ * the row until its clock, too, has passed the expiry.
+ */
+const REVOCATION_KEPT_PAST_EXPIRY = '1 day';
+
+/**
  * Signed-out sessions are kept in the database, so a sign-out holds on every instance at once;
- * a row outlives its session by nothing (expired rows go with the next sign-out).
+ * a row goes with the next sign-out once REVOCATION_KEPT_PAST_EXPIRY past its session's expiry.
  */
 async function revoke(sql: Sql, sessionId: string, expiresAtMs: number): Promise<void> {
-  await sql.query('DELETE FROM stream_session_revocation WHERE expires_at < now()');
+  await sql.query(`DELETE FROM stream_session_revocation WHERE expires_at < now() - interval '${REVOCATION_KEPT_PAST_EXPIRY}'`);
   await sql.query(
     'INSERT INTO stream_session_revocation (session_id, expires_at) VALUES ($1::uuid, $2) ON CONFLICT (session_id) DO NOTHING',
     [sessionId, new Date(expiresAtMs)],

@@ -1,12 +1,13 @@
 // Cross-origin access is an allow-list (same origin by default, CORS_ORIGINS adds origins), and the
 // browser's stream session cookie authenticates the SSE stream path only, never a query or a
 // mutation (docs/subscriptions.md, "Browsers").
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { mintToken } from '../../src/auth/jwt.js';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.js';
 import { bodyLimit } from '../../src/server/http-server.js';
 import { listenWhileStarting } from '../../src/server/starting.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { startReverseProxy } from '../support/reverse-proxy.js';
 import { sseStream } from '../support/streams.js';
@@ -225,6 +226,29 @@ describe(`the stream session cookie (${backendName})`, () => {
     expect(row!.n).toBeGreaterThanOrEqual(1);
     // Another session of the same principal is not signed out.
     expect(await open(other.cookie.split(';')[0]!)).not.toMatch(/UNAUTHENTICATED/);
+  });
+
+  it('a sign-out holds on an instance whose clock runs an hour behind the database\'s, past the session\'s expiry by the database\'s clock', async () => {
+    // A session that expires in 2 s, by the token it was signed in with.
+    const exp = Math.floor(Date.now() / 1000) + 2;
+    const { cookie } = await signIn(await mintToken(TEST_JWT_SECRET, { sub: 'ada', role: 'superadmin' }, exp));
+    const pair = cookie.split(';')[0]!;
+    expect((await fetch(`${base}/graphql/stream-session`, { method: 'DELETE', headers: { cookie: pair } })).status).toBe(204);
+    // The database's clock passes the expiry; another sign-out then clears what it takes as expired.
+    await expect.poll(async () => (await t.app.db.sql.query<{ past: boolean }>('SELECT now() > to_timestamp($1) AS past', [exp]))[0]!.past).toBe(true);
+    const other = (await signIn(admin)).cookie.split(';')[0]!;
+    expect((await fetch(`${base}/graphql/stream-session`, { method: 'DELETE', headers: { cookie: other } })).status).toBe(204);
+
+    // This instance's clock is an hour behind: by it, the session has not expired.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 3_600_000, shouldAdvanceTime: true });
+    onTestFinished(() => void vi.useRealTimers());
+    const thread = (await t.gql('mutation { createThread(input: { title: "signed out, clock behind" }) { id } }', {}, admin)).data.createThread.id;
+    const url = `${base}/graphql/stream?${new URLSearchParams({ query: 'subscription($t: ID!) { runChanged(threadId: $t) { id } }', variables: JSON.stringify({ t: thread }) })}`;
+    const controller = new AbortController();
+    const response = await fetch(url, { headers: { accept: 'text/event-stream', cookie: pair }, signal: controller.signal });
+    const first = new TextDecoder().decode((await response.body!.getReader().read()).value);
+    controller.abort();
+    expect(first).toMatch(/signed out/);
   });
 
   it("a sign-out ends the session's streams already open (SIGNED_OUT), not another session's", async () => {
