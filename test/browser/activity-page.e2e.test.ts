@@ -256,6 +256,39 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.close();
   }, 120_000);
 
+  it("times a running call's lease and age by the database's clock, on a browser whose clock is 15 minutes ahead", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'watched from a fast clock');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'lookup', args: {} }] });
+    await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'lookup', effectiveInput: {}, sequence: 3 });
+
+    const page = await newPage();
+    // Every Date of the page's reads 15 minutes ahead of the database's clock (and this machine's).
+    await page.addInitScript(() => {
+      const RealDate = Date;
+      const AHEAD_MS = 15 * 60_000;
+      class Ahead extends RealDate {
+        constructor(...args: unknown[]) {
+          if (args.length === 0) super(RealDate.now() + AHEAD_MS);
+          else super(...(args as [string]));
+        }
+        static override now() {
+          return RealDate.now() + AHEAD_MS;
+        }
+      }
+      globalThis.Date = Ahead as DateConstructor;
+    });
+    await openActivity(page, who.owner);
+    const cells = page.locator('[data-testid=activity-running] tbody tr td');
+    await expect.poll(() => cells.count()).toBe(5);
+    // Leased for 10 minutes a moment ago: minutes left, not "expired"; running for seconds, not 15 minutes.
+    expect(await cells.nth(4).textContent()).toMatch(/^9 min \d+ s$/);
+    expect(await cells.nth(3).textContent()).toMatch(/^[\d.]+ (ms|s)$/);
+    await page.close();
+  }, 120_000);
+
   it("marks a running call that reported an error, says how many running calls it leaves out, and charts other ends", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'busy fleet');
     const run = await owner.createRun({ threadId });

@@ -329,6 +329,11 @@ export function Activity({ token }: { token: string }) {
   /** Every tool name a view showed: with a tool chosen, the view lists that one only. */
   const toolNames = useSignal<string[]>([]);
   const now = useSignal(Date.now());
+  /**
+   * The database's clock minus this browser's, from the newest view's `at`: leases expire and calls
+   * start by the database's (and the runtimes') clocks, and a browser's may be minutes off.
+   */
+  const databaseAhead = useSignal(0);
   useEffect(() => {
     const timer = setInterval(() => (now.value = Date.now()), 1000);
     return () => clearInterval(timer);
@@ -354,6 +359,7 @@ export function Activity({ token }: { token: string }) {
           if (errors?.length) error.value = errors[0]!.message;
           else if (data) {
             view.value = data.toolActivity;
+            databaseAhead.value = Date.parse(data.toolActivity.at) - Date.now();
             error.value = null;
             const names = new Set([...toolNames.value, ...data.toolActivity.tools.map((tool) => tool.name)]);
             if (names.size > toolNames.value.length) toolNames.value = [...names].sort();
@@ -396,7 +402,7 @@ export function Activity({ token }: { token: string }) {
         !ended.value && <p class="muted">Loading…</p>
       ) : (
         <>
-          <Running view={current} now={now.value} />
+          <Running view={current} now={now.value + databaseAhead.value} />
           <section aria-label="Per tool" class="table-box">
             <ToolTable tools={current.tools} />
           </section>
@@ -404,7 +410,7 @@ export function Activity({ token }: { token: string }) {
             <h2>Over time</h2>
             <Chart view={current} />
           </section>
-          <Failures view={current} now={now.value} />
+          <Failures view={current} now={now.value + databaseAhead.value} />
         </>
       )}
     </section>
