@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
+import type { Sql } from '../db/sql.js';
 import { badInput, notFound } from './errors.js';
 import { assertStorableText } from './json.js';
 
@@ -36,13 +38,33 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const isUuid = (value: string) => UUID.test(value);
 
+/** How far the database's clock is ahead of this process's, in ms, as last read (readDatabaseClock). */
+let databaseAheadMs = 0;
+/** The last id's time and counter: ids one process makes are increasing, as uuid's own v7 makes them. */
+const last = { msecs: -Infinity, seq: 0 };
+
 /**
  * A new row's id: a UUIDv7, whose leading 48 bits are the time. New rows' ids (and the run ids
  * that lead the audit and tool-call indexes) then land at the right edge of their btrees instead
  * of on a random leaf each, so a write touches the same few pages however large the tables grow
- * (bench/results/recorded/HISTORY.md, the write curve). Ids stay opaque to clients.
+ * (bench/results/recorded/HISTORY.md, the write curve). Ids stay opaque to clients, but lists read
+ * newest first by them (the ledger, audit search): their time is the database's clock, as this
+ * process last read it, so ids made on instances whose clocks differ keep the order they were made in.
  */
-export const newId = (): string => uuidv7();
+export function newId(): string {
+  const random = randomBytes(16);
+  const now = Date.now() + databaseAheadMs;
+  if (now > last.msecs) Object.assign(last, { msecs: now, seq: random.readUInt32BE(6) & 0x7fffffff });
+  else if ((last.seq = (last.seq + 1) | 0) === 0) last.msecs++;
+  return uuidv7({ msecs: last.msecs, seq: last.seq, random });
+}
+
+/** Reads the database's clock for new ids (newId): at start-up, then every minute (background-jobs.ts). */
+export async function readDatabaseClock(sql: Pick<Sql, 'query'>): Promise<void> {
+  const sentAt = Date.now();
+  const [row] = await sql.query<{ at: Date }>('SELECT clock_timestamp() AS at');
+  databaseAheadMs = Math.round(row!.at.getTime() - (sentAt + Date.now()) / 2);
+}
 
 /**
  * Rows are keyed by UUIDs. A blank id is malformed input; any other id that is not a UUID
