@@ -1,6 +1,7 @@
 import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
 import { loadConfig, type Config } from './config.js';
+import { endCreation } from './db/new-pglite.js';
 import { errorFields, log, outsideErrorFields } from './log.js';
 import { buildApp, type App } from './server/app.js';
 import { howToMintTokens } from './server/signing-secret.js';
@@ -68,12 +69,14 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 
 /**
  * Before the app serves there is nothing to drain (every request but /healthz is answered 503):
- * exit now. A migration under way is left to PostgreSQL: one in a transaction rolls back when its
- * connection ends, an online one is taken up again by the next start (src/db/migrate.ts).
+ * exit now, once the creation of a new embedded database under way (a process of its own) is
+ * ended, so that nothing goes on writing DATA_DIR after the exit. A migration under way is left to
+ * PostgreSQL: one in a transaction rolls back when its connection ends, an online one is taken up
+ * again by the next start (src/db/migrate.ts).
  */
-function stopWhileStarting(reason: string, exitCode: number): never {
+function stopWhileStarting(reason: string, exitCode: number): void {
   log.info({ reason }, `${reason} during start-up: exiting before serving`);
-  process.exit(exitCode);
+  void endCreation().finally(() => process.exit(exitCode));
 }
 
 try {

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,11 +11,29 @@ const ENTRY = fileURLToPath(new URL('./create-embedded-database.ts', import.meta
 /** Whether `dataDir` holds no embedded database yet. */
 export const isNewPgliteDataDir = (dataDir: string) => !existsSync(join(dataDir, 'pglite', 'PG_VERSION'));
 
-/** Runs `command` from the project's root to its end; its output is the server's. */
+/** The process runToEnd waits for, while there is one: a stop during the start ends it (endCreation). */
+let creating: ChildProcess | undefined;
+
+/** Runs `command` from the project's root to its end; its output is the server's. Ended by endCreation: never settles. */
 async function runToEnd(what: string, command: string, args: string[]): Promise<void> {
   const child = spawn(command, args, { cwd: PROJECT_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
-  const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('exit', resolve));
+  creating = child;
+  const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('exit', resolve)).finally(() => (creating = undefined));
+  if (child.killed) return new Promise(() => {});
   if (code !== 0) throw new Error(`${what} failed (exit ${code}; its output is above)`);
+}
+
+/**
+ * Ends the creation under way, if any, and waits until its process is gone: a server stopped
+ * while it starts (main.ts) leaves no process writing its DATA_DIR or its output after it exits.
+ * A database whose migrations were cut short is migrated by the next start.
+ */
+export async function endCreation(): Promise<void> {
+  const child = creating;
+  if (!child) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
 }
 
 /**

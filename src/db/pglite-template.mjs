@@ -30,10 +30,17 @@ export function hasPgliteTemplate(templateDir = pgliteTemplateDir()) {
   return existsSync(join(templateDir, 'PG_VERSION'));
 }
 
-/** Copies the install's new database to `pgData`; false when the install step made none (then PGlite runs initdb). */
+/**
+ * Copies the install's new database to `pgData`; false when the install step made none (then
+ * PGlite runs initdb). Whole or not at all: a copy cut short (a server stopped while it starts
+ * ends the copying process, main.ts) leaves no `pgData` that the next start would open.
+ */
 export function copyPgliteTemplate(pgData, templateDir = pgliteTemplateDir()) {
   if (!hasPgliteTemplate(templateDir)) return false;
-  cpSync(templateDir, pgData, { recursive: true });
+  const partial = `${pgData}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  cpSync(templateDir, partial, { recursive: true });
+  renameSync(partial, pgData);
   return true;
 }
 

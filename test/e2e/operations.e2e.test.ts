@@ -1,33 +1,16 @@
 // Issue 43, as an operator meets the server process: start-up mistakes are one JSON line and
 // exit 1; every request is one access line with its x-request-id echoed; SIGTERM answers /readyz
 // 503 for SHUTDOWN_DRAIN_MS while requests are still served, then closes without resetting any.
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { AuditClient } from '@agent-audit/client';
 import pg from 'pg';
 import { MIGRATION_LOCK_KEY } from '../../src/db/migrate.js';
 import { onPostgres, postgresAdminUrl, servicesRequired } from '../support/database.js';
-import { E2E_JWT_SECRET, e2eActors, freePort, startServer, storageForFile } from './support/server.js';
+import { E2E_JWT_SECRET, e2eActors, freePort, spawnServer, startServer, storageForFile } from './support/server.js';
 import { withTimeout } from './support/wait.js';
-
-/** The server process (this run's bundle of src/main.ts when there is one, as startServer runs it), not waited for. */
-function spawnServer(env: Record<string, string>) {
-  const bundle = inject('serverBundle');
-  const child = spawn(process.execPath, bundle ? [bundle] : ['--import', 'tsx', 'src/main.ts'], {
-    cwd: join(import.meta.dirname, '../..'),
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal!)));
-  return { child, exited, output: () => output };
-}
 
 /** The server to its exit. */
 async function runServer(env: Record<string, string>): Promise<{ code: number | NodeJS.Signals; output: string }> {

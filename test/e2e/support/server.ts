@@ -66,43 +66,51 @@ async function waitUntilReady(server: ServerProcess, timeoutMs: number): Promise
 }
 
 /**
- * Starts `src/main.ts` in its own process, as `npm run serve` does (from this run's bundle of it
- * when there is one: test/support/server-bundle.ts), on a free port with `storage`, and waits for
- * /readyz (at most `readyWithinMs`). Call `killServers()` in afterAll.
+ * The server process with `env` over this process's (this run's bundle of src/main.ts when there
+ * is one), not waited for: its output so far, and its exit code (or signal's name).
  */
-export async function startServer(storage: TestStorage, env: Record<string, string> = {}, { readyWithinMs = 90_000 } = {}): Promise<ServerProcess> {
-  const port = await freePort();
+export function spawnServer(env: Record<string, string>) {
   const bundle = inject('serverBundle');
   const child = spawn(process.execPath, bundle ? [bundle] : ['--import', 'tsx', 'src/main.ts'], {
     cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      ...storage.env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      AUTH_JWT_SECRET: E2E_JWT_SECRET,
-      REDIS_URL: '',
-      // No load balancer to wait for; the drain tests set their own.
-      SHUTDOWN_DRAIN_MS: '0',
-      ...env,
-    },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal!)));
+  return { child, exited, output: () => output };
+}
+
+/**
+ * Starts `src/main.ts` in its own process, as `npm run serve` does (from this run's bundle of it
+ * when there is one: test/support/server-bundle.ts), on a free port with `storage`, and waits for
+ * /readyz (at most `readyWithinMs`). Call `killServers()` in afterAll.
+ */
+export async function startServer(storage: TestStorage, env: Record<string, string> = {}, { readyWithinMs = 90_000 } = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  const { child, exited, output } = spawnServer({
+    ...storage.env,
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    AUTH_JWT_SECRET: E2E_JWT_SECRET,
+    REDIS_URL: '',
+    // No load balancer to wait for; the drain tests set their own.
+    SHUTDOWN_DRAIN_MS: '0',
+    ...env,
+  });
 
   const server: ServerProcess = {
     url: `http://127.0.0.1:${port}/graphql`,
     wsUrl: `ws://127.0.0.1:${port}/graphql`,
     child,
-    output: () => output,
+    output,
     exited,
     async stop(signal = 'SIGTERM', timeoutMs = 30_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return withTimeout(exited, timeoutMs, () => `The server did not exit after ${signal}:\n${output}`);
+      return withTimeout(exited, timeoutMs, () => `The server did not exit after ${signal}:\n${output()}`);
     },
   };
   running.add(server);
