@@ -71,6 +71,12 @@ export interface Config {
   maxUnsentBytesPerPrincipal: number;
 }
 
+/**
+ * INSTANCE_ID's default, `hostname:PORT`. With PORT=0 it names the port the system gave (main.ts),
+ * so that servers started so on one host each have their own.
+ */
+export const defaultInstanceId = (port: number) => `${hostname()}:${port}`;
+
 /** An integer variable within [min, max]; unset or empty: `fallback`. */
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}): number {
   const raw = env[name];
@@ -192,7 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     export: exportConfigFromEnv(env),
     metricsToken: env.METRICS_TOKEN || undefined,
-    instanceId: env.INSTANCE_ID || `${hostname()}:${port}`,
+    instanceId: env.INSTANCE_ID || defaultInstanceId(port),
     maxAnswerPayloadBytes: answerPayloadBytesFromEnv(env, maxJsonBytes),
     // Unset, no budget: the contract lets each connection hold 16 MiB unsent before it may be
     // closed, and a budget ends streams that hold less. At least those 16 MiB when set.

@@ -1,6 +1,7 @@
+import type { AddressInfo } from 'node:net';
 import { constants } from 'node:os';
 import { mintToken } from './auth/jwt.js';
-import { loadConfig, type Config } from './config.js';
+import { defaultInstanceId, loadConfig, type Config } from './config.js';
 import { endCreation } from './db/new-pglite.js';
 import { errorFields, log, outsideErrorFields } from './log.js';
 import { buildApp, type App } from './server/app.js';
@@ -83,6 +84,7 @@ try {
   config = loadConfig();
   // The port answers from now on (/healthz 200, /readyz 503) while migrations run.
   const listening = await listenWhileStarting(config.port, config.host, config.corsOrigins);
+  if (config.instanceId === defaultInstanceId(0)) config.instanceId = defaultInstanceId((listening.address() as AddressInfo).port);
   app = await buildApp(config, { listening });
 } catch (error) {
   cannotStart(error);

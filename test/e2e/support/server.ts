@@ -125,7 +125,7 @@ export async function startServer(storage: TestStorage, env: Record<string, stri
 }
 
 /** The JSON log lines the server process printed so far. */
-export const jsonLines = (server: ServerProcess) =>
+export const jsonLines = (server: Pick<ServerProcess, 'output'>) =>
   server
     .output()
     .split('\n')
