@@ -7,7 +7,7 @@
 // loaded from a dump of a running instance wrote at a third of the rate (bench run BM2).
 // Plain JavaScript (typed by pglite-template.d.mts) so that the install step runs in a bare `node`:
 // the tsx loader cost that process 50-95 MB at its peak (bench/README.md, run EM2).
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MemoryFS, PGlite } from '@electric-sql/pglite';
@@ -42,6 +42,43 @@ export function copyPgliteTemplate(pgData, templateDir = pgliteTemplateDir()) {
   cpSync(templateDir, partial, { recursive: true });
   renameSync(partial, pgData);
   return true;
+}
+
+/**
+ * PGlite's in-memory file system holding the install's new database from its start, so that a
+ * database in memory (DATA_DIR=:memory:) opens it, as one on disk opens its copy, instead of
+ * running initdb with a second instance: seconds of a start, and 650-735 MB resident at its peak
+ * against about 330 (test/docs/test-suite.e2e.test.ts). Undefined when the install made none.
+ */
+export function pgliteTemplateInMemory(templateDir = pgliteTemplateDir()) {
+  return hasPgliteTemplate(templateDir) ? new ReadOnStart(templateDir) : undefined;
+}
+
+class ReadOnStart extends MemoryFS {
+  #source;
+
+  constructor(source) {
+    super();
+    this.#source = source;
+  }
+
+  // Called once PGlite's module is up and before it looks for a database in PGDATA.
+  async initialSyncFs() {
+    await super.initialSyncFs();
+    readTree(this.pg.Module.FS, this.#source, PGlite.paths.PGDATA);
+  }
+}
+
+/** Writes the directory `from` into the Emscripten file system at `to`, with its modes. */
+function readTree(FS, from, to) {
+  const stat = statSync(from);
+  if (stat.isDirectory()) {
+    FS.mkdirTree(to);
+    for (const name of readdirSync(from)) readTree(FS, join(from, name), `${to}/${name}`);
+  } else {
+    FS.writeFile(to, readFileSync(from));
+  }
+  FS.chmod(to, stat.mode & 0o777);
 }
 
 /**

@@ -7,6 +7,7 @@ import { lockDataDir } from './data-dir-lock.js';
 import { JSON_OIDS, parseJsonText } from './json-text.js';
 import { createPgliteInChildProcess, isNewPgliteDataDir } from './new-pglite.js';
 import { pgliteOptions, pgliteSession, serverStartParams } from './pglite-settings.js';
+import { pgliteTemplateInMemory } from './pglite-template.mjs';
 import { isPrepared, timestampParser } from './sql.js';
 
 export { pgliteOptions };
@@ -57,11 +58,14 @@ export async function openPglite(dataDir?: string, embedded?: PGlite, onQuery?: 
   if (dataDir) mkdirSync(dataDir, { recursive: true });
   const release = dataDir && !embedded ? lockDataDir(dataDir) : () => {};
   if (!embedded && dataDir && isNewPgliteDataDir(dataDir)) await createPgliteInChildProcess(dataDir);
-  const pglite = embedded ?? new PGlite({ ...pgliteOptions, startParams: serverStartParams, dataDir: dataDir ? join(dataDir, 'pglite') : undefined });
+  // In memory: the install's new database, as a new directory on disk gets its copy.
+  const where = dataDir ? { dataDir: join(dataDir, 'pglite') } : { fs: pgliteTemplateInMemory() };
+  const pglite = embedded ?? new PGlite({ ...pgliteOptions, startParams: serverStartParams, ...where });
   await pglite.waitReady;
-  // What PGlite's start left behind (a database in memory: the instance that ran its initdb, ~400 MB
-  // of WebAssembly memory) goes back to the system at the next full collection, which a server's
-  // young allocations may not cause for a long time: `npm run serve` exposes gc for this one call.
+  // What PGlite's start left behind (without the install's template in memory: the instance that
+  // ran its initdb, ~400 MB of WebAssembly memory) goes back to the system at the next full
+  // collection, which a server's young allocations may not cause for a long time: `npm run serve`
+  // exposes gc for this one call.
   if (!embedded) (globalThis as { gc?: () => void }).gc?.();
   const session = pgliteSession(pglite);
   // PGlite is one in-process session: "a session" is the database itself.
