@@ -112,7 +112,8 @@ if (localTokens) {
   console.log(`\nLocal tokens (valid ${hours}; printed only now; send one as the header "Authorization: Bearer <token>"; ${howToMintTokens(config)}):`);
   console.log(`  superadmin token: ${localTokens.superadmin}`);
   console.log(`  worker token:     ${localTokens.worker}`);
-} else if (built.db.kind === 'pglite') {
+} else if (config.jwtSecret === undefined) {
+  // The secret generated under DATA_DIR: its start printed them. With AUTH_JWT_SECRET none ever does.
   log.info(`Tokens are printed on the first start only: ${howToMintTokens(config)}.`);
 } else {
   log.info(`Tokens: ${howToMintTokens(config)}.`);

@@ -82,4 +82,19 @@ describe('servers started with PORT=0', () => {
       server.child.kill('SIGKILL');
     }
   });
+
+  // With AUTH_JWT_SECRET a server never prints tokens, yet one in memory said "Tokens are printed
+  // on the first start only", which every start of a server in memory is.
+  it('a server given AUTH_JWT_SECRET says how to mint tokens, never that it printed or will print some', { timeout: 120_000 }, async () => {
+    const server = spawnServer({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: ':memory:', DATABASE_URL: '', AUTH_JWT_SECRET: SECRET, REDIS_URL: '', SHUTDOWN_DRAIN_MS: '0' });
+    try {
+      const tokensLine = () => jsonLines(server).find((line) => line.msg.startsWith('Tokens'));
+      await expect.poll(tokensLine, { timeout: 90_000 }).toBeDefined();
+      expect(tokensLine()!.msg).toBe('Tokens: mint tokens with `npm run -s token -- --sub <id> --role <user|admin|superadmin|worker>` and the same AUTH_JWT_SECRET.');
+      server.child.kill('SIGTERM');
+      expect(await withTimeout(server.exited, 30_000, () => server.output())).toBe(0);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  });
 });
