@@ -244,7 +244,51 @@ function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
     observer.observe(element);
     return () => (observer.disconnect(), plot.current?.destroy());
   }, []);
-  return <figure class="activity-chart" aria-label="Tool audits started, completed, failed and otherwise ended over the window" ref={box} />;
+  // The drawn chart and its legend (whose values show only under a mouse) are not read out: the table below says it all.
+  return (
+    <figure class="activity-chart" aria-label="Tool audits started, completed, failed and otherwise ended over the window">
+      <div ref={box} aria-hidden="true" />
+      <BucketTable view={{ buckets, since, at }} />
+    </figure>
+  );
+}
+
+/** The chart's numbers, a row for each bucket that holds any: what a screen reader (or a copy) reads instead of the lines. */
+function BucketTable({ view: { buckets, since, at } }: { view: Pick<ActivityView, 'buckets' | 'since' | 'at'> }) {
+  const windowMs = Date.parse(at) - Date.parse(since);
+  const bucketMs = buckets.length ? windowMs / buckets.length : windowMs;
+  const format: Intl.DateTimeFormatOptions = {
+    hour: '2-digit', minute: '2-digit',
+    ...(bucketMs < 60_000 && { second: '2-digit' }),
+    ...(windowMs > 86_400_000 && { month: 'short', day: 'numeric' }),
+  };
+  const held = buckets.filter((bucket) => bucket.started || bucket.completed || bucket.failed || bucket.otherEnded);
+  return (
+    <details class="activity-buckets">
+      <summary>The chart's numbers</summary>
+      {held.length === 0 ? (
+        <p class="muted">Nothing started or ended within the window.</p>
+      ) : (
+        // Focusable: on a narrow window it scrolls sideways, by the keyboard too.
+        <div class="table-box" role="region" aria-label="The chart's numbers" tabIndex={0}>
+          <table data-testid="activity-buckets">
+            <caption>Tool audits per bucket of {formatDuration(bucketMs)}, the buckets that hold any</caption>
+            <thead>
+              <tr><th scope="col">From</th><th scope="col">Started</th><th scope="col">Completed</th><th scope="col">Failed</th><th scope="col">Other ends</th></tr>
+            </thead>
+            <tbody>
+              {held.map((bucket) => (
+                <tr key={bucket.start}>
+                  <th scope="row"><time dateTime={bucket.start}>{new Date(bucket.start).toLocaleString([], format)}</time></th>
+                  <td>{bucket.started}</td><td>{bucket.completed}</td><td>{bucket.failed}</td><td>{bucket.otherEnded}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </details>
+  );
 }
 
 function Running({ view, now }: { view: ActivityView; now: number }) {

@@ -1,0 +1,65 @@
+// The Activity view (`#activity`) as an on-call engineer with a screen reader, the keyboard or
+// forced colours uses it during an incident: the chart's numbers readable as a table, a new
+// failure said once (politely) and nothing else said while views arrive, focus kept when the row
+// it was on leaves the view, and the chart's series told apart by more than a colour (in forced
+// colours too); axe-core clean in each state.
+import type { Browser } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { backendName } from '../support/database.js';
+import { serverForFile } from '../e2e/support/server.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { pageSuite, seriousViolations, signIn, superadminThread } from './support/page.js';
+
+let server: ReturnType<typeof serverForFile>;
+let origin: string;
+let browser: Browser;
+
+/** A new superadmin's thread with one run holding `names.length` tool calls (`c0`…), all started; the Activity view open on it. */
+async function activityWithRunningCalls(names: string[]) {
+  const { who, owner, worker, threadId } = await superadminThread(server.url, 'incident');
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  const calls = names.map((name, i) => ({ id: `c${i}`, name, args: {} }));
+  await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: calls });
+  let sequence = 3;
+  for (const call of calls) await worker.recordToolStarted({ lease, toolCallId: call.id, name: call.name, effectiveInput: {}, sequence: sequence++ });
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  await signIn(page, origin, who.owner);
+  await page.click('header a[href="#activity"]');
+  await page.waitForSelector('[data-testid=activity-running]');
+  await page.waitForSelector('.activity-chart canvas');
+  const end = (i: number, error?: string) =>
+    worker.recordToolFinished({ lease, toolCallId: `c${i}`, output: error ? { content: error, status: 'error' } : { content: 'ok' }, sequence: sequence++ });
+  return { page, end };
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`the Activity view with assistive technology (${backendName})`, () => {
+  server = pageSuite((suite) => ({ origin, browser } = suite));
+
+  it("gives the chart's numbers as a table a screen reader reaches, and keeps the chart's hover legend out of its reading", async () => {
+    const { page, end } = await activityWithRunningCalls(['lookup', 'fetch', 'fetch']);
+    await end(0, 'quota exceeded');
+    await end(1);
+    await page.waitForSelector('[data-testid=activity-failures] li');
+    // The chart's text alternative: reached by the keyboard, named, with a row per bucket that holds anything.
+    const summary = page.getByText("The chart's numbers");
+    await summary.focus();
+    await page.keyboard.press('Enter');
+    const table = page.getByRole('table', { name: /per bucket/ });
+    expect(await table.locator('thead th').allTextContents()).toEqual(['From', 'Started', 'Completed', 'Failed', 'Other ends']);
+    const totals = async () => {
+      const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].slice(1).map((cell) => Number(cell.textContent))));
+      return rows.reduce((sum, row) => sum.map((value, i) => value + row[i]!), [0, 0, 0, 0]);
+    };
+    await expect.poll(totals).toEqual([3, 1, 1, 0]);
+    // uPlot's legend ("Time: --, started: --…", its values only under a mouse) is not read out.
+    const snapshot = await page.locator('.activity-chart').ariaSnapshot();
+    expect(snapshot).not.toContain('--');
+    expect(await seriousViolations(page)).toEqual([]);
+    // At 320 px (400 % zoom) the table scrolls sideways in its box, which the keyboard reaches.
+    await page.setViewportSize({ width: 320, height: 640 });
+    expect(await seriousViolations(page, '320 px')).toEqual([]);
+    await page.close();
+  }, 120_000);
+});
