@@ -62,4 +62,37 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view with assis
     expect(await seriousViolations(page, '320 px')).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('says a new failure once, politely, and says nothing while other views arrive', async () => {
+    const { page, end } = await activityWithRunningCalls(['lookup', 'fetch', 'fetch', 'search']);
+    const status = page.locator('.activity [role=status]');
+    expect(await status.count()).toBe(1);
+    // Everything the view's live regions said, in order.
+    await page.evaluate(() => {
+      const said: string[] = ((window as unknown as { said: string[] }).said = []);
+      new MutationObserver(() => {
+        for (const region of document.querySelectorAll('.activity [role=status], .activity [aria-live]')) {
+          const text = region.textContent ?? '';
+          if (text && said.at(-1) !== text) said.push(text);
+        }
+      }).observe(document.querySelector('.activity')!, { subtree: true, childList: true, characterData: true });
+    });
+    const said = () => page.evaluate(() => (window as unknown as { said: string[] }).said);
+    // A call that completes is a new view, not news.
+    await end(1);
+    await expect.poll(() => page.locator('[data-testid=activity-running] tbody tr').count()).toBe(3);
+    await end(0, 'quota exceeded\nretry later');
+    await expect.poll(() => page.locator('[data-testid=activity-failures] li').count()).toBe(1);
+    await expect.poll(said).toEqual(['lookup failed (incident): quota exceeded. 1 failure within the window.']);
+    await end(2);
+    await end(3, 'timeout');
+    await expect.poll(() => page.locator('[data-testid=activity-failures] li').count()).toBe(2);
+    await expect.poll(said).toEqual([
+      'lookup failed (incident): quota exceeded. 1 failure within the window.',
+      'search failed (incident): timeout. 2 failures within the window.',
+    ]);
+    expect(await status.getAttribute('aria-atomic')).toBe('true');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

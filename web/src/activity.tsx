@@ -359,6 +359,22 @@ function Failures({ view, now }: { view: ActivityView; now: number }) {
   );
 }
 
+/**
+ * What a screen reader is told (politely) of a view: the failures it lists that the view before did
+ * not, with the window's count; null when none is new, or with no view before (the first view of a
+ * window or tool), so views that only move the numbers say nothing.
+ */
+export function failureNews(before: ActivityView | null, view: ActivityView): string | null {
+  if (!before) return null;
+  const known = new Set(before.recentFailures.map((audit) => audit.id));
+  const fresh = view.recentFailures.filter((audit) => !known.has(audit.id));
+  if (!fresh.length) return null;
+  const [latest] = fresh;
+  const failed = view.tools.reduce((sum, tool) => sum + tool.failed, 0);
+  const more = fresh.length > 1 ? ` and ${fresh.length - 1} more` : '';
+  return `${markedText(latest!.name)} failed (${markedText(latest!.run.thread.title ?? latest!.run.thread.id)}): ${firstLine(latest!.error)}${more}. ${failed} ${failed === 1 ? 'failure' : 'failures'} within the window.`;
+}
+
 export function Activity({ token }: { token: string }) {
   const settings = settingsOf(hash.value);
   const heading = useFocusedHeading();
@@ -368,6 +384,7 @@ export function Activity({ token }: { token: string }) {
     if (location.hash !== shown) history.replaceState(null, '', shown);
   }, [hash.value]);
   const view = useSignal<ActivityView | null>(null);
+  const news = useSignal('');
   const error = useSignal<string | null>(null);
   const ended = useSignal(false);
   /** Every tool name a view showed: with a tool chosen, the view lists that one only. */
@@ -402,6 +419,7 @@ export function Activity({ token }: { token: string }) {
         next: ({ data, errors }) => {
           if (errors?.length) error.value = errors[0]!.message;
           else if (data) {
+            news.value = failureNews(view.value, data.toolActivity) ?? news.value;
             view.value = data.toolActivity;
             databaseAhead.value = Date.parse(data.toolActivity.at) - Date.now();
             error.value = null;
@@ -442,6 +460,7 @@ export function Activity({ token }: { token: string }) {
         {current && <span class="muted" data-testid="activity-at">as of {new Date(current.at).toLocaleTimeString()}</span>}
       </div>
       {error.value && <p class="banner error" role="alert">{error.value}</p>}
+      <p class="visually-hidden" role="status" aria-atomic="true" data-testid="activity-news">{news.value}</p>
       {!current ? (
         !ended.value && <p class="muted">Loading…</p>
       ) : (
