@@ -95,4 +95,35 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view with assis
     expect(await seriousViolations(page)).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('keeps focus when the running call it was on ends: on that call among the failures, else on the running calls', async () => {
+    const { page, end } = await activityWithRunningCalls(['lookup', 'fetch', 'search', 'store']);
+    const running = page.locator('[data-testid=activity-running] tbody tr');
+    const focusedText = () => page.evaluate(() => document.activeElement?.textContent ?? '');
+    // On a call that fails: focus follows it into the recent failures.
+    const lookup = running.locator('a', { hasText: 'lookup' });
+    const href = await lookup.getAttribute('href');
+    await lookup.focus();
+    await end(0, 'quota exceeded');
+    await expect.poll(() => running.count()).toBe(3);
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe(href);
+    expect(await page.evaluate(() => !!document.activeElement?.closest('[data-testid=activity-failures]'))).toBe(true);
+    // On a call that completes: focus goes to the running calls' heading, not the page's top.
+    await running.locator('a', { hasText: 'fetch' }).focus();
+    await end(1);
+    await expect.poll(() => running.count()).toBe(2);
+    await expect.poll(focusedText).toBe('Running now (2)');
+    // A focused row that stays keeps its focus through the view's updates.
+    await running.locator('a', { hasText: 'search' }).focus();
+    await end(3);
+    await expect.poll(() => running.count()).toBe(1);
+    expect(await focusedText()).toBe('search');
+    // Focus the reader moved off the view (a click on the page's blank) is left there when the row goes.
+    await page.mouse.click(1100, 850);
+    expect(await page.evaluate(() => document.activeElement === document.body)).toBe(true);
+    await end(2);
+    await expect.poll(() => page.locator('section[aria-label="Running now"] h2').textContent()).toBe('Running now (0)');
+    expect(await page.evaluate(() => document.activeElement === document.body)).toBe(true);
+    await page.close();
+  }, 120_000);
 });

@@ -2,7 +2,7 @@
 // live over the `toolActivity` subscription (docs/dashboards.md). The window and the tool filter
 // live in the address (`#activity&window=3600&tool=search`), so a view can be bookmarked or shared.
 import { signal, useSignal } from '@preact/signals';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
@@ -294,7 +294,7 @@ function BucketTable({ view: { buckets, since, at } }: { view: Pick<ActivityView
 function Running({ view, now }: { view: ActivityView; now: number }) {
   return (
     <section aria-label="Running now">
-      <h2>Running now ({view.runningCount})</h2>
+      <h2 tabIndex={-1}>Running now ({view.runningCount})</h2>
       {view.running.length < view.runningCount && (
         <p class="muted">showing {view.running.length} of {view.runningCount}, the longest running</p>
       )}
@@ -337,7 +337,7 @@ function Running({ view, now }: { view: ActivityView; now: number }) {
 function Failures({ view, now }: { view: ActivityView; now: number }) {
   return (
     <section aria-label="Recent failures">
-      <h2>Recent failures</h2>
+      <h2 tabIndex={-1}>Recent failures</h2>
       {view.recentFailures.length === 0 ? (
         <p class="muted">No failures within the window.</p>
       ) : (
@@ -438,8 +438,33 @@ export function Activity({ token }: { token: string }) {
   }, [token, settings.windowSeconds, settings.tool]);
 
   const current = view.value;
+  const root = useRef<HTMLElement>(null);
+  const focused = useRef<{ element: Element; href: string | null; part: string | null } | null>(null);
+  // A view that drops the row focus was on (its call ended, or left the failures listed) left focus
+  // on the page's top: it goes to that call where the view still lists it (a failed call among the
+  // failures), else to the heading of the part the row was in.
+  useLayoutEffect(() => {
+    const was = focused.current;
+    if (!was || was.element.isConnected || (document.activeElement && document.activeElement !== document.body)) return;
+    const links = [...root.current!.querySelectorAll<HTMLElement>('a[href]')];
+    const part = [...root.current!.querySelectorAll('section')].find((section) => section.getAttribute('aria-label') === was.part);
+    (links.find((link) => was.href !== null && link.getAttribute('href') === was.href) ?? part?.querySelector<HTMLElement>('h2'))?.focus();
+  });
   return (
-    <section class="activity" aria-label="Tool activity">
+    <section
+      class="activity"
+      aria-label="Tool activity"
+      ref={root}
+      onFocusIn={(event) => {
+        const element = event.target as Element;
+        focused.current = { element, href: element.getAttribute('href'), part: element.closest('section[aria-label]:not(.activity)')?.getAttribute('aria-label') ?? null };
+      }}
+      // Focus the reader moved off (a click elsewhere) is theirs: only a row the view dropped is followed.
+      onFocusOut={(event) => {
+        const element = event.target as Element;
+        queueMicrotask(() => void (element.isConnected && focused.current?.element === element && (focused.current = null)));
+      }}
+    >
       <h1 ref={heading} tabIndex={-1}>Tool activity</h1>
       <div class="activity-controls">
         <label>
