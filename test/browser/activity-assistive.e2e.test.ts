@@ -126,4 +126,25 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view with assis
     expect(await page.evaluate(() => document.activeElement === document.body)).toBe(true);
     await page.close();
   }, 120_000);
+
+  it("tells the chart's failed series apart by more than its colour, and keeps the legend's key in forced colours", async () => {
+    const { page } = await activityWithRunningCalls(['lookup']);
+    const markers = () =>
+      page.locator('.activity-chart .u-legend .u-series').evaluateAll((rows) =>
+        rows.slice(1).map((row) => {
+          const style = getComputedStyle(row.querySelector('.u-marker')!);
+          return { label: row.querySelector('.u-label')!.textContent, style: style.borderTopStyle, colour: style.borderTopColor };
+        }),
+      );
+    const light = await markers();
+    // Failed is dashed, the others solid: red against green is no difference to many eyes.
+    expect(light.map(({ label, style }) => `${label} ${style}`)).toEqual(['started solid', 'completed solid', 'failed dashed', 'other ends dotted']);
+    expect(await seriousViolations(page)).toEqual([]);
+    // Forced colours leave the canvas's lines as drawn: the legend keeps the colours that match them.
+    // (axe-core is not asked here: it reads the header's authored link colour on the forced white,
+    // where Chromium draws the links in LinkText.)
+    await page.emulateMedia({ forcedColors: 'active' });
+    expect(await markers()).toEqual(light);
+    await page.close();
+  }, 120_000);
 });

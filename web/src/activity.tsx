@@ -189,6 +189,16 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
 }
 
 const CHART_HEIGHT = 180;
+/**
+ * The chart's series. Failed and other ends are drawn dashed and dotted (their legend's marks too),
+ * not told from completed by a colour alone (red against green is no difference to many eyes).
+ */
+const SERIES: { label: string; colour: string; dash?: number[]; marker: 'solid' | 'dashed' | 'dotted' }[] = [
+  { label: 'started', colour: '--chart-started', marker: 'solid' },
+  { label: 'completed', colour: '--chart-completed', marker: 'solid' },
+  { label: 'failed', colour: '--chart-failed', dash: [6, 3], marker: 'dashed' },
+  { label: 'other ends', colour: '--chart-other', dash: [1.5, 3], marker: 'dotted' },
+];
 
 /**
  * Started, completed, failed and other ends per bucket, drawn with uPlot (bundled; no network), as wide as
@@ -221,14 +231,9 @@ function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
           // into one another on a phone.
           axes: [{ ...axis, space: 72 }, axis],
           scales: { x: { time: true, range: () => span.current } },
-          series: [
-            {},
-            // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
-            { label: 'started', stroke: colour('--chart-started'), width: 1.5, points: { show: false } },
-            { label: 'completed', stroke: colour('--chart-completed'), width: 1.5, points: { show: false } },
-            { label: 'failed', stroke: colour('--chart-failed'), width: 1.5, points: { show: false } },
-            { label: 'other ends', stroke: colour('--chart-other'), width: 1.5, points: { show: false } },
-          ],
+          // 120 buckets: a marker on each drew the quiet ones as a dotted band along zero.
+          series: [{}, ...SERIES.map(({ label, colour: name, dash }) => ({ label, stroke: colour(name), dash, width: 1.5, points: { show: false } }))],
+          legend: { markers: { dash: (_: uPlot, i: number) => SERIES[i - 1]?.marker ?? 'solid' } },
         },
         data,
         box.current!,
