@@ -156,6 +156,32 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for assistive techn
     await page.close();
   }, 120_000);
 
+  it("reflows at 320 px (400 % zoom): a call whose input holds a long unbroken value scrolls nothing sideways but its payloads' boxes, which the keyboard reaches and scrolls", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'reflowed');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'fetch', args: {} }] });
+    // A signed URL, a token, base64: no space to break at.
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'fetch', effectiveInput: { url: `https://b.example/?sig=${'a1'.repeat(150)}` }, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: `denied ${'z'.repeat(300)}`, status: 'error', trace: Array.from({ length: 60 }, (_, i) => `frame ${i}`) }, sequence: 4 });
+    const page = await browser.newPage({ viewport: { width: 320, height: 640 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
+    await page.locator('.details .diff').waitFor();
+    const widths = await page.evaluate(() => ({ document: document.documentElement.scrollWidth, app: document.getElementById('app')!.scrollWidth }));
+    expect(widths).toEqual({ document: 320, app: 320 });
+    expect(await seriousViolations(page)).toEqual([]);
+    // On a payload's box, the arrow keys scroll it; they do not move the timeline's selection away from it.
+    const output = page.locator('.details .json-view[data-label=output] pre');
+    await output.focus();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => output.evaluate((pre) => pre.scrollTop)).toBeGreaterThan(0);
+    expect(await page.locator('[role=grid]').getAttribute('aria-activedescendant')).toBe(`row-${tool.id}`);
+    await page.close();
+  }, 120_000);
+
   it('shows a loading thread as loading, not as an empty one', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'slow to read');
     await threadWithFailedTool(owner, worker, threadId);

@@ -428,7 +428,8 @@ function JsonView({ value, label, bytes }: { value: unknown; label: string; byte
         {label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}
         {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}
       </h4>
-      <pre>{marked(large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text, searchedText.value)}</pre>
+      {/* Focusable: a line wider than its box scrolls sideways in it, by the keyboard too. */}
+      <pre tabIndex={0}>{marked(large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text, searchedText.value)}</pre>
     </div>
   );
 }
@@ -841,7 +842,8 @@ addEventListener('keydown', (event) => {
   if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement | null;
   if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
-  const delta = rowKeyDelta(event.key);
+  // On a payload's box (a focusable <pre>) the moving keys scroll it, as on any scrolling box.
+  const delta = target?.tagName === 'PRE' ? undefined : rowKeyDelta(event.key);
   // Failures are found in the audits, which this reader may not read (the page says so).
   const failureKey = (event.key === 'n' || event.key === 'p') && !auditsHidden.value;
   if (!failureKey && delta === undefined) return;
