@@ -204,6 +204,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await page.keyboard.press('p');
     await expect.poll(() => cue.textContent()).toBe('No failures before this row.');
     expect(await selectedKey(page)).toBe(toolId);
+    // A second press at the edge is told again: a status whose text stays the same says nothing, so
+    // each press puts its words in anew (what a screen reader hears: the nodes the status gains).
+    await page.evaluate(() => {
+      const told: string[] = ((window as unknown as { told: string[] }).told = []);
+      new MutationObserver((changes) => {
+        for (const change of changes) for (const node of change.addedNodes) told.push(node.textContent ?? '');
+      }).observe(document.querySelector('[data-testid=failure-edge]')!, { childList: true, subtree: true, characterData: true });
+    });
+    await page.keyboard.press('p');
+    await page.keyboard.press('p');
+    await expect.poll(() => page.evaluate(() => (window as unknown as { told: string[] }).told)).toEqual(['No failures before this row.', 'No failures before this row.']);
     await page.close();
   });
 

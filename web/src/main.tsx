@@ -822,7 +822,8 @@ function FailureBar() {
       <span class={failing ? 'failures' : 'muted'} data-testid="thread-failures">
         {text ? `In this thread: ${text}` : snapshotLoaded.value ? 'Nothing failed in this thread' : ''}
       </span>
-      <span role="status" class="failure-edge" data-testid="failure-edge">{failureEdge.value}</span>
+      {/* Keyed by the press: a status whose text stays the same says nothing to a screen reader. */}
+      <span role="status" class="failure-edge" data-testid="failure-edge">{failureEdge.value && <span key={failureEdge.value.presses}>{failureEdge.value.text}</span>}</span>
       <span class="muted keys-help">
         Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
       </span>

@@ -342,8 +342,11 @@ export async function loadOlder() {
 /** The row the last `n` or `p` selected: told to screen readers while it stays selected. */
 export const announcedKey = signal<string | null>(null);
 
-/** Why the last `n` or `p` moved nothing (no failure past the selection that way); cleared when the selection moves. */
-export const failureEdge = signal<string | null>(null);
+/**
+ * Why the last `n` or `p` moved nothing (no failure past the selection that way), and how many
+ * presses said so (each one is told anew); cleared when the selection moves.
+ */
+export const failureEdge = signal<{ text: string; presses: number } | null>(null);
 effect(() => {
   void selectedKey.value;
   failureEdge.value = null;
@@ -359,7 +362,10 @@ export function moveToFailure(delta: 1 | -1) {
   const index = list.findIndex((row) => row.key === selectedKey.value);
   const order = delta > 0 ? list.slice(index + 1) : list.slice(0, index < 0 ? list.length : index).reverse();
   const next = order.find((row) => row.failed);
-  if (!next) return void (failureEdge.value = delta > 0 ? 'No more failures after this row.' : 'No failures before this row.');
+  if (!next) {
+    failureEdge.value = { text: delta > 0 ? 'No more failures after this row.' : 'No failures before this row.', presses: (failureEdge.peek()?.presses ?? 0) + 1 };
+    return;
+  }
   selectedKey.value = announcedKey.value = next.key;
   if (next.kind !== 'run' || next.unloaded === 0) return;
   void loadRun(next.key).then(() => {
