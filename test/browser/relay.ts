@@ -8,6 +8,8 @@ import { answerWhileStarting } from '../../src/server/starting.js';
  */
 export class Relay {
   private readonly sockets = new Set<Socket>();
+  /** Connections stall() left hanging, destroyed by close(). */
+  private readonly stalled = new Set<Socket>();
   private cut = false;
   /** While set, new connections are answered by this instead of the server. */
   private stand: ReturnType<typeof createHttpServer> | null = null;
@@ -35,6 +37,22 @@ export class Relay {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     return `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
   }
+  /**
+   * The network gone without a word (Wi-Fi dropped, a laptop moved to another network): open
+   * connections carry nothing more either way, and are never closed; new ones are refused until
+   * `reconnect()`. The stalled ones stay stalled, as a NAT that forgot them leaves them.
+   */
+  stall() {
+    this.cut = true;
+    for (const socket of this.sockets) {
+      socket.unpipe();
+      socket.pause();
+      // Neither end hears of the other's close (the server cutting a connection it gets no pong on, say).
+      socket.removeAllListeners('close');
+      this.stalled.add(socket);
+    }
+    this.sockets.clear();
+  }
   disconnect() {
     this.cut = true;
     this.sockets.forEach((socket) => socket.destroy());
@@ -55,6 +73,7 @@ export class Relay {
   }
   close() {
     this.disconnect();
+    this.stalled.forEach((socket) => socket.destroy());
     this.server.close();
   }
 }

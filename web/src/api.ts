@@ -156,10 +156,21 @@ export function unlessTokenRefused<T extends { errors?: readonly unknown[] | nul
 /** What the page's live connection is doing, as its header shows it. */
 export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
 
+/**
+ * How long the page waits to hear anything from the server after a ping before it takes the
+ * connection for dead and makes a new one. A network gone without a word (Wi-Fi changed, a laptop
+ * woken on another network) closes nothing: without this the page said "live" for ever, hearing
+ * nothing. Any message counts, not only the pong, so a long catch-up arriving over a slow link,
+ * with the pong queued behind it, is not cut.
+ */
+const SILENCE_MS = 8000;
+
 /** One graphql-ws connection for the page; it retries for ever, so a dropped network heals. */
 export function createLiveClient(token: string, onState: (state: ConnectionState) => void): Client {
   const url = new URL(GRAPHQL_URL, document.baseURI).href.replace(/^http/, 'ws');
-  return createClient({
+  let silence: ReturnType<typeof setTimeout> | undefined;
+  const heard = () => void (clearTimeout(silence), (silence = undefined));
+  const client = createClient({
     url,
     connectionParams: { authorization: `Bearer ${token}` },
     retryAttempts: Infinity,
@@ -168,8 +179,12 @@ export function createLiveClient(token: string, onState: (state: ConnectionState
     keepAlive: 2000,
     on: {
       connected: () => onState('live'),
-      closed: () => onState('reconnecting'),
+      // A ping sent: the server answers within SILENCE_MS, or the connection is cut and made again (4499, retried).
+      ping: (received) => void (received || (silence ??= setTimeout(() => client.terminate(), SILENCE_MS))),
+      message: heard,
+      closed: () => (heard(), onState('reconnecting')),
       error: () => onState('reconnecting'),
     },
   });
+  return client;
 }
