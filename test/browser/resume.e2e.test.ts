@@ -29,6 +29,21 @@ async function deploy(during: () => Promise<void> = async () => {}) {
   relay.reconnect(Number(new URL(instance.url).port));
 }
 
+/** A fresh superadmin's thread with one run, open in a new page signed in with a token of theirs, live. */
+async function threadOpen(title: string) {
+  const who = await e2eActors();
+  const owner = () => new AuditClient({ url: instance.url, token: who.owner });
+  const { id: threadId } = await owner().createThread({ title });
+  const first = await owner().createRun({ threadId });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(`${origin}/#thread=${threadId}`);
+  await page.fill('textarea[name=token]', who.owner);
+  await page.click('button[type=submit]');
+  await page.waitForSelector(`.row[data-key="${first.id}"]`);
+  await page.waitForSelector('[data-testid=connection]:text("live")');
+  return { who, owner, threadId, first, page };
+}
+
 const rowsShown = (page: Page) =>
   page.$$eval('.row', (rows) => rows.map((row) => `${(row as HTMLElement).dataset.key}:${(row as HTMLElement).dataset.status}`).sort());
 
@@ -49,16 +64,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page left open through a
   });
 
   it('follows an open thread on through a restart of the server: live again, with what was written meanwhile and after', async () => {
-    const who = await e2eActors();
-    const owner = () => new AuditClient({ url: instance.url, token: who.owner });
-    const { id: threadId } = await owner().createThread({ title: 'open through a deploy' });
-    const first = await owner().createRun({ threadId });
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${origin}/#thread=${threadId}`);
-    await page.fill('textarea[name=token]', who.owner);
-    await page.click('button[type=submit]');
-    await page.waitForSelector(`.row[data-key="${first.id}"]`);
-    await page.waitForSelector('[data-testid=connection]:text("live")');
+    const { owner, threadId, first, page } = await threadOpen('open through a deploy');
 
     let during = '';
     await deploy(async () => void (during = (await owner().createRun({ threadId })).id));
@@ -73,17 +79,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page left open through a
   }, 180_000);
 
   it('says it is reconnecting when its connection dies without a word, and catches up once the network is back', async () => {
-    const who = await e2eActors();
-    const owner = () => new AuditClient({ url: instance.url, token: who.owner });
-    const { id: threadId } = await owner().createThread({ title: 'a network that went away silently' });
-    const first = await owner().createRun({ threadId });
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${origin}/#thread=${threadId}`);
-    await page.fill('textarea[name=token]', who.owner);
-    await page.click('button[type=submit]');
-    await page.waitForSelector(`.row[data-key="${first.id}"]`);
+    const { owner, threadId, first, page } = await threadOpen('a network that went away silently');
     const pill = page.locator('[data-testid=connection]');
-    await expect.poll(() => pill.textContent()).toBe('live');
 
     // The laptop joins another network: the open connection carries nothing more, and nobody closes it.
     relay.stall();
@@ -95,6 +92,45 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page left open through a
     const after = await owner().createRun({ threadId });
     await page.locator(`.row[data-key="${after.id}"]`).waitFor({ timeout: 30_000 });
     expect(await rowsShown(page)).toEqual([`${first.id}:QUEUED`, `${during.id}:QUEUED`, `${after.id}:QUEUED`].sort());
+    await page.close();
+  }, 180_000);
+
+  it('reads the tool-call ledger across threads less often while the server is away, not more and more', async () => {
+    const who = await e2eActors();
+    await new AuditClient({ url: instance.url, token: who.owner }).createThread({ title: 'its ledger watched' });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    // The page's clock is the test's: ten minutes of an outage pass in a few seconds.
+    await page.clock.install();
+    await page.goto(`${origin}/#calls`);
+    await page.fill('textarea[name=token]', who.owner);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('[data-testid=ledger-count]');
+    // The thread list's first read answered too: the outage below is the ledger's alone.
+    await page.waitForLoadState('networkidle');
+    const reads: number[] = [];
+    page.on('request', (request) => void (request.url().endsWith('/graphql') && request.method() === 'POST' && reads.push(Date.now())));
+    const readsIn = async (ms: number) => {
+      const before = reads.length;
+      // A second at a time, each failed read's answer (at once: nothing listens) taken before the next.
+      for (let passed = 0; passed < ms; passed += 1000) {
+        await page.clock.runFor(1000);
+        await page.waitForLoadState('networkidle');
+      }
+      return reads.length - before;
+    };
+
+    relay.disconnect();
+    await readsIn(9 * 60_000);
+    const lastMinute = await readsIn(60_000);
+    await expect.poll(() => page.locator('.banner.error').allTextContents()).toContain('The server is unreachable; retrying…');
+    // Tried again, a little later each time, up to every 15 s: not every 2 s, nor once more for each failure so far.
+    expect(lastMinute).toBeLessThanOrEqual(5);
+    expect(lastMinute).toBeGreaterThanOrEqual(1);
+
+    relay.reconnect();
+    await readsIn(20_000);
+    await page.waitForSelector('[data-testid=ledger-count]');
+    expect(await page.locator('.banner.error').count()).toBe(0);
     await page.close();
   }, 180_000);
 

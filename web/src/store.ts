@@ -164,6 +164,7 @@ export async function loadLedger(more = false) {
   let hasMore = false;
   // Once inputs are too large for a page of LEDGER_PAGE, the following pages ask for as few.
   let size = LEDGER_PAGE;
+  ledgerReadsRunning++;
   try {
     do {
       const { toolCallLedger: page }: ToolCallLedgerQuery = await readFewer(size, (first) => {
@@ -183,12 +184,22 @@ export async function loadLedger(more = false) {
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     ledgerPage.value = { entries: [], hasMore: false, error: message, forQuery };
-    // A read lost on the way is tried again, a little later each time, while the same ledger shows.
+    // A read lost on the way is tried again, a little later each time, while the same ledger shows:
+    // one retry waits at a time (each failure used to add one more, for ever, while the server was away).
     if (!isTransient(message)) return;
-    setTimeout(() => JSON.stringify(ledgerQuery.peek()) === forQuery && void loadLedger(), Math.min(15_000, 1000 * 2 ** ledgerFailures++));
+    clearTimeout(ledgerRetry);
+    ledgerRetry = setTimeout(() => {
+      ledgerRetry = undefined;
+      if (JSON.stringify(ledgerQuery.peek()) === forQuery) void loadLedger();
+    }, Math.min(15_000, 1000 * 2 ** ledgerFailures++));
+  } finally {
+    ledgerReadsRunning--;
   }
 }
 let ledgerFailures = 0;
+let ledgerReadsRunning = 0;
+/** The retry of a ledger read lost on the way, while one waits. */
+let ledgerRetry: ReturnType<typeof setTimeout> | undefined;
 let ledgerTimer: ReturnType<typeof setTimeout> | undefined;
 /** The open thread's ledger follows its changes (threadChanges): one read per burst of them. */
 function refreshLedgerSoon() {
@@ -204,8 +215,9 @@ effect(() => {
   void loadLedger();
   if (query.threadId) return;
   // Across threads there is no one stream to follow (threadChanges is per thread): re-read every
-  // two seconds while the view shows (docs/debug-ui.md, "The tool-call ledger").
-  const timer = setInterval(() => void loadLedger(), 2000);
+  // two seconds while the view shows (docs/debug-ui.md, "The tool-call ledger"); not while a read
+  // is under way or a failed one waits to be tried again (the server away: reads back off).
+  const timer = setInterval(() => ledgerReadsRunning === 0 && ledgerRetry === undefined && void loadLedger(), 2000);
   return () => clearInterval(timer);
 });
 
