@@ -134,6 +134,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page left open through a
     await page.close();
   }, 180_000);
 
+  it('takes "unreachable" off the banner once the server answers again, on the views without a thread open too', async () => {
+    const who = await e2eActors();
+    await new AuditClient({ url: instance.url, token: who.owner }).createThread({ title: 'signed in during an outage' });
+    for (const [hash, shows] of [
+      ['#calls', '[data-testid=ledger-count]'],
+      ['#activity', '[data-testid=connection]:text("live")'],
+    ] as const) {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.goto(`${origin}/${hash}`);
+      // Signed in while the server cannot be reached (Wi-Fi not back yet): the first reads fail.
+      relay.disconnect();
+      await page.fill('textarea[name=token]', who.owner);
+      await page.click('button[type=submit]');
+      await expect.poll(() => page.locator('main > .banner.error').textContent()).toBe('The server is unreachable; retrying…');
+      relay.reconnect();
+      await page.waitForSelector(shows, { timeout: 30_000 });
+      await expect.poll(() => page.locator('.banner.error').count(), { timeout: 20_000 }).toBe(0);
+      await page.close();
+    }
+  }, 180_000);
+
   it('keeps the Activity view live through a restart of the server', async () => {
     const who = await e2eActors();
     const owner = () => new AuditClient({ url: instance.url, token: who.owner });

@@ -4,7 +4,7 @@ import { answers, claimsOf, createLiveClient, gql, isTransient, readFewer, store
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
-import { hash, isActivityHash } from './activity.js';
+import { activityConnection, hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
 import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudits, mergeRuns, type AuditView, type RunView, type TimeWindow } from './timeline.js';
 
@@ -103,11 +103,16 @@ effect(() => {
   return () => clearInterval(timer);
 });
 
-// The server answers again (the live connection, or any request): what an outage or a proxy's
-// error page left on the banner is over.
+// The server answers again (a request, or a live connection: the open thread's or the Activity
+// view's): what an outage or a proxy's error page left on the banner is over. Not only when the
+// open thread's connection is live: with no thread open (the thread list, the ledger across
+// threads, the Activity view) it never was, and "unreachable; retrying…" stayed for good.
+let answersSeen = answers.peek();
 effect(() => {
-  void answers.value;
-  if (connection.value === 'live' && pageError.peek() && isTransient(pageError.peek()!)) pageError.value = null;
+  const answered = answers.value !== answersSeen;
+  answersSeen = answers.value;
+  const live = connection.value === 'live' || activityConnection.value === 'live';
+  if ((answered || live) && pageError.peek() && isTransient(pageError.peek()!)) pageError.value = null;
 });
 
 /** Bumped to read the opened audit's payloads again after a failed read. */
