@@ -62,6 +62,12 @@ export async function stampChanges(sql: Sql, events: DomainEvent[]): Promise<Com
   return committed.sort((a, b) => (a.threadId === b.threadId ? Number(a.cursor - b.cursor) : 0));
 }
 
+/**
+ * The counter of a thread before its first change (thread.change_cursor starts there): every run and
+ * audit change of the thread is after it, so a stream after it copies the whole thread.
+ */
+export const START_COUNTER = 0n;
+
 /** Digits of a counter in a cursor: every bigint counter fits, so one thread's cursors are one length. */
 const COUNTER_DIGITS = 19;
 

@@ -1,5 +1,5 @@
 import { requirePrincipal, loadReadableThread } from '../../domain/access.js';
-import { encodeCursor } from '../../domain/change-cursors.js';
+import { encodeCursor, START_COUNTER } from '../../domain/change-cursors.js';
 import { badInput } from '../../domain/errors.js';
 import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
@@ -71,6 +71,11 @@ export const ThreadRef = builder.prismaObject('Thread', {
     changeCursor: t.string({
       description: "The cursor of the thread's latest committed change (see ThreadChange).",
       resolve: (thread, _args, { deps }) => encodeCursor(deps.databaseId, thread.id, thread.changeCursor),
+    }),
+    startCursor: t.string({
+      description:
+        'The cursor before the thread\'s first change: `threadChanges(after: startCursor)` first delivers every run and audit of the thread, each once in its latest state, then continues live (a whole copy read as the changes after it are; docs/subscriptions.md, "Copying threads into a warehouse").',
+      resolve: (thread, _args, { deps }) => encodeCursor(deps.databaseId, thread.id, START_COUNTER),
     }),
   }),
 });
