@@ -127,6 +127,40 @@ export const threadCursors = (sql: Sql, threadIds: readonly string[]) =>
 /** How long the database keeps each change as committed (migration 20261209000000_recent_changes). */
 export const RECENT_CHANGES_KEPT = '5 minutes';
 
+/**
+ * A catch-up page holds at most this many bytes of audit payloads (input, output and error as
+ * stored) before its last change: it ends before the audit that would pass it, never before its
+ * first change. The server holds a page in memory while it delivers it, and one audit alone can be
+ * 4.5 × MAX_JSON_BYTES: 256 of them would be gigabytes for one stream.
+ */
+export const CATCH_UP_PAGE_PAYLOAD_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The last cursor of a page of changes (the one before the first audit whose payloads, added to
+ * those before it, reach $4), null when the page's `limit` ends it first. Reads the stored sizes,
+ * never the payloads.
+ */
+const pageEnd = (changes: string) => `
+SELECT min(change_cursor) - 1 AS end FROM (
+  SELECT change_cursor, sum(bytes) OVER (ORDER BY change_cursor) - bytes AS before FROM (${changes}) c
+) b WHERE before >= $4`;
+const PAGE_END = pageEnd(`SELECT change_cursor, coalesce(input_bytes, 0) + coalesce(output_bytes, 0) + coalesce(error_bytes, 0) AS bytes
+  FROM message WHERE thread_id = $1::uuid AND change_cursor > $2 ORDER BY change_cursor LIMIT $3`);
+const RECENT_PAGE_END = pageEnd(`SELECT change_cursor,
+  coalesce((row ->> 'input_bytes')::bigint, 0) + coalesce((row ->> 'output_bytes')::bigint, 0) + coalesce((row ->> 'error_bytes')::bigint, 0) AS bytes
+  FROM recent_change WHERE thread_id = $1::uuid AND kind = 'audit' AND change_cursor > $2 AND change_cursor <= $3`);
+
+/** Pages that CATCH_UP_PAGE_PAYLOAD_BYTES ended before their `limit`: changes follow them. */
+const pagesCut = new WeakSet<readonly CommittedChange[]>();
+
+/** Whether changes may follow a page of changesAfter: it is full, or its payload bound ended it. */
+export const mayHaveMore = (page: readonly CommittedChange[], limit: number) => page.length >= limit || pagesCut.has(page);
+
+const cut = (page: CommittedChange[], end: bigint | null) => {
+  if (end !== null && page.length > 0) pagesCut.add(page);
+  return page;
+};
+
 const recentOf = (kind: 'run' | 'audit') => `
 SELECT c.lease_only, r.* FROM recent_change c CROSS JOIN LATERAL jsonb_populate_record(NULL::${kind === 'run' ? 'run' : 'message'}, c.row) r
 WHERE c.thread_id = $1::uuid AND c.kind = '${kind}' AND c.change_cursor > $2 AND c.change_cursor <= $3`;
@@ -139,7 +173,8 @@ const RECENT_AUDITS = recentOf('audit');
  * next one is not kept (written without `audit.recent_changes`, or pruned).
  */
 async function recentChangesAfter(tx: Sql, threadId: string, after: bigint, limit: number): Promise<CommittedChange[]> {
-  const upTo = after + BigInt(limit);
+  const [{ end }] = (await tx.query<{ end: bigint | null }>(RECENT_PAGE_END, [threadId, after, after + BigInt(limit), CATCH_UP_PAGE_PAYLOAD_BYTES])) as [{ end: bigint | null }];
+  const upTo = end ?? after + BigInt(limit);
   const runs = await tx.query<Run & { leaseOnly: boolean }>(RECENT_RUNS, [threadId, after, upTo]);
   const audits = await tx.query<Message & { leaseOnly: boolean }>(RECENT_AUDITS, [threadId, after, upTo]);
   const changes: CommittedChange[] = [
@@ -147,7 +182,7 @@ async function recentChangesAfter(tx: Sql, threadId: string, after: bigint, limi
     ...audits.map(({ leaseOnly: _, ...row }) => ({ kind: 'audit' as const, threadId, row, cursor: row.changeCursor!, committedAt: row.changedAt! })),
   ].sort((a, b) => (a.cursor < b.cursor ? -1 : 1));
   const unbroken = changes.findIndex((change, i) => change.cursor !== after + BigInt(i + 1));
-  return unbroken === -1 ? changes : changes.slice(0, unbroken);
+  return unbroken === -1 ? cut(changes, end) : changes.slice(0, unbroken);
 }
 
 /** Deletes the recent changes older than RECENT_CHANGES_KEPT. */
@@ -173,21 +208,16 @@ export function changesAfter(sql: SqlTransactor, threadId: string, after: bigint
       const kept = await recentChangesAfter(tx, threadId, after, limit);
       if (kept.length > 0) return kept;
     }
+    const [{ end }] = (await tx.query<{ end: bigint | null }>(PAGE_END, [threadId, after, limit, CATCH_UP_PAGE_PAYLOAD_BYTES])) as [{ end: bigint | null }];
+    const within = [threadId, after, limit, end];
     const [runs, audits] = [
-      await tx.query<Run>('SELECT * FROM run WHERE thread_id = $1::uuid AND change_cursor > $2 ORDER BY change_cursor LIMIT $3', [
-        threadId,
-        after,
-        limit,
-      ]),
-      await tx.query<Message>(
-        'SELECT * FROM message WHERE thread_id = $1::uuid AND change_cursor > $2 ORDER BY change_cursor LIMIT $3',
-        [threadId, after, limit],
-      ),
+      await tx.query<Run>('SELECT * FROM run WHERE thread_id = $1::uuid AND change_cursor > $2 AND change_cursor <= coalesce($4, change_cursor) ORDER BY change_cursor LIMIT $3', within),
+      await tx.query<Message>('SELECT * FROM message WHERE thread_id = $1::uuid AND change_cursor > $2 AND change_cursor <= coalesce($4, change_cursor) ORDER BY change_cursor LIMIT $3', within),
     ];
     const changes: CommittedChange[] = [
       ...runs.map((row) => ({ kind: 'run' as const, threadId, row, cursor: row.changeCursor!, committedAt: row.changedAt! })),
       ...audits.map((row) => ({ kind: 'audit' as const, threadId, row, cursor: row.changeCursor!, committedAt: row.changedAt! })),
     ];
-    return changes.sort((a, b) => (a.cursor < b.cursor ? -1 : 1)).slice(0, limit);
+    return cut(changes.sort((a, b) => (a.cursor < b.cursor ? -1 : 1)).slice(0, limit), end);
   });
 }

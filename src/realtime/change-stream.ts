@@ -1,3 +1,4 @@
+import { mayHaveMore } from '../domain/change-cursors.js';
 import type { CommittedChange } from '../domain/events.js';
 import { catchUps, lookUps } from '../metrics.js';
 import { retriedWork } from '../db/outage.js';
@@ -255,7 +256,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     if (!this.missingTimer) this.restartMissingTimer();
     // A burst of more than a page (another instance's, found by a poll) comes in full, a page
     // at a time as the subscriber takes them, not a page per poll.
-    this.morePages = page.length >= this.limit;
+    this.morePages = mayHaveMore(page, this.limit);
     if (this.queue.length === 0) this.lookUpNextPage();
   }
 
@@ -305,7 +306,7 @@ export class ChangeStream implements AsyncIterableIterator<CommittedChange | Str
     for (const change of page) if (change.cursor > this.last) this.take(change);
     this.offerArrived();
     // A full page may have more behind it.
-    if (page.length >= this.limit) this.fallBehind();
+    if (mayHaveMore(page, this.limit)) this.fallBehind();
   }
 
   /**
