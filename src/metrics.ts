@@ -133,6 +133,12 @@ export const exportedSpans = new Counter({
   registers: [registry],
 });
 
+export const exportDroppedSpans = new Counter({
+  name: 'agent_audit_export_dropped_spans_total',
+  help: 'Spans the OTLP receiver refused as bad data (400): not sent again',
+  registers: [registry],
+});
+
 export const exportFailures = new Counter({
   name: 'agent_audit_export_failures_total',
   help: 'Export attempts that failed (receiver down, slow or answering an error); each is retried with backoff',

@@ -6,7 +6,7 @@ import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/export
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Database } from '../db/database.js';
-import { exportedSpans, exportFailures, exportLagSeconds } from '../metrics.js';
+import { exportDroppedSpans, exportedSpans, exportFailures, exportLagSeconds } from '../metrics.js';
 import type { ExportConfig } from './config.js';
 import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim } from './queue.js';
 import { spansOf } from './spans.js';
@@ -65,6 +65,8 @@ function spanBytes(span: ReadableSpan): number {
 
 /** The collector did not take a request (refused it, timed out, unreachable): logged without a stack. */
 class CollectorFailed extends Error {}
+/** The collector refused the request's content (400 Bad Request): every copy of it gets the same answer. */
+class CollectorRefused extends CollectorFailed {}
 
 /** The official OTLP exporter of the configured protocol. */
 export function otlpExporter(config: ExportConfig): SpanExporter {
@@ -107,9 +109,34 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
   const send = (spans: ReadableSpan[]) =>
     new Promise<void>((resolve, reject) =>
       exporter.export(spans, (result) =>
-        result.code === ExportResultCode.SUCCESS ? resolve() : reject(new CollectorFailed(result.error?.message ?? 'OTLP export failed')),
+        result.code === ExportResultCode.SUCCESS
+          ? resolve()
+          : reject(new ((result.error as { code?: unknown } | undefined)?.code === 400 ? CollectorRefused : CollectorFailed)(result.error?.message ?? 'OTLP export failed')),
       ),
     );
+
+  /**
+   * Sends a request; one the collector refuses as bad (400) is halved until each refused span is
+   * alone, and that span is dropped (logged, counted): sent again it would be refused again, and
+   * hold its batch's threads for ever. Any other failure is thrown (retried: a 401, 413 or 5xx may
+   * pass once the collector's settings or health change). Returns the spans the collector took.
+   */
+  async function sendOrDrop(spans: ReadableSpan[]): Promise<number> {
+    try {
+      await send(spans);
+      return spans.length;
+    } catch (error) {
+      if (!(error instanceof CollectorRefused)) throw error;
+      if (spans.length > 1) {
+        const half = Math.ceil(spans.length / 2);
+        return (await sendOrDrop(spans.slice(0, half))) + (await sendOrDrop(spans.slice(half)));
+      }
+      const { traceId, spanId } = spans[0]!.spanContext();
+      log.warn({ component: 'export', error: outsideErrorFields(error), span: { traceId, spanId, name: spans[0]!.name } }, 'export refused a span; dropped');
+      exportDroppedSpans.inc();
+      return 0;
+    }
+  }
 
   /**
    * One batch; true when the export is behind (a thread waited longer than a poll, or has more
@@ -133,10 +160,10 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
       const { spans, changedAt } = spansOf(resource, batch);
       let at = 0;
       for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) {
-        await send(request);
+        const taken = await sendOrDrop(request);
         const now = databaseNowMs();
         for (const committed of changedAt.slice(at, at + request.length)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
-        exportedSpans.inc(request.length);
+        exportedSpans.inc(taken);
         at += request.length;
       }
       await release(db.sql, owner, batch.threads);

@@ -101,6 +101,8 @@ export interface OtlpReceiver {
   hold: boolean;
   /** A larger request body is answered 413, as a collector's max_request_body_size does; null for no limit. */
   maxBodyBytes: number | null;
+  /** A request with a span this holds for is answered 400 (a collector refusing its content), whole; null to take them all. */
+  refuse: ((span: ReceivedSpan) => boolean) | null;
   /** Stops listening (connections are refused) until `up`. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -119,6 +121,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     failWith: null,
     hold: false,
     maxBodyBytes: null,
+    refuse: null,
     async down() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -153,7 +156,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           const request = contentType.includes('json')
             ? JSON.parse(body.toString('utf8'))
             : ExportRequest.toObject(ExportRequest.decode(body), { longs: String, bytes: String, enums: Number, defaults: false });
-          receiver.spans.push(...spansOf(request, contentType, req.headers));
+          const spans = spansOf(request, contentType, req.headers);
+          if (receiver.refuse && spans.some(receiver.refuse)) return void res.writeHead(400, { 'content-type': 'text/plain' }).end('refused');
+          receiver.spans.push(...spans);
         } catch (error) {
           return void res.writeHead(400, { 'content-type': 'text/plain' }).end(String(error));
         }
