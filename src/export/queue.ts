@@ -1,6 +1,7 @@
 import type { SqlTransactor } from '../db/database.js';
 import type { Sql } from '../db/sql.js';
 import { onOneSnapshot } from '../domain/change-cursors.js';
+import { isRunEnded } from '../domain/runs.js';
 import type { Message, Run, ToolCall } from '../generated/prisma/client.js';
 
 /*
@@ -36,11 +37,18 @@ export interface ThreadChanges {
   audits: Message[];
 }
 
-/** What a span needs beyond its own row: a model audit's declared tool calls, a tool audit's declaration. */
+/** What a span needs beyond its own row: a model audit's declared tool calls, a tool audit's declaration, an ended run's audits' times. */
 export interface ExportBatch {
   threads: ThreadChanges[];
   declaredBy: Map<string, ToolCall[]>;
   toolCalls: Map<string, ToolCall>;
+  /** Per ended run of the batch: the first start and last end of its audits' spans (the worker's clock), which its root span covers. */
+  auditTimes: Map<string, AuditTimes>;
+}
+
+export interface AuditTimes {
+  firstStart: Date;
+  lastEnd: Date;
 }
 
 /**
@@ -91,7 +99,15 @@ export function readChanges(sql: SqlTransactor, threadIds: string[], pageSize: n
       'SELECT * FROM tool_call WHERE declared_by_id = ANY($1::uuid[]) OR id = ANY($2::uuid[]) ORDER BY position',
       [modelIds, toolCallRowIds],
     );
-    const batch: ExportBatch = { threads: [], declaredBy: new Map(), toolCalls: new Map() };
+    // The times the audit spans carry (spans.ts): start, and end no earlier than the start.
+    const endedRunIds = runs.filter((run) => isRunEnded(run.status)).map((run) => run.id);
+    const times = await tx.query<AuditTimes & { runId: string }>(
+      `SELECT run_id, min(coalesce(started_at, created_at)) AS first_start,
+         max(greatest(coalesce(finished_at, changed_at, created_at), coalesce(started_at, created_at))) AS last_end
+       FROM message WHERE run_id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit') GROUP BY run_id`,
+      [endedRunIds],
+    );
+    const batch: ExportBatch = { threads: [], declaredBy: new Map(), toolCalls: new Map(), auditTimes: new Map(times.map(({ runId, ...extent }) => [runId, extent])) };
     for (const call of toolCalls) {
       batch.toolCalls.set(call.id, call);
       batch.declaredBy.set(call.declaredById, [...(batch.declaredBy.get(call.declaredById) ?? []), call]);

@@ -5,7 +5,7 @@ import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import type { Message, Run, ToolCall } from '../generated/prisma/client.js';
 import { isRunEnded } from '../domain/runs.js';
 import { answerTextOf, tokensOf } from '../shared/llm-payloads.js';
-import type { ExportBatch } from './queue.js';
+import type { AuditTimes, ExportBatch } from './queue.js';
 
 /*
  * Runs and audits as OTLP spans, following the OpenTelemetry GenAI semantic conventions at
@@ -104,15 +104,22 @@ function span(resource: Resource, parts: SpanParts): ReadableSpan {
   };
 }
 
-/** The run's root span: `invoke_agent`, linked to the run it resumes. */
-export function runSpan(resource: Resource, run: Run): ReadableSpan {
+const earliest = (a: Date, b: Date | undefined) => (b && b < a ? b : a);
+const latest = (a: Date, b: Date | undefined) => (b && b > a ? b : a);
+
+/**
+ * The run's root span: `invoke_agent`, linked to the run it resumes. It covers its audits' spans:
+ * their times are the worker's clock (observedAt), the run's the database's (docs/operations.md
+ * "Clocks"), and a back end draws a child outside its parent as broken.
+ */
+export function runSpan(resource: Resource, run: Run, audits?: AuditTimes): ReadableSpan {
   const end = run.finishedAt ?? run.changedAt ?? run.createdAt;
   return span(resource, {
     name: 'invoke_agent',
     kind: SpanKind.INTERNAL,
     context: runContext(run.id),
-    start: run.startedAt ?? run.createdAt,
-    end,
+    start: earliest(run.startedAt ?? run.createdAt, audits?.firstStart),
+    end: latest(end, audits?.lastEnd),
     attributes: {
       'gen_ai.operation.name': 'invoke_agent',
       'gen_ai.provider.name': UNKNOWN_PROVIDER,
@@ -217,7 +224,7 @@ export function spansOf(resource: Resource, batch: ExportBatch): { spans: Readab
     ].sort((a, b) => (a.cursor < b.cursor ? -1 : a.cursor > b.cursor ? 1 : 0));
     for (const { run, audit } of rows) {
       if (run && isRunEnded(run.status)) {
-        spans.push(runSpan(resource, run));
+        spans.push(runSpan(resource, run, batch.auditTimes.get(run.id)));
         changedAt.push(run.changedAt!);
       } else if (audit && audit.status !== null && audit.status !== 'RUNNING' && audit.runId) {
         spans.push(

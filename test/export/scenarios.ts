@@ -108,6 +108,15 @@ export interface ExpectedSpan {
 const hex = (uuid: string) => uuid.replaceAll('-', '');
 const ENDED_RUN = ['COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED'];
 
+function coveringAudits(start: string, end: string, audits: { startedAt: string | null; finishedAt: string | null }[]) {
+  const at = (time: string) => new Date(time).getTime();
+  for (const audit of audits) {
+    if (audit.startedAt && at(audit.startedAt) < at(start)) start = audit.startedAt;
+    if (audit.finishedAt && at(audit.finishedAt) > at(end)) end = audit.finishedAt;
+  }
+  return { start, end };
+}
+
 /** Every span the threads' ended runs and audits must be exported as. */
 export async function expectedSpans(t: TestApp, token: string, threadIds: string[]): Promise<ExpectedSpan[]> {
   const expected: ExpectedSpan[] = [];
@@ -121,8 +130,8 @@ export async function expectedSpans(t: TestApp, token: string, threadIds: string
         name: 'invoke_agent',
         kind: 1,
         parentRunId: null,
-        start: run.startedAt ?? run.createdAt,
-        end: run.finishedAt,
+        // The root span covers its audits' spans, whose times are the worker's clock.
+        ...coveringAudits(run.startedAt ?? run.createdAt, run.finishedAt, data.threadAudits.items.filter((audit: { runId: string }) => audit.runId === run.id)),
         attributes: {
           'gen_ai.operation.name': 'invoke_agent',
           'gen_ai.provider.name': 'agent_audit',
