@@ -139,6 +139,12 @@ export const exportDroppedSpans = new Counter({
   registers: [registry],
 });
 
+export const exportRejectedSpans = new Counter({
+  name: 'agent_audit_export_rejected_spans_total',
+  help: 'Spans the OTLP receiver took the request of but said it rejected (partial success): not sent again',
+  registers: [registry],
+});
+
 export const exportFailures = new Counter({
   name: 'agent_audit_export_failures_total',
   help: 'Export attempts that failed (receiver down, slow or answering an error); each is retried with backoff',

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Database } from '../db/database.js';
-import { exportDroppedSpans, exportedSpans, exportFailures, exportLagSeconds } from '../metrics.js';
+import { exportDroppedSpans, exportedSpans, exportFailures, exportLagSeconds, exportRejectedSpans } from '../metrics.js';
 import type { ExportConfig } from './config.js';
 import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim } from './queue.js';
 import { spansOf } from './spans.js';
@@ -68,6 +69,34 @@ class CollectorFailed extends Error {}
 /** The collector refused the request's content (400 Bad Request): every copy of it gets the same answer. */
 class CollectorRefused extends CollectorFailed {}
 
+/**
+ * A receiver's partial success (a 200 that rejects some spans) reaches the official exporters'
+ * response handler only, which reports it on the OpenTelemetry diagnostic logger: it is logged
+ * here and counted (the rejected spans are not sent again: the receiver would reject them again).
+ * The exporters' other diagnostics are left out: their failures reach the export callback.
+ */
+const PARTIAL_SUCCESS = 'Received Partial Success response';
+const countOf = (value: unknown) =>
+  typeof value === 'object' && value !== null && 'low' in value ? Number(value.low) + Number((value as { high?: number }).high ?? 0) * 2 ** 32 : Number(value ?? 0);
+const partialSuccessLogger: DiagLogger = {
+  warn(message: string, ...args: unknown[]) {
+    if (!message.startsWith(PARTIAL_SUCCESS)) return;
+    let partial: { rejectedSpans?: unknown; errorMessage?: string } = {};
+    try {
+      partial = JSON.parse(String(args[0]));
+    } catch {
+      // not the JSON the handler writes: logged without its count
+    }
+    const rejectedSpans = countOf(partial.rejectedSpans);
+    if (rejectedSpans > 0) exportRejectedSpans.inc(rejectedSpans);
+    log.warn({ component: 'export', rejectedSpans, receiverMessage: partial.errorMessage }, 'the receiver rejected spans (partial success)');
+  },
+  error: () => undefined,
+  info: () => undefined,
+  debug: () => undefined,
+  verbose: () => undefined,
+};
+
 /** The official OTLP exporter of the configured protocol. */
 export function otlpExporter(config: ExportConfig): SpanExporter {
   const options = { url: config.url, headers: config.headers, timeoutMillis: config.timeoutMs };
@@ -90,6 +119,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const instanceId = options.instanceId ?? `${hostname()}:${process.pid}`;
   const owner = `${instanceId}/${randomUUID()}`;
+  diag.setLogger(partialSuccessLogger, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   const exporter = otlpExporter(config);
   const resource = resourceFromAttributes({ 'service.name': config.serviceName });
 

@@ -15,6 +15,7 @@ const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => PROTO_ROOT + target;
 root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
 const ExportRequest = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
+const ExportResponse = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
 
 export interface ReceivedSpan {
   traceId: string;
@@ -103,6 +104,8 @@ export interface OtlpReceiver {
   maxBodyBytes: number | null;
   /** A request with a span this holds for is answered 400 (a collector refusing its content), whole; null to take them all. */
   refuse: ((span: ReceivedSpan) => boolean) | null;
+  /** Taken requests are answered with this partial success (spans it says it rejected), or null for a full success. */
+  partialSuccess: { rejectedSpans: number; errorMessage: string } | null;
   /** Stops listening (connections are refused) until `up`. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -122,6 +125,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     hold: false,
     maxBodyBytes: null,
     refuse: null,
+    partialSuccess: null,
     async down() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -162,8 +166,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         } catch (error) {
           return void res.writeHead(400, { 'content-type': 'text/plain' }).end(String(error));
         }
-        if (contentType.includes('json')) res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-        else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+        const response = receiver.partialSuccess ? { partialSuccess: receiver.partialSuccess } : {};
+        if (contentType.includes('json')) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(response));
+        else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(ExportResponse.encode(ExportResponse.fromObject(response)).finish());
       });
     });
     return new Promise<void>((resolve, reject) => {

@@ -1,0 +1,34 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportRejectedSpans } from '../../src/metrics.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { must, runningRun } from '../support/lifecycle.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+
+/*
+ * A receiver may take a request yet reject some of its spans (OTLP partial success: 200 with
+ * `rejected_spans` and an error message). Those spans are lost and must not be sent again, but
+ * the operator must see it: they were neither logged nor counted, and counted as exported.
+ */
+describe.each(['http/protobuf', 'http/json'])(`OTLP partial success over %s (${backendName})`, (protocol) => {
+  let receiver: OtlpReceiver;
+  let t: TestApp;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    t = await startTestApp({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, EXPORT_POLL_MS: '50' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('counts the spans the receiver says it rejected', async () => {
+    const rejected = async () => (await exportRejectedSpans.get()).values.reduce((sum, value) => sum + value.value, 0);
+    const before = await rejected();
+    receiver.partialSuccess = { rejectedSpans: 2, errorMessage: 'attribute value too long' };
+    const { runId, session } = await runningRun(t);
+    must(await session.finish('COMPLETED'));
+    await receiver.waitFor((spans) => spans.some((span) => span.attributes['agent_audit.run.id'] === runId));
+    await expect.poll(rejected).toBeGreaterThanOrEqual(before + 2);
+  }, 60_000);
+});
