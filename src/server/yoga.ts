@@ -250,11 +250,28 @@ function paramsOf(search: URLSearchParams) {
     try {
       return JSON.parse(text);
     } catch (error) {
-      throw bodyError(`The "${name}" parameter is not valid JSON: ${(error as Error).message}`, 400, 'BAD_REQUEST');
+      throw notJson(`The "${name}" parameter`, error as Error);
     }
   };
   return { query: search.get('query') || undefined, operationName: search.get('operationName') || undefined, variables: json('variables'), extensions: json('extensions') };
 }
+
+/**
+ * A body (or parameter) that JSON.parse refused, as a short answer: where the parser stopped, cut
+ * as every echoed value is (the parser's message quotes a whole short text, so a body could come
+ * back whole), never the parser's error object. NaN and Infinity, which some encoders write
+ * (Python's json.dumps), are named with what to send instead.
+ */
+function notJson(what: string, error: Error): GraphQLError {
+  const hint = /\b(NaN|Infinity)\b/.test(error.message) ? ' (NaN and Infinity are not JSON: send null, a string or a finite number)' : '';
+  return bodyError(`${what} is not valid JSON: ${echoed(error.message, 200)}${hint}`, 400, 'BAD_REQUEST');
+}
+
+/** yoga's answer to a POST body JSON.parse refused: "POST body sent invalid JSON.", the parser's error (the body quoted in it) in extensions. */
+const refusedJson = (error: unknown): Error | undefined => {
+  const original = error instanceof GraphQLError ? error.extensions?.originalError : undefined;
+  return original && typeof original === 'object' && (original as Error).name === 'SyntaxError' ? (original as Error) : undefined;
+};
 
 /** The media types yoga parses a POST body of (application/graphql-response+json is one to accept, not to send). */
 const POST_MEDIA_TYPES = ['application/json', 'application/graphql+json', 'application/x-www-form-urlencoded', 'application/graphql', 'multipart/form-data'];
@@ -275,7 +292,17 @@ function useNotAGraphQLRequestAnswers(): Plugin {
       const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
       if (request.method === 'GET') return setRequestParser(async () => paramsOf(new URL(request.url).searchParams));
       if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async () => paramsOf(new URLSearchParams(await request.text())));
-      if (request.method !== 'POST' || requestParser) return;
+      if (request.method === 'POST' && requestParser) {
+        return setRequestParser(async (req) => {
+          try {
+            return await requestParser(req);
+          } catch (error) {
+            const syntax = refusedJson(error);
+            throw syntax ? notJson('The request body', syntax) : error;
+          }
+        });
+      }
+      if (request.method !== 'POST') return;
       const given = echoed(request.headers.get('content-type') ?? 'none');
       throw bodyError(
         `Unsupported Content-Type "${given}": send the operation as application/json ({"query": ..., "variables": ...}); also accepted: ${POST_MEDIA_TYPES.slice(1).join(', ')}`,

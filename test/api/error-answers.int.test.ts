@@ -115,6 +115,31 @@ describe(`HTTP status codes follow GraphQL over HTTP (${backendName})`, () => {
     expect(answer.json.errors[0].extensions.code).toBe('BAD_REQUEST');
   });
 
+  it("a body with NaN (Python's json.dumps of float('nan')) says where and why, in a short answer that neither echoes the body nor carries the parser's error", async () => {
+    // A long value before the fault: the answer must not grow with the body.
+    const body = `{"query":"{ __typename }","variables":{"note":"${'x'.repeat(200_000)}","score":NaN}}`;
+    const answer = await post(body, { authorization: `Bearer ${worker}` });
+    expect(answer.status).toBe(400);
+    const [error] = answer.json.errors;
+    expect(error.extensions).toEqual({ code: 'BAD_REQUEST' });
+    expect(error.message).toMatch(/^The request body is not valid JSON: /);
+    expect(error.message).toContain('NaN');
+    expect(error.message).toContain('NaN and Infinity are not JSON');
+    expect(answer.text.length).toBeLessThan(1000);
+  });
+
+  it('variables that are not JSON (a form) are answered in a short message, however long they are', async () => {
+    const answer = await t.app.yoga.fetch('http://test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${admin}` },
+      body: `query=%7B__typename%7D&variables=${encodeURIComponent(`{"note":"${'x'.repeat(200_000)}","score":NaN}`)}`,
+    });
+    const text = await answer.text();
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(text).errors[0].message).toMatch(/^The "variables" parameter is not valid JSON: .*NaN and Infinity are not JSON/);
+    expect(text.length).toBeLessThan(1000);
+  });
+
   it('variables or extensions that are not JSON (GET, or a form) are 400 BAD_REQUEST naming the parameter', async () => {
     const answers = [
       await t.app.yoga.fetch('http://test/graphql?query=%7B__typename%7D&variables=notjson', { headers: { authorization: `Bearer ${admin}` } }),
