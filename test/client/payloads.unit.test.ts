@@ -120,6 +120,22 @@ describe('payloads the client sends', () => {
     expect(fetchImpl.requests).toHaveLength(0);
   });
 
+  it("names the field and the value it could not convert, as the server names a variable's path", async () => {
+    const fetchImpl = fakeFetch(graphqlData('recordToolStarted', modelAudit));
+    const client = clientWith(fetchImpl);
+    const cases = [
+      [() => client.recordToolStarted({ lease, toolCallId: 'c1', name: 't', sequence: Number.NaN }), 'RecordToolStarted: sequence must be an integer, not NaN'],
+      [() => client.recordToolFinished({ lease, toolCallId: 'c1', output: {}, sequence: 2.5 }), 'RecordToolFinished: sequence must be an integer, not 2.5'],
+      [() => client.recordToolError({ lease, toolCallId: 'c1', error: {}, clock: { clockId: 'c', nanos: Number.POSITIVE_INFINITY } }), 'RecordToolError: clock.nanos must be an integer, not Infinity'],
+      [() => client.recordToolError({ lease, toolCallId: 'c1', error: {}, observedAt: new Date('yesterday') }), 'RecordToolError: observedAt must be a valid Date, not an Invalid Date'],
+    ] as const;
+    for (const [call, message] of cases) {
+      const error = await rejectionOf(call());
+      expect({ code: (error as { code?: string }).code, message: (error as Error).message }).toEqual({ code: 'BAD_USER_INPUT', message });
+    }
+    expect(fetchImpl.requests).toHaveLength(0);
+  });
+
   it('says what to check when the URL answers 404 with a page that is not GraphQL (a URL without /graphql)', async () => {
     const error = await rejectionOf(clientWith(fakeFetch(httpStatus(404))).claimRun('run-1'));
     expect(error).toMatchObject({ code: 'TRANSPORT_ERROR', httpStatus: 404 });

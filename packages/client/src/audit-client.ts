@@ -158,7 +158,7 @@ export class AuditClient {
     return this.event('modelStarted', () => ({
       lease: leaseRef(input.lease),
       operationId: input.operationId,
-      sequence: toBigIntString(input.sequence),
+      sequence: toBigIntString(input.sequence, 'sequence'),
       model: input.model,
       input: this.payload(input.input),
       ...this.observe(input),
@@ -186,7 +186,7 @@ export class AuditClient {
       toolCallId: input.toolCallId,
       name: input.name,
       effectiveInput: this.payload(input.effectiveInput),
-      sequence: toBigIntString(input.sequence),
+      sequence: toBigIntString(input.sequence, 'sequence'),
       namespace: input.namespace,
       ...this.observe(input),
     }));
@@ -290,6 +290,7 @@ export class AuditClient {
   private observe(input: Observation): { observedAt: string; clock: { clockId: string; nanos: string } | null } {
     const clock = input.clock === undefined ? readClock(this.clockId) : input.clock && toClockInput(input.clock);
     const observedAt = input.observedAt === undefined ? new Date() : input.observedAt;
+    if (typeof observedAt !== 'string' && Number.isNaN(observedAt.getTime())) throw new RangeError('observedAt must be a valid Date, not an Invalid Date');
     return { observedAt: typeof observedAt === 'string' ? observedAt : observedAt.toISOString(), clock };
   }
 }
@@ -299,5 +300,5 @@ function leaseRef(lease: LeaseInput): LeaseInput {
 }
 
 function optionalBigInt(value: BigIntLike | null | undefined): string | null | undefined {
-  return value === undefined || value === null ? value : toBigIntString(value);
+  return value === undefined || value === null ? value : toBigIntString(value, 'sequence');
 }

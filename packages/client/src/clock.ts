@@ -12,12 +12,18 @@ export function readClock(clockId: string = PROCESS_CLOCK_ID): { clockId: string
   return { clockId, nanos: process.hrtime.bigint().toString() };
 }
 
-export function toBigIntString(value: BigIntLike): string {
-  return typeof value === 'string' ? value : BigInt(value).toString();
+/**
+ * A BigInt value as the decimal string the server takes. A number that is no integer (NaN, 1.5,
+ * Infinity) is a RangeError naming `field` and the value, as the server names a variable's path.
+ */
+export function toBigIntString(value: BigIntLike, field: string): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && !Number.isInteger(value)) throw new RangeError(`${field} must be an integer, not ${value}`);
+  return BigInt(value).toString();
 }
 
 export function toClockInput(reading: ClockReadingInput): { clockId: string; nanos: string } {
-  return { clockId: reading.clockId, nanos: toBigIntString(reading.nanos) };
+  return { clockId: reading.clockId, nanos: toBigIntString(reading.nanos, 'clock.nanos') };
 }
 
 /**
