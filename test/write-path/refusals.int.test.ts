@@ -16,6 +16,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const call = { id: 'call-1', name: 'search', args: { q: 'x' } };
+const RESEND = 'a retry resends the start as it was first sent, with the same sequence and input';
 
 describe('the lease fence', () => {
   it('a run that does not exist: NOT_FOUND', async () => {
@@ -150,7 +151,17 @@ describe('tool audits', () => {
     await session.declare('m1', [call]);
     must(await session.toolStarted('call-1', 'search', { sequence: '7' }));
     const { message } = await expectRejected(scene, 'CONFLICT', () => session.toolStarted('call-1', 'lookup', { sequence: '7' }));
-    expect(message).toBe('Tool call call-1 was already started with a different name, input or sequence');
+    expect(message).toBe(`Tool call call-1 was already started with a different name (recorded "search", sent "lookup"): ${RESEND}`);
+  });
+
+  it('a start retried with a new sequence or another input: CONFLICT naming what differs, with both values', async () => {
+    const { session, scene } = await runningScene(t);
+    await session.declare('m1', [call]);
+    must(await session.toolStarted('call-1', 'search', { sequence: '7', effectiveInput: { q: 'x' } }));
+    const retried = await expectRejected(scene, 'CONFLICT', () => session.toolStarted('call-1', 'search', { sequence: '8', effectiveInput: { q: 'x' } }));
+    expect(retried.message).toBe(`Tool call call-1 was already started with a different sequence (recorded 7, sent 8): ${RESEND}`);
+    const both = await expectRejected(scene, 'CONFLICT', () => session.toolStarted('call-1', 'search', { sequence: '9', effectiveInput: { q: 'y' } }));
+    expect(both.message).toBe(`Tool call call-1 was already started with a different sequence (recorded 7, sent 9) and effectiveInput: ${RESEND}`);
   });
 
   it('a start of a call a sibling resume is executing: INVALID_TRANSITION naming that run', async () => {
