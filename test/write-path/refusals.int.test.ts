@@ -106,7 +106,17 @@ describe('model audits', () => {
     must(await session.modelStarted('m1'));
     must(await session.modelFinished('m1', [call], { sequence: '5' }));
     const { message } = await expectRejected(scene, 'CONFLICT', () => session.modelFinished('m1', [{ ...call, args: { q: 'y' } }], { sequence: '5' }));
-    expect(message).toBe('Model call m1 already ended differently');
+    expect(message).toBe('Model call m1 already ended (COMPLETED), and this finish differs in toolCalls: a retry resends the finish as it was first sent');
+  });
+
+  it('a finish retried with a new sequence or another status: CONFLICT naming what differs, with both values', async () => {
+    const { session, scene } = await runningScene(t);
+    must(await session.modelStarted('m1'));
+    must(await session.modelFinished('m1', [call], { sequence: '5' }));
+    const retried = await expectRejected(scene, 'CONFLICT', () => session.modelFinished('m1', [call], { sequence: '6' }));
+    expect(retried.message).toBe('Model call m1 already ended (COMPLETED), and this finish differs in sequence (recorded 5, sent 6): a retry resends the finish as it was first sent');
+    const other = await expectRejected(scene, 'CONFLICT', () => session.modelFinished('m1', [call], { sequence: '5', status: 'FAILED', output: { a: 1 } }));
+    expect(other.message).toBe('Model call m1 already ended (COMPLETED), and this finish differs in status (recorded COMPLETED, sent FAILED) and output: a retry resends the finish as it was first sent');
   });
 });
 
