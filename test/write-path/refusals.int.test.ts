@@ -211,7 +211,16 @@ describe('tool audits', () => {
     must(await session.toolStarted('call-1', 'search'));
     must(await session.toolFinished('call-1', { content: 'a' }, { sequence: '9' }));
     const { message } = await expectRejected(scene, 'CONFLICT', () => session.toolFinished('call-1', { content: 'b' }, { sequence: '9' }));
-    expect(message).toBe('Tool call call-1 already ended (COMPLETED) with a different result');
+    expect(message).toBe('Tool call call-1 already ended (COMPLETED), and this finish differs in output: a retry resends the finish as it was first sent');
+  });
+
+  it('a finish retried with the same result and a new sequence: CONFLICT naming the sequence, not the result', async () => {
+    const { session, scene } = await runningScene(t);
+    await session.declare('m1', [call]);
+    must(await session.toolStarted('call-1', 'search'));
+    must(await session.toolFinished('call-1', { content: 'a' }, { sequence: '9' }));
+    const { message } = await expectRejected(scene, 'CONFLICT', () => session.toolFinished('call-1', { content: 'a' }, { sequence: '10' }));
+    expect(message).toBe('Tool call call-1 already ended (COMPLETED), and this finish differs in sequence (recorded 9, sent 10): a retry resends the finish as it was first sent');
   });
 
   it('a bare error after the terminal: CONFLICT', async () => {
