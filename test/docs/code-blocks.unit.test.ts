@@ -118,6 +118,44 @@ describe('docs stand alone', () => {
   });
 });
 
+/** A page's prose: its fenced blocks (indented ones too) left out. */
+const withoutCode = (text: string) => text.replace(/^( *)```[\s\S]*?^\1```/gm, '');
+
+/** GitHub's anchors of a page's headings (a repeated heading's get `-1`, `-2`, …), outside code blocks. */
+function anchorsOf(page: string): Set<string> {
+  const prose = withoutCode(readFileSync(join(ROOT, page), 'utf8'));
+  const seen = new Map<string, number>();
+  const anchors = new Set<string>();
+  for (const [, heading] of prose.matchAll(/^#{1,6} (.+)$/gm)) {
+    const slug = heading!.replaceAll('`', '').trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replaceAll(' ', '-');
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    anchors.add(count ? `${slug}-${count}` : slug);
+  }
+  return anchors;
+}
+
+describe('docs cite what exists', () => {
+  it.each(PAGES)('every anchor %s links to is a heading of its page', (page) => {
+    const prose = withoutCode(readFileSync(join(ROOT, page), 'utf8'));
+    const broken: string[] = [];
+    for (const [, target] of prose.matchAll(/\]\(([^)\s]*#[^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target!)) continue;
+      const [file, anchor] = target!.split('#');
+      const linked = file ? relative(ROOT, resolve(ROOT, dirname(page), file)) : page;
+      if (linked.endsWith('.md') && existsSync(join(ROOT, linked)) && !anchorsOf(linked).has(anchor!)) broken.push(target!);
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it.each(PAGES)('every test, example or script file %s names exists', (page) => {
+    const text = readFileSync(join(ROOT, page), 'utf8');
+    const named = [...text.matchAll(/\b((?:test|examples|scripts|bench)\/[\w./-]*\.[a-z]+)\b/g)].map((match) => match[1]!);
+    // A client's README names its own files from its own directory.
+    expect(named.filter((file) => !existsSync(join(ROOT, file)) && !existsSync(join(ROOT, dirname(page), file)))).toEqual([]);
+  });
+});
+
 describe("the pages and the schema's descriptions cite sections of docs/semantics.md that exist", () => {
   const headings = [...readFileSync(join(ROOT, 'docs/semantics.md'), 'utf8').matchAll(/^## (.+)$/gm)].map((match) => match[1]!);
   /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
