@@ -37,6 +37,20 @@ function parseHeaders(name: string, text: string | undefined): Record<string, st
   return headers;
 }
 
+/** `OTEL_EXPORTER_OTLP_TRACES_<key>` when set, else `OTEL_EXPORTER_OTLP_<key>`: the variable that decides, by name. */
+function signalSpecific(env: NodeJS.ProcessEnv, key: string): { name: string; value: string } | undefined {
+  for (const name of [`OTEL_EXPORTER_OTLP_TRACES_${key}`, `OTEL_EXPORTER_OTLP_${key}`]) {
+    if (env[name]) return { name, value: env[name] };
+  }
+  return undefined;
+}
+
+function positiveMs({ name, value }: { name: string; value: string }): number {
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 1) throw new Error(`${name} must be a positive integer (ms), got "${value}"`);
+  return ms;
+}
+
 export function exportConfigFromEnv(env: NodeJS.ProcessEnv): ExportConfig | undefined {
   const general = env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || undefined;
@@ -47,17 +61,15 @@ export function exportConfigFromEnv(env: NodeJS.ProcessEnv): ExportConfig | unde
     throw new Error(`${given} must be an http:// or https:// URL, got "${endpoint}"`);
   }
   const url = traces ?? `${general!.replace(/\/+$/, '')}/v1/traces`;
-  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
-  if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
-    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got "${protocol}" (grpc is not supported)`);
+  const protocol = signalSpecific(env, 'PROTOCOL') ?? { name: 'OTEL_EXPORTER_OTLP_PROTOCOL', value: 'http/protobuf' };
+  if (!(PROTOCOLS as readonly string[]).includes(protocol.value)) {
+    throw new Error(`${protocol.name} must be http/protobuf or http/json, got "${protocol.value}" (grpc is not supported)`);
   }
-  const timeout = Number(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT || env.OTEL_EXPORTER_OTLP_TIMEOUT || 10_000);
-  const pollMs = Number(env.EXPORT_POLL_MS || 200);
-  if (!Number.isInteger(timeout) || timeout < 1) throw new Error('OTEL_EXPORTER_OTLP_TIMEOUT must be a positive integer (ms)');
-  if (!Number.isInteger(pollMs) || pollMs < 1) throw new Error('EXPORT_POLL_MS must be a positive integer');
+  const timeout = positiveMs(signalSpecific(env, 'TIMEOUT') ?? { name: 'OTEL_EXPORTER_OTLP_TIMEOUT', value: '10000' });
+  const pollMs = positiveMs({ name: 'EXPORT_POLL_MS', value: env.EXPORT_POLL_MS || '200' });
   return {
     url,
-    protocol: protocol as ExportConfig['protocol'],
+    protocol: protocol.value as ExportConfig['protocol'],
     headers: {
       ...parseHeaders('OTEL_EXPORTER_OTLP_HEADERS', env.OTEL_EXPORTER_OTLP_HEADERS),
       ...parseHeaders('OTEL_EXPORTER_OTLP_TRACES_HEADERS', env.OTEL_EXPORTER_OTLP_TRACES_HEADERS),

@@ -38,6 +38,14 @@ describe('the exporter variables', () => {
     expect(() => exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/http\/protobuf or http\/json/);
   });
 
+  it('refuse a bad protocol, timeout or poll naming the variable that was set and its value (docs/operations.md, "cannot start")', () => {
+    const start = (env: NodeJS.ProcessEnv) => () => exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', ...env });
+    expect(start({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' })).toThrow(/^OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http\/protobuf or http\/json, got "grpc"/);
+    expect(start({ OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '10s' })).toThrow(/^OTEL_EXPORTER_OTLP_TRACES_TIMEOUT must be a positive integer \(ms\), got "10s"$/);
+    expect(start({ OTEL_EXPORTER_OTLP_TIMEOUT: '0' })).toThrow(/^OTEL_EXPORTER_OTLP_TIMEOUT must be a positive integer \(ms\), got "0"$/);
+    expect(start({ EXPORT_POLL_MS: 'abc' })).toThrow(/^EXPORT_POLL_MS must be a positive integer \(ms\), got "abc"$/);
+  });
+
   it('take the traces endpoint as is, and the signal-specific values over the general ones', () => {
     const config = exportConfigFromEnv({
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://general:4318/',
