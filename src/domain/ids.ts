@@ -59,10 +59,13 @@ export function newId(): string {
   return uuidv7({ msecs: last.msecs, seq: last.seq, random });
 }
 
+/** The statement readDatabaseClock sends. */
+export const DATABASE_CLOCK_READ = 'SELECT clock_timestamp() AS at';
+
 /** Reads the database's clock for new ids (newId): at start-up, then every minute (background-jobs.ts). */
 export async function readDatabaseClock(sql: Pick<Sql, 'query'>): Promise<void> {
   const sentAt = Date.now();
-  const [row] = await sql.query<{ at: Date }>('SELECT clock_timestamp() AS at');
+  const [row] = await sql.query<{ at: Date }>(DATABASE_CLOCK_READ);
   databaseAheadMs = Math.round(row!.at.getTime() - (sentAt + Date.now()) / 2);
 }
 

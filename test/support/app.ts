@@ -2,6 +2,7 @@ import { mintToken } from '../../src/auth/jwt.js';
 import type { Role } from '../../src/domain/principal.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
+import { DATABASE_CLOCK_READ } from '../../src/domain/ids.js';
 import { keepsRecentChanges } from '../../src/realtime/pubsub.js';
 import type { Clock } from '../../src/realtime/activity-feeds.js';
 import { buildApp, type App } from '../../src/server/app.js';
@@ -54,9 +55,10 @@ async function openTestApp(env: Record<string, string>, options: TestAppOptions,
     ...env,
   });
   const { maxPendingEvents, activityClock } = options;
-  // The statements requests send: the embedded database's checkpoint probe runs on its own timer
-  // (src/server/wal-checkpoints.ts) and would land in a count now and then.
-  const onQuery = options.onQuery && ((sql: string) => void (sql.includes('pg_current_wal_lsn') || options.onQuery!(sql)));
+  // The statements requests send: the embedded database's checkpoint probe (src/server/wal-checkpoints.ts)
+  // and the read of the database's clock for new ids (src/domain/ids.ts) run on their own timers and
+  // would land in a count now and then.
+  const onQuery = options.onQuery && ((sql: string) => void (sql.includes('pg_current_wal_lsn') || sql === DATABASE_CLOCK_READ || options.onQuery!(sql)));
   // Opened here as buildApp would open it, but an in-memory one migrated (and reused: pglite-pool.ts).
   const embedded = !config.databaseUrl && config.embeddedInMemory ? await borrowMigratedPglite() : undefined;
   const database =
