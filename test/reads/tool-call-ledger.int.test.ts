@@ -11,7 +11,9 @@ import { actors, claim, createRun, createThread, expireLeases, must, type Actors
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
+  // Only the test sweeps (endedThread counts what its sweep ended): the background sweep, every
+  // 200 ms by default here, could end the expired lease first.
+  t = await startTestApp({ LEASE_SWEEP_INTERVAL_MS: '3600000' });
 });
 afterAll(() => t.close());
 
