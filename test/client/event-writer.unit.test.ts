@@ -176,7 +176,8 @@ describe('the batching writer', () => {
     const refused = (settled[2] as { error: AuditApiError }).error;
     expect(refused).toBeInstanceOf(AuditApiError);
     expect(refused).toMatchObject({ code: 'LEASE_LOST', operationName: 'RecordToolStarted', attempts: 2, httpStatus: 200 });
-    expect(refused.graphqlErrors).toEqual([{ message: 'refused c2', extensions: { code: 'LEASE_LOST' } }]);
+    // As its own mutation's error: the path names the mutation's root field.
+    expect(refused.graphqlErrors).toEqual([{ message: 'refused c2', path: ['recordToolStarted'], extensions: { code: 'LEASE_LOST' } }]);
   });
 
   it('makes a writer wait for room when the queue is full, and close() flushes', async () => {

@@ -152,7 +152,7 @@ export class EventWriter {
       const result = results[index];
       if (!result) event.reject(new AuditApiError(`recordEvents: no result for event ${index}`, { code: 'INTERNAL_SERVER_ERROR', operationName: SINGLE[event.kind].name, retryable: false }));
       else if (result.error?.code === 'UNAVAILABLE') unapplied.push(event);
-      else if (result.error) event.reject(eventError(SINGLE[event.kind].name, result.error, request));
+      else if (result.error) event.reject(eventError(SINGLE[event.kind], result.error, request));
       else event.resolve(result.audit ?? result.run ?? result.lease);
     }
     // The batch's tail the server left unapplied (a later call of it failed for the moment after
@@ -172,7 +172,7 @@ const nextTurn = () => new Promise<void>((resolve) => (typeof setImmediate === '
  * sends and HTTP status: a LEASE_LOST after more than one send may mean the first one committed.
  */
 function eventError(
-  operationName: string,
+  { name: operationName, field }: { name: string; field: string },
   error: { code: string; message: string; runStatus?: RunStatus | null },
   request: { attempts: number; httpStatus: number },
 ): AuditApiError {
@@ -181,8 +181,8 @@ function eventError(
     operationName,
     retryable: false,
     httpStatus: request.httpStatus,
-    // The result (LifecycleEventError) carries what its own mutation's extensions would.
-    graphqlErrors: [{ message: error.message, extensions: { code: error.code, ...(error.runStatus && { runStatus: error.runStatus }) } }],
+    // The result (LifecycleEventError) carries what its own mutation's extensions would; the path is its root field's.
+    graphqlErrors: [{ message: error.message, path: [field], extensions: { code: error.code, ...(error.runStatus && { runStatus: error.runStatus }) } }],
   });
   refused.attempts = request.attempts;
   return refused;
