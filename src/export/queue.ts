@@ -101,7 +101,7 @@ export function readChanges(sql: SqlTransactor, threadIds: string[], pageSize: n
     );
     // The times the audit spans carry (spans.ts): start, and end no earlier than the start.
     const endedRunIds = runs.filter((run) => isRunEnded(run.status)).map((run) => run.id);
-    const times = await tx.query<AuditTimes & { runId: string }>(
+    const times = endedRunIds.length === 0 ? [] : await tx.query<AuditTimes & { runId: string }>(
       `SELECT run_id, min(coalesce(started_at, created_at)) AS first_start,
          max(greatest(coalesce(finished_at, changed_at, created_at), coalesce(started_at, created_at))) AS last_end
        FROM message WHERE run_id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit') GROUP BY run_id`,
