@@ -256,7 +256,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.close();
   }, 120_000);
 
-  it("times a running call's lease and age by the database's clock, on a browser whose clock is 15 minutes ahead", async () => {
+  it("times a running call's lease and age by the server's clock, on a browser whose clock is 15 minutes ahead: in Activity, the thread and its ledger", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'watched from a fast clock');
     const run = await owner.createRun({ threadId });
     const lease = await worker.claimRun(run.id, 600);
@@ -286,6 +286,15 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     // Leased for 10 minutes a moment ago: minutes left, not "expired"; running for seconds, not 15 minutes.
     expect(await cells.nth(4).textContent()).toMatch(/^9 min \d+ s$/);
     expect(await cells.nth(3).textContent()).toMatch(/^[\d.]+ (ms|s)$/);
+
+    // The thread's timeline and its ledger read no view's `at`: they time by the answers' Date.
+    await page.goto(`${origin}/#thread=${threadId}`);
+    await page.waitForSelector('[data-testid=connection]:text("live")');
+    expect(await page.locator('.row.run .meta').first().textContent()).toMatch(/ · 9 min \d+ s left/);
+    await page.click('button:text("Tool calls")');
+    const entry = page.locator('[data-testid=ledger] tbody tr').first();
+    await expect.poll(() => entry.locator('.lease-left').textContent()).toMatch(/^lease 9 min \d+ s left$/);
+    expect(await entry.locator('td').nth(4).textContent()).toMatch(/^[\d.]+ (ms|s)$/);
     await page.close();
   }, 120_000);
 

@@ -6,7 +6,7 @@ import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
-import { createLiveClient, unlessTokenRefused, type ConnectionState } from './api.js';
+import { createLiveClient, noteServerTime, serverClockAhead, unlessTokenRefused, type ConnectionState } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 import { formatAgo, formatDuration, markedText } from './timeline.js';
@@ -395,11 +395,6 @@ export function Activity({ token }: { token: string }) {
   /** Every tool name a view showed: with a tool chosen, the view lists that one only. */
   const toolNames = useSignal<string[]>([]);
   const now = useSignal(Date.now());
-  /**
-   * The database's clock minus this browser's, from the newest view's `at`: leases expire and calls
-   * start by the database's (and the runtimes') clocks, and a browser's may be minutes off.
-   */
-  const databaseAhead = useSignal(0);
   useEffect(() => {
     const timer = setInterval(() => (now.value = Date.now()), 1000);
     return () => clearInterval(timer);
@@ -426,7 +421,7 @@ export function Activity({ token }: { token: string }) {
           else if (data) {
             news.value = failureNews(view.value, data.toolActivity) ?? news.value;
             view.value = data.toolActivity;
-            databaseAhead.value = Date.parse(data.toolActivity.at) - Date.now();
+            noteServerTime(Date.parse(data.toolActivity.at));
             error.value = null;
             const names = new Set([...toolNames.value, ...data.toolActivity.tools.map((tool) => tool.name)]);
             if (names.size > toolNames.value.length) toolNames.value = [...names].sort();
@@ -495,7 +490,7 @@ export function Activity({ token }: { token: string }) {
         !ended.value && <p class="muted">Loading…</p>
       ) : (
         <>
-          <Running view={current} now={now.value + databaseAhead.value} />
+          <Running view={current} now={now.value + serverClockAhead.value} />
           <section aria-label="Per tool" class="table-box">
             <ToolTable tools={current.tools} />
           </section>
@@ -503,7 +498,7 @@ export function Activity({ token }: { token: string }) {
             <h2>Over time</h2>
             <Chart view={current} />
           </section>
-          <Failures view={current} now={now.value + databaseAhead.value} />
+          <Failures view={current} now={now.value + serverClockAhead.value} />
         </>
       )}
     </section>

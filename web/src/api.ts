@@ -104,6 +104,18 @@ export const isTransient = (message: string) => message === UNREACHABLE || messa
 export const answers = signal(0);
 
 /**
+ * The server's clock minus this browser's. Leases expire and calls run by the server's (and the
+ * runtimes') clocks, and a browser's may be minutes off: the page's clock adds this. Read from each
+ * answer's Date header (whole seconds) and the Activity view's `at`; a change under a second is
+ * the header's rounding and the way there, not the clocks.
+ */
+export const serverClockAhead = signal(0);
+export function noteServerTime(serverMs: number, localMs = Date.now()) {
+  const ahead = serverMs - localMs;
+  if (Number.isFinite(ahead) && Math.abs(ahead - serverClockAhead.peek()) > 1000) serverClockAhead.value = ahead;
+}
+
+/**
  * The server's GraphQL endpoint, relative to the page: behind a proxy that serves the server under
  * a path prefix (https://example.com/audit/) it is that prefix's, `/audit/graphql`.
  */
@@ -122,6 +134,9 @@ export async function gql<TResult, TVariables>(token: string, document: TypedDoc
     throw new Error(`The server answered HTTP ${response.status}, not GraphQL (a proxy in between?); retrying…`);
   })) as { data?: TResult; errors?: { message: string; extensions?: { code?: string; limit?: string } }[] };
   answers.value++;
+  // The header's second began up to a second before the server wrote it: its middle, on average.
+  const date = response.headers.get('date');
+  if (date) noteServerTime(Date.parse(date) + 500);
   const [error] = body.errors ?? [];
   if (error) {
     noteTokenRefusal(body.errors);

@@ -1,6 +1,6 @@
 import { batch, computed, effect, signal, untracked } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { answers, claimsOf, createLiveClient, gql, isTransient, readFewer, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
+import { answers, claimsOf, serverClockAhead, createLiveClient, gql, isTransient, readFewer, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -73,8 +73,9 @@ export const ledgerPage = signal<{ entries: LedgerEntry[]; hasMore: boolean; err
 /** Tool names seen in the ledger since it opened: the name filter's choices outlive a filter. */
 export const ledgerNames = signal<string[]>([]);
 
-/** The page's one clock: it ticks only while something on the timeline runs. */
-export const now = signal(Date.now());
+/** The page's one clock, the server's time: it ticks only while something on the timeline runs. */
+const tick = signal(Date.now());
+export const now = computed(() => tick.value + serverClockAhead.value);
 
 /** The thread's runs in creation order: "run 3" is the third. */
 export const orderedRuns = computed(() => [...runs.value.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1)));
@@ -97,9 +98,9 @@ const anythingRunning = computed(
 );
 effect(() => {
   if (!anythingRunning.value) return;
-  now.value = Date.now();
+  tick.value = Date.now();
   // Durations are shown to the second and tenth: one tick a second is all the page redraws.
-  const timer = setInterval(() => (now.value = Date.now()), 1000);
+  const timer = setInterval(() => (tick.value = Date.now()), 1000);
   return () => clearInterval(timer);
 });
 
