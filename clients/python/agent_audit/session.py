@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 #: A stop, not a failure: the block ends the run INTERRUPTED (resumable). asyncio delivers a
 #: task's ``cancel()`` (``asyncio.wait_for``'s timeout of it, Ctrl-C under ``asyncio.run``) to the
-#: task's code as CancelledError.
-_STOPS = (KeyboardInterrupt, asyncio.CancelledError)
+#: task's code as CancelledError; a process told to stop exits by SystemExit (``sys.exit()`` in a
+#: SIGTERM handler, gunicorn's worker on SIGQUIT, Celery's WorkerShutdown).
+_STOPS = (KeyboardInterrupt, SystemExit, asyncio.CancelledError)
 
 
 class RunSession:
@@ -41,7 +42,7 @@ class RunSession:
     ``with worker.start_run(run_id) as run:`` claims the run (with a ``claimId``, so a lost answer
     is retried safely) and renews its lease in the background. On leaving the block the run is
     finished: COMPLETED on a normal exit (with ``run.state_messages``), INTERRUPTED on
-    ``KeyboardInterrupt`` or ``asyncio.CancelledError`` (a cancelled task), FAILED with
+    ``KeyboardInterrupt``, ``SystemExit`` or ``asyncio.CancelledError`` (a cancelled task), FAILED with
     ``{"name", "message"}`` on any other exception, which is then re-raised. A run already
     ended by ``finish`` is left as it is.
 

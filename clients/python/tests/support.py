@@ -39,10 +39,10 @@ class LiveTestCase(unittest.TestCase):
         thread = self.owner.create_thread(title)
         return thread.id, self.owner.create_run(thread.id).id
 
-    def assert_signal_interrupts(self, agent: str, run_id: str, sent: signal.Signals) -> None:
+    def assert_signal_interrupts(self, agent: str, run_id: str, sent: signal.Signals, stopped_by: str = "KeyboardInterrupt") -> None:
         """Runs ``agent`` (Python source taking the url, a worker token and ``run_id``, printing
         "working" once the run is under way) in a process of its own, sends it ``sent``, and checks
-        the process stopped on KeyboardInterrupt with the run ended INTERRUPTED."""
+        the process stopped (``stopped_by`` in its stderr) with the run ended INTERRUPTED."""
         process = subprocess.Popen(
             [sys.executable, "-c", agent, self.server.url, self.server.token(self.worker_sub, "worker"), run_id],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -52,7 +52,7 @@ class LiveTestCase(unittest.TestCase):
         self.assertEqual(process.stdout.readline().strip(), "working")
         process.send_signal(sent)
         _, stderr = process.communicate(timeout=30)
-        self.assertIn("KeyboardInterrupt", stderr)
+        self.assertIn(stopped_by, stderr)
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "INTERRUPTED")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import textwrap
 from typing import List
 
@@ -56,6 +57,18 @@ class RunSessionTest(LiveTestCase):
         self.assertEqual([call.status for call in after.tool_calls], ["PENDING"])
         self.assertEqual([item.status for item in self.owner.thread_audits(thread_id).items], ["COMPLETED", "INTERRUPTED"])
 
+    def test_sys_exit_interrupts_the_run_so_it_can_be_resumed(self) -> None:
+        # A worker told to stop leaves the block by SystemExit: sys.exit() in a SIGTERM handler,
+        # gunicorn's worker on SIGQUIT, Celery's WorkerShutdown. Its run is handed back, not failed.
+        _, run_id = self.queued_run()
+        with self.assertRaises(SystemExit):
+            with self.start_tool(run_id):
+                sys.exit(0)
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "INTERRUPTED")
+        self.assertEqual([call.status for call in after.tool_calls], ["PENDING"])
+
     def test_sigterm_as_keyboard_interrupt_interrupts_the_run_of_a_stopped_process(self) -> None:
         # The README's recipe for a process stopped by SIGTERM (a deploy, systemd, Kubernetes):
         # Python's default SIGTERM kills the process without leaving the block, and the run would
@@ -72,6 +85,22 @@ class RunSessionTest(LiveTestCase):
                 time.sleep(60)
         """)
         self.assert_signal_interrupts(agent, run_id, signal.SIGTERM)
+
+    def test_sigterm_handler_calling_sys_exit_interrupts_the_run_of_a_stopped_process(self) -> None:
+        # The README's other recipe: a SIGTERM handler that exits the process (as gunicorn's and
+        # Celery's workers do on their stop signals).
+        _, run_id = self.queued_run()
+        agent = textwrap.dedent("""
+            import signal, sys, time
+            from agent_audit import AuditClient
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
+            worker = AuditClient(sys.argv[1], sys.argv[2])
+            with worker.start_run(sys.argv[3]) as run:
+                run.model_started("model-1", model="gpt-x", input={})
+                print("working", flush=True)
+                time.sleep(60)
+        """)
+        self.assert_signal_interrupts(agent, run_id, signal.SIGTERM, stopped_by="stopped by SIGTERM")
 
     def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
         _, run_id = self.queued_run()
