@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type
@@ -44,7 +45,8 @@ class RunSession:
     finished: COMPLETED on a normal exit (with ``run.state_messages``), INTERRUPTED on
     ``KeyboardInterrupt``, ``SystemExit`` or ``asyncio.CancelledError`` (a cancelled task), FAILED with
     ``{"name", "message"}`` on any other exception, which is then re-raised. A run already
-    ended by ``finish`` is left as it is.
+    ended by ``finish`` is left as it is, and so is the run when a child forked inside the block
+    leaves it: the run is its parent's to end.
 
     When the lease is gone (the keeper's renewal or a write answered LEASE_LOST or
     LEASE_EXPIRED: the run was cancelled, expired, or is no longer this worker's), ``lost`` is
@@ -84,6 +86,9 @@ class RunSession:
         self._ending = False
         self._on_lost = on_lost
         self._lost_lock = threading.Lock()
+        # The process whose block ends the run: a child forked inside the block leaves it too
+        # (sys.exit(), an exception), with the run still its parent's.
+        self._pid = os.getpid()
         self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=self._lose)
 
     @classmethod
@@ -230,6 +235,8 @@ class RunSession:
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> None:  # never swallows the exception
+        if os.getpid() != self._pid:
+            return
         self._keeper.stop()
         if self._ended or self.lost_error is not None:
             return

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -56,6 +57,20 @@ class LiveTestCase(unittest.TestCase):
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "INTERRUPTED")
+
+    def wait_for_child(self, pid: int, seconds: float = 60) -> None:
+        """Waits for a forked child (which ends by ``os._exit``, 0 once its part passed), killing
+        it if it is not done in ``seconds``, and fails the test unless it exited 0."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"the child failed ({status})")
+                return
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        self.fail("the forked child's calls hung")
 
 
 class LossyProxy:

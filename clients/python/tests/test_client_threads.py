@@ -4,9 +4,8 @@ forked child, whose calls then work instead of waiting forever for a thread that
 from __future__ import annotations
 
 import os
-import signal
+import sys
 import threading
-import time
 import unittest
 import uuid
 import warnings
@@ -59,20 +58,34 @@ class ClientThreadsTest(LiveTestCase):
                 code = 0
             finally:
                 os._exit(code)
-        deadline = time.monotonic() + 60
-        status = None
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            self.fail("the forked child's calls hung")
-        self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"the child failed ({status})")
+        self.wait_for_child(pid)
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "COMPLETED")
         # The parent's client still works too.
         self.assertEqual(self.worker.finish_run(parent_lease, "COMPLETED").status, "COMPLETED")
+
+    @unittest.skipUnless(hasattr(os, "fork"), "os.fork is POSIX only")
+    def test_a_child_forked_inside_a_run_leaves_the_run_to_its_parent(self) -> None:
+        # A child forked inside the block (a tool run in a process of its own) that leaves the
+        # block, by sys.exit(), an exception or its end, does not end its parent's run.
+        _, run_id = self.queued_run()
+        pid = -1
+        try:
+            with self.worker.start_run(run_id) as run:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded, use of fork()"
+                    pid = os.fork()
+                if pid == 0:
+                    sys.exit(0)
+                self.wait_for_child(pid)
+                during = self.owner.run(run_id)
+                assert during is not None
+                self.assertEqual(during.status, "RUNNING")
+                run.model_started("after-the-child", model="m")
+        finally:
+            if pid == 0:  # the child, having left the block: never return into unittest
+                os._exit(0)
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")
