@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import replace
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 #: stays this worker's until it expires.
 RENEWAL_GONE_CODES = ("LEASE_LOST", "LEASE_EXPIRED", "INVALID_TRANSITION", "NOT_FOUND", "FORBIDDEN")
 
+_log = logging.getLogger(__name__)
+
 
 class LeaseKeeper:
     """Renews a run's lease at about a third of its length, so one or two failed renewals still
@@ -31,12 +34,13 @@ class LeaseKeeper:
     When a renewal answers that the lease is gone (``RENEWAL_GONE_CODES``), it stops, sets
     ``lost`` (a ``threading.Event`` the agent may wait on or poll), keeps the error in
     ``lost_error`` and calls ``on_lost`` once, from its thread. Other failures (transport,
-    internal errors) go to ``on_renew_error`` and the next renewal comes as scheduled.
+    internal errors) go to ``on_renew_error`` (without one, a warning on the ``agent_audit.lease``
+    logger) and the next renewal comes as scheduled.
 
     When the server refuses the token (UNAUTHENTICATED, e.g. expired), the lease is not lost (it
     stays this worker's until ``lease.expires_at``) but the same token cannot renew it: the keeper
     stops, sets ``token_rejected``, keeps the error in ``token_rejected_error`` and calls
-    ``on_token_rejected`` once; keep the lease with a client holding a fresh token
+    ``on_token_rejected`` once (without it, as a failed renewal); keep the lease with a client holding a fresh token
     (``LeaseKeeper(fresh_client, keeper.lease, lease_seconds)``).
     """
 
@@ -116,14 +120,21 @@ class LeaseKeeper:
                     self._stopped.set()
                     if self._on_token_rejected:
                         self._on_token_rejected(error)
-                    elif self._on_renew_error:
-                        self._on_renew_error(error)
+                    else:
+                        self._renew_failed(error)
                     return
-                if self._on_renew_error:
-                    self._on_renew_error(error)
+                self._renew_failed(error)
             except Exception as error:  # noqa: BLE001 - a keeper must outlive an odd failure
-                if self._on_renew_error:
-                    self._on_renew_error(error)
+                self._renew_failed(error)
+
+    def _renew_failed(self, error: Exception) -> None:
+        if self._on_renew_error:
+            self._on_renew_error(error)
+            return
+        # Without a callback (a session's keeper) it would go unseen until the lease expired.
+        _log.warning("run %s: renewing its lease failed: %s (the lease expires at %s if no renewal succeeds)",
+                     self._lease.run_id, error, self._lease.expires_at,
+                     exc_info=None if isinstance(error, AuditApiError) else error)
 
 
 def _seconds_until(rfc3339: str) -> float:

@@ -110,3 +110,22 @@ class LeaseTest(LiveTestCase):
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "COMPLETED")
+
+    def test_a_failed_renewal_is_logged_not_swallowed(self) -> None:
+        # The session's keeper has no on_renew_error: a renewal that failed (here a gateway's 503,
+        # once) went unseen, and a worker whose renewals all failed learned of it only from the
+        # LEASE_EXPIRED that followed.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="gateway_first")
+        self.addCleanup(proxy.close)
+        worker = AuditClient(proxy.url, self.server.token(self.worker_sub, "worker"), retry=FAST_RETRY)
+        with self.assertLogs("agent_audit", "WARNING") as logged:
+            with worker.start_run(run_id, lease_seconds=3):
+                deadline = time.monotonic() + 20
+                while not logged.records and time.monotonic() < deadline:
+                    time.sleep(0.1)
+        self.assertIn(run_id, logged.output[0])
+        self.assertIn("HTTP 503", logged.output[0])
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "COMPLETED")
