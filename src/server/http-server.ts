@@ -101,7 +101,7 @@ export function createHttpServer(
       return void res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'database unavailable');
     }
     if (path === '/metrics') return serveMetrics(req, res, metrics, config.metricsToken);
-    if (await servePage(req.method, path ?? '/', res)) return;
+    if (await servePage(req, path ?? '/', res)) return;
     if (path === STREAM_SESSION_PATH) return streams.signIn(req, res);
     if (path === STREAM_PATH) {
       const streamSession = await streams.sessionOf(req, res);
