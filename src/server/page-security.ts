@@ -11,7 +11,7 @@ export const FRAME_ANCESTORS = "frame-ancestors 'none'";
  * hashes (and nothing else inline), its editor's workers from blob: URLs, and connections to this
  * server only. The page is the same on every request, so the policy, its ETag and its gzipped
  * copy are computed once: a browser that has it gets 304, one that accepts gzip gets 2.4 MB instead
- * of 9 (only this page: compressing GraphQL answers would stall SSE streams). GraphiQL is loaded
+ * of 9. GraphiQL is loaded
  * at its first page, not at start: most servers never show it.
  */
 export function graphiqlWithPolicy() {

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { getOperationAST, getVariableValues, GraphQLError, Kind, type DocumentNode, type ValidationContext } from 'graphql';
@@ -354,6 +356,30 @@ function useNoStoredAnswers(): Plugin {
   };
 }
 
+const gzipped = promisify(gzip);
+
+/**
+ * A JSON answer (one body) is gzipped for a client that accepts it: a long thread's newest 500
+ * audits are 280 kB of JSON and 20 kB gzipped, 5.6 s against 0.4 s on a phone's 400 kbit/s.
+ * Streams (SSE, multipart) are left alone: a compressor would hold their events back. Answers
+ * under a kilobyte gain nothing worth the work.
+ */
+function useCompressedAnswers(): Plugin {
+  return {
+    async onResponse({ request, response, setResponse, fetchAPI }) {
+      const json = /^application\/(graphql-response\+)?json\b/.test(response.headers.get('content-type') ?? '');
+      const small = Number(response.headers.get('content-length') ?? Infinity) < 1024;
+      if (!json || small || response.headers.has('content-encoding') || !/\bgzip\b/.test(request.headers.get('accept-encoding') ?? '')) return;
+      const body = new Uint8Array(await gzipped(await response.arrayBuffer())) as Uint8Array<ArrayBuffer>;
+      const headers = new fetchAPI.Headers(response.headers);
+      headers.set('content-encoding', 'gzip');
+      headers.set('content-length', String(body.byteLength));
+      headers.append('vary', 'Accept-Encoding');
+      setResponse(new fetchAPI.Response(body, { status: response.status, statusText: response.statusText, headers }));
+    },
+  };
+}
+
 /** The GraphQL server every transport goes through: HTTP and SSE by request, graphql-ws by its envelop. */
 export type GraphQLServer = YogaServerInstance<ServerContext, GraphQLContext>;
 
@@ -461,6 +487,8 @@ export function createGraphQLServer(options: {
       ),
       // After graphql-jit: it wraps whichever executor runs the query.
       useAnswerPayloadLimit(options.maxAnswerPayloadBytes),
+      // Last: it compresses the answer as the other plugins left it.
+      useCompressedAnswers(),
     ],
   });
 }
