@@ -78,6 +78,18 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page left open through a
     await page.close();
   }, 180_000);
 
+  it("watching a quiet thread pings the server every 10 s, not every 2 s: a phone's radio sleeps between them", async () => {
+    const { page } = await threadOpen('watched on a phone, quiet');
+    let pings = 0;
+    const session = await page.context().newCDPSession(page);
+    await session.send('Network.enable');
+    session.on('Network.webSocketFrameSent', ({ response }) => void (JSON.parse(response.payloadData).type === 'ping' && pings++));
+    await page.waitForTimeout(20_000);
+    expect(pings).toBeLessThanOrEqual(2);
+    await expect.poll(() => page.locator('[data-testid=connection]').textContent()).toBe('live');
+    await page.close();
+  }, 60_000);
+
   it('says it is reconnecting when its connection dies without a word, and catches up once the network is back', async () => {
     const { owner, threadId, first, page } = await threadOpen('a network that went away silently');
     const pill = page.locator('[data-testid=connection]');

@@ -191,7 +191,8 @@ export function createLiveClient(token: string, onState: (state: ConnectionState
     retryAttempts: Infinity,
     shouldRetry: () => true,
     retryWait: async (retries) => new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** retries, 3000))),
-    keepAlive: 2000,
+    // A ping every 10 s: a dead connection is found within 18 s, and a phone's radio sleeps between pings.
+    keepAlive: 10_000,
     on: {
       connected: () => onState('live'),
       // A ping sent: the server answers within SILENCE_MS, or the connection is cut and made again (4499, retried).
