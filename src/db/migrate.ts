@@ -71,6 +71,7 @@ const TABLE_LOCK_RETRY_MS = 1_000;
 /** The progress of a start-up's migrations, as the log says it (docs/operations.md "Upgrades"). */
 export type MigrationProgress =
   | { event: 'migration_lock_wait' }
+  | { event: 'migrations_unknown'; migrations: string[] }
   | { event: 'migration_started'; migration: string; online: boolean }
   | { event: 'migration_table_busy'; migration: string }
   | { event: 'index_build_started'; migration: string; index: string }
@@ -83,14 +84,18 @@ export interface MigrateOptions {
 
 const MESSAGES: Record<MigrationProgress['event'], string> = {
   migration_lock_wait: "waiting for another instance's migrations",
+  migrations_unknown:
+    'the database holds migrations this version does not have (a newer version applied them, and none is undone): this instance serves on them, as an older instance does during a rolling upgrade (docs/operations.md "Upgrades")',
   migration_started: 'migration started',
   migration_table_busy: 'a transaction open on a table the migration changes (a backup, a long report) holds it; giving way to requests and trying again every second',
   index_build_started: 'index build started (online: writes go on)',
   migration_applied: 'migration applied',
 };
 
+const WARNINGS = new Set<MigrationProgress['event']>(['migration_table_busy', 'migrations_unknown']);
+
 const logJson: NonNullable<MigrateOptions['log']> = (entry) =>
-  entry.event === 'migration_table_busy' ? log.warn(entry, MESSAGES[entry.event]) : log.info(entry, MESSAGES[entry.event]);
+  WARNINGS.has(entry.event) ? log.warn(entry, MESSAGES[entry.event]) : log.info(entry, MESSAGES[entry.event]);
 
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir, { withFileTypes: true })
@@ -219,6 +224,10 @@ async function migrateLocked(session: Session, migrations: Migration[], log: Non
       'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
     );
     const appliedByName = new Map(applied.map((row) => [row.migration_name, row.checksum]));
+    // A rollback (or an old instance restarting during a rolling upgrade): said, not refused.
+    const known = new Set(migrations.map((migration) => migration.name));
+    const unknown = applied.map((row) => row.migration_name).filter((name) => !known.has(name)).sort();
+    if (unknown.length > 0) log({ event: 'migrations_unknown', migrations: unknown });
     const newlyApplied: string[] = [];
     for (const migration of migrations) {
       const checksum = appliedByName.get(migration.name);

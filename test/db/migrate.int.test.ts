@@ -29,6 +29,22 @@ describe('migrations at start-up', () => {
     }
   });
 
+  it('start on a database a newer version migrated (a rollback), saying which migrations they do not have', { timeout: 120_000 }, async () => {
+    const db = await openDatabase({});
+    try {
+      await migrate(db.driver);
+      const lines: MigrationProgress[] = [];
+      expect(await migrate(db.driver, readMigrations().slice(0, -2), { log: (line) => lines.push(line) })).toEqual([]);
+      expect(lines).toEqual([{ event: 'migrations_unknown', migrations: migrationNames.slice(-2) }]);
+      // The version that has them all says nothing.
+      lines.length = 0;
+      expect(await migrate(db.driver, readMigrations(), { log: (line) => lines.push(line) })).toEqual([]);
+      expect(lines).toEqual([]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it.runIf(onPostgres)('serialise several instances starting at once on PostgreSQL: each migration applies exactly once', async () => {
     const scratch = await createScratchDatabase();
     const instances = await Promise.all(Array.from({ length: 4 }, () => openDatabase({ url: scratch.url, poolSize: 2 })));
