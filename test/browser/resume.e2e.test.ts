@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
+import { openDatabase } from '../../src/db/database.js';
 import { backendName } from '../support/database.js';
 import { createTestStorage, type TestStorage } from '../support/storage.js';
 import { e2eActors, startServer, type ServerProcess } from '../e2e/support/server.js';
@@ -19,11 +20,15 @@ let instance: ServerProcess;
 let relay: Relay;
 let origin: string;
 
-/** The server stopped as a deploy stops it (SIGTERM: its streams end with SERVER_STOPPING), and the next one started on the same data. */
-async function deploy(during: () => Promise<void> = async () => {}) {
+/**
+ * The server stopped as a deploy stops it (SIGTERM: its streams end with SERVER_STOPPING), and the
+ * next one started on the same data (`stopped`: done to the data in between).
+ */
+async function deploy(during: () => Promise<void> = async () => {}, stopped: () => Promise<void> = async () => {}) {
   // New connections meet the next instance while it starts; open ones hear the old one stop.
   relay.starting();
   expect(await instance.stop('SIGTERM')).toBe(0);
+  await stopped();
   instance = await startServer(storage);
   await during();
   relay.reconnect(Number(new URL(instance.url).port));
@@ -63,19 +68,35 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page left open through a
     await storage?.remove();
   });
 
-  it('follows an open thread on through a restart of the server: live again, with what was written meanwhile and after', async () => {
-    const { owner, threadId, first, page } = await threadOpen('open through a deploy');
+  /** An open thread through a deploy (`stopped`: done to the data in between): live again, with what was written meanwhile and after. */
+  async function followedThroughDeploy(title: string, stopped?: () => Promise<void>) {
+    const { owner, threadId, first, page } = await threadOpen(title);
 
     let during = '';
-    await deploy(async () => void (during = (await owner().createRun({ threadId })).id));
+    await deploy(async () => void (during = (await owner().createRun({ threadId })).id), stopped);
     await page.locator(`.row[data-key="${during}"]`).waitFor({ timeout: 30_000 });
     const after = await owner().createRun({ threadId });
     await page.locator(`.row[data-key="${after.id}"]`).waitFor({ timeout: 30_000 });
     await expect.poll(() => page.locator('[data-testid=connection]').textContent()).toBe('live');
     expect(await rowsShown(page)).toEqual([`${first.id}:QUEUED`, `${during}:QUEUED`, `${after.id}:QUEUED`].sort());
-    // Nothing left on the banner from the old instance's goodbye.
+    // Nothing left on the banner from the old instance's goodbye, or from a refused cursor.
     await expect.poll(() => page.locator('.banner.error').count()).toBe(0);
     await page.close();
+  }
+
+  it('follows an open thread on through a restart of the server: live again, with what was written meanwhile and after', async () => {
+    await followedThroughDeploy('open through a deploy');
+  }, 180_000);
+
+  // Its cursor refused (BAD_USER_INPUT): after a restore gave the database a new id (docs/operations.md,
+  // "Backup and restore"), or from an older instance during a rolling upgrade ("Upgrades").
+  it('follows an open thread on when the server refuses its cursor (a restore): it reads the thread again, live, with what was written since', async () => {
+    // The operator's step after a physical restore: every cursor issued before is refused from then on.
+    await followedThroughDeploy('open through a restore', async () => {
+      const db = await openDatabase({ url: storage.env.DATABASE_URL || undefined, dataDir: storage.env.DATA_DIR || undefined });
+      await db.sql.query('DELETE FROM database_identity');
+      await db.close();
+    });
   }, 180_000);
 
   it("watching a quiet thread pings the server every 10 s, not every 2 s: a phone's radio sleeps between them", async () => {

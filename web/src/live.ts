@@ -29,6 +29,12 @@ const isGone = (errors: unknown) =>
     return extensions?.reason === 'THREAD_DELETED' || extensions?.code === 'NOT_FOUND' || (error instanceof GraphQLRequestError && error.code === 'NOT_FOUND');
   });
 
+/** A stream's errors that say its `after` was refused: the only input the page's threadChanges sends that the server may refuse. */
+const isRefusedCursor = (errors: unknown) =>
+  (Array.isArray(errors) ? errors : [errors]).some(
+    (error) => (error as { extensions?: { code?: string } } | null)?.extensions?.code === 'BAD_USER_INPUT',
+  );
+
 type AuditPage = ThreadAuditsQuery['threadAudits'];
 /** The open thread's title, owner and totals (its runs come apart). */
 export type ThreadInfo = PageThreadInfoFragment;
@@ -96,22 +102,34 @@ export function followThread(client: Client, token: string, threadId: string, si
     }
   };
 
+  // A cursor the server refused (BAD_USER_INPUT: a restore gave the database a new id, or an older
+  // instance during a rolling upgrade does not read a newer one's): the thread is read again and
+  // followed from the cursor of that read, a little later each time it is refused again.
+  let refusals = 0;
+  const followAgain = () => {
+    if (stopped) return;
+    const wait = Math.min(15_000, 500 * 2 ** refusals++);
+    setTimeout(() => void start(), wait);
+  };
+
   const followChanges = (after: string) => {
     // graphql-ws re-sends this same payload on every reconnect, so keeping `after` at the last
     // applied cursor makes each reconnect resume exactly there.
     const variables = { threadId, after };
+    const refusedOr = (errors: unknown) => (isRefusedCursor(errors) ? followAgain() : fail(errors));
     unsubscribers.push(
       subscribe(client, THREAD_CHANGES, variables, {
         next: ({ data, errors }) => {
-          if (errors?.length) return fail(errors);
+          if (errors?.length) return refusedOr(errors);
           if (!data || stopped) return;
+          refusals = 0;
           const { cursor, run, audit } = data.threadChanges;
           if (run) sink.run(run);
           if (audit) sink.audit(audit);
           variables.after = cursor;
           readThreadSoon();
         },
-        error: fail,
+        error: refusedOr,
         complete: () => {},
       }),
     );
@@ -135,7 +153,7 @@ export function followThread(client: Client, token: string, threadId: string, si
     );
   };
 
-  void (async () => {
+  const start = async () => {
     // A read lost on the way (the network, a proxy's error page) is tried again, a little later each time.
     for (let attempt = 0; !stopped; attempt++) {
       try {
@@ -153,7 +171,8 @@ export function followThread(client: Client, token: string, threadId: string, si
         await new Promise((resolve) => setTimeout(resolve, Math.min(15_000, 1000 * 2 ** attempt)));
       }
     }
-  })();
+  };
+  void start();
 
   return stop;
 }
