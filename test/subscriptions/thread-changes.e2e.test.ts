@@ -94,6 +94,20 @@ describe(`threadChanges (${backendName}, ${testRedisUrl ? 'Redis' : 'in-process'
     expect(outOfOrder).toEqual([]);
   });
 
+  it('takes a cursor as the version before handed it out (base64url of thread, counter and database): during a rolling upgrade, a subscriber of an older instance resumes here', async () => {
+    const { session, owner, threadId } = await runningRun(t);
+    const before = await committedView(threadId, owner);
+    const older = Buffer.from(`${threadId}:${counterOf(before.cursor)}:${t.app.deps.databaseId}`).toString('base64url');
+    await toolRoundTrips(session, 'upgrade', 1);
+    const final = await committedView(threadId, owner);
+    const stream = subscribeWs(t.url, CHANGES, { threadId, after: older }, owner);
+    onTestFinished(() => stream.close());
+    const results = await stream.until((all) => all.at(-1)?.data?.threadChanges.cursor === final.cursor || Boolean(all.at(-1)?.errors), 'the latest cursor');
+    const changes = payloads(results, 'threadChanges') as ThreadChange[];
+    expect(changes.every((change) => counterOf(change.cursor) > counterOf(before.cursor))).toBe(true);
+    expect(new Map([...before.view, ...applied(changes)])).toEqual(final.view);
+  });
+
   it('a tool started and finished back to back reaches every subscriber RUNNING, then COMPLETED', async () => {
     const { session, owner, threadId } = await runningRun(t);
     await session.declare('m1', [{ id: 'c1', name: 'fast' }]);
