@@ -170,6 +170,30 @@ describe.runIf(meaningful)(title, () => {
     }
   }, 60_000);
 
+  // An older version (before 20261209000000_recent_changes) keeps none of its changes as committed,
+  // and neither does an instance given a REDIS_URL (here one nobody answers): during a rolling
+  // upgrade, B reads them as before, each entity in its latest state (docs/operations.md "Upgrades").
+  it('changes written by an instance that keeps none as committed (an older version) still reach B, up to the last, in their latest state', async () => {
+    const older = await startTestApp({ REDIS_URL: 'redis://127.0.0.1:1' }, { databaseUrl: a.config.databaseUrl });
+    onTestFinished(() => older.close());
+    const { session, owner, threadId } = await runningRun(older);
+    const streams = await subscribeLive(b.app, urlB, 'changes', CHANGES, { threadId }, owner);
+    await session.declare('m1', [{ id: 'c1', name: 'search' }]);
+    must(await session.toolStarted('c1', 'search'));
+    must(await session.toolFinished('c1', { content: 'found' }));
+    must(await session.finish('COMPLETED'));
+    const final = (await b.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor as string;
+    const kept = await b.app.db.sql.query<{ count: string }>('SELECT count(*)::text AS count FROM recent_change WHERE thread_id = $1::uuid', [threadId]);
+    expect(kept[0]!.count).toBe('0');
+    for (const stream of streams) {
+      const changes = payloads(await stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', 10_000), 'threadChanges') as ThreadChange[];
+      const counters = changes.map((change) => counterOf(change.cursor));
+      expect(counters).toEqual([...counters].sort((x, y) => (x < y ? -1 : 1)));
+      const latest = new Map(changes.map((change) => [(change.audit ?? change.run)!.id, (change.audit ?? change.run)!.status]));
+      expect([...latest.values()].sort()).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
+    }
+  });
+
   it('the changes kept as committed go after 5 minutes, and with their thread', async () => {
     const { session, owner, threadId } = await runningRun(a);
     await session.declare('m1', [{ id: 'call-1', name: 'search' }]);
