@@ -331,6 +331,12 @@ function RunMeta({ row }: { row: Row }) {
 /** Every row is this tall, so only the rows in sight are drawn (a thread of thousands scrolls as one of ten). */
 const ROW_HEIGHT = 28;
 
+/** The page is being printed (or saved as PDF): every row is drawn then, not only those in sight. */
+const printing = signal(matchMedia('print').matches);
+matchMedia('print').addEventListener('change', (event) => (printing.value = event.matches));
+addEventListener('beforeprint', () => (printing.value = true));
+addEventListener('afterprint', () => (printing.value = matchMedia('print').matches));
+
 /** "412 → 57 tokens": input, then output. */
 const formatTokens = (tokens: Tokens) => `${tokens.input.toLocaleString('en')} → ${tokens.output.toLocaleString('en')} tokens`;
 const OVERSCAN = 8;
@@ -761,8 +767,8 @@ function Rows() {
     newBelow.value = 0;
     if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
   };
-  const first = Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / ROW_HEIGHT) + OVERSCAN);
+  const first = printing.value ? 0 : Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
+  const last = printing.value ? all.length : Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / ROW_HEIGHT) + OVERSCAN);
   // Focus stays on the grid; it points at the selected row while that row is drawn.
   const active = selectedIndex >= first && selectedIndex < last ? `row-${all[selectedIndex]!.key}` : undefined;
   return (

@@ -1,0 +1,57 @@
+// A thread as an engineer writing a postmortem uses it, in headless Chromium against the server
+// process: the timeline printed (or saved as PDF) for the document.
+import type { Browser } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { backendName } from '../support/database.js';
+import { serverForFile } from '../e2e/support/server.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+
+let server: ReturnType<typeof serverForFile>;
+let origin: string;
+let browser: Browser;
+
+/** The pages of a PDF Chromium printed (its page objects: `/Type /Page`, not the `/Pages` tree). */
+const pageCount = (pdf: Buffer) => pdf.toString('latin1').match(/\/Type\s*\/Page(?!s)/g)?.length ?? 0;
+
+describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postmortem (${backendName})`, () => {
+  server = pageSuite((suite) => ({ origin, browser } = suite));
+
+  it('prints every row of the view on as many sheets as they take, payloads whole and the bars in their colours, without the search form', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'printed');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    let sequence = 0;
+    for (let i = 0; i < 40; i++) {
+      await worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: ++sequence, model: 'gpt-x' });
+      await worker.recordModelFinished({ lease, operationId: `m${i}`, status: 'COMPLETED', sequence: ++sequence, toolCalls: [{ id: `c${i}`, name: 'pay', args: { i } }] });
+      await worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'pay', effectiveInput: { i }, sequence: ++sequence });
+      await worker.recordToolFinished({ lease, toolCallId: `c${i}`, output: { content: i === 0 ? `declined ${'x'.repeat(3000)}` : 'ok', status: i === 0 ? 'error' : 'success' }, sequence: ++sequence });
+    }
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+    const failed = (await owner.threadAudits(threadId)).items.find((audit) => audit.status === 'FAILED')!;
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${failed.id}`);
+    await page.waitForSelector('.details [data-testid=facts]');
+    // 81 rows (the run, 40 model calls, 40 tools), the window shows about 20: the rest is on later sheets.
+    expect(await page.locator('.row').count()).toBeLessThan(81);
+    expect(pageCount(await page.pdf({ format: 'A4' }))).toBeGreaterThan(2);
+
+    await page.emulateMedia({ media: 'print' });
+    await expect.poll(() => page.locator('.row').count()).toBe(81);
+    const printed = await page.evaluate(() => {
+      const style = (selector: string) => getComputedStyle(document.querySelector(selector)!);
+      const pre = document.querySelector('.details .json-view pre')!;
+      return {
+        rowPosition: style('.row-space > .row').position,
+        barColours: style('.bar.FAILED').printColorAdjust,
+        payloadCut: pre.scrollHeight > pre.clientHeight + 1 || pre.scrollWidth > pre.clientWidth + 1,
+        searchShown: style('form.search').display !== 'none',
+      };
+    });
+    expect(printed).toEqual({ rowPosition: 'static', barColours: 'exact', payloadCut: false, searchShown: false });
+    await page.close();
+  }, 120_000);
+});
