@@ -173,7 +173,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     const facts = await page.locator('[data-testid=facts]').textContent();
     for (const fact of ['tool call id', 'c2', 'operation id', 'sequence', 'lease epoch', 'started', 'finished', 'duration']) expect(facts).toContain(fact);
     // Times read as a date and a time to the millisecond, not a bare fraction of a second.
-    expect(facts).toMatch(/started \(runtime clock\)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}finished \(runtime clock\)\d{4}-/);
+    expect(facts).toMatch(/started \(runtime clock\)\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\S*finished \(runtime clock\)\d{4}-/);
     expect(page.url()).toBe(`${origin}/#thread=${threadId}&audit=${failing.ids.c2}`);
     await page.keyboard.press('n');
     await expect.poll(() => selectedKey(page)).toBe(failing.ids.c3);

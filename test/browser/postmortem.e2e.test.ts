@@ -54,4 +54,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
     expect(printed).toEqual({ rowPosition: 'static', barColours: 'exact', payloadCut: false, searchShown: false });
     await page.close();
   }, 120_000);
+
+  it('quotes a call\'s times with their offset from UTC, so colleagues in other zones read the same moment', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'quoted times');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const observedAt = '2026-12-06T13:55:37.286Z';
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x', observedAt });
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 1, toolCalls: [{ id: 'c1', name: 'pay', args: {} }], observedAt });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'pay', effectiveInput: {}, sequence: 2, observedAt });
+    for (const [timezoneId, shown] of [['America/New_York', '2026-12-06 08:55:37.286 UTC-05:00'], ['Asia/Kolkata', '2026-12-06 19:25:37.286 UTC+05:30'], ['UTC', '2026-12-06 13:55:37.286 UTC']]) {
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, timezoneId });
+      const page = await context.newPage();
+      await signIn(page, origin, who.owner);
+      await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
+      await expect.poll(() => page.locator('[data-testid=facts]').textContent()).toContain(`started (runtime clock)${shown}`);
+      // A search hit's time, the same way.
+      await page.fill('input.search-name', 'pay');
+      await page.click('form.search button[type=submit]');
+      await expect.poll(() => page.locator('[data-testid=search-results] li').first().textContent()).toContain(` · ${shown}`);
+      await context.close();
+    }
+  });
 });

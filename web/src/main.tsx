@@ -213,7 +213,7 @@ function SearchResults() {
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
             <span class="muted">
               {' '}in <bdi>{revealed(hit.threadTitle || hit.threadId)}</bdi> · <span class="hit-run">{hit.threadId === threadId.value ? runLabel(orderedRuns.value, hit.audit.runId) : `run ${shortId(hit.audit.runId)}`}</span>
-              {hit.audit.startedAt && ` · ${new Date(hit.audit.startedAt).toLocaleString()}`}
+              {hit.audit.startedAt && ` · ${dateTimeLabel(hit.audit.startedAt)}`}
             </span>
             {(hit.snippet ?? hit.audit.error != null) && (
               <div class="snippet" title={markedText(hit.snippet ?? JSON.stringify(hit.audit.error))} data-testid="snippet">

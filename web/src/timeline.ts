@@ -347,11 +347,16 @@ export function clockLabel(at: number, withMs: boolean): string {
   return withMs ? `${base}.${pad(d.getMilliseconds(), 3)}` : base;
 }
 
-/** A moment as a debugger quotes it, in local time: "2026-11-30 14:03:27.218"; "—" for none. */
+/**
+ * A moment as a debugger quotes it, in local time with its offset, so a reader in another zone
+ * reads the same moment: "2026-11-30 14:03:27.218 UTC+01:00" ("UTC" alone at offset 0); "—" for none.
+ */
 export function dateTimeLabel(value: string | null | undefined): string {
   if (!value) return '—';
   const d = new Date(value);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clockLabel(d.getTime(), true)}`;
+  const east = -d.getTimezoneOffset();
+  const offset = east === 0 ? '' : `${east > 0 ? '+' : '-'}${pad(Math.floor(Math.abs(east) / 60))}:${pad(Math.abs(east) % 60)}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clockLabel(d.getTime(), true)} UTC${offset}`;
 }
 
 /**
