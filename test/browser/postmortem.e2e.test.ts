@@ -76,4 +76,37 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
       await context.close();
     }
   });
+
+  it('shares a zoom as a link: the span shown is in the address, and a colleague opening it sees the same span', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'zoom shared');
+    const runAt = async (observedAt: string) => {
+      const run = await owner.createRun({ threadId });
+      const lease = await worker.claimRun(run.id, 600);
+      await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x', observedAt });
+      await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [], observedAt: new Date(Date.parse(observedAt) + 1500).toISOString() });
+      await worker.finishRun({ lease, status: 'COMPLETED' });
+      return run.id;
+    };
+    const first = await runAt('2026-12-06T10:00:00.000Z');
+    const second = await runAt('2026-12-06T10:30:00.000Z');
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.locator(`.row[data-key="${first}"] .zoom-run`).click();
+    await expect.poll(() => page.url()).toMatch(/&from=2026-12-06T09:59:59\.\d{3}Z&to=2026-12-06T10:00:\d\d\.\d{3}Z$/);
+    const ticks = await page.locator('.ruler-row .tick').allTextContents();
+
+    const colleague = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(colleague, origin, who.owner);
+    await openThread(colleague, origin, new URL(page.url()).hash);
+    await expect.poll(() => colleague.locator('.zoom-out').count()).toBe(1);
+    expect(await colleague.locator('.ruler-row .tick').allTextContents()).toEqual(ticks);
+    expect(await colleague.locator(`.row[data-key="${second}"] .bar`).count()).toBe(0);
+    expect(colleague.url()).toBe(page.url());
+    // Whole thread: the span leaves the address.
+    await colleague.locator('.zoom-out').click();
+    await expect.poll(() => colleague.url()).toBe(`${origin}/#thread=${threadId}`);
+    await page.close();
+    await colleague.close();
+  });
 });

@@ -652,7 +652,7 @@ const AUDIT_STATUSES: readonly string[] = ['RUNNING', 'COMPLETED', 'FAILED', 'CA
  * What an address names: a thread (its row, `Errors only`) and a search, each optional; null for
  * neither (the home view), 'not understood' for an address that is no link of this page.
  */
-export function linkOf(address: string): { thread: string | null; row: string | null; errors: boolean; calls: boolean; search: SearchLink | null } | null | 'not understood' {
+export function linkOf(address: string): { thread: string | null; row: string | null; errors: boolean; calls: boolean; search: SearchLink | null; window: TimeWindow | null } | null | 'not understood' {
   if (!address || address === '#') return null;
   let fields = address.slice(1);
   // Mail scanners and chat apps rewriting links percent-encode the whole fragment (`thread%3D…`).
@@ -671,7 +671,11 @@ export function linkOf(address: string): { thread: string | null; row: string | 
   const search = text || name || status ? { text, name, status: (AUDIT_STATUSES.includes(status) ? status : '') as AuditStatus | '', all: params.get('in') === 'all' } : null;
   const calls = params.has('calls');
   if (!thread && !search && !calls) return 'not understood';
-  return { thread, row, errors: params.has('errors'), calls, search };
+  // A zoom: `from` and `to` as ISO times, both or neither, within a thread.
+  const [from, to] = [params.get('from'), params.get('to')];
+  const window = from === null || to === null ? null : { from: Date.parse(from), to: Date.parse(to) };
+  if ((from === null) !== (to === null) || (window && (!thread || !(window.to > window.from)))) return 'not understood';
+  return { thread, row, errors: params.has('errors'), calls, search, window };
 }
 
 /** The search being read (its forQuery) until its results show. */
@@ -689,9 +693,12 @@ const searchAddress = computed(() => {
   return `&${params.toString()}`;
 });
 
-/** The address of a thread (a row of it) as it shows: `Errors only`, its tool-call ledger (`&calls`), the search shown. */
+/** The address's zoom part (`&from=…&to=…`, ISO times) for the span shown, or '' for the whole thread. */
+const zoomAddress = () => (zoom.value ? `&from=${new Date(zoom.value.from).toISOString()}&to=${new Date(zoom.value.to).toISOString()}` : '');
+
+/** The address of a thread (a row of it) as it shows: `Errors only`, its tool-call ledger (`&calls`), the zoom, the search shown. */
 const threadAddress = (thread: string, row: string | null) =>
-  linkTo(thread, row, errorsOnly.value) + (view.value === 'ledger' ? '&calls' : '') + searchAddress.value;
+  linkTo(thread, row, errorsOnly.value) + (view.value === 'ledger' ? '&calls' : '') + zoomAddress() + searchAddress.value;
 
 /** The address of what shows: the open thread, or the home view (`#calls` for the ledger across threads) and the search shown. */
 const addressNow = () => {
@@ -742,6 +749,7 @@ function followAddress() {
     if (link.row && link.row !== selectedKey.value) pendingReveal.value = link.row;
   } else if (link?.thread) openThread(link.thread, link.row);
   else closeThread();
+  if (link?.thread) zoom.value = link.window;
   if (link?.search) followSearch(link.search);
 }
 
