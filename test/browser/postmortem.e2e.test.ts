@@ -109,4 +109,16 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
     await page.close();
     await colleague.close();
   });
+
+  it('prints a dark-mode reader\'s page in dark ink, as paper takes it: the dark colours are for the screen', async () => {
+    const { who, threadId } = await superadminThread(server.url, 'printed in the dark');
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, colorScheme: 'dark' });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const ink = () => page.evaluate(() => [':root', '.thread-head', '.muted'].map((selector) => getComputedStyle(document.querySelector(selector)!).color));
+    expect((await ink())[0]).toBe('rgb(229, 231, 235)');
+    await page.emulateMedia({ media: 'print' });
+    expect(await ink()).toEqual(['rgb(29, 35, 48)', 'rgb(29, 35, 48)', 'rgb(107, 114, 128)']);
+    await page.close();
+  });
 });
