@@ -30,8 +30,10 @@ async function signInToStreams(token) {
  * starts) opens the stream again after the last cursor, waiting 1 s, then longer (up to 30 s)
  * while that fails. `onEnd(error, cursor)` is called once when the stream ends for good: an error
  * result (UNAUTHENTICATED, NOT_FOUND, SUBSCRIPTION_INTERRUPTED with reason THREAD_DELETED,
- * TOKEN_EXPIRED or SIGNED_OUT: for the last two, sign in again and watch again `after: cursor`),
- * or null when the server completed it. Returns { close(), cursor }: close() stops following;
+ * TOKEN_EXPIRED or SIGNED_OUT: for the last two, sign in again and watch again `after: cursor`;
+ * BAD_USER_INPUT for a cursor this server does not take, one of another database after a restore
+ * or of a newer version on an older instance during an upgrade: read the thread again and watch
+ * from its `changeCursor`), or null when the server completed it. Returns { close(), cursor }: close() stops following;
  * cursor is the last change's.
  */
 function watchThread({ threadId, after, onChange, onEnd }) {
