@@ -46,7 +46,8 @@ class _Pending:
 
 class EventWriter:
     """A background thread sends the queue; callers block on their own event's answer. The thread
-    starts with the first write and ends with ``close``; a forked child starts its own."""
+    starts with the first write and ends with ``close``; a forked child starts its own. Where no
+    thread can start (Python 3.12 at interpreter shutdown), each write is sent by its caller."""
 
     def __init__(self, transport: Transport, *, max_batch: int = 500, max_queued: int = 2000) -> None:
         self._transport = transport
@@ -72,21 +73,32 @@ class EventWriter:
             self._lock.wait_for(lambda: len(self._queue) < self._max_queued)
             if self._closed:
                 raise RuntimeError(f"{operation.name}: the AuditClient is closed")
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="agent-audit-event-writer", daemon=True)
-                self._thread.start()
-            # Inside the try: a Ctrl-C between queueing and waiting must still mark the event
-            # collected, which the writer thread waits for before it sends the next batch.
-            try:
-                self._queue.append(event)
-                self._lock.notify_all()
-                self._lock.wait_for(lambda: event.done)
-            finally:
-                event.collected = True
-                self._lock.notify_all()
+            if self._thread is not None or self._start_thread():
+                # Inside the try: a Ctrl-C between queueing and waiting must still mark the event
+                # collected, which the writer thread waits for before it sends the next batch.
+                try:
+                    self._queue.append(event)
+                    self._lock.notify_all()
+                    self._lock.wait_for(lambda: event.done)
+                finally:
+                    event.collected = True
+                    self._lock.notify_all()
+        if not event.done:  # no writer thread could start: sent from the caller's, alone
+            self._send_alone(event)
         if event.error is not None:
             raise event.error
         return event.result
+
+    def _start_thread(self) -> bool:
+        thread = threading.Thread(target=self._run, name="agent-audit-event-writer", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            # Python 3.12 starts no thread at interpreter shutdown: a client's first call from an
+            # atexit handler, or from a thread still running after the main one returned.
+            return False
+        self._thread = thread
+        return True
 
     def flush(self) -> None:
         """Returns once every event written so far has been answered."""

@@ -89,7 +89,16 @@ class RunSession:
         # The process whose block ends the run: a child forked inside the block leaves it too
         # (sys.exit(), an exception), with the run still its parent's.
         self._pid = os.getpid()
-        self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=self._lose)
+        try:
+            self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=self._lose)
+        except RuntimeError as error:
+            # No thread can start to renew the lease (Python 3.12 at interpreter shutdown, no
+            # resources left): the claimed run is handed back rather than left RUNNING unrenewed.
+            try:
+                client.finish_run(lease, "INTERRUPTED", error={"name": type(error).__name__, "message": str(error)})
+            except Exception:  # noqa: BLE001 - its lease, unrenewed, expires instead
+                pass
+            raise
 
     @classmethod
     def claim(
@@ -102,6 +111,12 @@ class RunSession:
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
     ) -> "RunSession":
+        # Python 3.12 starts no thread at interpreter shutdown (in an atexit handler, or a thread
+        # still running after the main one returned): found before the claim, the run stays
+        # QUEUED for another worker, where the keeper's thread would fail after it.
+        probe = threading.Thread(target=lambda: None, name="agent-audit-thread-check", daemon=True)
+        probe.start()
+        probe.join()
         lease = client.claim_run(run_id, lease_seconds, claim_id)
         return cls(client, lease, lease_seconds, first_sequence=first_sequence, on_lost=on_lost)
 
