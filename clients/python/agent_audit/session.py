@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type
 
@@ -89,8 +90,18 @@ class RunSession:
         # The process whose block ends the run: a child forked inside the block leaves it too
         # (sys.exit(), an exception), with the run still its parent's.
         self._pid = os.getpid()
+        # The keeper's thread holds the session weakly: a session dropped unfinished (not used as a
+        # ``with`` block) stops renewing once it is garbage, so its lease expires and the server's
+        # sweep ends the run, where it would be renewed for the life of the process.
+        lose = weakref.WeakMethod(self._lose)
+
+        def on_keeper_lost(error: AuditApiError) -> None:
+            session_lose = lose()
+            if session_lose is not None:
+                session_lose(error)
+
         try:
-            self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=self._lose)
+            self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=on_keeper_lost)
         except RuntimeError as error:
             # No thread can start to renew the lease (Python 3.12 at interpreter shutdown, no
             # resources left): the claimed run is handed back rather than left RUNNING unrenewed.
@@ -99,6 +110,7 @@ class RunSession:
             except Exception:  # noqa: BLE001 - its lease, unrenewed, expires instead
                 pass
             raise
+        weakref.finalize(self, self._keeper.stop)
 
     @classmethod
     def claim(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from typing import List, Tuple
@@ -129,3 +130,22 @@ class LeaseTest(LiveTestCase):
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "COMPLETED")
+
+    def test_a_session_dropped_unfinished_stops_renewing_so_its_run_expires(self) -> None:
+        # A session neither finished nor used as a ``with`` block was held by its keeper's thread
+        # and renewed for the life of the process (a long-lived prefork worker): its run never ended.
+        _, run_id = self.queued_run()
+        run = self.worker.start_run(run_id, lease_seconds=2)
+        run.model_started("model-1", model="gpt-x", input={})
+        del run
+        gc.collect()
+        after = self.owner.run(run_id)
+        for _ in range(300):
+            assert after is not None
+            if after.status != "RUNNING":
+                break
+            time.sleep(0.1)
+            after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "FAILED")
+        self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
