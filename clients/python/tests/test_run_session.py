@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 from typing import List
 
 from agent_audit import DeclaredToolCall
 
-from .support import LiveTestCase
+from .support import LiveTestCase, LossyProxy
 
 
 class Boom(Exception):
@@ -101,6 +105,50 @@ class RunSessionTest(LiveTestCase):
                 time.sleep(60)
         """)
         self.assert_signal_interrupts(agent, run_id, signal.SIGTERM, stopped_by="stopped by SIGTERM")
+
+    def test_a_second_sigterm_during_the_interrupted_finish_abandons_it_and_the_lease_expires(self) -> None:
+        # As a second Ctrl-C abandons any cleanup: the finish (its first attempt answered by a
+        # gateway's 503, its retry not yet sent) is given up with the process, and the run ends
+        # when its lease expires, FAILED, not INTERRUPTED.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="gateway_first")
+        self.addCleanup(proxy.close)
+        agent = textwrap.dedent("""
+            import signal, sys, time
+            from agent_audit import AuditClient
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
+            worker = AuditClient(sys.argv[1], sys.argv[2])
+            with worker.start_run(sys.argv[3], lease_seconds=2) as run:
+                print("working", flush=True)
+                time.sleep(60)
+        """)
+        process = subprocess.Popen(
+            [sys.executable, "-c", agent, proxy.url, self.server.token(self.worker_sub, "worker"), run_id],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+
+        def second_sigterm(body: bytes) -> None:
+            if b'"operationName":"FinishRun"' in body:
+                process.send_signal(signal.SIGTERM)
+                process.wait(30)
+
+        proxy.on_first_send = second_sigterm
+        assert process.stdout is not None
+        self.assertEqual(process.stdout.readline().strip(), "working")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+        self.assertIn("KeyboardInterrupt", stderr)
+        after = self.owner.run(run_id)
+        for _ in range(300):
+            assert after is not None
+            if after.status != "RUNNING":
+                break
+            time.sleep(0.1)
+            after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "FAILED")
+        self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
 
     def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
         _, run_id = self.queued_run()
