@@ -34,11 +34,11 @@ const hitIds = (page: Page) => page.locator('[data-testid=search-results] li').e
 /**
  * The controls smaller than 24 by 24 CSS px as drawn (WCAG 2.5.8's size, without its spacing
  * exception: these are the ones a finger aims at): every button, select and input, the header's
- * links, and `more`.
+ * links, the details' links (to the row), the Activity view's recent failures, and `more`.
  */
 async function smallControls(page: Page, where: string, more: Record<string, Locator> = {}): Promise<string[]> {
   const found = await page.evaluate(() =>
-    [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, header a')]
+    [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, header a, .details a, .activity-failures a')]
       .map((element) => ({ element, box: element.getBoundingClientRect() }))
       .filter(({ box }) => box.width > 0 && (box.width < 24 || box.height < 24))
       .map(({ element, box }) => `${element.outerHTML.slice(0, 60)}… is ${Math.round(box.width)} × ${Math.round(box.height)} px`),
@@ -169,6 +169,20 @@ async function writeRun(owner: AuditClient, worker: AuditClient, threadId: strin
   return { runId: run.id, lastTool: written[written.length - 1]!.id };
 }
 
+/** A run whose model called each of `tools`, each of which failed. */
+async function writeFailingRun(owner: AuditClient, worker: AuditClient, threadId: string, tools: string[]) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  let sequence = 1;
+  await worker.recordModelStarted({ lease, operationId: 'm1', model: 'gpt-x', sequence: sequence++ });
+  await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: sequence++, toolCalls: tools.map((name, i) => ({ id: `c${i}`, name, args: {} })) });
+  for (const [i, name] of tools.entries()) {
+    await worker.recordToolStarted({ lease, toolCallId: `c${i}`, name, effectiveInput: {}, sequence: sequence++ });
+    await worker.recordToolFinished({ lease, toolCallId: `c${i}`, output: { content: 'declined', status: 'error' }, sequence: sequence++ });
+  }
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+}
+
 const superadminThread = (title: string) => superadminThreadAt(server.url, title);
 
 describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read it (${backendName})`, () => {
@@ -285,9 +299,11 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await page.close();
   }, 120_000);
 
-  it('gives a finger room on a phone: every button, select and input, the header\'s links and the way back to the threads are at least 24 by 24 px', async () => {
+  it('gives a finger room on a phone: every button, select and input, the header\'s links, the way back to the threads, the link to a row and the recent failures are at least 24 by 24 px', async () => {
     const { who, owner, worker, threadId } = await superadminThread('tapped on a phone');
     const first = await writeRun(owner, worker, threadId, 2);
+    // A tool with a short name that failed: listed among the Activity view's recent failures.
+    await writeFailingRun(owner, worker, threadId, ['pay']);
     const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
     await signIn(page, who.owner);
     await page.locator('section.threads li').first().waitFor();
@@ -303,7 +319,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await page.locator('.details[data-key] [data-testid=facts]').waitFor();
     found.push(...(await smallControls(page, 'timeline', { 'the way back to the threads': page.locator('section.timeline a:text("← threads")') })));
     await page.goto(`${origin}/#activity`);
-    await page.locator('[data-testid=activity-tools]').waitFor();
+    await page.locator('[data-testid=activity-failures] a').first().waitFor();
     found.push(...(await smallControls(page, 'activity')));
     expect(found).toEqual([]);
     await page.close();
