@@ -325,6 +325,38 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await page.close();
   }, 120_000);
 
+  it('gives a touch screen, which has no keys, buttons to the next and previous failure in place of the keys\' help', async () => {
+    const { who, owner, worker, threadId } = await superadminThread('failures stepped through by touch');
+    await writeFailingRun(owner, worker, threadId, ['pay', 'refund']);
+    const failed = (await owner.threadAudits(threadId)).items.filter((audit) => audit.status === 'FAILED').map((audit) => audit.id);
+    expect(failed).toHaveLength(2);
+    const selected = (page: Page) => page.locator('.details[data-key]').getAttribute('data-key');
+
+    const phone = await newPage(PHONE, { hasTouch: true, isMobile: true });
+    await signIn(phone, who.owner);
+    await openThread(phone, threadId);
+    await phone.locator('[data-testid=thread-failures]:text("In this thread")').waitFor();
+    expect(await phone.locator('.keys-help').isVisible()).toBe(false);
+    // Nor does the details' hint, before a row is selected.
+    expect(await phone.locator('aside.details').innerText()).toMatch(/^Select a row to see its details\.\s*$/);
+    await phone.locator('button:text("Next failure")').tap();
+    await expect.poll(() => selected(phone)).toBe(failed[0]);
+    await phone.locator('button:text("Next failure")').tap();
+    await expect.poll(() => selected(phone)).toBe(failed[1]);
+    await phone.locator('button:text("Previous failure")').tap();
+    await expect.poll(() => selected(phone)).toBe(failed[0]);
+    await phone.close();
+
+    // With a mouse and keys: the keys' help, and no extra buttons.
+    const desktop = await newPage();
+    await signIn(desktop, who.owner);
+    await openThread(desktop, threadId);
+    await desktop.locator('[data-testid=thread-failures]:text("In this thread")').waitFor();
+    expect(await desktop.locator('.keys-help').isVisible()).toBe(true);
+    expect(await desktop.locator('button:text("Next failure")').isVisible()).toBe(false);
+    await desktop.close();
+  }, 120_000);
+
   it("draws the ruler's idle labels apart when gaps are close together: the longer gap's label shows, none overlaps another or a clock time", async () => {
     const { who, owner, worker, threadId } = await superadminThread('three runs, two gaps close together');
     // The runtime's observations: 11 s, then 5 min idle, a run of 90 ms, 5 min idle again, then 11 s.

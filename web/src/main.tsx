@@ -562,7 +562,7 @@ function Details() {
   if (!row) {
     return (
       <aside class="details muted" aria-label="Details of the selected row">
-        Select a row to see its details. Keys: ↑ ↓ move{auditsHidden.value ? '.' : ', n / p next / previous failure.'}
+        Select a row to see its details. <span class="details-keys">Keys: ↑ ↓ move{auditsHidden.value ? '.' : ', n / p next / previous failure.'}</span>
       </aside>
     );
   }
@@ -830,6 +830,12 @@ function FailureBar() {
       </span>
       {/* Keyed by the press: a status whose text stays the same says nothing to a screen reader. */}
       <span role="status" class="failure-edge" data-testid="failure-edge">{failureEdge.value && <span key={failureEdge.value.presses}>{failureEdge.value.text}</span>}</span>
+      {/* On a touch screen, with no keys to press: the same steps as n and p (the keys' help is not shown there). */}
+      {!auditsHidden.value && (
+        <span class="failure-steps">
+          <button onClick={() => moveToFailure(-1)}>↑ Previous failure</button> <button onClick={() => moveToFailure(1)}>Next failure ↓</button>
+        </span>
+      )}
       <span class="muted keys-help">
         Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
       </span>
