@@ -77,6 +77,37 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
     }
   });
 
+  it('links to a row as the thread shows: the zoom, Errors only and the search stay when the link is followed in the same tab', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'row linked');
+    const at = (seconds: number) => new Date(Date.parse('2026-12-06T10:00:00.000Z') + seconds * 1000).toISOString();
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x', observedAt: at(0) });
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'pay', args: {} }], observedAt: at(1) });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'pay', effectiveInput: {}, sequence: 3, observedAt: at(2) });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'declined', status: 'error' }, sequence: 4, observedAt: at(3) });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&errors&from=${at(-1)}&to=${at(4)}`);
+    await page.fill('input.search-name', 'pay');
+    await page.click('form.search button[type=submit]');
+    await page.locator('[data-testid=search-results] li').first().waitFor();
+    await page.locator(`.row[data-key="${tool.id}"] .name`).click();
+    await expect.poll(() => page.url()).toContain(`&audit=${tool.id}`);
+    const shown = page.url();
+    expect(shown).toMatch(/&errors.*&from=.*&to=.*&name=pay/);
+    const link = page.locator('[data-testid=row-link]');
+    expect(await link.getAttribute('href')).toBe(new URL(shown).hash);
+    await link.click();
+    expect(page.url()).toBe(shown);
+    expect(await page.locator('.zoom-out').count()).toBe(1);
+    expect(await page.locator('[data-testid=errors-only]').getAttribute('aria-pressed')).toBe('true');
+    expect(await page.locator('[data-testid=search-results] li').count()).toBe(1);
+    await page.close();
+  });
+
   it('shares a zoom as a link: the span shown is in the address, and a colleague opening it sees the same span', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'zoom shared');
     const runAt = async (observedAt: string) => {

@@ -57,6 +57,7 @@ import {
   rulerWidth,
   errorsOnly,
   linkTo,
+  threadAddress,
   linkNotUnderstood,
   rowNotFound,
   loadRun,
@@ -550,7 +551,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       </dl>
       <p class="details-actions">
         <button onClick={copy} data-testid="copy-json">{copied.value ? 'Copied' : 'Copy as JSON'}</button>{' '}
-        <a href={threadId.value ? linkTo(threadId.value, row.key, errorsOnly.value) : '#'} data-testid="row-link">Link to this row</a>
+        <a href={threadId.value ? threadAddress(threadId.value, row.key) : '#'} data-testid="row-link">Link to this row</a>
         <span role="status" class="muted">{copyRefused.value && ` ${copyRefused.value}`}</span>
       </p>
     </>

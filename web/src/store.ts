@@ -697,7 +697,7 @@ const searchAddress = computed(() => {
 const zoomAddress = () => (zoom.value ? `&from=${new Date(zoom.value.from).toISOString()}&to=${new Date(zoom.value.to).toISOString()}` : '');
 
 /** The address of a thread (a row of it) as it shows: `Errors only`, its tool-call ledger (`&calls`), the zoom, the search shown. */
-const threadAddress = (thread: string, row: string | null) =>
+export const threadAddress = (thread: string, row: string | null) =>
   linkTo(thread, row, errorsOnly.value) + (view.value === 'ledger' ? '&calls' : '') + zoomAddress() + searchAddress.value;
 
 /** The address of what shows: the open thread, or the home view (`#calls` for the ledger across threads) and the search shown. */
