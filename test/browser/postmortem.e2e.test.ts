@@ -55,7 +55,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
     await page.close();
   }, 120_000);
 
-  it('quotes a call\'s times with their offset from UTC, so colleagues in other zones read the same moment', async () => {
+  it('quotes a call\'s times, a thread\'s latest activity and the Activity view\'s times with their offset from UTC, so colleagues in other zones read the same moment', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'quoted times');
     const run = await owner.createRun({ threadId });
     const lease = await worker.claimRun(run.id, 600);
@@ -63,6 +63,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
     await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x', observedAt });
     await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 1, toolCalls: [{ id: 'c1', name: 'pay', args: {} }], observedAt });
     const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'pay', effectiveInput: {}, sequence: 2, observedAt });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'declined', status: 'error' }, sequence: 3 });
     for (const [timezoneId, shown] of [['America/New_York', '2026-12-06 08:55:37.286 UTC-05:00'], ['Asia/Kolkata', '2026-12-06 19:25:37.286 UTC+05:30'], ['UTC', '2026-12-06 13:55:37.286 UTC']]) {
       const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, timezoneId });
       const page = await context.newPage();
@@ -73,6 +74,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
       await page.fill('input.search-name', 'pay');
       await page.click('form.search button[type=submit]');
       await expect.poll(() => page.locator('[data-testid=search-results] li').first().textContent()).toContain(` · ${shown}`);
+      // The thread list's latest activity and the Activity view's times (the failure ended now, as the server took it): with the offset too.
+      const offset = shown!.split(' ')[2]!.replace('+', '\\+');
+      const zoned = new RegExp(`\\d\\d:\\d\\d:\\d\\d\\.\\d{3} ${offset}$`);
+      await page.locator('a:text("← threads")').click();
+      await expect.poll(() => page.locator(`section.threads li[data-thread-id="${threadId}"]`).textContent()).toMatch(zoned);
+      await page.goto(`${origin}/#activity`);
+      const failure = page.locator(`[data-testid=activity-failures] li:has(a[href*="${tool.id}"]) time`);
+      await expect.poll(() => failure.getAttribute('title')).toMatch(zoned);
+      const zone = new RegExp(` ${offset}$`);
+      expect(await page.locator('[data-testid=activity-at]').textContent()).toMatch(zone);
+      expect(await page.locator('[data-testid=activity-buckets] tbody th').first().textContent()).toMatch(zone);
       await context.close();
     }
   });

@@ -9,7 +9,7 @@ import './activity.css';
 import { createLiveClient, noteServerTime, serverClockAhead, unlessTokenRefused, type ConnectionState } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
-import { formatAgo, formatDuration, markedText } from './timeline.js';
+import { dateTimeLabel, formatAgo, formatDuration, markedText, utcOffsetLabel } from './timeline.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
@@ -284,7 +284,7 @@ function BucketTable({ view: { buckets, since, at } }: { view: Pick<ActivityView
             <tbody>
               {held.map((bucket) => (
                 <tr key={bucket.start}>
-                  <th scope="row"><time dateTime={bucket.start}>{new Date(bucket.start).toLocaleString([], format)}</time></th>
+                  <th scope="row"><time dateTime={bucket.start}>{new Date(bucket.start).toLocaleString([], format)} {utcOffsetLabel(bucket.start)}</time></th>
                   <td>{bucket.started}</td><td>{bucket.completed}</td><td>{bucket.failed}</td><td>{bucket.otherEnded}</td>
                 </tr>
               ))}
@@ -350,7 +350,7 @@ function Failures({ view, now }: { view: ActivityView; now: number }) {
           {view.recentFailures.map((audit) => (
             <li key={audit.id}>
               {audit.finishedAt && (
-                <time class="muted" dateTime={audit.finishedAt} title={new Date(audit.finishedAt).toLocaleString()}>
+                <time class="muted" dateTime={audit.finishedAt} title={dateTimeLabel(audit.finishedAt)}>
                   {formatAgo(now - Date.parse(audit.finishedAt))}
                 </time>
               )}{' '}
@@ -482,7 +482,7 @@ export function Activity({ token }: { token: string }) {
             ))}
           </select>
         </label>
-        {current && <span class="muted" data-testid="activity-at">as of {new Date(current.at).toLocaleTimeString()}</span>}
+        {current && <span class="muted" data-testid="activity-at">as of {new Date(current.at).toLocaleTimeString()} {utcOffsetLabel(current.at)}</span>}
       </div>
       {error.value && <p class="banner error" role="alert">{error.value}</p>}
       <p class="visually-hidden" role="status" aria-atomic="true" data-testid="activity-news">{news.value}</p>

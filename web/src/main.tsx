@@ -300,7 +300,7 @@ function ThreadList() {
                 {thread.failedRunCount > 0 && <span class="failures"> · {thread.failedRunCount} failed</span>}
                 {failures && <span class="failures"> · {failures}</span>}
               </span>
-              <span class="muted"> · {thread.ownerId} · latest activity {new Date(thread.lastActivityAt).toLocaleString()}</span>
+              <span class="muted"> · {thread.ownerId} · latest activity {dateTimeLabel(thread.lastActivityAt)}</span>
             </li>
           );
         })}

@@ -354,9 +354,13 @@ export function clockLabel(at: number, withMs: boolean): string {
 export function dateTimeLabel(value: string | null | undefined): string {
   if (!value) return '—';
   const d = new Date(value);
-  const east = -d.getTimezoneOffset();
-  const offset = east === 0 ? '' : `${east > 0 ? '+' : '-'}${pad(Math.floor(Math.abs(east) / 60))}:${pad(Math.abs(east) % 60)}`;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clockLabel(d.getTime(), true)} UTC${offset}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clockLabel(d.getTime(), true)} ${utcOffsetLabel(d)}`;
+}
+
+/** The local zone's offset from UTC at a moment, as dateTimeLabel ends: "UTC+01:00", "UTC-05:00", "UTC" at 0. */
+export function utcOffsetLabel(at: Date | string): string {
+  const east = -new Date(at).getTimezoneOffset();
+  return east === 0 ? 'UTC' : `UTC${east > 0 ? '+' : '-'}${pad(Math.floor(Math.abs(east) / 60))}:${pad(Math.abs(east) % 60)}`;
 }
 
 /**
