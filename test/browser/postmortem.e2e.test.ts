@@ -70,6 +70,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread printed for a postm
       await signIn(page, origin, who.owner);
       await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
       await expect.poll(() => page.locator('[data-testid=facts]').textContent()).toContain(`started (runtime clock)${shown}`);
+      // The ruler's clock times ("08:55:37") say their zone beside them.
+      expect(await page.locator('.ruler-row .label').textContent()).toContain(shown!.split(' ')[2]);
       // A search hit's time, the same way.
       await page.fill('input.search-name', 'pay');
       await page.click('form.search button[type=submit]');

@@ -73,7 +73,7 @@ import {
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurationMs } from './ledger.js';
-import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
+import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, utcOffsetLabel, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, activityTitle, hash, isActivityHash } from './activity.js';
 import { GRAPHQL_URL, pastedToken, tokenRefusal } from './api.js';
 import { useFocusedHeading } from './focus.js';
@@ -663,6 +663,7 @@ function Ruler({ axis }: { axis: Axis }) {
   return (
     <div class="ruler-row" aria-label="time axis">
       <div class="label">
+        <span class="ruler-zone" title="The ruler's clock times are in this zone">{utcOffsetLabel(new Date(Number.isFinite(axis.from) ? axis.from : Date.now()))}</span>
         {zoom.value ? (
           <button class="zoom-out" onClick={() => (zoom.value = null)}>Whole thread</button>
         ) : (
