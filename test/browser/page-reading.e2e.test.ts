@@ -34,11 +34,12 @@ const hitIds = (page: Page) => page.locator('[data-testid=search-results] li').e
 /**
  * The controls smaller than 24 by 24 CSS px as drawn (WCAG 2.5.8's size, without its spacing
  * exception: these are the ones a finger aims at): every button, select and input, the header's
- * links, the details' links (to the row), the Activity view's recent failures, and `more`.
+ * links, the details' links (to the row), the Activity view's recent failures, the threads, the
+ * search's hits, the ledger's tool names, a run's link to the run it resumes, and `more`.
  */
 async function smallControls(page: Page, where: string, more: Record<string, Locator> = {}): Promise<string[]> {
   const found = await page.evaluate(() =>
-    [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, header a, .details a, .activity-failures a')]
+    [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, header a, .details a, .activity-failures a, section.threads a, .search-results a, .ledger td a, a.resumed-from')]
       .map((element) => ({ element, box: element.getBoundingClientRect() }))
       .filter(({ box }) => box.width > 0 && (box.width < 24 || box.height < 24))
       .map(({ element, box }) => `${element.outerHTML.slice(0, 60)}… is ${Math.round(box.width)} × ${Math.round(box.height)} px`),
@@ -299,14 +300,21 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await page.close();
   }, 120_000);
 
-  it('gives a finger room on a phone: every button, select and input, the header\'s links, the way back to the threads, the link to a row and the recent failures are at least 24 by 24 px', async () => {
+  it('gives a finger room on a phone: every button, select and input, the header\'s links, the way back to the threads, the links to a thread, a row, a search hit, a ledger entry and a resumed run, and the recent failures are at least 24 by 24 px', async () => {
     const { who, owner, worker, threadId } = await superadminThread('tapped on a phone');
     const first = await writeRun(owner, worker, threadId, 2);
     // A tool with a short name that failed: listed among the Activity view's recent failures.
     await writeFailingRun(owner, worker, threadId, ['pay']);
+    // A run cut short and its resume, which links back to it.
+    const cut = await owner.createRun({ threadId });
+    await worker.finishRun({ lease: await worker.claimRun(cut.id, 600), status: 'INTERRUPTED' });
+    await owner.createRun({ threadId, resumeFromRunId: cut.id });
     const page = await newPage(PHONE, { hasTouch: true, isMobile: true });
     await signIn(page, who.owner);
     await page.locator('section.threads li').first().waitFor();
+    await page.fill('input[type=search]', 'pay');
+    await page.press('input[type=search]', 'Enter');
+    await page.locator('[data-testid=search-results] li a').first().waitFor();
     const found = await smallControls(page, 'thread list');
     await page.click('button:text("Tool calls across threads")');
     await page.locator('[data-testid=ledger] tbody tr').first().waitFor();
@@ -317,6 +325,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     await page.locator('.ruler-row button:text("Whole thread")').waitFor();
     await row(page, first.runId).locator('.name').click();
     await page.locator('.details[data-key] [data-testid=facts]').waitFor();
+    await page.locator('a.resumed-from').waitFor();
     found.push(...(await smallControls(page, 'timeline', { 'the way back to the threads': page.locator('section.timeline a:text("← threads")') })));
     await page.goto(`${origin}/#activity`);
     await page.locator('[data-testid=activity-failures] a').first().waitFor();
