@@ -16,7 +16,7 @@ from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from agent_audit import AuditApiError, AuditClient, RetryPolicy
+from agent_audit import AuditApiError, AuditClient, RetryPolicy, Run
 from agent_audit.event_writer import EventWriter
 
 from .live_server import live_server, unique
@@ -57,6 +57,17 @@ class LiveTestCase(unittest.TestCase):
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "INTERRUPTED")
+
+    def run_once_ended(self, run_id: str, seconds: float = 30) -> Run:
+        """The run as the owner reads it once it is no longer RUNNING (a lease left to expire ends
+        it at the server's next sweep), or as it still is after ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while True:
+            run = self.owner.run(run_id)
+            assert run is not None
+            if run.status != "RUNNING" or time.monotonic() >= deadline:
+                return run
+            time.sleep(0.1)
 
     def wait_for_child(self, pid: int, seconds: float = 60) -> None:
         """Waits for a forked child (which ends by ``os._exit``, 0 once its part passed), killing

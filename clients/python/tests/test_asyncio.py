@@ -138,12 +138,5 @@ class AsyncioTest(LiveTestCase):
         asyncio.run(main())
         self.assertEqual(entered, [])
         worker.flush()
-        status = "RUNNING"
-        for _ in range(200):  # the lease (2 s) runs out unless renewed; the sweeper then ends the run
-            after = self.owner.run(run_id)
-            assert after is not None
-            status = after.status
-            if status != "RUNNING":
-                break
-            threading.Event().wait(0.1)
-        self.assertEqual(status, "INTERRUPTED")
+        # The lease (2 s) runs out unless renewed; the sweeper then ends the run.
+        self.assertEqual(self.run_once_ended(run_id, seconds=20).status, "INTERRUPTED")

@@ -139,13 +139,6 @@ class LeaseTest(LiveTestCase):
         run.model_started("model-1", model="gpt-x", input={})
         del run
         gc.collect()
-        after = self.owner.run(run_id)
-        for _ in range(300):
-            assert after is not None
-            if after.status != "RUNNING":
-                break
-            time.sleep(0.1)
-            after = self.owner.run(run_id)
-        assert after is not None
+        after = self.run_once_ended(run_id)
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")

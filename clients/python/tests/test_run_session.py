@@ -139,14 +139,7 @@ class RunSessionTest(LiveTestCase):
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
         self.assertIn("KeyboardInterrupt", stderr)
-        after = self.owner.run(run_id)
-        for _ in range(300):
-            assert after is not None
-            if after.status != "RUNNING":
-                break
-            time.sleep(0.1)
-            after = self.owner.run(run_id)
-        assert after is not None
+        after = self.run_once_ended(run_id)
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
 
