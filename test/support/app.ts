@@ -55,10 +55,12 @@ async function openTestApp(env: Record<string, string>, options: TestAppOptions,
     ...env,
   });
   const { maxPendingEvents, activityClock } = options;
-  // The statements requests send: the embedded database's checkpoint probe (src/server/wal-checkpoints.ts)
-  // and the read of the database's clock for new ids (src/domain/ids.ts) run on their own timers and
+  // The statements requests send: the embedded database's checkpoint probe and the checkpoint it
+  // runs once a pooled database's log has grown past CHECKPOINT_AFTER_BYTES (src/server/wal-checkpoints.ts),
+  // and the read of the database's clock for new ids (src/domain/ids.ts), run on their own timers and
   // would land in a count now and then.
-  const onQuery = options.onQuery && ((sql: string) => void (sql.includes('pg_current_wal_lsn') || sql === DATABASE_CLOCK_READ || options.onQuery!(sql)));
+  const onQuery =
+    options.onQuery && ((sql: string) => void (sql.includes('pg_current_wal_lsn') || sql === 'CHECKPOINT' || sql === DATABASE_CLOCK_READ || options.onQuery!(sql)));
   // Opened here as buildApp would open it, but an in-memory one migrated (and reused: pglite-pool.ts).
   const embedded = !config.databaseUrl && config.embeddedInMemory ? await borrowMigratedPglite() : undefined;
   const database =
