@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 #: A stop, not a failure: the block ends the run INTERRUPTED (resumable). asyncio delivers a
 #: task's ``cancel()`` (``asyncio.wait_for``'s timeout of it, Ctrl-C under ``asyncio.run``) to the
 #: task's code as CancelledError; a process told to stop exits by SystemExit (``sys.exit()`` in a
-#: SIGTERM handler, gunicorn's worker on SIGQUIT, Celery's WorkerShutdown).
-_STOPS = (KeyboardInterrupt, SystemExit, asyncio.CancelledError)
+#: SIGTERM handler, gunicorn's worker on SIGQUIT, Celery's WorkerShutdown); a generator whose
+#: consumer stops reading it (``break``, ``close()``, collected) is left by GeneratorExit.
+_STOPS = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
 
 
 class RunSession:
@@ -44,7 +45,8 @@ class RunSession:
     ``with worker.start_run(run_id) as run:`` claims the run (with a ``claimId``, so a lost answer
     is retried safely) and renews its lease in the background. On leaving the block the run is
     finished: COMPLETED on a normal exit (with ``run.state_messages``), INTERRUPTED on
-    ``KeyboardInterrupt``, ``SystemExit`` or ``asyncio.CancelledError`` (a cancelled task), FAILED with
+    ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit`` (a generator its consumer closed) or
+    ``asyncio.CancelledError`` (a cancelled task), FAILED with
     ``{"name", "message"}`` on any other exception, which is then re-raised. A run already
     ended by ``finish`` is left as it is, and so is the run when a child forked inside the block
     leaves it: the run is its parent's to end.

@@ -73,6 +73,26 @@ class RunSessionTest(LiveTestCase):
         self.assertEqual(after.status, "INTERRUPTED")
         self.assertEqual([call.status for call in after.tool_calls], ["PENDING"])
 
+    def test_a_stream_its_consumer_stops_reading_interrupts_the_run(self) -> None:
+        # An agent that streams its work as a generator, its run's block inside it: a consumer
+        # that stops reading (a `break`, a client gone, the generator collected) closes it, and the
+        # block is left by GeneratorExit, as an asyncio task's by CancelledError. Nothing failed.
+        _, run_id = self.queued_run()
+
+        def stream():
+            with self.start_tool(run_id):
+                for token in ("first", "second", "third"):
+                    yield token
+
+        tokens = stream()
+        self.assertEqual(next(tokens), "first")
+        tokens.close()
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "INTERRUPTED")
+        self.assertEqual(after.error, {"name": "GeneratorExit", "message": ""})
+        self.assertEqual([call.status for call in after.tool_calls], ["PENDING"])
+
     def test_sigterm_as_keyboard_interrupt_interrupts_the_run_of_a_stopped_process(self) -> None:
         # The README's recipe for a process stopped by SIGTERM (a deploy, systemd, Kubernetes):
         # Python's default SIGTERM kills the process without leaving the block, and the run would
