@@ -28,6 +28,35 @@ async function threadWithEachStatus() {
   return { who, threadId, ids: { completed: completed.id, failed: failed.id, running: running.id } };
 }
 
+/** Runs that end CANCELLED, INTERRUPTED and COMPLETED while a tool still runs in each (its audit then CANCELLED, INTERRUPTED, ABANDONED), and one that completes. */
+async function threadWithEndedRuns() {
+  const { who, owner, worker, threadId } = await superadminThread(server.url, 'every ending');
+  for (const [i, ending] of (['COMPLETED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'] as const).entries()) {
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await worker.recordModelStarted({ lease, operationId: `m${i}`, sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: `m${i}`, status: 'COMPLETED', sequence: 2, toolCalls: [{ id: `c${i}`, name: 'fetch', args: {} }] });
+    await worker.recordToolStarted({ lease, toolCallId: `c${i}`, name: 'fetch', effectiveInput: {}, sequence: 3 });
+    if (ending === 'COMPLETED') await worker.recordToolFinished({ lease, toolCallId: `c${i}`, output: { content: 'ok' }, sequence: 4 });
+    if (ending === 'CANCELLED') await owner.cancelRun(run.id);
+    else await worker.finishRun({ lease, status: ending === 'INTERRUPTED' ? 'INTERRUPTED' : 'COMPLETED' });
+  }
+  return { who, threadId };
+}
+
+/** Each drawn bar's status and its fill's contrast ratio against its track (WCAG's relative luminance). */
+const barContrasts = (page: Page) =>
+  page.locator('.row .bar').evaluateAll((bars) => {
+    const luminance = (colour: string) => {
+      const [r, g, b] = colour.match(/[\d.]+/g)!.slice(0, 3).map((part) => Number(part) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+      return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+    };
+    return bars.map((bar) => {
+      const [fill, track] = [luminance(getComputedStyle(bar).backgroundColor), luminance(getComputedStyle(bar.parentElement!).backgroundColor)];
+      return { status: [...bar.classList].find((name) => /^[A-Z_]+$/.test(name)), ratio: Math.round(((Math.max(fill, track) + 0.05) / (Math.min(fill, track) + 0.05)) * 100) / 100 };
+    });
+  });
+
 /** How a row's bar is painted: its fill, its pattern (the stripes' first colour), and the forced palette's CanvasText and Canvas. */
 const barLook = (page: Page, auditId: string) =>
   page.locator(`#row-${auditId} .bar`).evaluate((bar) => {
@@ -63,5 +92,25 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
       expect(running.fill, colorScheme).not.toBe(running.canvas);
     }
     await page.close();
+  }, 120_000);
+
+  it("draws each status's bar at 3:1 or more against its track (WCAG 1.4.11), in the light and dark schemes", async () => {
+    const ended = await threadWithEndedRuns();
+    const live = await threadWithEachStatus();
+    const seen = new Set<string>();
+    for (const { who, threadId } of [ended, live]) {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      await signIn(page, origin, who.owner);
+      await openThread(page, origin, `#thread=${threadId}`);
+      await page.locator('.row.tool .bar').nth(2).waitFor();
+      for (const colorScheme of ['light', 'dark'] as const) {
+        await page.emulateMedia({ colorScheme });
+        const contrasts = await barContrasts(page);
+        contrasts.forEach(({ status }) => seen.add(status!));
+        expect(contrasts.filter(({ ratio }) => ratio < 3), colorScheme).toEqual([]);
+      }
+      await page.close();
+    }
+    expect([...seen].sort()).toEqual(['ABANDONED', 'CANCELLED', 'COMPLETED', 'FAILED', 'INTERRUPTED', 'RUNNING']);
   }, 120_000);
 });
