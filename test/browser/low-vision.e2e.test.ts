@@ -113,4 +113,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
     }
     expect([...seen].sort()).toEqual(['ABANDONED', 'CANCELLED', 'COMPLETED', 'FAILED', 'INTERRUPTED', 'RUNNING']);
   }, 120_000);
+
+  it("shows the timeline's focus where its first row is a run's, in the default colours and forced ones", async () => {
+    const { who, threadId } = await threadWithEndedRuns();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.locator('.row.tool .bar').nth(2).waitFor();
+    const firstRun = page.locator('.row.run').first();
+    const box = (await firstRun.boundingBox())!;
+    // The first row's height, and a few px either side of it: where the grid's frame is (the row below shows the old ring).
+    const around = () => page.screenshot({ clip: { x: box.x - 6, y: box.y + 1, width: box.width + 12, height: box.height - 2 } });
+    for (const forcedColors of ['none', 'active'] as const) {
+      await page.emulateMedia({ forcedColors });
+      await page.getByRole('button', { name: 'Errors only' }).focus();
+      const unfocused = await around();
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('grid');
+      expect(await page.locator('[role=grid]').getAttribute('aria-activedescendant'), 'nothing selected').toBeNull();
+      expect((await around()).equals(unfocused), `forced colours ${forcedColors}`).toBe(false);
+    }
+    await page.close();
+  }, 120_000);
 });
