@@ -41,7 +41,7 @@ async function threadWithEndedRuns() {
     if (ending === 'CANCELLED') await owner.cancelRun(run.id);
     else await worker.finishRun({ lease, status: ending === 'INTERRUPTED' ? 'INTERRUPTED' : 'COMPLETED' });
   }
-  return { who, threadId };
+  return { who, owner, worker, threadId };
 }
 
 /** Each drawn bar's status and its fill's contrast ratio against its track (WCAG's relative luminance). */
@@ -133,6 +133,32 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
       expect(await page.locator('[role=grid]').getAttribute('aria-activedescendant'), 'nothing selected').toBeNull();
       expect((await around()).equals(unfocused), `forced colours ${forcedColors}`).toBe(false);
     }
+    await page.close();
+  }, 120_000);
+
+  it("frames the cue for new rows below in forced colours, where its fill is gone and it read as a row's text", async () => {
+    const { who, owner, worker, threadId } = await threadWithEndedRuns();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 560 } });
+    await page.emulateMedia({ forcedColors: 'active' });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.locator('.row.tool .bar').nth(2).waitFor();
+    // Ten rows more than the box holds, then the reader scrolls up and one more arrives.
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    for (let i = 1; i <= 10; i++) await worker.recordModelStarted({ lease, operationId: `more${i}`, sequence: i, model: 'gpt-x' });
+    await page.locator('.row', { hasText: 'call 10' }).waitFor();
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    await worker.recordModelStarted({ lease, operationId: 'late', sequence: 11, model: 'gpt-x' });
+    const cue = page.locator('[data-testid=new-activity]');
+    await cue.waitFor();
+    const frame = await cue.evaluate((button) => {
+      const style = getComputedStyle(button);
+      return { style: style.borderTopStyle, width: style.borderTopWidth, colour: style.borderTopColor, text: style.color };
+    });
+    expect(frame.style).toBe('solid');
+    expect(frame.width).not.toBe('0px');
+    expect(frame.colour).toBe(frame.text);
     await page.close();
   }, 120_000);
 });
