@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
-import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+import { openThread, pageSuite, seriousViolations, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -94,7 +94,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
     await page.close();
   }, 120_000);
 
-  it("draws each status's bar at 3:1 or more against its track (WCAG 1.4.11), in the light and dark schemes", async () => {
+  it("draws each status's bar at 3:1 or more against its track (WCAG 1.4.11), and each row's text at 4.5:1 (axe-core), in the light and dark schemes", async () => {
     const ended = await threadWithEndedRuns();
     const live = await threadWithEachStatus();
     const seen = new Set<string>();
@@ -108,6 +108,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
         const contrasts = await barContrasts(page);
         contrasts.forEach(({ status }) => seen.add(status!));
         expect(contrasts.filter(({ ratio }) => ratio < 3), colorScheme).toEqual([]);
+        expect(await seriousViolations(page, colorScheme)).toEqual([]);
       }
       await page.close();
     }
