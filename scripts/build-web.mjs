@@ -1,4 +1,7 @@
-// Bundles the timeline page (web/) into web/dist with esbuild: app.js and app.css, no CDN.
+// Bundles the timeline page (web/) into web/dist with esbuild: app.js and app.css, no CDN, and
+// each view's own library in a file of its own, loaded by the view that draws with it (chart.js:
+// uPlot for the Activity view; diff.js: jsondiffpatch for a row whose inputs differ). Their names
+// are fixed (no hash) as the server serves a fixed list of files (src/server/static-page.ts).
 // Runs on install (postinstall), so `npm start` and `npm ci --omit=dev` both serve a built page.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
@@ -8,10 +11,13 @@ import { fileURLToPath } from 'node:url';
 const web = join(dirname(fileURLToPath(import.meta.url)), '..', 'web');
 const dist = join(web, 'dist');
 mkdirSync(dist, { recursive: true });
+const LAZY = ['chart', 'diff'];
 await build({
-  entryPoints: [join(web, 'src', 'main.tsx')],
-  outfile: join(dist, 'app.js'),
+  entryPoints: { app: join(web, 'src', 'main.tsx'), ...Object.fromEntries(LAZY.map((name) => [name, join(web, 'src', `${name}.ts`)])) },
+  outdir: dist,
+  entryNames: '[name]',
   bundle: true,
+  splitting: true,
   minify: true,
   format: 'esm',
   target: 'es2022',

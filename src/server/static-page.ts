@@ -13,6 +13,9 @@ const FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+  // Each view's own library, which app.js loads when the view draws with it (scripts/build-web.mjs).
+  '/chart.js': { file: 'chart.js', type: 'text/javascript; charset=utf-8' },
+  '/diff.js': { file: 'diff.js', type: 'text/javascript; charset=utf-8' },
   '/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
   // Browsers ask for it whatever the page links (GraphiQL's page links none): the same icon, no 404.
   '/favicon.ico': { file: 'favicon.svg', type: 'image/svg+xml' },

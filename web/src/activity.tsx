@@ -3,7 +3,7 @@
 // live in the address (`#activity&window=3600&tool=search`), so a view can be bookmarked or shared.
 import { signal, useSignal } from '@preact/signals';
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
-import uPlot from 'uplot';
+import type uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
 import { createLiveClient, noteServerTime, serverClockAhead, unlessTokenRefused, type ConnectionState } from './api.js';
@@ -200,9 +200,21 @@ const SERIES: { label: string; colour: string; dash?: number[]; marker: 'solid' 
   { label: 'other ends', colour: '--chart-other', dash: [1.5, 3], marker: 'dotted' },
 ];
 
+/** uPlot (chart.js, from this server: no other view downloads it), loaded when a chart first draws. */
+let chartLibrary: Promise<typeof uPlot> | undefined;
+const loadChartLibrary = () =>
+  (chartLibrary ??= import('./chart.js').then(
+    (module) => module.default,
+    (error: unknown) => {
+      // Not kept: the next chart drawn asks again (a phone's network back).
+      chartLibrary = undefined;
+      throw error;
+    },
+  ));
+
 /**
- * Started, completed, failed and other ends per bucket, drawn with uPlot (bundled; no network), as wide as
- * its box: it follows the box when the window is resized or a phone turned.
+ * Started, completed, failed and other ends per bucket, drawn with uPlot, as wide as its box: it
+ * follows the box when the window is resized or a phone turned.
  */
 function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
   const box = useRef<HTMLDivElement>(null);
@@ -218,14 +230,21 @@ function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
     buckets.map((bucket) => bucket.failed),
     buckets.map((bucket) => bucket.otherEnded),
   ];
+  // The newest data, for the chart drawn once its library has loaded.
+  const latest = useRef(data);
+  latest.current = data;
+  useEffect(() => void plot.current?.setData(data));
   useEffect(() => {
-    if (!plot.current) {
+    const element = box.current!;
+    let gone = false;
+    void loadChartLibrary().then((UPlot) => {
+      if (gone) return;
       // The colours are activity.css's, for the scheme in use when the chart draws.
-      const colour = (name: string) => () => getComputedStyle(box.current!).getPropertyValue(name).trim();
+      const colour = (name: string) => () => getComputedStyle(element).getPropertyValue(name).trim();
       const axis = { stroke: colour('color'), grid: { stroke: colour('--chart-grid') }, ticks: { stroke: colour('--chart-grid') } };
-      plot.current = new uPlot(
+      plot.current = new UPlot(
         {
-          width: box.current!.clientWidth,
+          width: element.clientWidth,
           height: CHART_HEIGHT,
           // Time labels ("12:40pm") are about 50 px wide: at uPlot's 50 px between ticks they ran
           // into one another on a phone.
@@ -235,19 +254,20 @@ function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
           series: [{}, ...SERIES.map(({ label, colour: name, dash }) => ({ label, stroke: colour(name), dash, width: 1.5, points: { show: false } }))],
           legend: { markers: { dash: (_: uPlot, i: number) => SERIES[i - 1]?.marker ?? 'solid' } },
         },
-        data,
-        box.current!,
+        latest.current,
+        element,
       );
-    } else plot.current.setData(data);
-  });
-  useEffect(() => {
-    const element = box.current!;
+    }, () => {}); // not loaded: the chart's numbers (the table below) still read
     const observer = new ResizeObserver(() => {
       const width = element.clientWidth;
       if (plot.current && width > 0 && width !== plot.current.width) plot.current.setSize({ width, height: CHART_HEIGHT });
     });
     observer.observe(element);
-    return () => (observer.disconnect(), plot.current?.destroy());
+    return () => {
+      gone = true;
+      observer.disconnect();
+      plot.current?.destroy();
+    };
   }, []);
   // The drawn chart and its legend (whose values show only under a mouse) are not read out: the table below says it all.
   return (

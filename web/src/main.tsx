@@ -1,8 +1,6 @@
 import { render, type ComponentChildren } from 'preact';
 import { effect, signal, useSignal } from '@preact/signals';
 import { useEffect, useMemo, useRef } from 'preact/hooks';
-import { diff } from 'jsondiffpatch';
-import { format as formatDiffHtml } from 'jsondiffpatch/formatters/html';
 import 'jsondiffpatch/formatters/styles/html.css';
 import './style.css';
 import {
@@ -469,19 +467,42 @@ function Conversation({ messages }: { messages: ConversationMessage[] }) {
   );
 }
 
+/** Whether two JSON values are equal, as jsondiffpatch finds no delta between them. */
+const sameJson = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  const [x, y] = [a as Record<string, unknown>, b as Record<string, unknown>];
+  const keys = Object.keys(x);
+  return keys.length === Object.keys(y).length && keys.every((key) => Object.hasOwn(y, key) && sameJson(x[key], y[key]));
+};
+
+/** jsondiffpatch (diff.js, from this server), loaded when a row's inputs first differ: most rows never need it. */
+const diffLibrary = signal<typeof import('./diff.js') | null>(null);
+let diffLibraryAsked = false;
+function loadedDiffLibrary() {
+  if (!diffLibraryAsked) {
+    diffLibraryAsked = true;
+    // Not loaded (the network gone): the next row that differs asks again; both sides still show.
+    import('./diff.js').then((library) => (diffLibrary.value = library), () => (diffLibraryAsked = false));
+  }
+  return diffLibrary.value;
+}
+
 /** The model's declared arguments against what the tool really received, differences marked. */
 function DeclaredVsEffective({ declared, effective }: { declared: unknown; effective: unknown }) {
   // Compared as shown: a difference in invisible characters shows as their marks.
   const [shownDeclared, shownEffective] = [declared ?? null, effective ?? null].map(withInvisibleMarked);
-  const delta = diff(shownDeclared, shownEffective);
+  const differs = !sameJson(shownDeclared, shownEffective);
+  const library = differs ? loadedDiffLibrary() : null;
+  const delta = library?.diff(shownDeclared, shownEffective);
   return (
     <div class="declared-vs-effective">
-      <h4>Declared by the model vs effective input {delta ? <span class="differs">differs</span> : <span class="same">identical</span>}</h4>
+      <h4>Declared by the model vs effective input {differs ? <span class="differs">differs</span> : <span class="same">identical</span>}</h4>
       <div class="side-by-side">
         <JsonView label="declared" value={declared} />
         <JsonView label="effective" value={effective} />
       </div>
-      {delta && <div class="diff" dangerouslySetInnerHTML={{ __html: formatDiffHtml(delta, shownDeclared) ?? '' }} />}
+      {delta && <div class="diff" dangerouslySetInnerHTML={{ __html: library!.formatDiffHtml(delta, shownDeclared) ?? '' }} />}
     </div>
   );
 }

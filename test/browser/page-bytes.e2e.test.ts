@@ -1,0 +1,62 @@
+// What the page downloads, in headless Chromium against the server process: each view only the
+// script it draws with (the thread view neither the Activity view's chart library nor, until a
+// row's declared and effective inputs differ, the diff library), no request leaving the machine.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { backendName } from '../support/database.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { noteOutsideRequests, openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+
+let origin: string;
+let browser: Browser;
+const outsideRequests: string[] = [];
+
+/** A literal of each library's that minifying keeps: uPlot's plot area class, jsondiffpatch's HTML formatter's. */
+const CHART_LIBRARY = 'u-over';
+const DIFF_LIBRARY = 'jsondiffpatch-delta';
+
+/** The bodies of every script `page` has downloaded so far, kept current. */
+function scriptsOf(page: Page): string[] {
+  const scripts: string[] = [];
+  page.on('response', async (response) => {
+    if (response.request().resourceType() === 'script') scripts.push((await response.body()).toString());
+  });
+  return scripts;
+}
+const holding = (scripts: string[], literal: string) => scripts.some((script) => script.includes(literal));
+
+describe.skipIf(!haveChromium && !browserRequired)(`what the page downloads, in Chromium (${backendName})`, () => {
+  const server = pageSuite((suite) => ({ origin, browser } = suite));
+  afterAll(() => {
+    expect(outsideRequests).toEqual([]);
+  });
+
+  it("downloads the chart library only for the Activity view, and the diff library only for a row whose inputs differ", async () => {
+    const { owner, worker, threadId, who } = await superadminThread(server.url, 'bytes on the wire');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'fetch', args: { url: 'https://a.example' } }] });
+    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'fetch', effectiveInput: { url: 'https://b.example' }, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'ok' }, sequence: 4 });
+
+    const page = noteOutsideRequests(await browser.newPage(), origin, outsideRequests);
+    const scripts = scriptsOf(page);
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.locator(`#row-${tool.id}`).waitFor();
+    expect(holding(scripts, CHART_LIBRARY)).toBe(false);
+    expect(holding(scripts, DIFF_LIBRARY)).toBe(false);
+
+    // The row whose effective input is not the declared one: its diff, with the library loaded for it.
+    await page.locator(`#row-${tool.id}`).click();
+    await page.locator('.details .diff .jsondiffpatch-delta').waitFor();
+    await expect.poll(() => holding(scripts, DIFF_LIBRARY)).toBe(true);
+    expect(holding(scripts, CHART_LIBRARY)).toBe(false);
+
+    await page.click('header a[href="#activity"]');
+    await page.locator('.activity-chart canvas').waitFor();
+    await expect.poll(() => holding(scripts, CHART_LIBRARY)).toBe(true);
+    await page.close();
+  }, 120_000);
+});
