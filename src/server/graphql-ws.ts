@@ -6,7 +6,7 @@ import { maskError } from '../graphql/errors.js';
 import { keepConnectionsAlive } from '../transports/keep-alive.js';
 import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import type { UnsentBudget } from '../transports/unsent-budget.js';
-import { boundedWebSocket, closeAsSlowConsumer, maxUnsentBytes, rememberTcpSockets, writtenBySubscription } from '../transports/websocket.js';
+import { boundedWebSocket, closeAsSlowConsumer, maxUnsentBytes, PER_MESSAGE_DEFLATE, rememberTcpSockets, writtenBySubscription } from '../transports/websocket.js';
 import type { webSocketLimits } from '../transports/ws-limits.js';
 import { serveGraphQLWs } from '../transports/ws-server.js';
 import { bodyLimit } from './http-server.js';
@@ -44,6 +44,7 @@ export function serveGraphQLOverWebSocket(
     server,
     path: yoga.graphqlEndpoint,
     maxPayload: bodyLimit(config),
+    perMessageDeflate: PER_MESSAGE_DEFLATE,
     WebSocket: boundedWebSocket(maxUnsentBytes(config), budget),
   });
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError, compilable);

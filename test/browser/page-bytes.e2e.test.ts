@@ -1,11 +1,13 @@
 // What the page downloads, in headless Chromium against the server process: each view only the
 // script it draws with (the thread view neither the Activity view's chart library nor, until a
-// row's declared and effective inputs differ, the diff library), no request leaving the machine.
+// row's declared and effective inputs differ, the diff library); the Activity view's live frames
+// compressed on the wire (permessage-deflate, which Chromium offers); no request leaving the machine.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
 import { noteOutsideRequests, openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+import { tcpProxy } from '../subscriptions/support.js';
 
 let origin: string;
 let browser: Browser;
@@ -58,5 +60,32 @@ describe.skipIf(!haveChromium && !browserRequired)(`what the page downloads, in 
     await page.locator('.activity-chart canvas').waitFor();
     await expect.poll(() => holding(scripts, CHART_LIBRARY)).toBe(true);
     await page.close();
+  }, 120_000);
+
+  it("sends the Activity view's frames compressed when the browser offers it: the bytes on its connection a fraction of the frames'", async () => {
+    const { who } = await superadminThread(server.url, 'watched on a tethered phone');
+    // The browser talks to the server through a proxy that counts what it passes back.
+    const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(server.url).port) });
+    const proxied = proxy.url('http');
+    const page = noteOutsideRequests(await browser.newPage(), proxied, outsideRequests);
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Network.enable');
+    let extensions = '';
+    let frameBytes = 0;
+    cdp.on('Network.webSocketHandshakeResponseReceived', ({ response }) => {
+      extensions = Object.entries(response.headers).find(([name]) => name.toLowerCase() === 'sec-websocket-extensions')?.[1] ?? '';
+    });
+    // Each frame's message as the page received it (decompressed).
+    cdp.on('Network.webSocketFrameReceived', ({ response }) => void (frameBytes += Buffer.byteLength(response.payloadData)));
+    await signIn(page, proxied, who.owner);
+    await page.click('header a[href="#activity"]');
+    await page.locator('.activity-chart canvas').waitFor();
+    const onTheWire = () => proxy.connections().filter(({ head }) => /^upgrade: websocket/im.test(head)).reduce((sum, { bytesToClient }) => sum + bytesToClient, 0);
+    // The view's first frame: its 120 buckets, a dozen kB of JSON.
+    await expect.poll(() => frameBytes).toBeGreaterThan(8_000);
+    expect(extensions).toMatch(/permessage-deflate/);
+    expect(onTheWire()).toBeLessThan(frameBytes / 4);
+    await page.close();
+    await proxy.close();
   }, 120_000);
 });

@@ -22,12 +22,13 @@ export async function startListeningApp(): Promise<ListeningApp> {
  * ones (an outage), `restore` listens again on the same port.
  */
 export async function tcpProxy(target: { host: string; port: number }) {
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket; head: string }>();
   let stalled = false;
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
-    const pair = { client, upstream };
+    const pair = { client, upstream, head: '' };
     pairs.add(pair);
+    client.once('data', (chunk: Buffer) => (pair.head = chunk.toString('latin1')));
     const drop = () => {
       pairs.delete(pair);
       client.destroy();
@@ -50,6 +51,8 @@ export async function tcpProxy(target: { host: string; port: number }) {
     url: (scheme: string) => `${scheme}://127.0.0.1:${port}`,
     /** The local ports of its connections to the target. */
     upstreamPorts: () => [...pairs].map(({ upstream }) => upstream.localPort!),
+    /** Its open connections: each one's first bytes from its client (an HTTP request's head), and the bytes it has passed back to it. */
+    connections: () => [...pairs].map(({ client, head }) => ({ head, bytesToClient: client.bytesWritten })),
     stall() {
       stalled = true;
       for (const { client, upstream } of pairs) {
