@@ -1,12 +1,14 @@
 // What the page downloads, in headless Chromium against the server process: each view only the
 // script it draws with (the thread view neither the Activity view's chart library nor, until a
 // row's declared and effective inputs differ, the diff library); the Activity view's live frames
-// compressed on the wire (permessage-deflate, which Chromium offers); no request leaving the machine.
+// compressed on the wire (permessage-deflate, which Chromium offers); a live thread's totals read
+// again over its WebSocket, not an HTTP request (its headers and token) per burst of changes; no
+// request leaving the machine.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
-import { noteOutsideRequests, openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+import { noteOutsideRequests, openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
 import { tcpProxy } from '../subscriptions/support.js';
 
 let origin: string;
@@ -34,13 +36,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`what the page downloads, in 
   });
 
   it("downloads the chart library only for the Activity view, and the diff library only for a row whose inputs differ", async () => {
-    const { owner, worker, threadId, who } = await superadminThread(server.url, 'bytes on the wire');
-    const run = await owner.createRun({ threadId });
-    const lease = await worker.claimRun(run.id, 600);
-    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
-    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name: 'fetch', args: { url: 'https://a.example' } }] });
-    const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name: 'fetch', effectiveInput: { url: 'https://b.example' }, sequence: 3 });
-    await worker.recordToolFinished({ lease, toolCallId: 'c1', output: { content: 'ok' }, sequence: 4 });
+    const thread = await superadminThread(server.url, 'bytes on the wire');
+    const { threadId, who } = thread;
+    const tool = await runWithOneTool(thread, { name: 'fetch', args: { url: 'https://a.example' }, input: { url: 'https://b.example' }, output: { content: 'ok' } });
 
     const page = noteOutsideRequests(await browser.newPage(), origin, outsideRequests);
     const scripts = scriptsOf(page);
@@ -87,5 +85,22 @@ describe.skipIf(!haveChromium && !browserRequired)(`what the page downloads, in 
     expect(onTheWire()).toBeLessThan(frameBytes / 4);
     await page.close();
     await proxy.close();
+  }, 120_000);
+
+  it("keeps a live thread's totals current over its WebSocket: no HTTP request while a run's changes stream in", async () => {
+    const thread = await superadminThread(server.url, 'a long run, watched live');
+    const { threadId, who } = thread;
+    const page = noteOutsideRequests(await browser.newPage(), origin, outsideRequests);
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('Nothing failed in this thread');
+    const requests: string[] = [];
+    page.on('request', (request) => void requests.push(`${request.method()} ${request.url()}`));
+
+    await runWithOneTool(thread, { name: 'fetch', output: { content: 'quota exceeded', status: 'error' } });
+    // The totals, read again after the changes, say what failed.
+    await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('In this thread: 1 tool failed');
+    expect(requests).toEqual([]);
+    await page.close();
   }, 120_000);
 });

@@ -4,7 +4,7 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError, isTransient, messageOf, readFewer, subscribe } from './api.js';
+import { gql, GraphQLRequestError, isTransient, messageOf, queryOver, readFewer, subscribe } from './api.js';
 import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
@@ -84,13 +84,14 @@ export function followThread(client: Client, token: string, threadId: string, si
     } while (after);
     sink.runs(runs);
   };
-  // The thread's totals (its failure line) follow its changes: one read per burst of them.
+  // The thread's totals (its failure line) follow its changes: one read per burst of them, over
+  // the connection the changes came by.
   let threadTimer: ReturnType<typeof setTimeout> | undefined;
   const readThreadSoon = () => {
     if (threadTimer || stopped) return;
     threadTimer = setTimeout(() => {
       threadTimer = undefined;
-      void gql(token, THREAD_INFO, { id: threadId }).then(({ thread }) => thread && !stopped && sink.thread(thread), fail);
+      void queryOver(client, THREAD_INFO, { id: threadId }).then(({ thread }) => thread && !stopped && sink.thread(thread), fail);
     }, THREAD_REREAD_MS);
   };
   const readAudits = async () => {

@@ -77,3 +77,20 @@ export async function superadminThread(url: string, title: string) {
   const { id: threadId } = await owner.createThread({ title });
   return { who, owner, worker, threadId };
 }
+
+/**
+ * A run of `threadId` with one tool call, `c1` of `name`: declared with `args`, started with
+ * `input`, ended with `output` (an error output fails it). Returns the tool audit.
+ */
+export async function runWithOneTool(
+  { owner, worker, threadId }: { owner: AuditClient; worker: AuditClient; threadId: string },
+  { name, args = {}, input = {}, output }: { name: string; args?: Record<string, unknown>; input?: Record<string, unknown>; output: Record<string, unknown> },
+) {
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name, args }] });
+  const tool = await worker.recordToolStarted({ lease, toolCallId: 'c1', name, effectiveInput: input, sequence: 3 });
+  await worker.recordToolFinished({ lease, toolCallId: 'c1', output, sequence: 4 });
+  return tool;
+}
