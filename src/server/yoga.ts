@@ -312,6 +312,20 @@ function useNotAGraphQLRequestAnswers(): Plugin {
         'BAD_REQUEST',
       );
     },
+    // yoga answers an Accept it cannot meet with an empty 406 (its media types only in an `accept`
+    // header): curl prints nothing at all. The body says what to send, in JSON whatever was asked.
+    onResponse({ request, response, setResponse, fetchAPI }) {
+      if (response.status !== 406 || response.body) return;
+      const offered = response.headers.get('accept') ?? '';
+      const stream = !/application\/json/.test(offered);
+      const given = echoed(request.headers.get('accept') ?? 'none');
+      const message = stream
+        ? `This request's Accept: ${given} has no media type a subscription answers in: a subscription is a stream of events, send Accept: text/event-stream (curl -N -H 'Accept: text/event-stream' …)`
+        : `This request's Accept: ${given} has no media type this server answers in: send Accept: application/json (or application/graphql-response+json; a subscription: text/event-stream)`;
+      const headers = new fetchAPI.Headers(response.headers);
+      headers.set('content-type', 'application/json; charset=utf-8');
+      setResponse(new fetchAPI.Response(JSON.stringify({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] }), { status: 406, headers }));
+    },
     // yoga's own answer, "Must provide query string.", leaves a client that posted JSON as a form
     // (curl -d's default type) guessing.
     onParams({ params, request }) {

@@ -1,0 +1,47 @@
+// What an on-call engineer with curl and jq reads when a request is not quite what they meant: an
+// answer that says what to change, never a plausible answer to another question, nor an empty one.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+
+let t: TestApp;
+let admin: string;
+let threadId: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  admin = await t.token('oncall', 'superadmin');
+  threadId = (await t.gql<{ createThread: { id: string } }>('mutation { createThread(input: { title: "incident" }) { id } }', {}, admin)).data!.createThread.id;
+});
+afterAll(() => t.close());
+
+async function post(body: object, headers: Record<string, string> = {}) {
+  const response = await t.app.yoga.fetch('http://test/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}`, ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, type: response.headers.get('content-type'), text };
+}
+
+describe(`an Accept header the answer cannot meet (${backendName})`, () => {
+  it('a subscription asked for as JSON is 406 with a JSON body saying to ask for text/event-stream', async () => {
+    for (const accept of ['application/json', 'application/graphql-response+json']) {
+      const answer = await post({ query: `subscription { toolStatusChanged(threadId: "${threadId}") { id } }` }, { accept });
+      expect(answer.status).toBe(406);
+      expect(answer.type).toMatch(/^application\/json/);
+      const { errors } = JSON.parse(answer.text);
+      expect(errors[0].extensions.code).toBe('BAD_REQUEST');
+      expect(errors[0].message).toContain(`Accept: ${accept}`);
+      expect(errors[0].message).toMatch(/a subscription.*Accept: text\/event-stream.*curl -N/);
+    }
+  });
+
+  it('a query asked for as HTML is 406 naming the media types it answers in', async () => {
+    const answer = await post({ query: '{ threads(first: 1) { edges { node { id } } } }' }, { accept: 'text/html' });
+    expect(answer.status).toBe(406);
+    const { errors } = JSON.parse(answer.text);
+    expect(errors[0].extensions.code).toBe('BAD_REQUEST');
+    expect(errors[0].message).toMatch(/Accept: text\/html.*application\/json/);
+  });
+});
