@@ -14,21 +14,8 @@ OWNER=${AUDIT_OWNER_TOKEN:?set AUDIT_OWNER_TOKEN to a superadmin token}
 WORKER=${AUDIT_WORKER_TOKEN:?set AUDIT_WORKER_TOKEN to a worker token}
 OWNER=${OWNER#Bearer } WORKER=${WORKER#Bearer }
 
-# call <token> <query> [<variables as JSON>]: prints the answer's data; on an error, prints the
-# answer to stderr and stops the script.
-call() {
-  local answer
-  answer=$(curl -sS --fail-with-body "$URL" -H 'content-type: application/json' -H "authorization: Bearer $1" \
-    -d "$(jq -nc --arg query "$2" --argjson variables "${3:-{\}}" '{$query, $variables}')") || {
-    echo "HTTP request failed: $answer" >&2
-    exit 1
-  }
-  if jq -e '.errors' <<<"$answer" >/dev/null; then
-    jq -r '.errors[] | "\(.extensions.code): \(.message)"' <<<"$answer" >&2
-    exit 1
-  fi
-  jq -c .data <<<"$answer"
-}
+# call <token> <query> [<variables as JSON>]: the answer's data, or "CODE: message" and exit 1.
+source "$(dirname "${BASH_SOURCE[0]}")/call.sh"
 
 THREAD=$(call "$OWNER" 'mutation { createThread(input: {title: "curl"}) { id } }' | jq -r .createThread.id)
 # A retry of this request with the same createId (after a lost answer) gets the run it created,
