@@ -3,6 +3,7 @@ import { getOperationAST, GraphQLError, parse, type DocumentNode, type Execution
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
+import { operationResolutionError } from '../graphql/operation-resolution.js';
 import { keepConnectionsAlive } from '../transports/keep-alive.js';
 import { isSharedStream, sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import type { UnsentBudget } from '../transports/unsent-budget.js';
@@ -102,10 +103,8 @@ export function serveGraphQLOverWebSocket(
         };
         const errors = validate(args.schema, args.document);
         if (errors.length) return counted(document, errors.map(withoutHttp));
-        // graphql-ws's own answer to this ("Unable to identify operation") carries no code: the one yoga gives over HTTP.
-        if (!getOperationAST(document, params.operationName)) {
-          return counted(document, [new GraphQLError('Could not determine what operation to execute.', { extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } })]);
-        }
+        // graphql-ws's own answer to this ("Unable to identify operation") carries no code: the one given over HTTP.
+        if (!getOperationAST(document, params.operationName)) return counted(document, [operationResolutionError(document, params.operationName)]);
         executors.set(args, execute);
         return args;
       },

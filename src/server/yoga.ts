@@ -20,6 +20,7 @@ import { sharedSubscriptions } from '../transports/shared-subscriptions.js';
 import { customScalarLiterals } from '../graphql/inline-scalars.js';
 import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
+import { operationResolutionErrorOf } from '../graphql/operation-resolution.js';
 import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
 import type { UnsentBudget } from '../transports/unsent-budget.js';
@@ -220,6 +221,24 @@ function useVariableErrorsOfGraphqlJs(): Plugin {
           });
         },
       };
+    },
+  };
+}
+
+/** yoga's OPERATION_RESOLUTION_FAILURE, worded by src/graphql/operation-resolution.ts (it names the document's operations). */
+function useOperationResolutionAnswers(): Plugin {
+  const requests = new WeakMap<Request, { query?: string; operationName?: string | null }>();
+  return {
+    onParams({ params, request }) {
+      requests.set(request, params);
+    },
+    onResultProcess({ request, result, setResult }) {
+      if (Array.isArray(result) || Symbol.asyncIterator in result) return;
+      const params = requests.get(request);
+      const refused = result.errors?.find((error) => error.extensions?.code === 'OPERATION_RESOLUTION_FAILURE');
+      const worded = refused && params?.query ? operationResolutionErrorOf(params.query, params.operationName) : undefined;
+      if (!worded) return;
+      setResult({ ...result, errors: [new GraphQLError(worded.message, { extensions: { ...refused!.extensions, ...worded.extensions } })] });
     },
   };
 }
@@ -486,6 +505,7 @@ export function createGraphQLServer(options: {
       useBodyLimit(options.maxBodyBytes),
       useNotAGraphQLRequestAnswers(),
       useStreamSessionForSubscriptionsOnly(),
+      useOperationResolutionAnswers(),
       useVariableErrorsOfGraphqlJs(),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
+import { wsClient } from '../support/streams.js';
 
 let t: TestApp;
 let admin: string;
@@ -13,6 +14,10 @@ beforeAll(async () => {
   threadId = (await t.gql<{ createThread: { id: string } }>('mutation { createThread(input: { title: "incident" }) { id } }', {}, admin)).data!.createThread.id;
 });
 afterAll(() => t.close());
+
+/** The app's address, listening from the first test that needs a WebSocket on. */
+let address: string | undefined;
+const listening = async () => (address ??= await t.app.start(0));
 
 async function post(body: object, headers: Record<string, string> = {}) {
   const response = await t.app.yoga.fetch('http://test/graphql', {
@@ -43,5 +48,36 @@ describe(`an Accept header the answer cannot meet (${backendName})`, () => {
     const { errors } = JSON.parse(answer.text);
     expect(errors[0].extensions.code).toBe('BAD_REQUEST');
     expect(errors[0].message).toMatch(/Accept: text\/html.*application\/json/);
+  });
+});
+
+describe(`an operationName the document does not hold (${backendName})`, () => {
+  it('names the operations the document holds', async () => {
+    const answer = await post({ query: 'query Failures { threads(first: 1) { edges { node { id } } } } query Search { toolActivity { at } }', operationName: 'Failure' });
+    const { errors } = JSON.parse(answer.text);
+    expect(errors).toEqual([{ message: expect.stringMatching(/no operation named "Failure".*"Failures", "Search"/), extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } }]);
+  });
+
+  it('over graphql-ws too', async () => {
+    const ws = wsClient(await listening(), admin);
+    try {
+      const thrown = await (async () => {
+        for await (const _result of ws.iterate({ query: 'subscription Live { toolActivity { at } }', operationName: 'Liv' })) return 'a result';
+        return 'completed';
+      })().catch((error: unknown) => error);
+      expect(thrown).toEqual([expect.objectContaining({ message: expect.stringMatching(/no operation named "Liv" \(it holds "Live"\)/) })]);
+    } finally {
+      await ws.dispose();
+    }
+  });
+
+  it('several operations and no operationName: says to send one', async () => {
+    const answer = await post({ query: 'query A { toolActivity { at } } query B { toolActivity { at } }' });
+    expect(JSON.parse(answer.text).errors[0].message).toMatch(/2 operations \("A", "B"\).*operationName/);
+  });
+
+  it('an anonymous operation with an operationName', async () => {
+    const answer = await post({ query: '{ toolActivity { at } }', operationName: 'Activity' }, { accept: 'text/event-stream' });
+    expect(answer.text).toMatch(/no operation named \\"Activity\\" \(it holds an anonymous query\)/);
   });
 });
