@@ -57,6 +57,14 @@ export interface AuditSearch {
   after?: string | null;
 }
 
+/**
+ * The forms of a search's text that the searched text may hold it in: as typed (a name, or the
+ * stored JSON's own quotes, `"amount": 120`), and as a string's characters are written inside
+ * the stored JSON (`C:\Users` as `C:\\Users`, a quote as `\"`, a line break as `\n`): jsonb
+ * escapes exactly what JSON.stringify does.
+ */
+const searchedForms = (text: string) => [...new Set([text, JSON.stringify(text).slice(1, -1)])];
+
 /** `snippet`: the searched text around its first match (see SNIPPET_CHARS); null for a search without text. */
 export type AuditHit = AuditRow & { threadTitle: string | null; snippet?: string | null };
 
@@ -184,7 +192,9 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
   if (search.status != null) filters.push(`m.status = ${param(search.status)}::"AuditStatus"`);
   // The index's terms: an exact name is also a substring of the searched text.
   const indexed = [text, name].filter((term): term is string => term !== null && term.length >= MIN_SEARCH_TEXT);
-  const textTests = indexed.map((term) => `${AUDIT_SEARCH_TEXT} ILIKE ${param(`%${escapeLike(term)}%`)}`);
+  const textForms = text === null ? [] : searchedForms(text);
+  const containsAny = (forms: string[]) => `(${forms.map((form) => `${AUDIT_SEARCH_TEXT} ILIKE ${param(`%${escapeLike(form)}%`)}`).join(' OR ')})`;
+  const textTests = indexed.map((term) => containsAny(term === text ? textForms : [term]));
   // The name's substring test is implied by `m.name = …`: the walk skips it, the index uses it.
   const walkTests = [...(liveTest === null ? [] : [liveTest]), ...filters, ...(text !== null ? [textTests[0]!] : [])];
   const budget = SEARCH_WALK_BUDGET;
@@ -192,7 +202,8 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
   const limit = param(first + 1);
   const columns = auditSummaryColumns('m.');
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
-  const textAt = param(text);
+  const at = (form: string) => `strpos(lower(${AUDIT_SEARCH_TEXT}), lower(${param(form)}))`;
+  const textAt = textForms.length === 1 ? at(text) : `coalesce(nullif(${at(textForms[1]!)}, 0), ${at(text)})`;
   // Below the walk: the index's matches in the thread, or the owner's (still live).
   const olderHits = `older_hits AS MATERIALIZED (
        SELECT m.id FROM message m WHERE ${walkFellShort(limit, budget, bytes.budget)} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
@@ -221,7 +232,7 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
      CROSS JOIN LATERAL (
        SELECT y.*, greatest(1, y.start - ${SNIPPET_MARGIN}) AS win FROM (
          SELECT x.searched, x.at, greatest(1, x.at - ${SNIPPET_LEAD}) AS start
-         FROM (SELECT ${AUDIT_SEARCH_TEXT} AS searched, strpos(lower(${AUDIT_SEARCH_TEXT}), lower(${textAt})) AS at) x
+         FROM (SELECT ${AUDIT_SEARCH_TEXT} AS searched, ${textAt} AS at) x
        ) y
      ) s
      ORDER BY m.id DESC LIMIT ${limit}`,

@@ -100,6 +100,25 @@ describe(`searchAudits (${backendName})`, () => {
     expect((await search(who.owner, { text: 'the%' })).items).toEqual([]);
   });
 
+  it('finds text as the payload holds it: quotes, backslashes, line breaks and tabs, with a snippet as read', async () => {
+    const threadId = await createThread(t, who.owner, 'escaped characters');
+    const worker = await claim(t, who.worker, await createRun(t, who.owner, threadId));
+    must(await worker.modelStarted('quoting', { model: 'quoter', input: { prompt: 'He said "stop now"' } }));
+    // Arguments a model wrote as a JSON string, as OpenAI's API gives them.
+    must(await worker.modelFinished('quoting', [{ id: 'path', name: 'read_file', args: '{"path":"C:\\Users\\bob\\report.txt"}' }]));
+    const read = must(await worker.toolStarted('path', 'read_file', { effectiveInput: { path: 'C:\\Users\\bob\\report.txt' } }));
+    must(await worker.toolFinished('path', { content: 'first line\r\nsecond line\tcolumn', status: 'success' }));
+    const found = async (text: string) => (await search(who.owner, { text, threadId })).items.map((hit) => hit.audit.id);
+    expect(await found('said "stop now"')).toHaveLength(1);
+    expect(await found('C:\\Users\\bob')).toEqual([read.id]);
+    expect(await found('first line\r\nsecond line\tcolumn')).toEqual([read.id]);
+    // Typed as the stored text shows it, too: the key's quotes and an escape as written.
+    expect(await found('"path": "C:\\\\Users')).toEqual([read.id]);
+    const SNIPPET = `query($text: String, $threadId: ID) { searchAudits(text: $text, threadId: $threadId) { items { snippet } } }`;
+    const snippet = await t.gql(SNIPPET, { text: 'second line', threadId }, who.owner);
+    expect(snippet.data.searchAudits.items[0].snippet).toContain('first line\\r\\nsecond line');
+  });
+
   it('filters by exact name and by status, within one thread', async () => {
     const byName = await search(who.owner, { name: 'pay_invoice', threadId: first.threadId });
     expect(byName.items.map((hit) => hit.audit.id)).toEqual([first.running, first.paid]);
