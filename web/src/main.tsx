@@ -420,9 +420,32 @@ function selectRow(key: string) {
 
 const PREVIEW_CHARS = 2000;
 
+/**
+ * Copying to the clipboard from a button: `copied` for a moment after, or `refused` saying why
+ * (the clipboard is there on https and localhost only, and a browser may still refuse it).
+ */
+function useCopy() {
+  const copied = useSignal(false);
+  const refused = useSignal<string | null>(null);
+  const copy = (text: string) => {
+    const refuse = () => (refused.value = 'Copy needs https or localhost; select the text instead.');
+    if (!navigator.clipboard) return refuse();
+    navigator.clipboard.writeText(text).then(() => {
+      refused.value = null;
+      copied.value = true;
+      setTimeout(() => (copied.value = false), 1500);
+    }, refuse);
+  };
+  return { copied, refused, copy };
+}
+
+/** A payload as the API gave it, to paste elsewhere: a string as its text, any other value as its JSON. */
+const copiedPayload = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+
 /** A payload (payloadText), collapsed above a size: a 1 MiB output costs nothing until it is opened. */
 function JsonView({ value, label, bytes }: { value: unknown; label: string; bytes?: number | null }) {
   const open = useSignal(false);
+  const { copied, refused, copy } = useCopy();
   // Read once per payload, not on each tick of the page's clock.
   const text = useMemo(() => (value == null ? '' : payloadText(value)), [value]);
   if (value === undefined || value === null) return <div class="json-view"><h4>{label}</h4><span class="muted">none</span></div>;
@@ -431,7 +454,10 @@ function JsonView({ value, label, bytes }: { value: unknown; label: string; byte
     <div class="json-view" data-label={label}>
       <h4>
         {label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}
-        {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}
+        {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}{' '}
+        {/* The value itself: the box shows line breaks inside strings as lines and invisible characters as marks. */}
+        <button onClick={() => copy(copiedPayload(value))} aria-label={`Copy ${label}`} data-testid="copy-payload">{copied.value ? 'Copied' : 'Copy'}</button>
+        <span role="status" class="muted">{refused.value && ` ${refused.value}`}</span>
       </h4>
       {/* Focusable: a line wider than its box scrolls sideways in it, by the keyboard too. */}
       <pre tabIndex={0}>{marked(large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text, searchedText.value)}</pre>
@@ -551,18 +577,8 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
         ['failures', row.failures],
         ['tokens', row.tokens && formatTokens(row.tokens)],
       ];
-  const copied = useSignal(false);
-  const copyRefused = useSignal<string | null>(null);
-  const copy = () => {
-    // The clipboard is there on https and localhost only, and a browser may still refuse it.
-    const refused = () => (copyRefused.value = 'Copy needs https or localhost; select the text instead.');
-    if (!navigator.clipboard) return refused();
-    navigator.clipboard.writeText(JSON.stringify(audit ?? row.audit ?? row.run ?? row.declared, null, 2)).then(() => {
-      copyRefused.value = null;
-      copied.value = true;
-      setTimeout(() => (copied.value = false), 1500);
-    }, refused);
-  };
+  const { copied, refused: copyRefused, copy: copyText } = useCopy();
+  const copy = () => copyText(JSON.stringify(audit ?? row.audit ?? row.run ?? row.declared, null, 2));
   return (
     <>
       <dl class="facts" data-testid="facts">

@@ -1,0 +1,68 @@
+// Chromium against the server process (PGlite, or PostgreSQL in the services pass): a tool's
+// awkward payloads (a screenshot as base64, line breaks, invisible characters, odd keys, an
+// object 200 levels deep) open in a row's details, and each payload can be copied on its own,
+// exactly as the API gives it.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { backendName } from '../support/database.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+
+let origin: string;
+let context: BrowserContext;
+
+const deep = (levels: number): unknown => {
+  let value: unknown = { leaf: 'bottom' };
+  for (let i = 0; i < levels; i++) value = { d: value };
+  return value;
+};
+
+/** The clipboard's text after clicking the copy button of the details' payload labelled `label` (the first such). */
+async function copyPayload(page: Page, label: string): Promise<string> {
+  const button = page.locator(`.details .json-view[data-label="${label}"] [data-testid=copy-payload]`).first();
+  await button.click();
+  await expect.poll(() => button.textContent()).toBe('Copied');
+  return page.evaluate(() => navigator.clipboard.readText());
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`a payload's own copy button (${backendName})`, () => {
+  let browser: Browser;
+  const server = pageSuite((suite) => ({ origin, browser } = suite));
+  beforeAll(async () => {
+    context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
+  });
+
+  it('copies one payload exactly as read: a 1 MB screenshot, CRLF and invisible characters, a __proto__ key, a string payload as its text', { timeout: 120_000 }, async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'awkward payloads');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const screenshot = `data:image/png;base64,${Buffer.alloc(750_000, 7).toString('base64')}`;
+    const effectiveInput = { ...JSON.parse('{"__proto__": {"polluted": true}, "a.b": 1, "$set": null, "empty": {}}'), nested: deep(200) };
+    const output = { type: 'tool', tool_call_id: 'shot', name: 'screenshot', status: 'success', content: { image: screenshot, note: 'line1\r\nline2\t"quoted" \u202Eevil\u200D ok' } };
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    // The model's arguments as a JSON string, as OpenAI's API writes them.
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'shot', name: 'screenshot', args: '{"url":"https://example.test"}' }] });
+    const { id: auditId } = await worker.recordToolStarted({ lease, toolCallId: 'shot', name: 'screenshot', effectiveInput, sequence: 3 });
+    await worker.recordToolFinished({ lease, toolCallId: 'shot', output, sequence: 4 });
+    await worker.finishRun({ lease, status: 'FAILED', error: 'the page would not load' });
+
+    const page = await context.newPage();
+    await page.setViewportSize({ width: 1600, height: 1000 });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${auditId}`);
+    await page.waitForSelector('.details .json-view[data-label="output"]');
+
+    // The output as the API reads it: same value, keys in jsonb's order.
+    expect(JSON.parse(await copyPayload(page, 'output'))).toEqual(output);
+    // The model's arguments as it wrote them (a JSON string), beside the effective input 200 levels deep.
+    expect(await copyPayload(page, 'declared')).toBe('{"url":"https://example.test"}');
+    const input = JSON.parse(await copyPayload(page, 'effective'));
+    expect(Object.getOwnPropertyNames(input)).toContain('__proto__');
+    expect(input).toEqual(JSON.parse(JSON.stringify(effectiveInput)));
+    // A string payload is copied as its text, not as a JSON string literal.
+    await page.click(`.row[data-key="${run.id}"]`);
+    await page.waitForSelector('.details .json-view[data-label="error"]');
+    expect(await copyPayload(page, 'error')).toBe('the page would not load');
+    await page.close();
+  });
+});
