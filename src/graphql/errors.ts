@@ -24,6 +24,21 @@ export function echoed(value: string, max = 100): string {
   return characters.length <= max ? value : `${characters.slice(0, max).join('')}…`;
 }
 
+/**
+ * graphql-js's refusal of a variable, `Variable "$input" got invalid value <value>[ at "<path>"]; <reason>`,
+ * with the value quoted as echoed() quotes it: graphql-js writes it whole, every key of an object
+ * and every character of a string, so a tool input holding a megabyte screenshot came back in the
+ * message of its refusal.
+ */
+export function withInvalidValueCut(error: GraphQLError): string {
+  const reason = error.originalError instanceof GraphQLError ? error.originalError.message : undefined;
+  const quoted = /^(Variable "\$[^"]+" got invalid value )/.exec(error.message);
+  if (!quoted || reason === undefined || !error.message.endsWith(`; ${reason}`)) return error.message;
+  const value = error.message.slice(quoted[1]!.length, error.message.length - reason.length - 2);
+  const at = / at "[^"]*"$/.exec(value)?.[0] ?? '';
+  return `${quoted[1]}${echoed(value.slice(0, value.length - at.length))}${at}; ${reason}`;
+}
+
 /** What an UNAVAILABLE answer's Retry-After says: a short outage (a restart, a failover) is over in seconds. */
 export const RETRY_AFTER_SECONDS = 1;
 

@@ -12,7 +12,7 @@ import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
 import { useAnswerPayloadLimit } from '../graphql/answer-payloads.js';
 import type { GraphQLContext } from '../graphql/context.js';
-import { echoed, maskError } from '../graphql/errors.js';
+import { echoed, maskError, withInvalidValueCut } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
@@ -217,7 +217,7 @@ function useVariableErrorsOfGraphqlJs(): Plugin {
           // 400 for application/graphql-response+json, 200 for application/json (GraphQL over HTTP).
           const http = { status: 400, spec: true };
           setResult({
-            errors: coerced.errors.map((error) => new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'BAD_USER_INPUT', http } })),
+            errors: coerced.errors.map((error) => new GraphQLError(withInvalidValueCut(error), { nodes: error.nodes, extensions: { code: 'BAD_USER_INPUT', http } })),
           });
         },
       };

@@ -174,6 +174,26 @@ describe('non-finite numbers in JSON input', () => {
     await expectRejected(scene, 'BAD_USER_INPUT', () => postRaw(finish, session.token));
   });
 
+  it("quotes at most 100 characters of the refused value, not a payload's megabyte or its every key", async () => {
+    const { session, scene } = await busyRun();
+    const input = { lease: session.lease, toolCallId: 'call-1', name: 'search', sequence: '50', observedAt: new Date().toISOString() };
+    const screenshot = 'iVBORw0KGgo'.repeat(100_000);
+    const keys = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i]));
+    for (const effectiveInput of [{ screenshot, limit: 0 }, { ...keys, limit: 0 }]) {
+      const body = JSON.stringify({ query: START, variables: { input: { ...input, effectiveInput } } }).replace('"limit":0', '"limit":1e400');
+      const answer = await postRaw(body, session.token);
+      const [error] = answer.errors!;
+      expect(error!.extensions?.code).toBe('BAD_USER_INPUT');
+      expect(error!.message).toMatch(/^Variable "\$input" got invalid value \{ .{80,105}… at "input\.effectiveInput"; JSON numbers must be finite \(1e400 and the like are out of range\)$/s);
+      // A required field left out echoes the whole input, payload and all.
+      const { observedAt: _, ...withoutTime } = input;
+      const missing = (await postRaw(JSON.stringify({ query: START, variables: { input: { ...withoutTime, effectiveInput } } }), session.token)).errors![0]!;
+      expect(missing.extensions?.code).toBe('BAD_USER_INPUT');
+      expect(missing.message).toMatch(/^Variable "\$input" got invalid value \{ .{80,105}…; Field "observedAt" of required type "DateTime!" was not provided\.$/s);
+    }
+    await expectRejected(scene, 'BAD_USER_INPUT', () => postRaw(JSON.stringify({ query: START, variables: { input: { ...input, effectiveInput: { screenshot, limit: 0 } } } }).replace('"limit":0', '"limit":1e400'), session.token));
+  });
+
   it('1e400 written inline in the document is BAD_USER_INPUT and changes nothing', async () => {
     const { session, scene } = await busyRun();
     const query = `mutation { recordToolStarted(input: { lease: { runId: "${session.lease.runId}", epoch: ${session.lease.epoch} },
