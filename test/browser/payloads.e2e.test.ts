@@ -65,4 +65,36 @@ describe.skipIf(!haveChromium && !browserRequired)(`a payload's own copy button 
     expect(await copyPayload(page, 'error')).toBe('the page would not load');
     await page.close();
   });
+  it('says a 60,000-item input differs without drawing it, and draws a small one 200 levels deep', { timeout: 120_000 }, async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'a large effective input');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const items = Array.from({ length: 60_000 }, (_, i) => ({ i }));
+    await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({
+      lease, operationId: 'm1', status: 'COMPLETED', sequence: 2,
+      toolCalls: [{ id: 'many', name: 'bulk', args: { items: [] } }, { id: 'deep', name: 'nest', args: { nested: deep(199) } }],
+    });
+    const many = await worker.recordToolStarted({ lease, toolCallId: 'many', name: 'bulk', effectiveInput: { items }, sequence: 3 });
+    const nested = await worker.recordToolStarted({ lease, toolCallId: 'deep', name: 'nest', effectiveInput: { nested: deep(200) }, sequence: 4 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+
+    const page = await context.newPage();
+    await page.setViewportSize({ width: 1600, height: 1000 });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${many.id}`);
+    await page.waitForSelector('.details .json-view[data-label="effective"]');
+    // Said, not drawn: 60,000 items drawn kept the page from answering for more than 30 s.
+    expect(await page.locator('.details .declared-vs-effective .differs').count()).toBe(1);
+    expect(await page.locator('.details .diff').count()).toBe(0);
+    expect(await page.locator('[data-testid=diff-not-drawn]').textContent()).toContain('copy both sides');
+    const { items: copied } = JSON.parse(await copyPayload(page, 'effective'));
+    expect(copied).toHaveLength(60_000);
+    // A small input's differences are drawn at once, however deep.
+    await openThread(page, origin, `#thread=${threadId}&audit=${nested.id}`);
+    await page.waitForSelector('.details .diff');
+    expect(await page.locator('[data-testid=diff-not-drawn]').count()).toBe(0);
+    expect(await page.locator('.details .diff').textContent()).toContain('bottom');
+    await page.close();
+  });
 });

@@ -514,13 +514,27 @@ function loadedDiffLibrary() {
   return diffLibrary.value;
 }
 
+/**
+ * Above this many characters of JSON on either side the differences are not drawn: jsondiffpatch
+ * draws every item with nothing collapsed, and a 60,000-item array kept the page from answering
+ * a click for more than 30 s. The Copy buttons take both sides to a diff tool instead.
+ */
+const DIFF_DRAWN_CHARS = 20_000;
+
 /** The model's declared arguments against what the tool really received, differences marked. */
 function DeclaredVsEffective({ declared, effective }: { declared: unknown; effective: unknown }) {
+  const texts = useMemo(() => [JSON.stringify(declared ?? null), JSON.stringify(effective ?? null)], [declared, effective]);
+  const drawn = texts.every((text) => text.length <= DIFF_DRAWN_CHARS);
   // Compared as shown: a difference in invisible characters shows as their marks.
-  const [shownDeclared, shownEffective] = [declared ?? null, effective ?? null].map(withInvisibleMarked);
-  const differs = !sameJson(shownDeclared, shownEffective);
-  const library = differs ? loadedDiffLibrary() : null;
-  const delta = library?.diff(shownDeclared, shownEffective);
+  const shown = useMemo(() => (drawn ? [declared ?? null, effective ?? null].map(withInvisibleMarked) : null), [drawn, declared, effective]);
+  // Both are read from the database's jsonb, whose key order is one: equal values are equal texts.
+  const differs = shown ? !sameJson(shown[0], shown[1]) : texts[0] !== texts[1];
+  const library = shown && differs ? loadedDiffLibrary() : null;
+  const delta = useMemo(() => {
+    if (!library || !shown) return undefined;
+    const found = library.diff(shown[0], shown[1]);
+    return found && (library.formatDiffHtml(found, shown[0]) ?? '');
+  }, [library, shown]);
   return (
     <div class="declared-vs-effective">
       <h4>Declared by the model vs effective input {differs ? <span class="differs">differs</span> : <span class="same">identical</span>}</h4>
@@ -528,7 +542,12 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
         <JsonView label="declared" value={declared} />
         <JsonView label="effective" value={effective} />
       </div>
-      {delta && <div class="diff" dangerouslySetInnerHTML={{ __html: library!.formatDiffHtml(delta, shownDeclared) ?? '' }} />}
+      {delta !== undefined && <div class="diff" dangerouslySetInnerHTML={{ __html: delta }} />}
+      {differs && !drawn && (
+        <p class="muted" data-testid="diff-not-drawn">
+          The differences are not drawn above {DIFF_DRAWN_CHARS.toLocaleString('en')} characters of JSON: copy both sides to compare them in a diff tool.
+        </p>
+      )}
     </div>
   );
 }
