@@ -101,11 +101,11 @@ export function assertStorableJson(value: unknown, maxBytes: number, field: stri
   if (value === undefined || value === null) return;
   const extra = storableTreeExtraBytes(value, field, 1);
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
-  if (bytes > maxBytes) throw badInput(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes}`);
+  if (bytes > maxBytes) throw badInput(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes} (MAX_JSON_BYTES)`);
   const maxStored = maxStoredJsonBytes(maxBytes);
   if (bytes + extra > maxStored) {
     throw badInput(
-      `${field} is ${bytes + extra} bytes as stored, where every number is written out in full (1e308 takes 309 digits); the limit is ${maxStored}: send large or small numbers as strings`,
+      `${field} is ${bytes + extra} bytes as stored, where every number is written out in full (1e308 takes 309 digits); the limit is ${maxStored} (1.5 × MAX_JSON_BYTES): send large or small numbers as strings`,
     );
   }
 }

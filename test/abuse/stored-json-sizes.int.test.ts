@@ -47,7 +47,7 @@ describe(`JSON values as stored (${backendName})`, () => {
       await expectRejected(scene, 'BAD_USER_INPUT', () => session.toolFinished('c-open', { content: value })),
     ];
     expect(refusals.map(({ message }) => message)).toEqual([
-      expect.stringMatching(/^input is 31100 bytes as stored.*number.*in full.*the limit is 1536/),
+      expect.stringMatching(/^input is 31100 bytes as stored.*number.*in full.*the limit is 1536 \(1\.5 × MAX_JSON_BYTES\)/),
       expect.stringMatching(/^usage is 31112 bytes as stored/),
       expect.stringMatching(/^output is 31113 bytes as stored/),
     ]);

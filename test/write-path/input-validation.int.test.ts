@@ -220,6 +220,8 @@ describe('the JSON size limit (MAX_JSON_BYTES)', () => {
     );
     expect(response.message).toMatch(/effectiveInput/);
     expect(response.message).toMatch(String(MAX_JSON_BYTES));
+    // And the setting that sets it, so the reader knows what an operator can raise.
+    expect(response.message).toMatch(new RegExp(`the limit is ${MAX_JSON_BYTES} \\(MAX_JSON_BYTES\\)$`));
   });
 
 });
