@@ -416,7 +416,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     }
     // One size formatter: the panel says of the output what its row says, bytes of the stored value.
     await toolRow.click();
-    const panelSize = page.locator('.details .json-view[data-label=output] h4 .muted');
+    const panelSize = page.locator('.details .json-view[data-label=output] h4 [title="bytes of the stored JSON"]');
     await expect.poll(() => panelSize.textContent()).toMatch(/^\(.+\)$/);
     expect(rowSizes).toContain(`output ${(await panelSize.textContent())!.slice(1, -1)}`);
     expect(await page.locator('[data-testid=facts]').textContent()).toContain(rowSizes);
