@@ -5,14 +5,14 @@
 // Runs on install (postinstall), so `npm start` and `npm ci --omit=dev` both serve a built page.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const web = join(dirname(fileURLToPath(import.meta.url)), '..', 'web');
 const dist = join(web, 'dist');
 mkdirSync(dist, { recursive: true });
 const LAZY = ['chart', 'diff'];
-await build({
+const built = await build({
   entryPoints: { app: join(web, 'src', 'main.tsx'), ...Object.fromEntries(LAZY.map((name) => [name, join(web, 'src', `${name}.ts`)])) },
   outdir: dist,
   entryNames: '[name]',
@@ -25,5 +25,11 @@ await build({
   jsxImportSource: 'preact',
   legalComments: 'none',
   logLevel: 'warning',
+  metafile: true,
 });
+// A module both app.js and a view's library import would land in a chunk of its own, which the
+// server's fixed list does not serve: the page would break only when that view first draws.
+const outputs = Object.keys(built.metafile.outputs).map((path) => basename(path));
+const unserved = outputs.filter((file) => !['app.js', 'app.css', ...LAZY.map((name) => `${name}.js`)].includes(file));
+if (unserved.length) throw new Error(`web/dist holds ${unserved.join(', ')}, which src/server/static-page.ts does not serve: keep the lazy libraries' modules out of app.js, or serve the file`);
 for (const file of ['index.html', 'favicon.svg']) copyFileSync(join(web, 'src', file), join(dist, file));
