@@ -10,6 +10,7 @@ import { backendName } from '../support/database.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
 import { noteOutsideRequests, openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
 import { tcpProxy } from '../subscriptions/support.js';
+import { wsClient } from '../support/streams.js';
 
 let origin: string;
 let browser: Browser;
@@ -102,5 +103,37 @@ describe.skipIf(!haveChromium && !browserRequired)(`what the page downloads, in 
     await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('In this thread: 1 tool failed');
     expect(requests).toEqual([]);
     await page.close();
+  }, 120_000);
+});
+
+describe.skipIf(!haveChromium && !browserRequired)(`a live thread's totals at its principal's subscription cap, in Chromium (${backendName})`, () => {
+  let cappedOrigin: string;
+  let cappedBrowser: Browser;
+  const server = pageSuite((suite) => ({ origin: cappedOrigin, browser: cappedBrowser } = suite), { WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '8' });
+
+  it('are read over HTTP when the connection may not hold one more operation: another dashboard of the principal holds the rest', async () => {
+    const thread = await superadminThread(server.url, 'watched at the cap');
+    const page = await cappedBrowser.newPage();
+    await signIn(page, cappedOrigin, thread.who.owner);
+    await openThread(page, cappedOrigin, `#thread=${thread.threadId}`);
+    await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('Nothing failed in this thread');
+    const other = wsClient(server.url, thread.who.owner);
+    const refused: string[] = [];
+    try {
+      for (let i = 0; i < 8; i++) {
+        other.subscribe(
+          { query: 'subscription($threadId: ID!) { runChanged(threadId: $threadId) { id } }', variables: { threadId: thread.threadId } },
+          { next: (result) => void (result.errors && refused.push(result.errors[0]!.message)), error: (error) => void refused.push(Array.isArray(error) ? error[0].message : String(error)), complete: () => {} },
+        );
+      }
+      await expect.poll(() => refused.length).toBeGreaterThan(0);
+      expect(refused[0]).toMatch(/at most 8 subscriptions/);
+
+      await runWithOneTool(thread, { name: 'fetch', output: { content: 'quota exceeded', status: 'error' } });
+      await expect.poll(() => page.locator('[data-testid=thread-failures]').textContent()).toBe('In this thread: 1 tool failed');
+    } finally {
+      await other.dispose();
+      await page.close();
+    }
   }, 120_000);
 });

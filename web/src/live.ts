@@ -85,13 +85,16 @@ export function followThread(client: Client, token: string, threadId: string, si
     sink.runs(runs);
   };
   // The thread's totals (its failure line) follow its changes: one read per burst of them, over
-  // the connection the changes came by.
+  // the connection the changes came by; over HTTP when that one may not take it (its principal
+  // holds every subscription it may: the read would count as one).
   let threadTimer: ReturnType<typeof setTimeout> | undefined;
   const readThreadSoon = () => {
     if (threadTimer || stopped) return;
     threadTimer = setTimeout(() => {
       threadTimer = undefined;
-      void queryOver(client, THREAD_INFO, { id: threadId }).then(({ thread }) => thread && !stopped && sink.thread(thread), fail);
+      void queryOver(client, THREAD_INFO, { id: threadId })
+        .catch(() => gql(token, THREAD_INFO, { id: threadId }))
+        .then(({ thread }) => thread && !stopped && sink.thread(thread), fail);
     }, THREAD_REREAD_MS);
   };
   const readAudits = async () => {
