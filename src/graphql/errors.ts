@@ -1,5 +1,5 @@
 import { createGraphQLError } from 'graphql-yoga';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, isValueNode, print } from 'graphql';
 import { DomainError, withoutFrames } from '../domain/errors.js';
 import type { RunStatus } from '../generated/prisma/enums.js';
 import { isDiskFull, isProgramLimit, isUnavailable } from '../db/outage.js';
@@ -37,6 +37,23 @@ export function withInvalidValueCut(error: GraphQLError): string {
   const value = error.message.slice(quoted[1]!.length, error.message.length - reason.length - 2);
   const at = / at "[^"]*"$/.exec(value)?.[0] ?? '';
   return `${quoted[1]}${echoed(value.slice(0, value.length - at.length))}${at}; ${reason}`;
+}
+
+/**
+ * graphql-js's refusal of a value written in the document (`Expected value of type "X", found <literal>`,
+ * `Int cannot represent non-integer value: <literal>`, …) with the literal quoted as echoed() quotes it:
+ * graphql-js prints it whole, so a megabyte string written inline came back whole in the refusal.
+ */
+export function withLiteralsCut(error: GraphQLError): GraphQLError {
+  let message = error.message;
+  for (const node of error.nodes ?? []) {
+    if (!isValueNode(node)) continue;
+    const printed = print(node);
+    const cut = echoed(printed);
+    if (cut !== printed) message = message.replace(printed, () => cut);
+  }
+  if (message === error.message) return error;
+  return new GraphQLError(message, { nodes: error.nodes, originalError: error.originalError, extensions: error.extensions });
 }
 
 /** What an UNAVAILABLE answer's Retry-After says: a short outage (a restart, a failover) is over in seconds. */

@@ -12,7 +12,7 @@ import type { DomainDeps } from '../domain/command.js';
 import { DomainError } from '../domain/errors.js';
 import { useAnswerPayloadLimit } from '../graphql/answer-payloads.js';
 import type { GraphQLContext } from '../graphql/context.js';
-import { echoed, maskError, withInvalidValueCut } from '../graphql/errors.js';
+import { echoed, maskError, withInvalidValueCut, withLiteralsCut } from '../graphql/errors.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { schema } from '../graphql/schema/index.js';
 import type { PubSub } from '../realtime/pubsub.js';
@@ -221,6 +221,15 @@ function useVariableErrorsOfGraphqlJs(): Plugin {
           });
         },
       };
+    },
+  };
+}
+
+/** Validation's refusals of values written in the document, their literals cut (withLiteralsCut); over every transport. */
+function useLiteralsCut(): Plugin {
+  return {
+    onValidate: () => ({ result, setResult }) => {
+      if (result.length > 0) setResult(result.map((error) => (error instanceof GraphQLError ? withLiteralsCut(error) : error)));
     },
   };
 }
@@ -507,6 +516,7 @@ export function createGraphQLServer(options: {
       useStreamSessionForSubscriptionsOnly(),
       useOperationResolutionAnswers(),
       useVariableErrorsOfGraphqlJs(),
+      useLiteralsCut(),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),
       useSseEventIds(options.unsentBudget),

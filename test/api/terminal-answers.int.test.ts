@@ -81,3 +81,40 @@ describe(`an operationName the document does not hold (${backendName})`, () => {
     expect(answer.text).toMatch(/no operation named \\"Activity\\" \(it holds an anonymous query\)/);
   });
 });
+
+describe(`a value written in the document that does not coerce (${backendName})`, () => {
+  const screenshot = 'x'.repeat(1024 * 1024);
+
+  it('quotes the literal cut, as a variable value is, and keeps the reason', async () => {
+    for (const query of [
+      `mutation { appendMessage(input: "${screenshot}") { id } }`,
+      `mutation { appendMessage(input: { threadId: "${threadId}", role: "${screenshot}", content: 1 }) { id } }`,
+      `{ threads(first: "${screenshot}") { edges { node { id } } } }`,
+    ]) {
+      const answer = await post({ query });
+      expect(answer.text.length).toBeLessThan(1000);
+      const { errors } = JSON.parse(answer.text);
+      expect(errors).toEqual([
+        { message: expect.stringMatching(/(found|value:) "x{99}…/), locations: [expect.any(Object)], extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } },
+      ]);
+    }
+  });
+
+  it('over graphql-ws too', async () => {
+    const ws = wsClient(await listening(), admin);
+    try {
+      const thrown = await (async () => {
+        for await (const _result of ws.iterate({ query: `subscription { toolStatusChanged(threadId: { id: "${'x'.repeat(300)}" }) { id } }` })) return 'a result';
+        return 'completed';
+      })().catch((error: unknown) => error);
+      expect(thrown).toEqual([expect.objectContaining({ message: expect.stringMatching(/value: \{id: "x{90,99}…$/) })]);
+    } finally {
+      await ws.dispose();
+    }
+  });
+
+  it('a short literal still comes back whole', async () => {
+    const { errors } = JSON.parse((await post({ query: '{ threads(first: "ten") { edges { node { id } } } }' })).text);
+    expect(errors[0].message).toBe('Int cannot represent non-integer value: "ten"');
+  });
+});
