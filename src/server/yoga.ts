@@ -506,7 +506,9 @@ export function createGraphQLServer(options: {
           ],
         },
         costLimit: { enabled: false }, // useQueryCostLimit counts list sizes
-        blockFieldSuggestion: { enabled: true },
+        // Suggestions on ("Did you mean \"items\"?"): the schema is public anyway (introspection answers
+        // without a token, GraphiQL is served, schema.graphql is published), so hiding them protected nothing.
+        blockFieldSuggestion: { enabled: false },
       }),
       useQueryCostLimit(options.maxQueryCost),
       useSearchesPerRequestLimit(),

@@ -118,3 +118,15 @@ describe(`a value written in the document that does not coerce (${backendName})`
     expect(errors[0].message).toBe('Int cannot represent non-integer value: "ten"');
   });
 });
+
+describe(`a field the type does not have (${backendName})`, () => {
+  it('suggests the field meant: the schema is public anyway (introspection, GraphiQL, schema.graphql)', async () => {
+    const { errors } = JSON.parse((await post({ query: `{ threadAudits(threadId: "${threadId}") { item { __typename } } }` })).text);
+    expect(errors).toEqual([expect.objectContaining({ message: 'Cannot query field "item" on type "ThreadAudits". Did you mean "items"?', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } })]);
+  });
+
+  it('introspection answers without a token: hiding suggestions would hide nothing', async () => {
+    const answer = await t.app.yoga.fetch('http://test/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __type(name: "ThreadAudits") { fields { name } } }' }) });
+    expect(JSON.stringify(await answer.json())).toContain('"items"');
+  });
+});
