@@ -446,6 +446,10 @@ export function createGraphQLServer(options: {
   return createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
+    // yoga's own health check off: it answered any URL ending in its endpoint (`/health`, `/x/health`,
+    // `/graphql?query=…&from=/health`) with an empty 200, so a probe typed for /healthz looked healthy
+    // (docs/operations.md documents only /healthz and /readyz). No URL ends in a space: every URL encodes it.
+    healthCheckEndpoint: ' ',
     landingPage: false,
     // Cross-origin access is an allow-list: another origin gets CORS headers only when listed,
     // and never credentials (a bearer header needs none; the stream cookie is SameSite=Strict).

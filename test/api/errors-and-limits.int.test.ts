@@ -80,6 +80,21 @@ describe(`health probes (${backendName})`, () => {
     expect(await page.text()).toMatch(/graphiql/i);
   });
 
+  it('/health (a typo of /healthz) is 404 as any unknown path, not an empty 200 that looks healthy', async () => {
+    const base = (await listen()).replace(/\/graphql$/, '');
+    for (const path of ['/health', '/status/health']) {
+      const answer = await fetch(`${base}${path}`);
+      expect(answer.status).toBe(404);
+      await answer.arrayBuffer();
+    }
+  });
+
+  it('a GraphQL GET whose URL ends in /health runs as any other (yoga answered any URL ending so with an empty 200)', async () => {
+    const answer = await t.app.yoga.fetch(`http://test/graphql?query=${encodeURIComponent('{ __typename }')}&from=/health`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ data: { __typename: 'Query' } });
+  });
+
   it("GraphiQL's page (9 MB) is sent compressed when the browser accepts gzip, and a browser that has it gets 304", async () => {
     const url = await listen();
     const raw = (await import('node:http')).get;
