@@ -42,6 +42,19 @@ describe(`an Accept header the answer cannot meet (${backendName})`, () => {
     }
   });
 
+  it('a subscription POSTed with */* or no Accept (plain curl -d) is the SSE stream, as docs/subscriptions.md says', async () => {
+    for (const accept of ['*/*', undefined]) {
+      const response = await t.app.yoga.fetch('http://test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}`, ...(accept && { accept }) },
+        body: JSON.stringify({ query: `subscription { toolStatusChanged(threadId: "${threadId}") { id } }` }),
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      await response.body?.cancel();
+    }
+  });
+
   it('a query asked for as HTML is 406 naming the media types it answers in', async () => {
     const answer = await post({ query: '{ threads(first: 1) { edges { node { id } } } }' }, { accept: 'text/html' });
     expect(answer.status).toBe(406);
