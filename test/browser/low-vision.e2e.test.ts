@@ -70,6 +70,24 @@ const barLook = (page: Page, auditId: string) =>
     return { fill: style.backgroundColor, stripes: /rgba?\([^)]*\)/.exec(style.backgroundImage)?.[0] ?? null, canvasText, canvas };
   });
 
+/** WCAG 1.4.12's text spacing (line height 1.5, paragraphs 2 em apart, letters 0.12 em, words 0.16 em), as the reader's own sheet. */
+const spaceText = (page: Page) =>
+  page.evaluate(() => {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync('* { line-height: 1.5 !important; letter-spacing: 0.12em !important; word-spacing: 0.16em !important; } p { margin-bottom: 2em !important; }');
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  });
+
+/** Each timeline row's status, failures, duration and error that are cut (past their cell's right edge, or ellipsed), by the row's status (the payload sizes and tokens after them may be cut: the details pane has them). */
+const cutInfo = (page: Page) =>
+  page.locator('.row .info').evaluateAll((cells) =>
+    cells.flatMap((cell) => {
+      const edge = cell.getBoundingClientRect().right + 0.5;
+      const cut = [...cell.querySelectorAll('.status, .failures, .duration, .reason, .awaiting')].filter((part) => part.getBoundingClientRect().right > edge || part.scrollWidth > part.clientWidth + 1);
+      return cut.map((part) => `${cell.parentElement!.dataset.status}: ${part.className} "${part.textContent}"`);
+    }),
+  );
+
 describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision reader (${backendName})`, () => {
   server = pageSuite((suite) => ({ origin, browser } = suite));
 
@@ -160,6 +178,18 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
     expect(frame.style).toBe('solid');
     expect(frame.width).not.toBe('0px');
     expect(frame.colour).toBe(frame.text);
+    await page.close();
+  }, 120_000);
+  it("keeps each row's status, duration and error whole at 400 % zoom (320 CSS px) with WCAG 1.4.12's text spacing, the page not scrolling sideways", async () => {
+    const { who, threadId, ids } = await threadWithEachStatus();
+    const page = await browser.newPage({ viewport: { width: 320, height: 800 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.locator(`#row-${ids.running}`).waitFor();
+    await spaceText(page);
+    expect(await page.locator(`#row-${ids.failed} .reason`).textContent()).toBe('permission denied');
+    expect(await cutInfo(page)).toEqual([]);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(320);
     await page.close();
   }, 120_000);
 });

@@ -329,6 +329,11 @@ function RunMeta({ row }: { row: Row }) {
 
 /** Every row is this tall, so only the rows in sight are drawn (a thread of thousands scrolls as one of ten). */
 const ROW_HEIGHT = 28;
+/** A narrow window (a phone, or 400 % zoom): a row takes two lines, its status and duration below its name and bar, so they are read whole. */
+const narrowQuery = matchMedia('(max-width: 760px)');
+const narrow = signal(narrowQuery.matches);
+narrowQuery.addEventListener('change', (event) => (narrow.value = event.matches));
+const rowHeight = () => (narrow.value ? 2 * ROW_HEIGHT : ROW_HEIGHT);
 
 /** The page is being printed (or saved as PDF): every row is drawn then, not only those in sight. */
 const printing = signal(matchMedia('print').matches);
@@ -366,7 +371,7 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
       data-key={row.key}
       data-kind={row.kind}
       data-status={row.status}
-      style={{ top: `${top}px`, height: `${ROW_HEIGHT}px` }}
+      style={{ top: `${top}px`, height: `${rowHeight()}px` }}
       onClick={() => selectRow(row.key)}
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
@@ -400,10 +405,10 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
         <span class={`status ${row.status}`}>{row.status}</span>
         {row.failures && <span class="failures" data-testid="run-failures">{row.failures}</span>}
         <span class="duration">{formatDuration(row.durationMs)}</span>
-        {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
-        {row.sizes && <span class="sizes" title="Payload sizes as JSON text: open the row to load them">{row.sizes}</span>}
         {row.awaitingVerdict && <span class="awaiting" title="A bare tool error: the run's verdict decides its status">error · awaiting run verdict</span>}
         {row.reason && !row.awaitingVerdict && <span class="reason">{row.reason}</span>}
+        {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
+        {row.sizes && <span class="sizes" title="Payload sizes as JSON text: open the row to load them">{row.sizes}</span>}
       </div>
     </div>
   );
@@ -799,12 +804,12 @@ function Rows() {
     seen.current = all;
     const added = all.length - before.length;
     if (!element || added <= 0) return;
-    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * ROW_HEIGHT;
+    const wasAtBottom = element.scrollTop + element.clientHeight >= element.scrollHeight - (added + 2) * rowHeight();
     if (wasAtBottom && selectedIndex < 0) return void (element.scrollTop = element.scrollHeight);
-    const topIndex = Math.floor(element.scrollTop / ROW_HEIGHT);
+    const topIndex = Math.floor(element.scrollTop / rowHeight());
     const topKey = before[topIndex]?.key;
     const topNow = all.findIndex((row) => row.key === topKey);
-    if (topNow > topIndex) element.scrollTop += (topNow - topIndex) * ROW_HEIGHT;
+    if (topNow > topIndex) element.scrollTop += (topNow - topIndex) * rowHeight();
     // Only rows after the previous last one are new below.
     const previousLast = before[before.length - 1]?.key;
     const previousAt = previousLast === undefined ? -1 : all.findIndex((row) => row.key === previousLast);
@@ -816,17 +821,17 @@ function Rows() {
   useEffect(() => {
     const element = scroller.current;
     if (!element || selectedIndex < 0) return;
-    const top = selectedIndex * ROW_HEIGHT;
+    const top = selectedIndex * rowHeight();
     const rulerHeight = ROW_HEIGHT;
     if (top < element.scrollTop) element.scrollTop = top;
-    else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + 2 * ROW_HEIGHT - element.clientHeight;
+    else if (top + rowHeight() > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + rowHeight() + rulerHeight - element.clientHeight;
   }, [selectedKey.value, errorsOnly.value]);
   const toBottom = () => {
     newBelow.value = 0;
     if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
   };
-  const first = printing.value ? 0 : Math.max(0, Math.floor(scrollTop.value / ROW_HEIGHT) - OVERSCAN);
-  const last = printing.value ? all.length : Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / ROW_HEIGHT) + OVERSCAN);
+  const first = printing.value ? 0 : Math.max(0, Math.floor(scrollTop.value / rowHeight()) - OVERSCAN);
+  const last = printing.value ? all.length : Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / rowHeight()) + OVERSCAN);
   // Focus stays on the grid; it points at the selected row while that row is drawn.
   const active = selectedIndex >= first && selectedIndex < last ? `row-${all[selectedIndex]!.key}` : undefined;
   return (
@@ -837,7 +842,7 @@ function Rows() {
       onScroll={(e) => {
         const element = e.currentTarget;
         scrollTop.value = element.scrollTop;
-        if (element.scrollTop + element.clientHeight >= element.scrollHeight - ROW_HEIGHT) newBelow.value = 0;
+        if (element.scrollTop + element.clientHeight >= element.scrollHeight - rowHeight()) newBelow.value = 0;
       }}
     >
       <Ruler axis={timeline.value.axis} />
@@ -848,10 +853,10 @@ function Rows() {
         aria-label={`Timeline rows: arrow keys move the selection${auditsHidden.value ? '' : ', n and p go to the next and previous failure'}`}
         aria-rowcount={all.length}
         aria-activedescendant={active}
-        style={{ height: `${all.length * ROW_HEIGHT}px` }}
+        style={{ height: `${all.length * rowHeight()}px` }}
       >
         {all.slice(first, last).map((row, offset) => (
-          <TimelineRow key={row.key} row={row} index={first + offset} top={(first + offset) * ROW_HEIGHT} />
+          <TimelineRow key={row.key} row={row} index={first + offset} top={(first + offset) * rowHeight()} />
         ))}
       </div>
       <span class="visually-hidden" role="status" data-testid="selection-announcement">{selectionAnnouncement()}</span>
@@ -903,7 +908,7 @@ function FailureBar() {
 
 /** How far a key moves the selection (Page Up/Down: a pane's height of rows). */
 function rowKeyDelta(key: string): number | 'first' | 'last' | undefined {
-  const page = Math.max(1, Math.floor(rowsHeight.value / ROW_HEIGHT) - 1);
+  const page = Math.max(1, Math.floor(rowsHeight.value / rowHeight()) - 1);
   return ({ ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 } as const)[key];
 }
 
