@@ -192,4 +192,25 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(320);
     await page.close();
   }, 120_000);
+  it("tells the selected row from the keyboard's focus ring by the line's style, not its colour alone, in the default colours and forced ones", async () => {
+    const { who, threadId, ids } = await threadWithEachStatus();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.locator(`#row-${ids.failed} .name`).click();
+    for (const forcedColors of ['none', 'active'] as const) {
+      await page.emulateMedia({ forcedColors });
+      await page.getByRole('button', { name: 'Errors only' }).focus();
+      await page.keyboard.press('Tab');
+      expect(await page.locator('[role=grid]').getAttribute('aria-activedescendant')).toBe(`row-${ids.failed}`);
+      const line = (element: Element) => {
+        const style = getComputedStyle(element);
+        return { style: style.outlineStyle, width: style.outlineWidth, colour: style.outlineColor };
+      };
+      const [ring, selected] = [await page.locator('[data-testid=rows]').evaluate(line), await page.locator(`#row-${ids.failed}`).evaluate(line)];
+      expect(ring.style, forcedColors).toBe('solid');
+      expect(selected.style, forcedColors).not.toBe(ring.style);
+    }
+    await page.close();
+  }, 120_000);
 });
