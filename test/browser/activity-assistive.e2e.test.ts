@@ -141,10 +141,12 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view with assis
     expect(light.map(({ label, style }) => `${label} ${style}`)).toEqual(['started solid', 'completed solid', 'failed dashed', 'other ends dotted']);
     expect(await seriousViolations(page)).toEqual([]);
     // Forced colours leave the canvas's lines as drawn: the legend keeps the colours that match them.
-    // (axe-core is not asked here: it reads the header's authored link colour on the forced white,
-    // where Chromium draws the links in LinkText.)
-    await page.emulateMedia({ forcedColors: 'active' });
-    expect(await markers()).toEqual(light);
+    // axe-core is clean there too, in both palettes (it read the header links' authored #9cc3ff on the forced white).
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ forcedColors: 'active', colorScheme });
+      expect(await markers()).toEqual(light);
+      expect(await seriousViolations(page, `forced colours, ${colorScheme}`)).toEqual([]);
+    }
     await page.close();
   }, 120_000);
 });
