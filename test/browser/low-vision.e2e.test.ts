@@ -213,4 +213,23 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
     }
     await page.close();
   }, 120_000);
+  it("draws a call of a few ms as a bar 2 px wide or more, starting where the call started", async () => {
+    const { who, threadId, ids } = await threadWithEachStatus();
+    const page = await browser.newPage({ viewport: { width: 320, height: 800 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const bar = page.locator(`#row-${ids.completed} .bar`);
+    await bar.waitFor();
+    const drawn = () =>
+      bar.evaluate((element) => {
+        const [box, track] = [element.getBoundingClientRect(), element.parentElement!.getBoundingClientRect()];
+        return { width: box.width, share: (parseFloat(element.style.width) / 100) * track.width, start: box.left - track.left, at: (parseFloat(element.style.left) / 100) * track.width };
+      });
+    // The running call stretches the axis until the finished one's share of the track is under 2 px.
+    await expect.poll(async () => (await drawn()).share, { timeout: 90_000, interval: 500 }).toBeLessThan(2);
+    const { width, start, at } = await drawn();
+    expect(width).toBeGreaterThanOrEqual(2);
+    expect(Math.abs(start - at)).toBeLessThan(0.5);
+    await page.close();
+  }, 150_000);
 });
