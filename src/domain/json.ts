@@ -8,29 +8,59 @@ export const isJsonObject = (value: unknown): value is JsonObject =>
 
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/**
- * Text is stored exactly as given or refused: PostgreSQL text and jsonb cannot hold NUL
- * characters or unpaired UTF-16 surrogates.
- */
-export function assertStorableText(value: string, field: string): void {
-  if (value.includes('\0') || UNPAIRED_SURROGATE.test(value)) {
-    throw badInput(`${field} contains a NUL character or an unpaired surrogate, which cannot be stored`);
+/** Why PostgreSQL text and jsonb cannot hold `value` (a NUL character, an unpaired UTF-16 surrogate), or null. */
+function unstorableCharacter(value: string): string | null {
+  const nul = value.indexOf('\0');
+  const surrogate = UNPAIRED_SURROGATE.exec(value);
+  if (surrogate && (nul < 0 || surrogate.index < nul)) {
+    return `an unpaired surrogate (U+${surrogate[0].charCodeAt(0).toString(16).toUpperCase()})`;
   }
+  return nul < 0 ? null : 'a NUL character (U+0000)';
 }
+
+/** Text is stored exactly as given or refused. */
+export function assertStorableText(value: string, field: string): void {
+  const character = unstorableCharacter(value);
+  if (character) throw badInput(`${field} contains ${character}, which cannot be stored`);
+}
+
+type JsonPath = (string | number)[];
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** `effectiveInput.messages[41].content`, `$["my key"][0]`: where in a value a refused part is, so a large one need not be searched by hand. */
+function formatPath(root: string, path: JsonPath): string {
+  return path
+    .map((step) => (typeof step === 'number' ? `[${step}]` : IDENTIFIER.test(step) ? `.${step}` : `[${quoted(step)}]`))
+    .reduce((text, step) => text + step, root);
+}
+
+const quoted = (key: string) => (key.length > 100 ? `${JSON.stringify(key.slice(0, 100)).slice(0, -1)}…"` : JSON.stringify(key));
 
 /**
  * JSON has no Infinity or NaN, but a parser reads `1e400` as Infinity, which PostgreSQL would
- * store as null (and an identical replay would then differ). Walked without recursion, so a
- * deep value cannot exhaust the stack before the depth limit refuses it.
+ * store as null (and an identical replay would then differ). Where the first such number is
+ * (`$.pages[1].n`), or null. Walked without recursion, so a deep value cannot exhaust the stack
+ * before the depth limit refuses it.
  */
-export function hasNonFiniteNumber(value: unknown): boolean {
-  const pending: unknown[] = [value];
+export function nonFiniteNumberPath(value: unknown): string | null {
+  type Step = { item: unknown; key?: string | number; parent?: Step };
+  const pending: Step[] = [{ item: value }];
   while (pending.length > 0) {
-    const item = pending.pop();
-    if (typeof item === 'number' && !Number.isFinite(item)) return true;
-    if (typeof item === 'object' && item !== null) for (const child of Object.values(item)) pending.push(child);
+    const step = pending.pop()!;
+    const { item } = step;
+    if (typeof item === 'number' && !Number.isFinite(item)) {
+      const path: JsonPath = [];
+      for (let at: Step | undefined = step; at?.parent; at = at.parent) path.unshift(at.key!);
+      return formatPath('$', path);
+    }
+    if (typeof item === 'object' && item !== null) {
+      for (const [key, child] of Object.entries(item)) {
+        pending.push({ item: child, key: Array.isArray(item) ? Number(key) : key, parent: step });
+      }
+    }
   }
-  return false;
+  return null;
 }
 
 /** Deeper values are refused: serialising them recursively could exhaust the stack. */
@@ -42,9 +72,10 @@ export const MAX_JSON_DEPTH = 1000;
  * `,` and `:`, and every number written out in full (JSON.stringify writes 1e21 and up, and below
  * 1e-6, with an exponent). Checks that the value can be stored as it walks it.
  */
-function storableTreeExtraBytes(value: unknown, field: string, depth: number): number {
+function storableTreeExtraBytes(value: unknown, field: string, depth: number, path: JsonPath = []): number {
   if (typeof value === 'string') {
-    assertStorableText(value, field);
+    const character = unstorableCharacter(value);
+    if (character) throw badInput(`${formatPath(field, path)} contains ${character}, which cannot be stored`);
     return 0;
   }
   if (typeof value === 'number') return fullNumberExtraBytes(value);
@@ -52,14 +83,21 @@ function storableTreeExtraBytes(value: unknown, field: string, depth: number): n
   if (depth > MAX_JSON_DEPTH) throw badInput(`${field} is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (Array.isArray(value)) {
     let extra = Math.max(0, value.length - 1);
-    for (const item of value) extra += storableTreeExtraBytes(item, field, depth + 1);
+    value.forEach((item, index) => {
+      path.push(index);
+      extra += storableTreeExtraBytes(item, field, depth + 1, path);
+      path.pop();
+    });
     return extra;
   }
   const members = Object.entries(value).filter(([, item]) => item !== undefined);
   let extra = Math.max(0, 2 * members.length - 1);
   for (const [key, item] of members) {
-    assertStorableText(key, field);
-    extra += storableTreeExtraBytes(item, field, depth + 1);
+    const character = unstorableCharacter(key);
+    if (character) throw badInput(`${formatPath(field, path)} has a key ${quoted(key)} that contains ${character}, which cannot be stored`);
+    path.push(key);
+    extra += storableTreeExtraBytes(item, field, depth + 1, path);
+    path.pop();
   }
   return extra;
 }

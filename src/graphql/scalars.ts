@@ -1,7 +1,7 @@
 import { GraphQLError, Kind, type ValueNode } from 'graphql';
 import { countedPayload } from './answer-payloads.js';
 import { parseInstant } from '../domain/instants.js';
-import { hasNonFiniteNumber } from '../domain/json.js';
+import { nonFiniteNumberPath } from '../domain/json.js';
 import { builder } from './builder.js';
 
 const badInput = (message: string) => new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
@@ -61,7 +61,8 @@ function jsonLiteral(ast: ValueNode, variables?: Record<string, unknown> | null)
 }
 
 function finiteJson(value: unknown): unknown {
-  if (hasNonFiniteNumber(value)) throw badInput('JSON numbers must be finite (1e400 and the like are out of range)');
+  const path = nonFiniteNumberPath(value);
+  if (path) throw badInput(`JSON numbers must be finite (1e400 and the like are out of range): ${path}`);
   return value;
 }
 

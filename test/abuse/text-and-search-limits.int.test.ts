@@ -45,7 +45,7 @@ describe(`text inputs (${backendName})`, () => {
   it("a NUL or an unpaired surrogate in a title, a search text or name, a ledger name or an activity view's tool name is BAD_USER_INPUT", async () => {
     const before = await threadCount();
     for (const bad of ['a\u0000b', 'lone \ud800 high', 'lone \udc00 low']) {
-      refused(await t.gql(CREATE, { title: bad }, admin), /title contains a NUL character or an unpaired surrogate/);
+      refused(await t.gql(CREATE, { title: bad }, admin), /title contains (a NUL character|an unpaired surrogate)/);
       refused(await t.gql(SEARCH, { text: `invoice ${bad}` }, admin), /text contains/);
       refused(await t.gql(SEARCH, { name: bad }, admin), /name contains/);
       refused(await t.gql(LEDGER, { name: bad }, admin), /name contains/);

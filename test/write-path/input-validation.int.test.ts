@@ -117,6 +117,31 @@ describe('malformed lifecycle input', () => {
   });
 });
 
+describe('where inside a JSON value the refused part is', () => {
+  it('names the path to a NUL, an unpaired surrogate or a bad key, so a large payload need not be searched by hand', async () => {
+    const { session, scene } = await busyRun();
+    const messages = Array.from({ length: 42 }, (_, i) => ({ role: 'user', content: `turn ${i}` }));
+    messages[41]!.content = 'a\u0000b';
+    const nul = await expectRejected(scene, 'BAD_USER_INPUT', () => session.toolStarted('call-1', 'search', { effectiveInput: { messages } }));
+    expect(nul.message).toBe('effectiveInput.messages[41].content contains a NUL character (U+0000), which cannot be stored');
+    const surrogate = await expectRejected(scene, 'BAD_USER_INPUT', () => session.toolError('call-open', { message: ['ok', 'bad \ud800'] }));
+    expect(surrogate.message).toBe('error.message[1] contains an unpaired surrogate (U+D800), which cannot be stored');
+    const key = await expectRejected(scene, 'BAD_USER_INPUT', () => session.toolFinished('call-open', { content: 'x', 'my key': { ['k\u0000']: 1 } }));
+    expect(key.message).toBe('output["my key"] has a key "k\\u0000" that contains a NUL character (U+0000), which cannot be stored');
+  });
+
+  it('names the path to a number out of range (1e400)', async () => {
+    const { session, scene } = await busyRun();
+    const input = { lease: session.lease, toolCallId: 'call-1', name: 'search', sequence: '50', observedAt: new Date().toISOString() };
+    const body = JSON.stringify({
+      query: `mutation($input: ToolStartedInput!) { recordToolStarted(input: $input) { id } }`,
+      variables: { input: { ...input, effectiveInput: { pages: [{ n: 1 }, { n: 0 }] } } },
+    }).replace('"n":0', '"n":1e400');
+    const refused = await expectRejected(scene, 'BAD_USER_INPUT', () => postRaw(body, session.token));
+    expect(refused.message).toMatch(/ at "input\.effectiveInput"; JSON numbers must be finite \(1e400 and the like are out of range\): \$\.pages\[1\]\.n$/);
+  });
+});
+
 describe('the bounds of ids, names and declarations', () => {
   it('accepts ids and names of exactly 256 characters', async () => {
     const { session } = await busyRun();
@@ -184,7 +209,7 @@ describe('non-finite numbers in JSON input', () => {
       const answer = await postRaw(body, session.token);
       const [error] = answer.errors!;
       expect(error!.extensions?.code).toBe('BAD_USER_INPUT');
-      expect(error!.message).toMatch(/^Variable "\$input" got invalid value \{ .{80,105}… at "input\.effectiveInput"; JSON numbers must be finite \(1e400 and the like are out of range\)$/s);
+      expect(error!.message).toMatch(/^Variable "\$input" got invalid value \{ .{80,105}… at "input\.effectiveInput"; JSON numbers must be finite \(1e400 and the like are out of range\): \$\.limit$/s);
       // A required field left out echoes the whole input, payload and all.
       const { observedAt: _, ...withoutTime } = input;
       const missing = (await postRaw(JSON.stringify({ query: START, variables: { input: { ...withoutTime, effectiveInput } } }), session.token)).errors![0]!;
