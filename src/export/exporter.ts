@@ -68,6 +68,10 @@ function spanBytes(span: ReadableSpan): number {
 class CollectorFailed extends Error {}
 /** The collector refused the request's content (400 Bad Request): every copy of it gets the same answer. */
 class CollectorRefused extends CollectorFailed {}
+/** The request passed the receiver's size limit (413), often a proxy's in front of it (nginx's is 1 MiB). */
+class CollectorTooLarge extends CollectorFailed {}
+
+const failureOf = (code: unknown) => (code === 400 ? CollectorRefused : code === 413 ? CollectorTooLarge : CollectorFailed);
 
 /**
  * A receiver's partial success (a 200 that rejects some spans) reaches the official exporters'
@@ -114,7 +118,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
   const threadsPerBatch = options.threadsPerBatch ?? 32;
   const pageSize = options.pageSize ?? 256;
   const spansPerRequest = options.spansPerRequest ?? 512;
-  const bytesPerRequest = options.bytesPerRequest ?? 4 * 1024 * 1024;
+  let bytesPerRequest = options.bytesPerRequest ?? 4 * 1024 * 1024;
   const claimSeconds = options.claimSeconds ?? 30;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const instanceId = options.instanceId ?? `${hostname()}:${process.pid}`;
@@ -141,21 +145,31 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
       exporter.export(spans, (result) =>
         result.code === ExportResultCode.SUCCESS
           ? resolve()
-          : reject(new ((result.error as { code?: unknown } | undefined)?.code === 400 ? CollectorRefused : CollectorFailed)(result.error?.message ?? 'OTLP export failed')),
+          : reject(new (failureOf((result.error as { code?: unknown } | undefined)?.code))(result.error?.message ?? 'OTLP export failed')),
       ),
     );
 
   /**
    * Sends a request; one the collector refuses as bad (400) is halved until each refused span is
    * alone, and that span is dropped (logged, counted): sent again it would be refused again, and
-   * hold its batch's threads for ever. Any other failure is thrown (retried: a 401, 413 or 5xx may
-   * pass once the collector's settings or health change). Returns the spans the collector took.
+   * hold its batch's threads for ever. One refused as too large (413) is sent again in requests of
+   * half its size, and later requests keep that size. Any other failure, and a lone span too large,
+   * is thrown (retried: it may pass once the collector's settings or health change). Returns the
+   * spans the collector took.
    */
   async function sendOrDrop(spans: ReadableSpan[]): Promise<number> {
     try {
       await send(spans);
       return spans.length;
     } catch (error) {
+      if (error instanceof CollectorTooLarge && spans.length > 1) {
+        const refusedBytes = spans.reduce((sum, span) => sum + spanBytes(span), 0);
+        bytesPerRequest = Math.min(bytesPerRequest, Math.floor(refusedBytes / 2));
+        log.warn({ component: 'export', refusedBytes, bytesPerRequest }, 'the receiver refused a request as too large (413); sending smaller ones');
+        let taken = 0;
+        for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) taken += await sendOrDrop(request);
+        return taken;
+      }
       if (!(error instanceof CollectorRefused)) throw error;
       if (spans.length > 1) {
         const half = Math.ceil(spans.length / 2);

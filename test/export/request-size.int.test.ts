@@ -40,4 +40,36 @@ describe(`OTLP export of large audits (${backendName})`, () => {
     await receiver.waitFor((spans) => spans.filter((span) => runIdOf(span) === large.runId).length === 4 && spans.some((span) => runIdOf(span) === small.runId), 60_000);
     expect(receiver.spans.filter((span) => runIdOf(span) === large.runId && span.name === 'chat')).toHaveLength(3);
   }, 120_000);
+
+  it("sends smaller requests to a receiver whose limit is below the request size (nginx's 1 MiB default in front of a collector)", async () => {
+    receiver.maxBodyBytes = 1024 * 1024;
+    try {
+      // Twenty model calls of 300 kB of span text each: one request of about 6 MB, each span far under the limit.
+      const endedRunOfLargeCalls = async () => {
+        const run = await runningRun(t);
+        const text = { text: 'y'.repeat(100_000) };
+        for (let call = 1; call <= 20; call++) {
+          must(await run.session.modelStarted(`m${call}`, { input: text }));
+          must(await run.session.modelFinished(`m${call}`, [], { output: text }));
+        }
+        must(await run.session.finish('COMPLETED'));
+        return run;
+      };
+      await receiver.down();
+      const first = await endedRunOfLargeCalls();
+      await receiver.up();
+      const runIdOf = (span: { attributes: Record<string, unknown> }) => span.attributes['agent_audit.run.id'];
+      await receiver.waitFor((spans) => spans.filter((span) => runIdOf(span) === first.runId).length === 21, 30_000);
+      expect(receiver.tooLarge).toBeGreaterThan(0);
+      // Having learnt the receiver's limit, it sends the next run's spans without a refusal.
+      const refusals = receiver.tooLarge;
+      await receiver.down();
+      const second = await endedRunOfLargeCalls();
+      await receiver.up();
+      await receiver.waitFor((spans) => spans.filter((span) => runIdOf(span) === second.runId).length === 21, 30_000);
+      expect(receiver.tooLarge).toBe(refusals);
+    } finally {
+      receiver.maxBodyBytes = 8 * 1024 * 1024;
+    }
+  }, 60_000);
 });

@@ -102,6 +102,8 @@ export interface OtlpReceiver {
   hold: boolean;
   /** A larger request body is answered 413, as a collector's max_request_body_size does; null for no limit. */
   maxBodyBytes: number | null;
+  /** How many requests were answered 413 for passing maxBodyBytes. */
+  tooLarge: number;
   /** A request with a span this holds for is answered 400 (a collector refusing its content), whole; null to take them all. */
   refuse: ((span: ReceivedSpan) => boolean) | null;
   /** Taken requests are answered with this partial success (spans it says it rejected), or null for a full success. */
@@ -124,6 +126,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     failWith: null,
     hold: false,
     maxBodyBytes: null,
+    tooLarge: 0,
     refuse: null,
     partialSuccess: null,
     async down() {
@@ -154,7 +157,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         if (receiver.hold) return;
         if (req.method !== 'POST' || req.url !== '/v1/traces') return void res.writeHead(404).end();
         const body = Buffer.concat(chunks);
-        if (receiver.maxBodyBytes !== null && body.length > receiver.maxBodyBytes) return void res.writeHead(413).end();
+        if (receiver.maxBodyBytes !== null && body.length > receiver.maxBodyBytes) {
+          receiver.tooLarge++;
+          return void res.writeHead(413).end();
+        }
         const contentType = req.headers['content-type'] ?? '';
         try {
           const request = contentType.includes('json')
