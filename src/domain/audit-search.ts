@@ -6,6 +6,7 @@ import { inLiveThreadOf, requireAuditReader } from './access.js';
 import { auditSummaryColumns, type AuditRow } from './audit-reads.js';
 import { badInput, notFound } from './errors.js';
 import { boundedText, escapeLike, isUuid, nameFilter, rowId } from './ids.js';
+import { recordedWindow, type RecordedWindow } from './recorded-window.js';
 import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
 
 /** What a search answers an `after` that is not one of its hits. */
@@ -44,7 +45,7 @@ export const AUDIT_SEARCH_TEXT = `(coalesce(m.name, '') || ' ' || coalesce(m.inp
  */
 export const AUDIT_SEARCH_PROBE = { audits: `m.message_type <> 'chat'`, thread: `(m.thread_id::text)`, owner: `m.owner_id` };
 
-export interface AuditSearch {
+export interface AuditSearch extends RecordedWindow {
   /** A substring (any case) of the name, input, output or error. */
   text?: string | null;
   /** Exactly this tool or model name. */
@@ -127,7 +128,7 @@ const PAYLOAD_BYTES_OF = `coalesce(m.input_bytes, 0) + coalesce(m.output_bytes, 
  * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
  *
  * 1. Walk the newest `SEARCH_WALK_BUDGET` audits (or fewer, holding `SEARCH_WALK_BYTES` of
- *    payloads) below `after` of the thread when one is given,
+ *    payloads) below `after`, recorded within `since` and `until` (recordedWindow), of the thread when one is given,
  *    else of the owner (every audit carries its thread's owner: migration
  *    20261204000000_audit_owner), one index probe each (walkNewestFirst, whatever the statistics say), testing each,
  *    and stop at `first + 1` hits: a text or name most audits hold is found here, after reading
@@ -162,8 +163,10 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
 
   const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
-  // What bounds the walk and the probe: the audits of the thread, below `after`.
-  const range = [`m.message_type IN ('model_audit', 'tool_audit')`];
+  // Recorded within `since` and `until`: a range of every index the walks and the probe read by id.
+  const inWindow = recordedWindow(search, 'm.id', param);
+  // What bounds the walk and the probe: the audits of the thread, in the window, below `after`.
+  const range = [`m.message_type IN ('model_audit', 'tool_audit')`, ...inWindow];
   let threadId: string | null = null;
   if (search.threadId != null) {
     threadId = rowId(search.threadId, 'Thread');
@@ -183,6 +186,7 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
   const owner = threadId === null ? param(principal.sub) : null;
   const probeRange = [AUDIT_SEARCH_PROBE.audits];
   probeRange.push(threadId !== null ? `${AUDIT_SEARCH_PROBE.thread} = ${param(threadId)}` : `${AUDIT_SEARCH_PROBE.owner} = ${owner}`);
+  probeRange.push(...inWindow);
   if (below !== null) probeRange.push(below);
   // What a hit must also meet, cheapest test first (the walk evaluates them in this order).
   // Across threads, that its thread is not deleted (within one, checked above).

@@ -4,6 +4,7 @@ import { auditThreadOrNotFound, findThread, inLiveThreadOf, requireAuditReader }
 import { latestExecutionFirst } from './audit-reads.js';
 import { badInput } from './errors.js';
 import { isUuid, nameFilter } from './ids.js';
+import { checkedWindow, recordedWindow, type RecordedWindow } from './recorded-window.js';
 import { BELOW_WALK, isPageAnchor, walkFellShort, walkNewestFirst } from './walk.js';
 
 /**
@@ -72,7 +73,8 @@ const STATUS_NARROWING: Record<LedgerStatus, string> = {
   ABANDONED: 'FAILED',
 };
 
-export interface LedgerQuery {
+/** `since` and `until` bound when the server recorded the call's declaration (its model call's finish): the ledger's order. */
+export interface LedgerQuery extends RecordedWindow {
   /** Within this thread only; else every thread whose audits the principal may read. */
   threadId?: string | null;
   /** Exactly this tool name. */
@@ -132,6 +134,7 @@ export async function toolCallLedger(sql: Sql, principal: Principal, query: Ledg
   if (query.after != null && !isUuid(query.after)) throw badInput(AFTER_REFUSED);
   if (query.status != null && !LEDGER_STATUSES.includes(query.status)) throw badInput(`status must be one of ${LEDGER_STATUSES.join(', ')}`);
   if (query.case != null && !LEDGER_CASES.includes(query.case)) throw badInput(`case must be one of ${LEDGER_CASES.join(', ')}`);
+  checkedWindow(query);
 
   const threadId = query.threadId == null ? null : auditThreadOrNotFound(principal, await findThread(sql, query.threadId), query.threadId).id;
   // An entry's cursor is its ToolCall's id: a call of the caller's, in the thread and of the name when given.
@@ -194,6 +197,7 @@ export function ledgerStatement(ownerId: string, query: LedgerQuery & { first: n
     (narrowing.includes(' IN ') ? onExecution : onCall).push(narrowing);
     onExecution.push(CASE_RULES[query.case].sql);
   }
+  onCall.push(...recordedWindow(query, 'tc.id', param));
   if (query.after != null) onCall.push(`tc.id < ${param(query.after.toLowerCase())}::uuid`);
   const limit = param(query.first + 1);
   const all = (conditions: string[]) => (conditions.length ? conditions.join(' AND ') : 'true');

@@ -189,6 +189,63 @@ describe(`the reads that must stay flat as history grows (${backendName})`, () =
       expect(rare.last.tables.get('tool_call')).toBeLessThan(150);
     });
 
+    // An incident window (since, until): when the server recorded each row, the time part of its id, so a range of
+    // the same indexes the reads walk newest first. The seeded ids are random (UUIDv4): this window is 1/32 of the id
+    // space, deep in the history, with 30/32 of every owner's rows above it, as recorded after it.
+    const WINDOW = { since: new Date(0x4000_0000_0000), until: new Date(0x4800_0000_0000) };
+    const IN_WINDOW = `id >= '40000000-0000-0000-0000-000000000000' AND id < '48000000-0000-0000-0000-000000000000'`;
+
+    it('searchAudits in a time window deep in the history: the window\'s range of its index, never the audits recorded after it', async () => {
+      const reads = [
+        [{}, 'message_owner_id_id_idx', 'true'],
+        [{ name: 'calc' }, 'message_audit_owner_id_name_id_idx', `name = 'calc'`],
+        [{ status: 'FAILED' as const }, 'message_audit_owner_id_status_id_idx', `status = 'FAILED'`],
+      ] as const;
+      for (const [criteria, index, matches] of reads) {
+        const { result, last } = await explained(db, (sql) => searchAudits(sql, owner, { ...criteria, ...WINDOW, first: 50 }));
+        const expected = await db.driver.query<{ id: string }>(
+          `SELECT id FROM message WHERE owner_id = $1 AND message_type <> 'chat' AND ${IN_WINDOW} AND ${matches} ORDER BY id DESC LIMIT 50`,
+          [OWNER],
+        );
+        expect(expected.length, JSON.stringify(criteria)).toBeGreaterThan(0);
+        expect(result.items.map((hit) => hit.id), JSON.stringify(criteria)).toEqual(expected.map((row) => row.id));
+        expect([...last.indexes.keys()], JSON.stringify(criteria)).toContain(index);
+        // Of the owner's 1,240 audits, ~1,160 recorded after the window: none read.
+        expect(last.tables.get('message'), JSON.stringify(criteria)).toBeLessThan(150);
+        expect(last.sortedRows, JSON.stringify(criteria)).toBeLessThanOrEqual(51);
+      }
+      // A text search walks the window too, and stops at its start: fewer than a page of hits, no index probe after.
+      const text = await explained(db, (sql) => searchAudits(sql, owner, { text: 'question 2', ...WINDOW, first: 50 }));
+      const texts = await db.driver.query<{ id: string }>(
+        `SELECT id FROM message WHERE owner_id = $1 AND message_type <> 'chat' AND ${IN_WINDOW} AND input::text LIKE '%question 2%' ORDER BY id DESC`,
+        [OWNER],
+      );
+      expect(text.result.items.map((hit) => hit.id)).toEqual(texts.map((row) => row.id));
+      expect(text.last.tables.get('message')).toBeLessThan(150);
+      // In the long thread: its 20,000 audits, ~625 in the window, a page of them read.
+      const long = await explained(db, (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, status: 'FAILED', ...WINDOW, first: 50 }));
+      const longExpected = await db.driver.query<{ id: string }>(
+        `SELECT id FROM message WHERE thread_id = $1 AND message_type <> 'chat' AND ${IN_WINDOW} AND status = 'FAILED' ORDER BY id DESC LIMIT 50`,
+        [BIG_THREAD],
+      );
+      expect(long.result.items.map((hit) => hit.id)).toEqual(longExpected.map((row) => row.id));
+      expect(long.last.tables.get('message')).toBeLessThan(500);
+    });
+
+    it('toolCallLedger in a time window deep in the history: the window\'s range of (owner_id, status | name, id)', async () => {
+      for (const [criteria, index, matches] of [[{ status: 'FAILED' as const }, 'tool_call_owner_id_status_id_idx', `status = 'FAILED'`], [{ name: 'calc' }, 'tool_call_owner_id_name_id_idx', `name = 'calc'`]] as const) {
+        const { result, last } = await explained(db, (sql) => toolCallLedger(sql, owner, { ...criteria, ...WINDOW, first: 50 }));
+        const expected = await db.driver.query<{ id: string }>(
+          `SELECT id FROM tool_call WHERE owner_id = $1 AND ${IN_WINDOW} AND ${matches} ORDER BY id DESC LIMIT 50`,
+          [OWNER],
+        );
+        expect(expected.length, JSON.stringify(criteria)).toBeGreaterThan(0);
+        expect(result.entries.map((entry) => entry.id), JSON.stringify(criteria)).toEqual(expected.map((row) => row.id));
+        expect([...last.indexes.keys()], JSON.stringify(criteria)).toContain(index);
+        expect(last.tables.get('tool_call'), JSON.stringify(criteria)).toBeLessThan(150);
+      }
+    });
+
     it('toolCallStats of the long thread: its kept counts on their key, never its 20,000 calls', async () => {
       const { result, last } = await explained(db, (sql) => toolCallStats(sql, BIG_THREAD));
       const counted = await db.driver.query<{ name: string; status: string; count: number }>(

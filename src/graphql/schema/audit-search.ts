@@ -32,10 +32,14 @@ const AuditSearchResultRef = builder.objectRef<{ items: AuditHit[]; hasMore: boo
   }),
 });
 
+const SINCE =
+  "Only audits whose start the server recorded at or after this time, to the millisecond: the database's clock when the start was written, the time the hits are ordered by. Not the audit's `startedAt`, which is the worker's own clock as it sent it (a batch sent again after an outage carries the times it happened at). Pass the same `since` and `until` with `after` (docs/debug-ui.md, \"An incident window\").";
+const UNTIL = 'Only audits whose start the server recorded before this time (not at it), read as `since`; later than `since`, else BAD_USER_INPUT.';
+
 builder.queryField('searchAudits', (t) =>
   t.field({
     type: AuditSearchResultRef,
-    description: `Audits matching every criterion given, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). \`text\` (${MIN_SEARCH_TEXT} to 256 characters, with at least ${MIN_SEARCH_TEXT} letters or digits in a row: the index is built from words) matches any part of the tool or model name, input, output or error, in any case. \`first\` is 1 to ${MAX_SEARCH_HITS}. At most ${MAX_SEARCHES_PER_REQUEST} searches per request and ${MAX_SEARCHES_PER_PRINCIPAL} running at once per principal.`,
+    description: `Audits matching every criterion given, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). \`text\` (${MIN_SEARCH_TEXT} to 256 characters, with at least ${MIN_SEARCH_TEXT} letters or digits in a row: the index is built from words) matches any part of the tool or model name, input, output or error, in any case. \`first\` is 1 to ${MAX_SEARCH_HITS}. \`since\` and \`until\` keep the audits whose start the server recorded within that window (the database's clock, the hits' order; not the worker's \`startedAt\`). At most ${MAX_SEARCHES_PER_REQUEST} searches per request and ${MAX_SEARCHES_PER_PRINCIPAL} running at once per principal.`,
     authScopes: { authenticated: true },
     args: {
       text: t.arg.string({ required: false }),
@@ -44,6 +48,8 @@ builder.queryField('searchAudits', (t) =>
       threadId: t.arg.id({ required: false }),
       first: t.arg.int({ defaultValue: 50 }),
       after: t.arg.id({ required: false }),
+      since: t.arg({ type: 'DateTime', required: false, description: SINCE }),
+      until: t.arg({ type: 'DateTime', required: false, description: UNTIL }),
     },
     complexity: ({ first }) => listCost(first, MAX_SEARCH_HITS),
     resolve: async (_root, args, { deps, principal, loaders }) => {

@@ -75,10 +75,14 @@ const ToolCallLedgerConnectionRef = builder.objectRef<{ entries: LedgerEntry[]; 
   }),
 });
 
+const SINCE =
+  "Only calls whose declaration the server recorded at or after this time, to the millisecond: the database's clock when the model call that declared it finished, the time the entries are ordered by. Not `startedAt`, the worker's clock, which a resume of an interrupted call sets again. Pass the same `since` and `until` with `after` (docs/debug-ui.md, \"An incident window\").";
+const UNTIL = 'Only calls whose declaration the server recorded before this time (not at it), read as `since`; later than `since`, else BAD_USER_INPUT.';
+
 builder.queryField('toolCallLedger', (t) =>
   t.field({
     type: ToolCallLedgerConnectionRef,
-    description: `Every tool call the model calls declared, run or not, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). Filters combine; \`first\` is 1 to ${MAX_LEDGER_PAGE}; \`after\` is a previous page's \`endCursor\`.`,
+    description: `Every tool call the model calls declared, run or not, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). Filters combine; \`since\` and \`until\` keep the calls whose declaration the server recorded within that window (the database's clock, the entries' order; not \`startedAt\`); \`first\` is 1 to ${MAX_LEDGER_PAGE}; \`after\` is a previous page's \`endCursor\`.`,
     authScopes: { authenticated: true },
     args: {
       threadId: t.arg.id({ required: false }),
@@ -87,6 +91,8 @@ builder.queryField('toolCallLedger', (t) =>
       case: t.arg({ type: ToolCallLedgerCaseEnum, required: false }),
       first: t.arg.int({ defaultValue: 50 }),
       after: t.arg.string({ required: false }),
+      since: t.arg({ type: 'DateTime', required: false, description: SINCE }),
+      until: t.arg({ type: 'DateTime', required: false, description: UNTIL }),
     },
     complexity: ({ first }) => listCost(first, MAX_LEDGER_PAGE),
     resolve: (_root, args, { deps, principal }) =>
