@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # An incident from a terminal, with curl and jq only (apt-get install -y curl jq): what failed in
-# a thread, where an error text occurs across threads, tool status live over server-sent events
-# (resumed after a dropped connection), the Activity totals, and erasing a thread.
+# a thread, where an error text occurs across threads, what ran and failed in a time window, tool
+# status live over server-sent events (resumed after a dropped connection), the Activity totals,
+# and erasing a thread.
 #
 #   AUDIT_OWNER_TOKEN=<superadmin token> bash examples/curl/incident.sh <command> [argument]
 #
 #   failures <thread id>   the thread's FAILED, CANCELLED or ABANDONED runs and failed tool calls, one JSON line each
 #   search <text>          every audit (in every thread the token owns) whose name, input, output or error holds <text>
+#   window <since> <until> [status]   every audit whose start the server recorded from <since> up to, not including,
+#                          <until> (RFC 3339, e.g. 2026-12-06T14:02:00Z), in every thread the token owns; [status]: FAILED, ...
 #   follow <thread id>     every change of the thread as a JSON line, live; resumes after a dropped connection
 #                          (AUDIT_AFTER=<cursor>, from an earlier line, starts right after that change)
 #   activity [seconds]     the tool activity of the last <seconds> (60 to 604800, default 3600)
@@ -48,6 +51,25 @@ search)
     page=$(call "$TOKEN" 'query($text: String!, $after: ID) { searchAudits(text: $text, first: 50, after: $after) {
         hasMore items { threadId threadTitle snippet audit { __typename id runId status startedAt } } } }' \
       "$(jq -nc --arg text "$text" --argjson after "$after" '{text: $text, after: $after}')")
+    jq -c '.searchAudits.items[]' <<<"$page"
+    [ "$(jq .searchAudits.hasMore <<<"$page")" = true ] || break
+    after=$(jq '.searchAudits.items[-1].audit.id' <<<"$page")
+  done
+  ;;
+window)
+  usage='usage: incident.sh window <since> <until> [status]'
+  since=${2:?$usage}
+  until=${3:?$usage}
+  # The server's clock when it recorded each start, not the worker's startedAt (docs/debug-ui.md,
+  # "An incident window"). Newest first, 50 a page; the same window with `after`, the last hit's audit id.
+  after=null
+  while :; do
+    page=$(call "$TOKEN" 'query($since: DateTime!, $until: DateTime!, $status: AuditStatus, $after: ID) {
+        searchAudits(since: $since, until: $until, status: $status, first: 50, after: $after) {
+        hasMore items { threadId threadTitle audit { __typename id runId status startedAt finishedAt
+          ... on ToolAudit { name error } ... on ModelAudit { model error } } } } }' \
+      "$(jq -nc --arg since "$since" --arg until "$until" --arg status "${4:-}" --argjson after "$after" \
+        '{$since, $until, status: (if $status == "" then null else $status end), after: $after}')")
     jq -c '.searchAudits.items[]' <<<"$page"
     [ "$(jq .searchAudits.hasMore <<<"$page")" = true ] || break
     after=$(jq '.searchAudits.items[-1].audit.id' <<<"$page")
@@ -114,7 +136,7 @@ delete)
   fi
   ;;
 *)
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac

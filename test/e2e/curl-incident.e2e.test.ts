@@ -1,6 +1,6 @@
 // docs/operations.md's incident recipe, examples/curl/incident.sh, run by bash (curl and jq) as the
 // page tells an on-call engineer to run it, against the server process: a thread's failures, a
-// search across threads, a live follow over SSE that resumes after its connection drops, the
+// search across threads, what ran and failed in a time window, a live follow over SSE that resumes after its connection drops, the
 // Activity totals, and a deletion that ends the follow and leaves the thread NOT_FOUND.
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -20,7 +20,10 @@ let who: Awaited<ReturnType<typeof e2eActors>>;
 let owner: AuditClient;
 let threadId: string;
 let failedRunId: string;
+/** Before the first audit was written, and after the last: the window holding them. */
+let writing: { since: string; until: string };
 beforeAll(async () => {
+  const since = new Date(Date.now() - 60_000).toISOString();
   who = await e2eActors();
   owner = new AuditClient({ url: server.url, token: who.owner });
   const worker = new AuditClient({ url: server.url, token: who.worker });
@@ -35,6 +38,7 @@ beforeAll(async () => {
   await worker.finishRun({ lease, status: 'FAILED', error: { message: 'send_email failed' } });
   // A run that completed is no failure.
   await owner.createRun({ threadId });
+  writing = { since, until: new Date(Date.now() + 60_000).toISOString() };
 }, 60_000);
 
 /** The page's command with its placeholders filled in, run by bash. */
@@ -84,6 +88,31 @@ describe(`examples/curl/incident.sh against the server process (${backendName})`
     const answer = run(['search', 'SMTP server timed out']);
     expect(answer.status, answer.stderr).toBe(0);
     expect(lines(answer.stdout)).toEqual([expect.objectContaining({ threadId, threadTitle: 'billing agent', snippet: expect.stringContaining('SMTP server timed out') })]);
+  });
+
+  it('window: what ran in a time window, then what failed in it, one JSON line each; an empty window prints nothing', () => {
+    const ran = run(['window', writing.since, writing.until]);
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(lines(ran.stdout)).toEqual([
+      expect.objectContaining({ threadId, threadTitle: 'billing agent', audit: expect.objectContaining({ __typename: 'ToolAudit', name: 'send_email', status: 'FAILED' }) }),
+      expect.objectContaining({ threadId, audit: expect.objectContaining({ __typename: 'ModelAudit', model: 'm', status: 'COMPLETED' }) }),
+    ]);
+    const failed = run(['window', writing.since, writing.until, 'FAILED']);
+    expect(failed.status, failed.stderr).toBe(0);
+    expect(lines(failed.stdout)).toEqual([
+      expect.objectContaining({ threadId, audit: expect.objectContaining({ name: 'send_email', error: { message: 'SMTP server timed out' } }) }),
+    ]);
+    // An hour before anything was written: nothing, and no error.
+    const before = new Date(Date.parse(writing.since) - 3_600_000).toISOString();
+    const empty = run(['window', before, writing.since]);
+    expect([empty.status, empty.stdout, empty.stderr]).toEqual([0, '', '']);
+    // Bounds the wrong way round, or a time without its zone: the server's reason, and exit 1.
+    const reversed = run(['window', writing.until, writing.since]);
+    expect(reversed.status).toBe(1);
+    expect(reversed.stderr).toMatch(/^BAD_USER_INPUT: until .* must be later than since/m);
+    const zoneless = run(['window', '2026-12-06T14:02:00', writing.until]);
+    expect(zoneless.status).toBe(1);
+    expect(zoneless.stderr).toMatch(/^BAD_USER_INPUT: .*DateTime/m);
   });
 
   it('activity: the totals per tool', () => {
