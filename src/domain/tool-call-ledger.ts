@@ -29,14 +29,13 @@ export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
 /**
  * The run that declared the call `tc`, or a resume of it at any depth, is queued or running: the
  * call may still start (a tool start binds through the whole resume ancestry,
- * audit_declaring_tool_call). Walked down from the declaring run, one probe of
- * run_resumed_from_id_idx a generation, stopping at the first run found going; UNION ends a cycle.
+ * audit_declaring_tool_call). A going run's resume ancestors are kept in run_resume_ancestor
+ * (migration 20261216000000_resume_ancestors; its triggers remove a run's rows in the
+ * transaction that ends it), so this is two probes whatever the chain's depth, where a walk down
+ * the chain from every call cost the chain's length.
  */
-const DECLARING_RUN_GOING = `EXISTS (
-       WITH RECURSIVE resumes (id, status) AS (
-         SELECT r.id, r.status FROM run r WHERE r.id = tc.run_id
-         UNION SELECT r.id, r.status FROM resumes d JOIN run r ON r.resumed_from_id = d.id
-       ) SELECT 1 FROM resumes WHERE resumes.status IN ('QUEUED', 'RUNNING'))`;
+const DECLARING_RUN_GOING = `(EXISTS (SELECT 1 FROM run r WHERE r.id = tc.run_id AND r.status IN ('QUEUED', 'RUNNING'))
+       OR EXISTS (SELECT 1 FROM run_resume_ancestor a WHERE a.ancestor_id = tc.run_id))`;
 
 /**
  * The rule of each case, as SQL over `tc` (the ToolCall) and `e` (its latest execution, all
