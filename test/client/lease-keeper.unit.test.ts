@@ -49,6 +49,43 @@ describe('LeaseKeeper', () => {
     expect(renewLease).toHaveBeenCalledTimes(1);
   });
 
+  it('keeps an hour-long lease for twelve hours, every third of it, however long each answer takes: no drift, never lapsing', async () => {
+    // Each answer takes 0 to 2 s; the database grants the hour from when it answers.
+    const answerMs = [0, 2_000, 700, 1_500];
+    const sentAt: number[] = [];
+    const renewLease = vi.fn(async () => {
+      sentAt.push(Date.now());
+      await new Promise((resolve) => setTimeout(resolve, answerMs[sentAt.length % answerMs.length]));
+      return { runId: 'run-1', owner: 'worker-1', epoch: 1, grantedAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+    });
+    const claimed = { ...leaseFor(1), expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+    const keeper = new LeaseKeeper({ renewLease }, claimed, { leaseSeconds: 3600 });
+
+    await vi.advanceTimersByTimeAsync(12 * 3_600_000);
+    keeper.stop();
+    // Each comes a third of what the last one left after its answer: twenty minutes and at most
+    // 2/3 of its answer's time after the one before was sent (35 in twelve hours, not fewer as
+    // the answers' times add up), with two thirds of the hour still left each time.
+    const gaps = sentAt.slice(1).map((at, i) => at - sentAt[i]!);
+    expect(renewLease).toHaveBeenCalledTimes(35);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(1_200_000);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(1_200_000 + (2 * 2_000) / 3);
+  });
+
+  it('after a pause past its expiry (a laptop asleep), stops at the renewal that answers LEASE_EXPIRED and says so', async () => {
+    const expired = apiError('LEASE_EXPIRED');
+    const renewLease = vi.fn<(lease: LeaseInput, seconds?: number) => Promise<RunLease>>().mockRejectedValue(expired);
+    const onLost = vi.fn();
+    const onRenewError = vi.fn();
+    const keeper = new LeaseKeeper({ renewLease }, leaseFor(1), { leaseSeconds: LEASE_SECONDS, onLost, onRenewError });
+
+    await vi.advanceTimersByTimeAsync(2 * 3_600_000);
+    expect(renewLease).toHaveBeenCalledTimes(1);
+    expect(onLost).toHaveBeenCalledExactlyOnceWith(expired);
+    expect(onRenewError).not.toHaveBeenCalled();
+    expect(keeper.signal.reason).toBe(expired);
+  });
+
   it('keeps trying after a transient failure, reporting it to onRenewError', async () => {
     const transient = apiError('TRANSPORT_ERROR', true);
     const renewLease = vi
