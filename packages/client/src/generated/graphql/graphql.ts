@@ -22,6 +22,7 @@ export type AuditStatus =
   | 'INTERRUPTED'
   | 'RUNNING';
 
+/** A claim of a QUEUED run: the lease length and an optional idempotency key. */
 export type ClaimRunInput = {
   /**
    * The worker's idempotency key for this claim (at most 256 characters). A retry by the same
@@ -31,12 +32,15 @@ export type ClaimRunInput = {
   claimId?: string | null | undefined;
   /** Lease length; the server clamps it to its configured bounds. */
   leaseSeconds?: number | null | undefined;
+  /** The QUEUED run to claim. */
   runId: string | number;
 };
 
 /** One reading of a monotonic clock. Durations are computed only between readings of the same clockId. */
 export type ClockReadingInput = {
+  /** Which monotonic clock was read (1 to 256 characters): one per process, e.g. host, pid and a random suffix. */
   clockId: string;
+  /** The reading in nanoseconds, non-negative (e.g. process.hrtime.bigint()). */
   nanos: string;
 };
 
@@ -62,23 +66,33 @@ export type CreateThreadInput = {
   title?: string | null | undefined;
 };
 
+/** A tool call the model's response declared. */
 export type DeclaredToolCallInput = {
+  /** The arguments the model declared: the ToolCall's declaredInput. */
   args?: import("../../json-value.js").JsonValue | null | undefined;
+  /** The id the model gave the call: the toolCallId its recordToolStarted sends. */
   id: string;
+  /** The tool's name. */
   name: string;
 };
 
+/** A run's end, from the worker holding its lease. */
 export type FinishRunInput = {
+  /** Why the run failed or was cancelled (any JSON): the run's `error`. */
   error?: import("../../json-value.js").JsonValue | null | undefined;
+  /** The caller's current lease of the run (RunLease.runId and epoch). */
   lease: LeaseInput;
   /** The final state's messages (the full checkpoint), used only to complete bare tool errors. */
   stateMessages?: Array<import("../../json-value.js").JsonValue> | null | undefined;
+  /** How the run ended; what is still open in it closes accordingly (docs/semantics.md, "Run terminal convergence"). */
   status: RunTerminalStatus;
 };
 
 /** Proof that the caller holds the run's current lease. The owner is the authenticated worker. */
 export type LeaseInput = {
+  /** The epoch the claim returned (RunLease.epoch), the run's fencing token: a write with another epoch is LEASE_LOST. */
   epoch: number;
+  /** The run whose lease the caller holds. */
   runId: string | number;
 };
 
@@ -88,14 +102,22 @@ export type LeaseInput = {
  * returns, so a client sends them in a later batch (docs/runtime-authors.md, "Batches").
  */
 export type LifecycleEventInput =
-  {   claimRun: ClaimRunInput; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { claimRun?: never;   finishRun: FinishRunInput; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { claimRun?: never; finishRun?: never;   modelFinished: ModelFinishedInput; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { claimRun?: never; finishRun?: never; modelFinished?: never;   modelStarted: ModelStartedInput; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never;   renewLease: RenewLeaseInput; toolError?: never; toolFinished?: never; toolStarted?: never; }
-  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never;   toolError: ToolErrorInput; toolFinished?: never; toolStarted?: never; }
-  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never;   toolFinished: ToolFinishedInput; toolStarted?: never; }
-  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never;   toolStarted: ToolStartedInput; };
+  {   /** A claimRun mutation. */
+  claimRun: ClaimRunInput; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never;   /** A finishRun mutation. */
+  finishRun: FinishRunInput; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never;   /** A recordModelFinished mutation. */
+  modelFinished: ModelFinishedInput; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never;   /** A recordModelStarted mutation. */
+  modelStarted: ModelStartedInput; renewLease?: never; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never;   /** A renewLease mutation. */
+  renewLease: RenewLeaseInput; toolError?: never; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never;   /** A recordToolError mutation. */
+  toolError: ToolErrorInput; toolFinished?: never; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never;   /** A recordToolFinished mutation. */
+  toolFinished: ToolFinishedInput; toolStarted?: never; }
+  |  { claimRun?: never; finishRun?: never; modelFinished?: never; modelStarted?: never; renewLease?: never; toolError?: never; toolFinished?: never;   /** A recordToolStarted mutation. */
+  toolStarted: ToolStartedInput; };
 
 export type MessageRole =
   | 'ASSISTANT'
@@ -103,33 +125,53 @@ export type MessageRole =
   | 'TOOL'
   | 'USER';
 
+/** The end of a model call, with the tool calls it declared. */
 export type ModelFinishedInput = {
+  /** A monotonic clock reading at this event: durationMs when the start's reading has the same clockId, else null. */
   clock?: ClockReadingInput | null | undefined;
+  /** Why it failed (any JSON). */
   error?: import("../../json-value.js").JsonValue | null | undefined;
+  /** The caller's current lease of the run (RunLease.runId and epoch). */
   lease: LeaseInput;
+  /** When the runtime saw this event, on its wall clock: the audit's finishedAt. */
   observedAt: string;
+  /** The model call's id, as its start sent it. */
   operationId: string;
+  /** The model's response (any JSON). */
   output?: import("../../json-value.js").JsonValue | null | undefined;
+  /** The runtime's root stream sequence number of this event (non-negative): the audit's finishedSequence. */
   sequence?: string | null | undefined;
   /** COMPLETED or FAILED. */
   status: AuditStatus;
   /** The tool calls the model declared; each becomes a PENDING ToolCall. */
   toolCalls?: Array<DeclaredToolCallInput> | null | undefined;
+  /** The token usage as the runtime reports it (any JSON); auditSummary reads its token counts. */
   usage?: import("../../json-value.js").JsonValue | null | undefined;
 };
 
+/** The start of a model call. */
 export type ModelStartedInput = {
+  /** A monotonic clock reading at the start: durationMs is measured from it to an end read on the same clockId. */
   clock?: ClockReadingInput | null | undefined;
+  /** What was sent to the model (any JSON), e.g. its messages. */
   input?: import("../../json-value.js").JsonValue | null | undefined;
+  /** The caller's current lease of the run (RunLease.runId and epoch). */
   lease: LeaseInput;
+  /** The model's name (at most 256 characters). */
   model?: string | null | undefined;
+  /** When the runtime saw the start, on its wall clock: the audit's startedAt (a replay keeps the first). */
   observedAt: string;
+  /** The model call's id, the runtime's, unique within the run (1 to 256 characters). */
   operationId: string;
+  /** The runtime's root stream sequence number of the start (non-negative; its order is not checked): it orders the timeline. */
   sequence: string;
 };
 
+/** A renewal of the caller's unexpired lease, as the renewLease mutation takes it. */
 export type RenewLeaseInput = {
+  /** The caller's current lease of the run (RunLease.runId and epoch). */
   lease: LeaseInput;
+  /** The lease lasts this long from now (a shorter one shortens it); the server clamps it to its configured bounds. */
   leaseSeconds?: number | null | undefined;
 };
 
@@ -155,36 +197,59 @@ export type ToolCallStatus =
   | 'PENDING'
   | 'RUNNING';
 
+/** A bare error of a running tool (an exception, a timeout, an interrupt): recorded, while the audit stays RUNNING until the run's verdict. */
 export type ToolErrorInput = {
+  /** A monotonic clock reading at this event: durationMs when the start's reading has the same clockId, else null. */
   clock?: ClockReadingInput | null | undefined;
+  /** The error (any JSON): the audit's `error`. */
   error: import("../../json-value.js").JsonValue;
+  /** The caller's current lease of the run (RunLease.runId and epoch). */
   lease: LeaseInput;
+  /** The runtime namespace the event came from; only the root namespace (empty) is accepted. */
   namespace?: Array<string> | null | undefined;
+  /** When the runtime saw this event, on its wall clock: the audit's finishedAt. */
   observedAt: string;
+  /** The runtime's root stream sequence number of this event (non-negative): the audit's finishedSequence. */
   sequence?: string | null | undefined;
+  /** The tool call whose RUNNING audit in this run it concerns. */
   toolCallId: string;
 };
 
+/** The result of a tool's execution: FAILED when its output has `status: "error"`, else COMPLETED. */
 export type ToolFinishedInput = {
+  /** A monotonic clock reading at this event: durationMs when the start's reading has the same clockId, else null. */
   clock?: ClockReadingInput | null | undefined;
+  /** The caller's current lease of the run (RunLease.runId and epoch). */
   lease: LeaseInput;
+  /** The runtime namespace the event came from; only the root namespace (empty) is accepted. */
   namespace?: Array<string> | null | undefined;
+  /** When the runtime saw this event, on its wall clock: the audit's finishedAt. */
   observedAt: string;
   /** The raw tool message envelope, e.g. {content, status, id, name, artifact}. */
   output: import("../../json-value.js").JsonValue;
+  /** The runtime's root stream sequence number of this event (non-negative): the audit's finishedSequence. */
   sequence?: string | null | undefined;
+  /** The tool call whose audit in this run it closes (never started here: INVALID_TRANSITION). */
   toolCallId: string;
 };
 
+/** The start of a declared tool call's execution in this run. */
 export type ToolStartedInput = {
+  /** A monotonic clock reading at the start: durationMs is measured from it to an end read on the same clockId. */
   clock?: ClockReadingInput | null | undefined;
+  /** What the tool actually runs with: a JSON object (null is taken as {}). */
   effectiveInput?: import("../../json-value.js").JsonValue | null | undefined;
+  /** The caller's current lease of the run (RunLease.runId and epoch). */
   lease: LeaseInput;
+  /** The tool's name (1 to 256 characters). */
   name: string;
   /** The runtime namespace the event came from; only the root namespace (empty) is accepted. */
   namespace?: Array<string> | null | undefined;
+  /** When the runtime saw the start, on its wall clock: the audit's startedAt (a replay keeps the first). */
   observedAt: string;
+  /** The runtime's root stream sequence number of the start (non-negative; its order is not checked): it orders the timeline. */
   sequence: string;
+  /** The id the model gave the call: it binds to the newest model call that declared it, in this run or a run it resumes (none: MODEL_NOT_FOUND). */
   toolCallId: string;
 };
 
