@@ -6,11 +6,11 @@ import { builder } from '../builder.js';
 const DeletionReceiptRef = builder.objectRef<DeletionReceipt>('DeletionReceipt').implement({
   description: 'What a deletion removed, counted in its transaction, and checked gone after it committed.',
   fields: (t) => ({
-    threadId: t.exposeID('threadId'),
-    runs: t.exposeInt('runs'),
-    audits: t.exposeInt('audits'),
-    toolCalls: t.exposeInt('toolCalls'),
-    messages: t.exposeInt('messages'),
+    threadId: t.exposeID('threadId', { description: 'The deleted thread.' }),
+    runs: t.exposeInt('runs', { description: 'How many runs it removed.' }),
+    audits: t.exposeInt('audits', { description: 'How many model and tool audits it removed.' }),
+    toolCalls: t.exposeInt('toolCalls', { description: 'How many ToolCalls it removed.' }),
+    messages: t.exposeInt('messages', { description: 'How many ordinary messages it removed.' }),
     verifiedAt: t.expose('verifiedAt', { type: 'DateTime', description: "When a read after the commit found none of the thread's rows left." }),
   }),
 });
@@ -21,7 +21,7 @@ builder.mutationField('deleteThread', (t) =>
     description:
       'The thread owner or an admin. Deletes the thread and everything under it for good\n(docs/semantics.md, "Deletion and retention").',
     authScopes: { authenticated: true },
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The thread to delete.' }) },
     async resolve(_root, { id }, { deps, principal, requestId }) {
       const deleter = requirePrincipal(principal);
       const receipt = await deleteThread(deps, deleter, id);

@@ -65,18 +65,26 @@ const ThreadChangeRef = builder.objectRef<ThreadChangeShape>('ThreadChange').imp
     'One committed change of a thread, in the thread\'s commit order. Exactly one of `audit` and\n`run` is set; it shows that entity as committed by this change (never a later state).',
   fields: (t) => ({
     cursor: t.exposeString('cursor', { description: 'Strictly increasing within the thread; pass it as `after` to resume after this change.' }),
-    committedAt: t.expose('committedAt', { type: 'DateTime' }),
-    audit: t.field({ type: AuditRef, nullable: true, resolve: (change) => change.audit }),
-    run: t.field({ type: RunRef, nullable: true, resolve: (change) => change.run }),
+    committedAt: t.expose('committedAt', { type: 'DateTime', description: "When the change was made (the database's clock)." }),
+    audit: t.field({
+      type: AuditRef,
+      nullable: true,
+      description: 'The model or tool audit as this change left it; null for a change of a run.',
+      resolve: (change) => change.audit,
+    }),
+    run: t.field({ type: RunRef, nullable: true, description: 'The run as this change left it; null for a change of an audit.', resolve: (change) => change.run }),
   }),
 });
+
+const watchedThread = { description: 'The thread to follow.' };
+const onlyRun = { description: "Only this run's changes (a run of this thread, else BAD_USER_INPUT)." };
 
 builder.subscriptionFields((t) => ({
   toolStatusChanged: t.field({
     type: ToolAuditRef,
     description: 'Every tool audit change in the thread, after it is committed. Same access rule as threadAudits.',
     authScopes: { authenticated: true },
-    args: { threadId: t.arg.id({ required: true }), runId: t.arg.id() },
+    args: { threadId: t.arg.id({ required: true, ...watchedThread }), runId: t.arg.id(onlyRun) },
     subscribe: async (_root, { threadId, runId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
       const thread = await loadAuditThread(deps.db, viewer, threadId);
@@ -92,7 +100,7 @@ builder.subscriptionFields((t) => ({
     type: AuditRef,
     description: 'Every model or tool audit change in the thread, after it is committed. Same access rule as threadAudits.',
     authScopes: { authenticated: true },
-    args: { threadId: t.arg.id({ required: true }) },
+    args: { threadId: t.arg.id({ required: true, ...watchedThread }) },
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
       const thread = await loadAuditThread(deps.db, viewer, threadId);
@@ -104,7 +112,7 @@ builder.subscriptionFields((t) => ({
     type: RunRef,
     description: 'Every run status change in the thread. The thread owner or an admin.',
     authScopes: { authenticated: true },
-    args: { threadId: t.arg.id({ required: true }) },
+    args: { threadId: t.arg.id({ required: true, ...watchedThread }) },
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {
       const viewer = requirePrincipal(principal);
       const thread = await loadReadableThread(deps.db, viewer, threadId);
@@ -120,7 +128,14 @@ builder.subscriptionFields((t) => ({
     description:
       'Every committed change of the thread\'s runs and audits, each with its cursor. With `after`,\nfirst every change committed after that cursor, then live; resumable, gapless, no\nduplicates (docs/semantics.md, "Change cursors"). Same access rule as threadAudits.',
     authScopes: { authenticated: true },
-    args: { threadId: t.arg.id({ required: true }), after: t.arg.string(), runId: t.arg.id() },
+    args: {
+      threadId: t.arg.id({ required: true, ...watchedThread }),
+      after: t.arg.string({
+        description:
+          "A cursor of this thread (a ThreadChange's, threadAudits' or Thread.changeCursor or startCursor): first every change committed after it. An SSE request's Last-Event-ID takes its place.",
+      }),
+      runId: t.arg.id(onlyRun),
+    },
     subscribe: async (_root, { threadId, after, runId }, context) => {
       const viewer = requirePrincipal(context.principal);
       const thread = await loadAuditThread(context.deps.db, viewer, threadId);

@@ -22,28 +22,33 @@ import { argumentsOfSelected } from '../selections.js';
 import { ToolAuditRef } from './audit.js';
 
 const ToolActivityStatRef = builder.objectRef<ToolActivityStat>('ToolActivityStat').implement({
+  description: "One tool's activity in the view: running now, and ended within the window.",
   fields: (t) => ({
-    name: t.exposeString('name'),
-    running: t.exposeInt('running'),
+    name: t.exposeString('name', { description: "The tool's name." }),
+    running: t.exposeInt('running', { description: 'Audits of this tool RUNNING at `at`.' }),
     completed: t.exposeInt('completed', { description: 'Audits of this tool that ended within the window, by how they ended.' }),
-    failed: t.exposeInt('failed'),
+    failed: t.exposeInt('failed', { description: 'Ended within the window as FAILED.' }),
     otherEnded: t.exposeInt('otherEnded', { description: 'Ended within the window as CANCELLED, INTERRUPTED or ABANDONED.' }),
     p50DurationMs: t.exposeFloat('p50DurationMs', {
       nullable: true,
       description: 'Percentiles of `durationMs` of the audits that ended within the window; null when none had one.',
     }),
-    p95DurationMs: t.exposeFloat('p95DurationMs', { nullable: true }),
-    maxDurationMs: t.exposeFloat('maxDurationMs', { nullable: true }),
+    p95DurationMs: t.exposeFloat('p95DurationMs', { nullable: true, description: 'The 95th percentile, as p50DurationMs.' }),
+    maxDurationMs: t.exposeFloat('maxDurationMs', {
+      nullable: true,
+      description: 'The longest `durationMs` of the audits that ended within the window, exact; null when none had one.',
+    }),
   }),
 });
 
 const ToolActivityBucketRef = builder.objectRef<ToolActivityBucket>('ToolActivityBucket').implement({
+  description: 'One of the equal parts of the window: the tool audits started and ended in it (by commit time).',
   fields: (t) => ({
-    start: t.expose('start', { type: 'DateTime' }),
+    start: t.expose('start', { type: 'DateTime', description: 'Where the bucket begins; it ends where the next begins, the last at `at`.' }),
     started: t.exposeInt('started', { description: 'Tool audits started within the bucket.' }),
     completed: t.exposeInt('completed', { description: 'Tool audits that ended within the bucket, by how they ended.' }),
-    failed: t.exposeInt('failed'),
-    otherEnded: t.exposeInt('otherEnded'),
+    failed: t.exposeInt('failed', { description: 'Tool audits that ended FAILED within the bucket.' }),
+    otherEnded: t.exposeInt('otherEnded', { description: 'Tool audits that ended CANCELLED, INTERRUPTED or ABANDONED within the bucket.' }),
   }),
 });
 
@@ -56,14 +61,14 @@ const ToolActivityRef = builder.objectRef<ToolActivity>('ToolActivity').implemen
     running: t.field({
       type: [ToolAuditRef],
       description: `Tool audits RUNNING now, the longest-running first. \`first\` is 1 to ${MAX_ACTIVITY_LIST}.`,
-      args: { first: t.arg.int({ defaultValue: 20 }) },
+      args: { first: t.arg.int({ defaultValue: 20, description: `How many at most (1 to ${MAX_ACTIVITY_LIST}).` }) },
       complexity: ({ first }) => listCost(first, MAX_ACTIVITY_LIST),
       resolve: (view, { first }) => view.running.slice(0, activityListSize(first)),
     }),
     recentFailures: t.field({
       type: [ToolAuditRef],
       description: `Tool audits that ended FAILED within the window, the newest first. \`first\` is 1 to ${MAX_ACTIVITY_LIST}.`,
-      args: { first: t.arg.int({ defaultValue: 20 }) },
+      args: { first: t.arg.int({ defaultValue: 20, description: `How many at most (1 to ${MAX_ACTIVITY_LIST}).` }) },
       complexity: ({ first }) => listCost(first, MAX_ACTIVITY_LIST),
       resolve: (view, { first }) => view.recentFailures.slice(0, activityListSize(first)),
     }),
@@ -80,6 +85,11 @@ const ToolActivityRef = builder.objectRef<ToolActivity>('ToolActivity').implemen
   }),
 });
 
+const windowSecondsArg = {
+  description: `The window's length in seconds (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}); it ends at the view's \`at\`.`,
+};
+const toolNameArg = { description: 'Only the tool of exactly this name; a blank name filters nothing.' };
+
 /** The view's listed audits in the loaders' audit cache: a link back to one of them reads no row again. */
 function primed(loaders: Loaders, view: ToolActivity): Loaders {
   for (const audit of [...view.running, ...view.recentFailures]) loaders.audit.prime(audit.id, audit);
@@ -91,7 +101,10 @@ builder.queryField('toolActivity', (t) =>
     type: ToolActivityRef,
     description: `Tool activity across the caller's threads over the last \`windowSeconds\` (${MIN_WINDOW_SECONDS} to ${MAX_WINDOW_SECONDS}), for\nlive dashboards (docs/semantics.md, "Dashboards"). A superadmin's own threads; any other\nrole is FORBIDDEN. \`name\` keeps only that tool. At most ${MAX_WIDE_VIEWS_PER_PRINCIPAL} views over more than ${WIDE_WINDOW_SECONDS} seconds running at once per principal.`,
     authScopes: { authenticated: true },
-    args: { windowSeconds: t.arg.int({ defaultValue: DEFAULT_WINDOW_SECONDS }), name: t.arg.string({ required: false }) },
+    args: {
+      windowSeconds: t.arg.int({ defaultValue: DEFAULT_WINDOW_SECONDS, ...windowSecondsArg }),
+      name: t.arg.string({ required: false, ...toolNameArg }),
+    },
     resolve: async (_root, { windowSeconds, name }, { deps, principal, loaders }) => {
       const caller = requirePrincipal(principal);
       const args = toolActivityArgs(windowSeconds, name);
@@ -109,7 +122,10 @@ builder.subscriptionField('toolActivity', (t) =>
     description:
       'A live dashboard: the current `toolActivity` view at once, then a new one after changes of\ntool audits in the caller\'s threads commit (docs/semantics.md, "Dashboards").',
     authScopes: { authenticated: true },
-    args: { windowSeconds: t.arg.int({ defaultValue: DEFAULT_WINDOW_SECONDS }), name: t.arg.string({ required: false }) },
+    args: {
+      windowSeconds: t.arg.int({ defaultValue: DEFAULT_WINDOW_SECONDS, ...windowSecondsArg }),
+      name: t.arg.string({ required: false, ...toolNameArg }),
+    },
     subscribe: (_root, { windowSeconds, name }, { principal, pubsub }, info) => {
       const viewer = requirePrincipal(principal);
       requireAuditReader(viewer);

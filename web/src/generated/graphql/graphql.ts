@@ -36,12 +36,19 @@ export type ToolCallLedgerCase =
 
 /** A ledger entry's status: its latest execution's (the tool audit's) once it ran, else PENDING. */
 export type ToolCallLedgerStatus =
+  /** Its latest execution ended ABANDONED. */
   | 'ABANDONED'
+  /** Its latest execution ended CANCELLED. */
   | 'CANCELLED'
+  /** Its latest execution ended COMPLETED. */
   | 'COMPLETED'
+  /** Its latest execution ended FAILED. */
   | 'FAILED'
+  /** Its latest execution ended INTERRUPTED; a resume may start it again. */
   | 'INTERRUPTED'
+  /** Declared and never started. */
   | 'PENDING'
+  /** Its latest execution is RUNNING (a bare error awaiting the run's verdict included). */
   | 'RUNNING';
 
 export type ToolCallStatus =
