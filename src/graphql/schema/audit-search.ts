@@ -8,9 +8,9 @@ import { AuditStatusEnum } from './enums.js';
 const AuditSearchHitRef = builder.objectRef<AuditHit>('AuditSearchHit').implement({
   description: 'An audit a search found, with the thread it belongs to (to open it in its timeline).',
   fields: (t) => ({
-    audit: t.field({ type: AuditRef, resolve: (hit) => hit }),
-    threadId: t.exposeID('threadId'),
-    threadTitle: t.exposeString('threadTitle', { nullable: true }),
+    audit: t.field({ type: AuditRef, description: 'The audit found.', resolve: (hit) => hit }),
+    threadId: t.exposeID('threadId', { description: 'The thread it belongs to.' }),
+    threadTitle: t.exposeString('threadTitle', { nullable: true, description: "That thread's title; null when it has none." }),
     snippet: t.string({
       nullable: true,
       description: `Up to ${SNIPPET_CHARS} characters of the name, input, output or error (as JSON text) from a little before the first match of \`text\`, with "…" where cut; null for a search without text.`,
@@ -20,6 +20,7 @@ const AuditSearchHitRef = builder.objectRef<AuditHit>('AuditSearchHit').implemen
 });
 
 const AuditSearchResultRef = builder.objectRef<{ items: AuditHit[]; hasMore: boolean }>('AuditSearchResult').implement({
+  description: 'A page of the audits a search found.',
   fields: (t) => ({
     items: t.field({
       type: [AuditSearchHitRef],
@@ -42,12 +43,15 @@ builder.queryField('searchAudits', (t) =>
     description: `Audits matching every criterion given, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). \`text\` (${MIN_SEARCH_TEXT} to 256 characters, with at least ${MIN_SEARCH_TEXT} letters or digits in a row: the index is built from words) matches any part of the tool or model name, input, output or error, in any case. \`first\` is 1 to ${MAX_SEARCH_HITS}. \`since\` and \`until\` keep the audits whose start the server recorded within that window (the database's clock, the hits' order; not the worker's \`startedAt\`). At most ${MAX_SEARCHES_PER_REQUEST} searches per request and ${MAX_SEARCHES_PER_PRINCIPAL} running at once per principal.`,
     authScopes: { authenticated: true },
     args: {
-      text: t.arg.string({ required: false }),
+      text: t.arg.string({
+        required: false,
+        description: `Text to find in any part of the name, input, output or error, in any case (${MIN_SEARCH_TEXT} to 256 characters, with ${MIN_SEARCH_TEXT} letters or digits in a row).`,
+      }),
       name: t.arg.string({ required: false, description: 'Exactly this tool or model name.' }),
-      status: t.arg({ type: AuditStatusEnum, required: false }),
-      threadId: t.arg.id({ required: false }),
-      first: t.arg.int({ defaultValue: 50 }),
-      after: t.arg.id({ required: false }),
+      status: t.arg({ type: AuditStatusEnum, required: false, description: 'Only audits with this status.' }),
+      threadId: t.arg.id({ required: false, description: "Only this thread's audits (one of the caller's threads, else NOT_FOUND)." }),
+      first: t.arg.int({ defaultValue: 50, description: `How many hits at most (1 to ${MAX_SEARCH_HITS}).` }),
+      after: t.arg.id({ required: false, description: "The last hit's audit id of the previous page: read the hits after it." }),
       since: t.arg({ type: 'DateTime', required: false, description: SINCE }),
       until: t.arg({ type: 'DateTime', required: false, description: UNTIL }),
     },
