@@ -77,6 +77,10 @@ export const builder = new SchemaBuilder<{
   },
 });
 
-builder.queryType({});
-builder.mutationType({});
-builder.subscriptionType({});
+builder.queryType({
+  description: 'Reads. Every operation but introspection needs a bearer token; who may read what: docs/semantics.md, "Principals".',
+});
+builder.mutationType({ description: 'Writes. A failed mutation changes nothing (a batch refuses events one by one: recordEvents).' });
+builder.subscriptionType({
+  description: 'Live streams over graphql-ws or SSE. Each event is published after its change commits; access is checked when the stream starts.',
+});

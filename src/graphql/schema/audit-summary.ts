@@ -18,7 +18,7 @@ const AuditSummaryRef = builder.objectRef<AuditSummary>('AuditSummary').implemen
     'What all the audits of a run or a thread add up to, however many a timeline has loaded (docs/debug-ui.md,\n"Failures at a glance"). Each field is read for a whole page of runs or threads at once.',
   fields: (t) => ({
     audits: t.int({ description: 'Model calls and tool executions.', resolve: count('audits') }),
-    modelCalls: t.int({ resolve: count('modelCalls') }),
+    modelCalls: t.int({ description: 'Model calls.', resolve: count('modelCalls') }),
     toolCalls: t.int({ description: 'Tool executions (a tool run again in a resumed run counts again).', resolve: count('toolCalls') }),
     modelsFailed: t.int({ description: 'Model calls that ended FAILED.', resolve: count('modelsFailed') }),
     toolsFailed: t.int({ description: 'Tool executions that ended FAILED.', resolve: count('toolsFailed') }),

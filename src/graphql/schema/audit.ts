@@ -16,9 +16,12 @@ export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({
   description: "One entry of a run's audit timeline: a model call or a tool execution.",
   resolveType: (row) => (row.role === 'TOOL' ? 'ToolAudit' : 'ModelAudit'),
   fields: (t) => ({
-    id: t.exposeID('id'),
-    runId: t.id({ resolve: (row) => row.runId! }),
-    role: t.expose('role', { type: MessageRoleEnum }),
+    id: t.exposeID('id', { description: "The audit's id: what `audit(id)` loads." }),
+    runId: t.id({
+      description: 'The run it was recorded in (a tool run again in a resumed run is a new audit there).',
+      resolve: (row) => row.runId!,
+    }),
+    role: t.expose('role', { type: MessageRoleEnum, description: 'ASSISTANT for a model audit, TOOL for a tool audit.' }),
     operationId: t.string({
       description: 'Model call id for model audits; the tool_call_id for tool audits.',
       resolve: (row) => row.operationId!,
@@ -33,9 +36,23 @@ export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({
       nullable: true,
       description: 'The sequence number of the terminal (or error) event, once there is one.',
     }),
-    status: t.field({ type: AuditStatusEnum, resolve: (row) => row.status! }),
-    startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
-    finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
+    status: t.field({
+      type: AuditStatusEnum,
+      description: "RUNNING until its own terminal event or its run's end closes it.",
+      resolve: (row) => row.status!,
+    }),
+    startedAt: t.expose('startedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description:
+        "When the runtime saw the start: its start event's `observedAt` (the runtime's wall clock); a replayed start keeps the first. A resume never resets it: a tool run again in a resumed run is a new audit, with its own.",
+    }),
+    finishedAt: t.expose('finishedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description:
+        "When it ended: the `observedAt` of its finish or bare error (the runtime's clock), else the database's time of the run's end that closed it (never before startedAt). Null while RUNNING with no error recorded.",
+    }),
     durationMs: t.exposeInt('durationMs', {
       nullable: true,
       description: 'Backend duration on one monotonic clock; null when start and end were not read on the same clock.',
@@ -51,29 +68,65 @@ export const AuditRef = builder.interfaceRef<AuditRow>('Audit').implement({
 });
 
 export const ModelAuditRef = builder.objectRef<AuditRow>('ModelAudit').implement({
+  description: 'A model call of a run: recordModelStarted opens it RUNNING, recordModelFinished closes it and declares its tool calls.',
   interfaces: [AuditRef],
   fields: (t) => ({
-    model: t.exposeString('name', { nullable: true }),
-    input: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'input', context) }),
-    output: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'output', context) }),
-    error: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'error', context) }),
-    usage: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'usage', context) }),
+    model: t.exposeString('name', { nullable: true, description: "The model's name as recordModelStarted sent it; null when it sent none." }),
+    input: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'What was sent to the model (e.g. its messages), as recordModelStarted carried it; null when none.',
+      resolve: (row, _args, context) => payloadOf(row, 'input', context),
+    }),
+    output: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: "The model's response as recordModelFinished carried it; null when none, or not finished yet.",
+      resolve: (row, _args, context) => payloadOf(row, 'output', context),
+    }),
+    error: t.field({
+      type: 'JSON',
+      nullable: true,
+      description:
+        'Why it failed: the error recordModelFinished carried, else, when the run\'s end closed it, the closing reason {code, message} (e.g. code RUN_FAILED, LEASE_EXPIRED); null otherwise.',
+      resolve: (row, _args, context) => payloadOf(row, 'error', context),
+    }),
+    usage: t.field({
+      type: 'JSON',
+      nullable: true,
+      description:
+        "The token usage as the runtime reported it in recordModelFinished, in the runtime's own shape (auditSummary reads its token counts); null when none.",
+      resolve: (row, _args, context) => payloadOf(row, 'usage', context),
+    }),
   }),
 });
 
 export const ToolAuditRef = builder.objectRef<AuditRow>('ToolAudit').implement({
+  description:
+    "One execution of a declared tool call in a run: recordToolStarted opens it RUNNING; its finish, or the run's end, closes it.",
   interfaces: [AuditRef],
   fields: (t) => ({
-    toolCallId: t.string({ resolve: (row) => row.operationId! }),
-    name: t.string({ resolve: (row) => row.name! }),
-    effectiveInput: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'input', context) }),
+    toolCallId: t.string({ description: 'The id the model gave the tool call (the same as operationId).', resolve: (row) => row.operationId! }),
+    name: t.string({ description: "The tool's name as recordToolStarted sent it.", resolve: (row) => row.name! }),
+    effectiveInput: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'What the tool actually ran with, a JSON object as recordToolStarted carried it (none sent is {}).',
+      resolve: (row, _args, context) => payloadOf(row, 'input', context),
+    }),
     output: t.field({
       type: 'JSON',
       nullable: true,
       description: 'The raw tool output envelope as the runtime reported it.',
       resolve: (row, _args, context) => payloadOf(row, 'output', context),
     }),
-    error: t.field({ type: 'JSON', nullable: true, resolve: (row, _args, context) => payloadOf(row, 'error', context) }),
+    error: t.field({
+      type: 'JSON',
+      nullable: true,
+      description:
+        "Why it failed: {message: <the output's content>} for an output with `status: \"error\"`, the bare error recordToolError carried, else, when the run's end closed it, the closing reason {code, message}; null otherwise.",
+      resolve: (row, _args, context) => payloadOf(row, 'error', context),
+    }),
     awaitingRunTerminal: t.exposeBoolean('awaitingRunTerminal', {
       description: "True while a bare tool error waits for the run's terminal verdict.",
     }),
@@ -83,8 +136,9 @@ export const ToolAuditRef = builder.objectRef<AuditRow>('ToolAudit').implement({
 const ThreadAuditsRef = builder
   .objectRef<{ threadId: string; items: AuditRow[]; truncated: boolean; cursor: string }>('ThreadAudits')
   .implement({
+    description: "A page of a thread's audit timeline (threadAudits), with the change cursor that continues it live.",
     fields: (t) => ({
-      threadId: t.exposeID('threadId'),
+      threadId: t.exposeID('threadId', { description: 'The thread read.' }),
       items: t.field({
         type: [AuditRef],
         description: 'At most `limit` entries: the newest ones, returned oldest first (run creation, then sequence).',
@@ -108,8 +162,8 @@ builder.queryField('threadAudits', (t) =>
     description: 'Super administrators only, and only on threads they own. `limit` is 1 to 500.',
     authScopes: { authenticated: true },
     args: {
-      threadId: t.arg.id({ required: true }),
-      limit: t.arg.int({ defaultValue: MAX_AUDITS }),
+      threadId: t.arg.id({ required: true, description: 'The thread whose timeline to read.' }),
+      limit: t.arg.int({ defaultValue: MAX_AUDITS, description: `How many audits at most (1 to ${MAX_AUDITS}): the newest ones.` }),
       before: t.arg.id({
         required: false,
         description:
@@ -139,7 +193,7 @@ builder.queryField('audit', (t) =>
     description:
       'One audit by id, with its inputs, outputs and errors (what a debug UI loads when a row is opened). Super\nadministrators only, and only on threads they own; anything else is NOT_FOUND.',
     authScopes: { authenticated: true },
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: "The audit's id (Audit.id)." }) },
     resolve: async (_root, { id }, { deps, principal, loaders }) => {
       const audit = await readAudit(deps.db, requirePrincipal(principal), String(id));
       loaders.audit.prime(audit.id, audit);

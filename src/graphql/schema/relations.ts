@@ -17,6 +17,7 @@ import { ToolCallRef } from './tool-call.js';
 builder.interfaceField(AuditRef, 'run', (t) =>
   t.field({
     type: RunRef,
+    description: 'The run it was recorded in.',
     authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
     resolve: (audit, _args, { loaders }) => loadRequired(loaders.run, audit.runId),
   }),
@@ -37,10 +38,12 @@ builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
 builder.objectFields(ToolAuditRef, (t) => ({
   toolCall: t.field({
     type: ToolCallRef,
+    description: 'The ToolCall it executes: the declared call, shared by its executions in resumed runs.',
     resolve: (audit, _args, { loaders }) => loadRequired(loaders.toolCall, audit.toolCallRowId),
   }),
   declaredBy: t.field({
     type: ModelAuditRef,
+    description: 'The model call that declared its tool call, in this run or a run it resumes.',
     authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
     resolve: async (audit, _args, { loaders }) => {
       const toolCall = await loadRequired(loaders.toolCall, audit.toolCallRowId);
@@ -61,6 +64,7 @@ builder.objectField(ToolCallRef, 'declaredBy', (t) =>
 builder.objectFields(RunRef, (t) => ({
   thread: t.field({
     type: ThreadRef,
+    description: "The thread it runs in (FORBIDDEN inside a worker's lifecycle result).",
     authScopes: (_run, _args, context, info) => mayReachRun(null, context, info),
     resolve: (run, _args, { loaders }) => loadRequired(loaders.thread, run.threadId),
   }),

@@ -15,15 +15,31 @@ import { RunStatusEnum } from './enums.js';
 export const WITHOUT_ERROR = { omit: { error: true } } as const;
 
 export const RunRef = builder.prismaObject('Run', {
+  description: "One run of the agent in a thread: QUEUED, claimed by a worker under a lease, then ended; its audits are its timeline.",
   fields: (t) => ({
-    id: t.exposeID('id'),
-    status: t.expose('status', { type: RunStatusEnum }),
-    leaseOwner: t.exposeString('leaseOwner', { nullable: true }),
+    id: t.exposeID('id', { description: "The run's id." }),
+    status: t.expose('status', { type: RunStatusEnum, description: 'Where the run is: QUEUED, RUNNING, or how it ended.' }),
+    leaseOwner: t.exposeString('leaseOwner', {
+      nullable: true,
+      description: 'The `sub` of the worker holding its lease; null while QUEUED and once ended.',
+    }),
     leaseEpoch: t.exposeInt('leaseEpoch', { description: 'The fencing token: incremented on every successful claim.' }),
-    leaseExpiresAt: t.expose('leaseExpiresAt', { type: 'DateTime', nullable: true }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
-    finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
+    leaseExpiresAt: t.expose('leaseExpiresAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: "When its lease expires unless renewed (the database's clock); null while QUEUED and once ended.",
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When createRun created it.' }),
+    startedAt: t.expose('startedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: "When a worker claimed it (the database's clock); null until then (a run cancelled while QUEUED never gets one).",
+    }),
+    finishedAt: t.expose('finishedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: "When it ended by finishRun, cancelRun or its lease's expiry (the database's clock); null until then.",
+    }),
     error: t.field({
       type: 'JSON',
       nullable: true,
@@ -42,11 +58,17 @@ export const RunRef = builder.prismaObject('Run', {
 export const RunLeaseRef = builder
   .objectRef<{ runId: string; owner: string; epoch: number; expiresAt: Date; grantedAt: Date }>('RunLease')
   .implement({
+    description: 'The lease a worker holds on a RUNNING run: every lifecycle write carries its `{runId, epoch}` as `lease`.',
     fields: (t) => ({
-      runId: t.exposeID('runId'),
-      owner: t.exposeString('owner'),
-      epoch: t.exposeInt('epoch'),
-      expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+      runId: t.exposeID('runId', { description: 'The leased run.' }),
+      owner: t.exposeString('owner', { description: 'The `sub` of the worker holding it: the caller.' }),
+      epoch: t.exposeInt('epoch', {
+        description: "The fencing token, the run's leaseEpoch: the claim increments it, renewals and claim retries keep it; every lifecycle write sends it in `lease`.",
+      }),
+      expiresAt: t.expose('expiresAt', {
+        type: 'DateTime',
+        description: "When it expires unless renewed (the database's clock): expiresAt − grantedAt is its length.",
+      }),
       grantedAt: t.expose('grantedAt', {
         type: 'DateTime',
         description:
@@ -56,8 +78,9 @@ export const RunLeaseRef = builder
   });
 
 const CreateRunInput = builder.inputType('CreateRunInput', {
+  description: 'A run to create: its thread and, for a resume, the ended run it continues.',
   fields: (t) => ({
-    threadId: t.id({ required: true }),
+    threadId: t.id({ required: true, description: 'The thread to create it in.' }),
     resumeFromRunId: t.id({ description: 'Resume an earlier run of the same thread; it must have ended.' }),
     createId: t.string({
       description:
@@ -70,8 +93,10 @@ builder.queryField('run', (t) =>
   t.prismaField({
     type: 'Run',
     nullable: true,
+    description:
+      "A run by id: its thread's owner, an admin or a superadmin (anyone else is FORBIDDEN); a run that does not exist, or whose thread is being deleted, is NOT_FOUND.",
     authScopes: { authenticated: true },
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: "The run's id." }) },
     resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
       const run = await loadReadableRun(deps.db, requirePrincipal(principal), id);
       return prisma.run.findUnique({ ...query, ...WITHOUT_ERROR, where: { id: run.id } }) as Promise<Run | null>;
@@ -84,14 +109,14 @@ builder.mutationFields((t) => ({
     type: 'Run',
     description: 'The thread owner, an admin or a superadmin. Creates a QUEUED run.',
     authScopes: { authenticated: true },
-    args: { input: t.arg({ type: CreateRunInput, required: true }) },
+    args: { input: t.arg({ type: CreateRunInput, required: true, description: 'The thread, and the run it resumes, if any.' }) },
     resolve: (_query, _root, { input }, { deps, principal }) => createRun(deps, requirePrincipal(principal), input),
   }),
   cancelRun: t.prismaField({
     type: 'Run',
     description: 'The thread owner, an admin or a superadmin. Ends the run as CANCELLED at once and revokes its lease.',
     authScopes: { authenticated: true },
-    args: { runId: t.arg.id({ required: true }) },
+    args: { runId: t.arg.id({ required: true, description: 'The run to cancel: QUEUED or RUNNING, else INVALID_TRANSITION.' }) },
     resolve: (_query, _root, { runId }, { deps, principal }) => cancelRun(deps, requirePrincipal(principal), runId),
   }),
 }));

@@ -14,14 +14,18 @@ const MAX_HISTORY_PAGE = 1000;
 const MAX_RUNS_PAGE = 500;
 
 export const ThreadRef = builder.prismaObject('Thread', {
+  description: 'A conversation: its ordinary messages (history) and the runs of the agent in it, owned by the principal who created it.',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    title: t.exposeString('title', { nullable: true }),
+    id: t.exposeID('id', { description: "The thread's id." }),
+    title: t.exposeString('title', { nullable: true, description: 'The title given at creation; null when none was.' }),
     ownerId: t.exposeString('ownerId', { description: 'The `sub` of the principal who created the thread.' }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When createThread created it.' }),
     messages: t.relation('messages', {
       description: `Ordinary conversation history, oldest first, the first \`first\` messages (0 to ${MAX_HISTORY_PAGE}); with \`after\` (a message of this thread's history), those after it. Never contains audit rows; an \`after\` that is no message of this thread's history reads none.`,
-      args: { first: t.arg.int({ defaultValue: 100 }), after: t.arg.id() },
+      args: {
+        first: t.arg.int({ defaultValue: 100, description: `How many messages at most (0 to ${MAX_HISTORY_PAGE}).` }),
+        after: t.arg.id({ description: "A message of this thread's history: read the ones after it." }),
+      },
       complexity: ({ first }) => listCost(first, MAX_HISTORY_PAGE),
       query: ({ first, after }) => {
         if (first == null || first < 0 || first > MAX_HISTORY_PAGE) {
@@ -48,7 +52,10 @@ export const ThreadRef = builder.prismaObject('Thread', {
     }),
     runs: t.relation('runs', {
       description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}); with \`after\` (a run of this thread), those created after it. An \`after\` of no run of this thread reads none.`,
-      args: { first: t.arg.int({ defaultValue: 100 }), after: t.arg.id() },
+      args: {
+        first: t.arg.int({ defaultValue: 100, description: `How many runs at most (1 to ${MAX_RUNS_PAGE}).` }),
+        after: t.arg.id({ description: 'A run of this thread: read the runs created after it.' }),
+      },
       complexity: ({ first }) => listCost(first, MAX_RUNS_PAGE),
       // Read with the thread (one statement for a page of threads). The cursor must be one of
       // the thread's runs: another thread's would place this thread's runs by its order.
@@ -81,16 +88,21 @@ export const ThreadRef = builder.prismaObject('Thread', {
 });
 
 export const PageInfoRef = builder.objectRef<{ hasNextPage: boolean; endCursor: string | null }>('PageInfo').implement({
+  description: 'Where a page ends (Relay connection).',
   fields: (t) => ({
-    hasNextPage: t.exposeBoolean('hasNextPage'),
-    endCursor: t.exposeString('endCursor', { nullable: true }),
+    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'More items follow: pass `endCursor` as `after` to read them.' }),
+    endCursor: t.exposeString('endCursor', { nullable: true, description: "The cursor of the page's last item; null for an empty page." }),
   }),
 });
 
 const ThreadEdgeRef = builder.objectRef<Thread>('ThreadEdge').implement({
+  description: 'A thread of a page, with its position.',
   fields: (t) => ({
-    cursor: t.string({ resolve: (thread) => threadCursor(thread) }),
-    node: t.field({ type: ThreadRef, resolve: (thread) => thread }),
+    cursor: t.string({
+      description: "The thread's position in the newest-first order (an opaque string): pass it as `after` to read the threads after it.",
+      resolve: (thread) => threadCursor(thread),
+    }),
+    node: t.field({ type: ThreadRef, description: 'The thread.', resolve: (thread) => thread }),
   }),
 });
 
@@ -100,9 +112,15 @@ const ThreadConnectionRef = builder
     description: 'A page of threads, newest first (Relay connection).',
     fields: (t) => ({
       // The page's size is counted once, on `threads(first)`.
-      edges: t.field({ type: [ThreadEdgeRef], complexity: { field: 1, multiplier: 1 }, resolve: (page) => page.threads }),
+      edges: t.field({
+        type: [ThreadEdgeRef],
+        description: "The page's threads, newest first.",
+        complexity: { field: 1, multiplier: 1 },
+        resolve: (page) => page.threads,
+      }),
       pageInfo: t.field({
         type: PageInfoRef,
+        description: 'Whether more threads follow, and the cursor to read them.',
         resolve: ({ threads, hasNextPage }) => ({
           hasNextPage,
           endCursor: threads.length ? threadCursor(threads[threads.length - 1]!) : null,
@@ -114,11 +132,12 @@ const ThreadConnectionRef = builder
 builder.prismaObject('Message', {
   description: 'An ordinary conversation message (history, memory and dashboard views read these).',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    role: t.expose('role', { type: MessageRoleEnum }),
+    id: t.exposeID('id', { description: "The message's id (an `after` of Thread.messages)." }),
+    role: t.expose('role', { type: MessageRoleEnum, description: 'Who the message speaks for, as appended.' }),
     content: t.field({
       type: 'JSON',
       nullable: true,
+      description: 'The content as appended (any JSON).',
       // Reads leave it out (`messages`); a mutation's own row holds it.
       resolve: (message, _args, { loaders }) =>
         payloadField(
@@ -132,7 +151,7 @@ builder.prismaObject('Message', {
       description: 'The bytes of `content` as stored (its JSON text), null when it has none: read it before a large content.',
       resolve: async (message, _args, { loaders }) => (await loadRequired(loaders.messageContentBytes, message.id)).contentBytes,
     }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When appendMessage appended it.' }),
     thread: t.field({
       type: ThreadRef,
       description:
@@ -143,8 +162,9 @@ builder.prismaObject('Message', {
 });
 
 const CreateThreadInput = builder.inputType('CreateThreadInput', {
+  description: 'A thread to create: an optional title and idempotency key.',
   fields: (t) => ({
-    title: t.string(),
+    title: t.string({ description: "The thread's title (at most 1,000 characters); none leaves it null." }),
     createId: t.string({
       description:
         "The caller's idempotency key for this creation (1 to 256 characters). The same caller sending\nthe same createId again gets the thread the first send created, instead of a second one; with\nanother title it is CONFLICT. Keys are per caller, and a deleted thread's key is free again.",
@@ -153,10 +173,11 @@ const CreateThreadInput = builder.inputType('CreateThreadInput', {
 });
 
 const AppendMessageInput = builder.inputType('AppendMessageInput', {
+  description: "One ordinary message to append to a thread's history (never an audit).",
   fields: (t) => ({
-    threadId: t.id({ required: true }),
-    role: t.field({ type: MessageRoleEnum, required: true }),
-    content: t.field({ type: 'JSON', required: true }),
+    threadId: t.id({ required: true, description: 'The thread to append it to.' }),
+    role: t.field({ type: MessageRoleEnum, required: true, description: 'Who the message speaks for.' }),
+    content: t.field({ type: 'JSON', required: true, description: 'The content: any JSON value (at most MAX_JSON_BYTES).' }),
   }),
 });
 
@@ -167,8 +188,8 @@ builder.queryField('threads', (t) =>
       'Threads the caller may read (its own; every thread for admins and superadmins), newest first. `first` is 1 to 100.',
     authScopes: { authenticated: true },
     args: {
-      first: t.arg.int({ defaultValue: 20 }),
-      after: t.arg.string(),
+      first: t.arg.int({ defaultValue: 20, description: `How many threads at most (1 to ${MAX_THREADS_PAGE}).` }),
+      after: t.arg.string({ description: "A previous page's `endCursor` (or an edge's `cursor`): read the threads after it." }),
       title: t.arg.string({ description: 'Only threads whose title holds this text (any case); pass the same `title` with `after`.' }),
       ownerId: t.arg.string({
         description: "Only threads of this owner (the `sub` of the token that created them), e.g. to erase one person's threads (docs/deletion.md); pass the same `ownerId` with `after`.",
@@ -184,8 +205,10 @@ builder.queryField('thread', (t) =>
   t.prismaField({
     type: 'Thread',
     nullable: true,
+    description:
+      'A thread by id: its owner, an admin or a superadmin (anyone else is FORBIDDEN); a thread that does not exist, or whose deletion began, is NOT_FOUND.',
     authScopes: { authenticated: true },
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: "The thread's id." }) },
     resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
       const thread = await loadReadableThread(deps.db, requirePrincipal(principal), id);
       return prisma.thread.findUnique({ ...query, where: { id: thread.id } });
@@ -198,14 +221,14 @@ builder.mutationFields((t) => ({
     type: 'Thread',
     description: 'Any authenticated user; the caller becomes the owner.',
     authScopes: { authenticated: true },
-    args: { input: t.arg({ type: CreateThreadInput, required: true }) },
+    args: { input: t.arg({ type: CreateThreadInput, required: true, description: 'Its title and idempotency key.' }) },
     resolve: (_query, _root, { input }, { deps, principal }) => createThread(deps, requirePrincipal(principal), input),
   }),
   appendMessage: t.prismaField({
     type: 'Message',
     description: 'The thread owner, an admin or a superadmin. Ordinary history only.',
     authScopes: { authenticated: true },
-    args: { input: t.arg({ type: AppendMessageInput, required: true }) },
+    args: { input: t.arg({ type: AppendMessageInput, required: true, description: 'The thread, and the role and content of the message.' }) },
     resolve: (_query, _root, { input }, { deps, principal }) => appendMessage(deps, requirePrincipal(principal), input),
   }),
 }));

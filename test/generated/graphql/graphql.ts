@@ -4,13 +4,19 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** Where a model or tool audit is: RUNNING until its own terminal event or its run's end closes it. */
 export type AuditStatus =
   /** Closed by the run's end or a lease expiry without a terminal event of its own. */
   | 'ABANDONED'
+  /** Closed by the run being cancelled (cancelRun or finishRun CANCELLED). */
   | 'CANCELLED'
+  /** Closed by its own finish: a model call finished COMPLETED, a tool output without `status: "error"`. */
   | 'COMPLETED'
+  /** A model call finished FAILED, a tool output with `status: "error"`, or closed by a FAILED run (or a COMPLETED one whose final state holds the bare error). */
   | 'FAILED'
+  /** Closed by finishRun INTERRUPTED; a resumed run may run the tool again, as a new audit. */
   | 'INTERRUPTED'
+  /** Started and not closed yet; a tool audit with a bare error stays RUNNING (awaitingRunTerminal) until the run's verdict. */
   | 'RUNNING';
 
 /** A claim of a QUEUED run: the lease length and an optional idempotency key. */
@@ -65,10 +71,15 @@ export type LeaseInput = {
   runId: string | number;
 };
 
+/** Who a message speaks for, as appended; a model audit's role is ASSISTANT, a tool audit's TOOL. */
 export type MessageRole =
+  /** The model's message; the role of every model audit. */
   | 'ASSISTANT'
+  /** A system message. */
   | 'SYSTEM'
+  /** A tool's result; the role of every tool audit. */
   | 'TOOL'
+  /** A user's message. */
   | 'USER';
 
 /** The end of a model call, with the tool calls it declared. */
@@ -113,26 +124,43 @@ export type ModelStartedInput = {
   sequence: string;
 };
 
+/** Where a run is: QUEUED until a worker claims it, RUNNING under its lease, then how it ended. */
 export type RunStatus =
+  /** Ended by cancelRun, or by its worker's finishRun CANCELLED. */
   | 'CANCELLED'
+  /** Ended by its worker's finishRun COMPLETED. */
   | 'COMPLETED'
+  /** Ended by its worker's finishRun FAILED, or by its lease expiring (error {code: "LEASE_EXPIRED"}). */
   | 'FAILED'
+  /** Ended by its worker's finishRun INTERRUPTED (e.g. to wait for a human); a new run may resume it. */
   | 'INTERRUPTED'
+  /** Created (createRun) and not claimed yet. */
   | 'QUEUED'
+  /** Claimed by a worker, which holds its lease (leaseOwner, leaseEpoch, leaseExpiresAt). */
   | 'RUNNING';
 
 /** The terminal statuses an agent runtime may report in finishRun. */
 export type RunTerminalStatus =
+  /** The run was cancelled. Audits still open close CANCELLED. */
   | 'CANCELLED'
+  /** The run succeeded. Audits still open close ABANDONED (a bare error: FAILED when the final state says so). */
   | 'COMPLETED'
+  /** The run failed. Audits still open close FAILED. */
   | 'FAILED'
+  /** The run paused, for a resume. Audits still open close INTERRUPTED and their ToolCalls go back to PENDING. */
   | 'INTERRUPTED';
 
+/** A ToolCall's status: PENDING as declared, then its latest execution's, mirrored from the tool audit. */
 export type ToolCallStatus =
+  /** Its tool audit ended CANCELLED. */
   | 'CANCELLED'
+  /** Its tool audit ended COMPLETED. */
   | 'COMPLETED'
+  /** Its tool audit ended FAILED or ABANDONED. */
   | 'FAILED'
+  /** Declared and not started, or its execution was INTERRUPTED: a resume may start it. */
   | 'PENDING'
+  /** Its tool audit is RUNNING (a bare error awaiting the run's verdict included). */
   | 'RUNNING';
 
 /** A bare error of a running tool (an exception, a timeout, an interrupt): recorded, while the audit stays RUNNING until the run's verdict. */

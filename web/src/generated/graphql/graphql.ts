@@ -4,21 +4,34 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** Where a model or tool audit is: RUNNING until its own terminal event or its run's end closes it. */
 export type AuditStatus =
   /** Closed by the run's end or a lease expiry without a terminal event of its own. */
   | 'ABANDONED'
+  /** Closed by the run being cancelled (cancelRun or finishRun CANCELLED). */
   | 'CANCELLED'
+  /** Closed by its own finish: a model call finished COMPLETED, a tool output without `status: "error"`. */
   | 'COMPLETED'
+  /** A model call finished FAILED, a tool output with `status: "error"`, or closed by a FAILED run (or a COMPLETED one whose final state holds the bare error). */
   | 'FAILED'
+  /** Closed by finishRun INTERRUPTED; a resumed run may run the tool again, as a new audit. */
   | 'INTERRUPTED'
+  /** Started and not closed yet; a tool audit with a bare error stays RUNNING (awaitingRunTerminal) until the run's verdict. */
   | 'RUNNING';
 
+/** Where a run is: QUEUED until a worker claims it, RUNNING under its lease, then how it ended. */
 export type RunStatus =
+  /** Ended by cancelRun, or by its worker's finishRun CANCELLED. */
   | 'CANCELLED'
+  /** Ended by its worker's finishRun COMPLETED. */
   | 'COMPLETED'
+  /** Ended by its worker's finishRun FAILED, or by its lease expiring (error {code: "LEASE_EXPIRED"}). */
   | 'FAILED'
+  /** Ended by its worker's finishRun INTERRUPTED (e.g. to wait for a human); a new run may resume it. */
   | 'INTERRUPTED'
+  /** Created (createRun) and not claimed yet. */
   | 'QUEUED'
+  /** Claimed by a worker, which holds its lease (leaseOwner, leaseEpoch, leaseExpiresAt). */
   | 'RUNNING';
 
 /** What a debugger hunts for in a tool call. */
@@ -51,11 +64,17 @@ export type ToolCallLedgerStatus =
   /** Its latest execution is RUNNING (a bare error awaiting the run's verdict included). */
   | 'RUNNING';
 
+/** A ToolCall's status: PENDING as declared, then its latest execution's, mirrored from the tool audit. */
 export type ToolCallStatus =
+  /** Its tool audit ended CANCELLED. */
   | 'CANCELLED'
+  /** Its tool audit ended COMPLETED. */
   | 'COMPLETED'
+  /** Its tool audit ended FAILED or ABANDONED. */
   | 'FAILED'
+  /** Declared and not started, or its execution was INTERRUPTED: a resume may start it. */
   | 'PENDING'
+  /** Its tool audit is RUNNING (a bare error awaiting the run's verdict included). */
   | 'RUNNING';
 
 export type PageRunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } };
