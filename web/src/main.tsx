@@ -65,6 +65,7 @@ import {
   threadGone,
   searchName,
   searchedText,
+  liveNews,
   type AuditDetail,
   type SearchHit,
 } from './store.js';
@@ -860,6 +861,8 @@ function Rows() {
         ))}
       </div>
       <span class="visually-hidden" role="status" data-testid="selection-announcement">{selectionAnnouncement()}</span>
+      {/* Keyed by the telling: the same news again ("1 new row.") is said again. */}
+      <span class="visually-hidden" role="status" aria-atomic="true" data-testid="live-news">{liveNews.value && <span key={liveNews.value.told}>{liveNews.value.text}</span>}</span>
       {newBelow.value > 0 && (
         <button class="new-activity" data-testid="new-activity" onClick={toBottom}>
           ↓ {newBelow.value} new {newBelow.value === 1 ? 'row' : 'rows'} below

@@ -6,7 +6,7 @@ import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } fro
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { activityConnection, hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
-import { isDeclaredRowKey, layoutTimelineWithAxis, mergeAudits, mergeRuns, type AuditView, type RunView, type TimeWindow } from './timeline.js';
+import { isDeclaredRowKey, layoutTimelineWithAxis, markedText, mergeAudits, mergeRuns, type AuditView, type Row, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -596,12 +596,51 @@ function applyChanges() {
   changesTimer = undefined;
   const [changedRuns, changedAudits] = [pendingRuns, pendingAudits];
   [pendingRuns, pendingAudits] = [[], []];
+  const before = allRows.peek();
   batch(() => {
     if (changedRuns.length) runs.value = mergeRuns(runs.value, changedRuns);
     if (changedAudits.length) audits.value = mergeAudits(audits.value, changedAudits);
   });
+  noteLiveNews(before, allRows.peek());
   if (changedAudits.length) refreshSearchSoon();
   refreshLedgerSoon();
+}
+
+/**
+ * What the live stream changed, told to screen readers (a polite status): the rows that failed,
+ * the runs that ended, how many rows were added. Told at most every NEWS_EVERY_MS, what came
+ * meanwhile in one summary, so a run writing ten entries a second is not read out entry by entry.
+ */
+export const liveNews = signal<{ text: string; told: number } | null>(null);
+const NEWS_EVERY_MS = 5000;
+let news: { failed: Row[]; ended: Row[]; added: number } = { failed: [], ended: [], added: 0 };
+let newsTimer: ReturnType<typeof setTimeout> | undefined;
+let newsToldAt = -Infinity;
+
+function noteLiveNews(before: readonly Row[], after: readonly Row[]) {
+  const was = new Map(before.map((row) => [row.key, row]));
+  for (const row of after) {
+    const old = was.get(row.key);
+    if (row.failed && !old?.failed) news.failed.push(row);
+    else if (row.kind === 'run' && old?.running && !row.running) news.ended.push(row);
+  }
+  news.added += Math.max(0, after.length - before.length);
+  if (news.failed.length || news.ended.length || news.added) newsTimer ??= setTimeout(tellNews, Math.max(0, newsToldAt + NEWS_EVERY_MS - Date.now()));
+}
+
+function tellNews() {
+  newsTimer = undefined;
+  const { failed, ended, added } = news;
+  news = { failed: [], ended: [], added: 0 };
+  const ending = (row: Row) => `${row.label} ${row.awaitingVerdict ? 'reported an error' : row.status.toLowerCase().replace(/_/g, ' ')}${row.reason ? `: ${row.reason}` : ''}`;
+  const more = failed.length - 1;
+  const parts = [
+    failed[0] && `${ending(failed[0])}${more ? ` (and ${more} more failure${more === 1 ? '' : 's'})` : ''}`,
+    ...ended.map(ending),
+    added && `${added} new row${added === 1 ? '' : 's'}`,
+  ].filter(Boolean);
+  newsToldAt = Date.now();
+  liveNews.value = { text: markedText(`${parts.join('. ')}.`), told: (liveNews.peek()?.told ?? 0) + 1 };
 }
 
 export function closeThread() {
@@ -616,6 +655,10 @@ function resetThread() {
   stopFollowing = null;
   clearTimeout(changesTimer);
   changesTimer = undefined;
+  clearTimeout(newsTimer);
+  newsTimer = undefined;
+  news = { failed: [], ended: [], added: 0 };
+  liveNews.value = null;
   [pendingRuns, pendingAudits] = [[], []];
   threadId.value = null;
   threadInfo.value = null;

@@ -1,0 +1,79 @@
+// The thread's timeline as a blind engineer debugging an agent hears it, through Chromium's
+// accessibility tree and the keyboard alone: what a live run's writes say (and how often), what
+// each row is called, and where focus goes.
+import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { backendName } from '../support/database.js';
+import { serverForFile } from '../e2e/support/server.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+
+let server: ReturnType<typeof serverForFile>;
+let origin: string;
+let browser: Browser;
+
+/** A running run whose model declared `search` (`k1`, started) and `lookup` (`k2`, not started); the page open on its thread. */
+async function liveRun() {
+  const { who, owner, worker, threadId } = await superadminThread(server.url, 'listening');
+  const run = await owner.createRun({ threadId });
+  const lease = await worker.claimRun(run.id, 600);
+  await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'k1', name: 'search', args: {} }, { id: 'k2', name: 'lookup', args: {} }] });
+  const search = await worker.recordToolStarted({ lease, toolCallId: 'k1', name: 'search', effectiveInput: {}, sequence: 3 });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 600 } });
+  await signIn(page, origin, who.owner);
+  await openThread(page, origin, `#thread=${threadId}`);
+  await page.locator(`#row-${search.id}`).waitFor();
+  return { page, worker, lease, searchId: search.id };
+}
+
+/** Starts noting each text a live region of the page's main part says (a region's text as it changes to it); `said()` reads them. */
+async function listen(page: Page) {
+  await page.evaluate(() => {
+    const said: string[] = ((window as unknown as { said: string[] }).said = []);
+    const last = new Map<Element, string>();
+    new MutationObserver(() => {
+      for (const region of document.querySelectorAll('main [role=status], main [role=alert], main [aria-live]')) {
+        const text = region.textContent ?? '';
+        if (text && last.get(region) !== text) said.push(text);
+        last.set(region, text);
+      }
+    }).observe(document.querySelector('main')!, { subtree: true, childList: true, characterData: true });
+  });
+  return () => page.evaluate(() => (window as unknown as { said: string[] }).said);
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen reader (${backendName})`, () => {
+  server = pageSuite((suite) => ({ origin, browser } = suite));
+
+  it("says a live run's failure and its new rows politely, a few times over 10 s of writes, and leaves the reader's focus and selection be", async () => {
+    const { page, worker, lease, searchId } = await liveRun();
+    const grid = page.getByRole('grid');
+    await grid.focus();
+    await page.keyboard.press('Home');
+    const selected = await grid.getAttribute('aria-activedescendant');
+    expect(selected).not.toBeNull();
+    const said = await listen(page);
+    // About ten writes a second for ten seconds, the tool failing in the first of them.
+    let sequence = 4;
+    await worker.recordToolFinished({ lease, toolCallId: 'k1', output: { content: 'quota exceeded\nretry later', status: 'error' }, sequence: sequence++ });
+    const until = Date.now() + 10_000;
+    for (let i = 0; Date.now() < until; i++) {
+      const write = i % 2 === 0
+        ? worker.recordModelStarted({ lease, operationId: `m${i >> 1}`, sequence: sequence++, model: 'gpt-x' })
+        : worker.recordModelFinished({ lease, operationId: `m${i >> 1}`, status: 'COMPLETED', sequence: sequence++ });
+      await Promise.all([write, new Promise((resolve) => setTimeout(resolve, 100))]);
+    }
+    await expect.poll(() => page.locator(`#row-${searchId}`).getAttribute('data-status')).toBe('FAILED');
+    await expect.poll(async () => (await said()).join(' | ')).toMatch(/search \(k1\) failed: quota exceeded/);
+    await expect.poll(async () => (await said()).join(' | ')).toMatch(/\d+ new rows/);
+    // Told in a polite status, in a few summaries, not once per write.
+    expect(await page.locator('[data-testid=live-news]').getAttribute('role')).toBe('status');
+    const told = await said();
+    expect(told.length, told.join('\n')).toBeLessThanOrEqual(4);
+    // The reader stays where they were.
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('grid');
+    expect(await grid.getAttribute('aria-activedescendant')).toBe(selected);
+    await page.close();
+  }, 120_000);
+});
