@@ -76,4 +76,18 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
     expect(await grid.getAttribute('aria-activedescendant')).toBe(selected);
     await page.close();
   }, 120_000);
+  it('keeps the focus on the timeline when the keyboard takes the cue for new rows below, which goes away', async () => {
+    const { page, worker, lease } = await liveRun();
+    await page.setViewportSize({ width: 1280, height: 420 });
+    for (let i = 0; i < 12; i++) await worker.recordModelStarted({ lease, operationId: `more${i}`, sequence: 10 + i, model: 'gpt-x' });
+    await page.locator('.row', { hasText: 'call 13' }).waitFor();
+    await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
+    await worker.recordModelStarted({ lease, operationId: 'late', sequence: 30, model: 'gpt-x' });
+    const cue = page.getByRole('button', { name: /new rows? below/ });
+    await cue.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => cue.count()).toBe(0);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('grid');
+    await page.close();
+  }, 120_000);
 });

@@ -827,9 +827,12 @@ function Rows() {
     if (top < element.scrollTop) element.scrollTop = top;
     else if (top + rowHeight() > element.scrollTop + element.clientHeight - rulerHeight) element.scrollTop = top + rowHeight() + rulerHeight - element.clientHeight;
   }, [selectedKey.value, errorsOnly.value]);
+  const grid = useRef<HTMLDivElement>(null);
   const toBottom = () => {
     newBelow.value = 0;
     if (scroller.current) scroller.current.scrollTop = scroller.current.scrollHeight;
+    // The cue goes: its focus goes to the rows, not to the page's top.
+    grid.current?.focus({ preventScroll: true });
   };
   const first = printing.value ? 0 : Math.max(0, Math.floor(scrollTop.value / rowHeight()) - OVERSCAN);
   const last = printing.value ? all.length : Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / rowHeight()) + OVERSCAN);
@@ -849,6 +852,7 @@ function Rows() {
       <Ruler axis={timeline.value.axis} />
       <div
         class="row-space"
+        ref={grid}
         role="grid"
         tabIndex={0}
         aria-label={`Timeline rows: arrow keys move the selection${auditsHidden.value ? '' : ', n and p go to the next and previous failure'}`}
