@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
-import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -88,6 +88,22 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
     await page.keyboard.press('Enter');
     await expect.poll(() => cue.count()).toBe(0);
     expect(await page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('grid');
+    await page.close();
+  }, 120_000);
+  it("names each row by what it is, its status, failures, duration and why it ended, once each", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'each ending');
+    await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', output: { content: 'permission denied\nat line 3', status: 'error' } });
+    const cancelled = await owner.createRun({ threadId });
+    await owner.cancelRun(cancelled.id);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.locator(`#row-${cancelled.id}`).waitFor();
+    const names = await page.getByRole('grid').ariaSnapshot();
+    const name = (pattern: RegExp) => names.split('\n').map((line) => /^\s*- row "(.*)"/.exec(line)?.[1]).find((found) => found && pattern.test(found));
+    expect(name(/^fetch/)).toMatch(/^fetch \(c1\), failed, [\d.]+ (ms|s), permission denied$/);
+    // A cancelled run says so once, not again as its reason.
+    expect(name(/^run 2/)).toMatch(/^run 2 · \w+, cancelled(, [\d.]+ (ms|s))?$/);
     await page.close();
   }, 120_000);
 });

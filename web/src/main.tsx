@@ -346,8 +346,12 @@ addEventListener('afterprint', () => (printing.value = matchMedia('print').match
 const formatTokens = (tokens: Tokens) => `${tokens.input.toLocaleString('en')} → ${tokens.output.toLocaleString('en')} tokens`;
 const OVERSCAN = 8;
 
-/** A row as a screen reader reads it: what, how it ended, its failures, how long. */
-const rowName = (row: Row) => markedText([row.label, row.status.toLowerCase(), row.failures, formatDuration(row.durationMs)].filter(Boolean).join(', '));
+/** A row as a screen reader reads it: what, how it ended, its failures, how long, why (a reason that only repeats the status left out). */
+const rowName = (row: Row) => {
+  const status = row.status.toLowerCase().replace(/_/g, ' ');
+  const why = row.awaitingVerdict ? 'error, awaiting run verdict' : row.reason?.toLowerCase() === status ? null : row.reason;
+  return markedText([row.label, status, row.failures, formatDuration(row.durationMs), why].filter(Boolean).join(', '));
+};
 
 /** What `n` or `p` selected, said aloud: "Failed tool fetch (c1), run 3 · 1a2b3c". */
 function selectionAnnouncement(): string {
