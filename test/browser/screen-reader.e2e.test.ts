@@ -106,4 +106,35 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
     expect(name(/^run 2/)).toMatch(/^run 2 · \w+, cancelled(, [\d.]+ (ms|s))?$/);
     await page.close();
   }, 120_000);
+  it("ties a refused search text to the box (invalid, described by the reason) and says each search's count from a status already in the page", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'searched aloud');
+    await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const box = page.getByRole('searchbox', { name: 'Search audits' });
+    const description = () => box.evaluate((input) => [...(input.getAttribute('aria-describedby') ?? '').split(' ')].map((id) => document.getElementById(id)?.textContent ?? '').join(' ').trim());
+    // The live regions in the page before the search: only a change of one of them is read out.
+    const markRegions = () => page.evaluate(() => document.querySelectorAll('[role=status], [aria-live]').forEach((region) => region.setAttribute('data-was-there', '')));
+    const countSaidBy = (pattern: RegExp) => page.locator('[role=status][data-was-there]', { hasText: pattern });
+    for (const [text, refusal] of [['ab', /at least three characters/], ['x'.repeat(300), /300 characters long; the limit is 256/]] as const) {
+      await box.fill(text);
+      await box.press('Enter');
+      await expect.poll(() => box.getAttribute('aria-invalid')).toBe('true');
+      expect(await description()).toMatch(refusal);
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('type'))).toBe('search');
+    }
+    // A search that answers: the box is valid again, and its count is said.
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await markRegions();
+    await box.fill('permission');
+    await box.press('Enter');
+    await expect.poll(() => countSaidBy(/^1 matching audit/).count()).toBe(1);
+    expect(await box.getAttribute('aria-invalid')).toBeNull();
+    expect(await description()).toBe('');
+    await box.fill('zzzqqq');
+    await box.press('Enter');
+    await expect.poll(() => countSaidBy(/^No audit matches/).count()).toBe(1);
+    await page.close();
+  }, 120_000);
 });

@@ -164,6 +164,8 @@ function SearchBox() {
         type="search"
         name="q"
         aria-label="Search audits"
+        aria-invalid={searchResults.value?.refused ? 'true' : undefined}
+        aria-describedby={searchResults.value?.refused ? 'search-error' : undefined}
         placeholder="Search tool and model names, inputs, outputs, errors"
         value={searchText.value}
         onInput={(e) => (searchText.value = e.currentTarget.value)}
@@ -197,11 +199,12 @@ function SearchBox() {
 
 function SearchResults() {
   const results = searchResults.value;
-  if (!results) return null;
+  // Always in the page, unnamed and empty until a search answers: a status added with its text is not read out.
+  if (!results) return <section class="search-results idle" data-testid="search-results"><p key="count" class="muted" role="status" /></section>;
   return (
     <section class="search-results" aria-label="Search results" data-testid="search-results">
-      {results.error && <p class="banner error" role="alert">{results.error}</p>}
-      <p class="muted" role="status">
+      {results.error && <p class="banner error" role="alert" id="search-error">{results.error}</p>}
+      <p key="count" class="muted" role="status">
         {results.error ? '' : results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audit${results.hits.length === 1 && !results.hasMore ? '' : 's'}: tools and errors first, then model calls, each newest first`}
       </p>
       <ul>

@@ -1,6 +1,6 @@
 import { batch, computed, effect, signal, untracked } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { answers, claimsOf, createLiveClient, gql, isTransient, readFewer, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
+import { answers, claimsOf, createLiveClient, gql, GraphQLRequestError, isTransient, readFewer, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -59,7 +59,8 @@ export const searchStatus = signal<AuditStatus | ''>('');
  * what the results shown are: a search with no thread open is across all threads.
  */
 export const searchScope = signal<'thread' | 'all'>('thread');
-export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; forQuery: string; text: string } | null>(null);
+/** A search's answer; `refused`: its text was refused (too short, too long), so the box is invalid. */
+export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; refused?: boolean; forQuery: string; text: string } | null>(null);
 /** The text the shown results matched ('' for none): marked in the results and the opened row's details. */
 export const searchedText = computed(() => (searchResults.value && !searchResults.value.error ? searchResults.value.text : ''));
 
@@ -259,7 +260,7 @@ export async function runSearch(more = false) {
   const { text, name, status, scopedThread, forQuery } = searchAsked();
   if (!token.value || (!text && !status && !name)) return void (searchResults.value = null);
   if (text && text.length < 3) {
-    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', forQuery, text };
+    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', refused: true, forQuery, text };
     return;
   }
   const shown = searchResults.value?.forQuery === forQuery ? searchResults.value.hits : [];
@@ -273,7 +274,8 @@ export async function runSearch(more = false) {
     searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text };
   } catch (error) {
     if (search !== searchesStarted) return;
-    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), forQuery, text };
+    const refused = error instanceof GraphQLRequestError && error.code === 'BAD_USER_INPUT';
+    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), refused, forQuery, text };
   } finally {
     if (search === searchesStarted) searchRunning.value = null;
   }
