@@ -137,4 +137,33 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
     await expect.poll(() => countSaidBy(/^No audit matches/).count()).toBe(1);
     await page.close();
   }, 120_000);
+  it("names a payload's heading by the payload alone, says what Expand opens and that it is open, says a copy was made, and Escape takes the reader back to the rows", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'payloads aloud');
+    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied '.repeat(500), status: 'error' } });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    const page = await context.newPage();
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
+    const details = page.getByRole('complementary', { name: 'Details of fetch (c1)' });
+    await details.locator('.diff').waitFor();
+    // Jumping by headings reads the payload's name and size, not its buttons too.
+    expect(await details.getByRole('heading', { name: /^output/ }).textContent()).toMatch(/^output \([\d.]+ kB\)$/);
+    const expand = details.getByRole('button', { name: 'Expand all output' });
+    expect(await expand.getAttribute('aria-expanded')).toBe('false');
+    await expand.focus();
+    await page.keyboard.press('Enter');
+    const collapse = details.getByRole('button', { name: 'Collapse output' });
+    expect(await collapse.getAttribute('aria-expanded')).toBe('true');
+    expect(await collapse.evaluate((button) => button === document.activeElement)).toBe(true);
+    // A copy says it was made, where a screen reader hears it.
+    await details.getByRole('button', { name: 'Copy output' }).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => details.getByRole('status').filter({ hasText: 'Copied output' }).count()).toBe(1);
+    // Escape anywhere in the details: back on the rows, the same row selected.
+    await page.keyboard.press('Escape');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('grid');
+    expect(await page.getByRole('grid').getAttribute('aria-activedescendant')).toBe(`row-${tool.id}`);
+    await context.close();
+  }, 120_000);
 });

@@ -437,9 +437,11 @@ const PREVIEW_CHARS = 2000;
  * Copying to the clipboard from a button: `copied` for a moment after, or `refused` saying why
  * (the clipboard is there on https and localhost only, and a browser may still refuse it).
  */
-function useCopy() {
+function useCopy(what: string) {
   const copied = useSignal(false);
   const refused = useSignal<string | null>(null);
+  /** For the button's status, which a screen reader reads out: the copy made, or why not. */
+  const said = refused.value ?? (copied.value ? `Copied ${what}.` : '');
   const copy = (text: string) => {
     const refuse = () => (refused.value = 'Copy needs https or localhost; select the text instead.');
     if (!navigator.clipboard) return refuse();
@@ -449,7 +451,7 @@ function useCopy() {
       setTimeout(() => (copied.value = false), 1500);
     }, refuse);
   };
-  return { copied, refused, copy };
+  return { copied, said, copy };
 }
 
 /** A payload as the API gave it, to paste elsewhere: a string as its text, any other value as its JSON. */
@@ -458,20 +460,25 @@ const copiedPayload = (value: unknown) => (typeof value === 'string' ? value : J
 /** A payload (payloadText), collapsed above a size: a 1 MiB output costs nothing until it is opened. */
 function JsonView({ value, label, bytes }: { value: unknown; label: string; bytes?: number | null }) {
   const open = useSignal(false);
-  const { copied, refused, copy } = useCopy();
+  const { copied, said, copy } = useCopy(label);
   // Read once per payload, not on each tick of the page's clock.
   const text = useMemo(() => (value == null ? '' : payloadText(value)), [value]);
   if (value === undefined || value === null) return <div class="json-view"><h4>{label}</h4><span class="muted">none</span></div>;
   const large = text.length > PREVIEW_CHARS;
   return (
     <div class="json-view" data-label={label}>
-      <h4>
-        {label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}
-        {large && <button onClick={() => (open.value = !open.value)}>{open.value ? 'Collapse' : 'Expand all'}</button>}{' '}
+      {/* The heading names the payload alone: its buttons, beside it, say what they act on. */}
+      <div class="json-head">
+        <h4>{label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}</h4>
+        {large && (
+          <button aria-expanded={open.value} aria-label={`${open.value ? 'Collapse' : 'Expand all'} ${label}`} onClick={() => (open.value = !open.value)}>
+            {open.value ? 'Collapse' : 'Expand all'}
+          </button>
+        )}
         {/* The value itself: the box shows line breaks inside strings as lines and invisible characters as marks. */}
         <button onClick={() => copy(copiedPayload(value))} aria-label={`Copy ${label}`} data-testid="copy-payload">{copied.value ? 'Copied' : 'Copy'}</button>
-        <span role="status" class="muted">{refused.value && ` ${refused.value}`}</span>
-      </h4>
+        <span role="status" class="muted">{said}</span>
+      </div>
       {/* Focusable: a line wider than its box scrolls sideways in it, by the keyboard too. */}
       <pre tabIndex={0}>{marked(large && !open.value ? `${text.slice(0, PREVIEW_CHARS)}\n… ${(text.length - PREVIEW_CHARS).toLocaleString('en')} more characters` : text, searchedText.value)}</pre>
     </div>
@@ -609,7 +616,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
         ['failures', row.failures],
         ['tokens', row.tokens && formatTokens(row.tokens)],
       ];
-  const { copied, refused: copyRefused, copy: copyText } = useCopy();
+  const { copied, said, copy: copyText } = useCopy('the row as JSON');
   const copy = () => copyText(JSON.stringify(audit ?? row.audit ?? row.run ?? row.declared, null, 2));
   return (
     <>
@@ -621,7 +628,7 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
       <p class="details-actions">
         <button onClick={copy} data-testid="copy-json">{copied.value ? 'Copied' : 'Copy as JSON'}</button>{' '}
         <a href={threadId.value ? threadAddress(threadId.value, row.key) : '#'} data-testid="row-link">Link to this row</a>
-        <span role="status" class="muted">{copyRefused.value && ` ${copyRefused.value}`}</span>
+        <span role="status" class="muted">{said && ` ${said}`}</span>
       </p>
     </>
   );
@@ -931,6 +938,8 @@ function rowKeyDelta(key: string): number | 'first' | 'last' | undefined {
 addEventListener('keydown', (event) => {
   if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement | null;
+  // Escape in the details takes the reader back to the rows, on the row they opened.
+  if (event.key === 'Escape' && target?.closest('.details')) return void document.querySelector<HTMLElement>('[role=grid]')?.focus({ preventScroll: true });
   if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
   // On a payload's box (a focusable <pre>) the moving keys scroll it, as on any scrolling box.
   const delta = target?.tagName === 'PRE' ? undefined : rowKeyDelta(event.key);
