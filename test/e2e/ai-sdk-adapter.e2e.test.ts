@@ -24,6 +24,8 @@ async function openThread(title: string, options: { workerFetch?: FetchLike; lea
   const audit = new AiSdkAudit(worker, { leaseSeconds: options.leaseSeconds ?? 30, budgetMs: options.budgetMs });
   return {
     owner,
+    worker,
+    threadId,
     audit,
     newRun: async () => (await owner.createRun({ threadId })).id,
     timeline: async () => (await owner.threadAudits(threadId)).items,
@@ -470,6 +472,22 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
     );
     expect(model.doGenerateCalls).toHaveLength(1);
     expect((await t.owner.run(runId))?.status).toBe('CANCELLED');
+  });
+
+  it('a thread deleted mid-run (its run NOT_FOUND at the next write) stops the agent before its next model call, with AuditLeaseLostError', async () => {
+    const t = await openThread('ai-sdk: thread deleted mid-run');
+    const runId = await t.newRun();
+    const erasing = {
+      erase_my_thread: { ...agentTools.get_weather, execute: async () => (await t.owner.deleteThread(t.threadId)).threadId },
+    };
+    const model = scriptedModel([turn('Erasing.', [callTool('erase_my_thread', { city: 'Nowhere' })]), turn('Never said.')]);
+    const writeErrors: unknown[] = [];
+    const audit = new AiSdkAudit(t.worker, { leaseSeconds: 30, onWriteError: (error) => writeErrors.push(error) });
+    const refused = await audit.generateText(runId, { model, tools: erasing, prompt: 'Go.', stopWhen: stepCountIs(3) }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AuditLeaseLostError);
+    expect(((refused as AuditLeaseLostError).cause as { code: string }).code).toBe('NOT_FOUND');
+    expect(model.doGenerateCalls).toHaveLength(1);
+    expect(writeErrors).toEqual([]);
   });
 
   it('a tool that throws something other than an Error is settled with the error text the SDK gave the model', async () => {

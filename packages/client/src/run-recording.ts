@@ -2,7 +2,7 @@ import type { AuditClient } from './audit-client.js';
 import { SequenceCounter, readClock } from './clock.js';
 import { isAuditApiError } from './errors.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { RunWriter } from './run-writer.js';
+import { RUN_GONE_CODES, RunWriter } from './run-writer.js';
 import type { JsonValue, LeaseInput, Run, RunLease, RunTerminalStatus } from './types.js';
 
 /** What every framework adapter lets its user tune. */
@@ -189,7 +189,7 @@ export class RunRecording {
       if (isAuditApiError(error, 'LEASE_LOST') && error.runStatus === status) {
         return { status, run: null, writeErrors: [...this.writer.failures] };
       }
-      if (isAuditApiError(error, 'LEASE_LOST', 'LEASE_EXPIRED')) this.writer.markLost(error);
+      if (isAuditApiError(error, ...RUN_GONE_CODES)) this.writer.markLost(error);
       this.writer.throwIfLost();
       throw error;
     }

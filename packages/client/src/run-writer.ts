@@ -2,8 +2,11 @@ import { isAuditApiError, type AuditApiError } from './errors.js';
 import { notify } from './callbacks.js';
 import { AuditLeaseLostError } from './lease-lost.js';
 
-/** Write answers after which no write of the run can succeed again. */
-const LEASE_GONE = ['LEASE_LOST', 'LEASE_EXPIRED'] as const;
+/**
+ * Write answers after which no write of the run can succeed again: NOT_FOUND is a run that no
+ * longer exists, its thread deleted (docs/deletion.md).
+ */
+export const RUN_GONE_CODES = ['LEASE_LOST', 'LEASE_EXPIRED', 'NOT_FOUND'] as const;
 
 /**
  * The writes of one run, sent one after another in the order the events happened (a tool
@@ -35,7 +38,7 @@ export class RunWriter {
       try {
         await write();
       } catch (error) {
-        if (isAuditApiError(error, ...LEASE_GONE)) this.markLost(error);
+        if (isAuditApiError(error, ...RUN_GONE_CODES)) this.markLost(error);
         else {
           this.failures.push(error);
           notify('onWriteError', this.onWriteError, error);
