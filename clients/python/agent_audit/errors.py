@@ -27,6 +27,10 @@ TRANSPORT_ERROR = "TRANSPORT_ERROR"
 #: Answers after which the run is no longer this worker's: stop its work, send nothing more for it.
 LEASE_GONE_CODES = ("LEASE_LOST", "LEASE_EXPIRED")
 
+#: A run session's write answers after which no write of its run can succeed: the lease gone, or
+#: NOT_FOUND, the run no longer existing (its thread was deleted: docs/deletion.md).
+RUN_GONE_CODES = LEASE_GONE_CODES + ("NOT_FOUND",)
+
 
 class AuditApiError(Exception):
     """A failed API call.
@@ -91,7 +95,8 @@ class AuditApiError(Exception):
 
 
 class LeaseLostError(AuditApiError):
-    """The run's lease is gone (LEASE_LOST or LEASE_EXPIRED): stop the agent's work for this run.
+    """The run's lease is gone (LEASE_LOST or LEASE_EXPIRED; NOT_FOUND: its thread was deleted): stop
+    the agent's work for this run.
 
     Raised by a run session's calls once its lease keeper or one of its writes found the lease
     gone; ``code`` says which, ``cause`` is the API error that said so. Never retryable.

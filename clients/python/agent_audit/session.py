@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 from . import _operations as ops
 from .client import READ_NOW, ObservedAt, check_values
 from .clock import SequenceCounter
-from .errors import AuditApiError, LeaseLostError
+from .errors import RUN_GONE_CODES, AuditApiError, LeaseLostError
 from .lease import LeaseKeeper
 from .types import (
     JSON,
@@ -52,7 +52,8 @@ class RunSession:
     leaves it: the run is its parent's to end.
 
     When the lease is gone (the keeper's renewal or a write answered LEASE_LOST or
-    LEASE_EXPIRED: the run was cancelled, expired, or is no longer this worker's), ``lost`` is
+    LEASE_EXPIRED: the run was cancelled, expired, or is no longer this worker's; or NOT_FOUND:
+    its thread was deleted), ``lost`` is
     set, ``on_lost`` is called once with a ``LeaseLostError`` (on the thread that found the lease
     gone: the keeper's, or the one whose call got the refusal) and every later call raises
     ``LeaseLostError``: stop the agent's work. The run is then not finished (it already ended, or
@@ -245,7 +246,7 @@ class RunSession:
                 # A retry of a finish that ended the run: ended as asked, by this session.
                 self._ended = True
                 return None
-            if refused.lease_gone:
+            if refused.code in RUN_GONE_CODES:
                 self._lose(refused)
                 raise LeaseLostError(self.run_id, refused) from refused
             self._ending = False  # not ended (or not known to be): the session goes on as it was
@@ -306,7 +307,7 @@ class RunSession:
         try:
             return call()
         except AuditApiError as error:
-            if error.lease_gone:
+            if error.code in RUN_GONE_CODES:
                 if not self._ending:  # sent just before the finish and answered after it: not lost
                     self._lose(error)
                 raise LeaseLostError(self.run_id, error) from error

@@ -1,8 +1,11 @@
-"""Deleting a thread as its owner: the receipt, and NOT_FOUND for a second deletion (docs/deletion.md)."""
+"""Deleting a thread as its owner: the receipt, NOT_FOUND for a second deletion, and a worker
+writing to the thread's run when it goes (docs/deletion.md)."""
 
 from __future__ import annotations
 
-from agent_audit import AuditApiError, DeletionReceipt
+from typing import List
+
+from agent_audit import AuditApiError, DeletionReceipt, LeaseLostError
 
 from .support import LiveTestCase
 
@@ -19,3 +22,19 @@ class DeletionTest(LiveTestCase):
             with self.assertRaises(AuditApiError) as refused:
                 gone()
             self.assertEqual(refused.exception.code, "NOT_FOUND")
+
+    def test_a_write_after_the_thread_was_deleted_loses_the_lease_and_the_block_leaves_the_run_alone(self) -> None:
+        thread_id, run_id = self.queued_run()
+        told: List[str] = []
+        with self.worker.start_run(run_id, lease_seconds=60, on_lost=lambda error: told.append(error.code)) as run:
+            run.model_started("model-1", model="gpt-x", input={})
+            self.owner.delete_thread(thread_id)
+            with self.assertRaises(LeaseLostError) as raised:
+                run.model_finished("model-1", output={"text": "gone"})
+            self.assertEqual((raised.exception.code, raised.exception.attempts), ("NOT_FOUND", 1))
+            self.assertTrue(run.lost.is_set())
+            with self.assertRaises(LeaseLostError):
+                run.check()
+        self.assertEqual(told, ["NOT_FOUND"])
+        # Leaving the block did not try to finish a run that no longer exists.
+        self.assertIsNone(run.finish_error)
