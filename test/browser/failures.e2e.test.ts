@@ -317,6 +317,32 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     await page.close();
   }, 120_000);
 
+  it("a thread deleted while open leaves none of it in the search results: not its hits' titles, nor their snippets", async () => {
+    const who = await e2eActors();
+    const owner = new AuditClient({ url: server.url, token: who.owner });
+    const worker = new AuditClient({ url: server.url, token: who.worker });
+    const { id: doomed } = await owner.createThread({ title: 'erase me' });
+    const { id: kept } = await owner.createThread({ title: 'keep me' });
+    const gone = await writeRun(owner, worker, doomed, { models: 1, fail: 1 });
+    const stays = await writeRun(owner, worker, kept, { models: 1, fail: 1 });
+    const page = await newPage({ width: 1280, height: 720 });
+    await signIn(page, who.owner);
+    // Across threads (searched from the thread list), then a hit of the doomed thread opened.
+    const hits = page.locator('[data-testid=search-results] li');
+    await page.fill('input[name=q]', 'permission denied');
+    await page.press('input[name=q]', 'Enter');
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).toContain(gone.ids.c1);
+    await page.click(`[data-testid=search-results] li[data-audit-id="${gone.ids.c1}"] a`);
+    await expect.poll(() => selectedKey(page)).toBe(gone.ids.c1);
+    expect((await owner.deleteThread(doomed)).threadId).toBe(doomed);
+    await page.waitForSelector('[data-testid=thread-gone]');
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).not.toContain(gone.ids.c1);
+    expect(await page.locator('[data-testid=search-results]').textContent()).not.toContain('erase me');
+    // The other thread's hit is still there; a search of "this thread" would have nothing left.
+    expect(await hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).toContain(stays.ids.c1);
+    await page.close();
+  }, 120_000);
+
   it('says which runs are not loaded, loads a run on demand, and takes its counts and tokens from the server', async () => {
     const who = await e2eActors();
     const owner = new AuditClient({ url: server.url, token: who.owner });

@@ -576,8 +576,15 @@ export function openThread(id: string, audit: string | null = null) {
     gone: () => {
       threadGone.value = true;
       stopFollowing = null;
+      forgetSearchHitsOf(id);
     },
   });
+}
+
+/** A thread found gone (deleted while open) leaves nothing of it on the page: its search hits go too. */
+function forgetSearchHitsOf(gone: string) {
+  const results = searchResults.peek();
+  if (results) searchResults.value = { ...results, hits: results.hits.filter((hit) => hit.threadId !== gone) };
 }
 
 /**
