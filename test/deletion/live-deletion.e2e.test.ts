@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, onPostgres, servicesRequired } from '../support/database.js';
 import { runningRun, type WorkerSession } from '../support/lifecycle.js';
-import { subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
+import { sseStream, subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
 import { testRedisUrl } from '../subscriptions/support.js';
 import { DELETE_THREAD, rowsLeft } from './support.js';
 
@@ -118,6 +118,24 @@ describe(`deleting a thread while it is written and watched (${backendName}${two
       expect(stream.results.slice(0, -1).every((result) => !result.errors)).toBe(true);
     }
     expect(await rowsLeft(a, doomed.threadId, [doomed.runId])).toEqual({});
+
+    // A resume of its threadChanges with the last cursor delivered is NOT_FOUND, as any new
+    // subscription to it: over SSE with Last-Event-ID, and over graphql-ws with `after`.
+    const lastCursor = doomedStreams[0]!.results.at(-2)!.data.threadChanges.cursor as string;
+    for (const url of [urlA, urlB]) {
+      const resumed = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${doomed.owner}`, 'last-event-id': lastCursor },
+        body: JSON.stringify({ query: THREAD_CHANGES, variables: { threadId: doomed.threadId } }),
+      });
+      const sse = sseStream(resumed);
+      await sse.ended();
+      expect(sse.results.map(errorCode)).toEqual(['NOT_FOUND']);
+      const ws = subscribeWs(url, `subscription($threadId: ID!, $after: String) { threadChanges(threadId: $threadId, after: $after) { cursor } }`, { threadId: doomed.threadId, after: lastCursor }, doomed.owner);
+      await ws.ended();
+      expect(ws.results.map(errorCode)).toEqual(['NOT_FOUND']);
+      await ws.close();
+    }
 
     // A new subscription to it is NOT_FOUND, on either instance and either transport.
     for (const url of [urlA, urlB]) {
