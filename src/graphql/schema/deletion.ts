@@ -19,7 +19,7 @@ builder.mutationField('deleteThread', (t) =>
   t.field({
     type: DeletionReceiptRef,
     description:
-      'The thread owner or an admin. Deletes the thread and everything under it for good\n(docs/semantics.md, "Deletion and retention").',
+      'The thread owner, an admin or a superadmin. Deletes the thread and everything under it for good\n(docs/semantics.md, "Deletion and retention").',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true, description: 'The thread to delete.' }) },
     async resolve(_root, { id }, { deps, principal, requestId }) {

@@ -110,7 +110,7 @@ builder.subscriptionFields((t) => ({
   }),
   runChanged: t.field({
     type: RunRef,
-    description: 'Every run status change in the thread. The thread owner or an admin.',
+    description: 'Every run status change in the thread. The thread owner, an admin or a superadmin.',
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true, ...watchedThread }) },
     subscribe: async (_root, { threadId }, { deps, principal, pubsub }) => {

@@ -76,7 +76,7 @@ const ToolCallStatRef = builder
 builder.queryField('toolCallStats', (t) =>
   t.field({
     type: [ToolCallStatRef],
-    description: 'Counts from the ToolCall compatibility projection, for dashboards.',
+    description: 'Counts from the ToolCall compatibility projection, for dashboards. The thread owner, an admin or a superadmin.',
     authScopes: { authenticated: true },
     args: { threadId: t.arg.id({ required: true, description: 'The thread whose ToolCalls to count.' }) },
     resolve: async (_root, { threadId }, { deps, principal }) => {
