@@ -216,7 +216,7 @@ const loadChartLibrary = () =>
  * Started, completed, failed and other ends per bucket, drawn with uPlot, as wide as its box: it
  * follows the box when the window is resized or a phone turned.
  */
-function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
+function Chart({ view: { buckets, since, at, tools }, tool }: { view: ActivityView; tool: string }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   // The axis spans the whole window, not its buckets' starts: a 1 h window on a phone is ticked
@@ -273,13 +273,13 @@ function Chart({ view: { buckets, since, at } }: { view: ActivityView }) {
   return (
     <figure class="activity-chart" aria-label="Tool audits started, completed, failed and otherwise ended over the window">
       <div ref={box} aria-hidden="true" />
-      <BucketTable view={{ buckets, since, at }} />
+      <BucketTable view={{ buckets, since, at, tools }} tool={tool} />
     </figure>
   );
 }
 
 /** The chart's numbers, a row for each bucket that holds any: what a screen reader (or a copy) reads instead of the lines. */
-function BucketTable({ view: { buckets, since, at } }: { view: Pick<ActivityView, 'buckets' | 'since' | 'at'> }) {
+function BucketTable({ view: { buckets, since, at, tools }, tool }: { view: Pick<ActivityView, 'buckets' | 'since' | 'at' | 'tools'>; tool: string }) {
   const windowMs = Date.parse(at) - Date.parse(since);
   const bucketMs = buckets.length ? windowMs / buckets.length : windowMs;
   const format: Intl.DateTimeFormatOptions = {
@@ -288,6 +288,20 @@ function BucketTable({ view: { buckets, since, at } }: { view: Pick<ActivityView
     ...(windowMs > 86_400_000 && { month: 'short', day: 'numeric' }),
   };
   const held = buckets.filter((bucket) => bucket.started || bucket.completed || bucket.failed || bucket.otherEnded);
+  /**
+   * A bucket's failed calls as a search across threads (store.ts's address). A bucket counts the
+   * calls that ended in it, a search window the starts the server recorded in it: the window runs
+   * from the bucket's start less the longest call of the view and a bucket (the worker's clock
+   * measured the call) to the next bucket's start, so that it holds every call the count holds.
+   */
+  const longestMs = Math.max(0, ...tools.map((stat) => stat.maxDurationMs ?? 0));
+  const failuresLink = (bucket: Bucket) => {
+    const params = new URLSearchParams({ status: 'FAILED' });
+    if (tool) params.set('name', tool);
+    params.set('since', new Date(Date.parse(bucket.start) - longestMs - bucketMs).toISOString());
+    params.set('until', buckets[buckets.indexOf(bucket) + 1]?.start ?? at);
+    return `#${params.toString()}`;
+  };
   return (
     <details class="activity-buckets">
       <summary>The chart's numbers</summary>
@@ -305,7 +319,9 @@ function BucketTable({ view: { buckets, since, at } }: { view: Pick<ActivityView
               {held.map((bucket) => (
                 <tr key={bucket.start}>
                   <th scope="row"><time dateTime={bucket.start}>{new Date(bucket.start).toLocaleString([], format)} {utcOffsetLabel(bucket.start)}</time></th>
-                  <td>{bucket.started}</td><td>{bucket.completed}</td><td>{bucket.failed}</td><td>{bucket.otherEnded}</td>
+                  <td>{bucket.started}</td><td>{bucket.completed}</td>
+                  <td>{bucket.failed ? <a href={failuresLink(bucket)} aria-label={`${bucket.failed} failed: list them`}>{bucket.failed}</a> : 0}</td>
+                  <td>{bucket.otherEnded}</td>
                 </tr>
               ))}
             </tbody>
@@ -516,7 +532,7 @@ export function Activity({ token }: { token: string }) {
           </section>
           <section aria-label="Over time">
             <h2>Over time</h2>
-            <Chart view={current} />
+            <Chart view={current} tool={settings.tool} />
           </section>
           <Failures view={current} now={now.value + serverClockAhead.value} />
         </>

@@ -19,6 +19,7 @@ import {
   searchScope,
   searchStatus,
   searchText,
+  searchWindow,
   auditsHidden,
   loadOlder,
   loadingOlder,
@@ -192,7 +193,7 @@ function SearchBox() {
         </select>
       )}
       <button type="submit">Search</button>
-      {searchResults.value && <button type="button" onClick={() => (searchResults.value = null)}>Clear</button>}
+      {searchResults.value && <button type="button" onClick={() => ((searchResults.value = null), (searchWindow.value = null))}>Clear</button>}
     </form>
   );
 }
@@ -204,6 +205,13 @@ function SearchResults() {
   return (
     <section class="search-results" aria-label="Search results" data-testid="search-results">
       {results.error && <p class="banner error" role="alert" id="search-error">{results.error}</p>}
+      {searchWindow.value && (
+        <p class="search-window" data-testid="search-window">
+          Started (as the server recorded it) from <time dateTime={searchWindow.value.since}>{dateTimeLabel(searchWindow.value.since)}</time> to{' '}
+          <time dateTime={searchWindow.value.until}>{dateTimeLabel(searchWindow.value.until)}</time>{' '}
+          <button type="button" onClick={() => ((searchWindow.value = null), void runSearch())}>Any time</button>
+        </p>
+      )}
       <p key="count" class="muted" role="status">
         {results.error ? '' : results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audit${results.hits.length === 1 && !results.hasMore ? '' : 's'}: tools and errors first, then model calls, each newest first`}
       </p>

@@ -59,6 +59,12 @@ export const searchStatus = signal<AuditStatus | ''>('');
  * what the results shown are: a search with no thread open is across all threads.
  */
 export const searchScope = signal<'thread' | 'all'>('thread');
+/** The window (ISO times, `since` inclusive, `until` exclusive) a search is limited to, or null for any time: an Activity bucket's link sets it. */
+export const searchWindow = signal<SearchWindow | null>(null);
+export interface SearchWindow {
+  since: string;
+  until: string;
+}
 /** A search's answer; `refused`: its text was refused (too short, too long), so the box is invalid. */
 export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; refused?: boolean; forQuery: string; text: string } | null>(null);
 /** The text the shown results matched ('' for none): marked in the results and the opened row's details. */
@@ -250,14 +256,15 @@ function searchAsked() {
   const name = searchName.value.trim() || null;
   const status = searchStatus.value || null;
   const scopedThread = searchScope.value === 'thread' ? threadId.value : null;
-  return { text, name, status, scopedThread, forQuery: JSON.stringify([text, name, status, scopedThread]) };
+  const window = searchWindow.value;
+  return { text, name, status, scopedThread, window, forQuery: JSON.stringify([text, name, status, scopedThread, window]) };
 }
 
 /** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
 export async function runSearch(more = false) {
   const search = ++searchesStarted;
   if (!threadId.value) searchScope.value = 'all';
-  const { text, name, status, scopedThread, forQuery } = searchAsked();
+  const { text, name, status, scopedThread, window, forQuery } = searchAsked();
   if (!token.value || (!text && !status && !name)) return void (searchResults.value = null);
   if (text && text.length < 3) {
     searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', refused: true, forQuery, text };
@@ -268,7 +275,7 @@ export async function runSearch(more = false) {
   searchRunning.value = forQuery;
   try {
     const { searchAudits } = await readFewer(SEARCH_PAGE, (first) =>
-      gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, first, after }),
+      gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, since: window?.since ?? null, until: window?.until ?? null, first, after }),
     );
     if (search !== searchesStarted) return;
     searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text };
@@ -691,12 +698,13 @@ function resetThread() {
 /** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id), `&errors` with 'Errors only' pressed. */
 export const linkTo = (thread: string, row: string | null, errors = false) => `#thread=${thread}${row ? `&audit=${row}` : ''}${errors ? '&errors' : ''}`;
 
-/** A search as the address holds it (`q`, `name`, `status`, and `in=all` for one across threads with a thread open). */
+/** A search as the address holds it (`q`, `name`, `status`, `since` and `until`, and `in=all` for one across threads with a thread open). */
 export interface SearchLink {
   text: string;
   name: string;
   status: AuditStatus | '';
   all: boolean;
+  window: SearchWindow | null;
 }
 const AUDIT_STATUSES: readonly string[] = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'];
 
@@ -720,9 +728,19 @@ export function linkOf(address: string): { thread: string | null; row: string | 
   if (thread !== null && !/^[0-9a-f-]{36}$/i.test(thread)) return 'not understood';
   if (row !== null && (thread === null || !/^(declared:)?[0-9a-f-]{36}$/i.test(row))) return 'not understood';
   const [text, name, status] = [params.get('q') ?? '', params.get('name') ?? '', params.get('status') ?? ''];
-  const search = text || name || status ? { text, name, status: (AUDIT_STATUSES.includes(status) ? status : '') as AuditStatus | '', all: params.get('in') === 'all' } : null;
+  // A search's window: `since` and `until` as ISO times, both or neither, with a search.
+  const [since, until] = [params.get('since'), params.get('until')];
+  const searchWindow = since === null || until === null ? null : { since: Date.parse(since), until: Date.parse(until) };
+  if ((since === null) !== (until === null) || (searchWindow && !(searchWindow.until > searchWindow.since))) return 'not understood';
+  const search = text || name || status
+    ? {
+        text, name, status: (AUDIT_STATUSES.includes(status) ? status : '') as AuditStatus | '', all: params.get('in') === 'all',
+        window: searchWindow && { since: new Date(searchWindow.since).toISOString(), until: new Date(searchWindow.until).toISOString() },
+      }
+    : null;
   const calls = params.has('calls');
   if (!thread && !search && !calls) return 'not understood';
+  if (searchWindow && !search) return 'not understood';
   // A zoom: `from` and `to` as ISO times, both or neither, within a thread.
   const [from, to] = [params.get('from'), params.get('to')];
   const window = from === null || to === null ? null : { from: Date.parse(from), to: Date.parse(to) };
@@ -736,11 +754,15 @@ const searchRunning = signal<string | null>(null);
 const searchAddress = computed(() => {
   const forQuery = searchRunning.value ?? searchResults.value?.forQuery;
   if (!forQuery) return '';
-  const [text, name, status, scopedThread] = JSON.parse(forQuery) as [string, string | null, string | null, string | null];
+  const [text, name, status, scopedThread, window] = JSON.parse(forQuery) as [string, string | null, string | null, string | null, SearchWindow | null];
   const params = new URLSearchParams();
   if (text) params.set('q', text);
   if (name) params.set('name', name);
   if (status) params.set('status', status);
+  if (window) {
+    params.set('since', window.since);
+    params.set('until', window.until);
+  }
   if (threadId.value && !scopedThread) params.set('in', 'all');
   return `&${params.toString()}`;
 });
@@ -765,6 +787,7 @@ function followSearch(search: SearchLink) {
   searchText.value = search.text;
   searchName.value = search.name;
   searchStatus.value = search.status;
+  searchWindow.value = search.window;
   searchScope.value = search.all || !threadId.value ? 'all' : 'thread';
   if (searchResults.peek()?.forQuery !== searchAsked().forQuery) void runSearch();
 }

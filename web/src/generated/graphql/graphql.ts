@@ -182,6 +182,8 @@ export type SearchAuditsQueryVariables = Exact<{
   name?: string | null | undefined;
   status?: AuditStatus | null | undefined;
   threadId?: string | number | null | undefined;
+  since?: string | null | undefined;
+  until?: string | null | undefined;
   first?: number | null | undefined;
   after?: string | number | null | undefined;
 }>;
@@ -695,12 +697,14 @@ fragment PageAuditSummary on AuditSummary {
   outputTokens
 }`) as unknown as TypedDocumentString<RunChangedSubscription, RunChangedSubscriptionVariables>;
 export const SearchAuditsDocument = new TypedDocumentString(`
-    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int = 50, $after: ID) {
+    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $since: DateTime, $until: DateTime, $first: Int = 50, $after: ID) {
   searchAudits(
     text: $text
     name: $name
     status: $status
     threadId: $threadId
+    since: $since
+    until: $until
     first: $first
     after: $after
   ) {
