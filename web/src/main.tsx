@@ -394,7 +394,7 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
       <div class="label" role="gridcell" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
         <span class="name" title={row.label}>{revealed(row.label)}</span>
         {row.kind === 'run' && (
-          <button class="zoom-run" title="Zoom to this run" aria-label={`Zoom to ${markedText(row.label)}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
+          <button class="zoom-run" tabIndex={-1} title="Zoom to this run (z)" aria-label={`Zoom to ${markedText(row.label)}`} onClick={(e) => (e.stopPropagation(), zoomTo(row))}>
             ⤢
           </button>
         )}
@@ -877,7 +877,7 @@ function Rows() {
         ref={grid}
         role="grid"
         tabIndex={0}
-        aria-label={`Timeline rows: arrow keys move the selection${auditsHidden.value ? '' : ', n and p go to the next and previous failure'}`}
+        aria-label={`Timeline rows: arrow keys move the selection${auditsHidden.value ? '' : ', n and p go to the next and previous failure'}, z zooms to the selected row's run`}
         aria-rowcount={all.length}
         aria-activedescendant={active}
         style={{ height: `${all.length * rowHeight()}px` }}
@@ -929,7 +929,7 @@ function FailureBar() {
         </span>
       )}
       <span class="muted keys-help">
-        Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move
+        Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move · <kbd>z</kbd> zoom to the run
       </span>
     </div>
   );
@@ -941,8 +941,17 @@ function rowKeyDelta(key: string): number | 'first' | 'last' | undefined {
   return ({ ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: 'first', End: 'last', j: 1, k: -1 } as const)[key];
 }
 
+/** Zooms to the selected row's run (the row itself, or the run its audit was recorded in). */
+function zoomToSelectedRun() {
+  const selected = allRows.value.find((row) => row.key === selectedKey.value);
+  const runId = selected?.kind === 'run' ? selected.key : selected?.audit?.runId;
+  const run = runId && allRows.value.find((row) => row.kind === 'run' && row.key === runId);
+  if (run) zoomTo(run);
+}
+
 // The timeline's keys anywhere on an open thread's timeline (not while typing): n and p the next
-// and previous failure; arrows, Page Up/Down, Home and End move the selection.
+// and previous failure; arrows, Page Up/Down, Home and End move the selection; z zooms to the
+// selected row's run (its ⤢ button is no Tab stop, so five runs are not five more stops).
 addEventListener('keydown', (event) => {
   if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement | null;
@@ -953,9 +962,11 @@ addEventListener('keydown', (event) => {
   const delta = target?.tagName === 'PRE' ? undefined : rowKeyDelta(event.key);
   // Failures are found in the audits, which this reader may not read (the page says so).
   const failureKey = (event.key === 'n' || event.key === 'p') && !auditsHidden.value;
-  if (!failureKey && delta === undefined) return;
+  const zoomKey = event.key === 'z';
+  if (!failureKey && !zoomKey && delta === undefined) return;
   event.preventDefault();
-  if (delta !== undefined) moveSelection(delta);
+  if (zoomKey) zoomToSelectedRun();
+  else if (delta !== undefined) moveSelection(delta);
   else moveToFailure(event.key === 'n' ? 1 : -1);
 });
 
