@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
+import { Relay } from './relay.js';
 import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
@@ -27,19 +28,19 @@ async function liveRun() {
   return { page, worker, lease, searchId: search.id };
 }
 
-/** Starts noting each text a live region of the page's main part says (a region's text as it changes to it); `said()` reads them. */
-async function listen(page: Page) {
-  await page.evaluate(() => {
+/** Starts noting each text a live region of the page's main part (or of `within`) says (a region's text as it changes to it); `said()` reads them. */
+async function listen(page: Page, within = 'main') {
+  await page.evaluate((within) => {
     const said: string[] = ((window as unknown as { said: string[] }).said = []);
     const last = new Map<Element, string>();
     new MutationObserver(() => {
-      for (const region of document.querySelectorAll('main [role=status], main [role=alert], main [aria-live]')) {
+      for (const region of document.querySelectorAll(`${within} [role=status], ${within} [role=alert], ${within} [aria-live]`)) {
         const text = region.textContent ?? '';
         if (text && last.get(region) !== text) said.push(text);
         last.set(region, text);
       }
-    }).observe(document.querySelector('main')!, { subtree: true, childList: true, characterData: true });
-  });
+    }).observe(document.querySelector(within)!, { subtree: true, childList: true, characterData: true });
+  }, within);
   return () => page.evaluate(() => (window as unknown as { said: string[] }).said);
 }
 
@@ -175,6 +176,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
     expect(await page.locator('.keys-help').textContent()).toMatch(/z zoom to the run/);
     expect(await grid.getAttribute('aria-label')).toMatch(/z zooms to the selected row's run/);
     await page.close();
+  }, 120_000);
+  it('says politely, once each, that the connection dropped and that it is live again, from the header', async () => {
+    const relay = new Relay(Number(new URL(server.url).port));
+    const through = await relay.listen();
+    try {
+      const { who, threadId } = await superadminThread(server.url, 'through a dropped connection');
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await signIn(page, through, who.owner);
+      await openThread(page, through, `#thread=${threadId}`);
+      const said = await listen(page, 'header');
+      relay.disconnect();
+      await page.waitForSelector('[data-testid=connection]:text("reconnecting")');
+      await expect.poll(said).toEqual(['Connection lost; reconnecting…']);
+      relay.reconnect();
+      await page.waitForSelector('[data-testid=connection]:text("live")');
+      await expect.poll(said).toEqual(['Connection lost; reconnecting…', 'Live again.']);
+      expect(await page.locator('header [role=status]', { hasText: 'Live again.' }).count()).toBe(1);
+      await page.close();
+    } finally {
+      relay.close();
+    }
   }, 120_000);
   it("names a payload's heading by the payload alone, says what Expand opens and that it is open, says a copy was made, and Escape takes the reader back to the rows", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'payloads aloud');

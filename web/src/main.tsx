@@ -1,5 +1,5 @@
 import { render, type ComponentChildren } from 'preact';
-import { effect, signal, useSignal } from '@preact/signals';
+import { computed, effect, signal, useSignal } from '@preact/signals';
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import 'jsondiffpatch/formatters/styles/html.css';
 import './style.css';
@@ -126,9 +126,25 @@ function SignIn() {
   );
 }
 
+/** The live connection of what shows: the Activity view's, or the open thread's (null on neither). */
+const shownConnection = computed(() => (isActivityHash(hash.value) ? activityConnection.value : threadId.value && !threadGone.value ? connection.value : null));
+
+/**
+ * What a screen reader is told of the connection: that it dropped, and that it is live again, once
+ * each (not its first connecting, nor each retry: the state stays "reconnecting" through them).
+ */
+const connectionNews = signal('');
+let previousConnection: string | null = null;
+effect(() => {
+  const state = shownConnection.value;
+  if (state === 'reconnecting' && previousConnection !== 'reconnecting') connectionNews.value = 'Connection lost; reconnecting…';
+  else if (state === 'live' && previousConnection === 'reconnecting') connectionNews.value = 'Live again.';
+  else if (state !== 'reconnecting' && state !== 'live') connectionNews.value = '';
+  previousConnection = state;
+});
+
 function Header() {
-  // The live connection of what shows: the Activity view's, or the open thread's.
-  const state = isActivityHash(hash.value) ? activityConnection.value : threadId.value && !threadGone.value ? connection.value : null;
+  const state = shownConnection.value;
   return (
     <header>
       <strong>Agent audit timeline</strong>
@@ -140,6 +156,7 @@ function Header() {
           {state === 'live' ? 'live' : state === 'reconnecting' ? 'reconnecting…' : 'connecting…'}
         </span>
       )}
+      <span class="visually-hidden" role="status" data-testid="connection-news">{connectionNews.value}</span>
       {claims.value?.role === 'superadmin' && <a href="#activity">Activity</a>}
       <a href={GRAPHQL_URL} target="_blank" rel="noreferrer">GraphiQL</a>
       <button onClick={signOut}>Sign out</button>
