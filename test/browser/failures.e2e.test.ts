@@ -38,7 +38,7 @@ const row = (page: Page, key: string) => page.locator(`.row[data-key="${key}"]`)
 const cutWithoutEllipsis = (page: Page) =>
   page.locator('.row-space .row').evaluateAll((rows) =>
     rows.flatMap((element) =>
-      [...element.querySelectorAll<HTMLElement>('.label, .label *, .info, .info *')]
+      [...element.querySelectorAll<HTMLElement>('.label, .label *, .info, .info *:not(.visually-hidden)')]
         .filter((part) => {
           const style = getComputedStyle(part);
           const marked = style.textOverflow === 'ellipsis' && !/flex|grid/.test(style.display);

@@ -198,6 +198,24 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
       relay.close();
     }
   }, 120_000);
+  it("reads a row's status, duration, reason and sizes as separate words, not run together", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'cells apart');
+    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', input: { url: 'b' }, output: { content: 'permission denied', status: 'error' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const row = page.locator(`#row-${tool.id}`);
+    await row.waitFor();
+    const seen = () => row.locator('.info > :not(.visually-hidden)').allInnerTexts();
+    const before = await seen();
+    const snapshot = await row.ariaSnapshot();
+    const cells = snapshot.split('\n').map((line) => /^\s*- gridcell "(.*)"/.exec(line)?.[1]).filter(Boolean);
+    expect(cells.find((cell) => cell!.startsWith('FAILED')), snapshot).toMatch(/^FAILED ?, [\d.]+ (ms|s) ?, permission denied ?, input \d+ B · output \d+ B · error \d+ B$/);
+    // What a sighted reader sees is as it was.
+    expect(before.slice(0, 3)).toEqual(['FAILED', expect.stringMatching(/ms|s$/), 'permission denied']);
+    expect(await page.locator('.info .visually-hidden').evaluateAll((marks) => marks.every((mark) => mark.getBoundingClientRect().width <= 1))).toBe(true);
+    await page.close();
+  }, 120_000);
   it("names a payload's heading by the payload alone, says what Expand opens and that it is open, says a copy was made, and Escape takes the reader back to the rows", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'payloads aloud');
     const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied '.repeat(500), status: 'error' } });

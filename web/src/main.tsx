@@ -391,6 +391,9 @@ function selectionAnnouncement(): string {
   return markedText(`${status} ${what}${row.audit ? `, ${runLabel(orderedRuns.value, row.audit.runId)}` : ''}`);
 }
 
+/** A separator only a screen reader hears. */
+const apart = () => <span class="visually-hidden">, </span>;
+
 function TimelineRow({ row, top, index }: { row: Row; top: number; index: number }) {
   const selected = selectedKey.value === row.key;
   return (
@@ -435,13 +438,14 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
         )}
       </div>
       <div class="info" role="gridcell" title={[row.status, row.failures, formatDuration(row.durationMs), row.tokens && formatTokens(row.tokens), row.sizes, row.reason].filter(Boolean).join(' · ')}>
+        {/* Each part after a hidden comma: the spans' text alone reads "FAILED34 mspermission denied". */}
         <span class={`status ${row.status}`}>{row.status}</span>
-        {row.failures && <span class="failures" data-testid="run-failures">{row.failures}</span>}
-        <span class="duration">{formatDuration(row.durationMs)}</span>
-        {row.awaitingVerdict && <span class="awaiting" title="A bare tool error: the run's verdict decides its status">error · awaiting run verdict</span>}
-        {row.reason && !row.awaitingVerdict && <span class="reason">{row.reason}</span>}
-        {row.tokens && <span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span>}
-        {row.sizes && <span class="sizes" title="Payload sizes as JSON text: open the row to load them">{row.sizes}</span>}
+        {row.failures && <>{apart()}<span class="failures" data-testid="run-failures">{row.failures}</span></>}
+        {apart()}<span class="duration">{formatDuration(row.durationMs)}</span>
+        {row.awaitingVerdict && <>{apart()}<span class="awaiting" title="A bare tool error: the run's verdict decides its status">error · awaiting run verdict</span></>}
+        {row.reason && !row.awaitingVerdict && <>{apart()}<span class="reason">{row.reason}</span></>}
+        {row.tokens && <>{apart()}<span class="tokens" title="input → output tokens">{formatTokens(row.tokens)}</span></>}
+        {row.sizes && <>{apart()}<span class="sizes" title="Payload sizes as JSON text: open the row to load them">{row.sizes}</span></>}
       </div>
     </div>
   );
