@@ -202,6 +202,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page for a low-vision re
       await page.emulateMedia({ forcedColors });
       await page.getByRole('button', { name: 'Errors only' }).focus();
       await page.keyboard.press('Tab');
+      // Where the Tab went, named, so a failure says what took the focus instead.
+      const focused = () => page.evaluate(() => { const element = document.activeElement; return element ? `${element.tagName.toLowerCase()}.${element.className} ${element.getAttribute('role') ?? ''}` : 'nothing'; });
+      await expect.poll(focused, { message: forcedColors }).toBe('div.row-space grid');
       expect(await page.locator('[role=grid]').getAttribute('aria-activedescendant')).toBe(`row-${ids.failed}`);
       const line = (element: Element) => {
         const style = getComputedStyle(element);
