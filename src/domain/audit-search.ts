@@ -45,12 +45,23 @@ export const AUDIT_SEARCH_TEXT = `(coalesce(m.name, '') || ' ' || coalesce(m.inp
  */
 export const AUDIT_SEARCH_PROBE = { audits: `m.message_type <> 'chat'`, thread: `(m.thread_id::text)`, owner: `m.owner_id` };
 
+/** Which audits a search reads: model calls, tool executions, or (null) both. */
+export type AuditKind = 'MODEL' | 'TOOL';
+/** The rows of each kind, as SQL on the row alone (`message_type`, which never changes). */
+const KIND_ROWS: Record<AuditKind | 'ANY', string> = {
+  MODEL: `m.message_type = 'model_audit'`,
+  TOOL: `m.message_type = 'tool_audit'`,
+  ANY: `m.message_type IN ('model_audit', 'tool_audit')`,
+};
+
 export interface AuditSearch extends RecordedWindow {
   /** A substring (any case) of the name, input, output or error. */
   text?: string | null;
   /** Exactly this tool or model name. */
   name?: string | null;
   status?: AuditStatus | null;
+  /** Only model calls, or only tool executions. */
+  kind?: AuditKind | null;
   /** Within this thread only; else every thread whose audits the principal may read. */
   threadId?: string | null;
   first?: number | null;
@@ -165,8 +176,9 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
   const param = (value: unknown) => `$${params.push(value)}`;
   // Recorded within `since` and `until`: a range of every index the walks and the probe read by id.
   const inWindow = recordedWindow(search, 'm.id', param);
-  // What bounds the walk and the probe: the audits of the thread, in the window, below `after`.
-  const range = [`m.message_type IN ('model_audit', 'tool_audit')`, ...inWindow];
+  // What bounds the walk and the probe: the audits (of the kind) of the thread, in the window, below `after`.
+  const kindRows = KIND_ROWS[search.kind ?? 'ANY'];
+  const range = [kindRows, ...inWindow];
   let threadId: string | null = null;
   if (search.threadId != null) {
     threadId = rowId(search.threadId, 'Thread');
@@ -184,7 +196,7 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
   if (text === null) return filterSearch(sql, principal.sub, threadId, { ...search, name, first }, range, params);
   // The same bounds for the probe of the search index, as that index holds them.
   const owner = threadId === null ? param(principal.sub) : null;
-  const probeRange = [AUDIT_SEARCH_PROBE.audits];
+  const probeRange = [AUDIT_SEARCH_PROBE.audits, ...(search.kind != null ? [kindRows] : [])];
   probeRange.push(threadId !== null ? `${AUDIT_SEARCH_PROBE.thread} = ${param(threadId)}` : `${AUDIT_SEARCH_PROBE.owner} = ${owner}`);
   probeRange.push(...inWindow);
   if (below !== null) probeRange.push(below);

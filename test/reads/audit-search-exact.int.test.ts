@@ -15,8 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const SEARCH = `query($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int, $after: ID) {
-  searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {
+const SEARCH = `query($text: String, $name: String, $status: AuditStatus, $kind: AuditKind, $threadId: ID, $first: Int, $after: ID) {
+  searchAudits(text: $text, name: $name, status: $status, kind: $kind, threadId: $threadId, first: $first, after: $after) {
     hasMore
     items { audit { id } }
   }
@@ -26,6 +26,7 @@ interface Criteria {
   text?: string;
   name?: string;
   status?: 'COMPLETED' | 'FAILED' | 'RUNNING';
+  kind?: 'MODEL' | 'TOOL';
   threadId?: string;
 }
 
@@ -44,15 +45,16 @@ async function allPages(token: string, criteria: Criteria, first: number): Promi
   }
 }
 
-/** Audits of a thread, `count` of them, whose texts repeat with period `i`. */
+/** Audits of a thread, `count` of them, whose texts repeat with period `i`; one in three a model call. */
 async function seedAudits(threadId: string, runId: string, count: number, offset: number) {
   await t.app.db.driver.exec(`
     INSERT INTO message (id, thread_id, run_id, role, message_type, operation_id, name, sequence, status, input, output, error)
-      SELECT gen_random_uuid(), '${threadId}', '${runId}', 'TOOL', 'tool_audit', 'op-' || i, CASE WHEN i % 500 = 3 THEN 'tool-rare' WHEN i % 2 = 0 THEN 'tool-even' ELSE 'tool-odd' END, i,
+      SELECT gen_random_uuid(), '${threadId}', '${runId}',
+        (CASE WHEN i % 3 = 0 THEN 'ASSISTANT' ELSE 'TOOL' END)::"MessageRole", (CASE WHEN i % 3 = 0 THEN 'model_audit' ELSE 'tool_audit' END)::"MessageType", 'op-' || i, CASE WHEN i % 500 = 3 THEN 'tool-rare' WHEN i % 2 = 0 THEN 'tool-even' ELSE 'tool-odd' END, i,
         (CASE WHEN i % 97 = 0 THEN 'FAILED' WHEN i % 89 = 0 THEN 'RUNNING' ELSE 'COMPLETED' END)::"AuditStatus",
         jsonb_build_object('prompt', 'common words about alpha and gamma ' || i, 'tag', CASE WHEN i % 40 = 0 THEN 'medium-tag' END),
         CASE WHEN i % 89 = 0 THEN NULL ELSE jsonb_build_object('content', CASE WHEN i % 700 = 11 THEN 'gamma alpha swapped' ELSE 'alpha then gamma' END) END,
-        CASE WHEN i % 97 = 0 THEN jsonb_build_object('message', CASE WHEN i = 970 THEN 'needle-rare failure' ELSE 'card declined' END) END
+        CASE WHEN i % 97 = 0 THEN jsonb_build_object('message', CASE WHEN i IN (970, 5820) THEN 'needle-rare failure' ELSE 'card declined' END) END
       FROM generate_series(${offset}, ${offset + count - 1}) i;
     ANALYZE message;`);
 }
@@ -61,7 +63,7 @@ describe(`searchAudits pages against a plain scan (${backendName})`, () => {
   let who: Actors;
   let large: string;
   let small: string;
-  let scanned: { id: string; threadId: string; name: string | null; status: string; text: string }[];
+  let scanned: { id: string; threadId: string; name: string | null; status: string; kind: string; text: string }[];
 
   beforeAll(async () => {
     who = await actors(t);
@@ -74,7 +76,8 @@ describe(`searchAudits pages against a plain scan (${backendName})`, () => {
     await seedAudits(theirs, await createRun(t, stranger.owner, theirs), 300, 0);
     // The plain scan: every audit the owner may read, with the text a search matches against.
     scanned = await t.app.db.driver.query(
-      `SELECT m.id, m.thread_id AS "threadId", m.name, m.status, ${AUDIT_SEARCH_TEXT} AS text
+      `SELECT m.id, m.thread_id AS "threadId", m.name, m.status, CASE m.message_type WHEN 'model_audit' THEN 'MODEL' ELSE 'TOOL' END AS kind,
+         ${AUDIT_SEARCH_TEXT} AS text
        FROM message m JOIN thread t ON t.id = m.thread_id
        WHERE t.owner_id = $1 AND m.message_type IN ('model_audit', 'tool_audit') ORDER BY m.id DESC`,
       [who.ownerSub],
@@ -88,6 +91,7 @@ describe(`searchAudits pages against a plain scan (${backendName})`, () => {
           (criteria.text === undefined || audit.text.toLowerCase().includes(criteria.text.toLowerCase())) &&
           (criteria.name === undefined || audit.name === criteria.name) &&
           (criteria.status === undefined || audit.status === criteria.status) &&
+          (criteria.kind === undefined || audit.kind === criteria.kind) &&
           (criteria.threadId === undefined || audit.threadId === criteria.threadId),
       )
       .map((audit) => audit.id);
@@ -107,6 +111,15 @@ describe(`searchAudits pages against a plain scan (${backendName})`, () => {
     ['a rare text within the larger thread', () => ({ text: 'swapped', threadId: large }), 1],
     ['a common text within the smaller thread', () => ({ text: 'then gamma', threadId: small }), 100],
     ['everything', () => ({}), 100],
+    ['tool executions alone', () => ({ kind: 'TOOL' }), 100],
+    ['model calls alone', () => ({ kind: 'MODEL' }), 100],
+    ['failed tool executions', () => ({ kind: 'TOOL', status: 'FAILED' }), 5],
+    ['model calls of a name', () => ({ kind: 'MODEL', name: 'tool-rare' }), 2],
+    ['a common text in tool executions', () => ({ text: 'COMMON words', kind: 'TOOL' }), 100],
+    ['a rare text in model calls', () => ({ text: 'needle-rare', kind: 'MODEL' }), 50],
+    ['a rare text in tool executions', () => ({ text: 'needle-rare', kind: 'TOOL' }), 50],
+    ['a medium text in model calls of the larger thread', () => ({ text: 'medium-tag', kind: 'MODEL', threadId: large }), 3],
+    ['a text whose trigrams are common in tool executions', () => ({ text: 'gamma alpha', kind: 'TOOL', status: 'COMPLETED' }), 2],
   ];
 
   for (const [kind, criteria, first] of kinds) {

@@ -13,8 +13,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const SEARCH = `query($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int, $after: ID) {
-  searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after) {
+const SEARCH = `query($text: String, $name: String, $status: AuditStatus, $kind: AuditKind, $threadId: ID, $first: Int, $after: ID) {
+  searchAudits(text: $text, name: $name, status: $status, kind: $kind, threadId: $threadId, first: $first, after: $after) {
     hasMore
     items { threadId threadTitle audit { __typename id status ... on ToolAudit { name } ... on ModelAudit { model } } }
   }
@@ -117,6 +117,39 @@ describe(`searchAudits (${backendName})`, () => {
     const SNIPPET = `query($text: String, $threadId: ID) { searchAudits(text: $text, threadId: $threadId) { items { snippet } } }`;
     const snippet = await t.gql(SNIPPET, { text: 'second line', threadId }, who.owner);
     expect(snippet.data.searchAudits.items[0].snippet).toContain('first line\\r\\nsecond line');
+  });
+
+  it('finds the failed tool alone with kind TOOL, not the model calls whose history repeats its error', async () => {
+    const threadId = await createThread(t, who.owner, 'a retried refund');
+    const worker = await claim(t, who.worker, await createRun(t, who.owner, threadId));
+    must(await worker.modelStarted('ask', { model: 'planner-7', input: { messages: [{ role: 'user', content: 'Refund order 7' }] } }));
+    must(await worker.modelFinished('ask', [{ id: 'r1', name: 'refund', args: { order: 7 } }]));
+    const failed = must(await worker.toolStarted('r1', 'refund', { effectiveInput: { order: 7 } }));
+    must(await worker.toolFinished('r1', { content: 'gateway says: quota exhausted', status: 'error' }));
+    // Each later model call carries the conversation so far, the tool's error with it.
+    const history = { messages: [{ role: 'user', content: 'Refund order 7' }, { role: 'tool', content: 'gateway says: quota exhausted' }] };
+    const models = [];
+    for (const operationId of ['retry-1', 'retry-2']) {
+      models.push(must(await worker.modelStarted(operationId, { model: 'planner-7', input: history })).id as string);
+      must(await worker.modelFinished(operationId));
+    }
+    const ids = async (variables: Record<string, unknown>) => (await search(who.owner, { text: 'quota exhausted', ...variables })).items.map((hit) => hit.audit.id);
+    expect(await ids({})).toEqual([models[1], models[0], failed.id]);
+    expect(await ids({ kind: 'TOOL' })).toEqual([failed.id]);
+    expect(await ids({ kind: 'TOOL', threadId, status: 'FAILED' })).toEqual([failed.id]);
+    expect(await ids({ kind: 'MODEL', threadId })).toEqual([models[1], models[0]]);
+    expect(await ids({ kind: 'MODEL', status: 'FAILED' })).toEqual([]);
+    // Without text too, and paged.
+    const tools = await search(who.owner, { kind: 'TOOL', threadId });
+    expect(tools.items.map((hit) => hit.audit.__typename)).toEqual(['ToolAudit']);
+    const page = await search(who.owner, { kind: 'MODEL', threadId, first: 1 });
+    expect(page.hasMore).toBe(true);
+    const next = await search(who.owner, { kind: 'MODEL', threadId, first: 2, after: page.items[0]!.audit.id });
+    expect([...page.items, ...next.items].map((hit) => hit.audit.id)).toEqual([models[1], models[0], expect.any(String)]);
+    expect(next.hasMore).toBe(false);
+    // A kind that is not one is refused by the schema, naming the values it takes.
+    const refused = await t.gql(SEARCH, { text: 'quota exhausted', kind: 'ASSISTANT' }, who.owner);
+    expect(refused.errors?.[0]?.message).toMatch(/AuditKind/);
   });
 
   it('filters by exact name and by status, within one thread', async () => {

@@ -3,7 +3,7 @@ import { MAX_SEARCH_HITS, MIN_SEARCH_TEXT, SNIPPET_CHARS, searchAudits, type Aud
 import { builder, listCost } from '../builder.js';
 import { MAX_SEARCHES_PER_PRINCIPAL, MAX_SEARCHES_PER_REQUEST, withReadSlot } from '../search-limits.js';
 import { AuditRef } from './audit.js';
-import { AuditStatusEnum } from './enums.js';
+import { AuditKindEnum, AuditStatusEnum } from './enums.js';
 
 const AuditSearchHitRef = builder.objectRef<AuditHit>('AuditSearchHit').implement({
   description: 'An audit a search found, with the thread it belongs to (to open it in its timeline).',
@@ -49,6 +49,7 @@ builder.queryField('searchAudits', (t) =>
       }),
       name: t.arg.string({ required: false, description: 'Exactly this tool or model name.' }),
       status: t.arg({ type: AuditStatusEnum, required: false, description: 'Only audits with this status.' }),
+      kind: t.arg({ type: AuditKindEnum, required: false, description: 'Only model calls (MODEL) or only tool executions (TOOL); both when left out.' }),
       threadId: t.arg.id({ required: false, description: "Only this thread's audits (one of the caller's threads, else NOT_FOUND)." }),
       first: t.arg.int({ defaultValue: 50, description: `How many hits at most (1 to ${MAX_SEARCH_HITS}).` }),
       after: t.arg.id({ required: false, description: "The last hit's audit id of the previous page: read the hits after it." }),

@@ -37,6 +37,13 @@ export const AuditStatusEnum = builder.enumType(AuditStatus, {
     ABANDONED: { description: "Closed by the run's end or a lease expiry without a terminal event of its own." },
   },
 });
+export const AuditKindEnum = builder.enumType('AuditKind', {
+  description: 'Which audits a search reads (searchAudits `kind`).',
+  values: {
+    MODEL: { description: 'Model calls: ModelAudit, role ASSISTANT.' },
+    TOOL: { description: 'Tool executions: ToolAudit, role TOOL.' },
+  },
+});
 export const ToolCallStatusEnum = builder.enumType(ToolCallStatus, {
   name: 'ToolCallStatus',
   description: "A ToolCall's status: PENDING as declared, then its latest execution's, mirrored from the tool audit.",
