@@ -24,8 +24,8 @@ const nextMillisecond = async () => {
   while (Date.now() < from + 3) await new Promise((resolve) => setTimeout(resolve, 1));
 };
 
-const SEARCH = `query($text: String, $name: String, $status: AuditStatus, $threadId: ID, $first: Int, $after: ID, $since: DateTime, $until: DateTime) {
-  searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, first: $first, after: $after, since: $since, until: $until) {
+const SEARCH = `query($text: String, $name: String, $status: AuditStatus, $kind: AuditKind, $threadId: ID, $first: Int, $after: ID, $since: DateTime, $until: DateTime) {
+  searchAudits(text: $text, name: $name, status: $status, kind: $kind, threadId: $threadId, first: $first, after: $after, since: $since, until: $until) {
     hasMore items { threadId audit { id status startedAt } }
   }
 }`;
@@ -191,6 +191,25 @@ describe(`an incident window on searchAudits and toolCallLedger (${backendName})
     const declaredAt = recordedMs((await ledger(who.owner, { threadId })).edges[0]!.node.id);
     const calls = await ledger(who.owner, { threadId, since: at(declaredAt), until: at(declaredAt + 1) });
     expect(calls.edges.map((edge) => [edge.node.toolCallId, edge.node.status])).toEqual([['slow', 'COMPLETED']]);
+  });
+
+  it('a long call that started before the window and failed inside it is not in the window; since moved back by its length finds it, and toolActivity lists it by its end', async () => {
+    const threadId = await createThread(t, who.owner, 'a long call');
+    const worker = await claim(t, who.worker, await createRun(t, who.owner, threadId));
+    await worker.declare('plan', [{ id: 'long', name: 'long_export' }]);
+    const started = must(await worker.toolStarted('long', 'long_export')).id as string;
+    // The window opens a millisecond after the start was recorded; the call fails inside it.
+    const since = recordedMs(started) + 1;
+    await nextMillisecond();
+    must(await worker.toolFinished('long', { content: 'disk full', status: 'error' }));
+    expect(await searchIds(who.owner, { threadId, since: at(since), status: 'FAILED' })).toEqual([]);
+    expect(await searchIds(who.owner, { threadId, since: at(since), kind: 'TOOL' })).toEqual([]);
+    // Moved back by the longest call expected (here the call's own length), it is found.
+    expect(await searchIds(who.owner, { threadId, since: at(since - 1), status: 'FAILED' })).toEqual([started]);
+    // Ends are what toolActivity counts, over a window ending now.
+    const activity = await t.gql(`{ toolActivity(name: "long_export", windowSeconds: 600) { recentFailures { id } } }`, {}, who.owner);
+    expect(activity.errors).toBeUndefined();
+    expect(activity.data.toolActivity.recentFailures).toEqual([{ id: started }]);
   });
 
   it('toolCallLedger: calls whose declaration was recorded in the window, edges as searchAudits\', paged with endCursor', async () => {

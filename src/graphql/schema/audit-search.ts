@@ -34,7 +34,7 @@ const AuditSearchResultRef = builder.objectRef<{ items: AuditHit[]; hasMore: boo
 });
 
 const SINCE =
-  "Only audits whose start the server recorded at or after this time, to the millisecond: the database's clock when the start was written, the time the hits are ordered by. Not the audit's `startedAt`, which is the worker's own clock as it sent it (a batch sent again after an outage carries the times it happened at). Pass the same `since` and `until` with `after` (docs/debug-ui.md, \"An incident window\").";
+  "Only audits whose start the server recorded at or after this time, to the millisecond: the database's clock when the start was written, the time the hits are ordered by. Not the audit's `startedAt`, which is the worker's own clock as it sent it (a batch sent again after an outage carries the times it happened at). A call that started before it and failed after it is not kept: open the window earlier by the longest call expected. Pass the same `since` and `until` with `after` (docs/debug-ui.md, \"An incident window\").";
 const UNTIL = 'Only audits whose start the server recorded before this time (not at it), read as `since`; later than `since`, else BAD_USER_INPUT.';
 
 builder.queryField('searchAudits', (t) =>
