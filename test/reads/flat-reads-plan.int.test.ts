@@ -138,6 +138,18 @@ describe(`the reads that must stay flat as history grows (${backendName})`, () =
       }
     });
 
+    it('searchAudits of one kind across threads: tool executions, failed ones too, a page of rows on the same indexes', async () => {
+      for (const [criteria, index] of [[{ kind: 'TOOL' as const }, 'message_owner_id_id_idx'], [{ kind: 'TOOL' as const, status: 'FAILED' as const }, 'message_audit_owner_id_status_id_idx']] as const) {
+        const { result, last } = await explained(db, (sql) => searchAudits(sql, owner, { ...criteria, first: 50 }));
+        expect(result.items, JSON.stringify(criteria)).toHaveLength(50);
+        expect(result.items.every((hit) => hit.role === 'TOOL'), JSON.stringify(criteria)).toBe(true);
+        expect([...last.indexes.keys()], JSON.stringify(criteria)).toContain(index);
+        // The kind is tested on each audit the walk reads: tool executions are nearly all of them here.
+        expect(last.tables.get('message'), JSON.stringify(criteria)).toBeLessThan(150);
+        expect(last.sortedRows, JSON.stringify(criteria)).toBeLessThanOrEqual(51);
+      }
+    });
+
     it('searchAudits by a name the owner rarely holds: its 40 matches on the same index, none of the other owners\' ~12,000', async () => {
       const { result, last } = await explained(db, (sql) => searchAudits(sql, owner, { name: 'filler-tool', first: 50 }));
       const expected = await db.driver.query<{ id: string }>(
