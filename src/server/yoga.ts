@@ -21,7 +21,7 @@ import { customScalarLiterals } from '../graphql/inline-scalars.js';
 import { useDocumentNestingLimit } from '../graphql/document-nesting.js';
 import { useQueryCostLimit } from '../graphql/query-cost.js';
 import { operationResolutionErrorOf } from '../graphql/operation-resolution.js';
-import { useSearchesPerRequestLimit } from '../graphql/search-limits.js';
+import { useReadsPerRequestLimit } from '../graphql/search-limits.js';
 import { useSseEventIds } from '../transports/sse-event-ids.js';
 import type { UnsentBudget } from '../transports/unsent-budget.js';
 import { EXPOSED_HEADERS, isAllowedOrigin } from './cors.js';
@@ -515,7 +515,7 @@ export function createGraphQLServer(options: {
         blockFieldSuggestion: { enabled: false },
       }),
       useQueryCostLimit(options.maxQueryCost),
-      useSearchesPerRequestLimit(),
+      useReadsPerRequestLimit(),
       useCorrelatedMasking(),
       useBodyLimit(options.maxBodyBytes),
       useNotAGraphQLRequestAnswers(),

@@ -4,7 +4,7 @@
 // and per principal, and so are toolActivity views over windows longer than the default hour.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_WINDOW_SECONDS, MAX_WINDOW_SECONDS } from '../../src/domain/tool-activity.js';
-import { MAX_SEARCHES_PER_PRINCIPAL, MAX_WIDE_VIEWS_PER_PRINCIPAL } from '../../src/graphql/search-limits.js';
+import { MAX_LEDGER_READS_PER_PRINCIPAL, MAX_SEARCHES_PER_PRINCIPAL, MAX_WIDE_VIEWS_PER_PRINCIPAL } from '../../src/graphql/search-limits.js';
 import { backendName } from '../support/database.js';
 import { errorCode, startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 
@@ -77,6 +77,16 @@ describe(`search limits (${backendName})`, () => {
     expect(fifteen.data ?? null).toBeNull();
   });
 
+  it('a request may read the tool-call ledger at most twice: a case few calls are in reads all the calls its status leaves', async () => {
+    const two = await t.gql('{ a: toolCallLedger(case: CLOSED_BY_RUN_END, first: 1) { edges { node { id } } } b: toolCallLedger(first: 1) { edges { node { id } } } }', {}, admin);
+    expect(two.errors).toBeUndefined();
+    const aliases = Array.from({ length: 15 }, (_, i) => `l${i}: toolCallLedger(case: CLOSED_BY_RUN_END, first: 1) { edges { node { id } } }`).join(' ');
+    const fifteen = await t.gql(`{ ${aliases} }`, {}, admin);
+    refused(fifteen, /runs toolCallLedger 15 times; at most 2/);
+    expect(fifteen.errors![0]!.extensions).toMatchObject({ limit: 'LEDGER_READS_PER_REQUEST', max: 2 });
+    expect(fifteen.data ?? null).toBeNull();
+  });
+
   it(`a principal may run at most ${MAX_SEARCHES_PER_PRINCIPAL} searches at once; another principal is not held back`, { timeout: 120_000 }, async () => {
     // Twelve at once from one principal: whatever the interleaving, at least the cap's worth run
     // and every other is refused with the limit's words; within a few tries some overlap.
@@ -92,6 +102,27 @@ describe(`search limits (${backendName})`, () => {
     // Once they finished, the principal searches again; another principal never waited on it.
     expect((await t.gql(SEARCH, { text: 'invoice' }, admin)).errors).toBeUndefined();
     expect((await t.gql(SEARCH, { text: 'invoice' }, await t.token('other-admin', 'superadmin'))).errors).toBeUndefined();
+  });
+
+  it(`a principal may read the tool-call ledger at most ${MAX_LEDGER_READS_PER_PRINCIPAL} times at once; a search and another principal are not held back`, { timeout: 120_000 }, async () => {
+    const reader = await t.token('ledger-reader', 'superadmin');
+    let refusedSome = false;
+    for (let trial = 0; trial < 10 && !refusedSome; trial++) {
+      const reads = Array.from({ length: MAX_LEDGER_READS_PER_PRINCIPAL * 3 }, () => t.gql(LEDGER, {}, reader));
+      const search = t.gql(SEARCH, { text: 'invoice' }, reader);
+      const answers = await Promise.all(reads);
+      expect((await search).errors).toBeUndefined();
+      const refusals = answers.filter((answer) => answer.errors);
+      for (const refusal of refusals) {
+        refused(refusal, new RegExp(`at most ${MAX_LEDGER_READS_PER_PRINCIPAL} tool-call ledger reads at once`));
+        expect(refusal.errors![0]!.extensions).toMatchObject({ limit: 'LEDGER_READS_PER_PRINCIPAL', max: MAX_LEDGER_READS_PER_PRINCIPAL });
+      }
+      expect(answers.length - refusals.length).toBeGreaterThanOrEqual(MAX_LEDGER_READS_PER_PRINCIPAL);
+      refusedSome = refusals.length > 0;
+    }
+    expect(refusedSome).toBe(true);
+    expect((await t.gql(LEDGER, {}, reader)).errors).toBeUndefined();
+    expect((await t.gql(LEDGER, {}, await t.token('other-ledger-reader', 'superadmin'))).errors).toBeUndefined();
   });
 
   it(`a principal may run at most ${MAX_WIDE_VIEWS_PER_PRINCIPAL} toolActivity views over more than an hour at once; an hour's view, a search and another principal are not held back`, { timeout: 120_000 }, async () => {

@@ -2,6 +2,7 @@ import { requirePrincipal } from '../../domain/access.js';
 import { LEDGER_CASES, LEDGER_STATUSES, MAX_LEDGER_PAGE, toolCallLedger, type LedgerEntry } from '../../domain/tool-call-ledger.js';
 import { chargedPayload } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
+import { MAX_LEDGER_READS_PER_PRINCIPAL, MAX_LEDGER_READS_PER_REQUEST, withReadSlot } from '../search-limits.js';
 import { PageInfoRef } from './thread.js';
 
 const ToolCallLedgerStatusEnum = builder.enumType('ToolCallLedgerStatus', {
@@ -116,7 +117,7 @@ const UNTIL = 'Only calls whose declaration the server recorded before this time
 builder.queryField('toolCallLedger', (t) =>
   t.field({
     type: ToolCallLedgerConnectionRef,
-    description: `Every tool call the model calls declared, run or not, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). Filters combine; \`since\` and \`until\` keep the calls whose declaration the server recorded within that window (the database's clock, the entries' order; not \`startedAt\`); \`first\` is 1 to ${MAX_LEDGER_PAGE}; \`after\` is a previous page's \`endCursor\`.`,
+    description: `Every tool call the model calls declared, run or not, newest first, within one thread or across the threads whose audits the caller may read (a superadmin's own threads; any other role is FORBIDDEN, another's thread NOT_FOUND). Filters combine; \`since\` and \`until\` keep the calls whose declaration the server recorded within that window (the database's clock, the entries' order; not \`startedAt\`); \`first\` is 1 to ${MAX_LEDGER_PAGE}; \`after\` is a previous page's \`endCursor\`. At most ${MAX_LEDGER_READS_PER_REQUEST} ledger reads per request and ${MAX_LEDGER_READS_PER_PRINCIPAL} running at once per principal.`,
     authScopes: { authenticated: true },
     args: {
       threadId: t.arg.id({ required: false, description: "Only this thread's calls (one of the caller's threads, else NOT_FOUND)." }),
@@ -129,7 +130,9 @@ builder.queryField('toolCallLedger', (t) =>
       until: t.arg({ type: 'DateTime', required: false, description: UNTIL }),
     },
     complexity: ({ first }) => listCost(first, MAX_LEDGER_PAGE),
-    resolve: (_root, args, { deps, principal }) =>
-      toolCallLedger(deps.db, requirePrincipal(principal), { ...args, threadId: args.threadId == null ? null : String(args.threadId) }),
+    resolve: (_root, args, { deps, principal }) => {
+      const caller = requirePrincipal(principal);
+      return withReadSlot('ledger', caller.sub, () => toolCallLedger(deps.db, caller, { ...args, threadId: args.threadId == null ? null : String(args.threadId) }));
+    },
   }),
 );
