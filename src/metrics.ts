@@ -105,6 +105,13 @@ export const slowConsumerCloses = zeroed(
   ],
 );
 
+export const backgroundFailures = new Counter({
+  name: 'agent_audit_background_failures_total',
+  help: "Failed tries of the server's own recurring work by work (lease-sweep, retention-sweep, change-poll, catch-up-read...); each is tried again, its first failure logged",
+  labelNames: ['work'] as const,
+  registers: [registry],
+});
+
 export const leaseSweeps = new Counter({
   name: 'agent_audit_lease_sweeps_total',
   help: 'Lease sweeps run',

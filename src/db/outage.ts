@@ -1,4 +1,5 @@
 import { errorFields, log, outsideErrorFields } from '../log.js';
+import { backgroundFailures, zeroed } from '../metrics.js';
 
 /**
  * Whether a failure means a dependency cannot be reached, or answer, for the moment (the request may be sent
@@ -85,12 +86,15 @@ export const failureFields = (error: unknown) => (isUnavailable(error) ? outside
  * an outage is one line when it first fails (warn when the database cannot be reached, error for
  * anything else) and one when it works again, never a line per try. The ways a database cannot be
  * reached (refused, reset, terminated, timed out) are one kind, as they alternate in one outage;
- * a failure of another kind while it keeps failing is a line of its own.
+ * a failure of another kind while it keeps failing is a line of its own. Every failed try counts in
+ * agent_audit_background_failures_total{work}, at 0 from the job's start (`zeroed`).
  */
-export function retriedWork(what: string, fields: Record<string, unknown>) {
+export function retriedWork(work: string, what: string, fields: Record<string, unknown>) {
   let failing: { sinceMs: number; tries: number; kind: string } | null = null;
+  zeroed(backgroundFailures, [{ work }]);
   return {
     failed(error: unknown): void {
+      backgroundFailures.inc({ work });
       const described = failureFields(error);
       const unreachable = isUnavailable(error);
       const kind = unreachable ? 'database unreachable' : `${described.code ?? ''} ${described.message}`;

@@ -95,7 +95,7 @@ class ActivityStream implements AsyncIterableIterator<ActivityDelivery> {
 }
 
 /** Every feed's reads, as one job: an outage is a line when they start failing and one when they work again. */
-const activityReads = retriedWork('reading the tool activity', { component: 'activity' });
+const activityReads = retriedWork('activity-read', 'reading the tool activity', { component: 'activity' });
 
 /**
  * The subscribers of one view (owner and arguments): one read serves them all, so identical

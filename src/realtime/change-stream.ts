@@ -63,7 +63,7 @@ export const ARRIVAL_WAIT_MS = 1000;
  * Nothing but `interrupt` (server stop, token expiry) and `return` ends it.
  */
 /** Every stream's catch-up reads, as one job: an outage is a line when they start failing and one when they work again. */
-const catchUpReads = retriedWork('catch-up reads of change streams', { component: 'realtime' });
+const catchUpReads = retriedWork('catch-up-read', 'catch-up reads of change streams', { component: 'realtime' });
 
 export class ChangeStream implements AsyncIterableIterator<CommittedChange | StreamInterrupted> {
   private queue: CommittedChange[] = [];

@@ -153,7 +153,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   };
 
   /** One query for every subscribed thread; a thread that moved wakes its subscribers, after `graceMs`. */
-  const cursorReads = retriedWork('reading the thread cursors', { component: 'realtime' });
+  const cursorReads = retriedWork('change-poll', 'reading the thread cursors', { component: 'realtime' });
   const readCursors = async (graceMs: number) => {
     try {
       if (feeds.size === 0) return;
@@ -181,7 +181,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
    * LATE_COMMIT_MS: at most one extra view per feed).
    */
   let activityPolled: { bound: Date; counted: Map<string, ToolAuditChangeCount> } | null = null;
-  const activityPolls = retriedWork("polling the tool audits' changes", { component: 'activity' });
+  const activityPolls = retriedWork('activity-poll', "polling the tool audits' changes", { component: 'activity' });
   const pollActivity = async (redisCarriesIt: boolean) => {
     const owners = activity.owners();
     if (redisCarriesIt || owners.length === 0 || !store.pollToolAuditChanges) {
@@ -236,7 +236,7 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     schedule(true);
   });
 
-  const prunes = retriedWork('pruning the recent changes', { component: 'realtime' });
+  const prunes = retriedWork('recent-changes-prune', 'pruning the recent changes', { component: 'realtime' });
   const pruner = store.pruneRecentChanges
     ? setInterval(() => void store.pruneRecentChanges!().then(prunes.succeeded, prunes.failed), PRUNE_RECENT_CHANGES_MS).unref()
     : null;

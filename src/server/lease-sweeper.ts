@@ -7,7 +7,7 @@ import { log } from '../log.js';
 /** Ends runs whose lease expired, every `intervalMs`; sweeps never overlap in one process. */
 export function startLeaseSweeper(deps: DomainDeps, intervalMs: number) {
   let running: Promise<unknown> | null = null;
-  const sweeps = retriedWork('lease sweep', { component: 'lease-sweeper' });
+  const sweeps = retriedWork('lease-sweep', 'lease sweep', { component: 'lease-sweeper' });
   const sweep = () => {
     running ??= sweepExpiredLeases(deps)
       .then((ended) => {

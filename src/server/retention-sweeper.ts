@@ -62,7 +62,7 @@ export function startRetentionSweeper(deps: DomainDeps, driver: SqlDriver, optio
     return deleted;
   };
   let running: Promise<number | null> | null = null;
-  const sweeps = retriedWork('retention sweep', { component: 'retention' });
+  const sweeps = retriedWork('retention-sweep', 'retention sweep', { component: 'retention' });
   /** One sweep: the number of threads it deleted, or null when another instance holds the lock (or it failed). */
   const sweep = () =>
     (running ??= driver

@@ -13,7 +13,7 @@ export const CHECKPOINT_AFTER_BYTES = 64 * 1024 * 1024;
 const CHECK_EVERY_MS = 5_000;
 
 export function startWalCheckpoints(db: Db) {
-  const checks = retriedWork('checkpointing the embedded database', { component: 'wal' });
+  const checks = retriedWork('wal-checkpoint', 'checkpointing the embedded database', { component: 'wal' });
   let running: Promise<void> | null = null;
   const check = () =>
     (running ??= (async () => {

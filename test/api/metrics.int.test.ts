@@ -49,6 +49,8 @@ describe(`GET /metrics (${backendName})`, () => {
       'agent_audit_slow_consumer_closes_total{transport="sse",bound="principal"}',
       'agent_audit_sweeper_deleted_threads_total{reason="retention"}',
       'agent_audit_sweeper_deleted_threads_total{reason="abandoned-deletion"}',
+      'agent_audit_background_failures_total{work="lease-sweep"}',
+      'agent_audit_background_failures_total{work="retention-sweep"}',
     ];
     // The lease-fenced writes, one by one and in batches: the README's LEASE_LOST, LEASE_EXPIRED and CONFLICT alerts.
     for (const outcome of ['LEASE_LOST', 'LEASE_EXPIRED', 'CONFLICT']) {
@@ -322,6 +324,25 @@ describe(`GET /metrics while the database cannot answer (${backendName})`, () =>
       for (const name of ['agent_audit_export_backlog_threads', 'agent_audit_export_backlog_changes', 'agent_audit_export_backlog_seconds']) {
         expect(down.samples.has(name)).toBe(false);
       }
+    } finally {
+      await t.close().catch(() => undefined);
+    }
+  });
+
+  it('counts each failed lease and retention sweep, its series there from the first scrape: no request fails when only a sweep does', async () => {
+    const t = await startTestApp({ RETENTION_DAYS: '30', LEASE_SWEEP_INTERVAL_MS: '3600000' });
+    try {
+      const url = (await t.app.start(0, '127.0.0.1')).replace('/graphql', '/metrics');
+      const sweeps = ['agent_audit_background_failures_total{work="lease-sweep"}', 'agent_audit_background_failures_total{work="retention-sweep"}'];
+      await t.app.retention.sweep(); // the start's, done
+      const first = await scrapeOf(url);
+      expect(first.types.get('agent_audit_background_failures_total')).toBe('counter');
+      expect(sweeps.filter((series) => !first.samples.has(series))).toEqual([]);
+      await t.loseDatabase();
+      await t.app.sweeper.sweep();
+      expect(await t.app.retention.sweep()).toBe(null);
+      const failed = await scrapeOf(url);
+      expect(sweeps.map((series) => failed.samples.get(series)! - first.samples.get(series)!)).toEqual([1, 1]);
     } finally {
       await t.close().catch(() => undefined);
     }

@@ -16,7 +16,7 @@ const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:54
 
 describe('a job retried through an outage', () => {
   it('logs one warning when it starts failing and one line when it works again, whatever the number of tries', () => {
-    const job = retriedWork('reading the thread cursors', { component: 'realtime' });
+    const job = retriedWork('change-poll', 'reading the thread cursors', { component: 'realtime' });
     job.succeeded();
     for (let i = 0; i < 20; i++) job.failed(refused());
     job.succeeded();
@@ -28,7 +28,7 @@ describe('a job retried through an outage', () => {
   });
 
   it('logs an unexpected failure as an error, and again when the failure changes', () => {
-    const job = retriedWork('lease sweep', { component: 'lease-sweeper' });
+    const job = retriedWork('lease-sweep', 'lease sweep', { component: 'lease-sweeper' });
     job.failed(new Error('a bug'));
     job.failed(new Error('a bug'));
     job.failed(refused());
@@ -42,7 +42,7 @@ describe('a job retried through an outage', () => {
   // The chaos report's finding 4: in one 4 s outage the error alternated between a reset and pg's
   // "Connection terminated unexpectedly", and each switch was a new line, with pg-pool's stack.
   it('logs the ways a connection fails in one outage (reset, terminated, unanswered, refused) as one warning, without a stack', () => {
-    const job = retriedWork('lease sweep', { component: 'lease-sweeper' });
+    const job = retriedWork('lease-sweep', 'lease sweep', { component: 'lease-sweeper' });
     for (const error of [reset(), terminated(), reset(), unanswered(), terminated(), refused()]) job.failed(error);
     job.succeeded();
     expect(lines).toEqual([
