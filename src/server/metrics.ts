@@ -219,6 +219,8 @@ export function mutationMetrics(): Plugin {
   return {
     onSchemaChange({ schema }) {
       zeroFencedOutcomes(schema);
+      // Each mutation's latency from 0 too: a series born at its first observations hides them from rate().
+      for (const mutation of Object.keys(schema.getMutationType()?.getFields() ?? {})) lifecycleWriteSeconds.zero({ mutation });
     },
     onValidate({ context, params: { documentAST } }) {
       const request = requestOf(context);

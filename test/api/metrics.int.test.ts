@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildSchema } from 'graphql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsAllowed } from '../../src/server/metrics.js';
@@ -60,6 +63,10 @@ describe(`GET /metrics (${backendName})`, () => {
       for (const event of ['renewLease', 'toolStarted', 'toolFinished', 'toolError', 'modelStarted', 'modelFinished', 'finishRun']) {
         expected.push(`agent_audit_lifecycle_events_total{event="${event}",outcome="${outcome}"}`);
       }
+    }
+    // Each mutation's latency too: a histogram series born at its first observations hides them from rate() (the slow-mutations alert).
+    for (const mutation of Object.keys(buildSchema(readFileSync(join(import.meta.dirname, '../../schema.graphql'), 'utf8')).getMutationType()!.getFields())) {
+      expected.push(`agent_audit_mutation_duration_seconds_count{mutation="${mutation}"}`, `agent_audit_mutation_duration_seconds_bucket{le="+Inf",mutation="${mutation}"}`);
     }
     expect(expected.filter((series) => !text.samples.has(series))).toEqual([]);
     // Nothing more: writes that hold no lease are not given series they cannot have.
