@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
@@ -11,7 +12,10 @@ import { testRedisUrl } from '../subscriptions/support.js';
  * of a fresh server: a rule naming a metric or a label the server does not serve, or a series that
  * appears only with its first event (rate() and increase() then miss that event), never fires.
  */
-const RULES = readFileSync(join(import.meta.dirname, '../../examples/operations/alerts.yml'), 'utf8');
+const RULES_FILE = join(import.meta.dirname, '../../examples/operations/alerts.yml');
+const RULES = readFileSync(RULES_FILE, 'utf8');
+/** Prometheus's own checker (Debian's prometheus package), where installed: the file loads as written. */
+const PROMTOOL = process.env.PROMTOOL_PATH ?? '/usr/bin/promtool';
 const expressions = [...RULES.matchAll(/^\s+- alert: (\S+)\n\s+expr: (.+)$/gm)].map(([, alert, expr]) => ({ alert: alert!, expr: expr! }));
 
 interface Selector {
@@ -76,6 +80,10 @@ describe(`the alerting rules of docs/operations.md against a fresh server's GET 
     text = parsePrometheusText(raw);
   });
   afterAll(async () => t?.close());
+
+  it.runIf(existsSync(PROMTOOL))('load into Prometheus as written (promtool check rules)', () => {
+    expect(execFileSync(PROMTOOL, ['check', 'rules', RULES_FILE], { encoding: 'utf8' })).toMatch(/SUCCESS: \d+ rules found/);
+  });
 
   it('are read from the file', () => {
     expect(expressions.length).toBe(RULES.match(/- alert: /g)!.length);
