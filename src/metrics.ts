@@ -37,7 +37,7 @@ export const lifecycleWriteSeconds = new Histogram({
   name: 'agent_audit_mutation_duration_seconds',
   help: 'Time to execute a GraphQL mutation operation, by root field',
   labelNames: ['mutation'] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   registers: [registry],
 });
 
@@ -114,7 +114,7 @@ export const backgroundFailures = new Counter({
 
 export const leaseSweeps = new Counter({
   name: 'agent_audit_lease_sweeps_total',
-  help: 'Lease sweeps run',
+  help: 'Lease sweeps completed (a failed one counts in agent_audit_background_failures_total{work="lease-sweep"})',
   registers: [registry],
 });
 
