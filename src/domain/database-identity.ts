@@ -16,13 +16,23 @@ const WHERE_AM_I = `SELECT (SELECT oid FROM pg_database WHERE datname = current_
  * not the one that chose it. Two statements: when instances start together, the second one's
  * upsert waits for the first's row, then finds the OIDs current and changes nothing, and its
  * SELECT (a new snapshot) reads the id the first one chose.
+ *
+ * A database found to be a copy or a restore also fences every lease it holds: a worker whose
+ * lease the backup caught would otherwise write on into a run that lost what it had acknowledged
+ * since the backup, and end it COMPLETED with holes. Its next write is LEASE_LOST, and the lease
+ * sweep ends the run FAILED (LEASE_EXPIRED), as for a backup older than the lease.
  */
 export async function databaseIdentity(sql: Sql): Promise<string> {
   await sql.query(
-    `INSERT INTO database_identity AS d (database_id, database_oid, table_oid)
-     SELECT left(replace(gen_random_uuid()::text, '-', ''), 16), here.database_oid, here.table_oid FROM (${WHERE_AM_I}) here
-     ON CONFLICT (singleton) DO UPDATE SET database_id = excluded.database_id, database_oid = excluded.database_oid, table_oid = excluded.table_oid
-     WHERE (d.database_oid, d.table_oid) IS DISTINCT FROM (excluded.database_oid, excluded.table_oid)`,
+    `WITH previous AS (SELECT 1 FROM database_identity),
+     chosen AS (
+       INSERT INTO database_identity AS d (database_id, database_oid, table_oid)
+       SELECT left(replace(gen_random_uuid()::text, '-', ''), 16), here.database_oid, here.table_oid FROM (${WHERE_AM_I}) here
+       ON CONFLICT (singleton) DO UPDATE SET database_id = excluded.database_id, database_oid = excluded.database_oid, table_oid = excluded.table_oid
+       WHERE (d.database_oid, d.table_oid) IS DISTINCT FROM (excluded.database_oid, excluded.table_oid)
+       RETURNING 1)
+     UPDATE run SET lease_expires_at = now()
+     WHERE status = 'RUNNING' AND lease_expires_at > now() AND EXISTS (SELECT FROM previous) AND EXISTS (SELECT FROM chosen)`,
   );
   const [row] = await sql.query<{ databaseId: string }>('SELECT database_id FROM database_identity');
   return row!.databaseId;
