@@ -4,7 +4,8 @@
 //   {"op":"delete","kind":"thread","id":…}   (deleted by its owner, an admin or retention: delete it and all its rows)
 // and keeps its place (a cursor and the last message per thread) in the state file. Apply the
 // lines by `id` (an upsert replaces the row); a run that stops halfway is run again and goes on
-// from the last thread it finished, sending that thread's rows again at most.
+// from the last thread it finished, sending that thread's rows again at most. After a restore of
+// the server's database, each thread it had copied is deleted and copied again from its start.
 //
 //   AUDIT_OWNER_TOKEN=<superadmin token> npx tsx examples/operations/sync-threads.ts <state file>
 //
@@ -151,23 +152,36 @@ for (const id of Object.keys(state.threads)) {
   delete state.threads[id];
   save();
 }
+/** What changed in the thread since `place`, or the whole thread from its start without one. */
+async function copyThread(thread: Listed, place: Place | undefined): Promise<Place> {
+  if (!place) {
+    const { changeCursor: _c, startCursor: _s, messageCount: _m, ...row } = thread;
+    emit({ op: 'upsert', kind: 'thread', id: thread.id, threadId: thread.id, final: true, row });
+    place = { cursor: thread.startCursor, messages: 0, lastMessageId: null };
+  }
+  await copyMessages(thread, place);
+  if (place.cursor !== thread.changeCursor) await copyChanges(thread, place);
+  return place;
+}
+
 let copied = 0;
 for (const thread of listed.values()) {
   const known = state.threads[thread.id];
-  const place: Place = known ? { ...known } : { cursor: thread.startCursor, messages: 0, lastMessageId: null };
   if (known && known.cursor === thread.changeCursor && known.messages === thread.messageCount) continue;
+  let place = known ? { ...known } : undefined;
   try {
-    if (!known) {
-      const { changeCursor: _c, startCursor: _s, messageCount: _m, ...row } = thread;
-      emit({ op: 'upsert', kind: 'thread', id: thread.id, threadId: thread.id, final: true, row });
-    }
-    await copyMessages(thread, place);
-    if (place.cursor !== thread.changeCursor) await copyChanges(thread, place);
+    place = await copyThread(thread, place).catch((error: unknown) => {
+      if (!(known && error instanceof ApiError && error.has('BAD_USER_INPUT'))) throw error;
+      // The kept cursor is from before a restore of the database: the copy may hold rows the
+      // restore took back (docs/operations.md, "Backup and restore"). Copy the thread anew.
+      emit({ op: 'delete', kind: 'thread', id: thread.id });
+      return copyThread(thread, undefined);
+    });
   } catch (error) {
     if (!(error instanceof ApiError && error.has('NOT_FOUND'))) throw error;
-    // Deleted since the list was read: the next run finds it gone.
+    // Deleted since the list was read: the next run finds it gone (and passes its deletion on).
   }
-  state.threads[thread.id] = place;
+  state.threads[thread.id] = place ?? { cursor: thread.startCursor, messages: 0, lastMessageId: null };
   save();
   copied++;
 }

@@ -3,24 +3,28 @@
 // run (nothing when nothing did), says which rows may still change, passes deletions on, and what
 // its lines add up to equals a copy made from scratch.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { serverForFile, tokenFor } from './support/server.js';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
+import { createTestStorage } from '../support/storage.js';
+import { killServers, runScript, serverForFile, startServer, tokenFor } from './support/server.js';
 
 /** docs/subscriptions.md's command, as written (the code-blocks test checks it is here). */
 const SYNC = 'AUDIT_OWNER_TOKEN=<superadmin token> npx tsx examples/operations/sync-threads.ts <state file>';
 
 const server = serverForFile();
 const dir = mkdtempSync(join(tmpdir(), 'sync-threads-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(async () => {
+  await killServers();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 interface Line { op: 'upsert' | 'delete'; kind: string; id: string; threadId?: string; final?: boolean; row?: Record<string, any> }
 
-async function sync(token: string, stateFile: string): Promise<Line[]> {
+async function sync(token: string, stateFile: string, url = server.url): Promise<Line[]> {
   const command = SYNC.replace('<superadmin token>', token).replace('<state file>', stateFile);
-  const child = spawn('bash', ['-c', command], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, AUDIT_URL: server.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('bash', ['-c', command], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, AUDIT_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -39,8 +43,8 @@ function applied(lines: Line[], into = new Map<string, Line>()) {
   return into;
 }
 
-async function gql(token: string, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(server.url, {
+async function gqlAt(token: string, query: string, variables: Record<string, unknown> = {}, url = server.url) {
+  const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query, variables }),
@@ -53,8 +57,11 @@ async function gql(token: string, query: string, variables: Record<string, unkno
 let sequence = 0;
 const at = () => ({ observedAt: new Date().toISOString(), sequence: String(++sequence) });
 
+const gql = (token: string, query: string, variables: Record<string, unknown> = {}) => gqlAt(token, query, variables);
+
 /** A thread of `owner` with a message and a run whose model declares `call` and whose tool runs it; `end` finishes the tool and the run. */
-async function threadWithRun(owner: string, worker: string, title: string, end: boolean) {
+async function threadWithRun(owner: string, worker: string, title: string, end: boolean, url = server.url) {
+  const gql = (token: string, query: string, variables: Record<string, unknown> = {}) => gqlAt(token, query, variables, url);
   const threadId = (await gql(owner, 'mutation($title: String) { createThread(input: { title: $title }) { id } }', { title })).createThread.id as string;
   await gql(owner, 'mutation($threadId: ID!) { appendMessage(input: { threadId: $threadId, role: USER, content: "look it up" }) { id } }', { threadId });
   const runId = (await gql(owner, 'mutation($threadId: ID!) { createRun(input: { threadId: $threadId }) { id } }', { threadId })).createRun.id as string;
@@ -107,7 +114,39 @@ describe('copying threads into a warehouse (examples/operations/sync-threads.ts)
     );
 
     const fresh = await sync(owner, join(dir, 'fresh.json'));
-    const rows = (warehouse: Map<string, Line>) => new Map([...warehouse].map(([id, line]) => [id, line.row]));
-    expect(rows(applied([...first, ...second]))).toEqual(rows(applied(fresh)));
+        expect(rows(applied([...first, ...second]))).toEqual(rows(applied(fresh)));
   }, 180_000); // four runs of the script, each starting tsx
+
+  it('after a restore, copies again each thread the restore took back, dropping the rows written after the backup, and deletes the threads it does not have', async () => {
+    const [owner, worker] = await Promise.all([tokenFor('etl-restore-owner', 'superadmin'), tokenFor('etl-restore-worker', 'worker')]);
+    const storage = await createTestStorage('embedded');
+    onTestFinished(() => storage.remove());
+    const stateFile = join(dir, 'restore-state.json');
+    let original = await startServer(storage);
+    const kept = await threadWithRun(owner, worker, 'kept', true, original.url);
+    const beforeBackup = await sync(owner, stateFile, original.url);
+    await original.stop();
+    const backupDir = join(dir, 'backup');
+    const backup = await runScript('scripts/backup-data-dir.ts', [backupDir], { DATA_DIR: storage.env.DATA_DIR! });
+    expect(backup.code, backup.output).toBe(0);
+
+    // After the backup, copied into the warehouse: a message in the kept thread and a new thread.
+    original = await startServer(storage);
+    await gqlAt(owner, 'mutation($threadId: ID!) { appendMessage(input: { threadId: $threadId, role: ASSISTANT, content: "lost" }) { id } }', { threadId: kept.threadId }, original.url);
+    const lost = await threadWithRun(owner, worker, 'lost', true, original.url);
+    const afterBackup = await sync(owner, stateFile, original.url);
+    expect(afterBackup.some((line) => line.threadId === lost.threadId)).toBe(true);
+    await original.stop();
+
+    const restoredDir = join(dir, 'restored');
+    cpSync(backupDir, restoredDir, { recursive: true });
+    onTestFinished(() => rmSync(restoredDir, { recursive: true, force: true }));
+    const restored = await startServer({ env: { DATABASE_URL: '', DATA_DIR: restoredDir }, describe: 'restored', remove: async () => {} });
+    const afterRestore = await sync(owner, stateFile, restored.url);
+    const fresh = await sync(owner, join(dir, 'restore-fresh.json'), restored.url);
+    expect(rows(applied([...beforeBackup, ...afterBackup, ...afterRestore]))).toEqual(rows(applied(fresh)));
+    await restored.stop();
+  }, 240_000);
 });
+
+const rows = (warehouse: Map<string, Line>) => new Map([...warehouse].map(([id, line]) => [id, line.row]));
