@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,4 +90,76 @@ describe.runIf(postgresSuiteRuns('backup-restore', 'pg_dump and pg_restore need 
     expect(after.app.deps.databaseId).not.toBe(previousId);
     expect(errorCode(await new WorkerSession(after, who.worker, worker.lease).modelStarted('m2', { sequence: '11' }))).toBe('LEASE_LOST');
   });
+
+  it('a plain pg_dump taken under writes, restored with psql: each thread reads whole, the incident window finds exactly its audits, resumes bind to their ancestors, new writes go on', async () => {
+    const storage = await createTestStorage('postgres');
+    cleanups.push(() => storage.remove());
+    const original = await started(storage);
+    const who = await actors(original);
+    // A run interrupted after its model declared c0: its resume, later, runs c0.
+    const interruptedThread = await createThread(original, who.owner);
+    const interrupted = await createRun(original, who.owner, interruptedThread);
+    const first = await claim(original, who.worker, interrupted);
+    await first.declare('m0', [{ id: 'c0', name: 'lookup' }]);
+    must(await first.finish('INTERRUPTED'));
+    const windowStart = new Date(Date.now() - 60_000).toISOString();
+
+    // Writers in three threads, while pg_dump runs.
+    const threads = [interruptedThread, await createThread(original, who.owner), await createThread(original, who.owner)];
+    let stop = false;
+    let written = 0;
+    const writer = (async () => {
+      for (let i = 0; !stop; i++) {
+        const session = await claim(original, who.worker, await createRun(original, who.owner, threads[i % 3]!));
+        await session.declare(`m${i}`, [{ id: `w${i}`, name: 'lookup' }]);
+        must(await session.toolStarted(`w${i}`, 'lookup'));
+        must(await session.toolFinished(`w${i}`, { found: i }));
+        must(await session.finish('COMPLETED'));
+        written++;
+      }
+    })();
+    await expect.poll(() => written).toBeGreaterThanOrEqual(2);
+    const file = join(dumps, 'under-writes.sql');
+    await promisify(execFile)('pg_dump', ['--format=p', '--file', file, storage.env.DATABASE_URL!]);
+    stop = true;
+    await writer;
+    await original.close();
+
+    const restored = await started(await restore(file, 'p'));
+    const auditIds = new Set<string>();
+    for (const threadId of threads) {
+      const { items, truncated } = must(await restored.gql(THREAD_AUDITS.replace('threadAudits(', 'result: threadAudits('), { threadId, limit: 500 }, who.owner));
+      expect(truncated).toBe(false);
+      for (const audit of items) {
+        auditIds.add(audit.id);
+        // No half-written run: every tool audit has its declaring model call, every audit its ended state.
+        if (audit.__typename === 'ToolAudit') expect(audit.declaredBy, audit.toolCallId).not.toBeNull();
+      }
+    }
+    // The incident window (recorded time) finds exactly the restored audits of these threads.
+    const windowed = new Set<string>();
+    for (let after: string | null = null; ; ) {
+      const searchAudits: { hasMore: boolean; items: { audit: { id: string } }[] } = must(
+        await restored.gql(
+          `query($since: DateTime!, $until: DateTime!, $after: ID) { result: searchAudits(since: $since, until: $until, first: 100, after: $after) { hasMore items { audit { id } } } }`,
+          { since: windowStart, until: new Date(Date.now() + 60_000).toISOString(), after },
+          who.owner,
+        ),
+      );
+      for (const item of searchAudits.items) windowed.add(item.audit.id);
+      if (!searchAudits.hasMore) break;
+      after = searchAudits.items.at(-1)!.audit.id;
+    }
+    expect(windowed).toEqual(auditIds);
+
+    // A resume of the interrupted run, started on the restored database, runs c0: bound to m0.
+    const resume = must(await restored.gql(`mutation($t: ID!, $from: ID) { result: createRun(input: { threadId: $t, resumeFromRunId: $from }) { id } }`, { t: interruptedThread, from: interrupted }, who.owner));
+    const session = await claim(restored, who.worker, resume.id);
+    const started0 = must(await session.toolStarted('c0', 'lookup'));
+    expect(auditIds.has(started0.id)).toBe(false);
+    const after = must(await restored.gql(THREAD_AUDITS.replace('threadAudits(', 'result: threadAudits('), { threadId: interruptedThread, limit: 500 }, who.owner));
+    expect(after.items.find((audit: { id: string }) => audit.id === started0.id).declaredBy.operationId).toBe('m0');
+    const ledger = must(await restored.gql(`query($t: ID!) { result: toolCallLedger(threadId: $t, first: 100) { edges { node { toolCallId status } } } }`, { t: interruptedThread }, who.owner));
+    expect(ledger.edges.find((edge: { node: { toolCallId: string } }) => edge.node.toolCallId === 'c0').node.status).toBe('RUNNING');
+  }, 120_000);
 });
