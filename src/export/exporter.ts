@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
-import { ExportResultCode } from '@opentelemetry/core';
-import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Database } from '../db/database.js';
 import { exportDroppedSpans, exportedSpans, exportFailures, exportLagSeconds, exportRejectedSpans } from '../metrics.js';
 import type { ExportConfig } from './config.js';
 import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim } from './queue.js';
+import { otlpTransport, ReceiverFailed } from './otlp-transport.js';
 import { spansOf } from './spans.js';
 import { errorFields, log, outsideErrorFields } from '../log.js';
 
@@ -32,6 +30,8 @@ export interface ExporterOptions {
    * a name of this start only.
    */
   instanceId?: string;
+  /** How the exporter waits `ms` between attempts and polls (tests record the waits instead); a stop ends a wait at once. */
+  wait?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -64,48 +64,13 @@ function spanBytes(span: ReadableSpan): number {
   return 1024 + Buffer.byteLength(span.status.message ?? '') + textOf(span.attributes) + span.events.reduce((sum, event) => sum + textOf(event.attributes), 0);
 }
 
-/** The collector did not take a request (refused it, timed out, unreachable): logged without a stack. */
-class CollectorFailed extends Error {}
-/** The collector refused the request's content (400 Bad Request): every copy of it gets the same answer. */
-class CollectorRefused extends CollectorFailed {}
-/** The request passed the receiver's size limit (413), often a proxy's in front of it (nginx's is 1 MiB). */
-class CollectorTooLarge extends CollectorFailed {}
+/** A request's content the receiver refused (400 Bad Request): every copy of it gets the same answer. */
+const isRefused = (error: unknown) => error instanceof ReceiverFailed && error.code === 400;
+/** A request past the receiver's size limit (413), often a proxy's in front of it (nginx's is 1 MiB). */
+const isTooLarge = (error: unknown) => error instanceof ReceiverFailed && error.code === 413;
 
-const failureOf = (code: unknown) => (code === 400 ? CollectorRefused : code === 413 ? CollectorTooLarge : CollectorFailed);
-
-/**
- * A receiver's partial success (a 200 that rejects some spans) reaches the official exporters'
- * response handler only, which reports it on the OpenTelemetry diagnostic logger: it is logged
- * here and counted (the rejected spans are not sent again: the receiver would reject them again).
- * The exporters' other diagnostics are left out: their failures reach the export callback.
- */
-const PARTIAL_SUCCESS = 'Received Partial Success response';
-const countOf = (value: unknown) =>
-  typeof value === 'object' && value !== null && 'low' in value ? Number(value.low) + Number((value as { high?: number }).high ?? 0) * 2 ** 32 : Number(value ?? 0);
-const partialSuccessLogger: DiagLogger = {
-  warn(message: string, ...args: unknown[]) {
-    if (!message.startsWith(PARTIAL_SUCCESS)) return;
-    let partial: { rejectedSpans?: unknown; errorMessage?: string } = {};
-    try {
-      partial = JSON.parse(String(args[0]));
-    } catch {
-      // not the JSON the handler writes: logged without its count
-    }
-    const rejectedSpans = countOf(partial.rejectedSpans);
-    if (rejectedSpans > 0) exportRejectedSpans.inc(rejectedSpans);
-    log.warn({ component: 'export', rejectedSpans, receiverMessage: partial.errorMessage }, 'the receiver rejected spans (partial success)');
-  },
-  error: () => undefined,
-  info: () => undefined,
-  debug: () => undefined,
-  verbose: () => undefined,
-};
-
-/** The official OTLP exporter of the configured protocol. */
-export function otlpExporter(config: ExportConfig): SpanExporter {
-  const options = { url: config.url, headers: config.headers, timeoutMillis: config.timeoutMs };
-  return config.protocol === 'http/json' ? new OtlpJsonExporter(options) : new OtlpProtobufExporter(options);
-}
+/** The longest Retry-After honoured: a receiver (or a proxy) asking for more is tried again after this. */
+const MAX_RETRY_AFTER_MS = 60 * 60_000;
 
 /**
  * Follows the export queue (queue.ts) and sends every ended run and audit as OTLP spans
@@ -123,31 +88,23 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const instanceId = options.instanceId ?? `${hostname()}:${process.pid}`;
   const owner = `${instanceId}/${randomUUID()}`;
-  diag.setLogger(partialSuccessLogger, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
-  const exporter = otlpExporter(config);
+  const transport = otlpTransport(config);
   const resource = resourceFromAttributes({ 'service.name': config.serviceName });
 
   let stopped = false;
-  let wakeUp: (() => void) | null = null;
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = null;
-        resolve();
-      }
-      wakeUp = done;
-    });
+  // A stop ends the wait under way and abandons the request in flight: its spans are sent again by the next start.
+  const stopping = new AbortController();
+  const wait = options.wait ?? ((ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }));
+  const pause = (ms: number) => wait(ms, stopping.signal).catch(() => undefined);
 
-  const send = (spans: ReadableSpan[]) =>
-    new Promise<void>((resolve, reject) =>
-      exporter.export(spans, (result) =>
-        result.code === ExportResultCode.SUCCESS
-          ? resolve()
-          : reject(new (failureOf((result.error as { code?: unknown } | undefined)?.code))(result.error?.message ?? 'OTLP export failed')),
-      ),
-    );
+  /** Sends a request the receiver takes, or throws; the spans it says it rejected (partial success) are counted and logged, not sent again. */
+  async function send(spans: ReadableSpan[]): Promise<void> {
+    const { rejectedSpans, receiverMessage } = await transport.send(spans, stopping.signal);
+    if (rejectedSpans > 0 || receiverMessage) {
+      exportRejectedSpans.inc(rejectedSpans);
+      log.warn({ component: 'export', rejectedSpans, receiverMessage }, 'the receiver rejected spans (partial success)');
+    }
+  }
 
   /**
    * Sends a request; one the collector refuses as bad (400) is halved until each refused span is
@@ -162,7 +119,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
       await send(spans);
       return spans.length;
     } catch (error) {
-      if (error instanceof CollectorTooLarge && spans.length > 1) {
+      if (isTooLarge(error) && spans.length > 1) {
         const refusedBytes = spans.reduce((sum, span) => sum + spanBytes(span), 0);
         bytesPerRequest = Math.min(bytesPerRequest, Math.floor(refusedBytes / 2));
         log.warn({ component: 'export', refusedBytes, bytesPerRequest }, 'the receiver refused a request as too large (413); sending smaller ones');
@@ -170,7 +127,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) taken += await sendOrDrop(request);
         return taken;
       }
-      if (!(error instanceof CollectorRefused)) throw error;
+      if (!isRefused(error)) throw error;
       if (spans.length > 1) {
         const half = Math.ceil(spans.length / 2);
         return (await sendOrDrop(spans.slice(0, half))) + (await sendOrDrop(spans.slice(half)));
@@ -229,21 +186,24 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         if (stopped) break;
         exportFailures.inc();
         backoffMs = Math.min(maxBackoffMs, Math.max(500, backoffMs * 2));
-        const fields = error instanceof CollectorFailed ? outsideErrorFields(error) : errorFields(error);
-        log.warn({ component: 'export', error: fields, retryInMs: backoffMs }, 'export failed; retrying');
-        await pause(backoffMs * (0.8 + 0.4 * Math.random()));
+        // The receiver's Retry-After when it gave one (429, 503): as long as it asked, neither sooner nor later.
+        const asked = error instanceof ReceiverFailed ? error.retryAfterMs : undefined;
+        const retryInMs = asked !== undefined ? Math.min(asked, MAX_RETRY_AFTER_MS) : Math.round(backoffMs * (0.8 + 0.4 * Math.random()));
+        const answer = error instanceof ReceiverFailed ? { status: error.code, retryAfterMs: asked } : {};
+        const fields = error instanceof ReceiverFailed ? outsideErrorFields(error) : errorFields(error);
+        log.warn({ component: 'export', error: fields, ...answer, retryInMs }, 'export failed; retrying');
+        await pause(retryInMs);
       }
     }
   })();
 
   return {
     owner,
-    /** Stops after the batch under way (its positions are saved only if it was sent), then shuts the exporter down. */
+    /** Stops at once: a wait ends, the request in flight is abandoned (the batch's positions stay: its spans are sent again by the next start). */
     async stop() {
       stopped = true;
-      wakeUp?.();
+      stopping.abort();
       await running;
-      await exporter.shutdown();
     },
   };
 }

@@ -98,6 +98,8 @@ export interface OtlpReceiver {
   requests: { path: string; headers: IncomingHttpHeaders }[];
   /** Answer every request with this status instead of taking it (e.g. 503), or null to take them. */
   failWith: number | null;
+  /** Answers for the next requests, one each in order, before failWith (e.g. 429 with a Retry-After header); taken off as used. */
+  script: { status: number; headers?: Record<string, string> }[];
   /** While true, requests are taken (in `requests`) but left unanswered, as a collector that hangs. */
   hold: boolean;
   /** A larger request body is answered 413, as a collector's max_request_body_size does; null for no limit. */
@@ -124,6 +126,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     spans: [],
     requests: [],
     failWith: null,
+    script: [],
     hold: false,
     maxBodyBytes: null,
     tooLarge: 0,
@@ -153,6 +156,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         receiver.requests.push({ path: req.url ?? '', headers: req.headers });
+        const scripted = receiver.script.shift();
+        if (scripted) return void res.writeHead(scripted.status, scripted.headers).end();
         if (receiver.failWith !== null) return void res.writeHead(receiver.failWith).end();
         if (receiver.hold) return;
         if (req.method !== 'POST' || req.url !== '/v1/traces') return void res.writeHead(404).end();

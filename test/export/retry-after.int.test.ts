@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportConfigFromEnv } from '../../src/export/config.js';
+import { startExporter } from '../../src/export/exporter.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { backendName } from '../support/database.js';
+import { must, runningRun } from '../support/lifecycle.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+
+/*
+ * A receiver that is throttling (429) or unavailable (503) says when to come back with
+ * Retry-After, in seconds or as an HTTP date. The exporter waited on its own schedule instead: a
+ * wait longer than the request's deadline was dropped (the next try came after half a second,
+ * hammering a back end that asked for two minutes), a shorter one was retried inside the request
+ * out of the exporter's sight, and a backoff grown to 30 s was kept where the back end asked for 1 s.
+ * The waits are the exporter's own (`wait`), recorded, not slept.
+ */
+describe(`OTLP export to a receiver that answers Retry-After (${backendName})`, () => {
+  let receiver: OtlpReceiver;
+  let t: TestApp;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    t = await startTestApp(); // its own exporter is off: the one below records its waits
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  it('waits as long as the receiver asks, once per answer, and no longer', async () => {
+    const inNinetySeconds = new Date(Math.ceil((Date.now() + 90_000) / 1000) * 1000);
+    receiver.script = [
+      { status: 429, headers: { 'retry-after': '120' } },
+      { status: 503, headers: { 'retry-after': inNinetySeconds.toUTCString() } },
+      { status: 503 },
+      { status: 503 },
+      { status: 503 },
+      { status: 429, headers: { 'retry-after': '1' } },
+    ];
+    const { runId, session } = await runningRun(t);
+    must(await session.finish('COMPLETED'));
+
+    const waits: number[] = [];
+    const retryWaits = () => waits.filter((ms) => ms !== 50); // 50: the idle poll
+    const exporter = startExporter(t.app.db, exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, EXPORT_POLL_MS: '50' })!, {
+      instanceId: 'retry-after-test',
+      wait: async (ms) => {
+        waits.push(ms);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      },
+    });
+    try {
+      await receiver.waitFor((spans) => spans.some((span) => span.attributes['agent_audit.run.id'] === runId));
+      // One request per answer: six refused, then the one taken.
+      expect(receiver.requests).toHaveLength(7);
+      const [twoMinutes, untilTheDate, ...rest] = retryWaits();
+      expect(twoMinutes).toBe(120_000);
+      expect(untilTheDate).toBeGreaterThan(inNinetySeconds.getTime() - Date.now() - 1000);
+      expect(untilTheDate).toBeLessThanOrEqual(90_000);
+      // Three answers without Retry-After: the exporter's own backoff; then the 1 s asked for, not that backoff.
+      expect(rest).toHaveLength(4);
+      expect(rest[3]).toBe(1000);
+    } finally {
+      await exporter.stop();
+    }
+  }, 60_000);
+});
