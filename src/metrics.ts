@@ -140,11 +140,15 @@ export const exportedSpans = new Counter({
   registers: [registry],
 });
 
-export const exportDroppedSpans = new Counter({
-  name: 'agent_audit_export_dropped_spans_total',
-  help: 'Spans the OTLP receiver refused as bad data (400): not sent again',
-  registers: [registry],
-});
+export const exportDroppedSpans = zeroed(
+  new Counter({
+    name: 'agent_audit_export_dropped_spans_total',
+    help: 'Spans the OTLP receiver refused, not sent again, by reason: refused (400, bad data) or too_large (413 for the span alone)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  [{ reason: 'refused' }, { reason: 'too_large' }],
+);
 
 export const exportRejectedSpans = new Counter({
   name: 'agent_audit_export_rejected_spans_total',

@@ -110,9 +110,9 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
    * Sends a request; one the collector refuses as bad (400) is halved until each refused span is
    * alone, and that span is dropped (logged, counted): sent again it would be refused again, and
    * hold its batch's threads for ever. One refused as too large (413) is sent again in requests of
-   * half its size, and later requests keep that size. Any other failure, and a lone span too large,
-   * is thrown (retried: it may pass once the collector's settings or health change). Returns the
-   * spans the collector took.
+   * half its size, and later requests keep that size; a span refused as too large alone is set
+   * aside the same way (its payloads are never cut). Any other failure is thrown (retried: it may
+   * pass once the collector's settings or health change). Returns the spans the collector took.
    */
   async function sendOrDrop(spans: ReadableSpan[]): Promise<number> {
     try {
@@ -127,14 +127,18 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) taken += await sendOrDrop(request);
         return taken;
       }
-      if (!isRefused(error)) throw error;
+      const tooLarge = isTooLarge(error);
+      if (!tooLarge && !isRefused(error)) throw error;
       if (spans.length > 1) {
         const half = Math.ceil(spans.length / 2);
         return (await sendOrDrop(spans.slice(0, half))) + (await sendOrDrop(spans.slice(half)));
       }
-      const { traceId, spanId } = spans[0]!.spanContext();
-      log.warn({ component: 'export', error: outsideErrorFields(error), span: { traceId, spanId, name: spans[0]!.name } }, 'export refused a span; dropped');
-      exportDroppedSpans.inc();
+      const span = spans[0]!;
+      const { traceId, spanId } = span.spanContext();
+      const fields = { component: 'export', error: outsideErrorFields(error), span: { traceId, spanId, name: span.name } };
+      if (tooLarge) log.warn({ ...fields, spanBytes: spanBytes(span), bytesPerRequest }, 'the receiver refused a span as too large; set aside');
+      else log.warn(fields, 'export refused a span; dropped');
+      exportDroppedSpans.inc({ reason: tooLarge ? 'too_large' : 'refused' });
       return 0;
     }
   }

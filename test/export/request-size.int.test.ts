@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportDroppedSpans } from '../../src/metrics.js';
+import { onLogLine } from '../../src/log.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { must, runningRun } from '../support/lifecycle.js';
@@ -72,4 +74,46 @@ describe(`OTLP export of large audits (${backendName})`, () => {
       receiver.maxBodyBytes = 8 * 1024 * 1024;
     }
   }, 60_000);
+
+  it('sets aside a span larger than the receiver takes in a request of its own (counted, logged) and sends everything else', async () => {
+    receiver.maxBodyBytes = 1024 * 1024;
+    const lines: string[] = [];
+    const stopListening = onLogLine((line) => lines.push(line));
+    const tooLarge = async () => (await exportDroppedSpans.get()).values.find((value) => value.labels.reason === 'too_large')?.value ?? 0;
+    const before = await tooLarge();
+    try {
+      await receiver.down();
+      // One model call of 1.5 MB of span text (input, output, the output's text): past the receiver's 1 MiB alone.
+      const large = await runningRun(t);
+      const text = { text: 'z'.repeat(500_000) };
+      must(await large.session.modelStarted('m1', { input: text }));
+      must(await large.session.modelFinished('m1', [], { output: text }));
+      must(await large.session.modelStarted('m2', { input: { text: 'small' } }));
+      must(await large.session.modelFinished('m2', [], { output: { text: 'small' } }));
+      must(await large.session.finish('COMPLETED'));
+      const beside = await runningRun(t);
+      must(await beside.session.finish('COMPLETED'));
+      await receiver.up();
+
+      const runIdOf = (span: { attributes: Record<string, unknown> }) => span.attributes['agent_audit.run.id'];
+      await receiver.waitFor((spans) => spans.some((span) => runIdOf(span) === beside.runId), 30_000);
+      await receiver.waitFor((spans) => spans.filter((span) => runIdOf(span) === large.runId).length === 2, 30_000);
+      expect(receiver.spans.filter((span) => runIdOf(span) === large.runId).map((span) => span.attributes['agent_audit.operation_id'] ?? span.name).sort()).toEqual([
+        'invoke_agent',
+        'm2',
+      ]);
+      expect(await tooLarge()).toBe(before + 1);
+      const logged = lines.map((line) => JSON.parse(line)).find((line) => line.msg === 'the receiver refused a span as too large; set aside');
+      expect(logged?.span?.traceId).toBe(large.runId.replaceAll('-', ''));
+      expect(logged?.spanBytes).toBeGreaterThan(1024 * 1024);
+
+      // The queue moves on: a later run arrives.
+      const later = await runningRun(t);
+      must(await later.session.finish('COMPLETED'));
+      await receiver.waitFor((spans) => spans.some((span) => runIdOf(span) === later.runId), 30_000);
+    } finally {
+      stopListening();
+      receiver.maxBodyBytes = 8 * 1024 * 1024;
+    }
+  }, 120_000);
 });
