@@ -6,7 +6,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Database } from '../db/database.js';
 import { exportDroppedSpans, exportedSpans, exportFailures, exportLagSeconds, exportRejectedSpans } from '../metrics.js';
 import type { ExportConfig } from './config.js';
-import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim } from './queue.js';
+import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim, type ExportBatch } from './queue.js';
 import { otlpTransport, ReceiverFailed } from './otlp-transport.js';
 import { spansOf } from './spans.js';
 import { errorFields, log, outsideErrorFields } from '../log.js';
@@ -160,10 +160,17 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
     const claimedAtMs = performance.now();
     const databaseNowMs = () => claimed[0]!.databaseNow.getTime() + (performance.now() - claimedAtMs);
     const threadIds = claimed.map((claim) => claim.threadId);
+    let batch: ExportBatch | undefined;
+    // Spans in thread order; `ends[i]`: how many spans the threads up to the i-th have; `at`: how many the receiver took (or were dropped).
+    let ends: number[] = [];
+    let at = 0;
     try {
-      const batch = await readChanges(db.driver, threadIds, pageSize);
-      const { spans, changedAt } = spansOf(resource, batch);
-      let at = 0;
+      batch = await readChanges(db.driver, threadIds, pageSize);
+      const perThread = batch.threads.map((thread) => spansOf(resource, { ...batch!, threads: [thread] }));
+      const spans = perThread.flatMap((thread) => thread.spans);
+      const changedAt = perThread.flatMap((thread) => thread.changedAt);
+      let end = 0;
+      ends = perThread.map((thread) => (end += thread.spans.length));
       for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) {
         const taken = await sendOrDrop(request);
         const now = databaseNowMs();
@@ -174,6 +181,9 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
       await release(db.sql, owner, batch.threads);
       return claimed.some((claim) => claim.behind) || batch.threads.some((thread) => thread.more);
     } catch (error) {
+      // The threads whose spans were all taken before the failure (or a stop) keep their place: not sent again.
+      const done = batch?.threads.filter((_, index) => ends[index]! <= at) ?? [];
+      if (done.length > 0) await release(db.sql, owner, done).catch(() => undefined);
       await unclaim(db.sql, owner, threadIds).catch(() => undefined); // else the claim expires
       throw error;
     }

@@ -98,8 +98,8 @@ export interface OtlpReceiver {
   requests: { path: string; headers: IncomingHttpHeaders }[];
   /** Answer every request with this status instead of taking it (e.g. 503), or null to take them. */
   failWith: number | null;
-  /** Answers for the next requests, one each in order, before failWith (e.g. 429 with a Retry-After header); taken off as used. */
-  script: { status: number; headers?: Record<string, string> }[];
+  /** Answers for the next requests, one each in order, before failWith (e.g. 429 with a Retry-After header; null: as if unscripted); taken off as used. */
+  script: ({ status: number; headers?: Record<string, string> } | null)[];
   /** While true, requests are taken (in `requests`) but left unanswered, as a collector that hangs. */
   hold: boolean;
   /** A larger request body is answered 413, as a collector's max_request_body_size does; null for no limit. */
