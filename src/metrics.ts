@@ -156,11 +156,15 @@ export const exportRejectedSpans = new Counter({
   registers: [registry],
 });
 
-export const exportFailures = new Counter({
-  name: 'agent_audit_export_failures_total',
-  help: 'Export attempts that failed (receiver down, slow or answering an error); each is retried with backoff',
-  registers: [registry],
-});
+export const exportFailures = zeroed(
+  new Counter({
+    name: 'agent_audit_export_failures_total',
+    help: 'Export tries that failed, each retried, by reason: throttled (429), unavailable (5xx), refused (another 4xx: credentials, URL), timeout, unreachable, tls, internal (this server, e.g. its database)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  ['throttled', 'unavailable', 'refused', 'timeout', 'unreachable', 'tls', 'internal'].map((reason) => ({ reason })),
+);
 
 export const exportLagSeconds = new Histogram({
   name: 'agent_audit_export_lag_seconds',

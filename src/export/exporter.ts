@@ -198,14 +198,16 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         if (!behind) await pause(config.pollMs);
       } catch (error) {
         if (stopped) break;
-        exportFailures.inc();
+        const receiver = error instanceof ReceiverFailed ? error : undefined;
+        exportFailures.inc({ reason: receiver?.reason ?? 'internal' });
         backoffMs = Math.min(maxBackoffMs, Math.max(500, backoffMs * 2));
         // The receiver's Retry-After when it gave one (429, 503): as long as it asked, neither sooner nor later.
-        const asked = error instanceof ReceiverFailed ? error.retryAfterMs : undefined;
+        const asked = receiver?.retryAfterMs;
         const retryInMs = asked !== undefined ? Math.min(asked, MAX_RETRY_AFTER_MS) : Math.round(backoffMs * (0.8 + 0.4 * Math.random()));
-        const answer = error instanceof ReceiverFailed ? { status: error.code, retryAfterMs: asked } : {};
-        const fields = error instanceof ReceiverFailed ? outsideErrorFields(error) : errorFields(error);
-        log.warn({ component: 'export', error: fields, ...answer, retryInMs }, 'export failed; retrying');
+        const fields = receiver
+          ? { reason: receiver.reason, error: { message: receiver.message, code: receiver.errorCode }, status: receiver.code, retryAfterMs: asked }
+          : { reason: 'internal', error: errorFields(error) };
+        log.warn({ component: 'export', ...fields, retryInMs }, 'export failed; retrying');
         await pause(retryInMs);
       }
     }

@@ -14,16 +14,33 @@ import type { ExportConfig } from './config.js';
  * certificates and compression included) and the response are the official packages'.
  */
 
-/** The receiver did not take the request: its status when it answered, and when it asked to be tried again. */
+/** Why a try failed, as agent_audit_export_failures_total counts it (docs/export.md "Operating it"). */
+export type FailureReason = 'throttled' | 'unavailable' | 'refused' | 'timeout' | 'unreachable' | 'tls';
+
+const reasonOfStatus = (status: number): FailureReason => (status === 429 ? 'throttled' : status >= 500 ? 'unavailable' : 'refused');
+/** A socket's error code: the receiver's certificate or TLS handshake, else the network. */
+const reasonOfCode = (code: string | undefined): FailureReason =>
+  code && /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|^ERR_(TLS|SSL)|^EPROTO$/.test(code) ? 'tls' : 'unreachable';
+
+/** The receiver did not take the request: why, its status when it answered, and when it asked to be tried again. */
 export class ReceiverFailed extends OTLPExporterError {
   constructor(
     message: string,
-    code?: number,
-    /** From Retry-After (seconds or an HTTP date) on a 429 or 503; undefined when it gave none. */
-    readonly retryAfterMs?: number,
+    readonly reason: FailureReason,
+    options: {
+      status?: number;
+      /** From Retry-After (seconds or an HTTP date) on a 429 or 503; undefined when it gave none. */
+      retryAfterMs?: number;
+      /** The socket's error code (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT…). */
+      errorCode?: string;
+    } = {},
   ) {
-    super(message, code);
+    super(message, options.status);
+    this.retryAfterMs = options.retryAfterMs;
+    this.errorCode = options.errorCode;
   }
+  readonly retryAfterMs?: number;
+  readonly errorCode?: string;
 }
 
 /** What a receiver that took a request said of it: the spans it rejected (OTLP partial success). */
@@ -54,7 +71,7 @@ export function otlpTransport(config: ExportConfig) {
   /** Sends the spans; rejects with ReceiverFailed unless the receiver took them. `signal` abandons the request (a stop). */
   async function send(spans: ReadableSpan[], signal: AbortSignal): Promise<Taken> {
     const body = serializer.serializeRequest(spans);
-    if (!body) throw new ReceiverFailed('the spans could not be serialized');
+    if (!body) throw new Error('the spans could not be serialized');
     const [[agent, http], headers] = await Promise.all([loaded, settings.headers()]);
     if (settings.userAgent) headers['User-Agent'] = settings.userAgent;
     if (settings.compression === 'gzip') headers['Content-Encoding'] = 'gzip';
@@ -64,10 +81,12 @@ export function otlpTransport(config: ExportConfig) {
         const chunks: Buffer[] = [];
         message.on('data', (chunk: Buffer) => chunks.push(chunk));
         message.on('end', () => resolve({ message, data: Buffer.concat(chunks) }));
-        message.on('error', reject);
+        message.on('error', (error: Error & { code?: string }) => reject(new ReceiverFailed(error.message, 'unreachable', { errorCode: error.code })));
       });
-      request.on('timeout', () => request.destroy(new ReceiverFailed(`no answer within ${settings.timeoutMillis} ms`)));
-      request.on('error', (error) => reject(error instanceof ReceiverFailed ? error : new ReceiverFailed(error.message)));
+      request.on('timeout', () => request.destroy(new ReceiverFailed(`no answer within ${settings.timeoutMillis} ms`, 'timeout')));
+      request.on('error', (error: Error & { code?: string }) =>
+        reject(error instanceof ReceiverFailed ? error : new ReceiverFailed(error.message, reasonOfCode(error.code), { errorCode: error.code })),
+      );
       if (settings.compression === 'gzip') createGzip().on('error', reject).end(body).pipe(request);
       else request.end(body);
     });
@@ -75,7 +94,7 @@ export function otlpTransport(config: ExportConfig) {
     const status = message.statusCode ?? 0;
     if (status < 200 || status > 299) {
       const retryAfter = RETRY_AFTER_STATUSES.includes(status) ? retryAfterMs(message.headers['retry-after'], Date.now()) : undefined;
-      throw new ReceiverFailed(message.statusMessage || `status ${status}`, status, retryAfter);
+      throw new ReceiverFailed(message.statusMessage || `status ${status}`, reasonOfStatus(status), { status, retryAfterMs: retryAfter });
     }
     if (data.length === 0) return { rejectedSpans: 0 };
     try {

@@ -242,7 +242,7 @@ describe(`GET /metrics (${backendName})`, () => {
       expect(value(first, 'agent_audit_export_backlog_changes')).toBeGreaterThanOrEqual(3);
       await new Promise((resolve) => setTimeout(resolve, 700));
       const second = await scrape();
-      expect(value(second, 'agent_audit_export_failures_total')).toBeGreaterThan(0);
+      expect(value(second, 'agent_audit_export_failures_total{reason="unreachable"}')).toBeGreaterThan(0);
       expect(value(second, 'agent_audit_export_backlog_seconds')).toBeGreaterThan(0.5);
       expect(value(second, 'agent_audit_lease_sweeps_total')).toBeGreaterThan(value(first, 'agent_audit_lease_sweeps_total'));
     } finally {
