@@ -30,7 +30,7 @@ export interface ExporterOptions {
    * a name of this start only.
    */
   instanceId?: string;
-  /** How the exporter waits `ms` between attempts and polls (tests record the waits instead); a stop ends a wait at once. */
+  /** How the exporter waits `ms` between attempts and polls (tests record the waits instead); it must end when `signal` aborts (a stop). */
   wait?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 

@@ -58,6 +58,7 @@ export function retryAfterMs(header: string | undefined, nowMs: number): number 
 }
 
 const RETRY_AFTER_STATUSES = [429, 503];
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 export function otlpTransport(config: ExportConfig) {
   const json = config.protocol === 'http/json';
@@ -79,7 +80,12 @@ export function otlpTransport(config: ExportConfig) {
       const options: RequestOptions = { method: 'POST', headers, agent, signal, timeout: settings.timeoutMillis };
       const request: ClientRequest = http.request(settings.url, options, (message: IncomingMessage) => {
         const chunks: Buffer[] = [];
-        message.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let size = 0;
+        message.on('data', (chunk: Buffer) => {
+          // An answer is a few bytes; a receiver that sends more is not read further (as the official transport does).
+          if ((size += chunk.length) > MAX_ANSWER_BYTES) return void request.destroy(new ReceiverFailed(`an answer over ${MAX_ANSWER_BYTES} bytes`, 'refused'));
+          chunks.push(chunk);
+        });
         message.on('end', () => resolve({ message, data: Buffer.concat(chunks) }));
         message.on('error', (error: Error & { code?: string }) => reject(new ReceiverFailed(error.message, 'unreachable', { errorCode: error.code })));
       });
