@@ -6,3 +6,16 @@ export function useFocusedHeading(key: unknown = null) {
   useEffect(() => heading.current?.focus(), [key]);
   return heading;
 }
+
+/** The timeline's rows take the focus, on the selected row. */
+export const focusRows = () => document.querySelector<HTMLElement>('[role=grid]')?.focus({ preventScroll: true });
+
+/**
+ * Once the page has drawn what an action changed, the rows take the focus if the control that held
+ * it went with it (the focus fell to the page's body, which sends the next Tab to the page's top).
+ */
+export function focusRowsIfLost() {
+  requestAnimationFrame(() => {
+    if (!document.activeElement || document.activeElement === document.body) focusRows();
+  });
+}

@@ -76,7 +76,7 @@ import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurat
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, utcOffsetLabel, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, activityTitle, hash, isActivityHash } from './activity.js';
 import { GRAPHQL_URL, pastedToken, tokenRefusal } from './api.js';
-import { useFocusedHeading } from './focus.js';
+import { focusRows, focusRowsIfLost, useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 
 /**
@@ -347,7 +347,7 @@ function RunMeta({ row }: { row: Row }) {
       {run.resumedFrom && (
         <>
           {' · resumes '}
-          <a href={linkTo(threadId.value!, run.resumedFrom.id)} class="resumed-from" onClick={inPage(() => (selectedKey.value = run.resumedFrom!.id))}>
+          <a href={linkTo(threadId.value!, run.resumedFrom.id)} class="resumed-from" tabIndex={-1} onClick={inPage(() => (selectedKey.value = run.resumedFrom!.id))}>
             {runLabel(orderedRuns.value, run.resumedFrom.id)}
           </a>
         </>
@@ -411,6 +411,7 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
       onClick={() => selectRow(row.key)}
       onDblClick={() => row.kind === 'run' && zoomTo(row)}
     >
+      {/* The row's buttons and link are the mouse's: the keyboard reaches the rows as one Tab stop, and these actions in the details (RunActions). */}
       <div class="label" role="gridcell" style={{ paddingLeft: `${row.depth * 1.2}em` }}>
         <span class="name" title={row.label}>{revealed(row.label)}</span>
         {row.kind === 'run' && (
@@ -422,6 +423,7 @@ function TimelineRow({ row, top, index }: { row: Row; top: number; index: number
           <button
             class="load-run"
             data-testid="load-run"
+            tabIndex={-1}
             title={`${row.unloaded} entries of this run are not loaded`}
             disabled={loadingRuns.value.has(row.key)}
             onClick={(e) => (e.stopPropagation(), void loadRun(row.key))}
@@ -663,6 +665,32 @@ function Facts({ row, audit }: { row: Row; audit?: AuditDetail }) {
   );
 }
 
+/**
+ * A run's own actions, first in its details: loading its entries not loaded, and going to the run it
+ * resumes. Each leaves the focus on the rows once its button is gone.
+ */
+function RunActions({ row }: { row: Row }) {
+  const resumes = row.run?.resumedFrom?.id;
+  const load = row.unloaded > 0 && !auditsHidden.value;
+  if (!load && !resumes) return null;
+  const loading = loadingRuns.value.has(row.key);
+  return (
+    <p class="details-actions">
+      {load && (
+        // aria-disabled, not disabled: a disabled button drops the focus while the entries load.
+        <button aria-disabled={loading} onClick={() => !loading && void loadRun(row.key).then(focusRowsIfLost)}>
+          {loading ? 'Loading…' : `Load the ${row.unloaded} entries not loaded`}
+        </button>
+      )}{' '}
+      {resumes && (
+        <button onClick={() => ((selectedKey.value = resumes), focusRows())}>
+          Go to {runLabel(orderedRuns.value, resumes)}, which this run resumes
+        </button>
+      )}
+    </p>
+  );
+}
+
 function Details() {
   const row = rows.value.find((candidate) => candidate.key === selectedKey.value);
   if (!row) {
@@ -687,6 +715,7 @@ function Details() {
       <h3>
         {marked(row.label, searchedText.value)} <span class={`status ${row.status}`}>{row.status}</span>
       </h3>
+      {row.kind === 'run' && <RunActions row={row} />}
       <Facts row={row} audit={audit} />
       {row.declared && (
         <p class="muted" data-testid="declared-note">
@@ -977,7 +1006,7 @@ addEventListener('keydown', (event) => {
   if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement | null;
   // Escape in the details takes the reader back to the rows, on the row they opened.
-  if (event.key === 'Escape' && target?.closest('.details')) return void document.querySelector<HTMLElement>('[role=grid]')?.focus({ preventScroll: true });
+  if (event.key === 'Escape' && target?.closest('.details')) return void focusRows();
   if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
   // On a payload's box (a focusable <pre>) the moving keys scroll it, as on any scrolling box.
   const delta = target?.tagName === 'PRE' ? undefined : rowKeyDelta(event.key);

@@ -1,0 +1,99 @@
+// The page as an engineer who never touches the mouse debugs with it (the keyboard and a screen
+// magnifier only): how many Tab stops a task takes, where focus lands after each action (a load,
+// a view change, a row going away), and that every action has a key.
+import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import type { AuditClient } from '@agent-audit/client';
+import { backendName } from '../support/database.js';
+import { serverForFile } from '../e2e/support/server.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+
+let server: ReturnType<typeof serverForFile>;
+let origin: string;
+let browser: Browser;
+
+/** What holds the focus, named: its tag, its role, and its text or label (BODY when nothing does). */
+const focused = (page: Page) =>
+  page.evaluate(() => {
+    const element = document.activeElement;
+    if (!element || element === document.body) return 'BODY';
+    const name = element.getAttribute('aria-label') ?? element.textContent?.trim().slice(0, 60) ?? '';
+    return `${element.tagName.toLowerCase()}${element.getAttribute('role') ? `[${element.getAttribute('role')}]` : ''}: ${name}`;
+  });
+
+/** Whether the focus is on the timeline's rows (the grid). */
+const onRows = async (page: Page) => (await focused(page)).startsWith('div[grid]');
+
+/**
+ * `count` tool calls of `name` in the run of `lease`, declared by one model call (`operationId`) and
+ * left running, from `sequence` on: the calls' writes sent together.
+ */
+async function manyTools(worker: AuditClient, lease: Awaited<ReturnType<AuditClient['claimRun']>>, operationId: string, name: string, count: number) {
+  const calls = Array.from({ length: count }, (_, i) => ({ id: `${operationId}-${i}`, name, args: {} }));
+  await worker.recordModelStarted({ lease, operationId, sequence: 1, model: 'gpt-x' });
+  await worker.recordModelFinished({ lease, operationId, status: 'COMPLETED', sequence: 2, toolCalls: calls });
+  for (let at = 0; at < count; at += 50) {
+    await Promise.all(calls.slice(at, at + 50).map((call, i) => worker.recordToolStarted({ lease, toolCallId: call.id, name, effectiveInput: {}, sequence: 3 + at + i })));
+  }
+}
+
+/**
+ * A thread of more than one page (500) of entries: run 1 (interrupted, 4 entries) and run 2 (its
+ * resume, 3 entries) older than the newest 500, which are run 3's; the page open on it.
+ */
+async function longThreadWithResume() {
+  const { who, owner, worker, threadId } = await superadminThread(server.url, 'long, with a resume');
+  const first = await owner.createRun({ threadId });
+  let lease = await worker.claimRun(first.id, 600);
+  await manyTools(worker, lease, 'm1', 'fetch', 3);
+  await worker.finishRun({ lease, status: 'INTERRUPTED' });
+  const resumed = await owner.createRun({ threadId, resumeFromRunId: first.id });
+  lease = await worker.claimRun(resumed.id, 600);
+  await manyTools(worker, lease, 'm2', 'fetch', 2);
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  const last = await owner.createRun({ threadId });
+  lease = await worker.claimRun(last.id, 600);
+  await manyTools(worker, lease, 'm3', 'lookup', 499);
+  await worker.finishRun({ lease, status: 'COMPLETED' });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  await signIn(page, origin, who.owner);
+  await openThread(page, origin, `#thread=${threadId}`);
+  await page.locator('.row-space .row').first().waitFor();
+  return { page, runs: [first.id, resumed.id, last.id] };
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alone (${backendName})`, () => {
+  server = pageSuite((suite) => ({ origin, browser } = suite));
+
+  it("makes the timeline's rows one Tab stop: a run's 'load' and 'resumes' are reached from its details, and focus stays on the rows after", async () => {
+    const { page, runs } = await longThreadWithResume();
+    const grid = page.getByRole('grid');
+    await grid.focus();
+    await page.keyboard.press('Home');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(runs[0]);
+    // The older runs' rows are drawn, with their buttons and links for the mouse.
+    await expect.poll(() => grid.locator('.load-run').count()).toBe(2);
+    expect(await grid.locator('a.resumed-from').count()).toBe(1);
+    // None of them is a Tab stop: Tab leaves the rows at once, to the selected run's details.
+    expect(await grid.locator('a[href], button').evaluateAll((elements) => elements.filter((element) => (element as HTMLElement).tabIndex >= 0).length)).toBe(0);
+    await page.keyboard.press('Tab');
+    expect(await focused(page)).toMatch(/^button: Load the 4 entries not loaded/);
+    // Its entries load, and focus is on the rows (the button has gone), the run still selected.
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator(`#row-${runs[0]} .load-run`).count()).toBe(0);
+    await expect.poll(() => onRows(page)).toBe(true);
+    expect(await page.locator('.row.selected').getAttribute('data-key')).toBe(runs[0]);
+    // The resume's details lead to the run it resumes: selected, the focus on the rows.
+    await page.locator(`#row-${runs[1]}`).click();
+    await grid.focus();
+    await page.keyboard.press('Tab');
+    expect(await focused(page)).toMatch(/^button: Load the 3 entries not loaded/);
+    await page.keyboard.press('Tab');
+    expect(await focused(page)).toMatch(/^button: Go to run 1 · \w+, which this run resumes$/);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(runs[0]);
+    expect(await onRows(page)).toBe(true);
+    await page.close();
+  }, 180_000);
+});
