@@ -40,9 +40,11 @@ async function manyTools(worker: AuditClient, lease: Awaited<ReturnType<AuditCli
 
 /**
  * A thread of more than one page (500) of entries: run 1 (interrupted, 4 entries) and run 2 (its
- * resume, 3 entries) older than the newest 500, which are run 3's; the page open on it.
+ * resume, 3 entries) older than the newest 500, which are run 3's. Written once, for the tests that
+ * only read it.
  */
-async function longThreadWithResume() {
+let longThread: ReturnType<typeof writeLongThread> | undefined;
+async function writeLongThread() {
   const { who, owner, worker, threadId } = await superadminThread(server.url, 'long, with a resume');
   const first = await owner.createRun({ threadId });
   let lease = await worker.claimRun(first.id, 600);
@@ -56,11 +58,17 @@ async function longThreadWithResume() {
   lease = await worker.claimRun(last.id, 600);
   await manyTools(worker, lease, 'm3', 'lookup', 499);
   await worker.finishRun({ lease, status: 'COMPLETED' });
+  return { who, threadId, runs: [first.id, resumed.id, last.id] };
+}
+
+/** The long thread (longThread) open in a new page. */
+async function longThreadWithResume() {
+  const { who, threadId, runs } = await (longThread ??= writeLongThread());
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   await signIn(page, origin, who.owner);
   await openThread(page, origin, `#thread=${threadId}`);
   await page.locator('.row-space .row').first().waitFor();
-  return { page, runs: [first.id, resumed.id, last.id] };
+  return { page, runs };
 }
 
 describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alone (${backendName})`, () => {
@@ -94,6 +102,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await page.keyboard.press('Enter');
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(runs[0]);
     expect(await onRows(page)).toBe(true);
+    await page.close();
+  }, 180_000);
+
+  it("leaves the focus on the rows when 'Load older entries' has loaded the last of them and goes", async () => {
+    const { page } = await longThreadWithResume();
+    const button = page.getByRole('button', { name: 'Load older entries' });
+    await button.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('[data-testid=loaded-count]').textContent()).toBe('507 entries loaded');
+    expect(await button.count()).toBe(0);
+    await expect.poll(() => focused(page)).toMatch(/^div\[grid\]/);
     await page.close();
   }, 180_000);
 });

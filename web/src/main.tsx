@@ -1123,7 +1123,8 @@ function Timeline() {
       {truncated.value && olderBefore.value && (
         <p class="banner older">
           Older entries exist.{' '}
-          <button onClick={() => void loadOlder()} disabled={loadingOlder.value} data-testid="load-older">
+          {/* aria-disabled, not disabled, while it loads: a disabled button drops the focus; once the last page is in, the rows take it. */}
+          <button onClick={() => !loadingOlder.value && void loadOlder().then(focusRowsIfLost)} aria-disabled={loadingOlder.value} data-testid="load-older">
             {loadingOlder.value ? 'Loading…' : 'Load older entries'}
           </button>
         </p>
