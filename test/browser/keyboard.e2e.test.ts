@@ -7,7 +7,7 @@ import type { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
-import { openThread, pageSuite, signIn, superadminThread } from './support/page.js';
+import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -115,4 +115,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await expect.poll(() => focused(page)).toMatch(/^div\[grid\]/);
     await page.close();
   }, 180_000);
+
+  it("puts the focus on the rows when an entry of the thread's Tool calls opens its row there", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'a ledger entry opened');
+    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&calls`);
+    const entry = page.locator('.ledger tbody a', { hasText: 'fetch' });
+    await entry.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(tool.id);
+    await expect.poll(() => focused(page)).toMatch(/^div\[grid\]/);
+    expect(await page.getByRole('grid').getAttribute('aria-activedescendant')).toBe(`row-${tool.id}`);
+    await page.close();
+  }, 120_000);
 });

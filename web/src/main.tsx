@@ -1066,7 +1066,8 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
                     {acrossThreads && <td><bdi>{revealed(entry.threadTitle || entry.threadId)}</bdi></td>}
                     <td>{runName(entry.runId)}</td>
                     <td>
-                      <a href={linkTo(entry.threadId, rowToOpen(entry))} onClick={inPage(() => openLedgerEntry(entry))}>{revealed(entry.name)}</a>
+                      {/* In the thread, the timeline replaces the ledger and its link: the rows take the focus, on the entry's row (across threads, the thread's heading does). */}
+                      <a href={linkTo(entry.threadId, rowToOpen(entry))} onClick={inPage(() => (openLedgerEntry(entry), acrossThreads || focusRowsIfLost()))}>{revealed(entry.name)}</a>
                     </td>
                     <td><code>{revealed(entry.toolCallId)}</code></td>
                     <td><span class={`status ${entry.status}`}>{entry.status}</span></td>
