@@ -130,4 +130,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     expect(await page.getByRole('grid').getAttribute('aria-activedescendant')).toBe(`row-${tool.id}`);
     await page.close();
   }, 120_000);
+
+  it("moves the focus to the next entry when the entry it was on leaves the filtered Tool calls (a running call ended)", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'running calls end');
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    await manyTools(worker, lease, 'm1', 'fetch', 2);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&calls`);
+    await page.getByRole('combobox', { name: 'Tool-call status' }).selectOption('RUNNING');
+    const entries = page.locator('.ledger tbody tr');
+    await expect.poll(() => entries.count()).toBe(2);
+    await page.locator('.ledger tbody tr[data-tool-call-id=m1-1] a').focus();
+    await worker.recordToolFinished({ lease, toolCallId: 'm1-1', output: { content: 'ok' }, sequence: 10 });
+    await expect.poll(() => entries.count()).toBe(1);
+    await expect.poll(() => page.evaluate(() => document.activeElement?.closest('tr')?.dataset.toolCallId ?? document.activeElement?.tagName)).toBe('m1-0');
+    // The last one going leaves the focus on the filters.
+    await worker.recordToolFinished({ lease, toolCallId: 'm1-0', output: { content: 'ok' }, sequence: 11 });
+    await expect.poll(() => entries.count()).toBe(0);
+    await expect.poll(() => focused(page)).toBe('select: Tool-call status');
+    await page.close();
+  }, 120_000);
 });

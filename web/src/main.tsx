@@ -1,6 +1,6 @@
 import { render, type ComponentChildren } from 'preact';
 import { computed, effect, signal, useSignal } from '@preact/signals';
-import { useEffect, useMemo, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import 'jsondiffpatch/formatters/styles/html.css';
 import './style.css';
 import {
@@ -1031,8 +1031,34 @@ function Ledger({ acrossThreads }: { acrossThreads: boolean }) {
   const set = (key: 'name' | 'status' | 'case') => (e: { currentTarget: HTMLSelectElement }) =>
     (ledgerFilter.value = { ...ledgerFilter.value, [key]: e.currentTarget.value });
   const runName = (runId: string) => (acrossThreads ? `run ${runId.replace(/-/g, '').slice(-6)}` : runLabel(orderedRuns.value, runId));
+  const box = useRef<HTMLElement>(null);
+  const focused = useRef<{ element: Element; index: number } | null>(null);
+  // An entry that leaves the ledger (a refresh under a filter: its running call ended) took the
+  // focus on its link to the page's body: the entry now in its place takes it, else the filters.
+  useLayoutEffect(() => {
+    const was = focused.current;
+    if (!was || was.element.isConnected || (document.activeElement && document.activeElement !== document.body)) return;
+    const links = box.current!.querySelectorAll<HTMLElement>('tbody a');
+    (links[Math.min(was.index, links.length - 1)] ?? box.current!.querySelector<HTMLElement>('select[aria-label="Tool-call status"]'))?.focus();
+  });
   return (
-    <section class="ledger" aria-label={acrossThreads ? 'Tool-call ledger across threads' : 'Tool-call ledger'} data-testid="ledger">
+    <section
+      class="ledger"
+      aria-label={acrossThreads ? 'Tool-call ledger across threads' : 'Tool-call ledger'}
+      data-testid="ledger"
+      ref={box}
+      onFocusIn={(event) => {
+        const element = event.target as Element;
+        const entry = element.closest('tbody tr');
+        // Not an entry ('More tool calls' gone with the last page): the last entry.
+        focused.current = { element, index: entry ? [...entry.parentElement!.children].indexOf(entry) : Infinity };
+      }}
+      // Focus the reader moved off (a click elsewhere) is theirs: only an entry the ledger dropped is followed.
+      onFocusOut={(event) => {
+        const element = event.target as Element;
+        queueMicrotask(() => void (element.isConnected && focused.current?.element === element && (focused.current = null)));
+      }}
+    >
       <div class="ledger-filters">
         <select aria-label="Tool name" value={filter.name} onChange={set('name')}>
           <option value="">every tool</option>
