@@ -152,4 +152,33 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await expect.poll(() => focused(page)).toBe('select: Tool-call status');
     await page.close();
   }, 120_000);
+
+  it('zooms back out to the whole thread with Shift+Z, as z zoomed in to a run (the keys\' help says so)', async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'zoomed in and out');
+    const calls = [];
+    for (let i = 0; i < 2; i++) {
+      const run = await owner.createRun({ threadId });
+      const lease = await worker.claimRun(run.id, 600);
+      calls.push(await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' }));
+      await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2 });
+      await worker.finishRun({ lease, status: 'COMPLETED' });
+    }
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}&audit=${calls[0]!.id}`);
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(calls[0]!.id);
+    const grid = page.getByRole('grid');
+    await grid.focus();
+    const zoomed = () => page.evaluate(() => /&from=.*&to=/.test(location.hash));
+    await page.keyboard.press('z');
+    await expect.poll(zoomed).toBe(true);
+    await page.keyboard.press('Shift+Z');
+    await expect.poll(zoomed).toBe(false);
+    expect(await page.getByRole('button', { name: 'Whole thread' }).count()).toBe(0);
+    expect(await onRows(page)).toBe(true);
+    expect(await page.locator('.row.selected').getAttribute('data-key')).toBe(calls[0]!.id);
+    expect(await page.locator('.keys-help').textContent()).toMatch(/Z zoom out/);
+    expect(await grid.getAttribute('aria-label')).toMatch(/Shift\+Z zooms back out to the whole thread/);
+    await page.close();
+  }, 120_000);
 });

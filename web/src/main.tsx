@@ -799,7 +799,7 @@ function Ruler({ axis }: { axis: Axis }) {
       <div class="label">
         <span class="ruler-zone" title="The ruler's clock times are in this zone">{utcOffsetLabel(new Date(Number.isFinite(axis.from) ? axis.from : Date.now()))}</span>
         {zoom.value ? (
-          <button class="zoom-out" onClick={() => (zoom.value = null)}>Whole thread</button>
+          <button class="zoom-out" title="Zoom out to the whole thread (Shift+Z)" onClick={() => (zoom.value = null)}>Whole thread</button>
         ) : (
           <span class="muted">drag on the ruler to zoom</span>
         )}
@@ -927,7 +927,7 @@ function Rows() {
         ref={grid}
         role="grid"
         tabIndex={0}
-        aria-label={`Timeline rows: arrow keys move the selection${auditsHidden.value ? '' : ', n and p go to the next and previous failure'}, z zooms to the selected row's run`}
+        aria-label={`Timeline rows: arrow keys move the selection${auditsHidden.value ? '' : ', n and p go to the next and previous failure'}, z zooms to the selected row's run, Shift+Z zooms back out to the whole thread`}
         aria-rowcount={all.length}
         aria-activedescendant={active}
         style={{ height: `${all.length * rowHeight()}px` }}
@@ -979,7 +979,7 @@ function FailureBar() {
         </span>
       )}
       <span class="muted keys-help">
-        Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move · <kbd>z</kbd> zoom to the run
+        Keys: {!auditsHidden.value && <><kbd>n</kbd> / <kbd>p</kbd> next / previous failure · </>}<kbd>↑</kbd> <kbd>↓</kbd> <kbd>Home</kbd> <kbd>End</kbd> move · <kbd>z</kbd> zoom to the run · <kbd>Z</kbd> zoom out
       </span>
     </div>
   );
@@ -1001,7 +1001,8 @@ function zoomToSelectedRun() {
 
 // The timeline's keys anywhere on an open thread's timeline (not while typing): n and p the next
 // and previous failure; arrows, Page Up/Down, Home and End move the selection; z zooms to the
-// selected row's run (its ⤢ button is no Tab stop, so five runs are not five more stops).
+// selected row's run (its ⤢ button is no Tab stop, so five runs are not five more stops), Shift+Z
+// back out to the whole thread.
 addEventListener('keydown', (event) => {
   if (!threadId.value || view.value !== 'timeline' || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement | null;
@@ -1012,10 +1013,11 @@ addEventListener('keydown', (event) => {
   const delta = target?.tagName === 'PRE' ? undefined : rowKeyDelta(event.key);
   // Failures are found in the audits, which this reader may not read (the page says so).
   const failureKey = (event.key === 'n' || event.key === 'p') && !auditsHidden.value;
-  const zoomKey = event.key === 'z';
+  const zoomKey = event.key === 'z' || event.key === 'Z';
   if (!failureKey && !zoomKey && delta === undefined) return;
   event.preventDefault();
-  if (zoomKey) zoomToSelectedRun();
+  if (event.key === 'Z') zoom.value = null;
+  else if (zoomKey) zoomToSelectedRun();
   else if (delta !== undefined) moveSelection(delta);
   else moveToFailure(event.key === 'n' ? 1 : -1);
 });
