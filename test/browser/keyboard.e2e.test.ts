@@ -179,6 +179,13 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     expect(await page.locator('.row.selected').getAttribute('data-key')).toBe(calls[0]!.id);
     expect(await page.locator('.keys-help').textContent()).toMatch(/Z zoom out/);
     expect(await grid.getAttribute('aria-label')).toMatch(/Shift\+Z zooms back out to the whole thread/);
+    // 'Whole thread' pressed goes with the zoom: the rows take its focus.
+    await page.keyboard.press('z');
+    const wholeThread = page.getByRole('button', { name: 'Whole thread' });
+    await wholeThread.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(zoomed).toBe(false);
+    await expect.poll(() => onRows(page)).toBe(true);
     await page.close();
   }, 120_000);
 });

@@ -799,7 +799,8 @@ function Ruler({ axis }: { axis: Axis }) {
       <div class="label">
         <span class="ruler-zone" title="The ruler's clock times are in this zone">{utcOffsetLabel(new Date(Number.isFinite(axis.from) ? axis.from : Date.now()))}</span>
         {zoom.value ? (
-          <button class="zoom-out" title="Zoom out to the whole thread (Shift+Z)" onClick={() => (zoom.value = null)}>Whole thread</button>
+          // It goes with the zoom: the rows take its focus.
+          <button class="zoom-out" title="Zoom out to the whole thread (Shift+Z)" onClick={() => ((zoom.value = null), focusRowsIfLost())}>Whole thread</button>
         ) : (
           <span class="muted">drag on the ruler to zoom</span>
         )}
