@@ -201,7 +201,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
       await openThread(linked, `#thread=${threadId}&audit=${failing.ids.c2}`);
       await expect.poll(() => selectedKey(linked)).toBe(failing.ids.c2);
       expect(await row(linked, failing.ids.c2!).isVisible()).toBe(true);
-      await expect.poll(() => linked.locator('.details h3').textContent()).toContain('pay (c2)');
+      await expect.poll(() => linked.locator('.details h2').textContent()).toContain('pay (c2)');
       const rowsBox = (await linked.locator('[data-testid=rows]').boundingBox())!;
       const detailsBox = (await linked.locator('.details').boundingBox())!;
       expect(detailsBox.x).toBeGreaterThanOrEqual(rowsBox.x + rowsBox.width - 1);
@@ -442,7 +442,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
     }
     // One size formatter: the panel says of the output what its row says, bytes of the stored value.
     await toolRow.click();
-    const panelSize = page.locator('.details .json-view[data-label=output] h4 [title="bytes of the stored JSON"]');
+    const panelSize = page.locator('.details .json-view[data-label=output] h3 [title="bytes of the stored JSON"]');
     await expect.poll(() => panelSize.textContent()).toMatch(/^\(.+\)$/);
     expect(rowSizes).toContain(`output ${(await panelSize.textContent())!.slice(1, -1)}`);
     expect(await page.locator('[data-testid=facts]').textContent()).toContain(rowSizes);

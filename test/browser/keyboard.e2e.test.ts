@@ -188,4 +188,28 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await expect.poll(() => onRows(page)).toBe(true);
     await page.close();
   }, 120_000);
+
+  it("nests the headings without a skip (h1, h2, h3…) in the timeline with a row's details open, a tool's and a model call's", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'headings in order');
+    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied', status: 'error' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    const skips = () =>
+      page.locator('h1, h2, h3, h4, h5, h6').evaluateAll((headings) =>
+        headings.flatMap((heading, i) => {
+          const level = Number(heading.tagName[1]);
+          const before = i === 0 ? 0 : Number(headings[i - 1]!.tagName[1]);
+          return level > before + 1 ? [`h${before} → h${level} "${heading.textContent?.trim().slice(0, 40)}"`] : [];
+        }),
+      );
+    await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
+    await page.locator('.details .diff').waitFor();
+    expect(await skips()).toEqual([]);
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => page.locator('.details:not([aria-busy]) h2').textContent()).toMatch(/^gpt-x/);
+    await page.locator('.details h3', { hasText: 'usage' }).waitFor();
+    expect(await skips()).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

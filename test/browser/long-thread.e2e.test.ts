@@ -121,7 +121,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`a long thread (${backendName
     await signIn(page, origin, who.owner);
     await openThread(page, origin, `#thread=${threadId}&audit=${tool.id}`);
     await expect.poll(() => row(page, tool.id).locator('.name').textContent()).toBe('pay⟨U+202E⟩fdp.exe (c⟨U+202E⟩1)');
-    await expect.poll(() => page.locator('.details h3').textContent()).toContain('pay⟨U+202E⟩fdp.exe');
+    await expect.poll(() => page.locator('.details h2').textContent()).toContain('pay⟨U+202E⟩fdp.exe');
     expect(await page.locator('h1.view-title').textContent()).toBe('refund⟨U+202E⟩nimda');
     expect(await page.locator('main').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
     // Where no mark can be drawn (the tab's title, what a screen reader announces), the same marks.

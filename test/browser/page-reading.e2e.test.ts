@@ -242,7 +242,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     expect(rows!.width).toBeGreaterThan(PHONE.width * 0.8);
     expect(details!.y).toBeGreaterThanOrEqual(rows!.y + rows!.height - 1);
     // The tap brings them into sight.
-    await expect.poll(() => page.locator('.details h3').evaluate((element) => element.getBoundingClientRect().bottom)).toBeLessThan(PHONE.height);
+    await expect.poll(() => page.locator('.details h2').evaluate((element) => element.getBoundingClientRect().bottom)).toBeLessThan(PHONE.height);
     expect(await unusable(page, { ...timeline, 'copy as JSON': page.locator('[data-testid=copy-json]') }), 'timeline with a row open').toEqual([]);
     expect(await seriousViolations(page, 'timeline at 390 px')).toEqual([]);
 

@@ -180,12 +180,12 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(run.id);
     await page.keyboard.press('ArrowDown');
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ids[0]);
-    await expect.poll(() => page.locator('.details h3').textContent()).toContain('model-1');
+    await expect.poll(() => page.locator('.details h2').textContent()).toContain('model-1');
     await page.keyboard.press('End');
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(ids[519]);
     // Scrolled into sight, with its details loaded.
     expect(await page.locator('.row.selected').isVisible()).toBe(true);
-    await expect.poll(() => page.locator('.details h3').textContent()).toContain('model-520');
+    await expect.poll(() => page.locator('.details h2').textContent()).toContain('model-520');
     await page.keyboard.press('PageUp');
     const selected = await page.locator('.row.selected').getAttribute('data-key');
     expect(ids.indexOf(selected!)).toBeGreaterThan(480);
@@ -221,7 +221,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     await expect.poll(() => page.locator('[data-testid=loaded-count]').textContent()).toBe('520 entries loaded');
     // Still reading model-101 where it was; the selection kept, not scrolled to.
     await expect.poll(() => inPane(ids[100]!)).toBe(before);
-    expect(await page.locator('.details h3').textContent()).toContain('model-520');
+    expect(await page.locator('.details h2').textContent()).toContain('model-520');
     expect(await row(page, ids[519]!).count()).toBe(0);
     // The older rows are above.
     await page.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));

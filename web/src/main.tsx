@@ -488,19 +488,23 @@ function useCopy(what: string) {
 /** A payload as the API gave it, to paste elsewhere: a string as its text, any other value as its JSON. */
 const copiedPayload = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
 
-/** A payload (payloadText), collapsed above a size: a 1 MiB output costs nothing until it is opened. */
-function JsonView({ value, label, bytes }: { value: unknown; label: string; bytes?: number | null }) {
+/**
+ * A payload (payloadText), collapsed above a size: a 1 MiB output costs nothing until it is opened.
+ * Its heading is an h3 under the details' h2, an h4 within a part of them (declared vs effective).
+ */
+function JsonView({ value, label, bytes, level = 3 }: { value: unknown; label: string; bytes?: number | null; level?: 3 | 4 }) {
+  const Heading = level === 3 ? 'h3' : 'h4';
   const open = useSignal(false);
   const { copied, said, copy } = useCopy(label);
   // Read once per payload, not on each tick of the page's clock.
   const text = useMemo(() => (value == null ? '' : payloadText(value)), [value]);
-  if (value === undefined || value === null) return <div class="json-view"><h4>{label}</h4><span class="muted">none</span></div>;
+  if (value === undefined || value === null) return <div class="json-view"><Heading>{label}</Heading><span class="muted">none</span></div>;
   const large = text.length > PREVIEW_CHARS;
   return (
     <div class="json-view" data-label={label}>
       {/* The heading names the payload alone: its buttons, beside it, say what they act on. */}
       <div class="json-head">
-        <h4>{label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}</h4>
+        <Heading>{label} {bytes != null && <span class="muted" title="bytes of the stored JSON">({formatBytes(bytes)})</span>}</Heading>
         {large && (
           <button aria-expanded={open.value} aria-label={`${open.value ? 'Collapse' : 'Expand all'} ${label}`} onClick={() => (open.value = !open.value)}>
             {open.value ? 'Collapse' : 'Expand all'}
@@ -538,7 +542,7 @@ function MessageView({ message }: { message: ConversationMessage }) {
 function Conversation({ messages }: { messages: ConversationMessage[] }) {
   return (
     <div class="conversation" data-testid="conversation">
-      <h4>Conversation</h4>
+      <h3>Conversation</h3>
       <ol>{messages.map((message, index) => <MessageView key={index} message={message} />)}</ol>
     </div>
   );
@@ -588,10 +592,10 @@ function DeclaredVsEffective({ declared, effective }: { declared: unknown; effec
   }, [library, shown]);
   return (
     <div class="declared-vs-effective">
-      <h4>Declared by the model vs effective input {differs ? <span class="differs">differs</span> : <span class="same">identical</span>}</h4>
+      <h3>Declared by the model vs effective input {differs ? <span class="differs">differs</span> : <span class="same">identical</span>}</h3>
       <div class="side-by-side">
-        <JsonView label="declared" value={declared} />
-        <JsonView label="effective" value={effective} />
+        <JsonView label="declared" value={declared} level={4} />
+        <JsonView label="effective" value={effective} level={4} />
       </div>
       {delta !== undefined && <div class="diff" dangerouslySetInnerHTML={{ __html: delta }} />}
       {differs && !drawn && (
@@ -705,16 +709,16 @@ function Details() {
   if (row.audit && !audit) {
     return (
       <aside class="details" data-key={row.key} aria-busy="true" aria-label={`Details of ${markedText(row.label)}`}>
-        <h3>{revealed(row.label)} <span class={`status ${row.status}`}>{row.status}</span></h3>
+        <h2>{revealed(row.label)} <span class={`status ${row.status}`}>{row.status}</span></h2>
         <p class="muted">Loading…</p>
       </aside>
     );
   }
   return (
     <aside class="details" data-key={row.key} aria-label={`Details of ${markedText(row.label)}`}>
-      <h3>
+      <h2>
         {marked(row.label, searchedText.value)} <span class={`status ${row.status}`}>{row.status}</span>
-      </h3>
+      </h2>
       {row.kind === 'run' && <RunActions row={row} />}
       <Facts row={row} audit={audit} />
       {row.declared && (
