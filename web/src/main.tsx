@@ -392,7 +392,7 @@ function selectionAnnouncement(): string {
 }
 
 /** A separator only a screen reader hears. */
-const apart = () => <span class="visually-hidden">, </span>;
+const apart = () => <span class="visually-hidden apart">, </span>;
 
 function TimelineRow({ row, top, index }: { row: Row; top: number; index: number }) {
   const selected = selectedKey.value === row.key;
