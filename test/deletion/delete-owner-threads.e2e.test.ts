@@ -1,22 +1,10 @@
 // docs/deletion.md, "Erasing one person's threads": examples/operations/delete-owner-threads.ts
 // pages threads(ownerId:) and deletes each, against a server process, as an operator runs it.
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runScript, serverForFile, tokenFor } from '../e2e/support/server.js';
+import { runAsWritten, runScript, serverForFile, tokenFor } from '../e2e/support/server.js';
 
 /** docs/deletion.md's command, as written (the code-blocks test checks it is here); run by bash with this server's admin token and owner in place. */
 const ERASE = 'AUDIT_ADMIN_TOKEN=<admin or superadmin token> npx tsx examples/operations/delete-owner-threads.ts <owner sub>';
-
-function runAsWritten(values: Record<string, string>, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  let command = ERASE;
-  for (const [placeholder, value] of Object.entries(values)) command = command.replace(placeholder, `'${value.replaceAll("'", "'\\''")}'`);
-  const child = spawn('bash', ['-c', command], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
-}
 
 const server = serverForFile();
 
@@ -52,7 +40,7 @@ describe("erasing one person's threads", () => {
     for (let i = 0; i < 105; i++) carols.push((await gql(carol, CREATE, { title: `carol ${i}` })).data.createThread.id);
     const daves = (await gql(dave, CREATE, { title: 'dave' })).data.createThread.id as string;
 
-    const { code, output } = await runAsWritten({ '<admin or superadmin token>': admin, '<owner sub>': 'carol-erased' }, { AUDIT_URL: server.url });
+    const { code, output } = await runAsWritten(ERASE, { '<admin or superadmin token>': admin, '<owner sub>': 'carol-erased' }, { AUDIT_URL: server.url });
     expect(code, output).toBe(0);
     const receipts = output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { threadId: string; verifiedAt: string });
     expect(receipts.map((receipt) => receipt.threadId).sort()).toEqual([...carols].sort());

@@ -1,28 +1,18 @@
 // docs/operations.md, "Backup and restore": a thread deleted after the backup comes back with the
 // restore; examples/operations/redo-deletions.ts deletes again what the servers' logs say was
 // deleted since the backup started. A real pg_dump -Fc and pg_restore, servers as processes.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, postgresSuiteRuns } from '../support/database.js';
 import { createTestStorage } from '../support/storage.js';
-import { killServers, startServer, tokenFor } from '../e2e/support/server.js';
+import { gqlAt as gql, killServers, runAsWritten, startServer, tokenFor } from '../e2e/support/server.js';
 
 /** docs/operations.md's command, as written (the code-blocks test checks it is here); run by bash with the values in place. */
 const REDO =
   'AUDIT_ADMIN_TOKEN=<admin or superadmin token> npx tsx examples/operations/redo-deletions.ts <when the backup started> <server logs since then>...';
-
-function runAsWritten(values: Record<string, string>, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  let command = REDO;
-  for (const [placeholder, value] of Object.entries(values)) command = command.replace(placeholder, value);
-  const child = spawn('bash', ['-c', command], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
-}
 
 const scratch = mkdtempSync(join(tmpdir(), 'audit-redo-deletions-'));
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -31,15 +21,6 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
   rmSync(scratch, { recursive: true, force: true });
 });
-
-async function gql(url: string, token: string, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  return (await response.json()) as { data?: any; errors?: { extensions?: { code?: string } }[] };
-}
 
 const CREATE = `mutation($title: String) { createThread(input: { title: $title }) { id } }`;
 const READ = `query($id: ID!) { thread(id: $id) { id title } }`;
@@ -70,7 +51,7 @@ describe.runIf(postgresSuiteRuns('restored-deletions', 'pg_dump and pg_restore n
     // What the restore alone gives: the deleted thread, readable again.
     expect((await gql(restored.url, owner, READ, { id: gone })).data.thread).toEqual({ id: gone, title: 'deleted after the backup' });
 
-    const redo = () => runAsWritten({ '<admin or superadmin token>': admin, '<when the backup started>': backupStarted, '<server logs since then>...': log }, { AUDIT_URL: restored.url });
+    const redo = () => runAsWritten(REDO, { '<admin or superadmin token>': admin, '<when the backup started>': backupStarted, '<server logs since then>...': log }, { AUDIT_URL: restored.url });
     const { code, output } = await redo();
     expect(code, output).toBe(0);
     const receipts = output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { threadId: string; verifiedAt?: string });

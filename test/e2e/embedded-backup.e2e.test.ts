@@ -2,26 +2,16 @@
 // a running server writes at any moment (a copy taken then is files of different moments, as
 // PostgreSQL's file-level backups are); the documented command backs it up only while no server
 // holds it, and a server started on a copy of the backup takes it for a restore.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestStorage } from '../support/storage.js';
-import { e2eActors, killServers, startServer } from './support/server.js';
+import { e2eActors, gqlAt as gql, killServers, runAsWritten, startServer } from './support/server.js';
 
 /** docs/operations.md's commands, as written (the code-blocks test checks they are there); run by bash with the values in place. */
 const BACKUP = 'DATA_DIR=<data directory> npx tsx scripts/backup-data-dir.ts <backup directory>';
 const RESTORE = 'cp -R <backup directory> <new data directory>';
-
-function runAsWritten(command: string, values: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  for (const [placeholder, value] of Object.entries(values)) command = command.replace(placeholder, value);
-  const child = spawn('bash', ['-c', command], { cwd: join(import.meta.dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
-}
 
 const scratch = mkdtempSync(join(tmpdir(), 'audit-embedded-backup-'));
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -30,15 +20,6 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
   rmSync(scratch, { recursive: true, force: true });
 });
-
-async function gql(url: string, token: string, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  return (await response.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
-}
 
 const SNAPSHOT = `query($id: ID!) { thread(id: $id) { title } threadAudits(threadId: $id) { cursor items { __typename status } } }`;
 const MODEL_STARTED = `mutation($input: ModelStartedInput!) { recordModelStarted(input: $input) { id } }`;

@@ -200,6 +200,29 @@ export function serverForFile(env: Record<string, string> = {}): {
   };
 }
 
+/**
+ * Runs a command a doc tells users to run, as written, by bash from the repository's root: each
+ * placeholder (`<owner sub>`) replaced by its value, shell-quoted.
+ */
+export function runAsWritten(command: string, values: Record<string, string>, env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  for (const [placeholder, value] of Object.entries(values)) command = command.replace(placeholder, `'${value.replaceAll("'", "'\\''")}'`);
+  const child = spawn('bash', ['-c', command], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+}
+
+/** A GraphQL request to a server process, as any client sends it. */
+export async function gqlAt(url: string, token: string, query: string, variables: Record<string, unknown> = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  return (await response.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+}
+
 /** Runs a TypeScript entry point of the project (e.g. a CLI) to its end, at most `timeoutMs`. */
 export async function runScript(
   script: string,
