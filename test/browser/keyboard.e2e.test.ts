@@ -7,7 +7,7 @@ import type { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
-import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
+import { endedRunsOfOneModelCall, openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -155,14 +155,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
 
   it('zooms back out to the whole thread with Shift+Z, as z zoomed in to a run (the keys\' help says so)', async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'zoomed in and out');
-    const calls = [];
-    for (let i = 0; i < 2; i++) {
-      const run = await owner.createRun({ threadId });
-      const lease = await worker.claimRun(run.id, 600);
-      calls.push(await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' }));
-      await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2 });
-      await worker.finishRun({ lease, status: 'COMPLETED' });
-    }
+    const calls = await endedRunsOfOneModelCall({ owner, worker, threadId }, 2);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await signIn(page, origin, who.owner);
     await openThread(page, origin, `#thread=${threadId}&audit=${calls[0]!.id}`);

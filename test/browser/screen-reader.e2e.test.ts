@@ -7,7 +7,7 @@ import { backendName } from '../support/database.js';
 import { serverForFile } from '../e2e/support/server.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
 import { Relay } from './relay.js';
-import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
+import { endedRunsOfOneModelCall, openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -141,15 +141,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
   }, 120_000);
   it("keeps the runs' zoom buttons out of the Tab order, and z zooms to the selected row's run (the keys' help says so)", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'five runs');
-    // Five ended runs (a running run's span ends at the page's clock), a model call in each.
-    const calls = [];
-    for (let i = 0; i < 5; i++) {
-      const run = await owner.createRun({ threadId });
-      const lease = await worker.claimRun(run.id, 600);
-      calls.push(await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' }));
-      await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2 });
-      await worker.finishRun({ lease, status: 'COMPLETED' });
-    }
+    const calls = await endedRunsOfOneModelCall({ owner, worker, threadId }, 5);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await signIn(page, origin, who.owner);
     await openThread(page, origin, `#thread=${threadId}`);

@@ -78,6 +78,19 @@ export async function superadminThread(url: string, title: string) {
   return { who, owner, worker, threadId };
 }
 
+/** `count` ended runs of `threadId`, one finished model call in each (a running run's span ends at the page's clock). Returns the model audits. */
+export async function endedRunsOfOneModelCall({ owner, worker, threadId }: { owner: AuditClient; worker: AuditClient; threadId: string }, count: number) {
+  const calls = [];
+  for (let i = 0; i < count; i++) {
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    calls.push(await worker.recordModelStarted({ lease, operationId: 'm1', sequence: 1, model: 'gpt-x' }));
+    await worker.recordModelFinished({ lease, operationId: 'm1', status: 'COMPLETED', sequence: 2 });
+    await worker.finishRun({ lease, status: 'COMPLETED' });
+  }
+  return calls;
+}
+
 /**
  * A run of `threadId` with one tool call, `c1` of `name`: declared with `args`, started with
  * `input`, ended with `output` (an error output fails it). Returns the tool audit.
