@@ -52,10 +52,12 @@ export const BELOW_WALK = `(SELECT id FROM walked ORDER BY id LIMIT 1)`;
  * the same read could have returned: the owner's, in `threadId` when the read is within one
  * thread, of `name` when it reads one name (a name never changes), meeting `kind` (SQL on the row
  * alone). The other filters are not checked: a row a page returned may no longer match them (its
- * status moved on), and the next page still follows it. An id that names nothing (no thread, run,
- * message or tool call) is taken too: the row a page returned is gone with its deleted thread, and
- * its place in the order (ids are UUIDv7, newest first) is still where the next page starts. One
- * probe of each primary key.
+ * status moved on), and the next page still follows it. An id that names nothing of the owner's
+ * (no thread, run, message or tool call of a thread of theirs) is taken too: the row a page
+ * returned is gone with its deleted thread, and its place in the order (ids are UUIDv7, newest
+ * first) is still where the next page starts. Another owner's row is such an id, so that a refusal
+ * never tells that an id exists (SEMANTICS.md, "Principals": not revealed); the page below it
+ * holds the owner's rows only. One probe of each primary key.
  */
 export async function isPageAnchor(
   sql: Sql,
@@ -68,9 +70,12 @@ export async function isPageAnchor(
   if (scope.threadId !== null) conditions.push(`thread_id = $${params.push(scope.threadId)}::uuid`);
   if (scope.name !== null) conditions.push(`name = $${params.push(scope.name)}`);
   if (rows.kind) conditions.push(rows.kind);
-  const named = ['thread', 'run', 'message', 'tool_call'].map((table) => `EXISTS (SELECT 1 FROM ${table} WHERE id = $1::uuid)`);
+  const owned = [
+    'EXISTS (SELECT 1 FROM thread WHERE id = $1::uuid AND owner_id = $2)',
+    ...['run', 'message', 'tool_call'].map((table) => `EXISTS (SELECT 1 FROM ${table} r JOIN thread t ON t.id = r.thread_id WHERE r.id = $1::uuid AND t.owner_id = $2)`),
+  ];
   const [probe] = await sql.query<{ anchor: boolean; gone: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM ${rows.table} WHERE ${conditions.join(' AND ')}) AS anchor, NOT (${named.join(' OR ')}) AS gone`,
+    `SELECT EXISTS (SELECT 1 FROM ${rows.table} WHERE ${conditions.join(' AND ')}) AS anchor, NOT (${owned.join(' OR ')}) AS gone`,
     params,
   );
   return probe!.anchor || probe!.gone;

@@ -175,12 +175,10 @@ describe(`searchAudits (${backendName})`, () => {
     expect(paged).toEqual(all);
   });
 
-  it("refuses an after that is no hit the same search could have returned: another thread's audit (with threadId), another owner's, a run's or a thread's id", async () => {
+  it("refuses an after that is no hit the same search could have returned: another thread's audit (with threadId), a run's or a thread's id (another owner's pages on as an id naming nothing: test/reads/tenants.int.test.ts)", async () => {
     const runId = (await t.gql(`query($id: ID!) { thread(id: $id) { latestRun { id } } }`, { id: first.threadId }, who.owner)).data.thread.latestRun.id;
     const refused: [string, Record<string, unknown>][] = [
       ["another thread's audit, with threadId", { threadId: first.threadId, after: second.paid }],
-      ["another owner's audit", { after: strangers.paid }],
-      ["another owner's audit, with threadId", { threadId: first.threadId, after: strangers.paid }],
       ['a run id', { after: runId }],
       ['a thread id', { threadId: first.threadId, after: first.threadId }],
     ];
