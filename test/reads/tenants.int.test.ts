@@ -90,6 +90,18 @@ describe('what one team reads of its own: none of the others', () => {
   });
 });
 
+describe('/metrics', () => {
+  it('names no tool, thread, run or principal of any team', async () => {
+    const url = await t.app.start(0);
+    const text = await (await fetch(url.replace('/graphql', '/metrics'))).text();
+    expect(text).toContain('agent_audit_mutations_total');
+    for (const team of TEAMS) {
+      const { threadId, runId } = teams[team];
+      for (const named of [team, threadId, runId]) expect(text, named).not.toContain(named);
+    }
+  });
+});
+
 describe('ids of another team\'s are answered as ids that do not exist', () => {
   const cases: [string, string, (d: TeamData) => string, (own: TeamData, id: string) => Record<string, unknown>][] = [
     ['audit(id)', `query($id: ID!) { audit(id: $id) { id } }`, (d) => d.toolAuditId, (_own, id) => ({ id })],
@@ -125,5 +137,48 @@ describe('ids of another team\'s are answered as ids that do not exist', () => {
     const [a, b] = [await first(theirs), await first(made)];
     expect(errorCode(a)).toBe('BAD_USER_INPUT');
     expect(withoutId(a, theirs)).toEqual(withoutId(b, made));
+  });
+});
+
+/**
+ * What the contract's roles let one team reach of another's, where the teams share one server
+ * (docs/operations.md, "Several teams on one server"): the isolation is the audit data's; the rest
+ * follows roles, not teams.
+ */
+describe("what the contract's roles reach across teams", () => {
+  it("a team's superadmin (or admin) reads another team's thread, its runs' tool calls with their inputs and outputs, and may delete it", async () => {
+    const theirs = teams.alpha;
+    for (const reader of [teams.beta.owner, await t.token('beta-admin', 'admin')]) {
+      const read = await t.gql(
+        `query($t: ID!, $r: ID!) { thread(id: $t) { title ownerId } run(id: $r) { leaseOwner toolCalls { name effectiveInput output } } }`,
+        { t: theirs.threadId, r: theirs.runId },
+        reader,
+      );
+      expect(read.errors).toBeUndefined();
+      expect(read.data.thread).toEqual({ title: 'alpha thread', ownerId: 'alpha-owner' });
+      expect(read.data.run.leaseOwner).toBe('alpha-worker');
+      expect(read.data.run.toolCalls).toContainEqual({ name: 'alpha_lookup', effectiveInput: { q: 'alpha secret' }, output: 'alpha quota exceeded' });
+    }
+    const spare = await createThread(t, theirs.owner, 'alpha spare');
+    const deleted = await t.gql(`mutation($id: ID!) { deleteThread(id: $id) { threadId } }`, { id: spare }, teams.beta.owner);
+    expect(deleted).toEqual({ data: { deleteThread: { threadId: spare } } });
+  });
+
+  it("a team's user is FORBIDDEN another team's thread and run, and NOT_FOUND an id that names none: the answer tells that it exists", async () => {
+    const user = await t.token('beta-user', 'user');
+    for (const [query, id] of [
+      [`query($id: ID!) { thread(id: $id) { id } }`, teams.alpha.threadId],
+      [`query($id: ID!) { run(id: $id) { id } }`, teams.alpha.runId],
+    ] as const) {
+      expect(errorCode(await t.gql(query, { id }, user))).toBe('FORBIDDEN');
+      expect(errorCode(await t.gql(query, { id: randomUUID() }, user))).toBe('NOT_FOUND');
+    }
+  });
+
+  it("a team's worker claims another team's queued run, given its id", async () => {
+    const queued = await createRun(t, teams.alpha.owner, teams.alpha.threadId);
+    const claimed = await claim(t, teams.beta.worker, queued);
+    expect(claimed.lease.runId).toBe(queued);
+    must(await claimed.finish('CANCELLED'));
   });
 });
