@@ -103,18 +103,19 @@ describe('/metrics', () => {
 });
 
 describe('ids of another team\'s are answered as ids that do not exist', () => {
-  const cases: [string, string, (d: TeamData) => string, (own: TeamData, id: string) => Record<string, unknown>][] = [
-    ['audit(id)', `query($id: ID!) { audit(id: $id) { id } }`, (d) => d.toolAuditId, (_own, id) => ({ id })],
-    ['threadAudits(threadId)', `query($id: ID!) { threadAudits(threadId: $id) { truncated } }`, (d) => d.threadId, (_own, id) => ({ id })],
-    ['threadAudits(before)', `query($t: ID!, $id: ID) { threadAudits(threadId: $t, before: $id) { truncated } }`, (d) => d.toolAuditId, (own, id) => ({ t: own.threadId, id })],
-    ['threadAudits(runId)', `query($t: ID!, $id: ID) { threadAudits(threadId: $t, runId: $id) { truncated } }`, (d) => d.runId, (own, id) => ({ t: own.threadId, id })],
-    ['searchAudits(threadId)', `query($id: ID) { searchAudits(threadId: $id, text: "lookup") { hasMore } }`, (d) => d.threadId, (_own, id) => ({ id })],
-    ['searchAudits(after)', `query($id: ID) { searchAudits(after: $id, text: "lookup") { hasMore } }`, (d) => d.toolAuditId, (_own, id) => ({ id })],
-    ['searchAudits(after), no text', `query($id: ID) { searchAudits(after: $id) { hasMore } }`, (d) => d.toolAuditId, (_own, id) => ({ id })],
-    ['toolCallLedger(threadId)', `query($id: ID) { toolCallLedger(threadId: $id) { pageInfo { hasNextPage } } }`, (d) => d.threadId, (_own, id) => ({ id })],
-    ['toolCallLedger(after)', `query($id: String) { toolCallLedger(after: $id) { pageInfo { hasNextPage } } }`, (d) => d.toolCallRowId, (_own, id) => ({ id })],
+  // Each read, the id it is asked about, and what it answers an id that names nothing: an error code, or a page (undefined).
+  const cases: [string, string, (d: TeamData) => string, (own: TeamData, id: string) => Record<string, unknown>, string | undefined][] = [
+    ['audit(id)', `query($id: ID!) { audit(id: $id) { id } }`, (d) => d.toolAuditId, (_own, id) => ({ id }), 'NOT_FOUND'],
+    ['threadAudits(threadId)', `query($id: ID!) { threadAudits(threadId: $id) { truncated } }`, (d) => d.threadId, (_own, id) => ({ id }), 'NOT_FOUND'],
+    ['threadAudits(before)', `query($t: ID!, $id: ID) { threadAudits(threadId: $t, before: $id) { truncated } }`, (d) => d.toolAuditId, (own, id) => ({ t: own.threadId, id }), 'BAD_USER_INPUT'],
+    ['threadAudits(runId)', `query($t: ID!, $id: ID) { threadAudits(threadId: $t, runId: $id) { truncated } }`, (d) => d.runId, (own, id) => ({ t: own.threadId, id }), 'BAD_USER_INPUT'],
+    ['searchAudits(threadId)', `query($id: ID) { searchAudits(threadId: $id, text: "lookup") { hasMore } }`, (d) => d.threadId, (_own, id) => ({ id }), 'NOT_FOUND'],
+    ['searchAudits(after)', `query($id: ID) { searchAudits(after: $id, text: "lookup") { hasMore items { audit { id } } } }`, (d) => d.toolAuditId, (_own, id) => ({ id }), undefined],
+    ['searchAudits(after), no text', `query($id: ID) { searchAudits(after: $id) { hasMore items { audit { id } } } }`, (d) => d.toolAuditId, (_own, id) => ({ id }), undefined],
+    ['toolCallLedger(threadId)', `query($id: ID) { toolCallLedger(threadId: $id) { pageInfo { hasNextPage } } }`, (d) => d.threadId, (_own, id) => ({ id }), 'NOT_FOUND'],
+    ['toolCallLedger(after)', `query($id: String) { toolCallLedger(after: $id) { pageInfo { hasNextPage } edges { node { name } } } }`, (d) => d.toolCallRowId, (_own, id) => ({ id }), undefined],
   ];
-  it.each(cases)('%s', async (_name, query, idOf, variables) => {
+  it.each(cases)('%s', async (_name, query, idOf, variables, code) => {
     const own = teams.beta;
     // Of the team before and of the team after, so that a page below the id holds none or all of the team's.
     for (const other of [teams.alpha, teams.gamma]) {
@@ -122,8 +123,24 @@ describe('ids of another team\'s are answered as ids that do not exist', () => {
       // The same id with another last digit (a UUIDv7's random tail): it names nothing, at the same place in the order.
       const made = theirs.slice(0, -1) + (theirs.endsWith('0') ? '1' : '0');
       const answered = await t.gql(query, variables(own, theirs), own.owner);
+      expect(errorCode(answered), JSON.stringify(answered)).toBe(code);
       expect(withoutId(answered, theirs)).toEqual(withoutId(await t.gql(query, variables(own, made), own.owner), made));
     }
+  });
+
+  it.each([
+    ['threadChanges(threadId)', `subscription($id: ID!) { threadChanges(threadId: $id) { cursor } }`, (d: TeamData) => d.threadId, 'NOT_FOUND'],
+    ['auditChanged(threadId)', `subscription($id: ID!) { auditChanged(threadId: $id) { id } }`, (d: TeamData) => d.threadId, 'NOT_FOUND'],
+    ['threadChanges(runId)', `subscription($t: ID!, $id: ID) { threadChanges(threadId: $t, runId: $id) { cursor } }`, (d: TeamData) => d.runId, 'BAD_USER_INPUT'],
+    ['toolStatusChanged(runId)', `subscription($t: ID!, $id: ID) { toolStatusChanged(threadId: $t, runId: $id) { id } }`, (d: TeamData) => d.runId, 'BAD_USER_INPUT'],
+  ])('subscription %s', async (_name, query, idOf, code) => {
+    const own = teams.beta;
+    const theirs = idOf(teams.alpha);
+    const made = theirs.slice(0, -1) + (theirs.endsWith('0') ? '1' : '0');
+    const first = async (id: string) => (await (await subscribeSse(t.app, query, { t: own.threadId, id }, own.owner)).take(1))[0]!;
+    const answered = await first(theirs);
+    expect(errorCode(answered)).toBe(code);
+    expect(withoutId(answered, theirs)).toEqual(withoutId(await first(made), made));
   });
 
   it('threadChanges after a cursor of another team\'s thread: as a cursor of a thread that does not exist', async () => {
