@@ -1,7 +1,7 @@
 // The Activity view (`#activity`): tool activity across every thread of the signed-in superadmin,
 // live over the `toolActivity` subscription (docs/dashboards.md). The window and the tool filter
 // live in the address (`#activity&window=3600&tool=search`), so a view can be bookmarked or shared.
-import { signal, useSignal } from '@preact/signals';
+import { signal, useSignal, type Signal } from '@preact/signals';
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import type uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
@@ -233,7 +233,8 @@ function Chart({ view: { buckets, since, at, tools }, tool }: { view: ActivityVi
   // The newest data, for the chart drawn once its library has loaded.
   const latest = useRef(data);
   latest.current = data;
-  useEffect(() => void plot.current?.setData(data));
+  // Drawn again for a new view only, not for each tick of the rows' clocks.
+  useEffect(() => void plot.current?.setData(data), [buckets]);
   useEffect(() => {
     const element = box.current!;
     let gone = false;
@@ -332,7 +333,11 @@ function BucketTable({ view: { buckets, since, at, tools }, tool }: { view: Pick
   );
 }
 
-function Running({ view, now }: { view: ActivityView; now: number }) {
+/** The page's clock as the server's: read by the parts that show ages, so only they draw again at each tick. */
+const serverNow = (clock: Signal<number>) => clock.value + serverClockAhead.value;
+
+function Running({ view, clock }: { view: ActivityView; clock: Signal<number> }) {
+  const now = serverNow(clock);
   return (
     <section aria-label="Running now">
       <h2 tabIndex={-1}>Running now ({view.runningCount})</h2>
@@ -375,7 +380,8 @@ function Running({ view, now }: { view: ActivityView; now: number }) {
   );
 }
 
-function Failures({ view, now }: { view: ActivityView; now: number }) {
+function Failures({ view, clock }: { view: ActivityView; clock: Signal<number> }) {
+  const now = serverNow(clock);
   return (
     <section aria-label="Recent failures">
       <h2 tabIndex={-1}>Recent failures</h2>
@@ -430,9 +436,9 @@ export function Activity({ token }: { token: string }) {
   const ended = useSignal(false);
   /** Every tool name a view showed: with a tool chosen, the view lists that one only. */
   const toolNames = useSignal<string[]>([]);
-  const now = useSignal(Date.now());
+  const clock = useSignal(Date.now());
   useEffect(() => {
-    const timer = setInterval(() => (now.value = Date.now()), 1000);
+    const timer = setInterval(() => (clock.value = Date.now()), 1000);
     return () => clearInterval(timer);
   }, []);
   useEffect(() => {
@@ -526,7 +532,7 @@ export function Activity({ token }: { token: string }) {
         !ended.value && <p class="muted">Loading…</p>
       ) : (
         <>
-          <Running view={current} now={now.value + serverClockAhead.value} />
+          <Running view={current} clock={clock} />
           <section aria-label="Per tool" class="table-box">
             <ToolTable tools={current.tools} />
           </section>
@@ -534,7 +540,7 @@ export function Activity({ token }: { token: string }) {
             <h2>Over time</h2>
             <Chart view={current} tool={settings.tool} />
           </section>
-          <Failures view={current} now={now.value + serverClockAhead.value} />
+          <Failures view={current} clock={clock} />
         </>
       )}
     </section>
