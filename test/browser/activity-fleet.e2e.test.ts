@@ -1,7 +1,8 @@
 // The Activity view (`#activity`) over a large fleet, in headless Chromium: 300 tool calls running
 // at once across 50 tool names (one of them 200 characters long, one holding a bidi control), 7 d
-// window. What a reader on call sees stays usable: the running calls not listed are said, and the
-// rows' clocks tick without drawing the chart again.
+// window. What a reader on call sees stays usable: the running calls not listed are said, the rows'
+// clocks tick without drawing the chart again, and a name's bidi control shows as a mark wherever
+// the view shows the name.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
@@ -102,5 +103,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
       compared = true;
     }
     expect(compared).toBe(true);
+  }, 120_000);
+
+  it("shows a tool name's bidi control as a mark in every part of the view, the tool filter included", async () => {
+    const page = await openActivity();
+    const marked = 'report\u27E8U+202E\u27E9fdp.exe';
+    const shown = async (selector: string) => (await page.locator(selector).allTextContents()).filter((text) => text.startsWith('report'));
+    await expect.poll(() => shown('[data-testid=activity-running] tbody td:first-child a')).not.toEqual([]);
+    expect(new Set(await shown('[data-testid=activity-running] tbody td:first-child a'))).toEqual(new Set([marked]));
+    expect(await shown('[data-testid=activity-tools] tbody td:first-child')).toEqual([marked]);
+    expect(await shown('.activity-controls option')).toEqual([marked]);
+    // The option still filters by the name as stored.
+    await page.selectOption('.activity-controls label:has-text("Tool") select', { label: marked });
+    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody tr').count()).toBe(1);
+    expect(new URLSearchParams(new URL(page.url()).hash.slice(1)).get('tool')).toBe(BIDI_NAME);
   }, 120_000);
 });

@@ -172,7 +172,7 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
         <tbody>
           {rows.map((row) => (
             <tr key={row.name}>
-              <td>{row.name}</td>
+              <td>{revealed(row.name)}</td>
               <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
               <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
               <td>{row.otherEnded}</td>
@@ -520,7 +520,7 @@ export function Activity({ token }: { token: string }) {
           <select value={settings.tool} onChange={(e) => setSettings({ ...settings, tool: e.currentTarget.value })}>
             <option value="">all tools</option>
             {[...new Set([...toolNames.value, ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
-              <option key={name} value={name}>{name}</option>
+              <option key={name} value={name}>{markedText(name)}</option>
             ))}
           </select>
         </label>
