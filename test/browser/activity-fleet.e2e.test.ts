@@ -1,8 +1,8 @@
 // The Activity view (`#activity`) over a large fleet, in headless Chromium: 300 tool calls running
 // at once across 50 tool names (one of them 200 characters long, one holding a bidi control), 7 d
 // window. What a reader on call sees stays usable: the running calls not listed are said, the rows'
-// clocks tick without drawing the chart again, and a name's bidi control shows as a mark wherever
-// the view shows the name.
+// clocks tick without drawing the chart again, a name's bidi control shows as a mark wherever the
+// view shows the name, and a 200-character name wraps within its table.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
@@ -117,5 +117,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     await page.selectOption('.activity-controls label:has-text("Tool") select', { label: marked });
     await expect.poll(() => page.locator('[data-testid=activity-tools] tbody tr').count()).toBe(1);
     expect(new URLSearchParams(new URL(page.url()).hash.slice(1)).get('tool')).toBe(BIDI_NAME);
+  }, 120_000);
+
+  it('wraps a 200-character tool name within its table: every column in sight without scrolling sideways', async () => {
+    const page = await openActivity();
+    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody tr').count()).toBe(TOOL_NAMES.length);
+    await expect.poll(() => page.locator('[data-testid=activity-running] tbody tr', { hasText: LONG_NAME }).count()).toBeGreaterThan(0);
+    const overflowing = await page.evaluate(() =>
+      ['activity-running', 'activity-tools'].flatMap((id) => {
+        const box = document.querySelector(`[data-testid=${id}]`)!.closest('.table-box')!;
+        return box.scrollWidth > box.clientWidth ? [`${id}: ${box.scrollWidth} px in a box of ${box.clientWidth} px`] : [];
+      }),
+    );
+    expect(overflowing).toEqual([]);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1400);
   }, 120_000);
 });

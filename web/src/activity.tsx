@@ -172,7 +172,7 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
         <tbody>
           {rows.map((row) => (
             <tr key={row.name}>
-              <td>{revealed(row.name)}</td>
+              <td class="name">{revealed(row.name)}</td>
               <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
               <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
               <td>{row.otherEnded}</td>
@@ -357,7 +357,7 @@ function Running({ view, clock }: { view: ActivityView; clock: Signal<number> })
                 const lease = audit.run.leaseExpiresAt ? Date.parse(audit.run.leaseExpiresAt) - now : null;
                 return (
                   <tr key={audit.id}>
-                    <td>
+                    <td class="name">
                       <a href={rowLink(audit)}>{revealed(audit.name)}</a>
                       {audit.awaitingRunTerminal && (
                         <span class="error-line" data-testid="awaiting-verdict">
@@ -365,7 +365,7 @@ function Running({ view, clock }: { view: ActivityView; clock: Signal<number> })
                         </span>
                       )}
                     </td>
-                    <td>{revealed(audit.run.thread.title ?? audit.run.thread.id)}</td>
+                    <td class="name">{revealed(audit.run.thread.title ?? audit.run.thread.id)}</td>
                     <td>{runLabelOf(audit.run.id)}</td>
                     <td>{audit.startedAt ? formatDuration(Math.max(0, now - Date.parse(audit.startedAt))) : '—'}</td>
                     <td>{lease === null ? '—' : lease > 0 ? formatDuration(lease) : 'expired'}</td>
