@@ -2,7 +2,8 @@
 // at once across 50 tool names (one of them 200 characters long, one holding a bidi control), 7 d
 // window. What a reader on call sees stays usable: the running calls not listed are said, the rows'
 // clocks tick without drawing the chart again, a name's bidi control shows as a mark wherever the
-// view shows the name, and a 200-character name wraps within its table.
+// view shows the name, a 200-character name wraps within its table, and the per-tool table sorts
+// by each column with rows of equal value in the order of their names.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
@@ -21,6 +22,9 @@ const BIDI_NAME = 'report\u202Efdp.exe';
 /** 50 tool names: 48 plain ones, the long one and the bidi one. */
 const TOOL_NAMES = [...Array.from({ length: 48 }, (_, i) => `tool_${String(i).padStart(2, '0')}`), LONG_NAME, BIDI_NAME];
 
+/** The spare run's 60 tool calls, each failed in turn: tool_00, tool_03 twice, then the names in turn. */
+const SPARE_NAMES = ['tool_00', 'tool_03', 'tool_03', ...Array.from({ length: 57 }, (_, i) => TOOL_NAMES[i % TOOL_NAMES.length]!)];
+
 /** Runs `work` over `items`, `width` at a time. */
 async function inParallel<T>(items: T[], width: number, work: (item: T, index: number) => Promise<void>) {
   let next = 0;
@@ -37,6 +41,8 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
   let who: Awaited<ReturnType<typeof e2eActors>>;
   let owner: AuditClient;
   let worker: AuditClient;
+  /** A run kept going to fail tool calls in, each a change (so a new view). */
+  let spare: { lease: Awaited<ReturnType<AuditClient['claimRun']>>; next: number };
 
   beforeAll(async () => {
     who = await e2eActors();
@@ -52,11 +58,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
       await worker.recordModelFinished({ lease, operationId: 'plan', status: 'COMPLETED', sequence: 2, toolCalls: [{ id: 'c1', name, args: {} }] });
       await worker.recordToolStarted({ lease, toolCallId: 'c1', name, effectiveInput: {}, sequence: 3 });
     });
+    const run = await owner.createRun({ threadId: threads[0]!.id });
+    const lease = await worker.claimRun(run.id, 3600);
+    await worker.recordModelStarted({ lease, operationId: 'plan', sequence: 1, model: 'gpt-x' });
+    await worker.recordModelFinished({
+      lease, operationId: 'plan', status: 'COMPLETED', sequence: 2,
+      toolCalls: Array.from({ length: 60 }, (_, i) => ({ id: `f${i}`, name: SPARE_NAMES[i]!, args: {} })),
+    });
+    spare = { lease, next: 0 };
   }, 300_000);
 
   afterAll(() => {
     expect(outsideRequests).toEqual([]);
   });
+
+  /** Fails the spare run's next tool call. */
+  async function failNext() {
+    const i = spare.next++;
+    await worker.recordToolStarted({ lease: spare.lease, toolCallId: `f${i}`, name: SPARE_NAMES[i]!, effectiveInput: {}, sequence: 10 + 2 * i });
+    await worker.recordToolFinished({ lease: spare.lease, toolCallId: `f${i}`, output: { content: `failure ${i}`, status: 'error' }, sequence: 11 + 2 * i });
+  }
 
   /** The Activity view's 7 d window, with its 300 running calls shown; `draws` counts what the page's canvases cleared (a chart drawn). */
   async function openActivity(viewport = { width: 1400, height: 900 }): Promise<Page> {
@@ -131,5 +152,25 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     );
     expect(overflowing).toEqual([]);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1400);
+  }, 120_000);
+
+  it('sorts the per-tool table by each column, rows of equal value in the order of their names whatever their calls', async () => {
+    // tool_03 then holds 8 calls, tool_00 7, the others 6: the server lists the tools the most calls first.
+    while (spare.next < 3) await failNext();
+    const page = await openActivity();
+    const table = page.locator('[data-testid=activity-tools]');
+    await expect.poll(() => table.locator('tbody tr', { hasText: 'tool_03' }).locator('td').nth(1).textContent()).toBe('8 (6 running)');
+    for (const [index, label] of ['Tool', 'Calls', 'Failure rate', 'Other ends', 'p50', 'p95', 'Max'].entries()) {
+      for (const direction of ['first', 'second']) {
+        await table.locator(`th button:text-is("${label}")`).click();
+        const rows = await table.locator('tbody tr').evaluateAll((trs, column) =>
+          trs.map((tr) => {
+            const cells = [...tr.querySelectorAll('td')].map((td) => td.textContent!);
+            return { name: cells[0]!, value: column === 1 ? cells[1]!.split(' ')[0]! : cells[column]! };
+          }), index);
+        const misplaced = rows.slice(1).filter((row, i) => index > 0 && row.value === rows[i]!.value && rows[i]!.name.localeCompare(row.name) > 0);
+        expect(misplaced.map((row) => `${label} (${direction} click): ${row.name} after a name that sorts later`)).toEqual([]);
+      }
+    }
   }, 120_000);
 });

@@ -150,9 +150,12 @@ function rowOf(stat: ToolStat) {
 function ToolTable({ tools }: { tools: ToolStat[] }) {
   const sort = useSignal<{ key: Column; descending: boolean }>({ key: 'calls', descending: true });
   const { key, descending } = sort.value;
+  // Rows of equal value keep the order of their names, in either direction: the server lists the
+  // most calls first, so a tie followed that and rows swapped as calls came and went.
   const rows = tools.map(rowOf).sort((a, b) => {
-    const order = key === 'name' ? a.name.localeCompare(b.name) : a[key] - b[key];
-    return descending ? -order : order;
+    const byName = a.name.localeCompare(b.name);
+    const order = key === 'name' ? byName : a[key] - b[key];
+    return (descending ? -order : order) || byName;
   });
   return (
     <>
