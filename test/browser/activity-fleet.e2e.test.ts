@@ -2,8 +2,9 @@
 // at once across 50 tool names (one of them 200 characters long, one holding a bidi control), 7 d
 // window. What a reader on call sees stays usable: the running calls not listed are said, the rows'
 // clocks tick without drawing the chart again, a name's bidi control shows as a mark wherever the
-// view shows the name, a 200-character name wraps within its table, and the per-tool table sorts
-// by each column with rows of equal value in the order of their names.
+// view shows the name, a 200-character name wraps within its table, the per-tool table sorts by
+// each column with rows of equal value in the order of their names, and each live view replaces
+// the last: as many DOM nodes and listeners after 15 more views, and no views kept on the heap.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
@@ -173,4 +174,35 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
       }
     }
   }, 120_000);
+
+  it('keeps as many DOM nodes and event listeners, and about as much heap, after many live views as after the first ones', async () => {
+    const page = await openActivity();
+    // The largest view the server sent: 15 views kept would hold 15 times its text, and more as objects.
+    let viewBytes = 0;
+    page.on('websocket', (socket) => socket.on('framereceived', ({ payload }) => void (viewBytes = Math.max(viewBytes, payload.length))));
+    await page.reload();
+    await expect.poll(() => page.locator('section[aria-label="Running now"] h2').textContent()).toBe(`Running now (${RUNNING})`);
+    const cdp = await page.context().newCDPSession(page);
+    const measure = async () => {
+      await cdp.send('HeapProfiler.collectGarbage');
+      const { nodes, jsEventListeners } = await cdp.send('Memory.getDOMCounters');
+      const { usedSize } = await cdp.send('Runtime.getHeapUsage');
+      return { nodes, jsEventListeners, heap: usedSize };
+    };
+    /** Fails one more call and waits for the view that lists it among the recent failures. */
+    const nextView = async () => {
+      const i = spare.next;
+      await failNext();
+      await expect.poll(() => page.locator('[data-testid=activity-failures] .error-line').first().textContent()).toBe(`failure ${i}`);
+    };
+    // The recent failures list fills (20), so later views replace rows rather than add them.
+    while (spare.next < 25) await nextView();
+    const filled = await measure();
+    for (let n = 0; n < 15; n++) await nextView();
+    const later = await measure();
+    expect(later.nodes).toBeLessThanOrEqual(filled.nodes);
+    expect(later.jsEventListeners).toBeLessThanOrEqual(filled.jsEventListeners);
+    expect(viewBytes).toBeGreaterThan(10_000);
+    expect(later.heap - filled.heap).toBeLessThan(3 * viewBytes);
+  }, 240_000);
 });
