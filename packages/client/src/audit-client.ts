@@ -60,6 +60,15 @@ export interface AuditClientOptions {
 }
 
 /**
+ * What every call takes besides its input. `signal` bounds the wait (a worker's shutdown, a
+ * request's AbortSignal): once it aborts the call rejects with its reason, a lifecycle event not
+ * yet sent is never sent, and no retry follows; a request already sent may still have been applied.
+ */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/**
  * A typed client of the audit server for agent runtimes (the lifecycle calls, as a `worker`)
  * and for their owners (threads, runs, audits). Lifecycle calls, claims and creations (with their
  * claimId or createId) and reads are retried with the identical request after transport failures;
@@ -82,14 +91,25 @@ export class AuditClient {
     if (options.batching !== false) this.writer = new EventWriter(this.transport, options.batching === true ? {} : options.batching);
   }
 
-  /** Resolves once every lifecycle event written so far has been answered. */
-  flush(): Promise<void> {
-    return this.writer?.flush() ?? Promise.resolve();
+  /** Resolves once every lifecycle event written so far has been answered; `signal` stops waiting (the events go on). */
+  flush(options: CallOptions = {}): Promise<void> {
+    return this.writer?.flush(options.signal) ?? Promise.resolve();
   }
 
-  /** Flushes the lifecycle events still queued; the client stays usable. */
-  close(): Promise<void> {
-    return this.flush();
+  /**
+   * Flushes the lifecycle events still queued; the client stays usable. When `signal` aborts first
+   * (a shutdown's grace period running out), every event not yet answered is given up: those
+   * queued are never sent, the request in flight is cut, and each call rejects with the signal's
+   * reason, so that nothing keeps the process alive.
+   */
+  async close(options: CallOptions = {}): Promise<void> {
+    const { signal } = options;
+    try {
+      await this.flush(options);
+    } catch (error) {
+      if (signal?.aborted) this.writer?.abandon(signal.reason);
+      throw error;
+    }
   }
 
   /**
@@ -97,7 +117,7 @@ export class AuditClient {
    * `build` makes its input; a value it cannot convert (a sequence of 1.5, an invalid Date) is
    * refused as BAD_USER_INPUT, as the server refuses a sequence of "1.5".
    */
-  private event<K extends LifecycleEventKind>(kind: K, build: () => Record<string, unknown>): Promise<LifecycleEventValue<K>> {
+  private event<K extends LifecycleEventKind>(kind: K, build: () => Record<string, unknown>, { signal }: CallOptions = {}): Promise<LifecycleEventValue<K>> {
     let input: Record<string, unknown>;
     try {
       input = build();
@@ -106,8 +126,8 @@ export class AuditClient {
       const operationName = EventWriter.operationOf(kind).name;
       throw new AuditApiError(`${operationName}: ${error.message}`, { code: 'BAD_USER_INPUT', operationName, retryable: false, cause: error });
     }
-    if (this.writer) return this.writer.write(kind, input);
-    return this.transport.execute(EventWriter.operationOf(kind), { input }) as Promise<LifecycleEventValue<K>>;
+    if (this.writer) return this.writer.write(kind, input, signal);
+    return this.transport.execute(EventWriter.operationOf(kind), { input }, undefined, signal) as Promise<LifecycleEventValue<K>>;
   }
 
   // ---- Worker: the run lifecycle ----
@@ -119,11 +139,11 @@ export class AuditClient {
    * batching writer like every lifecycle event.
    *
    * `signal` stops waiting: an aborted claim rejects with the signal's reason at once (it is not
-   * sent when the signal was aborted before). A claim already sent may still win on the server:
+   * sent when the signal was aborted before; CallOptions). A claim already sent may still win on the server:
    * when it answers, the run is handed back at once, ended INTERRUPTED (resumable), so that no
    * run stays RUNNING with nobody working on it.
    */
-  async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID(), options: { signal?: AbortSignal } = {}): Promise<RunLease> {
+  async claimRun(runId: string, leaseSeconds?: number, claimId: string = globalThis.crypto.randomUUID(), options: CallOptions = {}): Promise<RunLease> {
     const { signal } = options;
     signal?.throwIfAborted();
     const claim = this.event('claimRun', () => ({ runId, leaseSeconds, claimId }));
@@ -145,8 +165,8 @@ export class AuditClient {
    * events does not matter. `retry` replaces parts of the client's policy for this renewal
    * (LeaseKeeper sends one attempt of at most a third of the lease).
    */
-  async renewLease(lease: LeaseInput, leaseSeconds?: number, retry?: Partial<RetryPolicy>): Promise<RunLease> {
-    return this.transport.execute(OPERATIONS.renewLease, { lease: leaseRef(lease), leaseSeconds }, retry);
+  async renewLease(lease: LeaseInput, leaseSeconds?: number, retry?: Partial<RetryPolicy>, options: CallOptions = {}): Promise<RunLease> {
+    return this.transport.execute(OPERATIONS.renewLease, { lease: leaseRef(lease), leaseSeconds }, retry, options.signal);
   }
 
   /** How this client's requests are retried. */
@@ -154,7 +174,7 @@ export class AuditClient {
     return this.transport.policyOf();
   }
 
-  async recordModelStarted(input: ModelStartedInput): Promise<ModelAudit> {
+  async recordModelStarted(input: ModelStartedInput, options?: CallOptions): Promise<ModelAudit> {
     return this.event('modelStarted', () => ({
       lease: leaseRef(input.lease),
       operationId: input.operationId,
@@ -162,11 +182,11 @@ export class AuditClient {
       model: input.model,
       input: this.payload(input.input),
       ...this.observe(input),
-    }));
+    }), options);
   }
 
   /** Closes the model call; each declared tool call becomes a PENDING ToolCall. */
-  async recordModelFinished(input: ModelFinishedInput): Promise<ModelAudit> {
+  async recordModelFinished(input: ModelFinishedInput, options?: CallOptions): Promise<ModelAudit> {
     return this.event('modelFinished', () => ({
       lease: leaseRef(input.lease),
       operationId: input.operationId,
@@ -177,10 +197,10 @@ export class AuditClient {
       toolCalls: input.toolCalls?.map(({ id, name, args }) => ({ id, name, args: this.payload(args) })),
       sequence: optionalBigInt(input.sequence),
       ...this.observe(input),
-    }));
+    }), options);
   }
 
-  async recordToolStarted(input: ToolStartedInput): Promise<ToolAudit> {
+  async recordToolStarted(input: ToolStartedInput, options?: CallOptions): Promise<ToolAudit> {
     return this.event('toolStarted', () => ({
       lease: leaseRef(input.lease),
       toolCallId: input.toolCallId,
@@ -189,11 +209,11 @@ export class AuditClient {
       sequence: toBigIntString(input.sequence, 'sequence'),
       namespace: input.namespace,
       ...this.observe(input),
-    }));
+    }), options);
   }
 
   /** An `output.status` of "error" records a controlled failure (FAILED), anything else COMPLETED. */
-  async recordToolFinished(input: ToolFinishedInput): Promise<ToolAudit> {
+  async recordToolFinished(input: ToolFinishedInput, options?: CallOptions): Promise<ToolAudit> {
     return this.event('toolFinished', () => ({
       lease: leaseRef(input.lease),
       toolCallId: input.toolCallId,
@@ -201,11 +221,11 @@ export class AuditClient {
       sequence: optionalBigInt(input.sequence),
       namespace: input.namespace,
       ...this.observe(input),
-    }));
+    }), options);
   }
 
   /** A bare error (perhaps an interrupt): the audit stays RUNNING until the run's verdict. */
-  async recordToolError(input: ToolErrorInput): Promise<ToolAudit> {
+  async recordToolError(input: ToolErrorInput, options?: CallOptions): Promise<ToolAudit> {
     return this.event('toolError', () => ({
       lease: leaseRef(input.lease),
       toolCallId: input.toolCallId,
@@ -213,7 +233,7 @@ export class AuditClient {
       sequence: optionalBigInt(input.sequence),
       namespace: input.namespace,
       ...this.observe(input),
-    }));
+    }), options);
   }
 
   /**
@@ -221,13 +241,13 @@ export class AuditClient {
    * but an ended run answers every lifecycle write with LEASE_LOST: a LEASE_LOST with
    * `attempts > 1` may mean the first attempt committed.
    */
-  async finishRun(input: FinishRunInput): Promise<Run> {
+  async finishRun(input: FinishRunInput, options?: CallOptions): Promise<Run> {
     return this.event('finishRun', () => ({
       lease: leaseRef(input.lease),
       status: input.status,
       error: this.payload(input.error),
       stateMessages: input.stateMessages && settlingMessages(input.stateMessages.map(toJson)).map((message) => this.payload(message)),
-    }));
+    }), options);
   }
 
   // ---- Owner side (creations carry a createId and are retried with it, as reads are; messages and cancels are not retried) ----
@@ -237,14 +257,14 @@ export class AuditClient {
    * given) and is retried with it after transport failures: a retry of a creation that committed
    * unseen gets that thread, never a second one.
    */
-  async createThread(input: CreateThreadInput = {}): Promise<Thread> {
+  async createThread(input: CreateThreadInput = {}, options: CallOptions = {}): Promise<Thread> {
     const { title, createId = globalThis.crypto.randomUUID() } = input;
-    return this.transport.execute(OPERATIONS.createThread, { input: { title, createId } });
+    return this.transport.execute(OPERATIONS.createThread, { input: { title, createId } }, undefined, options.signal);
   }
 
-  async appendMessage(input: AppendMessageInput): Promise<Message> {
+  async appendMessage(input: AppendMessageInput, options: CallOptions = {}): Promise<Message> {
     const { threadId, role, content } = input;
-    return this.transport.execute(OPERATIONS.appendMessage, { input: { threadId, role, content } });
+    return this.transport.execute(OPERATIONS.appendMessage, { input: { threadId, role, content } }, undefined, options.signal);
   }
 
   /**
@@ -252,14 +272,14 @@ export class AuditClient {
    * carries a `createId` (a fresh UUID unless given) and is retried with it: a lost answer never
    * leaves a second run that no one claims.
    */
-  async createRun(input: CreateRunInput): Promise<Run> {
+  async createRun(input: CreateRunInput, options: CallOptions = {}): Promise<Run> {
     const { threadId, resumeFromRunId, createId = globalThis.crypto.randomUUID() } = input;
-    return this.transport.execute(OPERATIONS.createRun, { input: { threadId, resumeFromRunId, createId } });
+    return this.transport.execute(OPERATIONS.createRun, { input: { threadId, resumeFromRunId, createId } }, undefined, options.signal);
   }
 
   /** Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease. */
-  async cancelRun(runId: string): Promise<Run> {
-    return this.transport.execute(OPERATIONS.cancelRun, { runId });
+  async cancelRun(runId: string, options: CallOptions = {}): Promise<Run> {
+    return this.transport.execute(OPERATIONS.cancelRun, { runId }, undefined, options.signal);
   }
 
   /**
@@ -267,18 +287,18 @@ export class AuditClient {
    * once it is gone with the receipt. Not retried: a deletion whose answer was lost is
    * `NOT_FOUND` when sent again, and its receipt is in the server's log (docs/deletion.md).
    */
-  async deleteThread(id: string): Promise<DeletionReceipt> {
-    return this.transport.execute(OPERATIONS.deleteThread, { id });
+  async deleteThread(id: string, options: CallOptions = {}): Promise<DeletionReceipt> {
+    return this.transport.execute(OPERATIONS.deleteThread, { id }, undefined, options.signal);
   }
 
   /** The newest `limit` (1 to 500, server default 500) audits of a thread, oldest first. Superadmin owners only. */
-  async threadAudits(threadId: string, limit?: number): Promise<ThreadAudits> {
-    return this.transport.execute(OPERATIONS.threadAudits, { threadId, limit });
+  async threadAudits(threadId: string, limit?: number, options: CallOptions = {}): Promise<ThreadAudits> {
+    return this.transport.execute(OPERATIONS.threadAudits, { threadId, limit }, undefined, options.signal);
   }
 
   /** The run with its ToolCall projection; one that does not exist (or whose thread was deleted) is an `AuditApiError` `NOT_FOUND`. */
-  async run(id: string): Promise<RunDetails | null> {
-    return this.transport.execute(OPERATIONS.run, { id });
+  async run(id: string, options: CallOptions = {}): Promise<RunDetails | null> {
+    return this.transport.execute(OPERATIONS.run, { id }, undefined, options.signal);
   }
 
   /** A payload as the server stores it: JSON (toJson), at most maxJsonBytes (capJson); undefined is left out. */

@@ -1,5 +1,6 @@
 import { AuditApiError, isAuditApiError } from './errors.js';
 import { utf8Length } from './json.js';
+import { onAbort } from './abort.js';
 import { OPERATIONS, type Operation } from './operations.js';
 import type { RunStatus } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
@@ -45,6 +46,8 @@ interface Pending {
   json: string;
   /** Its size in a batch (MAX_BATCH_BYTES). */
   bytes: number;
+  /** The caller's: aborted, it stops waiting, and the event is not sent if it has not been. */
+  signal: AbortSignal | undefined;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -59,6 +62,7 @@ interface Pending {
  * A claim is an event too: its run's later events carry the epoch its promise resolves to, so
  * they are written after it answers and go in a later request, while other runs' events share its.
  * A full queue makes `write` wait for room; `flush` waits until everything written is answered.
+ * A caller's signal bounds its own wait; `abandon` (a shutdown out of time) gives up everything.
  */
 export class EventWriter {
   private readonly queue: Pending[] = [];
@@ -67,6 +71,8 @@ export class EventWriter {
   private readonly idleWaiters: (() => void)[] = [];
   private readonly maxBatch: number;
   private readonly maxQueued: number;
+  /** Aborted by `abandon`: cuts the request in flight. */
+  private abandoned = new AbortController();
 
   constructor(
     private readonly transport: GraphQLHttpTransport,
@@ -77,19 +83,47 @@ export class EventWriter {
   }
 
   /** `input` is the event as `LifecycleEventInput` carries it (claimRun: `{runId, leaseSeconds, claimId}`). */
-  async write<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>): Promise<LifecycleEventValue<K>> {
+  /**
+   * `input` is the event as `LifecycleEventInput` carries it (claimRun: `{runId, leaseSeconds, claimId}`).
+   * `signal` aborted rejects with its reason at once; an event not yet sent is then never sent, one
+   * in flight may still be applied (its request is cut only when no other caller waits for it).
+   */
+  async write<K extends LifecycleEventKind>(kind: K, input: Record<string, unknown>, signal?: AbortSignal): Promise<LifecycleEventValue<K>> {
     const json = JSON.stringify(input);
     const bytes = utf8Length(batchEntry(kind, json));
-    while (this.queue.length >= this.maxQueued) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-    const answer = new Promise<unknown>((resolve, reject) => this.queue.push({ kind, json, bytes, resolve, reject }));
+    signal?.throwIfAborted();
+    while (this.queue.length >= this.maxQueued) await untilAborted(signal, new Promise<void>((resolve) => this.roomWaiters.push(resolve)));
+    const answer = new Promise<unknown>((resolve, reject) => {
+      const event: Pending = { kind, json, bytes, signal, resolve, reject };
+      if (signal) {
+        const detach = onAbort(signal, () => {
+          const queued = this.queue.indexOf(event);
+          if (queued >= 0) this.queue.splice(queued, 1);
+          reject(signal.reason);
+        });
+        event.resolve = (value) => (detach(), resolve(value));
+        event.reject = (error) => (detach(), reject(error));
+      }
+      this.queue.push(event);
+    });
     if (!this.sending) void this.pump();
     return answer as Promise<LifecycleEventValue<K>>;
   }
 
-  /** Resolves once every event written so far has been answered. */
-  flush(): Promise<void> {
+  /** Resolves once every event written so far has been answered; `signal` stops waiting (rejecting with its reason). */
+  flush(signal?: AbortSignal): Promise<void> {
     if (!this.sending && this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return untilAborted(signal, new Promise((resolve) => this.idleWaiters.push(resolve)));
+  }
+
+  /**
+   * Gives up every event not yet answered: those queued are dropped, the request in flight is cut
+   * (it may have been applied), each caller rejected with `reason`. The writer stays usable.
+   */
+  abandon(reason: unknown): void {
+    for (const event of this.queue.splice(0)) event.reject(reason);
+    this.abandoned.abort(reason);
+    this.abandoned = new AbortController();
   }
 
   private async pump(): Promise<void> {
@@ -124,7 +158,27 @@ export class EventWriter {
   }
 
   private async sendAlone(event: Pending): Promise<void> {
-    await this.transport.executeSerialized(EventWriter.operationOf(event.kind), `{"input":${event.json}}`).then(({ result }) => event.resolve(result), event.reject);
+    await this.sendRequest([event], (signal) => this.transport.executeSerialized(EventWriter.operationOf(event.kind), `{"input":${event.json}}`, undefined, signal)).then(
+      ({ result }) => event.resolve(result),
+      event.reject,
+    );
+  }
+
+  /**
+   * Sends the batch's request with a signal that aborts when the writer is abandoned, or once
+   * every event of it was given up by its caller (an event still waited for keeps it going).
+   */
+  private async sendRequest<Result>(batch: Pending[], send: (signal: AbortSignal) => Promise<Result>): Promise<Result> {
+    const signals = new Set(batch.map((event) => event.signal));
+    if (signals.has(undefined)) return send(this.abandoned.signal);
+    const callers = [...signals] as AbortSignal[];
+    const givenUp = new AbortController();
+    const detaches = callers.map((signal) => onAbort(signal, () => callers.every((each) => each.aborted) && givenUp.abort(signal.reason)));
+    try {
+      return await send(AbortSignal.any([givenUp.signal, this.abandoned.signal]));
+    } finally {
+      for (const detach of detaches) detach();
+    }
   }
 
   private async sendBatch(batch: Pending[]): Promise<void> {
@@ -132,7 +186,7 @@ export class EventWriter {
     try {
       // The input is @oneOf: one key per event, checked by the server.
       const events = batch.map(({ kind, json }) => batchEntry(kind, json)).join(',');
-      answered = await this.transport.executeSerialized(OPERATIONS.recordEvents, `{"events":[${events}]}`);
+      answered = await this.sendRequest(batch, (signal) => this.transport.executeSerialized(OPERATIONS.recordEvents, `{"events":[${events}]}`, undefined, signal));
     } catch (error) {
       if (isAuditApiError(error, 'BAD_USER_INPUT')) {
         // A value its type refuses (an observedAt of "yesterday", a sequence of "12abc") makes
@@ -159,6 +213,16 @@ export class EventWriter {
     // earlier ones committed) goes again, before anything written since: each run keeps its order.
     if (unapplied.length) await (unapplied.length === 1 ? this.sendAlone(unapplied[0]!) : this.sendBatch(unapplied));
   }
+}
+
+/** Rejects with the signal's reason as soon as it aborts, else settles as `promise` does. */
+function untilAborted<T>(signal: AbortSignal | undefined, promise: Promise<T>): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const detach = onAbort(signal, () => reject(signal.reason));
+    promise.then(resolve, reject).finally(detach);
+  });
 }
 
 /** An event as `LifecycleEventInput` carries it in a batch, as JSON. */

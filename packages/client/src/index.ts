@@ -1,4 +1,4 @@
-export { AuditClient, type AuditClientOptions } from './audit-client.js';
+export { AuditClient, type AuditClientOptions, type CallOptions } from './audit-client.js';
 export {
   AUDIT_ERROR_CODES,
   AuditApiError,

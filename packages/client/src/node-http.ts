@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { HttpAnswer, HttpPost } from './transport.js';
+import { onAbort } from './abort.js';
 
 /**
  * Idle keep-alive connections are closed after this long, before a server's usual 5 s keep-alive
@@ -20,14 +21,14 @@ export function nodeHttpPost(url: string): HttpPost {
   const secure = target.protocol === 'https:';
   const agent = secure ? new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) : new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS });
   const request = secure ? https.request : http.request;
-  return (headers, body, timeoutMs) =>
+  return (headers, body, timeoutMs, signal) =>
     new Promise<HttpAnswer>((resolve, reject) => {
       const sent = request(target, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (response) => {
         let text = '';
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => (text += chunk));
         response.on('end', () => {
-          clearTimeout(timer);
+          settle();
           resolve({ status: response.statusCode ?? 0, headers: { get: (name) => headerValue(response.headers[name.toLowerCase()]) }, text: async () => text });
         });
         response.on('error', fail);
@@ -35,8 +36,14 @@ export function nodeHttpPost(url: string): HttpPost {
         response.on('close', () => response.complete || fail(new Error('the connection closed before the answer ended')));
       });
       const timer = setTimeout(() => sent.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { name: 'TimeoutError' })), timeoutMs);
-      function fail(error: Error) {
+      // Given up: the connection is closed, so it neither keeps the process alive nor is reused.
+      const detach = signal && onAbort(signal, () => sent.destroy(Object.assign(new Error('the request was aborted'), { name: 'AbortError' })));
+      function settle() {
         clearTimeout(timer);
+        detach?.();
+      }
+      function fail(error: Error) {
+        settle();
         reject(error);
       }
       sent.on('error', fail);

@@ -1,5 +1,6 @@
 import { AuditApiError, TRANSPORT_ERROR, type GraphQLErrorPayload } from './errors.js';
 import type { Operation } from './operations.js';
+import { onAbort } from './abort.js';
 
 export interface RetryPolicy {
   /** Total sends of one replayable request, the first included. */
@@ -45,14 +46,18 @@ export interface HttpAnswer {
  */
 export type TokenProvider = () => string | Promise<string>;
 
-/** POSTs `body` to the client's endpoint; rejects on a network failure, or with an error named TimeoutError after `timeoutMs`. */
-export type HttpPost = (headers: Record<string, string>, body: string, timeoutMs: number) => Promise<HttpAnswer>;
+/**
+ * POSTs `body` to the client's endpoint; rejects on a network failure, with an error named
+ * TimeoutError after `timeoutMs`, or when `signal` aborts (the request is given up: its connection
+ * closed).
+ */
+export type HttpPost = (headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal) => Promise<HttpAnswer>;
 
 /** An HttpPost through a fetch (the client's `fetch` option). */
 export const fetchPost =
   (url: string, fetchImpl: FetchLike): HttpPost =>
-  (headers, body, timeoutMs) =>
-    fetchImpl(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs) });
+  (headers, body, timeoutMs, signal) =>
+    fetchImpl(url, { method: 'POST', headers, body, signal: signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]) : AbortSignal.timeout(timeoutMs) });
 
 // Statuses a proxy or load balancer answers with when the server did not (or may not have).
 const GATEWAY_STATUSES = new Set([502, 503, 504]);
@@ -76,9 +81,13 @@ export class GraphQLHttpTransport {
     return retry ? { ...this.policy, ...retry } : this.policy;
   }
 
-  /** The operation's root field value; `retry` replaces parts of the client's policy for this request. */
-  async execute<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>, retry?: Partial<RetryPolicy>): Promise<Result> {
-    return (await this.executeSerialized(operation, JSON.stringify(variables), retry)).result;
+  /**
+   * The operation's root field value; `retry` replaces parts of the client's policy for this
+   * request. `signal` gives the request up: it rejects with the signal's reason at once, the
+   * attempt in flight is cut and no other is made (one already sent may still have committed).
+   */
+  async execute<Result, Variables>(operation: Operation<Result, Variables>, variables: NoInfer<Variables>, retry?: Partial<RetryPolicy>, signal?: AbortSignal): Promise<Result> {
+    return (await this.executeSerialized(operation, JSON.stringify(variables), retry, signal)).result;
   }
 
   /** As execute, with how many sends it took and the HTTP status of the one answered. */
@@ -87,7 +96,16 @@ export class GraphQLHttpTransport {
   }
 
   /** As executeAnswered, with the variables already serialised (the batching writer serialises each event when written). */
-  async executeSerialized<Result>(operation: Operation<Result, unknown>, variablesJson: string, retry?: Partial<RetryPolicy>): Promise<Answered<Result>> {
+  async executeSerialized<Result>(operation: Operation<Result, unknown>, variablesJson: string, retry?: Partial<RetryPolicy>, signal?: AbortSignal): Promise<Answered<Result>> {
+    if (!signal) return this.attempts(operation, variablesJson, retry);
+    signal.throwIfAborted();
+    return new Promise((resolve, reject) => {
+      const detach = onAbort(signal, () => reject(signal.reason));
+      this.attempts(operation, variablesJson, retry, signal).then(resolve, reject).finally(detach);
+    });
+  }
+
+  private async attempts<Result>(operation: Operation<Result, unknown>, variablesJson: string, retry?: Partial<RetryPolicy>, signal?: AbortSignal): Promise<Answered<Result>> {
     const policy = this.policyOf(retry);
     // Serialised once, so every attempt sends the byte-identical request the server can match as a replay.
     const body = `{"query":${JSON.stringify(operation.document)},"operationName":${JSON.stringify(operation.name)},"variables":${variablesJson}}`;
@@ -96,10 +114,12 @@ export class GraphQLHttpTransport {
     let token = typeof this.token === 'string' ? this.token : await this.token();
     let askedForFreshToken = false;
     for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
       try {
         // Whole milliseconds: AbortSignal.timeout refuses a fraction (a LeaseKeeper's third of a 4 s lease).
-        return { ...(await this.sendOnce<Result>(operation, body, token, Math.ceil(policy.timeoutMs))), attempts: attempt };
+        return { ...(await this.sendOnce<Result>(operation, body, token, Math.ceil(policy.timeoutMs), signal)), attempts: attempt };
       } catch (error) {
+        if (signal?.aborted) throw signal.reason;
         if (!(error instanceof AuditApiError)) throw error;
         // A refused token changed nothing: the provider's newer token (if it has one) gets the
         // request once more, whether or not it is replayable (a token that expired in flight).
@@ -117,13 +137,13 @@ export class GraphQLHttpTransport {
           throw error;
         }
         // A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
-        await sleep(Math.max(backoffDelayMs(policy, attempt), Math.min(error.retryAfterMs ?? 0, policy.maxDelayMs)));
+        await sleep(Math.max(backoffDelayMs(policy, attempt), Math.min(error.retryAfterMs ?? 0, policy.maxDelayMs)), signal);
         if (typeof this.token === 'function') token = await this.token();
       }
     }
   }
 
-  private async sendOnce<T>(operation: Operation<T, unknown>, body: string, token: string, timeoutMs: number): Promise<{ result: T; httpStatus: number }> {
+  private async sendOnce<T>(operation: Operation<T, unknown>, body: string, token: string, timeoutMs: number, signal?: AbortSignal): Promise<{ result: T; httpStatus: number }> {
     const transportFailure = (message: string, retryable: boolean, extra: { httpStatus?: number; cause?: unknown } = {}) =>
       new AuditApiError(`${operation.name}: ${message}`, {
         code: TRANSPORT_ERROR,
@@ -143,6 +163,7 @@ export class GraphQLHttpTransport {
         },
         body,
         timeoutMs,
+        signal,
       );
       if (GATEWAY_STATUSES.has(response.status)) {
         const unavailable = await unavailableError(response, operation.name);
@@ -216,6 +237,18 @@ async function unavailableError(response: HttpAnswer, operationName: string): Pr
   });
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts (its timer cleared: nothing keeps the process alive). */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      detach?.();
+      resolve();
+    }, ms);
+    const detach =
+      signal &&
+      onAbort(signal, () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      });
+  });
 }
