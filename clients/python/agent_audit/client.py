@@ -111,16 +111,18 @@ class AuditClient:
         # that batches by itself (event_writer.py); ``batching=False`` sends each as its own request.
         self._writer = EventWriter(self._transport) if batching else None
 
-    def flush(self) -> None:
-        """Returns once every lifecycle event written so far has been answered."""
-        if self._writer is not None:
-            self._writer.flush()
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Returns once every lifecycle event written so far has been answered (True), or after
+        ``timeout`` seconds (False; the events go on)."""
+        return self._writer is None or self._writer.flush(timeout)
 
-    def close(self) -> None:
+    def close(self, timeout: Optional[float] = None) -> None:
         """Flushes the lifecycle events still queued and stops the writer's thread; every later
-        call raises RuntimeError. Closing again does nothing."""
+        call raises RuntimeError. Closing again does nothing. Past ``timeout`` seconds (a
+        shutdown's bound) what is not yet answered is given up: queued events are never sent and
+        their callers raise ``AuditApiError`` (``TRANSPORT_ERROR``), so the process can exit."""
         if self._writer is not None:
-            self._writer.close()
+            self._writer.close(timeout)
         self._transport.closed = True
 
     def __enter__(self) -> "AuditClient":
@@ -154,14 +156,17 @@ class AuditClient:
         claim_id: Optional[str] = None,
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
+        stop_timeout: Optional[float] = None,
     ) -> "RunSession":
         """Claims the run and keeps its lease alive; use the returned session as a context
         manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called once the
         lease is gone, on the thread that found it gone: the keeper's, or the one whose call got
-        the refusal; its value is ignored."""
+        the refusal; its value is ignored. ``stop_timeout`` bounds (seconds) the INTERRUPTED
+        finish of a block left by a stop (SIGTERM's ``SystemExit``, Ctrl-C, a cancelled task)."""
         from .session import RunSession
 
-        return RunSession.claim(self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost)
+        return RunSession.claim(
+            self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout)
 
     def start_run_async(
         self,
@@ -171,6 +176,7 @@ class AuditClient:
         claim_id: Optional[str] = None,
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
+        stop_timeout: Optional[float] = None,
     ) -> "StartingRun":
         """For asyncio: ``async with worker.start_run_async(run_id) as run:`` claims the run from
         a worker thread and ends it on leaving the block, its finish sent from a worker thread
@@ -179,7 +185,7 @@ class AuditClient:
         from .session import StartingRun
 
         return StartingRun(lambda: self.start_run(
-            run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost))
+            run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout))
 
     @property
     def retry(self) -> RetryPolicy:
@@ -287,8 +293,13 @@ class AuditClient:
         *,
         error: JSON = None,
         state_messages: Optional[List[JSON]] = None,
+        timeout: Optional[float] = None,
     ) -> Run:
         """Ends the run (COMPLETED, FAILED, CANCELLED, INTERRUPTED) and closes what is open in it.
+
+        ``timeout`` bounds the wait for its answer, retries included (seconds; a shutdown's grace
+        period): past it the call raises ``AuditApiError`` (``TRANSPORT_ERROR``) and a finish not
+        yet sent is never sent; one sent may still have ended the run.
 
         ``state_messages`` may be the whole final state: only the messages that can settle a bare
         error are sent (``settling_messages``).
@@ -301,7 +312,7 @@ class AuditClient:
         check_values(ops.FINISH_RUN, {"error": error, "stateMessages": settling})
         messages = [self._capped(message) for message in settling]
         finish = {"lease": _lease(lease), "status": status, "error": self._capped(error), "stateMessages": messages}
-        return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}))
+        return Run.from_json(self._event(ops.FINISH_RUN, {"input": _without_none(finish)}, timeout))
 
     # ---- Owners (creations are not retried: a resend would create a second one) ----
 
@@ -378,10 +389,10 @@ class AuditClient:
     def _capped(self, value: Any) -> Any:
         return None if value is None else cap_json(storable(value), self.max_json_bytes)
 
-    def _event(self, operation: ops.Operation, variables: Dict[str, Any]) -> Any:
+    def _event(self, operation: ops.Operation, variables: Dict[str, Any], timeout: Optional[float] = None) -> Any:
         if self._writer is None:
-            return self._transport.execute(operation, variables)
-        return self._writer.write(_EVENT_KINDS[operation.name], operation, variables)
+            return self._transport.execute(operation, variables, timeout=timeout)
+        return self._writer.write(_EVENT_KINDS[operation.name], operation, variables, timeout)
 
 
 # The lifecycle events' fields that carry the caller's JSON values (check_values).

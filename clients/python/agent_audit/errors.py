@@ -114,3 +114,9 @@ class LeaseLostError(AuditApiError):
         self.attempts = cause.attempts
         self.run_id = run_id
         self.cause = cause
+
+
+def no_answer_within(operation: str, timeout: float) -> AuditApiError:
+    """A call given up after ``timeout`` seconds (its ``timeout=``, a shutdown's bound): it may or
+    may not have been applied, as after any transport failure."""
+    return AuditApiError(f"{operation}: no answer within {timeout:g} s; given up", code=TRANSPORT_ERROR, operation=operation, retryable=True)

@@ -18,10 +18,10 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any, Deque, Dict, List, Mapping, Optional
+from typing import Any, Deque, Dict, List, Mapping, Optional, cast
 
 from . import _operations as ops
-from .errors import AuditApiError
+from .errors import AuditApiError, no_answer_within
 from .transport import Transport, encode_json
 
 #: The most bytes of events (as JSON) one ``recordEvents`` request carries. The server refuses a
@@ -65,12 +65,16 @@ class EventWriter:
         self._lock = threading.Condition()
         self._thread: Optional[threading.Thread] = None
 
-    def write(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+    def write(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any], timeout: Optional[float] = None) -> Any:
         """``kind`` is the event's key in ``LifecycleEventInput``; ``variables`` its own mutation's
-        (``{"input": event}``)."""
+        (``{"input": event}``). Past ``timeout`` seconds the caller stops waiting
+        (``no_answer_within``): an event still queued is then never sent; one in flight may still
+        be applied."""
         event = _Pending(kind, operation, variables)
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            self._lock.wait_for(lambda: len(self._queue) < self._max_queued)
+            if not self._lock.wait_for(lambda: len(self._queue) < self._max_queued, _left(deadline)):
+                raise no_answer_within(operation.name, cast(float, timeout))
             if self._closed:
                 raise RuntimeError(f"{operation.name}: the AuditClient is closed")
             if self._thread is not None or self._start_thread():
@@ -79,7 +83,10 @@ class EventWriter:
                 try:
                     self._queue.append(event)
                     self._lock.notify_all()
-                    self._lock.wait_for(lambda: event.done)
+                    if not self._lock.wait_for(lambda: event.done, _left(deadline)):
+                        if event in self._queue:
+                            self._queue.remove(event)
+                        raise no_answer_within(operation.name, cast(float, timeout))
                 finally:
                     event.collected = True
                     self._lock.notify_all()
@@ -100,20 +107,28 @@ class EventWriter:
         self._thread = thread
         return True
 
-    def flush(self) -> None:
-        """Returns once every event written so far has been answered."""
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Returns once every event written so far has been answered (True), or after ``timeout``
+        seconds (False)."""
         with self._lock:
-            self._lock.wait_for(lambda: not self._queue and not self._sending)
+            return self._lock.wait_for(lambda: not self._queue and not self._sending, timeout)
 
-    def close(self) -> None:
-        """Flushes, then ends the thread; later writes raise RuntimeError."""
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Flushes, then ends the thread; later writes raise RuntimeError. Past ``timeout`` seconds
+        (a shutdown's bound) the events not yet answered are given up: those queued are never
+        sent, their callers raise ``no_answer_within``, and the thread (a daemon) is not waited for."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            self._lock.wait_for(lambda: not self._queue and not self._sending)
+            answered = self._lock.wait_for(lambda: not self._queue and not self._sending, timeout)
+            for event in self._queue:
+                event.error = no_answer_within(event.operation.name, cast(float, timeout))
+                event.done = True
+            self._queue.clear()
             self._closed = True
             self._lock.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            thread.join(None if answered else _left(deadline))
 
     def _run(self) -> None:
         while True:
@@ -213,6 +228,10 @@ class EventWriter:
         # after earlier ones committed) goes again, before anything written since.
         if unapplied:
             self._send(unapplied)
+
+
+def _left(deadline: Optional[float]) -> Optional[float]:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 # Every live writer, so that a forked child resets each (a weak set: a writer is not kept alive).

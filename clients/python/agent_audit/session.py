@@ -71,8 +71,11 @@ class RunSession:
         *,
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
+        stop_timeout: Optional[float] = None,
     ) -> None:
         self.client = client
+        #: Seconds the finish of a block left by a stop may take (a shutdown's grace period).
+        self.stop_timeout = stop_timeout
         self.run_id = lease.run_id
         self.sequence = SequenceCounter(first_sequence)
         #: The final state's messages, sent with the COMPLETED or FAILED finish on exit.
@@ -125,6 +128,7 @@ class RunSession:
         claim_id: Optional[str] = None,
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
+        stop_timeout: Optional[float] = None,
     ) -> "RunSession":
         # Python 3.12 starts no thread at interpreter shutdown (in an atexit handler, or a thread
         # still running after the main one returned): found before the claim, the run stays
@@ -133,7 +137,7 @@ class RunSession:
         probe.start()
         probe.join()
         lease = client.claim_run(run_id, lease_seconds, claim_id)
-        return cls(client, lease, lease_seconds, first_sequence=first_sequence, on_lost=on_lost)
+        return cls(client, lease, lease_seconds, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout)
 
     @property
     def lease(self) -> RunLease:
@@ -225,7 +229,12 @@ class RunSession:
             self.lease, tool_call_id, error, sequence=number, observed_at=observed_at, clock=clock))
 
     def finish(
-        self, status: RunTerminalStatus = "COMPLETED", *, error: JSON = None, state_messages: Optional[List[JSON]] = None
+        self,
+        status: RunTerminalStatus = "COMPLETED",
+        *,
+        error: JSON = None,
+        state_messages: Optional[List[JSON]] = None,
+        timeout: Optional[float] = None,
     ) -> Optional[Run]:
         """Ends the run now (e.g. INTERRUPTED after an interrupt) and stops renewing its lease.
 
@@ -233,14 +242,15 @@ class RunSession:
         lost and the retry found the run ended with ``status`` (the refusal's ``run_status``).
         A run ended otherwise meanwhile (a cancel, an expiry) raises ``LeaseLostError``. Once it is
         called, the session's event methods raise RuntimeError, and a refusal met by an event sent
-        just before it is not a lost lease (``on_lost`` is not called for it).
+        just before it is not a lost lease (``on_lost`` is not called for it). ``timeout`` bounds
+        the wait for its answer (``AuditClient.finish_run``).
         """
         self._keeper.stop()
         self.check()
         self._ending = True
         messages = self.state_messages if state_messages is None else state_messages
         try:
-            self.finished = self.client.finish_run(self.lease, status, error=error, state_messages=messages)
+            self.finished = self.client.finish_run(self.lease, status, error=error, state_messages=messages, timeout=timeout)
         except AuditApiError as refused:
             if refused.lease_gone and refused.run_status == status:
                 # A retry of a finish that ended the run: ended as asked, by this session.
@@ -275,9 +285,10 @@ class RunSession:
             return
         if isinstance(exc, AuditApiError) and exc.lease_gone:
             return
-        status: RunTerminalStatus = "INTERRUPTED" if isinstance(exc, _STOPS) else "FAILED"
+        stopped = isinstance(exc, _STOPS)
         try:
-            self.finish(status, error={"name": type(exc).__name__, "message": str(exc)})
+            self.finish("INTERRUPTED" if stopped else "FAILED", error={"name": type(exc).__name__, "message": str(exc)},
+                        timeout=self.stop_timeout if stopped else None)
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
             self.finish_error = error
 

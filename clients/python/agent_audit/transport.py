@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
 
 from ._operations import Operation
-from .errors import TRANSPORT_ERROR, AuditApiError
+from .errors import TRANSPORT_ERROR, AuditApiError, no_answer_within
 
 
 @dataclass(frozen=True)
@@ -99,20 +99,21 @@ class Transport:
         #: Set by ``AuditClient.close``: every later request raises RuntimeError.
         self.closed = False
 
-    def execute(self, operation: Operation, variables: Mapping[str, Any], policy: Optional[RetryPolicy] = None) -> Any:
+    def execute(self, operation: Operation, variables: Mapping[str, Any], policy: Optional[RetryPolicy] = None, timeout: Optional[float] = None) -> Any:
         """The operation's root field value. The body is serialised once, so every attempt sends
         the byte-identical request, which the server recognises as a replay. ``policy`` replaces
-        the client's for this request."""
-        if policy is not None:
-            return self._execute(operation, variables, policy)[0]
-        return self.execute_answered(operation, variables)[0]
+        the client's for this request; ``timeout`` bounds all its attempts together (seconds)."""
+        if policy is None and timeout is None:
+            return self.execute_answered(operation, variables)[0]
+        return self._execute(operation, variables, policy or self.policy, timeout)[0]
 
     def execute_answered(self, operation: Operation, variables: Mapping[str, Any]) -> Tuple[Any, int, int]:
         """As ``execute``: the root field value, with the sends it took and the answer's HTTP status."""
         return self._execute(operation, variables, self.policy)
 
-    def _execute(self, operation: Operation, variables: Mapping[str, Any], policy: RetryPolicy) -> Tuple[Any, int, int]:
+    def _execute(self, operation: Operation, variables: Mapping[str, Any], policy: RetryPolicy, timeout: Optional[float] = None) -> Tuple[Any, int, int]:
         # Every request goes through here.
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self.closed:
             raise RuntimeError(f"{operation.name}: the AuditClient is closed")
         body = encode_json({"query": operation.document, "operationName": operation.name, "variables": variables})
@@ -121,8 +122,11 @@ class Transport:
         asked_for_fresh_token = False
         attempt = 1
         while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise no_answer_within(operation.name, cast(float, timeout))
             try:
-                result, status = self._send_once(operation, body, token, policy.timeout)
+                result, status = self._send_once(operation, body, token, policy.timeout if left is None else min(policy.timeout, left))
                 return result, attempt, status
             except AuditApiError as error:
                 error.attempts = attempt
@@ -138,7 +142,8 @@ class Transport:
                     raise
                 # A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
                 retry_after = min(error.retry_after or 0.0, policy.max_delay)
-            time.sleep(max(backoff_delay(policy, attempt), retry_after))
+            pause = max(backoff_delay(policy, attempt), retry_after)
+            time.sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
             token = self._current_token()
             attempt += 1
 

@@ -89,11 +89,14 @@ class LossyProxy:
     server's answer is dropped (the connection closes after the server committed), as a network
     may; ``gateway_first``: the first time, a 503 answers without reaching the server;
     ``unavailable_first``: the first time, the server's own UNAVAILABLE answer (503, Retry-After)
-    comes back, as while its database is unreachable."""
+    comes back, as while its database is unreachable. Once ``silent`` is set, every request is
+    held unanswered until the proxy closes, as across a network partition."""
 
     def __init__(self, upstream: str, mode: str = "lose_first_answer") -> None:
         self.upstream = upstream
         self.mode = mode
+        self.silent = threading.Event()
+        self._closing = threading.Event()
         self.bodies: List[bytes] = []
         # Called with each body the first time it is sent, before the proxy answers it.
         self.on_first_send: Callable[[bytes], None] = lambda body: None
@@ -102,6 +105,10 @@ class LossyProxy:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                if proxy.silent.is_set():
+                    proxy._closing.wait()  # noqa: SLF001 - its own proxy
+                    self.close_connection = True
+                    return
                 first = body not in proxy.bodies
                 proxy.bodies.append(body)
                 if first:
@@ -153,6 +160,7 @@ class LossyProxy:
             return error.code, error.read()
 
     def close(self) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 

@@ -9,9 +9,9 @@ import threading
 import time
 from typing import Any, Dict, List, Tuple
 
-from agent_audit import AuditApiError, DeclaredToolCall, ToolAudit, parse_rfc3339
+from agent_audit import AuditApiError, AuditClient, DeclaredToolCall, ToolAudit, parse_rfc3339
 
-from .support import LiveTestCase, call_while_first_is_held
+from .support import LiveTestCase, LossyProxy, call_while_first_is_held
 
 
 class BatchingLiveTest(LiveTestCase):
@@ -59,6 +59,39 @@ class BatchingLiveTest(LiveTestCase):
         self.assertLess(len([name for name in sent if name != "ClaimRun"]), 36)
         for thread_id, _ in runs:
             self.assertEqual([audit.status for audit in self.owner.thread_audits(thread_id).items], ["COMPLETED", "COMPLETED"])
+
+    def test_close_with_a_timeout_gives_up_what_the_server_does_not_answer(self) -> None:
+        # A process exiting with the server out of reach (no answer: a partition) must not wait for
+        # the whole retry policy (8 attempts of 30 s) of every event still queued.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        worker = AuditClient(proxy.url, self.server.token(self.worker_sub, "worker"))
+        lease = worker.claim_run(run_id, 30)
+        proxy.silent.set()
+        outcomes: Dict[str, Any] = {}
+
+        def call(name: str) -> None:
+            try:
+                outcomes[name] = worker.record_model_started(lease, name, len(outcomes) + 1, model="m", input={})
+            except AuditApiError as error:
+                outcomes[name] = error
+
+        threads = [threading.Thread(target=call, args=(name,)) for name in ("in-flight", "queued")]
+        writer: Any = worker._writer  # noqa: SLF001 - one call in flight, the other queued behind it
+        threads[0].start()
+        while not writer._sending:
+            time.sleep(0.01)
+        threads[1].start()
+        while not writer._queue:
+            time.sleep(0.01)
+        self.assertFalse(worker.flush(timeout=0.2))
+        worker.close(timeout=0.5)
+        threads[1].join(30)
+        self.assertEqual(outcomes["queued"].code, "TRANSPORT_ERROR")
+        self.assertIn("no answer within", str(outcomes["queued"]))
+        with self.assertRaises(RuntimeError):
+            worker.finish_run(lease, "INTERRUPTED")
 
     def test_a_request_held_in_flight_does_not_stop_another_runs_renewals(self) -> None:
         # Run A's event is answered slowly (a slow link, a large upload) while run B, with a short

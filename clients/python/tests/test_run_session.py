@@ -163,6 +163,45 @@ class RunSessionTest(LiveTestCase):
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
 
+    def test_a_stop_with_the_server_out_of_reach_finishes_within_stop_timeout_and_the_lease_expiry_closes_the_run(self) -> None:
+        # Kubernetes sends SIGTERM, then SIGKILL after its grace period. With the server out of
+        # reach (no answer: a partition), the finish on leaving the block would wait for the whole
+        # retry policy (8 attempts of 30 s); ``stop_timeout`` bounds it, the process exits, and the
+        # run ends when its lease expires: FAILED (LEASE_EXPIRED), its running tool ABANDONED.
+        thread_id, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        agent = textwrap.dedent("""
+            import signal, sys, time
+            from agent_audit import AuditClient, DeclaredToolCall
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
+            worker = AuditClient(sys.argv[1], sys.argv[2])
+            with worker.start_run(sys.argv[3], lease_seconds=2, stop_timeout=1) as run:
+                run.model_started("model-1", model="gpt-x", input={})
+                run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "search", {"q": "x"})])
+                run.tool_started("call-1", "search", effective_input={"q": "x"})
+                print("working", flush=True)
+                time.sleep(60)
+        """)
+        process = subprocess.Popen(
+            [sys.executable, "-c", agent, proxy.url, self.server.token(self.worker_sub, "worker"), run_id],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+        self.addCleanup(process.kill)
+        assert process.stdout is not None
+        self.assertEqual(process.stdout.readline().strip(), "working")
+        proxy.silent.set()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        self.assertIn("stopped by SIGTERM", stderr)
+        after = self.run_once_ended(run_id)
+        self.assertEqual(after.status, "FAILED")
+        self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
+        [tool] = [item for item in self.owner.thread_audits(thread_id).items if item.operation_id == "call-1"]
+        self.assertEqual(tool.status, "ABANDONED")
+        self.assertEqual([call.status for call in after.tool_calls], ["FAILED"])
+
     def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
         _, run_id = self.queued_run()
         run = self.start_tool(run_id)
