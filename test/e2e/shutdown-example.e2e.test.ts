@@ -1,0 +1,97 @@
+// examples/typescript/shutdown.ts, run with the runtime authors' guide's command as written: a
+// worker stopped by SIGTERM mid-tool hands its run back INTERRUPTED; with the server out of reach
+// it still exits within its bound and the lease's expiry ends the run; frozen past its lease and
+// thawed, it finds the run gone and exits without retrying.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditClient, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
+import { e2eActors, serverForFile } from './support/server.js';
+import { startTcpProxy } from './support/tcp-proxy.js';
+import { withTimeout } from './support/wait.js';
+
+/** The guide's command (the code-blocks test checks it is the page's, as written). */
+const COMMAND = 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx tsx examples/typescript/shutdown.ts';
+const REPO_ROOT = join(import.meta.dirname, '../..');
+
+const server = serverForFile();
+let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
+
+beforeAll(async () => {
+  proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(server.url).port) });
+});
+afterAll(async () => {
+  await proxy?.close();
+});
+
+/** The example started by bash as written, through the proxy, once its tool runs: its pid, run, and exit. */
+async function startExample(env: Record<string, string> = {}) {
+  const who = await e2eActors();
+  const through = new URL(server.url);
+  through.port = String(proxy.port);
+  const child = spawn('bash', ['-c', COMMAND.replace('<superadmin>', who.owner).replace('<worker>', who.worker)], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, AUDIT_URL: through.toString(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal!)));
+  const working = await withTimeout(
+    (async () => {
+      for (;;) {
+        const line = output.split('\n').find((each) => each.startsWith('{"working"'));
+        if (line) return JSON.parse(line) as { pid: number; threadId: string; runId: string };
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })(),
+    60_000,
+    () => `the example never said it was working:\n${output}`,
+  );
+  const owner = new AuditClient({ url: server.url, token: who.owner });
+  const exit = () => withTimeout(exited, 60_000, () => `the example did not exit:\n${output}`);
+  const ended = async () => {
+    await expect.poll(async () => (await owner.run(working.runId))!.status, { timeout: 30_000, interval: 200 }).not.toBe('RUNNING');
+    const run = (await owner.run(working.runId))!;
+    const items = (await owner.threadAudits(working.threadId)).items.filter((item: ThreadAuditItem): item is ToolAuditWithLinks => item.__typename === 'ToolAudit');
+    return { status: run.status, error: run.error, tool: items[0]!.status, call: items[0]!.toolCall.status };
+  };
+  return { ...working, exit, ended, output: () => output };
+}
+
+describe('examples/typescript/shutdown.ts: a worker its platform stops', () => {
+  it('on SIGTERM mid-tool, hands the run back INTERRUPTED (its tool call PENDING for a resume) and exits', async () => {
+    const example = await startExample();
+    process.kill(example.pid, 'SIGTERM');
+    expect(await example.exit()).toBe(0);
+    expect(example.output()).toContain('handed back INTERRUPTED');
+    expect(await example.ended()).toMatchObject({ status: 'INTERRUPTED', tool: 'INTERRUPTED', call: 'PENDING' });
+  });
+
+  it('with the server out of reach, exits within its bound; the lease expiry ends the run FAILED, its tool ABANDONED', async () => {
+    const example = await startExample({ AUDIT_SHUTDOWN_MS: '1000', AUDIT_LEASE_SECONDS: '2' });
+    proxy.stall();
+    try {
+      process.kill(example.pid, 'SIGTERM');
+      expect(await example.exit()).toBe(0);
+    } finally {
+      await proxy.close();
+      await proxy.up();
+    }
+    expect(example.output()).toContain('not handed back');
+    expect(await example.ended()).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' }, tool: 'ABANDONED', call: 'FAILED' });
+  });
+
+  it('frozen past its lease and thawed, finds the run gone and exits without retrying', async () => {
+    const example = await startExample({ AUDIT_LEASE_SECONDS: '2' });
+    process.kill(example.pid, 'SIGSTOP');
+    try {
+      expect(await example.ended()).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' } });
+    } finally {
+      process.kill(example.pid, 'SIGCONT');
+    }
+    expect(await example.exit()).toBe(1);
+    expect(example.output()).toMatch(/the lease is gone \(LEASE_(LOST|EXPIRED): /);
+  });
+});
