@@ -2,29 +2,20 @@
 // calls with an AbortSignal. With the server out of reach (a network partition: no answer, no
 // reset) a call retries for minutes (30 s per attempt, 8 attempts); with a signal it rejects with
 // the signal's reason as soon as it aborts, and `close({ signal })` gives up what is still queued.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { e2eActors, serverForFile } from './support/server.js';
-import { startTcpProxy } from './support/tcp-proxy.js';
+import { proxyForFile } from './support/tcp-proxy.js';
 import { withTimeout } from './support/wait.js';
 
 const server = serverForFile();
-let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
-
-beforeAll(async () => {
-  proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(server.url).port) });
-});
-afterAll(async () => {
-  await proxy?.close();
-});
+const through = proxyForFile(server);
 
 /** A worker, through the proxy, holding the lease of a fresh run with one model call started. */
 async function workerMidRun() {
   const who = await e2eActors();
   const owner = new AuditClient({ url: server.url, token: who.owner });
-  const through = new URL(server.url);
-  through.port = String(proxy.port);
-  const worker = new AuditClient({ url: through.toString(), token: who.worker });
+  const worker = new AuditClient({ url: through.url, token: who.worker });
   const { id: threadId } = await owner.createThread({ title: 'bounded shutdown' });
   const { id: runId } = await owner.createRun({ threadId });
   const lease = await worker.claimRun(runId, 30);
@@ -37,7 +28,7 @@ const settled = <T>(promise: Promise<T>) => withTimeout(promise.then(() => 'reso
 describe('a worker bounding its calls with a signal while the server does not answer', () => {
   it('finishRun rejects with the signal\'s reason; the record calls and flush do too', async () => {
     const { worker, lease } = await workerMidRun();
-    proxy.stall();
+    through.proxy.stall();
     try {
       const stop = new AbortController();
       const reason = new Error('grace period over');
@@ -51,13 +42,13 @@ describe('a worker bounding its calls with a signal while the server does not an
       // An aborted signal stops a call before it is sent.
       expect(await settled(worker.recordToolError({ lease, toolCallId: 'c', error: {} }, { signal: stop.signal }))).toBe(reason);
     } finally {
-      proxy.resume();
+      through.proxy.resume();
     }
   });
 
   it('close({ signal }) gives up the calls still queued: each rejects with the reason, and those never sent stay unsent', async () => {
     const { worker, lease } = await workerMidRun();
-    proxy.stall();
+    through.proxy.stall();
     const stop = new AbortController();
     const reason = new Error('grace period over');
     // The first goes out (and hangs); the second waits in the queue behind it.
@@ -68,7 +59,7 @@ describe('a worker bounding its calls with a signal while the server does not an
     expect(await closed).toBe(reason);
     expect(await queued).toBe(reason);
     expect(await inFlight).toBe(reason);
-    proxy.resume();
+    through.proxy.resume();
     // The finish given up was never sent (sent, it would have ended the run: LEASE_LOST now), and the client stays usable.
     expect(await worker.finishRun({ lease, status: 'INTERRUPTED' })).toMatchObject({ status: 'INTERRUPTED' });
   });

@@ -4,10 +4,10 @@
 // thawed, it finds the run gone and exits without retrying.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuditClient, type ThreadAuditItem, type ToolAuditWithLinks } from '@agent-audit/client';
 import { e2eActors, serverForFile } from './support/server.js';
-import { startTcpProxy } from './support/tcp-proxy.js';
+import { proxyForFile } from './support/tcp-proxy.js';
 import { withTimeout } from './support/wait.js';
 
 /** The guide's command (the code-blocks test checks it is the page's, as written). */
@@ -15,23 +15,14 @@ const COMMAND = 'AUDIT_OWNER_TOKEN=<superadmin> AUDIT_WORKER_TOKEN=<worker> npx 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
 const server = serverForFile();
-let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
-
-beforeAll(async () => {
-  proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(server.url).port) });
-});
-afterAll(async () => {
-  await proxy?.close();
-});
+const through = proxyForFile(server);
 
 /** The example started by bash as written, through the proxy, once its tool runs: its pid, run, and exit. */
 async function startExample(env: Record<string, string> = {}) {
   const who = await e2eActors();
-  const through = new URL(server.url);
-  through.port = String(proxy.port);
   const child = spawn('bash', ['-c', COMMAND.replace('<superadmin>', who.owner).replace('<worker>', who.worker)], {
     cwd: REPO_ROOT,
-    env: { ...process.env, AUDIT_URL: through.toString(), ...env },
+    env: { ...process.env, AUDIT_URL: through.url, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -71,13 +62,13 @@ describe('examples/typescript/shutdown.ts: a worker its platform stops', () => {
 
   it('with the server out of reach, exits within its bound; the lease expiry ends the run FAILED, its tool ABANDONED', async () => {
     const example = await startExample({ AUDIT_SHUTDOWN_MS: '1000', AUDIT_LEASE_SECONDS: '2' });
-    proxy.stall();
+    through.proxy.stall();
     try {
       process.kill(example.pid, 'SIGTERM');
       expect(await example.exit()).toBe(0);
     } finally {
-      await proxy.close();
-      await proxy.up();
+      await through.proxy.close();
+      await through.proxy.up();
     }
     expect(example.output()).toContain('not handed back');
     expect(await example.ended()).toMatchObject({ status: 'FAILED', error: { code: 'LEASE_EXPIRED' }, tool: 'ABANDONED', call: 'FAILED' });

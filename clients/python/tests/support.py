@@ -44,19 +44,26 @@ class LiveTestCase(unittest.TestCase):
         """Runs ``agent`` (Python source taking the url, a worker token and ``run_id``, printing
         "working" once the run is under way) in a process of its own, sends it ``sent``, and checks
         the process stopped (``stopped_by`` in its stderr) with the run ended INTERRUPTED."""
-        process = subprocess.Popen(
-            [sys.executable, "-c", agent, self.server.url, self.server.token(self.worker_sub, "worker"), run_id],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-        )
-        assert process.stdout is not None
-        self.assertEqual(process.stdout.readline().strip(), "working")
+        process = self.start_agent(agent, self.server.url, run_id)
         process.send_signal(sent)
         _, stderr = process.communicate(timeout=30)
         self.assertIn(stopped_by, stderr)
         after = self.owner.run(run_id)
         assert after is not None
         self.assertEqual(after.status, "INTERRUPTED")
+
+    def start_agent(self, agent: str, url: str, run_id: str) -> "subprocess.Popen[str]":
+        """Runs ``agent`` (Python source taking the url, a worker token and ``run_id``) in a process
+        of its own, killed when the test ends, and returns it once it printed "working"."""
+        process = subprocess.Popen(
+            [sys.executable, "-c", agent, url, self.server.token(self.worker_sub, "worker"), run_id],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+        self.addCleanup(process.kill)
+        assert process.stdout is not None
+        self.assertEqual(process.stdout.readline().strip(), "working")
+        return process
 
     def run_once_ended(self, run_id: str, seconds: float = 30) -> Run:
         """The run as the owner reads it once it is no longer RUNNING (a lease left to expire ends

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from typing import List
 
 from agent_audit import DeclaredToolCall
@@ -142,11 +139,7 @@ class RunSessionTest(LiveTestCase):
                 print("working", flush=True)
                 time.sleep(60)
         """)
-        process = subprocess.Popen(
-            [sys.executable, "-c", agent, proxy.url, self.server.token(self.worker_sub, "worker"), run_id],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-        )
+        process = self.start_agent(agent, proxy.url, run_id)
 
         def second_sigterm(body: bytes) -> None:
             if b'"operationName":"FinishRun"' in body:
@@ -154,8 +147,6 @@ class RunSessionTest(LiveTestCase):
                 process.wait(30)
 
         proxy.on_first_send = second_sigterm
-        assert process.stdout is not None
-        self.assertEqual(process.stdout.readline().strip(), "working")
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
         self.assertIn("KeyboardInterrupt", stderr)
@@ -183,14 +174,7 @@ class RunSessionTest(LiveTestCase):
                 print("working", flush=True)
                 time.sleep(60)
         """)
-        process = subprocess.Popen(
-            [sys.executable, "-c", agent, proxy.url, self.server.token(self.worker_sub, "worker"), run_id],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-        )
-        self.addCleanup(process.kill)
-        assert process.stdout is not None
-        self.assertEqual(process.stdout.readline().strip(), "working")
+        process = self.start_agent(agent, proxy.url, run_id)
         proxy.silent.set()
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)

@@ -1,4 +1,5 @@
 import { connect, createServer, type Socket } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 
 /**
  * A TCP proxy in front of a server (PostgreSQL here), to take it away as a restart does: `down()`
@@ -70,4 +71,32 @@ export async function startTcpProxyFor(url: string, defaultPort = 5432) {
   const through = new URL(direct);
   through.host = `127.0.0.1:${proxy.port}`;
   return { ...proxy, url: through.toString() };
+}
+
+/**
+ * A proxy in front of the test file's server process (serverForFile), started before its tests and
+ * closed after them: `proxy` to take the server away, `url` its GraphQL endpoint through the proxy.
+ */
+export function proxyForFile(server: { readonly url: string }) {
+  let proxy: Awaited<ReturnType<typeof startTcpProxy>> | undefined;
+  beforeAll(async () => {
+    proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(server.url).port) });
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+  const started = () => {
+    if (!proxy) throw new Error('the proxy starts before the tests (beforeAll)');
+    return proxy;
+  };
+  return {
+    get proxy() {
+      return started();
+    },
+    get url() {
+      const through = new URL(server.url);
+      through.port = String(started().port);
+      return through.toString();
+    },
+  };
 }
