@@ -51,7 +51,8 @@ async function startExample(env: Record<string, string> = {}) {
   return { ...working, exit, ended, output: () => output };
 }
 
-describe('examples/typescript/shutdown.ts: a worker its platform stops', () => {
+// Each test starts the example with npx tsx (seconds under load) and waits for runs to end.
+describe('examples/typescript/shutdown.ts: a worker its platform stops', { timeout: 180_000 }, () => {
   it('on SIGTERM mid-tool, hands the run back INTERRUPTED (its tool call PENDING for a resume) and exits', async () => {
     const example = await startExample();
     process.kill(example.pid, 'SIGTERM');
