@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { createGzip } from 'node:zlib';
 import { OTLPExporterError } from '@opentelemetry/otlp-exporter-base';
 import { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http';
@@ -57,6 +60,16 @@ export function retryAfterMs(header: string | undefined, nowMs: number): number 
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
+const versionOf = (packageJson: URL) => (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string }).version;
+/**
+ * This server's product token, then the official exporters' own User-Agent, as the OTLP exporter
+ * specification asks of a product identifier ("the resulting User-Agent SHOULD include the
+ * exporter's default"): `agent-audit-server/0.1.0 OTel-OTLP-Exporter-JavaScript/0.219.0`.
+ */
+export const USER_AGENT = `agent-audit-server/${versionOf(new URL('../../package.json', import.meta.url))} OTel-OTLP-Exporter-JavaScript/${versionOf(
+  new URL('../../package.json', pathToFileURL(createRequire(import.meta.url).resolve('@opentelemetry/otlp-exporter-base'))),
+)}`;
+
 const RETRY_AFTER_STATUSES = [429, 503];
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
@@ -74,7 +87,7 @@ export function otlpTransport(config: ExportConfig) {
     const body = serializer.serializeRequest(spans);
     if (!body) throw new Error('the spans could not be serialized');
     const [[agent, http], headers] = await Promise.all([loaded, settings.headers()]);
-    if (settings.userAgent) headers['User-Agent'] = settings.userAgent;
+    headers['User-Agent'] = USER_AGENT;
     if (settings.compression === 'gzip') headers['Content-Encoding'] = 'gzip';
     const response = await new Promise<{ message: IncomingMessage; data: Buffer }>((resolve, reject) => {
       const options: RequestOptions = { method: 'POST', headers, agent, signal, timeout: settings.timeoutMillis };

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
@@ -10,6 +13,12 @@ import { byKey, expectedSpans, hasAll, nanos, recordScenarios, type ExpectedSpan
  * OTLP receiver as GenAI spans, checked attribute by attribute against the same runs read back
  * through the API, over both OTLP/HTTP encodings.
  */
+
+const versionOf = (url: URL) => (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
+/** What the official exporters send (`OTel-OTLP-Exporter-JavaScript/<version>`), after this server's own product token. */
+const USER_AGENT = `agent-audit-server/${versionOf(new URL('../../package.json', import.meta.url))} OTel-OTLP-Exporter-JavaScript/${versionOf(
+  new URL('../../package.json', pathToFileURL(createRequire(import.meta.url).resolve('@opentelemetry/otlp-exporter-base'))),
+)}`;
 
 function expectSpan(span: ReceivedSpan, expected: ExpectedSpan, runSpanIds: Map<string, string>) {
   expect(span.traceId).toBe(expected.traceId);
@@ -77,6 +86,8 @@ describe.each(['http/protobuf', 'http/json'])(`OTLP export over %s (${backendNam
     expect(receiver.requests[0]!.path).toBe('/v1/traces');
     expect(receiver.requests[0]!.headers.authorization).toBe('Basic dGVzdDp0ZXN0');
     expect(receiver.requests[0]!.headers['x-langfuse-ingestion-version']).toBe('4');
+    // The OTLP exporter specification: a User-Agent naming the exporter, its language and version.
+    expect(receiver.requests[0]!.headers['user-agent']).toBe(USER_AGENT);
   });
 
   // The AI SDK adapter (packages/client/src/ai-sdk) records content parts and AI SDK 5+'s nested
