@@ -89,14 +89,18 @@ export function otlpTransport(config: ExportConfig) {
     const [[agent, http], headers] = await Promise.all([loaded, settings.headers()]);
     headers['User-Agent'] = USER_AGENT;
     if (settings.compression === 'gzip') headers['Content-Encoding'] = 'gzip';
-    const response = await new Promise<{ message: IncomingMessage; data: Buffer }>((resolve, reject) => {
+    const response = await new Promise<{ message: IncomingMessage; data: Buffer | undefined }>((resolve, reject) => {
       const options: RequestOptions = { method: 'POST', headers, agent, signal, timeout: settings.timeoutMillis };
       const request: ClientRequest = http.request(settings.url, options, (message: IncomingMessage) => {
         const chunks: Buffer[] = [];
         let size = 0;
         message.on('data', (chunk: Buffer) => {
-          // An answer is a few bytes; a receiver that sends more is not read further (as the official transport does).
-          if ((size += chunk.length) > MAX_ANSWER_BYTES) return void request.destroy(new ReceiverFailed(`an answer over ${MAX_ANSWER_BYTES} bytes`, 'refused'));
+          // An answer is a few bytes; one that says more is not read further (as the official
+          // transport does), and its status still tells whether the spans were taken (a 200: they were).
+          if ((size += chunk.length) > MAX_ANSWER_BYTES) {
+            resolve({ message, data: undefined }); // first: the socket's end that follows is no failure
+            return void message.destroy();
+          }
           chunks.push(chunk);
         });
         message.on('end', () => resolve({ message, data: Buffer.concat(chunks) }));
@@ -115,7 +119,7 @@ export function otlpTransport(config: ExportConfig) {
       const retryAfter = RETRY_AFTER_STATUSES.includes(status) ? retryAfterMs(message.headers['retry-after'], Date.now()) : undefined;
       throw new ReceiverFailed(message.statusMessage || `status ${status}`, reasonOfStatus(status), { status, retryAfterMs: retryAfter });
     }
-    if (data.length === 0) return { rejectedSpans: 0 };
+    if (!data?.length) return { rejectedSpans: 0 }; // no answer, or one not read whole: nothing to count
     try {
       const partial = serializer.deserializeResponse(data).partialSuccess;
       return { rejectedSpans: Number(partial?.rejectedSpans ?? 0), receiverMessage: partial?.errorMessage || undefined };

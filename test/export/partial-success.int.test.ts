@@ -31,4 +31,21 @@ describe.each(['http/protobuf', 'http/json'])(`OTLP partial success over %s (${b
     await receiver.waitFor((spans) => spans.some((span) => span.attributes['agent_audit.run.id'] === runId));
     await expect.poll(rejected).toBeGreaterThanOrEqual(before + 2);
   }, 60_000);
+
+  // An answer is read up to 4 MiB, as the official transport does. The 200 says the spans were
+  // taken: they were sent again and again, the answer over the cap counted as a refusal.
+  it('takes a 200 whose answer is over 4 MiB as taken, reading no further', async () => {
+    receiver.partialSuccess = null;
+    receiver.answer = Buffer.alloc(5 * 1024 * 1024, 'x');
+    const first = await runningRun(t);
+    must(await first.session.finish('COMPLETED'));
+    const copies = (runId: string) => receiver.spans.filter((span) => span.attributes['agent_audit.run.id'] === runId).length;
+    await receiver.waitFor(() => copies(first.runId) > 0);
+    receiver.answer = null;
+    // A later run's span arriving: the exporter has gone past the first one's request.
+    const second = await runningRun(t);
+    must(await second.session.finish('COMPLETED'));
+    await receiver.waitFor(() => copies(second.runId) > 0);
+    expect(copies(first.runId)).toBe(1);
+  }, 60_000);
 });

@@ -110,6 +110,8 @@ export interface OtlpReceiver {
   refuse: ((span: ReceivedSpan) => boolean) | null;
   /** Taken requests are answered with this partial success (spans it says it rejected), or null for a full success. */
   partialSuccess: { rejectedSpans: number; errorMessage: string } | null;
+  /** Taken requests are answered 200 with this body instead of OTLP's answer (a receiver or a proxy that says too much), or null. */
+  answer: Buffer | null;
   /** Stops listening (connections are refused) until `up`. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -132,6 +134,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     tooLarge: 0,
     refuse: null,
     partialSuccess: null,
+    answer: null,
     async down() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -177,6 +180,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         } catch (error) {
           return void res.writeHead(400, { 'content-type': 'text/plain' }).end(String(error));
         }
+        if (receiver.answer) return void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(receiver.answer);
         const response = receiver.partialSuccess ? { partialSuccess: receiver.partialSuccess } : {};
         if (contentType.includes('json')) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(response));
         else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(ExportResponse.encode(ExportResponse.fromObject(response)).finish());
