@@ -65,4 +65,29 @@ describe(`OTLP export to a receiver that answers Retry-After (${backendName})`, 
       await exporter.stop();
     }
   }, 60_000);
+
+  // A receiver (or a proxy in front of it) asking for a day is tried again after an hour.
+  it('waits an hour at most, whatever the receiver asks', async () => {
+    const inTwoDays = new Date(Date.now() + 2 * 86_400_000).toUTCString();
+    receiver.script = [
+      { status: 429, headers: { 'retry-after': '86400' } },
+      { status: 503, headers: { 'retry-after': inTwoDays } },
+    ];
+    const { runId, session } = await runningRun(t);
+    must(await session.finish('COMPLETED'));
+    const waits: number[] = [];
+    const exporter = startExporter(t.app.db, exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, EXPORT_POLL_MS: '50' })!, {
+      instanceId: 'retry-after-cap-test',
+      wait: async (ms) => {
+        waits.push(ms);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      },
+    });
+    try {
+      await receiver.waitFor((spans) => spans.some((span) => span.attributes['agent_audit.run.id'] === runId));
+      expect(waits.filter((ms) => ms !== 50)).toEqual([3_600_000, 3_600_000]);
+    } finally {
+      await exporter.stop();
+    }
+  }, 60_000);
 });
