@@ -112,11 +112,13 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
    * hold its batch's threads for ever. One refused as too large (413) is sent again in requests of
    * half its size, and later requests keep that size; a span refused as too large alone is set
    * aside the same way (its payloads are never cut). Any other failure is thrown (retried: it may
-   * pass once the collector's settings or health change). Returns the spans the collector took.
+   * pass once the collector's settings or health change). Returns the spans the collector took;
+   * `progress.settled` counts, in order, the spans taken or dropped so far, also when it throws.
    */
-  async function sendOrDrop(spans: ReadableSpan[]): Promise<number> {
+  async function sendOrDrop(spans: ReadableSpan[], progress: { settled: number }): Promise<number> {
     try {
       await send(spans);
+      progress.settled += spans.length;
       return spans.length;
     } catch (error) {
       if (isTooLarge(error) && spans.length > 1) {
@@ -124,14 +126,14 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
         bytesPerRequest = Math.min(bytesPerRequest, Math.floor(refusedBytes / 2));
         log.warn({ component: 'export', refusedBytes, bytesPerRequest }, 'the receiver refused a request as too large (413); sending smaller ones');
         let taken = 0;
-        for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) taken += await sendOrDrop(request);
+        for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) taken += await sendOrDrop(request, progress);
         return taken;
       }
       const tooLarge = isTooLarge(error);
       if (!tooLarge && !isRefused(error)) throw error;
       if (spans.length > 1) {
         const half = Math.ceil(spans.length / 2);
-        return (await sendOrDrop(spans.slice(0, half))) + (await sendOrDrop(spans.slice(half)));
+        return (await sendOrDrop(spans.slice(0, half), progress)) + (await sendOrDrop(spans.slice(half), progress));
       }
       const span = spans[0]!;
       const { traceId, spanId } = span.spanContext();
@@ -139,6 +141,7 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
       if (tooLarge) log.warn({ ...fields, spanBytes: spanBytes(span), bytesPerRequest }, 'the receiver refused a span as too large; set aside');
       else log.warn(fields, 'export refused a span; dropped');
       exportDroppedSpans.inc({ reason: tooLarge ? 'too_large' : 'refused' });
+      progress.settled += 1;
       return 0;
     }
   }
@@ -161,28 +164,35 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
     const databaseNowMs = () => claimed[0]!.databaseNow.getTime() + (performance.now() - claimedAtMs);
     const threadIds = claimed.map((claim) => claim.threadId);
     let batch: ExportBatch | undefined;
-    // Spans in thread order; `ends[i]`: how many spans the threads up to the i-th have; `at`: how many the receiver took (or were dropped).
+    // Spans in thread order; `ends[i]`: how many spans the threads up to the i-th have; `cursors`: each span's
+    // change cursor; `progress.settled`: how many the receiver took (or were dropped), in order.
     let ends: number[] = [];
-    let at = 0;
+    let cursors: bigint[] = [];
+    const progress = { settled: 0 };
     try {
       batch = await readChanges(db.driver, threadIds, pageSize);
       const perThread = batch.threads.map((thread) => spansOf(resource, { ...batch!, threads: [thread] }));
       const spans = perThread.flatMap((thread) => thread.spans);
       const changedAt = perThread.flatMap((thread) => thread.changedAt);
+      cursors = perThread.flatMap((thread) => thread.cursors);
       let end = 0;
       ends = perThread.map((thread) => (end += thread.spans.length));
       for (const request of requestsOf(spans, spansPerRequest, bytesPerRequest)) {
-        const taken = await sendOrDrop(request);
+        const from = progress.settled;
+        const taken = await sendOrDrop(request, progress);
         const now = databaseNowMs();
-        for (const committed of changedAt.slice(at, at + request.length)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
+        for (const committed of changedAt.slice(from, progress.settled)) exportLagSeconds.observe((now - committed.getTime()) / 1000);
         exportedSpans.inc(taken);
-        at += request.length;
       }
       await release(db.sql, owner, batch.threads);
       return claimed.some((claim) => claim.behind) || batch.threads.some((thread) => thread.more);
     } catch (error) {
-      // The threads whose spans were all taken before the failure (or a stop) keep their place: not sent again.
-      const done = batch?.threads.filter((_, index) => ends[index]! <= at) ?? [];
+      // What the receiver took before the failure (or a stop) keeps its place: not sent again. A thread
+      // partly taken advances to just before its first span not taken (its spans are in cursor order).
+      const { settled } = progress;
+      const done = (batch?.threads ?? []).flatMap((thread, index) =>
+        ends[index]! <= settled ? [thread] : settled > (ends[index - 1] ?? 0) ? [{ threadId: thread.threadId, coveredTo: cursors[settled]! - 1n }] : [],
+      );
       if (done.length > 0) await release(db.sql, owner, done).catch(() => undefined);
       await unclaim(db.sql, owner, threadIds).catch(() => undefined); // else the claim expires
       throw error;

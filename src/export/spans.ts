@@ -213,19 +213,21 @@ export function toolSpan(resource: Resource, audit: Message, declaration: ToolCa
   });
 }
 
-/** The spans of a batch: every ended run and audit, each thread's in cursor (commit) order. */
-export function spansOf(resource: Resource, batch: ExportBatch): { spans: ReadableSpan[]; changedAt: Date[] } {
+/** The spans of a batch: every ended run and audit, each thread's in cursor (commit) order, with each one's commit time and cursor. */
+export function spansOf(resource: Resource, batch: ExportBatch): { spans: ReadableSpan[]; changedAt: Date[]; cursors: bigint[] } {
   const spans: ReadableSpan[] = [];
   const changedAt: Date[] = [];
+  const cursors: bigint[] = [];
   for (const thread of batch.threads) {
     const rows = [
       ...thread.runs.map((row) => ({ cursor: row.changeCursor!, run: row, audit: undefined })),
       ...thread.audits.map((row) => ({ cursor: row.changeCursor!, run: undefined, audit: row })),
     ].sort((a, b) => (a.cursor < b.cursor ? -1 : a.cursor > b.cursor ? 1 : 0));
-    for (const { run, audit } of rows) {
+    for (const { cursor, run, audit } of rows) {
       if (run && isRunEnded(run.status)) {
         spans.push(runSpan(resource, run, batch.auditTimes.get(run.id)));
         changedAt.push(run.changedAt!);
+        cursors.push(cursor);
       } else if (audit && audit.status !== null && audit.status !== 'RUNNING' && audit.runId) {
         spans.push(
           audit.messageType === 'model_audit'
@@ -233,8 +235,9 @@ export function spansOf(resource: Resource, batch: ExportBatch): { spans: Readab
             : toolSpan(resource, audit, audit.toolCallRowId ? batch.toolCalls.get(audit.toolCallRowId) : undefined),
         );
         changedAt.push(audit.changedAt!);
+        cursors.push(cursor);
       }
     }
   }
-  return { spans, changedAt };
+  return { spans, changedAt, cursors };
 }

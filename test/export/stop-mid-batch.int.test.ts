@@ -54,4 +54,29 @@ describe(`an export stopped in the middle of a batch (${backendName})`, () => {
       await second.stop();
     }
   }, 60_000);
+
+  // One thread's spans in two requests: the receiver takes the first and fails the second. The
+  // retry sent the whole thread again, the spans of the first request a second time.
+  it('sends again only what the receiver did not take of a thread', async () => {
+    const { runId, session } = await runningRun(t);
+    for (const operationId of ['m1', 'm2', 'm3']) {
+      must(await session.modelStarted(operationId, { input: { text: 'hi' } }));
+      must(await session.modelFinished(operationId, [], { output: { text: 'done' } }));
+    }
+    must(await session.finish('COMPLETED'));
+    const ours = (spans: ReceivedSpan[]) => spans.filter((span) => span.attributes['agent_audit.run.id'] === runId);
+    receiver.script = [null, { status: 503, headers: { 'retry-after': '0' } }];
+    const exporter = startExporter(t.app.db, exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, EXPORT_POLL_MS: '50' })!, {
+      instanceId: 'partly-taken-test',
+      spansPerRequest: 2,
+    });
+    try {
+      await receiver.waitFor((spans) => ours(spans).some((span) => span.name === 'invoke_agent'));
+      const keys = ours(receiver.spans).map((span) => `${span.name} ${span.spanId}`);
+      expect(keys).toHaveLength(4);
+      expect(new Set(keys).size).toBe(4);
+    } finally {
+      await exporter.stop();
+    }
+  }, 60_000);
 });
