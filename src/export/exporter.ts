@@ -201,15 +201,20 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
 
   const running = (async () => {
     let backoffMs = 0;
+    // Since when, and how many tries, the export has been failing: the batch that passes says so once.
+    let failing: { sinceMs: number; tries: number } | undefined;
     while (!stopped) {
       try {
         const behind = await exportBatch();
         backoffMs = 0;
+        if (failing) log.info({ component: 'export', failedTries: failing.tries, failingForMs: Date.now() - failing.sinceMs }, 'export resumed after failures');
+        failing = undefined;
         if (!behind) await pause(config.pollMs);
       } catch (error) {
         if (stopped) break;
         const receiver = error instanceof ReceiverFailed ? error : undefined;
         exportFailures.inc({ reason: receiver?.reason ?? 'internal' });
+        failing = { sinceMs: failing?.sinceMs ?? Date.now(), tries: (failing?.tries ?? 0) + 1 };
         backoffMs = Math.min(maxBackoffMs, Math.max(500, backoffMs * 2));
         // The receiver's Retry-After when it gave one (429, 503): as long as it asked, neither sooner nor later.
         const asked = receiver?.retryAfterMs;

@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { exportConfigFromEnv } from '../../src/export/config.js';
 import { startExporter } from '../../src/export/exporter.js';
+import { onLogLine } from '../../src/log.js';
 import { exportFailures } from '../../src/metrics.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
@@ -56,6 +57,8 @@ describe(`OTLP export when the receiver fails (${backendName})`, () => {
   });
 
   it('retries a receiver that answers 503 and then is down, and catches up when it is back', async () => {
+    const lines: Record<string, unknown>[] = [];
+    onTestFinished(onLogLine((line) => lines.push(JSON.parse(line))));
     const before = await failures();
     receiver.failWith = 503;
     const first = await recordScenarios(t);
@@ -77,6 +80,13 @@ describe(`OTLP export when the receiver fails (${backendName})`, () => {
     ];
     await receiver.waitFor(hasAll(expected), 60_000);
     expectEverySpanOnceOrIdentical(receiver.spans, expected);
+    // An operator reading the logs sees the failures end, not only stop.
+    // Logged once the batch is released, which may be after the receiver took its spans.
+    await expect.poll(() => lines.find((line) => line.msg === 'export resumed after failures'), { timeout: 20_000 }).toBeDefined();
+    const resumed = lines.find((line) => line.msg === 'export resumed after failures');
+    expect(resumed).toMatchObject({ level: 'info', component: 'export' });
+    expect(resumed!.failedTries).toBeGreaterThanOrEqual(2);
+    expect(resumed!.failingForMs).toBeGreaterThan(0);
   }, 120_000);
 
   it("names the instance by INSTANCE_ID, by default hostname:PORT (the same at every start)", () => {
