@@ -26,6 +26,19 @@ describe(`OTLP export to a receiver that answers Retry-After (${backendName})`, 
     await receiver?.close();
   });
 
+  /** An exporter whose waits are recorded and not slept; `retryWaits`: those that are not the idle poll (50 ms). */
+  function recordingExporter(instanceId: string) {
+    const waits: number[] = [];
+    const exporter = startExporter(t.app.db, exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, EXPORT_POLL_MS: '50' })!, {
+      instanceId,
+      wait: async (ms) => {
+        waits.push(ms);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      },
+    });
+    return { exporter, retryWaits: () => waits.filter((ms) => ms !== 50) };
+  }
+
   it('waits as long as the receiver asks, once per answer, and no longer', async () => {
     const scripted = Date.now();
     // An HTTP date holds whole seconds: 90 to 91 s from now.
@@ -41,15 +54,7 @@ describe(`OTLP export to a receiver that answers Retry-After (${backendName})`, 
     const { runId, session } = await runningRun(t);
     must(await session.finish('COMPLETED'));
 
-    const waits: number[] = [];
-    const retryWaits = () => waits.filter((ms) => ms !== 50); // 50: the idle poll
-    const exporter = startExporter(t.app.db, exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, EXPORT_POLL_MS: '50' })!, {
-      instanceId: 'retry-after-test',
-      wait: async (ms) => {
-        waits.push(ms);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      },
-    });
+    const { exporter, retryWaits } = recordingExporter('retry-after-test');
     try {
       await receiver.waitFor((spans) => spans.some((span) => span.attributes['agent_audit.run.id'] === runId));
       // One request per answer: six refused, then the one taken.
@@ -75,17 +80,10 @@ describe(`OTLP export to a receiver that answers Retry-After (${backendName})`, 
     ];
     const { runId, session } = await runningRun(t);
     must(await session.finish('COMPLETED'));
-    const waits: number[] = [];
-    const exporter = startExporter(t.app.db, exportConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, EXPORT_POLL_MS: '50' })!, {
-      instanceId: 'retry-after-cap-test',
-      wait: async (ms) => {
-        waits.push(ms);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      },
-    });
+    const { exporter, retryWaits } = recordingExporter('retry-after-cap-test');
     try {
       await receiver.waitFor((spans) => spans.some((span) => span.attributes['agent_audit.run.id'] === runId));
-      expect(waits.filter((ms) => ms !== 50)).toEqual([3_600_000, 3_600_000]);
+      expect(retryWaits()).toEqual([3_600_000, 3_600_000]);
     } finally {
       await exporter.stop();
     }
