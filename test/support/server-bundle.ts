@@ -31,7 +31,7 @@ export async function bundleServer(): Promise<{ file: string; remove(): Promise<
     format: 'esm',
     target: 'node20',
     // For the bundled CommonJS packages' `require` of Node's own modules and of the packages left outside.
-    banner: { js: `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);` },
+    banner: { js: `import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);` },
     plugins: [sourceLocations],
     logLevel: 'warning',
   });
