@@ -50,6 +50,9 @@ import {
   threads,
   threadsRead,
   threadsHaveMore,
+  threadsBeyondReadAt,
+  MAX_THREADS_READ,
+  THREADS_REFRESH_MS,
   token,
   truncated,
   allRows,
@@ -69,6 +72,7 @@ import {
   liveNews,
   type AuditDetail,
   type SearchHit,
+  type ThreadItem,
 } from './store.js';
 import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
@@ -299,6 +303,7 @@ function Home() {
 function ThreadList() {
   const shown = threads.value;
   const filtered = Boolean(threadFilter.value.trim());
+  const beyondReadAt = threadsBeyondReadAt.value;
   return (
     <section class="threads">
       <h2>Threads</h2>
@@ -313,27 +318,33 @@ function ThreadList() {
       {shown.length === 0 && (
         <p class="muted">{!threadsRead.value ? 'Loading threads…' : filtered ? 'No thread you may read has that in its title.' : 'No threads you may read yet.'}</p>
       )}
-      <ul>
-        {shown.map((thread) => {
-          const failures = failuresText(thread.auditSummary);
-          return (
-            <li key={thread.id} data-thread-id={thread.id}>
-              <a href={linkTo(thread.id, null)} data-thread-id={thread.id} onClick={inPage(() => openThread(thread.id))}>
-                <bdi>{revealed(thread.title || thread.id)}</bdi>
-              </a>
-              {thread.latestRun && <span class={`status ${thread.latestRun.status}`} title="the latest run's status">{thread.latestRun.status}</span>}
-              <span class="thread-stats" data-testid="thread-stats">
-                {' '}{thread.runCount} run{thread.runCount === 1 ? '' : 's'}
-                {thread.failedRunCount > 0 && <span class="failures"> · {thread.failedRunCount} failed</span>}
-                {failures && <span class="failures"> · {failures}</span>}
-              </span>
-              <span class="muted"> · {thread.ownerId} · latest activity {dateTimeLabel(thread.lastActivityAt)}</span>
-            </li>
-          );
-        })}
-      </ul>
+      <ul>{shown.slice(0, MAX_THREADS_READ).map(ThreadListItem)}</ul>
+      <p class="threads-stale" role="status" data-testid="threads-stale">
+        {beyondReadAt != null && `The ${MAX_THREADS_READ} newest threads refresh every ${THREADS_REFRESH_MS / 1000} seconds; those below them are as read at ${dateTimeLabel(new Date(beyondReadAt).toISOString())}.`}
+      </p>
+      {beyondReadAt != null && <button onClick={() => loadThreads('all')}>Read them again</button>}
+      {shown.length > MAX_THREADS_READ && <ul>{shown.slice(MAX_THREADS_READ).map(ThreadListItem)}</ul>}
       {threadsHaveMore.value && <button onClick={() => loadThreads('more')}>More threads</button>}
     </section>
+  );
+}
+
+/** One thread of the list: its title as a link, its latest run's status, its runs and failures. */
+function ThreadListItem(thread: ThreadItem) {
+  const failures = failuresText(thread.auditSummary);
+  return (
+    <li key={thread.id} data-thread-id={thread.id}>
+      <a href={linkTo(thread.id, null)} data-thread-id={thread.id} onClick={inPage(() => openThread(thread.id))}>
+        <bdi>{revealed(thread.title || thread.id)}</bdi>
+      </a>
+      {thread.latestRun && <span class={`status ${thread.latestRun.status}`} title="the latest run's status">{thread.latestRun.status}</span>}
+      <span class="thread-stats" data-testid="thread-stats">
+        {' '}{thread.runCount} run{thread.runCount === 1 ? '' : 's'}
+        {thread.failedRunCount > 0 && <span class="failures"> · {thread.failedRunCount} failed</span>}
+        {failures && <span class="failures"> · {failures}</span>}
+      </span>
+      <span class="muted"> · {thread.ownerId} · latest activity {dateTimeLabel(thread.lastActivityAt)}</span>
+    </li>
   );
 }
 

@@ -488,27 +488,52 @@ let threadReadsRunning = 0;
 /** The last failure of a thread-list read: a later read that succeeds takes it off the banner. */
 let threadsError: string | null = null;
 const THREADS_PAGE = 20;
-/** The most threads one read returns (the API's bound): a list paged beyond it is not refreshed. */
-const MAX_THREADS_READ = 100;
+/** The most threads one read returns (the API's bound): a refresh reads the newest this many, the rows beyond stay as read. */
+export const MAX_THREADS_READ = 100;
 /** How often the thread list is read again while it shows. */
-const THREADS_REFRESH_MS = 5000;
+export const THREADS_REFRESH_MS = 5000;
+/** When the rows beyond the newest MAX_THREADS_READ were read (the oldest of their reads), or null when the list has none. */
+export const threadsBeyondReadAt = signal<number | null>(null);
 
-/** The first page of threads (`start`), the next one (`more`), or again as many as show (`refresh`). */
-export async function loadThreads(from: 'start' | 'more' | 'refresh') {
-  const shown = threads.peek().length;
-  if (from === 'refresh' && (threadReadsRunning > 0 || shown > MAX_THREADS_READ)) return;
+/** Whether thread `a` comes after thread `b` in the list's order (newest first: created, then id, descending). */
+const listedAfter = (a: ThreadItem, b: ThreadItem) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
+
+/**
+ * The first page of threads (`start`), the next one (`more`), again the newest as many as show
+ * up to MAX_THREADS_READ (`refresh`, the rows beyond kept as read), or every row shown again in
+ * reads of MAX_THREADS_READ (`all`, a reader's request).
+ */
+export async function loadThreads(from: 'start' | 'more' | 'refresh' | 'all') {
+  const shown = threads.peek();
+  if (from === 'refresh' && threadReadsRunning > 0) return;
   const read = ++threadReadsStarted;
   threadReadsRunning++;
   try {
     const title = threadFilter.peek().trim() || null;
-    const first = from === 'refresh' ? Math.max(THREADS_PAGE, shown) : THREADS_PAGE;
-    const { threads: page } = await gql(token.value!, THREADS, { first, after: from === 'more' ? threadsCursor.value : null, title });
-    if (read !== threadReadsStarted) return;
-    const nodes = page.edges.map((edge) => edge.node);
-    threads.value = from === 'more' ? [...threads.value, ...nodes] : nodes;
-    threadsRead.value = true;
-    threadsCursor.value = page.pageInfo.endCursor;
-    threadsHaveMore.value = page.pageInfo.hasNextPage;
+    const wanted = from === 'start' || from === 'more' ? THREADS_PAGE : Math.max(THREADS_PAGE, shown.length);
+    let nodes: ThreadItem[] = [];
+    let after = from === 'more' ? threadsCursor.peek() : null;
+    let page: ThreadsQuery['threads'];
+    do {
+      const first = Math.min(MAX_THREADS_READ, wanted - nodes.length);
+      ({ threads: page } = await gql(token.value!, THREADS, { first, after, title }));
+      if (read !== threadReadsStarted) return;
+      nodes = [...nodes, ...page.edges.map((edge) => edge.node)];
+      after = page.pageInfo.endCursor;
+    } while (from === 'all' && page.pageInfo.hasNextPage && nodes.length < wanted);
+    // A refresh of the newest keeps the rows shown after its last (a thread deleted among the newest is gone).
+    const last = nodes.at(-1);
+    const beyond = from === 'refresh' && last && page.pageInfo.hasNextPage ? shown.filter((thread) => listedAfter(thread, last)) : [];
+    const list = from === 'more' ? [...shown, ...nodes] : [...nodes, ...beyond];
+    batch(() => {
+      threads.value = list;
+      threadsRead.value = true;
+      if (beyond.length === 0) {
+        threadsCursor.value = page.pageInfo.endCursor;
+        threadsHaveMore.value = page.pageInfo.hasNextPage;
+      }
+      threadsBeyondReadAt.value = list.length <= MAX_THREADS_READ ? null : from === 'all' ? Date.now() : (threadsBeyondReadAt.peek() ?? Date.now());
+    });
     // Only the list's own failure: the open thread's (read at the same time) stays on the banner.
     if (pageError.peek() === threadsError) pageError.value = null;
   } catch (error) {
