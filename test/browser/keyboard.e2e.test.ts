@@ -182,6 +182,45 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await page.close();
   }, 120_000);
 
+  it("keeps a search to tool calls or to model calls with a select the keyboard reaches: kept in the address, its count saying which", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'a failed tool and the model calls after it');
+    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
+    // The next model call's input holds the conversation, the tool's error in it.
+    const run = await owner.createRun({ threadId });
+    const lease = await worker.claimRun(run.id, 600);
+    const input = { messages: [{ role: 'user', content: 'fetch it' }, { role: 'tool', content: 'permission denied' }] };
+    const model = await worker.recordModelStarted({ lease, operationId: 'm2', sequence: 1, model: 'gpt-x', input });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const box = page.getByRole('searchbox', { name: 'Search audits' });
+    await box.fill('permission denied');
+    await box.press('Enter');
+    const hitIds = () => page.locator('[data-testid=search-results] li').evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')).sort());
+    await expect.poll(hitIds).toEqual([tool.id, model.id].sort());
+    // From the box, Tab reaches the kind; an arrow key chooses, and the search is read again.
+    const kind = page.getByRole('combobox', { name: 'Kind' });
+    for (let i = 0; i < 5 && !(await kind.evaluate((select) => select === document.activeElement)); i++) await page.keyboard.press('Tab');
+    expect(await focused(page)).toMatch(/^select: Kind/);
+    await page.keyboard.press('ArrowDown');
+    expect(await kind.inputValue()).toBe('TOOL');
+    await expect.poll(hitIds).toEqual([tool.id]);
+    const count = page.locator('[data-testid=search-results] [role=status]');
+    expect(await count.textContent()).toBe('1 matching tool call, newest first');
+    await expect.poll(() => new URL(page.url()).hash).toBe(`#thread=${threadId}&q=permission+denied&kind=TOOL`);
+    // A reload shows the same search.
+    await page.reload();
+    await expect.poll(hitIds).toEqual([tool.id]);
+    expect(await kind.inputValue()).toBe('TOOL');
+    await kind.selectOption('MODEL');
+    await expect.poll(hitIds).toEqual([model.id]);
+    expect(await count.textContent()).toBe('1 matching model call: those with an error first, each newest first');
+    await kind.selectOption('');
+    await expect.poll(hitIds).toEqual([tool.id, model.id].sort());
+    expect(new URL(page.url()).hash).not.toMatch(/kind=/);
+    await page.close();
+  }, 120_000);
+
   it("nests the headings without a skip (h1, h2, h3…) in the timeline with a row's details open, a tool's and a model call's", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'headings in order');
     const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied', status: 'error' } });

@@ -17,6 +17,7 @@ import {
   runSearch,
   searchResults,
   searchScope,
+  searchKind,
   searchStatus,
   searchText,
   searchWindow,
@@ -74,7 +75,7 @@ import {
   type SearchHit,
   type ThreadItem,
 } from './store.js';
-import type { AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
+import type { AuditKind, AuditStatus, ToolCallLedgerCase } from './generated/graphql/graphql.js';
 import { conversationOf, type ConversationMessage } from '../../src/shared/llm-payloads.js';
 import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurationMs } from './ledger.js';
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, utcOffsetLabel, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
@@ -201,6 +202,11 @@ function SearchBox() {
         value={searchName.value}
         onInput={(e) => (searchName.value = e.currentTarget.value)}
       />
+      <select aria-label="Kind" value={searchKind.value} onChange={(e) => ((searchKind.value = e.currentTarget.value as AuditKind | ''), void runSearch())}>
+        <option value="">tool and model calls</option>
+        <option value="TOOL">tool calls</option>
+        <option value="MODEL">model calls</option>
+      </select>
       <select aria-label="Status" value={searchStatus.value} onChange={(e) => ((searchStatus.value = e.currentTarget.value as AuditStatus | ''), void runSearch())}>
         <option value="">any status</option>
         {AUDIT_STATUSES.map((status) => (
@@ -234,7 +240,7 @@ function SearchResults() {
         </p>
       )}
       <p key="count" class="muted" role="status">
-        {results.error ? '' : results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching audit${results.hits.length === 1 && !results.hasMore ? '' : 's'}: tools and errors first, then model calls, each newest first`}
+        {results.error ? '' : results.hits.length === 0 ? 'No audit matches.' : `${results.hits.length}${results.hasMore ? '+' : ''} matching ${HIT_NOUNS[results.kind ?? 'ANY']}${results.hits.length === 1 && !results.hasMore ? '' : 's'}${HIT_ORDERS[results.kind ?? 'ANY']}`}
       </p>
       <ul>
         {rankHits(results.hits).map((hit) => (
@@ -259,6 +265,10 @@ function SearchResults() {
     </section>
   );
 }
+
+/** What the hits are, by the kind searched for (singular), and the order rankHits gives them. */
+const HIT_NOUNS = { ANY: 'audit', TOOL: 'tool call', MODEL: 'model call' } as const;
+const HIT_ORDERS = { ANY: ': tools and errors first, then model calls, each newest first', TOOL: ', newest first', MODEL: ': those with an error first, each newest first' } as const;
 
 /**
  * Tools and errors before model calls that merely carry the text (a model call's input holds the

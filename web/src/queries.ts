@@ -83,8 +83,8 @@ export const RUN_CHANGED = graphql(`
   subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }`);
 
 export const SEARCH_AUDITS = graphql(`
-  query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $since: DateTime, $until: DateTime, $first: Int = 50, $after: ID) {
-    searchAudits(text: $text, name: $name, status: $status, threadId: $threadId, since: $since, until: $until, first: $first, after: $after) {
+  query SearchAudits($text: String, $name: String, $status: AuditStatus, $kind: AuditKind, $threadId: ID, $since: DateTime, $until: DateTime, $first: Int = 50, $after: ID) {
+    searchAudits(text: $text, name: $name, status: $status, kind: $kind, threadId: $threadId, since: $since, until: $until, first: $first, after: $after) {
       hasMore
       items { threadId threadTitle snippet audit { ...PageAuditFields } }
     }

@@ -3,7 +3,7 @@ import type { Client } from 'graphql-ws';
 import { answers, claimsOf, createLiveClient, gql, GraphQLRequestError, isTransient, readFewer, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
-import type { AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
+import type { AuditKind, AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { activityConnection, hash, isActivityHash } from './activity.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
 import { isDeclaredRowKey, layoutTimelineWithAxis, markedText, mergeAudits, mergeRuns, type AuditView, type Row, type RunView, type TimeWindow } from './timeline.js';
@@ -54,6 +54,8 @@ export const searchText = signal('');
 export const searchName = signal('');
 /** An audit status to search for, or '' for any. */
 export const searchStatus = signal<AuditStatus | ''>('');
+/** Tool executions or model calls alone, or '' for both: a model call's input holds the conversation, so it matches what its tools said. */
+export const searchKind = signal<AuditKind | ''>('');
 /**
  * 'thread': within the open thread; 'all': every thread whose audits the caller may read. It says
  * what the results shown are: a search with no thread open is across all threads.
@@ -65,8 +67,8 @@ export interface SearchWindow {
   since: string;
   until: string;
 }
-/** A search's answer; `refused`: its text was refused (too short, too long), so the box is invalid. */
-export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; refused?: boolean; forQuery: string; text: string } | null>(null);
+/** A search's answer; `refused`: its text was refused (too short, too long), so the box is invalid; `kind`: the kind it kept to. */
+export const searchResults = signal<{ hits: SearchHit[]; hasMore: boolean; error: string | null; refused?: boolean; forQuery: string; text: string; kind: AuditKind | null } | null>(null);
 /** The text the shown results matched ('' for none): marked in the results and the opened row's details. */
 export const searchedText = computed(() => (searchResults.value && !searchResults.value.error ? searchResults.value.text : ''));
 
@@ -255,19 +257,20 @@ function searchAsked() {
   const text = searchText.value.trim();
   const name = searchName.value.trim() || null;
   const status = searchStatus.value || null;
+  const kind = searchKind.value || null;
   const scopedThread = searchScope.value === 'thread' ? threadId.value : null;
   const window = searchWindow.value;
-  return { text, name, status, scopedThread, window, forQuery: JSON.stringify([text, name, status, scopedThread, window]) };
+  return { text, name, status, kind, scopedThread, window, forQuery: JSON.stringify([text, name, status, kind, scopedThread, window]) };
 }
 
 /** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
 export async function runSearch(more = false) {
   const search = ++searchesStarted;
   if (!threadId.value) searchScope.value = 'all';
-  const { text, name, status, scopedThread, window, forQuery } = searchAsked();
+  const { text, name, status, kind, scopedThread, window, forQuery } = searchAsked();
   if (!token.value || (!text && !status && !name)) return void (searchResults.value = null);
   if (text && text.length < 3) {
-    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', refused: true, forQuery, text };
+    searchResults.value = { hits: [], hasMore: false, error: 'Type at least three characters.', refused: true, forQuery, text, kind };
     return;
   }
   const shown = searchResults.value?.forQuery === forQuery ? searchResults.value.hits : [];
@@ -275,14 +278,14 @@ export async function runSearch(more = false) {
   searchRunning.value = forQuery;
   try {
     const { searchAudits } = await readFewer(SEARCH_PAGE, (first) =>
-      gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, threadId: scopedThread, since: window?.since ?? null, until: window?.until ?? null, first, after }),
+      gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, kind, threadId: scopedThread, since: window?.since ?? null, until: window?.until ?? null, first, after }),
     );
     if (search !== searchesStarted) return;
-    searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text };
+    searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text, kind };
   } catch (error) {
     if (search !== searchesStarted) return;
     const refused = error instanceof GraphQLRequestError && error.code === 'BAD_USER_INPUT';
-    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), refused, forQuery, text };
+    searchResults.value = { hits: [], hasMore: false, error: error instanceof Error ? error.message : String(error), refused, forQuery, text, kind };
   } finally {
     if (search === searchesStarted) searchRunning.value = null;
   }
@@ -723,15 +726,17 @@ function resetThread() {
 /** The address of a thread, or of one of its rows: `#thread=…&audit=…` (audit or run id), `&errors` with 'Errors only' pressed. */
 export const linkTo = (thread: string, row: string | null, errors = false) => `#thread=${thread}${row ? `&audit=${row}` : ''}${errors ? '&errors' : ''}`;
 
-/** A search as the address holds it (`q`, `name`, `status`, `since` and `until`, and `in=all` for one across threads with a thread open). */
+/** A search as the address holds it (`q`, `name`, `status`, `kind`, `since` and `until`, and `in=all` for one across threads with a thread open). */
 export interface SearchLink {
   text: string;
   name: string;
   status: AuditStatus | '';
+  kind: AuditKind | '';
   all: boolean;
   window: SearchWindow | null;
 }
 const AUDIT_STATUSES: readonly string[] = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'INTERRUPTED', 'ABANDONED'];
+const AUDIT_KINDS: readonly string[] = ['TOOL', 'MODEL'];
 
 /**
  * What an address names: a thread (its row, `Errors only`) and a search, each optional; null for
@@ -752,14 +757,15 @@ export function linkOf(address: string): { thread: string | null; row: string | 
   const [thread, row] = [params.get('thread'), params.get('audit')];
   if (thread !== null && !/^[0-9a-f-]{36}$/i.test(thread)) return 'not understood';
   if (row !== null && (thread === null || !/^(declared:)?[0-9a-f-]{36}$/i.test(row))) return 'not understood';
-  const [text, name, status] = [params.get('q') ?? '', params.get('name') ?? '', params.get('status') ?? ''];
+  const [text, name, status, kind] = [params.get('q') ?? '', params.get('name') ?? '', params.get('status') ?? '', params.get('kind') ?? ''];
   // A search's window: `since` and `until` as ISO times, both or neither, with a search.
   const [since, until] = [params.get('since'), params.get('until')];
   const searchWindow = since === null || until === null ? null : { since: Date.parse(since), until: Date.parse(until) };
   if ((since === null) !== (until === null) || (searchWindow && !(searchWindow.until > searchWindow.since))) return 'not understood';
   const search = text || name || status
     ? {
-        text, name, status: (AUDIT_STATUSES.includes(status) ? status : '') as AuditStatus | '', all: params.get('in') === 'all',
+        text, name, status: (AUDIT_STATUSES.includes(status) ? status : '') as AuditStatus | '', kind: (AUDIT_KINDS.includes(kind) ? kind : '') as AuditKind | '',
+        all: params.get('in') === 'all',
         window: searchWindow && { since: new Date(searchWindow.since).toISOString(), until: new Date(searchWindow.until).toISOString() },
       }
     : null;
@@ -779,11 +785,12 @@ const searchRunning = signal<string | null>(null);
 const searchAddress = computed(() => {
   const forQuery = searchRunning.value ?? searchResults.value?.forQuery;
   if (!forQuery) return '';
-  const [text, name, status, scopedThread, window] = JSON.parse(forQuery) as [string, string | null, string | null, string | null, SearchWindow | null];
+  const [text, name, status, kind, scopedThread, window] = JSON.parse(forQuery) as [string, string | null, string | null, string | null, string | null, SearchWindow | null];
   const params = new URLSearchParams();
   if (text) params.set('q', text);
   if (name) params.set('name', name);
   if (status) params.set('status', status);
+  if (kind) params.set('kind', kind);
   if (window) {
     params.set('since', window.since);
     params.set('until', window.until);
@@ -812,6 +819,7 @@ function followSearch(search: SearchLink) {
   searchText.value = search.text;
   searchName.value = search.name;
   searchStatus.value = search.status;
+  searchKind.value = search.kind;
   searchWindow.value = search.window;
   searchScope.value = search.all || !threadId.value ? 'all' : 'thread';
   if (searchResults.peek()?.forQuery !== searchAsked().forQuery) void runSearch();

@@ -4,6 +4,13 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** Which audits a search reads (searchAudits `kind`). */
+export type AuditKind =
+  /** Model calls: ModelAudit, role ASSISTANT. */
+  | 'MODEL'
+  /** Tool executions: ToolAudit, role TOOL. */
+  | 'TOOL';
+
 /** Where a model or tool audit is: RUNNING until its own terminal event or its run's end closes it. */
 export type AuditStatus =
   /** Closed by the run's end or a lease expiry without a terminal event of its own. */
@@ -181,6 +188,7 @@ export type SearchAuditsQueryVariables = Exact<{
   text?: string | null | undefined;
   name?: string | null | undefined;
   status?: AuditStatus | null | undefined;
+  kind?: AuditKind | null | undefined;
   threadId?: string | number | null | undefined;
   since?: string | null | undefined;
   until?: string | null | undefined;
@@ -697,11 +705,12 @@ fragment PageAuditSummary on AuditSummary {
   outputTokens
 }`) as unknown as TypedDocumentString<RunChangedSubscription, RunChangedSubscriptionVariables>;
 export const SearchAuditsDocument = new TypedDocumentString(`
-    query SearchAudits($text: String, $name: String, $status: AuditStatus, $threadId: ID, $since: DateTime, $until: DateTime, $first: Int = 50, $after: ID) {
+    query SearchAudits($text: String, $name: String, $status: AuditStatus, $kind: AuditKind, $threadId: ID, $since: DateTime, $until: DateTime, $first: Int = 50, $after: ID) {
   searchAudits(
     text: $text
     name: $name
     status: $status
+    kind: $kind
     threadId: $threadId
     since: $since
     until: $until
