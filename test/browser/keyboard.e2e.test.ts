@@ -221,6 +221,32 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await page.close();
   }, 120_000);
 
+  it("puts the focus on the rows when a search hit opens its row in the thread shown, as an entry of its Tool calls does", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'a hit in the thread shown');
+    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await openThread(page, origin, `#thread=${threadId}`);
+    const box = page.getByRole('searchbox', { name: 'Search audits' });
+    await box.fill('permission denied');
+    await box.press('Enter');
+    const hit = page.locator(`[data-testid=search-results] li[data-audit-id="${tool.id}"] a`);
+    await hit.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(tool.id);
+    await expect.poll(() => focused(page)).toMatch(/^div\[grid\]/);
+    expect(await page.getByRole('grid').getAttribute('aria-activedescendant')).toBe(`row-${tool.id}`);
+    // From the thread's Tool calls too, which the timeline replaces.
+    await page.getByRole('button', { name: 'Tool calls', exact: true }).click();
+    await page.locator('[data-testid=ledger] tbody tr').waitFor();
+    await hit.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('grid').waitFor();
+    await expect.poll(() => focused(page)).toMatch(/^div\[grid\]/);
+    expect(await page.getByRole('grid').getAttribute('aria-activedescendant')).toBe(`row-${tool.id}`);
+    await page.close();
+  }, 120_000);
+
   it("nests the headings without a skip (h1, h2, h3…) in the timeline with a row's details open, a tool's and a model call's", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'headings in order');
     const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied', status: 'error' } });

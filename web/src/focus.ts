@@ -10,6 +10,9 @@ export function useFocusedHeading(key: unknown = null) {
 /** The timeline's rows take the focus, on the selected row. */
 export const focusRows = () => document.querySelector<HTMLElement>('[role=grid]')?.focus({ preventScroll: true });
 
+/** Once the page has drawn what an action changed, the rows take the focus (the action's control stays, but what it opened is a row). */
+export const focusRowsOnceDrawn = () => void requestAnimationFrame(focusRows);
+
 /**
  * Once the page has drawn what an action changed, the rows take the focus if the control that held
  * it went with it (the focus fell to the page's body, which sends the next Tab to the page's top).

@@ -81,7 +81,7 @@ import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurat
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, utcOffsetLabel, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, activityTitle, hash, isActivityHash } from './activity.js';
 import { GRAPHQL_URL, pastedToken, tokenRefusal } from './api.js';
-import { focusRows, focusRowsIfLost, useFocusedHeading } from './focus.js';
+import { focusRows, focusRowsIfLost, focusRowsOnceDrawn, useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 
 /**
@@ -245,7 +245,8 @@ function SearchResults() {
       <ul>
         {rankHits(results.hits).map((hit) => (
           <li key={hit.audit.id} data-audit-id={hit.audit.id}>
-            <a href={linkTo(hit.threadId, hit.audit.id)} onClick={inPage(() => openHit(hit))}>
+            {/* In the thread shown, the hit's row takes the focus (the results stay); another thread's heading takes it, as any thread opened does. */}
+            <a href={linkTo(hit.threadId, hit.audit.id)} onClick={inPage(() => (hit.threadId === threadId.value && focusRowsOnceDrawn(), openHit(hit)))}>
               {marked(hit.audit.__typename === 'ToolAudit' ? `tool ${hit.audit.name} (${hit.audit.toolCallId})` : `model ${hit.audit.model ?? ''} (${hit.audit.operationId})`, results.text)}
             </a>
             <span class={`status ${hit.audit.status}`}>{hit.audit.status}</span>
