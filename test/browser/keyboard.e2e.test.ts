@@ -247,6 +247,40 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await page.close();
   }, 120_000);
 
+  it("moves the focus to the first thread or hit of the last page when 'More threads' or 'Next results' goes with it, not to the page's top", async () => {
+    const { who, owner, worker, threadId } = await superadminThread(server.url, 'paged 0');
+    for (let i = 1; i <= 20; i++) await owner.createThread({ title: `paged ${i}` });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    const focusedIn = (selector: string, attribute: string) => page.evaluate(([inside, name]) => document.activeElement?.closest(inside!)?.getAttribute(name!) ?? document.activeElement?.tagName, [selector, attribute]);
+    const more = page.getByRole('button', { name: 'More threads' });
+    const threads = page.locator('section.threads li');
+    let shown = 0;
+    do {
+      shown = await threads.count();
+      await more.focus();
+      await page.keyboard.press('Enter');
+      await expect.poll(() => threads.count()).toBeGreaterThan(shown);
+    } while (await more.count());
+    await expect.poll(() => focusedIn('section.threads li', 'data-thread-id')).toBe(await threads.nth(shown).getAttribute('data-thread-id'));
+
+    // 51 hits: a page of 50, and the last one.
+    const run = await owner.createRun({ threadId });
+    await manyTools(worker, await worker.claimRun(run.id, 600), 'm1', 'fetch', 51);
+    await openThread(page, origin, `#thread=${threadId}`);
+    await page.getByRole('textbox', { name: 'Tool or model name (exact)' }).fill('fetch');
+    await page.keyboard.press('Enter');
+    const hits = page.locator('[data-testid=search-results] li');
+    await expect.poll(() => hits.count()).toBe(50);
+    const before = await hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')));
+    await page.getByRole('button', { name: 'Next results' }).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => hits.count()).toBe(51);
+    const added = (await hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).find((id) => !before.includes(id));
+    await expect.poll(() => focusedIn('[data-testid=search-results] li', 'data-audit-id')).toBe(added);
+    await page.close();
+  }, 180_000);
+
   it("nests the headings without a skip (h1, h2, h3…) in the timeline with a row's details open, a tool's and a model call's", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'headings in order');
     const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied', status: 'error' } });

@@ -14,11 +14,19 @@ export const focusRows = () => document.querySelector<HTMLElement>('[role=grid]'
 export const focusRowsOnceDrawn = () => void requestAnimationFrame(focusRows);
 
 /**
- * Once the page has drawn what an action changed, the rows take the focus if the control that held
+ * Once the page has drawn what an action changed, `focus` moves the focus if the control that held
  * it went with it (the focus fell to the page's body, which sends the next Tab to the page's top).
  */
-export function focusRowsIfLost() {
+export function focusIfLost(focus: () => void) {
   requestAnimationFrame(() => {
-    if (!document.activeElement || document.activeElement === document.body) focusRows();
+    if (!document.activeElement || document.activeElement === document.body) focus();
   });
+}
+
+/** The rows take the focus if the control that held it went (focusIfLost). */
+export const focusRowsIfLost = () => focusIfLost(focusRows);
+
+/** The link of the first item of `list` (an <li> with its id in `key`) not among `before` takes the focus if the button that loaded it went (the last page). */
+export function focusFirstNewIfLost(list: string, key: string, before: ReadonlySet<string | null>) {
+  focusIfLost(() => [...document.querySelectorAll(`${list} li[${key}]`)].find((item) => !before.has(item.getAttribute(key)))?.querySelector<HTMLElement>('a[href]')?.focus());
 }

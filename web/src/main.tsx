@@ -81,7 +81,7 @@ import { LEDGER_CASE_LABELS, LEDGER_STATUSES, leaseLeftMs, rowToOpen, shownDurat
 import { addTokens, dateTimeLabel, failuresText, formatBytes, formatDuration, gapsNear, markedText, payloadText, runLabel, shortId, snippetOf, utcOffsetLabel, withInvisibleMarked, type Axis, type Row, type Tokens } from './timeline.js';
 import { Activity, activityConnection, activityTitle, hash, isActivityHash } from './activity.js';
 import { GRAPHQL_URL, pastedToken, tokenRefusal } from './api.js';
-import { focusRows, focusRowsIfLost, focusRowsOnceDrawn, useFocusedHeading } from './focus.js';
+import { focusFirstNewIfLost, focusRows, focusRowsIfLost, focusRowsOnceDrawn, useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 
 /**
@@ -262,7 +262,11 @@ function SearchResults() {
           </li>
         ))}
       </ul>
-      {results.hasMore && <button data-testid="search-more" onClick={() => void runSearch(true)}>Next results</button>}
+      {results.hasMore && (
+        <button data-testid="search-more" onClick={() => void runSearch(true).then(() => focusFirstNewIfLost('[data-testid=search-results]', 'data-audit-id', new Set(results.hits.map((hit) => hit.audit.id))))}>
+          Next results
+        </button>
+      )}
     </section>
   );
 }
@@ -335,7 +339,9 @@ function ThreadList() {
       </p>
       {beyondReadAt != null && <button onClick={() => loadThreads('all')}>Read them again</button>}
       {shown.length > MAX_THREADS_READ && <ul>{shown.slice(MAX_THREADS_READ).map(ThreadListItem)}</ul>}
-      {threadsHaveMore.value && <button onClick={() => loadThreads('more')}>More threads</button>}
+      {threadsHaveMore.value && (
+        <button onClick={() => void loadThreads('more').then(() => focusFirstNewIfLost('section.threads', 'data-thread-id', new Set(shown.map((thread) => thread.id))))}>More threads</button>
+      )}
     </section>
   );
 }
