@@ -281,6 +281,27 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await page.close();
   }, 180_000);
 
+  it("makes the Activity view's window one step of history however many arrow presses chose it: Back returns to the window before", async () => {
+    const { who } = await superadminThread(server.url, 'activity windows');
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, who.owner);
+    await page.goto(`${origin}/#activity&window=900`);
+    const windowSelect = page.getByRole('combobox', { name: 'Window' });
+    await windowSelect.focus();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=86400');
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
+    expect(await windowSelect.inputValue()).toBe('900');
+    // Chosen again after Back: a new step, Back returns to it.
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=3600');
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
+    await page.close();
+  }, 120_000);
+
   it("nests the headings without a skip (h1, h2, h3…) in the timeline with a row's details open, a tool's and a model call's", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'headings in order');
     const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied', status: 'error' } });

@@ -53,11 +53,35 @@ const addressOf = (settings: Settings) => {
   return `#activity&${params.toString()}`;
 };
 
-/** A filter change is a step Back returns from. */
-function setSettings(settings: Settings) {
+/** A filter change is a step Back returns from, unless it `continues` the step before (replacing it). */
+function setSettings(settings: Settings, continues = false) {
   const next = addressOf(settings);
-  history.pushState(null, '', next);
+  if (continues) history.replaceState(null, '', next);
+  else history.pushState(null, '', next);
   hash.value = next;
+}
+
+/**
+ * The filters' onChange. An arrow key on a select changes it at each press: the presses on one
+ * select, while it keeps the focus, are one step (the first pushes it, the next ones replace it),
+ * so Back returns to the value before them, not to the one a press before. A choice made otherwise
+ * (a mouse's) is a step of its own.
+ */
+function useFilterSteps() {
+  const keyDownOn = useRef<EventTarget | null>(null);
+  const step = useRef<{ select: EventTarget; address: string } | null>(null);
+  const change = (event: { currentTarget: HTMLSelectElement }, settings: Settings) => {
+    const select = event.currentTarget;
+    const byKey = keyDownOn.current === select;
+    setSettings(settings, byKey && step.current?.select === select && step.current.address === location.hash);
+    step.current = byKey ? { select, address: location.hash } : null;
+  };
+  const keys = {
+    onKeyDown: (event: { currentTarget: EventTarget }) => void (keyDownOn.current = event.currentTarget),
+    onKeyUp: () => void (keyDownOn.current = null),
+    onBlur: () => void (step.current = keyDownOn.current = null),
+  };
+  return { change, keys };
 }
 
 interface ActivityAudit {
@@ -483,6 +507,7 @@ export function Activity({ token }: { token: string }) {
   }, [token, settings.windowSeconds, settings.tool]);
 
   const current = view.value;
+  const steps = useFilterSteps();
   const root = useRef<HTMLElement>(null);
   const focused = useRef<{ element: Element; href: string | null; part: string | null } | null>(null);
   // A view that drops the row focus was on (its call ended, or left the failures listed) left focus
@@ -514,13 +539,13 @@ export function Activity({ token }: { token: string }) {
       <div class="activity-controls">
         <label>
           Window{' '}
-          <select value={String(settings.windowSeconds)} onChange={(e) => setSettings({ ...settings, windowSeconds: Number(e.currentTarget.value) })}>
+          <select value={String(settings.windowSeconds)} onChange={(e) => steps.change(e, { ...settings, windowSeconds: Number(e.currentTarget.value) })} {...steps.keys}>
             {WINDOWS.map((w) => <option key={w.seconds} value={String(w.seconds)}>{w.label}</option>)}
           </select>
         </label>
         <label>
           Tool{' '}
-          <select value={settings.tool} onChange={(e) => setSettings({ ...settings, tool: e.currentTarget.value })}>
+          <select value={settings.tool} onChange={(e) => steps.change(e, { ...settings, tool: e.currentTarget.value })} {...steps.keys}>
             <option value="">all tools</option>
             {[...new Set([...toolNames.value, ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
               <option key={name} value={name}>{markedText(name)}</option>
