@@ -302,6 +302,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await page.close();
   }, 120_000);
 
+  it("returns to the Activity view with one Back from a thread one of its links opened while a search showed", async () => {
+    const t = await superadminThread(server.url, 'opened from Activity, searched');
+    const tool = await runWithOneTool(t, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, t.who.owner);
+    await page.goto(`${origin}/#activity&window=900`);
+    const box = page.getByRole('searchbox', { name: 'Search audits' });
+    await box.fill('permission denied');
+    await box.press('Enter');
+    await page.locator(`[data-testid=search-results] li[data-audit-id="${tool.id}"]`).waitFor();
+    await page.locator(`[data-testid=activity-failures] a[href="#thread=${t.threadId}&audit=${tool.id}"]`).click();
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(tool.id);
+    // The search is kept in the thread's address, which the link's entry now holds.
+    await expect.poll(() => new URL(page.url()).hash).toBe(`#thread=${t.threadId}&audit=${tool.id}&q=permission+denied&in=all`);
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
+    await page.locator('h1', { hasText: 'Tool activity' }).waitFor();
+    await page.close();
+  }, 120_000);
+
   it("nests the headings without a skip (h1, h2, h3…) in the timeline with a row's details open, a tool's and a model call's", async () => {
     const { who, owner, worker, threadId } = await superadminThread(server.url, 'headings in order');
     const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', args: { url: 'a' }, input: { url: 'b' }, output: { content: 'denied', status: 'error' } });

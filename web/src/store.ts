@@ -575,8 +575,9 @@ export function openThread(id: string, audit: string | null = null) {
   // the thread without its row, and the push below would then add a second entry.
   pendingReveal.value = audit;
   threadId.value = id;
-  const address = untracked(() => threadAddress(id, audit));
-  if (location.hash !== address) history.pushState(null, '', address);
+  // A link followed (the Activity view's, Back) has its entry already: the address effect adds what
+  // it lacks (the search shown) to it. Pushed, it was a second entry of the thread, and Back stayed there.
+  if (!location.hash.startsWith(`#thread=${id}`)) history.pushState(null, '', untracked(() => threadAddress(id, audit)));
   // Results of "this thread" are the open thread's: read again for this one.
   if (searchResults.peek() && searchScope.peek() === 'thread') void runSearch();
   stopFollowing = followThread(liveClient(), token.value!, id, {
