@@ -302,6 +302,22 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     await page.close();
   }, 120_000);
 
+  it("puts the focus back on the Activity view's link to a thread when Back returns from that thread, not on the view's heading", async () => {
+    const t = await superadminThread(server.url, 'opened from Activity');
+    const tool = await runWithOneTool(t, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signIn(page, origin, t.who.owner);
+    await page.goto(`${origin}/#activity&window=900`);
+    const link = page.locator(`[data-testid=activity-failures] a[href="#thread=${t.threadId}&audit=${tool.id}"]`);
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(tool.id);
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe(`#thread=${t.threadId}&audit=${tool.id}`);
+    await page.close();
+  }, 120_000);
+
   it("returns to the Activity view with one Back from a thread one of its links opened while a search showed", async () => {
     const t = await superadminThread(server.url, 'opened from Activity, searched');
     const tool = await runWithOneTool(t, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });

@@ -520,11 +520,24 @@ export function Activity({ token }: { token: string }) {
     const part = [...root.current!.querySelectorAll('section')].find((section) => section.getAttribute('aria-label') === was.part);
     (links.find((link) => was.href !== null && link.getAttribute('href') === was.href) ?? part?.querySelector<HTMLElement>('h2'))?.focus();
   });
+  // Back from where one of the view's links led (a call's row): that link takes the focus again, once
+  // the view lists it, as it held it when followed (the history entry keeps its address), not the heading.
+  const followed = useRef((history.state as { followed?: string } | null)?.followed ?? null);
+  useLayoutEffect(() => {
+    const href = followed.current;
+    if (!href || !current) return;
+    followed.current = null;
+    if (document.activeElement === heading.current) root.current!.querySelector<HTMLElement>(`a[href="${CSS.escape(href)}"]`)?.focus();
+  });
   return (
     <section
       class="activity"
       aria-label="Tool activity"
       ref={root}
+      onClick={(event) => {
+        const href = (event.target as Element).closest('a[href^="#"]')?.getAttribute('href');
+        if (href) history.replaceState({ followed: href }, '');
+      }}
       onFocusIn={(event) => {
         const element = event.target as Element;
         focused.current = { element, href: element.getAttribute('href'), part: element.closest('section[aria-label]:not(.activity)')?.getAttribute('aria-label') ?? null };
