@@ -71,6 +71,22 @@ async function longThreadWithResume() {
   return { page, runs };
 }
 
+/** A new owner's thread with one failed tool call (fetch: permission denied), its owner signed in on a new page. */
+async function signedInWithAFailedTool(title: string) {
+  const thread = await superadminThread(server.url, title);
+  const tool = await runWithOneTool(thread, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await signIn(page, origin, thread.who.owner);
+  return { threadId: thread.threadId, tool, page };
+}
+
+/** signedInWithAFailedTool, on the Activity view (15 min), with its link to the failed call. */
+async function activityWithAFailure(title: string) {
+  const { threadId, tool, page } = await signedInWithAFailedTool(title);
+  await page.goto(`${origin}/#activity&window=900`);
+  return { threadId, tool, page, link: page.locator(`[data-testid=activity-failures] a[href="#thread=${threadId}&audit=${tool.id}"]`) };
+}
+
 describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alone (${backendName})`, () => {
   server = pageSuite((suite) => ({ origin, browser } = suite));
 
@@ -117,10 +133,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
   }, 180_000);
 
   it("puts the focus on the rows when an entry of the thread's Tool calls opens its row there", async () => {
-    const { who, owner, worker, threadId } = await superadminThread(server.url, 'a ledger entry opened');
-    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await signIn(page, origin, who.owner);
+    const { threadId, tool, page } = await signedInWithAFailedTool('a ledger entry opened');
     await openThread(page, origin, `#thread=${threadId}&calls`);
     const entry = page.locator('.ledger tbody a', { hasText: 'fetch' });
     await entry.focus();
@@ -222,10 +235,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
   }, 120_000);
 
   it("puts the focus on the rows when a search hit opens its row in the thread shown, as an entry of its Tool calls does", async () => {
-    const { who, owner, worker, threadId } = await superadminThread(server.url, 'a hit in the thread shown');
-    const tool = await runWithOneTool({ owner, worker, threadId }, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await signIn(page, origin, who.owner);
+    const { threadId, tool, page } = await signedInWithAFailedTool('a hit in the thread shown');
     await openThread(page, origin, `#thread=${threadId}`);
     const box = page.getByRole('searchbox', { name: 'Search audits' });
     await box.fill('permission denied');
@@ -303,35 +313,26 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
   }, 120_000);
 
   it("puts the focus back on the Activity view's link to a thread when Back returns from that thread, not on the view's heading", async () => {
-    const t = await superadminThread(server.url, 'opened from Activity');
-    const tool = await runWithOneTool(t, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await signIn(page, origin, t.who.owner);
-    await page.goto(`${origin}/#activity&window=900`);
-    const link = page.locator(`[data-testid=activity-failures] a[href="#thread=${t.threadId}&audit=${tool.id}"]`);
+    const { threadId, tool, page, link } = await activityWithAFailure('opened from Activity');
     await link.focus();
     await page.keyboard.press('Enter');
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(tool.id);
     await page.goBack();
     await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
-    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe(`#thread=${t.threadId}&audit=${tool.id}`);
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe(`#thread=${threadId}&audit=${tool.id}`);
     await page.close();
   }, 120_000);
 
   it("returns to the Activity view with one Back from a thread one of its links opened while a search showed", async () => {
-    const t = await superadminThread(server.url, 'opened from Activity, searched');
-    const tool = await runWithOneTool(t, { name: 'fetch', output: { content: 'permission denied', status: 'error' } });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await signIn(page, origin, t.who.owner);
-    await page.goto(`${origin}/#activity&window=900`);
+    const { threadId, tool, page, link } = await activityWithAFailure('opened from Activity, searched');
     const box = page.getByRole('searchbox', { name: 'Search audits' });
     await box.fill('permission denied');
     await box.press('Enter');
     await page.locator(`[data-testid=search-results] li[data-audit-id="${tool.id}"]`).waitFor();
-    await page.locator(`[data-testid=activity-failures] a[href="#thread=${t.threadId}&audit=${tool.id}"]`).click();
+    await link.click();
     await expect.poll(() => page.locator('.row.selected').getAttribute('data-key')).toBe(tool.id);
     // The search is kept in the thread's address, which the link's entry now holds.
-    await expect.poll(() => new URL(page.url()).hash).toBe(`#thread=${t.threadId}&audit=${tool.id}&q=permission+denied&in=all`);
+    await expect.poll(() => new URL(page.url()).hash).toBe(`#thread=${threadId}&audit=${tool.id}&q=permission+denied&in=all`);
     await page.goBack();
     await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
     await page.locator('h1', { hasText: 'Tool activity' }).waitFor();
