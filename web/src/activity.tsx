@@ -324,7 +324,8 @@ function BucketTable({ view: { buckets, since, at, tools }, tool }: { view: Pick
    */
   const longestMs = Math.max(0, ...tools.map((stat) => stat.maxDurationMs ?? 0));
   const failuresLink = (bucket: Bucket) => {
-    const params = new URLSearchParams({ status: 'FAILED' });
+    // Tool calls alone, as the bucket counts: a failed model call of the window is no call it counted.
+    const params = new URLSearchParams({ status: 'FAILED', kind: 'TOOL' });
     if (tool) params.set('name', tool);
     params.set('since', new Date(Date.parse(bucket.start) - longestMs - bucketMs).toISOString());
     params.set('until', buckets[buckets.indexOf(bucket) + 1]?.start ?? at);
