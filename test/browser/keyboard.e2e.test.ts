@@ -265,6 +265,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page by the keyboard alo
     const focusedIn = (selector: string, attribute: string) => page.evaluate(([inside, name]) => document.activeElement?.closest(inside!)?.getAttribute(name!) ?? document.activeElement?.tagName, [selector, attribute]);
     const more = page.getByRole('button', { name: 'More threads' });
     const threads = page.locator('section.threads li');
+    await more.waitFor(); // the first page is in
     let shown = 0;
     do {
       shown = await threads.count();
