@@ -32,3 +32,13 @@ export function onAbort(signal: AbortSignal, listener: () => void): () => void {
 }
 
 const shared = new WeakMap<AbortSignal, { entries: Set<() => void>; fire: () => void }>();
+
+/** Rejects with the signal's reason as soon as it aborts, else settles as `promise` does. */
+export function untilAborted<T>(signal: AbortSignal | undefined, promise: Promise<T>): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const detach = onAbort(signal, () => reject(signal.reason));
+    promise.then(resolve, reject).finally(detach);
+  });
+}

@@ -1,6 +1,6 @@
 import { AuditApiError, isAuditApiError } from './errors.js';
 import { utf8Length } from './json.js';
-import { onAbort } from './abort.js';
+import { onAbort, untilAborted } from './abort.js';
 import { OPERATIONS, type Operation } from './operations.js';
 import type { RunStatus } from './generated/graphql/graphql.js';
 import type { GraphQLHttpTransport } from './transport.js';
@@ -213,16 +213,6 @@ export class EventWriter {
     // earlier ones committed) goes again, before anything written since: each run keeps its order.
     if (unapplied.length) await (unapplied.length === 1 ? this.sendAlone(unapplied[0]!) : this.sendBatch(unapplied));
   }
-}
-
-/** Rejects with the signal's reason as soon as it aborts, else settles as `promise` does. */
-function untilAborted<T>(signal: AbortSignal | undefined, promise: Promise<T>): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const detach = onAbort(signal, () => reject(signal.reason));
-    promise.then(resolve, reject).finally(detach);
-  });
 }
 
 /** An event as `LifecycleEventInput` carries it in a batch, as JSON. */

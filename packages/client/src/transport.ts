@@ -1,6 +1,6 @@
 import { AuditApiError, TRANSPORT_ERROR, type GraphQLErrorPayload } from './errors.js';
 import type { Operation } from './operations.js';
-import { onAbort } from './abort.js';
+import { onAbort, untilAborted } from './abort.js';
 
 export interface RetryPolicy {
   /** Total sends of one replayable request, the first included. */
@@ -97,12 +97,8 @@ export class GraphQLHttpTransport {
 
   /** As executeAnswered, with the variables already serialised (the batching writer serialises each event when written). */
   async executeSerialized<Result>(operation: Operation<Result, unknown>, variablesJson: string, retry?: Partial<RetryPolicy>, signal?: AbortSignal): Promise<Answered<Result>> {
-    if (!signal) return this.attempts(operation, variablesJson, retry);
-    signal.throwIfAborted();
-    return new Promise((resolve, reject) => {
-      const detach = onAbort(signal, () => reject(signal.reason));
-      this.attempts(operation, variablesJson, retry, signal).then(resolve, reject).finally(detach);
-    });
+    signal?.throwIfAborted();
+    return untilAborted(signal, this.attempts(operation, variablesJson, retry, signal));
   }
 
   private async attempts<Result>(operation: Operation<Result, unknown>, variablesJson: string, retry?: Partial<RetryPolicy>, signal?: AbortSignal): Promise<Answered<Result>> {
