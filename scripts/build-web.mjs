@@ -4,7 +4,7 @@
 // are fixed (no hash) as the server serves a fixed list of files (src/server/static-page.ts).
 // Runs on install (postinstall), so `npm start` and `npm ci --omit=dev` both serve a built page.
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -26,10 +26,19 @@ const built = await build({
   legalComments: 'none',
   logLevel: 'warning',
   metafile: true,
+  write: false,
 });
 // A module both app.js and a view's library import would land in a chunk of its own, which the
 // server's fixed list does not serve: the page would break only when that view first draws.
 const outputs = Object.keys(built.metafile.outputs).map((path) => basename(path));
 const unserved = outputs.filter((file) => !['app.js', 'app.css', ...LAZY.map((name) => `${name}.js`)].includes(file));
 if (unserved.length) throw new Error(`web/dist holds ${unserved.join(', ')}, which src/server/static-page.ts does not serve: keep the lazy libraries' modules out of app.js, or serve the file`);
-for (const file of ['index.html', 'favicon.svg']) copyFileSync(join(web, 'src', file), join(dist, file));
+// Each file is written beside itself and renamed over the old one: a server serving web/dist
+// during a rebuild reads a whole file, old or new, never a cut one (a blank page).
+function replace(path, contents) {
+  const next = `${path}.${process.pid}.tmp`;
+  writeFileSync(next, contents);
+  renameSync(next, path);
+}
+for (const { path, contents } of built.outputFiles) replace(path, contents);
+for (const file of ['index.html', 'favicon.svg']) replace(join(dist, file), readFileSync(join(web, 'src', file)));
