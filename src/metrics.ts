@@ -166,6 +166,12 @@ export const exportFailures = zeroed(
   ['throttled', 'unavailable', 'refused', 'timeout', 'unreachable', 'tls', 'internal'].map((reason) => ({ reason })),
 );
 
+export const exportHeld = new Gauge({
+  name: 'agent_audit_export_held',
+  help: '1 while this instance exports nothing because the database was restored (or copied) and the export is held until scripts/release-export.ts releases it, else 0',
+  registers: [registry],
+});
+
 export const exportLagSeconds = new Histogram({
   name: 'agent_audit_export_lag_seconds',
   help: 'From a change committing to the receiver accepting its span',

@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Database } from '../db/database.js';
-import { exportDroppedSpans, exportedSpans, exportFailures, exportLagSeconds, exportRejectedSpans } from '../metrics.js';
+import { exportHeldSince } from '../domain/database-identity.js';
+import { exportDroppedSpans, exportedSpans, exportFailures, exportHeld, exportLagSeconds, exportRejectedSpans } from '../metrics.js';
 import type { ExportConfig } from './config.js';
 import { claimThreads, readChanges, release, takeBackEarlierClaims, unclaim, type ExportBatch } from './queue.js';
 import { otlpTransport, ReceiverFailed } from './otlp-transport.js';
@@ -152,11 +153,29 @@ export function startExporter(db: Database, config: ExportConfig, options: Expor
    * keeps up sends a poll's worth of changes per batch instead of a batch per change.
    */
   let tookBack = false;
+  /** Since when the export was held at the last look, said once when found and once when released. */
+  let heldSince: Date | undefined;
   async function exportBatch(): Promise<boolean> {
     if (!tookBack) {
       await takeBackEarlierClaims(db.sql, instanceId, owner);
       tookBack = true;
     }
+    // Read at every poll, so that a release reaches every instance without a restart. Only a start
+    // on a restored database holds it, before any instance on that database exports.
+    const held = await exportHeldSince(db.sql);
+    exportHeld.set(held ? 1 : 0);
+    if (held) {
+      if (!heldSince) {
+        log.warn(
+          { component: 'export', heldSince: held },
+          'export held: this database was restored (or copied), and the threads deleted since its backup are back; delete them again (examples/operations/redo-deletions.ts), then release the export: scripts/release-export.ts (docs/operations.md, "Backup and restore")',
+        );
+      }
+      heldSince = held;
+      return false;
+    }
+    if (heldSince) log.info({ component: 'export', heldSince }, 'export hold released: exporting');
+    heldSince = undefined;
     const claimed = await claimThreads(db.sql, owner, threadsPerBatch, claimSeconds, config.pollMs / 1000);
     if (claimed.length === 0) return false;
     // The lag is read on the database's clock, which stamped the commits: this instance's own may differ.

@@ -5,6 +5,7 @@ import { changesAfter, pruneRecentChanges, threadCursors } from '../domain/chang
 import { databaseIdentity } from '../domain/database-identity.js';
 import { readOwnersToolActivity } from '../domain/tool-activity.js';
 import { pollToolAuditChanges } from '../domain/tool-activity-changes.js';
+import { log } from '../log.js';
 import type { Clock } from '../realtime/activity-feeds.js';
 import { createPubSubFor, keepsRecentChanges } from '../realtime/pubsub.js';
 
@@ -31,7 +32,13 @@ export async function openStorage(
     }));
   try {
     await migrate(db.driver);
-    const databaseId = await databaseIdentity(db.sql);
+    const { databaseId, restored } = await databaseIdentity(db.sql);
+    if (restored) {
+      log.warn(
+        { databaseId, ...restored },
+        'this database is a restore or a copy: a new database id (change cursors from before are refused), the leases it held fenced, and the export held until released (docs/operations.md, "Backup and restore")',
+      );
+    }
     const feeds = await createPubSubFor(
       config,
       {
