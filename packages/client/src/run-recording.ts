@@ -1,4 +1,4 @@
-import type { AuditClient } from './audit-client.js';
+import type { AuditClient, CallOptions } from './audit-client.js';
 import { SequenceCounter, readClock } from './clock.js';
 import { isAuditApiError } from './errors.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -161,8 +161,8 @@ export class RunRecording {
   /**
    * `finish` (the adapter's own, which ends the run as `status`), for when the agent's result must
    * reach the caller whatever happens to the recording: a run that could not be ended (a lost
-   * lease, a refused token, the server out of reach) comes back with `run: null` and the error as
-   * `recordingError`, instead of thrown.
+   * lease, a refused token, the server out of reach, `finish`'s signal aborted) comes back with
+   * `run: null` and the error as `recordingError`, instead of thrown.
    */
   async tryFinish(status: RunTerminalStatus, finish: () => Promise<FinishedRun>): Promise<FinishedRun> {
     try {
@@ -173,13 +173,29 @@ export class RunRecording {
     }
   }
 
-  /** Waits for every queued write, then ends the run. */
-  async finish(status: RunTerminalStatus, details: { error?: JsonValue; stateMessages?: JsonValue[] } = {}): Promise<FinishedRun> {
-    await this.writer.drain();
+  /**
+   * Waits for every queued write, then ends the run. `signal` bounds both (a shutdown's grace
+   * period, CallOptions): once it aborts, `finish` rejects with its reason, the writes still queued
+   * are never sent and the lease is no longer renewed, so its expiry ends the run.
+   */
+  async finish(status: RunTerminalStatus, details: { error?: JsonValue; stateMessages?: JsonValue[] } = {}, { signal }: CallOptions = {}): Promise<FinishedRun> {
+    try {
+      return await this.end(status, details, signal);
+    } catch (error) {
+      if (signal?.aborted) {
+        this.keeper.stop();
+        this.writer.giveUp();
+      }
+      throw error;
+    }
+  }
+
+  private async end(status: RunTerminalStatus, details: { error?: JsonValue; stateMessages?: JsonValue[] }, signal: AbortSignal | undefined): Promise<FinishedRun> {
+    await this.writer.drain(signal);
     this.keeper.stop();
     this.stopIfLeaseLost();
     try {
-      const run = await this.client.finishRun({ lease: this.keeper.lease, status, ...details });
+      const run = await this.client.finishRun({ lease: this.keeper.lease, status, ...details }, { signal });
       return { status, run, writeErrors: [...this.writer.failures] };
     } catch (error) {
       // finishRun is not replayable: when the answer to an attempt that committed is lost, the

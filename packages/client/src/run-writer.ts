@@ -1,6 +1,7 @@
 import { isAuditApiError, type AuditApiError } from './errors.js';
 import { notify } from './callbacks.js';
 import { AuditLeaseLostError } from './lease-lost.js';
+import { untilAborted } from './abort.js';
 
 /**
  * Write answers after which no write of the run can succeed again: NOT_FOUND is a run that no
@@ -17,6 +18,7 @@ export const RUN_GONE_CODES = ['LEASE_LOST', 'LEASE_EXPIRED', 'NOT_FOUND'] as co
 export class RunWriter {
   private tail: Promise<void> = Promise.resolve();
   private lost: AuditLeaseLostError | undefined;
+  private givenUp = false;
   readonly failures: unknown[] = [];
 
   constructor(
@@ -34,7 +36,7 @@ export class RunWriter {
   async submit(write: () => Promise<unknown>): Promise<void> {
     this.throwIfLost();
     const done = this.tail.then(async () => {
-      if (this.lost) return;
+      if (this.lost || this.givenUp) return;
       try {
         await write();
       } catch (error) {
@@ -67,9 +69,14 @@ export class RunWriter {
     this.onLost(this.lost);
   }
 
-  /** Resolves once every queued write has been answered. */
-  drain(): Promise<void> {
-    return this.tail;
+  /** Resolves once every queued write has been answered; `signal` stops waiting (rejecting with its reason). */
+  drain(signal?: AbortSignal): Promise<void> {
+    return untilAborted(signal, this.tail);
+  }
+
+  /** The run's end was given up (a shutdown out of time): the writes still queued are never sent. */
+  giveUp(): void {
+    this.givenUp = true;
   }
 
   throwIfLost(): void {

@@ -1,5 +1,5 @@
 import { generateText, streamText, wrapLanguageModel, type LanguageModelMiddleware, type StepResult, type ToolSet } from 'ai';
-import type { AuditClient } from '../audit-client.js';
+import type { AuditClient, CallOptions } from '../audit-client.js';
 import { errorJson } from '../json.js';
 import { abortedStatus, RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
 import type { JsonObject, RunTerminalStatus } from '../types.js';
@@ -49,10 +49,13 @@ export class AiSdkAudit {
    * the caller's abortSignal aborted it, FAILED when it threw (the error is rethrown). A lost
    * lease aborts the call and throws AuditLeaseLostError. Once the call has returned, its result
    * is returned even when the run could not be ended (see `tryFinish`: `recordingError`).
+   * `callOptions.signal` bounds the run's end (`finish`): a shutdown's grace period, where `abortSignal`
+   * is the shutdown itself.
    */
   async generateText<TOOLS extends ToolSet>(
     runId: string,
     options: Parameters<typeof generateText<TOOLS>>[0] & RecordableOptions,
+    callOptions: CallOptions = {},
   ): Promise<FinishedRun & { result: Awaited<ReturnType<typeof generateText<TOOLS>>> }> {
     const run = await this.start(runId, { signal: options.abortSignal });
     let result: Awaited<ReturnType<typeof generateText<TOOLS>>>;
@@ -60,10 +63,10 @@ export class AiSdkAudit {
       result = await generateText(run.record(options));
     } catch (error) {
       run.stopIfLeaseLost();
-      await run.finish({ error });
+      await run.finish({ error }, callOptions);
       throw error;
     }
-    return { ...(await run.tryFinish({ steps: result.steps })), result };
+    return { ...(await run.tryFinish({ steps: result.steps }, callOptions)), result };
   }
 
   /**
@@ -72,11 +75,13 @@ export class AiSdkAudit {
    * ended and the run with it, with the status recorded: COMPLETED, FAILED when the stream failed
    * (an error part included; `error` is that error), CANCELLED when your abortSignal stopped it.
    * It rejects only when the recording itself failed: AuditLeaseLostError when the lease was
-   * lost, or the error of the finishRun call.
+   * lost, the error of the finishRun call, or the reason of `callOptions.signal`, which bounds the run's
+   * end as `finish`'s does.
    */
   async streamText<TOOLS extends ToolSet>(
     runId: string,
     options: Parameters<typeof streamText<TOOLS>>[0] & RecordableOptions,
+    callOptions: CallOptions = {},
   ): Promise<{ result: ReturnType<typeof streamText<TOOLS>>; finished: Promise<FinishedStream> }> {
     const run = await this.start(runId, { signal: options.abortSignal });
     let streamError: { error: unknown } | undefined;
@@ -91,10 +96,10 @@ export class AiSdkAudit {
       },
     });
     const finished = Promise.resolve(result.steps).then(
-      async (steps): Promise<FinishedStream> => ({ ...(await run.finish({ steps, ...streamError })), ...streamError }),
+      async (steps): Promise<FinishedStream> => ({ ...(await run.finish({ steps, ...streamError }, callOptions)), ...streamError }),
       async (error: unknown): Promise<FinishedStream> => {
         run.stopIfLeaseLost();
-        return { ...(await run.finish({ error })), error };
+        return { ...(await run.finish({ error }, callOptions)), error };
       },
     );
     // Handled here too: a worker whose own code threw before `await finished` must not crash on an
@@ -167,9 +172,10 @@ export class AuditedAiRun {
    * for a tool approval (`needsApproval`: the approved call runs in the run that resumes this
    * one), else COMPLETED. The tool errors the SDK handed back to the model for this run's bare
    * errors settle them as FAILED: as `stateMessages`, or at a pause (where the server does not
-   * settle from the state) as those tools' finishes first.
+   * settle from the state) as those tools' finishes first. `signal` bounds it (a shutdown's grace
+   * period), as RunRecording.finish says.
    */
-  async finish(outcome: AiSdkOutcome): Promise<FinishedRun> {
+  async finish(outcome: AiSdkOutcome, options: CallOptions = {}): Promise<FinishedRun> {
     this.stopIfLeaseLost();
     const failed = 'error' in outcome && outcome.error !== undefined;
     const status = this.statusOf(outcome);
@@ -181,19 +187,24 @@ export class AuditedAiRun {
         await this.recording.write((lease) => this.recording.client.recordToolFinished({ lease, toolCallId, output, ...event }));
       }
     }
-    return this.recording.finish(status, {
-      error: failed ? errorJson(outcome.error) : undefined,
-      stateMessages: status === 'INTERRUPTED' ? undefined : settling,
-    });
+    return this.recording.finish(
+      status,
+      {
+        error: failed ? errorJson(outcome.error) : undefined,
+        stateMessages: status === 'INTERRUPTED' ? undefined : settling,
+      },
+      options,
+    );
   }
 
   /**
    * `finish`, for when the agent's result must reach the caller whatever happens to the
    * recording: a run that could not be ended (a lost lease, a refused token, the server out of
-   * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
+   * reach, `signal` aborted first) comes back with `run: null` and the error as `recordingError`,
+   * instead of thrown.
    */
-  tryFinish(outcome: AiSdkOutcome): Promise<FinishedRun> {
-    return this.recording.tryFinish(this.statusOf(outcome), () => this.finish(outcome));
+  tryFinish(outcome: AiSdkOutcome, options: CallOptions = {}): Promise<FinishedRun> {
+    return this.recording.tryFinish(this.statusOf(outcome), () => this.finish(outcome, options));
   }
 
   private statusOf(outcome: AiSdkOutcome): RunTerminalStatus {

@@ -1,7 +1,7 @@
 import { isBaseMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { onAbort } from '../abort.js';
-import type { AuditClient } from '../audit-client.js';
+import type { AuditClient, CallOptions } from '../audit-client.js';
 import { errorJson } from '../json.js';
 import { abortedStatus, RunRecording, type FinishedRun, type RecordingOptions } from '../run-recording.js';
 import { settlingMessages } from '../state-messages.js';
@@ -54,13 +54,15 @@ export class LangGraphAudit {
    * when the graph paused on interrupt(), CANCELLED when `config.signal` aborted it, FAILED when
    * it threw (the error is rethrown in both cases), COMPLETED otherwise. A lost lease aborts the invocation with AuditLeaseLostError. Once the
    * graph has returned, its state is returned even when the run could not be ended (see
-   * `tryFinish`: `recordingError`).
+   * `tryFinish`: `recordingError`). `options.signal` bounds the run's end (`finish`): a shutdown's
+   * grace period, where `config.signal` is the shutdown itself.
    */
   async invoke<Input, State>(
     runId: string,
     graph: InvokableGraph<Input, State>,
     input: Input,
     config: RunnableConfig = {},
+    options: CallOptions = {},
   ): Promise<FinishedRun & { state: State }> {
     callbackList(config.callbacks); // refused before the run is claimed
     const run = await this.start(runId, { signal: config.signal });
@@ -69,10 +71,10 @@ export class LangGraphAudit {
       state = await graph.invoke(input, run.record(config));
     } catch (error) {
       run.stopIfLeaseLost();
-      await run.finish({ error });
+      await run.finish({ error }, options);
       throw error;
     }
-    return { ...(await run.tryFinish({ state })), state };
+    return { ...(await run.tryFinish({ state }, options)), state };
   }
 }
 
@@ -137,9 +139,10 @@ export class AuditedRun {
    * graph paused on interrupt(), else COMPLETED. The final state's ToolMessages of tools that
    * ended in a bare error go along as `stateMessages`, so the server settles them; at a pause
    * on interrupt() they are sent as those tools' finishes first (the server settles from the
-   * state only at a COMPLETED or FAILED end).
+   * state only at a COMPLETED or FAILED end). `signal` bounds it (a shutdown's grace period),
+   * as RunRecording.finish says.
    */
-  async finish(outcome: InvocationOutcome): Promise<FinishedRun> {
+  async finish(outcome: InvocationOutcome, options: CallOptions = {}): Promise<FinishedRun> {
     this.detach();
     const status = this.endingOf(outcome);
     if (status === 'INTERRUPTED' && 'state' in outcome) {
@@ -148,19 +151,24 @@ export class AuditedRun {
       // never runs those tools again: settle each from its last error ToolMessage now.
       for (const message of settlingMessages(this.bareErrorToolMessages(outcome.state))) await this.handler.settleBareError(message);
     }
-    return this.recording.finish(status, {
-      error: 'error' in outcome ? errorJson(outcome.error) : undefined,
-      stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.bareErrorToolMessages(outcome.state) : undefined,
-    });
+    return this.recording.finish(
+      status,
+      {
+        error: 'error' in outcome ? errorJson(outcome.error) : undefined,
+        stateMessages: 'state' in outcome && status !== 'INTERRUPTED' ? this.bareErrorToolMessages(outcome.state) : undefined,
+      },
+      options,
+    );
   }
 
   /**
    * `finish`, for when the graph's state must reach the caller whatever happens to the
    * recording: a run that could not be ended (a lost lease, a refused token, the server out of
-   * reach) comes back with `run: null` and the error as `recordingError`, instead of thrown.
+   * reach, `signal` aborted first) comes back with `run: null` and the error as `recordingError`,
+   * instead of thrown.
    */
-  tryFinish(outcome: InvocationOutcome): Promise<FinishedRun> {
-    return this.recording.tryFinish(this.endingOf(outcome), () => this.finish(outcome));
+  tryFinish(outcome: InvocationOutcome, options: CallOptions = {}): Promise<FinishedRun> {
+    return this.recording.tryFinish(this.endingOf(outcome), () => this.finish(outcome, options));
   }
 
   private endingOf(outcome: InvocationOutcome): RunTerminalStatus {
