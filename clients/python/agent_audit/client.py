@@ -90,6 +90,10 @@ class AuditClient:
     ``token`` is a JWT, or a function giving one that is called before each request (short-lived
     tokens: cache it there and mint a new one near its ``exp``); a request refused as
     ``UNAUTHENTICATED`` asks it once more and is resent if it then gives another token.
+    ``timeout`` (seconds: a shutdown's grace period), which ``finish_run`` and each ``record_*``
+    call take, bounds the wait for the answer, retries included: past it the call raises
+    ``AuditApiError`` (``TRANSPORT_ERROR``), an event not yet sent is never sent, and one sent may
+    still have been applied.
     """
 
     def __init__(
@@ -213,9 +217,10 @@ class AuditClient:
         input: JSON = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ModelAudit:
         fields = {"operationId": operation_id, "sequence": str(sequence), "model": model, "input": input}
-        return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_STARTED, lease, fields, observed_at, clock))
+        return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_STARTED, lease, fields, observed_at, clock, timeout))
 
     def record_model_finished(
         self,
@@ -230,6 +235,7 @@ class AuditClient:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ModelAudit:
         """Closes the model call (COMPLETED or FAILED); each declared tool call becomes a PENDING ToolCall."""
         fields = {
@@ -241,7 +247,7 @@ class AuditClient:
             "toolCalls": tool_calls_json(list(tool_calls or [])),
             "sequence": _big(sequence),
         }
-        return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_FINISHED, lease, fields, observed_at, clock))
+        return ModelAudit.from_json(self._lifecycle(ops.RECORD_MODEL_FINISHED, lease, fields, observed_at, clock, timeout))
 
     def record_tool_started(
         self,
@@ -253,10 +259,11 @@ class AuditClient:
         effective_input: JSON = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ToolAudit:
         """Binds to the model call that declared ``tool_call_id`` (else MODEL_NOT_FOUND)."""
         fields = {"toolCallId": tool_call_id, "name": name, "effectiveInput": effective_input, "sequence": str(sequence)}
-        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_STARTED, lease, fields, observed_at, clock))
+        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_STARTED, lease, fields, observed_at, clock, timeout))
 
     def record_tool_finished(
         self,
@@ -267,10 +274,11 @@ class AuditClient:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ToolAudit:
         """``output`` is the raw tool message envelope; ``output["status"] == "error"`` records a controlled failure."""
         fields = {"toolCallId": tool_call_id, "output": output, "sequence": _big(sequence)}
-        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_FINISHED, lease, fields, observed_at, clock))
+        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_FINISHED, lease, fields, observed_at, clock, timeout))
 
     def record_tool_error(
         self,
@@ -281,10 +289,11 @@ class AuditClient:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ToolAudit:
         """A bare error (an exception, a timeout, an interrupt): the audit waits for the run's verdict."""
         fields = {"toolCallId": tool_call_id, "error": error, "sequence": _big(sequence)}
-        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_ERROR, lease, fields, observed_at, clock))
+        return ToolAudit.from_json(self._lifecycle(ops.RECORD_TOOL_ERROR, lease, fields, observed_at, clock, timeout))
 
     def finish_run(
         self,
@@ -372,6 +381,7 @@ class AuditClient:
         fields: Dict[str, Any],
         observed_at: ObservedAt,
         clock: Optional[ClockReading],
+        timeout: Optional[float] = None,
     ) -> Any:
         check_values(operation, {name: fields[name] for name in _JSON_FIELDS if name in fields}, observed_at)
         fields = {name: self._capped(value) if name in _PAYLOAD_FIELDS else value for name, value in fields.items()}
@@ -384,7 +394,7 @@ class AuditClient:
             "observedAt": now_rfc3339() if observed_at is READ_NOW or observed_at is None else to_rfc3339(observed_at),
             "clock": None if reading is None else {"clockId": reading.clock_id, "nanos": str(reading.nanos)},
         }
-        return self._event(operation, {"input": _without_none(event)})
+        return self._event(operation, {"input": _without_none(event)}, timeout)
 
     def _capped(self, value: Any) -> Any:
         return None if value is None else cap_json(storable(value), self.max_json_bytes)

@@ -60,7 +60,8 @@ class RunSession:
     is not this worker's to end).
 
     Each event method takes its sequence number from ``sequence`` and reads the wall clock and
-    the monotonic clock when it is called, unless given.
+    the monotonic clock when it is called, unless given, and bounds the wait for its answer by
+    ``timeout`` (seconds) as ``AuditClient``'s calls do.
     """
 
     def __init__(
@@ -159,11 +160,12 @@ class RunSession:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ModelAudit:
         """A model call starts; ``operation_id`` is unique within the run."""
         number = self._sequence(ops.RECORD_MODEL_STARTED, {"input": input}, observed_at, sequence)
         return self._write(lambda: self.client.record_model_started(
-            self.lease, operation_id, number, model=model, input=input, observed_at=observed_at, clock=clock))
+            self.lease, operation_id, number, model=model, input=input, observed_at=observed_at, clock=clock, timeout=timeout))
 
     def model_finished(
         self,
@@ -177,13 +179,14 @@ class RunSession:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ModelAudit:
         """The model call ends, declaring its tool calls (record this before starting them)."""
         json_fields = {"output": output, "error": error, "usage": usage, "toolCalls": tool_calls_json(list(tool_calls or []))}
         number = self._sequence(ops.RECORD_MODEL_FINISHED, json_fields, observed_at, sequence)
         return self._write(lambda: self.client.record_model_finished(
             self.lease, operation_id, status=status, output=output, error=error, usage=usage,
-            tool_calls=tool_calls, sequence=number, observed_at=observed_at, clock=clock))
+            tool_calls=tool_calls, sequence=number, observed_at=observed_at, clock=clock, timeout=timeout))
 
     def tool_started(
         self,
@@ -194,11 +197,12 @@ class RunSession:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ToolAudit:
         """A declared tool call starts, with the input it really runs with."""
         number = self._sequence(ops.RECORD_TOOL_STARTED, {"effectiveInput": effective_input}, observed_at, sequence)
         return self._write(lambda: self.client.record_tool_started(
-            self.lease, tool_call_id, name, number, effective_input=effective_input, observed_at=observed_at, clock=clock))
+            self.lease, tool_call_id, name, number, effective_input=effective_input, observed_at=observed_at, clock=clock, timeout=timeout))
 
     def tool_finished(
         self,
@@ -208,11 +212,12 @@ class RunSession:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ToolAudit:
         """The tool returned its message envelope (``status: "error"`` in it is a controlled failure)."""
         number = self._sequence(ops.RECORD_TOOL_FINISHED, {"output": output}, observed_at, sequence)
         return self._write(lambda: self.client.record_tool_finished(
-            self.lease, tool_call_id, output, sequence=number, observed_at=observed_at, clock=clock))
+            self.lease, tool_call_id, output, sequence=number, observed_at=observed_at, clock=clock, timeout=timeout))
 
     def tool_error(
         self,
@@ -222,11 +227,12 @@ class RunSession:
         sequence: Optional[int] = None,
         observed_at: ObservedAt = READ_NOW,
         clock: Optional[ClockReading] = READ_NOW,
+        timeout: Optional[float] = None,
     ) -> ToolAudit:
         """The tool raised, timed out or was interrupted: a bare error, settled by the run's end."""
         number = self._sequence(ops.RECORD_TOOL_ERROR, {"error": error}, observed_at, sequence)
         return self._write(lambda: self.client.record_tool_error(
-            self.lease, tool_call_id, error, sequence=number, observed_at=observed_at, clock=clock))
+            self.lease, tool_call_id, error, sequence=number, observed_at=observed_at, clock=clock, timeout=timeout))
 
     def finish(
         self,

@@ -93,6 +93,40 @@ class BatchingLiveTest(LiveTestCase):
         with self.assertRaises(RuntimeError):
             worker.finish_run(lease, "INTERRUPTED")
 
+    def test_record_calls_with_a_timeout_give_up_when_the_server_does_not_answer(self) -> None:
+        # A worker recording its tool's error on its way out (SIGTERM) with the server out of reach
+        # (no answer: a partition) would wait for the whole retry policy (8 attempts of 30 s) per
+        # call. ``timeout`` bounds each, as it bounds ``finish``: batched or not, the session's
+        # event methods as the client's.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        token = self.server.token(self.worker_sub, "worker")
+        worker = AuditClient(proxy.url, token)
+        self.addCleanup(worker.close, 0)
+        unbatched = AuditClient(proxy.url, token, batching=False)
+        run = worker.start_run(run_id, lease_seconds=2)
+        run.model_started("model-1", model="m", input={})
+        run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "search", {})])
+        run.tool_started("call-1", "search", effective_input={})
+        lease = run.lease
+        proxy.silent.set()
+        calls = {
+            "run.tool_error": lambda: run.tool_error("call-1", {"message": "stopped"}, timeout=0.3),
+            "record_model_started": lambda: unbatched.record_model_started(lease, "model-2", 10, model="m", input={}, timeout=0.3),
+            "record_model_finished": lambda: unbatched.record_model_finished(lease, "model-2", timeout=0.3),
+            "record_tool_started": lambda: unbatched.record_tool_started(lease, "call-2", "search", 11, timeout=0.3),
+            "record_tool_finished": lambda: unbatched.record_tool_finished(lease, "call-1", {"status": "success"}, timeout=0.3),
+            "record_tool_error": lambda: unbatched.record_tool_error(lease, "call-1", {"message": "stopped"}, timeout=0.3),
+            "run.finish": lambda: run.finish("INTERRUPTED", timeout=0.3),  # also stops its lease keeper
+        }
+        for name, call in calls.items():
+            with self.subTest(name):
+                with self.assertRaises(AuditApiError) as raised:
+                    call()
+                self.assertEqual(raised.exception.code, "TRANSPORT_ERROR")
+                self.assertIn("no answer within 0.3 s", str(raised.exception))
+
     def test_a_request_held_in_flight_does_not_stop_another_runs_renewals(self) -> None:
         # Run A's event is answered slowly (a slow link, a large upload) while run B, with a short
         # lease, only renews it: B's lease must outlive its length and the server's sweeps.
