@@ -166,7 +166,9 @@ class AuditClient:
         manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called once the
         lease is gone, on the thread that found it gone: the keeper's, or the one whose call got
         the refusal; its value is ignored. ``stop_timeout`` bounds (seconds) the INTERRUPTED
-        finish of a block left by a stop (SIGTERM's ``SystemExit``, Ctrl-C, a cancelled task)."""
+        finish of a block left by a stop (SIGTERM's ``SystemExit``, Ctrl-C, a cancelled task);
+        without it, that finish waits no longer than the lease lasts (past its expiry it could only
+        be refused)."""
         from .session import RunSession
 
         return RunSession.claim(

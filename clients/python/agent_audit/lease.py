@@ -77,6 +77,10 @@ class LeaseKeeper:
         """The newest lease (its epoch never changes; its expiry moves on)."""
         return self._lease
 
+    def seconds_left(self) -> float:
+        """How long the lease still lasts, on this process's monotonic clock (0 once expired)."""
+        return max(0.0, self._expires_at - time.monotonic())
+
     def stop(self) -> None:
         """Stops renewing; the lease itself stays until it expires or the run ends. Does not wait
         for a renewal in flight: its answer is ignored."""

@@ -75,7 +75,8 @@ class RunSession:
         stop_timeout: Optional[float] = None,
     ) -> None:
         self.client = client
-        #: Seconds the finish of a block left by a stop may take (a shutdown's grace period).
+        #: Seconds the finish of a block left by a stop may take (a shutdown's grace period); at
+        #: most what is left of the lease, the bound without it.
         self.stop_timeout = stop_timeout
         self.run_id = lease.run_id
         self.sequence = SequenceCounter(first_sequence)
@@ -294,7 +295,7 @@ class RunSession:
         stopped = isinstance(exc, _STOPS)
         try:
             self.finish("INTERRUPTED" if stopped else "FAILED", error={"name": type(exc).__name__, "message": str(exc)},
-                        timeout=self.stop_timeout if stopped else None)
+                        timeout=self._stop_bound() if stopped else None)
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
             self.finish_error = error
 
@@ -310,6 +311,12 @@ class RunSession:
         """As leaving the ``with`` block, but the run's finish (a request, retried by the client's
         RetryPolicy) is sent from a worker thread (``asyncio.to_thread``), so the loop runs on."""
         await asyncio.to_thread(self.__exit__, exc_type, exc, traceback)
+
+    def _stop_bound(self) -> float:
+        # Nothing renews the lease once the finish is sent, and past its expiry the finish could
+        # only be refused: without stop_timeout, a stop waits no longer than that.
+        left = self._keeper.seconds_left()
+        return left if self.stop_timeout is None else min(self.stop_timeout, left)
 
     def _sequence(self, operation: ops.Operation, json_fields: Dict[str, Any], observed_at: Any, given: Optional[int]) -> int:
         # The event's number is taken only once its values are known to be sendable: a refused

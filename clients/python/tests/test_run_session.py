@@ -6,9 +6,9 @@ import signal
 import sys
 import textwrap
 import time
-from typing import List
+from typing import List, Tuple
 
-from agent_audit import DeclaredToolCall
+from agent_audit import DeclaredToolCall, Run
 
 from .support import LiveTestCase, LossyProxy
 
@@ -154,23 +154,23 @@ class RunSessionTest(LiveTestCase):
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
 
-    def test_a_stop_with_the_server_out_of_reach_finishes_within_stop_timeout_and_the_lease_expiry_closes_the_run(self) -> None:
-        # Kubernetes sends SIGTERM, then SIGKILL after its grace period. With the server out of
-        # reach (no answer: a partition), the finish on leaving the block would wait for the whole
-        # retry policy (8 attempts of 30 s); ``stop_timeout`` bounds it, the process exits, and the
-        # run ends when its lease expires: FAILED (LEASE_EXPIRED), its running tool ABANDONED.
+    def stop_out_of_reach(self, start_run_args: str) -> Tuple[str, str, Run]:
+        """Runs an agent whose block (``worker.start_run(run_id, <start_run_args>)``) has a tool
+        running, makes the server stop answering (a partition: no answer, no reset) and sends it
+        SIGTERM, whose handler calls ``sys.exit()``. Returns the thread, the agent's stderr once it
+        exited, and the run once it ended."""
         thread_id, run_id = self.queued_run()
         proxy = LossyProxy(self.server.url, mode="forward")
         self.addCleanup(proxy.close)
-        agent = textwrap.dedent("""
+        agent = textwrap.dedent(f"""
             import signal, sys, time
             from agent_audit import AuditClient, DeclaredToolCall
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
             worker = AuditClient(sys.argv[1], sys.argv[2])
-            with worker.start_run(sys.argv[3], lease_seconds=2, stop_timeout=1) as run:
-                run.model_started("model-1", model="gpt-x", input={})
-                run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "search", {"q": "x"})])
-                run.tool_started("call-1", "search", effective_input={"q": "x"})
+            with worker.start_run(sys.argv[3], {start_run_args}) as run:
+                run.model_started("model-1", model="gpt-x", input={{}})
+                run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "search", {{"q": "x"}})])
+                run.tool_started("call-1", "search", effective_input={{"q": "x"}})
                 print("working", flush=True)
                 time.sleep(60)
         """)
@@ -178,13 +178,29 @@ class RunSessionTest(LiveTestCase):
         proxy.silent.set()
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
+        return thread_id, stderr, self.run_once_ended(run_id)
+
+    def test_a_stop_with_the_server_out_of_reach_finishes_within_stop_timeout_and_the_lease_expiry_closes_the_run(self) -> None:
+        # Kubernetes sends SIGTERM, then SIGKILL after its grace period. With the server out of
+        # reach, the finish on leaving the block would wait for the whole retry policy (8 attempts
+        # of 30 s); ``stop_timeout`` bounds it, the process exits, and the run ends when its lease
+        # expires: FAILED (LEASE_EXPIRED), its running tool ABANDONED.
+        thread_id, stderr, after = self.stop_out_of_reach("lease_seconds=2, stop_timeout=1")
         self.assertIn("stopped by SIGTERM", stderr)
-        after = self.run_once_ended(run_id)
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
         [tool] = [item for item in self.owner.thread_audits(thread_id).items if item.operation_id == "call-1"]
         self.assertEqual(tool.status, "ABANDONED")
         self.assertEqual([call.status for call in after.tool_calls], ["FAILED"])
+
+    def test_a_stop_without_stop_timeout_with_the_server_out_of_reach_waits_no_longer_than_the_lease(self) -> None:
+        # Without ``stop_timeout`` the same finish waited for the whole retry policy: the process
+        # outlived Kubernetes' grace period. Past the lease's expiry the finish could only be
+        # refused, so it waits no longer than that: the process exits and the expiry ends the run.
+        _, stderr, after = self.stop_out_of_reach("lease_seconds=2")
+        self.assertIn("stopped by SIGTERM", stderr)
+        self.assertEqual(after.status, "FAILED")
+        self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
 
     def test_a_run_finished_inside_the_block_is_not_finished_again(self) -> None:
         _, run_id = self.queued_run()
