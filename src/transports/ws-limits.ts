@@ -14,6 +14,15 @@ function limitError(message: string, limit: string, max: number): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', limit, max } });
 }
 
+/** The size of `value` as JSON; undefined when it is nested deeper than JSON.stringify (which recurses) can go. */
+function jsonBytes(value: unknown): number | undefined {
+  try {
+    return Buffer.byteLength(JSON.stringify(value));
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The graphql-ws connection caps (README "Security model"): connectionParams size, connections
  * per principal, how long a connection without a valid token stays open, and subscriptions per
@@ -81,7 +90,11 @@ export function webSocketLimits(config: Config, verifier: TokenVerifier) {
     /** graphql-ws `onConnect`: false refuses the connection (closed here with the reason). */
     async onConnect(ctx: Connection): Promise<boolean> {
       const socket = ctx.extra.socket;
-      const paramsBytes = Buffer.byteLength(JSON.stringify(ctx.connectionParams ?? {}));
+      const paramsBytes = jsonBytes(ctx.connectionParams ?? {});
+      if (paramsBytes === undefined) {
+        socket.close(4400, 'connectionParams are nested too deep');
+        return false;
+      }
       if (paramsBytes > limits.maxConnectionParamsBytes) {
         socket.close(4413, `connectionParams exceed ${limits.maxConnectionParamsBytes} bytes`);
         return false;
