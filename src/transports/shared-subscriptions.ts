@@ -17,6 +17,16 @@ import { perEvent } from '../realtime/per-event.js';
 
 type Result = ExecutionResult;
 
+/**
+ * The values of the variables the operation declares (a subscription started, so they coerced:
+ * IDs, strings, numbers). Those it does not declare change nothing it delivers, and may be any
+ * JSON, deeper than JSON.stringify can write.
+ */
+function declaredValues({ document, operationName, variableValues }: ExecutionArgs): unknown[] {
+  const declared = getOperationAST(document, operationName)?.variableDefinitions ?? [];
+  return declared.map((definition) => variableValues?.[definition.variable.name.value] ?? null);
+}
+
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
   typeof (value as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === 'function';
 
@@ -113,7 +123,7 @@ export function sharedSubscriptions(mask: (error: GraphQLError, context: GraphQL
     const group = JSON.stringify([
       print(args.document),
       args.operationName ?? null,
-      args.variableValues ?? null,
+      declaredValues(args),
       context.principal?.sub ?? null,
       context.principal?.role ?? null,
     ]);
