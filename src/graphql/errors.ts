@@ -28,7 +28,8 @@ export function echoed(value: string, max = 100): string {
  * graphql-js's refusal of a variable, `Variable "$input" got invalid value <value>[ at "<path>"]; <reason>`,
  * with the value quoted as echoed() quotes it: graphql-js writes it whole, every key of an object
  * and every character of a string, so a tool input holding a megabyte screenshot came back in the
- * message of its refusal.
+ * message of its refusal. The reason quotes the value again (`Int cannot represent non-integer
+ * value: "…"`, `Value "…" does not exist in "RunStatus" enum.`): each string it quotes is cut too.
  */
 export function withInvalidValueCut(error: GraphQLError): string {
   const reason = error.originalError instanceof GraphQLError ? error.originalError.message : undefined;
@@ -36,7 +37,8 @@ export function withInvalidValueCut(error: GraphQLError): string {
   if (!quoted || reason === undefined || !error.message.endsWith(`; ${reason}`)) return error.message;
   const value = error.message.slice(quoted[1]!.length, error.message.length - reason.length - 2);
   const at = / at "[^"]*"$/.exec(value)?.[0] ?? '';
-  return `${quoted[1]}${echoed(value.slice(0, value.length - at.length))}${at}; ${reason}`;
+  const reasonCut = reason.replace(/"(?:[^"\\]|\\.){100,}"/g, (string) => `${echoed(string.slice(0, -1))}"`);
+  return `${quoted[1]}${echoed(value.slice(0, value.length - at.length))}${at}; ${reasonCut}`;
 }
 
 /**
@@ -96,7 +98,8 @@ function maskOnce(error: unknown, requestId: () => string | undefined): Error {
     // graphql-js's own request errors carry no code; those raised while executing (a path) are bugs.
     // A syntax error is a parse failure on every transport, as yoga names it over HTTP.
     if (code === undefined && !outer.path) {
-      return createGraphQLError(outer.message, {
+      // A subscription's variables are refused here (a query's and a mutation's in yoga.ts, useVariableErrorsOfGraphqlJs).
+      return createGraphQLError(withInvalidValueCut(outer), {
         nodes: outer.nodes,
         extensions: { ...outer.extensions, code: original.source && outer.message.startsWith('Syntax Error:') ? 'GRAPHQL_PARSE_FAILED' : 'BAD_USER_INPUT' },
       });

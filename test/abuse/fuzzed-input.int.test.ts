@@ -431,7 +431,7 @@ describe(`hostile subscription arguments, drawn from seed ${SEED} (${backendName
     s.cursor = (await t.gql('query($id: ID!) { threadAudits(threadId: $id) { cursor } }', { id: s.threadId }, s.owner)).data.threadAudits.cursor;
   });
 
-  it.fails('over SSE and graphql-ws: refused when the subscription starts, with a contract code and a clean message', { timeout: 300_000 }, async () => {
+  it('over SSE and graphql-ws: refused when the subscription starts, with a contract code and a clean message', { timeout: 300_000 }, async () => {
     const rng = random(SEED + 1);
     const ws = wsClient(url, s.owner);
     const failures: string[] = [];
