@@ -4,7 +4,20 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { getOperationAST, getVariableValues, GraphQLError, Kind, type DocumentNode, type ValidationContext } from 'graphql';
+import {
+  getNullableType,
+  getOperationAST,
+  getVariableValues,
+  GraphQLError,
+  isInputObjectType,
+  isListType,
+  Kind,
+  typeFromAST,
+  type DocumentNode,
+  type ExecutionArgs,
+  type GraphQLInputType,
+  type ValidationContext,
+} from 'graphql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
@@ -221,6 +234,57 @@ function useVariableErrorsOfGraphqlJs(): Plugin {
           });
         },
       };
+    },
+  };
+}
+
+/**
+ * Where in a variable's value an input object is given as a list (`` for the value itself, else
+ * its `.field` and `[index]` steps), or null. GraphQL coerces only an object to an input object,
+ * but graphql-js and graphql-jit take a list for one whose fields are all optional: `createThread(input: [])`
+ * created an untitled thread. (Any other value that is no object they refuse themselves.)
+ */
+function listForInputObject(type: GraphQLInputType, value: unknown): string | null {
+  const named = getNullableType(type);
+  if (value == null) return null;
+  if (isListType(named)) {
+    if (!Array.isArray(value)) return listForInputObject(named.ofType, value);
+    for (const [index, item] of value.entries()) {
+      const at = listForInputObject(named.ofType, item);
+      if (at !== null) return `[${index}]${at}`;
+    }
+    return null;
+  }
+  if (!isInputObjectType(named) || typeof value !== 'object') return null;
+  if (Array.isArray(value)) return '';
+  for (const [name, field] of Object.entries(named.getFields())) {
+    const at = listForInputObject(field.type, (value as Record<string, unknown>)[name]);
+    if (at !== null) return `.${name}${at}`;
+  }
+  return null;
+}
+
+/** The refusal of the first variable whose value has a list for an input object (listForInputObject), or null. */
+function inputObjectGivenAList({ schema, document, operationName, variableValues }: ExecutionArgs): GraphQLError | null {
+  for (const definition of getOperationAST(document, operationName)?.variableDefinitions ?? []) {
+    const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
+    const name = definition.variable.name.value;
+    const at = type ? listForInputObject(type, variableValues?.[name]) : null;
+    if (at === null) continue;
+    return new GraphQLError(`Variable "$${name}" got a list${at ? ` at "${name}${at}"` : ''} where an input object goes: send a JSON object`, {
+      nodes: [definition],
+      extensions: { code: 'BAD_USER_INPUT', http: { status: 400, spec: true } },
+    });
+  }
+  return null;
+}
+
+/** Refuses a list given for an input object (inputObjectGivenAList) before a query or mutation runs, over HTTP and graphql-ws (no subscription takes one). */
+function useInputObjectsAreObjects(): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const refused = inputObjectGivenAList(args);
+      if (refused) setResultAndStopExecution({ errors: [refused] });
     },
   };
 }
@@ -522,6 +586,7 @@ export function createGraphQLServer(options: {
       useStreamSessionForSubscriptionsOnly(),
       useOperationResolutionAnswers(),
       useVariableErrorsOfGraphqlJs(),
+      useInputObjectsAreObjects(),
       useLiteralsCut(),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),
