@@ -155,6 +155,45 @@ function useBodyLimit(limit: number): Plugin<Record<string, unknown>, ServerCont
   };
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** `request` whose json() refuses a body that is not UTF-8, as GraphQL over HTTP and JSON (RFC 8259 §8.1) want it. */
+function withUtf8Json(request: Request): Request {
+  const json = async () => {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      throw bodyError('The request body is not valid UTF-8: send the JSON encoded as UTF-8', 400, 'BAD_REQUEST');
+    }
+    return JSON.parse(text);
+  };
+  return new Proxy(request, {
+    get(target, key) {
+      if (key === 'json') return json;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * A JSON body is read as UTF-8 or refused (400 BAD_REQUEST). yoga reads it leniently: each byte
+ * that is not UTF-8 (a Latin-1 "é", an overlong "/", an encoded lone surrogate) became U+FFFD, and
+ * a title or payload was stored as text its client never sent. Before useBodyLimit, so that this
+ * reads the body as counted.
+ */
+function useUtf8JsonBodies(): Plugin {
+  return {
+    onRequestParse({ request, requestParser, setRequestParser }) {
+      const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
+      if (request.method !== 'POST' || !requestParser || (mediaType !== 'application/json' && mediaType !== 'application/graphql+json')) return;
+      setRequestParser((req) => requestParser(withUtf8Json(req)));
+    },
+  };
+}
+
 /**
  * Subscriptions over HTTP (SSE) execute each event once per group of identical subscriptions, as
  * graphql-ws's do (src/transports/shared-subscriptions.ts). yoga masks their results afterwards, so
@@ -581,6 +620,7 @@ export function createGraphQLServer(options: {
       useQueryCostLimit(options.maxQueryCost),
       useReadsPerRequestLimit(),
       useCorrelatedMasking(),
+      useUtf8JsonBodies(),
       useBodyLimit(options.maxBodyBytes),
       useNotAGraphQLRequestAnswers(),
       useStreamSessionForSubscriptionsOnly(),
