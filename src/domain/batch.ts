@@ -64,8 +64,9 @@ export async function recordEvents(deps: DomainDeps, principal: Principal, event
   if (events.length < 1 || events.length > MAX_BATCH_EVENTS) {
     throw badInput(`A batch carries 1 to ${MAX_BATCH_EVENTS} events; this one has ${events.length}`);
   }
-  // The input is @oneOf; checked here too, since the compiled executor does not enforce it.
-  const malformed = events.findIndex((event) => Object.values(event).filter((value) => value != null).length !== 1);
+  // The input is @oneOf: one kind, not null (graphql-js refuses `{renewLease: null, ...}` too);
+  // checked here, since the compiled executor does not enforce it.
+  const malformed = events.findIndex((event) => Object.keys(event).length !== 1 || Object.values(event)[0] == null);
   if (malformed >= 0) throw badInput(`Event ${malformed} of the batch must set exactly one kind of event`);
   const outcomes: EventOutcome[] = [];
   const sent: { index: number; event: SqlEvent }[] = [];

@@ -98,12 +98,13 @@ describe('recordEvents', () => {
     expect(errorCode(await sendBatch(t, owner, [events.renew()]))).toBe('FORBIDDEN');
   });
 
-  it('refuses an event that sets no kind or two kinds (the input is @oneOf), applying nothing', async () => {
+  it('refuses an event that sets no kind, two kinds, or one kind beside another sent as null (the input is @oneOf), applying nothing', async () => {
     const { worker, scene, events } = await running();
     const before = await threadState(scene);
     const two = { ...events.modelStarted('m1'), ...events.renew() };
     expect(errorCode(await sendBatch(t, worker, [events.modelStarted('m0'), two]))).toBe('BAD_USER_INPUT');
     expect(errorCode(await sendBatch(t, worker, [events.modelStarted('m0'), {}]))).toBe('BAD_USER_INPUT');
+    expect(errorCode(await sendBatch(t, worker, [events.modelStarted('m0'), { renewLease: null, ...events.modelStarted('m1') } as never]))).toBe('BAD_USER_INPUT');
     expect(await threadState(scene)).toEqual(before);
   });
 
