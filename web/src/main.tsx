@@ -15,6 +15,7 @@ import {
   view,
   openHit,
   runSearch,
+  clearSearch,
   searchResults,
   searchScope,
   searchKind,
@@ -220,7 +221,7 @@ function SearchBox() {
         </select>
       )}
       <button type="submit">Search</button>
-      {searchResults.value && <button type="button" onClick={() => ((searchResults.value = null), (searchWindow.value = null))}>Clear</button>}
+      {searchResults.value && <button type="button" onClick={clearSearch}>Clear</button>}
     </form>
   );
 }
@@ -263,7 +264,7 @@ function SearchResults() {
         ))}
       </ul>
       {results.hasMore && (
-        <button data-testid="search-more" onClick={() => void runSearch(true).then(() => focusFirstNewIfLost('[data-testid=search-results]', 'data-audit-id', new Set(results.hits.map((hit) => hit.audit.id))))}>
+        <button data-testid="search-more" onClick={() => void runSearch('more').then(() => focusFirstNewIfLost('[data-testid=search-results]', 'data-audit-id', new Set(results.hits.map((hit) => hit.audit.id))))}>
           Next results
         </button>
       )}

@@ -263,8 +263,12 @@ function searchAsked() {
   return { text, name, status, kind, scopedThread, window, forQuery: JSON.stringify([text, name, status, kind, scopedThread, window]) };
 }
 
-/** Runs the search the box and the filters describe (`more`: the next page after the hits shown); a text under three characters waits. */
-export async function runSearch(more = false) {
+/**
+ * Runs the search the box and the filters describe: its first page (`new`), the next page after
+ * the hits shown (`more`), or again as many hits as show (`again`: a live change, so the pages
+ * read with `more` stay); a text under three characters waits.
+ */
+export async function runSearch(read: 'new' | 'more' | 'again' = 'new') {
   const search = ++searchesStarted;
   if (!threadId.value) searchScope.value = 'all';
   const { text, name, status, kind, scopedThread, window, forQuery } = searchAsked();
@@ -274,14 +278,20 @@ export async function runSearch(more = false) {
     return;
   }
   const shown = searchResults.value?.forQuery === forQuery ? searchResults.value.hits : [];
-  const after = more ? (shown[shown.length - 1]?.audit.id ?? null) : null;
+  let hits = read === 'more' ? shown : [];
+  let after = read === 'more' ? (shown[shown.length - 1]?.audit.id ?? null) : null;
   searchRunning.value = forQuery;
   try {
-    const { searchAudits } = await readFewer(SEARCH_PAGE, (first) =>
-      gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, kind, threadId: scopedThread, since: window?.since ?? null, until: window?.until ?? null, first, after }),
-    );
-    if (search !== searchesStarted) return;
-    searchResults.value = { hits: more ? [...shown, ...searchAudits.items] : searchAudits.items, hasMore: searchAudits.hasMore, error: null, forQuery, text, kind };
+    let page: SearchAuditsQuery['searchAudits'];
+    do {
+      ({ searchAudits: page } = await readFewer(SEARCH_PAGE, (first) =>
+        gql(token.value!, SEARCH_AUDITS, { text: text || null, name, status, kind, threadId: scopedThread, since: window?.since ?? null, until: window?.until ?? null, first, after }),
+      ));
+      if (search !== searchesStarted) return;
+      hits = [...hits, ...page.items];
+      after = page.items.at(-1)?.audit.id ?? null;
+    } while (read === 'again' && page.hasMore && hits.length < shown.length);
+    searchResults.value = { hits, hasMore: page.hasMore, error: null, forQuery, text, kind };
   } catch (error) {
     if (search !== searchesStarted) return;
     const refused = error instanceof GraphQLRequestError && error.code === 'BAD_USER_INPUT';
@@ -291,13 +301,28 @@ export async function runSearch(more = false) {
   }
 }
 
+/** Clear: no results, and the box and its filters empty (the next search starts from none of them), the scope as a search's first. */
+export function clearSearch() {
+  searchesStarted++;
+  batch(() => {
+    searchResults.value = null;
+    searchRunning.value = null;
+    searchWindow.value = null;
+    searchText.value = '';
+    searchName.value = '';
+    searchStatus.value = '';
+    searchKind.value = '';
+    searchScope.value = threadId.value ? 'thread' : 'all';
+  });
+}
+
 let researchTimer: ReturnType<typeof setTimeout> | undefined;
 /** Shown results follow the open thread's changes: a tool that starts while they show joins them. */
 function refreshSearchSoon() {
   if (!searchResults.value || researchTimer) return;
   researchTimer = setTimeout(() => {
     researchTimer = undefined;
-    void runSearch();
+    void runSearch('again');
   }, 300);
 }
 
