@@ -85,4 +85,29 @@ describe.skipIf(!haveChromium && !browserRequired)(`an Activity bucket's failure
     expect(new URL(page.url()).hash).toBe('#activity&window=900');
     await context.close();
   }, 120_000);
+
+  it("says how many of the window's failures the list shows (20 of 23), and lists every one of them in a search", async () => {
+    const fleet = await superadminThread(server.url, 'fleet agent');
+    const failures = [];
+    for (let i = 0; i < 23; i++) failures.push((await runWithOneTool(fleet, { name: 'lookup', output: { content: `failure ${i}`, status: 'error' } })).id);
+    const page = noteOutsideRequests(await browser.newPage({ viewport: { width: 1400, height: 900 } }), origin, outsideRequests);
+    await signIn(page, origin, fleet.who.owner);
+    await page.goto(`${origin}/#activity&window=900`);
+    const section = page.locator('section[aria-label="Recent failures"]');
+    await expect.poll(() => section.locator('h2').textContent()).toBe('Recent failures (23)');
+    expect(await page.locator('[data-testid=activity-failures] li').count()).toBe(20);
+    const count = page.getByTestId('activity-failures-count');
+    expect(await count.textContent()).toBe("showing 20 of 23, the newest · search the window's failed tool calls");
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // By the keyboard: every failure of the window, tool calls only, in a search across threads.
+    await count.getByRole('link').focus();
+    await page.keyboard.press('Enter');
+    const hits = page.locator('[data-testid=search-results] li');
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')).sort())).toEqual([...failures].sort());
+    const address = new URLSearchParams(new URL(page.url()).hash.slice(1));
+    expect([address.get('status'), address.get('kind')]).toEqual(['FAILED', 'TOOL']);
+    expect(address.get('since')).not.toBeNull();
+    await page.close();
+  }, 120_000);
 });

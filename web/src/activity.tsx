@@ -306,31 +306,44 @@ function Chart({ view: { buckets, since, at, tools }, tool }: { view: ActivityVi
   );
 }
 
-/** The chart's numbers, a row for each bucket that holds any: what a screen reader (or a copy) reads instead of the lines. */
-function BucketTable({ view: { buckets, since, at, tools }, tool }: { view: Pick<ActivityView, 'buckets' | 'since' | 'at' | 'tools'>; tool: string }) {
+type SpannedView = Pick<ActivityView, 'buckets' | 'since' | 'at' | 'tools'>;
+
+/** The width of the view's buckets, in milliseconds. */
+const bucketMsOf = ({ buckets, since, at }: SpannedView) => {
   const windowMs = Date.parse(at) - Date.parse(since);
-  const bucketMs = buckets.length ? windowMs / buckets.length : windowMs;
+  return buckets.length ? windowMs / buckets.length : windowMs;
+};
+
+/**
+ * The failed tool calls that ended from `from` to `until` as a search across threads (store.ts's
+ * address). The view counts the calls that ended in a span, a search window the starts the server
+ * recorded in it: the window opens earlier by the longest call of the view and a bucket (the
+ * worker's clock measured the call), so that it holds every call the count holds.
+ */
+function failuresLink(view: SpannedView, tool: string, from: string, until: string) {
+  const longestMs = Math.max(0, ...view.tools.map((stat) => stat.maxDurationMs ?? 0));
+  // Tool calls alone, as the view counts: a failed model call of the window is no call it counted.
+  const params = new URLSearchParams({ status: 'FAILED', kind: 'TOOL' });
+  if (tool) params.set('name', tool);
+  params.set('since', new Date(Date.parse(from) - longestMs - bucketMsOf(view)).toISOString());
+  params.set('until', until);
+  return `#${params.toString()}`;
+}
+
+/** How many tool calls ended FAILED within the window: those `recentFailures` lists the newest of. */
+const failedInWindow = (view: Pick<ActivityView, 'tools'>) => view.tools.reduce((sum, tool) => sum + tool.failed, 0);
+
+/** The chart's numbers, a row for each bucket that holds any: what a screen reader (or a copy) reads instead of the lines. */
+function BucketTable({ view, tool }: { view: SpannedView; tool: string }) {
+  const { buckets, since, at } = view;
+  const windowMs = Date.parse(at) - Date.parse(since);
+  const bucketMs = bucketMsOf(view);
   const format: Intl.DateTimeFormatOptions = {
     hour: '2-digit', minute: '2-digit',
     ...(bucketMs < 60_000 && { second: '2-digit' }),
     ...(windowMs > 86_400_000 && { month: 'short', day: 'numeric' }),
   };
   const held = buckets.filter((bucket) => bucket.started || bucket.completed || bucket.failed || bucket.otherEnded);
-  /**
-   * A bucket's failed calls as a search across threads (store.ts's address). A bucket counts the
-   * calls that ended in it, a search window the starts the server recorded in it: the window runs
-   * from the bucket's start less the longest call of the view and a bucket (the worker's clock
-   * measured the call) to the next bucket's start, so that it holds every call the count holds.
-   */
-  const longestMs = Math.max(0, ...tools.map((stat) => stat.maxDurationMs ?? 0));
-  const failuresLink = (bucket: Bucket) => {
-    // Tool calls alone, as the bucket counts: a failed model call of the window is no call it counted.
-    const params = new URLSearchParams({ status: 'FAILED', kind: 'TOOL' });
-    if (tool) params.set('name', tool);
-    params.set('since', new Date(Date.parse(bucket.start) - longestMs - bucketMs).toISOString());
-    params.set('until', buckets[buckets.indexOf(bucket) + 1]?.start ?? at);
-    return `#${params.toString()}`;
-  };
   return (
     <details class="activity-buckets">
       <summary>The chart's numbers</summary>
@@ -349,7 +362,7 @@ function BucketTable({ view: { buckets, since, at, tools }, tool }: { view: Pick
                 <tr key={bucket.start}>
                   <th scope="row"><time dateTime={bucket.start}>{new Date(bucket.start).toLocaleString([], format)} {utcOffsetLabel(bucket.start)}</time></th>
                   <td>{bucket.started}</td><td>{bucket.completed}</td>
-                  <td>{bucket.failed ? <a href={failuresLink(bucket)} aria-label={`${bucket.failed} failed: list them`}>{bucket.failed}</a> : 0}</td>
+                  <td>{bucket.failed ? <a href={failuresLink(view, tool, bucket.start, buckets[buckets.indexOf(bucket) + 1]?.start ?? at)} aria-label={`${bucket.failed} failed: list them`}>{bucket.failed}</a> : 0}</td>
                   <td>{bucket.otherEnded}</td>
                 </tr>
               ))}
@@ -408,11 +421,18 @@ function Running({ view, clock }: { view: ActivityView; clock: Signal<number> })
   );
 }
 
-function Failures({ view, clock }: { view: ActivityView; clock: Signal<number> }) {
+function Failures({ view, clock, tool }: { view: ActivityView; clock: Signal<number>; tool: string }) {
   const now = serverNow(clock);
+  const failed = failedInWindow(view);
   return (
     <section aria-label="Recent failures">
-      <h2 tabIndex={-1}>Recent failures</h2>
+      <h2 tabIndex={-1}>Recent failures ({failed})</h2>
+      {failed > 0 && (
+        <p class="muted" data-testid="activity-failures-count">
+          {view.recentFailures.length < failed ? `showing ${view.recentFailures.length} of ${failed}, the newest` : `all ${failed} shown`} ·{' '}
+          <a href={failuresLink(view, tool, view.since, view.at)}>search the window's failed tool calls</a>
+        </p>
+      )}
       {view.recentFailures.length === 0 ? (
         <p class="muted">No failures within the window.</p>
       ) : (
@@ -445,7 +465,7 @@ export function failureNews(before: ActivityView | null, view: ActivityView): st
   const fresh = view.recentFailures.filter((audit) => !known.has(audit.id));
   if (!fresh.length) return null;
   const [latest] = fresh;
-  const failed = view.tools.reduce((sum, tool) => sum + tool.failed, 0);
+  const failed = failedInWindow(view);
   const more = fresh.length > 1 ? ` and ${fresh.length - 1} more` : '';
   return `${markedText(latest!.name)} failed (${markedText(latest!.run.thread.title ?? latest!.run.thread.id)}): ${firstLine(latest!.error)}${more}. ${failed} ${failed === 1 ? 'failure' : 'failures'} within the window.`;
 }
@@ -582,7 +602,7 @@ export function Activity({ token }: { token: string }) {
             <h2>Over time</h2>
             <Chart view={current} tool={settings.tool} />
           </section>
-          <Failures view={current} clock={clock} />
+          <Failures view={current} clock={clock} tool={settings.tool} />
         </>
       )}
     </section>
