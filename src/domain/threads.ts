@@ -6,6 +6,7 @@ import { badInput, conflict } from './errors.js';
 import { boundedText, escapeLike, isUuid, newId, nonBlank } from './ids.js';
 import { parseInstant } from './instants.js';
 import { command, fenced, writtenRows, type DomainDeps } from './command.js';
+import { MAX_THREADS_COUNTED } from '../shared/thread-counts.js';
 import { assertStorableJson } from './json.js';
 
 /** Titles are listed to others (threads, search hits): bounded, so no one can make every list huge. */
@@ -103,10 +104,27 @@ function parseThreadCursor(cursor: string): ThreadPosition {
 const THREAD_TITLE_TEXT = `coalesce(title, '')`;
 
 /**
- * A page of the threads `principal` may read (as `thread(id)`: its own, every thread for admins
- * and superadmins), newest first; with `title`, only those whose title holds it (any case); with
- * `ownerId`, only that owner's (an operator erasing one person's threads). The order is total
- * (creation time, then id), so a cursor keeps its place while new threads are created.
+ * Which threads `principal` may read (as `thread(id)`: its own, every thread for admins and
+ * superadmins): with `title`, only those whose title holds it (any case); with `ownerId`, only
+ * that owner's (an operator erasing one person's threads). Conditions and their parameters, from $1.
+ */
+function readableThreadsWhere(principal: Principal, filters: { title?: string | null; ownerId?: string | null }) {
+  const title = filters.title?.trim() || null;
+  if (title !== null) boundedText(title, 'title');
+  // A statement per case, not `($1 OR owner_id = $2)`: a condition that may or may not apply
+  // hides the index, and the read became a scan of every thread. Each walks its index newest first.
+  const params: unknown[] = [];
+  const where = ['deleted_at IS NULL'];
+  if (!canReadEveryThread(principal)) where.push(`owner_id = $${params.push(principal.sub)}`);
+  if (filters.ownerId != null) where.push(`owner_id = $${params.push(boundedText(filters.ownerId, 'ownerId'))}`);
+  if (title !== null) where.push(`${THREAD_TITLE_TEXT} ILIKE $${params.push(`%${escapeLike(title)}%`)}`);
+  return { where, params };
+}
+
+/**
+ * A page of the threads `principal` may read (readableThreadsWhere), newest first. The order is
+ * total (creation time, then id), so a cursor keeps its place while new threads are created.
+ * `count` counts every page's threads when asked (threads.totalCount).
  */
 export async function readableThreadsPage(
   sql: Sql,
@@ -116,20 +134,29 @@ export async function readableThreadsPage(
   if (!Number.isInteger(page.first) || page.first < 1 || page.first > MAX_THREADS_PAGE) {
     throw badInput(`first must be between 1 and ${MAX_THREADS_PAGE}`);
   }
-  const title = page.title?.trim() || null;
-  if (title !== null) boundedText(title, 'title');
+  const { where, params } = readableThreadsWhere(principal, page);
+  // Every page's: the position below is the page's alone.
+  const [matching, matchingParams] = [[...where], [...params]];
+  const count = () => countThreads(sql, matching, [...matchingParams]);
   const position = page.after == null ? null : parseThreadCursor(page.after);
-  // A statement per case, not `($1 OR owner_id = $2)`: a condition that may or may not apply
-  // hides the index, and the read became a scan of every thread. Each walks its index newest first.
-  const params: unknown[] = [page.first + 1];
-  const where = ['deleted_at IS NULL'];
-  if (!canReadEveryThread(principal)) where.push(`owner_id = $${params.push(principal.sub)}`);
-  if (page.ownerId != null) where.push(`owner_id = $${params.push(boundedText(page.ownerId, 'ownerId'))}`);
   if (position) where.push(`(created_at, id) < ($${params.push(position.createdAt)}::timestamptz, $${params.push(position.id)}::uuid)`);
-  if (title !== null) where.push(`${THREAD_TITLE_TEXT} ILIKE $${params.push(`%${escapeLike(title)}%`)}`);
   const rows = await sql.query<Thread>(
-    `SELECT * FROM thread WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $1`,
+    `SELECT * FROM thread WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(page.first + 1)}`,
     params,
   );
-  return { threads: rows.slice(0, page.first), hasNextPage: rows.length > page.first };
+  return { threads: rows.slice(0, page.first), hasNextPage: rows.length > page.first, count };
+}
+
+/**
+ * How many threads match, up to MAX_THREADS_COUNTED + 1: a count stops there, so it reads at most
+ * that many of the index's rows, however many threads the table holds (bench/thread-count.ts).
+ * In the page's order, so it walks the page's index and stops: unordered, an owner's count built a
+ * bitmap of every one of the owner's threads first (30,000: 17× a page; bench/README.md, TC0).
+ */
+async function countThreads(sql: Sql, where: string[], params: unknown[]): Promise<number> {
+  const [row] = await sql.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM thread WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.push(MAX_THREADS_COUNTED + 1)}) counted`,
+    params,
+  );
+  return row!.n;
 }

@@ -116,6 +116,31 @@ describe(`Query.threads (${backendName})`, () => {
     expect(errorCode(tooLong)).toBe('BAD_USER_INPUT');
   });
 
+  it("counts the filter's threads on every page, not only a page's, and past 10,000 says only that there are more", async () => {
+    const COUNTED = `query($title: String, $ownerId: String, $first: Int, $after: String) {
+      result: threads(title: $title, ownerId: $ownerId, first: $first, after: $after) { totalCount edges { node { id } } pageInfo { endCursor } }
+    }`;
+    const read = async (token: string, variables: Record<string, unknown> = {}): Promise<any> => must(await t.gql(COUNTED, { first: 2, ...variables }, token));
+    const first = await read(alice);
+    expect(first.totalCount).toBe(5);
+    expect((await read(alice, { after: first.pageInfo.endCursor })).totalCount).toBe(5);
+    expect((await read(alice, { title: 'ALICE 3' })).totalCount).toBe(1);
+    const bobs = (await allPages(bob, 100))[0]!.ids.length;
+    expect((await read(admin, { ownerId: 'bob' })).totalCount).toBe(bobs);
+    expect((await read(bob)).totalCount).toBe(bobs);
+    // Another owner's threads are no user's to count.
+    expect((await read(bob, { ownerId: 'alice' })).totalCount).toBe(0);
+    expect(errorCode(await t.gql(COUNTED, { title: 'x'.repeat(100_000) }, alice))).toBe('BAD_USER_INPUT');
+
+    // An owner of 10,001 threads: counted as 10,001, "more than 10,000"; one deleted, exactly 10,000.
+    const fleet = await t.token('fleet', 'user');
+    await t.app.deps.db.query(`INSERT INTO thread (id, owner_id, title) SELECT gen_random_uuid(), 'fleet', 'fleet ' || k FROM generate_series(1, 10001) k`);
+    expect((await read(fleet)).totalCount).toBe(10_001);
+    await t.app.deps.db.query(`UPDATE thread SET deleted_at = now() WHERE owner_id = 'fleet' AND title = 'fleet 7'`);
+    expect((await read(fleet)).totalCount).toBe(10_000);
+    expect((await read(fleet, { title: 'fleet 1000' })).totalCount).toBe(3);
+  });
+
   it('needs a token', async () => {
     expect(errorCode(await t.gql(THREADS, {}, null))).toBe('UNAUTHENTICATED');
   });

@@ -127,6 +127,14 @@ describe(`the reads that must stay flat as history grows (${backendName})`, () =
       }
     });
 
+    it("threads.totalCount: an owner's 440 threads, read on its own; an admin's count stops at 10,001 of 22,001 threads", async () => {
+      for (const [who, count] of [[user, 440], [admin, 10_001]] as const) {
+        const { result, last } = await explained(db, async (sql) => (await readableThreadsPage(sql, who, { first: 20 })).count());
+        expect(result, who.role).toBe(count);
+        expect(last.tables.get('thread'), who.role).toBeLessThanOrEqual(count);
+      }
+    });
+
     it('searchAudits by name or status across threads: the owner\'s newest matches on (owner_id, name | status, id), a page of rows', async () => {
       for (const [criteria, index] of [[{ name: 'calc' }, 'message_audit_owner_id_name_id_idx'], [{ status: 'FAILED' as const }, 'message_audit_owner_id_status_id_idx']] as const) {
         const { result, last } = await explained(db, (sql) => searchAudits(sql, owner, { ...criteria, first: 50 }));

@@ -53,6 +53,8 @@ import {
   threadsRead,
   threadsHaveMore,
   threadsBeyondReadAt,
+  threadsCount,
+  threadsNews,
   MAX_THREADS_READ,
   THREADS_REFRESH_MS,
   token,
@@ -316,23 +318,39 @@ function Home() {
   );
 }
 
+/** A thread's id as a reader pastes it from a log or an alert. */
+const THREAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 function ThreadList() {
   const shown = threads.value;
-  const filtered = Boolean(threadFilter.value.trim());
+  const filter = threadFilter.value.trim();
   const beyondReadAt = threadsBeyondReadAt.value;
+  // A pasted id goes to its thread (the list filters titles: an id is in none of them).
+  const idGiven = THREAD_ID.test(filter) ? filter.toLowerCase() : null;
   return (
     <section class="threads">
       <h2>Threads</h2>
       <input
         type="text"
         class="thread-filter"
-        aria-label="Filter threads by title"
-        placeholder="Filter by title"
+        aria-label="Filter threads by title, or go to a thread by its id"
+        aria-describedby="threads-count"
+        placeholder="Filter by title, or paste a thread id"
         value={threadFilter.value}
         onInput={(e) => filterThreads(e.currentTarget.value)}
       />
+      {idGiven && (
+        <p class="thread-by-id">
+          <a href={linkTo(idGiven, null)} data-testid="thread-by-id" onClick={inPage(() => openThread(idGiven))}>Open thread {idGiven}</a>
+        </p>
+      )}
+      {/* Shown, not live (the list refreshes every few seconds): what a read the reader asked for shows is said below. */}
+      <p class="muted" id="threads-count" data-testid="threads-count">
+        {threadsCount.value}
+      </p>
+      <p class="visually-hidden" role="status" data-testid="threads-news">{threadsNews.value}</p>
       {shown.length === 0 && (
-        <p class="muted">{!threadsRead.value ? 'Loading threads…' : filtered ? 'No thread you may read has that in its title.' : 'No threads you may read yet.'}</p>
+        <p class="muted">{!threadsRead.value ? 'Loading threads…' : filter ? 'No thread you may read has that in its title.' : 'No threads you may read yet.'}</p>
       )}
       <ul>{shown.slice(0, MAX_THREADS_READ).map(ThreadListItem)}</ul>
       <p class="threads-stale" role="status" data-testid="threads-stale">

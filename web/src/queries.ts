@@ -53,6 +53,7 @@ export const THREADS = graphql(`
         auditSummary { modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted }
       } }
       pageInfo { hasNextPage endCursor }
+      totalCount
     }
   }`);
 

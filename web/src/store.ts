@@ -5,6 +5,7 @@ import { followThread, readAuditPage, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditKind, AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { activityConnection, hash, isActivityHash } from './activity.js';
+import { threadCountLabel } from '../../src/shared/thread-counts.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
 import { isDeclaredRowKey, layoutTimelineWithAxis, markedText, mergeAudits, mergeRuns, type AuditView, type Row, type RunView, type TimeWindow } from './timeline.js';
 
@@ -18,6 +19,10 @@ export const threads = signal<ThreadItem[]>([]);
 export const threadsRead = signal(false);
 export const threadsCursor = signal<string | null>(null);
 export const threadsHaveMore = signal(false);
+/** How many threads the list shows of how many its filter matches on every page (threads.totalCount), as last read. */
+export const threadsCount = signal('');
+/** What a screen reader is told after a read the reader asked for (a filter, More threads): how many show of how many. */
+export const threadsNews = signal('');
 export const pageError = signal<string | null>(null);
 
 export const threadId = signal<string | null>(null);
@@ -495,6 +500,8 @@ function endSession() {
   token.value = null;
   threads.value = [];
   threadsRead.value = false;
+  threadsCount.value = '';
+  threadsNews.value = '';
 }
 
 // A refused token ends the session where it stands: the address keeps the open thread or view,
@@ -556,6 +563,8 @@ export async function loadThreads(from: 'start' | 'more' | 'refresh' | 'all') {
     batch(() => {
       threads.value = list;
       threadsRead.value = true;
+      threadsCount.value = list.length ? threadsShownText(list.length, page.totalCount, title) : '';
+      if (from !== 'refresh') threadsNews.value = threadsCount.value || (title ? `No thread with “${title}” in the title` : '');
       if (beyond.length === 0) {
         threadsCursor.value = page.pageInfo.endCursor;
         threadsHaveMore.value = page.pageInfo.hasNextPage;
@@ -571,6 +580,10 @@ export async function loadThreads(from: 'start' | 'more' | 'refresh' | 'all') {
     threadReadsRunning--;
   }
 }
+
+/** "20 of 3,000 threads", "2 of 2 threads with “inv” in the title": what the list shows of what its filter matches. */
+const threadsShownText = (shown: number, total: number, title: string | null) =>
+  `${shown.toLocaleString('en')} of ${threadCountLabel(total)} thread${total === 1 ? '' : 's'}${title ? ` with “${title}” in the title` : ''}`;
 
 // The thread list has no stream to follow (changes are per thread): while it shows, it is read
 // again, as many threads as show, so new threads and their runs' statuses appear.

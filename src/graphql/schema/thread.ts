@@ -4,6 +4,7 @@ import { badInput } from '../../domain/errors.js';
 import { isUuid } from '../../domain/ids.js';
 import { appendMessage, createThread, MAX_THREADS_PAGE, readableThreadsPage, threadCursor } from '../../domain/threads.js';
 import type { Thread } from '../../generated/prisma/client.js';
+import { MAX_THREADS_COUNTED } from '../../shared/thread-counts.js';
 import { payloadField } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
@@ -107,7 +108,7 @@ const ThreadEdgeRef = builder.objectRef<Thread>('ThreadEdge').implement({
 });
 
 const ThreadConnectionRef = builder
-  .objectRef<{ threads: Thread[]; hasNextPage: boolean }>('ThreadConnection')
+  .objectRef<{ threads: Thread[]; hasNextPage: boolean; count: () => Promise<number> }>('ThreadConnection')
   .implement({
     description: 'A page of threads, newest first (Relay connection).',
     fields: (t) => ({
@@ -117,6 +118,10 @@ const ThreadConnectionRef = builder
         description: "The page's threads, newest first.",
         complexity: { field: 1, multiplier: 1 },
         resolve: (page) => page.threads,
+      }),
+      totalCount: t.int({
+        description: `How many threads match \`title\` and \`ownerId\` on every page (not only after \`after\`), counted when read, up to ${(MAX_THREADS_COUNTED + 1).toLocaleString('en')}: ${(MAX_THREADS_COUNTED + 1).toLocaleString('en')} means more than ${MAX_THREADS_COUNTED.toLocaleString('en')} (the page shows "${MAX_THREADS_COUNTED.toLocaleString('en')}+"), so a count reads at most that many threads, however many the server holds.`,
+        resolve: (page) => page.count(),
       }),
       pageInfo: t.field({
         type: PageInfoRef,

@@ -133,7 +133,7 @@ export type ThreadsQueryVariables = Exact<{
 }>;
 
 
-export type ThreadsQuery = { threads: { edges: Array<{ cursor: string, node: { id: string, title: string | null, ownerId: string, createdAt: string, runCount: number, failedRunCount: number, lastActivityAt: string, latestRun: { id: string, status: RunStatus } | null, auditSummary: { modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number } } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ThreadsQuery = { threads: { totalCount: number, edges: Array<{ cursor: string, node: { id: string, title: string | null, ownerId: string, createdAt: string, runCount: number, failedRunCount: number, lastActivityAt: string, latestRun: { id: string, status: RunStatus } | null, auditSummary: { modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number } } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type PageThreadInfoFragment = { id: string, title: string | null, ownerId: string, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } };
 
@@ -447,6 +447,7 @@ export const ThreadsDocument = new TypedDocumentString(`
       hasNextPage
       endCursor
     }
+    totalCount
   }
 }
     `) as unknown as TypedDocumentString<ThreadsQuery, ThreadsQueryVariables>;
