@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../support/app.js';
 import { actors, createRun, createThread, expireLeases } from '../support/lifecycle.js';
 import { threadState } from '../write-path/support.js';
 import { sendAlone, sendBatch, type Event, type EventResult } from './support.js';
+import { random } from '../support/random.js';
 
 // SEMANTICS.md, "Batches", as a property: random event sequences over several runs of a thread
 // (claims and their retries, replays, conflicts, stale epochs, lost and expired leases, tool
@@ -19,19 +20,6 @@ beforeAll(async () => {
   t = await startTestApp({ LEASE_SWEEP_INTERVAL_MS: '600000' });
 });
 afterAll(() => t.close());
-
-/** A small seeded generator (mulberry32), so that a failing trial can be replayed by its seed. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(items: T[]): T => items[Math.floor(next() * items.length)]! };
-}
 
 /** An event of the script: its run by label, its epoch relative to the one claimed (0: the right one). */
 interface ScriptEvent {
