@@ -5,6 +5,7 @@ import { startTestApp, type GraphQLResponse, type TestApp } from '../support/app
 import { backendName, onPostgres } from '../support/database.js';
 import { actors, claim, createRun, createThread, must, type WorkerSession } from '../support/lifecycle.js';
 import { counterOf, payloads, sseEvents, subscribeWs, THREAD_SNAPSHOT, type ThreadChange } from '../support/streams.js';
+import { random, type Rng } from '../support/random.js';
 import { testRedisUrl } from './support.js';
 
 // SEMANTICS.md, "ThreadChange cursors", as a property: concurrent writers in one thread, subscribers
@@ -19,19 +20,6 @@ const SCALE = onPostgres ? { writers: 4, rounds: 8, subscribers: 12 } : { writer
 /** So small that a command closing several audits at once overflows every live subscriber's queue. */
 const MAX_PENDING = 4;
 
-/** mulberry32: a small seeded generator, one per actor so their choices do not depend on timing. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)), chance: (p: number) => next() < p };
-}
-type Rng = ReturnType<typeof rng>;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -80,7 +68,7 @@ async function write(session: WorkerSession, random: Rng, name: string, rounds: 
   for (let round = 0; round < rounds; round++) {
     // Whatever the machine's speed, every subscriber drops and resumes while the writers are at it.
     await resumedTimes(round);
-    const tools = Array.from({ length: random.int(1, 3) }, (_, i) => ({ id: `${name}-r${round}-c${i}`, name: 'search' }));
+    const tools = Array.from({ length: random.between(1, 3) }, (_, i) => ({ id: `${name}-r${round}-c${i}`, name: 'search' }));
     await session.declare(`${name}-r${round}-m`, tools);
     const open: string[] = [];
     for (const tool of tools) {
@@ -91,7 +79,7 @@ async function write(session: WorkerSession, random: Rng, name: string, rounds: 
     }
     for (const id of open) must(await session.toolFinished(id, { content: 'later' }));
     if (random.chance(0.3)) must(await session.renew(120));
-    await sleep(random.int(0, 50));
+    await sleep(random.between(0, 50));
   }
   const tail = Array.from({ length: 4 }, (_, i) => ({ id: `${name}-tail-c${i}`, name: 'search' }));
   await session.declare(`${name}-tail-m`, tail);
@@ -247,12 +235,12 @@ describe(`threadChanges as a property (${backendName}, ${testRedisUrl ? 'two ins
 
     let writing = true;
     const subscribing = subscribers.map(async (subscriber, index) => {
-      const own = rng(SEED * 31 + index);
+      const own = random(SEED * 31 + index);
       while (writing) {
         const after = lastCursor(subscriber);
-        const instance = instances[own.int(0, instances.length - 1)]!;
-        apply(subscriber, after, await leg(instance, subscriber.kind, threadId, who.owner, after, own.int(20, 200)));
-        await sleep(own.int(0, 100)); // away: what is committed now comes by catch-up
+        const instance = instances[own.int(instances.length)]!;
+        apply(subscriber, after, await leg(instance, subscriber.kind, threadId, who.owner, after, own.between(20, 200)));
+        await sleep(own.between(0, 100)); // away: what is committed now comes by catch-up
       }
     });
     const resumedTimes = async (n: number) => {
@@ -262,7 +250,7 @@ describe(`threadChanges as a property (${backendName}, ${testRedisUrl ? 'two ins
         await sleep(10);
       }
     };
-    await Promise.all(sessions.map((session, index) => write(session, rng(SEED * 17 + index), `w${index}`, SCALE.rounds, resumedTimes)));
+    await Promise.all(sessions.map((session, index) => write(session, random(SEED * 17 + index), `w${index}`, SCALE.rounds, resumedTimes)));
     writing = false;
     await Promise.all(subscribing);
 

@@ -11,6 +11,8 @@ export function random(seed: number) {
   return {
     next,
     int: (n: number) => Math.floor(next() * n),
+    /** An integer from `min` to `max`, both included. */
+    between: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)),
     chance: (p: number) => next() < p,
     pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
   };
