@@ -32,7 +32,8 @@ export interface SqlEvent {
 
 /** What an event wrote (`changes`, stamped, in cursor order) or, for a replay, found (no changes). */
 export interface Applied {
-  audit?: Message & { declaredToolCalls?: ToolCall[] };
+  /** A tool audit carries its ToolCall (`toolCall`) as the event left it, a model audit the calls it declared. */
+  audit?: Message & { declaredToolCalls?: ToolCall[]; toolCall?: ToolCall };
   run?: Run;
   changes: DomainEvent[];
 }
@@ -49,7 +50,7 @@ export interface ChangeJson {
 }
 
 interface Result {
-  ok?: { audit?: JsonRow; run?: JsonRow; declared?: JsonRow[]; changes: ChangeJson[] };
+  ok?: { audit?: JsonRow; run?: JsonRow; declared?: JsonRow[]; toolCall?: JsonRow | null; changes: ChangeJson[] };
   refused?: { code: string; message: string; runStatus?: RunStatus };
 }
 
@@ -63,9 +64,13 @@ function applied(result: Result): Applied | DomainError {
     if (!(ERROR_CODES as readonly string[]).includes(code)) throw new Error(`A lifecycle function refused with an unknown code ${code}`);
     return new DomainError(code as ErrorCode, message, runStatus);
   }
-  const { audit, run, declared, changes } = result.ok!;
+  const { audit, run, declared, toolCall, changes } = result.ok!;
   return {
-    audit: audit && { ...fromJsonRow<Message>(audit), ...(declared && { declaredToolCalls: declared.map((row) => fromJsonRow<ToolCall>(row)) }) },
+    audit: audit && {
+      ...fromJsonRow<Message>(audit),
+      ...(declared && { declaredToolCalls: declared.map((row) => fromJsonRow<ToolCall>(row)) }),
+      ...(toolCall && { toolCall: fromJsonRow<ToolCall>(toolCall) }),
+    },
     run: run && fromJsonRow<Run>(run),
     changes: changesOf(changes),
   };

@@ -26,7 +26,8 @@ builder.interfaceField(AuditRef, 'run', (t) =>
 builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
   t.field({
     type: [ToolCallRef],
-    description: 'The tool calls this model call declared, in declaration order.',
+    description:
+      "The tool calls this model call declared, in declaration order. In a lifecycle mutation's result (recordModelFinished, recordEvents), as that write left them.",
     complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
     authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
     // A lifecycle mutation's own result already holds them.
@@ -38,8 +39,11 @@ builder.objectField(ModelAuditRef, 'toolCalls', (t) =>
 builder.objectFields(ToolAuditRef, (t) => ({
   toolCall: t.field({
     type: ToolCallRef,
-    description: 'The ToolCall it executes: the declared call, shared by its executions in resumed runs.',
-    resolve: (audit, _args, { loaders }) => loadRequired(loaders.toolCall, audit.toolCallRowId),
+    description:
+      "The ToolCall it executes: the declared call, shared by its executions in resumed runs. In a lifecycle mutation's result (a tool event's, recordEvents'), as that write left it.",
+    // A lifecycle mutation's own result holds it as the write left it: read after the commit, a
+    // later write (a cancelRun) could show in it.
+    resolve: (audit: AuditRow & { toolCall?: ToolCallRow }, _args, { loaders }) => audit.toolCall ?? loadRequired(loaders.toolCall, audit.toolCallRowId),
   }),
   declaredBy: t.field({
     type: ModelAuditRef,
