@@ -21,9 +21,16 @@ builder.scalarType('DateTime', {
   parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
 });
 
+/** The longest 64-bit integer written out: -9223372036854775808. */
+const MAX_BIGINT_CHARACTERS = 20;
+
 function parseBigInt(value: unknown): bigint {
   if (typeof value === 'bigint') return value;
   if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
+  // First: BigInt() of a long text costs more than linear time (8 MiB of digits: seconds).
+  if (typeof value === 'string' && value.length > MAX_BIGINT_CHARACTERS) {
+    throw badInput(`BigInt is longer than its limit of ${MAX_BIGINT_CHARACTERS} characters (a 64-bit integer, carried as a decimal string)`);
+  }
   if (typeof value === 'string' && /^-?\d+$/.test(value)) {
     const parsed = BigInt(value);
     if (parsed >= -(2n ** 63n) && parsed < 2n ** 63n) return parsed;

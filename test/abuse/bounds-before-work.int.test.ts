@@ -1,0 +1,33 @@
+// A bound is checked before the work it bounds: an over-long value is refused by its length,
+// never parsed or counted whole first (8 MiB of digits in a BigInt cost seconds of the event
+// loop, an 8M-character title 75 MB to count), and so refused before anyone is authenticated.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendName } from '../support/database.js';
+import { errorCode, startTestApp, type TestApp } from '../support/app.js';
+
+let t: TestApp;
+let admin: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  admin = await t.token('bounds-admin', 'superadmin');
+});
+afterAll(() => t.close());
+
+const MODEL_STARTED = 'mutation($input: ModelStartedInput!) { recordModelStarted(input: $input) { id } }';
+const modelStarted = (sequence: string) => ({
+  lease: { runId: '00000000-0000-4000-8000-000000000000', epoch: 1 },
+  operationId: 'm-1', sequence, model: 'gpt', input: { q: 1 }, observedAt: '2026-11-29T21:00:00.000Z', clock: { clockId: 'c', nanos: '1000' },
+});
+
+describe(`bounds before work (${backendName})`, () => {
+  it('a BigInt longer than 20 characters is refused by its length, from anyone, before it is parsed', async () => {
+    for (const sequence of ['9'.repeat(8_000_000), '0'.repeat(20) + '1']) {
+      const response = await t.gql(MODEL_STARTED, { input: modelStarted(sequence) }, null);
+      expect(errorCode(response), JSON.stringify(response).slice(0, 500)).toBe('BAD_USER_INPUT');
+      expect(response.errors![0]!.message).toMatch(/BigInt is longer than its limit of 20 characters/);
+    }
+    // The longest 64-bit integer is 20 characters: it parses, and the caller is then asked who it is.
+    expect(errorCode(await t.gql(MODEL_STARTED, { input: modelStarted('-9223372036854775808') }, null))).toBe('UNAUTHENTICATED');
+  });
+
+});
