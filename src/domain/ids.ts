@@ -7,8 +7,17 @@ import { assertStorableText } from './json.js';
 /** Ids and names are keys of btree indexes and labels on a dashboard, never documents. */
 export const MAX_ID_LENGTH = 256;
 
-/** Characters as a person counts them (code points): an emoji is one, where `length` counts two. */
-const characterCount = (value: string) => [...value].length;
+/**
+ * Whether `value` holds more than `max` characters as a person counts them (code points: an emoji
+ * is one, where `length` counts two), counting no further than that: a text may be megabytes long.
+ */
+function longerThan(value: string, max: number): boolean {
+  // `length` is never less than the characters: only a text over it by that measure is counted.
+  if (value.length <= max) return false;
+  let characters = 0;
+  for (const _ of value) if (++characters > max) return true;
+  return false;
+}
 
 /**
  * The one check of text a principal gives (names, titles, search terms): at most `maxLength`
@@ -23,10 +32,7 @@ export function nameFilter(value: string | null | undefined): string | null {
 }
 
 export function boundedText(value: string, field: string, maxLength = MAX_ID_LENGTH): string {
-  // `length` is never less than the characters: only a text over it by that measure is counted.
-  if (value.length > maxLength && characterCount(value) > maxLength) {
-    throw badInput(`${field} is ${characterCount(value)} characters long; the limit is ${maxLength}`);
-  }
+  if (longerThan(value, maxLength)) throw badInput(`${field} is longer than its limit of ${maxLength} characters`);
   assertStorableText(value, field);
   return value;
 }

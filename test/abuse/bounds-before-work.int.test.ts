@@ -30,4 +30,10 @@ describe(`bounds before work (${backendName})`, () => {
     expect(errorCode(await t.gql(MODEL_STARTED, { input: modelStarted('-9223372036854775808') }, null))).toBe('UNAUTHENTICATED');
   });
 
+  it('a text is counted up to its limit: an 8M-character title is refused as longer than 1,000 characters', async () => {
+    const response = await t.gql('mutation($title: String) { createThread(input: { title: $title }) { id } }', { title: 'x'.repeat(8_000_000) }, admin);
+    expect(errorCode(response)).toBe('BAD_USER_INPUT');
+    expect(response.errors![0]!.message).toMatch(/^title is longer than its limit of 1000 characters$/);
+    expect((await t.gql('{ threads(first: 1) { totalCount } }', {}, admin)).data.threads.totalCount).toBe(0);
+  });
 });

@@ -118,7 +118,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline for a screen re
     // The live regions in the page before the search: only a change of one of them is read out.
     const markRegions = () => page.evaluate(() => document.querySelectorAll('[role=status], [aria-live]').forEach((region) => region.setAttribute('data-was-there', '')));
     const countSaidBy = (pattern: RegExp) => page.locator('[role=status][data-was-there]', { hasText: pattern });
-    for (const [text, refusal] of [['ab', /at least three characters/], ['x'.repeat(300), /300 characters long; the limit is 256/]] as const) {
+    for (const [text, refusal] of [['ab', /at least three characters/], ['x'.repeat(300), /longer than its limit of 256 characters/]] as const) {
       await box.fill(text);
       await box.press('Enter');
       await expect.poll(() => box.getAttribute('aria-invalid')).toBe('true');
