@@ -1,4 +1,4 @@
-import { GraphQLError, type ValidationRule } from 'graphql';
+import { getNamedType, GraphQLError, isObjectType, Kind, type FieldNode, type GraphQLNamedType, type SelectionSetNode, type ValidationContext, type ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { WIDE_WINDOW_SECONDS } from '../domain/tool-activity.js';
 
@@ -15,38 +15,67 @@ export const MAX_SEARCHES_PER_REQUEST = 2;
 export const MAX_SEARCHES_PER_PRINCIPAL = 4;
 export const MAX_LEDGER_READS_PER_REQUEST = 2;
 export const MAX_LEDGER_READS_PER_PRINCIPAL = 4;
+export const MAX_THREAD_COUNTS_PER_REQUEST = 2;
 export const MAX_WIDE_VIEWS_PER_PRINCIPAL = 4;
 
 function limitError(message: string, limit: string, max: number): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', limit, max } });
 }
 
-/** The Query fields a request may hold only a few of. */
-const PER_REQUEST = {
-  searchAudits: { max: MAX_SEARCHES_PER_REQUEST, limit: 'SEARCHES_PER_REQUEST' },
-  toolCallLedger: { max: MAX_LEDGER_READS_PER_REQUEST, limit: 'LEDGER_READS_PER_REQUEST' },
-} as const;
+/**
+ * The fields a request may run only a few of, by type and field: each threads.totalCount counts up
+ * to 10,001 threads, so 15 aliased pages ran 15 such counts in one request.
+ */
+const PER_REQUEST: Record<string, { max: number; limit: string; what: string }> = {
+  'Query.searchAudits': { max: MAX_SEARCHES_PER_REQUEST, limit: 'SEARCHES_PER_REQUEST', what: 'searchAudits' },
+  'Query.toolCallLedger': { max: MAX_LEDGER_READS_PER_REQUEST, limit: 'LEDGER_READS_PER_REQUEST', what: 'toolCallLedger' },
+  'ThreadConnection.totalCount': { max: MAX_THREAD_COUNTS_PER_REQUEST, limit: 'THREAD_COUNTS_PER_REQUEST', what: 'threads.totalCount' },
+};
+/** The types whose fields are capped: the walk goes into no other. */
+const CAPPED_TYPES = new Set(Object.keys(PER_REQUEST).map((key) => key.split('.')[0]));
 
-const readsPerRequest: ValidationRule = (context) => {
-  const counts = new Map<keyof typeof PER_REQUEST, number>();
-  return {
-    Field(node) {
-      const field = node.name.value;
-      if (context.getParentType()?.name === 'Query' && Object.hasOwn(PER_REQUEST, field)) {
-        const capped = field as keyof typeof PER_REQUEST;
-        counts.set(capped, (counts.get(capped) ?? 0) + 1);
+/** The fields of `sets` by response key, fragments spread: what execution runs once each (graphql-js collectFields). */
+function collectFields(context: ValidationContext, sets: readonly SelectionSetNode[], fields = new Map<string, FieldNode[]>(), spread = new Set<string>()) {
+  for (const selection of sets.flatMap((set) => set.selections)) {
+    if (selection.kind === Kind.FIELD) {
+      const key = selection.alias?.value ?? selection.name.value;
+      fields.set(key, [...(fields.get(key) ?? []), selection]);
+    } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+      collectFields(context, [selection.selectionSet], fields, spread);
+    } else if (!spread.has(selection.name.value)) {
+      spread.add(selection.name.value);
+      const fragment = context.getFragment(selection.name.value);
+      if (fragment) collectFields(context, [fragment.selectionSet], fields, spread);
+    }
+  }
+  return fields;
+}
+
+/** Counts the capped fields `sets` run on `type`, aliases and fragments included, into `counts`. */
+function countRuns(context: ValidationContext, type: GraphQLNamedType | null | undefined, sets: readonly SelectionSetNode[], counts: Map<string, number>) {
+  if (!isObjectType(type)) return;
+  for (const nodes of collectFields(context, sets).values()) {
+    const name = nodes[0]!.name.value;
+    const capped = `${type.name}.${name}`;
+    if (Object.hasOwn(PER_REQUEST, capped)) counts.set(capped, (counts.get(capped) ?? 0) + 1);
+    const fieldType = type.getFields()[name]?.type;
+    const inner = fieldType && getNamedType(fieldType);
+    if (inner && CAPPED_TYPES.has(inner.name)) countRuns(context, inner, nodes.flatMap((node) => (node.selectionSet ? [node.selectionSet] : [])), counts);
+  }
+}
+
+const readsPerRequest: ValidationRule = (context) => ({
+  OperationDefinition: {
+    leave(operation) {
+      const counts = new Map<string, number>();
+      countRuns(context, context.getSchema().getRootType(operation.operation), [operation.selectionSet], counts);
+      for (const [field, count] of counts) {
+        const { max, limit, what } = PER_REQUEST[field]!;
+        if (count > max) context.reportError(limitError(`The document runs ${what} ${count} times; at most ${max} are allowed in one request`, limit, max));
       }
     },
-    Document: {
-      leave() {
-        for (const [field, count] of counts) {
-          const { max, limit } = PER_REQUEST[field];
-          if (count > max) context.reportError(limitError(`The document runs ${field} ${count} times; at most ${max} are allowed in one request`, limit, max));
-        }
-      },
-    },
-  };
-};
+  },
+});
 
 /** The per-request caps, as a validation rule of every transport. */
 export function useReadsPerRequestLimit(): Plugin {

@@ -77,6 +77,23 @@ describe(`search limits (${backendName})`, () => {
     expect(fifteen.data ?? null).toBeNull();
   });
 
+  it('a request may count threads (threads.totalCount) at most twice, however written; more is refused before anything runs', async () => {
+    const two = await t.gql('{ a: threads(first: 1) { totalCount } b: threads(first: 1, title: "inv") { totalCount } }', {}, admin);
+    expect(two.errors).toBeUndefined();
+    // Each runs a count of up to 10,001 threads.
+    const aliases = Array.from({ length: 15 }, (_, i) => `c${i}: threads(first: 1) { totalCount }`).join(' ');
+    const fifteen = await t.gql(`{ ${aliases} }`, {}, admin);
+    refused(fifteen, /runs threads.totalCount 15 times; at most 2/);
+    expect(fifteen.errors![0]!.extensions).toMatchObject({ limit: 'THREAD_COUNTS_PER_REQUEST', max: 2 });
+    expect(fifteen.data ?? null).toBeNull();
+    refused(await t.gql('{ threads(first: 1) { a: totalCount b: totalCount c: totalCount } }', {}, admin), /runs threads.totalCount 3 times/);
+    const spread = '{ a: threads(first: 1) { ...n } b: threads(first: 1) { ...n } c: threads(first: 1) { ... on ThreadConnection { ...n } } } fragment n on ThreadConnection { totalCount }';
+    refused(await t.gql(spread, {}, admin), /runs threads.totalCount 3 times/);
+    // A field written again under the same name runs once, and pages without a count are not counted.
+    const once = '{ threads(first: 1) { totalCount ...n } threads(first: 1) { totalCount } b: threads(first: 1) { totalCount } c: threads(first: 1) { pageInfo { hasNextPage } } } fragment n on ThreadConnection { totalCount }';
+    expect((await t.gql(once, {}, admin)).errors).toBeUndefined();
+  });
+
   it('a request may read the tool-call ledger at most twice: a case few calls are in reads all the calls its status leaves', async () => {
     const two = await t.gql('{ a: toolCallLedger(case: CLOSED_BY_RUN_END, first: 1) { edges { node { id } } } b: toolCallLedger(first: 1) { edges { node { id } } } }', {}, admin);
     expect(two.errors).toBeUndefined();

@@ -8,6 +8,7 @@ import { MAX_THREADS_COUNTED } from '../../shared/thread-counts.js';
 import { payloadField } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
+import { MAX_THREAD_COUNTS_PER_REQUEST } from '../search-limits.js';
 import { MessageRoleEnum } from './enums.js';
 import { RunRef, WITHOUT_ERROR } from './run.js';
 
@@ -120,7 +121,7 @@ const ThreadConnectionRef = builder
         resolve: (page) => page.threads,
       }),
       totalCount: t.int({
-        description: `How many threads match \`title\` and \`ownerId\` on every page (not only after \`after\`), counted when read, up to ${(MAX_THREADS_COUNTED + 1).toLocaleString('en')}: ${(MAX_THREADS_COUNTED + 1).toLocaleString('en')} means more than ${MAX_THREADS_COUNTED.toLocaleString('en')} (the page shows "${MAX_THREADS_COUNTED.toLocaleString('en')}+"), so a count reads at most that many threads, however many the server holds.`,
+        description: `How many threads match \`title\` and \`ownerId\` on every page (not only after \`after\`), counted when read, up to ${(MAX_THREADS_COUNTED + 1).toLocaleString('en')}: ${(MAX_THREADS_COUNTED + 1).toLocaleString('en')} means more than ${MAX_THREADS_COUNTED.toLocaleString('en')} (the page shows "${MAX_THREADS_COUNTED.toLocaleString('en')}+"), so a count reads at most that many threads, however many the server holds. At most ${MAX_THREAD_COUNTS_PER_REQUEST} counts per request (aliases and fragments included), else BAD_USER_INPUT before anything runs.`,
         resolve: (page) => page.count(),
       }),
       pageInfo: t.field({
