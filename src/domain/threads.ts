@@ -84,8 +84,12 @@ interface ThreadPosition {
 export const threadCursor = (thread: ThreadPosition): string =>
   Buffer.from(JSON.stringify([thread.createdAt.toISOString(), thread.id])).toString('base64url');
 
+/** threadCursor writes 90 characters: a longer text is no cursor, and is not decoded whole to find out. */
+const MAX_THREAD_CURSOR_LENGTH = 120;
+
 function parseThreadCursor(cursor: string): ThreadPosition {
   const malformed = () => badInput('after is not a cursor of the threads query');
+  if (cursor.length > MAX_THREAD_CURSOR_LENGTH) throw malformed();
   let decoded: unknown;
   try {
     decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));

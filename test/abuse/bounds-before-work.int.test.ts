@@ -36,4 +36,13 @@ describe(`bounds before work (${backendName})`, () => {
     expect(response.errors![0]!.message).toMatch(/^title is longer than its limit of 1000 characters$/);
     expect((await t.gql('{ threads(first: 1) { totalCount } }', {}, admin)).data.threads.totalCount).toBe(0);
   });
+
+  it('a threads cursor is refused by its length before it is decoded: one padded to megabytes is not a cursor', async () => {
+    const position = (padding: string) => Buffer.from(`["2026-11-29T21:00:00.000Z",${padding}"00000000-0000-4000-8000-000000000000"]`).toString('base64url');
+    const THREADS = 'query($after: String) { threads(first: 1, after: $after) { edges { cursor } } }';
+    expect((await t.gql(THREADS, { after: position('') }, admin)).errors).toBeUndefined();
+    const response = await t.gql(THREADS, { after: position(' '.repeat(5_000_000)) }, admin);
+    expect(errorCode(response)).toBe('BAD_USER_INPUT');
+    expect(response.errors![0]!.message).toBe('after is not a cursor of the threads query');
+  });
 });
