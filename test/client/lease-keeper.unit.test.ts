@@ -26,7 +26,7 @@ describe('LeaseKeeper', () => {
     expect(renewLease).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(1);
     expect(renewLease).toHaveBeenCalledTimes(1);
-    expect(renewLease).toHaveBeenCalledWith(expect.objectContaining({ runId: 'run-1', epoch: 1 }), LEASE_SECONDS, { maxAttempts: 1, timeoutMs: 10_000 });
+    expect(renewLease).toHaveBeenCalledWith(expect.objectContaining({ runId: 'run-1', epoch: 1 }), LEASE_SECONDS, { maxAttempts: 1, timeoutMs: 10_000 }, { signal: expect.any(AbortSignal) });
     expect(Date.parse(keeper.lease.expiresAt)).toBe(Date.now() + 30_000);
 
     await vi.advanceTimersByTimeAsync(10_000);
@@ -131,7 +131,7 @@ describe('LeaseKeeper', () => {
     const fresh = vi.fn(async (lease: LeaseInput) => leaseFor(lease.epoch));
     const next = new LeaseKeeper({ renewLease: fresh }, rejected.lease, { leaseSeconds: LEASE_SECONDS });
     await vi.advanceTimersByTimeAsync(10_000);
-    expect(fresh).toHaveBeenCalledWith(expect.objectContaining({ runId: 'run-1', epoch: 1 }), LEASE_SECONDS, { maxAttempts: 1, timeoutMs: 10_000 });
+    expect(fresh).toHaveBeenCalledWith(expect.objectContaining({ runId: 'run-1', epoch: 1 }), LEASE_SECONDS, { maxAttempts: 1, timeoutMs: 10_000 }, { signal: expect.any(AbortSignal) });
     next.stop();
   });
 

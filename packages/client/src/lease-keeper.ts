@@ -1,6 +1,7 @@
 import { isAuditApiError, type AuditApiError } from './errors.js';
 import type { RetryPolicy } from './transport.js';
 import type { LeaseInput, RunLease } from './types.js';
+import type { CallOptions } from './audit-client.js';
 import { notify } from './callbacks.js';
 
 /**
@@ -36,8 +37,11 @@ export class AuditTokenRejectedError extends Error {
 }
 
 export interface LeaseRenewer {
-  /** `retry`: the policy of this one renewal, over the client's (AuditClient.renewLease). */
-  renewLease(lease: LeaseInput, leaseSeconds?: number, retry?: Partial<RetryPolicy>): Promise<RunLease>;
+  /**
+   * `retry`: the policy of this one renewal, over the client's (AuditClient.renewLease); `signal`
+   * aborts when the keeper stops, cutting the renewal in flight.
+   */
+  renewLease(lease: LeaseInput, leaseSeconds?: number, retry?: Partial<RetryPolicy>, options?: CallOptions): Promise<RunLease>;
 }
 
 export interface LeaseKeeperOptions {
@@ -60,13 +64,15 @@ export interface LeaseKeeperOptions {
  * renewals may fail before it expires. Each renewal is one attempt, given up after a third of
  * the lease (at least 1 s): one that hangs (packets dropped, a stalled server) must not outlast
  * the lease; after a failure the next comes at a third of the time left (at least 1 s later),
- * while the lease is still current. Its timers are unref'd: it never keeps a process alive.
+ * while the lease is still current. Its timers are unref'd and stop() cuts a renewal in flight:
+ * it never keeps a process alive.
  */
 export class LeaseKeeper {
   private current: RunLease;
   private readonly leaseMs: number;
   private readonly leaseSeconds: number;
   private readonly lostController = new AbortController();
+  private readonly stopController = new AbortController();
   /** When the current lease expires on this process's monotonic clock (performance.now). */
   private expiresAtMs: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
@@ -96,10 +102,11 @@ export class LeaseKeeper {
     return this.lostController.signal;
   }
 
-  /** Stops renewing. The lease itself stays until it expires or the run ends. */
+  /** Stops renewing, cutting a renewal in flight. The lease itself stays until it expires or the run ends. */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.stopController.abort(new Error('LeaseKeeper stopped'));
   }
 
   /**
@@ -121,7 +128,7 @@ export class LeaseKeeper {
     try {
       // Granted after it was sent: counted from then, it expires no sooner than counted.
       const sentAtMs = performance.now();
-      this.current = await this.client.renewLease(this.current, this.leaseSeconds, { maxAttempts: 1, timeoutMs: Math.max(1_000, this.leaseMs / 3) });
+      this.current = await this.client.renewLease(this.current, this.leaseSeconds, { maxAttempts: 1, timeoutMs: Math.max(1_000, this.leaseMs / 3) }, { signal: this.stopController.signal });
       this.expiresAtMs = sentAtMs + grantedMs(this.current);
     } catch (error) {
       if (this.stopped) return;
