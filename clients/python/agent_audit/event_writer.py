@@ -61,7 +61,7 @@ class EventWriter:
         # Also in a forked child: the parent's thread does not exist there, its queued events are
         # the parent's to send, and the lock may have been held by a thread that is gone.
         self._queue: Deque[_Pending] = deque()
-        self._sending = 0
+        self._sending: List[_Pending] = []  # the request in flight
         self._lock = threading.Condition()
         self._thread: Optional[threading.Thread] = None
 
@@ -109,9 +109,13 @@ class EventWriter:
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Returns once every event written so far has been answered (True), or after ``timeout``
-        seconds (False)."""
+        seconds (False). An event whose caller stopped waiting (its ``timeout``) is not waited for:
+        its request may go on retrying for the whole policy."""
         with self._lock:
-            return self._lock.wait_for(lambda: not self._queue and not self._sending, timeout)
+            return self._lock.wait_for(self._answered, timeout)
+
+    def _answered(self) -> bool:
+        return not self._queue and all(event.collected for event in self._sending)
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Flushes, then ends the thread; later writes raise RuntimeError. Past ``timeout`` seconds
@@ -119,14 +123,15 @@ class EventWriter:
         sent, their callers raise ``no_answer_within``, and the thread (a daemon) is not waited for."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            answered = self._lock.wait_for(lambda: not self._queue and not self._sending, timeout)
+            answered = self._lock.wait_for(self._answered, timeout)
             for event in self._queue:
                 event.error = no_answer_within(event.operation.name, cast(float, timeout))
                 event.done = True
             self._queue.clear()
             self._closed = True
             self._lock.notify_all()
-            thread = self._thread
+            # A request whose callers all gave up is not waited for (nor its thread, a daemon).
+            thread = None if self._sending else self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(None if answered else _left(deadline))
 
@@ -137,13 +142,13 @@ class EventWriter:
                 if not self._queue:
                     return
                 batch = self._next_batch()
-                self._sending = len(batch)
+                self._sending = batch
                 self._lock.notify_all()  # room for waiting writers
             self._send(batch)
             with self._lock:
                 for event in batch:
                     event.done = True
-                self._sending = 0
+                self._sending = []
                 self._lock.notify_all()
                 self._let_answered_callers_write(batch)
 

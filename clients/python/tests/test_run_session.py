@@ -154,20 +154,21 @@ class RunSessionTest(LiveTestCase):
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
 
-    def stop_out_of_reach(self, start_run_args: str) -> Tuple[str, str, Run]:
+    def stop_out_of_reach(self, start_run_args: str, client_block: bool = False) -> Tuple[str, str, Run]:
         """Runs an agent whose block (``worker.start_run(run_id, <start_run_args>)``) has a tool
         running, makes the server stop answering (a partition: no answer, no reset) and sends it
         SIGTERM, whose handler calls ``sys.exit()``. Returns the thread, the agent's stderr once it
-        exited, and the run once it ended."""
+        exited, and the run once it ended. ``client_block``: the worker is used as ``with
+        AuditClient(...) as worker:`` around the run's block."""
         thread_id, run_id = self.queued_run()
         proxy = LossyProxy(self.server.url, mode="forward")
         self.addCleanup(proxy.close)
         agent = textwrap.dedent(f"""
             import signal, sys, time
+            from contextlib import nullcontext
             from agent_audit import AuditClient, DeclaredToolCall
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
-            worker = AuditClient(sys.argv[1], sys.argv[2])
-            with worker.start_run(sys.argv[3], {start_run_args}) as run:
+            with {"AuditClient(sys.argv[1], sys.argv[2]) as worker" if client_block else "nullcontext(AuditClient(sys.argv[1], sys.argv[2])) as worker"}, worker.start_run(sys.argv[3], {start_run_args}) as run:
                 run.model_started("model-1", model="gpt-x", input={{}})
                 run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "search", {{"q": "x"}})])
                 run.tool_started("call-1", "search", effective_input={{"q": "x"}})
@@ -192,6 +193,14 @@ class RunSessionTest(LiveTestCase):
         [tool] = [item for item in self.owner.thread_audits(thread_id).items if item.operation_id == "call-1"]
         self.assertEqual(tool.status, "ABANDONED")
         self.assertEqual([call.status for call in after.tool_calls], ["FAILED"])
+
+    def test_with_audit_client_a_stop_with_the_server_out_of_reach_still_exits_within_stop_timeout(self) -> None:
+        # Leaving ``with AuditClient(...)`` closes the client: once the bounded finish gave up,
+        # its request still in flight (retried for the whole policy) must not hold the exit.
+        _, stderr, after = self.stop_out_of_reach("lease_seconds=2, stop_timeout=1", client_block=True)
+        self.assertIn("stopped by SIGTERM", stderr)
+        self.assertEqual(after.status, "FAILED")
+        self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
 
     def test_a_stop_without_stop_timeout_with_the_server_out_of_reach_waits_no_longer_than_the_lease(self) -> None:
         # Without ``stop_timeout`` the same finish waited for the whole retry policy: the process
