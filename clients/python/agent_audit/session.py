@@ -7,7 +7,7 @@ import os
 import threading
 import weakref
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type, cast
 
 from . import _operations as ops
 from .client import READ_NOW, ObservedAt, check_values
@@ -355,7 +355,10 @@ class StartingRun:
 
     A task cancelled while the claim is in flight (a shutdown, a timeout around the agent) never
     enters the block: the run the claim takes is handed back at once, INTERRUPTED, as a block
-    left by a cancellation would end it, instead of being kept RUNNING by its lease keeper."""
+    left by a cancellation would end it, instead of being kept RUNNING by its lease keeper. The
+    claim's thread is a daemon, not the loop's executor: a claim that hangs (the server out of
+    reach) does not hold ``asyncio.run``'s shutdown; if the process exits first and the claim won,
+    the lease's expiry ends the run."""
 
     def __init__(self, claim: Callable[[], RunSession]) -> None:
         self._claim = claim
@@ -364,8 +367,31 @@ class StartingRun:
         self._session: Optional[RunSession] = None
 
     async def __aenter__(self) -> RunSession:
+        loop = asyncio.get_running_loop()
+        answer: "asyncio.Future[RunSession]" = loop.create_future()
+
+        def settle(session: Optional[RunSession], error: Optional[BaseException]) -> None:
+            if answer.done():  # cancelled
+                return
+            if error is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(cast(RunSession, session))
+
+        def claim() -> None:
+            session, error = None, None
+            try:
+                session = self._claim_unless_abandoned()
+            except BaseException as failed:  # noqa: BLE001 - handed to the awaiting task
+                error = failed
+            try:
+                loop.call_soon_threadsafe(settle, session, error)
+            except RuntimeError:  # the loop is closed: no task awaits it
+                pass
+
+        threading.Thread(target=claim, name="agent-audit-claim", daemon=True).start()
         try:
-            return await asyncio.get_running_loop().run_in_executor(None, self._claim_unless_abandoned)
+            return await answer
         except asyncio.CancelledError:
             with self._lock:
                 self._abandoned = True

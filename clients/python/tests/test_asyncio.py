@@ -140,3 +140,32 @@ class AsyncioTest(LiveTestCase):
         worker.flush()
         # The lease (2 s) runs out unless renewed; the sweeper then ends the run.
         self.assertEqual(self.run_once_ended(run_id, seconds=20).status, "INTERRUPTED")
+
+    def test_a_task_cancelled_while_its_claim_hangs_lets_asyncio_run_return(self) -> None:
+        # The server does not answer (a partition): the claim would retry for the whole policy.
+        # Cancelled, the task gives it up, and asyncio.run's shutdown does not wait for it.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        proxy.silent.set()
+        agent = textwrap.dedent("""
+            import asyncio, sys
+            from agent_audit import AuditClient
+            worker = AuditClient(sys.argv[1], sys.argv[2])
+            async def agent():
+                async with worker.start_run_async(sys.argv[3]):
+                    print("entered", flush=True)
+            async def main():
+                task = asyncio.ensure_future(agent())
+                await asyncio.sleep(0.5)  # the claim is sent, and hangs
+                print("working", flush=True)
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    print("cancelled", flush=True)
+            asyncio.run(main())
+        """)
+        process = self.start_agent(agent, proxy.url, run_id)
+        stdout, stderr = process.communicate(timeout=30)
+        self.assertEqual((stdout.strip(), process.returncode), ("cancelled", 0), stderr)
