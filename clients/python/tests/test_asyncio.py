@@ -167,5 +167,8 @@ class AsyncioTest(LiveTestCase):
             asyncio.run(main())
         """)
         process = self.start_agent(agent, proxy.url, run_id)
-        stdout, stderr = process.communicate(timeout=30)
-        self.assertEqual((stdout.strip(), process.returncode), ("cancelled", 0), stderr)
+        # Not communicate(): it reads the pipe past what start_agent's readline() buffered, and a
+        # "cancelled" printed before that readline ran (a loaded machine) was lost with the buffer.
+        process.wait(timeout=30)
+        assert process.stdout is not None and process.stderr is not None
+        self.assertEqual((process.stdout.read().strip(), process.returncode), ("cancelled", 0), process.stderr.read())
