@@ -203,6 +203,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     expect(later.nodes).toBeLessThanOrEqual(filled.nodes);
     expect(later.jsEventListeners).toBeLessThanOrEqual(filled.jsEventListeners);
     expect(viewBytes).toBeGreaterThan(10_000);
-    expect(later.heap - filled.heap).toBeLessThan(3 * viewBytes);
+    // 15 views kept would hold 15 times a view's text, and more as objects. V8's own growth over
+    // the same 15 views (compiled code, caches) reached 157 kB, 3.7 views' text, on a loaded CI
+    // machine (42 kB views): under 6 views' worth is none kept.
+    expect(later.heap - filled.heap).toBeLessThan(6 * viewBytes);
   }, 240_000);
 });
