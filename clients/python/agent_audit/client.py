@@ -90,8 +90,9 @@ class AuditClient:
     ``token`` is a JWT, or a function giving one that is called before each request (short-lived
     tokens: cache it there and mint a new one near its ``exp``); a request refused as
     ``UNAUTHENTICATED`` asks it once more and is resent if it then gives another token.
-    ``timeout`` (seconds: a shutdown's grace period), which ``finish_run`` and each ``record_*``
-    call take, bounds the wait for the answer, retries included: past it the call raises
+    ``timeout`` (seconds: a shutdown's grace period), which ``claim_run``, ``start_run``,
+    ``finish_run`` and each ``record_*`` call take, bounds the wait for the answer, retries
+    included: past it the call raises
     ``AuditApiError`` (``TRANSPORT_ERROR``), an event not yet sent is never sent, and one sent may
     still have been applied.
     """
@@ -142,15 +143,19 @@ class AuditClient:
 
     # ---- Worker: the run lifecycle ----
 
-    def claim_run(self, run_id: str, lease_seconds: Optional[int] = None, claim_id: Optional[str] = None) -> RunLease:
+    def claim_run(
+        self, run_id: str, lease_seconds: Optional[int] = None, claim_id: Optional[str] = None, *, timeout: Optional[float] = None,
+    ) -> RunLease:
         """QUEUED -> RUNNING with this worker as the lease owner.
 
         The claim carries a ``claim_id`` (a fresh UUID unless given) and is retried with it after
         transport failures: a retry of a claim that won unseen gets the same lease back. It goes
-        through the batching writer like every lifecycle call.
+        through the batching writer like every lifecycle call. ``timeout`` bounds the wait for its
+        answer as it bounds ``finish_run``'s; a claim given up after it was sent may still have won,
+        and its lease, renewed by no one, then expires.
         """
         claim = {"runId": run_id, "leaseSeconds": lease_seconds, "claimId": claim_id or str(uuid.uuid4())}
-        return RunLease.from_json(self._event(ops.CLAIM_RUN, {"input": _without_none(claim)}))
+        return RunLease.from_json(self._event(ops.CLAIM_RUN, {"input": _without_none(claim)}, timeout))
 
     def start_run(
         self,
@@ -161,6 +166,7 @@ class AuditClient:
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
         stop_timeout: Optional[float] = None,
+        timeout: Optional[float] = None,
     ) -> "RunSession":
         """Claims the run and keeps its lease alive; use the returned session as a context
         manager, which ends the run on exit (see ``RunSession``). ``on_lost`` is called once the
@@ -168,11 +174,12 @@ class AuditClient:
         the refusal; its value is ignored. ``stop_timeout`` bounds (seconds) the INTERRUPTED
         finish of a block left by a stop (SIGTERM's ``SystemExit``, Ctrl-C, a cancelled task);
         without it, that finish waits no longer than the lease lasts (past its expiry it could only
-        be refused)."""
+        be refused). ``timeout`` bounds the claim (``claim_run``)."""
         from .session import RunSession
 
         return RunSession.claim(
-            self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout)
+            self, run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout,
+            timeout=timeout)
 
     def start_run_async(
         self,
@@ -183,15 +190,17 @@ class AuditClient:
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
         stop_timeout: Optional[float] = None,
+        timeout: Optional[float] = None,
     ) -> "StartingRun":
         """For asyncio: ``async with worker.start_run_async(run_id) as run:`` claims the run from
         a worker thread and ends it on leaving the block, its finish sent from a worker thread
         too. A task cancelled while its claim is in flight hands the claimed run back
-        INTERRUPTED (see ``StartingRun``)."""
+        INTERRUPTED (see ``StartingRun``). ``timeout`` bounds the claim (``claim_run``)."""
         from .session import StartingRun
 
         return StartingRun(lambda: self.start_run(
-            run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout))
+            run_id, lease_seconds, claim_id=claim_id, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout,
+            timeout=timeout))
 
     @property
     def retry(self) -> RetryPolicy:

@@ -131,6 +131,7 @@ class RunSession:
         first_sequence: int = 1,
         on_lost: Optional[Callable[[LeaseLostError], object]] = None,
         stop_timeout: Optional[float] = None,
+        timeout: Optional[float] = None,
     ) -> "RunSession":
         # Python 3.12 starts no thread at interpreter shutdown (in an atexit handler, or a thread
         # still running after the main one returned): found before the claim, the run stays
@@ -138,7 +139,7 @@ class RunSession:
         probe = threading.Thread(target=lambda: None, name="agent-audit-thread-check", daemon=True)
         probe.start()
         probe.join()
-        lease = client.claim_run(run_id, lease_seconds, claim_id)
+        lease = client.claim_run(run_id, lease_seconds, claim_id, timeout=timeout)
         return cls(client, lease, lease_seconds, first_sequence=first_sequence, on_lost=on_lost, stop_timeout=stop_timeout)
 
     @property

@@ -4,6 +4,7 @@ into requests under the server's body limit."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -97,8 +98,10 @@ class BatchingLiveTest(LiveTestCase):
         # A worker recording its tool's error on its way out (SIGTERM) with the server out of reach
         # (no answer: a partition) would wait for the whole retry policy (8 attempts of 30 s) per
         # call. ``timeout`` bounds each, as it bounds ``finish``: batched or not, the session's
-        # event methods as the client's.
-        _, run_id = self.queued_run()
+        # event methods as the client's; and a worker starting another run then (its claim) gives
+        # up alike, that run not taken.
+        thread_id, run_id = self.queued_run()
+        other_run = self.owner.create_run(thread_id).id
         proxy = LossyProxy(self.server.url, mode="forward")
         self.addCleanup(proxy.close)
         token = self.server.token(self.worker_sub, "worker")
@@ -111,6 +114,11 @@ class BatchingLiveTest(LiveTestCase):
         run.tool_started("call-1", "search", effective_input={})
         lease = run.lease
         proxy.silent.set()
+
+        async def start_async() -> None:
+            async with worker.start_run_async(other_run, timeout=0.3):
+                pass
+
         calls = {
             "run.tool_error": lambda: run.tool_error("call-1", {"message": "stopped"}, timeout=0.3),
             "record_model_started": lambda: unbatched.record_model_started(lease, "model-2", 10, model="m", input={}, timeout=0.3),
@@ -119,6 +127,10 @@ class BatchingLiveTest(LiveTestCase):
             "record_tool_finished": lambda: unbatched.record_tool_finished(lease, "call-1", {"status": "success"}, timeout=0.3),
             "record_tool_error": lambda: unbatched.record_tool_error(lease, "call-1", {"message": "stopped"}, timeout=0.3),
             "run.finish": lambda: run.finish("INTERRUPTED", timeout=0.3),  # also stops its lease keeper
+            "claim_run": lambda: worker.claim_run(other_run, timeout=0.3),
+            "claim_run unbatched": lambda: unbatched.claim_run(other_run, timeout=0.3),
+            "start_run": lambda: worker.start_run(other_run, timeout=0.3),
+            "start_run_async": lambda: asyncio.run(start_async()),
         }
         for name, call in calls.items():
             with self.subTest(name):
@@ -126,6 +138,9 @@ class BatchingLiveTest(LiveTestCase):
                     call()
                 self.assertEqual(raised.exception.code, "TRANSPORT_ERROR")
                 self.assertIn("no answer within 0.3 s", str(raised.exception))
+        other = self.owner.run(other_run)
+        assert other is not None
+        self.assertEqual(other.status, "QUEUED")
 
     def test_a_request_held_in_flight_does_not_stop_another_runs_renewals(self) -> None:
         # Run A's event is answered slowly (a slow link, a large upload) while run B, with a short
