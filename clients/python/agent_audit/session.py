@@ -7,7 +7,7 @@ import os
 import threading
 import weakref
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type, TypeVar, cast
 
 from . import _operations as ops
 from .client import READ_NOW, ObservedAt, check_values
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 #: SIGTERM handler, gunicorn's worker on SIGQUIT, Celery's WorkerShutdown); a generator whose
 #: consumer stops reading it (``break``, ``close()``, collected) is left by GeneratorExit.
 _STOPS = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
+
+_T = TypeVar("_T")
 
 
 class RunSession:
@@ -310,8 +312,10 @@ class RunSession:
         traceback: Optional[TracebackType],
     ) -> None:
         """As leaving the ``with`` block, but the run's finish (a request, retried by the client's
-        RetryPolicy) is sent from a worker thread (``asyncio.to_thread``), so the loop runs on."""
-        await asyncio.to_thread(self.__exit__, exc_type, exc, traceback)
+        RetryPolicy) is sent from a thread of its own, so the loop runs on. A task cancelled (or a
+        process told to exit) while that finish hangs does not wait for it: the thread is a daemon,
+        and if the process exits first the lease's expiry ends the run."""
+        await _on_daemon_thread(lambda: self.__exit__(exc_type, exc, traceback), f"agent-audit-finish-{self.run_id}")
 
     def _stop_bound(self) -> float:
         # Nothing renews the lease once the finish is sent, and past its expiry the finish could
@@ -368,31 +372,8 @@ class StartingRun:
         self._session: Optional[RunSession] = None
 
     async def __aenter__(self) -> RunSession:
-        loop = asyncio.get_running_loop()
-        answer: "asyncio.Future[RunSession]" = loop.create_future()
-
-        def settle(session: Optional[RunSession], error: Optional[BaseException]) -> None:
-            if answer.done():  # cancelled
-                return
-            if error is not None:
-                answer.set_exception(error)
-            else:
-                answer.set_result(cast(RunSession, session))
-
-        def claim() -> None:
-            session, error = None, None
-            try:
-                session = self._claim_unless_abandoned()
-            except BaseException as failed:  # noqa: BLE001 - handed to the awaiting task
-                error = failed
-            try:
-                loop.call_soon_threadsafe(settle, session, error)
-            except RuntimeError:  # the loop is closed: no task awaits it
-                pass
-
-        threading.Thread(target=claim, name="agent-audit-claim", daemon=True).start()
         try:
-            return await answer
+            return await _on_daemon_thread(self._claim_unless_abandoned, "agent-audit-claim")
         except asyncio.CancelledError:
             with self._lock:
                 self._abandoned = True
@@ -418,6 +399,37 @@ class StartingRun:
         if abandoned:
             _hand_back(session)
         return session
+
+
+async def _on_daemon_thread(call: Callable[[], _T], name: str) -> _T:
+    # Not asyncio.to_thread: asyncio.run's shutdown and the interpreter's exit wait for the loop's
+    # executor threads, so a call that hangs (the server out of reach, retried for the whole
+    # policy) would hold the process after its task was cancelled. Its answer reaches the awaiting
+    # task through the loop; a task that stopped awaiting it gets nothing.
+    loop = asyncio.get_running_loop()
+    answer: "asyncio.Future[_T]" = loop.create_future()
+
+    def settle(result: Optional[_T], error: Optional[BaseException]) -> None:
+        if answer.done():  # cancelled
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(cast(_T, result))
+
+    def run() -> None:
+        result, error = None, None
+        try:
+            result = call()
+        except BaseException as failed:  # noqa: BLE001 - handed to the awaiting task
+            error = failed
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop is closed: no task awaits it
+            pass
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return await answer
 
 
 def _hand_back(session: RunSession) -> None:

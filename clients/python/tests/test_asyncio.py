@@ -172,3 +172,37 @@ class AsyncioTest(LiveTestCase):
         process.wait(timeout=30)
         assert process.stdout is not None and process.stderr is not None
         self.assertEqual((process.stdout.read().strip(), process.returncode), ("cancelled", 0), process.stderr.read())
+
+    def test_a_stop_while_the_blocks_finish_hangs_lets_asyncio_run_return(self) -> None:
+        # The block ended and its COMPLETED finish is sent, but the server does not answer (a
+        # partition): SIGTERM must still end the process, whose asyncio.run would otherwise wait for
+        # the finish's thread through the whole retry policy. The lease's expiry ends the run.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        finish_held = threading.Event()
+
+        def hold(body: bytes) -> None:
+            if b'"operationName":"FinishRun"' in body:
+                proxy.silent.set()  # its retries too
+                finish_held.set()
+                proxy._closing.wait()  # noqa: SLF001 - held until the proxy closes
+
+        proxy.on_first_send = hold
+        agent = textwrap.dedent("""
+            import asyncio, signal, sys
+            from agent_audit import AuditClient
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
+            worker = AuditClient(sys.argv[1], sys.argv[2])
+            async def main():
+                async with worker.start_run_async(sys.argv[3], lease_seconds=2):
+                    print("working", flush=True)
+            asyncio.run(main())
+        """)
+        process = self.start_agent(agent, proxy.url, run_id)
+        self.assertTrue(finish_held.wait(30), "the finish was never sent")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        self.assertIn("stopped by SIGTERM", stderr)
+        after = self.run_once_ended(run_id)
+        self.assertEqual((after.status, (after.error or {}).get("code")), ("FAILED", "LEASE_EXPIRED"))
