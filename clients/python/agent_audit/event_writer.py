@@ -84,10 +84,12 @@ class EventWriter:
                     self._queue.append(event)
                     self._lock.notify_all()
                     if not self._lock.wait_for(lambda: event.done, _left(deadline)):
-                        if event in self._queue:
-                            self._queue.remove(event)
                         raise no_answer_within(operation.name, cast(float, timeout))
                 finally:
+                    # A caller that stopped waiting (its timeout, or a stop: SystemExit, Ctrl-C)
+                    # before its event was sent: it is never sent, nor waited for by flush or close.
+                    if not event.done and event in self._queue:
+                        self._queue.remove(event)
                     event.collected = True
                     self._lock.notify_all()
         if not event.done:  # no writer thread could start: sent from the caller's, alone
@@ -109,8 +111,8 @@ class EventWriter:
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Returns once every event written so far has been answered (True), or after ``timeout``
-        seconds (False). An event whose caller stopped waiting (its ``timeout``) is not waited for:
-        its request may go on retrying for the whole policy."""
+        seconds (False). An event whose caller stopped waiting (its ``timeout``, a stop) is not
+        waited for: its request may go on retrying for the whole policy."""
         with self._lock:
             return self._lock.wait_for(self._answered, timeout)
 

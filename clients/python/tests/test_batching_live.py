@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import textwrap
 import threading
 import time
 from typing import Any, Dict, List, Tuple
@@ -141,6 +143,41 @@ class BatchingLiveTest(LiveTestCase):
         other = self.owner.run(other_run)
         assert other is not None
         self.assertEqual(other.status, "QUEUED")
+
+    def test_a_call_left_by_a_stop_while_queued_is_never_sent_and_closing_does_not_wait_for_it(self) -> None:
+        # A worker whose call gave up (its timeout) with the server out of reach, that request still
+        # retrying, makes another call, queued behind it, and is stopped (SIGTERM's sys.exit()):
+        # leaving ``with AuditClient(...)`` waited for the queued call to be sent, so for the
+        # request ahead of it, through the whole retry policy (8 attempts of 30 s).
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        proxy.silent.set()
+        agent = textwrap.dedent("""
+            import signal, sys, threading, time
+            from agent_audit import AuditApiError, AuditClient
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
+            with AuditClient(sys.argv[1], sys.argv[2]) as worker:
+                try:
+                    worker.claim_run(sys.argv[3], timeout=0.3)
+                except AuditApiError:
+                    pass  # given up; its request goes on
+
+                def say_when_queued():
+                    while not worker._writer._queue:
+                        time.sleep(0.01)
+                    print("working", flush=True)
+
+                threading.Thread(target=say_when_queued, daemon=True).start()
+                worker.claim_run(sys.argv[3])  # queued behind it, left by the stop
+        """)
+        process = self.start_agent(agent, proxy.url, run_id)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        self.assertIn("stopped by SIGTERM", stderr)
+        after = self.owner.run(run_id)
+        assert after is not None
+        self.assertEqual(after.status, "QUEUED")
 
     def test_a_request_held_in_flight_does_not_stop_another_runs_renewals(self) -> None:
         # Run A's event is answered slowly (a slow link, a large upload) while run B, with a short
