@@ -30,7 +30,7 @@ export async function buildApp(
   options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock; listening?: Server } = {},
 ) {
   const { secret, generated } = signingSecretOf(config);
-  const { db, feeds, databaseId } = await openStorage(config, options);
+  const { db, feeds, databaseId, exportHeldSince } = await openStorage(config, options);
   /** Set once they started; a deletion by the first retention sweep is that sweep's own to vacuum after. */
   let jobs: BackgroundJobs | undefined = undefined;
   const deps: DomainDeps = {
@@ -95,7 +95,8 @@ export async function buildApp(
     /** What the start banner says this instance runs with. */
     mode: {
       liveUpdates: liveUpdatesMode(config),
-      export: config.export ? 'on' : 'off',
+      // Configured yet held after a restore: 'on' would tell the operator spans go out.
+      export: !config.export ? 'off' : exportHeldSince ? `held since ${exportHeldSince.toISOString()} (a restored database: release with scripts/release-export.ts)` : 'on',
       retention: config.retentionDays === undefined ? 'off' : `${config.retentionDays} days`,
       redis: config.redisUrl ? 'on' : 'off',
     },

@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { openDatabase, type Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import { changesAfter, pruneRecentChanges, threadCursors } from '../domain/change-cursors.js';
-import { databaseIdentity } from '../domain/database-identity.js';
+import { databaseIdentity, exportHeldSince } from '../domain/database-identity.js';
 import { readOwnersToolActivity } from '../domain/tool-activity.js';
 import { pollToolAuditChanges } from '../domain/tool-activity-changes.js';
 import { log } from '../log.js';
@@ -19,7 +19,7 @@ export type ChangeFeeds = Awaited<ReturnType<typeof createPubSubFor>>;
 export async function openStorage(
   config: Config,
   options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock },
-): Promise<{ db: Database; feeds: ChangeFeeds; databaseId: string }> {
+): Promise<{ db: Database; feeds: ChangeFeeds; databaseId: string; exportHeldSince?: Date }> {
   const recentChanges = keepsRecentChanges(config);
   const db =
     options.database ??
@@ -39,6 +39,7 @@ export async function openStorage(
         'this database is a restore or a copy: a new database id (change cursors from before are refused), the leases it held fenced, and the export held until released (docs/operations.md, "Backup and restore")',
       );
     }
+    const heldSince = await exportHeldSince(db.sql);
     const feeds = await createPubSubFor(
       config,
       {
@@ -50,7 +51,7 @@ export async function openStorage(
       },
       { maxPendingEvents: options.maxPendingEvents, activityClock: options.activityClock },
     );
-    return { db, feeds, databaseId };
+    return { db, feeds, databaseId, exportHeldSince: heldSince };
   } catch (error) {
     if (!options.database) await db.close();
     throw error;

@@ -37,6 +37,8 @@ afterAll(async () => {
 
 const ofThread = (threadId: string) => (span: ReceivedSpan) => span.attributes['gen_ai.conversation.id'] === threadId;
 const said = (server: ServerProcess, msg: RegExp) => jsonLines(server).some((line) => msg.test(line.msg));
+/** What the start banner says of the export (main.ts): its `export` field. */
+const bannerExport = (server: ServerProcess) => jsonLines(server).find((line) => /^Agent audit server listening/.test(line.msg))?.export;
 const metrics = async (server: ServerProcess) => (await fetch(server.url.replace(/\/graphql$/, '/metrics'))).text();
 
 /** A thread with a run that ended (cancelled): one span to export. */
@@ -99,6 +101,8 @@ describe(`the export of a restored database (${backendName}, server processes)`,
     expect(receiver.spans.filter(ofThread(gone.threadId)), 'the deleted thread went out again before the operator could act').toEqual([]);
     expect(receiver.spans).toEqual([]);
     expect(await metrics(server)).toMatch(/^agent_audit_export_held 1$/m);
+    // An operator reading the start banner is told it is held, not 'on'.
+    expect(bannerExport(server)).toMatch(/^held since \S+ \(a restored database: release with scripts\/release-export\.ts\)$/);
     expect(jsonLines(server).find((line) => /^this database is a restore or a copy/.test(line.msg))).toMatchObject({ level: 'warn', fencedRuns: 1, fencedRunIds: [going] });
     // The thread deleted after the backup is back: readable until it is deleted again.
     expect((await gql(server.url, owner, `query($id: ID!) { thread(id: $id) { id } }`, { id: gone.threadId })).data.thread).toEqual({ id: gone.threadId });
@@ -118,7 +122,10 @@ describe(`the export of a restored database (${backendName}, server processes)`,
     }
     expect(release.code, release.output).toBe(0);
     expect(release.output).toMatch(/^the export was held since \S+ \(a start on a restored database\): released$/m);
-    if (!onPostgres) server = await startServer(restored, env);
+    if (!onPostgres) {
+      server = await startServer(restored, env);
+      expect(bannerExport(server)).toBe('on');
+    }
 
     await receiver.waitFor((spans) => spans.some((span) => span.attributes['agent_audit.run.id'] === kept.runId), 30_000);
     expect(receiver.spans.filter(ofThread(gone.threadId))).toEqual([]);
