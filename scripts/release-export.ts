@@ -9,6 +9,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_DATA_DIR } from '../src/config.js';
+import { DataDirInUse } from '../src/db/data-dir-lock.js';
 import { openDatabase } from '../src/db/database.js';
 import { releaseExportHold } from '../src/domain/database-identity.js';
 
@@ -20,7 +21,9 @@ function fail(message: string): never {
 }
 
 if (!url && !existsSync(join(dataDir, 'pglite', 'PG_VERSION'))) fail(`${dataDir} holds no embedded database`);
-const db = await openDatabase({ url, dataDir, poolSize: 1 }).catch((error: Error) => fail(error.message));
+const db = await openDatabase({ url, dataDir, poolSize: 1 }).catch((error: Error) =>
+  fail(error instanceof DataDirInUse ? `a server runs on ${dataDir} (process ${error.holder}): stop it, release, then start it again` : error.message),
+);
 try {
   const heldSince = await releaseExportHold(db.sql);
   console.log(heldSince ? `the export was held since ${heldSince.toISOString()} (a start on a restored database): released` : 'the export is not held: nothing to release');

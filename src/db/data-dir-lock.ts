@@ -11,6 +11,17 @@ function running(pid: number): boolean {
   }
 }
 
+/** `dataDir` is marked by a process that runs: `holder`. */
+export class DataDirInUse extends Error {
+  constructor(
+    dataDir: string,
+    readonly holder: number,
+    mark: string,
+  ) {
+    super(`DATA_DIR ${dataDir} is in use by another server (process ${holder}): stop it, or give this server another DATA_DIR (if no server runs there, remove ${mark})`);
+  }
+}
+
 /**
  * Marks `dataDir` as this process's: PGlite's files are one process's, and two servers on one
  * directory would each keep a copy of their own, one's writes lost at the next start. A mark left
@@ -30,9 +41,7 @@ export function lockDataDir(dataDir: string): () => void {
     }
     const holder = Number(readFileSync(mark, 'utf8'));
     if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && running(holder)) {
-      throw new Error(
-        `DATA_DIR ${dataDir} is in use by another server (process ${holder}): stop it, or give this server another DATA_DIR (if no server runs there, remove ${mark})`,
-      );
+      throw new DataDirInUse(dataDir, holder, mark);
     }
     rmSync(mark, { force: true });
   }

@@ -116,7 +116,12 @@ describe(`the export of a restored database (${backendName}, server processes)`,
       // While the instances serve: each one's exporter finds the hold gone at its next poll.
       release = await runAsWritten(RELEASE_POSTGRES, { '<the restored database>': restored.env.DATABASE_URL! });
     } else {
-      // The embedded database is one process's: released while its server is stopped.
+      // The embedded database is one process's: released while its server is stopped. While it
+      // runs, the release is refused with what to do, and nothing changes.
+      const running = await runAsWritten(RELEASE_EMBEDDED, { '<data directory>': restored.env.DATA_DIR! }, { DATABASE_URL: '' });
+      expect(running.code, running.output).toBe(1);
+      expect(running.output).toMatch(/^cannot release the export: a server runs on \S+ \(process \d+\): stop it, release, then start it again$/m);
+      expect(await metrics(server)).toMatch(/^agent_audit_export_held 1$/m);
       await server.stop();
       release = await runAsWritten(RELEASE_EMBEDDED, { '<data directory>': restored.env.DATA_DIR! }, { DATABASE_URL: '' });
     }
