@@ -5,7 +5,8 @@ import type { Sql } from '../db/sql.js';
  * (a copy, or a restore into a new database, gets another) and the OID of the identity table
  * itself (a logical restore, pg_dump then psql or pg_restore, creates the table again, even into
  * a database of the same OID, as on PGlite). A physical copy of the whole server (a file system
- * snapshot, PITR, a promoted replica) keeps both: such a database is not told apart.
+ * snapshot, PITR, a promoted replica) keeps both, as does any copy of a PGlite directory: such a
+ * database is not told apart unless marked (database_oid = 0: scripts/backup-data-dir.ts marks its copies).
  */
 const WHERE_AM_I = `SELECT (SELECT oid FROM pg_database WHERE datname = current_database())::bigint AS database_oid,
   'database_identity'::regclass::oid::bigint AS table_oid`;
