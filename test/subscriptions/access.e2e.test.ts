@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { mintToken } from '../../src/auth/jwt.js';
 import type { Role } from '../../src/domain/principal.js';
 import { createRun, createThread } from '../support/lifecycle.js';
+import { beforeTokenExpiry } from '../support/short-lived-token.js';
 import { payloads, subscribeSse, subscribeWs, waitFor, type Stream } from '../support/streams.js';
 import { TEST_JWT_SECRET } from '../support/app.js';
 import { startListeningApp, type ListeningApp } from './support.js';
@@ -114,21 +115,26 @@ describe.each(Object.keys(TRANSPORTS) as Transport[])('access at subscription st
 });
 
 describe.each(Object.keys(TRANSPORTS) as Transport[])('a token that expires during the subscription, over %s', (transport) => {
-  it('ends the stream with SUBSCRIPTION_INTERRUPTED (TOKEN_EXPIRED) once it expires, and stops listening', async () => {
+  it('ends the stream with SUBSCRIPTION_INTERRUPTED (TOKEN_EXPIRED) once it expires, and stops listening', { timeout: 90_000 }, async () => {
     const ownerSub = unique('owner');
     const owner = await tokenFor('user', ownerSub);
     const threadId = await createThread(t, owner);
-    // JWT expiry has a resolution of one second: this one lapses 2 to 3 seconds from now.
-    const expiresAtMs = (Math.floor(Date.now() / 1000) + 3) * 1000;
-    const shortLived = await mintToken(TEST_JWT_SECRET, { sub: ownerSub, role: 'user' }, expiresAtMs / 1000);
-    const stream = await subscribe(transport, 'runChanged', threadId, shortLived);
-    await waitFor(() => t.app.pubsub.subscriberCount('run', threadId) === 1, 'the subscription to be live');
+    const { value: stream, expiresAtMs } = await beforeTokenExpiry(async (expiresAtMs) => {
+      const shortLived = await mintToken(TEST_JWT_SECRET, { sub: ownerSub, role: 'user' }, expiresAtMs / 1000);
+      const stream = await subscribe(transport, 'runChanged', threadId, shortLived);
+      try {
+        await waitFor(() => t.app.pubsub.subscriberCount('run', threadId) === 1, 'the subscription to be live');
+        // Until then it receives every change.
+        const runId = await createRun(t, owner, threadId);
+        expect(payloads(await stream.take(1), 'runChanged')).toEqual([{ id: runId, status: 'QUEUED' }]);
+        return stream;
+      } catch (error) {
+        await stream.close();
+        throw error;
+      }
+    });
 
-    // Until then it receives every change.
-    const runId = await createRun(t, owner, threadId);
-    expect(payloads(await stream.take(1), 'runChanged')).toEqual([{ id: runId, status: 'QUEUED' }]);
-
-    expect(await stream.ended(10_000)).toEqual({ kind: 'complete' });
+    expect(await stream.ended(30_000)).toEqual({ kind: 'complete' });
     expect(Date.now()).toBeGreaterThanOrEqual(expiresAtMs);
     const last = stream.results.at(-1);
     expect(last?.data ?? null).toBeNull();
