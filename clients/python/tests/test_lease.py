@@ -15,9 +15,11 @@ from .support import FAST_RETRY, LiveTestCase, LossyProxy
 class LeaseTest(LiveTestCase):
     def test_the_keeper_renews_a_short_lease_past_its_length(self) -> None:
         _, run_id = self.queued_run()
-        with self.worker.start_run(run_id, lease_seconds=4) as run:
+        # Renewed every 3.3 s, each renewal with 6.7 s to commit before the lease expires: room for a
+        # loaded machine (a 4 s lease left 2.7 s).
+        with self.worker.start_run(run_id, lease_seconds=10) as run:
             first_expiry = run.lease.expires_at
-            time.sleep(9)  # more than two lease lengths
+            time.sleep(11.5)  # past the lease's length, and past a sweep (every second)
             run.model_started("model-1", model="gpt-x", input={})
             run.model_finished("model-1")
             self.assertFalse(run.lost.is_set())
@@ -36,11 +38,13 @@ class LeaseTest(LiveTestCase):
             reported.set()
 
         with self.assertRaises(LeaseLostError) as raised:
-            with self.worker.start_run(run_id, lease_seconds=3, on_lost=on_lost) as run:
+            # Renewed every 5 s: long enough that the lease cannot expire before the cancel on a
+            # loaded machine (a 3 s lease left 2 s), and the next renewal finds the run cancelled.
+            with self.worker.start_run(run_id, lease_seconds=15, on_lost=on_lost) as run:
                 run.model_started("model-1", model="gpt-x", input={})
                 self.owner.cancel_run(run_id)
                 # The agent waits on the session's event, as a tool would between steps.
-                self.assertTrue(run.lost.wait(timeout=10), "the keeper did not notice the cancel")
+                self.assertTrue(run.lost.wait(timeout=30), "the keeper did not notice the cancel")
                 run.model_finished("model-1")
         self.assertEqual(raised.exception.code, "LEASE_LOST")
         self.assertFalse(raised.exception.retryable)
@@ -121,8 +125,10 @@ class LeaseTest(LiveTestCase):
         self.addCleanup(proxy.close)
         worker = AuditClient(proxy.url, self.server.token(self.worker_sub, "worker"), retry=FAST_RETRY)
         with self.assertLogs("agent_audit", "WARNING") as logged:
-            with worker.start_run(run_id, lease_seconds=3):
-                deadline = time.monotonic() + 20
+            # Renewed every 5 s: the lease outlives the failed renewal and the next one on a loaded
+            # machine (a 3 s lease left 2 s for both).
+            with worker.start_run(run_id, lease_seconds=15):
+                deadline = time.monotonic() + 30
                 while not logged.records and time.monotonic() < deadline:
                     time.sleep(0.1)
         self.assertIn(run_id, logged.output[0])
