@@ -192,18 +192,20 @@ class BatchingLiveTest(LiveTestCase):
         def holding(operation: Any, variables: Any) -> Any:
             if operation.name == "RecordModelStarted" and not in_flight.is_set():
                 in_flight.set()
-                release.wait(30)
+                release.wait(60)
             return execute(operation, variables)
 
         self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
-        lease_seconds = 4
+        # Renewed every 5 s, each renewal with 10 s to commit before the lease expires: room for a
+        # loaded machine (a 4 s lease left 2.7 s).
+        lease_seconds = 15
         with self.worker.start_run(run_b, lease_seconds=lease_seconds) as run:
             first_expiry = run.lease.expires_at
             slow = threading.Thread(target=lambda: self.worker.record_model_started(lease_a, "a1", 1))
             slow.start()
             try:
                 self.assertTrue(in_flight.wait(10), "run A's request was never held in flight")
-                time.sleep(2 * lease_seconds + 1.5)  # twice B's lease, and past a sweep (every second)
+                time.sleep(lease_seconds + 1.5)  # past B's first lease, and past a sweep (every second)
                 self.assertFalse(run.lost.is_set())
                 during = self.owner.run(run_b)
                 assert during is not None
