@@ -123,7 +123,7 @@ class AsyncioTest(LiveTestCase):
         entered: List[bool] = []
 
         async def agent() -> None:
-            async with worker.start_run_async(run_id, lease_seconds=2):
+            async with worker.start_run_async(run_id, lease_seconds=10):
                 entered.append(True)
 
         async def main() -> None:
@@ -138,8 +138,9 @@ class AsyncioTest(LiveTestCase):
         asyncio.run(main())
         self.assertEqual(entered, [])
         worker.flush()
-        # The lease (2 s) runs out unless renewed; the sweeper then ends the run.
-        self.assertEqual(self.run_once_ended(run_id, seconds=20).status, "INTERRUPTED")
+        # The lease runs out unless renewed; the sweeper then ends the run, FAILED. 10 s: a loaded
+        # machine's hand-back took longer than a 2 s lease allows.
+        self.assertEqual(self.run_once_ended(run_id, seconds=30).status, "INTERRUPTED")
 
     def test_a_task_cancelled_while_its_claim_hangs_lets_asyncio_run_return(self) -> None:
         # The server does not answer (a partition): the claim would retry for the whole policy.
