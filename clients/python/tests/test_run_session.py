@@ -159,7 +159,9 @@ class RunSessionTest(LiveTestCase):
         running, makes the server stop answering (a partition: no answer, no reset) and sends it
         SIGTERM, whose handler calls ``sys.exit()``. Returns the thread, the agent's stderr once it
         exited, and the run once it ended. ``client_block``: the worker is used as ``with
-        AuditClient(...) as worker:`` around the run's block."""
+        AuditClient(...) as worker:`` around the run's block. Callers ask for a lease of 10 s: its
+        keeper must renew it until the agent works on a loaded machine (2 s left 1.3 s a renewal),
+        and its expiry ends the run."""
         thread_id, run_id = self.queued_run()
         proxy = LossyProxy(self.server.url, mode="forward")
         self.addCleanup(proxy.close)
@@ -186,7 +188,7 @@ class RunSessionTest(LiveTestCase):
         # reach, the finish on leaving the block would wait for the whole retry policy (8 attempts
         # of 30 s); ``stop_timeout`` bounds it, the process exits, and the run ends when its lease
         # expires: FAILED (LEASE_EXPIRED), its running tool ABANDONED.
-        thread_id, stderr, after = self.stop_out_of_reach("lease_seconds=2, stop_timeout=1")
+        thread_id, stderr, after = self.stop_out_of_reach("lease_seconds=10, stop_timeout=1")
         self.assertIn("stopped by SIGTERM", stderr)
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
@@ -197,7 +199,7 @@ class RunSessionTest(LiveTestCase):
     def test_with_audit_client_a_stop_with_the_server_out_of_reach_still_exits_within_stop_timeout(self) -> None:
         # Leaving ``with AuditClient(...)`` closes the client: once the bounded finish gave up,
         # its request still in flight (retried for the whole policy) must not hold the exit.
-        _, stderr, after = self.stop_out_of_reach("lease_seconds=2, stop_timeout=1", client_block=True)
+        _, stderr, after = self.stop_out_of_reach("lease_seconds=10, stop_timeout=1", client_block=True)
         self.assertIn("stopped by SIGTERM", stderr)
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
@@ -206,7 +208,7 @@ class RunSessionTest(LiveTestCase):
         # Without ``stop_timeout`` the same finish waited for the whole retry policy: the process
         # outlived Kubernetes' grace period. Past the lease's expiry the finish could only be
         # refused, so it waits no longer than that: the process exits and the expiry ends the run.
-        _, stderr, after = self.stop_out_of_reach("lease_seconds=2")
+        _, stderr, after = self.stop_out_of_reach("lease_seconds=10")
         self.assertIn("stopped by SIGTERM", stderr)
         self.assertEqual(after.status, "FAILED")
         self.assertEqual((after.error or {}).get("code"), "LEASE_EXPIRED")
