@@ -166,14 +166,16 @@ it("keeps run B's lease while run A's request is held in flight: a renewal does 
   const { id: threadId } = await owner.createThread({ title: 'a held request' });
   const [a, b] = await Promise.all([0, 1].map(async () => (await owner.createRun({ threadId })).id));
   const leaseA = await worker.claimRun(a!, 60);
-  const leaseSeconds = 4;
+  // The keeper renews every third of the lease: each renewal has 10 s to commit before the lease
+  // it renews expires, room for a loaded machine (4 s leases left 2.7 s).
+  const leaseSeconds = 15;
   const leaseB = await worker.claimRun(b!, leaseSeconds);
   const keeper = new LeaseKeeper(worker, leaseB, { leaseSeconds });
 
   const slow = worker.recordModelStarted({ lease: leaseA, operationId: 'a1', sequence: 1n });
   await inFlight;
-  // Past B's lease length twice, and past the server's sweeps of expired leases (every second).
-  await sleep(2 * leaseSeconds * 1000 + 1_500);
+  // Past B's first lease, and past the server's sweeps of expired leases (every second).
+  await sleep(leaseSeconds * 1000 + 1_500);
   expect(keeper.signal.aborted).toBe(false);
   expect(await owner.run(b!)).toMatchObject({ status: 'RUNNING' });
   expect(Date.parse(keeper.lease.expiresAt)).toBeGreaterThan(Date.parse(leaseB.expiresAt));
