@@ -448,7 +448,9 @@ describe(`the AI SDK adapter against the server process (${backendName})`, () =>
   });
 
   it('a lease lost mid-run stops the agent through its abort signal, with AuditLeaseLostError', async () => {
-    const t = await openThread('ai-sdk: lease lost', { leaseSeconds: 3 });
+    // Renewed every 5 s: a renewal has 10 s to commit before the lease expires, room for a loaded
+    // machine (with 3 s leases, an expiry before the cancel ended the run FAILED instead).
+    const t = await openThread('ai-sdk: lease lost', { leaseSeconds: 15 });
     const runId = await t.newRun();
     const model = scriptedModel([turn('Asking for approval.', [callTool('wait_for_approval', { request: 'deploy', seconds: 60 })]), turn('Deployed.')]);
     const call = t.audit.generateText(runId, { model, tools: agentTools, prompt: 'Deploy.', stopWhen: stepCountIs(3) });
