@@ -542,7 +542,9 @@ describe(`the LangGraph.js adapter against the server process (${backendName})`,
     );
     const call = callTool('wait_for_abort', {});
     const graph = buildReactAgent([turn('Waiting.', [call]), turn('Never reached.')], { tools: [waitForever] });
-    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), { leaseSeconds: 3 });
+    // Renewed every 5 s: a renewal has 10 s to commit before the lease expires, room for a loaded
+    // machine (with 3 s leases, an expiry before the cancel ended the run FAILED instead).
+    const audit = new LangGraphAudit(new AuditClient({ url: server.url, token: (await e2eActors()).worker }), { leaseSeconds: 15 });
 
     runId = await t.newRun();
     const logged = vi.spyOn(console, 'error');
