@@ -65,7 +65,7 @@ describe('a worker pool stopping its runs', () => {
 });
 
 /**
- * A run recorded through a worker behind the proxy, its lease 2 s, stopped mid-tool by a shutdown
+ * A run recorded through a worker behind the proxy, its lease LEASE_SECONDS, stopped mid-tool by a shutdown
  * (`pool` aborted with a RunInterruption) while the server does not answer (the proxy stalled);
  * the grace period (`grace`) runs out a moment later. `start` runs the agent with both signals.
  */
@@ -100,13 +100,18 @@ async function stopMidToolOutOfReach(start: (run: { worker: AuditClient; runId: 
 }
 
 const LEASE_EXPIRED = { status: 'FAILED', error: { code: 'LEASE_EXPIRED' }, tool: 'ABANDONED', call: 'FAILED' };
+/**
+ * Short, as the stop waits for its expiry, yet renewed every 3.3 s with 6.7 s to commit before it
+ * expires: a loaded machine let a 2 s lease expire before the stop (a renewal has 1.3 s there).
+ */
+const LEASE_SECONDS = 10;
 
 describe('a worker pool stopping its runs while the server does not answer', { timeout: 90_000 }, () => {
   it('AI SDK: generateText settles when the grace period\'s signal aborts; the lease expiry ends the run', async () => {
     const ended = await stopMidToolOutOfReach(({ worker, runId, pool, grace, toolRunning }) => {
       const tools = longJob(toolRunning);
       const model = scriptedModel([turn('Working.', [callTool('long_job', {})])]);
-      return new AiSdkAudit(worker, { leaseSeconds: 2 }).generateText(runId, { model, tools, prompt: 'Go.', abortSignal: pool, stopWhen: stepCountIs(2) }, { signal: grace });
+      return new AiSdkAudit(worker, { leaseSeconds: LEASE_SECONDS }).generateText(runId, { model, tools, prompt: 'Go.', abortSignal: pool, stopWhen: stepCountIs(2) }, { signal: grace });
     });
     expect(ended).toMatchObject(LEASE_EXPIRED);
   });
@@ -115,7 +120,7 @@ describe('a worker pool stopping its runs while the server does not answer', { t
     const ended = await stopMidToolOutOfReach(async ({ worker, runId, pool, grace, toolRunning }) => {
       const tools = longJob(toolRunning);
       const model = scriptedModel([turn('Working.', [callTool('long_job', {})])]);
-      const { result, finished } = await new AiSdkAudit(worker, { leaseSeconds: 2 }).streamText(
+      const { result, finished } = await new AiSdkAudit(worker, { leaseSeconds: LEASE_SECONDS }).streamText(
         runId,
         { model, tools, prompt: 'Go.', abortSignal: pool, stopWhen: stepCountIs(2), onError: () => {} },
         { signal: grace },
@@ -138,7 +143,7 @@ describe('a worker pool stopping its runs while the server does not answer', { t
       );
       const graph = langgraphAgent.buildReactAgent([langgraphAgent.turn('Working.', [langgraphAgent.callTool('long_job', {})]), langgraphAgent.turn('Never reached.')], { tools: [longJob] });
       const input = { messages: [{ role: 'user', content: 'Go.' }] };
-      return new LangGraphAudit(worker, { leaseSeconds: 2 }).invoke(runId, graph, input, { configurable: { thread_id: threadId }, signal: pool }, { signal: grace });
+      return new LangGraphAudit(worker, { leaseSeconds: LEASE_SECONDS }).invoke(runId, graph, input, { configurable: { thread_id: threadId }, signal: pool }, { signal: grace });
     });
     expect(ended).toMatchObject(LEASE_EXPIRED);
   });
