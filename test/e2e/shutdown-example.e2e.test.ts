@@ -75,7 +75,9 @@ describe.each(EXAMPLES)('$file: a worker its platform stops', { timeout: 180_000
   });
 
   it('with the server out of reach, exits within its bound; the lease expiry ends the run FAILED, its tool ABANDONED', async () => {
-    const example = await startExample(shutdownExample, { AUDIT_SHUTDOWN_MS: '1000', AUDIT_LEASE_SECONDS: '2' });
+    // A lease of 10 s: renewed every 3.3 s by the example, each renewal with 6.7 s to commit before
+    // it expires on a loaded machine (2 s leases left 1.3 s); its expiry ends the run after the stop.
+    const example = await startExample(shutdownExample, { AUDIT_SHUTDOWN_MS: '1000', AUDIT_LEASE_SECONDS: '10' });
     through.proxy.stall();
     try {
       process.kill(example.pid, 'SIGTERM');
