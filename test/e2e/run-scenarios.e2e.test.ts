@@ -309,9 +309,11 @@ describe(`run scenarios against the server process (${backendName})`, () => {
 
   it('cancel mid-tool: the open audits and ToolCalls are CANCELLED and every later worker write is LEASE_LOST', async () => {
     const { who, owner, worker, threadId, tools, startRun } = await openThread('cancel');
-    const run = await startRun(undefined, 6);
+    // Renewed every 5 s, each renewal with 10 s to commit before the lease expires: room for a
+    // loaded machine (a 6 s lease left 4 s, and its expiry would end the run before the cancel).
+    const run = await startRun(undefined, 15);
     let lostCalls = 0;
-    const keeper = new LeaseKeeper(worker, run.lease, { leaseSeconds: 6, onLost: () => lostCalls++ });
+    const keeper = new LeaseKeeper(worker, run.lease, { leaseSeconds: 15, onLost: () => lostCalls++ });
     const lost = new Promise<unknown>((resolve) => keeper.signal.addEventListener('abort', () => resolve(keeper.signal.reason)));
     try {
       const exportA = { id: 'call-export-a', name: 'export_orders', args: { shard: 'a' } };
@@ -339,7 +341,7 @@ describe(`run scenarios against the server process (${backendName})`, () => {
         () => worker.recordToolFinished({ lease: keeper.lease, toolCallId: exportA.id, output: toolMessage(exportA, 'exported 10000 orders'), sequence: run.sequence.next() }),
         () => worker.recordToolError({ lease: keeper.lease, toolCallId: exportB.id, error: { message: 'too late' }, sequence: run.sequence.next() }),
         () => worker.recordModelStarted({ lease: keeper.lease, operationId: 'model-2', sequence: run.sequence.next() }),
-        () => worker.renewLease(keeper.lease, 6),
+        () => worker.renewLease(keeper.lease, 15),
         () => worker.finishRun({ lease: keeper.lease, status: 'COMPLETED' }),
       ];
       for (const write of lateWrites) {
@@ -385,7 +387,7 @@ describe(`run scenarios against the server process (${backendName})`, () => {
       ['call-export-a', 'CANCELLED'],
       ['call-export-b', 'CANCELLED'],
     ]);
-  });
+  }, 90_000);
 
   it('interrupt -> resume with the same tool_call_id -> completed, a ~300 KB output kept whole', async () => {
     const { owner, worker, threadId, audits, startRun } = await openThread('interrupt and resume');
