@@ -110,7 +110,7 @@ class BatchingLiveTest(LiveTestCase):
         worker = AuditClient(proxy.url, token)
         self.addCleanup(worker.close, 0)
         unbatched = AuditClient(proxy.url, token, batching=False)
-        run = worker.start_run(run_id, lease_seconds=2)
+        run = worker.start_run(run_id, lease_seconds=10)
         run.model_started("model-1", model="m", input={})
         run.model_finished("model-1", tool_calls=[DeclaredToolCall("call-1", "search", {})])
         run.tool_started("call-1", "search", effective_input={})
