@@ -289,7 +289,11 @@ export function toolCallPayloadsByIds(sql: Sql, wanted: WantedPayloads<ToolCallP
   return sql.query<Pick<ToolCallRow, 'id' | ToolCallPayload>>(text, params);
 }
 
-/** Each run's tool calls in declaration order: by the declaring model call (its sequence, then id), then position; without payloads. */
+/**
+ * Each run's tool calls in declaration order: by the declaring model call (its sequence, then id),
+ * then position; without payloads. A finish's result lists them in the same order
+ * (audit_apply_event, migration 20261219000000_answers_show_their_run).
+ */
 export const toolCallsOfRuns = (sql: Sql, runIds: readonly string[]) =>
   sql.query<ToolCallRow>(
     `SELECT ${toolCallColumns('tc.')} FROM tool_call tc JOIN message m ON m.id = tc.declared_by_id

@@ -32,9 +32,12 @@ export interface SqlEvent {
 
 /** What an event wrote (`changes`, stamped, in cursor order) or, for a replay, found (no changes). */
 export interface Applied {
-  /** A tool audit carries its ToolCall (`toolCall`) as the event left it, a model audit the calls it declared. */
-  audit?: Message & { declaredToolCalls?: ToolCall[]; toolCall?: ToolCall };
-  run?: Run;
+  /**
+   * As the event left them: an audit carries its run (`run`), a tool audit its ToolCall
+   * (`toolCall`), a model audit the calls it declared; a finish's run carries its ToolCalls.
+   */
+  audit?: Message & { declaredToolCalls?: ToolCall[]; toolCall?: ToolCall; run?: Run };
+  run?: Run & { toolCalls?: ToolCall[] };
   changes: DomainEvent[];
 }
 
@@ -50,7 +53,7 @@ export interface ChangeJson {
 }
 
 interface Result {
-  ok?: { audit?: JsonRow; run?: JsonRow; declared?: JsonRow[]; toolCall?: JsonRow | null; changes: ChangeJson[] };
+  ok?: { audit?: JsonRow; run?: JsonRow; declared?: JsonRow[]; toolCall?: JsonRow; toolCalls?: JsonRow[]; changes: ChangeJson[] };
   refused?: { code: string; message: string; runStatus?: RunStatus };
 }
 
@@ -64,14 +67,17 @@ function applied(result: Result): Applied | DomainError {
     if (!(ERROR_CODES as readonly string[]).includes(code)) throw new Error(`A lifecycle function refused with an unknown code ${code}`);
     return new DomainError(code as ErrorCode, message, runStatus);
   }
-  const { audit, run, declared, toolCall, changes } = result.ok!;
+  const { audit, run, declared, toolCall, toolCalls, changes } = result.ok!;
+  const toolCallOf = (row: JsonRow) => fromJsonRow<ToolCall>(row);
+  const ran = run && { ...fromJsonRow<Run>(run), ...(toolCalls && { toolCalls: toolCalls.map(toolCallOf) }) };
   return {
     audit: audit && {
       ...fromJsonRow<Message>(audit),
-      ...(declared && { declaredToolCalls: declared.map((row) => fromJsonRow<ToolCall>(row)) }),
-      ...(toolCall && { toolCall: fromJsonRow<ToolCall>(toolCall) }),
+      ...(declared && { declaredToolCalls: declared.map(toolCallOf) }),
+      ...(toolCall && { toolCall: toolCallOf(toolCall) }),
+      ...(ran && { run: ran }),
     },
-    run: run && fromJsonRow<Run>(run),
+    run: ran,
     changes: changesOf(changes),
   };
 }

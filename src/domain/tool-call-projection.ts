@@ -11,8 +11,8 @@
  * raw tool output envelope (audit_output_content): the ToolCall never sees the rest. Each is read
  * from the execution's columns `columns` (`value`), and its size (the bytes of its JSON text)
  * from `sizeColumns` (`bytes`: the audit's stored sizes, the output content's measured). A tool
- * event's result derives them by the same rule in its own transaction (audit_apply_event,
- * migration 20261218000000_answers_show_their_toolcall).
+ * event's and a finish's result derive them by the same rule in their own transaction
+ * (audit_tool_call_json, migration 20261219000000_answers_show_their_run).
  */
 export const EXECUTION_PAYLOADS = {
   effectiveInput: { columns: ['input'], value: (e: string) => `${e}.input`, sizeColumns: ['input_bytes'], bytes: (e: string) => `${e}.input_bytes` },

@@ -69,7 +69,8 @@ const summaryOf = async (
 builder.objectFields(RunRef, (t) => ({
   auditSummary: t.field({
     type: AuditSummaryRef,
-    description: "What this run's audits add up to: failures, counts, times, tokens.",
+    description:
+      "What this run's audits add up to: failures, counts, times, tokens. In a lifecycle mutation's result, read after the write committed: a later write (a later event of the batch) may show in it.",
     resolve: (run, _args, { loaders }) => summaryOf(loaders.runAuditCounts, loaders.runTokens, run.id),
   }),
 }));

@@ -1,4 +1,5 @@
 import type { AuditRow, ToolCallRow } from '../../domain/audit-reads.js';
+import type { Run } from '../../generated/prisma/client.js';
 import { MAX_DECLARED_TOOL_CALLS } from '../../domain/model-audits.js';
 import { builder, listCost } from '../builder.js';
 import { loadRequired } from '../loaders.js';
@@ -17,9 +18,11 @@ import { ToolCallRef } from './tool-call.js';
 builder.interfaceField(AuditRef, 'run', (t) =>
   t.field({
     type: RunRef,
-    description: 'The run it was recorded in.',
+    description: "The run it was recorded in. In a lifecycle mutation's result, as that write left it.",
     authScopes: (audit, _args, context, info) => mayReachRun(audit.runId, context, info),
-    resolve: (audit, _args, { loaders }) => loadRequired(loaders.run, audit.runId),
+    // A lifecycle mutation's own result holds it as the write left it: read after the commit, a
+    // later write (a later event of the batch, a cancelRun) could show in it.
+    resolve: (audit: AuditRow & { run?: Run }, _args, { loaders }) => audit.run ?? loadRequired(loaders.run, audit.runId),
   }),
 );
 
@@ -81,9 +84,11 @@ builder.objectFields(RunRef, (t) => ({
   }),
   toolCalls: t.field({
     type: [ToolCallRef],
-    description: "The ToolCall projection of the calls declared by this run's model audits, in declaration order.",
+    description:
+      "The ToolCall projection of the calls declared by this run's model audits, in declaration order. In a finishRun's result (the mutation's, recordEvents'), as the finish left them; under an audit's run in a lifecycle result, read after the write committed (a later write may show).",
     // Counted as one model response's worth: most runs declare far fewer, a few declare more.
     complexity: listCost(MAX_DECLARED_TOOL_CALLS, MAX_DECLARED_TOOL_CALLS),
-    resolve: (run, _args, { loaders }) => loaders.toolCallsOfRun.load(run.id),
+    // A finish's own result holds them: read after the commit, a resumed run's start could show in them.
+    resolve: (run: Run & { toolCalls?: ToolCallRow[] }, _args, { loaders }) => run.toolCalls ?? loaders.toolCallsOfRun.load(run.id),
   }),
 }));
