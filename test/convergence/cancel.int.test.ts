@@ -76,11 +76,13 @@ describe('what may be cancelled', () => {
 describe(`races on ${backendName}`, () => {
   const ITERATIONS = 20;
   // A generous ceiling for many sequential runs on a shared, busy machine; nothing is timed.
-  const RACE_TIMEOUT = 120_000;
+  const RACE_TIMEOUT = 300_000;
 
-  it(`cancel vs finishRun(COMPLETED): exactly one wins, and only its outcome is stored (${ITERATIONS} runs)`, async () => {
+  it(`cancel vs finishRun(COMPLETED): exactly one wins, and only its outcome is stored (${ITERATIONS} runs or more)`, async () => {
     const winners = { cancel: 0, finish: 0 };
-    for (let i = 0; i < ITERATIONS; i++) {
+    // At least ITERATIONS runs, then on until each side has won (which side wins how often moves
+    // with the machine's load): at most three times as many.
+    for (let i = 0; i < ITERATIONS || (i < 3 * ITERATIONS && (winners.cancel === 0 || winners.finish === 0)); i++) {
       const ctx = await runningRun(t);
       const { session } = ctx;
       await openWork(session);
@@ -126,7 +128,7 @@ describe(`races on ${backendName}`, () => {
         expect(toolCalls).toEqual({ 't-await': 'FAILED', 't-open': 'FAILED' });
       }
     }
-    expect(winners.cancel + winners.finish).toBe(ITERATIONS);
+    expect(winners.cancel + winners.finish).toBeGreaterThanOrEqual(ITERATIONS);
     console.info(`[cancel vs finishRun on ${backendName}] winners:`, winners);
     // Each accepted outcome must really have occurred. On PostgreSQL the two transactions race
     // for the run's row lock; PGlite runs one transaction at a time, so there the race is
