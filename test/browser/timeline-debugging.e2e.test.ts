@@ -315,7 +315,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
     const running = await worker.recordToolStarted({
       lease: paid.lease, toolCallId: 'pay-later', name: 'pay_invoice', effectiveInput: { amount: 300, payee: 'Teapot Ltd' }, sequence: paid.sequence,
     });
-    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id'))), { timeout: 5000 }).toEqual([running.id]);
+    await expect.poll(() => hits.evaluateAll((items) => items.map((item) => item.getAttribute('data-audit-id')))).toEqual([running.id]);
     expect(await hits.first().locator('.status').textContent()).toBe('RUNNING');
     await page.close();
   }, 180_000);
@@ -412,7 +412,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the timeline page for debugg
 
     // The pending call starts: it leaves the "pending" filter and shows running.
     await worker.recordToolStarted({ lease, toolCallId: 'pay-small', name: 'pay', effectiveInput: { amount: 50 }, sequence: 6 });
-    await expect.poll(() => entries.count(), { timeout: 5000 }).toBe(0);
+    await expect.poll(() => entries.count()).toBe(0);
     await page.selectOption('select[aria-label=Case]', 'running');
     await expect.poll(() => entries.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-call-id')))).toEqual(['pay-big', 'pay-small']);
     await expect.poll(() => entry('pay-small').locator('.input').textContent()).toContain('differs');
