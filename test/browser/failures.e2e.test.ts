@@ -403,7 +403,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`failures at a glance, rows y
       await openThread(clicked, `#thread=${threadId}`);
       await clicked.locator('[data-testid=rows]').evaluate((element) => (element.scrollTop = 0));
       const button = row(clicked, first.runId).locator('[data-testid=load-run]');
-      await button.click({ timeout: 5000 });
+      await button.click();
       await expect.poll(() => button.count()).toBe(0);
       await expect.poll(() => row(clicked, first.ids.m1!).isVisible()).toBe(true);
       await clicked.close();
