@@ -460,7 +460,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the page as a reviewer read 
     expect(await hitIds(page)).toEqual([refunded.ids[0], invoiced.ids[0]]);
     // Following the open thread live, they stay across threads.
     const again = await worker.recordToolStarted({ lease: refunded.lease, toolCallId: 'refund-again', name: 'pay_invoice', effectiveInput: { payee: 'Kettle Co.' }, sequence: refunded.sequence });
-    await expect.poll(() => hitIds(page), { timeout: 5000 }).toEqual([again.id, refunded.ids[0], invoiced.ids[0]]);
+    await expect.poll(() => hitIds(page)).toEqual([again.id, refunded.ids[0], invoiced.ids[0]]);
     expect(await where.inputValue()).toBe('all');
     // Narrowed to this thread, then another thread opened from the list: its own hits.
     await page.selectOption('select[aria-label=Where]', 'thread');
