@@ -118,7 +118,8 @@ describe.runIf(postgresSuiteRuns('backup-restore', 'pg_dump and pg_restore need 
         written++;
       }
     })();
-    await expect.poll(() => written).toBeGreaterThanOrEqual(2);
+    // Two runs of six writes each: seconds on a loaded machine, past the polls' usual 10 s.
+    await expect.poll(() => written, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
     const file = join(dumps, 'under-writes.sql');
     await promisify(execFile)('pg_dump', ['--format=p', '--file', file, storage.env.DATABASE_URL!]);
     stop = true;
