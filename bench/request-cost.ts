@@ -9,6 +9,12 @@
 //   typename      `{ __typename }`: the stack with nothing to resolve
 //   batch-refused the TS client's RecordEvents document with no events: BAD_USER_INPUT from the
 //                 domain, an error answer (how much an error costs the server)
+//   events-refused the same document with a run's nine events after its claim (lib/run-script.ts)
+//                 and an empty one, refused by the domain once every variable is coerced: a
+//                 worker's batch through parsing, validation and its variables, without the database
+// --trees .,<dir>: the stack of each work tree (another commit's checkout) in this process, their
+// rounds alternating, in reverse every other round (a first round, not counted, warms them up);
+// each tree's rounds against the first's.
 // In process (the default), yoga is called through its `fetch`, one request after another, and
 // the figure is this process's CPU (user + system) per request, the median of the rounds.
 //
@@ -24,10 +30,25 @@
 // A server's name may carry environment variables for its child: `server+LOG_LEVEL=warn` (no
 // access log). --profile writes a V8 CPU profile of each child under bench/results/ (one file a
 // thread, the main thread's the largest; fold: npx tsx bench/profile.ts <file> --layers).
+//
+// DATABASE_URL=<admin URL> npx tsx bench/request-cost.ts --app [--trees .,../other-checkout]:
+// the whole server (`src/main.ts` as `npm run serve` starts it, lib/server-process.ts) of each work
+// tree, each on a fresh PostgreSQL database of its own, driven over keep-alive HTTP one request
+// after another; the figure is the server process's CPU per request (PostgreSQL's own work not
+// included), the median of the rounds, and each tree's against the first's round by round. The
+// trees take turns round by round (a first round, not counted, warms them up):
+//   typename      `{ __typename }`
+//   worker-event  a worker's runs, the lifecycle mutations one request an event with the client's
+//                 documents (claimRun … finishRun, ten events a run, lib/run-script.ts); the runs
+//                 are created before the round's window
+//   read          the client's ThreadAudits document (every nested field) of a thread of 10 such
+//                 runs (40 audits), as the page opening a thread reads it
 import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Registry } from 'prom-client';
 import { Pool } from 'undici';
@@ -41,8 +62,13 @@ import { createHttpServer } from '../src/server/http-server.js';
 import { mutationMetrics } from '../src/server/metrics.js';
 import { createGraphQLServer } from '../src/server/yoga.js';
 import { webSocketLimits } from '../src/transports/ws-limits.js';
+import { adminQuery } from './lib/backend.js';
+import { loadAverage } from './lib/bench-server.js';
+import { GraphQLHttp } from './lib/graphql-http.js';
 import { ipcClient } from './lib/ipc.js';
-import { SERVE_FLAGS, SERVE_MALLOC_ENV } from './lib/server-process.js';
+import { runScript } from './lib/run-script.js';
+import { SERVE_FLAGS, SERVE_MALLOC_ENV, startServer, type ServerProcess } from './lib/server-process.js';
+import { serverCreateRun, serverCreateThread, serverStep, stepRequest, type Lease } from './lib/server-worker.js';
 import { round, table } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
@@ -54,6 +80,8 @@ const { values: flags } = parseArgs({
     profile: { type: 'boolean', default: false },
     servers: { type: 'string', default: 'server,yoga,bare' },
     serve: { type: 'string' },
+    app: { type: 'boolean', default: false },
+    trees: { type: 'string', default: '.' },
   },
 });
 const requests = Number(flags.requests);
@@ -71,14 +99,31 @@ const kinds: { name: string; body: string; expect: (answer: Answer) => boolean }
     body: JSON.stringify({ query: OPERATIONS.recordEvents.document, variables: { events: [] } }),
     expect: (answer) => answer.errors?.[0]?.extensions?.code === 'BAD_USER_INPUT',
   },
+  {
+    name: 'events-refused',
+    body: JSON.stringify({ query: OPERATIONS.recordEvents.document, variables: { events: [...runEvents(), {}] } }),
+    expect: (answer) => answer.errors?.[0]?.extensions?.code === 'BAD_USER_INPUT',
+  },
 ];
 const headers = { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', authorization: `Bearer ${token}` };
 
-function graphQLServer() {
+const HERE = { createGraphQLServer, createTokenVerifier, webSocketLimits, mutationMetrics };
+type Stack = typeof HERE;
+
+/** A run's lifecycle events after its claim (lib/run-script.ts) as a batch carries them. */
+function runEvents() {
+  const lease = { runId: 'bench-run', epoch: 1 };
+  const kindOf = { recordModelStarted: 'modelStarted', recordModelFinished: 'modelFinished', recordToolStarted: 'toolStarted', recordToolFinished: 'toolFinished', finishRun: 'finishRun' } as const;
+  return runScript()
+    .filter((step) => step.op !== 'claimRun')
+    .map((step) => ({ [kindOf[step.op as keyof typeof kindOf]]: stepRequest(lease.runId, lease, step).variables.input }));
+}
+
+function graphQLServer(stack: Stack = HERE) {
   // None of these requests reaches the database, the pub/sub or Prisma: a use of one would fail the run.
   const unused = new Proxy({}, { get: (_target, name) => { throw new Error(`request-cost: a request used ${String(name)} of a stand-in`); } });
-  const verifier = createTokenVerifier(secret);
-  const yoga = createGraphQLServer({
+  const verifier = stack.createTokenVerifier(secret);
+  const yoga = stack.createGraphQLServer({
     deps: { db: unused } as unknown as DomainDeps,
     prisma: unused as PrismaClient,
     pubsub: unused as PubSub,
@@ -88,15 +133,17 @@ function graphQLServer() {
     maxBodyBytes: 1 << 20,
     corsOrigins: [],
     // The plugins src/server/app.ts adds.
-    plugins: [webSocketLimits(config, verifier).sse(), mutationMetrics()],
+    plugins: [stack.webSocketLimits(config, verifier).sse(), stack.mutationMetrics()],
   });
   return { yoga, unused };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const rows: (string | number)[][] = [];
+const rows: (string | number | null)[][] = [];
 
-if (flags.serve !== undefined) {
+if (flags.app) {
+  await measureApps();
+} else if (flags.serve !== undefined) {
   // The child: a server on a free loopback port, answering the parent's CPU questions over IPC.
   let server;
   if (flags.serve === 'bare') {
@@ -177,23 +224,136 @@ if (flags.serve !== undefined) {
   console.log(table(['request', 'server CPU µs a request (median)', 'rounds'], rows));
   if (flags.profile) console.log(`profiles: ${profiles}/<server>/`);
 } else {
-  const { yoga } = graphQLServer();
-  const send = async (body: string) => {
+  // Each tree's stack, loaded from its own sources (node_modules shared), its rounds alternating with the others'.
+  const trees = flags.trees.split(',').map((tree) => resolve(tree));
+  const stacks = await Promise.all(trees.map(async (tree) => graphQLServer(tree === resolve('.') ? HERE : await stackOf(tree)).yoga));
+  const sends = stacks.map((yoga) => async (body: string) => {
     const response = await yoga.fetch('http://localhost/graphql', { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body });
     return (await response.json()) as Answer;
-  };
+  });
   for (const kind of kinds) {
-    const answer = await send(kind.body);
-    if (!kind.expect(answer)) throw new Error(`request-cost: ${kind.name} answered ${JSON.stringify(answer)}`);
-    const perRequestUs: number[] = [];
-    for (let round_ = 0; round_ < rounds; round_++) {
-      const before = process.cpuUsage();
-      for (let i = 0; i < requests; i++) await send(kind.body);
-      const used = process.cpuUsage(before);
-      perRequestUs.push((used.user + used.system) / requests);
+    for (const send of sends) {
+      const answer = await send(kind.body);
+      if (!kind.expect(answer)) throw new Error(`request-cost: ${kind.name} answered ${JSON.stringify(answer)}`);
     }
-    rows.push([kind.name, round(median(perRequestUs), 1)!, perRequestUs.map((us) => round(us, 0)).join(' ')]);
+    const perRequestUs = trees.map(() => [] as number[]);
+    // A first round, not counted, warms each stack up.
+    for (let round_ = -1; round_ < rounds; round_++) {
+      for (const [index, send] of inTurn(round_, [...sends.entries()])) {
+        const before = process.cpuUsage();
+        for (let i = 0; i < requests; i++) await send(kind.body);
+        const used = process.cpuUsage(before);
+        if (round_ >= 0) perRequestUs[index]!.push((used.user + used.system) / requests);
+      }
+    }
+    for (const [index, tree] of trees.entries()) rows.push([kind.name, ...againstFirst(tree, index, perRequestUs)]);
   }
-  console.log(`In process, ${requests} requests a round, ${rounds} rounds (node ${process.version})`);
-  console.log(table(['request', 'CPU µs a request (median)', 'rounds'], rows));
+  console.log(`In process, ${requests} requests a round, ${rounds} rounds (node ${process.version}, load average ${loadAverage()})`);
+  console.log(table(['request', 'tree', 'CPU µs a request (median)', 'rounds', `/ ${trees[0]} (median of rounds)`, 'round by round'], rows));
+}
+
+/** The trees in order in even rounds, in reverse in odd ones: none always runs just after another's garbage. */
+function inTurn<T>(round_: number, trees: T[]): T[] {
+  return round_ % 2 === 0 ? trees : [...trees].reverse();
+}
+
+/** A tree's figures: median, rounds, and its rounds against the first tree's same rounds. */
+function againstFirst(tree: string, index: number, perRequestUs: number[][]): (string | number | null)[] {
+  const own = perRequestUs[index]!;
+  const ratios = own.map((us, round_) => us / perRequestUs[0]![round_]!);
+  return [tree, round(median(own), 1), own.map((us) => round(us, 0)).join(' '), index === 0 ? null : round(median(ratios), 3), index === 0 ? null : ratios.map((ratio) => round(ratio, 2)).join(' ')];
+}
+
+/** The modules graphQLServer() builds yoga from, those of another work tree (another commit's checkout). */
+async function stackOf(tree: string): Promise<Stack> {
+  const load = (path: string) => import(pathToFileURL(`${tree}/${path}`).href);
+  const [yoga, jwt, limits, metrics] = await Promise.all([load('src/server/yoga.ts'), load('src/auth/jwt.ts'), load('src/transports/ws-limits.ts'), load('src/server/metrics.ts')]);
+  return { createGraphQLServer: yoga.createGraphQLServer, createTokenVerifier: jwt.createTokenVerifier, webSocketLimits: limits.webSocketLimits, mutationMetrics: metrics.mutationMetrics };
+}
+
+async function measureApps() {
+  const adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) throw new Error('request-cost --app: DATABASE_URL=<admin URL> (a fresh database is created there for each tree)');
+  const trees = flags.trees.split(',').map((tree) => resolve(tree));
+  const appSecret = randomBytes(32).toString('hex');
+  const owner = await mintToken(appSecret, { sub: 'bench-request-cost-owner', role: 'superadmin' }, '2h');
+  const worker = await mintToken(appSecret, { sub: 'bench-request-cost-worker', role: 'worker' }, '2h');
+  const databases: string[] = [];
+  const apps: { tree: string; server: ServerProcess; http: GraphQLHttp; readThread: string; workThread: string }[] = [];
+  try {
+    for (const tree of trees) {
+      const name = `audit_bench_rc_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+      await adminQuery(adminUrl, `CREATE DATABASE "${name}"`);
+      databases.push(name);
+      const url = new URL(adminUrl);
+      url.pathname = `/${name}`;
+      const server = await startServer({ DATABASE_URL: url.toString(), AUTH_JWT_SECRET: appSecret, LEASE_SWEEP_INTERVAL_MS: '600000' }, `${tree}/`);
+      const http = new GraphQLHttp(server.url);
+      const readThread = await serverCreateThread(http, owner, 'request-cost read');
+      for (let run = 0; run < 10; run++) await driveRun(http, worker, await serverCreateRun(http, owner, readThread));
+      apps.push({ tree, server, http, readThread, workThread: await serverCreateThread(http, owner, 'request-cost work') });
+    }
+    const runsPerRound = Math.max(1, Math.round(requests / 10));
+    const reads = (threadId: string) => ({ threadId, limit: 100 });
+    type Kind = { name: string; prepare(app: (typeof apps)[number]): Promise<() => Promise<number>> };
+    const appKinds: Kind[] = [
+      {
+        name: 'typename',
+        prepare: async ({ http }) => async () => {
+          for (let i = 0; i < requests; i++) await http.must('{ __typename }', {}, worker);
+          return requests;
+        },
+      },
+      {
+        name: 'worker-event',
+        async prepare({ http, workThread }) {
+          const runIds: string[] = [];
+          for (let run = 0; run < runsPerRound; run++) runIds.push(await serverCreateRun(http, owner, workThread));
+          return async () => {
+            for (const runId of runIds) await driveRun(http, worker, runId);
+            return runIds.length * runScript().length;
+          };
+        },
+      },
+      {
+        name: 'read',
+        prepare: async ({ http, readThread }) => async () => {
+          for (let i = 0; i < requests; i++) {
+            const data = await http.must(OPERATIONS.threadAudits.document, reads(readThread), owner);
+            if (data.threadAudits.items.length !== 40) throw new Error(`request-cost: the read answered ${data.threadAudits.items.length} audits, not 40`);
+          }
+          return requests;
+        },
+      },
+    ];
+    const appRows: (string | number | null)[][] = [];
+    for (const kind of appKinds) {
+      const perRequestUs = apps.map(() => [] as number[]);
+      for (let round_ = -1; round_ < rounds; round_++) {
+        for (const [index, app] of inTurn(round_, [...apps.entries()])) {
+          const drive = await kind.prepare(app);
+          const before = await app.server.counts();
+          const sent = await drive();
+          const after = await app.server.counts();
+          const cpu = after.cpu.user - before.cpu.user + after.cpu.system - before.cpu.system;
+          if (round_ >= 0) perRequestUs[index]!.push(cpu / sent);
+        }
+      }
+      for (const [index, { tree }] of apps.entries()) appRows.push([kind.name, ...againstFirst(tree, index, perRequestUs)]);
+    }
+    console.log(`The whole server over HTTP (keep-alive, 1 connection), PostgreSQL, ${requests} requests a round (worker-event: ${runsPerRound} runs), ${rounds} rounds (node ${process.version}, load average ${loadAverage()}); the server's CPU`);
+    console.log(table(['request', 'tree', 'server CPU µs a request (median)', 'rounds', `/ ${trees[0]} (median of rounds)`, 'round by round'], appRows));
+  } finally {
+    for (const { server, http } of apps) {
+      http.close();
+      await server.stop();
+    }
+    for (const name of databases) await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  }
+}
+
+/** One run of lib/run-script.ts through its lifecycle mutations, one request an event. */
+async function driveRun(http: GraphQLHttp, token: string, runId: string) {
+  let lease: Lease | null = null;
+  for (const step of runScript()) lease = await serverStep(http, token, runId, lease, step);
 }

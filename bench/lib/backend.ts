@@ -28,7 +28,7 @@ export interface Backend {
   close(): Promise<void>;
 }
 
-async function adminQuery(adminUrl: string, sql: string) {
+export async function adminQuery(adminUrl: string, sql: string) {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {

@@ -63,9 +63,10 @@ export async function freePort(): Promise<number> {
 
 /**
  * Starts `src/main.ts` as its own process, exactly as `npm run serve` does, plus the SQL probe.
- * `env` is the server's whole configuration (DATABASE_URL or DATA_DIR, AUTH_JWT_SECRET).
+ * `env` is the server's whole configuration (DATABASE_URL or DATA_DIR, AUTH_JWT_SECRET); `root`
+ * the work tree whose server it is (another commit's checkout, to measure it beside this one).
  */
-export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string>, root = ROOT): Promise<ServerProcess> {
   const port = await freePort();
   const inherited = { ...process.env };
   delete inherited.DATABASE_URL;
@@ -79,7 +80,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     'src/main.ts',
   ];
   const child: ChildProcess = spawn(process.execPath, args, {
-    cwd: ROOT,
+    cwd: root,
     // The fleet of a fan-out or storm is one principal with a connection per subscriber: far past
     // the per-principal caps a real dashboard meets (README, Security model).
     env: {
