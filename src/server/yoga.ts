@@ -156,21 +156,35 @@ function useBodyLimit(limit: number): Plugin<Record<string, unknown>, ServerCont
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const notUtf8 = () => bodyError('The request is not valid UTF-8: send its text (and the bytes it %-escapes) encoded as UTF-8', 400, 'BAD_REQUEST');
 
-/** `request` whose json() refuses a body that is not UTF-8, as GraphQL over HTTP and JSON (RFC 8259 §8.1) want it. */
-function withUtf8Json(request: Request): Request {
-  const json = async () => {
-    const bytes = new Uint8Array(await request.arrayBuffer());
-    let text: string;
-    try {
-      text = utf8.decode(bytes);
-    } catch {
-      throw bodyError('The request body is not valid UTF-8: send the JSON encoded as UTF-8', 400, 'BAD_REQUEST');
-    }
-    return JSON.parse(text);
-  };
+/** Throws notUtf8 when the bytes `text`'s %XX escapes stand for (a form's or a query string's) are not UTF-8. */
+function checkEscapes(text: string) {
+  if (!text.includes('%')) return;
+  try {
+    // A "%" without two hex digits is itself, as URLSearchParams reads it.
+    decodeURIComponent(text.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+  } catch {
+    throw notUtf8();
+  }
+}
+
+/** A request's body as text, refused (400 BAD_REQUEST) unless it is UTF-8. */
+async function utf8TextOf(request: Request): Promise<string> {
+  try {
+    return utf8.decode(await request.arrayBuffer());
+  } catch {
+    throw notUtf8();
+  }
+}
+
+/** `request` whose text() and json() refuse a body that is not UTF-8 (utf8TextOf). */
+function withUtf8Text(request: Request): Request {
+  const text = () => utf8TextOf(request);
+  const json = async () => JSON.parse(await text()) as unknown;
   return new Proxy(request, {
     get(target, key) {
+      if (key === 'text') return text;
       if (key === 'json') return json;
       const value: unknown = Reflect.get(target, key, target);
       return typeof value === 'function' ? value.bind(target) : value;
@@ -178,18 +192,22 @@ function withUtf8Json(request: Request): Request {
   });
 }
 
+/** The media types whose bodies yoga's parsers read as text (a form's: useNotAGraphQLRequestAnswers). */
+const TEXT_BODIES = new Set(['application/json', 'application/graphql+json', 'application/graphql']);
+
 /**
- * A JSON body is read as UTF-8 or refused (400 BAD_REQUEST). yoga reads it leniently: each byte
- * that is not UTF-8 (a Latin-1 "é", an overlong "/", an encoded lone surrogate) became U+FFFD, and
- * a title or payload was stored as text its client never sent. Before useBodyLimit, so that this
- * reads the body as counted.
+ * A request's text is read as UTF-8 or refused (400 BAD_REQUEST), as GraphQL over HTTP and JSON
+ * (RFC 8259 §8.1) want it. yoga reads it leniently: each byte that is not UTF-8 (a Latin-1 "é",
+ * an overlong "/", an encoded lone surrogate) became U+FFFD, and a title or payload was stored as
+ * text its client never sent. Before useBodyLimit, so that this reads the body as counted. A
+ * form's body and %-escapes, and a GET's, are read by useNotAGraphQLRequestAnswers (paramsOf).
  */
-function useUtf8JsonBodies(): Plugin {
+function useUtf8Bodies(): Plugin {
   return {
     onRequestParse({ request, requestParser, setRequestParser }) {
-      const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
-      if (request.method !== 'POST' || !requestParser || (mediaType !== 'application/json' && mediaType !== 'application/graphql+json')) return;
-      setRequestParser((req) => requestParser(withUtf8Json(req)));
+      const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim() ?? '';
+      if (request.method !== 'POST' || !requestParser || !TEXT_BODIES.has(mediaType)) return;
+      setRequestParser((req) => requestParser(withUtf8Text(req)));
     },
   };
 }
@@ -372,11 +390,14 @@ function useStreamSessionForSubscriptionsOnly(): Plugin {
 }
 
 /**
- * A GET's (or a form's) parameters as yoga reads them, except that `variables` or `extensions`
- * that are not JSON are the client's error, named as such (yoga's parser lets JSON.parse throw,
- * which answered an INTERNAL_SERVER_ERROR).
+ * A GET's (or a form's) parameters, from their %-escaped text, as yoga reads them, except that
+ * `variables` or `extensions` that are not JSON are the client's error, named as such (yoga's
+ * parser lets JSON.parse throw, which answered an INTERNAL_SERVER_ERROR), and so are %-escapes of
+ * bytes that are not UTF-8 (URLSearchParams makes each U+FFFD).
  */
-function paramsOf(search: URLSearchParams) {
+function paramsOf(escaped: string) {
+  checkEscapes(escaped);
+  const search = new URLSearchParams(escaped);
   const json = (name: 'variables' | 'extensions') => {
     const text = search.get(name);
     if (!text) return undefined;
@@ -423,8 +444,8 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     },
     onRequestParse({ request, requestParser, setRequestParser }) {
       const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
-      if (request.method === 'GET') return setRequestParser(async () => paramsOf(new URL(request.url).searchParams));
-      if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async () => paramsOf(new URLSearchParams(await request.text())));
+      if (request.method === 'GET') return setRequestParser(async () => paramsOf(new URL(request.url).search.slice(1)));
+      if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async () => paramsOf(await utf8TextOf(request)));
       if (request.method === 'POST' && requestParser) {
         return setRequestParser(async (req) => {
           try {
@@ -620,7 +641,7 @@ export function createGraphQLServer(options: {
       useQueryCostLimit(options.maxQueryCost),
       useReadsPerRequestLimit(),
       useCorrelatedMasking(),
-      useUtf8JsonBodies(),
+      useUtf8Bodies(),
       useBodyLimit(options.maxBodyBytes),
       useNotAGraphQLRequestAnswers(),
       useStreamSessionForSubscriptionsOnly(),

@@ -550,6 +550,12 @@ describe(`requests that are no well-formed GraphQL-over-HTTP request (${backendN
     ['an overlong UTF-8 encoding (0xC0 0xAF for "/")', bytes('{"query": "mutation { createThread(input: { title: \\"a', [0xc0, 0xaf], 'b\\" }) { id } }"}'), 400],
     ['a UTF-8-encoded lone surrogate (0xED 0xA0 0x80)', bytes('{"query": "mutation { createThread(input: { title: \\"a', [0xed, 0xa0, 0x80], 'b\\" }) { id } }"}'), 400],
     ['Latin-1 text ("é" as 0xE9)', bytes('{"query": "mutation { createThread(input: { title: \\"caf', [0xe9], '\\" }) { id } }"}'), 400],
+    // Every other way a request carries its text: a form, a bare document, a GET's query string.
+    ['a form with Latin-1 text', { ...bytes('query=mutation { createThread(input: { title: "caf', [0xe9], '" }) { id } }'), headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 400],
+    ['a form whose %-escapes are Latin-1 (%E9)', { ...json(`query=${encodeURIComponent('mutation { createThread(input: { title: "caf')}%E9${encodeURIComponent('" }) { id } }')}`, 'application/x-www-form-urlencoded') }, 400],
+    ['an application/graphql document with Latin-1 text', { ...bytes('mutation { createThread(input: { title: "caf', [0xe9], '" }) { id } }'), headers: { 'content-type': 'application/graphql' } }, 400],
+    ['a GET whose %-escapes are an overlong "/" (%C0%AF)', { method: 'GET', search: `?query=${encodeURIComponent('{ __typename } # a')}%C0%AF` }, 400],
+    ['a GET whose %-escapes are Latin-1 (%E9)', { method: 'GET', search: `?query=${encodeURIComponent('{ __typename }')}&variables=${encodeURIComponent('{"a": "caf')}%E9${encodeURIComponent('"}')}` }, 400],
   ];
   const refusedRequest = async (_what: string, { search = '', ...init }: RequestInit & { search?: string }, status: number) => {
     const before = await snapshot();
