@@ -28,4 +28,23 @@ describe('token verifier', () => {
     for (let i = 0; i < 2; i++) await expect(verifier.verify(`Bearer ${forged}`)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
     expect(await verifier.verify(undefined)).toBeNull();
   });
+
+  it('reads the token of "Bearer <JWT>" with any spacing, and refuses every other shape by its message, however long the header', async () => {
+    const verifier = createTokenVerifier(SECRET);
+    const token = await mintToken(SECRET, { sub: 'shape', role: 'worker' });
+    for (const header of [`Bearer ${token}`, `bearer ${token}`, `  Bearer \t ${token}  `]) expect((await verifier.verify(header))?.sub, header).toBe('shape');
+    const refusals: [string, RegExp][] = [
+      [`Bearer Bearer ${token}`, /says "Bearer" twice/],
+      [`Basic ${token}`, /must start with "Bearer "/],
+      [token, /must start with "Bearer "/],
+      ['Bearer', /one token after the prefix/],
+      ['Bearer   ', /one token after the prefix/],
+      [`Bearer ${token} ${token}`, /one token after the prefix/],
+      [`Bearer ${token},`, /./],
+      [`Bearer ${token} ${'a '.repeat(8_000)}`, /one token after the prefix/],
+    ];
+    for (const [header, message] of refusals) {
+      await expect(verifier.verify(header), header.slice(0, 60)).rejects.toMatchObject({ code: 'UNAUTHENTICATED', message: expect.stringMatching(message) });
+    }
+  });
 });
