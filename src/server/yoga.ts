@@ -5,17 +5,22 @@ import { gzip } from 'node:zlib';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import {
+  getNamedType,
   getNullableType,
   getOperationAST,
   getVariableValues,
   GraphQLError,
   isInputObjectType,
   isListType,
+  isNonNullType,
   Kind,
   typeFromAST,
   type DocumentNode,
   type ExecutionArgs,
+  type GraphQLInputObjectType,
   type GraphQLInputType,
+  type GraphQLNamedType,
+  type GraphQLSchema,
   type ValidationContext,
 } from 'graphql';
 import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
@@ -296,26 +301,58 @@ function useVariableErrorsOfGraphqlJs(): Plugin {
 }
 
 /**
- * Where in a variable's value an input object is given as a list (`` for the value itself, else
- * its `.field` and `[index]` steps), or null. GraphQL coerces only an object to an input object,
- * but graphql-js and graphql-jit take a list for one whose fields are all optional: `createThread(input: [])`
- * created an untitled thread. (Any other value that is no object they refuse themselves.)
+ * The input object types a list may stand for, and those whose values may hold one at any depth.
+ * GraphQL coerces only an object to an input object, but graphql-js and graphql-jit take a list
+ * for one whose fields are all optional (a list lacks every required one): `createThread(input: [])`
+ * created an untitled thread. Worked out once per schema, so that a request walks only the
+ * variables, and the parts of them, where such a list can be.
  */
-function listForInputObject(type: GraphQLInputType, value: unknown): string | null {
+const listableBySchema = new WeakMap<GraphQLSchema, Map<GraphQLNamedType, [string, GraphQLInputType][]>>();
+/** Those types, each with the fields of its own that are among them (the walk goes into no other). */
+function listableTypes(schema: GraphQLSchema): Map<GraphQLNamedType, [string, GraphQLInputType][]> {
+  let listable = listableBySchema.get(schema);
+  if (listable) return listable;
+  const found = new Set<GraphQLNamedType>();
+  const inputs = Object.values(schema.getTypeMap()).filter(isInputObjectType);
+  // Until nothing more is found: input types may hold one another, round and round.
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const type of inputs) {
+      const fields = Object.values(type.getFields());
+      const allOptional = fields.every((field) => !isNonNullType(field.type) || field.defaultValue !== undefined);
+      if (!found.has(type) && (allOptional || fields.some((field) => found.has(getNamedType(field.type))))) {
+        found.add(type);
+        grew = true;
+      }
+    }
+  }
+  const walked = (type: GraphQLInputObjectType) => Object.values(type.getFields()).filter((field) => found.has(getNamedType(field.type)));
+  listable = new Map(inputs.filter((type) => found.has(type)).map((type) => [type, walked(type).map((field): [string, GraphQLInputType] => [field.name, field.type])]));
+  listableBySchema.set(schema, listable);
+  return listable;
+}
+
+/**
+ * Where in a variable's value an input object is given as a list (`` for the value itself, else
+ * its `.field` and `[index]` steps), or null; only types in `listable` are walked (listableTypes).
+ * (Any other value that is no object graphql-js and graphql-jit refuse themselves.)
+ */
+function listForInputObject(type: GraphQLInputType, value: unknown, listable: Map<GraphQLNamedType, [string, GraphQLInputType][]>): string | null {
   const named = getNullableType(type);
-  if (value == null) return null;
+  const fields = listable.get(getNamedType(named));
+  if (value == null || !fields) return null;
   if (isListType(named)) {
-    if (!Array.isArray(value)) return listForInputObject(named.ofType, value);
+    if (!Array.isArray(value)) return listForInputObject(named.ofType, value, listable);
     for (const [index, item] of value.entries()) {
-      const at = listForInputObject(named.ofType, item);
+      const at = listForInputObject(named.ofType, item, listable);
       if (at !== null) return `[${index}]${at}`;
     }
     return null;
   }
-  if (!isInputObjectType(named) || typeof value !== 'object') return null;
+  if (typeof value !== 'object') return null;
   if (Array.isArray(value)) return '';
-  for (const [name, field] of Object.entries(named.getFields())) {
-    const at = listForInputObject(field.type, (value as Record<string, unknown>)[name]);
+  for (const [name, fieldType] of fields) {
+    const at = listForInputObject(fieldType, (value as Record<string, unknown>)[name], listable);
     if (at !== null) return `.${name}${at}`;
   }
   return null;
@@ -323,10 +360,11 @@ function listForInputObject(type: GraphQLInputType, value: unknown): string | nu
 
 /** The refusal of the first variable whose value has a list for an input object (listForInputObject), or null. */
 function inputObjectGivenAList({ schema, document, operationName, variableValues }: ExecutionArgs): GraphQLError | null {
+  const listable = listableTypes(schema);
   for (const definition of getOperationAST(document, operationName)?.variableDefinitions ?? []) {
     const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
     const name = definition.variable.name.value;
-    const at = type ? listForInputObject(type, variableValues?.[name]) : null;
+    const at = type ? listForInputObject(type, variableValues?.[name], listable) : null;
     if (at === null) continue;
     return new GraphQLError(`Variable "$${name}" got a list${at ? ` at "${name}${at}"` : ''} where an input object goes: send a JSON object`, {
       nodes: [definition],

@@ -543,6 +543,10 @@ describe(`requests that are no well-formed GraphQL-over-HTTP request (${backendN
     ['a body cut inside a multi-byte character', bytes('{"query": "mutation { createThread(input: { title: \\"a', [0xe2, 0x82]), 400],
     ['a mutation over GET', { method: 'GET', search: `?query=${encodeURIComponent(create)}` }, 405],
     ['a mutation over GET named by operationName', { method: 'GET', search: `?query=${encodeURIComponent(`query Q { __typename } ${create.replace('mutation', 'mutation M')}`)}&operationName=M` }, 405],
+    // graphql-js and graphql-jit take a list for an input object whose fields are all optional; a list for one with a required field they refuse themselves.
+    ['a list for an input object', json(JSON.stringify({ query: 'mutation($input: CreateThreadInput!) { createThread(input: $input) { id } }', variables: { input: [] } })), 400],
+    ['a list for a batch\'s event', json(JSON.stringify({ query: 'mutation($events: [LifecycleEventInput!]!) { recordEvents(events: $events) { index } }', variables: { events: [{ finishRun: { lease: { runId: 'r', epoch: 1 }, status: 'COMPLETED' } }, []] } })), 400],
+    ['a list for an event\'s kind', json(JSON.stringify({ query: 'mutation($events: [LifecycleEventInput!]!) { recordEvents(events: $events) { index } }', variables: { events: [{ finishRun: [] }] } })), 400],
     ['a mutation in a PUT', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: create }) }, 405],
   ];
   // Bytes that are no UTF-8: read leniently, each became U+FFFD, stored as text the client never sent.
