@@ -12,10 +12,16 @@ export interface TokenVerifier {
   verify(authorization: string | undefined | null): Promise<Principal | null>;
   /** A stream session cookie's value (mintStreamSession): its principal and session id, or UNAUTHENTICATED. */
   verifyStreamSession(value: string): Promise<{ principal: Principal; sessionId: string }>;
+  /**
+   * The session a stream session cookie signed here names, expired or not (a sign-out: an instance
+   * whose clock runs behind still takes it as live), or null when it is no such cookie.
+   */
+  streamSessionToSignOut(value: string): Promise<{ sessionId: string; expiresAtMs: number } | null>;
 }
 
 /** The audience of stream session tokens, which authenticate GET /graphql/stream only. */
 const STREAM_SESSION_AUDIENCE = 'audit-stream-session';
+const STREAM_SESSION_CHECKS = { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE } satisfies JWTVerifyOptions;
 
 /**
  * How far ahead of this instance's clock a token's `nbf` may be: identity services set it to the
@@ -81,11 +87,21 @@ export function createTokenVerifier(secret: string, previousSecret?: string): To
     },
     async verifyStreamSession(value) {
       try {
-        const { payload } = await verifySigned(value, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'jti'], audience: STREAM_SESSION_AUDIENCE });
+        const { payload } = await verifySigned(value, STREAM_SESSION_CHECKS);
         return { principal: principalOf(payload), sessionId: payload.jti! };
       } catch (error) {
         if (error instanceof DomainError) throw error;
         throw unauthenticated(`The stream session: ${whyRefused(error)} (sign in again: POST /graphql/stream-session)`);
+      }
+    },
+    async streamSessionToSignOut(value) {
+      try {
+        // Judged in 1970, before any expiry (a stream session has no "nbf").
+        const { payload } = await verifySigned(value, { ...STREAM_SESSION_CHECKS, currentDate: new Date(0) });
+        return { sessionId: payload.jti!, expiresAtMs: payload.exp! * 1000 };
+      } catch (error) {
+        if (error instanceof jose.JOSEError) return null;
+        throw error;
       }
     },
   };

@@ -44,7 +44,8 @@ function cookie(req: IncomingMessage, value: string, maxAgeSeconds: number): str
 /**
  * How long a signed-out session's row outlives its expiry, by the database's clock. An instance
  * judges the expiry by its own clock, which may run behind the database's: it must still find
- * the row until its clock, too, has passed the expiry.
+ * the row until its clock, too, has passed the expiry. For the same reason a sign-out is stored
+ * even once the session has expired by the clock of the instance or the database that sees it.
  */
 const REVOCATION_KEPT_PAST_EXPIRY = '1 day';
 
@@ -115,9 +116,9 @@ export function streamSessions(options: { secret: string; verifier: TokenVerifie
       if (req.method === 'DELETE') {
         // The cookie's session is revoked too: a copy of it (another tab, a leaked value) opens nothing.
         const value = cookieOf(req);
-        const session = value ? await sessionOfCookie(options.verifier, options.sql, value) : null;
-        if (session && typeof session !== 'string') {
-          await revoke(options.sql, session.sessionId, session.principal.expiresAtMs!);
+        const session = value ? await options.verifier.streamSessionToSignOut(value) : null;
+        if (session) {
+          await revoke(options.sql, session.sessionId, session.expiresAtMs);
           for (const stream of openStreams.get(session.sessionId) ?? []) stream.abort();
         }
         return answer(res, 204, undefined, { 'set-cookie': cookie(req, '', 0) });

@@ -229,36 +229,35 @@ describe(`the stream session cookie (${backendName})`, () => {
   });
 
   it('a sign-out holds on an instance whose clock runs an hour behind the database\'s, past the session\'s expiry by the database\'s clock', async () => {
-    // A session that expires in 1 to 2 s, by the token it was signed in with, signed out before
-    // then by the database's clock: a loaded machine may take longer, and signs in again.
+    // Signed out before the expiry by the database's clock: a loaded machine may take longer, and signs in again.
     const signedOutBeforeExpiry = async () => {
-      const exp = Math.floor(Date.now() / 1000) + 2;
-      const { response, cookie } = await signIn(await mintToken(TEST_JWT_SECRET, { sub: 'ada', role: 'superadmin' }, exp));
-      if (response.status !== 200) return null;
-      const pair = cookie.split(';')[0]!;
-      expect((await fetch(`${base}/graphql/stream-session`, { method: 'DELETE', headers: { cookie: pair } })).status).toBe(204);
-      const [row] = await t.app.db.sql.query<{ before: boolean }>('SELECT now() < to_timestamp($1) AS before', [exp]);
-      return row!.before ? { exp, pair } : null;
+      const session = await signInExpiringSoon();
+      if (session === null) return null;
+      expect((await signOut(session.pair)).status).toBe(204);
+      return (await databasePast(session.exp)) ? null : session;
     };
     let session = await signedOutBeforeExpiry();
     for (let trial = 1; trial < 10 && session === null; trial++) session = await signedOutBeforeExpiry();
     expect(session, 'a sign-in and sign-out within 1 s in 10 trials').not.toBeNull();
     const { exp, pair } = session!;
     // The database's clock passes the expiry; another sign-out then clears what it takes as expired.
-    await expect.poll(async () => (await t.app.db.sql.query<{ past: boolean }>('SELECT now() > to_timestamp($1) AS past', [exp]))[0]!.past).toBe(true);
-    const other = (await signIn(admin)).cookie.split(';')[0]!;
-    expect((await fetch(`${base}/graphql/stream-session`, { method: 'DELETE', headers: { cookie: other } })).status).toBe(204);
+    await expect.poll(() => databasePast(exp)).toBe(true);
+    expect((await signOut((await signIn(admin)).cookie.split(';')[0]!)).status).toBe(204);
 
-    // This instance's clock is an hour behind: by it, the session has not expired.
-    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 3_600_000, shouldAdvanceTime: true });
-    onTestFinished(() => void vi.useRealTimers());
-    const thread = (await t.gql('mutation { createThread(input: { title: "signed out, clock behind" }) { id } }', {}, admin)).data.createThread.id;
-    const url = `${base}/graphql/stream?${new URLSearchParams({ query: 'subscription($t: ID!) { runChanged(threadId: $t) { id } }', variables: JSON.stringify({ t: thread }) })}`;
-    const controller = new AbortController();
-    const response = await fetch(url, { headers: { accept: 'text/event-stream', cookie: pair }, signal: controller.signal });
-    const first = new TextDecoder().decode((await response.body!.getReader().read()).value);
-    controller.abort();
-    expect(first).toMatch(/signed out/);
+    expect(await firstChunkAnHourBehind(pair)).toMatch(/signed out/);
+  });
+
+  it("a sign-out the database's clock and this instance's see after the session's expiry holds on an instance whose clock runs an hour behind", async () => {
+    let session = await signInExpiringSoon();
+    for (let trial = 1; trial < 10 && session === null; trial++) session = await signInExpiringSoon();
+    expect(session, 'a sign-in within 1 s in 10 trials').not.toBeNull();
+    const { exp, pair } = session!;
+    // Both clocks pass the expiry, then the session signs out.
+    await expect.poll(() => databasePast(exp)).toBe(true);
+    await expect.poll(() => Date.now() > exp * 1000).toBe(true);
+    expect((await signOut(pair)).status).toBe(204);
+
+    expect(await firstChunkAnHourBehind(pair)).toMatch(/signed out/);
   });
 
   it("a sign-out ends the session's streams already open (SIGNED_OUT), not another session's", async () => {
@@ -290,6 +289,31 @@ describe(`the stream session cookie (${backendName})`, () => {
     }
   });
 });
+
+/** A session whose token expires in 1 to 2 s (its cookie `name=value`), or null when a loaded machine signed in too late for it. */
+async function signInExpiringSoon(): Promise<{ exp: number; pair: string } | null> {
+  const exp = Math.floor(Date.now() / 1000) + 2;
+  const { response, cookie } = await signIn(await mintToken(TEST_JWT_SECRET, { sub: 'ada', role: 'superadmin' }, exp));
+  return response.status === 200 ? { exp, pair: cookie.split(';')[0]! } : null;
+}
+
+const signOut = (pair: string) => fetch(`${base}/graphql/stream-session`, { method: 'DELETE', headers: { cookie: pair } });
+
+/** Whether the database's clock has passed `exp` (seconds). */
+const databasePast = async (exp: number) => (await t.app.db.sql.query<{ past: boolean }>('SELECT now() > to_timestamp($1) AS past', [exp]))[0]!.past;
+
+/** What a stream opened with the cookie `pair` first sends, this instance's clock set an hour behind until the test ends. */
+async function firstChunkAnHourBehind(pair: string): Promise<string> {
+  vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 3_600_000, shouldAdvanceTime: true });
+  onTestFinished(() => void vi.useRealTimers());
+  const thread = (await t.gql('mutation { createThread(input: { title: "signed out, clock behind" }) { id } }', {}, admin)).data.createThread.id;
+  const url = `${base}/graphql/stream?${new URLSearchParams({ query: 'subscription($t: ID!) { runChanged(threadId: $t) { id } }', variables: JSON.stringify({ t: thread }) })}`;
+  const controller = new AbortController();
+  const response = await fetch(url, { headers: { accept: 'text/event-stream', cookie: pair }, signal: controller.signal });
+  const first = new TextDecoder().decode((await response.body!.getReader().read()).value);
+  controller.abort();
+  return first;
+}
 
 async function createRunIn(threadId: string) {
   const created = await t.gql('mutation($t: ID!) { createRun(input: { threadId: $t }) { id } }', { t: threadId }, admin);

@@ -1,6 +1,6 @@
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createTokenVerifier, mintToken } from '../../src/auth/jwt.js';
+import { createTokenVerifier, mintStreamSession, mintToken } from '../../src/auth/jwt.js';
 
 const SECRET = 'unit-test-secret-unit-test-secret';
 
@@ -46,5 +46,19 @@ describe('token verifier', () => {
     for (const [header, message] of refusals) {
       await expect(verifier.verify(header), header.slice(0, 60)).rejects.toMatchObject({ code: 'UNAUTHENTICATED', message: expect.stringMatching(message) });
     }
+  });
+
+  it("signs out a stream session after its expiry too, but only a stream session signed with this server's secret", async () => {
+    vi.useFakeTimers({ now: new Date('2026-11-29T12:00:00Z') });
+    const verifier = createTokenVerifier(SECRET);
+    const principal = { sub: 'ada', role: 'superadmin' as const, expiresAtMs: Date.parse('2026-11-29T12:00:10Z') };
+    const session = await mintStreamSession(SECRET, principal);
+    const { sessionId } = await verifier.verifyStreamSession(session);
+    vi.setSystemTime(new Date('2026-11-30T12:00:00Z'));
+    await expect(verifier.verifyStreamSession(session)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(await verifier.streamSessionToSignOut(session)).toEqual({ sessionId, expiresAtMs: principal.expiresAtMs });
+    const bearer = await mintToken(SECRET, { sub: 'ada', role: 'superadmin' });
+    const forged = await mintStreamSession('another-secret-another-secret-xx', principal);
+    for (const value of [bearer, forged, 'not a token']) expect(await verifier.streamSessionToSignOut(value)).toBeNull();
   });
 });
