@@ -138,7 +138,13 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
     onTestFinished(() => sseOnA.close());
     await waitFor(() => a.app.pubsub.subscriberCount('changes', threadId) === 2, 'the subscriptions to start');
 
-    await session.declare('m1', [{ id: 'call-1', name: 'search' }]); // served by B
+    // Served by B. Each stream on A starts by reading the changes after `before` (catch-up, which
+    // may fold an entity's changes into one): the model call's start, its audit's only change so
+    // far, comes whole whether that read or Redis brings it, and once it is there the read is
+    // over, so its end arrives live, as committed.
+    must(await session.modelStarted('m1'));
+    await Promise.all([onA, sseOnA].map((stream) => stream.take(1)));
+    must(await session.modelFinished('m1', [{ id: 'call-1', name: 'search' }]));
     const first = payloads(await onA.take(2), 'threadChanges');
     await onA.close();
     must(await session.toolStarted('call-1', 'search')); // while no one listens on B: caught up from the database
