@@ -38,8 +38,12 @@ describe.runIf(meaningful)(title, () => {
     await a?.close();
   });
 
-  it('says in its start banner that it polls the database', () => {
-    expect(b.app.mode.liveUpdates).toMatch(/^database poll every \d+ ms/);
+  // "Within 5 seconds" (SEMANTICS.md) is this interval: a poll delivers what it finds at once
+  // (test/subscriptions/pubsub.unit, fake timers); below, only that B's poll delivers everything.
+  it('says in its start banner that it polls the database, at least every 5 s', () => {
+    const [, interval] = /^database poll every (\d+) ms/.exec(b.app.mode.liveUpdates) ?? [];
+    expect(Number(interval)).toBeGreaterThan(0);
+    expect(Number(interval)).toBeLessThanOrEqual(5000);
   });
 
   it('a subscriber on B receives, in order, the changes written through A', async () => {
@@ -61,7 +65,7 @@ describe.runIf(meaningful)(title, () => {
     }
   });
 
-  it('threadChanges and toolStatusChanged subscribers on B (graphql-ws and SSE) get every change written through A within 5 s: in order, no duplicate, ending at the cursor the database holds', async () => {
+  it('threadChanges and toolStatusChanged subscribers on B (graphql-ws and SSE) get every change written through A: in order, no duplicate, ending at the cursor the database holds', async () => {
     const { session, owner, threadId } = await runningRun(a);
     const changes = await subscribeLive(b.app, urlB, 'changes', CHANGES, { threadId }, owner);
     const tools = await subscribeLive(b.app, urlB, 'audit', TOOL_STATUS, { threadId }, owner);
@@ -70,14 +74,12 @@ describe.runIf(meaningful)(title, () => {
     must(await session.toolStarted('call-1', 'search'));
     must(await session.toolFinished('call-1', { content: 'found' }));
     must(await session.finish('COMPLETED'));
-    const written = Date.now();
     const final = (await a.gql(THREAD_CURSOR, { id: threadId }, owner)).data.thread.changeCursor as string;
 
-    await Promise.all(changes.map((stream) => stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', 10_000)));
+    await Promise.all(changes.map((stream) => stream.until((all) => all.at(-1)?.data?.threadChanges?.cursor === final, 'the final cursor', 30_000)));
     const toolStatuses = await Promise.all(
-      tools.map((stream) => stream.until((all) => payloads(all, 'toolStatusChanged').some((change) => change.status === 'COMPLETED'), 'the tool completed', 10_000)),
+      tools.map((stream) => stream.until((all) => payloads(all, 'toolStatusChanged').some((change) => change.status === 'COMPLETED'), 'the tool completed', 30_000)),
     );
-    expect(Date.now() - written).toBeLessThan(5000);
     for (const stream of changes) {
       const counters = (payloads(stream.results, 'threadChanges') as ThreadChange[]).map((change) => counterOf(change.cursor));
       // Strictly increasing (no duplicate) and ending at the database's cursor (none missing at the end).
@@ -88,7 +90,7 @@ describe.runIf(meaningful)(title, () => {
     for (const results of toolStatuses) {
       expect(payloads(results, 'toolStatusChanged').at(-1)).toEqual({ toolCallId: 'call-1', status: 'COMPLETED' });
     }
-  });
+  }, 90_000); // bounds of 30 s: only a hang fails, not a slow machine
 
   it('changes committed together, or faster than the poll, reach B one event per change, each as committed: the same events as A delivers in process', async () => {
     const { session, owner, worker, threadId } = await runningRun(a);
