@@ -221,8 +221,10 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   const schedule = (down = false) => {
     const healthy = () => !down && (bus?.healthy() ?? false);
     const interval = bus ? (healthy() ? POLL_MS.healthy : POLL_MS.unhealthy) : pollWithoutBusMs!;
-    timer = setTimeout(() => void poll(healthy() ? POLL_GRACE_MS : 0).finally(() => timer && schedule()), interval);
-    timer.unref();
+    // Only the poll of the latest timer arms the next: one armed meanwhile (Redis lost during
+    // the read) or none (stopped) means this one's turn is over.
+    const armed: NodeJS.Timeout = setTimeout(() => void poll(healthy() ? POLL_GRACE_MS : 0).finally(() => timer === armed && schedule()), interval);
+    timer = armed.unref();
   };
   // Reads only while this instance has subscribers (readCursors).
   if (bus || pollWithoutBusMs !== null) schedule();

@@ -67,6 +67,16 @@ const quietBus = (overrides: Partial<WakeBus>): WakeBus => ({
   ...overrides,
 });
 
+/** createPubSubFor with `bus` standing in for Redis (the test decides when it is lost or back), on fake timers. */
+async function onFakeRedis(bus: WakeBus) {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
+  vi.resetModules();
+  const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');
+  const store = memoryStore();
+  return { store, ...(await withBus(loadConfig({ REDIS_URL: 'redis://fake' }), store)) };
+}
+
 describe('change feed', () => {
   it("delivers a thread's changes live, in cursor order, with no other thread's", async () => {
     const { store, pubsub, publishEvents, close } = await feed(10);
@@ -277,15 +287,8 @@ describe('change feed', () => {
     });
 
     it('reads cursors one at a time: a recovery during a timed poll reads after it', async () => {
-      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-      // A stand-in for Redis, so that the test decides when it recovers.
       let recovered!: () => void;
-      const bus = quietBus({ onRecovered: (listener) => void (recovered = listener) });
-      vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
-      vi.resetModules();
-      const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');
-      const store = memoryStore();
-      const { pubsub, close } = await withBus(loadConfig({ REDIS_URL: 'redis://fake' }), store);
+      const { store, pubsub, close } = await onFakeRedis(quietBus({ onRecovered: (listener) => void (recovered = listener) }));
       await pubsub.subscribe('audit', 't');
 
       const threadCursors = store.threadCursors;
@@ -312,15 +315,9 @@ describe('change feed', () => {
     // Redis went away just after a healthy poll: the next poll, 5 s later, was the first to read
     // the database, so subscribers on other instances than the writer's got nothing for 5 s.
     it('reads the database as soon as Redis is lost, then every second, not at the healthy poll\'s next turn', async () => {
-      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       let up = true;
       let lost: (() => void) | undefined;
-      const bus = quietBus({ onLost: (listener) => void (lost = listener), healthy: () => up });
-      vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
-      vi.resetModules();
-      const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');
-      const store = memoryStore();
-      const { pubsub, close } = await withBus(loadConfig({ REDIS_URL: 'redis://fake' }), store);
+      const { store, pubsub, close } = await onFakeRedis(quietBus({ onLost: (listener) => void (lost = listener), healthy: () => up }));
       const audits = await pubsub.subscribe('audit', 't');
       await vi.advanceTimersByTimeAsync(POLL_MS.healthy + POLL_GRACE_MS); // a healthy poll: nothing yet
 
@@ -337,6 +334,34 @@ describe('change feed', () => {
       await vi.advanceTimersByTimeAsync(POLL_MS.unhealthy);
       expect(await hasNow(second)).toEqual(['a second later']);
       await close();
+    });
+
+    // Redis lost while a timed poll's read was under way (a slow database, a loaded machine): the
+    // loss armed the unhealthy poll, and the read, once over, armed its own next turn as well. Two
+    // polls ran from then on, one more for each such loss, and close stopped only the last.
+    it('Redis lost during a poll leaves one poll running, every second, and none after close', async () => {
+      let lost!: () => void;
+      const { store, pubsub, close } = await onFakeRedis(quietBus({ onLost: (listener) => void (lost = listener), healthy: () => false }));
+      await pubsub.subscribe('audit', 't');
+      const threadCursors = store.threadCursors;
+      let reads = 0;
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      store.threadCursors = async (threadIds) => {
+        if (reads++ === 0) await gate;
+        return threadCursors(threadIds);
+      };
+      await vi.advanceTimersByTimeAsync(POLL_MS.unhealthy); // the timed poll, its read held open
+      lost();
+      open();
+      await vi.advanceTimersByTimeAsync(0); // the timed read and the loss's own are over
+      expect(reads).toBe(2);
+
+      await vi.advanceTimersByTimeAsync(10 * POLL_MS.unhealthy);
+      expect(reads).toBe(12);
+      await close();
+      await vi.advanceTimersByTimeAsync(10 * POLL_MS.unhealthy);
+      expect(reads).toBe(12);
     });
 
     it('changes the poll finds before their publish are looked up: each taken once, exactly as committed', async () => {
