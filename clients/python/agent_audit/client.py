@@ -91,8 +91,8 @@ class AuditClient:
     tokens: cache it there and mint a new one near its ``exp``); a request refused as
     ``UNAUTHENTICATED`` asks it once more and is resent if it then gives another token.
     ``timeout`` (seconds: a shutdown's grace period), which ``claim_run``, ``start_run``,
-    ``finish_run`` and each ``record_*`` call take, bounds the wait for the answer, retries
-    included: past it the call raises
+    ``finish_run`` and each ``record_*`` call take, bounds the wait for the answer (to its last
+    byte), retries included: past it the call raises
     ``AuditApiError`` (``TRANSPORT_ERROR``), an event not yet sent is never sent, and one sent may
     still have been applied.
     """

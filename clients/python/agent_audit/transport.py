@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import random
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union, cast
 
 from ._operations import Operation
 from .errors import TRANSPORT_ERROR, AuditApiError, no_answer_within
@@ -28,7 +32,8 @@ class RetryPolicy:
     #: Backoff before the second attempt; it doubles per attempt up to ``max_delay``, with jitter.
     base_delay: float = 0.25
     max_delay: float = 4.0
-    #: Seconds per attempt; a timed-out attempt is a transport failure.
+    #: Seconds per attempt, from sending the request to the answer's last byte (a slow body
+    #: included); a timed-out attempt is a transport failure.
     timeout: float = 30.0
 
 
@@ -91,6 +96,126 @@ def _authorization(token: str) -> str:
     return token if token.startswith("Bearer ") else f"Bearer {token}"
 
 
+class _Attempt:
+    """One send: its deadline (monotonic) and, once connected, its socket."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.sock: Optional[socket.socket] = None
+        self.expired = False
+
+
+class _Watchdog:
+    """Shuts down each attempt's socket at its deadline, from one daemon thread for the process.
+    A socket timeout bounds each read alone: a server that sends its headers late, or trickles its
+    answer a byte at a time, would hold an attempt far longer (for ever). The attempt's next read
+    then finds the connection closed."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        # Also in a forked child: the parent's thread does not exist there, and it may have held the lock.
+        self._lock = threading.Condition()
+        self._armed: List[_Attempt] = []
+        self._thread: Optional[threading.Thread] = None
+
+    @contextmanager
+    def attempt(self, seconds: float) -> Generator[_Attempt, None, None]:
+        attempt = _Attempt(time.monotonic() + seconds)
+        with self._lock:
+            if self._thread is None:
+                self._start_thread()
+            self._armed.append(attempt)
+            self._lock.notify()
+        try:
+            yield attempt
+        finally:
+            with self._lock:
+                if attempt in self._armed:
+                    self._armed.remove(attempt)
+
+    def watch(self, attempt: _Attempt, sock: socket.socket) -> None:
+        with self._lock:
+            attempt.sock = sock
+            if attempt.expired:
+                _shut_down(sock)
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(target=self._run, name="agent-audit-deadlines", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            # No thread starts at interpreter shutdown (Python 3.12): the socket timeout still bounds each read.
+            return
+        self._thread = thread
+
+    def _run(self) -> None:
+        with self._lock:
+            while True:
+                now = time.monotonic()
+                for attempt in [attempt for attempt in self._armed if attempt.deadline <= now]:
+                    self._armed.remove(attempt)
+                    attempt.expired = True
+                    if attempt.sock is not None:
+                        _shut_down(attempt.sock)
+                self._lock.wait(min((attempt.deadline - now for attempt in self._armed), default=None))
+
+
+def _shut_down(sock: socket.socket) -> None:
+    try:
+        # The plain socket's method, also for a TLS one: SSLSocket.shutdown would unwrap its TLS
+        # state under the thread still reading it.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
+
+
+_watchdog = _Watchdog()
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_watchdog._reset)  # pyright: ignore[reportPrivateUsage]  # its own state
+
+
+class _AttemptRequest(urllib.request.Request):
+    def __init__(self, url: str, body: bytes, headers: Dict[str, str], attempt: _Attempt) -> None:
+        super().__init__(url, data=body, method="POST", headers=headers)
+        self.attempt = attempt
+
+
+def _attempt_of(request: urllib.request.Request) -> Optional[_Attempt]:
+    # None for a request urllib made itself (a redirect's): the socket timeout alone bounds it.
+    return request.attempt if isinstance(request, _AttemptRequest) else None
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def __init__(self, host: str, *, attempt: Optional[_Attempt] = None, **options: Any) -> None:
+        super().__init__(host, **options)
+        self._attempt = attempt
+
+    def connect(self) -> None:
+        super().connect()
+        if self._attempt is not None:
+            _watchdog.watch(self._attempt, self.sock)
+
+
+class _HTTPSConnection(_HTTPConnection, http.client.HTTPSConnection):
+    """Watched once its TLS handshake is done (``connect`` wraps ``HTTPSConnection.connect``)."""
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_HTTPConnection, req, attempt=_attempt_of(req))
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_HTTPSConnection, req, attempt=_attempt_of(req))
+
+
+# urlopen's opener (proxies from the environment, redirects), its connections watched.
+_opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+
+
 class Transport:
     def __init__(self, url: str, token: Union[str, TokenProvider], policy: RetryPolicy) -> None:
         self.url = url
@@ -151,46 +276,20 @@ class Transport:
         return self._token() if callable(self._token) else self._token
 
     def _send_once(self, operation: Operation, body: bytes, token: str, timeout: float) -> Tuple[Any, int]:
-        def transport_failure(message: str, retryable: bool, status: Optional[int] = None) -> AuditApiError:
-            return AuditApiError(
-                f"{operation.name}: {message}",
-                code=TRANSPORT_ERROR,
-                operation=operation.name,
-                retryable=retryable,
-                http_status=status,
-            )
-
-        request = urllib.request.Request(
-            self.url,
-            data=body,
-            method="POST",
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/graphql-response+json, application/json",
-                "Authorization": _authorization(token),
-            },
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                status: int = response.status
-                text = response.read()
-        except urllib.error.HTTPError as answer:
-            # An HTTP error status: GraphQL errors arrive this way too (400, 413, ...).
-            status = answer.code
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/graphql-response+json, application/json",
+            "Authorization": _authorization(token),
+        }
+        with _watchdog.attempt(timeout) as attempt:
             try:
-                text = answer.read()
-            except (OSError, http.client.HTTPException) as error:
-                raise transport_failure(f"HTTP {status}, its body lost: {error!r}", True, status) from error
-            if status in _GATEWAY_STATUSES:
-                # The server's own 503 UNAVAILABLE (its database cannot be reached for the moment)
-                # is retried like a gateway's answer, after its Retry-After.
-                unavailable = _unavailable_error(operation.name, status, text, answer.headers.get("Retry-After"))
-                if unavailable is not None:
-                    raise unavailable from answer
-                raise transport_failure(f"HTTP {status}", True, status) from answer
-        except (OSError, http.client.HTTPException) as error:
-            # Refused, reset, timed out, closed before the answer: it may or may not have committed.
-            raise transport_failure(f"network error: {error!r}", True) from error
+                status, text = _exchange(operation, _AttemptRequest(self.url, body, headers, attempt), timeout)
+            except AuditApiError:
+                if attempt.expired:
+                    raise no_answer_within(operation.name, timeout) from None
+                raise
+        if attempt.expired:  # an answer cut short may still read as a whole one (no Content-Length)
+            raise no_answer_within(operation.name, timeout)
 
         try:
             payload: Any = json.loads(text)
@@ -198,7 +297,7 @@ class Transport:
                 raise ValueError("not an object")
         except ValueError as error:
             # A server error page may pass; any other answer that is not GraphQL will not.
-            raise transport_failure(f"HTTP {status} with a body that is not a GraphQL response", status >= 500, status) from error
+            raise _transport_failure(operation, f"HTTP {status} with a body that is not a GraphQL response", status >= 500, status) from error
         response_json = cast(Dict[str, Any], payload)
         errors: List[Dict[str, Any]] = response_json.get("errors") or []
         if errors:
@@ -214,5 +313,36 @@ class Transport:
             )
         data: Dict[str, Any] = response_json.get("data") or {}
         if operation.field not in data:
-            raise transport_failure(f"HTTP {status} without data.{operation.field}", False, status)
+            raise _transport_failure(operation, f"HTTP {status} without data.{operation.field}", False, status)
         return data[operation.field], status
+
+
+def _exchange(operation: Operation, request: urllib.request.Request, timeout: float) -> Tuple[int, bytes]:
+    """The answer's status and body; a transport failure, or the server's UNAVAILABLE, raises."""
+    try:
+        with _opener.open(request, timeout=timeout) as response:
+            status: int = response.status
+            text = response.read()
+    except urllib.error.HTTPError as answer:
+        # An HTTP error status: GraphQL errors arrive this way too (400, 413, ...).
+        status = answer.code
+        try:
+            text = answer.read()
+        except (OSError, http.client.HTTPException) as error:
+            raise _transport_failure(operation, f"HTTP {status}, its body lost: {error!r}", True, status) from error
+        if status in _GATEWAY_STATUSES:
+            # The server's own 503 UNAVAILABLE (its database cannot be reached for the moment)
+            # is retried like a gateway's answer, after its Retry-After.
+            unavailable = _unavailable_error(operation.name, status, text, answer.headers.get("Retry-After"))
+            if unavailable is not None:
+                raise unavailable from answer
+            raise _transport_failure(operation, f"HTTP {status}", True, status) from answer
+    except (OSError, http.client.HTTPException) as error:
+        # Refused, reset, timed out, closed before the answer: it may or may not have committed.
+        raise _transport_failure(operation, f"network error: {error!r}", True) from error
+    return status, text
+
+
+def _transport_failure(operation: Operation, message: str, retryable: bool, status: Optional[int] = None) -> AuditApiError:
+    return AuditApiError(f"{operation.name}: {message}", code=TRANSPORT_ERROR, operation=operation.name, retryable=retryable,
+                         http_status=status)

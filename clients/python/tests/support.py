@@ -203,3 +203,42 @@ def call_while_first_is_held(
     for thread in threads:
         thread.join(wait_seconds * 6)
     return outcomes
+
+
+class TricklingServer:
+    """Answers every POST with its headers at once, then a body one byte every 0.5 s, until it
+    closes: as a proxy that trickles a slow answer, each read of it is quick but the answer never
+    ends. ``trickling`` is set while some request is being trickled."""
+
+    def __init__(self) -> None:
+        self._closing = threading.Event()
+        self.trickling = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                server.trickling.set()
+                while not server._closing.wait(0.5):  # noqa: SLF001 - its own server
+                    try:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    except OSError:  # the client gave up and closed its end
+                        return
+                self.close_connection = True
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/graphql"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._closing.set()
+        self._server.shutdown()
+        self._server.server_close()
