@@ -94,7 +94,8 @@ class AuditClient:
     ``finish_run`` and each ``record_*`` call take, bounds the wait for the answer (to its last
     byte), retries included: past it the call raises
     ``AuditApiError`` (``TRANSPORT_ERROR``), an event not yet sent is never sent, and one sent may
-    still have been applied.
+    still have been applied. ``close_timeout`` bounds the ``close`` made by leaving
+    ``with AuditClient(...)`` as ``close(timeout=...)`` does.
     """
 
     def __init__(
@@ -106,8 +107,11 @@ class AuditClient:
         retry: Optional[RetryPolicy] = None,
         batching: bool = True,
         max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
+        close_timeout: Optional[float] = None,
     ) -> None:
         self.url = url
+        # Bounds the close made by leaving ``with AuditClient(...)`` (seconds: a shutdown's grace period).
+        self.close_timeout = close_timeout
         self.clock_id = clock_id
         # A payload larger than this as JSON is sent cut, with a visible marker (payloads.py).
         self.max_json_bytes = max_json_bytes
@@ -139,7 +143,7 @@ class AuditClient:
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> None:
-        self.close()
+        self.close(self.close_timeout)
 
     # ---- Worker: the run lifecycle ----
 

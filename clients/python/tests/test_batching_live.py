@@ -149,11 +149,7 @@ class BatchingLiveTest(LiveTestCase):
         # retrying, makes another call, queued behind it, and is stopped (SIGTERM's sys.exit()):
         # leaving ``with AuditClient(...)`` waited for the queued call to be sent, so for the
         # request ahead of it, through the whole retry policy (8 attempts of 30 s).
-        _, run_id = self.queued_run()
-        proxy = LossyProxy(self.server.url, mode="forward")
-        self.addCleanup(proxy.close)
-        proxy.silent.set()
-        agent = textwrap.dedent("""
+        self.assert_stopped_with_the_server_silent_exits(textwrap.dedent("""
             import signal, sys, threading, time
             from agent_audit import AuditApiError, AuditClient
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
@@ -170,7 +166,34 @@ class BatchingLiveTest(LiveTestCase):
 
                 threading.Thread(target=say_when_queued, daemon=True).start()
                 worker.claim_run(sys.argv[3])  # queued behind it, left by the stop
-        """)
+        """))
+
+    def test_leaving_with_audit_client_close_timeout_on_a_stop_gives_up_another_threads_call(self) -> None:
+        # A worker's daemon thread waits, with no timeout, for a call the server does not answer,
+        # and the main thread is stopped (SIGTERM's sys.exit()): leaving ``with AuditClient(...)``
+        # waited for that call through the whole retry policy (8 attempts of 30 s).
+        # ``close_timeout`` bounds that close.
+        self.assert_stopped_with_the_server_silent_exits(textwrap.dedent("""
+            import signal, sys, threading, time
+            from agent_audit import AuditClient
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by SIGTERM"))
+            with AuditClient(sys.argv[1], sys.argv[2], close_timeout=1) as worker:
+                threading.Thread(target=worker.claim_run, args=(sys.argv[3],), daemon=True).start()
+                while not worker._writer._sending:
+                    time.sleep(0.01)
+                print("working", flush=True)
+                while True:
+                    time.sleep(1)
+        """))
+
+    def assert_stopped_with_the_server_silent_exits(self, agent: str) -> None:
+        """Runs ``agent`` (see ``start_agent``; its SIGTERM handler exits with "stopped by SIGTERM")
+        with a new run's every request held unanswered, sends it SIGTERM, and checks it exited
+        with the run still QUEUED."""
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        proxy.silent.set()
         process = self.start_agent(agent, proxy.url, run_id)
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
