@@ -98,23 +98,39 @@ describe('claimRun', () => {
 
   it('says when it granted the lease, on the clock of expiresAt: expiresAt − grantedAt is the clamped length (claim, renewal, batch)', async () => {
     const { session, runId } = await runningScene(t);
-    const granted = (lease: { expiresAt: string; grantedAt: string }) => Date.parse(lease.expiresAt) - Date.parse(lease.grantedAt);
-    // grantedAt is read as the write commits, a little after the instant the expiry counts from.
-    const within = (ms: number) => expect.toSatisfy((length: number) => length <= ms && length > ms - 1_000);
+    const clock = async () => (await t.app.db.driver.query<{ at: Date }>('SELECT clock_timestamp() AS at'))[0]!.at.getTime();
+    /**
+     * The lease `write` answers, against the database's clock read before and after it: granted in
+     * between, and expiring the clamped length after the moment the write began (its transaction's
+     * now(), at or before grantedAt, which is read as the write commits).
+     */
+    const grants = async <Lease extends { expiresAt: string; grantedAt: string }>(ms: number, write: () => Promise<Lease>) => {
+      const before = await clock();
+      const lease = await write();
+      const after = await clock();
+      const [grantedAt, expiresAt] = [Date.parse(lease.grantedAt), Date.parse(lease.expiresAt)];
+      expect(grantedAt).toBeGreaterThanOrEqual(before);
+      expect(grantedAt).toBeLessThanOrEqual(after);
+      expect(expiresAt - ms).toBeGreaterThanOrEqual(before);
+      expect(expiresAt - ms).toBeLessThanOrEqual(grantedAt);
+      return lease;
+    };
     const LEASE = '{ runId epoch expiresAt grantedAt }';
-    const renewed = must(await t.gql(`mutation($lease: LeaseInput!) { result: renewLease(lease: $lease, leaseSeconds: 100000) ${LEASE} }`, { lease: session.lease }, session.token));
-    expect(granted(renewed)).toEqual(within(60_000));
-    const batch = await t.gql(
-      `mutation($events: [LifecycleEventInput!]!) { result: recordEvents(events: $events) { lease ${LEASE} } }`,
-      { events: [{ renewLease: { lease: session.lease, leaseSeconds: 7 } }] },
-      session.token,
-    );
-    expect(granted(must(batch)[0].lease)).toEqual(within(7_000));
+    const renewed = await grants(60_000, async () =>
+      must(await t.gql(`mutation($lease: LeaseInput!) { result: renewLease(lease: $lease, leaseSeconds: 100000) ${LEASE} }`, { lease: session.lease }, session.token)));
+    await grants(7_000, async () => {
+      const batch = await t.gql(
+        `mutation($events: [LifecycleEventInput!]!) { result: recordEvents(events: $events) { lease ${LEASE} } }`,
+        { events: [{ renewLease: { lease: session.lease, leaseSeconds: 7 } }] },
+        session.token,
+      );
+      return must(batch)[0].lease;
+    });
 
     const who = await actors(t);
     const queued = await createRun(t, who.owner, await createThread(t, who.owner));
-    const claimed = must(await t.gql(`mutation($input: ClaimRunInput!) { result: claimRun(input: $input) ${LEASE} }`, { input: { runId: queued, leaseSeconds: 0 } }, who.worker));
-    expect(granted(claimed)).toEqual(within(1_000));
+    await grants(1_000, async () =>
+      must(await t.gql(`mutation($input: ClaimRunInput!) { result: claimRun(input: $input) ${LEASE} }`, { input: { runId: queued, leaseSeconds: 0 } }, who.worker)));
     expect(renewed.runId).toBe(runId);
   });
 });
