@@ -6,6 +6,7 @@ import {
   TOOL_CALL_PAYLOAD_BYTES, toolCallsByIdsOrDeclarers, toolCallsOfRuns, type Payload, type ToolCallPayload, type ToolCallRow, type WantedPayloads,
 } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
+import { notFound } from '../domain/errors.js';
 import type { Run } from '../generated/prisma/client.js';
 import type { CommittedChange } from '../domain/events.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts, type TokenTotals } from '../domain/audit-summaries.js';
@@ -39,9 +40,16 @@ function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, k
 const idOf = (row: { id: string }) => row.id;
 
 /**
+ * A row behind a foreign key from a row read earlier in the request: only a thread's deletion
+ * removes it in between (after a lifecycle write's commit, before its answer is read), and a
+ * deleted thread's rows are NOT_FOUND (SEMANTICS.md "Deletion and retention").
+ */
+const goneWithItsThread = (id: string | null) => notFound('Row', `${id} (its thread was deleted)`);
+
+/**
  * A loader of one payload (or one payload's size: `field`) of a row by id, one statement per
  * batch, which reads each payload only of the rows asked for it. A missing row is an error (the
- * row was read in the same request).
+ * row was read in the same request: its thread was deleted since, goneWithItsThread).
  */
 function payloadsBy<Payload extends string, Row extends { id: string }>(
   read: (wanted: WantedPayloads<Payload>) => Promise<Row[]>,
@@ -55,7 +63,7 @@ function payloadsBy<Payload extends string, Row extends { id: string }>(
       const rows = new Map((await read(wanted)).map((row) => [row.id, row]));
       return keys.map(({ id, payload }) => {
         const row = rows.get(id);
-        return row ? row[field(payload)] : new Error(`Row ${id} is missing behind a foreign key`);
+        return row ? row[field(payload)] : goneWithItsThread(id);
       });
     },
     { cacheKeyFn: (key) => `${key.payload}:${key.id}` },
@@ -90,10 +98,9 @@ function toolCallLinks(read: Sql) {
   };
 }
 
-/** A row the schema guarantees (a foreign key): its absence is a server error, not a null. */
 export async function loadRequired<Row>(loader: { load(id: string): Promise<Row | null> }, id: string | null): Promise<Row> {
   const row = id === null ? null : await loader.load(id);
-  if (row === null) throw new Error(`Row ${id} is missing behind a foreign key`);
+  if (row === null) throw goneWithItsThread(id);
   return row;
 }
 
