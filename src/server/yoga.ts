@@ -174,10 +174,11 @@ function checkEscapes(text: string) {
   }
 }
 
-/** A request's body as text, refused (400 BAD_REQUEST) unless it is UTF-8. */
+/** A request's body as text, refused (400 BAD_REQUEST) unless it is UTF-8; a failed read (the body limit's 413) as it failed. */
 async function utf8TextOf(request: Request): Promise<string> {
+  const body = await request.arrayBuffer();
   try {
-    return utf8.decode(await request.arrayBuffer());
+    return utf8.decode(body);
   } catch {
     throw notUtf8();
   }
