@@ -483,8 +483,8 @@ function useNotAGraphQLRequestAnswers(): Plugin {
     },
     onRequestParse({ request, requestParser, setRequestParser }) {
       const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
-      if (request.method === 'GET') return setRequestParser(async () => paramsOf(new URL(request.url).search.slice(1)));
-      if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async () => paramsOf(await utf8TextOf(request)));
+      if (request.method === 'GET') return setRequestParser(async (req) => paramsOf(new URL(req.url).search.slice(1)));
+      if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async (req) => paramsOf(await utf8TextOf(req)));
       if (request.method === 'POST' && requestParser) {
         return setRequestParser(async (req) => {
           try {
@@ -681,8 +681,10 @@ export function createGraphQLServer(options: {
       useReadsPerRequestLimit(),
       useCorrelatedMasking(),
       useUtf8Bodies(),
-      useBodyLimit(options.maxBodyBytes),
       useNotAGraphQLRequestAnswers(),
+      // After every plugin that sets a request parser: each replaces the one before, so a parser set
+      // after this one (a form's) would read the body uncounted.
+      useBodyLimit(options.maxBodyBytes),
       useStreamSessionForSubscriptionsOnly(),
       useOperationResolutionAnswers(),
       useVariableErrorsOfGraphqlJs(),

@@ -132,6 +132,16 @@ describe(`a body over the limit reaches every HTTP client as a 413 (${backendNam
     }
   });
 
+  it('a form body is cut as a JSON one, chunked too', async () => {
+    const huge = Buffer.from('query=%7B__typename%7D&pad=' + 'x'.repeat(6 * LIMIT));
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const framings: Record<string, string>[] = [{ 'content-length': String(huge.length) }, { 'transfer-encoding': 'chunked' }];
+    for (const framing of framings) {
+      const answer = await postFast(huge, { ...form, ...framing });
+      expect(answer.written, Object.keys(framing)[0]).toBeLessThan(huge.length);
+    }
+  });
+
   it('the server answers requests within the limit afterwards', async () => {
     const answer = await postWithPython(1024);
     expect(answer).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });

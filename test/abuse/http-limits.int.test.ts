@@ -5,6 +5,9 @@ import { startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { onLogLine } from '../../src/log.js';
 
+const LIMIT = 8 * 1024 * 1024;
+const TOO_LARGE = { message: `Request body exceeds ${LIMIT} bytes`, extensions: { code: 'BAD_USER_INPUT' } };
+
 let t: TestApp;
 let url: string;
 let admin: string;
@@ -15,18 +18,22 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-/** POSTs `size` bytes of a JSON body, with a Content-Length or chunked; the status and parsed answer. */
-function post(size: number, chunked: boolean): Promise<{ status: number; body: any }> {
-  const head = '{"query":"{ __typename }","variables":{"pad":"';
-  const tail = '"}}';
-  const body = Buffer.from(head + 'x'.repeat(size - head.length - tail.length) + tail);
+/** `size` bytes of a { __typename } request as JSON, or as a form (its padding a parameter the server ignores). */
+function body(size: number, form = false): Buffer {
+  const [head, tail] = form ? ['query=%7B__typename%7D&pad=', ''] : ['{"query":"{ __typename }","variables":{"pad":"', '"}}'];
+  return Buffer.from(head + 'x'.repeat(size - head.length - tail.length) + tail);
+}
+
+/** POSTs `size` bytes of a JSON body (or a form, or a JSON body labelled `contentType`), with a Content-Length or chunked; the status and parsed answer. */
+function post(size: number, chunked: boolean, form = false, contentType = form ? 'application/x-www-form-urlencoded' : 'application/json'): Promise<{ status: number; body: any }> {
+  const sent = body(size, form);
   return new Promise((resolve, reject) => {
     const req = request(url, {
       method: 'POST',
       headers: {
-        'content-type': 'application/json',
+        'content-type': contentType,
         authorization: `Bearer ${admin}`,
-        ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.length) }),
+        ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(sent.length) }),
       },
     });
     req.on('response', (response) => {
@@ -36,21 +43,19 @@ function post(size: number, chunked: boolean): Promise<{ status: number; body: a
     });
     // The server may answer and close before the whole body is sent.
     req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
-    for (let offset = 0; offset < body.length; offset += 64 * 1024) req.write(body.subarray(offset, offset + 64 * 1024));
+    for (let offset = 0; offset < sent.length; offset += 64 * 1024) req.write(sent.subarray(offset, offset + 64 * 1024));
     req.end();
   });
 }
 
 describe(`HTTP limits (${backendName})`, () => {
-  const LIMIT = 8 * 1024 * 1024;
-
   it('one body limit and one error for Content-Length and chunked bodies', async () => {
     const sized = await post(LIMIT + 1024, false);
     const chunked = await post(LIMIT + 1024, true);
     expect(sized.status).toBe(413);
     expect(chunked.status).toBe(413);
     expect(chunked.body.errors[0]).toEqual(sized.body.errors[0]);
-    expect(sized.body.errors[0]).toEqual({ message: `Request body exceeds ${LIMIT} bytes`, extensions: { code: 'BAD_USER_INPUT' } });
+    expect(sized.body.errors[0]).toEqual(TOO_LARGE);
   });
 
   it('a body within the limit is served either way', async () => {
@@ -58,6 +63,20 @@ describe(`HTTP limits (${backendName})`, () => {
       const answer = await post(LIMIT - 1024, chunked);
       expect(answer).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
     }
+  });
+
+  it('a form body has the same limit and error as a JSON one, sized or chunked, and is served within it', async () => {
+    for (const chunked of [false, true]) {
+      expect(await post(LIMIT + 1024, chunked, true), chunked ? 'chunked' : 'sized').toEqual({ status: 413, body: { errors: [TOO_LARGE] } });
+      expect(await post(LIMIT - 1024, chunked, true)).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+    }
+  });
+
+  it('a body of a media type the server does not take: 413 when its Content-Length is over the limit, 415 unread when it comes chunked', async () => {
+    // Its length is all the server needs to refuse a sized body; a chunked one's size is known only by reading it, which an unsupported one is not.
+    expect(await post(LIMIT + 1024, false, false, 'text/plain')).toEqual({ status: 413, body: { errors: [TOO_LARGE] } });
+    const chunked = await post(LIMIT + 1024, true, false, 'text/plain');
+    expect([chunked.status, chunked.body.errors[0].extensions.code]).toEqual([415, 'BAD_REQUEST']);
   });
 });
 
