@@ -184,14 +184,19 @@ async function utf8TextOf(request: Request): Promise<string> {
   }
 }
 
-/** `request` whose text() and json() refuse a body that is not UTF-8 (utf8TextOf). */
-function withUtf8Text(request: Request): Request {
+/**
+ * `request` whose text(), json() and formData() refuse a body that is not UTF-8 (utf8TextOf): a
+ * multipart body as a whole, since this API takes no files, only the JSON of its fields.
+ */
+function withUtf8Text(request: Request, fetchAPI: FetchAPI): Request {
   const text = () => utf8TextOf(request);
   const json = async () => JSON.parse(await text()) as unknown;
+  const formData = async () => new fetchAPI.Response(await text(), { headers: { 'content-type': request.headers.get('content-type')! } }).formData();
   return new Proxy(request, {
     get(target, key) {
       if (key === 'text') return text;
       if (key === 'json') return json;
+      if (key === 'formData') return formData;
       const value: unknown = Reflect.get(target, key, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
@@ -199,7 +204,7 @@ function withUtf8Text(request: Request): Request {
 }
 
 /** The media types whose bodies yoga's parsers read as text (a form's: useNotAGraphQLRequestAnswers). */
-const TEXT_BODIES = new Set(['application/json', 'application/graphql+json', 'application/graphql']);
+const TEXT_BODIES = new Set(['application/json', 'application/graphql+json', 'application/graphql', 'multipart/form-data']);
 
 /**
  * A request's text is read as UTF-8 or refused (400 BAD_REQUEST), as GraphQL over HTTP and JSON
@@ -210,10 +215,10 @@ const TEXT_BODIES = new Set(['application/json', 'application/graphql+json', 'ap
  */
 function useUtf8Bodies(): Plugin {
   return {
-    onRequestParse({ request, requestParser, setRequestParser }) {
+    onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
       const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim() ?? '';
       if (request.method !== 'POST' || !requestParser || !TEXT_BODIES.has(mediaType)) return;
-      setRequestParser((req) => requestParser(withUtf8Text(req)));
+      setRequestParser((req) => requestParser(withUtf8Text(req, fetchAPI)));
     },
   };
 }

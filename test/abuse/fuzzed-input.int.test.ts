@@ -558,6 +558,14 @@ describe(`requests that are no well-formed GraphQL-over-HTTP request (${backendN
     ['a form with Latin-1 text', { ...bytes('query=mutation { createThread(input: { title: "caf', [0xe9], '" }) { id } }'), headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 400],
     ['a form whose %-escapes are Latin-1 (%E9)', { ...json(`query=${encodeURIComponent('mutation { createThread(input: { title: "caf')}%E9${encodeURIComponent('" }) { id } }')}`, 'application/x-www-form-urlencoded') }, 400],
     ['an application/graphql document with Latin-1 text', { ...bytes('mutation { createThread(input: { title: "caf', [0xe9], '" }) { id } }'), headers: { 'content-type': 'application/graphql' } }, 400],
+    [
+      'a multipart form with Latin-1 text',
+      {
+        ...bytes('--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n{"query": "mutation { createThread(input: { title: \\"caf', [0xe9], '\\" }) { id } }"}\r\n--b--\r\n'),
+        headers: { 'content-type': 'multipart/form-data; boundary=b' },
+      },
+      400,
+    ],
     ['a GET whose %-escapes are an overlong "/" (%C0%AF)', { method: 'GET', search: `?query=${encodeURIComponent('{ __typename } # a')}%C0%AF` }, 400],
     ['a GET whose %-escapes are Latin-1 (%E9)', { method: 'GET', search: `?query=${encodeURIComponent('{ __typename }')}&variables=${encodeURIComponent('{"a": "caf')}%E9${encodeURIComponent('"}')}` }, 400],
   ];
