@@ -104,7 +104,8 @@ function postSlowly(body: Buffer, headers: Record<string, string>): Promise<unkn
 }
 
 describe(`a body over the limit reaches every HTTP client as a 413 (${backendName})`, () => {
-  it('Python urllib (sends the whole body, then reads) gets the 413 and its GraphQL error, sized or chunked', async () => {
+  // Four Python processes each sending a body over the limit: 24 to 30 s on a loaded machine.
+  it('Python urllib (sends the whole body, then reads) gets the 413 and its GraphQL error, sized or chunked', { timeout: 240_000 }, async () => {
     for (let trial = 0; trial < 3; trial++) {
       expect(await postWithPython(LIMIT + 1024 * 1024)).toEqual({ status: 413, body: { errors: [TOO_LARGE] } });
     }
