@@ -203,6 +203,9 @@ function withUtf8Text(request: Request, fetchAPI: FetchAPI): Request {
   });
 }
 
+/** A request's media type, without its parameters ('' for none). */
+const mediaTypeOf = (request: Request) => request.headers.get('content-type')?.split(';')[0]?.trim() ?? '';
+
 /** The media types whose bodies yoga's parsers read as text (a form's: useNotAGraphQLRequestAnswers). */
 const TEXT_BODIES = new Set(['application/json', 'application/graphql+json', 'application/graphql', 'multipart/form-data']);
 
@@ -216,7 +219,7 @@ const TEXT_BODIES = new Set(['application/json', 'application/graphql+json', 'ap
 function useUtf8Bodies(): Plugin {
   return {
     onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
-      const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim() ?? '';
+      const mediaType = mediaTypeOf(request);
       if (request.method !== 'POST' || !requestParser || !TEXT_BODIES.has(mediaType)) return;
       setRequestParser((req) => requestParser(withUtf8Text(req, fetchAPI)));
     },
@@ -487,7 +490,7 @@ function useNotAGraphQLRequestAnswers(): Plugin {
       if (given && mediaType !== mediaType!.toLowerCase()) request.headers.set('content-type', mediaType!.toLowerCase() + given.slice(mediaType!.length));
     },
     onRequestParse({ request, requestParser, setRequestParser }) {
-      const mediaType = request.headers.get('content-type')?.split(';')[0]?.trim();
+      const mediaType = mediaTypeOf(request);
       if (request.method === 'GET') return setRequestParser(async (req) => paramsOf(new URL(req.url).search.slice(1)));
       if (mediaType === 'application/x-www-form-urlencoded') return setRequestParser(async (req) => paramsOf(await utf8TextOf(req)));
       if (request.method === 'POST' && requestParser) {
