@@ -32,3 +32,16 @@ export function sendRacing<A, B>(index: number, a: () => Promise<A>, b: () => Pr
   const gap = Math.floor(index / 2) % 11;
   return index % 2 === 0 ? Promise.all([a(), pause(gap).then(b)]) : Promise.all([pause(gap).then(a), b()]);
 }
+
+/**
+ * The first value of up to `maxTrials` plays of `trial`, which returns null when a loaded machine
+ * outran what it must do in time (a short-lived token or lease); fails, saying `what`, when every
+ * play was too late.
+ */
+export async function firstInTime<T>(what: string, trial: () => Promise<T | null>, maxTrials = 10): Promise<T> {
+  for (let index = 0; index < maxTrials; index++) {
+    const value = await trial();
+    if (value !== null) return value;
+  }
+  expect.fail(`${what} in ${maxTrials} trials`);
+}
