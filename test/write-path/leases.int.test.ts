@@ -11,7 +11,10 @@ import {
   must,
   runningRun,
 } from '../support/lifecycle.js';
+import { onPostgres } from '../support/database.js';
 import { firstInTime } from '../support/races.js';
+import { eventually } from '../support/streams.js';
+import { EVENTS_PER_CALL } from '../../src/domain/lifecycle-events.js';
 import { RUN_STATE, expectRejected, runningScene, waitPast, type Scene } from './support.js';
 
 let t: TestApp;
@@ -86,10 +89,9 @@ describe('claimRun', () => {
     const scene = { t, owner: who.owner, threadId };
     const leaseLength = async (leaseSeconds: number) => {
       const runId = await createRun(t, who.owner, threadId);
-      const lease = must(await t.gql(claimRunMutation, { input: { runId, leaseSeconds } }, who.worker));
-      const run = await runOf(scene, runId);
-      // Claimed at startedAt, in the same statement that set the expiry.
-      return new Date(lease.expiresAt).getTime() - new Date(run.startedAt).getTime();
+      const lease = must(await t.gql(`mutation($input: ClaimRunInput!) { result: claimRun(input: $input) { expiresAt grantedAt } }`, { input: { runId, leaseSeconds } }, who.worker));
+      expect((await runOf(scene, runId)).leaseExpiresAt).toBe(lease.expiresAt);
+      return Date.parse(lease.expiresAt) - Date.parse(lease.grantedAt);
     };
     expect(await leaseLength(0)).toBe(1000);
     expect(await leaseLength(-5)).toBe(1000);
@@ -100,20 +102,15 @@ describe('claimRun', () => {
   it('says when it granted the lease, on the clock of expiresAt: expiresAt − grantedAt is the clamped length (claim, renewal, batch)', async () => {
     const { session, runId } = await runningScene(t);
     const clock = async () => (await t.app.db.driver.query<{ at: Date }>('SELECT clock_timestamp() AS at'))[0]!.at.getTime();
-    /**
-     * The lease `write` answers, against the database's clock read before and after it: granted in
-     * between, and expiring the clamped length after the moment the write began (its transaction's
-     * now(), at or before grantedAt, which is read as the write commits).
-     */
+    /** The lease `write` answers, against the database's clock read before and after it: granted in between, expiring the clamped length after. */
     const grants = async <Lease extends { expiresAt: string; grantedAt: string }>(ms: number, write: () => Promise<Lease>) => {
       const before = await clock();
       const lease = await write();
       const after = await clock();
-      const [grantedAt, expiresAt] = [Date.parse(lease.grantedAt), Date.parse(lease.expiresAt)];
+      const grantedAt = Date.parse(lease.grantedAt);
       expect(grantedAt).toBeGreaterThanOrEqual(before);
       expect(grantedAt).toBeLessThanOrEqual(after);
-      expect(expiresAt - ms).toBeGreaterThanOrEqual(before);
-      expect(expiresAt - ms).toBeLessThanOrEqual(grantedAt);
+      expect(Date.parse(lease.expiresAt) - grantedAt).toBe(ms);
       return lease;
     };
     const LEASE = '{ runId epoch expiresAt grantedAt }';
@@ -133,6 +130,63 @@ describe('claimRun', () => {
     await grants(1_000, async () =>
       must(await t.gql(`mutation($input: ClaimRunInput!) { result: claimRun(input: $input) ${LEASE} }`, { input: { runId: queued, leaseSeconds: 0 } }, who.worker)));
     expect(renewed.runId).toBe(runId);
+  });
+
+  // A write's transaction starts (now()) before it gets the locks it queues for and before the
+  // events ahead of it in its call: the lease runs from its grant, as the worker is told, and the
+  // run's fence is that same expiry.
+  it('counts a renewal late in a batch from its grant, not from the start of the batch', async () => {
+    const { session, scene, runId } = await runningScene(t);
+    const renewals = Array.from({ length: EVENTS_PER_CALL }, () => ({ renewLease: { lease: session.lease, leaseSeconds: 30 } }));
+    const leases = await firstInTime('a batch of renewals granted over more than a millisecond', async () => {
+      const batch = await t.gql(
+        `mutation($events: [LifecycleEventInput!]!) { result: recordEvents(events: $events) { lease { expiresAt grantedAt } } }`,
+        { events: renewals },
+        session.token,
+      );
+      const granted: { expiresAt: string; grantedAt: string }[] = must(batch).map((result: { lease: unknown }) => result.lease);
+      return Date.parse(granted.at(-1)!.grantedAt) > Date.parse(granted[0]!.grantedAt) ? granted : null;
+    });
+    expect(leases.map((lease) => Date.parse(lease.expiresAt) - Date.parse(lease.grantedAt))).toEqual(leases.map(() => 30_000));
+    expect((await runOf(scene, runId)).leaseExpiresAt).toBe(leases.at(-1)!.expiresAt);
+  });
+
+  it.runIf(onPostgres)('counts a claim that queued for its thread from its grant, not from when it began to queue', async () => {
+    const who = await actors(t);
+    const threadId = await createThread(t, who.owner);
+    const runId = await createRun(t, who.owner, threadId);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const threadLocked = new Promise<void>((resolve) => (locked = resolve));
+    // Another writer of the thread (its change cursor's row) holds it while the claim begins.
+    const holding = t.app.db.sql.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM thread WHERE id = $1::uuid FOR UPDATE', [threadId]);
+      locked();
+      await released;
+    });
+    try {
+      await threadLocked;
+      const claimed = t.gql(`mutation($input: ClaimRunInput!) { result: claimRun(input: $input) { expiresAt grantedAt } }`,
+        { input: { runId, leaseSeconds: 30 } }, who.worker);
+      // Queued for the thread since its transaction began, and for more than a millisecond of the database's clock.
+      await eventually(
+        () => t.app.db.sql.query<{ queued: boolean }>(
+          `SELECT clock_timestamp() - xact_start > interval '2 milliseconds' AS queued FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`,
+        ),
+        (rows) => rows.length === 1 && rows[0]!.queued,
+        { what: 'the claim queued for the thread', intervalMs: 5 },
+      );
+      release();
+      await holding;
+      const lease = must(await claimed);
+      expect(Date.parse(lease.expiresAt) - Date.parse(lease.grantedAt)).toBe(30_000);
+      expect((await runOf({ t, owner: who.owner, threadId }, runId)).leaseExpiresAt).toBe(lease.expiresAt);
+    } finally {
+      release();
+      await holding.catch(() => {});
+    }
   });
 });
 
