@@ -370,7 +370,7 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
       deletions?.publish(threadId);
       activityChanged([ownerId]);
     },
-    /** With REDIS_URL: whether Redis is reachable now (GET /metrics); /readyz does not ask, Redis being optional for correctness. */
+    /** With REDIS_URL: whether Redis delivers wake-ups now, its channels subscribed (GET /metrics); /readyz does not ask, Redis being optional for correctness. */
     redisHealthy: bus ? () => bus.healthy() : undefined,
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),

@@ -33,10 +33,11 @@ export interface WakeBus {
   listen(threadId: string): void;
   unlisten(threadId: string): void;
   onMessage(listener: (threadId: string, cursor: bigint, changes: CommittedChange[] | null) => void): void;
-  /** Called when both connections are back after an outage (channels subscribed again). */
+  /** Called when both connections are back after an outage and the channels are subscribed again. */
   onRecovered(listener: () => void): void;
   /** Called when an outage begins (at most once until it ends). */
   onLost(listener: () => void): void;
+  /** Both connections up and every listened channel subscribed on the subscriber's current connection: wake-ups reach this instance. */
   healthy(): boolean;
   close(): Promise<void>;
 }
@@ -148,7 +149,10 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
   const outage = outageLog(`${publisher.options.host}:${publisher.options.port}`, () => lostListeners.forEach((listener) => listener()));
   publisher.on('error', outage.failed);
   subscriber.on('error', outage.failed);
-  const healthy = () => publisher.status === 'ready' && subscriber.status === 'ready';
+  /** The subscriber's connections, counted; and whether the latest has every channel subscribed (it is ready before). */
+  let subscriberConnections = 0;
+  let subscribed = false;
+  const healthy = () => publisher.status === 'ready' && subscriber.status === 'ready' && subscribed;
 
   const channelOf = (threadId: string) => `${prefix}thread:${threadId}`;
   const channels = new Set<string>();
@@ -186,8 +190,15 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     for (const listener of recoveredListeners) listener();
   };
   subscriber.on('ready', () => {
-    if (channels.size > 0) void subscriber.subscribe(...channels).then(recovered, outage.failed);
-    else recovered();
+    const connection = ++subscriberConnections;
+    subscribed = false;
+    const resubscribed = () => {
+      if (connection !== subscriberConnections) return;
+      subscribed = true;
+      recovered();
+    };
+    if (channels.size > 0) void subscriber.subscribe(...channels).then(resubscribed, outage.failed);
+    else resubscribed();
   });
   publisher.on('ready', () => {
     for (const [threadId, cursor] of [...unsent]) {

@@ -69,7 +69,7 @@ export function serverMetrics(state: ServerState) {
   }
   const redis = state.redisHealthy;
   if (redis) {
-    scrapedGauge(own, 'agent_audit_redis_up', 'Whether Redis (REDIS_URL) is reachable now: 1 up, 0 down (changes then reach other instances by the database poll)', [], (gauge) => {
+    scrapedGauge(own, 'agent_audit_redis_up', 'Whether Redis (REDIS_URL) delivers wake-ups now: 1 when both connections are up and the thread channels subscribed on them, else 0 (changes then reach other instances by the database poll)', [], (gauge) => {
       gauge.set(redis() ? 1 : 0);
     });
   }

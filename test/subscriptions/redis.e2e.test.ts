@@ -216,6 +216,49 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       }
     }, 120_000); // bounds of 30 s each: only a hang fails, not a slow machine
 
+    it('agent_audit_redis_up is 1 again only once the thread channels are subscribed again, not when the connections are', async () => {
+      const redis = await privateRedis();
+      onTestFinished(() => redis.stop());
+      const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(redis.url).port) });
+      onTestFinished(() => proxy.close());
+      const c = await startTestApp({ REDIS_URL: proxy.url('redis'), REDIS_PREFIX: `resubscribe-${Date.now()}:` }, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(async () => {
+        proxy.release();
+        await c.close();
+      });
+      const urlC = await c.app.start(0);
+      const redisUp = async () => Number(/^agent_audit_redis_up (\d+)/m.exec(await (await fetch(urlC.replace(/\/graphql$/, '/metrics'))).text())?.[1]);
+      const { session, owner, threadId } = await runningRun(c);
+      const stream = subscribeWs(urlC, CHANGES, { threadId }, owner);
+      onTestFinished(() => stream.close());
+      await waitFor(() => c.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+      expect(await redisUp()).toBe(1);
+
+      await redis.kill();
+      await expect.poll(redisUp).toBe(0);
+      must(await session.modelStarted('m1')); // its wake-up is sent again once C's publisher is back
+      await proxy.cut();
+      await redis.start();
+      const listener = new Redis(redis.url);
+      onTestFinished(() => void listener.quit());
+      const wakeUps: string[] = [];
+      listener.on('pmessage', (_pattern: string, channel: string) => void wakeUps.push(channel));
+      await listener.psubscribe(`*thread:${threadId}`);
+      const admin = new Redis(redis.url);
+      onTestFinished(() => void admin.quit());
+      const subscribers = async () => ((await admin.pubsub('NUMSUB', wakeUps[0]!)) as [string, number])[1];
+      // C's connections come back, and its subscriber's SUBSCRIBE of the thread channels is slow to reach Redis.
+      proxy.hold(/\r\nsubscribe\r\n\$\d+\r\n[^\r]*thread:/i);
+      await proxy.restore();
+      await waitFor(() => wakeUps.length > 0 && proxy.holdingConnections() === 1, "C's publisher back (its wake-up sent again) and its subscriber's SUBSCRIBE on the way");
+      expect(await subscribers()).toBe(0);
+      expect(await redisUp()).toBe(0);
+
+      proxy.release();
+      await expect.poll(redisUp, { timeout: 30_000 }).toBe(1);
+      expect(await subscribers()).toBe(1);
+    }, 120_000);
+
     it('runChanged read back from the database while Redis is down sends status changes only, not lease renewals', async () => {
       const { redis, c, d, urlC } = await twoInstancesOnPrivateRedis('renewals', a.config.databaseUrl);
       const { session, owner, threadId } = await runningRun(d);

@@ -19,14 +19,16 @@ export async function startListeningApp(): Promise<ListeningApp> {
 /**
  * A TCP proxy in front of `target`, to play a network that misbehaves: `stall` stops reading
  * from the target (a client that stops reading), `cut` drops every connection and refuses new
- * ones (an outage), `restore` listens again on the same port.
+ * ones (an outage), `restore` listens again on the same port, `hold` keeps a client's bytes from
+ * the target from the first that match a pattern (a request that is slow to arrive) until `release`.
  */
 export async function tcpProxy(target: { host: string; port: number }) {
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket; head: string }>();
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket; head: string; held: Buffer[] | null }>();
   let stalled = false;
+  let holding: RegExp | null = null;
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
-    const pair = { client, upstream, head: '' };
+    const pair = { client, upstream, head: '', held: null as Buffer[] | null };
     pairs.add(pair);
     client.once('data', (chunk: Buffer) => (pair.head = chunk.toString('latin1')));
     const drop = () => {
@@ -36,7 +38,15 @@ export async function tcpProxy(target: { host: string; port: number }) {
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
+    client.on('data', (chunk: Buffer) => {
+      if (!pair.held && holding?.test(chunk.toString('latin1'))) pair.held = [];
+      if (pair.held) pair.held.push(chunk);
+      else if (!upstream.write(chunk)) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
+      }
+    });
+    client.on('end', () => upstream.end());
     if (stalled) upstream.pause();
     else upstream.pipe(client);
   });
@@ -63,6 +73,18 @@ export async function tcpProxy(target: { host: string; port: number }) {
     resume() {
       stalled = false;
       for (const { client, upstream } of pairs) upstream.pipe(client);
+    },
+    hold(pattern: RegExp) {
+      holding = pattern;
+    },
+    /** How many connections hold bytes back. */
+    holdingConnections: () => [...pairs].filter(({ held }) => held).length,
+    release() {
+      holding = null;
+      for (const pair of pairs) {
+        for (const chunk of pair.held ?? []) pair.upstream.write(chunk);
+        pair.held = null;
+      }
     },
     async cut() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
