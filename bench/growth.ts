@@ -66,6 +66,8 @@ const READS: [string, (sql: Db) => Promise<unknown>][] = [
   ['threadAudits(limit: 500), long thread', (sql) => timelineWith(sql, ['error'])],
   ['threadAudits(limit: 500), long thread, every payload', (sql) => timelineWith(sql, PAYLOADS)],
   ['searchAudits(text: rare), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, text: 'question 777-777', first: 50 })],
+  // In every audit of the long thread: more matches than a page, so the probe of the index is followed by the walk.
+  ['searchAudits(text: common), long thread', (sql) => searchAudits(sql, bigOwner, { threadId: BIG_THREAD, text: 'question', first: 50 })],
   // Across threads, texts of which owner-0 holds 1 in 50 matches: in every tool audit, in one audit of each thread, in the long thread only.
   ['searchAudits(text: common), across threads', (sql) => searchAudits(sql, owner, { text: 'question', first: 50 })],
   ['searchAudits(text: medium), across threads', (sql) => searchAudits(sql, owner, { text: 'question 37-37', first: 50 })],

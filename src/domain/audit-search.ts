@@ -136,8 +136,16 @@ const PAYLOAD_BYTES_OF = `coalesce(m.input_bytes, 0) + coalesce(m.output_bytes, 
  * Audits matching every criterion given, newest first (ids are UUIDv7: time order), without their
  * payloads (read when asked for, once their sizes were charged, as a timeline's), from the
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
- * superadmin-on-own-thread data). One statement, so one snapshot, in two steps:
+ * superadmin-on-own-thread data). One statement, so one snapshot, in up to three steps:
  *
+ * 0. Within a thread, the thread's matches through the search index (read lazily, at most
+ *    `first + 2`): when a page holds them all, they are the answer, and the steps below are not
+ *    taken. A rare text in a long thread then reads its few matches only, not the thread's newest
+ *    audits and their payloads (which cost half its search at 1,000,000 audits: bench/README.md,
+ *    RT1); a text the thread holds more often costs that probe and `first + 2` matches more.
+ *    Not across threads, where the caller's matches of a common text are every thread's, and a
+ *    probe that must find them all before it returns any cost more than the walk (bench/README.md,
+ *    MT3).
  * 1. Walk the newest `SEARCH_WALK_BUDGET` audits (or fewer, holding `SEARCH_WALK_BYTES` of
  *    payloads) below `after`, recorded within `since` and `until` (recordedWindow), of the thread when one is given,
  *    else of the owner (every audit carries its thread's owner: migration
@@ -154,7 +162,8 @@ const PAYLOAD_BYTES_OF = `coalesce(m.input_bytes, 0) + coalesce(m.output_bytes, 
  *    gathered whole first, and only then kept below the walk: given that as a condition it could
  *    use, the planner reads every audit below the walk on the primary key instead of the index.)
  *
- * The two steps cover disjoint id ranges, so each hit is found once and the order is the ids'.
+ * Steps 1 and 2 cover disjoint id ranges (step 2 reads the rest of step 0's matches, kept below
+ * the walk), and step 0 answers alone, so each hit is found once and the order is the ids'.
  * What stays slow is a text search that matches few audits but that the index cannot narrow: a
  * text whose every trigram is common (bench/README.md, search). A search without text takes
  * filterSearch's path instead.
@@ -220,25 +229,31 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
   const hit = walkTests.length ? walkTests.join(' AND ') : 'true';
   const at = (form: string) => `strpos(lower(${AUDIT_SEARCH_TEXT}), lower(${param(form)}))`;
   const textAt = textForms.length === 1 ? at(text) : `coalesce(nullif(${at(textForms[1]!)}, 0), ${at(text)})`;
-  // Below the walk: the index's matches in the thread, or the owner's (still live).
-  const olderHits = `older_hits AS MATERIALIZED (
-       SELECT m.id FROM message m WHERE ${walkFellShort(limit, budget, bytes.budget)} AND ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
+  // The search index's matches: in the thread, or the owner's (still live).
+  const matches = `matches AS MATERIALIZED (
+       SELECT m.id FROM message m WHERE ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
      )`;
-  // Across threads the walk goes back on `(owner_id, id)`.
-  const walkRange = threadId === null ? [`m.owner_id = ${owner}`, ...range] : range;
+  // Within a thread, whether the index's matches fit a page: read lazily, at most `first + 2` of them.
+  const fewMatches = threadId === null ? 'false' : `(SELECT count(*) <= ${limit} FROM (SELECT FROM matches LIMIT ${limit} + 1) x)`;
+  const few = `(SELECT few FROM few_matches)`;
+  // Across threads the walk goes back on `(owner_id, id)`; it is not taken when the matches fit a page.
+  const walkRange = [...(threadId === null ? [`m.owner_id = ${owner}`] : []), ...range, `NOT ${few}`];
   const rows = await sql.transaction(async (tx) => {
     // The planner costs a sequential scan by the table's own pages, not by the payloads stored out
     // of line that the text test reads: on a table of a few hundred large audits it read every
     // payload (~10 s of CPU for 500 of 1 MB) rather than probe the search index.
     await tx.query('SET LOCAL enable_seqscan = off');
     return tx.query<AuditHit & { snippetWindow: string | null; snippetLead: number; snippetAt: number; snippetCutBefore: boolean; snippetCutAfter: boolean }>(
-    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget, bytes)}, walked AS (
+    `WITH RECURSIVE ${matches}, few_matches AS MATERIALIZED (
+       SELECT ${fewMatches} AS few
+     ), ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget, bytes)}, walked AS (
        SELECT m.id, m.bytes, ${hit} AS hit FROM walk m
      ), walk_hits AS (
        SELECT id FROM walked WHERE hit LIMIT ${limit}
-     ), ${olderHits}, hits AS (
-       SELECT id FROM walk_hits
-       UNION ALL (SELECT m.id FROM older_hits m WHERE m.id < ${BELOW_WALK} ORDER BY m.id DESC LIMIT ${limit})
+     ), hits AS (
+       SELECT id FROM matches WHERE ${few}
+       UNION ALL SELECT id FROM walk_hits
+       UNION ALL (SELECT m.id FROM matches m WHERE ${walkFellShort(limit, budget, bytes.budget)} AND m.id < ${BELOW_WALK} ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
        CASE WHEN s.at > 0 THEN substr(s.searched, s.win, ${SNIPPET_CHARS + 2 * SNIPPET_MARGIN}) END AS snippet_window,
