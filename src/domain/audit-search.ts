@@ -129,6 +129,14 @@ export const SEARCH_WALK_BUDGET = 500;
  * audits, and never stop one of 500 audits of 8 kB or less.
  */
 export const SEARCH_WALK_BYTES = 4 * 1024 * 1024;
+/**
+ * Within a thread, how many of its newest audits a search walks before it asks the search index
+ * whether the thread holds at most a page of matches (then they are the answer, and the walk
+ * stops). A text the walk finds among them is common enough to fill its page from the walk: asking
+ * the index first took a text every audit of a 100,000-audit thread holds from 63 to 163 ms
+ * (bench/README.md, RT2), a bitmap of all of the thread's matches built to return one page.
+ */
+export const SEARCH_PROBE_AFTER = 50;
 /** An audit's weight for SEARCH_WALK_BYTES: its payloads' sizes as stored (read from the row, not the payloads). */
 const PAYLOAD_BYTES_OF = `coalesce(m.input_bytes, 0) + coalesce(m.output_bytes, 0) + coalesce(m.error_bytes, 0)`;
 
@@ -138,15 +146,13 @@ const PAYLOAD_BYTES_OF = `coalesce(m.input_bytes, 0) + coalesce(m.output_bytes, 
  * threads whose audits the principal may read: a superadmin's own threads (SEMANTICS, audits are
  * superadmin-on-own-thread data). One statement, so one snapshot, in up to three steps:
  *
- * 0. Within a thread, the thread's matches through the search index (read lazily, at most
- *    `first + 2`): when a page holds them all, they are the answer, and the steps below are not
- *    taken. A rare text in a long thread then reads its few matches only, not the thread's newest
- *    audits and their payloads (which cost half its search at 1,000,000 audits: bench/README.md,
- *    RT1); a text the thread holds more often costs that probe and `first + 2` matches more.
- *    Not across threads, where the caller's matches of a common text are every thread's, and a
- *    probe that must find them all before it returns any cost more than the walk (bench/README.md,
- *    MT3).
- * 1. Walk the newest `SEARCH_WALK_BUDGET` audits (or fewer, holding `SEARCH_WALK_BYTES` of
+ * 0. Within a thread, once the walk's first SEARCH_PROBE_AFTER audits hold no hit: the thread's
+ *    matches through the search index (read lazily, at most `first + 2`); when a page holds them
+ *    all, they are the answer, and the walk stops. A rare text in a long thread then reads 50 of
+ *    the thread's newest audits and its few matches, not 500 audits and their payloads (0.39–0.59×
+ *    the time: bench/README.md, RT1, RT2). Not across threads, where a probe that must find all
+ *    the caller's matches before it returns any cost more than the walk (bench/README.md, MT3).
+ * 1. Else (and across threads) the walk goes on: the newest `SEARCH_WALK_BUDGET` audits (or fewer, holding `SEARCH_WALK_BYTES` of
  *    payloads) below `after`, recorded within `since` and `until` (recordedWindow), of the thread when one is given,
  *    else of the owner (every audit carries its thread's owner: migration
  *    20261204000000_audit_owner), one index probe each (walkNewestFirst, whatever the statistics say), testing each,
@@ -233,27 +239,32 @@ export async function searchAudits(sql: Db, principal: Principal, search: AuditS
   const matches = `matches AS MATERIALIZED (
        SELECT m.id FROM message m WHERE ${[...probeRange, ...filters, ...textTests, ...(liveTest === null ? [] : [liveTest])].join(' AND ')}
      )`;
-  // Within a thread, whether the index's matches fit a page: read lazily, at most `first + 2` of them.
-  const fewMatches = threadId === null ? 'false' : `(SELECT count(*) <= ${limit} FROM (SELECT FROM matches LIMIT ${limit} + 1) x)`;
+  // Within a thread, when the walk's first SEARCH_PROBE_AFTER audits hold no hit (and were as many:
+  // a shorter walk read the whole thread, or its byte budget): whether the index's matches fit a
+  // page (read lazily, at most `first + 2` of them).
+  const fewMatches = threadId === null
+    ? 'false'
+    : `CASE WHEN (SELECT count(*) = ${SEARCH_PROBE_AFTER} AND count(*) FILTER (WHERE hit) = 0 FROM (SELECT hit FROM walked LIMIT ${SEARCH_PROBE_AFTER}) x)
+         THEN (SELECT count(*) <= ${limit} FROM (SELECT FROM matches LIMIT ${limit} + 1) y) ELSE false END`;
   const few = `(SELECT few FROM few_matches)`;
-  // Across threads the walk goes back on `(owner_id, id)`; it is not taken when the matches fit a page.
-  const walkRange = [...(threadId === null ? [`m.owner_id = ${owner}`] : []), ...range, `NOT ${few}`];
+  // Across threads the walk goes back on `(owner_id, id)`.
+  const walkRange = threadId === null ? [`m.owner_id = ${owner}`, ...range] : range;
   const rows = await sql.transaction(async (tx) => {
     // The planner costs a sequential scan by the table's own pages, not by the payloads stored out
     // of line that the text test reads: on a table of a few hundred large audits it read every
     // payload (~10 s of CPU for 500 of 1 MB) rather than probe the search index.
     await tx.query('SET LOCAL enable_seqscan = off');
     return tx.query<AuditHit & { snippetWindow: string | null; snippetLead: number; snippetAt: number; snippetCutBefore: boolean; snippetCutAfter: boolean }>(
-    `WITH RECURSIVE ${matches}, few_matches AS MATERIALIZED (
-       SELECT ${fewMatches} AS few
-     ), ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget, bytes)}, walked AS (
+    `WITH RECURSIVE ${walkNewestFirst('walk', 'message', 'm', walkRange.join(' AND '), ['thread_id', 'name', 'status', 'input', 'output', 'error'], budget, bytes)}, walked AS (
        SELECT m.id, m.bytes, ${hit} AS hit FROM walk m
+     ), ${matches}, few_matches AS MATERIALIZED (
+       SELECT ${fewMatches} AS few
      ), walk_hits AS (
-       SELECT id FROM walked WHERE hit LIMIT ${limit}
+       SELECT id FROM walked WHERE NOT ${few} AND hit LIMIT ${limit}
      ), hits AS (
        SELECT id FROM matches WHERE ${few}
        UNION ALL SELECT id FROM walk_hits
-       UNION ALL (SELECT m.id FROM matches m WHERE ${walkFellShort(limit, budget, bytes.budget)} AND m.id < ${BELOW_WALK} ORDER BY m.id DESC LIMIT ${limit})
+       UNION ALL (SELECT m.id FROM matches m WHERE (SELECT CASE WHEN ${few} THEN false ELSE ${walkFellShort(limit, budget, bytes.budget)} END) AND m.id < ${BELOW_WALK} ORDER BY m.id DESC LIMIT ${limit})
      )
      SELECT ${columns}, t.title AS thread_title,
        CASE WHEN s.at > 0 THEN substr(s.searched, s.win, ${SNIPPET_CHARS + 2 * SNIPPET_MARGIN}) END AS snippet_window,

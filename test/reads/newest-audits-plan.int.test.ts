@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/database.js';
 import { TIMELINE } from '../../src/domain/audit-reads.js';
-import { SEARCH_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.js';
+import { SEARCH_PROBE_AFTER, SEARCH_WALK_BUDGET, searchAudits } from '../../src/domain/audit-search.js';
 import { backendName } from '../support/database.js';
 import { explainingSql, planTestDatabase, rowsTouched, type PlanNode } from '../support/plans.js';
 
@@ -85,7 +85,7 @@ describe(`the newest audits of a thread (${backendName})`, () => {
       expect(readAtLeast(touched, 1_000)).toEqual([]);
     });
 
-    it('a rare text\'s search in the thread: the search index narrowed to the thread, then only its matches; not the newest audits, the whole thread nor the other threads\' matches', async () => {
+    it('a rare text\'s search in the thread: the search index narrowed to the thread, then only its matches; not the newest 500 audits, the whole thread nor the other threads\' matches', async () => {
       // The search index as the migrations left it: built on empty tables, grown insert by insert,
       // never vacuumed (PGlite runs no autovacuum), so it knows nothing of its own size.
       let touched = new Map<string, number>();
@@ -93,10 +93,10 @@ describe(`the newest audits of a thread (${backendName})`, () => {
       const found = await searchAudits(sql, { sub: 'owner', role: 'superadmin' }, { threadId: OLD_THREAD, text: 'NEEDLE 4711', first: 50 });
       expect(found.items.map((hit) => hit.snippet)).toEqual([expect.stringContaining('a rare needle 4711')]);
       // The index's matches in the thread alone (the other threads' 2,000 matches stay in the
-      // index), and as they fit a page, they are the answer: the thread's newest audits are not
-      // walked (SEARCH_WALK_BUDGET of them, each with its payloads, before).
+      // index), and as they fit a page, they are the answer: the walk stops at the thread's newest
+      // SEARCH_PROBE_AFTER audits (SEARCH_WALK_BUDGET of them, each with its payloads, before).
       expect(touched.get('message_audit_search_owner_idx')).toBeLessThan(NEWER_THREADS);
-      expect(touched.get('message')).toBeLessThan(51);
+      expect(touched.get('message')).toBeLessThan(SEARCH_PROBE_AFTER + 50);
       expect(readAtLeast(touched, SEARCH_WALK_BUDGET + 100)).toEqual([]);
     });
   };
