@@ -23,7 +23,7 @@ import {
   type GraphQLSchema,
   type ValidationContext,
 } from 'graphql';
-import { createYoga, type FetchAPI, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, type FetchAPI, type GraphQLParams, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { TokenVerifier } from '../auth/jwt.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { DomainDeps } from '../domain/command.js';
@@ -222,6 +222,63 @@ function useUtf8Bodies(): Plugin {
       const mediaType = mediaTypeOf(request);
       if (request.method !== 'POST' || !requestParser || !TEXT_BODIES.has(mediaType)) return;
       setRequestParser((req) => requestParser(withUtf8Text(req, fetchAPI)));
+    },
+  };
+}
+
+/** The answer to a multipart form that carries no operation this server can run. */
+const notAnOperationForm = (why: string) =>
+  bodyError(`${why}: a multipart form carries the operation as JSON in its "operations" field, {"query": ..., "variables": ...}, and this server takes no files`, 400, 'BAD_REQUEST');
+
+/** A multipart form's text field as the JSON it holds (undefined when the form has none), refused when it is a file or no JSON. */
+function jsonField(form: FormData, name: string): unknown {
+  const value = form.get(name);
+  if (value === null) return undefined;
+  if (typeof value !== 'string') throw notAnOperationForm(`The multipart form's "${name}" field is a file`);
+  try {
+    return JSON.parse(value) as unknown;
+  } catch (error) {
+    throw notJson(`The multipart form's "${name}" field`, error as Error);
+  }
+}
+
+/**
+ * A multipart form's operation (the GraphQL multipart request spec's "operations" field), refused
+ * (400 BAD_REQUEST) unless it is one: yoga's parser answered a form without one 200 with no code of
+ * the contract's, ran into TypeErrors (500) on a "map" that is no object of lists or "operations"
+ * that are no object, and put a file the map named (or null, for one not sent) into the variables
+ * and ran the operation. No field of this schema takes a file, so a "map" names none.
+ */
+async function operationsOfForm(request: Request): Promise<GraphQLParams | GraphQLParams[]> {
+  let form: FormData;
+  try {
+    form = await request.formData();
+  } catch (error) {
+    // Ours as they are (the body limit's 413, a body that is not UTF-8); the form parser's as the malformed body they name.
+    if (error instanceof GraphQLError) throw error;
+    const message = (error as Error).message;
+    // The form parser's (busboy's) own limit on one field, 1 MiB, below the body limit; its message says "undefined bytes".
+    if (message.startsWith('Field value size exceeded')) {
+      throw bodyError('A field of the multipart form is over 1 MiB, the most one field may hold: send a larger operation as application/json', 413, 'BAD_USER_INPUT');
+    }
+    throw notAnOperationForm(`The multipart body is malformed (${echoed(message)})`);
+  }
+  const operations = jsonField(form, 'operations');
+  if (operations === undefined) throw notAnOperationForm('The multipart form has no "operations" field');
+  if (typeof operations !== 'object' || operations === null) throw notAnOperationForm('The multipart form\'s "operations" field is JSON but no object');
+  const map = jsonField(form, 'map');
+  if (map !== undefined && (typeof map !== 'object' || map === null || Array.isArray(map))) throw notAnOperationForm('The multipart form\'s "map" field is JSON but no object');
+  if (map && Object.keys(map).length > 0) throw notAnOperationForm('The multipart form\'s "map" names files');
+  if ([...form.values()].some((value) => typeof value !== 'string')) throw notAnOperationForm('The multipart form holds a file');
+  // What the form carries is checked as a JSON body's is: a query string, variables an object, no batch.
+  return operations as GraphQLParams | GraphQLParams[];
+}
+
+/** Multipart forms are read by operationsOfForm; before useUtf8Bodies, which makes its text UTF-8 or refused. */
+function useOperationForms(): Plugin {
+  return {
+    onRequestParse({ request, setRequestParser }) {
+      if (request.method === 'POST' && mediaTypeOf(request) === 'multipart/form-data') setRequestParser(operationsOfForm);
     },
   };
 }
@@ -688,6 +745,7 @@ export function createGraphQLServer(options: {
       useQueryCostLimit(options.maxQueryCost),
       useReadsPerRequestLimit(),
       useCorrelatedMasking(),
+      useOperationForms(),
       useUtf8Bodies(),
       useNotAGraphQLRequestAnswers(),
       // After every plugin that sets a request parser: each replaces the one before, so a parser set

@@ -587,4 +587,63 @@ describe(`requests that are no well-formed GraphQL-over-HTTP request (${backendN
   };
   it.each(cases)('%s: refused with its status and a clean JSON error; nothing is created', refusedRequest);
   it.each(notUtf8)('%s: refused with its status and a clean JSON error; nothing is created', refusedRequest);
+
+  // A multipart form (the GraphQL multipart request spec's, for file uploads) carries the operation
+  // as JSON in its "operations" field; this server takes no files, so "map" may name none.
+  const part = (name: string, value: string, disposition = '') => `--b\r\nContent-Disposition: form-data; name="${name}"${disposition}\r\n\r\n${value}\r\n`;
+  const form = (...parts: string[]): RequestInit => json(`${parts.join('')}--b--\r\n`, 'multipart/form-data; boundary=b');
+  const operations = JSON.stringify({ query: create });
+  const withTitle = JSON.stringify({ query: 'mutation($t: String) { createThread(input: { title: $t }) { id } }', variables: { t: 'fuzz raw' } });
+  const multipartCases: [string, RequestInit][] = [
+    ['no multipart body at all', json('not a multipart body', 'multipart/form-data; boundary=b')],
+    ['a multipart body without its closing boundary', json(part('operations', operations), 'multipart/form-data; boundary=b')],
+    ['a multipart Content-Type without a boundary', json(`${part('operations', operations)}--b--\r\n`, 'multipart/form-data')],
+    ['no "operations" field', form(part('map', '{}'))],
+    ['an empty "operations" field', form(part('operations', ''))],
+    ['a part without a name', json(`--b\r\nContent-Disposition: form-data\r\n\r\n${operations}\r\n--b--\r\n`, 'multipart/form-data; boundary=b')],
+    ['"operations" that is not JSON', form(part('operations', '{"query": '))],
+    ['"operations" sent as a file', form(part('operations', operations, '; filename="operations.json"'))],
+    ['"operations" that are JSON null', form(part('operations', 'null'))],
+    ['"operations" that are a JSON string', form(part('operations', JSON.stringify(create)))],
+    ['"operations" that are a JSON number', form(part('operations', '1'))],
+    ['"operations" that are a batch', form(part('operations', `[${operations}]`))],
+    ['a "map" that is not JSON', form(part('operations', operations), part('map', '{"0": '))],
+    ['a "map" sent as a file', form(part('operations', operations), part('map', '{}', '; filename="map.json"'))],
+    ['a "map" that is a JSON array', form(part('operations', operations), part('map', '[["variables.t"]]'))],
+    ['a "map" whose paths are not a list', form(part('operations', operations), part('map', '{"0": 5}'))],
+    ['a "map" naming a file that was not sent', form(part('operations', operations), part('map', '{"0": ["variables.file"]}'))],
+    ['a "map" into "operations" that are a string', form(part('operations', '"x"'), part('map', '{"0": ["a.b"]}'), part('0', 'x', '; filename="a.txt"'))],
+    ['a file mapped into a variable', form(part('operations', withTitle), part('map', '{"0": ["variables.t"]}'), part('0', 'fuzz raw', '; filename="title.txt"'))],
+    ['a file part no "map" names', form(part('operations', operations), part('0', 'x', '; filename="a.txt"'))],
+  ];
+  it.each(multipartCases)('multipart: %s: 400 BAD_REQUEST whatever the Accept, a clean message; nothing is created', async (_what, init) => {
+    for (const accept of ['application/json', 'application/graphql-response+json']) {
+      const before = await snapshot();
+      const response = await t.app.yoga.fetch('http://test/graphql', { ...init, headers: { accept, authorization: `Bearer ${s.user}`, ...(init.headers as Record<string, string>) } });
+      const body = JSON.parse(await response.text());
+      expect({ accept, status: response.status, data: body.data ?? null, codes: body.errors?.map((error: any) => error.extensions?.code) }).toEqual({
+        accept,
+        status: 400,
+        data: null,
+        codes: ['BAD_REQUEST'],
+      });
+      expectClean(body.errors[0], body.errors[0].message);
+      expect(await snapshot()).toEqual(before);
+    }
+  });
+  it('multipart: a field over the form parser\'s 1 MiB: 413 BAD_USER_INPUT saying so; nothing is created', async () => {
+    const before = await snapshot();
+    const init = form(part('operations', JSON.stringify({ query: create, variables: { padding: 'x'.repeat(1024 * 1024) } })));
+    const response = await t.app.yoga.fetch('http://test/graphql', { ...init, headers: { authorization: `Bearer ${s.user}`, ...(init.headers as Record<string, string>) } });
+    const body = await response.json();
+    expect({ status: response.status, codes: body.errors?.map((error: any) => error.extensions?.code) }).toEqual({ status: 413, codes: ['BAD_USER_INPUT'] });
+    expect(body.errors[0].message).toMatch(/over 1 MiB.*application\/json/);
+    expect(await snapshot()).toEqual(before);
+  });
+  it('multipart: a form whose "map" names no file runs its operation', async () => {
+    for (const init of [form(part('operations', withTitle)), form(part('operations', withTitle), part('map', '{}'))]) {
+      const response = await t.app.yoga.fetch('http://test/graphql', { ...init, headers: { authorization: `Bearer ${s.user}`, ...(init.headers as Record<string, string>) } });
+      expect(await response.json()).toEqual({ data: { createThread: { id: expect.any(String) } } });
+    }
+  });
 });
