@@ -23,30 +23,39 @@ export interface AuditCounts {
   lastChangedAt: Date | null;
 }
 
-const COUNTS = `count(*)::int AS audits,
-    count(*) FILTER (WHERE message_type = 'model_audit')::int AS model_calls,
-    count(*) FILTER (WHERE message_type = 'tool_audit')::int AS tool_calls,
-    count(*) FILTER (WHERE message_type = 'model_audit' AND status = 'FAILED')::int AS models_failed,
-    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'FAILED')::int AS tools_failed,
-    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'ABANDONED')::int AS tools_abandoned,
-    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'CANCELLED')::int AS tools_cancelled,
-    count(*) FILTER (WHERE message_type = 'tool_audit' AND status = 'INTERRUPTED')::int AS tools_interrupted,
-    count(*) FILTER (WHERE status = 'RUNNING')::int AS running,
-    min(started_at) AS first_started_at, max(finished_at) AS last_finished_at, max(changed_at) AS last_changed_at`;
+/** The counts over the audit rows `m` joined to each key (none: no row with every column null). */
+const COUNTS = `count(m.id)::int AS audits,
+    count(*) FILTER (WHERE m.message_type = 'model_audit')::int AS model_calls,
+    count(*) FILTER (WHERE m.message_type = 'tool_audit')::int AS tool_calls,
+    count(*) FILTER (WHERE m.message_type = 'model_audit' AND m.status = 'FAILED')::int AS models_failed,
+    count(*) FILTER (WHERE m.message_type = 'tool_audit' AND m.status = 'FAILED')::int AS tools_failed,
+    count(*) FILTER (WHERE m.message_type = 'tool_audit' AND m.status = 'ABANDONED')::int AS tools_abandoned,
+    count(*) FILTER (WHERE m.message_type = 'tool_audit' AND m.status = 'CANCELLED')::int AS tools_cancelled,
+    count(*) FILTER (WHERE m.message_type = 'tool_audit' AND m.status = 'INTERRUPTED')::int AS tools_interrupted,
+    count(*) FILTER (WHERE m.status = 'RUNNING')::int AS running,
+    min(m.started_at) AS first_started_at, max(m.finished_at) AS last_finished_at, max(m.changed_at) AS last_changed_at`;
 
-const AUDIT_TYPES = `message_type IN ('model_audit', 'tool_audit')`;
+const AUDIT_TYPES = `m.message_type IN ('model_audit', 'tool_audit')`;
 
-/** Each run's counts; a run without audits is left out. */
+/*
+ * A run or thread whose thread is deleted (marked, or its rows removed) is left out: its counts are
+ * read in the same statement as its thread's mark, so a deletion that began after the read that
+ * found it never shows as counts of the rows its removal has left so far.
+ */
+
+/** Each run's counts (zeros for a run without audits); a run whose thread is deleted is left out. */
 export const auditCountsOfRuns = (sql: Sql, runIds: readonly string[]) =>
   sql.query<AuditCounts>(
-    `SELECT run_id AS key, ${COUNTS} FROM message WHERE run_id = ANY($1::uuid[]) AND ${AUDIT_TYPES} GROUP BY run_id`,
+    `SELECT r.id AS key, ${COUNTS} FROM run r JOIN thread t ON t.id = r.thread_id AND t.deleted_at IS NULL
+    LEFT JOIN message m ON m.run_id = r.id AND ${AUDIT_TYPES} WHERE r.id = ANY($1::uuid[]) GROUP BY r.id`,
     [runIds],
   );
 
-/** Each thread's counts; a thread without audits is left out. */
+/** Each thread's counts (zeros for a thread without audits); a deleted thread is left out. */
 export const auditCountsOfThreads = (sql: Sql, threadIds: readonly string[]) =>
   sql.query<AuditCounts>(
-    `SELECT thread_id AS key, ${COUNTS} FROM message WHERE thread_id = ANY($1::uuid[]) AND ${AUDIT_TYPES} GROUP BY thread_id`,
+    `SELECT t.id AS key, ${COUNTS} FROM thread t LEFT JOIN message m ON m.thread_id = t.id AND ${AUDIT_TYPES}
+    WHERE t.id = ANY($1::uuid[]) AND t.deleted_at IS NULL GROUP BY t.id`,
     [threadIds],
   );
 

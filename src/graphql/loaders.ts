@@ -44,7 +44,7 @@ const idOf = (row: { id: string }) => row.id;
  * removes it in between (after a lifecycle write's commit, before its answer is read), and a
  * deleted thread's rows are NOT_FOUND (SEMANTICS.md "Deletion and retention").
  */
-const goneWithItsThread = (id: string | null) => notFound('Row', `${id} (its thread was deleted)`);
+export const goneWithItsThread = (id: string | null) => notFound('Row', `${id} (its thread was deleted)`);
 
 /**
  * A loader of one payload (or one payload's size: `field`) of a row by id, one statement per

@@ -49,3 +49,39 @@ describe(`a lifecycle answer raced against deleteThread (${backendName})`, () =>
     expect(outcomes).toEqual([...OUTCOMES].sort());
   }, 300_000);
 });
+
+// A read's fields below its root are read after the root: a deletion that removed the rows in
+// between makes them NOT_FOUND too, never what the removal left behind (a summary of zeros, no
+// tool calls) nor FORBIDDEN (a declaring model call whose thread is gone).
+const READ = `query($id: ID!) {
+  run(id: $id) {
+    auditSummary { audits toolCalls }
+    toolCalls { toolCallId declaredBy { id } }
+    thread { auditSummary { audits } }
+  }
+}`;
+// A deletion that marks before the read begins is rare next to one that removes rows while the read goes on: one outcome.
+const READ_OUTCOMES = ['read before the deletion', 'NOT_FOUND, for the run or what is read below it'];
+
+describe(`an owner's read raced against deleteThread (${backendName})`, () => {
+  it('is the whole answer, or NOT_FOUND (for the run or for what is read below it), never zeros, an empty list or FORBIDDEN', async () => {
+    const outcomes = await untilEachOutcome(READ_OUTCOMES, async (index) => {
+      const ctx = await runningRun(t);
+      await ctx.session.declare('m1', CALLS.map((id) => ({ id, name: 'search' })));
+      const events = new RunEvents(ctx.session.lease);
+      const started = await t.gql(RECORD, { events: CALLS.map((id) => events.toolStarted(id)) }, ctx.worker);
+      expect(started.data.result.map((result: any) => result.error)).toEqual(CALLS.map(() => null));
+      const [read, deleted] = await sendRacing(index, () => t.gql(READ, { id: ctx.runId }, ctx.owner), () => t.gql(DELETE_THREAD, { id: ctx.threadId }, ctx.owner));
+      expect(deleted.errors).toBeUndefined();
+      const codes = (read.errors ?? []).map((error: any) => error.extensions?.code);
+      expect(codes, JSON.stringify(read.errors)).toEqual(codes.map(() => 'NOT_FOUND'));
+      if (read.errors) return 'NOT_FOUND, for the run or what is read below it';
+      const audits = 1 + CALLS.length;
+      expect(read.data.run.auditSummary).toEqual({ audits, toolCalls: CALLS.length });
+      expect(read.data.run.thread.auditSummary).toEqual({ audits });
+      expect(read.data.run.toolCalls).toHaveLength(CALLS.length);
+      return 'read before the deletion';
+    }, 300);
+    expect(outcomes).toEqual([...READ_OUTCOMES].sort());
+  }, 300_000);
+});

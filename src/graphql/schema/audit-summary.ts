@@ -1,17 +1,17 @@
 import type { AuditCounts, TokenTotals } from '../../domain/audit-summaries.js';
 import { builder } from '../builder.js';
-import type { Loaders } from '../loaders.js';
+import { loadRequired, type Loaders } from '../loaders.js';
 import { RunRef } from './run.js';
 import { ThreadRef } from './thread.js';
 
-/** A run's or a thread's audits summed up: the counts (null when it has none) and where to find its tokens. */
+/** A run's or a thread's audits summed up: the counts and where to find its tokens. */
 interface AuditSummary {
-  counts: AuditCounts | null;
+  counts: AuditCounts;
   tokens: () => Promise<TokenTotals | null>;
 }
 
 const count = (field: keyof Omit<AuditCounts, 'key' | 'firstStartedAt' | 'lastFinishedAt' | 'lastChangedAt'>) => (summary: AuditSummary) =>
-  summary.counts?.[field] ?? 0;
+  summary.counts[field];
 
 const AuditSummaryRef = builder.objectRef<AuditSummary>('AuditSummary').implement({
   description:
@@ -30,19 +30,19 @@ const AuditSummaryRef = builder.objectRef<AuditSummary>('AuditSummary').implemen
       type: 'DateTime',
       nullable: true,
       description: 'The earliest start of an audit (the runtime\'s clock).',
-      resolve: (summary) => summary.counts?.firstStartedAt ?? null,
+      resolve: (summary) => summary.counts.firstStartedAt,
     }),
     lastFinishedAt: t.field({
       type: 'DateTime',
       nullable: true,
       description: 'The latest end of an audit (the runtime\'s clock).',
-      resolve: (summary) => summary.counts?.lastFinishedAt ?? null,
+      resolve: (summary) => summary.counts.lastFinishedAt,
     }),
     lastChangedAt: t.field({
       type: 'DateTime',
       nullable: true,
       description: 'When an audit last changed (the server\'s commit time): the latest activity.',
-      resolve: (summary) => summary.counts?.lastChangedAt ?? null,
+      resolve: (summary) => summary.counts.lastChangedAt,
     }),
     inputTokens: t.field({
       type: 'BigInt',
@@ -64,7 +64,7 @@ const summaryOf = async (
   counts: Loaders['runAuditCounts'],
   tokens: Loaders['runTokens'],
   id: string,
-): Promise<AuditSummary> => ({ counts: await counts.load(id), tokens: () => tokens.load(id) });
+): Promise<AuditSummary> => ({ counts: await loadRequired(counts, id), tokens: () => tokens.load(id) });
 
 builder.objectFields(RunRef, (t) => ({
   auditSummary: t.field({

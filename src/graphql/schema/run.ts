@@ -4,7 +4,7 @@ import { cancelRun } from '../../domain/convergence.js';
 import { createRun, loadReadableRun } from '../../domain/runs.js';
 import { payloadField } from '../answer-payloads.js';
 import { builder } from '../builder.js';
-import { loadRequired } from '../loaders.js';
+import { goneWithItsThread, loadRequired } from '../loaders.js';
 import { RunStatusEnum } from './enums.js';
 
 /**
@@ -99,7 +99,8 @@ builder.queryField('run', (t) =>
     args: { id: t.arg.id({ required: true, description: "The run's id." }) },
     resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
       const run = await loadReadableRun(deps.db, requirePrincipal(principal), id);
-      return prisma.run.findUnique({ ...query, ...WITHOUT_ERROR, where: { id: run.id } }) as Promise<Run | null>;
+      // Checked readable first, read again for the fields asked: a deletion in between removed it.
+      return ((await prisma.run.findUnique({ ...query, ...WITHOUT_ERROR, where: { id: run.id } })) as Run | null) ?? Promise.reject(goneWithItsThread(run.id));
     },
   }),
 );

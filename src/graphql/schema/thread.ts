@@ -7,7 +7,7 @@ import type { Thread } from '../../generated/prisma/client.js';
 import { MAX_THREADS_COUNTED } from '../../shared/thread-counts.js';
 import { payloadField } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
-import { loadRequired } from '../loaders.js';
+import { goneWithItsThread, loadRequired } from '../loaders.js';
 import { MAX_THREAD_COUNTS_PER_REQUEST } from '../search-limits.js';
 import { MessageRoleEnum } from './enums.js';
 import { RunRef, WITHOUT_ERROR } from './run.js';
@@ -217,7 +217,8 @@ builder.queryField('thread', (t) =>
     args: { id: t.arg.id({ required: true, description: "The thread's id." }) },
     resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
       const thread = await loadReadableThread(deps.db, requirePrincipal(principal), id);
-      return prisma.thread.findUnique({ ...query, where: { id: thread.id } });
+      // Checked readable first, read again for the fields asked: a deletion in between removed it.
+      return (await prisma.thread.findUnique({ ...query, where: { id: thread.id } })) ?? Promise.reject(goneWithItsThread(thread.id));
     },
   }),
 );
