@@ -12,7 +12,7 @@ from .clock import PROCESS_CLOCK_ID, SequenceCounter, now_rfc3339, parse_rfc3339
 from .errors import AUDIT_ERROR_CODES, LEASE_GONE_CODES, TRANSPORT_ERROR, AuditApiError, LeaseLostError
 from .lease import LeaseKeeper
 from .session import RunSession, StartingRun
-from .transport import RetryPolicy
+from .transport import Resolver, RetryPolicy
 from .types import (
     JSON,
     Audit,
@@ -51,6 +51,7 @@ __all__ = [
     "MessageRole",
     "ModelAudit",
     "ModelFinishedStatus",
+    "Resolver",
     "RetryPolicy",
     "Run",
     "RunLease",

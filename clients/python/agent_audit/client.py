@@ -12,7 +12,7 @@ from .clock import PROCESS_CLOCK_ID, now_rfc3339, read_clock, to_rfc3339
 from .errors import AuditApiError, LeaseLostError
 from .event_writer import EventWriter
 from .payloads import DEFAULT_MAX_JSON_BYTES, cap_json, storable
-from .transport import RetryPolicy, TokenProvider, Transport, encode_json
+from .transport import Resolver, RetryPolicy, TokenProvider, Transport, encode_json
 from .types import (
     JSON,
     ClockReading,
@@ -90,12 +90,15 @@ class AuditClient:
     ``token`` is a JWT, or a function giving one that is called before each request (short-lived
     tokens: cache it there and mint a new one near its ``exp``); a request refused as
     ``UNAUTHENTICATED`` asks it once more and is resent if it then gives another token.
-    ``timeout`` (seconds: a shutdown's grace period), which ``claim_run``, ``start_run``,
-    ``finish_run`` and each ``record_*`` call take, bounds the wait for the answer (to its last
-    byte), retries included: past it the call raises
+    ``timeout`` (seconds: a shutdown's grace period), which every call takes, bounds the wait for
+    the answer, from the host's lookup and the TLS handshake to its last byte, retries included:
+    past it the call raises
     ``AuditApiError`` (``TRANSPORT_ERROR``), an event not yet sent is never sent, and one sent may
     still have been applied. ``close_timeout`` bounds the ``close`` made by leaving
-    ``with AuditClient(...)`` as ``close(timeout=...)`` does.
+    ``with AuditClient(...)`` as ``close(timeout=...)`` does. ``resolve(host, port)`` looks the
+    server's host up (``socket.getaddrinfo``'s list; by default ``socket.getaddrinfo``), on a
+    thread of its own that the attempt's bound does not wait for past it. A redirect is not
+    followed: it raises ``TRANSPORT_ERROR`` naming where it points.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class AuditClient:
         batching: bool = True,
         max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
         close_timeout: Optional[float] = None,
+        resolve: Optional[Resolver] = None,
     ) -> None:
         self.url = url
         # Bounds the close made by leaving ``with AuditClient(...)`` (seconds: a shutdown's grace period).
@@ -115,7 +119,7 @@ class AuditClient:
         self.clock_id = clock_id
         # A payload larger than this as JSON is sent cut, with a visible marker (payloads.py).
         self.max_json_bytes = max_json_bytes
-        self._transport = Transport(url, token, retry or RetryPolicy())
+        self._transport = Transport(url, token, retry or RetryPolicy(), resolve)
         # Lifecycle events from every thread (not renewals, sent at once) go through one writer
         # that batches by itself (event_writer.py); ``batching=False`` sends each as its own request.
         self._writer = EventWriter(self._transport) if batching else None
@@ -211,16 +215,18 @@ class AuditClient:
         """How this client's requests are retried."""
         return self._transport.policy
 
-    def renew_lease(self, lease: LeaseLike, lease_seconds: Optional[int] = None, *, retry: Optional[RetryPolicy] = None) -> RunLease:
+    def renew_lease(
+        self, lease: LeaseLike, lease_seconds: Optional[int] = None, *, retry: Optional[RetryPolicy] = None, timeout: Optional[float] = None,
+    ) -> RunLease:
         """Extends an unexpired lease (same epoch); returns it with its new expiry.
 
         Sent at once as its own request, never queued behind the batching writer's request in
         flight: another run's slow request must not let this lease expire. A renewal replays
         harmlessly and its order against the run's events does not matter. ``retry`` replaces
         the client's policy for this renewal (``LeaseKeeper`` sends one attempt of at most a
-        third of the lease)."""
+        third of the lease); ``timeout`` bounds it, retries included, as it bounds ``claim_run``."""
         variables = _without_none({"lease": _lease(lease), "leaseSeconds": lease_seconds})
-        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables, retry))
+        return RunLease.from_json(self._transport.execute(ops.RENEW_LEASE, variables, retry, timeout))
 
     def record_model_started(
         self,
@@ -340,7 +346,7 @@ class AuditClient:
 
     # ---- Owners (creations are not retried: a resend would create a second one) ----
 
-    def create_thread(self, title: Optional[str] = None, *, create_id: Optional[str] = None) -> Thread:
+    def create_thread(self, title: Optional[str] = None, *, create_id: Optional[str] = None, timeout: Optional[float] = None) -> Thread:
         """The caller becomes the thread's owner.
 
         The creation carries a ``create_id`` (a fresh UUID unless given; 1 to 256 characters) and
@@ -349,14 +355,16 @@ class AuditClient:
         after a restart.
         """
         thread = {"title": title, "createId": create_id or str(uuid.uuid4())}
-        return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none(thread)}))
+        return Thread.from_json(self._transport.execute(ops.CREATE_THREAD, {"input": _without_none(thread)}, timeout=timeout))
 
-    def append_message(self, thread_id: str, role: MessageRole, content: JSON) -> Message:
+    def append_message(self, thread_id: str, role: MessageRole, content: JSON, *, timeout: Optional[float] = None) -> Message:
         check_values(ops.APPEND_MESSAGE, {"content": content})
         message = {"threadId": thread_id, "role": role, "content": content}
-        return Message.from_json(self._transport.execute(ops.APPEND_MESSAGE, {"input": message}))
+        return Message.from_json(self._transport.execute(ops.APPEND_MESSAGE, {"input": message}, timeout=timeout))
 
-    def create_run(self, thread_id: str, resume_from_run_id: Optional[str] = None, *, create_id: Optional[str] = None) -> Run:
+    def create_run(
+        self, thread_id: str, resume_from_run_id: Optional[str] = None, *, create_id: Optional[str] = None, timeout: Optional[float] = None,
+    ) -> Run:
         """A QUEUED run; ``resume_from_run_id`` names an ended run of the same thread.
 
         Like ``create_thread``, it carries a ``create_id`` (a fresh UUID unless given; keys are per
@@ -364,28 +372,28 @@ class AuditClient:
         """
         run = _without_none({"threadId": thread_id, "resumeFromRunId": resume_from_run_id,
                              "createId": create_id or str(uuid.uuid4())})
-        return Run.from_json(self._transport.execute(ops.CREATE_RUN, {"input": run}))
+        return Run.from_json(self._transport.execute(ops.CREATE_RUN, {"input": run}, timeout=timeout))
 
-    def cancel_run(self, run_id: str) -> Run:
+    def cancel_run(self, run_id: str, *, timeout: Optional[float] = None) -> Run:
         """Ends a QUEUED or RUNNING run as CANCELLED and revokes its lease."""
-        return Run.from_json(self._transport.execute(ops.CANCEL_RUN, {"runId": run_id}))
+        return Run.from_json(self._transport.execute(ops.CANCEL_RUN, {"runId": run_id}, timeout=timeout))
 
-    def delete_thread(self, thread_id: str) -> DeletionReceipt:
+    def delete_thread(self, thread_id: str, *, timeout: Optional[float] = None) -> DeletionReceipt:
         """Deletes the thread and everything under it (its owner, an admin or a superadmin).
 
         Answers once it is gone, with the receipt. Not retried: a deletion whose answer was lost is
         NOT_FOUND when sent again, and its receipt is in the server's log.
         """
-        return DeletionReceipt.from_json(self._transport.execute(ops.DELETE_THREAD, {"id": thread_id}))
+        return DeletionReceipt.from_json(self._transport.execute(ops.DELETE_THREAD, {"id": thread_id}, timeout=timeout))
 
-    def thread_audits(self, thread_id: str, limit: Optional[int] = None) -> ThreadAudits:
+    def thread_audits(self, thread_id: str, limit: Optional[int] = None, *, timeout: Optional[float] = None) -> ThreadAudits:
         """The newest ``limit`` (1 to 500) audits of a thread, oldest first. Superadmin owners only."""
         variables = _without_none({"threadId": thread_id, "limit": limit})
-        return ThreadAudits.from_json(self._transport.execute(ops.THREAD_AUDITS, variables))
+        return ThreadAudits.from_json(self._transport.execute(ops.THREAD_AUDITS, variables, timeout=timeout))
 
-    def run(self, run_id: str) -> Optional[Run]:
+    def run(self, run_id: str, *, timeout: Optional[float] = None) -> Optional[Run]:
         """The run with its ToolCall projection; one that does not exist (or whose thread was deleted) is AuditApiError NOT_FOUND."""
-        data = self._transport.execute(ops.RUN, {"id": run_id})
+        data = self._transport.execute(ops.RUN, {"id": run_id}, timeout=timeout)
         return None if data is None else Run.from_json(data)
 
     # Read once per call, before the first attempt, so that retries replay the same observation.

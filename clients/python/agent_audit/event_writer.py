@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Mapping, Optional, cast
 
 from . import _operations as ops
-from .errors import AuditApiError, no_answer_within
+from .errors import TRANSPORT_ERROR, AuditApiError, no_answer_within
 from .transport import Transport, encode_json
 
 #: The most bytes of events (as JSON) one ``recordEvents`` request carries. The server refuses a
@@ -92,8 +92,8 @@ class EventWriter:
                         self._queue.remove(event)
                     event.collected = True
                     self._lock.notify_all()
-        if not event.done:  # no writer thread could start: sent from the caller's, alone
-            self._send_alone(event)
+        if not event.done:  # no writer thread could start: sent from the caller's, alone, within its timeout
+            self._send_alone(event, deadline, timeout)
         if event.error is not None:
             raise event.error
         return event.result
@@ -179,9 +179,17 @@ class EventWriter:
             if len(self._queue) == queued:
                 return
 
-    def _send_alone(self, event: _Pending) -> None:
+    def _send_alone(self, event: _Pending, deadline: Optional[float] = None, timeout: Optional[float] = None) -> None:
         try:
-            event.result = self._transport.execute(event.operation, event.variables)
+            if deadline is None:
+                event.result = self._transport.execute(event.operation, event.variables)
+                return
+            try:
+                event.result = self._transport.execute(event.operation, event.variables, timeout=_left(deadline))
+            except AuditApiError as error:
+                if error.code == TRANSPORT_ERROR and _left(deadline) == 0:  # named by the caller's bound
+                    raise no_answer_within(event.operation.name, cast(float, timeout)) from None
+                raise
         except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
             event.error = error
 

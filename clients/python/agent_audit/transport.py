@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
-import os
 import random
 import socket
+import ssl
 import threading
 import time
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
 
 from ._operations import Operation
 from .errors import TRANSPORT_ERROR, AuditApiError, no_answer_within
@@ -32,8 +32,8 @@ class RetryPolicy:
     #: Backoff before the second attempt; it doubles per attempt up to ``max_delay``, with jitter.
     base_delay: float = 0.25
     max_delay: float = 4.0
-    #: Seconds per attempt, from sending the request to the answer's last byte (a slow body
-    #: included); a timed-out attempt is a transport failure.
+    #: Seconds per attempt, from the host's lookup and the TLS handshake to the answer's last byte
+    #: (a slow body included); a timed-out attempt is a transport failure.
     timeout: float = 30.0
 
 
@@ -96,84 +96,137 @@ def _authorization(token: str) -> str:
     return token if token.startswith("Bearer ") else f"Bearer {token}"
 
 
+#: Looks up a host for the client's connections (``AuditClient(url, token, resolve=...)``):
+#: ``(host, port)`` to ``socket.getaddrinfo``'s list of addresses, tried in order.
+Resolver = Callable[[str, int], List[Tuple[Any, ...]]]
+
+
+def _getaddrinfo(host: str, port: int) -> List[Tuple[Any, ...]]:
+    return list(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+
+
 class _Attempt:
-    """One send: its deadline (monotonic) and, once connected, its socket."""
+    """One send, bounded by its deadline (monotonic) from the host's lookup to the answer's last
+    byte. A socket timeout bounds each read alone: a server that sends its headers late, or
+    trickles its answer (or its TLS handshake) a byte at a time, would hold an attempt far longer
+    (for ever). So every blocking step waits only for the time left, and needs no thread of its
+    own, which Python 3.12 cannot start at interpreter shutdown; only the lookup, which nothing
+    bounds in the standard library, is waited for on a thread."""
 
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.sock: Optional[socket.socket] = None
-        self.expired = False
+    def __init__(self, seconds: float, resolve: Resolver) -> None:
+        self.deadline = time.monotonic() + seconds
+        self._resolve = resolve
 
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
 
-class _Watchdog:
-    """Shuts down each attempt's socket at its deadline, from one daemon thread for the process.
-    A socket timeout bounds each read alone: a server that sends its headers late, or trickles its
-    answer a byte at a time, would hold an attempt far longer (for ever). The attempt's next read
-    then finds the connection closed."""
+    def left(self) -> float:
+        """Seconds to the deadline; past it, a timeout (an OSError, a transport failure)."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the attempt's deadline passed")
+        return left
 
-    def __init__(self) -> None:
-        self._reset()
+    def connect(self, address: Tuple[str, int], timeout: Any = None, source_address: Optional[Tuple[str, int]] = None) -> socket.socket:
+        """``socket.create_connection`` within the deadline, the socket's later steps too."""
+        host, port = address
+        failure: Optional[OSError] = None
+        for family, kind, protocol, _, sockaddr in self._look_up(host, port):
+            sock = _AttemptSocket(family, kind, protocol)
+            sock.attempt = self
+            try:
+                if source_address:
+                    sock.bind(source_address)
+                sock.settimeout(self.left())
+                sock.connect(sockaddr)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                # Bounds the TLS handshake, if one follows: its timeout covers it whole.
+                sock.settimeout(self.left())
+                return sock
+            except OSError as error:
+                sock.close()
+                failure = error
+                if self.expired:
+                    break
+        raise failure or OSError(f"{host}: the lookup gave no address")
 
-    def _reset(self) -> None:
-        # Also in a forked child: the parent's thread does not exist there, and it may have held the lock.
-        self._lock = threading.Condition()
-        self._armed: List[_Attempt] = []
-        self._thread: Optional[threading.Thread] = None
+    def _look_up(self, host: str, port: int) -> List[Tuple[Any, ...]]:
+        if self._resolve is _getaddrinfo and _is_address(host):
+            return _getaddrinfo(host, port)  # nothing to look up: no thread
+        answers: List[Any] = []
+        answered = threading.Event()
 
-    @contextmanager
-    def attempt(self, seconds: float) -> Generator[_Attempt, None, None]:
-        attempt = _Attempt(time.monotonic() + seconds)
-        with self._lock:
-            if self._thread is None:
-                self._start_thread()
-            self._armed.append(attempt)
-            self._lock.notify()
+        def look_up() -> None:
+            try:
+                answers.append(self._resolve(host, port))
+            except BaseException as error:  # noqa: BLE001 - raised on the caller's thread
+                answers.append(error)
+            answered.set()
+
+        lookup = threading.Thread(target=look_up, name="agent-audit-lookup", daemon=True)
         try:
-            yield attempt
-        finally:
-            with self._lock:
-                if attempt in self._armed:
-                    self._armed.remove(attempt)
-
-    def watch(self, attempt: _Attempt, sock: socket.socket) -> None:
-        with self._lock:
-            attempt.sock = sock
-            if attempt.expired:
-                _shut_down(sock)
-
-    def _start_thread(self) -> None:
-        thread = threading.Thread(target=self._run, name="agent-audit-deadlines", daemon=True)
-        try:
-            thread.start()
+            lookup.start()
         except RuntimeError:
-            # No thread starts at interpreter shutdown (Python 3.12): the socket timeout still bounds each read.
-            return
-        self._thread = thread
-
-    def _run(self) -> None:
-        with self._lock:
-            while True:
-                now = time.monotonic()
-                for attempt in [attempt for attempt in self._armed if attempt.deadline <= now]:
-                    self._armed.remove(attempt)
-                    attempt.expired = True
-                    if attempt.sock is not None:
-                        _shut_down(attempt.sock)
-                self._lock.wait(min((attempt.deadline - now for attempt in self._armed), default=None))
+            # No thread starts at interpreter shutdown (Python 3.12): the system resolver's own
+            # timeout bounds the lookup (resolv.conf's timeout and attempts).
+            look_up()
+        if not answered.wait(self.left()):
+            raise socket.timeout(f"looking up {host}: no answer")
+        if isinstance(answers[0], BaseException):
+            raise answers[0]
+        return cast(List[Tuple[Any, ...]], answers[0])
 
 
-def _shut_down(sock: socket.socket) -> None:
+def _is_address(host: str) -> bool:
     try:
-        # The plain socket's method, also for a TLS one: SSLSocket.shutdown would unwrap its TLS
-        # state under the thread still reading it.
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:  # already closed
-        pass
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
-_watchdog = _Watchdog()
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_watchdog._reset)  # pyright: ignore[reportPrivateUsage]  # its own state
+class _AttemptSocket(socket.socket):
+    """Each send and read waits only for the time left in its attempt."""
+
+    attempt: _Attempt
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self.settimeout(self.attempt.left())
+        super().sendall(data, flags)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self.settimeout(self.attempt.left())
+        return super().recv_into(buffer, nbytes, flags)
+
+
+class _AttemptTLSSocket(ssl.SSLSocket):
+    """As ``_AttemptSocket``, once its handshake is done (``_HTTPSConnection.connect``)."""
+
+    attempt: _Attempt
+
+    def send(self, data: Any, flags: int = 0) -> int:  # sendall sends by it
+        self.settimeout(self.attempt.left())
+        return super().send(data, flags)
+
+    def recv_into(self, buffer: Any, nbytes: Optional[int] = None, flags: int = 0) -> int:
+        self.settimeout(self.attempt.left())
+        return super().recv_into(buffer, nbytes, flags)  # pyright: ignore[reportArgumentType]  # typeshed: int, default None
+
+
+_tls_context: Optional[ssl.SSLContext] = None
+
+
+def _tls() -> ssl.SSLContext:
+    # One for the process, as http.client's default (certificates verified, HTTP/1.1), its
+    # sockets bounded by their attempts.
+    global _tls_context
+    if _tls_context is None:
+        context = ssl.create_default_context()
+        context.set_alpn_protocols(["http/1.1"])
+        context.sslsocket_class = _AttemptTLSSocket
+        _tls_context = context
+    return _tls_context
 
 
 class _AttemptRequest(urllib.request.Request):
@@ -182,45 +235,53 @@ class _AttemptRequest(urllib.request.Request):
         self.attempt = attempt
 
 
-def _attempt_of(request: urllib.request.Request) -> Optional[_Attempt]:
-    # None for a request urllib made itself (a redirect's): the socket timeout alone bounds it.
-    return request.attempt if isinstance(request, _AttemptRequest) else None
-
-
 class _HTTPConnection(http.client.HTTPConnection):
     def __init__(self, host: str, *, attempt: Optional[_Attempt] = None, **options: Any) -> None:
         super().__init__(host, **options)
         self._attempt = attempt
+        if attempt is not None:
+            # What http.client opens its socket with (socket.create_connection): the attempt's
+            # way, through a proxy (its CONNECT tunnel) too.
+            self._create_connection = attempt.connect
 
     def connect(self) -> None:
         super().connect()
-        if self._attempt is not None:
-            _watchdog.watch(self._attempt, self.sock)
+        if isinstance(self.sock, _AttemptTLSSocket) and self._attempt is not None:
+            self.sock.attempt = self._attempt
 
 
 class _HTTPSConnection(_HTTPConnection, http.client.HTTPSConnection):
-    """Watched once its TLS handshake is done (``connect`` wraps ``HTTPSConnection.connect``)."""
+    pass
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPConnection, req, attempt=_attempt_of(req))
+        return self.do_open(_HTTPConnection, req, attempt=cast(_AttemptRequest, req).attempt)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPSConnection, req, attempt=_attempt_of(req))
+        return self.do_open(_HTTPSConnection, req, attempt=cast(_AttemptRequest, req).attempt, context=_tls())
 
 
-# urlopen's opener (proxies from the environment, redirects), its connections watched.
-_opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+class _RedirectRefused(urllib.request.HTTPRedirectHandler):
+    """A redirect answers as an HTTP error (``_exchange``): followed, a POST would arrive as a GET
+    without its body, and each hop would be an attempt of its own."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None
+
+
+# urlopen's opener (proxies from the environment), its connections bounded by their attempts.
+_opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler, _RedirectRefused)
 
 
 class Transport:
-    def __init__(self, url: str, token: Union[str, TokenProvider], policy: RetryPolicy) -> None:
+    def __init__(self, url: str, token: Union[str, TokenProvider], policy: RetryPolicy, resolve: Optional[Resolver] = None) -> None:
         self.url = url
         self._token = token
         self.policy = policy
+        self._resolve = resolve or _getaddrinfo
         #: Set by ``AuditClient.close``: every later request raises RuntimeError.
         self.closed = False
 
@@ -251,7 +312,10 @@ class Transport:
             if left is not None and left <= 0:
                 raise no_answer_within(operation.name, cast(float, timeout))
             try:
-                result, status = self._send_once(operation, body, token, policy.timeout if left is None else min(policy.timeout, left))
+                # Given up at the caller's bound, the error names it, not what was left of it.
+                bounded_by_caller = left is not None and left <= policy.timeout
+                result, status = self._send_once(operation, body, token, cast(float, left) if bounded_by_caller else policy.timeout,
+                                                 cast(float, timeout) if bounded_by_caller else None)
                 return result, attempt, status
             except AuditApiError as error:
                 error.attempts = attempt
@@ -275,21 +339,19 @@ class Transport:
     def _current_token(self) -> str:
         return self._token() if callable(self._token) else self._token
 
-    def _send_once(self, operation: Operation, body: bytes, token: str, timeout: float) -> Tuple[Any, int]:
+    def _send_once(self, operation: Operation, body: bytes, token: str, timeout: float, named: Optional[float] = None) -> Tuple[Any, int]:
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/graphql-response+json, application/json",
             "Authorization": _authorization(token),
         }
-        with _watchdog.attempt(timeout) as attempt:
-            try:
-                status, text = _exchange(operation, _AttemptRequest(self.url, body, headers, attempt), timeout)
-            except AuditApiError:
-                if attempt.expired:
-                    raise no_answer_within(operation.name, timeout) from None
-                raise
-        if attempt.expired:  # an answer cut short may still read as a whole one (no Content-Length)
-            raise no_answer_within(operation.name, timeout)
+        attempt = _Attempt(timeout, self._resolve)
+        try:
+            status, text = _exchange(operation, _AttemptRequest(self.url, body, headers, attempt), timeout)
+        except AuditApiError:
+            if attempt.expired:
+                raise no_answer_within(operation.name, timeout if named is None else named) from None
+            raise
 
         try:
             payload: Any = json.loads(text)
@@ -330,6 +392,10 @@ def _exchange(operation: Operation, request: urllib.request.Request, timeout: fl
             text = answer.read()
         except (OSError, http.client.HTTPException) as error:
             raise _transport_failure(operation, f"HTTP {status}, its body lost: {error!r}", True, status) from error
+        if 300 <= status < 400:
+            raise _transport_failure(operation, f"HTTP {status}, a redirect to {answer.headers.get('Location')}, not followed (a POST "
+                                     "would arrive there as a GET without its body): give the client the address it names", False,
+                                     status) from answer
         if status in _GATEWAY_STATUSES:
             # The server's own 503 UNAVAILABLE (its database cannot be reached for the moment)
             # is retried like a gateway's answer, after its Retry-After.

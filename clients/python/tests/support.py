@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from agent_audit import AuditApiError, AuditClient, RetryPolicy, Run
 from agent_audit.event_writer import EventWriter
@@ -205,7 +206,25 @@ def call_while_first_is_held(
     return outcomes
 
 
-class TricklingServer:
+class _LocalServer:
+    """An http.server on a free port of 127.0.0.1, ``url`` its GraphQL endpoint, until ``close``."""
+
+    def _serve(self, handler: Type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/graphql"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _QuietHandler(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class TricklingServer(_LocalServer):
     """Answers every POST with its headers at once, then a body one byte every 0.5 s, until it
     closes: as a proxy that trickles a slow answer, each read of it is quick but the answer never
     ends. ``trickling`` is set while some request is being trickled."""
@@ -215,7 +234,7 @@ class TricklingServer:
         self.trickling = threading.Event()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(_QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 self.rfile.read(int(self.headers["Content-Length"]))
                 self.send_response(200)
@@ -231,14 +250,72 @@ class TricklingServer:
                         return
                 self.close_connection = True
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/graphql"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._serve(Handler)
 
     def close(self) -> None:
         self._closing.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().close()
+
+
+class StallingPeer:
+    """A TCP peer that accepts and reads what the client sends, then answers with ``opening`` and a
+    byte every 0.5 s until it closes: a TLS peer stalling the handshake (a record header announcing
+    16 KiB, its bytes trickled) or a redirect trickled. ``trickling`` is set once it answers."""
+
+    def __init__(self, opening: bytes, trickled: bytes = b"\x00") -> None:
+        self._closing = threading.Event()
+        self.trickling = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._opening = opening
+        self._trickled = trickled
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closing.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.recv(65536)
+                connection.sendall(self._opening)
+                self.trickling.set()
+                while not self._closing.wait(0.5):
+                    connection.sendall(self._trickled)
+            except OSError:  # the client gave up and closed its end
+                return
+
+    def close(self) -> None:
+        self._closing.set()
+        self._listener.close()
+
+
+#: A TLS peer's first bytes: a handshake record announcing 16 KiB, which never all come.
+TLS_RECORD_OPENING = b"\x16\x03\x03\x40\x00"
+
+
+class RedirectingServer(_LocalServer):
+    """Answers every POST with a 302 to another address of its own (``/graphql/1``, ``/graphql/2``,
+    ...), as a misconfigured proxy looping its redirects; ``requests`` counts what reached it."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        server = self
+
+        class Handler(_QuietHandler):
+            def answer(self) -> None:
+                server.requests += 1
+                self.send_response(302)
+                self.send_header("Location", f"/graphql/{server.requests}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = answer  # noqa: N815 - http.server's naming
+            do_GET = answer  # noqa: N815 - http.server's naming
+
+        self._serve(Handler)

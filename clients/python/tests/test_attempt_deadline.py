@@ -1,17 +1,23 @@
-"""A timeout bounds the whole attempt, its answer's body included: a server that sends its headers,
-then trickles the body a byte at a time (each read quick, the answer never ending) is given up on
-as a silent one is."""
+"""A timeout bounds the whole attempt, from the host's lookup to the answer's last byte: a server that
+sends its headers, then trickles the body a byte at a time (each read quick, the answer never
+ending), a TLS peer that trickles its handshake, and a lookup that never answers are given up on as
+a silent server is, by every call that takes ``timeout=``, at interpreter shutdown too."""
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
+import sys
 import threading
 import unittest
+from pathlib import Path
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Optional
 
 from agent_audit import AuditApiError, AuditClient, LeaseKeeper, RetryPolicy, RunLease
 
-from .support import TricklingServer
+from .support import TLS_RECORD_OPENING, RedirectingServer, StallingPeer, TricklingServer
 
 # How long a test waits for a call that should give up after 1 s: generous for a loaded machine,
 # while the server trickles until the test ends.
@@ -24,14 +30,10 @@ def _lease(seconds: int) -> RunLease:
                     granted_at=now.isoformat())
 
 
-class TricklingAnswerTest(unittest.TestCase):
-    def setUp(self) -> None:
-        self.server = TricklingServer()
-        self.addCleanup(self.server.close)
-        self.client = AuditClient(self.server.url, "token", batching=False)
-
-    def assert_gives_up(self, call: Callable[[], Any]) -> AuditApiError:
-        """``call`` raises TRANSPORT_ERROR while the server still trickles its answer."""
+class GivingUpTest(unittest.TestCase):
+    def assert_gives_up(self, call: Callable[[], Any], stalled: Callable[[], bool]) -> AuditApiError:
+        """``call`` raises TRANSPORT_ERROR 'no answer within 1 s', with ``stalled()`` true after it
+        (the peer still trickling, the lookup still unanswered)."""
         errors: List[BaseException] = []
 
         def run() -> None:
@@ -43,14 +45,24 @@ class TricklingAnswerTest(unittest.TestCase):
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
         thread.join(PATIENCE)
-        self.assertTrue(self.server.trickling.is_set())
-        self.assertFalse(thread.is_alive(), "the call was still reading the trickled answer")
+        self.assertTrue(stalled())
+        self.assertFalse(thread.is_alive(), "the call was still waiting past its bound")
         self.assertEqual(len(errors), 1, errors)
         error = errors[0]
         assert isinstance(error, AuditApiError), error
         self.assertEqual(error.code, "TRANSPORT_ERROR")
         self.assertIn("no answer within 1 s", str(error))
         return error
+
+
+class TricklingAnswerTest(GivingUpTest):
+    def setUp(self) -> None:
+        self.server = TricklingServer()
+        self.addCleanup(self.server.close)
+        self.client = AuditClient(self.server.url, "token", batching=False)
+
+    def assert_gives_up(self, call: Callable[[], Any], stalled: Optional[Callable[[], bool]] = None) -> AuditApiError:
+        return super().assert_gives_up(call, stalled or self.server.trickling.is_set)
 
     def test_finish_run_with_a_timeout_gives_up_on_a_trickled_answer(self) -> None:
         self.assert_gives_up(lambda: self.client.finish_run(_lease(60), "INTERRUPTED", timeout=1))
@@ -79,6 +91,112 @@ class TricklingAnswerTest(unittest.TestCase):
         assert isinstance(error, AuditApiError), error
         self.assertEqual(error.code, "TRANSPORT_ERROR")
         self.assertIn("no answer within 1 s", str(error))
+
+    def test_every_owner_call_and_a_renewal_with_a_timeout_give_up_on_a_trickled_answer(self) -> None:
+        calls: List[Callable[[], Any]] = [
+            lambda: self.client.create_thread("title", timeout=1),
+            lambda: self.client.append_message("thread-1", "USER", {"text": "hi"}, timeout=1),
+            lambda: self.client.create_run("thread-1", timeout=1),
+            lambda: self.client.cancel_run("run-1", timeout=1),
+            lambda: self.client.delete_thread("thread-1", timeout=1),
+            lambda: self.client.thread_audits("thread-1", timeout=1),
+            lambda: self.client.run("run-1", timeout=1),
+            lambda: self.client.renew_lease(_lease(60), timeout=1),
+        ]
+        for index, call in enumerate(calls):
+            with self.subTest(call=index):
+                self.assert_gives_up(call)
+
+
+class ConnectionTest(GivingUpTest):
+    """What comes before the request is sent: the lookup, the TLS handshake; and redirects."""
+
+    def test_a_tls_handshake_trickled_by_the_peer_is_given_up_at_the_timeout(self) -> None:
+        peer = StallingPeer(TLS_RECORD_OPENING)
+        self.addCleanup(peer.close)
+        client = AuditClient(f"https://127.0.0.1:{peer.port}/graphql", "token", batching=False)
+        self.assert_gives_up(lambda: client.finish_run(_lease(60), "INTERRUPTED", timeout=1), peer.trickling.is_set)
+
+    def test_a_lookup_that_never_answers_is_given_up_at_the_timeout(self) -> None:
+        release = threading.Event()
+        self.addCleanup(release.set)
+        asked: List[str] = []
+
+        def resolve(host: str, port: int) -> Any:
+            asked.append(host)
+            release.wait()
+            raise OSError("the test ended")
+
+        client = AuditClient("http://audit.example:4000/graphql", "token", batching=False, resolve=resolve)
+        self.assert_gives_up(lambda: client.finish_run(_lease(60), "INTERRUPTED", timeout=1), lambda: asked == ["audit.example"])
+
+    def test_the_resolver_given_is_what_the_client_connects_by(self) -> None:
+        server = TricklingServer()
+        self.addCleanup(server.close)
+        port = server.url.split(":")[2].split("/")[0]
+        client = AuditClient(f"http://audit.example:{port}/graphql", "token", batching=False,
+                             resolve=lambda host, port: socket.getaddrinfo("127.0.0.1", port, type=socket.SOCK_STREAM))
+        self.assert_gives_up(lambda: client.run("run-1", timeout=1), server.trickling.is_set)
+
+    def test_a_redirect_is_not_followed_and_names_where_it_points(self) -> None:
+        server = RedirectingServer()
+        self.addCleanup(server.close)
+        client = AuditClient(server.url, "token", batching=False)
+        with self.assertRaises(AuditApiError) as raised:
+            client.finish_run(_lease(60), "INTERRUPTED", timeout=30)
+        self.assertEqual(raised.exception.code, "TRANSPORT_ERROR")
+        self.assertFalse(raised.exception.retryable)
+        self.assertEqual(raised.exception.http_status, 302)
+        self.assertIn("/graphql/1", str(raised.exception))
+        self.assertEqual(server.requests, 1)
+
+
+# Run by the interpreter under test: its first request is made while the interpreter shuts down
+# (an atexit handler), where Python 3.12 starts no thread. Prints the error's code and message.
+_AT_EXIT = """
+import atexit, sys
+from datetime import datetime, timedelta, timezone
+from agent_audit import AuditApiError, AuditClient, RunLease
+
+now = datetime.now(timezone.utc)
+lease = RunLease(run_id="run-1", epoch=1, owner="worker", expires_at=(now + timedelta(seconds=60)).isoformat(), granted_at=now.isoformat())
+client = AuditClient(sys.argv[1], "token", batching=sys.argv[2] == "batching")
+
+def finish() -> None:
+    try:
+        client.finish_run(lease, "INTERRUPTED", timeout=1)
+    except AuditApiError as error:
+        print(error.code, error, flush=True)
+
+atexit.register(finish)
+"""
+
+
+def _interpreters() -> List[str]:
+    """This one, and Python 3.12 and 3.13 where they run from PATH (a pyenv shim may not): their
+    interpreter shutdown starts no thread."""
+    found = [sys.executable]
+    for name in ("python3.12", "python3.13"):
+        path = shutil.which(name)
+        if path and subprocess.run([path, "-c", ""], capture_output=True).returncode == 0:
+            found.append(path)
+    return found
+
+
+class InterpreterShutdownTest(unittest.TestCase):
+    def test_a_call_from_an_atexit_handler_gives_up_at_its_timeout(self) -> None:
+        server = TricklingServer()
+        self.addCleanup(server.close)
+        for interpreter in _interpreters():
+            for batching in ("batching", "alone"):
+                with self.subTest(interpreter=interpreter, batching=batching):
+                    child = subprocess.run(
+                        # By name: the lookup, which needs a thread to be bounded, is made too.
+                        [interpreter, "-c", _AT_EXIT, server.url.replace("127.0.0.1", "localhost"), batching], capture_output=True, text=True, timeout=PATIENCE * 3,
+                        cwd=Path(__file__).resolve().parents[1])
+                    self.assertEqual(child.returncode, 0, child.stderr)
+                    self.assertIn("TRANSPORT_ERROR", child.stdout, child.stderr)
+                    self.assertIn("no answer within 1 s", child.stdout)
 
 
 if __name__ == "__main__":
