@@ -404,6 +404,9 @@ def _exchange(operation: Operation, request: urllib.request.Request, timeout: fl
                 raise unavailable from answer
             raise _transport_failure(operation, f"HTTP {status}", True, status) from answer
     except (OSError, http.client.HTTPException) as error:
+        if isinstance(getattr(error, "reason", error), ssl.SSLCertVerificationError):
+            # Nothing was sent, and no retry would be trusted sooner.
+            raise _transport_failure(operation, f"the server's TLS certificate is not trusted: {error!r}", False) from error
         # Refused, reset, timed out, closed before the answer: it may or may not have committed.
         raise _transport_failure(operation, f"network error: {error!r}", True) from error
     return status, text

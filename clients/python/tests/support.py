@@ -6,8 +6,10 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -209,9 +211,12 @@ def call_while_first_is_held(
 class _LocalServer:
     """An http.server on a free port of 127.0.0.1, ``url`` its GraphQL endpoint, until ``close``."""
 
-    def _serve(self, handler: Type[BaseHTTPRequestHandler]) -> None:
+    def _serve(self, handler: Type[BaseHTTPRequestHandler], tls: Optional[ssl.SSLContext] = None) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/graphql"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self.url = self.url.replace("http://", "https://")
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -319,3 +324,27 @@ class RedirectingServer(_LocalServer):
             do_GET = answer  # noqa: N815 - http.server's naming
 
         self._serve(Handler)
+
+
+class TLSServer(_LocalServer):
+    """Answers every POST over TLS with a certificate of its own (made by ``openssl``, as
+    test/export's TLS tests do), which no client trusts; ``requests`` counts what reached it."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        server = self
+
+        class Handler(_QuietHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                server.requests += 1
+                self.send_response(500)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        with tempfile.TemporaryDirectory() as directory:
+            key, certificate = os.path.join(directory, "key.pem"), os.path.join(directory, "cert.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                            "-keyout", key, "-out", certificate], check=True, capture_output=True)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(certificate, key)
+        self._serve(Handler, context)

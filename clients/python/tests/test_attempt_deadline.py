@@ -17,7 +17,7 @@ from typing import Any, Callable, List, Optional
 
 from agent_audit import AuditApiError, AuditClient, LeaseKeeper, RetryPolicy, RunLease
 
-from .support import TLS_RECORD_OPENING, RedirectingServer, StallingPeer, TricklingServer
+from .support import TLS_RECORD_OPENING, RedirectingServer, StallingPeer, TLSServer, TricklingServer
 
 # How long a test waits for a call that should give up after 1 s: generous for a loaded machine,
 # while the server trickles until the test ends.
@@ -116,6 +116,19 @@ class ConnectionTest(GivingUpTest):
         self.addCleanup(peer.close)
         client = AuditClient(f"https://127.0.0.1:{peer.port}/graphql", "token", batching=False)
         self.assert_gives_up(lambda: client.finish_run(_lease(60), "INTERRUPTED", timeout=1), peer.trickling.is_set)
+
+    def test_a_certificate_not_trusted_is_refused_at_once_naming_why(self) -> None:
+        server = TLSServer()
+        self.addCleanup(server.close)
+        client = AuditClient(server.url, "token", batching=False, retry=RetryPolicy(max_attempts=4, base_delay=0.01))
+        for call in (lambda: client.run("run-1"), lambda: client.run("run-1", timeout=30)):
+            with self.assertRaises(AuditApiError) as raised:
+                call()
+            self.assertEqual(raised.exception.code, "TRANSPORT_ERROR")
+            self.assertFalse(raised.exception.retryable)
+            self.assertEqual(raised.exception.attempts, 1)
+            self.assertIn("CERTIFICATE_VERIFY_FAILED", str(raised.exception))
+        self.assertEqual(server.requests, 0)
 
     def test_a_lookup_that_never_answers_is_given_up_at_the_timeout(self) -> None:
         release = threading.Event()
