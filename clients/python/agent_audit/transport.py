@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import json
+import os
+import queue
 import random
 import socket
 import ssl
@@ -164,10 +166,7 @@ class _Attempt:
                 answers.append(error)
             answered.set()
 
-        lookup = threading.Thread(target=look_up, name="agent-audit-lookup", daemon=True)
-        try:
-            lookup.start()
-        except RuntimeError:
+        if not _lookups.run(look_up):
             # No thread starts at interpreter shutdown (Python 3.12): the system resolver's own
             # timeout bounds the lookup (resolv.conf's timeout and attempts).
             look_up()
@@ -176,6 +175,54 @@ class _Attempt:
         if isinstance(answers[0], BaseException):
             raise answers[0]
         return cast(List[Tuple[Any, ...]], answers[0])
+
+
+class _LookupThreads:
+    """Threads that look hosts up, each kept idle a minute for the next lookup: starting one per
+    request cost more than the request did. A lookup that hangs holds its thread alone."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        # Also in a forked child: the parent's threads do not exist there.
+        self._lock = threading.Lock()
+        self._jobs: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
+        self._idle = 0
+
+    def run(self, job: Callable[[], None]) -> bool:
+        """Runs ``job`` on a lookup thread; False when none is idle and none can start."""
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._jobs.put(job)
+                return True
+        thread = threading.Thread(target=self._serve, args=(job,), name="agent-audit-lookup", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            return False
+        return True
+
+    def _serve(self, job: Callable[[], None]) -> None:
+        while True:
+            job()
+            with self._lock:
+                self._idle += 1
+            try:
+                job = self._jobs.get(timeout=60)
+            except queue.Empty:
+                with self._lock:
+                    try:  # given while this one timed out: counted as idle, it is this one's
+                        job = self._jobs.get_nowait()
+                    except queue.Empty:
+                        self._idle -= 1
+                        return
+
+
+_lookups = _LookupThreads()
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_lookups._reset)  # pyright: ignore[reportPrivateUsage]  # its own state
 
 
 def _is_address(host: str) -> bool:

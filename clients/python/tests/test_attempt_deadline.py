@@ -143,6 +143,23 @@ class ConnectionTest(GivingUpTest):
         client = AuditClient("http://audit.example:4000/graphql", "token", batching=False, resolve=resolve)
         self.assert_gives_up(lambda: client.finish_run(_lease(60), "INTERRUPTED", timeout=1), lambda: asked == ["audit.example"])
 
+    def test_a_lookup_left_hanging_does_not_hold_up_the_next_ones(self) -> None:
+        server = TricklingServer()
+        self.addCleanup(server.close)
+        port = int(server.url.split(":")[2].split("/")[0])
+        release = threading.Event()
+        self.addCleanup(release.set)
+
+        def resolve(host: str, port: int) -> Any:
+            if host == "stuck.example":
+                release.wait()
+            return socket.getaddrinfo("127.0.0.1", port, type=socket.SOCK_STREAM)
+
+        stuck = AuditClient(f"http://stuck.example:{port}/graphql", "token", batching=False, resolve=resolve)
+        self.assert_gives_up(lambda: stuck.run("run-1", timeout=1), lambda: not server.trickling.is_set())
+        client = AuditClient(f"http://audit.example:{port}/graphql", "token", batching=False, resolve=resolve)
+        self.assert_gives_up(lambda: client.run("run-1", timeout=1), server.trickling.is_set)
+
     def test_the_resolver_given_is_what_the_client_connects_by(self) -> None:
         server = TricklingServer()
         self.addCleanup(server.close)
