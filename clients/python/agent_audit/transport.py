@@ -130,7 +130,7 @@ class _Attempt:
             raise socket.timeout("the attempt's deadline passed")
         return left
 
-    def connect(self, address: Tuple[str, int], timeout: Any = None, source_address: Optional[Tuple[str, int]] = None) -> socket.socket:
+    def connect(self, address: Tuple[str, int]) -> socket.socket:
         """``socket.create_connection`` within the deadline, the socket's later steps too."""
         host, port = address
         failure: Optional[OSError] = None
@@ -138,13 +138,9 @@ class _Attempt:
             sock = _AttemptSocket(family, kind, protocol)
             sock.attempt = self
             try:
-                if source_address:
-                    sock.bind(source_address)
                 sock.settimeout(self.left())
                 sock.connect(sockaddr)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                # Bounds the TLS handshake, if one follows: its timeout covers it whole.
-                sock.settimeout(self.left())
                 return sock
             except OSError as error:
                 sock.close()
@@ -248,7 +244,7 @@ class _AttemptSocket(socket.socket):
 
 
 class _AttemptTLSSocket(ssl.SSLSocket):
-    """As ``_AttemptSocket``, once its handshake is done (``_HTTPSConnection.connect``)."""
+    """As ``_AttemptSocket``, once its handshake is done (``_HTTPSConnection.secured``)."""
 
     attempt: _Attempt
 
@@ -283,22 +279,58 @@ class _AttemptRequest(urllib.request.Request):
 
 
 class _HTTPConnection(http.client.HTTPConnection):
+    """A connection whose socket is opened by its attempt (``_Attempt.connect``), through a
+    proxy's CONNECT tunnel when urllib sets one: each of its steps waits only for the time left."""
+
     def __init__(self, host: str, *, attempt: Optional[_Attempt] = None, **options: Any) -> None:
         super().__init__(host, **options)
-        self._attempt = attempt
-        if attempt is not None:
-            # What http.client opens its socket with (socket.create_connection): the attempt's
-            # way, through a proxy (its CONNECT tunnel) too.
-            self._create_connection = attempt.connect
+        assert attempt is not None, "opened by _HTTPHandler or _HTTPSHandler, with the request's attempt"
+        self.attempt = attempt
+        self.tunnel_to: Optional[Tuple[str, int, Mapping[str, str]]] = None
+
+    def set_tunnel(self, host: str, port: Optional[int] = None, headers: Optional[Mapping[str, str]] = None, **options: Any) -> None:
+        super().set_tunnel(host, port, dict(headers or {}), **options)  # Host headers name the tunnel's end
+        if port is None:  # "host:port", as urllib gives it
+            target, colon, given = host.rpartition(":")
+            if colon and given.isdigit() and (":" not in target or target.endswith("]")):
+                host, port = target, int(given)
+        self.tunnel_to = (host.strip("[]"), port or self.default_port, headers or {})
 
     def connect(self) -> None:
-        super().connect()
-        if isinstance(self.sock, _AttemptTLSSocket) and self._attempt is not None:
-            self.sock.attempt = self._attempt
+        sock = self.attempt.connect((self.host, self.port))
+        try:
+            if self.tunnel_to is not None:
+                _open_tunnel(sock, *self.tunnel_to)
+            self.sock = self.secured(sock)
+        except BaseException:
+            sock.close()
+            raise
+
+    def secured(self, sock: socket.socket) -> socket.socket:
+        return sock
 
 
-class _HTTPSConnection(_HTTPConnection, http.client.HTTPSConnection):
-    pass
+class _HTTPSConnection(_HTTPConnection):
+    default_port = http.client.HTTPS_PORT
+
+    def secured(self, sock: socket.socket) -> socket.socket:
+        server = self.host if self.tunnel_to is None else self.tunnel_to[0]
+        sock.settimeout(self.attempt.left())  # the handshake's, whole
+        tls = cast(_AttemptTLSSocket, _tls().wrap_socket(sock, server_hostname=server))
+        tls.attempt = self.attempt
+        return tls
+
+
+def _open_tunnel(sock: socket.socket, host: str, port: int, headers: Mapping[str, str]) -> None:
+    """Asks a proxy on ``sock`` for a tunnel to ``host:port`` (HTTP CONNECT); an answer other than 2xx raises."""
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    lines = [f"CONNECT {target} HTTP/1.1", f"Host: {target}", *(f"{name}: {value}" for name, value in headers.items())]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    answer = http.client.HTTPResponse(sock, method="CONNECT")
+    answer.begin()  # the status line and headers; the tunnel's bytes follow
+    answer.close()  # its reader only: the socket stays open
+    if not 200 <= answer.status < 300:
+        raise OSError(f"the proxy refused a tunnel to {target}: HTTP {answer.status} {answer.reason}")
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
@@ -308,7 +340,7 @@ class _HTTPHandler(urllib.request.HTTPHandler):
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPSConnection, req, attempt=cast(_AttemptRequest, req).attempt, context=_tls())
+        return self.do_open(_HTTPSConnection, req, attempt=cast(_AttemptRequest, req).attempt)
 
 
 class _RedirectRefused(urllib.request.HTTPRedirectHandler):

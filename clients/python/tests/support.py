@@ -348,3 +348,53 @@ class TLSServer(_LocalServer):
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(certificate, key)
         self._serve(Handler, context)
+
+
+class TunnelingProxy:
+    """An HTTP proxy that opens the CONNECT tunnels it is asked for (as an HTTPS proxy does), ``url``
+    its address; ``requests`` holds each request line it was sent."""
+
+    def __init__(self) -> None:
+        self.requests: List[str] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._tunnel, args=(connection,), daemon=True).start()
+
+    def _tunnel(self, client: socket.socket) -> None:
+        with client:
+            asked = b""
+            while b"\r\n\r\n" not in asked:
+                received = client.recv(65536)
+                if not received:
+                    return
+                asked += received
+            line = asked.split(b"\r\n", 1)[0].decode("latin-1")
+            self.requests.append(line)
+            host, _, port = line.split(" ")[1].rpartition(":")
+            with socket.create_connection((host.strip("[]"), int(port))) as server:
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
+                self._pipe(client, server)
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    sink.shutdown(socket.SHUT_WR)
+                    return
+                sink.sendall(data)
+        except OSError:  # either end closed
+            return
+
+    def close(self) -> None:
+        self._listener.close()

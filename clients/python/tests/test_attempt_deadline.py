@@ -5,6 +5,7 @@ a silent server is, by every call that takes ``timeout=``, at interpreter shutdo
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -17,7 +18,7 @@ from typing import Any, Callable, List, Optional
 
 from agent_audit import AuditApiError, AuditClient, LeaseKeeper, RetryPolicy, RunLease
 
-from .support import TLS_RECORD_OPENING, RedirectingServer, StallingPeer, TLSServer, TricklingServer
+from .support import TLS_RECORD_OPENING, RedirectingServer, StallingPeer, TLSServer, TricklingServer, TunnelingProxy
 
 # How long a test waits for a call that should give up after 1 s: generous for a loaded machine,
 # while the server trickles until the test ends.
@@ -227,6 +228,48 @@ class InterpreterShutdownTest(unittest.TestCase):
                     self.assertEqual(child.returncode, 0, child.stderr)
                     self.assertIn("TRANSPORT_ERROR", child.stdout, child.stderr)
                     self.assertIn("no answer within 1 s", child.stdout)
+
+
+# Run with HTTPS_PROXY set (urllib reads the proxies from the environment once, at import). Prints
+# the error's code and message.
+_THROUGH_PROXY = """
+import sys
+from agent_audit import AuditApiError, AuditClient
+
+try:
+    AuditClient(sys.argv[1], "token", batching=False).run("run-1", timeout=float(sys.argv[2]))
+except AuditApiError as error:
+    print(error.code, error, flush=True)
+"""
+
+
+class ThroughAProxyTest(unittest.TestCase):
+    def call_through(self, proxy_url: str, server_url: str, timeout: float) -> str:
+        environment = {**os.environ, "https_proxy": proxy_url, "HTTPS_PROXY": proxy_url, "no_proxy": "", "NO_PROXY": ""}
+        child = subprocess.run([sys.executable, "-c", _THROUGH_PROXY, server_url, str(timeout)], capture_output=True, text=True,
+                               timeout=PATIENCE * 3, cwd=Path(__file__).resolve().parents[1], env=environment)
+        self.assertEqual(child.returncode, 0, child.stderr)
+        return child.stdout
+
+    def test_an_https_server_is_reached_through_the_proxys_tunnel(self) -> None:
+        server = TLSServer()
+        self.addCleanup(server.close)
+        proxy = TunnelingProxy()
+        self.addCleanup(proxy.close)
+        answer = self.call_through(proxy.url, server.url, 30)
+        # The handshake went through the tunnel to the server, whose certificate no one trusts.
+        self.assertIn("TRANSPORT_ERROR", answer)
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", answer)
+        port = server.url.split(":")[2].split("/")[0]
+        self.assertEqual(proxy.requests, [f"CONNECT 127.0.0.1:{port} HTTP/1.1"])
+
+    def test_a_proxy_that_trickles_its_tunnels_answer_is_given_up_on_at_the_timeout(self) -> None:
+        proxy = StallingPeer(b"HTTP/1.1 200 Connection established\r\n", b"X")
+        self.addCleanup(proxy.close)
+        answer = self.call_through(f"http://127.0.0.1:{proxy.port}", "https://audit.example:443/graphql", 1)
+        self.assertTrue(proxy.trickling.is_set())
+        self.assertIn("TRANSPORT_ERROR", answer)
+        self.assertIn("no answer within 1 s", answer)
 
 
 if __name__ == "__main__":
