@@ -262,18 +262,14 @@ class TricklingServer(_LocalServer):
         super().close()
 
 
-class StallingPeer:
-    """A TCP peer that accepts and reads what the client sends, then answers with ``opening`` and a
-    byte every 0.5 s until it closes: a TLS peer stalling the handshake (a record header announcing
-    16 KiB, its bytes trickled) or a redirect trickled. ``trickling`` is set once it answers."""
+class _TCPPeer:
+    """Listens on a free port of 127.0.0.1 (``port``) and answers each connection on a thread of its
+    own (``_answer``) until ``close``."""
 
-    def __init__(self, opening: bytes, trickled: bytes = b"\x00") -> None:
+    def __init__(self) -> None:
         self._closing = threading.Event()
-        self.trickling = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._opening = opening
-        self._trickled = trickled
+        self.port: int = self._listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -285,6 +281,25 @@ class StallingPeer:
             threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
 
     def _answer(self, connection: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._closing.set()
+        self._listener.close()
+
+
+class StallingPeer(_TCPPeer):
+    """A TCP peer that accepts and reads what the client sends, then answers with ``opening`` and a
+    byte every 0.5 s until it closes: a TLS peer stalling the handshake (a record header announcing
+    16 KiB, its bytes trickled) or a redirect trickled. ``trickling`` is set once it answers."""
+
+    def __init__(self, opening: bytes, trickled: bytes = b"\x00") -> None:
+        self.trickling = threading.Event()
+        self._opening = opening
+        self._trickled = trickled
+        super().__init__()
+
+    def _answer(self, connection: socket.socket) -> None:
         with connection:
             try:
                 connection.recv(65536)
@@ -294,10 +309,6 @@ class StallingPeer:
                     connection.sendall(self._trickled)
             except OSError:  # the client gave up and closed its end
                 return
-
-    def close(self) -> None:
-        self._closing.set()
-        self._listener.close()
 
 
 #: A TLS peer's first bytes: a handshake record announcing 16 KiB, which never all come.
@@ -350,29 +361,20 @@ class TLSServer(_LocalServer):
         self._serve(Handler, context)
 
 
-class TunnelingProxy:
+class TunnelingProxy(_TCPPeer):
     """An HTTP proxy that opens the CONNECT tunnels it is asked for (as an HTTPS proxy does), ``url``
     its address; ``requests`` holds each request line it was sent."""
 
     def __init__(self) -> None:
         self.requests: List[str] = []
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}"
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:  # closed
-                return
-            threading.Thread(target=self._tunnel, args=(connection,), daemon=True).start()
-
-    def _tunnel(self, client: socket.socket) -> None:
-        with client:
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
             asked = b""
             while b"\r\n\r\n" not in asked:
-                received = client.recv(65536)
+                received = connection.recv(65536)
                 if not received:
                     return
                 asked += received
@@ -380,9 +382,9 @@ class TunnelingProxy:
             self.requests.append(line)
             host, _, port = line.split(" ")[1].rpartition(":")
             with socket.create_connection((host.strip("[]"), int(port))) as server:
-                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
-                self._pipe(client, server)
+                connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                threading.Thread(target=self._pipe, args=(server, connection), daemon=True).start()
+                self._pipe(connection, server)
 
     @staticmethod
     def _pipe(source: socket.socket, sink: socket.socket) -> None:
@@ -395,6 +397,3 @@ class TunnelingProxy:
                 sink.sendall(data)
         except OSError:  # either end closed
             return
-
-    def close(self) -> None:
-        self._listener.close()
