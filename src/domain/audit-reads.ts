@@ -9,6 +9,17 @@ import { EXECUTION_PAYLOADS, unlessInterrupted } from './tool-call-projection.js
 // The audit timeline and the rows it points to, as plain SQL: each function reads a whole batch
 // in one statement (the GraphQL layer's DataLoaders call them once per relation and request).
 
+/** The thread `t` is not marked deleted. */
+export const LIVE_THREAD = 't.deleted_at IS NULL';
+/**
+ * Joins each row to its thread `t` (by `threadIdColumn`) while that thread is not marked deleted.
+ * The reads by id below run after the read that found their rows (a request's root, a timeline),
+ * while a deletion may be removing the thread's rows batch by batch: read in one statement with
+ * the mark, a deleted thread's rows are none at all, never the ones its removal has left so far.
+ * The join is on the thread's primary key: one index lookup per row, no scan.
+ */
+export const ofLiveThread = (threadIdColumn: string) => `JOIN thread t ON t.id = ${threadIdColumn} AND ${LIVE_THREAD}`;
+
 /** The most audits one timeline read returns. */
 export const MAX_AUDITS = 500;
 
@@ -150,7 +161,11 @@ export async function readAudit(sql: Sql, principal: Principal, auditId: string)
 
 /** Audit rows (model or tool) by id, without their payloads (auditPayloadsByIds reads those). */
 export const auditsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<AuditRow>(`SELECT ${auditSummaryColumns()} FROM message WHERE id = ANY($1::uuid[]) AND message_type IN ('model_audit', 'tool_audit')`, [ids]);
+  sql.query<AuditRow>(
+    `SELECT ${auditSummaryColumns('m.')} FROM message m ${ofLiveThread('m.thread_id')}
+      WHERE m.id = ANY($1::uuid[]) AND m.message_type IN ('model_audit', 'tool_audit')`,
+    [ids],
+  );
 
 /** Which rows, by id, a read of payloads wants each payload of. */
 export type WantedPayloads<P extends string> = ReadonlyMap<P, readonly string[]>;
@@ -180,8 +195,8 @@ function wantedColumns<P extends string>(
 /** The payloads of audits by id, each for the rows that want it: for the rows a read returned without them. */
 export function auditPayloadsByIds(sql: Sql, wanted: WantedPayloads<Payload>) {
   const params: unknown[] = [];
-  const columns = wantedColumns(wanted, 'id', (payload) => payload, params);
-  return sql.query<Pick<AuditRow, 'id' | Payload>>(`SELECT id, ${columns} FROM message WHERE id = ANY($1::uuid[])`, params);
+  const columns = wantedColumns(wanted, 'm.id', (payload) => `m.${payload}`, params);
+  return sql.query<Pick<AuditRow, 'id' | Payload>>(`SELECT m.id, ${columns} FROM message m ${ofLiveThread('m.thread_id')} WHERE m.id = ANY($1::uuid[])`, params);
 }
 
 /** A run as the reads return it: without its error (up to MAX_JSON_BYTES), read when asked for (runErrorsByIds). */
@@ -192,17 +207,20 @@ const RUN_COLUMNS = [
 ] as const satisfies readonly (keyof RunRow)[];
 
 export const runsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<RunRow>(`SELECT ${RUN_COLUMNS.map(snake).join(', ')} FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<RunRow>(`SELECT ${RUN_COLUMNS.map((column) => `r.${snake(column)}`).join(', ')} FROM run r ${ofLiveThread('r.thread_id')} WHERE r.id = ANY($1::uuid[])`, [ids]);
 
 /** The sizes of runs' errors by id (the bytes of each one's JSON text, measured by the database), and the errors: charged, then read. */
 export const runErrorSizesByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<{ id: string; errorBytes: number | null }>(`SELECT id, octet_length(error::text) AS error_bytes FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<{ id: string; errorBytes: number | null }>(
+    `SELECT r.id, octet_length(r.error::text) AS error_bytes FROM run r ${ofLiveThread('r.thread_id')} WHERE r.id = ANY($1::uuid[])`,
+    [ids],
+  );
 
 export const runErrorsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<Pick<Run, 'id' | 'error'>>(`SELECT id, error FROM run WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<Pick<Run, 'id' | 'error'>>(`SELECT r.id, r.error FROM run r ${ofLiveThread('r.thread_id')} WHERE r.id = ANY($1::uuid[])`, [ids]);
 
 export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<Thread>(`SELECT * FROM thread WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<Thread>(`SELECT t.* FROM thread t WHERE t.id = ANY($1::uuid[]) AND ${LIVE_THREAD}`, [ids]);
 
 /**
  * The sizes of ordinary messages' contents by id (the bytes of each one's JSON text, measured by
@@ -210,16 +228,23 @@ export const threadsByIds = (sql: Sql, ids: readonly string[]) =>
  * answer before it reads the second.
  */
 export const messageContentSizesByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<{ id: string; contentBytes: number | null }>(`SELECT id, octet_length(content::text) AS content_bytes FROM message WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<{ id: string; contentBytes: number | null }>(
+    `SELECT m.id, octet_length(m.content::text) AS content_bytes FROM message m ${ofLiveThread('m.thread_id')} WHERE m.id = ANY($1::uuid[])`,
+    [ids],
+  );
 
 export const messageContentsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<Pick<Message, 'id' | 'content'>>(`SELECT id, content FROM message WHERE id = ANY($1::uuid[])`, [ids]);
+  sql.query<Pick<Message, 'id' | 'content'>>(`SELECT m.id, m.content FROM message m ${ofLiveThread('m.thread_id')} WHERE m.id = ANY($1::uuid[])`, [ids]);
 
-/** Each thread's count of ordinary history messages (audit rows are never counted); a thread with none is left out. */
-export const chatMessageCounts = (sql: Sql, threadIds: readonly string[]) =>
-  sql.query<{ threadId: string; count: number }>(
-    `SELECT thread_id, count(*)::int AS count FROM message WHERE thread_id = ANY($1::uuid[]) AND message_type = 'chat' GROUP BY thread_id`,
-    [threadIds],
+/** Each thread's count of ordinary history messages (audit rows are never counted); a deleted thread is left out. */
+export const chatMessageCounts = async (sql: Sql, threadIds: readonly string[]) =>
+  new Map(
+    (await sql.query<{ threadId: string; count: number }>(
+      `SELECT t.id AS thread_id, count(m.id)::int AS count FROM thread t
+        LEFT JOIN message m ON m.thread_id = t.id AND m.thread_id = ANY($1::uuid[]) AND m.message_type = 'chat'
+        WHERE t.id = ANY($1::uuid[]) AND ${LIVE_THREAD} GROUP BY t.id`,
+      [threadIds],
+    )).map((group) => [group.threadId, group.count]),
   );
 
 /** A tool call's payloads (its projection's copies of its audits' values), read only when asked for. */
@@ -235,7 +260,8 @@ export const toolCallColumns = (prefix: string) => TOOL_CALL_COLUMNS.map((field)
 /** Tool calls by id, and those each of `declarers` declared (in declaration order), in one statement; without payloads. */
 export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], declarers: readonly string[]) =>
   sql.query<ToolCallRow>(
-    `SELECT ${toolCallColumns('')} FROM tool_call WHERE id = ANY($1::uuid[]) OR declared_by_id = ANY($2::uuid[]) ORDER BY position`,
+    `SELECT ${toolCallColumns('tc.')} FROM tool_call tc ${ofLiveThread('tc.thread_id')}
+      WHERE tc.id = ANY($1::uuid[]) OR tc.declared_by_id = ANY($2::uuid[]) ORDER BY tc.position`,
     [ids, declarers],
   );
 
@@ -261,7 +287,7 @@ function toolCallPayloadsStatement(wanted: WantedPayloads<ToolCallPayload>, read
     executionColumns.push(...(read === 'value' ? source.columns : source.sizeColumns));
     return unlessInterrupted('e', source[read]('e'));
   }, params, read === 'bytes' ? '_bytes' : '');
-  return { text: `SELECT tc.id, ${columns} FROM tool_call tc ${latestExecution(executionColumns)} WHERE tc.id = ANY($1::uuid[])`, params };
+  return { text: `SELECT tc.id, ${columns} FROM tool_call tc ${ofLiveThread('tc.thread_id')} ${latestExecution(executionColumns)} WHERE tc.id = ANY($1::uuid[])`, params };
 }
 
 /** A tool call payload's size, read instead of it (as an audit's, PAYLOAD_BYTES). */
@@ -292,11 +318,20 @@ export function toolCallPayloadsByIds(sql: Sql, wanted: WantedPayloads<ToolCallP
 /**
  * Each run's tool calls in declaration order: by the declaring model call (its sequence, then id),
  * then position; without payloads. A finish's result lists them in the same order
- * (audit_apply_event, migration 20261219000000_answers_show_their_run).
+ * (audit_apply_event, migration 20261219000000_answers_show_their_run). A run whose thread is
+ * deleted is left out (a run without tool calls has an empty list).
  */
-export const toolCallsOfRuns = (sql: Sql, runIds: readonly string[]) =>
-  sql.query<ToolCallRow>(
-    `SELECT ${toolCallColumns('tc.')} FROM tool_call tc JOIN message m ON m.id = tc.declared_by_id
-      WHERE tc.run_id = ANY($1::uuid[]) ORDER BY m.sequence, m.id, tc.position`,
+export async function toolCallsOfRuns(sql: Sql, runIds: readonly string[]): Promise<Map<string, ToolCallRow[]>> {
+  const rows = await sql.query<ToolCallRow & { ofRun: string }>(
+    `SELECT r.id AS of_run, ${toolCallColumns('tc.')} FROM run r ${ofLiveThread('r.thread_id')}
+      LEFT JOIN (tool_call tc JOIN message m ON m.id = tc.declared_by_id) ON tc.run_id = r.id
+      WHERE r.id = ANY($1::uuid[]) ORDER BY m.sequence, m.id, tc.position`,
     [runIds],
   );
+  const calls = new Map<string, ToolCallRow[]>();
+  for (const { ofRun, ...call } of rows) {
+    const ofThisRun = calls.get(ofRun) ?? calls.set(ofRun, []).get(ofRun)!;
+    if (call.id !== null) ofThisRun.push(call);
+  }
+  return calls;
+}

@@ -12,13 +12,6 @@ import type { CommittedChange } from '../domain/events.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts, type TokenTotals } from '../domain/audit-summaries.js';
 import { perEvent } from '../realtime/per-event.js';
 
-/** A loader of one value per key from a map read for the whole batch; a key the map lacks is null. */
-function valuesBy<Value>(read: (keys: readonly string[]) => Promise<Map<string, Value>>) {
-  return new DataLoader<string, Value | null>(async (keys) => {
-    const found = await read(keys);
-    return keys.map((key) => found.get(key) ?? null);
-  });
-}
 
 /** A loader of one row per key, one statement per batch; a missing row is null. */
 function rowsBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) {
@@ -29,14 +22,6 @@ function rowsBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (
 }
 
 /** A loader of the rows grouped under each key, one statement per batch, in the statement's order. */
-function rowsGroupedBy<Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) {
-  return new DataLoader<string, Row[]>(async (keys) => {
-    const groups = new Map<string, Row[]>(keys.map((key) => [key, []]));
-    for (const row of await read(keys)) groups.get(keyOf(row))?.push(row);
-    return keys.map((key) => groups.get(key)!);
-  });
-}
-
 const idOf = (row: { id: string }) => row.id;
 
 /**
@@ -45,6 +30,21 @@ const idOf = (row: { id: string }) => row.id;
  * deleted thread's rows are NOT_FOUND (SEMANTICS.md "Deletion and retention").
  */
 export const goneWithItsThread = (id: string | null) => notFound('Row', `${id} (its thread was deleted)`);
+
+/**
+ * A loader of one value (a count, a total, a list) per run or thread, from a map read for the whole
+ * batch in one statement with each key's thread's deletion mark (LIVE_THREAD): a key the map lacks
+ * is its thread deleted (NOT_FOUND), never a zero, a null total or an empty list.
+ */
+function valuesOfLiveKeys<Value>(read: (keys: readonly string[]) => Promise<Map<string, Value>>) {
+  return new DataLoader<string, Value>(async (keys) => {
+    const found = await read(keys);
+    return keys.map((key) => (found.has(key) ? found.get(key)! : goneWithItsThread(key)));
+  });
+}
+
+const byKey = <Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) => async (keys: readonly string[]) =>
+  new Map((await read(keys)).map((row) => [keyOf(row), row]));
 
 /**
  * A loader of one payload (or one payload's size: `field`) of a row by id, one statement per
@@ -123,21 +123,18 @@ export function createLoaders({ db: read }: DomainDeps) {
     /** The payloads of tool calls, and their sizes (to charge before the payloads are loaded), by id and payload. */
     toolCallPayload: payloadsBy((wanted: WantedPayloads<ToolCallPayload>) => toolCallPayloadsByIds(read, wanted), (payload) => payload),
     toolCallPayloadBytes: payloadsBy((wanted: WantedPayloads<ToolCallPayload>) => toolCallPayloadSizesByIds(read, wanted), (payload) => TOOL_CALL_PAYLOAD_BYTES[payload]),
-    toolCallsOfRun: rowsGroupedBy((ids) => toolCallsOfRuns(read, ids), (toolCall) => toolCall.runId),
-    /** Audit counts per run and per thread (null: no audits), and token totals (null: no usage with counts). */
-    runAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfRuns(read, ids), (row) => row.key),
-    threadAuditCounts: rowsBy<AuditCounts>((ids) => auditCountsOfThreads(read, ids), (row) => row.key),
-    runTokens: valuesBy<TokenTotals>((ids) => tokensOfRuns(read, ids)),
-    threadTokens: valuesBy<TokenTotals>((ids) => tokensOfThreads(read, ids)),
-    threadRunCounts: rowsBy((ids) => runCountsOfThreads(read, ids), (row) => row.threadId),
+    toolCallsOfRun: valuesOfLiveKeys((ids) => toolCallsOfRuns(read, ids)),
+    /** Audit counts per run and per thread, and token totals (null: no usage with counts). */
+    runAuditCounts: valuesOfLiveKeys(byKey<AuditCounts>((ids) => auditCountsOfRuns(read, ids), (row) => row.key)),
+    threadAuditCounts: valuesOfLiveKeys(byKey<AuditCounts>((ids) => auditCountsOfThreads(read, ids), (row) => row.key)),
+    runTokens: valuesOfLiveKeys<TokenTotals | null>((ids) => tokensOfRuns(read, ids)),
+    threadTokens: valuesOfLiveKeys<TokenTotals | null>((ids) => tokensOfThreads(read, ids)),
+    threadRunCounts: valuesOfLiveKeys(byKey((ids) => runCountsOfThreads(read, ids), (row) => row.threadId)),
     /** Ordinary messages' contents and their sizes (to charge before the contents are loaded), by id. */
     messageContentBytes: rowsBy((ids) => messageContentSizesByIds(read, ids), idOf),
     messageContent: rowsBy((ids) => messageContentsByIds(read, ids), idOf),
     /** Ordinary history only: audit rows are never counted. */
-    chatMessageCount: new DataLoader<string, number>(async (threadIds) => {
-      const counts = new Map((await chatMessageCounts(read, threadIds)).map((group) => [group.threadId, group.count]));
-      return threadIds.map((id) => counts.get(id) ?? 0);
-    }),
+    chatMessageCount: valuesOfLiveKeys((threadIds) => chatMessageCounts(read, threadIds)),
   };
 }
 

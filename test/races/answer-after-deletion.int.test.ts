@@ -85,3 +85,51 @@ describe(`an owner's read raced against deleteThread (${backendName})`, () => {
     expect(outcomes).toEqual([...READ_OUTCOMES].sort());
   }, 300_000);
 });
+
+/** Each value of `answer` is the one read `before`, or null where an error (NOT_FOUND) was raised at or below it. */
+function expectAsBeforeOrNotFound(answer: any, before: any, path: (string | number)[], errorPaths: string[]) {
+  const at = path.join('.');
+  if (answer === null && errorPaths.some((errorPath) => errorPath === at || errorPath.startsWith(`${at}.`))) return;
+  if (answer === null || typeof answer !== 'object') return expect(answer, at).toEqual(before);
+  expect(Object.keys(answer), at).toEqual(Object.keys(before));
+  for (const key of Object.keys(answer)) expectAsBeforeOrNotFound(answer[key], before[key], [...path, key], errorPaths);
+}
+
+// A field whose thread was deleted since its root was read is NOT_FOUND (null, with the error at
+// it or at the nullable field above it); every other value is the one read before the race, never
+// the zeros, empty lists or null tokens the removal has left so far (the loaders of
+// src/graphql/loaders.ts read them after the root).
+const FIELDS = `query($runId: ID!, $threadId: ID!) {
+  calls: run(id: $runId) { toolCalls { toolCallId status } }
+  tokens: run(id: $runId) { auditSummary { audits inputTokens outputTokens } }
+  counts: thread(id: $threadId) { runCount failedRunCount messageCount lastActivityAt }
+  threadTokens: thread(id: $threadId) { auditSummary { inputTokens outputTokens } }
+}`;
+const USAGE = { input_tokens: 7, output_tokens: 3 };
+
+describe(`an owner's read of counts, tokens and lists raced against deleteThread (${backendName})`, () => {
+  it('answers each root whole, as before the deletion, or NOT_FOUND: never a partial count, total or list', async () => {
+    const outcomes = await untilEachOutcome(READ_OUTCOMES, async (index) => {
+      const ctx = await runningRun(t);
+      const declared = CALLS.map((id) => ({ id, name: 'search' }));
+      await ctx.session.modelStarted('m1');
+      const finished = await ctx.session.modelFinished('m1', declared, { usage: USAGE });
+      expect(finished.errors).toBeUndefined();
+      const appended = await t.gql(`mutation($id: ID!) { result: appendMessage(input: { threadId: $id, role: USER, content: "hi" }) { id } }`, { id: ctx.threadId }, ctx.owner);
+      expect(appended.errors).toBeUndefined();
+      const variables = { runId: ctx.runId, threadId: ctx.threadId };
+      const before = await t.gql(FIELDS, variables, ctx.owner);
+      expect(before.errors).toBeUndefined();
+      expect(before.data.calls.toolCalls).toHaveLength(CALLS.length);
+      expect(before.data.tokens.auditSummary).toEqual({ audits: 1, inputTokens: '7', outputTokens: '3' });
+      expect(before.data.counts).toMatchObject({ runCount: 1, messageCount: 1 });
+      const [read, deleted] = await sendRacing(index, () => t.gql(FIELDS, variables, ctx.owner), () => t.gql(DELETE_THREAD, { id: ctx.threadId }, ctx.owner));
+      expect(deleted.errors).toBeUndefined();
+      const codes = (read.errors ?? []).map((error: any) => error.extensions?.code);
+      expect(codes, JSON.stringify(read.errors)).toEqual(codes.map(() => 'NOT_FOUND'));
+      expectAsBeforeOrNotFound(read.data, before.data, [], (read.errors ?? []).map((error: any) => error.path.join('.')));
+      return read.errors ? 'NOT_FOUND, for the run or what is read below it' : 'read before the deletion';
+    }, 300);
+    expect(outcomes).toEqual([...READ_OUTCOMES].sort());
+  }, 300_000);
+});

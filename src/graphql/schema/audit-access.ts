@@ -1,7 +1,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { canReadAudits, isExecutedInRun } from '../../domain/access.js';
 import type { GraphQLContext } from '../context.js';
-import { goneWithItsThread, loadRequired } from '../loaders.js';
+import { loadRequired } from '../loaders.js';
 
 /**
  * Where a lifecycle result sits: the root field's response key, and for an entry of a batch's
@@ -64,8 +64,7 @@ export async function mayReadDeclaringAudit(
     if (!leased) return false;
     return toolCall.runId === leased || (await isExecutedInRun(context.deps.db, toolCall.id, leased));
   }
-  // A thread deleted since the tool call was read is NOT_FOUND, as every read of it is, not FORBIDDEN.
+  // A thread deleted since the tool call was read is NOT_FOUND (the loader reads live threads only), as every read of it is, not FORBIDDEN.
   const thread = await loadRequired(context.loaders.thread, toolCall.threadId);
-  if (thread.deletedAt !== null) throw goneWithItsThread(thread.id);
   return canReadAudits(principal, thread);
 }

@@ -1,6 +1,6 @@
 import type { AuditCounts, TokenTotals } from '../../domain/audit-summaries.js';
 import { builder } from '../builder.js';
-import { loadRequired, type Loaders } from '../loaders.js';
+import type { Loaders } from '../loaders.js';
 import { RunRef } from './run.js';
 import { ThreadRef } from './thread.js';
 
@@ -64,7 +64,7 @@ const summaryOf = async (
   counts: Loaders['runAuditCounts'],
   tokens: Loaders['runTokens'],
   id: string,
-): Promise<AuditSummary> => ({ counts: await loadRequired(counts, id), tokens: () => tokens.load(id) });
+): Promise<AuditSummary> => ({ counts: await counts.load(id), tokens: () => tokens.load(id) });
 
 builder.objectFields(RunRef, (t) => ({
   auditSummary: t.field({
@@ -83,18 +83,18 @@ builder.objectFields(ThreadRef, (t) => ({
   }),
   runCount: t.int({
     description: 'How many runs the thread has.',
-    resolve: async (thread, _args, { loaders }) => (await loaders.threadRunCounts.load(thread.id))?.runs ?? 0,
+    resolve: async (thread, _args, { loaders }) => (await loaders.threadRunCounts.load(thread.id)).runs,
   }),
   failedRunCount: t.int({
     description: 'How many of its runs ended FAILED.',
-    resolve: async (thread, _args, { loaders }) => (await loaders.threadRunCounts.load(thread.id))?.failedRuns ?? 0,
+    resolve: async (thread, _args, { loaders }) => (await loaders.threadRunCounts.load(thread.id)).failedRuns,
   }),
   lastActivityAt: t.field({
     type: 'DateTime',
     description: 'When the thread last changed: its latest run or audit change, else its creation.',
     resolve: async (thread, _args, { loaders }) => {
       const [runs, audits] = await Promise.all([loaders.threadRunCounts.load(thread.id), loaders.threadAuditCounts.load(thread.id)]);
-      const times = [runs?.lastChangedAt, audits?.lastChangedAt].filter((time): time is Date => time != null).map((time) => new Date(time).getTime());
+      const times = [runs.lastChangedAt, audits.lastChangedAt].filter((time): time is Date => time != null).map((time) => new Date(time).getTime());
       return times.length ? new Date(Math.max(...times)) : thread.createdAt;
     },
   }),
