@@ -4,7 +4,7 @@ import type { App } from '../../src/server/app.js';
 import { startTestApp, type GraphQLResponse, type TestApp } from '../support/app.js';
 import { backendName, onPostgres } from '../support/database.js';
 import { actors, claim, createRun, createThread, must, type WorkerSession } from '../support/lifecycle.js';
-import { counterOf, payloads, sseEvents, subscribeWs, THREAD_SNAPSHOT, type ThreadChange } from '../support/streams.js';
+import { counterOf, payloads, sseEvents, subscribeOn, THREAD_SNAPSHOT, wsClient, type ThreadChange } from '../support/streams.js';
 import { random, type Rng } from '../support/random.js';
 import { testRedisUrl } from './support.js';
 
@@ -107,9 +107,11 @@ function sseLeg(
   const events: { id?: string; change: ThreadChange }[] = [];
   let stopped = false;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  let live = false;
   const reading = (async () => {
     const response = await (typeof target === 'string' ? fetch(address, init) : target.yoga.fetch(address.toString(), init));
     reader = response.body!.getReader();
+    live = true;
     if (stopped) return;
     // A slow reader: the server's stream is pulled only as fast as this loop reads (in process).
     const slowly = readDelayMs > 0 ? () => sleep(readDelayMs) : undefined;
@@ -126,6 +128,10 @@ function sseLeg(
   });
   return {
     events,
+    /** The server has answered: the subscription is running. */
+    live: () => live,
+    /** Rejects if the request failed before it was stopped. */
+    reading,
     async stop() {
       stopped = true;
       // As a client that goes: the request is aborted (the server's stream ends with it), then the body cancelled.
@@ -145,7 +151,12 @@ interface Subscriber {
   legs: number;
 }
 
-/** Opens one leg after `after`, keeps it for `holdMs` (or until `until` holds), returns what it delivered. */
+/**
+ * Opens one leg after `after`, keeps it for `holdMs` (or until `until` holds) from when it is live,
+ * returns what it delivered. Held from its opening instead, a leg whose request the loaded server
+ * had not taken yet was dropped unserved and the next one opened: the dropped connections queued
+ * up unaccepted, each still a subscription to start once accepted, ahead of other subscribers'.
+ */
 async function leg(
   { t, url }: Instance,
   kind: Kind,
@@ -155,7 +166,8 @@ async function leg(
   holdMs: number,
   until?: (changes: ThreadChange[]) => boolean,
 ) {
-  const hold = async (delivered: () => ThreadChange[]) => {
+  const hold = async (live: () => boolean, ended: () => boolean, delivered: () => ThreadChange[]) => {
+    while (!live() && !ended()) await sleep(10);
     const deadline = Date.now() + holdMs;
     while (until ? !until(delivered()) : Date.now() < deadline) {
       if (until && Date.now() > deadline) throw new Error(`${kind}: the final cursor did not arrive within ${holdMs} ms`);
@@ -163,8 +175,11 @@ async function leg(
     }
   };
   if (kind === 'ws') {
-    const stream = subscribeWs(url, CHANGES, { threadId, after }, token);
-    await hold(() => payloads(stream.results, 'threadChanges'));
+    const client = wsClient(url, token);
+    let acknowledged = false;
+    client.on('connected', () => (acknowledged = true));
+    const stream = subscribeOn(client, CHANGES, { threadId, after }, () => client.dispose());
+    await hold(() => acknowledged, () => stream.ending !== null, () => payloads(stream.results, 'threadChanges'));
     if (stream.ending) throw new Error(`ws ended: ${JSON.stringify(stream.ending)}`);
     await stream.close();
     return payloads(stream.results, 'threadChanges') as ThreadChange[];
@@ -173,7 +188,9 @@ async function leg(
   const slow = kind === 'slow-sse';
   // The slow reader reads in process: over HTTP the socket's buffers would take what it does not read.
   const sse = sseLeg(slow ? t.app : url, token, byHeader ? { threadId } : { threadId, after }, byHeader ? after : undefined, slow ? 40 : 0);
-  await hold(() => sse.events.map((event) => event.change));
+  let failed = false;
+  sse.reading.catch(() => (failed = true));
+  await hold(sse.live, () => failed, () => sse.events.map((event) => event.change));
   await sse.stop();
   for (const event of sse.events) expect(event.id).toBe(event.change.cursor);
   return sse.events.map((event) => event.change);
