@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { subscribedChannels } from './redis-subscriptions.js';
 
 /**
  * Owners whose tool audits changed, told to every instance: one Redis channel
@@ -9,7 +10,7 @@ import { Redis } from 'ioredis';
  * dashboard spans every thread of its owner.
  */
 export function connectActivitySignal(url: string, prefix: string, onChanged: (ownerId: string) => void) {
-  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
+  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
   const publisher = new Redis(url, { ...options, connectionName: 'audit-activity-publisher' });
   const subscriber = new Redis(url, { ...options, connectionName: 'audit-activity-subscriber' });
   const channel = `${prefix}tool-activity`;
@@ -18,12 +19,17 @@ export function connectActivitySignal(url: string, prefix: string, onChanged: (o
   // Outages are logged by the wake-up bus, which shares this Redis.
   publisher.on('error', () => {});
   subscriber.on('error', () => {});
-  subscriber.on('ready', () => void subscriber.subscribe(channel).catch(() => {}));
+  const subscriptions = subscribedChannels(subscriber, () => {});
+  subscriptions.add(channel);
   subscriber.on('message', (from: string, text: string) => {
     const space = text.indexOf(' ');
     if (from === channel && space > 0 && text.slice(0, space) !== origin) onChanged(text.slice(space + 1));
   });
   return {
+    /** The channel subscribed on the subscriber's current connection: other instances' signals reach this one. */
+    subscribed: subscriptions.subscribed,
+    /** Called once the channel is subscribed again: a signal sent before is read from the database then. */
+    onSubscribed: subscriptions.onSubscribed,
     publish(ownerId: string) {
       publisher.publish(channel, `${origin} ${ownerId}`).catch(() => {});
     },

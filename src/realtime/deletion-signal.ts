@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { subscribedChannels } from './redis-subscriptions.js';
 import { errorFields, log } from '../log.js';
 
 /**
@@ -10,7 +11,7 @@ import { errorFields, log } from '../log.js';
  * Connecting never holds the start up: the connections retry until Redis is there.
  */
 export function connectDeletionSignal(url: string, prefix: string, onDeleted: (threadId: string) => void) {
-  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
+  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
   const publisher = new Redis(url, { ...options, connectionName: 'audit-deletion-publisher' });
   const subscriber = new Redis(url, { ...options, connectionName: 'audit-deletion-subscriber' });
   const channel = `${prefix}thread-deleted`;
@@ -18,12 +19,16 @@ export function connectDeletionSignal(url: string, prefix: string, onDeleted: (t
   // Outages are logged by the wake-up bus, which shares this Redis.
   publisher.on('error', () => {});
   subscriber.on('error', () => {});
-  // Subscribed on every (re)connection.
-  subscriber.on('ready', () => void subscriber.subscribe(channel).catch(() => {}));
+  const subscriptions = subscribedChannels(subscriber, () => {});
+  subscriptions.add(channel);
   subscriber.on('message', (from: string, threadId: string) => {
     if (from === channel) onDeleted(threadId);
   });
   return {
+    /** The channel subscribed on the subscriber's current connection: other instances' signals reach this one. */
+    subscribed: subscriptions.subscribed,
+    /** Called once the channel is subscribed again: a signal sent before is read from the database then. */
+    onSubscribed: subscriptions.onSubscribed,
     publish(threadId: string) {
       publisher.publish(channel, threadId).catch(logFailure);
     },

@@ -214,8 +214,13 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
     if (changes) feed.deliver(changes);
     else feed.reached(cursor);
   });
-  // Whatever was published while Redis was away is found in the database: no grace.
-  bus?.onRecovered(() => void poll(0));
+  // Whatever was published while Redis was away is found in the database: no grace. A deletion
+  // is found by the cursor read; a tool-activity signal has no trace there, so every dashboard
+  // reads a new view.
+  bus?.onRecovered(() => {
+    void poll(0);
+    activity.changed(activity.owners());
+  });
 
   let timer: NodeJS.Timeout | null = null;
   const schedule = (down = false) => {
@@ -322,6 +327,23 @@ export function liveUpdatesMode(config: Pick<Config, 'redisUrl' | 'databaseUrl' 
 }
 
 /**
+ * The bus, healthy only while the signals' channels are subscribed too, and recovered only once
+ * all of them are: a signal another instance sent before is read from the database then.
+ */
+function withSignals(bus: WakeBus, signals: { subscribed(): boolean; onSubscribed(listener: () => void): void }[]): WakeBus {
+  const healthy = () => bus.healthy() && signals.every((signal) => signal.subscribed());
+  return {
+    ...bus,
+    healthy,
+    onRecovered(listener) {
+      const whenAll = () => healthy() && listener();
+      bus.onRecovered(whenAll);
+      for (const signal of signals) signal.onSubscribed(whenAll);
+    },
+  };
+}
+
+/**
  * Change feeds for this instance; with REDIS_URL, Redis carries wake-ups (and small changes) to
  * every instance; on PostgreSQL without it, a poll of the watched threads' cursors does, slower.
  * The database stays the source of truth: a Redis outage, even one that begins at start, only
@@ -331,11 +353,14 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
   const { redisUrl, redisPrefix } = config;
   // The Redis modules (and ioredis) are loaded only when REDIS_URL is set.
   const bus = redisUrl ? await (await import('./redis-bus.js')).connectRedisBus(redisUrl, redisPrefix) : null;
-  const pubsub = createPubSub(store, bus, options.maxPendingEvents, config.databaseUrl ? config.changePollIntervalMs : null, options.activityClock);
-  const deletions = redisUrl ? (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, pubsub.endThread) : null;
+  // The signals' listeners are this pubsub's, made with the bus that waits for their channels too.
+  let created: ReturnType<typeof createPubSub> | null = null;
+  const deletions = redisUrl ? (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, (threadId) => created?.endThread(threadId)) : null;
   const activitySignal = redisUrl
-    ? (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => pubsub.activity.changed([ownerId]))
+    ? (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => created?.activity.changed([ownerId]))
     : null;
+  const redis = bus && withSignals(bus, [deletions!, activitySignal!]);
+  const pubsub = (created = createPubSub(store, redis, options.maxPendingEvents, config.databaseUrl ? config.changePollIntervalMs : null, options.activityClock));
   let closed = false;
   /** The owners' dashboards read a new view, here and (through Redis) on the other instances. */
   const activityChanged = (ownerIds: Iterable<string>) => {
@@ -371,7 +396,7 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
       activityChanged([ownerId]);
     },
     /** With REDIS_URL: whether Redis delivers wake-ups now, its channels subscribed (GET /metrics); /readyz does not ask, Redis being optional for correctness. */
-    redisHealthy: bus ? () => bus.healthy() : undefined,
+    redisHealthy: redis ? () => redis.healthy() : undefined,
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {

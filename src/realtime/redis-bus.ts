@@ -3,6 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { BIGINT_FIELDS } from '../db/sql.js';
 import type { CommittedChange } from '../domain/events.js';
 import { errorFields, log } from '../log.js';
+import { subscribedChannels } from './redis-subscriptions.js';
 
 /**
  * Fail fast instead of queueing: while Redis is unreachable a command is rejected at once (no
@@ -149,13 +150,10 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
   const outage = outageLog(`${publisher.options.host}:${publisher.options.port}`, () => lostListeners.forEach((listener) => listener()));
   publisher.on('error', outage.failed);
   subscriber.on('error', outage.failed);
-  /** The subscriber's connections, counted; and whether the latest has every channel subscribed (it is ready before). */
-  let subscriberConnections = 0;
-  let subscribed = false;
-  const healthy = () => publisher.status === 'ready' && subscriber.status === 'ready' && subscribed;
+  const subscriptions = subscribedChannels(subscriber, outage.failed);
+  const healthy = () => publisher.status === 'ready' && subscriptions.subscribed();
 
   const channelOf = (threadId: string) => `${prefix}thread:${threadId}`;
-  const channels = new Set<string>();
   const messageListeners: Parameters<WakeBus['onMessage']>[0][] = [];
   const recoveredListeners: (() => void)[] = [];
   /** Threads whose latest wake-up was not published, with that cursor. */
@@ -174,8 +172,6 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     );
   };
 
-  const subscribe = (channel: string) => void subscriber.subscribe(channel).catch(outage.failed);
-
   subscriber.on('message', (channel: string, text: string) => {
     if (!channel.startsWith(`${prefix}thread:`)) return;
     const threadId = channel.slice(prefix.length + 'thread:'.length);
@@ -189,17 +185,7 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     outage.recovered();
     for (const listener of recoveredListeners) listener();
   };
-  subscriber.on('ready', () => {
-    const connection = ++subscriberConnections;
-    subscribed = false;
-    const resubscribed = () => {
-      if (connection !== subscriberConnections) return;
-      subscribed = true;
-      recovered();
-    };
-    if (channels.size > 0) void subscriber.subscribe(...channels).then(resubscribed, outage.failed);
-    else resubscribed();
-  });
+  subscriptions.onSubscribed(recovered);
   publisher.on('ready', () => {
     for (const [threadId, cursor] of [...unsent]) {
       unsent.delete(threadId);
@@ -216,14 +202,10 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
       for (const { text, cursor } of encodeMessages(origin, threadId, changes)) send(threadId, text, cursor);
     },
     listen(threadId) {
-      const channel = channelOf(threadId);
-      channels.add(channel);
-      if (subscriber.status === 'ready') subscribe(channel);
+      subscriptions.add(channelOf(threadId));
     },
     unlisten(threadId) {
-      const channel = channelOf(threadId);
-      channels.delete(channel);
-      if (subscriber.status === 'ready') void subscriber.unsubscribe(channel).catch(outage.failed);
+      subscriptions.remove(channelOf(threadId));
     },
     onMessage: (listener) => void messageListeners.push(listener),
     onRecovered: (listener) => void recoveredListeners.push(listener),

@@ -69,7 +69,7 @@ export function serverMetrics(state: ServerState) {
   }
   const redis = state.redisHealthy;
   if (redis) {
-    scrapedGauge(own, 'agent_audit_redis_up', 'Whether Redis (REDIS_URL) delivers wake-ups now: 1 when both connections are up and the thread channels subscribed on them, else 0 (changes then reach other instances by the database poll)', [], (gauge) => {
+    scrapedGauge(own, 'agent_audit_redis_up', 'Whether Redis (REDIS_URL) delivers wake-ups and signals now: 1 when the connections are up and the thread, deletion and tool-activity channels subscribed on them, else 0 (changes then reach other instances by the database poll)', [], (gauge) => {
       gauge.set(redis() ? 1 : 0);
     });
   }

@@ -71,6 +71,10 @@ const quietBus = (overrides: Partial<WakeBus>): WakeBus => ({
 async function onFakeRedis(bus: WakeBus) {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
+  // The deletion and tool-activity signals' channels stay subscribed: the bus alone is lost and back.
+  const quietSignal = () => ({ subscribed: () => true, onSubscribed() {}, publish() {}, close: async () => {} });
+  vi.doMock('../../src/realtime/deletion-signal.js', () => ({ connectDeletionSignal: quietSignal }));
+  vi.doMock('../../src/realtime/activity-signal.js', () => ({ connectActivitySignal: quietSignal }));
   vi.resetModules();
   const { createPubSubFor: withBus } = await import('../../src/realtime/pubsub.js');
   const store = memoryStore();
@@ -282,7 +286,7 @@ describe('change feed', () => {
   describe('the safety-net poll', () => {
     afterEach(() => {
       vi.useRealTimers();
-      vi.doUnmock('../../src/realtime/redis-bus.js');
+      for (const module of ['redis-bus', 'deletion-signal', 'activity-signal']) vi.doUnmock(`../../src/realtime/${module}.js`);
       vi.resetModules();
     });
 

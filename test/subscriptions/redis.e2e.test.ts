@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { postgresAdminUrl, servicesRequired } from '../support/database.js';
-import { claim, createRun, must, runningRun } from '../support/lifecycle.js';
+import { claim, createRun, createThread, must, runningRun } from '../support/lifecycle.js';
+import { IDLE_VIEW_INTERVAL_MS, type Clock } from '../../src/realtime/activity-feeds.js';
 import { delivered, eventually, payloads, subscribeLive, subscribeSse, subscribeWs, waitFor, THREAD_SNAPSHOT, counterOf } from '../support/streams.js';
 import { tcpProxy, testRedisUrl } from './support.js';
 import { RunEvents, sendBatch } from '../batches/support.js';
@@ -259,6 +260,93 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       expect(await subscribers()).toBe(1);
     }, 120_000);
 
+    it("a deletion and a tool change served by D while C's signal channels are not yet subscribed again reach C's subscribers once they are; redis_up reads 0 until then", async () => {
+      const redis = await privateRedis();
+      onTestFinished(() => redis.stop());
+      const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(redis.url).port) });
+      onTestFinished(() => proxy.close());
+      const prefix = `signals-${Date.now()}:`;
+      // No idle views on C: a dashboard there reads a new view only when told of a change.
+      const c = await startTestApp({ REDIS_URL: proxy.url('redis'), REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl, activityClock: withoutIdleViews });
+      onTestFinished(async () => {
+        proxy.release();
+        await c.close();
+      });
+      const d = await startTestApp({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(() => d.close());
+      const [urlC, urlD] = [await c.app.start(0), await d.app.start(0)];
+      const { session, owner } = await runningRun(d);
+      await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
+      must(await session.toolStarted('call-1', 'kept'));
+      const doomed = await createThread(d, owner, 'doomed');
+      const changes = subscribeWs(urlC, CHANGES, { threadId: doomed }, owner);
+      const dashboard = subscribeWs(urlC, LIVE_RUNNING, {}, owner);
+      for (const stream of [changes, dashboard]) onTestFinished(() => stream.close());
+      await waitFor(() => c.app.pubsub.subscriberCount('changes', doomed) === 1, 'the subscription to start');
+      await dashboard.until((all) => all.some((result) => result.data?.toolActivity.runningCount === 1), 'the first view');
+      expect(await redisUp(urlC)).toBe(1);
+
+      await redis.kill();
+      await expect.poll(() => redisUp(urlC)).toBe(0);
+      await proxy.cut();
+      await redis.start();
+      await expect.poll(() => redisUp(urlD), { timeout: 30_000 }).toBe(1);
+      // C's connections come back; its signal channels' SUBSCRIBEs are slow to reach Redis, its thread channels' are not.
+      proxy.hold(/\r\nsubscribe\r\n\$\d+\r\n[^\r]*(thread-deleted|tool-activity)\r\n/i);
+      await proxy.restore();
+      const admin = new Redis(redis.url);
+      onTestFinished(() => void admin.quit());
+      await expect.poll(async () => proxy.holdingConnections() === 2 && (await admin.pubsub('NUMSUB', `${prefix}thread:${doomed}`))[1] === 1, { timeout: 30_000 }).toBe(true);
+      expect(await redisUp(urlC)).toBe(0);
+
+      // Signals C does not hear: D's reach Redis, where C's signal channels have no subscriber yet.
+      const signals: string[] = [];
+      const listener = new Redis(redis.url);
+      onTestFinished(() => void listener.quit());
+      listener.on('message', (channel: string) => void signals.push(channel.slice(prefix.length)));
+      await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`);
+      must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
+      await waitFor(() => signals.includes('tool-activity'), "D's tool-activity signal on Redis");
+      must(await d.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, owner));
+      await waitFor(() => signals.includes('thread-deleted'), "D's deletion signal on Redis");
+      proxy.release();
+      await expect.poll(() => redisUp(urlC), { timeout: 30_000 }).toBe(1);
+      expect((await changes.ended(30_000)) && changes.results.at(-1)!.errors?.[0]?.extensions).toEqual({ code: 'SUBSCRIPTION_INTERRUPTED', reason: 'THREAD_DELETED' });
+      // The finished call is in a view read once the channel is subscribed again (no idle view comes, and C's poll rests while Redis is healthy).
+      await dashboard.until((all) => all.at(-1)?.data?.toolActivity.runningCount === 0, 'a view without the finished call', 30_000);
+    }, 120_000);
+
+    it('a SUBSCRIBE that Redis refuses on a connection that stays up is tried again: redis_up reads 0 until every channel is subscribed', async () => {
+      const redis = await privateRedis();
+      onTestFinished(() => redis.stop());
+      const admin = new Redis(redis.url);
+      onTestFinished(() => void admin.quit());
+      // A user that may do anything but SUBSCRIBE, until the operator grants it.
+      await admin.call('ACL', 'SETUSER', 'audit', 'on', '>secret', '~*', '&*', '+@all', '-subscribe');
+      const prefix = `refused-${Date.now()}:`;
+      const url = new URL(redis.url);
+      [url.username, url.password] = ['audit', 'secret'];
+      const c = await startTestApp({ REDIS_URL: url.toString(), REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(() => c.close());
+      const urlC = await c.app.start(0);
+      const { owner, threadId } = await runningRun(c);
+      const stream = subscribeWs(urlC, CHANGES, { threadId }, owner);
+      onTestFinished(() => stream.close());
+      await waitFor(() => c.app.pubsub.subscriberCount('changes', threadId) === 1, 'the subscription to start');
+      const channels = [`${prefix}thread:${threadId}`, `${prefix}thread-deleted`, `${prefix}tool-activity`];
+      const subscribers = async () => ((await admin.pubsub('NUMSUB', ...channels)) as unknown[]).filter((_, i) => i % 2 === 1);
+      const connections = async () => ((await admin.call('CLIENT', 'LIST')) as string).split('\n').filter((line) => / name=audit-/.test(line)).map((line) => /^id=(\d+)/.exec(line)![1]).sort();
+      const before = await connections();
+      expect(before).toHaveLength(6);
+      expect(await subscribers()).toEqual([0, 0, 0]);
+      expect(await redisUp(urlC)).toBe(0);
+
+      await admin.call('ACL', 'SETUSER', 'audit', '+subscribe');
+      await expect.poll(() => redisUp(urlC), { timeout: 30_000 }).toBe(1);
+      expect(await subscribers()).toEqual([1, 1, 1]);
+      expect(await connections()).toEqual(before);
+    }, 120_000);
+
     it('runChanged read back from the database while Redis is down sends status changes only, not lease renewals', async () => {
       const { redis, c, d, urlC } = await twoInstancesOnPrivateRedis('renewals', a.config.databaseUrl);
       const { session, owner, threadId } = await runningRun(d);
@@ -324,6 +412,18 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
 });
 
 const CHANGES = `subscription($threadId: ID!) { threadChanges(threadId: $threadId) { cursor audit { id status } run { id status } } }`;
+const LIVE_RUNNING = `subscription { toolActivity { runningCount } }`;
+const redisUp = async (url: string) => Number(/^agent_audit_redis_up (\d+)/m.exec(await (await fetch(url.replace(/\/graphql$/, '/metrics'))).text())?.[1]);
+
+/** A dashboard clock whose idle views never come: only a change told to the instance brings a view. */
+const withoutIdleViews: Clock = {
+  now: () => Date.now(),
+  at(atMs, fn) {
+    if (atMs - Date.now() >= IDLE_VIEW_INTERVAL_MS / 2) return () => {};
+    const timer = setTimeout(fn, Math.max(0, atMs - Date.now()));
+    return () => clearTimeout(timer);
+  },
+};
 const THREAD_CURSOR = `query($id: ID!) { thread(id: $id) { changeCursor } }`;
 const CHANGES_AFTER = `subscription($threadId: ID!, $after: String) {
   threadChanges(threadId: $threadId, after: $after) { cursor audit { id status } run { id status } }

@@ -1,0 +1,63 @@
+import type { Redis } from 'ioredis';
+import { errorFields, log } from '../log.js';
+
+/** How long a SUBSCRIBE that Redis refused on a connection that stays up waits before it is tried again. */
+export const RESUBSCRIBE_MS = 1000;
+
+/**
+ * The channels a subscriber connection listens to, subscribed on each of its connections (the
+ * connection is made with `autoResubscribe: false`). `subscribed()` is true only once every channel
+ * is subscribed on the current connection: until then another instance's message is lost, and
+ * what it said is read from the database when `onSubscribed` listeners run. A SUBSCRIBE refused
+ * on a connection that stays up (an ACL, a Redis busy loading) is tried again every
+ * RESUBSCRIBE_MS, not left until the next reconnection.
+ */
+export function subscribedChannels(subscriber: Redis, failed: (error: unknown) => void) {
+  const channels = new Set<string>();
+  const subscribedListeners: (() => void)[] = [];
+  let subscribed = false;
+  // Bumped by each connection and each refusal: only the latest attempt's SUBSCRIBE says the channels are subscribed.
+  let attempt = 0;
+  let refusalLogged = false;
+
+  const refused = (error: unknown) => {
+    subscribed = false;
+    const refusedAttempt = ++attempt;
+    failed(error);
+    if (subscriber.status !== 'ready') return; // the next connection subscribes them all
+    if (!refusalLogged) log.warn({ component: 'realtime', error: errorFields(error) }, 'Redis refused a SUBSCRIBE; trying again');
+    refusalLogged = true;
+    setTimeout(() => {
+      if (refusedAttempt === attempt && subscriber.status === 'ready') subscribeAll();
+    }, RESUBSCRIBE_MS).unref();
+  };
+  const subscribeAll = () => {
+    const current = ++attempt;
+    subscribed = false;
+    const done = channels.size > 0 ? subscriber.subscribe(...channels) : Promise.resolve();
+    done.then(
+      () => {
+        if (current !== attempt) return;
+        subscribed = true;
+        refusalLogged = false;
+        for (const listener of subscribedListeners) listener();
+      },
+      (error: unknown) => current === attempt && refused(error),
+    );
+  };
+  subscriber.on('ready', subscribeAll);
+
+  return {
+    subscribed: () => subscriber.status === 'ready' && subscribed,
+    /** Called each time every channel is subscribed again (after a connection, or a refusal). */
+    onSubscribed: (listener: () => void) => void subscribedListeners.push(listener),
+    add(channel: string) {
+      channels.add(channel);
+      if (subscriber.status === 'ready') subscriber.subscribe(channel).catch(refused);
+    },
+    remove(channel: string) {
+      channels.delete(channel);
+      if (subscriber.status === 'ready') void subscriber.unsubscribe(channel).catch(failed);
+    },
+  };
+}
