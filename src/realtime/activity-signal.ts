@@ -9,7 +9,7 @@ import { subscribedChannels } from './redis-subscriptions.js';
  * made up by the feeds' idle reads. Kept apart from the per-thread wake-ups (redis-bus.ts): a
  * dashboard spans every thread of its owner.
  */
-export function connectActivitySignal(url: string, prefix: string, onChanged: (ownerId: string) => void) {
+export async function connectActivitySignal(url: string, prefix: string, onChanged: (ownerId: string) => void) {
   const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
   const publisher = new Redis(url, { ...options, connectionName: 'audit-activity-publisher' });
   const subscriber = new Redis(url, { ...options, connectionName: 'audit-activity-subscriber' });
@@ -19,8 +19,14 @@ export function connectActivitySignal(url: string, prefix: string, onChanged: (o
   // Outages are logged by the wake-up bus, which shares this Redis.
   publisher.on('error', () => {});
   subscriber.on('error', () => {});
-  const subscriptions = subscribedChannels(subscriber, () => {});
+  // As the bus does: resolves after the first attempt (subscribed, refused or unreachable), so a start is no recovery of subscribers already there.
+  let attempted!: () => void;
+  const firstAttempt = new Promise<void>((resolve) => (attempted = resolve));
+  const subscriptions = subscribedChannels(subscriber, () => attempted());
+  subscriptions.onSubscribed(() => attempted());
+  subscriber.once('error', () => attempted());
   subscriptions.add(channel);
+  await firstAttempt;
   subscriber.on('message', (from: string, text: string) => {
     const space = text.indexOf(' ');
     if (from === channel && space > 0 && text.slice(0, space) !== origin) onChanged(text.slice(space + 1));

@@ -10,7 +10,7 @@ import { errorFields, log } from '../log.js';
  * subscribed threads' cursors (pubsub.ts), which ends the feed of a thread it no longer finds.
  * Connecting never holds the start up: the connections retry until Redis is there.
  */
-export function connectDeletionSignal(url: string, prefix: string, onDeleted: (threadId: string) => void) {
+export async function connectDeletionSignal(url: string, prefix: string, onDeleted: (threadId: string) => void) {
   const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
   const publisher = new Redis(url, { ...options, connectionName: 'audit-deletion-publisher' });
   const subscriber = new Redis(url, { ...options, connectionName: 'audit-deletion-subscriber' });
@@ -19,8 +19,14 @@ export function connectDeletionSignal(url: string, prefix: string, onDeleted: (t
   // Outages are logged by the wake-up bus, which shares this Redis.
   publisher.on('error', () => {});
   subscriber.on('error', () => {});
-  const subscriptions = subscribedChannels(subscriber, () => {});
+  // As the bus does: resolves after the first attempt (subscribed, refused or unreachable), so a start is no recovery of subscribers already there.
+  let attempted!: () => void;
+  const firstAttempt = new Promise<void>((resolve) => (attempted = resolve));
+  const subscriptions = subscribedChannels(subscriber, () => attempted());
+  subscriptions.onSubscribed(() => attempted());
+  subscriber.once('error', () => attempted());
   subscriptions.add(channel);
+  await firstAttempt;
   subscriber.on('message', (from: string, threadId: string) => {
     if (from === channel) onDeleted(threadId);
   });

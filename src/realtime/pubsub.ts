@@ -355,9 +355,9 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
   const bus = redisUrl ? await (await import('./redis-bus.js')).connectRedisBus(redisUrl, redisPrefix) : null;
   // The signals' listeners are this pubsub's, made with the bus that waits for their channels too.
   let created: ReturnType<typeof createPubSub> | null = null;
-  const deletions = redisUrl ? (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, (threadId) => created?.endThread(threadId)) : null;
+  const deletions = redisUrl ? await (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, (threadId) => created?.endThread(threadId)) : null;
   const activitySignal = redisUrl
-    ? (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => created?.activity.changed([ownerId]))
+    ? await (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => created?.activity.changed([ownerId]))
     : null;
   const redis = bus && withSignals(bus, [deletions!, activitySignal!]);
   const pubsub = (created = createPubSub(store, redis, options.maxPendingEvents, config.databaseUrl ? config.changePollIntervalMs : null, options.activityClock));
