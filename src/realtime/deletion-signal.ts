@@ -19,14 +19,10 @@ export async function connectDeletionSignal(url: string, prefix: string, onDelet
   // Outages are logged by the wake-up bus, which shares this Redis.
   publisher.on('error', () => {});
   subscriber.on('error', () => {});
-  // As the bus does: resolves after the first attempt (subscribed, refused or unreachable), so a start is no recovery of subscribers already there.
-  let attempted!: () => void;
-  const firstAttempt = new Promise<void>((resolve) => (attempted = resolve));
-  const subscriptions = subscribedChannels(subscriber, () => attempted());
-  subscriptions.onSubscribed(() => attempted());
-  subscriber.once('error', () => attempted());
+  const subscriptions = subscribedChannels(subscriber, () => {});
   subscriptions.add(channel);
-  await firstAttempt;
+  // As the bus does: resolves after the first attempt, so a start is no recovery of subscribers already there.
+  await subscriptions.firstAttempt;
   subscriber.on('message', (from: string, threadId: string) => {
     if (from === channel) onDeleted(threadId);
   });

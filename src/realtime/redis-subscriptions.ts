@@ -19,10 +19,15 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
   // Bumped by each connection and each refusal: only the latest attempt's SUBSCRIBE says the channels are subscribed.
   let attempt = 0;
   let refusalLogged = false;
+  let attempted!: () => void;
+  const firstAttempt = new Promise<void>((resolve) => (attempted = resolve));
+  subscriber.once('error', () => attempted());
+  subscribedListeners.push(() => attempted());
 
   const refused = (error: unknown) => {
     subscribed = false;
     const refusedAttempt = ++attempt;
+    attempted();
     failed(error);
     if (subscriber.status !== 'ready') return; // the next connection subscribes them all
     if (!refusalLogged) log.warn({ component: 'realtime', error: errorFields(error) }, 'Redis refused a SUBSCRIBE; trying again');
@@ -49,6 +54,8 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
 
   return {
     subscribed: () => subscriber.status === 'ready' && subscribed,
+    /** Resolves after the first attempt: subscribed, refused or unreachable. */
+    firstAttempt,
     /** Called each time every channel is subscribed again (after a connection, or a refusal). */
     onSubscribed: (listener: () => void) => void subscribedListeners.push(listener),
     add(channel: string) {
