@@ -57,7 +57,18 @@ export type HttpPost = (headers: Record<string, string>, body: string, timeoutMs
 export const fetchPost =
   (url: string, fetchImpl: FetchLike): HttpPost =>
   (headers, body, timeoutMs, signal) =>
-    fetchImpl(url, { method: 'POST', headers, body, signal: signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]) : AbortSignal.timeout(timeoutMs) });
+    fetchImpl(url, { method: 'POST', headers, body, signal: signal ? AbortSignal.any([timeoutSignal(timeoutMs), signal]) : timeoutSignal(timeoutMs) });
+
+/**
+ * AbortSignal.timeout's signal, held by its own timer: inside AbortSignal.any, Node may collect an
+ * AbortSignal.timeout signal before it fires (nodejs/node#57736), and the request then hangs for
+ * ever (a LeaseKeeper's hung renewal was never given up, and the lease ran out).
+ */
+function timeoutSignal(ms: number): AbortSignal {
+  const timeout = new AbortController();
+  setTimeout(() => timeout.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), ms).unref?.();
+  return timeout.signal;
+}
 
 // Statuses a proxy or load balancer answers with when the server did not (or may not have).
 const GATEWAY_STATUSES = new Set([502, 503, 504]);
@@ -112,7 +123,7 @@ export class GraphQLHttpTransport {
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       try {
-        // Whole milliseconds: AbortSignal.timeout refuses a fraction (a LeaseKeeper's third of a 4 s lease).
+        // Whole milliseconds for the timer (a LeaseKeeper's third of a 4 s lease is a fraction).
         return { ...(await this.sendOnce<Result>(operation, body, token, Math.ceil(policy.timeoutMs), signal)), attempts: attempt };
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
