@@ -241,12 +241,12 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       await proxy.cut();
       await redis.start();
       const listener = new Redis(redis.url);
-      onTestFinished(() => void listener.quit());
+      onTestFinished(() => listener.quit().then(() => {}, () => {})); // awaited: before its Redis stops
       const wakeUps: string[] = [];
       listener.on('pmessage', (_pattern: string, channel: string) => void wakeUps.push(channel));
       await listener.psubscribe(`*thread:${threadId}`);
       const admin = new Redis(redis.url);
-      onTestFinished(() => void admin.quit());
+      onTestFinished(() => admin.quit().then(() => {}, () => {})); // awaited: before its Redis stops
       const subscribers = async () => ((await admin.pubsub('NUMSUB', wakeUps[0]!)) as [string, number])[1];
       // C's connections come back, and its subscriber's SUBSCRIBE of the thread channels is slow to reach Redis.
       proxy.hold(/\r\nsubscribe\r\n\$\d+\r\n[^\r]*thread:/i);
@@ -295,14 +295,14 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       proxy.hold(/\r\nsubscribe\r\n\$\d+\r\n[^\r]*(thread-deleted|tool-activity)\r\n/i);
       await proxy.restore();
       const admin = new Redis(redis.url);
-      onTestFinished(() => void admin.quit());
+      onTestFinished(() => admin.quit().then(() => {}, () => {})); // awaited: before its Redis stops
       await expect.poll(async () => proxy.holdingConnections() === 2 && (await admin.pubsub('NUMSUB', `${prefix}thread:${doomed}`))[1] === 1, { timeout: 30_000 }).toBe(true);
       expect(await redisUp(urlC)).toBe(0);
 
       // Signals C does not hear: D's reach Redis, where C's signal channels have no subscriber yet.
       const signals: string[] = [];
       const listener = new Redis(redis.url);
-      onTestFinished(() => void listener.quit());
+      onTestFinished(() => listener.quit().then(() => {}, () => {})); // awaited: before its Redis stops
       listener.on('message', (channel: string) => void signals.push(channel.slice(prefix.length)));
       await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`);
       must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
@@ -320,7 +320,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       const redis = await privateRedis();
       onTestFinished(() => redis.stop());
       const admin = new Redis(redis.url);
-      onTestFinished(() => void admin.quit());
+      onTestFinished(() => admin.quit().then(() => {}, () => {})); // awaited: before its Redis stops
       // A user that may do anything but SUBSCRIBE, until the operator grants it.
       await admin.call('ACL', 'SETUSER', 'audit', 'on', '>secret', '~*', '&*', '+@all', '-subscribe');
       const prefix = `refused-${Date.now()}:`;
@@ -397,7 +397,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       // Another thread's real change, forged onto this thread's channel.
       const forged = must(await other.session.modelStarted('m-other'));
       const publisher = new Redis(testRedisUrl!);
-      onTestFinished(() => void publisher.quit());
+      onTestFinished(() => publisher.quit().then(() => {}, () => {})); // awaited: before its Redis stops
       const row = { id: forged.id, threadId: other.threadId, changeCursor: '999', changedAt: new Date().toISOString(), role: 'ASSISTANT' };
       await publisher.publish(`audit:thread:${threadId}`, JSON.stringify({ origin: 'x', threadId: other.threadId, cursor: '999', changes: [{ kind: 'audit', row }] }));
       await publisher.publish(`audit:thread:${threadId}`, JSON.stringify({ origin: 'x', threadId, cursor: '1', changes: [{ kind: 'audit', row }] }));
