@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { subscribedChannels } from './redis-subscriptions.js';
+import { connectSignal } from './redis-subscriptions.js';
 
 /**
  * Owners whose tool audits changed, told to every instance: one Redis channel
@@ -10,33 +9,16 @@ import { subscribedChannels } from './redis-subscriptions.js';
  * dashboard spans every thread of its owner.
  */
 export async function connectActivitySignal(url: string, prefix: string, onChanged: (ownerId: string) => void) {
-  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
-  const publisher = new Redis(url, { ...options, connectionName: 'audit-activity-publisher' });
-  const subscriber = new Redis(url, { ...options, connectionName: 'audit-activity-subscriber' });
-  const channel = `${prefix}tool-activity`;
   // This instance's own signals come back to it: its feeds already heard of those changes.
   const origin = randomUUID();
-  // Outages are logged by the wake-up bus, which shares this Redis.
-  publisher.on('error', () => {});
-  subscriber.on('error', () => {});
-  const subscriptions = subscribedChannels(subscriber, () => {});
-  subscriptions.add(channel);
-  // As the bus does: resolves after the first attempt, so a start is no recovery of subscribers already there.
-  await subscriptions.firstAttempt;
-  subscriber.on('message', (from: string, text: string) => {
+  const signal = await connectSignal(url, 'activity', `${prefix}tool-activity`, (text) => {
     const space = text.indexOf(' ');
-    if (from === channel && space > 0 && text.slice(0, space) !== origin) onChanged(text.slice(space + 1));
+    if (space > 0 && text.slice(0, space) !== origin) onChanged(text.slice(space + 1));
   });
   return {
-    /** The channel subscribed on the subscriber's current connection: other instances' signals reach this one. */
-    subscribed: subscriptions.subscribed,
-    /** Called once the channel is subscribed again: a signal sent before is read from the database then. */
-    onSubscribed: subscriptions.onSubscribed,
+    ...signal,
     publish(ownerId: string) {
-      publisher.publish(channel, `${origin} ${ownerId}`).catch(() => {});
-    },
-    async close() {
-      await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
+      signal.publish(`${origin} ${ownerId}`).catch(() => {});
     },
   };
 }

@@ -1,5 +1,4 @@
-import { Redis } from 'ioredis';
-import { subscribedChannels } from './redis-subscriptions.js';
+import { connectSignal } from './redis-subscriptions.js';
 import { errorFields, log } from '../log.js';
 
 /**
@@ -11,31 +10,12 @@ import { errorFields, log } from '../log.js';
  * Connecting never holds the start up: the connections retry until Redis is there.
  */
 export async function connectDeletionSignal(url: string, prefix: string, onDeleted: (threadId: string) => void) {
-  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
-  const publisher = new Redis(url, { ...options, connectionName: 'audit-deletion-publisher' });
-  const subscriber = new Redis(url, { ...options, connectionName: 'audit-deletion-subscriber' });
-  const channel = `${prefix}thread-deleted`;
   const logFailure = (error: unknown) => log.error({ component: 'realtime', error: errorFields(error) }, 'could not publish a deletion on Redis; the poll makes up for it');
-  // Outages are logged by the wake-up bus, which shares this Redis.
-  publisher.on('error', () => {});
-  subscriber.on('error', () => {});
-  const subscriptions = subscribedChannels(subscriber, () => {});
-  subscriptions.add(channel);
-  // As the bus does: resolves after the first attempt, so a start is no recovery of subscribers already there.
-  await subscriptions.firstAttempt;
-  subscriber.on('message', (from: string, threadId: string) => {
-    if (from === channel) onDeleted(threadId);
-  });
+  const signal = await connectSignal(url, 'deletion', `${prefix}thread-deleted`, onDeleted);
   return {
-    /** The channel subscribed on the subscriber's current connection: other instances' signals reach this one. */
-    subscribed: subscriptions.subscribed,
-    /** Called once the channel is subscribed again: a signal sent before is read from the database then. */
-    onSubscribed: subscriptions.onSubscribed,
+    ...signal,
     publish(threadId: string) {
-      publisher.publish(channel, threadId).catch(logFailure);
-    },
-    async close() {
-      await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
+      signal.publish(threadId).catch(logFailure);
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { errorFields, log } from '../log.js';
 
 /** How long a SUBSCRIBE that Redis refused on a connection that stays up waits before it is tried again. */
@@ -65,6 +65,37 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
     remove(channel: string) {
       channels.delete(channel);
       if (subscriber.status === 'ready') void subscriber.unsubscribe(channel).catch(failed);
+    },
+  };
+}
+
+/**
+ * A signal told to every instance on one Redis channel: a publisher and a subscriber connection of
+ * their own (named `audit-<name>-…`), the channel subscribed as subscribedChannels says, each
+ * message on it handed to `onMessage`. Resolves after the first SUBSCRIBE attempt, as the bus
+ * does, so a start is no recovery of subscribers already there. Outages are logged by the wake-up
+ * bus, which shares this Redis.
+ */
+export async function connectSignal(url: string, name: string, channel: string, onMessage: (text: string) => void) {
+  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
+  const publisher = new Redis(url, { ...options, connectionName: `audit-${name}-publisher` });
+  const subscriber = new Redis(url, { ...options, connectionName: `audit-${name}-subscriber` });
+  publisher.on('error', () => {});
+  subscriber.on('error', () => {});
+  const subscriptions = subscribedChannels(subscriber, () => {});
+  subscriptions.add(channel);
+  await subscriptions.firstAttempt;
+  subscriber.on('message', (from: string, text: string) => {
+    if (from === channel) onMessage(text);
+  });
+  return {
+    /** The channel subscribed on the subscriber's current connection: other instances' signals reach this one. */
+    subscribed: subscriptions.subscribed,
+    /** Called once the channel is subscribed again: a signal sent before is read from the database then. */
+    onSubscribed: subscriptions.onSubscribed,
+    publish: (text: string) => publisher.publish(channel, text),
+    async close() {
+      await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
     },
   };
 }
