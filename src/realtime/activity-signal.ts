@@ -4,8 +4,9 @@ import { connectSignal } from './redis-subscriptions.js';
 /**
  * Owners whose tool audits changed, told to every instance: one Redis channel
  * (`<prefix>tool-activity`) whose messages are `<instance> <owner id>`; each instance's dashboard feeds of that
- * owner read a new view (activity-feeds.ts). Best effort: a signal lost while Redis is away is
- * made up by the feeds' idle reads. Kept apart from the per-thread wake-ups (redis-bus.ts): a
+ * owner read a new view (activity-feeds.ts). A signal this instance could not publish is published
+ * once its connection is back (connectSignal); every dashboard of an instance whose own connection
+ * was away reads a new view once it is back (pubsub.ts). Kept apart from the per-thread wake-ups (redis-bus.ts): a
  * dashboard spans every thread of its owner.
  */
 export async function connectActivitySignal(url: string, prefix: string, onChanged: (ownerId: string) => void) {
@@ -18,7 +19,7 @@ export async function connectActivitySignal(url: string, prefix: string, onChang
   return {
     ...signal,
     publish(ownerId: string) {
-      signal.publish(`${origin} ${ownerId}`).catch(() => {});
+      signal.publish(`${origin} ${ownerId}`);
     },
   };
 }

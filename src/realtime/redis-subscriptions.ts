@@ -73,8 +73,9 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
  * A signal told to every instance on one Redis channel: a publisher and a subscriber connection of
  * their own (named `audit-<name>-…`), the channel subscribed as subscribedChannels says, each
  * message on it handed to `onMessage`. Resolves after the first SUBSCRIBE attempt, as the bus
- * does, so a start is no recovery of subscribers already there. Outages are logged by the wake-up
- * bus, which shares this Redis.
+ * does, so a start is no recovery of subscribers already there. A signal that fails to publish is
+ * published again once the publisher is back, as the bus's wake-ups are. Outages are logged by
+ * the wake-up bus, which shares this Redis.
  */
 export async function connectSignal(url: string, name: string, channel: string, onMessage: (text: string) => void) {
   const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResubscribe: false, retryStrategy: (attempt: number) => Math.min(attempt * 100, 1000) };
@@ -88,12 +89,22 @@ export async function connectSignal(url: string, name: string, channel: string, 
   subscriber.on('message', (from: string, text: string) => {
     if (from === channel) onMessage(text);
   });
+  // The signals this instance could not publish (its connection to Redis away), sent once the
+  // publisher is back: another instance whose Redis stayed healthy has nothing else to tell it.
+  const unsent = new Set<string>();
+  const publish = (text: string) => void publisher.publish(channel, text).catch(() => unsent.add(text));
+  publisher.on('ready', () => {
+    const texts = [...unsent];
+    unsent.clear();
+    texts.forEach(publish);
+  });
   return {
     /** The channel subscribed on the subscriber's current connection: other instances' signals reach this one. */
     subscribed: subscriptions.subscribed,
     /** Called once the channel is subscribed again: a signal sent before is read from the database then. */
     onSubscribed: subscriptions.onSubscribed,
-    publish: (text: string) => publisher.publish(channel, text),
+    /** Never throws nor rejects: a signal that cannot be published now is published once the publisher is back. */
+    publish,
     async close() {
       await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
     },

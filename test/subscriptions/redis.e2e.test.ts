@@ -385,6 +385,49 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       await proxy.restore();
     });
 
+    it("an instance whose deletion and tool-activity signals fail to publish sends them once Redis is back: the other instance's dashboards show the change", async () => {
+      const redis = await privateRedis();
+      onTestFinished(() => redis.stop());
+      const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(redis.url).port) });
+      onTestFinished(() => proxy.close());
+      const prefix = `unsent-signals-${Date.now()}:`;
+      const c = await startTestApp({ REDIS_URL: proxy.url('redis'), REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl });
+      onTestFinished(() => c.close());
+      // No idle views on D: a dashboard there reads a new view only when told of a change.
+      const d = await startTestApp({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl, activityClock: withoutIdleViews });
+      onTestFinished(() => d.close());
+      const [urlC, urlD] = [await c.app.start(0), await d.app.start(0)];
+      const { session, owner } = await runningRun(c);
+      await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
+      must(await session.toolStarted('call-1', 'kept'));
+      const doomed = await createThread(c, owner, 'doomed');
+      const changes = subscribeWs(urlD, CHANGES, { threadId: doomed }, owner);
+      const dashboard = subscribeWs(urlD, LIVE_RUNNING, {}, owner);
+      for (const stream of [changes, dashboard]) onTestFinished(() => stream.close());
+      await waitFor(() => d.app.pubsub.subscriberCount('changes', doomed) === 1, 'the subscription to start');
+      await dashboard.until((all) => all.some((result) => result.data?.toolActivity.runningCount === 1), 'the first view');
+      const signals: string[] = [];
+      const listener = new Redis(redis.url);
+      onTestFinished(() => listener.quit().then(() => {}, () => {})); // awaited: before its Redis stops
+      listener.on('message', (channel: string) => void signals.push(channel.slice(prefix.length)));
+      await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`);
+
+      // C's connections to Redis drop: its signals fail to publish; D's Redis stays healthy.
+      await proxy.cut();
+      await expect.poll(() => redisUp(urlC)).toBe(0);
+      must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
+      must(await c.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, owner));
+      // D's poll of its subscribed threads finds the deleted one gone (docs/deletion.md).
+      expect((await changes.ended(30_000)) && changes.results.at(-1)!.errors?.[0]?.extensions).toEqual({ code: 'SUBSCRIPTION_INTERRUPTED', reason: 'THREAD_DELETED' });
+      expect(signals).toEqual([]);
+
+      await proxy.restore();
+      await expect.poll(() => [...new Set(signals)].sort(), { timeout: 30_000 }).toEqual(['thread-deleted', 'tool-activity']);
+      // D's Redis was healthy throughout: its poll rests and no idle view comes; only C's signal brings the view.
+      await dashboard.until((all) => all.at(-1)?.data?.toolActivity.runningCount === 0, 'a view without the finished call', 30_000);
+      expect(await redisUp(urlD)).toBe(1);
+    }, 120_000);
+
     it('a message on a thread channel naming another thread is dropped and logged', async () => {
       const { session, owner, threadId } = await runningRun(a);
       const other = await runningRun(a);
