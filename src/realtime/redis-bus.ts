@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, ReplyError, type RedisOptions } from 'ioredis';
 import { BIGINT_FIELDS } from '../db/sql.js';
 import type { CommittedChange } from '../domain/events.js';
-import { errorFields, log } from '../log.js';
+import { errorFields, log, outsideErrorFields } from '../log.js';
 import { subscribedChannels } from './redis-subscriptions.js';
 
 /**
@@ -115,9 +115,17 @@ export function decodeMessage(threadId: string, text: string): { origin: string;
   }
 }
 
+/** The command Redis itself refused (its reply: an ACL without it, a Redis loading its data), or null when it could not be reached. */
+function refusedCommand(error: unknown): string | null {
+  if (!(error instanceof ReplyError)) return null;
+  const name = (error as { command?: { name?: string } }).command?.name;
+  return name ? name.toUpperCase() : 'a command';
+}
+
 /**
- * Logs an outage once when it begins (whichever connection meets it first, at start or later)
- * and once when it ends, not every retry.
+ * Logs an outage once when it begins (whichever connection meets it first, at start or later),
+ * saying whether Redis could not be reached or refused a command, and once when it ends, not
+ * every retry.
  */
 function outageLog(redis: string, lost: () => void) {
   let down = false;
@@ -125,7 +133,11 @@ function outageLog(redis: string, lost: () => void) {
     failed(error: unknown) {
       if (down) return;
       down = true;
-      log.warn({ component: 'realtime', redis, error: errorFields(error) }, 'Redis unreachable; subscribers read changes from the database until it is back');
+      const refused = refusedCommand(error);
+      const message = refused
+        ? `Redis refused ${refused}; subscribers read changes from the database until it accepts it`
+        : 'Redis unreachable; subscribers read changes from the database until it is back';
+      log.warn({ component: 'realtime', redis, error: outsideErrorFields(error) }, message);
       lost();
     },
     recovered() {

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { errorFields, log } from '../log.js';
+import { log, outsideErrorFields } from '../log.js';
 
 /** How long a SUBSCRIBE that Redis refused on a connection that stays up waits before it is tried again. */
 export const RESUBSCRIBE_MS = 1000;
@@ -30,7 +30,7 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
     attempted();
     failed(error);
     if (subscriber.status !== 'ready') return; // the next connection subscribes them all
-    if (!refusalLogged) log.warn({ component: 'realtime', error: errorFields(error) }, 'Redis refused a SUBSCRIBE; trying again');
+    if (!refusalLogged) log.warn({ component: 'realtime', error: outsideErrorFields(error) }, 'Redis refused a SUBSCRIBE; trying again');
     refusalLogged = true;
     setTimeout(() => {
       if (refusedAttempt === attempt && subscriber.status === 'ready') subscribeAll();

@@ -326,6 +326,8 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       const prefix = `refused-${Date.now()}:`;
       const url = new URL(redis.url);
       [url.username, url.password] = ['audit', 'secret'];
+      const warnings: { msg: string; redis?: string; error?: { message: string } }[] = [];
+      onTestFinished(onLogLine((line) => void (line.includes('"level":"warn"') && warnings.push(JSON.parse(line)))));
       const c = await startTestApp({ REDIS_URL: url.toString(), REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl });
       onTestFinished(() => c.close());
       const urlC = await c.app.start(0);
@@ -340,6 +342,11 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       expect(before).toHaveLength(6);
       expect(await subscribers()).toEqual([0, 0, 0]);
       expect(await redisUp(urlC)).toBe(0);
+      // The operator reads what happened: Redis answered, and refused; it is not unreachable.
+      const outage = warnings.filter((line) => line.redis === `127.0.0.1:${url.port}`);
+      expect(outage.map((line) => line.msg)).toEqual(['Redis refused SUBSCRIBE; subscribers read changes from the database until it accepts it']);
+      expect(outage[0]!.error).toEqual({ message: expect.stringMatching(/^NOPERM /) }); // Redis' answer, no stack of ours
+      expect(warnings.filter((line) => /unreachable/i.test(line.msg))).toEqual([]);
 
       await admin.call('ACL', 'SETUSER', 'audit', '+subscribe');
       await expect.poll(() => redisUp(urlC), { timeout: 30_000 }).toBe(1);
