@@ -261,29 +261,12 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
     }, 120_000);
 
     it("a deletion and a tool change served by D while C's signal channels are not yet subscribed again reach C's subscribers once they are; redis_up reads 0 until then", async () => {
-      const redis = await privateRedis();
-      onTestFinished(() => redis.stop());
-      const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(redis.url).port) });
-      onTestFinished(() => proxy.close());
       const prefix = `signals-${Date.now()}:`;
-      // No idle views on C: a dashboard there reads a new view only when told of a change.
-      const c = await startTestApp({ REDIS_URL: proxy.url('redis'), REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl, activityClock: withoutIdleViews });
-      onTestFinished(async () => {
-        proxy.release();
-        await c.close();
-      });
-      const d = await startTestApp({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl });
-      onTestFinished(() => d.close());
-      const [urlC, urlD] = [await c.app.start(0), await d.app.start(0)];
-      const { session, owner } = await runningRun(d);
-      await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
-      must(await session.toolStarted('call-1', 'kept'));
-      const doomed = await createThread(d, owner, 'doomed');
-      const changes = subscribeWs(urlC, CHANGES, { threadId: doomed }, owner);
-      const dashboard = subscribeWs(urlC, LIVE_RUNNING, {}, owner);
-      for (const stream of [changes, dashboard]) onTestFinished(() => stream.close());
-      await waitFor(() => c.app.pubsub.subscriberCount('changes', doomed) === 1, 'the subscription to start');
-      await dashboard.until((all) => all.some((result) => result.data?.toolActivity.runningCount === 1), 'the first view');
+      const { redis, proxy, urlWatcher: urlC, writer: d, urlWriter: urlD, session, owner, doomed, changes, dashboard } = await watchedAcross(
+        a.config.databaseUrl,
+        prefix,
+        'watcher',
+      );
       expect(await redisUp(urlC)).toBe(1);
 
       await redis.kill();
@@ -300,11 +283,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       expect(await redisUp(urlC)).toBe(0);
 
       // Signals C does not hear: D's reach Redis, where C's signal channels have no subscriber yet.
-      const signals: string[] = [];
-      const listener = new Redis(redis.url);
-      onTestFinished(() => listener.quit().then(() => {}, () => {})); // awaited: before its Redis stops
-      listener.on('message', (channel: string) => void signals.push(channel.slice(prefix.length)));
-      await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`);
+      const signals = await signalsOn(redis.url, prefix);
       must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
       await waitFor(() => signals.includes('tool-activity'), "D's tool-activity signal on Redis");
       must(await d.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: doomed }, owner));
@@ -393,31 +372,13 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
     });
 
     it("an instance whose deletion and tool-activity signals fail to publish sends them once Redis is back: the other instance's dashboards show the change", async () => {
-      const redis = await privateRedis();
-      onTestFinished(() => redis.stop());
-      const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(redis.url).port) });
-      onTestFinished(() => proxy.close());
       const prefix = `unsent-signals-${Date.now()}:`;
-      const c = await startTestApp({ REDIS_URL: proxy.url('redis'), REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl });
-      onTestFinished(() => c.close());
-      // No idle views on D: a dashboard there reads a new view only when told of a change.
-      const d = await startTestApp({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl, activityClock: withoutIdleViews });
-      onTestFinished(() => d.close());
-      const [urlC, urlD] = [await c.app.start(0), await d.app.start(0)];
-      const { session, owner } = await runningRun(c);
-      await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
-      must(await session.toolStarted('call-1', 'kept'));
-      const doomed = await createThread(c, owner, 'doomed');
-      const changes = subscribeWs(urlD, CHANGES, { threadId: doomed }, owner);
-      const dashboard = subscribeWs(urlD, LIVE_RUNNING, {}, owner);
-      for (const stream of [changes, dashboard]) onTestFinished(() => stream.close());
-      await waitFor(() => d.app.pubsub.subscriberCount('changes', doomed) === 1, 'the subscription to start');
-      await dashboard.until((all) => all.some((result) => result.data?.toolActivity.runningCount === 1), 'the first view');
-      const signals: string[] = [];
-      const listener = new Redis(redis.url);
-      onTestFinished(() => listener.quit().then(() => {}, () => {})); // awaited: before its Redis stops
-      listener.on('message', (channel: string) => void signals.push(channel.slice(prefix.length)));
-      await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`);
+      const { redis, proxy, writer: c, urlWriter: urlC, urlWatcher: urlD, session, owner, doomed, changes, dashboard } = await watchedAcross(
+        a.config.databaseUrl,
+        prefix,
+        'writer',
+      );
+      const signals = await signalsOn(redis.url, prefix);
 
       // C's connections to Redis drop: its signals fail to publish; D's Redis stays healthy.
       await proxy.cut();
@@ -488,6 +449,49 @@ function applied(snapshot: any, changes: any[]): Map<string, string> {
   return view;
 }
 const range = (from: bigint, to: bigint) => Array.from({ length: Number(to - from + 1n) }, (_, i) => from + BigInt(i));
+
+/**
+ * Two instances on `databaseUrl` sharing a Redis of their own, one of them (`proxied`) through a
+ * proxy the test may cut. The watcher, without idle views (a dashboard there reads a new view only
+ * when told of a change), has a dashboard of `owner`, whose call `call-1` runs through the writer,
+ * and a threadChanges subscription to the owner's thread `doomed`.
+ */
+async function watchedAcross(databaseUrl: string | undefined, prefix: string, proxied: 'watcher' | 'writer') {
+  const redis = await privateRedis();
+  onTestFinished(() => redis.stop());
+  const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(redis.url).port) });
+  onTestFinished(() => proxy.close());
+  const env = (role: typeof proxied) => ({ REDIS_URL: role === proxied ? proxy.url('redis') : redis.url, REDIS_PREFIX: prefix });
+  const watcher = await startTestApp(env('watcher'), { databaseUrl, activityClock: withoutIdleViews });
+  const writer = await startTestApp(env('writer'), { databaseUrl });
+  for (const app of [watcher, writer]) {
+    onTestFinished(async () => {
+      proxy.release();
+      await app.close();
+    });
+  }
+  const [urlWatcher, urlWriter] = [await watcher.app.start(0), await writer.app.start(0)];
+  const { session, owner } = await runningRun(writer);
+  await session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
+  must(await session.toolStarted('call-1', 'kept'));
+  const doomed = await createThread(writer, owner, 'doomed');
+  const changes = subscribeWs(urlWatcher, CHANGES, { threadId: doomed }, owner);
+  const dashboard = subscribeWs(urlWatcher, LIVE_RUNNING, {}, owner);
+  for (const stream of [changes, dashboard]) onTestFinished(() => stream.close());
+  await waitFor(() => watcher.app.pubsub.subscriberCount('changes', doomed) === 1, 'the subscription to start');
+  await dashboard.until((all) => all.some((result) => result.data?.toolActivity.runningCount === 1), 'the first view');
+  return { redis, proxy, watcher, urlWatcher, writer, urlWriter, session, owner, doomed, changes, dashboard };
+}
+
+/** The channels (without `prefix`) of the deletion and tool-activity signals that reach Redis from now on. */
+async function signalsOn(redisUrl: string, prefix: string) {
+  const signals: string[] = [];
+  const listener = new Redis(redisUrl);
+  onTestFinished(() => listener.quit().then(() => {}, () => {})); // awaited: before its Redis stops
+  listener.on('message', (channel: string) => void signals.push(channel.slice(prefix.length)));
+  await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`);
+  return signals;
+}
 
 /** A redis-server of the test's own on a free port, which the test may kill and start again. */
 /** Two instances on `databaseUrl` sharing a Redis of their own (to kill): c listening, d in process. */
