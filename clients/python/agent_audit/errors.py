@@ -116,7 +116,17 @@ class LeaseLostError(AuditApiError):
         self.cause = cause
 
 
-def no_answer_within(operation: str, timeout: float) -> AuditApiError:
+def no_answer_within(operation: str, timeout: float, last_failure: Optional[AuditApiError] = None) -> AuditApiError:
     """A call given up after ``timeout`` seconds (its ``timeout=``, a shutdown's bound): it may or
-    may not have been applied, as after any transport failure."""
-    return AuditApiError(f"{operation}: no answer within {timeout:g} s; given up", code=TRANSPORT_ERROR, operation=operation, retryable=True)
+    may not have been applied, as after any transport failure. ``last_failure``, how its last
+    failed attempt failed (a refused connection, a gateway's 503), is named in the message and is
+    the error's ``__cause__``: "no answer" alone would hide why."""
+    message = f"{operation}: no answer within {timeout:g} s; given up"
+    if last_failure is not None:
+        reason = str(last_failure.args[0]) if last_failure.args else ""
+        message += f"; the last attempt failed: {reason.removeprefix(f'{last_failure.operation}: ')}"
+    error = AuditApiError(message, code=TRANSPORT_ERROR, operation=operation, retryable=True)
+    if last_failure is not None:
+        error.attempts = last_failure.attempts
+    error.__cause__ = last_failure  # None hides the context: the attempt's own timeout says no more
+    return error

@@ -18,7 +18,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any, Deque, Dict, List, Mapping, Optional, cast
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, cast
 
 from . import _operations as ops
 from .errors import TRANSPORT_ERROR, AuditApiError, no_answer_within
@@ -31,7 +31,7 @@ MAX_BATCH_BYTES = 6 * 1024 * 1024
 
 
 class _Pending:
-    __slots__ = ("kind", "operation", "variables", "size", "done", "collected", "result", "error")
+    __slots__ = ("kind", "operation", "variables", "size", "done", "collected", "result", "error", "failure")
 
     def __init__(self, kind: str, operation: ops.Operation, variables: Mapping[str, Any]) -> None:
         self.kind = kind
@@ -42,6 +42,11 @@ class _Pending:
         self.collected = False  # its caller has its answer (or gave up waiting)
         self.result: Any = None
         self.error: Optional[BaseException] = None
+        #: Its request's last failed attempt, named to a caller that gives up waiting (its timeout).
+        self.failure: Optional[AuditApiError] = None
+
+    def failed(self, error: AuditApiError) -> None:
+        self.failure = error
 
 
 class EventWriter:
@@ -74,7 +79,7 @@ class EventWriter:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             if not self._lock.wait_for(lambda: len(self._queue) < self._max_queued, _left(deadline)):
-                raise no_answer_within(operation.name, cast(float, timeout))
+                raise no_answer_within(operation.name, cast(float, timeout))  # not sent: no failure of its own
             if self._closed:
                 raise RuntimeError(f"{operation.name}: the AuditClient is closed")
             if self._thread is not None or self._start_thread():
@@ -84,7 +89,7 @@ class EventWriter:
                     self._queue.append(event)
                     self._lock.notify_all()
                     if not self._lock.wait_for(lambda: event.done, _left(deadline)):
-                        raise no_answer_within(operation.name, cast(float, timeout))
+                        raise no_answer_within(operation.name, cast(float, timeout), event.failure)
                 finally:
                     # A caller that stopped waiting (its timeout, or a stop: SystemExit, Ctrl-C)
                     # before its event was sent: it is never sent, nor waited for by flush or close.
@@ -182,13 +187,13 @@ class EventWriter:
     def _send_alone(self, event: _Pending, deadline: Optional[float] = None, timeout: Optional[float] = None) -> None:
         try:
             if deadline is None:
-                event.result = self._transport.execute(event.operation, event.variables)
+                event.result = self._transport.execute(event.operation, event.variables, on_failure=event.failed)
                 return
             try:
-                event.result = self._transport.execute(event.operation, event.variables, timeout=_left(deadline))
+                event.result = self._transport.execute(event.operation, event.variables, timeout=_left(deadline), on_failure=event.failed)
             except AuditApiError as error:
                 if error.code == TRANSPORT_ERROR and _left(deadline) == 0:  # named by the caller's bound
-                    raise no_answer_within(event.operation.name, cast(float, timeout)) from None
+                    raise no_answer_within(event.operation.name, cast(float, timeout), event.failure)
                 raise
         except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
             event.error = error
@@ -199,7 +204,7 @@ class EventWriter:
             return
         events = [{event.kind: event.variables["input"]} for event in batch]
         try:
-            results, attempts, status = self._transport.execute_answered(ops.RECORD_EVENTS, {"events": events})
+            results, attempts, status = self._transport.execute_answered(ops.RECORD_EVENTS, {"events": events}, _each_failed(batch))
         except AuditApiError as error:
             if error.code != "BAD_USER_INPUT":
                 for event in batch:  # the whole request failed: each event gets its error
@@ -243,6 +248,13 @@ class EventWriter:
         # after earlier ones committed) goes again, before anything written since.
         if unapplied:
             self._send(unapplied)
+
+
+def _each_failed(batch: List[_Pending]) -> Callable[[AuditApiError], None]:
+    def failed(error: AuditApiError) -> None:
+        for event in batch:
+            event.failed(error)
+    return failed
 
 
 def _left(deadline: Optional[float]) -> Optional[float]:

@@ -364,19 +364,23 @@ class Transport:
         #: Set by ``AuditClient.close``: every later request raises RuntimeError.
         self.closed = False
 
-    def execute(self, operation: Operation, variables: Mapping[str, Any], policy: Optional[RetryPolicy] = None, timeout: Optional[float] = None) -> Any:
+    def execute(self, operation: Operation, variables: Mapping[str, Any], policy: Optional[RetryPolicy] = None, timeout: Optional[float] = None,
+                on_failure: Optional[Callable[[AuditApiError], None]] = None) -> Any:
         """The operation's root field value. The body is serialised once, so every attempt sends
         the byte-identical request, which the server recognises as a replay. ``policy`` replaces
-        the client's for this request; ``timeout`` bounds all its attempts together (seconds)."""
+        the client's for this request; ``timeout`` bounds all its attempts together (seconds);
+        ``on_failure`` is given each failed attempt's error (the last cause of a caller's timeout)."""
         if policy is None and timeout is None:
-            return self.execute_answered(operation, variables)[0]
-        return self._execute(operation, variables, policy or self.policy, timeout)[0]
+            return self.execute_answered(operation, variables, on_failure)[0]
+        return self._execute(operation, variables, policy or self.policy, timeout, on_failure)[0]
 
-    def execute_answered(self, operation: Operation, variables: Mapping[str, Any]) -> Tuple[Any, int, int]:
+    def execute_answered(self, operation: Operation, variables: Mapping[str, Any],
+                         on_failure: Optional[Callable[[AuditApiError], None]] = None) -> Tuple[Any, int, int]:
         """As ``execute``: the root field value, with the sends it took and the answer's HTTP status."""
-        return self._execute(operation, variables, self.policy)
+        return self._execute(operation, variables, self.policy, None, on_failure)
 
-    def _execute(self, operation: Operation, variables: Mapping[str, Any], policy: RetryPolicy, timeout: Optional[float] = None) -> Tuple[Any, int, int]:
+    def _execute(self, operation: Operation, variables: Mapping[str, Any], policy: RetryPolicy, timeout: Optional[float] = None,
+                 on_failure: Optional[Callable[[AuditApiError], None]] = None) -> Tuple[Any, int, int]:
         # Every request goes through here.
         deadline = None if timeout is None else time.monotonic() + timeout
         if self.closed:
@@ -386,31 +390,40 @@ class Transport:
         token = self._current_token()
         asked_for_fresh_token = False
         attempt = 1
+        failure: Optional[AuditApiError] = None  # the last failed attempt's: why a call given up at its timeout got no answer
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise no_answer_within(operation.name, cast(float, timeout))
+                raise no_answer_within(operation.name, cast(float, timeout), failure)
+            # Given up at the caller's bound, the error names it, not what was left of it.
+            bounded_by_caller = left is not None and left <= policy.timeout
             try:
-                # Given up at the caller's bound, the error names it, not what was left of it.
-                bounded_by_caller = left is not None and left <= policy.timeout
-                result, status = self._send_once(operation, body, token, cast(float, left) if bounded_by_caller else policy.timeout,
-                                                 cast(float, timeout) if bounded_by_caller else None)
+                result, status = self._send_once(operation, body, token, cast(float, left) if bounded_by_caller else policy.timeout)
                 return result, attempt, status
-            except AuditApiError as error:
-                error.attempts = attempt
-                # A refused token changed nothing: the provider's newer token (if it has one) gets
-                # the request once more, replayable or not (a token that expired in flight).
-                if error.code == "UNAUTHENTICATED" and callable(self._token) and not asked_for_fresh_token:
-                    asked_for_fresh_token = True
-                    fresh = self._token()
-                    if fresh != token:
-                        token = fresh
-                        continue
-                if not error.retryable or attempt >= max_attempts:
-                    raise
-                # A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
-                retry_after = min(error.retry_after or 0.0, policy.max_delay)
-            pause = max(backoff_delay(policy, attempt), retry_after)
+            except _AttemptExpired:
+                if bounded_by_caller:
+                    given_up = no_answer_within(operation.name, cast(float, timeout), failure)
+                    given_up.attempts = attempt
+                    raise given_up
+                error = no_answer_within(operation.name, policy.timeout)
+            except AuditApiError as refused:
+                error = refused
+            error.attempts = attempt
+            failure = error
+            if on_failure is not None:
+                on_failure(error)
+            # A refused token changed nothing: the provider's newer token (if it has one) gets
+            # the request once more, replayable or not (a token that expired in flight).
+            if error.code == "UNAUTHENTICATED" and callable(self._token) and not asked_for_fresh_token:
+                asked_for_fresh_token = True
+                fresh = self._token()
+                if fresh != token:
+                    token = fresh
+                    continue
+            if not error.retryable or attempt >= max_attempts:
+                raise error
+            # A server that says when to come back (UNAVAILABLE's Retry-After) is not asked sooner.
+            pause = max(backoff_delay(policy, attempt), min(error.retry_after or 0.0, policy.max_delay))
             time.sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
             token = self._current_token()
             attempt += 1
@@ -418,7 +431,7 @@ class Transport:
     def _current_token(self) -> str:
         return self._token() if callable(self._token) else self._token
 
-    def _send_once(self, operation: Operation, body: bytes, token: str, timeout: float, named: Optional[float] = None) -> Tuple[Any, int]:
+    def _send_once(self, operation: Operation, body: bytes, token: str, timeout: float) -> Tuple[Any, int]:
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/graphql-response+json, application/json",
@@ -429,7 +442,7 @@ class Transport:
             status, text = _exchange(operation, _AttemptRequest(self.url, body, headers, attempt), timeout)
         except AuditApiError:
             if attempt.expired:
-                raise no_answer_within(operation.name, timeout if named is None else named) from None
+                raise _AttemptExpired() from None
             raise
 
         try:
@@ -456,6 +469,11 @@ class Transport:
         if operation.field not in data:
             raise _transport_failure(operation, f"HTTP {status} without data.{operation.field}", False, status)
         return data[operation.field], status
+
+
+class _AttemptExpired(Exception):
+    """An attempt got no answer within its bound (``_Attempt``): a transport failure named by that
+    bound, the caller's ``timeout=`` or the policy's."""
 
 
 def _exchange(operation: Operation, request: urllib.request.Request, timeout: float) -> Tuple[int, bytes]:

@@ -315,6 +315,27 @@ class StallingPeer(_TCPPeer):
 TLS_RECORD_OPENING = b"\x16\x03\x03\x40\x00"
 
 
+class GatewayServer(_LocalServer):
+    """Answers every POST 503 with a page that is not GraphQL, as a load balancer with no server
+    behind it; ``requests`` counts what reached it."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        server = self
+
+        class Handler(_QuietHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                server.requests += 1
+                page = b"<html>no healthy upstream</html>"
+                self.send_response(503)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
+        self._serve(Handler)
+
+
 class RedirectingServer(_LocalServer):
     """Answers every POST with a 302 to another address of its own (``/graphql/1``, ``/graphql/2``,
     ...), as a misconfigured proxy looping its redirects; ``requests`` counts what reached it."""

@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional
 
 from agent_audit import AuditApiError, AuditClient, LeaseKeeper, RetryPolicy, RunLease
 
-from .support import TLS_RECORD_OPENING, RedirectingServer, StallingPeer, TLSServer, TricklingServer, TunnelingProxy
+from .support import TLS_RECORD_OPENING, GatewayServer, RedirectingServer, StallingPeer, TLSServer, TricklingServer, TunnelingProxy
 
 # How long a test waits for a call that should give up after 1 s: generous for a loaded machine,
 # while the server trickles until the test ends.
@@ -180,6 +180,43 @@ class ConnectionTest(GivingUpTest):
         self.assertEqual(raised.exception.http_status, 302)
         self.assertIn("/graphql/1", str(raised.exception))
         self.assertEqual(server.requests, 1)
+
+
+class TheLastFailureTest(unittest.TestCase):
+    """A call given up at its ``timeout=`` while its attempts kept failing says why they failed (in
+    its message, and as its ``__cause__``): "no answer" alone hides a wrong port or a gateway with
+    no server behind it."""
+
+    def assert_names_the_last_failure(self, url: str, failure: str, http_status: Optional[int]) -> None:
+        for batching in (True, False):
+            client = AuditClient(url, "token", batching=batching)
+            self.addCleanup(client.close, 0)
+            calls: List[Callable[[], Any]] = [lambda: client.finish_run(_lease(60), "INTERRUPTED", timeout=1),
+                                              lambda: client.run("run-1", timeout=1)]
+            for index, call in enumerate(calls):
+                with self.subTest(batching=batching, call=index):
+                    with self.assertRaises(AuditApiError) as raised:
+                        call()
+                    error = raised.exception
+                    self.assertEqual((error.code, error.retryable), ("TRANSPORT_ERROR", True))
+                    self.assertIn("no answer within 1 s", str(error))
+                    self.assertIn(failure, str(error))
+                    self.assertGreaterEqual(error.attempts, 2)
+                    cause = error.__cause__
+                    assert isinstance(cause, AuditApiError), cause
+                    self.assertEqual((cause.code, cause.http_status), ("TRANSPORT_ERROR", http_status))
+                    self.assertIn(failure, str(cause))
+
+    def test_a_refused_connection_is_named(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.assert_names_the_last_failure(f"http://127.0.0.1:{port}/graphql", "ConnectionRefusedError", None)
+
+    def test_a_gateways_503_is_named(self) -> None:
+        server = GatewayServer()
+        self.addCleanup(server.close)
+        self.assert_names_the_last_failure(server.url, "HTTP 503", 503)
 
 
 # Run by the interpreter under test: its first request is made while the interpreter shuts down

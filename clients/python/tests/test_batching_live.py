@@ -24,9 +24,9 @@ class BatchingLiveTest(LiveTestCase):
         sent: List[str] = []
         execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test counts the requests
 
-        def counting(operation: Any, variables: Any) -> Any:
+        def counting(operation: Any, variables: Any, *options: Any) -> Any:
             sent.append(operation.name)
-            return execute(operation, variables)
+            return execute(operation, variables, *options)
 
         self.worker._transport.execute_answered = counting  # type: ignore[method-assign]  # noqa: SLF001
 
@@ -212,11 +212,11 @@ class BatchingLiveTest(LiveTestCase):
         in_flight = threading.Event()
         release = threading.Event()
 
-        def holding(operation: Any, variables: Any) -> Any:
+        def holding(operation: Any, variables: Any, *options: Any) -> Any:
             if operation.name == "RecordModelStarted" and not in_flight.is_set():
                 in_flight.set()
                 release.wait(60)
-            return execute(operation, variables)
+            return execute(operation, variables, *options)
 
         self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
         # Renewed every 5 s, each renewal with 10 s to commit before the lease expires: room for a
@@ -254,12 +254,12 @@ class BatchingLiveTest(LiveTestCase):
         in_flight = threading.Event()
         release = threading.Event()
 
-        def holding(operation: Any, variables: Any) -> Any:
+        def holding(operation: Any, variables: Any, *options: Any) -> Any:
             sent.append(operation.name)
             if operation.name == "RecordModelStarted" and not in_flight.is_set():
                 in_flight.set()
                 release.wait(10)
-            return execute(operation, variables)
+            return execute(operation, variables, *options)
 
         self.worker._transport.execute_answered = holding  # type: ignore[method-assign]  # noqa: SLF001
         calls = [
@@ -287,11 +287,11 @@ class BatchingLiveTest(LiveTestCase):
         sent: List[Tuple[str, int, List[str]]] = []
         execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test measures the requests
 
-        def measuring(operation: Any, variables: Any) -> Any:
+        def measuring(operation: Any, variables: Any, *options: Any) -> Any:
             events = [next(iter(event.values()))["toolCallId"] for event in variables["events"]] if "events" in variables else [variables["input"]["toolCallId"]]
             body = json.dumps({"query": operation.document, "operationName": operation.name, "variables": variables}, separators=(",", ":"))
             sent.append((operation.name, len(body.encode("utf-8")), events))
-            return execute(operation, variables)
+            return execute(operation, variables, *options)
 
         lease = self.worker.claim_run(run_id, 120)
         self.worker.record_model_started(lease, "m", 1)
@@ -348,9 +348,9 @@ class BatchingLiveTest(LiveTestCase):
         sent: List[str] = []
         execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test counts the requests
 
-        def counting(operation: Any, variables: Any) -> Any:
+        def counting(operation: Any, variables: Any, *options: Any) -> Any:
             sent.append(operation.name)
-            return execute(operation, variables)
+            return execute(operation, variables, *options)
 
         lease = self.worker.claim_run(run_id, 120)
         self.worker.record_model_started(lease, "m", 1)

@@ -75,11 +75,11 @@ class LostAnswersTest(LiveTestCase):
         in_flight = threading.Event()
         release = threading.Event()
 
-        def holding(operation: Any, variables: Any) -> Any:
+        def holding(operation: Any, variables: Any, *options: Any) -> Any:
             if not in_flight.is_set():
                 in_flight.set()
                 release.wait(10)
-            return execute(operation, variables)
+            return execute(operation, variables, *options)
 
         transport.execute_answered = holding  # type: ignore[method-assign]
         calls: List[Tuple[str, Callable[[], Any]]] = [

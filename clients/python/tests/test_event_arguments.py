@@ -41,9 +41,9 @@ class EventArgumentsTest(LiveTestCase):
         sent: List[str] = []
         execute = self.worker._transport.execute_answered  # noqa: SLF001 - the test counts the requests
 
-        def counting(operation: Any, variables: Any) -> Any:
+        def counting(operation: Any, variables: Any, *options: Any) -> Any:
             sent.append(operation.name)
-            return execute(operation, variables)
+            return execute(operation, variables, *options)
 
         with self.worker.start_run(run_id) as run:
             self.worker._transport.execute_answered = counting  # type: ignore[method-assign]  # noqa: SLF001

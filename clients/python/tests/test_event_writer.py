@@ -23,7 +23,7 @@ class HeldTransport:
         self.release = threading.Event()
         self.refuse = refuse
 
-    def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+    def execute(self, operation: ops.Operation, variables: Mapping[str, Any], **options: Any) -> Any:
         self.requests.append((operation.name, variables))
         if len(self.requests) == 1:
             self.in_flight.set()
@@ -38,7 +38,7 @@ class HeldTransport:
             return results
         return {"toolCallId": variables["input"]["toolCallId"]}
 
-    def execute_answered(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+    def execute_answered(self, operation: ops.Operation, variables: Mapping[str, Any], *options: Any) -> Any:
         """The result, the sends it took and the answer's HTTP status (one send, 200)."""
         return self.execute(operation, variables), 1, 200
 
@@ -154,7 +154,7 @@ class EventWriterTest(unittest.TestCase):
 
     def test_a_request_that_fails_as_a_whole_gives_each_of_its_events_that_error(self) -> None:
         class FailingBatches(HeldTransport):
-            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any], **options: Any) -> Any:
                 if operation is ops.RECORD_EVENTS:
                     self.requests.append((operation.name, variables))
                     raise AuditApiError("RecordEvents: unreachable", code="TRANSPORT_ERROR", operation="RecordEvents", retryable=True)
@@ -189,7 +189,7 @@ class EventWriterTest(unittest.TestCase):
         # One event's value its type refuses (an observed_at the DateTime scalar does not take)
         # makes the server refuse the whole recordEvents: only that caller's call may fail.
         class RefusedWhole(HeldTransport):
-            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any], **options: Any) -> Any:
                 calls = ([event["toolStarted"]["toolCallId"] for event in variables["events"]]
                          if operation is ops.RECORD_EVENTS else [variables["input"]["toolCallId"]])
                 if "bad" in calls and len(self.requests) > 0:
@@ -212,7 +212,7 @@ class EventWriterTest(unittest.TestCase):
         # UNAVAILABLE in a batch's answer: a later call of it failed for the moment (a lock wait's
         # timeout) after earlier ones committed; those events were not applied.
         class TailUnavailableOnce(HeldTransport):
-            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any], **options: Any) -> Any:
                 batches = sum(1 for name, _ in self.requests if name == "RecordEvents")
                 self.refuse = {"c2": "UNAVAILABLE", "c3": "UNAVAILABLE"} if batches == 0 else {}
                 return super().execute(operation, variables)
@@ -228,7 +228,7 @@ class EventWriterTest(unittest.TestCase):
         # A batch sent twice (its first answer lost): a LEASE_LOST in the second answer may mean
         # the first send committed (docs/runtime-authors.md), which attempts > 1 tells.
         class SentTwice(HeldTransport):
-            def execute_answered(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+            def execute_answered(self, operation: ops.Operation, variables: Mapping[str, Any], *options: Any) -> Any:
                 return self.execute(operation, variables), 2, 200
 
         transport = SentTwice({"c2": "LEASE_LOST"})
@@ -243,7 +243,7 @@ class EventWriterTest(unittest.TestCase):
 
     def test_claims_go_in_the_batch_beside_other_runs_events_each_with_its_own_lease_or_error(self) -> None:
         class Claims(HeldTransport):
-            def execute(self, operation: ops.Operation, variables: Mapping[str, Any]) -> Any:
+            def execute(self, operation: ops.Operation, variables: Mapping[str, Any], **options: Any) -> Any:
                 if operation is ops.RECORD_EVENTS:
                     self.requests.append((operation.name, variables))
                     results = []
