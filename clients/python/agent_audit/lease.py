@@ -57,10 +57,8 @@ class LeaseKeeper:
         self._client = client
         self._lease = lease
         self._lease_seconds = lease_seconds
-        # When the lease expires on this process's monotonic clock. The lease may have been granted a
-        # while ago (handed over after a refused token): this once, this machine's clock may say it
-        # has less left than it was granted.
-        self._expires_at = time.monotonic() + min(_granted_seconds(lease), _seconds_until(lease.expires_at))
+        # When the lease expires on this process's monotonic clock.
+        self._expires_at = time.monotonic() + seconds_left(lease)
         self._on_lost = on_lost
         self._on_renew_error = on_renew_error
         self._on_token_rejected = on_token_rejected
@@ -139,6 +137,13 @@ class LeaseKeeper:
         _log.warning("run %s: renewing its lease failed: %s (the lease expires at %s if no renewal succeeds)",
                      self._lease.run_id, error, self._lease.expires_at,
                      exc_info=None if isinstance(error, AuditApiError) else error)
+
+
+def seconds_left(lease: RunLease) -> float:
+    """How long a lease just received still lasts: as granted, on the server's clock. It may have
+    been granted a while ago (handed over after a refused token): this once, this machine's clock
+    may say it has less left than it was granted."""
+    return max(0.0, min(_granted_seconds(lease), _seconds_until(lease.expires_at)))
 
 
 def _seconds_until(rfc3339: str) -> float:

@@ -13,7 +13,7 @@ from . import _operations as ops
 from .client import READ_NOW, ObservedAt, check_values
 from .clock import SequenceCounter
 from .errors import RUN_GONE_CODES, AuditApiError, LeaseLostError
-from .lease import LeaseKeeper
+from .lease import LeaseKeeper, seconds_left
 from .types import (
     JSON,
     ClockReading,
@@ -114,9 +114,11 @@ class RunSession:
             self._keeper = LeaseKeeper(client, lease, lease_seconds, on_lost=on_keeper_lost)
         except RuntimeError as error:
             # No thread can start to renew the lease (Python 3.12 at interpreter shutdown, no
-            # resources left): the claimed run is handed back rather than left RUNNING unrenewed.
+            # resources left): the claimed run is handed back rather than left RUNNING unrenewed,
+            # within a stop's bound: past the lease's expiry the finish could only be refused.
             try:
-                client.finish_run(lease, "INTERRUPTED", error={"name": type(error).__name__, "message": str(error)})
+                client.finish_run(lease, "INTERRUPTED", error={"name": type(error).__name__, "message": str(error)},
+                                  timeout=self._stop_bound(seconds_left(lease)))
             except Exception:  # noqa: BLE001 - its lease, unrenewed, expires instead
                 pass
             raise
@@ -298,7 +300,7 @@ class RunSession:
         stopped = isinstance(exc, _STOPS)
         try:
             self.finish("INTERRUPTED" if stopped else "FAILED", error={"name": type(exc).__name__, "message": str(exc)},
-                        timeout=self._stop_bound() if stopped else None)
+                        timeout=self._stop_bound(self._keeper.seconds_left()) if stopped else None)
         except Exception as error:  # noqa: BLE001 - the agent's own exception is the one to see
             self.finish_error = error
 
@@ -317,11 +319,10 @@ class RunSession:
         and if the process exits first the lease's expiry ends the run."""
         await _on_daemon_thread(lambda: self.__exit__(exc_type, exc, traceback), f"agent-audit-finish-{self.run_id}")
 
-    def _stop_bound(self) -> float:
+    def _stop_bound(self, lease_left: float) -> float:
         # Nothing renews the lease once the finish is sent, and past its expiry the finish could
         # only be refused: without stop_timeout, a stop waits no longer than that.
-        left = self._keeper.seconds_left()
-        return left if self.stop_timeout is None else min(self.stop_timeout, left)
+        return lease_left if self.stop_timeout is None else min(self.stop_timeout, lease_left)
 
     def _sequence(self, operation: ops.Operation, json_fields: Dict[str, Any], observed_at: Any, given: Optional[int]) -> int:
         # The event's number is taken only once its values are known to be sendable: a refused

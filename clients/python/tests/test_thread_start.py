@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, List
 
 from agent_audit import AuditClient
 
-from .support import FAST_RETRY, LiveTestCase
+from .support import FAST_RETRY, LiveTestCase, LossyProxy
 
 
 @contextmanager
@@ -77,3 +77,35 @@ class NoNewThreadTest(LiveTestCase):
         assert after is not None
         self.assertEqual(after.status, "INTERRUPTED")
         self.assertEqual(after.error, {"name": "RuntimeError", "message": "can't create new thread at interpreter shutdown"})
+
+    def test_a_hand_back_the_server_does_not_answer_is_given_up_when_the_lease_expires(self) -> None:
+        # The keeper's thread fails, and from then on the server does not answer (a partition):
+        # the hand-back's finish would retry for the whole policy (here 4 attempts of 30 s). Past
+        # the lease it could only be refused, so start_run raises then, and the expiry ends the run.
+        _, run_id = self.queued_run()
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        worker = AuditClient(proxy.url, self.server.token(self.worker_sub, "worker"), retry=FAST_RETRY)
+
+        def keeper_refused(name: str) -> bool:
+            if not name.startswith("lease-keeper-"):
+                return False
+            proxy.silent.set()
+            return True
+
+        raised: List[BaseException] = []
+
+        def start() -> None:
+            try:
+                worker.start_run(run_id, lease_seconds=3)
+            except BaseException as error:  # noqa: BLE001 - handed to the test
+                raised.append(error)
+
+        with no_new_thread(keeper_refused):
+            starting = threading.Thread(target=start, daemon=True)
+            starting.start()
+            starting.join(60)
+        self.assertFalse(starting.is_alive(), "start_run was still handing the run back past its lease")
+        self.assertEqual([str(error) for error in raised], ["can't create new thread at interpreter shutdown"])
+        after = self.run_once_ended(run_id)
+        self.assertEqual((after.status, after.error and after.error.get("code")), ("FAILED", "LEASE_EXPIRED"))
