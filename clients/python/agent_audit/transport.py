@@ -13,6 +13,7 @@ import ssl
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
@@ -163,8 +164,9 @@ class _Attempt:
             answered.set()
 
         if not _lookups.run(look_up):
-            # No thread starts at interpreter shutdown (Python 3.12): the system resolver's own
-            # timeout bounds the lookup (resolv.conf's timeout and attempts).
+            # No lookup thread lives and none can start (Python 3.12 at interpreter shutdown, with
+            # no client made before it): the resolver's own timeout bounds the lookup
+            # (resolv.conf's timeout and attempts).
             look_up()
         if not answered.wait(self.left()):
             raise socket.timeout(f"looking up {host}: no answer")
@@ -175,7 +177,13 @@ class _Attempt:
 
 class _LookupThreads:
     """Threads that look hosts up, each kept idle a minute for the next lookup: starting one per
-    request cost more than the request did. A lookup that hangs holds its thread alone."""
+    request cost more than the request did. A lookup that hangs holds its thread alone. One,
+    started with the first client whose host is a name (``keep_one``), stays for good: where no
+    thread can start (Python 3.12 at interpreter shutdown), a lookup waits for a living thread,
+    within its attempt's bound, where on the caller's thread it would wait as long as the
+    resolver does."""
+
+    idle_seconds = 60.0
 
     def __init__(self) -> None:
         self._reset()
@@ -184,35 +192,64 @@ class _LookupThreads:
         # Also in a forked child: the parent's threads do not exist there.
         self._lock = threading.Lock()
         self._jobs: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
-        self._idle = 0
+        self._idle = 0  # threads waiting for a job, less the jobs queued with none waiting
+        self._threads = 0
+        self._kept = False
+
+    def keep_one(self) -> None:
+        """Starts the thread kept for good, unless it runs."""
+        with self._lock:
+            if self._kept:
+                return
+            self._kept = True
+        self._start(None, kept=True)
 
     def run(self, job: Callable[[], None]) -> bool:
-        """Runs ``job`` on a lookup thread; False when none is idle and none can start."""
+        """Runs ``job`` on a lookup thread, the first one free when none is idle and none can
+        start; False when none lives and none can start."""
         with self._lock:
-            if self._idle:
+            if self._idle > 0:
                 self._idle -= 1
                 self._jobs.put(job)
                 return True
-        thread = threading.Thread(target=self._serve, args=(job,), name="agent-audit-lookup", daemon=True)
+        if self._start(job):
+            return True
+        with self._lock:
+            if not self._threads:
+                return False
+            self._idle -= 1
+            self._jobs.put(job)
+            return True
+
+    def _start(self, job: Optional[Callable[[], None]], kept: bool = False) -> bool:
+        thread = threading.Thread(target=self._serve, args=(job, kept), name="agent-audit-lookup", daemon=True)
+        with self._lock:
+            self._threads += 1
         try:
             thread.start()
         except RuntimeError:
+            with self._lock:
+                self._threads -= 1
+                if kept:
+                    self._kept = False
             return False
         return True
 
-    def _serve(self, job: Callable[[], None]) -> None:
+    def _serve(self, job: Optional[Callable[[], None]], kept: bool) -> None:
         while True:
-            job()
+            if job is not None:
+                job()
             with self._lock:
                 self._idle += 1
             try:
-                job = self._jobs.get(timeout=60)
+                job = self._jobs.get(timeout=None if kept else self.idle_seconds)
             except queue.Empty:
                 with self._lock:
                     try:  # given while this one timed out: counted as idle, it is this one's
                         job = self._jobs.get_nowait()
                     except queue.Empty:
                         self._idle -= 1
+                        self._threads -= 1
                         return
 
 
@@ -361,6 +398,8 @@ class Transport:
         self._token = token
         self.policy = policy
         self._resolve = resolve or _getaddrinfo
+        if resolve is not None or not _is_address(urllib.parse.urlsplit(url).hostname or ""):
+            _lookups.keep_one()
         #: Set by ``AuditClient.close``: every later request raises RuntimeError.
         self.closed = False
 

@@ -266,6 +266,47 @@ class InterpreterShutdownTest(unittest.TestCase):
                     self.assertIn("TRANSPORT_ERROR", child.stdout, child.stderr)
                     self.assertIn("no answer within 1 s", child.stdout)
 
+    def test_a_lookup_at_interpreter_shutdown_is_given_up_at_the_timeout(self) -> None:
+        # Where no thread can start, a lookup made on the caller's thread would wait as long as the
+        # resolver does (a system resolver's timeouts, here for ever).
+        for batching in ("batching", "alone"):
+            with self.subTest(batching=batching):
+                child = subprocess.run([sys.executable, "-c", _AT_EXIT_LOOKUP, batching], capture_output=True, text=True,
+                                       timeout=PATIENCE * 3, cwd=Path(__file__).resolve().parents[1])
+                self.assertEqual(child.returncode, 0, child.stderr)
+                self.assertEqual(child.stdout.count("TRANSPORT_ERROR FinishRun: no answer within 1 s"), 2, child.stdout)
+
+
+# Run by this interpreter, made to start no thread at interpreter shutdown as Python 3.12 does: the
+# client is made at start, its first call from an atexit handler, a second after, the host looked
+# up by a resolver that never answers. Prints each error's code and message.
+_AT_EXIT_LOOKUP = """
+import atexit, sys, threading, time
+from datetime import datetime, timedelta, timezone
+from agent_audit import AuditApiError, AuditClient, RunLease
+from agent_audit import transport
+
+transport._lookups.idle_seconds = 0.1  # idle lookup threads end at once
+now = datetime.now(timezone.utc)
+lease = RunLease(run_id="run-1", epoch=1, owner="worker", expires_at=(now + timedelta(seconds=60)).isoformat(), granted_at=now.isoformat())
+client = AuditClient("http://audit.example:4000/graphql", "token", batching=sys.argv[1] == "batching",
+                     resolve=lambda host, port: threading.Event().wait() or [])
+time.sleep(0.5)  # the process works a while
+
+def refuse(thread):
+    raise RuntimeError("can't create new thread at interpreter shutdown")
+
+def finish():
+    threading.Thread.start = refuse
+    for _ in range(2):
+        try:
+            client.finish_run(lease, "INTERRUPTED", timeout=1)
+        except AuditApiError as error:
+            print(error.code, error, flush=True)
+
+atexit.register(finish)
+"""
+
 
 # Run with HTTPS_PROXY set (urllib reads the proxies from the environment once, at import). Prints
 # the error's code and message.
