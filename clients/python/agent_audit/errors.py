@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 #: The ``extensions.code`` values the contract defines (docs/runtime-authors.md, "Errors and whether to retry").
 AUDIT_ERROR_CODES = (
@@ -90,6 +90,11 @@ class AuditApiError(Exception):
         """True for LEASE_LOST and LEASE_EXPIRED: the run is no longer this worker's."""
         return self.code in LEASE_GONE_CODES
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # Pickled (a process pool sending its worker's exception back, copy.copy) without calling
+        # __init__ again: the default would call it with the message alone, and unpickling fail.
+        return (_unpickled, (type(self), self.args), self.__dict__)
+
     def __str__(self) -> str:
         return f"{super().__str__()} ({self.code}{', retryable' if self.retryable else ''}, {self.attempts} attempt{'s' if self.attempts != 1 else ''})"
 
@@ -114,6 +119,10 @@ class LeaseLostError(AuditApiError):
         self.attempts = cause.attempts
         self.run_id = run_id
         self.cause = cause
+
+
+def _unpickled(kind: Type[AuditApiError], args: Tuple[Any, ...]) -> AuditApiError:
+    return kind.__new__(kind, *args)  # its args, then its attributes as pickled
 
 
 def no_answer_within(operation: str, timeout: float, last_failure: Optional[AuditApiError] = None) -> AuditApiError:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import pickle
 import socket
 import threading
 import urllib.request
 import uuid
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Dict, List, Tuple
 
 from agent_audit import TRANSPORT_ERROR, AuditApiError, AuditClient, DeclaredToolCall, LeaseLostError, RetryPolicy
@@ -261,3 +264,30 @@ class RefusedTest(LiveTestCase):
             tool = self.owner.thread_audits(thread_id).items[-1]
             self.assertEqual((tool.operation_id, tool.status), ("call-1", "RUNNING"))
             run.tool_finished("call-1", {"content": "too large to keep", "status": "error"})
+
+
+def _write_after_a_cancel(url: str, worker_token: str, owner_token: str, run_id: str) -> None:
+    """In a pool's process: a run's write after its owner cancelled it raises LeaseLostError."""
+    worker, owner = AuditClient(url, worker_token), AuditClient(url, owner_token)
+    with worker.start_run(run_id) as run:
+        owner.cancel_run(run_id)
+        run.model_started("model-1")
+
+
+class ProcessPoolTest(LiveTestCase):
+    def test_an_error_raised_in_a_pools_process_reaches_the_caller_whole(self) -> None:
+        # A process pool sends its worker's exception back pickled: an error that cannot be
+        # unpickled breaks the whole pool (BrokenProcessPool) instead.
+        _, run_id = self.queued_run()
+        tokens = (self.server.token(self.worker_sub, "worker"), self.server.token(self.owner_sub, "superadmin"))
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            with self.assertRaises(LeaseLostError) as raised:
+                pool.submit(_write_after_a_cancel, self.server.url, *tokens, run_id).result(timeout=120)
+        error = raised.exception
+        self.assertEqual((error.run_id, error.code, error.operation, error.retryable, error.run_status),
+                         (run_id, "LEASE_LOST", "RecordModelStarted", False, "CANCELLED"))
+        self.assertEqual((error.cause.code, error.cause.http_status), ("LEASE_LOST", error.http_status))
+        self.assertIn("stop working on this run", str(error))
+        copied = pickle.loads(pickle.dumps(error.cause))
+        self.assertEqual((type(copied), str(copied), copied.errors, copied.attempts),
+                         (AuditApiError, str(error.cause), error.cause.errors, error.cause.attempts))
