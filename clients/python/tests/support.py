@@ -315,25 +315,31 @@ class StallingPeer(_TCPPeer):
 TLS_RECORD_OPENING = b"\x16\x03\x03\x40\x00"
 
 
-class GatewayServer(_LocalServer):
-    """Answers every POST 503 with a page that is not GraphQL, as a load balancer with no server
-    behind it; ``requests`` counts what reached it."""
+class _SameAnswerServer(_LocalServer):
+    """Answers every POST with ``status`` and ``page`` (over TLS with ``tls``); ``requests`` counts
+    what reached it."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int, page: bytes = b"", tls: Optional[ssl.SSLContext] = None) -> None:
         self.requests = 0
         server = self
 
         class Handler(_QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 server.requests += 1
-                page = b"<html>no healthy upstream</html>"
-                self.send_response(503)
+                self.send_response(status)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(page)))
                 self.end_headers()
                 self.wfile.write(page)
 
-        self._serve(Handler)
+        self._serve(Handler, tls)
+
+
+class GatewayServer(_SameAnswerServer):
+    """Answers every POST 503 with a page that is not GraphQL, as a load balancer with no server behind it."""
+
+    def __init__(self) -> None:
+        super().__init__(503, b"<html>no healthy upstream</html>")
 
 
 class RedirectingServer(_LocalServer):
@@ -358,28 +364,18 @@ class RedirectingServer(_LocalServer):
         self._serve(Handler)
 
 
-class TLSServer(_LocalServer):
-    """Answers every POST over TLS with a certificate of its own (made by ``openssl``, as
+class TLSServer(_SameAnswerServer):
+    """Answers every POST 500 over TLS with a certificate of its own (made by ``openssl``, as
     test/export's TLS tests do), which no client trusts; ``requests`` counts what reached it."""
 
     def __init__(self) -> None:
-        self.requests = 0
-        server = self
-
-        class Handler(_QuietHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                server.requests += 1
-                self.send_response(500)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
         with tempfile.TemporaryDirectory() as directory:
             key, certificate = os.path.join(directory, "key.pem"), os.path.join(directory, "cert.pem")
             subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
                             "-keyout", key, "-out", certificate], check=True, capture_output=True)
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(certificate, key)
-        self._serve(Handler, context)
+        super().__init__(500, tls=context)
 
 
 class TunnelingProxy(_TCPPeer):
