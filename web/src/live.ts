@@ -6,7 +6,7 @@
 import type { Client } from 'graphql-ws';
 import { gql, GraphQLRequestError, isTransient, messageOf, queryOver, readFewer, subscribe } from './api.js';
 import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
-import { RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
+import { RUN, RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
 
 export interface ThreadSink {
@@ -40,7 +40,7 @@ type AuditPage = ThreadAuditsQuery['threadAudits'];
 export type ThreadInfo = PageThreadInfoFragment;
 
 /** The most audits one page asks for (threadAudits' default); fewer when their errors and usage are over the answer budget. */
-const AUDITS_PAGE = 500;
+export const AUDITS_PAGE = 500;
 
 /**
  * One page of a thread's audits: the newest, or (with `before`, an audit id) those older than it;
@@ -49,6 +49,12 @@ const AUDITS_PAGE = 500;
 export async function readAuditPage(token: string, threadId: string, before: string | null, runId: string | null = null): Promise<AuditPage> {
   const { threadAudits } = await readFewer(AUDITS_PAGE, (limit) => gql(token, THREAD_AUDITS, { threadId, before, runId, limit }));
   return threadAudits;
+}
+
+/** One run as it is now (its summary), over the live connection, else over HTTP; null if it is gone. */
+export async function readRun(client: Client, token: string, id: string): Promise<RunView | null> {
+  const { run } = await queryOver(client, RUN, { id }).catch(() => gql(token, RUN, { id }));
+  return run ?? null;
 }
 
 /** How long after a change the thread's totals are read again (the changes of that while share the read). */

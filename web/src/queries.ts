@@ -70,6 +70,10 @@ export const THREAD_INFO = graphql(`
 export const THREAD_RUNS = graphql(`
   query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }`);
 
+/** One run with its summary: a run whose entries are not all loaded counts them by it, and its audits' changes do not carry it. */
+export const RUN = graphql(`
+  query PageRun($id: ID!) { run(id: $id) { ...PageRunFields } }`);
+
 export const THREAD_AUDITS = graphql(`
   query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {
     threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }

@@ -1,7 +1,7 @@
 import { batch, computed, effect, signal, untracked } from '@preact/signals';
 import type { Client } from 'graphql-ws';
 import { answers, claimsOf, createLiveClient, gql, GraphQLRequestError, isTransient, readFewer, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
-import { followThread, readAuditPage, type ThreadInfo } from './live.js';
+import { AUDITS_PAGE, followThread, readAuditPage, readRun, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditKind, AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { activityConnection, hash, isActivityHash } from './activity.js';
@@ -389,6 +389,7 @@ export async function loadOlder() {
   try {
     const page = await readAuditPage(token.value!, thread, olderBefore.value);
     if (threadId.value !== thread) return;
+    olderAsked = true;
     audits.value = mergeAudits(audits.value, page.items);
     truncated.value = page.truncated;
     olderBefore.value = page.items[0]?.id ?? null;
@@ -450,6 +451,7 @@ export async function loadRun(runId: string) {
     do {
       const page = await readAuditPage(token.value, thread, before, runId);
       if (threadId.value !== thread) return;
+      olderAsked = true;
       audits.value = mergeAudits(audits.value, page.items);
       before = page.truncated ? (page.items[0]?.id ?? null) : null;
     } while (before);
@@ -680,13 +682,67 @@ function applyChanges() {
   const [changedRuns, changedAudits] = [pendingRuns, pendingAudits];
   [pendingRuns, pendingAudits] = [[], []];
   const before = allRows.peek();
+  // A run with entries not loaded counts them by its summary, which its entries' changes do not
+  // carry: read again as its entries stream in, else each new one would count as an old one loaded.
+  const countedBySummary = new Set(before.flatMap((row) => (row.kind === 'run' && row.unloaded > 0 ? [row.key] : [])));
+  const stale = new Set(changedAudits.map((audit) => audit.runId).filter((runId) => countedBySummary.has(runId)));
   batch(() => {
     if (changedRuns.length) runs.value = mergeRuns(runs.value, changedRuns);
     if (changedAudits.length) audits.value = mergeAudits(audits.value, changedAudits);
+    for (const runId of keepNewestAudits()) stale.add(runId);
   });
+  readRunsSoon(stale);
   noteLiveNews(before, allRows.peek());
   if (changedAudits.length) refreshSearchSoon();
   refreshLedgerSoon();
+}
+
+/**
+ * The most entries the open thread holds as they stream in. Past it, the newest AUDITS_PAGE stay
+ * (as when the thread opens) and the older ones are not loaded, a click away: a page left open on
+ * a run writing for hours keeps its memory and its layout's work bounded.
+ */
+const LIVE_AUDITS_MAX = 1000;
+
+/** The reader asked for older entries (Load older entries, a run's load, a link to an old row): they stay. */
+let olderAsked = false;
+
+/** Past LIVE_AUDITS_MAX, keeps the newest AUDITS_PAGE entries (and the selected one), unless the reader asked for older ones. Returns the runs that lost entries. */
+function keepNewestAudits(): Set<string> {
+  const held = audits.peek();
+  if (held.size <= LIVE_AUDITS_MAX || olderAsked) return new Set();
+  // Ids grow in the order threadAudits pages by (`before`): the newest are the greatest.
+  const newest = [...held.keys()].sort().slice(-AUDITS_PAGE);
+  const kept = new Set([...newest, selectedKey.peek() ?? '']);
+  const dropped = new Set([...held.values()].flatMap((audit) => (kept.has(audit.id) ? [] : [audit.runId])));
+  audits.value = new Map([...held].filter(([id]) => kept.has(id)));
+  auditDetails.value = new Map([...auditDetails.peek()].filter(([id]) => kept.has(id)));
+  truncated.value = true;
+  olderBefore.value = newest[0]!;
+  return dropped;
+}
+
+/** Runs whose summaries are to be read again (readRunsSoon), and the timer of that read. */
+let runsToRead = new Set<string>();
+let runsTimer: ReturnType<typeof setTimeout> | undefined;
+/** How long after a change the runs' summaries are read again (the changes of that while share the read). */
+const RUN_REREAD_MS = 500;
+
+function readRunsSoon(ids: Iterable<string>) {
+  for (const id of ids) runsToRead.add(id);
+  if (runsTimer || !runsToRead.size) return;
+  runsTimer = setTimeout(() => {
+    runsTimer = undefined;
+    const [thread, read] = [threadId.peek(), [...runsToRead]];
+    runsToRead = new Set();
+    for (const id of read) {
+      void readRun(liveClient(), token.value!, id).then(
+        (run) => run && threadId.peek() === thread && (runs.value = mergeRuns(runs.value, [run])),
+        // Read again with the run's next change.
+        () => {},
+      );
+    }
+  }, RUN_REREAD_MS);
 }
 
 /**
@@ -738,6 +794,10 @@ function resetThread() {
   stopFollowing = null;
   clearTimeout(changesTimer);
   changesTimer = undefined;
+  clearTimeout(runsTimer);
+  runsTimer = undefined;
+  runsToRead = new Set();
+  olderAsked = false;
   clearTimeout(newsTimer);
   newsTimer = undefined;
   news = { failed: [], ended: [], added: 0 };

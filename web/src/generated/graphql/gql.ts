@@ -25,6 +25,7 @@ type Documents = {
     "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": typeof types.PageThreadInfoFragmentDoc,
     "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": typeof types.ThreadInfoDocument,
     "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }": typeof types.ThreadRunsDocument,
+    "\n  query PageRun($id: ID!) { run(id: $id) { ...PageRunFields } }": typeof types.PageRunDocument,
     "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }": typeof types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": typeof types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
@@ -42,6 +43,7 @@ const documents: Documents = {
     "\n  fragment PageThreadInfo on Thread { id title ownerId auditSummary { ...PageAuditSummary } }": types.PageThreadInfoFragmentDoc,
     "\n  query ThreadInfo($id: ID!) { thread(id: $id) { ...PageThreadInfo } }": types.ThreadInfoDocument,
     "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }": types.ThreadRunsDocument,
+    "\n  query PageRun($id: ID!) { run(id: $id) { ...PageRunFields } }": types.PageRunDocument,
     "\n  query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {\n    threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) { cursor truncated items { ...PageAuditFields } }\n  }": types.ThreadAuditsDocument,
     "\n  subscription ThreadChanges($threadId: ID!, $after: String) {\n    threadChanges(threadId: $threadId, after: $after) { cursor run { ...PageRunFields } audit { ...PageAuditFields } }\n  }": types.ThreadChangesDocument,
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
@@ -89,6 +91,10 @@ export function graphql(source: "\n  query ThreadInfo($id: ID!) { thread(id: $id
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query ThreadRuns($id: ID!, $first: Int!, $after: ID) { thread(id: $id) { ...PageThreadInfo runs(first: $first, after: $after) { ...PageRunFields } } }"): typeof import('./graphql.js').ThreadRunsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query PageRun($id: ID!) { run(id: $id) { ...PageRunFields } }"): typeof import('./graphql.js').PageRunDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

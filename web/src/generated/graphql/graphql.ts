@@ -153,6 +153,13 @@ export type ThreadRunsQueryVariables = Exact<{
 
 export type ThreadRunsQuery = { thread: { id: string, title: string | null, ownerId: string, runs: Array<{ id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } }>, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } } | null };
 
+export type PageRunQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type PageRunQuery = { run: { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } } | null };
+
 export type ThreadAuditsQueryVariables = Exact<{
   threadId: string | number;
   before?: string | number | null | undefined;
@@ -529,6 +536,44 @@ fragment PageThreadInfo on Thread {
     ...PageAuditSummary
   }
 }`) as unknown as TypedDocumentString<ThreadRunsQuery, ThreadRunsQueryVariables>;
+export const PageRunDocument = new TypedDocumentString(`
+    query PageRun($id: ID!) {
+  run(id: $id) {
+    ...PageRunFields
+  }
+}
+    fragment PageRunFields on Run {
+  id
+  status
+  leaseOwner
+  leaseEpoch
+  leaseExpiresAt
+  createdAt
+  startedAt
+  finishedAt
+  error
+  resumedFrom {
+    id
+  }
+  auditSummary {
+    ...PageAuditSummary
+  }
+}
+fragment PageAuditSummary on AuditSummary {
+  audits
+  modelCalls
+  toolCalls
+  modelsFailed
+  toolsFailed
+  toolsAbandoned
+  toolsCancelled
+  toolsInterrupted
+  running
+  firstStartedAt
+  lastFinishedAt
+  inputTokens
+  outputTokens
+}`) as unknown as TypedDocumentString<PageRunQuery, PageRunQueryVariables>;
 export const ThreadAuditsDocument = new TypedDocumentString(`
     query ThreadAudits($threadId: ID!, $before: ID, $runId: ID, $limit: Int = 500) {
   threadAudits(threadId: $threadId, before: $before, runId: $runId, limit: $limit) {
