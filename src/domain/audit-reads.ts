@@ -206,8 +206,74 @@ const RUN_COLUMNS = [
   'startedAt', 'finishedAt', 'changeCursor', 'changedAt',
 ] as const satisfies readonly (keyof RunRow)[];
 
+const runColumns = (prefix: string) => RUN_COLUMNS.map((column) => prefix + snake(column)).join(', ');
+
 export const runsByIds = (sql: Sql, ids: readonly string[]) =>
-  sql.query<RunRow>(`SELECT ${RUN_COLUMNS.map((column) => `r.${snake(column)}`).join(', ')} FROM run r ${ofLiveThread('r.thread_id')} WHERE r.id = ANY($1::uuid[])`, [ids]);
+  sql.query<RunRow>(`SELECT ${runColumns('r.')} FROM run r ${ofLiveThread('r.thread_id')} WHERE r.id = ANY($1::uuid[])`, [ids]);
+
+/**
+ * A page of a thread's rows: the first `first` in the list's order; with `after` (a row of that
+ * list of the thread), those after it, and none for any other `after`.
+ */
+export interface ThreadPage {
+  first: number;
+  after: string | null;
+}
+
+/**
+ * Each thread's page of a list (`rows`, a lateral read of `t`'s rows, `$2` the page's length and
+ * `$3` its `after` when it has one), in one statement with the threads' deletion marks: a thread marked deleted
+ * is left out of the map, never given the part of its list its removal has left so far (nor its
+ * runs as the mark ended them). A live thread's empty page is an empty list.
+ */
+async function pagesOfLiveThreads<Row extends { id: string }>(sql: Sql, threadIds: readonly string[], page: ThreadPage, rows: string, order: string) {
+  const found = await sql.query<Row & { ofThread: string }>(
+    `SELECT t.id AS of_thread, x.* FROM thread t LEFT JOIN LATERAL (${rows}) x ON true
+      WHERE t.id = ANY($1::uuid[]) AND ${LIVE_THREAD} ORDER BY ${order}`,
+    page.after === null ? [threadIds, page.first] : [threadIds, page.first, page.after],
+  );
+  const pages = new Map<string, Row[]>();
+  for (const { ofThread, ...row } of found) {
+    const ofThisThread = pages.get(ofThread) ?? pages.set(ofThread, []).get(ofThread)!;
+    if (row.id !== null) ofThisThread.push(row as unknown as Row);
+  }
+  return pages;
+}
+
+/** Each thread's runs in creation order (`newestFirst`: the reverse), without their errors (as runsByIds). */
+export function runsOfThreads(sql: Sql, threadIds: readonly string[], page: ThreadPage & { newestFirst?: boolean }) {
+  const order = page.newestFirst ? 'DESC' : 'ASC';
+  const after = page.after === null ? '' : `AND r.created_order ${page.newestFirst ? '<' : '>'} (SELECT a.created_order FROM run a WHERE a.id = $3::uuid AND a.thread_id = t.id)`;
+  return pagesOfLiveThreads<RunRow>(sql, threadIds, page,
+    `SELECT ${runColumns('r.')} FROM run r WHERE r.thread_id = t.id ${after} ORDER BY r.created_order ${order} LIMIT $2`,
+    `x.created_order ${order}`);
+}
+
+/** An ordinary message as a history reads it: without its content (messageContentSizesByIds, messageContentsByIds). */
+export type ChatMessageRow = Pick<Message, 'id' | 'threadId' | 'role' | 'createdAt'>;
+
+/** Each thread's ordinary history, oldest first (by creation, then id), without the contents. */
+export function chatMessagesOfThreads(sql: Sql, threadIds: readonly string[], page: ThreadPage) {
+  const after = page.after === null
+    ? ''
+    : `AND (m.created_at, m.id) > (SELECT a.created_at, a.id FROM message a WHERE a.id = $3::uuid AND a.thread_id = t.id AND a.message_type = 'chat')`;
+  return pagesOfLiveThreads<ChatMessageRow>(sql, threadIds, page,
+    `SELECT m.id, m.thread_id, m.role, m.created_at FROM message m WHERE m.thread_id = t.id AND m.message_type = 'chat' ${after}
+      ORDER BY m.created_at, m.id LIMIT $2`,
+    'x.created_at, x.id');
+}
+
+/**
+ * `answer`, read from the thread's rows by statements of its own, once a read after them finds
+ * the thread not marked deleted: a mark is never lifted and the removal begins after it commits,
+ * so those statements saw none of the deletion. Else the deletion began before the answer: NOT_FOUND.
+ * For a thread's search, ledger and tool-call counts, whose one statement the plan tests measure.
+ */
+export async function confirmedLive<T>(sql: Sql, threadId: string, answer: T): Promise<T> {
+  const [live] = await sql.query(`SELECT 1 FROM thread t WHERE t.id = $1::uuid AND ${LIVE_THREAD}`, [threadId]);
+  if (!live) throw notFound('Thread', threadId);
+  return answer;
+}
 
 /** The sizes of runs' errors by id (the bytes of each one's JSON text, measured by the database), and the errors: charged, then read. */
 export const runErrorSizesByIds = (sql: Sql, ids: readonly string[]) =>
@@ -257,11 +323,18 @@ const TOOL_CALL_COLUMNS = [
 ] as const satisfies readonly (keyof ToolCall)[];
 export const toolCallColumns = (prefix: string) => TOOL_CALL_COLUMNS.map((field) => prefix + snake(field)).join(', ');
 
-/** Tool calls by id, and those each of `declarers` declared (in declaration order), in one statement; without payloads. */
+/**
+ * Tool calls by id, and those each of `declarers` declared (in declaration order), in one
+ * statement; without payloads. Each live declarer has a row (`ofDeclarer`, with no call's columns
+ * when it declared none); one whose thread is deleted has none, never an empty list.
+ */
 export const toolCallsByIdsOrDeclarers = (sql: Sql, ids: readonly string[], declarers: readonly string[]) =>
-  sql.query<ToolCallRow>(
-    `SELECT ${toolCallColumns('tc.')} FROM tool_call tc ${ofLiveThread('tc.thread_id')}
-      WHERE tc.id = ANY($1::uuid[]) OR tc.declared_by_id = ANY($2::uuid[]) ORDER BY tc.position`,
+  sql.query<ToolCallRow & { ofDeclarer: string | null }>(
+    `SELECT NULL::uuid AS of_declarer, ${toolCallColumns('tc.')} FROM tool_call tc ${ofLiveThread('tc.thread_id')} WHERE tc.id = ANY($1::uuid[])
+      UNION ALL
+      SELECT d.id, ${toolCallColumns('tc.')} FROM message d ${ofLiveThread('d.thread_id')} LEFT JOIN tool_call tc ON tc.declared_by_id = d.id
+      WHERE d.id = ANY($2::uuid[])
+      ORDER BY position`,
     [ids, declarers],
   );
 

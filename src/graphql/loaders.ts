@@ -2,12 +2,12 @@ import { initContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { Sql } from '../db/sql.js';
 import {
-  auditPayloadsByIds, auditsByIds, chatMessageCounts, messageContentSizesByIds, messageContentsByIds, runErrorSizesByIds, runErrorsByIds, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
+  auditPayloadsByIds, auditsByIds, chatMessageCounts, chatMessagesOfThreads, runsOfThreads, type ThreadPage, messageContentSizesByIds, messageContentsByIds, runErrorSizesByIds, runErrorsByIds, runsByIds, threadsByIds, toolCallPayloadSizesByIds, toolCallPayloadsByIds,
   TOOL_CALL_PAYLOAD_BYTES, toolCallsByIdsOrDeclarers, toolCallsOfRuns, type Payload, type ToolCallPayload, type ToolCallRow, type WantedPayloads,
 } from '../domain/audit-reads.js';
 import type { DomainDeps } from '../domain/command.js';
 import { notFound } from '../domain/errors.js';
-import type { Run } from '../generated/prisma/client.js';
+import type { Message, Run } from '../generated/prisma/client.js';
 import type { CommittedChange } from '../domain/events.js';
 import { auditCountsOfRuns, auditCountsOfThreads, runCountsOfThreads, tokensOfRuns, tokensOfThreads, type AuditCounts, type TokenTotals } from '../domain/audit-summaries.js';
 import { perEvent } from '../realtime/per-event.js';
@@ -42,6 +42,13 @@ function valuesOfLiveKeys<Value>(read: (keys: readonly string[]) => Promise<Map<
     return keys.map((key) => (found.has(key) ? found.get(key)! : goneWithItsThread(key)));
   });
 }
+
+/** One loader per page of a list (its arguments, `keyOf`), made when first asked for: each page's keys are read in one statement. */
+function perPage<Page, Loader>(make: (page: Page) => Loader, keyOf: (page: Page) => string) {
+  const loaders = new Map<string, Loader>();
+  return (page: Page) => loaders.get(keyOf(page)) ?? loaders.set(keyOf(page), make(page)).get(keyOf(page))!;
+}
+const pageKey = (page: ThreadPage & { newestFirst?: boolean }) => `${page.first}:${page.after}:${page.newestFirst === true}`;
 
 const byKey = <Row>(read: (keys: readonly string[]) => Promise<Row[]>, keyOf: (row: Row) => string) => async (keys: readonly string[]) =>
   new Map((await read(keys)).map((row) => [keyOf(row), row]));
@@ -83,12 +90,13 @@ function toolCallLinks(read: Sql) {
       const idsOf = (by: Link['by']) => keys.filter((key) => key.by === by).map((key) => key.id);
       const rows = await toolCallsByIdsOrDeclarers(read, idsOf('id'), idsOf('declarer'));
       const found = new Map<string, ToolCallRow[]>();
-      const add = (key: string, row: ToolCallRow) => (found.get(key) ?? found.set(key, []).get(key)!).push(row);
-      for (const row of rows) {
-        add(keyOf({ by: 'id', id: row.id }), row);
-        add(keyOf({ by: 'declarer', id: row.declaredById }), row);
+      const listOf = (key: string) => found.get(key) ?? found.set(key, []).get(key)!;
+      for (const { ofDeclarer, ...row } of rows) {
+        const list = listOf(keyOf(ofDeclarer === null ? { by: 'id', id: row.id } : { by: 'declarer', id: ofDeclarer }));
+        if (row.id !== null) list.push(row);
       }
-      return keys.map((key) => found.get(keyOf(key)) ?? []);
+      // A call by id that is not found is null (loadRequired says why); a declarer not found is its thread deleted.
+      return keys.map((key) => found.get(keyOf(key)) ?? (key.by === 'id' ? [] : goneWithItsThread(key.id)));
     },
     { cacheKeyFn: keyOf },
   );
@@ -133,6 +141,9 @@ export function createLoaders({ db: read }: DomainDeps) {
     /** Ordinary messages' contents and their sizes (to charge before the contents are loaded), by id. */
     messageContentBytes: rowsBy((ids) => messageContentSizesByIds(read, ids), idOf),
     messageContent: rowsBy((ids) => messageContentsByIds(read, ids), idOf),
+    /** A page of each thread's runs, without their errors (as `run`), or of its ordinary history, without the contents (as `messageContent`). */
+    threadRuns: perPage((page: ThreadPage & { newestFirst?: boolean }) => valuesOfLiveKeys((ids) => runsOfThreads(read, ids, page) as Promise<Map<string, Run[]>>), pageKey),
+    threadMessages: perPage((page: ThreadPage) => valuesOfLiveKeys((ids) => chatMessagesOfThreads(read, ids, page) as Promise<Map<string, Message[]>>), pageKey),
     /** Ordinary history only: audit rows are never counted. */
     chatMessageCount: valuesOfLiveKeys((threadIds) => chatMessageCounts(read, threadIds)),
   };

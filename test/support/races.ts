@@ -3,19 +3,20 @@ import { expect } from 'vitest';
 /**
  * Plays a race trial after trial until each outcome it accepts has occurred, at most `maxTrials`
  * times, and returns the outcomes seen, sorted: a race test asserts they are all of `accepted`,
- * showing that every outcome it allows really happens. Each trial returns its outcome; one
- * outside `accepted` fails at once.
+ * showing that every outcome it allows really happens. Each trial returns its outcome (or one
+ * for each of several reads it races); one outside `accepted` fails at once.
  */
 export async function untilEachOutcome(
   accepted: readonly string[],
-  trial: (index: number) => Promise<string>,
+  trial: (index: number) => Promise<string | string[]>,
   maxTrials = 40,
 ): Promise<string[]> {
   const seen = new Set<string>();
   for (let index = 0; index < maxTrials && seen.size < accepted.length; index++) {
-    const outcome = await trial(index);
-    expect(accepted, `trial ${index}`).toContain(outcome);
-    seen.add(outcome);
+    for (const outcome of [await trial(index)].flat()) {
+      expect(accepted, `trial ${index}`).toContain(outcome);
+      seen.add(outcome);
+    }
   }
   return [...seen].sort();
 }

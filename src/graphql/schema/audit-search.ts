@@ -1,3 +1,4 @@
+import { confirmedLive } from '../../domain/audit-reads.js';
 import { requirePrincipal } from '../../domain/access.js';
 import { MAX_SEARCH_HITS, MIN_SEARCH_TEXT, SNIPPET_CHARS, searchAudits, type AuditHit } from '../../domain/audit-search.js';
 import { builder, listCost } from '../builder.js';
@@ -59,13 +60,11 @@ builder.queryField('searchAudits', (t) =>
     complexity: ({ first }) => listCost(first, MAX_SEARCH_HITS),
     resolve: async (_root, args, { deps, principal, loaders }) => {
       const caller = requirePrincipal(principal);
-      const result = await withReadSlot('search', caller.sub, () =>
-        searchAudits(deps.db, caller, {
-          ...args,
-          threadId: args.threadId == null ? null : String(args.threadId),
-          after: args.after == null ? null : String(args.after),
-        }),
+      const threadId = args.threadId == null ? null : String(args.threadId);
+      const found = await withReadSlot('search', caller.sub, () =>
+        searchAudits(deps.db, caller, { ...args, threadId, after: args.after == null ? null : String(args.after) }),
       );
+      const result = threadId === null ? found : await confirmedLive(deps.db, threadId, found);
       for (const hit of result.items) loaders.audit.prime(hit.id, hit);
       return result;
     },

@@ -1,18 +1,10 @@
 import { requirePrincipal } from '../../domain/access.js';
-import type { Run } from '../../generated/prisma/client.js';
 import { cancelRun } from '../../domain/convergence.js';
 import { createRun, loadReadableRun } from '../../domain/runs.js';
 import { payloadField } from '../answer-payloads.js';
 import { builder } from '../builder.js';
-import { goneWithItsThread, loadRequired } from '../loaders.js';
+import { loadRequired } from '../loaders.js';
 import { RunStatusEnum } from './enums.js';
-
-/**
- * A run's error (up to MAX_JSON_BYTES) is left out of its reads: the field charges its size to the
- * answer before it loads it (answer-payloads.ts). Rows read so are typed as whole runs (the
- * plugin's type), their `error` undefined: only that field reads it.
- */
-export const WITHOUT_ERROR = { omit: { error: true } } as const;
 
 export const RunRef = builder.prismaObject('Run', {
   description: "One run of the agent in a thread: QUEUED, claimed by a worker under a lease, then ended; its audits are its timeline.",
@@ -44,7 +36,9 @@ export const RunRef = builder.prismaObject('Run', {
       type: 'JSON',
       nullable: true,
       description: 'Why the run failed or was cancelled, e.g. {code: "LEASE_EXPIRED"}.',
-      // Reads leave it out (WITHOUT_ERROR, runsByIds); a mutation's or a change's own row holds it.
+      // A run's error (up to MAX_JSON_BYTES) is charged by its size before it is read
+      // (answer-payloads.ts): reads leave it out (runsByIds, runsOfThreads) and type their rows as
+      // whole runs, `error` undefined; a mutation's or a change's own row holds it.
       resolve: (run, _args, { loaders }) =>
         payloadField(
           (run as Partial<Pick<typeof run, 'error'>>).error,
@@ -90,17 +84,17 @@ const CreateRunInput = builder.inputType('CreateRunInput', {
 });
 
 builder.queryField('run', (t) =>
-  t.prismaField({
-    type: 'Run',
+  t.field({
+    type: RunRef,
     nullable: true,
     description:
       "A run by id: its thread's owner, an admin or a superadmin (anyone else is FORBIDDEN); a run that does not exist, or whose thread is being deleted, is NOT_FOUND.",
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true, description: "The run's id." }) },
-    resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
+    resolve: async (_root, { id }, { deps, loaders, principal }) => {
       const run = await loadReadableRun(deps.db, requirePrincipal(principal), id);
-      // Checked readable first, read again for the fields asked: a deletion in between removed it.
-      return ((await prisma.run.findUnique({ ...query, ...WITHOUT_ERROR, where: { id: run.id } })) as Run | null) ?? Promise.reject(goneWithItsThread(run.id));
+      // Checked readable first, read again without its error (charged before it is read): a deletion in between marked its thread.
+      return loadRequired(loaders.run, run.id);
     },
   }),
 );

@@ -7,10 +7,10 @@ import type { Thread } from '../../generated/prisma/client.js';
 import { MAX_THREADS_COUNTED } from '../../shared/thread-counts.js';
 import { payloadField } from '../answer-payloads.js';
 import { builder, listCost } from '../builder.js';
-import { goneWithItsThread, loadRequired } from '../loaders.js';
+import { loadRequired } from '../loaders.js';
 import { MAX_THREAD_COUNTS_PER_REQUEST } from '../search-limits.js';
 import { MessageRoleEnum } from './enums.js';
-import { RunRef, WITHOUT_ERROR } from './run.js';
+import { RunRef } from './run.js';
 
 const MAX_HISTORY_PAGE = 1000;
 const MAX_RUNS_PAGE = 500;
@@ -22,60 +22,46 @@ export const ThreadRef = builder.prismaObject('Thread', {
     title: t.exposeString('title', { nullable: true, description: 'The title given at creation; null when none was.' }),
     ownerId: t.exposeString('ownerId', { description: 'The `sub` of the principal who created the thread.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When createThread created it.' }),
-    messages: t.relation('messages', {
+    messages: t.field({
+      type: [MessageRef],
       description: `Ordinary conversation history, oldest first, the first \`first\` messages (0 to ${MAX_HISTORY_PAGE}); with \`after\` (a message of this thread's history), those after it. Never contains audit rows; an \`after\` that is no message of this thread's history reads none.`,
       args: {
         first: t.arg.int({ defaultValue: 100, description: `How many messages at most (0 to ${MAX_HISTORY_PAGE}).` }),
         after: t.arg.id({ description: "A message of this thread's history: read the ones after it." }),
       },
       complexity: ({ first }) => listCost(first, MAX_HISTORY_PAGE),
-      query: ({ first, after }) => {
-        if (first == null || first < 0 || first > MAX_HISTORY_PAGE) {
-          throw badInput(`first must be between 0 and ${MAX_HISTORY_PAGE}`);
-        }
-        // Without the contents (up to MAX_JSON_BYTES each): `content` charges each one's size to
-        // the answer before it loads it (answer-payloads.ts).
-        const page = { omit: { content: true }, orderBy: [{ createdAt: 'asc' as const }, { id: 'asc' as const }], take: first };
-        if (after == null) return { ...page, where: { messageType: 'chat' as const } };
-        if (!isUuid(after)) throw badInput("after must be the id of a message of this thread's history");
-        // The cursor must be one of the thread's chat messages: another row would place this
-        // history by its time.
-        return {
-          ...page,
-          where: { messageType: 'chat' as const, thread: { messages: { some: { id: after, messageType: 'chat' as const } } } },
-          cursor: { id: after },
-          skip: 1,
-        };
+      // Without the contents (up to MAX_JSON_BYTES each): `content` charges each one's size to
+      // the answer before it loads it (answer-payloads.ts).
+      resolve: (thread, { first, after }, { loaders }) => {
+        if (first == null || first < 0 || first > MAX_HISTORY_PAGE) throw badInput(`first must be between 0 and ${MAX_HISTORY_PAGE}`);
+        if (after != null && !isUuid(after)) throw badInput("after must be the id of a message of this thread's history");
+        return loaders.threadMessages({ first, after: after ?? null }).load(thread.id);
       },
     }),
     messageCount: t.int({
       description: 'Count of ordinary messages. Audit rows are never counted.',
       resolve: (thread, _args, { loaders }) => loaders.chatMessageCount.load(thread.id),
     }),
-    runs: t.relation('runs', {
+    runs: t.field({
+      type: [RunRef],
       description: `The thread's runs in creation order, the first \`first\` of them (1 to ${MAX_RUNS_PAGE}); with \`after\` (a run of this thread), those created after it. An \`after\` of no run of this thread reads none.`,
       args: {
         first: t.arg.int({ defaultValue: 100, description: `How many runs at most (1 to ${MAX_RUNS_PAGE}).` }),
         after: t.arg.id({ description: 'A run of this thread: read the runs created after it.' }),
       },
       complexity: ({ first }) => listCost(first, MAX_RUNS_PAGE),
-      // Read with the thread (one statement for a page of threads). The cursor must be one of
-      // the thread's runs: another thread's would place this thread's runs by its order.
-      query: ({ first, after }) => {
+      // Read for a page of threads at once (loaders.ts), without their errors (Run.error loads one when asked).
+      resolve: (thread, { first, after }, { loaders }) => {
         if (first == null || first < 1 || first > MAX_RUNS_PAGE) throw badInput(`first must be between 1 and ${MAX_RUNS_PAGE}`);
-        if (after == null) return { ...WITHOUT_ERROR, orderBy: { createdOrder: 'asc' }, take: first };
-        if (!isUuid(after)) throw badInput('after must be the id of a run of this thread');
-        return { ...WITHOUT_ERROR, where: { thread: { runs: { some: { id: after } } } }, cursor: { id: after }, skip: 1, orderBy: { createdOrder: 'asc' }, take: first };
+        if (after != null && !isUuid(after)) throw badInput('after must be the id of a run of this thread');
+        return loaders.threadRuns({ first, after: after ?? null }).load(thread.id);
       },
     }),
     latestRun: t.field({
       type: RunRef,
       nullable: true,
       description: 'The most recently created run of the thread, for thread lists.',
-      select: (_args, _ctx, nestedSelection) => ({
-        runs: nestedSelection({ ...WITHOUT_ERROR, orderBy: { createdOrder: 'desc' as const }, take: 1 }),
-      }),
-      resolve: (thread) => thread.runs[0] ?? null,
+      resolve: async (thread, _args, { loaders }) => (await loaders.threadRuns({ first: 1, after: null, newestFirst: true }).load(thread.id))[0] ?? null,
     }),
     changeCursor: t.string({
       description: "The cursor of the thread's latest committed change (see ThreadChange).",
@@ -135,7 +121,7 @@ const ThreadConnectionRef = builder
     }),
   });
 
-builder.prismaObject('Message', {
+const MessageRef = builder.prismaObject('Message', {
   description: 'An ordinary conversation message (history, memory and dashboard views read these).',
   fields: (t) => ({
     id: t.exposeID('id', { description: "The message's id (an `after` of Thread.messages)." }),
@@ -158,14 +144,18 @@ builder.prismaObject('Message', {
       resolve: async (message, _args, { loaders }) => (await loadRequired(loaders.messageContentBytes, message.id)).contentBytes,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When appendMessage appended it.' }),
-    thread: t.field({
-      type: ThreadRef,
-      description:
-        "The thread whose history holds it. Select it in appendMessage's answer to update the thread (`messageCount`, `messages`) in a client's cache without reading it again.",
-      resolve: (message, _args, { loaders }) => loadRequired(loaders.thread, message.threadId),
-    }),
   }),
 });
+
+// Apart from the type: a thread's history and its messages' thread name each other.
+builder.objectField(MessageRef, 'thread', (t) =>
+  t.field({
+    type: ThreadRef,
+    description:
+      "The thread whose history holds it. Select it in appendMessage's answer to update the thread (`messageCount`, `messages`) in a client's cache without reading it again.",
+    resolve: (message, _args, { loaders }) => loadRequired(loaders.thread, message.threadId),
+  })
+);
 
 const CreateThreadInput = builder.inputType('CreateThreadInput', {
   description: 'A thread to create: an optional title and idempotency key.',
@@ -208,18 +198,15 @@ builder.queryField('threads', (t) =>
 );
 
 builder.queryField('thread', (t) =>
-  t.prismaField({
-    type: 'Thread',
+  t.field({
+    type: ThreadRef,
     nullable: true,
     description:
       'A thread by id: its owner, an admin or a superadmin (anyone else is FORBIDDEN); a thread that does not exist, or whose deletion began, is NOT_FOUND.',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true, description: "The thread's id." }) },
-    resolve: async (query, _root, { id }, { deps, prisma, principal }) => {
-      const thread = await loadReadableThread(deps.db, requirePrincipal(principal), id);
-      // Checked readable first, read again for the fields asked: a deletion in between removed it.
-      return (await prisma.thread.findUnique({ ...query, where: { id: thread.id } })) ?? Promise.reject(goneWithItsThread(thread.id));
-    },
+    // Its lists and counts are read below it, each with the thread's deletion mark (loaders.ts).
+    resolve: (_root, { id }, { deps, principal }) => loadReadableThread(deps.db, requirePrincipal(principal), id),
   }),
 );
 

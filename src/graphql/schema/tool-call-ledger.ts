@@ -1,3 +1,4 @@
+import { confirmedLive } from '../../domain/audit-reads.js';
 import { requirePrincipal } from '../../domain/access.js';
 import { LEDGER_CASES, LEDGER_STATUSES, MAX_LEDGER_PAGE, toolCallLedger, type LedgerEntry } from '../../domain/tool-call-ledger.js';
 import { chargedPayload } from '../answer-payloads.js';
@@ -130,9 +131,11 @@ builder.queryField('toolCallLedger', (t) =>
       until: t.arg({ type: 'DateTime', required: false, description: UNTIL }),
     },
     complexity: ({ first }) => listCost(first, MAX_LEDGER_PAGE),
-    resolve: (_root, args, { deps, principal }) => {
+    resolve: async (_root, args, { deps, principal }) => {
       const caller = requirePrincipal(principal);
-      return withReadSlot('ledger', caller.sub, () => toolCallLedger(deps.db, caller, { ...args, threadId: args.threadId == null ? null : String(args.threadId) }));
+      const threadId = args.threadId == null ? null : String(args.threadId);
+      const page = await withReadSlot('ledger', caller.sub, () => toolCallLedger(deps.db, caller, { ...args, threadId }));
+      return threadId === null ? page : confirmedLive(deps.db, threadId, page);
     },
   }),
 );

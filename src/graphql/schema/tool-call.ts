@@ -1,6 +1,6 @@
 import { loadReadableThread, requirePrincipal } from '../../domain/access.js';
 import { toolCallStats } from '../../domain/tool-call-stats.js';
-import type { ToolCallPayload, ToolCallRow } from '../../domain/audit-reads.js';
+import { confirmedLive, type ToolCallPayload, type ToolCallRow } from '../../domain/audit-reads.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { payloadField } from '../answer-payloads.js';
@@ -81,7 +81,7 @@ builder.queryField('toolCallStats', (t) =>
     args: { threadId: t.arg.id({ required: true, description: 'The thread whose ToolCalls to count.' }) },
     resolve: async (_root, { threadId }, { deps, principal }) => {
       const thread = await loadReadableThread(deps.db, requirePrincipal(principal), threadId);
-      return toolCallStats(deps.db, thread.id);
+      return confirmedLive(deps.db, thread.id, await toolCallStats(deps.db, thread.id));
     },
   }),
 );
