@@ -8,7 +8,9 @@ import { backgroundFailures, zeroed } from '../metrics.js';
  *
  * - 57P01 admin_shutdown (pg_terminate_backend, a restart), 57P02 crash_shutdown,
  *   57P03 cannot_connect_now (starting up, in recovery), 53300 too_many_connections,
- *   class 08 (connection exceptions);
+ *   class 08 (connection exceptions); 08P01 protocol_violation only when FATAL, as PgBouncer
+ *   ends a session it cannot serve (query_wait_timeout, its server gone): raised as an ERROR it is
+ *   a statement the server could not take (a bind with more parameters than it has), a bug;
  * - 55000 object_not_in_prerequisite_state raised FATAL, which ends the session: at connect, a
  *   database not accepting connections (ALTER DATABASE … ALLOW_CONNECTIONS false, as during a
  *   maintenance). Raised as an ERROR, 55000 is a statement's (currval before nextval): a bug;
@@ -20,10 +22,10 @@ import { backgroundFailures, zeroed } from '../metrics.js';
  */
 const DISK_FULL = '53100';
 const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '55P03', DISK_FULL]);
-const FATAL_SQLSTATES = new Set(['55000']);
+const FATAL_SQLSTATES = new Set(['55000', '08P01']);
 /** An SQLSTATE (and its severity, for those that are an outage only when FATAL) that says the database cannot be reached. */
 const isUnavailableState = (code: string | undefined, severity: unknown) =>
-  code !== undefined && (SQLSTATES.has(code) || code.startsWith('08') || (FATAL_SQLSTATES.has(code) && severity === 'FATAL'));
+  code !== undefined && (SQLSTATES.has(code) || (FATAL_SQLSTATES.has(code) ? severity === 'FATAL' : code.startsWith('08')));
 const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 /** pg's error for a query its client gave up waiting for (query_timeout: no answer a little past the statement timeout). */

@@ -36,6 +36,21 @@ describe('isUnavailable', () => {
   });
 });
 
+describe('a statement the server could not bind', () => {
+  it("does not take a protocol violation raised as an ERROR (08P01: a bind with more parameters than the statement has) for an outage, though its class is 08: a bug to see, not a retry", () => {
+    const violation = serverError('08P01', 'ERROR', 'bind message supplies 3 parameters, but prepared statement "" requires 1');
+    expect(isUnavailable(violation)).toBe(false);
+    expect(isUnavailable(throughPrisma(violation))).toBe(false);
+  });
+
+  it('takes 08P01 raised FATAL for one, as PgBouncer ends a session it cannot serve, and the rest of class 08 at any severity', () => {
+    for (const ended of [serverError('08P01', 'FATAL', 'query_wait_timeout'), serverError('08006', 'ERROR', 'connection failure')]) {
+      expect(isUnavailable(ended), ended.code).toBe(true);
+      expect(isUnavailable(throughPrisma(ended)), ended.code).toBe(true);
+    }
+  });
+});
+
 describe('a statement the database gave up on', () => {
   it('takes a statement timeout (57014) and a lock timeout (55P03) as passing trouble, from pg and through Prisma: the transaction rolled back', () => {
     for (const timedOut of [
