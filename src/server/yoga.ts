@@ -298,6 +298,36 @@ function useSharedSubscriptions(): Plugin {
 }
 
 /**
+ * Whether an SSE request's client has gone: its connection ended. Its signal aborts only once the
+ * socket has closed, a turn later; over yoga's fetch (tests) there is no socket, only the signal.
+ */
+function clientGone({ request, res }: ServerContext): boolean {
+  return request?.signal.aborted === true || (res !== undefined && (!res.socket || res.socket.readableEnded));
+}
+
+/**
+ * An SSE subscription whose client has gone is not started. When many dashboards reconnect at once
+ * (a proxy restart, laptops waking up), the server reads each request and the end of its connection
+ * (its client gave up while it waited) together, the end a turn of the event loop after the request,
+ * which it would have run to its first read by then. So a subscription starts two turns after its
+ * request, once the end of its connection would have been seen: those that gave up cost no reads
+ * (the thread, the stream's start, the first view) on a server busiest exactly then. Nobody reads
+ * the answer: it says nothing, and counts as no failure. graphql-ws subscriptions have no request:
+ * their connection's close completes them.
+ */
+function useNoSubscriptionsForClientsGone(): Plugin {
+  const twoTurns = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
+  return {
+    async onSubscribe({ args, setResultAndStopExecution }) {
+      const context = args.contextValue as ServerContext;
+      if (!context.request) return;
+      await twoTurns();
+      if (clientGone(context)) setResultAndStopExecution({ data: null });
+    },
+  };
+}
+
+/**
  * Execution errors masked with the request's correlation id (yoga's own masking, which comes
  * after and leaves them as they are, has no access to the context).
  */
@@ -756,6 +786,8 @@ export function createGraphQLServer(options: {
       useVariableErrorsOfGraphqlJs(),
       useInputObjectsAreObjects(),
       useLiteralsCut(),
+      // Before every plugin that counts or starts a subscription: none of them sees one not started.
+      useNoSubscriptionsForClientsGone(),
       useSharedSubscriptions(),
       ...(options.plugins ?? []),
       useSseEventIds(options.unsentBudget),

@@ -79,7 +79,11 @@ function sseWithEventIds(
   const iterator = result[Symbol.asyncIterator]();
   let ping: NodeJS.Timeout | undefined;
   let ended = false;
-  let onClientGone = () => {};
+  let closeBody = () => {};
+  const onClientGone = () => {
+    void end();
+    closeBody();
+  };
   let onSignedOut = () => {};
   let onSlow = () => {};
   /**
@@ -110,12 +114,14 @@ function sseWithEventIds(
     signedOut?.removeEventListener('abort', onSignedOut);
     await iterator.return?.();
   };
+  // From now, not from the body's start: the body of a response whose client is gone is never
+  // read (whatwg-node sends nothing on a closed response), so it never starts, nor is it cancelled.
+  if (request.signal.aborted) void end();
+  else request.signal.addEventListener('abort', onClientGone, { once: true });
   const body = new fetchAPI.ReadableStream<Uint8Array>({
     start(controller) {
-      onClientGone = () => {
-        void end();
-        controller.close();
-      };
+      closeBody = () => controller.close();
+      if (ended) return controller.close();
       onSignedOut = () => {
         if (ended) return;
         lastWords = SIGNED_OUT_EVENTS;
@@ -128,8 +134,6 @@ function sseWithEventIds(
         const { res } = budgeted!;
         cutUnlessClosed(res, () => (res.socket ? res.socket.resetAndDestroy() : res.destroy()));
       };
-      if (request.signal.aborted) return onClientGone();
-      request.signal.addEventListener('abort', onClientGone, { once: true });
       if (budgeted) {
         const { budget, res, sub } = budgeted;
         release = budget.track(res, sub, { transport: 'sse', unsent: () => res.writableLength + queued, end: () => onSlow() });
