@@ -14,6 +14,8 @@ export const DEFAULT_WINDOW_SECONDS = 3_600;
 export const WIDE_WINDOW_SECONDS = DEFAULT_WINDOW_SECONDS;
 /** The most audits `running(first)` and `recentFailures(first)` list. */
 export const MAX_ACTIVITY_LIST = 100;
+/** The most tools `tools(first)` lists; left out, every tool is listed. */
+export const MAX_ACTIVITY_TOOLS = 1_000;
 /** The most buckets a window is cut into. */
 export const MAX_BUCKETS = 120;
 
@@ -69,6 +71,17 @@ export function toolActivityArgs(windowSeconds: number | null | undefined, name:
 /** `first` of the view's lists; bad ones are BAD_USER_INPUT. */
 export function activityListSize(first: number | null | undefined): number {
   if (first == null || first < 1 || first > MAX_ACTIVITY_LIST) throw badInput(`first must be between 1 and ${MAX_ACTIVITY_LIST}`);
+  return first;
+}
+
+/**
+ * `first` of the view's tools: every tool when left out (or null), as the contract's `tools` lists
+ * them; else 1 to MAX_ACTIVITY_TOOLS, so that a dashboard can bound a view of a fleet with many tool
+ * names (300 names were 41 kB of the page's 78 kB view). Bad ones are BAD_USER_INPUT.
+ */
+export function activityToolsSize(first: number | null | undefined): number | undefined {
+  if (first == null) return undefined;
+  if (first < 1 || first > MAX_ACTIVITY_TOOLS) throw badInput(`tools(first) must be between 1 and ${MAX_ACTIVITY_TOOLS}; leave it out for every tool`);
   return first;
 }
 

@@ -269,6 +269,14 @@ describe(`toolActivity subscription (${backendName})`, () => {
         ]);
       }
     }
+    // The tools' `first` the same way, with its own message.
+    for (const stream of await both(t, url, owner, {}, 'subscription { toolActivity { at tools(first: 0) { name } } }')) {
+      expect(await stream.ended(5000), stream.label).toEqual({ kind: 'complete' });
+      expect(stream.results).toHaveLength(1);
+      expect(stream.results[0]!.errors).toEqual([
+        expect.objectContaining({ message: 'tools(first) must be between 1 and 1000; leave it out for every tool', extensions: { code: 'BAD_USER_INPUT' } }),
+      ]);
+    }
     // No stream was started: the owner has no feed to read views for.
     expect(t.app.pubsub.activity.owners()).not.toContain(ownerSub);
 

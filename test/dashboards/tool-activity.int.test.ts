@@ -368,6 +368,26 @@ describe(`toolActivity (${backendName})`, () => {
     expect((await t.gql(TOOL_ACTIVITY, { windowSeconds: 604_800, first: 100 }, owner)).errors).toBeUndefined();
   });
 
+  it('lists the first `first` tools, the most audits first, and counts every tool in toolCount; a `first` out of range is BAD_USER_INPUT', async () => {
+    const who = await actors(t);
+    const session = await claim(t, who.worker, await createRun(t, who.owner, await createThread(t, who.owner)));
+    const calls = ['one', 'two', 'two', 'three', 'three', 'three'].map((name, i) => ({ id: `c${i}`, name }));
+    await session.declare('m1', calls);
+    for (const call of calls) must(await session.toolStarted(call.id, call.name, { clock: clockAt(0) }));
+    const query = `query($first: Int) { result: toolActivity { toolCount tools(first: $first) { name running } all: tools { name } } }`;
+    expect(must(await t.gql(query, { first: 2 }, who.owner))).toEqual({
+      toolCount: 3,
+      tools: [{ name: 'three', running: 3 }, { name: 'two', running: 2 }],
+      all: [{ name: 'three' }, { name: 'two' }, { name: 'one' }],
+    });
+    expect(must(await t.gql(query, { first: 1000 }, who.owner)).tools).toHaveLength(3);
+    for (const first of [0, -1, 1001]) {
+      const refused = await t.gql(query, { first }, who.owner);
+      expect(errorCode(refused)).toBe('BAD_USER_INPUT');
+      expect(refused.errors?.[0]?.message).toBe('tools(first) must be between 1 and 1000; leave it out for every tool');
+    }
+  });
+
   it('is for super administrators: every other role is FORBIDDEN, no token UNAUTHENTICATED', async () => {
     for (const role of ['user', 'admin', 'worker'] as const) {
       expect(errorCode(await t.gql(TOOL_ACTIVITY, { first: 1 }, await t.token(`${role}-activity`, role)))).toBe('FORBIDDEN');

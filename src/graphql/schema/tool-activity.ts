@@ -2,10 +2,12 @@ import { requirePrincipal, requireAuditReader } from '../../domain/access.js';
 import {
   DEFAULT_WINDOW_SECONDS,
   MAX_ACTIVITY_LIST,
+  MAX_ACTIVITY_TOOLS,
   MAX_WINDOW_SECONDS,
   MIN_WINDOW_SECONDS,
   WIDE_WINDOW_SECONDS,
   activityListSize,
+  activityToolsSize,
   readToolActivity,
   toolActivityArgs,
   type ToolActivity,
@@ -72,10 +74,15 @@ const ToolActivityRef = builder.objectRef<ToolActivity>('ToolActivity').implemen
       complexity: ({ first }) => listCost(first, MAX_ACTIVITY_LIST),
       resolve: (view, { first }) => view.recentFailures.slice(0, activityListSize(first)),
     }),
+    toolCount: t.int({
+      description: 'How many tools `tools` lists when its `first` is left out: every tool name with an audit running now or ended within the window.',
+      resolve: (view) => view.tools.length,
+    }),
     tools: t.field({
       type: [ToolActivityStatRef],
-      description: 'One entry per tool name with an audit running now or started or ended within the window; the most audits first.',
-      resolve: (view) => view.tools,
+      description: `One entry per tool name with an audit running now or started or ended within the window; the most audits first. \`first\` (1 to ${MAX_ACTIVITY_TOOLS}) keeps the first so many; left out, every tool.`,
+      args: { first: t.arg.int({ required: false, description: `How many at most (1 to ${MAX_ACTIVITY_TOOLS}); left out, every tool.` }) },
+      resolve: (view, { first }) => view.tools.slice(0, activityToolsSize(first)),
     }),
     buckets: t.field({
       type: [ToolActivityBucketRef],
@@ -133,6 +140,7 @@ builder.subscriptionField('toolActivity', (t) =>
       // The lists' sizes are checked where each view resolves them; checked now too, a size out
       // of range refuses the stream once, at its start, instead of failing every view it sends.
       for (const list of ['running', 'recentFailures']) for (const { first } of argumentsOfSelected(info, list)) activityListSize(first as number | null);
+      for (const { first } of argumentsOfSelected(info, 'tools')) activityToolsSize(first as number | null);
       return pubsub.activity.subscribe(viewer.sub, args, viewer.expiresAtMs);
     },
     resolve: (delivery: ActivityDelivery, _args, context) => {
