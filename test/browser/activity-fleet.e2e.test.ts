@@ -169,6 +169,12 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
             const cells = [...tr.querySelectorAll('td')].map((td) => td.textContent!);
             return { name: cells[0]!, value: column === 1 ? cells[1]!.split(' ')[0]! : cells[column]! };
           }), index);
+        // Which column sorts the rows, and which way, is shown to the eye as well as said to a
+        // screen reader (aria-sort): an arrow beside the sorted column's name only.
+        const headers = await table.locator('thead th').evaluateAll((ths) =>
+          ths.map((th) => ({ sort: th.getAttribute('aria-sort'), mark: (th as HTMLElement).innerText.replace((th.querySelector('button') as HTMLElement).innerText, '').trim() })));
+        expect(headers.map(({ mark }) => mark)).toEqual(headers.map(({ sort }) => ({ ascending: '▲', descending: '▼' })[sort!] ?? ''));
+        expect(headers.filter(({ sort }) => sort !== 'none')).toHaveLength(1);
         const misplaced = rows.slice(1).filter((row, i) => index > 0 && row.value === rows[i]!.value && rows[i]!.name.localeCompare(row.name) > 0);
         expect(misplaced.map((row) => `${label} (${direction} click): ${row.name} after a name that sorts later`)).toEqual([]);
       }

@@ -201,7 +201,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     expect(await names()).toEqual(['fetch', 'lookup']);
     await page.click('[data-testid=activity-tools] th button:text("Failure rate")');
     expect(await names()).toEqual(['lookup', 'fetch']);
-    expect(await page.locator('[data-testid=activity-tools] th[aria-sort=descending]').textContent()).toBe('Failure rate');
+    expect(await page.locator('[data-testid=activity-tools] th[aria-sort=descending] button').textContent()).toBe('Failure rate');
 
     // The window and the tool filter are kept in the address.
     const [windowSelect, toolSelect] = [page.locator('.activity-controls select >> nth=0'), page.locator('.activity-controls select >> nth=1')];

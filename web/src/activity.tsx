@@ -192,6 +192,8 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
                 <button aria-describedby={column.describedBy} onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
                   {column.label}
                 </button>
+                {/* For the eye what aria-sort says to a screen reader, which would read the arrow twice. */}
+                {key === column.key && <span class="sort-mark" aria-hidden="true">{descending ? '▼' : '▲'}</span>}
               </th>
             ))}
           </tr>
