@@ -57,15 +57,55 @@ export async function readRun(client: Client, token: string, id: string): Promis
   return run ?? null;
 }
 
-/** How long after a change the thread's totals are read again (the changes of that while share the read). */
-const THREAD_REREAD_MS = 500;
+/** How long after a change the thread's totals, or a run's summary, are read again (the changes of that while share the read). */
+const REREAD_MS = 500;
+
+/**
+ * Reads done again a moment after the changes that ask for them (`soon`): one read of each key
+ * for a burst of changes. A read that fails is said (`failed`) and, when a later one may succeed
+ * (the network, a proxy's error page), tried again, a little later each time (up to 15 s): left
+ * for the next change, what it shows would stay stale while nothing changes.
+ */
+export function readsSoon<K>(read: (key: K) => Promise<void>, failed: (error: unknown) => void) {
+  let asked = new Set<K>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let failures = 0;
+  let stopped = false;
+  const readAsked = () => {
+    timer = undefined;
+    const keys = [...asked];
+    asked = new Set();
+    for (const key of keys) {
+      read(key).then(
+        () => void (failures = 0),
+        (error: unknown) => {
+          if (stopped) return;
+          failed(error);
+          if (stopped || !isTransient(messageOf(error))) return;
+          asked.add(key);
+          timer ??= setTimeout(readAsked, Math.min(15_000, 1000 * 2 ** failures++));
+        },
+      );
+    }
+  };
+  return {
+    soon(keys: Iterable<K>) {
+      for (const key of keys) asked.add(key);
+      if (!stopped && asked.size) timer ??= setTimeout(readAsked, REREAD_MS);
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
 
 export function followThread(client: Client, token: string, threadId: string, sink: ThreadSink): () => void {
   let stopped = false;
   const unsubscribers: (() => void)[] = [];
   const stop = () => {
     stopped = true;
-    clearTimeout(threadTimer);
+    threadReads.stop();
     unsubscribers.forEach((unsubscribe) => unsubscribe());
   };
   const fail = (error: unknown) => {
@@ -93,16 +133,11 @@ export function followThread(client: Client, token: string, threadId: string, si
   // The thread's totals (its failure line) follow its changes: one read per burst of them, over
   // the connection the changes came by; over HTTP when that one may not take it (its principal
   // holds every subscription it may: the read would count as one).
-  let threadTimer: ReturnType<typeof setTimeout> | undefined;
-  const readThreadSoon = () => {
-    if (threadTimer || stopped) return;
-    threadTimer = setTimeout(() => {
-      threadTimer = undefined;
-      void queryOver(client, THREAD_INFO, { id: threadId })
-        .catch(() => gql(token, THREAD_INFO, { id: threadId }))
-        .then(({ thread }) => thread && !stopped && sink.thread(thread), fail);
-    }, THREAD_REREAD_MS);
-  };
+  const threadReads = readsSoon(async () => {
+    const { thread } = await queryOver(client, THREAD_INFO, { id: threadId }).catch(() => gql(token, THREAD_INFO, { id: threadId }));
+    if (thread && !stopped) sink.thread(thread);
+  }, fail);
+  const readThreadSoon = () => threadReads.soon([threadId]);
   const readAudits = async () => {
     try {
       return await readAuditPage(token, threadId, null);

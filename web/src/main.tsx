@@ -4,6 +4,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import 'jsondiffpatch/formatters/styles/html.css';
 import './style.css';
 import {
+  rowsInSight,
   auditDetails,
   audits,
   home,
@@ -960,6 +961,10 @@ function Rows() {
   };
   const first = printing.value ? 0 : Math.max(0, Math.floor(scrollTop.value / rowHeight()) - OVERSCAN);
   const last = printing.value ? all.length : Math.min(all.length, Math.ceil((scrollTop.value + rowsHeight.value) / rowHeight()) + OVERSCAN);
+  // The live window lets entries go only while the reader is at the newest rows, and none that a row drawn here shows (store.ts, keepNewestAudits).
+  const atNewest = scrollTop.value + rowsHeight.value >= (all.length - 1) * rowHeight();
+  useEffect(() => void (rowsInSight.value = { keys: all.slice(first, last).map((row) => row.key), atNewest }), [all, first, last, atNewest]);
+  useEffect(() => () => void (rowsInSight.value = { keys: [], atNewest: true }), []);
   // Focus stays on the grid; it points at the selected row while that row is drawn.
   const active = selectedIndex >= first && selectedIndex < last ? `row-${all[selectedIndex]!.key}` : undefined;
   return (

@@ -1,13 +1,13 @@
 import { batch, computed, effect, signal, untracked } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { answers, claimsOf, createLiveClient, gql, GraphQLRequestError, isTransient, readFewer, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
-import { AUDITS_PAGE, followThread, readAuditPage, readRun, type ThreadInfo } from './live.js';
+import { answers, claimsOf, createLiveClient, gql, GraphQLRequestError, isTransient, messageOf, readFewer, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
+import { AUDITS_PAGE, followThread, readAuditPage, readRun, readsSoon, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditKind, AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
 import { activityConnection, hash, isActivityHash } from './activity.js';
 import { threadCountLabel } from '../../src/shared/thread-counts.js';
 import { rowToOpen, type LedgerEntry, type LedgerFilter } from './ledger.js';
-import { isDeclaredRowKey, layoutTimelineWithAxis, markedText, mergeAudits, mergeRuns, type AuditView, type Row, type RunView, type TimeWindow } from './timeline.js';
+import { declaredRowKey, isDeclaredRowKey, layoutTimelineWithAxis, markedText, mergeAudits, mergeRuns, type AuditView, type Row, type RunView, type TimeWindow } from './timeline.js';
 
 export const token = signal(storedToken());
 export const claims = computed(() => (token.value ? claimsOf(token.value) : null));
@@ -707,13 +707,34 @@ const LIVE_AUDITS_MAX = 1000;
 /** The reader asked for older entries (Load older entries, a run's load, a link to an old row): they stay. */
 let olderAsked = false;
 
-/** Past LIVE_AUDITS_MAX, keeps the newest AUDITS_PAGE entries (and the selected one), unless the reader asked for older ones. Returns the runs that lost entries. */
+/** The keys of the rows drawn (those in sight, and a few around them), and whether the reader is at the newest rows: set by the view showing them. */
+export const rowsInSight = signal<{ keys: readonly string[]; atNewest: boolean }>({ keys: [], atNewest: true });
+
+/**
+ * The entries rows `keys` show where they are: an entry's own, with the model call that declared
+ * it (a tool sits under it); a declared call's model call.
+ */
+function entriesShowing(held: ReadonlyMap<string, AuditView>, keys: readonly string[]): Set<string> {
+  const declared = new Set(keys.filter(isDeclaredRowKey));
+  const models = declared.size ? [...held.values()].filter((audit) => audit.toolCalls?.some((call) => declared.has(declaredRowKey(call.id)))) : [];
+  return new Set([...keys.flatMap((key) => [key, held.get(key)?.declaredBy?.id ?? '']), ...models.map((model) => model.id)].filter((id) => held.has(id)));
+}
+
+/**
+ * Past LIVE_AUDITS_MAX, keeps the newest AUDITS_PAGE entries (and the selected row's), unless the
+ * reader asked for older ones or reads rows that would go (scrolled up to them: they stay in place
+ * until the reader is back at the newest). Returns the runs that lost entries.
+ */
 function keepNewestAudits(): Set<string> {
   const held = audits.peek();
   if (held.size <= LIVE_AUDITS_MAX || olderAsked) return new Set();
   // Ids grow in the order threadAudits pages by (`before`): the newest are the greatest.
   const newest = [...held.keys()].sort().slice(-AUDITS_PAGE);
-  const kept = new Set([...newest, selectedKey.peek() ?? '']);
+  const kept = new Set(newest);
+  // Rows above the reader's would go from under them (the view moves): none go until the reader is back at the newest.
+  const { keys, atNewest } = rowsInSight.peek();
+  if (!atNewest || [...entriesShowing(held, keys)].some((id) => !kept.has(id))) return new Set();
+  for (const id of entriesShowing(held, [selectedKey.peek() ?? ''])) kept.add(id);
   const dropped = new Set([...held.values()].flatMap((audit) => (kept.has(audit.id) ? [] : [audit.runId])));
   audits.value = new Map([...held].filter(([id]) => kept.has(id)));
   auditDetails.value = new Map([...auditDetails.peek()].filter(([id]) => kept.has(id)));
@@ -722,27 +743,19 @@ function keepNewestAudits(): Set<string> {
   return dropped;
 }
 
-/** Runs whose summaries are to be read again (readRunsSoon), and the timer of that read. */
-let runsToRead = new Set<string>();
-let runsTimer: ReturnType<typeof setTimeout> | undefined;
-/** How long after a change the runs' summaries are read again (the changes of that while share the read). */
-const RUN_REREAD_MS = 500;
+/** The open thread's runs whose summaries are read again a moment after their entries change. */
+let runReads: ReturnType<typeof readsSoon<string>> | null = null;
 
 function readRunsSoon(ids: Iterable<string>) {
-  for (const id of ids) runsToRead.add(id);
-  if (runsTimer || !runsToRead.size) return;
-  runsTimer = setTimeout(() => {
-    runsTimer = undefined;
-    const [thread, read] = [threadId.peek(), [...runsToRead]];
-    runsToRead = new Set();
-    for (const id of read) {
-      void readRun(liveClient(), token.value!, id).then(
-        (run) => run && threadId.peek() === thread && (runs.value = mergeRuns(runs.value, [run])),
-        // Read again with the run's next change.
-        () => {},
-      );
-    }
-  }, RUN_REREAD_MS);
+  const thread = threadId.peek();
+  runReads ??= readsSoon(
+    async (id) => {
+      const run = await readRun(liveClient(), token.value!, id);
+      if (run && threadId.peek() === thread) runs.value = mergeRuns(runs.value, [run]);
+    },
+    (error) => (pageError.value = messageOf(error)),
+  );
+  runReads.soon(ids);
 }
 
 /**
@@ -794,9 +807,8 @@ function resetThread() {
   stopFollowing = null;
   clearTimeout(changesTimer);
   changesTimer = undefined;
-  clearTimeout(runsTimer);
-  runsTimer = undefined;
-  runsToRead = new Set();
+  runReads?.stop();
+  runReads = null;
   olderAsked = false;
   clearTimeout(newsTimer);
   newsTimer = undefined;
