@@ -11,7 +11,7 @@ from .client import AuditClient
 from .clock import PROCESS_CLOCK_ID, SequenceCounter, now_rfc3339, parse_rfc3339, read_clock
 from .errors import AUDIT_ERROR_CODES, LEASE_GONE_CODES, TRANSPORT_ERROR, AuditApiError, LeaseLostError
 from .lease import LeaseKeeper
-from .session import RunSession, StartingRun
+from .session import RunSession, StartingRun, to_thread
 from .transport import Resolver, RetryPolicy
 from .types import (
     JSON,
@@ -67,4 +67,5 @@ __all__ = [
     "now_rfc3339",
     "parse_rfc3339",
     "read_clock",
+    "to_thread",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 import weakref
@@ -400,6 +401,22 @@ class StartingRun:
         if abandoned:
             _hand_back(session)
         return session
+
+
+async def to_thread(call: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+    """``await to_thread(run.tool_started, ...)``: as ``asyncio.to_thread``, the call is made on a
+    thread while the loop runs on, and its answer or error is returned to the awaiting task; but
+    the thread is a daemon of its own, not the loop's executor, which ``asyncio.run``'s end and the
+    interpreter's exit wait for: a call that hangs (the server out of reach, retried for the
+    whole RetryPolicy, minutes) does not keep a stopped process alive. A call whose task was
+    cancelled is still made, and answered on its thread; one cut off by the process's exit is
+    not sent, or not answered."""
+    context = contextvars.copy_context()  # as asyncio.to_thread: the task's context variables
+
+    def in_context() -> _T:
+        return context.run(call, *args, **kwargs)
+
+    return await _on_daemon_thread(in_context, f"agent-audit-{getattr(call, '__name__', 'call')}")
 
 
 async def _on_daemon_thread(call: Callable[[], _T], name: str) -> _T:

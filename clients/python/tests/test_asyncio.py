@@ -4,9 +4,13 @@ under asyncio.run), and its loop must not wait on the client's requests."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
+import sys
 import textwrap
 import threading
+from pathlib import Path
 from typing import List
 
 from agent_audit import AuditClient, DeclaredToolCall, RunSession
@@ -14,7 +18,53 @@ from agent_audit import AuditClient, DeclaredToolCall, RunSession
 from .support import FAST_RETRY, LiveTestCase, LossyProxy
 
 
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "python" / "asyncio_agent.py"
+
+
 class AsyncioTest(LiveTestCase):
+    def start_example(self, url: str) -> "subprocess.Popen[str]":
+        """examples/python/asyncio_agent.py (the README's asyncio example) as a user runs it, against
+        ``url``, killed when the test ends."""
+        process = subprocess.Popen(
+            [sys.executable, str(EXAMPLE)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "AUDIT_URL": url,
+                 "AUDIT_OWNER_TOKEN": self.server.token(self.owner_sub, "superadmin"),
+                 "AUDIT_WORKER_TOKEN": self.server.token(self.worker_sub, "worker")})
+        self.addCleanup(process.kill)
+        return process
+
+    def test_the_readme_example_records_its_run(self) -> None:
+        process = self.start_example(self.server.url)
+        stdout, stderr = process.communicate(timeout=60)
+        self.assertEqual(process.returncode, 0, stderr)
+        self.assertIn("answer: Paris: Sunny, 21 °C; Oslo: Snow, -3 °C", stdout)
+        self.assertRegex(stdout, r"(?m)^run: \S+ COMPLETED$")
+
+    def test_ctrl_c_while_an_event_hangs_lets_the_readme_example_exit(self) -> None:
+        # The server stops answering (a partition) when the tools' results are sent: each such call
+        # would retry for the whole policy (minutes). Ctrl-C cancels the agent; the run's
+        # INTERRUPTED finish is given up after stop_timeout, and the process must then exit, not
+        # wait for the calls still hanging on their threads.
+        proxy = LossyProxy(self.server.url, mode="forward")
+        self.addCleanup(proxy.close)
+        hanging = threading.Event()
+
+        def hold(body: bytes) -> None:
+            if b"ToolFinished" in body:
+                proxy.silent.set()  # its retries too, and the finish
+                hanging.set()
+                proxy._closing.wait()  # noqa: SLF001 - held until the proxy closes
+
+        proxy.on_first_send = hold
+        process = self.start_example(proxy.url)
+        self.assertTrue(hanging.wait(30), "the tool's result was never sent")
+        process.send_signal(signal.SIGINT)
+        try:
+            _, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("the process did not exit within 60 s of Ctrl-C while a call hung")
+        self.assertIn("KeyboardInterrupt", stderr)
+
     def start_tool(self, run_id: str) -> RunSession:
         """A session with one model call and one tool running in it."""
         session = self.worker.start_run(run_id)
@@ -27,15 +77,15 @@ class AsyncioTest(LiveTestCase):
         # asyncio delivers a stop as CancelledError (not an Exception): the run is interrupted, as
         # by KeyboardInterrupt, and its running tool's call goes back to PENDING for a resume.
         thread_id, run_id = self.queued_run()
-        tool_running = asyncio.Event()
 
-        async def agent() -> None:
+        async def agent(tool_running: asyncio.Event) -> None:
             with self.start_tool(run_id):
                 tool_running.set()
                 await asyncio.sleep(3600)  # the tool, cancelled
 
         async def main() -> None:
-            task = asyncio.ensure_future(agent())
+            tool_running = asyncio.Event()  # made in the loop: Python 3.9's binds to the loop current when it is made
+            task = asyncio.ensure_future(agent(tool_running))
             await tool_running.wait()
             task.cancel()
             with self.assertRaises(asyncio.CancelledError):
