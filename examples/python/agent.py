@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from agent_audit import AuditClient, DeclaredToolCall, RunSession
 
@@ -61,15 +61,19 @@ def run_agent(run: RunSession, question: str) -> str:
 #endregion run-agent
 
 
-def main() -> None:
+def owner_and_worker() -> Tuple[AuditClient, AuditClient]:
+    """The owner's and the worker's clients of AUDIT_URL, with AUDIT_OWNER_TOKEN and
+    AUDIT_WORKER_TOKEN, or one line saying which to set (rather than a KeyError)."""
     url = os.environ.get("AUDIT_URL", "http://127.0.0.1:4000/graphql")
-    # The tokens, or one line saying which to set (rather than a KeyError).
     for name, role in (("AUDIT_OWNER_TOKEN", "superadmin"), ("AUDIT_WORKER_TOKEN", "worker")):
         if not os.environ.get(name):
             sys.exit(f"{name} is not set: give it a {role} token (`npm start` prints one on its first start;"
                      f" `npm run -s token -- --sub me --role {role}` mints more)")
-    owner = AuditClient(url, os.environ["AUDIT_OWNER_TOKEN"])
-    worker = AuditClient(url, os.environ["AUDIT_WORKER_TOKEN"])
+    return AuditClient(url, os.environ["AUDIT_OWNER_TOKEN"]), AuditClient(url, os.environ["AUDIT_WORKER_TOKEN"])
+
+
+def main() -> None:
+    owner, worker = owner_and_worker()
 
     thread = owner.create_thread("python example")
     run_id = owner.create_run(thread.id).id

@@ -12,11 +12,10 @@ within 5 s (stop_timeout) even while the server does not answer.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from typing import Any, Dict, List
 
 from agent_audit import AuditClient, DeclaredToolCall, RunSession, to_thread
+from agent import owner_and_worker  # this folder's agent.py
 
 WEATHER = {"Paris": "Sunny, 21 °C", "Oslo": "Snow, -3 °C"}
 
@@ -53,13 +52,7 @@ async def run_agent(worker: AuditClient, run_id: str) -> str:
 
 
 def main() -> None:
-    for name, role in (("AUDIT_OWNER_TOKEN", "superadmin"), ("AUDIT_WORKER_TOKEN", "worker")):
-        if not os.environ.get(name):
-            sys.exit(f"{name} is not set: give it a {role} token (`npm start` prints one on its first start;"
-                     f" `npm run -s token -- --sub me --role {role}` mints more)")
-    url = os.environ.get("AUDIT_URL", "http://127.0.0.1:4000/graphql")
-    owner = AuditClient(url, os.environ["AUDIT_OWNER_TOKEN"])
-    worker = AuditClient(url, os.environ["AUDIT_WORKER_TOKEN"])
+    owner, worker = owner_and_worker()
     thread_id = owner.create_thread("asyncio example").id
     run_id = owner.create_run(thread_id).id
     print(f"run: {run_id}", flush=True)

@@ -6,18 +6,20 @@ a silent server is, by every call that takes ``timeout=``, at interpreter shutdo
 from __future__ import annotations
 
 import os
-import shutil
+import re
 import socket
 import subprocess
 import sys
 import threading
 import unittest
 from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from agent_audit import AuditApiError, AuditClient, LeaseKeeper, RetryPolicy, RunLease
 
+from .interpreters import Interpreter, installed
 from .support import TLS_RECORD_OPENING, GatewayServer, RedirectingServer, StallingPeer, TLSServer, TricklingServer, TunnelingProxy
 
 # How long a test waits for a call that should give up after 1 s: generous for a loaded machine,
@@ -219,18 +221,38 @@ class TheLastFailureTest(unittest.TestCase):
         self.assert_names_the_last_failure(server.url, "HTTP 503", 503)
 
 
+# The first lines of a child's atexit handler: prints whether this Python refuses to start a
+# thread there ("real": Python 3.12) and, where it does not and `emulate` is true, makes
+# Thread.start refuse as 3.12's does ("emulated").
+_REFUSAL = """
+def refusal(emulate):
+    probe = threading.Thread(target=lambda: None)
+    try:
+        probe.start()
+    except RuntimeError:
+        print("refusal: real", flush=True)
+        return
+    probe.join()
+    if emulate:
+        def refuse(thread):
+            raise RuntimeError("can't create new thread at interpreter shutdown")
+        threading.Thread.start = refuse
+    print("refusal: " + ("emulated" if emulate else "none"), flush=True)
+"""
+
 # Run by the interpreter under test: its first request is made while the interpreter shuts down
 # (an atexit handler), where Python 3.12 starts no thread. Prints the error's code and message.
 _AT_EXIT = """
-import atexit, sys
+import atexit, sys, threading
 from datetime import datetime, timedelta, timezone
 from agent_audit import AuditApiError, AuditClient, RunLease
-
+""" + _REFUSAL + """
 now = datetime.now(timezone.utc)
 lease = RunLease(run_id="run-1", epoch=1, owner="worker", expires_at=(now + timedelta(seconds=60)).isoformat(), granted_at=now.isoformat())
 client = AuditClient(sys.argv[1], "token", batching=sys.argv[2] == "batching")
 
 def finish() -> None:
+    refusal(emulate=False)
     try:
         client.finish_run(lease, "INTERRUPTED", timeout=1)
     except AuditApiError as error:
@@ -240,52 +262,62 @@ atexit.register(finish)
 """
 
 
-def _interpreters() -> List[str]:
-    """This one, and Python 3.12 and 3.13 where they run from PATH (a pyenv shim may not): their
-    interpreter shutdown starts no thread."""
-    found = [sys.executable]
-    for name in ("python3.12", "python3.13"):
-        path = shutil.which(name)
-        if path and subprocess.run([path, "-c", ""], capture_output=True).returncode == 0:
-            found.append(path)
-    return found
-
-
 class InterpreterShutdownTest(unittest.TestCase):
+    """Each child runs on every installed Python (tests/interpreters.py), at once: Python 3.12's
+    refusal to start a thread at shutdown is met for real only where 3.12 is installed, and is
+    emulated elsewhere. The interpreters that ran, and how each refused, are written to stderr."""
+
+    refusals: Dict[str, Set[str]] = {}
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        lines = [f"{interpreter}: refusal {', '.join(sorted(kinds))}" for interpreter, kinds in cls.refusals.items()]
+        if not any("real" in kinds for kinds in cls.refusals.values()):
+            lines.append("no Python here refuses a thread at shutdown (3.12 does): that refusal was only emulated")
+        sys.stderr.write("\nInterpreterShutdownTest ran on:\n  " + "\n  ".join(lines) + "\n")
+
+    def run_everywhere(self, script: str, *args: str, calls: int = 1) -> None:
+        """Runs ``script`` with ``args`` and "batching", then "alone", on every installed Python
+        at once, and checks each exited 0 having printed TRANSPORT_ERROR 'no answer within 1 s'
+        for each of its ``calls``."""
+        jobs = [(interpreter, batching) for interpreter in installed() for batching in ("batching", "alone")]
+
+        def run(job: Tuple[Interpreter, str]) -> "subprocess.CompletedProcess[str]":
+            return subprocess.run([job[0].path, "-c", script, *args, job[1]], capture_output=True, text=True,
+                                  timeout=PATIENCE * 3, cwd=Path(__file__).resolve().parents[1])
+
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            children = list(pool.map(run, jobs))
+        for (interpreter, batching), child in zip(jobs, children):
+            with self.subTest(interpreter=str(interpreter), batching=batching):
+                self.assertEqual(child.returncode, 0, child.stderr)
+                refusal = re.search(r"^refusal: (\w+)$", child.stdout, re.MULTILINE)
+                assert refusal is not None, child.stdout
+                self.refusals.setdefault(str(interpreter), set()).add(refusal[1])
+                self.assertEqual(child.stdout.count("TRANSPORT_ERROR FinishRun: no answer within 1 s"), calls, child.stdout + child.stderr)
+
     def test_a_call_from_an_atexit_handler_gives_up_at_its_timeout(self) -> None:
         server = TricklingServer()
         self.addCleanup(server.close)
-        for interpreter in _interpreters():
-            for batching in ("batching", "alone"):
-                with self.subTest(interpreter=interpreter, batching=batching):
-                    child = subprocess.run(
-                        # By name: the lookup, which needs a thread to be bounded, is made too.
-                        [interpreter, "-c", _AT_EXIT, server.url.replace("127.0.0.1", "localhost"), batching], capture_output=True, text=True, timeout=PATIENCE * 3,
-                        cwd=Path(__file__).resolve().parents[1])
-                    self.assertEqual(child.returncode, 0, child.stderr)
-                    self.assertIn("TRANSPORT_ERROR", child.stdout, child.stderr)
-                    self.assertIn("no answer within 1 s", child.stdout)
+        # By name: the lookup, which needs a thread to be bounded, is made too.
+        self.run_everywhere(_AT_EXIT, server.url.replace("127.0.0.1", "localhost"))
 
     def test_a_lookup_at_interpreter_shutdown_is_given_up_at_the_timeout(self) -> None:
         # Where no thread can start, a lookup made on the caller's thread would wait as long as the
-        # resolver does (a system resolver's timeouts, here for ever).
-        for batching in ("batching", "alone"):
-            with self.subTest(batching=batching):
-                child = subprocess.run([sys.executable, "-c", _AT_EXIT_LOOKUP, batching], capture_output=True, text=True,
-                                       timeout=PATIENCE * 3, cwd=Path(__file__).resolve().parents[1])
-                self.assertEqual(child.returncode, 0, child.stderr)
-                self.assertEqual(child.stdout.count("TRANSPORT_ERROR FinishRun: no answer within 1 s"), 2, child.stdout)
+        # resolver does (a system resolver's timeouts, here for ever). Each child calls twice.
+        self.run_everywhere(_AT_EXIT_LOOKUP, calls=2)
 
 
-# Run by this interpreter, made to start no thread at interpreter shutdown as Python 3.12 does: the
-# client is made at start, its first call from an atexit handler, a second after, the host looked
-# up by a resolver that never answers. Prints each error's code and message.
+# Run by the interpreter under test, which starts no thread at interpreter shutdown (Python 3.12;
+# made to refuse elsewhere): the client is made at start, its first call from an atexit handler,
+# a second after, the host looked up by a resolver that never answers. Prints each error's code
+# and message.
 _AT_EXIT_LOOKUP = """
 import atexit, sys, threading, time
 from datetime import datetime, timedelta, timezone
 from agent_audit import AuditApiError, AuditClient, RunLease
 from agent_audit import transport
-
+""" + _REFUSAL + """
 transport._lookups.idle_seconds = 0.1  # idle lookup threads end at once
 now = datetime.now(timezone.utc)
 lease = RunLease(run_id="run-1", epoch=1, owner="worker", expires_at=(now + timedelta(seconds=60)).isoformat(), granted_at=now.isoformat())
@@ -293,11 +325,8 @@ client = AuditClient("http://audit.example:4000/graphql", "token", batching=sys.
                      resolve=lambda host, port: threading.Event().wait() or [])
 time.sleep(0.5)  # the process works a while
 
-def refuse(thread):
-    raise RuntimeError("can't create new thread at interpreter shutdown")
-
 def finish():
-    threading.Thread.start = refuse
+    refusal(emulate=True)
     for _ in range(2):
         try:
             client.finish_run(lease, "INTERRUPTED", timeout=1)
