@@ -1,13 +1,13 @@
 // The Python client (clients/python) against the server process on the current backend: its own
 // unittest suite, its offline install with pip, and the example agent the docs point to, run as
 // it is. Python 3 is required: a missing python3 fails these tests, it does not skip them.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
+import { run } from './run-command.js';
 import { E2E_JWT_SECRET, e2eActors, serverForFile } from '../e2e/support/server.js';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -39,33 +39,6 @@ afterAll(() => {
 
 const filesUnder = (dir: string) => readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
 
-/** Runs a command to its end; rejects if it cannot start (python3 missing) or outlives `timeoutMs`. */
-function run(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; timeoutMs?: number }) {
-  return new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd,
-      // No __pycache__ left in the work tree; no pip version check over the network.
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1', ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${command} ${args.join(' ')} did not finish in ${options.timeoutMs} ms:\n${output}`));
-    }, options.timeoutMs ?? 240_000);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(new Error(`${command} could not start (${error.message}): the Python client's tests need python3 on PATH`));
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
-
 describe(`the Python client against the server process (${backendName})`, () => {
   it('python3 -m unittest passes in clients/python', async () => {
     const { code, output } = await run('bash', ['-c', UNIT_TESTS.join(' && ')], {
@@ -81,28 +54,6 @@ describe(`the Python client against the server process (${backendName})`, () => 
     for (const module of ['test_lifecycle', 'test_run_session', 'test_lease', 'test_errors_and_retries']) expect(output).toContain(`tests.${module}.`);
     expect(output).not.toMatch(/skipped/);
   }, 620_000);
-
-  // The README says Python 3.9 or later: the suite runs on every other version installed here
-  // (tests/interpreters.py: python3.N on PATH, pyenv's versions), two at a time (their lease
-  // tests wait on timers; more at once on two cores made them late), each with a server of its
-  // own (one embedded database serving all of them was too slow for their leases). The client
-  // does not depend on the server's backend: on one pass of CI only.
-  it.skipIf(backendName !== 'PGlite')('the same suite passes on every other Python 3.9+ installed here', async () => {
-    const listed = await run('python3', ['-m', 'tests.interpreters'], { cwd: CLIENT_DIR, timeoutMs: 120_000 });
-    expect(listed.code, listed.output).toBe(0);
-    const others = [...listed.output.matchAll(/^(\d+\.\d+\.\d+) (\S+)$/gm)].map(([, version, path]) => ({ version: version!, path: path! }));
-    console.log(`the Python client's suite on ${others.map(({ version }) => `Python ${version}`).join(', ') || 'no other Python'}`);
-    const suites: { code: number | null; output: string }[] = [];
-    const AT_ONCE = 2;
-    for (let first = 0; first < others.length; first += AT_ONCE) {
-      const batch = others.slice(first, first + AT_ONCE);
-      suites.push(...(await Promise.all(batch.map(({ path }) => run(path, ['-m', 'unittest'], { cwd: CLIENT_DIR, env: { AUDIT_URL: '', AUDIT_JWT_SECRET: '' }, timeoutMs: 900_000 })))));
-    }
-    others.forEach(({ version }, i) => {
-      expect(suites[i]!.code, `Python ${version}:\n${suites[i]!.output}`).toBe(0);
-      expect(suites[i]!.output, `Python ${version}`).not.toMatch(/skipped/);
-    });
-  }, 2_400_000);
 
   it('installs offline with pip, and the example agent records its run', async () => {
     const treeBefore = filesUnder(CLIENT_DIR);
