@@ -94,6 +94,17 @@ class LiveTestCase(unittest.TestCase):
         self.fail("the forked child's calls hung")
 
 
+def carries(body: bytes, operation: str) -> bool:
+    """Whether a request sends ``operation`` ("FinishRun", "RecordToolFinished"): on its own, or
+    in a batch (RecordEvents), where the client sends the calls its threads make at once."""
+    request = json.loads(body)
+    if request["operationName"] == operation:
+        return True
+    kind = operation[len("Record"):] if operation.startswith("Record") else operation  # the batch's key: toolFinished
+    events = request["variables"].get("events", []) if request["operationName"] == "RecordEvents" else []
+    return any(kind[0].lower() + kind[1:] in event for event in events)
+
+
 class LossyProxy:
     """Forwards POSTs to the server. ``lose_first_answer``: the first time a body is sent, the
     server's answer is dropped (the connection closes after the server committed), as a network

@@ -15,7 +15,7 @@ from typing import List
 
 from agent_audit import AuditClient, DeclaredToolCall, RunSession
 
-from .support import FAST_RETRY, LiveTestCase, LossyProxy
+from .support import FAST_RETRY, LiveTestCase, LossyProxy, carries
 
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "python" / "asyncio_agent.py"
@@ -50,7 +50,7 @@ class AsyncioTest(LiveTestCase):
         hanging = threading.Event()
 
         def hold(body: bytes) -> None:
-            if b"ToolFinished" in body:
+            if carries(body, "RecordToolFinished"):
                 proxy.silent.set()  # its retries too, and the finish
                 hanging.set()
                 proxy._closing.wait()  # noqa: SLF001 - held until the proxy closes
@@ -130,7 +130,7 @@ class AsyncioTest(LiveTestCase):
         released_by_the_loop: List[bool] = []
 
         def hold(body: bytes) -> None:
-            if b'"operationName":"FinishRun"' in body:
+            if carries(body, "FinishRun"):
                 finish_held.set()
                 released_by_the_loop.append(released.wait(20))
 
@@ -167,7 +167,7 @@ class AsyncioTest(LiveTestCase):
         cancelled = threading.Event()
 
         def hold(body: bytes) -> None:
-            if b'"operationName":"ClaimRun"' in body:
+            if carries(body, "ClaimRun"):
                 claim_held.set()
                 cancelled.wait(20)
 
@@ -236,7 +236,7 @@ class AsyncioTest(LiveTestCase):
         finish_held = threading.Event()
 
         def hold(body: bytes) -> None:
-            if b'"operationName":"FinishRun"' in body:
+            if carries(body, "FinishRun"):
                 proxy.silent.set()  # its retries too
                 finish_held.set()
                 proxy._closing.wait()  # noqa: SLF001 - held until the proxy closes

@@ -9,7 +9,7 @@ from typing import List, Tuple
 
 from agent_audit import AuditApiError, AuditClient, LeaseLostError, parse_rfc3339
 
-from .support import FAST_RETRY, LiveTestCase, LossyProxy
+from .support import FAST_RETRY, LiveTestCase, LossyProxy, carries
 
 
 class LeaseTest(LiveTestCase):
@@ -95,7 +95,7 @@ class LeaseTest(LiveTestCase):
         held = threading.Event()
 
         def hold(body: bytes) -> None:
-            if b'"operationName":"RenewLease"' in body:  # the first renewal only: the next are the same body
+            if carries(body, "RenewLease"):  # the first renewal only: the next are the same body
                 held.set()
                 release.wait(90)
 

@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 from agent_audit import DeclaredToolCall, Run
 
-from .support import LiveTestCase, LossyProxy
+from .support import LiveTestCase, LossyProxy, carries
 
 
 class Boom(Exception):
@@ -142,7 +142,7 @@ class RunSessionTest(LiveTestCase):
         process = self.start_agent(agent, proxy.url, run_id)
 
         def second_sigterm(body: bytes) -> None:
-            if b'"operationName":"FinishRun"' in body:
+            if carries(body, "FinishRun"):
                 process.send_signal(signal.SIGTERM)
                 process.wait(30)
 
