@@ -33,7 +33,13 @@ let runId: string;
 let auditIds: string[];
 
 beforeAll(async () => {
-  t = await startTestApp({ MAX_JSON_BYTES: String(MAX_JSON_BYTES), MAX_ANSWER_PAYLOAD_BYTES: String(MAX_ANSWER_PAYLOAD_BYTES) });
+  t = await startTestApp({
+    MAX_JSON_BYTES: String(MAX_JSON_BYTES),
+    MAX_ANSWER_PAYLOAD_BYTES: String(MAX_ANSWER_PAYLOAD_BYTES),
+    // The setup's statements write ~400 MiB of payloads through the app's client: past the 30 s
+    // default on a loaded machine (canceled, 57014). The reads under test are refused long before.
+    DATABASE_STATEMENT_TIMEOUT_MS: '300000',
+  });
   owner = await t.token('payload-memory-owner', 'superadmin');
   threadId = await createThread(t, owner);
   runId = await insertRun(t.app.db.prisma, threadId);

@@ -140,7 +140,7 @@ describe('unsent bytes per principal (MAX_UNSENT_BYTES_PER_PRINCIPAL)', () => {
     await quiet.expectEveryChange();
 
     proxy.resume();
-    await waitFor(() => streams.filter((stream) => stream.ended).length === STREAMS - open, 'the ended streams to reach their client', 30_000);
+    await waitFor(() => streams.filter((stream) => stream.ended).length === STREAMS - open, 'the ended streams to reach their client', 90_000);
     const ended = streams.filter((stream) => stream.ended);
     expect(ended.length).toBeGreaterThan(0);
     expect(open).toBeGreaterThan(0); // only the streams past the budget were ended
