@@ -164,7 +164,7 @@ export function subscribe<TResult, TVariables extends Record<string, unknown>>(
  * thread's totals after its changes): one small frame each way instead of an HTTP request with
  * its headers and token and its answer's.
  */
-export function queryOver<TResult, TVariables extends Record<string, unknown>>(
+function queryOver<TResult, TVariables extends Record<string, unknown>>(
   client: Client,
   document: TypedDocumentString<TResult, TVariables>,
   variables: TVariables,
@@ -182,6 +182,19 @@ export function queryOver<TResult, TVariables extends Record<string, unknown>>(
       },
     });
   });
+}
+
+/**
+ * A query from queries.ts over the page's live connection, else over HTTP: the connection may not
+ * take one more operation (its principal holds every subscription it may: the read would count as one).
+ */
+export function readOver<TResult, TVariables extends Record<string, unknown>>(
+  client: Client,
+  token: string,
+  document: TypedDocumentString<TResult, TVariables>,
+  variables: TVariables,
+): Promise<TResult> {
+  return queryOver(client, document, variables).catch(() => gql(token, document, variables));
 }
 
 /** `sink` for a subscription, but a refused token goes to `tokenRefusal` instead. */

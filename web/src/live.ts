@@ -4,7 +4,7 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError, isTransient, messageOf, queryOver, readFewer, subscribe } from './api.js';
+import { gql, GraphQLRequestError, isTransient, messageOf, readFewer, readOver, subscribe } from './api.js';
 import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN, RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
@@ -53,7 +53,7 @@ export async function readAuditPage(token: string, threadId: string, before: str
 
 /** One run as it is now (its summary), over the live connection, else over HTTP; null if it is gone. */
 export async function readRun(client: Client, token: string, id: string): Promise<RunView | null> {
-  const { run } = await queryOver(client, RUN, { id }).catch(() => gql(token, RUN, { id }));
+  const { run } = await readOver(client, token, RUN, { id });
   return run ?? null;
 }
 
@@ -64,14 +64,16 @@ const REREAD_MS = 500;
  * Reads done again a moment after the changes that ask for them (`soon`): one read of each key
  * for a burst of changes. A read that fails is said (`failed`) and, when a later one may succeed
  * (the network, a proxy's error page), tried again, a little later each time (up to 15 s): left
- * for the next change, what it shows would stay stale while nothing changes.
+ * for the next change, what it shows would stay stale while nothing changes. When the live
+ * connection (re)opens, the server is back: the reads waiting to be tried again are tried at once.
  */
-export function readsSoon<K>(read: (key: K) => Promise<void>, failed: (error: unknown) => void) {
+export function readsSoon<K>(client: Client, read: (key: K) => Promise<void>, failed: (error: unknown) => void) {
   let asked = new Set<K>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let failures = 0;
   let stopped = false;
   const readAsked = () => {
+    clearTimeout(timer);
     timer = undefined;
     const keys = [...asked];
     asked = new Set();
@@ -88,6 +90,7 @@ export function readsSoon<K>(read: (key: K) => Promise<void>, failed: (error: un
       );
     }
   };
+  const unlisten = client.on('connected', () => void (!stopped && asked.size && readAsked()));
   return {
     soon(keys: Iterable<K>) {
       for (const key of keys) asked.add(key);
@@ -96,6 +99,7 @@ export function readsSoon<K>(read: (key: K) => Promise<void>, failed: (error: un
     stop() {
       stopped = true;
       clearTimeout(timer);
+      unlisten();
     },
   };
 }
@@ -131,10 +135,9 @@ export function followThread(client: Client, token: string, threadId: string, si
     sink.runs(runs);
   };
   // The thread's totals (its failure line) follow its changes: one read per burst of them, over
-  // the connection the changes came by; over HTTP when that one may not take it (its principal
-  // holds every subscription it may: the read would count as one).
-  const threadReads = readsSoon(async () => {
-    const { thread } = await queryOver(client, THREAD_INFO, { id: threadId }).catch(() => gql(token, THREAD_INFO, { id: threadId }));
+  // the connection the changes came by.
+  const threadReads = readsSoon(client, async () => {
+    const { thread } = await readOver(client, token, THREAD_INFO, { id: threadId });
     if (thread && !stopped) sink.thread(thread);
   }, fail);
   const readThreadSoon = () => threadReads.soon([threadId]);

@@ -749,6 +749,7 @@ let runReads: ReturnType<typeof readsSoon<string>> | null = null;
 function readRunsSoon(ids: Iterable<string>) {
   const thread = threadId.peek();
   runReads ??= readsSoon(
+    liveClient(),
     async (id) => {
       const run = await readRun(liveClient(), token.value!, id);
       if (run && threadId.peek() === thread) runs.value = mergeRuns(runs.value, [run]);

@@ -1,0 +1,98 @@
+// A thread watched across a network outage, in headless Chromium: the page's way to the server is
+// cut and restored by the test (HTTP requests fail, the live connection closes as a restarting
+// server closes it), and the page's clock is the test's, so "at once" and "after the back-off"
+// are told apart without measuring time.
+import type { Page, WebSocketRoute } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { backendName } from '../support/database.js';
+import { browserRequired, haveChromium } from './support/chromium.js';
+import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
+
+let origin: string;
+let browser: import('playwright-core').Browser;
+
+/**
+ * The page's network, down while `down`: requests fail as to an unreachable host, and live
+ * connections close as a stopping server closes them (1001), new ones at once. `readsOverHttp`:
+ * queries named so are refused over the live connection (as at the principal's subscription cap),
+ * so the page reads them over HTTP.
+ */
+async function flakyNetwork(page: Page, readsOverHttp: string[] = []) {
+  const sockets = new Set<WebSocketRoute>();
+  const network = {
+    httpDown: false,
+    wsDown: false,
+    /** Closes the live connections open, and refuses new ones until `restore()`. */
+    cutLive() {
+      network.wsDown = true;
+      for (const socket of sockets) void socket.close({ code: 1001, reason: 'Going away' });
+      sockets.clear();
+    },
+    restore() {
+      network.httpDown = network.wsDown = false;
+    },
+  };
+  await page.route('**/graphql', (route) => (network.httpDown ? route.abort('connectionrefused') : route.fallback()));
+  await page.routeWebSocket(/\/graphql/, (socket) => {
+    if (network.wsDown) return void socket.close({ code: 1001, reason: 'Going away' });
+    const server = socket.connectToServer();
+    sockets.add(socket);
+    socket.onMessage((message) => {
+      const sent = JSON.parse(String(message)) as { id?: string; type: string; payload?: { query?: string } };
+      if (sent.type === 'subscribe' && readsOverHttp.some((name) => sent.payload?.query?.includes(`query ${name}`))) {
+        return socket.send(JSON.stringify({ id: sent.id, type: 'error', payload: [{ message: 'at most 8 subscriptions' }] }));
+      }
+      server.send(message);
+    });
+  });
+  return network;
+}
+
+/** Runs the page's clock `ms` on, a second at a time, letting what each second's timers sent be answered. */
+async function runClock(page: Page, ms: number, step = 1000) {
+  for (let passed = 0; passed < ms; passed += step) {
+    await page.clock.runFor(step);
+    await page.waitForLoadState('networkidle');
+  }
+}
+
+describe.skipIf(!haveChromium && !browserRequired)(`a thread watched across a network outage (${backendName})`, () => {
+  const server = pageSuite((suite) => ({ origin, browser } = suite));
+
+  it("reads the thread's totals again as soon as the live connection is back, when their read failed during the outage", async () => {
+    const thread = await superadminThread(server.url, 'totals across an outage');
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.clock.install();
+    const network = await flakyNetwork(page, ['ThreadInfo']);
+    await signIn(page, origin, thread.who.owner);
+    await openThread(page, origin, `#thread=${thread.threadId}`);
+    const failures = page.locator('[data-testid=thread-failures]');
+    await expect.poll(() => failures.textContent()).toBe('Nothing failed in this thread');
+
+    // HTTP requests fail (a proxy in between lost its way to the server) while a tool fails: the
+    // change comes over the live connection, the totals' read after it fails, again and again,
+    // until the next try is 15 s off.
+    await page.clock.pauseAt(await page.evaluate(() => Date.now() + 100));
+    network.httpDown = true;
+    await runWithOneTool(thread, { name: 'fetch', output: { content: 'quota exceeded', status: 'error' } });
+    for (let passed = 0; !(await page.locator('main > .banner.error').allTextContents()).includes('The server is unreachable; retrying…'); passed += 1000) {
+      expect(passed, 'the change comes and its read fails').toBeLessThan(60_000);
+      await runClock(page, 1000);
+    }
+    await runClock(page, 16_000);
+    expect(await failures.textContent()).toBe('Nothing failed in this thread');
+
+    // Then the live connection drops too, and everything comes back.
+    network.cutLive();
+    await expect.poll(() => page.locator('[data-testid=connection]').textContent()).toBe('reconnecting…');
+    network.restore();
+    for (let passed = 0; (await page.locator('[data-testid=connection]').textContent()) !== 'live'; passed += 250) {
+      expect(passed, 'the live connection is made again within its retry wait').toBeLessThan(10_000);
+      await runClock(page, 250, 250);
+    }
+    // The page's clock stands still from here: what shows now came with the connection's return, not a timer.
+    await expect.poll(() => failures.textContent(), { timeout: 30_000 }).toBe('In this thread: 1 tool failed');
+    await expect.poll(() => page.locator('.banner.error').count()).toBe(0);
+    await page.close();
+  }, 180_000);
+});
