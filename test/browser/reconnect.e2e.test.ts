@@ -2,14 +2,15 @@
 // cut and restored by the test (HTTP requests fail, the live connection closes as a restarting
 // server closes it), and the page's clock is the test's, so "at once" and "after the back-off"
 // are told apart without measuring time.
-import type { Page, WebSocketRoute } from 'playwright-core';
-import { describe, expect, it } from 'vitest';
+import type { Browser, Page, WebSocketRoute } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendName } from '../support/database.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
 import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
+import { Relay } from './relay.js';
 
 let origin: string;
-let browser: import('playwright-core').Browser;
+let browser: Browser;
 
 /**
  * The page's network, down while `down`: requests fail as to an unreachable host, and live
@@ -58,6 +59,14 @@ async function runClock(page: Page, ms: number, step = 1000) {
 
 describe.skipIf(!haveChromium && !browserRequired)(`a thread watched across a network outage (${backendName})`, () => {
   const server = pageSuite((suite) => ({ origin, browser } = suite));
+  /** The page through a relay: a test may have it answer as an instance that is starting (a deploy). */
+  let relay: Relay;
+  let relayed: string;
+  beforeAll(async () => {
+    relay = new Relay(Number(new URL(server.url).port));
+    relayed = await relay.listen();
+  });
+  afterAll(() => relay?.close());
 
   it("reads the thread's totals again as soon as the live connection is back, when their read failed during the outage", async () => {
     const thread = await superadminThread(server.url, 'totals across an outage');
@@ -93,6 +102,25 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread watched across a ne
     // The page's clock stands still from here: what shows now came with the connection's return, not a timer.
     await expect.poll(() => failures.textContent(), { timeout: 30_000 }).toBe('In this thread: 1 tool failed');
     await expect.poll(() => page.locator('.banner.error').count()).toBe(0);
+    await page.close();
+  }, 180_000);
+
+  it('opens a thread asked for while the server starts (a deploy: 503 UNAVAILABLE), once it has started', async () => {
+    const thread = await superadminThread(server.url, 'opened during a deploy');
+    const run = await thread.owner.createRun({ threadId: thread.threadId });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${relayed}/#thread=${thread.threadId}`);
+    // The reader signs in (or reloads) while the next instance starts: every request is answered 503 UNAVAILABLE, Retry-After.
+    relay.disconnect();
+    relay.starting();
+    await page.fill('textarea[name=token]', thread.who.owner);
+    await page.click('button[type=submit]');
+    await expect.poll(() => page.locator('main > .banner.error').count(), { timeout: 30_000 }).toBe(1);
+    // The next instance has started.
+    relay.reconnect();
+    await page.locator(`.row[data-key="${run.id}"]`).waitFor({ timeout: 60_000 });
+    await expect.poll(() => page.locator('[data-testid=connection]').textContent(), { timeout: 30_000 }).toBe('live');
+    await expect.poll(() => page.locator('.banner.error').count(), { timeout: 30_000 }).toBe(0);
     await page.close();
   }, 180_000);
 });

@@ -97,8 +97,11 @@ export function pastedToken(pasted: string): { token: string } | { refusal: stri
 /** A request that could not reach the server (fetch's own "Failed to fetch" says less). */
 export const UNREACHABLE = 'The server is unreachable; retrying…';
 
+/** The server cannot serve for the moment (UNAVAILABLE, Retry-After): it is starting (a deploy), or its database is out of reach. */
+export const UNAVAILABLE = 'The server is unavailable for the moment; retrying…';
+
 /** A failure of the way to the server, not an answer of it: retried, and over once the server answers. */
-export const isTransient = (message: string) => message === UNREACHABLE || message.startsWith('The server answered HTTP ');
+export const isTransient = (message: string) => message === UNREACHABLE || message === UNAVAILABLE || message.startsWith('The server answered HTTP ');
 
 /** Counts the server's GraphQL answers (errors included): one after a transient failure ends it. */
 export const answers = signal(0);
@@ -133,6 +136,8 @@ export async function gql<TResult, TVariables>(token: string, document: TypedDoc
   const body = (await response.json().catch(() => {
     throw new Error(`The server answered HTTP ${response.status}, not GraphQL (a proxy in between?); retrying…`);
   })) as { data?: TResult; errors?: { message: string; extensions?: { code?: string; limit?: string } }[] };
+  // Not an answer yet, as if it were unreachable: what an outage left on the banner stays until one.
+  if (body.errors?.some((error) => error.extensions?.code === 'UNAVAILABLE')) throw new GraphQLRequestError(UNAVAILABLE, 'UNAVAILABLE');
   answers.value++;
   // The header's second began up to a second before the server wrote it: its middle, on average.
   const date = response.headers.get('date');
