@@ -216,11 +216,13 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   });
   // Whatever was published while Redis was away is found in the database: no grace. A deletion
   // is found by the cursor read; a tool-activity signal has no trace there, so every dashboard
-  // reads a new view.
-  bus?.onRecovered(() => {
+  // reads a new view. The same when another instance had to drop the signals it held for "everything changed".
+  const readEverything = () => {
     void poll(0);
     activity.changed(activity.owners());
-  });
+  };
+  bus?.onRecovered(readEverything);
+  bus?.onEverythingChanged(readEverything);
 
   let timer: NodeJS.Timeout | null = null;
   const schedule = (down = false) => {
@@ -349,15 +351,20 @@ function withSignals(bus: WakeBus, signals: { subscribed(): boolean; onSubscribe
  * The database stays the source of truth: a Redis outage, even one that begins at start, only
  * slows delivery down to the poll.
  */
-export async function createPubSubFor(config: Config, store: ChangeStore, options: { maxPendingEvents?: number; activityClock?: Clock } = {}) {
+export async function createPubSubFor(
+  config: Config,
+  store: ChangeStore,
+  options: { maxPendingEvents?: number; activityClock?: Clock; maxUnsentSignals?: number } = {},
+) {
   const { redisUrl, redisPrefix } = config;
+  const maxUnsent = options.maxUnsentSignals;
   // The Redis modules (and ioredis) are loaded only when REDIS_URL is set.
-  const bus = redisUrl ? await (await import('./redis-bus.js')).connectRedisBus(redisUrl, redisPrefix) : null;
+  const bus = redisUrl ? await (await import('./redis-bus.js')).connectRedisBus(redisUrl, redisPrefix, maxUnsent) : null;
   // The signals' listeners are this pubsub's, made with the bus that waits for their channels too.
   let created: ReturnType<typeof createPubSub> | null = null;
-  const deletions = redisUrl ? await (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, (threadId) => created?.endThread(threadId)) : null;
+  const deletions = redisUrl ? await (await import('./deletion-signal.js')).connectDeletionSignal(redisUrl, redisPrefix, (threadId) => created?.endThread(threadId), maxUnsent) : null;
   const activitySignal = redisUrl
-    ? await (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => created?.activity.changed([ownerId]))
+    ? await (await import('./activity-signal.js')).connectActivitySignal(redisUrl, redisPrefix, (ownerId) => created?.activity.changed([ownerId]), maxUnsent)
     : null;
   const redis = bus && withSignals(bus, [deletions!, activitySignal!]);
   const pubsub = (created = createPubSub(store, redis, options.maxPendingEvents, config.databaseUrl ? config.changePollIntervalMs : null, options.activityClock));
@@ -397,6 +404,10 @@ export async function createPubSubFor(config: Config, store: ChangeStore, option
     },
     /** With REDIS_URL: whether Redis delivers wake-ups now, its channels subscribed (GET /metrics); /readyz does not ask, Redis being optional for correctness. */
     redisHealthy: redis ? () => redis.healthy() : undefined,
+    /** With REDIS_URL: the signals this instance holds until Redis takes them (GET /metrics). */
+    redisUnsent: redis
+      ? () => ({ 'wake-up': redis.unsent(), deletion: deletions!.unsent(), 'tool-activity': activitySignal!.unsent() })
+      : undefined,
     /** Ends every open stream with SUBSCRIPTION_INTERRUPTED: at shutdown, so SSE responses can finish. */
     interruptSubscriptions: () => pubsub.interruptAll(stopping()),
     async close() {

@@ -3,7 +3,7 @@ import { Redis, ReplyError, type RedisOptions } from 'ioredis';
 import { BIGINT_FIELDS } from '../db/sql.js';
 import type { CommittedChange } from '../domain/events.js';
 import { errorFields, log, outsideErrorFields } from '../log.js';
-import { subscribedChannels } from './redis-subscriptions.js';
+import { everythingChangedChannel, heldSignals, subscribedChannels } from './redis-subscriptions.js';
 
 /**
  * Fail fast instead of queueing: while Redis is unreachable a command is rejected at once (no
@@ -38,6 +38,10 @@ export interface WakeBus {
   onRecovered(listener: () => void): void;
   /** Called when an outage begins (at most once until it ends). */
   onLost(listener: () => void): void;
+  /** Called when another instance held more signals than it may while its Redis was away or refused them (heldSignals): any subscribed thread may have moved, any dashboard changed. */
+  onEverythingChanged(listener: () => void): void;
+  /** Wake-ups held unsent: threads, or 1 for "everything changed" (GET /metrics). */
+  unsent(): number;
   /** Both connections up and every listened channel subscribed on the subscriber's current connection: wake-ups reach this instance. */
   healthy(): boolean;
   close(): Promise<void>;
@@ -124,16 +128,17 @@ function refusedCommand(error: unknown): string | null {
 
 /**
  * Logs an outage once when it begins (whichever connection meets it first, at start or later),
- * saying whether Redis could not be reached or refused a command, and once when it ends, not
- * every retry.
+ * saying whether Redis could not be reached or refused a command, and once when it ends, saying
+ * which of the two ended, not every retry.
  */
 function outageLog(redis: string, lost: () => void) {
   let down = false;
+  let refused: string | null = null;
   return {
     failed(error: unknown) {
       if (down) return;
       down = true;
-      const refused = refusedCommand(error);
+      refused = refusedCommand(error);
       const message = refused
         ? `Redis refused ${refused}; subscribers read changes from the database until it accepts it`
         : 'Redis unreachable; subscribers read changes from the database until it is back';
@@ -143,18 +148,18 @@ function outageLog(redis: string, lost: () => void) {
     recovered() {
       if (!down) return;
       down = false;
-      log.info({ component: 'realtime', redis }, 'Redis is back');
+      log.info({ component: 'realtime', redis }, refused ? `Redis accepts ${refused} again` : 'Redis is back');
     },
   };
 }
 
 /**
  * Two connections (a subscribing connection cannot publish), one channel per thread under
- * `prefix`. Resolves after the first attempt to connect: a Redis unreachable then is an outage
+ * `prefix`, and the channel of "everything changed". Resolves after the first attempt to connect: a Redis unreachable then is an outage
  * that begins at start, as one later is. An outage never throws to writers: the threads whose
- * wake-up could not be published are published again once it is back.
+ * wake-up could not be published are held and published again (heldSignals).
  */
-export async function connectRedisBus(url: string, prefix: string): Promise<WakeBus> {
+export async function connectRedisBus(url: string, prefix: string, maxUnsent?: number): Promise<WakeBus> {
   const origin = randomUUID();
   const publisher = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-publisher' });
   const subscriber = new Redis(url, { ...FAIL_FAST, connectionName: 'audit-subscriber' });
@@ -168,23 +173,19 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
   const channelOf = (threadId: string) => `${prefix}thread:${threadId}`;
   const messageListeners: Parameters<WakeBus['onMessage']>[0][] = [];
   const recoveredListeners: (() => void)[] = [];
+  const everythingListeners: (() => void)[] = [];
   /** Threads whose latest wake-up was not published, with that cursor. */
-  const unsent = new Map<string, bigint>();
+  const unsent: ReturnType<typeof heldSignals<bigint>> = heldSignals(publisher, {
+    prefix,
+    limit: maxUnsent,
+    resend: (threadId, cursor) => send(threadId, JSON.stringify({ origin, threadId, cursor: cursor.toString() }), cursor),
+    merge: (held, cursor) => (held > cursor ? held : cursor),
+  });
+  const send = (threadId: string, text: string, cursor: bigint) => unsent.publish(channelOf(threadId), text, threadId, cursor);
 
-  const send = (threadId: string, text: string, cursor: bigint) => {
-    publisher.publish(channelOf(threadId), text).then(
-      () => {
-        if (healthy()) outage.recovered();
-      },
-      (error: unknown) => {
-        // Refused for want of a connection: the connection's own error says why, and is logged.
-        if (publisher.status === 'ready') outage.failed(error);
-        if ((unsent.get(threadId) ?? -1n) < cursor) unsent.set(threadId, cursor);
-      },
-    );
-  };
-
+  subscriptions.add(everythingChangedChannel(prefix));
   subscriber.on('message', (channel: string, text: string) => {
+    if (channel === everythingChangedChannel(prefix)) for (const listener of everythingListeners) listener();
     if (!channel.startsWith(`${prefix}thread:`)) return;
     const threadId = channel.slice(prefix.length + 'thread:'.length);
     const message = decodeMessage(threadId, text);
@@ -198,13 +199,7 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     for (const listener of recoveredListeners) listener();
   };
   subscriptions.onSubscribed(recovered);
-  publisher.on('ready', () => {
-    for (const [threadId, cursor] of [...unsent]) {
-      unsent.delete(threadId);
-      send(threadId, JSON.stringify({ origin, threadId, cursor: cursor.toString() }), cursor);
-    }
-    recovered();
-  });
+  publisher.on('ready', recovered);
 
   // Connected when it resolves, or retrying (every second at most) until Redis is there.
   await Promise.all([publisher.connect(), subscriber.connect()].map((connected) => connected.catch(() => {})));
@@ -222,8 +217,11 @@ export async function connectRedisBus(url: string, prefix: string): Promise<Wake
     onMessage: (listener) => void messageListeners.push(listener),
     onRecovered: (listener) => void recoveredListeners.push(listener),
     onLost: (listener) => void lostListeners.push(listener),
+    onEverythingChanged: (listener) => void everythingListeners.push(listener),
+    unsent: unsent.count,
     healthy,
     async close() {
+      unsent.close();
       await Promise.all([publisher, subscriber].map((client) => client.quit().catch(() => client.disconnect())));
     },
   };

@@ -27,7 +27,7 @@ export type App = Awaited<ReturnType<typeof buildApp>>;
 export async function buildApp(
   config: Config,
   /** `listening`: the server that answered while the instance started (starting.ts); the app serves on it. */
-  options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock; listening?: Server } = {},
+  options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock; maxUnsentSignals?: number; listening?: Server } = {},
 ) {
   const { secret, generated } = signingSecretOf(config);
   const { db, feeds, databaseId, exportHeldSince } = await openStorage(config, options);
@@ -64,6 +64,7 @@ export async function buildApp(
     db,
     exporting: config.export !== undefined,
     redisHealthy: feeds.redisHealthy,
+    redisUnsent: feeds.redisUnsent,
     unsent: () => budget.usage(),
     open: () => {
       const subscriptions = limits.openSubscriptions();

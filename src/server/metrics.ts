@@ -25,6 +25,8 @@ export interface ServerState {
   exporting: boolean;
   /** With REDIS_URL: whether both Redis connections are up now. */
   redisHealthy?: () => boolean;
+  /** With REDIS_URL: the signals held until Redis takes them, by kind. */
+  redisUnsent?: () => Record<string, number>;
   /** Bytes written to live streams and not yet taken by their sockets: in all, and of the principal holding the most. */
   unsent?: () => { total: number; largestPrincipal: number };
 }
@@ -72,6 +74,18 @@ export function serverMetrics(state: ServerState) {
     scrapedGauge(own, 'agent_audit_redis_up', 'Whether Redis (REDIS_URL) delivers wake-ups and signals now: 1 when the connections are up and the thread, deletion and tool-activity channels subscribed on them, else 0 (changes then reach other instances by the database poll)', [], (gauge) => {
       gauge.set(redis() ? 1 : 0);
     });
+  }
+  const redisUnsent = state.redisUnsent;
+  if (redisUnsent) {
+    scrapedGauge(
+      own,
+      'agent_audit_redis_unsent_signals',
+      'Signals this instance holds until Redis takes them (away, or refusing PUBLISH), by kind: threads (wake-up, deletion) or owners (tool-activity); past a bound, one "everything changed", counted 1',
+      ['signal'],
+      (gauge) => {
+        for (const [signal, count] of Object.entries(redisUnsent())) gauge.set({ signal }, count);
+      },
+    );
   }
   if (state.exporting) {
     const read = backlogReader(state.db);

@@ -18,7 +18,7 @@ export type ChangeFeeds = Awaited<ReturnType<typeof createPubSubFor>>;
  */
 export async function openStorage(
   config: Config,
-  options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock },
+  options: { database?: Database; maxPendingEvents?: number; activityClock?: Clock; maxUnsentSignals?: number },
 ): Promise<{ db: Database; feeds: ChangeFeeds; databaseId: string; exportHeldSince?: Date }> {
   const recentChanges = keepsRecentChanges(config);
   const db =
@@ -49,7 +49,7 @@ export async function openStorage(
         toolActivity: (reads) => readOwnersToolActivity(db.sql, reads),
         pollToolAuditChanges: (ownerIds, previousBound) => pollToolAuditChanges(db.sql, ownerIds, previousBound),
       },
-      { maxPendingEvents: options.maxPendingEvents, activityClock: options.activityClock },
+      { maxPendingEvents: options.maxPendingEvents, activityClock: options.activityClock, maxUnsentSignals: options.maxUnsentSignals },
     );
     return { db, feeds, databaseId, exportHeldSince: heldSince };
   } catch (error) {

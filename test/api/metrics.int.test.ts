@@ -159,6 +159,7 @@ describe(`GET /metrics (${backendName})`, () => {
     expect(documentDelta('agent_audit_failed_operations_total{operation="unknown",code="GRAPHQL_PARSE_FAILED"}')).toBe(1);
     // No REDIS_URL here: no Redis gauge to mislead (test/subscriptions/redis.e2e.test.ts has one).
     expect(after.types.has('agent_audit_redis_up')).toBe(false);
+    expect(after.types.has('agent_audit_redis_unsent_signals')).toBe(false);
   });
 
   it('shows a worker that lost its lease: the sweep that ended its run, and its next write refused', async () => {

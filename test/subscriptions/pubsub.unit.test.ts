@@ -62,6 +62,8 @@ const quietBus = (overrides: Partial<WakeBus>): WakeBus => ({
   onMessage() {},
   onRecovered() {},
   onLost() {},
+  onEverythingChanged() {},
+  unsent: () => 0,
   healthy: () => true,
   close: async () => {},
   ...overrides,
@@ -72,7 +74,7 @@ async function onFakeRedis(bus: WakeBus) {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   vi.doMock('../../src/realtime/redis-bus.js', () => ({ connectRedisBus: async () => bus }));
   // The deletion and tool-activity signals' channels stay subscribed: the bus alone is lost and back.
-  const quietSignal = () => ({ subscribed: () => true, onSubscribed() {}, publish() {}, close: async () => {} });
+  const quietSignal = () => ({ subscribed: () => true, onSubscribed() {}, publish() {}, unsent: () => 0, close: async () => {} });
   vi.doMock('../../src/realtime/deletion-signal.js', () => ({ connectDeletionSignal: quietSignal }));
   vi.doMock('../../src/realtime/activity-signal.js', () => ({ connectActivitySignal: quietSignal }));
   vi.resetModules();

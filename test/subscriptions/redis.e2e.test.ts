@@ -249,7 +249,7 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       onTestFinished(() => admin.quit().then(() => {}, () => {})); // awaited: before its Redis stops
       const subscribers = async () => ((await admin.pubsub('NUMSUB', wakeUps[0]!)) as [string, number])[1];
       // C's connections come back, and its subscriber's SUBSCRIBE of the thread channels is slow to reach Redis.
-      proxy.hold(/\r\nsubscribe\r\n\$\d+\r\n[^\r]*thread:/i);
+      proxy.hold(/\r\nsubscribe\r\n(\$\d+\r\n[^\r]*\r\n)*\$\d+\r\n[^\r]*thread:/i);
       await proxy.restore();
       await waitFor(() => wakeUps.length > 0 && proxy.holdingConnections() === 1, "C's publisher back (its wake-up sent again) and its subscriber's SUBSCRIBE on the way");
       expect(await subscribers()).toBe(0);
@@ -307,6 +307,8 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       [url.username, url.password] = ['audit', 'secret'];
       const warnings: { msg: string; redis?: string; error?: { message: string } }[] = [];
       onTestFinished(onLogLine((line) => void (line.includes('"level":"warn"') && warnings.push(JSON.parse(line)))));
+      const infos: { msg: string; redis?: string }[] = [];
+      onTestFinished(onLogLine((line) => void (line.includes('"level":"info"') && infos.push(JSON.parse(line)))));
       const c = await startTestApp({ REDIS_URL: url.toString(), REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl });
       onTestFinished(() => c.close());
       const urlC = await c.app.start(0);
@@ -331,6 +333,77 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       await expect.poll(() => redisUp(urlC), { timeout: 30_000 }).toBe(1);
       expect(await subscribers()).toEqual([1, 1, 1]);
       expect(await connections()).toEqual(before);
+      // Redis never went away: the end of the outage says what ended.
+      expect(infos.filter((line) => line.redis === `127.0.0.1:${url.port}`).map((line) => line.msg)).toEqual(['Redis accepts SUBSCRIBE again']);
+    }, 120_000);
+
+    it("a PUBLISH that Redis refuses on a connection that stays up is sent again once it accepts it, logged once per channel when refused and once when accepted", async () => {
+      const prefix = `refused-publish-${Date.now()}:`;
+      const { redis, proxy, urlWatcher: urlD, writer: c, urlWriter: urlC, session, owner, dashboard } = await watchedAcross(a.config.databaseUrl, prefix, 'writer', {
+        user: USER,
+      });
+      const admin = new Redis(redis.url);
+      onTestFinished(() => admin.quit().then(() => {}, () => {})); // awaited: before its Redis stops
+      const logged: { level: string; msg: string; channel?: string; redis?: string; error?: { message: string } }[] = [];
+      onTestFinished(onLogLine((line) => void (/PUBLISH|Redis/.test(line) && logged.push(JSON.parse(line)))));
+      const signals = await signalsOn(redis.url, prefix);
+
+      // The operator takes PUBLISH away from C's user; C's connections stay up.
+      await admin.call('ACL', 'SETUSER', USER.name, '-publish');
+      must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
+      await expect.poll(() => unsentSignals(urlC), { timeout: 30_000 }).toMatchObject({ 'wake-up': 1, 'tool-activity': 1 });
+      must(await c.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: await createThread(c, owner, 'another') }, owner));
+      await expect.poll(() => unsentSignals(urlC), { timeout: 30_000 }).toMatchObject({ deletion: 1 });
+      const refusals = () => logged.filter((line) => line.msg.startsWith('Redis refused PUBLISH'));
+      const channels = [`${prefix}thread:`, `${prefix}thread-deleted`, `${prefix}tool-activity`].sort();
+      // Tried again meanwhile (every 1 s, then 2 s, 4 s…): one line per channel all the same, naming Redis' answer.
+      await expect.poll(() => refusals().map((line) => line.channel!.replace(/thread:.*/, 'thread:')).sort(), { timeout: 30_000 }).toEqual(channels);
+      for (const line of refusals()) expect(line).toMatchObject({ level: 'warn', redis: `127.0.0.1:${proxy.port}`, error: { message: expect.stringMatching(/^NOPERM /) } });
+      expect(signals).toEqual([]);
+      expect(await redisUp(urlD)).toBe(1);
+
+      await admin.call('ACL', 'SETUSER', USER.name, '+publish');
+      // D's Redis was healthy throughout: its poll rests and no idle view comes; only C's signal, sent again, brings the view.
+      await dashboard.until((all) => all.at(-1)?.data?.toolActivity.runningCount === 0, 'a view without the finished call', 30_000);
+      await expect.poll(() => unsentSignals(urlC), { timeout: 30_000 }).toEqual({ 'wake-up': 0, deletion: 0, 'tool-activity': 0 });
+      expect([...new Set(signals)].sort()).toEqual(['thread-deleted', 'tool-activity']);
+      const accepted = logged.filter((line) => line.msg === 'Redis accepts PUBLISH again');
+      expect(accepted.map((line) => line.channel!.replace(/thread:.*/, 'thread:')).sort()).toEqual(channels);
+      expect(refusals()).toHaveLength(3);
+      // Redis never went away.
+      expect(logged.filter((line) => /unreachable|is back/.test(line.msg))).toEqual([]);
+    }, 120_000);
+
+    it('signals held while Redis is away are bounded: past the limit one "everything changed" is held instead, which the other instance reads as a recovery', async () => {
+      const prefix = `bounded-${Date.now()}:`;
+      const { redis, proxy, writer: c, urlWriter: urlC, session, owner, dashboard } = await watchedAcross(a.config.databaseUrl, prefix, 'writer', {
+        maxUnsentSignals: 2,
+      });
+      const signals = await signalsOn(redis.url, prefix);
+      expect(await unsentSignals(urlC)).toEqual({ 'wake-up': 0, deletion: 0, 'tool-activity': 0 });
+
+      await proxy.cut();
+      await expect.poll(() => redisUp(urlC)).toBe(0);
+      must(await session.toolFinished('call-1', { content: 'ok', status: 'success' }));
+      const deleteThread = async (ownerOf: string) =>
+        must(await c.gql(`mutation($id: ID!) { result: deleteThread(id: $id) { threadId } }`, { id: await createThread(c, ownerOf, 'doomed') }, ownerOf));
+      await deleteThread(owner);
+      // Each thread and owner changed while Redis is away is held, up to the limit.
+      await expect.poll(() => unsentSignals(urlC), { timeout: 30_000 }).toEqual({ 'wake-up': 1, deletion: 1, 'tool-activity': 1 });
+      for (let i = 0; i < 3; i++) {
+        const other = await runningRun(c);
+        await other.session.declare('m1', [{ id: 'call-1', name: 'kept' }]);
+        must(await other.session.toolStarted('call-1', 'kept'));
+        await deleteThread(other.owner);
+      }
+      // Four threads and owners of each kind: past the limit, one "everything changed" each.
+      await expect.poll(() => unsentSignals(urlC), { timeout: 30_000 }).toEqual({ 'wake-up': 1, deletion: 1, 'tool-activity': 1 });
+
+      await proxy.restore();
+      await expect.poll(() => signals, { timeout: 30_000 }).toEqual(['everything-changed', 'everything-changed', 'everything-changed']);
+      // D's Redis was healthy throughout: its poll rests and no idle view comes; "everything changed" brings the view.
+      await dashboard.until((all) => all.at(-1)?.data?.toolActivity.runningCount === 0, 'a view without the finished call', 30_000);
+      await expect.poll(() => unsentSignals(urlC), { timeout: 30_000 }).toEqual({ 'wake-up': 0, deletion: 0, 'tool-activity': 0 });
     }, 120_000);
 
     it('runChanged read back from the database while Redis is down sends status changes only, not lease renewals', async () => {
@@ -425,6 +498,13 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
 const CHANGES = `subscription($threadId: ID!) { threadChanges(threadId: $threadId) { cursor audit { id status } run { id status } } }`;
 const LIVE_RUNNING = `subscription { toolActivity { runningCount } }`;
 const redisUp = async (url: string) => Number(/^agent_audit_redis_up (\d+)/m.exec(await (await fetch(url.replace(/\/graphql$/, '/metrics'))).text())?.[1]);
+/** agent_audit_redis_unsent_signals, by signal. */
+const unsentSignals = async (url: string) => {
+  const text = await (await fetch(url.replace(/\/graphql$/, '/metrics'))).text();
+  return Object.fromEntries([...text.matchAll(/^agent_audit_redis_unsent_signals\{signal="([^"]+)"\} (\d+)/gm)].map(([, signal, count]) => [signal, Number(count)]));
+};
+/** The ACL user the instance whose PUBLISH is refused connects as: made by watchedAcross, deleted after. */
+const USER = { name: 'wt-redisbound-publisher', password: 'secret' };
 
 /** A dashboard clock whose idle views never come: only a change told to the instance brings a view. */
 const withoutIdleViews: Clock = {
@@ -456,14 +536,29 @@ const range = (from: bigint, to: bigint) => Array.from({ length: Number(to - fro
  * when told of a change), has a dashboard of `owner`, whose call `call-1` runs through the writer,
  * and a threadChanges subscription to the owner's thread `doomed`.
  */
-async function watchedAcross(databaseUrl: string | undefined, prefix: string, proxied: 'watcher' | 'writer') {
+async function watchedAcross(
+  databaseUrl: string | undefined,
+  prefix: string,
+  proxied: 'watcher' | 'writer',
+  { maxUnsentSignals, user }: { maxUnsentSignals?: number; user?: { name: string; password: string } } = {},
+) {
   const redis = await privateRedis();
   onTestFinished(() => redis.stop());
   const proxy = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(redis.url).port) });
   onTestFinished(() => proxy.close());
-  const env = (role: typeof proxied) => ({ REDIS_URL: role === proxied ? proxy.url('redis') : redis.url, REDIS_PREFIX: prefix });
-  const watcher = await startTestApp(env('watcher'), { databaseUrl, activityClock: withoutIdleViews });
-  const writer = await startTestApp(env('writer'), { databaseUrl });
+  const proxiedUrl = new URL(proxy.url('redis'));
+  if (user) {
+    const admin = new Redis(redis.url);
+    await admin.call('ACL', 'SETUSER', user.name, 'on', `>${user.password}`, '~*', '&*', '+@all');
+    onTestFinished(async () => {
+      await admin.call('ACL', 'DELUSER', user.name);
+      await admin.quit();
+    });
+    [proxiedUrl.username, proxiedUrl.password] = [user.name, user.password];
+  }
+  const env = (role: typeof proxied) => ({ REDIS_URL: role === proxied ? proxiedUrl.toString() : redis.url, REDIS_PREFIX: prefix });
+  const watcher = await startTestApp(env('watcher'), { databaseUrl, activityClock: withoutIdleViews, ...(proxied === 'watcher' && { maxUnsentSignals }) });
+  const writer = await startTestApp(env('writer'), { databaseUrl, ...(proxied === 'writer' && { maxUnsentSignals }) });
   for (const app of [watcher, writer]) {
     onTestFinished(async () => {
       proxy.release();
@@ -483,13 +578,13 @@ async function watchedAcross(databaseUrl: string | undefined, prefix: string, pr
   return { redis, proxy, watcher, urlWatcher, writer, urlWriter, session, owner, doomed, changes, dashboard };
 }
 
-/** The channels (without `prefix`) of the deletion and tool-activity signals that reach Redis from now on. */
+/** The channels (without `prefix`) of the deletion, tool-activity and "everything changed" signals that reach Redis from now on. */
 async function signalsOn(redisUrl: string, prefix: string) {
   const signals: string[] = [];
   const listener = new Redis(redisUrl);
   onTestFinished(() => listener.quit().then(() => {}, () => {})); // awaited: before its Redis stops
   listener.on('message', (channel: string) => void signals.push(channel.slice(prefix.length)));
-  await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`);
+  await listener.subscribe(`${prefix}tool-activity`, `${prefix}thread-deleted`, `${prefix}everything-changed`);
   return signals;
 }
 

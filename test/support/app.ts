@@ -42,6 +42,8 @@ export interface TestAppOptions {
   maxPendingEvents?: number;
   /** The dashboards' clock (test/support/moved-clock.ts), to move instead of waiting. */
   activityClock?: Clock;
+  /** How many threads or owners an instance holds unsent while Redis is away before it holds "everything changed" instead (small, to reach it). */
+  maxUnsentSignals?: number;
 }
 
 /** The app on `scratchUrl` (or the options' database, or an in-memory PGlite), with the database it opened. */
@@ -54,7 +56,7 @@ async function openTestApp(env: Record<string, string>, options: TestAppOptions,
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : scratchUrl ? { DATABASE_URL: scratchUrl } : {}),
     ...env,
   });
-  const { maxPendingEvents, activityClock } = options;
+  const { maxPendingEvents, activityClock, maxUnsentSignals } = options;
   // The statements requests send: the embedded database's checkpoint probe and the checkpoint it
   // runs once a pooled database's log has grown past CHECKPOINT_AFTER_BYTES (src/server/wal-checkpoints.ts),
   // and the read of the database's clock for new ids (src/domain/ids.ts), run on their own timers and
@@ -73,7 +75,7 @@ async function openTestApp(env: Record<string, string>, options: TestAppOptions,
           recentChanges: keepsRecentChanges(config),
         })
       : undefined;
-  const app = await buildApp(config, { database, maxPendingEvents, activityClock }).catch(async (error: unknown) => {
+  const app = await buildApp(config, { database, maxPendingEvents, activityClock, maxUnsentSignals }).catch(async (error: unknown) => {
     await database?.close();
     await embedded?.giveBack();
     throw error;
