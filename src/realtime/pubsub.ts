@@ -199,12 +199,19 @@ function createPubSub(store: ChangeStore, bus: WakeBus | null, pageSize = DEFAUL
   };
 
   // One cursor read at a time: a poll asked for while one is under way (a recovery during a timer
-  // tick) reads after it, with its own grace (readCursors and pollActivity never reject).
+  // tick) reads after it, with its own grace (readCursors and pollActivity never reject). One
+  // asked for while another with the same grace waits to start is that one: "everything changed"
+  // from every instance at once after a long outage is one read, not one each.
   let polling = Promise.resolve();
-  const poll = (graceMs: number) =>
-    (polling = polling.then(async () => {
+  let waitingGraceMs: number | null = null;
+  const poll = (graceMs: number) => {
+    if (waitingGraceMs === graceMs) return polling;
+    waitingGraceMs = graceMs;
+    return (polling = polling.then(async () => {
+      if (waitingGraceMs === graceMs) waitingGraceMs = null;
       await Promise.all([readCursors(graceMs), pollActivity(bus?.healthy() ?? false)]);
     }));
+  };
 
   bus?.onMessage((threadId, cursor, changes) => {
     const feed = feeds.get(threadId);

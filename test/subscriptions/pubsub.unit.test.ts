@@ -54,6 +54,22 @@ async function take(iterator: AsyncIterator<unknown>, count: number) {
 
 const ids = (values: unknown[]) => values.map((value) => (value as CommittedChange).row.id);
 
+/** The store's cursor reads, counted and held open until `open()`. */
+function heldCursorReads(store: ChangeStore) {
+  const threadCursors = store.threadCursors;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const reads = { count: 0, inFlight: 0, open };
+  store.threadCursors = async (threadIds) => {
+    reads.count++;
+    reads.inFlight++;
+    await gate;
+    reads.inFlight--;
+    return threadCursors(threadIds);
+  };
+  return reads;
+}
+
 /** A Redis bus that carries nothing and is healthy, but for what `overrides` says. */
 const quietBus = (overrides: Partial<WakeBus>): WakeBus => ({
   publish() {},
@@ -297,24 +313,29 @@ describe('change feed', () => {
       const { store, pubsub, close } = await onFakeRedis(quietBus({ onRecovered: (listener) => void (recovered = listener) }));
       await pubsub.subscribe('audit', 't');
 
-      const threadCursors = store.threadCursors;
-      let reads = 0;
-      let inFlight = 0;
-      let open!: () => void;
-      const gate = new Promise<void>((resolve) => (open = resolve));
-      store.threadCursors = async (threadIds) => {
-        reads++;
-        inFlight++;
-        await gate;
-        inFlight--;
-        return threadCursors(threadIds);
-      };
+      const cursorReads = heldCursorReads(store);
       await vi.advanceTimersByTimeAsync(POLL_MS.healthy); // the timed poll, its read held open
       recovered();
       await vi.advanceTimersByTimeAsync(0);
-      expect([reads, inFlight]).toEqual([1, 1]);
-      open();
-      await vi.waitFor(() => expect(reads).toBe(2)); // the recovery's own read, once the first ended
+      expect([cursorReads.count, cursorReads.inFlight]).toEqual([1, 1]);
+      cursorReads.open();
+      await vi.waitFor(() => expect(cursorReads.count).toBe(2)); // the recovery's own read, once the first ended
+      await close();
+    });
+
+    it('"everything changed" from many instances at once, while a read is under way, is one more read, not one each', async () => {
+      let everything!: () => void;
+      const { store, pubsub, close } = await onFakeRedis(quietBus({ onEverythingChanged: (listener) => void (everything = listener) }));
+      await pubsub.subscribe('audit', 't');
+
+      const cursorReads = heldCursorReads(store);
+      everything(); // its read held open
+      await vi.advanceTimersByTimeAsync(0);
+      for (let i = 0; i < 20; i++) everything();
+      cursorReads.open();
+      await vi.waitFor(() => expect(cursorReads.count).toBe(2));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(cursorReads.count).toBe(2);
       await close();
     });
 
