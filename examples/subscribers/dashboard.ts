@@ -5,7 +5,8 @@
 //   AUDIT_OWNER_TOKEN=<superadmin token> npx tsx examples/subscribers/dashboard.ts
 //
 // AUDIT_WS_URL defaults to ws://127.0.0.1:4000/graphql; AUDIT_WINDOW_SECONDS (60 to 604800, default
-// 3600) is the window a view covers; AUDIT_TOOL keeps only that tool.
+// 3600) is the window a view covers; AUDIT_TOOL keeps only that tool. A view lists the 20 busiest
+// tools (the most calls first) and `toolCount`, how many there are in all.
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
@@ -31,7 +32,8 @@ const query = `subscription($windowSeconds: Int, $name: String) {
     at runningCount
     running(first: 5) { id name startedAt run { thread { id } } }
     recentFailures(first: 5) { id name error }
-    tools { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+    toolCount
+    tools(first: 20) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
   }
 }`;
 const variables = { windowSeconds: Number(process.env.AUDIT_WINDOW_SECONDS ?? 3600), name: process.env.AUDIT_TOOL || null };

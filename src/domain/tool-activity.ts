@@ -85,6 +85,51 @@ export function activityToolsSize(first: number | null | undefined): number | un
   return first;
 }
 
+/** The columns `tools` can be ordered by (`orderBy`). */
+export const TOOL_ORDER_FIELDS = ['CALLS', 'FAILURE_RATE', 'OTHER_ENDED', 'P50', 'P95', 'MAX', 'NAME'] as const;
+export type ToolOrderField = (typeof TOOL_ORDER_FIELDS)[number];
+export interface ToolOrder {
+  field: ToolOrderField;
+  /** Left out: the largest values first, names A to Z. */
+  descending?: boolean;
+}
+
+const endedOf = (stat: ToolActivityStat) => stat.completed + stat.failed + stat.otherEnded;
+/** A tool's value in a column as a fraction [numerator, denominator], so rates compare exactly; null when it has none. */
+const VALUES: Record<Exclude<ToolOrderField, 'NAME'>, (stat: ToolActivityStat) => [number, number] | null> = {
+  CALLS: (stat) => [stat.running + endedOf(stat), 1],
+  FAILURE_RATE: (stat) => (endedOf(stat) ? [stat.failed, endedOf(stat)] : null),
+  OTHER_ENDED: (stat) => [stat.otherEnded, 1],
+  P50: (stat) => (stat.p50DurationMs === null ? null : [stat.p50DurationMs, 1]),
+  P95: (stat) => (stat.p95DurationMs === null ? null : [stat.p95DurationMs, 1]),
+  MAX: (stat) => (stat.maxDurationMs === null ? null : [stat.maxDurationMs, 1]),
+};
+
+/** Names in code point order, as the view's statement orders them (the C collation): the same on every backend and locale. */
+const byName = (a: string, b: string) => (a === b ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b)));
+
+/**
+ * The view's tools in the order a dashboard asked for: by the column, either way, tools that have
+ * no value in it (no ended call for FAILURE_RATE, no duration for P50, P95, MAX) last in either
+ * direction, ties by name A to Z in either direction. Left out, the view's own order: the most
+ * calls first (CALLS descending).
+ */
+export function orderedTools(tools: readonly ToolActivityStat[], order: ToolOrder | null | undefined): readonly ToolActivityStat[] {
+  if (!order) return tools;
+  const sign = (order.descending ?? order.field !== 'NAME') ? -1 : 1;
+  if (order.field === 'NAME') return [...tools].sort((a, b) => sign * byName(a.name, b.name));
+  const value = VALUES[order.field];
+  const keyed = tools.map((stat) => ({ stat, value: value(stat) }));
+  keyed.sort((a, b) => {
+    if (a.value && b.value) {
+      const byValue = Math.sign(a.value[0] * b.value[1] - b.value[0] * a.value[1]) * sign;
+      if (byValue) return byValue;
+    } else if (a.value || b.value) return a.value ? -1 : 1;
+    return byName(a.stat.name, b.stat.name);
+  });
+  return keyed.map(({ stat }) => stat);
+}
+
 /** How many equal buckets a window is cut into: at most MAX_BUCKETS, none shorter than a second. */
 export const bucketCount = (windowSeconds: number) => Math.min(MAX_BUCKETS, windowSeconds);
 

@@ -198,6 +198,33 @@ describe(`toolActivity subscription (${backendName})`, () => {
     for (const each of ats) expect(each).toEqual(ats[0]);
   });
 
+  it('reads once per view for subscriptions that order or bound `tools` differently, each getting its own top of the order', async () => {
+    const { session, owner } = await runningRun(t);
+    await session.declare('m1', ['a', 'b', 'b', 'c', 'c', 'c'].map((name, i) => ({ id: `call-${i}`, name })));
+    const ordered = `subscription($orderBy: ToolActivityOrder, $first: Int) { toolActivity { at runningCount toolCount tools(first: $first, orderBy: $orderBy) { name running } } }`;
+    const readsBefore = t.app.pubsub.activity.readCount();
+    const byCalls = await both(t, url, owner, { orderBy: { field: 'CALLS' }, first: 2 }, ordered);
+    const byName = await both(t, url, owner, { orderBy: { field: 'NAME' }, first: 2 }, ordered);
+    const byNameAgain = await both(t, url, owner, { orderBy: { field: 'NAME', direction: 'ASC' }, first: 2 }, ordered);
+    const streams = [...byCalls, ...byName, ...byNameAgain];
+    for (const stream of streams) await viewWhere(stream, () => true, 'the first view');
+    expect(t.app.pubsub.activity.readCount() - readsBefore).toBe(1);
+
+    for (const [i, name] of ['a', 'b', 'b', 'c', 'c', 'c'].entries()) must(await session.toolStarted(`call-${i}`, name));
+    for (const stream of byCalls) {
+      const view = await viewWhere(stream, (v) => v.runningCount === 6, 'the running calls', NEXT_VIEW_MS);
+      expect(view).toMatchObject({ toolCount: 3, tools: [{ name: 'c', running: 3 }, { name: 'b', running: 2 }] });
+    }
+    for (const stream of [...byName, ...byNameAgain]) {
+      const view = await viewWhere(stream, (v) => v.runningCount === 6, 'the running calls', NEXT_VIEW_MS);
+      expect(view).toMatchObject({ toolCount: 3, tools: [{ name: 'a', running: 1 }, { name: 'b', running: 2 }] });
+    }
+    // Every subscriber got the views of the same reads: one per view, whatever the order asked.
+    const ats = streams.map((stream) => views(stream).map((view) => view.at));
+    for (const each of ats) expect(each).toEqual(ats[0]);
+    expect(t.app.pubsub.activity.readCount() - readsBefore).toBe(ats[0]!.length);
+  });
+
   it('ends with SUBSCRIPTION_INTERRUPTED (TOKEN_EXPIRED) once its token expires, and its feed stops reading', { timeout: 90_000 }, async () => {
     const sub = `dashboard-expiring-${Date.now()}`;
     const { value: streams, expiresAtMs } = await beforeTokenExpiry(async (expiresAtMs) => {
@@ -276,6 +303,16 @@ describe(`toolActivity subscription (${backendName})`, () => {
       expect(stream.results[0]!.errors).toEqual([
         expect.objectContaining({ message: 'tools(first) must be between 1 and 1000; leave it out for every tool', extensions: { code: 'BAD_USER_INPUT' } }),
       ]);
+    }
+    // An order that is no column, the same way (the variable's own message).
+    const badOrder = 'subscription($orderBy: ToolActivityOrder) { toolActivity { at tools(orderBy: $orderBy) { name } } }';
+    for (const stream of await both(t, url, owner, { orderBy: { field: 'LATENCY' } }, badOrder)) {
+      await stream.until((results) => results.length > 0, 'an answer', 5000).catch(() => {});
+      const ending = stream.ending;
+      const errors = stream.results[0]?.errors ?? (ending?.kind === 'error' ? (ending.error as { extensions?: { code?: string } }[]) : []);
+      expect(errors, stream.label).toHaveLength(1);
+      expect(errors[0]!.extensions?.code, stream.label).toBe('BAD_USER_INPUT');
+      expect(stream.results.filter((result) => result.data)).toEqual([]);
     }
     // No stream was started: the owner has no feed to read views for.
     expect(t.app.pubsub.activity.owners()).not.toContain(ownerSub);

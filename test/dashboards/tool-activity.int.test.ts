@@ -388,6 +388,67 @@ describe(`toolActivity (${backendName})`, () => {
     }
   });
 
+  it('orders `tools` by the column `orderBy` names, either way, ties by name, tools without a value last, then keeps the first `first`', async () => {
+    const who = await actors(t);
+    const session = await claim(t, who.worker, await createRun(t, who.owner, await createThread(t, who.owner)));
+    // [tool, duration in ms, failed]; a duration of null leaves the call running (no duration).
+    const calls: [string, number | null, boolean][] = [
+      ['b-fetch', 100, false], ['b-fetch', 300, false], ['b-fetch', 20, true], // 3 calls, 1/3 failed, p50 100, max 300
+      ['a-search', 200, false], ['a-search', 200, true], // 2 calls, 1/2 failed, p50 200, max 200
+      ['c-calc', 50, false], ['c-calc', 400, false], // 2 calls, none failed, p50 50, max 400
+      ['d-idle', null, false], // 1 call running: no failure rate, no durations
+      ['e-fail', 1000, true], // 1 call, all failed, p50 1000
+      ['g-half', 5, false], ['g-half', 5, true], // 2 calls, 1/2 failed (a tie with a-search), p50 5
+    ];
+    await session.declare('m1', calls.map(([name], i) => ({ id: `c${i}`, name })));
+    for (const [i, [name, ms, failed]] of calls.entries()) {
+      must(await session.toolStarted(`c${i}`, name, { clock: clockAt(1000) }));
+      if (ms !== null) must(await session.toolFinished(`c${i}`, { content: 'x', status: failed ? 'error' : 'success' }, { clock: clockAt(1000 + ms) }));
+    }
+    const query = `query($first: Int, $orderBy: ToolActivityOrder) { result: toolActivity { toolCount tools(first: $first, orderBy: $orderBy) { name } } }`;
+    const names = async (orderBy: unknown, first?: number) => {
+      const { tools, toolCount } = must(await t.gql(query, { orderBy, first }, who.owner));
+      expect(toolCount).toBe(6);
+      return tools.map((tool: { name: string }) => tool.name).join(' ');
+    };
+    const today = 'b-fetch a-search c-calc g-half d-idle e-fail';
+    expect(await names(undefined)).toBe(today);
+    expect(await names(null)).toBe(today);
+    const expected: [string, string, string][] = [
+      ['CALLS', 'DESC', today],
+      ['CALLS', 'ASC', 'd-idle e-fail a-search c-calc g-half b-fetch'],
+      ['FAILURE_RATE', 'DESC', 'e-fail a-search g-half b-fetch c-calc d-idle'],
+      ['FAILURE_RATE', 'ASC', 'c-calc b-fetch a-search g-half e-fail d-idle'],
+      ['OTHER_ENDED', 'DESC', 'a-search b-fetch c-calc d-idle e-fail g-half'],
+      ['OTHER_ENDED', 'ASC', 'a-search b-fetch c-calc d-idle e-fail g-half'],
+      ['P50', 'DESC', 'e-fail a-search b-fetch c-calc g-half d-idle'],
+      ['P50', 'ASC', 'g-half c-calc b-fetch a-search e-fail d-idle'],
+      ['P95', 'DESC', 'e-fail c-calc b-fetch a-search g-half d-idle'],
+      ['P95', 'ASC', 'g-half a-search b-fetch c-calc e-fail d-idle'],
+      ['MAX', 'DESC', 'e-fail c-calc b-fetch a-search g-half d-idle'],
+      ['MAX', 'ASC', 'g-half a-search b-fetch c-calc e-fail d-idle'],
+      ['NAME', 'ASC', 'a-search b-fetch c-calc d-idle e-fail g-half'],
+      ['NAME', 'DESC', 'g-half e-fail d-idle c-calc b-fetch a-search'],
+    ];
+    for (const [field, direction, order] of expected) {
+      expect(await names({ field, direction }), `${field} ${direction}`).toBe(order);
+      // The first `first` of that order, bounds included.
+      expect(await names({ field, direction }, 2), `${field} ${direction}, first 2`).toBe(order.split(' ').slice(0, 2).join(' '));
+      expect(await names({ field, direction }, 1000)).toBe(order);
+    }
+    // Left out, the direction is the column's natural one: the largest values first, names A to Z.
+    expect(await names({ field: 'P50' })).toBe('e-fail a-search b-fetch c-calc g-half d-idle');
+    expect(await names({ field: 'NAME' })).toBe('a-search b-fetch c-calc d-idle e-fail g-half');
+    for (const orderBy of [{ field: 'LATENCY' }, { field: 'P50', direction: 'UP' }, { direction: 'ASC' }, { field: null }, 'P50']) {
+      const refused = await t.gql(query, { orderBy }, who.owner);
+      expect(errorCode(refused), JSON.stringify(orderBy)).toBe('BAD_USER_INPUT');
+      expect(refused.data ?? null).toBeNull();
+    }
+    // Written into the document, an unknown value makes it invalid, as any unknown enum value does.
+    const inline = await t.gql(`{ result: toolActivity { tools(orderBy: { field: P50, direction: SIDEWAYS }) { name } } }`, {}, who.owner);
+    expect(errorCode(inline)).toBe('GRAPHQL_VALIDATION_FAILED');
+  });
+
   it('is for super administrators: every other role is FORBIDDEN, no token UNAUTHENTICATED', async () => {
     for (const role of ['user', 'admin', 'worker'] as const) {
       expect(errorCode(await t.gql(TOOL_ACTIVITY, { first: 1 }, await t.token(`${role}-activity`, role)))).toBe('FORBIDDEN');

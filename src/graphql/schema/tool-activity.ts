@@ -8,6 +8,7 @@ import {
   WIDE_WINDOW_SECONDS,
   activityListSize,
   activityToolsSize,
+  orderedTools,
   readToolActivity,
   toolActivityArgs,
   type ToolActivity,
@@ -54,6 +55,33 @@ const ToolActivityBucketRef = builder.objectRef<ToolActivityBucket>('ToolActivit
   }),
 });
 
+const ToolActivityOrderFieldEnum = builder.enumType('ToolActivityOrderField', {
+  description: 'A column `ToolActivity.tools` can be ordered by (ToolActivityOrder).',
+  values: {
+    CALLS: { description: 'Running plus ended within the window: the most audits.' },
+    FAILURE_RATE: { description: '`failed` over the audits that ended within the window; a tool with none ended has none.' },
+    OTHER_ENDED: { description: '`otherEnded`.' },
+    P50: { description: '`p50DurationMs`; a tool with no duration has none.' },
+    P95: { description: '`p95DurationMs`; a tool with no duration has none.' },
+    MAX: { description: '`maxDurationMs`; a tool with no duration has none.' },
+    NAME: { description: 'The name, in Unicode code point order.' },
+  },
+});
+
+const OrderDirectionEnum = builder.enumType('OrderDirection', {
+  description: 'Which way a list is ordered.',
+  values: { ASC: { description: 'The smallest first (names A to Z).' }, DESC: { description: 'The largest first (names Z to A).' } },
+});
+
+const ToolActivityOrderInput = builder.inputType('ToolActivityOrder', {
+  description:
+    'The order of `ToolActivity.tools`: by `field`, in `direction`. Tools that have no value in the field (none ended, for\nFAILURE_RATE; no duration, for P50, P95 and MAX) come last either way; ties are ordered by name A to Z either way.',
+  fields: (t) => ({
+    field: t.field({ type: ToolActivityOrderFieldEnum, required: true, description: 'The column.' }),
+    direction: t.field({ type: OrderDirectionEnum, required: false, description: 'Left out: DESC, but ASC for NAME.' }),
+  }),
+});
+
 const ToolActivityRef = builder.objectRef<ToolActivity>('ToolActivity').implement({
   description: 'Tool activity across the threads whose audits the caller may read, over a window that ends at\n`at`. Every field is one consistent read at `at`.',
   fields: (t) => ({
@@ -80,9 +108,16 @@ const ToolActivityRef = builder.objectRef<ToolActivity>('ToolActivity').implemen
     }),
     tools: t.field({
       type: [ToolActivityStatRef],
-      description: `One entry per tool name with an audit running now or started or ended within the window; the most audits first. \`first\` (1 to ${MAX_ACTIVITY_TOOLS}) keeps the first so many; left out, every tool.`,
-      args: { first: t.arg.int({ required: false, description: `How many at most (1 to ${MAX_ACTIVITY_TOOLS}); left out, every tool.` }) },
-      resolve: (view, { first }) => view.tools.slice(0, activityToolsSize(first)),
+      description: `One entry per tool name with an audit running now or started or ended within the window, in the order \`orderBy\` names; left out, the most audits first (CALLS, DESC). \`first\` (1 to ${MAX_ACTIVITY_TOOLS}) keeps the first so many of that order; left out, every tool.`,
+      args: {
+        first: t.arg.int({ required: false, description: `How many at most (1 to ${MAX_ACTIVITY_TOOLS}); left out, every tool.` }),
+        orderBy: t.arg({ type: ToolActivityOrderInput, required: false, description: 'The order; left out, the most audits first.' }),
+      },
+      resolve: (view, { first, orderBy }) =>
+        orderedTools(view.tools, orderBy && { field: orderBy.field, descending: orderBy.direction == null ? undefined : orderBy.direction === 'DESC' }).slice(
+          0,
+          activityToolsSize(first),
+        ),
     }),
     buckets: t.field({
       type: [ToolActivityBucketRef],
