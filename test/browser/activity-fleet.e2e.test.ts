@@ -143,7 +143,17 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
 
   it('wraps a 200-character tool name within its table: every column in sight without scrolling sideways', async () => {
     const page = await openActivity();
-    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody tr').count()).toBe(TOOL_NAMES.length);
+    // The table lists the busiest 20 of the 50 tools, and 20 more at each ask, the long name last.
+    const rows = page.locator('[data-testid=activity-tools] tbody tr');
+    const count = page.locator('[data-testid=activity-tools-count]');
+    for (const shown of [20, 40]) {
+      await expect.poll(() => rows.count()).toBe(shown);
+      expect(await count.textContent()).toBe(`showing ${shown} of ${TOOL_NAMES.length} tools · show ${Math.min(20, TOOL_NAMES.length - shown)} more`);
+      await count.locator('button').click();
+    }
+    await expect.poll(() => rows.count()).toBe(TOOL_NAMES.length);
+    expect(await count.count()).toBe(0);
+    expect(await rows.last().locator('td').first().textContent()).toBe(LONG_NAME);
     await expect.poll(() => page.locator('[data-testid=activity-running] tbody tr', { hasText: LONG_NAME }).count()).toBeGreaterThan(0);
     const overflowing = await page.evaluate(() =>
       ['activity-running', 'activity-tools'].flatMap((id) => {
@@ -155,31 +165,55 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1400);
   }, 120_000);
 
-  it('sorts the per-tool table by each column, rows of equal value in the order of their names whatever their calls', async () => {
+  it("asks the server for the top 20 of the column clicked, either way, and shows them in the server's order, ties by name", async () => {
     // tool_03 then holds 8 calls, tool_00 7, the others 6: the server lists the tools the most calls first.
     while (spare.next < 3) await failNext();
     const page = await openActivity();
+    // What the page asks for: each order it subscribes with.
+    const asked: string[] = [];
+    page.on('websocket', (socket) =>
+      socket.on('framesent', ({ payload }) => {
+        const toolsOrder = (JSON.parse(String(payload)) as { payload?: { variables?: { toolsOrder?: { field: string; direction: string } } } }).payload?.variables?.toolsOrder;
+        if (toolsOrder) asked.push(`${toolsOrder.field} ${toolsOrder.direction}`);
+      }),
+    );
     const table = page.locator('[data-testid=activity-tools]');
     await expect.poll(() => table.locator('tbody tr', { hasText: 'tool_03' }).locator('td').nth(1).textContent()).toBe('8 (6 running)');
-    for (const [index, label] of ['Tool', 'Calls', 'Failure rate', 'Other ends', 'p50', 'p95', 'Max'].entries()) {
-      for (const direction of ['first', 'second']) {
+    const shownNames = () => table.locator('tbody tr td:first-child').allTextContents();
+    for (const [label, field] of [['Tool', 'NAME'], ['Calls', 'CALLS'], ['Failure rate', 'FAILURE_RATE'], ['Other ends', 'OTHER_ENDED'], ['p50', 'P50'], ['p95', 'P95'], ['Max', 'MAX']] as const) {
+      for (const direction of field === 'NAME' ? ['ASC', 'DESC'] : ['DESC', 'ASC']) {
         await table.locator(`th button:text-is("${label}")`).click();
-        const rows = await table.locator('tbody tr').evaluateAll((trs, column) =>
-          trs.map((tr) => {
-            const cells = [...tr.querySelectorAll('td')].map((td) => td.textContent!);
-            return { name: cells[0]!, value: column === 1 ? cells[1]!.split(' ')[0]! : cells[column]! };
-          }), index);
+        await expect.poll(() => asked.at(-1), { message: `${label}: the page asks the server` }).toBe(`${field} ${direction}`);
+        const top = await topTools({ field, direction });
+        expect(top).toHaveLength(20);
+        // The rows shown are the server's top 20 of that order, in its order (a name's bidi control shown as a mark).
+        await expect.poll(shownNames, { message: `${label} ${direction}` }).toEqual(top.map((name) => (name === BIDI_NAME ? 'report\u27E8U+202E\u27E9fdp.exe' : name)));
         // Which column sorts the rows, and which way, is shown to the eye as well as said to a
         // screen reader (aria-sort): an arrow beside the sorted column's name only.
         const headers = await table.locator('thead th').evaluateAll((ths) =>
           ths.map((th) => ({ sort: th.getAttribute('aria-sort'), mark: (th as HTMLElement).innerText.replace((th.querySelector('button') as HTMLElement).innerText, '').trim() })));
         expect(headers.map(({ mark }) => mark)).toEqual(headers.map(({ sort }) => ({ ascending: '▲', descending: '▼' })[sort!] ?? ''));
-        expect(headers.filter(({ sort }) => sort !== 'none')).toHaveLength(1);
-        const misplaced = rows.slice(1).filter((row, i) => index > 0 && row.value === rows[i]!.value && rows[i]!.name.localeCompare(row.name) > 0);
-        expect(misplaced.map((row) => `${label} (${direction} click): ${row.name} after a name that sorts later`)).toEqual([]);
+        expect(headers.filter(({ sort }) => sort !== 'none')).toEqual([{ sort: direction === 'ASC' ? 'ascending' : 'descending', mark: direction === 'ASC' ? '▲' : '▼' }]);
       }
     }
-  }, 120_000);
+    // The busiest first: tool_03 (8 calls), tool_00 (7), then the tools of 6 calls by name.
+    await table.locator('th button:text-is("Calls")').click();
+    await expect.poll(async () => (await shownNames()).slice(0, 4)).toEqual(['tool_03', 'tool_00', 'report\u27E8U+202E\u27E9fdp.exe', 'tool_01']);
+  }, 180_000);
+
+  /** The server's top 20 tools of the 7 d window in that order, asked as any dashboard asks. */
+  async function topTools(orderBy: { field: string; direction: string }): Promise<string[]> {
+    const response = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${who.owner}` },
+      body: JSON.stringify({
+        query: 'query($orderBy: ToolActivityOrder) { toolActivity(windowSeconds: 604800) { tools(first: 20, orderBy: $orderBy) { name } } }',
+        variables: { orderBy },
+      }),
+    });
+    const { data } = (await response.json()) as { data: { toolActivity: { tools: { name: string }[] } } };
+    return data.toolActivity.tools.map((tool) => tool.name);
+  }
 
   it('keeps as many DOM nodes and event listeners, and about as much heap, after many live views as after the first ones', async () => {
     const page = await openActivity();

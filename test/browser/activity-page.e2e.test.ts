@@ -195,12 +195,12 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await expect.poll(() => fetchRow.locator('td').allTextContents()).toEqual(['fetch', '2', '0 %', '1', expect.any(String), expect.any(String), expect.any(String)]);
     await saveScreenshot(page, 'activity.png');
 
-    // The per-tool table sorts by each column.
+    // The per-tool table sorts by each column (the server answering in that order).
     const names = () => page.locator('[data-testid=activity-tools] tbody tr td:first-child').allTextContents();
     await page.click('[data-testid=activity-tools] th button:text("Tool")');
-    expect(await names()).toEqual(['fetch', 'lookup']);
+    await expect.poll(names).toEqual(['fetch', 'lookup']);
     await page.click('[data-testid=activity-tools] th button:text("Failure rate")');
-    expect(await names()).toEqual(['lookup', 'fetch']);
+    await expect.poll(names).toEqual(['lookup', 'fetch']);
     expect(await page.locator('[data-testid=activity-tools] th[aria-sort=descending] button').textContent()).toBe('Failure rate');
 
     // The window and the tool filter are kept in the address.

@@ -10,6 +10,9 @@ import { createLiveClient, noteServerTime, serverClockAhead, unlessTokenRefused,
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 import { dateTimeLabel, formatAgo, formatDuration, markedText, utcOffsetLabel } from './timeline.js';
+import { gql } from './api.js';
+import { TOOL_NAMES } from './queries.js';
+import { TOOL_ACTIVITY, TOOLS_PAGE } from './activity-query.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
@@ -117,20 +120,13 @@ export interface ActivityView {
   runningCount: number;
   running: ActivityAudit[];
   recentFailures: ActivityAudit[];
+  toolCount: number;
+  /** The rows the table shows: the first `toolsShown` in the order clicked. */
   tools: ToolStat[];
+  /** The longest call of the view (its longest tool's), for the failures' search window. */
+  longest: { maxDurationMs: number | null }[];
   buckets: Bucket[];
 }
-
-const AUDIT = 'id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } }';
-const TOOL_ACTIVITY = `subscription PageToolActivity($windowSeconds: Int, $name: String) {
-  toolActivity(windowSeconds: $windowSeconds, name: $name) {
-    at since runningCount
-    running(first: 50) { ${AUDIT} }
-    recentFailures(first: 20) { ${AUDIT} }
-    tools { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
-    buckets { start started completed failed otherEnded }
-  }
-}`;
 
 /** The link that opens an audit's row in its thread's timeline. */
 const rowLink = (audit: ActivityAudit) => `#thread=${audit.run.thread.id}&audit=${audit.id}`;
@@ -144,43 +140,39 @@ export function firstLine(error: unknown): string {
   return (text ?? '').split('\n')[0]!;
 }
 
-type Column = 'name' | 'calls' | 'failureRate' | 'otherEnded' | 'p50' | 'p95' | 'max';
+/** The table's columns, as the server orders tools by them (ToolActivityOrderField). */
+type Column = 'NAME' | 'CALLS' | 'FAILURE_RATE' | 'OTHER_ENDED' | 'P50' | 'P95' | 'MAX';
+interface ToolOrder {
+  key: Column;
+  descending: boolean;
+}
+/** The most rows the server lists (`tools(first)`: 1 to 1,000). */
+const MAX_TOOLS = 1000;
 /** Said below the table, where a finger can read it too (a title shows only on a mouse's hover). */
 const OTHER_ENDS_NOTE = 'activity-other-ends';
 const COLUMNS: { key: Column; label: string; describedBy?: string }[] = [
-  { key: 'name', label: 'Tool' },
-  { key: 'calls', label: 'Calls' },
-  { key: 'failureRate', label: 'Failure rate' },
-  { key: 'otherEnded', label: 'Other ends', describedBy: OTHER_ENDS_NOTE },
-  { key: 'p50', label: 'p50' },
-  { key: 'p95', label: 'p95' },
-  { key: 'max', label: 'Max' },
+  { key: 'NAME', label: 'Tool' },
+  { key: 'CALLS', label: 'Calls' },
+  { key: 'FAILURE_RATE', label: 'Failure rate' },
+  { key: 'OTHER_ENDED', label: 'Other ends', describedBy: OTHER_ENDS_NOTE },
+  { key: 'P50', label: 'p50' },
+  { key: 'P95', label: 'p95' },
+  { key: 'MAX', label: 'Max' },
 ];
 
-function rowOf(stat: ToolStat) {
+/** A tool's failure rate: null with nothing ended, which the server orders last either way. */
+const failureRateOf = (stat: ToolStat) => {
   const ended = stat.completed + stat.failed + stat.otherEnded;
-  return {
-    stat,
-    name: stat.name,
-    calls: stat.running + ended,
-    failureRate: ended ? stat.failed / ended : 0,
-    otherEnded: stat.otherEnded,
-    p50: stat.p50DurationMs ?? -1,
-    p95: stat.p95DurationMs ?? -1,
-    max: stat.maxDurationMs ?? -1,
-  };
-}
+  return ended ? stat.failed / ended : null;
+};
 
-function ToolTable({ tools }: { tools: ToolStat[] }) {
-  const sort = useSignal<{ key: Column; descending: boolean }>({ key: 'calls', descending: true });
-  const { key, descending } = sort.value;
-  // Rows of equal value keep the order of their names, in either direction: the server lists the
-  // most calls first, so a tie followed that and rows swapped as calls came and went.
-  const rows = tools.map(rowOf).sort((a, b) => {
-    const byName = a.name.localeCompare(b.name);
-    const order = key === 'name' ? byName : a[key] - b[key];
-    return (descending ? -order : order) || byName;
-  });
+/**
+ * The tools the view lists, in the server's order (`order`, the column clicked): a click asks the
+ * server again (`onOrder`), which sends the top of that column; `onMore` asks for more rows.
+ */
+function ToolTable({ view, order, onOrder, onMore }: { view: ActivityView; order: ToolOrder; onOrder: (order: ToolOrder) => void; onMore: () => void }) {
+  const { key, descending } = order;
+  const { tools, toolCount } = view;
   return (
     <>
       <table class="activity-tools" data-testid="activity-tools">
@@ -189,7 +181,7 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
           <tr>
             {COLUMNS.map((column) => (
               <th key={column.key} scope="col" aria-sort={key === column.key ? (descending ? 'descending' : 'ascending') : 'none'}>
-                <button aria-describedby={column.describedBy} onClick={() => (sort.value = { key: column.key, descending: key === column.key ? !descending : column.key !== 'name' })}>
+                <button aria-describedby={column.describedBy} onClick={() => onOrder({ key: column.key, descending: key === column.key ? !descending : column.key !== 'NAME' })}>
                   {column.label}
                 </button>
                 {/* For the eye what aria-sort says to a screen reader, which would read the arrow twice. */}
@@ -199,19 +191,27 @@ function ToolTable({ tools }: { tools: ToolStat[] }) {
           </tr>
         </thead>
         <tbody>
-          {rows.map((row) => (
-            <tr key={row.name}>
-              <td class="name">{revealed(row.name)}</td>
-              <td>{row.calls}{row.stat.running ? ` (${row.stat.running} running)` : ''}</td>
-              <td>{`${Math.round(row.failureRate * 1000) / 10} %`}</td>
-              <td>{row.otherEnded}</td>
-              <td>{ms(row.stat.p50DurationMs)}</td>
-              <td>{ms(row.stat.p95DurationMs)}</td>
-              <td>{ms(row.stat.maxDurationMs)}</td>
-            </tr>
-          ))}
+          {tools.map((stat) => {
+            const rate = failureRateOf(stat);
+            return (
+              <tr key={stat.name}>
+                <td class="name">{revealed(stat.name)}</td>
+                <td>{stat.running + stat.completed + stat.failed + stat.otherEnded}{stat.running ? ` (${stat.running} running)` : ''}</td>
+                <td>{rate === null ? '—' : `${Math.round(rate * 1000) / 10} %`}</td>
+                <td>{stat.otherEnded}</td>
+                <td>{ms(stat.p50DurationMs)}</td>
+                <td>{ms(stat.p95DurationMs)}</td>
+                <td>{ms(stat.maxDurationMs)}</td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
+      {tools.length < toolCount && (
+        <p class="muted" data-testid="activity-tools-count">
+          showing {tools.length} of {toolCount} tools · <button onClick={onMore}>show {Math.min(TOOLS_PAGE, toolCount - tools.length)} more</button>
+        </p>
+      )}
       <p class="muted" id={OTHER_ENDS_NOTE}>Other ends: calls that ended within the window as CANCELLED, INTERRUPTED or ABANDONED.</p>
     </>
   );
@@ -245,7 +245,7 @@ const loadChartLibrary = () =>
  * Started, completed, failed and other ends per bucket, drawn with uPlot, as wide as its box: it
  * follows the box when the window is resized or a phone turned.
  */
-function Chart({ view: { buckets, since, at, tools }, tool }: { view: ActivityView; tool: string }) {
+function Chart({ view: { buckets, since, at, longest }, tool }: { view: ActivityView; tool: string }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   // The axis spans the whole window, not its buckets' starts: a 1 h window on a phone is ticked
@@ -303,12 +303,12 @@ function Chart({ view: { buckets, since, at, tools }, tool }: { view: ActivityVi
   return (
     <figure class="activity-chart" aria-label="Tool audits started, completed, failed and otherwise ended over the window">
       <div ref={box} aria-hidden="true" />
-      <BucketTable view={{ buckets, since, at, tools }} tool={tool} />
+      <BucketTable view={{ buckets, since, at, longest }} tool={tool} />
     </figure>
   );
 }
 
-type SpannedView = Pick<ActivityView, 'buckets' | 'since' | 'at' | 'tools'>;
+type SpannedView = Pick<ActivityView, 'buckets' | 'since' | 'at' | 'longest'>;
 
 /** The width of the view's buckets, in milliseconds. */
 const bucketMsOf = ({ buckets, since, at }: SpannedView) => {
@@ -323,7 +323,7 @@ const bucketMsOf = ({ buckets, since, at }: SpannedView) => {
  * worker's clock measured the call), so that it holds every call the count holds.
  */
 function failuresLink(view: SpannedView, tool: string, from: string, until: string) {
-  const longestMs = Math.max(0, ...view.tools.map((stat) => stat.maxDurationMs ?? 0));
+  const longestMs = Math.max(0, ...view.longest.map((stat) => stat.maxDurationMs ?? 0));
   // Tool calls alone, as the view counts: a failed model call of the window is no call it counted.
   const params = new URLSearchParams({ status: 'FAILED', kind: 'TOOL' });
   if (tool) params.set('name', tool);
@@ -333,7 +333,7 @@ function failuresLink(view: SpannedView, tool: string, from: string, until: stri
 }
 
 /** How many tool calls ended FAILED within the window: those `recentFailures` lists the newest of. */
-const failedInWindow = (view: Pick<ActivityView, 'tools'>) => view.tools.reduce((sum, tool) => sum + tool.failed, 0);
+const failedInWindow = (view: Pick<ActivityView, 'buckets'>) => view.buckets.reduce((sum, bucket) => sum + bucket.failed, 0);
 
 /** The chart's numbers, a row for each bucket that holds any: what a screen reader (or a copy) reads instead of the lines. */
 function BucketTable({ view, tool }: { view: SpannedView; tool: string }) {
@@ -481,6 +481,11 @@ export function Activity({ token }: { token: string }) {
     if (location.hash !== shown) history.replaceState(null, '', shown);
   }, [hash.value]);
   const view = useSignal<ActivityView | null>(null);
+  /** The per-tool table's column and direction, and how many of its rows it asks for: both the server's to apply. */
+  const toolOrder = useSignal<ToolOrder>({ key: 'CALLS', descending: true });
+  const toolsShown = useSignal(TOOLS_PAGE);
+  /** What the view shown is of: a new order or more rows keep it until the server's answer replaces it. */
+  const viewOf = useRef('');
   const news = useSignal('');
   const error = useSignal<string | null>(null);
   const ended = useSignal(false);
@@ -491,8 +496,24 @@ export function Activity({ token }: { token: string }) {
     const timer = setInterval(() => (clock.value = Date.now()), 1000);
     return () => clearInterval(timer);
   }, []);
+  // Every tool name of the window, for the Tool filter (the view lists only the table's rows): read
+  // once per window, not with every view.
   useEffect(() => {
-    view.value = null;
+    let gone = false;
+    gql(token, TOOL_NAMES, { windowSeconds: settings.windowSeconds }).then(
+      ({ toolActivity }) => void (gone || addToolNames(toolActivity.tools.map((tool) => tool.name))),
+      () => {}, // not read: the names the views show are still offered
+    );
+    return () => void (gone = true);
+  }, [token, settings.windowSeconds]);
+  const addToolNames = (more: string[]) => {
+    const names = new Set([...toolNames.value, ...more]);
+    if (names.size > toolNames.value.length) toolNames.value = [...names].sort();
+  };
+  useEffect(() => {
+    const shows = `${settings.windowSeconds} ${settings.tool}`;
+    if (viewOf.current !== shows) view.value = null;
+    viewOf.current = shows;
     ended.value = false;
     activityConnection.value = 'connecting';
     let over = false;
@@ -506,7 +527,15 @@ export function Activity({ token }: { token: string }) {
       void client.dispose();
     };
     const stop = client.subscribe<{ toolActivity: ActivityView }>(
-      { query: TOOL_ACTIVITY, variables: { windowSeconds: settings.windowSeconds, name: settings.tool || null } },
+      {
+        query: TOOL_ACTIVITY,
+        variables: {
+          windowSeconds: settings.windowSeconds,
+          name: settings.tool || null,
+          toolsFirst: toolsShown.value,
+          toolsOrder: { field: toolOrder.value.key, direction: toolOrder.value.descending ? 'DESC' : 'ASC' },
+        },
+      },
       unlessTokenRefused({
         next: ({ data, errors }) => {
           if (errors?.length) error.value = errors[0]!.message;
@@ -515,8 +544,7 @@ export function Activity({ token }: { token: string }) {
             view.value = data.toolActivity;
             noteServerTime(Date.parse(data.toolActivity.at));
             error.value = null;
-            const names = new Set([...toolNames.value, ...data.toolActivity.tools.map((tool) => tool.name)]);
-            if (names.size > toolNames.value.length) toolNames.value = [...names].sort();
+            addToolNames(data.toolActivity.tools.map((tool) => tool.name));
           }
         },
         error: (reason) => {
@@ -527,7 +555,7 @@ export function Activity({ token }: { token: string }) {
       }),
     );
     return () => (stop(), void client.dispose());
-  }, [token, settings.windowSeconds, settings.tool]);
+  }, [token, settings.windowSeconds, settings.tool, toolOrder.value, toolsShown.value]);
 
   const current = view.value;
   const steps = useFilterSteps();
@@ -598,7 +626,12 @@ export function Activity({ token }: { token: string }) {
         <>
           <Running view={current} clock={clock} />
           <section aria-label="Per tool" class="table-box">
-            <ToolTable tools={current.tools} />
+            <ToolTable
+              view={current}
+              order={toolOrder.value}
+              onOrder={(order) => (toolOrder.value = order)}
+              onMore={() => (toolsShown.value = Math.min(toolsShown.value + TOOLS_PAGE, MAX_TOOLS))}
+            />
           </section>
           <section aria-label="Over time">
             <h2>Over time</h2>

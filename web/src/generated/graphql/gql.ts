@@ -31,6 +31,7 @@ type Documents = {
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": typeof types.RunChangedDocument,
     "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $kind: AuditKind, $threadId: ID, $since: DateTime, $until: DateTime, $first: Int = 50, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, kind: $kind, threadId: $threadId, since: $since, until: $until, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": typeof types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": typeof types.ToolCallLedgerDocument,
+    "\n  query PageToolNames($windowSeconds: Int) { toolActivity(windowSeconds: $windowSeconds) { tools(orderBy: { field: NAME }) { name } } }": typeof types.PageToolNamesDocument,
 };
 const documents: Documents = {
     "\n  fragment PageRunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }\n    auditSummary { ...PageAuditSummary }\n  }": types.PageRunFieldsFragmentDoc,
@@ -49,6 +50,7 @@ const documents: Documents = {
     "\n  subscription RunChanged($threadId: ID!) { runChanged(threadId: $threadId) { ...PageRunFields } }": types.RunChangedDocument,
     "\n  query SearchAudits($text: String, $name: String, $status: AuditStatus, $kind: AuditKind, $threadId: ID, $since: DateTime, $until: DateTime, $first: Int = 50, $after: ID) {\n    searchAudits(text: $text, name: $name, status: $status, kind: $kind, threadId: $threadId, since: $since, until: $until, first: $first, after: $after) {\n      hasMore\n      items { threadId threadTitle snippet audit { ...PageAuditFields } }\n    }\n  }": types.SearchAuditsDocument,
     "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }": types.ToolCallLedgerDocument,
+    "\n  query PageToolNames($windowSeconds: Int) { toolActivity(windowSeconds: $windowSeconds) { tools(orderBy: { field: NAME }) { name } } }": types.PageToolNamesDocument,
 };
 
 /**
@@ -115,6 +117,10 @@ export function graphql(source: "\n  query SearchAudits($text: String, $name: St
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query ToolCallLedger($threadId: ID, $name: String, $status: ToolCallLedgerStatus, $case: ToolCallLedgerCase, $first: Int, $after: String) {\n    toolCallLedger(threadId: $threadId, name: $name, status: $status, case: $case, first: $first, after: $after) {\n      edges { node {\n        id threadId threadTitle runId declaredById executedInRunId auditId toolCallId name declaredInput effectiveInput inputDiffers\n        status startedAt finishedAt durationMs cases leaseExpiresAt\n      } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }"): typeof import('./graphql.js').ToolCallLedgerDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query PageToolNames($windowSeconds: Int) { toolActivity(windowSeconds: $windowSeconds) { tools(orderBy: { field: NAME }) { name } } }"): typeof import('./graphql.js').PageToolNamesDocument;
 
 
 export function graphql(source: string) {

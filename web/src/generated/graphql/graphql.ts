@@ -221,6 +221,13 @@ export type ToolCallLedgerQueryVariables = Exact<{
 
 export type ToolCallLedgerQuery = { toolCallLedger: { edges: Array<{ node: { id: string, threadId: string, threadTitle: string | null, runId: string, declaredById: string, executedInRunId: string | null, auditId: string | null, toolCallId: string, name: string, declaredInput: unknown, effectiveInput: unknown, inputDiffers: boolean | null, status: ToolCallLedgerStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, cases: Array<ToolCallLedgerCase>, leaseExpiresAt: string | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
+export type PageToolNamesQueryVariables = Exact<{
+  windowSeconds?: number | null | undefined;
+}>;
+
+
+export type PageToolNamesQuery = { toolActivity: { tools: Array<{ name: string }> } };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -855,3 +862,12 @@ export const ToolCallLedgerDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ToolCallLedgerQuery, ToolCallLedgerQueryVariables>;
+export const PageToolNamesDocument = new TypedDocumentString(`
+    query PageToolNames($windowSeconds: Int) {
+  toolActivity(windowSeconds: $windowSeconds) {
+    tools(orderBy: {field: NAME}) {
+      name
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<PageToolNamesQuery, PageToolNamesQueryVariables>;
