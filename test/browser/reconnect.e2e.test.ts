@@ -4,6 +4,7 @@
 // are told apart without measuring time.
 import type { Browser, Page, WebSocketRoute } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tokenFor } from '../e2e/support/server.js';
 import { backendName } from '../support/database.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
 import { openThread, pageSuite, runWithOneTool, signIn, superadminThread } from './support/page.js';
@@ -68,19 +69,22 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread watched across a ne
   });
   afterAll(() => relay?.close());
 
-  it("reads the thread's totals again as soon as the live connection is back, when their read failed during the outage", async () => {
-    const thread = await superadminThread(server.url, 'totals across an outage');
+  /**
+   * A superadmin's thread open, its totals read over HTTP (`overHttp` names ThreadInfo). HTTP
+   * requests fail (a proxy in between lost its way to the server) while a tool fails: the change
+   * comes over the live connection, the totals' read after it fails, again and again, until the
+   * next try is 15 s off. The page's clock stands still, but for runClock.
+   */
+  async function totalsReadFailing(title: string, overHttp: string[]) {
+    const thread = await superadminThread(server.url, title);
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     await page.clock.install();
-    const network = await flakyNetwork(page, ['ThreadInfo']);
+    const network = await flakyNetwork(page, overHttp);
     await signIn(page, origin, thread.who.owner);
     await openThread(page, origin, `#thread=${thread.threadId}`);
     const failures = page.locator('[data-testid=thread-failures]');
     await expect.poll(() => failures.textContent()).toBe('Nothing failed in this thread');
 
-    // HTTP requests fail (a proxy in between lost its way to the server) while a tool fails: the
-    // change comes over the live connection, the totals' read after it fails, again and again,
-    // until the next try is 15 s off.
     await page.clock.pauseAt(await page.evaluate(() => Date.now() + 100));
     network.httpDown = true;
     await runWithOneTool(thread, { name: 'fetch', output: { content: 'quota exceeded', status: 'error' } });
@@ -90,6 +94,11 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread watched across a ne
     }
     await runClock(page, 16_000);
     expect(await failures.textContent()).toBe('Nothing failed in this thread');
+    return { page, network, failures };
+  }
+
+  it("reads the thread's totals again as soon as the live connection is back, when their read failed during the outage", async () => {
+    const { page, network, failures } = await totalsReadFailing('totals across an outage', ['ThreadInfo']);
 
     // Then the live connection drops too, and everything comes back.
     network.cutLive();
@@ -102,6 +111,43 @@ describe.skipIf(!haveChromium && !browserRequired)(`a thread watched across a ne
     // The page's clock stands still from here: what shows now came with the connection's return, not a timer.
     await expect.poll(() => failures.textContent(), { timeout: 30_000 }).toBe('In this thread: 1 tool failed');
     await expect.poll(() => page.locator('.banner.error').count()).toBe(0);
+    await page.close();
+  }, 180_000);
+
+  it("clears the outage's banner when a read over the live connection is answered, while requests still fail", async () => {
+    const overHttp = ['ThreadInfo'];
+    const { page, failures } = await totalsReadFailing('banner cleared by a live answer', overHttp);
+
+    // The totals' read may go over the live connection again (below the subscriptions' cap): its next try is answered there, HTTP still failing.
+    overHttp.length = 0;
+    await runClock(page, 16_000);
+    await expect.poll(() => failures.textContent(), { timeout: 30_000 }).toBe('In this thread: 1 tool failed');
+    await expect.poll(() => page.locator('.banner.error').count(), { timeout: 10_000 }).toBe(0);
+    await page.close();
+  }, 180_000);
+
+  it("shows the runs written during an outage to a reader who may not read the thread's audits, when the runs' read on reconnecting failed", async () => {
+    const thread = await superadminThread(server.url, 'runs across an outage');
+    const before = await thread.owner.createRun({ threadId: thread.threadId });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const network = await flakyNetwork(page);
+    // An admin reads any thread's runs, not its audits: the page follows runChanged.
+    await signIn(page, origin, await tokenFor(`runs-reader-${process.pid}`, 'admin'));
+    await openThread(page, origin, `#thread=${thread.threadId}`);
+    await page.waitForSelector('[data-testid=audits-hidden]');
+    await page.locator(`.row[data-key="${before.id}"]`).waitFor();
+
+    network.httpDown = true;
+    network.cutLive();
+    await expect.poll(() => page.locator('[data-testid=connection]').textContent()).toBe('reconnecting…');
+    const during = await thread.owner.createRun({ threadId: thread.threadId });
+    // The live connection comes back before requests do: the runs' read on reconnecting fails.
+    network.wsDown = false;
+    await expect.poll(() => page.locator('[data-testid=connection]').textContent(), { timeout: 30_000 }).toBe('live');
+    await expect.poll(() => page.locator('main > .banner.error').allTextContents(), { timeout: 30_000 }).toContain('The server is unreachable; retrying…');
+    network.restore();
+    await page.locator(`.row[data-key="${during.id}"]`).waitFor({ timeout: 60_000 });
+    await expect.poll(() => page.locator('.banner.error').count(), { timeout: 30_000 }).toBe(0);
     await page.close();
   }, 180_000);
 

@@ -103,8 +103,18 @@ export const UNAVAILABLE = 'The server is unavailable for the moment; retryingâ€
 /** A failure of the way to the server, not an answer of it: retried, and over once the server answers. */
 export const isTransient = (message: string) => message === UNREACHABLE || message === UNAVAILABLE || message.startsWith('The server answered HTTP ');
 
-/** Counts the server's GraphQL answers (errors included): one after a transient failure ends it. */
+/** Counts the server's GraphQL answers (errors included), over HTTP or the live connection: one after a transient failure ends it. */
 export const answers = signal(0);
+
+/**
+ * Counts an answer of the server; false, not counted, when it says it cannot serve for the moment
+ * (UNAVAILABLE): no answer yet, as if it were unreachable, so what an outage left on the banner stays.
+ */
+function counted(errors: readonly { extensions?: { code?: unknown } }[] | undefined): boolean {
+  if (errors?.some((error) => error.extensions?.code === 'UNAVAILABLE')) return false;
+  answers.value++;
+  return true;
+}
 
 /**
  * The server's clock minus this browser's. Leases expire and calls run by the server's (and the
@@ -136,9 +146,7 @@ export async function gql<TResult, TVariables>(token: string, document: TypedDoc
   const body = (await response.json().catch(() => {
     throw new Error(`The server answered HTTP ${response.status}, not GraphQL (a proxy in between?); retryingâ€¦`);
   })) as { data?: TResult; errors?: { message: string; extensions?: { code?: string; limit?: string } }[] };
-  // Not an answer yet, as if it were unreachable: what an outage left on the banner stays until one.
-  if (body.errors?.some((error) => error.extensions?.code === 'UNAVAILABLE')) throw new GraphQLRequestError(UNAVAILABLE, 'UNAVAILABLE');
-  answers.value++;
+  if (!counted(body.errors)) throw new GraphQLRequestError(UNAVAILABLE, 'UNAVAILABLE');
   // The header's second began up to a second before the server wrote it: its middle, on average.
   const date = response.headers.get('date');
   if (date) noteServerTime(Date.parse(date) + 500);
@@ -181,7 +189,8 @@ function queryOver<TResult, TVariables extends Record<string, unknown>>(
       error: reject,
       complete: () => {
         const [error] = answer?.errors ?? [];
-        if (error) reject(new GraphQLRequestError(error.message, error.extensions?.code as string | undefined));
+        if (answer && !counted(answer.errors)) reject(new GraphQLRequestError(UNAVAILABLE, 'UNAVAILABLE'));
+        else if (error) reject(new GraphQLRequestError(error.message, error.extensions?.code as string | undefined));
         else if (answer?.data) resolve(answer.data);
         else reject(new Error('The server answered nothing.'));
       },

@@ -65,9 +65,10 @@ const REREAD_MS = 500;
  * for a burst of changes. A read that fails is said (`failed`) and, when a later one may succeed
  * (the network, a proxy's error page), tried again, a little later each time (up to 15 s): left
  * for the next change, what it shows would stay stale while nothing changes. When the live
- * connection (re)opens, the server is back: the reads waiting to be tried again are tried at once.
+ * connection (re)opens, the server is back: the reads waiting to be tried again are tried at once,
+ * and so are those of `everyConnect`, read whenever it (re)opens.
  */
-export function readsSoon<K>(client: Client, read: (key: K) => Promise<void>, failed: (error: unknown) => void) {
+export function readsSoon<K>(client: Client, read: (key: K) => Promise<void>, failed: (error: unknown) => void, everyConnect: K[] = []) {
   let asked = new Set<K>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let failures = 0;
@@ -90,7 +91,11 @@ export function readsSoon<K>(client: Client, read: (key: K) => Promise<void>, fa
       );
     }
   };
-  const unlisten = client.on('connected', () => void (!stopped && asked.size && readAsked()));
+  const unlisten = client.on('connected', () => {
+    if (stopped) return;
+    for (const key of everyConnect) asked.add(key);
+    if (asked.size) readAsked();
+  });
   return {
     soon(keys: Iterable<K>) {
       for (const key of keys) asked.add(key);
@@ -185,7 +190,10 @@ export function followThread(client: Client, token: string, threadId: string, si
 
   const followRuns = () => {
     sink.auditsHidden('Audits (model calls and tool executions) are shown to superadmins on their own threads only.');
+    // Run changes committed while the connection was down are only in the database.
+    const runsReads = readsSoon(client, readRuns, fail, [threadId]);
     unsubscribers.push(
+      runsReads.stop,
       subscribe(client, RUN_CHANGED, { threadId }, {
         next: ({ data, errors }) => {
           if (errors?.length) return fail(errors);
@@ -196,8 +204,6 @@ export function followThread(client: Client, token: string, threadId: string, si
         error: (error) => isGone(error) && fail(error),
         complete: () => {},
       }),
-      // Run changes committed while the connection was down are only in the database.
-      client.on('connected', () => void readRuns().catch(fail)),
     );
   };
 
