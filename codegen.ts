@@ -37,7 +37,7 @@ const config: CodegenConfig = {
       ...preset('unknown'),
     },
     'web/src/generated/graphql/': {
-      documents: ['web/src/queries.ts'],
+      documents: ['web/src/queries.ts', 'web/src/activity-query.ts'],
       ...preset('unknown'),
     },
   },

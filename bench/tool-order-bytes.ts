@@ -75,7 +75,7 @@ try {
   const before = await bytesOf(BEFORE, {});
   const rows = [['before (every tool)', before]] as [string, { bytes: number; tools: number }][];
   for (const field of ['CALLS', 'P95', 'NAME']) {
-    rows.push([`now, ${field}`, await bytesOf(TOOL_ACTIVITY, { toolsFirst: TOOLS_PAGE, toolsOrder: { field, direction: field === 'NAME' ? 'ASC' : 'DESC' } })]);
+    rows.push([`now, ${field}`, await bytesOf(TOOL_ACTIVITY.toString(), { toolsFirst: TOOLS_PAGE, toolsOrder: { field, direction: field === 'NAME' ? 'ASC' : 'DESC' } })]);
   }
   console.log(`${backend.version}; ${TOOLS} tools, ${RUNNING} running, ${ENDED} ended, 7 d window`);
   console.log(

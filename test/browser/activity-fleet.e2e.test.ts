@@ -5,7 +5,7 @@
 // view shows the name, a 200-character name wraps within its table, the per-tool table sorts by
 // each column with rows of equal value in the order of their names, and each live view replaces
 // the last: as many DOM nodes and listeners after 15 more views, and no views kept on the heap.
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, WebSocket } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditClient } from '@agent-audit/client';
 import { backendName } from '../support/database.js';
@@ -80,9 +80,15 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     await worker.recordToolFinished({ lease: spare.lease, toolCallId: `f${i}`, output: { content: `failure ${i}`, status: 'error' }, sequence: 11 + 2 * i });
   }
 
+  /** The WebSockets each page opened, in order. */
+  const socketsOf = new WeakMap<Page, WebSocket[]>();
+
   /** The Activity view's 7 d window, with its 300 running calls shown; `draws` counts what the page's canvases cleared (a chart drawn). */
   async function openActivity(viewport = { width: 1400, height: 900 }): Promise<Page> {
     const page = noteOutsideRequests(await browser.newPage({ viewport }), origin, outsideRequests);
+    const sockets: WebSocket[] = [];
+    socketsOf.set(page, sockets);
+    page.on('websocket', (socket) => void sockets.push(socket));
     await page.addInitScript(() => {
       const counted = window as unknown as { draws: number };
       counted.draws = 0;
@@ -165,18 +171,21 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1400);
   }, 120_000);
 
-  it("asks the server for the top 20 of the column clicked, either way, and shows them in the server's order, ties by name", async () => {
+  it("asks the server for the top 20 of the column clicked, either way, over the connection it has, and shows them in the server's order, ties by name", async () => {
     // tool_03 then holds 8 calls, tool_00 7, the others 6: the server lists the tools the most calls first.
     while (spare.next < 3) await failNext();
     const page = await openActivity();
-    // What the page asks for: each order it subscribes with.
+    const sockets = socketsOf.get(page)!;
+    const opened = sockets.length;
+    // What the page asks for: each order it subscribes with, on any socket (a new one would be counted below).
     const asked: string[] = [];
-    page.on('websocket', (socket) =>
+    const listen = (socket: WebSocket) =>
       socket.on('framesent', ({ payload }) => {
         const toolsOrder = (JSON.parse(String(payload)) as { payload?: { variables?: { toolsOrder?: { field: string; direction: string } } } }).payload?.variables?.toolsOrder;
         if (toolsOrder) asked.push(`${toolsOrder.field} ${toolsOrder.direction}`);
-      }),
-    );
+      });
+    sockets.forEach(listen);
+    page.on('websocket', listen);
     const table = page.locator('[data-testid=activity-tools]');
     await expect.poll(() => table.locator('tbody tr', { hasText: 'tool_03' }).locator('td').nth(1).textContent()).toBe('8 (6 running)');
     const shownNames = () => table.locator('tbody tr td:first-child').allTextContents();
@@ -199,6 +208,10 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     // The busiest first: tool_03 (8 calls), tool_00 (7), then the tools of 6 calls by name.
     await table.locator('th button:text-is("Calls")').click();
     await expect.poll(async () => (await shownNames()).slice(0, 4)).toEqual(['tool_03', 'tool_00', 'report\u27E8U+202E\u27E9fdp.exe', 'tool_01']);
+    // Each order and "show more" subscribed again on the view's one connection: no new socket, no new connection_init.
+    await page.locator('[data-testid=activity-tools-count] button').click();
+    await expect.poll(() => table.locator('tbody tr').count()).toBe(40);
+    expect(sockets.length).toBe(opened);
   }, 180_000);
 
   /** The server's top 20 tools of the 7 d window in that order, asked as any dashboard asks. */

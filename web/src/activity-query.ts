@@ -1,18 +1,23 @@
 // The Activity view's live document, on its own so that bench/tool-order-bytes.ts measures the
 // view the page asks for (activity.tsx imports styles Node cannot load).
+import { graphql } from './generated/graphql/index.js';
+
 /** How many rows the per-tool table asks for at first, and how many more at each "show more". */
 export const TOOLS_PAGE = 20;
 
-const AUDIT = 'id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } }';
+export const ACTIVITY_AUDIT_FIELDS = graphql(`
+  fragment PageActivityAudit on ToolAudit { id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } } }`);
+
 // Only the tools the table shows, in the order clicked: the server orders them (300 tools were 41 kB of a 78 kB view).
-export const TOOL_ACTIVITY = `subscription PageToolActivity($windowSeconds: Int, $name: String, $toolsFirst: Int, $toolsOrder: ToolActivityOrder) {
-  toolActivity(windowSeconds: $windowSeconds, name: $name) {
-    at since runningCount
-    running(first: 50) { ${AUDIT} }
-    recentFailures(first: 20) { ${AUDIT} }
-    toolCount
-    tools(first: $toolsFirst, orderBy: $toolsOrder) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
-    longest: tools(first: 1, orderBy: { field: MAX }) { maxDurationMs }
-    buckets { start started completed failed otherEnded }
-  }
-}`;
+export const TOOL_ACTIVITY = graphql(`
+  subscription PageToolActivity($windowSeconds: Int, $name: String, $toolsFirst: Int, $toolsOrder: ToolActivityOrder) {
+    toolActivity(windowSeconds: $windowSeconds, name: $name) {
+      at since runningCount
+      running(first: 50) { ...PageActivityAudit }
+      recentFailures(first: 20) { ...PageActivityAudit }
+      toolCount
+      tools(first: $toolsFirst, orderBy: $toolsOrder) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+      longest: tools(first: 1, orderBy: { field: MAX }) { maxDurationMs }
+      buckets { start started completed failed otherEnded }
+    }
+  }`);

@@ -6,13 +6,15 @@ import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import type uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
-import { createLiveClient, noteServerTime, serverClockAhead, unlessTokenRefused, type ConnectionState } from './api.js';
+import type { Client } from 'graphql-ws';
+import { createLiveClient, noteServerTime, serverClockAhead, subscribe, type ConnectionState } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 import { dateTimeLabel, formatAgo, formatDuration, markedText, utcOffsetLabel } from './timeline.js';
 import { gql } from './api.js';
 import { TOOL_NAMES } from './queries.js';
 import { TOOL_ACTIVITY, TOOLS_PAGE } from './activity-query.js';
+import type { PageActivityAuditFragment, PageToolActivitySubscription } from './generated/graphql/graphql.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
 export const hash = signal(location.hash);
@@ -87,46 +89,10 @@ function useFilterSteps() {
   return { change, keys };
 }
 
-interface ActivityAudit {
-  id: string;
-  name: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  error: unknown;
-  /** A bare error reported, the audit still RUNNING until the run's verdict. */
-  awaitingRunTerminal: boolean;
-  run: { id: string; leaseExpiresAt: string | null; thread: { id: string; title: string | null } };
-}
-interface ToolStat {
-  name: string;
-  running: number;
-  completed: number;
-  failed: number;
-  otherEnded: number;
-  p50DurationMs: number | null;
-  p95DurationMs: number | null;
-  maxDurationMs: number | null;
-}
-interface Bucket {
-  start: string;
-  started: number;
-  completed: number;
-  failed: number;
-  otherEnded: number;
-}
-export interface ActivityView {
-  at: string;
-  since: string;
-  runningCount: number;
-  running: ActivityAudit[];
-  recentFailures: ActivityAudit[];
-  toolCount: number;
-  /** The rows the table shows: the first `toolsShown` in the order clicked. */
-  tools: ToolStat[];
-  /** The longest call of the view (its longest tool's), for the failures' search window. */
-  longest: { maxDurationMs: number | null }[];
-  buckets: Bucket[];
-}
+/** A view: the table's rows (`tools`) are the first `toolsShown` in the order clicked; `longest` is the view's longest call, for the failures' search window. */
+export type ActivityView = PageToolActivitySubscription['toolActivity'];
+type ActivityAudit = PageActivityAuditFragment;
+type ToolStat = ActivityView['tools'][number];
 
 /** The link that opens an audit's row in its thread's timeline. */
 const rowLink = (audit: ActivityAudit) => `#thread=${audit.run.thread.id}&audit=${audit.id}`;
@@ -510,33 +476,43 @@ export function Activity({ token }: { token: string }) {
     const names = new Set([...toolNames.value, ...more]);
     if (names.size > toolNames.value.length) toolNames.value = [...names].sort();
   };
+  /** The view's one connection (per token): a new window, tool, order or more rows subscribe again on it. */
+  const client = useSignal<Client | null>(null);
   useEffect(() => {
+    let gone = false;
+    activityConnection.value = 'connecting';
+    const made = createLiveClient(token, (state) => void (gone || ended.peek() || (activityConnection.value = state)));
+    client.value = made;
+    return () => ((gone = true), void made.dispose());
+  }, [token]);
+  useEffect(() => {
+    const live = client.value;
+    if (!live) return;
     const shows = `${settings.windowSeconds} ${settings.tool}`;
     if (viewOf.current !== shows) view.value = null;
     viewOf.current = shows;
+    // The ended subscription's connection closed with it (its last): this one opens it again.
+    if (ended.peek()) activityConnection.value = 'connecting';
     ended.value = false;
-    activityConnection.value = 'connecting';
     let over = false;
-    const client = createLiveClient(token, (state) => void (over || (activityConnection.value = state)));
     // The server refused the subscription (FORBIDDEN for any role but superadmin) or ended it: no
-    // view is coming, and no connection is kept to say otherwise.
+    // view is coming, and no connection is kept to say otherwise (the client closes it, idle).
     const end = () => {
+      if (over) return; // stopped by the page (a new order), which completes it too
       over = true;
       ended.value = true;
       activityConnection.value = null;
-      void client.dispose();
     };
-    const stop = client.subscribe<{ toolActivity: ActivityView }>(
+    const stop = subscribe(
+      live,
+      TOOL_ACTIVITY,
       {
-        query: TOOL_ACTIVITY,
-        variables: {
-          windowSeconds: settings.windowSeconds,
-          name: settings.tool || null,
-          toolsFirst: toolsShown.value,
-          toolsOrder: { field: toolOrder.value.key, direction: toolOrder.value.descending ? 'DESC' : 'ASC' },
-        },
+        windowSeconds: settings.windowSeconds,
+        name: settings.tool || null,
+        toolsFirst: toolsShown.value,
+        toolsOrder: { field: toolOrder.value.key, direction: toolOrder.value.descending ? 'DESC' : 'ASC' },
       },
-      unlessTokenRefused({
+      {
         next: ({ data, errors }) => {
           if (errors?.length) error.value = errors[0]!.message;
           else if (data) {
@@ -552,10 +528,12 @@ export function Activity({ token }: { token: string }) {
           end();
         },
         complete: end,
-      }),
+      },
     );
-    return () => (stop(), void client.dispose());
-  }, [token, settings.windowSeconds, settings.tool, toolOrder.value, toolsShown.value]);
+    // The client closes its connection once no subscription holds it: the next one (a new order)
+    // subscribes in the same pass as this stops, before that, so the connection is kept.
+    return () => ((over = true), stop());
+  }, [client.value, settings.windowSeconds, settings.tool, toolOrder.value, toolsShown.value]);
 
   const current = view.value;
   const steps = useFilterSteps();

@@ -15,6 +15,8 @@ import * as types from './graphql.js';
  * Learn more about it here: https://the-guild.dev/graphql/codegen/plugins/presets/preset-client#reducing-bundle-size
  */
 type Documents = {
+    "\n  fragment PageActivityAudit on ToolAudit { id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } } }": typeof types.PageActivityAuditFragmentDoc,
+    "\n  subscription PageToolActivity($windowSeconds: Int, $name: String, $toolsFirst: Int, $toolsOrder: ToolActivityOrder) {\n    toolActivity(windowSeconds: $windowSeconds, name: $name) {\n      at since runningCount\n      running(first: 50) { ...PageActivityAudit }\n      recentFailures(first: 20) { ...PageActivityAudit }\n      toolCount\n      tools(first: $toolsFirst, orderBy: $toolsOrder) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }\n      longest: tools(first: 1, orderBy: { field: MAX }) { maxDurationMs }\n      buckets { start started completed failed otherEnded }\n    }\n  }": typeof types.PageToolActivityDocument,
     "\n  fragment PageRunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }\n    auditSummary { ...PageAuditSummary }\n  }": typeof types.PageRunFieldsFragmentDoc,
     "\n  fragment PageAuditSummary on AuditSummary {\n    audits modelCalls toolCalls modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted running\n    firstStartedAt lastFinishedAt inputTokens outputTokens\n  }": typeof types.PageAuditSummaryFragmentDoc,
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": typeof types.PageAuditCommonFieldsFragmentDoc,
@@ -34,6 +36,8 @@ type Documents = {
     "\n  query PageToolNames($windowSeconds: Int) { toolActivity(windowSeconds: $windowSeconds) { tools(orderBy: { field: NAME }) { name } } }": typeof types.PageToolNamesDocument,
 };
 const documents: Documents = {
+    "\n  fragment PageActivityAudit on ToolAudit { id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } } }": types.PageActivityAuditFragmentDoc,
+    "\n  subscription PageToolActivity($windowSeconds: Int, $name: String, $toolsFirst: Int, $toolsOrder: ToolActivityOrder) {\n    toolActivity(windowSeconds: $windowSeconds, name: $name) {\n      at since runningCount\n      running(first: 50) { ...PageActivityAudit }\n      recentFailures(first: 20) { ...PageActivityAudit }\n      toolCount\n      tools(first: $toolsFirst, orderBy: $toolsOrder) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }\n      longest: tools(first: 1, orderBy: { field: MAX }) { maxDurationMs }\n      buckets { start started completed failed otherEnded }\n    }\n  }": types.PageToolActivityDocument,
     "\n  fragment PageRunFields on Run {\n    id status leaseOwner leaseEpoch leaseExpiresAt createdAt startedAt finishedAt error resumedFrom { id }\n    auditSummary { ...PageAuditSummary }\n  }": types.PageRunFieldsFragmentDoc,
     "\n  fragment PageAuditSummary on AuditSummary {\n    audits modelCalls toolCalls modelsFailed toolsFailed toolsAbandoned toolsCancelled toolsInterrupted running\n    firstStartedAt lastFinishedAt inputTokens outputTokens\n  }": types.PageAuditSummaryFragmentDoc,
     "\n  fragment PageAuditCommonFields on Audit { __typename id runId operationId sequence finishedSequence status startedAt finishedAt durationMs inputBytes outputBytes errorBytes }": types.PageAuditCommonFieldsFragmentDoc,
@@ -53,6 +57,14 @@ const documents: Documents = {
     "\n  query PageToolNames($windowSeconds: Int) { toolActivity(windowSeconds: $windowSeconds) { tools(orderBy: { field: NAME }) { name } } }": types.PageToolNamesDocument,
 };
 
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment PageActivityAudit on ToolAudit { id name startedAt finishedAt error awaitingRunTerminal run { id leaseExpiresAt thread { id title } } }"): typeof import('./graphql.js').PageActivityAuditFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription PageToolActivity($windowSeconds: Int, $name: String, $toolsFirst: Int, $toolsOrder: ToolActivityOrder) {\n    toolActivity(windowSeconds: $windowSeconds, name: $name) {\n      at since runningCount\n      running(first: 50) { ...PageActivityAudit }\n      recentFailures(first: 20) { ...PageActivityAudit }\n      toolCount\n      tools(first: $toolsFirst, orderBy: $toolsOrder) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }\n      longest: tools(first: 1, orderBy: { field: MAX }) { maxDurationMs }\n      buckets { start started completed failed otherEnded }\n    }\n  }"): typeof import('./graphql.js').PageToolActivityDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

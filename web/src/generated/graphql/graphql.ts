@@ -26,6 +26,13 @@ export type AuditStatus =
   /** Started and not closed yet; a tool audit with a bare error stays RUNNING (awaitingRunTerminal) until the run's verdict. */
   | 'RUNNING';
 
+/** Which way a list is ordered. */
+export type OrderDirection =
+  /** The smallest first (names A to Z). */
+  | 'ASC'
+  /** The largest first (names Z to A). */
+  | 'DESC';
+
 /** Where a run is: QUEUED until a worker claims it, RUNNING under its lease, then how it ended. */
 export type RunStatus =
   /** Ended by cancelRun, or by its worker's finishRun CANCELLED. */
@@ -40,6 +47,34 @@ export type RunStatus =
   | 'QUEUED'
   /** Claimed by a worker, which holds its lease (leaseOwner, leaseEpoch, leaseExpiresAt). */
   | 'RUNNING';
+
+/**
+ * The order of `ToolActivity.tools`: by `field`, in `direction`. Tools that have no value in the field (none ended, for
+ * FAILURE_RATE; no duration, for P50, P95 and MAX) come last either way; ties are ordered by name A to Z either way.
+ */
+export type ToolActivityOrder = {
+  /** Left out: DESC, but ASC for NAME. */
+  direction?: OrderDirection | null | undefined;
+  /** The column. */
+  field: ToolActivityOrderField;
+};
+
+/** A column `ToolActivity.tools` can be ordered by (ToolActivityOrder). */
+export type ToolActivityOrderField =
+  /** Running plus ended within the window: the most audits. */
+  | 'CALLS'
+  /** `failed` over the audits that ended within the window; a tool with none ended has none. */
+  | 'FAILURE_RATE'
+  /** `maxDurationMs`; a tool with no duration has none. */
+  | 'MAX'
+  /** The name, in Unicode code point order. */
+  | 'NAME'
+  /** `otherEnded`. */
+  | 'OTHER_ENDED'
+  /** `p50DurationMs`; a tool with no duration has none. */
+  | 'P50'
+  /** `p95DurationMs`; a tool with no duration has none. */
+  | 'P95';
 
 /** What a debugger hunts for in a tool call. */
 export type ToolCallLedgerCase =
@@ -83,6 +118,18 @@ export type ToolCallStatus =
   | 'PENDING'
   /** Its tool audit is RUNNING (a bare error awaiting the run's verdict included). */
   | 'RUNNING';
+
+export type PageActivityAuditFragment = { id: string, name: string, startedAt: string | null, finishedAt: string | null, error: unknown, awaitingRunTerminal: boolean, run: { id: string, leaseExpiresAt: string | null, thread: { id: string, title: string | null } } };
+
+export type PageToolActivitySubscriptionVariables = Exact<{
+  windowSeconds?: number | null | undefined;
+  name?: string | null | undefined;
+  toolsFirst?: number | null | undefined;
+  toolsOrder?: ToolActivityOrder | null | undefined;
+}>;
+
+
+export type PageToolActivitySubscription = { toolActivity: { at: string, since: string, runningCount: number, toolCount: number, running: Array<{ id: string, name: string, startedAt: string | null, finishedAt: string | null, error: unknown, awaitingRunTerminal: boolean, run: { id: string, leaseExpiresAt: string | null, thread: { id: string, title: string | null } } }>, recentFailures: Array<{ id: string, name: string, startedAt: string | null, finishedAt: string | null, error: unknown, awaitingRunTerminal: boolean, run: { id: string, leaseExpiresAt: string | null, thread: { id: string, title: string | null } } }>, tools: Array<{ name: string, running: number, completed: number, failed: number, otherEnded: number, p50DurationMs: number | null, p95DurationMs: number | null, maxDurationMs: number | null }>, longest: Array<{ maxDurationMs: number | null }>, buckets: Array<{ start: string, started: number, completed: number, failed: number, otherEnded: number }> } };
 
 export type PageRunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } };
 
@@ -246,6 +293,24 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
+export const PageActivityAuditFragmentDoc = new TypedDocumentString(`
+    fragment PageActivityAudit on ToolAudit {
+  id
+  name
+  startedAt
+  finishedAt
+  error
+  awaitingRunTerminal
+  run {
+    id
+    leaseExpiresAt
+    thread {
+      id
+      title
+    }
+  }
+}
+    `, {"fragmentName":"PageActivityAudit"}) as unknown as TypedDocumentString<PageActivityAuditFragment, unknown>;
 export const PageAuditSummaryFragmentDoc = new TypedDocumentString(`
     fragment PageAuditSummary on AuditSummary {
   audits
@@ -380,6 +445,57 @@ export const PageThreadInfoFragmentDoc = new TypedDocumentString(`
   inputTokens
   outputTokens
 }`, {"fragmentName":"PageThreadInfo"}) as unknown as TypedDocumentString<PageThreadInfoFragment, unknown>;
+export const PageToolActivityDocument = new TypedDocumentString(`
+    subscription PageToolActivity($windowSeconds: Int, $name: String, $toolsFirst: Int, $toolsOrder: ToolActivityOrder) {
+  toolActivity(windowSeconds: $windowSeconds, name: $name) {
+    at
+    since
+    runningCount
+    running(first: 50) {
+      ...PageActivityAudit
+    }
+    recentFailures(first: 20) {
+      ...PageActivityAudit
+    }
+    toolCount
+    tools(first: $toolsFirst, orderBy: $toolsOrder) {
+      name
+      running
+      completed
+      failed
+      otherEnded
+      p50DurationMs
+      p95DurationMs
+      maxDurationMs
+    }
+    longest: tools(first: 1, orderBy: {field: MAX}) {
+      maxDurationMs
+    }
+    buckets {
+      start
+      started
+      completed
+      failed
+      otherEnded
+    }
+  }
+}
+    fragment PageActivityAudit on ToolAudit {
+  id
+  name
+  startedAt
+  finishedAt
+  error
+  awaitingRunTerminal
+  run {
+    id
+    leaseExpiresAt
+    thread {
+      id
+      title
+    }
+  }
+}`) as unknown as TypedDocumentString<PageToolActivitySubscription, PageToolActivitySubscriptionVariables>;
 export const AuditDocument = new TypedDocumentString(`
     query Audit($id: ID!) {
   audit(id: $id) {
