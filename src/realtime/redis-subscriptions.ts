@@ -10,7 +10,8 @@ export const RESUBSCRIBE_MS = 1000;
  * is subscribed on the current connection: until then another instance's message is lost, and
  * what it said is read from the database when `onSubscribed` listeners run. A SUBSCRIBE refused
  * on a connection that stays up (an ACL, a Redis busy loading) is tried again every
- * RESUBSCRIBE_MS, not left until the next reconnection.
+ * RESUBSCRIBE_MS, not left until the next reconnection. Each refusal goes to `failed`, which
+ * logs it (the bus's outage log, once per outage); nothing is logged here.
  */
 export function subscribedChannels(subscriber: Redis, failed: (error: unknown) => void) {
   const channels = new Set<string>();
@@ -18,7 +19,6 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
   let subscribed = false;
   // Bumped by each connection and each refusal: only the latest attempt's SUBSCRIBE says the channels are subscribed.
   let attempt = 0;
-  let refusalLogged = false;
   let attempted!: () => void;
   const firstAttempt = new Promise<void>((resolve) => (attempted = resolve));
   subscriber.once('error', () => attempted());
@@ -30,8 +30,6 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
     attempted();
     failed(error);
     if (subscriber.status !== 'ready') return; // the next connection subscribes them all
-    if (!refusalLogged) log.warn({ component: 'realtime', error: outsideErrorFields(error) }, 'Redis refused a SUBSCRIBE; trying again');
-    refusalLogged = true;
     setTimeout(() => {
       if (refusedAttempt === attempt && subscriber.status === 'ready') subscribeAll();
     }, RESUBSCRIBE_MS).unref();
@@ -44,7 +42,6 @@ export function subscribedChannels(subscriber: Redis, failed: (error: unknown) =
       () => {
         if (current !== attempt) return;
         subscribed = true;
-        refusalLogged = false;
         for (const listener of subscribedListeners) listener();
       },
       (error: unknown) => current === attempt && refused(error),

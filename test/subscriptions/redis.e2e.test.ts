@@ -323,11 +323,13 @@ describe.skipIf(Boolean(missing))(missing ? `${title} (skipped: set ${missing})`
       expect(before).toHaveLength(6);
       expect(await subscribers()).toEqual([0, 0, 0]);
       expect(await redisUp(urlC)).toBe(0);
-      // The operator reads what happened: Redis answered, and refused; it is not unreachable.
-      const outage = warnings.filter((line) => line.redis === `127.0.0.1:${url.port}`);
-      expect(outage.map((line) => line.msg)).toEqual(['Redis refused SUBSCRIBE; subscribers read changes from the database until it accepts it']);
+      // The operator reads what happened: Redis answered, and refused; it is not unreachable. One
+      // line for the one refusal, though three connections (the bus's and two signals') met it.
+      const outage = warnings.filter((line) => /redis/i.test(line.msg));
+      expect(outage.map((line) => [line.redis, line.msg])).toEqual([
+        [`127.0.0.1:${url.port}`, 'Redis refused SUBSCRIBE; subscribers read changes from the database until it accepts it'],
+      ]);
       expect(outage[0]!.error).toEqual({ message: expect.stringMatching(/^NOPERM /) }); // Redis' answer, no stack of ours
-      expect(warnings.filter((line) => /unreachable/i.test(line.msg))).toEqual([]);
 
       await admin.call('ACL', 'SETUSER', 'audit', '+subscribe');
       await expect.poll(() => redisUp(urlC), { timeout: 30_000 }).toBe(1);
