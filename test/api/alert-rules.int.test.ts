@@ -52,6 +52,7 @@ const ONLY_SOMETIMES: Record<string, boolean> = {
   agent_audit_db_pool_connections: onPostgres,
   agent_audit_db_pool_max_connections: onPostgres,
   agent_audit_redis_up: Boolean(testRedisUrl),
+  agent_audit_redis_unsent_signals: Boolean(testRedisUrl),
 };
 const servedHere = (metric: string) => ONLY_SOMETIMES[metric] ?? true;
 
