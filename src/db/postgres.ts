@@ -71,6 +71,9 @@ const typeParser = (oid: number, format?: 'text' | 'binary') =>
  */
 const ANSWER_MARGIN_MS = 2_000;
 
+/** How long getting a connection waits: opening one (its settings included), or for one to be free. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /**
  * A connection whose query went unanswered past query_timeout is in an unknown state: the
  * statement may still run, its transaction may still be open, and whatever is sent next would
@@ -78,6 +81,9 @@ const ANSWER_MARGIN_MS = 2_000;
  * it), never used again, whoever held it (pool.query, withClient, Prisma's transactions).
  */
 class AnsweredClient extends pg.Client {
+  /** When the pool made it: its settings (onConnect) are answered within the pool's connect timeout. */
+  readonly madeAt = Date.now();
+
   override query(...args: any[]): any {
     const result: unknown = (super.query as (...params: unknown[]) => unknown)(...args);
     if (!(result instanceof Promise)) return result;
@@ -271,7 +277,7 @@ export async function openPostgres(
   const pool = new MeasuredPool({
     connectionString,
     max: poolSize,
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // PostgreSQL enforces statement_timeout, so it cannot fire when the link is gone: the client
     // gives up a little later (AnsweredClient). Keepalive: an idle connection's peer gone silently is noticed.
     query_timeout: statementTimeoutMs + ANSWER_MARGIN_MS,
@@ -279,7 +285,9 @@ export async function openPostgres(
     keepAliveInitialDelayMillis: 10_000,
     Client: AnsweredClient,
     // Before the connection's first use; a connection whose settings failed is ended, never used.
-    onConnect: async (client: pg.ClientBase) => void (await client.query(settings)),
+    // pg's connect timeout ends with the handshake: the settings get what is left of it.
+    onConnect: async (client: pg.ClientBase) =>
+      void (await client.query({ text: settings, query_timeout: Math.max(1, CONNECT_TIMEOUT_MS - (Date.now() - (client as AnsweredClient).madeAt)) } as pg.QueryConfig)),
     types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.

@@ -5,6 +5,8 @@
 // transaction may still be open) and must never serve anything again. A session that raises its
 // own statement timeout (migrations, up to 15 min) is waited for as long. Only PostgreSQL has a link
 // to lose; with REQUIRE_SERVICES=1 a missing one is a failure, never a skip.
+import { setTimeout as pause } from 'node:timers/promises';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -52,6 +54,38 @@ describe.runIf(meaningful)('a statement the database does not answer (PostgreSQL
     expect(row?.own).toBe(true);
     expect(await answered<{ n: number }>('SELECT 3 AS n')).toEqual([{ n: 3 }]);
   });
+
+  // A connection whose link went silent right after its handshake: the settings each connection
+  // runs before its first use (statement_timeout…) waited the statement timeout and 2 s more on top
+  // of the pool's 10 s connect timeout, although getting a connection waits at most 10 s.
+  it('a new connection whose settings go unanswered is given up within the pool\'s 10 s connect timeout, not the statement timeout', async () => {
+    const own = await createScratchDatabase();
+    const silent = await startTcpProxyFor(own.url);
+    // A statement timeout far past the 10 s, so that which bound gave up is plain.
+    const slowDb = await openDatabase({ url: silent.url, poolSize: 2, statementTimeoutMs: 60_000 });
+    const admin = new pg.Client({ connectionString: own.url });
+    try {
+      silent.silenceNewAtFirstQuery();
+      // The pool's open connections end: the next statement opens a connection, through the silence.
+      await admin.connect();
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+      await expect.poll(() => slowDb.poolStats!().total, { timeout: 10_000 }).toBe(0);
+      const outcome = await Promise.race([
+        slowDb.driver.query('SELECT 1').then(
+          () => 'answered',
+          (error: unknown) => (isUnavailable(error) ? 'UNAVAILABLE' : String(error)),
+        ),
+        // Twice the bound, far less than the 62 s of the settings' own timeout.
+        pause(20_000).then(() => 'still waiting after 20 s'),
+      ]);
+      expect(outcome).toBe('UNAVAILABLE');
+    } finally {
+      await admin.end();
+      await silent.close();
+      await slowDb.close();
+      await own.drop();
+    }
+  }, 60_000);
 
   it('a session that raises its own statement timeout (a migration) is waited for as long, not given up at the requests\' one', async () => {
     // Past the requests' 200 ms statement timeout and the 2 s the client waits beyond it.

@@ -9,11 +9,18 @@ import { afterAll, beforeAll } from 'vitest';
 export async function startTcpProxy(target: { host: string; port: number }) {
   const open = new Set<Socket>();
   let held: (() => void)[] | null = null;
+  let silentAtFirstQuery = false;
   /** Runs `step` now, or after what is held when the link is stalled. */
   const inOrder = (step: () => void) => (held ? held.push(step) : step());
   const forward = (from: Socket, to: Socket) => {
     from.on('data', (chunk: Buffer) => inOrder(() => void (to.writable && to.write(chunk))));
     from.on('end', () => inOrder(() => to.end()));
+  };
+  /** A connection that carries its handshake, then nothing from its first simple query ('Q') on. */
+  const silencedAtFirstQuery = (client: Socket, upstream: Socket) => {
+    let silent = false;
+    client.on('data', (chunk: Buffer) => void (!(silent ||= chunk[0] === 0x51) && upstream.write(chunk)));
+    upstream.on('data', (chunk: Buffer) => void (!silent && client.write(chunk)));
   };
   const listen = async (port: number) => {
     const server = createServer((client) => {
@@ -26,6 +33,7 @@ export async function startTcpProxy(target: { host: string; port: number }) {
           upstream.destroy();
         });
       }
+      if (silentAtFirstQuery) return silencedAtFirstQuery(client, upstream);
       forward(client, upstream);
       forward(upstream, client);
     });
@@ -49,6 +57,13 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     /** The link goes silent: connections stay open (new ones are accepted), no byte passes, none is lost. */
     stall(): void {
       held ??= [];
+    },
+    /**
+     * PostgreSQL's link goes silent for each connection opened from now on right after its
+     * handshake: its first statement (a simple query) and everything after it are never carried.
+     */
+    silenceNewAtFirstQuery(): void {
+      silentAtFirstQuery = true;
     },
     /** What was held passes, in order, and the link carries bytes again. */
     resume(): void {
