@@ -100,8 +100,12 @@ export const UNREACHABLE = 'The server is unreachable; retrying…';
 /** The server cannot serve for the moment (UNAVAILABLE, Retry-After): it is starting (a deploy), or its database is out of reach. */
 export const UNAVAILABLE = 'The server is unavailable for the moment; retrying…';
 
+/** The server ended the open thread's stream of changes (it is stopping): it is followed again after the last change shown. */
+export const STREAM_ENDED = 'The live stream of changes ended; following again…';
+
 /** A failure of the way to the server, not an answer of it: retried, and over once the server answers. */
-export const isTransient = (message: string) => message === UNREACHABLE || message === UNAVAILABLE || message.startsWith('The server answered HTTP ');
+export const isTransient = (message: string) =>
+  message === UNREACHABLE || message === UNAVAILABLE || message === STREAM_ENDED || message.startsWith('The server answered HTTP ');
 
 /** Counts the server's GraphQL answers (errors included), over HTTP or the live connection: one after a transient failure ends it. */
 export const answers = signal(0);

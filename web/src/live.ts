@@ -4,7 +4,7 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError, isTransient, messageOf, readFewer, readOver, subscribe } from './api.js';
+import { gql, GraphQLRequestError, isTransient, messageOf, readFewer, readOver, STREAM_ENDED, subscribe } from './api.js';
 import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN, RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
@@ -29,11 +29,11 @@ const isGone = (errors: unknown) =>
     return extensions?.reason === 'THREAD_DELETED' || extensions?.code === 'NOT_FOUND' || (error instanceof GraphQLRequestError && error.code === 'NOT_FOUND');
   });
 
+const hasCode = (errors: unknown, code: string) =>
+  (Array.isArray(errors) ? errors : [errors]).some((error) => (error as { extensions?: { code?: string } } | null)?.extensions?.code === code);
+
 /** A stream's errors that say its `after` was refused: the only input the page's threadChanges sends that the server may refuse. */
-const isRefusedCursor = (errors: unknown) =>
-  (Array.isArray(errors) ? errors : [errors]).some(
-    (error) => (error as { extensions?: { code?: string } } | null)?.extensions?.code === 'BAD_USER_INPUT',
-  );
+const isRefusedCursor = (errors: unknown) => hasCode(errors, 'BAD_USER_INPUT');
 
 type AuditPage = ThreadAuditsQuery['threadAudits'];
 /** The open thread's title, owner and totals (its runs come apart). */
@@ -63,47 +63,50 @@ const REREAD_MS = 500;
 /**
  * Reads done again a moment after the changes that ask for them (`soon`): one read of each key
  * for a burst of changes. A read that fails is said (`failed`) and, when a later one may succeed
- * (the network, a proxy's error page), tried again, a little later each time (up to 15 s): left
+ * (the network, a proxy's error page), tried again, a little later each time it fails (up to 15 s;
+ * each key at its own pace, so a key that keeps failing holds no other key back): left
  * for the next change, what it shows would stay stale while nothing changes. When the live
- * connection (re)opens, the server is back: the reads waiting to be tried again are tried at once,
- * and so are those of `everyConnect`, read whenever it (re)opens.
+ * connection (re)opens, the server is back: the reads waiting to be tried again are tried at once.
+ * Those of `everyConnect` are read whenever it (re)opens, a moment after: graphql-ws starts its
+ * subscriptions again after 'connected', and a read before they start would miss what changes
+ * in between.
  */
 export function readsSoon<K>(client: Client, read: (key: K) => Promise<void>, failed: (error: unknown) => void, everyConnect: K[] = []) {
-  let asked = new Set<K>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let failures = 0;
+  /** The keys waiting to be read, each with its timer; and how often each failed in a row (its own back-off). */
+  const waiting = new Map<K, ReturnType<typeof setTimeout>>();
+  const failures = new Map<K, number>();
   let stopped = false;
-  const readAsked = () => {
-    clearTimeout(timer);
-    timer = undefined;
-    const keys = [...asked];
-    asked = new Set();
-    for (const key of keys) {
-      read(key).then(
-        () => void (failures = 0),
-        (error: unknown) => {
-          if (stopped) return;
-          failed(error);
-          if (stopped || !isTransient(messageOf(error))) return;
-          asked.add(key);
-          timer ??= setTimeout(readAsked, Math.min(15_000, 1000 * 2 ** failures++));
-        },
-      );
-    }
+  const readNow = (key: K) => {
+    clearTimeout(waiting.get(key));
+    waiting.delete(key);
+    read(key).then(
+      () => void failures.delete(key),
+      (error: unknown) => {
+        if (stopped) return;
+        failed(error);
+        if (stopped || !isTransient(messageOf(error))) return;
+        const before = failures.get(key) ?? 0;
+        failures.set(key, before + 1);
+        later(key, Math.min(15_000, 1000 * 2 ** before));
+      },
+    );
+  };
+  const later = (key: K, ms: number) => {
+    if (!stopped && !waiting.has(key)) waiting.set(key, setTimeout(() => readNow(key), ms));
+  };
+  const soon = (keys: Iterable<K>) => {
+    for (const key of keys) later(key, REREAD_MS);
   };
   const unlisten = client.on('connected', () => {
     if (stopped) return;
-    for (const key of everyConnect) asked.add(key);
-    if (asked.size) readAsked();
+    for (const key of [...waiting.keys()]) if (failures.has(key)) readNow(key);
+    soon(everyConnect);
   });
   return {
-    soon(keys: Iterable<K>) {
-      for (const key of keys) asked.add(key);
-      if (!stopped && asked.size) timer ??= setTimeout(readAsked, REREAD_MS);
-    },
+    soon,
     stop() {
       stopped = true;
-      clearTimeout(timer);
+      waiting.forEach((timer) => clearTimeout(timer));
       unlisten();
     },
   };
@@ -165,17 +168,32 @@ export function followThread(client: Client, token: string, threadId: string, si
     setTimeout(() => void start(), wait);
   };
 
+  // A stream the server ended (it is stopping, a budget) is followed again (`follow`), a little
+  // later each time it ends again without a change.
+  let ends = 0;
+  const followAgainLater = (follow: () => void) => {
+    if (stopped) return;
+    sink.failed(STREAM_ENDED);
+    setTimeout(() => !stopped && follow(), Math.min(15_000, 500 * 2 ** ends++));
+  };
+
   const followChanges = (after: string) => {
     // graphql-ws re-sends this same payload on every reconnect, so keeping `after` at the last
     // applied cursor makes each reconnect resume exactly there.
     const variables = { threadId, after };
-    const refusedOr = (errors: unknown) => (isRefusedCursor(errors) ? followAgain() : fail(errors));
+    // Refused or failed for good (said on the banner): nothing to resume when the stream completes.
+    let settled = false;
+    const refusedOr = (errors: unknown) => {
+      settled = true;
+      if (isRefusedCursor(errors)) followAgain();
+      else fail(errors);
+    };
     unsubscribers.push(
       subscribe(client, THREAD_CHANGES, variables, {
         next: ({ data, errors }) => {
-          if (errors?.length) return refusedOr(errors);
+          if (errors?.length) return hasCode(errors, 'SUBSCRIPTION_INTERRUPTED') || refusedOr(errors);
           if (!data || stopped) return;
-          refusals = 0;
+          refusals = ends = 0;
           const { cursor, run, audit } = data.threadChanges;
           if (run) sink.run(run);
           if (audit) sink.audit(audit);
@@ -183,7 +201,7 @@ export function followThread(client: Client, token: string, threadId: string, si
           readThreadSoon();
         },
         error: refusedOr,
-        complete: () => {},
+        complete: () => settled || followAgainLater(() => followChanges(variables.after)),
       }),
     );
   };
@@ -192,19 +210,34 @@ export function followThread(client: Client, token: string, threadId: string, si
     sink.auditsHidden('Audits (model calls and tool executions) are shown to superadmins on their own threads only.');
     // Run changes committed while the connection was down are only in the database.
     const runsReads = readsSoon(client, readRuns, fail, [threadId]);
-    unsubscribers.push(
-      runsReads.stop,
-      subscribe(client, RUN_CHANGED, { threadId }, {
-        next: ({ data, errors }) => {
-          if (errors?.length) return fail(errors);
-          if (!data || stopped) return;
-          sink.run(data.runChanged);
-          readThreadSoon();
-        },
-        error: (error) => isGone(error) && fail(error),
-        complete: () => {},
-      }),
-    );
+    unsubscribers.push(runsReads.stop);
+    const followRunChanges = () => {
+      // Refused (said on the banner, or the thread is gone): nothing to follow again when the stream completes.
+      let settled = false;
+      unsubscribers.push(
+        subscribe(client, RUN_CHANGED, { threadId }, {
+          next: ({ data, errors }) => {
+            if (errors?.length && !hasCode(errors, 'SUBSCRIPTION_INTERRUPTED')) {
+              settled = true;
+              return fail(errors);
+            }
+            if (!data || stopped) return;
+            ends = 0;
+            sink.run(data.runChanged);
+            readThreadSoon();
+          },
+          error: (error) => {
+            settled = true;
+            if (isGone(error)) fail(error);
+          },
+          complete: () => settled || followAgainLater(followRunChanges),
+        }),
+      );
+      // What changed since the runs were read, before the subscription started: the runs are read
+      // again once it has had a moment to start (on a connection already open no 'connected' comes).
+      runsReads.soon([threadId]);
+    };
+    followRunChanges();
   };
 
   const start = async () => {

@@ -620,7 +620,16 @@ export function openThread(id: string, audit: string | null = null) {
   if (!location.hash.startsWith(`#thread=${id}`)) history.pushState(null, '', untracked(() => threadAddress(id, audit)));
   // Results of "this thread" are the open thread's: read again for this one.
   if (searchResults.peek() && searchScope.peek() === 'thread') void runSearch();
-  stopFollowing = followThread(liveClient(), token.value!, id, {
+  const client = liveClient();
+  runReads = readsSoon(
+    client,
+    async (run) => {
+      const read = await readRun(client, token.value!, run);
+      if (read && threadId.peek() === id) runs.value = mergeRuns(runs.value, [read]);
+    },
+    (error) => (pageError.value = messageOf(error)),
+  );
+  stopFollowing = followThread(client, token.value!, id, {
     thread: (info) => (threadInfo.value = info),
     runs: (list) => {
       runs.value = mergeRuns(runs.value, list);
@@ -691,7 +700,7 @@ function applyChanges() {
     if (changedAudits.length) audits.value = mergeAudits(audits.value, changedAudits);
     for (const runId of keepNewestAudits()) stale.add(runId);
   });
-  readRunsSoon(stale);
+  runReads?.soon(stale);
   noteLiveNews(before, allRows.peek());
   if (changedAudits.length) refreshSearchSoon();
   refreshLedgerSoon();
@@ -745,19 +754,6 @@ function keepNewestAudits(): Set<string> {
 
 /** The open thread's runs whose summaries are read again a moment after their entries change. */
 let runReads: ReturnType<typeof readsSoon<string>> | null = null;
-
-function readRunsSoon(ids: Iterable<string>) {
-  const thread = threadId.peek();
-  runReads ??= readsSoon(
-    liveClient(),
-    async (id) => {
-      const run = await readRun(liveClient(), token.value!, id);
-      if (run && threadId.peek() === thread) runs.value = mergeRuns(runs.value, [run]);
-    },
-    (error) => (pageError.value = messageOf(error)),
-  );
-  runReads.soon(ids);
-}
 
 /**
  * What the live stream changed, told to screen readers (a polite status): the rows that failed,
