@@ -6,6 +6,7 @@ import { isGeneric, isPrepared, timestampParser } from './sql.js';
 import { log, outsideErrorFields } from '../log.js';
 import { QUERY_TIMEOUT_MESSAGE } from './outage.js';
 import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
+import { readSignal } from './reads-waited-for.js';
 
 const preparedNames = new Map<string, string>();
 let namesGiven = 0;
@@ -83,6 +84,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 class AnsweredClient extends pg.Client {
   /** When the pool made it: its settings (onConnect) are answered within the pool's connect timeout. */
   readonly madeAt = Date.now();
+  /** Its backend's process id, asked of the server (behind PgBouncer, the driver's processID is the pooler's own). */
+  backendPid?: number;
 
   override query(...args: any[]): any {
     const result: unknown = (super.query as (...params: unknown[]) => unknown)(...args);
@@ -99,10 +102,14 @@ class AnsweredClient extends pg.Client {
  * every query, Prisma's included, checks a connection out through `connect`.
  */
 class MeasuredPool extends pg.Pool {
+  /** Cancels the statement a backend runs (pg_cancel_backend, on a connection of its own: the pool's may all be taken). */
+  cancelBackend: (pid: number) => Promise<void> = async () => {};
+
   override connect(): Promise<pg.PoolClient>;
   override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
   override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
     const started = process.hrtime.bigint();
+    const signal = readSignal();
     const measured = (error: Error | undefined) => {
       poolWaitSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       if (error) poolAcquireFailures.inc();
@@ -110,17 +117,82 @@ class MeasuredPool extends pg.Pool {
     if (callback) {
       return super.connect((error, client, done) => {
         measured(error);
-        callback(error, client, done);
+        if (error || !client) return callback(error, client, done);
+        const gone = this.watched(client, signal);
+        if (gone) return callback(gone, undefined, () => {});
+        callback(undefined, client, client.release as (release?: unknown) => void);
       });
     }
     return super.connect().then(
-      (client) => (measured(undefined), client),
+      (client) => {
+        measured(undefined);
+        const gone = this.watched(client, signal);
+        if (gone) throw gone;
+        return client;
+      },
       (error: Error) => {
         measured(error);
         throw error;
       },
     );
   }
+
+  /**
+   * A connection taken for a read whose client has gone (reads-waited-for.ts) goes back unused: the
+   * read fails as cancelled. While a read holds one, its client going cancels the statement it
+   * runs; the connection returns to the pool once the cancel is done, so that it cannot hit the
+   * statement of whoever takes the connection next (a backend idle when it comes ignores it).
+   */
+  private watched(client: pg.PoolClient, signal: AbortSignal | undefined): Error | undefined {
+    if (!signal) return undefined;
+    if (signal.aborted) {
+      client.release();
+      return Object.assign(new Error("canceling statement: the request's client has gone"), { code: '57014' });
+    }
+    let cancelled: Promise<void> | undefined;
+    const cancel = () => void (cancelled = this.cancelBackend((client as unknown as AnsweredClient).backendPid!));
+    signal.addEventListener('abort', cancel, { once: true });
+    const release = client.release;
+    client.release = (error?: Error | boolean) => {
+      signal.removeEventListener('abort', cancel);
+      if (cancelled) void cancelled.then(() => release(error));
+      else release(error);
+    };
+    return undefined;
+  }
+}
+
+/**
+ * Cancels backends' statements (pg_cancel_backend) on a connection of its own, opened within the
+ * pool's connect timeout: one at a time, whatever is asked meanwhile going together in the next,
+ * so that many clients going at once open one connection beyond the pool, not one each. A
+ * failure is logged, not thrown.
+ */
+function backendCanceller(connectionString: string): (pid: number) => Promise<void> {
+  let last: Promise<void> = Promise.resolve();
+  let next: number[] | undefined;
+  const cancel = async (pids: number[]) => {
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, query_timeout: CONNECT_TIMEOUT_MS });
+    try {
+      await client.connect();
+      await client.query('SELECT pg_cancel_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+    } catch (error) {
+      log.warn({ component: 'db', error: outsideErrorFields(error as Error) }, 'could not cancel the statements of reads whose clients have gone');
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  return (pid) => {
+    if (!next) {
+      const pids: number[] = (next = []);
+      last = last.then(() => {
+        next = undefined;
+        return cancel(pids);
+      });
+    }
+    next.push(pid);
+    return last;
+  };
 }
 
 /** `fn` in a transaction on the client; a connection whose rollback failed is not returned to the pool. */
@@ -286,10 +358,16 @@ export async function openPostgres(
     Client: AnsweredClient,
     // Before the connection's first use; a connection whose settings failed is ended, never used.
     // pg's connect timeout ends with the handshake: the settings get what is left of it.
-    onConnect: async (client: pg.ClientBase) =>
-      void (await client.query({ text: settings, query_timeout: Math.max(1, CONNECT_TIMEOUT_MS - (Date.now() - (client as AnsweredClient).madeAt)) } as pg.QueryConfig)),
+    onConnect: async (client: pg.ClientBase) => {
+      const results = (await client.query({
+        text: `${settings}; SELECT pg_backend_pid() AS pid`,
+        query_timeout: Math.max(1, CONNECT_TIMEOUT_MS - (Date.now() - (client as AnsweredClient).madeAt)),
+      } as pg.QueryConfig)) as unknown as pg.QueryResult<{ pid: number }>[];
+      (client as AnsweredClient).backendPid = results.at(-1)!.rows[0]!.pid;
+    },
     types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
   });
+  pool.cancelBackend = backendCanceller(connectionString);
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => log.warn({ component: 'db', error: outsideErrorFields(error) }, 'idle PostgreSQL connection lost'));
   const currentSchema = await pool.connect().then(

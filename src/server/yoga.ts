@@ -47,6 +47,7 @@ import { DocumentCache, useErrorsWithoutTheirRequests } from './document-cache.j
 import { graphiqlWithPolicy } from './page-security.js';
 import type { StreamSession } from './stream-session.js';
 import { errorFields, log } from '../log.js';
+import { whileWaitedFor } from '../db/reads-waited-for.js';
 
 /** The most tokens a document may have (GraphQL Armor's maxTokens): refused while it is parsed. */
 export const MAX_DOCUMENT_TOKENS = 5000;
@@ -327,6 +328,17 @@ function useNoSubscriptionsForClientsGone(): Plugin {
   };
 }
 
+/** A query over HTTP whose client goes while it runs gives up its database work (src/db/reads-waited-for.ts). */
+function useReadsCancelledForClientsGone(): Plugin {
+  return {
+    onExecute({ args, executeFn, setExecuteFn }) {
+      const { request } = args.contextValue as ServerContext;
+      if (!request || getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
+      setExecuteFn((executeArgs) => whileWaitedFor(request.signal, async () => executeFn(executeArgs)));
+    },
+  };
+}
+
 /**
  * Execution errors masked with the request's correlation id (yoga's own masking, which comes
  * after and leaves them as they are, has no access to the context).
@@ -335,9 +347,12 @@ function useCorrelatedMasking(): Plugin {
   return {
     onExecute({ args }) {
       const context = args.contextValue as unknown as GraphQLContext;
+      const query = getOperationAST(args.document, args.operationName)?.operation === 'query';
       return {
         onExecuteDone({ result, setResult }) {
           if (Symbol.asyncIterator in result || !result.errors) return;
+          // Nobody reads it: the errors of a query whose client has gone are its statements cancelled (useReadsCancelledForClientsGone), not incidents.
+          if (query && (args.contextValue as ServerContext).request?.signal.aborted) return setResult({ data: null });
           setResult({ ...result, errors: result.errors.map((error) => maskError(error, () => context.requestId) as GraphQLError) });
         },
       };
@@ -803,6 +818,7 @@ export function createGraphQLServer(options: {
       ),
       // After graphql-jit: it wraps whichever executor runs the query.
       useAnswerPayloadLimit(options.maxAnswerPayloadBytes),
+      useReadsCancelledForClientsGone(),
       // Last: it compresses the answer as the other plugins left it.
       useCompressedAnswers(),
     ],
