@@ -95,10 +95,19 @@ export interface ToolOrder {
 }
 
 const endedOf = (stat: ToolActivityStat) => stat.completed + stat.failed + stat.otherEnded;
+/** A tool's calls: running at `at` plus ended within the window (ToolActivityStat.calls, the CALLS column). */
+export const callsOf = (stat: ToolActivityStat) => stat.running + endedOf(stat);
+/** A tool's failure rate as the fraction [failed, ended within the window]; null with nothing ended. */
+const failureFractionOf = (stat: ToolActivityStat): [number, number] | null => (endedOf(stat) ? [stat.failed, endedOf(stat)] : null);
+/** A tool's failure rate (ToolActivityStat.failureRate, the FAILURE_RATE column): null with nothing ended. */
+export const failureRateOf = (stat: ToolActivityStat) => {
+  const fraction = failureFractionOf(stat);
+  return fraction && fraction[0] / fraction[1];
+};
 /** A tool's value in a column as a fraction [numerator, denominator], so rates compare exactly; null when it has none. */
 const VALUES: Record<Exclude<ToolOrderField, 'NAME'>, (stat: ToolActivityStat) => [number, number] | null> = {
-  CALLS: (stat) => [stat.running + endedOf(stat), 1],
-  FAILURE_RATE: (stat) => (endedOf(stat) ? [stat.failed, endedOf(stat)] : null),
+  CALLS: (stat) => [callsOf(stat), 1],
+  FAILURE_RATE: failureFractionOf,
   OTHER_ENDED: (stat) => [stat.otherEnded, 1],
   P50: (stat) => (stat.p50DurationMs === null ? null : [stat.p50DurationMs, 1]),
   P95: (stat) => (stat.p95DurationMs === null ? null : [stat.p95DurationMs, 1]),

@@ -3,7 +3,7 @@ import { errorCode, startTestApp, type TestApp } from '../support/app.js';
 import { backendName } from '../support/database.js';
 import { THREAD_AUDITS, actors, claim, clockAt, createRun, createThread, expireLeases, must, type Actors, type WorkerSession } from '../support/lifecycle.js';
 import { eventually } from '../support/streams.js';
-import { readOwnersToolActivity } from '../../src/domain/tool-activity.js';
+import { callsOf, failureRateOf, readOwnersToolActivity } from '../../src/domain/tool-activity.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -16,7 +16,7 @@ export const TOOL_ACTIVITY = `query($windowSeconds: Int, $name: String, $first: 
     at since runningCount
     running(first: $first) { id name status run { id } }
     recentFailures(first: $first) { id name status error }
-    tools { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+    tools { name running completed failed otherEnded calls failureRate p50DurationMs p95DurationMs maxDurationMs }
     buckets { start started completed failed otherEnded }
   }
 }`;
@@ -61,9 +61,12 @@ async function history(who: Actors, threadId: string, pick: (n: number) => numbe
   else if (verdict !== 'none') must(await session.finish(verdict));
 }
 
-/** The recount: every tool audit of the owner's threads, as threadAudits shows it. */
+/**
+ * The recount: every tool audit of the owner's threads, as threadAudits shows it, with each tool's
+ * calls (all of them) and failure rate (failed over ended; null with none ended).
+ */
 async function recount(token: string, threadIds: string[]) {
-  const tools = new Map<string, { running: number; completed: number; failed: number; otherEnded: number }>();
+  const tools = new Map<string, { running: number; completed: number; failed: number; otherEnded: number; calls?: number; failureRate?: number | null }>();
   for (const threadId of threadIds) {
     const { items } = (await t.gql(THREAD_AUDITS, { threadId, limit: 500 }, token)).data.threadAudits;
     for (const audit of items.filter((item: { __typename: string }) => item.__typename === 'ToolAudit')) {
@@ -73,10 +76,14 @@ async function recount(token: string, threadIds: string[]) {
       tools.set(audit.name, stat);
     }
   }
+  for (const stat of tools.values()) {
+    const ended = stat.completed + stat.failed + stat.otherEnded;
+    Object.assign(stat, { calls: stat.running + ended, failureRate: ended ? stat.failed / ended : null });
+  }
   return tools;
 }
 
-const sum = (items: Record<string, number>[], key: string) => items.reduce((total, item) => total + item[key]!, 0);
+const sum = (items: Record<string, unknown>[], key: string) => items.reduce((total: number, item) => total + (item[key] as number), 0);
 
 describe(`toolActivity (${backendName})`, () => {
   it('counts exactly what a recount of random lifecycle histories finds, across threads, without deleted threads or another owner', async () => {
@@ -102,7 +109,7 @@ describe(`toolActivity (${backendName})`, () => {
     const view = await activity(who.owner);
     const expected = await recount(who.owner, threads);
     const byName = Object.fromEntries(
-      view.tools.map(({ name, running, completed, failed, otherEnded }: Record<string, number>) => [name, { running, completed, failed, otherEnded }]),
+      view.tools.map(({ name, running, completed, failed, otherEnded, calls, failureRate }: Record<string, number>) => [name, { running, completed, failed, otherEnded, calls, failureRate }]),
     );
     expect(byName).toEqual(Object.fromEntries(expected));
     const all = [...expected.values()];
@@ -112,8 +119,10 @@ describe(`toolActivity (${backendName})`, () => {
     expect(view.running).toHaveLength(Math.min(100, sum(all, 'running')));
     expect(view.recentFailures).toHaveLength(Math.min(100, sum(all, 'failed')));
     expect(view.recentFailures.every((audit: { status: string }) => audit.status === 'FAILED')).toBe(true);
+    // Some rates are neither 0 nor 1, so the comparison means something.
+    expect(all.some(({ failureRate }) => failureRate && failureRate < 1)).toBe(true);
     // The most audits first.
-    const totals = view.tools.map((tool: Record<string, number>) => tool.running! + tool.completed! + tool.failed! + tool.otherEnded!);
+    const totals = view.tools.map((tool: Record<string, number>) => tool.calls);
     expect(totals).toEqual([...totals].sort((a, b) => b - a));
     // Everything started and ended within the hour: the buckets hold each start and each end once.
     expect(view.buckets).toHaveLength(120);
@@ -124,7 +133,7 @@ describe(`toolActivity (${backendName})`, () => {
 
     // The stranger's view counts only the stranger's audits.
     const theirs = await activity(stranger.owner);
-    expect(Object.fromEntries(theirs.tools.map(({ name, running, completed, failed, otherEnded }: Record<string, number>) => [name, { running, completed, failed, otherEnded }]))).toEqual(
+    expect(Object.fromEntries(theirs.tools.map(({ name, running, completed, failed, otherEnded, calls, failureRate }: Record<string, number>) => [name, { running, completed, failed, otherEnded, calls, failureRate }]))).toEqual(
       Object.fromEntries(await recount(stranger.owner, [strangers])),
     );
 
@@ -348,7 +357,8 @@ describe(`toolActivity (${backendName})`, () => {
     ];
     const views = await readOwnersToolActivity(t.app.db.sql, reads);
     const queried = [await activity(a.owner), await activity(b.owner), await activity(a.owner, { windowSeconds: 60, name: 'a-2' })];
-    expect(views.map((view) => view.tools)).toEqual(queried.map((view) => view.tools));
+    // The query's rows add each tool's calls and failure rate to what the domain read.
+    expect(views.map((view) => view.tools.map((stat) => ({ ...stat, calls: callsOf(stat), failureRate: failureRateOf(stat) })))).toEqual(queried.map((view) => view.tools));
     expect(views.map((view) => [view.runningCount, view.buckets.length])).toEqual(queried.map((view) => [view.runningCount, view.buckets.length]));
     expect(views.map((view) => view.running.map((audit) => audit.id))).toEqual(queried.map((view) => view.running.map((audit: { id: string }) => audit.id)));
     for (const view of views) expect(view.since.getTime()).toBe(view.at.getTime() - (view.buckets.length === 60 ? 60_000 : 3_600_000));

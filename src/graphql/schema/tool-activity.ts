@@ -8,6 +8,8 @@ import {
   WIDE_WINDOW_SECONDS,
   activityListSize,
   activityToolsSize,
+  callsOf,
+  failureRateOf,
   orderedTools,
   readToolActivity,
   toolActivityArgs,
@@ -40,6 +42,16 @@ const ToolActivityStatRef = builder.objectRef<ToolActivityStat>('ToolActivitySta
     maxDurationMs: t.exposeFloat('maxDurationMs', {
       nullable: true,
       description: 'The longest `durationMs` of the audits that ended within the window, exact; null when none had one.',
+    }),
+    calls: t.int({
+      description: '`running` plus the audits that ended within the window (`completed`, `failed`, `otherEnded`): what `orderBy: CALLS` orders by.',
+      resolve: callsOf,
+    }),
+    failureRate: t.float({
+      nullable: true,
+      description:
+        '`failed` over the audits that ended within the window (`completed` + `failed` + `otherEnded`), 0 to 1; null when none ended. What `orderBy: FAILURE_RATE` orders by.',
+      resolve: failureRateOf,
     }),
   }),
 });
