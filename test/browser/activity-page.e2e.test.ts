@@ -2,7 +2,7 @@
 // server process (PGlite, or PostgreSQL in the services pass), offline: live without a reload, a
 // failure appearing among the recent failures with how long ago it ended, a cancelled call among
 // its tool's other ends, a click opening the row's thread, the window and tool filter kept in the
-// address (every tool still offered, Back stepping through the changes), a running call's bare
+// address (every tool of the window suggested, and only those, Back stepping through the changes), a running call's bare
 // error marked, the running calls left out said, other ends charted, the chart following the
 // window's width with its time labels apart, the parts lined up with the heading, what 'Other
 // ends' counts said on the page, another role's refusal final (no link to the view, no loading,
@@ -14,7 +14,7 @@ import { backendName } from '../support/database.js';
 import { e2eActors, serverForFile, tokenFor } from '../e2e/support/server.js';
 import { browserRequired, haveChromium } from './support/chromium.js';
 import { saveScreenshot } from './support/screenshots.js';
-import { noteOutsideRequests, pageSuite, seriousViolations, signIn, superadminThread } from './support/page.js';
+import { noteOutsideRequests, pageSuite, runWithOneTool, seriousViolations, signIn, superadminThread } from './support/page.js';
 
 let server: ReturnType<typeof serverForFile>;
 let origin: string;
@@ -204,14 +204,18 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     expect(await page.locator('[data-testid=activity-tools] th[aria-sort=descending] button').textContent()).toBe('Failure rate');
 
     // The window and the tool filter are kept in the address.
-    const [windowSelect, toolSelect] = [page.locator('.activity-controls select >> nth=0'), page.locator('.activity-controls select >> nth=1')];
+    const [windowSelect, toolBox] = [page.locator('.activity-controls select'), page.getByRole('combobox', { name: 'Tool' })];
+    const chooseTool = async (name: string) => {
+      await toolBox.fill(name);
+      await toolBox.press('Enter');
+    };
     await windowSelect.selectOption('900');
-    await toolSelect.selectOption('lookup');
+    await chooseTool('lookup');
     await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
     await expect.poll(() => names()).toEqual(['lookup']);
-    // With a tool chosen, the others are still offered: one change switches tools.
-    expect(await toolSelect.locator('option').allTextContents()).toEqual(['all tools', 'fetch', 'lookup']);
-    await toolSelect.selectOption('fetch');
+    // With a tool chosen, the others are still suggested: one change switches tools.
+    expect(await page.locator(`datalist#${await toolBox.getAttribute('list')} option`).evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value))).toEqual(['fetch', 'lookup']);
+    await chooseTool('fetch');
     await expect.poll(() => names()).toEqual(['fetch']);
     // Back steps through the filter changes, the view following the address.
     await page.goBack();
@@ -219,7 +223,7 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await expect.poll(() => names()).toEqual(['lookup']);
     await page.goBack();
     await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
-    expect([await windowSelect.inputValue(), await toolSelect.inputValue()]).toEqual(['900', '']);
+    expect([await windowSelect.inputValue(), await toolBox.inputValue()]).toEqual(['900', '']);
     await page.goForward();
     await expect.poll(() => names()).toEqual(['lookup']);
     await page.reload();
@@ -241,6 +245,53 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view in Chromiu
     await page.goBack();
     await page.waitForSelector('[data-testid=activity-failures] a');
     expect(new URL(page.url()).hash).toMatch(/^#activity/);
+  }, 120_000);
+
+  it("offers the current window's tool names in the Tool filter, not those a window before offered", async () => {
+    const kept = await superadminThread(server.url, 'kept agent');
+    await runWithOneTool(kept, { name: 'lookup', output: { content: 'ok' } });
+    const { id: goneThread } = await kept.owner.createThread({ title: 'deleted agent' });
+    await runWithOneTool({ ...kept, threadId: goneThread }, { name: 'fetch', output: { content: 'ok' } });
+    const page = await newPage();
+    await signIn(page, origin, kept.who.owner);
+    await page.goto(`${origin}/#activity&window=3600`);
+    const offered = () => page.locator('.activity-controls label:has-text("Tool") option').evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value).filter(Boolean));
+    await expect.poll(offered).toEqual(['fetch', 'lookup']);
+    // Its thread deleted, no window holds 'fetch' any more: the 15 min window's names are 'lookup' alone.
+    await kept.owner.deleteThread(goneThread);
+    const namesRead = page.waitForResponse((response) => /PageToolNames/.test(response.request().postData() ?? '') && /"windowSeconds":900/.test(response.request().postData() ?? ''));
+    await page.selectOption('.activity-controls select >> nth=0', '900');
+    await namesRead;
+    await expect.poll(offered).toEqual(['lookup']);
+
+    // A suggestion picked is chosen at once. Headless Chromium opens no suggestion list: the pick as
+    // Chromium reports it, a plain input event (a typed key's is an InputEvent).
+    const toolBox = page.getByRole('combobox', { name: 'Tool' });
+    await toolBox.evaluate((box: HTMLInputElement) => ((box.value = 'lookup'), box.dispatchEvent(new Event('input', { bubbles: true }))));
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
+    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody td:first-child').allTextContents()).toEqual(['lookup']);
+    // Typed keys are not a choice until Enter (or leaving the box): live views keep what was typed.
+    await toolBox.press('End');
+    await toolBox.pressSequentially('_x');
+    await runWithOneTool(kept, { name: 'lookup', output: { content: 'ok' } });
+    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody td:nth-child(2)').allTextContents()).toEqual(['2']);
+    expect(new URL(page.url()).hash).toBe('#activity&window=900&tool=lookup');
+    expect(await toolBox.inputValue()).toBe('lookup_x');
+
+    // A name no call of the window has, typed: said so, no error, kept in the address; cleared, every tool again.
+    await toolBox.fill('fetch');
+    await toolBox.press('Enter');
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900&tool=fetch');
+    await expect.poll(() => page.getByTestId('activity-no-tool').textContent()).toBe('No call of fetch ran within the 15 min window.');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await page.locator('[data-testid=activity-tools] tbody tr').count()).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await toolBox.fill('');
+    await toolBox.press('Enter');
+    await expect.poll(() => new URL(page.url()).hash).toBe('#activity&window=900');
+    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody td:first-child').allTextContents()).toEqual(['lookup']);
+    expect(await page.getByTestId('activity-no-tool').textContent()).toBe('');
+    await page.close();
   }, 120_000);
 
   it('tells an admin the view is for super administrators and stops there: no Activity link, no "Loading…", no "reconnecting…"', async () => {

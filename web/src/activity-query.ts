@@ -1,4 +1,4 @@
-// The Activity view's live document, on its own so that bench/tool-order-bytes.ts measures the
+// The Activity view's documents, on their own so that bench/tool-order-bytes.ts measures the
 // view the page asks for (activity.tsx imports styles Node cannot load).
 import { graphql } from './generated/graphql/index.js';
 
@@ -16,8 +16,12 @@ export const TOOL_ACTIVITY = graphql(`
       running(first: 50) { ...PageActivityAudit }
       recentFailures(first: 20) { ...PageActivityAudit }
       toolCount
-      tools(first: $toolsFirst, orderBy: $toolsOrder) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+      tools(first: $toolsFirst, orderBy: $toolsOrder) { name calls running failureRate otherEnded p50DurationMs p95DurationMs maxDurationMs }
       longest: tools(first: 1, orderBy: { field: MAX }) { maxDurationMs }
       buckets { start started completed failed otherEnded }
     }
   }`);
+
+/** Every tool name of the view's window, for its Tool filter's suggestions: the live view lists only the table's rows. */
+export const TOOL_NAMES = graphql(`
+  query PageToolNames($windowSeconds: Int) { toolActivity(windowSeconds: $windowSeconds) { tools(orderBy: { field: NAME }) { name } } }`);

@@ -11,8 +11,7 @@ import { createLiveClient, gql, noteServerTime, serverClockAhead, subscribe, typ
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 import { dateTimeLabel, formatAgo, formatDuration, markedText, utcOffsetLabel } from './timeline.js';
-import { TOOL_NAMES } from './queries.js';
-import { TOOL_ACTIVITY, TOOLS_PAGE } from './activity-query.js';
+import { TOOL_ACTIVITY, TOOL_NAMES, TOOLS_PAGE } from './activity-query.js';
 import type { PageActivityAuditFragment, PageToolActivitySubscription } from './generated/graphql/graphql.js';
 
 /** The address's hash, kept current; the App shows this view while it starts with `#activity`. */
@@ -91,7 +90,6 @@ function useFilterSteps() {
 /** A view: the table's rows (`tools`) are the first `toolsShown` in the order clicked; `longest` is the view's longest call, for the failures' search window. */
 export type ActivityView = PageToolActivitySubscription['toolActivity'];
 type ActivityAudit = PageActivityAuditFragment;
-type ToolStat = ActivityView['tools'][number];
 
 /** The link that opens an audit's row in its thread's timeline. */
 const rowLink = (audit: ActivityAudit) => `#thread=${audit.run.thread.id}&audit=${audit.id}`;
@@ -111,6 +109,8 @@ interface ToolOrder {
   key: Column;
   descending: boolean;
 }
+/** The longest tool name the server takes (MAX_ID_LENGTH). */
+const MAX_TOOL_NAME = 256;
 /** The most rows the server lists (`tools(first)`: 1 to 1,000). */
 const MAX_TOOLS = 1000;
 /** Said below the table, where a finger can read it too (a title shows only on a mouse's hover). */
@@ -124,12 +124,6 @@ const COLUMNS: { key: Column; label: string; describedBy?: string }[] = [
   { key: 'P95', label: 'p95' },
   { key: 'MAX', label: 'Max' },
 ];
-
-/** A tool's failure rate: null with nothing ended, which the server orders last either way. */
-const failureRateOf = (stat: ToolStat) => {
-  const ended = stat.completed + stat.failed + stat.otherEnded;
-  return ended ? stat.failed / ended : null;
-};
 
 /**
  * The tools the view lists, in the server's order (`order`, the column clicked): a click asks the
@@ -156,20 +150,18 @@ function ToolTable({ view, order, onOrder, onMore }: { view: ActivityView; order
           </tr>
         </thead>
         <tbody>
-          {tools.map((stat) => {
-            const rate = failureRateOf(stat);
-            return (
-              <tr key={stat.name}>
-                <td class="name">{revealed(stat.name)}</td>
-                <td>{stat.running + stat.completed + stat.failed + stat.otherEnded}{stat.running ? ` (${stat.running} running)` : ''}</td>
-                <td>{rate === null ? '—' : `${Math.round(rate * 1000) / 10} %`}</td>
-                <td>{stat.otherEnded}</td>
-                <td>{ms(stat.p50DurationMs)}</td>
-                <td>{ms(stat.p95DurationMs)}</td>
-                <td>{ms(stat.maxDurationMs)}</td>
-              </tr>
-            );
-          })}
+          {tools.map((stat) => (
+            <tr key={stat.name}>
+              <td class="name">{revealed(stat.name)}</td>
+              <td>{stat.calls}{stat.running ? ` (${stat.running} running)` : ''}</td>
+              {/* The server's rate (null with nothing ended, which it orders last either way). */}
+              <td>{stat.failureRate === null ? '—' : `${Math.round(stat.failureRate * 1000) / 10} %`}</td>
+              <td>{stat.otherEnded}</td>
+              <td>{ms(stat.p50DurationMs)}</td>
+              <td>{ms(stat.p95DurationMs)}</td>
+              <td>{ms(stat.maxDurationMs)}</td>
+            </tr>
+          ))}
         </tbody>
       </table>
       {tools.length < toolCount && (
@@ -437,6 +429,48 @@ export function failureNews(before: ActivityView | null, view: ActivityView): st
   return `${markedText(latest!.name)} failed (${markedText(latest!.run.thread.title ?? latest!.run.thread.id)}): ${firstLine(latest!.error)}${more}. ${failed} ${failed === 1 ? 'failure' : 'failures'} within the window.`;
 }
 
+const TOOL_NAMES_LIST = 'activity-tool-names';
+
+/**
+ * The Tool filter: a text box suggesting the window's tool names as one types (300 of them were a
+ * select too long to use). A name is chosen by Enter, by leaving the box, or by picking a
+ * suggestion; an empty box is every tool. Names show with their bidi controls as marks, in the
+ * box and its suggestions: the name shown or typed as marked is the name as stored.
+ */
+function ToolFilter({ tool, names, onTool }: { tool: string; names: string[]; onTool: (tool: string) => void }) {
+  /** What the reader typed and has not chosen yet: live views drawing the box again keep it. */
+  const draft = useSignal<string | null>(null);
+  const choose = (text: string) => {
+    draft.value = null;
+    const name = text.trim() === '' ? '' : names.includes(text) ? text : (names.find((known) => markedText(known) === text) ?? text);
+    if (name !== tool) onTool(name);
+  };
+  return (
+    <label>
+      Tool{' '}
+      <input
+        type="search"
+        list={TOOL_NAMES_LIST}
+        placeholder="all tools"
+        maxLength={MAX_TOOL_NAME}
+        autocomplete="off"
+        spellcheck={false}
+        value={draft.value ?? markedText(tool)}
+        onInput={(event) => {
+          const text = event.currentTarget.value;
+          // A suggestion picked (not a key typed) is a choice made.
+          if (!(event instanceof InputEvent) || event.inputType === 'insertReplacementText') choose(text);
+          else draft.value = text;
+        }}
+        onChange={(event) => choose(event.currentTarget.value)}
+      />
+      <datalist id={TOOL_NAMES_LIST}>
+        {names.map((name) => <option key={name} value={markedText(name)} />)}
+      </datalist>
+    </label>
+  );
+}
+
 export function Activity({ token }: { token: string }) {
   const settings = settingsOf(hash.value);
   const heading = useFocusedHeading();
@@ -454,7 +488,7 @@ export function Activity({ token }: { token: string }) {
   const news = useSignal('');
   const error = useSignal<string | null>(null);
   const ended = useSignal(false);
-  /** Every tool name a view showed: with a tool chosen, the view lists that one only. */
+  /** The window's tool names, the Tool filter's suggestions: its read's and those its views listed since. */
   const toolNames = useSignal<string[]>([]);
   const clock = useSignal(Date.now());
   useEffect(() => {
@@ -462,9 +496,10 @@ export function Activity({ token }: { token: string }) {
     return () => clearInterval(timer);
   }, []);
   // Every tool name of the window, for the Tool filter (the view lists only the table's rows): read
-  // once per window, not with every view.
+  // once per window, not with every view. Another window's names are not offered.
   useEffect(() => {
     let gone = false;
+    toolNames.value = [];
     gql(token, TOOL_NAMES, { windowSeconds: settings.windowSeconds }).then(
       ({ toolActivity }) => void (gone || addToolNames(toolActivity.tools.map((tool) => tool.name))),
       () => {}, // not read: the names the views show are still offered
@@ -584,17 +619,15 @@ export function Activity({ token }: { token: string }) {
             {WINDOWS.map((w) => <option key={w.seconds} value={String(w.seconds)}>{w.label}</option>)}
           </select>
         </label>
-        <label>
-          Tool{' '}
-          <select value={settings.tool} onChange={(e) => steps.change(e, { ...settings, tool: e.currentTarget.value })} {...steps.keys}>
-            <option value="">all tools</option>
-            {[...new Set([...toolNames.value, ...(settings.tool ? [settings.tool] : [])])].sort().map((name) => (
-              <option key={name} value={name}>{markedText(name)}</option>
-            ))}
-          </select>
-        </label>
+        <ToolFilter tool={settings.tool} names={toolNames.value} onTool={(tool) => setSettings({ ...settings, tool })} />
         {current && <span class="muted" data-testid="activity-at">as of {new Date(current.at).toLocaleTimeString()} {utcOffsetLabel(current.at)}</span>}
       </div>
+      {/* Always there, so that a screen reader says what it comes to hold: a name typed that the window has no call of. */}
+      <p class="muted activity-no-tool" role="status" data-testid="activity-no-tool">
+        {current && settings.tool && current.toolCount === 0
+          ? `No call of ${markedText(settings.tool)} ran within the ${WINDOWS.find((w) => w.seconds === settings.windowSeconds)!.label} window.`
+          : ''}
+      </p>
       {error.value && <p class="banner error" role="alert">{error.value}</p>}
       <p class="visually-hidden" role="status" aria-atomic="true" data-testid="activity-news">{news.value}</p>
       {!current ? (

@@ -106,7 +106,3 @@ export const TOOL_CALL_LEDGER = graphql(`
       pageInfo { hasNextPage endCursor }
     }
   }`);
-
-/** Every tool name of the Activity view's window, for its Tool filter: the live view lists only the table's rows. */
-export const TOOL_NAMES = graphql(`
-  query PageToolNames($windowSeconds: Int) { toolActivity(windowSeconds: $windowSeconds) { tools(orderBy: { field: NAME }) { name } } }`);

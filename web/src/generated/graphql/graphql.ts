@@ -129,7 +129,14 @@ export type PageToolActivitySubscriptionVariables = Exact<{
 }>;
 
 
-export type PageToolActivitySubscription = { toolActivity: { at: string, since: string, runningCount: number, toolCount: number, running: Array<{ id: string, name: string, startedAt: string | null, finishedAt: string | null, error: unknown, awaitingRunTerminal: boolean, run: { id: string, leaseExpiresAt: string | null, thread: { id: string, title: string | null } } }>, recentFailures: Array<{ id: string, name: string, startedAt: string | null, finishedAt: string | null, error: unknown, awaitingRunTerminal: boolean, run: { id: string, leaseExpiresAt: string | null, thread: { id: string, title: string | null } } }>, tools: Array<{ name: string, running: number, completed: number, failed: number, otherEnded: number, p50DurationMs: number | null, p95DurationMs: number | null, maxDurationMs: number | null }>, longest: Array<{ maxDurationMs: number | null }>, buckets: Array<{ start: string, started: number, completed: number, failed: number, otherEnded: number }> } };
+export type PageToolActivitySubscription = { toolActivity: { at: string, since: string, runningCount: number, toolCount: number, running: Array<{ id: string, name: string, startedAt: string | null, finishedAt: string | null, error: unknown, awaitingRunTerminal: boolean, run: { id: string, leaseExpiresAt: string | null, thread: { id: string, title: string | null } } }>, recentFailures: Array<{ id: string, name: string, startedAt: string | null, finishedAt: string | null, error: unknown, awaitingRunTerminal: boolean, run: { id: string, leaseExpiresAt: string | null, thread: { id: string, title: string | null } } }>, tools: Array<{ name: string, calls: number, running: number, failureRate: number | null, otherEnded: number, p50DurationMs: number | null, p95DurationMs: number | null, maxDurationMs: number | null }>, longest: Array<{ maxDurationMs: number | null }>, buckets: Array<{ start: string, started: number, completed: number, failed: number, otherEnded: number }> } };
+
+export type PageToolNamesQueryVariables = Exact<{
+  windowSeconds?: number | null | undefined;
+}>;
+
+
+export type PageToolNamesQuery = { toolActivity: { tools: Array<{ name: string }> } };
 
 export type PageRunFieldsFragment = { id: string, status: RunStatus, leaseOwner: string | null, leaseEpoch: number, leaseExpiresAt: string | null, createdAt: string, startedAt: string | null, finishedAt: string | null, error: unknown, resumedFrom: { id: string } | null, auditSummary: { audits: number, modelCalls: number, toolCalls: number, modelsFailed: number, toolsFailed: number, toolsAbandoned: number, toolsCancelled: number, toolsInterrupted: number, running: number, firstStartedAt: string | null, lastFinishedAt: string | null, inputTokens: string | null, outputTokens: string | null } };
 
@@ -267,13 +274,6 @@ export type ToolCallLedgerQueryVariables = Exact<{
 
 
 export type ToolCallLedgerQuery = { toolCallLedger: { edges: Array<{ node: { id: string, threadId: string, threadTitle: string | null, runId: string, declaredById: string, executedInRunId: string | null, auditId: string | null, toolCallId: string, name: string, declaredInput: unknown, effectiveInput: unknown, inputDiffers: boolean | null, status: ToolCallLedgerStatus, startedAt: string | null, finishedAt: string | null, durationMs: number | null, cases: Array<ToolCallLedgerCase>, leaseExpiresAt: string | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
-
-export type PageToolNamesQueryVariables = Exact<{
-  windowSeconds?: number | null | undefined;
-}>;
-
-
-export type PageToolNamesQuery = { toolActivity: { tools: Array<{ name: string }> } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -460,9 +460,9 @@ export const PageToolActivityDocument = new TypedDocumentString(`
     toolCount
     tools(first: $toolsFirst, orderBy: $toolsOrder) {
       name
+      calls
       running
-      completed
-      failed
+      failureRate
       otherEnded
       p50DurationMs
       p95DurationMs
@@ -496,6 +496,15 @@ export const PageToolActivityDocument = new TypedDocumentString(`
     }
   }
 }`) as unknown as TypedDocumentString<PageToolActivitySubscription, PageToolActivitySubscriptionVariables>;
+export const PageToolNamesDocument = new TypedDocumentString(`
+    query PageToolNames($windowSeconds: Int) {
+  toolActivity(windowSeconds: $windowSeconds) {
+    tools(orderBy: {field: NAME}) {
+      name
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<PageToolNamesQuery, PageToolNamesQueryVariables>;
 export const AuditDocument = new TypedDocumentString(`
     query Audit($id: ID!) {
   audit(id: $id) {
@@ -978,12 +987,3 @@ export const ToolCallLedgerDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ToolCallLedgerQuery, ToolCallLedgerQueryVariables>;
-export const PageToolNamesDocument = new TypedDocumentString(`
-    query PageToolNames($windowSeconds: Int) {
-  toolActivity(windowSeconds: $windowSeconds) {
-    tools(orderBy: {field: NAME}) {
-      name
-    }
-  }
-}
-    `) as unknown as TypedDocumentString<PageToolNamesQuery, PageToolNamesQueryVariables>;
