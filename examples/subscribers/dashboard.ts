@@ -33,7 +33,7 @@ const query = `subscription($windowSeconds: Int, $name: String) {
     running(first: 5) { id name startedAt run { thread { id } } }
     recentFailures(first: 5) { id name error }
     toolCount
-    tools(first: 20) { name running completed failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
+    tools(first: 20) { name calls running failureRate failed otherEnded p50DurationMs p95DurationMs maxDurationMs }
   }
 }`;
 const variables = { windowSeconds: Number(process.env.AUDIT_WINDOW_SECONDS ?? 3600), name: process.env.AUDIT_TOOL || null };

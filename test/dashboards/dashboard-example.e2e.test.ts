@@ -48,7 +48,7 @@ it('examples/subscribers/dashboard.ts prints a view at once and a new one after 
     expect(fleet.toolCount).toBe(22);
     // The busiest first, then the rest of the 20 by name (equal calls).
     expect(fleet.tools.map((tool: { name: string }) => tool.name)).toEqual(['search', ...others.slice(0, 19).map((call) => call.name)]);
-    expect(fleet.tools[0]).toMatchObject({ name: 'search', running: 2 });
+    expect(fleet.tools[0]).toMatchObject({ name: 'search', running: 2, calls: 2, failureRate: null });
   } finally {
     child.kill();
   }
