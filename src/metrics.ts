@@ -78,6 +78,12 @@ export const poolAcquireFailures = new Counter({
   registers: [registry],
 });
 
+export const statementsCancelled = new Counter({
+  name: 'agent_audit_db_statements_cancelled_total',
+  help: "PostgreSQL statements of queries cancelled because their client went (an HTTP request's client gone, a graphql-ws query completed by its client or its connection closed)",
+  registers: [registry],
+});
+
 export const catchUps = new Counter({
   name: 'agent_audit_subscription_catch_ups_total',
   help: 'Catch-up reads from the database by lagging or resuming subscription streams',

@@ -5,7 +5,7 @@ import { JSON_OIDS, parseJsonText } from './json-text.js';
 import { isGeneric, isPrepared, timestampParser } from './sql.js';
 import { log, outsideErrorFields } from '../log.js';
 import { QUERY_TIMEOUT_MESSAGE } from './outage.js';
-import { poolAcquireFailures, poolWaitSeconds } from '../metrics.js';
+import { poolAcquireFailures, poolWaitSeconds, statementsCancelled } from '../metrics.js';
 import { readSignal } from './reads-waited-for.js';
 
 const preparedNames = new Map<string, string>();
@@ -175,7 +175,8 @@ function backendCanceller(connectionString: string): (pid: number) => Promise<vo
     const client = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, query_timeout: CONNECT_TIMEOUT_MS });
     try {
       await client.connect();
-      await client.query('SELECT pg_cancel_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+      const { rows } = await client.query<{ cancelled: number }>('SELECT count(*) FILTER (WHERE pg_cancel_backend(pid))::int AS cancelled FROM unnest($1::int[]) AS pid', [pids]);
+      statementsCancelled.inc(rows[0]!.cancelled);
     } catch (error) {
       log.warn({ component: 'db', error: outsideErrorFields(error as Error) }, 'could not cancel the statements of reads whose clients have gone');
     } finally {

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { getOperationAST, GraphQLError, parse, type DocumentNode, type ExecutionArgs } from 'graphql';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { Config } from '../config.js';
 import { maskError } from '../graphql/errors.js';
 import { operationResolutionError } from '../graphql/operation-resolution.js';
@@ -27,6 +27,36 @@ const parsedOrNot = (query: string): DocumentNode | undefined => {
 const withoutHttp = ({ message, nodes, extensions: { http: _http, ...extensions } }: GraphQLError) => new GraphQLError(message, { nodes, extensions });
 
 /**
+ * A signal for each operation of a socket, which aborts when the client completes the operation or
+ * the socket closes: a query nobody waits for any more gives up its database work as one over HTTP
+ * does (src/server/yoga.ts, useReadsCancelledForClientsGone).
+ */
+function operationSignals() {
+  const bySocket = new WeakMap<WebSocket, Map<string, AbortController>>();
+  return {
+    opened(socket: WebSocket, id: string): AbortSignal {
+      const controller = new AbortController();
+      const operations = bySocket.get(socket) ?? new Map<string, AbortController>();
+      bySocket.set(socket, operations.set(id, controller));
+      return controller.signal;
+    },
+    /** Its operation has ended (answered, failed or completed): nothing waits for its signal. */
+    ended(socket: WebSocket, id: string): void {
+      bySocket.get(socket)?.delete(id);
+    },
+    /** The client completed operation `id`, or closed the socket (every operation of it). */
+    gone(socket: WebSocket, id?: string): void {
+      const operations = bySocket.get(socket);
+      for (const [each, controller] of operations ?? []) {
+        if (id !== undefined && each !== id) continue;
+        controller.abort();
+        operations!.delete(each);
+      }
+    },
+  };
+}
+
+/**
  * graphql-ws on the HTTP server's GraphQL path. Every operation goes through yoga's envelop
  * (context, parsing, validation and its limits), so auth and limits apply to it too.
  * Subscriptions execute each event once per group of identical subscriptions
@@ -51,6 +81,7 @@ export function serveGraphQLOverWebSocket(
   const shared = sharedSubscriptions((error, context) => maskError(error, () => context.requestId) as GraphQLError, compilable);
   /** Each operation's executor from yoga's envelop (its plugins: masking, graphql-jit), by the args graphql-ws passes back. */
   const executors = new WeakMap<ExecutionArgs, ReturnType<typeof yoga.getEnveloped>['execute']>();
+  const signals = operationSignals();
   const served = serveGraphQLWs(
     {
       connectionInitWaitTimeout: config.webSocket.initTimeoutMs,
@@ -64,7 +95,12 @@ export function serveGraphQLOverWebSocket(
         ctx.extra.request.socket.on('drain', () => budget.drained(socket));
         return true;
       },
-      onClose: (ctx) => limits.onClose(ctx),
+      onClose: (ctx) => {
+        limits.onClose(ctx);
+        signals.gone(ctx.extra.socket);
+      },
+      onComplete: (ctx, id) => signals.ended(ctx.extra.socket, id),
+      onError: (ctx, id) => void signals.ended(ctx.extra.socket, id),
       execute: (args) => executors.get(args)!(args),
       subscribe: (args) => shared.start(args),
       // The subscription's socket comes from graphql-ws's context: it writes its own frames, on
@@ -85,6 +121,7 @@ export function serveGraphQLOverWebSocket(
           req: ctx.extra.request,
           socket: ctx.extra.socket,
           params,
+          operationSignal: signals.opened(ctx.extra.socket, id),
         });
         let document;
         try {
@@ -111,6 +148,7 @@ export function serveGraphQLOverWebSocket(
     },
     wsServer,
     (socket) => limits.admit(socket),
+    (socket, id) => signals.gone(socket, id),
   );
   rememberTcpSockets(wsServer);
   // Pings are sent by keepConnectionsAlive, spread over the period.

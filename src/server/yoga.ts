@@ -59,6 +59,8 @@ export interface ServerContext {
   res?: ServerResponse;
   /** graphql-ws: the connection's `connectionParams`. */
   connectionParams?: Record<string, unknown>;
+  /** graphql-ws: aborts when the client completes the operation or closes the connection (src/server/graphql-ws.ts). */
+  operationSignal?: AbortSignal;
   /** GET /graphql/stream: the browser's stream session (src/server/stream-session.ts), not a bearer token. */
   streamSession?: StreamSession;
 }
@@ -328,13 +330,16 @@ function useNoSubscriptionsForClientsGone(): Plugin {
   };
 }
 
-/** A query over HTTP whose client goes while it runs gives up its database work (src/db/reads-waited-for.ts). */
+/** Aborts when nobody waits for the operation any more: over HTTP its request's client went; over graphql-ws the client completed it or closed the connection. */
+const clientSignal = ({ request, operationSignal }: ServerContext): AbortSignal | undefined => request?.signal ?? operationSignal;
+
+/** A query whose client goes while it runs gives up its database work (src/db/reads-waited-for.ts). */
 function useReadsCancelledForClientsGone(): Plugin {
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
-      const { request } = args.contextValue as ServerContext;
-      if (!request || getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
-      setExecuteFn((executeArgs) => whileWaitedFor(request.signal, async () => executeFn(executeArgs)));
+      const signal = clientSignal(args.contextValue as ServerContext);
+      if (!signal || getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
+      setExecuteFn((executeArgs) => whileWaitedFor(signal, async () => executeFn(executeArgs)));
     },
   };
 }
@@ -352,7 +357,7 @@ function useCorrelatedMasking(): Plugin {
         onExecuteDone({ result, setResult }) {
           if (Symbol.asyncIterator in result || !result.errors) return;
           // Nobody reads it: the errors of a query whose client has gone are its statements cancelled (useReadsCancelledForClientsGone), not incidents.
-          if (query && (args.contextValue as ServerContext).request?.signal.aborted) return setResult({ data: null });
+          if (query && clientSignal(args.contextValue as ServerContext)?.aborted) return setResult({ data: null });
           setResult({ ...result, errors: result.errors.map((error) => maskError(error, () => context.requestId) as GraphQLError) });
         },
       };

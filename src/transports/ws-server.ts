@@ -1,4 +1,4 @@
-import { CloseCode, handleProtocols, makeServer, MessageType, parseMessage, type ConnectionInitMessage, type ServerOptions } from 'graphql-ws';
+import { CloseCode, handleProtocols, makeServer, MessageType, parseMessage, type ConnectionInitMessage, type Message, type ServerOptions } from 'graphql-ws';
 import type { Extra } from 'graphql-ws/use/ws';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { echoed } from '../graphql/errors.js';
@@ -7,15 +7,13 @@ import { errorFields, log } from '../log.js';
 /** What a graphql-transport-ws client may send; the other types are the server's. */
 const CLIENT_MESSAGE_TYPES: ReadonlySet<string> = new Set([MessageType.ConnectionInit, MessageType.Ping, MessageType.Pong, MessageType.Subscribe, MessageType.Complete]);
 
-/** The type of `data` when it is a well-formed message only the server sends. */
-function serverOnlyType(data: string): string | undefined {
-  let type: string;
+/** The message `data` is, if it is a well-formed one. */
+function parsed(data: string): Message | undefined {
   try {
-    type = parseMessage(data).type;
+    return parseMessage(data);
   } catch {
     return undefined; // not a message of the protocol: graphql-ws closes with 4400 itself
   }
-  return CLIENT_MESSAGE_TYPES.has(type) ? undefined : type;
 }
 
 /**
@@ -37,6 +35,8 @@ export function serveGraphQLWs(
   wsServer: WebSocketServer,
   /** False closes a new socket at once with 1013 (Try Again Later). */
   admit: (socket: WebSocket) => boolean,
+  /** The client sent `complete` for its operation `id` (graphql-ws's onComplete comes only once the operation has ended). */
+  completedByClient: (socket: WebSocket, id: string) => void,
 ) {
   const server = makeServer(options);
   wsServer.options.handleProtocols = handleProtocols;
@@ -58,8 +58,9 @@ export function serveGraphQLWs(
         onMessage: (handle) =>
           socket.on('message', async (data) => {
             const text = String(data);
-            const type = serverOnlyType(text);
-            if (type) return socket.close(CloseCode.BadRequest, `Unexpected message of type "${type}": only the server sends it`);
+            const message = parsed(text);
+            if (message && !CLIENT_MESSAGE_TYPES.has(message.type)) return socket.close(CloseCode.BadRequest, `Unexpected message of type "${message.type}": only the server sends it`);
+            if (message?.type === MessageType.Complete) completedByClient(socket, message.id);
             try {
               await handle(text);
             } catch (error) {
