@@ -34,8 +34,9 @@ const post = (url: string, token: string, query: string, variables: Record<strin
  * /metrics counts their statements cancelled.
  */
 async function givenUp(gone: (server: ServerProcess, token: string, runId: string, poolFull: Promise<unknown>) => Promise<void>) {
-  // A statement timeout far past the test: only the cancel can end the reads' statements.
-  const server = await startServer(storage(), { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_STATEMENT_TIMEOUT_MS: '600000' });
+  // A statement timeout far past the test: only the cancel can end the reads' statements. No lease
+  // sweep in the test's time: its statement would wait for the lock too, counted as a read's.
+  const server = await startServer(storage(), { DATABASE_POOL_SIZE: String(POOL_SIZE), DATABASE_STATEMENT_TIMEOUT_MS: '600000', LEASE_SWEEP_INTERVAL_MS: '3600000' });
   const admin = new pg.Client({ connectionString: storage().env.DATABASE_URL });
   const locker = new pg.Client({ connectionString: storage().env.DATABASE_URL });
   await Promise.all([admin.connect(), locker.connect()]);
