@@ -137,19 +137,19 @@ describe.skipIf(!haveChromium && !browserRequired)(`the Activity view of a large
     const page = await openActivity();
     const marked = 'report\u27E8U+202E\u27E9fdp.exe';
     const shown = async (selector: string) => (await page.locator(selector).allTextContents()).filter((text) => text.startsWith('report'));
-    await expect.poll(() => shown('[data-testid=activity-running] tbody td:first-child a')).not.toEqual([]);
+    await expect.poll(() => shown('[data-testid=activity-running] tbody td:first-child a'), { timeout: 30_000 }).not.toEqual([]);
     expect(new Set(await shown('[data-testid=activity-running] tbody td:first-child a'))).toEqual(new Set([marked]));
     expect(await shown('[data-testid=activity-tools] tbody td:first-child')).toEqual([marked]);
     // Every name of the window is suggested, however many: the bidi one as shown.
     const suggested = () => page.locator('.activity-controls datalist option').evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value));
-    await expect.poll(async () => (await suggested()).length).toBe(TOOL_NAMES.length);
+    await expect.poll(async () => (await suggested()).length, { timeout: 30_000 }).toBe(TOOL_NAMES.length);
     expect((await suggested()).filter((name) => name.startsWith('report'))).toEqual([marked]);
     // Chosen as shown, it filters by the name as stored.
     const toolBox = page.getByRole('combobox', { name: 'Tool' });
     await toolBox.fill(marked);
     await toolBox.press('Enter');
-    await expect.poll(() => toolBox.inputValue()).toBe(marked);
-    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody tr').count()).toBe(1);
+    await expect.poll(() => toolBox.inputValue(), { timeout: 30_000 }).toBe(marked);
+    await expect.poll(() => page.locator('[data-testid=activity-tools] tbody tr').count(), { timeout: 30_000 }).toBe(1);
     expect(new URLSearchParams(new URL(page.url()).hash.slice(1)).get('tool')).toBe(BIDI_NAME);
   }, 120_000);
 

@@ -7,7 +7,7 @@ import type uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
 import type { Client } from 'graphql-ws';
-import { createLiveClient, gql, noteServerTime, serverClockAhead, subscribe, type ConnectionState } from './api.js';
+import { createLiveClient, gql, isTransient, messageOf, noteServerTime, serverClockAhead, subscribe, type ConnectionState } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 import { dateTimeLabel, formatAgo, formatDuration, markedText, utcOffsetLabel } from './timeline.js';
@@ -500,10 +500,15 @@ export function Activity({ token }: { token: string }) {
   useEffect(() => {
     let gone = false;
     toolNames.value = [];
-    gql(token, TOOL_NAMES, { windowSeconds: settings.windowSeconds }).then(
-      ({ toolActivity }) => void (gone || addToolNames(toolActivity.tools.map((tool) => tool.name))),
-      () => {}, // not read: the names the views show are still offered
-    );
+    const read = (failures: number): void =>
+      void gql(token, TOOL_NAMES, { windowSeconds: settings.windowSeconds }).then(
+        ({ toolActivity }) => void (gone || addToolNames(toolActivity.tools.map((tool) => tool.name))),
+        // Not read (the server busy, away): tried again, later each time; meanwhile the names the views show are offered.
+        (error: unknown) => {
+          if (!gone && isTransient(messageOf(error))) setTimeout(() => gone || read(failures + 1), Math.min(15_000, 1000 * 2 ** failures));
+        },
+      );
+    read(0);
     return () => void (gone = true);
   }, [token, settings.windowSeconds]);
   const addToolNames = (more: string[]) => {
