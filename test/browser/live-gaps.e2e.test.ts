@@ -94,7 +94,9 @@ describe.skipIf(!haveChromium && !browserRequired)(`the open thread's live follo
     await openThread(page, origin, `#thread=${thread.threadId}`);
     await page.locator(`.row[data-key="${before.id}"]`).waitFor();
 
-    // The server ends the stream as a stopping one does: an interruption, then complete.
+    // The server ends the stream as a stopping one does: an interruption, then complete. (The rows
+    // may come over HTTP before the live connection is open and the stream subscribed.)
+    await expect.poll(() => live.sent.some((sent) => subscribed(sent, operation)), { timeout: 30_000 }).toBe(true);
     const stream = live.sent.find((sent) => subscribed(sent, operation))!;
     live.server!.send(JSON.stringify({ id: stream.id, type: 'complete' }));
     const interrupted = { message: 'The server is stopping. Subscribe again to continue.', extensions: { code: 'SUBSCRIPTION_INTERRUPTED', reason: 'SERVER_STOPPING' } };
