@@ -7,7 +7,7 @@ import type uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './activity.css';
 import type { Client } from 'graphql-ws';
-import { createLiveClient, gql, isTransient, messageOf, noteServerTime, serverClockAhead, subscribe, type ConnectionState } from './api.js';
+import { createLiveClient, gql, isTransient, messageOf, noteServerTime, retryAfterMs, serverClockAhead, subscribe, type ConnectionState } from './api.js';
 import { useFocusedHeading } from './focus.js';
 import { revealed } from './revealed.js';
 import { dateTimeLabel, formatAgo, formatDuration, markedText, utcOffsetLabel } from './timeline.js';
@@ -505,7 +505,7 @@ export function Activity({ token }: { token: string }) {
         ({ toolActivity }) => void (gone || addToolNames(toolActivity.tools.map((tool) => tool.name))),
         // Not read (the server busy, away): tried again, later each time; meanwhile the names the views show are offered.
         (error: unknown) => {
-          if (!gone && isTransient(messageOf(error))) setTimeout(() => gone || read(failures + 1), Math.min(15_000, 1000 * 2 ** failures));
+          if (!gone && isTransient(messageOf(error))) setTimeout(() => gone || read(failures + 1), retryAfterMs(failures));
         },
       );
     read(0);

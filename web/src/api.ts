@@ -103,6 +103,9 @@ export const UNAVAILABLE = 'The server is unavailable for the moment; retryingâ€
 /** The server ended the open thread's stream of changes (it is stopping): it is followed again after the last change shown. */
 export const STREAM_ENDED = 'The live stream of changes ended; following againâ€¦';
 
+/** How long the page waits before trying a failed read again: `firstMs`, doubled at each failure in a row, at most 15 s. */
+export const retryAfterMs = (failures: number, firstMs = 1000) => Math.min(15_000, firstMs * 2 ** failures);
+
 /** A failure of the way to the server, not an answer of it: retried, and over once the server answers. */
 export const isTransient = (message: string) =>
   message === UNREACHABLE || message === UNAVAILABLE || message === STREAM_ENDED || message.startsWith('The server answered HTTP ');

@@ -4,7 +4,7 @@
 // re-read. Who may not (threadAudits is FORBIDDEN/NOT_FOUND, and so is threadChanges) follows
 // `runChanged` and re-reads the runs whenever the connection (re)opens.
 import type { Client } from 'graphql-ws';
-import { gql, GraphQLRequestError, isTransient, messageOf, readFewer, readOver, STREAM_ENDED, subscribe } from './api.js';
+import { gql, GraphQLRequestError, isTransient, messageOf, readFewer, readOver, retryAfterMs, STREAM_ENDED, subscribe } from './api.js';
 import type { PageThreadInfoFragment, ThreadAuditsQuery, ThreadRunsQuery } from './generated/graphql/graphql.js';
 import { RUN, RUN_CHANGED, RUNS_PAGE, THREAD_AUDITS, THREAD_CHANGES, THREAD_INFO, THREAD_RUNS } from './queries.js';
 import type { AuditView, RunView } from './timeline.js';
@@ -87,7 +87,7 @@ export function readsSoon<K>(client: Client, read: (key: K) => Promise<void>, fa
         if (stopped || !isTransient(messageOf(error))) return;
         const before = failures.get(key) ?? 0;
         failures.set(key, before + 1);
-        later(key, Math.min(15_000, 1000 * 2 ** before));
+        later(key, retryAfterMs(before));
       },
     );
   };
@@ -164,7 +164,7 @@ export function followThread(client: Client, token: string, threadId: string, si
   let refusals = 0;
   const followAgain = () => {
     if (stopped) return;
-    const wait = Math.min(15_000, 500 * 2 ** refusals++);
+    const wait = retryAfterMs(refusals++, 500);
     setTimeout(() => void start(), wait);
   };
 
@@ -174,7 +174,7 @@ export function followThread(client: Client, token: string, threadId: string, si
   const followAgainLater = (follow: () => void) => {
     if (stopped) return;
     sink.failed(STREAM_ENDED);
-    setTimeout(() => !stopped && follow(), Math.min(15_000, 500 * 2 ** ends++));
+    setTimeout(() => !stopped && follow(), retryAfterMs(ends++, 500));
   };
 
   const followChanges = (after: string) => {
@@ -255,7 +255,7 @@ export function followThread(client: Client, token: string, threadId: string, si
       } catch (error) {
         fail(error);
         if (!isTransient(messageOf(error))) return;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(15_000, 1000 * 2 ** attempt)));
+        await new Promise((resolve) => setTimeout(resolve, retryAfterMs(attempt)));
       }
     }
   };

@@ -1,6 +1,6 @@
 import { batch, computed, effect, signal, untracked } from '@preact/signals';
 import type { Client } from 'graphql-ws';
-import { answers, claimsOf, createLiveClient, gql, GraphQLRequestError, isTransient, messageOf, readFewer, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
+import { answers, claimsOf, createLiveClient, gql, GraphQLRequestError, isTransient, messageOf, readFewer, retryAfterMs, serverClockAhead, storedToken, storeToken, tokenRefusal, type ConnectionState } from './api.js';
 import { AUDITS_PAGE, followThread, readAuditPage, readRun, readsSoon, type ThreadInfo } from './live.js';
 import { AUDIT_DETAIL, AUDIT_RUN, SEARCH_AUDITS, THREADS, TOOL_CALL_LEDGER } from './queries.js';
 import type { AuditKind, AuditQuery, AuditStatus, SearchAuditsQuery, ThreadsQuery, ToolCallLedgerQuery } from './generated/graphql/graphql.js';
@@ -153,7 +153,7 @@ effect(() => {
       const message = error instanceof Error ? error.message : String(error);
       pageError.value = message;
       if (!isTransient(message)) return;
-      setTimeout(() => selectedKey.peek() === key && detailRetry.value++, Math.min(15_000, 1000 * 2 ** detailFailures++));
+      setTimeout(() => selectedKey.peek() === key && detailRetry.value++, retryAfterMs(detailFailures++));
     },
   );
 });
@@ -211,7 +211,7 @@ export async function loadLedger(more = false) {
     ledgerRetry = setTimeout(() => {
       ledgerRetry = undefined;
       if (JSON.stringify(ledgerQuery.peek()) === forQuery) void loadLedger();
-    }, Math.min(15_000, 1000 * 2 ** ledgerFailures++));
+    }, retryAfterMs(ledgerFailures++));
   } finally {
     ledgerReadsRunning--;
   }
